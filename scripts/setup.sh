@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Installs exactly the Debian 12 packages this project builds and tests with.
+# Idempotent: when every package is already installed it touches nothing and
+# does not even refresh the package lists. Runs as root, or through sudo.
+set -euo pipefail
+
+# One line per package, with the part of the tree that needs it.
+PACKAGES=(
+  build-essential   # g++ 12, make
+  cmake             # build system (3.25 on Debian 12)
+  ninja-build       # fast parallel builds on 2 cores
+  pkg-config        # finds libdpdk / liburing in later folders
+  libabsl-dev       # Abseil: status, strings, flat_hash_map, flags
+  libgtest-dev      # GoogleTest
+  libgmock-dev      # GoogleMock (comes with GoogleTest)
+  libbenchmark-dev  # Google Benchmark: bench/
+  zlib1g-dev        # crc32() for the RoCEv2 ICRC: transport/wire/icrc.cc
+  python3           # spec/vectors/gen_vectors.py, the independent vector encoder
+  tshark            # independent decoder of our RoCEv2 frames: tests/wire/tshark_test.sh
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ "${#missing[@]}" -eq 0 ]; then
+  echo "setup: all ${#PACKAGES[@]} packages already installed"
+  exit 0
+fi
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+  if command -v sudo >/dev/null 2>&1; then
+    SUDO="sudo"
+  else
+    echo "setup: need root or sudo to install: ${missing[*]}" >&2
+    exit 1
+  fi
+fi
+
+echo "setup: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+# wireshark-common asks whether non-root users may capture; answer no.
+echo "wireshark-common wireshark-common/install-setuid boolean false" | $SUDO debconf-set-selections
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,357 @@
+#include "transport/wire/decode.h"
+
+#include "transport/wire/checksum.h"
+#include "transport/wire/icrc.h"
+
+namespace uet::wire {
+
+namespace {
+
+// A cursor over the frame: takes headers in order, checking that each one fits and that its
+// reserved fields are zero, and records it on the header stack.
+class Cursor {
+ public:
+  Cursor(std::span<const uint8_t> bytes, Decoded* out)
+      : p_(bytes.data()), end_(bytes.data() + bytes.size()), out_(out) {}
+
+  size_t left() const noexcept { return static_cast<size_t>(end_ - p_); }
+  const uint8_t* pos() const noexcept { return p_; }
+  void shrink_to(size_t n) noexcept { end_ = p_ + n; }
+  void skip(size_t n) noexcept { p_ += n; }  // caller checked n <= left()
+
+  // Takes header H; `truncated` is the error when it does not fit.
+  template <typename H>
+  WireError take(const H** h, WireError truncated) noexcept {
+    if (left() < H::kSize) return truncated;
+    const H* hdr = as<H>(p_);
+    if (!hdr->reserved_clear()) return WireError::kReservedBitsSet;
+    push(&HeaderTraits<H>::desc);
+    p_ += H::kSize;
+    *h = hdr;
+    return WireError::kOk;
+  }
+
+ private:
+  void push(const HeaderDesc* d) noexcept {
+    if (out_->depth < out_->stack.size()) {
+      out_->stack[out_->depth++] = HeaderRef{d, static_cast<uint16_t>(p_ - out_->frame.data())};
+    }
+  }
+
+  const uint8_t* p_;
+  const uint8_t* end_;
+  Decoded* out_;
+};
+
+#define WIRE_TRY(expr)                        \
+  do {                                        \
+    const WireError wire_err_ = (expr);       \
+    if (wire_err_ != WireError::kOk) return wire_err_; \
+  } while (0)
+
+bool is_request(PdsType t) noexcept {
+  switch (t) {
+    case PdsType::kRudReq:
+    case PdsType::kRodReq:
+    case PdsType::kRudCcReq:
+    case PdsType::kRodCcReq:
+    case PdsType::kRudiReq:
+    case PdsType::kUudReq:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool is_request_ses(NextHeader nh) noexcept {
+  return nh == NextHeader::kReqSmall || nh == NextHeader::kReqMedium || nh == NextHeader::kReqStd;
+}
+
+// spec/uet.md §6 rule 4: which SES header may follow which PDS type.
+bool next_header_allowed(PdsType t, NextHeader nh) noexcept {
+  const auto v = static_cast<uint32_t>(nh);
+  if (v > static_cast<uint32_t>(NextHeader::kRspDataSmall)) return false;
+  if (nh == NextHeader::kNone) return true;
+  return is_request(t) == is_request_ses(nh);
+}
+
+template <typename H>
+WireError check_ses_request(const H& h) noexcept {
+  if (static_cast<uint32_t>(h.opcode()) > static_cast<uint32_t>(SesOpcode::kMsgError))
+    return WireError::kUnknownSesOpcode;
+  if (h.ver() != kSesVersion) return WireError::kBadSesVersion;
+  return WireError::kOk;
+}
+
+enum class SesExt : uint8_t { kNone, ATOMIC, RENDEZVOUS };
+
+SesExt ses_extension(SesOpcode op) noexcept {
+  switch (op) {
+#define UET_SES_EXT_CASE(k, ext) \
+  case SesOpcode::k:             \
+    return SesExt::ext;
+    UET_SES_OPCODE_EXTENSIONS(UET_SES_EXT_CASE)
+#undef UET_SES_EXT_CASE
+    default:
+      return SesExt::kNone;
+  }
+}
+
+WireError take_ses_extension(Cursor& c, SesOpcode op, Decoded* out) noexcept {
+  switch (ses_extension(op)) {
+    case SesExt::kNone:
+      return WireError::kOk;
+    case SesExt::ATOMIC: {
+      if (c.left() < 1) return WireError::kTruncatedUet;
+      const uint8_t aop = c.pos()[0];
+      if (aop >= UET_ATOMIC_CAS_FIRST && aop <= UET_ATOMIC_CAS_LAST)
+        return c.take(&out->ses_cas, WireError::kTruncatedUet);
+      return c.take(&out->ses_atomic, WireError::kTruncatedUet);
+    }
+    case SesExt::RENDEZVOUS:
+      return c.take(&out->ses_rendezvous, WireError::kTruncatedUet);
+  }
+  return WireError::kOk;
+}
+
+// The SES header named by the PDS next-header field (spec/uet.md §4).
+WireError take_ses(Cursor& c, Decoded* out) noexcept {
+  const bool exact_length = out->tss == nullptr && out->tss_sp == nullptr;
+  out->ses = c.pos();
+  switch (out->next_hdr) {
+    case NextHeader::kNone:
+      out->ses = nullptr;
+      return WireError::kOk;
+    case NextHeader::kReqStd: {
+      const SesStandardRequest* h;
+      WIRE_TRY(c.take(&h, WireError::kTruncatedUet));
+      out->ses_desc = &kSesStandardRequestDesc;
+      WIRE_TRY(check_ses_request(*h));
+      WIRE_TRY(take_ses_extension(c, h->opcode(), out));
+      if (!h->som()) {  // §4.2: bytes 32-39 hold payload length and message offset
+        if (h->cont_rsvd() != 0) return WireError::kReservedBitsSet;
+        if (exact_length && h->payload_length() != c.left()) return WireError::kBadSesLength;
+      }
+      return WireError::kOk;
+    }
+    case NextHeader::kReqMedium: {
+      const SesMediumRequest* h;
+      WIRE_TRY(c.take(&h, WireError::kTruncatedUet));
+      out->ses_desc = &kSesMediumRequestDesc;
+      WIRE_TRY(check_ses_request(*h));
+      return take_ses_extension(c, h->opcode(), out);
+    }
+    case NextHeader::kReqSmall: {
+      const SesSmallRequest* h;
+      WIRE_TRY(c.take(&h, WireError::kTruncatedUet));
+      out->ses_desc = &kSesSmallRequestDesc;
+      WIRE_TRY(check_ses_request(*h));
+      return take_ses_extension(c, h->opcode(), out);
+    }
+    case NextHeader::kRsp: {
+      const SesResponse* h;
+      WIRE_TRY(c.take(&h, WireError::kTruncatedUet));
+      out->ses_desc = &kSesResponseDesc;
+      if (h->opcode() == SesRspOpcode::kResponseWithData) return WireError::kUnknownSesOpcode;
+      if (h->ver() != kSesVersion) return WireError::kBadSesVersion;
+      return WireError::kOk;
+    }
+    case NextHeader::kRspData: {
+      const SesResponseData* h;
+      WIRE_TRY(c.take(&h, WireError::kTruncatedUet));
+      out->ses_desc = &kSesResponseDataDesc;
+      if (h->opcode() != SesRspOpcode::kResponseWithData) return WireError::kUnknownSesOpcode;
+      if (h->ver() != kSesVersion) return WireError::kBadSesVersion;
+      if (exact_length && h->payload_length() != c.left()) return WireError::kBadSesLength;
+      return WireError::kOk;
+    }
+    case NextHeader::kRspDataSmall: {
+      const SesResponseDataSmall* h;
+      WIRE_TRY(c.take(&h, WireError::kTruncatedUet));
+      out->ses_desc = &kSesResponseDataSmallDesc;
+      if (h->opcode() != SesRspOpcode::kResponseWithData) return WireError::kUnknownSesOpcode;
+      if (h->ver() != kSesVersion) return WireError::kBadSesVersion;
+      if (exact_length && h->payload_length() != c.left()) return WireError::kBadSesLength;
+      return WireError::kOk;
+    }
+  }
+  return WireError::kBadNextHeader;
+}
+
+template <typename H>
+WireError take_pds(Cursor& c, Decoded* out) noexcept {
+  const H* h;
+  out->pds = c.pos();
+  WIRE_TRY(c.take(&h, WireError::kTruncatedUet));
+  out->pds_desc = &HeaderTraits<H>::desc;
+  if constexpr (requires { h->syn(); h->pdc_info_rsvd(); }) {
+    if (h->syn() && h->pdc_info_rsvd() != 0) return WireError::kReservedBitsSet;  // §3.3
+  }
+  if constexpr (requires { h->ctl_type(); }) {  // §3.12: the next-header slot is the type
+    if (static_cast<uint32_t>(h->ctl_type()) > static_cast<uint32_t>(CtrlType::kCreditReq))
+      return WireError::kUnknownCtrlType;
+    out->next_hdr = NextHeader::kNone;
+  } else {
+    out->next_hdr = h->next_hdr();
+    if (!next_header_allowed(out->pds_type, out->next_hdr)) return WireError::kBadNextHeader;
+  }
+  return WireError::kOk;
+}
+
+WireError decode_roce(Cursor& c, Decoded* out, const DecodeOptions& opts) noexcept {
+  const Bth* bth;
+  if (c.left() < Bth::kSize + kIcrcSize) return WireError::kTruncatedRoce;
+  const size_t icrc_at = c.left() - kIcrcSize;
+  const uint8_t* icrc_ptr = c.pos() + icrc_at;
+  c.shrink_to(icrc_at);
+  WIRE_TRY(c.take(&bth, WireError::kTruncatedRoce));
+  out->bth = bth;
+  if (bth->tver() != 0) return WireError::kBadBthVersion;
+  const RoceLayout layout = roce_layout(static_cast<uint8_t>(bth->opcode()));
+  if (!layout.known) return WireError::kUnknownRoceOpcode;
+
+  // spec/rocev2.md §4: extended headers follow the BTH in this order.
+  if (layout.ext & ROCEV2_X_DETH) WIRE_TRY(c.take(&out->deth, WireError::kTruncatedRoce));
+  if (layout.ext & ROCEV2_X_RETH) WIRE_TRY(c.take(&out->reth, WireError::kTruncatedRoce));
+  if (layout.ext & ROCEV2_X_ATOMIC) WIRE_TRY(c.take(&out->atomic_eth, WireError::kTruncatedRoce));
+  if (layout.ext & ROCEV2_X_AETH) WIRE_TRY(c.take(&out->aeth, WireError::kTruncatedRoce));
+  if (layout.ext & ROCEV2_X_ATOMIC_ACK)
+    WIRE_TRY(c.take(&out->atomic_ack_eth, WireError::kTruncatedRoce));
+  if (layout.ext & ROCEV2_X_IMM) WIRE_TRY(c.take(&out->immdt, WireError::kTruncatedRoce));
+  if (layout.ext & ROCEV2_X_IETH) WIRE_TRY(c.take(&out->ieth, WireError::kTruncatedRoce));
+  if (layout.ext & ROCEV2_X_CNP) WIRE_TRY(c.take(&out->cnp, WireError::kTruncatedRoce));
+
+  const size_t rest = c.left();
+  const size_t pad = bth->pad_cnt();
+  if (!layout.payload && rest != 0) return WireError::kUnexpectedPayload;
+  if (pad > rest) return WireError::kBadPadCount;
+  out->payload = std::span<const uint8_t>(c.pos(), rest - pad);
+
+  out->icrc = load_icrc(icrc_ptr);
+  if (opts.verify_icrc) {
+    const uint8_t* ip = out->ipv4 ? out->ipv4->raw : out->ipv6->raw;
+    const size_t ip_hlen = out->ipv4 ? size_t{out->ipv4->ihl()} * 4 : Ipv6::kSize;
+    const size_t covered = static_cast<size_t>(icrc_ptr - ip);
+    if (compute_icrc(ip, covered, out->ipv6 != nullptr, ip_hlen) != out->icrc)
+      return WireError::kBadIcrc;
+  }
+  out->protocol = Protocol::kRoce;
+  return WireError::kOk;
+}
+
+WireError decode_uet_at(Cursor& c, Decoded* out) noexcept {
+  if (c.left() < PdsPrologue::kSize) return WireError::kTruncatedUet;
+
+  // spec/uet.md §5: a TSS header comes first when the leading type is ENC.
+  if (as<PdsPrologue>(c.pos())->type() == PdsType::kEnc) {
+    if (c.left() < 4) return WireError::kTruncatedUet;
+    if (as<Tss>(c.pos())->sp()) {
+      WIRE_TRY(c.take(&out->tss_sp, WireError::kTruncatedUet));
+    } else {
+      WIRE_TRY(c.take(&out->tss, WireError::kTruncatedUet));
+    }
+    if (c.left() < PdsPrologue::kSize) return WireError::kTruncatedUet;
+  }
+
+  // spec/uet.md §3.2: the PDS type selects the header.
+  out->pds_type = as<PdsPrologue>(c.pos())->type();
+  switch (out->pds_type) {
+#define UET_PDS_CASE(k, id, Name)            \
+  case PdsType::k:                           \
+    WIRE_TRY(take_pds<Name>(c, out));        \
+    break;
+    UET_PDS_TYPE_HEADERS(UET_PDS_CASE)
+#undef UET_PDS_CASE
+    default:
+      return WireError::kUnknownPdsType;
+  }
+
+  WIRE_TRY(take_ses(c, out));
+  out->payload = std::span<const uint8_t>(c.pos(), c.left());
+  out->protocol = Protocol::kUet;
+  return WireError::kOk;
+}
+
+WireError decode_udp(Cursor& c, Decoded* out, const DecodeOptions& opts) noexcept {
+  const uint8_t* udp_start = c.pos();
+  const size_t ip_payload = c.left();
+  WIRE_TRY(c.take(&out->udp, WireError::kTruncatedUdp));
+  const Udp& udp = *out->udp;
+  if (udp.length() < Udp::kSize || udp.length() != ip_payload) return WireError::kBadUdpLength;
+  if (opts.verify_udp_checksum && udp.checksum() != 0) {
+    const uint8_t* ip = out->ipv4 ? out->ipv4->raw : out->ipv6->raw;
+    if (udp_checksum(ip, out->ipv6 != nullptr, udp_start, udp.length()) != udp.checksum())
+      return WireError::kBadUdpChecksum;
+  }
+  out->ev = udp.sport();
+  if (udp.dport() == opts.uet_udp_port) return decode_uet_at(c, out);
+  if (udp.dport() == opts.roce_udp_port) return decode_roce(c, out, opts);
+  return WireError::kUnsupportedUdpPort;
+}
+
+WireError decode_l4(Cursor& c, Decoded* out, uint8_t protocol, const DecodeOptions& opts) noexcept {
+  if (protocol == NET_IPPROTO_UDP) return decode_udp(c, out, opts);
+  if (protocol == opts.uet_ip_proto) {  // spec/uet.md §2.2: IP-only form
+    WIRE_TRY(c.take(&out->entropy, WireError::kTruncatedUet));
+    out->ev = out->entropy->entropy();
+    return decode_uet_at(c, out);
+  }
+  return WireError::kUnsupportedIpProtocol;
+}
+
+WireError decode_ipv4(Cursor& c, Decoded* out, const DecodeOptions& opts) noexcept {
+  if (c.left() < Ipv4::kSize) return WireError::kTruncatedIp;
+  const Ipv4* ip = as<Ipv4>(c.pos());
+  if (ip->version() != 4) return WireError::kBadIpVersion;
+  const size_t hlen = size_t{ip->ihl()} * 4;
+  if (hlen < Ipv4::kSize) return WireError::kBadIpHeaderLength;
+  if (c.left() < hlen) return WireError::kTruncatedIp;
+  if (ip->total_length() < hlen || ip->total_length() > c.left())
+    return WireError::kBadIpTotalLength;
+  if (opts.verify_ip_checksum && ipv4_header_checksum(ip->raw, hlen) != ip->checksum())
+    return WireError::kBadIpChecksum;
+  if (ip->mf() || ip->frag_offset() != 0) return WireError::kIpFragment;
+  c.shrink_to(ip->total_length());  // anything after is Ethernet padding
+  WIRE_TRY(c.take(&out->ipv4, WireError::kTruncatedIp));
+  c.skip(hlen - Ipv4::kSize);  // options are kept in the frame, not parsed
+  out->ecn = ip->ecn();
+  return decode_l4(c, out, ip->protocol(), opts);
+}
+
+WireError decode_ipv6(Cursor& c, Decoded* out, const DecodeOptions& opts) noexcept {
+  if (c.left() < Ipv6::kSize) return WireError::kTruncatedIp;
+  const Ipv6* ip = as<Ipv6>(c.pos());
+  if (ip->version() != 6) return WireError::kBadIpVersion;
+  if (ip->payload_length() > c.left() - Ipv6::kSize) return WireError::kBadIpTotalLength;
+  c.shrink_to(Ipv6::kSize + ip->payload_length());
+  WIRE_TRY(c.take(&out->ipv6, WireError::kTruncatedIp));
+  out->ecn = ip->ecn();
+  return decode_l4(c, out, ip->next_header(), opts);
+}
+
+}  // namespace
+
+WireError decode_frame(std::span<const uint8_t> frame, Decoded* out,
+                       const DecodeOptions& opts) noexcept {
+  *out = Decoded{};
+  out->frame = frame;
+  Cursor c(frame, out);
+  WIRE_TRY(c.take(&out->eth, WireError::kTruncatedEthernet));
+  uint16_t type = out->eth->ethertype();
+  if (type == NET_ETHERTYPE_VLAN) {
+    WIRE_TRY(c.take(&out->vlan, WireError::kTruncatedEthernet));
+    type = out->vlan->ethertype();
+  }
+  if (type == NET_ETHERTYPE_IPV4) return decode_ipv4(c, out, opts);
+  if (type == NET_ETHERTYPE_IPV6) return decode_ipv6(c, out, opts);
+  return WireError::kUnsupportedEtherType;
+}
+
+WireError decode_uet(std::span<const uint8_t> bytes, Decoded* out) noexcept {
+  *out = Decoded{};
+  out->frame = bytes;
+  Cursor c(bytes, out);
+  return decode_uet_at(c, out);
+}
+
+}  // namespace uet::wire

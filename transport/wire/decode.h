@@ -1,0 +1,104 @@
+// Zero-copy decoding of whole frames: Ethernet [802.1Q] / IPv4 | IPv6 / UDP (or UET's
+// IP-only form) / UET (TSS, PDS, SES) or RoCEv2 (BTH, extended headers, ICRC).
+//
+// decode_frame() checks every length, version, type and reserved field and returns a typed
+// WireError for the first thing wrong; it never throws, allocates or copies. On success the
+// Decoded struct points into the caller's buffer, which must outlive it.
+//
+// Data path: one call per received frame; the Decoded struct lives on the caller's stack.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "transport/wire/net_headers.h"
+#include "transport/wire/roce_headers.h"
+#include "transport/wire/uet_headers.h"
+#include "transport/wire/wire_error.h"
+
+namespace uet::wire {
+
+enum class Protocol : uint8_t { kNone, kUet, kRoce };
+
+struct DecodeOptions {
+  uint16_t uet_udp_port = kUetUdpPort;
+  uint16_t roce_udp_port = kRoceUdpPort;
+  uint8_t uet_ip_proto = kUetIpProtoDefault;  // UET's IP-only form (spec/uet.md §2.2)
+  bool verify_ip_checksum = true;
+  bool verify_udp_checksum = true;  // a zero UDP checksum always passes (not computed)
+  bool verify_icrc = true;
+};
+
+// A header met while decoding, for generic walkers (tools, tests).
+struct HeaderRef {
+  const HeaderDesc* desc = nullptr;
+  uint16_t offset = 0;  // from the start of the frame
+};
+
+struct Decoded {
+  std::span<const uint8_t> frame;
+  Protocol protocol = Protocol::kNone;
+
+  // Encapsulation.
+  const Ethernet* eth = nullptr;
+  const Vlan* vlan = nullptr;
+  const Ipv4* ipv4 = nullptr;
+  const Ipv6* ipv6 = nullptr;
+  const Udp* udp = nullptr;  // null in UET's IP-only form
+  uint8_t ecn = 0;           // the IP header's ECN bits
+  uint16_t ev = 0;           // UET entropy value: UDP source port, or the entropy header
+
+  // UET (spec/uet.md).
+  const UetEntropy* entropy = nullptr;
+  const Tss* tss = nullptr;
+  const TssSp* tss_sp = nullptr;
+  PdsType pds_type = PdsType::kReserved;
+  const HeaderDesc* pds_desc = nullptr;
+  const uint8_t* pds = nullptr;
+  NextHeader next_hdr = NextHeader::kNone;
+  const HeaderDesc* ses_desc = nullptr;
+  const uint8_t* ses = nullptr;
+  const SesAtomic* ses_atomic = nullptr;
+  const SesCompareSwap* ses_cas = nullptr;
+  const SesRendezvous* ses_rendezvous = nullptr;
+
+  // RoCEv2 (spec/rocev2.md).
+  const Bth* bth = nullptr;
+  const Deth* deth = nullptr;
+  const Reth* reth = nullptr;
+  const AtomicEth* atomic_eth = nullptr;
+  const Aeth* aeth = nullptr;
+  const AtomicAckEth* atomic_ack_eth = nullptr;
+  const ImmDt* immdt = nullptr;
+  const Ieth* ieth = nullptr;
+  const Cnp* cnp = nullptr;
+  uint32_t icrc = 0;
+
+  // Bytes after the last header (RoCEv2: without pad and ICRC).
+  std::span<const uint8_t> payload;
+
+  // Every header in wire order.
+  std::array<HeaderRef, 12> stack{};
+  uint8_t depth = 0;
+
+  // The PDS / SES header as struct H, or null if the frame's header is of another kind.
+  template <typename H>
+  const H* pds_as() const noexcept {
+    return pds_desc == &HeaderTraits<H>::desc ? as<H>(pds) : nullptr;
+  }
+  template <typename H>
+  const H* ses_as() const noexcept {
+    return ses_desc == &HeaderTraits<H>::desc ? as<H>(ses) : nullptr;
+  }
+};
+
+WireError decode_frame(std::span<const uint8_t> frame, Decoded* out,
+                       const DecodeOptions& opts = {}) noexcept;
+
+// Decodes UET headers starting right after the UDP header: for hosts whose kernel already
+// stripped Ethernet/IP/UDP (the io_uring backend). out->frame is `bytes`.
+WireError decode_uet(std::span<const uint8_t> bytes, Decoded* out) noexcept;
+
+}  // namespace uet::wire

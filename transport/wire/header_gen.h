@@ -1,0 +1,118 @@
+// Expands the spec/ tables into C++: one enum per value table, one header struct per header
+// row with an accessor pair per field, and reflection tables (FieldDesc/HeaderDesc).
+//
+// A header struct is a trivially copyable array of bytes (alignment 1) with accessors
+// generated from its rows:
+//
+//   struct PdsAck {
+//     uint8_t raw[12];
+//     constexpr uint32_t cack_psn() const noexcept;          // from F(cack_psn, 4, 4, 0, ...)
+//     constexpr void set_cack_psn(uint32_t v) noexcept;
+//     ...
+//     constexpr bool reserved_clear() const noexcept;        // every RSVD row is zero
+//   };
+//
+// so a received frame is read in place (`const PdsAck& h = *as<PdsAck>(p)`) and a frame being
+// built is written in place; nothing is copied. Used by net_headers.h, uet_headers.h and
+// roce_headers.h, each of which expands one spec/*.def file with its family prefix.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+#include <type_traits>
+
+#include "transport/wire/field.h"
+
+#define WIRE_PASTE3_(a, b, c) a##b##c
+#define WIRE_PASTE3(a, b, c) WIRE_PASTE3_(a, b, c)
+
+// ----------------------------------------------------------------- value tables
+#define WIRE_ENUM_ROW(k, v, n, d) k = v,
+#define WIRE_VALUE_DESC_ROW(k, v, n, d) ::uet::wire::ValueDesc{v, n, d},
+#define WIRE_TO_STRING_ROW(k, v, n, d) \
+  case v:                              \
+    return n;
+
+#define WIRE_DEFINE_ENUM(P, id, Name)                                                      \
+  enum class Name : uint32_t { WIRE_PASTE3(P, _VALS_, id)(WIRE_ENUM_ROW) };                \
+  inline constexpr ::uet::wire::ValueDesc k##Name##Values[] = {                            \
+      WIRE_PASTE3(P, _VALS_, id)(WIRE_VALUE_DESC_ROW)};                                    \
+  constexpr std::string_view to_string(Name v) noexcept {                                  \
+    switch (static_cast<uint32_t>(v)) { WIRE_PASTE3(P, _VALS_, id)(WIRE_TO_STRING_ROW) } \
+    return {};                                                                             \
+  }                                                                                        \
+  namespace vals_enum {                                                                    \
+  using id = Name;                                                                         \
+  }
+
+// ---------------------------------------------------------------------- headers
+#define WIRE_FIELD_ACCESSORS(name, off, width, mask, kind, vals, title)                         \
+  using name##_field =                                                                          \
+      ::uet::wire::Field<off, width, mask, ::uet::wire::Kind::kind, ::uet::wire::vals_enum::vals>; \
+  constexpr name##_field::Value name() const noexcept { return name##_field::get(raw); }        \
+  constexpr void set_##name(name##_field::Value v) noexcept { name##_field::set(raw, v); }
+
+#define WIRE_RSVD_ZERO_UDEC(off, width, mask) true
+#define WIRE_RSVD_ZERO_UHEX(off, width, mask) true
+#define WIRE_RSVD_ZERO_SDEC(off, width, mask) true
+#define WIRE_RSVD_ZERO_FLAG(off, width, mask) true
+#define WIRE_RSVD_ZERO_BYTES(off, width, mask) true
+#define WIRE_RSVD_ZERO_RSVD(off, width, mask) \
+  ((::uet::wire::load_be(raw + (off), width) & ::uet::wire::effective_mask(width, mask)) == 0)
+#define WIRE_RSVD_CHECK(name, off, width, mask, kind, vals, title) \
+  &&WIRE_RSVD_ZERO_##kind(off, width, mask)
+
+#define WIRE_DESC_MASK_UDEC(w, m) ::uet::wire::effective_mask(w, m)
+#define WIRE_DESC_MASK_UHEX(w, m) ::uet::wire::effective_mask(w, m)
+#define WIRE_DESC_MASK_SDEC(w, m) ::uet::wire::effective_mask(w, m)
+#define WIRE_DESC_MASK_FLAG(w, m) ::uet::wire::effective_mask(w, m)
+#define WIRE_DESC_MASK_RSVD(w, m) ::uet::wire::effective_mask(w, m)
+#define WIRE_DESC_MASK_BYTES(w, m) uint64_t{0}
+#define WIRE_FIELD_DESC(name, off, width, mask, kind, vals, title)                      \
+  ::uet::wire::FieldDesc{#name, off, width, WIRE_DESC_MASK_##kind(width, mask),          \
+                         ::uet::wire::Kind::kind, #vals, title},
+
+#define WIRE_DEFINE_HEADER(P, id, Name, size, prefix, section, title)                       \
+  struct Name {                                                                             \
+    static constexpr size_t kSize = size;                                                   \
+    uint8_t raw[size];                                                                      \
+    WIRE_PASTE3(P, _FIELDS_, id)(WIRE_FIELD_ACCESSORS)                                      \
+    constexpr bool reserved_clear() const noexcept {                                        \
+      return true WIRE_PASTE3(P, _FIELDS_, id)(WIRE_RSVD_CHECK);                            \
+    }                                                                                       \
+  };                                                                                        \
+  static_assert(sizeof(Name) == (size), "header size must match its spec row");             \
+  static_assert(alignof(Name) == 1 && std::is_trivially_copyable_v<Name>);                  \
+  inline constexpr ::uet::wire::FieldDesc k##Name##Fields[] = {                             \
+      WIRE_PASTE3(P, _FIELDS_, id)(WIRE_FIELD_DESC)};                                       \
+  inline constexpr ::uet::wire::HeaderDesc k##Name##Desc = {#id,    prefix, section, title, \
+                                                             size,  k##Name##Fields};       \
+  template <>                                                                               \
+  struct HeaderTraits<Name> {                                                               \
+    static constexpr const HeaderDesc& desc = k##Name##Desc;                                \
+  };
+
+#define WIRE_DESC_PTR(id, Name, size, prefix, section, title) &k##Name##Desc,
+
+namespace uet::wire {
+
+namespace vals_enum {
+using none = void;
+}
+
+// HeaderTraits<H>::desc is the reflection entry of header struct H.
+template <typename H>
+struct HeaderTraits;
+
+// Views `p` as header H in place. The caller has checked that H::kSize bytes are there.
+template <typename H>
+constexpr const H* as(const uint8_t* p) noexcept {
+  return reinterpret_cast<const H*>(p);
+}
+template <typename H>
+constexpr H* as(uint8_t* p) noexcept {
+  return reinterpret_cast<H*>(p);
+}
+
+}  // namespace uet::wire
