@@ -101,14 +101,15 @@ WireError FrameBuilder::finish(size_t* frame_len) noexcept {
     ip->set_checksum(ipv4_header_checksum(l3, Ipv4::kSize));
     ip_hlen = Ipv4::kSize;
   }
+  uint8_t* l4 = buf_.data() + l4_;
+  const size_t udp_len = len_ - l4_;
+  if (!encap_.ip_only) as<Udp>(l4)->set_length(static_cast<uint16_t>(udp_len));
+  // The ICRC covers the UDP length but masks the UDP checksum, which in turn covers the ICRC.
   if (icrc != nullptr) {
     store_icrc(icrc, compute_icrc(l3, static_cast<size_t>(icrc - l3), encap_.ipv6, ip_hlen));
   }
   if (!encap_.ip_only) {
-    uint8_t* l4 = buf_.data() + l4_;
     Udp* udp = as<Udp>(l4);
-    const size_t udp_len = len_ - l4_;
-    udp->set_length(static_cast<uint16_t>(udp_len));
     udp->set_checksum(0);
     if (encap_.udp_checksum) udp->set_checksum(udp_checksum(l3, encap_.ipv6, l4, udp_len));
   }

@@ -1,5 +1,7 @@
 #include "transport/wire/wire_error.h"
 
+#include <ostream>
+
 namespace uet::wire {
 
 std::string_view to_string(WireError e) noexcept {
@@ -23,5 +25,7 @@ std::string_view name(WireError e) noexcept {
   }
   return "Unknown";
 }
+
+std::ostream& operator<<(std::ostream& os, WireError e) { return os << name(e); }
 
 }  // namespace uet::wire

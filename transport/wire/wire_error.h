@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstdint>
+#include <iosfwd>
 #include <string_view>
 
 namespace uet::wire {
@@ -57,6 +58,7 @@ inline constexpr size_t kNumWireErrors = 0
 std::string_view to_string(WireError e) noexcept;
 // The enumerator's name without the leading k ("BadIcrc"), for counter names and tests.
 std::string_view name(WireError e) noexcept;
+std::ostream& operator<<(std::ostream& os, WireError e);
 
 // One always-on counter per reason; cheap enough for the data path.
 struct WireCounters {
