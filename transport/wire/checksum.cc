@@ -1,9 +1,19 @@
 #include "transport/wire/checksum.h"
 
+#include <cstring>
+
 namespace uet::wire {
 
 uint64_t csum_add(uint64_t sum, const uint8_t* data, size_t len) noexcept {
+  // RFC 1071 §2(B): ones'-complement sums can be taken over wider words and folded at the
+  // end. Sum big-endian 32-bit words into 64 bits (no overflow below 2^32 words).
   size_t i = 0;
+  for (; i + 8 <= len; i += 8) {
+    uint32_t a, b;
+    std::memcpy(&a, data + i, 4);
+    std::memcpy(&b, data + i + 4, 4);
+    sum += uint64_t{__builtin_bswap32(a)} + __builtin_bswap32(b);
+  }
   for (; i + 1 < len; i += 2) sum += (uint32_t{data[i]} << 8) | data[i + 1];
   if (i < len) sum += uint32_t{data[i]} << 8;
   return sum;
