@@ -1,0 +1,470 @@
+#include "sim/network.h"
+
+#include <algorithm>
+#include <cstring>
+#include <deque>
+#include <map>
+
+#include "absl/strings/str_cat.h"
+#include "sim/frame_parse.h"
+#include "transport/wire/checksum.h"
+#include "transport/wire/decode.h"
+
+namespace uet::sim {
+
+Network::Network(const NetworkConfig& config) : config_(config), pool_(config.frame_capacity) {
+  events_q_.reserve(1 << 16);
+}
+
+uint32_t Network::add_host(std::string name) {
+  const auto n = static_cast<uint32_t>(nodes_.size());
+  const auto h = static_cast<uint32_t>(hosts_.size());
+  nodes_.push_back(Node{NodeKind::kHost, h, {}, std::move(name)});
+  hosts_.push_back(Host{n, kNone, host_ip4(h)});
+  return n;
+}
+
+uint32_t Network::add_switch(std::string name) {
+  const auto n = static_cast<uint32_t>(nodes_.size());
+  const auto s = static_cast<uint32_t>(switches_.size());
+  nodes_.push_back(Node{NodeKind::kSwitch, s, {}, std::move(name)});
+  Switch sw;
+  sw.node = n;
+  sw.config = config_.switches;
+  sw.seed = mix64(s, config_.switches.ecmp_seed ^ config_.seed);
+  switches_.push_back(std::move(sw));
+  return n;
+}
+
+absl::Status Network::connect(uint32_t a, uint32_t b, const LinkConfig& link) {
+  if (finalized_) return absl::FailedPreconditionError("connect: network already finalized");
+  if (a >= nodes_.size() || b >= nodes_.size() || a == b) {
+    return absl::InvalidArgumentError(absl::StrCat("connect: bad node ids ", a, ", ", b));
+  }
+  if (!(link.gbps > 0 && link.gbps <= 10000)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("connect: link rate ", link.gbps, " Gb/s out of range (0, 10000]"));
+  }
+  if (link.delay < 0 || link.loss < 0 || link.loss > 1 || link.corrupt < 0 || link.corrupt > 1) {
+    return absl::InvalidArgumentError("connect: delay must be >= 0, loss and corrupt in [0, 1]");
+  }
+  for (uint32_t n : {a, b}) {
+    if (nodes_[n].kind == NodeKind::kHost && !nodes_[n].ports.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("connect: host ", nodes_[n].name, " already has its one NIC port"));
+    }
+  }
+  const auto pa = static_cast<uint32_t>(ports_.size());
+  const uint32_t pb = pa + 1;
+  for (uint32_t i = 0; i < 2; ++i) {
+    Port p;
+    p.node = i == 0 ? a : b;
+    p.peer = i == 0 ? pb : pa;
+    p.link = link;
+    p.rate_bps = static_cast<int64_t>(link.gbps * 1e9);
+    p.rng = Rng(mix64(pa + i, config_.seed));
+    ports_.push_back(std::move(p));
+    nodes_[i == 0 ? a : b].ports.push_back(i == 0 ? pa : pb);
+  }
+  for (uint32_t n : {a, b}) {
+    if (nodes_[n].kind == NodeKind::kHost) hosts_[nodes_[n].index].port = nodes_[n].ports[0];
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Network::finalize() {
+  for (const Host& h : hosts_) {
+    if (h.port == kNone) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("finalize: host ", nodes_[h.node].name, " is not connected"));
+    }
+  }
+  if (hosts_.size() > 65535) return absl::InvalidArgumentError("finalize: at most 65535 hosts");
+  finalized_ = true;
+  return compute_ecmp();
+}
+
+// Shortest-path ECMP over links that are up: for every destination host, a breadth-first
+// search from it gives each node's distance; a switch's group for that host is every up port
+// whose peer is one hop closer. Identical groups are stored once per switch.
+absl::Status Network::compute_ecmp() {
+  const size_t n_nodes = nodes_.size();
+  std::vector<uint32_t> dist(n_nodes);
+  std::vector<std::map<std::vector<uint32_t>, uint16_t>> index(switches_.size());
+  for (Switch& s : switches_) {
+    s.groups.clear();
+    s.group_of_host.assign(hosts_.size(), 0);
+  }
+  std::deque<uint32_t> frontier;
+  for (uint32_t h = 0; h < hosts_.size(); ++h) {
+    std::fill(dist.begin(), dist.end(), kNone);
+    dist[hosts_[h].node] = 0;
+    frontier.assign(1, hosts_[h].node);
+    while (!frontier.empty()) {
+      const uint32_t n = frontier.front();
+      frontier.pop_front();
+      // Hosts do not forward: only the destination itself expands from a host.
+      if (nodes_[n].kind == NodeKind::kHost && n != hosts_[h].node) continue;
+      for (uint32_t p : nodes_[n].ports) {
+        if (!ports_[p].up) continue;
+        const uint32_t m = ports_[ports_[p].peer].node;
+        if (dist[m] == kNone) {
+          dist[m] = dist[n] + 1;
+          frontier.push_back(m);
+        }
+      }
+    }
+    for (uint32_t s = 0; s < switches_.size(); ++s) {
+      Switch& sw = switches_[s];
+      std::vector<uint32_t> group;
+      const uint32_t d = dist[sw.node];
+      if (d != kNone) {
+        for (uint32_t p : nodes_[sw.node].ports) {
+          if (ports_[p].up && dist[ports_[ports_[p].peer].node] + 1 == d) group.push_back(p);
+        }
+      }
+      auto [it, inserted] = index[s].emplace(group, static_cast<uint16_t>(sw.groups.size()));
+      if (inserted) {
+        if (sw.groups.size() >= 65535) return absl::ResourceExhaustedError("too many ECMP groups");
+        sw.groups.push_back(group);
+      }
+      sw.group_of_host[h] = it->second;
+    }
+  }
+  return absl::OkStatus();
+}
+
+void Network::attach(uint32_t host, Transport* transport) {
+  hosts_[host].transport = transport;
+  kick(host);
+}
+
+absl::Status Network::tap(uint32_t port, const std::string& pcap_path) {
+  if (port >= ports_.size()) return absl::InvalidArgumentError(absl::StrCat("tap: no port ", port));
+  auto w = wire::PcapWriter::open(pcap_path);
+  if (!w.ok()) return w.status();
+  ports_[port].tap = std::make_unique<wire::PcapWriter>(std::move(*w));
+  return absl::OkStatus();
+}
+
+void Network::set_link_up(uint32_t port, bool up, Time at) {
+  events_q_.push(at, kLinkState, port, up ? 1 : 0);
+}
+
+void Network::set_link_rate(uint32_t port, double fraction, Time at) {
+  const double f = std::clamp(fraction, 0.0001, 1.0);
+  events_q_.push(at, kLinkRate, port, static_cast<uint32_t>(f * 1e6));
+}
+
+void Network::schedule(Time at, Scheduled* target, uint32_t cookie) {
+  callbacks_.push_back(target);
+  // `a` indexes the callback table; `b` is the caller's cookie.
+  events_q_.push(at, kCall, static_cast<uint32_t>(callbacks_.size() - 1), cookie);
+}
+
+void Network::kick(uint32_t host) {
+  host_pull(host);
+  host_arm_timer(host);
+}
+
+uint32_t Network::ecmp_port(uint32_t s, uint32_t dst_host, uint64_t flow_hash) const noexcept {
+  const Switch& sw = switches_[s];
+  if (dst_host >= sw.group_of_host.size()) return kNone;
+  const auto& g = sw.groups[sw.group_of_host[dst_host]];
+  if (g.empty()) return kNone;
+  const uint64_t h = mix64(flow_hash, sw.seed);
+  return g[(h >> 32) % g.size()];
+}
+
+Time Network::serialization(const Port& p, uint32_t bytes) const noexcept {
+  // Exact to the picosecond, rounded up: bits * 1e12 / rate.
+  __extension__ using U128 = unsigned __int128;
+  const U128 num = static_cast<U128>(bytes) * 8 * 1'000'000'000'000ULL;
+  return static_cast<Time>((num + static_cast<uint64_t>(p.rate_bps) - 1) /
+                           static_cast<uint64_t>(p.rate_bps));
+}
+
+void Network::run_until(Time until) {
+  while (!events_q_.empty() && events_q_.next_time() <= until) {
+    const Event e = events_q_.pop();
+    now_ = e.time;
+    ++events_;
+    dispatch(e);
+  }
+  if (now_ < until && until != kNever) now_ = until;
+}
+
+void Network::dispatch(const Event& e) {
+  switch (e.kind) {
+    case kTxDone:
+      on_tx_done(e.a, e.b);
+      break;
+    case kArrive:
+      on_arrive(e.a, e.b);
+      break;
+    case kHostTimer: {
+      Host& h = hosts_[e.a];
+      if (e.b != h.timer_gen) break;  // superseded
+      h.deadline = kNever;
+      if (h.transport != nullptr) h.transport->on_timer(now_);
+      host_pull(e.a);
+      host_arm_timer(e.a);
+      break;
+    }
+    case kPfc: {
+      Port& p = ports_[e.a];
+      const int prio = static_cast<int>(e.b & 0xFF);
+      const bool pause = (e.b >> 8) != 0;
+      if (pause && !p.paused[prio]) {
+        p.paused[prio] = true;
+        if (prio == 0) p.paused_since = now_;
+      } else if (!pause && p.paused[prio]) {
+        p.paused[prio] = false;
+        if (prio == 0) p.stats.paused_time += now_ - p.paused_since;
+        if (!p.busy) start_tx(e.a);
+        if (nodes_[p.node].kind == NodeKind::kHost) host_pull(nodes_[p.node].index);
+      }
+      break;
+    }
+    case kLinkState: {
+      const bool up = e.b != 0;
+      for (uint32_t p : {e.a, ports_[e.a].peer}) ports_[p].up = up;
+      // Switches learn of the change after the detection delay.
+      events_q_.push(now_ + config_.switches.failure_detection, kEcmpRefresh, 0, 0);
+      if (up) {
+        for (uint32_t p : {e.a, ports_[e.a].peer})
+          if (!ports_[p].busy) start_tx(p);
+      }
+      break;
+    }
+    case kLinkRate:
+      for (uint32_t p : {e.a, ports_[e.a].peer}) {
+        ports_[p].rate_bps =
+            static_cast<int64_t>(ports_[p].link.gbps * 1e9 * (static_cast<double>(e.b) / 1e6));
+      }
+      break;
+    case kEcmpRefresh:
+      (void)compute_ecmp();
+      break;
+    case kCall:
+      callbacks_[e.a]->fire(*this, now_, e.b);
+      break;
+  }
+}
+
+void Network::account_queue(Port& p) {
+  const uint64_t q = p.queued_bytes[0] + p.queued_bytes[1];
+  p.stats.queue_byte_ps += static_cast<double>(q) * static_cast<double>(now_ - p.last_queue_change);
+  p.last_queue_change = now_;
+}
+
+void Network::flush_stats() {
+  for (Port& p : ports_) {
+    account_queue(p);
+    if (p.paused[0]) {
+      p.stats.paused_time += now_ - p.paused_since;
+      p.paused_since = now_;
+    }
+  }
+}
+
+// Serves the control class first, then data; a paused class waits.
+void Network::start_tx(uint32_t port) {
+  Port& p = ports_[port];
+  if (p.busy) return;
+  for (int prio = kNumPriorities - 1; prio >= 0; --prio) {
+    if (p.queue[prio].empty() || p.paused[prio]) continue;
+    account_queue(p);
+    const FrameId f = p.queue[prio].pop();
+    Frame& fr = pool_[f];
+    const uint32_t bytes = fr.bytes_on_wire();
+    p.queued_bytes[prio] -= bytes;
+    // PFC: the frame leaves this switch's buffer; the ingress it came through may resume.
+    const uint32_t in = frame_ingress_[f];
+    if (in != kNone) {
+      Port& ip = ports_[in];
+      ip.ingress_bytes[prio] -= bytes;
+      const SwitchConfig& sc = switches_[nodes_[ip.node].index].config;
+      if (sc.pfc.enabled && prio == 0 && ip.pause_sent[0] && ip.ingress_bytes[0] <= sc.pfc.xon_bytes) {
+        send_pfc(in, 0, false);
+      }
+    }
+    p.busy = true;
+    const Time done = now_ + serialization(p, bytes + 24);  // + preamble, IFG, FCS
+    ++p.stats.tx_frames;
+    p.stats.tx_bytes += bytes;
+    if (p.tap) (void)p.tap->write(std::span<const uint8_t>(fr.data, fr.len), static_cast<uint64_t>(now_ / 1000));
+    events_q_.push(done, kTxDone, port, f);
+    return;
+  }
+}
+
+void Network::on_tx_done(uint32_t port, FrameId f) {
+  Port& p = ports_[port];
+  p.busy = false;
+  if (!p.up) {
+    ++p.stats.drops;
+    drop(f);
+  } else if (p.rng.chance(p.link.loss)) {
+    ++p.stats.wire_losses;
+    drop(f);
+  } else {
+    if (p.rng.chance(p.link.corrupt)) {
+      Frame& fr = pool_[f];
+      const uint64_t bit = p.rng.below(uint64_t{fr.len} * 8);
+      fr.data[bit / 8] ^= static_cast<uint8_t>(1u << (bit % 8));
+      ++p.stats.corruptions;
+    }
+    events_q_.push(now_ + p.link.delay, kArrive, p.peer, f);
+  }
+  start_tx(port);
+  if (nodes_[p.node].kind == NodeKind::kHost) host_pull(nodes_[p.node].index);
+}
+
+void Network::on_arrive(uint32_t port, FrameId f) {
+  const Port& p = ports_[port];
+  if (!p.up) {  // the link died while the frame was in flight
+    ++ports_[p.peer].stats.drops;
+    drop(f);
+    return;
+  }
+  const Node& n = nodes_[p.node];
+  if (n.kind == NodeKind::kHost) {
+    host_deliver(n.index, f);
+  } else {
+    switch_forward(port, f);
+  }
+}
+
+void Network::switch_forward(uint32_t in_port, FrameId f) {
+  Switch& sw = switches_[nodes_[ports_[in_port].node].index];
+  Frame& fr = pool_[f];
+  FrameInfo info;
+  if (!parse_frame(fr, &info)) {
+    ++ports_[in_port].stats.drops;
+    drop(f);
+    return;
+  }
+  const uint32_t dst = host_of_ip4(info.dst_ip4);
+  const uint32_t out = ecmp_port(nodes_[sw.node].index, dst, info.flow_hash);
+  if (out == kNone) {
+    ++ports_[in_port].stats.drops;
+    drop(f);
+    return;
+  }
+  const Priority prio = classify_dscp(info.dscp);
+  if (enqueue(out, f, prio, in_port)) {
+    Port& ip = ports_[in_port];
+    const int pr = static_cast<int>(prio);
+    ip.ingress_bytes[pr] += fr.bytes_on_wire();
+    if (sw.config.pfc.enabled && pr == 0 && !ip.pause_sent[0] &&
+        ip.ingress_bytes[0] > sw.config.pfc.xoff_bytes) {
+      send_pfc(in_port, 0, true);
+    }
+  }
+}
+
+// Admission, ECN marking and trimming at a switch output port (or a host NIC, where nothing
+// is ever dropped: the host only pulls what fits).
+bool Network::enqueue(uint32_t port, FrameId f, Priority prio, uint32_t ingress) {
+  Port& p = ports_[port];
+  Frame& fr = pool_[f];
+  if (frame_ingress_.size() <= f) frame_ingress_.resize(pool_.peak(), kNone);
+  frame_ingress_[f] = kNone;
+  int pr = static_cast<int>(prio);
+  const bool at_switch = nodes_[p.node].kind == NodeKind::kSwitch;
+  if (at_switch) {
+    const SwitchConfig& sc = switches_[nodes_[p.node].index].config;
+    const bool lossless = sc.pfc.enabled && pr == 0;
+    const uint64_t limit = pr == 0 ? sc.buffer_bytes : sc.control_buffer_bytes;
+    if (p.queued_bytes[pr] + fr.bytes_on_wire() > limit) {
+      if (lossless && p.queued_bytes[pr] + fr.bytes_on_wire() <= limit + sc.pfc.headroom_bytes) {
+        // Accepted into headroom: PFC should already have paused the sender.
+      } else if (pr == 0 && sc.trimming && trim_uet(fr, kDscpTrimmed)) {
+        ++p.stats.trims;
+        pr = static_cast<int>(Priority::kControl);
+        if (p.queued_bytes[pr] + fr.bytes_on_wire() > sc.control_buffer_bytes) {
+          ++p.stats.drops;
+          drop(f);
+          return false;
+        }
+      } else {
+        ++(lossless ? p.stats.lossless_drops : p.stats.drops);
+        drop(f);
+        return false;
+      }
+    }
+    if (pr == 0 && sc.ecn.enabled) {
+      const uint64_t q = p.queued_bytes[0];
+      double prob = 0;
+      if (q >= sc.ecn.kmax_bytes) {
+        prob = 1;
+      } else if (q > sc.ecn.kmin_bytes) {
+        prob = sc.ecn.pmax * static_cast<double>(q - sc.ecn.kmin_bytes) /
+               static_cast<double>(sc.ecn.kmax_bytes - sc.ecn.kmin_bytes);
+      }
+      if (prob > 0 && p.rng.chance(prob) && mark_ce(fr)) ++p.stats.ecn_marks;
+    }
+    frame_ingress_[f] = ingress;
+  }
+  account_queue(p);
+  p.queue[pr].push(f);
+  p.queued_bytes[pr] += fr.bytes_on_wire();
+  p.stats.max_queue_bytes = std::max(p.stats.max_queue_bytes, p.queued_bytes[0] + p.queued_bytes[1]);
+  if (!p.busy) start_tx(port);
+  return true;
+}
+
+void Network::send_pfc(uint32_t ingress_port, int prio, bool pause) {
+  Port& ip = ports_[ingress_port];
+  ip.pause_sent[prio] = pause;
+  if (pause) ++ip.stats.pauses_sent;
+  // The pause frame travels the link back to the upstream egress.
+  events_q_.push(now_ + ip.link.delay, kPfc, ip.peer,
+                 static_cast<uint32_t>(prio) | (pause ? 0x100u : 0u));
+}
+
+void Network::host_deliver(uint32_t host, FrameId f) {
+  Host& h = hosts_[host];
+  Frame* fr = &pool_[f];
+  if (h.transport != nullptr) h.transport->rx(std::span<Frame* const>(&fr, 1), now_);
+  pool_.release(f);
+  host_pull(host);
+  host_arm_timer(host);
+}
+
+// The NIC asks its transport for a frame whenever it has nothing it may send.
+void Network::host_pull(uint32_t host) {
+  Host& h = hosts_[host];
+  if (h.transport == nullptr || h.port == kNone) return;
+  Port& p = ports_[h.port];
+  constexpr size_t kNicQueueFrames = 64;
+  for (;;) {
+    bool sendable = false;
+    size_t queued = 0;
+    for (int pr = 0; pr < kNumPriorities; ++pr) {
+      queued += p.queue[pr].size();
+      if (!p.queue[pr].empty() && !p.paused[pr]) sendable = true;
+    }
+    if (sendable || queued >= kNicQueueFrames) return;
+    const FrameId f = pool_.alloc();
+    Frame* fr = &pool_[f];
+    if (h.transport->tx(std::span<Frame* const>(&fr, 1), now_) == 0) {
+      pool_.release(f);
+      return;
+    }
+    enqueue(h.port, f, fr->priority, kNone);
+  }
+}
+
+void Network::host_arm_timer(uint32_t host) {
+  Host& h = hosts_[host];
+  if (h.transport == nullptr) return;
+  const Time d = h.transport->next_deadline();
+  if (d == kNever || d == h.deadline) return;
+  h.deadline = d;
+  ++h.timer_gen;
+  events_q_.push(std::max(d, now_), kHostTimer, host, h.timer_gen);
+}
+
+}  // namespace uet::sim

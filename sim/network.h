@@ -1,0 +1,236 @@
+// The simulated fabric: hosts and switches joined by links, driven by one event loop.
+//
+// Every frame is real bytes (Ethernet/IP/UDP/...): switches parse the real headers, hash the
+// real 5-tuple for ECMP, set CE in the real IP header, trim the real payload. Time is integer
+// picoseconds; serialization is exact; randomness comes from per-link generators derived from
+// one seed, so a run is reproducible bit for bit.
+//
+// Ownership and threads: a Network owns its nodes, ports, frames and event list and runs on
+// one thread. Hosts hold a Transport* they do not own. Bounds: every queue is bounded by its
+// buffer limit (frames beyond it are dropped or trimmed and counted); the frame pool grows
+// only as far as the frames in flight and queued.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "sim/event_queue.h"
+#include "sim/frame_pool.h"
+#include "sim/ring.h"
+#include "sim/rng.h"
+#include "transport/transport.h"
+#include "transport/wire/pcap.h"
+
+namespace uet::sim {
+
+inline constexpr uint32_t kNone = UINT32_MAX;
+
+// DSCP code points the fabric classifies on [choice, sim/README.md].
+inline constexpr uint8_t kDscpData = 26;     // data class (RoCEv2's usual lossless class)
+inline constexpr uint8_t kDscpControl = 46;  // ACK/NACK/credit class (EF)
+inline constexpr uint8_t kDscpCnp = 48;      // RoCEv2 CNP, as NVIDIA NICs send it
+inline constexpr uint8_t kDscpTrimmed = 45;  // a trimmed UET request (spec/uet.md §3.14)
+
+struct LinkConfig {
+  double gbps = 100;
+  Time delay = 500 * kNanosecond;  // propagation, one way
+  double loss = 0;                 // probability a frame is lost on the wire
+  double corrupt = 0;              // probability a frame arrives with one bit flipped
+};
+
+struct EcnConfig {
+  bool enabled = true;
+  uint64_t kmin_bytes = 100 * 1024;  // RED on the instantaneous queue of the data class
+  uint64_t kmax_bytes = 400 * 1024;
+  double pmax = 0.2;
+};
+
+struct PfcConfig {
+  bool enabled = false;  // makes the data class lossless
+  uint64_t xoff_bytes = 200 * 1024;  // per ingress port: pause the upstream above this
+  uint64_t xon_bytes = 150 * 1024;   // resume below this
+  uint64_t headroom_bytes = 256 * 1024;  // accepted past the buffer limit while a pause travels
+};
+
+struct SwitchConfig {
+  uint64_t buffer_bytes = 1024 * 1024;        // per output port, data class
+  uint64_t control_buffer_bytes = 256 * 1024;  // per output port, control class
+  EcnConfig ecn;
+  bool trimming = true;           // cut UET requests to their headers instead of dropping
+  PfcConfig pfc;
+  Time failure_detection = 10 * kMicrosecond;  // a dead link leaves ECMP groups after this
+  uint64_t ecmp_seed = 0x5EED;    // mixed with the switch index
+};
+
+struct PortStats {
+  uint64_t tx_frames = 0;
+  uint64_t tx_bytes = 0;
+  uint64_t drops = 0;            // buffer overflow (lossy class), down link
+  uint64_t lossless_drops = 0;   // lossless class beyond headroom: PFC misconfigured
+  uint64_t wire_losses = 0;      // random loss on the link
+  uint64_t corruptions = 0;
+  uint64_t trims = 0;
+  uint64_t ecn_marks = 0;
+  uint64_t pauses_sent = 0;      // PFC XOFF sent upstream from this ingress
+  Time paused_time = 0;          // time this egress spent paused (data class)
+  uint64_t max_queue_bytes = 0;
+  double queue_byte_ps = 0;      // integral of queue bytes over time, for the average
+};
+
+enum class NodeKind : uint8_t { kHost, kSwitch };
+
+struct Node {
+  NodeKind kind;
+  uint32_t index;              // host or switch number
+  std::vector<uint32_t> ports;
+  std::string name;
+};
+
+struct Port {
+  uint32_t node = kNone;
+  uint32_t peer = kNone;  // the port at the other end of the link
+  LinkConfig link;
+  int64_t rate_bps = 0;   // current rate (degradable)
+  bool up = true;
+  Rng rng;
+
+  std::array<Ring<FrameId>, kNumPriorities> queue;
+  std::array<uint64_t, kNumPriorities> queued_bytes{};
+  bool busy = false;
+  std::array<bool, kNumPriorities> paused{};
+  Time paused_since = 0;
+
+  // At a switch: bytes in this switch's buffers that entered through this port (PFC).
+  std::array<uint64_t, kNumPriorities> ingress_bytes{};
+  std::array<bool, kNumPriorities> pause_sent{};
+
+  Time last_queue_change = 0;
+  PortStats stats;
+  std::unique_ptr<wire::PcapWriter> tap;  // frames this port transmits
+};
+
+struct Host {
+  uint32_t node;
+  uint32_t port;
+  uint32_t ip4;
+  Transport* transport = nullptr;
+  Time deadline = kNever;   // the timer event we have scheduled
+  uint32_t timer_gen = 0;   // stale timer events carry an older generation
+};
+
+struct Switch {
+  uint32_t node;
+  SwitchConfig config;
+  uint64_t seed;
+  // ECMP: destination host -> group; group -> egress ports (up links only).
+  std::vector<uint16_t> group_of_host;
+  std::vector<std::vector<uint32_t>> groups;
+};
+
+class Network;
+
+// Something that wants to be called at a given time (workloads starting flows).
+class Scheduled {
+ public:
+  virtual ~Scheduled() = default;
+  virtual void fire(Network& net, Time now, uint32_t cookie) = 0;
+};
+
+struct NetworkConfig {
+  uint64_t seed = 1;
+  uint32_t frame_capacity = 4096 + 256;  // bytes stored per frame; smaller: payload by length
+  SwitchConfig switches;
+};
+
+class Network {
+ public:
+  explicit Network(const NetworkConfig& config);
+  Network(const Network&) = delete;
+  Network& operator=(const Network&) = delete;
+
+  // ----- building (control path)
+  uint32_t add_host(std::string name);
+  uint32_t add_switch(std::string name);
+  // Joins two nodes (host or switch indices given as node ids) with a full-duplex link.
+  absl::Status connect(uint32_t node_a, uint32_t node_b, const LinkConfig& link);
+  // Computes ECMP groups. Call after the last connect().
+  absl::Status finalize();
+  void attach(uint32_t host, Transport* transport);
+  absl::Status tap(uint32_t port, const std::string& pcap_path);
+
+  // ----- failures (at a given simulated time)
+  void set_link_up(uint32_t port, bool up, Time at);
+  void set_link_rate(uint32_t port, double fraction, Time at);
+  void schedule(Time at, Scheduled* target, uint32_t cookie);
+
+  // ----- running
+  // Runs events until the list is empty or simulated time would pass `until`.
+  void run_until(Time until);
+  Time now() const noexcept { return now_; }
+  uint64_t events_processed() const noexcept { return events_; }
+  // Pokes a host's NIC: the transport may have something to send (after an application
+  // posted work from outside the event loop).
+  void kick(uint32_t host);
+
+  // ----- frames for transports that build their own (the UDP app, tests)
+  FramePool& frames() noexcept { return pool_; }
+
+  // ----- topology and addressing
+  size_t num_hosts() const noexcept { return hosts_.size(); }
+  size_t num_switches() const noexcept { return switches_.size(); }
+  size_t num_ports() const noexcept { return ports_.size(); }
+  const Host& host(uint32_t h) const noexcept { return hosts_[h]; }
+  const Switch& sw(uint32_t s) const noexcept { return switches_[s]; }
+  const Node& node(uint32_t n) const noexcept { return nodes_[n]; }
+  const Port& port(uint32_t p) const noexcept { return ports_[p]; }
+  uint32_t host_node(uint32_t h) const noexcept { return hosts_[h].node; }
+  uint32_t switch_node(uint32_t s) const noexcept { return switches_[s].node; }
+  static uint32_t host_ip4(uint32_t h) noexcept { return 0x0A000001u + h; }  // 10.0.0.1 + h
+  static uint32_t host_of_ip4(uint32_t ip) noexcept { return ip - 0x0A000001u; }
+  static std::array<uint8_t, 6> host_mac(uint32_t h) noexcept {
+    return {0x02, 0x00, static_cast<uint8_t>(h >> 24), static_cast<uint8_t>(h >> 16),
+            static_cast<uint8_t>(h >> 8), static_cast<uint8_t>(h)};
+  }
+  // The port a switch would forward a frame to host `dst` with this flow hash through.
+  uint32_t ecmp_port(uint32_t sw, uint32_t dst_host, uint64_t flow_hash) const noexcept;
+  // Folds the queue integrals up to now (call before reading PortStats averages).
+  void flush_stats();
+
+ private:
+  enum Kind : uint8_t { kTxDone, kArrive, kHostTimer, kPfc, kLinkState, kLinkRate, kEcmpRefresh, kCall };
+
+  void dispatch(const Event& e);
+  void start_tx(uint32_t port);
+  void on_tx_done(uint32_t port, FrameId f);
+  void on_arrive(uint32_t port, FrameId f);
+  void switch_forward(uint32_t in_port, FrameId f);
+  bool enqueue(uint32_t port, FrameId f, Priority prio, uint32_t ingress);
+  void host_deliver(uint32_t host, FrameId f);
+  void host_pull(uint32_t host);
+  void host_arm_timer(uint32_t host);
+  void send_pfc(uint32_t ingress_port, int prio, bool pause);
+  void account_queue(Port& p);
+  void drop(FrameId f) { pool_.release(f); }
+  absl::Status compute_ecmp();
+  Time serialization(const Port& p, uint32_t bytes) const noexcept;
+
+  NetworkConfig config_;
+  FramePool pool_;
+  std::vector<uint32_t> frame_ingress_;  // per frame: the switch ingress port, for PFC
+  EventQueue events_q_;
+  Time now_ = 0;
+  uint64_t events_ = 0;
+  std::vector<Node> nodes_;
+  std::vector<Port> ports_;
+  std::vector<Host> hosts_;
+  std::vector<Switch> switches_;
+  std::vector<Scheduled*> callbacks_;
+  bool finalized_ = false;
+};
+
+}  // namespace uet::sim

@@ -1,0 +1,115 @@
+#include "sim/udp_app.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "transport/wire/builder.h"
+#include "transport/wire/checksum.h"
+#include "transport/wire/decode.h"
+
+namespace uet::sim {
+
+UdpApp::UdpApp(uint32_t host, std::vector<FlowRecord>* records, uint32_t payload_per_packet,
+               bool ect)
+    : host_(host), records_(records), mss_(payload_per_packet), ect_(ect) {}
+
+void UdpApp::add_flow(const UdpFlow& flow) {
+  if (records_->size() <= flow.id) records_->resize(flow.id + 1);
+  FlowRecord& r = (*records_)[flow.id];
+  r.src = host_;
+  r.dst = flow.dst;
+  r.bytes = flow.bytes;
+  r.start = flow.start;
+  flows_.push_back(Active{flow});
+}
+
+Time UdpApp::next_deadline() const {
+  Time t = kNever;
+  for (const Active& a : flows_)
+    if (a.next_offset < a.flow.bytes) t = std::min(t, a.flow.start);
+  return t;
+}
+
+size_t UdpApp::tx(std::span<Frame* const> out, Time now) {
+  size_t n = 0;
+  for (size_t tries = 0; n < out.size() && tries < flows_.size(); ++tries) {
+    Active& a = flows_[rr_];
+    rr_ = (rr_ + 1) % flows_.size();
+    if (a.flow.start > now || a.next_offset >= a.flow.bytes) continue;
+    Frame& f = *out[n];
+    const uint64_t len = std::min<uint64_t>(mss_, a.flow.bytes - a.next_offset);
+    wire::Encap e;
+    e.src_mac = Network::host_mac(host_);
+    e.dst_mac = Network::host_mac(a.flow.dst);
+    e.src_ip4 = Network::host_ip4(host_);
+    e.dst_ip4 = Network::host_ip4(a.flow.dst);
+    e.dscp = kDscpData;
+    e.ecn = ect_ ? 2 : 0;
+    e.sport = a.flow.spray ? static_cast<uint16_t>(0xC000 | ((a.flow.sport + a.packets * 0x9E37u) & 0x3FFF))
+                           : a.flow.sport;
+    e.dport = kPort;
+    // Store the payload if it fits, else carry it by length (and leave the UDP checksum 0).
+    const size_t full = 14 + 20 + 8 + kAppHeader + len;
+    const bool elide = full > f.capacity;
+    e.udp_checksum = !elide;
+    wire::FrameBuilder b(std::span<uint8_t>(f.data, f.capacity), e);
+    uint8_t* app = b.add_bytes(kAppHeader);
+    if (app == nullptr) return n;
+    wire::store_be(app, 4, a.flow.id);
+    wire::store_be(app + 8, 8, a.next_offset);
+    if (!elide) {
+      uint8_t* p = b.add_bytes(len);
+      for (uint64_t i = 0; i < len; ++i) p[i] = static_cast<uint8_t>(a.flow.id + a.next_offset + i);
+    }
+    size_t flen = 0;
+    if (b.finish(&flen) != wire::WireError::kOk) return n;
+    f.len = static_cast<uint32_t>(flen);
+    f.wire_len = elide ? static_cast<uint32_t>(full) : 0;
+    if (elide) {  // IP and UDP lengths describe the frame on the wire
+      wire::as<wire::Ipv4>(f.data + 14)->set_total_length(static_cast<uint16_t>(full - 14));
+      wire::as<wire::Ipv4>(f.data + 14)->set_checksum(0);
+      wire::as<wire::Ipv4>(f.data + 14)->set_checksum(
+          wire::ipv4_header_checksum(f.data + 14, 20));
+      wire::as<wire::Udp>(f.data + 34)->set_length(static_cast<uint16_t>(full - 34));
+    }
+    f.priority = Priority::kData;
+    a.next_offset += len;
+    ++a.packets;
+    (*records_)[a.flow.id].sent += len;
+    ++n;
+  }
+  return n;
+}
+
+void UdpApp::rx(std::span<Frame* const> frames, Time now) {
+  for (Frame* f : frames) {
+    ++rx_frames_;
+    // A corrupted frame must fail its checks, not count as data.
+    const bool elided = f->wire_len > f->len;
+    constexpr size_t kApp = 14 + 20 + 8;
+    if (f->len < kApp + kAppHeader) {
+      ++rx_bad_;
+      continue;
+    }
+    if (!elided) {
+      wire::Decoded d;
+      wire::DecodeOptions o;
+      if (wire::decode_frame(std::span<const uint8_t>(f->data, f->len), &d, o) !=
+          wire::WireError::kUnsupportedUdpPort) {  // valid IP/UDP, not UET/RoCE: ours
+        ++rx_bad_;
+        continue;
+      }
+    }
+    const auto id = static_cast<uint32_t>(wire::load_be(f->data + kApp, 4));
+    if (id >= records_->size()) {
+      ++rx_bad_;
+      continue;
+    }
+    FlowRecord& r = (*records_)[id];
+    const uint64_t len = f->bytes_on_wire() - kApp - kAppHeader;
+    r.received += len;
+    if (r.received >= r.bytes && r.finish == kNever) r.finish = now;
+  }
+}
+
+}  // namespace uet::sim

@@ -1,0 +1,60 @@
+// The sans-IO surface every protocol engine implements and every host drives (DESIGN.md,
+// "The one rule"): frames in, frames out, one deadline. The simulator (sim/), the DPDK and
+// io_uring hosts (dpdk-io/) and the tests' fake host call exactly these four functions, at
+// burst granularity, so the per-packet work has no virtual call.
+//
+// Ownership: frames are lent by the host. In rx() the engine reads them and must not keep the
+// pointers after returning; in tx() it fills empty frames the host gives it. Time and
+// randomness come from outside: an engine never reads a clock.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <span>
+
+namespace uet {
+
+// Picoseconds since the start of the run. The simulator counts in picoseconds so that
+// serialization at any line rate is exact; real hosts convert their clock.
+using Time = int64_t;
+inline constexpr Time kPicosecond = 1;
+inline constexpr Time kNanosecond = 1'000;
+inline constexpr Time kMicrosecond = 1'000'000;
+inline constexpr Time kMillisecond = 1'000'000'000;
+inline constexpr Time kSecond = 1'000'000'000'000;
+inline constexpr Time kNever = std::numeric_limits<Time>::max();
+
+// Traffic classes a NIC or switch queues a frame in.
+enum class Priority : uint8_t {
+  kData = 0,     // requests and data
+  kControl = 1,  // ACKs, NACKs, credits, CNPs and trimmed headers: served first
+};
+inline constexpr int kNumPriorities = 2;
+
+// A frame buffer lent by the host: Ethernet header first, no FCS.
+struct Frame {
+  uint8_t* data = nullptr;
+  uint32_t len = 0;       // bytes present at `data`
+  uint32_t wire_len = 0;  // bytes on the wire: > len only when a host carries payloads by
+                          // length (the simulator at scale); 0 means "same as len"
+  uint32_t capacity = 0;  // bytes writable at `data`
+  Priority priority = Priority::kData;
+
+  uint32_t bytes_on_wire() const noexcept { return wire_len > len ? wire_len : len; }
+};
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+
+  // Frames that arrived at `now`.
+  virtual void rx(std::span<Frame* const> frames, Time now) = 0;
+  // Fills up to out.size() empty frames with what congestion control, credits and pacing
+  // allow to send at `now`; returns how many were filled (a prefix of `out`).
+  virtual size_t tx(std::span<Frame* const> out, Time now) = 0;
+  // The earliest time on_timer() must run (retransmission, ACK coalescing, pacing), or kNever.
+  virtual Time next_deadline() const = 0;
+  virtual void on_timer(Time now) = 0;
+};
+
+}  // namespace uet
