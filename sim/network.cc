@@ -377,10 +377,17 @@ bool Network::enqueue(uint32_t port, FrameId f, Priority prio, uint32_t ingress)
     const SwitchConfig& sc = switches_[nodes_[p.node].index].config;
     const bool lossless = sc.pfc.enabled && pr == 0;
     const uint64_t limit = pr == 0 ? sc.buffer_bytes : sc.control_buffer_bytes;
-    if (p.queued_bytes[pr] + fr.bytes_on_wire() > limit) {
-      if (lossless && p.queued_bytes[pr] + fr.bytes_on_wire() <= limit + sc.pfc.headroom_bytes) {
-        // Accepted into headroom: PFC should already have paused the sender.
-      } else if (pr == 0 && sc.trimming && trim_uet(fr, kDscpTrimmed)) {
+    if (lossless) {
+      // Lossless admission is per ingress, as a switch's PFC priority groups do: up to XOFF,
+      // then the headroom that absorbs what is in flight while the pause travels upstream.
+      if (ports_[ingress].ingress_bytes[0] + fr.bytes_on_wire() >
+          sc.pfc.xoff_bytes + sc.pfc.headroom_bytes) {
+        ++p.stats.lossless_drops;
+        drop(f);
+        return false;
+      }
+    } else if (p.queued_bytes[pr] + fr.bytes_on_wire() > limit) {
+      if (pr == 0 && sc.trimming && trim_uet(fr, kDscpTrimmed)) {
         ++p.stats.trims;
         pr = static_cast<int>(Priority::kControl);
         if (p.queued_bytes[pr] + fr.bytes_on_wire() > sc.control_buffer_bytes) {
@@ -389,20 +396,13 @@ bool Network::enqueue(uint32_t port, FrameId f, Priority prio, uint32_t ingress)
           return false;
         }
       } else {
-        ++(lossless ? p.stats.lossless_drops : p.stats.drops);
+        ++p.stats.drops;
         drop(f);
         return false;
       }
     }
     if (pr == 0 && sc.ecn.enabled) {
-      const uint64_t q = p.queued_bytes[0];
-      double prob = 0;
-      if (q >= sc.ecn.kmax_bytes) {
-        prob = 1;
-      } else if (q > sc.ecn.kmin_bytes) {
-        prob = sc.ecn.pmax * static_cast<double>(q - sc.ecn.kmin_bytes) /
-               static_cast<double>(sc.ecn.kmax_bytes - sc.ecn.kmin_bytes);
-      }
+      const double prob = ecn_mark_probability(sc.ecn, p.queued_bytes[0]);
       if (prob > 0 && p.rng.chance(prob) && mark_ce(fr)) ++p.stats.ecn_marks;
     }
     frame_ingress_[f] = ingress;
@@ -413,6 +413,13 @@ bool Network::enqueue(uint32_t port, FrameId f, Priority prio, uint32_t ingress)
   p.stats.max_queue_bytes = std::max(p.stats.max_queue_bytes, p.queued_bytes[0] + p.queued_bytes[1]);
   if (!p.busy) start_tx(port);
   return true;
+}
+
+double ecn_mark_probability(const EcnConfig& ecn, uint64_t queue_bytes) noexcept {
+  if (queue_bytes >= ecn.kmax_bytes) return 1;
+  if (queue_bytes <= ecn.kmin_bytes) return 0;
+  return ecn.pmax * static_cast<double>(queue_bytes - ecn.kmin_bytes) /
+         static_cast<double>(ecn.kmax_bytes - ecn.kmin_bytes);
 }
 
 void Network::send_pfc(uint32_t ingress_port, int prio, bool pause) {

@@ -50,11 +50,18 @@ struct EcnConfig {
   double pmax = 0.2;
 };
 
+// RED on the instantaneous data-class queue, as the frame is enqueued: 0 up to kmin, rising
+// linearly to pmax just below kmax, 1 from kmax.
+double ecn_mark_probability(const EcnConfig& ecn, uint64_t queue_bytes) noexcept;
+
+// PFC on the data class, per ingress port. The lossless class is admitted by its ingress
+// counter (XOFF + headroom), not by the output buffer limit; headroom must cover a round trip
+// of the upstream link plus a frame, or frames are lost (counted as lossless_drops).
 struct PfcConfig {
   bool enabled = false;  // makes the data class lossless
-  uint64_t xoff_bytes = 200 * 1024;  // per ingress port: pause the upstream above this
-  uint64_t xon_bytes = 150 * 1024;   // resume below this
-  uint64_t headroom_bytes = 256 * 1024;  // accepted past the buffer limit while a pause travels
+  uint64_t xoff_bytes = 64 * 1024;       // pause the upstream when an ingress holds more
+  uint64_t xon_bytes = 48 * 1024;        // resume below this
+  uint64_t headroom_bytes = 128 * 1024;  // accepted past XOFF while the pause travels
 };
 
 struct SwitchConfig {

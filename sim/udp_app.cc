@@ -23,14 +23,16 @@ void UdpApp::add_flow(const UdpFlow& flow) {
   flows_.push_back(Active{flow});
 }
 
+// Only flows that have not started yet need a timer; started ones are pulled by the NIC.
 Time UdpApp::next_deadline() const {
   Time t = kNever;
   for (const Active& a : flows_)
-    if (a.next_offset < a.flow.bytes) t = std::min(t, a.flow.start);
+    if (a.next_offset < a.flow.bytes && a.flow.start > now_) t = std::min(t, a.flow.start);
   return t;
 }
 
 size_t UdpApp::tx(std::span<Frame* const> out, Time now) {
+  now_ = now;
   size_t n = 0;
   for (size_t tries = 0; n < out.size() && tries < flows_.size(); ++tries) {
     Active& a = flows_[rr_];
@@ -82,6 +84,7 @@ size_t UdpApp::tx(std::span<Frame* const> out, Time now) {
 }
 
 void UdpApp::rx(std::span<Frame* const> frames, Time now) {
+  now_ = now;
   for (Frame* f : frames) {
     ++rx_frames_;
     // A corrupted frame must fail its checks, not count as data.

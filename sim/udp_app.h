@@ -48,7 +48,7 @@ class UdpApp : public Transport {
   void rx(std::span<Frame* const> frames, Time now) override;
   size_t tx(std::span<Frame* const> out, Time now) override;
   Time next_deadline() const override;
-  void on_timer(Time) override {}
+  void on_timer(Time now) override { now_ = now; }
 
   uint64_t rx_frames() const noexcept { return rx_frames_; }
   uint64_t rx_bad() const noexcept { return rx_bad_; }
@@ -65,6 +65,7 @@ class UdpApp : public Transport {
   bool ect_;
   std::vector<Active> flows_;  // sorted by start
   size_t rr_ = 0;
+  Time now_ = -1;
   uint64_t rx_frames_ = 0;
   uint64_t rx_bad_ = 0;
 };

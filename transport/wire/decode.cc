@@ -97,8 +97,12 @@ SesExt ses_extension(SesOpcode op) noexcept {
   }
 }
 
-WireError take_ses_extension(Cursor& c, SesOpcode op, Decoded* out) noexcept {
-  switch (ses_extension(op)) {
+// spec/uet.md §4.5: atomic extensions follow any request header; the rendezvous extension
+// only a standard one (as upstream Wireshark parses it).
+WireError take_ses_extension(Cursor& c, SesOpcode op, Decoded* out, bool standard) noexcept {
+  SesExt ext = ses_extension(op);
+  if (ext == SesExt::RENDEZVOUS && !standard) ext = SesExt::kNone;
+  switch (ext) {
     case SesExt::kNone:
       return WireError::kOk;
     case SesExt::ATOMIC: {
@@ -127,7 +131,7 @@ WireError take_ses(Cursor& c, Decoded* out) noexcept {
       WIRE_TRY(c.take(&h, WireError::kTruncatedUet));
       out->ses_desc = &kSesStandardRequestDesc;
       WIRE_TRY(check_ses_request(*h));
-      WIRE_TRY(take_ses_extension(c, h->opcode(), out));
+      WIRE_TRY(take_ses_extension(c, h->opcode(), out, /*standard=*/true));
       if (!h->som()) {  // §4.2: bytes 32-39 hold payload length and message offset
         if (h->cont_rsvd() != 0) return WireError::kReservedBitsSet;
         if (exact_length && h->payload_length() != c.left()) return WireError::kBadSesLength;
@@ -139,20 +143,23 @@ WireError take_ses(Cursor& c, Decoded* out) noexcept {
       WIRE_TRY(c.take(&h, WireError::kTruncatedUet));
       out->ses_desc = &kSesMediumRequestDesc;
       WIRE_TRY(check_ses_request(*h));
-      return take_ses_extension(c, h->opcode(), out);
+      return take_ses_extension(c, h->opcode(), out, /*standard=*/false);
     }
     case NextHeader::kReqSmall: {
       const SesSmallRequest* h;
       WIRE_TRY(c.take(&h, WireError::kTruncatedUet));
       out->ses_desc = &kSesSmallRequestDesc;
       WIRE_TRY(check_ses_request(*h));
-      return take_ses_extension(c, h->opcode(), out);
+      return take_ses_extension(c, h->opcode(), out, /*standard=*/false);
     }
     case NextHeader::kRsp: {
       const SesResponse* h;
       WIRE_TRY(c.take(&h, WireError::kTruncatedUet));
       out->ses_desc = &kSesResponseDesc;
-      if (h->opcode() == SesRspOpcode::kResponseWithData) return WireError::kUnknownSesOpcode;
+      if (h->opcode() != SesRspOpcode::kDefaultResponse && h->opcode() != SesRspOpcode::kResponse &&
+          h->opcode() != SesRspOpcode::kNoResponse) {
+        return WireError::kUnknownSesOpcode;
+      }
       if (h->ver() != kSesVersion) return WireError::kBadSesVersion;
       return WireError::kOk;
     }
@@ -186,6 +193,9 @@ WireError take_pds(Cursor& c, Decoded* out) noexcept {
   out->pds_desc = &HeaderTraits<H>::desc;
   if constexpr (requires { h->syn(); h->pdc_info_rsvd(); }) {
     if (h->syn() && h->pdc_info_rsvd() != 0) return WireError::kReservedBitsSet;  // §3.3
+  }
+  if constexpr (requires { h->credit_rsvd(); }) {  // §3.8.2: reserved in the credit state
+    if (h->cc_type() == CcType::kCredit && h->credit_rsvd() != 0) return WireError::kReservedBitsSet;
   }
   if constexpr (requires { h->ctl_type(); }) {  // §3.12: the next-header slot is the type
     if (static_cast<uint32_t>(h->ctl_type()) > static_cast<uint32_t>(CtrlType::kCreditReq))
