@@ -13,13 +13,15 @@
 
 namespace uet::sim {
 
+// 24 bytes: the sequence number (56 bits, 7e16 events) and the kind share one word.
 struct Event {
   Time time;
-  uint64_t seq;
-  uint32_t a;     // meaning per kind: usually a port, host or link index
-  uint32_t b;     // meaning per kind: usually a frame id or a generation number
-  uint8_t kind;
+  uint64_t seq_kind;  // seq << 8 | kind
+  uint32_t a;         // meaning per kind: usually a port, host or link index
+  uint32_t b;         // meaning per kind: usually a frame id or a generation number
+  uint8_t kind() const noexcept { return static_cast<uint8_t>(seq_kind); }
 };
+static_assert(sizeof(Event) == 24);
 
 class EventQueue {
  public:
@@ -30,7 +32,7 @@ class EventQueue {
   uint64_t scheduled() const noexcept { return seq_; }
 
   void push(Time t, uint8_t kind, uint32_t a, uint32_t b) {
-    heap_.push_back(Event{t, seq_++, a, b, kind});
+    heap_.push_back(Event{t, (seq_++ << 8) | kind, a, b});
     sift_up(heap_.size() - 1);
   }
 
@@ -44,7 +46,7 @@ class EventQueue {
 
  private:
   static bool before(const Event& x, const Event& y) noexcept {
-    return x.time < y.time || (x.time == y.time && x.seq < y.seq);
+    return x.time < y.time || (x.time == y.time && x.seq_kind < y.seq_kind);
   }
   void sift_up(size_t i) noexcept {
     Event e = heap_[i];

@@ -195,7 +195,7 @@ void Network::run_until(Time until) {
 }
 
 void Network::dispatch(const Event& e) {
-  switch (e.kind) {
+  switch (e.kind()) {
     case kTxDone:
       on_tx_done(e.a, e.b);
       break;
@@ -280,7 +280,7 @@ void Network::start_tx(uint32_t port) {
     const uint32_t bytes = fr.bytes_on_wire();
     p.queued_bytes[prio] -= bytes;
     // PFC: the frame leaves this switch's buffer; the ingress it came through may resume.
-    const uint32_t in = frame_ingress_[f];
+    const uint32_t in = frame_meta_[f].ingress;
     if (in != kNone) {
       Port& ip = ports_[in];
       ip.ingress_bytes[prio] -= bytes;
@@ -314,6 +314,7 @@ void Network::on_tx_done(uint32_t port, FrameId f) {
       const uint64_t bit = p.rng.below(uint64_t{fr.len} * 8);
       fr.data[bit / 8] ^= static_cast<uint8_t>(1u << (bit % 8));
       ++p.stats.corruptions;
+      frame_meta_[f].parsed = false;  // the next switch reads the damaged headers
     }
     events_q_.push(now_ + p.link.delay, kArrive, p.peer, f);
   }
@@ -339,20 +340,26 @@ void Network::on_arrive(uint32_t port, FrameId f) {
 void Network::switch_forward(uint32_t in_port, FrameId f) {
   Switch& sw = switches_[nodes_[ports_[in_port].node].index];
   Frame& fr = pool_[f];
-  FrameInfo info;
-  if (!parse_frame(fr, &info)) {
-    ++ports_[in_port].stats.drops;
-    drop(f);
-    return;
+  FrameMeta& m = meta(f);
+  if (!m.parsed) {
+    FrameInfo info;
+    if (!parse_frame(fr, &info)) {
+      ++ports_[in_port].stats.drops;
+      drop(f);
+      return;
+    }
+    m.dst_host = host_of_ip4(info.dst_ip4);
+    m.flow_hash = info.flow_hash;
+    m.dscp = info.dscp;
+    m.parsed = true;
   }
-  const uint32_t dst = host_of_ip4(info.dst_ip4);
-  const uint32_t out = ecmp_port(nodes_[sw.node].index, dst, info.flow_hash);
+  const uint32_t out = ecmp_port(nodes_[sw.node].index, m.dst_host, m.flow_hash);
   if (out == kNone) {
     ++ports_[in_port].stats.drops;
     drop(f);
     return;
   }
-  const Priority prio = classify_dscp(info.dscp);
+  const Priority prio = classify_dscp(m.dscp);
   if (enqueue(out, f, prio, in_port)) {
     Port& ip = ports_[in_port];
     const int pr = static_cast<int>(prio);
@@ -369,8 +376,8 @@ void Network::switch_forward(uint32_t in_port, FrameId f) {
 bool Network::enqueue(uint32_t port, FrameId f, Priority prio, uint32_t ingress) {
   Port& p = ports_[port];
   Frame& fr = pool_[f];
-  if (frame_ingress_.size() <= f) frame_ingress_.resize(pool_.peak(), kNone);
-  frame_ingress_[f] = kNone;
+  FrameMeta& m = meta(f);
+  m.ingress = kNone;
   int pr = static_cast<int>(prio);
   const bool at_switch = nodes_[p.node].kind == NodeKind::kSwitch;
   if (at_switch) {
@@ -389,6 +396,7 @@ bool Network::enqueue(uint32_t port, FrameId f, Priority prio, uint32_t ingress)
     } else if (p.queued_bytes[pr] + fr.bytes_on_wire() > limit) {
       if (pr == 0 && sc.trimming && trim_uet(fr, kDscpTrimmed)) {
         ++p.stats.trims;
+        m.dscp = kDscpTrimmed;
         pr = static_cast<int>(Priority::kControl);
         if (p.queued_bytes[pr] + fr.bytes_on_wire() > sc.control_buffer_bytes) {
           ++p.stats.drops;
@@ -405,7 +413,7 @@ bool Network::enqueue(uint32_t port, FrameId f, Priority prio, uint32_t ingress)
       const double prob = ecn_mark_probability(sc.ecn, p.queued_bytes[0]);
       if (prob > 0 && p.rng.chance(prob) && mark_ce(fr)) ++p.stats.ecn_marks;
     }
-    frame_ingress_[f] = ingress;
+    m.ingress = ingress;
   }
   account_queue(p);
   p.queue[pr].push(f);
@@ -460,6 +468,7 @@ void Network::host_pull(uint32_t host) {
       pool_.release(f);
       return;
     }
+    meta(f).parsed = false;  // a new frame: its headers are read at the first switch
     enqueue(h.port, f, fr->priority, kNone);
   }
 }

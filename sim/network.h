@@ -228,7 +228,20 @@ class Network {
 
   NetworkConfig config_;
   FramePool pool_;
-  std::vector<uint32_t> frame_ingress_;  // per frame: the switch ingress port, for PFC
+  // Per frame, beside the pool: what switches read from its headers, parsed once when the
+  // frame enters the fabric and again only when its bytes change (corruption, trimming).
+  struct FrameMeta {
+    uint32_t ingress = kNone;  // the switch ingress port it is buffered under, for PFC
+    uint32_t dst_host = kNone;
+    uint64_t flow_hash = 0;
+    uint8_t dscp = 0;
+    bool parsed = false;
+  };
+  FrameMeta& meta(FrameId f) {
+    if (f >= frame_meta_.size()) frame_meta_.resize(pool_.peak());
+    return frame_meta_[f];
+  }
+  std::vector<FrameMeta> frame_meta_;
   EventQueue events_q_;
   Time now_ = 0;
   uint64_t events_ = 0;
