@@ -311,7 +311,10 @@ void Network::on_tx_done(uint32_t port, FrameId f) {
   } else {
     if (p.rng.chance(p.link.corrupt)) {
       Frame& fr = pool_[f];
-      const uint64_t bit = p.rng.below(uint64_t{fr.len} * 8);
+      // One bit after the Ethernet header, as a switch's memory (not the wire, whose FCS would
+      // catch it) might damage it: IP/UDP checksums, the ICRC or the receiver must catch it.
+      constexpr uint32_t kL2 = 14;
+      const uint64_t bit = kL2 * 8 + p.rng.below(uint64_t{fr.len - kL2} * 8);
       fr.data[bit / 8] ^= static_cast<uint8_t>(1u << (bit % 8));
       ++p.stats.corruptions;
       frame_meta_[f].parsed = false;  // the next switch reads the damaged headers

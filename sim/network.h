@@ -40,7 +40,8 @@ struct LinkConfig {
   double gbps = 100;
   Time delay = 500 * kNanosecond;  // propagation, one way
   double loss = 0;                 // probability a frame is lost on the wire
-  double corrupt = 0;              // probability a frame arrives with one bit flipped
+  double corrupt = 0;              // probability a frame arrives with one bit flipped after
+                                   // its Ethernet header
 };
 
 struct EcnConfig {

@@ -401,5 +401,48 @@ TEST(Network_Determinism, SameSeedSamePcapDifferentSeedDifferent) {
   EXPECT_NE(a, c);
 }
 
+// ------------------------------------------------------------------ link impairments
+
+TEST(Network_Link, LossAndCorruptionAreSeededAndCaught) {
+  NetworkConfig nc;
+  nc.seed = 5;
+  Network net(nc);
+  const uint32_t h0 = net.add_host("h0"), h1 = net.add_host("h1");
+  LinkConfig l = link(100);
+  l.loss = 0.02;
+  l.corrupt = 0.05;
+  ASSERT_TRUE(net.connect(h0, h1, l).ok());
+  ASSERT_TRUE(net.finalize().ok());
+  std::vector<FlowRecord> rec;
+  UdpApp a0(0, &rec, 1024), a1(1, &rec, 1024);
+  a0.add_flow(UdpFlow{0, 1, 20000 * 1024, 0, 0xC000});
+  net.attach(0, &a0);
+  net.attach(1, &a1);
+  net.run_until(kSecond);
+  const PortStats& st = net.port(net.host(0).port).stats;
+  // Expect: about 2 % lost and 5 % of the rest corrupted; every corrupted frame fails its
+  // IP or UDP checksum at the sink and is not counted as data.
+  EXPECT_NEAR(double(st.wire_losses) / 20000, 0.02, 0.005);
+  EXPECT_NEAR(double(st.corruptions) / 20000, 0.05 * 0.98, 0.01);
+  EXPECT_EQ(a1.rx_bad(), st.corruptions);
+  EXPECT_EQ(rec[0].received, (20000 - st.wire_losses - st.corruptions) * 1024);
+}
+
+TEST(Network_Link, DegradedRateStretchesSerialization) {
+  Network net(NetworkConfig{});
+  const uint32_t h0 = net.add_host("h0"), h1 = net.add_host("h1");
+  ASSERT_TRUE(net.connect(h0, h1, link(100, 0)).ok());
+  ASSERT_TRUE(net.finalize().ok());
+  std::vector<FlowRecord> rec;
+  UdpApp a0(0, &rec, 1000), a1(1, &rec, 1000);
+  a0.add_flow(UdpFlow{0, 1, 1000, 10 * kMicrosecond, 0xC000});
+  net.attach(0, &a0);
+  net.attach(1, &a1);
+  net.set_link_rate(net.host(0).port, 0.25, 5 * kMicrosecond);  // 100 -> 25 Gb/s
+  net.run_until(kSecond);
+  // Expect: one 1058-byte frame (+24 on the wire) at 25 Gb/s: 320 ps per byte.
+  EXPECT_EQ(rec[0].finish, 10 * kMicrosecond + (1058 + 24) * 320);
+}
+
 }  // namespace
 }  // namespace uet::sim
