@@ -1,0 +1,330 @@
+// wire_bench: the wire codec's cost per frame, UET next to RoCEv2 (Google Benchmark).
+//
+//   BM_Encode/{uet,rocev2}          build one full data frame (headers, 4 KiB payload copy,
+//                                   lengths, IPv4 checksum, UET: UDP checksum, RoCEv2: ICRC)
+//   BM_Decode/{uet,rocev2}          decode_frame with every check on (UDP checksum / ICRC)
+//   BM_DecodeNoVerify/{uet,rocev2}  the same with the UDP checksum and ICRC checks off
+//   BM_Checksum/N/{uet_udp,rocev2_icrc}  the integrity check alone over N bytes
+//
+// The frames: UET  = Eth/IPv4/UDP/PDS RUD_REQ/SES standard request (WRITE, SOM+EOM)/4096 B,
+//                    UDP checksum on;
+//             RoCE = Eth/IPv4/UDP/BTH RC RDMA WRITE ONLY/RETH/4096 B/ICRC, UDP checksum 0
+//                    (what RoCEv2 NICs send).
+// Time is per frame (per call for BM_Checksum); items are frames, bytes are frame bytes.
+// With console output, a table of UET/RoCEv2 ratios of the medians follows the results.
+// Run: build/bin/wire_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
+#include <benchmark/benchmark.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <map>
+#include <ostream>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "transport/wire/builder.h"
+#include "transport/wire/checksum.h"
+#include "transport/wire/decode.h"
+#include "transport/wire/icrc.h"
+
+namespace uet::wire {
+namespace {
+
+enum class Proto { kUet, kRocev2 };
+
+constexpr size_t kPayloadSize = 4096;
+constexpr size_t kBufferSize = 9216;  // jumbo frame
+constexpr size_t kChecksumSizes[] = {64, 1024, 4096, 9000};
+
+const std::vector<uint8_t>& payload() {
+  static const std::vector<uint8_t> p = [] {
+    std::vector<uint8_t> v(kPayloadSize);
+    for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<uint8_t>(i * 131 + 7);
+    return v;
+  }();
+  return p;
+}
+
+Encap encap_for(Proto p) {
+  Encap e;
+  e.src_mac = {0x02, 0x00, 0x00, 0x00, 0x00, 0x01};
+  e.dst_mac = {0x02, 0x00, 0x00, 0x00, 0x00, 0x02};
+  e.src_ip4 = 0x0A000001;
+  e.dst_ip4 = 0x0A000002;
+  e.dscp = 26;
+  e.ecn = 2;  // ECT(0)
+  e.sport = 0xC123;
+  if (p == Proto::kUet) {
+    e.dport = kUetUdpPort;
+    e.udp_checksum = true;
+  } else {
+    e.dport = kRoceUdpPort;
+    e.udp_checksum = false;
+    e.icrc = true;
+  }
+  return e;
+}
+
+// One single-packet RDMA WRITE as UET (spec/uet.md §3.3, §4.2). Returns the frame length, 0 if
+// the buffer is too small.
+size_t encode_uet(std::span<uint8_t> buf, const Encap& e, uint32_t psn,
+                  std::span<const uint8_t> data) {
+  FrameBuilder b(buf, e);
+  PdsRudRod* pds = b.add<PdsRudRod>();
+  SesStandardRequest* ses = b.add<SesStandardRequest>();
+  if (pds == nullptr || ses == nullptr) return 0;
+  pds->set_type(PdsType::kRudReq);
+  pds->set_next_hdr(NextHeader::kReqStd);
+  pds->set_ar(true);
+  pds->set_psn(psn);
+  pds->set_spdcid(17);
+  pds->set_dpdcid(42);
+  ses->set_opcode(SesOpcode::kWrite);
+  ses->set_ver(kSesVersion);
+  ses->set_som(true);
+  ses->set_eom(true);
+  ses->set_message_id(static_cast<uint16_t>(psn));
+  ses->set_job_id(0x1234);
+  ses->set_pid_on_fep(7);
+  ses->set_resource_index(3);
+  ses->set_buffer_offset(uint64_t{psn} * kPayloadSize);
+  ses->set_initiator(0x0A000001);
+  ses->set_match_bits(0xABCD'EF01'2345'6789);  // memory key
+  ses->set_request_length(static_cast<uint32_t>(data.size()));
+  b.append(data);
+  size_t len = 0;
+  return b.finish(&len) == WireError::kOk ? len : 0;
+}
+
+// The same WRITE as RoCEv2 RC (spec/rocev2.md §2, §3.1).
+size_t encode_rocev2(std::span<uint8_t> buf, const Encap& e, uint32_t psn,
+                     std::span<const uint8_t> data) {
+  FrameBuilder b(buf, e);
+  Bth* bth = b.add<Bth>();
+  Reth* reth = b.add<Reth>();
+  if (bth == nullptr || reth == nullptr) return 0;
+  const size_t pad = (4 - data.size() % 4) % 4;
+  bth->set_opcode(RoceOpcode::kRcWriteOnly);
+  bth->set_pad_cnt(static_cast<uint8_t>(pad));
+  bth->set_pkey(ROCEV2_DEFAULT_PKEY);
+  bth->set_dest_qp(0x000123);
+  bth->set_ack_req(true);
+  bth->set_psn(psn & 0xFFFFFF);
+  reth->set_va(0x7F00'0000'0000 + uint64_t{psn} * kPayloadSize);
+  reth->set_rkey(0xABCD'EF01);
+  reth->set_dma_length(static_cast<uint32_t>(data.size()));
+  b.append(data);
+  b.add_bytes(pad);
+  size_t len = 0;
+  return b.finish(&len) == WireError::kOk ? len : 0;
+}
+
+size_t encode(Proto p, std::span<uint8_t> buf, const Encap& e, uint32_t psn) {
+  return p == Proto::kUet ? encode_uet(buf, e, psn, payload())
+                          : encode_rocev2(buf, e, psn, payload());
+}
+
+void BM_Encode(benchmark::State& state, Proto p) {
+  std::vector<uint8_t> buf(kBufferSize);
+  const Encap e = encap_for(p);
+  uint32_t psn = 0;
+  size_t len = 0;
+  for (auto _ : state) {
+    len = encode(p, buf, e, psn++);
+    benchmark::DoNotOptimize(len);
+    benchmark::ClobberMemory();
+  }
+  if (len == 0) state.SkipWithError("encode failed");
+  state.SetItemsProcessed(state.iterations());
+  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(len));
+  state.counters["frame_B"] = static_cast<double>(len);
+}
+
+void BM_Decode(benchmark::State& state, Proto p, bool verify) {
+  std::vector<uint8_t> buf(kBufferSize);
+  const size_t len = encode(p, buf, encap_for(p), 1);
+  const std::span<const uint8_t> frame(buf.data(), len);
+  DecodeOptions opts;
+  opts.verify_udp_checksum = verify;
+  opts.verify_icrc = verify;
+  Decoded d;
+  if (len == 0 || decode_frame(frame, &d, opts) != WireError::kOk) {
+    state.SkipWithError("frame does not decode");
+    return;
+  }
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(buf.data());
+    const WireError err = decode_frame(frame, &d, opts);
+    benchmark::DoNotOptimize(err);
+    benchmark::DoNotOptimize(d);
+  }
+  state.SetItemsProcessed(state.iterations());
+  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(len));
+  state.counters["frame_B"] = static_cast<double>(len);
+}
+
+// The integrity check alone over n bytes: UET's UDP checksum (pseudo-header + n-byte datagram)
+// and RoCEv2's ICRC (CRC-32 over n bytes from the IPv4 header on, with the masked copy).
+void BM_Checksum(benchmark::State& state, Proto p, size_t n) {
+  constexpr size_t kIp = 20;
+  std::vector<uint8_t> buf(kIp + n);
+  for (size_t i = 0; i < buf.size(); ++i) buf[i] = static_cast<uint8_t>(i * 37 + 1);
+  buf[0] = 0x45;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(buf.data());
+    if (p == Proto::kUet) {
+      const uint16_t c = udp_checksum(buf.data(), false, buf.data() + kIp, n);
+      benchmark::DoNotOptimize(c);
+    } else {
+      const uint32_t c = compute_icrc(buf.data(), n, false, kIp);
+      benchmark::DoNotOptimize(c);
+    }
+  }
+  const auto bytes = static_cast<double>(state.iterations()) * static_cast<double>(n);
+  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(n));
+  state.counters["GB"] = benchmark::Counter(bytes * 1e-9, benchmark::Counter::kIsRate);
+}
+
+void register_all() {
+  using benchmark::RegisterBenchmark;
+  constexpr std::pair<Proto, const char*> kProtos[] = {{Proto::kUet, "uet"},
+                                                       {Proto::kRocev2, "rocev2"}};
+  for (const auto& [p, tag] : kProtos)
+    RegisterBenchmark(("BM_Encode/" + std::string(tag)).c_str(), BM_Encode, p)
+        ->Unit(benchmark::kNanosecond);
+  for (const auto& [p, tag] : kProtos)
+    RegisterBenchmark(("BM_Decode/" + std::string(tag)).c_str(), BM_Decode, p, true)
+        ->Unit(benchmark::kNanosecond);
+  for (const auto& [p, tag] : kProtos)
+    RegisterBenchmark(("BM_DecodeNoVerify/" + std::string(tag)).c_str(), BM_Decode, p, false)
+        ->Unit(benchmark::kNanosecond);
+  for (size_t n : kChecksumSizes) {
+    const std::string base = "BM_Checksum/" + std::to_string(n) + "/";
+    RegisterBenchmark((base + "uet_udp").c_str(), BM_Checksum, Proto::kUet, n)
+        ->Unit(benchmark::kNanosecond);
+    RegisterBenchmark((base + "rocev2_icrc").c_str(), BM_Checksum, Proto::kRocev2, n)
+        ->Unit(benchmark::kNanosecond);
+  }
+}
+
+// The console reporter, plus a closing table: for every pair "X/uet..." and "X/rocev2...", the
+// median real time of each and their ratio (the single run's time without repetitions).
+class RatioReporter : public benchmark::ConsoleReporter {
+ public:
+  using benchmark::ConsoleReporter::ConsoleReporter;
+
+  void ReportRuns(const std::vector<Run>& runs) override {
+    benchmark::ConsoleReporter::ReportRuns(runs);
+    for (const Run& run : runs) {
+      if (run.error_occurred) continue;
+      const std::string key = run.run_name.str();
+      Times& t = times_[key];
+      if (t.order < 0) t.order = next_order_++;
+      if (run.run_type == Run::RT_Aggregate) {
+        if (run.aggregate_name == "median") t.median = run.GetAdjustedRealTime();
+      } else {
+        t.samples.push_back(run.GetAdjustedRealTime());
+      }
+    }
+  }
+
+  void Finalize() override {
+    benchmark::ConsoleReporter::Finalize();
+    std::vector<std::pair<int, std::string>> keys;
+    for (const auto& [key, t] : times_) keys.emplace_back(t.order, key);
+    std::sort(keys.begin(), keys.end());
+    std::string out;
+    for (const auto& [order, key] : keys) {
+      const size_t slash = key.rfind('/');
+      if (slash == std::string::npos || key.compare(slash + 1, 3, "uet") != 0) continue;
+      const std::string prefix = key.substr(0, slash + 1);
+      for (const auto& [other, t] : times_) {
+        if (other.compare(0, prefix.size(), prefix) != 0 ||
+            other.compare(prefix.size(), 6, "rocev2") != 0 ||
+            other.find('/', prefix.size()) != std::string::npos)
+          continue;
+        const double u = middle(times_.at(key));
+        const double r = middle(t);
+        if (u <= 0 || r <= 0) continue;
+        char line[160];
+        std::snprintf(line, sizeof(line), "%-22s %-12s %-12s %10.1f %10.1f %8.3f\n",
+                      prefix.substr(0, prefix.size() - 1).c_str(), key.substr(slash + 1).c_str(),
+                      other.substr(prefix.size()).c_str(), u, r, u / r);
+        out += line;
+      }
+    }
+    if (out.empty()) return;
+    std::ostream& os = GetOutputStream();
+    os << "\nUET / RoCEv2, median real time per frame (per call for BM_Checksum); "
+          "ratio < 1: UET costs less\n";
+    char head[160];
+    std::snprintf(head, sizeof(head), "%-22s %-12s %-12s %10s %10s %8s\n", "benchmark", "uet",
+                  "rocev2", "uet ns", "rocev2 ns", "ratio");
+    os << head << std::string(80, '-') << "\n" << out;
+  }
+
+ private:
+  struct Times {
+    int order = -1;
+    double median = -1;
+    std::vector<double> samples;
+  };
+
+  // The median aggregate if there is one, else the median of the runs seen (one without
+  // --benchmark_repetitions).
+  static double middle(const Times& t) {
+    if (t.median >= 0) return t.median;
+    if (t.samples.empty()) return -1;
+    std::vector<double> s = t.samples;
+    std::sort(s.begin(), s.end());
+    const size_t n = s.size();
+    return n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
+  }
+
+  std::map<std::string, Times> times_;
+  int next_order_ = 0;
+};
+
+// The value of "--flag=value" in argv, or "" (read before benchmark::Initialize consumes it).
+std::string flag_value(int argc, char** argv, std::string_view flag) {
+  std::string found;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view a = argv[i];
+    if (a.size() > flag.size() + 1 && a.substr(0, flag.size()) == flag && a[flag.size()] == '=')
+      found = std::string(a.substr(flag.size() + 1));
+  }
+  return found;
+}
+
+bool truthy(const std::string& v) { return v == "true" || v == "yes" || v == "1"; }
+
+}  // namespace
+}  // namespace uet::wire
+
+int main(int argc, char** argv) {
+  using namespace uet::wire;
+  const std::string format = flag_value(argc, argv, "--benchmark_format");
+  const std::string color = flag_value(argc, argv, "--benchmark_color");
+  const bool tabular = truthy(flag_value(argc, argv, "--benchmark_counters_tabular"));
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  register_all();
+  if (!format.empty() && format != "console") {
+    benchmark::RunSpecifiedBenchmarks();  // JSON/CSV: no ratio table
+  } else {
+    const bool use_color =
+        color.empty() || color == "auto" ? isatty(STDOUT_FILENO) != 0 : truthy(color);
+    int opts = benchmark::ConsoleReporter::OO_None;
+    if (use_color) opts |= benchmark::ConsoleReporter::OO_Color;
+    if (tabular) opts |= benchmark::ConsoleReporter::OO_Tabular;
+    RatioReporter reporter(static_cast<benchmark::ConsoleReporter::OutputOptions>(opts));
+    benchmark::RunSpecifiedBenchmarks(&reporter);
+  }
+  benchmark::Shutdown();
+  return 0;
+}
