@@ -148,18 +148,22 @@ absl::Status Network::tap(uint32_t port, const std::string& pcap_path) {
 }
 
 void Network::set_link_up(uint32_t port, bool up, Time at) {
+  at = std::max(at, now_);
   events_q_.push(at, kLinkState, port, up ? 1 : 0);
 }
 
 void Network::set_link_rate(uint32_t port, double fraction, Time at) {
+  at = std::max(at, now_);
   const double f = std::clamp(fraction, 0.0001, 1.0);
   events_q_.push(at, kLinkRate, port, static_cast<uint32_t>(f * 1e6));
 }
 
 void Network::schedule(Time at, Scheduled* target, uint32_t cookie) {
-  callbacks_.push_back(target);
+  at = std::max(at, now_);
+  auto [it, inserted] = callback_index_.emplace(target, static_cast<uint32_t>(callbacks_.size()));
+  if (inserted) callbacks_.push_back(target);
   // `a` indexes the callback table; `b` is the caller's cookie.
-  events_q_.push(at, kCall, static_cast<uint32_t>(callbacks_.size() - 1), cookie);
+  events_q_.push(at, kCall, it->second, cookie);
 }
 
 void Network::kick(uint32_t host) {
@@ -362,16 +366,7 @@ void Network::switch_forward(uint32_t in_port, FrameId f) {
     drop(f);
     return;
   }
-  const Priority prio = classify_dscp(m.dscp);
-  if (enqueue(out, f, prio, in_port)) {
-    Port& ip = ports_[in_port];
-    const int pr = static_cast<int>(prio);
-    ip.ingress_bytes[pr] += fr.bytes_on_wire();
-    if (sw.config.pfc.enabled && pr == 0 && !ip.pause_sent[0] &&
-        ip.ingress_bytes[0] > sw.config.pfc.xoff_bytes) {
-      send_pfc(in_port, 0, true);
-    }
-  }
+  enqueue(out, f, classify_dscp(m.dscp), in_port);
 }
 
 // Admission, ECN marking and trimming at a switch output port (or a host NIC, where nothing
@@ -416,7 +411,14 @@ bool Network::enqueue(uint32_t port, FrameId f, Priority prio, uint32_t ingress)
       const double prob = ecn_mark_probability(sc.ecn, p.queued_bytes[0]);
       if (prob > 0 && p.rng.chance(prob) && mark_ce(fr)) ++p.stats.ecn_marks;
     }
+    // PFC: count the frame against its ingress in the class and size it was queued with
+    // (trimming may have changed both); start_tx gives it back.
     m.ingress = ingress;
+    Port& ip = ports_[ingress];
+    ip.ingress_bytes[pr] += fr.bytes_on_wire();
+    if (lossless && !ip.pause_sent[0] && ip.ingress_bytes[0] > sc.pfc.xoff_bytes) {
+      send_pfc(ingress, 0, true);
+    }
   }
   account_queue(p);
   p.queue[pr].push(f);
@@ -480,7 +482,12 @@ void Network::host_arm_timer(uint32_t host) {
   Host& h = hosts_[host];
   if (h.transport == nullptr) return;
   const Time d = h.transport->next_deadline();
-  if (d == kNever || d == h.deadline) return;
+  if (d == h.deadline) return;
+  if (d == kNever) {  // nothing to wait for: make any scheduled timer stale
+    h.deadline = kNever;
+    ++h.timer_gen;
+    return;
+  }
   h.deadline = d;
   ++h.timer_gen;
   events_q_.push(std::max(d, now_), kHostTimer, host, h.timer_gen);

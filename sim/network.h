@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "sim/event_queue.h"
@@ -250,7 +251,8 @@ class Network {
   std::vector<Port> ports_;
   std::vector<Host> hosts_;
   std::vector<Switch> switches_;
-  std::vector<Scheduled*> callbacks_;
+  std::vector<Scheduled*> callbacks_;  // each target once
+  absl::flat_hash_map<Scheduled*, uint32_t> callback_index_;
   bool finalized_ = false;
 };
 

@@ -20,24 +20,38 @@ void UdpApp::add_flow(const UdpFlow& flow) {
   r.dst = flow.dst;
   r.bytes = flow.bytes;
   r.start = flow.start;
-  flows_.push_back(Active{flow});
+  // Pending flows form a min-heap on start time; started ones move to the active list, and
+  // finished ones leave it, so the per-packet work does not grow with the flows ever added.
+  pending_.push_back(Active{flow});
+  std::push_heap(pending_.begin(), pending_.end(), later_start);
 }
 
 // Only flows that have not started yet need a timer; started ones are pulled by the NIC.
 Time UdpApp::next_deadline() const {
-  Time t = kNever;
-  for (const Active& a : flows_)
-    if (a.next_offset < a.flow.bytes && a.flow.start > now_) t = std::min(t, a.flow.start);
-  return t;
+  return pending_.empty() ? kNever : std::max(pending_.front().flow.start, now_ + 1);
+}
+
+void UdpApp::start_due(Time now) {
+  while (!pending_.empty() && pending_.front().flow.start <= now) {
+    std::pop_heap(pending_.begin(), pending_.end(), later_start);
+    flows_.push_back(pending_.back());
+    pending_.pop_back();
+  }
 }
 
 size_t UdpApp::tx(std::span<Frame* const> out, Time now) {
   now_ = now;
+  start_due(now);
   size_t n = 0;
-  for (size_t tries = 0; n < out.size() && tries < flows_.size(); ++tries) {
+  while (n < out.size() && !flows_.empty()) {
+    if (rr_ >= flows_.size()) rr_ = 0;
     Active& a = flows_[rr_];
-    rr_ = (rr_ + 1) % flows_.size();
-    if (a.flow.start > now || a.next_offset >= a.flow.bytes) continue;
+    if (a.next_offset >= a.flow.bytes) {  // all sent: leave the active list
+      a = flows_.back();
+      flows_.pop_back();
+      continue;
+    }
+    ++rr_;
     Frame& f = *out[n];
     const uint64_t len = std::min<uint64_t>(mss_, a.flow.bytes - a.next_offset);
     wire::Encap e;
@@ -111,7 +125,10 @@ void UdpApp::rx(std::span<Frame* const> frames, Time now) {
     FlowRecord& r = (*records_)[id];
     const uint64_t len = f->bytes_on_wire() - kApp - kAppHeader;
     r.received += len;
-    if (r.received >= r.bytes && r.finish == kNever) r.finish = now;
+    if (r.received >= r.bytes && r.finish == kNever) {
+      r.finish = now;
+      if (on_complete_) on_complete_(id, now);
+    }
   }
 }
 

@@ -8,6 +8,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <utility>
 #include <vector>
 
 #include "sim/network.h"
@@ -45,10 +47,19 @@ class UdpApp : public Transport {
 
   void add_flow(const UdpFlow& flow);
 
+  // Called once per flow, from rx(), when the flow's last byte has arrived at this sink (a
+  // per-flow call, not per packet). The hook must not call back into this app or the
+  // Network's data path; schedule work with Network::schedule() instead.
+  using CompletionHook = std::function<void(uint32_t flow_id, Time now)>;
+  void set_completion_hook(CompletionHook hook) { on_complete_ = std::move(hook); }
+
   void rx(std::span<Frame* const> frames, Time now) override;
   size_t tx(std::span<Frame* const> out, Time now) override;
   Time next_deadline() const override;
-  void on_timer(Time now) override { now_ = now; }
+  void on_timer(Time now) override {
+    now_ = now;
+    start_due(now);
+  }
 
   uint64_t rx_frames() const noexcept { return rx_frames_; }
   uint64_t rx_bad() const noexcept { return rx_bad_; }
@@ -63,11 +74,17 @@ class UdpApp : public Transport {
   std::vector<FlowRecord>* records_;
   uint32_t mss_;
   bool ect_;
-  std::vector<Active> flows_;  // sorted by start
+  static bool later_start(const Active& x, const Active& y) noexcept {
+    return x.flow.start > y.flow.start;
+  }
+  void start_due(Time now);
+  std::vector<Active> pending_;  // not started yet: a min-heap on start
+  std::vector<Active> flows_;    // started, still sending
   size_t rr_ = 0;
   Time now_ = -1;
   uint64_t rx_frames_ = 0;
   uint64_t rx_bad_ = 0;
+  CompletionHook on_complete_;
 };
 
 }  // namespace uet::sim

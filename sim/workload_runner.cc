@@ -1,0 +1,143 @@
+#include "sim/workload_runner.h"
+
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+
+namespace uet::sim {
+
+namespace {
+constexpr Time kMaxStart = Time{1} << 62;  // so that now + start cannot overflow
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<WorkloadRunner>> WorkloadRunner::create(
+    Network& net, std::vector<FlowSpec> flows, const WorkloadRunnerConfig& config) {
+  const size_t hosts = net.num_hosts();
+  if (hosts < 2) return absl::FailedPreconditionError("workload runner: the network has < 2 hosts");
+  if (flows.size() > kMaxWorkloadFlows) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("workload runner: ", flows.size(), " flows, at most ", kMaxWorkloadFlows));
+  }
+  if (config.payload_per_packet < 1 || config.payload_per_packet > 65000) {
+    return absl::InvalidArgumentError(absl::StrCat("workload runner: payload_per_packet ",
+                                                   config.payload_per_packet,
+                                                   " out of range [1, 65000]"));
+  }
+  const size_t n = flows.size();
+  uint64_t edges = 0;
+  for (const FlowSpec& f : flows) edges += f.after.size();
+  if (edges > UINT32_MAX) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("workload runner: ", edges, " `after` edges, at most 2^32 - 1"));
+  }
+  for (size_t i = 0; i < n; ++i) {
+    const FlowSpec& f = flows[i];
+    const std::string at = absl::StrCat("workload runner: flow ", i, ": ");
+    if (f.id != i) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(at, "id ", f.id, " must equal its index (append_flows renumbers)"));
+    }
+    if (f.src >= hosts || f.dst >= hosts || f.src == f.dst) {
+      return absl::InvalidArgumentError(absl::StrCat(at, "src ", f.src, " and dst ", f.dst,
+                                                     " must be distinct hosts in [0, ", hosts - 1,
+                                                     "]"));
+    }
+    if (f.bytes < 1) return absl::InvalidArgumentError(absl::StrCat(at, "bytes must be >= 1"));
+    if (f.start < 0 || f.start >= kMaxStart) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(at, "start ", f.start, " ps out of range [0, 2^62)"));
+    }
+    for (uint32_t a : f.after) {
+      if (a >= n) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(at, "after names flow ", a, ", ids are in [0, ", n, ")"));
+      }
+    }
+  }
+
+  std::unique_ptr<WorkloadRunner> r(new WorkloadRunner(net, std::move(flows), config));
+
+  // Dependents in compressed rows, and a topological pass (Kahn) to reject cycles.
+  std::vector<uint32_t>& begin = r->dep_begin_;
+  begin.assign(n + 1, 0);
+  for (const FlowSpec& f : r->flows_)
+    for (uint32_t a : f.after) ++begin[a + 1];
+  for (size_t i = 0; i < n; ++i) begin[i + 1] += begin[i];
+  r->dependents_.resize(begin[n]);
+  {
+    std::vector<uint32_t> fill(begin.begin(), begin.end() - 1);
+    for (const FlowSpec& f : r->flows_)
+      for (uint32_t a : f.after) r->dependents_[fill[a]++] = f.id;
+  }
+  r->waiting_on_.resize(n);
+  for (size_t i = 0; i < n; ++i)
+    r->waiting_on_[i] = static_cast<uint32_t>(r->flows_[i].after.size());
+  {
+    std::vector<uint32_t> left = r->waiting_on_;
+    std::vector<uint32_t> ready;
+    for (uint32_t i = 0; i < n; ++i)
+      if (left[i] == 0) ready.push_back(i);
+    size_t seen = 0;
+    while (!ready.empty()) {
+      const uint32_t f = ready.back();
+      ready.pop_back();
+      ++seen;
+      for (uint32_t k = begin[f]; k < begin[f + 1]; ++k)
+        if (--left[r->dependents_[k]] == 0) ready.push_back(r->dependents_[k]);
+    }
+    if (seen != n) {
+      uint32_t stuck = 0;
+      while (left[stuck] == 0) ++stuck;
+      return absl::InvalidArgumentError(absl::StrCat(
+          "workload runner: flow ", stuck, " waits on a dependency cycle (`after` edges)"));
+    }
+  }
+
+  // Records exist for every flow from the start, so the apps never resize the vector.
+  r->records_.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    FlowRecord& rec = r->records_[i];
+    rec.src = r->flows_[i].src;
+    rec.dst = r->flows_[i].dst;
+    rec.bytes = r->flows_[i].bytes;
+    rec.start = kNever;
+  }
+  WorkloadRunner* self = r.get();
+  r->apps_.reserve(hosts);
+  for (uint32_t h = 0; h < hosts; ++h) {
+    r->apps_.push_back(
+        std::make_unique<UdpApp>(h, &r->records_, config.payload_per_packet, config.ect));
+    r->apps_.back()->set_completion_hook(
+        [self](uint32_t flow_id, Time now) { self->on_complete(flow_id, now); });
+    net.attach(h, r->apps_.back().get());
+  }
+  const Time now = net.now();
+  for (uint32_t i = 0; i < n; ++i)
+    if (r->waiting_on_[i] == 0) net.schedule(now + r->flows_[i].start, self, i);
+  return r;
+}
+
+WorkloadRunner::WorkloadRunner(Network& net, std::vector<FlowSpec> flows,
+                               const WorkloadRunnerConfig& config)
+    : net_(net), config_(config), flows_(std::move(flows)) {}
+
+void WorkloadRunner::fire(Network& net, Time now, uint32_t flow_id) {
+  const FlowSpec& f = flows_[flow_id];
+  UdpFlow u{flow_id, f.dst, f.bytes, now, source_port(flow_id), config_.spray};
+  apps_[f.src]->add_flow(u);
+  ++started_;
+  net.kick(f.src);
+}
+
+// From a sink's rx(): only schedules, never touches an app's data path directly (the sink may
+// be the source of a dependent flow).
+void WorkloadRunner::on_complete(uint32_t flow_id, Time now) {
+  ++completed_;
+  for (uint32_t k = dep_begin_[flow_id]; k < dep_begin_[flow_id + 1]; ++k) {
+    const uint32_t d = dependents_[k];
+    if (--waiting_on_[d] == 0) net_.schedule(now + flows_[d].start, this, d);
+  }
+}
+
+}  // namespace uet::sim
