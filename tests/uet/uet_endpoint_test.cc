@@ -1,0 +1,410 @@
+// The UET engine on a fake host: two endpoints joined by an in-memory link with simulated
+// time, where the test decides which frames are lost, duplicated, reordered or trimmed.
+// Then the same engine on the simulator with random loss and spraying.
+#include "transport/uet/uet_endpoint.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <random>
+#include <vector>
+
+#include "sim/network.h"
+#include "sim/topology.h"
+#include "transport/wire/checksum.h"
+
+namespace uet {
+namespace {
+
+constexpr uint32_t kIpA = 0x0A000001, kIpB = 0x0A000002;
+
+UetConfig config_for(uint32_t ip) {
+  UetConfig c;
+  c.local_ip4 = ip;
+  c.local_mac = {0x02, 0, 0, 0, 0, static_cast<uint8_t>(ip)};
+  c.seed = 99;
+  return c;
+}
+
+struct Wire {
+  Time at;
+  uint64_t seq;
+  int to;
+  std::vector<uint8_t> bytes;
+};
+
+// What a test sees of each frame on the link: the sender (0 = A, 1 = B), the decoded frame and
+// its bytes (mutable, to trim or corrupt). Return how many copies to deliver (0 = lose it).
+using Filter = std::function<int(int from, const wire::Decoded& d, std::vector<uint8_t>& bytes)>;
+
+class FakeLink {
+ public:
+  FakeLink(UetConfig a, UetConfig b) {
+    ep_[0] = std::move(*UetEndpoint::create(a));
+    ep_[1] = std::move(*UetEndpoint::create(b));
+  }
+  UetEndpoint& a() { return *ep_[0]; }
+  UetEndpoint& b() { return *ep_[1]; }
+  void set_filter(Filter f) { filter_ = std::move(f); }
+  void set_jitter(Time max) { jitter_ = max; }
+  Time now() const { return now_; }
+
+  // Runs until nothing is in flight and no timer is due before `until`.
+  void run(Time until) {
+    std::vector<uint8_t> buf(9216);
+    for (int guard = 0; guard < 5'000'000; ++guard) {
+      // Both endpoints send everything they may send now.
+      for (int i = 0; i < 2; ++i) {
+        for (;;) {
+          Frame f{buf.data(), 0, 0, static_cast<uint32_t>(buf.size())};
+          Frame* fp = &f;
+          if (ep_[i]->tx(std::span<Frame* const>(&fp, 1), now_) == 0) break;
+          std::vector<uint8_t> bytes(buf.begin(), buf.begin() + f.len);
+          wire::Decoded d;
+          EXPECT_EQ(wire::decode_frame(bytes, &d), wire::WireError::kOk);
+          const int copies = filter_ ? filter_(i, d, bytes) : 1;
+          for (int c = 0; c < copies; ++c) {
+            const Time jitter = jitter_ > 0 ? static_cast<Time>(rng_() % static_cast<uint64_t>(jitter_)) : 0;
+            wires_.push_back(Wire{now_ + kDelay + jitter, seq_++, 1 - i, bytes});
+          }
+        }
+      }
+      // Next event: an arrival or a timer.
+      Time next = std::min(ep_[0]->next_deadline(), ep_[1]->next_deadline());
+      for (const Wire& w : wires_) next = std::min(next, w.at);
+      if (next == kNever || next > until) return;
+      now_ = std::max(now_, next);
+      std::stable_sort(wires_.begin(), wires_.end(), [](const Wire& x, const Wire& y) {
+        return x.at < y.at || (x.at == y.at && x.seq < y.seq);
+      });
+      while (!wires_.empty() && wires_.front().at <= now_) {
+        Wire w = std::move(wires_.front());
+        wires_.erase(wires_.begin());
+        Frame f{w.bytes.data(), static_cast<uint32_t>(w.bytes.size()), 0,
+                static_cast<uint32_t>(w.bytes.size())};
+        Frame* fp = &f;
+        ep_[w.to]->rx(std::span<Frame* const>(&fp, 1), now_);
+      }
+      for (int i = 0; i < 2; ++i)
+        if (ep_[i]->next_deadline() <= now_) ep_[i]->on_timer(now_);
+    }
+    ADD_FAILURE() << "fake link did not settle";
+  }
+
+ private:
+  static constexpr Time kDelay = 2 * kMicrosecond;
+  std::unique_ptr<UetEndpoint> ep_[2];
+  Filter filter_;
+  Time jitter_ = 0;
+  std::mt19937_64 rng_{7};
+  std::vector<Wire> wires_;
+  uint64_t seq_ = 0;
+  Time now_ = 0;
+};
+
+struct Transfer {
+  std::vector<uint8_t> src, dst;
+  uint32_t rkey = 0;
+};
+
+Transfer make_transfer(FakeLink& link, size_t bytes) {
+  Transfer t;
+  t.src.resize(bytes);
+  std::mt19937 rng(1);
+  for (auto& b : t.src) b = static_cast<uint8_t>(rng());
+  t.dst.assign(bytes + 4096, 0);
+  t.rkey = *link.b().register_memory(t.dst.data(), t.dst.size());
+  return t;
+}
+
+std::vector<Completion> drain(UetEndpoint& ep) {
+  std::vector<Completion> out(64);
+  out.resize(ep.poll_completions(out));
+  return out;
+}
+
+bool is_data(const wire::Decoded& d) { return d.pds_type == wire::PdsType::kRudReq; }
+
+TEST(UetEndpoint_Write, OneMegabyteArrivesIntactWithoutRetransmission) {
+  FakeLink link(config_for(kIpA), config_for(kIpB));
+  Transfer t = make_transfer(link, 1 << 20);
+  ASSERT_TRUE(link.a().post_write({7, kIpB, t.rkey, 0, t.src.data(), t.src.size()}).ok());
+  link.run(kSecond);
+  const auto c = drain(link.a());
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].wr_id, 7u);
+  EXPECT_EQ(c[0].status, OpStatus::kSuccess);
+  EXPECT_EQ(c[0].bytes, 1u << 20);
+  EXPECT_TRUE(std::equal(t.src.begin(), t.src.end(), t.dst.begin()));
+  EXPECT_EQ(link.a().counters().tx_data, 256u);
+  EXPECT_EQ(link.a().counters().tx_retx, 0u);
+  EXPECT_EQ(link.b().pdcs_in_use(), 1u);
+}
+
+TEST(UetEndpoint_Loss, LosingTheSynIsRepairedByTimeout) {
+  FakeLink link(config_for(kIpA), config_for(kIpB));
+  Transfer t = make_transfer(link, 4096);
+  bool dropped = false;
+  link.set_filter([&](int from, const wire::Decoded& d, std::vector<uint8_t>&) {
+    if (from == 0 && is_data(d) && d.pds_as<wire::PdsRudRod>()->syn() && !dropped) {
+      dropped = true;
+      return 0;
+    }
+    return 1;
+  });
+  ASSERT_TRUE(link.a().post_write({1, kIpB, t.rkey, 0, t.src.data(), t.src.size()}).ok());
+  link.run(kSecond);
+  const auto c = drain(link.a());
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].status, OpStatus::kSuccess);
+  EXPECT_TRUE(std::equal(t.src.begin(), t.src.end(), t.dst.begin()));
+  EXPECT_EQ(link.a().counters().timeouts, 1u);
+  EXPECT_EQ(link.a().counters().tx_retx, 1u);
+}
+
+TEST(UetEndpoint_Loss, EveryTenthPacketLostOnceResendsExactlyThose) {
+  FakeLink link(config_for(kIpA), config_for(kIpB));
+  Transfer t = make_transfer(link, 200 * 4096);
+  std::map<uint32_t, int> seen;
+  int dropped = 0;
+  link.set_filter([&](int from, const wire::Decoded& d, std::vector<uint8_t>&) {
+    if (from != 0 || !is_data(d)) return 1;
+    const uint32_t psn = d.pds_as<wire::PdsRudRod>()->psn();
+    if (seen[psn]++ == 0 && seen.size() % 10 == 5) {  // first and middle packets included
+      ++dropped;
+      return 0;
+    }
+    return 1;
+  });
+  ASSERT_TRUE(link.a().post_write({1, kIpB, t.rkey, 0, t.src.data(), t.src.size()}).ok());
+  link.run(kSecond);
+  const auto c = drain(link.a());
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].status, OpStatus::kSuccess);
+  EXPECT_TRUE(std::equal(t.src.begin(), t.src.end(), t.dst.begin()));
+  // Expect: selective repair, not go-back-N: one retransmission per lost packet.
+  EXPECT_EQ(link.a().counters().tx_retx, static_cast<uint64_t>(dropped));
+  EXPECT_EQ(link.a().counters().tx_data, 200u);
+}
+
+TEST(UetEndpoint_Loss, LastPacketAndAcksLost) {
+  FakeLink link(config_for(kIpA), config_for(kIpB));
+  Transfer t = make_transfer(link, 50 * 4096);
+  std::mt19937 rng(3);
+  bool last_dropped = false;
+  link.set_filter([&](int from, const wire::Decoded& d, std::vector<uint8_t>&) {
+    if (from == 1) return rng() % 3 == 0 ? 0 : 1;  // a third of the ACKs vanish
+    const auto* ses = d.ses_as<wire::SesStandardRequest>();
+    if (ses != nullptr && ses->eom() && !last_dropped) {
+      last_dropped = true;
+      return 0;
+    }
+    return 1;
+  });
+  ASSERT_TRUE(link.a().post_write({1, kIpB, t.rkey, 0, t.src.data(), t.src.size()}).ok());
+  link.run(kSecond);
+  const auto c = drain(link.a());
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].status, OpStatus::kSuccess);
+  EXPECT_TRUE(std::equal(t.src.begin(), t.src.end(), t.dst.begin()));
+}
+
+TEST(UetEndpoint_Reorder, ReorderingAndDuplicatesDeliverOnce) {
+  FakeLink link(config_for(kIpA), config_for(kIpB));
+  Transfer t = make_transfer(link, 100 * 4096);
+  link.set_jitter(20 * kMicrosecond);  // packets overtake each other
+  link.set_filter([&](int from, const wire::Decoded& d, std::vector<uint8_t>&) {
+    return from == 0 && is_data(d) ? 2 : 1;  // every request arrives twice
+  });
+  ASSERT_TRUE(link.a().post_write({1, kIpB, t.rkey, 0, t.src.data(), t.src.size()}).ok());
+  link.run(kSecond);
+  const auto c = drain(link.a());
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].status, OpStatus::kSuccess);
+  EXPECT_TRUE(std::equal(t.src.begin(), t.src.end(), t.dst.begin()));
+  EXPECT_GE(link.b().counters().rx_duplicates, 100u);
+  EXPECT_EQ(link.b().counters().rx_data, link.a().counters().tx_data * 2 +
+                                             link.a().counters().tx_retx * 2);
+}
+
+// spec/uet.md §3.14: a trimmed request is NACKed and resent at once, without a timeout.
+TEST(UetEndpoint_Trim, TrimmedRequestIsNackedAndResent) {
+  FakeLink link(config_for(kIpA), config_for(kIpB));
+  Transfer t = make_transfer(link, 20 * 4096);
+  bool trimmed = false;
+  int requests = 0;
+  link.set_filter([&](int from, const wire::Decoded& d, std::vector<uint8_t>& bytes) {
+    if (from == 0 && is_data(d) && ++requests == 5 && !trimmed) {
+      trimmed = true;  // the 5th request (SOM=0) cut to its headers, as a switch does
+      const size_t cut = 14 + 20 + 8 + 12 + 44;
+      bytes.resize(cut);
+      auto* ip = wire::as<wire::Ipv4>(bytes.data() + 14);
+      ip->set_total_length(static_cast<uint16_t>(cut - 14));
+      ip->set_dscp(45);
+      ip->set_checksum(wire::ipv4_header_checksum(bytes.data() + 14, 20));
+      auto* udp = wire::as<wire::Udp>(bytes.data() + 34);
+      udp->set_length(static_cast<uint16_t>(cut - 34));
+      udp->set_checksum(0);
+    }
+    return 1;
+  });
+  ASSERT_TRUE(link.a().post_write({1, kIpB, t.rkey, 0, t.src.data(), t.src.size()}).ok());
+  link.run(kSecond);
+  const auto c = drain(link.a());
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].status, OpStatus::kSuccess);
+  EXPECT_TRUE(std::equal(t.src.begin(), t.src.end(), t.dst.begin()));
+  EXPECT_EQ(link.b().counters().rx_trimmed, 1u);
+  EXPECT_EQ(link.b().counters().tx_nacks, 1u);
+  EXPECT_EQ(link.a().counters().nack_retx, 1u);
+  EXPECT_EQ(link.a().counters().timeouts, 0u);
+}
+
+TEST(UetEndpoint_Errors, DeadPeerEndsInRetriesExhausted) {
+  UetConfig a = config_for(kIpA);
+  a.max_retries = 3;
+  FakeLink link(a, config_for(kIpB));
+  Transfer t = make_transfer(link, 8192);
+  link.set_filter([](int from, const wire::Decoded&, std::vector<uint8_t>&) { return from == 0 ? 0 : 1; });
+  ASSERT_TRUE(link.a().post_write({5, kIpB, t.rkey, 0, t.src.data(), t.src.size()}).ok());
+  link.run(kSecond);
+  const auto c = drain(link.a());
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].status, OpStatus::kRetriesExhausted);
+  // Expect: the timeouts back off 50, 100, 200 us; the fourth ends it at ~750 us.
+  EXPECT_EQ(link.a().counters().timeouts, 3u * 2);  // both packets, three times
+  EXPECT_GT(link.now(), 700 * kMicrosecond);
+  EXPECT_LT(link.now(), 900 * kMicrosecond);
+  EXPECT_EQ(link.a().pdcs_in_use(), 0u);
+}
+
+TEST(UetEndpoint_Errors, BadKeyAndBadRangeAreRemoteAccessErrors) {
+  FakeLink link(config_for(kIpA), config_for(kIpB));
+  Transfer t = make_transfer(link, 8192);
+  ASSERT_TRUE(link.a().post_write({1, kIpB, t.rkey + 5, 0, t.src.data(), 4096}).ok());
+  ASSERT_TRUE(link.a().post_write({2, kIpB, t.rkey, t.dst.size() - 100, t.src.data(), 4096}).ok());
+  ASSERT_TRUE(link.a().post_write({3, kIpB, t.rkey, 0, t.src.data(), 4096}).ok());
+  link.run(kSecond);
+  const auto c = drain(link.a());
+  ASSERT_EQ(c.size(), 3u);
+  EXPECT_EQ(c[0].status, OpStatus::kRemoteAccessError);
+  EXPECT_EQ(c[1].status, OpStatus::kRemoteAccessError);
+  EXPECT_EQ(c[2].status, OpStatus::kSuccess);
+  EXPECT_EQ(link.b().counters().rx_bad_key, 1u);
+  EXPECT_EQ(link.b().counters().rx_bad_range, 1u);
+  EXPECT_TRUE(std::equal(t.src.begin(), t.src.begin() + 4096, t.dst.begin()));
+}
+
+TEST(UetEndpoint_Config, RefusedWithTheFieldAndRange) {
+  UetConfig c = config_for(kIpA);
+  c.mpr = 100;
+  const auto ep = UetEndpoint::create(c);
+  ASSERT_FALSE(ep.ok());
+  EXPECT_NE(std::string(ep.status().message()).find("mpr"), std::string::npos);
+  EXPECT_NE(std::string(ep.status().message()).find("power of 2"), std::string::npos);
+}
+
+// Hostile peers: a request naming a PDC we never made, and more SYNs than the table holds.
+TEST(UetEndpoint_Hostile, UnknownPdcAndSynFloodAreBoundedAndNacked) {
+  UetConfig b = config_for(kIpB);
+  b.max_pdcs = 4;
+  auto target = std::move(*UetEndpoint::create(b));
+  std::vector<uint8_t> buf(256);
+  auto send = [&](uint16_t spdcid, bool syn, uint16_t dpdcid) {
+    wire::Encap e;
+    e.src_ip4 = kIpA;
+    e.dst_ip4 = kIpB;
+    e.sport = 0xC000;
+    wire::FrameBuilder fb(buf, e);
+    auto* p = fb.add<wire::PdsRudRod>();
+    p->set_type(wire::PdsType::kRudReq);
+    p->set_psn(1000);
+    p->set_spdcid(spdcid);
+    if (syn) {
+      p->set_syn(true);
+    } else {
+      p->set_dpdcid(dpdcid);
+    }
+    size_t n = 0;
+    ASSERT_EQ(fb.finish(&n), wire::WireError::kOk);
+    Frame f{buf.data(), static_cast<uint32_t>(n), 0, static_cast<uint32_t>(n)};
+    Frame* fp = &f;
+    target->rx(std::span<Frame* const>(&fp, 1), 0);
+  };
+  send(1, false, 3);
+  EXPECT_EQ(target->counters().rx_unknown_pdc, 1u);
+  for (uint16_t i = 0; i < 100; ++i) send(static_cast<uint16_t>(100 + i), true, 0);
+  EXPECT_EQ(target->pdcs_in_use(), 4u);
+  EXPECT_EQ(target->counters().rx_no_pdc_avail, 96u);
+  // The NACKs go out (a bounded number), with the codes the spec gives.
+  std::vector<uint8_t> out(512);
+  std::map<wire::NackCode, int> codes;
+  for (int i = 0; i < 200; ++i) {
+    Frame f{out.data(), 0, 0, static_cast<uint32_t>(out.size())};
+    Frame* fp = &f;
+    if (target->tx(std::span<Frame* const>(&fp, 1), 0) == 0) break;
+    wire::Decoded d;
+    ASSERT_EQ(wire::decode_frame(std::span(out.data(), f.len), &d), wire::WireError::kOk);
+    if (d.pds_type == wire::PdsType::kNack) ++codes[d.pds_as<wire::PdsNack>()->nack_code()];
+  }
+  EXPECT_EQ(codes[wire::NackCode::kInvDpdcid], 1);
+  EXPECT_GE(codes[wire::NackCode::kNoPdcAvail], 1);
+  EXPECT_LE(codes[wire::NackCode::kNoPdcAvail], 64);  // the stateless ring is bounded
+}
+
+// ------------------------------------------------------------------ on the simulator
+
+TEST(UetEndpoint_Sim, PermutationWithLossAndSprayingDeliversEveryByteOnce) {
+  sim::NetworkConfig nc;
+  nc.seed = 17;
+  nc.switches.ecn.enabled = false;
+  sim::Network net(nc);
+  sim::LeafSpineConfig ls;
+  ls.leaves = 2;
+  ls.spines = 4;
+  ls.hosts_per_leaf = 4;
+  ls.fabric_link.loss = 0.01;
+  ASSERT_TRUE(sim::build_leaf_spine(net, ls).ok());
+  const uint32_t n = 8;
+  std::vector<std::unique_ptr<UetEndpoint>> eps;
+  std::vector<std::vector<uint8_t>> src(n), dst(n);
+  std::vector<uint32_t> keys(n);
+  for (uint32_t h = 0; h < n; ++h) {
+    UetConfig c;
+    c.local_ip4 = sim::Network::host_ip4(h);
+    c.local_mac = sim::Network::host_mac(h);
+    c.ev_count = 16;  // spray
+    c.seed = h + 1;
+    eps.push_back(std::move(*UetEndpoint::create(c)));
+    src[h].resize(512 * 1024 + 123);
+    for (size_t i = 0; i < src[h].size(); ++i) src[h][i] = static_cast<uint8_t>(i * 31 + h);
+    dst[h].assign(src[h].size(), 0);
+    keys[h] = *eps[h]->register_memory(dst[h].data(), dst[h].size());
+  }
+  for (uint32_t h = 0; h < n; ++h) {
+    const uint32_t to = (h + 3) % n;
+    ASSERT_TRUE(eps[h]->post_write({h, sim::Network::host_ip4(to), keys[to], 0, src[h].data(),
+                                    src[h].size()}).ok());
+  }
+  for (uint32_t h = 0; h < n; ++h) net.attach(h, eps[h].get());
+  net.run_until(kSecond);
+  uint64_t retx = 0;
+  for (uint32_t h = 0; h < n; ++h) {
+    std::vector<Completion> c(4);
+    c.resize(eps[h]->poll_completions(c));
+    ASSERT_EQ(c.size(), 1u) << "host " << h;
+    EXPECT_EQ(c[0].status, OpStatus::kSuccess) << "host " << h;
+    const uint32_t from = (h + n - 3) % n;
+    EXPECT_EQ(dst[h], src[from]) << "host " << h;
+    retx += eps[h]->counters().tx_retx;
+  }
+  uint64_t lost = 0;
+  for (size_t p = 0; p < net.num_ports(); ++p) lost += net.port(static_cast<uint32_t>(p)).stats.wire_losses;
+  EXPECT_GT(lost, 0u);
+  EXPECT_GE(retx, 1u);
+}
+
+}  // namespace
+}  // namespace uet

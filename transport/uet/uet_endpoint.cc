@@ -1,0 +1,182 @@
+// Control path of the UET engine: configuration, PDC allocation, registration, posting,
+// completions. The per-packet work is in uet_datapath.cc.
+#include "transport/uet/uet_endpoint.h"
+
+#include <algorithm>
+#include <bit>
+
+#include "absl/strings/str_cat.h"
+
+namespace uet {
+
+const char* to_string(OpStatus s) noexcept {
+  switch (s) {
+    case OpStatus::kSuccess:
+      return "success";
+    case OpStatus::kRetriesExhausted:
+      return "retries exhausted";
+    case OpStatus::kRemoteAccessError:
+      return "remote access error";
+    case OpStatus::kPdcClosed:
+      return "PDC closed";
+    case OpStatus::kNoResources:
+      return "no resources at the target";
+  }
+  return "unknown";
+}
+
+namespace {
+
+wire::MacAddr sim_mac(uint32_t ip4) {
+  const uint32_t h = ip4 - 0x0A000001u;
+  return {0x02, 0x00, static_cast<uint8_t>(h >> 24), static_cast<uint8_t>(h >> 16),
+          static_cast<uint8_t>(h >> 8), static_cast<uint8_t>(h)};
+}
+
+absl::Status out_of_range(const char* field, uint64_t value, const char* range) {
+  return absl::InvalidArgumentError(absl::StrCat("UetConfig.", field, "=", value,
+                                                 " out of range: ", range));
+}
+
+}  // namespace
+
+absl::Status UetConfig::validate() const {
+  if (payload_bytes < 256 || payload_bytes > 9000)
+    return out_of_range("payload_bytes", payload_bytes, "256..9000");
+  if (max_pdcs < 1 || max_pdcs > 65535) return out_of_range("max_pdcs", max_pdcs, "1..65535");
+  if (mpr < 64 || mpr > 4096 || !std::has_single_bit(mpr))
+    return out_of_range("mpr", mpr, "64..4096, a power of 2");
+  if (max_writes < 1 || max_writes > 65536)
+    return out_of_range("max_writes", max_writes, "1..65536");
+  if (window_bytes < payload_bytes || window_bytes > (uint64_t{1} << 32))
+    return out_of_range("window_bytes", window_bytes, "payload_bytes..4 GiB");
+  if (rto < kMicrosecond || rto > kSecond) return out_of_range("rto", rto, "1 us..1 s (ps)");
+  if (max_rto < rto || max_rto > 60 * kSecond)
+    return out_of_range("max_rto", max_rto, "rto..60 s (ps)");
+  if (max_retries < 1 || max_retries > 64) return out_of_range("max_retries", max_retries, "1..64");
+  if (reorder_threshold < 1 || reorder_threshold > 63)
+    return out_of_range("reorder_threshold", reorder_threshold, "1..63");
+  if (ack_every < 1 || ack_every > 64) return out_of_range("ack_every", ack_every, "1..64");
+  if (ack_delay < 0 || ack_delay > kMillisecond)
+    return out_of_range("ack_delay", ack_delay, "0..1 ms (ps)");
+  if (dscp_data > 63 || dscp_control > 63) return out_of_range("dscp", dscp_data, "0..63");
+  if (ev_count < 1) return out_of_range("ev_count", ev_count, "1..65535");
+  if (local_ip4 == 0) return absl::InvalidArgumentError("UetConfig.local_ip4 must be set");
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<UetEndpoint>> UetEndpoint::create(const UetConfig& config) {
+  if (absl::Status s = config.validate(); !s.ok()) return s;
+  return std::unique_ptr<UetEndpoint>(new UetEndpoint(config));
+}
+
+UetEndpoint::UetEndpoint(const UetConfig& config)
+    : config_(config), pdcs_(config.max_pdcs), rng_(config.seed ^ config.local_ip4) {
+  if (config_.resolve_mac == nullptr) config_.resolve_mac = sim_mac;
+  free_pdcs_.reserve(config.max_pdcs);
+  for (uint32_t i = config.max_pdcs; i-- > 0;) free_pdcs_.push_back(static_cast<uint16_t>(i));
+  completions_.reserve(1024);
+}
+
+uint64_t UetEndpoint::next_random() noexcept {
+  uint64_t z = (rng_ += 0x9E3779B97F4A7C15ULL);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+
+// Allocating a PDC sizes its windows once; later reuse keeps the capacity. This is the only
+// allocation a peer's frame can cause, and it is bounded by max_pdcs.
+int32_t UetEndpoint::alloc_pdc(Role role) {
+  if (free_pdcs_.empty()) return -1;
+  const uint16_t id = free_pdcs_.back();
+  free_pdcs_.pop_back();
+  Pdc& p = pdcs_[id];
+  p = Pdc{};
+  p.role = role;
+  p.slots.assign(config_.mpr, Slot{});
+  p.rcv_bits.assign(config_.mpr / 64, 0);
+  if (role == Role::kInitiator) p.writes.assign(config_.max_writes, Write{});
+  p.rto = config_.rto;
+  p.active_index = static_cast<uint32_t>(active_.size());
+  active_.push_back(id);
+  return id;
+}
+
+void UetEndpoint::free_pdc(uint16_t id) {
+  Pdc& p = pdcs_[id];
+  if (p.role == Role::kInitiator) initiator_by_peer_.erase(p.peer_ip4);
+  if (p.role == Role::kTarget) target_by_peer_pdc_.erase(uint64_t{p.peer_ip4} << 16 | p.peer_pdcid);
+  // Swap-remove from the active list.
+  const uint16_t last = active_.back();
+  active_[p.active_index] = last;
+  pdcs_[last].active_index = p.active_index;
+  active_.pop_back();
+  p.role = Role::kFree;
+  free_pdcs_.push_back(id);
+}
+
+size_t UetEndpoint::pdcs_in_use() const noexcept { return active_.size(); }
+
+absl::StatusOr<uint32_t> UetEndpoint::register_memory(uint8_t* base, uint64_t length) {
+  if (base == nullptr || length == 0) {
+    return absl::InvalidArgumentError("register_memory: base must be non-null and length > 0");
+  }
+  if (regions_.size() >= 65535) return absl::ResourceExhaustedError("register_memory: 65535 regions");
+  regions_.push_back(Region{base, length});
+  return static_cast<uint32_t>(regions_.size());  // key = index + 1; 0 is never valid
+}
+
+absl::Status UetEndpoint::post_write(const WriteRequest& wr) {
+  if (wr.mode != DeliveryMode::kRud) {
+    return absl::UnimplementedError("post_write: only DeliveryMode::kRud is implemented");
+  }
+  if (wr.length == 0 || wr.length > 0xFFFFFFFFu || wr.local == nullptr) {
+    return absl::InvalidArgumentError("post_write: length must be 1..4294967295 with a buffer");
+  }
+  if (wr.peer == 0 || wr.peer == config_.local_ip4) {
+    return absl::InvalidArgumentError("post_write: peer must be another endpoint's address");
+  }
+  uint16_t id;
+  if (auto it = initiator_by_peer_.find(wr.peer); it != initiator_by_peer_.end()) {
+    id = it->second;
+  } else {
+    const int32_t n = alloc_pdc(Role::kInitiator);
+    if (n < 0) return absl::ResourceExhaustedError("post_write: PDC table full (max_pdcs)");
+    id = static_cast<uint16_t>(n);
+    Pdc& p = pdcs_[id];
+    p.peer_ip4 = wr.peer;
+    p.peer_mac = config_.resolve_mac(wr.peer);
+    // spec/uet.md §3.3: a random start PSN; SYN until the first ACK.
+    p.start_psn = static_cast<uint32_t>(next_random());
+    p.next_psn = p.base_psn = p.start_psn;
+    p.ev_base = static_cast<uint16_t>(next_random());
+    initiator_by_peer_.emplace(wr.peer, id);
+  }
+  Pdc& p = pdcs_[id];
+  if (p.write_tail - p.write_head >= config_.max_writes) {
+    return absl::ResourceExhaustedError("post_write: too many writes posted (max_writes)");
+  }
+  Write& w = p.writes[p.write_tail % config_.max_writes];
+  w = Write{};
+  w.wr = wr;
+  w.message_id = p.next_message_id++;
+  w.packets = static_cast<uint32_t>((wr.length + config_.payload_bytes - 1) / config_.payload_bytes);
+  w.unacked = w.packets;
+  ++p.write_tail;
+  return absl::OkStatus();
+}
+
+size_t UetEndpoint::poll_completions(std::span<Completion> out) {
+  size_t n = 0;
+  while (n < out.size() && completions_head_ < completions_.size()) {
+    out[n++] = completions_[completions_head_++];
+  }
+  if (completions_head_ == completions_.size()) {
+    completions_.clear();
+    completions_head_ = 0;
+  }
+  return n;
+}
+
+}  // namespace uet
