@@ -51,6 +51,15 @@ struct WriteRequest {
   DeliveryMode mode = DeliveryMode::kRud;
 };
 
+// Counters every transport keeps, for side-by-side reports.
+struct EndpointStats {
+  uint64_t data_packets = 0;           // first transmissions of data
+  uint64_t retransmitted_packets = 0;  // every resend, whatever triggered it
+  uint64_t control_packets = 0;        // ACKs, NACKs, CNPs, credits sent
+  uint64_t timeouts = 0;
+  uint64_t rx_dropped = 0;             // received frames dropped (malformed, unknown, ...)
+};
+
 class Endpoint : public Transport {
  public:
   // Makes [base, base + length) writable by peers; returns its key.
@@ -58,6 +67,7 @@ class Endpoint : public Transport {
   virtual absl::Status post_write(const WriteRequest& wr) = 0;
   // Moves up to out.size() completions into `out`; returns how many.
   virtual size_t poll_completions(std::span<Completion> out) = 0;
+  virtual EndpointStats stats() const = 0;
 };
 
 }  // namespace uet

@@ -185,7 +185,8 @@ TEST(UetEndpoint_Loss, EveryTenthPacketLostOnceResendsExactlyThose) {
   EXPECT_EQ(c[0].status, OpStatus::kSuccess);
   EXPECT_TRUE(std::equal(t.src.begin(), t.src.end(), t.dst.begin()));
   // Expect: selective repair, not go-back-N: one retransmission per lost packet.
-  EXPECT_EQ(link.a().counters().tx_retx, static_cast<uint64_t>(dropped));
+  EXPECT_EQ(link.a().counters().tx_retx, static_cast<uint64_t>(dropped))
+      << "timeouts " << link.a().counters().timeouts << " fast " << link.a().counters().fast_retx;
   EXPECT_EQ(link.a().counters().tx_data, 200u);
 }
 

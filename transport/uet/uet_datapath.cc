@@ -135,10 +135,17 @@ bool UetEndpoint::build_ack(Pdc& p, uint16_t pdcid, Frame& f) {
   ack->set_dpdcid(p.peer_pdcid);
   ack->set_cc_type(wire::CcType::kNscc);
   ack->set_mpr(static_cast<uint8_t>(std::min<uint32_t>(255, config_.mpr / 16)));  // [choice]
-  ack->set_sack_psn_offset(1);
+  // The 64 PSNs the bitmap reports end at the PSN that triggered this ACK (as htsim does), so
+  // every arrival is reported by at least its own ACK even when the window spans more than
+  // 64 packets past a hole; they start right after CACK when that is close enough.
+  uint32_t sack_base = p.rcv_base;
+  if (static_cast<int32_t>(p.last_psn - p.rcv_base) > 63) sack_base = p.last_psn - 63;
+  ack->set_sack_psn_offset(static_cast<uint16_t>(sack_base - cack));
   uint64_t bitmap = 0;
   for (uint32_t i = 0; i < 64 && i < config_.mpr; ++i) {
-    const uint32_t idx = (p.rcv_base + i) % config_.mpr;
+    const uint32_t psn = sack_base + i;
+    if (psn - p.rcv_base >= config_.mpr) break;
+    const uint32_t idx = psn % config_.mpr;
     if (p.rcv_bits[idx / 64] >> (idx % 64) & 1) bitmap |= uint64_t{1} << i;
   }
   ack->set_sack_bitmap(bitmap);
@@ -202,12 +209,13 @@ void UetEndpoint::rx(std::span<Frame* const> frames, Time now) {
 
 void UetEndpoint::rx_one(const Frame& f, Time now) {
   wire::Decoded d;
-  const wire::WireError err = wire::decode_frame(std::span<const uint8_t>(f.data, f.len), &d);
-  const bool elided = f.wire_len > f.len;
+  wire::DecodeOptions opts;
+  opts.elided = f.wire_len > f.len ? f.wire_len - f.len : 0;  // payload carried by length
+  const wire::WireError err =
+      wire::decode_frame(std::span<const uint8_t>(f.data, f.len), &d, opts);
   const bool trimmed = d.ipv4 != nullptr && d.ipv4->dscp() == kDscpTrimmed;
-  // A trimmed later packet (or one carried by length) fails the SES length check only.
-  if (err != wire::WireError::kOk &&
-      !(err == wire::WireError::kBadSesLength && (trimmed || elided))) {
+  // A trimmed later packet fails the SES length check only (spec/uet.md §3.14).
+  if (err != wire::WireError::kOk && !(err == wire::WireError::kBadSesLength && trimmed)) {
     counters_.wire.add(err);
     ++counters_.rx_malformed;
     return;
@@ -411,7 +419,13 @@ void UetEndpoint::rx_ack(const wire::Decoded& d, Time now) {
     p->established = true;
     p->peer_pdcid = h.spdcid();
   }
-  for (uint32_t psn = p->base_psn; psn_before(psn, cack + 1); ++psn) ack_psn(*p, psn);
+  // The send time of the newest packet this ACK covers: holes sent well before it are lost
+  // (a time guard against the reordering that spraying causes).
+  Time newest_sent = 0;
+  for (uint32_t psn = p->base_psn; psn_before(psn, cack + 1); ++psn) {
+    newest_sent = std::max(newest_sent, p->slots[psn % config_.mpr].sent);
+    ack_psn(*p, psn);
+  }
   uint32_t highest = cack;
   if (const wire::PdsAckCc* cc = d.pds_as<wire::PdsAckCc>(); cc != nullptr) {
     const uint32_t sack_base = cack + cc->sack_psn_offset();
@@ -420,13 +434,14 @@ void UetEndpoint::rx_ack(const wire::Decoded& d, Time now) {
       const uint32_t psn = sack_base + i;
       if (!(bits >> i & 1)) continue;
       if (psn_before(psn, p->base_psn) || !psn_before(psn, p->next_psn)) continue;
+      newest_sent = std::max(newest_sent, p->slots[psn % config_.mpr].sent);
       ack_psn(*p, psn);
       if (psn_before(highest, psn)) highest = psn;
     }
     // A hole with reorder_threshold SACKed PSNs past it is lost: resend just it.
     for (uint32_t psn = p->base_psn; psn_before(psn + config_.reorder_threshold, highest + 1); ++psn) {
       const Slot& s = p->slots[psn % config_.mpr];
-      if (s.in_flight && !s.acked) {
+      if (s.in_flight && !s.acked && s.sent + config_.reorder_window <= newest_sent) {
         mark_lost(*p, psn);
         ++counters_.fast_retx;
       }

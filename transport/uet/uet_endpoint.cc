@@ -57,6 +57,8 @@ absl::Status UetConfig::validate() const {
   if (reorder_threshold < 1 || reorder_threshold > 63)
     return out_of_range("reorder_threshold", reorder_threshold, "1..63");
   if (ack_every < 1 || ack_every > 64) return out_of_range("ack_every", ack_every, "1..64");
+  if (reorder_window < 0 || reorder_window > kSecond)
+    return out_of_range("reorder_window", reorder_window, "0..1 s (ps)");
   if (ack_delay < 0 || ack_delay > kMillisecond)
     return out_of_range("ack_delay", ack_delay, "0..1 ms (ps)");
   if (dscp_data > 63 || dscp_control > 63) return out_of_range("dscp", dscp_data, "0..63");
@@ -177,6 +179,17 @@ size_t UetEndpoint::poll_completions(std::span<Completion> out) {
     completions_head_ = 0;
   }
   return n;
+}
+
+EndpointStats UetEndpoint::stats() const {
+  EndpointStats s;
+  s.data_packets = counters_.tx_data;
+  s.retransmitted_packets = counters_.tx_retx;
+  s.control_packets = counters_.tx_acks + counters_.tx_nacks;
+  s.timeouts = counters_.timeouts;
+  s.rx_dropped = counters_.rx_malformed + counters_.rx_unknown_pdc + counters_.rx_no_pdc_avail +
+                 counters_.rx_out_of_window;
+  return s;
 }
 
 }  // namespace uet

@@ -43,7 +43,8 @@ struct UetConfig {
   Time rto = 50 * kMicrosecond;           // initial retransmission timeout
   Time max_rto = 10 * kMillisecond;
   uint32_t max_retries = 8;               // consecutive timeouts of one PSN before giving up
-  uint32_t reorder_threshold = 8;         // SACKed PSNs past a hole before it is resent
+  uint32_t reorder_threshold = 8;         // SACKed PSNs past a hole before it is resent ...
+  Time reorder_window = 20 * kMicrosecond;  // ... and sent this much before the newest SACKed
   uint32_t ack_every = 4;                 // ACK after this many in-order packets
   Time ack_delay = 2 * kMicrosecond;      // ... or after this long
   uint8_t dscp_data = 26;
@@ -78,6 +79,7 @@ class UetEndpoint final : public Endpoint {
   absl::StatusOr<uint32_t> register_memory(uint8_t* base, uint64_t length) override;
   absl::Status post_write(const WriteRequest& wr) override;
   size_t poll_completions(std::span<Completion> out) override;
+  EndpointStats stats() const override;
 
   // Transport.
   void rx(std::span<Frame* const> frames, Time now) override;

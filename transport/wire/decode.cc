@@ -134,7 +134,9 @@ WireError take_ses(Cursor& c, Decoded* out) noexcept {
       WIRE_TRY(take_ses_extension(c, h->opcode(), out, /*standard=*/true));
       if (!h->som()) {  // §4.2: bytes 32-39 hold payload length and message offset
         if (h->cont_rsvd() != 0) return WireError::kReservedBitsSet;
-        if (exact_length && h->payload_length() != c.left()) return WireError::kBadSesLength;
+        if (exact_length && h->payload_length() != c.left() + out->elided) {
+          return WireError::kBadSesLength;
+        }
       }
       return WireError::kOk;
     }
@@ -169,7 +171,9 @@ WireError take_ses(Cursor& c, Decoded* out) noexcept {
       out->ses_desc = &kSesResponseDataDesc;
       if (h->opcode() != SesRspOpcode::kResponseWithData) return WireError::kUnknownSesOpcode;
       if (h->ver() != kSesVersion) return WireError::kBadSesVersion;
-      if (exact_length && h->payload_length() != c.left()) return WireError::kBadSesLength;
+      if (exact_length && h->payload_length() != c.left() + out->elided) {
+        return WireError::kBadSesLength;
+      }
       return WireError::kOk;
     }
     case NextHeader::kRspDataSmall: {
@@ -178,7 +182,9 @@ WireError take_ses(Cursor& c, Decoded* out) noexcept {
       out->ses_desc = &kSesResponseDataSmallDesc;
       if (h->opcode() != SesRspOpcode::kResponseWithData) return WireError::kUnknownSesOpcode;
       if (h->ver() != kSesVersion) return WireError::kBadSesVersion;
-      if (exact_length && h->payload_length() != c.left()) return WireError::kBadSesLength;
+      if (exact_length && h->payload_length() != c.left() + out->elided) {
+        return WireError::kBadSesLength;
+      }
       return WireError::kOk;
     }
   }
@@ -210,8 +216,10 @@ WireError take_pds(Cursor& c, Decoded* out) noexcept {
 
 WireError decode_roce(Cursor& c, Decoded* out, const DecodeOptions& opts) noexcept {
   const Bth* bth;
-  if (c.left() < Bth::kSize + kIcrcSize) return WireError::kTruncatedRoce;
-  const size_t icrc_at = c.left() - kIcrcSize;
+  // With the payload carried by length the ICRC is not in the buffer either.
+  const size_t icrc_len = out->elided > 0 ? 0 : kIcrcSize;
+  if (c.left() < Bth::kSize + icrc_len) return WireError::kTruncatedRoce;
+  const size_t icrc_at = c.left() - icrc_len;
   const uint8_t* icrc_ptr = c.pos() + icrc_at;
   c.shrink_to(icrc_at);
   WIRE_TRY(c.take(&bth, WireError::kTruncatedRoce));
@@ -233,7 +241,12 @@ WireError decode_roce(Cursor& c, Decoded* out, const DecodeOptions& opts) noexce
 
   const size_t rest = c.left();
   const size_t pad = bth->pad_cnt();
-  if (!layout.payload && rest != 0) return WireError::kUnexpectedPayload;
+  if (!layout.payload && rest + out->elided != 0) return WireError::kUnexpectedPayload;
+  if (out->elided > 0) {  // headers only: nothing more to check
+    out->payload = std::span<const uint8_t>(c.pos(), rest);
+    out->protocol = Protocol::kRoce;
+    return WireError::kOk;
+  }
   if (pad > rest) return WireError::kBadPadCount;
   out->payload = std::span<const uint8_t>(c.pos(), rest - pad);
 
@@ -284,11 +297,11 @@ WireError decode_uet_at(Cursor& c, Decoded* out) noexcept {
 
 WireError decode_udp(Cursor& c, Decoded* out, const DecodeOptions& opts) noexcept {
   const uint8_t* udp_start = c.pos();
-  const size_t ip_payload = c.left();
+  const size_t ip_payload = c.left() + out->elided;
   WIRE_TRY(c.take(&out->udp, WireError::kTruncatedUdp));
   const Udp& udp = *out->udp;
   if (udp.length() < Udp::kSize || udp.length() != ip_payload) return WireError::kBadUdpLength;
-  if (opts.verify_udp_checksum && udp.checksum() != 0) {
+  if (opts.verify_udp_checksum && udp.checksum() != 0 && out->elided == 0) {
     const uint8_t* ip = out->ipv4 ? out->ipv4->raw : out->ipv6->raw;
     if (udp_checksum(ip, out->ipv6 != nullptr, udp_start, udp.length()) != udp.checksum())
       return WireError::kBadUdpChecksum;
@@ -316,12 +329,12 @@ WireError decode_ipv4(Cursor& c, Decoded* out, const DecodeOptions& opts) noexce
   const size_t hlen = size_t{ip->ihl()} * 4;
   if (hlen < Ipv4::kSize) return WireError::kBadIpHeaderLength;
   if (c.left() < hlen) return WireError::kTruncatedIp;
-  if (ip->total_length() < hlen || ip->total_length() > c.left())
+  if (ip->total_length() < hlen + out->elided || ip->total_length() > c.left() + out->elided)
     return WireError::kBadIpTotalLength;
   if (opts.verify_ip_checksum && ipv4_header_checksum(ip->raw, hlen) != ip->checksum())
     return WireError::kBadIpChecksum;
   if (ip->mf() || ip->frag_offset() != 0) return WireError::kIpFragment;
-  c.shrink_to(ip->total_length());  // anything after is Ethernet padding
+  c.shrink_to(ip->total_length() - out->elided);  // anything after is Ethernet padding
   WIRE_TRY(c.take(&out->ipv4, WireError::kTruncatedIp));
   c.skip(hlen - Ipv4::kSize);  // options are kept in the frame, not parsed
   out->ecn = ip->ecn();
@@ -332,8 +345,11 @@ WireError decode_ipv6(Cursor& c, Decoded* out, const DecodeOptions& opts) noexce
   if (c.left() < Ipv6::kSize) return WireError::kTruncatedIp;
   const Ipv6* ip = as<Ipv6>(c.pos());
   if (ip->version() != 6) return WireError::kBadIpVersion;
-  if (ip->payload_length() > c.left() - Ipv6::kSize) return WireError::kBadIpTotalLength;
-  c.shrink_to(Ipv6::kSize + ip->payload_length());
+  if (ip->payload_length() < out->elided ||
+      ip->payload_length() > c.left() - Ipv6::kSize + out->elided) {
+    return WireError::kBadIpTotalLength;
+  }
+  c.shrink_to(Ipv6::kSize + ip->payload_length() - out->elided);
   WIRE_TRY(c.take(&out->ipv6, WireError::kTruncatedIp));
   out->ecn = ip->ecn();
   return decode_l4(c, out, ip->next_header(), opts);
@@ -345,6 +361,7 @@ WireError decode_frame(std::span<const uint8_t> frame, Decoded* out,
                        const DecodeOptions& opts) noexcept {
   *out = Decoded{};
   out->frame = frame;
+  out->elided = opts.elided;
   Cursor c(frame, out);
   WIRE_TRY(c.take(&out->eth, WireError::kTruncatedEthernet));
   uint16_t type = out->eth->ethertype();

@@ -29,6 +29,10 @@ struct DecodeOptions {
   bool verify_ip_checksum = true;
   bool verify_udp_checksum = true;  // a zero UDP checksum always passes (not computed)
   bool verify_icrc = true;
+  // Payload bytes the host carries by length and did not store (Frame::wire_len - len, the
+  // simulator at scale): IP/UDP/SES lengths may exceed the buffer by exactly this much, and
+  // the UDP checksum and ICRC (which cover absent bytes) are not checked.
+  uint32_t elided = 0;
 };
 
 // A header met while decoding, for generic walkers (tools, tests).
@@ -76,8 +80,9 @@ struct Decoded {
   const Cnp* cnp = nullptr;
   uint32_t icrc = 0;
 
-  // Bytes after the last header (RoCEv2: without pad and ICRC).
+  // Bytes after the last header (RoCEv2: without pad and ICRC), as present in the buffer.
   std::span<const uint8_t> payload;
+  uint32_t elided = 0;  // payload bytes on the wire but not in the buffer (DecodeOptions)
 
   // Every header in wire order.
   std::array<HeaderRef, 12> stack{};

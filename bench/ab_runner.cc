@@ -1,0 +1,250 @@
+#include "bench/ab_runner.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "absl/strings/str_cat.h"
+#include "transport/uet/uet_endpoint.h"
+
+namespace uet::ab {
+
+const char* to_string(TransportKind t) noexcept {
+  return t == TransportKind::kUet ? "uet" : "rocev2";
+}
+
+namespace {
+
+class Player;
+
+// Hosts an Endpoint on a simulated host and reports its completions to the player. A burst-level
+// forwarding layer: the simulator calls it once per frame, as it calls any Transport.
+class HostAdapter final : public Transport {
+ public:
+  HostAdapter(Player* player, Endpoint* ep) : player_(player), ep_(ep) {}
+  void rx(std::span<Frame* const> frames, Time now) override;
+  size_t tx(std::span<Frame* const> out, Time now) override { return ep_->tx(out, now); }
+  Time next_deadline() const override { return ep_->next_deadline(); }
+  void on_timer(Time now) override;
+
+ private:
+  void drain(Time now);
+  Player* player_;
+  Endpoint* ep_;
+};
+
+class Player final : public sim::Scheduled {
+ public:
+  Player(sim::Network& net, const std::vector<sim::FlowSpec>& flows,
+         std::vector<std::unique_ptr<Endpoint>>& eps, const uint8_t* src, uint32_t rkey)
+      : net_(net), flows_(flows), eps_(eps), src_(src), rkey_(rkey), records_(flows.size()),
+        waiting_(flows.size(), 0), dependents_(flows.size()) {
+    for (const sim::FlowSpec& f : flows) {
+      records_[f.id].src = f.src;
+      records_[f.id].dst = f.dst;
+      records_[f.id].bytes = f.bytes;
+      records_[f.id].start = kNever;
+      waiting_[f.id] = static_cast<uint32_t>(f.after.size());
+      for (uint32_t pre : f.after) dependents_[pre].push_back(f.id);
+    }
+  }
+
+  void schedule_initial() {
+    for (const sim::FlowSpec& f : flows_)
+      if (f.after.empty()) net_.schedule(f.start, this, f.id);
+  }
+
+  void fire(sim::Network& net, Time now, uint32_t id) override {
+    const sim::FlowSpec& f = flows_[id];
+    records_[id].start = now;
+    WriteRequest wr;
+    wr.wr_id = id;
+    wr.peer = sim::Network::host_ip4(f.dst);
+    wr.rkey = rkey_;
+    wr.local = src_;
+    wr.length = f.bytes;
+    if (absl::Status s = eps_[f.src]->post_write(wr); !s.ok()) {
+      ++failed_;
+      complete(id, now, false);
+      return;
+    }
+    net.kick(f.src);
+  }
+
+  void complete(uint32_t id, Time now, bool ok) {
+    sim::FlowRecord& r = records_[id];
+    if (r.finish != kNever) return;
+    r.finish = now;
+    r.received = ok ? r.bytes : 0;
+    r.sent = r.bytes;
+    ++completed_;
+    for (uint32_t next : dependents_[id]) {
+      if (--waiting_[next] == 0) net_.schedule(now + flows_[next].start, this, next);
+    }
+  }
+
+  void on_completion(const Completion& c, Time now) {
+    if (c.status != OpStatus::kSuccess) ++failed_;
+    complete(static_cast<uint32_t>(c.wr_id), now, c.status == OpStatus::kSuccess);
+  }
+
+  bool done() const noexcept { return completed_ == flows_.size(); }
+  const std::vector<sim::FlowRecord>& records() const noexcept { return records_; }
+  uint64_t failed() const noexcept { return failed_; }
+
+ private:
+  sim::Network& net_;
+  const std::vector<sim::FlowSpec>& flows_;
+  std::vector<std::unique_ptr<Endpoint>>& eps_;
+  const uint8_t* src_;
+  uint32_t rkey_;
+  std::vector<sim::FlowRecord> records_;
+  std::vector<uint32_t> waiting_;
+  std::vector<std::vector<uint32_t>> dependents_;
+  size_t completed_ = 0;
+  uint64_t failed_ = 0;
+};
+
+void HostAdapter::rx(std::span<Frame* const> frames, Time now) {
+  ep_->rx(frames, now);
+  drain(now);
+}
+
+void HostAdapter::on_timer(Time now) {
+  ep_->on_timer(now);
+  drain(now);
+}
+
+void HostAdapter::drain(Time now) {
+  Completion c[16];
+  for (;;) {
+    const size_t n = ep_->poll_completions(c);
+    for (size_t i = 0; i < n; ++i) player_->on_completion(c[i], now);
+    if (n < std::size(c)) return;
+  }
+}
+
+absl::Status build_fabric(sim::Network& net, const Fabric& f) {
+  sim::LinkConfig host, fabric;
+  host.gbps = f.host_gbps;
+  host.delay = f.link_delay;
+  fabric.gbps = f.fabric_gbps;
+  fabric.delay = f.link_delay;
+  fabric.loss = f.fabric_loss;
+  if (f.kind == Fabric::Kind::kLeafSpine) {
+    sim::LeafSpineConfig c;
+    c.leaves = f.leaves;
+    c.spines = f.spines;
+    c.hosts_per_leaf = f.hosts_per_leaf;
+    c.host_link = host;
+    c.fabric_link = fabric;
+    return sim::build_leaf_spine(net, c);
+  }
+  sim::FatTreeConfig c;
+  c.k = f.k;
+  c.host_link = host;
+  c.tor_agg_link = fabric;
+  c.agg_core_link = fabric;
+  return sim::build_fat_tree(net, c);
+}
+
+// Links between two hosts: the ideal path for the slowdown.
+uint32_t hops(const Fabric& f, uint32_t a, uint32_t b) {
+  if (f.kind == Fabric::Kind::kLeafSpine) return a / f.hosts_per_leaf == b / f.hosts_per_leaf ? 2 : 4;
+  const uint32_t half = f.k / 2;
+  if (a / half == b / half) return 2;
+  if (a / (half * half) == b / (half * half)) return 4;
+  return 6;
+}
+
+}  // namespace
+
+absl::StatusOr<RunResult> run(const RunConfig& rc) {
+  const auto t0 = std::chrono::steady_clock::now();
+  sim::NetworkConfig nc;
+  nc.seed = rc.seed;
+  nc.frame_capacity = rc.fabric.frame_capacity;
+  nc.switches.buffer_bytes = rc.fabric.buffer_bytes;
+  nc.switches.ecn.enabled = rc.fabric.ecn;
+  nc.switches.trimming = rc.fabric.trimming && rc.transport == TransportKind::kUet;
+  nc.switches.pfc.enabled = rc.fabric.pfc;
+  sim::Network net(nc);
+  if (absl::Status s = build_fabric(net, rc.fabric); !s.ok()) return s;
+  const auto hosts = static_cast<uint32_t>(net.num_hosts());
+  uint64_t max_bytes = 1;
+  for (const sim::FlowSpec& f : rc.flows) {
+    if (f.src >= hosts || f.dst >= hosts) {
+      return absl::InvalidArgumentError(absl::StrCat("flow ", f.id, " names a host beyond ", hosts));
+    }
+    max_bytes = std::max(max_bytes, f.bytes);
+  }
+  // One source buffer read by every sender and one target region written by every receiver:
+  // the A/B compares timing, not bytes (the integrity tests do that). With small frames the
+  // payload is never touched at all.
+  std::vector<uint8_t> src(max_bytes), dst(max_bytes);
+
+  std::vector<std::unique_ptr<Endpoint>> eps;
+  uint32_t rkey = 0;
+  for (uint32_t h = 0; h < hosts; ++h) {
+    if (rc.transport == TransportKind::kUet) {
+      UetConfig c;
+      c.local_ip4 = sim::Network::host_ip4(h);
+      c.local_mac = sim::Network::host_mac(h);
+      c.payload_bytes = rc.mtu;
+      c.ev_count = rc.uet_evs;
+      c.seed = rc.seed * 1000003 + h;
+      auto ep = UetEndpoint::create(c);
+      if (!ep.ok()) return ep.status();
+      eps.push_back(std::move(*ep));
+    } else {
+      return absl::UnimplementedError("--transport=rocev2: the RoCEv2 engine is not built in yet");
+    }
+    auto key = eps.back()->register_memory(dst.data(), dst.size());
+    if (!key.ok()) return key.status();
+    rkey = *key;  // the same on every host: the first region
+  }
+
+  Player player(net, rc.flows, eps, src.data(), rkey);
+  std::vector<std::unique_ptr<HostAdapter>> adapters;
+  for (uint32_t h = 0; h < hosts; ++h) {
+    adapters.push_back(std::make_unique<HostAdapter>(&player, eps[h].get()));
+    net.attach(h, adapters.back().get());
+  }
+  player.schedule_initial();
+  // Run in slices so a finished workload stops the clock.
+  const Time slice = 100 * kMicrosecond;
+  while (!player.done() && net.now() < rc.max_time) net.run_until(std::min(net.now() + slice, rc.max_time));
+
+  RunResult r;
+  r.scenario = rc.scenario;
+  r.transport = rc.transport;
+  r.hosts = hosts;
+  const uint32_t overhead = rc.transport == TransportKind::kUet ? 14 + 20 + 8 + 12 + 44 + 24
+                                                                : 14 + 20 + 8 + 12 + 4 + 24;
+  auto flows = sim::flow_stats(player.records(), rc.flows, [&](const sim::FlowSpec& f) {
+    sim::PathModel m;
+    m.gbps = rc.fabric.host_gbps;
+    m.hops = hops(rc.fabric, f.src, f.dst);
+    m.propagation = rc.fabric.link_delay * m.hops;
+    m.payload_per_packet = rc.mtu;
+    m.frame_overhead = overhead;
+    return sim::ideal_fct(f.bytes, m);
+  });
+  if (!flows.ok()) return flows.status();
+  r.flows = *flows;
+  r.ports = sim::port_summary(net, net.now());
+  for (const auto& ep : eps) {
+    const EndpointStats s = ep->stats();
+    r.endpoints.data_packets += s.data_packets;
+    r.endpoints.retransmitted_packets += s.retransmitted_packets;
+    r.endpoints.control_packets += s.control_packets;
+    r.endpoints.timeouts += s.timeouts;
+    r.endpoints.rx_dropped += s.rx_dropped;
+  }
+  r.failed = player.failed();
+  r.events = net.events_processed();
+  r.sim_time = net.now();
+  r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return r;
+}
+
+}  // namespace uet::ab

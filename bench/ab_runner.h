@@ -1,0 +1,74 @@
+// The A/B runner's core: one scenario (fabric + workload) played on the simulator over one
+// transport, returning the numbers the report compares. uet-ab runs it once per transport with
+// the same seed, fabric and flows.
+//
+// Flows are RDMA WRITEs posted through the Endpoint API at their start time; a flow completes
+// when the initiator's write completes (every byte acknowledged), so its FCT includes the
+// return of the last ACK. Flows with prerequisites start when those complete.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "sim/flow_stats.h"
+#include "sim/network.h"
+#include "sim/topology.h"
+#include "sim/workload.h"
+#include "transport/api.h"
+
+namespace uet::ab {
+
+enum class TransportKind : uint8_t { kUet, kRocev2 };
+const char* to_string(TransportKind t) noexcept;
+
+struct Fabric {
+  enum class Kind : uint8_t { kLeafSpine, kFatTree } kind = Kind::kLeafSpine;
+  // Leaf-spine.
+  uint32_t leaves = 8;
+  uint32_t spines = 4;
+  uint32_t hosts_per_leaf = 16;
+  // Fat-tree.
+  uint32_t k = 8;
+  double host_gbps = 100;
+  double fabric_gbps = 100;
+  Time link_delay = 500 * kNanosecond;
+  double fabric_loss = 0;  // random loss on switch-to-switch links
+  uint64_t buffer_bytes = 1024 * 1024;
+  bool ecn = true;
+  bool trimming = true;   // UET runs only: RoCEv2 frames are never trimmed
+  bool pfc = false;       // set per transport by the caller (RoCEv2 is deployed lossless)
+  uint32_t frame_capacity = 4096 + 256;  // smaller: payloads by length (large fabrics)
+};
+
+struct RunConfig {
+  std::string scenario;
+  Fabric fabric;
+  std::vector<sim::FlowSpec> flows;
+  TransportKind transport = TransportKind::kUet;
+  uint64_t seed = 1;
+  Time max_time = kSecond;   // simulated time limit
+  uint32_t mtu = 4096;       // payload bytes per packet
+  uint16_t uet_evs = 32;     // UET: EVs sprayed over (1 = a fixed path, as RoCEv2)
+};
+
+struct RunResult {
+  std::string scenario;
+  TransportKind transport;
+  sim::FlowStats flows;
+  sim::PortSummary ports;
+  EndpointStats endpoints;  // summed over hosts
+  uint64_t failed = 0;      // writes that completed with an error
+  uint64_t events = 0;
+  Time sim_time = 0;
+  double wall_s = 0;
+  size_t hosts = 0;
+};
+
+// Builds the fabric, the endpoints and the flows, runs to completion (or max_time), collects.
+absl::StatusOr<RunResult> run(const RunConfig& config);
+
+}  // namespace uet::ab

@@ -1,0 +1,262 @@
+// uet-ab: UET against RoCEv2 on the same simulated fabric, workload and seed, side by side.
+//
+//   build/bin/uet-ab                                   # the standard comparison (README)
+//   build/bin/uet-ab --scenario=incast --fan_in=32 --transport=both --json=out.json
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "bench/ab_runner.h"
+#include "sim/rng.h"
+
+ABSL_FLAG(std::string, scenario, "standard",
+          "standard (permutation + incast + loss), permutation, incast, alltoall, allreduce, "
+          "websearch, loss");
+ABSL_FLAG(std::string, transport, "both", "uet, rocev2 or both");
+ABSL_FLAG(std::string, topology, "leafspine", "leafspine or fattree");
+ABSL_FLAG(uint32_t, leaves, 8, "leaf-spine: leaves, 1..1024");
+ABSL_FLAG(uint32_t, spines, 8, "leaf-spine: spines, 1..256");
+ABSL_FLAG(uint32_t, hosts_per_leaf, 8, "leaf-spine: hosts per leaf, 1..256");
+ABSL_FLAG(uint32_t, k, 8, "fat-tree: arity, even 2..64 (k^3/4 hosts)");
+ABSL_FLAG(double, gbps, 100, "link rate in Gb/s, 1..1600");
+ABSL_FLAG(uint64_t, bytes, 1 << 20, "bytes per flow (permutation, incast, alltoall, allreduce total), 1..1073741824");
+ABSL_FLAG(uint32_t, fan_in, 16, "incast: senders, 1..hosts-1");
+ABSL_FLAG(double, loss, 0.01, "loss scenario: loss probability on fabric links, 0..0.5");
+ABSL_FLAG(double, load, 0.5, "websearch: offered load per host link, 0.01..1");
+ABSL_FLAG(uint32_t, websearch_us, 200, "websearch: arrival window in microseconds, 1..100000");
+ABSL_FLAG(uint32_t, mtu, 4096, "payload bytes per packet: 256, 512, 1024, 2048 or 4096");
+ABSL_FLAG(uint32_t, evs, 32, "UET: entropy values to spray over, 1..4096 (1 = one path)");
+ABSL_FLAG(uint64_t, buffer_kb, 1024, "switch buffer per port in KiB, 16..65536");
+ABSL_FLAG(uint64_t, seed, 1, "seed of the fabric and the workload");
+ABSL_FLAG(uint32_t, max_ms, 200, "simulated time limit per run in milliseconds, 1..100000");
+ABSL_FLAG(std::string, json, "", "write one JSON object per run to this file");
+
+namespace uet::ab {
+namespace {
+
+struct Check {
+  std::string error;
+  void range(const char* flag, double v, double lo, double hi) {
+    if (error.empty() && !(v >= lo && v <= hi))
+      error = absl::StrFormat("--%s=%g out of range: %g..%g", flag, v, lo, hi);
+  }
+};
+
+Fabric fabric_from_flags() {
+  Fabric f;
+  f.kind = absl::GetFlag(FLAGS_topology) == "fattree" ? Fabric::Kind::kFatTree
+                                                      : Fabric::Kind::kLeafSpine;
+  f.leaves = absl::GetFlag(FLAGS_leaves);
+  f.spines = absl::GetFlag(FLAGS_spines);
+  f.hosts_per_leaf = absl::GetFlag(FLAGS_hosts_per_leaf);
+  f.k = absl::GetFlag(FLAGS_k);
+  f.host_gbps = f.fabric_gbps = absl::GetFlag(FLAGS_gbps);
+  f.buffer_bytes = absl::GetFlag(FLAGS_buffer_kb) * 1024;
+  f.frame_capacity = 256;  // headers are real bytes; payloads travel by length
+  return f;
+}
+
+uint32_t host_count(const Fabric& f) {
+  return f.kind == Fabric::Kind::kLeafSpine ? f.leaves * f.hosts_per_leaf : f.k * f.k * f.k / 4;
+}
+
+absl::StatusOr<std::vector<sim::FlowSpec>> flows_for(const std::string& scenario, uint32_t hosts,
+                                                     uint64_t seed) {
+  sim::Rng rng(seed);
+  const uint64_t bytes = absl::GetFlag(FLAGS_bytes);
+  if (scenario == "permutation" || scenario == "loss") return sim::permutation(hosts, bytes, rng);
+  if (scenario == "incast") return sim::incast(hosts, absl::GetFlag(FLAGS_fan_in), 0, bytes);
+  if (scenario == "alltoall") return sim::all_to_all(hosts, bytes);
+  if (scenario == "allreduce") return sim::ring_allreduce(hosts, bytes);
+  if (scenario == "websearch") {
+    auto cdf = sim::load_cdf(sim::sim_data_path("websearch.cdf"));
+    if (!cdf.ok()) return cdf.status();
+    return sim::poisson(hosts, absl::GetFlag(FLAGS_load), absl::GetFlag(FLAGS_gbps), *cdf,
+                        static_cast<Time>(absl::GetFlag(FLAGS_websearch_us)) * kMicrosecond, rng);
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "--scenario=", scenario,
+      " unknown: standard, permutation, incast, alltoall, allreduce, websearch, loss"));
+}
+
+std::string json_of(const RunResult& r, const RunConfig& c) {
+  const auto& f = r.flows;
+  return absl::StrFormat(
+      "{\"scenario\": \"%s\", \"transport\": \"%s\", \"flows\": %d, \"completed\": %d, "
+      "\"failed\": %d, \"fct_us\": {\"min\": %.3f, \"p50\": %.3f, \"p99\": %.3f, \"max\": %.3f}, "
+      "\"slowdown\": {\"p50\": %.4f, \"p99\": %.4f}, \"goodput_gbps\": %.3f, \"retransmits\": %d, "
+      "\"timeouts\": %d, \"drops\": %d, \"trims\": %d, \"ecn_marks\": %d, \"pfc_pauses\": %d, "
+      "\"pfc_pause_us\": %.3f, \"max_queue_bytes\": %d, \"events\": %d, \"sim_us\": %.3f, "
+      "\"wall_s\": %.3f, \"params\": {\"hosts\": %d, \"bytes\": %d, \"mtu\": %d, \"gbps\": %g, "
+      "\"fabric_loss\": %g, \"pfc\": %s, \"trimming\": %s, \"ecn\": %s, \"evs\": %d, "
+      "\"seed\": %d}}",
+      r.scenario, to_string(r.transport), f.total, f.completed, r.failed, f.fct_min_us,
+      f.fct_p50_us, f.fct_p99_us, f.fct_max_us, f.slowdown_p50, f.slowdown_p99, f.goodput_gbps,
+      r.endpoints.retransmitted_packets, r.endpoints.timeouts, r.ports.drops + r.ports.wire_losses,
+      r.ports.trims, r.ports.ecn_marks, r.ports.pauses,
+      static_cast<double>(r.ports.paused_time) / kMicrosecond, r.ports.max_queue_bytes, r.events,
+      static_cast<double>(r.sim_time) / kMicrosecond, r.wall_s, r.hosts,
+      absl::GetFlag(FLAGS_bytes), c.mtu, c.fabric.host_gbps, c.fabric.fabric_loss,
+      c.fabric.pfc ? "true" : "false",
+      c.fabric.trimming && c.transport == TransportKind::kUet ? "true" : "false",
+      c.fabric.ecn ? "true" : "false", c.transport == TransportKind::kUet ? c.uet_evs : 1, c.seed);
+}
+
+void print_table(const std::string& title, const std::vector<RunResult>& runs) {
+  std::printf("\n%s\n", title.c_str());
+  std::printf("%-26s", "");
+  for (const RunResult& r : runs) std::printf(" %14s", to_string(r.transport));
+  if (runs.size() == 2) std::printf(" %12s", "uet/rocev2");
+  std::printf("\n");
+  auto row = [&](const char* name, auto get, const char* fmt) {
+    std::printf("%-26s", name);
+    double v[2] = {0, 0};
+    for (size_t i = 0; i < runs.size(); ++i) {
+      v[i] = static_cast<double>(get(runs[i]));
+      std::printf(fmt, v[i]);
+    }
+    if (runs.size() == 2) {
+      if (v[1] != 0) {
+        std::printf(" %12.3f", v[0] / v[1]);
+      } else {
+        std::printf(" %12s", "-");
+      }
+    }
+    std::printf("\n");
+  };
+  row("flows completed", [](const RunResult& r) { return r.flows.completed; }, " %14.0f");
+  row("flows failed", [](const RunResult& r) { return r.failed; }, " %14.0f");
+  row("FCT min (us)", [](const RunResult& r) { return r.flows.fct_min_us; }, " %14.1f");
+  row("FCT p50 (us)", [](const RunResult& r) { return r.flows.fct_p50_us; }, " %14.1f");
+  row("FCT p99 (us)", [](const RunResult& r) { return r.flows.fct_p99_us; }, " %14.1f");
+  row("FCT max (us)", [](const RunResult& r) { return r.flows.fct_max_us; }, " %14.1f");
+  row("slowdown p50", [](const RunResult& r) { return r.flows.slowdown_p50; }, " %14.2f");
+  row("slowdown p99", [](const RunResult& r) { return r.flows.slowdown_p99; }, " %14.2f");
+  row("goodput (Gb/s)", [](const RunResult& r) { return r.flows.goodput_gbps; }, " %14.1f");
+  row("retransmitted packets", [](const RunResult& r) { return r.endpoints.retransmitted_packets; }, " %14.0f");
+  row("timeouts", [](const RunResult& r) { return r.endpoints.timeouts; }, " %14.0f");
+  row("drops (buffer + wire)", [](const RunResult& r) { return r.ports.drops + r.ports.wire_losses; }, " %14.0f");
+  row("trims", [](const RunResult& r) { return r.ports.trims; }, " %14.0f");
+  row("ECN marks", [](const RunResult& r) { return r.ports.ecn_marks; }, " %14.0f");
+  row("PFC pauses", [](const RunResult& r) { return r.ports.pauses; }, " %14.0f");
+  row("PFC paused (us, all ports)", [](const RunResult& r) {
+        return static_cast<double>(r.ports.paused_time) / kMicrosecond; }, " %14.1f");
+  row("max queue (KiB)", [](const RunResult& r) { return r.ports.max_queue_bytes / 1024.0; }, " %14.1f");
+  row("events (M)", [](const RunResult& r) { return r.events / 1e6; }, " %14.2f");
+  row("wall (s)", [](const RunResult& r) { return r.wall_s; }, " %14.2f");
+}
+
+int run_main() {
+  Check check;
+  check.range("leaves", absl::GetFlag(FLAGS_leaves), 1, 1024);
+  check.range("spines", absl::GetFlag(FLAGS_spines), 1, 256);
+  check.range("hosts_per_leaf", absl::GetFlag(FLAGS_hosts_per_leaf), 1, 256);
+  check.range("gbps", absl::GetFlag(FLAGS_gbps), 1, 1600);
+  check.range("bytes", static_cast<double>(absl::GetFlag(FLAGS_bytes)), 1, 1073741824);
+  check.range("loss", absl::GetFlag(FLAGS_loss), 0, 0.5);
+  check.range("load", absl::GetFlag(FLAGS_load), 0.01, 1);
+  check.range("websearch_us", absl::GetFlag(FLAGS_websearch_us), 1, 100000);
+  check.range("evs", absl::GetFlag(FLAGS_evs), 1, 4096);
+  check.range("buffer_kb", static_cast<double>(absl::GetFlag(FLAGS_buffer_kb)), 16, 65536);
+  check.range("max_ms", absl::GetFlag(FLAGS_max_ms), 1, 100000);
+  const uint32_t mtu = absl::GetFlag(FLAGS_mtu);
+  if (check.error.empty() && mtu != 256 && mtu != 512 && mtu != 1024 && mtu != 2048 && mtu != 4096)
+    check.error = absl::StrFormat("--mtu=%u invalid: one of 256, 512, 1024, 2048, 4096", mtu);
+  const std::string topo = absl::GetFlag(FLAGS_topology);
+  if (check.error.empty() && topo != "leafspine" && topo != "fattree")
+    check.error = "--topology=" + topo + " unknown: leafspine or fattree";
+  const std::string tr = absl::GetFlag(FLAGS_transport);
+  if (check.error.empty() && tr != "uet" && tr != "rocev2" && tr != "both")
+    check.error = "--transport=" + tr + " unknown: uet, rocev2 or both";
+  if (!check.error.empty()) {
+    std::fprintf(stderr, "uet-ab: %s\n", check.error.c_str());
+    return 2;
+  }
+
+  std::vector<TransportKind> transports;
+  if (tr == "uet" || tr == "both") transports.push_back(TransportKind::kUet);
+  if (tr == "rocev2" || tr == "both") transports.push_back(TransportKind::kRocev2);
+
+  const Fabric base = fabric_from_flags();
+  const uint32_t hosts = host_count(base);
+  std::vector<std::string> scenarios;
+  if (absl::GetFlag(FLAGS_scenario) == "standard") {
+    scenarios = {"permutation", "incast", "loss"};
+  } else {
+    scenarios = {absl::GetFlag(FLAGS_scenario)};
+  }
+  std::FILE* json = nullptr;
+  if (const std::string path = absl::GetFlag(FLAGS_json); !path.empty()) {
+    json = std::fopen(path.c_str(), "w");
+    if (json == nullptr) {
+      std::fprintf(stderr, "uet-ab: --json=%s: cannot open for writing\n", path.c_str());
+      return 1;
+    }
+    std::fprintf(json, "[\n");
+  }
+  bool first_json = true;
+  int rc = 0;
+  for (const std::string& scenario : scenarios) {
+    auto flows = flows_for(scenario, hosts, absl::GetFlag(FLAGS_seed));
+    if (!flows.ok()) {
+      std::fprintf(stderr, "uet-ab: %s\n", std::string(flows.status().message()).c_str());
+      return 2;
+    }
+    std::vector<RunResult> runs;
+    for (TransportKind t : transports) {
+      RunConfig c;
+      c.scenario = scenario;
+      c.fabric = base;
+      if (scenario == "loss") c.fabric.fabric_loss = absl::GetFlag(FLAGS_loss);
+      // RoCEv2 as deployed: a lossless (PFC) class with ECN; except under random loss, where
+      // PFC cannot help and go-back-N shows.
+      c.fabric.pfc = t == TransportKind::kRocev2 && scenario != "loss";
+      c.flows = *flows;
+      c.transport = t;
+      c.seed = absl::GetFlag(FLAGS_seed);
+      c.mtu = mtu;
+      c.uet_evs = static_cast<uint16_t>(absl::GetFlag(FLAGS_evs));
+      c.max_time = static_cast<Time>(absl::GetFlag(FLAGS_max_ms)) * kMillisecond;
+      auto r = run(c);
+      if (!r.ok()) {
+        std::fprintf(stderr, "uet-ab: %s %s: %s\n", scenario.c_str(), to_string(t),
+                     std::string(r.status().message()).c_str());
+        rc = 1;
+        continue;
+      }
+      if (json != nullptr) {
+        std::fprintf(json, "%s  %s", first_json ? "" : ",\n", json_of(*r, c).c_str());
+        first_json = false;
+      }
+      runs.push_back(std::move(*r));
+    }
+    std::string title = absl::StrFormat("%s: %u hosts, %s, %g Gb/s, %lu bytes per flow, seed %lu",
+                                        scenario, hosts, topo, base.host_gbps,
+                                        absl::GetFlag(FLAGS_bytes), absl::GetFlag(FLAGS_seed));
+    if (scenario == "incast") title += absl::StrFormat(", fan-in %u", absl::GetFlag(FLAGS_fan_in));
+    if (scenario == "loss") title += absl::StrFormat(", %.2f%% loss on fabric links", 100 * absl::GetFlag(FLAGS_loss));
+    print_table(title, runs);
+  }
+  if (json != nullptr) {
+    std::fprintf(json, "\n]\n");
+    std::fclose(json);
+  }
+  return rc;
+}
+
+}  // namespace
+}  // namespace uet::ab
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "uet-ab: UET vs RoCEv2 on the same simulated fabric and workload.\n"
+      "Usage: uet-ab [--scenario=standard|permutation|incast|alltoall|allreduce|websearch|loss] "
+      "[--transport=uet|rocev2|both] [--topology=leafspine|fattree] [--json=FILE] ...");
+  absl::ParseCommandLine(argc, argv);
+  return uet::ab::run_main();
+}
