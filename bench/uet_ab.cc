@@ -146,8 +146,8 @@ void print_table(const std::string& title, const std::vector<RunResult>& runs) {
   row("PFC pauses", [](const RunResult& r) { return r.ports.pauses; }, " %14.0f");
   row("PFC paused (us, all ports)", [](const RunResult& r) {
         return static_cast<double>(r.ports.paused_time) / kMicrosecond; }, " %14.1f");
-  row("max queue (KiB)", [](const RunResult& r) { return r.ports.max_queue_bytes / 1024.0; }, " %14.1f");
-  row("events (M)", [](const RunResult& r) { return r.events / 1e6; }, " %14.2f");
+  row("max queue (KiB)", [](const RunResult& r) { return static_cast<double>(r.ports.max_queue_bytes) / 1024.0; }, " %14.1f");
+  row("events (M)", [](const RunResult& r) { return static_cast<double>(r.events) / 1e6; }, " %14.2f");
   row("wall (s)", [](const RunResult& r) { return r.wall_s; }, " %14.2f");
 }
 
