@@ -191,6 +191,12 @@ absl::StatusOr<RunResult> run(const RunConfig& rc) {
       c.local_mac = sim::Network::host_mac(h);
       c.payload_bytes = rc.mtu;
       c.ev_count = rc.uet_evs;
+      // NSCC's base RTT: the longest path, unloaded: propagation both ways plus one MTU frame
+      // serialised per hop (store and forward) and the ACK's return.
+      const uint32_t max_hops = rc.fabric.kind == Fabric::Kind::kLeafSpine ? 4 : 6;
+      const Time frame = static_cast<Time>((rc.mtu + 150) * 8e3 / rc.fabric.host_gbps);
+      c.link_gbps = rc.fabric.host_gbps;
+      c.base_rtt = 2 * max_hops * rc.fabric.link_delay + max_hops * frame + kMicrosecond;
       c.seed = rc.seed * 1000003 + h;
       auto ep = UetEndpoint::create(c);
       if (!ep.ok()) return ep.status();

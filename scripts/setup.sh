@@ -17,6 +17,9 @@ PACKAGES=(
   zlib1g-dev        # crc32() for the RoCEv2 ICRC: transport/wire/icrc.cc
   python3           # spec/vectors/gen_vectors.py, the independent vector encoder
   tshark            # independent decoder of our RoCEv2 frames: tests/wire/tshark_test.sh
+  wireshark-dev     # Wireshark plugin API and WiresharkConfig.cmake: dissector/
+  libwireshark-dev  # libwireshark (epan) headers and library: dissector/
+  libglib2.0-dev    # GLib headers the Wireshark headers include: dissector/
 )
 
 missing=()

@@ -422,6 +422,16 @@ void UetEndpoint::rx_ack(const wire::Decoded& d, Time now) {
   // The send time of the newest packet this ACK covers: holes sent well before it are lost
   // (a time guard against the reordering that spraying causes).
   Time newest_sent = 0;
+  const uint64_t in_flight_before = p->bytes_in_flight;
+  // An RTT sample from the PSN that triggered the ACK, if it was sent once.
+  Time rtt = 0;
+  {
+    const uint32_t trig = cack + static_cast<uint32_t>(static_cast<int32_t>(h.ack_psn_offset()));
+    if (!psn_before(trig, p->base_psn) && psn_before(trig, p->next_psn)) {
+      const Slot& s = p->slots[trig % config_.mpr];
+      if (s.in_flight && s.retries == 0 && !h.retx()) rtt = now - s.sent;
+    }
+  }
   for (uint32_t psn = p->base_psn; psn_before(psn, cack + 1); ++psn) {
     newest_sent = std::max(newest_sent, p->slots[psn % config_.mpr].sent);
     ack_psn(*p, psn);
@@ -446,6 +456,10 @@ void UetEndpoint::rx_ack(const wire::Decoded& d, Time now) {
         ++counters_.fast_retx;
       }
     }
+  }
+  // NSCC (cc/nscc.h) sees the bytes this ACK took out of flight and its ECN echo.
+  if (p->bytes_in_flight < in_flight_before) {
+    p->nscc.on_ack(in_flight_before - p->bytes_in_flight, h.m(), rtt, now);
   }
   // §4.6: a refused write ends with an error completion.
   if (const wire::SesResponse* rsp = d.ses_as<wire::SesResponse>(); rsp != nullptr) {
@@ -488,6 +502,7 @@ void UetEndpoint::rx_nack(const wire::Decoded& d, Time now) {
       if (!psn_before(psn, p->base_psn) && psn_before(psn, p->next_psn)) {
         mark_lost(*p, psn);
         ++counters_.nack_retx;
+        p->nscc.on_nack(config_.payload_bytes, now);
       }
       break;
     case wire::NackCode::kNoPdcAvail:
@@ -545,7 +560,7 @@ size_t UetEndpoint::tx(std::span<Frame* const> out, Time now) {
           break;
         }
       } else if (p.write_send != p.write_tail && p.next_psn - p.base_psn < config_.mpr &&
-                 p.bytes_in_flight + config_.payload_bytes <= config_.window_bytes) {
+                 p.bytes_in_flight + config_.payload_bytes <= window(p)) {
         Write& w = p.writes[p.write_send % config_.max_writes];
         const uint32_t psn = p.next_psn;
         Slot& s = p.slots[psn % config_.mpr];
@@ -609,6 +624,7 @@ void UetEndpoint::on_timer(Time now) {
       --i;  // fail_pdc swapped another PDC into this position
       continue;
     }
+    p.nscc.on_timeout(now);
     p.rto = std::min(p.rto * 2, config_.max_rto);
     p.rto_deadline = p.bytes_in_flight > 0 || p.resend_pending > 0 ? now + p.rto : kNever;
     next = std::min(next, p.rto_deadline);

@@ -69,7 +69,15 @@ absl::Status UetConfig::validate() const {
 
 absl::StatusOr<std::unique_ptr<UetEndpoint>> UetEndpoint::create(const UetConfig& config) {
   if (absl::Status s = config.validate(); !s.ok()) return s;
-  return std::unique_ptr<UetEndpoint>(new UetEndpoint(config));
+  cc::NsccConfig nc;
+  nc.link_gbps = config.link_gbps;
+  nc.base_rtt = config.base_rtt;
+  nc.mtu = config.payload_bytes;
+  auto derived = cc::NsccConfig::derive(nc);
+  if (!derived.ok()) return derived.status();
+  auto ep = std::unique_ptr<UetEndpoint>(new UetEndpoint(config));
+  ep->nscc_config_ = *derived;
+  return ep;
 }
 
 UetEndpoint::UetEndpoint(const UetConfig& config)
@@ -100,6 +108,7 @@ int32_t UetEndpoint::alloc_pdc(Role role) {
   p.rcv_bits.assign(config_.mpr / 64, 0);
   if (role == Role::kInitiator) p.writes.assign(config_.max_writes, Write{});
   p.rto = config_.rto;
+  p.nscc = cc::Nscc(nscc_config_);
   p.active_index = static_cast<uint32_t>(active_.size());
   active_.push_back(id);
   return id;

@@ -22,6 +22,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
+#include "cc/nscc.h"
 #include "transport/api.h"
 #include "transport/wire/builder.h"
 #include "transport/wire/decode.h"
@@ -39,7 +40,10 @@ struct UetConfig {
   uint32_t max_pdcs = 1024;               // PDC table size (initiator + target), 1..65535
   uint32_t mpr = 256;                     // PSN window per PDC in packets, 64..4096, power of 2
   uint32_t max_writes = 256;              // posted writes per PDC, 1..65536
-  uint64_t window_bytes = 256 * 1024;     // bytes in flight per PDC (fixed window; cc/ later)
+  uint64_t window_bytes = 256 * 1024;     // bytes in flight per PDC at most
+  bool nscc = true;                       // NSCC (cc/nscc.h) sizes the window below that
+  double link_gbps = 100;                 // NSCC: the host link rate ...
+  Time base_rtt = 12 * kMicrosecond;      // ... and the fabric's unloaded round trip
   Time rto = 50 * kMicrosecond;           // initial retransmission timeout
   Time max_rto = 10 * kMillisecond;
   uint32_t max_retries = 8;               // consecutive timeouts of one PSN before giving up
@@ -138,6 +142,7 @@ class UetEndpoint final : public Endpoint {
     uint32_t resend_pending = 0;
     Time rto = 0;
     Time rto_deadline = kNever;
+    cc::Nscc nscc{cc::NsccConfig{}};
 
     // Target.
     uint32_t rcv_base = 0;     // lowest PSN not yet received
@@ -197,6 +202,11 @@ class UetEndpoint final : public Endpoint {
   Pdc* pdc(uint16_t id) noexcept { return id < pdcs_.size() ? &pdcs_[id] : nullptr; }
 
   UetConfig config_;
+  cc::NsccConfig nscc_config_;
+  uint64_t window(const Pdc& p) const noexcept {
+    return config_.nscc ? std::min<uint64_t>(config_.window_bytes, p.nscc.window())
+                        : config_.window_bytes;
+  }
   std::vector<Pdc> pdcs_;
   std::vector<uint16_t> free_pdcs_;
   std::vector<uint16_t> active_;  // PDCs in use, in no particular order
