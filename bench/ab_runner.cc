@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <chrono>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "sim/rng.h"
+#include "transport/rocev2/roce_endpoint.h"
 #include "transport/uet/uet_endpoint.h"
 
 namespace uet::ab {
@@ -202,13 +205,39 @@ absl::StatusOr<RunResult> run(const RunConfig& rc) {
       if (!ep.ok()) return ep.status();
       eps.push_back(std::move(*ep));
     } else {
-      return absl::UnimplementedError("--transport=rocev2: the RoCEv2 engine is not built in yet");
+      RoceConfig c;
+      c.local_ip4 = sim::Network::host_ip4(h);
+      c.local_mac = sim::Network::host_mac(h);
+      c.mtu = rc.mtu;
+      c.max_qps = std::max<uint32_t>(hosts, 1);
+      c.dcqcn.line_rate_gbps = rc.fabric.host_gbps;
+      c.seed = rc.seed * 1000003 + h;
+      auto ep = RoceEndpoint::create(c);
+      if (!ep.ok()) return ep.status();
+      eps.push_back(std::move(*ep));
     }
     auto key = eps.back()->register_memory(dst.data(), dst.size());
     if (!key.ok()) return key.status();
     rkey = *key;  // the same on every host: the first region
   }
 
+  if (rc.transport == TransportKind::kRocev2) {
+    // RC needs its QPs connected out of band: one QP pair per communicating pair of hosts.
+    std::vector<uint32_t> next_qp(hosts, 0);
+    absl::flat_hash_map<uint64_t, bool> connected;
+    sim::Rng rng(rc.seed);
+    for (const sim::FlowSpec& f : rc.flows) {
+      const uint32_t a = std::min(f.src, f.dst), b = std::max(f.src, f.dst);
+      if (!connected.emplace(uint64_t{a} << 32 | b, true).second) continue;
+      auto* ea = static_cast<RoceEndpoint*>(eps[a].get());
+      auto* eb = static_cast<RoceEndpoint*>(eps[b].get());
+      const uint32_t qa = 0x100 + next_qp[a]++, qb = 0x100 + next_qp[b]++;
+      const auto pa = static_cast<uint32_t>(rng.next() & 0xFFFFFF);
+      const auto pb = static_cast<uint32_t>(rng.next() & 0xFFFFFF);
+      if (absl::Status s = ea->connect_qp(sim::Network::host_ip4(b), qa, qb, pa, pb); !s.ok()) return s;
+      if (absl::Status s = eb->connect_qp(sim::Network::host_ip4(a), qb, qa, pb, pa); !s.ok()) return s;
+    }
+  }
   Player player(net, rc.flows, eps, src.data(), rkey);
   std::vector<std::unique_ptr<HostAdapter>> adapters;
   for (uint32_t h = 0; h < hosts; ++h) {

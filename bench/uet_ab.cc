@@ -19,13 +19,13 @@ ABSL_FLAG(std::string, scenario, "standard",
           "websearch, loss");
 ABSL_FLAG(std::string, transport, "both", "uet, rocev2 or both");
 ABSL_FLAG(std::string, topology, "leafspine", "leafspine or fattree");
-ABSL_FLAG(uint32_t, leaves, 8, "leaf-spine: leaves, 1..1024");
+ABSL_FLAG(uint32_t, leaves, 16, "leaf-spine: leaves, 1..1024");
 ABSL_FLAG(uint32_t, spines, 8, "leaf-spine: spines, 1..256");
 ABSL_FLAG(uint32_t, hosts_per_leaf, 8, "leaf-spine: hosts per leaf, 1..256");
 ABSL_FLAG(uint32_t, k, 8, "fat-tree: arity, even 2..64 (k^3/4 hosts)");
 ABSL_FLAG(double, gbps, 100, "link rate in Gb/s, 1..1600");
 ABSL_FLAG(uint64_t, bytes, 1 << 20, "bytes per flow (permutation, incast, alltoall, allreduce total), 1..1073741824");
-ABSL_FLAG(uint32_t, fan_in, 16, "incast: senders, 1..hosts-1");
+ABSL_FLAG(uint32_t, fan_in, 32, "incast: senders, 1..hosts-1");
 ABSL_FLAG(double, loss, 0.01, "loss scenario: loss probability on fabric links, 0..0.5");
 ABSL_FLAG(double, load, 0.5, "websearch: offered load per host link, 0.01..1");
 ABSL_FLAG(uint32_t, websearch_us, 200, "websearch: arrival window in microseconds, 1..100000");

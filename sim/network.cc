@@ -226,7 +226,10 @@ void Network::dispatch(const Event& e) {
         p.paused[prio] = false;
         if (prio == 0) p.stats.paused_time += now_ - p.paused_since;
         if (!p.busy) start_tx(e.a);
-        if (nodes_[p.node].kind == NodeKind::kHost) host_pull(nodes_[p.node].index);
+        if (nodes_[p.node].kind == NodeKind::kHost) {
+          host_pull(nodes_[p.node].index);
+          host_arm_timer(nodes_[p.node].index);
+        }
       }
       break;
     }
@@ -326,7 +329,10 @@ void Network::on_tx_done(uint32_t port, FrameId f) {
     events_q_.push(now_ + p.link.delay, kArrive, p.peer, f);
   }
   start_tx(port);
-  if (nodes_[p.node].kind == NodeKind::kHost) host_pull(nodes_[p.node].index);
+  if (nodes_[p.node].kind == NodeKind::kHost) {
+    host_pull(nodes_[p.node].index);
+    host_arm_timer(nodes_[p.node].index);  // tx() may have moved the deadline (pacing, RTO)
+  }
 }
 
 void Network::on_arrive(uint32_t port, FrameId f) {

@@ -1,0 +1,56 @@
+#!/usr/bin/env python3
+"""uet-ab end to end on a small fabric: both transports, every scenario of the standard run.
+
+Asserts what must hold whatever the tuning: every flow of every run completes without error,
+the JSON carries the fields the README promises, UET sprays (no PFC) while RoCEv2 runs over
+PFC except in the loss run, and only the loss run loses frames on the wire.
+Usage: ab_smoke_test.py BUILD_BIN_DIR
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+
+def main():
+    bindir = sys.argv[1]
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "ab.json")
+        cmd = [os.path.join(bindir, "uet-ab"), "--leaves=4", "--hosts_per_leaf=4", "--spines=2",
+               "--fan_in=6", "--bytes=262144", "--json=" + out]
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        print(proc.stdout)
+        if proc.returncode != 0:
+            print(proc.stderr, file=sys.stderr)
+            return 1
+        runs = json.load(open(out))
+    failures = []
+    seen = set()
+    for r in runs:
+        key = (r["scenario"], r["transport"])
+        seen.add(key)
+        for field in ("flows", "fct_us", "goodput_gbps", "retransmits", "drops", "trims",
+                      "pfc_pause_us", "events", "wall_s", "params"):
+            if field not in r:
+                failures.append(f"{key}: no field {field}")
+        if r["completed"] != r["flows"] or r["failed"] != 0:
+            failures.append(f"{key}: {r['completed']}/{r['flows']} completed, {r['failed']} failed")
+        if not 0 < r["fct_us"]["min"] <= r["fct_us"]["p50"] <= r["fct_us"]["p99"] <= r["fct_us"]["max"]:
+            failures.append(f"{key}: FCT percentiles out of order: {r['fct_us']}")
+        want_pfc = r["transport"] == "rocev2" and r["scenario"] != "loss"
+        if r["params"]["pfc"] != want_pfc:
+            failures.append(f"{key}: pfc={r['params']['pfc']}, expected {want_pfc}")
+        if r["transport"] == "rocev2" and r["trims"] != 0:
+            failures.append(f"{key}: RoCEv2 frames were trimmed")
+    expected = {(s, t) for s in ("permutation", "incast", "loss") for t in ("uet", "rocev2")}
+    if seen != expected:
+        failures.append(f"runs {sorted(seen)} != {sorted(expected)}")
+    for f in failures:
+        print("FAIL:", f, file=sys.stderr)
+    print("1 passed, 0 failed" if not failures else "0 passed, 1 failed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,229 @@
+// Control path of the RoCEv2 engine: configuration, QP connection, registration, posting,
+// completions. The per-packet work is in roce_datapath.cc.
+#include "transport/rocev2/roce_endpoint.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "transport/rocev2/psn.h"
+
+namespace uet {
+
+using roce::kPsnMask;
+
+namespace {
+
+wire::MacAddr sim_mac(uint32_t ip4) {
+  const uint32_t h = ip4 - 0x0A000001u;
+  return {0x02,
+          0x00,
+          static_cast<uint8_t>(h >> 24),
+          static_cast<uint8_t>(h >> 16),
+          static_cast<uint8_t>(h >> 8),
+          static_cast<uint8_t>(h)};
+}
+
+absl::Status out_of_range(const char* field, int64_t value, const char* range) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("RoceConfig.", field, "=", value, " out of range: ", range));
+}
+
+// Largest RDMA message (IB: 2^31 bytes).
+constexpr uint64_t kMaxMessage = uint64_t{1} << 31;
+
+}  // namespace
+
+absl::Status RoceConfig::validate() const {
+  if (local_ip4 == 0) return absl::InvalidArgumentError("RoceConfig.local_ip4 must be set");
+  if (mtu != 256 && mtu != 512 && mtu != 1024 && mtu != 2048 && mtu != 4096)
+    return out_of_range("mtu", mtu, "256, 512, 1024, 2048 or 4096");
+  if (max_qps < 1 || max_qps > 65536) return out_of_range("max_qps", max_qps, "1..65536");
+  if (qpn_base < 2 || uint64_t{qpn_base} + max_qps - 1 > kPsnMask)
+    return out_of_range("qpn_base", qpn_base, "2..2^24 - max_qps (QPNs 0 and 1 are special)");
+  if (max_writes < 1 || max_writes > 65536)
+    return out_of_range("max_writes", max_writes, "1..65536");
+  if (max_outstanding_psns < 1 || max_outstanding_psns > roce::kPsnHalf - 1)
+    return out_of_range("max_outstanding_psns", max_outstanding_psns, "1..8388607 (2^23 - 1)");
+  if (cq_entries < 1 || cq_entries > (1u << 24))
+    return out_of_range("cq_entries", cq_entries, "1..16777216");
+  if (ack_timeout_exp > 31)
+    return out_of_range("ack_timeout_exp", ack_timeout_exp, "0..31 (0 = no timer)");
+  if (retry_cnt > 7) return out_of_range("retry_cnt", retry_cnt, "0..7 (7 = infinite)");
+  if (ack_req_every < 1 || ack_req_every > roce::kPsnHalf)
+    return out_of_range("ack_req_every", ack_req_every, "1..8388608");
+  if (ack_every > roce::kPsnHalf)
+    return out_of_range("ack_every", ack_every, "0..8388608 (0 = AckReq only)");
+  if (dscp_data > 63) return out_of_range("dscp_data", dscp_data, "0..63");
+  if (dscp_cnp > 63) return out_of_range("dscp_cnp", dscp_cnp, "0..63");
+  if (cnp_interval < 0 || cnp_interval > 10 * kMillisecond)
+    return out_of_range("cnp_interval", cnp_interval, "0..10 ms (ps)");
+  if (absl::Status s = dcqcn.validate(); !s.ok()) return s;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<RoceEndpoint>> RoceEndpoint::create(const RoceConfig& config) {
+  if (absl::Status s = config.validate(); !s.ok()) return s;
+  return std::unique_ptr<RoceEndpoint>(new RoceEndpoint(config));
+}
+
+RoceEndpoint::RoceEndpoint(const RoceConfig& config)
+    : config_(config),
+      ack_timeout_(config.ack_timeout()),
+      qps_(config.max_qps),
+      cq_(config.cq_entries) {
+  if (config_.resolve_mac == nullptr) config_.resolve_mac = sim_mac;
+  active_.reserve(config.max_qps);
+  for (uint32_t i = 0; i < config.max_qps; ++i) qps_[i].local_qpn = config.qpn_base + i;
+}
+
+// spec/rocev2.md §1: 0xC000 plus a 14-bit hash of the QPN (ours: a multiplicative hash of
+// the QPN salted with the seed), so every packet of a QP takes one path.
+uint16_t RoceEndpoint::udp_sport(uint32_t local_qpn) const noexcept {
+  const uint64_t h = (uint64_t{local_qpn} ^ config_.seed) * 0x9E37'79B9'7F4A'7C15ULL;
+  return static_cast<uint16_t>(0xC000u | (h >> 50));
+}
+
+absl::Status RoceEndpoint::connect_qp(uint32_t peer_ip4, uint32_t local_qpn, uint32_t remote_qpn,
+                                      uint32_t sq_psn, uint32_t rq_psn) {
+  const uint32_t idx = local_qpn - config_.qpn_base;
+  if (idx >= config_.max_qps) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("connect_qp: local_qpn ", local_qpn, " outside ", config_.qpn_base, "..",
+                     config_.qpn_base + config_.max_qps - 1, " (qpn_base, max_qps)"));
+  }
+  if (peer_ip4 == 0 || peer_ip4 == config_.local_ip4) {
+    return absl::InvalidArgumentError("connect_qp: peer_ip4 must be another endpoint's address");
+  }
+  if (remote_qpn < 2 || remote_qpn > kPsnMask) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("connect_qp: remote_qpn ", remote_qpn, " outside 2..16777215"));
+  }
+  if (sq_psn > kPsnMask || rq_psn > kPsnMask) {
+    return absl::InvalidArgumentError("connect_qp: sq_psn and rq_psn are 24-bit (0..16777215)");
+  }
+  Qp& q = qps_[idx];
+  if (q.state == QpState::kRts) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("connect_qp: QP ", local_qpn, " is already connected"));
+  }
+  if (auto it = qp_by_peer_.find(peer_ip4); it != qp_by_peer_.end() && it->second != idx) {
+    return absl::AlreadyExistsError(absl::StrCat("connect_qp: QP ", config_.qpn_base + it->second,
+                                                 " already serves this peer (one QP per peer)"));
+  }
+  const bool was_active = q.state != QpState::kReset;
+  if (was_active) qp_by_peer_.erase(q.peer_ip4);
+  std::vector<Write> writes = std::move(q.writes);
+  if (writes.size() != config_.max_writes) writes.assign(config_.max_writes, Write{});
+  const uint32_t active_index = q.active_index;
+  q = Qp{};
+  q.writes = std::move(writes);
+  q.state = QpState::kRts;
+  q.local_qpn = local_qpn;
+  q.remote_qpn = remote_qpn;
+  q.peer_ip4 = peer_ip4;
+  q.peer_mac = config_.resolve_mac(peer_ip4);
+  q.sport = udp_sport(local_qpn);
+  q.next_psn = q.max_psn = q.una = sq_psn;
+  q.retry_left = config_.retry_cnt;
+  q.epsn = rq_psn;
+  q.cc.reset(&config_.dcqcn);
+  if (was_active) {
+    q.active_index = active_index;
+  } else {
+    q.active_index = static_cast<uint32_t>(active_.size());
+    active_.push_back(idx);
+  }
+  qp_by_peer_[peer_ip4] = idx;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<QpInfo> RoceEndpoint::qp_info(uint32_t local_qpn) const {
+  const uint32_t idx = local_qpn - config_.qpn_base;
+  if (idx >= config_.max_qps)
+    return absl::NotFoundError(absl::StrCat("qp_info: no QP ", local_qpn));
+  const Qp& q = qps_[idx];
+  QpInfo i;
+  i.state = q.state;
+  i.peer_ip4 = q.peer_ip4;
+  i.remote_qpn = q.remote_qpn;
+  i.udp_sport = q.sport;
+  i.next_psn = q.next_psn;
+  i.max_psn = q.max_psn;
+  i.una = q.una;
+  i.epsn = q.epsn;
+  i.msn = q.msn;
+  i.writes_outstanding = static_cast<uint32_t>(q.write_tail - q.write_head);
+  i.rate_gbps = q.state == QpState::kReset ? 0 : q.cc.rate_bps() / 1e9;
+  i.alpha = q.cc.alpha();
+  return i;
+}
+
+absl::StatusOr<uint32_t> RoceEndpoint::register_memory(uint8_t* base, uint64_t length) {
+  if (base == nullptr || length == 0) {
+    return absl::InvalidArgumentError("register_memory: base must be non-null and length > 0");
+  }
+  if (regions_.size() >= 0xFFFF'FFFEu)
+    return absl::ResourceExhaustedError("register_memory: out of keys");
+  regions_.push_back(Region{base, length});
+  return static_cast<uint32_t>(regions_.size());  // R_Key = index + 1; 0 is never valid
+}
+
+void RoceEndpoint::complete(uint64_t wr_id, OpStatus status, uint64_t bytes) {
+  cq_[cq_tail_++ % cq_.size()] = Completion{wr_id, status, bytes};
+}
+
+absl::Status RoceEndpoint::post_write(const WriteRequest& wr) {
+  if (wr.mode != DeliveryMode::kRud && wr.mode != DeliveryMode::kRod) {
+    return absl::UnimplementedError("post_write: RC delivers reliably in order (kRud or kRod)");
+  }
+  if (wr.length == 0 || wr.length > kMaxMessage || wr.local == nullptr) {
+    return absl::InvalidArgumentError("post_write: length must be 1..2^31 bytes with a buffer");
+  }
+  auto it = qp_by_peer_.find(wr.peer);
+  if (it == qp_by_peer_.end()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("post_write: no QP connected to peer ", wr.peer, " (connect_qp first)"));
+  }
+  if (cq_reserved_ >= cq_.size()) {
+    return absl::ResourceExhaustedError(
+        "post_write: completion queue full (cq_entries); poll first");
+  }
+  Qp& q = qps_[it->second];
+  if (q.state == QpState::kError) {  // IB: a WR posted to a QP in error is flushed
+    ++cq_reserved_;
+    complete(wr.wr_id, OpStatus::kPdcClosed, 0);
+    return absl::OkStatus();
+  }
+  if (q.write_tail - q.write_head >= config_.max_writes) {
+    return absl::ResourceExhaustedError("post_write: send queue full (max_writes)");
+  }
+  Write& w = q.writes[q.write_tail % config_.max_writes];
+  w = Write{};
+  w.wr = wr;
+  w.packets = static_cast<uint32_t>((wr.length + config_.mtu - 1) / config_.mtu);
+  ++q.write_tail;
+  ++cq_reserved_;
+  return absl::OkStatus();
+}
+
+size_t RoceEndpoint::poll_completions(std::span<Completion> out) {
+  size_t n = 0;
+  while (n < out.size() && cq_head_ != cq_tail_) out[n++] = cq_[cq_head_++ % cq_.size()];
+  cq_reserved_ -= n;
+  return n;
+}
+
+EndpointStats RoceEndpoint::stats() const {
+  EndpointStats s;
+  s.data_packets = counters_.tx_data;
+  s.retransmitted_packets = counters_.tx_retx;
+  s.control_packets = counters_.tx_acks + counters_.tx_naks + counters_.tx_cnps;
+  s.timeouts = counters_.timeouts;
+  // Out-of-order packets are dropped by RC (go-back-N resends them); duplicates are answered.
+  s.rx_dropped = counters_.rx_malformed + counters_.rx_not_ours + counters_.rx_unknown_qp +
+                 counters_.rx_qp_error + counters_.rx_unsupported + counters_.rx_out_of_order +
+                 counters_.rx_stale_acks;
+  return s;
+}
+
+}  // namespace uet
