@@ -244,6 +244,11 @@ absl::StatusOr<RunResult> run(const RunConfig& rc) {
     adapters.push_back(std::make_unique<HostAdapter>(&player, eps[h].get()));
     net.attach(h, adapters.back().get());
   }
+  if (!rc.pcap_prefix.empty()) {
+    const uint32_t nic = net.host(0).port;
+    if (absl::Status s = net.tap(nic, rc.pcap_prefix + "_h0_tx.pcap"); !s.ok()) return s;
+    if (absl::Status s = net.tap(net.port(nic).peer, rc.pcap_prefix + "_h0_rx.pcap"); !s.ok()) return s;
+  }
   player.schedule_initial();
   // Run in slices so a finished workload stops the clock.
   const Time slice = 100 * kMicrosecond;

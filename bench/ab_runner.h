@@ -53,6 +53,8 @@ struct RunConfig {
   Time max_time = kSecond;   // simulated time limit
   uint32_t mtu = 4096;       // payload bytes per packet
   uint16_t uet_evs = 32;     // UET: EVs sprayed over (1 = a fixed path, as RoCEv2)
+  // When set: pcaps of everything host 0 sends and receives, PREFIX_h0_tx.pcap / _h0_rx.pcap.
+  std::string pcap_prefix;
 };
 
 struct RunResult {

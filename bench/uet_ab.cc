@@ -35,6 +35,8 @@ ABSL_FLAG(uint64_t, buffer_kb, 1024, "switch buffer per port in KiB, 16..65536")
 ABSL_FLAG(uint64_t, seed, 1, "seed of the fabric and the workload");
 ABSL_FLAG(uint32_t, max_ms, 200, "simulated time limit per run in milliseconds, 1..100000");
 ABSL_FLAG(std::string, json, "", "write one JSON object per run to this file");
+ABSL_FLAG(std::string, pcap, "",
+          "directory for pcaps of host 0's traffic, one pair per run (SCENARIO_TRANSPORT_h0_tx.pcap, _rx)");
 
 namespace uet::ab {
 namespace {
@@ -222,6 +224,9 @@ int run_main() {
       c.mtu = mtu;
       c.uet_evs = static_cast<uint16_t>(absl::GetFlag(FLAGS_evs));
       c.max_time = static_cast<Time>(absl::GetFlag(FLAGS_max_ms)) * kMillisecond;
+      if (const std::string dir = absl::GetFlag(FLAGS_pcap); !dir.empty()) {
+        c.pcap_prefix = absl::StrCat(dir, "/", scenario, "_", to_string(t));
+      }
       auto r = run(c);
       if (!r.ok()) {
         std::fprintf(stderr, "uet-ab: %s %s: %s\n", scenario.c_str(), to_string(t),

@@ -300,7 +300,10 @@ void Network::start_tx(uint32_t port) {
     const Time done = now_ + serialization(p, bytes + 24);  // + preamble, IFG, FCS
     ++p.stats.tx_frames;
     p.stats.tx_bytes += bytes;
-    if (p.tap) (void)p.tap->write(std::span<const uint8_t>(fr.data, fr.len), static_cast<uint64_t>(now_ / 1000));
+    if (p.tap) {
+      (void)p.tap->write(std::span<const uint8_t>(fr.data, fr.len),
+                         static_cast<uint64_t>(now_ / kNanosecond), fr.bytes_on_wire());
+    }
     events_q_.push(done, kTxDone, port, f);
     return;
   }

@@ -1,5 +1,6 @@
 #include "transport/wire/pcap.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -36,14 +37,15 @@ absl::StatusOr<PcapWriter> PcapWriter::open(const std::string& path, uint32_t sn
   return w;
 }
 
-absl::Status PcapWriter::write(std::span<const uint8_t> frame, uint64_t time_ns) {
+absl::Status PcapWriter::write(std::span<const uint8_t> frame, uint64_t time_ns,
+                               uint32_t wire_len) {
   if (!file_) return absl::FailedPreconditionError("pcap: writer is closed");
   const uint32_t caplen = frame.size() < snaplen_ ? static_cast<uint32_t>(frame.size()) : snaplen_;
   uint8_t rec[16];
   put32(rec, static_cast<uint32_t>(time_ns / 1'000'000'000));
   put32(rec + 4, static_cast<uint32_t>(time_ns % 1'000'000'000));
   put32(rec + 8, caplen);
-  put32(rec + 12, static_cast<uint32_t>(frame.size()));
+  put32(rec + 12, std::max(wire_len, static_cast<uint32_t>(frame.size())));
   if (std::fwrite(rec, sizeof(rec), 1, file_.get()) != 1 ||
       (caplen > 0 && std::fwrite(frame.data(), caplen, 1, file_.get()) != 1)) {
     return absl::InternalError("pcap: write failed");

@@ -17,7 +17,9 @@ class PcapWriter {
   static absl::StatusOr<PcapWriter> open(const std::string& path, uint32_t snaplen = 65535);
 
   // Appends one frame captured at `time_ns`; the record is cut to the snap length.
-  absl::Status write(std::span<const uint8_t> frame, uint64_t time_ns);
+  // `wire_len` > frame.size() records a frame whose payload was not stored (the simulator at
+  // scale): readers then see a capture shorter than the packet, as with a snap length.
+  absl::Status write(std::span<const uint8_t> frame, uint64_t time_ns, uint32_t wire_len = 0);
   absl::Status close();
 
  private:

@@ -1,0 +1,62 @@
+#!/usr/bin/env python3
+"""Simulated runs open cleanly in Wireshark: uet-ab --pcap taps host 0 of a small fabric while
+the real UET and RoCEv2 engines run every standard scenario (permutation, incast, loss). Every
+frame of every pcap must be dissected by the plugin (UET frames by uetref; RoCEv2 frames by
+InfiniBand plus uetref.rocev2), with no malformed-packet item and no expert info at Error.
+Payloads travel by length in these runs, so the captures are shorter than the packets, as with
+a snap length; that must not read as malformed either.
+"""
+import os
+import subprocess
+import sys
+
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+import harness  # noqa: E402
+
+ERROR = 0x00800000  # PI_ERROR
+
+
+def main():
+    p = harness.args_parser(__doc__)
+    p.add_argument('--ab', required=True, help='build/bin/uet-ab')
+    a = p.parse_args()
+    errors = []
+    with harness.Tshark(a.plugin, a.tshark, a.keep) as ts:
+        ts.check_plugin_loaded()
+        out = ts.path('sim')
+        os.makedirs(out)
+        subprocess.run([a.ab, '--leaves=2', '--hosts_per_leaf=4', '--spines=2', '--fan_in=4',
+                        '--bytes=65536', '--pcap=' + out], check=True, stdout=subprocess.DEVNULL)
+        os.chmod(out, 0o755)
+        names = sorted(os.listdir(out))
+        if len(names) != 12:
+            errors.append('expected 12 pcaps (3 scenarios x 2 transports x tx/rx), got %d' % len(names))
+        total = 0
+        for name in names:
+            path = os.path.join(out, name)
+            os.chmod(path, 0o644)
+            pkts = harness.packets(ts.run(['-n', '-r', path, '-T', 'json']).stdout)
+            total += len(pkts)
+            if not pkts:
+                errors.append('%s: no frames' % name)
+            uet = '_uet_' in name
+            for i, pk in enumerate(pkts, 1):
+                if '_ws.malformed' in pk['*']:
+                    errors.append('%s frame %d: malformed' % (name, i))
+                protos = ['uetref'] if uet else ['uetref.rocev2', 'infiniband']
+                for proto in protos:
+                    if proto not in pk:
+                        errors.append('%s frame %d: not dissected by %s' % (name, i, proto))
+                for proto in ('uetref', 'uetref.rocev2'):
+                    o = pk.get(proto, {})
+                    for sev, msg in zip(o.get('_ws.expert.severity', []), o.get('_ws.expert.message', [])):
+                        if int(sev) >= ERROR:
+                            errors.append('%s frame %d: error expert info: %s' % (name, i, msg))
+        print('%d pcaps, %d frames' % (len(names), total))
+    for e in errors[:50]:
+        print('FAIL:', e, file=sys.stderr)
+    return 1 if errors else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
