@@ -201,7 +201,7 @@ void Network::run_until(Time until) {
 void Network::dispatch(const Event& e) {
   switch (e.kind()) {
     case kTxDone:
-      on_tx_done(e.a, e.b);
+      on_tx_done(e.a);
       break;
     case kArrive:
       on_arrive(e.a, e.b);
@@ -225,7 +225,7 @@ void Network::dispatch(const Event& e) {
       } else if (!pause && p.paused[prio]) {
         p.paused[prio] = false;
         if (prio == 0) p.stats.paused_time += now_ - p.paused_since;
-        if (!p.busy) start_tx(e.a);
+        kick_port(e.a);
         if (nodes_[p.node].kind == NodeKind::kHost) {
           host_pull(nodes_[p.node].index);
           host_arm_timer(nodes_[p.node].index);
@@ -239,8 +239,7 @@ void Network::dispatch(const Event& e) {
       // Switches learn of the change after the detection delay.
       events_q_.push(now_ + config_.switches.failure_detection, kEcmpRefresh, 0, 0);
       if (up) {
-        for (uint32_t p : {e.a, ports_[e.a].peer})
-          if (!ports_[p].busy) start_tx(p);
+        for (uint32_t p : {e.a, ports_[e.a].peer}) kick_port(p);
       }
       break;
     }
@@ -275,10 +274,12 @@ void Network::flush_stats() {
   }
 }
 
-// Serves the control class first, then data; a paused class waits.
+// Serves the control class first, then data; a paused class waits. The frame's fate on the
+// link (down, lost, corrupted) is decided as it starts; it arrives after serialization and
+// propagation.
 void Network::start_tx(uint32_t port) {
   Port& p = ports_[port];
-  if (p.busy) return;
+  if (p.done_scheduled || now_ < p.busy_until) return;
   for (int prio = kNumPriorities - 1; prio >= 0; --prio) {
     if (p.queue[prio].empty() || p.paused[prio]) continue;
     account_queue(p);
@@ -296,41 +297,56 @@ void Network::start_tx(uint32_t port) {
         send_pfc(in, 0, false);
       }
     }
-    p.busy = true;
     const Time done = now_ + serialization(p, bytes + 24);  // + preamble, IFG, FCS
+    p.busy_until = done;
     ++p.stats.tx_frames;
     p.stats.tx_bytes += bytes;
     if (p.tap) {
       (void)p.tap->write(std::span<const uint8_t>(fr.data, fr.len),
                          static_cast<uint64_t>(now_ / kNanosecond), fr.bytes_on_wire());
     }
-    events_q_.push(done, kTxDone, port, f);
+    if (!p.up) {
+      ++p.stats.drops;
+      drop(f);
+    } else if (p.rng.chance(p.link.loss)) {
+      ++p.stats.wire_losses;
+      drop(f);
+    } else {
+      if (p.rng.chance(p.link.corrupt)) {
+        // One bit after the Ethernet header, as a switch's memory (not the wire, whose FCS
+        // would catch it) might damage it: IP/UDP checksums, the ICRC or the receiver must.
+        constexpr uint32_t kL2 = 14;
+        const uint64_t bit = kL2 * 8 + p.rng.below(uint64_t{fr.len - kL2} * 8);
+        fr.data[bit / 8] ^= static_cast<uint8_t>(1u << (bit % 8));
+        ++p.stats.corruptions;
+        frame_meta_[f].parsed = false;  // the next switch reads the damaged headers
+      }
+      events_q_.push(done + p.link.delay, kArrive, p.peer, f);
+    }
+    bool more = false;
+    for (int pr = 0; pr < kNumPriorities; ++pr) more |= !p.queue[pr].empty() && !p.paused[pr];
+    if (more || nodes_[p.node].kind == NodeKind::kHost) {
+      events_q_.push(done, kTxDone, port, 0);
+      p.done_scheduled = true;
+    }
     return;
   }
 }
 
-void Network::on_tx_done(uint32_t port, FrameId f) {
+void Network::kick_port(uint32_t port) {
   Port& p = ports_[port];
-  p.busy = false;
-  if (!p.up) {
-    ++p.stats.drops;
-    drop(f);
-  } else if (p.rng.chance(p.link.loss)) {
-    ++p.stats.wire_losses;
-    drop(f);
+  if (p.done_scheduled) return;
+  if (now_ >= p.busy_until) {
+    start_tx(port);
   } else {
-    if (p.rng.chance(p.link.corrupt)) {
-      Frame& fr = pool_[f];
-      // One bit after the Ethernet header, as a switch's memory (not the wire, whose FCS would
-      // catch it) might damage it: IP/UDP checksums, the ICRC or the receiver must catch it.
-      constexpr uint32_t kL2 = 14;
-      const uint64_t bit = kL2 * 8 + p.rng.below(uint64_t{fr.len - kL2} * 8);
-      fr.data[bit / 8] ^= static_cast<uint8_t>(1u << (bit % 8));
-      ++p.stats.corruptions;
-      frame_meta_[f].parsed = false;  // the next switch reads the damaged headers
-    }
-    events_q_.push(now_ + p.link.delay, kArrive, p.peer, f);
+    events_q_.push(p.busy_until, kTxDone, port, 0);
+    p.done_scheduled = true;
   }
+}
+
+void Network::on_tx_done(uint32_t port) {
+  Port& p = ports_[port];
+  p.done_scheduled = false;
   start_tx(port);
   if (nodes_[p.node].kind == NodeKind::kHost) {
     host_pull(nodes_[p.node].index);
@@ -433,7 +449,7 @@ bool Network::enqueue(uint32_t port, FrameId f, Priority prio, uint32_t ingress)
   p.queue[pr].push(f);
   p.queued_bytes[pr] += fr.bytes_on_wire();
   p.stats.max_queue_bytes = std::max(p.stats.max_queue_bytes, p.queued_bytes[0] + p.queued_bytes[1]);
-  if (!p.busy) start_tx(port);
+  kick_port(port);
   return true;
 }
 

@@ -110,7 +110,11 @@ struct Port {
 
   std::array<Ring<FrameId>, kNumPriorities> queue;
   std::array<uint64_t, kNumPriorities> queued_bytes{};
-  bool busy = false;
+  // The wire is busy until busy_until. A kTxDone event is scheduled only when something must
+  // happen then (a host NIC pulls its next frame; a switch port has more frames waiting), so
+  // an idle fabric costs one event per frame per hop, not two.
+  Time busy_until = 0;
+  bool done_scheduled = false;
   std::array<bool, kNumPriorities> paused{};
   Time paused_since = 0;
 
@@ -215,7 +219,8 @@ class Network {
 
   void dispatch(const Event& e);
   void start_tx(uint32_t port);
-  void on_tx_done(uint32_t port, FrameId f);
+  void kick_port(uint32_t port);  // start now if idle, else make sure kTxDone will come
+  void on_tx_done(uint32_t port);
   void on_arrive(uint32_t port, FrameId f);
   void switch_forward(uint32_t in_port, FrameId f);
   bool enqueue(uint32_t port, FrameId f, Priority prio, uint32_t ingress);
