@@ -1,0 +1,138 @@
+#include "tests/fuzz/fuzz_targets.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "transport/rocev2/roce_endpoint.h"
+#include "transport/uet/uet_endpoint.h"
+#include "transport/wire/checksum.h"
+#include "transport/wire/decode.h"
+#include "transport/wire/icrc.h"
+
+namespace uet::fuzz {
+
+namespace {
+
+constexpr uint32_t kLocal = 0x0A000002, kPeer = 0x0A000001;
+Reach g_reach;
+constexpr uint32_t kRoceQpn = 0x100;  // RoceConfig's default qpn_base: the first local QP
+
+[[noreturn]] void invariant_failed(const char* what) {
+  __builtin_trap();
+  (void)what;
+}
+
+// Readdresses an Ethernet/IPv4/UDP frame to kLocal from kPeer and re-seals IPv4 and UDP
+// checksums and, for RoCEv2, the ICRC. Leaves anything else as it is.
+void reseal(std::vector<uint8_t>& f) {
+  if (f.size() < 14 + 20 + 8 || f[12] != 0x08 || f[13] != 0x00) return;
+  uint8_t* ip = f.data() + 14;
+  const size_t ihl = size_t{ip[0] & 0x0Fu} * 4;
+  if (ihl < 20 || f.size() < 14 + ihl + 8) return;
+  auto* h = wire::as<wire::Ipv4>(ip);
+  h->set_src(kPeer);
+  h->set_dst(kLocal);
+  h->set_checksum(wire::ipv4_header_checksum(ip, ihl));
+  if (h->protocol() != 17) return;
+  uint8_t* udp = ip + ihl;
+  const size_t udp_len = wire::load_be(udp + 4, 2);
+  if (udp_len < 8 || 14 + ihl + udp_len > f.size()) return;
+  if (wire::load_be(udp + 2, 2) == wire::kRoceUdpPort && udp_len >= 8 + 12 + 4) {
+    wire::store_be(udp + 8 + 5, 3, kRoceQpn);  // BTH destination QP: the connected QP
+    const size_t end = 14 + ihl + udp_len;
+    wire::store_icrc(f.data() + end - 4, wire::compute_icrc(ip, end - 4 - 14, false, ihl));
+  }
+  if (wire::load_be(udp + 6, 2) != 0) {
+    wire::store_be(udp + 6, 2, wire::udp_checksum(ip, false, udp, udp_len));
+  }
+}
+
+template <typename Ep>
+uint64_t drive(Ep& ep, const uint8_t* data, size_t size, size_t max_tables) {
+  uint64_t answers = 0;
+  std::vector<uint8_t> out(9216);
+  Time now = 0;
+  size_t at = 0;
+  while (at + 2 <= size) {
+    const size_t len = std::min<size_t>(wire::load_be(data + at, 2), size - at - 2);
+    std::vector<uint8_t> f(data + at + 2, data + at + 2 + len);
+    at += 2 + len;
+    reseal(f);
+    Frame fr{f.data(), static_cast<uint32_t>(f.size()), 0, static_cast<uint32_t>(f.size())};
+    Frame* fp = &fr;
+    now += kMicrosecond;
+    ep.rx(std::span<Frame* const>(&fp, 1), now);
+    // Everything it answers must be a frame that decodes.
+    for (int i = 0; i < 64; ++i) {
+      Frame o{out.data(), 0, 0, static_cast<uint32_t>(out.size())};
+      Frame* op = &o;
+      if (ep.tx(std::span<Frame* const>(&op, 1), now) == 0) break;
+      ++answers;
+      wire::Decoded d;
+      wire::DecodeOptions opts;
+      opts.elided = o.wire_len > o.len ? o.wire_len - o.len : 0;
+      if (wire::decode_frame(std::span<const uint8_t>(out.data(), o.len), &d, opts) !=
+          wire::WireError::kOk) {
+        invariant_failed("the endpoint sent a frame that does not decode");
+      }
+    }
+    if (ep.next_deadline() <= now + 100 * kMicrosecond) ep.on_timer(now + 100 * kMicrosecond);
+  }
+  Completion c[64];
+  while (ep.poll_completions(c) == std::size(c)) {
+  }
+  (void)max_tables;
+  return answers;
+}
+
+}  // namespace
+
+void decode_frame_target(const uint8_t* data, size_t size) {
+  wire::Decoded d;
+  (void)wire::decode_frame(std::span<const uint8_t>(data, size), &d);
+  wire::DecodeOptions lax;
+  lax.verify_ip_checksum = lax.verify_udp_checksum = lax.verify_icrc = false;
+  if (wire::decode_frame(std::span<const uint8_t>(data, size), &d, lax) == wire::WireError::kOk) {
+    // A frame that decodes has its payload inside the buffer.
+    if (d.payload.data() < data || d.payload.data() + d.payload.size() > data + size) {
+      invariant_failed("payload outside the frame");
+    }
+  }
+  (void)wire::decode_uet(std::span<const uint8_t>(data, size), &d);
+}
+
+void uet_rx_target(const uint8_t* data, size_t size) {
+  UetConfig c;
+  c.local_ip4 = kLocal;
+  c.max_pdcs = 8;
+  c.mpr = 64;
+  c.max_writes = 4;
+  static std::vector<uint8_t> region(1 << 16);
+  auto ep = std::move(*UetEndpoint::create(c));
+  (void)ep->register_memory(region.data(), region.size());
+  g_reach.uet_answers += drive(*ep, data, size, c.max_pdcs);
+  if (ep->pdcs_in_use() > c.max_pdcs) invariant_failed("PDC table grew past max_pdcs");
+  g_reach.uet_data += ep->counters().rx_data;
+  g_reach.uet_acks += ep->counters().rx_acks;
+  g_reach.uet_nacks += ep->counters().rx_nacks;
+}
+
+void roce_rx_target(const uint8_t* data, size_t size) {
+  RoceConfig c;
+  c.local_ip4 = kLocal;
+  c.max_qps = 4;
+  c.cq_entries = 64;
+  static std::vector<uint8_t> region(1 << 16);
+  auto ep = std::move(*RoceEndpoint::create(c));
+  (void)ep->register_memory(region.data(), region.size());
+  // Connected as the vectors' QPs commonly are; the rest is dropped as unknown QPs.
+  (void)ep->connect_qp(kPeer, kRoceQpn, 0x11, 0, 0);
+  g_reach.roce_answers += drive(*ep, data, size, c.max_qps);
+  g_reach.roce_data += ep->counters().rx_data;
+}
+
+const Reach& reach() { return g_reach; }
+
+}  // namespace uet::fuzz

@@ -1,0 +1,29 @@
+// Fuzz targets: each takes arbitrary bytes and must neither crash nor hang nor grow without
+// bound. Built two ways (tests/fuzz/CMakeLists.txt): as libFuzzer targets with clang
+// (-DUET_LIBFUZZER=ON, long runs, README.md here), and as a short seeded run in the test suite
+// with any compiler (fuzz_driver.cc), seeded from spec/vectors.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace uet::fuzz {
+
+// decode_frame() on the bytes as one frame, with and without checks, and decode_uet() on them.
+void decode_frame_target(const uint8_t* data, size_t size);
+// A UET endpoint's receive path fed a sequence of frames ([u16 length][bytes]...). Frames that
+// parse as Ethernet/IPv4/UDP are readdressed to the endpoint and their checksums re-sealed, so
+// mutations reach the PDS and SES logic instead of dying at the IP checksum.
+void uet_rx_target(const uint8_t* data, size_t size);
+// The same for a RoCEv2 RC endpoint with a connected QP (the ICRC is re-sealed too).
+void roce_rx_target(const uint8_t* data, size_t size);
+
+// What the runs so far reached, to check that mutations get past the decoder: frames the
+// endpoints accepted as data / ACK / NACK, and frames they answered.
+struct Reach {
+  uint64_t uet_data = 0, uet_acks = 0, uet_nacks = 0, uet_answers = 0;
+  uint64_t roce_data = 0, roce_answers = 0;
+};
+const Reach& reach();
+
+}  // namespace uet::fuzz
