@@ -11,7 +11,7 @@
 
 #include "sim/network.h"
 #include "sim/topology.h"
-#include "tests/rocev2/fake_link.h"
+#include "tests/common/fake_link.h"
 #include "transport/rocev2/roce_endpoint.h"
 #include "transport/uet/uet_endpoint.h"
 

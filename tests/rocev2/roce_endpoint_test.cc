@@ -17,7 +17,7 @@
 
 #include "sim/network.h"
 #include "sim/topology.h"
-#include "tests/rocev2/fake_link.h"
+#include "tests/common/fake_link.h"
 #include "transport/rocev2/psn.h"
 #include "transport/wire/checksum.h"
 

@@ -13,6 +13,7 @@
 
 #include "sim/network.h"
 #include "sim/topology.h"
+#include "tests/common/fake_link.h"
 #include "transport/wire/checksum.h"
 
 namespace uet {
@@ -28,80 +29,46 @@ UetConfig config_for(uint32_t ip) {
   return c;
 }
 
-struct Wire {
-  Time at;
-  uint64_t seq;
-  int to;
-  std::vector<uint8_t> bytes;
-};
-
-// What a test sees of each frame on the link: the sender (0 = A, 1 = B), the decoded frame and
-// its bytes (mutable, to trim or corrupt). Return how many copies to deliver (0 = lose it).
+// Two UET endpoints on the shared fake link (tests/common/fake_link.h): simulated time, and a
+// filter that decides per frame how many copies arrive (0 = lost) and may rewrite its bytes.
 using Filter = std::function<int(int from, const wire::Decoded& d, std::vector<uint8_t>& bytes)>;
 
 class FakeLink {
  public:
-  FakeLink(UetConfig a, UetConfig b) {
-    ep_[0] = std::move(*UetEndpoint::create(a));
-    ep_[1] = std::move(*UetEndpoint::create(b));
+  FakeLink(UetConfig a, UetConfig b)
+      : a_(std::move(*UetEndpoint::create(a))), b_(std::move(*UetEndpoint::create(b))),
+        link_(a_.get(), b_.get()) {}
+  UetEndpoint& a() { return *a_; }
+  UetEndpoint& b() { return *b_; }
+  // Each copy is delayed by up to `max` more (reordering).
+  void set_jitter(Time max) {
+    jitter_ = max;
+    install();
   }
-  UetEndpoint& a() { return *ep_[0]; }
-  UetEndpoint& b() { return *ep_[1]; }
-  void set_filter(Filter f) { filter_ = std::move(f); }
-  void set_jitter(Time max) { jitter_ = max; }
-  Time now() const { return now_; }
-
-  // Runs until nothing is in flight and no timer is due before `until`.
-  void run(Time until) {
-    std::vector<uint8_t> buf(9216);
-    for (int guard = 0; guard < 5'000'000; ++guard) {
-      // Both endpoints send everything they may send now.
-      for (int i = 0; i < 2; ++i) {
-        for (;;) {
-          Frame f{buf.data(), 0, 0, static_cast<uint32_t>(buf.size())};
-          Frame* fp = &f;
-          if (ep_[i]->tx(std::span<Frame* const>(&fp, 1), now_) == 0) break;
-          std::vector<uint8_t> bytes(buf.begin(), buf.begin() + f.len);
-          wire::Decoded d;
-          EXPECT_EQ(wire::decode_frame(bytes, &d), wire::WireError::kOk);
-          const int copies = filter_ ? filter_(i, d, bytes) : 1;
-          for (int c = 0; c < copies; ++c) {
-            const Time jitter = jitter_ > 0 ? static_cast<Time>(rng_() % static_cast<uint64_t>(jitter_)) : 0;
-            wires_.push_back(Wire{now_ + kDelay + jitter, seq_++, 1 - i, bytes});
-          }
-        }
-      }
-      // Next event: an arrival or a timer.
-      Time next = std::min(ep_[0]->next_deadline(), ep_[1]->next_deadline());
-      for (const Wire& w : wires_) next = std::min(next, w.at);
-      if (next == kNever || next > until) return;
-      now_ = std::max(now_, next);
-      std::stable_sort(wires_.begin(), wires_.end(), [](const Wire& x, const Wire& y) {
-        return x.at < y.at || (x.at == y.at && x.seq < y.seq);
-      });
-      while (!wires_.empty() && wires_.front().at <= now_) {
-        Wire w = std::move(wires_.front());
-        wires_.erase(wires_.begin());
-        Frame f{w.bytes.data(), static_cast<uint32_t>(w.bytes.size()), 0,
-                static_cast<uint32_t>(w.bytes.size())};
-        Frame* fp = &f;
-        ep_[w.to]->rx(std::span<Frame* const>(&fp, 1), now_);
-      }
-      for (int i = 0; i < 2; ++i)
-        if (ep_[i]->next_deadline() <= now_) ep_[i]->on_timer(now_);
-    }
-    ADD_FAILURE() << "fake link did not settle";
+  void set_filter(Filter f) {
+    filter_ = std::move(f);
+    install();
   }
+  Time now() const { return link_.now(); }
+  void run(Time until) { link_.run(until); }
 
  private:
-  static constexpr Time kDelay = 2 * kMicrosecond;
-  std::unique_ptr<UetEndpoint> ep_[2];
+  void install() {
+    link_.set_filter([this](int from, const wire::Decoded& d, std::vector<uint8_t>& bytes) {
+      testing::Verdict v;
+      v.copies = filter_ ? filter_(from, d, bytes) : 1;
+      if (jitter_ > 0) {
+        v.delay = static_cast<Time>(rng_() % static_cast<uint64_t>(jitter_));
+        v.dup_delay = static_cast<Time>(rng_() % static_cast<uint64_t>(jitter_));
+      }
+      return v;
+    });
+  }
+  std::unique_ptr<UetEndpoint> a_, b_;
+  testing::FakeLink link_;
   Filter filter_;
   Time jitter_ = 0;
   std::mt19937_64 rng_{7};
-  std::vector<Wire> wires_;
-  uint64_t seq_ = 0;
-  Time now_ = 0;
 };
 
 struct Transfer {
