@@ -271,6 +271,7 @@ absl::StatusOr<RunResult> run(const RunConfig& rc) {
   });
   if (!flows.ok()) return flows.status();
   r.flows = *flows;
+  r.records = player.records();
   r.ports = sim::port_summary(net, net.now());
   for (const auto& ep : eps) {
     const EndpointStats s = ep->stats();

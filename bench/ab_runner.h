@@ -61,6 +61,7 @@ struct RunResult {
   std::string scenario;
   TransportKind transport;
   sim::FlowStats flows;
+  std::vector<sim::FlowRecord> records;  // per flow id: start, finish, bytes
   sim::PortSummary ports;
   EndpointStats endpoints;  // summed over hosts
   uint64_t failed = 0;      // writes that completed with an error

@@ -35,6 +35,7 @@ ABSL_FLAG(uint64_t, buffer_kb, 1024, "switch buffer per port in KiB, 16..65536")
 ABSL_FLAG(uint64_t, seed, 1, "seed of the fabric and the workload");
 ABSL_FLAG(uint32_t, max_ms, 200, "simulated time limit per run in milliseconds, 1..100000");
 ABSL_FLAG(std::string, json, "", "write one JSON object per run to this file");
+ABSL_FLAG(std::string, csv, "", "write one row per flow per run to this file");
 ABSL_FLAG(std::string, pcap, "",
           "directory for pcaps of host 0's traffic, one pair per run (SCENARIO_TRANSPORT_h0_tx.pcap, _rx)");
 
@@ -202,6 +203,15 @@ int run_main() {
     std::fprintf(json, "[\n");
   }
   bool first_json = true;
+  std::FILE* csv = nullptr;
+  if (const std::string path = absl::GetFlag(FLAGS_csv); !path.empty()) {
+    csv = std::fopen(path.c_str(), "w");
+    if (csv == nullptr) {
+      std::fprintf(stderr, "uet-ab: --csv=%s: cannot open for writing\n", path.c_str());
+      return 1;
+    }
+    std::fprintf(csv, "scenario,transport,flow,src,dst,bytes,start_us,finish_us,fct_us,completed\n");
+  }
   int rc = 0;
   for (const std::string& scenario : scenarios) {
     auto flows = flows_for(scenario, hosts, absl::GetFlag(FLAGS_seed));
@@ -238,6 +248,17 @@ int run_main() {
         std::fprintf(json, "%s  %s", first_json ? "" : ",\n", json_of(*r, c).c_str());
         first_json = false;
       }
+      if (csv != nullptr) {
+        for (size_t id = 0; id < r->records.size(); ++id) {
+          const sim::FlowRecord& f = r->records[id];
+          const bool done = f.finish != kNever && f.received == f.bytes;
+          const double start = static_cast<double>(f.start) / kMicrosecond;
+          const double finish = f.finish == kNever ? -1 : static_cast<double>(f.finish) / kMicrosecond;
+          std::fprintf(csv, "%s,%s,%zu,%u,%u,%lu,%.3f,%.3f,%.3f,%d\n", scenario.c_str(),
+                       to_string(t), id, f.src, f.dst, f.bytes, start, finish,
+                       done ? finish - start : -1.0, done ? 1 : 0);
+        }
+      }
       runs.push_back(std::move(*r));
     }
     std::string title = absl::StrFormat("%s: %u hosts, %s, %g Gb/s, %lu bytes per flow, seed %lu",
@@ -251,6 +272,7 @@ int run_main() {
     std::fprintf(json, "\n]\n");
     std::fclose(json);
   }
+  if (csv != nullptr) std::fclose(csv);
   return rc;
 }
 
@@ -261,7 +283,8 @@ int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "uet-ab: UET vs RoCEv2 on the same simulated fabric and workload.\n"
       "Usage: uet-ab [--scenario=standard|permutation|incast|alltoall|allreduce|websearch|loss] "
-      "[--transport=uet|rocev2|both] [--topology=leafspine|fattree] [--json=FILE] ...");
+      "[--transport=uet|rocev2|both] [--topology=leafspine|fattree] [--json=FILE] [--csv=FILE] "
+      "[--pcap=DIR] ...");
   absl::ParseCommandLine(argc, argv);
   return uet::ab::run_main();
 }

@@ -6,6 +6,7 @@ the JSON carries the fields the README promises, UET sprays (no PFC) while RoCEv
 PFC except in the loss run, and only the loss run loses frames on the wire.
 Usage: ab_smoke_test.py BUILD_BIN_DIR
 """
+import csv
 import json
 import os
 import subprocess
@@ -17,14 +18,16 @@ def main():
     bindir = sys.argv[1]
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "ab.json")
+        csv_path = os.path.join(tmp, "flows.csv")
         cmd = [os.path.join(bindir, "uet-ab"), "--leaves=4", "--hosts_per_leaf=4", "--spines=2",
-               "--fan_in=6", "--bytes=262144", "--json=" + out]
+               "--fan_in=6", "--bytes=262144", "--json=" + out, "--csv=" + csv_path]
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
         print(proc.stdout)
         if proc.returncode != 0:
             print(proc.stderr, file=sys.stderr)
             return 1
         runs = json.load(open(out))
+        rows = list(csv.DictReader(open(csv_path)))
     failures = []
     seen = set()
     for r in runs:
@@ -43,6 +46,18 @@ def main():
             failures.append(f"{key}: pfc={r['params']['pfc']}, expected {want_pfc}")
         if r["transport"] == "rocev2" and r["trims"] != 0:
             failures.append(f"{key}: RoCEv2 frames were trimmed")
+    # The CSV has one completed row per flow of every run, with FCT = finish - start.
+    for r in runs:
+        mine = [x for x in rows if x["scenario"] == r["scenario"] and x["transport"] == r["transport"]]
+        if len(mine) != r["flows"] or any(x["completed"] != "1" for x in mine):
+            failures.append(f"{r['scenario']}/{r['transport']}: {len(mine)} CSV rows for {r['flows']} flows")
+        for x in mine:
+            if abs(float(x["finish_us"]) - float(x["start_us"]) - float(x["fct_us"])) > 0.01:
+                failures.append(f"CSV row {x}: fct != finish - start")
+                break
+        fcts = sorted(float(x["fct_us"]) for x in mine)
+        if fcts and abs(fcts[-1] - r["fct_us"]["max"]) > 0.01:
+            failures.append(f"{r['scenario']}/{r['transport']}: CSV max FCT {fcts[-1]} != JSON {r['fct_us']['max']}")
     expected = {(s, t) for s in ("permutation", "incast", "loss") for t in ("uet", "rocev2")}
     if seen != expected:
         failures.append(f"runs {sorted(seen)} != {sorted(expected)}")
