@@ -20,6 +20,11 @@ PACKAGES=(
   wireshark-dev     # Wireshark plugin API and WiresharkConfig.cmake: dissector/
   libwireshark-dev  # libwireshark (epan) headers and library: dissector/
   libglib2.0-dev    # GLib headers the Wireshark headers include: dissector/
+  dpdk              # dpdk-testpmd (the I/O ceiling in bench/) and the PMDs: dpdk-io/
+  dpdk-dev          # DPDK 22.11 headers: dpdk-io/
+  libdpdk-dev       # libdpdk.pc and the libraries: dpdk-io/
+  liburing-dev      # io_uring UDP backend: dpdk-io/
+  iproute2          # network namespaces and veth pairs in the dpdk-io tests
 )
 
 missing=()
