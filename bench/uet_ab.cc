@@ -10,13 +10,15 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "bench/ab_runner.h"
 #include "sim/rng.h"
 
 ABSL_FLAG(std::string, scenario, "standard",
           "standard (permutation + incast + loss), permutation, incast, alltoall, allreduce, "
-          "websearch, loss");
+          "websearch, loss, loss-sweep");
 ABSL_FLAG(std::string, transport, "both", "uet, rocev2 or both");
 ABSL_FLAG(std::string, topology, "leafspine", "leafspine or fattree");
 ABSL_FLAG(uint32_t, leaves, 16, "leaf-spine: leaves, 1..1024");
@@ -27,6 +29,10 @@ ABSL_FLAG(double, gbps, 100, "link rate in Gb/s, 1..1600");
 ABSL_FLAG(uint64_t, bytes, 1 << 20, "bytes per flow (permutation, incast, alltoall, allreduce total), 1..1073741824");
 ABSL_FLAG(uint32_t, fan_in, 32, "incast: senders, 1..hosts-1");
 ABSL_FLAG(double, loss, 0.01, "loss scenario: loss probability on fabric links, 0..0.5");
+ABSL_FLAG(std::string, loss_rates, "0,0.001,0.01,0.05",
+          "loss-sweep: comma-separated loss probabilities per fabric link, each 0..0.5");
+ABSL_FLAG(uint64_t, sweep_bytes, 16 << 20,
+          "loss-sweep: bytes of the one flow (host 0 to the last host), 1..1073741824");
 ABSL_FLAG(double, load, 0.5, "websearch: offered load per host link, 0.01..1");
 ABSL_FLAG(uint32_t, websearch_us, 200, "websearch: arrival window in microseconds, 1..100000");
 ABSL_FLAG(uint32_t, mtu, 4096, "payload bytes per packet: 256, 512, 1024, 2048 or 4096");
@@ -76,6 +82,14 @@ absl::StatusOr<std::vector<sim::FlowSpec>> flows_for(const std::string& scenario
   if (scenario == "incast") return sim::incast(hosts, absl::GetFlag(FLAGS_fan_in), 0, bytes);
   if (scenario == "alltoall") return sim::all_to_all(hosts, bytes);
   if (scenario == "allreduce") return sim::ring_allreduce(hosts, bytes);
+  if (scenario == "loss-sweep") {
+    // One flow across the fabric: host 0 to the last host (another leaf or pod).
+    sim::FlowSpec f;
+    f.src = 0;
+    f.dst = hosts - 1;
+    f.bytes = absl::GetFlag(FLAGS_sweep_bytes);
+    return std::vector<sim::FlowSpec>{f};
+  }
   if (scenario == "websearch") {
     auto cdf = sim::load_cdf(sim::sim_data_path("websearch.cdf"));
     if (!cdf.ok()) return cdf.status();
@@ -84,7 +98,8 @@ absl::StatusOr<std::vector<sim::FlowSpec>> flows_for(const std::string& scenario
   }
   return absl::InvalidArgumentError(absl::StrCat(
       "--scenario=", scenario,
-      " unknown: standard, permutation, incast, alltoall, allreduce, websearch, loss"));
+      " unknown: standard, permutation, incast, alltoall, allreduce, websearch, loss, "
+      "loss-sweep"));
 }
 
 std::string json_of(const RunResult& r, const RunConfig& c) {
@@ -104,7 +119,8 @@ std::string json_of(const RunResult& r, const RunConfig& c) {
       r.ports.trims, r.ports.ecn_marks, r.ports.pauses,
       static_cast<double>(r.ports.paused_time) / kMicrosecond, r.ports.max_queue_bytes, r.events,
       static_cast<double>(r.sim_time) / kMicrosecond, r.wall_s, r.hosts,
-      absl::GetFlag(FLAGS_bytes), c.mtu, c.fabric.host_gbps, c.fabric.fabric_loss,
+      c.scenario == "loss-sweep" ? absl::GetFlag(FLAGS_sweep_bytes) : absl::GetFlag(FLAGS_bytes),
+      c.mtu, c.fabric.host_gbps, c.fabric.fabric_loss,
       c.fabric.pfc ? "true" : "false",
       c.fabric.trimming && c.transport == TransportKind::kUet ? "true" : "false",
       c.fabric.ecn ? "true" : "false", c.transport == TransportKind::kUet ? c.uet_evs : 1, c.seed);
@@ -154,6 +170,50 @@ void print_table(const std::string& title, const std::vector<RunResult>& runs) {
   row("wall (s)", [](const RunResult& r) { return r.wall_s; }, " %14.2f");
 }
 
+// Goodput of one flow: its bytes over its FCT, or, if it did not finish, what arrived over the
+// time it had.
+double flow_goodput_gbps(const RunResult& r) {
+  if (r.records.empty()) return 0;
+  const sim::FlowRecord& f = r.records[0];
+  const Time end = f.finish != kNever ? f.finish : r.sim_time;
+  if (end <= f.start) return 0;
+  return static_cast<double>(f.received) * 8e3 / static_cast<double>(end - f.start);
+}
+
+// One row per loss rate: goodput of each transport and the ratio.
+struct SweepRow {
+  double loss = 0;
+  std::vector<RunResult> runs;
+};
+
+void print_sweep(const std::string& title, const std::vector<SweepRow>& rows) {
+  std::printf("\n%s\n", title.c_str());
+  std::printf("%-10s", "loss/link");
+  for (const RunResult& r : rows.front().runs) {
+    std::printf(" %9s Gb/s %8s retx %8s done", to_string(r.transport), "", "");
+  }
+  if (rows.front().runs.size() == 2) std::printf(" %12s", "uet/rocev2");
+  std::printf("\n");
+  for (const SweepRow& row : rows) {
+    std::printf("%-10s", absl::StrFormat("%.2f%%", 100 * row.loss).c_str());
+    double g[2] = {0, 0};
+    for (size_t i = 0; i < row.runs.size(); ++i) {
+      const RunResult& r = row.runs[i];
+      g[i] = flow_goodput_gbps(r);
+      std::printf(" %14.2f %13lu %13s", g[i], r.endpoints.retransmitted_packets,
+                  r.flows.completed == r.flows.total ? "yes" : "no");
+    }
+    if (row.runs.size() == 2) {
+      if (g[1] > 0) {
+        std::printf(" %12.2f", g[0] / g[1]);
+      } else {
+        std::printf(" %12s", "inf");
+      }
+    }
+    std::printf("\n");
+  }
+}
+
 int run_main() {
   Check check;
   check.range("leaves", absl::GetFlag(FLAGS_leaves), 1, 1024);
@@ -162,6 +222,16 @@ int run_main() {
   check.range("gbps", absl::GetFlag(FLAGS_gbps), 1, 1600);
   check.range("bytes", static_cast<double>(absl::GetFlag(FLAGS_bytes)), 1, 1073741824);
   check.range("loss", absl::GetFlag(FLAGS_loss), 0, 0.5);
+  check.range("sweep_bytes", static_cast<double>(absl::GetFlag(FLAGS_sweep_bytes)), 1, 1073741824);
+  std::vector<double> loss_rates;
+  for (absl::string_view item : absl::StrSplit(absl::GetFlag(FLAGS_loss_rates), ',')) {
+    double v = -1;
+    if (check.error.empty() && (!absl::SimpleAtod(item, &v) || !(v >= 0 && v <= 0.5))) {
+      check.error = absl::StrCat("--loss_rates: '", std::string(item),
+                                 "' is not a probability in 0..0.5");
+    }
+    loss_rates.push_back(v);
+  }
   check.range("load", absl::GetFlag(FLAGS_load), 0.01, 1);
   check.range("websearch_us", absl::GetFlag(FLAGS_websearch_us), 1, 100000);
   check.range("evs", absl::GetFlag(FLAGS_evs), 1, 4096);
@@ -213,22 +283,21 @@ int run_main() {
     std::fprintf(csv, "scenario,transport,flow,src,dst,bytes,start_us,finish_us,fct_us,completed\n");
   }
   int rc = 0;
-  for (const std::string& scenario : scenarios) {
-    auto flows = flows_for(scenario, hosts, absl::GetFlag(FLAGS_seed));
-    if (!flows.ok()) {
-      std::fprintf(stderr, "uet-ab: %s\n", std::string(flows.status().message()).c_str());
-      return 2;
-    }
+  // Runs one case (a scenario at one fabric loss rate) under every transport; writes its
+  // JSON objects and CSV rows.
+  auto run_case = [&](const std::string& scenario, const std::vector<sim::FlowSpec>& flows,
+                      double fabric_loss) {
+    const bool lossy = scenario == "loss" || scenario == "loss-sweep";
     std::vector<RunResult> runs;
     for (TransportKind t : transports) {
       RunConfig c;
       c.scenario = scenario;
       c.fabric = base;
-      if (scenario == "loss") c.fabric.fabric_loss = absl::GetFlag(FLAGS_loss);
+      c.fabric.fabric_loss = fabric_loss;
       // RoCEv2 as deployed: a lossless (PFC) class with ECN; except under random loss, where
       // PFC cannot help and go-back-N shows.
-      c.fabric.pfc = t == TransportKind::kRocev2 && scenario != "loss";
-      c.flows = *flows;
+      c.fabric.pfc = t == TransportKind::kRocev2 && !lossy;
+      c.flows = flows;
       c.transport = t;
       c.seed = absl::GetFlag(FLAGS_seed);
       c.mtu = mtu;
@@ -236,6 +305,9 @@ int run_main() {
       c.max_time = static_cast<Time>(absl::GetFlag(FLAGS_max_ms)) * kMillisecond;
       if (const std::string dir = absl::GetFlag(FLAGS_pcap); !dir.empty()) {
         c.pcap_prefix = absl::StrCat(dir, "/", scenario, "_", to_string(t));
+        if (scenario == "loss-sweep") {
+          absl::StrAppend(&c.pcap_prefix, absl::StrFormat("_loss%g", fabric_loss));
+        }
       }
       auto r = run(c);
       if (!r.ok()) {
@@ -261,6 +333,30 @@ int run_main() {
       }
       runs.push_back(std::move(*r));
     }
+    return runs;
+  };
+
+  for (const std::string& scenario : scenarios) {
+    auto flows = flows_for(scenario, hosts, absl::GetFlag(FLAGS_seed));
+    if (!flows.ok()) {
+      std::fprintf(stderr, "uet-ab: %s\n", std::string(flows.status().message()).c_str());
+      return 2;
+    }
+    if (scenario == "loss-sweep") {
+      std::vector<SweepRow> rows;
+      for (double loss : loss_rates) rows.push_back({loss, run_case(scenario, *flows, loss)});
+      if (!rows.front().runs.empty()) {
+        print_sweep(absl::StrFormat("loss-sweep: one %lu-byte flow, host 0 to host %u, %s, %g Gb/s; "
+                                    "random loss on every fabric link, both directions; no PFC; "
+                                    "seed %lu",
+                                    absl::GetFlag(FLAGS_sweep_bytes), hosts - 1, topo,
+                                    base.host_gbps, absl::GetFlag(FLAGS_seed)),
+                    rows);
+      }
+      continue;
+    }
+    const std::vector<RunResult> runs =
+        run_case(scenario, *flows, scenario == "loss" ? absl::GetFlag(FLAGS_loss) : 0);
     std::string title = absl::StrFormat("%s: %u hosts, %s, %g Gb/s, %lu bytes per flow, seed %lu",
                                         scenario, hosts, topo, base.host_gbps,
                                         absl::GetFlag(FLAGS_bytes), absl::GetFlag(FLAGS_seed));
@@ -282,7 +378,8 @@ int run_main() {
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "uet-ab: UET vs RoCEv2 on the same simulated fabric and workload.\n"
-      "Usage: uet-ab [--scenario=standard|permutation|incast|alltoall|allreduce|websearch|loss] "
+      "Usage: uet-ab [--scenario=standard|permutation|incast|alltoall|allreduce|websearch|loss|"
+      "loss-sweep] "
       "[--transport=uet|rocev2|both] [--topology=leafspine|fattree] [--json=FILE] [--csv=FILE] "
       "[--pcap=DIR] ...");
   absl::ParseCommandLine(argc, argv);

@@ -1,0 +1,68 @@
+#!/usr/bin/env python3
+"""uet-ab --scenario=loss-sweep: one flow across a small lossy fabric, both transports.
+
+Asserts: one run per (loss rate, transport) with that rate in its params and no PFC; without
+loss nothing is lost or resent and both reach most of the line rate; with loss, frames are lost
+and resent; UET keeps most of its loss-free goodput at 5 % per link (selective retransmission)
+while RoCEv2's go-back-N does worse than UET at every non-zero rate.
+Usage: loss_sweep_test.py BUILD_BIN_DIR
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+RATES = (0.0, 0.01, 0.05)
+
+
+def main():
+    bindir = sys.argv[1]
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "sweep.json")
+        cmd = [os.path.join(bindir, "uet-ab"), "--scenario=loss-sweep", "--leaves=2",
+               "--hosts_per_leaf=2", "--spines=2", "--sweep_bytes=4194304", "--max_ms=50",
+               "--loss_rates=" + ",".join(str(r) for r in RATES), "--json=" + out]
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        print(proc.stdout)
+        if proc.returncode != 0:
+            print(proc.stderr, file=sys.stderr)
+            return 1
+        runs = json.load(open(out))
+    failures = []
+    by = {(r["params"]["fabric_loss"], r["transport"]): r for r in runs}
+    want = {(rate, t) for rate in RATES for t in ("uet", "rocev2")}
+    if set(by) != want or len(runs) != len(want):
+        failures.append(f"runs {sorted(by)} != {sorted(want)}")
+        runs = []
+    for r in runs:
+        key = (r["params"]["fabric_loss"], r["transport"])
+        if r["scenario"] != "loss-sweep" or r["flows"] != 1 or r["params"]["pfc"]:
+            failures.append(f"{key}: scenario {r['scenario']}, {r['flows']} flows, pfc {r['params']['pfc']}")
+        if r["params"]["bytes"] != 4194304:
+            failures.append(f"{key}: params.bytes {r['params']['bytes']}")
+    if not failures:
+        for t in ("uet", "rocev2"):
+            clean = by[(0.0, t)]
+            if clean["drops"] or clean["retransmits"] or clean["goodput_gbps"] < 80:
+                failures.append(f"{t} without loss: {clean['drops']} drops, "
+                                f"{clean['retransmits']} retransmits, {clean['goodput_gbps']} Gb/s")
+        for rate in RATES[1:]:
+            u, r = by[(rate, "uet")], by[(rate, "rocev2")]
+            if u["drops"] == 0 or u["retransmits"] == 0:
+                failures.append(f"uet at {rate}: no loss or no retransmission")
+            if u["completed"] != 1:
+                failures.append(f"uet at {rate}: the flow did not complete")
+            if not u["goodput_gbps"] > r["goodput_gbps"]:
+                failures.append(f"at {rate}: uet {u['goodput_gbps']} Gb/s <= rocev2 {r['goodput_gbps']}")
+        if by[(0.05, "uet")]["goodput_gbps"] < 0.6 * by[(0.0, "uet")]["goodput_gbps"]:
+            failures.append(f"uet at 5 %: {by[(0.05, 'uet')]['goodput_gbps']} Gb/s, "
+                            f"below 60 % of {by[(0.0, 'uet')]['goodput_gbps']}")
+    for f in failures:
+        print("FAIL:", f, file=sys.stderr)
+    print("1 passed, 0 failed" if not failures else "0 passed, 1 failed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
