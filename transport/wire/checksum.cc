@@ -1,19 +1,40 @@
 #include "transport/wire/checksum.h"
 
+#include <bit>
 #include <cstring>
 
 namespace uet::wire {
 
 uint64_t csum_add(uint64_t sum, const uint8_t* data, size_t len) noexcept {
-  // RFC 1071 §2(B): ones'-complement sums can be taken over wider words and folded at the
-  // end. Sum big-endian 32-bit words into 64 bits (no overflow below 2^32 words).
+  // RFC 1071 §2(A, B): the ones'-complement sum does not depend on byte order and can be taken
+  // over wider words, folded at the end. So the bulk is summed as native 32-bit words into four
+  // 64-bit accumulators (no carries lost below 2^32 words each; the compiler vectorises it),
+  // folded to 16 bits and byte-swapped into the big-endian domain the callers add in.
+  uint64_t acc[4] = {0, 0, 0, 0};
   size_t i = 0;
-  for (; i + 8 <= len; i += 8) {
-    uint32_t a, b;
-    std::memcpy(&a, data + i, 4);
-    std::memcpy(&b, data + i + 4, 4);
-    sum += uint64_t{__builtin_bswap32(a)} + __builtin_bswap32(b);
+  for (; i + 32 <= len; i += 32) {
+    uint32_t w[8];
+    std::memcpy(w, data + i, sizeof(w));
+    acc[0] += uint64_t{w[0]} + w[4];
+    acc[1] += uint64_t{w[1]} + w[5];
+    acc[2] += uint64_t{w[2]} + w[6];
+    acc[3] += uint64_t{w[3]} + w[7];
   }
+  for (; i + 4 <= len; i += 4) {
+    uint32_t w;
+    std::memcpy(&w, data + i, 4);
+    acc[0] += w;
+  }
+  if (i > 0) {
+    uint64_t native = (acc[0] & 0xFFFFFFFF) + (acc[0] >> 32) + (acc[1] & 0xFFFFFFFF) +
+                      (acc[1] >> 32) + (acc[2] & 0xFFFFFFFF) + (acc[2] >> 32) +
+                      (acc[3] & 0xFFFFFFFF) + (acc[3] >> 32);
+    while (native >> 16) native = (native & 0xFFFF) + (native >> 16);
+    auto folded = static_cast<uint16_t>(native);
+    if constexpr (std::endian::native == std::endian::little) folded = __builtin_bswap16(folded);
+    sum += folded;
+  }
+  // The tail starts at an even offset, so its bytes pair up big-endian as before.
   for (; i + 1 < len; i += 2) sum += (uint32_t{data[i]} << 8) | data[i + 1];
   if (i < len) sum += uint32_t{data[i]} << 8;
   return sum;
