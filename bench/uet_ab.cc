@@ -14,11 +14,15 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "bench/ab_runner.h"
+#include "sim/htsim_cm.h"
 #include "sim/rng.h"
 
 ABSL_FLAG(std::string, scenario, "standard",
           "standard (permutation + incast + loss), permutation, incast, alltoall, allreduce, "
-          "websearch, loss, loss-sweep");
+          "websearch, loss, loss-sweep, cm (with --cm=FILE)");
+ABSL_FLAG(std::string, cm, "",
+          "run an htsim connection matrix (.cm) instead of a built-in scenario: flows, start times "
+          "(whole microseconds, as uet-htsim) and triggers; its Nodes must fit the fabric's hosts");
 ABSL_FLAG(std::string, transport, "both", "uet, rocev2 or both");
 ABSL_FLAG(std::string, topology, "leafspine", "leafspine or fattree");
 ABSL_FLAG(uint32_t, leaves, 16, "leaf-spine: leaves, 1..1024");
@@ -82,6 +86,18 @@ absl::StatusOr<std::vector<sim::FlowSpec>> flows_for(const std::string& scenario
   if (scenario == "incast") return sim::incast(hosts, absl::GetFlag(FLAGS_fan_in), 0, bytes);
   if (scenario == "alltoall") return sim::all_to_all(hosts, bytes);
   if (scenario == "allreduce") return sim::ring_allreduce(hosts, bytes);
+  if (scenario == "cm") {
+    const std::string path = absl::GetFlag(FLAGS_cm);
+    if (path.empty()) return absl::InvalidArgumentError("--scenario=cm needs --cm=FILE");
+    auto cm = sim::load_connection_matrix(path);
+    if (!cm.ok()) return cm.status();
+    if (cm->nodes > hosts) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "--cm=%s: Nodes %u, but the fabric has %u hosts (size it with --leaves/--hosts_per_leaf "
+          "or --k)", path, cm->nodes, hosts));
+    }
+    return std::move(cm->flows);
+  }
   if (scenario == "loss-sweep") {
     // One flow across the fabric: host 0 to the last host (another leaf or pod).
     sim::FlowSpec f;
@@ -99,7 +115,7 @@ absl::StatusOr<std::vector<sim::FlowSpec>> flows_for(const std::string& scenario
   return absl::InvalidArgumentError(absl::StrCat(
       "--scenario=", scenario,
       " unknown: standard, permutation, incast, alltoall, allreduce, websearch, loss, "
-      "loss-sweep"));
+      "loss-sweep, cm"));
 }
 
 std::string json_of(const RunResult& r, const RunConfig& c) {
@@ -258,7 +274,14 @@ int run_main() {
   const Fabric base = fabric_from_flags();
   const uint32_t hosts = host_count(base);
   std::vector<std::string> scenarios;
-  if (absl::GetFlag(FLAGS_scenario) == "standard") {
+  if (!absl::GetFlag(FLAGS_cm).empty() &&
+      (absl::GetFlag(FLAGS_scenario) == "standard" || absl::GetFlag(FLAGS_scenario) == "cm")) {
+    scenarios = {"cm"};
+  } else if (!absl::GetFlag(FLAGS_cm).empty()) {
+    std::fprintf(stderr, "uet-ab: --cm runs its own flows: it cannot be combined with --scenario=%s\n",
+                 absl::GetFlag(FLAGS_scenario).c_str());
+    return 2;
+  } else if (absl::GetFlag(FLAGS_scenario) == "standard") {
     scenarios = {"permutation", "incast", "loss"};
   } else {
     scenarios = {absl::GetFlag(FLAGS_scenario)};
@@ -361,6 +384,11 @@ int run_main() {
                                         scenario, hosts, topo, base.host_gbps,
                                         absl::GetFlag(FLAGS_bytes), absl::GetFlag(FLAGS_seed));
     if (scenario == "incast") title += absl::StrFormat(", fan-in %u", absl::GetFlag(FLAGS_fan_in));
+    if (scenario == "cm") {
+      title = absl::StrFormat("cm: %s, %zu flows on %u hosts, %s, %g Gb/s, seed %lu",
+                              absl::GetFlag(FLAGS_cm), flows->size(), hosts, topo, base.host_gbps,
+                              absl::GetFlag(FLAGS_seed));
+    }
     if (scenario == "loss") title += absl::StrFormat(", %.2f%% loss on fabric links", 100 * absl::GetFlag(FLAGS_loss));
     print_table(title, runs);
   }
@@ -379,7 +407,7 @@ int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "uet-ab: UET vs RoCEv2 on the same simulated fabric and workload.\n"
       "Usage: uet-ab [--scenario=standard|permutation|incast|alltoall|allreduce|websearch|loss|"
-      "loss-sweep] "
+      "loss-sweep|cm] [--cm=FILE.cm] "
       "[--transport=uet|rocev2|both] [--topology=leafspine|fattree] [--json=FILE] [--csv=FILE] "
       "[--pcap=DIR] ...");
   absl::ParseCommandLine(argc, argv);

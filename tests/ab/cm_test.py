@@ -1,0 +1,58 @@
+#!/usr/bin/env python3
+"""uet-ab --cm: an htsim connection matrix runs under both transports.
+
+Asserts: every flow of the file runs with its source, destination and size; the flow with a
+start time starts then (whole microseconds); the triggered flow starts exactly when the flow
+that fires its trigger finishes; a matrix larger than the fabric is refused with a message.
+Usage: cm_test.py BUILD_BIN_DIR
+"""
+import csv
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def main():
+    bindir = sys.argv[1]
+    uet_ab = os.path.join(bindir, "uet-ab")
+    cm = os.path.join(HERE, "chain.cm")
+    failures = []
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "flows.csv")
+        proc = subprocess.run([uet_ab, "--cm=" + cm, "--leaves=4", "--hosts_per_leaf=4",
+                               "--spines=2", "--csv=" + out], capture_output=True, text=True,
+                              timeout=120)
+        print(proc.stdout)
+        if proc.returncode != 0:
+            print(proc.stderr, file=sys.stderr)
+            return 1
+        rows = list(csv.DictReader(open(out)))
+    want = [(0, 8, 2000000), (1, 9, 2000000), (2, 10, 1000000), (8, 0, 100000)]
+    for t in ("uet", "rocev2"):
+        mine = [r for r in rows if r["transport"] == t and r["scenario"] == "cm"]
+        got = [(int(r["src"]), int(r["dst"]), int(r["bytes"])) for r in mine]
+        if got != want:
+            failures.append(f"{t}: flows {got} != {want}")
+            continue
+        if any(r["completed"] != "1" for r in mine):
+            failures.append(f"{t}: not every flow completed")
+        if float(mine[2]["start_us"]) != 5.0:
+            failures.append(f"{t}: flow 2 started at {mine[2]['start_us']} us, not 5")
+        if abs(float(mine[3]["start_us"]) - float(mine[0]["finish_us"])) > 0.001:
+            failures.append(f"{t}: triggered flow started at {mine[3]['start_us']}, "
+                            f"trigger fired at {mine[0]['finish_us']}")
+    small = subprocess.run([uet_ab, "--cm=" + cm, "--leaves=2", "--hosts_per_leaf=4"],
+                           capture_output=True, text=True, timeout=60)
+    if small.returncode == 0 or "Nodes 16, but the fabric has 8 hosts" not in small.stderr:
+        failures.append(f"oversized matrix: rc {small.returncode}, stderr {small.stderr!r}")
+    for f in failures:
+        print("FAIL:", f, file=sys.stderr)
+    print("1 passed, 0 failed" if not failures else "0 passed, 1 failed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
