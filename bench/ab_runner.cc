@@ -250,9 +250,36 @@ absl::StatusOr<RunResult> run(const RunConfig& rc) {
     if (absl::Status s = net.tap(net.port(nic).peer, rc.pcap_prefix + "_h0_rx.pcap"); !s.ok()) return s;
   }
   player.schedule_initial();
-  // Run in slices so a finished workload stops the clock.
-  const Time slice = 100 * kMicrosecond;
-  while (!player.done() && net.now() < rc.max_time) net.run_until(std::min(net.now() + slice, rc.max_time));
+  // Run in slices so a finished workload stops the clock (and, when asked, to sample).
+  const Time slice = rc.sample_every > 0 ? rc.sample_every : 100 * kMicrosecond;
+  std::vector<Sample> series;
+  uint64_t delivered_before = 0;
+  Time sampled_at = 0;
+  while (!player.done() && net.now() < rc.max_time) {
+    const Time until = std::min(sampled_at + slice, rc.max_time);
+    net.run_until(until);
+    if (rc.sample_every <= 0) {
+      sampled_at = std::max(until, net.now());
+      continue;
+    }
+    Sample s;
+    s.t = until;
+    uint64_t delivered = 0;
+    for (uint32_t h = 0; h < hosts; ++h) delivered += net.port(net.port(net.host(h).port).peer).stats.tx_bytes;
+    for (uint32_t p = 0; p < net.num_ports(); ++p) {
+      const sim::Port& port = net.port(p);
+      if (net.node(port.node).kind != sim::NodeKind::kSwitch) continue;
+      uint64_t q = 0;
+      for (uint64_t b : port.queued_bytes) q += b;
+      s.max_queue_bytes = std::max(s.max_queue_bytes, q);
+      s.queued_bytes += q;
+    }
+    s.delivered_gbps = static_cast<double>(delivered - delivered_before) * 8e3 /
+                       static_cast<double>(until - sampled_at);
+    delivered_before = delivered;
+    sampled_at = until;
+    series.push_back(s);
+  }
 
   RunResult r;
   r.scenario = rc.scenario;
@@ -281,6 +308,7 @@ absl::StatusOr<RunResult> run(const RunConfig& rc) {
     r.endpoints.timeouts += s.timeouts;
     r.endpoints.rx_dropped += s.rx_dropped;
   }
+  r.series = std::move(series);
   r.failed = player.failed();
   r.events = net.events_processed();
   r.sim_time = net.now();

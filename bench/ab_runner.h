@@ -55,6 +55,16 @@ struct RunConfig {
   uint16_t uet_evs = 32;     // UET: EVs sprayed over (1 = a fixed path, as RoCEv2)
   // When set: pcaps of everything host 0 sends and receives, PREFIX_h0_tx.pcap / _h0_rx.pcap.
   std::string pcap_prefix;
+  // When > 0: sample the fabric this often (RunResult::series), for throughput and queue plots.
+  Time sample_every = 0;
+};
+
+// The fabric at one instant of a run (RunConfig::sample_every).
+struct Sample {
+  Time t = 0;
+  double delivered_gbps = 0;     // bytes the fabric delivered to hosts since the last sample
+  uint64_t max_queue_bytes = 0;  // the fullest switch port's queue at `t`
+  uint64_t queued_bytes = 0;     // every switch port's queue at `t`, summed
 };
 
 struct RunResult {
@@ -69,6 +79,7 @@ struct RunResult {
   Time sim_time = 0;
   double wall_s = 0;
   size_t hosts = 0;
+  std::vector<Sample> series;
 };
 
 // Builds the fabric, the endpoints and the flows, runs to completion (or max_time), collects.

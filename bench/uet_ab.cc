@@ -2,7 +2,9 @@
 //
 //   build/bin/uet-ab                                   # the standard comparison (README)
 //   build/bin/uet-ab --scenario=incast --fan_in=32 --transport=both --json=out.json
+#include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -46,6 +48,12 @@ ABSL_FLAG(uint64_t, seed, 1, "seed of the fabric and the workload");
 ABSL_FLAG(uint32_t, max_ms, 200, "simulated time limit per run in milliseconds, 1..100000");
 ABSL_FLAG(std::string, json, "", "write one JSON object per run to this file");
 ABSL_FLAG(std::string, csv, "", "write one row per flow per run to this file");
+ABSL_FLAG(std::string, plot, "",
+          "directory for charts rendered by gnuplot (SVG): per scenario the FCT CDF, delivered "
+          "throughput and switch queues over time, both transports on each; loss-sweep: goodput "
+          "against loss");
+ABSL_FLAG(double, plot_sample_us, 5,
+          "--plot: sampling interval of the throughput and queue charts in microseconds, 0.1..10000");
 ABSL_FLAG(std::string, pcap, "",
           "directory for pcaps of host 0's traffic, one pair per run (SCENARIO_TRANSPORT_h0_tx.pcap, _rx)");
 
@@ -186,6 +194,84 @@ void print_table(const std::string& title, const std::vector<RunResult>& runs) {
   row("wall (s)", [](const RunResult& r) { return r.wall_s; }, " %14.2f");
 }
 
+// ----- --plot: data files and a gnuplot script per scenario, rendered to SVG.
+
+std::string plot_base(const std::string& dir, const std::string& scenario) {
+  return absl::StrCat(dir, "/", scenario);
+}
+
+// Writes `path` or returns why not.
+absl::Status write_file(const std::string& path, const std::string& text) {
+  std::FILE* f = std::fopen(path.c_str(), "w");
+  if (f == nullptr) return absl::UnavailableError(absl::StrCat(path, ": cannot open for writing"));
+  const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  if (std::fclose(f) != 0 || !ok) return absl::UnavailableError(absl::StrCat(path, ": write failed"));
+  return absl::OkStatus();
+}
+
+absl::Status run_gnuplot(const std::string& script) {
+  const std::string cmd = absl::StrCat("gnuplot '", script, "' 2>&1");
+  std::FILE* p = popen(cmd.c_str(), "r");
+  if (p == nullptr) return absl::UnavailableError("--plot: cannot start gnuplot");
+  std::string out;
+  char buf[256];
+  while (std::fgets(buf, sizeof(buf), p) != nullptr) out += buf;
+  const int rc = pclose(p);
+  if (rc != 0) {
+    return absl::UnavailableError(absl::StrCat(
+        "--plot: gnuplot failed (exit ", rc, "; install it with apt-get install gnuplot-nox): ",
+        out));
+  }
+  return absl::OkStatus();
+}
+
+// FCT CDF, throughput and queue over time: one SVG each, every transport of the scenario on it.
+absl::Status plot_scenario(const std::string& dir, const std::string& scenario,
+                           const std::string& title, const std::vector<RunResult>& runs) {
+  const std::string base = plot_base(dir, scenario);
+  std::string gp = absl::StrCat("set terminal svg size 800,500 dynamic background rgb 'white'\n",
+                                "set grid\nset key bottom right\n");
+  std::string fct_plot, tput_plot, queue_plot;
+  for (const RunResult& r : runs) {
+    const std::string t = to_string(r.transport);
+    std::vector<double> fct;
+    for (const sim::FlowRecord& f : r.records) {
+      if (f.finish != kNever) fct.push_back(static_cast<double>(f.finish - f.start) / kMicrosecond);
+    }
+    std::sort(fct.begin(), fct.end());
+    std::string dat = "# fct_us cdf\n";
+    for (size_t i = 0; i < fct.size(); ++i) {
+      absl::StrAppend(&dat, absl::StrFormat("%.3f %.6f\n", fct[i],
+                                            static_cast<double>(i + 1) / static_cast<double>(fct.size())));
+    }
+    if (absl::Status s = write_file(absl::StrCat(base, "_fct_", t, ".dat"), dat); !s.ok()) return s;
+    std::string series = "# t_us delivered_gbps max_queue_kib queued_kib\n";
+    for (const Sample& x : r.series) {
+      absl::StrAppend(&series, absl::StrFormat("%.3f %.3f %.3f %.3f\n",
+                                               static_cast<double>(x.t) / kMicrosecond,
+                                               x.delivered_gbps, static_cast<double>(x.max_queue_bytes) / 1024.0,
+                                               static_cast<double>(x.queued_bytes) / 1024.0));
+    }
+    if (absl::Status s = write_file(absl::StrCat(base, "_series_", t, ".dat"), series); !s.ok()) return s;
+    const std::string sep = fct_plot.empty() ? "plot " : ", ";
+    absl::StrAppend(&fct_plot, sep, "'", base, "_fct_", t, ".dat' using 1:2 with steps lw 2 title '", t, "'");
+    absl::StrAppend(&tput_plot, sep, "'", base, "_series_", t, ".dat' using 1:2 with lines lw 2 title '", t, "'");
+    absl::StrAppend(&queue_plot, sep, "'", base, "_series_", t,
+                    ".dat' using 1:3 with lines lw 2 title '", t, " (fullest port)'");
+  }
+  absl::StrAppend(&gp, "set output '", base, "_fct_cdf.svg'\nset title '", title,
+                  ": FCT CDF'\nset xlabel 'FCT (us)'\nset ylabel 'fraction of flows'\n"
+                  "set yrange [0:1]\n", fct_plot, "\n");
+  absl::StrAppend(&gp, "set output '", base, "_throughput.svg'\nset title '", title,
+                  ": delivered to hosts'\nset xlabel 'time (us)'\nset ylabel 'Gb/s'\n"
+                  "set yrange [0:*]\nset key top right\n", tput_plot, "\n");
+  absl::StrAppend(&gp, "set output '", base, "_queue.svg'\nset title '", title,
+                  ": switch queue'\nset ylabel 'KiB'\n", queue_plot, "\n");
+  const std::string script = base + ".gp";
+  if (absl::Status s = write_file(script, gp); !s.ok()) return s;
+  return run_gnuplot(script);
+}
+
 // Goodput of one flow: its bytes over its FCT, or, if it did not finish, what arrived over the
 // time it had.
 double flow_goodput_gbps(const RunResult& r) {
@@ -201,6 +287,31 @@ struct SweepRow {
   double loss = 0;
   std::vector<RunResult> runs;
 };
+
+// Goodput against loss, one line per transport.
+absl::Status plot_sweep(const std::string& dir, const std::vector<SweepRow>& rows) {
+  const std::string base = plot_base(dir, "loss-sweep");
+  std::string gp = "set terminal svg size 800,500 dynamic background rgb 'white'\nset grid\n";
+  absl::StrAppend(&gp, "set output '", base, "_goodput.svg'\nset title 'loss-sweep: goodput of one "
+                  "flow'\nset xlabel 'random loss per fabric link (%)'\nset ylabel 'Gb/s'\n"
+                  "set yrange [0:*]\nset key top right\n");
+  std::string plot;
+  for (size_t i = 0; i < rows.front().runs.size(); ++i) {
+    const std::string t = to_string(rows.front().runs[i].transport);
+    std::string dat = "# loss_percent goodput_gbps\n";
+    for (const SweepRow& row : rows) {
+      if (i < row.runs.size()) {
+        absl::StrAppend(&dat, absl::StrFormat("%g %.3f\n", 100 * row.loss, flow_goodput_gbps(row.runs[i])));
+      }
+    }
+    if (absl::Status s = write_file(absl::StrCat(base, "_", t, ".dat"), dat); !s.ok()) return s;
+    absl::StrAppend(&plot, plot.empty() ? "plot " : ", ", "'", base, "_", t,
+                    ".dat' using 1:2 with linespoints lw 2 title '", t, "'");
+  }
+  absl::StrAppend(&gp, plot, "\n");
+  if (absl::Status s = write_file(base + ".gp", gp); !s.ok()) return s;
+  return run_gnuplot(base + ".gp");
+}
 
 void print_sweep(const std::string& title, const std::vector<SweepRow>& rows) {
   std::printf("\n%s\n", title.c_str());
@@ -238,6 +349,13 @@ int run_main() {
   check.range("gbps", absl::GetFlag(FLAGS_gbps), 1, 1600);
   check.range("bytes", static_cast<double>(absl::GetFlag(FLAGS_bytes)), 1, 1073741824);
   check.range("loss", absl::GetFlag(FLAGS_loss), 0, 0.5);
+  check.range("plot_sample_us", absl::GetFlag(FLAGS_plot_sample_us), 0.1, 10000);
+  const std::string plot_dir = absl::GetFlag(FLAGS_plot);
+  if (check.error.empty() && !plot_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(plot_dir, ec);
+    if (ec) check.error = absl::StrCat("--plot=", plot_dir, ": cannot create: ", ec.message());
+  }
   check.range("sweep_bytes", static_cast<double>(absl::GetFlag(FLAGS_sweep_bytes)), 1, 1073741824);
   std::vector<double> loss_rates;
   for (absl::string_view item : absl::StrSplit(absl::GetFlag(FLAGS_loss_rates), ',')) {
@@ -326,6 +444,9 @@ int run_main() {
       c.mtu = mtu;
       c.uet_evs = static_cast<uint16_t>(absl::GetFlag(FLAGS_evs));
       c.max_time = static_cast<Time>(absl::GetFlag(FLAGS_max_ms)) * kMillisecond;
+      if (!plot_dir.empty()) {
+        c.sample_every = static_cast<Time>(absl::GetFlag(FLAGS_plot_sample_us) * kMicrosecond);
+      }
       if (const std::string dir = absl::GetFlag(FLAGS_pcap); !dir.empty()) {
         c.pcap_prefix = absl::StrCat(dir, "/", scenario, "_", to_string(t));
         if (scenario == "loss-sweep") {
@@ -375,6 +496,14 @@ int run_main() {
                                     absl::GetFlag(FLAGS_sweep_bytes), hosts - 1, topo,
                                     base.host_gbps, absl::GetFlag(FLAGS_seed)),
                     rows);
+        if (!plot_dir.empty()) {
+          if (absl::Status s = plot_sweep(plot_dir, rows); !s.ok()) {
+            std::fprintf(stderr, "uet-ab: %s\n", std::string(s.message()).c_str());
+            rc = 1;
+          } else {
+            std::printf("plot: %s_goodput.svg\n", plot_base(plot_dir, scenario).c_str());
+          }
+        }
       }
       continue;
     }
@@ -391,6 +520,16 @@ int run_main() {
     }
     if (scenario == "loss") title += absl::StrFormat(", %.2f%% loss on fabric links", 100 * absl::GetFlag(FLAGS_loss));
     print_table(title, runs);
+    if (!plot_dir.empty() && !runs.empty()) {
+      if (absl::Status s = plot_scenario(plot_dir, scenario, scenario, runs); !s.ok()) {
+        std::fprintf(stderr, "uet-ab: %s\n", std::string(s.message()).c_str());
+        rc = 1;
+      } else {
+        const std::string b = plot_base(plot_dir, scenario);
+        std::printf("plots: %s_fct_cdf.svg %s_throughput.svg %s_queue.svg\n", b.c_str(), b.c_str(),
+                    b.c_str());
+      }
+    }
   }
   if (json != nullptr) {
     std::fprintf(json, "\n]\n");

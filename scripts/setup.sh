@@ -25,6 +25,7 @@ PACKAGES=(
   libdpdk-dev       # libdpdk.pc and the libraries: dpdk-io/
   liburing-dev      # io_uring UDP backend: dpdk-io/
   iproute2          # network namespaces and veth pairs in the dpdk-io tests
+  gnuplot-nox       # uet-ab --plot renders its charts (SVG)
 )
 
 missing=()

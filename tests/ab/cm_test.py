@@ -3,7 +3,9 @@
 
 Asserts: every flow of the file runs with its source, destination and size; the flow with a
 start time starts then (whole microseconds); the triggered flow starts exactly when the flow
-that fires its trigger finishes; a matrix larger than the fabric is refused with a message.
+that fires its trigger finishes; a matrix larger than the fabric is refused with a message; --plot renders
+three SVG charts per run with gnuplot, and the sampled throughput integrates to the bytes the
+flows carried (plus headers and ACKs, under 25 % more).
 Usage: cm_test.py BUILD_BIN_DIR
 """
 import csv
@@ -22,14 +24,30 @@ def main():
     failures = []
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "flows.csv")
+        plots = os.path.join(tmp, "plots")
         proc = subprocess.run([uet_ab, "--cm=" + cm, "--leaves=4", "--hosts_per_leaf=4",
-                               "--spines=2", "--csv=" + out], capture_output=True, text=True,
-                              timeout=120)
+                               "--spines=2", "--csv=" + out, "--plot=" + plots,
+                               "--plot_sample_us=2"], capture_output=True, text=True, timeout=120)
         print(proc.stdout)
         if proc.returncode != 0:
             print(proc.stderr, file=sys.stderr)
             return 1
         rows = list(csv.DictReader(open(out)))
+        for chart in ("fct_cdf", "throughput", "queue"):
+            path = os.path.join(plots, f"cm_{chart}.svg")
+            if not os.path.exists(path) or "<svg" not in open(path).read():
+                failures.append(f"{path}: missing or not an SVG")
+        flow_bytes = 2000000 + 2000000 + 1000000 + 100000
+        for t in ("uet", "rocev2"):
+            series = [list(map(float, line.split()))
+                      for line in open(os.path.join(plots, f"cm_series_{t}.dat"))
+                      if not line.startswith("#")]
+            delivered = sum(gbps * 2e-6 / 8 * 1e9 for _, gbps, _, _ in series)
+            if not flow_bytes <= delivered <= 1.25 * flow_bytes:
+                failures.append(f"{t}: sampled throughput integrates to {delivered:.0f} bytes, "
+                                f"flows carried {flow_bytes}")
+            if any(q < 0 for _, _, q, _ in series) or max(q for _, _, q, _ in series) <= 0:
+                failures.append(f"{t}: queue series never above 0")
     want = [(0, 8, 2000000), (1, 9, 2000000), (2, 10, 1000000), (8, 0, 100000)]
     for t in ("uet", "rocev2"):
         mine = [r for r in rows if r["transport"] == t and r["scenario"] == "cm"]
