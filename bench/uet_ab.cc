@@ -10,6 +10,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "absl/flags/reflection.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/numbers.h"
@@ -54,6 +55,11 @@ ABSL_FLAG(std::string, plot, "",
           "against loss");
 ABSL_FLAG(double, plot_sample_us, 5,
           "--plot: sampling interval of the throughput and queue charts in microseconds, 0.1..10000");
+ABSL_FLAG(std::string, save_config, "",
+          "write the experiment file (every parameter of this run, seed included, as --flag=value "
+          "lines) here; runs with --json=F also write F.flags, runs with --plot=DIR DIR/experiment.flags");
+ABSL_FLAG(std::string, config, "",
+          "read an experiment file written by --save_config (flags given after it override it)");
 ABSL_FLAG(std::string, pcap, "",
           "directory for pcaps of host 0's traffic, one pair per run (SCENARIO_TRANSPORT_h0_tx.pcap, _rx)");
 
@@ -192,6 +198,24 @@ void print_table(const std::string& title, const std::vector<RunResult>& runs) {
   row("max queue (KiB)", [](const RunResult& r) { return static_cast<double>(r.ports.max_queue_bytes) / 1024.0; }, " %14.1f");
   row("events (M)", [](const RunResult& r) { return static_cast<double>(r.events) / 1e6; }, " %14.2f");
   row("wall (s)", [](const RunResult& r) { return r.wall_s; }, " %14.2f");
+}
+
+// ----- experiment files: every uet-ab parameter as "--name=value", in name order. Output
+// locations are left out: they say where results go, not what was run.
+std::string experiment_file() {
+  static constexpr const char* kNotParameters[] = {"json", "csv", "plot", "pcap", "save_config",
+                                                   "config"};
+  std::vector<std::pair<std::string, std::string>> flags;
+  for (const auto& [name, flag] : absl::GetAllFlags()) {
+    if (absl::string_view(flag->Filename()).find("uet_ab.cc") == absl::string_view::npos) continue;
+    const std::string n(name);
+    if (std::find(std::begin(kNotParameters), std::end(kNotParameters), n) != std::end(kNotParameters)) continue;
+    flags.emplace_back(n, flag->CurrentValue());
+  }
+  std::sort(flags.begin(), flags.end());
+  std::string out = "# uet-ab experiment file: rerun with uet-ab --config=THIS_FILE\n";
+  for (const auto& [n, v] : flags) absl::StrAppend(&out, "--", n, "=", v, "\n");
+  return out;
 }
 
 // ----- --plot: data files and a gnuplot script per scenario, rendered to SVG.
@@ -385,6 +409,18 @@ int run_main() {
     return 2;
   }
 
+  std::vector<std::string> experiment_paths;
+  if (!absl::GetFlag(FLAGS_save_config).empty()) experiment_paths.push_back(absl::GetFlag(FLAGS_save_config));
+  if (!absl::GetFlag(FLAGS_json).empty()) experiment_paths.push_back(absl::GetFlag(FLAGS_json) + ".flags");
+  if (!plot_dir.empty()) experiment_paths.push_back(plot_dir + "/experiment.flags");
+  for (const std::string& path : experiment_paths) {
+    if (absl::Status s = write_file(path, experiment_file()); !s.ok()) {
+      std::fprintf(stderr, "uet-ab: experiment file: %s\n", std::string(s.message()).c_str());
+      return 1;
+    }
+    std::printf("experiment: %s (rerun: uet-ab --config=%s)\n", path.c_str(), path.c_str());
+  }
+
   std::vector<TransportKind> transports;
   if (tr == "uet" || tr == "both") transports.push_back(TransportKind::kUet);
   if (tr == "rocev2" || tr == "both") transports.push_back(TransportKind::kRocev2);
@@ -549,6 +585,16 @@ int main(int argc, char** argv) {
       "loss-sweep|cm] [--cm=FILE.cm] "
       "[--transport=uet|rocev2|both] [--topology=leafspine|fattree] [--json=FILE] [--csv=FILE] "
       "[--pcap=DIR] ...");
-  absl::ParseCommandLine(argc, argv);
+  // --config=FILE is Abseil's --flagfile: the file's flags apply where it stands, so flags
+  // after it override the experiment's values.
+  std::vector<std::string> args(argv, argv + argc);
+  for (std::string& a : args) {
+    if (a.rfind("--config=", 0) == 0) a = "--flagfile=" + a.substr(9);
+    if (a == "--config") a = "--flagfile";
+  }
+  std::vector<char*> argv2;
+  for (std::string& a : args) argv2.push_back(a.data());
+  argv2.push_back(nullptr);
+  absl::ParseCommandLine(argc, argv2.data());
   return uet::ab::run_main();
 }

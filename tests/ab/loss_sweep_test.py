@@ -4,7 +4,8 @@
 Asserts: one run per (loss rate, transport) with that rate in its params and no PFC; without
 loss nothing is lost or resent and both reach most of the line rate; with loss, frames are lost
 and resent; UET keeps most of its loss-free goodput at 5 % per link (selective retransmission)
-while RoCEv2's go-back-N does worse than UET at every non-zero rate.
+while RoCEv2's go-back-N does worse than UET at every non-zero rate. The experiment file the run
+writes beside its JSON reproduces it exactly (--config), and a flag after --config overrides it.
 Usage: loss_sweep_test.py BUILD_BIN_DIR
 """
 import json
@@ -29,7 +30,20 @@ def main():
             print(proc.stderr, file=sys.stderr)
             return 1
         runs = json.load(open(out))
+        again = os.path.join(tmp, "again.json")
+        other = os.path.join(tmp, "other.json")
+        rerun = subprocess.run([cmd[0], "--config=" + out + ".flags", "--json=" + again],
+                               capture_output=True, text=True, timeout=300)
+        reseed = subprocess.run([cmd[0], "--config=" + out + ".flags", "--seed=9", "--json=" + other],
+                                capture_output=True, text=True, timeout=300)
+        rerun_runs = json.load(open(again)) if rerun.returncode == 0 else None
+        reseed_runs = json.load(open(other)) if reseed.returncode == 0 else None
     failures = []
+    strip = lambda rs: [{k: v for k, v in r.items() if k != "wall_s"} for r in rs]
+    if rerun_runs is None or strip(rerun_runs) != strip(runs):
+        failures.append(f"--config rerun differs (rc {rerun.returncode}): {rerun.stderr}")
+    if reseed_runs is None or any(r["params"]["seed"] != 9 for r in reseed_runs):
+        failures.append(f"--seed after --config did not override (rc {reseed.returncode})")
     by = {(r["params"]["fabric_loss"], r["transport"]): r for r in runs}
     want = {(rate, t) for rate in RATES for t in ("uet", "rocev2")}
     if set(by) != want or len(runs) != len(want):
