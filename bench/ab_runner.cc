@@ -91,6 +91,7 @@ class Player final : public sim::Scheduled {
   }
 
   bool done() const noexcept { return completed_ == flows_.size(); }
+  size_t completed() const noexcept { return completed_; }
   const std::vector<sim::FlowRecord>& records() const noexcept { return records_; }
   uint64_t failed() const noexcept { return failed_; }
 
@@ -256,8 +257,18 @@ absl::StatusOr<RunResult> run(const RunConfig& rc) {
   uint64_t delivered_before = 0;
   Time sampled_at = 0;
   while (!player.done() && net.now() < rc.max_time) {
+    if (rc.stop != nullptr && rc.stop->load(std::memory_order_relaxed)) break;
     const Time until = std::min(sampled_at + slice, rc.max_time);
     net.run_until(until);
+    if (rc.progress) {
+      Progress p;
+      p.sim_time = net.now();
+      p.events = net.events_processed();
+      p.flows_done = player.completed();
+      p.flows = rc.flows.size();
+      p.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      rc.progress(p);
+    }
     if (rc.sample_every <= 0) {
       sampled_at = std::max(until, net.now());
       continue;
@@ -309,6 +320,7 @@ absl::StatusOr<RunResult> run(const RunConfig& rc) {
     r.endpoints.rx_dropped += s.rx_dropped;
   }
   r.series = std::move(series);
+  r.interrupted = !player.done() && rc.stop != nullptr && rc.stop->load(std::memory_order_relaxed);
   r.failed = player.failed();
   r.events = net.events_processed();
   r.sim_time = net.now();

@@ -7,6 +7,7 @@
 // return of the last ACK. Flows with prerequisites start when those complete.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -44,6 +45,14 @@ struct Fabric {
   uint32_t frame_capacity = 4096 + 256;  // smaller: payloads by length (large fabrics)
 };
 
+// Where a run is, for a progress line.
+struct Progress {
+  Time sim_time = 0;
+  uint64_t events = 0;
+  size_t flows_done = 0, flows = 0;
+  double wall_s = 0;
+};
+
 struct RunConfig {
   std::string scenario;
   Fabric fabric;
@@ -57,6 +66,10 @@ struct RunConfig {
   std::string pcap_prefix;
   // When > 0: sample the fabric this often (RunResult::series), for throughput and queue plots.
   Time sample_every = 0;
+  // Called between slices of simulated time (at least every 100 us of it).
+  std::function<void(const Progress&)> progress;
+  // When set and true, the run stops at the next slice and returns what it has (interrupted).
+  const std::atomic<bool>* stop = nullptr;
 };
 
 // The fabric at one instant of a run (RunConfig::sample_every).
@@ -80,6 +93,7 @@ struct RunResult {
   double wall_s = 0;
   size_t hosts = 0;
   std::vector<Sample> series;
+  bool interrupted = false;  // stopped through RunConfig::stop before every flow completed
 };
 
 // Builds the fabric, the endpoints and the flows, runs to completion (or max_time), collects.

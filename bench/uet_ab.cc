@@ -2,7 +2,11 @@
 //
 //   build/bin/uet-ab                                   # the standard comparison (README)
 //   build/bin/uet-ab --scenario=incast --fan_in=32 --transport=both --json=out.json
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <string>
@@ -65,6 +69,44 @@ ABSL_FLAG(std::string, pcap, "",
 
 namespace uet::ab {
 namespace {
+
+// Ctrl-C: the first stops the current run at its next slice, prints what it has and skips the
+// rest; the handler then restores the default, so a second Ctrl-C kills.
+std::atomic<bool> g_stop{false};
+extern "C" void on_sigint(int) {
+  g_stop.store(true, std::memory_order_relaxed);
+  std::signal(SIGINT, SIG_DFL);
+}
+
+// A progress line on stderr once a run has taken 2 s of wall time: rewritten in place on a
+// terminal, a line every 5 s otherwise.
+class ProgressLine {
+ public:
+  explicit ProgressLine(std::string label) : label_(std::move(label)), tty_(isatty(STDERR_FILENO) != 0) {}
+  ~ProgressLine() {
+    if (shown_ && tty_) std::fprintf(stderr, "\n");
+  }
+  void operator()(const Progress& p) {
+    if (p.wall_s < 2 || (shown_ && p.wall_s - last_ < (tty_ ? 0.5 : 5))) return;
+    last_ = p.wall_s;
+    shown_ = true;
+    std::string eta = "?";
+    if (p.flows_done > 0 && p.flows_done < p.flows) {
+      eta = absl::StrFormat("~%.0f s", p.wall_s * static_cast<double>(p.flows - p.flows_done) /
+                                           static_cast<double>(p.flows_done));
+    }
+    std::fprintf(stderr, "%s[%s] simulated %.3f ms, %.2f M events/s, flows %zu/%zu, wall %.0f s, ETA %s%s",
+                 tty_ ? "\r" : "", label_.c_str(), static_cast<double>(p.sim_time) / kMillisecond,
+                 static_cast<double>(p.events) / 1e6 / p.wall_s, p.flows_done, p.flows, p.wall_s,
+                 eta.c_str(), tty_ ? "   " : "\n");
+  }
+
+ private:
+  std::string label_;
+  bool tty_;
+  bool shown_ = false;
+  double last_ = 0;
+};
 
 struct Check {
   std::string error;
@@ -489,6 +531,10 @@ int run_main() {
           absl::StrAppend(&c.pcap_prefix, absl::StrFormat("_loss%g", fabric_loss));
         }
       }
+      if (g_stop.load(std::memory_order_relaxed)) break;
+      ProgressLine progress(absl::StrCat(scenario, " ", to_string(t)));
+      c.progress = [&progress](const Progress& p) { progress(p); };
+      c.stop = &g_stop;
       auto r = run(c);
       if (!r.ok()) {
         std::fprintf(stderr, "uet-ab: %s %s: %s\n", scenario.c_str(), to_string(t),
@@ -516,7 +562,9 @@ int run_main() {
     return runs;
   };
 
+  std::signal(SIGINT, on_sigint);
   for (const std::string& scenario : scenarios) {
+    if (g_stop.load(std::memory_order_relaxed)) break;
     auto flows = flows_for(scenario, hosts, absl::GetFlag(FLAGS_seed));
     if (!flows.ok()) {
       std::fprintf(stderr, "uet-ab: %s\n", std::string(flows.status().message()).c_str());
@@ -555,6 +603,13 @@ int run_main() {
                               absl::GetFlag(FLAGS_seed));
     }
     if (scenario == "loss") title += absl::StrFormat(", %.2f%% loss on fabric links", 100 * absl::GetFlag(FLAGS_loss));
+    for (const RunResult& r : runs) {
+      if (r.interrupted) {
+        absl::StrAppend(&title, absl::StrFormat(
+            "\n  INTERRUPTED (Ctrl-C): %s stopped at %.3f ms simulated; partial results",
+            to_string(r.transport), static_cast<double>(r.sim_time) / kMillisecond));
+      }
+    }
     print_table(title, runs);
     if (!plot_dir.empty() && !runs.empty()) {
       if (absl::Status s = plot_scenario(plot_dir, scenario, scenario, runs); !s.ok()) {
@@ -572,6 +627,10 @@ int run_main() {
     std::fclose(json);
   }
   if (csv != nullptr) std::fclose(csv);
+  if (g_stop.load(std::memory_order_relaxed)) {
+    std::fprintf(stderr, "uet-ab: interrupted; the results above are partial\n");
+    return 130;
+  }
   return rc;
 }
 
