@@ -211,7 +211,9 @@ absl::StatusOr<RunResult> run(const RunConfig& rc) {
       c.local_mac = sim::Network::host_mac(h);
       c.mtu = rc.mtu;
       c.max_qps = std::max<uint32_t>(hosts, 1);
-      c.dcqcn.line_rate_gbps = rc.fabric.host_gbps;
+      auto dcqcn = DcqcnConfig::preset(rc.dcqcn_preset, rc.fabric.host_gbps);
+      if (!dcqcn.ok()) return dcqcn.status();
+      c.dcqcn = *dcqcn;
       c.seed = rc.seed * 1000003 + h;
       auto ep = RoceEndpoint::create(c);
       if (!ep.ok()) return ep.status();

@@ -61,6 +61,7 @@ struct RunConfig {
   uint64_t seed = 1;
   Time max_time = kSecond;   // simulated time limit
   uint32_t mtu = 4096;       // payload bytes per packet
+  std::string dcqcn_preset = "htsim";  // RoCEv2: DcqcnConfig::preset() name
   uint16_t uet_evs = 32;     // UET: EVs sprayed over (1 = a fixed path, as RoCEv2)
   // When set: pcaps of everything host 0 sends and receives, PREFIX_h0_tx.pcap / _h0_rx.pcap.
   std::string pcap_prefix;

@@ -21,6 +21,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "bench/ab_runner.h"
+#include "cc/dcqcn.h"
 #include "sim/htsim_cm.h"
 #include "sim/rng.h"
 
@@ -48,6 +49,9 @@ ABSL_FLAG(double, load, 0.5, "websearch: offered load per host link, 0.01..1");
 ABSL_FLAG(uint32_t, websearch_us, 200, "websearch: arrival window in microseconds, 1..100000");
 ABSL_FLAG(uint32_t, mtu, 4096, "payload bytes per packet: 256, 512, 1024, 2048 or 4096");
 ABSL_FLAG(uint32_t, evs, 32, "UET: entropy values to spray over, 1..4096 (1 = one path)");
+ABSL_FLAG(std::string, dcqcn, "htsim",
+          "RoCEv2: DCQCN parameter profile: htsim, dcqcn-ns3 (the DCQCN authors' code) or "
+          "connectx (NVIDIA firmware defaults); cc/dcqcn.h lists the values");
 ABSL_FLAG(uint64_t, buffer_kb, 1024, "switch buffer per port in KiB, 16..65536");
 ABSL_FLAG(uint64_t, seed, 1, "seed of the fabric and the workload");
 ABSL_FLAG(uint32_t, max_ms, 200, "simulated time limit per run in milliseconds, 1..100000");
@@ -184,6 +188,7 @@ std::string json_of(const RunResult& r, const RunConfig& c) {
       "\"pfc_pause_us\": %.3f, \"max_queue_bytes\": %d, \"events\": %d, \"sim_us\": %.3f, "
       "\"wall_s\": %.3f, \"params\": {\"hosts\": %d, \"bytes\": %d, \"mtu\": %d, \"gbps\": %g, "
       "\"fabric_loss\": %g, \"pfc\": %s, \"trimming\": %s, \"ecn\": %s, \"evs\": %d, "
+      "\"dcqcn\": \"%s\", "
       "\"seed\": %d}}",
       r.scenario, to_string(r.transport), f.total, f.completed, r.failed, f.fct_min_us,
       f.fct_p50_us, f.fct_p99_us, f.fct_max_us, f.slowdown_p50, f.slowdown_p99, f.goodput_gbps,
@@ -195,7 +200,8 @@ std::string json_of(const RunResult& r, const RunConfig& c) {
       c.mtu, c.fabric.host_gbps, c.fabric.fabric_loss,
       c.fabric.pfc ? "true" : "false",
       c.fabric.trimming && c.transport == TransportKind::kUet ? "true" : "false",
-      c.fabric.ecn ? "true" : "false", c.transport == TransportKind::kUet ? c.uet_evs : 1, c.seed);
+      c.fabric.ecn ? "true" : "false", c.transport == TransportKind::kUet ? c.uet_evs : 1,
+      c.transport == TransportKind::kRocev2 ? c.dcqcn_preset : "-", c.seed);
 }
 
 void print_table(const std::string& title, const std::vector<RunResult>& runs) {
@@ -443,6 +449,11 @@ int run_main() {
   const std::string topo = absl::GetFlag(FLAGS_topology);
   if (check.error.empty() && topo != "leafspine" && topo != "fattree")
     check.error = "--topology=" + topo + " unknown: leafspine or fattree";
+  if (check.error.empty()) {
+    if (auto p = DcqcnConfig::preset(absl::GetFlag(FLAGS_dcqcn), 100); !p.ok()) {
+      check.error = absl::StrCat("--dcqcn: ", std::string(p.status().message()));
+    }
+  }
   const std::string tr = absl::GetFlag(FLAGS_transport);
   if (check.error.empty() && tr != "uet" && tr != "rocev2" && tr != "both")
     check.error = "--transport=" + tr + " unknown: uet, rocev2 or both";
@@ -521,6 +532,7 @@ int run_main() {
       c.seed = absl::GetFlag(FLAGS_seed);
       c.mtu = mtu;
       c.uet_evs = static_cast<uint16_t>(absl::GetFlag(FLAGS_evs));
+      c.dcqcn_preset = absl::GetFlag(FLAGS_dcqcn);
       c.max_time = static_cast<Time>(absl::GetFlag(FLAGS_max_ms)) * kMillisecond;
       if (!plot_dir.empty()) {
         c.sample_every = static_cast<Time>(absl::GetFlag(FLAGS_plot_sample_us) * kMicrosecond);

@@ -61,7 +61,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "transport/api.h"
-#include "transport/rocev2/dcqcn.h"
+#include "cc/dcqcn.h"
 #include "transport/wire/builder.h"
 #include "transport/wire/decode.h"
 

@@ -1,4 +1,4 @@
-#include "transport/rocev2/dcqcn.h"
+#include "cc/dcqcn.h"
 
 #include <algorithm>
 #include <cmath>
@@ -40,6 +40,36 @@ absl::Status DcqcnConfig::validate() const {
   if (!(hai_rate_gbps >= 0 && hai_rate_gbps <= line_rate_gbps))
     return bad("hai_rate_gbps", hai_rate_gbps, "[0, line_rate_gbps]");
   return absl::OkStatus();
+}
+
+absl::StatusOr<DcqcnConfig> DcqcnConfig::preset(std::string_view name, double line_rate_gbps) {
+  DcqcnConfig c;
+  c.line_rate_gbps = line_rate_gbps;
+  if (name == "htsim") {
+    c.ai_rate_gbps = line_rate_gbps / 20;
+    c.hai_rate_gbps = line_rate_gbps / 10;
+  } else if (name == "dcqcn-ns3") {
+    c.initial_alpha = 0.5;
+    c.increase_period = 60 * kMicrosecond;
+    c.byte_counter = 300'000'000;
+    c.ai_rate_gbps = 0.04;
+    c.hai_rate_gbps = 0.2;
+  } else if (name == "connectx") {
+    c.g = 5.0 / 1024;
+    c.alpha_period = kMicrosecond;
+    c.initial_alpha = 1023.0 / 1024;
+    c.min_rate_gbps = 0.001;
+    c.increase_period = 300 * kMicrosecond;
+    c.byte_counter = 32767;
+    c.fast_recovery_rounds = 1;
+    c.ai_rate_gbps = 0.005;
+    c.hai_rate_gbps = 0.05;
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat("dcqcn preset '", std::string(name),
+                                                   "' unknown: htsim, dcqcn-ns3 or connectx"));
+  }
+  if (absl::Status s = c.validate(); !s.ok()) return s;
+  return c;
 }
 
 void Dcqcn::reset(const DcqcnConfig* c) noexcept {

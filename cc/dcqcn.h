@@ -31,7 +31,10 @@
 #include <concepts>
 #include <cstdint>
 
+#include <string_view>
+
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "transport/transport.h"
 
 namespace uet {
@@ -50,6 +53,21 @@ struct DcqcnConfig {
   double hai_rate_gbps = 10;                 // hyper increase step, [0, line]
 
   absl::Status validate() const;
+
+  // Named parameter profiles for a NIC of `line_rate_gbps` (research/rocev2-wireshark.md §3):
+  //   "htsim"     the default above: htsim's dcqcn.cpp (g 1/256, K = T = 55 us, B 10 MB, F 5,
+  //               AI line/20, HAI line/10, min 100 Mb/s, initial alpha 1).
+  //   "dcqcn-ns3" the DCQCN authors' ns-3 code and sample config (the SIGCOMM'15 paper's own
+  //               implementation; the paper text gives the equations, the config the values):
+  //               g 1/256, K 55 us, T 60 us, B 300 MB, F 5, AI 40 Mb/s, HAI 200 Mb/s,
+  //               min 100 Mb/s, initial alpha 0.5.
+  //   "connectx"  NVIDIA ConnectX firmware defaults: g 5/1024 (dce_tcp_g 1019), alpha updated
+  //               every 1 us (dce_tcp_rtt), initial alpha 1023/1024, min 1 Mb/s; and, recalled
+  //               but not confirmed by NVIDIA's pages (research §3.2): T 300 us
+  //               (rpg_time_reset), B 32767 B (rpg_byte_reset), F 1 (rpg_threshold), AI 5 Mb/s,
+  //               HAI 50 Mb/s. Not modelled: rate_reduce_monitor_period (4 us).
+  // Unknown names are refused with the list.
+  static absl::StatusOr<DcqcnConfig> preset(std::string_view name, double line_rate_gbps);
 };
 
 // What the RoCEv2 engine needs from a reaction point (one object per QP).

@@ -1,7 +1,10 @@
 // The DCQCN reaction point alone: exact rates and α after CNPs, timers and bytes.
-#include "transport/rocev2/dcqcn.h"
+#include "cc/dcqcn.h"
 
 #include <gtest/gtest.h>
+
+#include <cstdio>
+#include <string>
 
 #include <cmath>
 
@@ -146,6 +149,60 @@ TEST(Dcqcn_Disabled, CnpsLeaveTheRateAtLineRate) {
   d.on_cnp(0);
   EXPECT_FALSE(d.limited());
   EXPECT_EQ(d.next_event(), kNever);
+}
+
+// The named profiles: each is valid, carries its source's signature values, and a QP under
+// each recovers to line rate after one CNP (at very different speeds).
+TEST(Dcqcn_Preset, ProfilesCarryTheirSourcesValues) {
+  const auto htsim = DcqcnConfig::preset("htsim", 100);
+  const auto ns3 = DcqcnConfig::preset("dcqcn-ns3", 100);
+  const auto cx = DcqcnConfig::preset("connectx", 100);
+  ASSERT_TRUE(htsim.ok() && ns3.ok() && cx.ok());
+  const DcqcnConfig def;
+  EXPECT_EQ(htsim->g, def.g);  // the default is htsim's profile
+  EXPECT_EQ(htsim->ai_rate_gbps, 5);
+  EXPECT_EQ(htsim->hai_rate_gbps, 10);
+  EXPECT_EQ(ns3->increase_period, 60 * kMicrosecond);
+  EXPECT_EQ(ns3->byte_counter, 300'000'000u);
+  EXPECT_EQ(ns3->initial_alpha, 0.5);
+  EXPECT_EQ(cx->g, 5.0 / 1024);
+  EXPECT_EQ(cx->alpha_period, kMicrosecond);
+  EXPECT_EQ(cx->min_rate_gbps, 0.001);
+  EXPECT_EQ(cx->fast_recovery_rounds, 1u);
+  // Rates scale with the line rate where the source defines them relative to it.
+  EXPECT_EQ(DcqcnConfig::preset("htsim", 400)->ai_rate_gbps, 20);
+}
+
+TEST(Dcqcn_Preset, UnknownNameIsRefusedWithTheList) {
+  const auto p = DcqcnConfig::preset("dctcp", 100);
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(std::string(p.status().message()).find("htsim, dcqcn-ns3 or connectx"),
+            std::string::npos);
+}
+
+TEST(Dcqcn_Preset, EachRecoversToLineRateAfterOneCnp) {
+  Time recovered[3] = {0, 0, 0};
+  const char* names[3] = {"htsim", "dcqcn-ns3", "connectx"};
+  for (int i = 0; i < 3; ++i) {
+    const DcqcnConfig c = *DcqcnConfig::preset(names[i], 100);
+    Dcqcn d;
+    d.reset(&c);
+    d.on_cnp(0);
+    ASSERT_LT(d.rate_bps(), 100e9) << names[i];
+    for (int guard = 0; guard < 10'000'000 && d.next_event() != kNever; ++guard) {
+      d.on_timer(d.next_event());
+      recovered[i] = d.next_event() == kNever ? recovered[i] : d.next_event();
+    }
+    EXPECT_EQ(d.rate_bps(), 100e9) << names[i];
+    EXPECT_EQ(d.next_event(), kNever) << names[i] << ": timers stop at line rate";
+  }
+  // ConnectX's timer (300 us) is five times the others': it recovers slowest.
+  EXPECT_GT(recovered[2], recovered[0]);
+  EXPECT_GT(recovered[2], recovered[1]);
+  std::printf("recovery after one CNP: htsim %.0f us, dcqcn-ns3 %.0f us, connectx %.0f us\n",
+              static_cast<double>(recovered[0]) / kMicrosecond,
+              static_cast<double>(recovered[1]) / kMicrosecond,
+              static_cast<double>(recovered[2]) / kMicrosecond);
 }
 
 }  // namespace
