@@ -1,0 +1,1114 @@
+// uet-perf: a perftest-style tool (ib_write_bw / ib_write_lat) for UET and RoCEv2 over real
+// packet I/O (DPDK, io_uring). One process is the server (the write target), one the client.
+//
+//   server:  uet-perf --server --ip=10.0.0.1 -- --no-huge -m 512 --no-pci --file-prefix=s
+//              --vdev=net_memif0,role=server,socket=/tmp/m.sock,socket-abstract=no
+//   client:  uet-perf --client=127.0.0.1 --ip=10.0.0.2 -s 65536 -n 1000 -- --no-huge -m 512
+//              --no-pci --file-prefix=c --vdev=net_memif0,role=client,socket=/tmp/m.sock,socket-abstract=no
+//   (one line each)
+//
+// Sequence, as perftest: the server listens on a TCP control connection (--oob-port) and prints
+// "ready"; the client connects and sends its parameters (transport, size, region layout, seed,
+// its data-plane IP and MAC, QPN and start PSN); the server registers a region and answers with
+// its IP, MAC, rkey, QPN and start PSN. Each side then resolves the other's MAC (static --neigh
+// entry, else ARP in the DPDK backend), connects its QP (RoCEv2), and both meet at a barrier.
+// The client writes; when every write has completed it sends DONE, the server compares its
+// region with the seeded pattern and answers VERIFY ok|mismatch. Both print perftest's table
+// (and --json); the exit code is non-zero on a mismatch, an error, a timeout or SIGINT.
+//
+// Data pattern: region byte o (o = slot * size + k) is byte o%8 of splitmix64(seed + o/8).
+// The client keeps one copy of the whole region and write i goes to slot i % slots; a slot is
+// written again only after its previous write completed. The server fills its region with the
+// complement first, so every byte that never arrived is a mismatch.
+//
+// Timing: CLOCK_MONOTONIC. Bandwidth mode: from the first post to the last completion, with
+// up to --tx_depth writes outstanding. Latency mode (--lat): one write in flight; each sample
+// is post → completion (the write's packets out, the last ACK back: a round trip).
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/flags/usage_config.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
+#include "dpdk-io/host_loop.h"
+#include "dpdk-io/packet_io.h"
+#include "transport/rocev2/roce_endpoint.h"
+#include "transport/uet/uet_endpoint.h"
+#include "transport/wire/pcap.h"
+#ifdef UET_PERF_HAVE_DPDK
+#include "dpdk-io/dpdk_io.h"
+#endif
+#ifdef UET_PERF_HAVE_URING
+#include "dpdk-io/uring_io.h"
+#endif
+
+ABSL_FLAG(bool, server, false, "run as the server (the write target)");
+ABSL_FLAG(std::string, client, "",
+          "run as the client of the server at this control (TCP) address, e.g. 127.0.0.1 "
+          "(exactly one of --server / --client=HOST is required)");
+ABSL_FLAG(uint32_t, oob_port, 18515, "TCP port of the control connection, 1..65535");
+ABSL_FLAG(std::string, transport, "uet", "uet or rocev2 (both sides must agree)");
+ABSL_FLAG(std::string, io, "dpdk", "packet I/O backend: dpdk or uring");
+ABSL_FLAG(std::string, op, "write", "operation: write (read and send are not implemented yet)");
+ABSL_FLAG(uint64_t, s, 65536, "message size in bytes, 1..67108864 (client; the server adopts it)");
+ABSL_FLAG(uint64_t, n, 1000, "iterations (messages), 1..100000000; ignored when -D is set");
+ABSL_FLAG(uint32_t, D, 0, "duration in seconds, 0..3600; 0 = use -n");
+ABSL_FLAG(bool, lat, false, "latency mode: one message in flight, report min/p50/p99/p99.9/max");
+ABSL_FLAG(uint32_t, tx_depth, 128, "bandwidth mode: writes outstanding at most, 1..256");
+ABSL_FLAG(uint32_t, mtu, 4096,
+          "payload bytes per packet: UET 256..9000, RoCEv2 one of 256, 512, 1024, 2048, 4096; "
+          "must fit the device MTU");
+ABSL_FLAG(std::string, ip, "",
+          "local data-plane IPv4 address (default \"\": 10.0.0.1 as server, 10.0.0.2 as client)");
+ABSL_FLAG(std::string, mac, "", "local MAC, aa:bb:cc:dd:ee:ff (default \"\": the port's own)");
+ABSL_FLAG(std::vector<std::string>, neigh, {},
+          "static neighbours IP=MAC, comma-separated (default none: ARP resolves)");
+ABSL_FLAG(uint32_t, port, 0, "DPDK: ethdev port id, 0..(ports-1)");
+ABSL_FLAG(uint32_t, mbufs, 8191, "DPDK: mbuf pool size, 512..1048575");
+ABSL_FLAG(uint32_t, dev_mtu, 9000, "DPDK: device (L3) MTU to configure, 1500..9600");
+ABSL_FLAG(double, loss, 0, "drop this fraction of sent frames before the device, 0..0.5");
+ABSL_FLAG(uint64_t, seed, 1, "seed of the data pattern, the loss and the start PSNs");
+ABSL_FLAG(uint32_t, window_kb, 256, "UET: bytes in flight per PDC in KiB, 16..65536");
+ABSL_FLAG(uint32_t, rto_us, 500, "UET: initial retransmission timeout in microseconds, 10..1000000");
+ABSL_FLAG(uint32_t, ack_timeout_exp, 10,
+          "RoCEv2: local ACK timeout 4.096 us * 2^t, 1..31 (10 = 4.2 ms)");
+ABSL_FLAG(uint32_t, timeout_s, 60,
+          "give up after this many seconds without progress (link, control, writes), 1..3600");
+ABSL_FLAG(std::string, json, "", "write the result as one JSON object to this file (default none)");
+ABSL_FLAG(std::string, pcap, "", "write every frame sent and received to this pcap (default none)");
+ABSL_FLAG(bool, xstats, false, "DPDK: print the port's non-zero extended statistics at the end");
+
+namespace uet::perf {
+namespace {
+
+std::atomic<bool> g_stop{false};
+void on_signal(int) { g_stop.store(true, std::memory_order_relaxed); }
+
+constexpr uint64_t kRegionCap = 64ull << 20;  // bytes of the target region at most
+constexpr uint32_t kQpn = 0x100;              // RoceConfig::qpn_base: our one QP
+
+// ---------------------------------------------------------------------------------------------
+// Options
+
+struct Options {
+  bool server = false;
+  std::string server_host;
+  uint16_t oob_port = 0;
+  bool uet = true;
+  std::string io;
+  uint64_t size = 0;
+  uint64_t iters = 0;
+  uint32_t duration_s = 0;
+  bool lat = false;
+  uint32_t depth = 0;
+  uint32_t mtu = 0;
+  uint32_t ip = 0;
+  wire::MacAddr mac{};
+  std::vector<std::pair<uint32_t, wire::MacAddr>> neigh;
+  double loss = 0;
+  uint64_t seed = 0;
+  Time timeout = 0;
+};
+
+struct Check {
+  std::string error;
+  void range(const char* flag, double v, double lo, double hi) {
+    if (error.empty() && !(v >= lo && v <= hi))
+      error = absl::StrFormat("--%s=%g out of range: %g..%g", flag, v, lo, hi);
+  }
+  void fail(std::string e) {
+    if (error.empty()) error = std::move(e);
+  }
+};
+
+std::optional<uint32_t> parse_ip(const std::string& s) {
+  in_addr a{};
+  if (inet_pton(AF_INET, s.c_str(), &a) != 1) return std::nullopt;
+  return ntohl(a.s_addr);
+}
+
+std::optional<wire::MacAddr> parse_mac(const std::string& s) {
+  wire::MacAddr m{};
+  unsigned v[6];
+  char tail;
+  if (std::sscanf(s.c_str(), "%2x:%2x:%2x:%2x:%2x:%2x%c", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5],
+                  &tail) != 6)
+    return std::nullopt;
+  for (int i = 0; i < 6; ++i) m[static_cast<size_t>(i)] = static_cast<uint8_t>(v[i]);
+  return m;
+}
+
+std::string ip_str(uint32_t ip) {
+  return absl::StrFormat("%u.%u.%u.%u", ip >> 24, (ip >> 16) & 255, (ip >> 8) & 255, ip & 255);
+}
+std::string mac_str(const wire::MacAddr& m) {
+  return absl::StrFormat("%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4], m[5]);
+}
+
+absl::StatusOr<Options> options_from_flags() {
+  Options o;
+  Check c;
+  o.server = absl::GetFlag(FLAGS_server);
+  o.server_host = absl::GetFlag(FLAGS_client);
+  if (o.server == !o.server_host.empty())
+    c.fail("exactly one of --server and --client=HOST is required");
+  c.range("oob_port", absl::GetFlag(FLAGS_oob_port), 1, 65535);
+  o.oob_port = static_cast<uint16_t>(absl::GetFlag(FLAGS_oob_port));
+  const std::string tr = absl::GetFlag(FLAGS_transport);
+  if (tr != "uet" && tr != "rocev2") c.fail("--transport=" + tr + " unknown: uet or rocev2");
+  o.uet = tr == "uet";
+  o.io = absl::GetFlag(FLAGS_io);
+  if (o.io != "dpdk" && o.io != "uring") c.fail("--io=" + o.io + " unknown: dpdk or uring");
+  const std::string op = absl::GetFlag(FLAGS_op);
+  if (op == "read" || op == "send") {
+    c.fail("--op=" + op + ": not implemented by the engines yet; only --op=write");
+  } else if (op != "write") {
+    c.fail("--op=" + op + " unknown: write (read and send are not implemented yet)");
+  }
+  o.size = absl::GetFlag(FLAGS_s);
+  c.range("s", static_cast<double>(o.size), 1, 67108864);
+  o.iters = absl::GetFlag(FLAGS_n);
+  c.range("n", static_cast<double>(o.iters), 1, 100000000);
+  o.duration_s = absl::GetFlag(FLAGS_D);
+  c.range("D", o.duration_s, 0, 3600);
+  o.lat = absl::GetFlag(FLAGS_lat);
+  o.depth = o.lat ? 1 : absl::GetFlag(FLAGS_tx_depth);
+  c.range("tx_depth", absl::GetFlag(FLAGS_tx_depth), 1, 256);
+  o.mtu = absl::GetFlag(FLAGS_mtu);
+  if (o.uet) {
+    c.range("mtu", o.mtu, 256, 9000);
+  } else if (o.mtu != 256 && o.mtu != 512 && o.mtu != 1024 && o.mtu != 2048 && o.mtu != 4096) {
+    c.fail(absl::StrFormat("--mtu=%u invalid for rocev2: one of 256, 512, 1024, 2048, 4096", o.mtu));
+  }
+  std::string ip = absl::GetFlag(FLAGS_ip);
+  if (ip.empty()) ip = o.server ? "10.0.0.1" : "10.0.0.2";
+  if (auto v = parse_ip(ip); v && *v != 0) {
+    o.ip = *v;
+  } else {
+    c.fail("--ip=" + ip + " invalid: a dotted-quad IPv4 address, not 0.0.0.0");
+  }
+  if (const std::string m = absl::GetFlag(FLAGS_mac); !m.empty()) {
+    if (auto v = parse_mac(m)) {
+      o.mac = *v;
+    } else {
+      c.fail("--mac=" + m + " invalid: aa:bb:cc:dd:ee:ff");
+    }
+  }
+  for (const std::string& e : absl::GetFlag(FLAGS_neigh)) {
+    const std::vector<std::string> kv = absl::StrSplit(e, absl::MaxSplits('=', 1));
+    auto nip = kv.size() == 2 ? parse_ip(kv[0]) : std::nullopt;
+    auto nmac = kv.size() == 2 ? parse_mac(kv[1]) : std::nullopt;
+    if (!nip || !nmac) {
+      c.fail("--neigh=" + e + " invalid: IP=MAC, e.g. 10.0.0.1=02:00:00:00:00:01");
+    } else {
+      o.neigh.emplace_back(*nip, *nmac);
+    }
+  }
+  c.range("port", absl::GetFlag(FLAGS_port), 0, 1023);
+  c.range("mbufs", absl::GetFlag(FLAGS_mbufs), 512, 1048575);
+  c.range("dev_mtu", absl::GetFlag(FLAGS_dev_mtu), 1500, 9600);
+  o.loss = absl::GetFlag(FLAGS_loss);
+  c.range("loss", o.loss, 0, 0.5);
+  o.seed = absl::GetFlag(FLAGS_seed);
+  c.range("window_kb", absl::GetFlag(FLAGS_window_kb), 16, 65536);
+  c.range("rto_us", absl::GetFlag(FLAGS_rto_us), 10, 1000000);
+  c.range("ack_timeout_exp", absl::GetFlag(FLAGS_ack_timeout_exp), 1, 31);
+  c.range("timeout_s", absl::GetFlag(FLAGS_timeout_s), 1, 3600);
+  o.timeout = static_cast<Time>(absl::GetFlag(FLAGS_timeout_s)) * kSecond;
+  if (!c.error.empty()) return absl::InvalidArgumentError(c.error);
+  return o;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Neighbours the engines' resolver sees (control path: once per PDC/QP). The DPDK backend
+// rewrites the destination MAC of every frame from its own table anyway (dpdk_io.h).
+
+std::unordered_map<uint32_t, wire::MacAddr>& resolver_table() {
+  static std::unordered_map<uint32_t, wire::MacAddr> t;
+  return t;
+}
+wire::MacAddr resolve_mac(uint32_t ip4) {
+  auto it = resolver_table().find(ip4);
+  // Unknown yet: broadcast; the DPDK backend writes the resolved MAC on every frame anyway.
+  static constexpr wire::MacAddr kBroadcast{0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+  return it == resolver_table().end() ? kBroadcast : it->second;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The tap: random loss before the device and the pcap of what went out and came in. A
+// PacketIo around the backend, so it works for every backend.
+
+uint64_t realtime_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+class TapIo final : public io::PacketIo {
+ public:
+  TapIo(io::PacketIo& inner, double loss, uint64_t seed, std::optional<wire::PcapWriter> pcap)
+      : inner_(inner), loss_(loss), rng_(seed), pcap_(std::move(pcap)) {}
+
+  size_t rx_burst(std::span<Frame*> out) override {
+    const size_t n = inner_.rx_burst(out);
+    if (pcap_) {
+      const uint64_t t = realtime_ns();
+      for (size_t i = 0; i < n; ++i) (void)pcap_->write({out[i]->data, out[i]->len}, t);
+    }
+    return n;
+  }
+  void release_rx(std::span<Frame* const> frames) override { inner_.release_rx(frames); }
+  size_t alloc_tx(std::span<Frame*> out) override { return inner_.alloc_tx(out); }
+  size_t tx_burst(std::span<Frame* const> filled, std::span<Frame* const> unused) override {
+    if (loss_ <= 0 && !pcap_) return inner_.tx_burst(filled, unused);
+    std::array<Frame*, 2 * io::kMaxBurst> keep{}, drop{};
+    size_t k = 0, d = 0;
+    for (Frame* f : filled) {
+      if (loss_ > 0 && dist_(rng_) < loss_) {
+        drop[d++] = f;
+        ++lost_;
+      } else {
+        keep[k++] = f;
+      }
+    }
+    if (pcap_) {
+      const uint64_t t = realtime_ns();
+      for (size_t i = 0; i < k; ++i) (void)pcap_->write({keep[i]->data, keep[i]->len}, t);
+    }
+    for (Frame* f : unused) drop[d++] = f;
+    return inner_.tx_burst({keep.data(), k}, {drop.data(), d});
+  }
+  void wait(Time deadline) override { inner_.wait(deadline); }
+  io::IoStats stats() const override { return inner_.stats(); }
+
+  uint64_t lost() const noexcept { return lost_; }
+  void close() {
+    if (pcap_) (void)pcap_->close();
+    pcap_.reset();
+  }
+
+ private:
+  io::PacketIo& inner_;
+  double loss_;
+  std::mt19937_64 rng_;
+  std::uniform_real_distribution<double> dist_{0.0, 1.0};
+  std::optional<wire::PcapWriter> pcap_;
+  uint64_t lost_ = 0;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Backend selection: one function, one branch per backend.
+
+struct Io {
+#ifdef UET_PERF_HAVE_DPDK
+  std::unique_ptr<io::DpdkEal> eal;  // declared first: destroyed after the port
+  io::DpdkIo* dpdk = nullptr;
+#endif
+  std::unique_ptr<io::PacketIo> backend;
+  wire::MacAddr mac{};
+  uint32_t max_frame = 0;
+  std::string description;
+
+  // The peer's MAC if known (uring: any; the kernel routes). Sends an ARP request when asked.
+  bool resolved(uint32_t ip4, bool solicit) {
+#ifdef UET_PERF_HAVE_DPDK
+    if (dpdk != nullptr) {
+      if (const wire::MacAddr* m = dpdk->neighbour(ip4)) {
+        resolver_table()[ip4] = *m;
+        return true;
+      }
+      if (solicit) dpdk->solicit(ip4);
+      return false;
+    }
+#endif
+    (void)ip4;
+    (void)solicit;
+    return true;
+  }
+};
+
+absl::StatusOr<Io> make_io(const Options& o, const std::vector<std::string>& eal_args) {
+  Io out;
+  if (o.io == "dpdk") {
+#ifdef UET_PERF_HAVE_DPDK
+    auto eal = io::DpdkEal::init(eal_args);
+    if (!eal.ok()) return eal.status();
+    out.eal = std::move(*eal);
+    if (absl::GetFlag(FLAGS_port) >= out.eal->port_count()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--port=", absl::GetFlag(FLAGS_port), " out of range: 0..",
+          static_cast<int>(out.eal->port_count()) - 1, " (ports: ", out.eal->describe_ports(),
+          "; add --vdev=... or a NIC after --)"));
+    }
+    io::DpdkIoConfig c;
+    c.port_id = static_cast<uint16_t>(absl::GetFlag(FLAGS_port));
+    c.local_ip4 = o.ip;
+    c.local_mac = o.mac;
+    c.mtu = absl::GetFlag(FLAGS_dev_mtu);
+    c.mbufs = absl::GetFlag(FLAGS_mbufs);
+    c.promiscuous = o.mac != wire::MacAddr{};
+    for (const auto& [ip, mac] : o.neigh) c.neighbours.push_back({ip, mac});
+    auto d = io::DpdkIo::create(c);
+    if (!d.ok()) return d.status();
+    out.dpdk = d->get();
+    out.mac = (*d)->mac();
+    out.max_frame = (*d)->max_frame();
+    const io::Offloads& off = (*d)->offloads();
+    out.description = absl::StrFormat(
+        "dpdk port %u (%s) mac %s mtu %u (frames up to %u B), rx csum offload %s, tx csum "
+        "offload %s (unused)",
+        c.port_id, (*d)->driver_name(), mac_str(out.mac), (*d)->mtu(), (*d)->max_frame(),
+        off.rx_ipv4_checksum || off.rx_udp_checksum ? "on" : "n/a",
+        off.tx_ipv4_checksum || off.tx_udp_checksum ? "available" : "n/a");
+    out.backend = std::move(*d);
+    return out;
+#else
+    (void)eal_args;
+    return absl::UnimplementedError("--io=dpdk: not built (libdpdk was not found at configure time)");
+#endif
+  }
+  if (o.io == "uring") {
+#ifdef UET_PERF_HAVE_URING
+    if (eal_args.size() > 1) std::fprintf(stderr, "uet-perf: --io=uring ignores the arguments after --\n");
+    io::UringIoConfig c;
+    c.local_ip4 = o.ip;
+    c.udp_port = o.uet ? 4793 : 4791;
+    c.local_mac = o.mac != wire::MacAddr{} ? o.mac
+                                           : wire::MacAddr{0x02, 0, static_cast<uint8_t>(o.ip >> 24),
+                                                           static_cast<uint8_t>(o.ip >> 16),
+                                                           static_cast<uint8_t>(o.ip >> 8),
+                                                           static_cast<uint8_t>(o.ip)};
+    auto u = io::UringIo::create(c);
+    if (!u.ok()) return u.status();
+    out.mac = c.local_mac;
+    out.max_frame = c.frame_capacity;
+    out.description = absl::StrFormat("io_uring UDP %s:%u", ip_str(o.ip), c.udp_port);
+    out.backend = std::move(*u);
+    return out;
+#else
+    (void)eal_args;
+    return absl::UnimplementedError("--io=uring: not built (dpdk-io/uring_io.h / uet_uring missing)");
+#endif
+  }
+  return absl::InvalidArgumentError("--io=" + o.io + " unknown: dpdk or uring");
+}
+
+// ---------------------------------------------------------------------------------------------
+// The control connection: text lines "WORD key=value ...".
+
+using Fields = std::map<std::string, std::string>;
+
+class Oob {
+ public:
+  Oob() = default;
+  explicit Oob(int fd) : fd_(fd) {}
+  Oob(Oob&& o) noexcept : fd_(std::exchange(o.fd_, -1)), buf_(std::move(o.buf_)) {}
+  Oob& operator=(Oob&& o) noexcept {
+    std::swap(fd_, o.fd_);
+    std::swap(buf_, o.buf_);
+    return *this;
+  }
+  ~Oob() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+
+  absl::Status send(const std::string& word, const Fields& f) {
+    std::string line = word;
+    for (const auto& [k, v] : f) absl::StrAppend(&line, " ", k, "=", v);
+    line += "\n";
+    size_t off = 0;
+    while (off < line.size()) {
+      const ssize_t n = ::send(fd_, line.data() + off, line.size() - off, MSG_NOSIGNAL);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return absl::UnavailableError("control connection: send failed (peer gone?)");
+      off += static_cast<size_t>(n);
+    }
+    return absl::OkStatus();
+  }
+
+  // Waits for one line, calling `idle` (the data path) between checks. Returns its first word
+  // in fields["_"].
+  absl::StatusOr<Fields> recv(const std::function<void()>& idle, Time timeout) {
+    const Time give_up = io::monotonic_now() + timeout;
+    uint32_t spins = 0;
+    for (;;) {
+      if (auto nl = buf_.find('\n'); nl != std::string::npos) {
+        const std::string line = buf_.substr(0, nl);
+        buf_.erase(0, nl + 1);
+        Fields f;
+        bool first = true;
+        const std::vector<std::string> toks = absl::StrSplit(line, ' ', absl::SkipEmpty());
+        for (const std::string& tok : toks) {
+          if (first) {
+            f["_"] = tok;
+            first = false;
+            continue;
+          }
+          const std::vector<std::string> kv = absl::StrSplit(tok, absl::MaxSplits('=', 1));
+          f[kv[0]] = kv.size() > 1 ? kv[1] : "";
+        }
+        return f;
+      }
+      if (g_stop.load(std::memory_order_relaxed)) return absl::CancelledError("interrupted");
+      if (io::monotonic_now() > give_up)
+        return absl::DeadlineExceededError("control connection: no answer before --timeout_s");
+      // Check the socket every 64 idle calls (a syscall), the data path in between.
+      if (idle && (++spins & 63) != 0) {
+        idle();
+        continue;
+      }
+      pollfd p{fd_, POLLIN, 0};
+      const int r = ::poll(&p, 1, idle ? 0 : 10);
+      if (r > 0) {
+        char tmp[4096];
+        const ssize_t n = ::recv(fd_, tmp, sizeof tmp, 0);
+        if (n == 0) return absl::UnavailableError("control connection closed by the peer");
+        if (n < 0 && errno != EINTR && errno != EAGAIN)
+          return absl::UnavailableError("control connection: recv failed");
+        if (n > 0) buf_.append(tmp, static_cast<size_t>(n));
+      } else if (idle) {
+        idle();
+      }
+    }
+  }
+
+  static absl::StatusOr<int> listen_on(uint16_t port) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0) return absl::InternalError("socket() failed");
+    const int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(port);
+    a.sin_addr.s_addr = htonl(INADDR_ANY);
+    if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(fd, 1) != 0) {
+      ::close(fd);
+      return absl::UnavailableError(absl::StrCat("--oob_port=", port, ": cannot listen (",
+                                                 std::string(std::strerror(errno)), ")"));
+    }
+    return fd;
+  }
+
+  static absl::StatusOr<Oob> accept_on(int lfd, Time timeout) {
+    const Time give_up = io::monotonic_now() + timeout;
+    while (!g_stop.load()) {
+      pollfd p{lfd, POLLIN, 0};
+      if (::poll(&p, 1, 10) > 0) {
+        const int fd = ::accept(lfd, nullptr, nullptr);
+        if (fd >= 0) {
+          const int one = 1;
+          setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+          return Oob(fd);
+        }
+      }
+      if (io::monotonic_now() > give_up)
+        return absl::DeadlineExceededError("no client connected before --timeout_s");
+    }
+    return absl::CancelledError("interrupted");
+  }
+
+  static absl::StatusOr<Oob> connect_to(const std::string& host, uint16_t port, Time timeout) {
+    addrinfo hints{};
+    hints.ai_family = AF_INET;
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo* res = nullptr;
+    if (getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res) != 0 || res == nullptr)
+      return absl::InvalidArgumentError("--client=" + host + ": cannot resolve the host");
+    const Time give_up = io::monotonic_now() + timeout;
+    absl::Status last;
+    while (!g_stop.load()) {
+      const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+      if (fd >= 0 && ::connect(fd, res->ai_addr, res->ai_addrlen) == 0) {
+        freeaddrinfo(res);
+        const int one = 1;
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        return Oob(fd);
+      }
+      if (fd >= 0) ::close(fd);
+      if (io::monotonic_now() > give_up) {
+        freeaddrinfo(res);
+        return absl::DeadlineExceededError(absl::StrCat("--client=", host, " --oob_port=", port,
+                                                        ": no server before --timeout_s"));
+      }
+      usleep(20'000);  // control path: the server may not be listening yet
+    }
+    freeaddrinfo(res);
+    return absl::CancelledError("interrupted");
+  }
+
+ private:
+  int fd_ = -1;
+  std::string buf_;
+};
+
+uint64_t field_u64(const Fields& f, const std::string& k, bool* ok) {
+  uint64_t v = 0;
+  auto it = f.find(k);
+  if (it == f.end() || !absl::SimpleAtoi(it->second, &v)) *ok = false;
+  return v;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The data pattern.
+
+uint64_t mix(uint64_t z) {
+  z += 0x9E3779B97F4A7C15ULL;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+uint8_t pattern_byte(uint64_t seed, uint64_t o) {
+  return static_cast<uint8_t>(mix(seed + o / 8) >> (8 * (o % 8)));
+}
+void fill_pattern(std::vector<uint8_t>& v, uint64_t seed, bool complement) {
+  const uint64_t x = complement ? ~uint64_t{0} : 0;
+  size_t o = 0;
+  for (; o + 8 <= v.size(); o += 8) {
+    const uint64_t w = mix(seed + o / 8) ^ x;
+    std::memcpy(v.data() + o, &w, 8);  // little-endian hosts: byte i = bits 8i..8i+7
+  }
+  for (; o < v.size(); ++o) v[o] = static_cast<uint8_t>(pattern_byte(seed, o) ^ x);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Engines.
+
+absl::StatusOr<std::unique_ptr<Endpoint>> make_engine(const Options& o, const Io& io,
+                                                      uint32_t mtu) {
+  if (mtu + 160 > io.max_frame) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "--mtu=%u too large for the device: frames hold %u bytes, so at most %u", mtu,
+        io.max_frame, io.max_frame > 160 ? io.max_frame - 160 : 0));
+  }
+  if (o.uet) {
+    UetConfig c;
+    c.local_ip4 = o.ip;
+    c.local_mac = io.mac;
+    c.resolve_mac = &resolve_mac;
+    c.payload_bytes = mtu;
+    c.window_bytes = uint64_t{absl::GetFlag(FLAGS_window_kb)} * 1024;
+    c.rto = static_cast<Time>(absl::GetFlag(FLAGS_rto_us)) * kMicrosecond;
+    c.seed = o.seed * 2 + (o.server ? 1 : 0);
+    auto e = UetEndpoint::create(c);
+    if (!e.ok()) return e.status();
+    return std::unique_ptr<Endpoint>(std::move(*e));
+  }
+  RoceConfig c;
+  c.local_ip4 = o.ip;
+  c.local_mac = io.mac;
+  c.resolve_mac = &resolve_mac;
+  c.mtu = mtu;
+  c.qpn_base = kQpn;
+  c.max_qps = 1;
+  c.ack_timeout_exp = static_cast<uint8_t>(absl::GetFlag(FLAGS_ack_timeout_exp));
+  c.seed = o.seed;
+  auto e = RoceEndpoint::create(c);
+  if (!e.ok()) return e.status();
+  return std::unique_ptr<Endpoint>(std::move(*e));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Results.
+
+struct Result {
+  bool ok = true;
+  std::string error;
+  uint64_t completed = 0;
+  uint64_t failed = 0;
+  uint64_t bytes = 0;
+  double seconds = 0;
+  uint64_t tx_packets = 0, rx_packets = 0;
+  std::vector<double> lat_us;
+  std::string verify = "n/a";  // server: ok | mismatch
+  uint64_t mismatched_bytes = 0, checked_bytes = 0;
+};
+
+double percentile(const std::vector<double>& sorted, double p) {
+  if (sorted.empty()) return 0;
+  const size_t i = std::min(sorted.size() - 1, static_cast<size_t>(p * static_cast<double>(sorted.size())));
+  return sorted[i];
+}
+
+void report(const Options& o, const Io& io, TapIo& tap, const Endpoint& ep, Result& r,
+            uint64_t size) {
+  const io::IoStats s = io.backend->stats();
+  const EndpointStats es = ep.stats();
+  const double gbps = r.seconds > 0 ? static_cast<double>(r.bytes) * 8 / r.seconds / 1e9 : 0;
+  const double mpps = r.seconds > 0 ? static_cast<double>(r.completed) / r.seconds / 1e6 : 0;
+  const double pkt_mpps = r.seconds > 0 ? static_cast<double>(r.tx_packets) / r.seconds / 1e6 : 0;
+  std::sort(r.lat_us.begin(), r.lat_us.end());
+  const char* mode = o.lat ? "latency" : "bandwidth";
+  std::printf("---------------------------------------------------------------------------------------\n");
+  std::printf(" RDMA_Write %s test, transport %s, io %s, %s\n", mode, o.uet ? "uet" : "rocev2",
+              o.io.c_str(), o.server ? "server" : "client");
+  if (!o.server) {
+    if (o.lat) {
+      std::printf(" %-10s %-12s %-10s %-10s %-10s %-10s %-10s %-10s\n", "#bytes", "#iterations",
+                  "t_min[us]", "t_p50[us]", "t_p99[us]", "t_p99.9[us]", "t_max[us]", "t_avg[us]");
+      double sum = 0;
+      for (double v : r.lat_us) sum += v;
+      std::printf(" %-10lu %-12lu %-10.2f %-10.2f %-10.2f %-10.2f %-10.2f %-10.2f\n", size,
+                  r.completed, percentile(r.lat_us, 0), percentile(r.lat_us, 0.5),
+                  percentile(r.lat_us, 0.99), percentile(r.lat_us, 0.999),
+                  r.lat_us.empty() ? 0.0 : r.lat_us.back(),
+                  r.lat_us.empty() ? 0.0 : sum / static_cast<double>(r.lat_us.size()));
+    } else {
+      std::printf(" %-10s %-12s %-20s %-14s %-14s %-10s\n", "#bytes", "#iterations",
+                  "BW average[Gb/sec]", "MsgRate[Mpps]", "PktRate[Mpps]", "seconds");
+      std::printf(" %-10lu %-12lu %-20.3f %-14.6f %-14.6f %-10.3f\n", size, r.completed, gbps,
+                  mpps, pkt_mpps, r.seconds);
+    }
+  }
+  std::printf(" frames tx %lu rx %lu, dropped tx %lu rx %lu, injected loss %lu; retransmitted %lu, "
+              "timeouts %lu, engine rx drops %lu\n",
+              s.tx_packets, s.rx_packets, s.tx_dropped, s.rx_dropped, tap.lost(),
+              es.retransmitted_packets, es.timeouts, es.rx_dropped);
+  if (o.server) {
+    std::printf(" data check: %s (%lu bytes checked, %lu mismatched)\n", r.verify.c_str(),
+                r.checked_bytes, r.mismatched_bytes);
+  }
+  if (!r.error.empty()) std::printf(" error: %s\n", r.error.c_str());
+  std::printf("---------------------------------------------------------------------------------------\n");
+#ifdef UET_PERF_HAVE_DPDK
+  if (io.dpdk != nullptr) {
+    const io::DpdkCounters& c = io.dpdk->counters();
+    std::printf(" dpdk: arp rx %lu answered %lu sent %lu learned %lu; tx no-neighbour %lu "
+                "ring-full %lu too-big %lu; rx not-ip %lu bad-csum %lu multi-seg %lu\n",
+                c.arp_rx, c.arp_requests_answered, c.arp_requests_sent, c.arp_learned,
+                c.tx_no_neighbour, c.tx_ring_full, c.tx_too_big, c.rx_not_ip, c.rx_bad_checksum,
+                c.rx_multi_segment);
+    if (absl::GetFlag(FLAGS_xstats)) {
+      for (const auto& [name, v] : io.dpdk->xstats())
+        if (v != 0) std::printf(" xstat %-40s %lu\n", name.c_str(), v);
+    }
+  }
+#endif
+  if (const std::string path = absl::GetFlag(FLAGS_json); !path.empty()) {
+    std::FILE* f = std::fopen(path.c_str(), "w");
+    if (f == nullptr) {
+      std::fprintf(stderr, "uet-perf: --json=%s: cannot open for writing\n", path.c_str());
+      r.ok = false;
+      return;
+    }
+    double sum = 0;
+    for (double v : r.lat_us) sum += v;
+    absl::FPrintF(
+        f,
+        "{\"tool\": \"uet-perf\", \"role\": \"%s\", \"transport\": \"%s\", \"io\": \"%s\", "
+        "\"op\": \"write\", \"mode\": \"%s\", \"bytes\": %lu, \"iterations\": %lu, "
+        "\"failed\": %lu, \"total_bytes\": %lu, \"seconds\": %.6f, \"bw_gbps\": %.4f, "
+        "\"msg_mpps\": %.6f, \"pkt_mpps\": %.6f, \"latency_us\": {\"samples\": %zu, "
+        "\"min\": %.3f, \"p50\": %.3f, \"p99\": %.3f, \"p999\": %.3f, \"max\": %.3f, "
+        "\"avg\": %.3f}, \"frames\": {\"tx\": %lu, \"rx\": %lu, \"tx_dropped\": %lu, "
+        "\"rx_dropped\": %lu, \"injected_loss\": %lu}, \"retransmitted\": %lu, \"timeouts\": %lu, "
+        "\"verify\": \"%s\", \"checked_bytes\": %lu, \"mismatched_bytes\": %lu, \"mtu\": %u, "
+        "\"loss\": %g, \"seed\": %lu, \"ok\": %s, \"error\": \"%s\"}\n",
+        o.server ? "server" : "client", o.uet ? "uet" : "rocev2", o.io, o.lat ? "latency" : "bandwidth",
+        size, r.completed, r.failed, r.bytes, r.seconds, gbps, mpps, pkt_mpps, r.lat_us.size(),
+        percentile(r.lat_us, 0), percentile(r.lat_us, 0.5), percentile(r.lat_us, 0.99),
+        percentile(r.lat_us, 0.999), r.lat_us.empty() ? 0.0 : r.lat_us.back(),
+        r.lat_us.empty() ? 0.0 : sum / static_cast<double>(r.lat_us.size()), s.tx_packets,
+        s.rx_packets, s.tx_dropped, s.rx_dropped, tap.lost(), es.retransmitted_packets,
+        es.timeouts, r.verify, r.checked_bytes, r.mismatched_bytes, o.mtu, o.loss, o.seed,
+        r.ok ? "true" : "false", r.error);
+    std::fclose(f);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The run.
+
+// Region layout both sides derive from the client's parameters.
+uint64_t slots_for(uint64_t size, uint64_t iters, bool by_duration) {
+  uint64_t slots = std::max<uint64_t>(1, kRegionCap / size);
+  if (!by_duration) slots = std::min(slots, iters);
+  return slots;
+}
+
+// Resolves `peer` (ARP through the data path when needed), then meets the peer at a barrier.
+absl::Status resolve_and_meet(Io& io, Oob& oob, uint32_t peer, const std::function<void()>& idle,
+                              Time timeout) {
+  const Time give_up = io::monotonic_now() + timeout;
+  Time next_ask = 0;
+  while (!io.resolved(peer, false)) {
+    if (g_stop.load()) return absl::CancelledError("interrupted");
+    const Time now = io::monotonic_now();
+    if (now > give_up)
+      return absl::DeadlineExceededError(absl::StrCat(
+          "no ARP answer from ", ip_str(peer), " before --timeout_s (or give --neigh=IP=MAC)"));
+    if (now >= next_ask) {
+      io.resolved(peer, true);
+      next_ask = now + 20 * kMillisecond;
+    }
+    idle();
+  }
+  if (auto s = oob.send("RESOLVED", {}); !s.ok()) return s;
+  auto f = oob.recv(idle, timeout);
+  if (!f.ok()) return f.status();
+  if ((*f)["_"] != "RESOLVED") return absl::InternalError("control: expected RESOLVED");
+  return absl::OkStatus();
+}
+
+int run(const Options& o, const std::vector<std::string>& eal_args) {
+  auto io_or = make_io(o, eal_args);
+  if (!io_or.ok()) {
+    std::fprintf(stderr, "uet-perf: %s\n", std::string(io_or.status().message()).c_str());
+    return io_or.status().code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
+  }
+  Io& io = *io_or;
+  std::printf("uet-perf: %s, local %s\n", io.description.c_str(), ip_str(o.ip).c_str());
+  for (const auto& [ip, mac] : o.neigh) resolver_table()[ip] = mac;
+
+  std::optional<wire::PcapWriter> pcap;
+  if (const std::string path = absl::GetFlag(FLAGS_pcap); !path.empty()) {
+    auto w = wire::PcapWriter::open(path);
+    if (!w.ok()) {
+      std::fprintf(stderr, "uet-perf: --pcap=%s: %s\n", path.c_str(),
+                   std::string(w.status().message()).c_str());
+      return 1;
+    }
+    pcap.emplace(std::move(*w));
+  }
+  TapIo tap(*io.backend, o.loss, mix(o.seed ^ (o.server ? 0x5e : 0xc1)), std::move(pcap));
+
+  auto fail = [&](const absl::Status& s) {
+    std::fprintf(stderr, "uet-perf: %s\n", std::string(s.message()).c_str());
+    tap.close();
+    return g_stop.load() ? 130 : 1;
+  };
+
+  // Control connection.
+  Oob oob;
+  if (o.server) {
+    auto lfd = Oob::listen_on(o.oob_port);
+    if (!lfd.ok()) return fail(lfd.status());
+    std::printf("uet-perf server: ready, waiting for a client on TCP port %u\n", o.oob_port);
+    std::fflush(stdout);
+    auto c = Oob::accept_on(*lfd, o.timeout);
+    ::close(*lfd);
+    if (!c.ok()) return fail(c.status());
+    oob = std::move(*c);
+  } else {
+    auto c = Oob::connect_to(o.server_host, o.oob_port, o.timeout);
+    if (!c.ok()) return fail(c.status());
+    oob = std::move(*c);
+  }
+#ifdef UET_PERF_HAVE_DPDK
+  if (io.dpdk != nullptr && !io.dpdk->wait_link_up(o.timeout))
+    return fail(absl::UnavailableError("the DPDK port's link did not come up before --timeout_s"));
+#endif
+
+  // Parameters: the client's win; the server checks what must match.
+  const uint32_t sq_psn = static_cast<uint32_t>(mix(o.seed ^ (o.server ? 0x11 : 0x22))) & 0xFFFFFF;
+  uint64_t size = o.size, iters = o.iters, slots = 0, duration_s = o.duration_s, seed = o.seed;
+  uint32_t mtu = o.mtu;
+  bool lat = o.lat;
+  uint32_t peer_ip = 0, peer_qpn = 0, peer_psn = 0, rkey = 0;
+  std::unique_ptr<Endpoint> ep;
+  std::vector<uint8_t> region;
+  std::unique_ptr<io::HostLoop> loop;
+  std::function<void()> idle = [&] {
+    if (loop) {
+      loop->poll_once();
+    } else {
+      Frame* f[io::kMaxBurst];
+      const size_t n = tap.rx_burst(f);
+      tap.release_rx({f, n});
+    }
+  };
+
+  if (!o.server) {
+    slots = slots_for(size, iters, duration_s > 0);
+    auto e = make_engine(o, io, mtu);
+    if (!e.ok()) return fail(e.status());
+    ep = std::move(*e);
+    if (auto s = oob.send("HELLO", {{"v", "1"},
+                                    {"transport", o.uet ? "uet" : "rocev2"},
+                                    {"op", "write"},
+                                    {"size", std::to_string(size)},
+                                    {"iters", std::to_string(iters)},
+                                    {"duration", std::to_string(duration_s)},
+                                    {"slots", std::to_string(slots)},
+                                    {"mtu", std::to_string(mtu)},
+                                    {"lat", lat ? "1" : "0"},
+                                    {"seed", std::to_string(seed)},
+                                    {"ip", std::to_string(o.ip)},
+                                    {"mac", mac_str(io.mac)},
+                                    {"qpn", std::to_string(kQpn)},
+                                    {"psn", std::to_string(sq_psn)}});
+        !s.ok())
+      return fail(s);
+    auto w = oob.recv(idle, o.timeout);
+    if (!w.ok()) return fail(w.status());
+    if ((*w)["_"] == "ERROR") return fail(absl::FailedPreconditionError(
+          "server refused: " + absl::StrReplaceAll((*w)["why"], {{"_", " "}})));
+    bool ok = (*w)["_"] == "WELCOME";
+    peer_ip = static_cast<uint32_t>(field_u64(*w, "ip", &ok));
+    peer_qpn = static_cast<uint32_t>(field_u64(*w, "qpn", &ok));
+    peer_psn = static_cast<uint32_t>(field_u64(*w, "psn", &ok));
+    rkey = static_cast<uint32_t>(field_u64(*w, "rkey", &ok));
+    if (!ok) return fail(absl::InternalError("control: malformed WELCOME"));
+    std::printf("uet-perf: server %s mac %s qpn 0x%x psn %u rkey %u\n", ip_str(peer_ip).c_str(),
+                (*w)["mac"].c_str(), peer_qpn, peer_psn, rkey);
+  } else {
+    auto h = oob.recv(nullptr, o.timeout);
+    if (!h.ok()) return fail(h.status());
+    Fields& f = *h;
+    bool ok = f["_"] == "HELLO";
+    size = field_u64(f, "size", &ok);
+    iters = field_u64(f, "iters", &ok);
+    duration_s = field_u64(f, "duration", &ok);
+    slots = field_u64(f, "slots", &ok);
+    mtu = static_cast<uint32_t>(field_u64(f, "mtu", &ok));
+    lat = field_u64(f, "lat", &ok) != 0;
+    seed = field_u64(f, "seed", &ok);
+    peer_ip = static_cast<uint32_t>(field_u64(f, "ip", &ok));
+    peer_qpn = static_cast<uint32_t>(field_u64(f, "qpn", &ok));
+    peer_psn = static_cast<uint32_t>(field_u64(f, "psn", &ok));
+    std::string why;
+    if (!ok) why = "malformed HELLO";
+    if (why.empty() && f["transport"] != (o.uet ? "uet" : "rocev2"))
+      why = absl::StrCat("transport mismatch: server --transport=", o.uet ? "uet" : "rocev2",
+                         ", client ", f["transport"]);
+    if (why.empty() && (size == 0 || size > 67108864 || slots == 0 || slots * size > kRegionCap + size))
+      why = "size/slots out of range";
+    Options eo = o;
+    eo.mtu = mtu;
+    if (why.empty()) {
+      auto e = make_engine(eo, io, mtu);
+      if (!e.ok()) {
+        why = std::string(e.status().message());
+      } else {
+        ep = std::move(*e);
+      }
+    }
+    if (why.empty()) {
+      region.resize(slots * size);
+      fill_pattern(region, seed, /*complement=*/true);
+      auto k = ep->register_memory(region.data(), region.size());
+      if (!k.ok()) {
+        why = std::string(k.status().message());
+      } else {
+        rkey = *k;
+      }
+    }
+    if (!why.empty()) {
+      (void)oob.send("ERROR", {{"why", absl::StrReplaceAll(why, {{" ", "_"}})}});
+      return fail(absl::FailedPreconditionError(why));
+    }
+    std::printf("uet-perf: client %s mac %s qpn 0x%x psn %u; %lu-byte writes into %lu slots\n",
+                ip_str(peer_ip).c_str(), f["mac"].c_str(), peer_qpn, peer_psn, size, slots);
+    if (auto s = oob.send("WELCOME", {{"ip", std::to_string(o.ip)},
+                                      {"mac", mac_str(io.mac)},
+                                      {"qpn", std::to_string(kQpn)},
+                                      {"psn", std::to_string(sq_psn)},
+                                      {"rkey", std::to_string(rkey)}});
+        !s.ok())
+      return fail(s);
+  }
+  loop = std::make_unique<io::HostLoop>(tap, *ep);
+  if (auto s = resolve_and_meet(io, oob, peer_ip, idle, o.timeout); !s.ok()) return fail(s);
+  if (!o.uet) {
+    auto* roce = static_cast<RoceEndpoint*>(ep.get());
+    if (auto s = roce->connect_qp(peer_ip, kQpn, peer_qpn, sq_psn, peer_psn); !s.ok()) return fail(s);
+  }
+  // Second barrier: both QPs are connected before the first write.
+  if (auto s = oob.send("GO", {}); !s.ok()) return fail(s);
+  if (auto g = oob.recv(idle, o.timeout); !g.ok()) return fail(g.status());
+
+  Result r;
+  const io::IoStats before = tap.stats();
+  Options shown = o;
+  shown.lat = lat;
+  shown.mtu = mtu;
+  if (o.server) {
+    // Serve until the client is done, then check the region.
+    auto d = oob.recv(idle, kNever / 2);
+    if (!d.ok()) {
+      r.ok = false;
+      r.error = std::string(d.status().message());
+    } else {
+      bool ok = true;
+      const uint64_t writes = field_u64(*d, "writes", &ok);
+      r.completed = writes;
+      r.bytes = writes * size;
+      const uint64_t written_slots = std::min(writes, slots);
+      r.checked_bytes = written_slots * size;
+      for (uint64_t i = 0; i < r.checked_bytes; ++i)
+        if (region[i] != pattern_byte(seed, i)) ++r.mismatched_bytes;
+      r.verify = r.mismatched_bytes == 0 && ok ? "ok" : "mismatch";
+      r.ok = r.verify == "ok" && (*d)["ok"] == "1";
+      if ((*d)["ok"] != "1") r.error = "the client reported errors";
+      (void)oob.send("VERIFY", {{"ok", r.verify == "ok" ? "1" : "0"},
+                                {"checked", std::to_string(r.checked_bytes)},
+                                {"mismatched", std::to_string(r.mismatched_bytes)}});
+      // Keep answering briefly so the client's last ACKs/retransmissions are not stranded.
+      const Time until = io::monotonic_now() + 20 * kMillisecond;
+      while (io::monotonic_now() < until) idle();
+    }
+  } else {
+    std::vector<uint8_t> src(slots * size);
+    fill_pattern(src, seed, false);
+    std::vector<uint8_t> busy(slots, 0);
+    std::vector<Time> posted_at(lat ? slots : 0);
+    if (lat) r.lat_us.reserve(duration_s > 0 ? 1 << 20 : iters);
+    const bool by_time = duration_s > 0;
+    const Time start = io::monotonic_now();
+    const Time stop_posting = by_time ? start + static_cast<Time>(duration_s) * kSecond : kNever;
+    uint64_t posted = 0;
+    Time last_progress = start, end = start;
+    const uint32_t depth = lat ? 1 : o.depth;
+    Completion comp[64];
+    for (;;) {
+      if (g_stop.load(std::memory_order_relaxed)) {
+        r.error = "interrupted";
+        break;
+      }
+      const Time now = io::monotonic_now();
+      const bool may_post = by_time ? now < stop_posting : posted < iters;
+      if (!may_post && r.completed + r.failed == posted) break;
+      while (may_post && posted - (r.completed + r.failed) < depth && (by_time || posted < iters)) {
+        const uint64_t slot = posted % slots;
+        if (busy[slot]) break;
+        WriteRequest wr;
+        wr.wr_id = posted;
+        wr.peer = peer_ip;
+        wr.rkey = rkey;
+        wr.remote_offset = slot * size;
+        wr.local = src.data() + slot * size;
+        wr.length = size;
+        if (!ep->post_write(wr).ok()) break;  // engine ring full: poll first
+        busy[slot] = 1;
+        if (lat) posted_at[slot] = io::monotonic_now();
+        ++posted;
+      }
+      loop->poll_once();
+      const size_t n = ep->poll_completions(comp);
+      if (n > 0) {
+        const Time t = io::monotonic_now();
+        last_progress = end = t;
+        for (size_t i = 0; i < n; ++i) {
+          const uint64_t slot = comp[i].wr_id % slots;
+          busy[slot] = 0;
+          if (comp[i].status == OpStatus::kSuccess) {
+            ++r.completed;
+            if (lat) r.lat_us.push_back(static_cast<double>(t - posted_at[slot]) / kMicrosecond);
+          } else {
+            ++r.failed;
+            if (r.error.empty())
+              r.error = absl::StrCat("write ", comp[i].wr_id, " failed: ", to_string(comp[i].status));
+          }
+        }
+      } else if (now - last_progress > o.timeout) {
+        r.error = absl::StrCat("stalled: no completion for --timeout_s (", r.completed, " of ",
+                               posted, " posted writes completed)");
+        break;
+      }
+    }
+    r.seconds = static_cast<double>(end - start) / kSecond;
+    r.bytes = r.completed * size;
+    r.ok = r.error.empty() && r.failed == 0;
+    if (auto s = oob.send("DONE", {{"writes", std::to_string(posted)},
+                                   {"completed", std::to_string(r.completed)},
+                                   {"ok", r.ok ? "1" : "0"}});
+        !s.ok()) {
+      r.ok = false;
+      r.error = std::string(s.message());
+    } else if (auto v = oob.recv(idle, o.timeout); !v.ok()) {
+      r.ok = false;
+      r.error = std::string(v.status().message());
+    } else {
+      r.verify = (*v)["ok"] == "1" ? "ok" : "mismatch";
+      if (r.verify != "ok") {
+        r.ok = false;
+        if (r.error.empty()) r.error = "the server found mismatched bytes";
+      }
+      std::printf("uet-perf: server data check: %s\n", r.verify.c_str());
+    }
+  }
+  const io::IoStats after = tap.stats();
+  r.tx_packets = after.tx_packets - before.tx_packets;
+  r.rx_packets = after.rx_packets - before.rx_packets;
+  report(shown, io, tap, *ep, r, size);
+  tap.close();
+  if (g_stop.load()) return 130;
+  return r.ok ? 0 : 1;
+}
+
+}  // namespace
+}  // namespace uet::perf
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "uet-perf: perftest-style RDMA WRITE bandwidth/latency for UET and RoCEv2 over DPDK or "
+      "io_uring.\n"
+      "  server: uet-perf --server [flags] -- EAL-ARGS\n"
+      "  client: uet-perf --client=SERVER_CONTROL_IP [flags] -- EAL-ARGS\n"
+      "EAL arguments (DPDK) follow --, e.g. -- --no-huge -m 512 --no-pci --file-prefix=X "
+      "--vdev=net_memif0,role=server,socket=/tmp/m.sock,socket-abstract=no");
+  absl::FlagsUsageConfig usage;
+  usage.contains_help_flags = [](absl::string_view file) {
+    return absl::StrContains(file, "uet_perf");
+  };
+  usage.contains_helpshort_flags = usage.contains_help_flags;
+  absl::SetFlagsUsageConfig(usage);
+  // perftest spells flags with dashes (--oob-port, --tx-depth): accept both, up to "--".
+  std::vector<std::string> spelled(argv, argv + argc);
+  std::vector<char*> args;
+  for (size_t i = 0; i < spelled.size(); ++i) {
+    std::string& a = spelled[i];
+    if (a == "--") {
+      for (; i < spelled.size(); ++i) args.push_back(spelled[i].data());
+      break;
+    }
+    if (i > 0 && a.size() > 2 && a[0] == '-') {
+      const size_t end = std::min(a.find('='), a.size());
+      for (size_t j = a.find_first_not_of('-'); j < end; ++j)
+        if (a[j] == '-') a[j] = '_';
+    }
+    args.push_back(a.data());
+  }
+  const std::vector<char*> rest = absl::ParseCommandLine(static_cast<int>(args.size()), args.data());
+  std::vector<std::string> eal_args;
+  for (char* a : rest) eal_args.emplace_back(a);  // rest[0] is the program name
+
+  auto o = uet::perf::options_from_flags();
+  if (!o.ok()) {
+    std::fprintf(stderr, "uet-perf: %s\n", std::string(o.status().message()).c_str());
+    return 2;
+  }
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // the test driver waits for the "ready" line
+  std::signal(SIGINT, uet::perf::on_signal);
+  std::signal(SIGTERM, uet::perf::on_signal);
+  return uet::perf::run(*o, eal_args);
+}

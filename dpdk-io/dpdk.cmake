@@ -1,0 +1,12 @@
+# The DPDK ethdev backend (dpdk_io.h) and its neighbour/ARP table (dpdk_neigh.h).
+# DPDK's pkg-config flags (-march=corei7, -include rte_config.h, its include dirs) stay PRIVATE
+# to uet_dpdk: no other target sees a DPDK header or flag (DESIGN.md: only dpdk-io/ sees DPDK).
+pkg_check_modules(DPDK IMPORTED_TARGET libdpdk)
+if(DPDK_FOUND)
+  add_library(uet_dpdk STATIC dpdk_io.cc dpdk_neigh.cc)
+  target_include_directories(uet_dpdk PUBLIC ${PROJECT_SOURCE_DIR})
+  target_link_libraries(uet_dpdk PUBLIC uet_io uet_wire absl::status absl::statusor
+                        PRIVATE PkgConfig::DPDK absl::strings absl::str_format)
+else()
+  message(STATUS "libdpdk not found: uet_dpdk (the DPDK backend) is not built")
+endif()

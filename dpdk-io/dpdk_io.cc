@@ -1,0 +1,475 @@
+#include "dpdk-io/dpdk_io.h"
+
+#include <rte_eal.h>
+#include <rte_errno.h>
+#include <rte_ethdev.h>
+#include <rte_lcore.h>
+#include <rte_mbuf.h>
+#include <rte_mempool.h>
+#include <rte_pause.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace uet::io {
+namespace {
+
+std::atomic<bool> g_eal_up{false};
+
+absl::Status dpdk_error(const std::string& what, int err) {
+  return absl::InternalError(absl::StrCat(what, ": ", std::string(rte_strerror(err < 0 ? -err : err))));
+}
+
+absl::Status range(const char* field, uint64_t v, uint64_t lo, uint64_t hi) {
+  if (v >= lo && v <= hi) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("DpdkIoConfig.", std::string(field), "=", v, " out of range: ", lo, "..", hi));
+}
+
+uint32_t frame_bytes(uint32_t mtu) { return mtu + 18; }  // Ethernet + one 802.1Q tag
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// EAL
+
+absl::StatusOr<std::unique_ptr<DpdkEal>> DpdkEal::init(const std::vector<std::string>& args) {
+  if (args.empty()) return absl::InvalidArgumentError("DpdkEal::init: args[0] must be set");
+  if (g_eal_up.exchange(true)) {
+    return absl::FailedPreconditionError("DpdkEal::init: the EAL is already up in this process");
+  }
+  // rte_eal_init may permute argv and keeps pointers into it: keep the strings for ever.
+  static std::vector<std::string> kept;
+  static std::vector<char*> argv;
+  kept = args;
+  argv.clear();
+  for (std::string& s : kept) argv.push_back(s.data());
+  argv.push_back(nullptr);
+  const int ret = rte_eal_init(static_cast<int>(kept.size()), argv.data());
+  if (ret < 0) {
+    g_eal_up = false;
+    return dpdk_error("rte_eal_init (check the EAL arguments after --)", rte_errno);
+  }
+  return std::unique_ptr<DpdkEal>(new DpdkEal());
+}
+
+DpdkEal::~DpdkEal() {
+  rte_eal_cleanup();
+  g_eal_up = false;
+}
+
+uint16_t DpdkEal::port_count() const noexcept { return rte_eth_dev_count_avail(); }
+
+std::string DpdkEal::describe_ports() const {
+  std::string out;
+  for (uint16_t port = 0; port < RTE_MAX_ETHPORTS; ++port) {
+    if (!rte_eth_dev_is_valid_port(port)) continue;
+    char name[RTE_ETH_NAME_MAX_LEN] = {};
+    rte_eth_dev_get_name_by_port(port, name);
+    rte_eth_dev_info info{};
+    rte_eth_dev_info_get(port, &info);
+    absl::StrAppend(&out, out.empty() ? "" : ", ", port, ": ", std::string(name), " (",
+                    std::string(info.driver_name != nullptr ? info.driver_name : "?"), ")");
+  }
+  return out.empty() ? std::string("none") : out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Control path
+
+absl::Status DpdkIoConfig::validate() const {
+  if (local_ip4 == 0) return absl::InvalidArgumentError("DpdkIoConfig.local_ip4 must be set");
+  if (auto s = range("mtu", mtu, 68, 9600); !s.ok()) return s;
+  if (auto s = range("mbufs", mbufs, 512, 1048575); !s.ok()) return s;
+  if (auto s = range("mbuf_cache", mbuf_cache, 0, 512); !s.ok()) return s;
+  if (auto s = range("rx_desc", rx_desc, 64, 16384); !s.ok()) return s;
+  if (auto s = range("tx_desc", tx_desc, 64, 16384); !s.ok()) return s;
+  if (auto s = range("tx_retries", tx_retries, 0, 100000); !s.ok()) return s;
+  if (auto s = range("neighbour_capacity", neighbour_capacity, 8, 65536); !s.ok()) return s;
+  if (neighbours.size() > neighbour_capacity / 2) {
+    return absl::InvalidArgumentError(absl::StrCat("DpdkIoConfig.neighbours: ", neighbours.size(),
+                                                   " entries, at most neighbour_capacity/2"));
+  }
+  if (arp_interval <= 0) return absl::InvalidArgumentError("DpdkIoConfig.arp_interval must be > 0");
+  return absl::OkStatus();
+}
+
+DpdkIo::DpdkIo(const DpdkIoConfig& config)
+    : config_(config), neigh_(config.neighbour_capacity) {}
+
+absl::StatusOr<std::unique_ptr<DpdkIo>> DpdkIo::create(const DpdkIoConfig& config) {
+  if (auto s = config.validate(); !s.ok()) return s;
+  if (!g_eal_up) return absl::FailedPreconditionError("DpdkIo::create: call DpdkEal::init first");
+  if (!rte_eth_dev_is_valid_port(config.port_id)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("DPDK port ", config.port_id, " does not exist (", rte_eth_dev_count_avail(),
+                     " ports; give a --vdev=... or a NIC in the EAL arguments)"));
+  }
+  std::unique_ptr<DpdkIo> io(new DpdkIo(config));
+  if (auto s = io->start(); !s.ok()) return s;
+  return io;
+}
+
+absl::Status DpdkIo::start() {
+  const uint16_t port = config_.port_id;
+  rte_eth_dev_info info{};
+  if (int r = rte_eth_dev_info_get(port, &info); r != 0) return dpdk_error("rte_eth_dev_info_get", r);
+
+  // MTU: what was asked for, within what the device allows (ethdev's own rule: the frame is
+  // the MTU plus the overhead, at most max_rx_pktlen).
+  const uint32_t overhead =
+      info.max_mtu != UINT16_MAX && info.max_rx_pktlen > info.max_mtu
+          ? info.max_rx_pktlen - info.max_mtu
+          : RTE_ETHER_HDR_LEN + RTE_ETHER_CRC_LEN;
+  mtu_ = config_.mtu;
+  if (info.max_mtu != 0 && mtu_ > info.max_mtu) mtu_ = info.max_mtu;
+  if (info.max_rx_pktlen > overhead && mtu_ + overhead > info.max_rx_pktlen)
+    mtu_ = info.max_rx_pktlen - overhead;
+  if (info.min_mtu != 0 && mtu_ < info.min_mtu) mtu_ = info.min_mtu;
+  // Shared-memory devices report a 1518-byte maximum but move frames of any size (memif
+  // chains its 2 KiB buffers; ring and null pass mbufs): there the asked-for MTU holds.
+  const std::string driver = info.driver_name != nullptr ? info.driver_name : "";
+  const bool any_size = driver == "net_memif" || driver == "net_ring" || driver == "net_null";
+  max_frame_ = frame_bytes(any_size ? config_.mtu : mtu_);
+
+  int socket = rte_eth_dev_socket_id(port);
+  if (socket < 0) socket = static_cast<int>(rte_socket_id());
+  const uint32_t room = std::max<uint32_t>(max_frame_, 2048) + RTE_PKTMBUF_HEADROOM;
+  const std::string pool_name = absl::StrCat("uet_pool_p", port);
+  pool_ = rte_pktmbuf_pool_create(pool_name.c_str(), config_.mbufs, config_.mbuf_cache, 0,
+                                  static_cast<uint16_t>(room), socket);
+  if (pool_ == nullptr) {
+    return dpdk_error(absl::StrCat("rte_pktmbuf_pool_create(", config_.mbufs, " mbufs of ", room,
+                                   " bytes; lower --mbufs or raise EAL -m)"),
+                      rte_errno);
+  }
+
+  rte_eth_conf conf{};
+  conf.rxmode.mtu = mtu_;
+  const uint64_t rx_csum = RTE_ETH_RX_OFFLOAD_IPV4_CKSUM | RTE_ETH_RX_OFFLOAD_UDP_CKSUM;
+  conf.rxmode.offloads = info.rx_offload_capa & rx_csum;
+  offloads_.rx_ipv4_checksum = (info.rx_offload_capa & RTE_ETH_RX_OFFLOAD_IPV4_CKSUM) != 0;
+  offloads_.rx_udp_checksum = (info.rx_offload_capa & RTE_ETH_RX_OFFLOAD_UDP_CKSUM) != 0;
+  offloads_.tx_ipv4_checksum = (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_IPV4_CKSUM) != 0;
+  offloads_.tx_udp_checksum = (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_UDP_CKSUM) != 0;
+  if (int r = rte_eth_dev_configure(port, 1, 1, &conf); r != 0) {
+    return dpdk_error(absl::StrCat("rte_eth_dev_configure(port ", port, ", mtu ", mtu_, ")"), r);
+  }
+  uint16_t rxd = config_.rx_desc, txd = config_.tx_desc;
+  if (int r = rte_eth_dev_adjust_nb_rx_tx_desc(port, &rxd, &txd); r != 0)
+    return dpdk_error("rte_eth_dev_adjust_nb_rx_tx_desc", r);
+  rte_eth_rxconf rxconf = info.default_rxconf;
+  rxconf.offloads = conf.rxmode.offloads;
+  if (int r = rte_eth_rx_queue_setup(port, 0, rxd, static_cast<unsigned>(socket), &rxconf, pool_);
+      r != 0)
+    return dpdk_error("rte_eth_rx_queue_setup", r);
+  rte_eth_txconf txconf = info.default_txconf;
+  txconf.offloads = 0;
+  if (int r = rte_eth_tx_queue_setup(port, 0, txd, static_cast<unsigned>(socket), &txconf); r != 0)
+    return dpdk_error("rte_eth_tx_queue_setup", r);
+
+  if (config_.local_mac != wire::MacAddr{}) {
+    rte_ether_addr addr;
+    std::memcpy(addr.addr_bytes, config_.local_mac.data(), 6);
+    // Virtual devices may refuse; then promiscuous mode (if asked) still lets frames in.
+    (void)rte_eth_dev_default_mac_addr_set(port, &addr);
+    mac_ = config_.local_mac;
+  } else {
+    rte_ether_addr addr{};
+    if (int r = rte_eth_macaddr_get(port, &addr); r != 0) return dpdk_error("rte_eth_macaddr_get", r);
+    std::memcpy(mac_.data(), addr.addr_bytes, 6);
+  }
+
+  if (int r = rte_eth_dev_start(port); r != 0) return dpdk_error("rte_eth_dev_start", r);
+  started_ = true;
+  if (config_.promiscuous) (void)rte_eth_promiscuous_enable(port);
+
+  for (const Neighbour& n : config_.neighbours) neigh_.set(n.ip4, n.mac, /*is_static=*/true);
+  return absl::OkStatus();
+}
+
+DpdkIo::~DpdkIo() {
+  if (backlog_len_ > 0) {
+    rte_pktmbuf_free_bulk(backlog_.data() + backlog_head_, static_cast<unsigned>(backlog_len_));
+  }
+  if (started_) {
+    (void)rte_eth_dev_stop(config_.port_id);
+    (void)rte_eth_dev_close(config_.port_id);
+  }
+  if (pool_ != nullptr) rte_mempool_free(pool_);
+}
+
+LinkInfo DpdkIo::link() const {
+  rte_eth_link l{};
+  if (rte_eth_link_get_nowait(config_.port_id, &l) != 0) return {};
+  return {l.link_status == RTE_ETH_LINK_UP, l.link_speed,
+          l.link_duplex == RTE_ETH_LINK_FULL_DUPLEX};
+}
+
+bool DpdkIo::wait_link_up(Time timeout) const {
+  const Time give_up = monotonic_now() + timeout;
+  while (!link().up) {
+    if (monotonic_now() >= give_up) return false;
+    rte_delay_us_sleep(1000);
+  }
+  return true;
+}
+
+std::string DpdkIo::driver_name() const {
+  rte_eth_dev_info info{};
+  if (rte_eth_dev_info_get(config_.port_id, &info) != 0 || info.driver_name == nullptr) return "?";
+  return info.driver_name;
+}
+
+std::vector<std::pair<std::string, uint64_t>> DpdkIo::xstats() const {
+  std::vector<std::pair<std::string, uint64_t>> out;
+  const int n = rte_eth_xstats_get_names(config_.port_id, nullptr, 0);
+  if (n <= 0) return out;
+  std::vector<rte_eth_xstat_name> names(static_cast<size_t>(n));
+  std::vector<rte_eth_xstat> values(static_cast<size_t>(n));
+  if (rte_eth_xstats_get_names(config_.port_id, names.data(), static_cast<unsigned>(n)) != n)
+    return out;
+  const int got = rte_eth_xstats_get(config_.port_id, values.data(), static_cast<unsigned>(n));
+  for (int i = 0; i < got && i < n; ++i) {
+    const rte_eth_xstat& x = values[static_cast<size_t>(i)];
+    if (x.id < names.size()) out.emplace_back(names[x.id].name, x.value);
+  }
+  return out;
+}
+
+void DpdkIo::solicit(uint32_t ip4) {
+  rte_mbuf* m = rte_pktmbuf_alloc(pool_);
+  if (m == nullptr) {
+    ++stats_.tx_no_buffer;
+    return;
+  }
+  uint8_t* p = rte_pktmbuf_mtod(m, uint8_t*);
+  const size_t len = build_arp({p, rte_pktmbuf_tailroom(m)}, kArpRequest, mac_, config_.local_ip4,
+                               kBroadcastMac, ip4);
+  m->data_len = static_cast<uint16_t>(len);
+  m->pkt_len = static_cast<uint32_t>(len);
+  ++counters_.arp_requests_sent;
+  send_control(m);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Data path
+
+void DpdkIo::send_control(rte_mbuf* m) {
+  const uint32_t len = m->pkt_len;  // the driver may free m as soon as it has it
+  for (uint32_t attempt = 0; attempt <= config_.tx_retries; ++attempt) {
+    if (rte_eth_tx_burst(config_.port_id, 0, &m, 1) == 1) {
+      ++stats_.tx_packets;
+      stats_.tx_bytes += len;
+      return;
+    }
+    rte_pause();
+  }
+  ++stats_.tx_dropped;
+  ++counters_.tx_ring_full;
+  rte_pktmbuf_free(m);
+}
+
+void DpdkIo::handle_arp(rte_mbuf* m) {
+  ++counters_.arp_rx;
+  uint8_t* p = rte_pktmbuf_mtod(m, uint8_t*);
+  const auto arp = parse_arp({p, m->data_len});
+  if (!arp || arp->tpa != config_.local_ip4) {
+    rte_pktmbuf_free(m);
+    return;
+  }
+  // RFC 826: the target learns the sender (requests and replies alike).
+  if (arp->spa != 0) {
+    if (neigh_.set(arp->spa, arp->sha, /*is_static=*/false)) {
+      ++counters_.arp_learned;
+    } else {
+      ++counters_.neighbour_table_full;
+    }
+  }
+  if (arp->op != kArpRequest) {
+    rte_pktmbuf_free(m);
+    return;
+  }
+  // Answer in place: the request's mbuf becomes the reply.
+  const size_t len = build_arp({p, static_cast<size_t>(m->data_len) + rte_pktmbuf_tailroom(m)},
+                               kArpReply, mac_, config_.local_ip4, arp->sha, arp->spa);
+  if (len == 0) {
+    rte_pktmbuf_free(m);
+    return;
+  }
+  m->data_len = static_cast<uint16_t>(len);
+  m->pkt_len = static_cast<uint32_t>(len);
+  m->ol_flags = 0;
+  ++counters_.arp_requests_answered;
+  send_control(m);
+}
+
+size_t DpdkIo::rx_burst(std::span<Frame*> out) {
+  const auto want = static_cast<uint16_t>(std::min(out.size(), kMaxBurst));
+  const uint16_t n = rte_eth_rx_burst(config_.port_id, 0, scratch_.data(), want);
+  size_t k = 0;
+  for (uint16_t i = 0; i < n; ++i) {
+    rte_mbuf* m = scratch_[i];
+    if (m->nb_segs != 1) {
+      ++counters_.rx_multi_segment;
+      ++stats_.rx_dropped;
+      rte_pktmbuf_free(m);
+      continue;
+    }
+    if ((m->ol_flags & (RTE_MBUF_F_RX_IP_CKSUM_MASK | RTE_MBUF_F_RX_L4_CKSUM_MASK)) != 0 &&
+        ((m->ol_flags & RTE_MBUF_F_RX_IP_CKSUM_MASK) == RTE_MBUF_F_RX_IP_CKSUM_BAD ||
+         (m->ol_flags & RTE_MBUF_F_RX_L4_CKSUM_MASK) == RTE_MBUF_F_RX_L4_CKSUM_BAD)) {
+      ++counters_.rx_bad_checksum;
+      ++stats_.rx_dropped;
+      rte_pktmbuf_free(m);
+      continue;
+    }
+    uint8_t* p = rte_pktmbuf_mtod(m, uint8_t*);
+    const uint16_t type = ether_type({p, m->data_len});
+    if (type == kEtherTypeArp) {
+      handle_arp(m);
+      continue;
+    }
+    if (type != kEtherTypeIpv4 && type != kEtherTypeIpv6) {
+      ++counters_.rx_not_ip;
+      ++stats_.rx_dropped;
+      rte_pktmbuf_free(m);
+      continue;
+    }
+    Frame& f = rx_frames_[k];
+    f.data = p;
+    f.len = m->data_len;
+    f.wire_len = 0;
+    f.capacity = m->data_len;
+    f.priority = Priority::kData;
+    rx_mbufs_[k] = m;
+    out[k] = &f;
+    ++k;
+    ++stats_.rx_packets;
+    stats_.rx_bytes += m->data_len;
+  }
+  return k;
+}
+
+void DpdkIo::release_rx(std::span<Frame* const> frames) {
+  size_t n = 0;
+  for (Frame* f : frames) scratch_[n++] = rx_mbufs_[static_cast<size_t>(f - rx_frames_.data())];
+  rte_pktmbuf_free_bulk(scratch_.data(), static_cast<unsigned>(n));
+}
+
+void DpdkIo::flush_backlog() {
+  while (backlog_len_ > 0) {
+    const uint16_t n = rte_eth_tx_burst(config_.port_id, 0, backlog_.data() + backlog_head_,
+                                        static_cast<uint16_t>(backlog_len_));
+    if (n == 0) return;
+    for (uint16_t i = 0; i < n; ++i) stats_.tx_bytes += backlog_lens_[backlog_head_ + i];
+    stats_.tx_packets += n;
+    backlog_head_ += n;
+    backlog_len_ -= n;
+  }
+  backlog_head_ = 0;
+}
+
+size_t DpdkIo::alloc_tx(std::span<Frame*> out) {
+  // Backpressure: while the device ring is full, frames wait in the backlog and the engine is
+  // lent no more than the backlog can take, so it holds its packets instead of losing them.
+  if (backlog_len_ > 0) flush_backlog();
+  const size_t room = backlog_.size() - backlog_len_;
+  unsigned want = static_cast<unsigned>(std::min({out.size(), kMaxBurst, room}));
+  if (want == 0) return 0;
+  // The bulk call is all or nothing: halve until it succeeds.
+  while (want > 0 && rte_pktmbuf_alloc_bulk(pool_, tx_mbufs_.data(), want) != 0) want /= 2;
+  if (want == 0) ++stats_.tx_no_buffer;
+  for (unsigned i = 0; i < want; ++i) {
+    rte_mbuf* m = tx_mbufs_[i];
+    Frame& f = tx_frames_[i];
+    f.data = rte_pktmbuf_mtod(m, uint8_t*);
+    f.len = 0;
+    f.wire_len = 0;
+    f.capacity = std::min<uint32_t>(rte_pktmbuf_tailroom(m), max_frame_);
+    f.priority = Priority::kData;
+    out[i] = &f;
+  }
+  return want;
+}
+
+void DpdkIo::on_miss(uint32_t ip4) {
+  const Time now = monotonic_now();
+  for (Pending& p : pending_) {
+    if (p.ip4 == ip4) {
+      if (now - p.sent < config_.arp_interval) return;
+      p.sent = now;
+      solicit(ip4);
+      return;
+    }
+  }
+  pending_[pending_next_] = {ip4, now};
+  pending_next_ = (pending_next_ + 1) % static_cast<uint32_t>(pending_.size());
+  solicit(ip4);
+}
+
+size_t DpdkIo::tx_burst(std::span<Frame* const> filled, std::span<Frame* const> unused) {
+  std::array<rte_mbuf*, kMaxBurst> send{};
+  std::array<uint32_t, kMaxBurst> lens{};  // the driver may free an mbuf as soon as it has it
+  uint16_t k = 0;
+  size_t freed = 0;
+  for (Frame* f : filled) {
+    rte_mbuf* m = tx_mbufs_[static_cast<size_t>(f - tx_frames_.data())];
+    if (f->len == 0 || f->len > max_frame_ || f->wire_len > f->len) {
+      ++counters_.tx_too_big;
+      ++stats_.tx_dropped;
+      scratch_[freed++] = m;
+      continue;
+    }
+    if (const auto dst = ipv4_destination({f->data, f->len})) {
+      const wire::MacAddr* mac = neigh_.find(*dst);
+      if (mac == nullptr) {
+        ++counters_.tx_no_neighbour;
+        ++stats_.tx_dropped;
+        scratch_[freed++] = m;
+        on_miss(*dst);
+        continue;
+      }
+      std::memcpy(f->data, mac->data(), 6);
+    }
+    m->data_len = static_cast<uint16_t>(f->len);
+    m->pkt_len = f->len;
+    lens[k] = f->len;
+    send[k++] = m;
+  }
+  for (Frame* f : unused) scratch_[freed++] = tx_mbufs_[static_cast<size_t>(f - tx_frames_.data())];
+  if (freed > 0) rte_pktmbuf_free_bulk(scratch_.data(), static_cast<unsigned>(freed));
+
+  // Queue behind the backlog, then push as much as the ring takes (retrying briefly); what
+  // is left waits in the backlog for the next burst. Nothing is dropped for a full ring
+  // unless the backlog itself is full (a frame alloc_tx lent past its room: never).
+  if (backlog_head_ + backlog_len_ + k > backlog_.size()) {
+    std::copy_n(backlog_.begin() + backlog_head_, backlog_len_, backlog_.begin());
+    std::copy_n(backlog_lens_.begin() + backlog_head_, backlog_len_, backlog_lens_.begin());
+    backlog_head_ = 0;
+  }
+  uint16_t queued = 0;
+  for (; queued < k && backlog_len_ < backlog_.size(); ++queued) {
+    backlog_[backlog_head_ + backlog_len_] = send[queued];
+    backlog_lens_[backlog_head_ + backlog_len_] = lens[queued];
+    ++backlog_len_;
+  }
+  if (queued < k) {
+    counters_.tx_ring_full += k - queued;
+    stats_.tx_dropped += k - queued;
+    rte_pktmbuf_free_bulk(send.data() + queued, static_cast<unsigned>(k - queued));
+  }
+  for (uint32_t attempt = 0; backlog_len_ > 0; ++attempt) {
+    flush_backlog();
+    if (backlog_len_ == 0 || attempt >= config_.tx_retries) break;
+    rte_pause();
+  }
+  if (backlog_len_ > 0) ++counters_.tx_ring_full_waits;
+  return queued;  // sent, or queued in the backlog to go first next time
+}
+
+}  // namespace uet::io

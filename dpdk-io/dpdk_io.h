@@ -1,0 +1,197 @@
+// The DPDK backend of PacketIo (packet_io.h): one ethdev port, one RX/TX queue pair, one mbuf
+// pool, driven by one thread (one engine per lcore; a second engine needs a second DpdkIo on
+// another port or queue, and no lock is taken anywhere on the data path).
+//
+// Frames are mbufs, lent (DESIGN.md "frames are lent, not copied"):
+//   - rx_burst(): rte_eth_rx_burst() fills a fixed array of kMaxBurst mbufs; Frame i of a fixed
+//     array points at mbuf i's data (Frame.data = rte_pktmbuf_mtod, len = data_len). The Frame*
+//     handed out maps back to its mbuf by its index in that array; release_rx() frees them.
+//   - alloc_tx(): rte_pktmbuf_alloc_bulk() fills the TX array; Frame i is mbuf i's data room
+//     (capacity = min(tailroom, MTU + 18)). tx_burst() sets the mbufs' lengths, rewrites the
+//     Ethernet destination (Neighbours, below) and hands them to rte_eth_tx_burst(); unused
+//     ones are freed. No payload is ever copied.
+//   - Backpressure, as a NIC gives its host: frames the TX ring refuses (after `tx_retries`
+//     quick retries) wait in a backlog of 4 bursts and go first next time; while the backlog
+//     is non-empty alloc_tx() lends only what it has room for (0 when full), so the engine
+//     keeps its packets instead of losing them to a full ring (RoCEv2 has no window and would
+//     otherwise go back N on every overflow).
+//   - Only one RX burst and one TX allocation are out at a time (HostLoop's pattern).
+//   - A received chain of mbufs (a frame larger than the pool's data room) is dropped and
+//     counted: the pool is sized for MTU-sized frames so this never happens on a sane set-up.
+//
+// Checksums: RX IPv4/UDP checksum offload is enabled when the port reports it, and frames the
+// NIC marks bad are dropped (counted). On TX the engines always compute the IPv4/UDP checksums
+// (and the RoCEv2 ICRC) in software, so TX offloads are reported but not used.
+//
+// Neighbours (dpdk_neigh.h): the engines write the destination MAC their resolver returned;
+// the backend owns the truth. On TX the destination IPv4 address of every frame is looked up
+// in the neighbour table (static entries from DpdkIoConfig::neighbours, plus ARP-learned ones)
+// and the Ethernet destination rewritten; a miss sends an ARP request (rate-limited per IP to
+// one per `arp_interval`) and drops the frame (stats: tx_no_neighbour) — the engine's
+// retransmission sends it again once the reply is in. On RX, ARP requests for local_ip4 are
+// answered in place (the request's mbuf becomes the reply) and every ARP packet addressed to
+// us teaches its sender. ARP frames are never handed to the engine; non-IP frames are dropped.
+// Off-subnet peers (via a router) need a static entry mapping the peer IP to the gateway MAC.
+//
+// Threads: everything here runs on the thread that drives the PacketIo, except DpdkEal::init
+// and create(), which run once on the main thread before the data path starts.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "dpdk-io/dpdk_neigh.h"
+#include "dpdk-io/packet_io.h"
+
+struct rte_mbuf;
+struct rte_mempool;
+
+namespace uet::io {
+
+// Owns the EAL: rte_eal_init() in init(), rte_eal_cleanup() in the destructor. One per process
+// (DPDK cannot initialise twice); destroy every DpdkIo before it.
+class DpdkEal {
+ public:
+  // `args` are EAL arguments; args[0] is the program name. For example
+  // {"uet-perf", "--no-huge", "-m", "512", "--no-pci", "--vdev=net_memif0,..."}.
+  static absl::StatusOr<std::unique_ptr<DpdkEal>> init(const std::vector<std::string>& args);
+  ~DpdkEal();
+  DpdkEal(const DpdkEal&) = delete;
+  DpdkEal& operator=(const DpdkEal&) = delete;
+
+  uint16_t port_count() const noexcept;
+  // "net_memif0 (net_memif)" for each port, for error messages and --help.
+  std::string describe_ports() const;
+
+ private:
+  DpdkEal() = default;
+};
+
+struct Neighbour {
+  uint32_t ip4 = 0;  // host byte order
+  wire::MacAddr mac{};
+};
+
+struct DpdkIoConfig {
+  uint16_t port_id = 0;         // an ethdev port of the EAL (0..port_count-1)
+  uint32_t local_ip4 = 0;       // answered in ARP; source of ARP requests (required)
+  wire::MacAddr local_mac{};    // all zero: the port's own MAC; else set on the port
+  uint32_t mtu = 9000;          // L3 MTU, 68..9600; frames are at most mtu + 18 bytes
+  uint32_t mbufs = 8191;        // mbuf pool size, 512..1048575 (2^k - 1 is optimal)
+  uint32_t mbuf_cache = 256;    // per-lcore mempool cache, 0..512
+  uint16_t rx_desc = 1024;      // RX/TX descriptors, 64..16384 (adjusted to the device)
+  uint16_t tx_desc = 1024;
+  uint32_t tx_retries = 8;      // rte_eth_tx_burst retries when the ring is full, 0..100000
+  bool promiscuous = false;     // needed on real NICs when local_mac is not the port's
+  std::vector<Neighbour> neighbours;  // static entries (never replaced by ARP)
+  uint32_t neighbour_capacity = 256;  // 8..65536
+  Time arp_interval = 10 * kMillisecond;  // ARP requests per unresolved IP at most this often
+
+  absl::Status validate() const;
+};
+
+// Counters of the DPDK backend beyond IoStats; always on.
+struct DpdkCounters {
+  uint64_t rx_not_ip = 0;         // neither IPv4, IPv6 nor ARP (dropped)
+  uint64_t rx_bad_checksum = 0;   // the NIC marked the IPv4 or L4 checksum bad (dropped)
+  uint64_t rx_multi_segment = 0;  // larger than one mbuf (dropped)
+  uint64_t arp_rx = 0, arp_requests_answered = 0, arp_requests_sent = 0;
+  uint64_t arp_learned = 0, neighbour_table_full = 0;
+  uint64_t tx_no_neighbour = 0;   // dropped: destination not resolved yet (ARP sent)
+  uint64_t tx_too_big = 0;        // dropped: over the MTU, or payload carried by length only
+  uint64_t tx_ring_full = 0;      // dropped: the ring and the backlog were full
+  uint64_t tx_ring_full_waits = 0;  // bursts that left frames in the backlog
+};
+
+struct LinkInfo {
+  bool up = false;
+  uint32_t speed_mbps = 0;
+  bool full_duplex = false;
+};
+
+struct Offloads {
+  bool rx_ipv4_checksum = false, rx_udp_checksum = false;  // used when present
+  bool tx_ipv4_checksum = false, tx_udp_checksum = false;  // reported only
+};
+
+class DpdkIo final : public PacketIo {
+ public:
+  // Configures and starts the port (one RX/TX queue pair) and creates its mbuf pool.
+  static absl::StatusOr<std::unique_ptr<DpdkIo>> create(const DpdkIoConfig& config);
+  ~DpdkIo() override;  // frees the backlog, stops and closes the port, frees the pool
+
+  // PacketIo (data path).
+  size_t rx_burst(std::span<Frame*> out) override;
+  void release_rx(std::span<Frame* const> frames) override;
+  size_t alloc_tx(std::span<Frame*> out) override;
+  size_t tx_burst(std::span<Frame* const> filled, std::span<Frame* const> unused) override;
+  IoStats stats() const override { return stats_; }
+
+  // Control path.
+  const wire::MacAddr& mac() const noexcept { return mac_; }
+  // The MTU configured on the port: DpdkIoConfig::mtu, or the device's maximum if lower.
+  uint32_t mtu() const noexcept { return mtu_; }
+  // Bytes a frame may hold: mtu() + 18; on shared-memory devices (net_memif, net_ring,
+  // net_null), which report a 1518-byte maximum but carry any size, DpdkIoConfig::mtu + 18.
+  uint32_t max_frame() const noexcept { return max_frame_; }
+  LinkInfo link() const;
+  // Polls the link until it is up or `timeout` has passed; returns whether it is up.
+  bool wait_link_up(Time timeout) const;
+  const Offloads& offloads() const noexcept { return offloads_; }
+  std::string driver_name() const;
+  // Every extended statistic of the port (name, value).
+  std::vector<std::pair<std::string, uint64_t>> xstats() const;
+  const DpdkCounters& counters() const noexcept { return counters_; }
+
+  // Neighbours: look-up, and an ARP request for `ip4` sent now (the answer arrives through
+  // rx_burst(), so keep polling).
+  const wire::MacAddr* neighbour(uint32_t ip4) const noexcept { return neigh_.find(ip4); }
+  void solicit(uint32_t ip4);
+
+ private:
+  explicit DpdkIo(const DpdkIoConfig& config);
+  absl::Status start();
+  void handle_arp(rte_mbuf* m);  // consumes m
+  void on_miss(uint32_t ip4);
+  void send_control(rte_mbuf* m);  // one frame, outside the TX burst; consumes m
+  void flush_backlog();
+
+  DpdkIoConfig config_;
+  rte_mempool* pool_ = nullptr;
+  bool started_ = false;
+  wire::MacAddr mac_{};
+  uint32_t mtu_ = 0;
+  uint32_t max_frame_ = 0;
+  Offloads offloads_;
+  NeighbourTable neigh_;
+  // Unresolved IPs and when an ARP request last went out for each (a small ring).
+  struct Pending {
+    uint32_t ip4 = 0;
+    Time sent = 0;
+  };
+  std::array<Pending, 16> pending_{};
+  uint32_t pending_next_ = 0;
+
+  // The fixed burst arrays: Frame i <-> mbuf i.
+  std::array<rte_mbuf*, kMaxBurst> rx_mbufs_{};
+  std::array<Frame, kMaxBurst> rx_frames_{};
+  std::array<rte_mbuf*, kMaxBurst> tx_mbufs_{};
+  std::array<Frame, kMaxBurst> tx_frames_{};
+  std::array<rte_mbuf*, kMaxBurst> scratch_{};
+  // Frames the ring refused, oldest first: [backlog_head_, backlog_head_ + backlog_len_).
+  std::array<rte_mbuf*, 4 * kMaxBurst> backlog_{};
+  std::array<uint32_t, 4 * kMaxBurst> backlog_lens_{};
+  size_t backlog_head_ = 0, backlog_len_ = 0;
+
+  IoStats stats_;
+  DpdkCounters counters_;
+};
+
+}  // namespace uet::io

@@ -1,0 +1,673 @@
+// The io_uring UDP backend (uring_io.h). Control path first (validate, create, sockets, ring,
+// teardown), then the data path (rx_burst/release_rx/alloc_tx/tx_burst/wait), which never
+// allocates: every buffer, msghdr and cmsg area is carved at create().
+#include "dpdk-io/uring_io.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <liburing.h>
+#include <netinet/in.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cassert>
+#include <cstring>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "transport/wire/checksum.h"
+#include "transport/wire/icrc.h"
+#include "transport/wire/net_headers.h"
+#include "transport/wire/roce_headers.h"
+
+namespace uet::io {
+
+namespace {
+
+constexpr size_t kEthLen = wire::Ethernet::kSize;         // 14
+constexpr size_t kIpLen = wire::Ipv4::kSize;              // 20 (the synthesised header: no options)
+constexpr size_t kUdpLen = wire::Udp::kSize;              // 8
+constexpr size_t kSynthLen = kEthLen + kIpLen + kUdpLen;  // 42: what rx writes before a payload
+constexpr size_t kMaxUdpPayload = 65507;                  // 65535 - 20 - 8
+
+// Receive control area: IP_TOS (1 byte), IP_TTL (int), SO_RXQ_OVFL (uint32).
+constexpr size_t kRxControl =
+    CMSG_SPACE(1) + CMSG_SPACE(sizeof(int)) + CMSG_SPACE(sizeof(uint32_t));
+// Layout of a multishot recvmsg buffer: io_uring_recvmsg_out, the source sockaddr, the cmsgs,
+// then the payload. The synthesised headers overwrite the tail of that prefix.
+constexpr size_t kRxPrefix = sizeof(io_uring_recvmsg_out) + sizeof(sockaddr_in) + kRxControl;
+static_assert(kRxPrefix >= kSynthLen, "the receive prefix must have room for Eth/IPv4/UDP");
+
+constexpr uint64_t kRxTag = uint64_t{1} << 62;      // the multishot receive
+constexpr uint64_t kCancelTag = uint64_t{1} << 61;  // teardown's cancel request
+constexpr uint16_t kBufGroup = 0;
+constexpr unsigned kRxFixedFile = 0;  // registered files: rx socket, then the pool
+
+uint16_t load16(const uint8_t* p) noexcept { return static_cast<uint16_t>(p[0] << 8 | p[1]); }
+uint32_t load32(const uint8_t* p) noexcept {
+  return uint32_t{p[0]} << 24 | uint32_t{p[1]} << 16 | uint32_t{p[2]} << 8 | p[3];
+}
+void store16(uint8_t* p, uint16_t v) noexcept {
+  p[0] = static_cast<uint8_t>(v >> 8);
+  p[1] = static_cast<uint8_t>(v);
+}
+void store32(uint8_t* p, uint32_t v) noexcept {
+  p[0] = static_cast<uint8_t>(v >> 24);
+  p[1] = static_cast<uint8_t>(v >> 16);
+  p[2] = static_cast<uint8_t>(v >> 8);
+  p[3] = static_cast<uint8_t>(v);
+}
+
+std::string ip_string(uint32_t ip) {
+  return absl::StrCat(ip >> 24, ".", (ip >> 16) & 0xFF, ".", (ip >> 8) & 0xFF, ".", ip & 0xFF);
+}
+
+absl::Status out_of_range(const char* field, uint64_t value, const char* range) {
+  return absl::InvalidArgumentError(absl::StrCat("UringIoConfig.", std::string(field), " = ", value,
+                                                 ": valid range ", std::string(range)));
+}
+
+absl::Status errno_status(int err, const std::string& what) {
+  return absl::ErrnoToStatus(err, what);
+}
+
+// The IPv4 + UDP headers (28 bytes) of a datagram as the receiving side synthesises them, so
+// that the sender's ICRC and the receiver's frame agree on every field the ICRC covers.
+void write_ip_udp(uint8_t* ip, uint32_t src, uint32_t dst, uint8_t tos, uint8_t ttl, uint16_t sport,
+                  uint16_t dport, size_t payload_len) noexcept {
+  ip[0] = 0x45;  // version 4, IHL 5
+  ip[1] = tos;
+  store16(ip + 2, static_cast<uint16_t>(kIpLen + kUdpLen + payload_len));
+  store16(ip + 4, 0);       // id: the kernel's is not visible to the receiver
+  store16(ip + 6, 0x4000);  // DF, no fragment offset
+  ip[8] = ttl;
+  ip[9] = NET_IPPROTO_UDP;
+  store16(ip + 10, 0);
+  store32(ip + 12, src);
+  store32(ip + 16, dst);
+  uint8_t* udp = ip + kIpLen;
+  store16(udp, sport);
+  store16(udp + 2, dport);
+  store16(udp + 4, static_cast<uint16_t>(kUdpLen + payload_len));
+  store16(udp + 6, 0);  // not computed: the kernel verified the real checksum
+}
+
+// The ICRC's invariant view of IPv4 + UDP headers (spec/rocev2.md §6): TOS, TTL and the
+// checksums masked to ones.
+void mask_ip_udp(uint8_t* ip, size_t ip_hlen) noexcept {
+  ip[1] = 0xFF;
+  ip[8] = 0xFF;
+  ip[10] = 0xFF;
+  ip[11] = 0xFF;
+  ip[ip_hlen + 6] = 0xFF;
+  ip[ip_hlen + 7] = 0xFF;
+}
+
+void set_buffer_size(int fd, int force_opt, int opt, uint32_t bytes) {
+  const int v = static_cast<int>(bytes);
+  // SO_*BUFFORCE needs CAP_NET_ADMIN; without it the plain option, capped by the sysctl.
+  if (setsockopt(fd, SOL_SOCKET, force_opt, &v, sizeof(v)) != 0) {
+    (void)setsockopt(fd, SOL_SOCKET, opt, &v, sizeof(v));
+  }
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------------- control path
+
+absl::Status UringIoConfig::validate() const {
+  if (local_ip4 == 0) return out_of_range("local_ip4", local_ip4, "a unicast IPv4 address, not 0");
+  if (udp_port == 0) return out_of_range("udp_port", udp_port, "1..65535");
+  if (frames < 64 || frames > 65536) return out_of_range("frames", frames, "64..65536");
+  if (frame_capacity < 256 || frame_capacity > kMaxUdpPayload + kSynthLen)
+    return out_of_range("frame_capacity", frame_capacity, "256..65549");
+  if (queue_depth < 8 || queue_depth > 4096)
+    return out_of_range("queue_depth", queue_depth, "8..4096");
+  if (ev_sockets < 1 || ev_sockets > 1024) return out_of_range("ev_sockets", ev_sockets, "1..1024");
+  if (ev_port_base != 0) {
+    const uint32_t last = uint32_t{ev_port_base} + ev_sockets - 1;
+    if (ev_port_base < 1024 || last > 65535)
+      return out_of_range("ev_port_base", ev_port_base,
+                          "0 (ephemeral) or 1024..65536 - ev_sockets");
+    if (udp_port >= ev_port_base && udp_port <= last)
+      return out_of_range("ev_port_base", ev_port_base,
+                          "a range of ev_sockets ports that does not contain udp_port");
+  }
+  if (socket_buffer_bytes < 65536 || socket_buffer_bytes > (1u << 30))
+    return out_of_range("socket_buffer_bytes", socket_buffer_bytes, "65536..1073741824");
+  return absl::OkStatus();
+}
+
+struct UringIo::Ring {
+  io_uring ring{};
+  bool ring_ok = false;
+  io_uring_buf_ring* buf_ring = nullptr;
+  size_t buf_ring_len = 0;
+  msghdr rx_msg{};  // the multishot template: only the name and control lengths matter
+};
+
+struct UringIo::TxSlot {
+  msghdr msg{};
+  iovec iov{};
+  sockaddr_in dst{};
+  alignas(cmsghdr) uint8_t control[CMSG_SPACE(sizeof(int)) * 2]{};
+  uint16_t socket = 0;  // index into the EV pool (registered file 1 + socket)
+};
+
+UringIo::UringIo(const UringIoConfig& config) : config_(config), ring_(std::make_unique<Ring>()) {}
+
+absl::StatusOr<std::unique_ptr<UringIo>> UringIo::create(const UringIoConfig& config) {
+  if (absl::Status s = config.validate(); !s.ok()) return s;
+  std::unique_ptr<UringIo> io(new UringIo(config));
+  if (absl::Status s = io->init(); !s.ok()) return s;
+  return io;
+}
+
+absl::Status UringIo::init() {
+  // Pool: a power of two for the kernel's buffer ring, the rest for transmit.
+  rx_count_ = std::bit_floor(config_.frames / 2);
+  tx_count_ = config_.frames - rx_count_;
+  rx_buf_len_ = static_cast<uint32_t>(kRxPrefix + config_.frame_capacity - kSynthLen);
+  const size_t rx_stride = (rx_buf_len_ + 63) & ~size_t{63};
+  const size_t tx_stride = (size_t{config_.frame_capacity} + 63) & ~size_t{63};
+  memory_len_ = rx_stride * rx_count_ + tx_stride * tx_count_;
+  void* mem =
+      mmap(nullptr, memory_len_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (mem == MAP_FAILED) {
+    const int err = errno;
+    const size_t len = memory_len_;
+    memory_len_ = 0;
+    return errno_status(err, absl::StrCat("mmap of ", len, " bytes of frame buffers"));
+  }
+  memory_ = static_cast<uint8_t*>(mem);
+
+  rx_frames_.resize(rx_count_);
+  rx_ready_.resize(rx_count_);
+  for (uint32_t i = 0; i < rx_count_; ++i) {
+    rx_frames_[i].data = memory_ + rx_stride * i + kRxPrefix - kSynthLen;
+    rx_frames_[i].capacity = config_.frame_capacity;
+  }
+  uint8_t* tx_base = memory_ + rx_stride * rx_count_;
+  tx_frames_.resize(tx_count_);
+  tx_slots_.resize(tx_count_);
+  tx_free_.resize(tx_count_);
+  for (uint32_t i = 0; i < tx_count_; ++i) {
+    tx_frames_[i].data = tx_base + tx_stride * i;
+    tx_frames_[i].capacity = config_.frame_capacity;
+    TxSlot& s = tx_slots_[i];
+    s.dst.sin_family = AF_INET;
+    s.msg.msg_name = &s.dst;
+    s.msg.msg_namelen = sizeof(s.dst);
+    s.msg.msg_iov = &s.iov;
+    s.msg.msg_iovlen = 1;
+    s.msg.msg_control = s.control;
+    tx_free_[i] = tx_count_ - 1 - i;
+  }
+  tx_free_count_ = tx_count_;
+
+  // Sockets: the receiver on udp_port, then the source-port pool.
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(config_.local_ip4);
+  const std::string where = absl::StrCat(ip_string(config_.local_ip4), ":", config_.udp_port);
+  rx_fd_ = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (rx_fd_ < 0) return errno_status(errno, "socket(AF_INET, SOCK_DGRAM)");
+  const int one = 1;
+  if (setsockopt(rx_fd_, IPPROTO_IP, IP_RECVTOS, &one, sizeof(one)) != 0 ||
+      setsockopt(rx_fd_, IPPROTO_IP, IP_RECVTTL, &one, sizeof(one)) != 0 ||
+      setsockopt(rx_fd_, SOL_SOCKET, SO_RXQ_OVFL, &one, sizeof(one)) != 0) {
+    return errno_status(errno, "setsockopt IP_RECVTOS/IP_RECVTTL/SO_RXQ_OVFL");
+  }
+  set_buffer_size(rx_fd_, SO_RCVBUFFORCE, SO_RCVBUF, config_.socket_buffer_bytes);
+  addr.sin_port = htons(config_.udp_port);
+  if (bind(rx_fd_, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) != 0) {
+    const int err = errno;
+    return errno_status(err, absl::StrCat("UringIo: bind of the receiving socket to ", where,
+                                          err == EADDRINUSE ? " (port in use)" : "",
+                                          err == EADDRNOTAVAIL ? " (address not local)" : ""));
+  }
+
+  ev_fds_.reserve(config_.ev_sockets);
+  ev_ports_.reserve(config_.ev_sockets);
+  for (uint32_t i = 0; i < config_.ev_sockets; ++i) {
+    const int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return errno_status(errno, "socket(AF_INET, SOCK_DGRAM) for the EV pool");
+    ev_fds_.push_back(fd);
+    set_buffer_size(fd, SO_SNDBUFFORCE, SO_SNDBUF, config_.socket_buffer_bytes);
+    const int small = 4096;  // nothing should arrive here; keep strays from piling up
+    (void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+    const uint16_t port =
+        config_.ev_port_base == 0 ? 0 : static_cast<uint16_t>(config_.ev_port_base + i);
+    addr.sin_port = htons(port);
+    if (bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) != 0) {
+      const int err = errno;
+      return errno_status(err, absl::StrCat("UringIo: bind of EV pool socket ", i, " to ",
+                                            ip_string(config_.local_ip4), ":", port,
+                                            err == EADDRINUSE ? " (port in use)" : ""));
+    }
+    sockaddr_in got{};
+    socklen_t got_len = sizeof(got);
+    if (getsockname(fd, reinterpret_cast<sockaddr*>(&got), &got_len) != 0)
+      return errno_status(errno, "getsockname of an EV pool socket");
+    ev_ports_.push_back(ntohs(got.sin_port));
+  }
+
+  // The ring: CQ room for every buffer's completion (tx sends + rx datagrams) and then some.
+  io_uring_params p{};
+  p.flags = IORING_SETUP_CQSIZE;
+  p.cq_entries = std::min<uint32_t>(
+      65536, std::bit_ceil(std::max(2 * config_.queue_depth, config_.frames + 64)));
+  if (int r = io_uring_queue_init_params(config_.queue_depth, &ring_->ring, &p); r < 0)
+    return errno_status(-r, "io_uring_queue_init_params");
+  ring_->ring_ok = true;
+  io_uring* ring = &ring_->ring;
+
+  std::vector<int> files;  // control path: allocation is fine here
+  files.push_back(rx_fd_);
+  files.insert(files.end(), ev_fds_.begin(), ev_fds_.end());
+  if (int r = io_uring_register_files(ring, files.data(), static_cast<unsigned>(files.size()));
+      r < 0)
+    return errno_status(-r, "io_uring_register_files");
+
+  // The provided-buffer ring the multishot receive draws from (Linux 5.19+).
+  ring_->buf_ring_len = (sizeof(io_uring_buf) * rx_count_ + 4095) & ~size_t{4095};
+  void* br = mmap(nullptr, ring_->buf_ring_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                  -1, 0);
+  if (br == MAP_FAILED) {
+    ring_->buf_ring_len = 0;
+    return errno_status(errno, "mmap of the receive buffer ring");
+  }
+  ring_->buf_ring = static_cast<io_uring_buf_ring*>(br);
+  io_uring_buf_reg reg{};
+  reg.ring_addr = reinterpret_cast<uint64_t>(br);
+  reg.ring_entries = rx_count_;
+  reg.bgid = kBufGroup;
+  if (int r = io_uring_register_buf_ring(ring, &reg, 0); r < 0) {
+    return errno_status(-r, "io_uring_register_buf_ring (provided buffer rings need Linux 5.19+)");
+  }
+  io_uring_buf_ring_init(ring_->buf_ring);
+  const int mask = io_uring_buf_ring_mask(rx_count_);
+  for (uint32_t i = 0; i < rx_count_; ++i) {
+    io_uring_buf_ring_add(ring_->buf_ring, rx_buffer(i), rx_buf_len_, static_cast<uint16_t>(i),
+                          mask, static_cast<int>(i));
+  }
+  io_uring_buf_ring_advance(ring_->buf_ring, static_cast<int>(rx_count_));
+  rx_in_kernel_ = rx_count_;
+
+  ring_->rx_msg.msg_namelen = sizeof(sockaddr_in);
+  ring_->rx_msg.msg_controllen = kRxControl;
+  arm_rx();
+  counters_.rx_rearms = 0;
+  // An unsupported multishot receive (Linux < 6.0) fails at once: say so now, not later.
+  io_uring_cqe* cqe = nullptr;
+  if (io_uring_peek_cqe(ring, &cqe) == 0 && cqe != nullptr && cqe->user_data == kRxTag &&
+      cqe->res < 0 && !(cqe->flags & IORING_CQE_F_MORE)) {
+    const int err = -cqe->res;
+    io_uring_cqe_seen(ring, cqe);
+    return errno_status(err, "multishot IORING_OP_RECVMSG (needs Linux 6.0+)");
+  }
+  if (!rx_armed_) return absl::InternalError("UringIo: could not post the receive");
+  return absl::OkStatus();
+}
+
+UringIo::~UringIo() {
+  if (ring_ && ring_->ring_ok) {
+    io_uring* ring = &ring_->ring;
+    // Cancel the receive and any send still waiting for socket room, then wait (bounded) for
+    // their completions so that no request refers to the buffers unmapped below.
+    if (io_uring_sqe* sqe = io_uring_get_sqe(ring); sqe != nullptr) {
+      io_uring_prep_cancel64(sqe, 0, IORING_ASYNC_CANCEL_ANY);
+      io_uring_sqe_set_data64(sqe, kCancelTag);
+      io_uring_submit(ring);
+    }
+    const Time give_up = monotonic_now() + 1 * kSecond;
+    while ((tx_in_flight_ > 0 || rx_armed_) && monotonic_now() < give_up) {
+      __kernel_timespec ts{0, 10'000'000};
+      io_uring_cqe* cqe = nullptr;
+      io_uring_wait_cqe_timeout(ring, &cqe, &ts);
+      reap();
+    }
+    // The registered file table holds the sockets open; the ring's own teardown is
+    // asynchronous, so unregister first (synchronous): then close() really releases the
+    // ports, and a new instance can bind them at once.
+    io_uring_unregister_files(ring);
+  }
+  if (rx_fd_ >= 0) close(rx_fd_);
+  for (int fd : ev_fds_) close(fd);
+  if (ring_ && ring_->ring_ok) io_uring_queue_exit(&ring_->ring);
+  if (ring_ && ring_->buf_ring != nullptr) munmap(ring_->buf_ring, ring_->buf_ring_len);
+  if (memory_ != nullptr) munmap(memory_, memory_len_);
+}
+
+// ---------------------------------------------------------------------------- data path
+
+uint8_t* UringIo::rx_buffer(uint32_t bid) const noexcept {
+  return rx_frames_[bid].data - (kRxPrefix - kSynthLen);
+}
+
+void UringIo::arm_rx() {
+  io_uring* ring = &ring_->ring;
+  io_uring_sqe* sqe = io_uring_get_sqe(ring);
+  if (sqe == nullptr) {
+    io_uring_submit(ring);
+    sqe = io_uring_get_sqe(ring);
+    if (sqe == nullptr) return;  // tried again on the next burst
+  }
+  io_uring_prep_recvmsg_multishot(sqe, kRxFixedFile, &ring_->rx_msg, 0);
+  sqe->flags |= IOSQE_FIXED_FILE | IOSQE_BUFFER_SELECT;
+  sqe->buf_group = kBufGroup;
+  io_uring_sqe_set_data64(sqe, kRxTag);
+  io_uring_submit(ring);
+  rx_armed_ = true;
+  ++counters_.rx_rearms;
+}
+
+void UringIo::maybe_arm_rx() {
+  // Re-arm only when the kernel has a buffer to fill; otherwise it would stop again at once.
+  if (!rx_armed_ && !rx_failed_ && rx_in_kernel_ > 0) arm_rx();
+}
+
+void UringIo::recycle_rx(uint16_t bid) {
+  io_uring_buf_ring_add(ring_->buf_ring, rx_buffer(bid), rx_buf_len_, bid,
+                        io_uring_buf_ring_mask(rx_count_), 0);
+  io_uring_buf_ring_advance(ring_->buf_ring, 1);
+  ++rx_in_kernel_;
+}
+
+void UringIo::on_rx_completion(int32_t res, uint32_t flags) {
+  if (!(flags & IORING_CQE_F_MORE)) {
+    rx_armed_ = false;
+    // -ENOBUFS: every buffer is lent out; re-armed when one comes back. Anything else that
+    // ends the receive for good (a kernel without it) must not be retried in a loop.
+    if (res < 0 && res != -ENOBUFS && res != -ECANCELED && res != -EINTR) rx_failed_ = true;
+  }
+  if (res < 0 && res != -ENOBUFS && res != -ECANCELED) {
+    ++counters_.rx_errors;
+    counters_.last_rx_errno = -res;
+  }
+  if (!(flags & IORING_CQE_F_BUFFER)) return;
+  const auto bid = static_cast<uint16_t>(flags >> IORING_CQE_BUFFER_SHIFT);
+  --rx_in_kernel_;
+  if (bid >= rx_count_) return;  // not ours: cannot happen with one buffer group
+  if (res < 0) {
+    recycle_rx(bid);
+    return;
+  }
+  uint8_t* buf = rx_buffer(bid);
+  msghdr* msg = &ring_->rx_msg;
+  io_uring_recvmsg_out* out = io_uring_recvmsg_validate(buf, res, msg);
+  if (out == nullptr || out->namelen < sizeof(sockaddr_in)) {
+    ++counters_.rx_bad;
+    ++stats_.rx_dropped;
+    recycle_rx(bid);
+    return;
+  }
+  uint8_t tos = 0, ttl = 64;
+  for (cmsghdr* c = io_uring_recvmsg_cmsg_firsthdr(out, msg); c != nullptr;
+       c = io_uring_recvmsg_cmsg_nexthdr(out, msg, c)) {
+    if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TOS && c->cmsg_len >= CMSG_LEN(1)) {
+      tos = *CMSG_DATA(c);
+    } else if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TTL &&
+               c->cmsg_len >= CMSG_LEN(sizeof(int))) {
+      int v = 0;
+      std::memcpy(&v, CMSG_DATA(c), sizeof(v));
+      ttl = static_cast<uint8_t>(v);
+    } else if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SO_RXQ_OVFL &&
+               c->cmsg_len >= CMSG_LEN(sizeof(uint32_t))) {
+      uint32_t v = 0;
+      std::memcpy(&v, CMSG_DATA(c), sizeof(v));
+      const uint32_t lost = v - rxq_ovfl_seen_;  // cumulative, modulo 2^32
+      rxq_ovfl_seen_ = v;
+      counters_.rx_kernel_dropped += lost;
+      stats_.rx_dropped += lost;
+    }
+  }
+  if (out->flags & MSG_TRUNC) {
+    ++counters_.rx_truncated;
+    ++stats_.rx_dropped;
+    recycle_rx(bid);
+    return;
+  }
+  sockaddr_in src{};
+  std::memcpy(&src, io_uring_recvmsg_name(out), sizeof(src));
+  const auto* payload = static_cast<const uint8_t*>(io_uring_recvmsg_payload(out, msg));
+  const size_t payload_len = io_uring_recvmsg_payload_length(out, res, msg);
+
+  // Everything needed is read: write Ethernet / IPv4 / UDP over the consumed prefix.
+  Frame& f = rx_frames_[bid];
+  uint8_t* eth = f.data;
+  const uint32_t src_ip = ntohl(src.sin_addr.s_addr);
+  std::memcpy(eth, config_.local_mac.data(), 6);
+  eth[6] = 0x02;  // a locally administered MAC made of the source address
+  eth[7] = 0x00;
+  store32(eth + 8, src_ip);
+  store16(eth + 12, NET_ETHERTYPE_IPV4);
+  uint8_t* ip = eth + kEthLen;
+  write_ip_udp(ip, src_ip, config_.local_ip4, tos, ttl, ntohs(src.sin_port), config_.udp_port,
+               payload_len);
+  store16(ip + 10, wire::ipv4_header_checksum(ip, kIpLen));
+  f.len = static_cast<uint32_t>(kSynthLen + payload_len);
+  f.wire_len = 0;
+  f.priority = Priority::kData;
+  assert(payload == f.data + kSynthLen);
+  (void)payload;
+
+  rx_ready_[(rx_ready_head_ + rx_ready_count_) % rx_count_] = bid;
+  ++rx_ready_count_;
+}
+
+void UringIo::reap() {
+  io_uring* ring = &ring_->ring;
+  std::array<io_uring_cqe*, 64> cqes{};
+  for (;;) {
+    const unsigned n = io_uring_peek_batch_cqe(ring, cqes.data(), cqes.size());
+    if (n == 0) return;
+    for (unsigned i = 0; i < n; ++i) {
+      const io_uring_cqe* cqe = cqes[i];
+      const uint64_t tag = cqe->user_data;
+      if (tag == kRxTag) {
+        on_rx_completion(cqe->res, cqe->flags);
+      } else if (tag < tx_count_) {
+        const Frame& f = tx_frames_[tag];
+        if (cqe->res < 0) {
+          ++stats_.tx_dropped;
+          ++counters_.tx_send_errors;
+          counters_.last_send_errno = -cqe->res;
+        } else {
+          ++stats_.tx_packets;
+          stats_.tx_bytes += f.len;
+        }
+        tx_free_[tx_free_count_++] = static_cast<uint32_t>(tag);
+        --tx_in_flight_;
+      }
+    }
+    io_uring_cq_advance(ring, n);
+  }
+}
+
+size_t UringIo::rx_burst(std::span<Frame*> out) {
+  reap();
+  maybe_arm_rx();
+  size_t n = 0;
+  while (n < out.size() && rx_ready_count_ > 0) {
+    Frame* f = &rx_frames_[rx_ready_[rx_ready_head_]];
+    rx_ready_head_ = (rx_ready_head_ + 1) % rx_count_;
+    --rx_ready_count_;
+    ++stats_.rx_packets;
+    stats_.rx_bytes += f->len;
+    out[n++] = f;
+  }
+  return n;
+}
+
+void UringIo::release_rx(std::span<Frame* const> frames) {
+  for (Frame* f : frames) recycle_rx(static_cast<uint16_t>(f - rx_frames_.data()));
+}
+
+size_t UringIo::alloc_tx(std::span<Frame*> out) {
+  if (tx_free_count_ < out.size()) reap();  // sends completed since the last burst
+  size_t n = 0;
+  while (n < out.size() && tx_free_count_ > 0) {
+    Frame* f = &tx_frames_[tx_free_[--tx_free_count_]];
+    f->len = 0;
+    f->wire_len = 0;
+    f->priority = Priority::kData;
+    out[n++] = f;
+  }
+  if (n < out.size() && tx_free_count_ == 0) ++stats_.tx_no_buffer;
+  return n;
+}
+
+// Reads Ethernet [802.1Q] / IPv4 / UDP in place and fills the frame's sendmsg.
+bool UringIo::prepare_send(Frame& f, uint32_t tx_index) {
+  if (f.wire_len > f.len) return false;  // payload carried by length: nothing to send
+  uint8_t* p = f.data;
+  const size_t n = f.len;
+  size_t l3 = kEthLen;
+  if (n < kEthLen) return false;
+  uint16_t type = load16(p + 12);
+  if (type == NET_ETHERTYPE_VLAN) {
+    if (n < kEthLen + 4) return false;
+    type = load16(p + 16);
+    l3 += 4;
+  }
+  if (type != NET_ETHERTYPE_IPV4 || n < l3 + kIpLen) return false;
+  uint8_t* ip = p + l3;
+  const size_t ihl = size_t{ip[0] & 0x0Fu} * 4;
+  const uint16_t total = load16(ip + 2);
+  if ((ip[0] >> 4) != 4 || ihl < kIpLen || total < ihl + kUdpLen || total > n - l3) return false;
+  if (ip[9] != NET_IPPROTO_UDP || (load16(ip + 6) & 0x3FFF) != 0)
+    return false;  // not UDP, fragment
+  uint8_t* udp = ip + ihl;
+  const uint16_t udp_len = load16(udp + 4);
+  if (udp_len < kUdpLen || udp_len > total - ihl) return false;
+  uint8_t* payload = udp + kUdpLen;
+  const size_t payload_len = udp_len - kUdpLen;
+  const uint8_t tos = ip[1], ttl = ip[8];
+  const uint16_t sport = load16(udp), dport = load16(udp + 2);
+  const uint32_t socket = sport % config_.ev_sockets;
+
+  // RoCEv2: make the ICRC cover the headers the receiver will see (uring_io.h).
+  if (dport == wire::kRoceUdpPort && payload_len >= wire::Bth::kSize + wire::kIcrcSize) {
+    uint8_t want[kIpLen + kUdpLen];
+    write_ip_udp(want, config_.local_ip4, load32(ip + 16), tos, ttl, ev_ports_[socket], dport,
+                 payload_len);
+    mask_ip_udp(want, kIpLen);
+    uint8_t* icrc_at = payload + payload_len - wire::kIcrcSize;
+    const size_t after = payload_len - wire::kIcrcSize;  // bytes after the UDP header
+    if (ihl == kIpLen) {
+      uint8_t delta[kIpLen + kUdpLen];
+      std::memcpy(delta, ip, sizeof(delta));
+      mask_ip_udp(delta, kIpLen);
+      bool differs = false;
+      for (size_t i = 0; i < sizeof(delta); ++i) {
+        delta[i] ^= want[i];
+        differs |= delta[i] != 0;
+      }
+      if (differs) {
+        // CRC-32 is affine: crc(M') = crc(M) ^ lin(M ^ M'), and lin(delta . 0^k) is
+        // lin(delta) shifted over k zero bytes, which crc32_combine computes in O(log k).
+        static constexpr uint8_t kZeros[kIpLen + kUdpLen] = {};
+        const uLong lin = crc32(0, delta, sizeof(delta)) ^ crc32(0, kZeros, sizeof(kZeros));
+        const uLong shifted = crc32_combine(lin, 0, static_cast<z_off_t>(after));
+        wire::store_icrc(icrc_at, wire::load_icrc(icrc_at) ^ static_cast<uint32_t>(shifted));
+        ++counters_.tx_icrc_updates;
+      }
+    } else {
+      // IP options (never sent by our engines): recompute over the wire headers.
+      static constexpr uint8_t kMaskedLrh[8] = {0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF};
+      uint8_t bth[wire::Bth::kSize];
+      std::memcpy(bth, payload, sizeof(bth));
+      bth[4] = 0xFF;
+      uLong crc = crc32(0, kMaskedLrh, sizeof(kMaskedLrh));
+      crc = crc32(crc, want, sizeof(want));
+      crc = crc32(crc, bth, sizeof(bth));
+      crc = crc32(crc, payload + sizeof(bth), static_cast<uInt>(after - sizeof(bth)));
+      wire::store_icrc(icrc_at, static_cast<uint32_t>(crc));
+      ++counters_.tx_icrc_updates;
+    }
+  }
+
+  TxSlot& s = tx_slots_[tx_index];
+  s.dst.sin_addr.s_addr = htonl(load32(ip + 16));
+  s.dst.sin_port = htons(dport);
+  s.iov.iov_base = payload;
+  s.iov.iov_len = payload_len;
+  s.socket = static_cast<uint16_t>(socket);
+  // IP_TOS carries DSCP and ECN (the kernel keeps the ECN bits of a UDP socket's TOS);
+  // IP_TTL the hop limit, when the frame has a valid one.
+  size_t control = 0;
+  cmsghdr* c = reinterpret_cast<cmsghdr*>(s.control);
+  c->cmsg_level = IPPROTO_IP;
+  c->cmsg_type = IP_TOS;
+  c->cmsg_len = CMSG_LEN(sizeof(int));
+  const int tos_v = tos;
+  std::memcpy(CMSG_DATA(c), &tos_v, sizeof(tos_v));
+  control += CMSG_SPACE(sizeof(int));
+  if (ttl != 0) {
+    c = reinterpret_cast<cmsghdr*>(s.control + control);
+    c->cmsg_level = IPPROTO_IP;
+    c->cmsg_type = IP_TTL;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    const int ttl_v = ttl;
+    std::memcpy(CMSG_DATA(c), &ttl_v, sizeof(ttl_v));
+    control += CMSG_SPACE(sizeof(int));
+  }
+  s.msg.msg_controllen = control;
+  return true;
+}
+
+size_t UringIo::tx_burst(std::span<Frame* const> filled, std::span<Frame* const> unused) {
+  for (Frame* f : unused) tx_free_[tx_free_count_++] = static_cast<uint32_t>(f - tx_frames_.data());
+  io_uring* ring = &ring_->ring;
+  size_t queued = 0;
+  for (Frame* f : filled) {
+    const auto index = static_cast<uint32_t>(f - tx_frames_.data());
+    if (!prepare_send(*f, index)) {
+      ++counters_.tx_unparseable;
+      ++stats_.tx_dropped;
+      tx_free_[tx_free_count_++] = index;
+      continue;
+    }
+    io_uring_sqe* sqe = io_uring_get_sqe(ring);
+    if (sqe == nullptr) {  // the burst is larger than the SQ: hand over what is queued
+      io_uring_submit(ring);
+      sqe = io_uring_get_sqe(ring);
+    }
+    if (sqe == nullptr) {
+      ++counters_.tx_no_sqe;
+      ++stats_.tx_dropped;
+      tx_free_[tx_free_count_++] = index;
+      continue;
+    }
+    const TxSlot& s = tx_slots_[index];
+    io_uring_prep_sendmsg(sqe, static_cast<int>(1 + s.socket), &s.msg, 0);
+    sqe->flags |= IOSQE_FIXED_FILE;
+    io_uring_sqe_set_data64(sqe, index);
+    ++queued;
+  }
+  tx_in_flight_ += static_cast<uint32_t>(queued);
+  if (queued > 0) io_uring_submit(ring);
+  return queued;
+}
+
+void UringIo::wait(Time deadline) {
+  maybe_arm_rx();
+  io_uring* ring = &ring_->ring;
+  if (rx_ready_count_ > 0 || io_uring_cq_ready(ring) > 0) return;
+  const Time now = monotonic_now();
+  if (deadline <= now) return;
+  const Time ns = (deadline - now + kNanosecond - 1) / kNanosecond;
+  __kernel_timespec ts{};
+  ts.tv_sec = ns / 1'000'000'000;
+  ts.tv_nsec = ns % 1'000'000'000;
+  io_uring_cqe* cqe = nullptr;
+  io_uring_wait_cqe_timeout(ring, &cqe, &ts);  // -ETIME at the deadline; the CQE stays queued
+}
+
+}  // namespace uet::io

@@ -1,0 +1,29 @@
+# The DPDK backend's tests (no NIC, no hugepages): dpdk_io_test in one process (neighbours,
+# ARP, a UET write between two DpdkIo ports over a memif pair), and uet-perf end to end
+# between two processes (perf_pair_test.py) over net_memif and over net_af_packet on a veth
+# pair in two network namespaces (root only; skipped otherwise).
+if(TARGET uet_dpdk)
+  add_executable(dpdk_io_test dpdk_io_test.cc)
+  target_link_libraries(dpdk_io_test PRIVATE uet_dpdk uet_io uet_engine uet_wire GTest::gtest_main)
+  uet_gtest(dpdk_io_test fast io dpdk)
+
+  if(Python3_Interpreter_FOUND AND TARGET uet-perf)
+    set(_perf_cases
+        "memif_uet\;--transport=uet\;--pcap"
+        "memif_rocev2\;--transport=rocev2\;--pcap"
+        "memif_uet_loss\;--transport=uet\;--loss=0.01"
+        "memif_rocev2_loss\;--transport=rocev2\;--loss=0.01"
+        "afpacket_uet\;--dev=afpacket\;--transport=uet"
+        "afpacket_rocev2\;--dev=afpacket\;--transport=rocev2\;--pcap")
+    foreach(_case IN LISTS _perf_cases)
+      list(GET _case 0 _name)
+      list(SUBLIST _case 1 -1 _args)
+      add_test(NAME perf_pair_${_name}
+               COMMAND Python3::Interpreter ${CMAKE_CURRENT_SOURCE_DIR}/perf_pair_test.py
+                       $<TARGET_FILE:uet-perf> ${_args})
+      # Each case pins its two processes to lcores 0 and 1: run them one at a time.
+      set_tests_properties(perf_pair_${_name} PROPERTIES LABELS "io;dpdk;fast" TIMEOUT 120
+                           SKIP_RETURN_CODE 77 RESOURCE_LOCK dpdk_lcores)
+    endforeach()
+  endif()
+endif()
