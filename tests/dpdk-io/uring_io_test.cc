@@ -52,7 +52,7 @@ UetConfig uet_config(uint32_t ip) {
   UetConfig c;
   c.local_ip4 = ip;
   c.local_mac = mac_of(ip);
-  c.ev_count = 16;                 // spray: many EVs, so many pool sockets are used
+  c.pathsel.ev_count = 16;         // spray: many EVs, so many pool sockets are used
   c.base_rtt = 50 * kMicrosecond;  // loopback through one polling thread is slower than 12 µs
   c.rto = 2 * kMillisecond;
   c.max_retries = 30;

@@ -197,7 +197,7 @@ TEST(GoBackNVersusSelective_Sim, PermutationWithOnePercentLoss) {
       UetConfig c;
       c.local_ip4 = sim::Network::host_ip4(h);
       c.local_mac = sim::Network::host_mac(h);
-      c.ev_count = evs;
+      c.pathsel.ev_count = evs;
       c.seed = h + 1;
       return std::move(*UetEndpoint::create(c));
     };

@@ -343,7 +343,7 @@ TEST(UetEndpoint_Sim, PermutationWithLossAndSprayingDeliversEveryByteOnce) {
     UetConfig c;
     c.local_ip4 = sim::Network::host_ip4(h);
     c.local_mac = sim::Network::host_mac(h);
-    c.ev_count = 16;  // spray
+    c.pathsel.ev_count = 16;  // spray
     c.seed = h + 1;
     eps.push_back(std::move(*UetEndpoint::create(c)));
     src[h].resize(512 * 1024 + 123);

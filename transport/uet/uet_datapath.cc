@@ -37,10 +37,10 @@ wire::Encap UetEndpoint::encap_for(const Pdc& p, bool control, uint16_t ev) cons
   return e;
 }
 
-uint16_t UetEndpoint::next_ev(Pdc& p) {
-  if (config_.ev_count <= 1) return static_cast<uint16_t>(0xC000 | (p.ev_base & 0x3FFF));
-  const uint32_t i = p.ev_next++ % config_.ev_count;
-  return static_cast<uint16_t>(0xC000 | ((p.ev_base + i * 0x9E37u) & 0x3FFF));
+// §2.4: EV index i (pathsel/) travels as a UDP source port in the dynamic range 49152..65535,
+// spread from the PDC's random base by an odd stride, so indices 0..16383 are distinct ports.
+uint16_t UetEndpoint::ev_port(const Pdc& p, uint16_t ev) noexcept {
+  return static_cast<uint16_t>(0xC000 | ((p.ev_base + uint32_t{ev} * 0x9E37u) & 0x3FFF));
 }
 
 // Finishes a frame whose payload may not fit the host's buffer: then only the headers are
@@ -72,7 +72,8 @@ bool UetEndpoint::build_data(Pdc& p, uint16_t pdcid, uint32_t psn, bool retx, Fr
   const size_t headers = wire::Ethernet::kSize + wire::Ipv4::kSize + wire::Udp::kSize +
                          wire::PdsRudRod::kSize + wire::SesStandardRequest::kSize;
   const size_t elided = headers + len > f.capacity ? len : 0;
-  wire::FrameBuilder b(std::span<uint8_t>(f.data, f.capacity), encap_for(p, false, next_ev(p)));
+  const uint16_t ev = p.sel.next_ev(now);  // §2.4: pathsel/ picks every packet's EV
+  wire::FrameBuilder b(std::span<uint8_t>(f.data, f.capacity), encap_for(p, false, ev_port(p, ev)));
   wire::PdsRudRod* pds = b.add<wire::PdsRudRod>();
   wire::SesStandardRequest* ses = b.add<wire::SesStandardRequest>();
   if (ses == nullptr) return false;
@@ -109,6 +110,7 @@ bool UetEndpoint::build_data(Pdc& p, uint16_t pdcid, uint32_t psn, bool retx, Fr
   if (!finish_frame(b, f, elided)) return false;
   f.priority = Priority::kData;
   s.sent = now;
+  s.ev = ev;
   s.in_flight = true;
   p.bytes_in_flight += len;
   ++(retx ? counters_.tx_retx : counters_.tx_data);
@@ -125,11 +127,17 @@ bool UetEndpoint::build_ack(Pdc& p, uint16_t pdcid, Frame& f) {
   wire::SesResponse* rsp = with_rsp ? b.add<wire::SesResponse>() : nullptr;
   if (ack == nullptr || (with_rsp && rsp == nullptr)) return false;
   const uint32_t cack = p.rcv_base - 1;
+  // §3.7: the ACK names the packet that triggered it and `m` echoes that packet's CE mark.
+  // A CE-marked arrival stays the trigger even if more packets came before this ACK could be
+  // sent, so the initiator knows exactly which packet, and so which EV, was marked; another
+  // ACK follows at once for the newer arrivals.
+  const bool ce = p.ce_seen;
+  const uint32_t trigger = ce ? p.ce_psn : p.last_psn;
   ack->set_type(PdsType::kAckCc);
   ack->set_next_hdr(rsp != nullptr ? NextHeader::kRsp : NextHeader::kNone);
-  ack->set_m(p.ce_seen);
+  ack->set_m(ce);
   ack->set_ack_psn_offset(static_cast<int16_t>(std::clamp<int64_t>(
-      static_cast<int32_t>(p.last_psn - cack), INT16_MIN, INT16_MAX)));
+      static_cast<int32_t>(trigger - cack), INT16_MIN, INT16_MAX)));
   ack->set_cack_psn(cack);
   ack->set_spdcid(pdcid);
   ack->set_dpdcid(p.peer_pdcid);
@@ -139,7 +147,7 @@ bool UetEndpoint::build_ack(Pdc& p, uint16_t pdcid, Frame& f) {
   // every arrival is reported by at least its own ACK even when the window spans more than
   // 64 packets past a hole; they start right after CACK when that is close enough.
   uint32_t sack_base = p.rcv_base;
-  if (static_cast<int32_t>(p.last_psn - p.rcv_base) > 63) sack_base = p.last_psn - 63;
+  if (static_cast<int32_t>(trigger - p.rcv_base) > 63) sack_base = trigger - 63;
   ack->set_sack_psn_offset(static_cast<uint16_t>(sack_base - cack));
   uint64_t bitmap = 0;
   for (uint32_t i = 0; i < 64 && i < config_.mpr; ++i) {
@@ -158,7 +166,8 @@ bool UetEndpoint::build_ack(Pdc& p, uint16_t pdcid, Frame& f) {
   if (!finish_frame(b, f, 0)) return false;
   f.priority = Priority::kControl;
   if (rsp != nullptr) ++p.rsp_head;
-  p.ack_now = p.rsp_pending();  // one response per ACK: more follow at once
+  p.ack_now = p.rsp_pending() ||  // one response per ACK: more follow at once
+              (ce && trigger != p.last_psn);  // newer arrivals than the CE trigger
   p.ack_pending = p.ce_seen = false;
   p.unacked_rx = 0;
   p.ack_deadline = kNever;
@@ -282,7 +291,10 @@ void UetEndpoint::rx_request(const wire::Decoded& d, Time now) {
   }
   ++counters_.rx_data;
   p->last_psn = psn;
-  if (d.ecn == 3) p->ce_seen = true;
+  if (d.ecn == 3 && !p->ce_seen) {  // the first CE since the last ACK triggers the next one
+    p->ce_seen = true;
+    p->ce_psn = psn;
+  }
   const uint32_t delta = psn - p->rcv_base;
   const uint32_t idx = psn % config_.mpr;
   if (psn_before(psn, p->rcv_base) || (delta < config_.mpr && (p->rcv_bits[idx / 64] >> (idx % 64) & 1))) {
@@ -358,9 +370,11 @@ void UetEndpoint::mark_received(Pdc& p, uint32_t psn) {
   }
 }
 
-void UetEndpoint::ack_psn(Pdc& p, uint32_t psn) {
+// `ce`: the ACK echoed CE for this very PSN (it was the ACK's trigger).
+void UetEndpoint::ack_psn(Pdc& p, uint32_t psn, bool ce, Time now) {
   Slot& s = p.slots[psn % config_.mpr];
   if (s.acked) return;
+  p.sel.on_ack(s.ev, ce, now);
   Write& w = p.writes[s.write % config_.max_writes];
   const uint64_t offset = uint64_t{s.packet} * config_.payload_bytes;
   const uint64_t len = std::min<uint64_t>(config_.payload_bytes, w.wr.length - offset);
@@ -425,16 +439,18 @@ void UetEndpoint::rx_ack(const wire::Decoded& d, Time now) {
   const uint64_t in_flight_before = p->bytes_in_flight;
   // An RTT sample from the PSN that triggered the ACK, if it was sent once.
   Time rtt = 0;
-  {
-    const uint32_t trig = cack + static_cast<uint32_t>(static_cast<int32_t>(h.ack_psn_offset()));
-    if (!psn_before(trig, p->base_psn) && psn_before(trig, p->next_psn)) {
-      const Slot& s = p->slots[trig % config_.mpr];
-      if (s.in_flight && s.retries == 0 && !h.retx()) rtt = now - s.sent;
-    }
+  const uint32_t trig = cack + static_cast<uint32_t>(static_cast<int32_t>(h.ack_psn_offset()));
+  if (!psn_before(trig, p->base_psn) && psn_before(trig, p->next_psn)) {
+    const Slot& s = p->slots[trig % config_.mpr];
+    if (s.in_flight && s.retries == 0 && !h.retx()) rtt = now - s.sent;
   }
+  // §3.7: `m` echoes CE on the trigger alone. The target ACKs at once on a CE mark and keeps
+  // the marked packet as the trigger, so every other PSN this ACK covers arrived unmarked:
+  // the path selector hears about each newly acknowledged packet's EV.
+  const bool marked = h.m();
   for (uint32_t psn = p->base_psn; psn_before(psn, cack + 1); ++psn) {
     newest_sent = std::max(newest_sent, p->slots[psn % config_.mpr].sent);
-    ack_psn(*p, psn);
+    ack_psn(*p, psn, marked && psn == trig, now);
   }
   uint32_t highest = cack;
   if (const wire::PdsAckCc* cc = d.pds_as<wire::PdsAckCc>(); cc != nullptr) {
@@ -445,13 +461,14 @@ void UetEndpoint::rx_ack(const wire::Decoded& d, Time now) {
       if (!(bits >> i & 1)) continue;
       if (psn_before(psn, p->base_psn) || !psn_before(psn, p->next_psn)) continue;
       newest_sent = std::max(newest_sent, p->slots[psn % config_.mpr].sent);
-      ack_psn(*p, psn);
+      ack_psn(*p, psn, marked && psn == trig, now);
       if (psn_before(highest, psn)) highest = psn;
     }
     // A hole with reorder_threshold SACKed PSNs past it is lost: resend just it.
     for (uint32_t psn = p->base_psn; psn_before(psn + config_.reorder_threshold, highest + 1); ++psn) {
       const Slot& s = p->slots[psn % config_.mpr];
       if (s.in_flight && !s.acked && s.sent + config_.reorder_window <= newest_sent) {
+        p->sel.on_nack(s.ev, now);  // an inferred loss counts against its path like a NACK
         mark_lost(*p, psn);
         ++counters_.fast_retx;
       }
@@ -492,14 +509,22 @@ void UetEndpoint::rx_nack(const wire::Decoded& d, Time now) {
     return;
   }
   const uint32_t psn = h.nack_psn();
+  const bool in_window = !psn_before(psn, p->base_psn) && psn_before(psn, p->next_psn);
   switch (h.nack_code()) {
     case wire::NackCode::kTrimmed:
-    case wire::NackCode::kTrimmedLastHop:
     case wire::NackCode::kRcvrInferLoss:
     case wire::NackCode::kPktNotRcvd:
+      // The packet was cut or lost on its path: tell the path selector (uet-htsim reports
+      // PATH_NACK here). A last-hop trim or a window overrun says nothing about the path.
+      if (in_window) {
+        const Slot& s = p->slots[psn % config_.mpr];
+        if (s.in_flight && !s.acked) p->sel.on_nack(s.ev, now);
+      }
+      [[fallthrough]];
+    case wire::NackCode::kTrimmedLastHop:
     case wire::NackCode::kPsnOorWindow:
       // Resend exactly that PSN at once.
-      if (!psn_before(psn, p->base_psn) && psn_before(psn, p->next_psn)) {
+      if (in_window) {
         mark_lost(*p, psn);
         ++counters_.nack_retx;
         p->nscc.on_nack(config_.payload_bytes, now);
@@ -517,7 +542,6 @@ void UetEndpoint::rx_nack(const wire::Decoded& d, Time now) {
     default:
       break;  // counted above; no defined reaction here yet
   }
-  (void)now;
 }
 
 void UetEndpoint::fail_pdc(Pdc& p, OpStatus why) {
@@ -616,6 +640,7 @@ void UetEndpoint::on_timer(Time now) {
         give_up = true;
         break;
       }
+      p.sel.on_timeout(s.ev, now);
       mark_lost(p, psn);
       ++counters_.timeouts;
     }

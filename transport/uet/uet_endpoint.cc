@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <string>
 
 #include "absl/strings/str_cat.h"
 
@@ -62,7 +63,9 @@ absl::Status UetConfig::validate() const {
   if (ack_delay < 0 || ack_delay > kMillisecond)
     return out_of_range("ack_delay", ack_delay, "0..1 ms (ps)");
   if (dscp_data > 63 || dscp_control > 63) return out_of_range("dscp", dscp_data, "0..63");
-  if (ev_count < 1) return out_of_range("ev_count", ev_count, "1..65535");
+  if (absl::Status s = pathsel.validate(); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("UetConfig.", std::string(s.message())));
+  }
   if (local_ip4 == 0) return absl::InvalidArgumentError("UetConfig.local_ip4 must be set");
   return absl::OkStatus();
 }
@@ -162,6 +165,7 @@ absl::Status UetEndpoint::post_write(const WriteRequest& wr) {
     p.start_psn = static_cast<uint32_t>(next_random());
     p.next_psn = p.base_psn = p.start_psn;
     p.ev_base = static_cast<uint16_t>(next_random());
+    p.sel = pathsel::PathSelector(config_.pathsel, next_random());
     initiator_by_peer_.emplace(wr.peer, id);
   }
   Pdc& p = pdcs_[id];

@@ -4,7 +4,9 @@
 // ACK_CC with cumulative ACK + 64-bit SACK bitmap (§3.8), NACKs for trimmed requests and
 // out-of-window PSNs (§3.10), selective retransmission of exactly the missing PSNs (RTO with
 // exponential backoff, NACK, SACK gaps), SES standard WRITE headers with placement by offset
-// (§4.2), completions when every PSN of a message is acknowledged.
+// (§4.2), completions when every PSN of a message is acknowledged. Each PDC's EVs come from
+// a path selector (pathsel/, §2.4) that hears, per packet, how its EV fared: ACKed with or
+// without an ECN echo, NACKed, timed out.
 //
 // Ownership and threads: one Endpoint per FEP, driven by one thread (its host's). All tables
 // are fixed-size and allocated at construction: PDCs (`max_pdcs`), per-PDC windows (`mpr`
@@ -23,6 +25,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "cc/nscc.h"
+#include "pathsel/path_selector.h"
 #include "transport/api.h"
 #include "transport/wire/builder.h"
 #include "transport/wire/decode.h"
@@ -54,8 +57,10 @@ struct UetConfig {
   uint8_t dscp_data = 26;
   uint8_t dscp_control = 46;
   bool ect = true;                        // send data ECN-capable
-  uint16_t ev_count = 1;                  // EVs to spray over; 1 = a fixed EV per PDC
-  uint64_t seed = 1;                      // start PSNs and EVs
+  // Path selection per PDC (pathsel/config.h). The default sprays obliviously over
+  // pathsel.ev_count EVs; with ev_count 1 (the default) every PDC keeps one EV.
+  pathsel::PathSelConfig pathsel;
+  uint64_t seed = 1;                      // start PSNs and the path selectors' seeds
 
   // Checks every field; the message names the field and its valid range.
   absl::Status validate() const;
@@ -113,6 +118,7 @@ class UetEndpoint final : public Endpoint {
     uint32_t packet = 0; // packet number within the write
     Time sent = 0;
     uint16_t retries = 0;
+    uint16_t ev = 0;     // EV index of the last transmission, for the path selector
     bool in_flight = false;
     bool acked = false;
     bool resend = false;
@@ -125,8 +131,8 @@ class UetEndpoint final : public Endpoint {
     wire::MacAddr peer_mac{};
     uint16_t peer_pdcid = 0;   // learned from the first ACK (initiator) or the SYN (target)
     bool established = false;  // initiator: an ACK arrived, SYN no longer sent
-    uint16_t ev_base = 0;
-    uint32_t ev_next = 0;
+    uint16_t ev_base = 0;      // EV index i travels as UDP source port f(ev_base, i)
+    pathsel::PathSelector sel; // initiator: picks each packet's EV index
 
     // Initiator.
     uint32_t start_psn = 0;
@@ -151,7 +157,8 @@ class UetEndpoint final : public Endpoint {
     bool ack_now = false;
     bool ack_pending = false;
     bool ce_seen = false;
-    uint32_t last_psn = 0;
+    uint32_t ce_psn = 0;       // the first CE-marked arrival since the last ACK
+    uint32_t last_psn = 0;     // the newest arrival
     Time ack_deadline = kNever;
     // SES responses for refused writes, one per ACK (§4.6). A refused PSN is recorded as
     // received only when the ACK carrying its response is built, so no ACK acknowledges it
@@ -182,7 +189,7 @@ class UetEndpoint final : public Endpoint {
   void rx_request(const wire::Decoded& d, Time now);
   void rx_ack(const wire::Decoded& d, Time now);
   void rx_nack(const wire::Decoded& d, Time now);
-  void ack_psn(Pdc& p, uint32_t psn);
+  void ack_psn(Pdc& p, uint32_t psn, bool ce, Time now);
   void mark_received(Pdc& p, uint32_t psn);
   void mark_lost(Pdc& p, uint32_t psn);
   void retire_writes(Pdc& p);
@@ -193,7 +200,7 @@ class UetEndpoint final : public Endpoint {
   void queue_stateless_nack(uint32_t ip, uint16_t peer_pdcid, uint8_t code, uint32_t psn);
   bool build_data(Pdc& p, uint16_t pdcid, uint32_t psn, bool retx, Frame& f, Time now);
   wire::Encap encap_for(const Pdc& p, bool control, uint16_t ev) const;
-  uint16_t next_ev(Pdc& p);
+  static uint16_t ev_port(const Pdc& p, uint16_t ev) noexcept;
   void arm_rto(Pdc& p, Time now);
 
   int32_t alloc_pdc(Role role);

@@ -1,0 +1,61 @@
+// PathSelector: one PDC's path selection, whichever algorithm the config names. A
+// std::variant of the four pure engines, dispatched with std::visit (for one variant of a few
+// alternatives libstdc++ compiles it to a switch on the index, and the engines inline): no
+// virtual call per packet, no allocation after construction (only Bitmap allocates, once, in
+// its constructor).
+//
+// Events (time injected, nothing read from a clock):
+//   next_ev(now)               the EV index (0..ev_count-1) of the next packet sent
+//   on_ack(ev, ecn, now)       a packet sent on `ev` was acknowledged; `ecn`: its ACK echoed CE
+//   on_nack(ev, now)           a packet sent on `ev` was trimmed or lost
+//   on_timeout(ev, now)        a packet sent on `ev` timed out
+//
+// Ownership and threads: owned by its PDC, driven by the thread that drives the PDC.
+#pragma once
+
+#include <cstdint>
+#include <variant>
+
+#include "absl/status/statusor.h"
+#include "pathsel/bitmap.h"
+#include "pathsel/config.h"
+#include "pathsel/fixed_ev.h"
+#include "pathsel/oblivious.h"
+#include "pathsel/reps.h"
+
+namespace uet::pathsel {
+
+class PathSelector {
+ public:
+  PathSelector() = default;  // FixedEv on EV 0 (a PDC that sends nothing)
+  // `c` must be valid (c.validate()); `seed` drives the selector's own generator.
+  PathSelector(const PathSelConfig& c, uint64_t seed);
+  // Validates `c` first.
+  static absl::StatusOr<PathSelector> create(const PathSelConfig& c, uint64_t seed);
+
+  uint16_t next_ev(Time now) noexcept {
+    return std::visit([now](auto& s) { return s.next_ev(now); }, impl_);
+  }
+  void on_ack(uint16_t ev, bool ecn, Time now) noexcept {
+    std::visit([=](auto& s) { s.on_ack(ev, ecn, now); }, impl_);
+  }
+  void on_nack(uint16_t ev, Time now) noexcept {
+    std::visit([=](auto& s) { s.on_nack(ev, now); }, impl_);
+  }
+  void on_timeout(uint16_t ev, Time now) noexcept {
+    std::visit([=](auto& s) { s.on_timeout(ev, now); }, impl_);
+  }
+
+  Algorithm algorithm() const noexcept { return static_cast<Algorithm>(impl_.index()); }
+  // The engine itself, for tests and statistics; nullptr if it is another algorithm.
+  template <class T>
+  const T* as() const noexcept {
+    return std::get_if<T>(&impl_);
+  }
+
+ private:
+  // In the order of Algorithm.
+  std::variant<FixedEv, Oblivious, Reps, Bitmap> impl_;
+};
+
+}  // namespace uet::pathsel
