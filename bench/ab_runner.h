@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "pathsel/config.h"
 #include "sim/flow_stats.h"
 #include "sim/network.h"
 #include "sim/topology.h"
@@ -63,6 +64,7 @@ struct RunConfig {
   uint32_t mtu = 4096;       // payload bytes per packet
   std::string dcqcn_preset = "htsim";  // RoCEv2: DcqcnConfig::preset() name
   uint16_t uet_evs = 32;     // UET: EVs sprayed over (1 = a fixed path, as RoCEv2)
+  pathsel::Algorithm uet_lb = pathsel::Algorithm::kReps;  // UET: how EVs are chosen
   // When set: pcaps of everything host 0 sends and receives, PREFIX_h0_tx.pcap / _h0_rx.pcap.
   std::string pcap_prefix;
   // When > 0: sample the fabric this often (RunResult::series), for throughput and queue plots.

@@ -49,6 +49,9 @@ ABSL_FLAG(double, load, 0.5, "websearch: offered load per host link, 0.01..1");
 ABSL_FLAG(uint32_t, websearch_us, 200, "websearch: arrival window in microseconds, 1..100000");
 ABSL_FLAG(uint32_t, mtu, 4096, "payload bytes per packet: 256, 512, 1024, 2048 or 4096");
 ABSL_FLAG(uint32_t, evs, 32, "UET: entropy values to spray over, 1..4096 (1 = one path)");
+ABSL_FLAG(std::string, lb, "reps",
+          "UET: path selection over --evs: fixed (one EV per PDC, single path), oblivious "
+          "(spraying), reps (recycled entropy), bitmap (penalised EVs skipped); pathsel/");
 ABSL_FLAG(std::string, dcqcn, "htsim",
           "RoCEv2: DCQCN parameter profile: htsim, dcqcn-ns3 (the DCQCN authors' code) or "
           "connectx (NVIDIA firmware defaults); cc/dcqcn.h lists the values");
@@ -188,7 +191,7 @@ std::string json_of(const RunResult& r, const RunConfig& c) {
       "\"pfc_pause_us\": %.3f, \"max_queue_bytes\": %d, \"events\": %d, \"sim_us\": %.3f, "
       "\"wall_s\": %.3f, \"params\": {\"hosts\": %d, \"bytes\": %d, \"mtu\": %d, \"gbps\": %g, "
       "\"fabric_loss\": %g, \"pfc\": %s, \"trimming\": %s, \"ecn\": %s, \"evs\": %d, "
-      "\"dcqcn\": \"%s\", "
+      "\"dcqcn\": \"%s\", \"lb\": \"%s\", "
       "\"seed\": %d}}",
       r.scenario, to_string(r.transport), f.total, f.completed, r.failed, f.fct_min_us,
       f.fct_p50_us, f.fct_p99_us, f.fct_max_us, f.slowdown_p50, f.slowdown_p99, f.goodput_gbps,
@@ -201,7 +204,8 @@ std::string json_of(const RunResult& r, const RunConfig& c) {
       c.fabric.pfc ? "true" : "false",
       c.fabric.trimming && c.transport == TransportKind::kUet ? "true" : "false",
       c.fabric.ecn ? "true" : "false", c.transport == TransportKind::kUet ? c.uet_evs : 1,
-      c.transport == TransportKind::kRocev2 ? c.dcqcn_preset : "-", c.seed);
+      c.transport == TransportKind::kRocev2 ? c.dcqcn_preset : "-",
+      c.transport == TransportKind::kUet ? pathsel::to_string(c.uet_lb) : "fixed", c.seed);
 }
 
 void print_table(const std::string& title, const std::vector<RunResult>& runs) {
@@ -454,6 +458,20 @@ int run_main() {
       check.error = absl::StrCat("--dcqcn: ", std::string(p.status().message()));
     }
   }
+  pathsel::Algorithm lb = pathsel::Algorithm::kOblivious;
+  {
+    const std::string name = absl::GetFlag(FLAGS_lb);
+    bool found = false;
+    for (int a = 0; a < pathsel::kNumAlgorithms; ++a) {
+      if (name == pathsel::to_string(static_cast<pathsel::Algorithm>(a))) {
+        lb = static_cast<pathsel::Algorithm>(a);
+        found = true;
+      }
+    }
+    if (check.error.empty() && !found) {
+      check.error = "--lb=" + name + " unknown: fixed, oblivious, reps or bitmap";
+    }
+  }
   const std::string tr = absl::GetFlag(FLAGS_transport);
   if (check.error.empty() && tr != "uet" && tr != "rocev2" && tr != "both")
     check.error = "--transport=" + tr + " unknown: uet, rocev2 or both";
@@ -533,6 +551,7 @@ int run_main() {
       c.mtu = mtu;
       c.uet_evs = static_cast<uint16_t>(absl::GetFlag(FLAGS_evs));
       c.dcqcn_preset = absl::GetFlag(FLAGS_dcqcn);
+      c.uet_lb = lb;
       c.max_time = static_cast<Time>(absl::GetFlag(FLAGS_max_ms)) * kMillisecond;
       if (!plot_dir.empty()) {
         c.sample_every = static_cast<Time>(absl::GetFlag(FLAGS_plot_sample_us) * kMicrosecond);
