@@ -25,18 +25,36 @@ enum class DeliveryMode : uint8_t {
 // Why an operation ended.
 enum class OpStatus : uint8_t {
   kSuccess,
-  kRetriesExhausted,   // the peer stopped answering: every retransmission timed out
-  kRemoteAccessError,  // the target refused the key or the range
-  kPdcClosed,          // the connection was closed or failed under the operation
-  kNoResources,        // the target had no PDC (NACK NO_PDC_AVAIL) after the retries
+  kRetriesExhausted,     // the peer stopped answering: every retransmission timed out
+  kRemoteAccessError,    // the target refused the key or the range
+  kPdcClosed,            // the connection was closed or failed under the operation
+  kNoResources,          // the target had no PDC (NACK NO_PDC_AVAIL) after the retries
+  kReceiverNotReady,     // SEND: the peer had no receive buffer posted, after the retries
+  kLengthError,          // SEND: longer than the receive buffer (sender and receiver both)
+  kRemoteInvalidRequest, // the peer refused the request as malformed or unsupported
+  kFlushed,              // never carried out: its connection failed or closed first
 };
 
 const char* to_string(OpStatus s) noexcept;
 
+// What a completion completes.
+enum class Opcode : uint8_t {
+  kWrite,  // initiator: a post_write
+  kRead,   // initiator: a post_read
+  kSend,   // initiator: a post_send
+  kRecv,   // target: a posted receive buffer consumed by a SEND (or a WRITE with immediate)
+};
+
+const char* to_string(Opcode op) noexcept;
+
 struct Completion {
   uint64_t wr_id = 0;
   OpStatus status = OpStatus::kSuccess;
-  uint64_t bytes = 0;
+  uint64_t bytes = 0;          // bytes moved (kRecv: bytes placed in the buffer)
+  Opcode op = Opcode::kWrite;
+  uint32_t peer = 0;           // kRecv: the sender's IPv4 address
+  bool has_imm = false;        // kRecv: the message carried immediate data ...
+  uint32_t imm = 0;            // ... this (host order)
 };
 
 // A one-sided RDMA write: `length` bytes from `local` land at `remote_offset` within the
@@ -49,6 +67,38 @@ struct WriteRequest {
   const uint8_t* local = nullptr;
   uint64_t length = 0;
   DeliveryMode mode = DeliveryMode::kRud;
+};
+
+// A one-sided RDMA read: `length` bytes at `remote_offset` within the peer's region `rkey`
+// land at `local`. `local` must stay valid until the completion.
+struct ReadRequest {
+  uint64_t wr_id = 0;
+  uint32_t peer = 0;
+  uint32_t rkey = 0;
+  uint64_t remote_offset = 0;
+  uint8_t* local = nullptr;
+  uint64_t length = 0;
+  DeliveryMode mode = DeliveryMode::kRud;
+};
+
+// A two-sided send: `length` bytes from `local` land in the next receive buffer the peer
+// posted (post_recv), which completes there with Opcode::kRecv.
+struct SendRequest {
+  uint64_t wr_id = 0;
+  uint32_t peer = 0;
+  const uint8_t* local = nullptr;
+  uint64_t length = 0;
+  DeliveryMode mode = DeliveryMode::kRud;
+  bool has_imm = false;  // carry 32 bits of immediate data to the receive completion
+  uint32_t imm = 0;
+};
+
+// A receive buffer for incoming SENDs. An endpoint's posted buffers form one shared queue,
+// consumed in posting order by SENDs from any peer (an SRQ, in verbs terms).
+struct RecvBuffer {
+  uint64_t wr_id = 0;
+  uint8_t* base = nullptr;
+  uint64_t length = 0;
 };
 
 // Counters every transport keeps, for side-by-side reports.
@@ -65,6 +115,10 @@ class Endpoint : public Transport {
   // Makes [base, base + length) writable by peers; returns its key.
   virtual absl::StatusOr<uint32_t> register_memory(uint8_t* base, uint64_t length) = 0;
   virtual absl::Status post_write(const WriteRequest& wr) = 0;
+  // Transports that do not carry an operation refuse it with Unimplemented, naming it.
+  virtual absl::Status post_read(const ReadRequest& rr);
+  virtual absl::Status post_send(const SendRequest& sr);
+  virtual absl::Status post_recv(const RecvBuffer& rb);
   // Moves up to out.size() completions into `out`; returns how many.
   virtual size_t poll_completions(std::span<Completion> out) = 0;
   virtual EndpointStats stats() const = 0;

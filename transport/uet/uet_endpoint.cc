@@ -10,22 +10,6 @@
 
 namespace uet {
 
-const char* to_string(OpStatus s) noexcept {
-  switch (s) {
-    case OpStatus::kSuccess:
-      return "success";
-    case OpStatus::kRetriesExhausted:
-      return "retries exhausted";
-    case OpStatus::kRemoteAccessError:
-      return "remote access error";
-    case OpStatus::kPdcClosed:
-      return "PDC closed";
-    case OpStatus::kNoResources:
-      return "no resources at the target";
-  }
-  return "unknown";
-}
-
 namespace {
 
 wire::MacAddr sim_mac(uint32_t ip4) {
