@@ -561,8 +561,9 @@ size_t UetEndpoint::tx(std::span<Frame* const> out, Time now) {
   while (n < out.size() && stateless_head_ != stateless_tail_) {
     if (build_stateless_nack(stateless_[stateless_head_++ % stateless_.size()], *out[n])) ++n;
   }
-  const size_t count = active_.size();
-  for (size_t tried = 0; n < out.size() && tried < count; ++tried) {
+  // Round robin over the active PDCs, one frame per PDC per turn, until the burst is full or
+  // a whole turn finds nothing to send.
+  for (size_t idle = 0; n < out.size() && idle < active_.size();) {
     if (rr_ >= active_.size()) rr_ = 0;
     const uint16_t id = active_[rr_];
     Pdc& p = pdcs_[id];
@@ -606,7 +607,12 @@ size_t UetEndpoint::tx(std::span<Frame* const> out, Time now) {
         deadline_ = std::min(deadline_, p.rto_deadline);
       }
     }
-    if (sent) ++n;
+    if (sent) {
+      ++n;
+      idle = 0;
+    } else {
+      ++idle;
+    }
     ++rr_;  // round robin: the next frame comes from the next PDC
   }
   return n;
