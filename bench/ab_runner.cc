@@ -174,6 +174,33 @@ absl::StatusOr<RunResult> run(const RunConfig& rc) {
   sim::Network net(nc);
   if (absl::Status s = build_fabric(net, rc.fabric); !s.ok()) return s;
   const auto hosts = static_cast<uint32_t>(net.num_hosts());
+  if (rc.fabric.failed_links > 0) {
+    // Every switch-to-switch link once (by its lower-numbered port), in a seeded random order.
+    std::vector<uint32_t> links;
+    for (uint32_t p = 0; p < net.num_ports(); ++p) {
+      const sim::Port& port = net.port(p);
+      if (p < port.peer && net.node(port.node).kind == sim::NodeKind::kSwitch &&
+          net.node(net.port(port.peer).node).kind == sim::NodeKind::kSwitch) {
+        links.push_back(p);
+      }
+    }
+    if (rc.fabric.failed_links > links.size()) {
+      return absl::InvalidArgumentError(absl::StrCat("failed_links ", rc.fabric.failed_links,
+                                                     ": the fabric has ", links.size(),
+                                                     " switch-to-switch links"));
+    }
+    sim::Rng pick(rc.seed ^ 0xFA11ED);
+    for (size_t i = 0; i < rc.fabric.failed_links; ++i) {
+      std::swap(links[i], links[i + pick.next() % (links.size() - i)]);
+      for (const uint32_t p : {links[i], net.port(links[i]).peer}) {
+        if (rc.fabric.degrade > 0) {
+          net.set_link_rate(p, rc.fabric.degrade, rc.fabric.fail_at);
+        } else {
+          net.set_link_up(p, false, rc.fabric.fail_at);
+        }
+      }
+    }
+  }
   uint64_t max_bytes = 1;
   for (const sim::FlowSpec& f : rc.flows) {
     if (f.src >= hosts || f.dst >= hosts) {

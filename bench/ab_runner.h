@@ -44,6 +44,11 @@ struct Fabric {
   bool trimming = true;   // UET runs only: RoCEv2 frames are never trimmed
   bool pfc = false;       // set per transport by the caller (RoCEv2 is deployed lossless)
   uint32_t frame_capacity = 4096 + 256;  // smaller: payloads by length (large fabrics)
+  // Failures: `failed_links` switch-to-switch links, picked by the run's seed, go down (both
+  // directions) at `fail_at`, or run at `degrade` of their rate from then when degrade > 0.
+  uint32_t failed_links = 0;
+  double degrade = 0;
+  Time fail_at = 0;
 };
 
 // Where a run is, for a progress line.

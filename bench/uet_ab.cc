@@ -27,7 +27,8 @@
 
 ABSL_FLAG(std::string, scenario, "standard",
           "standard (permutation + incast + loss), permutation, incast, alltoall, allreduce, "
-          "websearch, loss, loss-sweep, cm (with --cm=FILE)");
+          "websearch, loss, loss-sweep, failure (a permutation on a fabric with failed or "
+          "degraded links), cm (with --cm=FILE)");
 ABSL_FLAG(std::string, cm, "",
           "run an htsim connection matrix (.cm) instead of a built-in scenario: flows, start times "
           "(whole microseconds, as uet-htsim) and triggers; its Nodes must fit the fabric's hosts");
@@ -41,6 +42,12 @@ ABSL_FLAG(double, gbps, 100, "link rate in Gb/s, 1..1600");
 ABSL_FLAG(uint64_t, bytes, 1 << 20, "bytes per flow (permutation, incast, alltoall, allreduce total), 1..1073741824");
 ABSL_FLAG(uint32_t, fan_in, 32, "incast: senders, 1..hosts-1");
 ABSL_FLAG(double, loss, 0.01, "loss scenario: loss probability on fabric links, 0..0.5");
+ABSL_FLAG(uint32_t, failed_links, 8,
+          "failure scenario: switch-to-switch links (picked by --seed) that fail or degrade, "
+          "1..the fabric's count");
+ABSL_FLAG(double, degrade, 0.1,
+          "failure scenario: the failed links' rate as a fraction of their own, 0..1 (0: down)");
+ABSL_FLAG(uint32_t, fail_at_us, 0, "failure scenario: when the links fail, in microseconds");
 ABSL_FLAG(std::string, loss_rates, "0,0.001,0.01,0.05",
           "loss-sweep: comma-separated loss probabilities per fabric link, each 0..0.5");
 ABSL_FLAG(uint64_t, sweep_bytes, 16 << 20,
@@ -145,7 +152,9 @@ absl::StatusOr<std::vector<sim::FlowSpec>> flows_for(const std::string& scenario
                                                      uint64_t seed) {
   sim::Rng rng(seed);
   const uint64_t bytes = absl::GetFlag(FLAGS_bytes);
-  if (scenario == "permutation" || scenario == "loss") return sim::permutation(hosts, bytes, rng);
+  if (scenario == "permutation" || scenario == "loss" || scenario == "failure") {
+    return sim::permutation(hosts, bytes, rng);
+  }
   if (scenario == "incast") return sim::incast(hosts, absl::GetFlag(FLAGS_fan_in), 0, bytes);
   if (scenario == "alltoall") return sim::all_to_all(hosts, bytes);
   if (scenario == "allreduce") return sim::ring_allreduce(hosts, bytes);
@@ -178,7 +187,7 @@ absl::StatusOr<std::vector<sim::FlowSpec>> flows_for(const std::string& scenario
   return absl::InvalidArgumentError(absl::StrCat(
       "--scenario=", scenario,
       " unknown: standard, permutation, incast, alltoall, allreduce, websearch, loss, "
-      "loss-sweep, cm"));
+      "loss-sweep, failure, cm"));
 }
 
 std::string json_of(const RunResult& r, const RunConfig& c) {
@@ -191,7 +200,7 @@ std::string json_of(const RunResult& r, const RunConfig& c) {
       "\"pfc_pause_us\": %.3f, \"max_queue_bytes\": %d, \"events\": %d, \"sim_us\": %.3f, "
       "\"wall_s\": %.3f, \"params\": {\"hosts\": %d, \"bytes\": %d, \"mtu\": %d, \"gbps\": %g, "
       "\"fabric_loss\": %g, \"pfc\": %s, \"trimming\": %s, \"ecn\": %s, \"evs\": %d, "
-      "\"dcqcn\": \"%s\", \"lb\": \"%s\", "
+      "\"dcqcn\": \"%s\", \"lb\": \"%s\", \"failed_links\": %d, \"degrade\": %g, "
       "\"seed\": %d}}",
       r.scenario, to_string(r.transport), f.total, f.completed, r.failed, f.fct_min_us,
       f.fct_p50_us, f.fct_p99_us, f.fct_max_us, f.slowdown_p50, f.slowdown_p99, f.goodput_gbps,
@@ -205,7 +214,8 @@ std::string json_of(const RunResult& r, const RunConfig& c) {
       c.fabric.trimming && c.transport == TransportKind::kUet ? "true" : "false",
       c.fabric.ecn ? "true" : "false", c.transport == TransportKind::kUet ? c.uet_evs : 1,
       c.transport == TransportKind::kRocev2 ? c.dcqcn_preset : "-",
-      c.transport == TransportKind::kUet ? pathsel::to_string(c.uet_lb) : "fixed", c.seed);
+      c.transport == TransportKind::kUet ? pathsel::to_string(c.uet_lb) : "fixed",
+      c.fabric.failed_links, c.fabric.degrade, c.seed);
 }
 
 void print_table(const std::string& title, const std::vector<RunResult>& runs) {
@@ -425,6 +435,8 @@ int run_main() {
   check.range("gbps", absl::GetFlag(FLAGS_gbps), 1, 1600);
   check.range("bytes", static_cast<double>(absl::GetFlag(FLAGS_bytes)), 1, 1073741824);
   check.range("loss", absl::GetFlag(FLAGS_loss), 0, 0.5);
+  check.range("degrade", absl::GetFlag(FLAGS_degrade), 0, 1);
+  check.range("failed_links", absl::GetFlag(FLAGS_failed_links), 1, 1e6);
   check.range("plot_sample_us", absl::GetFlag(FLAGS_plot_sample_us), 0.1, 10000);
   const std::string plot_dir = absl::GetFlag(FLAGS_plot);
   if (check.error.empty() && !plot_dir.empty()) {
@@ -542,6 +554,11 @@ int run_main() {
       c.scenario = scenario;
       c.fabric = base;
       c.fabric.fabric_loss = fabric_loss;
+      if (scenario == "failure") {
+        c.fabric.failed_links = absl::GetFlag(FLAGS_failed_links);
+        c.fabric.degrade = absl::GetFlag(FLAGS_degrade);
+        c.fabric.fail_at = static_cast<Time>(absl::GetFlag(FLAGS_fail_at_us)) * kMicrosecond;
+      }
       // RoCEv2 as deployed: a lossless (PFC) class with ECN; except under random loss, where
       // PFC cannot help and go-back-N shows.
       c.fabric.pfc = t == TransportKind::kRocev2 && !lossy;
@@ -624,10 +641,17 @@ int run_main() {
     }
     const std::vector<RunResult> runs =
         run_case(scenario, *flows, scenario == "loss" ? absl::GetFlag(FLAGS_loss) : 0);
+    if (runs.empty()) continue;  // every run failed; the reasons are on stderr
     std::string title = absl::StrFormat("%s: %u hosts, %s, %g Gb/s, %lu bytes per flow, seed %lu",
                                         scenario, hosts, topo, base.host_gbps,
                                         absl::GetFlag(FLAGS_bytes), absl::GetFlag(FLAGS_seed));
     if (scenario == "incast") title += absl::StrFormat(", fan-in %u", absl::GetFlag(FLAGS_fan_in));
+    if (scenario == "failure") {
+      const double d = absl::GetFlag(FLAGS_degrade);
+      title += absl::StrFormat(", %u switch links %s at %u us", absl::GetFlag(FLAGS_failed_links),
+                               d > 0 ? absl::StrFormat("at %g%% of their rate", 100 * d) : "down",
+                               absl::GetFlag(FLAGS_fail_at_us));
+    }
     if (scenario == "cm") {
       title = absl::StrFormat("cm: %s, %zu flows on %u hosts, %s, %g Gb/s, seed %lu",
                               absl::GetFlag(FLAGS_cm), flows->size(), hosts, topo, base.host_gbps,
@@ -672,7 +696,7 @@ int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "uet-ab: UET vs RoCEv2 on the same simulated fabric and workload.\n"
       "Usage: uet-ab [--scenario=standard|permutation|incast|alltoall|allreduce|websearch|loss|"
-      "loss-sweep|cm] [--cm=FILE.cm] "
+      "loss-sweep|failure|cm] [--cm=FILE.cm] "
       "[--transport=uet|rocev2|both] [--topology=leafspine|fattree] [--json=FILE] [--csv=FILE] "
       "[--pcap=DIR] ...");
   // --config=FILE is Abseil's --flagfile: the file's flags apply where it stands, so flags

@@ -1,0 +1,66 @@
+#!/usr/bin/env python3
+"""uet-ab --scenario=failure: a permutation on a leaf-spine with failed or degraded links.
+
+Asserts: with 4 of 16 spine links at 10 % of their rate, every flow of both transports
+completes; REPS steers UET around the slow links (its slowest flow beats oblivious spraying's
+and RoCEv2's single paths); the JSON records the failure parameters. With links going down
+mid-run, frames are lost and every flow still completes (ECMP groups drop the dead links,
+UET retransmits). Asking for more links than the fabric has is refused with the count.
+Usage: failure_test.py BUILD_BIN_DIR
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+SMALL = ["--scenario=failure", "--leaves=4", "--hosts_per_leaf=8", "--spines=4",
+         "--failed_links=4"]
+
+
+def run(bindir, tmp, name, extra):
+    out = os.path.join(tmp, name + ".json")
+    proc = subprocess.run([os.path.join(bindir, "uet-ab")] + SMALL + extra + ["--json=" + out],
+                          capture_output=True, text=True, timeout=300)
+    print(proc.stdout)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{name}: rc {proc.returncode}: {proc.stderr}")
+    return {r["transport"]: r for r in json.load(open(out))}
+
+
+def main():
+    bindir = sys.argv[1]
+    failures = []
+    with tempfile.TemporaryDirectory() as tmp:
+        reps = run(bindir, tmp, "reps", ["--lb=reps"])
+        obl = run(bindir, tmp, "oblivious", ["--lb=oblivious", "--transport=uet"])
+        down = run(bindir, tmp, "down", ["--degrade=0", "--fail_at_us=20"])
+        too_many = subprocess.run([os.path.join(bindir, "uet-ab")] + SMALL[:-1] +
+                                  ["--failed_links=17", "--transport=uet"],
+                                  capture_output=True, text=True, timeout=60)
+    for name, runs in (("reps", reps), ("oblivious", obl), ("down", down)):
+        for t, r in runs.items():
+            if r["completed"] != r["flows"] or r["failed"]:
+                failures.append(f"{name}/{t}: {r['completed']}/{r['flows']} completed")
+            if r["params"]["failed_links"] != 4:
+                failures.append(f"{name}/{t}: params.failed_links {r['params']['failed_links']}")
+    if reps["uet"]["params"]["degrade"] != 0.1 or down["uet"]["params"]["degrade"] != 0:
+        failures.append("params.degrade not recorded")
+    if not reps["uet"]["fct_us"]["max"] < obl["uet"]["fct_us"]["max"]:
+        failures.append(f"REPS tail {reps['uet']['fct_us']['max']} us not below oblivious "
+                        f"{obl['uet']['fct_us']['max']} us")
+    if not reps["uet"]["fct_us"]["max"] < reps["rocev2"]["fct_us"]["max"]:
+        failures.append(f"UET/REPS tail {reps['uet']['fct_us']['max']} us not below RoCEv2's "
+                        f"{reps['rocev2']['fct_us']['max']} us")
+    if down["uet"]["drops"] == 0:
+        failures.append("links went down mid-run but no frame was lost")
+    if too_many.returncode == 0 or "the fabric has 16 switch-to-switch links" not in too_many.stderr:
+        failures.append(f"17 of 16 links: rc {too_many.returncode}, stderr {too_many.stderr!r}")
+    for f in failures:
+        print("FAIL:", f, file=sys.stderr)
+    print("1 passed, 0 failed" if not failures else "0 passed, 1 failed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
