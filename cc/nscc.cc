@@ -30,6 +30,8 @@ absl::StatusOr<NsccConfig> NsccConfig::derive(NsccConfig c) {
   c.alpha = 4.0 * c.mtu * a * b / c.target_delay_ps;
   c.fi = 5.0 * c.mtu * a;
   c.eta = 0.15 * c.mtu * a;
+  c.fi_scale = 0.25 * a;
+  c.qa_threshold_ps = 4 * c.target_delay_ps;
   if (c.maxwnd < c.minwnd) c.maxwnd = c.minwnd;
   return c;
 }

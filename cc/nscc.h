@@ -8,8 +8,17 @@
 //   ECN,    delay >= target: multiplicative decrease, at most once per base RTT
 //   ECN,    delay <  target: no change (the path selector moves the flow)
 // Increases accumulate and are applied once per adjust period (cwnd += inc / cwnd, plus eta).
-// A NACK for a trimmed packet takes its bytes off the window. Not yet: QuickAdapt, the
-// receiver's rcv_cwnd_pend signal, RCCC credits (the cc/ issue).
+// Fast increase: after a whole window of ACKs with a queueing delay under 1 us, each ACK adds
+// acked * fi_scale at once. A NACK for a trimmed packet takes its bytes off the window.
+//
+// QuickAdapt: time is cut into measurement periods of base RTT + target delay. A loss or NACK,
+// or a delay above qa_threshold (4 x target), arms it when the bytes acknowledged so far in the
+// period are below maxwnd >> qa_gate (3); at the end of an armed period the window drops to
+// what was achieved in it (at least one MTU), and the ACKs for the bytes that were in flight
+// then are ignored (their signals predate the cut). research/uec.md §3 (htsim uec.cpp).
+//
+// The receiver's rcv_cwnd_pend (ACK_CC, 0..127) takes newly_acked * pend / 128 off the window
+// (on_receiver_pending). Not yet: RCCC credits (the cc/ issue).
 #pragma once
 
 #include <algorithm>
@@ -30,7 +39,10 @@ struct NsccConfig {
 
   // Derived in one place (derive()): the reference is 100 Gb/s and 12 us (BDP 150 KB).
   double bdp = 0, maxwnd = 0, minwnd = 0, target_delay_ps = 0;
-  double alpha = 0, fi = 0, eta = 0;
+  double alpha = 0, fi = 0, eta = 0, fi_scale = 0;
+  uint32_t qa_gate = 3;             // QuickAdapt arms below maxwnd >> qa_gate achieved bytes
+  double qa_threshold_ps = 0;       // ... or when the delay exceeds this (4 x target)
+  Time fast_increase_delay = kMicrosecond;  // "no queue" for the fast increase
 
   // Validates and fills the derived fields; names the field and range on error.
   static absl::StatusOr<NsccConfig> derive(NsccConfig c);
@@ -41,23 +53,48 @@ class Nscc {
   explicit Nscc(const NsccConfig& c) : c_(c), cwnd_(c.maxwnd) {}
 
   uint64_t window() const noexcept { return static_cast<uint64_t>(cwnd_); }
+  uint64_t quick_adapts() const noexcept { return quick_adapts_; }
+  uint64_t decreases() const noexcept { return decreases_; }
+  uint64_t fast_increases() const noexcept { return fast_increases_; }
 
   // `acked` bytes newly acknowledged; `ecn`: the ACK echoed CE; `rtt`: a sample (<= 0: none).
   void on_ack(uint64_t acked, bool ecn, Time rtt, Time now) noexcept {
+    const double a = static_cast<double>(acked);
     if (rtt > 0) avg_delay_ += 0.0125 * (static_cast<double>(rtt - c_.base_rtt) - avg_delay_);
     const double delay = rtt > 0 ? static_cast<double>(rtt - c_.base_rtt) : avg_delay_;
-    const double a = static_cast<double>(acked);
+    if (ignore_ > 0) {  // ACKs for what was in flight at a QuickAdapt cut
+      ignore_ = std::max(0.0, ignore_ - a);
+      return;
+    }
+    if (end_quick_adapt_period(now)) return;  // this ACK belongs to the next period
+    achieved_ += a;
+    if (delay > c_.qa_threshold_ps) arm_quick_adapt();
+
     if (!ecn) {
       if (delay >= c_.target_delay_ps) {
         inc_ += c_.fi * a;
+        low_delay_bytes_ = 0;
       } else {
         inc_ += c_.alpha * a * (c_.target_delay_ps - delay);
+        if (delay < static_cast<double>(c_.fast_increase_delay)) {
+          low_delay_bytes_ += a;
+          if (low_delay_bytes_ >= cwnd_) {
+            cwnd_ = std::min(cwnd_ + a * c_.fi_scale, c_.maxwnd);
+            ++fast_increases_;
+          }
+        } else {
+          low_delay_bytes_ = 0;
+        }
       }
-    } else if (delay >= c_.target_delay_ps && now - last_decrease_ >= c_.base_rtt) {
-      const double d = std::max(avg_delay_, delay);
-      const double f = d > 0 ? 1 - c_.gamma * (d - c_.target_delay_ps) / d : 1;
-      cwnd_ = std::max(cwnd_ * std::max(f, 0.5), c_.minwnd);
-      last_decrease_ = now;
+    } else {
+      low_delay_bytes_ = 0;
+      if (delay >= c_.target_delay_ps && now - last_decrease_ >= c_.base_rtt) {
+        const double d = std::max(avg_delay_, delay);
+        const double f = d > 0 ? 1 - c_.gamma * (d - c_.target_delay_ps) / d : 1;
+        cwnd_ = std::max(cwnd_ * std::max(f, 0.5), c_.minwnd);
+        last_decrease_ = now;
+        ++decreases_;
+      }
     }
     acked_since_adjust_ += a;
     if (now - last_adjust_ >= c_.base_rtt || acked_since_adjust_ >= 8.0 * c_.mtu) {
@@ -68,21 +105,58 @@ class Nscc {
     }
   }
 
-  // A trimmed (or otherwise NACKed) packet of `bytes`.
-  void on_nack(uint64_t bytes, Time) noexcept {
+  // A trimmed, NACKed or otherwise lost packet of `bytes`.
+  void on_nack(uint64_t bytes, Time now) noexcept {
     cwnd_ = std::max(cwnd_ - static_cast<double>(bytes), c_.minwnd);
+    arm_quick_adapt();
+    end_quick_adapt_period(now);
+  }
+
+  // The receiver's rcv_cwnd_pend (0..127) on an ACK that acknowledged `acked` new bytes.
+  void on_receiver_pending(uint64_t acked, uint8_t pend) noexcept {
+    const double cut = static_cast<double>(acked) * static_cast<double>(pend & 0x7F) / 128.0;
+    cwnd_ = std::max(cwnd_ - cut, c_.minwnd);
   }
 
   void on_timeout(Time) noexcept { cwnd_ = c_.minwnd; }
 
  private:
+  void arm_quick_adapt() noexcept {
+    if (achieved_ < c_.maxwnd / static_cast<double>(1u << c_.qa_gate)) qa_armed_ = true;
+  }
+  // Closes the measurement period if it is over; returns whether QuickAdapt cut the window.
+  bool end_quick_adapt_period(Time now) noexcept {
+    if (qa_end_ == kNever) {  // the first event starts the first period
+      qa_end_ = now + c_.base_rtt + static_cast<Time>(c_.target_delay_ps);
+      return false;
+    }
+    if (now < qa_end_) return false;
+    bool cut = false;
+    if (qa_armed_) {
+      ignore_ = cwnd_;  // at most this much was in flight at the cut
+      cwnd_ = std::max(achieved_, c_.minwnd);
+      ++quick_adapts_;
+      cut = true;
+    }
+    qa_armed_ = false;
+    achieved_ = 0;
+    qa_end_ = now + c_.base_rtt + static_cast<Time>(c_.target_delay_ps);
+    return cut;
+  }
+
   NsccConfig c_;
   double cwnd_;
   double inc_ = 0;
   double avg_delay_ = 0;
   double acked_since_adjust_ = 0;
+  double low_delay_bytes_ = 0;
+  double achieved_ = 0;
+  double ignore_ = 0;
+  bool qa_armed_ = false;
+  Time qa_end_ = kNever;
   Time last_adjust_ = 0;
   Time last_decrease_ = -kSecond;
+  uint64_t quick_adapts_ = 0, decreases_ = 0, fast_increases_ = 0;
 };
 
 }  // namespace uet::cc
