@@ -127,13 +127,19 @@ void HostAdapter::drain(Time now) {
   }
 }
 
+Time fabric_delay(const Fabric& f) noexcept { return f.fabric_delay >= 0 ? f.fabric_delay : f.link_delay; }
+Time core_delay(const Fabric& f) noexcept { return f.core_delay >= 0 ? f.core_delay : fabric_delay(f); }
+
 absl::Status build_fabric(sim::Network& net, const Fabric& f) {
-  sim::LinkConfig host, fabric;
+  sim::LinkConfig host, fabric, core;
   host.gbps = f.host_gbps;
   host.delay = f.link_delay;
   fabric.gbps = f.fabric_gbps;
-  fabric.delay = f.link_delay;
+  fabric.delay = fabric_delay(f);
   fabric.loss = f.fabric_loss;
+  core = fabric;
+  if (f.core_gbps > 0) core.gbps = f.core_gbps;
+  core.delay = core_delay(f);
   if (f.kind == Fabric::Kind::kLeafSpine) {
     sim::LeafSpineConfig c;
     c.leaves = f.leaves;
@@ -145,22 +151,37 @@ absl::Status build_fabric(sim::Network& net, const Fabric& f) {
   }
   sim::FatTreeConfig c;
   c.k = f.k;
+  c.hosts_per_tor = f.hosts_per_tor;
   c.host_link = host;
   c.tor_agg_link = fabric;
-  c.agg_core_link = fabric;
+  c.agg_core_link = core;
   return sim::build_fat_tree(net, c);
 }
 
 // Links between two hosts: the ideal path for the slowdown.
 uint32_t hops(const Fabric& f, uint32_t a, uint32_t b) {
   if (f.kind == Fabric::Kind::kLeafSpine) return a / f.hosts_per_leaf == b / f.hosts_per_leaf ? 2 : 4;
-  const uint32_t half = f.k / 2;
-  if (a / half == b / half) return 2;
-  if (a / (half * half) == b / (half * half)) return 4;
+  const uint32_t per_tor = f.hosts_per_tor > 0 ? f.hosts_per_tor : f.k / 2;
+  const uint32_t per_pod = per_tor * (f.k / 2);
+  if (a / per_tor == b / per_tor) return 2;
+  if (a / per_pod == b / per_pod) return 4;
   return 6;
 }
 
 }  // namespace
+
+uint32_t host_count(const Fabric& f) noexcept {
+  if (f.kind == Fabric::Kind::kLeafSpine) return f.leaves * f.hosts_per_leaf;
+  const uint32_t per_tor = f.hosts_per_tor > 0 ? f.hosts_per_tor : f.k / 2;
+  return f.k * (f.k / 2) * per_tor;
+}
+
+Time path_delay(const Fabric& f, uint32_t hops) noexcept {
+  Time d = 2 * f.link_delay;  // the two host links
+  if (hops >= 4) d += 2 * fabric_delay(f);
+  if (hops >= 6) d += 2 * core_delay(f);
+  return d;
+}
 
 absl::StatusOr<RunResult> run(const RunConfig& rc) {
   const auto t0 = std::chrono::steady_clock::now();
@@ -228,7 +249,7 @@ absl::StatusOr<RunResult> run(const RunConfig& rc) {
       const uint32_t max_hops = rc.fabric.kind == Fabric::Kind::kLeafSpine ? 4 : 6;
       const Time frame = static_cast<Time>((rc.mtu + 150) * 8e3 / rc.fabric.host_gbps);
       c.link_gbps = rc.fabric.host_gbps;
-      c.base_rtt = 2 * max_hops * rc.fabric.link_delay + max_hops * frame + kMicrosecond;
+      c.base_rtt = 2 * path_delay(rc.fabric, max_hops) + max_hops * frame + kMicrosecond;
       c.seed = rc.seed * 1000003 + h;
       auto ep = UetEndpoint::create(c);
       if (!ep.ok()) return ep.status();
@@ -332,7 +353,7 @@ absl::StatusOr<RunResult> run(const RunConfig& rc) {
     sim::PathModel m;
     m.gbps = rc.fabric.host_gbps;
     m.hops = hops(rc.fabric, f.src, f.dst);
-    m.propagation = rc.fabric.link_delay * m.hops;
+    m.propagation = path_delay(rc.fabric, m.hops);
     m.payload_per_packet = rc.mtu;
     m.frame_overhead = overhead;
     return sim::ideal_fct(f.bytes, m);

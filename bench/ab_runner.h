@@ -36,8 +36,12 @@ struct Fabric {
   // Fat-tree.
   uint32_t k = 8;
   double host_gbps = 100;
-  double fabric_gbps = 100;
-  Time link_delay = 500 * kNanosecond;
+  uint32_t hosts_per_tor = 0;  // fat-tree: 0 = k/2 (non-blocking)
+  double fabric_gbps = 100;    // leaf-spine and ToR-aggregation links
+  double core_gbps = 0;        // fat-tree aggregation-core links; 0 = fabric_gbps
+  Time link_delay = 500 * kNanosecond;  // host links, and every tier without its own
+  Time fabric_delay = -1;      // < 0: link_delay
+  Time core_delay = -1;        // < 0: fabric delay
   double fabric_loss = 0;  // random loss on switch-to-switch links
   uint64_t buffer_bytes = 1024 * 1024;
   bool ecn = true;
@@ -58,6 +62,10 @@ struct Progress {
   size_t flows_done = 0, flows = 0;
   double wall_s = 0;
 };
+
+// Hosts, links per path and the one-way propagation of a path, for the fabric above.
+uint32_t host_count(const Fabric& f) noexcept;
+Time path_delay(const Fabric& f, uint32_t hops) noexcept;
 
 struct RunConfig {
   std::string scenario;

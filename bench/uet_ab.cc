@@ -23,6 +23,7 @@
 #include "bench/ab_runner.h"
 #include "cc/dcqcn.h"
 #include "sim/htsim_cm.h"
+#include "sim/htsim_topo.h"
 #include "sim/rng.h"
 
 ABSL_FLAG(std::string, scenario, "standard",
@@ -32,6 +33,9 @@ ABSL_FLAG(std::string, scenario, "standard",
 ABSL_FLAG(std::string, cm, "",
           "run an htsim connection matrix (.cm) instead of a built-in scenario: flows, start times "
           "(whole microseconds, as uet-htsim) and triggers; its Nodes must fit the fabric's hosts");
+ABSL_FLAG(std::string, topo, "",
+          "build the fabric from an htsim topology file (.topo: Nodes, Tiers, per-tier rates, "
+          "radices, latencies, oversubscription) instead of --topology and its size flags");
 ABSL_FLAG(std::string, transport, "both", "uet, rocev2 or both");
 ABSL_FLAG(std::string, topology, "leafspine", "leafspine or fattree");
 ABSL_FLAG(uint32_t, leaves, 16, "leaf-spine: leaves, 1..1024");
@@ -130,7 +134,7 @@ struct Check {
   }
 };
 
-Fabric fabric_from_flags() {
+absl::StatusOr<Fabric> fabric_from_flags() {
   Fabric f;
   f.kind = absl::GetFlag(FLAGS_topology) == "fattree" ? Fabric::Kind::kFatTree
                                                       : Fabric::Kind::kLeafSpine;
@@ -141,11 +145,29 @@ Fabric fabric_from_flags() {
   f.host_gbps = f.fabric_gbps = absl::GetFlag(FLAGS_gbps);
   f.buffer_bytes = absl::GetFlag(FLAGS_buffer_kb) * 1024;
   f.frame_capacity = 256;  // headers are real bytes; payloads travel by length
+  if (const std::string path = absl::GetFlag(FLAGS_topo); !path.empty()) {
+    auto t = sim::load_htsim_topology(path);
+    if (!t.ok()) return t.status();
+    f.host_gbps = t->host_gbps;
+    f.link_delay = t->host_delay;
+    if (t->kind == sim::HtsimTopology::Kind::kLeafSpine) {
+      f.kind = Fabric::Kind::kLeafSpine;
+      f.leaves = t->leaf_spine.leaves;
+      f.spines = t->leaf_spine.spines;
+      f.hosts_per_leaf = t->leaf_spine.hosts_per_leaf;
+      f.fabric_gbps = t->leaf_spine.fabric_link.gbps;
+      f.fabric_delay = t->leaf_spine.fabric_link.delay;
+    } else {
+      f.kind = Fabric::Kind::kFatTree;
+      f.k = t->fat_tree.k;
+      f.hosts_per_tor = t->fat_tree.hosts_per_tor;
+      f.fabric_gbps = t->fat_tree.tor_agg_link.gbps;
+      f.fabric_delay = t->fat_tree.tor_agg_link.delay;
+      f.core_gbps = t->fat_tree.agg_core_link.gbps;
+      f.core_delay = t->fat_tree.agg_core_link.delay;
+    }
+  }
   return f;
-}
-
-uint32_t host_count(const Fabric& f) {
-  return f.kind == Fabric::Kind::kLeafSpine ? f.leaves * f.hosts_per_leaf : f.k * f.k * f.k / 4;
 }
 
 absl::StatusOr<std::vector<sim::FlowSpec>> flows_for(const std::string& scenario, uint32_t hosts,
@@ -508,7 +530,17 @@ int run_main() {
   if (tr == "uet" || tr == "both") transports.push_back(TransportKind::kUet);
   if (tr == "rocev2" || tr == "both") transports.push_back(TransportKind::kRocev2);
 
-  const Fabric base = fabric_from_flags();
+  const auto fabric = fabric_from_flags();
+  if (!fabric.ok()) {
+    std::fprintf(stderr, "uet-ab: --topo: %s\n", std::string(fabric.status().message()).c_str());
+    return 2;
+  }
+  const Fabric base = *fabric;
+  const std::string fabric_name =
+      absl::GetFlag(FLAGS_topo).empty()
+          ? topo
+          : absl::StrCat(base.kind == Fabric::Kind::kLeafSpine ? "leafspine" : "fattree", " from ",
+                         absl::GetFlag(FLAGS_topo));
   const uint32_t hosts = host_count(base);
   std::vector<std::string> scenarios;
   if (!absl::GetFlag(FLAGS_cm).empty() &&
@@ -625,7 +657,7 @@ int run_main() {
         print_sweep(absl::StrFormat("loss-sweep: one %lu-byte flow, host 0 to host %u, %s, %g Gb/s; "
                                     "random loss on every fabric link, both directions; no PFC; "
                                     "seed %lu",
-                                    absl::GetFlag(FLAGS_sweep_bytes), hosts - 1, topo,
+                                    absl::GetFlag(FLAGS_sweep_bytes), hosts - 1, fabric_name,
                                     base.host_gbps, absl::GetFlag(FLAGS_seed)),
                     rows);
         if (!plot_dir.empty()) {
@@ -643,7 +675,7 @@ int run_main() {
         run_case(scenario, *flows, scenario == "loss" ? absl::GetFlag(FLAGS_loss) : 0);
     if (runs.empty()) continue;  // every run failed; the reasons are on stderr
     std::string title = absl::StrFormat("%s: %u hosts, %s, %g Gb/s, %lu bytes per flow, seed %lu",
-                                        scenario, hosts, topo, base.host_gbps,
+                                        scenario, hosts, fabric_name, base.host_gbps,
                                         absl::GetFlag(FLAGS_bytes), absl::GetFlag(FLAGS_seed));
     if (scenario == "incast") title += absl::StrFormat(", fan-in %u", absl::GetFlag(FLAGS_fan_in));
     if (scenario == "failure") {
@@ -654,7 +686,7 @@ int run_main() {
     }
     if (scenario == "cm") {
       title = absl::StrFormat("cm: %s, %zu flows on %u hosts, %s, %g Gb/s, seed %lu",
-                              absl::GetFlag(FLAGS_cm), flows->size(), hosts, topo, base.host_gbps,
+                              absl::GetFlag(FLAGS_cm), flows->size(), hosts, fabric_name, base.host_gbps,
                               absl::GetFlag(FLAGS_seed));
     }
     if (scenario == "loss") title += absl::StrFormat(", %.2f%% loss on fabric links", 100 * absl::GetFlag(FLAGS_loss));

@@ -1,0 +1,63 @@
+#!/usr/bin/env python3
+"""uet-ab --topo: htsim topology files build the same fabric as the equivalent flags.
+
+Asserts: a 3-tier htsim .topo (k = 8 fat-tree, 500 ns links) gives bit-identical flow results
+to --topology=fattree --k=8, and a 2-tier one (4 leaves x 8 hosts, 2 spines, 4:1
+oversubscribed) to --leaves=4 --hosts_per_leaf=8 --spines=2, for both transports; a .topo the
+builders cannot honour is refused with its line.
+Usage: topo_test.py BUILD_BIN_DIR
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def run(bindir, tmp, name, args):
+    out = os.path.join(tmp, name + ".json")
+    proc = subprocess.run([os.path.join(bindir, "uet-ab"), "--scenario=permutation",
+                           "--bytes=262144", "--json=" + out] + args,
+                          capture_output=True, text=True, timeout=300)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{name}: rc {proc.returncode}: {proc.stderr}")
+    return {r["transport"]: r for r in json.load(open(out))}
+
+
+def same(a, b):
+    keys = ("flows", "completed", "fct_us", "retransmits", "drops", "trims", "ecn_marks",
+            "pfc_pauses", "events")
+    return all(a[k] == b[k] for k in keys)
+
+
+def main():
+    bindir = sys.argv[1]
+    failures = []
+    with tempfile.TemporaryDirectory() as tmp:
+        ft_file = run(bindir, tmp, "ft_file", ["--topo=" + os.path.join(HERE, "fat_tree_128.topo")])
+        ft_flags = run(bindir, tmp, "ft_flags", ["--topology=fattree", "--k=8"])
+        ls_file = run(bindir, tmp, "ls_file", ["--topo=" + os.path.join(HERE, "leaf_spine_32.topo")])
+        ls_flags = run(bindir, tmp, "ls_flags", ["--leaves=4", "--hosts_per_leaf=8", "--spines=2"])
+        bad = os.path.join(tmp, "bad.topo")
+        open(bad, "w").write("Nodes 32\nTiers 2\nTier 0\nBundle 2\n")
+        refused = subprocess.run([os.path.join(bindir, "uet-ab"), "--topo=" + bad],
+                                 capture_output=True, text=True, timeout=60)
+    for t in ("uet", "rocev2"):
+        if not same(ft_file[t], ft_flags[t]):
+            failures.append(f"{t}: fat-tree from .topo {ft_file[t]['fct_us']} != flags {ft_flags[t]['fct_us']}")
+        if not same(ls_file[t], ls_flags[t]):
+            failures.append(f"{t}: leaf-spine from .topo {ls_file[t]['fct_us']} != flags {ls_flags[t]['fct_us']}")
+        if ft_file[t]["params"]["hosts"] != 128 or ls_file[t]["params"]["hosts"] != 32:
+            failures.append(f"{t}: host counts {ft_file[t]['params']['hosts']}, {ls_file[t]['params']['hosts']}")
+    if refused.returncode != 2 or "bad.topo:4: Bundle > 1" not in refused.stderr:
+        failures.append(f"bad .topo: rc {refused.returncode}, stderr {refused.stderr!r}")
+    for f in failures:
+        print("FAIL:", f, file=sys.stderr)
+    print("1 passed, 0 failed" if not failures else "0 passed, 1 failed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
