@@ -196,19 +196,29 @@ absl::StatusOr<RunResult> run(const RunConfig& rc) {
   if (absl::Status s = build_fabric(net, rc.fabric); !s.ok()) return s;
   const auto hosts = static_cast<uint32_t>(net.num_hosts());
   if (rc.fabric.failed_links > 0) {
-    // Every switch-to-switch link once (by its lower-numbered port), in a seeded random order.
+    // Every top-tier link once (leaf-spine links; aggregation-core links of a fat-tree), by
+    // its lower-numbered port, in a seeded random order. The top tier's switches are built
+    // last (sim/topology.cc), so they are the last `top` switch numbers.
+    const uint32_t top = rc.fabric.kind == Fabric::Kind::kLeafSpine ? rc.fabric.spines
+                                                                    : (rc.fabric.k / 2) * (rc.fabric.k / 2);
+    const auto first_top = static_cast<uint32_t>(net.num_switches()) - top;
+    auto is_top = [&](uint32_t port) {
+      const sim::Node& n = net.node(net.port(port).node);
+      return n.kind == sim::NodeKind::kSwitch && n.index >= first_top;
+    };
     std::vector<uint32_t> links;
     for (uint32_t p = 0; p < net.num_ports(); ++p) {
-      const sim::Port& port = net.port(p);
-      if (p < port.peer && net.node(port.node).kind == sim::NodeKind::kSwitch &&
-          net.node(net.port(port.peer).node).kind == sim::NodeKind::kSwitch) {
+      const uint32_t peer = net.port(p).peer;
+      if (p < peer && (is_top(p) || is_top(peer)) &&
+          net.node(net.port(p).node).kind == sim::NodeKind::kSwitch &&
+          net.node(net.port(peer).node).kind == sim::NodeKind::kSwitch) {
         links.push_back(p);
       }
     }
     if (rc.fabric.failed_links > links.size()) {
       return absl::InvalidArgumentError(absl::StrCat("failed_links ", rc.fabric.failed_links,
                                                      ": the fabric has ", links.size(),
-                                                     " switch-to-switch links"));
+                                                     " top-tier (spine or core) links"));
     }
     sim::Rng pick(rc.seed ^ 0xFA11ED);
     for (size_t i = 0; i < rc.fabric.failed_links; ++i) {

@@ -47,8 +47,8 @@ ABSL_FLAG(uint64_t, bytes, 1 << 20, "bytes per flow (permutation, incast, alltoa
 ABSL_FLAG(uint32_t, fan_in, 32, "incast: senders, 1..hosts-1");
 ABSL_FLAG(double, loss, 0.01, "loss scenario: loss probability on fabric links, 0..0.5");
 ABSL_FLAG(uint32_t, failed_links, 8,
-          "failure scenario: switch-to-switch links (picked by --seed) that fail or degrade, "
-          "1..the fabric's count");
+          "failure scenario: top-tier links (leaf-spine, or aggregation-core in a fat-tree; picked "
+          "by --seed) that fail or degrade, 1..the fabric's count");
 ABSL_FLAG(double, degrade, 0.1,
           "failure scenario: the failed links' rate as a fraction of their own, 0..1 (0: down)");
 ABSL_FLAG(uint32_t, fail_at_us, 0, "failure scenario: when the links fail, in microseconds");
@@ -680,7 +680,7 @@ int run_main() {
     if (scenario == "incast") title += absl::StrFormat(", fan-in %u", absl::GetFlag(FLAGS_fan_in));
     if (scenario == "failure") {
       const double d = absl::GetFlag(FLAGS_degrade);
-      title += absl::StrFormat(", %u switch links %s at %u us", absl::GetFlag(FLAGS_failed_links),
+      title += absl::StrFormat(", %u top-tier links %s at %u us", absl::GetFlag(FLAGS_failed_links),
                                d > 0 ? absl::StrFormat("at %g%% of their rate", 100 * d) : "down",
                                absl::GetFlag(FLAGS_fail_at_us));
     }

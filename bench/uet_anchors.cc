@@ -1,0 +1,183 @@
+// uet-anchors: our simulator and engines against the results the UEC simulator (uet-htsim)
+// publishes for its own validation runs (research/perf-anchors.md §1.5), side by side.
+//
+//   build/bin/uet-anchors               # 1024-host k=16 fat-tree, as uet-htsim's runs
+//   build/bin/uet-anchors --scale=small # the same shapes on 128 hosts (k=8), in seconds
+//
+// Each anchor names the htsim run it mirrors. The fabric is ours, not htsim's: 100 Gb/s, 1 us
+// links, 1 MiB of buffer per port, RED ECN, trimming for UET, PFC for RoCEv2. So absolute
+// FCTs differ by the fabrics' latencies; the shape (tail/min, sprayed vs one path, REPS vs
+// oblivious, incast against its ideal) is what should match, and the table prints both.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/str_format.h"
+#include "bench/ab_runner.h"
+#include "sim/rng.h"
+
+ABSL_FLAG(std::string, scale, "full", "full (1024 hosts, k=16 fat-tree) or small (128, k=8)");
+ABSL_FLAG(uint64_t, seed, 1, "seed of the fabric and the workloads");
+ABSL_FLAG(std::string, json, "", "write one JSON object per anchor to this file");
+
+namespace uet::ab {
+namespace {
+
+struct Anchor {
+  std::string name;
+  std::string htsim_run;  // research/perf-anchors.md §1.5
+  double published_min_us = 0, published_tail_us = 0;  // 0: not published
+  RunConfig config;
+  double ideal_us = 0;  // incasts: N x bytes at line rate
+};
+
+Fabric fat_tree(uint32_t k) {
+  Fabric f;
+  f.kind = Fabric::Kind::kFatTree;
+  f.k = k;
+  f.link_delay = kMicrosecond;
+  f.frame_capacity = 256;
+  return f;
+}
+
+std::vector<Anchor> anchors(bool full, uint64_t seed) {
+  const uint32_t k = full ? 16 : 8;
+  const uint32_t hosts = k * k * k / 4;
+  constexpr uint64_t kTwoMb = 2'000'000;
+  sim::Rng rng(seed);
+  const auto perm = *sim::permutation(hosts, kTwoMb, rng);
+  std::vector<Anchor> out;
+  auto add = [&](std::string name, std::string run, double pmin, double ptail, TransportKind t,
+                 uint16_t evs, pathsel::Algorithm lb, std::vector<sim::FlowSpec> flows) {
+    Anchor a;
+    a.name = std::move(name);
+    a.htsim_run = std::move(run);
+    a.published_min_us = pmin;
+    a.published_tail_us = ptail;
+    a.config.scenario = a.name;
+    a.config.fabric = fat_tree(k);
+    a.config.fabric.pfc = t == TransportKind::kRocev2;
+    a.config.flows = std::move(flows);
+    a.config.transport = t;
+    a.config.seed = seed;
+    a.config.uet_evs = evs;
+    a.config.uet_lb = lb;
+    out.push_back(std::move(a));
+    return &out.back();
+  };
+  using pathsel::Algorithm;
+  add("permutation 2MB, UET REPS 128 EVs", "validate_uec_sender: NSCC 128 EVs", 167.6, 200.5,
+      TransportKind::kUet, 128, Algorithm::kReps, perm);
+  add("permutation 2MB, UET oblivious 128 EVs", "validate_load_balancing_snd: oblivious", 167.8,
+      212.8, TransportKind::kUet, 128, Algorithm::kOblivious, perm);
+  add("permutation 2MB, UET 1 path", "validate_uec_sender: NSCC -paths 1", 168.0, 889.9,
+      TransportKind::kUet, 1, Algorithm::kFixed, perm);
+  add("permutation 2MB, RoCEv2 (ECMP, PFC)", "(no htsim_roce run published)", 0, 0,
+      TransportKind::kRocev2, 1, Algorithm::kFixed, perm);
+  for (const auto& [lb, name, pub] :
+       {std::tuple{Algorithm::kReps, "REPS", 206.7}, std::tuple{Algorithm::kOblivious, "oblivious", 280.8}}) {
+    // 8 of the 64 core links of k=16; the same eighth (2 of 16) at k=8.
+    const uint32_t degraded = full ? 8 : 2;
+    Anchor* a = add(absl::StrFormat("%u core links at 10%%, UET %s", degraded, name),
+                    absl::StrFormat("validate_load_balancing_failed_snd: %s", name), 167.6, pub,
+                    TransportKind::kUet, 128, lb, perm);
+    a->config.fabric.failed_links = degraded;
+    a->config.fabric.degrade = 0.1;
+  }
+  // 15 -> 1 incast of 2 MB: the ideal is 15 x 2 MB at 100 Gb/s = 2400 us.
+  const auto incast = *sim::incast(hosts, 15, 0, kTwoMb);
+  for (const TransportKind t : {TransportKind::kUet, TransportKind::kRocev2}) {
+    Anchor* a = add(absl::StrFormat("incast 15->1 2MB, %s", to_string(t)),
+                    t == TransportKind::kUet ? "validate_uec_sender: 15->1 NSCC" : "(none)",
+                    t == TransportKind::kUet ? 1273.6 : 0, t == TransportKind::kUet ? 2478.5 : 0,
+                    t, 128, Algorithm::kReps, incast);
+    a->ideal_us = 15 * kTwoMb * 8 / 100e3;
+  }
+  sim::FlowSpec one;
+  one.src = 0;
+  one.dst = hosts - 1;
+  one.bytes = kTwoMb;
+  add("single 2MB flow, UET", "validate_uec_sender: single flow", 176.2, 176.2, TransportKind::kUet,
+      128, Algorithm::kReps, {one});
+  return out;
+}
+
+int run_main() {
+  const std::string scale = absl::GetFlag(FLAGS_scale);
+  if (scale != "full" && scale != "small") {
+    std::fprintf(stderr, "uet-anchors: --scale=%s unknown: full or small\n", scale.c_str());
+    return 2;
+  }
+  std::FILE* json = nullptr;
+  if (const std::string path = absl::GetFlag(FLAGS_json); !path.empty()) {
+    json = std::fopen(path.c_str(), "w");
+    if (json == nullptr) {
+      std::fprintf(stderr, "uet-anchors: --json=%s: cannot open for writing\n", path.c_str());
+      return 1;
+    }
+    std::fprintf(json, "[\n");
+  }
+  const bool full = scale == "full";
+  std::printf("uet-anchors: %s scale (%s), seed %lu; published = uet-htsim 40ccb05 "
+              "validate_outputs (1024 hosts)\n\n",
+              scale.c_str(), full ? "1024 hosts, k=16 fat-tree" : "128 hosts, k=8 fat-tree",
+              absl::GetFlag(FLAGS_seed));
+  std::printf("%-40s %21s %21s %9s %9s %8s\n", "anchor", "published min/tail", "ours min/tail",
+              "pub t/m", "ours t/m", "wall s");
+  int rc = 0;
+  bool first = true;
+  for (const Anchor& a : anchors(full, absl::GetFlag(FLAGS_seed))) {
+    auto r = run(a.config);
+    if (!r.ok()) {
+      std::fprintf(stderr, "uet-anchors: %s: %s\n", a.name.c_str(),
+                   std::string(r.status().message()).c_str());
+      rc = 1;
+      continue;
+    }
+    const double min = r->flows.fct_min_us, tail = r->flows.fct_max_us;
+    const std::string pub = a.published_tail_us > 0
+                                ? absl::StrFormat("%8.1f / %8.1f", a.published_min_us, a.published_tail_us)
+                                : std::string("-");
+    const std::string pub_ratio =
+        a.published_tail_us > 0 ? absl::StrFormat("%.2f", a.published_tail_us / a.published_min_us)
+                                : std::string("-");
+    std::printf("%-40s %21s %8.1f / %8.1f %9s %9.2f %8.2f%s\n", a.name.c_str(), pub.c_str(), min,
+                tail, pub_ratio.c_str(), tail / min, r->wall_s,
+                r->flows.completed == r->flows.total ? "" : "  (not all flows completed)");
+    if (a.ideal_us > 0) {
+      std::printf("%-40s %21s %21s %9s %9.3f\n", "  tail / ideal (N x 2MB at line rate)",
+                  a.published_tail_us > 0 ? absl::StrFormat("%.3f", a.published_tail_us / a.ideal_us).c_str() : "-",
+                  "", "", tail / a.ideal_us);
+    }
+    if (json != nullptr) {
+      std::fprintf(json,
+                   "%s  {\"anchor\": \"%s\", \"htsim_run\": \"%s\", \"published_min_us\": %.1f, "
+                   "\"published_tail_us\": %.1f, \"min_us\": %.3f, \"tail_us\": %.3f, "
+                   "\"ideal_us\": %.1f, \"flows\": %zu, \"completed\": %zu, \"retransmits\": %lu, "
+                   "\"hosts\": %zu, \"seed\": %lu, \"wall_s\": %.3f}",
+                   first ? "" : ",\n", a.name.c_str(), a.htsim_run.c_str(), a.published_min_us,
+                   a.published_tail_us, min, tail, a.ideal_us, r->flows.total, r->flows.completed,
+                   r->endpoints.retransmitted_packets, r->hosts, a.config.seed, r->wall_s);
+      first = false;
+    }
+  }
+  if (json != nullptr) {
+    std::fprintf(json, "\n]\n");
+    std::fclose(json);
+  }
+  return rc;
+}
+
+}  // namespace
+}  // namespace uet::ab
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "uet-anchors: our runs next to uet-htsim's published validation results.\n"
+      "Usage: uet-anchors [--scale=full|small] [--seed=N] [--json=FILE]");
+  absl::ParseCommandLine(argc, argv);
+  return uet::ab::run_main();
+}

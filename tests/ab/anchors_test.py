@@ -1,0 +1,68 @@
+#!/usr/bin/env python3
+"""uet-anchors --scale=small: the shapes of uet-htsim's published validation runs hold on our
+128-host fat-tree (issue 5's small-scale checks).
+
+Asserts, with margins around what our seed-1 run measures: REPS' slowest flow of a 2 MB
+permutation is within 1.35x its fastest (published 1.20 at 1024 hosts); one path per flow is
+at least 2.5x slower at the tail than REPS; RoCEv2's ECMP tail is worse than UET's; with core
+links degraded REPS' tail beats oblivious spraying's; a 15->1 incast finishes within 1.15x of
+its ideal for UET; every anchor's flows all complete.
+Usage: anchors_test.py BUILD_BIN_DIR
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+
+def main():
+    bindir = sys.argv[1]
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "anchors.json")
+        proc = subprocess.run([os.path.join(bindir, "uet-anchors"), "--scale=small",
+                               "--json=" + out], capture_output=True, text=True, timeout=600)
+        print(proc.stdout)
+        if proc.returncode != 0:
+            print(proc.stderr, file=sys.stderr)
+            return 1
+        rows = {r["anchor"]: r for r in json.load(open(out))}
+    failures = []
+
+    def get(prefix):
+        found = [r for name, r in rows.items() if name.startswith(prefix)]
+        if len(found) != 1:
+            failures.append(f"anchor '{prefix}...': {len(found)} rows")
+            return None
+        return found[0]
+
+    for r in rows.values():
+        if r["completed"] != r["flows"]:
+            failures.append(f"{r['anchor']}: {r['completed']}/{r['flows']} flows completed")
+    reps = get("permutation 2MB, UET REPS")
+    one = get("permutation 2MB, UET 1 path")
+    roce = get("permutation 2MB, RoCEv2")
+    d_reps = get("2 core links at 10%, UET REPS")
+    d_obl = get("2 core links at 10%, UET oblivious")
+    incast = get("incast 15->1 2MB, uet")
+    if None in (reps, one, roce, d_reps, d_obl, incast):
+        failures.append(f"anchors present: {sorted(rows)}")
+    else:
+        if reps["tail_us"] > 1.35 * reps["min_us"]:
+            failures.append(f"REPS tail/min {reps['tail_us'] / reps['min_us']:.2f} > 1.35")
+        if one["tail_us"] < 2.5 * reps["tail_us"]:
+            failures.append(f"1 path tail {one['tail_us']} < 2.5 x REPS {reps['tail_us']}")
+        if roce["tail_us"] <= reps["tail_us"]:
+            failures.append(f"RoCEv2 tail {roce['tail_us']} <= UET REPS {reps['tail_us']}")
+        if d_reps["tail_us"] >= d_obl["tail_us"]:
+            failures.append(f"degraded: REPS {d_reps['tail_us']} >= oblivious {d_obl['tail_us']}")
+        if incast["tail_us"] > 1.15 * incast["ideal_us"]:
+            failures.append(f"incast tail {incast['tail_us']} > 1.15 x ideal {incast['ideal_us']}")
+    for f in failures:
+        print("FAIL:", f, file=sys.stderr)
+    print("1 passed, 0 failed" if not failures else "0 passed, 1 failed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
