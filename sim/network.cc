@@ -45,8 +45,12 @@ absl::Status Network::connect(uint32_t a, uint32_t b, const LinkConfig& link) {
     return absl::InvalidArgumentError(
         absl::StrCat("connect: link rate ", link.gbps, " Gb/s out of range (0, 10000]"));
   }
-  if (link.delay < 0 || link.loss < 0 || link.loss > 1 || link.corrupt < 0 || link.corrupt > 1) {
-    return absl::InvalidArgumentError("connect: delay must be >= 0, loss and corrupt in [0, 1]");
+  const auto probability = [](double p) { return p >= 0 && p <= 1; };
+  if (link.delay < 0 || link.reorder_delay < 0 || !probability(link.loss) ||
+      !probability(link.corrupt) || !probability(link.duplicate) || !probability(link.reorder)) {
+    return absl::InvalidArgumentError(
+        "connect: delay and reorder_delay must be >= 0; loss, corrupt, duplicate and reorder "
+        "in [0, 1]");
   }
   for (uint32_t n : {a, b}) {
     if (nodes_[n].kind == NodeKind::kHost && !nodes_[n].ports.empty()) {
@@ -275,8 +279,9 @@ void Network::flush_stats() {
 }
 
 // Serves the control class first, then data; a paused class waits. The frame's fate on the
-// link (down, lost, corrupted) is decided as it starts; it arrives after serialization and
-// propagation.
+// link (down, lost, corrupted, held back, duplicated) is decided as it starts; it arrives after
+// serialization and propagation (plus the hold-back). Each impairment draws from the link's
+// generator only when its probability is non-zero, so adding one leaves other runs unchanged.
 void Network::start_tx(uint32_t port) {
   Port& p = ports_[port];
   if (p.done_scheduled || now_ < p.busy_until) return;
@@ -312,16 +317,30 @@ void Network::start_tx(uint32_t port) {
       ++p.stats.wire_losses;
       drop(f);
     } else {
-      if (p.rng.chance(p.link.corrupt)) {
-        // One bit after the Ethernet header, as a switch's memory (not the wire, whose FCS
-        // would catch it) might damage it: IP/UDP checksums, the ICRC or the receiver must.
+      // One bit after the Ethernet header, as a switch's memory (not the wire, whose FCS
+      // would catch it) might damage it: IP/UDP checksums, the ICRC or the receiver must.
+      // A frame is damaged at most once on its way (one memory error per frame: two flips
+      // can cancel in the Internet checksum, which is not what this models).
+      if (p.rng.chance(p.link.corrupt) && !frame_meta_[f].damaged) {
         constexpr uint32_t kL2 = 14;
         const uint64_t bit = kL2 * 8 + p.rng.below(uint64_t{fr.len - kL2} * 8);
         fr.data[bit / 8] ^= static_cast<uint8_t>(1u << (bit % 8));
         ++p.stats.corruptions;
         frame_meta_[f].parsed = false;  // the next switch reads the damaged headers
+        frame_meta_[f].damaged = true;
+        if (damage_detectable(fr, bit / 8)) {
+          frame_meta_[f].corrupted = true;
+        } else {
+          ++p.stats.corrupted_unchecked;
+        }
       }
-      events_q_.push(done + p.link.delay, kArrive, p.peer, f);
+      Time arrive = done + p.link.delay;
+      if (p.rng.chance(p.link.reorder) && p.link.reorder_delay > 0) {
+        arrive += 1 + static_cast<Time>(p.rng.below(static_cast<uint64_t>(p.link.reorder_delay)));
+        ++p.stats.reorders;
+      }
+      events_q_.push(arrive, kArrive, p.peer, f);
+      if (p.rng.chance(p.link.duplicate)) duplicate(port, f, done + p.link.delay);
     }
     bool more = false;
     for (int pr = 0; pr < kNumPriorities; ++pr) more |= !p.queue[pr].empty() && !p.paused[pr];
@@ -331,6 +350,41 @@ void Network::start_tx(uint32_t port) {
     }
     return;
   }
+}
+
+// Whether an end-to-end check covers byte `at` of a frame: the IPv4 header checksum covers
+// the IP header, the UDP checksum the rest, unless the sender or a trimming switch left it 0;
+// then only RoCEv2 frames (UDP port 4791) are covered, by their ICRC. (Exact for IPv4; in
+// IPv6, which has no header checksum, damage to the traffic class, flow label or hop limit
+// escapes every check but is counted as detectable here.) Called only when a frame is damaged.
+bool Network::damage_detectable(const Frame& f, size_t at) noexcept {
+  FrameInfo info;
+  if (!parse_frame(f, &info) || at < info.l4 || info.protocol != NET_IPPROTO_UDP) return true;
+  if (f.len < info.l4 + wire::Udp::kSize) return true;
+  if (wire::load_be(f.data + info.l4 + 6, 2) != 0 || info.dport == wire::kRoceUdpPort) return true;
+  // No checksum: the receiver still sees a damaged destination port, length or checksum.
+  return at >= info.l4 + 2 && at < info.l4 + wire::Udp::kSize;
+}
+
+// A byte-identical copy of frame `f` arrives at the peer of `port` up to reorder_delay after
+// `at` (the copy may overtake the original or come after it). The copy is a pool frame: no
+// allocation once the pool has grown to the run's peak.
+void Network::duplicate(uint32_t port, FrameId f, Time at) {
+  Port& p = ports_[port];
+  const FrameMeta m = frame_meta_[f];
+  const FrameId c = pool_.alloc();  // may grow the pool: take references afterwards
+  const Frame& from = pool_[f];
+  Frame& to = pool_[c];
+  std::memcpy(to.data, from.data, from.len);
+  to.len = from.len;
+  to.wire_len = from.wire_len;
+  to.priority = from.priority;
+  meta(c) = m;
+  ++p.stats.duplicates;
+  if (p.link.reorder_delay > 0) {
+    at += static_cast<Time>(p.rng.below(static_cast<uint64_t>(p.link.reorder_delay) + 1));
+  }
+  events_q_.push(at, kArrive, p.peer, c);
 }
 
 void Network::kick_port(uint32_t port) {
@@ -363,6 +417,10 @@ void Network::on_arrive(uint32_t port, FrameId f) {
   }
   const Node& n = nodes_[p.node];
   if (n.kind == NodeKind::kHost) {
+    if (frame_meta_[f].damaged) {
+      ++ports_[port].stats.damaged_arrivals;
+      if (frame_meta_[f].corrupted) ++ports_[port].stats.corrupted_arrivals;
+    }
     host_deliver(n.index, f);
   } else {
     switch_forward(port, f);
@@ -375,7 +433,9 @@ void Network::switch_forward(uint32_t in_port, FrameId f) {
   FrameMeta& m = meta(f);
   if (!m.parsed) {
     FrameInfo info;
-    if (!parse_frame(fr, &info)) {
+    // Not IP, or an IPv4 header length below 20 bytes (damaged): a router cannot forward it
+    // (RFC 1812 §5.2.2), and marking or trimming it would checksum a negative length.
+    if (!parse_frame(fr, &info) || (!info.ipv6 && info.l4 < info.l3 + wire::Ipv4::kSize)) {
       ++ports_[in_port].stats.drops;
       drop(f);
       return;
@@ -419,6 +479,10 @@ bool Network::enqueue(uint32_t port, FrameId f, Priority prio, uint32_t ingress)
     } else if (p.queued_bytes[pr] + fr.bytes_on_wire() > limit) {
       if (pr == 0 && sc.trimming && trim_uet(fr, kDscpTrimmed)) {
         ++p.stats.trims;
+        if (m.corrupted) {  // the rewritten checksums now cover the damage
+          ++p.stats.corrupted_rewrites;
+          m.corrupted = false;
+        }
         m.dscp = kDscpTrimmed;
         pr = static_cast<int>(Priority::kControl);
         if (p.queued_bytes[pr] + fr.bytes_on_wire() > sc.control_buffer_bytes) {
@@ -434,7 +498,13 @@ bool Network::enqueue(uint32_t port, FrameId f, Priority prio, uint32_t ingress)
     }
     if (pr == 0 && sc.ecn.enabled) {
       const double prob = ecn_mark_probability(sc.ecn, p.queued_bytes[0]);
-      if (prob > 0 && p.rng.chance(prob) && mark_ce(fr)) ++p.stats.ecn_marks;
+      if (prob > 0 && p.rng.chance(prob) && mark_ce(fr)) {
+        ++p.stats.ecn_marks;
+        if (m.corrupted) {  // the IPv4 checksum is recomputed over the damaged header
+          ++p.stats.corrupted_rewrites;
+          m.corrupted = false;
+        }
+      }
     }
     // PFC: count the frame against its ingress in the class and size it was queued with
     // (trimming may have changed both); start_tx gives it back.
@@ -498,7 +568,9 @@ void Network::host_pull(uint32_t host) {
       pool_.release(f);
       return;
     }
-    meta(f).parsed = false;  // a new frame: its headers are read at the first switch
+    FrameMeta& m = meta(f);
+    m.parsed = false;  // a new frame: its headers are read at the first switch
+    m.damaged = m.corrupted = false;
     enqueue(h.port, f, fr->priority, kNone);
   }
 }

@@ -43,6 +43,12 @@ struct LinkConfig {
   double loss = 0;                 // probability a frame is lost on the wire
   double corrupt = 0;              // probability a frame arrives with one bit flipped after
                                    // its Ethernet header
+  double duplicate = 0;            // probability a frame arrives twice: a byte-identical copy
+                                   // follows it, up to reorder_delay later
+  double reorder = 0;              // probability a frame is held on the wire for an extra
+                                   // delay uniform in (0, reorder_delay], so that frames sent
+                                   // after it may overtake it
+  Time reorder_delay = 2 * kMicrosecond;
 };
 
 struct EcnConfig {
@@ -83,12 +89,25 @@ struct PortStats {
   uint64_t lossless_drops = 0;   // lossless class beyond headroom: PFC misconfigured
   uint64_t wire_losses = 0;      // random loss on the link
   uint64_t corruptions = 0;
+  uint64_t duplicates = 0;       // extra copies this link delivered
+  uint64_t reorders = 0;         // frames this link held back (LinkConfig::reorder)
   uint64_t trims = 0;
   uint64_t ecn_marks = 0;
   uint64_t pauses_sent = 0;      // PFC XOFF sent upstream from this ingress
   Time paused_time = 0;          // time this egress spent paused (data class)
   uint64_t max_queue_bytes = 0;
   double queue_byte_ps = 0;      // integral of queue bytes over time, for the average
+  // Corruption accounting. At a host's port: frames that reached the host still damaged (a
+  // bit flipped upstream where a check covers it, and no switch rewrote them since), which
+  // its transport must reject; and every damaged frame that reached it (its transport may
+  // reject no other). At a switch port: damaged frames it trimmed or CE-marked;
+  // those rewrites fix the IPv4 checksum (and trimming zeroes the UDP checksum), so the
+  // damage may pass undetected. At the damaging port: flips no end-to-end check covers (past
+  // the IP header of a non-RoCEv2 frame whose UDP checksum is 0, e.g. a trimmed UET header).
+  uint64_t corrupted_arrivals = 0;
+  uint64_t damaged_arrivals = 0;  // at a host's port: every frame with a flipped bit
+  uint64_t corrupted_rewrites = 0;
+  uint64_t corrupted_unchecked = 0;
 };
 
 enum class NodeKind : uint8_t { kHost, kSwitch };
@@ -186,6 +205,7 @@ class Network {
   void run_until(Time until);
   Time now() const noexcept { return now_; }
   uint64_t events_processed() const noexcept { return events_; }
+  size_t events_pending() const noexcept { return events_q_.size(); }
   // Pokes a host's NIC: the transport may have something to send (after an application
   // posted work from outside the event loop).
   void kick(uint32_t host);
@@ -220,6 +240,8 @@ class Network {
   void dispatch(const Event& e);
   void start_tx(uint32_t port);
   void kick_port(uint32_t port);  // start now if idle, else make sure kTxDone will come
+  void duplicate(uint32_t port, FrameId f, Time at);
+  static bool damage_detectable(const Frame& f, size_t at) noexcept;
   void on_tx_done(uint32_t port);
   void on_arrive(uint32_t port, FrameId f);
   void switch_forward(uint32_t in_port, FrameId f);
@@ -243,6 +265,8 @@ class Network {
     uint64_t flow_hash = 0;
     uint8_t dscp = 0;
     bool parsed = false;
+    bool damaged = false;    // a bit was flipped on its way (at most one per frame)
+    bool corrupted = false;  // ... where a check covers it, and no switch rewrote it since
   };
   FrameMeta& meta(FrameId f) {
     if (f >= frame_meta_.size()) frame_meta_.resize(pool_.peak());

@@ -425,7 +425,133 @@ TEST(Network_Link, LossAndCorruptionAreSeededAndCaught) {
   EXPECT_NEAR(double(st.wire_losses) / 20000, 0.02, 0.005);
   EXPECT_NEAR(double(st.corruptions) / 20000, 0.05 * 0.98, 0.01);
   EXPECT_EQ(a1.rx_bad(), st.corruptions);
+  EXPECT_EQ(net.port(net.host(1).port).stats.corrupted_arrivals, st.corruptions);
   EXPECT_EQ(rec[0].received, (20000 - st.wire_losses - st.corruptions) * 1024);
+}
+
+// A sink that remembers, per UdpApp packet (by its byte offset), how often it came, a hash of
+// its bytes, and in which order packets arrived.
+class OrderSink : public Transport {
+ public:
+  void rx(std::span<Frame* const> frames, Time) override {
+    for (Frame* f : frames) {
+      wire::Decoded d;
+      if (wire::decode_frame(std::span<const uint8_t>(f->data, f->len), &d) !=
+          wire::WireError::kUnsupportedUdpPort) {  // valid IP/UDP, not UET/RoCE: a UdpApp frame
+        ++bad;
+        continue;
+      }
+      const uint64_t offset = wire::load_be(d.udp->raw + wire::Udp::kSize + 8, 8);
+      uint64_t h = 1469598103934665603ULL;  // FNV-1a over the whole frame
+      for (uint32_t i = 0; i < f->len; ++i) h = (h ^ f->data[i]) * 1099511628211ULL;
+      auto [it, first] = hash.emplace(offset, h);
+      if (!first && it->second != h) ++differing_copies;
+      ++copies[offset];
+      if (offset < highest) ++overtaken;  // a later packet arrived first
+      highest = std::max(highest, offset);
+    }
+  }
+  size_t tx(std::span<Frame* const>, Time) override { return 0; }
+  Time next_deadline() const override { return kNever; }
+  void on_timer(Time) override {}
+
+  std::map<uint64_t, uint64_t> hash, copies;
+  uint64_t bad = 0, differing_copies = 0, overtaken = 0, highest = 0;
+};
+
+struct ImpairedRun {
+  PortStats link;  // the sender's port
+  PortStats rx;    // the sink's port
+  std::map<uint64_t, uint64_t> copies;
+  uint64_t bad = 0, differing_copies = 0, overtaken = 0;
+};
+
+// `packets` UdpApp packets of 1 KiB over one impaired 100 Gb/s link.
+ImpairedRun run_impaired(const LinkConfig& l, uint64_t seed, uint32_t packets) {
+  NetworkConfig nc;
+  nc.seed = seed;
+  Network net(nc);
+  const uint32_t h0 = net.add_host("h0"), h1 = net.add_host("h1");
+  EXPECT_TRUE(net.connect(h0, h1, l).ok());
+  EXPECT_TRUE(net.finalize().ok());
+  std::vector<FlowRecord> rec;
+  UdpApp a0(0, &rec, 1024);
+  OrderSink sink;
+  a0.add_flow(UdpFlow{0, 1, uint64_t{packets} * 1024, 0, 0xC000});
+  net.attach(0, &a0);
+  net.attach(1, &sink);
+  net.run_until(kSecond);
+  return ImpairedRun{net.port(net.host(0).port).stats,
+                     net.port(net.host(1).port).stats,
+                     sink.copies,
+                     sink.bad,
+                     sink.differing_copies,
+                     sink.overtaken};
+}
+
+TEST(Network_Link, DuplicationDeliversByteIdenticalCopies) {
+  LinkConfig l = link(100);
+  l.duplicate = 0.05;
+  const ImpairedRun r = run_impaired(l, 7, 20000);
+  // Expect: about 5 % of the packets twice, byte for byte, and every packet at least once.
+  EXPECT_NEAR(double(r.link.duplicates) / 20000, 0.05, 0.01);
+  ASSERT_EQ(r.copies.size(), 20000u);
+  uint64_t twice = 0;
+  for (const auto& [offset, n] : r.copies) {
+    EXPECT_TRUE(n == 1 || n == 2) << offset;
+    twice += n == 2;
+  }
+  EXPECT_EQ(twice, r.link.duplicates);
+  EXPECT_EQ(r.differing_copies, 0u);
+  EXPECT_EQ(r.bad, 0u);
+}
+
+TEST(Network_Link, ReorderingHoldsFramesBackSoLaterOnesOvertake) {
+  LinkConfig l = link(100);
+  const ImpairedRun in_order = run_impaired(l, 7, 20000);
+  EXPECT_EQ(in_order.overtaken, 0u);
+  EXPECT_EQ(in_order.link.reorders, 0u);
+  l.reorder = 0.1;
+  l.reorder_delay = 2 * kMicrosecond;  // a 1 KiB frame takes 86.6 ns at 100 Gb/s
+  const ImpairedRun r = run_impaired(l, 7, 20000);
+  // Expect: about 10 % held back, most of them overtaken by the frames behind them, and
+  // every frame delivered exactly once, intact.
+  EXPECT_NEAR(double(r.link.reorders) / 20000, 0.1, 0.01);
+  EXPECT_GT(r.overtaken, r.link.reorders * 8 / 10);
+  EXPECT_LE(r.overtaken, r.link.reorders);
+  ASSERT_EQ(r.copies.size(), 20000u);
+  for (const auto& [offset, n] : r.copies) EXPECT_EQ(n, 1u) << offset;
+  EXPECT_EQ(r.bad, 0u);
+}
+
+TEST(Network_Link, ImpairmentsFollowTheSeed) {
+  LinkConfig l = link(100);
+  l.loss = 0.01;
+  l.corrupt = 0.01;
+  l.duplicate = 0.02;
+  l.reorder = 0.05;
+  const ImpairedRun a = run_impaired(l, 3, 5000), b = run_impaired(l, 3, 5000),
+                    c = run_impaired(l, 4, 5000);
+  EXPECT_EQ(a.copies, b.copies);
+  EXPECT_EQ(a.overtaken, b.overtaken);
+  EXPECT_EQ(a.link.duplicates, b.link.duplicates);
+  EXPECT_NE(a.copies, c.copies);
+  // Expect: every damaged frame that arrived (a corrupted frame's copy too) fails the sink's
+  // IP or UDP checksum; no clean one does.
+  EXPECT_GT(a.link.corruptions, 0u);
+  EXPECT_GE(a.rx.corrupted_arrivals, a.link.corruptions);
+  EXPECT_EQ(a.bad, a.rx.corrupted_arrivals);
+}
+
+TEST(Network_Link, ImpairmentOutOfRangeIsRefused) {
+  Network net(NetworkConfig{});
+  const uint32_t h0 = net.add_host("h0"), h1 = net.add_host("h1");
+  LinkConfig l = link(100);
+  l.duplicate = 1.5;
+  EXPECT_EQ(net.connect(h0, h1, l).code(), absl::StatusCode::kInvalidArgument);
+  l.duplicate = 0;
+  l.reorder_delay = -1;
+  EXPECT_EQ(net.connect(h0, h1, l).code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST(Network_Link, DegradedRateStretchesSerialization) {

@@ -364,7 +364,8 @@ void RoceEndpoint::rx_ack(Qp& q, const wire::Decoded& d, Time now) {
         return;
       }
       ++counters_.rx_acks;
-      q.retry_left = config_.retry_cnt;  // rxe: any ACK restores the retry counter
+      q.retry_left = config_.retry_cnt;  // rxe: any ACK restores the retry counter ...
+      q.retry_started = false;           // ... and ends the go-back-N round (reset_retry_counters)
       const uint32_t una = psn_add(psn, 1);
       if (una == q.una) return;  // no progress: the timer keeps running
       q.una = una;
@@ -382,13 +383,25 @@ void RoceEndpoint::rx_ack(Qp& q, const wire::Decoded& d, Time now) {
         return;
       }
       if (psn != q.una) {
+        // Progress: the peer has everything before `psn`. Like an ACK, that restores the retry
+        // budget, and it ends the round under way (it got past its start): this NAK names a
+        // new gap and starts a new round. [choice] rxe keeps its round until a work request
+        // completes and so waits for the ACK timeout (ms) on every loss inside a round;
+        // recovering from the NAK is what RNICs' go-back-N is for, and not doing it would
+        // make the comparison a strawman.
         q.una = psn;
-        const uint64_t head = q.write_head;
+        q.retry_started = false;
+        q.retry_left = config_.retry_cnt;
         complete_through(q, psn_prev(psn));
-        if (q.write_head != head) q.retry_left = config_.retry_cnt;  // a write completed
       }
       if (a.syndrome_value() == static_cast<uint8_t>(AethNak::kPsnSeqError)) {
         ++counters_.rx_nak_seq;
+        if (q.retry_started) {  // rxe started_retry: the round under way resends `psn` (no
+                                // progress since it began: a duplicate or reordered NAK)
+          ++counters_.rx_nak_seq_ignored;
+          if (psn_diff(q.next_psn, q.una) < 0) seek(q, q.una);
+          return;
+        }
         go_back(q, psn, now);
         return;
       }
@@ -454,6 +467,7 @@ bool RoceEndpoint::go_back(Qp& q, uint32_t psn, Time now) {
     --q.retry_left;
   }
   ++counters_.go_back_n;
+  q.retry_started = true;
   seek(q, psn);
   q.rto_deadline = kNever;
   arm_rto(q, now);

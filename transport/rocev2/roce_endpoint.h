@@ -11,9 +11,15 @@
 //   (4.096 µs · 2^t) with retry_cnt; completion when an ACK covers the message's last PSN.
 //   No window but the PSN space: the requester sends as fast as DCQCN and the link allow.
 //   Retry counter as rxe: a NAK sequence error or a timeout consumes one retry; any ACK, or a
-//   NAK that completes a write, restores it. [choice] An ACK beyond the go-back-N cursor (the
-//   responder re-ACKs duplicates with its latest PSN) moves the cursor forward, so a resend
-//   after lost ACKs stops as soon as the responder says it has the rest.
+//   NAK that acknowledges new PSNs, restores it. A NAK sequence error naming the PSN a go-back-N
+//   under way already resends (no ACK and no progress since it started) restarts nothing and
+//   consumes no retry, as rxe's started_retry: it answers packets of an older round
+//   (duplicated NAKs, reordered rounds). A NAK naming a newer PSN acknowledges what came
+//   before it, restores the retry budget like an ACK and starts a new round: a loss inside the
+//   round is recovered at once, not after the ACK timeout (rxe waits for a completion).
+//   [choice] An ACK beyond the go-back-N cursor (the responder re-ACKs duplicates with its
+//   latest PSN) moves the cursor forward, so a resend after lost ACKs stops as soon as the
+//   responder says it has the rest.
 // - Responder: one expected PSN per QP; in order: placed and ACKed (coalesced); ahead: one NAK
 //   per gap, the rest dropped; behind: a duplicate, re-ACKed and never placed again.
 // - Every frame carries the ICRC (spec/rocev2.md §6), UDP checksum 0, UDP destination port
@@ -114,6 +120,8 @@ struct RoceCounters {
   uint64_t timeouts = 0;      // ACK timer expiries with packets outstanding
   uint64_t rx_acks = 0;
   uint64_t rx_nak_seq = 0;     // NAK PSN sequence error
+  // ... of them, while a go-back-N was under way: nothing restarted (rxe started_retry)
+  uint64_t rx_nak_seq_ignored = 0;
   uint64_t rx_nak_fatal = 0;   // NAK remote access / invalid request / operational error
   uint64_t rx_rnr_naks = 0;    // RNR NAK: we post no SENDs, so ignored
   uint64_t rx_stale_acks = 0;  // ACK/NAK for PSNs not outstanding, or reserved syndrome
@@ -214,6 +222,7 @@ class RoceEndpoint final : public Endpoint {
     uint32_t next_psn = 0, max_psn = 0, una = 0;
     uint32_t since_ack_req = 0;
     uint8_t retry_left = 0;
+    bool retry_started = false;  // a go-back-N runs: NAKs for its PSN start no other
     Time rto_deadline = kNever;
     Time next_send = 0;  // pacer: no data before this while DCQCN limits the rate
     Dcqcn cc;

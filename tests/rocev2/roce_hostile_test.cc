@@ -1,0 +1,611 @@
+// Hostile peers against the RoCEv2 RC engine: forged frames built byte by byte (FrameBuilder,
+// the RoCEv2 header accessors), each dropped, or answered as IB RC says (research notes
+// rocev2-wireshark.md §1.5, §2.1: one NAK per PSN gap, duplicates re-ACKed and never
+// executed again, NAK codes 1-4 fatal), counted in RoceCounters, and never growing anything:
+// QPs, completions and answers stay bounded whatever arrives.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+#include <vector>
+
+#include "tests/common/fake_link.h"
+#include "transport/rocev2/psn.h"
+#include "transport/rocev2/roce_endpoint.h"
+#include "transport/wire/builder.h"
+#include "transport/wire/decode.h"
+#include "transport/wire/roce_headers.h"
+
+namespace uet {
+namespace {
+
+using wire::AethNak;
+using wire::AethType;
+using wire::RoceOpcode;
+
+constexpr uint32_t kIpA = 0x0A000001, kIpB = 0x0A000002, kIpStranger = 0x0A000009;
+constexpr uint32_t kQpA = 0x100, kQpB = 0x105;
+constexpr uint32_t kPsnA = 1000, kPsnB = 777000;  // A's first PSN (B expects it), and B's
+constexpr uint32_t kMtu = 4096;
+
+// One forged RoCEv2 frame: whatever extended headers the opcode's layout has (spec/rocev2.md
+// §4), the fields given, payload padded to 4 bytes, a valid ICRC.
+struct Forged {
+  RoceOpcode op = RoceOpcode::kRcWriteOnly;
+  uint32_t dest_qp = kQpB;
+  uint32_t psn = kPsnA;
+  std::vector<uint8_t> payload;
+  bool ack_req = false;
+  uint64_t va = 0;  // RETH
+  uint32_t rkey = 0;
+  uint32_t dma_length = 0;
+  AethType aeth_type = AethType::kAck;  // AETH
+  uint8_t aeth_value = ROCEV2_AETH_CREDITS_UNLIMITED;
+  uint32_t msn = 0;
+  uint32_t src = kIpA, dst = kIpB;
+};
+
+std::vector<uint8_t> forge(const Forged& f) {
+  std::vector<uint8_t> buf(9216);
+  wire::Encap e;
+  e.src_ip4 = f.src;
+  e.dst_ip4 = f.dst;
+  e.dscp = 26;
+  e.sport = 0xC123;
+  e.dport = wire::kRoceUdpPort;
+  e.udp_checksum = false;
+  e.icrc = true;
+  wire::FrameBuilder b(buf, e);
+  wire::Bth* bth = b.add<wire::Bth>();
+  const wire::RoceLayout layout = wire::roce_layout(static_cast<uint8_t>(f.op));
+  if (layout.ext & ROCEV2_X_DETH) b.add<wire::Deth>();
+  if (layout.ext & ROCEV2_X_RETH) {
+    wire::Reth* r = b.add<wire::Reth>();
+    r->set_va(f.va);
+    r->set_rkey(f.rkey);
+    r->set_dma_length(f.dma_length);
+  }
+  if (layout.ext & ROCEV2_X_ATOMIC) b.add<wire::AtomicEth>();
+  if (layout.ext & ROCEV2_X_AETH) {
+    wire::Aeth* a = b.add<wire::Aeth>();
+    a->set_syndrome_type(f.aeth_type);
+    a->set_syndrome_value(f.aeth_value);
+    a->set_msn(f.msn);
+  }
+  if (layout.ext & ROCEV2_X_ATOMIC_ACK) b.add<wire::AtomicAckEth>();
+  if (layout.ext & ROCEV2_X_IMM) b.add<wire::ImmDt>();
+  if (layout.ext & ROCEV2_X_IETH) b.add<wire::Ieth>();
+  if (layout.ext & ROCEV2_X_CNP) b.add<wire::Cnp>();
+  size_t pad = 0;
+  if (layout.payload) {
+    EXPECT_TRUE(b.append(f.payload));
+    pad = (4 - f.payload.size() % 4) % 4;
+    b.add_bytes(pad);
+  }
+  bth->set_opcode(f.op);
+  bth->set_pad_cnt(static_cast<uint8_t>(pad));
+  bth->set_pkey(ROCEV2_DEFAULT_PKEY);
+  bth->set_dest_qp(f.dest_qp);
+  bth->set_ack_req(f.ack_req);
+  bth->set_psn(f.psn);
+  size_t n = 0;
+  EXPECT_EQ(b.finish(&n), wire::WireError::kOk);
+  buf.resize(n);
+  return buf;
+}
+
+// A WRITE ONLY of `len` bytes of `fill` at offset `va` of region `rkey`.
+Forged write_only(uint32_t psn, uint32_t rkey, uint64_t va, uint32_t len, uint8_t fill = 0xAB) {
+  Forged f;
+  f.op = RoceOpcode::kRcWriteOnly;
+  f.psn = psn;
+  f.payload.assign(len, fill);
+  f.ack_req = true;
+  f.va = va;
+  f.rkey = rkey;
+  f.dma_length = len;
+  return f;
+}
+
+// An ACK or NAK from B to A's QP.
+Forged aeth_to_a(AethType type, uint8_t value, uint32_t psn) {
+  Forged f;
+  f.op = RoceOpcode::kRcAck;
+  f.dest_qp = kQpA;
+  f.psn = psn;
+  f.aeth_type = type;
+  f.aeth_value = value;
+  f.src = kIpB;
+  f.dst = kIpA;
+  return f;
+}
+
+// Hands a copy of `bytes` to the endpoint (the engine reads frames in place; the copy keeps
+// the forged original intact for the next delivery, and allocates nothing per call).
+void deliver(RoceEndpoint& ep, const std::vector<uint8_t>& bytes, Time now = 0) {
+  static std::vector<uint8_t> scratch(9216);
+  std::copy(bytes.begin(), bytes.end(), scratch.begin());
+  Frame f{scratch.data(), static_cast<uint32_t>(bytes.size()), 0,
+          static_cast<uint32_t>(bytes.size())};
+  Frame* fp = &f;
+  ep.rx(std::span<Frame* const>(&fp, 1), now);
+}
+
+// What an endpoint sends now, decoded (at most `max` frames: the engine must stop by itself).
+struct Out {
+  RoceOpcode op;
+  uint32_t psn = 0, dest_qp = 0;
+  AethType aeth_type = AethType::kAck;
+  uint8_t aeth_value = 0;
+};
+std::vector<Out> drain(RoceEndpoint& ep, Time now = 0, size_t max = 10000) {
+  std::vector<Out> out;
+  std::vector<uint8_t> buf(9216);
+  for (size_t i = 0; i < max; ++i) {
+    Frame f{buf.data(), 0, 0, static_cast<uint32_t>(buf.size())};
+    Frame* fp = &f;
+    if (ep.tx(std::span<Frame* const>(&fp, 1), now) == 0) break;
+    wire::Decoded d;
+    EXPECT_EQ(wire::decode_frame(std::span<const uint8_t>(buf.data(), f.len), &d),
+              wire::WireError::kOk);
+    Out o{d.bth->opcode(), d.bth->psn(), d.bth->dest_qp()};
+    if (d.aeth != nullptr) {
+      o.aeth_type = d.aeth->syndrome_type();
+      o.aeth_value = d.aeth->syndrome_value();
+    }
+    out.push_back(o);
+  }
+  return out;
+}
+
+uint64_t rss_kib() {
+  long pages = 0, resident = 0;
+  if (FILE* f = std::fopen("/proc/self/statm", "r")) {
+    if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
+    std::fclose(f);
+  }
+  return static_cast<uint64_t>(resident) * 4;
+}
+
+RoceConfig config_for(uint32_t ip, uint8_t retry_cnt = 7) {
+  RoceConfig c;
+  c.local_ip4 = ip;
+  c.local_mac = {0x02, 0, 0, 0, 0, static_cast<uint8_t>(ip)};
+  c.mtu = kMtu;
+  c.ack_timeout_exp = 8;
+  c.retry_cnt = retry_cnt;
+  return c;
+}
+
+// A and B with one connected QP pair; B has registered a region (all zero).
+struct Peers {
+  std::unique_ptr<RoceEndpoint> a, b;
+  std::vector<uint8_t> region = std::vector<uint8_t>(64 * 1024, 0);
+  uint32_t rkey = 0;
+  std::vector<uint8_t> src = std::vector<uint8_t>(64 * 1024, 0x5C);
+
+  explicit Peers(uint8_t retry_cnt = 7, uint32_t psn_a = kPsnA, uint32_t psn_b = kPsnB) {
+    a = std::move(*RoceEndpoint::create(config_for(kIpA, retry_cnt)));
+    b = std::move(*RoceEndpoint::create(config_for(kIpB, retry_cnt)));
+    EXPECT_TRUE(a->connect_qp(kIpB, kQpA, kQpB, psn_a, psn_b).ok());
+    EXPECT_TRUE(b->connect_qp(kIpA, kQpB, kQpA, psn_b, psn_a).ok());
+    rkey = *b->register_memory(region.data(), region.size());
+  }
+  bool region_untouched() const {
+    return std::all_of(region.begin(), region.end(), [](uint8_t x) { return x == 0; });
+  }
+  QpInfo qa() const { return *a->qp_info(kQpA); }
+  QpInfo qb() const { return *b->qp_info(kQpB); }
+  // A posts a write of `packets` full packets and sends them all; nothing is delivered.
+  void a_sends(uint32_t packets) {
+    ASSERT_TRUE(a->post_write({42, kIpB, rkey, 0, src.data(), uint64_t{packets} * kMtu}).ok());
+    const auto sent = drain(*a);
+    ASSERT_EQ(sent.size(), packets);
+  }
+  size_t completions_at_a() {
+    std::vector<Completion> c(64);
+    return a->poll_completions(c);
+  }
+};
+
+// ------------------------------------------------------------------------- forged PSNs
+
+// Expect (§2.1, rxe check_psn): a PSN ahead of the expected one is a sequence error: one NAK
+// carrying the expected PSN, then silence until the expected PSN comes; nothing placed.
+TEST(RoceHostile_Psn, FarAheadGetsOneNakAndIsNeverPlaced) {
+  Peers p;
+  for (uint32_t ahead : {1u, 1000u, 0x7FFFFFu}) {  // 0x7FFFFF: the far edge of "ahead"
+    deliver(*p.b, forge(write_only(roce::psn_add(kPsnA, ahead), p.rkey, 0, 64)));
+  }
+  EXPECT_EQ(p.b->counters().rx_out_of_order, 3u);
+  const auto out = drain(*p.b);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].op, RoceOpcode::kRcAck);
+  EXPECT_EQ(out[0].aeth_type, AethType::kNak);
+  EXPECT_EQ(out[0].aeth_value, static_cast<uint8_t>(AethNak::kPsnSeqError));
+  EXPECT_EQ(out[0].psn, kPsnA);
+  EXPECT_EQ(out[0].dest_qp, kQpA);
+  // More of the same: still no second NAK for the same gap.
+  for (int i = 0; i < 100; ++i) deliver(*p.b, forge(write_only(kPsnA + 5, p.rkey, 0, 64)));
+  EXPECT_TRUE(drain(*p.b).empty());
+  EXPECT_TRUE(p.region_untouched());
+  EXPECT_EQ(p.qb().epsn, kPsnA);
+  EXPECT_EQ(p.qb().state, QpState::kRts);
+  // The expected PSN is still accepted.
+  deliver(*p.b, forge(write_only(kPsnA, p.rkey, 0, 64)));
+  EXPECT_EQ(p.b->counters().rx_placed, 1u);
+  EXPECT_EQ(p.qb().epsn, kPsnA + 1);
+}
+
+// Expect (§2.1): a PSN behind the expected one is a duplicate: ACKed again with the last
+// in-order PSN, never executed again (the bytes are not placed).
+TEST(RoceHostile_Psn, BehindIsADuplicateReAckedAndNeverPlaced) {
+  Peers p;
+  deliver(*p.b, forge(write_only(kPsnA, p.rkey, 0, 64, 0x11)));
+  ASSERT_EQ(p.b->counters().rx_placed, 1u);
+  drain(*p.b);
+  for (uint32_t behind : {1u, 2u, 500u, 0x800000u}) {  // 0x800000: the far edge of "behind"
+    deliver(*p.b,
+            forge(write_only(roce::psn_add(kPsnA + 1, 0x1000000u - behind), p.rkey, 0, 64, 0x99)));
+  }
+  EXPECT_EQ(p.b->counters().rx_duplicates, 4u);
+  EXPECT_EQ(p.b->counters().rx_placed, 1u);
+  EXPECT_TRUE(
+      std::all_of(p.region.begin(), p.region.begin() + 64, [](uint8_t x) { return x == 0x11; }));
+  const auto out = drain(*p.b);
+  ASSERT_EQ(out.size(), 1u);  // one coalesced ACK for four duplicates
+  EXPECT_EQ(out[0].aeth_type, AethType::kAck);
+  EXPECT_EQ(out[0].psn, kPsnA);
+  EXPECT_EQ(p.qb().epsn, kPsnA + 1);
+}
+
+// Expect: PSN order is modulo 2^24 (rxe psn_compare): across the wrap, 0x000000 follows
+// 0xFFFFFF, a forged 0x000002 is ahead (NAK) and 0xFFFFF0 behind (duplicate).
+TEST(RoceHostile_Psn, WrappedPsnsAreOrderedModulo2To24) {
+  Peers p(7, /*psn_a=*/0xFFFFFE);
+  deliver(*p.b, forge(write_only(0x000002, p.rkey, 0, 8)));  // ahead by 4
+  EXPECT_EQ(p.b->counters().rx_out_of_order, 1u);
+  ASSERT_EQ(drain(*p.b).size(), 1u);                         // the NAK for 0xFFFFFE
+  deliver(*p.b, forge(write_only(0xFFFFF0, p.rkey, 0, 8)));  // behind by 14
+  EXPECT_EQ(p.b->counters().rx_duplicates, 1u);
+  for (uint32_t psn : {0xFFFFFEu, 0xFFFFFFu, 0x000000u}) {
+    deliver(*p.b, forge(write_only(psn, p.rkey, 8 * (psn & 3), 8, static_cast<uint8_t>(psn))));
+  }
+  EXPECT_EQ(p.b->counters().rx_placed, 3u);
+  EXPECT_EQ(p.qb().epsn, 0x000001u);
+  EXPECT_EQ(p.qb().msn, 3u);
+}
+
+// ------------------------------------------------------------------------- unknown QPs
+
+// Expect: a frame for a QP that is not connected, or from anyone but the QP's peer, or not
+// to our address, is dropped silently (no NAK: the sender is not known to be a peer).
+TEST(RoceHostile_Qp, UnknownDestinationQpsAndStrangersAreDroppedSilently) {
+  Peers p;
+  const RoceConfig& c = p.b->config();
+  for (uint32_t qp : {0u, 1u, c.qpn_base - 1, c.qpn_base + 7, c.qpn_base + c.max_qps, 0xFFFFFFu}) {
+    Forged f = write_only(kPsnA, p.rkey, 0, 64);
+    f.dest_qp = qp;
+    deliver(*p.b, forge(f));
+  }
+  Forged stranger = write_only(kPsnA, p.rkey, 0, 64);
+  stranger.src = kIpStranger;  // right QP, wrong peer
+  deliver(*p.b, forge(stranger));
+  EXPECT_EQ(p.b->counters().rx_unknown_qp, 7u);
+  Forged elsewhere = write_only(kPsnA, p.rkey, 0, 64);
+  elsewhere.dst = kIpStranger;  // not for us at all
+  deliver(*p.b, forge(elsewhere));
+  EXPECT_EQ(p.b->counters().rx_not_ours, 1u);
+  EXPECT_TRUE(drain(*p.b).empty());
+  EXPECT_TRUE(p.region_untouched());
+  EXPECT_EQ(p.qb().epsn, kPsnA);
+  // No QP came into being.
+  for (uint32_t q = 0; q < c.max_qps; ++q) {
+    if (c.qpn_base + q == kQpB) continue;
+    EXPECT_EQ(p.b->qp_info(c.qpn_base + q)->state, QpState::kReset) << q;
+  }
+}
+
+// ------------------------------------------------------------------ ACKs and NAKs never due
+
+// Expect: an ACK or NAK must name a PSN the requester sent and that is not acknowledged yet
+// (ACK: una - 1 .. max_psn - 1; NAK: una .. max_psn - 1); anything else is ignored (counted
+// rx_stale_acks): no completion, no go-back-N, no state change.
+TEST(RoceHostile_Ack, AcksAndNaksForPsnsNeverSentAreIgnored) {
+  Peers p;
+  // Nothing outstanding at all.
+  deliver(*p.a, forge(aeth_to_a(AethType::kAck, 0x1F, kPsnA)));
+  deliver(*p.a, forge(aeth_to_a(AethType::kNak, 0, kPsnA)));
+  EXPECT_EQ(p.a->counters().rx_stale_acks, 2u);
+  // Eight packets outstanding: kPsnA .. kPsnA + 7.
+  p.a_sends(8);
+  const uint32_t stale[][2] = {
+      {0, kPsnA + 8},        // ACK beyond the last PSN sent
+      {0, kPsnA + 0x10000},  // far beyond
+      {0, kPsnA - 2},        // ACK behind una - 1
+      {3, kPsnA + 8},        // NAK beyond
+      {3, kPsnA - 1},        // NAK behind una
+  };
+  for (const auto& s : stale) {
+    deliver(*p.a, forge(aeth_to_a(static_cast<AethType>(s[0]), 0, s[1])));
+  }
+  EXPECT_EQ(p.a->counters().rx_stale_acks, 2u + 5u);
+  EXPECT_EQ(p.a->counters().rx_acks, 0u);
+  EXPECT_EQ(p.a->counters().go_back_n, 0u);
+  EXPECT_EQ(p.completions_at_a(), 0u);
+  EXPECT_EQ(p.qa().una, kPsnA);
+  EXPECT_EQ(p.qa().next_psn, kPsnA + 8);
+  EXPECT_EQ(p.qa().state, QpState::kRts);
+  EXPECT_TRUE(drain(*p.a).empty());  // nothing resent
+  // The genuine ACK still completes the write.
+  deliver(*p.a, forge(aeth_to_a(AethType::kAck, 0x1F, kPsnA + 7)));
+  EXPECT_EQ(p.completions_at_a(), 1u);
+}
+
+// Expect (§1.5): AETH syndrome type 2 is reserved: ignored. An RNR NAK is ignored (this
+// engine posts no SENDs, §2.1). A NAK with a reserved code (5..31) ends the write as rxe does
+// with any NAK it does not know (IB_WC_REM_OP_ERR, here kPdcClosed) and the QP fails.
+TEST(RoceHostile_Ack, ReservedSyndromesAndUnknownNakCodes) {
+  Peers p;
+  p.a_sends(4);
+  deliver(*p.a, forge(aeth_to_a(AethType::kReservedType, 0, kPsnA + 1)));
+  EXPECT_EQ(p.a->counters().rx_stale_acks, 1u);
+  deliver(*p.a, forge(aeth_to_a(AethType::kRnrNak, 14, kPsnA + 1)));
+  EXPECT_EQ(p.a->counters().rx_rnr_naks, 1u);
+  EXPECT_EQ(p.qa().state, QpState::kRts);
+  EXPECT_EQ(p.qa().una, kPsnA);
+  EXPECT_EQ(p.completions_at_a(), 0u);
+  deliver(*p.a, forge(aeth_to_a(AethType::kNak, 0x1D, kPsnA + 1)));
+  EXPECT_EQ(p.a->counters().rx_nak_fatal, 1u);
+  EXPECT_EQ(p.qa().state, QpState::kError);
+  std::vector<Completion> c(4);
+  c.resize(p.a->poll_completions(c));
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].status, OpStatus::kPdcClosed);
+  // In the error state everything is dropped and counted.
+  deliver(*p.a, forge(aeth_to_a(AethType::kAck, 0x1F, kPsnA + 3)));
+  EXPECT_EQ(p.a->counters().rx_qp_error, 1u);
+  EXPECT_TRUE(drain(*p.a).empty());
+}
+
+// ----------------------------------------------------- NAKs during a go-back-N (the soak's)
+
+// Expect (rxe started_retry): a NAK sequence error while a go-back-N is under way starts no
+// other round and consumes no retry: a duplicated NAK (the fabric copied it) or NAKs for
+// packets of an older round (reordered by a path change) would otherwise exhaust retry_cnt
+// while the responder is making progress. Found by tests/soak (retries exhausted on a live
+// QP); with retry_cnt 1 the second NAK used to fail the QP.
+TEST(RoceHostile_Nak, DuplicateNaksDuringAGoBackNStartNothingAndConsumeNoRetry) {
+  Peers p(/*retry_cnt=*/1);
+  p.a_sends(8);
+  const Forged nak = aeth_to_a(AethType::kNak, 0, kPsnA + 2);
+  deliver(*p.a, forge(nak));  // starts a go-back-N from kPsnA + 2 (one retry used)
+  deliver(*p.a, forge(nak));  // its duplicates: the round under way already resends kPsnA + 2
+  deliver(*p.a, forge(nak));
+  EXPECT_EQ(p.a->counters().rx_nak_seq, 3u);
+  EXPECT_EQ(p.a->counters().rx_nak_seq_ignored, 2u);
+  EXPECT_EQ(p.a->counters().go_back_n, 1u);
+  EXPECT_EQ(p.qa().state, QpState::kRts);
+  // Progress, then another gap: each NAK naming a newer PSN acknowledges what came before it,
+  // restores the retry budget and starts a new round from its PSN (a loss inside the round).
+  for (uint32_t k = 3; k < 6; ++k) {
+    deliver(*p.a, forge(aeth_to_a(AethType::kNak, 0, kPsnA + k)));
+  }
+  EXPECT_EQ(p.a->counters().go_back_n, 4u);
+  EXPECT_EQ(p.a->counters().rx_nak_seq_ignored, 2u);
+  EXPECT_EQ(p.qa().state, QpState::kRts) << "progress restored the retry budget each time";
+  EXPECT_EQ(p.qa().una, kPsnA + 5);
+  // The last round resends from kPsnA + 5 (the cursor never goes behind una).
+  const auto resent = drain(*p.a);
+  ASSERT_EQ(resent.size(), 3u);
+  EXPECT_EQ(resent[0].psn, kPsnA + 5);
+  // Its duplicate is ignored; an ACK ends the round and the next NAK starts a new one.
+  deliver(*p.a, forge(aeth_to_a(AethType::kNak, 0, kPsnA + 5)));
+  EXPECT_EQ(p.a->counters().go_back_n, 4u);
+  deliver(*p.a, forge(aeth_to_a(AethType::kAck, 0x1F, kPsnA + 5)));
+  deliver(*p.a, forge(aeth_to_a(AethType::kNak, 0, kPsnA + 6)));
+  EXPECT_EQ(p.a->counters().go_back_n, 5u);
+  EXPECT_EQ(p.qa().state, QpState::kRts);
+}
+
+// Expect: a duplicated NAK on a lossy link (FakeLink copies every NAK three times) costs one
+// go-back-N, and the write completes intact with a retry budget of one.
+TEST(RoceHostile_Nak, TriplicatedNaksOnTheWireCostOneRound) {
+  Peers p(/*retry_cnt=*/1);
+  testing::FakeLink link(p.a.get(), p.b.get());
+  int data = 0;
+  link.set_filter([&](int from, const wire::Decoded& d, std::vector<uint8_t>&) {
+    testing::Verdict v;
+    if (from == 0 && d.bth->opcode() != RoceOpcode::kRcAck && ++data == 3) v.copies = 0;
+    if (from == 1 && d.aeth != nullptr && d.aeth->syndrome_type() == AethType::kNak) {
+      v.copies = 3;
+      v.dup_delay = 100 * kNanosecond;
+    }
+    return v;
+  });
+  link.set_rate_gbps(100);
+  ASSERT_TRUE(p.a->post_write({7, kIpB, p.rkey, 0, p.src.data(), 10 * kMtu}).ok());
+  link.run(kSecond);
+  std::vector<Completion> c(4);
+  c.resize(p.a->poll_completions(c));
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].status, OpStatus::kSuccess) << static_cast<int>(c[0].status);
+  EXPECT_TRUE(std::equal(p.src.begin(), p.src.begin() + 10 * kMtu, p.region.begin()));
+  EXPECT_EQ(p.a->counters().go_back_n, 1u);
+  EXPECT_EQ(p.a->counters().rx_nak_seq_ignored, 2u);
+}
+
+// ------------------------------------------------------------------ unimplemented opcodes
+
+// Expect: SEND, WRITE with immediate, RDMA READ (request and responses), atomics, SEND with
+// invalidate, UC and UD opcodes, sent to a connected QP by its peer, are counted as
+// rx_unsupported and dropped: nothing placed, nothing sent, the QP stays up.
+TEST(RoceHostile_Opcode, UnimplementedOpcodesAreCountedAndDropped) {
+  Peers p;
+  const RoceOpcode ops[] = {
+      RoceOpcode::kRcSendFirst,          RoceOpcode::kRcSendMiddle,
+      RoceOpcode::kRcSendLast,           RoceOpcode::kRcSendLastImm,
+      RoceOpcode::kRcSendOnly,           RoceOpcode::kRcSendOnlyImm,
+      RoceOpcode::kRcWriteLastImm,       RoceOpcode::kRcWriteOnlyImm,
+      RoceOpcode::kRcReadRequest,        RoceOpcode::kRcReadResponseFirst,
+      RoceOpcode::kRcReadResponseMiddle, RoceOpcode::kRcReadResponseLast,
+      RoceOpcode::kRcReadResponseOnly,   RoceOpcode::kRcAtomicAck,
+      RoceOpcode::kRcCompareSwap,        RoceOpcode::kRcFetchAdd,
+      RoceOpcode::kRcSendLastInv,        RoceOpcode::kRcSendOnlyInv,
+      RoceOpcode::kUcSendOnly,           RoceOpcode::kUcWriteOnly,
+      RoceOpcode::kUdSendOnly,           RoceOpcode::kUdSendOnlyImm,
+  };
+  for (const RoceOpcode op : ops) {
+    Forged f = write_only(kPsnA, p.rkey, 0, 64);
+    f.op = op;
+    deliver(*p.b, forge(f));
+  }
+  EXPECT_EQ(p.b->counters().rx_unsupported, std::size(ops));
+  EXPECT_EQ(p.b->counters().rx_malformed, 0u);  // well-formed, just not implemented
+  EXPECT_TRUE(drain(*p.b).empty());
+  EXPECT_TRUE(p.region_untouched());
+  EXPECT_EQ(p.qb().state, QpState::kRts);
+  EXPECT_EQ(p.qb().epsn, kPsnA);
+  // An opcode no table knows fails decoding.
+  std::vector<uint8_t> bad = forge(write_only(kPsnA, p.rkey, 0, 64));
+  bad[wire::Ethernet::kSize + wire::Ipv4::kSize + wire::Udp::kSize] = 0x1E;
+  deliver(*p.b, bad);
+  EXPECT_EQ(p.b->counters().rx_malformed, 1u);
+}
+
+// ------------------------------------------------------------------ bad ICRC, truncation
+
+// Expect (spec/rocev2.md §6): a flipped bit anywhere the ICRC covers (BTH, RETH, payload, the
+// ICRC itself) fails the ICRC; a truncated frame fails a length check. Either is counted and
+// dropped before it touches any state: the intact frame is then accepted as the first.
+TEST(RoceHostile_Integrity, BadIcrcAndTruncatedFramesTouchNothing) {
+  Peers p;
+  const std::vector<uint8_t> good = forge(write_only(kPsnA, p.rkey, 0, 300));
+  constexpr size_t kBth = wire::Ethernet::kSize + wire::Ipv4::kSize + wire::Udp::kSize;
+  uint64_t flips = 0, icrc = 0;
+  for (size_t at = kBth; at < good.size(); ++at) {
+    if (at == kBth + 4) continue;  // BTH byte 4 (FECN/BECN/reserved) is masked by the ICRC
+    std::vector<uint8_t> bad = good;
+    bad[at] ^= static_cast<uint8_t>(1u << (at % 8));
+    wire::Decoded d;
+    const wire::WireError err = wire::decode_frame(bad, &d);
+    EXPECT_NE(err, wire::WireError::kOk) << "flip at " << at;
+    icrc += err == wire::WireError::kBadIcrc;  // else TVer or pad count checked first
+    deliver(*p.b, bad);
+    ++flips;
+  }
+  EXPECT_GE(icrc, flips - 4);
+  EXPECT_EQ(p.b->counters().rx_bad_icrc, icrc);
+  EXPECT_EQ(p.b->counters().wire[wire::WireError::kBadIcrc], icrc);
+  for (size_t len = 0; len < good.size(); ++len) {
+    deliver(*p.b, std::vector<uint8_t>(good.begin(), good.begin() + static_cast<ptrdiff_t>(len)));
+  }
+  EXPECT_EQ(p.b->counters().rx_malformed, flips + good.size());
+  EXPECT_EQ(p.b->counters().rx_data, 0u);
+  EXPECT_TRUE(drain(*p.b).empty());
+  EXPECT_TRUE(p.region_untouched());
+  deliver(*p.b, good);
+  EXPECT_EQ(p.b->counters().rx_placed, 1u);
+  EXPECT_EQ(p.qb().epsn, kPsnA + 1);
+}
+
+// Expect: RETH ranges are checked without overflow (VA near 2^64), and lengths against the
+// opcode (FIRST/MIDDLE exactly one MTU): NAK remote access error / invalid request, the
+// responder QP moves to the error state (rxe: class C errors), nothing placed.
+TEST(RoceHostile_Reth, WrappingRangeIsARemoteAccessError) {
+  Peers p;
+  Forged f = write_only(kPsnA, p.rkey, ~uint64_t{0} - 15, 32);
+  deliver(*p.b, forge(f));
+  EXPECT_EQ(p.b->counters().rx_bad_range, 1u);
+  const auto out = drain(*p.b);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].aeth_type, AethType::kNak);
+  EXPECT_EQ(out[0].aeth_value, static_cast<uint8_t>(AethNak::kRemoteAccessError));
+  EXPECT_EQ(p.qb().state, QpState::kError);
+  EXPECT_TRUE(p.region_untouched());
+}
+
+TEST(RoceHostile_Reth, ShortMiddlePacketIsAnInvalidRequest) {
+  Peers p;
+  Forged first = write_only(kPsnA, p.rkey, 0, kMtu);
+  first.op = RoceOpcode::kRcWriteFirst;
+  first.dma_length = 3 * kMtu;
+  deliver(*p.b, forge(first));
+  Forged middle;
+  middle.op = RoceOpcode::kRcWriteMiddle;
+  middle.psn = kPsnA + 1;
+  middle.payload.assign(100, 0xCD);  // must be one MTU
+  deliver(*p.b, forge(middle));
+  EXPECT_EQ(p.b->counters().rx_invalid_request, 1u);
+  const auto out = drain(*p.b);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].aeth_value, static_cast<uint8_t>(AethNak::kInvalidRequest));
+  EXPECT_EQ(p.qb().state, QpState::kError);
+}
+
+// ------------------------------------------------------------------------------ floods
+
+// Expect: floods of forged frames cost a bounded answer (one NAK per gap, one ACK for any
+// number of duplicates, nothing for unknown QPs, CNPs or stale ACKs), grow no table and no
+// memory, and leave the QP working.
+TEST(RoceHostile_Flood, FloodsGetBoundedAnswersAndGrowNothing) {
+  Peers p;
+  const std::vector<uint8_t> ahead = forge(write_only(kPsnA + 77, p.rkey, 0, 1024));
+  const std::vector<uint8_t> unknown_qp = [&] {
+    Forged f = write_only(kPsnA, p.rkey, 0, 1024);
+    f.dest_qp = 0x100 + 40;
+    return forge(f);
+  }();
+  Forged cnp;
+  cnp.op = RoceOpcode::kCnp;
+  cnp.dest_qp = kQpB;
+  cnp.psn = 0;
+  const std::vector<uint8_t> cnp_frame = forge(cnp);
+  const uint64_t rss_before = rss_kib();
+  constexpr int kFlood = 100'000;
+  for (int i = 0; i < kFlood; ++i) {
+    deliver(*p.b, ahead, i);
+    deliver(*p.b, unknown_qp, i);
+    deliver(*p.b, cnp_frame, i);
+  }
+  const auto out = drain(*p.b, kFlood);
+  ASSERT_EQ(out.size(), 1u);  // the one NAK for the gap
+  EXPECT_EQ(out[0].aeth_type, AethType::kNak);
+  EXPECT_EQ(p.b->counters().rx_out_of_order, uint64_t{kFlood});
+  EXPECT_EQ(p.b->counters().rx_unknown_qp, uint64_t{kFlood});
+  EXPECT_EQ(p.b->counters().rx_cnps, uint64_t{kFlood});
+  EXPECT_GT(p.qb().rate_gbps, 0.0);  // DCQCN is floored, not driven to zero
+  // Duplicates: one ACK however many.
+  deliver(*p.b, forge(write_only(kPsnA, p.rkey, 0, 1024)), kFlood);
+  drain(*p.b, kFlood);
+  const std::vector<uint8_t> dup = forge(write_only(kPsnA, p.rkey, 0, 1024, 0x77));
+  for (int i = 0; i < kFlood; ++i) deliver(*p.b, dup, kFlood);
+  EXPECT_EQ(drain(*p.b, kFlood).size(), 1u);
+  // Stale ACKs at the requester.
+  p.a_sends(2);
+  const std::vector<uint8_t> stale = forge(aeth_to_a(AethType::kAck, 0x1F, kPsnA + 1000));
+  for (int i = 0; i < kFlood; ++i) deliver(*p.a, stale, i);
+  EXPECT_EQ(p.a->counters().rx_stale_acks, uint64_t{kFlood});
+  EXPECT_TRUE(drain(*p.a).empty());
+  EXPECT_EQ(p.completions_at_a(), 0u);
+  // Nothing grew: no QP appeared, the tables are what they were, memory is flat.
+  const RoceConfig& c = p.b->config();
+  size_t connected = 0;
+  for (uint32_t q = 0; q < c.max_qps; ++q)
+    connected += p.b->qp_info(c.qpn_base + q)->state != QpState::kReset;
+  EXPECT_EQ(connected, 1u);
+  EXPECT_EQ(p.qb().writes_outstanding, 0u);
+#if !defined(__SANITIZE_ADDRESS__)  // ASan's shadow and quarantine move RSS on their own
+  EXPECT_LT(rss_kib(), rss_before + 1024) << "5 x 10^5 forged frames grew memory";
+#else
+  (void)rss_before;
+#endif
+  EXPECT_TRUE(
+      std::all_of(p.region.begin() + 1024, p.region.end(), [](uint8_t x) { return x == 0; }));
+  EXPECT_TRUE(
+      std::all_of(p.region.begin(), p.region.begin() + 1024, [](uint8_t x) { return x == 0xAB; }));
+}
+
+}  // namespace
+}  // namespace uet

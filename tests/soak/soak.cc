@@ -1,0 +1,612 @@
+#include "tests/soak/soak.h"
+
+#include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <memory>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "sim/network.h"
+#include "sim/rng.h"
+#include "sim/topology.h"
+#include "transport/rocev2/roce_endpoint.h"
+#include "transport/uet/uet_endpoint.h"
+
+namespace uet::soak {
+namespace {
+
+constexpr uint8_t kPoison = 0xEE;
+constexpr uint32_t kQpnBase = 0x100;      // host h's QP to peer p is kQpnBase + p
+constexpr Time kTick = 5 * kMicrosecond;  // the application polls and posts this often
+
+uint64_t current_rss_kib() {
+  long pages = 0, resident = 0;
+  if (FILE* f = std::fopen("/proc/self/statm", "r")) {
+    if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
+    std::fclose(f);
+  }
+  return static_cast<uint64_t>(resident) * static_cast<uint64_t>(sysconf(_SC_PAGESIZE)) / 1024;
+}
+
+uint64_t peak_rss_kib() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<uint64_t>(u.ru_maxrss);  // Linux: KiB
+}
+
+// The bytes of message `id`: unique to it, so a stray write from any other message shows.
+void fill_pattern(uint8_t* p, uint64_t n, uint64_t id) {
+  uint64_t x = id * 0x9E3779B97F4A7C15ULL + 0x50A4;
+  uint64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const uint64_t v = sim::splitmix64(x);
+    std::memcpy(p + i, &v, 8);
+  }
+  const uint64_t v = sim::splitmix64(x);
+  for (uint64_t k = 0; i < n; ++i, ++k) p[i] = static_cast<uint8_t>(v >> (8 * k));
+}
+
+// A (source, destination) pair: the source ring holds the bytes of its writes in flight; the
+// target ring, registered at the destination, receives them at the same offsets. Ring space
+// is handed out in posting order and given back in posting order.
+struct Pair {
+  uint32_t src = 0, dst = 0;
+  uint32_t rkey = 0;
+  std::unique_ptr<uint8_t[]> src_ring, dst_ring;
+  uint64_t head = 0, tail = 0;  // ring positions (monotonic)
+  std::deque<uint64_t> fifo;    // messages holding ring space, oldest first
+};
+
+struct Msg {
+  uint32_t pair = 0;
+  uint32_t len = 0;
+  uint64_t offset = 0;  // in both rings
+  uint64_t end = 0;     // ring position after it (and any skip before it)
+  bool bad_key = false;
+  bool done = false;
+};
+
+class Soak {
+ public:
+  explicit Soak(const SoakConfig& c) : c_(c), rng_(c.seed), poison_(c.ring_bytes, kPoison) {}
+  SoakResult run();
+
+ private:
+  void build();
+  bool post_one(uint32_t host);
+  void on_completion(const Completion& cq);
+  void fail_links(Time horizon);
+  void sample_tables();
+  void collect();
+
+  const SoakConfig c_;
+  sim::Rng rng_;
+  std::vector<uint8_t> poison_;
+  std::unique_ptr<sim::Network> net_;
+  std::vector<std::unique_ptr<Endpoint>> eps_;
+  std::vector<UetEndpoint*> uet_;
+  std::vector<RoceEndpoint*> roce_;
+  std::vector<Pair> pairs_;
+  std::vector<std::vector<uint32_t>> pairs_of_;  // per source host
+  std::vector<uint32_t> host_outstanding_;
+  std::vector<Msg> msgs_;
+  std::vector<uint32_t> links_;   // one port of every link
+  std::vector<Time> link_up_at_;  // per link: down until then
+  Time next_failure_ = 0;
+  SoakResult r_;
+};
+
+void Soak::build() {
+  sim::NetworkConfig nc;
+  nc.seed = c_.seed;
+  nc.switches.buffer_bytes = c_.switch_buffer;
+  nc.switches.ecn.kmin_bytes = c_.switch_buffer / 6;
+  nc.switches.ecn.kmax_bytes = c_.switch_buffer / 2;
+  nc.switches.pfc.enabled = c_.kind == Kind::kRoce;
+  net_ = std::make_unique<sim::Network>(nc);
+  sim::LeafSpineConfig ls;
+  ls.leaves = c_.leaves;
+  ls.spines = c_.spines;
+  ls.hosts_per_leaf = c_.hosts_per_leaf;
+  for (sim::LinkConfig* l : {&ls.host_link, &ls.fabric_link}) {
+    l->loss = c_.loss;
+    l->corrupt = c_.corrupt;
+    l->duplicate = c_.duplicate;
+    l->reorder = c_.reorder;
+    l->reorder_delay = c_.reorder_delay;
+  }
+  ASSERT_TRUE(sim::build_leaf_spine(*net_, ls).ok());
+  const auto n = static_cast<uint32_t>(net_->num_hosts());
+  r_.hosts = n;
+  ASSERT_LT(c_.peers, n);
+  ASSERT_GE(c_.ring_bytes, c_.max_message);
+  for (uint32_t p = 0; p < net_->num_ports(); p += 2) links_.push_back(p);  // connect() pairs
+  link_up_at_.assign(links_.size(), 0);
+
+  // Endpoints.
+  for (uint32_t h = 0; h < n; ++h) {
+    if (c_.kind == Kind::kUet) {
+      UetConfig u;
+      u.local_ip4 = sim::Network::host_ip4(h);
+      u.local_mac = sim::Network::host_mac(h);
+      u.pathsel.ev_count = 16;  // spray: more reordering; a failed link hits some packets of a PDC
+      u.seed = c_.seed * 1000 + h;
+      auto ep = UetEndpoint::create(u);
+      ASSERT_TRUE(ep.ok()) << ep.status();
+      uet_.push_back(ep->get());
+      eps_.push_back(std::move(*ep));
+    } else {
+      RoceConfig rc;
+      rc.local_ip4 = sim::Network::host_ip4(h);
+      rc.local_mac = sim::Network::host_mac(h);
+      rc.qpn_base = kQpnBase;
+      rc.max_qps = n;
+      rc.ack_timeout_exp = 7;  // 524 us: far above the fabric's queueing
+      // Retry for ever (7, as rxe and most deployments): with this much loss, corruption and
+      // reordering a go-back-N round of tens of packets fails more often than not, so any
+      // finite budget ends some QPs by chance (retry_cnt 6: 5 of 30 seeds). The soak's hang
+      // check (give_up) stands in for the limit.
+      rc.retry_cnt = 7;
+      rc.seed = c_.seed * 1000 + h;
+      auto ep = RoceEndpoint::create(rc);
+      ASSERT_TRUE(ep.ok()) << ep.status();
+      roce_.push_back(ep->get());
+      eps_.push_back(std::move(*ep));
+    }
+  }
+  // Pairs: each host writes to `peers` distinct random destinations.
+  pairs_of_.resize(n);
+  host_outstanding_.assign(n, 0);
+  for (uint32_t h = 0; h < n; ++h) {
+    std::vector<uint32_t> others;
+    for (uint32_t d = 0; d < n; ++d)
+      if (d != h) others.push_back(d);
+    for (uint32_t k = 0; k < c_.peers; ++k) {
+      const auto j = k + static_cast<uint32_t>(rng_.below(others.size() - k));
+      std::swap(others[k], others[j]);
+      Pair p;
+      p.src = h;
+      p.dst = others[k];
+      p.src_ring = std::make_unique<uint8_t[]>(c_.ring_bytes);
+      p.dst_ring = std::make_unique<uint8_t[]>(c_.ring_bytes);
+      std::memset(p.dst_ring.get(), kPoison, c_.ring_bytes);
+      auto key = eps_[p.dst]->register_memory(p.dst_ring.get(), c_.ring_bytes);
+      ASSERT_TRUE(key.ok()) << key.status();
+      p.rkey = *key;
+      pairs_of_[h].push_back(static_cast<uint32_t>(pairs_.size()));
+      pairs_.push_back(std::move(p));
+    }
+  }
+  // RoCEv2: one RC QP per host pair that talks (either way), connected out of band. A quarter
+  // of them start just below the 24-bit PSN wrap, so the wrap is crossed under faults.
+  if (c_.kind == Kind::kRoce) {
+    std::vector<std::vector<bool>> connected(n, std::vector<bool>(n, false));
+    for (const Pair& p : pairs_) {
+      if (connected[p.src][p.dst]) continue;
+      connected[p.src][p.dst] = connected[p.dst][p.src] = true;
+      const auto start = [&] {
+        return rng_.below(4) == 0 ? 0xFFFFFFu - static_cast<uint32_t>(rng_.below(500))
+                                  : static_cast<uint32_t>(rng_.below(0x1000000));
+      };
+      const uint32_t psn_sd = start(), psn_ds = start();
+      ASSERT_TRUE(roce_[p.src]
+                      ->connect_qp(sim::Network::host_ip4(p.dst), kQpnBase + p.dst,
+                                   kQpnBase + p.src, psn_sd, psn_ds)
+                      .ok());
+      ASSERT_TRUE(roce_[p.dst]
+                      ->connect_qp(sim::Network::host_ip4(p.src), kQpnBase + p.src,
+                                   kQpnBase + p.dst, psn_ds, psn_sd)
+                      .ok());
+    }
+  }
+  for (uint32_t h = 0; h < n; ++h) net_->attach(h, eps_[h].get());
+  msgs_.reserve(c_.messages);
+  next_failure_ = c_.failure_every;
+  // UET: a host holds an initiator PDC per destination and a target PDC per source.
+  for (uint32_t h = 0; h < n; ++h) {
+    uint64_t sources = 0;
+    for (const Pair& p : pairs_) sources += p.dst == h;
+    r_.pdc_bound = std::max<uint64_t>(r_.pdc_bound, c_.peers + sources);
+  }
+}
+
+// Posts one write from `host` to one of its destinations, if that pair has room.
+bool Soak::post_one(uint32_t host) {
+  const uint32_t pi = pairs_of_[host][rng_.below(pairs_of_[host].size())];
+  Pair& p = pairs_[pi];
+  // Log-uniform size in [1, max_message]: mostly small, a few large.
+  const double u = rng_.uniform();
+  const auto len = static_cast<uint32_t>(std::clamp<double>(
+      std::floor(std::exp(u * std::log(static_cast<double>(c_.max_message) + 1))), 1.0,
+      static_cast<double>(c_.max_message)));
+  if (p.fifo.size() >= c_.max_outstanding_per_pair) return false;
+  uint64_t offset = p.head % c_.ring_bytes;
+  uint64_t skip = 0;
+  if (offset + len > c_.ring_bytes) {  // no wrap inside a message
+    skip = c_.ring_bytes - offset;
+    offset = 0;
+  }
+  if (p.head + skip + len - p.tail > c_.ring_bytes) return false;
+  const bool bad_key = c_.kind == Kind::kUet && rng_.chance(c_.bad_key);
+  const uint64_t id = msgs_.size();
+  // Nothing may have written into this range since its last message was verified.
+  if (std::memcmp(p.dst_ring.get() + offset, poison_.data(), len) != 0) {
+    for (uint64_t i = 0; i < len; ++i) r_.stray_writes += p.dst_ring[offset + i] != kPoison;
+    std::memset(p.dst_ring.get() + offset, kPoison, len);
+  }
+  fill_pattern(p.src_ring.get() + offset, len, id);
+  WriteRequest wr;
+  wr.wr_id = id;
+  wr.peer = sim::Network::host_ip4(p.dst);
+  wr.rkey = bad_key ? 0xBAD0000u : p.rkey;
+  wr.remote_offset = offset;
+  wr.local = p.src_ring.get() + offset;
+  wr.length = len;
+  if (absl::Status s = eps_[host]->post_write(wr); !s.ok()) {
+    ADD_FAILURE() << "post_write: " << s;
+    return false;
+  }
+  p.head += skip + len;
+  Msg m;
+  m.pair = pi;
+  m.len = len;
+  m.offset = offset;
+  m.end = p.head;
+  m.bad_key = bad_key;
+  msgs_.push_back(m);
+  p.fifo.push_back(id);
+  ++host_outstanding_[host];
+  ++r_.posted;
+  r_.bytes_posted += len;
+  r_.bad_key_posted += bad_key;
+  return true;
+}
+
+void Soak::on_completion(const Completion& cq) {
+  if (cq.wr_id >= msgs_.size()) {
+    ++r_.unknown_completions;
+    return;
+  }
+  Msg& m = msgs_[cq.wr_id];
+  if (m.done) {
+    ++r_.double_completions;
+    return;
+  }
+  m.done = true;
+  ++r_.completed;
+  Pair& p = pairs_[m.pair];
+  uint8_t* got = p.dst_ring.get() + m.offset;
+  const uint8_t* want = p.src_ring.get() + m.offset;
+  if (cq.status == OpStatus::kSuccess) {
+    ++r_.succeeded;
+    if (m.bad_key) ++r_.corrupt_messages;  // a write the target should have refused
+    if (cq.bytes != m.len || std::memcmp(got, want, m.len) != 0) {
+      ++r_.corrupt_messages;
+      r_.bytes_lost += m.len;
+    } else {
+      r_.bytes_verified += m.len;
+    }
+  } else {
+    ++r_.errors[static_cast<size_t>(cq.status)];
+    r_.bytes_failed += m.len;
+    if (m.bad_key) {
+      // Refused with the reason, and nothing placed.
+      if (cq.status == OpStatus::kRemoteAccessError &&
+          std::memcmp(got, poison_.data(), m.len) == 0) {
+        ++r_.bad_key_refused;
+      }
+    }
+  }
+  std::memset(got, kPoison, m.len);  // ready for the next message, which checks it
+  --host_outstanding_[p.src];
+  while (!p.fifo.empty() && msgs_[p.fifo.front()].done) {
+    p.tail = msgs_[p.fifo.front()].end;
+    p.fifo.pop_front();
+  }
+}
+
+// About every failure_every (exponential gaps, so that failures do not line up with timers
+// that are multiples of a round number), a link that is up goes down for a random while,
+// then comes back.
+void Soak::fail_links(Time horizon) {
+  while (horizon >= next_failure_) {
+    uint32_t l = 0;
+    for (int tries = 0; tries < 16; ++tries) {
+      l = static_cast<uint32_t>(rng_.below(links_.size()));
+      if (link_up_at_[l] <= next_failure_) break;
+    }
+    if (link_up_at_[l] <= next_failure_) {
+      const Time down =
+          c_.down_min +
+          static_cast<Time>(rng_.below(static_cast<uint64_t>(c_.down_max - c_.down_min) + 1));
+      net_->set_link_up(links_[l], false, next_failure_);
+      net_->set_link_up(links_[l], true, next_failure_ + down);
+      link_up_at_[l] = next_failure_ + down;
+      ++r_.link_failures;
+      const sim::Port& port = net_->port(links_[l]);
+      if (net_->node(port.node).kind == sim::NodeKind::kHost ||
+          net_->node(net_->port(port.peer).node).kind == sim::NodeKind::kHost) {
+        ++r_.host_link_failures;
+      }
+    }
+    next_failure_ += 1 + static_cast<Time>(-std::log(1 - rng_.uniform()) *
+                                           static_cast<double>(c_.failure_every));
+  }
+}
+
+void Soak::sample_tables() {
+  for (UetEndpoint* ep : uet_) r_.pdcs_peak = std::max<uint64_t>(r_.pdcs_peak, ep->pdcs_in_use());
+}
+
+SoakResult Soak::run() {
+  const auto wall0 = std::chrono::steady_clock::now();
+  r_.seed = c_.seed;
+  r_.target = c_.messages;
+  build();
+  if (::testing::Test::HasFatalFailure()) return r_;
+  const auto n = static_cast<uint32_t>(eps_.size());
+  std::vector<Completion> cq(256);
+  Time t = 0, last_completion = 0;
+  bool sampled_quarter = false;
+  uint64_t ticks = 0;
+  while (r_.completed < c_.messages) {
+    // Post: every host keeps up to max_outstanding_per_host writes in flight.
+    for (uint32_t h = 0; h < n && r_.posted < c_.messages; ++h) {
+      bool any = false;
+      for (uint32_t tries = 0; tries < 4 && host_outstanding_[h] < c_.max_outstanding_per_host &&
+                               r_.posted < c_.messages;) {
+        if (post_one(h)) {
+          any = true;
+        } else {
+          ++tries;
+        }
+      }
+      if (any) net_->kick(h);
+    }
+    fail_links(t + kTick);  // failures due before the next tick, at their exact times
+    t += kTick;
+    net_->run_until(t);
+    for (uint32_t h = 0; h < n; ++h) {
+      for (size_t k; (k = eps_[h]->poll_completions(cq)) > 0;) {
+        for (size_t i = 0; i < k; ++i) on_completion(cq[i]);
+        last_completion = t;
+      }
+    }
+    if (++ticks % 64 == 0) sample_tables();
+    if (!sampled_quarter && r_.completed >= c_.messages / 4) {
+      sampled_quarter = true;
+      r_.rss_quarter_kib = current_rss_kib();
+    }
+    if (t - last_completion > c_.give_up) {
+      ADD_FAILURE() << "no completion for " << c_.give_up / kMillisecond << " ms of simulated time";
+      break;
+    }
+  }
+  r_.sim_time = t;
+  // Let the last ACKs and timers play out, then look at what is left.
+  net_->run_until(t + 50 * kMillisecond);
+  for (uint32_t h = 0; h < n; ++h) {
+    for (size_t k; (k = eps_[h]->poll_completions(cq)) > 0;) {
+      for (size_t i = 0; i < k; ++i) on_completion(cq[i]);
+    }
+  }
+  sample_tables();
+  collect();
+  r_.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+  return r_;
+}
+
+void Soak::collect() {
+  // Messages that never completed are lost; target rings must be poison everywhere now.
+  for (const Msg& m : msgs_) {
+    if (!m.done) r_.bytes_lost += m.len;
+  }
+  for (const Pair& p : pairs_) {
+    if (std::memcmp(p.dst_ring.get(), poison_.data(), c_.ring_bytes) != 0) {
+      for (uint64_t i = 0; i < c_.ring_bytes; ++i) r_.stray_writes += p.dst_ring[i] != kPoison;
+    }
+  }
+  for (size_t i = 0; i < net_->num_ports(); ++i) {
+    const sim::Port& port = net_->port(static_cast<uint32_t>(i));
+    const sim::PortStats& s = port.stats;
+    r_.frames += s.tx_frames;
+    r_.wire_losses += s.wire_losses;
+    r_.corruptions += s.corruptions;
+    r_.duplicates += s.duplicates;
+    r_.reorders += s.reorders;
+    r_.trims += s.trims;
+    r_.buffer_drops += s.drops;
+    r_.lossless_drops += s.lossless_drops;
+    r_.ecn_marks += s.ecn_marks;
+    r_.pauses += s.pauses_sent;
+    r_.corrupted_arrivals += s.corrupted_arrivals;
+    r_.damaged_arrivals += s.damaged_arrivals;
+    r_.corrupted_rewrites += s.corrupted_rewrites;
+    r_.corrupted_unchecked += s.corrupted_unchecked;
+  }
+  for (UetEndpoint* ep : uet_) {
+    const UetCounters& k = ep->counters();
+    for (size_t i = 0; i < wire::kNumWireErrors; ++i) r_.wire.count[i] += k.wire.count[i];
+    r_.retransmissions += k.tx_retx;
+    r_.timeouts += k.timeouts;
+    r_.rx_duplicates += k.rx_duplicates;
+    r_.trimmed_nacks += k.rx_trimmed;
+    r_.naks += k.tx_nacks;
+    r_.pdcs_end = std::max<uint64_t>(r_.pdcs_end, ep->pdcs_in_use());
+  }
+  for (RoceEndpoint* ep : roce_) {
+    const RoceCounters& k = ep->counters();
+    for (size_t i = 0; i < wire::kNumWireErrors; ++i) r_.wire.count[i] += k.wire.count[i];
+    r_.retransmissions += k.tx_retx;
+    r_.timeouts += k.timeouts;
+    r_.rx_duplicates += k.rx_duplicates;
+    r_.naks += k.tx_naks;
+    r_.go_back_n += k.go_back_n;
+    r_.naks_in_round += k.rx_nak_seq_ignored;
+    r_.cnps += k.tx_cnps;
+    for (uint32_t q = 0; q < ep->config().max_qps; ++q) {
+      auto info = ep->qp_info(kQpnBase + q);
+      if (!info.ok() || info->state == QpState::kReset) continue;
+      ++r_.qps_connected;
+      r_.qps_in_error += info->state == QpState::kError;
+      r_.writes_outstanding_end += info->writes_outstanding;
+    }
+  }
+  for (size_t i = 0; i < wire::kNumWireErrors; ++i) r_.check_failures += r_.wire.count[i];
+  r_.frame_pool_peak = net_->frames().peak();
+  r_.frames_in_use_end = net_->frames().in_use();
+  r_.events_pending_end = net_->events_pending();
+  r_.events = net_->events_processed();
+  r_.rss_end_kib = current_rss_kib();
+  r_.peak_rss_kib = peak_rss_kib();
+}
+
+}  // namespace
+
+SoakResult run_soak(const SoakConfig& config) {
+  // Longer or other runs without a rebuild: UET_SOAK_SEED, UET_SOAK_MESSAGES.
+  SoakConfig c = config;
+  if (const char* s = std::getenv("UET_SOAK_SEED")) c.seed = std::strtoull(s, nullptr, 10);
+  if (const char* s = std::getenv("UET_SOAK_MESSAGES")) c.messages = std::strtoull(s, nullptr, 10);
+  return Soak(c).run();
+}
+
+std::string report(const SoakConfig& c, const SoakResult& r) {
+  const char* name = c.kind == Kind::kUet ? "UET" : "RoCEv2";
+  std::string s = absl::StrFormat(
+      "[ soak %s ] %d hosts, seed %d: %d messages posted, %d completed (%d ok, %.1f MB verified "
+      "of %.1f MB posted), bytes lost %d\n",
+      name, r.hosts, r.seed, r.posted, r.completed, r.succeeded,
+      static_cast<double>(r.bytes_verified) / 1e6, static_cast<double>(r.bytes_posted) / 1e6,
+      r.bytes_lost);
+  std::string errs;
+  for (size_t i = 1; i < r.errors.size(); ++i) {
+    if (r.errors[i] != 0) {
+      absl::StrAppend(&errs, " ", to_string(static_cast<OpStatus>(i)), "=", r.errors[i]);
+    }
+  }
+  absl::StrAppend(
+      &s, absl::StrFormat("[ soak %s ] error completions:%s (writes posted with a bad key: %d, "
+                          "refused untouched: %d); double %d, unknown %d, corrupt %d, stray "
+                          "bytes %d\n",
+                          name, errs.empty() ? std::string(" none") : errs, r.bad_key_posted,
+                          r.bad_key_refused, r.double_completions, r.unknown_completions,
+                          r.corrupt_messages, r.stray_writes));
+  absl::StrAppend(
+      &s,
+      absl::StrFormat("[ soak %s ] faults: %d frames sent; lost %d, corrupted %d, duplicated %d, "
+                      "reordered %d, trimmed %d, buffer/link-down drops %d, lossless drops %d, ECN "
+                      "marks %d, PFC pauses %d, link failures %d (%d host links)\n",
+                      name, r.frames, r.wire_losses, r.corruptions, r.duplicates, r.reorders,
+                      r.trims, r.buffer_drops, r.lossless_drops, r.ecn_marks, r.pauses,
+                      r.link_failures, r.host_link_failures));
+  std::string why;
+  for (size_t i = 1; i < wire::kNumWireErrors; ++i) {
+    if (r.wire.count[i] != 0) {
+      absl::StrAppend(&why, " ", std::string(wire::name(static_cast<wire::WireError>(i))), "=",
+                      r.wire.count[i]);
+    }
+  }
+  absl::StrAppend(
+      &s, absl::StrFormat("[ soak %s ] damaged frames that reached a host %d, %d of them "
+                          "detectably (fabric-wide: %d damaged frames rewritten by a switch, %d "
+                          "damaged where no check covers); rejected by the receivers %d:%s\n",
+                          name, r.damaged_arrivals, r.corrupted_arrivals, r.corrupted_rewrites,
+                          r.corrupted_unchecked, r.check_failures,
+                          why.empty() ? std::string(" none") : why));
+  absl::StrAppend(
+      &s, absl::StrFormat("[ soak %s ] repair: retransmissions %d, timeouts %d, duplicates "
+                          "received %d, NAKs/NACKs sent %d, go-back-N %d (NAKs during one: %d), "
+                          "trimmed NACKed %d, CNPs %d\n",
+                          name, r.retransmissions, r.timeouts, r.rx_duplicates, r.naks, r.go_back_n,
+                          r.naks_in_round, r.trimmed_nacks, r.cnps));
+  if (c.kind == Kind::kUet) {
+    absl::StrAppend(
+        &s, absl::StrFormat("[ soak %s ] tables: PDCs per host peak %d, at end %d "
+                            "(bound %d, max_pdcs %d)",
+                            name, r.pdcs_peak, r.pdcs_end, r.pdc_bound, UetConfig{}.max_pdcs));
+  } else {
+    absl::StrAppend(
+        &s, absl::StrFormat("[ soak %s ] tables: QPs connected %d (in error %d), "
+                            "writes outstanding at end %d",
+                            name, r.qps_connected, r.qps_in_error, r.writes_outstanding_end));
+  }
+  absl::StrAppend(
+      &s, absl::StrFormat("; sim frame pool peak %d (in use at end %d), events pending at end "
+                          "%d\n",
+                          r.frame_pool_peak, r.frames_in_use_end, r.events_pending_end));
+  absl::StrAppend(
+      &s, absl::StrFormat(
+              "[ soak %s ] memory: RSS at 25%% of completions %.1f MiB, at end %.1f "
+              "MiB, peak %.1f MiB; %.2f ms simulated, %d events, %.1f s wall\n",
+              name, static_cast<double>(r.rss_quarter_kib) / 1024,
+              static_cast<double>(r.rss_end_kib) / 1024, static_cast<double>(r.peak_rss_kib) / 1024,
+              static_cast<double>(r.sim_time) / kMillisecond, r.events, r.wall_seconds));
+  return s;
+}
+
+void expect_sound(const SoakConfig& c, const SoakResult& r) {
+  // Every message completed exactly once, and nothing was lost or damaged.
+  EXPECT_EQ(r.posted, r.target);
+  EXPECT_EQ(r.completed, r.target);
+  EXPECT_EQ(r.double_completions, 0u);
+  EXPECT_EQ(r.unknown_completions, 0u);
+  EXPECT_EQ(r.corrupt_messages, 0u);
+  EXPECT_EQ(r.stray_writes, 0u);
+  EXPECT_EQ(r.bytes_lost, 0u);
+  // Error completions say why, and only the writes built to fail fail: a bad key ends in a
+  // remote access error with nothing placed.
+  EXPECT_EQ(r.bad_key_refused, r.bad_key_posted);
+  uint64_t errors = 0;
+  for (uint64_t e : r.errors) errors += e;
+  EXPECT_EQ(r.errors[static_cast<size_t>(OpStatus::kSuccess)], 0u);
+  EXPECT_EQ(errors, r.bad_key_posted) << "error completions beyond the bad-key writes";
+  EXPECT_EQ(r.succeeded + errors, r.completed);
+  EXPECT_EQ(r.bytes_verified + r.bytes_failed + r.bytes_lost, r.bytes_posted);
+  // Every fault happened.
+  EXPECT_GT(r.wire_losses, 0u);
+  EXPECT_GT(r.corruptions, 0u);
+  EXPECT_GT(r.duplicates, 0u);
+  EXPECT_GT(r.reorders, 0u);
+  EXPECT_GT(r.link_failures, 0u);
+  if (c.kind == Kind::kUet) {
+    EXPECT_GT(r.trims, 0u);
+    if (c.bad_key > 0) {
+      EXPECT_GT(r.bad_key_posted, 0u);
+    }
+  }
+  // Damaged frames fail their checks: each one that reached a host still damaged was
+  // rejected, and no clean frame was. (In between: damage a switch's rewrite hid, or that no
+  // checksum covers, which may still fail another check: see sim::PortStats.)
+  EXPECT_GT(r.corrupted_arrivals, 0u);
+  EXPECT_GE(r.check_failures, r.corrupted_arrivals);
+  EXPECT_LE(r.check_failures, r.damaged_arrivals);
+  // Memory: engine tables within their bounds and drained; the simulator's frames returned.
+  if (c.kind == Kind::kUet) {
+    EXPECT_LE(r.pdcs_peak, r.pdc_bound);
+    EXPECT_LE(r.pdcs_end, r.pdc_bound);
+  } else {
+    EXPECT_EQ(r.writes_outstanding_end, 0u);
+    EXPECT_EQ(r.qps_in_error, 0u);
+  }
+  EXPECT_EQ(r.frames_in_use_end, 0u);
+  EXPECT_LT(r.frame_pool_peak, 64u * 1024);  // 64 Ki frames of 4.3 KB: 280 MB
+  // RSS: the buffers (2 rings per pair) and the pool, plus a margin; flat after warm-up.
+  // (Not under AddressSanitizer, whose shadow memory and quarantine move RSS on their own.)
+#if !defined(__SANITIZE_ADDRESS__)
+  EXPECT_LT(r.peak_rss_kib, 1024u * 1024);
+  EXPECT_LT(r.rss_end_kib, r.rss_quarter_kib + 64 * 1024);
+#endif
+}
+
+}  // namespace uet::soak

@@ -1,0 +1,147 @@
+// The fault-injection soak, small (about 10^4 messages per transport): the fast tier's version
+// of soak_test.cc. See tests/soak/soak.h for what is checked.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <vector>
+
+#include "sim/network.h"
+#include "tests/common/fake_link.h"
+#include "tests/soak/soak.h"
+#include "transport/uet/uet_endpoint.h"
+
+namespace uet::soak {
+namespace {
+
+SoakConfig small(Kind kind) {
+  SoakConfig c;
+  c.kind = kind;
+  c.seed = 11;
+  c.messages = 10'000;
+  c.leaves = 2;  // 16 hosts
+  c.peers = 6;
+  c.bad_key = kind == Kind::kUet ? 0.005 : 0;
+  return c;
+}
+
+TEST(Soak_Uet, TenThousandMessagesUnderEveryFaultArriveOnceIntact) {
+  SoakConfig c = small(Kind::kUet);
+  c.bad_key = 0;  // see BadKeyWritesEndInRemoteAccessErrorUnderFaults below
+  const SoakResult r = run_soak(c);
+  std::fputs(report(c, r).c_str(), stdout);
+  expect_sound(c, r);
+}
+
+// The same soak with some writes posted with a key the target never issued: each must end
+// in kRemoteAccessError with nothing placed. Skipped: the UET engine completes such a write as
+// a success when the ACK carrying its refusal is lost (Soak_UetRegression below).
+TEST(Soak_Uet, BadKeyWritesEndInRemoteAccessErrorUnderFaults) {
+  GTEST_SKIP() << "UET engine bug: a lost ACK with the SES refusal turns it into a success";
+  const SoakConfig c = small(Kind::kUet);
+  const SoakResult r = run_soak(c);
+  std::fputs(report(c, r).c_str(), stdout);
+  expect_sound(c, r);
+}
+
+TEST(Soak_Roce, TenThousandMessagesUnderEveryFaultArriveOnceIntact) {
+  const SoakConfig c = small(Kind::kRoce);
+  const SoakResult r = run_soak(c);
+  std::fputs(report(c, r).c_str(), stdout);
+  expect_sound(c, r);
+}
+
+// UET engine bug found by the soak (transport/uet/ is not ours to fix in this change): a write
+// the target refused (bad key) completes as a SUCCESS when the one ACK that carries the
+// refusal (the SES response) is lost, or overtaken, and a later ACK covers its PSN.
+// Diagnosis: build_ack() marks the refused PSN received only when it builds the ACK carrying
+// the response (rsp ring), then forgets the refusal; every later ACK's CACK/SACK covers the
+// PSN without a response, and rx_ack() completes the write with kSuccess. A duplicate of the
+// refused packet is re-ACKed without the response too. Proposed fix (spec/uet.md §3.3
+// clear_psn_offset, §4.6): the target keeps each refusal until the initiator clears it (the
+// initiator sends clear_psn_offset = base_psn - psn on its requests), attaches the oldest
+// live refusal to every ACK that covers its PSN (capping CACK below, and leaving out of the
+// SACK, any second live refusal it cannot carry), and answers a duplicate of a refused PSN
+// with the stored refusal. Remove the skip when the engine is fixed.
+TEST(Soak_UetRegression, LostAckCarryingTheRefusalStillEndsInRemoteAccessError) {
+  GTEST_SKIP() << "UET engine bug: a lost ACK with the SES refusal turns it into a success";
+  UetConfig ca, cb;
+  ca.local_ip4 = sim::Network::host_ip4(0);
+  cb.local_ip4 = sim::Network::host_ip4(1);
+  ca.local_mac = sim::Network::host_mac(0);
+  cb.local_mac = sim::Network::host_mac(1);
+  auto a = std::move(*UetEndpoint::create(ca));
+  auto b = std::move(*UetEndpoint::create(cb));
+  std::vector<uint8_t> src(100, 0x5A), dst(4096, 0);
+  const uint32_t key = *b->register_memory(dst.data(), dst.size());
+  testing::FakeLink link(a.get(), b.get());
+  int refusals = 0;
+  link.set_filter([&](int from, const wire::Decoded& d, std::vector<uint8_t>&) {
+    testing::Verdict v;
+    if (from == 1 && d.ses_as<wire::SesResponse>() != nullptr && ++refusals == 1) v.copies = 0;
+    return v;
+  });
+  ASSERT_TRUE(a->post_write({1, cb.local_ip4, key + 7, 0, src.data(), src.size()}).ok());
+  ASSERT_TRUE(a->post_write({2, cb.local_ip4, key, 0, src.data(), src.size()}).ok());
+  link.run(kSecond);
+  std::vector<Completion> c(4);
+  c.resize(a->poll_completions(c));
+  ASSERT_EQ(c.size(), 2u);
+  EXPECT_EQ(c[0].wr_id, 1u);
+  EXPECT_EQ(c[0].status, OpStatus::kRemoteAccessError) << to_string(c[0].status);
+  EXPECT_EQ(c[1].status, OpStatus::kSuccess);
+}
+
+// UET engine bug found by the soak: a PDC the initiator closed (here: retries exhausted while
+// the peer's ACKs were lost; in the soak: a NACK INV_DPDCID) cannot be opened again. The next
+// write to that peer allocates a new initiator PDC -- the same PDC id, as the free list is a
+// stack -- and sends a SYN with a new random start PSN. The target still holds its PDC for
+// (peer, SPDCID) (target PDCs are never freed), finds it through target_by_peer_pdc_ in
+// rx_request() and takes the SYN for a packet of the old PDC: the new PSNs are far outside
+// the old window (NACK PSN_OOR_WINDOW) and its ACKs carry the old PSN space, which the new
+// initiator PDC drops as stale. Every later write to that peer ends in kRetriesExhausted.
+// Proposed fix: record the start PSN (psn - psn_offset) in the target PDC; a SYN for an
+// existing (peer, SPDCID) with another start PSN opens a new incarnation (reset the target
+// PDC's receive state, or free it and allocate anew), while a SYN with the same start PSN is
+// a retransmission as today. The initiator could also avoid reusing a just-closed PDC id
+// (a FIFO free list). Remove the skip when the engine is fixed.
+TEST(Soak_UetRegression, WriteAfterAFailedPdcOpensANewOneTheTargetAccepts) {
+  GTEST_SKIP() << "UET engine bug: a SYN reusing a closed PDC's id lands in the old target PDC";
+  UetConfig ca, cb;
+  ca.local_ip4 = sim::Network::host_ip4(0);
+  cb.local_ip4 = sim::Network::host_ip4(1);
+  ca.local_mac = sim::Network::host_mac(0);
+  cb.local_mac = sim::Network::host_mac(1);
+  ca.max_retries = 2;
+  auto a = std::move(*UetEndpoint::create(ca));
+  auto b = std::move(*UetEndpoint::create(cb));
+  std::vector<uint8_t> src(100, 0x5A), dst(4096, 0);
+  const uint32_t key = *b->register_memory(dst.data(), dst.size());
+  testing::FakeLink link(a.get(), b.get());
+  bool lose_acks = true;  // B's answers are lost: A's first PDC times out for good
+  link.set_filter([&](int from, const wire::Decoded&, std::vector<uint8_t>&) {
+    testing::Verdict v;
+    if (from == 1 && lose_acks) v.copies = 0;
+    return v;
+  });
+  ASSERT_TRUE(a->post_write({1, cb.local_ip4, key, 0, src.data(), src.size()}).ok());
+  link.run(kSecond);
+  std::vector<Completion> c(4);
+  c.resize(a->poll_completions(c));
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].status, OpStatus::kRetriesExhausted);
+  // The path heals; the next write opens a new PDC.
+  lose_acks = false;
+  std::fill(src.begin(), src.end(), uint8_t{0xA7});
+  ASSERT_TRUE(a->post_write({2, cb.local_ip4, key, 0, src.data(), src.size()}).ok());
+  link.run(link.now() + kSecond);
+  c.resize(4);
+  c.resize(a->poll_completions(c));
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].wr_id, 2u);
+  EXPECT_EQ(c[0].status, OpStatus::kSuccess) << to_string(c[0].status);
+  EXPECT_TRUE(std::equal(src.begin(), src.end(), dst.begin()));
+}
+
+}  // namespace
+}  // namespace uet::soak
