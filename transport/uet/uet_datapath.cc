@@ -20,6 +20,30 @@ constexpr bool psn_before(uint32_t a, uint32_t b) noexcept {
   return static_cast<int32_t>(a - b) < 0;
 }
 
+bool test_bit(const std::vector<uint64_t>& bits, uint32_t i) noexcept {
+  return (bits[i / 64] >> (i % 64) & 1) != 0;
+}
+
+// What the initiator completes an operation with when the target answered `rc` (§4.9).
+OpStatus status_for(wire::SesReturnCode rc) noexcept {
+  switch (rc) {
+    case wire::SesReturnCode::kBadMkey:
+    case wire::SesReturnCode::kBadAddr:
+    case wire::SesReturnCode::kPermViolation:
+    case wire::SesReturnCode::kOpViolation:
+    case wire::SesReturnCode::kAtInvalid:
+    case wire::SesReturnCode::kAtPerm:
+    case wire::SesReturnCode::kAtOutOfRange:
+      return OpStatus::kRemoteAccessError;
+    case wire::SesReturnCode::kTooLong:
+      return OpStatus::kLengthError;
+    case wire::SesReturnCode::kNoMatch:
+      return OpStatus::kReceiverNotReady;
+    default:
+      return OpStatus::kRemoteInvalidRequest;  // §7.2: unknown codes give a generic error
+  }
+}
+
 }  // namespace
 
 // ------------------------------------------------------------------------------ frames
@@ -62,16 +86,17 @@ static bool finish_frame(wire::FrameBuilder& b, Frame& f, size_t elided) {
   return true;
 }
 
-// §3.3 RUD request + §4.2 standard SES WRITE header for packet `psn` of its write.
+// §3.3 RUD request + §4.2 standard SES request (WRITE, READ or SEND) for packet `psn`.
 bool UetEndpoint::build_data(Pdc& p, uint16_t pdcid, uint32_t psn, bool retx, Frame& f,
                              Time now) {
   Slot& s = p.slots[psn % config_.mpr];
-  Write& w = p.writes[s.write % config_.max_writes];
+  const Op& o = p.ops[s.op % config_.max_writes];
   const uint64_t offset = uint64_t{s.packet} * config_.payload_bytes;
-  const auto len = static_cast<uint32_t>(std::min<uint64_t>(config_.payload_bytes, w.wr.length - offset));
+  const uint32_t len = s.len;
+  const bool carries = o.op != Opcode::kRead;  // a READ request has no payload
   const size_t headers = wire::Ethernet::kSize + wire::Ipv4::kSize + wire::Udp::kSize +
                          wire::PdsRudRod::kSize + wire::SesStandardRequest::kSize;
-  const size_t elided = headers + len > f.capacity ? len : 0;
+  const size_t elided = carries && headers + len > f.capacity ? len : 0;
   const uint16_t ev = p.sel.next_ev(now);  // §2.4: pathsel/ picks every packet's EV
   wire::FrameBuilder b(std::span<uint8_t>(f.data, f.capacity), encap_for(p, false, ev_port(p, ev)));
   wire::PdsRudRod* pds = b.add<wire::PdsRudRod>();
@@ -88,28 +113,58 @@ bool UetEndpoint::build_data(Pdc& p, uint16_t pdcid, uint32_t psn, bool retx, Fr
     pds->set_syn(true);
     pds->set_psn_offset(static_cast<uint16_t>(psn - p.start_psn));
   }
-  // The last packet of a write asks for an ACK at once (AR), so completions are prompt.
-  const bool last = s.packet + 1 == w.packets;
+  // The last packet of an operation asks for an ACK at once (AR), so completions are prompt.
+  const bool last = s.packet + 1 == o.packets;
   pds->set_ar(last);
-  ses->set_opcode(wire::SesOpcode::kWrite);
-  ses->set_message_id(w.message_id);
-  ses->set_buffer_offset(w.wr.remote_offset);
-  ses->set_match_bits(w.wr.rkey);
-  ses->set_request_length(static_cast<uint32_t>(w.wr.length));
-  ses->set_som(s.packet == 0);
-  ses->set_eom(last);
-  if (s.packet != 0) {
-    ses->set_payload_length(static_cast<uint16_t>(len));
-    ses->set_message_offset(static_cast<uint32_t>(offset));
+  switch (o.op) {
+    case Opcode::kWrite:
+    case Opcode::kRecv:
+      ses->set_opcode(wire::SesOpcode::kWrite);
+      ses->set_message_id(o.message_id);
+      ses->set_buffer_offset(o.remote_offset);
+      ses->set_match_bits(o.rkey);
+      ses->set_request_length(static_cast<uint32_t>(o.length));
+      break;
+    case Opcode::kRead:
+      // One single-packet READ message per chunk (uet_endpoint.h): the target returns exactly
+      // `len` bytes from buffer_offset, in one response with data.
+      ses->set_opcode(wire::SesOpcode::kRead);
+      ses->set_message_id(static_cast<uint16_t>(o.message_id + s.packet));
+      ses->set_buffer_offset(o.remote_offset + offset);
+      ses->set_match_bits(o.rkey);
+      ses->set_request_length(len);
+      break;
+    case Opcode::kSend:
+      ses->set_opcode(wire::SesOpcode::kSend);
+      ses->set_message_id(o.message_id);
+      ses->set_request_length(static_cast<uint32_t>(o.length));
+      ses->set_ie(o.abandoned);  // §4.1: the initiator gave this message up (RNR)
+      if (s.packet == 0 && o.has_imm) {  // §4.2: header_data on the SOM packet, `hd` set
+        ses->set_hd(true);
+        ses->set_header_data(o.imm);
+      }
+      break;
   }
-  if (elided == 0) {
+  if (o.op != Opcode::kRead) {
+    ses->set_som(s.packet == 0);
+    ses->set_eom(last);
+    if (s.packet != 0) {
+      ses->set_payload_length(static_cast<uint16_t>(len));
+      ses->set_message_offset(static_cast<uint32_t>(offset));
+    }
+  } else {
+    ses->set_som(true);
+    ses->set_eom(true);
+  }
+  if (carries && elided == 0 && len > 0) {
     uint8_t* payload = b.add_bytes(len);
     if (payload == nullptr) return false;
-    std::memcpy(payload, w.wr.local + offset, len);
+    std::memcpy(payload, o.src + offset, len);
   }
   if (!finish_frame(b, f, elided)) return false;
   f.priority = Priority::kData;
   s.sent = now;
+  if (retx) s.retransmitted = true;
   s.ev = ev;
   s.in_flight = true;
   p.bytes_in_flight += len;
@@ -117,24 +172,36 @@ bool UetEndpoint::build_data(Pdc& p, uint16_t pdcid, uint32_t psn, bool retx, Fr
   return true;
 }
 
-// §3.8: ACK_CC with the cumulative ACK, a 64-bit SACK bitmap from CACK+1 and NSCC state; an
-// SES response header only when the target refused a write (§4.6).
+// §3.8: ACK_CC with the cumulative ACK, a 64-bit SACK bitmap and NSCC state. When a response
+// is queued, the ACK carries it and names its PSN as the trigger: an SES response (§4.6) for a
+// refused request, or a response with data (§4.7) answering a READ, with the data as payload.
 bool UetEndpoint::build_ack(Pdc& p, uint16_t pdcid, Frame& f) {
-  if (p.rsp_pending()) mark_received(p, p.rsp[p.rsp_head % p.rsp.size()].psn);
-  wire::FrameBuilder b(std::span<uint8_t>(f.data, f.capacity), encap_for(p, true, p.ev_base));
+  const Pdc::Response* r = p.rsp_pending() ? &p.rsp[p.rsp_head % p.rsp.size()] : nullptr;
+  if (r != nullptr && !r->repeat) {
+    const uint32_t idx = r->psn % config_.mpr;
+    if (test_bit(p.rsp_bits, idx)) {  // recorded as received with the ACK that answers it
+      p.rsp_bits[idx / 64] &= ~(uint64_t{1} << (idx % 64));
+      mark_received(p, r->psn);
+    }
+  }
+  const bool with_data = r != nullptr && r->data;
+  wire::FrameBuilder b(std::span<uint8_t>(f.data, f.capacity),
+                       encap_for(p, /*control=*/!with_data, p.ev_base));
   wire::PdsAckCc* ack = b.add<wire::PdsAckCc>();
-  const bool with_rsp = p.rsp_pending();
-  wire::SesResponse* rsp = with_rsp ? b.add<wire::SesResponse>() : nullptr;
-  if (ack == nullptr || (with_rsp && rsp == nullptr)) return false;
+  wire::SesResponse* rsp = r != nullptr && !with_data ? b.add<wire::SesResponse>() : nullptr;
+  wire::SesResponseData* rd = with_data ? b.add<wire::SesResponseData>() : nullptr;
+  if (ack == nullptr || (r != nullptr && rsp == nullptr && rd == nullptr)) return false;
   const uint32_t cack = p.rcv_base - 1;
   // §3.7: the ACK names the packet that triggered it and `m` echoes that packet's CE mark.
   // A CE-marked arrival stays the trigger even if more packets came before this ACK could be
   // sent, so the initiator knows exactly which packet, and so which EV, was marked; another
-  // ACK follows at once for the newer arrivals.
-  const bool ce = p.ce_seen;
-  const uint32_t trigger = ce ? p.ce_psn : p.last_psn;
+  // ACK follows at once for the newer arrivals. A response's ACK names the answered PSN and
+  // leaves the CE echo to the next plain ACK.
+  const bool ce = r == nullptr && p.ce_seen;
+  const uint32_t trigger = r != nullptr ? r->psn : ce ? p.ce_psn : p.last_psn;
   ack->set_type(PdsType::kAckCc);
-  ack->set_next_hdr(rsp != nullptr ? NextHeader::kRsp : NextHeader::kNone);
+  ack->set_next_hdr(with_data ? NextHeader::kRspData : r != nullptr ? NextHeader::kRsp
+                                                                    : NextHeader::kNone);
   ack->set_m(ce);
   ack->set_ack_psn_offset(static_cast<int16_t>(std::clamp<int64_t>(
       static_cast<int32_t>(trigger - cack), INT16_MIN, INT16_MAX)));
@@ -153,22 +220,41 @@ bool UetEndpoint::build_ack(Pdc& p, uint16_t pdcid, Frame& f) {
   for (uint32_t i = 0; i < 64 && i < config_.mpr; ++i) {
     const uint32_t psn = sack_base + i;
     if (psn - p.rcv_base >= config_.mpr) break;
-    const uint32_t idx = psn % config_.mpr;
-    if (p.rcv_bits[idx / 64] >> (idx % 64) & 1) bitmap |= uint64_t{1} << i;
+    if (test_bit(p.rcv_bits, psn % config_.mpr)) bitmap |= uint64_t{1} << i;
   }
   ack->set_sack_bitmap(bitmap);
+  size_t elided = 0;
   if (rsp != nullptr) {
-    const Pdc::Response& r = p.rsp[p.rsp_head % p.rsp.size()];
     rsp->set_opcode(wire::SesRspOpcode::kResponse);
-    rsp->set_return_code(static_cast<wire::SesReturnCode>(r.code));
-    rsp->set_message_id(r.message_id);
+    rsp->set_return_code(static_cast<wire::SesReturnCode>(r->code));
+    rsp->set_message_id(r->message_id);
+  } else if (rd != nullptr) {
+    // §4.7: the whole chunk the READ asked for, at message_offset 0 of this response.
+    rd->set_opcode(wire::SesRspOpcode::kResponseWithData);
+    rd->set_return_code(wire::SesReturnCode::kOk);
+    rd->set_message_id(r->message_id);
+    rd->set_read_req_message_id(r->message_id);
+    rd->set_payload_length(static_cast<uint16_t>(r->len));
+    rd->set_modified_length(r->len);
+    if (b.size() + r->len > f.capacity) {
+      elided = r->len;  // the host carries payloads by length (see finish_frame)
+    } else if (r->len > 0) {
+      uint8_t* payload = b.add_bytes(r->len);
+      if (payload == nullptr) return false;
+      std::memcpy(payload, regions_[r->key - 1].base + r->offset, r->len);
+    }
   }
-  if (!finish_frame(b, f, 0)) return false;
-  f.priority = Priority::kControl;
-  if (rsp != nullptr) ++p.rsp_head;
-  p.ack_now = p.rsp_pending() ||  // one response per ACK: more follow at once
-              (ce && trigger != p.last_psn);  // newer arrivals than the CE trigger
-  p.ack_pending = p.ce_seen = false;
+  if (!finish_frame(b, f, elided)) return false;
+  f.priority = with_data ? Priority::kData : Priority::kControl;
+  if (r != nullptr) {
+    ++p.rsp_head;
+    if (with_data) ++counters_.tx_read_data;
+  } else {
+    p.ce_seen = false;
+  }
+  p.ack_now = p.rsp_pending() || p.ce_seen ||  // one response per ACK: more follow at once
+              (ce && trigger != p.last_psn);   // newer arrivals than the CE trigger
+  p.ack_pending = false;
   p.unacked_rx = 0;
   p.ack_deadline = kNever;
   ++counters_.tx_acks;
@@ -189,6 +275,35 @@ bool UetEndpoint::build_nack(Pdc& p, uint16_t pdcid, Frame& f) {
   f.priority = Priority::kControl;
   p.nack_code = 0;
   ++counters_.tx_nacks;
+  return true;
+}
+
+void UetEndpoint::queue_nack(Pdc& p, wire::NackCode code, uint32_t psn) {
+  const auto c = static_cast<uint8_t>(code);
+  for (uint32_t i = p.nack_head; i != p.nack_tail; ++i) {
+    const Pdc::Nack& n = p.nacks[i % p.nacks.size()];
+    if (n.code == c && n.psn == psn) return;  // already queued
+  }
+  if (p.nack_tail - p.nack_head >= p.nacks.size()) return;  // bounded: the RTO recovers it
+  p.nacks[p.nack_tail++ % p.nacks.size()] = Pdc::Nack{c, psn};
+}
+
+// Queues a response for `r.psn` (one ACK each). A first answer marks the PSN pending so a
+// duplicate is not answered twice before it is recorded; a repeat (the PSN is recorded
+// already) does not. False when the ring is full: the request is dropped and comes again.
+bool UetEndpoint::queue_response(Pdc& p, const Pdc::Response& r, bool repeat) {
+  if (p.rsp_tail - p.rsp_head >= p.rsp.size()) {
+    ++counters_.rsp_ring_full;
+    return false;
+  }
+  Pdc::Response& e = p.rsp[p.rsp_tail++ % p.rsp.size()];
+  e = r;
+  e.repeat = repeat;
+  if (!repeat) {
+    const uint32_t idx = r.psn % config_.mpr;
+    p.rsp_bits[idx / 64] |= uint64_t{1} << (idx % 64);
+  }
+  p.ack_now = true;
   return true;
 }
 
@@ -251,7 +366,8 @@ void UetEndpoint::rx_one(const Frame& f, Time now) {
   }
 }
 
-// §3.3 target side: find or create the PDC, check the window, place the write, note the ACK.
+// §3.3 target side: find or create the PDC, check the window, serve the SES request, note
+// the ACK.
 void UetEndpoint::rx_request(const wire::Decoded& d, Time now) {
   const wire::PdsRudRod& h = *d.pds_as<wire::PdsRudRod>();
   const uint32_t src = d.ipv4->src();
@@ -295,59 +411,84 @@ void UetEndpoint::rx_request(const wire::Decoded& d, Time now) {
     p->ce_seen = true;
     p->ce_psn = psn;
   }
+  const wire::SesStandardRequest* ses = d.ses_as<wire::SesStandardRequest>();
+  const bool trimmed = d.ipv4->dscp() == kDscpTrimmed;
   const uint32_t delta = psn - p->rcv_base;
   const uint32_t idx = psn % config_.mpr;
-  if (psn_before(psn, p->rcv_base) || (delta < config_.mpr && (p->rcv_bits[idx / 64] >> (idx % 64) & 1))) {
+  const bool old = psn_before(psn, p->rcv_base);
+  if (!old && delta >= config_.mpr) {  // §3.10 PSN_OOR_WINDOW
+    ++counters_.rx_out_of_window;
+    queue_nack(*p, wire::NackCode::kPsnOorWindow, psn);
+    return;
+  }
+  const bool received = old || test_bit(p->rcv_bits, idx);
+  if (received || test_bit(p->rsp_bits, idx)) {
     ++counters_.rx_duplicates;  // never delivered twice; re-ACK at once
+    // A READ already answered is answered again: its data ACK may have been lost, and a read
+    // is idempotent. One that is still queued (rsp_bits) is not answered twice.
+    if (received && !trimmed && ses != nullptr && ses->opcode() == wire::SesOpcode::kRead) {
+      queue_response(*p, read_response(*p, *ses, psn), /*repeat=*/true);
+    }
     p->ack_now = true;
     return;
   }
-  if (delta >= config_.mpr) {  // §3.10 PSN_OOR_WINDOW
-    ++counters_.rx_out_of_window;
-    p->nack_code = static_cast<uint8_t>(wire::NackCode::kPsnOorWindow);
-    p->nack_psn = psn;
-    return;
-  }
-  if (d.ipv4->dscp() == kDscpTrimmed) {  // §3.14: a trimmed request: ask for it again
+  if (trimmed) {  // §3.14: a trimmed request: ask for it again
     ++counters_.rx_trimmed;
-    p->nack_code = static_cast<uint8_t>(wire::NackCode::kTrimmed);
-    p->nack_psn = psn;
+    queue_nack(*p, wire::NackCode::kTrimmed, psn);
     return;
   }
-  // §4.2 placement: payload at buffer_offset + message_offset in region match_bits.
-  const wire::SesStandardRequest* ses = d.ses_as<wire::SesStandardRequest>();
-  if (ses != nullptr && ses->opcode() == wire::SesOpcode::kWrite) {
-    const uint64_t key = ses->match_bits();
-    const uint64_t at = ses->buffer_offset() + (ses->som() ? 0 : ses->message_offset());
-    const uint64_t len = ses->som() ? d.payload.size() : ses->payload_length();
-    wire::SesReturnCode refuse = wire::SesReturnCode::kNull;
-    if (key == 0 || key > regions_.size()) {
-      refuse = wire::SesReturnCode::kBadMkey;
-    } else if (at > regions_[key - 1].length || len > regions_[key - 1].length - at) {
-      refuse = wire::SesReturnCode::kBadAddr;
-    }
-    if (refuse != wire::SesReturnCode::kNull) {
-      for (uint32_t i = p->rsp_head; i != p->rsp_tail; ++i) {
-        if (p->rsp[i % p->rsp.size()].psn == psn) {  // already refused, answer pending
-          ++counters_.rx_duplicates;
-          return;
+  if (ses != nullptr) {
+    switch (ses->opcode()) {
+      case wire::SesOpcode::kWrite: {
+        // §4.2 placement: payload at buffer_offset + message_offset in region match_bits.
+        const uint64_t key = ses->match_bits();
+        const uint64_t at = ses->buffer_offset() + (ses->som() ? 0 : ses->message_offset());
+        const uint64_t len = ses->som() ? d.payload.size() : ses->payload_length();
+        wire::SesReturnCode refuse = wire::SesReturnCode::kNull;
+        if (key == 0 || key > regions_.size()) {
+          refuse = wire::SesReturnCode::kBadMkey;
+        } else if (at > regions_[key - 1].length || len > regions_[key - 1].length - at) {
+          refuse = wire::SesReturnCode::kBadAddr;
         }
+        if (refuse != wire::SesReturnCode::kNull) {
+          Pdc::Response r;
+          r.code = static_cast<uint8_t>(refuse);
+          r.message_id = ses->message_id();
+          r.psn = psn;
+          if (queue_response(*p, r, false)) {
+            ++(refuse == wire::SesReturnCode::kBadMkey ? counters_.rx_bad_key : counters_.rx_bad_range);
+          }
+          return;  // recorded as received with its response (build_ack)
+        }
+        if (!d.payload.empty()) {
+          std::memcpy(regions_[key - 1].base + at, d.payload.data(), d.payload.size());
+        }
+        break;
       }
-      p->ack_now = true;
-      if (p->rsp_tail - p->rsp_head >= p->rsp.size()) return;  // no room to say why: drop
-      ++(refuse == wire::SesReturnCode::kBadMkey ? counters_.rx_bad_key : counters_.rx_bad_range);
-      p->rsp[p->rsp_tail++ % p->rsp.size()] =
-          Pdc::Response{static_cast<uint8_t>(refuse), ses->message_id(), psn};
-      return;  // recorded as received with its response (build_ack)
-    }
-    if (!d.payload.empty()) {
-      std::memcpy(regions_[key - 1].base + at, d.payload.data(), d.payload.size());
+      case wire::SesOpcode::kRead:
+        // Answered by one ACK carrying the data (or the refusal); recorded with it.
+        queue_response(*p, read_response(*p, *ses, psn), /*repeat=*/false);
+        return;
+      case wire::SesOpcode::kSend:
+        if (!rx_send(*p, id, d, *ses, psn)) return;
+        break;
+      case wire::SesOpcode::kNoop:
+        break;
+      default: {  // §4.9 UNSUPPORTED_OP
+        ++counters_.rx_unsupported;
+        Pdc::Response r;
+        r.code = static_cast<uint8_t>(wire::SesReturnCode::kUnsupportedOp);
+        r.message_id = ses->message_id();
+        r.psn = psn;
+        queue_response(*p, r, false);
+        return;
+      }
     }
   }
   const bool in_order = delta == 0;
   mark_received(*p, psn);
-  // §3.7 ACK coalescing: at once on AR, ECN-CE, out of order or a refused write; else every
-  // ack_every packets or after ack_delay.
+  // §3.7 ACK coalescing: at once on AR, ECN-CE, out of order or a pending response; else
+  // every ack_every packets or after ack_delay.
   ++p->unacked_rx;
   if (h.ar() || d.ecn == 3 || !in_order || p->rsp_pending() || p->unacked_rx >= config_.ack_every) {
     p->ack_now = true;
@@ -356,6 +497,135 @@ void UetEndpoint::rx_request(const wire::Decoded& d, Time now) {
     p->ack_deadline = now + config_.ack_delay;
     deadline_ = std::min(deadline_, p->ack_deadline);
   }
+}
+
+// The answer to READ `psn`: its data, or why not (§4.9). Key and range are checked here, at
+// every (re)execution; the data is read when the ACK is built.
+UetEndpoint::Pdc::Response UetEndpoint::read_response(const Pdc& p, const wire::SesStandardRequest& ses,
+                                                      uint32_t psn) {
+  (void)p;
+  Pdc::Response r;
+  r.message_id = ses.message_id();
+  r.psn = psn;
+  const uint64_t key = ses.match_bits();
+  const uint64_t at = ses.buffer_offset();
+  const uint64_t len = ses.request_length();
+  if (key == 0 || key > regions_.size()) {
+    ++counters_.rx_bad_key;
+    r.code = static_cast<uint8_t>(wire::SesReturnCode::kBadMkey);
+  } else if (at > regions_[key - 1].length || len > regions_[key - 1].length - at) {
+    ++counters_.rx_bad_range;
+    r.code = static_cast<uint8_t>(wire::SesReturnCode::kBadAddr);
+  } else if (len > config_.payload_bytes) {  // one response packet per READ request
+    ++counters_.rx_unsupported;
+    r.code = static_cast<uint8_t>(wire::SesReturnCode::kUnsupportedSize);
+  } else {
+    r.code = static_cast<uint8_t>(wire::SesReturnCode::kOk);
+    r.data = true;
+    r.key = static_cast<uint32_t>(key);
+    r.offset = at;
+    r.len = static_cast<uint32_t>(len);
+  }
+  return r;
+}
+
+UetEndpoint::RxMsg* UetEndpoint::find_msg(uint16_t pdc_id, uint16_t message_id) noexcept {
+  if (rx_msgs_used_ == 0) return nullptr;
+  for (RxMsg& m : rx_msgs_) {
+    if (m.in_use && m.pdc == pdc_id && m.message_id == message_id) return &m;
+  }
+  return nullptr;
+}
+
+// Receive completions leave in buffer posting order.
+void UetEndpoint::deliver_recvs() {
+  while (recv_head_ != recv_claim_) {
+    const Recv& r = recvs_[recv_head_ % config_.max_recvs];
+    if (!r.done) break;
+    completions_.push_back(Completion{r.rb.wr_id, r.status, r.bytes, Opcode::kRecv, r.peer,
+                                      r.has_imm, r.imm});
+    ++recv_head_;
+  }
+}
+
+// §4.2 SEND at the target: the first packet of a message to arrive claims the next posted
+// buffer; each packet lands at its message_offset. Returns true when the PSN is to be
+// recorded now; false when it was NACKed (no buffer, no message state: the initiator retries)
+// or answered with a response (recorded when that ACK is built).
+bool UetEndpoint::rx_send(Pdc& p, uint16_t id, const wire::Decoded& d,
+                          const wire::SesStandardRequest& ses, uint32_t psn) {
+  const uint64_t at = ses.som() ? 0 : ses.message_offset();
+  uint64_t len = ses.som() ? d.payload.size() + d.elided : ses.payload_length();
+  RxMsg* m = find_msg(id, ses.message_id());
+  if (m == nullptr) {
+    if (ses.ie()) {  // §4.1: given up by its sender: nothing to place, no buffer to claim
+      ++counters_.rx_initiator_err;
+      return true;
+    }
+    if (recv_claim_ == recv_tail_) {  // no buffer posted: "still processing; retry" (§3.10)
+      ++counters_.rx_rnr;
+      queue_nack(p, wire::NackCode::kRcvdSesProcg, psn);
+      return false;
+    }
+    if (rx_msgs_used_ == rx_msgs_.size()) {
+      ++counters_.rx_no_msg_state;
+      queue_nack(p, wire::NackCode::kNoSesMsgAvail, psn);
+      return false;
+    }
+    for (RxMsg& e : rx_msgs_) {
+      if (!e.in_use) {
+        m = &e;
+        break;
+      }
+    }
+    Recv& r = recvs_[recv_claim_ % config_.max_recvs];
+    r.peer = p.peer_ip4;
+    *m = RxMsg{true, id, ses.message_id(), recv_claim_, ses.request_length(),
+               ses.request_length(), OpStatus::kSuccess};
+    ++recv_claim_;
+    ++rx_msgs_used_;
+    if (m->length > r.rb.length) {  // nothing of it is written
+      ++counters_.rx_length_error;
+      m->status = OpStatus::kLengthError;
+    }
+  }
+  Recv& r = recvs_[m->recv % config_.max_recvs];
+  bool record = true;
+  if (m->status == OpStatus::kLengthError) {
+    // Every packet of the message answers TOO_LONG (§4.9), so the initiator learns it whatever
+    // is lost; a packet whose answer cannot be queued is dropped and comes again.
+    Pdc::Response rsp;
+    rsp.code = static_cast<uint8_t>(wire::SesReturnCode::kTooLong);
+    rsp.message_id = ses.message_id();
+    rsp.psn = psn;
+    if (!queue_response(p, rsp, false)) return false;
+    record = false;
+  } else if (at > m->length || len > m->length - at) {
+    ++counters_.rx_bad_send;  // outside its own message: counted, never placed
+    m->status = OpStatus::kRemoteInvalidRequest;
+    len = std::min(len, m->remaining);
+  } else {
+    const size_t have = std::min<size_t>(d.payload.size(), static_cast<size_t>(len));
+    if (have > 0) std::memcpy(r.rb.base + at, d.payload.data(), have);
+  }
+  if (ses.som() && ses.hd()) {  // §4.2: the immediate data rides in header_data
+    r.has_imm = true;
+    r.imm = static_cast<uint32_t>(ses.header_data());
+  }
+  if (ses.ie()) {
+    ++counters_.rx_initiator_err;
+    if (m->status == OpStatus::kSuccess) m->status = OpStatus::kRemoteInvalidRequest;
+  }
+  m->remaining -= std::min(len, m->remaining);
+  if (m->remaining == 0) {
+    r.done = true;
+    r.status = m->status;
+    r.bytes = m->status == OpStatus::kSuccess ? m->length : 0;
+    m->in_use = false;
+    --rx_msgs_used_;
+    deliver_recvs();
+  }
+  return record;
 }
 
 // Records `psn` and advances the cumulative point past every PSN received in order.
@@ -375,42 +645,104 @@ void UetEndpoint::ack_psn(Pdc& p, uint32_t psn, bool ce, Time now) {
   Slot& s = p.slots[psn % config_.mpr];
   if (s.acked) return;
   p.sel.on_ack(s.ev, ce, now);
-  Write& w = p.writes[s.write % config_.max_writes];
-  const uint64_t offset = uint64_t{s.packet} * config_.payload_bytes;
-  const uint64_t len = std::min<uint64_t>(config_.payload_bytes, w.wr.length - offset);
-  if (s.in_flight) p.bytes_in_flight -= len;
+  if (s.in_flight) p.bytes_in_flight -= s.len;
   if (s.resend) --p.resend_pending;
   s.acked = true;
   s.in_flight = false;
   s.resend = false;
-  --w.unacked;
+  s.rnr_wait = false;
+  ++p.acked_total;
+  --p.ops[s.op % config_.max_writes].unacked;
+}
+
+// RFC 6298 §2: SRTT/RTTVAR from one sample of a packet sent once.
+void UetEndpoint::on_rtt_sample(Pdc& p, Time rtt) noexcept {
+  if (p.srtt == 0) {
+    p.srtt = rtt;
+    p.rttvar = rtt / 2;
+  } else {
+    const Time err = p.srtt > rtt ? p.srtt - rtt : rtt - p.srtt;
+    p.rttvar = (3 * p.rttvar + err) / 4;
+    p.srtt = (7 * p.srtt + rtt) / 8;
+  }
+}
+
+Time UetEndpoint::rto_estimate(const Pdc& p) const noexcept {
+  if (p.srtt == 0) return config_.rto;
+  return std::clamp(p.srtt + 4 * p.rttvar, config_.min_rto, config_.max_rto);
+}
+
+// Tail-loss probe (issue 4: "probes when the tail is unacknowledged"): armed only when all
+// posted work has been sent, PSNs are outstanding, a sample exists and no probe went since
+// the last progress; it fires 2 srtt + ack_delay after the last send or ACK.
+void UetEndpoint::arm_tlp(Pdc& p, Time now) noexcept {
+  p.tlp_deadline = kNever;
+  if (!config_.tlp || p.srtt == 0 || p.tlp_done || p.op_send != p.op_tail ||
+      !psn_before(p.base_psn, p.next_psn)) {
+    return;
+  }
+  // RFC 8985 §7.2: PTO = 2 srtt (+ the peer's ACK delay), but before the RTO: with a small
+  // RTO (min_rto) the probe goes at 3/4 of it, so it still saves the timeout's window cut.
+  const Time pto = std::min(2 * p.srtt + config_.ack_delay, p.rto * 3 / 4);
+  p.tlp_deadline = now + pto;
+  deadline_ = std::min(deadline_, p.tlp_deadline);
+}
+
+// Resends the highest unacknowledged PSN in flight, once: its ACK carries the SACK state that
+// repairs the rest, or it repairs the last packet itself.
+void UetEndpoint::send_tlp(Pdc& p) {
+  p.tlp_done = true;
+  for (uint32_t psn = p.next_psn; psn_before(p.base_psn, psn);) {
+    --psn;
+    const Slot& s = p.slots[psn % config_.mpr];
+    if (s.acked || !s.in_flight || s.rnr_wait) continue;
+    mark_lost(p, psn);
+    ++counters_.tlp_probes;
+    return;
+  }
+}
+
+// `psn` is covered by an ACK's CACK or SACK. A READ PSN counts only with its data: covered
+// without it, its data ACK was lost (or is late). If a READ sent `reorder_window` after this
+// one got its data (`data_sent`), ask again; otherwise the RTO will.
+void UetEndpoint::covered_psn(Pdc& p, uint32_t psn, bool ce, Time data_sent, Time now) {
+  Slot& s = p.slots[psn % config_.mpr];
+  if (s.acked) return;
+  const Op& o = p.ops[s.op % config_.max_writes];
+  if (o.op == Opcode::kRead && !o.failed) {
+    if (data_sent > 0 && s.in_flight && s.sent + reorder_window(p) <= data_sent) {
+      mark_lost(p, psn);
+      ++counters_.read_data_lost;
+    }
+    return;
+  }
+  ack_psn(p, psn, ce, now);
 }
 
 void UetEndpoint::mark_lost(Pdc& p, uint32_t psn) {
   Slot& s = p.slots[psn % config_.mpr];
   if (s.acked || s.resend || !s.in_flight) return;
-  const Write& w = p.writes[s.write % config_.max_writes];
-  const uint64_t offset = uint64_t{s.packet} * config_.payload_bytes;
-  p.bytes_in_flight -= std::min<uint64_t>(config_.payload_bytes, w.wr.length - offset);
+  p.bytes_in_flight -= s.len;
   s.in_flight = false;
+  s.rnr_wait = false;
   s.resend = true;
   ++p.resend_pending;
 }
 
-void UetEndpoint::retire_writes(Pdc& p) {
+void UetEndpoint::retire_ops(Pdc& p) {
   // Slide the window past acknowledged PSNs.
   while (psn_before(p.base_psn, p.next_psn) && p.slots[p.base_psn % config_.mpr].acked) {
     p.slots[p.base_psn % config_.mpr] = Slot{};
     ++p.base_psn;
   }
-  // Complete writes whose every packet is acknowledged, in posting order.
-  // A write is done when all its packets were sent (it is behind write_send) and acknowledged.
-  while (p.write_head != p.write_send) {
-    Write& w = p.writes[p.write_head % config_.max_writes];
-    if (w.unacked != 0) break;
-    completions_.push_back(Completion{w.wr.wr_id, w.failed ? w.status : OpStatus::kSuccess,
-                                      w.failed ? 0 : w.wr.length});
-    ++p.write_head;
+  // Complete operations whose every packet was sent (behind op_send) and acknowledged, in
+  // posting order.
+  while (p.op_head != p.op_send) {
+    const Op& o = p.ops[p.op_head % config_.max_writes];
+    if (o.unacked != 0) break;
+    completions_.push_back(Completion{o.wr_id, o.failed ? o.status : OpStatus::kSuccess,
+                                      o.failed ? 0 : o.length, o.op});
+    ++p.op_head;
   }
 }
 
@@ -423,12 +755,59 @@ void UetEndpoint::rx_ack(const wire::Decoded& d, Time now) {
     return;
   }
   const uint32_t cack = h.cack_psn();
+  const uint32_t trig = cack + static_cast<uint32_t>(static_cast<int32_t>(h.ack_psn_offset()));
+  const bool trig_in_window = !psn_before(trig, p->base_psn) && psn_before(trig, p->next_psn);
+  const uint64_t in_flight_before = p->bytes_in_flight;
+  const uint64_t acked_before = p->acked_total;
+  // An RTT sample from the PSN that triggered the ACK, if it was sent once (Karn).
+  Time rtt = 0;
+  if (trig_in_window) {
+    const Slot& s = p->slots[trig % config_.mpr];
+    if (s.in_flight && !s.retransmitted && !h.retx()) rtt = now - s.sent;
+  }
+  // §4.6 / §4.7: an SES response answers the trigger PSN. Read data is placed at its chunk's
+  // offset, in any order, once: only while the chunk's slot waits for it.
+  Time data_sent = 0;
+  if (const wire::SesResponseData* rd = d.ses_as<wire::SesResponseData>(); rd != nullptr) {
+    bool placed = false;
+    if (trig_in_window) {
+      const Slot& s = p->slots[trig % config_.mpr];
+      Op& o = p->ops[s.op % config_.max_writes];
+      if (o.op == Opcode::kRead && !s.acked && !o.failed &&
+          rd->return_code() == wire::SesReturnCode::kOk &&
+          rd->read_req_message_id() == static_cast<uint16_t>(o.message_id + s.packet) &&
+          rd->payload_length() == s.len && rd->message_offset() == 0) {
+        const size_t have = std::min<size_t>(d.payload.size(), s.len);
+        if (have > 0) {
+          std::memcpy(o.dst + uint64_t{s.packet} * config_.payload_bytes, d.payload.data(), have);
+        }
+        data_sent = s.sent;
+        ack_psn(*p, trig, false, now);
+        ++counters_.rx_read_data;
+        placed = true;
+      }
+    }
+    if (!placed) ++counters_.rx_stale_read_data;
+  } else if (const wire::SesResponse* rsp = d.ses_as<wire::SesResponse>(); rsp != nullptr) {
+    const auto rc = rsp->return_code();
+    if (trig_in_window && rc != wire::SesReturnCode::kOk && rc != wire::SesReturnCode::kNull) {
+      const Slot& s = p->slots[trig % config_.mpr];
+      Op& o = p->ops[s.op % config_.max_writes];
+      const auto mid = static_cast<uint16_t>(o.message_id + (o.op == Opcode::kRead ? s.packet : 0));
+      if (!s.acked && mid == rsp->message_id() && !o.failed) {
+        o.failed = true;
+        o.status = status_for(rc);
+      }
+    }
+  }
   // Only PSNs we sent can be acknowledged: base-1 <= cack < next.
   if (psn_before(cack, p->base_psn - 1) || !psn_before(cack, p->next_psn)) {
     ++counters_.rx_stale_ack;
+    retire_ops(*p);
     return;
   }
   ++counters_.rx_acks;
+  p->last_ack_at = now;
   if (!p->established) {  // §3.3: the first ACK carries the target's PDC id
     p->established = true;
     p->peer_pdcid = h.spdcid();
@@ -436,21 +815,13 @@ void UetEndpoint::rx_ack(const wire::Decoded& d, Time now) {
   // The send time of the newest packet this ACK covers: holes sent well before it are lost
   // (a time guard against the reordering that spraying causes).
   Time newest_sent = 0;
-  const uint64_t in_flight_before = p->bytes_in_flight;
-  // An RTT sample from the PSN that triggered the ACK, if it was sent once.
-  Time rtt = 0;
-  const uint32_t trig = cack + static_cast<uint32_t>(static_cast<int32_t>(h.ack_psn_offset()));
-  if (!psn_before(trig, p->base_psn) && psn_before(trig, p->next_psn)) {
-    const Slot& s = p->slots[trig % config_.mpr];
-    if (s.in_flight && s.retries == 0 && !h.retx()) rtt = now - s.sent;
-  }
   // §3.7: `m` echoes CE on the trigger alone. The target ACKs at once on a CE mark and keeps
   // the marked packet as the trigger, so every other PSN this ACK covers arrived unmarked:
   // the path selector hears about each newly acknowledged packet's EV.
   const bool marked = h.m();
   for (uint32_t psn = p->base_psn; psn_before(psn, cack + 1); ++psn) {
     newest_sent = std::max(newest_sent, p->slots[psn % config_.mpr].sent);
-    ack_psn(*p, psn, marked && psn == trig, now);
+    covered_psn(*p, psn, marked && psn == trig, data_sent, now);
   }
   uint32_t highest = cack;
   if (const wire::PdsAckCc* cc = d.pds_as<wire::PdsAckCc>(); cc != nullptr) {
@@ -461,13 +832,13 @@ void UetEndpoint::rx_ack(const wire::Decoded& d, Time now) {
       if (!(bits >> i & 1)) continue;
       if (psn_before(psn, p->base_psn) || !psn_before(psn, p->next_psn)) continue;
       newest_sent = std::max(newest_sent, p->slots[psn % config_.mpr].sent);
-      ack_psn(*p, psn, marked && psn == trig, now);
+      covered_psn(*p, psn, marked && psn == trig, data_sent, now);
       if (psn_before(highest, psn)) highest = psn;
     }
     // A hole with reorder_threshold SACKed PSNs past it is lost: resend just it.
     for (uint32_t psn = p->base_psn; psn_before(psn + config_.reorder_threshold, highest + 1); ++psn) {
       const Slot& s = p->slots[psn % config_.mpr];
-      if (s.in_flight && !s.acked && s.sent + config_.reorder_window <= newest_sent) {
+      if (s.in_flight && !s.acked && s.sent + reorder_window(*p) <= newest_sent) {
         p->sel.on_nack(s.ev, now);  // an inferred loss counts against its path like a NACK
         mark_lost(*p, psn);
         ++counters_.fast_retx;
@@ -478,24 +849,15 @@ void UetEndpoint::rx_ack(const wire::Decoded& d, Time now) {
   if (p->bytes_in_flight < in_flight_before) {
     p->nscc.on_ack(in_flight_before - p->bytes_in_flight, h.m(), rtt, now);
   }
-  // §4.6: a refused write ends with an error completion.
-  if (const wire::SesResponse* rsp = d.ses_as<wire::SesResponse>(); rsp != nullptr) {
-    const auto rc = rsp->return_code();
-    if (rc != wire::SesReturnCode::kOk && rc != wire::SesReturnCode::kNull) {
-      for (uint32_t i = p->write_head; i != p->write_tail; ++i) {
-        Write& w = p->writes[i % config_.max_writes];
-        if (w.message_id == rsp->message_id()) {
-          w.failed = true;
-          w.status = OpStatus::kRemoteAccessError;
-        }
-      }
-    }
-  }
-  retire_writes(*p);
-  // Progress: reset the backoff and restart the timer for what is still in flight.
-  p->rto = config_.rto;
-  p->rto_deadline = p->bytes_in_flight > 0 ? now + p->rto : kNever;
+  retire_ops(*p);
+  // Progress: reset the backoff to the estimate and restart the timer for what is still
+  // unacknowledged; a new probe may go after progress.
+  if (rtt > 0) on_rtt_sample(*p, rtt);
+  if (p->acked_total != acked_before) p->tlp_done = false;
+  p->rto = rto_estimate(*p);
+  p->rto_deadline = psn_before(p->base_psn, p->next_psn) ? now + p->rto : kNever;
   deadline_ = std::min(deadline_, p->rto_deadline);
+  arm_tlp(*p, now);
 }
 
 // §3.10 sender reactions.
@@ -530,6 +892,29 @@ void UetEndpoint::rx_nack(const wire::Decoded& d, Time now) {
         p->nscc.on_nack(config_.payload_bytes, now);
       }
       break;
+    case wire::NackCode::kRcvdSesProcg:
+    case wire::NackCode::kNoSesMsgAvail:
+      // The target had no receive buffer (or no message state) for a SEND: resend when the
+      // RTO fires, up to rnr_retries times per PSN; then give the SEND up (uet_endpoint.h).
+      if (in_window) {
+        Slot& s = p->slots[psn % config_.mpr];
+        Op& o = p->ops[s.op % config_.max_writes];
+        if (s.acked || !s.in_flight || s.rnr_wait) break;
+        if (o.abandoned) {
+          mark_lost(*p, psn);  // goes again, with `ie`
+        } else if (s.rnr >= config_.rnr_retries && o.unacked == o.packets) {
+          // Nothing of the message was accepted, so the target holds no state for it.
+          o.abandoned = true;
+          o.failed = true;
+          o.status = h.nack_code() == wire::NackCode::kNoSesMsgAvail ? OpStatus::kNoResources
+                                                                      : OpStatus::kReceiverNotReady;
+          mark_lost(*p, psn);
+        } else {
+          if (s.rnr < 255) ++s.rnr;
+          s.rnr_wait = true;
+        }
+      }
+      break;
     case wire::NackCode::kNoPdcAvail:
       fail_pdc(*p, OpStatus::kNoResources);
       return;
@@ -545,9 +930,9 @@ void UetEndpoint::rx_nack(const wire::Decoded& d, Time now) {
 }
 
 void UetEndpoint::fail_pdc(Pdc& p, OpStatus why) {
-  for (uint32_t i = p.write_head; i != p.write_tail; ++i) {
-    const Write& w = p.writes[i % config_.max_writes];
-    completions_.push_back(Completion{w.wr.wr_id, w.failed ? w.status : why, 0});
+  for (uint32_t i = p.op_head; i != p.op_tail; ++i) {
+    const Op& o = p.ops[i % config_.max_writes];
+    completions_.push_back(Completion{o.wr_id, o.failed ? o.status : why, 0, o.op});
   }
   free_pdc(static_cast<uint16_t>(&p - pdcs_.data()));
 }
@@ -569,8 +954,12 @@ size_t UetEndpoint::tx(std::span<Frame* const> out, Time now) {
     Pdc& p = pdcs_[id];
     bool sent = false;
     if (p.role == Role::kTarget) {
-      if (p.nack_code != 0) {
+      if (p.nack_head != p.nack_tail) {
+        const Pdc::Nack& k = p.nacks[p.nack_head % p.nacks.size()];
+        p.nack_code = k.code;
+        p.nack_psn = k.psn;
         sent = build_nack(p, id, *out[n]);
+        if (sent) ++p.nack_head;
       } else if (p.ack_now || (p.ack_pending && now >= p.ack_deadline)) {
         sent = build_ack(p, id, *out[n]);
       }
@@ -584,21 +973,22 @@ size_t UetEndpoint::tx(std::span<Frame* const> out, Time now) {
           sent = build_data(p, id, psn, /*retx=*/true, *out[n], now);
           break;
         }
-      } else if (p.write_send != p.write_tail && p.next_psn - p.base_psn < config_.mpr &&
+      } else if (p.op_send != p.op_tail && p.next_psn - p.base_psn < config_.mpr &&
                  p.bytes_in_flight + config_.payload_bytes <= window(p)) {
-        Write& w = p.writes[p.write_send % config_.max_writes];
+        Op& o = p.ops[p.op_send % config_.max_writes];
         const uint32_t psn = p.next_psn;
         Slot& s = p.slots[psn % config_.mpr];
         s = Slot{};
-        s.write = p.write_send;
+        s.op = p.op_send;
         s.packet = p.send_packet;
-        if (p.send_packet == 0) w.first_psn = psn;
+        s.len = static_cast<uint32_t>(std::min<uint64_t>(
+            config_.payload_bytes, o.length - uint64_t{p.send_packet} * config_.payload_bytes));
         sent = build_data(p, id, psn, /*retx=*/false, *out[n], now);
         if (sent) {
           ++p.next_psn;
-          if (++p.send_packet == w.packets) {
+          if (++p.send_packet == o.packets) {
             p.send_packet = 0;
-            ++p.write_send;
+            ++p.op_send;
           }
         }
       }
@@ -606,6 +996,7 @@ size_t UetEndpoint::tx(std::span<Frame* const> out, Time now) {
         p.rto_deadline = now + p.rto;
         deadline_ = std::min(deadline_, p.rto_deadline);
       }
+      if (sent) arm_tlp(p, now);
     }
     if (sent) {
       ++n;
@@ -633,15 +1024,26 @@ void UetEndpoint::on_timer(Time now) {
       if (p.ack_pending && !p.ack_now) next = std::min(next, p.ack_deadline);
       continue;
     }
+    if (p.tlp_deadline <= now) {
+      p.tlp_deadline = kNever;
+      send_tlp(p);
+    }
     if (p.rto_deadline > now) {
-      next = std::min(next, p.rto_deadline);
+      next = std::min({next, p.rto_deadline, p.tlp_deadline});
       continue;
     }
-    // RTO: every PSN in flight longer than the timeout is resent; backoff doubles.
+    // RTO: every PSN in flight longer than the timeout is resent; backoff doubles. A PSN
+    // waiting after an RNR NACK is resent too, without counting as a timeout.
     bool give_up = false;
+    uint32_t timed_out = 0;
     for (uint32_t psn = p.base_psn; psn_before(psn, p.next_psn); ++psn) {
       Slot& s = p.slots[psn % config_.mpr];
       if (!s.in_flight || s.sent + p.rto > now) continue;
+      if (s.rnr_wait) {
+        mark_lost(p, psn);
+        ++counters_.rnr_retx;
+        continue;
+      }
       if (++s.retries > config_.max_retries) {
         give_up = true;
         break;
@@ -649,15 +1051,19 @@ void UetEndpoint::on_timer(Time now) {
       p.sel.on_timeout(s.ev, now);
       mark_lost(p, psn);
       ++counters_.timeouts;
+      ++timed_out;
     }
     if (give_up) {
       fail_pdc(p, OpStatus::kRetriesExhausted);
       --i;  // fail_pdc swapped another PDC into this position
       continue;
     }
-    p.nscc.on_timeout(now);
-    p.rto = std::min(p.rto * 2, config_.max_rto);
-    p.rto_deadline = p.bytes_in_flight > 0 || p.resend_pending > 0 ? now + p.rto : kNever;
+    if (timed_out > 0) {
+      p.nscc.on_timeout(now);
+      p.rto = std::min(p.rto * 2, config_.max_rto);
+    }
+    p.rto_deadline = psn_before(p.base_psn, p.next_psn) ? now + p.rto : kNever;
+    p.tlp_deadline = kNever;  // after a timeout, the RTO alone until the next progress
     next = std::min(next, p.rto_deadline);
   }
   deadline_ = next;

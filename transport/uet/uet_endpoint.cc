@@ -33,9 +33,15 @@ absl::Status UetConfig::validate() const {
     return out_of_range("mpr", mpr, "64..4096, a power of 2");
   if (max_writes < 1 || max_writes > 65536)
     return out_of_range("max_writes", max_writes, "1..65536");
+  if (max_recvs < 1 || max_recvs > 65536) return out_of_range("max_recvs", max_recvs, "1..65536");
+  if (max_recv_messages < 1 || max_recv_messages > 4096)
+    return out_of_range("max_recv_messages", max_recv_messages, "1..4096");
+  if (rnr_retries > 64) return out_of_range("rnr_retries", rnr_retries, "0..64");
   if (window_bytes < payload_bytes || window_bytes > (uint64_t{1} << 32))
     return out_of_range("window_bytes", window_bytes, "payload_bytes..4 GiB");
   if (rto < kMicrosecond || rto > kSecond) return out_of_range("rto", rto, "1 us..1 s (ps)");
+  if (min_rto < kMicrosecond || min_rto > rto)
+    return out_of_range("min_rto", min_rto, "1 us..rto (ps)");
   if (max_rto < rto || max_rto > 60 * kSecond)
     return out_of_range("max_rto", max_rto, "rto..60 s (ps)");
   if (max_retries < 1 || max_retries > 64) return out_of_range("max_retries", max_retries, "1..64");
@@ -44,6 +50,8 @@ absl::Status UetConfig::validate() const {
   if (ack_every < 1 || ack_every > 64) return out_of_range("ack_every", ack_every, "1..64");
   if (reorder_window < 0 || reorder_window > kSecond)
     return out_of_range("reorder_window", reorder_window, "0..1 s (ps)");
+  if (reorder_srtt_pct > 1000)
+    return out_of_range("reorder_srtt_pct", reorder_srtt_pct, "0..1000");
   if (ack_delay < 0 || ack_delay > kMillisecond)
     return out_of_range("ack_delay", ack_delay, "0..1 ms (ps)");
   if (dscp_data > 63 || dscp_control > 63) return out_of_range("dscp", dscp_data, "0..63");
@@ -72,6 +80,8 @@ UetEndpoint::UetEndpoint(const UetConfig& config)
   if (config_.resolve_mac == nullptr) config_.resolve_mac = sim_mac;
   free_pdcs_.reserve(config.max_pdcs);
   for (uint32_t i = config.max_pdcs; i-- > 0;) free_pdcs_.push_back(static_cast<uint16_t>(i));
+  recvs_.assign(config.max_recvs, Recv{});
+  rx_msgs_.assign(config.max_recv_messages, RxMsg{});
   completions_.reserve(1024);
 }
 
@@ -93,7 +103,11 @@ int32_t UetEndpoint::alloc_pdc(Role role) {
   p.role = role;
   p.slots.assign(config_.mpr, Slot{});
   p.rcv_bits.assign(config_.mpr / 64, 0);
-  if (role == Role::kInitiator) p.writes.assign(config_.max_writes, Write{});
+  if (role == Role::kInitiator) p.ops.assign(config_.max_writes, Op{});
+  if (role == Role::kTarget) {
+    p.rsp.assign(config_.mpr, Pdc::Response{});
+    p.rsp_bits.assign(config_.mpr / 64, 0);
+  }
   p.rto = config_.rto;
   p.nscc = cc::Nscc(nscc_config_);
   p.active_index = static_cast<uint32_t>(active_.size());
@@ -125,44 +139,117 @@ absl::StatusOr<uint32_t> UetEndpoint::register_memory(uint8_t* base, uint64_t le
   return static_cast<uint32_t>(regions_.size());  // key = index + 1; 0 is never valid
 }
 
-absl::Status UetEndpoint::post_write(const WriteRequest& wr) {
-  if (wr.mode != DeliveryMode::kRud) {
-    return absl::UnimplementedError("post_write: only DeliveryMode::kRud is implemented");
+namespace {
+
+// Only RUD is implemented (task: ROD, RUDI, UUD are refused naming the mode).
+absl::Status check_mode(DeliveryMode m, const char* verb) {
+  if (m == DeliveryMode::kRud) return absl::OkStatus();
+  const char* name = m == DeliveryMode::kRod ? "kRod" : m == DeliveryMode::kRudi ? "kRudi" : "kUud";
+  return absl::InvalidArgumentError(absl::StrCat(verb, ": DeliveryMode::", name,
+                                                 " is not implemented (only kRud)"));
+}
+
+}  // namespace
+
+absl::StatusOr<uint16_t> UetEndpoint::initiator_pdc(uint32_t peer, const char* verb) {
+  if (peer == 0 || peer == config_.local_ip4) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(verb, ": peer must be another endpoint's address"));
   }
+  if (auto it = initiator_by_peer_.find(peer); it != initiator_by_peer_.end()) return it->second;
+  const int32_t n = alloc_pdc(Role::kInitiator);
+  if (n < 0) return absl::ResourceExhaustedError(absl::StrCat(verb, ": PDC table full (max_pdcs)"));
+  const auto id = static_cast<uint16_t>(n);
+  Pdc& p = pdcs_[id];
+  p.peer_ip4 = peer;
+  p.peer_mac = config_.resolve_mac(peer);
+  // spec/uet.md §3.3: a random start PSN; SYN until the first ACK.
+  p.start_psn = static_cast<uint32_t>(next_random());
+  p.next_psn = p.base_psn = p.start_psn;
+  p.ev_base = static_cast<uint16_t>(next_random());
+  p.sel = pathsel::PathSelector(config_.pathsel, next_random());
+  initiator_by_peer_.emplace(peer, id);
+  return id;
+}
+
+// Queues `op` on the PDC to `peer`; message IDs and packet counts are assigned here.
+absl::Status UetEndpoint::post_op(uint32_t peer, const Op& op, const char* verb) {
+  auto id = initiator_pdc(peer, verb);
+  if (!id.ok()) return id.status();
+  Pdc& p = pdcs_[*id];
+  if (p.op_tail - p.op_head >= config_.max_writes) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat(verb, ": too many operations posted on this PDC (max_writes)"));
+  }
+  Op& o = p.ops[p.op_tail % config_.max_writes];
+  o = op;
+  o.packets = std::max<uint32_t>(
+      1, static_cast<uint32_t>((op.length + config_.payload_bytes - 1) / config_.payload_bytes));
+  o.unacked = o.packets;
+  o.message_id = p.next_message_id;
+  // A READ is one single-packet READ message per chunk (uet_endpoint.h): one ID each.
+  p.next_message_id = static_cast<uint16_t>(p.next_message_id +
+                                            (op.op == Opcode::kRead ? o.packets : 1));
+  ++p.op_tail;
+  return absl::OkStatus();
+}
+
+absl::Status UetEndpoint::post_write(const WriteRequest& wr) {
+  if (absl::Status s = check_mode(wr.mode, "post_write"); !s.ok()) return s;
   if (wr.length == 0 || wr.length > 0xFFFFFFFFu || wr.local == nullptr) {
     return absl::InvalidArgumentError("post_write: length must be 1..4294967295 with a buffer");
   }
-  if (wr.peer == 0 || wr.peer == config_.local_ip4) {
-    return absl::InvalidArgumentError("post_write: peer must be another endpoint's address");
+  Op op;
+  op.op = Opcode::kWrite;
+  op.wr_id = wr.wr_id;
+  op.rkey = wr.rkey;
+  op.remote_offset = wr.remote_offset;
+  op.src = wr.local;
+  op.length = wr.length;
+  return post_op(wr.peer, op, "post_write");
+}
+
+absl::Status UetEndpoint::post_read(const ReadRequest& rr) {
+  if (absl::Status s = check_mode(rr.mode, "post_read"); !s.ok()) return s;
+  if (rr.length == 0 || rr.length > 0xFFFFFFFFu || rr.local == nullptr) {
+    return absl::InvalidArgumentError("post_read: length must be 1..4294967295 with a buffer");
   }
-  uint16_t id;
-  if (auto it = initiator_by_peer_.find(wr.peer); it != initiator_by_peer_.end()) {
-    id = it->second;
-  } else {
-    const int32_t n = alloc_pdc(Role::kInitiator);
-    if (n < 0) return absl::ResourceExhaustedError("post_write: PDC table full (max_pdcs)");
-    id = static_cast<uint16_t>(n);
-    Pdc& p = pdcs_[id];
-    p.peer_ip4 = wr.peer;
-    p.peer_mac = config_.resolve_mac(wr.peer);
-    // spec/uet.md §3.3: a random start PSN; SYN until the first ACK.
-    p.start_psn = static_cast<uint32_t>(next_random());
-    p.next_psn = p.base_psn = p.start_psn;
-    p.ev_base = static_cast<uint16_t>(next_random());
-    p.sel = pathsel::PathSelector(config_.pathsel, next_random());
-    initiator_by_peer_.emplace(wr.peer, id);
+  Op op;
+  op.op = Opcode::kRead;
+  op.wr_id = rr.wr_id;
+  op.rkey = rr.rkey;
+  op.remote_offset = rr.remote_offset;
+  op.dst = rr.local;
+  op.length = rr.length;
+  return post_op(rr.peer, op, "post_read");
+}
+
+absl::Status UetEndpoint::post_send(const SendRequest& sr) {
+  if (absl::Status s = check_mode(sr.mode, "post_send"); !s.ok()) return s;
+  if (sr.length > 0xFFFFFFFFu || (sr.length > 0 && sr.local == nullptr)) {
+    return absl::InvalidArgumentError("post_send: length must be 0..4294967295 with a buffer");
   }
-  Pdc& p = pdcs_[id];
-  if (p.write_tail - p.write_head >= config_.max_writes) {
-    return absl::ResourceExhaustedError("post_write: too many writes posted (max_writes)");
+  Op op;
+  op.op = Opcode::kSend;
+  op.wr_id = sr.wr_id;
+  op.src = sr.local;
+  op.length = sr.length;
+  op.has_imm = sr.has_imm;  // travels in ses_std.header_data with `hd` (spec/uet.md §4.2)
+  op.imm = sr.imm;
+  return post_op(sr.peer, op, "post_send");
+}
+
+absl::Status UetEndpoint::post_recv(const RecvBuffer& rb) {
+  if (rb.length > 0 && rb.base == nullptr) {
+    return absl::InvalidArgumentError("post_recv: a buffer with length > 0 needs a base");
   }
-  Write& w = p.writes[p.write_tail % config_.max_writes];
-  w = Write{};
-  w.wr = wr;
-  w.message_id = p.next_message_id++;
-  w.packets = static_cast<uint32_t>((wr.length + config_.payload_bytes - 1) / config_.payload_bytes);
-  w.unacked = w.packets;
-  ++p.write_tail;
+  if (recv_tail_ - recv_head_ >= config_.max_recvs) {
+    return absl::ResourceExhaustedError("post_recv: too many receive buffers posted (max_recvs)");
+  }
+  Recv& r = recvs_[recv_tail_ % config_.max_recvs];
+  r = Recv{};
+  r.rb = rb;
+  ++recv_tail_;
   return absl::OkStatus();
 }
 
@@ -185,7 +272,7 @@ EndpointStats UetEndpoint::stats() const {
   s.control_packets = counters_.tx_acks + counters_.tx_nacks;
   s.timeouts = counters_.timeouts;
   s.rx_dropped = counters_.rx_malformed + counters_.rx_unknown_pdc + counters_.rx_no_pdc_avail +
-                 counters_.rx_out_of_window;
+                 counters_.rx_out_of_window + counters_.rx_stale_read_data + counters_.rx_bad_send;
   return s;
 }
 

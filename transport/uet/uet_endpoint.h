@@ -1,16 +1,49 @@
-// The UET engine for one fabric endpoint (FEP): PDS RUD with SES WRITE, sans-IO.
+// The UET engine for one fabric endpoint (FEP): PDS RUD with SES WRITE, READ and SEND, sans-IO.
 //
 // What it does (spec/uet.md): PDCs created on first use with 0-RTT SYN (§3.3), 32-bit PSNs,
 // ACK_CC with cumulative ACK + 64-bit SACK bitmap (§3.8), NACKs for trimmed requests and
 // out-of-window PSNs (§3.10), selective retransmission of exactly the missing PSNs (RTO with
-// exponential backoff, NACK, SACK gaps), SES standard WRITE headers with placement by offset
+// exponential backoff, NACK, SACK gaps), SES standard request headers with placement by offset
 // (§4.2), completions when every PSN of a message is acknowledged. Each PDC's EVs come from
 // a path selector (pathsel/, §2.4) that hears, per packet, how its EV fared: ACKed with or
 // without an ECN echo, NACKed, timed out.
 //
+// How the SES operations travel on the PDS (a PDC carries requests initiator -> target and
+// ACK/NACKs target -> initiator; every operation is posted at the initiator):
+// - WRITE: RUD requests with payload, placed at buffer_offset + message_offset (§4.2).
+// - READ: split into one single-packet READ request per `payload_bytes` of data (SOM = EOM =
+//   1, its own message ID, buffer_offset = the chunk's remote offset, match_bits = the key,
+//   request_length = the chunk's length). The target answers each READ PSN with exactly one
+//   ACK_CC carrying an SES response with data (§4.7, next header RSP_DATA): that ACK is the
+//   PDS acknowledgement of the READ PSN (spec §3.10 ACK_WITH_DATA / TRIMMED_ACK: read data
+//   rides on ACKs of the same PDC; §6 rule 4 allows response headers only on ACK/NACK types).
+//   The target records the READ PSN as received only when it builds that ACK. The initiator
+//   places the data at ReadRequest::local + chunk offset, by the ACK's trigger PSN
+//   (ack_psn_offset), so chunks land in any order. A lost data ACK: the READ PSN stays
+//   unacknowledged at the initiator (a later ACK that covers it without data does not count),
+//   its RTO resends the READ (RETX), and the target answers a duplicate READ by reading again
+//   (reads are idempotent; nothing is delivered twice: a chunk is placed only while its slot
+//   waits for it). Outstanding READ data counts as bytes in flight, so the initiator's window
+//   (NSCC, window_bytes, mpr) bounds the data the target returns.
+// - SEND: RUD requests with payload (message_id, SOM/EOM, message_offset, request_length =
+//   the message length, header_data = the immediate data with `hd` on the SOM packet). The
+//   first packet of a message to arrive (any packet, not only SOM) claims the next posted
+//   receive buffer (one FIFO shared by all peers); later packets land at message_offset.
+//   A receive completes when every byte is placed, in buffer posting order.
+//   No buffer posted: NACK RCVD_SES_PROCG (§3.10, "still processing in SES; retry"): the PSN
+//   is not recorded, the initiator resends it when its RTO fires (not counted as a timeout),
+//   up to `rnr_retries` NACKs per PSN; then the SEND completes with kReceiverNotReady and its
+//   remaining PSNs are sent once more with SES `ie` set (§4.1), which the target accepts and
+//   drops without claiming a buffer, so the PSN space stays whole. No receive-message state
+//   free: NACK NO_SES_MSG_AVAIL, handled the same way, ending in kNoResources.
+//   Longer than the buffer: the buffer completes with kLengthError (nothing is written) and
+//   every packet of the message is answered with SES return code TOO_LONG, so the initiator
+//   completes with kLengthError too.
+//
 // Ownership and threads: one Endpoint per FEP, driven by one thread (its host's). All tables
 // are fixed-size and allocated at construction: PDCs (`max_pdcs`), per-PDC windows (`mpr`
-// packets), posted writes per PDC (`max_writes`). A peer's frames can never grow them;
+// packets), posted operations per PDC (`max_writes`), receive buffers (`max_recvs`), SEND
+// messages being received (`max_recv_messages`). A peer's frames can never grow them;
 // frames that do not fit are dropped or NACKed and counted (Counters).
 //
 // Data path: rx()/tx()/on_timer() never allocate and make no virtual calls per packet.
@@ -42,16 +75,31 @@ struct UetConfig {
   uint32_t payload_bytes = 4096;          // bytes of data per packet, 256..9000
   uint32_t max_pdcs = 1024;               // PDC table size (initiator + target), 1..65535
   uint32_t mpr = 256;                     // PSN window per PDC in packets, 64..4096, power of 2
-  uint32_t max_writes = 256;              // posted writes per PDC, 1..65536
+  uint32_t max_writes = 256;              // posted operations (write, read, send) per PDC, 1..65536
+  uint32_t max_recvs = 256;               // posted receive buffers per endpoint, 1..65536
+  uint32_t max_recv_messages = 64;        // SENDs being received at once per endpoint, 1..4096
+  uint32_t rnr_retries = 7;               // RNR NACKs of one PSN before a SEND gives up, 0..64
   uint64_t window_bytes = 256 * 1024;     // bytes in flight per PDC at most
   bool nscc = true;                       // NSCC (cc/nscc.h) sizes the window below that
   double link_gbps = 100;                 // NSCC: the host link rate ...
   Time base_rtt = 12 * kMicrosecond;      // ... and the fabric's unloaded round trip
-  Time rto = 50 * kMicrosecond;           // initial retransmission timeout
+  Time rto = 50 * kMicrosecond;           // retransmission timeout before the first RTT sample
+  // RFC 6298 estimator from ACKs of packets sent once: RTO = clamp(srtt + 4 rttvar, min_rto,
+  // max_rto), doubling per timeout until the next ACK.
+  Time min_rto = 10 * kMicrosecond;       // 1 us..rto
   Time max_rto = 10 * kMillisecond;
+  // Tail-loss probe: when everything posted has been sent and PSNs stay unacknowledged for
+  // min(2 srtt + ack_delay, 3/4 RTO), resend the highest unacknowledged PSN once, without
+  // counting a timeout or cutting the window; again only after progress.
+  bool tlp = true;
   uint32_t max_retries = 8;               // consecutive timeouts of one PSN before giving up
   uint32_t reorder_threshold = 8;         // SACKed PSNs past a hole before it is resent ...
   Time reorder_window = 20 * kMicrosecond;  // ... and sent this much before the newest SACKed
+  // With an RTT estimate, that window is min(reorder_window, srtt * reorder_srtt_pct / 100)
+  // (RACK, RFC 8985 §6.2, uses min_rtt / 4); 0 (the default) keeps reorder_window fixed:
+  // 25 lifts loss-sweep at 5 % from 83 to 86 Gb/s but resends spuriously under sprayed
+  // congestion (uet_pathsel_test REPS tail). 0..1000.
+  uint32_t reorder_srtt_pct = 0;
   uint32_t ack_every = 4;                 // ACK after this many in-order packets
   Time ack_delay = 2 * kMicrosecond;      // ... or after this long
   uint8_t dscp_data = 26;
@@ -77,6 +125,20 @@ struct UetCounters {
   uint64_t rx_bad_key = 0, rx_bad_range = 0;
   uint64_t rx_stale_ack = 0;      // ACK for PSNs never sent
   uint64_t timeouts = 0, fast_retx = 0, nack_retx = 0;
+  uint64_t tlp_probes = 0;        // tail-loss probes sent
+  // SES READ / SEND.
+  uint64_t tx_read_data = 0;      // target: ACKs carrying read data (first and repeated)
+  uint64_t rx_read_data = 0;      // initiator: read data placed
+  uint64_t rx_stale_read_data = 0;  // initiator: read data for no waiting READ (dropped)
+  uint64_t read_data_lost = 0;    // initiator: a READ PSN ACKed without its data: resent
+  uint64_t rx_rnr = 0;            // target: SEND with no buffer posted (NACK RCVD_SES_PROCG)
+  uint64_t rx_no_msg_state = 0;   // target: SEND with no message state free (NO_SES_MSG_AVAIL)
+  uint64_t rx_length_error = 0;   // target: SEND longer than its buffer
+  uint64_t rx_initiator_err = 0;  // target: SEND packets flagged `ie` (abandoned by the sender)
+  uint64_t rx_bad_send = 0;       // target: SEND packet outside its message
+  uint64_t rx_unsupported = 0;    // target: opcode this engine does not serve
+  uint64_t rnr_retx = 0;          // initiator: resends after an RNR NACK
+  uint64_t rsp_ring_full = 0;     // target: request dropped, no room to queue its response
   wire::WireCounters wire;
 };
 
@@ -87,6 +149,9 @@ class UetEndpoint final : public Endpoint {
   // Endpoint.
   absl::StatusOr<uint32_t> register_memory(uint8_t* base, uint64_t length) override;
   absl::Status post_write(const WriteRequest& wr) override;
+  absl::Status post_read(const ReadRequest& rr) override;
+  absl::Status post_send(const SendRequest& sr) override;
+  absl::Status post_recv(const RecvBuffer& rb) override;
   size_t poll_completions(std::span<Completion> out) override;
   EndpointStats stats() const override;
 
@@ -102,26 +167,58 @@ class UetEndpoint final : public Endpoint {
  private:
   explicit UetEndpoint(const UetConfig& config);
 
-  // One posted write, as the initiator tracks it.
-  struct Write {
-    WriteRequest wr;
-    uint16_t message_id = 0;
-    uint32_t first_psn = 0;
+  // One posted operation (write, read or send), as the initiator tracks it.
+  struct Op {
+    Opcode op = Opcode::kWrite;
+    uint64_t wr_id = 0;
+    uint32_t rkey = 0;
+    uint64_t remote_offset = 0;
+    const uint8_t* src = nullptr;  // write, send
+    uint8_t* dst = nullptr;        // read
+    uint64_t length = 0;
+    bool has_imm = false;
+    uint32_t imm = 0;
+    uint16_t message_id = 0;  // read: chunk k is message message_id + k
     uint32_t packets = 0;
     uint32_t unacked = 0;
     bool failed = false;
+    bool abandoned = false;   // send: given up (RNR); remaining PSNs go out with SES `ie`
     OpStatus status = OpStatus::kSuccess;
   };
   // One PSN in flight at the initiator.
   struct Slot {
-    uint32_t write = 0;  // index into writes
-    uint32_t packet = 0; // packet number within the write
+    uint32_t op = 0;     // index into ops
+    uint32_t packet = 0; // packet number within the operation
+    uint32_t len = 0;    // data bytes this PSN moves (read: the data it asks for)
     Time sent = 0;
     uint16_t retries = 0;
     uint16_t ev = 0;     // EV index of the last transmission, for the path selector
+    uint8_t rnr = 0;     // RNR NACKs this PSN received
     bool in_flight = false;
     bool acked = false;
     bool resend = false;
+    bool rnr_wait = false;  // NACKed RNR: resent when the RTO fires, not counted as a loss
+    bool retransmitted = false;  // sent more than once: no RTT sample from it (Karn)
+  };
+  // A posted receive buffer (endpoint-wide FIFO).
+  struct Recv {
+    RecvBuffer rb;
+    bool done = false;
+    OpStatus status = OpStatus::kSuccess;
+    uint64_t bytes = 0;
+    uint32_t peer = 0;
+    bool has_imm = false;
+    uint32_t imm = 0;
+  };
+  // A SEND message being received: which buffer it claimed and how much is still to come.
+  struct RxMsg {
+    bool in_use = false;
+    uint16_t pdc = 0;
+    uint16_t message_id = 0;
+    uint32_t recv = 0;       // position in recvs_ (monotonic counter)
+    uint64_t length = 0;     // request_length
+    uint64_t remaining = 0;  // bytes not yet arrived
+    OpStatus status = OpStatus::kSuccess;
   };
   enum class Role : uint8_t { kFree, kInitiator, kTarget };
   struct Pdc {
@@ -140,14 +237,19 @@ class UetEndpoint final : public Endpoint {
     uint32_t base_psn = 0;     // oldest unacknowledged PSN
     uint64_t bytes_in_flight = 0;
     std::vector<Slot> slots;   // mpr entries, PSN % mpr
-    std::vector<Write> writes; // ring of max_writes
-    uint32_t write_head = 0, write_tail = 0;  // posted, not yet completed: [head, tail)
-    uint32_t write_send = 0;   // next write with packets still to send
-    uint32_t send_packet = 0;  // next packet of writes[write_send]
+    std::vector<Op> ops;       // ring of max_writes
+    uint32_t op_head = 0, op_tail = 0;  // posted, not yet completed: [head, tail)
+    uint32_t op_send = 0;      // next operation with packets still to send
+    uint32_t send_packet = 0;  // next packet of ops[op_send]
     uint16_t next_message_id = 1;
     uint32_t resend_pending = 0;
-    Time rto = 0;
+    Time rto = 0;              // current RTO (estimate, doubled per timeout)
     Time rto_deadline = kNever;
+    Time srtt = 0, rttvar = 0; // RFC 6298; srtt 0: no sample yet
+    Time tlp_deadline = kNever;
+    bool tlp_done = false;     // a probe went since the last progress
+    uint64_t acked_total = 0;  // PSNs acknowledged so far (progress)
+    Time last_ack_at = kNever; // the last valid ACK (is the peer alive?)
     cc::Nscc nscc{cc::NsccConfig{}};
 
     // Target.
@@ -160,18 +262,33 @@ class UetEndpoint final : public Endpoint {
     uint32_t ce_psn = 0;       // the first CE-marked arrival since the last ACK
     uint32_t last_psn = 0;     // the newest arrival
     Time ack_deadline = kNever;
-    // SES responses for refused writes, one per ACK (§4.6). A refused PSN is recorded as
-    // received only when the ACK carrying its response is built, so no ACK acknowledges it
-    // without saying why. Bounded: when full, a refused packet is dropped and comes again.
+    // SES responses, one per ACK: refusals (§4.6) and read data (§4.7). A PSN with a
+    // response is recorded as received only when the ACK carrying it is built (its bit in
+    // rsp_bits until then), so no ACK acknowledges it without its answer. Bounded (mpr
+    // entries): when full, the request is dropped and comes again.
     struct Response {
-      uint8_t code;
-      uint16_t message_id;
-      uint32_t psn;
+      uint8_t code = 0;        // SesReturnCode; kOk with data for a READ
+      bool data = false;       // read data: `len` bytes of region `key` at `offset`
+      bool repeat = false;     // answers a duplicate: the PSN is already recorded
+      uint16_t message_id = 0;
+      uint32_t psn = 0;
+      uint32_t key = 0;
+      uint32_t len = 0;
+      uint64_t offset = 0;
     };
-    std::array<Response, 8> rsp{};
+    std::vector<Response> rsp;       // ring of mpr
+    std::vector<uint64_t> rsp_bits;  // mpr bits: PSN rcv_base + i has a response queued
     uint32_t rsp_head = 0, rsp_tail = 0;
     bool rsp_pending() const noexcept { return rsp_head != rsp_tail; }
-    // NACK to send (code 0: none).
+    // NACKs to send: a small ring (when full, the NACKed packet is only dropped; its RTO
+    // recovers it).
+    struct Nack {
+      uint8_t code;
+      uint32_t psn;
+    };
+    std::array<Nack, 16> nacks{};
+    uint32_t nack_head = 0, nack_tail = 0;
+    // build_nack's input (set from the ring, or for stateless NACKs).
     uint8_t nack_code = 0;
     uint32_t nack_psn = 0;
   };
@@ -192,7 +309,17 @@ class UetEndpoint final : public Endpoint {
   void ack_psn(Pdc& p, uint32_t psn, bool ce, Time now);
   void mark_received(Pdc& p, uint32_t psn);
   void mark_lost(Pdc& p, uint32_t psn);
-  void retire_writes(Pdc& p);
+  void covered_psn(Pdc& p, uint32_t psn, bool ce, Time data_sent, Time now);
+  void retire_ops(Pdc& p);
+  void queue_nack(Pdc& p, wire::NackCode code, uint32_t psn);
+  bool queue_response(Pdc& p, const Pdc::Response& r, bool repeat);
+  bool rx_send(Pdc& p, uint16_t id, const wire::Decoded& d, const wire::SesStandardRequest& ses,
+               uint32_t psn);
+  Pdc::Response read_response(const Pdc& p, const wire::SesStandardRequest& ses, uint32_t psn);
+  RxMsg* find_msg(uint16_t pdc, uint16_t message_id) noexcept;
+  void deliver_recvs();
+  absl::StatusOr<uint16_t> initiator_pdc(uint32_t peer, const char* verb);
+  absl::Status post_op(uint32_t peer, const Op& op, const char* verb);
   void fail_pdc(Pdc& p, OpStatus why);
   bool build_ack(Pdc& p, uint16_t pdcid, Frame& f);
   bool build_nack(Pdc& p, uint16_t pdcid, Frame& f);
@@ -202,6 +329,14 @@ class UetEndpoint final : public Endpoint {
   wire::Encap encap_for(const Pdc& p, bool control, uint16_t ev) const;
   static uint16_t ev_port(const Pdc& p, uint16_t ev) noexcept;
   void arm_rto(Pdc& p, Time now);
+  void on_rtt_sample(Pdc& p, Time rtt) noexcept;
+  Time rto_estimate(const Pdc& p) const noexcept;
+  Time reorder_window(const Pdc& p) const noexcept {
+    if (p.srtt == 0 || config_.reorder_srtt_pct == 0) return config_.reorder_window;
+    return std::min(config_.reorder_window, p.srtt * config_.reorder_srtt_pct / 100);
+  }
+  void arm_tlp(Pdc& p, Time now) noexcept;
+  void send_tlp(Pdc& p);
 
   int32_t alloc_pdc(Role role);
   void free_pdc(uint16_t id);
@@ -229,7 +364,13 @@ class UetEndpoint final : public Endpoint {
     uint64_t length;
   };
   std::vector<Region> regions_;  // key = index + 1
-  std::vector<Completion> completions_;  // bounded by max_pdcs * max_writes
+  // SEND receive side: posted buffers [recv_head_, recv_tail_), of which [recv_head_,
+  // recv_claim_) are claimed by messages (completed in this order); message states.
+  std::vector<Recv> recvs_;  // ring of max_recvs
+  uint32_t recv_head_ = 0, recv_claim_ = 0, recv_tail_ = 0;
+  std::vector<RxMsg> rx_msgs_;  // max_recv_messages
+  uint32_t rx_msgs_used_ = 0;
+  std::vector<Completion> completions_;  // bounded by max_pdcs * max_writes + max_recvs
   size_t completions_head_ = 0;
   uint64_t rng_;
   UetCounters counters_;

@@ -1,0 +1,129 @@
+// Loss recovery in the UET engine (transport/uet/uet_endpoint.h): the RFC 6298 RTT estimator
+// sets the RTO, and the tail-loss probe repairs a lost last packet without a timeout.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "tests/common/fake_link.h"
+#include "transport/uet/uet_endpoint.h"
+
+namespace uet {
+namespace {
+
+constexpr uint32_t kIpA = 0x0A000001, kIpB = 0x0A000002;
+
+UetConfig config_for(uint32_t ip) {
+  UetConfig c;
+  c.local_ip4 = ip;
+  c.local_mac = {0x02, 0, 0, 0, 0, static_cast<uint8_t>(ip)};
+  c.seed = 99;
+  return c;
+}
+
+struct Pair {
+  explicit Pair(UetConfig a = config_for(kIpA))
+      : ea(std::move(*UetEndpoint::create(a))),
+        eb(std::move(*UetEndpoint::create(config_for(kIpB)))),
+        link(ea.get(), eb.get()) {
+    dst.assign(1 << 20, 0);
+    src.assign(1 << 20, 0x5A);
+    rkey = *eb->register_memory(dst.data(), dst.size());
+  }
+  std::unique_ptr<UetEndpoint> ea, eb;
+  testing::FakeLink link;
+  std::vector<uint8_t> src, dst;
+  uint32_t rkey = 0;
+};
+
+bool is_eom_request(const wire::Decoded& d) {
+  const auto* ses = d.ses_as<wire::SesStandardRequest>();
+  return d.pds_type == wire::PdsType::kRudReq && ses != nullptr && ses->eom();
+}
+
+TEST(UetRecovery_Tlp, LostLastPacketIsRepairedByOneProbeWithoutTimeout) {
+  Pair t;
+  // A first write gives the estimator its samples; the second write loses its last packet.
+  ASSERT_TRUE(t.ea->post_write({1, kIpB, t.rkey, 0, t.src.data(), 20 * 4096}).ok());
+  t.link.run(kSecond);
+  bool dropped = false;
+  Time dropped_at = 0;
+  t.link.set_filter([&](int from, const wire::Decoded& d, std::vector<uint8_t>&) {
+    testing::Verdict v;
+    if (from == 0 && is_eom_request(d) && !dropped) {
+      dropped = true;
+      dropped_at = t.link.now();
+      v.copies = 0;
+    }
+    return v;
+  });
+  ASSERT_TRUE(t.ea->post_write({2, kIpB, t.rkey, 0, t.src.data(), 20 * 4096}).ok());
+  t.link.run(kSecond);
+  std::vector<Completion> c(4);
+  c.resize(t.ea->poll_completions(c));
+  ASSERT_EQ(c.size(), 2u);
+  EXPECT_EQ(c[1].status, OpStatus::kSuccess);
+  ASSERT_TRUE(dropped);
+  // Expect: one probe, no timeout, the repair well before the initial 50 us RTO.
+  EXPECT_EQ(t.ea->counters().tlp_probes, 1u);
+  EXPECT_EQ(t.ea->counters().timeouts, 0u);
+  EXPECT_EQ(t.ea->counters().tx_retx, 1u);
+  EXPECT_LT(t.link.now() - dropped_at, 30 * kMicrosecond);
+}
+
+TEST(UetRecovery_Tlp, DisabledFallsBackToTheRto) {
+  UetConfig a = config_for(kIpA);
+  a.tlp = false;
+  Pair t(a);
+  ASSERT_TRUE(t.ea->post_write({1, kIpB, t.rkey, 0, t.src.data(), 20 * 4096}).ok());
+  t.link.run(kSecond);
+  bool dropped = false;
+  t.link.set_filter([&](int from, const wire::Decoded& d, std::vector<uint8_t>&) {
+    testing::Verdict v;
+    if (from == 0 && is_eom_request(d) && !dropped) {
+      dropped = true;
+      v.copies = 0;
+    }
+    return v;
+  });
+  ASSERT_TRUE(t.ea->post_write({2, kIpB, t.rkey, 0, t.src.data(), 20 * 4096}).ok());
+  t.link.run(kSecond);
+  EXPECT_EQ(t.ea->counters().tlp_probes, 0u);
+  EXPECT_EQ(t.ea->counters().timeouts, 1u);
+}
+
+// After samples of a ~4 us round trip, the RTO is the estimate clamped at min_rto (10 us),
+// not the initial 50 us: a peer that goes silent is retried 10, 20, 40 us later.
+TEST(UetRecovery_Rto, EstimateReplacesTheInitialRto) {
+  UetConfig a = config_for(kIpA);
+  a.max_retries = 3;
+  a.tlp = false;
+  Pair t(a);
+  ASSERT_TRUE(t.ea->post_write({1, kIpB, t.rkey, 0, t.src.data(), 20 * 4096}).ok());
+  t.link.run(kSecond);
+  const Time silent_from = t.link.now();
+  t.link.set_filter([](int from, const wire::Decoded&, std::vector<uint8_t>&) {
+    testing::Verdict v;
+    v.copies = from == 0 ? 0 : 1;
+    return v;
+  });
+  ASSERT_TRUE(t.ea->post_write({2, kIpB, t.rkey, 0, t.src.data(), 4096}).ok());
+  t.link.run(kSecond);
+  std::vector<Completion> c(4);
+  c.resize(t.ea->poll_completions(c));
+  ASSERT_EQ(c.size(), 2u);
+  EXPECT_EQ(c[1].status, OpStatus::kRetriesExhausted);
+  // Expect: 10 + 20 + 40 + 80 us (with the initial RTO it would be 50 + 100 + 200 + 400).
+  EXPECT_GT(t.link.now() - silent_from, 140 * kMicrosecond);
+  EXPECT_LT(t.link.now() - silent_from, 200 * kMicrosecond);
+}
+
+TEST(UetRecovery_Config, MinRtoAboveRtoIsRefused) {
+  UetConfig c = config_for(kIpA);
+  c.min_rto = c.rto + 1;
+  const auto ep = UetEndpoint::create(c);
+  ASSERT_FALSE(ep.ok());
+  EXPECT_NE(std::string(ep.status().message()).find("min_rto"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace uet
