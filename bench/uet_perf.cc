@@ -21,6 +21,13 @@
 // written again only after its previous write completed. The server fills its region with the
 // complement first, so every byte that never arrived is a mismatch.
 //
+// Lanes (--lcores_io=N, DPDK): N engines, one per EAL lcore (lane 0 on the main lcore, lane i
+// on the i-th worker, rte_eal_remote_launch through DpdkEal::run_on_lcores), each with its own
+// RX/TX queue pair of the port, its own FEP (local IP --ip + i) and its own control connection
+// (TCP --oob_port + i); client lane i writes to server lane i, which verifies its own region
+// (the pattern seeded with --seed + i). Steering and ARP per FEP: dpdk-io/dpdk_io.h. The lanes
+// share nothing while they run but read-only options; the results are summed after they join.
+//
 // Timing: CLOCK_MONOTONIC. Bandwidth mode: from the first post to the last completion, with
 // up to --tx_depth writes outstanding. Latency mode (--lat): one write in flight; each sample
 // is post → completion (the write's packets out, the last ACK back: a round trip).
@@ -89,12 +96,17 @@ ABSL_FLAG(uint32_t, mtu, 4096,
           "payload bytes per packet: UET 256..9000, RoCEv2 one of 256, 512, 1024, 2048, 4096; "
           "must fit the device MTU");
 ABSL_FLAG(std::string, ip, "",
-          "local data-plane IPv4 address (default \"\": 10.0.0.1 as server, 10.0.0.2 as client)");
+          "local data-plane IPv4 address, lane i uses IP + i (default \"\": 10.0.0.1 as server, "
+          "10.0.0.(1 + --lcores_io) as client)");
 ABSL_FLAG(std::string, mac, "", "local MAC, aa:bb:cc:dd:ee:ff (default \"\": the port's own)");
 ABSL_FLAG(std::vector<std::string>, neigh, {},
           "static neighbours IP=MAC, comma-separated (default none: ARP resolves)");
 ABSL_FLAG(uint32_t, port, 0, "DPDK: ethdev port id, 0..(ports-1)");
-ABSL_FLAG(uint32_t, mbufs, 8191, "DPDK: mbuf pool size, 512..1048575");
+ABSL_FLAG(uint32_t, lcores_io, 1,
+          "DPDK: engines (lanes), 1..16: one RX/TX queue pair, FEP (--ip + i), control port "
+          "(--oob_port + i) and EAL lcore each (the EAL needs as many lcores, e.g. -l 0-1 for 2); "
+          "both sides must agree");
+ABSL_FLAG(uint32_t, mbufs, 8191, "DPDK: mbuf pool size (shared by the lanes), 512..1048575");
 ABSL_FLAG(uint32_t, dev_mtu, 9000, "DPDK: device (L3) MTU to configure, 1500..9600");
 ABSL_FLAG(double, loss, 0, "drop this fraction of sent frames before the device, 0..0.5");
 ABSL_FLAG(uint64_t, seed, 1, "seed of the data pattern, the loss and the start PSNs");
@@ -138,6 +150,8 @@ struct Options {
   double loss = 0;
   uint64_t seed = 0;
   Time timeout = 0;
+  uint32_t lanes = 1;  // --lcores_io
+  uint32_t lane = 0;   // this engine's index (a lane's copy of the options)
 };
 
 struct Check {
@@ -211,7 +225,10 @@ absl::StatusOr<Options> options_from_flags() {
     c.fail(absl::StrFormat("--mtu=%u invalid for rocev2: one of 256, 512, 1024, 2048, 4096", o.mtu));
   }
   std::string ip = absl::GetFlag(FLAGS_ip);
-  if (ip.empty()) ip = o.server ? "10.0.0.1" : "10.0.0.2";
+  const uint32_t lanes_flag = absl::GetFlag(FLAGS_lcores_io);
+  // Lanes take consecutive addresses: the server 10.0.0.1.., the client right after them.
+  if (ip.empty())
+    ip = o.server ? "10.0.0.1" : absl::StrCat("10.0.0.", 1 + std::clamp<uint32_t>(lanes_flag, 1, 16));
   if (auto v = parse_ip(ip); v && *v != 0) {
     o.ip = *v;
   } else {
@@ -235,6 +252,16 @@ absl::StatusOr<Options> options_from_flags() {
     }
   }
   c.range("port", absl::GetFlag(FLAGS_port), 0, 1023);
+  o.lanes = absl::GetFlag(FLAGS_lcores_io);
+  c.range("lcores_io", o.lanes, 1, 16);
+  if (o.lanes > 1 && o.io != "dpdk")
+    c.fail(absl::StrFormat("--lcores_io=%u needs --io=dpdk (--io=%s runs one engine): 1..1 here",
+                           o.lanes, o.io));
+  if (o.lanes > 1 && o.oob_port + o.lanes - 1 > 65535)
+    c.fail(absl::StrFormat("--oob_port=%u out of range for --lcores_io=%u: 1..%u", o.oob_port,
+                           o.lanes, 65536 - o.lanes));
+  if (o.lanes > 1 && uint64_t{o.ip} + o.lanes - 1 > 0xFFFFFFFFull)
+    c.fail("--ip + --lcores_io - 1 overflows IPv4");
   c.range("mbufs", absl::GetFlag(FLAGS_mbufs), 512, 1048575);
   c.range("dev_mtu", absl::GetFlag(FLAGS_dev_mtu), 1500, 9600);
   o.loss = absl::GetFlag(FLAGS_loss);
@@ -253,8 +280,9 @@ absl::StatusOr<Options> options_from_flags() {
 // Neighbours the engines' resolver sees (control path: once per PDC/QP). The DPDK backend
 // rewrites the destination MAC of every frame from its own table anyway (dpdk_io.h).
 
+// One per lane (thread): the engines' resolver is a plain function pointer.
 std::unordered_map<uint32_t, wire::MacAddr>& resolver_table() {
-  static std::unordered_map<uint32_t, wire::MacAddr> t;
+  thread_local std::unordered_map<uint32_t, wire::MacAddr> t;
   return t;
 }
 wire::MacAddr resolve_mac(uint32_t ip4) {
@@ -329,12 +357,12 @@ class TapIo final : public io::PacketIo {
 // ---------------------------------------------------------------------------------------------
 // Backend selection: one function, one branch per backend.
 
+// One lane's view of its backend (owned by IoSet).
 struct Io {
 #ifdef UET_PERF_HAVE_DPDK
-  std::unique_ptr<io::DpdkEal> eal;  // declared first: destroyed after the port
   io::DpdkIo* dpdk = nullptr;
 #endif
-  std::unique_ptr<io::PacketIo> backend;
+  io::PacketIo* backend = nullptr;
   wire::MacAddr mac{};
   uint32_t max_frame = 0;
   std::string description;
@@ -357,17 +385,32 @@ struct Io {
   }
 };
 
-absl::StatusOr<Io> make_io(const Options& o, const std::vector<std::string>& eal_args) {
-  Io out;
+// The backends of all lanes.
+struct IoSet {
+#ifdef UET_PERF_HAVE_DPDK
+  std::unique_ptr<io::DpdkEal> eal;  // declared first: destroyed after the port
+#endif
+  std::vector<std::unique_ptr<io::PacketIo>> backends;
+  std::vector<Io> lanes;
+};
+
+absl::StatusOr<IoSet> make_io(const Options& o, const std::vector<std::string>& eal_args) {
+  IoSet set;
   if (o.io == "dpdk") {
 #ifdef UET_PERF_HAVE_DPDK
     auto eal = io::DpdkEal::init(eal_args);
     if (!eal.ok()) return eal.status();
-    out.eal = std::move(*eal);
-    if (absl::GetFlag(FLAGS_port) >= out.eal->port_count()) {
+    set.eal = std::move(*eal);
+    if (o.lanes > set.eal->lcore_count()) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "--lcores_io=%u out of range: 1..%u, the EAL lcores (one per engine; give -l 0-%u "
+          "after --)",
+          o.lanes, set.eal->lcore_count(), o.lanes - 1));
+    }
+    if (absl::GetFlag(FLAGS_port) >= set.eal->port_count()) {
       return absl::InvalidArgumentError(absl::StrCat(
           "--port=", absl::GetFlag(FLAGS_port), " out of range: 0..",
-          static_cast<int>(out.eal->port_count()) - 1, " (ports: ", out.eal->describe_ports(),
+          static_cast<int>(set.eal->port_count()) - 1, " (ports: ", set.eal->describe_ports(),
           "; add --vdev=... or a NIC after --)"));
     }
     io::DpdkIoConfig c;
@@ -376,22 +419,29 @@ absl::StatusOr<Io> make_io(const Options& o, const std::vector<std::string>& eal
     c.local_mac = o.mac;
     c.mtu = absl::GetFlag(FLAGS_dev_mtu);
     c.mbufs = absl::GetFlag(FLAGS_mbufs);
+    c.queues = static_cast<uint16_t>(o.lanes);
     c.promiscuous = o.mac != wire::MacAddr{};
     for (const auto& [ip, mac] : o.neigh) c.neighbours.push_back({ip, mac});
-    auto d = io::DpdkIo::create(c);
-    if (!d.ok()) return d.status();
-    out.dpdk = d->get();
-    out.mac = (*d)->mac();
-    out.max_frame = (*d)->max_frame();
-    const io::Offloads& off = (*d)->offloads();
-    out.description = absl::StrFormat(
-        "dpdk port %u (%s) mac %s mtu %u (frames up to %u B), rx csum offload %s, tx csum "
-        "offload %s (unused)",
-        c.port_id, (*d)->driver_name(), mac_str(out.mac), (*d)->mtu(), (*d)->max_frame(),
-        off.rx_ipv4_checksum || off.rx_udp_checksum ? "on" : "n/a",
-        off.tx_ipv4_checksum || off.tx_udp_checksum ? "available" : "n/a");
-    out.backend = std::move(*d);
-    return out;
+    auto qs = io::DpdkIo::create_queues(c);
+    if (!qs.ok()) return qs.status();
+    for (std::unique_ptr<io::DpdkIo>& d : *qs) {
+      Io out;
+      out.dpdk = d.get();
+      out.backend = d.get();
+      out.mac = d->mac();
+      out.max_frame = d->max_frame();
+      const io::Offloads& off = d->offloads();
+      out.description = absl::StrFormat(
+          "dpdk port %u (%s) queue %u mac %s mtu %u (frames up to %u B), rx csum offload %s, tx "
+          "csum offload %s (unused)",
+          c.port_id, d->driver_name(), d->queue(), mac_str(out.mac), d->mtu(), d->max_frame(),
+          off.rx_ipv4_checksum || off.rx_udp_checksum ? "on" : "n/a",
+          off.tx_ipv4_checksum || off.tx_udp_checksum ? "available" : "n/a");
+      if (o.lanes > 1 && d->queue() == 0) std::printf("uet-perf: steering: %s\n", d->steering().c_str());
+      set.lanes.push_back(out);
+      set.backends.push_back(std::move(d));
+    }
+    return set;
 #else
     (void)eal_args;
     return absl::UnimplementedError("--io=dpdk: not built (libdpdk was not found at configure time)");
@@ -410,11 +460,14 @@ absl::StatusOr<Io> make_io(const Options& o, const std::vector<std::string>& eal
                                                            static_cast<uint8_t>(o.ip)};
     auto u = io::UringIo::create(c);
     if (!u.ok()) return u.status();
+    Io out;
+    out.backend = u->get();
     out.mac = c.local_mac;
     out.max_frame = c.frame_capacity;
     out.description = absl::StrFormat("io_uring UDP %s:%u", ip_str(o.ip), c.udp_port);
-    out.backend = std::move(*u);
-    return out;
+    set.lanes.push_back(out);
+    set.backends.push_back(std::move(*u));
+    return set;
 #else
     (void)eal_args;
     return absl::UnimplementedError("--io=uring: not built (dpdk-io/uring_io.h / uet_uring missing)");
@@ -659,8 +712,60 @@ double percentile(const std::vector<double>& sorted, double p) {
   return sorted[i];
 }
 
+// What a lane hands back to the main thread once it has joined.
+struct LaneOut {
+  int rc = 1;
+  Result r;
+  double gbps = 0, mpps = 0, pkt_mpps = 0;
+  uint64_t size = 0;
+  io::IoStats frames;
+  uint64_t lost = 0, retransmitted = 0, timeouts = 0;
+  std::string json;  // the lane's result as one JSON object
+};
+
+std::string json_of(const Options& o, const LaneOut& l) {
+  const Result& r = l.r;
+  double sum = 0;
+  for (double v : r.lat_us) sum += v;
+  return absl::StrFormat(
+      "{\"tool\": \"uet-perf\", \"role\": \"%s\", \"transport\": \"%s\", \"io\": \"%s\", "
+      "\"op\": \"write\", \"mode\": \"%s\", \"lane\": %u, \"local_ip\": \"%s\", \"bytes\": %lu, "
+      "\"iterations\": %lu, "
+      "\"failed\": %lu, \"total_bytes\": %lu, \"seconds\": %.6f, \"bw_gbps\": %.4f, "
+      "\"msg_mpps\": %.6f, \"pkt_mpps\": %.6f, \"latency_us\": {\"samples\": %zu, "
+      "\"min\": %.3f, \"p50\": %.3f, \"p99\": %.3f, \"p999\": %.3f, \"max\": %.3f, "
+      "\"avg\": %.3f}, \"frames\": {\"tx\": %lu, \"rx\": %lu, \"tx_dropped\": %lu, "
+      "\"rx_dropped\": %lu, \"injected_loss\": %lu}, \"retransmitted\": %lu, \"timeouts\": %lu, "
+      "\"verify\": \"%s\", \"checked_bytes\": %lu, \"mismatched_bytes\": %lu, \"mtu\": %u, "
+      "\"loss\": %g, \"seed\": %lu, \"ok\": %s, \"error\": \"%s\"}",
+      o.server ? "server" : "client", o.uet ? "uet" : "rocev2", o.io, o.lat ? "latency" : "bandwidth",
+      o.lane, ip_str(o.ip), l.size, r.completed, r.failed, r.bytes, r.seconds, l.gbps, l.mpps,
+      l.pkt_mpps, r.lat_us.size(), percentile(r.lat_us, 0), percentile(r.lat_us, 0.5),
+      percentile(r.lat_us, 0.99), percentile(r.lat_us, 0.999),
+      r.lat_us.empty() ? 0.0 : r.lat_us.back(),
+      r.lat_us.empty() ? 0.0 : sum / static_cast<double>(r.lat_us.size()), l.frames.tx_packets,
+      l.frames.rx_packets, l.frames.tx_dropped, l.frames.rx_dropped, l.lost, l.retransmitted,
+      l.timeouts, r.verify, r.checked_bytes, r.mismatched_bytes, o.mtu, o.loss, o.seed,
+      r.ok ? "true" : "false", r.error);
+}
+
+bool write_json(const std::string& text) {
+  const std::string path = absl::GetFlag(FLAGS_json);
+  if (path.empty()) return true;
+  std::FILE* f = std::fopen(path.c_str(), "w");
+  if (f == nullptr) {
+    std::fprintf(stderr, "uet-perf: --json=%s: cannot open for writing\n", path.c_str());
+    return false;
+  }
+  std::fputs(text.c_str(), f);
+  std::fputs("\n", f);
+  std::fclose(f);
+  return true;
+}
+
+// Prints the lane's table in one write (lanes run concurrently) and fills `out`.
 void report(const Options& o, const Io& io, TapIo& tap, const Endpoint& ep, Result& r,
-            uint64_t size) {
+            uint64_t size, LaneOut& out) {
   const io::IoStats s = io.backend->stats();
   const EndpointStats es = ep.stats();
   const double gbps = r.seconds > 0 ? static_cast<double>(r.bytes) * 8 / r.seconds / 1e9 : 0;
@@ -668,81 +773,75 @@ void report(const Options& o, const Io& io, TapIo& tap, const Endpoint& ep, Resu
   const double pkt_mpps = r.seconds > 0 ? static_cast<double>(r.tx_packets) / r.seconds / 1e6 : 0;
   std::sort(r.lat_us.begin(), r.lat_us.end());
   const char* mode = o.lat ? "latency" : "bandwidth";
-  std::printf("---------------------------------------------------------------------------------------\n");
-  std::printf(" RDMA_Write %s test, transport %s, io %s, %s\n", mode, o.uet ? "uet" : "rocev2",
-              o.io.c_str(), o.server ? "server" : "client");
+  const std::string rule(87, '-');
+  std::string t = rule + "\n";
+  absl::StrAppendFormat(&t, " RDMA_Write %s test, transport %s, io %s, %s%s\n", mode,
+                        o.uet ? "uet" : "rocev2", o.io, o.server ? "server" : "client",
+                        o.lanes > 1 ? absl::StrFormat(", lane %u (lcore %u of %u), %s", o.lane,
+                                                      o.lane, o.lanes, ip_str(o.ip))
+                                    : std::string());
   if (!o.server) {
     if (o.lat) {
-      std::printf(" %-10s %-12s %-10s %-10s %-10s %-10s %-10s %-10s\n", "#bytes", "#iterations",
-                  "t_min[us]", "t_p50[us]", "t_p99[us]", "t_p99.9[us]", "t_max[us]", "t_avg[us]");
+      absl::StrAppendFormat(&t, " %-10s %-12s %-10s %-10s %-10s %-10s %-10s %-10s\n", "#bytes",
+                            "#iterations", "t_min[us]", "t_p50[us]", "t_p99[us]", "t_p99.9[us]",
+                            "t_max[us]", "t_avg[us]");
       double sum = 0;
       for (double v : r.lat_us) sum += v;
-      std::printf(" %-10lu %-12lu %-10.2f %-10.2f %-10.2f %-10.2f %-10.2f %-10.2f\n", size,
-                  r.completed, percentile(r.lat_us, 0), percentile(r.lat_us, 0.5),
-                  percentile(r.lat_us, 0.99), percentile(r.lat_us, 0.999),
-                  r.lat_us.empty() ? 0.0 : r.lat_us.back(),
-                  r.lat_us.empty() ? 0.0 : sum / static_cast<double>(r.lat_us.size()));
+      absl::StrAppendFormat(&t, " %-10lu %-12lu %-10.2f %-10.2f %-10.2f %-10.2f %-10.2f %-10.2f\n",
+                            size, r.completed, percentile(r.lat_us, 0), percentile(r.lat_us, 0.5),
+                            percentile(r.lat_us, 0.99), percentile(r.lat_us, 0.999),
+                            r.lat_us.empty() ? 0.0 : r.lat_us.back(),
+                            r.lat_us.empty() ? 0.0 : sum / static_cast<double>(r.lat_us.size()));
     } else {
-      std::printf(" %-10s %-12s %-20s %-14s %-14s %-10s\n", "#bytes", "#iterations",
-                  "BW average[Gb/sec]", "MsgRate[Mpps]", "PktRate[Mpps]", "seconds");
-      std::printf(" %-10lu %-12lu %-20.3f %-14.6f %-14.6f %-10.3f\n", size, r.completed, gbps,
-                  mpps, pkt_mpps, r.seconds);
+      absl::StrAppendFormat(&t, " %-10s %-12s %-20s %-14s %-14s %-10s\n", "#bytes", "#iterations",
+                            "BW average[Gb/sec]", "MsgRate[Mpps]", "PktRate[Mpps]", "seconds");
+      absl::StrAppendFormat(&t, " %-10lu %-12lu %-20.3f %-14.6f %-14.6f %-10.3f\n", size,
+                            r.completed, gbps, mpps, pkt_mpps, r.seconds);
     }
   }
-  std::printf(" frames tx %lu rx %lu, dropped tx %lu rx %lu, injected loss %lu; retransmitted %lu, "
-              "timeouts %lu, engine rx drops %lu\n",
-              s.tx_packets, s.rx_packets, s.tx_dropped, s.rx_dropped, tap.lost(),
-              es.retransmitted_packets, es.timeouts, es.rx_dropped);
+  absl::StrAppendFormat(&t,
+                        " frames tx %lu rx %lu, dropped tx %lu rx %lu, injected loss %lu; "
+                        "retransmitted %lu, timeouts %lu, engine rx drops %lu\n",
+                        s.tx_packets, s.rx_packets, s.tx_dropped, s.rx_dropped, tap.lost(),
+                        es.retransmitted_packets, es.timeouts, es.rx_dropped);
   if (o.server) {
-    std::printf(" data check: %s (%lu bytes checked, %lu mismatched)\n", r.verify.c_str(),
-                r.checked_bytes, r.mismatched_bytes);
+    absl::StrAppendFormat(&t, " data check: %s (%lu bytes checked, %lu mismatched)\n", r.verify,
+                          r.checked_bytes, r.mismatched_bytes);
   }
-  if (!r.error.empty()) std::printf(" error: %s\n", r.error.c_str());
-  std::printf("---------------------------------------------------------------------------------------\n");
+  if (!r.error.empty()) absl::StrAppendFormat(&t, " error: %s\n", r.error);
+  t += rule + "\n";
 #ifdef UET_PERF_HAVE_DPDK
   if (io.dpdk != nullptr) {
     const io::DpdkCounters& c = io.dpdk->counters();
-    std::printf(" dpdk: arp rx %lu answered %lu sent %lu learned %lu; tx no-neighbour %lu "
-                "ring-full %lu too-big %lu; rx not-ip %lu bad-csum %lu multi-seg %lu\n",
-                c.arp_rx, c.arp_requests_answered, c.arp_requests_sent, c.arp_learned,
-                c.tx_no_neighbour, c.tx_ring_full, c.tx_too_big, c.rx_not_ip, c.rx_bad_checksum,
-                c.rx_multi_segment);
-    if (absl::GetFlag(FLAGS_xstats)) {
+    absl::StrAppendFormat(&t,
+                          " dpdk: arp rx %lu answered %lu sent %lu learned %lu; tx no-neighbour %lu "
+                          "ring-full %lu too-big %lu; rx not-ip %lu bad-csum %lu multi-seg %lu\n",
+                          c.arp_rx, c.arp_requests_answered, c.arp_requests_sent, c.arp_learned,
+                          c.tx_no_neighbour, c.tx_ring_full, c.tx_too_big, c.rx_not_ip,
+                          c.rx_bad_checksum, c.rx_multi_segment);
+    if (o.lanes > 1) {
+      absl::StrAppendFormat(&t, " dpdk queue %u: redirected to other FEPs %lu (inbox full %lu), "
+                                "from other queues %lu\n",
+                            io.dpdk->queue(), c.rx_redirected, c.rx_redirect_full, c.rx_from_inbox);
+    }
+    if (absl::GetFlag(FLAGS_xstats) && o.lane == 0) {
       for (const auto& [name, v] : io.dpdk->xstats())
-        if (v != 0) std::printf(" xstat %-40s %lu\n", name.c_str(), v);
+        if (v != 0) absl::StrAppendFormat(&t, " xstat %-40s %lu\n", name, v);
     }
   }
 #endif
-  if (const std::string path = absl::GetFlag(FLAGS_json); !path.empty()) {
-    std::FILE* f = std::fopen(path.c_str(), "w");
-    if (f == nullptr) {
-      std::fprintf(stderr, "uet-perf: --json=%s: cannot open for writing\n", path.c_str());
-      r.ok = false;
-      return;
-    }
-    double sum = 0;
-    for (double v : r.lat_us) sum += v;
-    absl::FPrintF(
-        f,
-        "{\"tool\": \"uet-perf\", \"role\": \"%s\", \"transport\": \"%s\", \"io\": \"%s\", "
-        "\"op\": \"write\", \"mode\": \"%s\", \"bytes\": %lu, \"iterations\": %lu, "
-        "\"failed\": %lu, \"total_bytes\": %lu, \"seconds\": %.6f, \"bw_gbps\": %.4f, "
-        "\"msg_mpps\": %.6f, \"pkt_mpps\": %.6f, \"latency_us\": {\"samples\": %zu, "
-        "\"min\": %.3f, \"p50\": %.3f, \"p99\": %.3f, \"p999\": %.3f, \"max\": %.3f, "
-        "\"avg\": %.3f}, \"frames\": {\"tx\": %lu, \"rx\": %lu, \"tx_dropped\": %lu, "
-        "\"rx_dropped\": %lu, \"injected_loss\": %lu}, \"retransmitted\": %lu, \"timeouts\": %lu, "
-        "\"verify\": \"%s\", \"checked_bytes\": %lu, \"mismatched_bytes\": %lu, \"mtu\": %u, "
-        "\"loss\": %g, \"seed\": %lu, \"ok\": %s, \"error\": \"%s\"}\n",
-        o.server ? "server" : "client", o.uet ? "uet" : "rocev2", o.io, o.lat ? "latency" : "bandwidth",
-        size, r.completed, r.failed, r.bytes, r.seconds, gbps, mpps, pkt_mpps, r.lat_us.size(),
-        percentile(r.lat_us, 0), percentile(r.lat_us, 0.5), percentile(r.lat_us, 0.99),
-        percentile(r.lat_us, 0.999), r.lat_us.empty() ? 0.0 : r.lat_us.back(),
-        r.lat_us.empty() ? 0.0 : sum / static_cast<double>(r.lat_us.size()), s.tx_packets,
-        s.rx_packets, s.tx_dropped, s.rx_dropped, tap.lost(), es.retransmitted_packets,
-        es.timeouts, r.verify, r.checked_bytes, r.mismatched_bytes, o.mtu, o.loss, o.seed,
-        r.ok ? "true" : "false", r.error);
-    std::fclose(f);
-  }
+  std::fputs(t.c_str(), stdout);
+  std::fflush(stdout);
+  out.r = r;
+  out.gbps = gbps;
+  out.mpps = mpps;
+  out.pkt_mpps = pkt_mpps;
+  out.size = size;
+  out.frames = s;
+  out.lost = tap.lost();
+  out.retransmitted = es.retransmitted_packets;
+  out.timeouts = es.timeouts;
+  out.json = json_of(o, out);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -779,18 +878,16 @@ absl::Status resolve_and_meet(Io& io, Oob& oob, uint32_t peer, const std::functi
   return absl::OkStatus();
 }
 
-int run(const Options& o, const std::vector<std::string>& eal_args) {
-  auto io_or = make_io(o, eal_args);
-  if (!io_or.ok()) {
-    std::fprintf(stderr, "uet-perf: %s\n", std::string(io_or.status().message()).c_str());
-    return io_or.status().code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
-  }
-  Io& io = *io_or;
+// One lane: the control connection, one engine over one backend, the writes (client) or the
+// check (server). `o` is the lane's copy of the options (ip, oob_port and seed offset by the
+// lane); `listen_fd` the server's bound control socket.
+int run_lane(const Options& o, Io& io, int listen_fd, LaneOut& out) {
   std::printf("uet-perf: %s, local %s\n", io.description.c_str(), ip_str(o.ip).c_str());
   for (const auto& [ip, mac] : o.neigh) resolver_table()[ip] = mac;
 
   std::optional<wire::PcapWriter> pcap;
-  if (const std::string path = absl::GetFlag(FLAGS_pcap); !path.empty()) {
+  if (std::string path = absl::GetFlag(FLAGS_pcap); !path.empty()) {
+    if (o.lanes > 1) absl::StrAppend(&path, ".", o.lane);  // one capture per lane
     auto w = wire::PcapWriter::open(path);
     if (!w.ok()) {
       std::fprintf(stderr, "uet-perf: --pcap=%s: %s\n", path.c_str(),
@@ -802,7 +899,9 @@ int run(const Options& o, const std::vector<std::string>& eal_args) {
   TapIo tap(*io.backend, o.loss, mix(o.seed ^ (o.server ? 0x5e : 0xc1)), std::move(pcap));
 
   auto fail = [&](const absl::Status& s) {
-    std::fprintf(stderr, "uet-perf: %s\n", std::string(s.message()).c_str());
+    std::fprintf(stderr, "uet-perf: %s%s\n",
+                 o.lanes > 1 ? absl::StrFormat("lane %u: ", o.lane).c_str() : "",
+                 std::string(s.message()).c_str());
     tap.close();
     return g_stop.load() ? 130 : 1;
   };
@@ -810,12 +909,7 @@ int run(const Options& o, const std::vector<std::string>& eal_args) {
   // Control connection.
   Oob oob;
   if (o.server) {
-    auto lfd = Oob::listen_on(o.oob_port);
-    if (!lfd.ok()) return fail(lfd.status());
-    std::printf("uet-perf server: ready, waiting for a client on TCP port %u\n", o.oob_port);
-    std::fflush(stdout);
-    auto c = Oob::accept_on(*lfd, o.timeout);
-    ::close(*lfd);
+    auto c = Oob::accept_on(listen_fd, o.timeout);
     if (!c.ok()) return fail(c.status());
     oob = std::move(*c);
   } else {
@@ -865,7 +959,9 @@ int run(const Options& o, const std::vector<std::string>& eal_args) {
                                     {"ip", std::to_string(o.ip)},
                                     {"mac", mac_str(io.mac)},
                                     {"qpn", std::to_string(kQpn)},
-                                    {"psn", std::to_string(sq_psn)}});
+                                    {"psn", std::to_string(sq_psn)},
+                                    {"lanes", std::to_string(o.lanes)},
+                                    {"lane", std::to_string(o.lane)}});
         !s.ok())
       return fail(s);
     auto w = oob.recv(idle, o.timeout);
@@ -900,6 +996,13 @@ int run(const Options& o, const std::vector<std::string>& eal_args) {
     if (why.empty() && f["transport"] != (o.uet ? "uet" : "rocev2"))
       why = absl::StrCat("transport mismatch: server --transport=", o.uet ? "uet" : "rocev2",
                          ", client ", f["transport"]);
+    const uint64_t lanes = f.count("lanes") ? field_u64(f, "lanes", &ok) : 1;
+    if (why.empty() && lanes != o.lanes)
+      why = absl::StrCat("--lcores_io mismatch: server ", o.lanes, ", client ", lanes);
+    const uint32_t server_base = o.ip - o.lane;
+    if (why.empty() && peer_ip - server_base < o.lanes)
+      why = absl::StrCat("address clash: the client's --ip ", ip_str(peer_ip), " is one of the server's ",
+                         ip_str(server_base), " + 0..", o.lanes - 1);
     if (why.empty() && (size == 0 || size > 67108864 || slots == 0 || slots * size > kRegionCap + size))
       why = "size/slots out of range";
     Options eo = o;
@@ -1059,10 +1162,133 @@ int run(const Options& o, const std::vector<std::string>& eal_args) {
   const io::IoStats after = tap.stats();
   r.tx_packets = after.tx_packets - before.tx_packets;
   r.rx_packets = after.rx_packets - before.rx_packets;
-  report(shown, io, tap, *ep, r, size);
+  report(shown, io, tap, *ep, r, size, out);
   tap.close();
   if (g_stop.load()) return 130;
   return r.ok ? 0 : 1;
+}
+
+int run(const Options& o, const std::vector<std::string>& eal_args) {
+  auto set_or = make_io(o, eal_args);
+  if (!set_or.ok()) {
+    std::fprintf(stderr, "uet-perf: %s\n", std::string(set_or.status().message()).c_str());
+    return set_or.status().code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
+  }
+  IoSet& set = *set_or;
+  const uint32_t n = o.lanes;
+
+  // The server binds every lane's control port before it says it is ready.
+  std::vector<int> listen_fds(n, -1);
+  auto close_listeners = [&] {
+    for (int& fd : listen_fds)
+      if (fd >= 0) ::close(std::exchange(fd, -1));
+  };
+  if (o.server) {
+    for (uint32_t i = 0; i < n; ++i) {
+      auto lfd = Oob::listen_on(static_cast<uint16_t>(o.oob_port + i));
+      if (!lfd.ok()) {
+        std::fprintf(stderr, "uet-perf: %s\n", std::string(lfd.status().message()).c_str());
+        close_listeners();
+        return 1;
+      }
+      listen_fds[i] = *lfd;
+    }
+    if (n == 1) {
+      std::printf("uet-perf server: ready, waiting for a client on TCP port %u\n", o.oob_port);
+    } else {
+      std::printf("uet-perf server: ready, %u lanes, waiting for clients on TCP ports %u..%u\n", n,
+                  o.oob_port, o.oob_port + n - 1);
+    }
+    std::fflush(stdout);
+  }
+
+  std::vector<Options> lane_opts(n, o);
+  std::vector<LaneOut> outs(n);
+  std::vector<std::function<int()>> fns;
+  for (uint32_t i = 0; i < n; ++i) {
+    lane_opts[i].lane = i;
+    lane_opts[i].ip = o.ip + i;
+    lane_opts[i].oob_port = static_cast<uint16_t>(o.oob_port + i);
+    lane_opts[i].seed = o.seed + i;
+    fns.emplace_back([&, i] {
+      outs[i].rc = run_lane(lane_opts[i], set.lanes[i], listen_fds[i], outs[i]);
+      return outs[i].rc;
+    });
+  }
+  int rc = 0;
+  if (n == 1) {
+    rc = fns[0]();
+  } else {
+#ifdef UET_PERF_HAVE_DPDK
+    auto rcs = set.eal->run_on_lcores(fns);
+    if (!rcs.ok()) {
+      std::fprintf(stderr, "uet-perf: %s\n", std::string(rcs.status().message()).c_str());
+      rc = 1;
+    }
+#endif
+    for (const LaneOut& l : outs) rc = std::max(rc, l.rc);
+  }
+  close_listeners();
+
+  if (n == 1) {
+    if (!outs[0].json.empty() && !write_json(outs[0].json)) rc = std::max(rc, 1);
+    return rc;
+  }
+  // The lanes' sums (each lane's rate over its own interval).
+  LaneOut sum;
+  std::string per_lane;
+  bool all_ok = true, all_verified = true;
+  double max_seconds = 0;
+  for (const LaneOut& l : outs) {
+    sum.r.completed += l.r.completed;
+    sum.r.failed += l.r.failed;
+    sum.r.bytes += l.r.bytes;
+    sum.r.checked_bytes += l.r.checked_bytes;
+    sum.r.mismatched_bytes += l.r.mismatched_bytes;
+    sum.gbps += l.gbps;
+    sum.mpps += l.mpps;
+    sum.pkt_mpps += l.pkt_mpps;
+    sum.frames.tx_packets += l.frames.tx_packets;
+    sum.frames.rx_packets += l.frames.rx_packets;
+    sum.frames.tx_dropped += l.frames.tx_dropped;
+    sum.frames.rx_dropped += l.frames.rx_dropped;
+    sum.lost += l.lost;
+    sum.retransmitted += l.retransmitted;
+    sum.timeouts += l.timeouts;
+    sum.size = l.size;
+    max_seconds = std::max(max_seconds, l.r.seconds);
+    all_ok = all_ok && l.rc == 0 && !l.json.empty() && l.r.ok;
+    all_verified = all_verified && l.r.verify == "ok";
+    if (sum.r.error.empty() && !l.r.error.empty()) sum.r.error = l.r.error;
+    absl::StrAppend(&per_lane, per_lane.empty() ? "" : ", ", l.json.empty() ? "{}" : l.json);
+  }
+  sum.r.seconds = max_seconds;
+  sum.r.ok = all_ok;
+  sum.r.verify = all_verified ? "ok" : "mismatch";
+  const std::string rule(87, '-');
+  std::printf("%s\n Sum of %u lanes (one engine, queue, FEP and lcore each), %s\n", rule.c_str(), n,
+              o.server ? "server" : "client");
+  if (!o.server && !o.lat) {
+    std::printf(" %-10s %-12s %-20s %-14s %-14s %-10s\n", "#bytes", "#iterations",
+                "BW sum[Gb/sec]", "MsgRate[Mpps]", "PktRate[Mpps]", "seconds");
+    std::printf(" %-10lu %-12lu %-20.3f %-14.6f %-14.6f %-10.3f\n", sum.size, sum.r.completed,
+                sum.gbps, sum.mpps, sum.pkt_mpps, max_seconds);
+    for (uint32_t i = 0; i < n; ++i)
+      std::printf("   lane %-3u %-12lu %-20.3f %-14.6f %-14.6f %-10.3f\n", i, outs[i].r.completed,
+                  outs[i].gbps, outs[i].mpps, outs[i].pkt_mpps, outs[i].r.seconds);
+  }
+  std::printf(" frames tx %lu rx %lu; retransmitted %lu; %s: %s\n%s\n", sum.frames.tx_packets,
+              sum.frames.rx_packets, sum.retransmitted,
+              o.server ? "data check (every lane)" : "server data check (every lane)",
+              sum.r.verify.c_str(), rule.c_str());
+  Options shown = o;
+  shown.ip = o.ip;
+  std::string json = json_of(shown, sum);
+  json.pop_back();  // the closing brace
+  absl::StrAppend(&json, ", \"lcores_io\": ", n, ", \"lanes\": [", per_lane, "]}");
+  if (!write_json(json)) rc = std::max(rc, 1);
+  if (!all_ok || !all_verified) rc = std::max(rc, 1);
+  return rc;
 }
 
 }  // namespace

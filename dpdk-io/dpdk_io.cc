@@ -3,10 +3,13 @@
 #include <rte_eal.h>
 #include <rte_errno.h>
 #include <rte_ethdev.h>
+#include <rte_flow.h>
+#include <rte_launch.h>
 #include <rte_lcore.h>
 #include <rte_mbuf.h>
 #include <rte_mempool.h>
 #include <rte_pause.h>
+#include <rte_ring.h>
 
 #include <algorithm>
 #include <atomic>
@@ -32,7 +35,42 @@ absl::Status range(const char* field, uint64_t v, uint64_t lo, uint64_t hi) {
 
 uint32_t frame_bytes(uint32_t mtu) { return mtu + 18; }  // Ethernet + one 802.1Q tag
 
+int call_function(void* arg) { return (*static_cast<std::function<int()>*>(arg))(); }
+
+constexpr unsigned kInboxSize = 1024;  // frames waiting for another queue's FEP, per queue
+
 }  // namespace
+
+// The port-wide state, shared by the port's queues (read-only once started, but for the pool
+// and the inbox rings, which are DPDK's lock-free structures).
+struct DpdkIo::Port {
+  uint16_t port_id = 0;
+  rte_mempool* pool = nullptr;
+  bool started = false;
+  std::vector<rte_ring*> inbox;  // per queue, when there is more than one
+  std::vector<rte_flow*> flows;
+  std::string steering = "single queue";
+  wire::MacAddr mac{};
+  uint32_t mtu = 0, max_frame = 0;
+  Offloads offloads;
+
+  ~Port() {
+    if (!flows.empty()) {
+      rte_flow_error err{};
+      (void)rte_flow_flush(port_id, &err);
+    }
+    if (started) {
+      (void)rte_eth_dev_stop(port_id);
+      (void)rte_eth_dev_close(port_id);
+    }
+    for (rte_ring* r : inbox) {
+      void* m = nullptr;
+      while (rte_ring_dequeue(r, &m) == 0) rte_pktmbuf_free(static_cast<rte_mbuf*>(m));
+      rte_ring_free(r);
+    }
+    if (pool != nullptr) rte_mempool_free(pool);
+  }
+};
 
 // ---------------------------------------------------------------------------------------------
 // EAL
@@ -64,6 +102,34 @@ DpdkEal::~DpdkEal() {
 
 uint16_t DpdkEal::port_count() const noexcept { return rte_eth_dev_count_avail(); }
 
+uint32_t DpdkEal::lcore_count() const noexcept { return rte_lcore_count(); }
+
+absl::StatusOr<std::vector<int>> DpdkEal::run_on_lcores(
+    std::vector<std::function<int()>>& fns) const {
+  std::vector<int> results(fns.size(), 0);
+  if (fns.empty()) return results;
+  if (fns.size() > rte_lcore_count()) {
+    return absl::InvalidArgumentError(absl::StrCat(fns.size(), " functions need as many EAL lcores; the EAL has ",
+                                                   rte_lcore_count(), " (give -l 0-", fns.size() - 1,
+                                                   " or --lcores after --)"));
+  }
+  std::vector<unsigned> launched;
+  unsigned lcore = 0;
+  absl::Status status;
+  RTE_LCORE_FOREACH_WORKER(lcore) {
+    if (launched.size() + 1 >= fns.size()) break;
+    if (int r = rte_eal_remote_launch(&call_function, &fns[launched.size() + 1], lcore); r != 0) {
+      status = dpdk_error(absl::StrCat("rte_eal_remote_launch(lcore ", lcore, ")"), r);
+      break;
+    }
+    launched.push_back(lcore);
+  }
+  if (status.ok()) results[0] = fns[0]();
+  for (size_t i = 0; i < launched.size(); ++i) results[i + 1] = rte_eal_wait_lcore(launched[i]);
+  if (!status.ok()) return status;
+  return results;
+}
+
 std::string DpdkEal::describe_ports() const {
   std::string out;
   for (uint16_t port = 0; port < RTE_MAX_ETHPORTS; ++port) {
@@ -83,6 +149,10 @@ std::string DpdkEal::describe_ports() const {
 
 absl::Status DpdkIoConfig::validate() const {
   if (local_ip4 == 0) return absl::InvalidArgumentError("DpdkIoConfig.local_ip4 must be set");
+  if (auto s = range("queues", queues, 1, 64); !s.ok()) return s;
+  if (uint64_t{local_ip4} + queues - 1 > UINT32_MAX) {
+    return absl::InvalidArgumentError("DpdkIoConfig.local_ip4 + queues - 1 overflows IPv4");
+  }
   if (auto s = range("mtu", mtu, 68, 9600); !s.ok()) return s;
   if (auto s = range("mbufs", mbufs, 512, 1048575); !s.ok()) return s;
   if (auto s = range("mbuf_cache", mbuf_cache, 0, 512); !s.ok()) return s;
@@ -98,10 +168,34 @@ absl::Status DpdkIoConfig::validate() const {
   return absl::OkStatus();
 }
 
-DpdkIo::DpdkIo(const DpdkIoConfig& config)
-    : config_(config), neigh_(config.neighbour_capacity) {}
+DpdkIo::DpdkIo(const DpdkIoConfig& config, std::shared_ptr<Port> port, uint16_t queue)
+    : config_(config),
+      port_(std::move(port)),
+      pool_(port_->pool),
+      queue_(queue),
+      local_ip4_(config.local_ip4 + queue),
+      fep_count_(config.queues),
+      inbox_(port_->inbox.empty() ? nullptr : port_->inbox[queue]),
+      mac_(port_->mac),
+      mtu_(port_->mtu),
+      max_frame_(port_->max_frame),
+      offloads_(port_->offloads),
+      neigh_(config.neighbour_capacity) {
+  for (const Neighbour& n : config_.neighbours) neigh_.set(n.ip4, n.mac, /*is_static=*/true);
+}
 
 absl::StatusOr<std::unique_ptr<DpdkIo>> DpdkIo::create(const DpdkIoConfig& config) {
+  if (config.queues != 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "DpdkIo::create: DpdkIoConfig.queues=", config.queues, "; use create_queues() for more than 1"));
+  }
+  auto qs = create_queues(config);
+  if (!qs.ok()) return qs.status();
+  return std::move((*qs)[0]);
+}
+
+absl::StatusOr<std::vector<std::unique_ptr<DpdkIo>>> DpdkIo::create_queues(
+    const DpdkIoConfig& config) {
   if (auto s = config.validate(); !s.ok()) return s;
   if (!g_eal_up) return absl::FailedPreconditionError("DpdkIo::create: call DpdkEal::init first");
   if (!rte_eth_dev_is_valid_port(config.port_id)) {
@@ -109,15 +203,27 @@ absl::StatusOr<std::unique_ptr<DpdkIo>> DpdkIo::create(const DpdkIoConfig& confi
         absl::StrCat("DPDK port ", config.port_id, " does not exist (", rte_eth_dev_count_avail(),
                      " ports; give a --vdev=... or a NIC in the EAL arguments)"));
   }
-  std::unique_ptr<DpdkIo> io(new DpdkIo(config));
-  if (auto s = io->start(); !s.ok()) return s;
-  return io;
+  auto port = std::make_shared<Port>();
+  port->port_id = config.port_id;
+  if (auto s = start_port(config, *port); !s.ok()) return s;  // ~Port undoes what was done
+  std::vector<std::unique_ptr<DpdkIo>> out;
+  for (uint16_t q = 0; q < config.queues; ++q) out.emplace_back(new DpdkIo(config, port, q));
+  return out;
 }
 
-absl::Status DpdkIo::start() {
-  const uint16_t port = config_.port_id;
+const std::string& DpdkIo::steering() const noexcept { return port_->steering; }
+
+absl::Status DpdkIo::start_port(const DpdkIoConfig& config, Port& p) {
+  const uint16_t port = config.port_id;
+  const uint16_t queues = config.queues;
   rte_eth_dev_info info{};
   if (int r = rte_eth_dev_info_get(port, &info); r != 0) return dpdk_error("rte_eth_dev_info_get", r);
+  const std::string driver = info.driver_name != nullptr ? info.driver_name : "";
+  if (queues > info.max_rx_queues || queues > info.max_tx_queues) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "DpdkIoConfig.queues=", queues, " out of range for port ", port, " (", driver, "): 1..",
+        std::min(info.max_rx_queues, info.max_tx_queues)));
+  }
 
   // MTU: what was asked for, within what the device allows (ethdev's own rule: the frame is
   // the MTU plus the overhead, at most max_rx_pktlen).
@@ -125,82 +231,148 @@ absl::Status DpdkIo::start() {
       info.max_mtu != UINT16_MAX && info.max_rx_pktlen > info.max_mtu
           ? info.max_rx_pktlen - info.max_mtu
           : RTE_ETHER_HDR_LEN + RTE_ETHER_CRC_LEN;
-  mtu_ = config_.mtu;
-  if (info.max_mtu != 0 && mtu_ > info.max_mtu) mtu_ = info.max_mtu;
-  if (info.max_rx_pktlen > overhead && mtu_ + overhead > info.max_rx_pktlen)
-    mtu_ = info.max_rx_pktlen - overhead;
-  if (info.min_mtu != 0 && mtu_ < info.min_mtu) mtu_ = info.min_mtu;
+  uint32_t mtu = config.mtu;
+  if (info.max_mtu != 0 && mtu > info.max_mtu) mtu = info.max_mtu;
+  if (info.max_rx_pktlen > overhead && mtu + overhead > info.max_rx_pktlen)
+    mtu = info.max_rx_pktlen - overhead;
+  if (info.min_mtu != 0 && mtu < info.min_mtu) mtu = info.min_mtu;
+  p.mtu = mtu;
   // Shared-memory devices report a 1518-byte maximum but move frames of any size (memif
-  // chains its 2 KiB buffers; ring and null pass mbufs): there the asked-for MTU holds.
-  const std::string driver = info.driver_name != nullptr ? info.driver_name : "";
-  const bool any_size = driver == "net_memif" || driver == "net_ring" || driver == "net_null";
-  max_frame_ = frame_bytes(any_size ? config_.mtu : mtu_);
+  // chains its 2 KiB buffers; ring and null pass mbufs): there the asked-for MTU holds. They
+  // also pair queues: what the peer sends on its queue i arrives on our queue i.
+  const bool shared_memory = driver == "net_memif" || driver == "net_ring" || driver == "net_null";
+  p.max_frame = frame_bytes(shared_memory ? config.mtu : mtu);
 
   int socket = rte_eth_dev_socket_id(port);
   if (socket < 0) socket = static_cast<int>(rte_socket_id());
-  const uint32_t room = std::max<uint32_t>(max_frame_, 2048) + RTE_PKTMBUF_HEADROOM;
+  const uint32_t room = std::max<uint32_t>(p.max_frame, 2048) + RTE_PKTMBUF_HEADROOM;
   const std::string pool_name = absl::StrCat("uet_pool_p", port);
-  pool_ = rte_pktmbuf_pool_create(pool_name.c_str(), config_.mbufs, config_.mbuf_cache, 0,
-                                  static_cast<uint16_t>(room), socket);
-  if (pool_ == nullptr) {
-    return dpdk_error(absl::StrCat("rte_pktmbuf_pool_create(", config_.mbufs, " mbufs of ", room,
+  p.pool = rte_pktmbuf_pool_create(pool_name.c_str(), config.mbufs, config.mbuf_cache, 0,
+                                   static_cast<uint16_t>(room), socket);
+  if (p.pool == nullptr) {
+    return dpdk_error(absl::StrCat("rte_pktmbuf_pool_create(", config.mbufs, " mbufs of ", room,
                                    " bytes; lower --mbufs or raise EAL -m)"),
                       rte_errno);
   }
+  if (queues > 1) {
+    for (uint16_t q = 0; q < queues; ++q) {
+      const std::string name = absl::StrCat("uet_inbox_p", port, "_q", q);
+      rte_ring* r = rte_ring_create(name.c_str(), kInboxSize, socket, RING_F_SC_DEQ);
+      if (r == nullptr) return dpdk_error(absl::StrCat("rte_ring_create(", name, ")"), rte_errno);
+      p.inbox.push_back(r);
+    }
+  }
 
   rte_eth_conf conf{};
-  conf.rxmode.mtu = mtu_;
+  conf.rxmode.mtu = mtu;
   const uint64_t rx_csum = RTE_ETH_RX_OFFLOAD_IPV4_CKSUM | RTE_ETH_RX_OFFLOAD_UDP_CKSUM;
   conf.rxmode.offloads = info.rx_offload_capa & rx_csum;
-  offloads_.rx_ipv4_checksum = (info.rx_offload_capa & RTE_ETH_RX_OFFLOAD_IPV4_CKSUM) != 0;
-  offloads_.rx_udp_checksum = (info.rx_offload_capa & RTE_ETH_RX_OFFLOAD_UDP_CKSUM) != 0;
-  offloads_.tx_ipv4_checksum = (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_IPV4_CKSUM) != 0;
-  offloads_.tx_udp_checksum = (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_UDP_CKSUM) != 0;
-  if (int r = rte_eth_dev_configure(port, 1, 1, &conf); r != 0) {
-    return dpdk_error(absl::StrCat("rte_eth_dev_configure(port ", port, ", mtu ", mtu_, ")"), r);
+  // RSS spreads what the rte_flow rules do not steer (or everything, when the PMD refuses
+  // them); the inboxes take each frame to its FEP's queue.
+  const uint64_t rss = info.flow_type_rss_offloads & (RTE_ETH_RSS_IP | RTE_ETH_RSS_UDP);
+  if (queues > 1 && rss != 0) {
+    conf.rxmode.mq_mode = RTE_ETH_MQ_RX_RSS;
+    conf.rx_adv_conf.rss_conf.rss_hf = rss;
   }
-  uint16_t rxd = config_.rx_desc, txd = config_.tx_desc;
+  p.offloads.rx_ipv4_checksum = (info.rx_offload_capa & RTE_ETH_RX_OFFLOAD_IPV4_CKSUM) != 0;
+  p.offloads.rx_udp_checksum = (info.rx_offload_capa & RTE_ETH_RX_OFFLOAD_UDP_CKSUM) != 0;
+  p.offloads.tx_ipv4_checksum = (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_IPV4_CKSUM) != 0;
+  p.offloads.tx_udp_checksum = (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_UDP_CKSUM) != 0;
+  if (int r = rte_eth_dev_configure(port, queues, queues, &conf); r != 0) {
+    return dpdk_error(absl::StrCat("rte_eth_dev_configure(port ", port, ", ", queues,
+                                   " queues, mtu ", mtu, ")"),
+                      r);
+  }
+  uint16_t rxd = config.rx_desc, txd = config.tx_desc;
   if (int r = rte_eth_dev_adjust_nb_rx_tx_desc(port, &rxd, &txd); r != 0)
     return dpdk_error("rte_eth_dev_adjust_nb_rx_tx_desc", r);
   rte_eth_rxconf rxconf = info.default_rxconf;
   rxconf.offloads = conf.rxmode.offloads;
-  if (int r = rte_eth_rx_queue_setup(port, 0, rxd, static_cast<unsigned>(socket), &rxconf, pool_);
-      r != 0)
-    return dpdk_error("rte_eth_rx_queue_setup", r);
   rte_eth_txconf txconf = info.default_txconf;
   txconf.offloads = 0;
-  if (int r = rte_eth_tx_queue_setup(port, 0, txd, static_cast<unsigned>(socket), &txconf); r != 0)
-    return dpdk_error("rte_eth_tx_queue_setup", r);
+  for (uint16_t q = 0; q < queues; ++q) {
+    if (int r = rte_eth_rx_queue_setup(port, q, rxd, static_cast<unsigned>(socket), &rxconf, p.pool);
+        r != 0)
+      return dpdk_error(absl::StrCat("rte_eth_rx_queue_setup(queue ", q, ")"), r);
+    if (int r = rte_eth_tx_queue_setup(port, q, txd, static_cast<unsigned>(socket), &txconf); r != 0)
+      return dpdk_error(absl::StrCat("rte_eth_tx_queue_setup(queue ", q, ")"), r);
+  }
 
-  if (config_.local_mac != wire::MacAddr{}) {
+  if (config.local_mac != wire::MacAddr{}) {
     rte_ether_addr addr;
-    std::memcpy(addr.addr_bytes, config_.local_mac.data(), 6);
+    std::memcpy(addr.addr_bytes, config.local_mac.data(), 6);
     // Virtual devices may refuse; then promiscuous mode (if asked) still lets frames in.
     (void)rte_eth_dev_default_mac_addr_set(port, &addr);
-    mac_ = config_.local_mac;
+    p.mac = config.local_mac;
   } else {
     rte_ether_addr addr{};
     if (int r = rte_eth_macaddr_get(port, &addr); r != 0) return dpdk_error("rte_eth_macaddr_get", r);
-    std::memcpy(mac_.data(), addr.addr_bytes, 6);
+    std::memcpy(p.mac.data(), addr.addr_bytes, 6);
   }
 
   if (int r = rte_eth_dev_start(port); r != 0) return dpdk_error("rte_eth_dev_start", r);
-  started_ = true;
-  if (config_.promiscuous) (void)rte_eth_promiscuous_enable(port);
+  p.started = true;
+  if (config.promiscuous) (void)rte_eth_promiscuous_enable(port);
 
-  for (const Neighbour& n : config_.neighbours) neigh_.set(n.ip4, n.mac, /*is_static=*/true);
+  if (queues > 1) {
+    const std::string fep_range =
+        absl::StrFormat("%u.%u.%u.%u + 0..%u", config.local_ip4 >> 24, (config.local_ip4 >> 16) & 255,
+                        (config.local_ip4 >> 8) & 255, config.local_ip4 & 255, queues - 1);
+    if (shared_memory) {
+      p.steering = absl::StrCat("queue pairing (", driver, ": peer queue i -> queue i; FEP ",
+                                fep_range, "), software inboxes for strays");
+    } else if (std::string why = add_flow_rules(p, config.local_ip4, queues); why.empty()) {
+      p.steering = absl::StrCat("rte_flow: ", queues, " rules IPv4 dst ", fep_range, " -> queue i");
+    } else {
+      p.steering = absl::StrCat("software: ", driver, " refused rte_flow rules (", why, "); ",
+                                rss != 0 ? "RSS" : "queue 0",
+                                " receives, each queue hands other FEPs' frames to their inbox");
+    }
+  }
   return absl::OkStatus();
+}
+
+// One rule per queue: ETH / IPV4 dst == base + q -> QUEUE q. Returns "" or why the PMD
+// refused (then no rule is left in place).
+std::string DpdkIo::add_flow_rules(Port& p, uint32_t base_ip4, uint16_t queues) {
+  for (uint16_t q = 0; q < queues; ++q) {
+    rte_flow_attr attr{};
+    attr.ingress = 1;
+    rte_flow_item_ipv4 spec{}, mask{};
+    spec.hdr.dst_addr = rte_cpu_to_be_32(base_ip4 + q);
+    mask.hdr.dst_addr = rte_cpu_to_be_32(0xFFFFFFFFu);
+    std::array<rte_flow_item, 3> pattern{};
+    pattern[0].type = RTE_FLOW_ITEM_TYPE_ETH;
+    pattern[1].type = RTE_FLOW_ITEM_TYPE_IPV4;
+    pattern[1].spec = &spec;
+    pattern[1].mask = &mask;
+    pattern[2].type = RTE_FLOW_ITEM_TYPE_END;
+    rte_flow_action_queue to_queue{};
+    to_queue.index = q;
+    std::array<rte_flow_action, 2> actions{};
+    actions[0].type = RTE_FLOW_ACTION_TYPE_QUEUE;
+    actions[0].conf = &to_queue;
+    actions[1].type = RTE_FLOW_ACTION_TYPE_END;
+    rte_flow_error err{};
+    rte_flow* f = rte_flow_create(p.port_id, &attr, pattern.data(), actions.data(), &err);
+    if (f == nullptr) {
+      std::string why = err.message != nullptr ? std::string(err.message)
+                                               : std::string(rte_strerror(rte_errno));
+      rte_flow_error ignored{};
+      if (!p.flows.empty()) (void)rte_flow_flush(p.port_id, &ignored);
+      p.flows.clear();
+      return why.empty() ? std::string("no reason given") : why;
+    }
+    p.flows.push_back(f);
+  }
+  return "";
 }
 
 DpdkIo::~DpdkIo() {
   if (backlog_len_ > 0) {
     rte_pktmbuf_free_bulk(backlog_.data() + backlog_head_, static_cast<unsigned>(backlog_len_));
   }
-  if (started_) {
-    (void)rte_eth_dev_stop(config_.port_id);
-    (void)rte_eth_dev_close(config_.port_id);
-  }
-  if (pool_ != nullptr) rte_mempool_free(pool_);
+  // port_ (the port, its rings and pool) goes with the last queue.
 }
 
 LinkInfo DpdkIo::link() const {
@@ -248,7 +420,7 @@ void DpdkIo::solicit(uint32_t ip4) {
     return;
   }
   uint8_t* p = rte_pktmbuf_mtod(m, uint8_t*);
-  const size_t len = build_arp({p, rte_pktmbuf_tailroom(m)}, kArpRequest, mac_, config_.local_ip4,
+  const size_t len = build_arp({p, rte_pktmbuf_tailroom(m)}, kArpRequest, mac_, local_ip4_,
                                kBroadcastMac, ip4);
   m->data_len = static_cast<uint16_t>(len);
   m->pkt_len = static_cast<uint32_t>(len);
@@ -262,7 +434,7 @@ void DpdkIo::solicit(uint32_t ip4) {
 void DpdkIo::send_control(rte_mbuf* m) {
   const uint32_t len = m->pkt_len;  // the driver may free m as soon as it has it
   for (uint32_t attempt = 0; attempt <= config_.tx_retries; ++attempt) {
-    if (rte_eth_tx_burst(config_.port_id, 0, &m, 1) == 1) {
+    if (rte_eth_tx_burst(config_.port_id, queue_, &m, 1) == 1) {
       ++stats_.tx_packets;
       stats_.tx_bytes += len;
       return;
@@ -278,8 +450,8 @@ void DpdkIo::handle_arp(rte_mbuf* m) {
   ++counters_.arp_rx;
   uint8_t* p = rte_pktmbuf_mtod(m, uint8_t*);
   const auto arp = parse_arp({p, m->data_len});
-  if (!arp || arp->tpa != config_.local_ip4) {
-    rte_pktmbuf_free(m);
+  if (!arp || arp->tpa != local_ip4_) {
+    if (!arp || !redirect(arp->tpa, m)) rte_pktmbuf_free(m);
     return;
   }
   // RFC 826: the target learns the sender (requests and replies alike).
@@ -296,7 +468,7 @@ void DpdkIo::handle_arp(rte_mbuf* m) {
   }
   // Answer in place: the request's mbuf becomes the reply.
   const size_t len = build_arp({p, static_cast<size_t>(m->data_len) + rte_pktmbuf_tailroom(m)},
-                               kArpReply, mac_, config_.local_ip4, arp->sha, arp->spa);
+                               kArpReply, mac_, local_ip4_, arp->sha, arp->spa);
   if (len == 0) {
     rte_pktmbuf_free(m);
     return;
@@ -308,9 +480,32 @@ void DpdkIo::handle_arp(rte_mbuf* m) {
   send_control(m);
 }
 
+bool DpdkIo::redirect(uint32_t ip4, rte_mbuf* m) {
+  const uint32_t fep = ip4 - config_.local_ip4;  // wraps for addresses below the base
+  if (inbox_ == nullptr || fep >= fep_count_ || fep == queue_) return false;
+  if (rte_ring_mp_enqueue(port_->inbox[fep], m) != 0) {
+    ++counters_.rx_redirect_full;
+    ++stats_.rx_dropped;
+    rte_pktmbuf_free(m);
+    return true;
+  }
+  ++counters_.rx_redirected;
+  return true;
+}
+
 size_t DpdkIo::rx_burst(std::span<Frame*> out) {
   const auto want = static_cast<uint16_t>(std::min(out.size(), kMaxBurst));
-  const uint16_t n = rte_eth_rx_burst(config_.port_id, 0, scratch_.data(), want);
+  uint16_t n = 0;
+  if (inbox_ != nullptr) {
+    n = static_cast<uint16_t>(rte_ring_sc_dequeue_burst(
+        inbox_, reinterpret_cast<void**>(scratch_.data()), want, nullptr));
+    counters_.rx_from_inbox += n;
+  }
+  if (n < want) {
+    n = static_cast<uint16_t>(
+        n + rte_eth_rx_burst(config_.port_id, queue_, scratch_.data() + n,
+                             static_cast<uint16_t>(want - n)));
+  }
   size_t k = 0;
   for (uint16_t i = 0; i < n; ++i) {
     rte_mbuf* m = scratch_[i];
@@ -340,6 +535,10 @@ size_t DpdkIo::rx_burst(std::span<Frame*> out) {
       rte_pktmbuf_free(m);
       continue;
     }
+    if (inbox_ != nullptr) {  // several FEPs on this port: another one's frame goes to it
+      const auto dst = ipv4_destination({p, m->data_len});
+      if (dst && *dst != local_ip4_ && redirect(*dst, m)) continue;
+    }
     Frame& f = rx_frames_[k];
     f.data = p;
     f.len = m->data_len;
@@ -363,7 +562,7 @@ void DpdkIo::release_rx(std::span<Frame* const> frames) {
 
 void DpdkIo::flush_backlog() {
   while (backlog_len_ > 0) {
-    const uint16_t n = rte_eth_tx_burst(config_.port_id, 0, backlog_.data() + backlog_head_,
+    const uint16_t n = rte_eth_tx_burst(config_.port_id, queue_, backlog_.data() + backlog_head_,
                                         static_cast<uint16_t>(backlog_len_));
     if (n == 0) return;
     for (uint16_t i = 0; i < n; ++i) stats_.tx_bytes += backlog_lens_[backlog_head_ + i];

@@ -1,9 +1,32 @@
-// The DPDK backend of PacketIo (packet_io.h): one ethdev port, one RX/TX queue pair, one mbuf
-// pool, driven by one thread (one engine per lcore; a second engine needs a second DpdkIo on
-// another port or queue, and no lock is taken anywhere on the data path).
+// The DPDK backend of PacketIo (packet_io.h): one ethdev port with one or more RX/TX queue
+// pairs and one mbuf pool; each queue pair is one DpdkIo, driven by one thread (one engine per
+// lcore), and no lock is taken anywhere on the data path.
+//
+// Queues, lcores and FEPs (DpdkIoConfig::queues = N): in UET a fabric endpoint (FEP) is an IP
+// address, so one engine per lcore is one FEP per queue pair: queue i answers for
+// local_ip4 + i. create_queues() returns the N DpdkIo of the port, to be handed to N lcores.
+// Frames reach their FEP's queue by
+//   - rte_flow on real NICs: one rule per queue, ETH / IPV4 dst == local_ip4 + i -> QUEUE i;
+//   - queue pairing on shared-memory devices (net_memif, net_ring, net_null): what peer queue
+//     i sends arrives on queue i, so engine i talks to the peer's engine i;
+//   - software steering otherwise (the PMD refused the rules; steering() says why): RSS (when
+//     the port has it) spreads the frames, and a queue hands a frame (IPv4 or ARP) addressed
+//     to another FEP of the port to that FEP's inbox, a lock-free multi-producer /
+//     single-consumer rte_ring its owner drains at the start of every rx_burst(). The rings
+//     also exist with rte_flow and pairing: ARP (broadcast, not matched by the rules) and any
+//     stray frame still reach their FEP. Counted: DpdkCounters::rx_redirected.
+// With N = 1 there is no ring and every IP frame is handed up (the engine checks addresses).
+//
+// Pool: one per port, on the port's NUMA socket (so one per socket for a port's queues),
+// shared by its queues through DPDK's lock-free mempool and per-lcore caches (mbuf_cache):
+// mbufs is the total for all queues. Each queue owns its neighbour table, ARP state, burst
+// arrays, backlog and counters; the queues share only read-only port state (the FEP addresses,
+// the inbox rings' handles) and the pool. The port is stopped and closed, the rings and the
+// pool freed, when the last DpdkIo of the port is destroyed (after every lcore has stopped).
 //
 // Frames are mbufs, lent (DESIGN.md "frames are lent, not copied"):
-//   - rx_burst(): rte_eth_rx_burst() fills a fixed array of kMaxBurst mbufs; Frame i of a fixed
+//   - rx_burst(): the inbox, then rte_eth_rx_burst(), fill a fixed array of kMaxBurst mbufs;
+//     Frame i of a fixed
 //     array points at mbuf i's data (Frame.data = rte_pktmbuf_mtod, len = data_len). The Frame*
 //     handed out maps back to its mbuf by its index in that array; release_rx() frees them.
 //   - alloc_tx(): rte_pktmbuf_alloc_bulk() fills the TX array; Frame i is mbuf i's data room
@@ -23,22 +46,26 @@
 // NIC marks bad are dropped (counted). On TX the engines always compute the IPv4/UDP checksums
 // (and the RoCEv2 ICRC) in software, so TX offloads are reported but not used.
 //
-// Neighbours (dpdk_neigh.h): the engines write the destination MAC their resolver returned;
-// the backend owns the truth. On TX the destination IPv4 address of every frame is looked up
-// in the neighbour table (static entries from DpdkIoConfig::neighbours, plus ARP-learned ones)
-// and the Ethernet destination rewritten; a miss sends an ARP request (rate-limited per IP to
-// one per `arp_interval`) and drops the frame (stats: tx_no_neighbour) — the engine's
-// retransmission sends it again once the reply is in. On RX, ARP requests for local_ip4 are
-// answered in place (the request's mbuf becomes the reply) and every ARP packet addressed to
-// us teaches its sender. ARP frames are never handed to the engine; non-IP frames are dropped.
-// Off-subnet peers (via a router) need a static entry mapping the peer IP to the gateway MAC.
+// Neighbours (dpdk_neigh.h), per FEP: the engines write the destination MAC their resolver
+// returned; the backend owns the truth. On TX the destination IPv4 address of every frame is
+// looked up in the queue's neighbour table (static entries from DpdkIoConfig::neighbours, plus
+// ARP-learned ones) and the Ethernet destination rewritten; a miss sends an ARP request from
+// the queue's own IP (rate-limited per IP to one per `arp_interval`) and drops the frame
+// (stats: tx_no_neighbour) — the engine's retransmission sends it again once the reply is in.
+// On RX, ARP requests for the queue's IP are answered in place (the request's mbuf becomes the
+// reply, sent on the queue's TX) and every ARP packet addressed to it teaches its sender; ARP
+// for another FEP of the port goes to that FEP's inbox. ARP frames are never handed to the
+// engine; non-IP frames are dropped. Off-subnet peers (via a router) need a static entry
+// mapping the peer IP to the gateway MAC.
 //
-// Threads: everything here runs on the thread that drives the PacketIo, except DpdkEal::init
-// and create(), which run once on the main thread before the data path starts.
+// Threads: everything here runs on the thread that drives the PacketIo, except DpdkEal::init,
+// create() and create_queues(), which run once on the main thread before the data path
+// starts, and the destructors, which run after it has stopped.
 #pragma once
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -52,6 +79,7 @@
 
 struct rte_mbuf;
 struct rte_mempool;
+struct rte_ring;
 
 namespace uet::io {
 
@@ -67,6 +95,12 @@ class DpdkEal {
   DpdkEal& operator=(const DpdkEal&) = delete;
 
   uint16_t port_count() const noexcept;
+  // EAL lcores (-l / --lcores), the main one included.
+  uint32_t lcore_count() const noexcept;
+  // Runs fns[0] on the calling (main) lcore and fns[i] on the i-th worker lcore
+  // (rte_eal_remote_launch), then waits for all; returns their results in order. Needs
+  // fns.size() <= lcore_count() and every worker idle.
+  absl::StatusOr<std::vector<int>> run_on_lcores(std::vector<std::function<int()>>& fns) const;
   // "net_memif0 (net_memif)" for each port, for error messages and --help.
   std::string describe_ports() const;
 
@@ -81,10 +115,13 @@ struct Neighbour {
 
 struct DpdkIoConfig {
   uint16_t port_id = 0;         // an ethdev port of the EAL (0..port_count-1)
-  uint32_t local_ip4 = 0;       // answered in ARP; source of ARP requests (required)
+  uint32_t local_ip4 = 0;       // answered in ARP; source of ARP requests (required); queue
+                                // i's FEP is local_ip4 + i
+  uint16_t queues = 1;          // RX/TX queue pairs, 1..64 (and what the device allows):
+                                // one DpdkIo (FEP, engine, lcore) each
   wire::MacAddr local_mac{};    // all zero: the port's own MAC; else set on the port
   uint32_t mtu = 9000;          // L3 MTU, 68..9600; frames are at most mtu + 18 bytes
-  uint32_t mbufs = 8191;        // mbuf pool size, 512..1048575 (2^k - 1 is optimal)
+  uint32_t mbufs = 8191;        // mbuf pool size (all queues), 512..1048575 (2^k - 1 is optimal)
   uint32_t mbuf_cache = 256;    // per-lcore mempool cache, 0..512
   uint16_t rx_desc = 1024;      // RX/TX descriptors, 64..16384 (adjusted to the device)
   uint16_t tx_desc = 1024;
@@ -108,6 +145,9 @@ struct DpdkCounters {
   uint64_t tx_too_big = 0;        // dropped: over the MTU, or payload carried by length only
   uint64_t tx_ring_full = 0;      // dropped: the ring and the backlog were full
   uint64_t tx_ring_full_waits = 0;  // bursts that left frames in the backlog
+  uint64_t rx_redirected = 0;     // frames for another FEP of the port, handed to its queue
+  uint64_t rx_redirect_full = 0;  // dropped: that FEP's inbox was full
+  uint64_t rx_from_inbox = 0;     // frames another queue handed to this one
 };
 
 struct LinkInfo {
@@ -123,9 +163,14 @@ struct Offloads {
 
 class DpdkIo final : public PacketIo {
  public:
-  // Configures and starts the port (one RX/TX queue pair) and creates its mbuf pool.
+  // Configures and starts the port with one RX/TX queue pair (config.queues must be 1) and
+  // creates its mbuf pool.
   static absl::StatusOr<std::unique_ptr<DpdkIo>> create(const DpdkIoConfig& config);
-  ~DpdkIo() override;  // frees the backlog, stops and closes the port, frees the pool
+  // The same with config.queues pairs: element i drives queue i, FEP local_ip4 + i.
+  static absl::StatusOr<std::vector<std::unique_ptr<DpdkIo>>> create_queues(
+      const DpdkIoConfig& config);
+  // Frees the backlog; the last DpdkIo of a port stops and closes it and frees the pool.
+  ~DpdkIo() override;
 
   // PacketIo (data path).
   size_t rx_burst(std::span<Frame*> out) override;
@@ -136,6 +181,11 @@ class DpdkIo final : public PacketIo {
 
   // Control path.
   const wire::MacAddr& mac() const noexcept { return mac_; }
+  uint16_t queue() const noexcept { return queue_; }
+  uint32_t local_ip4() const noexcept { return local_ip4_; }
+  // How frames reach their FEP's queue: "single queue", "rte_flow ...", "queue pairing ...",
+  // or "software ..." with the PMD's reason for refusing the rules.
+  const std::string& steering() const noexcept;
   // The MTU configured on the port: DpdkIoConfig::mtu, or the device's maximum if lower.
   uint32_t mtu() const noexcept { return mtu_; }
   // Bytes a frame may hold: mtu() + 18; on shared-memory devices (net_memif, net_ring,
@@ -156,16 +206,24 @@ class DpdkIo final : public PacketIo {
   void solicit(uint32_t ip4);
 
  private:
-  explicit DpdkIo(const DpdkIoConfig& config);
-  absl::Status start();
+  struct Port;  // the port-wide state (dpdk_io.cc), shared by the port's queues
+
+  DpdkIo(const DpdkIoConfig& config, std::shared_ptr<Port> port, uint16_t queue);
+  static absl::Status start_port(const DpdkIoConfig& config, Port& port);
+  static std::string add_flow_rules(Port& port, uint32_t base_ip4, uint16_t queues);
   void handle_arp(rte_mbuf* m);  // consumes m
+  bool redirect(uint32_t ip4, rte_mbuf* m);  // to another FEP's inbox; consumes m if true
   void on_miss(uint32_t ip4);
   void send_control(rte_mbuf* m);  // one frame, outside the TX burst; consumes m
   void flush_backlog();
 
   DpdkIoConfig config_;
-  rte_mempool* pool_ = nullptr;
-  bool started_ = false;
+  std::shared_ptr<Port> port_;
+  rte_mempool* pool_ = nullptr;   // port_'s
+  uint16_t queue_ = 0;
+  uint32_t local_ip4_ = 0;        // config_.local_ip4 + queue_
+  uint16_t fep_count_ = 1;        // config_.queues
+  rte_ring* inbox_ = nullptr;     // frames other queues received for this FEP (queues > 1)
   wire::MacAddr mac_{};
   uint32_t mtu_ = 0;
   uint32_t max_frame_ = 0;

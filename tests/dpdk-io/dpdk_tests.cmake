@@ -7,6 +7,11 @@ if(TARGET uet_dpdk)
   target_link_libraries(dpdk_io_test PRIVATE uet_dpdk uet_io uet_engine uet_wire GTest::gtest_main)
   uet_gtest(dpdk_io_test fast io dpdk)
 
+  # Several queue pairs per port, one FEP and one engine per queue, one lcore per lane.
+  add_executable(dpdk_mq_test dpdk_mq_test.cc)
+  target_link_libraries(dpdk_mq_test PRIVATE uet_dpdk uet_io uet_engine uet_wire GTest::gtest_main)
+  uet_gtest(dpdk_mq_test fast io dpdk)
+
   if(Python3_Interpreter_FOUND AND TARGET uet-perf)
     set(_perf_cases
         "memif_uet\;--transport=uet\;--pcap"
@@ -14,7 +19,10 @@ if(TARGET uet_dpdk)
         "memif_uet_loss\;--transport=uet\;--loss=0.01"
         "memif_rocev2_loss\;--transport=rocev2\;--loss=0.01"
         "afpacket_uet\;--dev=afpacket\;--transport=uet"
-        "afpacket_rocev2\;--dev=afpacket\;--transport=rocev2\;--pcap")
+        "afpacket_rocev2\;--dev=afpacket\;--transport=rocev2\;--pcap"
+        # Two queue pairs, engines and lcores per process (dpdk_io.h "Queues, lcores and FEPs").
+        "memif_2q_uet\;--transport=uet\;--lcores-io=2"
+        "memif_2q_rocev2\;--transport=rocev2\;--lcores-io=2")
     foreach(_case IN LISTS _perf_cases)
       list(GET _case 0 _name)
       list(SUBLIST _case 1 -1 _args)

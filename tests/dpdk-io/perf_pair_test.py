@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """uet-perf end to end: a server and a client process exchange data over a DPDK virtual
-device, and the server checks every byte.
+device or io_uring UDP sockets, and the server checks every byte.
 
-    perf_pair_test.py UET_PERF --dev=memif|afpacket --transport=uet|rocev2 [--loss=P] [--pcap]
+    perf_pair_test.py UET_PERF --dev=memif|afpacket|uring --transport=uet|rocev2 [--loss=P]
+                      [--pcap] [--lcores-io=N]
 
 memif: two processes on one host joined by net_memif (path socket, socket-abstract=no), the
 server started first; the client starts once the server has printed its "ready" line and the
@@ -11,9 +12,15 @@ afpacket: two network namespaces the test creates (and always removes) joined by
 each process runs net_af_packet on its end. The kernel addresses on the veth carry only the
 TCP control connection; the data-plane addresses are DPDK's own (ARP answered by uet-perf).
 Needs root (CAP_NET_ADMIN, CAP_NET_RAW): skipped (exit 77) otherwise.
+uring: --io=uring, two processes on loopback (data plane 127.77.K.1 / .2, K from the pid),
+unprivileged (registered only when uet-perf is built with io_uring).
+--lcores-io=N (memif): each process runs N engines on N EAL lcores (-l 0-(N-1); the lcores
+oversubscribe the 2 vCPUs, fine for a functional test) over N queue pairs of one memif port,
+client engine i writing to server engine i.
 
-Asserts: both exit codes 0; the server prints "data check: ok"; the client's JSON has
-verify=ok, iterations=N, failed=0; with --loss, frames were dropped and retransmitted; with
+Asserts: both exit codes 0; the server prints "data check: ok" (once per engine, each for
+its own ITERS * MSG_SIZE bytes); the client's JSON has verify=ok, iterations=N (per engine
+and summed), failed=0; with --loss, frames were dropped and retransmitted; with
 --pcap, tshark reads the client's capture (exit 0; for RoCEv2 it decodes InfiniBand BTHs and
 prints no "Malformed").
 """
@@ -57,16 +64,23 @@ def run(cmd):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("uet_perf")
-    ap.add_argument("--dev", default="memif", choices=["memif", "afpacket"])
+    ap.add_argument("--dev", default="memif", choices=["memif", "afpacket", "uring"])
     ap.add_argument("--transport", default="uet", choices=["uet", "rocev2"])
     ap.add_argument("--loss", type=float, default=0.0)
     ap.add_argument("--pcap", action="store_true")
+    ap.add_argument("--lcores-io", type=int, default=1)
     args = ap.parse_args()
+    lanes = args.lcores_io
+    if lanes > 1 and args.dev != "memif":
+        ap.error("--lcores-io > 1 is tested over memif only")
 
     tag = f"{args.dev[:3]}{args.transport[:1]}{os.getpid()}"
     work = tempfile.mkdtemp(prefix=f"uetperf_{tag}_")
     eal = ["--no-huge", "-m", "512", "--no-pci", "--no-telemetry"]
     common = [f"--transport={args.transport}", "--mbufs=4095", "--timeout_s=30"]
+    if lanes > 1:
+        common = [f"--transport={args.transport}", "--mbufs=8191", "--timeout_s=30",
+                  f"--lcores-io={lanes}"]
     if args.loss > 0:
         common += [f"--loss={args.loss}", "--seed=7"]
     netns = []
@@ -76,10 +90,25 @@ def main():
         # pressure).
         vdev = f"net_memif0,socket={sock},socket-abstract=no,bsize=9216"
         srv_pre, cli_pre = [], []
-        srv_dev = ["-l", "0", f"--file-prefix={tag}s", f"--vdev={vdev},role=server"]
-        cli_dev = ["-l", "1", f"--file-prefix={tag}c", f"--vdev={vdev},role=client"]
+        if lanes == 1:
+            srv_l, cli_l = ["-l", "0"], ["-l", "1"]
+        else:
+            srv_l = cli_l = ["-l", f"0-{lanes - 1}"]
+        srv_dev = srv_l + [f"--file-prefix={tag}s", f"--vdev={vdev},role=server"]
+        cli_dev = cli_l + [f"--file-prefix={tag}c", f"--vdev={vdev},role=client"]
         control_ip = "127.0.0.1"
         size_flags = []
+        srv_ip, cli_ip = "10.0.0.1", f"10.0.0.{1 + lanes}"
+    elif args.dev == "uring":
+        sock = None
+        srv_pre, cli_pre = [], []
+        eal = []
+        srv_dev, cli_dev = [], []
+        control_ip = "127.0.0.1"
+        size_flags = ["--io=uring"]
+        common += ["--io=uring"]
+        k = os.getpid() % 250 + 1
+        srv_ip, cli_ip = f"127.77.{k}.1", f"127.77.{k}.2"
     else:
         if os.geteuid() != 0 or shutil.which("ip") is None:
             print("SKIP: af_packet in network namespaces needs root and iproute2")
@@ -104,6 +133,7 @@ def main():
         cli_dev = ["-l", "1", f"--file-prefix={tag}c", f"--vdev=net_af_packet0,iface={vb}"]
         control_ip = "192.168.77.1"
         size_flags = ["--mtu=1024"]  # af_packet's default frame size is 2048 bytes
+        srv_ip, cli_ip = "10.0.0.1", "10.0.0.2"
 
     port = free_port()
     srv_out = os.path.join(work, "server.log")
@@ -113,14 +143,16 @@ def main():
     procs = []
     rc = 1
     try:
-        srv_cmd = srv_pre + [args.uet_perf, "--server", f"--oob_port={port}", "--ip=10.0.0.1",
-                             *common, "--"] + eal + srv_dev
+        srv_cmd = srv_pre + [args.uet_perf, "--server", f"--oob_port={port}", f"--ip={srv_ip}",
+                             *common]
         cli_cmd = cli_pre + [args.uet_perf, f"--client={control_ip}", f"--oob_port={port}",
-                             "--ip=10.0.0.2", *common, *size_flags, "-s", str(MSG_SIZE), "-n",
+                             f"--ip={cli_ip}", *common, *size_flags, "-s", str(MSG_SIZE), "-n",
                              str(ITERS), f"--json={cli_json}"]
         if args.pcap:
             cli_cmd.append(f"--pcap={pcap}")
-        cli_cmd += ["--"] + eal + cli_dev
+        if eal:
+            srv_cmd += ["--"] + eal + srv_dev
+            cli_cmd += ["--"] + eal + cli_dev
         with open(srv_out, "w") as so:
             srv = subprocess.Popen(srv_cmd, stdout=so, stderr=subprocess.STDOUT)
         procs.append(srv)
@@ -140,13 +172,27 @@ def main():
 
         if cli_rc != 0 or srv_rc != 0:
             return fail(f"exit codes: client {cli_rc}, server {srv_rc}")
-        if "data check: ok" not in srv_log:
-            return fail("the server did not report 'data check: ok'")
+        checked = f"data check: ok ({ITERS * MSG_SIZE} bytes checked, 0 mismatched)"
+        if srv_log.count(checked) != lanes:
+            return fail(f"the server did not report '{checked}' once per engine ({lanes})")
         result = json.load(open(cli_json))
-        if result["verify"] != "ok" or result["iterations"] != ITERS or result["failed"] != 0:
+        if (result["verify"] != "ok" or result["iterations"] != ITERS * lanes
+                or result["failed"] != 0):
             return fail(f"client JSON: {result}")
-        if result["total_bytes"] != ITERS * MSG_SIZE:
+        if result["total_bytes"] != ITERS * MSG_SIZE * lanes:
             return fail(f"total_bytes {result['total_bytes']}")
+        if lanes > 1:
+            per = result.get("lanes", [])
+            if result.get("lcores_io") != lanes or len(per) != lanes:
+                return fail(f"client JSON has no per-engine results: {result}")
+            for i, lane in enumerate(per):
+                want_ip = f"10.0.0.{1 + lanes + i}"
+                if (lane["lane"] != i or lane["local_ip"] != want_ip or lane["verify"] != "ok"
+                        or lane["iterations"] != ITERS or lane["failed"] != 0
+                        or lane["frames"]["rx"] == 0):
+                    return fail(f"engine {i}: {lane}")
+            if srv_log.count("steering: queue pairing") != 1:
+                return fail("the server did not report memif queue pairing")
         if args.loss > 0:
             if result["frames"]["injected_loss"] == 0 or result["retransmitted"] == 0:
                 return fail("loss injected but nothing dropped or retransmitted")
@@ -168,8 +214,9 @@ def main():
                                         capture_output=True, text=True)
                     if ib.returncode != 0 or len(ib.stdout.split()) < ITERS:
                         return fail("tshark did not decode RoCEv2 BTHs")
-        print(f"OK: {args.dev} {args.transport} loss={args.loss}: {ITERS * MSG_SIZE} bytes "
-              f"verified, {result['bw_gbps']:.3f} Gb/s, retransmitted {result['retransmitted']}")
+        print(f"OK: {args.dev} {args.transport} loss={args.loss} engines={lanes}: "
+              f"{ITERS * MSG_SIZE * lanes} bytes verified, {result['bw_gbps']:.3f} Gb/s, "
+              f"retransmitted {result['retransmitted']}")
         rc = 0
     except (RuntimeError, subprocess.TimeoutExpired) as e:
         print(f"FAIL: {e}")

@@ -5,3 +5,15 @@ if(TARGET uet_uring)
                         GTest::gtest_main)
   uet_gtest(uring_io_test fast io uring)
 endif()
+
+# uet-perf end to end over io_uring: a server and a client process on loopback (127.77.K.1/.2),
+# both transports, the server checking every byte (perf_pair_test.py --dev=uring).
+if(Python3_Interpreter_FOUND AND TARGET uet-perf)
+  foreach(_transport uet rocev2)
+    add_test(NAME perf_pair_uring_${_transport}
+             COMMAND Python3::Interpreter ${CMAKE_CURRENT_SOURCE_DIR}/perf_pair_test.py
+                     $<TARGET_FILE:uet-perf> --dev=uring --transport=${_transport})
+    set_tests_properties(perf_pair_uring_${_transport} PROPERTIES LABELS "fast;io;uring"
+                         TIMEOUT 60 SKIP_RETURN_CODE 77)
+  endforeach()
+endif()
