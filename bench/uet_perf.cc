@@ -86,7 +86,9 @@ ABSL_FLAG(std::string, client, "",
 ABSL_FLAG(uint32_t, oob_port, 18515, "TCP port of the control connection, 1..65535");
 ABSL_FLAG(std::string, transport, "uet", "uet or rocev2 (both sides must agree)");
 ABSL_FLAG(std::string, io, "dpdk", "packet I/O backend: dpdk or uring");
-ABSL_FLAG(std::string, op, "write", "operation: write (read and send are not implemented yet)");
+ABSL_FLAG(std::string, op, "write",
+          "operation: write (into the server's memory), read (from it) or send (into receive "
+          "buffers the server posts)");
 ABSL_FLAG(uint64_t, s, 65536, "message size in bytes, 1..67108864 (client; the server adopts it)");
 ABSL_FLAG(uint64_t, n, 1000, "iterations (messages), 1..100000000; ignored when -D is set");
 ABSL_FLAG(uint32_t, D, 0, "duration in seconds, 0..3600; 0 = use -n");
@@ -150,6 +152,7 @@ struct Options {
   double loss = 0;
   uint64_t seed = 0;
   Time timeout = 0;
+  std::string op = "write";  // write, read or send
   uint32_t lanes = 1;  // --lcores_io
   uint32_t lane = 0;   // this engine's index (a lane's copy of the options)
 };
@@ -203,11 +206,9 @@ absl::StatusOr<Options> options_from_flags() {
   o.uet = tr == "uet";
   o.io = absl::GetFlag(FLAGS_io);
   if (o.io != "dpdk" && o.io != "uring") c.fail("--io=" + o.io + " unknown: dpdk or uring");
-  const std::string op = absl::GetFlag(FLAGS_op);
-  if (op == "read" || op == "send") {
-    c.fail("--op=" + op + ": not implemented by the engines yet; only --op=write");
-  } else if (op != "write") {
-    c.fail("--op=" + op + " unknown: write (read and send are not implemented yet)");
+  o.op = absl::GetFlag(FLAGS_op);
+  if (o.op != "write" && o.op != "read" && o.op != "send") {
+    c.fail("--op=" + o.op + " unknown: write, read or send");
   }
   o.size = absl::GetFlag(FLAGS_s);
   c.range("s", static_cast<double>(o.size), 1, 67108864);
@@ -729,7 +730,7 @@ std::string json_of(const Options& o, const LaneOut& l) {
   for (double v : r.lat_us) sum += v;
   return absl::StrFormat(
       "{\"tool\": \"uet-perf\", \"role\": \"%s\", \"transport\": \"%s\", \"io\": \"%s\", "
-      "\"op\": \"write\", \"mode\": \"%s\", \"lane\": %u, \"local_ip\": \"%s\", \"bytes\": %lu, "
+      "\"op\": \"%s\", \"mode\": \"%s\", \"lane\": %u, \"local_ip\": \"%s\", \"bytes\": %lu, "
       "\"iterations\": %lu, "
       "\"failed\": %lu, \"total_bytes\": %lu, \"seconds\": %.6f, \"bw_gbps\": %.4f, "
       "\"msg_mpps\": %.6f, \"pkt_mpps\": %.6f, \"latency_us\": {\"samples\": %zu, "
@@ -738,7 +739,8 @@ std::string json_of(const Options& o, const LaneOut& l) {
       "\"rx_dropped\": %lu, \"injected_loss\": %lu}, \"retransmitted\": %lu, \"timeouts\": %lu, "
       "\"verify\": \"%s\", \"checked_bytes\": %lu, \"mismatched_bytes\": %lu, \"mtu\": %u, "
       "\"loss\": %g, \"seed\": %lu, \"ok\": %s, \"error\": \"%s\"}",
-      o.server ? "server" : "client", o.uet ? "uet" : "rocev2", o.io, o.lat ? "latency" : "bandwidth",
+      o.server ? "server" : "client", o.uet ? "uet" : "rocev2", o.io, o.op,
+      o.lat ? "latency" : "bandwidth",
       o.lane, ip_str(o.ip), l.size, r.completed, r.failed, r.bytes, r.seconds, l.gbps, l.mpps,
       l.pkt_mpps, r.lat_us.size(), percentile(r.lat_us, 0), percentile(r.lat_us, 0.5),
       percentile(r.lat_us, 0.99), percentile(r.lat_us, 0.999),
@@ -927,6 +929,7 @@ int run_lane(const Options& o, Io& io, int listen_fd, LaneOut& out) {
   uint64_t size = o.size, iters = o.iters, slots = 0, duration_s = o.duration_s, seed = o.seed;
   uint32_t mtu = o.mtu;
   bool lat = o.lat;
+  std::string op = o.op;  // the client's choice; the server learns it from HELLO
   uint32_t peer_ip = 0, peer_qpn = 0, peer_psn = 0, rkey = 0;
   std::unique_ptr<Endpoint> ep;
   std::vector<uint8_t> region;
@@ -948,7 +951,7 @@ int run_lane(const Options& o, Io& io, int listen_fd, LaneOut& out) {
     ep = std::move(*e);
     if (auto s = oob.send("HELLO", {{"v", "1"},
                                     {"transport", o.uet ? "uet" : "rocev2"},
-                                    {"op", "write"},
+                                    {"op", op},
                                     {"size", std::to_string(size)},
                                     {"iters", std::to_string(iters)},
                                     {"duration", std::to_string(duration_s)},
@@ -987,6 +990,7 @@ int run_lane(const Options& o, Io& io, int listen_fd, LaneOut& out) {
     slots = field_u64(f, "slots", &ok);
     mtu = static_cast<uint32_t>(field_u64(f, "mtu", &ok));
     lat = field_u64(f, "lat", &ok) != 0;
+    op = f.count("op") ? f["op"] : "write";
     seed = field_u64(f, "seed", &ok);
     peer_ip = static_cast<uint32_t>(field_u64(f, "ip", &ok));
     peer_qpn = static_cast<uint32_t>(field_u64(f, "qpn", &ok));
@@ -1005,6 +1009,8 @@ int run_lane(const Options& o, Io& io, int listen_fd, LaneOut& out) {
                          ip_str(server_base), " + 0..", o.lanes - 1);
     if (why.empty() && (size == 0 || size > 67108864 || slots == 0 || slots * size > kRegionCap + size))
       why = "size/slots out of range";
+    if (why.empty() && op != "write" && op != "read" && op != "send")
+      why = absl::StrCat("unknown op ", op);
     Options eo = o;
     eo.mtu = mtu;
     if (why.empty()) {
@@ -1017,7 +1023,8 @@ int run_lane(const Options& o, Io& io, int listen_fd, LaneOut& out) {
     }
     if (why.empty()) {
       region.resize(slots * size);
-      fill_pattern(region, seed, /*complement=*/true);
+      // Writes and sends must replace the complement; reads must return the pattern.
+      fill_pattern(region, seed, /*complement=*/op != "read");
       auto k = ep->register_memory(region.data(), region.size());
       if (!k.ok()) {
         why = std::string(k.status().message());
@@ -1029,8 +1036,9 @@ int run_lane(const Options& o, Io& io, int listen_fd, LaneOut& out) {
       (void)oob.send("ERROR", {{"why", absl::StrReplaceAll(why, {{" ", "_"}})}});
       return fail(absl::FailedPreconditionError(why));
     }
-    std::printf("uet-perf: client %s mac %s qpn 0x%x psn %u; %lu-byte writes into %lu slots\n",
-                ip_str(peer_ip).c_str(), f["mac"].c_str(), peer_qpn, peer_psn, size, slots);
+    std::printf("uet-perf: client %s mac %s qpn 0x%x psn %u; %lu-byte %ss, %lu slots\n",
+                ip_str(peer_ip).c_str(), f["mac"].c_str(), peer_qpn, peer_psn, size, op.c_str(),
+                slots);
     if (auto s = oob.send("WELCOME", {{"ip", std::to_string(o.ip)},
                                       {"mac", mac_str(io.mac)},
                                       {"qpn", std::to_string(kQpn)},
@@ -1045,6 +1053,19 @@ int run_lane(const Options& o, Io& io, int listen_fd, LaneOut& out) {
     auto* roce = static_cast<RoceEndpoint*>(ep.get());
     if (auto s = roce->connect_qp(peer_ip, kQpn, peer_qpn, sq_psn, peer_psn); !s.ok()) return fail(s);
   }
+  // Sends: the server posts a receive buffer per slot before the first message (the engine's
+  // receive queue may hold fewer; the rest wait for reposts).
+  uint64_t recv_posted = 0;
+  if (o.server && op == "send") {
+    for (; recv_posted < slots; ++recv_posted) {
+      RecvBuffer rb;
+      rb.wr_id = recv_posted;
+      rb.base = region.data() + recv_posted * size;
+      rb.length = size;
+      if (!ep->post_recv(rb).ok()) break;
+    }
+    if (recv_posted == 0) return fail(absl::FailedPreconditionError("post_recv refused every buffer"));
+  }
   // Second barrier: both QPs are connected before the first write.
   if (auto s = oob.send("GO", {}); !s.ok()) return fail(s);
   if (auto g = oob.recv(idle, o.timeout); !g.ok()) return fail(g.status());
@@ -1054,21 +1075,70 @@ int run_lane(const Options& o, Io& io, int listen_fd, LaneOut& out) {
   Options shown = o;
   shown.lat = lat;
   shown.mtu = mtu;
+  shown.op = op;
   if (o.server) {
-    // Serve until the client is done, then check the region.
-    auto d = oob.recv(idle, kNever / 2);
+    // Serve until the client is done, then check the region. For sends, every received
+    // message is checked as it completes (message i came from the client's slot i % slots and
+    // filled the buffer posted i-th), then its buffer is refilled with the complement and
+    // posted again.
+    uint64_t recvs = 0;
+    std::function<void()> serve = idle;
+    if (op == "send") {
+      serve = [&] {
+        idle();
+        Completion c[64];
+        const size_t n = ep->poll_completions(c);
+        for (size_t i = 0; i < n; ++i) {
+          if (c[i].op != Opcode::kRecv) continue;
+          const uint64_t buf = c[i].wr_id;
+          uint8_t* b = region.data() + buf * size;
+          const uint64_t from = (recvs % slots) * size;
+          ++recvs;
+          if (c[i].status != OpStatus::kSuccess || c[i].bytes != size) {
+            ++r.failed;
+            r.mismatched_bytes += size;
+          } else {
+            for (uint64_t j = 0; j < size; ++j)
+              if (b[j] != pattern_byte(seed, from + j)) ++r.mismatched_bytes;
+            r.checked_bytes += size;
+          }
+          for (uint64_t j = 0; j < size; ++j) b[j] = static_cast<uint8_t>(~pattern_byte(seed, buf * size + j));
+          RecvBuffer rb;
+          rb.wr_id = buf;
+          rb.base = b;
+          rb.length = size;
+          (void)ep->post_recv(rb);
+        }
+      };
+    }
+    auto d = oob.recv(serve, kNever / 2);
     if (!d.ok()) {
       r.ok = false;
       r.error = std::string(d.status().message());
     } else {
       bool ok = true;
       const uint64_t writes = field_u64(*d, "writes", &ok);
+      const uint64_t completed = field_u64(*d, "completed", &ok);
       r.completed = writes;
       r.bytes = writes * size;
-      const uint64_t written_slots = std::min(writes, slots);
-      r.checked_bytes = written_slots * size;
-      for (uint64_t i = 0; i < r.checked_bytes; ++i)
-        if (region[i] != pattern_byte(seed, i)) ++r.mismatched_bytes;
+      if (op == "write") {
+        const uint64_t written_slots = std::min(writes, slots);
+        r.checked_bytes = written_slots * size;
+        for (uint64_t i = 0; i < r.checked_bytes; ++i)
+          if (region[i] != pattern_byte(seed, i)) ++r.mismatched_bytes;
+      } else if (op == "send") {
+        // Every completed send must have arrived whole (late completions are drained first).
+        const Time until = io::monotonic_now() + o.timeout;
+        while (recvs < completed && io::monotonic_now() < until) serve();
+        r.completed = recvs;
+        r.bytes = recvs * size;
+        if (recvs < completed) ++r.mismatched_bytes;
+      } else {
+        // Reads: the client checks what it read; the region must be untouched.
+        r.checked_bytes = region.size();
+        for (uint64_t i = 0; i < region.size(); ++i)
+          if (region[i] != pattern_byte(seed, i)) ++r.mismatched_bytes;
+      }
       r.verify = r.mismatched_bytes == 0 && ok ? "ok" : "mismatch";
       r.ok = r.verify == "ok" && (*d)["ok"] == "1";
       if ((*d)["ok"] != "1") r.error = "the client reported errors";
@@ -1081,7 +1151,8 @@ int run_lane(const Options& o, Io& io, int listen_fd, LaneOut& out) {
     }
   } else {
     std::vector<uint8_t> src(slots * size);
-    fill_pattern(src, seed, false);
+    // Writes and sends carry the pattern; reads land in the complement and must replace it.
+    fill_pattern(src, seed, /*complement=*/op == "read");
     std::vector<uint8_t> busy(slots, 0);
     std::vector<Time> posted_at(lat ? slots : 0);
     if (lat) r.lat_us.reserve(duration_s > 0 ? 1 << 20 : iters);
@@ -1089,6 +1160,7 @@ int run_lane(const Options& o, Io& io, int listen_fd, LaneOut& out) {
     const Time start = io::monotonic_now();
     const Time stop_posting = by_time ? start + static_cast<Time>(duration_s) * kSecond : kNever;
     uint64_t posted = 0;
+    bool unsupported = false;  // the transport refused the operation (Unimplemented)
     Time last_progress = start, end = start;
     const uint32_t depth = lat ? 1 : o.depth;
     Completion comp[64];
@@ -1099,18 +1171,43 @@ int run_lane(const Options& o, Io& io, int listen_fd, LaneOut& out) {
       }
       const Time now = io::monotonic_now();
       const bool may_post = by_time ? now < stop_posting : posted < iters;
-      if (!may_post && r.completed + r.failed == posted) break;
+      if (unsupported || (!may_post && r.completed + r.failed == posted)) break;
       while (may_post && posted - (r.completed + r.failed) < depth && (by_time || posted < iters)) {
         const uint64_t slot = posted % slots;
         if (busy[slot]) break;
-        WriteRequest wr;
-        wr.wr_id = posted;
-        wr.peer = peer_ip;
-        wr.rkey = rkey;
-        wr.remote_offset = slot * size;
-        wr.local = src.data() + slot * size;
-        wr.length = size;
-        if (!ep->post_write(wr).ok()) break;  // engine ring full: poll first
+        absl::Status posted_ok;
+        if (op == "write") {
+          WriteRequest wr;
+          wr.wr_id = posted;
+          wr.peer = peer_ip;
+          wr.rkey = rkey;
+          wr.remote_offset = slot * size;
+          wr.local = src.data() + slot * size;
+          wr.length = size;
+          posted_ok = ep->post_write(wr);
+        } else if (op == "read") {
+          ReadRequest rr;
+          rr.wr_id = posted;
+          rr.peer = peer_ip;
+          rr.rkey = rkey;
+          rr.remote_offset = slot * size;
+          rr.local = src.data() + slot * size;
+          rr.length = size;
+          posted_ok = ep->post_read(rr);
+        } else {
+          SendRequest sr;
+          sr.wr_id = posted;
+          sr.peer = peer_ip;
+          sr.local = src.data() + slot * size;
+          sr.length = size;
+          posted_ok = ep->post_send(sr);
+        }
+        if (posted_ok.code() == absl::StatusCode::kUnimplemented) {
+          r.error = std::string(posted_ok.message());
+          unsupported = true;
+          break;
+        }
+        if (!posted_ok.ok()) break;  // engine ring full: poll first
         busy[slot] = 1;
         if (lat) posted_at[slot] = io::monotonic_now();
         ++posted;
@@ -1125,11 +1222,20 @@ int run_lane(const Options& o, Io& io, int listen_fd, LaneOut& out) {
           busy[slot] = 0;
           if (comp[i].status == OpStatus::kSuccess) {
             ++r.completed;
+            // A read is checked the first time its slot is read (the slot still held the
+            // complement, so a read that placed nothing cannot pass); later reads of the slot
+            // are not, to keep the check out of the measured loop's steady state.
+            if (op == "read" && comp[i].wr_id < slots) {
+              const uint8_t* b = src.data() + slot * size;
+              for (uint64_t j = 0; j < size; ++j)
+                if (b[j] != pattern_byte(seed, slot * size + j)) ++r.mismatched_bytes;
+              r.checked_bytes += size;
+            }
             if (lat) r.lat_us.push_back(static_cast<double>(t - posted_at[slot]) / kMicrosecond);
           } else {
             ++r.failed;
             if (r.error.empty())
-              r.error = absl::StrCat("write ", comp[i].wr_id, " failed: ", to_string(comp[i].status));
+              r.error = absl::StrCat(op, " ", comp[i].wr_id, " failed: ", to_string(comp[i].status));
           }
         }
       } else if (now - last_progress > o.timeout) {
@@ -1151,10 +1257,12 @@ int run_lane(const Options& o, Io& io, int listen_fd, LaneOut& out) {
       r.ok = false;
       r.error = std::string(v.status().message());
     } else {
-      r.verify = (*v)["ok"] == "1" ? "ok" : "mismatch";
+      r.verify = (*v)["ok"] == "1" && r.mismatched_bytes == 0 ? "ok" : "mismatch";
       if (r.verify != "ok") {
         r.ok = false;
-        if (r.error.empty()) r.error = "the server found mismatched bytes";
+        if (r.error.empty()) {
+          r.error = r.mismatched_bytes > 0 ? "read data mismatched" : "the server found mismatched bytes";
+        }
       }
       std::printf("uet-perf: server data check: %s\n", r.verify.c_str());
     }

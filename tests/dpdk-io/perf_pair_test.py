@@ -3,7 +3,7 @@
 device or io_uring UDP sockets, and the server checks every byte.
 
     perf_pair_test.py UET_PERF --dev=memif|afpacket|uring --transport=uet|rocev2 [--loss=P]
-                      [--pcap] [--lcores-io=N]
+                      [--pcap] [--lcores-io=N] [--op=write|read|send]
 
 memif: two processes on one host joined by net_memif (path socket, socket-abstract=no), the
 server started first; the client starts once the server has printed its "ready" line and the
@@ -17,6 +17,9 @@ unprivileged (registered only when uet-perf is built with io_uring).
 --lcores-io=N (memif): each process runs N engines on N EAL lcores (-l 0-(N-1); the lcores
 oversubscribe the 2 vCPUs, fine for a functional test) over N queue pairs of one memif port,
 client engine i writing to server engine i.
+
+--op=read|send: the client reads the server's region (checking each slot the first time it
+lands) or sends messages into receive buffers the server posts (checking each as it arrives).
 
 Asserts: both exit codes 0; the server prints "data check: ok" (once per engine, each for
 its own ITERS * MSG_SIZE bytes); the client's JSON has verify=ok, iterations=N (per engine
@@ -69,6 +72,7 @@ def main():
     ap.add_argument("--loss", type=float, default=0.0)
     ap.add_argument("--pcap", action="store_true")
     ap.add_argument("--lcores-io", type=int, default=1)
+    ap.add_argument("--op", default="write", choices=["write", "read", "send"])
     args = ap.parse_args()
     lanes = args.lcores_io
     if lanes > 1 and args.dev != "memif":
@@ -147,7 +151,7 @@ def main():
                              *common]
         cli_cmd = cli_pre + [args.uet_perf, f"--client={control_ip}", f"--oob_port={port}",
                              f"--ip={cli_ip}", *common, *size_flags, "-s", str(MSG_SIZE), "-n",
-                             str(ITERS), f"--json={cli_json}"]
+                             str(ITERS), f"--json={cli_json}", f"--op={args.op}"]
         if args.pcap:
             cli_cmd.append(f"--pcap={pcap}")
         if eal:
