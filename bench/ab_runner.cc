@@ -190,6 +190,9 @@ absl::StatusOr<RunResult> run(const RunConfig& rc) {
   nc.frame_capacity = rc.fabric.frame_capacity;
   nc.switches.buffer_bytes = rc.fabric.buffer_bytes;
   nc.switches.ecn.enabled = rc.fabric.ecn;
+  nc.switches.ecn.kmin_bytes = rc.fabric.ecn_kmin_bytes;
+  nc.switches.ecn.kmax_bytes = rc.fabric.ecn_kmax_bytes;
+  nc.switches.ecn.pmax = rc.fabric.ecn_pmax;
   nc.switches.trimming = rc.fabric.trimming && rc.transport == TransportKind::kUet;
   nc.switches.pfc.enabled = rc.fabric.pfc;
   sim::Network net(nc);

@@ -45,6 +45,9 @@ struct Fabric {
   double fabric_loss = 0;  // random loss on switch-to-switch links
   uint64_t buffer_bytes = 1024 * 1024;
   bool ecn = true;
+  uint64_t ecn_kmin_bytes = 100 * 1024;  // RED on the data-class queue: from kmin ...
+  uint64_t ecn_kmax_bytes = 400 * 1024;  // ... rising to pmax below kmax, 1 from kmax
+  double ecn_pmax = 0.2;
   bool trimming = true;   // UET runs only: RoCEv2 frames are never trimmed
   bool pfc = false;       // set per transport by the caller (RoCEv2 is deployed lossless)
   uint32_t frame_capacity = 4096 + 256;  // smaller: payloads by length (large fabrics)

@@ -66,6 +66,22 @@ ABSL_FLAG(std::string, lb, "reps",
 ABSL_FLAG(std::string, dcqcn, "htsim",
           "RoCEv2: DCQCN parameter profile: htsim, dcqcn-ns3 (the DCQCN authors' code) or "
           "connectx (NVIDIA firmware defaults); cc/dcqcn.h lists the values");
+ABSL_FLAG(double, fabric_gbps, 0,
+          "switch-to-switch link rate in Gb/s, 1..1600; 0: the same as --gbps (below it: "
+          "oversubscribed uplinks)");
+ABSL_FLAG(uint32_t, hosts_per_tor, 0,
+          "fat-tree: hosts per ToR, 0..256; 0: k/2 (non-blocking); more oversubscribe the ToR");
+ABSL_FLAG(uint32_t, latency_ns, 500, "propagation delay of every link in ns, 0..1000000");
+ABSL_FLAG(bool, ecn, true, "switches mark ECN (RED on the data-class queue)");
+ABSL_FLAG(uint32_t, ecn_kmin_kb, 100, "ECN: marking starts at this queue in KiB, 1..65536");
+ABSL_FLAG(uint32_t, ecn_kmax_kb, 400,
+          "ECN: the probability reaches --ecn_pmax below this queue and 1 from it, KiB, "
+          "--ecn_kmin_kb..65536");
+ABSL_FLAG(double, ecn_pmax, 0.2, "ECN: the marking probability just below kmax, 0..1");
+ABSL_FLAG(bool, trimming, true, "switches trim UET requests instead of dropping (UET runs)");
+ABSL_FLAG(std::string, pfc, "auto",
+          "PFC on the data class: auto (RoCEv2 runs lossless except in loss scenarios, UET "
+          "never), on (both transports), off (neither)");
 ABSL_FLAG(uint64_t, buffer_kb, 1024, "switch buffer per port in KiB, 16..65536");
 ABSL_FLAG(uint64_t, seed, 1, "seed of the fabric and the workload");
 ABSL_FLAG(uint32_t, max_ms, 200, "simulated time limit per run in milliseconds, 1..100000");
@@ -132,6 +148,9 @@ struct Check {
     if (error.empty() && !(v >= lo && v <= hi))
       error = absl::StrFormat("--%s=%g out of range: %g..%g", flag, v, lo, hi);
   }
+  void fail(std::string e) {
+    if (error.empty()) error = std::move(e);
+  }
 };
 
 absl::StatusOr<Fabric> fabric_from_flags() {
@@ -143,6 +162,14 @@ absl::StatusOr<Fabric> fabric_from_flags() {
   f.hosts_per_leaf = absl::GetFlag(FLAGS_hosts_per_leaf);
   f.k = absl::GetFlag(FLAGS_k);
   f.host_gbps = f.fabric_gbps = absl::GetFlag(FLAGS_gbps);
+  if (absl::GetFlag(FLAGS_fabric_gbps) > 0) f.fabric_gbps = absl::GetFlag(FLAGS_fabric_gbps);
+  f.hosts_per_tor = absl::GetFlag(FLAGS_hosts_per_tor);
+  f.link_delay = static_cast<Time>(absl::GetFlag(FLAGS_latency_ns)) * kNanosecond;
+  f.ecn = absl::GetFlag(FLAGS_ecn);
+  f.ecn_kmin_bytes = uint64_t{absl::GetFlag(FLAGS_ecn_kmin_kb)} * 1024;
+  f.ecn_kmax_bytes = uint64_t{absl::GetFlag(FLAGS_ecn_kmax_kb)} * 1024;
+  f.ecn_pmax = absl::GetFlag(FLAGS_ecn_pmax);
+  f.trimming = absl::GetFlag(FLAGS_trimming);
   f.buffer_bytes = absl::GetFlag(FLAGS_buffer_kb) * 1024;
   f.frame_capacity = 256;  // headers are real bytes; payloads travel by length
   if (const std::string path = absl::GetFlag(FLAGS_topo); !path.empty()) {
@@ -223,6 +250,8 @@ std::string json_of(const RunResult& r, const RunConfig& c) {
       "\"wall_s\": %.3f, \"params\": {\"hosts\": %d, \"bytes\": %d, \"mtu\": %d, \"gbps\": %g, "
       "\"fabric_loss\": %g, \"pfc\": %s, \"trimming\": %s, \"ecn\": %s, \"evs\": %d, "
       "\"dcqcn\": \"%s\", \"lb\": \"%s\", \"failed_links\": %d, \"degrade\": %g, "
+      "\"fabric_gbps\": %g, \"latency_ns\": %d, \"buffer_kb\": %d, \"ecn_kmin_kb\": %d, "
+      "\"ecn_kmax_kb\": %d, \"ecn_pmax\": %g, \"topology\": \"%s\", "
       "\"seed\": %d}}",
       r.scenario, to_string(r.transport), f.total, f.completed, r.failed, f.fct_min_us,
       f.fct_p50_us, f.fct_p99_us, f.fct_max_us, f.slowdown_p50, f.slowdown_p99, f.goodput_gbps,
@@ -237,7 +266,10 @@ std::string json_of(const RunResult& r, const RunConfig& c) {
       c.fabric.ecn ? "true" : "false", c.transport == TransportKind::kUet ? c.uet_evs : 1,
       c.transport == TransportKind::kRocev2 ? c.dcqcn_preset : "-",
       c.transport == TransportKind::kUet ? pathsel::to_string(c.uet_lb) : "fixed",
-      c.fabric.failed_links, c.fabric.degrade, c.seed);
+      c.fabric.failed_links, c.fabric.degrade, c.fabric.fabric_gbps,
+      c.fabric.link_delay / kNanosecond, c.fabric.buffer_bytes / 1024, c.fabric.ecn_kmin_bytes / 1024,
+      c.fabric.ecn_kmax_bytes / 1024, c.fabric.ecn_pmax,
+      c.fabric.kind == Fabric::Kind::kLeafSpine ? "leafspine" : "fattree", c.seed);
 }
 
 void print_table(const std::string& title, const std::vector<RunResult>& runs) {
@@ -458,6 +490,15 @@ int run_main() {
   check.range("bytes", static_cast<double>(absl::GetFlag(FLAGS_bytes)), 1, 1073741824);
   check.range("loss", absl::GetFlag(FLAGS_loss), 0, 0.5);
   check.range("degrade", absl::GetFlag(FLAGS_degrade), 0, 1);
+  if (absl::GetFlag(FLAGS_fabric_gbps) != 0) check.range("fabric_gbps", absl::GetFlag(FLAGS_fabric_gbps), 1, 1600);
+  check.range("hosts_per_tor", absl::GetFlag(FLAGS_hosts_per_tor), 0, 256);
+  check.range("latency_ns", absl::GetFlag(FLAGS_latency_ns), 0, 1e6);
+  check.range("ecn_kmin_kb", absl::GetFlag(FLAGS_ecn_kmin_kb), 1, 65536);
+  check.range("ecn_kmax_kb", absl::GetFlag(FLAGS_ecn_kmax_kb), absl::GetFlag(FLAGS_ecn_kmin_kb), 65536);
+  check.range("ecn_pmax", absl::GetFlag(FLAGS_ecn_pmax), 0, 1);
+  if (const std::string pfc = absl::GetFlag(FLAGS_pfc); pfc != "auto" && pfc != "on" && pfc != "off") {
+    check.fail("--pfc=" + pfc + " unknown: auto, on or off");
+  }
   check.range("failed_links", absl::GetFlag(FLAGS_failed_links), 1, 1e6);
   check.range("plot_sample_us", absl::GetFlag(FLAGS_plot_sample_us), 0.1, 10000);
   const std::string plot_dir = absl::GetFlag(FLAGS_plot);
@@ -593,7 +634,8 @@ int run_main() {
       }
       // RoCEv2 as deployed: a lossless (PFC) class with ECN; except under random loss, where
       // PFC cannot help and go-back-N shows.
-      c.fabric.pfc = t == TransportKind::kRocev2 && !lossy;
+      const std::string pfc = absl::GetFlag(FLAGS_pfc);
+      c.fabric.pfc = pfc == "on" || (pfc == "auto" && t == TransportKind::kRocev2 && !lossy);
       c.flows = flows;
       c.transport = t;
       c.seed = absl::GetFlag(FLAGS_seed);

@@ -4,7 +4,9 @@
 Asserts: a 3-tier htsim .topo (k = 8 fat-tree, 500 ns links) gives bit-identical flow results
 to --topology=fattree --k=8, and a 2-tier one (4 leaves x 8 hosts, 2 spines, 4:1
 oversubscribed) to --leaves=4 --hosts_per_leaf=8 --spines=2, for both transports; a .topo the
-builders cannot honour is refused with its line.
+builders cannot honour is refused with its line. The fabric knobs reach the run: --pfc=on makes
+UET lossless too, --trimming=false stops trims, a longer --latency_ns lengthens the fastest
+flow, and every knob is recorded in the JSON params.
 Usage: topo_test.py BUILD_BIN_DIR
 """
 import json
@@ -40,6 +42,10 @@ def main():
         ft_flags = run(bindir, tmp, "ft_flags", ["--topology=fattree", "--k=8"])
         ls_file = run(bindir, tmp, "ls_file", ["--topo=" + os.path.join(HERE, "leaf_spine_32.topo")])
         ls_flags = run(bindir, tmp, "ls_flags", ["--leaves=4", "--hosts_per_leaf=8", "--spines=2"])
+        knobs = run(bindir, tmp, "knobs", ["--leaves=4", "--hosts_per_leaf=8", "--spines=2",
+                                           "--pfc=on", "--trimming=false", "--latency_ns=2000",
+                                           "--ecn_kmin_kb=50", "--ecn_kmax_kb=200",
+                                           "--ecn_pmax=0.5", "--fabric_gbps=200"])
         bad = os.path.join(tmp, "bad.topo")
         open(bad, "w").write("Nodes 32\nTiers 2\nTier 0\nBundle 2\n")
         refused = subprocess.run([os.path.join(bindir, "uet-ab"), "--topo=" + bad],
@@ -51,6 +57,15 @@ def main():
             failures.append(f"{t}: leaf-spine from .topo {ls_file[t]['fct_us']} != flags {ls_flags[t]['fct_us']}")
         if ft_file[t]["params"]["hosts"] != 128 or ls_file[t]["params"]["hosts"] != 32:
             failures.append(f"{t}: host counts {ft_file[t]['params']['hosts']}, {ls_file[t]['params']['hosts']}")
+    kp = knobs["uet"]["params"]
+    want = {"pfc": True, "trimming": False, "latency_ns": 2000, "ecn_kmin_kb": 50,
+            "ecn_kmax_kb": 200, "ecn_pmax": 0.5, "fabric_gbps": 200}
+    if any(kp[k] != v for k, v in want.items()):
+        failures.append(f"knobs not recorded: {kp}")
+    if knobs["uet"]["trims"] != 0:
+        failures.append(f"--trimming=false but {knobs['uet']['trims']} trims")
+    if not knobs["uet"]["fct_us"]["min"] > ls_flags["uet"]["fct_us"]["min"]:
+        failures.append("--latency_ns=2000 did not lengthen the fastest flow")
     if refused.returncode != 2 or "bad.topo:4: Bundle > 1" not in refused.stderr:
         failures.append(f"bad .topo: rc {refused.returncode}, stderr {refused.stderr!r}")
     for f in failures:
