@@ -92,6 +92,10 @@ ABSL_FLAG(std::string, op, "write",
 ABSL_FLAG(uint64_t, s, 65536, "message size in bytes, 1..67108864 (client; the server adopts it)");
 ABSL_FLAG(uint64_t, n, 1000, "iterations (messages), 1..100000000; ignored when -D is set");
 ABSL_FLAG(uint32_t, D, 0, "duration in seconds, 0..3600; 0 = use -n");
+ABSL_FLAG(bool, bidir, false,
+          "bidirectional (perftest -b): the server writes into the client's memory while the "
+          "client writes into the server's; each side reports its own direction and checks what "
+          "it received; --op=write only");
 ABSL_FLAG(bool, lat, false, "latency mode: one message in flight, report min/p50/p99/p99.9/max");
 ABSL_FLAG(uint32_t, tx_depth, 128, "bandwidth mode: writes outstanding at most, 1..256");
 ABSL_FLAG(uint32_t, mtu, 4096,
@@ -153,6 +157,7 @@ struct Options {
   uint64_t seed = 0;
   Time timeout = 0;
   std::string op = "write";  // write, read or send
+  bool bidir = false;
   uint32_t lanes = 1;  // --lcores_io
   uint32_t lane = 0;   // this engine's index (a lane's copy of the options)
 };
@@ -217,6 +222,8 @@ absl::StatusOr<Options> options_from_flags() {
   o.duration_s = absl::GetFlag(FLAGS_D);
   c.range("D", o.duration_s, 0, 3600);
   o.lat = absl::GetFlag(FLAGS_lat);
+  o.bidir = absl::GetFlag(FLAGS_bidir);
+  if (o.bidir && o.op != "write") c.fail("--bidir supports --op=write only");
   o.depth = o.lat ? 1 : absl::GetFlag(FLAGS_tx_depth);
   c.range("tx_depth", absl::GetFlag(FLAGS_tx_depth), 1, 256);
   o.mtu = absl::GetFlag(FLAGS_mtu);
@@ -730,7 +737,7 @@ std::string json_of(const Options& o, const LaneOut& l) {
   for (double v : r.lat_us) sum += v;
   return absl::StrFormat(
       "{\"tool\": \"uet-perf\", \"role\": \"%s\", \"transport\": \"%s\", \"io\": \"%s\", "
-      "\"op\": \"%s\", \"mode\": \"%s\", \"lane\": %u, \"local_ip\": \"%s\", \"bytes\": %lu, "
+      "\"op\": \"%s\", \"bidir\": %s, \"mode\": \"%s\", \"lane\": %u, \"local_ip\": \"%s\", \"bytes\": %lu, "
       "\"iterations\": %lu, "
       "\"failed\": %lu, \"total_bytes\": %lu, \"seconds\": %.6f, \"bw_gbps\": %.4f, "
       "\"msg_mpps\": %.6f, \"pkt_mpps\": %.6f, \"latency_us\": {\"samples\": %zu, "
@@ -740,7 +747,7 @@ std::string json_of(const Options& o, const LaneOut& l) {
       "\"verify\": \"%s\", \"checked_bytes\": %lu, \"mismatched_bytes\": %lu, \"mtu\": %u, "
       "\"loss\": %g, \"seed\": %lu, \"ok\": %s, \"error\": \"%s\"}",
       o.server ? "server" : "client", o.uet ? "uet" : "rocev2", o.io, o.op,
-      o.lat ? "latency" : "bandwidth",
+      o.bidir ? "true" : "false", o.lat ? "latency" : "bandwidth",
       o.lane, ip_str(o.ip), l.size, r.completed, r.failed, r.bytes, r.seconds, l.gbps, l.mpps,
       l.pkt_mpps, r.lat_us.size(), percentile(r.lat_us, 0), percentile(r.lat_us, 0.5),
       percentile(r.lat_us, 0.99), percentile(r.lat_us, 0.999),
@@ -930,6 +937,11 @@ int run_lane(const Options& o, Io& io, int listen_fd, LaneOut& out) {
   uint32_t mtu = o.mtu;
   bool lat = o.lat;
   std::string op = o.op;  // the client's choice; the server learns it from HELLO
+  bool bidir = o.bidir;   // likewise
+  uint32_t back_rkey = 0;  // --bidir: the client's region, the server's writes' target
+  // --bidir: the server's writes carry a different pattern than the client's, so a write that
+  // lands in the wrong direction cannot pass the check.
+  const uint64_t kBackSalt = 0xB1D1;
   uint32_t peer_ip = 0, peer_qpn = 0, peer_psn = 0, rkey = 0;
   std::unique_ptr<Endpoint> ep;
   std::vector<uint8_t> region;
@@ -949,7 +961,16 @@ int run_lane(const Options& o, Io& io, int listen_fd, LaneOut& out) {
     auto e = make_engine(o, io, mtu);
     if (!e.ok()) return fail(e.status());
     ep = std::move(*e);
+    if (bidir) {
+      region.resize(slots * size);
+      fill_pattern(region, seed ^ kBackSalt, /*complement=*/true);
+      auto k = ep->register_memory(region.data(), region.size());
+      if (!k.ok()) return fail(k.status());
+      back_rkey = *k;
+    }
     if (auto s = oob.send("HELLO", {{"v", "1"},
+                                    {"bidir", bidir ? "1" : "0"},
+                                    {"back_rkey", std::to_string(back_rkey)},
                                     {"transport", o.uet ? "uet" : "rocev2"},
                                     {"op", op},
                                     {"size", std::to_string(size)},
@@ -991,6 +1012,8 @@ int run_lane(const Options& o, Io& io, int listen_fd, LaneOut& out) {
     mtu = static_cast<uint32_t>(field_u64(f, "mtu", &ok));
     lat = field_u64(f, "lat", &ok) != 0;
     op = f.count("op") ? f["op"] : "write";
+    bidir = f.count("bidir") && f["bidir"] == "1";
+    back_rkey = f.count("back_rkey") ? static_cast<uint32_t>(field_u64(f, "back_rkey", &ok)) : 0;
     seed = field_u64(f, "seed", &ok);
     peer_ip = static_cast<uint32_t>(field_u64(f, "ip", &ok));
     peer_qpn = static_cast<uint32_t>(field_u64(f, "qpn", &ok));
@@ -1011,6 +1034,7 @@ int run_lane(const Options& o, Io& io, int listen_fd, LaneOut& out) {
       why = "size/slots out of range";
     if (why.empty() && op != "write" && op != "read" && op != "send")
       why = absl::StrCat("unknown op ", op);
+    if (why.empty() && bidir && op != "write") why = "--bidir supports --op=write only";
     Options eo = o;
     eo.mtu = mtu;
     if (why.empty()) {
@@ -1070,89 +1094,11 @@ int run_lane(const Options& o, Io& io, int listen_fd, LaneOut& out) {
   if (auto s = oob.send("GO", {}); !s.ok()) return fail(s);
   if (auto g = oob.recv(idle, o.timeout); !g.ok()) return fail(g.status());
 
-  Result r;
-  const io::IoStats before = tap.stats();
-  Options shown = o;
-  shown.lat = lat;
-  shown.mtu = mtu;
-  shown.op = op;
-  if (o.server) {
-    // Serve until the client is done, then check the region. For sends, every received
-    // message is checked as it completes (message i came from the client's slot i % slots and
-    // filled the buffer posted i-th), then its buffer is refilled with the complement and
-    // posted again.
-    uint64_t recvs = 0;
-    std::function<void()> serve = idle;
-    if (op == "send") {
-      serve = [&] {
-        idle();
-        Completion c[64];
-        const size_t n = ep->poll_completions(c);
-        for (size_t i = 0; i < n; ++i) {
-          if (c[i].op != Opcode::kRecv) continue;
-          const uint64_t buf = c[i].wr_id;
-          uint8_t* b = region.data() + buf * size;
-          const uint64_t from = (recvs % slots) * size;
-          ++recvs;
-          if (c[i].status != OpStatus::kSuccess || c[i].bytes != size) {
-            ++r.failed;
-            r.mismatched_bytes += size;
-          } else {
-            for (uint64_t j = 0; j < size; ++j)
-              if (b[j] != pattern_byte(seed, from + j)) ++r.mismatched_bytes;
-            r.checked_bytes += size;
-          }
-          for (uint64_t j = 0; j < size; ++j) b[j] = static_cast<uint8_t>(~pattern_byte(seed, buf * size + j));
-          RecvBuffer rb;
-          rb.wr_id = buf;
-          rb.base = b;
-          rb.length = size;
-          (void)ep->post_recv(rb);
-        }
-      };
-    }
-    auto d = oob.recv(serve, kNever / 2);
-    if (!d.ok()) {
-      r.ok = false;
-      r.error = std::string(d.status().message());
-    } else {
-      bool ok = true;
-      const uint64_t writes = field_u64(*d, "writes", &ok);
-      const uint64_t completed = field_u64(*d, "completed", &ok);
-      r.completed = writes;
-      r.bytes = writes * size;
-      if (op == "write") {
-        const uint64_t written_slots = std::min(writes, slots);
-        r.checked_bytes = written_slots * size;
-        for (uint64_t i = 0; i < r.checked_bytes; ++i)
-          if (region[i] != pattern_byte(seed, i)) ++r.mismatched_bytes;
-      } else if (op == "send") {
-        // Every completed send must have arrived whole (late completions are drained first).
-        const Time until = io::monotonic_now() + o.timeout;
-        while (recvs < completed && io::monotonic_now() < until) serve();
-        r.completed = recvs;
-        r.bytes = recvs * size;
-        if (recvs < completed) ++r.mismatched_bytes;
-      } else {
-        // Reads: the client checks what it read; the region must be untouched.
-        r.checked_bytes = region.size();
-        for (uint64_t i = 0; i < region.size(); ++i)
-          if (region[i] != pattern_byte(seed, i)) ++r.mismatched_bytes;
-      }
-      r.verify = r.mismatched_bytes == 0 && ok ? "ok" : "mismatch";
-      r.ok = r.verify == "ok" && (*d)["ok"] == "1";
-      if ((*d)["ok"] != "1") r.error = "the client reported errors";
-      (void)oob.send("VERIFY", {{"ok", r.verify == "ok" ? "1" : "0"},
-                                {"checked", std::to_string(r.checked_bytes)},
-                                {"mismatched", std::to_string(r.mismatched_bytes)}});
-      // Keep answering briefly so the client's last ACKs/retransmissions are not stranded.
-      const Time until = io::monotonic_now() + 20 * kMillisecond;
-      while (io::monotonic_now() < until) idle();
-    }
-  } else {
-    std::vector<uint8_t> src(slots * size);
-    // Writes and sends carry the pattern; reads land in the complement and must replace it.
-    fill_pattern(src, seed, /*complement=*/op == "read");
+  // Posts operations to the peer (into its region `dst_rkey`, from `src`) and polls until
+  // all are complete (or --timeout_s passes without progress); fills r. Used by the client,
+  // and by the server too with --bidir.
+  auto drive = [&](std::vector<uint8_t>& src, uint32_t dst_rkey, uint64_t pattern_seed,
+                   Result& r) -> uint64_t {
     std::vector<uint8_t> busy(slots, 0);
     std::vector<Time> posted_at(lat ? slots : 0);
     if (lat) r.lat_us.reserve(duration_s > 0 ? 1 << 20 : iters);
@@ -1180,7 +1126,7 @@ int run_lane(const Options& o, Io& io, int listen_fd, LaneOut& out) {
           WriteRequest wr;
           wr.wr_id = posted;
           wr.peer = peer_ip;
-          wr.rkey = rkey;
+          wr.rkey = dst_rkey;
           wr.remote_offset = slot * size;
           wr.local = src.data() + slot * size;
           wr.length = size;
@@ -1189,7 +1135,7 @@ int run_lane(const Options& o, Io& io, int listen_fd, LaneOut& out) {
           ReadRequest rr;
           rr.wr_id = posted;
           rr.peer = peer_ip;
-          rr.rkey = rkey;
+          rr.rkey = dst_rkey;
           rr.remote_offset = slot * size;
           rr.local = src.data() + slot * size;
           rr.length = size;
@@ -1228,7 +1174,7 @@ int run_lane(const Options& o, Io& io, int listen_fd, LaneOut& out) {
             if (op == "read" && comp[i].wr_id < slots) {
               const uint8_t* b = src.data() + slot * size;
               for (uint64_t j = 0; j < size; ++j)
-                if (b[j] != pattern_byte(seed, slot * size + j)) ++r.mismatched_bytes;
+                if (b[j] != pattern_byte(pattern_seed, slot * size + j)) ++r.mismatched_bytes;
               r.checked_bytes += size;
             }
             if (lat) r.lat_us.push_back(static_cast<double>(t - posted_at[slot]) / kMicrosecond);
@@ -1247,6 +1193,118 @@ int run_lane(const Options& o, Io& io, int listen_fd, LaneOut& out) {
     r.seconds = static_cast<double>(end - start) / kSecond;
     r.bytes = r.completed * size;
     r.ok = r.error.empty() && r.failed == 0;
+    return posted;
+  };
+
+  Result r;
+  const io::IoStats before = tap.stats();
+  Options shown = o;
+  shown.lat = lat;
+  shown.mtu = mtu;
+  shown.op = op;
+  shown.bidir = bidir;
+  if (o.server) {
+    // Serve until the client is done, then check the region. For sends, every received
+    // message is checked as it completes (message i came from the client's slot i % slots and
+    // filled the buffer posted i-th), then its buffer is refilled with the complement and
+    // posted again.
+    uint64_t recvs = 0;
+    std::function<void()> serve = idle;
+    if (op == "send") {
+      serve = [&] {
+        idle();
+        Completion c[64];
+        const size_t n = ep->poll_completions(c);
+        for (size_t i = 0; i < n; ++i) {
+          if (c[i].op != Opcode::kRecv) continue;
+          const uint64_t buf = c[i].wr_id;
+          uint8_t* b = region.data() + buf * size;
+          const uint64_t from = (recvs % slots) * size;
+          ++recvs;
+          if (c[i].status != OpStatus::kSuccess || c[i].bytes != size) {
+            ++r.failed;
+            r.mismatched_bytes += size;
+          } else {
+            for (uint64_t j = 0; j < size; ++j)
+              if (b[j] != pattern_byte(seed, from + j)) ++r.mismatched_bytes;
+            r.checked_bytes += size;
+          }
+          for (uint64_t j = 0; j < size; ++j) b[j] = static_cast<uint8_t>(~pattern_byte(seed, buf * size + j));
+          RecvBuffer rb;
+          rb.wr_id = buf;
+          rb.base = b;
+          rb.length = size;
+          (void)ep->post_recv(rb);
+        }
+      };
+    }
+    // --bidir: the server's own direction first (the client's DONE waits in the socket).
+    Result back;
+    uint64_t back_posted = 0;
+    std::vector<uint8_t> back_src;
+    if (bidir) {
+      back_src.resize(slots * size);
+      fill_pattern(back_src, seed ^ kBackSalt, /*complement=*/false);
+      back_posted = drive(back_src, back_rkey, seed ^ kBackSalt, back);
+    }
+    auto d = oob.recv(serve, kNever / 2);
+    if (!d.ok()) {
+      r.ok = false;
+      r.error = std::string(d.status().message());
+    } else {
+      bool ok = true;
+      const uint64_t writes = field_u64(*d, "writes", &ok);
+      const uint64_t completed = field_u64(*d, "completed", &ok);
+      r.completed = writes;
+      r.bytes = writes * size;
+      if (op == "write") {
+        const uint64_t written_slots = std::min(writes, slots);
+        r.checked_bytes = written_slots * size;
+        for (uint64_t i = 0; i < r.checked_bytes; ++i)
+          if (region[i] != pattern_byte(seed, i)) ++r.mismatched_bytes;
+      } else if (op == "send") {
+        // Every completed send must have arrived whole (late completions are drained first).
+        const Time until = io::monotonic_now() + o.timeout;
+        while (recvs < completed && io::monotonic_now() < until) serve();
+        r.completed = recvs;
+        r.bytes = recvs * size;
+        if (recvs < completed) ++r.mismatched_bytes;
+      } else {
+        // Reads: the client checks what it read; the region must be untouched.
+        r.checked_bytes = region.size();
+        for (uint64_t i = 0; i < region.size(); ++i)
+          if (region[i] != pattern_byte(seed, i)) ++r.mismatched_bytes;
+      }
+      r.verify = r.mismatched_bytes == 0 && ok ? "ok" : "mismatch";
+      r.ok = r.verify == "ok" && (*d)["ok"] == "1";
+      if (bidir) {
+        // Report the server's own direction (what it sent); the check stays that of the
+        // client's writes into this region.
+        r.completed = back.completed;
+        r.failed = back.failed;
+        r.bytes = back.bytes;
+        r.seconds = back.seconds;
+        r.lat_us = std::move(back.lat_us);
+        if (!back.ok) {
+          r.ok = false;
+          r.error = back.error.empty() ? "the server's writes failed" : back.error;
+        }
+      }
+      if ((*d)["ok"] != "1") r.error = "the client reported errors";
+      (void)oob.send("VERIFY", {{"ok", r.verify == "ok" ? "1" : "0"},
+                                {"back_writes", std::to_string(back_posted)},
+                                {"back_ok", back.ok ? "1" : "0"},
+                                {"checked", std::to_string(r.checked_bytes)},
+                                {"mismatched", std::to_string(r.mismatched_bytes)}});
+      // Keep answering briefly so the client's last ACKs/retransmissions are not stranded.
+      const Time until = io::monotonic_now() + 20 * kMillisecond;
+      while (io::monotonic_now() < until) idle();
+    }
+  } else {
+    std::vector<uint8_t> src(slots * size);
+    // Writes and sends carry the pattern; reads land in the complement and must replace it.
+    fill_pattern(src, seed, /*complement=*/op == "read");
+    const uint64_t posted = drive(src, rkey, seed, r);
     if (auto s = oob.send("DONE", {{"writes", std::to_string(posted)},
                                    {"completed", std::to_string(r.completed)},
                                    {"ok", r.ok ? "1" : "0"}});
@@ -1257,6 +1315,21 @@ int run_lane(const Options& o, Io& io, int listen_fd, LaneOut& out) {
       r.ok = false;
       r.error = std::string(v.status().message());
     } else {
+      if (bidir) {
+        // The server's writes into this region: every slot they reached holds its pattern.
+        bool vok = true;
+        const uint64_t back_writes = field_u64(*v, "back_writes", &vok);
+        const uint64_t reached = std::min(back_writes, slots) * size;
+        for (uint64_t i = 0; i < reached; ++i)
+          if (region[i] != pattern_byte(seed ^ kBackSalt, i)) ++r.mismatched_bytes;
+        r.checked_bytes = reached;
+        if (!vok || (*v)["back_ok"] != "1") {
+          r.ok = false;
+          if (r.error.empty()) r.error = "the server's writes failed";
+        }
+        std::printf("uet-perf: bidirectional: the server wrote %lu messages; this side checked %lu bytes, %lu mismatched\n",
+                    back_writes, reached, r.mismatched_bytes);
+      }
       r.verify = (*v)["ok"] == "1" && r.mismatched_bytes == 0 ? "ok" : "mismatch";
       if (r.verify != "ok") {
         r.ok = false;

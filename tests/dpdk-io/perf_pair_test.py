@@ -3,7 +3,7 @@
 device or io_uring UDP sockets, and the server checks every byte.
 
     perf_pair_test.py UET_PERF --dev=memif|afpacket|uring --transport=uet|rocev2 [--loss=P]
-                      [--pcap] [--lcores-io=N] [--op=write|read|send]
+                      [--pcap] [--lcores-io=N] [--op=write|read|send] [--bidir]
 
 memif: two processes on one host joined by net_memif (path socket, socket-abstract=no), the
 server started first; the client starts once the server has printed its "ready" line and the
@@ -18,6 +18,7 @@ unprivileged (registered only when uet-perf is built with io_uring).
 oversubscribe the 2 vCPUs, fine for a functional test) over N queue pairs of one memif port,
 client engine i writing to server engine i.
 
+--bidir: the server writes into the client's memory at the same time (the client checks it).
 --op=read|send: the client reads the server's region (checking each slot the first time it
 lands) or sends messages into receive buffers the server posts (checking each as it arrives).
 
@@ -73,6 +74,7 @@ def main():
     ap.add_argument("--pcap", action="store_true")
     ap.add_argument("--lcores-io", type=int, default=1)
     ap.add_argument("--op", default="write", choices=["write", "read", "send"])
+    ap.add_argument("--bidir", action="store_true")
     args = ap.parse_args()
     lanes = args.lcores_io
     if lanes > 1 and args.dev != "memif":
@@ -152,6 +154,8 @@ def main():
         cli_cmd = cli_pre + [args.uet_perf, f"--client={control_ip}", f"--oob_port={port}",
                              f"--ip={cli_ip}", *common, *size_flags, "-s", str(MSG_SIZE), "-n",
                              str(ITERS), f"--json={cli_json}", f"--op={args.op}"]
+        if args.bidir:
+            cli_cmd.append("--bidir")
         if args.pcap:
             cli_cmd.append(f"--pcap={pcap}")
         if eal:
@@ -180,6 +184,11 @@ def main():
         if srv_log.count(checked) != lanes:
             return fail(f"the server did not report '{checked}' once per engine ({lanes})")
         result = json.load(open(cli_json))
+        if args.bidir:
+            back = (f"bidirectional: the server wrote {ITERS} messages; this side checked "
+                    f"{ITERS * MSG_SIZE} bytes, 0 mismatched")
+            if back not in cli_log or result.get("bidir") is not True:
+                return fail(f"the client did not check the server's {ITERS} writes")
         if (result["verify"] != "ok" or result["iterations"] != ITERS * lanes
                 or result["failed"] != 0):
             return fail(f"client JSON: {result}")

@@ -29,3 +29,14 @@ if(Python3_Interpreter_FOUND AND TARGET uet-perf)
                          TIMEOUT 60 SKIP_RETURN_CODE 77)
   endforeach()
 endif()
+
+# Bidirectional (perftest -b): both sides write at once and each checks what it received.
+if(Python3_Interpreter_FOUND AND TARGET uet-perf)
+  foreach(_transport uet rocev2)
+    add_test(NAME perf_pair_uring_${_transport}_bidir
+             COMMAND Python3::Interpreter ${CMAKE_CURRENT_SOURCE_DIR}/perf_pair_test.py
+                     $<TARGET_FILE:uet-perf> --dev=uring --transport=${_transport} --bidir)
+    set_tests_properties(perf_pair_uring_${_transport}_bidir PROPERTIES LABELS "fast;io;uring"
+                         TIMEOUT 90 SKIP_RETURN_CODE 77)
+  endforeach()
+endif()
