@@ -521,7 +521,7 @@ TEST(RoceEndpoint_Errors, RetriesExhaustedAfterTimeoutTimesRetriesPlusOne) {
   EXPECT_EQ(c[0].wr_id, 5u);
   EXPECT_EQ(c[0].status, OpStatus::kRetriesExhausted);
   EXPECT_EQ(c[1].wr_id, 6u);
-  EXPECT_EQ(c[1].status, OpStatus::kPdcClosed);  // flushed
+  EXPECT_EQ(c[1].status, OpStatus::kFlushed);
   // Expect: sent at 0, retried at T, 2T, 3T; the fourth expiry ends it at exactly 4T.
   const Time t = 4096 * kNanosecond << 4;
   EXPECT_EQ(p.link->now(), 4 * t);
@@ -533,7 +533,7 @@ TEST(RoceEndpoint_Errors, RetriesExhaustedAfterTimeoutTimesRetriesPlusOne) {
   ASSERT_TRUE(p.write(7).ok());
   const auto c2 = drain(*p.a);
   ASSERT_EQ(c2.size(), 1u);
-  EXPECT_EQ(c2[0].status, OpStatus::kPdcClosed);
+  EXPECT_EQ(c2[0].status, OpStatus::kFlushed);
   // connect_qp revives the QP.
   EXPECT_TRUE(p.a->connect_qp(kIpB, kQpA, kQpB, 5000, kPsnB).ok());
   EXPECT_EQ(p.a->qp_info(kQpA)->state, QpState::kRts);
@@ -577,7 +577,7 @@ TEST(RoceEndpoint_Errors, BadRkeyIsRemoteAccessErrorAndTheQpFails) {
   const auto c = drain(*p.a);
   ASSERT_EQ(c.size(), 2u);
   EXPECT_EQ(c[0].status, OpStatus::kRemoteAccessError);
-  EXPECT_EQ(c[1].status, OpStatus::kPdcClosed);  // IB_WC_WR_FLUSH_ERR
+  EXPECT_EQ(c[1].status, OpStatus::kFlushed);  // IB_WC_WR_FLUSH_ERR
   EXPECT_EQ(p.b->counters().rx_bad_rkey, 1u);
   EXPECT_EQ(p.b->counters().tx_naks, 1u);
   EXPECT_EQ(p.b->counters().rx_placed, 0u);
@@ -759,7 +759,7 @@ TEST(RoceEndpoint_Hostile, UnknownQpWrongPeerAndBadOpcodeSequenceAreCounted) {
   inject(*p.b, kIpA, kIpB, RoceOpcode::kRcWriteOnly, 0x100 + 63, kPsnA, 16);  // not connected
   inject(*p.b, 0x0A000009, kIpB, RoceOpcode::kRcWriteOnly, kQpB, kPsnA, 16);  // wrong peer
   EXPECT_EQ(p.b->counters().rx_unknown_qp, 3u);
-  inject(*p.b, kIpA, kIpB, RoceOpcode::kRcSendOnly, kQpB, kPsnA, 16);
+  inject(*p.b, kIpA, kIpB, RoceOpcode::kUcSendOnly, kQpB, kPsnA, 16);  // UC: not implemented
   EXPECT_EQ(p.b->counters().rx_unsupported, 1u);
   inject(*p.b, kIpA, kIpB, RoceOpcode::kRcWriteOnly, kQpB, kPsnA, 16, /*rkey=*/1);
   EXPECT_EQ(p.b->counters().rx_placed, 1u);

@@ -343,8 +343,9 @@ TEST(RoceHostile_Ack, AcksAndNaksForPsnsNeverSentAreIgnored) {
   EXPECT_EQ(p.completions_at_a(), 1u);
 }
 
-// Expect (§1.5): AETH syndrome type 2 is reserved: ignored. An RNR NAK is ignored (this
-// engine posts no SENDs, §2.1). A NAK with a reserved code (5..31) ends the write as rxe does
+// Expect (§1.5): AETH syndrome type 2 is reserved: ignored. An RNR NAK acknowledges the PSNs
+// before it and holds everything for its timer (code 14: 1.28 ms), then resends from its PSN;
+// a copy of it restarts nothing. A NAK with a reserved code (5..31) ends the write as rxe does
 // with any NAK it does not know (IB_WC_REM_OP_ERR, here kPdcClosed) and the QP fails.
 TEST(RoceHostile_Ack, ReservedSyndromesAndUnknownNakCodes) {
   Peers p;
@@ -352,10 +353,17 @@ TEST(RoceHostile_Ack, ReservedSyndromesAndUnknownNakCodes) {
   deliver(*p.a, forge(aeth_to_a(AethType::kReservedType, 0, kPsnA + 1)));
   EXPECT_EQ(p.a->counters().rx_stale_acks, 1u);
   deliver(*p.a, forge(aeth_to_a(AethType::kRnrNak, 14, kPsnA + 1)));
-  EXPECT_EQ(p.a->counters().rx_rnr_naks, 1u);
+  deliver(*p.a, forge(aeth_to_a(AethType::kRnrNak, 14, kPsnA + 1)));  // a copy
+  EXPECT_EQ(p.a->counters().rx_rnr_naks, 2u);
+  EXPECT_EQ(p.a->counters().rx_rnr_ignored, 1u);
   EXPECT_EQ(p.qa().state, QpState::kRts);
-  EXPECT_EQ(p.qa().una, kPsnA);
+  EXPECT_EQ(p.qa().una, kPsnA + 1);
   EXPECT_EQ(p.completions_at_a(), 0u);
+  EXPECT_TRUE(drain(*p.a, 1279 * kMicrosecond).empty());  // the timer runs
+  const auto resent = drain(*p.a, 1280 * kMicrosecond);
+  ASSERT_EQ(resent.size(), 3u);
+  EXPECT_EQ(resent[0].psn, kPsnA + 1);
+  EXPECT_EQ(p.a->counters().rnr_retries, 1u);
   deliver(*p.a, forge(aeth_to_a(AethType::kNak, 0x1D, kPsnA + 1)));
   EXPECT_EQ(p.a->counters().rx_nak_fatal, 1u);
   EXPECT_EQ(p.qa().state, QpState::kError);
@@ -438,23 +446,15 @@ TEST(RoceHostile_Nak, TriplicatedNaksOnTheWireCostOneRound) {
 
 // ------------------------------------------------------------------ unimplemented opcodes
 
-// Expect: SEND, WRITE with immediate, RDMA READ (request and responses), atomics, SEND with
-// invalidate, UC and UD opcodes, sent to a connected QP by its peer, are counted as
-// rx_unsupported and dropped: nothing placed, nothing sent, the QP stays up.
+// Expect: atomics (and their ACK), SEND with invalidate, UC and UD opcodes, sent to a connected
+// QP by its peer, are counted as rx_unsupported and dropped: nothing placed, nothing sent, the
+// QP stays up.
 TEST(RoceHostile_Opcode, UnimplementedOpcodesAreCountedAndDropped) {
   Peers p;
   const RoceOpcode ops[] = {
-      RoceOpcode::kRcSendFirst,          RoceOpcode::kRcSendMiddle,
-      RoceOpcode::kRcSendLast,           RoceOpcode::kRcSendLastImm,
-      RoceOpcode::kRcSendOnly,           RoceOpcode::kRcSendOnlyImm,
-      RoceOpcode::kRcWriteLastImm,       RoceOpcode::kRcWriteOnlyImm,
-      RoceOpcode::kRcReadRequest,        RoceOpcode::kRcReadResponseFirst,
-      RoceOpcode::kRcReadResponseMiddle, RoceOpcode::kRcReadResponseLast,
-      RoceOpcode::kRcReadResponseOnly,   RoceOpcode::kRcAtomicAck,
-      RoceOpcode::kRcCompareSwap,        RoceOpcode::kRcFetchAdd,
-      RoceOpcode::kRcSendLastInv,        RoceOpcode::kRcSendOnlyInv,
-      RoceOpcode::kUcSendOnly,           RoceOpcode::kUcWriteOnly,
-      RoceOpcode::kUdSendOnly,           RoceOpcode::kUdSendOnlyImm,
+      RoceOpcode::kRcAtomicAck,    RoceOpcode::kRcCompareSwap, RoceOpcode::kRcFetchAdd,
+      RoceOpcode::kRcSendLastInv,  RoceOpcode::kRcSendOnlyInv, RoceOpcode::kUcSendOnly,
+      RoceOpcode::kUcWriteOnly,    RoceOpcode::kUdSendOnly,    RoceOpcode::kUdSendOnlyImm,
   };
   for (const RoceOpcode op : ops) {
     Forged f = write_only(kPsnA, p.rkey, 0, 64);
@@ -472,6 +472,141 @@ TEST(RoceHostile_Opcode, UnimplementedOpcodesAreCountedAndDropped) {
   bad[wire::Ethernet::kSize + wire::Ipv4::kSize + wire::Udp::kSize] = 0x1E;
   deliver(*p.b, bad);
   EXPECT_EQ(p.b->counters().rx_malformed, 1u);
+}
+
+// ------------------------------------------------------------------ SEND, RNR, READ
+
+Forged send_only(uint32_t psn, uint32_t len, RoceOpcode op = RoceOpcode::kRcSendOnly) {
+  Forged f;
+  f.op = op;
+  f.psn = psn;
+  f.payload.assign(len, 0x3C);
+  f.ack_req = true;
+  return f;
+}
+
+Forged read_request(uint32_t psn, uint32_t rkey, uint64_t va, uint32_t len) {
+  Forged f;
+  f.op = RoceOpcode::kRcReadRequest;
+  f.psn = psn;
+  f.ack_req = true;
+  f.va = va;
+  f.rkey = rkey;
+  f.dma_length = len;
+  return f;
+}
+
+// Expect (IB RNR): a SEND with no receive buffer posted gets one RNR NAK (type 1, the
+// configured min_rnr_timer, the SEND's PSN) per arrival and is not executed; packets behind
+// it are dropped without a NAK; once a buffer is posted the same PSN is accepted.
+TEST(RoceHostile_Send, NoBufferGetsAnRnrNakAndNothingMoves) {
+  Peers p;
+  deliver(*p.b, forge(send_only(kPsnA, 100)));
+  deliver(*p.b, forge(send_only(kPsnA + 1, 100)));  // behind it: silent
+  auto out = drain(*p.b);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].op, RoceOpcode::kRcAck);
+  EXPECT_EQ(out[0].aeth_type, AethType::kRnrNak);
+  EXPECT_EQ(out[0].aeth_value, p.b->config().min_rnr_timer);
+  EXPECT_EQ(out[0].psn, kPsnA);
+  EXPECT_EQ(p.b->counters().rx_rnr, 1u);
+  EXPECT_EQ(p.b->counters().rx_out_of_order, 1u);
+  EXPECT_EQ(p.qb().epsn, kPsnA);
+  EXPECT_EQ(p.qb().state, QpState::kRts);
+  std::vector<uint8_t> buf(128, 0);
+  ASSERT_TRUE(p.b->post_recv({9, buf.data(), buf.size()}).ok());
+  deliver(*p.b, forge(send_only(kPsnA, 100, RoceOpcode::kRcSendOnlyImm)));
+  out = drain(*p.b);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].aeth_type, AethType::kAck);
+  std::vector<Completion> c(4);
+  c.resize(p.b->poll_completions(c));
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].wr_id, 9u);
+  EXPECT_EQ(c[0].bytes, 100u);
+  EXPECT_TRUE(c[0].has_imm);
+  EXPECT_EQ(buf[99], 0x3C);
+  EXPECT_EQ(buf[100], 0);
+  // A SEND MIDDLE with no FIRST, or a WRITE MIDDLE inside a SEND: NAK invalid request.
+  deliver(*p.b, forge(send_only(kPsnA + 1, kMtu, RoceOpcode::kRcSendMiddle)));
+  out = drain(*p.b);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].aeth_type, AethType::kNak);
+  EXPECT_EQ(out[0].aeth_value, static_cast<uint8_t>(AethNak::kInvalidRequest));
+  EXPECT_EQ(p.qb().state, QpState::kError);
+}
+
+// Expect: a READ request with a bad key or a range outside the region (VA near 2^64 too) gets
+// a NAK remote access error and reads nothing; the responder QP fails.
+TEST(RoceHostile_Read, BadKeyOrRangeGetsARemoteAccessNak) {
+  for (int c = 0; c < 3; ++c) {
+    Peers p;
+    const Forged f = c == 0   ? read_request(kPsnA, p.rkey + 1, 0, 64)
+                     : c == 1 ? read_request(kPsnA, p.rkey, p.region.size() - 8, 64)
+                              : read_request(kPsnA, p.rkey, ~uint64_t{0} - 15, 32);
+    deliver(*p.b, forge(f));
+    const auto out = drain(*p.b);
+    ASSERT_EQ(out.size(), 1u) << c;
+    EXPECT_EQ(out[0].op, RoceOpcode::kRcAck);
+    EXPECT_EQ(out[0].aeth_type, AethType::kNak);
+    EXPECT_EQ(out[0].aeth_value, static_cast<uint8_t>(AethNak::kRemoteAccessError));
+    EXPECT_EQ(p.b->counters().rx_bad_rkey + p.b->counters().rx_bad_range, 1u);
+    EXPECT_EQ(p.b->counters().tx_read_responses, 0u);
+    EXPECT_EQ(p.qb().state, QpState::kError);
+  }
+}
+
+// Expect: READ requests beyond max_rd_atomic unanswered get NAK invalid request (responder
+// resources exhausted) and the QP fails; a flood of duplicate READ requests (PSNs already
+// executed) keeps the responder queue within max_rd_atomic; responses nobody asked for are
+// counted and dropped at the requester, which places nothing.
+TEST(RoceHostile_Read, RequestFloodsAndUnsolicitedResponsesAreBounded) {
+  Peers p;
+  const uint32_t max = p.b->config().max_rd_atomic;
+  for (uint32_t i = 0; i < max; ++i) deliver(*p.b, forge(read_request(kPsnA + i, p.rkey, 0, 64)));
+  EXPECT_EQ(p.qb().responses_queued, max);
+  for (int i = 0; i < 10000; ++i) deliver(*p.b, forge(read_request(kPsnA + 3, p.rkey, 0, 64)));
+  EXPECT_LE(p.qb().responses_queued, max);
+  EXPECT_EQ(p.qb().state, QpState::kRts);
+  // In-order requests until the queue overflows (the duplicates replaced its tail).
+  uint32_t psn = kPsnA + max;
+  while (p.qb().state == QpState::kRts && psn != kPsnA + 3 * max) {
+    deliver(*p.b, forge(read_request(psn++, p.rkey, 0, 64)));
+    EXPECT_LE(p.qb().responses_queued, max);
+  }
+  EXPECT_EQ(p.b->counters().rx_read_overflow, 1u);
+  EXPECT_EQ(p.qb().state, QpState::kError);
+  const auto out = drain(*p.b);  // the queue was dropped with the QP: only the NAK goes
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].aeth_value, static_cast<uint8_t>(AethNak::kInvalidRequest));
+  EXPECT_EQ(out[0].psn, psn - 1);
+  // Unsolicited responses at A (no read outstanding; then one outstanding at another PSN).
+  Forged resp;
+  resp.op = RoceOpcode::kRcReadResponseOnly;
+  resp.dest_qp = kQpA;
+  resp.src = kIpB;
+  resp.dst = kIpA;
+  resp.payload.assign(64, 0x99);
+  for (uint32_t at : {kPsnA, kPsnA + 5, kPsnA - 1}) {
+    resp.psn = at;
+    deliver(*p.a, forge(resp));
+  }
+  EXPECT_EQ(p.a->counters().rx_read_unexpected + p.a->counters().rx_read_dup, 3u);
+  std::vector<uint8_t> dst(64, 0);
+  ASSERT_TRUE(p.a->post_read({1, kIpB, p.rkey, 0, dst.data(), 64}).ok());
+  ASSERT_EQ(drain(*p.a).size(), 1u);
+  resp.psn = kPsnA;
+  resp.op = RoceOpcode::kRcReadResponseFirst;  // wrong opcode for a 1-packet read
+  deliver(*p.a, forge(resp));
+  resp.op = RoceOpcode::kRcReadResponseOnly;
+  resp.payload.assign(65, 0x99);  // wrong length
+  deliver(*p.a, forge(resp));
+  EXPECT_TRUE(std::all_of(dst.begin(), dst.end(), [](uint8_t x) { return x == 0; }));
+  EXPECT_EQ(p.completions_at_a(), 0u);
+  resp.payload.assign(64, 0x99);
+  deliver(*p.a, forge(resp));
+  EXPECT_EQ(p.completions_at_a(), 1u);
+  EXPECT_EQ(dst[63], 0x99);
 }
 
 // ------------------------------------------------------------------ bad ICRC, truncation

@@ -63,71 +63,138 @@ wire::Encap RoceEndpoint::encap_for(const Qp& q, uint8_t dscp, uint8_t ecn) cons
   return e;
 }
 
-// The packet at the go-back-N cursor. A packet that is not the first of its message is a
-// MIDDLE or LAST without RETH, also when go-back-N resumes mid-message (as rxe does, §2.1).
-bool RoceEndpoint::build_data(Qp& q, Frame& f, Time now) {
-  Write& w = q.writes[q.send_write % config_.max_writes];
-  const uint32_t k = q.send_packet;
-  const uint64_t offset = uint64_t{k} * config_.mtu;
-  const auto len = static_cast<uint32_t>(std::min<uint64_t>(config_.mtu, w.wr.length - offset));
-  const bool first = k == 0;
-  const bool last = k + 1 == w.packets;
-  const RoceOpcode op = first ? (last ? RoceOpcode::kRcWriteOnly : RoceOpcode::kRcWriteFirst)
-                              : (last ? RoceOpcode::kRcWriteLast : RoceOpcode::kRcWriteMiddle);
-  const uint32_t pad = (4 - len % 4) % 4;  // §2: payload padded to a multiple of 4
-  const size_t headers = kEncapSize + wire::Bth::kSize + (first ? wire::Reth::kSize : 0);
-  // A frame too small for the packet carries its headers only, and the payload, pad and ICRC
-  // by length (Frame::wire_len: the simulator at scale). No ICRC can be computed then.
-  const bool elide = headers + len + pad + wire::kIcrcSize > f.capacity;
+// One packet with its extended headers in spec order (spec/rocev2.md §4: RETH, AETH, ImmDt)
+// and its payload. A frame too small for the packet carries its headers only, and the
+// payload, pad and ICRC by length (Frame::wire_len: the simulator at scale). No ICRC can be
+// computed then.
+bool RoceEndpoint::build_packet(Qp& q, Frame& f, const Packet& p) {
+  const uint32_t pad = (4 - p.len % 4) % 4;  // §2: payload padded to a multiple of 4
+  const size_t headers = kEncapSize + wire::Bth::kSize + (p.reth ? wire::Reth::kSize : 0) +
+                         (p.aeth ? wire::Aeth::kSize : 0) + (p.imm ? wire::ImmDt::kSize : 0);
   if (headers > f.capacity) {
     ++counters_.tx_no_room;
     return false;
   }
+  const bool elide = p.len > 0 && (p.payload == nullptr ||
+                                   headers + p.len + pad + wire::kIcrcSize > f.capacity);
   wire::Encap encap = encap_for(q, config_.dscp_data, config_.ect ? kEct0 : 0);
   encap.icrc = !elide;
   wire::FrameBuilder b(std::span<uint8_t>(f.data, f.capacity), encap);
   wire::Bth* bth = b.add<wire::Bth>();
-  wire::Reth* reth = first ? b.add<wire::Reth>() : nullptr;
-  uint8_t* payload = elide ? nullptr : b.add_bytes(len + pad);
-  if (bth == nullptr || (!elide && payload == nullptr)) {
+  wire::Reth* reth = p.reth ? b.add<wire::Reth>() : nullptr;
+  wire::Aeth* aeth = p.aeth ? b.add<wire::Aeth>() : nullptr;
+  wire::ImmDt* imm = p.imm ? b.add<wire::ImmDt>() : nullptr;
+  uint8_t* payload = !elide && p.len > 0 ? b.add_bytes(p.len + pad) : nullptr;
+  if (bth == nullptr || (p.imm && imm == nullptr) || (!elide && p.len > 0 && payload == nullptr)) {
     ++counters_.tx_no_room;
     return false;
   }
-  // AckReq on the last packet of a message and at least every ack_req_every packets.
-  ++q.since_ack_req;
-  const bool ack_req = last || q.since_ack_req >= config_.ack_req_every;
-  bth->set_opcode(op);
+  bth->set_opcode(p.op);
   bth->set_pad_cnt(static_cast<uint8_t>(pad));
   bth->set_pkey(ROCEV2_DEFAULT_PKEY);
   bth->set_dest_qp(q.remote_qpn);
-  bth->set_ack_req(ack_req);
-  bth->set_psn(q.next_psn);
+  bth->set_ack_req(p.ack_req);
+  bth->set_psn(p.psn);
   if (reth != nullptr) {  // §3.1: VA = byte offset within the region (zero-based)
-    reth->set_va(w.wr.remote_offset);
-    reth->set_rkey(w.wr.rkey);
-    reth->set_dma_length(static_cast<uint32_t>(w.wr.length));
+    reth->set_va(p.va);
+    reth->set_rkey(p.rkey);
+    reth->set_dma_length(p.dma_length);
   }
-  if (payload != nullptr) std::memcpy(payload, w.wr.local + offset, len);
-  if (!finish_frame(b, f, elide ? len + pad + static_cast<uint32_t>(wire::kIcrcSize) : 0)) {
+  if (aeth != nullptr) {  // §3.2: read responses FIRST/LAST/ONLY carry an ACK syndrome
+    aeth->set_syndrome_type(AethType::kAck);
+    aeth->set_syndrome_value(kCreditsUnlimited);
+    aeth->set_msn(q.msn);
+  }
+  if (imm != nullptr) imm->set_imm(p.imm_data);  // §3.5
+  if (payload != nullptr) std::memcpy(payload, p.payload, p.len);
+  if (!finish_frame(b, f, elide ? p.len + pad + static_cast<uint32_t>(wire::kIcrcSize) : 0)) {
     ++counters_.tx_no_room;
     return false;
   }
   f.priority = Priority::kData;
-  if (ack_req) q.since_ack_req = 0;
+  return true;
+}
+
+// DCQCN: pace at the current rate; at line rate the NIC's own link is the pacer.
+void RoceEndpoint::pace(Qp& q, const Frame& f, Time now) {
+  q.cc.on_sent(f.bytes_on_wire(), now);
+  if (q.cc.limited()) {
+    q.next_send = std::max(now, q.next_send) + q.cc.gap(f.bytes_on_wire() + kFrameOverhead);
+    if (has_data(q) || q.rd_head != q.rd_tail) deadline_ = std::min(deadline_, q.next_send);
+  }
+}
+
+// The packet at the go-back-N cursor. A packet that is not the first of its message is a
+// MIDDLE or LAST without RETH, also when go-back-N resumes mid-message (as rxe does, §2.1).
+// A READ resumed at response k is a new READ REQUEST at PSN first + k with the RETH advanced
+// by k MTUs (IB: the requester re-issues the read from the first missing response).
+bool RoceEndpoint::build_data(Qp& q, Frame& f, Time now) {
+  Write& w = q.writes[q.send_write % config_.max_writes];
+  const uint32_t k = q.send_packet;
+  const uint64_t offset = uint64_t{k} * config_.mtu;
+  const bool fresh = q.send_write == q.write_started;  // first transmission of this WR
+  Packet p;
+  p.psn = q.next_psn;
+  bool last = true;
+  if (w.op == Opcode::kRead) {
+    p.op = RoceOpcode::kRcReadRequest;
+    p.ack_req = true;
+    p.reth = true;
+    p.va = w.remote_offset + offset;
+    p.rkey = w.rkey;
+    p.dma_length = static_cast<uint32_t>(w.length - offset);
+  } else {
+    p.len = static_cast<uint32_t>(std::min<uint64_t>(config_.mtu, w.length - offset));
+    const bool first = k == 0;
+    last = k + 1 == w.packets;
+    const bool imm = last && w.has_imm;
+    if (w.op == Opcode::kWrite) {
+      p.op = first ? (last ? (imm ? RoceOpcode::kRcWriteOnlyImm : RoceOpcode::kRcWriteOnly)
+                           : RoceOpcode::kRcWriteFirst)
+                   : (last ? (imm ? RoceOpcode::kRcWriteLastImm : RoceOpcode::kRcWriteLast)
+                           : RoceOpcode::kRcWriteMiddle);
+      p.reth = first;
+      p.va = w.remote_offset;
+      p.rkey = w.rkey;
+      p.dma_length = static_cast<uint32_t>(w.length);
+    } else {
+      p.op = first ? (last ? (imm ? RoceOpcode::kRcSendOnlyImm : RoceOpcode::kRcSendOnly)
+                           : RoceOpcode::kRcSendFirst)
+                   : (last ? (imm ? RoceOpcode::kRcSendLastImm : RoceOpcode::kRcSendLast)
+                           : RoceOpcode::kRcSendMiddle);
+    }
+    p.imm = imm;
+    p.imm_data = w.imm;
+    p.payload = p.len > 0 ? w.src + offset : nullptr;
+    // AckReq on the last packet of a message and at least every ack_req_every packets.
+    p.ack_req = last || q.since_ack_req + 1 >= config_.ack_req_every;
+  }
+  if (!build_packet(q, f, p)) return false;
+  ++q.since_ack_req;
+  if (p.ack_req) q.since_ack_req = 0;
 
   // Advance the cursor.
-  if (q.send_write == q.write_started) {  // first transmission of this write's first packet
+  if (fresh) {
     w.first_psn = q.next_psn;
     ++q.write_started;
+    if (w.op == Opcode::kRead) {
+      ++q.reads_in_flight;
+      ++counters_.tx_reads;
+    }
   }
   if (psn_diff(q.next_psn, q.max_psn) < 0) {
     ++counters_.tx_retx;
-    counters_.bytes_resent += len;
+    counters_.bytes_resent += p.len;
+    if (w.op == Opcode::kRead) ++counters_.read_reissues;
   } else {
     ++counters_.tx_data;
-    q.max_psn = psn_add(q.next_psn, 1);
   }
-  q.next_psn = psn_add(q.next_psn, 1);
+  if (w.op == Opcode::kRead) {
+    q.next_psn = psn_add(w.first_psn, w.packets);  // the responses' PSNs
+  } else {
+    q.next_psn = psn_add(q.next_psn, 1);
+  }
+  if (psn_diff(q.next_psn, q.max_psn) > 0) q.max_psn = q.next_psn;
   if (last) {
     q.send_packet = 0;
     ++q.send_write;
@@ -135,12 +202,28 @@ bool RoceEndpoint::build_data(Qp& q, Frame& f, Time now) {
     ++q.send_packet;
   }
   if (q.rto_deadline == kNever) arm_rto(q, now);
-  // DCQCN: pace at the current rate; at line rate the NIC's own link is the pacer.
-  q.cc.on_sent(f.bytes_on_wire(), now);
-  if (q.cc.limited()) {
-    q.next_send = std::max(now, q.next_send) + q.cc.gap(f.bytes_on_wire() + kFrameOverhead);
-    if (has_data(q)) deadline_ = std::min(deadline_, q.next_send);
-  }
+  pace(q, f, now);
+  return true;
+}
+
+// The next RDMA READ response of the oldest queued request (§4: FIRST/MIDDLE/LAST or ONLY,
+// AETH on FIRST, LAST and ONLY), one PSN per packet from the request's PSN.
+bool RoceEndpoint::build_read_response(Qp& q, Frame& f, Time now) {
+  ReadResp& r = q.reads[q.rd_head % config_.max_rd_atomic];
+  const uint32_t k = r.sent;
+  const uint64_t offset = uint64_t{k} * config_.mtu;
+  Packet p;
+  p.psn = psn_add(r.first_psn, k);
+  p.len = static_cast<uint32_t>(std::min<uint64_t>(config_.mtu, r.length - offset));
+  const bool first = k == 0, last = k + 1 == r.packets;
+  p.op = first ? (last ? RoceOpcode::kRcReadResponseOnly : RoceOpcode::kRcReadResponseFirst)
+               : (last ? RoceOpcode::kRcReadResponseLast : RoceOpcode::kRcReadResponseMiddle);
+  p.aeth = first || last;
+  p.payload = p.len > 0 ? regions_[r.region].base + r.va + offset : nullptr;
+  if (!build_packet(q, f, p)) return false;
+  ++counters_.tx_read_responses;
+  if (++r.sent == r.packets) ++q.rd_head;
+  pace(q, f, now);
   return true;
 }
 
@@ -225,11 +308,26 @@ void RoceEndpoint::rx_one(const Frame& f, Time now) {
     return;
   }
   switch (d.bth->opcode()) {
+    case RoceOpcode::kRcSendFirst:
+    case RoceOpcode::kRcSendMiddle:
+    case RoceOpcode::kRcSendLast:
+    case RoceOpcode::kRcSendLastImm:
+    case RoceOpcode::kRcSendOnly:
+    case RoceOpcode::kRcSendOnlyImm:
     case RoceOpcode::kRcWriteFirst:
     case RoceOpcode::kRcWriteMiddle:
     case RoceOpcode::kRcWriteLast:
+    case RoceOpcode::kRcWriteLastImm:
     case RoceOpcode::kRcWriteOnly:
-      rx_write(q, d, now);
+    case RoceOpcode::kRcWriteOnlyImm:
+    case RoceOpcode::kRcReadRequest:
+      rx_request(q, d, now);
+      break;
+    case RoceOpcode::kRcReadResponseFirst:
+    case RoceOpcode::kRcReadResponseMiddle:
+    case RoceOpcode::kRcReadResponseLast:
+    case RoceOpcode::kRcReadResponseOnly:
+      rx_read_response(q, d, now);
       break;
     case RoceOpcode::kRcAck:
       rx_ack(q, d, now);
@@ -243,28 +341,52 @@ void RoceEndpoint::rx_one(const Frame& f, Time now) {
   }
 }
 
-// Responder (§2.1, rxe check_psn / check_op_seq / execute).
-void RoceEndpoint::rx_write(Qp& q, const wire::Decoded& d, Time now) {
+// Notification point (research §3.1): a CNP for CE-marked data, at most one per interval per
+// QP, whatever the PSN: the mark is about the path, not the packet.
+void RoceEndpoint::note_ce(Qp& q, const wire::Decoded& d, Time now) {
+  if (d.ecn != kCe) return;
+  ++counters_.rx_ce;
+  if (!q.cnp_pending && (!q.cnp_sent || now - q.last_cnp >= config_.cnp_interval)) {
+    q.cnp_pending = true;
+    q.cnp_sent = true;
+    q.last_cnp = now;
+  }
+}
+
+namespace {
+
+// The payload length of a data packet; with the payload carried by length, only its size is
+// known (pad and ICRC elided too).
+uint64_t payload_len(const wire::Decoded& d) {
+  uint64_t len = d.payload.size();
+  if (d.elided > 0) {
+    const uint64_t tail = d.bth->pad_cnt() + wire::kIcrcSize;
+    len = d.elided >= tail ? len + d.elided - tail : 0;
+  }
+  return len;
+}
+
+}  // namespace
+
+// Responder (§2.1, rxe check_psn / check_op_seq / check_resource / execute): SEND, WRITE
+// (with or without immediate) and READ requests.
+void RoceEndpoint::rx_request(Qp& q, const wire::Decoded& d, Time now) {
   ++counters_.rx_data;
   if (q.state != QpState::kRts) {
     ++counters_.rx_qp_error;
     return;
   }
-  // Notification point (research §3.1): a CNP for CE-marked data, at most one per interval
-  // per QP, whatever the PSN: the mark is about the path, not the packet.
-  if (d.ecn == kCe) {
-    ++counters_.rx_ce;
-    if (!q.cnp_pending && (!q.cnp_sent || now - q.last_cnp >= config_.cnp_interval)) {
-      q.cnp_pending = true;
-      q.cnp_sent = true;
-      q.last_cnp = now;
-    }
-  }
+  note_ce(q, d, now);
+  const RoceOpcode op = d.bth->opcode();
   const uint32_t psn = d.bth->psn();
   const int32_t delta = psn_diff(psn, q.epsn);
   if (delta < 0) {  // duplicate: ACK again with the last in-order PSN, never place again
     ++counters_.rx_duplicates;
-    q.ack_pending = true;
+    if (op == RoceOpcode::kRcReadRequest) {
+      rx_read_request(q, d, psn, /*duplicate=*/true);  // reads are executed again
+    } else {
+      q.ack_pending = true;
+    }
     return;
   }
   if (delta > 0) {  // a gap: one NAK (PSN sequence error) per gap, then silence
@@ -272,82 +394,326 @@ void RoceEndpoint::rx_write(Qp& q, const wire::Decoded& d, Time now) {
     if (!q.nak_latch) {
       q.nak_latch = true;
       q.nak_pending = true;
+      q.nak_rnr = false;
       q.nak_code = static_cast<uint8_t>(AethNak::kPsnSeqError);
       q.nak_psn = q.epsn;  // the NAK carries the expected PSN
     }
     return;
   }
 
-  // In order. Opcode sequence: FIRST/ONLY start a message, MIDDLE/LAST continue one.
-  const RoceOpcode op = d.bth->opcode();
-  const bool first = op == RoceOpcode::kRcWriteFirst || op == RoceOpcode::kRcWriteOnly;
-  const bool last = op == RoceOpcode::kRcWriteLast || op == RoceOpcode::kRcWriteOnly;
-  // With the payload carried by length, only its size is known (pad and ICRC elided too).
-  uint64_t len = d.payload.size();
-  if (d.elided > 0) {
-    const uint64_t tail = d.bth->pad_cnt() + wire::kIcrcSize;
-    len = d.elided >= tail ? len + d.elided - tail : 0;
+  // In order. Opcode sequence: FIRST/ONLY start a message, MIDDLE/LAST continue one of the
+  // same kind; a READ request stands alone.
+  if (op == RoceOpcode::kRcReadRequest) {
+    if (q.in_message) {
+      ++counters_.rx_invalid_request;
+      responder_fatal(q, static_cast<uint8_t>(AethNak::kInvalidRequest), psn);
+      return;
+    }
+    rx_read_request(q, d, psn, /*duplicate=*/false);
+    return;
   }
-  if (first == q.in_message) {
+  const bool send = op <= RoceOpcode::kRcSendOnlyImm;
+  const MsgKind kind = send ? MsgKind::kSend : MsgKind::kWrite;
+  const bool first = op == RoceOpcode::kRcSendFirst || op == RoceOpcode::kRcSendOnly ||
+                     op == RoceOpcode::kRcSendOnlyImm || op == RoceOpcode::kRcWriteFirst ||
+                     op == RoceOpcode::kRcWriteOnly || op == RoceOpcode::kRcWriteOnlyImm;
+  const bool imm = d.immdt != nullptr;
+  const bool last = imm || op == RoceOpcode::kRcSendLast || op == RoceOpcode::kRcSendOnly ||
+                    op == RoceOpcode::kRcWriteLast || op == RoceOpcode::kRcWriteOnly;
+  const uint64_t len = payload_len(d);
+  if (first == q.in_message || (!first && q.kind != kind)) {
     ++counters_.rx_invalid_request;
     responder_fatal(q, static_cast<uint8_t>(AethNak::kInvalidRequest), psn);
     return;
   }
-  if (first) {
-    // RETH access check: the R_Key names a region, VA is an offset within it.
+  if (first && !send) {
+    // RETH access check: the R_Key names a region, VA is an offset within it. A zero-length
+    // write (with immediate) touches no memory and is not checked (IB).
     const uint32_t key = d.reth->rkey();
     const uint64_t va = d.reth->va();
     const uint64_t dma = d.reth->dma_length();
-    if (key == 0 || key > regions_.size()) {
-      ++counters_.rx_bad_rkey;
-      responder_fatal(q, static_cast<uint8_t>(AethNak::kRemoteAccessError), psn);
-      return;
+    if (dma > 0) {
+      if (key == 0 || key > regions_.size()) {
+        ++counters_.rx_bad_rkey;
+        responder_fatal(q, static_cast<uint8_t>(AethNak::kRemoteAccessError), psn);
+        return;
+      }
+      const Region& r = regions_[key - 1];
+      if (va > r.length || dma > r.length - va) {
+        ++counters_.rx_bad_range;
+        responder_fatal(q, static_cast<uint8_t>(AethNak::kRemoteAccessError), psn);
+        return;
+      }
+      q.region = key - 1;
     }
-    const Region& r = regions_[key - 1];
-    if (va > r.length || dma > r.length - va) {
-      ++counters_.rx_bad_range;
-      responder_fatal(q, static_cast<uint8_t>(AethNak::kRemoteAccessError), psn);
-      return;
-    }
-    q.region = key - 1;
     q.va = va;
     q.remaining = dma;
   }
-  // Lengths: FIRST and MIDDLE carry exactly one MTU; LAST and ONLY what remains.
-  const bool length_ok =
-      last ? len == q.remaining && len <= config_.mtu : len == config_.mtu && len < q.remaining;
+  // Lengths: FIRST and MIDDLE carry exactly one MTU; LAST and ONLY what remains (a write),
+  // up to one MTU (a send; SEND LAST at least one byte).
+  bool length_ok;
+  if (send) {
+    length_ok = last ? len <= config_.mtu && (first || len > 0) : len == config_.mtu;
+  } else {
+    length_ok =
+        last ? len == q.remaining && len <= config_.mtu : len == config_.mtu && len < q.remaining;
+  }
   if (!length_ok) {
     ++counters_.rx_invalid_request;
     responder_fatal(q, static_cast<uint8_t>(AethNak::kInvalidRequest), psn);
     return;
   }
-  if (d.elided == 0 && len > 0) std::memcpy(regions_[q.region].base + q.va, d.payload.data(), len);
-  q.va += len;
-  q.remaining -= len;
+  // A receive buffer: claimed by a SEND's first packet, consumed by a WRITE's immediate. None
+  // posted: RNR NAK, nothing executed, the PSN stays expected (rxe RESPST_ERR_RNR); packets
+  // behind it are dropped silently until the requester resends this one.
+  const bool needs_recv = (send && first) || (!send && imm);
+  if (needs_recv && recv_head_ == recv_tail_) {
+    ++counters_.rx_rnr;
+    q.nak_latch = true;
+    q.nak_pending = true;
+    q.nak_rnr = true;
+    q.nak_psn = psn;
+    return;
+  }
+  if (send) {
+    if (first) {
+      q.recv = recvs_[recv_head_++ % config_.max_recvs];
+      q.recv_claimed = true;
+      q.recv_placed = 0;
+    }
+    if (len > q.recv.length - q.recv_placed) {
+      // IB local length error: the buffer completes in error with what earlier packets placed,
+      // the requester gets NAK invalid request (IB_WC_REM_INV_REQ_ERR), the QP fails.
+      ++counters_.rx_length_error;
+      q.recv_claimed = false;
+      complete_recv(q.recv.wr_id, q.peer_ip4, OpStatus::kLengthError, q.recv_placed, false, 0);
+      responder_fatal(q, static_cast<uint8_t>(AethNak::kInvalidRequest), psn);
+      return;
+    }
+    if (d.elided == 0 && len > 0) std::memcpy(q.recv.base + q.recv_placed, d.payload.data(), len);
+    q.recv_placed += len;
+  } else {
+    if (d.elided == 0 && len > 0)
+      std::memcpy(regions_[q.region].base + q.va, d.payload.data(), len);
+    q.va += len;
+    q.remaining -= len;
+  }
   q.in_message = !last;
+  q.kind = last ? MsgKind::kNone : kind;
   ++counters_.rx_placed;
   q.epsn = psn_add(q.epsn, 1);
   if (q.nak_latch) {  // the gap is filled: a NAK not yet sent is moot
     q.nak_latch = false;
     q.nak_pending = false;
   }
-  if (last) q.msn = psn_add(q.msn, 1);
+  if (last) {
+    q.msn = psn_add(q.msn, 1);
+    const uint32_t imm_data = imm ? d.immdt->imm() : 0;
+    if (send) {
+      ++counters_.rx_sends;
+      q.recv_claimed = false;
+      complete_recv(q.recv.wr_id, q.peer_ip4, OpStatus::kSuccess, q.recv_placed, imm, imm_data);
+    } else if (imm) {  // IB: RDMA WRITE with immediate consumes a receive WQE, places nothing
+      ++counters_.rx_write_imm;
+      const RecvBuffer& rb = recvs_[recv_head_++ % config_.max_recvs];
+      complete_recv(rb.wr_id, q.peer_ip4, OpStatus::kSuccess, 0, true, imm_data);
+    }
+  }
   ++q.unacked;
   if (d.bth->ack_req() || (config_.ack_every != 0 && q.unacked >= config_.ack_every)) {
     q.ack_pending = true;
   }
 }
 
+// A READ request (§3.1 RETH): checked, then queued for build_read_response(). It uses one PSN
+// per response packet. A duplicate (a re-issue after lost responses, or an old copy) is
+// executed again from its own PSN and RETH; queued responses at or after its PSN are dropped
+// first, since the requester's go-back-N asks for everything after it again.
+void RoceEndpoint::rx_read_request(Qp& q, const wire::Decoded& d, uint32_t psn, bool duplicate) {
+  const uint32_t key = d.reth->rkey();
+  const uint64_t va = d.reth->va();
+  const uint64_t dma = d.reth->dma_length();
+  const uint64_t packets = std::max<uint64_t>(1, (dma + config_.mtu - 1) / config_.mtu);
+  const uint32_t end = psn_add(psn, static_cast<uint32_t>(packets));
+  bool ok_range = true;
+  uint32_t region = 0;
+  if (dma > 0) {
+    if (key == 0 || key > regions_.size()) {
+      ++counters_.rx_bad_rkey;
+      ok_range = false;
+    } else {
+      const Region& r = regions_[key - 1];
+      if (va > r.length || dma > r.length - va) {
+        ++counters_.rx_bad_range;
+        ok_range = false;
+      }
+      region = key - 1;
+    }
+  }
+  if (duplicate) {
+    // Only a request that lies within what this QP already executed can be a re-issue; a
+    // forged or bad one is dropped (counted above or as a duplicate), never executed.
+    if (!ok_range || psn_diff(end, q.epsn) > 0) return;
+    while (q.rd_tail != q.rd_head) {
+      ReadResp& t = q.reads[(q.rd_tail - 1) % config_.max_rd_atomic];
+      if (psn_diff(t.first_psn, psn) >= 0) {
+        --q.rd_tail;
+        continue;
+      }
+      const int32_t keep = psn_diff(psn, t.first_psn);
+      if (static_cast<uint32_t>(keep) < t.packets) {  // overlaps: answer up to `psn` only
+        t.packets = static_cast<uint32_t>(keep);
+        t.length = uint64_t{t.packets} * config_.mtu;
+        if (t.sent >= t.packets) --q.rd_tail;
+      }
+      break;
+    }
+  } else if (!ok_range) {
+    responder_fatal(q, static_cast<uint8_t>(AethNak::kRemoteAccessError), psn);
+    return;
+  }
+  if (q.rd_tail - q.rd_head >= config_.max_rd_atomic) {  // out of responder resources
+    ++counters_.rx_read_overflow;
+    if (!duplicate) {
+      ++counters_.rx_invalid_request;
+      responder_fatal(q, static_cast<uint8_t>(AethNak::kInvalidRequest), psn);
+    }
+    return;
+  }
+  ReadResp& r = q.reads[q.rd_tail++ % config_.max_rd_atomic];
+  r = ReadResp{psn, static_cast<uint32_t>(packets), 0, region, va, dma};
+  ++counters_.rx_read_requests;
+  if (!duplicate) {
+    q.epsn = end;
+    q.msn = psn_add(q.msn, 1);
+    if (q.nak_latch) {
+      q.nak_latch = false;
+      q.nak_pending = false;
+    }
+  }
+}
+
 // A request the responder cannot execute: NAK it and move the QP to the error state (rxe
 // does so for access and invalid-request errors). The NAK still goes out.
 void RoceEndpoint::responder_fatal(Qp& q, uint8_t nak_code, uint32_t psn) {
-  fail_qp(q, OpStatus::kPdcClosed);
+  fail_qp(q, OpStatus::kFlushed);
   q.nak_pending = true;
+  q.nak_rnr = false;
   q.nak_code = nak_code;
   q.nak_psn = psn;
 }
 
-// Requester (§2.1, rxe check_psn / check_ack): ACKs, NAKs.
+// Requester: an RDMA READ response (§4). Accepted in PSN order only (at una), placed by
+// offset; a gap (a lost response) starts a go-back-N that re-issues the READ from una.
+void RoceEndpoint::rx_read_response(Qp& q, const wire::Decoded& d, Time now) {
+  if (q.state != QpState::kRts) {
+    ++counters_.rx_qp_error;
+    return;
+  }
+  note_ce(q, d, now);
+  const uint32_t psn = d.bth->psn();
+  if (psn_diff(psn, q.una) < 0) {  // already placed: a duplicate (old round, network copy)
+    ++counters_.rx_read_dup;
+    return;
+  }
+  if (psn_diff(psn, q.max_psn) >= 0) {
+    ++counters_.rx_read_unexpected;
+    return;
+  }
+  uint64_t i = q.write_head;
+  for (; i != q.write_started; ++i) {
+    const Write& w = q.writes[i % config_.max_writes];
+    const int32_t k = psn_diff(psn, w.first_psn);
+    if (k >= 0 && static_cast<uint32_t>(k) < w.packets) break;
+  }
+  if (i == q.write_started || q.writes[i % config_.max_writes].op != Opcode::kRead) {
+    ++counters_.rx_read_unexpected;  // a response for a PSN that is no read's
+    return;
+  }
+  Write& w = q.writes[i % config_.max_writes];
+  const auto k = static_cast<uint32_t>(psn_diff(psn, w.first_psn));
+  if (psn != q.una) {
+    // IB: a read's first response acknowledges the writes and sends before it; anything else
+    // ahead of una means responses went missing.
+    int r = 0;
+    if (k == 0) r = ack_through(q, psn_prev(psn));
+    if (r & kAckProgress) {
+      q.retry_left = config_.retry_cnt;
+      q.retry_started = false;
+      q.rnr_left = config_.rnr_retry;
+    }
+    if (psn != q.una) {
+      ++counters_.rx_read_gap;
+      read_gap(q, now);
+      return;
+    }
+  }
+  // The opcode must fit the position: the final response is LAST or ONLY, another FIRST or
+  // MIDDLE, the first one FIRST or ONLY. A re-issued READ's responses start again with FIRST
+  // (or ONLY) at the re-issue PSN, and a late response of the older round may still arrive
+  // there, so FIRST/ONLY and MIDDLE/LAST are both accepted past the first packet.
+  const RoceOpcode op = d.bth->opcode();
+  const bool last = k + 1 == w.packets;
+  const bool op_last = op == RoceOpcode::kRcReadResponseLast ||
+                       op == RoceOpcode::kRcReadResponseOnly;
+  const bool op_first = op == RoceOpcode::kRcReadResponseFirst ||
+                        op == RoceOpcode::kRcReadResponseOnly;
+  const uint64_t offset = uint64_t{k} * config_.mtu;
+  const uint64_t want_len = last ? w.length - offset : config_.mtu;
+  const uint64_t len = payload_len(d);
+  if (op_last != last || (k == 0 && !op_first) || len != want_len) {  // dropped; timer recovers
+    ++counters_.rx_read_unexpected;
+    return;
+  }
+  if (d.elided == 0 && len > 0) std::memcpy(w.dst + offset, d.payload.data(), len);
+  ++counters_.rx_read_responses;
+  q.una = psn_add(psn, 1);
+  q.retry_left = config_.retry_cnt;
+  q.retry_started = false;
+  q.rnr_left = config_.rnr_retry;
+  if (last) complete_through(q, psn);
+  if (psn_diff(q.next_psn, q.una) < 0) seek(q, q.una);
+  q.rto_deadline = kNever;
+  if (q.una != q.max_psn) arm_rto(q, now);
+}
+
+// Acknowledges every PSN through `psn` (an ACK, or what a NAK or read response implies), but
+// never past a read whose responses have not all arrived: an ACK beyond it means they were
+// lost (rxe check_psn: COMPST_ERROR_RETRY).
+int RoceEndpoint::ack_through(Qp& q, uint32_t psn) {
+  uint32_t una = psn_add(psn, 1);
+  int r = 0;
+  for (uint64_t i = q.write_head; i != q.write_started; ++i) {
+    const Write& w = q.writes[i % config_.max_writes];
+    if (w.op == Opcode::kRead) {
+      const uint32_t start = psn_diff(q.una, w.first_psn) > 0 ? q.una : w.first_psn;
+      if (psn_diff(una, start) > 0) {
+        una = start;
+        r |= kAckReadGap;
+      }
+      break;
+    }
+    if (psn_diff(psn_add(w.first_psn, w.packets - 1), psn) >= 0) break;  // not all covered
+  }
+  if (psn_diff(una, q.una) > 0) {
+    q.una = una;
+    complete_through(q, psn_prev(una));
+    r |= kAckProgress;
+  }
+  return r;
+}
+
+// Responses are missing at una: go back and re-issue the READ from there, unless a
+// go-back-N under way already does (rxe started_retry).
+void RoceEndpoint::read_gap(Qp& q, Time now) {
+  if (q.retry_started) {
+    if (psn_diff(q.next_psn, q.una) < 0) seek(q, q.una);
+    return;
+  }
+  go_back(q, q.una, now);
+}
+
+// Requester (§2.1, rxe check_psn / check_ack): ACKs, NAKs, RNR NAKs.
 void RoceEndpoint::rx_ack(Qp& q, const wire::Decoded& d, Time now) {
   if (q.state != QpState::kRts) {
     ++counters_.rx_qp_error;
@@ -355,70 +721,102 @@ void RoceEndpoint::rx_ack(Qp& q, const wire::Decoded& d, Time now) {
   }
   const uint32_t psn = d.bth->psn();
   const wire::Aeth& a = *d.aeth;
-  switch (a.syndrome_type()) {
-    case AethType::kAck: {
-      // Coalesced: acknowledges every PSN up to and including `psn`, which must be in
-      // [una - 1, max_psn - 1].
-      if (psn_diff(psn, psn_prev(q.una)) < 0 || psn_diff(psn, q.max_psn) >= 0) {
-        ++counters_.rx_stale_acks;
-        return;
-      }
-      ++counters_.rx_acks;
-      q.retry_left = config_.retry_cnt;  // rxe: any ACK restores the retry counter ...
-      q.retry_started = false;           // ... and ends the go-back-N round (reset_retry_counters)
-      const uint32_t una = psn_add(psn, 1);
-      if (una == q.una) return;  // no progress: the timer keeps running
-      q.una = una;
-      complete_through(q, psn);
-      // Lost ACKs and a timeout can leave the cursor behind what the peer already has.
-      if (psn_diff(q.next_psn, q.una) < 0) seek(q, q.una);
-      q.rto_deadline = kNever;
-      if (q.una != q.max_psn) arm_rto(q, now);
+  const AethType type = a.syndrome_type();
+  if (type == AethType::kAck) {
+    // Coalesced: acknowledges every PSN up to and including `psn`, which must be in
+    // [una - 1, max_psn - 1].
+    if (psn_diff(psn, psn_prev(q.una)) < 0 || psn_diff(psn, q.max_psn) >= 0) {
+      ++counters_.rx_stale_acks;
       return;
     }
-    case AethType::kNak: {
-      // A NAK names a PSN in [una, max_psn - 1] and implicitly acknowledges those before it.
-      if (psn_diff(psn, q.una) < 0 || psn_diff(psn, q.max_psn) >= 0) {
-        ++counters_.rx_stale_acks;
-        return;
-      }
-      if (psn != q.una) {
-        // Progress: the peer has everything before `psn`. Like an ACK, that restores the retry
-        // budget, and it ends the round under way (it got past its start): this NAK names a
-        // new gap and starts a new round. [choice] rxe keeps its round until a work request
-        // completes and so waits for the ACK timeout (ms) on every loss inside a round;
-        // recovering from the NAK is what RNICs' go-back-N is for, and not doing it would
-        // make the comparison a strawman.
-        q.una = psn;
-        q.retry_started = false;
-        q.retry_left = config_.retry_cnt;
-        complete_through(q, psn_prev(psn));
-      }
-      if (a.syndrome_value() == static_cast<uint8_t>(AethNak::kPsnSeqError)) {
-        ++counters_.rx_nak_seq;
-        if (q.retry_started) {  // rxe started_retry: the round under way resends `psn` (no
-                                // progress since it began: a duplicate or reordered NAK)
-          ++counters_.rx_nak_seq_ignored;
-          if (psn_diff(q.next_psn, q.una) < 0) seek(q, q.una);
-          return;
-        }
-        go_back(q, psn, now);
-        return;
-      }
-      // Fatal: the write holding `psn` fails; those behind it are flushed.
-      ++counters_.rx_nak_fatal;
-      fail_qp(q, a.syndrome_value() == static_cast<uint8_t>(AethNak::kRemoteAccessError)
-                     ? OpStatus::kRemoteAccessError
-                     : OpStatus::kPdcClosed);
+    ++counters_.rx_acks;
+    const bool was_started = q.retry_started;
+    q.retry_left = config_.retry_cnt;  // rxe: any ACK restores the retry counter ...
+    q.retry_started = false;           // ... and ends the go-back-N round (reset_retry_counters)
+    const int r = ack_through(q, psn);
+    if (r & kAckProgress) q.rnr_left = config_.rnr_retry;
+    if (r & kAckReadGap) {  // the ACK passed a read whose responses are missing
+      ++counters_.rx_read_gap;
+      q.retry_started = was_started && !(r & kAckProgress);
+      read_gap(q, now);
       return;
     }
-    case AethType::kRnrNak:
-      ++counters_.rx_rnr_naks;  // only SENDs consume receive WQEs; we post none
-      return;
-    default:
-      ++counters_.rx_stale_acks;  // §3.2: type 2 reserved, ignored
-      return;
+    if (!(r & kAckProgress)) return;  // no progress: the timer keeps running
+    // Lost ACKs and a timeout can leave the cursor behind what the peer already has.
+    if (psn_diff(q.next_psn, q.una) < 0) seek(q, q.una);
+    q.rto_deadline = kNever;
+    if (q.una != q.max_psn) arm_rto(q, now);
+    return;
   }
+  if (type != AethType::kNak && type != AethType::kRnrNak) {
+    ++counters_.rx_stale_acks;  // §3.2: type 2 reserved, ignored
+    return;
+  }
+  // A NAK names a PSN in [una, max_psn - 1] and implicitly acknowledges those before it.
+  if (psn_diff(psn, q.una) < 0 || psn_diff(psn, q.max_psn) >= 0) {
+    ++counters_.rx_stale_acks;
+    return;
+  }
+  if (psn != q.una) {
+    // Progress: the peer has everything before `psn`. Like an ACK, that restores the retry
+    // budget, and it ends the round under way (it got past its start): this NAK names a
+    // new gap and starts a new round. [choice] rxe keeps its round until a work request
+    // completes and so waits for the ACK timeout (ms) on every loss inside a round;
+    // recovering from the NAK is what RNICs' go-back-N is for, and not doing it would
+    // make the comparison a strawman.
+    const int r = ack_through(q, psn_prev(psn));
+    if (r & kAckProgress) {
+      q.retry_started = false;
+      q.retry_left = config_.retry_cnt;
+      q.rnr_left = config_.rnr_retry;
+    }
+    if (r & kAckReadGap) {  // responses of an earlier read are missing: resend from them
+      ++counters_.rx_read_gap;
+      read_gap(q, now);
+      return;
+    }
+  }
+  if (type == AethType::kRnrNak) {
+    // §3.2: the responder had no receive buffer for the request at `psn`. Wait the coded time,
+    // then resend from `psn`; rnr_retry times per stall (7: for ever), then kReceiverNotReady.
+    ++counters_.rx_rnr_naks;
+    if (q.rnr_wait && q.rnr_psn == psn) {  // a copy for the stall already waited on
+      ++counters_.rx_rnr_ignored;
+      return;
+    }
+    if (config_.rnr_retry != 7) {
+      if (q.rnr_left == 0) {
+        fail_qp(q, OpStatus::kReceiverNotReady);
+        return;
+      }
+      --q.rnr_left;
+    }
+    q.rnr_wait = true;
+    q.rnr_psn = psn;
+    q.rnr_until = now + Time{wire::rnr_timer_us(a.syndrome_value())} * kMicrosecond;
+    q.retry_started = false;
+    seek(q, psn);
+    q.rto_deadline = kNever;  // re-armed by the resend
+    deadline_ = std::min(deadline_, q.rnr_until);
+    return;
+  }
+  if (a.syndrome_value() == static_cast<uint8_t>(AethNak::kPsnSeqError)) {
+    ++counters_.rx_nak_seq;
+    if (q.retry_started) {  // rxe started_retry: the round under way resends `psn` (no
+                            // progress since it began: a duplicate or reordered NAK)
+      ++counters_.rx_nak_seq_ignored;
+      if (psn_diff(q.next_psn, q.una) < 0) seek(q, q.una);
+      return;
+    }
+    go_back(q, psn, now);
+    return;
+  }
+  // Fatal: the WR holding `psn` fails; those behind it are flushed.
+  ++counters_.rx_nak_fatal;
+  const auto code = static_cast<AethNak>(a.syndrome_value());
+  fail_qp(q, code == AethNak::kRemoteAccessError  ? OpStatus::kRemoteAccessError
+             : code == AethNak::kInvalidRequest ? OpStatus::kRemoteInvalidRequest
+                                                : OpStatus::kPdcClosed);
 }
 
 // Reaction point: DCQCN cuts the QP's rate (dcqcn.h).
@@ -429,13 +827,15 @@ void RoceEndpoint::rx_cnp(Qp& q, Time now) {
   deadline_ = std::min(deadline_, q.cc.next_event());
 }
 
-// Completes, in order, every write whose last PSN is at or before `psn`.
+// Completes, in order, every WR whose last PSN is at or before `psn` (for a read: whose last
+// response was placed, since una never passes a read's missing responses).
 void RoceEndpoint::complete_through(Qp& q, uint32_t psn) {
   while (q.write_head != q.write_started) {
     const Write& w = q.writes[q.write_head % config_.max_writes];
     const uint32_t last = psn_add(w.first_psn, w.packets - 1);
     if (psn_diff(last, q.max_psn) >= 0 || psn_diff(last, psn) > 0) break;
-    complete(w.wr.wr_id, OpStatus::kSuccess, w.wr.length);
+    if (w.op == Opcode::kRead) --q.reads_in_flight;
+    complete(w, OpStatus::kSuccess);
     ++q.write_head;
   }
 }
@@ -480,13 +880,20 @@ void RoceEndpoint::arm_rto(Qp& q, Time now) {
   deadline_ = std::min(deadline_, q.rto_deadline);
 }
 
-// The QP enters the error state: the oldest write ends with `first`, every other one is
-// flushed (kPdcClosed).
+// The QP enters the error state: the oldest WR ends with `first`, every other one is
+// flushed (kFlushed, IB_WC_WR_FLUSH_ERR), and so is a receive buffer a SEND was filling.
 void RoceEndpoint::fail_qp(Qp& q, OpStatus first) {
   for (uint64_t i = q.write_head; i != q.write_tail; ++i) {
     const Write& w = q.writes[i % config_.max_writes];
-    complete(w.wr.wr_id, i == q.write_head ? first : OpStatus::kPdcClosed, 0);
+    complete(w, i == q.write_head ? first : OpStatus::kFlushed);
   }
+  if (q.recv_claimed) {
+    q.recv_claimed = false;
+    complete_recv(q.recv.wr_id, q.peer_ip4, OpStatus::kFlushed, q.recv_placed, false, 0);
+  }
+  q.reads_in_flight = 0;
+  q.rd_head = q.rd_tail;
+  q.rnr_wait = false;
   q.write_head = q.write_started = q.write_tail;
   q.send_write = q.write_tail;
   q.send_packet = 0;
@@ -505,14 +912,29 @@ bool RoceEndpoint::has_data(const Qp& q) const noexcept {
 }
 
 // One frame from QP q, most urgent first: NAK, ACK, CNP, then data as the pacer allows.
+// Read responses go first: an ACK or NAK names PSNs after them and must not overtake them.
 bool RoceEndpoint::tx_one(Qp& q, Frame& f, Time now) {
+  if (q.rd_head != q.rd_tail) {
+    if (!q.cc.limited() || now >= q.next_send) return build_read_response(q, f, now);
+    ++counters_.pacing_waits;
+    deadline_ = std::min(deadline_, q.next_send);
+    if (!q.cnp_pending || !build_cnp(q, f)) return false;
+    q.cnp_pending = false;
+    ++counters_.tx_cnps;
+    return true;
+  }
   if (q.nak_pending) {
     // A NAK acknowledges what came before it; a coalesced ACK is folded into it.
-    if (!build_ack(q, f, AethType::kNak, q.nak_code, q.nak_psn)) return false;
+    const bool rnr = q.nak_rnr;
+    if (!build_ack(q, f, rnr ? AethType::kRnrNak : AethType::kNak,
+                   rnr ? config_.min_rnr_timer : q.nak_code, q.nak_psn)) {
+      return false;
+    }
     q.nak_pending = false;
     q.ack_pending = false;
     q.unacked = 0;
     ++counters_.tx_naks;
+    if (rnr) ++counters_.tx_rnr_naks;
     return true;
   }
   if (q.ack_pending) {
@@ -528,7 +950,21 @@ bool RoceEndpoint::tx_one(Qp& q, Frame& f, Time now) {
     ++counters_.tx_cnps;
     return true;
   }
+  if (q.rnr_wait) {  // an RNR NAK's timer: resend from its PSN when it ends
+    if (q.state != QpState::kRts) return false;
+    if (now < q.rnr_until) {
+      deadline_ = std::min(deadline_, q.rnr_until);
+      return false;
+    }
+    q.rnr_wait = false;
+    ++counters_.rnr_retries;
+  }
   if (!has_data(q)) return false;
+  if (q.send_write == q.write_started && q.reads_in_flight >= config_.max_rd_atomic &&
+      q.writes[q.send_write % config_.max_writes].op == Opcode::kRead) {
+    ++counters_.read_waits;  // max_rd_atomic reads outstanding: this one (and all behind) waits
+    return false;
+  }
   if (q.cc.limited() && now < q.next_send) {
     ++counters_.pacing_waits;
     deadline_ = std::min(deadline_, q.next_send);
@@ -572,6 +1008,7 @@ void RoceEndpoint::on_timer(Time now) {
     }
     q.cc.on_timer(now);
     next = std::min({next, q.rto_deadline, q.cc.next_event()});
+    if (q.rnr_wait && q.state == QpState::kRts && q.rnr_until > now) next = std::min(next, q.rnr_until);
     // A pacing deadline already reached is not a timer: the QP is ready, and the host pulls
     // frames when its link is free.
     if (q.cc.limited() && q.next_send > now && has_data(q)) next = std::min(next, q.next_send);

@@ -42,6 +42,12 @@ absl::Status RoceConfig::validate() const {
     return out_of_range("qpn_base", qpn_base, "2..2^24 - max_qps (QPNs 0 and 1 are special)");
   if (max_writes < 1 || max_writes > 65536)
     return out_of_range("max_writes", max_writes, "1..65536");
+  if (max_recvs < 1 || max_recvs > 65536) return out_of_range("max_recvs", max_recvs, "1..65536");
+  if (max_rd_atomic < 1 || max_rd_atomic > 256)
+    return out_of_range("max_rd_atomic", max_rd_atomic, "1..256");
+  if (min_rnr_timer > 31)
+    return out_of_range("min_rnr_timer", min_rnr_timer, "0..31 (RNR timer code, 0 = 655.36 ms)");
+  if (rnr_retry > 7) return out_of_range("rnr_retry", rnr_retry, "0..7 (7 = infinite)");
   if (max_outstanding_psns < 1 || max_outstanding_psns > roce::kPsnHalf - 1)
     return out_of_range("max_outstanding_psns", max_outstanding_psns, "1..8388607 (2^23 - 1)");
   if (cq_entries < 1 || cq_entries > (1u << 24))
@@ -70,6 +76,7 @@ RoceEndpoint::RoceEndpoint(const RoceConfig& config)
     : config_(config),
       ack_timeout_(config.ack_timeout()),
       qps_(config.max_qps),
+      recvs_(config.max_recvs),
       cq_(config.cq_entries) {
   if (config_.resolve_mac == nullptr) config_.resolve_mac = sim_mac;
   active_.reserve(config.max_qps);
@@ -114,9 +121,12 @@ absl::Status RoceEndpoint::connect_qp(uint32_t peer_ip4, uint32_t local_qpn, uin
   if (was_active) qp_by_peer_.erase(q.peer_ip4);
   std::vector<Write> writes = std::move(q.writes);
   if (writes.size() != config_.max_writes) writes.assign(config_.max_writes, Write{});
+  std::vector<ReadResp> reads = std::move(q.reads);
+  if (reads.size() != config_.max_rd_atomic) reads.assign(config_.max_rd_atomic, ReadResp{});
   const uint32_t active_index = q.active_index;
   q = Qp{};
   q.writes = std::move(writes);
+  q.reads = std::move(reads);
   q.state = QpState::kRts;
   q.local_qpn = local_qpn;
   q.remote_qpn = remote_qpn;
@@ -125,6 +135,7 @@ absl::Status RoceEndpoint::connect_qp(uint32_t peer_ip4, uint32_t local_qpn, uin
   q.sport = udp_sport(local_qpn);
   q.next_psn = q.max_psn = q.una = sq_psn;
   q.retry_left = config_.retry_cnt;
+  q.rnr_left = config_.rnr_retry;
   q.epsn = rq_psn;
   q.cc.reset(&config_.dcqcn);
   if (was_active) {
@@ -153,6 +164,8 @@ absl::StatusOr<QpInfo> RoceEndpoint::qp_info(uint32_t local_qpn) const {
   i.epsn = q.epsn;
   i.msn = q.msn;
   i.writes_outstanding = static_cast<uint32_t>(q.write_tail - q.write_head);
+  i.reads_outstanding = q.reads_in_flight;
+  i.responses_queued = static_cast<uint32_t>(q.rd_tail - q.rd_head);
   i.rate_gbps = q.state == QpState::kReset ? 0 : q.cc.rate_bps() / 1e9;
   i.alpha = q.cc.alpha();
   return i;
@@ -168,40 +181,145 @@ absl::StatusOr<uint32_t> RoceEndpoint::register_memory(uint8_t* base, uint64_t l
   return static_cast<uint32_t>(regions_.size());  // R_Key = index + 1; 0 is never valid
 }
 
-void RoceEndpoint::complete(uint64_t wr_id, OpStatus status, uint64_t bytes) {
-  cq_[cq_tail_++ % cq_.size()] = Completion{wr_id, status, bytes};
+void RoceEndpoint::complete(const Write& w, OpStatus status) {
+  Completion& c = cq_[cq_tail_++ % cq_.size()];
+  c = Completion{};
+  c.wr_id = w.wr_id;
+  c.status = status;
+  c.bytes = status == OpStatus::kSuccess ? w.length : 0;
+  c.op = w.op;
 }
 
-absl::Status RoceEndpoint::post_write(const WriteRequest& wr) {
-  if (wr.mode != DeliveryMode::kRud && wr.mode != DeliveryMode::kRod) {
-    return absl::UnimplementedError("post_write: RC delivers reliably in order (kRud or kRod)");
-  }
-  if (wr.length == 0 || wr.length > kMaxMessage || wr.local == nullptr) {
-    return absl::InvalidArgumentError("post_write: length must be 1..2^31 bytes with a buffer");
-  }
-  auto it = qp_by_peer_.find(wr.peer);
+void RoceEndpoint::complete_recv(uint64_t wr_id, uint32_t peer, OpStatus status, uint64_t bytes,
+                                 bool has_imm, uint32_t imm) {
+  Completion& c = cq_[cq_tail_++ % cq_.size()];
+  c = Completion{};
+  c.wr_id = wr_id;
+  c.status = status;
+  c.bytes = bytes;
+  c.op = Opcode::kRecv;
+  c.peer = peer;
+  c.has_imm = has_imm;
+  c.imm = imm;
+}
+
+namespace {
+
+absl::Status check_mode(DeliveryMode mode, const char* what) {
+  if (mode == DeliveryMode::kRud || mode == DeliveryMode::kRod) return absl::OkStatus();
+  return absl::UnimplementedError(
+      absl::StrCat(what, ": RC delivers reliably in order (kRud or kRod)"));
+}
+
+}  // namespace
+
+// Every post: the QP of the peer, a completion slot, a send-queue slot. A WR posted to a QP
+// in the error state is flushed at once (IB).
+absl::Status RoceEndpoint::post_wqe(uint32_t peer, const Write& w, const char* what) {
+  auto it = qp_by_peer_.find(peer);
   if (it == qp_by_peer_.end()) {
     return absl::FailedPreconditionError(
-        absl::StrCat("post_write: no QP connected to peer ", wr.peer, " (connect_qp first)"));
+        absl::StrCat(what, ": no QP connected to peer ", peer, " (connect_qp first)"));
   }
   if (cq_reserved_ >= cq_.size()) {
     return absl::ResourceExhaustedError(
-        "post_write: completion queue full (cq_entries); poll first");
+        absl::StrCat(what, ": completion queue full (cq_entries); poll first"));
   }
   Qp& q = qps_[it->second];
-  if (q.state == QpState::kError) {  // IB: a WR posted to a QP in error is flushed
+  if (q.state == QpState::kError) {
     ++cq_reserved_;
-    complete(wr.wr_id, OpStatus::kPdcClosed, 0);
+    complete(w, OpStatus::kFlushed);
     return absl::OkStatus();
   }
   if (q.write_tail - q.write_head >= config_.max_writes) {
-    return absl::ResourceExhaustedError("post_write: send queue full (max_writes)");
+    return absl::ResourceExhaustedError(absl::StrCat(what, ": send queue full (max_writes)"));
   }
-  Write& w = q.writes[q.write_tail % config_.max_writes];
-  w = Write{};
-  w.wr = wr;
-  w.packets = static_cast<uint32_t>((wr.length + config_.mtu - 1) / config_.mtu);
+  Write& slot = q.writes[q.write_tail % config_.max_writes];
+  slot = w;
+  slot.packets = static_cast<uint32_t>(
+      std::max<uint64_t>(1, (w.length + config_.mtu - 1) / config_.mtu));
   ++q.write_tail;
+  ++cq_reserved_;
+  return absl::OkStatus();
+}
+
+absl::Status RoceEndpoint::post_write(const WriteRequest& wr) {
+  if (absl::Status s = check_mode(wr.mode, "post_write"); !s.ok()) return s;
+  if (wr.length == 0 || wr.length > kMaxMessage || wr.local == nullptr) {
+    return absl::InvalidArgumentError("post_write: length must be 1..2^31 bytes with a buffer");
+  }
+  Write w;
+  w.op = Opcode::kWrite;
+  w.wr_id = wr.wr_id;
+  w.rkey = wr.rkey;
+  w.remote_offset = wr.remote_offset;
+  w.src = wr.local;
+  w.length = wr.length;
+  return post_wqe(wr.peer, w, "post_write");
+}
+
+absl::Status RoceEndpoint::post_write_with_imm(const WriteRequest& wr, uint32_t imm) {
+  if (absl::Status s = check_mode(wr.mode, "post_write_with_imm"); !s.ok()) return s;
+  if (wr.length > kMaxMessage || (wr.length > 0 && wr.local == nullptr)) {
+    return absl::InvalidArgumentError(
+        "post_write_with_imm: length must be 0..2^31 bytes, with a buffer when > 0");
+  }
+  Write w;
+  w.op = Opcode::kWrite;
+  w.has_imm = true;
+  w.imm = imm;
+  w.wr_id = wr.wr_id;
+  w.rkey = wr.rkey;
+  w.remote_offset = wr.remote_offset;
+  w.src = wr.local;
+  w.length = wr.length;
+  return post_wqe(wr.peer, w, "post_write_with_imm");
+}
+
+absl::Status RoceEndpoint::post_read(const ReadRequest& rr) {
+  if (absl::Status s = check_mode(rr.mode, "post_read"); !s.ok()) return s;
+  if (rr.length == 0 || rr.length > kMaxMessage || rr.local == nullptr) {
+    return absl::InvalidArgumentError("post_read: length must be 1..2^31 bytes with a buffer");
+  }
+  Write w;
+  w.op = Opcode::kRead;
+  w.wr_id = rr.wr_id;
+  w.rkey = rr.rkey;
+  w.remote_offset = rr.remote_offset;
+  w.dst = rr.local;
+  w.length = rr.length;
+  return post_wqe(rr.peer, w, "post_read");
+}
+
+absl::Status RoceEndpoint::post_send(const SendRequest& sr) {
+  if (absl::Status s = check_mode(sr.mode, "post_send"); !s.ok()) return s;
+  if (sr.length > kMaxMessage || (sr.length > 0 && sr.local == nullptr)) {
+    return absl::InvalidArgumentError(
+        "post_send: length must be 0..2^31 bytes, with a buffer when > 0");
+  }
+  Write w;
+  w.op = Opcode::kSend;
+  w.has_imm = sr.has_imm;
+  w.imm = sr.imm;
+  w.wr_id = sr.wr_id;
+  w.src = sr.local;
+  w.length = sr.length;
+  return post_wqe(sr.peer, w, "post_send");
+}
+
+// The endpoint's shared receive queue (an SRQ): consumed in posting order by SENDs and
+// WRITEs with immediate from any QP.
+absl::Status RoceEndpoint::post_recv(const RecvBuffer& rb) {
+  if (rb.length > 0 && rb.base == nullptr) {
+    return absl::InvalidArgumentError("post_recv: a buffer with length > 0 needs a base");
+  }
+  if (recv_tail_ - recv_head_ >= config_.max_recvs) {
+    return absl::ResourceExhaustedError("post_recv: receive queue full (max_recvs)");
+  }
+  if (cq_reserved_ >= cq_.size()) {
+    return absl::ResourceExhaustedError("post_recv: completion queue full (cq_entries); poll first");
+  }
+  recvs_[recv_tail_++ % config_.max_recvs] = rb;
   ++cq_reserved_;
   return absl::OkStatus();
 }
@@ -222,7 +340,7 @@ EndpointStats RoceEndpoint::stats() const {
   // Out-of-order packets are dropped by RC (go-back-N resends them); duplicates are answered.
   s.rx_dropped = counters_.rx_malformed + counters_.rx_not_ours + counters_.rx_unknown_qp +
                  counters_.rx_qp_error + counters_.rx_unsupported + counters_.rx_out_of_order +
-                 counters_.rx_stale_acks;
+                 counters_.rx_stale_acks + counters_.rx_read_dup + counters_.rx_read_unexpected;
   return s;
 }
 

@@ -1,14 +1,21 @@
 // The RoCEv2 engine for one endpoint (one RNIC port): reliable-connected (RC) queue pairs
-// carrying RDMA WRITE, sans-IO, behind the same Endpoint API as UET (transport/api.h).
+// carrying RDMA WRITE (with or without immediate), SEND (with or without immediate) and RDMA
+// READ, sans-IO, behind the same Endpoint API as UET (transport/api.h).
 //
 // What it does (spec/rocev2.md for the wire; RC as rdma_rxe and RNICs run it, research notes
 // rocev2-wireshark.md §2; DCQCN §3):
 // - QPs are connected out of band (connect_qp: peer, QP numbers, start PSNs), as an
 //   application does with rdma_cm or a socket exchange before ibv_modify_qp to RTS.
-// - Requester: a write becomes RDMA WRITE FIRST (with RETH) / MIDDLE / LAST, or ONLY (with
-//   RETH), at the path MTU; 24-bit PSNs; AckReq on the last packet of a message and every
-//   `ack_req_every` packets; go-back-N on a NAK (PSN sequence error) and on the ACK timeout
-//   (4.096 µs · 2^t) with retry_cnt; completion when an ACK covers the message's last PSN.
+// - Requester: one send queue per QP (max_writes WQEs) holding writes, sends and reads in
+//   posting order. A write becomes RDMA WRITE FIRST (with RETH) / MIDDLE / LAST, or ONLY (with
+//   RETH), at the path MTU, the last one _WITH_IMMEDIATE when post_write_with_imm; a send
+//   becomes SEND FIRST / MIDDLE / LAST or ONLY (0 bytes: one ONLY), the last one
+//   _WITH_IMMEDIATE when SendRequest::has_imm; a read is one RDMA READ REQUEST (RETH) that
+//   consumes one PSN per response packet (IB: the responses carry the request's PSN range).
+//   24-bit PSNs; AckReq on the last packet of a message and every `ack_req_every` packets;
+//   go-back-N on a NAK (PSN sequence error) and on the ACK timeout (4.096 µs · 2^t) with
+//   retry_cnt; a write or send completes when an ACK (or a later read response) covers its
+//   last PSN, a read when its last response is placed.
 //   No window but the PSN space: the requester sends as fast as DCQCN and the link allow.
 //   Retry counter as rxe: a NAK sequence error or a timeout consumes one retry; any ACK, or a
 //   NAK that acknowledges new PSNs, restores it. A NAK sequence error naming the PSN a go-back-N
@@ -20,40 +27,77 @@
 //   [choice] An ACK beyond the go-back-N cursor (the responder re-ACKs duplicates with its
 //   latest PSN) moves the cursor forward, so a resend after lost ACKs stops as soon as the
 //   responder says it has the rest.
-// - Responder: one expected PSN per QP; in order: placed and ACKed (coalesced); ahead: one NAK
-//   per gap, the rest dropped; behind: a duplicate, re-ACKed and never placed again.
+// - RDMA READ (requester): responses are accepted in PSN order only (at una) and placed at
+//   ReadRequest::local + (PSN - first PSN) · MTU. A response or ACK beyond a read whose
+//   responses are missing (rxe check_psn: COMPST_ERROR_RETRY) starts a go-back-N from the first
+//   missing response PSN: the READ is re-issued from that PSN with the RETH advanced (VA +
+//   k · MTU, DMA length − k · MTU), as IB does; duplicate responses (behind una) are dropped.
+//   At most max_rd_atomic reads are outstanding per QP (IB max_rd_atomic): a read waits at the
+//   head of the cursor, and everything behind it, until one completes.
+// - RNR (requester): an RNR NAK (AETH type 1, timer code in the value) acknowledges what came
+//   before its PSN; the requester waits the coded time (spec/rocev2.md §3.2 table) and resends
+//   from that PSN, at most rnr_retry times per stall (7 = for ever, as IB); the retry budget is
+//   restored by any progress. Exhausted: the WR completes kReceiverNotReady (IB_WC_RNR_RETRY_
+//   EXC_ERR) and the QP moves to the error state.
+// - Responder: one expected PSN per QP; in order: executed and ACKed (coalesced); ahead: one
+//   NAK per gap, the rest dropped; behind: a duplicate, re-ACKed and never placed again (a
+//   duplicate READ request is executed again, from its own PSN and RETH: reads are
+//   idempotent, and responses queued behind it are dropped, since go-back-N re-requests them).
+//   - SEND: the FIRST or ONLY packet claims the next buffer of the endpoint's shared receive
+//     queue (post_recv, FIFO, max_recvs); later packets land at their offset; the LAST
+//     completes Opcode::kRecv with the peer, bytes and the immediate data. No buffer posted:
+//     RNR NAK with min_rnr_timer, nothing executed, the PSN not advanced (IB C9-?? / rxe
+//     RESPST_ERR_RNR); later packets of that round are dropped silently (nak latch).
+//   - A SEND longer than its buffer (IB "local length error", rxe RESPST_ERR_LENGTH): the
+//     buffer completes kLengthError with the bytes already placed by earlier packets (IB does
+//     not roll them back), the responder NAKs INVALID REQUEST and its QP enters the error
+//     state; the requester completes the send kRemoteInvalidRequest (IB_WC_REM_INV_REQ_ERR).
+//   - WRITE with immediate: placed like a WRITE; the LAST/ONLY_WITH_IMMEDIATE packet consumes
+//     a receive buffer (RNR NAK when none) and completes kRecv with has_imm/imm and 0 bytes
+//     (nothing is placed in the buffer).
+//   - READ request: R_Key and range checked (NAK REMOTE ACCESS ERROR otherwise), then queued
+//     (max_rd_atomic requests per QP; more is NAK INVALID REQUEST, as IB's responder resources)
+//     and answered with READ RESPONSE FIRST/MIDDLE/LAST (AETH on FIRST and LAST) or ONLY, one
+//     PSN per packet. Responses go before any ACK or NAK of later PSNs, so the requester never
+//     sees an ACK overtake a read's data.
 // - Every frame carries the ICRC (spec/rocev2.md §6), UDP checksum 0, UDP destination port
 //   4791 and one fixed UDP source port per QP (single path, spec/rocev2.md §1).
-// - Congestion: the notification point answers CE-marked data with a CNP at most once per
-//   cnp_interval per QP; the reaction point is DCQCN (dcqcn.h), enforced by pacing in tx().
+// - Congestion: the notification point answers CE-marked data (requests and read responses)
+//   with a CNP at most once per cnp_interval per QP; the reaction point is DCQCN (dcqcn.h),
+//   enforced by pacing in tx() (requests and read responses share the QP's pacer).
 //
 // Addressing and look-ups:
 // - Local QPN = qpn_base + index into a table of max_qps QPs fixed at creation: a received
 //   BTH's DestQP is an array index, with no hash look-up per packet.
-// - One QP per peer. post_write(wr) sends on the QP connected to wr.peer (a control-path map
-//   from peer address to QP, read once per post, never per packet).
-// - WriteRequest::remote_offset travels as the RETH VA, and a VA is the byte offset within
-//   the region the R_Key names: registrations behave like zero-based memory regions
-//   (ibv_reg_mr with IBV_ACCESS_ZERO_BASED). R_Key = region index + 1.
+// - One QP per peer. post_write/post_read/post_send send on the QP connected to the peer (a
+//   control-path map from peer address to QP, read once per post, never per packet).
+// - WriteRequest/ReadRequest::remote_offset travels as the RETH VA, and a VA is the byte offset
+//   within the region the R_Key names: registrations behave like zero-based memory regions
+//   (ibv_reg_mr with IBV_ACCESS_ZERO_BASED). R_Key = region index + 1. A zero-length RETH
+//   (WRITE with immediate of 0 bytes) is not checked against any region (IB).
 //
 // Completion statuses (IB work-completion status → OpStatus):
 //   IB_WC_SUCCESS → kSuccess; IB_WC_RETRY_EXC_ERR → kRetriesExhausted;
+//   IB_WC_RNR_RETRY_EXC_ERR → kReceiverNotReady;
 //   IB_WC_REM_ACCESS_ERR (NAK remote access error) → kRemoteAccessError;
-//   IB_WC_REM_INV_REQ_ERR, IB_WC_REM_OP_ERR (other NAKs) and IB_WC_WR_FLUSH_ERR (every write
-//   behind the failed one, and every write posted while the QP is in the error state) →
-//   kPdcClosed. An error moves the QP to the error state; connect_qp() again revives it.
+//   IB_WC_REM_INV_REQ_ERR (NAK invalid request) → kRemoteInvalidRequest;
+//   IB_WC_LOC_LEN_ERR (responder: SEND longer than the buffer) → kLengthError;
+//   IB_WC_REM_OP_ERR (NAK remote operational error, undefined NAK codes) → kPdcClosed;
+//   IB_WC_WR_FLUSH_ERR (every WR behind the failed one, and every WR posted while the QP is in
+//   the error state; a receive buffer a failing QP was filling) → kFlushed.
+//   An error moves the QP to the error state; connect_qp() again revives it.
 //
-// Not implemented (counted as rx_unsupported when received): SEND, RDMA READ, atomics,
-// WRITE with immediate (all need receive queues or responder resources), UC/UD; hence no RNR.
-// A frame too small for a whole packet (MTU + 74 bytes) carries the headers only, with the
-// payload, pad and ICRC by length (Frame::wire_len), as the simulator does at scale: such
+// Not implemented (counted as rx_unsupported when received): atomics, SEND with invalidate,
+// UC/UD. A frame too small for a whole packet (MTU + 78 bytes) carries the headers only, with
+// the payload, pad and ICRC by length (Frame::wire_len), as the simulator does at scale: such
 // frames have no ICRC and place no bytes, only lengths.
 //
 // Ownership and threads: one RoceEndpoint per RNIC port, driven by one thread (its host's).
-// Tables are fixed at creation (QPs: max_qps; completion ring: cq_entries) or at connect_qp
-// (a QP's write ring: max_writes). A peer's frames never grow anything: state per QP is a
-// handful of PSNs and flags, and frames that do not fit the state machine are dropped or
-// NAKed and counted (RoceCounters).
+// Tables are fixed at creation (QPs: max_qps; completion ring: cq_entries; shared receive
+// queue: max_recvs) or at connect_qp (a QP's send queue: max_writes; its responder read queue:
+// max_rd_atomic). A peer's frames never grow anything: state per QP is a handful of PSNs and
+// flags, and frames that do not fit the state machine are dropped or NAKed and counted
+// (RoceCounters). Every posted WR and receive buffer reserves its completion-ring slot.
 //
 // Data path: rx()/tx()/on_timer() never allocate and make no virtual call per packet.
 #pragma once
@@ -85,7 +129,16 @@ struct RoceConfig {
                               // packets carry exactly one PMTU)
   uint32_t max_qps = 64;      // QP table size, 1..65536
   uint32_t qpn_base = 0x100;  // local QPNs: qpn_base .. qpn_base + max_qps - 1 (>= 2)
-  uint32_t max_writes = 256;  // posted, not yet completed writes per QP (SQ depth), 1..65536
+  uint32_t max_writes = 256;  // posted, not yet completed WRs (write, send, read) per QP (SQ
+                              // depth), 1..65536
+  uint32_t max_recvs = 256;   // shared receive queue: posted, unconsumed buffers, 1..65536
+  // Outstanding RDMA READs per QP as requester (IB max_rd_atomic) and queued READ requests per
+  // QP as responder (IB max_dest_rd_atomic); both ends should agree. 1..256 (rxe: 128).
+  uint32_t max_rd_atomic = 16;
+  // RNR NAK timer code this responder sends (IB min_rnr_timer, spec/rocev2.md §3.2 table),
+  // 0..31; 12 = 640 µs (librdmacm's default), 0 = 655.36 ms.
+  uint8_t min_rnr_timer = 12;
+  uint8_t rnr_retry = 7;      // RNR NAKs per stall before kReceiverNotReady, 0..7; 7 = for ever
   // Sent, unacknowledged packets per QP, 1..2^23-1. RC has no window for writes besides the
   // PSN space (2^23 - 1, the default): the rate (DCQCN) is the only brake, as on RNICs.
   uint32_t max_outstanding_psns = 0x7F'FFFF;
@@ -123,13 +176,30 @@ struct RoceCounters {
   // ... of them, while a go-back-N was under way: nothing restarted (rxe started_retry)
   uint64_t rx_nak_seq_ignored = 0;
   uint64_t rx_nak_fatal = 0;   // NAK remote access / invalid request / operational error
-  uint64_t rx_rnr_naks = 0;    // RNR NAK: we post no SENDs, so ignored
+  uint64_t rx_rnr_naks = 0;    // RNR NAKs received (each waits the timer, then resends)
+  uint64_t rnr_retries = 0;    // resends after an RNR NAK's timer
+  uint64_t rx_rnr_ignored = 0; // RNR NAK for the PSN an RNR wait already holds
+  uint64_t tx_reads = 0;       // READ requests first sent
+  uint64_t read_reissues = 0;  // READ requests sent again from a missing response PSN
+  uint64_t rx_read_responses = 0;   // read response packets placed (in order)
+  uint64_t rx_read_dup = 0;         // read responses behind una: duplicates, dropped
+  uint64_t rx_read_gap = 0;         // read responses (or ACKs) beyond missing responses
+  uint64_t rx_read_unexpected = 0;  // responses for no outstanding read, or malformed
+  uint64_t read_waits = 0;          // tx() held a READ back: max_rd_atomic outstanding
   uint64_t rx_stale_acks = 0;  // ACK/NAK for PSNs not outstanding, or reserved syndrome
   uint64_t rx_cnps = 0;
   uint64_t pacing_waits = 0;  // tx() found data held back by the DCQCN pacer
   // Responder.
-  uint64_t rx_data = 0;             // write packets for a connected QP, any PSN
-  uint64_t rx_placed = 0;           // accepted in order and placed
+  uint64_t rx_data = 0;             // request packets for a connected QP, any PSN
+  uint64_t rx_placed = 0;           // write/send packets accepted in order and placed
+  uint64_t rx_sends = 0;            // SEND messages completed into a receive buffer
+  uint64_t rx_write_imm = 0;        // WRITEs with immediate completed into a receive buffer
+  uint64_t rx_rnr = 0;              // SEND / WRITE-imm with no receive buffer → RNR NAK
+  uint64_t rx_length_error = 0;     // SEND longer than its buffer → NAK invalid request
+  uint64_t rx_read_requests = 0;    // READ requests executed (first time or duplicate)
+  uint64_t rx_read_overflow = 0;    // READ requests beyond max_rd_atomic → NAK invalid req.
+  uint64_t tx_read_responses = 0;   // read response packets sent
+  uint64_t tx_rnr_naks = 0;
   uint64_t rx_duplicates = 0;       // PSN behind the expected one: re-ACKed, not placed
   uint64_t rx_out_of_order = 0;     // PSN ahead of the expected one: dropped (one NAK per gap)
   uint64_t rx_bad_rkey = 0;         // → NAK remote access error
@@ -161,7 +231,9 @@ struct QpInfo {
   uint32_t una = 0;       // requester: the oldest unacknowledged PSN
   uint32_t epsn = 0;      // responder: the expected PSN
   uint32_t msn = 0;       // responder: messages completed
-  uint32_t writes_outstanding = 0;
+  uint32_t writes_outstanding = 0;  // WRs of any kind posted and not completed
+  uint32_t reads_outstanding = 0;   // requester: READs sent and not completed
+  uint32_t responses_queued = 0;    // responder: READ requests not yet fully answered
   double rate_gbps = 0;  // DCQCN current rate
   double alpha = 0;
 };
@@ -181,6 +253,13 @@ class RoceEndpoint final : public Endpoint {
   // Endpoint.
   absl::StatusOr<uint32_t> register_memory(uint8_t* base, uint64_t length) override;
   absl::Status post_write(const WriteRequest& wr) override;
+  // RDMA WRITE with immediate (WRITE LAST/ONLY_WITH_IMMEDIATE): placed like a write, then
+  // consumes one receive buffer at the peer (kRecv, has_imm, 0 bytes). `wr.length` may be 0.
+  // [API] WriteRequest has no immediate field; this is the RoCEv2 engine's own entry point.
+  absl::Status post_write_with_imm(const WriteRequest& wr, uint32_t imm);
+  absl::Status post_read(const ReadRequest& rr) override;
+  absl::Status post_send(const SendRequest& sr) override;
+  absl::Status post_recv(const RecvBuffer& rb) override;
   size_t poll_completions(std::span<Completion> out) override;
   EndpointStats stats() const override;
 
@@ -196,12 +275,32 @@ class RoceEndpoint final : public Endpoint {
  private:
   explicit RoceEndpoint(const RoceConfig& config);
 
-  // One posted write, as the requester tracks it (a send WQE).
+  // One posted WR, as the requester tracks it (a send WQE): a write, a send or a read.
   struct Write {
-    WriteRequest wr;
+    Opcode op = Opcode::kWrite;
+    bool has_imm = false;
+    uint32_t imm = 0;
+    uint64_t wr_id = 0;
+    uint32_t rkey = 0;
+    uint64_t remote_offset = 0;
+    const uint8_t* src = nullptr;  // write, send
+    uint8_t* dst = nullptr;        // read
+    uint64_t length = 0;
     uint32_t first_psn = 0;  // assigned when its first packet is first sent
-    uint32_t packets = 0;
+    uint32_t packets = 0;    // PSNs it uses (a read: its response packets)
   };
+
+  // One READ request the responder is answering (a responder resource).
+  struct ReadResp {
+    uint32_t first_psn = 0;  // PSN of the first response
+    uint32_t packets = 0;
+    uint32_t sent = 0;       // responses built so far
+    uint32_t region = 0;
+    uint64_t va = 0;
+    uint64_t length = 0;
+  };
+
+  enum class MsgKind : uint8_t { kNone, kWrite, kSend };
 
   struct Qp {
     QpState state = QpState::kReset;
@@ -223,6 +322,11 @@ class RoceEndpoint final : public Endpoint {
     uint32_t since_ack_req = 0;
     uint8_t retry_left = 0;
     bool retry_started = false;  // a go-back-N runs: NAKs for its PSN start no other
+    uint8_t rnr_left = 0;
+    bool rnr_wait = false;       // an RNR NAK's timer runs: nothing is sent before rnr_until
+    uint32_t rnr_psn = 0;
+    Time rnr_until = 0;
+    uint32_t reads_in_flight = 0;  // reads sent, not completed (<= max_rd_atomic)
     Time rto_deadline = kNever;
     Time next_send = 0;  // pacer: no data before this while DCQCN limits the rate
     Dcqcn cc;
@@ -232,14 +336,23 @@ class RoceEndpoint final : public Endpoint {
     uint32_t msn = 0;
     bool nak_latch = false;   // a sequence-error NAK was sent for the current gap
     bool in_message = false;  // between a FIRST and its LAST
+    MsgKind kind = MsgKind::kNone;  // of the message under way
+    bool recv_claimed = false;      // a SEND under way holds `recv`
+    RecvBuffer recv;                // the receive buffer it fills
+    uint64_t recv_placed = 0;       // bytes placed in it
     uint32_t region = 0;      // of the message being placed
     uint64_t va = 0;          // where its next byte goes
     uint64_t remaining = 0;   // bytes of it still to come
     uint32_t unacked = 0;
     bool ack_pending = false;
     bool nak_pending = false;
+    bool nak_rnr = false;  // the pending NAK is an RNR NAK (type 1, value min_rnr_timer)
     uint8_t nak_code = 0;  // wire::AethNak
     uint32_t nak_psn = 0;
+
+    // Responder resources: READ requests being answered, ring [rd_head, rd_tail).
+    std::vector<ReadResp> reads;  // max_rd_atomic, sized at the first connect
+    uint64_t rd_head = 0, rd_tail = 0;
 
     // Notification point.
     bool cnp_pending = false;
@@ -249,13 +362,39 @@ class RoceEndpoint final : public Endpoint {
 
   // Data path (roce_datapath.cc).
   void rx_one(const Frame& f, Time now);
-  void rx_write(Qp& q, const wire::Decoded& d, Time now);
+  void rx_request(Qp& q, const wire::Decoded& d, Time now);
+  void rx_read_request(Qp& q, const wire::Decoded& d, uint32_t psn, bool duplicate);
+  void rx_read_response(Qp& q, const wire::Decoded& d, Time now);
+  void note_ce(Qp& q, const wire::Decoded& d, Time now);
+  // Acknowledges through `psn`, never past a read whose responses are missing; returns
+  // kAckProgress and/or kAckReadGap.
+  static constexpr int kAckProgress = 1, kAckReadGap = 2;
+  int ack_through(Qp& q, uint32_t psn);
+  void read_gap(Qp& q, Time now);
   void rx_ack(Qp& q, const wire::Decoded& d, Time now);
   void rx_cnp(Qp& q, Time now);
   void responder_fatal(Qp& q, uint8_t nak_code, uint32_t psn);
   bool tx_one(Qp& q, Frame& f, Time now);
   bool build_data(Qp& q, Frame& f, Time now);
   bool build_ack(Qp& q, Frame& f, wire::AethType type, uint8_t value, uint32_t psn);
+  bool build_read_response(Qp& q, Frame& f, Time now);
+  // One packet carrying a payload (or a READ request), as build_packet() writes it.
+  struct Packet {
+    wire::RoceOpcode op = wire::RoceOpcode::kRcWriteOnly;
+    uint32_t psn = 0;
+    bool ack_req = false;
+    bool reth = false;
+    uint64_t va = 0;
+    uint32_t rkey = 0;
+    uint32_t dma_length = 0;
+    bool aeth = false;  // read responses FIRST/LAST/ONLY: ACK, credits unlimited, the MSN
+    bool imm = false;
+    uint32_t imm_data = 0;
+    const uint8_t* payload = nullptr;  // null with len > 0: payload carried by length only
+    uint32_t len = 0;
+  };
+  bool build_packet(Qp& q, Frame& f, const Packet& p);
+  void pace(Qp& q, const Frame& f, Time now);
   bool build_cnp(Qp& q, Frame& f);
   wire::Encap encap_for(const Qp& q, uint8_t dscp, uint8_t ecn) const;
   bool has_data(const Qp& q) const noexcept;
@@ -264,7 +403,10 @@ class RoceEndpoint final : public Endpoint {
   bool go_back(Qp& q, uint32_t psn, Time now);
   void arm_rto(Qp& q, Time now);
   void fail_qp(Qp& q, OpStatus first);
-  void complete(uint64_t wr_id, OpStatus status, uint64_t bytes);
+  void complete(const Write& w, OpStatus status);
+  void complete_recv(uint64_t wr_id, uint32_t peer, OpStatus status, uint64_t bytes,
+                     bool has_imm, uint32_t imm);
+  absl::Status post_wqe(uint32_t peer, const Write& w, const char* what);
 
   RoceConfig config_;
   Time ack_timeout_ = 0;
@@ -278,7 +420,10 @@ class RoceEndpoint final : public Endpoint {
     uint64_t length;
   };
   std::vector<Region> regions_;  // R_Key = index + 1
-  // Completion ring; post_write reserves a slot, so pushing never overflows.
+  // Shared receive queue (post_recv), ring [recv_head_, recv_tail_) of max_recvs.
+  std::vector<RecvBuffer> recvs_;
+  uint64_t recv_head_ = 0, recv_tail_ = 0;
+  // Completion ring; every post reserves a slot, so pushing never overflows.
   std::vector<Completion> cq_;
   uint64_t cq_head_ = 0, cq_tail_ = 0;
   uint64_t cq_reserved_ = 0;  // posted writes whose completion is not yet polled
