@@ -21,12 +21,14 @@ endif()
 # READ and SEND through uet-perf (the client reads the server's region / sends into its posted
 # receive buffers; both sides check the bytes).
 if(Python3_Interpreter_FOUND AND TARGET uet-perf)
-  foreach(_op read send)
-    add_test(NAME perf_pair_uring_uet_${_op}
-             COMMAND Python3::Interpreter ${CMAKE_CURRENT_SOURCE_DIR}/perf_pair_test.py
-                     $<TARGET_FILE:uet-perf> --dev=uring --transport=uet --op=${_op})
-    set_tests_properties(perf_pair_uring_uet_${_op} PROPERTIES LABELS "fast;io;uring"
-                         TIMEOUT 60 SKIP_RETURN_CODE 77)
+  foreach(_transport uet rocev2)
+    foreach(_op read send)
+      add_test(NAME perf_pair_uring_${_transport}_${_op}
+               COMMAND Python3::Interpreter ${CMAKE_CURRENT_SOURCE_DIR}/perf_pair_test.py
+                       $<TARGET_FILE:uet-perf> --dev=uring --transport=${_transport} --op=${_op})
+      set_tests_properties(perf_pair_uring_${_transport}_${_op} PROPERTIES LABELS "fast;io;uring"
+                           TIMEOUT 90 SKIP_RETURN_CODE 77)
+    endforeach()
   endforeach()
 endif()
 
