@@ -141,6 +141,7 @@ void Soak::build() {
       u.local_mac = sim::Network::host_mac(h);
       u.pathsel.ev_count = 16;  // spray: more reordering; a failed link hits some packets of a PDC
       u.seed = c_.seed * 1000 + h;
+      u.idle_timeout = c_.uet_idle_timeout;
       auto ep = UetEndpoint::create(u);
       ASSERT_TRUE(ep.ok()) << ep.status();
       uet_.push_back(ep->get());
@@ -443,6 +444,8 @@ void Soak::collect() {
     r_.trimmed_nacks += k.rx_trimmed;
     r_.naks += k.tx_nacks;
     r_.pdcs_end = std::max<uint64_t>(r_.pdcs_end, ep->pdcs_in_use());
+    r_.pdcs_closed += k.pdcs_closed;
+    r_.pdcs_reopened += k.pdc_reopened;
   }
   for (RoceEndpoint* ep : roce_) {
     const RoceCounters& k = ep->counters();
@@ -533,8 +536,9 @@ std::string report(const SoakConfig& c, const SoakResult& r) {
   if (c.kind == Kind::kUet) {
     absl::StrAppend(
         &s, absl::StrFormat("[ soak %s ] tables: PDCs per host peak %d, at end %d "
-                            "(bound %d, max_pdcs %d)",
-                            name, r.pdcs_peak, r.pdcs_end, r.pdc_bound, UetConfig{}.max_pdcs));
+                            "(bound %d, max_pdcs %d), closed %d, replaced by a new SYN %d",
+                            name, r.pdcs_peak, r.pdcs_end, r.pdc_bound, UetConfig{}.max_pdcs,
+                            r.pdcs_closed, r.pdcs_reopened));
   } else {
     absl::StrAppend(
         &s, absl::StrFormat("[ soak %s ] tables: QPs connected %d (in error %d), "

@@ -34,14 +34,24 @@ TEST(Soak_Uet, TenThousandMessagesUnderEveryFaultArriveOnceIntact) {
 }
 
 // The same soak with some writes posted with a key the target never issued: each must end
-// in kRemoteAccessError with nothing placed. Skipped: the UET engine completes such a write as
-// a success when the ACK carrying its refusal is lost (Soak_UetRegression below).
+// in kRemoteAccessError with nothing placed, even when the ACK carrying the refusal is lost
+// (Soak_UetRegression below).
 TEST(Soak_Uet, BadKeyWritesEndInRemoteAccessErrorUnderFaults) {
-  GTEST_SKIP() << "UET engine bug: a lost ACK with the SES refusal turns it into a success";
   const SoakConfig c = small(Kind::kUet);
   const SoakResult r = run_soak(c);
   std::fputs(report(c, r).c_str(), stdout);
   expect_sound(c, r);
+}
+
+// The same soak with PDCs closing after 5 us idle (spec/uet.md §3.12): PDCs close and reopen
+// all the time under every fault, with bad-key writes in flight.
+TEST(Soak_Uet, PdcsClosingAndReopeningUnderFaults) {
+  SoakConfig c = small(Kind::kUet);
+  c.uet_idle_timeout = 5 * kMicrosecond;
+  const SoakResult r = run_soak(c);
+  std::fputs(report(c, r).c_str(), stdout);
+  expect_sound(c, r);
+  EXPECT_GT(r.pdcs_closed, 300u);  // 514 at this seed, 192 of them in the final drain
 }
 
 TEST(Soak_Roce, TenThousandMessagesUnderEveryFaultArriveOnceIntact) {
@@ -51,7 +61,8 @@ TEST(Soak_Roce, TenThousandMessagesUnderEveryFaultArriveOnceIntact) {
   expect_sound(c, r);
 }
 
-// UET engine bug found by the soak (transport/uet/ is not ours to fix in this change): a write
+// UET engine bug found by the soak (fixed: the target keeps a refusal, as a hole in CACK/SACK,
+// until the initiator's clear PSN passes it; transport/uet/uet_endpoint.h Pdc::gtd): a write
 // the target refused (bad key) completes as a SUCCESS when the one ACK that carries the
 // refusal (the SES response) is lost, or overtaken, and a later ACK covers its PSN.
 // Diagnosis: build_ack() marks the refused PSN received only when it builds the ACK carrying
@@ -62,9 +73,8 @@ TEST(Soak_Roce, TenThousandMessagesUnderEveryFaultArriveOnceIntact) {
 // initiator sends clear_psn_offset = base_psn - psn on its requests), attaches the oldest
 // live refusal to every ACK that covers its PSN (capping CACK below, and leaving out of the
 // SACK, any second live refusal it cannot carry), and answers a duplicate of a refused PSN
-// with the stored refusal. Remove the skip when the engine is fixed.
+// with the stored refusal.
 TEST(Soak_UetRegression, LostAckCarryingTheRefusalStillEndsInRemoteAccessError) {
-  GTEST_SKIP() << "UET engine bug: a lost ACK with the SES refusal turns it into a success";
   UetConfig ca, cb;
   ca.local_ip4 = sim::Network::host_ip4(0);
   cb.local_ip4 = sim::Network::host_ip4(1);
@@ -92,7 +102,8 @@ TEST(Soak_UetRegression, LostAckCarryingTheRefusalStillEndsInRemoteAccessError) 
   EXPECT_EQ(c[1].status, OpStatus::kSuccess);
 }
 
-// UET engine bug found by the soak: a PDC the initiator closed (here: retries exhausted while
+// UET engine bug found by the soak (fixed: a SYN with another start PSN replaces the stale
+// target PDC, and PDC ids are reused FIFO): a PDC the initiator closed (here: retries exhausted while
 // the peer's ACKs were lost; in the soak: a NACK INV_DPDCID) cannot be opened again. The next
 // write to that peer allocates a new initiator PDC -- the same PDC id, as the free list is a
 // stack -- and sends a SYN with a new random start PSN. The target still holds its PDC for
@@ -104,9 +115,8 @@ TEST(Soak_UetRegression, LostAckCarryingTheRefusalStillEndsInRemoteAccessError) 
 // existing (peer, SPDCID) with another start PSN opens a new incarnation (reset the target
 // PDC's receive state, or free it and allocate anew), while a SYN with the same start PSN is
 // a retransmission as today. The initiator could also avoid reusing a just-closed PDC id
-// (a FIFO free list). Remove the skip when the engine is fixed.
+// (a FIFO free list).
 TEST(Soak_UetRegression, WriteAfterAFailedPdcOpensANewOneTheTargetAccepts) {
-  GTEST_SKIP() << "UET engine bug: a SYN reusing a closed PDC's id lands in the old target PDC";
   UetConfig ca, cb;
   ca.local_ip4 = sim::Network::host_ip4(0);
   cb.local_ip4 = sim::Network::host_ip4(1);

@@ -107,7 +107,10 @@ TEST(UetEndpoint_Write, OneMegabyteArrivesIntactWithoutRetransmission) {
   EXPECT_TRUE(std::equal(t.src.begin(), t.src.end(), t.dst.begin()));
   EXPECT_EQ(link.a().counters().tx_data, 256u);
   EXPECT_EQ(link.a().counters().tx_retx, 0u);
-  EXPECT_EQ(link.b().pdcs_in_use(), 1u);
+  // One PDC each side, closed once idle (spec/uet.md §3.12).
+  EXPECT_EQ(link.a().counters().pdcs_closed, 1u);
+  EXPECT_EQ(link.b().counters().pdcs_closed, 1u);
+  EXPECT_EQ(link.b().pdcs_in_use(), 0u);
 }
 
 TEST(UetEndpoint_Loss, LosingTheSynIsRepairedByTimeout) {

@@ -17,6 +17,7 @@ UetConfig config_for(uint32_t ip) {
   c.local_ip4 = ip;
   c.local_mac = {0x02, 0, 0, 0, 0, static_cast<uint8_t>(ip)};
   c.seed = 99;
+  c.idle_timeout = 0;  // one PDC keeps its RTT estimate across writes; link.now() is the repair
   return c;
 }
 

@@ -310,7 +310,10 @@ TEST(UetSes_Send, NoBufferUntilLaterIsRetriedAndSucceeds) {
 TEST(UetSes_Send, NoBufferEverEndsInReceiverNotReadyAndThePdcStaysUsable) {
   UetConfig a = config_for(kIpA);
   a.rnr_retries = 3;
-  Link link(a);
+  a.idle_timeout = 0;  // the same PDC carries the second SEND (no CLOSE, no REQ_CLOSE)
+  UetConfig b = config_for(kIpB);
+  b.idle_timeout = 0;
+  Link link(a, b);
   std::vector<uint8_t> msg = pattern(9000, 2), msg2 = pattern(5000, 3), buf(9000, 0);
   ASSERT_TRUE(link.a().post_send({1, kIpB, msg.data(), msg.size()}).ok());
   link.run(kSecond);
@@ -418,8 +421,11 @@ TEST(UetSes_Mixed, WriteReadSendOnOnePdcUnderLossCompleteInPostingOrder) {
   ASSERT_EQ(rc.size(), 1u);
   EXPECT_EQ(rc[0].bytes, smsg.size());
   EXPECT_TRUE(std::equal(smsg.begin(), smsg.end(), rbuf.begin()));
-  EXPECT_EQ(link.a().pdcs_in_use(), 1u);
-  EXPECT_EQ(link.b().pdcs_in_use(), 1u);
+  // One PDC each side, closed once idle (spec/uet.md §3.12).
+  EXPECT_EQ(link.a().counters().pdcs_closed, 1u);
+  EXPECT_EQ(link.b().counters().pdcs_closed, 1u);
+  EXPECT_EQ(link.a().pdcs_in_use(), 0u);
+  EXPECT_EQ(link.b().pdcs_in_use(), 0u);
   EXPECT_GT(link.a().counters().tx_retx, 0u);
 }
 

@@ -107,6 +107,10 @@ bool UetEndpoint::build_data(Pdc& p, uint16_t pdcid, uint32_t psn, bool retx, Fr
   pds->set_retx(retx);
   pds->set_psn(psn);
   pds->set_spdcid(pdcid);
+  // §3.3: Clear PSN = psn + clear_psn_offset: every PSN before base_psn is acknowledged here
+  // (a refused one through the response that carried its refusal), so the target may drop
+  // its guaranteed-delivery state (stored refusals) up to base_psn - 1.
+  pds->set_clear_psn_offset(static_cast<int16_t>(static_cast<int32_t>(p.base_psn - 1 - psn)));
   if (p.established) {
     pds->set_dpdcid(p.peer_pdcid);
   } else {  // §3.3: SYN until the first ACK; the PDC info tells the target the start PSN
@@ -312,16 +316,93 @@ bool UetEndpoint::build_stateless_nack(const StatelessNack& sn, Frame& f) {
   tmp.peer_ip4 = sn.peer_ip4;
   tmp.peer_mac = config_.resolve_mac(sn.peer_ip4);
   tmp.peer_pdcid = sn.peer_pdcid;
-  tmp.nack_code = sn.code;
-  tmp.nack_psn = sn.psn;
-  tmp.rcv_base = sn.psn;
-  return build_nack(tmp, 0, f);
+  switch (sn.kind) {
+    case Stateless::kNack:
+      tmp.nack_code = sn.code;
+      tmp.nack_psn = sn.psn;
+      tmp.rcv_base = sn.psn;
+      return build_nack(tmp, 0, f);
+    case Stateless::kClose:  // §3.12: answers a REQ_CLOSE for a PDC we no longer have
+      ++counters_.tx_close;
+      return build_ctrl(tmp, sn.local_pdcid, wire::CtrlType::kClose, sn.psn, f);
+    case Stateless::kCloseAck: {
+      // The ACK of a CLOSE: CACK = the CLOSE's PSN (everything up to it is done), from the
+      // target PDC that was freed.
+      wire::FrameBuilder b(std::span<uint8_t>(f.data, f.capacity),
+                           encap_for(tmp, true, static_cast<uint16_t>(0xC000 | sn.local_pdcid)));
+      wire::PdsAckCc* ack = b.add<wire::PdsAckCc>();
+      if (ack == nullptr) return false;
+      ack->set_type(PdsType::kAckCc);
+      ack->set_next_hdr(NextHeader::kNone);
+      ack->set_cack_psn(sn.psn);
+      ack->set_spdcid(sn.local_pdcid);
+      ack->set_dpdcid(sn.peer_pdcid);
+      ack->set_cc_type(wire::CcType::kNscc);
+      ack->set_mpr(static_cast<uint8_t>(std::min<uint32_t>(255, config_.mpr / 16)));
+      ack->set_sack_psn_offset(1);
+      if (!finish_frame(b, f, 0)) return false;
+      f.priority = Priority::kControl;
+      ++counters_.tx_acks;
+      return true;
+    }
+  }
+  return false;
 }
 
 void UetEndpoint::queue_stateless_nack(uint32_t ip, uint16_t peer_pdcid, uint8_t code,
-                                       uint32_t psn) {
+                                       uint32_t psn, Stateless kind, uint16_t local_pdcid) {
   if (stateless_tail_ - stateless_head_ >= stateless_.size()) return;  // bounded: drop
-  stateless_[stateless_tail_++ % stateless_.size()] = StatelessNack{ip, peer_pdcid, code, psn};
+  stateless_[stateless_tail_++ % stateless_.size()] =
+      StatelessNack{ip, peer_pdcid, code, psn, kind, local_pdcid};
+}
+
+// §3.12 control packet (CLOSE, REQ_CLOSE) on PDC `pdcid` about `psn`.
+bool UetEndpoint::build_ctrl(Pdc& p, uint16_t pdcid, wire::CtrlType type, uint32_t psn,
+                             Frame& f) {
+  wire::FrameBuilder b(std::span<uint8_t>(f.data, f.capacity), encap_for(p, true, p.ev_base));
+  wire::PdsCtrl* c = b.add<wire::PdsCtrl>();
+  if (c == nullptr) return false;
+  c->set_type(PdsType::kCtrl);
+  c->set_ctl_type(type);
+  c->set_psn(psn);
+  c->set_spdcid(pdcid);
+  c->set_dpdcid(p.peer_pdcid);
+  if (!finish_frame(b, f, 0)) return false;
+  f.priority = Priority::kControl;
+  return true;
+}
+
+// The target refuses `psn` (§4.6): the PSN stays a hole with its refusal stored until the
+// initiator clears it (see Pdc::gtd); this first answer goes at once.
+void UetEndpoint::refuse(Pdc& p, uint32_t psn, uint8_t code, uint16_t message_id) {
+  const uint32_t idx = psn % config_.mpr;
+  if (!test_bit(p.gtd_bits, idx)) {
+    p.gtd_bits[idx / 64] |= uint64_t{1} << (idx % 64);
+    ++p.gtd_live;
+  }
+  p.gtd[idx] = Pdc::Refusal{code, message_id};
+  Pdc::Response r;
+  r.code = code;
+  r.message_id = message_id;
+  r.psn = psn;
+  queue_response(p, r, /*repeat=*/true);  // if the ring is full, a duplicate gets it later
+}
+
+// §3.3: the initiator no longer needs the refusals of PSNs up to `clear_psn`: they become
+// received, and the cumulative ACK moves past them.
+void UetEndpoint::clear_to(Pdc& p, uint32_t clear_psn) {
+  if (p.gtd_live == 0 || !psn_before(p.rcv_base, clear_psn + 1)) return;
+  const uint32_t base = p.rcv_base;
+  const uint32_t n = std::min<uint32_t>(clear_psn + 1 - base, config_.mpr);
+  for (uint32_t i = 0; i < n && p.gtd_live > 0; ++i) {
+    const uint32_t psn = base + i;
+    const uint32_t idx = psn % config_.mpr;
+    if (!test_bit(p.gtd_bits, idx)) continue;
+    p.gtd_bits[idx / 64] &= ~(uint64_t{1} << (idx % 64));
+    --p.gtd_live;
+    ++counters_.refusals_cleared;
+    mark_received(p, psn);
+  }
 }
 
 // ------------------------------------------------------------------------------ rx
@@ -360,6 +441,9 @@ void UetEndpoint::rx_one(const Frame& f, Time now) {
     case PdsType::kNack:
       rx_nack(d, now);
       break;
+    case PdsType::kCtrl:
+      rx_ctrl(d, now);
+      break;
     default:
       ++counters_.rx_malformed;  // a mode this engine does not speak yet
       break;
@@ -372,15 +456,39 @@ void UetEndpoint::rx_request(const wire::Decoded& d, Time now) {
   const wire::PdsRudRod& h = *d.pds_as<wire::PdsRudRod>();
   const uint32_t src = d.ipv4->src();
   const uint32_t psn = h.psn();
+  // §3.14: a trimmed request has no UDP checksum, so its PDS header may be damaged without
+  // anyone noticing: it never earns a PDC-fatal NACK (INV_DPDCID, NO_PDC_AVAIL) and never
+  // replaces a PDC; the initiator's RTO recovers it.
+  const bool trimmed = d.ipv4->dscp() == kDscpTrimmed;
   Pdc* p = nullptr;
   uint16_t id = 0;
   if (h.syn()) {
     const uint64_t key = uint64_t{src} << 16 | h.spdcid();
+    const uint32_t start = psn - h.psn_offset();
+    bool found = false;
     if (auto it = target_by_peer_pdc_.find(key); it != target_by_peer_pdc_.end()) {
       id = it->second;
-    } else {
+      found = true;
+      // §3.3: a SYN names its PDC's start PSN. Another start PSN under the same (peer, PDC
+      // id) is a new PDC of that peer (the old one failed or closed without our knowing):
+      // the stale state goes, the new PDC starts afresh.
+      if (pdcs_[id].start_psn != start) {
+        if (trimmed) {
+          ++counters_.rx_trimmed_unverified;
+          return;
+        }
+        ++counters_.pdc_reopened;
+        release_target(id);
+        found = false;
+      }
+    }
+    if (!found) {
       const int32_t n = alloc_pdc(Role::kTarget);
       if (n < 0) {  // §3.10 NO_PDC_AVAIL: the table is full
+        if (trimmed) {
+          ++counters_.rx_trimmed_unverified;
+          return;
+        }
         ++counters_.rx_no_pdc_avail;
         queue_stateless_nack(src, h.spdcid(), static_cast<uint8_t>(wire::NackCode::kNoPdcAvail), psn);
         return;
@@ -391,8 +499,8 @@ void UetEndpoint::rx_request(const wire::Decoded& d, Time now) {
       np.peer_mac = config_.resolve_mac(src);
       np.peer_pdcid = h.spdcid();
       np.ev_base = static_cast<uint16_t>(next_random());
-      np.rcv_base = psn - h.psn_offset();  // the start PSN
-      target_by_peer_pdc_.emplace(key, id);
+      np.rcv_base = np.start_psn = start;
+      target_by_peer_pdc_.insert_or_assign(key, id);
     }
     p = &pdcs_[id];
   } else {
@@ -400,25 +508,48 @@ void UetEndpoint::rx_request(const wire::Decoded& d, Time now) {
     p = pdc(id);
     if (p == nullptr || p->role != Role::kTarget || p->peer_ip4 != src ||
         p->peer_pdcid != h.spdcid()) {  // §3.10 INV_DPDCID
+      if (trimmed) {
+        ++counters_.rx_trimmed_unverified;
+        return;
+      }
       ++counters_.rx_unknown_pdc;
       queue_stateless_nack(src, h.spdcid(), static_cast<uint8_t>(wire::NackCode::kInvDpdcid), psn);
       return;
     }
   }
   ++counters_.rx_data;
+  p->close_tries = 0;  // the initiator is alive: REQ_CLOSE may start over when idle again
+  if (config_.idle_timeout != 0) {
+    p->idle_deadline = now + 2 * config_.idle_timeout;
+    deadline_ = std::min(deadline_, p->idle_deadline);
+  }
+  // §3.3: refusals up to the clear PSN are no longer needed (not from a trimmed header).
+  if (!trimmed) clear_to(*p, psn + static_cast<uint32_t>(static_cast<int32_t>(h.clear_psn_offset())));
   p->last_psn = psn;
   if (d.ecn == 3 && !p->ce_seen) {  // the first CE since the last ACK triggers the next one
     p->ce_seen = true;
     p->ce_psn = psn;
   }
   const wire::SesStandardRequest* ses = d.ses_as<wire::SesStandardRequest>();
-  const bool trimmed = d.ipv4->dscp() == kDscpTrimmed;
   const uint32_t delta = psn - p->rcv_base;
   const uint32_t idx = psn % config_.mpr;
   const bool old = psn_before(psn, p->rcv_base);
   if (!old && delta >= config_.mpr) {  // §3.10 PSN_OOR_WINDOW
     ++counters_.rx_out_of_window;
     queue_nack(*p, wire::NackCode::kPsnOorWindow, psn);
+    return;
+  }
+  if (!old && test_bit(p->gtd_bits, idx)) {  // a refused PSN again: its refusal again
+    ++counters_.rx_duplicates;
+    if (!trimmed) {
+      const Pdc::Refusal& g = p->gtd[idx];
+      Pdc::Response r;
+      r.code = g.code;
+      r.message_id = g.message_id;
+      r.psn = psn;
+      if (queue_response(*p, r, /*repeat=*/true)) ++counters_.tx_refusal_repeats;
+    }
+    p->ack_now = true;
     return;
   }
   const bool received = old || test_bit(p->rcv_bits, idx);
@@ -444,31 +575,32 @@ void UetEndpoint::rx_request(const wire::Decoded& d, Time now) {
         const uint64_t key = ses->match_bits();
         const uint64_t at = ses->buffer_offset() + (ses->som() ? 0 : ses->message_offset());
         const uint64_t len = ses->som() ? d.payload.size() : ses->payload_length();
-        wire::SesReturnCode refuse = wire::SesReturnCode::kNull;
+        wire::SesReturnCode why = wire::SesReturnCode::kNull;
         if (key == 0 || key > regions_.size()) {
-          refuse = wire::SesReturnCode::kBadMkey;
+          why = wire::SesReturnCode::kBadMkey;
         } else if (at > regions_[key - 1].length || len > regions_[key - 1].length - at) {
-          refuse = wire::SesReturnCode::kBadAddr;
+          why = wire::SesReturnCode::kBadAddr;
         }
-        if (refuse != wire::SesReturnCode::kNull) {
-          Pdc::Response r;
-          r.code = static_cast<uint8_t>(refuse);
-          r.message_id = ses->message_id();
-          r.psn = psn;
-          if (queue_response(*p, r, false)) {
-            ++(refuse == wire::SesReturnCode::kBadMkey ? counters_.rx_bad_key : counters_.rx_bad_range);
-          }
-          return;  // recorded as received with its response (build_ack)
+        if (why != wire::SesReturnCode::kNull) {
+          ++(why == wire::SesReturnCode::kBadMkey ? counters_.rx_bad_key : counters_.rx_bad_range);
+          refuse(*p, psn, static_cast<uint8_t>(why), ses->message_id());
+          return;  // a hole until cleared (Pdc::gtd)
         }
         if (!d.payload.empty()) {
           std::memcpy(regions_[key - 1].base + at, d.payload.data(), d.payload.size());
         }
         break;
       }
-      case wire::SesOpcode::kRead:
-        // Answered by one ACK carrying the data (or the refusal); recorded with it.
-        queue_response(*p, read_response(*p, *ses, psn), /*repeat=*/false);
+      case wire::SesOpcode::kRead: {
+        // Answered by one ACK carrying the data, recorded with it; or refused (Pdc::gtd).
+        const Pdc::Response r = read_response(*p, *ses, psn);
+        if (r.data) {
+          queue_response(*p, r, /*repeat=*/false);
+        } else {
+          refuse(*p, psn, r.code, r.message_id);
+        }
         return;
+      }
       case wire::SesOpcode::kSend:
         if (!rx_send(*p, id, d, *ses, psn)) return;
         break;
@@ -476,11 +608,8 @@ void UetEndpoint::rx_request(const wire::Decoded& d, Time now) {
         break;
       default: {  // §4.9 UNSUPPORTED_OP
         ++counters_.rx_unsupported;
-        Pdc::Response r;
-        r.code = static_cast<uint8_t>(wire::SesReturnCode::kUnsupportedOp);
-        r.message_id = ses->message_id();
-        r.psn = psn;
-        queue_response(*p, r, false);
+        refuse(*p, psn, static_cast<uint8_t>(wire::SesReturnCode::kUnsupportedOp),
+               ses->message_id());
         return;
       }
     }
@@ -594,11 +723,7 @@ bool UetEndpoint::rx_send(Pdc& p, uint16_t id, const wire::Decoded& d,
   if (m->status == OpStatus::kLengthError) {
     // Every packet of the message answers TOO_LONG (§4.9), so the initiator learns it whatever
     // is lost; a packet whose answer cannot be queued is dropped and comes again.
-    Pdc::Response rsp;
-    rsp.code = static_cast<uint8_t>(wire::SesReturnCode::kTooLong);
-    rsp.message_id = ses.message_id();
-    rsp.psn = psn;
-    if (!queue_response(p, rsp, false)) return false;
+    refuse(p, psn, static_cast<uint8_t>(wire::SesReturnCode::kTooLong), ses.message_id());
     record = false;
   } else if (at > m->length || len > m->length - at) {
     ++counters_.rx_bad_send;  // outside its own message: counted, never placed
@@ -755,6 +880,15 @@ void UetEndpoint::rx_ack(const wire::Decoded& d, Time now) {
     return;
   }
   const uint32_t cack = h.cack_psn();
+  if (p->closing) {  // §3.12: only the ACK of the CLOSE matters now
+    if (cack == p->close_psn && h.spdcid() == p->peer_pdcid) {
+      ++counters_.pdcs_closed;
+      free_pdc(static_cast<uint16_t>(p - pdcs_.data()));
+    } else {
+      ++counters_.rx_stale_ack;
+    }
+    return;
+  }
   const uint32_t trig = cack + static_cast<uint32_t>(static_cast<int32_t>(h.ack_psn_offset()));
   const bool trig_in_window = !psn_before(trig, p->base_psn) && psn_before(trig, p->next_psn);
   const uint64_t in_flight_before = p->bytes_in_flight;
@@ -794,9 +928,14 @@ void UetEndpoint::rx_ack(const wire::Decoded& d, Time now) {
       const Slot& s = p->slots[trig % config_.mpr];
       Op& o = p->ops[s.op % config_.max_writes];
       const auto mid = static_cast<uint16_t>(o.message_id + (o.op == Opcode::kRead ? s.packet : 0));
-      if (!s.acked && mid == rsp->message_id() && !o.failed) {
-        o.failed = true;
-        o.status = status_for(rc);
+      if (!s.acked && mid == rsp->message_id()) {
+        if (!o.failed) {
+          o.failed = true;
+          o.status = status_for(rc);
+        }
+        // The refusal is the acknowledgement of its PSN: the target leaves it out of CACK and
+        // SACK until our clear PSN passes it (Pdc::gtd).
+        ack_psn(*p, trig, false, now);
       }
     }
   }
@@ -858,6 +997,105 @@ void UetEndpoint::rx_ack(const wire::Decoded& d, Time now) {
   p->rto_deadline = psn_before(p->base_psn, p->next_psn) ? now + p->rto : kNever;
   deadline_ = std::min(deadline_, p->rto_deadline);
   arm_tlp(*p, now);
+  note_idle(*p, now);
+}
+
+// An initiator PDC with nothing posted and nothing outstanding is idle: it closes after
+// idle_timeout, or at once when the target asked (REQ_CLOSE).
+void UetEndpoint::note_idle(Pdc& p, Time now) {
+  if (p.closing || p.op_head != p.op_tail || psn_before(p.base_psn, p.next_psn)) return;
+  if (p.close_requested) {
+    start_close(p, now);
+    return;
+  }
+  if (config_.idle_timeout == 0 || p.idle_deadline != kNever) return;
+  p.idle_deadline = now + config_.idle_timeout;
+  deadline_ = std::min(deadline_, p.idle_deadline);
+}
+
+// §3.12 CLOSE: the PDC stops being the peer's (a new write opens a new PDC), sends CLOSE with
+// the next PSN and is freed when the target's ACK covers that PSN (or after max_retries
+// unanswered CLOSEs: nothing is outstanding, so nothing is lost).
+void UetEndpoint::start_close(Pdc& p, Time now) {
+  const auto id = static_cast<uint16_t>(&p - pdcs_.data());
+  if (auto it = initiator_by_peer_.find(p.peer_ip4);
+      it != initiator_by_peer_.end() && it->second == id) {
+    initiator_by_peer_.erase(it);
+  }
+  p.closing = true;
+  p.close_psn = p.next_psn;
+  p.close_tries = 0;
+  p.ctrl_pending = p.established;  // never ACKed: the target has no PDC to close
+  p.idle_deadline = kNever;
+  p.rto_deadline = p.tlp_deadline = kNever;
+  p.close_deadline = now;  // not established: freed at the next timer
+  if (p.established) p.close_deadline = now + p.rto;
+  deadline_ = std::min(deadline_, p.close_deadline);
+}
+
+// Frees a target PDC: SEND messages it was receiving end (kPdcClosed) so their buffers
+// complete in order.
+void UetEndpoint::release_target(uint16_t id) {
+  if (rx_msgs_used_ > 0) {
+    for (RxMsg& m : rx_msgs_) {
+      if (!m.in_use || m.pdc != id) continue;
+      Recv& r = recvs_[m.recv % config_.max_recvs];
+      r.done = true;
+      r.status = OpStatus::kPdcClosed;
+      r.bytes = 0;
+      m.in_use = false;
+      --rx_msgs_used_;
+    }
+    deliver_recvs();
+  }
+  free_pdc(id);
+}
+
+// §3.12 control packets: CLOSE (target), REQ_CLOSE (initiator).
+void UetEndpoint::rx_ctrl(const wire::Decoded& d, Time now) {
+  const wire::PdsCtrl& h = *d.pds_as<wire::PdsCtrl>();
+  const uint32_t src = d.ipv4->src();
+  Pdc* p = pdc(h.dpdcid());
+  switch (h.ctl_type()) {
+    case wire::CtrlType::kClose: {
+      ++counters_.rx_close;
+      if (p != nullptr && p->role == Role::kTarget && p->peer_ip4 == src &&
+          p->peer_pdcid == h.spdcid()) {
+        // Everything before the CLOSE's PSN is done at the initiator: its refusals are
+        // cleared. Freed only when every PSN before it arrived; else the CLOSE is early
+        // (reordered) and comes again.
+        clear_to(*p, h.psn() - 1);
+        if (p->rcv_base != h.psn()) {
+          ++counters_.rx_bad_ctrl;
+          return;
+        }
+        ++counters_.pdcs_closed;
+        release_target(h.dpdcid());
+      }
+      // The ACK of the CLOSE, also for a PDC already freed (the first ACK was lost).
+      queue_stateless_nack(src, h.spdcid(), 0, h.psn(), Stateless::kCloseAck, h.dpdcid());
+      return;
+    }
+    case wire::CtrlType::kReqClose:
+      ++counters_.rx_req_close;
+      if (p != nullptr && p->role == Role::kInitiator && p->peer_ip4 == src) {
+        if (p->closing) return;  // our CLOSE is on its way
+        if (p->established && p->peer_pdcid == h.spdcid()) {
+          p->close_requested = true;
+          note_idle(*p, now);
+          return;
+        }
+        if (!p->established) return;  // a new PDC under a reused id: its SYN will tell
+      }
+      // Not a PDC of ours (any more): tell the target to free its PDC. The CLOSE names the
+      // REQ_CLOSE's PSN (the target's next expected), so the target frees only a PDC that
+      // heard nothing since.
+      queue_stateless_nack(src, h.spdcid(), 0, h.psn(), Stateless::kClose, h.dpdcid());
+      return;
+    default:
+      ++counters_.rx_bad_ctrl;  // control types this engine does not act on
+      return;
+  }
 }
 
 // §3.10 sender reactions.
@@ -870,6 +1108,7 @@ void UetEndpoint::rx_nack(const wire::Decoded& d, Time now) {
     ++counters_.rx_unknown_pdc;
     return;
   }
+  if (p->closing) return;  // nothing outstanding; only the CLOSE's ACK matters
   const uint32_t psn = h.nack_psn();
   const bool in_window = !psn_before(psn, p->base_psn) && psn_before(psn, p->next_psn);
   switch (h.nack_code()) {
@@ -953,7 +1192,15 @@ size_t UetEndpoint::tx(std::span<Frame* const> out, Time now) {
     const uint16_t id = active_[rr_];
     Pdc& p = pdcs_[id];
     bool sent = false;
-    if (p.role == Role::kTarget) {
+    if (p.ctrl_pending) {  // CLOSE (initiator) or REQ_CLOSE (target), §3.12
+      const bool init = p.role == Role::kInitiator;
+      sent = build_ctrl(p, id, init ? wire::CtrlType::kClose : wire::CtrlType::kReqClose,
+                        init ? p.close_psn : p.rcv_base, *out[n]);
+      if (sent) {
+        p.ctrl_pending = false;
+        ++(init ? counters_.tx_close : counters_.tx_req_close);
+      }
+    } else if (p.role == Role::kTarget) {
       if (p.nack_head != p.nack_tail) {
         const Pdc::Nack& k = p.nacks[p.nack_head % p.nacks.size()];
         p.nack_code = k.code;
@@ -963,7 +1210,7 @@ size_t UetEndpoint::tx(std::span<Frame* const> out, Time now) {
       } else if (p.ack_now || (p.ack_pending && now >= p.ack_deadline)) {
         sent = build_ack(p, id, *out[n]);
       }
-    } else if (p.role == Role::kInitiator) {
+    } else if (p.role == Role::kInitiator && !p.closing) {
       if (p.resend_pending > 0) {  // exactly the missing PSNs, RETX set
         for (uint32_t psn = p.base_psn; psn_before(psn, p.next_psn); ++psn) {
           Slot& s = p.slots[psn % config_.mpr];
@@ -1022,8 +1269,46 @@ void UetEndpoint::on_timer(Time now) {
     if (p.role == Role::kTarget) {
       if (p.ack_pending && p.ack_deadline <= now) p.ack_now = true;
       if (p.ack_pending && !p.ack_now) next = std::min(next, p.ack_deadline);
+      // §3.12: a target PDC idle for 2 x idle_timeout asks its initiator to close, every
+      // idle_timeout, up to max_retries times (then it waits for a CLOSE or a new SYN).
+      if (p.idle_deadline <= now) {
+        p.idle_deadline = kNever;
+        if (p.close_tries < config_.max_retries) {
+          ++p.close_tries;
+          p.ctrl_pending = true;
+          p.idle_deadline = now + config_.idle_timeout;
+        }
+      }
+      next = std::min(next, p.idle_deadline);
       continue;
     }
+    if (p.closing) {
+      if (p.close_deadline <= now) {
+        if (!p.ctrl_pending && p.close_tries < config_.max_retries && p.established) {
+          ++p.close_tries;
+          p.ctrl_pending = true;  // the CLOSE (or its ACK) was lost: again, with backoff
+          p.close_deadline = now + std::min(p.rto << std::min<int>(p.close_tries, 16), config_.max_rto);
+        } else if (!p.ctrl_pending) {
+          if (p.established) ++counters_.close_abandoned;
+          free_pdc(id);
+          --i;  // free_pdc swapped another PDC into this position
+          continue;
+        } else {
+          p.close_deadline = now + p.rto;
+        }
+      }
+      next = std::min(next, p.close_deadline);
+      continue;
+    }
+    if (p.idle_deadline <= now) {  // idle for idle_timeout: close (§3.12)
+      p.idle_deadline = kNever;
+      if (p.op_head == p.op_tail && !psn_before(p.base_psn, p.next_psn)) {
+        start_close(p, now);
+        next = std::min(next, p.close_deadline);
+        continue;
+      }
+    }
+    next = std::min(next, p.idle_deadline);
     if (p.tlp_deadline <= now) {
       p.tlp_deadline = kNever;
       send_tlp(p);

@@ -54,6 +54,8 @@ absl::Status UetConfig::validate() const {
     return out_of_range("reorder_srtt_pct", reorder_srtt_pct, "0..1000");
   if (ack_delay < 0 || ack_delay > kMillisecond)
     return out_of_range("ack_delay", ack_delay, "0..1 ms (ps)");
+  if (idle_timeout != 0 && (idle_timeout < kMicrosecond || idle_timeout > 10 * kSecond))
+    return out_of_range("idle_timeout", static_cast<uint64_t>(idle_timeout), "0, or 1 us..10 s (ps)");
   if (dscp_data > 63 || dscp_control > 63) return out_of_range("dscp", dscp_data, "0..63");
   if (absl::Status s = pathsel.validate(); !s.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("UetConfig.", std::string(s.message())));
@@ -78,8 +80,10 @@ absl::StatusOr<std::unique_ptr<UetEndpoint>> UetEndpoint::create(const UetConfig
 UetEndpoint::UetEndpoint(const UetConfig& config)
     : config_(config), pdcs_(config.max_pdcs), rng_(config.seed ^ config.local_ip4) {
   if (config_.resolve_mac == nullptr) config_.resolve_mac = sim_mac;
-  free_pdcs_.reserve(config.max_pdcs);
-  for (uint32_t i = config.max_pdcs; i-- > 0;) free_pdcs_.push_back(static_cast<uint16_t>(i));
+  free_pdcs_.resize(config.max_pdcs);
+  for (uint32_t i = 0; i < config.max_pdcs; ++i) free_pdcs_[i] = static_cast<uint16_t>(i);
+  free_tail_ = config.max_pdcs;
+  active_.reserve(config.max_pdcs);
   recvs_.assign(config.max_recvs, Recv{});
   rx_msgs_.assign(config.max_recv_messages, RxMsg{});
   completions_.reserve(1024);
@@ -92,14 +96,28 @@ uint64_t UetEndpoint::next_random() noexcept {
   return z ^ (z >> 31);
 }
 
-// Allocating a PDC sizes its windows once; later reuse keeps the capacity. This is the only
-// allocation a peer's frame can cause, and it is bounded by max_pdcs.
+// Allocating a PDC sizes its windows once; later reuse keeps the capacity (the vectors are
+// kept across the reset). This is the only allocation a peer's frame can cause, and it is
+// bounded by max_pdcs.
 int32_t UetEndpoint::alloc_pdc(Role role) {
-  if (free_pdcs_.empty()) return -1;
-  const uint16_t id = free_pdcs_.back();
-  free_pdcs_.pop_back();
+  if (free_head_ == free_tail_) return -1;
+  const uint16_t id = free_pdcs_[free_head_++ % config_.max_pdcs];
   Pdc& p = pdcs_[id];
+  auto slots = std::move(p.slots);
+  auto ops = std::move(p.ops);
+  auto rcv_bits = std::move(p.rcv_bits);
+  auto rsp = std::move(p.rsp);
+  auto rsp_bits = std::move(p.rsp_bits);
+  auto gtd = std::move(p.gtd);
+  auto gtd_bits = std::move(p.gtd_bits);
   p = Pdc{};
+  p.slots = std::move(slots);
+  p.ops = std::move(ops);
+  p.rcv_bits = std::move(rcv_bits);
+  p.rsp = std::move(rsp);
+  p.rsp_bits = std::move(rsp_bits);
+  p.gtd = std::move(gtd);
+  p.gtd_bits = std::move(gtd_bits);
   p.role = role;
   p.slots.assign(config_.mpr, Slot{});
   p.rcv_bits.assign(config_.mpr / 64, 0);
@@ -107,6 +125,8 @@ int32_t UetEndpoint::alloc_pdc(Role role) {
   if (role == Role::kTarget) {
     p.rsp.assign(config_.mpr, Pdc::Response{});
     p.rsp_bits.assign(config_.mpr / 64, 0);
+    p.gtd.assign(config_.mpr, Pdc::Refusal{});
+    p.gtd_bits.assign(config_.mpr / 64, 0);
   }
   p.rto = config_.rto;
   p.nscc = cc::Nscc(nscc_config_);
@@ -117,15 +137,26 @@ int32_t UetEndpoint::alloc_pdc(Role role) {
 
 void UetEndpoint::free_pdc(uint16_t id) {
   Pdc& p = pdcs_[id];
-  if (p.role == Role::kInitiator) initiator_by_peer_.erase(p.peer_ip4);
-  if (p.role == Role::kTarget) target_by_peer_pdc_.erase(uint64_t{p.peer_ip4} << 16 | p.peer_pdcid);
+  // Only this PDC's entries: a closing initiator PDC is no longer the peer's.
+  if (p.role == Role::kInitiator) {
+    if (auto it = initiator_by_peer_.find(p.peer_ip4);
+        it != initiator_by_peer_.end() && it->second == id) {
+      initiator_by_peer_.erase(it);
+    }
+  }
+  if (p.role == Role::kTarget) {
+    if (auto it = target_by_peer_pdc_.find(uint64_t{p.peer_ip4} << 16 | p.peer_pdcid);
+        it != target_by_peer_pdc_.end() && it->second == id) {
+      target_by_peer_pdc_.erase(it);
+    }
+  }
   // Swap-remove from the active list.
   const uint16_t last = active_.back();
   active_[p.active_index] = last;
   pdcs_[last].active_index = p.active_index;
   active_.pop_back();
   p.role = Role::kFree;
-  free_pdcs_.push_back(id);
+  free_pdcs_[free_tail_++ % config_.max_pdcs] = id;
 }
 
 size_t UetEndpoint::pdcs_in_use() const noexcept { return active_.size(); }
@@ -181,6 +212,7 @@ absl::Status UetEndpoint::post_op(uint32_t peer, const Op& op, const char* verb)
     return absl::ResourceExhaustedError(
         absl::StrCat(verb, ": too many operations posted on this PDC (max_writes)"));
   }
+  p.idle_deadline = kNever;  // busy again
   Op& o = p.ops[p.op_tail % config_.max_writes];
   o = op;
   o.packets = std::max<uint32_t>(

@@ -40,6 +40,18 @@
 //   every packet of the message is answered with SES return code TOO_LONG, so the initiator
 //   completes with kLengthError too.
 //
+// PDC lifecycle (§3.3, §3.12): a target PDC is keyed by (peer, its PDC id) and remembers the
+// start PSN; a SYN with another start PSN replaces it (the peer's old PDC is gone). PDC ids
+// are reused FIFO. An initiator PDC idle for `idle_timeout` (nothing posted or outstanding)
+// leaves the peer's map (a new write opens a new PDC) and sends CLOSE with its next PSN,
+// retried with backoff; it is freed by the ACK covering that PSN (or after max_retries). The
+// target frees its PDC on a CLOSE whose PSN is its next expected one and ACKs every CLOSE,
+// also for a PDC it no longer has. A target PDC idle for 2 x idle_timeout sends REQ_CLOSE;
+// the initiator closes once idle, or, if the PDC is not (any more) its own, answers with a
+// CLOSE naming the REQ_CLOSE's PSN. Trimmed requests (no UDP checksum, §3.14) never get a
+// PDC-fatal NACK and never replace a PDC.
+// Refusals (§4.6, §3.3 clear_psn_offset): see Pdc::gtd.
+//
 // Ownership and threads: one Endpoint per FEP, driven by one thread (its host's). All tables
 // are fixed-size and allocated at construction: PDCs (`max_pdcs`), per-PDC windows (`mpr`
 // packets), posted operations per PDC (`max_writes`), receive buffers (`max_recvs`), SEND
@@ -109,6 +121,12 @@ struct UetConfig {
   // pathsel.ev_count EVs; with ev_count 1 (the default) every PDC keeps one EV.
   pathsel::PathSelConfig pathsel;
   uint64_t seed = 1;                      // start PSNs and the path selectors' seeds
+  // PDC teardown (spec/uet.md §3.12 CLOSE / REQ_CLOSE): an initiator PDC with nothing posted
+  // and nothing outstanding for this long sends CLOSE (retried on its RTO, up to max_retries,
+  // then freed anyway); the target frees its PDC on CLOSE. A target PDC that heard nothing for
+  // 2 x idle_timeout sends REQ_CLOSE (every idle_timeout, up to max_retries times). 0: PDCs
+  // are never closed (as before). 0, or 1 us..10 s. Default 1 ms (~80 base RTTs).
+  Time idle_timeout = kMillisecond;
 
   // Checks every field; the message names the field and its valid range.
   absl::Status validate() const;
@@ -139,6 +157,18 @@ struct UetCounters {
   uint64_t rx_unsupported = 0;    // target: opcode this engine does not serve
   uint64_t rnr_retx = 0;          // initiator: resends after an RNR NACK
   uint64_t rsp_ring_full = 0;     // target: request dropped, no room to queue its response
+  // Guaranteed delivery of refusals (§3.3 clear_psn_offset, §4.6).
+  uint64_t tx_refusal_repeats = 0;  // target: a duplicate of a refused PSN answered again
+  uint64_t refusals_cleared = 0;    // target: refusals the initiator cleared
+  // Trimmed requests carry no UDP checksum (§3.14): their headers are unverifiable, so they
+  // never get a PDC-fatal NACK and never open a new incarnation of a PDC; dropped, counted.
+  uint64_t rx_trimmed_unverified = 0;
+  // PDC lifecycle (§3.3 SYN, §3.12 CLOSE / REQ_CLOSE).
+  uint64_t pdc_reopened = 0;      // target: SYN with a new start PSN replaced a stale PDC
+  uint64_t tx_close = 0, rx_close = 0, tx_req_close = 0, rx_req_close = 0;
+  uint64_t pdcs_closed = 0;       // PDCs freed by a completed close (either role)
+  uint64_t close_abandoned = 0;   // initiator: CLOSE never acknowledged, freed anyway
+  uint64_t rx_bad_ctrl = 0;       // control packet for no PDC of ours, or out of place
   wire::WireCounters wire;
 };
 
@@ -251,6 +281,16 @@ class UetEndpoint final : public Endpoint {
     uint64_t acked_total = 0;  // PSNs acknowledged so far (progress)
     Time last_ack_at = kNever; // the last valid ACK (is the peer alive?)
     cc::Nscc nscc{cc::NsccConfig{}};
+    // Teardown (§3.12): idle since idle_deadline - idle_timeout; closing: CLOSE (PSN
+    // close_psn) sent, waiting for the ACK that covers it; the PDC is then no longer the
+    // peer's (initiator_by_peer_ points to a new one, if any).
+    Time idle_deadline = kNever;
+    bool close_requested = false;  // the target sent REQ_CLOSE: close as soon as idle
+    bool closing = false;
+    bool ctrl_pending = false;     // a CLOSE (initiator) / REQ_CLOSE (target) to send
+    uint8_t close_tries = 0;       // CLOSEs / REQ_CLOSEs sent
+    uint32_t close_psn = 0;
+    Time close_deadline = kNever;
 
     // Target.
     uint32_t rcv_base = 0;     // lowest PSN not yet received
@@ -277,6 +317,19 @@ class UetEndpoint final : public Endpoint {
       uint64_t offset = 0;
     };
     std::vector<Response> rsp;       // ring of mpr
+    // Guaranteed delivery (§3.3 clear_psn_offset): a refused PSN (an SES response with an
+    // error code) stays a hole in the receive state -- not covered by CACK, not in the SACK
+    // bitmap -- with its refusal stored here, until the initiator's clear PSN passes it (it
+    // clears PSNs below its oldest unacknowledged one, and acknowledges a refused PSN only
+    // through the response that carries its refusal). A duplicate is answered with the
+    // stored refusal. So no ACK can acknowledge a refused PSN without its refusal.
+    struct Refusal {
+      uint8_t code = 0;
+      uint16_t message_id = 0;
+    };
+    std::vector<Refusal> gtd;        // mpr entries, PSN % mpr
+    std::vector<uint64_t> gtd_bits;  // mpr bits: PSN (rcv_base + i) refused, not cleared
+    uint32_t gtd_live = 0;
     std::vector<uint64_t> rsp_bits;  // mpr bits: PSN rcv_base + i has a response queued
     uint32_t rsp_head = 0, rsp_tail = 0;
     bool rsp_pending() const noexcept { return rsp_head != rsp_tail; }
@@ -293,12 +346,17 @@ class UetEndpoint final : public Endpoint {
     uint32_t nack_psn = 0;
   };
 
-  // NACKs that have no PDC to come from (INV_DPDCID, NO_PDC_AVAIL): a small bounded ring.
+  // Packets that have no PDC to come from: NACKs (INV_DPDCID, NO_PDC_AVAIL), the ACK of a
+  // CLOSE (the target PDC is freed), a CLOSE answering a REQ_CLOSE for a PDC we no longer
+  // have. A small bounded ring.
+  enum class Stateless : uint8_t { kNack, kCloseAck, kClose };
   struct StatelessNack {
     uint32_t peer_ip4;
     uint16_t peer_pdcid;
     uint8_t code;
     uint32_t psn;
+    Stateless kind = Stateless::kNack;
+    uint16_t local_pdcid = 0;
   };
 
   // Data path helpers (uet_datapath.cc).
@@ -306,6 +364,13 @@ class UetEndpoint final : public Endpoint {
   void rx_request(const wire::Decoded& d, Time now);
   void rx_ack(const wire::Decoded& d, Time now);
   void rx_nack(const wire::Decoded& d, Time now);
+  void rx_ctrl(const wire::Decoded& d, Time now);
+  void refuse(Pdc& p, uint32_t psn, uint8_t code, uint16_t message_id);
+  void clear_to(Pdc& p, uint32_t clear_psn);
+  void note_idle(Pdc& p, Time now);
+  void start_close(Pdc& p, Time now);
+  void release_target(uint16_t id);
+  bool build_ctrl(Pdc& p, uint16_t pdcid, wire::CtrlType type, uint32_t psn, Frame& f);
   void ack_psn(Pdc& p, uint32_t psn, bool ce, Time now);
   void mark_received(Pdc& p, uint32_t psn);
   void mark_lost(Pdc& p, uint32_t psn);
@@ -324,7 +389,8 @@ class UetEndpoint final : public Endpoint {
   bool build_ack(Pdc& p, uint16_t pdcid, Frame& f);
   bool build_nack(Pdc& p, uint16_t pdcid, Frame& f);
   bool build_stateless_nack(const StatelessNack& n, Frame& f);
-  void queue_stateless_nack(uint32_t ip, uint16_t peer_pdcid, uint8_t code, uint32_t psn);
+  void queue_stateless_nack(uint32_t ip, uint16_t peer_pdcid, uint8_t code, uint32_t psn,
+                            Stateless kind = Stateless::kNack, uint16_t local_pdcid = 0);
   bool build_data(Pdc& p, uint16_t pdcid, uint32_t psn, bool retx, Frame& f, Time now);
   wire::Encap encap_for(const Pdc& p, bool control, uint16_t ev) const;
   static uint16_t ev_port(const Pdc& p, uint16_t ev) noexcept;
@@ -350,7 +416,10 @@ class UetEndpoint final : public Endpoint {
                         : config_.window_bytes;
   }
   std::vector<Pdc> pdcs_;
+  // Free PDC ids, a FIFO ring: a just-freed id is reused last, so a peer's stale packets for
+  // a closed PDC rarely meet a new PDC under the same id.
   std::vector<uint16_t> free_pdcs_;
+  uint32_t free_head_ = 0, free_tail_ = 0;
   std::vector<uint16_t> active_;  // PDCs in use, in no particular order
   uint32_t rr_ = 0;               // round-robin position in active_ for tx()
   Time deadline_ = kNever;        // earliest timer of any PDC (may be early, never late)

@@ -1,0 +1,322 @@
+// PDC lifecycle in the UET engine (transport/uet/uet_endpoint.h, spec/uet.md §3.3, §3.12):
+// refusals kept until cleared, trimmed frames never PDC-fatal, CLOSE / REQ_CLOSE teardown, a
+// close racing a new write, and many short-lived peers cycling through small PDC tables.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <memory>
+#include <vector>
+
+#include "sim/network.h"
+#include "sim/topology.h"
+#include "tests/common/fake_link.h"
+#include "transport/uet/uet_endpoint.h"
+#include "transport/wire/checksum.h"
+
+namespace uet {
+namespace {
+
+constexpr uint32_t kIpA = 0x0A000001, kIpB = 0x0A000002;
+constexpr Time kIdle = 20 * kMicrosecond;
+
+UetConfig config_for(uint32_t ip) {
+  UetConfig c;
+  c.local_ip4 = ip;
+  c.local_mac = {0x02, 0, 0, 0, 0, static_cast<uint8_t>(ip)};
+  c.seed = 7;
+  c.idle_timeout = kIdle;
+  return c;
+}
+
+struct Pair {
+  explicit Pair(UetConfig a = config_for(kIpA), UetConfig b = config_for(kIpB))
+      : ea(std::move(*UetEndpoint::create(a))),
+        eb(std::move(*UetEndpoint::create(b))),
+        link(ea.get(), eb.get()) {
+    dst.assign(1 << 16, 0);
+    src.assign(1 << 16, 0x5A);
+    rkey = *eb->register_memory(dst.data(), dst.size());
+  }
+  std::vector<Completion> drain() {
+    std::vector<Completion> c(64);
+    c.resize(ea->poll_completions(c));
+    return c;
+  }
+  std::unique_ptr<UetEndpoint> ea, eb;
+  testing::FakeLink link;
+  std::vector<uint8_t> src, dst;
+  uint32_t rkey = 0;
+};
+
+bool is_ctrl(const wire::Decoded& d, wire::CtrlType t) {
+  const auto* c = d.pds_type == wire::PdsType::kCtrl ? d.pds_as<wire::PdsCtrl>() : nullptr;
+  return c != nullptr && c->ctl_type() == t;
+}
+
+// A refused write whose refusal ACK is lost, and its duplicate's refusal lost too: the
+// target keeps the refusal (a hole in CACK/SACK) and answers each copy with it, until the
+// initiator's clear PSN passes it; then the cumulative ACK moves on.
+TEST(UetPdc_Refusal, KeptUntilClearedAndRepeatedForEveryDuplicate) {
+  Pair t;
+  int refusals = 0;
+  t.link.set_filter([&](int from, const wire::Decoded& d, std::vector<uint8_t>&) {
+    testing::Verdict v;
+    if (from == 1 && d.ses_as<wire::SesResponse>() != nullptr && ++refusals <= 2) v.copies = 0;
+    return v;
+  });
+  ASSERT_TRUE(t.ea->post_write({1, kIpB, t.rkey + 9, 0, t.src.data(), 100}).ok());
+  for (uint64_t i = 2; i < 6; ++i) {
+    ASSERT_TRUE(t.ea->post_write({i, kIpB, t.rkey, 0, t.src.data(), 4096}).ok());
+  }
+  t.link.run(kSecond);
+  // A later write carries a clear PSN past the refused one.
+  t.link.set_filter(nullptr);
+  ASSERT_TRUE(t.ea->post_write({6, kIpB, t.rkey, 0, t.src.data(), 4096}).ok());
+  t.link.run(kSecond);
+  const auto c = t.drain();
+  ASSERT_EQ(c.size(), 6u);
+  // Expect: the refused write fails with the reason whatever was lost; the others succeed.
+  EXPECT_EQ(c[0].wr_id, 1u);
+  EXPECT_EQ(c[0].status, OpStatus::kRemoteAccessError) << to_string(c[0].status);
+  for (size_t i = 1; i < c.size(); ++i) EXPECT_EQ(c[i].status, OpStatus::kSuccess) << i;
+  EXPECT_EQ(t.eb->counters().rx_bad_key, 1u);
+  EXPECT_GE(t.eb->counters().tx_refusal_repeats, 2u);
+  EXPECT_GE(refusals, 3);
+  EXPECT_GE(t.eb->counters().refusals_cleared, 1u);
+}
+
+// A trimmed request carries no UDP checksum: one whose DPDCID was damaged is dropped and
+// counted, not answered with INV_DPDCID (which would kill the initiator's PDC).
+TEST(UetPdc_Trimmed, DamagedTrimmedHeaderIsNotPdcFatal) {
+  Pair t;
+  ASSERT_TRUE(t.ea->post_write({1, kIpB, t.rkey, 0, t.src.data(), 4096}).ok());
+  t.link.run(t.link.now() + 5 * kMicrosecond);  // established
+  bool damaged = false;
+  t.link.set_filter([&](int from, const wire::Decoded& d, std::vector<uint8_t>& bytes) {
+    testing::Verdict v;
+    if (from == 0 && d.pds_type == wire::PdsType::kRudReq && !damaged) {
+      damaged = true;
+      constexpr size_t ip = wire::Ethernet::kSize, udp = ip + wire::Ipv4::kSize,
+                       pds = udp + wire::Udp::kSize;
+      bytes[ip + 1] = static_cast<uint8_t>(45 << 2);  // the fabric's trimmed DSCP
+      bytes[udp + 6] = bytes[udp + 7] = 0;            // "not computed"
+      bytes[pds + 10] = 0x03;                         // DPDCID damaged: 0x03xx
+      bytes[ip + 10] = bytes[ip + 11] = 0;
+      const uint16_t sum = wire::ipv4_header_checksum(bytes.data() + ip, wire::Ipv4::kSize);
+      bytes[ip + 10] = static_cast<uint8_t>(sum >> 8);
+      bytes[ip + 11] = static_cast<uint8_t>(sum);
+    }
+    return v;
+  });
+  ASSERT_TRUE(t.ea->post_write({2, kIpB, t.rkey, 4096, t.src.data(), 3 * 4096}).ok());
+  t.link.run(kSecond);
+  const auto c = t.drain();
+  ASSERT_EQ(c.size(), 2u);
+  EXPECT_EQ(c[1].status, OpStatus::kSuccess) << to_string(c[1].status);
+  ASSERT_TRUE(damaged);
+  EXPECT_EQ(t.eb->counters().rx_trimmed_unverified, 1u);
+  EXPECT_EQ(t.eb->counters().rx_unknown_pdc, 0u);
+  EXPECT_EQ(t.eb->counters().tx_nacks, 0u);
+}
+
+// Idle teardown: after idle_timeout the initiator sends CLOSE, the target frees its PDC and
+// ACKs; both tables are empty.
+TEST(UetPdc_Close, IdlePdcIsClosedAtBothEnds) {
+  Pair t;
+  ASSERT_TRUE(t.ea->post_write({1, kIpB, t.rkey, 0, t.src.data(), 8192}).ok());
+  t.link.run(kSecond);
+  ASSERT_EQ(t.drain().size(), 1u);
+  EXPECT_EQ(t.ea->pdcs_in_use(), 0u);
+  EXPECT_EQ(t.eb->pdcs_in_use(), 0u);
+  EXPECT_EQ(t.ea->counters().tx_close, 1u);
+  EXPECT_EQ(t.ea->counters().pdcs_closed, 1u);
+  EXPECT_EQ(t.eb->counters().pdcs_closed, 1u);
+  EXPECT_EQ(t.ea->counters().close_abandoned, 0u);
+}
+
+// REQ_CLOSE: an initiator that never closes on its own (idle_timeout 0) closes when its
+// target asks.
+TEST(UetPdc_Close, TargetAsksWithReqClose) {
+  UetConfig a = config_for(kIpA);
+  a.idle_timeout = 0;
+  Pair t(a);
+  ASSERT_TRUE(t.ea->post_write({1, kIpB, t.rkey, 0, t.src.data(), 8192}).ok());
+  t.link.run(kSecond);
+  EXPECT_EQ(t.drain().size(), 1u);
+  EXPECT_GE(t.eb->counters().tx_req_close, 1u);
+  EXPECT_EQ(t.ea->counters().tx_close, 1u);
+  EXPECT_EQ(t.ea->pdcs_in_use(), 0u);
+  EXPECT_EQ(t.eb->pdcs_in_use(), 0u);
+}
+
+// A lost CLOSE and a lost CLOSE ACK are retried; a target that already freed the PDC still
+// ACKs the CLOSE.
+TEST(UetPdc_Close, LostCloseAndLostCloseAckAreRetried) {
+  Pair t;
+  int closes = 0, close_acks = 0;
+  t.link.set_filter([&](int from, const wire::Decoded& d, std::vector<uint8_t>&) {
+    testing::Verdict v;
+    if (from == 0 && is_ctrl(d, wire::CtrlType::kClose) && ++closes == 1) v.copies = 0;
+    if (from == 1 && closes > 0 && d.pds_type == wire::PdsType::kAckCc && ++close_acks == 1) {
+      v.copies = 0;
+    }
+    return v;
+  });
+  ASSERT_TRUE(t.ea->post_write({1, kIpB, t.rkey, 0, t.src.data(), 8192}).ok());
+  t.link.run(kSecond);
+  EXPECT_EQ(t.drain().size(), 1u);
+  EXPECT_EQ(closes, 3);
+  EXPECT_EQ(t.ea->pdcs_in_use(), 0u);
+  EXPECT_EQ(t.eb->pdcs_in_use(), 0u);
+  EXPECT_EQ(t.ea->counters().close_abandoned, 0u);
+  EXPECT_EQ(t.ea->counters().pdcs_closed, 1u);
+}
+
+// A write posted while the PDC to that peer is closing (its CLOSE in flight) opens a new PDC;
+// the old one still closes; both writes succeed and both tables drain.
+TEST(UetPdc_Close, CloseRacingANewWrite) {
+  Pair t;
+  t.link.set_filter([&](int from, const wire::Decoded& d, std::vector<uint8_t>&) {
+    testing::Verdict v;
+    if (from == 0 && is_ctrl(d, wire::CtrlType::kClose)) v.delay = 30 * kMicrosecond;
+    return v;
+  });
+  ASSERT_TRUE(t.ea->post_write({1, kIpB, t.rkey, 0, t.src.data(), 8192}).ok());
+  for (int step = 0; step < 1000 && t.ea->counters().tx_close == 0; ++step) {
+    t.link.run(t.link.now() + kMicrosecond);
+    t.link.advance_to(t.link.now() + kMicrosecond);
+  }
+  ASSERT_EQ(t.ea->counters().tx_close, 1u);
+  EXPECT_EQ(t.eb->pdcs_in_use(), 1u);  // the CLOSE has not arrived
+  std::fill(t.src.begin(), t.src.end(), uint8_t{0xC3});
+  ASSERT_TRUE(t.ea->post_write({2, kIpB, t.rkey, 0, t.src.data(), 8192}).ok());
+  EXPECT_EQ(t.ea->pdcs_in_use(), 2u);  // the closing one and a new one
+  t.link.run(kSecond);
+  const auto c = t.drain();
+  ASSERT_EQ(c.size(), 2u);
+  EXPECT_EQ(c[0].status, OpStatus::kSuccess);
+  EXPECT_EQ(c[1].status, OpStatus::kSuccess);
+  EXPECT_TRUE(std::all_of(t.dst.begin(), t.dst.begin() + 8192, [](uint8_t x) { return x == 0xC3; }));
+  EXPECT_EQ(t.ea->pdcs_in_use(), 0u);
+  EXPECT_EQ(t.eb->pdcs_in_use(), 0u);
+  EXPECT_EQ(t.eb->counters().pdcs_closed, 2u);
+}
+
+// A REQ_CLOSE that arrives while the initiator has a new write outstanding: the initiator
+// finishes the write, then closes.
+TEST(UetPdc_Close, ReqCloseRacingANewWrite) {
+  UetConfig a = config_for(kIpA);
+  a.idle_timeout = 0;
+  Pair t(a);
+  bool posted = false;
+  t.link.set_filter([&](int from, const wire::Decoded& d, std::vector<uint8_t>&) {
+    testing::Verdict v;
+    if (from == 1 && is_ctrl(d, wire::CtrlType::kReqClose)) v.delay = 10 * kMicrosecond;
+    return v;
+  });
+  ASSERT_TRUE(t.ea->post_write({1, kIpB, t.rkey, 0, t.src.data(), 8192}).ok());
+  for (int step = 0; step < 1000 && t.eb->counters().tx_req_close == 0; ++step) {
+    t.link.run(t.link.now() + kMicrosecond);
+    t.link.advance_to(t.link.now() + kMicrosecond);
+  }
+  ASSERT_EQ(t.eb->counters().tx_req_close, 1u);
+  ASSERT_TRUE(t.ea->post_write({2, kIpB, t.rkey, 0, t.src.data(), 16 * 4096}).ok());
+  posted = true;
+  t.link.run(kSecond);
+  const auto c = t.drain();
+  ASSERT_EQ(c.size(), 2u);
+  EXPECT_TRUE(posted);
+  EXPECT_EQ(c[1].status, OpStatus::kSuccess);
+  EXPECT_EQ(t.ea->pdcs_in_use(), 0u);
+  EXPECT_EQ(t.eb->pdcs_in_use(), 0u);
+}
+
+// Many short-lived peers through small tables on the simulator: one target with max_pdcs 4
+// is written by 15 senders in waves of 4 (each wave's PDCs close before the next opens), and
+// one sender with max_pdcs 2 writes to every other host in turn. Every write succeeds and
+// every table drains to 0.
+TEST(UetPdc_Sim, ShortLivedPeersCycleThroughSmallPdcTables) {
+  sim::NetworkConfig nc;
+  nc.seed = 3;
+  sim::Network net(nc);
+  sim::LeafSpineConfig ls;
+  ls.leaves = 2;
+  ls.spines = 2;
+  ls.hosts_per_leaf = 8;
+  ASSERT_TRUE(sim::build_leaf_spine(net, ls).ok());
+  const uint32_t n = 16;
+  std::vector<std::unique_ptr<UetEndpoint>> eps;
+  std::vector<std::vector<uint8_t>> mem(n, std::vector<uint8_t>(1 << 16, 0));
+  std::vector<uint8_t> src(1 << 14, 0x77);
+  for (uint32_t h = 0; h < n; ++h) {
+    UetConfig c;
+    c.local_ip4 = sim::Network::host_ip4(h);
+    c.local_mac = sim::Network::host_mac(h);
+    c.idle_timeout = kIdle;
+    c.seed = 100 + h;
+    c.max_pdcs = h == 0 ? 4 : h == 1 ? 2 : 16;
+    eps.push_back(std::move(*UetEndpoint::create(c)));
+    ASSERT_EQ(*eps[h]->register_memory(mem[h].data(), mem[h].size()), 1u);
+    net.attach(h, eps[h].get());
+  }
+  uint64_t ok = 0, posted = 0;
+  size_t peak0 = 0, peak1 = 0;
+  auto poll = [&] {
+    for (uint32_t h = 0; h < n; ++h) {
+      Completion c;
+      while (eps[h]->poll_completions(std::span(&c, 1)) == 1) ok += c.status == OpStatus::kSuccess;
+    }
+    peak0 = std::max(peak0, eps[0]->pdcs_in_use());
+    peak1 = std::max(peak1, eps[1]->pdcs_in_use());
+  };
+  auto settle = [&] {  // until every PDC in the fabric is closed
+    for (int i = 0; i < 2000; ++i) {
+      net.run_until(net.now() + 5 * kMicrosecond);
+      poll();
+      bool any = false;
+      for (auto& e : eps) any = any || e->pdcs_in_use() > 0;
+      if (!any) return;
+    }
+    ADD_FAILURE() << "PDCs did not drain";
+  };
+  // Host 1 (max_pdcs 2) to hosts 2..15, one at a time: each opens a PDC, the previous closes.
+  for (uint32_t to = 2; to < n; ++to) {
+    while (eps[1]->pdcs_in_use() >= 2) {
+      net.run_until(net.now() + kMicrosecond);
+      poll();
+    }
+    ASSERT_TRUE(eps[1]->post_write({to, sim::Network::host_ip4(to), 1, 0, src.data(), 4096}).ok());
+    ++posted;
+    net.kick(1);
+  }
+  settle();
+  // Hosts 1..15 to host 0 (max_pdcs 4) in waves of 4, three rounds.
+  for (int round = 0; round < 3; ++round) {
+    for (uint32_t first = 1; first < n; first += 4) {
+      for (uint32_t h = first; h < std::min(first + 4, n); ++h) {
+        ASSERT_TRUE(
+            eps[h]->post_write({h, sim::Network::host_ip4(0), 1, 4096 * (h % 8), src.data(), 4096}).ok());
+        ++posted;
+        net.kick(h);
+      }
+      settle();
+    }
+  }
+  EXPECT_EQ(ok, posted);
+  EXPECT_LE(peak0, 4u);
+  EXPECT_LE(peak1, 2u);
+  EXPECT_EQ(eps[0]->counters().rx_no_pdc_avail, 0u);
+  EXPECT_EQ(eps[0]->counters().pdcs_closed, 45u);
+  for (uint32_t h = 0; h < n; ++h) EXPECT_EQ(eps[h]->pdcs_in_use(), 0u) << h;
+}
+
+TEST(UetPdc_Config, IdleTimeoutOutOfRangeIsRefused) {
+  UetConfig c = config_for(kIpA);
+  c.idle_timeout = 10;  // 10 ps
+  const auto ep = UetEndpoint::create(c);
+  ASSERT_FALSE(ep.ok());
+  EXPECT_NE(std::string(ep.status().message()).find("idle_timeout"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace uet
