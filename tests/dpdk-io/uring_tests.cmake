@@ -7,38 +7,26 @@ if(TARGET uet_uring)
 endif()
 
 # uet-perf end to end over io_uring: a server and a client process on loopback (127.77.K.1/.2),
-# both transports, the server checking every byte (perf_pair_test.py --dev=uring).
+# both transports, every byte checked (perf_pair_test.py --dev=uring): writes, reads (the
+# client reads the server's region), sends (into receive buffers the server posts) and
+# bidirectional writes (perftest -b: both sides write and each checks what it received).
 if(Python3_Interpreter_FOUND AND TARGET uet-perf)
   foreach(_transport uet rocev2)
-    add_test(NAME perf_pair_uring_${_transport}
-             COMMAND Python3::Interpreter ${CMAKE_CURRENT_SOURCE_DIR}/perf_pair_test.py
-                     $<TARGET_FILE:uet-perf> --dev=uring --transport=${_transport})
-    set_tests_properties(perf_pair_uring_${_transport} PROPERTIES LABELS "fast;io;uring"
-                         TIMEOUT 60 SKIP_RETURN_CODE 77)
-  endforeach()
-endif()
-
-# READ and SEND through uet-perf (the client reads the server's region / sends into its posted
-# receive buffers; both sides check the bytes).
-if(Python3_Interpreter_FOUND AND TARGET uet-perf)
-  foreach(_transport uet rocev2)
-    foreach(_op read send)
-      add_test(NAME perf_pair_uring_${_transport}_${_op}
+    foreach(_variant write read send bidir)
+      set(_name perf_pair_uring_${_transport}_${_variant})
+      set(_args --op=${_variant})
+      set(_timeout 90)
+      if(_variant STREQUAL "write")
+        set(_name perf_pair_uring_${_transport})
+        set(_timeout 60)
+      elseif(_variant STREQUAL "bidir")
+        set(_args --bidir)
+      endif()
+      add_test(NAME ${_name}
                COMMAND Python3::Interpreter ${CMAKE_CURRENT_SOURCE_DIR}/perf_pair_test.py
-                       $<TARGET_FILE:uet-perf> --dev=uring --transport=${_transport} --op=${_op})
-      set_tests_properties(perf_pair_uring_${_transport}_${_op} PROPERTIES LABELS "fast;io;uring"
-                           TIMEOUT 90 SKIP_RETURN_CODE 77)
+                       $<TARGET_FILE:uet-perf> --dev=uring --transport=${_transport} ${_args})
+      set_tests_properties(${_name} PROPERTIES LABELS "fast;io;uring" TIMEOUT ${_timeout}
+                           SKIP_RETURN_CODE 77)
     endforeach()
-  endforeach()
-endif()
-
-# Bidirectional (perftest -b): both sides write at once and each checks what it received.
-if(Python3_Interpreter_FOUND AND TARGET uet-perf)
-  foreach(_transport uet rocev2)
-    add_test(NAME perf_pair_uring_${_transport}_bidir
-             COMMAND Python3::Interpreter ${CMAKE_CURRENT_SOURCE_DIR}/perf_pair_test.py
-                     $<TARGET_FILE:uet-perf> --dev=uring --transport=${_transport} --bidir)
-    set_tests_properties(perf_pair_uring_${_transport}_bidir PROPERTIES LABELS "fast;io;uring"
-                         TIMEOUT 90 SKIP_RETURN_CODE 77)
   endforeach()
 endif()
