@@ -67,6 +67,10 @@ absl::Status Network::connect(uint32_t a, uint32_t b, const LinkConfig& link) {
     p.link = link;
     p.rate_bps = static_cast<int64_t>(link.gbps * 1e9);
     p.rng = Rng(mix64(pa + i, config_.seed));
+    p.at_host = nodes_[p.node].kind == NodeKind::kHost;
+    p.delay = link.delay;
+    p.impaired = link.loss > 0 || link.corrupt > 0 || link.reorder > 0 || link.duplicate > 0;
+    p.owner = nodes_[p.node].index;
     ports_.push_back(std::move(p));
     nodes_[i == 0 ? a : b].ports.push_back(i == 0 ? pa : pb);
   }
@@ -135,6 +139,20 @@ absl::Status Network::compute_ecmp() {
       sw.group_of_host[h] = it->second;
     }
   }
+  ecmp_switch_.clear();
+  ecmp_group_.clear();
+  ecmp_ports_.clear();
+  ecmp_route_.clear();
+  ecmp_hosts_ = hosts_.size();
+  for (const Switch& sw : switches_) {
+    ecmp_switch_.push_back(EcmpSwitch{sw.seed, static_cast<uint32_t>(ecmp_group_.size())});
+    for (const std::vector<uint32_t>& g : sw.groups) {
+      ecmp_group_.push_back(EcmpGroup{static_cast<uint32_t>(ecmp_ports_.size()),
+                                      static_cast<uint32_t>(g.size())});
+      ecmp_ports_.insert(ecmp_ports_.end(), g.begin(), g.end());
+    }
+    ecmp_route_.insert(ecmp_route_.end(), sw.group_of_host.begin(), sw.group_of_host.end());
+  }
   return absl::OkStatus();
 }
 
@@ -164,10 +182,16 @@ void Network::set_link_rate(uint32_t port, double fraction, Time at) {
 
 void Network::schedule(Time at, Scheduled* target, uint32_t cookie) {
   at = std::max(at, now_);
-  auto [it, inserted] = callback_index_.emplace(target, static_cast<uint32_t>(callbacks_.size()));
-  if (inserted) callbacks_.push_back(target);
+  // Workloads schedule through one or a few targets: remember the last one, so the common
+  // case skips the hash lookup.
+  if (target != last_callback_) {
+    auto [it, inserted] = callback_index_.emplace(target, static_cast<uint32_t>(callbacks_.size()));
+    if (inserted) callbacks_.push_back(target);
+    last_callback_ = target;
+    last_callback_index_ = it->second;
+  }
   // `a` indexes the callback table; `b` is the caller's cookie.
-  events_q_.push(at, kCall, it->second, cookie);
+  events_q_.push(at, kCall, last_callback_index_, cookie);
 }
 
 void Network::kick(uint32_t host) {
@@ -176,12 +200,13 @@ void Network::kick(uint32_t host) {
 }
 
 uint32_t Network::ecmp_port(uint32_t s, uint32_t dst_host, uint64_t flow_hash) const noexcept {
-  const Switch& sw = switches_[s];
-  if (dst_host >= sw.group_of_host.size()) return kNone;
-  const auto& g = sw.groups[sw.group_of_host[dst_host]];
-  if (g.empty()) return kNone;
+  if (dst_host >= ecmp_hosts_ || s >= ecmp_switch_.size()) return kNone;
+  const EcmpSwitch& sw = ecmp_switch_[s];
+  const EcmpGroup g = ecmp_group_[sw.first_group + ecmp_route_[size_t{s} * ecmp_hosts_ + dst_host]];
+  if (g.size == 0) return kNone;
   const uint64_t h = mix64(flow_hash, sw.seed);
-  return g[(h >> 32) % g.size()];
+  // The high half fits 32 bits: a 32-bit division gives the same index, faster.
+  return ecmp_ports_[g.first_port + static_cast<uint32_t>(h >> 32) % g.size];
 }
 
 Time Network::serialization(const Port& p, uint32_t bytes) const noexcept {
@@ -230,9 +255,9 @@ void Network::dispatch(const Event& e) {
         p.paused[prio] = false;
         if (prio == 0) p.stats.paused_time += now_ - p.paused_since;
         kick_port(e.a);
-        if (nodes_[p.node].kind == NodeKind::kHost) {
-          host_pull(nodes_[p.node].index);
-          host_arm_timer(nodes_[p.node].index);
+        if (p.at_host) {
+          host_pull(p.owner);
+          host_arm_timer(p.owner);
         }
       }
       break;
@@ -288,16 +313,17 @@ void Network::start_tx(uint32_t port) {
   for (int prio = kNumPriorities - 1; prio >= 0; --prio) {
     if (p.queue[prio].empty() || p.paused[prio]) continue;
     account_queue(p);
-    const FrameId f = p.queue[prio].pop();
+    const QueuedFrame q = p.queue[prio].pop();
+    const FrameId f = q.frame;
     Frame& fr = pool_[f];
-    const uint32_t bytes = fr.bytes_on_wire();
+    const uint32_t bytes = q.bytes;
     p.queued_bytes[prio] -= bytes;
     // PFC: the frame leaves this switch's buffer; the ingress it came through may resume.
-    const uint32_t in = frame_meta_[f].ingress;
+    const uint32_t in = q.ingress;
     if (in != kNone) {
       Port& ip = ports_[in];
       ip.ingress_bytes[prio] -= bytes;
-      const SwitchConfig& sc = switches_[nodes_[ip.node].index].config;
+      const SwitchConfig& sc = config_.switches;  // every switch's (Switch::config)
       if (sc.pfc.enabled && prio == 0 && ip.pause_sent[0] && ip.ingress_bytes[0] <= sc.pfc.xon_bytes) {
         send_pfc(in, 0, false);
       }
@@ -308,11 +334,13 @@ void Network::start_tx(uint32_t port) {
     p.stats.tx_bytes += bytes;
     if (p.tap) {
       (void)p.tap->write(std::span<const uint8_t>(fr.data, fr.len),
-                         static_cast<uint64_t>(now_ / kNanosecond), fr.bytes_on_wire());
+                         static_cast<uint64_t>(now_ / kNanosecond), bytes);
     }
     if (!p.up) {
       ++p.stats.drops;
       drop(f);
+    } else if (!p.impaired) {  // no draws: the same as every chance() below failing
+      events_q_.push(done + p.delay, kArrive, p.peer, f);
     } else if (p.rng.chance(p.link.loss)) {
       ++p.stats.wire_losses;
       drop(f);
@@ -344,7 +372,7 @@ void Network::start_tx(uint32_t port) {
     }
     bool more = false;
     for (int pr = 0; pr < kNumPriorities; ++pr) more |= !p.queue[pr].empty() && !p.paused[pr];
-    if (more || nodes_[p.node].kind == NodeKind::kHost) {
+    if (more || p.at_host) {
       events_q_.push(done, kTxDone, port, 0);
       p.done_scheduled = true;
     }
@@ -402,9 +430,9 @@ void Network::on_tx_done(uint32_t port) {
   Port& p = ports_[port];
   p.done_scheduled = false;
   start_tx(port);
-  if (nodes_[p.node].kind == NodeKind::kHost) {
-    host_pull(nodes_[p.node].index);
-    host_arm_timer(nodes_[p.node].index);  // tx() may have moved the deadline (pacing, RTO)
+  if (p.at_host) {
+    host_pull(p.owner);
+    host_arm_timer(p.owner);  // tx() may have moved the deadline (pacing, RTO)
   }
 }
 
@@ -415,23 +443,22 @@ void Network::on_arrive(uint32_t port, FrameId f) {
     drop(f);
     return;
   }
-  const Node& n = nodes_[p.node];
-  if (n.kind == NodeKind::kHost) {
+  if (p.at_host) {
     if (frame_meta_[f].damaged) {
       ++ports_[port].stats.damaged_arrivals;
       if (frame_meta_[f].corrupted) ++ports_[port].stats.corrupted_arrivals;
     }
-    host_deliver(n.index, f);
+    host_deliver(p.owner, f);
   } else {
     switch_forward(port, f);
   }
 }
 
 void Network::switch_forward(uint32_t in_port, FrameId f) {
-  Switch& sw = switches_[nodes_[ports_[in_port].node].index];
-  Frame& fr = pool_[f];
+  const uint32_t sw = ports_[in_port].owner;
   FrameMeta& m = meta(f);
   if (!m.parsed) {
+    const Frame& fr = pool_[f];
     FrameInfo info;
     // Not IP, or an IPv4 header length below 20 bytes (damaged): a router cannot forward it
     // (RFC 1812 §5.2.2), and marking or trimming it would checksum a negative length.
@@ -445,7 +472,7 @@ void Network::switch_forward(uint32_t in_port, FrameId f) {
     m.dscp = info.dscp;
     m.parsed = true;
   }
-  const uint32_t out = ecmp_port(nodes_[sw.node].index, m.dst_host, m.flow_hash);
+  const uint32_t out = ecmp_port(sw, m.dst_host, m.flow_hash);
   if (out == kNone) {
     ++ports_[in_port].stats.drops;
     drop(f);
@@ -458,26 +485,25 @@ void Network::switch_forward(uint32_t in_port, FrameId f) {
 // is ever dropped: the host only pulls what fits).
 bool Network::enqueue(uint32_t port, FrameId f, Priority prio, uint32_t ingress) {
   Port& p = ports_[port];
-  Frame& fr = pool_[f];
   FrameMeta& m = meta(f);
-  m.ingress = kNone;
+  uint32_t buffered_under = kNone;
   int pr = static_cast<int>(prio);
-  const bool at_switch = nodes_[p.node].kind == NodeKind::kSwitch;
-  if (at_switch) {
-    const SwitchConfig& sc = switches_[nodes_[p.node].index].config;
+  if (!p.at_host) {
+    const SwitchConfig& sc = config_.switches;  // every switch's (Switch::config)
     const bool lossless = sc.pfc.enabled && pr == 0;
     const uint64_t limit = pr == 0 ? sc.buffer_bytes : sc.control_buffer_bytes;
     if (lossless) {
       // Lossless admission is per ingress, as a switch's PFC priority groups do: up to XOFF,
       // then the headroom that absorbs what is in flight while the pause travels upstream.
-      if (ports_[ingress].ingress_bytes[0] + fr.bytes_on_wire() >
+      if (ports_[ingress].ingress_bytes[0] + m.bytes >
           sc.pfc.xoff_bytes + sc.pfc.headroom_bytes) {
         ++p.stats.lossless_drops;
         drop(f);
         return false;
       }
-    } else if (p.queued_bytes[pr] + fr.bytes_on_wire() > limit) {
-      if (pr == 0 && sc.trimming && trim_uet(fr, kDscpTrimmed)) {
+    } else if (p.queued_bytes[pr] + m.bytes > limit) {
+      if (pr == 0 && sc.trimming && trim_uet(pool_[f], kDscpTrimmed)) {
+        m.bytes = pool_[f].bytes_on_wire();
         ++p.stats.trims;
         if (m.corrupted) {  // the rewritten checksums now cover the damage
           ++p.stats.corrupted_rewrites;
@@ -485,7 +511,7 @@ bool Network::enqueue(uint32_t port, FrameId f, Priority prio, uint32_t ingress)
         }
         m.dscp = kDscpTrimmed;
         pr = static_cast<int>(Priority::kControl);
-        if (p.queued_bytes[pr] + fr.bytes_on_wire() > sc.control_buffer_bytes) {
+        if (p.queued_bytes[pr] + m.bytes > sc.control_buffer_bytes) {
           ++p.stats.drops;
           drop(f);
           return false;
@@ -498,7 +524,7 @@ bool Network::enqueue(uint32_t port, FrameId f, Priority prio, uint32_t ingress)
     }
     if (pr == 0 && sc.ecn.enabled) {
       const double prob = ecn_mark_probability(sc.ecn, p.queued_bytes[0]);
-      if (prob > 0 && p.rng.chance(prob) && mark_ce(fr)) {
+      if (prob > 0 && p.rng.chance(prob) && mark_ce(pool_[f])) {
         ++p.stats.ecn_marks;
         if (m.corrupted) {  // the IPv4 checksum is recomputed over the damaged header
           ++p.stats.corrupted_rewrites;
@@ -508,16 +534,16 @@ bool Network::enqueue(uint32_t port, FrameId f, Priority prio, uint32_t ingress)
     }
     // PFC: count the frame against its ingress in the class and size it was queued with
     // (trimming may have changed both); start_tx gives it back.
-    m.ingress = ingress;
+    buffered_under = ingress;
     Port& ip = ports_[ingress];
-    ip.ingress_bytes[pr] += fr.bytes_on_wire();
+    ip.ingress_bytes[pr] += m.bytes;
     if (lossless && !ip.pause_sent[0] && ip.ingress_bytes[0] > sc.pfc.xoff_bytes) {
       send_pfc(ingress, 0, true);
     }
   }
   account_queue(p);
-  p.queue[pr].push(f);
-  p.queued_bytes[pr] += fr.bytes_on_wire();
+  p.queue[pr].push(QueuedFrame{f, m.bytes, buffered_under});
+  p.queued_bytes[pr] += m.bytes;
   p.stats.max_queue_bytes = std::max(p.stats.max_queue_bytes, p.queued_bytes[0] + p.queued_bytes[1]);
   kick_port(port);
   return true;
@@ -571,6 +597,7 @@ void Network::host_pull(uint32_t host) {
     FrameMeta& m = meta(f);
     m.parsed = false;  // a new frame: its headers are read at the first switch
     m.damaged = m.corrupted = false;
+    m.bytes = fr->bytes_on_wire();
     enqueue(h.port, f, fr->priority, kNone);
   }
 }

@@ -83,8 +83,11 @@ struct SwitchConfig {
 };
 
 struct PortStats {
+  // Touched by every frame (first, beside the port's hot state).
   uint64_t tx_frames = 0;
   uint64_t tx_bytes = 0;
+  uint64_t max_queue_bytes = 0;
+  double queue_byte_ps = 0;      // integral of queue bytes over time, for the average
   uint64_t drops = 0;            // buffer overflow (lossy class), down link
   uint64_t lossless_drops = 0;   // lossless class beyond headroom: PFC misconfigured
   uint64_t wire_losses = 0;      // random loss on the link
@@ -95,8 +98,6 @@ struct PortStats {
   uint64_t ecn_marks = 0;
   uint64_t pauses_sent = 0;      // PFC XOFF sent upstream from this ingress
   Time paused_time = 0;          // time this egress spent paused (data class)
-  uint64_t max_queue_bytes = 0;
-  double queue_byte_ps = 0;      // integral of queue bytes over time, for the average
   // Corruption accounting. At a host's port: frames that reached the host still damaged (a
   // bit flipped upstream where a check covers it, and no switch rewrote them since), which
   // its transport must reject; and every damaged frame that reached it (its transport may
@@ -119,30 +120,44 @@ struct Node {
   std::string name;
 };
 
-struct Port {
-  uint32_t node = kNone;
-  uint32_t peer = kNone;  // the port at the other end of the link
-  LinkConfig link;
-  int64_t rate_bps = 0;   // current rate (degradable)
-  bool up = true;
-  Rng rng;
+// A frame waiting in a port's queue, with what start_tx needs, so that sending it does not
+// read the frame's metadata: its size and the switch ingress it is buffered under (PFC).
+struct QueuedFrame {
+  FrameId frame;
+  uint32_t bytes;    // Frame::bytes_on_wire() as queued
+  uint32_t ingress;  // kNone at a host NIC
+};
 
-  std::array<Ring<FrameId>, kNumPriorities> queue;
-  std::array<uint64_t, kNumPriorities> queued_bytes{};
+// Hot fields first (what every frame touches at a hop: owner, queues, wire state, the
+// counters it bumps), in the port's first three cache lines; the link's configuration and the
+// rarer state after them.
+struct alignas(64) Port {
+  uint32_t node = kNone;
+  uint32_t peer = kNone;   // the port at the other end of the link
+  uint32_t owner = kNone;  // the host or switch index of `node` (cached: no Node lookup per frame)
+  bool at_host = false;    // `node` is a host (its NIC port)
+  bool up = true;
+  bool done_scheduled = false;
+  bool impaired = false;   // the link may lose, corrupt, reorder or duplicate (cached from `link`)
+  std::array<bool, kNumPriorities> paused{};
   // The wire is busy until busy_until. A kTxDone event is scheduled only when something must
   // happen then (a host NIC pulls its next frame; a switch port has more frames waiting), so
   // an idle fabric costs one event per frame per hop, not two.
   Time busy_until = 0;
-  bool done_scheduled = false;
-  std::array<bool, kNumPriorities> paused{};
+  int64_t rate_bps = 0;   // current rate (degradable)
+  Time delay = 0;         // link.delay (cached)
+  std::array<Ring<QueuedFrame>, kNumPriorities> queue;
+  std::array<uint64_t, kNumPriorities> queued_bytes{};
+  Time last_queue_change = 0;
+  PortStats stats;
+  LinkConfig link;
+  Rng rng;
   Time paused_since = 0;
 
   // At a switch: bytes in this switch's buffers that entered through this port (PFC).
   std::array<uint64_t, kNumPriorities> ingress_bytes{};
   std::array<bool, kNumPriorities> pause_sent{};
 
-  Time last_queue_change = 0;
-  PortStats stats;
   std::unique_ptr<wire::PcapWriter> tap;  // frames this port transmits
 };
 
@@ -260,9 +275,9 @@ class Network {
   // Per frame, beside the pool: what switches read from its headers, parsed once when the
   // frame enters the fabric and again only when its bytes change (corruption, trimming).
   struct FrameMeta {
-    uint32_t ingress = kNone;  // the switch ingress port it is buffered under, for PFC
     uint32_t dst_host = kNone;
     uint64_t flow_hash = 0;
+    uint32_t bytes = 0;  // Frame::bytes_on_wire(), kept here so a hop need not read the Frame
     uint8_t dscp = 0;
     bool parsed = false;
     bool damaged = false;    // a bit was flipped on its way (at most one per frame)
@@ -280,8 +295,27 @@ class Network {
   std::vector<Port> ports_;
   std::vector<Host> hosts_;
   std::vector<Switch> switches_;
+  // ECMP in flat arrays, rebuilt from every Switch's groups by compute_ecmp(): per switch its
+  // seed and first group; per (switch, destination host) the switch's group; per group a run
+  // of egress ports. One dependent load fewer per hop than the nested vectors, and no Switch
+  // (with its config) in the forwarding path.
+  struct EcmpSwitch {
+    uint64_t seed;
+    uint32_t first_group;
+  };
+  struct EcmpGroup {
+    uint32_t first_port;
+    uint32_t size;
+  };
+  std::vector<EcmpSwitch> ecmp_switch_;
+  std::vector<uint16_t> ecmp_route_;  // [switch * hosts + host] -> the switch's group
+  std::vector<EcmpGroup> ecmp_group_;
+  std::vector<uint32_t> ecmp_ports_;
+  size_t ecmp_hosts_ = 0;  // hosts when the routes were computed
   std::vector<Scheduled*> callbacks_;  // each target once
   absl::flat_hash_map<Scheduled*, uint32_t> callback_index_;
+  Scheduled* last_callback_ = nullptr;
+  uint32_t last_callback_index_ = 0;
   bool finalized_ = false;
 };
 

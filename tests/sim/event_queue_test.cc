@@ -1,0 +1,71 @@
+// The calendar event list against a reference: one binary heap on (time, seq).
+#include "sim/event_queue.h"
+
+#include <gtest/gtest.h>
+
+#include <queue>
+#include <vector>
+
+#include "sim/rng.h"
+
+namespace uet::sim {
+namespace {
+
+struct Later {
+  bool operator()(const Event& x, const Event& y) const { return EventHeap::before(y, x); }
+};
+
+// Random pushes (ties, near and far times, pushes behind the current bucket after a peek)
+// interleaved with pops. Expect: the exact order of a single (time, seq) heap.
+TEST(EventQueue_Order, MatchesOneGlobalHeapIncludingTies) {
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    Rng rng(seed);
+    EventQueue q;
+    std::priority_queue<Event, std::vector<Event>, Later> ref;
+    uint64_t seq = 0;
+    Time now = 0;
+    auto push = [&](Time t) {
+      const auto a = static_cast<uint32_t>(rng.next());
+      q.push(t, static_cast<uint8_t>(seq % 8), a, 0);
+      ref.push(Event{t, (seq << 8) | (seq % 8), a, 0});
+      ++seq;
+    };
+    for (int step = 0; step < 200000; ++step) {
+      const uint64_t r = rng.below(100);
+      if (r < 55 || ref.empty()) {
+        Time dt = 0;
+        const uint64_t kind = rng.below(10);
+        if (kind < 3) dt = static_cast<Time>(rng.below(4));                 // ties, same bucket
+        else if (kind < 8) dt = static_cast<Time>(rng.below(2'000'000));     // within the ring
+        else if (kind < 9) dt = static_cast<Time>(rng.below(50'000'000));    // far
+        else dt = static_cast<Time>(rng.below(5'000'000'000));               // very far
+        push(now + dt);
+      } else if (r < 60) {
+        // Peek (may make a later bucket current), then schedule behind it, as run_until does
+        // when it stops at `until` before the next event.
+        ASSERT_EQ(q.next_time(), ref.top().time);
+        push(now + static_cast<Time>(rng.below(3)));
+      } else {
+        ASSERT_EQ(q.next_time(), ref.top().time);
+        const Event e = q.pop();
+        const Event x = ref.top();
+        ref.pop();
+        ASSERT_EQ(e.time, x.time);
+        ASSERT_EQ(e.seq_kind, x.seq_kind);
+        ASSERT_EQ(e.a, x.a);
+        now = e.time;
+      }
+      ASSERT_EQ(q.size(), ref.size());
+    }
+    while (!ref.empty()) {
+      const Event e = q.pop();
+      ASSERT_EQ(e.seq_kind, ref.top().seq_kind);
+      ref.pop();
+    }
+    EXPECT_TRUE(q.empty());
+    EXPECT_EQ(q.next_time(), kNever);
+  }
+}
+
+}  // namespace
+}  // namespace uet::sim
