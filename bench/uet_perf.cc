@@ -784,7 +784,9 @@ void report(const Options& o, const Io& io, TapIo& tap, const Endpoint& ep, Resu
   const char* mode = o.lat ? "latency" : "bandwidth";
   const std::string rule(87, '-');
   std::string t = rule + "\n";
-  absl::StrAppendFormat(&t, " RDMA_Write %s test, transport %s, io %s, %s%s\n", mode,
+  // perftest's titles: RDMA_Write / RDMA_Read / Send.
+  const char* title = o.op == "read" ? "RDMA_Read" : o.op == "send" ? "Send" : "RDMA_Write";
+  absl::StrAppendFormat(&t, " %s %s test, transport %s, io %s, %s%s\n", title, mode,
                         o.uet ? "uet" : "rocev2", o.io, o.server ? "server" : "client",
                         o.lanes > 1 ? absl::StrFormat(", lane %u (lcore %u of %u), %s", o.lane,
                                                       o.lane, o.lanes, ip_str(o.ip))
@@ -1186,7 +1188,7 @@ int run_lane(const Options& o, Io& io, int listen_fd, LaneOut& out) {
         }
       } else if (now - last_progress > o.timeout) {
         r.error = absl::StrCat("stalled: no completion for --timeout_s (", r.completed, " of ",
-                               posted, " posted writes completed)");
+                               posted, " posted ", op, "s completed)");
         break;
       }
     }

@@ -556,30 +556,32 @@ TEST(RoceHostile_Read, BadKeyOrRangeGetsARemoteAccessNak) {
   }
 }
 
-// Expect: READ requests beyond max_rd_atomic unanswered get NAK invalid request (responder
-// resources exhausted) and the QP fails; a flood of duplicate READ requests (PSNs already
-// executed) keeps the responder queue within max_rd_atomic; responses nobody asked for are
-// counted and dropped at the requester, which places nothing.
+// Expect: READ requests beyond max_rd_atomic unanswered recycle the oldest queued response
+// (rxe: responder resources are a ring; keeping within max_rd_atomic is the requester's job),
+// so the queue stays within max_rd_atomic and the QP stays up; a flood of duplicate READ
+// requests (PSNs already executed) keeps the queue within max_rd_atomic too; responses nobody
+// asked for are counted and dropped at the requester, which places nothing.
 TEST(RoceHostile_Read, RequestFloodsAndUnsolicitedResponsesAreBounded) {
   Peers p;
   const uint32_t max = p.b->config().max_rd_atomic;
   for (uint32_t i = 0; i < max; ++i) deliver(*p.b, forge(read_request(kPsnA + i, p.rkey, 0, 64)));
   EXPECT_EQ(p.qb().responses_queued, max);
   for (int i = 0; i < 10000; ++i) deliver(*p.b, forge(read_request(kPsnA + 3, p.rkey, 0, 64)));
-  EXPECT_LE(p.qb().responses_queued, max);
+  EXPECT_EQ(p.qb().responses_queued, 4u);  // the duplicate replaced the queue's tail
   EXPECT_EQ(p.qb().state, QpState::kRts);
-  // In-order requests until the queue overflows (the duplicates replaced its tail).
-  uint32_t psn = kPsnA + max;
-  while (p.qb().state == QpState::kRts && psn != kPsnA + 3 * max) {
-    deliver(*p.b, forge(read_request(psn++, p.rkey, 0, 64)));
+  // 2 max new requests in order: the queue fills, then each recycles its oldest entry.
+  for (uint32_t psn = kPsnA + max; psn != kPsnA + 3 * max; ++psn) {
+    deliver(*p.b, forge(read_request(psn, p.rkey, 0, 64)));
     EXPECT_LE(p.qb().responses_queued, max);
   }
-  EXPECT_EQ(p.b->counters().rx_read_overflow, 1u);
-  EXPECT_EQ(p.qb().state, QpState::kError);
-  const auto out = drain(*p.b);  // the queue was dropped with the QP: only the NAK goes
-  ASSERT_EQ(out.size(), 1u);
-  EXPECT_EQ(out[0].aeth_value, static_cast<uint8_t>(AethNak::kInvalidRequest));
-  EXPECT_EQ(out[0].psn, psn - 1);
+  EXPECT_EQ(p.b->counters().rx_read_overflow, max + 4);
+  EXPECT_EQ(p.qb().state, QpState::kRts);
+  const auto out = drain(*p.b);  // the newest max requests are answered, in PSN order
+  ASSERT_EQ(out.size(), max);
+  for (uint32_t i = 0; i < max; ++i) {
+    EXPECT_EQ(out[i].op, RoceOpcode::kRcReadResponseOnly);
+    EXPECT_EQ(out[i].psn, kPsnA + 2 * max + i);
+  }
   // Unsolicited responses at A (no read outstanding; then one outstanding at another PSN).
   Forged resp;
   resp.op = RoceOpcode::kRcReadResponseOnly;
@@ -607,6 +609,55 @@ TEST(RoceHostile_Read, RequestFloodsAndUnsolicitedResponsesAreBounded) {
   deliver(*p.a, forge(resp));
   EXPECT_EQ(p.completions_at_a(), 1u);
   EXPECT_EQ(dst[63], 0x99);
+}
+
+// Expect: a READ re-issued from inside a response still queued replaces that response (the
+// requester holds everything before the PSN it asks from), so the queue never holds more
+// than the requester's max_rd_atomic reads: the requester's next new READs are accepted.
+// (Keeping the old response's head grew the queue past max_rd_atomic and failed the QP with
+// a resource error under uet-perf over a loaded io_uring loopback.)
+TEST(RoceHostile_Read, ReissueFromInsideAQueuedResponseReplacesIt) {
+  Peers p;
+  const uint32_t max = p.b->config().max_rd_atomic;
+  deliver(*p.b, forge(read_request(kPsnA, p.rkey, 0, 16 * kMtu)));
+  EXPECT_EQ(p.qb().responses_queued, 1u);
+  deliver(*p.b, forge(read_request(kPsnA + 8, p.rkey, 8 * kMtu, 8 * kMtu)));  // re-issue
+  EXPECT_EQ(p.qb().responses_queued, 1u);
+  for (uint32_t i = 0; i + 1 < max; ++i)
+    deliver(*p.b, forge(read_request(kPsnA + 16 + i, p.rkey, 0, 64)));
+  EXPECT_EQ(p.qb().responses_queued, max);
+  EXPECT_EQ(p.qb().state, QpState::kRts);
+  EXPECT_EQ(p.b->counters().rx_read_overflow, 0u);
+  const auto out = drain(*p.b);
+  ASSERT_EQ(out.size(), 8u + (max - 1));
+  EXPECT_EQ(out[0].op, RoceOpcode::kRcReadResponseFirst);
+  EXPECT_EQ(out[0].psn, kPsnA + 8);
+  for (size_t i = 0; i < out.size(); ++i) EXPECT_EQ(out[i].psn, kPsnA + 8 + i);
+}
+
+// Expect: a fatal NAK (invalid request) for a later READ fails the QP even while responses of
+// an earlier READ are missing: the oldest WR ends with kRemoteInvalidRequest, the other is
+// flushed; no re-issue. (It used to be taken as a read gap and ignored: the requester then
+// re-issued for ever to a responder in the error state.)
+TEST(RoceHostile_Read, FatalNakIsNotMistakenForAReadGap) {
+  Peers p;
+  std::vector<uint8_t> d1(16 * kMtu), d2(64);
+  ASSERT_TRUE(p.a->post_read({1, kIpB, p.rkey, 0, d1.data(), d1.size()}).ok());
+  ASSERT_TRUE(p.a->post_read({2, kIpB, p.rkey, 0, d2.data(), d2.size()}).ok());
+  const auto reqs = drain(*p.a);
+  ASSERT_EQ(reqs.size(), 2u);
+  EXPECT_EQ(reqs[1].psn, kPsnA + 16);
+  deliver(*p.a, forge(aeth_to_a(AethType::kNak, static_cast<uint8_t>(AethNak::kInvalidRequest),
+                                kPsnA + 16)));
+  std::vector<Completion> c(4);
+  c.resize(p.a->poll_completions(c));
+  ASSERT_EQ(c.size(), 2u);
+  EXPECT_EQ(c[0].wr_id, 1u);
+  EXPECT_EQ(c[0].status, OpStatus::kRemoteInvalidRequest);
+  EXPECT_EQ(c[1].status, OpStatus::kFlushed);
+  EXPECT_EQ(p.qa().state, QpState::kError);
+  EXPECT_EQ(p.a->counters().rx_read_gap, 0u);
+  EXPECT_TRUE(drain(*p.a).empty());
 }
 
 // ------------------------------------------------------------------ bad ICRC, truncation

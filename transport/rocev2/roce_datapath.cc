@@ -554,17 +554,17 @@ void RoceEndpoint::rx_read_request(Qp& q, const wire::Decoded& d, uint32_t psn, 
     // Only a request that lies within what this QP already executed can be a re-issue; a
     // forged or bad one is dropped (counted above or as a duplicate), never executed.
     if (!ok_range || psn_diff(end, q.epsn) > 0) return;
+    // A re-issue from inside a queued response also replaces it: the requester resends
+    // from its first missing PSN, so it holds everything before `psn` and the rest of that
+    // response would only be duplicates -- and keeping it would let the queue outgrow
+    // max_rd_atomic (the requester's count), failing the next new READ as a resource error.
     while (q.rd_tail != q.rd_head) {
-      ReadResp& t = q.reads[(q.rd_tail - 1) % config_.max_rd_atomic];
-      if (psn_diff(t.first_psn, psn) >= 0) {
+      const ReadResp& t = q.reads[(q.rd_tail - 1) % config_.max_rd_atomic];
+      const int32_t at = psn_diff(psn, t.first_psn);
+      if (at <= 0 || static_cast<uint32_t>(at) < t.packets) {
         --q.rd_tail;
+        if (at > 0) break;
         continue;
-      }
-      const int32_t keep = psn_diff(psn, t.first_psn);
-      if (static_cast<uint32_t>(keep) < t.packets) {  // overlaps: answer up to `psn` only
-        t.packets = static_cast<uint32_t>(keep);
-        t.length = uint64_t{t.packets} * config_.mtu;
-        if (t.sent >= t.packets) --q.rd_tail;
       }
       break;
     }
@@ -572,13 +572,16 @@ void RoceEndpoint::rx_read_request(Qp& q, const wire::Decoded& d, uint32_t psn, 
     responder_fatal(q, static_cast<uint8_t>(AethNak::kRemoteAccessError), psn);
     return;
   }
-  if (q.rd_tail - q.rd_head >= config_.max_rd_atomic) {  // out of responder resources
+  if (q.rd_tail - q.rd_head >= config_.max_rd_atomic) {
+    // Out of responder resources: recycle the oldest (rxe check_resource: "it is the
+    // requester's job to not send too many read/atomic ops"). The requester keeps at most
+    // max_rd_atomic reads outstanding and completes them in order, and the queue is in PSN
+    // order (a re-issue drops what follows it), so a full queue's head is a replay of a read
+    // the requester has already completed -- its first copy got through while a timeout
+    // re-issued it. Failing the QP here (NAK invalid request) made uet-perf's READ test fail
+    // on a loaded machine.
     ++counters_.rx_read_overflow;
-    if (!duplicate) {
-      ++counters_.rx_invalid_request;
-      responder_fatal(q, static_cast<uint8_t>(AethNak::kInvalidRequest), psn);
-    }
-    return;
+    ++q.rd_head;
   }
   ReadResp& r = q.reads[q.rd_tail++ % config_.max_rd_atomic];
   r = ReadResp{psn, static_cast<uint32_t>(packets), 0, region, va, dma};
@@ -757,6 +760,9 @@ void RoceEndpoint::rx_ack(Qp& q, const wire::Decoded& d, Time now) {
     ++counters_.rx_stale_acks;
     return;
   }
+  // A NAK other than PSN sequence error or RNR is fatal whatever else it implies.
+  const bool fatal = type == AethType::kNak &&
+                     a.syndrome_value() != static_cast<uint8_t>(AethNak::kPsnSeqError);
   if (psn != q.una) {
     // Progress: the peer has everything before `psn`. Like an ACK, that restores the retry
     // budget, and it ends the round under way (it got past its start): this NAK names a
@@ -770,7 +776,7 @@ void RoceEndpoint::rx_ack(Qp& q, const wire::Decoded& d, Time now) {
       q.retry_left = config_.retry_cnt;
       q.rnr_left = config_.rnr_retry;
     }
-    if (r & kAckReadGap) {  // responses of an earlier read are missing: resend from them
+    if ((r & kAckReadGap) && !fatal) {  // responses of an earlier read are missing: resend
       ++counters_.rx_read_gap;
       read_gap(q, now);
       return;

@@ -56,7 +56,9 @@
 //     a receive buffer (RNR NAK when none) and completes kRecv with has_imm/imm and 0 bytes
 //     (nothing is placed in the buffer).
 //   - READ request: R_Key and range checked (NAK REMOTE ACCESS ERROR otherwise), then queued
-//     (max_rd_atomic requests per QP; more is NAK INVALID REQUEST, as IB's responder resources)
+//     (max_rd_atomic requests per QP; a request that finds the queue full recycles the oldest
+//     entry, as rxe recycles its responder resources: the requester keeps at most that many
+//     reads outstanding, so a full queue holds a replay of a read it already completed)
 //     and answered with READ RESPONSE FIRST/MIDDLE/LAST (AETH on FIRST and LAST) or ONLY, one
 //     PSN per packet. Responses go before any ACK or NAK of later PSNs, so the requester never
 //     sees an ACK overtake a read's data.
@@ -197,7 +199,8 @@ struct RoceCounters {
   uint64_t rx_rnr = 0;              // SEND / WRITE-imm with no receive buffer → RNR NAK
   uint64_t rx_length_error = 0;     // SEND longer than its buffer → NAK invalid request
   uint64_t rx_read_requests = 0;    // READ requests executed (first time or duplicate)
-  uint64_t rx_read_overflow = 0;    // READ requests beyond max_rd_atomic → NAK invalid req.
+  uint64_t rx_read_overflow = 0;    // READ requests that found max_rd_atomic queued: the
+                                    // oldest queued response was dropped (recycled, as rxe)
   uint64_t tx_read_responses = 0;   // read response packets sent
   uint64_t tx_rnr_naks = 0;
   uint64_t rx_duplicates = 0;       // PSN behind the expected one: re-ACKed, not placed
