@@ -117,7 +117,14 @@ ABSL_FLAG(uint32_t, dev_mtu, 9000, "DPDK: device (L3) MTU to configure, 1500..96
 ABSL_FLAG(double, loss, 0, "drop this fraction of sent frames before the device, 0..0.5");
 ABSL_FLAG(uint64_t, seed, 1, "seed of the data pattern, the loss and the start PSNs");
 ABSL_FLAG(uint32_t, window_kb, 256, "UET: bytes in flight per PDC in KiB, 16..65536");
-ABSL_FLAG(uint32_t, rto_us, 500, "UET: initial retransmission timeout in microseconds, 10..1000000");
+ABSL_FLAG(uint32_t, rto_us, 2000,
+          "UET: retransmission timeout before the first RTT sample in microseconds, 10..1000000");
+ABSL_FLAG(uint32_t, min_rto_us, 1000,
+          "UET: lower bound of the RTT-estimated retransmission timeout in microseconds, "
+          "1..--rto_us (the simulator's 10 us is far below a software path's scheduling jitter)");
+ABSL_FLAG(uint32_t, base_rtt_us, 0,
+          "UET: the path's unloaded round trip for NSCC in microseconds, 0..100000; 0 = the "
+          "control connection's smallest round trip of 16, measured at start-up");
 ABSL_FLAG(uint32_t, ack_timeout_exp, 10,
           "RoCEv2: local ACK timeout 4.096 us * 2^t, 1..31 (10 = 4.2 ms)");
 ABSL_FLAG(uint32_t, timeout_s, 60,
@@ -140,6 +147,8 @@ constexpr uint32_t kQpn = 0x100;              // RoceConfig::qpn_base: our one Q
 
 struct Options {
   bool server = false;
+  Time base_rtt = 0;      // UET NSCC's base RTT: --base_rtt_us, else measured at start-up
+  Time min_rto = 0;
   std::string server_host;
   uint16_t oob_port = 0;
   bool uet = true;
@@ -277,6 +286,10 @@ absl::StatusOr<Options> options_from_flags() {
   o.seed = absl::GetFlag(FLAGS_seed);
   c.range("window_kb", absl::GetFlag(FLAGS_window_kb), 16, 65536);
   c.range("rto_us", absl::GetFlag(FLAGS_rto_us), 10, 1000000);
+  c.range("min_rto_us", absl::GetFlag(FLAGS_min_rto_us), 1, absl::GetFlag(FLAGS_rto_us));
+  c.range("base_rtt_us", absl::GetFlag(FLAGS_base_rtt_us), 0, 100000);
+  o.min_rto = static_cast<Time>(absl::GetFlag(FLAGS_min_rto_us)) * kMicrosecond;
+  o.base_rtt = static_cast<Time>(absl::GetFlag(FLAGS_base_rtt_us)) * kMicrosecond;
   c.range("ack_timeout_exp", absl::GetFlag(FLAGS_ack_timeout_exp), 1, 31);
   c.range("timeout_s", absl::GetFlag(FLAGS_timeout_s), 1, 3600);
   o.timeout = static_cast<Time>(absl::GetFlag(FLAGS_timeout_s)) * kSecond;
@@ -679,6 +692,8 @@ absl::StatusOr<std::unique_ptr<Endpoint>> make_engine(const Options& o, const Io
     c.payload_bytes = mtu;
     c.window_bytes = uint64_t{absl::GetFlag(FLAGS_window_kb)} * 1024;
     c.rto = static_cast<Time>(absl::GetFlag(FLAGS_rto_us)) * kMicrosecond;
+    c.min_rto = o.min_rto;
+    if (o.base_rtt > 0) c.base_rtt = o.base_rtt;
     c.seed = o.seed * 2 + (o.server ? 1 : 0);
     auto e = UetEndpoint::create(c);
     if (!e.ok()) return e.status();
@@ -745,7 +760,7 @@ std::string json_of(const Options& o, const LaneOut& l) {
       "\"avg\": %.3f}, \"frames\": {\"tx\": %lu, \"rx\": %lu, \"tx_dropped\": %lu, "
       "\"rx_dropped\": %lu, \"injected_loss\": %lu}, \"retransmitted\": %lu, \"timeouts\": %lu, "
       "\"verify\": \"%s\", \"checked_bytes\": %lu, \"mismatched_bytes\": %lu, \"mtu\": %u, "
-      "\"loss\": %g, \"seed\": %lu, \"ok\": %s, \"error\": \"%s\"}",
+      "\"loss\": %g, \"seed\": %lu, \"base_rtt_us\": %.3f, \"ok\": %s, \"error\": \"%s\"}",
       o.server ? "server" : "client", o.uet ? "uet" : "rocev2", o.io, o.op,
       o.bidir ? "true" : "false", o.lat ? "latency" : "bandwidth",
       o.lane, ip_str(o.ip), l.size, r.completed, r.failed, r.bytes, r.seconds, l.gbps, l.mpps,
@@ -755,7 +770,7 @@ std::string json_of(const Options& o, const LaneOut& l) {
       r.lat_us.empty() ? 0.0 : sum / static_cast<double>(r.lat_us.size()), l.frames.tx_packets,
       l.frames.rx_packets, l.frames.tx_dropped, l.frames.rx_dropped, l.lost, l.retransmitted,
       l.timeouts, r.verify, r.checked_bytes, r.mismatched_bytes, o.mtu, o.loss, o.seed,
-      r.ok ? "true" : "false", r.error);
+      static_cast<double>(o.base_rtt) / kMicrosecond, r.ok ? "true" : "false", r.error);
 }
 
 bool write_json(const std::string& text) {
@@ -940,6 +955,7 @@ int run_lane(const Options& o, Io& io, int listen_fd, LaneOut& out) {
   bool lat = o.lat;
   std::string op = o.op;  // the client's choice; the server learns it from HELLO
   bool bidir = o.bidir;   // likewise
+  Time base_rtt = o.base_rtt;  // UET: given, measured (client) or learnt from HELLO (server)
   uint32_t back_rkey = 0;  // --bidir: the client's region, the server's writes' target
   // --bidir: the server's writes carry a different pattern than the client's, so a write that
   // lands in the wrong direction cannot pass the check.
@@ -960,7 +976,27 @@ int run_lane(const Options& o, Io& io, int listen_fd, LaneOut& out) {
 
   if (!o.server) {
     slots = slots_for(size, iters, duration_s > 0);
-    auto e = make_engine(o, io, mtu);
+    // The path's round trip for NSCC, unless given: the smallest of 16 round trips over the
+    // control connection (same hosts and kernel; the simulator's 12 us base RTT would make
+    // NSCC read every real queueing and scheduling delay as congestion and shrink the window
+    // to a packet). The server adopts it from HELLO.
+    Options eo = o;
+    if (eo.uet && eo.base_rtt == 0) {
+      Time best = kNever;
+      for (int i = 0; i < 16; ++i) {
+        const Time t0 = io::monotonic_now();
+        if (auto s = oob.send("PING", {{"i", std::to_string(i)}}); !s.ok()) return fail(s);
+        auto pong = oob.recv(idle, o.timeout);
+        if (!pong.ok()) return fail(pong.status());
+        if ((*pong)["_"] != "PONG") return fail(absl::InternalError("control: expected PONG"));
+        best = std::min(best, io::monotonic_now() - t0);
+      }
+      eo.base_rtt = std::clamp<Time>(best, kMicrosecond, 100 * kMillisecond);
+      std::printf("uet-perf: base RTT %.1f us (control connection, min of 16)\n",
+                  static_cast<double>(eo.base_rtt) / kMicrosecond);
+    }
+    base_rtt = eo.base_rtt;
+    auto e = make_engine(eo, io, mtu);
     if (!e.ok()) return fail(e.status());
     ep = std::move(*e);
     if (bidir) {
@@ -987,6 +1023,7 @@ int run_lane(const Options& o, Io& io, int listen_fd, LaneOut& out) {
                                     {"qpn", std::to_string(kQpn)},
                                     {"psn", std::to_string(sq_psn)},
                                     {"lanes", std::to_string(o.lanes)},
+                                    {"base_rtt_ps", std::to_string(eo.base_rtt)},
                                     {"lane", std::to_string(o.lane)}});
         !s.ok())
       return fail(s);
@@ -1004,6 +1041,10 @@ int run_lane(const Options& o, Io& io, int listen_fd, LaneOut& out) {
                 (*w)["mac"].c_str(), peer_qpn, peer_psn, rkey);
   } else {
     auto h = oob.recv(nullptr, o.timeout);
+    while (h.ok() && (*h)["_"] == "PING") {  // the client measures the round trip
+      if (auto s = oob.send("PONG", {{"i", (*h)["i"]}}); !s.ok()) return fail(s);
+      h = oob.recv(nullptr, o.timeout);
+    }
     if (!h.ok()) return fail(h.status());
     Fields& f = *h;
     bool ok = f["_"] == "HELLO";
@@ -1039,6 +1080,10 @@ int run_lane(const Options& o, Io& io, int listen_fd, LaneOut& out) {
     if (why.empty() && bidir && op != "write") why = "--bidir supports --op=write only";
     Options eo = o;
     eo.mtu = mtu;
+    if (eo.base_rtt == 0 && f.count("base_rtt_ps"))
+      eo.base_rtt = std::min<Time>(static_cast<Time>(field_u64(f, "base_rtt_ps", &ok)),
+                                   100 * kMillisecond);
+    base_rtt = eo.base_rtt;
     if (why.empty()) {
       auto e = make_engine(eo, io, mtu);
       if (!e.ok()) {
@@ -1205,6 +1250,7 @@ int run_lane(const Options& o, Io& io, int listen_fd, LaneOut& out) {
   shown.mtu = mtu;
   shown.op = op;
   shown.bidir = bidir;
+  shown.base_rtt = base_rtt;
   if (o.server) {
     // Serve until the client is done, then check the region. For sends, every received
     // message is checked as it completes (message i came from the client's slot i % slots and
