@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <atomic>
 #include <csignal>
 #include <cstdio>
@@ -53,7 +54,13 @@ ABSL_FLAG(double, degrade, 0.1,
           "failure scenario: the failed links' rate as a fraction of their own, 0..1 (0: down)");
 ABSL_FLAG(uint32_t, fail_at_us, 0, "failure scenario: when the links fail, in microseconds");
 ABSL_FLAG(std::string, loss_rates, "0,0.001,0.01,0.05",
-          "loss-sweep: comma-separated loss probabilities per fabric link, each 0..0.5");
+          "loss-sweep: comma-separated loss probabilities, each 0..0.5, per fabric link or per "
+          "path (--loss_per)");
+ABSL_FLAG(std::string, loss_per, "link",
+          "loss-sweep: what --loss_rates mean: link (every fabric link drops that fraction, both "
+          "directions) or path (each link drops 1-(1-r)^(1/L), L the fabric links the flow "
+          "crosses, so a packet is lost with probability r end to end, as a NIC-to-NIC loss rate "
+          "is usually quoted)");
 ABSL_FLAG(uint64_t, sweep_bytes, 16 << 20,
           "loss-sweep: bytes of the one flow (host 0 to the last host), 1..1073741824");
 ABSL_FLAG(double, load, 0.5, "websearch: offered load per host link, 0.01..1");
@@ -424,9 +431,18 @@ double flow_goodput_gbps(const RunResult& r) {
 
 // One row per loss rate: goodput of each transport and the ratio.
 struct SweepRow {
-  double loss = 0;
+  double loss = 0;       // per fabric link
+  double path_loss = 0;  // end to end over the flow's fabric links, each way
   std::vector<RunResult> runs;
 };
+
+// Fabric (switch-to-switch) links on the loss-sweep flow's path, host 0 to the last host:
+// leaf-spine 2 (up, down) when there is more than one leaf; fat-tree 4 (ToR-agg-core-agg-ToR)
+// across pods, 2 within one.
+uint32_t sweep_path_links(const Fabric& f) {
+  if (f.kind == Fabric::Kind::kLeafSpine) return f.leaves > 1 ? 2 : 0;
+  return f.k > 2 ? 4 : 2;
+}
 
 // Goodput against loss, one line per transport.
 absl::Status plot_sweep(const std::string& dir, const std::vector<SweepRow>& rows) {
@@ -455,19 +471,30 @@ absl::Status plot_sweep(const std::string& dir, const std::vector<SweepRow>& row
 
 void print_sweep(const std::string& title, const std::vector<SweepRow>& rows) {
   std::printf("\n%s\n", title.c_str());
-  std::printf("%-10s", "loss/link");
+  // Goodput as a share of the loss-free row's, when the sweep has one.
+  const SweepRow* clean = nullptr;
+  for (const SweepRow& row : rows)
+    if (row.loss == 0) clean = &row;
+  std::printf("%-10s %-9s", "loss/link", "path");
   for (const RunResult& r : rows.front().runs) {
-    std::printf(" %9s Gb/s %8s retx %8s done", to_string(r.transport), "", "");
+    std::printf(" %9s Gb/s %s %8s retx %8s done", to_string(r.transport),
+                clean != nullptr ? "of loss-free" : "", "", "");
   }
   if (rows.front().runs.size() == 2) std::printf(" %12s", "uet/rocev2");
   std::printf("\n");
   for (const SweepRow& row : rows) {
-    std::printf("%-10s", absl::StrFormat("%.2f%%", 100 * row.loss).c_str());
+    std::printf("%-10s %-9s", absl::StrFormat("%.2f%%", 100 * row.loss).c_str(),
+                absl::StrFormat("%.2f%%", 100 * row.path_loss).c_str());
     double g[2] = {0, 0};
     for (size_t i = 0; i < row.runs.size(); ++i) {
       const RunResult& r = row.runs[i];
       g[i] = flow_goodput_gbps(r);
-      std::printf(" %14.2f %13lu %13s", g[i], r.endpoints.retransmitted_packets,
+      std::printf(" %14.2f", g[i]);
+      if (clean != nullptr && i < clean->runs.size()) {
+        const double c = flow_goodput_gbps(clean->runs[i]);
+        std::printf(" %11s", c > 0 ? absl::StrFormat("%.1f%%", 100 * g[i] / c).c_str() : "-");
+      }
+      std::printf(" %13lu %13s", r.endpoints.retransmitted_packets,
                   r.flows.completed == r.flows.total ? "yes" : "no");
     }
     if (row.runs.size() == 2) {
@@ -508,6 +535,9 @@ int run_main() {
     if (ec) check.error = absl::StrCat("--plot=", plot_dir, ": cannot create: ", ec.message());
   }
   check.range("sweep_bytes", static_cast<double>(absl::GetFlag(FLAGS_sweep_bytes)), 1, 1073741824);
+  const std::string loss_per = absl::GetFlag(FLAGS_loss_per);
+  if (check.error.empty() && loss_per != "link" && loss_per != "path")
+    check.error = "--loss_per=" + loss_per + " unknown: link or path";
   std::vector<double> loss_rates;
   for (absl::string_view item : absl::StrSplit(absl::GetFlag(FLAGS_loss_rates), ',')) {
     double v = -1;
@@ -693,14 +723,23 @@ int run_main() {
       return 2;
     }
     if (scenario == "loss-sweep") {
+      const uint32_t links = sweep_path_links(base);
+      if (links == 0 && loss_per == "path") {
+        std::fprintf(stderr, "uet-ab: --loss_per=path: the flow crosses no fabric link (one leaf)\n");
+        return 2;
+      }
       std::vector<SweepRow> rows;
-      for (double loss : loss_rates) rows.push_back({loss, run_case(scenario, *flows, loss)});
+      for (double rate : loss_rates) {
+        const double link = loss_per == "path" ? 1 - std::pow(1 - rate, 1.0 / links) : rate;
+        const double path = 1 - std::pow(1 - link, links);
+        rows.push_back({link, path, run_case(scenario, *flows, link)});
+      }
       if (!rows.front().runs.empty()) {
         print_sweep(absl::StrFormat("loss-sweep: one %lu-byte flow, host 0 to host %u, %s, %g Gb/s; "
-                                    "random loss on every fabric link, both directions; no PFC; "
-                                    "seed %lu",
+                                    "random loss on every fabric link, both directions (%u on "
+                                    "the path: path = 1-(1-link)^%u); no PFC; seed %lu",
                                     absl::GetFlag(FLAGS_sweep_bytes), hosts - 1, fabric_name,
-                                    base.host_gbps, absl::GetFlag(FLAGS_seed)),
+                                    base.host_gbps, links, links, absl::GetFlag(FLAGS_seed)),
                     rows);
         if (!plot_dir.empty()) {
           if (absl::Status s = plot_sweep(plot_dir, rows); !s.ok()) {
