@@ -9,6 +9,9 @@
 //   BM_Engine/payload/{uet,rocev2}  4 KiB payloads as real bytes: copied from registered memory
 //                                   into the frame, integrity-checked (UET: UDP checksum,
 //                                   RoCEv2: ICRC) and placed at the target.
+//   BM_Engine/offload/{uet,rocev2}  as payload, with the integrity checks a NIC offloads left
+//                                   to it (UET: UDP checksum, both ways; RoCEv2: ICRC, as RNICs
+//                                   do it): engine work plus the payload copy.
 //   BM_Engine/headers/{uet,rocev2}  payloads by length (the simulator's mode): protocol work only.
 //
 // An iteration moves 32 data packets (and the ACKs they need); items are data packets, so
@@ -38,9 +41,12 @@ constexpr double kGbps = 100;
 
 wire::MacAddr mac_of(uint32_t ip) { return {0x02, 0, 0, 0, 0, static_cast<uint8_t>(ip)}; }
 
-std::unique_ptr<Endpoint> make_endpoint(Proto p, uint32_t ip, uint32_t peer) {
+enum class Mode { kPayload, kOffload, kHeaders };
+
+std::unique_ptr<Endpoint> make_endpoint(Proto p, uint32_t ip, uint32_t peer, Mode mode) {
   if (p == Proto::kUet) {
     UetConfig c;
+    c.udp_checksum = mode != Mode::kOffload;
     c.local_ip4 = ip;
     c.local_mac = mac_of(ip);
     c.link_gbps = kGbps;
@@ -50,6 +56,7 @@ std::unique_ptr<Endpoint> make_endpoint(Proto p, uint32_t ip, uint32_t peer) {
   RoceConfig c;
   c.local_ip4 = ip;
   c.local_mac = mac_of(ip);
+  c.icrc_offload = mode == Mode::kOffload;
   auto ep = std::move(*RoceEndpoint::create(c));
   const bool initiator = ip == kIpA;
   (void)ep->connect_qp(peer, initiator ? 0x100 : 0x101, initiator ? 0x101 : 0x100,
@@ -62,23 +69,26 @@ struct Buffers {
   std::vector<uint8_t> bytes;
   std::array<Frame, kBurst> frames{};
   std::array<Frame*, kBurst> ptrs{};
-  explicit Buffers(uint32_t capacity) : bytes(size_t{capacity} * kBurst) {
+  Buffers(uint32_t capacity, bool checksums_ok) : bytes(size_t{capacity} * kBurst) {
     for (size_t i = 0; i < kBurst; ++i) {
       frames[i].data = bytes.data() + i * capacity;
       frames[i].capacity = capacity;
+      frames[i].checksums_ok = checksums_ok;  // what the receiving NIC reports
       ptrs[i] = &frames[i];
     }
   }
   std::span<Frame* const> all() const { return ptrs; }
 };
 
-void BM_Engine(benchmark::State& state, Proto proto, bool payload) {
-  auto a = make_endpoint(proto, kIpA, kIpB);
-  auto b = make_endpoint(proto, kIpB, kIpA);
+void BM_Engine(benchmark::State& state, Proto proto, Mode mode) {
+  const bool payload = mode != Mode::kHeaders;
+  auto a = make_endpoint(proto, kIpA, kIpB, mode);
+  auto b = make_endpoint(proto, kIpB, kIpA, mode);
   std::vector<uint8_t> src(kWriteBytes, 0x5A), dst(kWriteBytes);
   const uint32_t rkey = *b->register_memory(dst.data(), dst.size());
   // Headers-only frames are too small for a payload, so the engines carry it by length.
-  Buffers ab(payload ? 9216 : 256), ba(payload ? 9216 : 256);
+  const bool offload = mode == Mode::kOffload;
+  Buffers ab(payload ? 9216 : 256, offload), ba(payload ? 9216 : 256, offload);
   const Time per_packet = static_cast<Time>((4096.0 + 120) * 8 / kGbps * kNanosecond);
 
   Time now = 0;
@@ -140,11 +150,13 @@ void BM_Engine(benchmark::State& state, Proto proto, bool payload) {
 }
 
 void register_all() {
-  for (const bool payload : {true, false}) {
-    const std::string base = payload ? "BM_Engine/payload/" : "BM_Engine/headers/";
-    benchmark::RegisterBenchmark((base + "uet").c_str(), BM_Engine, Proto::kUet, payload)
+  for (const Mode mode : {Mode::kPayload, Mode::kOffload, Mode::kHeaders}) {
+    const std::string base = mode == Mode::kPayload   ? "BM_Engine/payload/"
+                             : mode == Mode::kOffload ? "BM_Engine/offload/"
+                                                      : "BM_Engine/headers/";
+    benchmark::RegisterBenchmark((base + "uet").c_str(), BM_Engine, Proto::kUet, mode)
         ->Unit(benchmark::kNanosecond);
-    benchmark::RegisterBenchmark((base + "rocev2").c_str(), BM_Engine, Proto::kRocev2, payload)
+    benchmark::RegisterBenchmark((base + "rocev2").c_str(), BM_Engine, Proto::kRocev2, mode)
         ->Unit(benchmark::kNanosecond);
   }
 }

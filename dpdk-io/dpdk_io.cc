@@ -545,6 +545,10 @@ size_t DpdkIo::rx_burst(std::span<Frame*> out) {
     f.wire_len = 0;
     f.capacity = m->data_len;
     f.priority = Priority::kData;
+    // The NIC verified both checksums (RX offload): the engine need not.
+    f.checksums_ok =
+        (m->ol_flags & RTE_MBUF_F_RX_IP_CKSUM_MASK) == RTE_MBUF_F_RX_IP_CKSUM_GOOD &&
+        (m->ol_flags & RTE_MBUF_F_RX_L4_CKSUM_MASK) == RTE_MBUF_F_RX_L4_CKSUM_GOOD;
     rx_mbufs_[k] = m;
     out[k] = &f;
     ++k;

@@ -39,6 +39,10 @@ struct Frame {
                           // length (the simulator at scale); 0 means "same as len"
   uint32_t capacity = 0;  // bytes writable at `data`
   Priority priority = Priority::kData;
+  // Set by a host whose NIC or kernel has verified the frame's IPv4 header checksum and UDP
+  // checksum (checksum offload, or io_uring's sockets): engines skip their own check. RoCEv2's
+  // ICRC is not covered (RoceConfig::icrc_offload).
+  bool checksums_ok = false;
 
   uint32_t bytes_on_wire() const noexcept { return wire_len > len ? wire_len : len; }
 };

@@ -60,6 +60,7 @@ wire::Encap RoceEndpoint::encap_for(const Qp& q, uint8_t dscp, uint8_t ecn) cons
   e.dport = wire::kRoceUdpPort;
   e.udp_checksum = false;
   e.icrc = true;
+  e.icrc_compute = !config_.icrc_offload;
   return e;
 }
 
@@ -284,6 +285,8 @@ void RoceEndpoint::rx_one(const Frame& f, Time now) {
   wire::Decoded d;
   wire::DecodeOptions opts;
   opts.elided = f.wire_len > f.len ? f.wire_len - f.len : 0;  // payload carried by length
+  if (f.checksums_ok) opts.verify_ip_checksum = false;  // the host did
+  if (config_.icrc_offload) opts.verify_icrc = false;    // the NIC did
   const wire::WireError err = wire::decode_frame(std::span<const uint8_t>(f.data, f.len), &d, opts);
   if (err != wire::WireError::kOk) {  // §7: the decoder verifies the ICRC (rule 8)
     counters_.wire.add(err);

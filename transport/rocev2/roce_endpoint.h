@@ -153,6 +153,9 @@ struct RoceConfig {
   uint8_t dscp_data = 26;        // requests, ACKs and NAKs: the QP's traffic class
   uint8_t dscp_cnp = 48;         // CNPs (NVIDIA's default), sent in Priority::kControl
   bool ect = true;               // data ECN-capable (ECT(0))
+  // The NIC computes and verifies the ICRC (as RNICs do): frames carry it as zeros and
+  // received ICRCs are not checked here. Only for hosts that really offload it.
+  bool icrc_offload = false;
   Time cnp_interval = 50 * kMicrosecond;  // at most one CNP per QP per interval, 0..10 ms
   DcqcnConfig dcqcn;
   uint64_t seed = 1;  // salts the UDP source-port hash (0: the QPN alone)

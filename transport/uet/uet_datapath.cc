@@ -58,6 +58,7 @@ wire::Encap UetEndpoint::encap_for(const Pdc& p, bool control, uint16_t ev) cons
   e.ecn = !control && config_.ect ? 2 : 0;
   e.sport = ev;  // §2.1: the EV rides in the UDP source port
   e.dport = wire::kUetUdpPort;
+  e.udp_checksum = config_.udp_checksum;
   return e;
 }
 
@@ -416,6 +417,7 @@ void UetEndpoint::rx_one(const Frame& f, Time now) {
   wire::Decoded d;
   wire::DecodeOptions opts;
   opts.elided = f.wire_len > f.len ? f.wire_len - f.len : 0;  // payload carried by length
+  if (f.checksums_ok) opts.verify_ip_checksum = opts.verify_udp_checksum = false;  // host did
   const wire::WireError err =
       wire::decode_frame(std::span<const uint8_t>(f.data, f.len), &d, opts);
   const bool trimmed = d.ipv4 != nullptr && d.ipv4->dscp() == kDscpTrimmed;

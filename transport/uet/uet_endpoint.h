@@ -117,6 +117,10 @@ struct UetConfig {
   uint8_t dscp_data = 26;
   uint8_t dscp_control = 46;
   bool ect = true;                        // send data ECN-capable
+  // Compute the UDP checksum of every frame sent; false sends 0 for the host to fill (a NIC's
+  // TX checksum offload; io_uring's kernel computes it anyway). Receiving, frames the host
+  // marks Frame::checksums_ok are not checked again.
+  bool udp_checksum = true;
   // Path selection per PDC (pathsel/config.h). The default sprays obliviously over
   // pathsel.ev_count EVs; with ev_count 1 (the default) every PDC keeps one EV.
   pathsel::PathSelConfig pathsel;

@@ -106,7 +106,9 @@ WireError FrameBuilder::finish(size_t* frame_len) noexcept {
   if (!encap_.ip_only) as<Udp>(l4)->set_length(static_cast<uint16_t>(udp_len));
   // The ICRC covers the UDP length but masks the UDP checksum, which in turn covers the ICRC.
   if (icrc != nullptr) {
-    store_icrc(icrc, compute_icrc(l3, static_cast<size_t>(icrc - l3), encap_.ipv6, ip_hlen));
+    store_icrc(icrc, encap_.icrc_compute
+                         ? compute_icrc(l3, static_cast<size_t>(icrc - l3), encap_.ipv6, ip_hlen)
+                         : 0);
   }
   if (!encap_.ip_only) {
     Udp* udp = as<Udp>(l4);

@@ -51,6 +51,7 @@ struct Encap {
   bool udp_checksum = true;  // false: send 0 ("not computed")
 
   bool icrc = false;  // RoCEv2: append the ICRC in finish()
+  bool icrc_compute = true;  // false: append it as zeros, for a NIC that fills it in
 };
 
 class FrameBuilder {

@@ -1,0 +1,132 @@
+// Checksum offload between a host and the engines (transport.h Frame::checksums_ok,
+// UetConfig::udp_checksum, RoceConfig::icrc_offload): what a NIC (or io_uring's kernel) does
+// is not done twice, and what it does not do is still done by the engine.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <vector>
+
+#include "transport/rocev2/roce_endpoint.h"
+#include "transport/uet/uet_endpoint.h"
+#include "transport/wire/decode.h"
+#include "transport/wire/icrc.h"
+
+namespace uet {
+namespace {
+
+constexpr uint32_t kIpA = 0x0A000001, kIpB = 0x0A000002;
+
+wire::MacAddr mac_of(uint32_t ip) { return {0x02, 0, 0, 0, 0, static_cast<uint8_t>(ip)}; }
+
+std::unique_ptr<UetEndpoint> uet_ep(uint32_t ip, bool udp_checksum) {
+  UetConfig c;
+  c.local_ip4 = ip;
+  c.local_mac = mac_of(ip);
+  c.udp_checksum = udp_checksum;
+  return std::move(*UetEndpoint::create(c));
+}
+
+// A's first frame of a one-packet WRITE to B.
+std::vector<uint8_t> first_write_frame(UetEndpoint& a, uint32_t rkey, std::vector<uint8_t>& src) {
+  WriteRequest wr;
+  wr.wr_id = 1;
+  wr.peer = kIpB;
+  wr.rkey = rkey;
+  wr.local = src.data();
+  wr.length = src.size();
+  EXPECT_TRUE(a.post_write(wr).ok());
+  std::vector<uint8_t> buf(9216);
+  Frame f{buf.data(), 0, 0, static_cast<uint32_t>(buf.size())};
+  Frame* fp = &f;
+  EXPECT_EQ(a.tx(std::span<Frame* const>(&fp, 1), 0), 1u);
+  buf.resize(f.len);
+  return buf;
+}
+
+void deliver(Endpoint& ep, std::vector<uint8_t> bytes, bool checksums_ok) {
+  Frame f{bytes.data(), static_cast<uint32_t>(bytes.size()), 0,
+          static_cast<uint32_t>(bytes.size())};
+  f.checksums_ok = checksums_ok;
+  Frame* fp = &f;
+  ep.rx(std::span<Frame* const>(&fp, 1), 0);
+}
+
+uint16_t udp_checksum_of(const std::vector<uint8_t>& bytes) {
+  wire::Decoded d;
+  EXPECT_EQ(wire::decode_frame(bytes, &d), wire::WireError::kOk);
+  return d.udp != nullptr ? d.udp->checksum() : 0xFFFF;
+}
+
+// Expect: by default UET computes the UDP checksum; with udp_checksum = false it sends 0
+// ("not computed", for the NIC or kernel to fill) and the peer accepts the frame.
+TEST(ChecksumOffload, UetSendsZeroWhenTheHostComputesTheUdpChecksum) {
+  for (const bool compute : {true, false}) {
+    auto a = uet_ep(kIpA, compute);
+    auto b = uet_ep(kIpB, true);
+    std::vector<uint8_t> src(1000, 0x42), dst(1000, 0);
+    const uint32_t rkey = *b->register_memory(dst.data(), dst.size());
+    const auto frame = first_write_frame(*a, rkey, src);
+    EXPECT_EQ(udp_checksum_of(frame) != 0, compute);
+    deliver(*b, frame, /*checksums_ok=*/false);
+    EXPECT_EQ(b->counters().rx_malformed, 0u);
+    EXPECT_EQ(b->counters().rx_data, 1u);
+    EXPECT_EQ(dst, src);
+  }
+}
+
+// Expect: a frame whose UDP checksum is wrong is dropped as malformed (counted as a checksum
+// error) unless the host marks it verified; then the engine does not check it again.
+TEST(ChecksumOffload, UetChecksUdpUnlessTheHostVerifiedIt) {
+  for (const bool host_verified : {false, true}) {
+    auto a = uet_ep(kIpA, true);
+    auto b = uet_ep(kIpB, true);
+    std::vector<uint8_t> src(1000, 0x42), dst(1000, 0);
+    const uint32_t rkey = *b->register_memory(dst.data(), dst.size());
+    auto frame = first_write_frame(*a, rkey, src);
+    const size_t csum = wire::Ethernet::kSize + wire::Ipv4::kSize + 6;  // UDP checksum field
+    frame[csum] ^= 0x5A;
+    deliver(*b, frame, host_verified);
+    EXPECT_EQ(b->counters().rx_malformed, host_verified ? 0u : 1u);
+    EXPECT_EQ(b->counters().wire[wire::WireError::kBadUdpChecksum], host_verified ? 0u : 1u);
+    EXPECT_EQ(b->counters().rx_data, host_verified ? 1u : 0u);
+  }
+}
+
+// Expect: with icrc_offload a RoCEv2 endpoint sends the ICRC as zeros (the RNIC fills it in)
+// and does not check received ones; without it, that zero ICRC is rejected.
+TEST(ChecksumOffload, RoceIcrcLeftToTheNic) {
+  for (const bool receiver_offloads : {false, true}) {
+    RoceConfig ca, cb;
+    ca.local_ip4 = kIpA;
+    ca.local_mac = mac_of(kIpA);
+    ca.icrc_offload = true;
+    cb.local_ip4 = kIpB;
+    cb.local_mac = mac_of(kIpB);
+    cb.icrc_offload = receiver_offloads;
+    auto a = std::move(*RoceEndpoint::create(ca));
+    auto b = std::move(*RoceEndpoint::create(cb));
+    ASSERT_TRUE(a->connect_qp(kIpB, 0x100, 0x101, 10, 20).ok());
+    ASSERT_TRUE(b->connect_qp(kIpA, 0x101, 0x100, 20, 10).ok());
+    std::vector<uint8_t> src(1000, 0x42), dst(1000, 0);
+    const uint32_t rkey = *b->register_memory(dst.data(), dst.size());
+    WriteRequest wr;
+    wr.wr_id = 1;
+    wr.peer = kIpB;
+    wr.rkey = rkey;
+    wr.local = src.data();
+    wr.length = src.size();
+    ASSERT_TRUE(a->post_write(wr).ok());
+    std::vector<uint8_t> buf(9216);
+    Frame f{buf.data(), 0, 0, static_cast<uint32_t>(buf.size())};
+    Frame* fp = &f;
+    ASSERT_EQ(a->tx(std::span<Frame* const>(&fp, 1), 0), 1u);
+    buf.resize(f.len);
+    EXPECT_EQ(buf[buf.size() - 4] | buf[buf.size() - 3] | buf[buf.size() - 2] | buf.back(), 0);
+    deliver(*b, buf, /*checksums_ok=*/true);
+    EXPECT_EQ(b->counters().rx_bad_icrc, receiver_offloads ? 0u : 1u);
+    EXPECT_EQ(dst == src, receiver_offloads);
+  }
+}
+
+}  // namespace
+}  // namespace uet
