@@ -112,6 +112,8 @@ bool UetEndpoint::build_data(Pdc& p, uint16_t pdcid, uint32_t psn, bool retx, Fr
   if (cc_req) {
     // RCCC: a packet with payload spends credit, a retransmission too (as htsim); the
     // request tells the receiver what the backlog still needs beyond the credit held.
+    // Speculation ends a base RTT after the first send if no grant ended it before.
+    if (p.speculate_until == kNever) p.speculate_until = now + config_.base_rtt;
     if (carries) p.rccc.on_sent(len);
     p.last_target = static_cast<uint32_t>(p.rccc.credit_target(credit_backlog(p)));
     pds->set_type(PdsType::kRudCcReq);
@@ -1335,6 +1337,10 @@ size_t UetEndpoint::tx(std::span<Frame* const> out, Time now) {
       }
     } else if (p.role == Role::kInitiator && !p.closing) {
       // RCCC: may a packet with payload go? (READ requests carry none and need no credit.)
+      if (p.speculating && now >= p.speculate_until && rccc_sender()) {
+        p.speculating = false;
+        p.rccc.stop_speculating();
+      }
       const bool credit = !rccc_sender() || p.rccc.can_send();
       if (p.credit_req_pending && p.established) {  // RCCC: ask for credit again (§3.12)
         const auto target = static_cast<uint32_t>(p.rccc.credit_target(credit_backlog(p)));

@@ -67,7 +67,10 @@
 //   credit_target per target PDC and grants quanta round robin, paced at its line rate, as
 //   CREDIT control packets, or in the credit field of an ACK_CC (cc_type CREDIT) when that
 //   PDC has an ACK due anyway. The first grant ends the speculation (RcccSender::
-//   stop_speculating). Retransmissions consume credit as new data does (as htsim);
+//   stop_speculating), and so does one base_rtt after the PDC's first send [choice]: every
+//   sender of an incast then speculates about one round trip's worth, however long the
+//   receiver's round robin takes to reach it (else the last ones granted speculate longest
+//   and finish first). Retransmissions consume credit as new data does (as htsim);
 //   READ requests carry no payload and need none. Any endpoint grants to PDCs whose requests
 //   are RUD_CC, whatever its own `cc`: the request type is the sender's opt-in.
 //   Credit loss: a sender blocked on credit with a backlog sends CREDIT_REQ (payload: its
@@ -328,7 +331,8 @@ class UetEndpoint final : public Endpoint {
     cc::RcccSender rccc{cc::RcccConfig{}};
     uint64_t unsent_bytes = 0;     // WRITE/SEND payload posted, not yet sent once
     uint32_t last_target = 0;      // credit_target in the last RUD_CC request or CREDIT_REQ
-    bool speculating = true;       // no grant has arrived yet
+    bool speculating = true;       // no grant has arrived and base_rtt has not passed
+    Time speculate_until = kNever; // the first send + base_rtt
     bool credit_blocked = false;   // has data to send, no credit
     bool credit_req_pending = false;  // a CREDIT_REQ to send
     Time credit_deadline = kNever; // blocked this long without credit: ask again (or probe)
