@@ -257,6 +257,7 @@ absl::StatusOr<RunResult> run(const RunConfig& rc) {
       c.payload_bytes = rc.mtu;
       c.pathsel.ev_count = rc.uet_evs;
       c.pathsel.algorithm = rc.uet_lb;
+      c.cc = rc.uet_cc;  // RCCC's line rate is link_gbps below
       // NSCC's base RTT: the longest path, unloaded: propagation both ways plus one MTU frame
       // serialised per hop (store and forward) and the ACK's return.
       const uint32_t max_hops = rc.fabric.kind == Fabric::Kind::kLeafSpine ? 4 : 6;

@@ -21,6 +21,7 @@
 #include "sim/topology.h"
 #include "sim/workload.h"
 #include "transport/api.h"
+#include "transport/uet/uet_endpoint.h"
 
 namespace uet::ab {
 
@@ -81,6 +82,7 @@ struct RunConfig {
   std::string dcqcn_preset = "htsim";  // RoCEv2: DcqcnConfig::preset() name
   uint16_t uet_evs = 32;     // UET: EVs sprayed over (1 = a fixed path, as RoCEv2)
   pathsel::Algorithm uet_lb = pathsel::Algorithm::kReps;  // UET: how EVs are chosen
+  CcMode uet_cc = CcMode::kNscc;  // UET: NSCC, RCCC or both (RoCEv2 runs DCQCN)
   // When set: pcaps of everything host 0 sends and receives, PREFIX_h0_tx.pcap / _h0_rx.pcap.
   std::string pcap_prefix;
   // When > 0: sample the fabric this often (RunResult::series), for throughput and queue plots.

@@ -70,6 +70,10 @@ ABSL_FLAG(uint32_t, evs, 32, "UET: entropy values to spray over, 1..4096 (1 = on
 ABSL_FLAG(std::string, lb, "reps",
           "UET: path selection over --evs: fixed (one EV per PDC, single path), oblivious "
           "(spraying), reps (recycled entropy), bitmap (penalised EVs skipped); pathsel/");
+ABSL_FLAG(std::string, cc, "nscc",
+          "UET congestion control: nscc (the sender's window), rccc (receiver credit: RUD_CC "
+          "requests, CREDIT grants paced at the receiver's line rate) or both; RoCEv2 runs DCQCN "
+          "whatever this says");
 ABSL_FLAG(std::string, dcqcn, "htsim",
           "RoCEv2: DCQCN parameter profile: htsim, dcqcn-ns3 (the DCQCN authors' code) or "
           "connectx (NVIDIA firmware defaults); cc/dcqcn.h lists the values");
@@ -246,6 +250,11 @@ absl::StatusOr<std::vector<sim::FlowSpec>> flows_for(const std::string& scenario
       "loss-sweep, failure, cm"));
 }
 
+// --cc's spelling of a UET congestion control.
+const char* cc_flag(CcMode m) {
+  return m == CcMode::kNscc ? "nscc" : m == CcMode::kRccc ? "rccc" : "both";
+}
+
 std::string json_of(const RunResult& r, const RunConfig& c) {
   const auto& f = r.flows;
   return absl::StrFormat(
@@ -256,7 +265,7 @@ std::string json_of(const RunResult& r, const RunConfig& c) {
       "\"pfc_pause_us\": %.3f, \"max_queue_bytes\": %d, \"events\": %d, \"sim_us\": %.3f, "
       "\"wall_s\": %.3f, \"params\": {\"hosts\": %d, \"bytes\": %d, \"mtu\": %d, \"gbps\": %g, "
       "\"fabric_loss\": %g, \"pfc\": %s, \"trimming\": %s, \"ecn\": %s, \"evs\": %d, "
-      "\"dcqcn\": \"%s\", \"lb\": \"%s\", \"failed_links\": %d, \"degrade\": %g, "
+      "\"dcqcn\": \"%s\", \"cc\": \"%s\", \"lb\": \"%s\", \"failed_links\": %d, \"degrade\": %g, "
       "\"fabric_gbps\": %g, \"latency_ns\": %d, \"buffer_kb\": %d, \"ecn_kmin_kb\": %d, "
       "\"ecn_kmax_kb\": %d, \"ecn_pmax\": %g, \"topology\": \"%s\", "
       "\"seed\": %d}}",
@@ -272,6 +281,7 @@ std::string json_of(const RunResult& r, const RunConfig& c) {
       c.fabric.trimming && c.transport == TransportKind::kUet ? "true" : "false",
       c.fabric.ecn ? "true" : "false", c.transport == TransportKind::kUet ? c.uet_evs : 1,
       c.transport == TransportKind::kRocev2 ? c.dcqcn_preset : "-",
+      c.transport == TransportKind::kUet ? cc_flag(c.uet_cc) : "-",
       c.transport == TransportKind::kUet ? pathsel::to_string(c.uet_lb) : "fixed",
       c.fabric.failed_links, c.fabric.degrade, c.fabric.fabric_gbps,
       c.fabric.link_delay / kNanosecond, c.fabric.buffer_bytes / 1024, c.fabric.ecn_kmin_bytes / 1024,
@@ -577,6 +587,14 @@ int run_main() {
       check.error = "--lb=" + name + " unknown: fixed, oblivious, reps or bitmap";
     }
   }
+  CcMode cc = CcMode::kNscc;
+  if (const std::string name = absl::GetFlag(FLAGS_cc); name == "rccc") {
+    cc = CcMode::kRccc;
+  } else if (name == "both") {
+    cc = CcMode::kNsccRccc;
+  } else if (name != "nscc" && check.error.empty()) {
+    check.error = "--cc=" + name + " unknown: nscc, rccc or both";
+  }
   const std::string tr = absl::GetFlag(FLAGS_transport);
   if (check.error.empty() && tr != "uet" && tr != "rocev2" && tr != "both")
     check.error = "--transport=" + tr + " unknown: uet, rocev2 or both";
@@ -673,6 +691,7 @@ int run_main() {
       c.uet_evs = static_cast<uint16_t>(absl::GetFlag(FLAGS_evs));
       c.dcqcn_preset = absl::GetFlag(FLAGS_dcqcn);
       c.uet_lb = lb;
+      c.uet_cc = cc;
       c.max_time = static_cast<Time>(absl::GetFlag(FLAGS_max_ms)) * kMillisecond;
       if (!plot_dir.empty()) {
         c.sample_every = static_cast<Time>(absl::GetFlag(FLAGS_plot_sample_us) * kMicrosecond);
@@ -759,6 +778,7 @@ int run_main() {
                                         scenario, hosts, fabric_name, base.host_gbps,
                                         absl::GetFlag(FLAGS_bytes), absl::GetFlag(FLAGS_seed));
     if (scenario == "incast") title += absl::StrFormat(", fan-in %u", absl::GetFlag(FLAGS_fan_in));
+    if (cc != CcMode::kNscc) title += absl::StrFormat(", UET cc %s", cc_flag(cc));
     if (scenario == "failure") {
       const double d = absl::GetFlag(FLAGS_degrade);
       title += absl::StrFormat(", %u top-tier links %s at %u us", absl::GetFlag(FLAGS_failed_links),

@@ -18,7 +18,7 @@
 // then are ignored (their signals predate the cut). research/uec.md §3 (htsim uec.cpp).
 //
 // The receiver's rcv_cwnd_pend (ACK_CC, 0..127) takes newly_acked * pend / 128 off the window
-// (on_receiver_pending). Not yet: RCCC credits (the cc/ issue).
+// (on_receiver_pending). RCCC's credits are cc/rccc.h; the engine can run both (UetConfig::cc).
 #pragma once
 
 #include <algorithm>

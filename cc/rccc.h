@@ -89,6 +89,10 @@ class RcccSender {
   bool can_send() const noexcept { return credit_ > 0; }
   void on_sent(uint32_t bytes) noexcept { credit_ -= bytes; }
   void on_credit(uint64_t bytes) noexcept { credit_ += static_cast<int64_t>(bytes); }
+  // The receiver has taken over (its first grant arrived): what is left of the speculative
+  // allowance goes (as htsim's stopSpeculating), so senders that speculated do not keep a
+  // standing queue at the receiver's link on top of what it grants. A debt stays.
+  void stop_speculating() noexcept { credit_ = std::min<int64_t>(credit_, 0); }
   // The credit to ask for: what the backlog needs beyond the credit held, capped.
   uint64_t credit_target(uint64_t backlog) const noexcept {
     const int64_t need = static_cast<int64_t>(backlog) - std::max<int64_t>(credit_, 0);

@@ -103,6 +103,21 @@ TEST(Rccc_Sender, SpeculatesThenSendsAgainstCredit) {
   EXPECT_EQ(s.credit_target(0), 0u);
 }
 
+TEST(Rccc_Sender, StopSpeculatingDropsTheAllowanceButKeepsADebt) {
+  RcccConfig c;
+  c.speculative = 65536;
+  RcccSender s(c);
+  s.on_sent(4096);
+  s.stop_speculating();
+  // Expect: the 61440 unused speculative bytes are gone; only grants let it send now.
+  EXPECT_EQ(s.credit(), 0);
+  EXPECT_FALSE(s.can_send());
+  s.on_credit(4096);
+  s.on_sent(8192);  // one packet may overdraw
+  s.stop_speculating();
+  EXPECT_EQ(s.credit(), -4096) << "a debt is not forgiven";
+}
+
 // An incast on the credit loop alone (one-way delay 2 us each way, no other fabric): 16 senders
 // with 1 MB each, no speculation. Every byte is sent against credit; they finish together at
 // the receiver's granted rate.

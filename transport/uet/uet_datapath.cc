@@ -95,15 +95,34 @@ bool UetEndpoint::build_data(Pdc& p, uint16_t pdcid, uint32_t psn, bool retx, Fr
   const uint64_t offset = uint64_t{s.packet} * config_.payload_bytes;
   const uint32_t len = s.len;
   const bool carries = o.op != Opcode::kRead;  // a READ request has no payload
+  // §3.4: with RCCC every request is RUD_CC, its CC state four bytes longer.
+  const bool cc_req = rccc_sender();
   const size_t headers = wire::Ethernet::kSize + wire::Ipv4::kSize + wire::Udp::kSize +
-                         wire::PdsRudRod::kSize + wire::SesStandardRequest::kSize;
+                         (cc_req ? wire::PdsRudRodCc::kSize : wire::PdsRudRod::kSize) +
+                         wire::SesStandardRequest::kSize;
   const size_t elided = carries && headers + len > f.capacity ? len : 0;
   const uint16_t ev = p.sel.next_ev(now);  // §2.4: pathsel/ picks every packet's EV
   wire::FrameBuilder b(std::span<uint8_t>(f.data, f.capacity), encap_for(p, false, ev_port(p, ev)));
-  wire::PdsRudRod* pds = b.add<wire::PdsRudRod>();
+  wire::PdsRudRodCc* pcc = cc_req ? b.add<wire::PdsRudRodCc>() : nullptr;
+  // RUD_CC begins with the RUD request's fields (spec/uet.def): one set of accessors for both.
+  wire::PdsRudRod* pds = cc_req ? (pcc != nullptr ? wire::as<wire::PdsRudRod>(pcc->raw) : nullptr)
+                                : b.add<wire::PdsRudRod>();
   wire::SesStandardRequest* ses = b.add<wire::SesStandardRequest>();
-  if (ses == nullptr) return false;
-  pds->set_type(PdsType::kRudReq);
+  if (ses == nullptr || pds == nullptr) return false;
+  if (carries && !retx) p.unsent_bytes -= std::min<uint64_t>(p.unsent_bytes, len);
+  if (cc_req) {
+    // RCCC: a packet with payload spends credit, a retransmission too (as htsim); the
+    // request tells the receiver what the backlog still needs beyond the credit held.
+    // Speculation ends a base RTT after the first send if no grant ended it before.
+    if (p.speculate_until == kNever) p.speculate_until = now + config_.base_rtt;
+    if (carries) p.rccc.on_sent(len);
+    p.last_target = static_cast<uint32_t>(p.rccc.credit_target(credit_backlog(p)));
+    pds->set_type(PdsType::kRudCcReq);
+    pcc->set_ccc_id(0);
+    pcc->set_credit_target(p.last_target);
+  } else {
+    pds->set_type(PdsType::kRudReq);
+  }
   pds->set_next_hdr(NextHeader::kReqStd);
   pds->set_retx(retx);
   pds->set_psn(psn);
@@ -213,7 +232,16 @@ bool UetEndpoint::build_ack(Pdc& p, uint16_t pdcid, Frame& f) {
   ack->set_cack_psn(cack);
   ack->set_spdcid(pdcid);
   ack->set_dpdcid(p.peer_pdcid);
-  ack->set_cc_type(wire::CcType::kNscc);
+  if (p.credit_pending > 0) {
+    // §3.8.2: RCCC credit granted to this sender rides the ACK (cc_type CREDIT).
+    const auto c = static_cast<uint32_t>(std::min<uint64_t>(p.credit_pending, 0xFFFFFF));
+    ack->set_cc_type(wire::CcType::kCredit);
+    ack->set_credit(c);
+    p.credit_pending -= c;
+    ++counters_.tx_credit_acks;
+  } else {
+    ack->set_cc_type(wire::CcType::kNscc);
+  }
   ack->set_mpr(static_cast<uint8_t>(std::min<uint32_t>(255, config_.mpr / 16)));  // [choice]
   // The 64 PSNs the bitmap reports end at the PSN that triggered this ACK (as htsim does), so
   // every arrival is reported by at least its own ACK even when the window spans more than
@@ -357,9 +385,9 @@ void UetEndpoint::queue_stateless_nack(uint32_t ip, uint16_t peer_pdcid, uint8_t
       StatelessNack{ip, peer_pdcid, code, psn, kind, local_pdcid};
 }
 
-// §3.12 control packet (CLOSE, REQ_CLOSE) on PDC `pdcid` about `psn`.
+// §3.12 control packet (CLOSE, REQ_CLOSE, CREDIT, CREDIT_REQ) on PDC `pdcid` about `psn`.
 bool UetEndpoint::build_ctrl(Pdc& p, uint16_t pdcid, wire::CtrlType type, uint32_t psn,
-                             Frame& f) {
+                             Frame& f, uint32_t payload) {
   wire::FrameBuilder b(std::span<uint8_t>(f.data, f.capacity), encap_for(p, true, p.ev_base));
   wire::PdsCtrl* c = b.add<wire::PdsCtrl>();
   if (c == nullptr) return false;
@@ -368,6 +396,7 @@ bool UetEndpoint::build_ctrl(Pdc& p, uint16_t pdcid, wire::CtrlType type, uint32
   c->set_psn(psn);
   c->set_spdcid(pdcid);
   c->set_dpdcid(p.peer_pdcid);
+  c->set_ctrl_payload(payload);
   if (!finish_frame(b, f, 0)) return false;
   f.priority = Priority::kControl;
   return true;
@@ -434,6 +463,7 @@ void UetEndpoint::rx_one(const Frame& f, Time now) {
   }
   switch (d.pds_type) {
     case PdsType::kRudReq:
+    case PdsType::kRudCcReq:  // §3.4: the same request with RCCC state
       rx_request(d, now);
       break;
     case PdsType::kAckCc:
@@ -455,7 +485,8 @@ void UetEndpoint::rx_one(const Frame& f, Time now) {
 // §3.3 target side: find or create the PDC, check the window, serve the SES request, note
 // the ACK.
 void UetEndpoint::rx_request(const wire::Decoded& d, Time now) {
-  const wire::PdsRudRod& h = *d.pds_as<wire::PdsRudRod>();
+  // A RUD_CC request (§3.4) begins with the RUD request's fields.
+  const wire::PdsRudRod& h = *wire::as<wire::PdsRudRod>(d.pds);
   const uint32_t src = d.ipv4->src();
   const uint32_t psn = h.psn();
   // §3.14: a trimmed request has no UDP checksum, so its PDS header may be damaged without
@@ -520,6 +551,11 @@ void UetEndpoint::rx_request(const wire::Decoded& d, Time now) {
     }
   }
   ++counters_.rx_data;
+  // RCCC: each RUD_CC request says what its sender still wants (want is set, not added, so
+  // a lost grant is asked for again). A trimmed header is used too: the target is bounded.
+  if (const wire::PdsRudRodCc* cc = d.pds_as<wire::PdsRudRodCc>(); cc != nullptr) {
+    rccc_rx_.on_request(id, cc->credit_target(), now);
+  }
   p->close_tries = 0;  // the initiator is alive: REQ_CLOSE may start over when idle again
   if (config_.idle_timeout != 0) {
     p->idle_deadline = now + 2 * config_.idle_timeout;
@@ -882,6 +918,11 @@ void UetEndpoint::rx_ack(const wire::Decoded& d, Time now) {
     return;
   }
   const uint32_t cack = h.cack_psn();
+  if (const wire::PdsAckCc* cc = d.pds_as<wire::PdsAckCc>();
+      cc != nullptr && cc->cc_type() == wire::CcType::kCredit && !p->closing) {
+    ++counters_.rx_credit_acks;  // §3.8.2: RCCC credit riding the ACK
+    on_credit(*p, cc->credit());
+  }
   if (p->closing) {  // §3.12: only the ACK of the CLOSE matters now
     if (cack == p->close_psn && h.spdcid() == p->peer_pdcid) {
       ++counters_.pdcs_closed;
@@ -1053,7 +1094,7 @@ void UetEndpoint::release_target(uint16_t id) {
   free_pdc(id);
 }
 
-// §3.12 control packets: CLOSE (target), REQ_CLOSE (initiator).
+// §3.12 control packets: CLOSE and CREDIT_REQ (target), REQ_CLOSE and CREDIT (initiator).
 void UetEndpoint::rx_ctrl(const wire::Decoded& d, Time now) {
   const wire::PdsCtrl& h = *d.pds_as<wire::PdsCtrl>();
   const uint32_t src = d.ipv4->src();
@@ -1094,10 +1135,91 @@ void UetEndpoint::rx_ctrl(const wire::Decoded& d, Time now) {
       // heard nothing since.
       queue_stateless_nack(src, h.spdcid(), 0, h.psn(), Stateless::kClose, h.dpdcid());
       return;
+    case wire::CtrlType::kCredit:  // RCCC: credit granted by the target, in bytes
+      if (p != nullptr && p->role == Role::kInitiator && p->peer_ip4 == src && !p->closing &&
+          (!p->established || p->peer_pdcid == h.spdcid())) {
+        ++counters_.rx_credit;
+        on_credit(*p, h.ctrl_payload());
+        return;
+      }
+      ++counters_.rx_bad_ctrl;
+      return;
+    case wire::CtrlType::kCreditReq:  // RCCC: the sender asks again (a grant may be lost)
+      if (p != nullptr && p->role == Role::kTarget && p->peer_ip4 == src &&
+          p->peer_pdcid == h.spdcid()) {
+        ++counters_.rx_credit_req;
+        rccc_rx_.on_request(h.dpdcid(), h.ctrl_payload(), now);
+        return;
+      }
+      ++counters_.rx_bad_ctrl;
+      return;
     default:
       ++counters_.rx_bad_ctrl;  // control types this engine does not act on
       return;
   }
+}
+
+// RCCC: credit arrived for an initiator PDC (CREDIT, or an ACK_CC with cc_type CREDIT). The
+// first grant ends the speculation; the next tx() sends against it.
+void UetEndpoint::on_credit(Pdc& p, uint64_t bytes) {
+  counters_.credit_received += bytes;
+  if (p.speculating) {
+    p.speculating = false;
+    p.rccc.stop_speculating();
+  }
+  p.rccc.on_credit(bytes);
+  p.credit_blocked = false;
+  p.credit_deadline = kNever;
+}
+
+// RCCC: initiator PDC `p` has data to send and no credit. The first time: count it, arm the
+// re-ask timer (an RTO without credit), and ask at once if the receiver was last told that
+// nothing more is wanted.
+void UetEndpoint::credit_blocked(Pdc& p, Time now) {
+  if (p.credit_blocked) return;
+  p.credit_blocked = true;
+  ++counters_.credit_stalls;
+  p.credit_deadline = now + p.rto;
+  deadline_ = std::min(deadline_, p.credit_deadline);
+  if (p.last_target == 0 && p.established) p.credit_req_pending = true;
+}
+
+// RCCC receiver: takes the grants due now (the engine paces them) into their target PDCs'
+// credit_pending and queues those PDCs for tx(). Taken here, from tx() and on_timer(), so the
+// next grant's time is what next_deadline() reports even while the NIC is busy.
+void UetEndpoint::take_grants(Time now) {
+  while (const auto g = rccc_rx_.next_grant(now)) {
+    Pdc* p = pdc(static_cast<uint16_t>(g->sender));
+    if (p == nullptr || p->role != Role::kTarget) {
+      rccc_rx_.on_close(g->sender);
+      continue;
+    }
+    counters_.credit_granted += g->bytes;
+    p->credit_pending += g->bytes;
+    if (!p->credit_queued && credit_tail_ - credit_head_ < credit_ring_.size()) {
+      p->credit_queued = true;  // when the ring is full, the PDC's next ACK carries it
+      credit_ring_[credit_tail_++ % credit_ring_.size()] = static_cast<uint16_t>(g->sender);
+    }
+  }
+}
+
+// RCCC receiver: sends the credit taken for each queued PDC: in the PDC's next ACK when one
+// is due anyway (§3.8.2), else as a CREDIT packet (§3.12). Returns the new n.
+size_t UetEndpoint::tx_grants(std::span<Frame* const> out, size_t n, Time now) {
+  while (n < out.size() && credit_head_ != credit_tail_) {
+    const uint16_t id = credit_ring_[credit_head_++ % credit_ring_.size()];
+    Pdc& p = pdcs_[id];
+    if (!p.credit_queued || p.role != Role::kTarget) continue;  // freed since
+    p.credit_queued = false;
+    if (p.credit_pending == 0) continue;
+    if (p.ack_now || (p.ack_pending && now >= p.ack_deadline)) continue;  // rides the ACK
+    const auto c = static_cast<uint32_t>(std::min<uint64_t>(p.credit_pending, 0xFFFFFF));
+    if (!build_ctrl(p, id, wire::CtrlType::kCredit, p.rcv_base, *out[n], c)) continue;
+    p.credit_pending -= c;
+    ++counters_.tx_credit;
+    ++n;
+  }
+  return n;
 }
 
 // §3.10 sender reactions.
@@ -1187,6 +1309,9 @@ size_t UetEndpoint::tx(std::span<Frame* const> out, Time now) {
   while (n < out.size() && stateless_head_ != stateless_tail_) {
     if (build_stateless_nack(stateless_[stateless_head_++ % stateless_.size()], *out[n])) ++n;
   }
+  // RCCC grants due now (paced by the receiver engine).
+  if (rccc_rx_.next_event() <= now) take_grants(now);
+  if (credit_head_ != credit_tail_) n = tx_grants(out, n, now);
   // Round robin over the active PDCs, one frame per PDC per turn, until the burst is full or
   // a whole turn finds nothing to send.
   for (size_t idle = 0; n < out.size() && idle < active_.size();) {
@@ -1213,10 +1338,33 @@ size_t UetEndpoint::tx(std::span<Frame* const> out, Time now) {
         sent = build_ack(p, id, *out[n]);
       }
     } else if (p.role == Role::kInitiator && !p.closing) {
+      // RCCC: may a packet with payload go? (READ requests carry none and need no credit.)
+      if (p.speculating && now >= p.speculate_until && rccc_sender()) {
+        p.speculating = false;
+        p.rccc.stop_speculating();
+      }
+      const bool credit = !rccc_sender() || p.rccc.can_send();
+      if (p.credit_req_pending && p.established) {  // RCCC: ask for credit again (§3.12)
+        const auto target = static_cast<uint32_t>(p.rccc.credit_target(credit_backlog(p)));
+        sent = build_ctrl(p, id, wire::CtrlType::kCreditReq, p.next_psn, *out[n], target);
+        if (sent) {
+          p.credit_req_pending = false;
+          p.last_target = target;
+          ++counters_.tx_credit_req;
+          ++n;
+          idle = 0;
+          ++rr_;
+          continue;  // a control frame: no RTO to arm
+        }
+      }
       if (p.resend_pending > 0) {  // exactly the missing PSNs, RETX set
         for (uint32_t psn = p.base_psn; psn_before(psn, p.next_psn); ++psn) {
           Slot& s = p.slots[psn % config_.mpr];
           if (!s.resend) continue;
+          if (!credit && p.ops[s.op % config_.max_writes].op != Opcode::kRead) {
+            credit_blocked(p, now);
+            break;
+          }
           s.resend = false;
           --p.resend_pending;
           sent = build_data(p, id, psn, /*retx=*/true, *out[n], now);
@@ -1225,6 +1373,12 @@ size_t UetEndpoint::tx(std::span<Frame* const> out, Time now) {
       } else if (p.op_send != p.op_tail && p.next_psn - p.base_psn < config_.mpr &&
                  p.bytes_in_flight + config_.payload_bytes <= window(p)) {
         Op& o = p.ops[p.op_send % config_.max_writes];
+        if (!credit && o.op != Opcode::kRead) {
+          credit_blocked(p, now);
+          ++idle;
+          ++rr_;
+          continue;
+        }
         const uint32_t psn = p.next_psn;
         Slot& s = p.slots[psn % config_.mpr];
         s = Slot{};
@@ -1260,10 +1414,17 @@ size_t UetEndpoint::tx(std::span<Frame* const> out, Time now) {
 
 // ------------------------------------------------------------------------------ timers
 
-Time UetEndpoint::next_deadline() const { return deadline_; }
+// The PDCs' timers, and when the RCCC receiver may next grant (its grants go out in tx()).
+Time UetEndpoint::next_deadline() const { return std::min(deadline_, rccc_rx_.next_event()); }
 
 void UetEndpoint::on_timer(Time now) {
   now_ = now;
+  // RCCC: grants due now are taken (tx() sends them). If no PDC timer is due as well
+  // (deadline_ is never late), that is all.
+  if (rccc_rx_.next_event() <= now) {
+    take_grants(now);
+    if (deadline_ > now) return;
+  }
   Time next = kNever;
   for (size_t i = 0; i < active_.size(); ++i) {
     const uint16_t id = active_[i];
@@ -1311,6 +1472,22 @@ void UetEndpoint::on_timer(Time now) {
       }
     }
     next = std::min(next, p.idle_deadline);
+    if (p.credit_deadline <= now) {
+      // RCCC: an RTO blocked on credit without any arriving: the grants (or what asked for
+      // them) were lost. Ask again; before the PDC is established there is no target PDC to
+      // name, so let one packet go as a probe (its SYN opens the PDC, its target asks).
+      p.credit_deadline = kNever;
+      if (p.credit_blocked && !p.rccc.can_send() && credit_backlog(p) > 0) {
+        if (p.established) {
+          p.credit_req_pending = true;
+        } else {
+          p.rccc.on_credit(static_cast<uint64_t>(1 - p.rccc.credit()));  // credit becomes 1
+          ++counters_.credit_probes;
+        }
+        p.credit_blocked = false;  // the next stall re-arms the timer
+      }
+    }
+    next = std::min(next, p.credit_deadline);
     if (p.tlp_deadline <= now) {
       p.tlp_deadline = kNever;
       send_tlp(p);

@@ -23,7 +23,27 @@ absl::Status out_of_range(const char* field, uint64_t value, const char* range) 
                                                  " out of range: ", range));
 }
 
+// RCCC's derived fields: the receiver's line rate is the host link's; senders are PDC ids.
+cc::RcccConfig derive_rccc(const UetConfig& c) {
+  cc::RcccConfig r = c.rccc;
+  r.link_gbps = c.link_gbps;
+  r.max_senders = c.max_pdcs;
+  return r;
+}
+
 }  // namespace
+
+const char* to_string(CcMode m) noexcept {
+  switch (m) {
+    case CcMode::kNscc:
+      return "nscc";
+    case CcMode::kRccc:
+      return "rccc";
+    case CcMode::kNsccRccc:
+      return "nscc+rccc";
+  }
+  return "?";
+}
 
 absl::Status UetConfig::validate() const {
   if (payload_bytes < 256 || payload_bytes > 9000)
@@ -57,6 +77,14 @@ absl::Status UetConfig::validate() const {
   if (idle_timeout != 0 && (idle_timeout < kMicrosecond || idle_timeout > 10 * kSecond))
     return out_of_range("idle_timeout", static_cast<uint64_t>(idle_timeout), "0, or 1 us..10 s (ps)");
   if (dscp_data > 63 || dscp_control > 63) return out_of_range("dscp", dscp_data, "0..63");
+  if (cc != CcMode::kNscc && cc != CcMode::kRccc && cc != CcMode::kNsccRccc)
+    return out_of_range("cc", static_cast<uint64_t>(cc), "kNscc, kRccc or kNsccRccc");
+  if (absl::Status s = derive_rccc(*this).validate(); !s.ok()) {
+    // "RcccConfig.quantum=..." -> "UetConfig.rccc.quantum=..."
+    std::string m(s.message());
+    if (m.rfind("RcccConfig.", 0) == 0) m = m.substr(11);
+    return absl::InvalidArgumentError(absl::StrCat("UetConfig.rccc.", m));
+  }
   if (absl::Status s = pathsel.validate(); !s.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("UetConfig.", std::string(s.message())));
   }
@@ -78,12 +106,14 @@ absl::StatusOr<std::unique_ptr<UetEndpoint>> UetEndpoint::create(const UetConfig
 }
 
 UetEndpoint::UetEndpoint(const UetConfig& config)
-    : config_(config), pdcs_(config.max_pdcs), rng_(config.seed ^ config.local_ip4) {
+    : config_(config), rccc_config_(derive_rccc(config)), rccc_rx_(rccc_config_),
+      pdcs_(config.max_pdcs), rng_(config.seed ^ config.local_ip4) {
   if (config_.resolve_mac == nullptr) config_.resolve_mac = sim_mac;
   free_pdcs_.resize(config.max_pdcs);
   for (uint32_t i = 0; i < config.max_pdcs; ++i) free_pdcs_[i] = static_cast<uint16_t>(i);
   free_tail_ = config.max_pdcs;
   active_.reserve(config.max_pdcs);
+  credit_ring_.assign(config.max_pdcs, 0);
   recvs_.assign(config.max_recvs, Recv{});
   rx_msgs_.assign(config.max_recv_messages, RxMsg{});
   completions_.reserve(1024);
@@ -130,6 +160,7 @@ int32_t UetEndpoint::alloc_pdc(Role role) {
   }
   p.rto = config_.rto;
   p.nscc = cc::Nscc(nscc_config_);
+  p.rccc = cc::RcccSender(rccc_config_);
   p.active_index = static_cast<uint32_t>(active_.size());
   active_.push_back(id);
   return id;
@@ -145,6 +176,7 @@ void UetEndpoint::free_pdc(uint16_t id) {
     }
   }
   if (p.role == Role::kTarget) {
+    rccc_rx_.on_close(id);  // RCCC: it wants no more credit
     if (auto it = target_by_peer_pdc_.find(uint64_t{p.peer_ip4} << 16 | p.peer_pdcid);
         it != target_by_peer_pdc_.end() && it->second == id) {
       target_by_peer_pdc_.erase(it);
@@ -218,6 +250,7 @@ absl::Status UetEndpoint::post_op(uint32_t peer, const Op& op, const char* verb)
   o.packets = std::max<uint32_t>(
       1, static_cast<uint32_t>((op.length + config_.payload_bytes - 1) / config_.payload_bytes));
   o.unacked = o.packets;
+  if (op.op != Opcode::kRead) p.unsent_bytes += op.length;  // RCCC's backlog
   o.message_id = p.next_message_id;
   // A READ is one single-packet READ message per chunk (uet_endpoint.h): one ID each.
   p.next_message_id = static_cast<uint16_t>(p.next_message_id +
@@ -301,7 +334,8 @@ EndpointStats UetEndpoint::stats() const {
   EndpointStats s;
   s.data_packets = counters_.tx_data;
   s.retransmitted_packets = counters_.tx_retx;
-  s.control_packets = counters_.tx_acks + counters_.tx_nacks;
+  s.control_packets = counters_.tx_acks + counters_.tx_nacks + counters_.tx_credit +
+                      counters_.tx_credit_req;
   s.timeouts = counters_.timeouts;
   s.rx_dropped = counters_.rx_malformed + counters_.rx_unknown_pdc + counters_.rx_no_pdc_avail +
                  counters_.rx_out_of_window + counters_.rx_stale_read_data + counters_.rx_bad_send;

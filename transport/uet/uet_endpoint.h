@@ -58,6 +58,28 @@
 // messages being received (`max_recv_messages`). A peer's frames can never grow them;
 // frames that do not fit are dropped or NACKed and counted (Counters).
 //
+// Congestion control (spec/uet.md §3.4, §3.8.2, §3.12; research/uec.md §3, §4): UetConfig::cc.
+// - NSCC (cc/nscc.h): a window per initiator PDC, from ACKs' ECN echoes and RTT samples.
+// - RCCC (cc/rccc.h): the initiator PDC's RcccSender starts with a speculative allowance and
+//   then sends data only against credit; its requests are RUD_CC with credit_target = what
+//   its backlog (unsent bytes + resends) still needs beyond the credit it holds. The target's
+//   one RcccReceiver (the host link is what its senders share) hears each RUD_CC request's
+//   credit_target per target PDC and grants quanta round robin, paced at its line rate, as
+//   CREDIT control packets, or in the credit field of an ACK_CC (cc_type CREDIT) when that
+//   PDC has an ACK due anyway. The first grant ends the speculation (RcccSender::
+//   stop_speculating), and so does one base_rtt after the PDC's first send [choice]: every
+//   sender of an incast then speculates about one round trip's worth, however long the
+//   receiver's round robin takes to reach it (else the last ones granted speculate longest
+//   and finish first). Retransmissions consume credit as new data does (as htsim);
+//   READ requests carry no payload and need none. Any endpoint grants to PDCs whose requests
+//   are RUD_CC, whatever its own `cc`: the request type is the sender's opt-in.
+//   Credit loss: a sender blocked on credit with a backlog sends CREDIT_REQ (payload: its
+//   credit_target) at once if the last target it told the receiver was 0, and again after
+//   each RTO without credit arriving; the receiver's want is set (not added) from the latest
+//   target, so a lost CREDIT or ACK is re-granted. Before the PDC is established (no target
+//   PDC id to name) the timer lets one packet go instead, as a probe.
+//   With both (nscc+rccc) a packet needs credit and room in the NSCC window.
+//
 // Data path: rx()/tx()/on_timer() never allocate and make no virtual calls per packet.
 #pragma once
 
@@ -70,12 +92,21 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "cc/nscc.h"
+#include "cc/rccc.h"
 #include "pathsel/path_selector.h"
 #include "transport/api.h"
 #include "transport/wire/builder.h"
 #include "transport/wire/decode.h"
 
 namespace uet {
+
+// Which congestion control the initiator runs (the header comment says how RCCC is wired).
+enum class CcMode : uint8_t {
+  kNscc,      // NSCC's window (the default)
+  kRccc,      // RCCC credit alone (window_bytes still bounds what is in flight)
+  kNsccRccc,  // both: credit and the NSCC window
+};
+const char* to_string(CcMode m) noexcept;  // "nscc", "rccc", "nscc+rccc"
 
 struct UetConfig {
   uint32_t local_ip4 = 0;
@@ -92,8 +123,12 @@ struct UetConfig {
   uint32_t max_recv_messages = 64;        // SENDs being received at once per endpoint, 1..4096
   uint32_t rnr_retries = 7;               // RNR NACKs of one PSN before a SEND gives up, 0..64
   uint64_t window_bytes = 256 * 1024;     // bytes in flight per PDC at most
-  bool nscc = true;                       // NSCC (cc/nscc.h) sizes the window below that
-  double link_gbps = 100;                 // NSCC: the host link rate ...
+  CcMode cc = CcMode::kNscc;              // congestion control (see the header comment)
+  // RCCC (cc/rccc.h): quantum, speculative allowance, credit target cap, grant pacing.
+  // rccc.link_gbps and rccc.max_senders are derived (link_gbps, max_pdcs); the rest is
+  // validated as RcccConfig::validate() says, named UetConfig.rccc.FIELD.
+  cc::RcccConfig rccc;
+  double link_gbps = 100;                 // NSCC and RCCC: the host link rate ...
   Time base_rtt = 12 * kMicrosecond;      // ... and the fabric's unloaded round trip
   Time rto = 50 * kMicrosecond;           // retransmission timeout before the first RTT sample
   // RFC 6298 estimator from ACKs of packets sent once: RTO = clamp(srtt + 4 rttvar, min_rto,
@@ -173,6 +208,17 @@ struct UetCounters {
   uint64_t pdcs_closed = 0;       // PDCs freed by a completed close (either role)
   uint64_t close_abandoned = 0;   // initiator: CLOSE never acknowledged, freed anyway
   uint64_t rx_bad_ctrl = 0;       // control packet for no PDC of ours, or out of place
+  // RCCC (§3.4, §3.8.2, §3.12 CREDIT / CREDIT_REQ).
+  uint64_t tx_credit = 0;         // target: CREDIT packets sent
+  uint64_t tx_credit_acks = 0;    // target: ACK_CCs that carried credit (cc_type CREDIT)
+  uint64_t credit_granted = 0;    // target: bytes of credit granted
+  uint64_t rx_credit = 0;         // initiator: CREDIT packets received
+  uint64_t rx_credit_acks = 0;    // initiator: ACK_CCs with credit received
+  uint64_t credit_received = 0;   // initiator: bytes of credit received
+  uint64_t credit_stalls = 0;     // initiator: times a PDC with data to send ran out of credit
+  uint64_t tx_credit_req = 0;     // initiator: CREDIT_REQs sent
+  uint64_t rx_credit_req = 0;     // target: CREDIT_REQs received
+  uint64_t credit_probes = 0;     // initiator: one-packet probes before the PDC is established
   wire::WireCounters wire;
 };
 
@@ -285,6 +331,15 @@ class UetEndpoint final : public Endpoint {
     uint64_t acked_total = 0;  // PSNs acknowledged so far (progress)
     Time last_ack_at = kNever; // the last valid ACK (is the peer alive?)
     cc::Nscc nscc{cc::NsccConfig{}};
+    // RCCC sender (UetConfig::cc rccc or nscc+rccc).
+    cc::RcccSender rccc{cc::RcccConfig{}};
+    uint64_t unsent_bytes = 0;     // WRITE/SEND payload posted, not yet sent once
+    uint32_t last_target = 0;      // credit_target in the last RUD_CC request or CREDIT_REQ
+    bool speculating = true;       // no grant has arrived and base_rtt has not passed
+    Time speculate_until = kNever; // the first send + base_rtt
+    bool credit_blocked = false;   // has data to send, no credit
+    bool credit_req_pending = false;  // a CREDIT_REQ to send
+    Time credit_deadline = kNever; // blocked this long without credit: ask again (or probe)
     // Teardown (§3.12): idle since idle_deadline - idle_timeout; closing: CLOSE (PSN
     // close_psn) sent, waiting for the ACK that covers it; the PDC is then no longer the
     // peer's (initiator_by_peer_ points to a new one, if any).
@@ -304,6 +359,8 @@ class UetEndpoint final : public Endpoint {
     bool ack_pending = false;
     bool ce_seen = false;
     uint32_t ce_psn = 0;       // the first CE-marked arrival since the last ACK
+    uint64_t credit_pending = 0;  // RCCC grants for this sender not yet sent (rides the next ACK)
+    bool credit_queued = false;   // in credit_ring_
     uint32_t last_psn = 0;     // the newest arrival
     Time ack_deadline = kNever;
     // SES responses, one per ACK: refusals (§4.6) and read data (§4.7). A PSN with a
@@ -374,7 +431,17 @@ class UetEndpoint final : public Endpoint {
   void note_idle(Pdc& p, Time now);
   void start_close(Pdc& p, Time now);
   void release_target(uint16_t id);
-  bool build_ctrl(Pdc& p, uint16_t pdcid, wire::CtrlType type, uint32_t psn, Frame& f);
+  bool build_ctrl(Pdc& p, uint16_t pdcid, wire::CtrlType type, uint32_t psn, Frame& f,
+                  uint32_t payload = 0);
+  // RCCC helpers.
+  bool rccc_sender() const noexcept { return config_.cc != CcMode::kNscc; }
+  uint64_t credit_backlog(const Pdc& p) const noexcept {
+    return p.unsent_bytes + uint64_t{p.resend_pending} * config_.payload_bytes;
+  }
+  void on_credit(Pdc& p, uint64_t bytes);
+  void take_grants(Time now);
+  size_t tx_grants(std::span<Frame* const> out, size_t n, Time now);
+  void credit_blocked(Pdc& p, Time now);
   void ack_psn(Pdc& p, uint32_t psn, bool ce, Time now);
   void mark_received(Pdc& p, uint32_t psn);
   void mark_lost(Pdc& p, uint32_t psn);
@@ -416,9 +483,13 @@ class UetEndpoint final : public Endpoint {
   UetConfig config_;
   cc::NsccConfig nscc_config_;
   uint64_t window(const Pdc& p) const noexcept {
-    return config_.nscc ? std::min<uint64_t>(config_.window_bytes, p.nscc.window())
-                        : config_.window_bytes;
+    return config_.cc != CcMode::kRccc ? std::min<uint64_t>(config_.window_bytes, p.nscc.window())
+                                       : config_.window_bytes;
   }
+  cc::RcccConfig rccc_config_;
+  cc::RcccReceiver rccc_rx_;  // target side: the senders of this endpoint, by target PDC id
+  std::vector<uint16_t> credit_ring_;  // target PDCs with credit to send (max_pdcs entries)
+  uint32_t credit_head_ = 0, credit_tail_ = 0;
   std::vector<Pdc> pdcs_;
   // Free PDC ids, a FIFO ring: a just-freed id is reused last, so a peer's stale packets for
   // a closed PDC rarely meet a new PDC under the same id.

@@ -1,0 +1,379 @@
+// RCCC inside the UET engine (transport/uet/, cc/rccc.h; spec/uet.md §3.4, §3.8.2, §3.12).
+// 1. On the fake link (two endpoints, 100 Gb/s, simulated time): the sender spends its
+//    speculative allowance and then only what was granted; grants let it finish; messages
+//    arrive intact; lost credit is asked for again (no deadlock); READs need no credit.
+// 2. On the simulator (a small leaf-spine at 100 Gb/s): an 8:1 incast of 2 MB writes with RCCC
+//    ends within 1.10x of the ideal with the fastest sender within 10 % of the slowest (NSCC
+//    alone printed beside it), and two flows sharing the receiver's link get a fair share each.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "sim/network.h"
+#include "sim/topology.h"
+#include "tests/common/fake_link.h"
+#include "transport/uet/uet_endpoint.h"
+
+namespace uet {
+namespace {
+
+constexpr uint32_t kIpA = 0x0A000001, kIpB = 0x0A000002;
+
+UetConfig config_for(uint32_t ip, CcMode cc) {
+  UetConfig c;
+  c.local_ip4 = ip;
+  c.local_mac = {0x02, 0, 0, 0, 0, static_cast<uint8_t>(ip)};
+  c.seed = 42;
+  c.cc = cc;
+  c.rccc.speculative = 64 * 1024;  // 16 packets before any grant
+  return c;
+}
+
+// Two endpoints on the fake link at 100 Gb/s; B holds the target region.
+struct Pair {
+  explicit Pair(CcMode cc)
+      : a(std::move(*UetEndpoint::create(config_for(kIpA, cc)))),
+        b(std::move(*UetEndpoint::create(config_for(kIpB, cc)))), link(a.get(), b.get()) {
+    link.set_rate_gbps(100);
+  }
+  std::unique_ptr<UetEndpoint> a, b;
+  testing::FakeLink link;
+};
+
+std::vector<uint8_t> pattern(size_t n) {
+  std::vector<uint8_t> v(n);
+  std::mt19937 rng(3);
+  for (auto& x : v) x = static_cast<uint8_t>(rng());
+  return v;
+}
+
+bool is_request(const wire::Decoded& d) {
+  return d.pds_type == wire::PdsType::kRudReq || d.pds_type == wire::PdsType::kRudCcReq;
+}
+
+// A frame from B that carries credit: a CREDIT packet or an ACK_CC with cc_type CREDIT.
+bool carries_credit(const wire::Decoded& d) {
+  if (const auto* c = d.pds_as<wire::PdsCtrl>(); c != nullptr) {
+    return c->ctl_type() == wire::CtrlType::kCredit;
+  }
+  if (const auto* a = d.pds_as<wire::PdsAckCc>(); a != nullptr) {
+    return a->cc_type() == wire::CcType::kCredit;
+  }
+  return false;
+}
+
+// ------------------------------------------------------------------ config
+
+TEST(UetRccc_Config, RefusesBadCcAndRcccFieldsNamingThem) {
+  UetConfig c = config_for(kIpA, CcMode::kRccc);
+  c.rccc.quantum = 100;
+  auto ep = UetEndpoint::create(c);
+  ASSERT_FALSE(ep.ok());
+  EXPECT_EQ(std::string(ep.status().message()).rfind("UetConfig.rccc.quantum=100", 0), 0u)
+      << ep.status();
+  c = config_for(kIpA, CcMode::kRccc);
+  c.rccc.max_credit_target = uint64_t{1} << 24;
+  ep = UetEndpoint::create(c);
+  ASSERT_FALSE(ep.ok());
+  EXPECT_NE(std::string(ep.status().message()).find("UetConfig.rccc.max_credit_target"),
+            std::string::npos);
+  c = config_for(kIpA, CcMode::kRccc);
+  c.cc = static_cast<CcMode>(7);
+  ep = UetEndpoint::create(c);
+  ASSERT_FALSE(ep.ok());
+  EXPECT_NE(std::string(ep.status().message()).find("UetConfig.cc=7"), std::string::npos);
+  EXPECT_STREQ(to_string(CcMode::kNsccRccc), "nscc+rccc");
+}
+
+// ------------------------------------------------------------------ fake link
+
+TEST(UetRccc_Engine, NsccAloneSendsPlainRudRequestsAndNoCredit) {
+  Pair p(CcMode::kNscc);
+  const auto src = pattern(256 * 1024);
+  std::vector<uint8_t> dst(src.size());
+  const uint32_t key = *p.b->register_memory(dst.data(), dst.size());
+  int cc_requests = 0;
+  p.link.set_filter([&](int, const wire::Decoded& d, std::vector<uint8_t>&) {
+    cc_requests += d.pds_type == wire::PdsType::kRudCcReq || carries_credit(d);
+    return testing::Verdict{};
+  });
+  ASSERT_TRUE(p.a->post_write({1, kIpB, key, 0, src.data(), src.size()}).ok());
+  p.link.run(kSecond);
+  // Expect: the default is untouched by RCCC: RUD requests, no grants.
+  EXPECT_EQ(cc_requests, 0);
+  EXPECT_EQ(p.b->counters().credit_granted, 0u);
+  EXPECT_TRUE(src == dst);
+}
+
+// Sends `bytes` A -> B under `cc` and checks the credit bound at every data packet A sends.
+void write_against_credit(CcMode cc) {
+  Pair p(cc);
+  constexpr size_t kBytes = 1 << 20;
+  const auto src = pattern(kBytes);
+  std::vector<uint8_t> dst(kBytes);
+  const uint32_t key = *p.b->register_memory(dst.data(), dst.size());
+  const uint64_t spec = config_for(kIpA, cc).rccc.speculative;
+  uint64_t sent = 0, before_credit = 0, violations = 0;
+  uint32_t last_target = 1, first_target = 0;
+  p.link.set_filter([&](int from, const wire::Decoded& d, std::vector<uint8_t>&) {
+    if (from != 0 || !is_request(d)) return testing::Verdict{};
+    EXPECT_EQ(d.pds_type, wire::PdsType::kRudCcReq) << "RCCC requests are RUD_CC (§3.4)";
+    if (const auto* h = d.pds_as<wire::PdsRudRodCc>(); h != nullptr) {
+      if (sent == 0) first_target = h->credit_target();
+      last_target = h->credit_target();
+    }
+    sent += d.payload.size() + d.elided;
+    const uint64_t credit = p.a->counters().credit_received;
+    if (credit == 0) before_credit = sent;
+    // One packet may overdraw (credit > 0 lets a whole packet go).
+    if (sent > spec + credit + 4096) ++violations;
+    return testing::Verdict{};
+  });
+  ASSERT_TRUE(p.a->post_write({9, kIpB, key, 0, src.data(), src.size()}).ok());
+  p.link.run(kSecond);
+  Completion c;
+  ASSERT_EQ(p.a->poll_completions(std::span(&c, 1)), 1u);
+  const UetCounters& a = p.a->counters();
+  const UetCounters& b = p.b->counters();
+  std::printf("[ %s ] speculative %lu, sent before credit %lu, credit %lu (CREDIT %lu, in ACKs %lu), "
+              "stalls %lu\n",
+              to_string(cc), spec, before_credit, a.credit_received, a.rx_credit, a.rx_credit_acks,
+              a.credit_stalls);
+  // Expect: the speculative allowance, then only credit: never more than granted (+1 packet).
+  EXPECT_EQ(violations, 0u);
+  EXPECT_LE(before_credit, spec + 4096);
+  EXPECT_GT(a.credit_stalls, 0u) << "it waited for credit at least once";
+  // Expect: grants are what let the rest of the megabyte go, and they all arrived.
+  EXPECT_GE(a.credit_received + spec, kBytes);
+  EXPECT_EQ(a.credit_received, b.credit_granted);
+  EXPECT_EQ(a.rx_credit + a.rx_credit_acks, b.tx_credit + b.tx_credit_acks);
+  EXPECT_GT(b.tx_credit, 0u);
+  // The first request asked for the backlog beyond the allowance (capped); the last for none.
+  EXPECT_EQ(first_target, std::min<uint64_t>(kBytes - 4096 - (spec - 4096), 225'000));
+  EXPECT_EQ(last_target, 0u);
+  // Expect: the message is intact.
+  EXPECT_EQ(c.status, OpStatus::kSuccess);
+  EXPECT_TRUE(src == dst);
+  EXPECT_EQ(a.tx_credit_req, 0u) << "nothing lost: no need to ask again";
+}
+
+TEST(UetRccc_Engine, SendsSpeculativePlusGrantedBytesAndTheWriteArrivesIntact) {
+  write_against_credit(CcMode::kRccc);
+}
+
+TEST(UetRccc_Engine, WithNsccTooCreditStillBoundsWhatIsSent) {
+  write_against_credit(CcMode::kNsccRccc);
+}
+
+TEST(UetRccc_Engine, LostCreditIsAskedForAgainAndTheWriteCompletes) {
+  Pair p(CcMode::kRccc);
+  constexpr size_t kBytes = 1 << 20;
+  const auto src = pattern(kBytes);
+  std::vector<uint8_t> dst(kBytes);
+  const uint32_t key = *p.b->register_memory(dst.data(), dst.size());
+  // Every frame from B that carries credit is lost for the first 100 us, and then every
+  // fourth one: plain ACK_CC and CREDIT alike.
+  int dropped = 0, seen = 0;
+  p.link.set_filter([&](int from, const wire::Decoded& d, std::vector<uint8_t>&) {
+    testing::Verdict v;
+    if (from == 1 && carries_credit(d) && (p.link.now() < 100 * kMicrosecond || ++seen % 4 == 0)) {
+      ++dropped;
+      v.copies = 0;
+    }
+    return v;
+  });
+  ASSERT_TRUE(p.a->post_write({5, kIpB, key, 0, src.data(), src.size()}).ok());
+  p.link.run(kSecond);
+  Completion c;
+  ASSERT_EQ(p.a->poll_completions(std::span(&c, 1)), 1u);
+  const UetCounters& a = p.a->counters();
+  std::printf("[ lost credit ] dropped %d credit frames; CREDIT_REQ sent %lu, received %lu\n",
+              dropped, a.tx_credit_req, p.b->counters().rx_credit_req);
+  // Expect: the sender asked again after stalling, the receiver heard it and granted anew.
+  EXPECT_GT(dropped, 10);
+  EXPECT_GT(a.tx_credit_req, 0u);
+  EXPECT_EQ(p.b->counters().rx_credit_req, a.tx_credit_req);
+  EXPECT_GT(p.b->counters().credit_granted, a.credit_received) << "some grants were lost";
+  EXPECT_EQ(c.status, OpStatus::kSuccess);
+  EXPECT_TRUE(src == dst);
+}
+
+TEST(UetRccc_Engine, LosingEveryEarlyFrameFromTheTargetStillCompletes) {
+  // No ACK and no credit reaches A for 300 us: the PDC is not established, so a CREDIT_REQ
+  // could name no target PDC; the credit timer lets one packet go as a probe.
+  Pair p(CcMode::kRccc);
+  const auto src = pattern(512 * 1024);
+  std::vector<uint8_t> dst(src.size());
+  const uint32_t key = *p.b->register_memory(dst.data(), dst.size());
+  p.link.set_filter([&](int from, const wire::Decoded&, std::vector<uint8_t>&) {
+    testing::Verdict v;
+    if (from == 1 && p.link.now() < 300 * kMicrosecond) v.copies = 0;
+    return v;
+  });
+  ASSERT_TRUE(p.a->post_write({6, kIpB, key, 0, src.data(), src.size()}).ok());
+  p.link.run(kSecond);
+  Completion c;
+  ASSERT_EQ(p.a->poll_completions(std::span(&c, 1)), 1u);
+  EXPECT_EQ(c.status, OpStatus::kSuccess);
+  EXPECT_TRUE(src == dst);
+  std::printf("[ silent target ] probes %lu, timeouts %lu, CREDIT_REQ %lu\n",
+              p.a->counters().credit_probes, p.a->counters().timeouts,
+              p.a->counters().tx_credit_req);
+  // Expect: with no credit and no PDC id to ask with, the sender probed, one packet at a time.
+  EXPECT_GT(p.a->counters().credit_probes, 0u);
+}
+
+TEST(UetRccc_Engine, ReadsNeedNoCredit) {
+  Pair p(CcMode::kRccc);
+  const auto remote = pattern(512 * 1024);
+  std::vector<uint8_t> local(remote.size());
+  std::vector<uint8_t> region = remote;
+  const uint32_t key = *p.b->register_memory(region.data(), region.size());
+  ReadRequest rr;
+  rr.wr_id = 3;
+  rr.peer = kIpB;
+  rr.rkey = key;
+  rr.local = local.data();
+  rr.length = local.size();
+  ASSERT_TRUE(p.a->post_read(rr).ok());
+  p.link.run(kSecond);
+  Completion c;
+  ASSERT_EQ(p.a->poll_completions(std::span(&c, 1)), 1u);
+  // Expect: 128 READ requests of 4 KiB each, far beyond the 64 KiB allowance, go without a
+  // grant: they carry no payload toward the target.
+  EXPECT_EQ(c.status, OpStatus::kSuccess);
+  EXPECT_TRUE(local == remote);
+  EXPECT_EQ(p.a->counters().credit_received, 0u);
+  EXPECT_EQ(p.a->counters().credit_stalls, 0u);
+}
+
+// ------------------------------------------------------------------ the simulator
+
+struct Flow {
+  uint32_t src, dst;
+  uint64_t bytes;
+};
+
+struct Result {
+  std::vector<Time> fct;  // per flow, from t = 0
+  bool ok = true;
+  uint64_t trims = 0, timeouts = 0, credit_req = 0;
+};
+
+// Leaf-spine: 2 leaves x 8 hosts, 2 spines, 100 Gb/s, 500 ns links; every flow starts at 0.
+Result run_flows(const std::vector<Flow>& flows, CcMode cc) {
+  sim::NetworkConfig nc;
+  nc.seed = 11;
+  nc.frame_capacity = 512;  // payloads by length: this is about timing
+  sim::Network net(nc);
+  sim::LeafSpineConfig ls;
+  ls.leaves = 2;
+  ls.spines = 2;
+  ls.hosts_per_leaf = 8;
+  EXPECT_TRUE(sim::build_leaf_spine(net, ls).ok());
+  constexpr uint32_t kHosts = 16;
+  uint64_t most = 1;
+  for (const Flow& f : flows) most = std::max(most, f.bytes);
+  std::vector<uint8_t> src(most), dst(most);
+  std::vector<std::unique_ptr<UetEndpoint>> eps;
+  for (uint32_t h = 0; h < kHosts; ++h) {
+    UetConfig c;
+    c.local_ip4 = sim::Network::host_ip4(h);
+    c.local_mac = sim::Network::host_mac(h);
+    c.cc = cc;
+    c.pathsel.ev_count = 16;
+    c.pathsel.algorithm = pathsel::Algorithm::kReps;
+    c.base_rtt = 8 * 500 * kNanosecond + 4 * 340 * kNanosecond + kMicrosecond;  // as ab_runner
+    c.seed = 1000003 + h;
+    eps.push_back(std::move(*UetEndpoint::create(c)));
+    EXPECT_EQ(*eps[h]->register_memory(dst.data(), dst.size()), 1u);
+    net.attach(h, eps[h].get());
+  }
+  for (uint32_t i = 0; i < flows.size(); ++i) {
+    const Flow& f = flows[i];
+    EXPECT_TRUE(eps[f.src]
+                    ->post_write({i, sim::Network::host_ip4(f.dst), 1, 0, src.data(), f.bytes})
+                    .ok());
+    net.kick(f.src);
+  }
+  Result r;
+  r.fct.assign(flows.size(), kNever);
+  size_t done = 0;
+  while (done < flows.size() && net.now() < 50 * kMillisecond) {
+    net.run_until(net.now() + kMicrosecond);
+    for (uint32_t h = 0; h < kHosts; ++h) {
+      Completion c;
+      while (eps[h]->poll_completions(std::span(&c, 1)) == 1) {
+        ++done;
+        r.ok = r.ok && c.status == OpStatus::kSuccess;
+        r.fct[c.wr_id] = net.now();
+      }
+    }
+  }
+  r.ok = r.ok && done == flows.size();
+  for (uint32_t h = 0; h < kHosts; ++h) {
+    r.timeouts += eps[h]->counters().timeouts;
+    r.credit_req += eps[h]->counters().tx_credit_req;
+  }
+  for (uint32_t p = 0; p < net.num_ports(); ++p) r.trims += net.port(p).stats.trims;
+  return r;
+}
+
+// Ideal incast (the issue's definition): every payload byte at the receiver's line rate plus
+// one base RTT (headers not counted: they are part of what RCCC must fit in the 10 %).
+double ideal_us(uint64_t total_payload) {
+  return static_cast<double>(total_payload) * 8 / 100e3 + 7.4;  // 100 Gb/s; base RTT ~7.4 us
+}
+
+TEST(UetRccc_Sim, IncastEightToOneFinishesFairlyNearTheIdeal) {
+  constexpr uint64_t kBytes = 2 << 20;
+  std::vector<Flow> flows;
+  for (uint32_t s = 1; s <= 8; ++s) flows.push_back({s + 7, 0, kBytes});  // 8..15 -> host 0
+  const double ideal = ideal_us(8 * kBytes);
+  for (CcMode cc : {CcMode::kNscc, CcMode::kRccc, CcMode::kNsccRccc}) {
+    const Result r = run_flows(flows, cc);
+    ASSERT_TRUE(r.ok) << to_string(cc);
+    const auto [lo, hi] = std::minmax_element(r.fct.begin(), r.fct.end());
+    const double last = static_cast<double>(*hi) / kMicrosecond;
+    const double first = static_cast<double>(*lo) / kMicrosecond;
+    std::printf("[ incast 8x2MB %-9s ] last %.1f us = %.3f x ideal %.1f us; fastest/slowest %.3f; "
+                "trims %lu timeouts %lu credit_req %lu\n",
+                to_string(cc), last, last / ideal, ideal, first / last, r.trims, r.timeouts,
+                r.credit_req);
+    if (cc == CcMode::kNscc) continue;  // reported for comparison
+    // Expect (issue): with RCCC the last completion within 1.10x of the ideal and the fastest
+    // sender within 10 % of the slowest.
+    EXPECT_LE(last, 1.10 * ideal) << to_string(cc);
+    EXPECT_GE(first, 0.90 * last) << to_string(cc);
+  }
+}
+
+TEST(UetRccc_Sim, TwoFlowsSharingTheReceiversLinkEachGetAFairShare) {
+  // Two equal writes into host 0 from another leaf, started together. Over [0, first finish]
+  // the later flow got bytes - (its lead after that) x line rate; each flow's share of what
+  // both got in that interval must be within 10 % of half.
+  constexpr uint64_t kBytes = 4 << 20;
+  const std::vector<Flow> flows = {{8, 0, kBytes}, {9, 0, kBytes}};
+  for (CcMode cc : {CcMode::kNscc, CcMode::kRccc, CcMode::kNsccRccc}) {
+    const Result r = run_flows(flows, cc);
+    ASSERT_TRUE(r.ok) << to_string(cc);
+    const double t1 = static_cast<double>(std::min(r.fct[0], r.fct[1]));
+    const double t2 = static_cast<double>(std::max(r.fct[0], r.fct[1]));
+    const double rate = 2.0 * kBytes / t2;  // bytes per ps both flows achieved together
+    const double later = static_cast<double>(kBytes) - (t2 - t1) * rate;
+    const double fair = (static_cast<double>(kBytes) + later) / 2;
+    std::printf("[ 2 flows %-9s ] finish %.1f / %.1f us; shares %.3f / %.3f of fair\n",
+                to_string(cc), t1 / kMicrosecond, t2 / kMicrosecond, kBytes / fair, later / fair);
+    // Expect: each within 10 % of the fair share over the interval both were sending.
+    EXPECT_LE(static_cast<double>(kBytes), 1.10 * fair) << to_string(cc);
+    EXPECT_GE(later, 0.90 * fair) << to_string(cc);
+  }
+}
+
+}  // namespace
+}  // namespace uet
