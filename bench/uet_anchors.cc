@@ -96,6 +96,21 @@ std::vector<Anchor> anchors(bool full, uint64_t seed) {
                     t, 128, Algorithm::kReps, incast);
     a->ideal_us = 15 * kTwoMb * 8 / 100e3;
   }
+  // The same incasts with RCCC's receiver credits, and 127 -> 1 (ideal 20320 us) both ways
+  // (uet-htsim's RCCC runs: validate_uec_rcv.out, research/perf-anchors.md §1.5).
+  Anchor* r15 = add("incast 15->1 2MB, UET RCCC", "validate_uec_rcv: 15->1 RCCC", 2368.4, 2464.4,
+                    TransportKind::kUet, 128, Algorithm::kReps, incast);
+  r15->ideal_us = 15 * kTwoMb * 8 / 100e3;
+  r15->config.uet_cc = CcMode::kRccc;
+  const auto incast127 = *sim::incast(hosts, 127, 0, kTwoMb);
+  for (const auto& [cc, name, run, pmin, ptail] :
+       {std::tuple{CcMode::kNscc, "NSCC", "validate_uec_sender: 127->1 NSCC", 10788.0, 21029.0},
+        std::tuple{CcMode::kRccc, "RCCC", "validate_uec_rcv: 127->1 RCCC", 20355.0, 20891.0}}) {
+    Anchor* a = add(absl::StrFormat("incast 127->1 2MB, UET %s", name), run, pmin, ptail,
+                    TransportKind::kUet, 128, Algorithm::kReps, incast127);
+    a->ideal_us = 127 * kTwoMb * 8 / 100e3;
+    a->config.uet_cc = cc;
+  }
   sim::FlowSpec one;
   one.src = 0;
   one.dst = hosts - 1;

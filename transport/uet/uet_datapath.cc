@@ -1365,6 +1365,11 @@ size_t UetEndpoint::tx(std::span<Frame* const> out, Time now) {
             credit_blocked(p, now);
             break;
           }
+          // Resends count against the window like new data (one may always go when nothing
+          // is in flight). Without this, a trimmed packet's NACK sent it again at once
+          // whatever the window: at 127:1 the trimmed headers' NACKs and the resends they
+          // triggered kept the last hop full of trimmed frames and nothing completed.
+          if (p.bytes_in_flight > 0 && p.bytes_in_flight + s.len > window(p)) break;
           s.resend = false;
           --p.resend_pending;
           sent = build_data(p, id, psn, /*retx=*/true, *out[n], now);
@@ -1508,7 +1513,12 @@ void UetEndpoint::on_timer(Time now) {
         ++counters_.rnr_retx;
         continue;
       }
-      if (++s.retries > config_.max_retries) {
+      // Giving up means the peer stopped answering: a timeout counts towards max_retries
+      // only if no ACK arrived since this PSN was sent. Otherwise the peer is alive and the
+      // packet sat in a slow queue or was lost on one path (the path selector hears of it):
+      // on degraded links a PSN could time out 9 times while its PDC kept making progress.
+      const bool peer_silent = p.last_ack_at == kNever || p.last_ack_at <= s.sent;
+      if (peer_silent && ++s.retries > config_.max_retries) {
         give_up = true;
         break;
       }
