@@ -128,9 +128,11 @@ struct QueuedFrame {
   uint32_t ingress;  // kNone at a host NIC
 };
 
-// Hot fields first (what every frame touches at a hop: owner, queues, wire state, the
-// counters it bumps), in the port's first three cache lines; the link's configuration and the
-// rarer state after them.
+// Hot fields first (what every frame touches at a hop), by cache line: line 0 is what the
+// port a frame arrives through needs (owner, link state, and at a switch the PFC ingress
+// counter that enqueue and start_tx both update), so that port costs one line; lines 0-2 are
+// what the egress needs (wire state, queues, the counters it bumps). The link's configuration
+// and the rarer state after them.
 struct alignas(64) Port {
   uint32_t node = kNone;
   uint32_t peer = kNone;   // the port at the other end of the link
@@ -140,12 +142,15 @@ struct alignas(64) Port {
   bool done_scheduled = false;
   bool impaired = false;   // the link may lose, corrupt, reorder or duplicate (cached from `link`)
   std::array<bool, kNumPriorities> paused{};
+  std::array<bool, kNumPriorities> pause_sent{};  // at a switch ingress: PFC XOFF sent upstream
   // The wire is busy until busy_until. A kTxDone event is scheduled only when something must
   // happen then (a host NIC pulls its next frame; a switch port has more frames waiting), so
   // an idle fabric costs one event per frame per hop, not two.
   Time busy_until = 0;
   int64_t rate_bps = 0;   // current rate (degradable)
   Time delay = 0;         // link.delay (cached)
+  // At a switch: bytes in this switch's buffers that entered through this port (PFC).
+  std::array<uint64_t, kNumPriorities> ingress_bytes{};
   std::array<Ring<QueuedFrame>, kNumPriorities> queue;
   std::array<uint64_t, kNumPriorities> queued_bytes{};
   Time last_queue_change = 0;
@@ -153,10 +158,6 @@ struct alignas(64) Port {
   LinkConfig link;
   Rng rng;
   Time paused_since = 0;
-
-  // At a switch: bytes in this switch's buffers that entered through this port (PFC).
-  std::array<uint64_t, kNumPriorities> ingress_bytes{};
-  std::array<bool, kNumPriorities> pause_sent{};
 
   std::unique_ptr<wire::PcapWriter> tap;  // frames this port transmits
 };
