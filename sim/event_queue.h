@@ -106,7 +106,7 @@ class EventQueue {
  public:
   static constexpr int kBucketShift = 12;  // 4.096 ns per bucket
   static constexpr int64_t kBuckets = 1024;  // the ring spans 4.2 us; later events go to far_
-  static constexpr uint32_t kChunkEvents = 16;  // events per ring chunk (392 bytes)
+  static constexpr uint32_t kChunkEvents = 16;  // events per ring chunk (384 bytes)
 
   void reserve(size_t n) {
     cur_.reserve(4096);
@@ -121,6 +121,12 @@ class EventQueue {
     return from_late() ? late_.top().time : cur_[pos_].time;
   }
   uint64_t scheduled() const noexcept { return seq_; }
+  // The event `k` places after the next one in the current bucket, if it holds that many
+  // (events scheduled into the current bucket since it was loaded may come before it): a hint
+  // for prefetching what that event will touch, never for deciding anything.
+  const Event* ahead(size_t k) const noexcept {
+    return pos_ + k < cur_.size() ? &cur_[pos_ + k] : nullptr;
+  }
 
   void push(Time t, uint8_t kind, uint32_t a, uint32_t b) {
     const Event e{t, (seq_++ << 8) | kind, a, b};
@@ -130,19 +136,23 @@ class EventQueue {
       late_.push(e);
     } else if (bucket - current_ < kBuckets) [[likely]] {
       const auto slot = static_cast<size_t>(bucket & (kBuckets - 1));
+      // The fill level lives beside the list heads (a few KiB, cached), so appending only
+      // stores into the chunk: no load from it to wait for.
       uint32_t c = tail_[slot];
-      if (c == kNil || chunks_[c].count == kChunkEvents) [[unlikely]] {
+      uint32_t fill = fill_[slot];
+      if (c == kNil || fill == kChunkEvents) [[unlikely]] {
         const uint32_t fresh = new_chunk();
         if (c == kNil) {
           head_[slot] = fresh;
           nonempty_[slot / 64] |= uint64_t{1} << (slot % 64);
         } else {
-          chunks_[c].next = fresh;
+          next_[c] = fresh;
         }
         tail_[slot] = c = fresh;
+        fill = 0;
       }
-      Chunk& ch = chunks_[c];
-      ch.ev[ch.count++] = e;
+      chunks_[c].ev[fill] = e;
+      fill_[slot] = fill + 1;
       ++in_ring_;
     } else {
       far_.push(e);
@@ -167,11 +177,11 @@ class EventQueue {
     if (c == kNil) {
       c = static_cast<uint32_t>(chunks_.size());
       chunks_.emplace_back();
+      next_.push_back(kNil);
     } else {
-      free_ = chunks_[c].next;
+      free_ = next_[c];
     }
-    chunks_[c].next = kNil;
-    chunks_[c].count = 0;
+    next_[c] = kNil;
     return c;
   }
   // Makes the earliest non-empty bucket current and loads it, sorted, into cur_ (cur_ is
@@ -193,14 +203,15 @@ class EventQueue {
     // if the far heap's bucket came first, this slot belongs to a later bucket: leave it.
     const uint32_t head = head_[slot];
     if (head != kNil && (chunks_[head].ev[0].time >> kBucketShift) == next) {
-      for (uint32_t c = head; c != kNil; c = chunks_[c].next) {
-        const Chunk& ch = chunks_[c];
-        cur_.insert(cur_.end(), ch.ev, ch.ev + ch.count);
-        in_ring_ -= ch.count;
+      for (uint32_t c = head; c != kNil; c = next_[c]) {
+        const uint32_t count = next_[c] == kNil ? fill_[slot] : kChunkEvents;  // all but the tail are full
+        cur_.insert(cur_.end(), chunks_[c].ev, chunks_[c].ev + count);
+        in_ring_ -= count;
       }
-      chunks_[tail_[slot]].next = free_;  // the whole list goes back to the pool
+      next_[tail_[slot]] = free_;  // the whole list goes back to the pool
       free_ = head;
       head_[slot] = tail_[slot] = kNil;
+      fill_[slot] = 0;
       nonempty_[slot / 64] &= ~(uint64_t{1} << (slot % 64));
     }
     sort_current();
@@ -257,11 +268,10 @@ class EventQueue {
   }
 
   static constexpr uint32_t kNil = UINT32_MAX;
-  struct Chunk {
+  struct alignas(64) Chunk {
     Event ev[kChunkEvents];
-    uint32_t next;   // the next chunk of the same bucket, or kNil
-    uint32_t count;  // events used in ev
   };
+  static_assert(sizeof(Chunk) == 384);
   std::vector<Event> cur_;  // the current bucket, sorted; cur_[pos_] is its next event
   size_t pos_ = 0;
   EventHeap late_;  // scheduled into the current bucket (or before it) after it was loaded
@@ -269,9 +279,11 @@ class EventQueue {
   // The ring: per slot a list of chunks in scheduling order, from one pool with a free list,
   // so memory follows the events pending, not the busiest bucket.
   std::vector<Chunk> chunks_;
+  std::vector<uint32_t> next_;  // per chunk: the next chunk of its bucket (or free list), or kNil
   uint32_t free_ = kNil;
   std::array<uint32_t, kBuckets> head_ = filled_ring();
   std::array<uint32_t, kBuckets> tail_ = filled_ring();
+  std::array<uint32_t, kBuckets> fill_{};  // events in the slot's tail chunk
   std::array<uint64_t, kBuckets / 64> nonempty_{};
   EventHeap far_;  // kBuckets or more buckets after the current one when scheduled
   int64_t current_ = 0;

@@ -254,6 +254,7 @@ class Network {
   enum Kind : uint8_t { kTxDone, kArrive, kHostTimer, kPfc, kLinkState, kLinkRate, kEcmpRefresh, kCall };
 
   void dispatch(const Event& e);
+  void prefetch_ahead() const noexcept;  // for the next few events of the current bucket
   void start_tx(uint32_t port);
   void kick_port(uint32_t port);  // start now if idle, else make sure kTxDone will come
   void duplicate(uint32_t port, FrameId f, Time at);
