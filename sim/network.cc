@@ -145,10 +145,13 @@ absl::Status Network::compute_ecmp() {
   ecmp_route_.clear();
   ecmp_hosts_ = hosts_.size();
   for (const Switch& sw : switches_) {
-    ecmp_switch_.push_back(EcmpSwitch{sw.seed, static_cast<uint32_t>(ecmp_group_.size())});
+    ecmp_switch_.push_back(EcmpSwitch{sw.seed * 0x9E3779B97F4A7C15ULL,
+                                      static_cast<uint32_t>(ecmp_group_.size())});
     for (const std::vector<uint32_t>& g : sw.groups) {
-      ecmp_group_.push_back(EcmpGroup{static_cast<uint32_t>(ecmp_ports_.size()),
-                                      static_cast<uint32_t>(g.size())});
+      // An empty group (no route) keeps d = 0 as its mark; FastMod::of needs d >= 1.
+      ecmp_group_.push_back(EcmpGroup{
+          static_cast<uint32_t>(ecmp_ports_.size()),
+          g.empty() ? FastMod{0, 0} : FastMod::of(static_cast<uint32_t>(g.size()))});
       ecmp_ports_.insert(ecmp_ports_.end(), g.begin(), g.end());
     }
     ecmp_route_.insert(ecmp_route_.end(), sw.group_of_host.begin(), sw.group_of_host.end());
@@ -203,10 +206,11 @@ uint32_t Network::ecmp_port(uint32_t s, uint32_t dst_host, uint64_t flow_hash) c
   if (dst_host >= ecmp_hosts_ || s >= ecmp_switch_.size()) return kNone;
   const EcmpSwitch& sw = ecmp_switch_[s];
   const EcmpGroup g = ecmp_group_[sw.first_group + ecmp_route_[size_t{s} * ecmp_hosts_ + dst_host]];
-  if (g.size == 0) return kNone;
-  const uint64_t h = mix64(flow_hash, sw.seed);
-  // The high half fits 32 bits: a 32-bit division gives the same index, faster.
-  return ecmp_ports_[g.first_port + static_cast<uint32_t>(h >> 32) % g.size];
+  if (g.size.d == 0) return kNone;
+  uint64_t x = flow_hash ^ sw.seed_mul;  // mix64(flow_hash, seed), the multiply done once
+  const uint64_t h = splitmix64(x);
+  // The high half fits 32 bits: its remainder by the group size, by multiplications.
+  return ecmp_ports_[g.first_port + g.size.mod(static_cast<uint32_t>(h >> 32))];
 }
 
 Time Network::serialization(const Port& p, uint32_t bytes) const noexcept {
@@ -249,6 +253,7 @@ void Network::prefetch_ahead() const noexcept {
       const FrameMeta& m = frame_meta_[e->b];
       if (p.at_host || !m.parsed) {
         prefetch(pool_[e->b].data);
+        if (p.at_host) prefetch_lines(reinterpret_cast<const char*>(&p) + 64, 2);  // host_pull's enqueue
       } else if (m.dst_host < ecmp_hosts_ && p.owner < ecmp_switch_.size()) {
         prefetch(&ecmp_switch_[p.owner]);
         prefetch(&ecmp_route_[size_t{p.owner} * ecmp_hosts_ + m.dst_host]);

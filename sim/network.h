@@ -21,6 +21,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "sim/event_queue.h"
+#include "sim/fast_mod.h"
 #include "sim/frame_pool.h"
 #include "sim/ring.h"
 #include "sim/rng.h"
@@ -302,12 +303,12 @@ class Network {
   // of egress ports. One dependent load fewer per hop than the nested vectors, and no Switch
   // (with its config) in the forwarding path.
   struct EcmpSwitch {
-    uint64_t seed;
+    uint64_t seed_mul;  // the switch's seed * the golden ratio, as mix64 multiplies it
     uint32_t first_group;
   };
   struct EcmpGroup {
     uint32_t first_port;
-    uint32_t size;
+    FastMod size;  // the group's size, with its multiplier for the remainder
   };
   std::vector<EcmpSwitch> ecmp_switch_;
   std::vector<uint16_t> ecmp_route_;  // [switch * hosts + host] -> the switch's group
