@@ -1,5 +1,5 @@
-// The simulator's event list: a calendar of time buckets in front of small 4-ary min-heaps of
-// 24-byte POD events.
+// The simulator's event list: a calendar of time buckets, each sorted once when it becomes
+// current; 24-byte POD events.
 //
 // Total order: (time, sequence number). The sequence number is assigned at scheduling, so
 // events at the same picosecond run in the order they were scheduled, and a run is a pure
@@ -7,14 +7,17 @@
 // run's peak size; no virtual call per event (the simulator switches on `kind`).
 //
 // Layout (an exact calendar queue): time is cut into buckets of 2^kBucketShift ps. The events
-// of the current bucket live in `near_`, a heap on (time, seq); those of the next kBuckets - 1
-// buckets are pushed unsorted onto a ring of per-bucket lists (nodes from one pool with a free
-// list, so memory follows the events pending, not the busiest bucket; a bitmap says which
-// lists are non-empty); later ones go to `far_`, a heap on (time, seq). When `near_` runs dry the
-// earliest non-empty bucket (ring or far heap) becomes current and its events are heapified
-// into `near_`. Every event outside `near_` belongs to a later bucket than every event in it,
-// so pops come out in exactly the (time, seq) order of one global heap, while each heap
-// operation works on a few hundred cache-resident events instead of every pending one.
+// of the next kBuckets - 1 buckets are appended, in scheduling order, to a ring of per-bucket
+// lists of 16-event chunks (one pool with a free list, so memory follows the events pending,
+// not the busiest bucket; a bitmap says which lists are non-empty); later ones go to `far_`, a
+// heap on (time, seq). When the current bucket is used up, the earliest non-empty bucket (ring
+// or far heap) becomes current: its far events, then its ring chunks, are copied into `cur_`,
+// which is then in seq order, and a stable radix sort on the time's 12-bit offset within the
+// bucket orders it on (time, seq); pops walk it. Events scheduled into the current bucket (or
+// before it) after it was loaded go to `late_`, a small heap merged at pop. Every event in the
+// ring or far heap belongs to a later bucket than every event in `cur_` and `late_`, so pops
+// come out in exactly the (time, seq) order of one global heap: no per-event heap work, and
+// the chunks are read sequentially instead of one pointer chase per event.
 #pragma once
 
 #include <algorithm>
@@ -103,38 +106,53 @@ class EventQueue {
  public:
   static constexpr int kBucketShift = 12;  // 4.096 ns per bucket
   static constexpr int64_t kBuckets = 1024;  // the ring spans 4.2 us; later events go to far_
+  static constexpr uint32_t kChunkEvents = 16;  // events per ring chunk (384 bytes)
 
   void reserve(size_t n) {
-    near_.reserve(n);
+    cur_.reserve(4096);
+    tmp_.reserve(4096);
     far_.reserve(n);
   }
   bool empty() const noexcept { return size_ == 0; }
   size_t size() const noexcept { return size_; }
   // The earliest event's time (kNever if none). Not const: it may make a later bucket current.
   Time next_time() noexcept {
-    if (near_.empty() && !advance()) return kNever;
-    return near_.top().time;
+    if (pos_ == cur_.size() && late_.empty() && !advance()) return kNever;
+    return from_late() ? late_.top().time : cur_[pos_].time;
   }
   uint64_t scheduled() const noexcept { return seq_; }
+  // The event `k` places after the next one in the current bucket, if it holds that many
+  // (events scheduled into the current bucket since it was loaded may come before it): a hint
+  // for prefetching what that event will touch, never for deciding anything.
+  const Event* ahead(size_t k) const noexcept {
+    return pos_ + k < cur_.size() ? &cur_[pos_ + k] : nullptr;
+  }
 
   void push(Time t, uint8_t kind, uint32_t a, uint32_t b) {
     const Event e{t, (seq_++ << 8) | kind, a, b};
     ++size_;
     const int64_t bucket = t >> kBucketShift;
-    if (bucket <= current_) {
-      near_.push(e);
-    } else if (bucket - current_ < kBuckets) {
+    if (bucket <= current_) [[unlikely]] {
+      late_.push(e);
+    } else if (bucket - current_ < kBuckets) [[likely]] {
       const auto slot = static_cast<size_t>(bucket & (kBuckets - 1));
-      uint32_t node = free_;
-      if (node == kNil) {
-        node = static_cast<uint32_t>(nodes_.size());
-        nodes_.push_back(Node{e, ring_[slot]});
-      } else {
-        free_ = nodes_[node].next;
-        nodes_[node] = Node{e, ring_[slot]};
+      // The fill level lives beside the list heads (a few KiB, cached), so appending only
+      // stores into the chunk: no load from it to wait for.
+      uint32_t c = tail_[slot];
+      uint32_t fill = fill_[slot];
+      if (c == kNil || fill == kChunkEvents) [[unlikely]] {
+        const uint32_t fresh = new_chunk();
+        if (c == kNil) {
+          head_[slot] = fresh;
+          nonempty_[slot / 64] |= uint64_t{1} << (slot % 64);
+        } else {
+          next_[c] = fresh;
+        }
+        tail_[slot] = c = fresh;
+        fill = 0;
       }
-      ring_[slot] = node;
-      nonempty_[slot / 64] |= uint64_t{1} << (slot % 64);
+      chunks_[c].ev[fill] = e;
+      fill_[slot] = fill + 1;
       ++in_ring_;
     } else {
       far_.push(e);
@@ -143,39 +161,89 @@ class EventQueue {
 
   // The earliest event; the queue must not be empty.
   Event pop() noexcept {
-    if (near_.empty()) advance();
+    if (pos_ == cur_.size() && late_.empty()) advance();
     --size_;
-    return near_.pop();
+    if (from_late()) [[unlikely]] return late_.pop();
+    return cur_[pos_++];
   }
 
  private:
-  // Makes the earliest non-empty bucket current and loads it into near_ (which is empty).
-  // Returns false when there are no events at all.
+  // Whether the earliest event is in late_ rather than at cur_[pos_] (one of them is not empty).
+  bool from_late() const noexcept {
+    return !late_.empty() && (pos_ == cur_.size() || EventHeap::before(late_.top(), cur_[pos_]));
+  }
+  uint32_t new_chunk() {
+    uint32_t c = free_;
+    if (c == kNil) {
+      c = static_cast<uint32_t>(chunks_.size());
+      chunks_.emplace_back();
+      next_.push_back(kNil);
+    } else {
+      free_ = next_[c];
+    }
+    next_[c] = kNil;
+    return c;
+  }
+  // Makes the earliest non-empty bucket current and loads it, sorted, into cur_ (cur_ is
+  // used up and late_ empty). Returns false when there are no events at all.
   bool advance() {
     if (size_ == 0) return false;
     int64_t next = INT64_MAX;
     if (in_ring_ > 0) next = current_ + 1 + next_nonempty(current_ + 1);
     if (!far_.empty()) next = std::min(next, far_.top().time >> kBucketShift);
     current_ = next;
+    cur_.clear();
+    pos_ = 0;
+    // The far heap's events of this bucket first: each was scheduled while the bucket was
+    // kBuckets or more ahead, so before any event of the bucket in the ring (current_ never
+    // decreases). With the ring's chunks appended in scheduling order, cur_ is in seq order.
+    while (!far_.empty() && (far_.top().time >> kBucketShift) == next) cur_.push_back(far_.pop());
     const auto slot = static_cast<size_t>(next & (kBuckets - 1));
     // A ring slot holds only events of one bucket in (old current, old current + kBuckets);
     // if the far heap's bucket came first, this slot belongs to a later bucket: leave it.
-    const uint32_t head = ring_[slot];
-    if (head != kNil && (nodes_[head].event.time >> kBucketShift) == next) {
-      uint32_t last = head;
-      for (uint32_t n = head; n != kNil; n = nodes_[n].next) {
-        near_.append(nodes_[n].event);
-        --in_ring_;
-        last = n;
+    const uint32_t head = head_[slot];
+    if (head != kNil && (chunks_[head].ev[0].time >> kBucketShift) == next) {
+      for (uint32_t c = head; c != kNil; c = next_[c]) {
+        const uint32_t count = next_[c] == kNil ? fill_[slot] : kChunkEvents;  // all but the tail are full
+        cur_.insert(cur_.end(), chunks_[c].ev, chunks_[c].ev + count);
+        in_ring_ -= count;
       }
-      nodes_[last].next = free_;  // the whole list goes back to the pool
+      next_[tail_[slot]] = free_;  // the whole list goes back to the pool
       free_ = head;
-      ring_[slot] = kNil;
+      head_[slot] = tail_[slot] = kNil;
+      fill_[slot] = 0;
       nonempty_[slot / 64] &= ~(uint64_t{1} << (slot % 64));
     }
-    while (!far_.empty() && (far_.top().time >> kBucketShift) == next) near_.append(far_.pop());
-    near_.heapify();
+    sort_current();
     return true;
+  }
+  // Sorts cur_ (in seq order) on (time, seq): a stable sort on the time's offset within the
+  // bucket (12 bits) keeps equal times in seq order. Small buckets: insertion sort on both.
+  void sort_current() {
+    const size_t n = cur_.size();
+    if (n <= 32) {
+      for (size_t i = 1; i < n; ++i) {
+        const Event e = cur_[i];
+        size_t j = i;
+        for (; j > 0 && EventHeap::before(e, cur_[j - 1]); --j) cur_[j] = cur_[j - 1];
+        cur_[j] = e;
+      }
+      return;
+    }
+    static_assert(kBucketShift == 12, "two 6-bit radix passes");
+    std::array<uint32_t, 65> lo{}, hi{};
+    for (const Event& e : cur_) {
+      const auto off = static_cast<uint32_t>(e.time) & 4095;
+      ++lo[(off & 63) + 1];
+      ++hi[(off >> 6) + 1];
+    }
+    for (size_t i = 1; i < 65; ++i) {
+      lo[i] += lo[i - 1];
+      hi[i] += hi[i - 1];
+    }
+    tmp_.resize(n);
+    for (const Event& e : cur_) tmp_[lo[static_cast<uint32_t>(e.time) & 63]++] = e;
+    for (const Event& e : tmp_) cur_[hi[(static_cast<uint32_t>(e.time) & 4095) >> 6]++] = e;
   }
   static constexpr std::array<uint32_t, kBuckets> filled_ring() {
     std::array<uint32_t, kBuckets> r{};
@@ -200,14 +268,22 @@ class EventQueue {
   }
 
   static constexpr uint32_t kNil = UINT32_MAX;
-  struct Node {
-    Event event;
-    uint32_t next;  // the next node of the same bucket, or kNil
+  struct alignas(64) Chunk {
+    Event ev[kChunkEvents];
   };
-  EventHeap near_;  // the current bucket (and anything scheduled at or before it)
-  std::vector<Node> nodes_;  // the ring's lists; grows to the peak the ring held, then reused
+  static_assert(sizeof(Chunk) == 384);
+  std::vector<Event> cur_;  // the current bucket, sorted; cur_[pos_] is its next event
+  size_t pos_ = 0;
+  EventHeap late_;  // scheduled into the current bucket (or before it) after it was loaded
+  std::vector<Event> tmp_;  // radix sort scratch
+  // The ring: per slot a list of chunks in scheduling order, from one pool with a free list,
+  // so memory follows the events pending, not the busiest bucket.
+  std::vector<Chunk> chunks_;
+  std::vector<uint32_t> next_;  // per chunk: the next chunk of its bucket (or free list), or kNil
   uint32_t free_ = kNil;
-  std::array<uint32_t, kBuckets> ring_ = filled_ring();
+  std::array<uint32_t, kBuckets> head_ = filled_ring();
+  std::array<uint32_t, kBuckets> tail_ = filled_ring();
+  std::array<uint32_t, kBuckets> fill_{};  // events in the slot's tail chunk
   std::array<uint64_t, kBuckets / 64> nonempty_{};
   EventHeap far_;  // kBuckets or more buckets after the current one when scheduled
   int64_t current_ = 0;

@@ -145,10 +145,13 @@ absl::Status Network::compute_ecmp() {
   ecmp_route_.clear();
   ecmp_hosts_ = hosts_.size();
   for (const Switch& sw : switches_) {
-    ecmp_switch_.push_back(EcmpSwitch{sw.seed, static_cast<uint32_t>(ecmp_group_.size())});
+    ecmp_switch_.push_back(EcmpSwitch{sw.seed * 0x9E3779B97F4A7C15ULL,
+                                      static_cast<uint32_t>(ecmp_group_.size())});
     for (const std::vector<uint32_t>& g : sw.groups) {
-      ecmp_group_.push_back(EcmpGroup{static_cast<uint32_t>(ecmp_ports_.size()),
-                                      static_cast<uint32_t>(g.size())});
+      // An empty group (no route) keeps d = 0 as its mark; FastMod::of needs d >= 1.
+      ecmp_group_.push_back(EcmpGroup{
+          static_cast<uint32_t>(ecmp_ports_.size()),
+          g.empty() ? FastMod{0, 0} : FastMod::of(static_cast<uint32_t>(g.size()))});
       ecmp_ports_.insert(ecmp_ports_.end(), g.begin(), g.end());
     }
     ecmp_route_.insert(ecmp_route_.end(), sw.group_of_host.begin(), sw.group_of_host.end());
@@ -203,10 +206,11 @@ uint32_t Network::ecmp_port(uint32_t s, uint32_t dst_host, uint64_t flow_hash) c
   if (dst_host >= ecmp_hosts_ || s >= ecmp_switch_.size()) return kNone;
   const EcmpSwitch& sw = ecmp_switch_[s];
   const EcmpGroup g = ecmp_group_[sw.first_group + ecmp_route_[size_t{s} * ecmp_hosts_ + dst_host]];
-  if (g.size == 0) return kNone;
-  const uint64_t h = mix64(flow_hash, sw.seed);
-  // The high half fits 32 bits: a 32-bit division gives the same index, faster.
-  return ecmp_ports_[g.first_port + static_cast<uint32_t>(h >> 32) % g.size];
+  if (g.size.d == 0) return kNone;
+  uint64_t x = flow_hash ^ sw.seed_mul;  // mix64(flow_hash, seed), the multiply done once
+  const uint64_t h = splitmix64(x);
+  // The high half fits 32 bits: its remainder by the group size, by multiplications.
+  return ecmp_ports_[g.first_port + g.size.mod(static_cast<uint32_t>(h >> 32))];
 }
 
 Time Network::serialization(const Port& p, uint32_t bytes) const noexcept {
@@ -217,9 +221,69 @@ Time Network::serialization(const Port& p, uint32_t bytes) const noexcept {
                            static_cast<uint64_t>(p.rate_bps));
 }
 
+// Prefetching: the current bucket is a sorted array, so the loop knows the next events and
+// asks for what they will touch before it gets there, in stages, each naming lines the
+// earlier stage brought in: kPrefetchFar events ahead the port and the frame's metadata;
+// kPrefetchMid ahead a queue's head, the frame's ECMP route or its bytes; kPrefetchNear ahead
+// the egress port a switch will pick (its route now cached) and, one step later, the slot in
+// its queue the frame will be written to. Hints only: nothing is decided from them.
+namespace {
+constexpr size_t kPrefetchFar = 12;
+constexpr size_t kPrefetchMid = 8;
+constexpr size_t kPrefetchNear = 4;
+constexpr size_t kPrefetchLast = 2;
+inline void prefetch(const void* p) noexcept { __builtin_prefetch(p, 0, 3); }
+inline void prefetch_lines(const void* p, int lines) noexcept {
+  for (int i = 0; i < lines; ++i) prefetch(static_cast<const char*>(p) + 64 * i);
+}
+}  // namespace
+
+void Network::prefetch_ahead() const noexcept {
+  if (const Event* e = events_q_.ahead(kPrefetchFar)) {
+    if (e->kind() == kArrive) {
+      prefetch(&ports_[e->a]);
+      if (e->b < frame_meta_.size()) prefetch(&frame_meta_[e->b]);
+    } else if (e->kind() == kTxDone) {
+      prefetch_lines(&ports_[e->a], 3);
+    }
+  }
+  if (const Event* e = events_q_.ahead(kPrefetchMid)) {
+    if (e->kind() == kArrive && e->b < frame_meta_.size()) {
+      const Port& p = ports_[e->a];
+      const FrameMeta& m = frame_meta_[e->b];
+      if (p.at_host || !m.parsed) {
+        prefetch(pool_[e->b].data);
+        if (p.at_host) prefetch_lines(reinterpret_cast<const char*>(&p) + 64, 2);  // host_pull's enqueue
+      } else if (m.dst_host < ecmp_hosts_ && p.owner < ecmp_switch_.size()) {
+        prefetch(&ecmp_switch_[p.owner]);
+        prefetch(&ecmp_route_[size_t{p.owner} * ecmp_hosts_ + m.dst_host]);
+      }
+    } else if (e->kind() == kTxDone) {
+      for (const auto& q : ports_[e->a].queue) {
+        if (!q.empty()) prefetch(&q.front());
+      }
+    }
+  }
+  for (const size_t k : {kPrefetchNear, kPrefetchLast}) {
+    const Event* e = events_q_.ahead(k);
+    if (e == nullptr || e->kind() != kArrive || e->b >= frame_meta_.size()) continue;
+    const Port& p = ports_[e->a];
+    const FrameMeta& m = frame_meta_[e->b];
+    if (p.at_host || !m.parsed) continue;
+    const uint32_t out = ecmp_port(p.owner, m.dst_host, m.flow_hash);
+    if (out == kNone) continue;
+    if (k == kPrefetchNear) {
+      prefetch_lines(&ports_[out], 3);
+    } else if (const QueuedFrame* slot = ports_[out].queue[static_cast<int>(classify_dscp(m.dscp))].back_slot()) {
+      prefetch(slot);
+    }
+  }
+}
+
 void Network::run_until(Time until) {
   while (!events_q_.empty() && events_q_.next_time() <= until) {
     const Event e = events_q_.pop();
+    prefetch_ahead();
     now_ = e.time;
     ++events_;
     dispatch(e);

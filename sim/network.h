@@ -21,6 +21,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "sim/event_queue.h"
+#include "sim/fast_mod.h"
 #include "sim/frame_pool.h"
 #include "sim/ring.h"
 #include "sim/rng.h"
@@ -128,9 +129,11 @@ struct QueuedFrame {
   uint32_t ingress;  // kNone at a host NIC
 };
 
-// Hot fields first (what every frame touches at a hop: owner, queues, wire state, the
-// counters it bumps), in the port's first three cache lines; the link's configuration and the
-// rarer state after them.
+// Hot fields first (what every frame touches at a hop), by cache line: line 0 is what the
+// port a frame arrives through needs (owner, link state, and at a switch the PFC ingress
+// counter that enqueue and start_tx both update), so that port costs one line; lines 0-2 are
+// what the egress needs (wire state, queues, the counters it bumps). The link's configuration
+// and the rarer state after them.
 struct alignas(64) Port {
   uint32_t node = kNone;
   uint32_t peer = kNone;   // the port at the other end of the link
@@ -140,12 +143,15 @@ struct alignas(64) Port {
   bool done_scheduled = false;
   bool impaired = false;   // the link may lose, corrupt, reorder or duplicate (cached from `link`)
   std::array<bool, kNumPriorities> paused{};
+  std::array<bool, kNumPriorities> pause_sent{};  // at a switch ingress: PFC XOFF sent upstream
   // The wire is busy until busy_until. A kTxDone event is scheduled only when something must
   // happen then (a host NIC pulls its next frame; a switch port has more frames waiting), so
   // an idle fabric costs one event per frame per hop, not two.
   Time busy_until = 0;
   int64_t rate_bps = 0;   // current rate (degradable)
   Time delay = 0;         // link.delay (cached)
+  // At a switch: bytes in this switch's buffers that entered through this port (PFC).
+  std::array<uint64_t, kNumPriorities> ingress_bytes{};
   std::array<Ring<QueuedFrame>, kNumPriorities> queue;
   std::array<uint64_t, kNumPriorities> queued_bytes{};
   Time last_queue_change = 0;
@@ -153,10 +159,6 @@ struct alignas(64) Port {
   LinkConfig link;
   Rng rng;
   Time paused_since = 0;
-
-  // At a switch: bytes in this switch's buffers that entered through this port (PFC).
-  std::array<uint64_t, kNumPriorities> ingress_bytes{};
-  std::array<bool, kNumPriorities> pause_sent{};
 
   std::unique_ptr<wire::PcapWriter> tap;  // frames this port transmits
 };
@@ -253,6 +255,7 @@ class Network {
   enum Kind : uint8_t { kTxDone, kArrive, kHostTimer, kPfc, kLinkState, kLinkRate, kEcmpRefresh, kCall };
 
   void dispatch(const Event& e);
+  void prefetch_ahead() const noexcept;  // for the next few events of the current bucket
   void start_tx(uint32_t port);
   void kick_port(uint32_t port);  // start now if idle, else make sure kTxDone will come
   void duplicate(uint32_t port, FrameId f, Time at);
@@ -300,12 +303,12 @@ class Network {
   // of egress ports. One dependent load fewer per hop than the nested vectors, and no Switch
   // (with its config) in the forwarding path.
   struct EcmpSwitch {
-    uint64_t seed;
+    uint64_t seed_mul;  // the switch's seed * the golden ratio, as mix64 multiplies it
     uint32_t first_group;
   };
   struct EcmpGroup {
     uint32_t first_port;
-    uint32_t size;
+    FastMod size;  // the group's size, with its multiplier for the remainder
   };
   std::vector<EcmpSwitch> ecmp_switch_;
   std::vector<uint16_t> ecmp_route_;  // [switch * hosts + host] -> the switch's group

@@ -18,6 +18,8 @@ class Ring {
   bool empty() const noexcept { return head_ == tail_; }
   size_t size() const noexcept { return static_cast<uint32_t>(tail_ - head_); }
   const T& front() const noexcept { return buf_[head_ & mask_]; }
+  // Where the next push() writes (only for prefetching; the ring may be unallocated or full).
+  const T* back_slot() const noexcept { return buf_ ? &buf_[tail_ & mask_] : nullptr; }
 
   void push(const T& v) {
     if (buf_ == nullptr || size() == size_t{mask_} + 1) grow();

@@ -67,5 +67,56 @@ TEST(EventQueue_Order, MatchesOneGlobalHeapIncludingTies) {
   }
 }
 
+// Dense buckets (hundreds of events per 4 ns bucket, many at the same picosecond, as a
+// fabric whose hosts move in lockstep makes them), some scheduled while their bucket was
+// still beyond the ring (far) and later ones into the same bucket through the ring.
+// Expect: the exact order of a single (time, seq) heap.
+TEST(EventQueue_Order, DenseBucketsWithFarAndRingEventsMatchOneGlobalHeap) {
+  for (uint64_t seed = 1; seed <= 10; ++seed) {
+    Rng rng(seed);
+    EventQueue q;
+    std::priority_queue<Event, std::vector<Event>, Later> ref;
+    uint64_t seq = 0;
+    Time now = 0;
+    auto push = [&](Time t) {
+      const auto a = static_cast<uint32_t>(rng.next());
+      q.push(t, static_cast<uint8_t>(seq % 8), a, static_cast<uint32_t>(seq));
+      ref.push(Event{t, (seq << 8) | (seq % 8), a, static_cast<uint32_t>(seq)});
+      ++seq;
+    };
+    for (int round = 0; round < 300; ++round) {
+      // A burst: a few distinct times (ties) and a spread over a few buckets, near and far.
+      const Time base = now + static_cast<Time>(rng.below(3)) * EventQueue::kBuckets *
+                                  (Time{1} << EventQueue::kBucketShift);
+      const uint64_t burst = 1 + rng.below(600);
+      for (uint64_t i = 0; i < burst; ++i) {
+        const Time dt = rng.below(2) == 0 ? static_cast<Time>(rng.below(4) * 1000)
+                                          : static_cast<Time>(rng.below(40'000));
+        push(base + dt);
+      }
+      const uint64_t pops = rng.below(ref.size() + 1);
+      for (uint64_t i = 0; i < pops; ++i) {
+        ASSERT_EQ(q.next_time(), ref.top().time);
+        const Event e = q.pop();
+        const Event x = ref.top();
+        ref.pop();
+        ASSERT_EQ(e.time, x.time);
+        ASSERT_EQ(e.seq_kind, x.seq_kind);
+        ASSERT_EQ(e.a, x.a);
+        ASSERT_EQ(e.b, x.b);
+        now = e.time;
+        if (rng.below(8) == 0) push(now + static_cast<Time>(rng.below(5000)));  // into the current bucket
+      }
+      ASSERT_EQ(q.size(), ref.size());
+    }
+    while (!ref.empty()) {
+      const Event e = q.pop();
+      ASSERT_EQ(e.seq_kind, ref.top().seq_kind);
+      ref.pop();
+    }
+    EXPECT_TRUE(q.empty());
+  }
+}
+
 }  // namespace
 }  // namespace uet::sim
