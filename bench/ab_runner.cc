@@ -38,8 +38,10 @@ class HostAdapter final : public Transport {
 class Player final : public sim::Scheduled {
  public:
   Player(sim::Network& net, const std::vector<sim::FlowSpec>& flows,
-         std::vector<std::unique_ptr<Endpoint>>& eps, const uint8_t* src, uint32_t rkey)
-      : net_(net), flows_(flows), eps_(eps), src_(src), rkey_(rkey), records_(flows.size()),
+         std::vector<std::unique_ptr<Endpoint>>& eps, const uint8_t* src, uint32_t rkey,
+         DeliveryMode mode)
+      : net_(net), flows_(flows), eps_(eps), src_(src), rkey_(rkey), mode_(mode),
+        records_(flows.size()),
         waiting_(flows.size(), 0), dependents_(flows.size()) {
     for (const sim::FlowSpec& f : flows) {
       records_[f.id].src = f.src;
@@ -65,6 +67,7 @@ class Player final : public sim::Scheduled {
     wr.rkey = rkey_;
     wr.local = src_;
     wr.length = f.bytes;
+    wr.mode = mode_;
     if (absl::Status s = eps_[f.src]->post_write(wr); !s.ok()) {
       ++failed_;
       complete(id, now, false);
@@ -101,6 +104,7 @@ class Player final : public sim::Scheduled {
   std::vector<std::unique_ptr<Endpoint>>& eps_;
   const uint8_t* src_;
   uint32_t rkey_;
+  DeliveryMode mode_;
   std::vector<sim::FlowRecord> records_;
   std::vector<uint32_t> waiting_;
   std::vector<std::vector<uint32_t>> dependents_;
@@ -304,7 +308,8 @@ absl::StatusOr<RunResult> run(const RunConfig& rc) {
       if (absl::Status s = eb->connect_qp(sim::Network::host_ip4(a), qb, qa, pb, pa); !s.ok()) return s;
     }
   }
-  Player player(net, rc.flows, eps, src.data(), rkey);
+  Player player(net, rc.flows, eps, src.data(), rkey,
+                rc.transport == TransportKind::kUet ? rc.uet_mode : DeliveryMode::kRud);
   std::vector<std::unique_ptr<HostAdapter>> adapters;
   for (uint32_t h = 0; h < hosts; ++h) {
     adapters.push_back(std::make_unique<HostAdapter>(&player, eps[h].get()));

@@ -83,6 +83,7 @@ struct RunConfig {
   uint16_t uet_evs = 32;     // UET: EVs sprayed over (1 = a fixed path, as RoCEv2)
   pathsel::Algorithm uet_lb = pathsel::Algorithm::kReps;  // UET: how EVs are chosen
   CcMode uet_cc = CcMode::kNscc;  // UET: NSCC, RCCC or both (RoCEv2 runs DCQCN)
+  DeliveryMode uet_mode = DeliveryMode::kRud;  // UET: the flows' WRITEs go RUD or ROD
   // When set: pcaps of everything host 0 sends and receives, PREFIX_h0_tx.pcap / _h0_rx.pcap.
   std::string pcap_prefix;
   // When > 0: sample the fabric this often (RunResult::series), for throughput and queue plots.

@@ -74,6 +74,9 @@ ABSL_FLAG(std::string, cc, "nscc",
           "UET congestion control: nscc (the sender's window), rccc (receiver credit: RUD_CC "
           "requests, CREDIT grants paced at the receiver's line rate) or both; RoCEv2 runs DCQCN "
           "whatever this says");
+ABSL_FLAG(std::string, uet_mode, "rud",
+          "UET: delivery mode of the flows' WRITEs, rud or rod (ROD: one EV per PDC, in-order "
+          "execution at the target)");
 ABSL_FLAG(std::string, dcqcn, "htsim",
           "RoCEv2: DCQCN parameter profile: htsim, dcqcn-ns3 (the DCQCN authors' code) or "
           "connectx (NVIDIA firmware defaults); cc/dcqcn.h lists the values");
@@ -595,6 +598,9 @@ int run_main() {
   } else if (name != "nscc" && check.error.empty()) {
     check.error = "--cc=" + name + " unknown: nscc, rccc or both";
   }
+  const std::string uet_mode = absl::GetFlag(FLAGS_uet_mode);
+  if (check.error.empty() && uet_mode != "rud" && uet_mode != "rod")
+    check.error = "--uet_mode=" + uet_mode + " unknown: rud or rod";
   const std::string tr = absl::GetFlag(FLAGS_transport);
   if (check.error.empty() && tr != "uet" && tr != "rocev2" && tr != "both")
     check.error = "--transport=" + tr + " unknown: uet, rocev2 or both";
@@ -692,6 +698,7 @@ int run_main() {
       c.dcqcn_preset = absl::GetFlag(FLAGS_dcqcn);
       c.uet_lb = lb;
       c.uet_cc = cc;
+      c.uet_mode = uet_mode == "rod" ? DeliveryMode::kRod : DeliveryMode::kRud;
       c.max_time = static_cast<Time>(absl::GetFlag(FLAGS_max_ms)) * kMillisecond;
       if (!plot_dir.empty()) {
         c.sample_every = static_cast<Time>(absl::GetFlag(FLAGS_plot_sample_us) * kMicrosecond);

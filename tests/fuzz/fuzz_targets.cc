@@ -112,9 +112,12 @@ void uet_rx_target(const uint8_t* data, size_t size) {
   static std::vector<uint8_t> region(1 << 16);
   auto ep = std::move(*UetEndpoint::create(c));
   (void)ep->register_memory(region.data(), region.size());
+  static std::vector<uint8_t> recv(1 << 13);
+  (void)ep->post_recv({1, recv.data(), recv.size()});  // SENDs (RUD, ROD, UUD) get further
   g_reach.uet_answers += drive(*ep, data, size, c.max_pdcs);
   if (ep->pdcs_in_use() > c.max_pdcs) invariant_failed("PDC table grew past max_pdcs");
-  g_reach.uet_data += ep->counters().rx_data;
+  // Requests accepted: on PDCs (RUD, ROD), RUDI (executed) and UUD (delivered).
+  g_reach.uet_data += ep->counters().rx_data + ep->counters().rx_rudi_req + ep->counters().rx_uud;
   g_reach.uet_acks += ep->counters().rx_acks;
   g_reach.uet_nacks += ep->counters().rx_nacks;
 }

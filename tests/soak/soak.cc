@@ -217,7 +217,9 @@ void Soak::build() {
   for (uint32_t h = 0; h < n; ++h) {
     uint64_t sources = 0;
     for (const Pair& p : pairs_) sources += p.dst == h;
-    r_.pdc_bound = std::max<uint64_t>(r_.pdc_bound, c_.peers + sources);
+    // A PDC per peer and mode in each role (RUD, and ROD when some writes go ROD).
+    const uint64_t modes = c_.kind == Kind::kUet && c_.uet_rod > 0 ? 2 : 1;
+    r_.pdc_bound = std::max<uint64_t>(r_.pdc_bound, modes * (c_.peers + sources));
   }
 }
 
@@ -253,6 +255,10 @@ bool Soak::post_one(uint32_t host) {
   wr.remote_offset = offset;
   wr.local = p.src_ring.get() + offset;
   wr.length = len;
+  if (c_.kind == Kind::kUet && c_.uet_rod > 0 && rng_.chance(c_.uet_rod)) {
+    wr.mode = DeliveryMode::kRod;
+    ++r_.rod_posted;
+  }
   if (absl::Status s = eps_[host]->post_write(wr); !s.ok()) {
     ADD_FAILURE() << "post_write: " << s;
     return false;
@@ -446,6 +452,7 @@ void Soak::collect() {
     r_.pdcs_end = std::max<uint64_t>(r_.pdcs_end, ep->pdcs_in_use());
     r_.pdcs_closed += k.pdcs_closed;
     r_.pdcs_reopened += k.pdc_reopened;
+    r_.rod_staged += k.rod_staged;
   }
   for (RoceEndpoint* ep : roce_) {
     const RoceCounters& k = ep->counters();

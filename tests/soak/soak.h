@@ -57,6 +57,7 @@ struct SoakConfig {
   Time down_min = 20 * kMicrosecond;        // (exponential gaps), for a time uniform in
   Time down_max = 300 * kMicrosecond;       // [down_min, down_max], then comes back up
   double bad_key = 0;      // UET only: share of writes posted with a key never issued
+  double uet_rod = 0;      // UET only: share of writes posted as ROD (their own PDCs)
   Time uet_idle_timeout = kMillisecond;  // UET only: UetConfig::idle_timeout (PDC teardown)
   Time give_up = kSecond;  // simulated time without any completion: a hang
 };
@@ -88,6 +89,7 @@ struct SoakResult {
   uint64_t pdcs_peak = 0, pdcs_end = 0;          // UET: most PDCs on one host
   uint64_t pdc_bound = 0;                        // UET: the most a host can need
   uint64_t pdcs_closed = 0, pdcs_reopened = 0;   // UET: closes completed, stale PDCs replaced
+  uint64_t rod_posted = 0, rod_staged = 0;  // UET: writes posted as ROD; requests held in order
   uint64_t qps_connected = 0, qps_in_error = 0;  // RoCEv2, over every host
   uint64_t writes_outstanding_end = 0;           // RoCEv2, over every QP
   uint64_t frame_pool_peak = 0, frames_in_use_end = 0, events_pending_end = 0;

@@ -54,6 +54,19 @@ TEST(Soak_Uet, PdcsClosingAndReopeningUnderFaults) {
   EXPECT_GT(r.pdcs_closed, 300u);  // 514 at this seed, 192 of them in the final drain
 }
 
+// Half the writes go ROD (their own PDCs, in-order execution at the target), with bad-key
+// writes and PDCs closing after 5 us idle, under every fault.
+TEST(Soak_Uet, RodAndRudWritesMixedUnderFaults) {
+  SoakConfig c = small(Kind::kUet);
+  c.uet_rod = 0.5;
+  c.uet_idle_timeout = 5 * kMicrosecond;
+  const SoakResult r = run_soak(c);
+  std::fputs(report(c, r).c_str(), stdout);
+  expect_sound(c, r);
+  EXPECT_GT(r.rod_posted, 4000u);
+  EXPECT_GT(r.rod_staged, 0u);  // out-of-order ROD arrivals were held, and still placed once
+}
+
 TEST(Soak_Roce, TenThousandMessagesUnderEveryFaultArriveOnceIntact) {
   const SoakConfig c = small(Kind::kRoce);
   const SoakResult r = run_soak(c);

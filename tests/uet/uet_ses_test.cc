@@ -178,17 +178,21 @@ TEST(UetSes_Read, BadKeyAndBadRangeAreRemoteAccessErrors) {
   EXPECT_TRUE(std::equal(remote.begin(), remote.end(), local.begin()));
 }
 
-TEST(UetSes_Read, UnimplementedModesAreRefusedNamingTheMode) {
+TEST(UetSes_Read, UnsupportedModeVerbPairsAreRefusedNamingModeAndVerb) {
   Link link;
   std::vector<uint8_t> local(64);
-  ReadRequest rr{1, kIpB, 1, 0, local.data(), 64, DeliveryMode::kRod};
+  // Expect: READ over UUD and SEND over RUDI are refused (uet_modes.cc check_mode).
+  ReadRequest rr{1, kIpB, 1, 0, local.data(), 64, DeliveryMode::kUud};
   const absl::Status s = link.a().post_read(rr);
-  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(std::string(s.message()).find("kRod"), std::string::npos) << s.message();
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented);
+  EXPECT_NE(std::string(s.message()).find("kUud"), std::string::npos) << s.message();
+  EXPECT_NE(std::string(s.message()).find("READ"), std::string::npos) << s.message();
   SendRequest sr;
   sr.peer = kIpB;
-  sr.mode = DeliveryMode::kUud;
-  EXPECT_NE(std::string(link.a().post_send(sr).message()).find("kUud"), std::string::npos);
+  sr.mode = DeliveryMode::kRudi;
+  const absl::Status t = link.a().post_send(sr);
+  EXPECT_NE(std::string(t.message()).find("kRudi"), std::string::npos) << t.message();
+  EXPECT_NE(std::string(t.message()).find("SEND"), std::string::npos) << t.message();
 }
 
 // ------------------------------------------------------------------ SEND

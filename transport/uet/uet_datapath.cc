@@ -4,45 +4,21 @@
 #include <cstring>
 
 #include "transport/uet/uet_endpoint.h"
+#include "transport/uet/uet_internal.h"
 #include "transport/wire/checksum.h"
 
 namespace uet {
 
 using wire::NextHeader;
 using wire::PdsType;
+using internal::finish_frame;
+using internal::kDscpTrimmed;
+using internal::psn_before;
+using internal::status_for;
+using internal::test_bit;
 
 namespace {
 
-constexpr uint8_t kDscpTrimmed = 45;  // spec/uet.md §3.14: the fabric's trimmed code point
-
-// PSN arithmetic is modulo 2^32 (§3.3): a is before b when (a - b) is "negative".
-constexpr bool psn_before(uint32_t a, uint32_t b) noexcept {
-  return static_cast<int32_t>(a - b) < 0;
-}
-
-bool test_bit(const std::vector<uint64_t>& bits, uint32_t i) noexcept {
-  return (bits[i / 64] >> (i % 64) & 1) != 0;
-}
-
-// What the initiator completes an operation with when the target answered `rc` (§4.9).
-OpStatus status_for(wire::SesReturnCode rc) noexcept {
-  switch (rc) {
-    case wire::SesReturnCode::kBadMkey:
-    case wire::SesReturnCode::kBadAddr:
-    case wire::SesReturnCode::kPermViolation:
-    case wire::SesReturnCode::kOpViolation:
-    case wire::SesReturnCode::kAtInvalid:
-    case wire::SesReturnCode::kAtPerm:
-    case wire::SesReturnCode::kAtOutOfRange:
-      return OpStatus::kRemoteAccessError;
-    case wire::SesReturnCode::kTooLong:
-      return OpStatus::kLengthError;
-    case wire::SesReturnCode::kNoMatch:
-      return OpStatus::kReceiverNotReady;
-    default:
-      return OpStatus::kRemoteInvalidRequest;  // §7.2: unknown codes give a generic error
-  }
-}
 
 }  // namespace
 
@@ -68,25 +44,6 @@ uint16_t UetEndpoint::ev_port(const Pdc& p, uint16_t ev) noexcept {
   return static_cast<uint16_t>(0xC000 | ((p.ev_base + uint32_t{ev} * 0x9E37u) & 0x3FFF));
 }
 
-// Finishes a frame whose payload may not fit the host's buffer: then only the headers are
-// real bytes and the payload travels by length (Frame::wire_len), with the UDP checksum 0.
-static bool finish_frame(wire::FrameBuilder& b, Frame& f, size_t elided) {
-  size_t n = 0;
-  if (b.finish(&n) != wire::WireError::kOk) return false;
-  f.len = static_cast<uint32_t>(n);
-  f.wire_len = 0;
-  if (elided > 0) {
-    f.wire_len = static_cast<uint32_t>(n + elided);
-    wire::Ipv4* ip = wire::as<wire::Ipv4>(f.data + wire::Ethernet::kSize);
-    ip->set_total_length(static_cast<uint16_t>(ip->total_length() + elided));
-    ip->set_checksum(wire::ipv4_header_checksum(ip->raw, wire::Ipv4::kSize));
-    wire::Udp* udp = wire::as<wire::Udp>(f.data + wire::Ethernet::kSize + wire::Ipv4::kSize);
-    udp->set_length(static_cast<uint16_t>(udp->length() + elided));
-    udp->set_checksum(0);
-  }
-  return true;
-}
-
 // §3.3 RUD request + §4.2 standard SES request (WRITE, READ or SEND) for packet `psn`.
 bool UetEndpoint::build_data(Pdc& p, uint16_t pdcid, uint32_t psn, bool retx, Frame& f,
                              Time now) {
@@ -101,7 +58,7 @@ bool UetEndpoint::build_data(Pdc& p, uint16_t pdcid, uint32_t psn, bool retx, Fr
                          (cc_req ? wire::PdsRudRodCc::kSize : wire::PdsRudRod::kSize) +
                          wire::SesStandardRequest::kSize;
   const size_t elided = carries && headers + len > f.capacity ? len : 0;
-  const uint16_t ev = p.sel.next_ev(now);  // §2.4: pathsel/ picks every packet's EV
+  const uint16_t ev = p.sel.next_ev(now);  // §2.4: pathsel/ picks every packet's EV (ROD: one)
   wire::FrameBuilder b(std::span<uint8_t>(f.data, f.capacity), encap_for(p, false, ev_port(p, ev)));
   wire::PdsRudRodCc* pcc = cc_req ? b.add<wire::PdsRudRodCc>() : nullptr;
   // RUD_CC begins with the RUD request's fields (spec/uet.def): one set of accessors for both.
@@ -117,11 +74,11 @@ bool UetEndpoint::build_data(Pdc& p, uint16_t pdcid, uint32_t psn, bool retx, Fr
     if (p.speculate_until == kNever) p.speculate_until = now + config_.base_rtt;
     if (carries) p.rccc.on_sent(len);
     p.last_target = static_cast<uint32_t>(p.rccc.credit_target(credit_backlog(p)));
-    pds->set_type(PdsType::kRudCcReq);
+    pds->set_type(p.rod ? PdsType::kRodCcReq : PdsType::kRudCcReq);  // §3.4
     pcc->set_ccc_id(0);
     pcc->set_credit_target(p.last_target);
   } else {
-    pds->set_type(PdsType::kRudReq);
+    pds->set_type(p.rod ? PdsType::kRodReq : PdsType::kRudReq);
   }
   pds->set_next_hdr(NextHeader::kReqStd);
   pds->set_retx(retx);
@@ -206,6 +163,11 @@ bool UetEndpoint::build_ack(Pdc& p, uint16_t pdcid, Frame& f) {
     if (test_bit(p.rsp_bits, idx)) {  // recorded as received with the ACK that answers it
       p.rsp_bits[idx / 64] &= ~(uint64_t{1} << (idx % 64));
       mark_received(p, r->psn);
+      // ROD: the READ has read its data (below, into this ACK); what follows it may run.
+      if (p.rod && r->psn == p.rod_next) {
+        ++p.rod_next;
+        rod_drain(p, static_cast<uint16_t>(&p - pdcs_.data()));
+      }
     }
   }
   const bool with_data = r != nullptr && r->data;
@@ -464,7 +426,18 @@ void UetEndpoint::rx_one(const Frame& f, Time now) {
   switch (d.pds_type) {
     case PdsType::kRudReq:
     case PdsType::kRudCcReq:  // §3.4: the same request with RCCC state
+    case PdsType::kRodReq:
+    case PdsType::kRodCcReq:
       rx_request(d, now);
+      break;
+    case PdsType::kRudiReq:  // §3.5, uet_modes.cc
+      rx_rudi_req(d);
+      break;
+    case PdsType::kRudiResp:
+      rx_rudi_resp(d);
+      break;
+    case PdsType::kUudReq:  // §3.6, uet_modes.cc
+      rx_uud(d);
       break;
     case PdsType::kAckCc:
     case PdsType::kAck:
@@ -487,6 +460,7 @@ void UetEndpoint::rx_one(const Frame& f, Time now) {
 void UetEndpoint::rx_request(const wire::Decoded& d, Time now) {
   // A RUD_CC request (§3.4) begins with the RUD request's fields.
   const wire::PdsRudRod& h = *wire::as<wire::PdsRudRod>(d.pds);
+  const bool rod = d.pds_type == PdsType::kRodReq || d.pds_type == PdsType::kRodCcReq;
   const uint32_t src = d.ipv4->src();
   const uint32_t psn = h.psn();
   // §3.14: a trimmed request has no UDP checksum, so its PDS header may be damaged without
@@ -533,6 +507,8 @@ void UetEndpoint::rx_request(const wire::Decoded& d, Time now) {
       np.peer_pdcid = h.spdcid();
       np.ev_base = static_cast<uint16_t>(next_random());
       np.rcv_base = np.start_psn = start;
+      np.rod = rod;  // the SYN fixes the PDC's mode
+      np.rod_next = start;
       target_by_peer_pdc_.insert_or_assign(key, id);
     }
     p = &pdcs_[id];
@@ -549,6 +525,15 @@ void UetEndpoint::rx_request(const wire::Decoded& d, Time now) {
       queue_stateless_nack(src, h.spdcid(), static_cast<uint8_t>(wire::NackCode::kInvDpdcid), psn);
       return;
     }
+  }
+  if (p->rod != rod) {  // §3.10 PDC_MODE_MISMATCH (PDC-fatal)
+    if (trimmed) {
+      ++counters_.rx_trimmed_unverified;
+      return;
+    }
+    ++counters_.rx_mode_mismatch;
+    queue_nack(*p, wire::NackCode::kPdcModeMismatch, psn);
+    return;
   }
   ++counters_.rx_data;
   // RCCC: each RUD_CC request says what its sender still wants (want is set, not added, so
@@ -596,7 +581,7 @@ void UetEndpoint::rx_request(const wire::Decoded& d, Time now) {
     // A READ already answered is answered again: its data ACK may have been lost, and a read
     // is idempotent. One that is still queued (rsp_bits) is not answered twice.
     if (received && !trimmed && ses != nullptr && ses->opcode() == wire::SesOpcode::kRead) {
-      queue_response(*p, read_response(*p, *ses, psn), /*repeat=*/true);
+      queue_response(*p, read_response(*ses, psn), /*repeat=*/true);
     }
     p->ack_now = true;
     return;
@@ -606,54 +591,23 @@ void UetEndpoint::rx_request(const wire::Decoded& d, Time now) {
     queue_nack(*p, wire::NackCode::kTrimmed, psn);
     return;
   }
-  if (ses != nullptr) {
-    switch (ses->opcode()) {
-      case wire::SesOpcode::kWrite: {
-        // §4.2 placement: payload at buffer_offset + message_offset in region match_bits.
-        const uint64_t key = ses->match_bits();
-        const uint64_t at = ses->buffer_offset() + (ses->som() ? 0 : ses->message_offset());
-        const uint64_t len = ses->som() ? d.payload.size() : ses->payload_length();
-        wire::SesReturnCode why = wire::SesReturnCode::kNull;
-        if (key == 0 || key > regions_.size()) {
-          why = wire::SesReturnCode::kBadMkey;
-        } else if (at > regions_[key - 1].length || len > regions_[key - 1].length - at) {
-          why = wire::SesReturnCode::kBadAddr;
-        }
-        if (why != wire::SesReturnCode::kNull) {
-          ++(why == wire::SesReturnCode::kBadMkey ? counters_.rx_bad_key : counters_.rx_bad_range);
-          refuse(*p, psn, static_cast<uint8_t>(why), ses->message_id());
-          return;  // a hole until cleared (Pdc::gtd)
-        }
-        if (!d.payload.empty()) {
-          std::memcpy(regions_[key - 1].base + at, d.payload.data(), d.payload.size());
-        }
-        break;
-      }
-      case wire::SesOpcode::kRead: {
-        // Answered by one ACK carrying the data, recorded with it; or refused (Pdc::gtd).
-        const Pdc::Response r = read_response(*p, *ses, psn);
-        if (r.data) {
-          queue_response(*p, r, /*repeat=*/false);
-        } else {
-          refuse(*p, psn, r.code, r.message_id);
-        }
-        return;
-      }
-      case wire::SesOpcode::kSend:
-        if (!rx_send(*p, id, d, *ses, psn)) return;
-        break;
-      case wire::SesOpcode::kNoop:
-        break;
-      default: {  // §4.9 UNSUPPORTED_OP
-        ++counters_.rx_unsupported;
-        refuse(*p, psn, static_cast<uint8_t>(wire::SesReturnCode::kUnsupportedOp),
-               ses->message_id());
-        return;
-      }
+  // ROD (uet_modes.cc): a request past the next one to execute waits in the reorder buffer.
+  if (p->rod && psn != p->rod_next) {
+    if (rod_stage(*p, d, ses, psn) &&
+        ses != nullptr && ses->opcode() == wire::SesOpcode::kWrite) {
+      p->ack_now = true;  // out of order: SACK it at once
     }
+    return;
+  }
+  const Exec e = ses != nullptr ? execute(*p, id, *ses, d.payload, d.elided, psn) : Exec::kRecord;
+  if (p->rod && e != Exec::kWait) ++p->rod_next;
+  if (e != Exec::kRecord) {
+    if (p->rod && e == Exec::kDone) rod_drain(*p, id);
+    return;
   }
   const bool in_order = delta == 0;
   mark_received(*p, psn);
+  if (p->rod) rod_drain(*p, id);  // staged requests behind it run now, in PSN order
   // §3.7 ACK coalescing: at once on AR, ECN-CE, out of order or a pending response; else
   // every ack_every packets or after ack_delay.
   ++p->unacked_rx;
@@ -666,11 +620,61 @@ void UetEndpoint::rx_request(const wire::Decoded& d, Time now) {
   }
 }
 
+// Executes request `psn` at the target (§4.2 WRITE placement, §4.7 READ, SEND): from the frame,
+// or (ROD) from the reorder buffer.
+UetEndpoint::Exec UetEndpoint::execute(Pdc& p, uint16_t id, const wire::SesStandardRequest& ses,
+                                      std::span<const uint8_t> payload, size_t elided,
+                                      uint32_t psn) {
+  switch (ses.opcode()) {
+    case wire::SesOpcode::kWrite: {
+      // §4.2 placement: payload at buffer_offset + message_offset in region match_bits.
+      const uint64_t key = ses.match_bits();
+      const uint64_t at = ses.buffer_offset() + (ses.som() ? 0 : ses.message_offset());
+      const uint64_t len = ses.som() ? payload.size() : ses.payload_length();
+      wire::SesReturnCode why = wire::SesReturnCode::kNull;
+      if (key == 0 || key > regions_.size()) {
+        why = wire::SesReturnCode::kBadMkey;
+      } else if (at > regions_[key - 1].length || len > regions_[key - 1].length - at) {
+        why = wire::SesReturnCode::kBadAddr;
+      }
+      if (why != wire::SesReturnCode::kNull) {
+        ++(why == wire::SesReturnCode::kBadMkey ? counters_.rx_bad_key : counters_.rx_bad_range);
+        refuse(p, psn, static_cast<uint8_t>(why), ses.message_id());
+        return Exec::kDone;  // a hole until cleared (Pdc::gtd)
+      }
+      if (!payload.empty()) {
+        std::memcpy(regions_[key - 1].base + at, payload.data(), payload.size());
+      }
+      break;
+    }
+    case wire::SesOpcode::kRead: {
+      // Answered by one ACK carrying the data, recorded with it; or refused (Pdc::gtd).
+      const Pdc::Response r = read_response(ses, psn);
+      if (r.data) {
+        queue_response(p, r, /*repeat=*/false);
+        return Exec::kWait;
+      }
+      refuse(p, psn, r.code, r.message_id);
+      return Exec::kDone;
+    }
+    case wire::SesOpcode::kSend:
+      return rx_send(p, id, payload, elided, ses, psn);
+    case wire::SesOpcode::kNoop:
+      break;
+    default: {  // §4.9 UNSUPPORTED_OP
+      ++counters_.rx_unsupported;
+      refuse(p, psn, static_cast<uint8_t>(wire::SesReturnCode::kUnsupportedOp),
+             ses.message_id());
+      return Exec::kDone;
+    }
+  }
+  return Exec::kRecord;
+}
+
 // The answer to READ `psn`: its data, or why not (§4.9). Key and range are checked here, at
 // every (re)execution; the data is read when the ACK is built.
-UetEndpoint::Pdc::Response UetEndpoint::read_response(const Pdc& p, const wire::SesStandardRequest& ses,
+UetEndpoint::Pdc::Response UetEndpoint::read_response(const wire::SesStandardRequest& ses,
                                                       uint32_t psn) {
-  (void)p;
   Pdc::Response r;
   r.message_id = ses.message_id();
   r.psn = psn;
@@ -716,28 +720,28 @@ void UetEndpoint::deliver_recvs() {
 }
 
 // §4.2 SEND at the target: the first packet of a message to arrive claims the next posted
-// buffer; each packet lands at its message_offset. Returns true when the PSN is to be
-// recorded now; false when it was NACKed (no buffer, no message state: the initiator retries)
-// or answered with a response (recorded when that ACK is built).
-bool UetEndpoint::rx_send(Pdc& p, uint16_t id, const wire::Decoded& d,
-                          const wire::SesStandardRequest& ses, uint32_t psn) {
+// buffer; each packet lands at its message_offset. kRecord: the PSN is to be recorded now;
+// kWait: NACKed (no buffer, no message state: the initiator retries); kDone: refused.
+UetEndpoint::Exec UetEndpoint::rx_send(Pdc& p, uint16_t id, std::span<const uint8_t> payload,
+                                      size_t elided, const wire::SesStandardRequest& ses,
+                                      uint32_t psn) {
   const uint64_t at = ses.som() ? 0 : ses.message_offset();
-  uint64_t len = ses.som() ? d.payload.size() + d.elided : ses.payload_length();
+  uint64_t len = ses.som() ? payload.size() + elided : ses.payload_length();
   RxMsg* m = find_msg(id, ses.message_id());
   if (m == nullptr) {
     if (ses.ie()) {  // §4.1: given up by its sender: nothing to place, no buffer to claim
       ++counters_.rx_initiator_err;
-      return true;
+      return Exec::kRecord;
     }
     if (recv_claim_ == recv_tail_) {  // no buffer posted: "still processing; retry" (§3.10)
       ++counters_.rx_rnr;
       queue_nack(p, wire::NackCode::kRcvdSesProcg, psn);
-      return false;
+      return Exec::kWait;
     }
     if (rx_msgs_used_ == rx_msgs_.size()) {
       ++counters_.rx_no_msg_state;
       queue_nack(p, wire::NackCode::kNoSesMsgAvail, psn);
-      return false;
+      return Exec::kWait;
     }
     for (RxMsg& e : rx_msgs_) {
       if (!e.in_use) {
@@ -757,19 +761,19 @@ bool UetEndpoint::rx_send(Pdc& p, uint16_t id, const wire::Decoded& d,
     }
   }
   Recv& r = recvs_[m->recv % config_.max_recvs];
-  bool record = true;
+  Exec result = Exec::kRecord;
   if (m->status == OpStatus::kLengthError) {
     // Every packet of the message answers TOO_LONG (§4.9), so the initiator learns it whatever
     // is lost; a packet whose answer cannot be queued is dropped and comes again.
     refuse(p, psn, static_cast<uint8_t>(wire::SesReturnCode::kTooLong), ses.message_id());
-    record = false;
+    result = Exec::kDone;
   } else if (at > m->length || len > m->length - at) {
     ++counters_.rx_bad_send;  // outside its own message: counted, never placed
     m->status = OpStatus::kRemoteInvalidRequest;
     len = std::min(len, m->remaining);
   } else {
-    const size_t have = std::min<size_t>(d.payload.size(), static_cast<size_t>(len));
-    if (have > 0) std::memcpy(r.rb.base + at, d.payload.data(), have);
+    const size_t have = std::min<size_t>(payload.size(), static_cast<size_t>(len));
+    if (have > 0) std::memcpy(r.rb.base + at, payload.data(), have);
   }
   if (ses.som() && ses.hd()) {  // §4.2: the immediate data rides in header_data
     r.has_imm = true;
@@ -788,7 +792,7 @@ bool UetEndpoint::rx_send(Pdc& p, uint16_t id, const wire::Decoded& d,
     --rx_msgs_used_;
     deliver_recvs();
   }
-  return record;
+  return result;
 }
 
 // Records `psn` and advances the cumulative point past every PSN received in order.
@@ -1061,7 +1065,7 @@ void UetEndpoint::note_idle(Pdc& p, Time now) {
 // unanswered CLOSEs: nothing is outstanding, so nothing is lost).
 void UetEndpoint::start_close(Pdc& p, Time now) {
   const auto id = static_cast<uint16_t>(&p - pdcs_.data());
-  if (auto it = initiator_by_peer_.find(p.peer_ip4);
+  if (auto it = initiator_by_peer_.find(pdc_key(p.peer_ip4, p.rod));
       it != initiator_by_peer_.end() && it->second == id) {
     initiator_by_peer_.erase(it);
   }
@@ -1226,6 +1230,10 @@ size_t UetEndpoint::tx_grants(std::span<Frame* const> out, size_t n, Time now) {
 void UetEndpoint::rx_nack(const wire::Decoded& d, Time now) {
   const wire::PdsNack& h = *d.pds_as<wire::PdsNack>();
   ++counters_.rx_nacks;
+  if (h.nt()) {  // §3.10 `nt`: names a RUDI packet ID; our RUDI targets answer with RUDI_RESP
+    ++counters_.rx_rudi_stale;
+    return;
+  }
   Pdc* p = pdc(h.dpdcid());
   if (p == nullptr || p->role != Role::kInitiator || p->peer_ip4 != d.ipv4->src()) {
     // A stateless NACK names our PDC in DPDCID too (we set it from our SPDCID).
@@ -1248,6 +1256,10 @@ void UetEndpoint::rx_nack(const wire::Decoded& d, Time now) {
       [[fallthrough]];
     case wire::NackCode::kTrimmedLastHop:
     case wire::NackCode::kPsnOorWindow:
+    // Our ROD targets stage out-of-order arrivals and never send ROD_OOO; from another
+    // target it names the first PSN it dropped: resend that one now, the rest as SACKs show.
+    case wire::NackCode::kRodOoo:
+    case wire::NackCode::kFirstRodOoo:
       // Resend exactly that PSN at once.
       if (in_window) {
         mark_lost(*p, psn);
@@ -1312,6 +1324,8 @@ size_t UetEndpoint::tx(std::span<Frame* const> out, Time now) {
   // RCCC grants due now (paced by the receiver engine).
   if (rccc_rx_.next_event() <= now) take_grants(now);
   if (credit_head_ != credit_tail_) n = tx_grants(out, n, now);
+  // RUDI and UUD (no PDC, uet_modes.cc).
+  n += tx_modes(out.subspan(n), now);
   // Round robin over the active PDCs, one frame per PDC per turn, until the burst is full or
   // a whole turn finds nothing to send.
   for (size_t idle = 0; n < out.size() && idle < active_.size();) {
@@ -1375,7 +1389,8 @@ size_t UetEndpoint::tx(std::span<Frame* const> out, Time now) {
           sent = build_data(p, id, psn, /*retx=*/true, *out[n], now);
           break;
         }
-      } else if (p.op_send != p.op_tail && p.next_psn - p.base_psn < config_.mpr &&
+      } else if (p.op_send != p.op_tail &&
+                 p.next_psn - p.base_psn < (p.rod ? config_.rod_window : config_.mpr) &&
                  p.bytes_in_flight + config_.payload_bytes <= window(p)) {
         Op& o = p.ops[p.op_send % config_.max_writes];
         if (!credit && o.op != Opcode::kRead) {
@@ -1540,7 +1555,7 @@ void UetEndpoint::on_timer(Time now) {
     p.tlp_deadline = kNever;  // after a timeout, the RTO alone until the next progress
     next = std::min(next, p.rto_deadline);
   }
-  deadline_ = next;
+  deadline_ = std::min(next, rudi_timer(now));  // RUDI packets' RTOs (uet_modes.cc)
 }
 
 }  // namespace uet

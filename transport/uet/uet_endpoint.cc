@@ -76,6 +76,15 @@ absl::Status UetConfig::validate() const {
     return out_of_range("ack_delay", ack_delay, "0..1 ms (ps)");
   if (idle_timeout != 0 && (idle_timeout < kMicrosecond || idle_timeout > 10 * kSecond))
     return out_of_range("idle_timeout", static_cast<uint64_t>(idle_timeout), "0, or 1 us..10 s (ps)");
+  if (rod_window != 0 && (rod_window < 64 || rod_window > mpr || !std::has_single_bit(rod_window)))
+    return out_of_range("rod_window", rod_window, "0 (= mpr), or 64..mpr, a power of 2");
+  if (rudi_packets < 1 || rudi_packets > 65536)
+    return out_of_range("rudi_packets", rudi_packets, "1..65536");
+  if (rudi_responses < 1 || rudi_responses > 65536)
+    return out_of_range("rudi_responses", rudi_responses, "1..65536");
+  if (rod_buffers < 1 || rod_buffers > 65535)
+    return out_of_range("rod_buffers", rod_buffers, "1..65535");
+  if (uud_queue < 1 || uud_queue > 65536) return out_of_range("uud_queue", uud_queue, "1..65536");
   if (dscp_data > 63 || dscp_control > 63) return out_of_range("dscp", dscp_data, "0..63");
   if (cc != CcMode::kNscc && cc != CcMode::kRccc && cc != CcMode::kNsccRccc)
     return out_of_range("cc", static_cast<uint64_t>(cc), "kNscc, kRccc or kNsccRccc");
@@ -109,6 +118,7 @@ UetEndpoint::UetEndpoint(const UetConfig& config)
     : config_(config), rccc_config_(derive_rccc(config)), rccc_rx_(rccc_config_),
       pdcs_(config.max_pdcs), rng_(config.seed ^ config.local_ip4) {
   if (config_.resolve_mac == nullptr) config_.resolve_mac = sim_mac;
+  if (config_.rod_window == 0) config_.rod_window = config_.mpr;
   free_pdcs_.resize(config.max_pdcs);
   for (uint32_t i = 0; i < config.max_pdcs; ++i) free_pdcs_[i] = static_cast<uint16_t>(i);
   free_tail_ = config.max_pdcs;
@@ -117,6 +127,18 @@ UetEndpoint::UetEndpoint(const UetConfig& config)
   recvs_.assign(config.max_recvs, Recv{});
   rx_msgs_.assign(config.max_recv_messages, RxMsg{});
   completions_.reserve(1024);
+  rudi_ops_.assign(config.max_writes, RudiOp{});
+  rudi_pkts_.assign(config.rudi_packets, RudiPkt{});
+  rudi_free_.resize(config.rudi_packets);
+  for (uint32_t i = 0; i < config.rudi_packets; ++i) rudi_free_[i] = static_cast<uint16_t>(i);
+  rudi_free_tail_ = config.rudi_packets;
+  rudi_rsp_.assign(config.rudi_responses, RudiRsp{});
+  uud_q_.assign(config.uud_queue, UudOp{});
+  rod_pool_.resize(config.rod_buffers);  // the buffers' memory is allocated when first lent
+  rod_pool_free_.resize(config.rod_buffers);
+  for (uint32_t i = 0; i < config.rod_buffers; ++i) {
+    rod_pool_free_[i] = static_cast<uint16_t>(config.rod_buffers - 1 - i);
+  }
 }
 
 uint64_t UetEndpoint::next_random() noexcept {
@@ -170,7 +192,7 @@ void UetEndpoint::free_pdc(uint16_t id) {
   Pdc& p = pdcs_[id];
   // Only this PDC's entries: a closing initiator PDC is no longer the peer's.
   if (p.role == Role::kInitiator) {
-    if (auto it = initiator_by_peer_.find(p.peer_ip4);
+    if (auto it = initiator_by_peer_.find(pdc_key(p.peer_ip4, p.rod));
         it != initiator_by_peer_.end() && it->second == id) {
       initiator_by_peer_.erase(it);
     }
@@ -182,6 +204,7 @@ void UetEndpoint::free_pdc(uint16_t id) {
       target_by_peer_pdc_.erase(it);
     }
   }
+  rod_release_buffer(p);
   // Swap-remove from the active list.
   const uint16_t last = active_.back();
   active_[p.active_index] = last;
@@ -202,42 +225,39 @@ absl::StatusOr<uint32_t> UetEndpoint::register_memory(uint8_t* base, uint64_t le
   return static_cast<uint32_t>(regions_.size());  // key = index + 1; 0 is never valid
 }
 
-namespace {
-
-// Only RUD is implemented (task: ROD, RUDI, UUD are refused naming the mode).
-absl::Status check_mode(DeliveryMode m, const char* verb) {
-  if (m == DeliveryMode::kRud) return absl::OkStatus();
-  const char* name = m == DeliveryMode::kRod ? "kRod" : m == DeliveryMode::kRudi ? "kRudi" : "kUud";
-  return absl::InvalidArgumentError(absl::StrCat(verb, ": DeliveryMode::", name,
-                                                 " is not implemented (only kRud)"));
-}
-
-}  // namespace
-
-absl::StatusOr<uint16_t> UetEndpoint::initiator_pdc(uint32_t peer, const char* verb) {
+absl::StatusOr<uint16_t> UetEndpoint::initiator_pdc(uint32_t peer, bool rod, const char* verb) {
   if (peer == 0 || peer == config_.local_ip4) {
     return absl::InvalidArgumentError(
         absl::StrCat(verb, ": peer must be another endpoint's address"));
   }
-  if (auto it = initiator_by_peer_.find(peer); it != initiator_by_peer_.end()) return it->second;
+  if (auto it = initiator_by_peer_.find(pdc_key(peer, rod)); it != initiator_by_peer_.end()) {
+    return it->second;
+  }
   const int32_t n = alloc_pdc(Role::kInitiator);
   if (n < 0) return absl::ResourceExhaustedError(absl::StrCat(verb, ": PDC table full (max_pdcs)"));
   const auto id = static_cast<uint16_t>(n);
   Pdc& p = pdcs_[id];
   p.peer_ip4 = peer;
+  p.rod = rod;  // one delivery mode per PDC (§3.3)
   p.peer_mac = config_.resolve_mac(peer);
   // spec/uet.md §3.3: a random start PSN; SYN until the first ACK.
   p.start_psn = static_cast<uint32_t>(next_random());
   p.next_psn = p.base_psn = p.start_psn;
   p.ev_base = static_cast<uint16_t>(next_random());
-  p.sel = pathsel::PathSelector(config_.pathsel, next_random());
-  initiator_by_peer_.emplace(peer, id);
+  // §2.4 [choice]: a ROD PDC keeps one EV for its lifetime (a fixed selector, one EV).
+  pathsel::PathSelConfig ps = config_.pathsel;
+  if (rod) {
+    ps.algorithm = pathsel::Algorithm::kFixed;
+    ps.ev_count = 1;
+  }
+  p.sel = pathsel::PathSelector(ps, next_random());
+  initiator_by_peer_.emplace(pdc_key(peer, rod), id);
   return id;
 }
 
 // Queues `op` on the PDC to `peer`; message IDs and packet counts are assigned here.
-absl::Status UetEndpoint::post_op(uint32_t peer, const Op& op, const char* verb) {
-  auto id = initiator_pdc(peer, verb);
+absl::Status UetEndpoint::post_op(uint32_t peer, bool rod, const Op& op, const char* verb) {
+  auto id = initiator_pdc(peer, rod, verb);
   if (!id.ok()) return id.status();
   Pdc& p = pdcs_[*id];
   if (p.op_tail - p.op_head >= config_.max_writes) {
@@ -260,9 +280,34 @@ absl::Status UetEndpoint::post_op(uint32_t peer, const Op& op, const char* verb)
 }
 
 absl::Status UetEndpoint::post_write(const WriteRequest& wr) {
-  if (absl::Status s = check_mode(wr.mode, "post_write"); !s.ok()) return s;
+  if (absl::Status s = check_mode(wr.mode, Opcode::kWrite, "post_write"); !s.ok()) return s;
   if (wr.length == 0 || wr.length > 0xFFFFFFFFu || wr.local == nullptr) {
     return absl::InvalidArgumentError("post_write: length must be 1..4294967295 with a buffer");
+  }
+  if (wr.mode == DeliveryMode::kRudi || wr.mode == DeliveryMode::kUud) {
+    if (wr.peer == 0 || wr.peer == config_.local_ip4) {
+      return absl::InvalidArgumentError("post_write: peer must be another endpoint's address");
+    }
+    if (wr.mode == DeliveryMode::kUud) {
+      UudOp u;
+      u.op = Opcode::kWrite;
+      u.wr_id = wr.wr_id;
+      u.peer = wr.peer;
+      u.rkey = wr.rkey;
+      u.remote_offset = wr.remote_offset;
+      u.src = wr.local;
+      u.length = wr.length;
+      return post_uud(u, "post_write");
+    }
+    RudiOp r;
+    r.op = Opcode::kWrite;
+    r.wr_id = wr.wr_id;
+    r.peer = wr.peer;
+    r.rkey = wr.rkey;
+    r.remote_offset = wr.remote_offset;
+    r.src = wr.local;
+    r.length = wr.length;
+    return post_rudi(r, "post_write");
   }
   Op op;
   op.op = Opcode::kWrite;
@@ -271,13 +316,27 @@ absl::Status UetEndpoint::post_write(const WriteRequest& wr) {
   op.remote_offset = wr.remote_offset;
   op.src = wr.local;
   op.length = wr.length;
-  return post_op(wr.peer, op, "post_write");
+  return post_op(wr.peer, wr.mode == DeliveryMode::kRod, op, "post_write");
 }
 
 absl::Status UetEndpoint::post_read(const ReadRequest& rr) {
-  if (absl::Status s = check_mode(rr.mode, "post_read"); !s.ok()) return s;
+  if (absl::Status s = check_mode(rr.mode, Opcode::kRead, "post_read"); !s.ok()) return s;
   if (rr.length == 0 || rr.length > 0xFFFFFFFFu || rr.local == nullptr) {
     return absl::InvalidArgumentError("post_read: length must be 1..4294967295 with a buffer");
+  }
+  if (rr.mode == DeliveryMode::kRudi) {
+    if (rr.peer == 0 || rr.peer == config_.local_ip4) {
+      return absl::InvalidArgumentError("post_read: peer must be another endpoint's address");
+    }
+    RudiOp r;
+    r.op = Opcode::kRead;
+    r.wr_id = rr.wr_id;
+    r.peer = rr.peer;
+    r.rkey = rr.rkey;
+    r.remote_offset = rr.remote_offset;
+    r.dst = rr.local;
+    r.length = rr.length;
+    return post_rudi(r, "post_read");
   }
   Op op;
   op.op = Opcode::kRead;
@@ -286,13 +345,27 @@ absl::Status UetEndpoint::post_read(const ReadRequest& rr) {
   op.remote_offset = rr.remote_offset;
   op.dst = rr.local;
   op.length = rr.length;
-  return post_op(rr.peer, op, "post_read");
+  return post_op(rr.peer, rr.mode == DeliveryMode::kRod, op, "post_read");
 }
 
 absl::Status UetEndpoint::post_send(const SendRequest& sr) {
-  if (absl::Status s = check_mode(sr.mode, "post_send"); !s.ok()) return s;
+  if (absl::Status s = check_mode(sr.mode, Opcode::kSend, "post_send"); !s.ok()) return s;
   if (sr.length > 0xFFFFFFFFu || (sr.length > 0 && sr.local == nullptr)) {
     return absl::InvalidArgumentError("post_send: length must be 0..4294967295 with a buffer");
+  }
+  if (sr.mode == DeliveryMode::kUud) {
+    if (sr.peer == 0 || sr.peer == config_.local_ip4) {
+      return absl::InvalidArgumentError("post_send: peer must be another endpoint's address");
+    }
+    UudOp u;
+    u.op = Opcode::kSend;
+    u.wr_id = sr.wr_id;
+    u.peer = sr.peer;
+    u.src = sr.local;
+    u.length = sr.length;
+    u.has_imm = sr.has_imm;
+    u.imm = sr.imm;
+    return post_uud(u, "post_send");
   }
   Op op;
   op.op = Opcode::kSend;
@@ -301,7 +374,7 @@ absl::Status UetEndpoint::post_send(const SendRequest& sr) {
   op.length = sr.length;
   op.has_imm = sr.has_imm;  // travels in ses_std.header_data with `hd` (spec/uet.md §4.2)
   op.imm = sr.imm;
-  return post_op(sr.peer, op, "post_send");
+  return post_op(sr.peer, sr.mode == DeliveryMode::kRod, op, "post_send");
 }
 
 absl::Status UetEndpoint::post_recv(const RecvBuffer& rb) {
@@ -332,13 +405,15 @@ size_t UetEndpoint::poll_completions(std::span<Completion> out) {
 
 EndpointStats UetEndpoint::stats() const {
   EndpointStats s;
-  s.data_packets = counters_.tx_data;
-  s.retransmitted_packets = counters_.tx_retx;
+  s.data_packets = counters_.tx_data + counters_.tx_rudi + counters_.tx_uud;
+  s.retransmitted_packets = counters_.tx_retx + counters_.tx_rudi_retx;
   s.control_packets = counters_.tx_acks + counters_.tx_nacks + counters_.tx_credit +
-                      counters_.tx_credit_req;
-  s.timeouts = counters_.timeouts;
+                      counters_.tx_credit_req + counters_.tx_rudi_resp;
+  s.timeouts = counters_.timeouts + counters_.rudi_timeouts;
   s.rx_dropped = counters_.rx_malformed + counters_.rx_unknown_pdc + counters_.rx_no_pdc_avail +
-                 counters_.rx_out_of_window + counters_.rx_stale_read_data + counters_.rx_bad_send;
+                 counters_.rx_out_of_window + counters_.rx_stale_read_data + counters_.rx_bad_send +
+                 counters_.rx_rudi_stale + counters_.rudi_rsp_full + counters_.rx_uud_dropped +
+                 counters_.rx_mode_mismatch;
   return s;
 }
 

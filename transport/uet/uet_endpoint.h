@@ -1,4 +1,5 @@
-// The UET engine for one fabric endpoint (FEP): PDS RUD with SES WRITE, READ and SEND, sans-IO.
+// The UET engine for one fabric endpoint (FEP): PDS RUD and ROD with SES WRITE, READ and SEND,
+// RUDI (WRITE, READ) and UUD (SEND, WRITE) datagrams, sans-IO.
 //
 // What it does (spec/uet.md): PDCs created on first use with 0-RTT SYN (§3.3), 32-bit PSNs,
 // ACK_CC with cumulative ACK + 64-bit SACK bitmap (§3.8), NACKs for trimmed requests and
@@ -52,10 +53,37 @@
 // PDC-fatal NACK and never replace a PDC.
 // Refusals (§4.6, §3.3 clear_psn_offset): see Pdc::gtd.
 //
+// The other delivery modes (uet_modes.cc; DeliveryMode in transport/api.h):
+// - ROD (§3.3, [choice] in spec/uet.md §3.3 "ROD"): its own initiator PDCs (one per peer and
+//   mode), one EV for the PDC's life, the same SYN/ACK/SACK/NACK/RTO machinery as RUD, and at
+//   the target in-order execution: a request executes (WRITE placed, SEND claims and fills
+//   a buffer, READ read) only after every earlier PSN of the PDC has. An arrival past the next
+//   PSN to execute (Pdc::rod_next) is staged -- SES header and payload copied into a reorder
+//   buffer of `rod_window` packets lent to the PDC -- and runs when the hole before it
+//   fills. Staged WRITEs are acknowledged (SACK) at once, so the initiator resends only the
+//   holes; staged READs and SENDs are acknowledged when they run (they may still be refused
+//   or NACKed then). The initiator keeps a ROD PDC's PSNs in flight within rod_window, so
+//   staging never overflows. Completions leave in posting order per PDC, as for RUD.
+// - RUDI (§3.5): no PDC. Each packet of a WRITE or READ gets a 32-bit packet ID (slot index in
+//   the low 16 bits, the slot's generation above) from an endpoint-wide table of
+//   `rudi_packets`; the target executes every request it gets (again for a duplicate: WRITE and
+//   READ are idempotent) and answers each with one RUDI_RESP (an SES response, with the data
+//   for a READ), from a bounded ring of `rudi_responses`. The initiator resends a packet
+//   under its ID when the RTO fires (doubling per try, up to max_retries); an operation
+//   completes, in posting order, when every packet is answered.
+// - UUD (§3.6): no PDC, no ACK: single-packet SENDs and WRITEs (longer ones are refused at
+//   post time naming payload_bytes). The initiator completes a datagram when it is sent; the
+//   target delivers a SEND into the next posted buffer or places a WRITE, and drops (counted)
+//   what it cannot deliver.
+//
 // Ownership and threads: one Endpoint per FEP, driven by one thread (its host's). All tables
 // are fixed-size and allocated at construction: PDCs (`max_pdcs`), per-PDC windows (`mpr`
-// packets), posted operations per PDC (`max_writes`), receive buffers (`max_recvs`), SEND
-// messages being received (`max_recv_messages`). A peer's frames can never grow them;
+// packets), ROD reorder buffers (`rod_buffers` of rod_window x payload_bytes, each allocated
+// when first lent, lent to a ROD target PDC only while it holds out-of-order requests), posted
+// operations per PDC (`max_writes`), receive buffers (`max_recvs`), SEND
+// messages being received (`max_recv_messages`), RUDI packets in flight (`rudi_packets`),
+// posted RUDI operations (`max_writes`), RUDI responses (`rudi_responses`), UUD datagrams
+// (`uud_queue`). A peer's frames can never grow them;
 // frames that do not fit are dropped or NACKed and counted (Counters).
 //
 // Congestion control (spec/uet.md §3.4, §3.8.2, §3.12; research/uec.md §3, §4): UetConfig::cc.
@@ -166,6 +194,23 @@ struct UetConfig {
   // 2 x idle_timeout sends REQ_CLOSE (every idle_timeout, up to max_retries times). 0: PDCs
   // are never closed (as before). 0, or 1 us..10 s. Default 1 ms (~80 base RTTs).
   Time idle_timeout = kMillisecond;
+  // ROD (uet_endpoint.h "other delivery modes"): out-of-order requests a ROD target PDC
+  // holds for in-order delivery, and the initiator's PSN window on a ROD PDC, in packets.
+  // 0 (the default): mpr; else 64..mpr, a power of 2. Smaller than mpr, it stalls a ROD
+  // sender behind a hole sooner than RUD: at 5 % loss, 64 turned a 16-host permutation's
+  // p50 FCT from 128 to 204 us; with mpr ROD runs exactly as RUD on one EV (bench/README.md).
+  uint32_t rod_window = 0;
+  // Reorder buffers (rod_window x payload_bytes each: 1 MiB at the defaults, allocated when
+  // first lent) the endpoint lends to ROD target PDCs while they hold out-of-order requests,
+  // 1..65535. With all lent, an out-of-order arrival is dropped (counted) and its
+  // retransmission brings it again.
+  uint32_t rod_buffers = 16;
+  // RUDI: packets in flight per endpoint (initiator), 1..65536; responses queued at the
+  // target, 1..65536 (when full, a request is dropped and its RTO brings it again).
+  uint32_t rudi_packets = 256;
+  uint32_t rudi_responses = 256;
+  // UUD: datagrams posted and not yet sent per endpoint, 1..65536.
+  uint32_t uud_queue = 256;
 
   // Checks every field; the message names the field and its valid range.
   absl::Status validate() const;
@@ -219,6 +264,22 @@ struct UetCounters {
   uint64_t tx_credit_req = 0;     // initiator: CREDIT_REQs sent
   uint64_t rx_credit_req = 0;     // target: CREDIT_REQs received
   uint64_t credit_probes = 0;     // initiator: one-packet probes before the PDC is established
+  // ROD (target).
+  uint64_t rod_staged = 0;        // out-of-order ROD requests held until the hole fills
+  uint64_t rod_executed_late = 0; // staged requests executed in order later
+  uint64_t rod_unstageable = 0;   // payload over payload_bytes: not staged (comes again)
+  uint64_t rod_no_buffer = 0;     // every reorder buffer lent: not staged (comes again)
+  uint64_t rx_mode_mismatch = 0;  // ROD request on a RUD PDC or the reverse (PDC_MODE_MISMATCH)
+  // RUDI (§3.5). Initiator: packets sent (first time, again), timeouts, responses taken,
+  // responses for no packet of ours (late duplicates, garbage IDs), packets given up.
+  uint64_t tx_rudi = 0, tx_rudi_retx = 0, rudi_timeouts = 0, rx_rudi_resp = 0;
+  uint64_t rx_rudi_stale = 0, rudi_gave_up = 0;
+  // Target: requests executed (duplicates included), responses sent, requests dropped with
+  // the response ring full.
+  uint64_t rx_rudi_req = 0, tx_rudi_resp = 0, rudi_rsp_full = 0;
+  // UUD (§3.6): datagrams sent; delivered; dropped at the target (no buffer posted, too long
+  // for the buffer, bad key or range, unsupported opcode, more than one packet).
+  uint64_t tx_uud = 0, rx_uud = 0, rx_uud_dropped = 0;
   wire::WireCounters wire;
 };
 
@@ -303,6 +364,7 @@ class UetEndpoint final : public Endpoint {
   enum class Role : uint8_t { kFree, kInitiator, kTarget };
   struct Pdc {
     Role role = Role::kFree;
+    bool rod = false;          // ROD (requests ROD_REQ, executed in PSN order) or RUD
     uint32_t active_index = 0;  // position in active_
     uint32_t peer_ip4 = 0;
     wire::MacAddr peer_mac{};
@@ -405,6 +467,82 @@ class UetEndpoint final : public Endpoint {
     // build_nack's input (set from the ring, or for stateless NACKs).
     uint8_t nack_code = 0;
     uint32_t nack_psn = 0;
+    // ROD target (uet_modes.cc): the next PSN to execute; the reorder buffer (an index into
+    // rod_pool_, -1: none) holding `rod_held` requests staged past it.
+    uint32_t rod_next = 0;
+    int32_t rod_buf = -1;
+    uint32_t rod_held = 0;
+  };
+
+  // A ROD reorder buffer, lent to a ROD target PDC while it holds out-of-order requests:
+  // rod_window entries (PSN % rod_window), each with the request's SES header and payload.
+  // A staged WRITE is recorded as received at once, a READ or SEND when it runs.
+  struct Staged {
+    std::array<uint8_t, wire::SesStandardRequest::kSize> ses{};
+    uint32_t len = 0;       // payload bytes present in RodBuffer::bytes
+    uint32_t elided = 0;    // payload bytes carried by length only (simulator)
+    bool recorded = false;  // already recorded as received (a WRITE, or no SES header)
+    bool has_ses = false;
+  };
+  struct RodBuffer {
+    std::vector<uint64_t> bits;  // rod_window bits: PSN staged
+    std::vector<Staged> slots;
+    std::unique_ptr<uint8_t[]> bytes;  // rod_window x payload_bytes, not zeroed
+  };
+
+  // RUDI initiator (§3.5): posted operations (a ring of max_writes) and packets in flight.
+  struct RudiOp {
+    Opcode op = Opcode::kWrite;
+    uint64_t wr_id = 0;
+    uint32_t peer = 0;
+    wire::MacAddr mac{};
+    uint32_t rkey = 0;
+    uint64_t remote_offset = 0;
+    const uint8_t* src = nullptr;
+    uint8_t* dst = nullptr;
+    uint64_t length = 0;
+    uint16_t message_id = 0;
+    uint32_t packets = 0;
+    uint32_t unacked = 0;
+    bool failed = false;
+    OpStatus status = OpStatus::kSuccess;
+  };
+  struct RudiPkt {
+    bool in_use = false;
+    bool resend = false;   // to send again (RTO)
+    uint16_t gen = 0;      // ID = gen << 16 | slot
+    uint16_t retries = 0;
+    uint32_t op = 0;       // position in rudi_ops_ (monotonic)
+    uint32_t packet = 0;
+    uint32_t len = 0;
+    Time sent = 0;
+  };
+  // RUDI target: one response per request, built by tx().
+  struct RudiRsp {
+    uint32_t peer = 0;
+    wire::MacAddr mac{};
+    uint32_t id = 0;
+    uint8_t code = 0;      // SesReturnCode
+    bool data = false;     // READ data: `len` bytes of region `key` at `offset`
+    bool m = false;        // echoes the request's CE mark
+    uint16_t message_id = 0;
+    uint32_t key = 0;
+    uint32_t len = 0;
+    uint64_t offset = 0;
+  };
+  // UUD initiator: posted datagrams, sent (and completed) by tx().
+  struct UudOp {
+    Opcode op = Opcode::kSend;
+    uint64_t wr_id = 0;
+    uint32_t peer = 0;
+    wire::MacAddr mac{};
+    uint32_t rkey = 0;
+    uint64_t remote_offset = 0;
+    const uint8_t* src = nullptr;
+    uint64_t length = 0;
+    bool has_imm = false;
+    uint32_t imm = 0;
+    uint16_t message_id = 0;
   };
 
   // Packets that have no PDC to come from: NACKs (INV_DPDCID, NO_PDC_AVAIL), the ACK of a
@@ -420,9 +558,16 @@ class UetEndpoint final : public Endpoint {
     uint16_t local_pdcid = 0;
   };
 
+  // What executing one request at the target did: recorded (the PSN is received now), done
+  // without recording (refused: Pdc::gtd), or waiting (a READ's response is queued, or NACKed
+  // or dropped: it comes again).
+  enum class Exec : uint8_t { kRecord, kDone, kWait };
+
   // Data path helpers (uet_datapath.cc).
   void rx_one(const Frame& f, Time now);
   void rx_request(const wire::Decoded& d, Time now);
+  Exec execute(Pdc& p, uint16_t id, const wire::SesStandardRequest& ses,
+               std::span<const uint8_t> payload, size_t elided, uint32_t psn);
   void rx_ack(const wire::Decoded& d, Time now);
   void rx_nack(const wire::Decoded& d, Time now);
   void rx_ctrl(const wire::Decoded& d, Time now);
@@ -449,13 +594,13 @@ class UetEndpoint final : public Endpoint {
   void retire_ops(Pdc& p);
   void queue_nack(Pdc& p, wire::NackCode code, uint32_t psn);
   bool queue_response(Pdc& p, const Pdc::Response& r, bool repeat);
-  bool rx_send(Pdc& p, uint16_t id, const wire::Decoded& d, const wire::SesStandardRequest& ses,
-               uint32_t psn);
-  Pdc::Response read_response(const Pdc& p, const wire::SesStandardRequest& ses, uint32_t psn);
+  Exec rx_send(Pdc& p, uint16_t id, std::span<const uint8_t> payload, size_t elided,
+               const wire::SesStandardRequest& ses, uint32_t psn);
+  Pdc::Response read_response(const wire::SesStandardRequest& ses, uint32_t psn);
   RxMsg* find_msg(uint16_t pdc, uint16_t message_id) noexcept;
   void deliver_recvs();
-  absl::StatusOr<uint16_t> initiator_pdc(uint32_t peer, const char* verb);
-  absl::Status post_op(uint32_t peer, const Op& op, const char* verb);
+  absl::StatusOr<uint16_t> initiator_pdc(uint32_t peer, bool rod, const char* verb);
+  absl::Status post_op(uint32_t peer, bool rod, const Op& op, const char* verb);
   void fail_pdc(Pdc& p, OpStatus why);
   bool build_ack(Pdc& p, uint16_t pdcid, Frame& f);
   bool build_nack(Pdc& p, uint16_t pdcid, Frame& f);
@@ -474,6 +619,30 @@ class UetEndpoint final : public Endpoint {
   }
   void arm_tlp(Pdc& p, Time now) noexcept;
   void send_tlp(Pdc& p);
+
+  // Other delivery modes (uet_modes.cc).
+  static absl::Status check_mode(DeliveryMode m, Opcode op, const char* verb);
+  static uint64_t pdc_key(uint32_t peer, bool rod) noexcept {
+    return uint64_t{rod} << 32 | peer;
+  }
+  bool rod_take_buffer(Pdc& p);
+  void rod_release_buffer(Pdc& p) noexcept;
+  bool rod_stage(Pdc& p, const wire::Decoded& d, const wire::SesStandardRequest* ses,
+                 uint32_t psn);
+  bool rod_staged(const Pdc& p, uint32_t psn) const noexcept;
+  void rod_drain(Pdc& p, uint16_t id);
+  absl::Status post_rudi(const RudiOp& op, const char* verb);
+  absl::Status post_uud(const UudOp& op, const char* verb);
+  void rx_rudi_req(const wire::Decoded& d);
+  void rx_rudi_resp(const wire::Decoded& d);
+  void rx_uud(const wire::Decoded& d);
+  size_t tx_modes(std::span<Frame* const> out, Time now);
+  bool build_rudi_req(uint32_t slot, bool retx, Frame& f, Time now);
+  bool build_rudi_resp(const RudiRsp& r, Frame& f);
+  bool build_uud(const UudOp& u, Frame& f);
+  void retire_rudi();
+  Time rudi_timer(Time now);
+  wire::Encap encap_to(uint32_t ip, const wire::MacAddr& mac, bool control, uint16_t sport) const;
 
   int32_t alloc_pdc(Role role);
   void free_pdc(uint16_t id);
@@ -500,8 +669,9 @@ class UetEndpoint final : public Endpoint {
   Time deadline_ = kNever;        // earliest timer of any PDC (may be early, never late)
   std::array<StatelessNack, 64> stateless_{};
   uint32_t stateless_head_ = 0, stateless_tail_ = 0;
-  // Control path look-ups: initiator PDC by peer; target PDC by (peer, its PDC id) for SYNs.
-  absl::flat_hash_map<uint32_t, uint16_t> initiator_by_peer_;
+  // Control path look-ups: initiator PDC by (peer, ROD or RUD) (pdc_key); target PDC by
+  // (peer, its PDC id) for SYNs.
+  absl::flat_hash_map<uint64_t, uint16_t> initiator_by_peer_;
   absl::flat_hash_map<uint64_t, uint16_t> target_by_peer_pdc_;
   struct Region {
     uint8_t* base;
@@ -516,6 +686,24 @@ class UetEndpoint final : public Endpoint {
   uint32_t rx_msgs_used_ = 0;
   std::vector<Completion> completions_;  // bounded by max_pdcs * max_writes + max_recvs
   size_t completions_head_ = 0;
+  // ROD reorder buffers (rod_buffers, each allocated on first use and kept) and the free ones.
+  std::vector<RodBuffer> rod_pool_;
+  std::vector<uint16_t> rod_pool_free_;
+  // RUDI initiator: operations [head, tail) posted, [send, tail) with packets to send; packets
+  // in flight; free packet slots (a ring).
+  std::vector<RudiOp> rudi_ops_;
+  uint32_t rudi_op_head_ = 0, rudi_op_send_ = 0, rudi_op_tail_ = 0, rudi_send_packet_ = 0;
+  std::vector<RudiPkt> rudi_pkts_;
+  std::vector<uint16_t> rudi_free_;
+  uint32_t rudi_free_head_ = 0, rudi_free_tail_ = 0;
+  uint32_t rudi_resend_ = 0;     // packets marked resend
+  uint16_t rudi_message_id_ = 1;
+  // RUDI target responses, UUD datagrams to send: rings.
+  std::vector<RudiRsp> rudi_rsp_;
+  uint32_t rudi_rsp_head_ = 0, rudi_rsp_tail_ = 0;
+  std::vector<UudOp> uud_q_;
+  uint32_t uud_head_ = 0, uud_tail_ = 0;
+  uint16_t uud_message_id_ = 1;
   uint64_t rng_;
   UetCounters counters_;
   Time now_ = 0;

@@ -1,0 +1,71 @@
+// Small helpers the UET engine's data path files share (uet_datapath.cc, uet_modes.cc).
+// Internal to transport/uet/.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "transport/api.h"
+#include "transport/wire/builder.h"
+#include "transport/wire/checksum.h"
+#include "transport/wire/decode.h"
+
+namespace uet::internal {
+
+constexpr uint8_t kDscpTrimmed = 45;  // spec/uet.md §3.14: the fabric's trimmed code point
+
+// Finishes a frame whose payload may not fit the host's buffer: then only the headers are
+// real bytes and the payload travels by length (Frame::wire_len), with the UDP checksum 0.
+inline bool finish_frame(wire::FrameBuilder& b, Frame& f, size_t elided) {
+  size_t n = 0;
+  if (b.finish(&n) != wire::WireError::kOk) return false;
+  f.len = static_cast<uint32_t>(n);
+  f.wire_len = 0;
+  if (elided > 0) {
+    f.wire_len = static_cast<uint32_t>(n + elided);
+    wire::Ipv4* ip = wire::as<wire::Ipv4>(f.data + wire::Ethernet::kSize);
+    ip->set_total_length(static_cast<uint16_t>(ip->total_length() + elided));
+    ip->set_checksum(wire::ipv4_header_checksum(ip->raw, wire::Ipv4::kSize));
+    wire::Udp* udp = wire::as<wire::Udp>(f.data + wire::Ethernet::kSize + wire::Ipv4::kSize);
+    udp->set_length(static_cast<uint16_t>(udp->length() + elided));
+    udp->set_checksum(0);
+  }
+  return true;
+}
+
+// PSN arithmetic is modulo 2^32 (§3.3): a is before b when (a - b) is "negative".
+constexpr bool psn_before(uint32_t a, uint32_t b) noexcept {
+  return static_cast<int32_t>(a - b) < 0;
+}
+
+inline bool test_bit(const std::vector<uint64_t>& bits, uint32_t i) noexcept {
+  return (bits[i / 64] >> (i % 64) & 1) != 0;
+}
+inline void set_bit(std::vector<uint64_t>& bits, uint32_t i) noexcept {
+  bits[i / 64] |= uint64_t{1} << (i % 64);
+}
+inline void clear_bit(std::vector<uint64_t>& bits, uint32_t i) noexcept {
+  bits[i / 64] &= ~(uint64_t{1} << (i % 64));
+}
+
+// What the initiator completes an operation with when the target answered `rc` (§4.9).
+inline OpStatus status_for(wire::SesReturnCode rc) noexcept {
+  switch (rc) {
+    case wire::SesReturnCode::kBadMkey:
+    case wire::SesReturnCode::kBadAddr:
+    case wire::SesReturnCode::kPermViolation:
+    case wire::SesReturnCode::kOpViolation:
+    case wire::SesReturnCode::kAtInvalid:
+    case wire::SesReturnCode::kAtPerm:
+    case wire::SesReturnCode::kAtOutOfRange:
+      return OpStatus::kRemoteAccessError;
+    case wire::SesReturnCode::kTooLong:
+      return OpStatus::kLengthError;
+    case wire::SesReturnCode::kNoMatch:
+      return OpStatus::kReceiverNotReady;
+    default:
+      return OpStatus::kRemoteInvalidRequest;  // §7.2: unknown codes give a generic error
+  }
+}
+
+}  // namespace uet::internal
