@@ -695,7 +695,7 @@ absl::StatusOr<std::unique_ptr<Endpoint>> make_engine(const Options& o, const Io
     c.min_rto = o.min_rto;
     // io_uring sends the payload after our UDP header through a socket: the kernel computes
     // the real UDP checksum, so computing one here would be wasted work.
-    c.udp_checksum = std::string(o.io) != "uring";
+    c.udp_checksum = o.io != "uring";
     if (o.base_rtt > 0) c.base_rtt = o.base_rtt;
     c.seed = o.seed * 2 + (o.server ? 1 : 0);
     auto e = UetEndpoint::create(c);

@@ -243,11 +243,8 @@ absl::Status RoceEndpoint::post_wqe(uint32_t peer, const Write& w, const char* w
   return absl::OkStatus();
 }
 
-absl::Status RoceEndpoint::post_write(const WriteRequest& wr) {
-  if (absl::Status s = check_mode(wr.mode, "post_write"); !s.ok()) return s;
-  if (wr.length == 0 || wr.length > kMaxMessage || wr.local == nullptr) {
-    return absl::InvalidArgumentError("post_write: length must be 1..2^31 bytes with a buffer");
-  }
+// The work request a WRITE (with or without immediate) queues.
+RoceEndpoint::Write RoceEndpoint::write_wqe(const WriteRequest& wr) {
   Write w;
   w.op = Opcode::kWrite;
   w.wr_id = wr.wr_id;
@@ -255,7 +252,15 @@ absl::Status RoceEndpoint::post_write(const WriteRequest& wr) {
   w.remote_offset = wr.remote_offset;
   w.src = wr.local;
   w.length = wr.length;
-  return post_wqe(wr.peer, w, "post_write");
+  return w;
+}
+
+absl::Status RoceEndpoint::post_write(const WriteRequest& wr) {
+  if (absl::Status s = check_mode(wr.mode, "post_write"); !s.ok()) return s;
+  if (wr.length == 0 || wr.length > kMaxMessage || wr.local == nullptr) {
+    return absl::InvalidArgumentError("post_write: length must be 1..2^31 bytes with a buffer");
+  }
+  return post_wqe(wr.peer, write_wqe(wr), "post_write");
 }
 
 absl::Status RoceEndpoint::post_write_with_imm(const WriteRequest& wr, uint32_t imm) {
@@ -264,15 +269,9 @@ absl::Status RoceEndpoint::post_write_with_imm(const WriteRequest& wr, uint32_t 
     return absl::InvalidArgumentError(
         "post_write_with_imm: length must be 0..2^31 bytes, with a buffer when > 0");
   }
-  Write w;
-  w.op = Opcode::kWrite;
+  Write w = write_wqe(wr);
   w.has_imm = true;
   w.imm = imm;
-  w.wr_id = wr.wr_id;
-  w.rkey = wr.rkey;
-  w.remote_offset = wr.remote_offset;
-  w.src = wr.local;
-  w.length = wr.length;
   return post_wqe(wr.peer, w, "post_write_with_imm");
 }
 

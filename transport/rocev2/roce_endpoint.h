@@ -413,6 +413,7 @@ class RoceEndpoint final : public Endpoint {
   void complete_recv(uint64_t wr_id, uint32_t peer, OpStatus status, uint64_t bytes,
                      bool has_imm, uint32_t imm);
   absl::Status post_wqe(uint32_t peer, const Write& w, const char* what);
+  static Write write_wqe(const WriteRequest& wr);
 
   RoceConfig config_;
   Time ack_timeout_ = 0;

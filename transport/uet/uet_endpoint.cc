@@ -284,31 +284,6 @@ absl::Status UetEndpoint::post_write(const WriteRequest& wr) {
   if (wr.length == 0 || wr.length > 0xFFFFFFFFu || wr.local == nullptr) {
     return absl::InvalidArgumentError("post_write: length must be 1..4294967295 with a buffer");
   }
-  if (wr.mode == DeliveryMode::kRudi || wr.mode == DeliveryMode::kUud) {
-    if (wr.peer == 0 || wr.peer == config_.local_ip4) {
-      return absl::InvalidArgumentError("post_write: peer must be another endpoint's address");
-    }
-    if (wr.mode == DeliveryMode::kUud) {
-      UudOp u;
-      u.op = Opcode::kWrite;
-      u.wr_id = wr.wr_id;
-      u.peer = wr.peer;
-      u.rkey = wr.rkey;
-      u.remote_offset = wr.remote_offset;
-      u.src = wr.local;
-      u.length = wr.length;
-      return post_uud(u, "post_write");
-    }
-    RudiOp r;
-    r.op = Opcode::kWrite;
-    r.wr_id = wr.wr_id;
-    r.peer = wr.peer;
-    r.rkey = wr.rkey;
-    r.remote_offset = wr.remote_offset;
-    r.src = wr.local;
-    r.length = wr.length;
-    return post_rudi(r, "post_write");
-  }
   Op op;
   op.op = Opcode::kWrite;
   op.wr_id = wr.wr_id;
@@ -316,27 +291,13 @@ absl::Status UetEndpoint::post_write(const WriteRequest& wr) {
   op.remote_offset = wr.remote_offset;
   op.src = wr.local;
   op.length = wr.length;
-  return post_op(wr.peer, wr.mode == DeliveryMode::kRod, op, "post_write");
+  return post_in_mode(wr.mode, wr.peer, op, "post_write");
 }
 
 absl::Status UetEndpoint::post_read(const ReadRequest& rr) {
   if (absl::Status s = check_mode(rr.mode, Opcode::kRead, "post_read"); !s.ok()) return s;
   if (rr.length == 0 || rr.length > 0xFFFFFFFFu || rr.local == nullptr) {
     return absl::InvalidArgumentError("post_read: length must be 1..4294967295 with a buffer");
-  }
-  if (rr.mode == DeliveryMode::kRudi) {
-    if (rr.peer == 0 || rr.peer == config_.local_ip4) {
-      return absl::InvalidArgumentError("post_read: peer must be another endpoint's address");
-    }
-    RudiOp r;
-    r.op = Opcode::kRead;
-    r.wr_id = rr.wr_id;
-    r.peer = rr.peer;
-    r.rkey = rr.rkey;
-    r.remote_offset = rr.remote_offset;
-    r.dst = rr.local;
-    r.length = rr.length;
-    return post_rudi(r, "post_read");
   }
   Op op;
   op.op = Opcode::kRead;
@@ -345,27 +306,13 @@ absl::Status UetEndpoint::post_read(const ReadRequest& rr) {
   op.remote_offset = rr.remote_offset;
   op.dst = rr.local;
   op.length = rr.length;
-  return post_op(rr.peer, rr.mode == DeliveryMode::kRod, op, "post_read");
+  return post_in_mode(rr.mode, rr.peer, op, "post_read");
 }
 
 absl::Status UetEndpoint::post_send(const SendRequest& sr) {
   if (absl::Status s = check_mode(sr.mode, Opcode::kSend, "post_send"); !s.ok()) return s;
   if (sr.length > 0xFFFFFFFFu || (sr.length > 0 && sr.local == nullptr)) {
     return absl::InvalidArgumentError("post_send: length must be 0..4294967295 with a buffer");
-  }
-  if (sr.mode == DeliveryMode::kUud) {
-    if (sr.peer == 0 || sr.peer == config_.local_ip4) {
-      return absl::InvalidArgumentError("post_send: peer must be another endpoint's address");
-    }
-    UudOp u;
-    u.op = Opcode::kSend;
-    u.wr_id = sr.wr_id;
-    u.peer = sr.peer;
-    u.src = sr.local;
-    u.length = sr.length;
-    u.has_imm = sr.has_imm;
-    u.imm = sr.imm;
-    return post_uud(u, "post_send");
   }
   Op op;
   op.op = Opcode::kSend;
@@ -374,7 +321,43 @@ absl::Status UetEndpoint::post_send(const SendRequest& sr) {
   op.length = sr.length;
   op.has_imm = sr.has_imm;  // travels in ses_std.header_data with `hd` (spec/uet.md §4.2)
   op.imm = sr.imm;
-  return post_op(sr.peer, sr.mode == DeliveryMode::kRod, op, "post_send");
+  return post_in_mode(sr.mode, sr.peer, op, "post_send");
+}
+
+// One operation, checked by the verb, to the machinery of its delivery mode: a PDC (RUD,
+// ROD), RUDI's packet IDs or UUD's datagrams (check_mode has refused the pairs not carried).
+absl::Status UetEndpoint::post_in_mode(DeliveryMode mode, uint32_t peer, const Op& op,
+                                       const char* verb) {
+  if (mode != DeliveryMode::kRudi && mode != DeliveryMode::kUud) {
+    return post_op(peer, mode == DeliveryMode::kRod, op, verb);
+  }
+  if (peer == 0 || peer == config_.local_ip4) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(verb, ": peer must be another endpoint's address"));
+  }
+  if (mode == DeliveryMode::kUud) {
+    UudOp u;
+    u.op = op.op;
+    u.wr_id = op.wr_id;
+    u.peer = peer;
+    u.rkey = op.rkey;
+    u.remote_offset = op.remote_offset;
+    u.src = op.src;
+    u.length = op.length;
+    u.has_imm = op.has_imm;
+    u.imm = op.imm;
+    return post_uud(u, verb);
+  }
+  RudiOp r;
+  r.op = op.op;
+  r.wr_id = op.wr_id;
+  r.peer = peer;
+  r.rkey = op.rkey;
+  r.remote_offset = op.remote_offset;
+  r.src = op.src;
+  r.dst = op.dst;
+  r.length = op.length;
+  return post_rudi(r, verb);
 }
 
 absl::Status UetEndpoint::post_recv(const RecvBuffer& rb) {

@@ -601,6 +601,7 @@ class UetEndpoint final : public Endpoint {
   void deliver_recvs();
   absl::StatusOr<uint16_t> initiator_pdc(uint32_t peer, bool rod, const char* verb);
   absl::Status post_op(uint32_t peer, bool rod, const Op& op, const char* verb);
+  absl::Status post_in_mode(DeliveryMode mode, uint32_t peer, const Op& op, const char* verb);
   void fail_pdc(Pdc& p, OpStatus why);
   bool build_ack(Pdc& p, uint16_t pdcid, Frame& f);
   bool build_nack(Pdc& p, uint16_t pdcid, Frame& f);
