@@ -40,6 +40,15 @@ class FramePool {
 
   Frame& operator[](FrameId id) noexcept { return frames_[id]; }
   const Frame& operator[](FrameId id) const noexcept { return frames_[id]; }
+  // Where frame `id`'s Frame and its bytes live, computed without reading the Frame (for
+  // prefetching: a slab's frames are consecutive). Null for an id the pool has not grown to.
+  const Frame* frame_hint(FrameId id) const noexcept {
+    return id < frames_.size() ? frames_.data() + id : nullptr;
+  }
+  const uint8_t* data_hint(FrameId id) const noexcept {
+    return id < frames_.size() ? slabs_[id / kSlabFrames].get() + size_t{id % kSlabFrames} * capacity_
+                               : nullptr;
+  }
 
  private:
   static constexpr uint32_t kSlabFrames = 1024;

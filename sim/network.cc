@@ -252,7 +252,9 @@ void Network::prefetch_ahead() const noexcept {
       const Port& p = ports_[e->a];
       const FrameMeta& m = frame_meta_[e->b];
       if (p.at_host || !m.parsed) {
-        prefetch(pool_[e->b].data);
+        // The Frame and its bytes, from their addresses alone: no load to wait for here.
+        prefetch(pool_.frame_hint(e->b));
+        prefetch(pool_.data_hint(e->b));
         if (p.at_host) prefetch_lines(reinterpret_cast<const char*>(&p) + 64, 2);  // host_pull's enqueue
       } else if (m.dst_host < ecmp_hosts_ && p.owner < ecmp_switch_.size()) {
         prefetch(&ecmp_switch_[p.owner]);
