@@ -239,7 +239,7 @@ inline void prefetch_lines(const void* p, int lines) noexcept {
 }  // namespace
 
 void Network::prefetch_ahead() const noexcept {
-  if (const Event* e = events_q_.ahead(kPrefetchFar)) {
+  if (const EventQueue::Node* e = events_q_.ahead(kPrefetchFar)) {
     if (e->kind() == kArrive) {
       prefetch(&ports_[e->a]);
       if (e->b < frame_meta_.size()) prefetch(&frame_meta_[e->b]);
@@ -247,7 +247,7 @@ void Network::prefetch_ahead() const noexcept {
       prefetch_lines(&ports_[e->a], 3);
     }
   }
-  if (const Event* e = events_q_.ahead(kPrefetchMid)) {
+  if (const EventQueue::Node* e = events_q_.ahead(kPrefetchMid)) {
     if (e->kind() == kArrive && e->b < frame_meta_.size()) {
       const Port& p = ports_[e->a];
       const FrameMeta& m = frame_meta_[e->b];
@@ -267,7 +267,7 @@ void Network::prefetch_ahead() const noexcept {
     }
   }
   for (const size_t k : {kPrefetchNear, kPrefetchLast}) {
-    const Event* e = events_q_.ahead(k);
+    const EventQueue::Node* e = events_q_.ahead(k);
     if (e == nullptr || e->kind() != kArrive || e->b >= frame_meta_.size()) continue;
     const Port& p = ports_[e->a];
     const FrameMeta& m = frame_meta_[e->b];
