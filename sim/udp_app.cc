@@ -54,6 +54,29 @@ size_t UdpApp::tx(std::span<Frame* const> out, Time now) {
     ++rr_;
     Frame& f = *out[n];
     const uint64_t len = std::min<uint64_t>(mss_, a.flow.bytes - a.next_offset);
+    const uint16_t sport =
+        a.flow.spray ? static_cast<uint16_t>(0xC000 | ((a.flow.sport + a.packets * 0x9E37u) & 0x3FFF))
+                     : a.flow.sport;
+    // Store the payload if it fits, else carry it by length (and leave the UDP checksum 0).
+    const size_t full = 14 + 20 + 8 + kAppHeader + len;
+    const bool elide = full > f.capacity;
+    constexpr size_t kSportAt = 14 + 20;
+    constexpr size_t kOffsetAt = 14 + 20 + 8 + 8;
+    if (elide && a.head_payload == len && a.head_len <= f.capacity) {
+      // The previous headers-only frame of this size, its source port and offset patched:
+      // byte for byte what the builder below would write.
+      std::memcpy(f.data, a.head.data(), a.head_len);
+      wire::store_be(f.data + kSportAt, 2, sport);
+      wire::store_be(f.data + kOffsetAt, 8, a.next_offset);
+      f.len = a.head_len;
+      f.wire_len = static_cast<uint32_t>(full);
+      f.priority = Priority::kData;
+      a.next_offset += len;
+      ++a.packets;
+      (*records_)[a.flow.id].sent += len;
+      ++n;
+      continue;
+    }
     wire::Encap e;
     e.src_mac = Network::host_mac(host_);
     e.dst_mac = Network::host_mac(a.flow.dst);
@@ -61,12 +84,8 @@ size_t UdpApp::tx(std::span<Frame* const> out, Time now) {
     e.dst_ip4 = Network::host_ip4(a.flow.dst);
     e.dscp = kDscpData;
     e.ecn = ect_ ? 2 : 0;
-    e.sport = a.flow.spray ? static_cast<uint16_t>(0xC000 | ((a.flow.sport + a.packets * 0x9E37u) & 0x3FFF))
-                           : a.flow.sport;
+    e.sport = sport;
     e.dport = kPort;
-    // Store the payload if it fits, else carry it by length (and leave the UDP checksum 0).
-    const size_t full = 14 + 20 + 8 + kAppHeader + len;
-    const bool elide = full > f.capacity;
     e.udp_checksum = !elide;
     wire::FrameBuilder b(std::span<uint8_t>(f.data, f.capacity), e);
     uint8_t* app = b.add_bytes(kAppHeader);
@@ -87,6 +106,11 @@ size_t UdpApp::tx(std::span<Frame* const> out, Time now) {
       wire::as<wire::Ipv4>(f.data + 14)->set_checksum(
           wire::ipv4_header_checksum(f.data + 14, 20));
       wire::as<wire::Udp>(f.data + 34)->set_length(static_cast<uint16_t>(full - 34));
+      if (f.len <= a.head.size()) {
+        std::memcpy(a.head.data(), f.data, f.len);
+        a.head_len = f.len;
+        a.head_payload = len;
+      }
     }
     f.priority = Priority::kData;
     a.next_offset += len;

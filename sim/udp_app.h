@@ -7,6 +7,7 @@
 // the payload travels by length (Frame::wire_len) and only the headers are real bytes.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <utility>
@@ -69,6 +70,12 @@ class UdpApp : public Transport {
     UdpFlow flow;
     uint64_t next_offset = 0;
     uint32_t packets = 0;
+    // Headers-only frames (payload by length): the last one built, for a packet of
+    // `head_payload` bytes. The next packet of that size differs only in its UDP source port
+    // (the UDP checksum is 0) and its payload offset, so it is this copy with both patched.
+    uint32_t head_len = 0;
+    uint64_t head_payload = UINT64_MAX;
+    std::array<uint8_t, 64> head{};
   };
   uint32_t host_;
   std::vector<FlowRecord>* records_;
