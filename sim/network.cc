@@ -65,7 +65,7 @@ absl::Status Network::connect(uint32_t a, uint32_t b, const LinkConfig& link) {
     p.node = i == 0 ? a : b;
     p.peer = i == 0 ? pb : pa;
     p.link = link;
-    p.rate_bps = static_cast<int64_t>(link.gbps * 1e9);
+    set_rate(p, static_cast<int64_t>(link.gbps * 1e9));
     p.rng = Rng(mix64(pa + i, config_.seed));
     p.at_host = nodes_[p.node].kind == NodeKind::kHost;
     p.delay = link.delay;
@@ -139,6 +139,7 @@ absl::Status Network::compute_ecmp() {
       sw.group_of_host[h] = it->second;
     }
   }
+  ecmp_memo_.fill(EcmpMemo{});
   ecmp_switch_.clear();
   ecmp_group_.clear();
   ecmp_ports_.clear();
@@ -213,7 +214,27 @@ uint32_t Network::ecmp_port(uint32_t s, uint32_t dst_host, uint64_t flow_hash) c
   return ecmp_ports_[g.first_port + g.size.mod(static_cast<uint32_t>(h >> 32))];
 }
 
+uint32_t Network::ecmp_port_memo(uint32_t s, uint32_t dst_host, uint64_t flow_hash,
+                                 FrameId f) const noexcept {
+  EcmpMemo& m = ecmp_memo_[f % kEcmpMemo];
+  if (m.sw == s && m.dst_host == dst_host && m.flow_hash == flow_hash) return m.out;
+  const uint32_t out = ecmp_port(s, dst_host, flow_hash);
+  m = EcmpMemo{flow_hash, s, dst_host, out};
+  return out;
+}
+
+void Network::set_rate(Port& p, int64_t rate_bps) noexcept {
+  constexpr uint64_t kPsBits = 8 * 1'000'000'000'000ULL;  // picoseconds per second * bits per byte
+  p.rate_bps = rate_bps;
+  const auto rate = static_cast<uint64_t>(rate_bps);
+  p.ps_per_byte = rate > 0 && kPsBits % rate == 0 && kPsBits / rate <= UINT32_MAX
+                      ? static_cast<uint32_t>(kPsBits / rate)
+                      : 0;
+}
+
 Time Network::serialization(const Port& p, uint32_t bytes) const noexcept {
+  // bytes * 8e12 / rate exactly when rate divides 8e12 (no rounding to do).
+  if (p.ps_per_byte != 0) [[likely]] return static_cast<Time>(uint64_t{bytes} * p.ps_per_byte);
   // Exact to the picosecond, rounded up: bits * 1e12 / rate.
   __extension__ using U128 = unsigned __int128;
   const U128 num = static_cast<U128>(bytes) * 8 * 1'000'000'000'000ULL;
@@ -272,7 +293,7 @@ void Network::prefetch_ahead() const noexcept {
     const Port& p = ports_[e->a];
     const FrameMeta& m = frame_meta_[e->b];
     if (p.at_host || !m.parsed) continue;
-    const uint32_t out = ecmp_port(p.owner, m.dst_host, m.flow_hash);
+    const uint32_t out = ecmp_port_memo(p.owner, m.dst_host, m.flow_hash, e->b);
     if (out == kNone) continue;
     if (k == kPrefetchNear) {
       prefetch_lines(&ports_[out], 3);
@@ -340,8 +361,8 @@ void Network::dispatch(const Event& e) {
     }
     case kLinkRate:
       for (uint32_t p : {e.a, ports_[e.a].peer}) {
-        ports_[p].rate_bps =
-            static_cast<int64_t>(ports_[p].link.gbps * 1e9 * (static_cast<double>(e.b) / 1e6));
+        set_rate(ports_[p],
+                 static_cast<int64_t>(ports_[p].link.gbps * 1e9 * (static_cast<double>(e.b) / 1e6)));
       }
       break;
     case kEcmpRefresh:
@@ -533,12 +554,13 @@ void Network::switch_forward(uint32_t in_port, FrameId f) {
       drop(f);
       return;
     }
-    m.dst_host = host_of_ip4(info.dst_ip4);
+    const uint32_t dst = host_of_ip4(info.dst_ip4);
+    m.dst_host = dst < kNoHost16 ? static_cast<uint16_t>(dst) : kNoHost16;
     m.flow_hash = info.flow_hash;
     m.dscp = info.dscp;
     m.parsed = true;
   }
-  const uint32_t out = ecmp_port(sw, m.dst_host, m.flow_hash);
+  const uint32_t out = ecmp_port_memo(sw, m.dst_host, m.flow_hash, f);
   if (out == kNone) {
     ++ports_[in_port].stats.drops;
     drop(f);

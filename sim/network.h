@@ -144,6 +144,9 @@ struct alignas(64) Port {
   bool impaired = false;   // the link may lose, corrupt, reorder or duplicate (cached from `link`)
   std::array<bool, kNumPriorities> paused{};
   std::array<bool, kNumPriorities> pause_sent{};  // at a switch ingress: PFC XOFF sent upstream
+  // Picoseconds per byte when rate_bps divides 8e12 (every whole Gb/s rate that divides 8000,
+  // e.g. 25, 100, 400, 800), so serialization is one multiplication; 0 otherwise.
+  uint32_t ps_per_byte = 0;
   // The wire is busy until busy_until. A kTxDone event is scheduled only when something must
   // happen then (a host NIC pulls its next frame; a switch port has more frames waiting), so
   // an idle fabric costs one event per frame per hop, not two.
@@ -272,20 +275,26 @@ class Network {
   void drop(FrameId f) { pool_.release(f); }
   absl::Status compute_ecmp();
   Time serialization(const Port& p, uint32_t bytes) const noexcept;
+  static void set_rate(Port& p, int64_t rate_bps) noexcept;
 
   NetworkConfig config_;
   FramePool pool_;
   // Per frame, beside the pool: what switches read from its headers, parsed once when the
   // frame enters the fabric and again only when its bytes change (corruption, trimming).
+  // 16 bytes, four to a cache line.
   struct FrameMeta {
-    uint32_t dst_host = kNone;
     uint64_t flow_hash = 0;
     uint32_t bytes = 0;  // Frame::bytes_on_wire(), kept here so a hop need not read the Frame
+    // The destination host, or kNoHost16 for any address that is not one (at most 65535
+    // hosts, so kNoHost16 is never a host and ECMP finds no route for it, as for any other).
+    uint16_t dst_host = kNoHost16;
     uint8_t dscp = 0;
-    bool parsed = false;
-    bool damaged = false;    // a bit was flipped on its way (at most one per frame)
-    bool corrupted = false;  // ... where a check covers it, and no switch rewrote it since
+    bool parsed : 1 = false;
+    bool damaged : 1 = false;    // a bit was flipped on its way (at most one per frame)
+    bool corrupted : 1 = false;  // ... where a check covers it, and no switch rewrote it since
   };
+  static constexpr uint16_t kNoHost16 = UINT16_MAX;
+  static_assert(sizeof(FrameMeta) == 16);
   FrameMeta& meta(FrameId f) {
     if (f >= frame_meta_.size()) frame_meta_.resize(pool_.peak());
     return frame_meta_[f];
@@ -315,6 +324,19 @@ class Network {
   std::vector<EcmpGroup> ecmp_group_;
   std::vector<uint32_t> ecmp_ports_;
   size_t ecmp_hosts_ = 0;  // hosts when the routes were computed
+  // The last few ECMP choices, by frame id: prefetch_ahead computes a switch hop's egress a
+  // few events early, and its later stage and switch_forward reuse it. An entry holds every
+  // input of ecmp_port() (compute_ecmp() clears them all), so a hit is exactly what
+  // ecmp_port() would return.
+  struct EcmpMemo {
+    uint64_t flow_hash = 0;
+    uint32_t sw = kNone;
+    uint32_t dst_host = kNone;
+    uint32_t out = kNone;
+  };
+  static constexpr size_t kEcmpMemo = 64;
+  mutable std::array<EcmpMemo, kEcmpMemo> ecmp_memo_{};
+  uint32_t ecmp_port_memo(uint32_t sw, uint32_t dst_host, uint64_t flow_hash, FrameId f) const noexcept;
   std::vector<Scheduled*> callbacks_;  // each target once
   absl::flat_hash_map<Scheduled*, uint32_t> callback_index_;
   Scheduled* last_callback_ = nullptr;
