@@ -245,12 +245,14 @@ Time Network::serialization(const Port& p, uint32_t bytes) const noexcept {
 // Prefetching: the current bucket is a sorted array, so the loop knows the next events and
 // asks for what they will touch before it gets there, in stages, each naming lines the
 // earlier stage brought in: kPrefetchFar events ahead the port and the frame's metadata;
-// kPrefetchMid ahead a queue's head, the frame's ECMP route or its bytes; kPrefetchNear ahead
+// kPrefetchMid ahead a queue's head, the frame's ECMP route or its bytes; kPrefetchGroup
+// ahead the route's ECMP group; kPrefetchNear ahead
 // the egress port a switch will pick (its route now cached) and, one step later, the slot in
 // its queue the frame will be written to. Hints only: nothing is decided from them.
 namespace {
 constexpr size_t kPrefetchFar = 12;
 constexpr size_t kPrefetchMid = 8;
+constexpr size_t kPrefetchGroup = 6;
 constexpr size_t kPrefetchNear = 4;
 constexpr size_t kPrefetchLast = 2;
 inline void prefetch(const void* p) noexcept { __builtin_prefetch(p, 0, 3); }
@@ -284,6 +286,18 @@ void Network::prefetch_ahead() const noexcept {
     } else if (e->kind() == kTxDone) {
       for (const auto& q : ports_[e->a].queue) {
         if (!q.empty()) prefetch(&q.front());
+      }
+    }
+  }
+  if (const EventQueue::Node* e = events_q_.ahead(kPrefetchGroup)) {
+    if (e->kind() == kArrive && e->b < frame_meta_.size()) {
+      const Port& p = ports_[e->a];
+      const FrameMeta& m = frame_meta_[e->b];
+      if (!p.at_host && m.parsed && m.dst_host < ecmp_hosts_ && p.owner < ecmp_switch_.size()) {
+        // The route is cached now: its group (and the group's ports) next.
+        const EcmpGroup& g = ecmp_group_[ecmp_switch_[p.owner].first_group +
+                                         ecmp_route_[size_t{p.owner} * ecmp_hosts_ + m.dst_host]];
+        prefetch(&g);
       }
     }
   }
@@ -541,24 +555,29 @@ void Network::on_arrive(uint32_t port, FrameId f) {
   }
 }
 
+// Reads what switches forward on from the frame's headers into `m` and marks it parsed;
+// false (and `m` untouched) if a switch cannot forward the frame: not IP, or an IPv4 header
+// length below 20 bytes (damaged): a router cannot forward it (RFC 1812 §5.2.2), and marking
+// or trimming it would checksum a negative length.
+bool Network::parse_meta(const Frame& fr, FrameMeta& m) noexcept {
+  FrameInfo info;
+  if (!parse_frame(fr, &info) || (!info.ipv6 && info.l4 < info.l3 + wire::Ipv4::kSize)) return false;
+  const uint32_t dst = host_of_ip4(info.dst_ip4);
+  m.dst_host = dst < kNoHost16 ? static_cast<uint16_t>(dst) : kNoHost16;
+  m.flow_hash = info.flow_hash;
+  m.dscp = info.dscp;
+  m.parsed = true;
+  return true;
+}
+
 void Network::switch_forward(uint32_t in_port, FrameId f) {
   const uint32_t sw = ports_[in_port].owner;
   FrameMeta& m = meta(f);
-  if (!m.parsed) {
-    const Frame& fr = pool_[f];
-    FrameInfo info;
-    // Not IP, or an IPv4 header length below 20 bytes (damaged): a router cannot forward it
-    // (RFC 1812 §5.2.2), and marking or trimming it would checksum a negative length.
-    if (!parse_frame(fr, &info) || (!info.ipv6 && info.l4 < info.l3 + wire::Ipv4::kSize)) {
-      ++ports_[in_port].stats.drops;
-      drop(f);
-      return;
-    }
-    const uint32_t dst = host_of_ip4(info.dst_ip4);
-    m.dst_host = dst < kNoHost16 ? static_cast<uint16_t>(dst) : kNoHost16;
-    m.flow_hash = info.flow_hash;
-    m.dscp = info.dscp;
-    m.parsed = true;
+  // Parsed by the sending host, unless it could not be or a bit flipped on the way since.
+  if (!m.parsed && !parse_meta(pool_[f], m)) {
+    ++ports_[in_port].stats.drops;
+    drop(f);
+    return;
   }
   const uint32_t out = ecmp_port_memo(sw, m.dst_host, m.flow_hash, f);
   if (out == kNone) {
@@ -683,9 +702,13 @@ void Network::host_pull(uint32_t host) {
       return;
     }
     FrameMeta& m = meta(f);
-    m.parsed = false;  // a new frame: its headers are read at the first switch
+    // A new frame: its headers are read now, while its bytes are in cache (they do not change
+    // before the first switch, which reads them again only if a bit flips on the way or they
+    // cannot be forwarded).
+    m.parsed = false;
     m.damaged = m.corrupted = false;
     m.bytes = fr->bytes_on_wire();
+    (void)parse_meta(*fr, m);
     enqueue(h.port, f, fr->priority, kNone);
   }
 }

@@ -267,6 +267,8 @@ class Network {
   void on_arrive(uint32_t port, FrameId f);
   void switch_forward(uint32_t in_port, FrameId f);
   bool enqueue(uint32_t port, FrameId f, Priority prio, uint32_t ingress);
+  struct FrameMeta;
+  static bool parse_meta(const Frame& fr, FrameMeta& m) noexcept;
   void host_deliver(uint32_t host, FrameId f);
   void host_pull(uint32_t host);
   void host_arm_timer(uint32_t host);
