@@ -169,7 +169,9 @@ absl::Status Network::tap(uint32_t port, const std::string& pcap_path) {
   if (port >= ports_.size()) return absl::InvalidArgumentError(absl::StrCat("tap: no port ", port));
   auto w = wire::PcapWriter::open(pcap_path);
   if (!w.ok()) return w.status();
-  ports_[port].tap = std::make_unique<wire::PcapWriter>(std::move(*w));
+  if (taps_.size() <= port) taps_.resize(ports_.size());
+  taps_[port] = std::make_unique<wire::PcapWriter>(std::move(*w));
+  ports_[port].tapped = true;
   return absl::OkStatus();
 }
 
@@ -303,6 +305,14 @@ void Network::prefetch_ahead() const noexcept {
   }
   for (const size_t k : {kPrefetchNear, kPrefetchLast}) {
     const EventQueue::Node* e = events_q_.ahead(k);
+    if (e != nullptr && k == kPrefetchNear && e->kind() == kTxDone) {
+      // The switch ingress the next frame was buffered under (PFC accounting in start_tx);
+      // the queue heads are cached since kPrefetchMid.
+      for (const auto& q : ports_[e->a].queue) {
+        if (!q.empty() && q.front().ingress != kNone) prefetch(&ports_[q.front().ingress]);
+      }
+      continue;
+    }
     if (e == nullptr || e->kind() != kArrive || e->b >= frame_meta_.size()) continue;
     const Port& p = ports_[e->a];
     const FrameMeta& m = frame_meta_[e->b];
@@ -433,8 +443,8 @@ void Network::start_tx(uint32_t port) {
     p.busy_until = done;
     ++p.stats.tx_frames;
     p.stats.tx_bytes += bytes;
-    if (p.tap) {
-      (void)p.tap->write(std::span<const uint8_t>(fr.data, fr.len),
+    if (p.tapped) [[unlikely]] {
+      (void)taps_[port]->write(std::span<const uint8_t>(fr.data, fr.len),
                          static_cast<uint64_t>(now_ / kNanosecond), bytes);
     }
     if (!p.up) {

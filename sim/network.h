@@ -135,13 +135,13 @@ struct QueuedFrame {
 // what the egress needs (wire state, queues, the counters it bumps). The link's configuration
 // and the rarer state after them.
 struct alignas(64) Port {
-  uint32_t node = kNone;
   uint32_t peer = kNone;   // the port at the other end of the link
   uint32_t owner = kNone;  // the host or switch index of `node` (cached: no Node lookup per frame)
   bool at_host = false;    // `node` is a host (its NIC port)
   bool up = true;
   bool done_scheduled = false;
   bool impaired = false;   // the link may lose, corrupt, reorder or duplicate (cached from `link`)
+  bool tapped = false;     // Network::taps_ holds a pcap writer for the frames it transmits
   std::array<bool, kNumPriorities> paused{};
   std::array<bool, kNumPriorities> pause_sent{};  // at a switch ingress: PFC XOFF sent upstream
   // Picoseconds per byte when rate_bps divides 8e12 (every whole Gb/s rate that divides 8000,
@@ -162,8 +162,7 @@ struct alignas(64) Port {
   LinkConfig link;
   Rng rng;
   Time paused_since = 0;
-
-  std::unique_ptr<wire::PcapWriter> tap;  // frames this port transmits
+  uint32_t node = kNone;  // the node this port belongs to (control path only)
 };
 
 struct Host {
@@ -307,6 +306,7 @@ class Network {
   uint64_t events_ = 0;
   std::vector<Node> nodes_;
   std::vector<Port> ports_;
+  std::vector<std::unique_ptr<wire::PcapWriter>> taps_;  // by port, for ports with `tapped`
   std::vector<Host> hosts_;
   std::vector<Switch> switches_;
   // ECMP in flat arrays, rebuilt from every Switch's groups by compute_ecmp(): per switch its
