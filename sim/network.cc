@@ -280,22 +280,33 @@ void Network::prefetch_ahead() const noexcept {
         // The Frame and its bytes, from their addresses alone: no load to wait for here.
         prefetch(pool_.frame_hint(e->b));
         prefetch(pool_.data_hint(e->b));
-        if (p.at_host) prefetch_lines(reinterpret_cast<const char*>(&p) + 64, 2);  // host_pull's enqueue
+        if (p.at_host) {
+          prefetch_lines(reinterpret_cast<const char*>(&p) + 64, 2);  // host_pull's enqueue
+          prefetch(&hosts_[p.owner]);
+        }
       } else if (m.dst_host < ecmp_hosts_ && p.owner < ecmp_switch_.size()) {
         prefetch(&ecmp_switch_[p.owner]);
         prefetch(&ecmp_route_[size_t{p.owner} * ecmp_hosts_ + m.dst_host]);
       }
     } else if (e->kind() == kTxDone) {
-      for (const auto& q : ports_[e->a].queue) {
+      const Port& p = ports_[e->a];
+      for (const auto& q : p.queue) {
         if (!q.empty()) prefetch(&q.front());
       }
+      if (p.at_host) prefetch(&hosts_[p.owner]);
     }
   }
   if (const EventQueue::Node* e = events_q_.ahead(kPrefetchGroup)) {
-    if (e->kind() == kArrive && e->b < frame_meta_.size()) {
+    const bool port_event = e->kind() == kArrive || e->kind() == kTxDone;  // `a` is a port
+    if (port_event && ports_[e->a].at_host) {
+      const Port& p = ports_[e->a];
+      // The host's transport (rx, tx and next_deadline are called on it): its Host entry is
+      // cached since kPrefetchMid.
+      if (const Transport* t = hosts_[p.owner].transport) prefetch_lines(t, 2);
+    } else if (e->kind() == kArrive && e->b < frame_meta_.size()) {
       const Port& p = ports_[e->a];
       const FrameMeta& m = frame_meta_[e->b];
-      if (!p.at_host && m.parsed && m.dst_host < ecmp_hosts_ && p.owner < ecmp_switch_.size()) {
+      if (m.parsed && m.dst_host < ecmp_hosts_ && p.owner < ecmp_switch_.size()) {
         // The route is cached now: its group (and the group's ports) next.
         const EcmpGroup& g = ecmp_group_[ecmp_switch_[p.owner].first_group +
                                          ecmp_route_[size_t{p.owner} * ecmp_hosts_ + m.dst_host]];
