@@ -181,6 +181,25 @@ class EventQueue {
     }
   }
 
+  // Pops the earliest event into `e` if there is one at or before `until`: the same as
+  // `!empty() && next_time() <= until` then pop(), deciding from the same comparisons once.
+  bool pop_until(Time until, Event& e) noexcept {
+    if (pos_ == cur_.size() && late_.empty() && !advance()) return false;
+    if (from_late()) [[unlikely]] {
+      if (late_.top().time > until) return false;
+      --size_;
+      e = late_.pop();
+      return true;
+    }
+    const Node n = cur_[pos_];
+    const Time t = time_of(n);
+    if (t > until) return false;
+    ++pos_;
+    --size_;
+    e = Event{t, (n.word >> 16) << 8 | (n.word & 15), n.a, n.b};
+    return true;
+  }
+
   // The earliest event; the queue must not be empty.
   Event pop() noexcept {
     if (pos_ == cur_.size() && late_.empty()) advance();

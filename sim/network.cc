@@ -339,8 +339,8 @@ void Network::prefetch_ahead() const noexcept {
 }
 
 void Network::run_until(Time until) {
-  while (!events_q_.empty() && events_q_.next_time() <= until) {
-    const Event e = events_q_.pop();
+  Event e;
+  while (events_q_.pop_until(until, e)) {
     prefetch_ahead();
     now_ = e.time;
     ++events_;
