@@ -145,40 +145,29 @@ class EventQueue {
     return pos_ + k < cur_.size() ? &cur_[pos_ + k] : nullptr;
   }
 
-  // `kind` < 16.
+  // `kind` < 16. The common case (a ring slot whose tail chunk has room) is inline; the rest
+  // (a new chunk, the far heap, late_) is push_slow().
   void push(Time t, uint8_t kind, uint32_t a, uint32_t b) {
     const uint64_t seq = seq_++;
     ++size_;
-    const int64_t bucket = t >> kBucketShift;
-    if (bucket <= current_) [[unlikely]] {
-      late_.push(Event{t, (seq << 8) | kind, a, b});
-    } else if (bucket - current_ < kBuckets) [[likely]] {
-      const auto slot = static_cast<size_t>(bucket & (kBuckets - 1));
+    const int64_t ahead = (t >> kBucketShift) - current_;
+    if (ahead > 0 && ahead < kBuckets) [[likely]] {
+      const auto slot = static_cast<size_t>((t >> kBucketShift) & (kBuckets - 1));
       // The fill level lives beside the list heads (a few KiB, cached), so appending only
       // stores into the chunk: no load from it to wait for.
-      uint32_t c = tail_[slot];
-      uint32_t fill = fill_[slot];
-      if (c == kNil || fill == kChunkEvents) [[unlikely]] {
-        const uint32_t fresh = new_chunk();
-        if (c == kNil) {
-          head_[slot] = fresh;
-          bucket_[slot] = bucket;
-          nonempty_[slot / 64] |= uint64_t{1} << (slot % 64);
-        } else {
-          next_[c] = fresh;
-        }
-        tail_[slot] = c = fresh;
-        fill = 0;
+      const uint32_t c = tail_[slot];
+      const uint32_t fill = fill_[slot];
+      if (c != kNil && fill != kChunkEvents) [[likely]] {
+        Node& n = chunks_[c].ev[fill];
+        n.word = node_word(seq, t, kind);
+        n.a = a;
+        n.b = b;
+        fill_[slot] = fill + 1;
+        ++in_ring_;
+        return;
       }
-      Node& n = chunks_[c].ev[fill];
-      n.word = node_word(seq, t, kind);
-      n.a = a;
-      n.b = b;
-      fill_[slot] = fill + 1;
-      ++in_ring_;
-    } else {
-      far_.push(Event{t, (seq << 8) | kind, a, b});
     }
+    push_slow(t, kind, a, b, seq);
   }
 
   // Pops the earliest event into `e` if there is one at or before `until`: the same as
@@ -210,6 +199,32 @@ class EventQueue {
   }
 
  private:
+  [[gnu::noinline]] void push_slow(Time t, uint8_t kind, uint32_t a, uint32_t b, uint64_t seq) {
+    const int64_t bucket = t >> kBucketShift;
+    if (bucket <= current_) {
+      late_.push(Event{t, (seq << 8) | kind, a, b});
+    } else if (bucket - current_ < kBuckets) {
+      const auto slot = static_cast<size_t>(bucket & (kBuckets - 1));
+      uint32_t c = tail_[slot];
+      const uint32_t fresh = new_chunk();  // the slot is empty or its tail chunk is full
+      if (c == kNil) {
+        head_[slot] = fresh;
+        bucket_[slot] = bucket;
+        nonempty_[slot / 64] |= uint64_t{1} << (slot % 64);
+      } else {
+        next_[c] = fresh;
+      }
+      tail_[slot] = c = fresh;
+      Node& n = chunks_[c].ev[0];
+      n.word = node_word(seq, t, kind);
+      n.a = a;
+      n.b = b;
+      fill_[slot] = 1;
+      ++in_ring_;
+    } else {
+      far_.push(Event{t, (seq << 8) | kind, a, b});
+    }
+  }
   static uint64_t node_word(uint64_t seq, Time t, uint8_t kind) noexcept {
     return seq << 16 | (static_cast<uint64_t>(t) & 4095) << kKindBits | kind;
   }
