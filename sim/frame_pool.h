@@ -45,6 +45,8 @@ class FramePool {
   const Frame* frame_hint(FrameId id) const noexcept {
     return id < frames_.size() ? frames_.data() + id : nullptr;
   }
+  // The frame alloc() would return now (kNoFrame if the pool must grow first).
+  FrameId next_hint() const noexcept { return free_.empty() ? kNoFrame : free_.back(); }
   const uint8_t* data_hint(FrameId id) const noexcept {
     return id < frames_.size() ? slabs_[id / kSlabFrames].get() + size_t{id % kSlabFrames} * capacity_
                                : nullptr;

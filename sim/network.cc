@@ -293,7 +293,18 @@ void Network::prefetch_ahead() const noexcept {
       for (const auto& q : p.queue) {
         if (!q.empty()) prefetch(&q.front());
       }
-      if (p.at_host) prefetch(&hosts_[p.owner]);
+      if (p.at_host) {
+        prefetch(&hosts_[p.owner]);
+        // The frame the NIC will pull next (the pool's free list is a stack, so it is the
+        // one alloc() returns unless frames come and go before then): the transport writes
+        // its bytes, the NIC its metadata.
+        const FrameId f = pool_.next_hint();
+        if (f != kNoFrame) {
+          __builtin_prefetch(pool_.data_hint(f), 1, 3);
+          __builtin_prefetch(pool_.frame_hint(f), 1, 3);
+          if (f < frame_meta_.size()) __builtin_prefetch(&frame_meta_[f], 1, 3);
+        }
+      }
     }
   }
   if (const EventQueue::Node* e = events_q_.ahead(kPrefetchGroup)) {
