@@ -38,6 +38,13 @@ wire::Encap UetEndpoint::encap_for(const Pdc& p, bool control, uint16_t ev) cons
   return e;
 }
 
+void UetEndpoint::set_peer(Pdc& p, uint32_t ip4) {
+  p.peer_ip4 = ip4;
+  p.peer_mac = config_.resolve_mac(ip4);
+  p.data_encap = wire::EncapTemplate(encap_for(p, /*control=*/false, 0));
+  p.ctrl_encap = wire::EncapTemplate(encap_for(p, /*control=*/true, 0));
+}
+
 // §2.4: EV index i (pathsel/) travels as a UDP source port in the dynamic range 49152..65535,
 // spread from the PDC's random base by an odd stride, so indices 0..16383 are distinct ports.
 uint16_t UetEndpoint::ev_port(const Pdc& p, uint16_t ev) noexcept {
@@ -59,7 +66,7 @@ bool UetEndpoint::build_data(Pdc& p, uint16_t pdcid, uint32_t psn, bool retx, Fr
                          wire::SesStandardRequest::kSize;
   const size_t elided = carries && headers + len > f.capacity ? len : 0;
   const uint16_t ev = p.sel.next_ev(now);  // §2.4: pathsel/ picks every packet's EV (ROD: one)
-  wire::FrameBuilder b(std::span<uint8_t>(f.data, f.capacity), encap_for(p, false, ev_port(p, ev)));
+  wire::FrameBuilder b(std::span<uint8_t>(f.data, f.capacity), p.data_encap, ev_port(p, ev));
   wire::PdsRudRodCc* pcc = cc_req ? b.add<wire::PdsRudRodCc>() : nullptr;
   // RUD_CC begins with the RUD request's fields (spec/uet.def): one set of accessors for both.
   wire::PdsRudRod* pds = cc_req ? (pcc != nullptr ? wire::as<wire::PdsRudRod>(pcc->raw) : nullptr)
@@ -172,7 +179,7 @@ bool UetEndpoint::build_ack(Pdc& p, uint16_t pdcid, Frame& f) {
   }
   const bool with_data = r != nullptr && r->data;
   wire::FrameBuilder b(std::span<uint8_t>(f.data, f.capacity),
-                       encap_for(p, /*control=*/!with_data, p.ev_base));
+                       with_data ? p.data_encap : p.ctrl_encap, p.ev_base);
   wire::PdsAckCc* ack = b.add<wire::PdsAckCc>();
   wire::SesResponse* rsp = r != nullptr && !with_data ? b.add<wire::SesResponse>() : nullptr;
   wire::SesResponseData* rd = with_data ? b.add<wire::SesResponseData>() : nullptr;
@@ -502,8 +509,7 @@ void UetEndpoint::rx_request(const wire::Decoded& d, Time now) {
       }
       id = static_cast<uint16_t>(n);
       Pdc& np = pdcs_[id];
-      np.peer_ip4 = src;
-      np.peer_mac = config_.resolve_mac(src);
+      set_peer(np, src);
       np.peer_pdcid = h.spdcid();
       np.ev_base = static_cast<uint16_t>(next_random());
       np.rcv_base = np.start_psn = start;

@@ -237,9 +237,8 @@ absl::StatusOr<uint16_t> UetEndpoint::initiator_pdc(uint32_t peer, bool rod, con
   if (n < 0) return absl::ResourceExhaustedError(absl::StrCat(verb, ": PDC table full (max_pdcs)"));
   const auto id = static_cast<uint16_t>(n);
   Pdc& p = pdcs_[id];
-  p.peer_ip4 = peer;
+  set_peer(p, peer);
   p.rod = rod;  // one delivery mode per PDC (§3.3)
-  p.peer_mac = config_.resolve_mac(peer);
   // spec/uet.md §3.3: a random start PSN; SYN until the first ACK.
   p.start_psn = static_cast<uint32_t>(next_random());
   p.next_psn = p.base_psn = p.start_psn;
