@@ -94,7 +94,13 @@ void FrameBuilder::start(const EncapTemplate& encap, uint16_t sport) noexcept {
     overflow_ = true;
     return;
   }
-  std::memcpy(buf_.data(), encap.bytes_.data(), encap.len_);
+  if (buf_.size() >= EncapTemplate::kMaxSize) {
+    // One fixed-size copy (a few vector moves) beats a short variable one; the bytes past
+    // len_ are the template's zeros and are overwritten by what is added next.
+    std::memcpy(buf_.data(), encap.bytes_.data(), EncapTemplate::kMaxSize);
+  } else {
+    std::memcpy(buf_.data(), encap.bytes_.data(), encap.len_);
+  }
   len_ = encap.len_;
   uint8_t* l4 = buf_.data() + l4_;
   if (ip_only_) {
