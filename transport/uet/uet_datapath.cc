@@ -1,6 +1,7 @@
 // Data path of the UET engine: rx(), tx(), on_timer(). No allocation, no per-packet virtual
 // call. Comments cite spec/uet.md.
 #include <algorithm>
+#include <bit>
 #include <cstring>
 
 #include "transport/uet/uet_endpoint.h"
@@ -218,11 +219,16 @@ bool UetEndpoint::build_ack(Pdc& p, uint16_t pdcid, Frame& f) {
   uint32_t sack_base = p.rcv_base;
   if (static_cast<int32_t>(trigger - p.rcv_base) > 63) sack_base = trigger - 63;
   ack->set_sack_psn_offset(static_cast<uint16_t>(sack_base - cack));
+  // Bit i: PSN sack_base + i received, for the PSNs inside the window [rcv_base, rcv_base +
+  // mpr): 64 bits of the ring of mpr (a multiple of 64) from sack_base's position, in at most
+  // two words.
   uint64_t bitmap = 0;
-  for (uint32_t i = 0; i < 64 && i < config_.mpr; ++i) {
-    const uint32_t psn = sack_base + i;
-    if (psn - p.rcv_base >= config_.mpr) break;
-    if (test_bit(p.rcv_bits, psn % config_.mpr)) bitmap |= uint64_t{1} << i;
+  if (const uint32_t ahead = sack_base - p.rcv_base; ahead < config_.mpr) {
+    const uint32_t at = sack_base % config_.mpr;
+    const uint32_t word = at / 64, shift = at % 64;
+    bitmap = p.rcv_bits[word] >> shift;
+    if (shift != 0) bitmap |= p.rcv_bits[(word + 1) % p.rcv_bits.size()] << (64 - shift);
+    if (config_.mpr - ahead < 64) bitmap &= (uint64_t{1} << (config_.mpr - ahead)) - 1;
   }
   ack->set_sack_bitmap(bitmap);
   size_t elided = 0;
@@ -1018,10 +1024,9 @@ void UetEndpoint::rx_ack(const wire::Decoded& d, Time now) {
   uint32_t highest = cack;
   if (const wire::PdsAckCc* cc = d.pds_as<wire::PdsAckCc>(); cc != nullptr) {
     const uint32_t sack_base = cack + cc->sack_psn_offset();
-    const uint64_t bits = cc->sack_bitmap();
-    for (uint32_t i = 0; i < 64; ++i) {
-      const uint32_t psn = sack_base + i;
-      if (!(bits >> i & 1)) continue;
+    // The set bits in ascending order.
+    for (uint64_t bits = cc->sack_bitmap(); bits != 0; bits &= bits - 1) {
+      const uint32_t psn = sack_base + static_cast<uint32_t>(std::countr_zero(bits));
       if (psn_before(psn, p->base_psn) || !psn_before(psn, p->next_psn)) continue;
       newest_sent = std::max(newest_sent, p->slots[psn % config_.mpr].sent);
       covered_psn(*p, psn, marked && psn == trig, data_sent, now);
