@@ -115,7 +115,8 @@ absl::StatusOr<std::unique_ptr<UetEndpoint>> UetEndpoint::create(const UetConfig
 }
 
 UetEndpoint::UetEndpoint(const UetConfig& config)
-    : config_(config), rccc_config_(derive_rccc(config)), rccc_rx_(rccc_config_),
+    : config_(config), mpr_mask_(config.mpr - 1), rccc_config_(derive_rccc(config)),
+      rccc_rx_(rccc_config_),
       pdcs_(config.max_pdcs), rng_(config.seed ^ config.local_ip4) {
   if (config_.resolve_mac == nullptr) config_.resolve_mac = sim_mac;
   if (config_.rod_window == 0) config_.rod_window = config_.mpr;

@@ -328,7 +328,7 @@ class UetEndpoint final : public Endpoint {
   };
   // One PSN in flight at the initiator.
   struct Slot {
-    uint32_t op = 0;     // index into ops
+    uint32_t op = 0;     // index into ops (the ring position, not the posting count)
     uint32_t packet = 0; // packet number within the operation
     uint32_t len = 0;    // data bytes this PSN moves (read: the data it asks for)
     Time sent = 0;
@@ -655,6 +655,7 @@ class UetEndpoint final : public Endpoint {
   Pdc* pdc(uint16_t id) noexcept { return id < pdcs_.size() ? &pdcs_[id] : nullptr; }
 
   UetConfig config_;
+  uint32_t mpr_mask_ = 0;  // config_.mpr - 1 (a power of 2): PSN -> position in a PDC's rings
   cc::NsccConfig nscc_config_;
   uint64_t window(const Pdc& p) const noexcept {
     return config_.cc != CcMode::kRccc ? std::min<uint64_t>(config_.window_bytes, p.nscc.window())

@@ -122,9 +122,13 @@ uint8_t* FrameBuilder::add_bytes(size_t n) noexcept {
 }
 
 bool FrameBuilder::append(std::span<const uint8_t> bytes) noexcept {
-  uint8_t* p = add_bytes(bytes.size());
-  if (p == nullptr) return false;
-  if (!bytes.empty()) std::memcpy(p, bytes.data(), bytes.size());
+  // As add_bytes(), without zeroing what is about to be overwritten (a 4 KiB payload).
+  if (overflow_ || buf_.size() - len_ < bytes.size()) {
+    overflow_ = true;
+    return false;
+  }
+  if (!bytes.empty()) std::memcpy(buf_.data() + len_, bytes.data(), bytes.size());
+  len_ += bytes.size();
   return true;
 }
 
