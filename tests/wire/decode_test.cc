@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <functional>
 #include <random>
 #include <set>
@@ -554,6 +555,68 @@ TEST(Builder_Encap, Ipv6VlanAndIpOnlyForms) {
   EXPECT_EQ(d.udp, nullptr);
   ASSERT_NE(d.entropy, nullptr);
   EXPECT_EQ(d.ev, 0xBEEF);
+}
+
+// A template reused for many frames writes each one as a fresh FrameBuilder from the Encap with
+// that source port would, whatever was built from it before (the template is not changed).
+TEST(Builder_Template, ReusedTemplateEqualsFreshEncapPerFrame) {
+  const Encap base = test_encap(kUetUdpPort);
+  const EncapTemplate t(base);
+  std::mt19937 rng(5);
+  for (int i = 0; i < 50; ++i) {
+    const auto sport = static_cast<uint16_t>(rng());
+    const size_t payload = rng() % 300;
+    Encap e = base;
+    e.sport = sport;
+    std::vector<uint8_t> a(1024, 0xEE), b(1024, 0x11);
+    FrameBuilder fa(a, t, sport), fb(b, e);
+    for (FrameBuilder* f : {&fa, &fb}) {
+      PdsRudRod* pds = f->add<PdsRudRod>();
+      pds->set_type(PdsType::kRudReq);
+      pds->set_psn(static_cast<uint32_t>(i));
+      uint8_t* p = f->add_bytes(payload);
+      ASSERT_NE(p, nullptr);
+      for (size_t k = 0; k < payload; ++k) p[k] = static_cast<uint8_t>(k * 7 + i);
+    }
+    size_t na = 0, nb = 0;
+    ASSERT_EQ(fa.finish(&na), WireError::kOk);
+    ASSERT_EQ(fb.finish(&nb), WireError::kOk);
+    ASSERT_EQ(na, nb);
+    EXPECT_TRUE(std::equal(a.begin(), a.begin() + static_cast<ptrdiff_t>(na), b.begin())) << i;
+    Decoded d;
+    EXPECT_EQ(decode_frame(std::span(a.data(), na), &d), WireError::kOk);
+    EXPECT_EQ(d.ev, sport);
+  }
+}
+
+// finish(n, elided): IP and UDP lengths count the bytes carried by length, the IPv4 checksum
+// is right for that length, the UDP checksum is 0 (it would cover absent bytes), and the
+// frame decodes with DecodeOptions::elided.
+TEST(Builder_Template, ElidedPayloadCountsInLengthsOnly) {
+  std::vector<uint8_t> buf(256);
+  const EncapTemplate t(test_encap(kUetUdpPort));
+  FrameBuilder b(buf, t, 0xC777);
+  PdsRudRod* pds = b.add<PdsRudRod>();
+  pds->set_type(PdsType::kRudReq);
+  pds->set_next_hdr(NextHeader::kReqStd);
+  SesStandardRequest* ses = b.add<SesStandardRequest>();
+  ses->set_opcode(SesOpcode::kWrite);
+  ses->set_som(true);
+  size_t n = 0;
+  ASSERT_EQ(b.finish(&n, 4096), WireError::kOk);
+  EXPECT_EQ(n, kL5 + PdsRudRod::kSize + SesStandardRequest::kSize);
+  const Ipv4* ip = as<Ipv4>(buf.data() + kIp);
+  EXPECT_EQ(ip->total_length(), n - kEth + 4096);
+  EXPECT_EQ(ip->checksum(), ipv4_header_checksum(ip->raw, Ipv4::kSize));
+  EXPECT_EQ(as<Udp>(buf.data() + kUdp)->length(), n - kUdp + 4096);
+  EXPECT_EQ(as<Udp>(buf.data() + kUdp)->checksum(), 0);
+  DecodeOptions o;
+  o.elided = 4096;
+  Decoded d;
+  EXPECT_EQ(decode_frame(std::span(buf.data(), n), &d, o), WireError::kOk);
+  // More than 64 KiB with the elided bytes: refused, not wrapped.
+  FrameBuilder big(buf, t, 1);
+  EXPECT_EQ(big.finish(&n, 0x10000), WireError::kNoRoom);
 }
 
 }  // namespace

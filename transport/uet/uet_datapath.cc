@@ -1,6 +1,7 @@
 // Data path of the UET engine: rx(), tx(), on_timer(). No allocation, no per-packet virtual
 // call. Comments cite spec/uet.md.
 #include <algorithm>
+#include <bit>
 #include <cstring>
 
 #include "transport/uet/uet_endpoint.h"
@@ -38,6 +39,13 @@ wire::Encap UetEndpoint::encap_for(const Pdc& p, bool control, uint16_t ev) cons
   return e;
 }
 
+void UetEndpoint::set_peer(Pdc& p, uint32_t ip4) {
+  p.peer_ip4 = ip4;
+  p.peer_mac = config_.resolve_mac(ip4);
+  p.data_encap = wire::EncapTemplate(encap_for(p, /*control=*/false, 0));
+  p.ctrl_encap = wire::EncapTemplate(encap_for(p, /*control=*/true, 0));
+}
+
 // §2.4: EV index i (pathsel/) travels as a UDP source port in the dynamic range 49152..65535,
 // spread from the PDC's random base by an odd stride, so indices 0..16383 are distinct ports.
 uint16_t UetEndpoint::ev_port(const Pdc& p, uint16_t ev) noexcept {
@@ -47,8 +55,8 @@ uint16_t UetEndpoint::ev_port(const Pdc& p, uint16_t ev) noexcept {
 // §3.3 RUD request + §4.2 standard SES request (WRITE, READ or SEND) for packet `psn`.
 bool UetEndpoint::build_data(Pdc& p, uint16_t pdcid, uint32_t psn, bool retx, Frame& f,
                              Time now) {
-  Slot& s = p.slots[psn % config_.mpr];
-  const Op& o = p.ops[s.op % config_.max_writes];
+  Slot& s = p.slots[(psn & mpr_mask_)];
+  const Op& o = p.ops[s.op];
   const uint64_t offset = uint64_t{s.packet} * config_.payload_bytes;
   const uint32_t len = s.len;
   const bool carries = o.op != Opcode::kRead;  // a READ request has no payload
@@ -59,13 +67,16 @@ bool UetEndpoint::build_data(Pdc& p, uint16_t pdcid, uint32_t psn, bool retx, Fr
                          wire::SesStandardRequest::kSize;
   const size_t elided = carries && headers + len > f.capacity ? len : 0;
   const uint16_t ev = p.sel.next_ev(now);  // §2.4: pathsel/ picks every packet's EV (ROD: one)
-  wire::FrameBuilder b(std::span<uint8_t>(f.data, f.capacity), encap_for(p, false, ev_port(p, ev)));
-  wire::PdsRudRodCc* pcc = cc_req ? b.add<wire::PdsRudRodCc>() : nullptr;
-  // RUD_CC begins with the RUD request's fields (spec/uet.def): one set of accessors for both.
-  wire::PdsRudRod* pds = cc_req ? (pcc != nullptr ? wire::as<wire::PdsRudRod>(pcc->raw) : nullptr)
-                                : b.add<wire::PdsRudRod>();
-  wire::SesStandardRequest* ses = b.add<wire::SesStandardRequest>();
-  if (ses == nullptr || pds == nullptr) return false;
+  wire::FrameBuilder b(std::span<uint8_t>(f.data, f.capacity), p.data_encap, ev_port(p, ev));
+  // The PDS and SES headers are filled in zeroed locals and appended in one copy (filling them
+  // in the frame read back each just-zeroed word). RUD_CC begins with the RUD request's fields
+  // (spec/uet.def): one set of accessors for both.
+  if (f.capacity < headers) return false;  // (before any state changes, as before)
+  wire::PdsRudRodCc pds_cc{};
+  wire::SesStandardRequest ses_hdr{};
+  wire::PdsRudRodCc* const pcc = &pds_cc;
+  wire::PdsRudRod* const pds = wire::as<wire::PdsRudRod>(pds_cc.raw);
+  wire::SesStandardRequest* const ses = &ses_hdr;
   if (carries && !retx) p.unsent_bytes -= std::min<uint64_t>(p.unsent_bytes, len);
   if (cc_req) {
     // RCCC: a packet with payload spends credit, a retransmission too (as htsim); the
@@ -137,11 +148,12 @@ bool UetEndpoint::build_data(Pdc& p, uint16_t pdcid, uint32_t psn, bool retx, Fr
     ses->set_som(true);
     ses->set_eom(true);
   }
-  if (carries && elided == 0 && len > 0) {
-    uint8_t* payload = b.add_bytes(len);
-    if (payload == nullptr) return false;
-    std::memcpy(payload, o.src + offset, len);
+  const size_t pds_size = cc_req ? wire::PdsRudRodCc::kSize : wire::PdsRudRod::kSize;
+  if (!b.append(std::span<const uint8_t>(pds_cc.raw, pds_size)) ||
+      !b.append(std::span<const uint8_t>(ses_hdr.raw, wire::SesStandardRequest::kSize))) {
+    return false;
   }
+  if (carries && elided == 0 && len > 0 && !b.append({o.src + offset, len})) return false;
   if (!finish_frame(b, f, elided)) return false;
   f.priority = Priority::kData;
   s.sent = now;
@@ -159,7 +171,7 @@ bool UetEndpoint::build_data(Pdc& p, uint16_t pdcid, uint32_t psn, bool retx, Fr
 bool UetEndpoint::build_ack(Pdc& p, uint16_t pdcid, Frame& f) {
   const Pdc::Response* r = p.rsp_pending() ? &p.rsp[p.rsp_head % p.rsp.size()] : nullptr;
   if (r != nullptr && !r->repeat) {
-    const uint32_t idx = r->psn % config_.mpr;
+    const uint32_t idx = (r->psn & mpr_mask_);
     if (test_bit(p.rsp_bits, idx)) {  // recorded as received with the ACK that answers it
       p.rsp_bits[idx / 64] &= ~(uint64_t{1} << (idx % 64));
       mark_received(p, r->psn);
@@ -172,7 +184,7 @@ bool UetEndpoint::build_ack(Pdc& p, uint16_t pdcid, Frame& f) {
   }
   const bool with_data = r != nullptr && r->data;
   wire::FrameBuilder b(std::span<uint8_t>(f.data, f.capacity),
-                       encap_for(p, /*control=*/!with_data, p.ev_base));
+                       with_data ? p.data_encap : p.ctrl_encap, p.ev_base);
   wire::PdsAckCc* ack = b.add<wire::PdsAckCc>();
   wire::SesResponse* rsp = r != nullptr && !with_data ? b.add<wire::SesResponse>() : nullptr;
   wire::SesResponseData* rd = with_data ? b.add<wire::SesResponseData>() : nullptr;
@@ -211,11 +223,16 @@ bool UetEndpoint::build_ack(Pdc& p, uint16_t pdcid, Frame& f) {
   uint32_t sack_base = p.rcv_base;
   if (static_cast<int32_t>(trigger - p.rcv_base) > 63) sack_base = trigger - 63;
   ack->set_sack_psn_offset(static_cast<uint16_t>(sack_base - cack));
+  // Bit i: PSN sack_base + i received, for the PSNs inside the window [rcv_base, rcv_base +
+  // mpr): 64 bits of the ring of mpr (a multiple of 64) from sack_base's position, in at most
+  // two words.
   uint64_t bitmap = 0;
-  for (uint32_t i = 0; i < 64 && i < config_.mpr; ++i) {
-    const uint32_t psn = sack_base + i;
-    if (psn - p.rcv_base >= config_.mpr) break;
-    if (test_bit(p.rcv_bits, psn % config_.mpr)) bitmap |= uint64_t{1} << i;
+  if (const uint32_t ahead = sack_base - p.rcv_base; ahead < config_.mpr) {
+    const uint32_t at = (sack_base & mpr_mask_);
+    const uint32_t word = at / 64, shift = at % 64;
+    bitmap = p.rcv_bits[word] >> shift;
+    if (shift != 0) bitmap |= p.rcv_bits[(word + 1) % p.rcv_bits.size()] << (64 - shift);
+    if (config_.mpr - ahead < 64) bitmap &= (uint64_t{1} << (config_.mpr - ahead)) - 1;
   }
   ack->set_sack_bitmap(bitmap);
   size_t elided = 0;
@@ -295,7 +312,7 @@ bool UetEndpoint::queue_response(Pdc& p, const Pdc::Response& r, bool repeat) {
   e = r;
   e.repeat = repeat;
   if (!repeat) {
-    const uint32_t idx = r.psn % config_.mpr;
+    const uint32_t idx = (r.psn & mpr_mask_);
     p.rsp_bits[idx / 64] |= uint64_t{1} << (idx % 64);
   }
   p.ack_now = true;
@@ -367,7 +384,7 @@ bool UetEndpoint::build_ctrl(Pdc& p, uint16_t pdcid, wire::CtrlType type, uint32
 // The target refuses `psn` (§4.6): the PSN stays a hole with its refusal stored until the
 // initiator clears it (see Pdc::gtd); this first answer goes at once.
 void UetEndpoint::refuse(Pdc& p, uint32_t psn, uint8_t code, uint16_t message_id) {
-  const uint32_t idx = psn % config_.mpr;
+  const uint32_t idx = (psn & mpr_mask_);
   if (!test_bit(p.gtd_bits, idx)) {
     p.gtd_bits[idx / 64] |= uint64_t{1} << (idx % 64);
     ++p.gtd_live;
@@ -388,7 +405,7 @@ void UetEndpoint::clear_to(Pdc& p, uint32_t clear_psn) {
   const uint32_t n = std::min<uint32_t>(clear_psn + 1 - base, config_.mpr);
   for (uint32_t i = 0; i < n && p.gtd_live > 0; ++i) {
     const uint32_t psn = base + i;
-    const uint32_t idx = psn % config_.mpr;
+    const uint32_t idx = (psn & mpr_mask_);
     if (!test_bit(p.gtd_bits, idx)) continue;
     p.gtd_bits[idx / 64] &= ~(uint64_t{1} << (idx % 64));
     --p.gtd_live;
@@ -502,8 +519,7 @@ void UetEndpoint::rx_request(const wire::Decoded& d, Time now) {
       }
       id = static_cast<uint16_t>(n);
       Pdc& np = pdcs_[id];
-      np.peer_ip4 = src;
-      np.peer_mac = config_.resolve_mac(src);
+      set_peer(np, src);
       np.peer_pdcid = h.spdcid();
       np.ev_base = static_cast<uint16_t>(next_random());
       np.rcv_base = np.start_psn = start;
@@ -555,7 +571,7 @@ void UetEndpoint::rx_request(const wire::Decoded& d, Time now) {
   }
   const wire::SesStandardRequest* ses = d.ses_as<wire::SesStandardRequest>();
   const uint32_t delta = psn - p->rcv_base;
-  const uint32_t idx = psn % config_.mpr;
+  const uint32_t idx = (psn & mpr_mask_);
   const bool old = psn_before(psn, p->rcv_base);
   if (!old && delta >= config_.mpr) {  // §3.10 PSN_OOR_WINDOW
     ++counters_.rx_out_of_window;
@@ -797,10 +813,10 @@ UetEndpoint::Exec UetEndpoint::rx_send(Pdc& p, uint16_t id, std::span<const uint
 
 // Records `psn` and advances the cumulative point past every PSN received in order.
 void UetEndpoint::mark_received(Pdc& p, uint32_t psn) {
-  const uint32_t idx = psn % config_.mpr;
+  const uint32_t idx = (psn & mpr_mask_);
   p.rcv_bits[idx / 64] |= uint64_t{1} << (idx % 64);
   for (;;) {
-    const uint32_t b = p.rcv_base % config_.mpr;
+    const uint32_t b = (p.rcv_base & mpr_mask_);
     if (!(p.rcv_bits[b / 64] >> (b % 64) & 1)) break;
     p.rcv_bits[b / 64] &= ~(uint64_t{1} << (b % 64));
     ++p.rcv_base;
@@ -809,7 +825,7 @@ void UetEndpoint::mark_received(Pdc& p, uint32_t psn) {
 
 // `ce`: the ACK echoed CE for this very PSN (it was the ACK's trigger).
 void UetEndpoint::ack_psn(Pdc& p, uint32_t psn, bool ce, Time now) {
-  Slot& s = p.slots[psn % config_.mpr];
+  Slot& s = p.slots[(psn & mpr_mask_)];
   if (s.acked) return;
   p.sel.on_ack(s.ev, ce, now);
   if (s.in_flight) p.bytes_in_flight -= s.len;
@@ -819,7 +835,7 @@ void UetEndpoint::ack_psn(Pdc& p, uint32_t psn, bool ce, Time now) {
   s.resend = false;
   s.rnr_wait = false;
   ++p.acked_total;
-  --p.ops[s.op % config_.max_writes].unacked;
+  --p.ops[s.op].unacked;
 }
 
 // RFC 6298 §2: SRTT/RTTVAR from one sample of a packet sent once.
@@ -861,7 +877,7 @@ void UetEndpoint::send_tlp(Pdc& p) {
   p.tlp_done = true;
   for (uint32_t psn = p.next_psn; psn_before(p.base_psn, psn);) {
     --psn;
-    const Slot& s = p.slots[psn % config_.mpr];
+    const Slot& s = p.slots[(psn & mpr_mask_)];
     if (s.acked || !s.in_flight || s.rnr_wait) continue;
     mark_lost(p, psn);
     ++counters_.tlp_probes;
@@ -873,9 +889,9 @@ void UetEndpoint::send_tlp(Pdc& p) {
 // without it, its data ACK was lost (or is late). If a READ sent `reorder_window` after this
 // one got its data (`data_sent`), ask again; otherwise the RTO will.
 void UetEndpoint::covered_psn(Pdc& p, uint32_t psn, bool ce, Time data_sent, Time now) {
-  Slot& s = p.slots[psn % config_.mpr];
+  Slot& s = p.slots[(psn & mpr_mask_)];
   if (s.acked) return;
-  const Op& o = p.ops[s.op % config_.max_writes];
+  const Op& o = p.ops[s.op];
   if (o.op == Opcode::kRead && !o.failed) {
     if (data_sent > 0 && s.in_flight && s.sent + reorder_window(p) <= data_sent) {
       mark_lost(p, psn);
@@ -887,7 +903,7 @@ void UetEndpoint::covered_psn(Pdc& p, uint32_t psn, bool ce, Time data_sent, Tim
 }
 
 void UetEndpoint::mark_lost(Pdc& p, uint32_t psn) {
-  Slot& s = p.slots[psn % config_.mpr];
+  Slot& s = p.slots[(psn & mpr_mask_)];
   if (s.acked || s.resend || !s.in_flight) return;
   p.bytes_in_flight -= s.len;
   s.in_flight = false;
@@ -898,8 +914,8 @@ void UetEndpoint::mark_lost(Pdc& p, uint32_t psn) {
 
 void UetEndpoint::retire_ops(Pdc& p) {
   // Slide the window past acknowledged PSNs.
-  while (psn_before(p.base_psn, p.next_psn) && p.slots[p.base_psn % config_.mpr].acked) {
-    p.slots[p.base_psn % config_.mpr] = Slot{};
+  while (psn_before(p.base_psn, p.next_psn) && p.slots[(p.base_psn & mpr_mask_)].acked) {
+    p.slots[(p.base_psn & mpr_mask_)] = Slot{};
     ++p.base_psn;
   }
   // Complete operations whose every packet was sent (behind op_send) and acknowledged, in
@@ -943,7 +959,7 @@ void UetEndpoint::rx_ack(const wire::Decoded& d, Time now) {
   // An RTT sample from the PSN that triggered the ACK, if it was sent once (Karn).
   Time rtt = 0;
   if (trig_in_window) {
-    const Slot& s = p->slots[trig % config_.mpr];
+    const Slot& s = p->slots[(trig & mpr_mask_)];
     if (s.in_flight && !s.retransmitted && !h.retx()) rtt = now - s.sent;
   }
   // §4.6 / §4.7: an SES response answers the trigger PSN. Read data is placed at its chunk's
@@ -952,8 +968,8 @@ void UetEndpoint::rx_ack(const wire::Decoded& d, Time now) {
   if (const wire::SesResponseData* rd = d.ses_as<wire::SesResponseData>(); rd != nullptr) {
     bool placed = false;
     if (trig_in_window) {
-      const Slot& s = p->slots[trig % config_.mpr];
-      Op& o = p->ops[s.op % config_.max_writes];
+      const Slot& s = p->slots[(trig & mpr_mask_)];
+      Op& o = p->ops[s.op];
       if (o.op == Opcode::kRead && !s.acked && !o.failed &&
           rd->return_code() == wire::SesReturnCode::kOk &&
           rd->read_req_message_id() == static_cast<uint16_t>(o.message_id + s.packet) &&
@@ -972,8 +988,8 @@ void UetEndpoint::rx_ack(const wire::Decoded& d, Time now) {
   } else if (const wire::SesResponse* rsp = d.ses_as<wire::SesResponse>(); rsp != nullptr) {
     const auto rc = rsp->return_code();
     if (trig_in_window && rc != wire::SesReturnCode::kOk && rc != wire::SesReturnCode::kNull) {
-      const Slot& s = p->slots[trig % config_.mpr];
-      Op& o = p->ops[s.op % config_.max_writes];
+      const Slot& s = p->slots[(trig & mpr_mask_)];
+      Op& o = p->ops[s.op];
       const auto mid = static_cast<uint16_t>(o.message_id + (o.op == Opcode::kRead ? s.packet : 0));
       if (!s.acked && mid == rsp->message_id()) {
         if (!o.failed) {
@@ -1006,24 +1022,23 @@ void UetEndpoint::rx_ack(const wire::Decoded& d, Time now) {
   // the path selector hears about each newly acknowledged packet's EV.
   const bool marked = h.m();
   for (uint32_t psn = p->base_psn; psn_before(psn, cack + 1); ++psn) {
-    newest_sent = std::max(newest_sent, p->slots[psn % config_.mpr].sent);
+    newest_sent = std::max(newest_sent, p->slots[(psn & mpr_mask_)].sent);
     covered_psn(*p, psn, marked && psn == trig, data_sent, now);
   }
   uint32_t highest = cack;
   if (const wire::PdsAckCc* cc = d.pds_as<wire::PdsAckCc>(); cc != nullptr) {
     const uint32_t sack_base = cack + cc->sack_psn_offset();
-    const uint64_t bits = cc->sack_bitmap();
-    for (uint32_t i = 0; i < 64; ++i) {
-      const uint32_t psn = sack_base + i;
-      if (!(bits >> i & 1)) continue;
+    // The set bits in ascending order.
+    for (uint64_t bits = cc->sack_bitmap(); bits != 0; bits &= bits - 1) {
+      const uint32_t psn = sack_base + static_cast<uint32_t>(std::countr_zero(bits));
       if (psn_before(psn, p->base_psn) || !psn_before(psn, p->next_psn)) continue;
-      newest_sent = std::max(newest_sent, p->slots[psn % config_.mpr].sent);
+      newest_sent = std::max(newest_sent, p->slots[(psn & mpr_mask_)].sent);
       covered_psn(*p, psn, marked && psn == trig, data_sent, now);
       if (psn_before(highest, psn)) highest = psn;
     }
     // A hole with reorder_threshold SACKed PSNs past it is lost: resend just it.
     for (uint32_t psn = p->base_psn; psn_before(psn + config_.reorder_threshold, highest + 1); ++psn) {
-      const Slot& s = p->slots[psn % config_.mpr];
+      const Slot& s = p->slots[(psn & mpr_mask_)];
       if (s.in_flight && !s.acked && s.sent + reorder_window(*p) <= newest_sent) {
         p->sel.on_nack(s.ev, now);  // an inferred loss counts against its path like a NACK
         mark_lost(*p, psn);
@@ -1250,7 +1265,7 @@ void UetEndpoint::rx_nack(const wire::Decoded& d, Time now) {
       // The packet was cut or lost on its path: tell the path selector (uet-htsim reports
       // PATH_NACK here). A last-hop trim or a window overrun says nothing about the path.
       if (in_window) {
-        const Slot& s = p->slots[psn % config_.mpr];
+        const Slot& s = p->slots[(psn & mpr_mask_)];
         if (s.in_flight && !s.acked) p->sel.on_nack(s.ev, now);
       }
       [[fallthrough]];
@@ -1272,8 +1287,8 @@ void UetEndpoint::rx_nack(const wire::Decoded& d, Time now) {
       // The target had no receive buffer (or no message state) for a SEND: resend when the
       // RTO fires, up to rnr_retries times per PSN; then give the SEND up (uet_endpoint.h).
       if (in_window) {
-        Slot& s = p->slots[psn % config_.mpr];
-        Op& o = p->ops[s.op % config_.max_writes];
+        Slot& s = p->slots[(psn & mpr_mask_)];
+        Op& o = p->ops[s.op];
         if (s.acked || !s.in_flight || s.rnr_wait) break;
         if (o.abandoned) {
           mark_lost(*p, psn);  // goes again, with `ie`
@@ -1373,9 +1388,9 @@ size_t UetEndpoint::tx(std::span<Frame* const> out, Time now) {
       }
       if (p.resend_pending > 0) {  // exactly the missing PSNs, RETX set
         for (uint32_t psn = p.base_psn; psn_before(psn, p.next_psn); ++psn) {
-          Slot& s = p.slots[psn % config_.mpr];
+          Slot& s = p.slots[(psn & mpr_mask_)];
           if (!s.resend) continue;
-          if (!credit && p.ops[s.op % config_.max_writes].op != Opcode::kRead) {
+          if (!credit && p.ops[s.op].op != Opcode::kRead) {
             credit_blocked(p, now);
             break;
           }
@@ -1400,9 +1415,9 @@ size_t UetEndpoint::tx(std::span<Frame* const> out, Time now) {
           continue;
         }
         const uint32_t psn = p.next_psn;
-        Slot& s = p.slots[psn % config_.mpr];
+        Slot& s = p.slots[(psn & mpr_mask_)];
         s = Slot{};
-        s.op = p.op_send;
+        s.op = p.op_send % config_.max_writes;
         s.packet = p.send_packet;
         s.len = static_cast<uint32_t>(std::min<uint64_t>(
             config_.payload_bytes, o.length - uint64_t{p.send_packet} * config_.payload_bytes));
@@ -1521,7 +1536,7 @@ void UetEndpoint::on_timer(Time now) {
     bool give_up = false;
     uint32_t timed_out = 0;
     for (uint32_t psn = p.base_psn; psn_before(psn, p.next_psn); ++psn) {
-      Slot& s = p.slots[psn % config_.mpr];
+      Slot& s = p.slots[(psn & mpr_mask_)];
       if (!s.in_flight || s.sent + p.rto > now) continue;
       if (s.rnr_wait) {
         mark_lost(p, psn);

@@ -115,7 +115,8 @@ absl::StatusOr<std::unique_ptr<UetEndpoint>> UetEndpoint::create(const UetConfig
 }
 
 UetEndpoint::UetEndpoint(const UetConfig& config)
-    : config_(config), rccc_config_(derive_rccc(config)), rccc_rx_(rccc_config_),
+    : config_(config), mpr_mask_(config.mpr - 1), rccc_config_(derive_rccc(config)),
+      rccc_rx_(rccc_config_),
       pdcs_(config.max_pdcs), rng_(config.seed ^ config.local_ip4) {
   if (config_.resolve_mac == nullptr) config_.resolve_mac = sim_mac;
   if (config_.rod_window == 0) config_.rod_window = config_.mpr;
@@ -237,9 +238,8 @@ absl::StatusOr<uint16_t> UetEndpoint::initiator_pdc(uint32_t peer, bool rod, con
   if (n < 0) return absl::ResourceExhaustedError(absl::StrCat(verb, ": PDC table full (max_pdcs)"));
   const auto id = static_cast<uint16_t>(n);
   Pdc& p = pdcs_[id];
-  p.peer_ip4 = peer;
+  set_peer(p, peer);
   p.rod = rod;  // one delivery mode per PDC (§3.3)
-  p.peer_mac = config_.resolve_mac(peer);
   // spec/uet.md §3.3: a random start PSN; SYN until the first ACK.
   p.start_psn = static_cast<uint32_t>(next_random());
   p.next_psn = p.base_psn = p.start_psn;

@@ -328,7 +328,7 @@ class UetEndpoint final : public Endpoint {
   };
   // One PSN in flight at the initiator.
   struct Slot {
-    uint32_t op = 0;     // index into ops
+    uint32_t op = 0;     // index into ops (the ring position, not the posting count)
     uint32_t packet = 0; // packet number within the operation
     uint32_t len = 0;    // data bytes this PSN moves (read: the data it asks for)
     Time sent = 0;
@@ -368,6 +368,9 @@ class UetEndpoint final : public Endpoint {
     uint32_t active_index = 0;  // position in active_
     uint32_t peer_ip4 = 0;
     wire::MacAddr peer_mac{};
+    // Ethernet/IPv4/UDP to the peer, written once by set_peer(): data (dscp_data, ECT) and
+    // control (dscp_control) frames; a frame copies one and writes its EV and lengths.
+    wire::EncapTemplate data_encap, ctrl_encap;
     uint16_t peer_pdcid = 0;   // learned from the first ACK (initiator) or the SYN (target)
     bool established = false;  // initiator: an ACK arrived, SYN no longer sent
     uint16_t ev_base = 0;      // EV index i travels as UDP source port f(ev_base, i)
@@ -610,6 +613,7 @@ class UetEndpoint final : public Endpoint {
                             Stateless kind = Stateless::kNack, uint16_t local_pdcid = 0);
   bool build_data(Pdc& p, uint16_t pdcid, uint32_t psn, bool retx, Frame& f, Time now);
   wire::Encap encap_for(const Pdc& p, bool control, uint16_t ev) const;
+  void set_peer(Pdc& p, uint32_t ip4);  // peer_ip4, peer_mac and the encap templates
   static uint16_t ev_port(const Pdc& p, uint16_t ev) noexcept;
   void arm_rto(Pdc& p, Time now);
   void on_rtt_sample(Pdc& p, Time rtt) noexcept;
@@ -651,6 +655,7 @@ class UetEndpoint final : public Endpoint {
   Pdc* pdc(uint16_t id) noexcept { return id < pdcs_.size() ? &pdcs_[id] : nullptr; }
 
   UetConfig config_;
+  uint32_t mpr_mask_ = 0;  // config_.mpr - 1 (a power of 2): PSN -> position in a PDC's rings
   cc::NsccConfig nscc_config_;
   uint64_t window(const Pdc& p) const noexcept {
     return config_.cc != CcMode::kRccc ? std::min<uint64_t>(config_.window_bytes, p.nscc.window())

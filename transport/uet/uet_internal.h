@@ -18,18 +18,9 @@ constexpr uint8_t kDscpTrimmed = 45;  // spec/uet.md §3.14: the fabric's trimme
 // real bytes and the payload travels by length (Frame::wire_len), with the UDP checksum 0.
 inline bool finish_frame(wire::FrameBuilder& b, Frame& f, size_t elided) {
   size_t n = 0;
-  if (b.finish(&n) != wire::WireError::kOk) return false;
+  if (b.finish(&n, elided) != wire::WireError::kOk) return false;
   f.len = static_cast<uint32_t>(n);
-  f.wire_len = 0;
-  if (elided > 0) {
-    f.wire_len = static_cast<uint32_t>(n + elided);
-    wire::Ipv4* ip = wire::as<wire::Ipv4>(f.data + wire::Ethernet::kSize);
-    ip->set_total_length(static_cast<uint16_t>(ip->total_length() + elided));
-    ip->set_checksum(wire::ipv4_header_checksum(ip->raw, wire::Ipv4::kSize));
-    wire::Udp* udp = wire::as<wire::Udp>(f.data + wire::Ethernet::kSize + wire::Ipv4::kSize);
-    udp->set_length(static_cast<uint16_t>(udp->length() + elided));
-    udp->set_checksum(0);
-  }
+  f.wire_len = elided > 0 ? static_cast<uint32_t>(n + elided) : 0;
   return true;
 }
 

@@ -208,7 +208,7 @@ void UetEndpoint::rod_drain(Pdc& p, uint16_t id) {
   for (;;) {
     const uint32_t psn = p.rod_next;
     if (!psn_before(psn, p.rcv_base) && psn - p.rcv_base < config_.mpr &&
-        test_bit(p.gtd_bits, psn % config_.mpr)) {
+        test_bit(p.gtd_bits, (psn & mpr_mask_))) {
       ++p.rod_next;
       continue;
     }

@@ -7,40 +7,43 @@
 
 namespace uet::wire {
 
-FrameBuilder::FrameBuilder(std::span<uint8_t> buf, const Encap& encap) noexcept
-    : buf_(buf), encap_(encap) {
-  Ethernet* eth = add<Ethernet>();
-  if (eth == nullptr) return;
+EncapTemplate::EncapTemplate(const Encap& encap) noexcept
+    : ipv6_(encap.ipv6),
+      ip_only_(encap.ip_only),
+      udp_checksum_(encap.udp_checksum),
+      icrc_(encap.icrc),
+      icrc_compute_(encap.icrc_compute) {
+  uint8_t* const b = bytes_.data();
+  Ethernet* eth = as<Ethernet>(b);
   eth->set_dst(encap.dst_mac);
   eth->set_src(encap.src_mac);
   const uint16_t l3_type = encap.ipv6 ? NET_ETHERTYPE_IPV6 : NET_ETHERTYPE_IPV4;
+  l3_ = Ethernet::kSize;
   if (encap.vlan) {
     eth->set_ethertype(NET_ETHERTYPE_VLAN);
-    Vlan* vlan = add<Vlan>();
-    if (vlan == nullptr) return;
+    Vlan* vlan = as<Vlan>(b + Ethernet::kSize);
     vlan->raw[0] = static_cast<uint8_t>(encap.vlan_tci >> 8);
     vlan->raw[1] = static_cast<uint8_t>(encap.vlan_tci);
     vlan->set_ethertype(l3_type);
+    l3_ += Vlan::kSize;
   } else {
     eth->set_ethertype(l3_type);
   }
 
-  l3_ = len_;
   const uint8_t l4_proto = encap.ip_only ? encap.ip_proto : uint8_t{NET_IPPROTO_UDP};
   if (encap.ipv6) {
-    Ipv6* ip = add<Ipv6>();
-    if (ip == nullptr) return;
+    Ipv6* ip = as<Ipv6>(b + l3_);
     ip->set_version(6);
     ip->set_dscp(encap.dscp);
     ip->set_ecn(encap.ecn);
     ip->set_flow_label(encap.flow_label);
     ip->set_next_header(l4_proto);
     ip->set_hop_limit(encap.ttl);
-    ip->set_src(encap.src_ip6);
-    ip->set_dst(encap.dst_ip6);
+    std::memcpy(ip->raw + 8, encap.src_ip6.data(), 16);   // src (RFC 8200 §3)
+    std::memcpy(ip->raw + 24, encap.dst_ip6.data(), 16);  // dst
+    l4_ = static_cast<uint8_t>(l3_ + Ipv6::kSize);
   } else {
-    Ipv4* ip = add<Ipv4>();
-    if (ip == nullptr) return;
+    Ipv4* ip = as<Ipv4>(b + l3_);
     ip->set_version(4);
     ip->set_ihl(5);
     ip->set_dscp(encap.dscp);
@@ -51,20 +54,60 @@ FrameBuilder::FrameBuilder(std::span<uint8_t> buf, const Encap& encap) noexcept
     ip->set_protocol(l4_proto);
     ip->set_src(encap.src_ip4);
     ip->set_dst(encap.dst_ip4);
+    // Total length and checksum are still 0: what finish() adds the length to.
+    ip_sum_ = static_cast<uint32_t>(csum_add(0, ip->raw, Ipv4::kSize));
+    l4_ = static_cast<uint8_t>(l3_ + Ipv4::kSize);
   }
 
-  l4_ = len_;
   if (encap.ip_only) {
-    UetEntropy* e = add<UetEntropy>();
-    if (e == nullptr) return;
-    e->set_entropy(encap.sport);
+    as<UetEntropy>(b + l4_)->set_entropy(encap.sport);
+    len_ = static_cast<uint8_t>(l4_ + UetEntropy::kSize);
   } else {
-    Udp* udp = add<Udp>();
-    if (udp == nullptr) return;
+    Udp* udp = as<Udp>(b + l4_);
     udp->set_sport(encap.sport);
     udp->set_dport(encap.dport);
+    len_ = static_cast<uint8_t>(l4_ + Udp::kSize);
   }
-  transport_ = len_;
+}
+
+FrameBuilder::FrameBuilder(std::span<uint8_t> buf, const Encap& encap) noexcept : buf_(buf) {
+  start(EncapTemplate(encap), encap.sport);
+}
+
+FrameBuilder::FrameBuilder(std::span<uint8_t> buf, const EncapTemplate& encap,
+                           uint16_t sport) noexcept
+    : buf_(buf) {
+  start(encap, sport);
+}
+
+void FrameBuilder::start(const EncapTemplate& encap, uint16_t sport) noexcept {
+  ip_sum_ = encap.ip_sum_;
+  l3_ = encap.l3_;
+  l4_ = encap.l4_;
+  transport_ = encap.len_;
+  ipv6_ = encap.ipv6_;
+  ip_only_ = encap.ip_only_;
+  udp_checksum_ = encap.udp_checksum_;
+  icrc_ = encap.icrc_;
+  icrc_compute_ = encap.icrc_compute_;
+  if (buf_.size() < encap.len_) {
+    overflow_ = true;
+    return;
+  }
+  if (buf_.size() >= EncapTemplate::kMaxSize) {
+    // One fixed-size copy (a few vector moves) beats a short variable one; the bytes past
+    // len_ are the template's zeros and are overwritten by what is added next.
+    std::memcpy(buf_.data(), encap.bytes_.data(), EncapTemplate::kMaxSize);
+  } else {
+    std::memcpy(buf_.data(), encap.bytes_.data(), encap.len_);
+  }
+  len_ = encap.len_;
+  uint8_t* l4 = buf_.data() + l4_;
+  if (ip_only_) {
+    as<UetEntropy>(l4)->set_entropy(sport);
+  } else {
+    as<Udp>(l4)->set_sport(sport);
+  }
 }
 
 uint8_t* FrameBuilder::add_bytes(size_t n) noexcept {
@@ -79,41 +122,46 @@ uint8_t* FrameBuilder::add_bytes(size_t n) noexcept {
 }
 
 bool FrameBuilder::append(std::span<const uint8_t> bytes) noexcept {
-  uint8_t* p = add_bytes(bytes.size());
-  if (p == nullptr) return false;
-  if (!bytes.empty()) std::memcpy(p, bytes.data(), bytes.size());
+  // As add_bytes(), without zeroing what is about to be overwritten (a 4 KiB payload).
+  if (overflow_ || buf_.size() - len_ < bytes.size()) {
+    overflow_ = true;
+    return false;
+  }
+  if (!bytes.empty()) std::memcpy(buf_.data() + len_, bytes.data(), bytes.size());
+  len_ += bytes.size();
   return true;
 }
 
-WireError FrameBuilder::finish(size_t* frame_len) noexcept {
-  uint8_t* icrc = encap_.icrc ? add_bytes(kIcrcSize) : nullptr;
-  if (overflow_ || len_ > 0xFFFF) return WireError::kNoRoom;
+WireError FrameBuilder::finish(size_t* frame_len, size_t elided) noexcept {
+  uint8_t* icrc = icrc_ ? add_bytes(kIcrcSize) : nullptr;
+  if (overflow_ || len_ + elided > 0xFFFF || (icrc != nullptr && elided > 0)) {
+    return WireError::kNoRoom;
+  }
 
   uint8_t* l3 = buf_.data() + l3_;
-  const size_t l3_len = len_ - l3_;
+  const size_t l3_len = len_ + elided - l3_;
   size_t ip_hlen;
-  if (encap_.ipv6) {
+  if (ipv6_) {
     as<Ipv6>(l3)->set_payload_length(static_cast<uint16_t>(l3_len - Ipv6::kSize));
     ip_hlen = Ipv6::kSize;
   } else {
     Ipv4* ip = as<Ipv4>(l3);
     ip->set_total_length(static_cast<uint16_t>(l3_len));
-    ip->set_checksum(ipv4_header_checksum(l3, Ipv4::kSize));
+    ip->set_checksum(csum_finish(ip_sum_ + l3_len));  // the template's sum + the length word
     ip_hlen = Ipv4::kSize;
   }
   uint8_t* l4 = buf_.data() + l4_;
-  const size_t udp_len = len_ - l4_;
-  if (!encap_.ip_only) as<Udp>(l4)->set_length(static_cast<uint16_t>(udp_len));
+  const size_t udp_len = len_ + elided - l4_;
+  if (!ip_only_) as<Udp>(l4)->set_length(static_cast<uint16_t>(udp_len));
   // The ICRC covers the UDP length but masks the UDP checksum, which in turn covers the ICRC.
   if (icrc != nullptr) {
-    store_icrc(icrc, encap_.icrc_compute
-                         ? compute_icrc(l3, static_cast<size_t>(icrc - l3), encap_.ipv6, ip_hlen)
-                         : 0);
+    store_icrc(icrc, icrc_compute_ ? compute_icrc(l3, static_cast<size_t>(icrc - l3), ipv6_, ip_hlen)
+                                   : 0);
   }
-  if (!encap_.ip_only) {
+  if (!ip_only_) {
     Udp* udp = as<Udp>(l4);
     udp->set_checksum(0);
-    if (encap_.udp_checksum) udp->set_checksum(udp_checksum(l3, encap_.ipv6, l4, udp_len));
+    if (udp_checksum_ && elided == 0) udp->set_checksum(udp_checksum(l3, ipv6_, l4, udp_len));
   }
   *frame_len = len_;
   return WireError::kOk;

@@ -54,10 +54,41 @@ struct Encap {
   bool icrc_compute = true;  // false: append it as zeros, for a NIC that fills it in
 };
 
+// The encapsulation of one Encap written once, for frames that differ from each other only in
+// the UDP source port (or UET entropy) and the lengths: a PDC's frames to its peer. A
+// FrameBuilder made from it copies the bytes, writes the source port, and its finish() takes
+// the IPv4 header checksum from the sum kept here (RFC 1071 §2(C), incremental update: only
+// the total length changes) instead of summing the header again.
+class EncapTemplate {
+ public:
+  EncapTemplate() = default;
+  explicit EncapTemplate(const Encap& encap) noexcept;
+
+  size_t size() const noexcept { return len_; }
+
+ private:
+  friend class FrameBuilder;
+  // Ethernet + 802.1Q + IPv6 + UDP is the longest encapsulation.
+  static constexpr size_t kMaxSize = Ethernet::kSize + Vlan::kSize + Ipv6::kSize + Udp::kSize;
+  std::array<uint8_t, kMaxSize> bytes_{};
+  uint8_t len_ = 0;  // 0: the Encap did not fit (never: kMaxSize is the longest)
+  uint8_t l3_ = 0;
+  uint8_t l4_ = 0;
+  bool ipv6_ = false;
+  bool ip_only_ = false;
+  bool udp_checksum_ = true;
+  bool icrc_ = false;
+  bool icrc_compute_ = true;
+  uint32_t ip_sum_ = 0;  // IPv4: ones'-complement sum of the header, total length and checksum 0
+};
+
 class FrameBuilder {
  public:
   // Writes the encapsulation headers at the start of `buf`.
   FrameBuilder(std::span<uint8_t> buf, const Encap& encap) noexcept;
+  // The same from a template, with `sport` as the UDP source port (UET entropy in the IP-only
+  // form): the frame is byte for byte what FrameBuilder(buf, encap with that sport) writes.
+  FrameBuilder(std::span<uint8_t> buf, const EncapTemplate& encap, uint16_t sport) noexcept;
 
   // Appends header H, zero-filled; null when the buffer is full (finish() then says kNoRoom).
   template <typename H>
@@ -73,15 +104,25 @@ class FrameBuilder {
   size_t transport_offset() const noexcept { return transport_; }
 
   // Sets IP/UDP lengths, the IPv4 header checksum, the ICRC and the UDP checksum.
-  WireError finish(size_t* frame_len) noexcept;
+  // `elided`: payload bytes that follow on the wire but not in the buffer (a host that carries
+  // payloads by length, Frame::wire_len): the IP and UDP lengths count them, and the UDP
+  // checksum, which would cover them, is sent as 0 ("not computed"). No ICRC with elided bytes.
+  WireError finish(size_t* frame_len, size_t elided = 0) noexcept;
 
  private:
+  void start(const EncapTemplate& encap, uint16_t sport) noexcept;
+
   std::span<uint8_t> buf_;
-  Encap encap_;
   size_t len_ = 0;
-  size_t l3_ = 0;
-  size_t l4_ = 0;
-  size_t transport_ = 0;
+  uint32_t ip_sum_ = 0;  // EncapTemplate::ip_sum_
+  uint8_t l3_ = 0;
+  uint8_t l4_ = 0;
+  uint8_t transport_ = 0;
+  bool ipv6_ = false;
+  bool ip_only_ = false;
+  bool udp_checksum_ = true;
+  bool icrc_ = false;
+  bool icrc_compute_ = true;
   bool overflow_ = false;
 };
 

@@ -46,6 +46,17 @@ uint16_t csum_finish(uint64_t sum) noexcept {
 }
 
 uint16_t ipv4_header_checksum(const uint8_t* ip, size_t len) noexcept {
+  if (len == 20) {  // no options (every frame we build): five native words, the checksum masked
+    uint32_t w[5];
+    std::memcpy(w, ip, sizeof(w));
+    // Bytes 10-11 are the upper half of w[2] in little-endian order, the lower in big.
+    constexpr uint32_t kKeep = std::endian::native == std::endian::little ? 0x0000FFFFu : 0xFFFF0000u;
+    uint64_t native = uint64_t{w[0]} + w[1] + (w[2] & kKeep) + w[3] + w[4];
+    while (native >> 16) native = (native & 0xFFFF) + (native >> 16);
+    auto folded = static_cast<uint16_t>(native);
+    if constexpr (std::endian::native == std::endian::little) folded = __builtin_bswap16(folded);
+    return csum_finish(folded);
+  }
   uint64_t sum = csum_add(0, ip, 10);          // up to the checksum field
   sum = csum_add(sum, ip + 12, len - 12);      // skip it
   return csum_finish(sum);

@@ -359,7 +359,7 @@ WireError decode_ipv6(Cursor& c, Decoded* out, const DecodeOptions& opts) noexce
 
 WireError decode_frame(std::span<const uint8_t> frame, Decoded* out,
                        const DecodeOptions& opts) noexcept {
-  *out = Decoded{};
+  std::construct_at(out);  // every field empty again; the stack counts from 0
   out->frame = frame;
   out->elided = opts.elided;
   Cursor c(frame, out);
@@ -375,7 +375,7 @@ WireError decode_frame(std::span<const uint8_t> frame, Decoded* out,
 }
 
 WireError decode_uet(std::span<const uint8_t> bytes, Decoded* out) noexcept {
-  *out = Decoded{};
+  std::construct_at(out);  // every field empty again; the stack counts from 0
   out->frame = bytes;
   Cursor c(bytes, out);
   return decode_uet_at(c, out);

@@ -33,6 +33,58 @@ constexpr void store_be(uint8_t* p, size_t width, uint64_t v) noexcept {
   }
 }
 
+// The same with the width known at compile time (every generated accessor): 1, 2, 4 and 8
+// bytes are one load or store and a byte swap, 3, 5, 6 and 7 two of them; constant evaluation
+// takes the loops above.
+template <size_t W>
+constexpr uint64_t load_be_n(const uint8_t* p) noexcept {
+  if (std::is_constant_evaluated() || std::endian::native != std::endian::little) {
+    return load_be(p, W);
+  } else if constexpr (W == 1) {
+    return p[0];
+  } else if constexpr (W == 2) {
+    uint16_t v;
+    std::memcpy(&v, p, 2);
+    return __builtin_bswap16(v);
+  } else if constexpr (W == 4) {
+    uint32_t v;
+    std::memcpy(&v, p, 4);
+    return __builtin_bswap32(v);
+  } else if constexpr (W == 8) {
+    uint64_t v;
+    std::memcpy(&v, p, 8);
+    return __builtin_bswap64(v);
+  } else if constexpr (W == 3) {
+    return load_be_n<2>(p) << 8 | p[2];
+  } else {  // 5..7: the first four bytes, then the rest
+    return load_be_n<4>(p) << (8 * (W - 4)) | load_be_n<W - 4>(p + 4);
+  }
+}
+
+template <size_t W>
+constexpr void store_be_n(uint8_t* p, uint64_t v) noexcept {
+  if (std::is_constant_evaluated() || std::endian::native != std::endian::little) {
+    store_be(p, W, v);
+  } else if constexpr (W == 1) {
+    p[0] = static_cast<uint8_t>(v);
+  } else if constexpr (W == 2) {
+    const uint16_t x = __builtin_bswap16(static_cast<uint16_t>(v));
+    std::memcpy(p, &x, 2);
+  } else if constexpr (W == 4) {
+    const uint32_t x = __builtin_bswap32(static_cast<uint32_t>(v));
+    std::memcpy(p, &x, 4);
+  } else if constexpr (W == 8) {
+    const uint64_t x = __builtin_bswap64(v);
+    std::memcpy(p, &x, 8);
+  } else if constexpr (W == 3) {
+    store_be_n<2>(p, v >> 8);
+    p[2] = static_cast<uint8_t>(v);
+  } else {
+    store_be_n<4>(p, v >> (8 * (W - 4)));
+    store_be_n<W - 4>(p + 4, v);
+  }
+}
+
 constexpr uint64_t width_mask(size_t width) noexcept {
   return width >= 8 ? ~uint64_t{0} : (uint64_t{1} << (8 * width)) - 1;
 }
@@ -74,7 +126,7 @@ struct Field {
                          std::conditional_t<K == Kind::SDEC, detail::IntFor<W>, Raw>>>;
 
   static constexpr Value get(const uint8_t* hdr) noexcept {
-    const uint64_t raw = (load_be(hdr + Off, W) & kMask) >> kShift;
+    const uint64_t raw = (load_be_n<W>(hdr + Off) & kMask) >> kShift;
     if constexpr (K == Kind::SDEC) {
       // Sign-extend from the field's bit width.
       constexpr int bits = std::popcount(kMask);
@@ -87,9 +139,12 @@ struct Field {
 
   // Values wider than the field are truncated to its bits; neighbouring bits are kept.
   static constexpr void set(uint8_t* hdr, Value v) noexcept {
-    const uint64_t word = load_be(hdr + Off, W);
     const uint64_t bits = (static_cast<uint64_t>(v) << kShift) & kMask;
-    store_be(hdr + Off, W, (word & ~kMask) | bits);
+    if constexpr (kMask == width_mask(W)) {  // the whole bytes: nothing to keep
+      store_be_n<W>(hdr + Off, bits);
+    } else {
+      store_be_n<W>(hdr + Off, (load_be_n<W>(hdr + Off) & ~kMask) | bits);
+    }
   }
 };
 

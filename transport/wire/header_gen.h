@@ -59,7 +59,7 @@
 #define WIRE_RSVD_ZERO_FLAG(off, width, mask) true
 #define WIRE_RSVD_ZERO_BYTES(off, width, mask) true
 #define WIRE_RSVD_ZERO_RSVD(off, width, mask) \
-  ((::uet::wire::load_be(raw + (off), width) & ::uet::wire::effective_mask(width, mask)) == 0)
+  ((::uet::wire::load_be_n<width>(raw + (off)) & ::uet::wire::effective_mask(width, mask)) == 0)
 #define WIRE_RSVD_CHECK(name, off, width, mask, kind, vals, title) \
   &&WIRE_RSVD_ZERO_##kind(off, width, mask)
 
