@@ -1036,11 +1036,14 @@ void UetEndpoint::rx_ack(const wire::Decoded& d, Time now) {
     p->nscc.on_ack(in_flight_before - p->bytes_in_flight, h.m(), rtt, now);
   }
   retire_ops(*p);
-  // Progress: reset the backoff to the estimate and restart the timer for what is still
-  // unacknowledged; a new probe may go after progress.
+  // Progress restarts the timer for what is still unacknowledged; a new probe may go after
+  // progress. A timeout's backoff is kept until a valid RTT sample (Karn; RFC 6298 §5.7):
+  // when every ACK is for a retransmitted PSN, the estimate is as old as the last sample.
+  // (Resetting it on any progress made a 127:1 incast's senders time out every 21 us for
+  // milliseconds: their estimate dated from the empty queue, the queue now held 84 us.)
   if (rtt > 0) on_rtt_sample(*p, rtt);
   if (p->acked_total != acked_before) p->tlp_done = false;
-  p->rto = rto_estimate(*p);
+  p->rto = rtt > 0 ? rto_estimate(*p) : std::max(p->rto, rto_estimate(*p));
   p->rto_deadline = psn_before(p->base_psn, p->next_psn) ? now + p->rto : kNever;
   deadline_ = std::min(deadline_, p->rto_deadline);
   arm_tlp(*p, now);
