@@ -69,7 +69,7 @@ ABSL_FLAG(uint32_t, mtu, 4096, "payload bytes per packet: 256, 512, 1024, 2048 o
 ABSL_FLAG(uint32_t, evs, 32, "UET: entropy values to spray over, 1..4096 (1 = one path)");
 ABSL_FLAG(std::string, lb, "reps",
           "UET: path selection over --evs: fixed (one EV per PDC, single path), oblivious "
-          "(spraying), reps (recycled entropy), bitmap (penalised EVs skipped); pathsel/");
+          "(spraying), reps (recycled entropy), bitmap (penalised EVs skipped), mixed (reps, exploring as bitmap); pathsel/");
 ABSL_FLAG(std::string, cc, "nscc",
           "UET congestion control: nscc (the sender's window), rccc (receiver credit: RUD_CC "
           "requests, CREDIT grants paced at the receiver's line rate) or both; RoCEv2 runs DCQCN "
@@ -587,7 +587,7 @@ int run_main() {
       }
     }
     if (check.error.empty() && !found) {
-      check.error = "--lb=" + name + " unknown: fixed, oblivious, reps or bitmap";
+      check.error = "--lb=" + name + " unknown: fixed, oblivious, reps, bitmap or mixed";
     }
   }
   CcMode cc = CcMode::kNscc;

@@ -20,8 +20,9 @@ enum class Algorithm : uint8_t {
   kOblivious,  // spray: every EV once per round, in a new random order each round
   kReps,       // recycle the EVs of unmarked ACKs, explore otherwise, freeze on failure
   kBitmap,     // spray, skipping EVs penalised by ECN, NACKs and timeouts
+  kMixed,      // REPS's recycled EVs first, else the bitmap's spraying (mixed.h)
 };
-inline constexpr int kNumAlgorithms = 4;
+inline constexpr int kNumAlgorithms = 5;
 
 const char* to_string(Algorithm a) noexcept;
 

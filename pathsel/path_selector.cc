@@ -7,7 +7,7 @@
 
 namespace uet::pathsel {
 
-static_assert(std::variant_size_v<std::variant<FixedEv, Oblivious, Reps, Bitmap>> ==
+static_assert(std::variant_size_v<std::variant<FixedEv, Oblivious, Reps, Bitmap, Mixed>> ==
               kNumAlgorithms);
 
 const char* to_string(Algorithm a) noexcept {
@@ -20,6 +20,8 @@ const char* to_string(Algorithm a) noexcept {
       return "reps";
     case Algorithm::kBitmap:
       return "bitmap";
+    case Algorithm::kMixed:
+      return "mixed";
   }
   return "unknown";
 }
@@ -36,7 +38,7 @@ absl::Status out_of_range(const char* field, int64_t value, const std::string& r
 absl::Status PathSelConfig::validate() const {
   if (static_cast<int>(algorithm) >= kNumAlgorithms) {
     return out_of_range("algorithm", static_cast<int>(algorithm),
-                        "0..3 (fixed, oblivious, reps, bitmap)");
+                        "0..4 (fixed, oblivious, reps, bitmap, mixed)");
   }
   if (ev_count < 1 || ev_count > 16384) return out_of_range("ev_count", ev_count, "1..16384");
   if (reps_buffer < 1 || reps_buffer > Reps::kMaxBuffer) {
@@ -75,6 +77,9 @@ PathSelector::PathSelector(const PathSelConfig& c, uint64_t seed) {
       break;
     case Algorithm::kBitmap:
       impl_.emplace<Bitmap>(c, seed);
+      break;
+    case Algorithm::kMixed:
+      impl_.emplace<Mixed>(c, seed);
       break;
   }
 }

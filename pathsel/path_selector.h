@@ -1,8 +1,8 @@
 // PathSelector: one PDC's path selection, whichever algorithm the config names. A
 // std::variant of the four pure engines, dispatched with std::visit (for one variant of a few
 // alternatives libstdc++ compiles it to a switch on the index, and the engines inline): no
-// virtual call per packet, no allocation after construction (only Bitmap allocates, once, in
-// its constructor).
+// virtual call per packet, no allocation after construction (only Bitmap and Mixed allocate, once,
+// in their constructors).
 //
 // Events (time injected, nothing read from a clock):
 //   next_ev(now)               the EV index (0..ev_count-1) of the next packet sent
@@ -20,6 +20,7 @@
 #include "pathsel/bitmap.h"
 #include "pathsel/config.h"
 #include "pathsel/fixed_ev.h"
+#include "pathsel/mixed.h"
 #include "pathsel/oblivious.h"
 #include "pathsel/reps.h"
 
@@ -55,7 +56,7 @@ class PathSelector {
 
  private:
   // In the order of Algorithm.
-  std::variant<FixedEv, Oblivious, Reps, Bitmap> impl_;
+  std::variant<FixedEv, Oblivious, Reps, Bitmap, Mixed> impl_;
 };
 
 }  // namespace uet::pathsel

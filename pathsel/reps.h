@@ -51,6 +51,20 @@ class Reps {
     return fresh_ == 0 ? explore() : take_earliest_fresh();
   }
 
+  // The next recycled EV, if REPS has one (a fresh cached EV, or while frozen a cached one),
+  // without exploring: `mixed` (mixed.h) explores with the bitmap instead. Packets left to
+  // explore after a freeze count down here as in next_ev().
+  bool take_recycled(Time now, uint16_t& ev) noexcept {
+    thaw_if_due(now);
+    if (explore_ > 0) {
+      --explore_;
+      return false;
+    }
+    if (frozen_ ? count_ == 0 : fresh_ == 0) return false;
+    ev = frozen_ ? take_frozen() : take_earliest_fresh();
+    return true;
+  }
+
   void on_ack(uint16_t ev, bool ecn, Time now) noexcept {
     thaw_if_due(now);
     if (!ecn) recycle(ev);  // htsim: PATH_GOOD is added in both modes, PATH_ECN never

@@ -8,8 +8,11 @@ at least 2.5x slower at the tail than REPS; RoCEv2's ECMP tail is worse than UET
 links degraded REPS' tail beats oblivious spraying's; a 15->1 incast finishes within 1.15x of
 its ideal for UET; with RCCC the 15->1 and 127->1 incasts finish within 1.10x of their ideal
 with the fastest sender within 10 % of the slowest (issue 5), and the 127->1 incast under
-NSCC alone completes within 1.25x (it used to collapse: trimmed packets' NACKs resent them
-outside the window); every anchor's flows all complete.
+NSCC alone completes within 1.10x (it used to collapse: trimmed packets' NACKs resent them
+outside the window; then 1.13x at 1024 hosts while a timeout's backoff was reset by any ACK);
+mixed (REPS recycling, bitmap exploration) keeps the permutation's tail within 1.25x its
+fastest flow (issue 5's bound; measured 1.17) and, with core links degraded, within 1.35x
+(measured 1.24) and below oblivious spraying; every anchor's flows all complete.
 Usage: anchors_test.py BUILD_BIN_DIR
 """
 import json
@@ -51,7 +54,9 @@ def main():
     rccc15 = get("incast 15->1 2MB, UET RCCC")
     nscc127 = get("incast 127->1 2MB, UET NSCC")
     rccc127 = get("incast 127->1 2MB, UET RCCC")
-    if None in (reps, one, roce, d_reps, d_obl, incast, rccc15, nscc127, rccc127):
+    mixed = get("permutation 2MB, UET mixed")
+    d_mixed = get("2 core links at 10%, UET mixed")
+    if None in (reps, one, roce, d_reps, d_obl, incast, rccc15, nscc127, rccc127, mixed, d_mixed):
         failures.append(f"anchors present: {sorted(rows)}")
     else:
         if reps["tail_us"] > 1.35 * reps["min_us"]:
@@ -70,8 +75,14 @@ def main():
             if r["tail_us"] > r["min_us"] / 0.9:
                 failures.append(f"{r['anchor']}: fastest {r['min_us']} not within 10 % of "
                                 f"slowest {r['tail_us']}")
-        if nscc127["tail_us"] > 1.25 * nscc127["ideal_us"]:
-            failures.append(f"127->1 NSCC tail {nscc127['tail_us']} > 1.25 x ideal")
+        if nscc127["tail_us"] > 1.10 * nscc127["ideal_us"]:
+            failures.append(f"127->1 NSCC tail {nscc127['tail_us']} > 1.10 x ideal")
+        if mixed["tail_us"] > 1.25 * mixed["min_us"]:
+            failures.append(f"mixed tail/min {mixed['tail_us'] / mixed['min_us']:.2f} > 1.25")
+        if d_mixed["tail_us"] > 1.35 * d_mixed["min_us"]:
+            failures.append(f"degraded: mixed tail/min {d_mixed['tail_us'] / d_mixed['min_us']:.2f} > 1.35")
+        if d_mixed["tail_us"] >= d_obl["tail_us"]:
+            failures.append(f"degraded: mixed {d_mixed['tail_us']} >= oblivious {d_obl['tail_us']}")
     for f in failures:
         print("FAIL:", f, file=sys.stderr)
     print("1 passed, 0 failed" if not failures else "0 passed, 1 failed")

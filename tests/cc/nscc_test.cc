@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
 
 namespace uet::cc {
@@ -73,21 +74,50 @@ Time feed(Nscc& n, int acks, Time start, Time gap, Time rtt, bool ecn) {
 TEST(Nscc_Quadrants, MultiplicativeDecreaseAtMostOncePerBaseRtt) {
   Nscc n(reference());
   const Time rtt = kRtt + 30 * kMicrosecond;  // 30 us of queueing: above the 9 us target
-  n.on_ack(4096, true, rtt, 100 * kMicrosecond);
+  // The average delay (EWMA 1/80) passes the target on the 29th sample: 30 (1 - 0.9875^29)
+  // = 9.17 us; the decrease waits for it.
+  Time t = feed(n, 28, 100 * kMicrosecond, 100 * kNanosecond, rtt, true);
+  EXPECT_EQ(n.decreases(), 0u);
+  n.on_ack(4096, true, rtt, t);
   const uint64_t after_one = n.window();
   EXPECT_LT(after_one, 225'000u);
   EXPECT_EQ(n.decreases(), 1u);
-  feed(n, 10, 101 * kMicrosecond, kMicrosecond, rtt, true);  // within one base RTT
+  feed(n, 10, t + kMicrosecond, kMicrosecond, rtt, true);  // within one base RTT
   EXPECT_EQ(n.decreases(), 1u);
-  n.on_ack(4096, true, rtt, 100 * kMicrosecond + kRtt);
+  n.on_ack(4096, true, rtt, t + kRtt);
   EXPECT_EQ(n.decreases(), 2u);
   EXPECT_LT(n.window(), after_one);
 }
 
+TEST(Nscc_Quadrants, DecreaseScalesWithTheAverageDelay) {
+  // research/uec.md §3: cwnd *= max(1 - gamma (avg_delay - target) / avg_delay, 0.5), taken
+  // once avg_delay > target. The 29th ACK at 30 us of delay: avg = 30 (1 - 0.9875^29) us.
+  Nscc n(reference());
+  feed(n, 29, 100 * kMicrosecond, 100 * kNanosecond, kRtt + 30 * kMicrosecond, true);
+  ASSERT_EQ(n.decreases(), 1u);
+  const double avg = 30e6 * (1 - std::pow(0.9875, 29));
+  EXPECT_NEAR(static_cast<double>(n.window()), 225'000 * (1 - 0.8 * (avg - 9e6) / avg), 1.0);
+}
+
 TEST(Nscc_Quadrants, DecreaseIsAtMostHalf) {
   Nscc n(reference());
-  n.on_ack(4096, true, kRtt + kMillisecond, kMicrosecond);  // an enormous delay
-  EXPECT_GE(n.window(), 225'000u / 2);
+  // One sample of 10 ms: avg 125 us, 1 - 0.8 (125 - 9) / 125 = 0.26, held at 0.5.
+  n.on_ack(4096, true, kRtt + 10 * kMillisecond, kMicrosecond);
+  EXPECT_EQ(n.decreases(), 1u);
+  EXPECT_EQ(n.window(), 225'000u / 2);
+}
+
+TEST(Nscc_Quadrants, UnmarkedDelayDoesNotCountTowardsADecrease) {
+  // An unmarked ACK above the target delay is queueing on a path the sender is not causing
+  // (spraying, another flow's queue): uet-htsim's update_delay moves the average towards
+  // base_rtt / 4 for it. After many such ACKs a marked one with a long delay cuts nothing;
+  // after the same ACKs marked, it does.
+  Nscc unmarked(reference()), marked(reference());
+  const Time t = feed(unmarked, 400, kMicrosecond, 100 * kNanosecond, kRtt + 20 * kMicrosecond, false);
+  feed(marked, 400, kMicrosecond, 100 * kNanosecond, kRtt + 20 * kMicrosecond, true);
+  unmarked.on_ack(4096, true, kRtt + 30 * kMicrosecond, t + kRtt);
+  EXPECT_EQ(unmarked.decreases(), 0u);
+  EXPECT_GT(marked.decreases(), 0u);
 }
 
 TEST(Nscc_Quadrants, EcnWithLowDelayChangesNothingButEta) {

@@ -26,8 +26,8 @@ TEST(PathSelConfig_Validate, RejectsEachBadField) {
     std::function<void(PathSelConfig&)> spoil;
   };
   const Case cases[] = {
-      {"pathsel.algorithm must be in 0..3",
-       [](PathSelConfig& c) { c.algorithm = static_cast<Algorithm>(4); }},
+      {"pathsel.algorithm must be in 0..4",
+       [](PathSelConfig& c) { c.algorithm = static_cast<Algorithm>(5); }},
       {"pathsel.ev_count must be in 1..16384, got 0", [](PathSelConfig& c) { c.ev_count = 0; }},
       {"pathsel.ev_count must be in 1..16384, got 16385",
        [](PathSelConfig& c) { c.ev_count = 16385; }},

@@ -10,7 +10,7 @@ namespace uet::pathsel {
 namespace {
 
 constexpr Algorithm kAll[] = {Algorithm::kFixed, Algorithm::kOblivious, Algorithm::kReps,
-                              Algorithm::kBitmap};
+                              Algorithm::kBitmap, Algorithm::kMixed};
 
 std::vector<uint16_t> run(Algorithm a, uint64_t seed) {
   PathSelConfig c;

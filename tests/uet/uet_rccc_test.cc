@@ -35,10 +35,17 @@ UetConfig config_for(uint32_t ip, CcMode cc) {
 }
 
 // Two endpoints on the fake link at 100 Gb/s; B holds the target region.
+UetConfig with_grant_rate(UetConfig c, double fraction) {
+  c.rccc.grant_rate_fraction = fraction;
+  return c;
+}
+
 struct Pair {
-  explicit Pair(CcMode cc)
+  // `grant_rate`: B's grant pacing, as a fraction of the line rate.
+  explicit Pair(CcMode cc, double grant_rate = cc::RcccConfig{}.grant_rate_fraction)
       : a(std::move(*UetEndpoint::create(config_for(kIpA, cc)))),
-        b(std::move(*UetEndpoint::create(config_for(kIpB, cc)))), link(a.get(), b.get()) {
+        b(std::move(*UetEndpoint::create(with_grant_rate(config_for(kIpB, cc), grant_rate)))),
+        link(a.get(), b.get()) {
     link.set_rate_gbps(100);
   }
   std::unique_ptr<UetEndpoint> a, b;
@@ -112,7 +119,7 @@ TEST(UetRccc_Engine, NsccAloneSendsPlainRudRequestsAndNoCredit) {
 
 // Sends `bytes` A -> B under `cc` and checks the credit bound at every data packet A sends.
 void write_against_credit(CcMode cc) {
-  Pair p(cc);
+  Pair p(cc, /*grant_rate=*/0.8);  // credit, not the sender's link, is the bottleneck
   constexpr size_t kBytes = 1 << 20;
   const auto src = pattern(kBytes);
   std::vector<uint8_t> dst(kBytes);

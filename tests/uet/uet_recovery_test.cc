@@ -118,6 +118,63 @@ TEST(UetRecovery_Rto, EstimateReplacesTheInitialRto) {
   EXPECT_LT(t.link.now() - silent_from, 200 * kMicrosecond);
 }
 
+// Karn (RFC 6298 §5.7): after a timeout the backed-off RTO holds until an ACK gives a valid
+// sample; an ACK of a retransmitted packet does not reset it to the (stale) estimate. Here
+// three packets are lost; after the timeout (RTO 10 us, now 20 us) they go again one at a
+// time, the second delayed 12 us: with the RTO reset to 10 us at the first resend's ACK it
+// would time out again (spuriously).
+TEST(UetRecovery_Rto, BackoffHoldsUntilAValidSample) {
+  UetConfig a = config_for(kIpA);
+  a.tlp = false;
+  Pair t(a);
+  ASSERT_TRUE(t.ea->post_write({1, kIpB, t.rkey, 0, t.src.data(), 20 * 4096}).ok());
+  t.link.run(kSecond);
+  ASSERT_EQ(t.ea->counters().timeouts, 0u);
+  int resends = 0;
+  t.link.set_filter([&](int from, const wire::Decoded& d, std::vector<uint8_t>&) {
+    testing::Verdict v;
+    if (from != 0 || d.pds_type != wire::PdsType::kRudReq) return v;
+    if (!wire::as<wire::PdsRudRod>(d.pds)->retx()) {
+      v.copies = 0;  // every first transmission is lost
+    } else if (++resends == 2) {
+      v.delay = 12 * kMicrosecond;
+    }
+    return v;
+  });
+  ASSERT_TRUE(t.ea->post_write({2, kIpB, t.rkey, 0, t.src.data(), 3 * 4096}).ok());
+  t.link.run(kSecond);
+  std::vector<Completion> c(4);
+  c.resize(t.ea->poll_completions(c));
+  ASSERT_EQ(c.size(), 2u);
+  EXPECT_EQ(c[1].status, OpStatus::kSuccess);
+  EXPECT_EQ(resends, 3);
+  EXPECT_EQ(t.ea->counters().timeouts, 3u);  // the three lost PSNs, in one expiry
+}
+
+// §3.7: an ACK echoes the RETX flag of the packet that triggered it, and only that.
+TEST(UetRecovery_Ack, EchoesTheTriggersRetxFlag) {
+  Pair t;
+  bool dropped = false;
+  int retx_acks = 0, plain_acks = 0;
+  t.link.set_filter([&](int from, const wire::Decoded& d, std::vector<uint8_t>&) {
+    testing::Verdict v;
+    if (from == 0 && is_eom_request(d) && !dropped) {
+      dropped = true;
+      v.copies = 0;
+    }
+    if (from == 1 && d.pds_type == wire::PdsType::kAckCc) {
+      (wire::as<wire::PdsAck>(d.pds)->retx() ? retx_acks : plain_acks)++;
+    }
+    return v;
+  });
+  ASSERT_TRUE(t.ea->post_write({1, kIpB, t.rkey, 0, t.src.data(), 20 * 4096}).ok());
+  t.link.run(kSecond);
+  ASSERT_TRUE(dropped);
+  EXPECT_EQ(t.ea->counters().tx_retx, 1u);
+  EXPECT_EQ(retx_acks, 1);  // the resent last packet's ACK
+  EXPECT_GT(plain_acks, 0);
+}
+
 TEST(UetRecovery_Config, MinRtoAboveRtoIsRefused) {
   UetConfig c = config_for(kIpA);
   c.min_rto = c.rto + 1;

@@ -427,6 +427,8 @@ class UetEndpoint final : public Endpoint {
     uint64_t credit_pending = 0;  // RCCC grants for this sender not yet sent (rides the next ACK)
     bool credit_queued = false;   // in credit_ring_
     uint32_t last_psn = 0;     // the newest arrival
+    bool last_retx = false;    // it, or ...
+    bool ce_retx = false;      // ... the CE trigger, was a retransmission: the ACK echoes it
     Time ack_deadline = kNever;
     // SES responses, one per ACK: refusals (§4.6) and read data (§4.7). A PSN with a
     // response is recorded as received only when the ACK carrying it is built (its bit in
