@@ -274,8 +274,8 @@ absl::StatusOr<RunResult> run(const RunConfig& rc) {
       // behind a full last-hop buffer, timed out spuriously by the thousand (7443 timeouts,
       // last completion 1.127x ideal; now 3133, 1.062x). The RFC 6298 estimate takes over
       // at the first sample; min_rto stays short for loss recovery.
-      c.rto = std::max(c.rto, c.base_rtt + static_cast<Time>(rc.fabric.buffer_bytes * 8e3 /
-                                                             rc.fabric.host_gbps));
+      const double drain_ps = static_cast<double>(rc.fabric.buffer_bytes) * 8e3 / rc.fabric.host_gbps;
+      c.rto = std::max(c.rto, c.base_rtt + static_cast<Time>(drain_ps));
       c.seed = rc.seed * 1000003 + h;
       auto ep = UetEndpoint::create(c);
       if (!ep.ok()) return ep.status();
