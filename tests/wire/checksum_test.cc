@@ -91,5 +91,50 @@ TEST(Checksum, Ipv4HeaderWithoutOptionsMatchesTheReference) {
   }
 }
 
+// The receive check against ipv4_header_checksum(): true exactly when the field holds what it
+// computes, with and without options, for random headers, headers carrying their own checksum,
+// and the field's two ones'-complement zeros swapped (0x0000 <-> 0xFFFF must fail).
+TEST(Checksum, Ipv4HeaderCheckMatchesTheComputedChecksumExactly) {
+  std::mt19937 rng(17);
+  int accepted = 0;
+  for (int trial = 0; trial < 4000; ++trial) {
+    uint8_t h[24];
+    for (auto& b : h) b = static_cast<uint8_t>(rng());
+    for (size_t len : {20u, 24u}) {
+      const uint16_t sum = ipv4_header_checksum(h, len);
+      const auto field = [&] { return static_cast<uint16_t>(h[10] << 8 | h[11]); };
+      ASSERT_EQ(ipv4_header_checksum_ok(h, len), sum == field()) << trial << " len " << len;
+      if (trial % 2 == 0) {  // store the right checksum: accepted; one bit off: refused
+        h[10] = static_cast<uint8_t>(sum >> 8);
+        h[11] = static_cast<uint8_t>(sum);
+        ASSERT_TRUE(ipv4_header_checksum_ok(h, len)) << trial << " len " << len;
+        ++accepted;
+        h[11] ^= 1;
+        ASSERT_FALSE(ipv4_header_checksum_ok(h, len)) << trial << " len " << len;
+        h[11] ^= 1;
+      }
+    }
+  }
+  EXPECT_EQ(accepted, 4000);
+  // A header whose checksum is 0x0000 (its sum is 0xFFFF): 0xFFFF in the field must fail.
+  for (int trial = 0; trial < 100000; ++trial) {
+    uint8_t h[20];
+    for (auto& b : h) b = static_cast<uint8_t>(rng());
+    // Make the sum 0xFFFF: put the ones' complement of the rest into bytes 18-19.
+    h[18] = h[19] = 0;
+    const auto rest = static_cast<uint16_t>(~ipv4_header_checksum(h, 20));
+    const auto need = static_cast<uint16_t>(0xFFFF - rest);  // rest + need = 0xFFFF
+    h[18] = static_cast<uint8_t>(need >> 8);
+    h[19] = static_cast<uint8_t>(need);
+    if (ipv4_header_checksum(h, 20) != 0) continue;
+    h[10] = h[11] = 0;
+    ASSERT_TRUE(ipv4_header_checksum_ok(h, 20));
+    h[10] = h[11] = 0xFF;
+    ASSERT_FALSE(ipv4_header_checksum_ok(h, 20));
+    return;
+  }
+  FAIL() << "no header with checksum 0x0000 built";
+}
+
 }  // namespace
 }  // namespace uet::wire

@@ -927,7 +927,7 @@ void UetEndpoint::retire_ops(Pdc& p) {
   // Complete operations whose every packet was sent (behind op_send) and acknowledged, in
   // posting order.
   while (p.op_head != p.op_send) {
-    const Op& o = p.ops[p.op_head % config_.max_writes];
+    const Op& o = p.ops[p.op_head & ops_mask_];
     if (o.unacked != 0) break;
     completions_.push_back(Completion{o.wr_id, o.failed ? o.status : OpStatus::kSuccess,
                                       o.failed ? 0 : o.length, o.op});
@@ -1330,7 +1330,7 @@ void UetEndpoint::rx_nack(const wire::Decoded& d, Time now) {
 
 void UetEndpoint::fail_pdc(Pdc& p, OpStatus why) {
   for (uint32_t i = p.op_head; i != p.op_tail; ++i) {
-    const Op& o = p.ops[i % config_.max_writes];
+    const Op& o = p.ops[i & ops_mask_];
     completions_.push_back(Completion{o.wr_id, o.failed ? o.status : why, 0, o.op});
   }
   free_pdc(static_cast<uint16_t>(&p - pdcs_.data()));
@@ -1416,7 +1416,7 @@ size_t UetEndpoint::tx(std::span<Frame* const> out, Time now) {
       } else if (p.op_send != p.op_tail &&
                  p.next_psn - p.base_psn < (p.rod ? config_.rod_window : config_.mpr) &&
                  p.bytes_in_flight + config_.payload_bytes <= window(p)) {
-        Op& o = p.ops[p.op_send % config_.max_writes];
+        Op& o = p.ops[p.op_send & ops_mask_];
         if (!credit && o.op != Opcode::kRead) {
           credit_blocked(p, now);
           ++idle;
@@ -1426,7 +1426,7 @@ size_t UetEndpoint::tx(std::span<Frame* const> out, Time now) {
         const uint32_t psn = p.next_psn;
         Slot& s = p.slots[(psn & mpr_mask_)];
         s = Slot{};
-        s.op = p.op_send % config_.max_writes;
+        s.op = p.op_send & ops_mask_;
         s.packet = p.send_packet;
         s.len = static_cast<uint32_t>(std::min<uint64_t>(
             config_.payload_bytes, o.length - uint64_t{p.send_packet} * config_.payload_bytes));

@@ -115,7 +115,8 @@ absl::StatusOr<std::unique_ptr<UetEndpoint>> UetEndpoint::create(const UetConfig
 }
 
 UetEndpoint::UetEndpoint(const UetConfig& config)
-    : config_(config), mpr_mask_(config.mpr - 1), rccc_config_(derive_rccc(config)),
+    : config_(config), mpr_mask_(config.mpr - 1),
+      ops_mask_(std::bit_ceil(config.max_writes) - 1), rccc_config_(derive_rccc(config)),
       rccc_rx_(rccc_config_),
       pdcs_(config.max_pdcs), rng_(config.seed ^ config.local_ip4) {
   if (config_.resolve_mac == nullptr) config_.resolve_mac = sim_mac;
@@ -174,7 +175,7 @@ int32_t UetEndpoint::alloc_pdc(Role role) {
   p.role = role;
   p.slots.assign(config_.mpr, Slot{});
   p.rcv_bits.assign(config_.mpr / 64, 0);
-  if (role == Role::kInitiator) p.ops.assign(config_.max_writes, Op{});
+  if (role == Role::kInitiator) p.ops.assign(size_t{ops_mask_} + 1, Op{});
   if (role == Role::kTarget) {
     p.rsp.assign(config_.mpr, Pdc::Response{});
     p.rsp_bits.assign(config_.mpr / 64, 0);
@@ -265,7 +266,7 @@ absl::Status UetEndpoint::post_op(uint32_t peer, bool rod, const Op& op, const c
         absl::StrCat(verb, ": too many operations posted on this PDC (max_writes)"));
   }
   p.idle_deadline = kNever;  // busy again
-  Op& o = p.ops[p.op_tail % config_.max_writes];
+  Op& o = p.ops[p.op_tail & ops_mask_];
   o = op;
   o.packets = std::max<uint32_t>(
       1, static_cast<uint32_t>((op.length + config_.payload_bytes - 1) / config_.payload_bytes));

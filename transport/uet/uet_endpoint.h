@@ -363,36 +363,56 @@ class UetEndpoint final : public Endpoint {
   };
   enum class Role : uint8_t { kFree, kInitiator, kTarget };
   struct Pdc {
+    // What tx(), rx_ack() and rx_request() touch per packet, together at the front (a few
+    // cache lines; the encapsulation templates, path selector and CC state follow).
     Role role = Role::kFree;
     bool rod = false;          // ROD (requests ROD_REQ, executed in PSN order) or RUD
+    bool established = false;  // initiator: an ACK arrived, SYN no longer sent
+    bool closing = false;
+    bool ctrl_pending = false;     // a CLOSE (initiator) / REQ_CLOSE (target) to send
+    bool speculating = true;       // no grant has arrived and base_rtt has not passed
+    bool credit_req_pending = false;  // a CREDIT_REQ to send
+    bool tlp_done = false;     // a probe went since the last progress
+    uint16_t peer_pdcid = 0;   // learned from the first ACK (initiator) or the SYN (target)
+    uint32_t next_psn = 0;     // next new PSN
+    uint32_t base_psn = 0;     // oldest unacknowledged PSN
+    uint32_t op_head = 0, op_tail = 0;  // posted, not yet completed: [head, tail)
+    uint32_t op_send = 0;      // next operation with packets still to send
+    uint32_t send_packet = 0;  // next packet of ops[op_send]
+    uint32_t resend_pending = 0;
+    uint64_t bytes_in_flight = 0;
+    Time rto = 0;              // current RTO (estimate, doubled per timeout)
+    Time rto_deadline = kNever;
+    Time tlp_deadline = kNever;
+    std::vector<Slot> slots;   // mpr entries, PSN % mpr
+    std::vector<Op> ops;       // ring of ops_mask_ + 1 >= max_writes (count & ops_mask_)
+    // Target, per packet.
+    bool ack_now = false;
+    bool ack_pending = false;
+    bool ce_seen = false;
+    bool last_retx = false;    // the newest arrival, or ...
+    bool ce_retx = false;      // ... the CE trigger, was a retransmission: the ACK echoes it
+    uint32_t rcv_base = 0;     // lowest PSN not yet received
+    uint32_t unacked_rx = 0;
+    uint32_t last_psn = 0;     // the newest arrival
+    uint32_t ce_psn = 0;       // the first CE-marked arrival since the last ACK
+    uint32_t nack_head = 0, nack_tail = 0;  // the nacks ring below
+    Time ack_deadline = kNever;
+    std::vector<uint64_t> rcv_bits;  // mpr bits: PSN rcv_base + i received
+    // Per connection, and the per-packet state of the path selector and CC below.
     uint32_t active_index = 0;  // position in active_
     uint32_t peer_ip4 = 0;
     wire::MacAddr peer_mac{};
     // Ethernet/IPv4/UDP to the peer, written once by set_peer(): data (dscp_data, ECT) and
     // control (dscp_control) frames; a frame copies one and writes its EV and lengths.
     wire::EncapTemplate data_encap, ctrl_encap;
-    uint16_t peer_pdcid = 0;   // learned from the first ACK (initiator) or the SYN (target)
-    bool established = false;  // initiator: an ACK arrived, SYN no longer sent
     uint16_t ev_base = 0;      // EV index i travels as UDP source port f(ev_base, i)
     pathsel::PathSelector sel; // initiator: picks each packet's EV index
 
     // Initiator.
     uint32_t start_psn = 0;
-    uint32_t next_psn = 0;     // next new PSN
-    uint32_t base_psn = 0;     // oldest unacknowledged PSN
-    uint64_t bytes_in_flight = 0;
-    std::vector<Slot> slots;   // mpr entries, PSN % mpr
-    std::vector<Op> ops;       // ring of max_writes
-    uint32_t op_head = 0, op_tail = 0;  // posted, not yet completed: [head, tail)
-    uint32_t op_send = 0;      // next operation with packets still to send
-    uint32_t send_packet = 0;  // next packet of ops[op_send]
     uint16_t next_message_id = 1;
-    uint32_t resend_pending = 0;
-    Time rto = 0;              // current RTO (estimate, doubled per timeout)
-    Time rto_deadline = kNever;
     Time srtt = 0, rttvar = 0; // RFC 6298; srtt 0: no sample yet
-    Time tlp_deadline = kNever;
-    bool tlp_done = false;     // a probe went since the last progress
     uint64_t acked_total = 0;  // PSNs acknowledged so far (progress)
     Time last_ack_at = kNever; // the last valid ACK (is the peer alive?)
     cc::Nscc nscc{cc::NsccConfig{}};
@@ -400,36 +420,21 @@ class UetEndpoint final : public Endpoint {
     cc::RcccSender rccc{cc::RcccConfig{}};
     uint64_t unsent_bytes = 0;     // WRITE/SEND payload posted, not yet sent once
     uint32_t last_target = 0;      // credit_target in the last RUD_CC request or CREDIT_REQ
-    bool speculating = true;       // no grant has arrived and base_rtt has not passed
     Time speculate_until = kNever; // the first send + base_rtt
     bool credit_blocked = false;   // has data to send, no credit
-    bool credit_req_pending = false;  // a CREDIT_REQ to send
     Time credit_deadline = kNever; // blocked this long without credit: ask again (or probe)
     // Teardown (§3.12): idle since idle_deadline - idle_timeout; closing: CLOSE (PSN
     // close_psn) sent, waiting for the ACK that covers it; the PDC is then no longer the
     // peer's (initiator_by_peer_ points to a new one, if any).
     Time idle_deadline = kNever;
     bool close_requested = false;  // the target sent REQ_CLOSE: close as soon as idle
-    bool closing = false;
-    bool ctrl_pending = false;     // a CLOSE (initiator) / REQ_CLOSE (target) to send
     uint8_t close_tries = 0;       // CLOSEs / REQ_CLOSEs sent
     uint32_t close_psn = 0;
     Time close_deadline = kNever;
 
     // Target.
-    uint32_t rcv_base = 0;     // lowest PSN not yet received
-    std::vector<uint64_t> rcv_bits;  // mpr bits: PSN rcv_base + i received
-    uint32_t unacked_rx = 0;
-    bool ack_now = false;
-    bool ack_pending = false;
-    bool ce_seen = false;
-    uint32_t ce_psn = 0;       // the first CE-marked arrival since the last ACK
     uint64_t credit_pending = 0;  // RCCC grants for this sender not yet sent (rides the next ACK)
     bool credit_queued = false;   // in credit_ring_
-    uint32_t last_psn = 0;     // the newest arrival
-    bool last_retx = false;    // it, or ...
-    bool ce_retx = false;      // ... the CE trigger, was a retransmission: the ACK echoes it
-    Time ack_deadline = kNever;
     // SES responses, one per ACK: refusals (§4.6) and read data (§4.7). A PSN with a
     // response is recorded as received only when the ACK carrying it is built (its bit in
     // rsp_bits until then), so no ACK acknowledges it without its answer. Bounded (mpr
@@ -468,7 +473,6 @@ class UetEndpoint final : public Endpoint {
       uint32_t psn;
     };
     std::array<Nack, 16> nacks{};
-    uint32_t nack_head = 0, nack_tail = 0;
     // build_nack's input (set from the ring, or for stateless NACKs).
     uint8_t nack_code = 0;
     uint32_t nack_psn = 0;
@@ -658,6 +662,9 @@ class UetEndpoint final : public Endpoint {
 
   UetConfig config_;
   uint32_t mpr_mask_ = 0;  // config_.mpr - 1 (a power of 2): PSN -> position in a PDC's rings
+  // A PDC's ops ring holds max_writes rounded up to a power of 2 (at most max_writes in use):
+  // posting count -> position by mask, not by a division per packet.
+  uint32_t ops_mask_ = 0;
   cc::NsccConfig nscc_config_;
   uint64_t window(const Pdc& p) const noexcept {
     return config_.cc != CcMode::kRccc ? std::min<uint64_t>(config_.window_bytes, p.nscc.window())

@@ -331,7 +331,7 @@ WireError decode_ipv4(Cursor& c, Decoded* out, const DecodeOptions& opts) noexce
   if (c.left() < hlen) return WireError::kTruncatedIp;
   if (ip->total_length() < hlen + out->elided || ip->total_length() > c.left() + out->elided)
     return WireError::kBadIpTotalLength;
-  if (opts.verify_ip_checksum && ipv4_header_checksum(ip->raw, hlen) != ip->checksum())
+  if (opts.verify_ip_checksum && !ipv4_header_checksum_ok(ip->raw, hlen))
     return WireError::kBadIpChecksum;
   if (ip->mf() || ip->frag_offset() != 0) return WireError::kIpFragment;
   c.shrink_to(ip->total_length() - out->elided);  // anything after is Ethernet padding
