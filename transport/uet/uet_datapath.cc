@@ -148,10 +148,18 @@ bool UetEndpoint::build_data(Pdc& p, uint16_t pdcid, uint32_t psn, bool retx, Fr
     ses->set_som(true);
     ses->set_eom(true);
   }
-  const size_t pds_size = cc_req ? wire::PdsRudRodCc::kSize : wire::PdsRudRod::kSize;
-  if (!b.append(std::span<const uint8_t>(pds_cc.raw, pds_size)) ||
-      !b.append(std::span<const uint8_t>(ses_hdr.raw, wire::SesStandardRequest::kSize))) {
-    return false;
+  // PDS and SES in one reserved run, each copied with a constant size (no library call).
+  constexpr size_t kSes = wire::SesStandardRequest::kSize;
+  if (cc_req) {
+    uint8_t* h = b.reserve(wire::PdsRudRodCc::kSize + kSes);
+    if (h == nullptr) return false;
+    std::memcpy(h, pds_cc.raw, wire::PdsRudRodCc::kSize);
+    std::memcpy(h + wire::PdsRudRodCc::kSize, ses_hdr.raw, kSes);
+  } else {
+    uint8_t* h = b.reserve(wire::PdsRudRod::kSize + kSes);
+    if (h == nullptr) return false;
+    std::memcpy(h, pds_cc.raw, wire::PdsRudRod::kSize);
+    std::memcpy(h + wire::PdsRudRod::kSize, ses_hdr.raw, kSes);
   }
   if (carries && elided == 0 && len > 0 && !b.append({o.src + offset, len})) return false;
   if (!finish_frame(b, f, elided)) return false;

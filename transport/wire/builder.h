@@ -98,6 +98,17 @@ class FrameBuilder {
   // Appends n zero bytes and returns them for the caller to fill; null when full.
   uint8_t* add_bytes(size_t n) noexcept;
   bool append(std::span<const uint8_t> bytes) noexcept;
+  // Appends n bytes left as they are, for the caller to write every one of (headers built in
+  // locals, copied with a fixed size); null when full.
+  uint8_t* reserve(size_t n) noexcept {
+    if (overflow_ || buf_.size() - len_ < n) {
+      overflow_ = true;
+      return nullptr;
+    }
+    uint8_t* p = buf_.data() + len_;
+    len_ += n;
+    return p;
+  }
 
   size_t size() const noexcept { return len_; }
   // Offset of the first byte after the encapsulation (the UET or BTH header).
