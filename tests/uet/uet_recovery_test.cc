@@ -71,6 +71,43 @@ TEST(UetRecovery_Tlp, LostLastPacketIsRepairedByOneProbeWithoutTimeout) {
   EXPECT_LT(t.link.now() - dropped_at, 30 * kMicrosecond);
 }
 
+// RFC 8985 §6.3: when the last PSN is acknowledged and an older one is not, the older one is
+// resent once it has been out srtt + the reordering window, not at the probe timeout after
+// the last ACK (2 srtt + ack_delay). Here the first of a two-packet write is lost.
+TEST(UetRecovery_Tlp, HoleBeforeAnAcknowledgedLastPacketGoesAfterOneRtt) {
+  UetConfig a = config_for(kIpA);
+  a.min_rto = 40 * kMicrosecond;  // the probe timeout is 2 srtt + ack_delay, not 3/4 RTO
+  a.reorder_window = kMicrosecond;
+  Pair t(a);
+  ASSERT_TRUE(t.ea->post_write({1, kIpB, t.rkey, 0, t.src.data(), 20 * 4096}).ok());
+  t.link.run(kSecond);
+  Time dropped_at = 0, resent_at = 0;
+  t.link.set_filter([&](int from, const wire::Decoded& d, std::vector<uint8_t>&) {
+    testing::Verdict v;
+    if (from != 0 || d.pds_type != wire::PdsType::kRudReq) return v;
+    const auto* ses = d.ses_as<wire::SesStandardRequest>();
+    if (ses == nullptr || !ses->som()) return v;
+    if (!wire::as<wire::PdsRudRod>(d.pds)->retx()) {
+      dropped_at = t.link.now();
+      v.copies = 0;
+    } else if (resent_at == 0) {
+      resent_at = t.link.now();
+    }
+    return v;
+  });
+  ASSERT_TRUE(t.ea->post_write({2, kIpB, t.rkey, 0, t.src.data(), 2 * 4096}).ok());
+  t.link.run(kSecond);
+  std::vector<Completion> c(4);
+  c.resize(t.ea->poll_completions(c));
+  ASSERT_EQ(c.size(), 2u);
+  EXPECT_EQ(c[1].status, OpStatus::kSuccess);
+  ASSERT_GT(resent_at, 0);
+  EXPECT_EQ(t.ea->counters().timeouts, 0u);
+  // Expect: resent one srtt (~4 us) + 1 us after it went; the probe timeout would have
+  // sent it 2 srtt + 2 us after the last packet's ACK (~14 us after the loss).
+  EXPECT_LT(resent_at - dropped_at, 8 * kMicrosecond);
+}
+
 TEST(UetRecovery_Tlp, DisabledFallsBackToTheRto) {
   UetConfig a = config_for(kIpA);
   a.tlp = false;
