@@ -658,17 +658,9 @@ UetEndpoint::Exec UetEndpoint::execute(Pdc& p, uint16_t id, const wire::SesStand
   switch (ses.opcode()) {
     case wire::SesOpcode::kWrite: {
       // §4.2 placement: payload at buffer_offset + message_offset in region match_bits.
-      const uint64_t key = ses.match_bits();
-      const uint64_t at = ses.buffer_offset() + (ses.som() ? 0 : ses.message_offset());
-      const uint64_t len = ses.som() ? payload.size() : ses.payload_length();
-      wire::SesReturnCode why = wire::SesReturnCode::kNull;
-      if (key == 0 || key > regions_.size()) {
-        why = wire::SesReturnCode::kBadMkey;
-      } else if (at > regions_[key - 1].length || len > regions_[key - 1].length - at) {
-        why = wire::SesReturnCode::kBadAddr;
-      }
-      if (why != wire::SesReturnCode::kNull) {
-        ++(why == wire::SesReturnCode::kBadMkey ? counters_.rx_bad_key : counters_.rx_bad_range);
+      const auto [key, at, len] = write_placement(ses, payload.size());
+      if (const wire::SesReturnCode why = check_region(key, at, len);
+          why != wire::SesReturnCode::kNull) {
         refuse(p, psn, static_cast<uint8_t>(why), ses.message_id());
         return Exec::kDone;  // a hole until cleared (Pdc::gtd)
       }
@@ -701,6 +693,30 @@ UetEndpoint::Exec UetEndpoint::execute(Pdc& p, uint16_t id, const wire::SesStand
   return Exec::kRecord;
 }
 
+UetEndpoint::Placement UetEndpoint::write_placement(const wire::SesStandardRequest& ses,
+                                                     size_t payload) noexcept {
+  return {ses.match_bits(), ses.buffer_offset() + (ses.som() ? 0 : ses.message_offset()),
+          ses.som() ? payload : ses.payload_length()};
+}
+
+bool UetEndpoint::region_ok(uint64_t key, uint64_t at, uint64_t len) const noexcept {
+  if (key == 0 || key > regions_.size()) return false;
+  const uint64_t size = regions_[key - 1].length;
+  return at <= size && len <= size - at;
+}
+
+wire::SesReturnCode UetEndpoint::check_region(uint64_t key, uint64_t at, uint64_t len) noexcept {
+  if (key == 0 || key > regions_.size()) {
+    ++counters_.rx_bad_key;
+    return wire::SesReturnCode::kBadMkey;
+  }
+  if (!region_ok(key, at, len)) {
+    ++counters_.rx_bad_range;
+    return wire::SesReturnCode::kBadAddr;
+  }
+  return wire::SesReturnCode::kNull;
+}
+
 // The answer to READ `psn`: its data, or why not (§4.9). Key and range are checked here, at
 // every (re)execution; the data is read when the ACK is built.
 UetEndpoint::Pdc::Response UetEndpoint::read_response(const wire::SesStandardRequest& ses,
@@ -711,12 +727,9 @@ UetEndpoint::Pdc::Response UetEndpoint::read_response(const wire::SesStandardReq
   const uint64_t key = ses.match_bits();
   const uint64_t at = ses.buffer_offset();
   const uint64_t len = ses.request_length();
-  if (key == 0 || key > regions_.size()) {
-    ++counters_.rx_bad_key;
-    r.code = static_cast<uint8_t>(wire::SesReturnCode::kBadMkey);
-  } else if (at > regions_[key - 1].length || len > regions_[key - 1].length - at) {
-    ++counters_.rx_bad_range;
-    r.code = static_cast<uint8_t>(wire::SesReturnCode::kBadAddr);
+  if (const wire::SesReturnCode why = check_region(key, at, len);
+      why != wire::SesReturnCode::kNull) {
+    r.code = static_cast<uint8_t>(why);
   } else if (len > config_.payload_bytes) {  // one response packet per READ request
     ++counters_.rx_unsupported;
     r.code = static_cast<uint8_t>(wire::SesReturnCode::kUnsupportedSize);

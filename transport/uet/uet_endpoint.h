@@ -606,6 +606,16 @@ class UetEndpoint final : public Endpoint {
   Exec rx_send(Pdc& p, uint16_t id, std::span<const uint8_t> payload, size_t elided,
                const wire::SesStandardRequest& ses, uint32_t psn);
   Pdc::Response read_response(const wire::SesStandardRequest& ses, uint32_t psn);
+  // §4.2: a WRITE packet's bytes go to [at, at + len) of region `key` (a SOM packet carries
+  // its payload in full; the others say their length).
+  struct Placement {
+    uint64_t key = 0, at = 0, len = 0;
+  };
+  static Placement write_placement(const wire::SesStandardRequest& ses, size_t payload) noexcept;
+  // Whether [at, at + len) lies in registered region `key`.
+  bool region_ok(uint64_t key, uint64_t at, uint64_t len) const noexcept;
+  // The same for an SES request: kNull, or the code refusing it (kBadMkey, kBadAddr), counted.
+  wire::SesReturnCode check_region(uint64_t key, uint64_t at, uint64_t len) noexcept;
   RxMsg* find_msg(uint16_t pdc, uint16_t message_id) noexcept;
   void deliver_recvs();
   absl::StatusOr<uint16_t> initiator_pdc(uint32_t peer, bool rod, const char* verb);

@@ -165,17 +165,9 @@ bool UetEndpoint::rod_stage(Pdc& p, const wire::Decoded& d, const wire::SesStand
   }
   const bool write = ses != nullptr && ses->opcode() == wire::SesOpcode::kWrite;
   if (write) {  // refused now if it would be refused when it runs (nothing changes that)
-    const uint64_t key = ses->match_bits();
-    const uint64_t at = ses->buffer_offset() + (ses->som() ? 0 : ses->message_offset());
-    const uint64_t len = ses->som() ? d.payload.size() : ses->payload_length();
-    wire::SesReturnCode why = wire::SesReturnCode::kNull;
-    if (key == 0 || key > regions_.size()) {
-      why = wire::SesReturnCode::kBadMkey;
-    } else if (at > regions_[key - 1].length || len > regions_[key - 1].length - at) {
-      why = wire::SesReturnCode::kBadAddr;
-    }
-    if (why != wire::SesReturnCode::kNull) {
-      ++(why == wire::SesReturnCode::kBadMkey ? counters_.rx_bad_key : counters_.rx_bad_range);
+    const auto [key, at, len] = write_placement(*ses, d.payload.size());
+    if (const wire::SesReturnCode why = check_region(key, at, len);
+        why != wire::SesReturnCode::kNull) {
       refuse(p, psn, static_cast<uint8_t>(why), ses->message_id());
       return false;  // rod_drain passes it (Pdc::gtd)
     }
@@ -471,15 +463,10 @@ void UetEndpoint::rx_rudi_req(const wire::Decoded& d) {
   r.code = static_cast<uint8_t>(wire::SesReturnCode::kOk);
   switch (ses->opcode()) {
     case wire::SesOpcode::kWrite: {
-      const uint64_t key = ses->match_bits();
-      const uint64_t at = ses->buffer_offset() + (ses->som() ? 0 : ses->message_offset());
-      const uint64_t len = ses->som() ? d.payload.size() : ses->payload_length();
-      if (key == 0 || key > regions_.size()) {
-        ++counters_.rx_bad_key;
-        r.code = static_cast<uint8_t>(wire::SesReturnCode::kBadMkey);
-      } else if (at > regions_[key - 1].length || len > regions_[key - 1].length - at) {
-        ++counters_.rx_bad_range;
-        r.code = static_cast<uint8_t>(wire::SesReturnCode::kBadAddr);
+      const auto [key, at, len] = write_placement(*ses, d.payload.size());
+      if (const wire::SesReturnCode why = check_region(key, at, len);
+          why != wire::SesReturnCode::kNull) {
+        r.code = static_cast<uint8_t>(why);
       } else if (!d.payload.empty()) {
         std::memcpy(regions_[key - 1].base + at, d.payload.data(), d.payload.size());
       }
@@ -640,8 +627,7 @@ void UetEndpoint::rx_uud(const wire::Decoded& d) {
     case wire::SesOpcode::kWrite: {
       const uint64_t key = ses->match_bits();
       const uint64_t at = ses->buffer_offset();
-      if (key == 0 || key > regions_.size() || at > regions_[key - 1].length ||
-          len > regions_[key - 1].length - at) {
+      if (!region_ok(key, at, len)) {
         ++counters_.rx_uud_dropped;
         return;
       }
