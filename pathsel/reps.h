@@ -42,18 +42,13 @@ class Reps {
         rng_(seed) {}
 
   uint16_t next_ev(Time now) noexcept {
-    thaw_if_due(now);
-    if (explore_ > 0) {
-      --explore_;
-      return explore();
-    }
-    if (frozen_) return count_ == 0 ? explore() : take_frozen();
-    return fresh_ == 0 ? explore() : take_earliest_fresh();
+    uint16_t ev = 0;
+    return take_recycled(now, ev) ? ev : explore();
   }
 
-  // The next recycled EV, if REPS has one (a fresh cached EV, or while frozen a cached one),
-  // without exploring: `mixed` (mixed.h) explores with the bitmap instead. Packets left to
-  // explore after a freeze count down here as in next_ev().
+  // The next recycled EV, if REPS has one (a fresh cached EV, or while frozen a cached one);
+  // false when it would explore: after a freeze (those packets count down here), or with
+  // nothing cached to reuse. `mixed` (mixed.h) then explores with the bitmap instead.
   bool take_recycled(Time now, uint16_t& ev) noexcept {
     thaw_if_due(now);
     if (explore_ > 0) {
