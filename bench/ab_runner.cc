@@ -232,7 +232,7 @@ absl::StatusOr<RunResult> run(const RunConfig& rc) {
       std::swap(links[i], links[i + pick.next() % (links.size() - i)]);
       for (const uint32_t p : {links[i], net.port(links[i]).peer}) {
         if (rc.fabric.degrade > 0) {
-          net.set_link_rate(p, rc.fabric.degrade, rc.fabric.fail_at);
+          net.set_link_rate(p, rc.fabric.degrade, rc.fabric.fail_at, rc.fabric.degrade_scales_queues);
         } else {
           net.set_link_up(p, false, rc.fabric.fail_at);
         }

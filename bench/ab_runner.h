@@ -57,6 +57,10 @@ struct Fabric {
   uint32_t failed_links = 0;
   double degrade = 0;
   Time fail_at = 0;
+  // A degraded link's switch buffers and ECN thresholds shrink with its rate (the queue holds
+  // as much time as a healthy one), as uet-htsim models a reduced-speed link; false keeps
+  // the full-rate byte limits (a 10 % link then queues ten times as long).
+  bool degrade_scales_queues = true;
 };
 
 // Where a run is, for a progress line.

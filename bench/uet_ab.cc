@@ -52,6 +52,9 @@ ABSL_FLAG(uint32_t, failed_links, 8,
           "by --seed) that fail or degrade, 1..the fabric's count");
 ABSL_FLAG(double, degrade, 0.1,
           "failure scenario: the failed links' rate as a fraction of their own, 0..1 (0: down)");
+ABSL_FLAG(std::string, degrade_queues, "scaled",
+          "failure scenario: a degraded link's switch buffers and ECN thresholds: scaled (shrink "
+          "with its rate, as uet-htsim models a reduced-speed link) or fixed (full-rate bytes)");
 ABSL_FLAG(uint32_t, fail_at_us, 0, "failure scenario: when the links fail, in microseconds");
 ABSL_FLAG(std::string, loss_rates, "0,0.001,0.01,0.05",
           "loss-sweep: comma-separated loss probabilities, each 0..0.5, per fabric link or per "
@@ -268,7 +271,7 @@ std::string json_of(const RunResult& r, const RunConfig& c) {
       "\"pfc_pause_us\": %.3f, \"max_queue_bytes\": %d, \"events\": %d, \"sim_us\": %.3f, "
       "\"wall_s\": %.3f, \"params\": {\"hosts\": %d, \"bytes\": %d, \"mtu\": %d, \"gbps\": %g, "
       "\"fabric_loss\": %g, \"pfc\": %s, \"trimming\": %s, \"ecn\": %s, \"evs\": %d, "
-      "\"dcqcn\": \"%s\", \"cc\": \"%s\", \"lb\": \"%s\", \"failed_links\": %d, \"degrade\": %g, "
+      "\"dcqcn\": \"%s\", \"cc\": \"%s\", \"lb\": \"%s\", \"failed_links\": %d, \"degrade\": %g, \"degrade_queues\": \"%s\", "
       "\"fabric_gbps\": %g, \"latency_ns\": %d, \"buffer_kb\": %d, \"ecn_kmin_kb\": %d, "
       "\"ecn_kmax_kb\": %d, \"ecn_pmax\": %g, \"topology\": \"%s\", "
       "\"seed\": %d}}",
@@ -286,7 +289,8 @@ std::string json_of(const RunResult& r, const RunConfig& c) {
       c.transport == TransportKind::kRocev2 ? c.dcqcn_preset : "-",
       c.transport == TransportKind::kUet ? cc_flag(c.uet_cc) : "-",
       c.transport == TransportKind::kUet ? pathsel::to_string(c.uet_lb) : "fixed",
-      c.fabric.failed_links, c.fabric.degrade, c.fabric.fabric_gbps,
+      c.fabric.failed_links, c.fabric.degrade, c.fabric.degrade_scales_queues ? "scaled" : "fixed",
+      c.fabric.fabric_gbps,
       c.fabric.link_delay / kNanosecond, c.fabric.buffer_bytes / 1024, c.fabric.ecn_kmin_bytes / 1024,
       c.fabric.ecn_kmax_bytes / 1024, c.fabric.ecn_pmax,
       c.fabric.kind == Fabric::Kind::kLeafSpine ? "leafspine" : "fattree", c.seed);
@@ -530,6 +534,9 @@ int run_main() {
   check.range("bytes", static_cast<double>(absl::GetFlag(FLAGS_bytes)), 1, 1073741824);
   check.range("loss", absl::GetFlag(FLAGS_loss), 0, 0.5);
   check.range("degrade", absl::GetFlag(FLAGS_degrade), 0, 1);
+  if (const std::string dq = absl::GetFlag(FLAGS_degrade_queues); dq != "scaled" && dq != "fixed") {
+    check.fail("--degrade_queues=" + dq + " unknown: scaled or fixed");
+  }
   if (absl::GetFlag(FLAGS_fabric_gbps) != 0) check.range("fabric_gbps", absl::GetFlag(FLAGS_fabric_gbps), 1, 1600);
   check.range("hosts_per_tor", absl::GetFlag(FLAGS_hosts_per_tor), 0, 256);
   check.range("latency_ns", absl::GetFlag(FLAGS_latency_ns), 0, 1e6);
@@ -684,6 +691,7 @@ int run_main() {
       if (scenario == "failure") {
         c.fabric.failed_links = absl::GetFlag(FLAGS_failed_links);
         c.fabric.degrade = absl::GetFlag(FLAGS_degrade);
+        c.fabric.degrade_scales_queues = absl::GetFlag(FLAGS_degrade_queues) == "scaled";
         c.fabric.fail_at = static_cast<Time>(absl::GetFlag(FLAGS_fail_at_us)) * kMicrosecond;
       }
       // RoCEv2 as deployed: a lossless (PFC) class with ECN; except under random loss, where

@@ -175,15 +175,25 @@ absl::Status Network::tap(uint32_t port, const std::string& pcap_path) {
   return absl::OkStatus();
 }
 
+namespace {
+constexpr uint32_t kScaleQueuesBit = 1u << 31;  // in a kLinkRate event's `b`
+// A byte limit or threshold scaled to a degraded link's fraction of its rate (at least 1).
+uint64_t scaled_bytes(uint64_t bytes, double scale) noexcept {
+  return std::max<uint64_t>(1, static_cast<uint64_t>(static_cast<double>(bytes) * scale));
+}
+}  // namespace
+
 void Network::set_link_up(uint32_t port, bool up, Time at) {
   at = std::max(at, now_);
   events_q_.push(at, kLinkState, port, up ? 1 : 0);
 }
 
-void Network::set_link_rate(uint32_t port, double fraction, Time at) {
+void Network::set_link_rate(uint32_t port, double fraction, Time at, bool scale_queues) {
   at = std::max(at, now_);
   const double f = std::clamp(fraction, 0.0001, 1.0);
-  events_q_.push(at, kLinkRate, port, static_cast<uint32_t>(f * 1e6));
+  // `b`: the fraction in millionths (at most 1e6 < 2^20), bit 31 the queue scaling.
+  events_q_.push(at, kLinkRate, port,
+                 static_cast<uint32_t>(f * 1e6) | (scale_queues ? kScaleQueuesBit : 0));
 }
 
 void Network::schedule(Time at, Scheduled* target, uint32_t cookie) {
@@ -405,12 +415,16 @@ void Network::dispatch(const Event& e) {
       }
       break;
     }
-    case kLinkRate:
+    case kLinkRate: {
+      const double fraction = static_cast<double>(e.b & ~kScaleQueuesBit) / 1e6;
+      const bool scale = (e.b & kScaleQueuesBit) != 0;
       for (uint32_t p : {e.a, ports_[e.a].peer}) {
-        set_rate(ports_[p],
-                 static_cast<int64_t>(ports_[p].link.gbps * 1e9 * (static_cast<double>(e.b) / 1e6)));
+        set_rate(ports_[p], static_cast<int64_t>(ports_[p].link.gbps * 1e9 * fraction));
+        ports_[p].scaled = scale && fraction < 1;
+        ports_[p].queue_scale = ports_[p].scaled ? fraction : 1;
       }
       break;
+    }
     case kEcmpRefresh:
       (void)compute_ecmp();
       break;
@@ -630,7 +644,12 @@ bool Network::enqueue(uint32_t port, FrameId f, Priority prio, uint32_t ingress)
   if (!p.at_host) {
     const SwitchConfig& sc = config_.switches;  // every switch's (Switch::config)
     const bool lossless = sc.pfc.enabled && pr == 0;
-    const uint64_t limit = pr == 0 ? sc.buffer_bytes : sc.control_buffer_bytes;
+    uint64_t limit = pr == 0 ? sc.buffer_bytes : sc.control_buffer_bytes;
+    uint64_t control_limit = sc.control_buffer_bytes;
+    if (p.scaled) [[unlikely]] {
+      limit = scaled_bytes(limit, p.queue_scale);
+      control_limit = scaled_bytes(control_limit, p.queue_scale);
+    }
     if (lossless) {
       // Lossless admission is per ingress, as a switch's PFC priority groups do: up to XOFF,
       // then the headroom that absorbs what is in flight while the pause travels upstream.
@@ -650,7 +669,7 @@ bool Network::enqueue(uint32_t port, FrameId f, Priority prio, uint32_t ingress)
         }
         m.dscp = kDscpTrimmed;
         pr = static_cast<int>(Priority::kControl);
-        if (p.queued_bytes[pr] + m.bytes > sc.control_buffer_bytes) {
+        if (p.queued_bytes[pr] + m.bytes > control_limit) {
           ++p.stats.drops;
           drop(f);
           return false;
@@ -662,7 +681,15 @@ bool Network::enqueue(uint32_t port, FrameId f, Priority prio, uint32_t ingress)
       }
     }
     if (pr == 0 && sc.ecn.enabled) {
-      const double prob = ecn_mark_probability(sc.ecn, p.queued_bytes[0]);
+      double prob;
+      if (p.scaled) [[unlikely]] {
+        EcnConfig ecn = sc.ecn;
+        ecn.kmin_bytes = scaled_bytes(ecn.kmin_bytes, p.queue_scale);
+        ecn.kmax_bytes = std::max(scaled_bytes(ecn.kmax_bytes, p.queue_scale), ecn.kmin_bytes + 1);
+        prob = ecn_mark_probability(ecn, p.queued_bytes[0]);
+      } else {
+        prob = ecn_mark_probability(sc.ecn, p.queued_bytes[0]);
+      }
       if (prob > 0 && p.rng.chance(prob) && mark_ce(pool_[f])) {
         ++p.stats.ecn_marks;
         if (m.corrupted) {  // the IPv4 checksum is recomputed over the damaged header

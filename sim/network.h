@@ -142,6 +142,7 @@ struct alignas(64) Port {
   bool done_scheduled = false;
   bool impaired = false;   // the link may lose, corrupt, reorder or duplicate (cached from `link`)
   bool tapped = false;     // Network::taps_ holds a pcap writer for the frames it transmits
+  bool scaled = false;     // buffers and ECN thresholds at queue_scale of the switch's (degraded)
   std::array<bool, kNumPriorities> paused{};
   std::array<bool, kNumPriorities> pause_sent{};  // at a switch ingress: PFC XOFF sent upstream
   // Picoseconds per byte when rate_bps divides 8e12 (every whole Gb/s rate that divides 8000,
@@ -163,6 +164,7 @@ struct alignas(64) Port {
   Rng rng;
   Time paused_since = 0;
   uint32_t node = kNone;  // the node this port belongs to (control path only)
+  double queue_scale = 1;  // with `scaled`: the fraction of the switch's buffers and thresholds
 };
 
 struct Host {
@@ -216,7 +218,11 @@ class Network {
 
   // ----- failures (at a given simulated time)
   void set_link_up(uint32_t port, bool up, Time at);
-  void set_link_rate(uint32_t port, double fraction, Time at);
+  // The link runs at `fraction` of its configured rate from `at`. With `scale_queues` its two
+  // switch ports' buffer limits and ECN thresholds shrink by the same fraction, so a queue
+  // holds as much time as on a healthy link (uet-htsim models a reduced-speed link so:
+  // FatTreeTopology::alloc_queue scales queue size and ECN thresholds by the failed-link ratio).
+  void set_link_rate(uint32_t port, double fraction, Time at, bool scale_queues = false);
   void schedule(Time at, Scheduled* target, uint32_t cookie);
 
   // ----- running

@@ -570,5 +570,45 @@ TEST(Network_Link, DegradedRateStretchesSerialization) {
   EXPECT_EQ(rec[0].finish, 10 * kMicrosecond + (1058 + 24) * 320);
 }
 
+// A 2:1 incast into a switch port whose link runs at a quarter of its rate, with or without
+// the buffers scaled; returns that port's counters after the run.
+PortStats degraded_incast(bool scale_queues) {
+  NetworkConfig nc;
+  nc.switches.buffer_bytes = 256 * 1024;
+  nc.switches.ecn.kmin_bytes = 100'000;
+  nc.switches.ecn.kmax_bytes = 200'000;
+  nc.switches.ecn.pmax = 1;
+  nc.switches.trimming = false;
+  Network net(nc);
+  LeafSpineConfig c;
+  c.leaves = 1;
+  c.spines = 1;
+  c.hosts_per_leaf = 3;
+  c.host_link = link(100);
+  c.fabric_link = link(100);
+  EXPECT_TRUE(build_leaf_spine(net, c).ok());
+  UetSource s0(0, 2, 200, 4000), s1(1, 2, 200, 4000), sink(2, 0, 0, 0);
+  net.attach(0, &s0);
+  net.attach(1, &s1);
+  net.attach(2, &sink);
+  net.set_link_rate(net.host(2).port, 0.25, 0, scale_queues);
+  net.run_until(kSecond);
+  EXPECT_EQ(sink.bad, 0u);
+  return net.port(net.port(net.host(2).port).peer).stats;
+}
+
+TEST(Network_Link, DegradedLinkScalesItsBuffersAndEcnThresholdsOnRequest) {
+  const PortStats scaled = degraded_incast(true);
+  const PortStats fixed = degraded_incast(false);
+  // Expect: scaled, the 25 Gb/s port holds at most a quarter of the 256 KiB (plus the frame
+  // that found room) and marks from a quarter of kmin (25 kB), which its queue passes; with
+  // full-rate limits the same incast queues far past 64 KiB.
+  EXPECT_LE(scaled.max_queue_bytes, 64u * 1024);
+  EXPECT_GT(scaled.drops, 0u);
+  EXPECT_GT(scaled.ecn_marks, 0u);
+  EXPECT_GT(fixed.max_queue_bytes, 128u * 1024);
+  EXPECT_GT(fixed.ecn_marks, 0u);
+}
+
 }  // namespace
 }  // namespace uet::sim

@@ -188,6 +188,45 @@ TEST(UetRecovery_Rto, BackoffHoldsUntilAValidSample) {
   EXPECT_EQ(t.ea->counters().timeouts, 3u);  // the three lost PSNs, in one expiry
 }
 
+// The RTO's floor at rto_srtt_pct of srtt: after steady samples rttvar has decayed to little,
+// so RFC 6298 alone puts the RTO just above srtt, and a packet held up by a queue that built
+// faster than the estimate follows times out spuriously. At 200 % a 1.6 srtt round trip
+// (39 us against srtt 24 us) does not.
+TEST(UetRecovery_Rto, FloorAtTwiceSrttAbsorbsAQueueThatBuiltUp) {
+  for (const uint32_t pct : {0u, 200u}) {
+    SCOPED_TRACE(pct);
+    UetConfig a = config_for(kIpA);
+    a.tlp = false;
+    a.rto_srtt_pct = pct;
+    Pair t(a);
+    bool hold_next = false;
+    t.link.set_filter([&](int from, const wire::Decoded& d, std::vector<uint8_t>&) {
+      testing::Verdict v;
+      if (from == 1) v.delay = 20 * kMicrosecond;  // every ACK: a steady 20 us round trip
+      if (from == 0 && d.pds_type == wire::PdsType::kRudReq && hold_next) {
+        hold_next = false;
+        v.delay = 15 * kMicrosecond;  // one request queues: 39 us, 1.6 srtt
+      }
+      return v;
+    });
+    // One sample per round trip: ten writes, one after the other, settle the estimate
+    // (srtt 24 us, rttvar 12 us * 0.75^9 < 1 us).
+    for (uint64_t id = 1; id <= 10; ++id) {
+      ASSERT_TRUE(t.ea->post_write({id, kIpB, t.rkey, 0, t.src.data(), 4 * 4096}).ok());
+      t.link.run(kSecond);
+    }
+    ASSERT_EQ(t.ea->counters().timeouts, 0u);
+    hold_next = true;
+    ASSERT_TRUE(t.ea->post_write({11, kIpB, t.rkey, 0, t.src.data(), 4096}).ok());
+    t.link.run(kSecond);
+    std::vector<Completion> c(16);
+    c.resize(t.ea->poll_completions(c));
+    ASSERT_EQ(c.size(), 11u);
+    EXPECT_EQ(c[10].status, OpStatus::kSuccess);
+    EXPECT_EQ(t.ea->counters().timeouts, pct == 0 ? 1u : 0u);
+  }
+}
+
 // §3.7: an ACK echoes the RETX flag of the packet that triggered it, and only that.
 TEST(UetRecovery_Ack, EchoesTheTriggersRetxFlag) {
   Pair t;
@@ -210,6 +249,14 @@ TEST(UetRecovery_Ack, EchoesTheTriggersRetxFlag) {
   EXPECT_EQ(t.ea->counters().tx_retx, 1u);
   EXPECT_EQ(retx_acks, 1);  // the resent last packet's ACK
   EXPECT_GT(plain_acks, 0);
+}
+
+TEST(UetRecovery_Config, RtoSrttPctOutOfRangeIsRefused) {
+  UetConfig c = config_for(kIpA);
+  c.rto_srtt_pct = 1001;
+  const auto ep = UetEndpoint::create(c);
+  ASSERT_FALSE(ep.ok());
+  EXPECT_NE(std::string(ep.status().message()).find("rto_srtt_pct"), std::string::npos);
 }
 
 TEST(UetRecovery_Config, MinRtoAboveRtoIsRefused) {

@@ -879,7 +879,8 @@ void UetEndpoint::on_rtt_sample(Pdc& p, Time rtt) noexcept {
 
 Time UetEndpoint::rto_estimate(const Pdc& p) const noexcept {
   if (p.srtt == 0) return config_.rto;
-  return std::clamp(p.srtt + 4 * p.rttvar, config_.min_rto, config_.max_rto);
+  const Time est = std::max(p.srtt + 4 * p.rttvar, p.srtt * config_.rto_srtt_pct / 100);
+  return std::clamp(est, config_.min_rto, config_.max_rto);
 }
 
 // Tail-loss probe (issue 4: "probes when the tail is unacknowledged"): armed only when all
