@@ -18,11 +18,16 @@
 // Fast increase: after a whole window of ACKs with a queueing delay under 1 us, each ACK adds
 // acked * fi_scale at once. A NACK for a trimmed packet takes its bytes off the window.
 //
-// QuickAdapt: time is cut into measurement periods of base RTT + target delay. A loss or NACK,
-// or a delay above qa_threshold (4 x target), arms it when the bytes acknowledged so far in the
-// period are below maxwnd >> qa_gate (3); at the end of an armed period the window drops to
-// what was achieved in it (at least one MTU), and the ACKs for the bytes that were in flight
-// then are ignored (their signals predate the cut). research/uec.md §3 (htsim uec.cpp).
+// QuickAdapt (research/uec.md §3; htsim uec.cpp quick_adapt): time is cut into measurement
+// periods of base RTT + target delay. When a period closes (at the first ACK or NACK after its
+// end), if a NACK came since the last cut, or this is a loss, or the closing ACK's delay is
+// above qa_threshold (4 x target), and the bytes acknowledged in the whole period are below
+// maxwnd >> qa_gate (3), the window drops to those bytes (at least one MTU). Until as many
+// bytes as were in flight then have been acknowledged or NACKed, ECN-marked ACKs and NACKs
+// change nothing (their signals predate the cut); unmarked ACKs do. (Before, the gate was
+// checked when the NACK came, not over the period, and every ACK after a cut was ignored and
+// not counted as achieved, so a second NACK cut the window to one MTU: a flow in the k=16
+// fabric with 8 core links at 10 % and uet-htsim's ECN sent one packet per RTT for 160 us.)
 //
 // The receiver's rcv_cwnd_pend (ACK_CC, 0..127) takes newly_acked * pend / 128 off the window
 // (on_receiver_pending). RCCC's credits are cc/rccc.h; the engine can run both (UetConfig::cc).
@@ -69,13 +74,9 @@ class Nscc {
     const double a = static_cast<double>(acked);
     const double delay = rtt > 0 ? static_cast<double>(rtt - c_.base_rtt) : avg_delay_;
     if (rtt > 0) update_avg_delay(delay, ecn);
-    if (ignore_ > 0) {  // ACKs for what was in flight at a QuickAdapt cut
-      ignore_ = std::max(0.0, ignore_ - a);
-      return;
-    }
-    if (end_quick_adapt_period(now)) return;  // this ACK belongs to the next period
     achieved_ += a;
-    if (delay > c_.qa_threshold_ps) arm_quick_adapt();
+    ignored_ += a;
+    if (quick_adapt(false, ecn, delay, now)) return;
 
     if (!ecn) {
       if (delay >= c_.target_delay_ps) {
@@ -114,10 +115,11 @@ class Nscc {
 
   // A trimmed, NACKed or otherwise lost packet of `bytes`.
   void on_nack(uint64_t bytes, Time now) noexcept {
+    const double b = static_cast<double>(bytes);
+    ignored_ += b;
     update_avg_delay(static_cast<double>(c_.base_rtt), true);
-    cwnd_ = std::max(cwnd_ - static_cast<double>(bytes), c_.minwnd);
-    arm_quick_adapt();
-    end_quick_adapt_period(now);
+    qa_triggered_ = true;
+    if (!quick_adapt(true, true, 0, now)) cwnd_ = std::max(cwnd_ - b, c_.minwnd);
   }
 
   // The receiver's rcv_cwnd_pend (0..127) on an ACK that acknowledged `acked` new bytes.
@@ -135,27 +137,34 @@ class Nscc {
                               : delay;
     avg_delay_ += 0.0125 * (sample - avg_delay_);
   }
-  void arm_quick_adapt() noexcept {
-    if (achieved_ < c_.maxwnd / static_cast<double>(1u << c_.qa_gate)) qa_armed_ = true;
-  }
-  // Closes the measurement period if it is over; returns whether QuickAdapt cut the window.
-  bool end_quick_adapt_period(Time now) noexcept {
-    if (qa_end_ == kNever) {  // the first event starts the first period
+  // htsim UecSrc::quick_adapt. While the bytes in flight at the last cut are still being
+  // acknowledged, ECN-marked ACKs and NACKs (`skip`) change nothing (their signals predate
+  // the cut). Otherwise, when a measurement period is over: if a NACK triggered it, or this
+  // is a loss, or this ACK's delay is extreme, and the period achieved less than
+  // maxwnd >> qa_gate, the window drops to what it achieved. Returns whether the caller's
+  // own window update is to be skipped.
+  bool quick_adapt(bool loss, bool skip, double delay, Time now) noexcept {
+    bool done = false;
+    if (ignored_ < to_ignore_ && skip) {
+      done = true;
+    } else if (qa_end_ == kNever || now > qa_end_) {
+      if (qa_end_ != kNever && (qa_triggered_ || loss || delay > c_.qa_threshold_ps) &&
+          achieved_ < c_.maxwnd / static_cast<double>(1u << c_.qa_gate)) {
+        to_ignore_ = cwnd_;  // at most this much was in flight at the cut
+        ignored_ = 0;
+        cwnd_ = std::max(achieved_, c_.minwnd);
+        qa_triggered_ = false;
+        ++quick_adapts_;
+        done = true;
+      }
+      achieved_ = 0;
       qa_end_ = now + c_.base_rtt + static_cast<Time>(c_.target_delay_ps);
-      return false;
     }
-    if (now < qa_end_) return false;
-    bool cut = false;
-    if (qa_armed_) {
-      ignore_ = cwnd_;  // at most this much was in flight at the cut
-      cwnd_ = std::max(achieved_, c_.minwnd);
-      ++quick_adapts_;
-      cut = true;
+    if (done) {
+      inc_ = 0;
+      acked_since_adjust_ = 0;
     }
-    qa_armed_ = false;
-    achieved_ = 0;
-    qa_end_ = now + c_.base_rtt + static_cast<Time>(c_.target_delay_ps);
-    return cut;
+    return done;
   }
 
   NsccConfig c_;
@@ -164,9 +173,10 @@ class Nscc {
   double avg_delay_ = 0;
   double acked_since_adjust_ = 0;
   double low_delay_bytes_ = 0;
-  double achieved_ = 0;
-  double ignore_ = 0;
-  bool qa_armed_ = false;
+  double achieved_ = 0;     // bytes acknowledged in this measurement period
+  double ignored_ = 0;      // bytes acknowledged or NACKed since the last cut ...
+  double to_ignore_ = 0;    // ... and what was in flight then
+  bool qa_triggered_ = false;  // a NACK since the last cut (htsim _trigger_qa)
   Time qa_end_ = kNever;
   Time last_adjust_ = 0;
   Time last_decrease_ = -kSecond;

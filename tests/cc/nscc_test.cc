@@ -171,23 +171,30 @@ TEST(Nscc_Nack, TakesTheBytesOff) {
   EXPECT_EQ(n.window(), 225'000u - 4096);
 }
 
-TEST(Nscc_QuickAdapt, CutsToWhatWasAchievedAndIgnoresTheInFlightAcks) {
+TEST(Nscc_QuickAdapt, CutsToWhatWasAchievedThenSkipsMarkedAcksForTheInFlightBytes) {
   const NsccConfig c = reference();
   Nscc n(c);
   const Time period = kRtt + static_cast<Time>(c.target_delay_ps);  // 21 us
-  n.on_ack(4096, false, kRtt, 0);                                   // starts the first period
-  // A trickle: 2 MTUs in period 2, far below maxwnd >> 3 (28 KB), and a NACK.
-  n.on_ack(4096, false, kRtt, period + kMicrosecond);  // closes period 1; counts in period 2
+  n.on_ack(4096, false, kRtt, 0);  // starts the first period (htsim: its bytes do not count)
+  // A trickle: the ACK closing period 1 counts in it; 2 MTUs in period 2, far below
+  // maxwnd >> 3 (28 KB), and a NACK, which takes its bytes off at once.
+  n.on_ack(4096, false, kRtt, period + kMicrosecond);  // period 2 ends at 2 period + 1 us
   n.on_ack(4096, false, kRtt, period + 2 * kMicrosecond);
   n.on_nack(4096, period + 3 * kMicrosecond);
   EXPECT_EQ(n.quick_adapts(), 0u) << "the period is not over yet";
+  EXPECT_EQ(n.window(), 225'000u - 4096);
   n.on_ack(4096, false, kRtt, 2 * period + 2 * kMicrosecond);  // closes period 2
   EXPECT_EQ(n.quick_adapts(), 1u);
   const uint64_t cut = n.window();
-  EXPECT_EQ(cut, 2u * 4096) << "the bytes achieved in the armed period";
-  // The ACKs that follow, up to what was in flight at the cut, change nothing.
-  feed(n, 40, 2 * period + 3 * kMicrosecond, 100 * kNanosecond, kRtt, false);
+  EXPECT_EQ(cut, 2u * 4096) << "the bytes achieved in the triggered period";
+  // Marked ACKs for what was in flight at the cut change nothing, with any delay (they
+  // would otherwise cut the window by half) ...
+  feed(n, 40, 2 * period + 3 * kMicrosecond, 100 * kNanosecond, kRtt + 30 * kMicrosecond, true);
   EXPECT_EQ(n.window(), cut);
+  EXPECT_EQ(n.decreases(), 0u);
+  // ... an unmarked one is not skipped.
+  n.on_ack(4096, false, kRtt, 2 * period + 8 * kMicrosecond);
+  EXPECT_GT(n.window(), cut);
 }
 
 TEST(Nscc_QuickAdapt, NotWhenEnoughWasAchieved) {
@@ -202,14 +209,22 @@ TEST(Nscc_QuickAdapt, NotWhenEnoughWasAchieved) {
   EXPECT_EQ(n.quick_adapts(), 0u);
 }
 
-TEST(Nscc_QuickAdapt, ExtremeDelayArmsItToo) {
+TEST(Nscc_QuickAdapt, AnExtremeDelayOnThePeriodsLastAckTriggersItToo) {
   const NsccConfig c = reference();
   Nscc n(c);
   const Time period = kRtt + static_cast<Time>(c.target_delay_ps);
   n.on_ack(4096, false, kRtt, 0);
-  n.on_ack(4096, false, kRtt + 50 * kMicrosecond, kMicrosecond);  // delay 50 us > 36 us
-  n.on_ack(4096, false, kRtt, period + kMicrosecond);
+  n.on_ack(4096, false, kRtt + 50 * kMicrosecond, kMicrosecond);  // 50 us > 36 us, mid-period
+  EXPECT_EQ(n.quick_adapts(), 0u) << "htsim looks at the delay only when a period closes";
+  n.on_ack(4096, false, kRtt + 50 * kMicrosecond, period + kMicrosecond);  // closes it
   EXPECT_EQ(n.quick_adapts(), 1u);
+  EXPECT_EQ(n.window(), 2u * 4096);
+  // An extreme delay earlier in the period, with a normal one closing it: no cut.
+  Nscc m(c);
+  m.on_ack(4096, false, kRtt, 0);
+  m.on_ack(4096, false, kRtt + 50 * kMicrosecond, kMicrosecond);
+  m.on_ack(4096, false, kRtt, period + kMicrosecond);
+  EXPECT_EQ(m.quick_adapts(), 0u);
 }
 
 TEST(Nscc_ReceiverPending, TakesItsShareOfTheAckedBytes) {
