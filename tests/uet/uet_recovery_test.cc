@@ -227,6 +227,45 @@ TEST(UetRecovery_Rto, FloorAtTwiceSrttAbsorbsAQueueThatBuiltUp) {
   }
 }
 
+// RFC 6298 §5.3: only an ACK that acknowledges new data restarts the RTO. Here the last of
+// three packets is lost and the ACK of the first two arrives ten times, 3 us apart (a
+// duplicate, or a late original of a resent PSN, acknowledges nothing new): the timeout must
+// still fire one RTO after the progress, not one RTO after the last duplicate.
+TEST(UetRecovery_Rto, DuplicateAcksDoNotPostponeTheTimeout) {
+  UetConfig a = config_for(kIpA);
+  a.tlp = false;
+  Pair t(a);
+  ASSERT_TRUE(t.ea->post_write({1, kIpB, t.rkey, 0, t.src.data(), 4 * 4096}).ok());
+  t.link.run(kSecond);  // an RTT sample: the RTO is now min_rto (10 us)
+  bool lost = false;
+  Time resent_at = -1;
+  t.link.set_filter([&](int from, const wire::Decoded& d, std::vector<uint8_t>&) {
+    testing::Verdict v;
+    if (from == 0 && is_eom_request(d)) {
+      if (!lost) {
+        lost = true;
+        v.copies = 0;
+      } else if (resent_at < 0) {
+        resent_at = t.link.now();
+      }
+    }
+    if (from == 1 && d.pds_type == wire::PdsType::kAckCc) {
+      v.copies = 10;
+      v.dup_delay = 3 * kMicrosecond;
+    }
+    return v;
+  });
+  const Time start = t.link.now();
+  ASSERT_TRUE(t.ea->post_write({2, kIpB, t.rkey, 0, t.src.data(), 3 * 4096}).ok());
+  t.link.run(kSecond);
+  ASSERT_TRUE(lost);
+  ASSERT_GE(resent_at, 0);
+  EXPECT_EQ(t.ea->counters().timeouts, 1u);
+  // Expect: the first two packets' ACK (after ack_delay) + one RTO: about 15 us; with every
+  // duplicate restarting the timer it would be ~27 us later.
+  EXPECT_LT(resent_at - start, 20 * kMicrosecond);
+}
+
 // §3.7: an ACK echoes the RETX flag of the packet that triggered it, and only that.
 TEST(UetRecovery_Ack, EchoesTheTriggersRetxFlag) {
   Pair t;

@@ -1091,12 +1091,20 @@ void UetEndpoint::rx_ack(const wire::Decoded& d, Time now) {
   // when every ACK is for a retransmitted PSN, the estimate is as old as the last sample.
   // (Resetting it on any progress made a 127:1 incast's senders time out every 21 us for
   // milliseconds: their estimate dated from the empty queue, the queue now held 84 us.)
+  // An ACK that acknowledges nothing new (a duplicate, or the late original of a resent
+  // PSN) restarts neither timer (RFC 6298 §5.3, RFC 8985 §7.2): with 4 packets stuck behind
+  // a 10 Gb/s link, such ACKs kept pushing a flow's probe and RTO out for 60 us.
   if (rtt > 0) on_rtt_sample(*p, rtt);
-  if (p->acked_total != acked_before) p->tlp_done = false;
+  const bool progress = p->acked_total != acked_before;
+  if (progress) p->tlp_done = false;
   p->rto = rtt > 0 ? rto_estimate(*p) : std::max(p->rto, rto_estimate(*p));
-  p->rto_deadline = psn_before(p->base_psn, p->next_psn) ? now + p->rto : kNever;
+  if (!psn_before(p->base_psn, p->next_psn)) {
+    p->rto_deadline = kNever;
+  } else if (progress || p->rto_deadline == kNever) {
+    p->rto_deadline = now + p->rto;
+  }
   deadline_ = std::min(deadline_, p->rto_deadline);
-  arm_tlp(*p, now);
+  if (progress) arm_tlp(*p, now);
   note_idle(*p, now);
 }
 
