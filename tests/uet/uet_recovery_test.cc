@@ -266,6 +266,37 @@ TEST(UetRecovery_Rto, DuplicateAcksDoNotPostponeTheTimeout) {
   EXPECT_LT(resent_at - start, 20 * kMicrosecond);
 }
 
+// RFC 8985 §6.3, the reorder timer: the second of 12 packets is lost; the others' ACKs show
+// the hole, but all were sent within the reordering window of it and nothing newer follows.
+// The hole goes again once it has been out the newest delivered packet's round trip plus the
+// window, by the timer; before, it waited for the RTO. (TLP is off: its tail rule would
+// resend it too.)
+TEST(UetRecovery_Rack, ReorderTimerResendsAHoleWhenNoLaterAckCanShowIt) {
+  UetConfig a = config_for(kIpA);
+  a.tlp = false;
+  Pair t(a);
+  ASSERT_TRUE(t.ea->post_write({1, kIpB, t.rkey, 0, t.src.data(), 4 * 4096}).ok());
+  t.link.run(kSecond);  // an RTT estimate
+  int requests = 0;
+  t.link.set_filter([&](int from, const wire::Decoded& d, std::vector<uint8_t>&) {
+    testing::Verdict v;
+    if (from == 0 && d.pds_type == wire::PdsType::kRudReq &&
+        !wire::as<wire::PdsRudRod>(d.pds)->retx() && ++requests == 2) {
+      v.copies = 0;
+    }
+    return v;
+  });
+  ASSERT_TRUE(t.ea->post_write({2, kIpB, t.rkey, 0, t.src.data(), 12 * 4096}).ok());
+  t.link.run(kSecond);
+  std::vector<Completion> c(4);
+  c.resize(t.ea->poll_completions(c));
+  ASSERT_EQ(c.size(), 2u);
+  EXPECT_EQ(c[1].status, OpStatus::kSuccess);
+  EXPECT_EQ(t.ea->counters().timeouts, 0u);
+  EXPECT_EQ(t.ea->counters().fast_retx, 1u);
+  EXPECT_EQ(t.ea->counters().tx_retx, 1u);
+}
+
 // §3.7: an ACK echoes the RETX flag of the packet that triggered it, and only that.
 TEST(UetRecovery_Ack, EchoesTheTriggersRetxFlag) {
   Pair t;

@@ -906,6 +906,32 @@ void UetEndpoint::arm_tlp(Pdc& p, Time now) noexcept {
   deadline_ = std::min(deadline_, p.tlp_deadline);
 }
 
+// RFC 8985 §6.2 with a count threshold: a hole with reorder_threshold acknowledged PSNs past
+// it, sent before the newest delivered packet, is lost once it has been out that packet's
+// round trip plus the reordering window. At an ACK this is the send-time rule (sent +
+// window <= the newest delivered packet's send time); when nothing newer arrives (the flow has
+// nothing left to send, or its window is full) the reorder timer (§6.3) fires at that time
+// instead of waiting for the probe or the RTO.
+void UetEndpoint::rack_detect(Pdc& p, Time now) {
+  p.rack_deadline = kNever;
+  if (p.rack_sent == 0) return;
+  const Time window = reorder_window(p);
+  for (uint32_t psn = p.base_psn; psn_before(psn + config_.reorder_threshold, p.rack_highest + 1);
+       ++psn) {
+    const Slot& s = p.slots[(psn & mpr_mask_)];
+    if (!s.in_flight || s.acked || s.sent > p.rack_sent) continue;
+    const Time lost_at = s.sent + p.rack_rtt + window;
+    if (lost_at <= now) {
+      p.sel.on_nack(s.ev, now);  // an inferred loss counts against its path like a NACK
+      mark_lost(p, psn);
+      ++counters_.fast_retx;
+    } else {
+      p.rack_deadline = std::min(p.rack_deadline, lost_at);
+    }
+  }
+  deadline_ = std::min(deadline_, p.rack_deadline);
+}
+
 // Resends the highest unacknowledged PSN in flight, once: its ACK carries the SACK state that
 // repairs the rest, or it repairs the last packet itself.
 void UetEndpoint::send_tlp(Pdc& p) {
@@ -1049,15 +1075,16 @@ void UetEndpoint::rx_ack(const wire::Decoded& d, Time now) {
     p->established = true;
     p->peer_pdcid = h.spdcid();
   }
-  // The send time of the newest packet this ACK covers: holes sent well before it are lost
-  // (a time guard against the reordering that spraying causes).
+  // The send time of the newest packet (sent once: Karn) this ACK covers: holes sent well
+  // before it are lost (a time guard against the reordering that spraying causes).
   Time newest_sent = 0;
   // §3.7: `m` echoes CE on the trigger alone. The target ACKs at once on a CE mark and keeps
   // the marked packet as the trigger, so every other PSN this ACK covers arrived unmarked:
   // the path selector hears about each newly acknowledged packet's EV.
   const bool marked = h.m();
   for (uint32_t psn = p->base_psn; psn_before(psn, cack + 1); ++psn) {
-    newest_sent = std::max(newest_sent, p->slots[(psn & mpr_mask_)].sent);
+    const Slot& s = p->slots[(psn & mpr_mask_)];
+    if (!s.retransmitted) newest_sent = std::max(newest_sent, s.sent);
     covered_psn(*p, psn, marked && psn == trig, data_sent, now);
   }
   uint32_t highest = cack;
@@ -1067,20 +1094,19 @@ void UetEndpoint::rx_ack(const wire::Decoded& d, Time now) {
     for (uint64_t bits = cc->sack_bitmap(); bits != 0; bits &= bits - 1) {
       const uint32_t psn = sack_base + static_cast<uint32_t>(std::countr_zero(bits));
       if (psn_before(psn, p->base_psn) || !psn_before(psn, p->next_psn)) continue;
-      newest_sent = std::max(newest_sent, p->slots[(psn & mpr_mask_)].sent);
+      const Slot& s = p->slots[(psn & mpr_mask_)];
+      if (!s.retransmitted) newest_sent = std::max(newest_sent, s.sent);
       covered_psn(*p, psn, marked && psn == trig, data_sent, now);
       if (psn_before(highest, psn)) highest = psn;
     }
-    // A hole with reorder_threshold SACKed PSNs past it is lost: resend just it.
-    for (uint32_t psn = p->base_psn; psn_before(psn + config_.reorder_threshold, highest + 1); ++psn) {
-      const Slot& s = p->slots[(psn & mpr_mask_)];
-      if (s.in_flight && !s.acked && s.sent + reorder_window(*p) <= newest_sent) {
-        p->sel.on_nack(s.ev, now);  // an inferred loss counts against its path like a NACK
-        mark_lost(*p, psn);
-        ++counters_.fast_retx;
-      }
-    }
   }
+  // RACK (RFC 8985 §6.2): remember the newest delivered packet's send time and round trip.
+  if (newest_sent > 0 && newest_sent >= p->rack_sent) {
+    p->rack_sent = newest_sent;
+    p->rack_rtt = now - newest_sent;
+  }
+  if (psn_before(p->rack_highest, highest)) p->rack_highest = highest;
+  rack_detect(*p, now);
   // NSCC (cc/nscc.h) sees the bytes this ACK took out of flight and its ECN echo.
   if (p->bytes_in_flight < in_flight_before) {
     p->nscc.on_ack(in_flight_before - p->bytes_in_flight, h.m(), rtt, now);
@@ -1573,6 +1599,8 @@ void UetEndpoint::on_timer(Time now) {
       p.tlp_deadline = kNever;
       send_tlp(p);
     }
+    if (p.rack_deadline <= now) rack_detect(p, now);
+    next = std::min(next, p.rack_deadline);
     if (p.rto_deadline > now) {
       next = std::min({next, p.rto_deadline, p.tlp_deadline});
       continue;

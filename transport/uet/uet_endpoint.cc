@@ -245,6 +245,7 @@ absl::StatusOr<uint16_t> UetEndpoint::initiator_pdc(uint32_t peer, bool rod, con
   // spec/uet.md §3.3: a random start PSN; SYN until the first ACK.
   p.start_psn = static_cast<uint32_t>(next_random());
   p.next_psn = p.base_psn = p.start_psn;
+  p.rack_highest = p.start_psn - 1;  // nothing acknowledged yet
   p.ev_base = static_cast<uint16_t>(next_random());
   // §2.4 [choice]: a ROD PDC keeps one EV for its lifetime (a fixed selector, one EV).
   pathsel::PathSelConfig ps = config_.pathsel;
