@@ -905,6 +905,68 @@ TEST(RoceEndpoint_Sim, PermutationWithOnePercentLossIsRepairedByGoBackN) {
       static_cast<unsigned long long>(r.retx), static_cast<unsigned long long>(r.bytes_resent));
 }
 
+// Issue 5: two flows sharing a bottleneck converge to within 10 % of the fair share under
+// DCQCN. Hosts 4 and 5 (the other leaf) write into host 0 over a lossless (PFC) fabric with
+// ECN, the second starting 100 us after the first; what each placed between 400 and 800 us
+// (RC places in order: the first byte still zero) must be within 10 % of half of both.
+TEST(RoceEndpoint_Sim, TwoFlowsIntoOneHostConvergeToAFairShareUnderDcqcn) {
+  for (const char* preset : {"connectx", "dcqcn-ns3", "htsim"}) {
+    SCOPED_TRACE(preset);
+    sim::NetworkConfig nc;
+    nc.seed = 5;
+    nc.switches.pfc.enabled = true;
+    sim::Network net(nc);
+    sim::LeafSpineConfig ls;
+    ls.leaves = 2;
+    ls.spines = 2;
+    ls.hosts_per_leaf = 4;
+    ASSERT_TRUE(sim::build_leaf_spine(net, ls).ok());
+    constexpr size_t kBytes = 8 << 20;
+    const std::vector<uint8_t> src(kBytes, 0xA5);
+    std::vector<std::vector<uint8_t>> dst(2, std::vector<uint8_t>(kBytes, 0));
+    std::vector<std::unique_ptr<RoceEndpoint>> eps;
+    for (uint32_t h = 0; h < 8; ++h) {
+      RoceConfig c;
+      c.local_ip4 = sim::Network::host_ip4(h);
+      c.local_mac = sim::Network::host_mac(h);
+      c.dcqcn = *DcqcnConfig::preset(preset, 100);
+      c.seed = h + 1;
+      eps.push_back(std::move(*RoceEndpoint::create(c)));
+      net.attach(h, eps[h].get());
+    }
+    std::vector<uint32_t> keys;
+    for (auto& d : dst) keys.push_back(*eps[0]->register_memory(d.data(), d.size()));
+    for (uint32_t h : {4u, 5u}) {
+      ASSERT_TRUE(eps[h]->connect_qp(sim::Network::host_ip4(0), 0x100, 0x100 + h, 1000 * h, h).ok());
+      ASSERT_TRUE(eps[0]->connect_qp(sim::Network::host_ip4(h), 0x100 + h, 0x100, h, 1000 * h).ok());
+    }
+    auto post = [&](uint32_t i) {
+      const uint32_t h = 4 + i;
+      ASSERT_TRUE(eps[h]->post_write({i, sim::Network::host_ip4(0), keys[i], 0, src.data(), kBytes}).ok());
+      net.kick(h);
+    };
+    auto placed = [&](uint32_t i) {  // in-order placement: the first byte not yet written
+      return static_cast<double>(std::find(dst[i].begin(), dst[i].end(), 0) - dst[i].begin());
+    };
+    post(0);
+    net.run_until(100 * kMicrosecond);
+    post(1);
+    net.run_until(400 * kMicrosecond);
+    const double a0 = placed(0), b0 = placed(1);
+    net.run_until(800 * kMicrosecond);
+    const double a = placed(0) - a0, b = placed(1) - b0;
+    ASSERT_LT(placed(0), static_cast<double>(kBytes)) << "both flows still sending";
+    ASSERT_LT(placed(1), static_cast<double>(kBytes));
+    const double fair = (a + b) / 2;
+    std::printf("[ dcqcn %-9s ] 400-800 us: %.2f / %.2f MB, shares %.3f / %.3f of fair\n", preset,
+                a / 1e6, b / 1e6, a / fair, b / fair);
+    // Expect: the link is used (more than 80 % of 100 Gb/s) and shared within 10 %.
+    EXPECT_GT(a + b, 0.8 * 12.5e9 * 400e-6);
+    EXPECT_NEAR(a / fair, 1.0, 0.10);
+    EXPECT_NEAR(b / fair, 1.0, 0.10);
+  }
+}
+
 // At scale the simulator stores headers only and carries payloads by length: the engine
 // builds header-only frames (no ICRC) and the responder accounts lengths without placing.
 TEST(RoceEndpoint_Sim, PayloadsCarriedByLengthComplete) {
