@@ -787,6 +787,17 @@ struct SimRun {
   Time finish = 0;
 };
 
+// 2 leaves of 4 hosts, 2 spines: three flows crossing each way over two uplinks, at least two
+// share one.
+absl::Status build_two_leaves(sim::Network& net, double fabric_loss = 0) {
+  sim::LeafSpineConfig ls;
+  ls.leaves = 2;
+  ls.spines = 2;
+  ls.hosts_per_leaf = 4;
+  ls.fabric_link.loss = fabric_loss;
+  return sim::build_leaf_spine(net, ls);
+}
+
 // An 8-host leaf-spine permutation (host h writes to h + 3), one QP per pair.
 SimRun permutation(bool pfc, double fabric_loss, size_t bytes, uint32_t frame_capacity = 0,
                    const std::string& pcap_prefix = "") {
@@ -795,12 +806,7 @@ SimRun permutation(bool pfc, double fabric_loss, size_t bytes, uint32_t frame_ca
   nc.switches.pfc.enabled = pfc;
   if (frame_capacity != 0) nc.frame_capacity = frame_capacity;
   sim::Network net(nc);
-  sim::LeafSpineConfig ls;
-  ls.leaves = 2;
-  ls.spines = 2;  // three flows cross each way over two uplinks: at least two share one
-  ls.hosts_per_leaf = 4;
-  ls.fabric_link.loss = fabric_loss;
-  EXPECT_TRUE(sim::build_leaf_spine(net, ls).ok());
+  EXPECT_TRUE(build_two_leaves(net, fabric_loss).ok());
   const uint32_t n = 8, shift = 3;
   std::vector<std::unique_ptr<RoceEndpoint>> eps;
   std::vector<std::vector<uint8_t>> src(n), dst(n);
@@ -916,11 +922,7 @@ TEST(RoceEndpoint_Sim, TwoFlowsIntoOneHostConvergeToAFairShareUnderDcqcn) {
     nc.seed = 5;
     nc.switches.pfc.enabled = true;
     sim::Network net(nc);
-    sim::LeafSpineConfig ls;
-    ls.leaves = 2;
-    ls.spines = 2;
-    ls.hosts_per_leaf = 4;
-    ASSERT_TRUE(sim::build_leaf_spine(net, ls).ok());
+    ASSERT_TRUE(build_two_leaves(net).ok());
     constexpr size_t kBytes = 8 << 20;
     const std::vector<uint8_t> src(kBytes, 0xA5);
     std::vector<std::vector<uint8_t>> dst(2, std::vector<uint8_t>(kBytes, 0));

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <sstream>
 
@@ -109,6 +110,30 @@ class UetSource : public Transport {
   uint32_t host_, dst_, left_, payload_;
 };
 
+// A 2:1 incast: hosts 0 and 1 each send 200 UET requests of 4000 bytes to host 2 through one
+// switch (100 Gb/s links); `setup` may change the network before the run.
+struct TwoToOne {
+  uint64_t received = 0, ce = 0, bad = 0;
+  PortStats down;  // the switch port towards host 2
+};
+TwoToOne two_to_one(const NetworkConfig& nc, const std::function<void(Network&)>& setup = {}) {
+  Network net(nc);
+  LeafSpineConfig c;
+  c.leaves = 1;
+  c.spines = 1;
+  c.hosts_per_leaf = 3;
+  c.host_link = link(100);
+  c.fabric_link = link(100);
+  EXPECT_TRUE(build_leaf_spine(net, c).ok());
+  UetSource s0(0, 2, 200, 4000), s1(1, 2, 200, 4000), sink(2, 0, 0, 0);
+  net.attach(0, &s0);
+  net.attach(1, &s1);
+  net.attach(2, &sink);
+  if (setup) setup(net);
+  net.run_until(kSecond);
+  return TwoToOne{sink.received, sink.ce, sink.bad, net.port(net.port(net.host(2).port).peer).stats};
+}
+
 // ------------------------------------------------------------------ ECMP
 
 TEST(Network_Ecmp, SpreadsFlowsEvenlyAcrossUplinks) {
@@ -179,26 +204,13 @@ TEST(Network_Ecn, IncastMarksCeInTheRealIpHeader) {
   nc.switches.ecn.kmax_bytes = 60'000;
   nc.switches.ecn.pmax = 0.5;
   nc.switches.trimming = false;
-  Network net(nc);
-  LeafSpineConfig c;
-  c.leaves = 1;
-  c.spines = 1;
-  c.hosts_per_leaf = 3;
-  c.host_link = link(100);
-  c.fabric_link = link(100);
-  ASSERT_TRUE(build_leaf_spine(net, c).ok());
-  UetSource s0(0, 2, 200, 4000), s1(1, 2, 200, 4000), sink(2, 0, 0, 0);
-  net.attach(0, &s0);
-  net.attach(1, &s1);
-  net.attach(2, &sink);
-  net.run_until(kSecond);
-  const Port& down = net.port(net.port(net.host(2).port).peer);
+  const TwoToOne r = two_to_one(nc);
   // Expect: a 2:1 incast builds a queue past kmin, marks some frames, and every marked frame
   // still decodes (the IPv4 checksum was fixed) with CE set.
-  EXPECT_GT(down.stats.ecn_marks, 10u);
-  EXPECT_EQ(sink.ce, down.stats.ecn_marks);
-  EXPECT_EQ(sink.bad, 0u);
-  EXPECT_EQ(sink.received + down.stats.drops, 400u);
+  EXPECT_GT(r.down.ecn_marks, 10u);
+  EXPECT_EQ(r.ce, r.down.ecn_marks);
+  EXPECT_EQ(r.bad, 0u);
+  EXPECT_EQ(r.received + r.down.drops, 400u);
 }
 
 // ------------------------------------------------------------------ trimming
@@ -570,8 +582,7 @@ TEST(Network_Link, DegradedRateStretchesSerialization) {
   EXPECT_EQ(rec[0].finish, 10 * kMicrosecond + (1058 + 24) * 320);
 }
 
-// A 2:1 incast into a switch port whose link runs at a quarter of its rate, with or without
-// the buffers scaled; returns that port's counters after the run.
+// The 2:1 incast into host 2 with its link at a quarter of its rate, the buffers scaled or not.
 PortStats degraded_incast(bool scale_queues) {
   NetworkConfig nc;
   nc.switches.buffer_bytes = 256 * 1024;
@@ -579,22 +590,11 @@ PortStats degraded_incast(bool scale_queues) {
   nc.switches.ecn.kmax_bytes = 200'000;
   nc.switches.ecn.pmax = 1;
   nc.switches.trimming = false;
-  Network net(nc);
-  LeafSpineConfig c;
-  c.leaves = 1;
-  c.spines = 1;
-  c.hosts_per_leaf = 3;
-  c.host_link = link(100);
-  c.fabric_link = link(100);
-  EXPECT_TRUE(build_leaf_spine(net, c).ok());
-  UetSource s0(0, 2, 200, 4000), s1(1, 2, 200, 4000), sink(2, 0, 0, 0);
-  net.attach(0, &s0);
-  net.attach(1, &s1);
-  net.attach(2, &sink);
-  net.set_link_rate(net.host(2).port, 0.25, 0, scale_queues);
-  net.run_until(kSecond);
-  EXPECT_EQ(sink.bad, 0u);
-  return net.port(net.port(net.host(2).port).peer).stats;
+  const TwoToOne r = two_to_one(nc, [&](Network& net) {
+    net.set_link_rate(net.host(2).port, 0.25, 0, scale_queues);
+  });
+  EXPECT_EQ(r.bad, 0u);
+  return r.down;
 }
 
 TEST(Network_Link, DegradedLinkScalesItsBuffersAndEcnThresholdsOnRequest) {

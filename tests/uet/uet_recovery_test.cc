@@ -30,6 +30,17 @@ struct Pair {
     src.assign(1 << 20, 0x5A);
     rkey = *eb->register_memory(dst.data(), dst.size());
   }
+  // Posts a WRITE of `bytes` from A to B and runs the link until nothing is left to do.
+  void write(uint64_t id, uint64_t bytes) {
+    EXPECT_TRUE(ea->post_write({id, kIpB, rkey, 0, src.data(), bytes}).ok());
+    link.run(kSecond);
+  }
+  // A's completions since the last call.
+  std::vector<Completion> completions() {
+    std::vector<Completion> c(64);
+    c.resize(ea->poll_completions(c));
+    return c;
+  }
   std::unique_ptr<UetEndpoint> ea, eb;
   testing::FakeLink link;
   std::vector<uint8_t> src, dst;
@@ -44,8 +55,7 @@ bool is_eom_request(const wire::Decoded& d) {
 TEST(UetRecovery_Tlp, LostLastPacketIsRepairedByOneProbeWithoutTimeout) {
   Pair t;
   // A first write gives the estimator its samples; the second write loses its last packet.
-  ASSERT_TRUE(t.ea->post_write({1, kIpB, t.rkey, 0, t.src.data(), 20 * 4096}).ok());
-  t.link.run(kSecond);
+  t.write(1, 20 * 4096);
   bool dropped = false;
   Time dropped_at = 0;
   t.link.set_filter([&](int from, const wire::Decoded& d, std::vector<uint8_t>&) {
@@ -57,10 +67,8 @@ TEST(UetRecovery_Tlp, LostLastPacketIsRepairedByOneProbeWithoutTimeout) {
     }
     return v;
   });
-  ASSERT_TRUE(t.ea->post_write({2, kIpB, t.rkey, 0, t.src.data(), 20 * 4096}).ok());
-  t.link.run(kSecond);
-  std::vector<Completion> c(4);
-  c.resize(t.ea->poll_completions(c));
+  t.write(2, 20 * 4096);
+  const std::vector<Completion> c = t.completions();
   ASSERT_EQ(c.size(), 2u);
   EXPECT_EQ(c[1].status, OpStatus::kSuccess);
   ASSERT_TRUE(dropped);
@@ -79,8 +87,7 @@ TEST(UetRecovery_Tlp, HoleBeforeAnAcknowledgedLastPacketGoesAfterOneRtt) {
   a.min_rto = 40 * kMicrosecond;  // the probe timeout is 2 srtt + ack_delay, not 3/4 RTO
   a.reorder_window = kMicrosecond;
   Pair t(a);
-  ASSERT_TRUE(t.ea->post_write({1, kIpB, t.rkey, 0, t.src.data(), 20 * 4096}).ok());
-  t.link.run(kSecond);
+  t.write(1, 20 * 4096);
   Time dropped_at = 0, resent_at = 0;
   t.link.set_filter([&](int from, const wire::Decoded& d, std::vector<uint8_t>&) {
     testing::Verdict v;
@@ -95,10 +102,8 @@ TEST(UetRecovery_Tlp, HoleBeforeAnAcknowledgedLastPacketGoesAfterOneRtt) {
     }
     return v;
   });
-  ASSERT_TRUE(t.ea->post_write({2, kIpB, t.rkey, 0, t.src.data(), 2 * 4096}).ok());
-  t.link.run(kSecond);
-  std::vector<Completion> c(4);
-  c.resize(t.ea->poll_completions(c));
+  t.write(2, 2 * 4096);
+  const std::vector<Completion> c = t.completions();
   ASSERT_EQ(c.size(), 2u);
   EXPECT_EQ(c[1].status, OpStatus::kSuccess);
   ASSERT_GT(resent_at, 0);
@@ -112,8 +117,7 @@ TEST(UetRecovery_Tlp, DisabledFallsBackToTheRto) {
   UetConfig a = config_for(kIpA);
   a.tlp = false;
   Pair t(a);
-  ASSERT_TRUE(t.ea->post_write({1, kIpB, t.rkey, 0, t.src.data(), 20 * 4096}).ok());
-  t.link.run(kSecond);
+  t.write(1, 20 * 4096);
   bool dropped = false;
   t.link.set_filter([&](int from, const wire::Decoded& d, std::vector<uint8_t>&) {
     testing::Verdict v;
@@ -123,8 +127,7 @@ TEST(UetRecovery_Tlp, DisabledFallsBackToTheRto) {
     }
     return v;
   });
-  ASSERT_TRUE(t.ea->post_write({2, kIpB, t.rkey, 0, t.src.data(), 20 * 4096}).ok());
-  t.link.run(kSecond);
+  t.write(2, 20 * 4096);
   EXPECT_EQ(t.ea->counters().tlp_probes, 0u);
   EXPECT_EQ(t.ea->counters().timeouts, 1u);
 }
@@ -136,18 +139,15 @@ TEST(UetRecovery_Rto, EstimateReplacesTheInitialRto) {
   a.max_retries = 3;
   a.tlp = false;
   Pair t(a);
-  ASSERT_TRUE(t.ea->post_write({1, kIpB, t.rkey, 0, t.src.data(), 20 * 4096}).ok());
-  t.link.run(kSecond);
+  t.write(1, 20 * 4096);
   const Time silent_from = t.link.now();
   t.link.set_filter([](int from, const wire::Decoded&, std::vector<uint8_t>&) {
     testing::Verdict v;
     v.copies = from == 0 ? 0 : 1;
     return v;
   });
-  ASSERT_TRUE(t.ea->post_write({2, kIpB, t.rkey, 0, t.src.data(), 4096}).ok());
-  t.link.run(kSecond);
-  std::vector<Completion> c(4);
-  c.resize(t.ea->poll_completions(c));
+  t.write(2, 4096);
+  const std::vector<Completion> c = t.completions();
   ASSERT_EQ(c.size(), 2u);
   EXPECT_EQ(c[1].status, OpStatus::kRetriesExhausted);
   // Expect: 10 + 20 + 40 + 80 us (with the initial RTO it would be 50 + 100 + 200 + 400).
@@ -164,8 +164,7 @@ TEST(UetRecovery_Rto, BackoffHoldsUntilAValidSample) {
   UetConfig a = config_for(kIpA);
   a.tlp = false;
   Pair t(a);
-  ASSERT_TRUE(t.ea->post_write({1, kIpB, t.rkey, 0, t.src.data(), 20 * 4096}).ok());
-  t.link.run(kSecond);
+  t.write(1, 20 * 4096);
   ASSERT_EQ(t.ea->counters().timeouts, 0u);
   int resends = 0;
   t.link.set_filter([&](int from, const wire::Decoded& d, std::vector<uint8_t>&) {
@@ -178,10 +177,8 @@ TEST(UetRecovery_Rto, BackoffHoldsUntilAValidSample) {
     }
     return v;
   });
-  ASSERT_TRUE(t.ea->post_write({2, kIpB, t.rkey, 0, t.src.data(), 3 * 4096}).ok());
-  t.link.run(kSecond);
-  std::vector<Completion> c(4);
-  c.resize(t.ea->poll_completions(c));
+  t.write(2, 3 * 4096);
+  const std::vector<Completion> c = t.completions();
   ASSERT_EQ(c.size(), 2u);
   EXPECT_EQ(c[1].status, OpStatus::kSuccess);
   EXPECT_EQ(resends, 3);
@@ -212,15 +209,12 @@ TEST(UetRecovery_Rto, FloorAtTwiceSrttAbsorbsAQueueThatBuiltUp) {
     // One sample per round trip: ten writes, one after the other, settle the estimate
     // (srtt 24 us, rttvar 12 us * 0.75^9 < 1 us).
     for (uint64_t id = 1; id <= 10; ++id) {
-      ASSERT_TRUE(t.ea->post_write({id, kIpB, t.rkey, 0, t.src.data(), 4 * 4096}).ok());
-      t.link.run(kSecond);
+      t.write(id, 4 * 4096);
     }
     ASSERT_EQ(t.ea->counters().timeouts, 0u);
     hold_next = true;
-    ASSERT_TRUE(t.ea->post_write({11, kIpB, t.rkey, 0, t.src.data(), 4096}).ok());
-    t.link.run(kSecond);
-    std::vector<Completion> c(16);
-    c.resize(t.ea->poll_completions(c));
+    t.write(11, 4096);
+    const std::vector<Completion> c = t.completions();
     ASSERT_EQ(c.size(), 11u);
     EXPECT_EQ(c[10].status, OpStatus::kSuccess);
     EXPECT_EQ(t.ea->counters().timeouts, pct == 0 ? 1u : 0u);
@@ -235,8 +229,7 @@ TEST(UetRecovery_Rto, DuplicateAcksDoNotPostponeTheTimeout) {
   UetConfig a = config_for(kIpA);
   a.tlp = false;
   Pair t(a);
-  ASSERT_TRUE(t.ea->post_write({1, kIpB, t.rkey, 0, t.src.data(), 4 * 4096}).ok());
-  t.link.run(kSecond);  // an RTT sample: the RTO is now min_rto (10 us)
+  t.write(1, 4 * 4096);  // an RTT sample: the RTO is now min_rto (10 us)
   bool lost = false;
   Time resent_at = -1;
   t.link.set_filter([&](int from, const wire::Decoded& d, std::vector<uint8_t>&) {
@@ -256,8 +249,7 @@ TEST(UetRecovery_Rto, DuplicateAcksDoNotPostponeTheTimeout) {
     return v;
   });
   const Time start = t.link.now();
-  ASSERT_TRUE(t.ea->post_write({2, kIpB, t.rkey, 0, t.src.data(), 3 * 4096}).ok());
-  t.link.run(kSecond);
+  t.write(2, 3 * 4096);
   ASSERT_TRUE(lost);
   ASSERT_GE(resent_at, 0);
   EXPECT_EQ(t.ea->counters().timeouts, 1u);
@@ -275,8 +267,7 @@ TEST(UetRecovery_Rack, ReorderTimerResendsAHoleWhenNoLaterAckCanShowIt) {
   UetConfig a = config_for(kIpA);
   a.tlp = false;
   Pair t(a);
-  ASSERT_TRUE(t.ea->post_write({1, kIpB, t.rkey, 0, t.src.data(), 4 * 4096}).ok());
-  t.link.run(kSecond);  // an RTT estimate
+  t.write(1, 4 * 4096);  // an RTT estimate
   int requests = 0;
   t.link.set_filter([&](int from, const wire::Decoded& d, std::vector<uint8_t>&) {
     testing::Verdict v;
@@ -286,10 +277,8 @@ TEST(UetRecovery_Rack, ReorderTimerResendsAHoleWhenNoLaterAckCanShowIt) {
     }
     return v;
   });
-  ASSERT_TRUE(t.ea->post_write({2, kIpB, t.rkey, 0, t.src.data(), 12 * 4096}).ok());
-  t.link.run(kSecond);
-  std::vector<Completion> c(4);
-  c.resize(t.ea->poll_completions(c));
+  t.write(2, 12 * 4096);
+  const std::vector<Completion> c = t.completions();
   ASSERT_EQ(c.size(), 2u);
   EXPECT_EQ(c[1].status, OpStatus::kSuccess);
   EXPECT_EQ(t.ea->counters().timeouts, 0u);
@@ -313,8 +302,7 @@ TEST(UetRecovery_Ack, EchoesTheTriggersRetxFlag) {
     }
     return v;
   });
-  ASSERT_TRUE(t.ea->post_write({1, kIpB, t.rkey, 0, t.src.data(), 20 * 4096}).ok());
-  t.link.run(kSecond);
+  t.write(1, 20 * 4096);
   ASSERT_TRUE(dropped);
   EXPECT_EQ(t.ea->counters().tx_retx, 1u);
   EXPECT_EQ(retx_acks, 1);  // the resent last packet's ACK
