@@ -179,6 +179,22 @@ class EventQueue {
   // Pops the earliest event into `e` if there is one at or before `until`: the same as
   // `!empty() && next_time() <= until` then pop(), deciding from the same comparisons once.
   bool pop_until(Time until, Event& e) noexcept {
+    // The common case inline (the current bucket has events and none came late); the rest
+    // (loading the next bucket, merging late_) out of line, so the loop saves no registers.
+    if (pos_ < cur_.size() && late_.empty()) [[likely]] {
+      const Node n = cur_[pos_];
+      const Time t = time_of(n);
+      if (t > until) return false;
+      ++pos_;
+      --size_;
+      e = Event{t, (n.word >> 16) << 8 | (n.word & 15), n.a, n.b};
+      return true;
+    }
+    return pop_until_slow(until, e);
+  }
+
+ private:
+  [[gnu::noinline]] bool pop_until_slow(Time until, Event& e) noexcept {
     if (pos_ == cur_.size() && late_.empty() && !advance()) return false;
     if (from_late()) [[unlikely]] {
       if (late_.top().time > until) return false;
@@ -195,6 +211,7 @@ class EventQueue {
     return true;
   }
 
+ public:
   // The earliest event; the queue must not be empty.
   Event pop() noexcept {
     if (pos_ == cur_.size() && late_.empty()) advance();
