@@ -138,8 +138,8 @@ class EventQueue {
     return from_late() ? late_.top().time : time_of(cur_[pos_]);
   }
   uint64_t scheduled() const noexcept { return seq_; }
-  // The current bucket from its next event on: window(n)[k], k < n, is what
-  // ahead(k) returns (the same hint, with one bounds check for several k).
+  // The current bucket from its next event on: window(n)[k], k < n, is what ahead(k) returns
+  // (the same hint, with one bounds check for several k).
   const Node* window(size_t& n) const noexcept {
     n = cur_.size() - pos_;
     return cur_.data() + pos_;

@@ -295,7 +295,6 @@ class Network {
     // The destination host, or kNoHost16 for any address that is not one (at most 65535
     // hosts, so kNoHost16 is never a host and ECMP finds no route for it, as for any other).
     uint16_t dst_host = kNoHost16;
-    uint8_t unused = 0;
     bool control : 1 = false;    // classify_dscp() of its DSCP is the control class
     bool parsed : 1 = false;
     bool damaged : 1 = false;    // a bit was flipped on its way (at most one per frame)
