@@ -138,6 +138,12 @@ class EventQueue {
     return from_late() ? late_.top().time : time_of(cur_[pos_]);
   }
   uint64_t scheduled() const noexcept { return seq_; }
+  // The current bucket from its next event on: window(n)[k], k < n, is what ahead(k) returns
+  // (the same hint, with one bounds check for several k).
+  const Node* window(size_t& n) const noexcept {
+    n = cur_.size() - pos_;
+    return cur_.data() + pos_;
+  }
   // The event `k` places after the next one in the current bucket, if it holds that many
   // (events scheduled into the current bucket since it was loaded may come before it): a hint
   // for prefetching what that event will touch, never for deciding anything.
@@ -173,6 +179,22 @@ class EventQueue {
   // Pops the earliest event into `e` if there is one at or before `until`: the same as
   // `!empty() && next_time() <= until` then pop(), deciding from the same comparisons once.
   bool pop_until(Time until, Event& e) noexcept {
+    // The common case inline (the current bucket has events and none came late); the rest
+    // (loading the next bucket, merging late_) out of line, so the loop saves no registers.
+    if (pos_ < cur_.size() && late_.empty()) [[likely]] {
+      const Node n = cur_[pos_];
+      const Time t = time_of(n);
+      if (t > until) return false;
+      ++pos_;
+      --size_;
+      e = Event{t, (n.word >> 16) << 8 | (n.word & 15), n.a, n.b};
+      return true;
+    }
+    return pop_until_slow(until, e);
+  }
+
+ private:
+  [[gnu::noinline]] bool pop_until_slow(Time until, Event& e) noexcept {
     if (pos_ == cur_.size() && late_.empty() && !advance()) return false;
     if (from_late()) [[unlikely]] {
       if (late_.top().time > until) return false;
@@ -189,6 +211,7 @@ class EventQueue {
     return true;
   }
 
+ public:
   // The earliest event; the queue must not be empty.
   Event pop() noexcept {
     if (pos_ == cur_.size() && late_.empty()) advance();

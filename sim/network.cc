@@ -226,10 +226,8 @@ uint32_t Network::ecmp_port(uint32_t s, uint32_t dst_host, uint64_t flow_hash) c
   return ecmp_ports_[g.first_port + g.size.mod(static_cast<uint32_t>(h >> 32))];
 }
 
-uint32_t Network::ecmp_port_memo(uint32_t s, uint32_t dst_host, uint64_t flow_hash,
-                                 FrameId f) const noexcept {
-  EcmpMemo& m = ecmp_memo_[f % kEcmpMemo];
-  if (m.sw == s && m.dst_host == dst_host && m.flow_hash == flow_hash) return m.out;
+uint32_t Network::ecmp_port_remember(EcmpMemo& m, uint32_t s, uint32_t dst_host,
+                                     uint64_t flow_hash) const noexcept {
   const uint32_t out = ecmp_port(s, dst_host, flow_hash);
   m = EcmpMemo{flow_hash, s, dst_host, out};
   return out;
@@ -257,49 +255,58 @@ Time Network::serialization(const Port& p, uint32_t bytes) const noexcept {
 // Prefetching: the current bucket is a sorted array, so the loop knows the next events and
 // asks for what they will touch before it gets there, in stages, each naming lines the
 // earlier stage brought in: kPrefetchFar events ahead the port and the frame's metadata;
-// kPrefetchMid ahead a queue's head, the frame's ECMP route or its bytes; kPrefetchGroup
-// ahead the route's ECMP group; kPrefetchNear ahead
-// the egress port a switch will pick (its route now cached) and, one step later, the slot in
-// its queue the frame will be written to. Hints only: nothing is decided from them.
+// kPrefetchMid ahead a queue's head, the frame's ECMP route or its bytes; kPrefetchGroup ahead
+// the route's ECMP group; kPrefetchNear ahead the egress port a switch will pick (computed
+// from the now-cached route and memoised for the later stage and switch_forward) or the
+// host's transport; kPrefetchLast ahead the slot in the egress queue the frame will be
+// written to. Hints only: nothing is decided from them. Every helper and stage here is
+// always_inline: GCC finds a function whose only effects are prefetches free of side effects
+// and deletes calls to it, so a stage (or, once prefetch_ahead is inlined into run_until, the
+// prefetch() wrapper itself) left out of line silently vanishes; check the disassembly.
 namespace {
 constexpr size_t kPrefetchFar = 12;
 constexpr size_t kPrefetchMid = 8;
 constexpr size_t kPrefetchGroup = 6;
 constexpr size_t kPrefetchNear = 4;
 constexpr size_t kPrefetchLast = 2;
-inline void prefetch(const void* p) noexcept { __builtin_prefetch(p, 0, 3); }
-inline void prefetch_lines(const void* p, int lines) noexcept {
+[[gnu::always_inline]] inline void prefetch(const void* p) noexcept { __builtin_prefetch(p, 0, 3); }
+[[gnu::always_inline]] inline void prefetch_lines(const void* p, int lines) noexcept {
   for (int i = 0; i < lines; ++i) prefetch(static_cast<const char*>(p) + 64 * i);
 }
 }  // namespace
 
-void Network::prefetch_ahead() const noexcept {
-  if (const EventQueue::Node* e = events_q_.ahead(kPrefetchFar)) {
-    if (e->kind() == kArrive) {
-      prefetch(&ports_[e->a]);
-      if (e->b < frame_meta_.size()) prefetch(&frame_meta_[e->b]);
-    } else if (e->kind() == kTxDone) {
-      prefetch_lines(&ports_[e->a], 3);
+// The per-event path (prefetch, dispatch, arrival, tx-done, forwarding, and enqueue and
+// kick_port, which have two or three callers) is inlined into run_until: the calls and their
+// register saves cost more than the small bodies. start_tx, with more callers, stays a call.
+[[gnu::always_inline]] inline void Network::prefetch_ahead() const noexcept {
+  size_t n = 0;
+  const EventQueue::Node* w = events_q_.window(n);
+  // Nothing below reads past the stage's own event; a prefetch of any address is harmless.
+  const auto far = [&](const EventQueue::Node& e) __attribute__((always_inline)) {
+    if (e.kind() == kArrive) {
+      prefetch(&ports_[e.a]);
+      prefetch(frame_meta_.data() + e.b);
+    } else if (e.kind() == kTxDone) {
+      prefetch_lines(&ports_[e.a], 3);
     }
-  }
-  if (const EventQueue::Node* e = events_q_.ahead(kPrefetchMid)) {
-    if (e->kind() == kArrive && e->b < frame_meta_.size()) {
-      const Port& p = ports_[e->a];
-      const FrameMeta& m = frame_meta_[e->b];
+  };
+  const auto mid = [&](const EventQueue::Node& e) __attribute__((always_inline)) {
+    if (e.kind() == kArrive && e.b < frame_meta_.size()) {
+      const Port& p = ports_[e.a];
+      const FrameMeta& m = frame_meta_[e.b];
       if (p.at_host || !m.parsed) {
         // The Frame and its bytes, from their addresses alone: no load to wait for here.
-        prefetch(pool_.frame_hint(e->b));
-        prefetch(pool_.data_hint(e->b));
+        prefetch(pool_.frame_hint(e.b));
+        prefetch(pool_.data_hint(e.b));
         if (p.at_host) {
           prefetch_lines(reinterpret_cast<const char*>(&p) + 64, 2);  // host_pull's enqueue
           prefetch(&hosts_[p.owner]);
         }
-      } else if (m.dst_host < ecmp_hosts_ && p.owner < ecmp_switch_.size()) {
-        prefetch(&ecmp_switch_[p.owner]);
-        prefetch(&ecmp_route_[size_t{p.owner} * ecmp_hosts_ + m.dst_host]);
+      } else if (m.dst_host < ecmp_hosts_) {
+        prefetch(ecmp_route_.data() + size_t{p.owner} * ecmp_hosts_ + m.dst_host);
       }
-    } else if (e->kind() == kTxDone) {
-      const Port& p = ports_[e->a];
+    } else if (e.kind() == kTxDone) {
+      const Port& p = ports_[e.a];
       for (const auto& q : p.queue) {
         if (!q.empty()) prefetch(&q.front());
       }
@@ -312,51 +319,66 @@ void Network::prefetch_ahead() const noexcept {
         if (f != kNoFrame) {
           __builtin_prefetch(pool_.data_hint(f), 1, 3);
           __builtin_prefetch(pool_.frame_hint(f), 1, 3);
-          if (f < frame_meta_.size()) __builtin_prefetch(&frame_meta_[f], 1, 3);
+          __builtin_prefetch(frame_meta_.data() + f, 1, 3);
         }
       }
     }
-  }
-  if (const EventQueue::Node* e = events_q_.ahead(kPrefetchGroup)) {
-    const bool port_event = e->kind() == kArrive || e->kind() == kTxDone;  // `a` is a port
-    if (port_event && ports_[e->a].at_host) {
-      const Port& p = ports_[e->a];
-      // The host's transport (rx, tx and next_deadline are called on it): its Host entry is
-      // cached since kPrefetchMid.
-      if (const Transport* t = hosts_[p.owner].transport) prefetch_lines(t, 2);
-    } else if (e->kind() == kArrive && e->b < frame_meta_.size()) {
-      const Port& p = ports_[e->a];
-      const FrameMeta& m = frame_meta_[e->b];
-      if (m.parsed && m.dst_host < ecmp_hosts_ && p.owner < ecmp_switch_.size()) {
-        // The route is cached now: its group (and the group's ports) next.
+  };
+  const auto group = [&](const EventQueue::Node& e) __attribute__((always_inline)) {
+    if (e.kind() == kArrive && e.b < frame_meta_.size()) {
+      const Port& p = ports_[e.a];
+      const FrameMeta& m = frame_meta_[e.b];
+      if (!p.at_host && m.parsed && m.dst_host < ecmp_hosts_) {
         const EcmpGroup& g = ecmp_group_[ecmp_switch_[p.owner].first_group +
                                          ecmp_route_[size_t{p.owner} * ecmp_hosts_ + m.dst_host]];
         prefetch(&g);
       }
     }
-  }
-  for (const size_t k : {kPrefetchNear, kPrefetchLast}) {
-    const EventQueue::Node* e = events_q_.ahead(k);
-    if (e != nullptr && k == kPrefetchNear && e->kind() == kTxDone) {
+  };
+  const auto near = [&](const EventQueue::Node& e) __attribute__((always_inline)) {
+    if (e.kind() == kArrive && e.b < frame_meta_.size()) {
+      const Port& p = ports_[e.a];
+      const FrameMeta& m = frame_meta_[e.b];
+      if (p.at_host) {
+        // The host's transport (rx, tx and next_deadline are called on it): its Host entry
+        // is cached since kPrefetchMid.
+        if (const Transport* t = hosts_[p.owner].transport) prefetch_lines(t, 2);
+      } else if (m.parsed) {
+        const uint32_t out = ecmp_port_memo(p.owner, m.dst_host, m.flow_hash, e.b);
+        if (out != kNone) prefetch_lines(&ports_[out], 3);
+      }
+    } else if (e.kind() == kTxDone) {
+      const Port& p = ports_[e.a];
+      if (p.at_host) {
+        if (const Transport* t = hosts_[p.owner].transport) prefetch_lines(t, 2);
+      }
       // The switch ingress the next frame was buffered under (PFC accounting in start_tx);
       // the queue heads are cached since kPrefetchMid.
-      for (const auto& q : ports_[e->a].queue) {
+      for (const auto& q : p.queue) {
         if (!q.empty() && q.front().ingress != kNone) prefetch(&ports_[q.front().ingress]);
       }
-      continue;
     }
-    if (e == nullptr || e->kind() != kArrive || e->b >= frame_meta_.size()) continue;
-    const Port& p = ports_[e->a];
-    const FrameMeta& m = frame_meta_[e->b];
-    if (p.at_host || !m.parsed) continue;
-    const uint32_t out = ecmp_port_memo(p.owner, m.dst_host, m.flow_hash, e->b);
-    if (out == kNone) continue;
-    if (k == kPrefetchNear) {
-      prefetch_lines(&ports_[out], 3);
-    } else if (const QueuedFrame* slot = ports_[out].queue[static_cast<int>(classify_dscp(m.dscp))].back_slot()) {
-      prefetch(slot);
-    }
+  };
+  const auto last = [&](const EventQueue::Node& e) __attribute__((always_inline)) {
+    if (e.kind() != kArrive || e.b >= frame_meta_.size()) return;
+    const Port& p = ports_[e.a];
+    const FrameMeta& m = frame_meta_[e.b];
+    if (p.at_host || !m.parsed) return;
+    const uint32_t out = ecmp_port_memo(p.owner, m.dst_host, m.flow_hash, e.b);
+    if (out == kNone) return;
+    if (const QueuedFrame* slot = ports_[out].queue[m.control ? 1 : 0].back_slot()) prefetch(slot);
+  };
+  if (n > kPrefetchFar) [[likely]] {  // the bucket holds every stage's event: no more checks
+    far(w[kPrefetchFar]);
+    mid(w[kPrefetchMid]);
+    group(w[kPrefetchGroup]);
+    near(w[kPrefetchNear]);
+    last(w[kPrefetchLast]);
+    return;
   }
+  if (n > kPrefetchMid) mid(w[kPrefetchMid]);
+  if (n > kPrefetchNear) near(w[kPrefetchNear]);
+  if (n > kPrefetchLast) last(w[kPrefetchLast]);
 }
 
 void Network::run_until(Time until) {
@@ -370,7 +392,7 @@ void Network::run_until(Time until) {
   if (now_ < until && until != kNever) now_ = until;
 }
 
-void Network::dispatch(const Event& e) {
+[[gnu::always_inline]] inline void Network::dispatch(const Event& e) {
   switch (e.kind()) {
     case kTxDone:
       on_tx_done(e.a);
@@ -562,7 +584,7 @@ void Network::duplicate(uint32_t port, FrameId f, Time at) {
   events_q_.push(at, kArrive, p.peer, c);
 }
 
-void Network::kick_port(uint32_t port) {
+[[gnu::always_inline]] inline void Network::kick_port(uint32_t port) {
   Port& p = ports_[port];
   if (p.done_scheduled) return;
   if (now_ >= p.busy_until) {
@@ -573,7 +595,7 @@ void Network::kick_port(uint32_t port) {
   }
 }
 
-void Network::on_tx_done(uint32_t port) {
+[[gnu::always_inline]] inline void Network::on_tx_done(uint32_t port) {
   Port& p = ports_[port];
   p.done_scheduled = false;
   start_tx(port);
@@ -583,7 +605,7 @@ void Network::on_tx_done(uint32_t port) {
   }
 }
 
-void Network::on_arrive(uint32_t port, FrameId f) {
+[[gnu::always_inline]] inline void Network::on_arrive(uint32_t port, FrameId f) {
   const Port& p = ports_[port];
   if (!p.up) {  // the link died while the frame was in flight
     ++ports_[p.peer].stats.drops;
@@ -611,12 +633,12 @@ bool Network::parse_meta(const Frame& fr, FrameMeta& m) noexcept {
   const uint32_t dst = host_of_ip4(info.dst_ip4);
   m.dst_host = dst < kNoHost16 ? static_cast<uint16_t>(dst) : kNoHost16;
   m.flow_hash = info.flow_hash;
-  m.dscp = info.dscp;
+  m.control = classify_dscp(info.dscp) == Priority::kControl;
   m.parsed = true;
   return true;
 }
 
-void Network::switch_forward(uint32_t in_port, FrameId f) {
+[[gnu::always_inline]] inline void Network::switch_forward(uint32_t in_port, FrameId f) {
   const uint32_t sw = ports_[in_port].owner;
   FrameMeta& m = meta(f);
   // Parsed by the sending host, unless it could not be or a bit flipped on the way since.
@@ -631,12 +653,12 @@ void Network::switch_forward(uint32_t in_port, FrameId f) {
     drop(f);
     return;
   }
-  enqueue(out, f, classify_dscp(m.dscp), in_port);
+  enqueue(out, f, m.control ? Priority::kControl : Priority::kData, in_port);
 }
 
 // Admission, ECN marking and trimming at a switch output port (or a host NIC, where nothing
 // is ever dropped: the host only pulls what fits).
-bool Network::enqueue(uint32_t port, FrameId f, Priority prio, uint32_t ingress) {
+[[gnu::always_inline]] inline bool Network::enqueue(uint32_t port, FrameId f, Priority prio, uint32_t ingress) {
   Port& p = ports_[port];
   FrameMeta& m = meta(f);
   uint32_t buffered_under = kNone;
@@ -667,7 +689,7 @@ bool Network::enqueue(uint32_t port, FrameId f, Priority prio, uint32_t ingress)
           ++p.stats.corrupted_rewrites;
           m.corrupted = false;
         }
-        m.dscp = kDscpTrimmed;
+        m.control = true;  // kDscpTrimmed
         pr = static_cast<int>(Priority::kControl);
         if (p.queued_bytes[pr] + m.bytes > control_limit) {
           ++p.stats.drops;

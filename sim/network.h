@@ -295,7 +295,7 @@ class Network {
     // The destination host, or kNoHost16 for any address that is not one (at most 65535
     // hosts, so kNoHost16 is never a host and ECMP finds no route for it, as for any other).
     uint16_t dst_host = kNoHost16;
-    uint8_t dscp = 0;
+    bool control : 1 = false;    // classify_dscp() of its DSCP is the control class
     bool parsed : 1 = false;
     bool damaged : 1 = false;    // a bit was flipped on its way (at most one per frame)
     bool corrupted : 1 = false;  // ... where a check covers it, and no switch rewrote it since
@@ -344,7 +344,13 @@ class Network {
   };
   static constexpr size_t kEcmpMemo = 64;
   mutable std::array<EcmpMemo, kEcmpMemo> ecmp_memo_{};
-  uint32_t ecmp_port_memo(uint32_t sw, uint32_t dst_host, uint64_t flow_hash, FrameId f) const noexcept;
+  uint32_t ecmp_port_memo(uint32_t sw, uint32_t dst_host, uint64_t flow_hash, FrameId f) const noexcept {
+    EcmpMemo& m = ecmp_memo_[f % kEcmpMemo];
+    if (m.sw == sw && m.dst_host == dst_host && m.flow_hash == flow_hash) [[likely]] return m.out;
+    return ecmp_port_remember(m, sw, dst_host, flow_hash);
+  }
+  uint32_t ecmp_port_remember(EcmpMemo& m, uint32_t sw, uint32_t dst_host,
+                              uint64_t flow_hash) const noexcept;
   std::vector<Scheduled*> callbacks_;  // each target once
   absl::flat_hash_map<Scheduled*, uint32_t> callback_index_;
   Scheduled* last_callback_ = nullptr;
