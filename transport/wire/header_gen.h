@@ -115,4 +115,41 @@ constexpr H* as(uint8_t* p) noexcept {
   return reinterpret_cast<H*>(p);
 }
 
+// Header H built in registers, for the data path: set<H::name_field>(v) merges a field into
+// 64-bit words holding the header's bytes big-endian (word i: bytes 8i..8i+7), and store()
+// writes each word once. The same bytes as H's set_ accessors on a zeroed H, without their
+// narrow read-modify-write stores (a header filled in memory by byte and short stores, then
+// copied with wide loads, stalls on store forwarding; bench/README.md, engine_bench).
+template <typename H>
+class HeaderWords {
+ public:
+  static constexpr size_t kWords = (H::kSize + 7) / 8;
+
+  template <typename F>
+  constexpr void set(typename F::Value v) noexcept {
+    static_assert(F::kOff + F::kWidth <= H::kSize, "field outside the header");
+    const uint64_t bits = (static_cast<uint64_t>(v) << F::kShift) & F::kMask;
+    constexpr size_t first = F::kOff / 8, last = (F::kOff + F::kWidth - 1) / 8;
+    if constexpr (first == last) {
+      constexpr int sh = 8 * static_cast<int>(8 - F::kOff % 8 - F::kWidth);
+      w_[first] = (w_[first] & ~(F::kMask << sh)) | (bits << sh);
+    } else {  // the field's high bytes end word `first`, its low bytes start word `last`
+      constexpr int low = 8 * static_cast<int>(F::kOff + F::kWidth - 8 * last);
+      w_[first] = (w_[first] & ~(F::kMask >> low)) | (bits >> low);
+      w_[last] = (w_[last] & ~(F::kMask << (64 - low))) | (bits << (64 - low));
+    }
+  }
+
+  // Writes the first N bytes of the header (all of it by default) to `p`.
+  template <size_t N = H::kSize>
+  void store(uint8_t* p) const noexcept {
+    static_assert(N <= H::kSize);
+    for (size_t i = 0; i < N / 8; ++i) store_be_n<8>(p + 8 * i, w_[i]);
+    if constexpr (N % 8 != 0) store_be_n<N % 8>(p + N / 8 * 8, w_[N / 8] >> (64 - 8 * (N % 8)));
+  }
+
+ private:
+  uint64_t w_[kWords] = {};
+};
+
 }  // namespace uet::wire
