@@ -14,14 +14,14 @@ namespace {
 
 // Sets every field of H, in table order, to a value derived from `seed` both ways (later
 // fields overwrite the bits of earlier overlapping ones the same way in both) and compares.
-#define SET_BOTH(name, off, width, mask, kind, vals, title)                          \
-  {                                                                                  \
-    using F = H::name##_field;                                                       \
-    const auto v = static_cast<F::Value>(pattern(seed, off, width));                 \
-    words.set<F>(v);                                                                 \
-    ref.set_##name(v);                                                               \
-    words.store(got);                                                                \
-    ASSERT_EQ(std::memcmp(got, ref.raw, H::kSize), 0) << #name << " seed " << seed;  \
+#define SET_BOTH(name, off, width, mask, kind, vals, title)                         \
+  {                                                                                 \
+    using F = H::name##_field;                                                      \
+    const auto v = static_cast<F::Value>(pattern(seed, off, width));                \
+    words.set<F>(v);                                                                \
+    ref.set_##name(v);                                                              \
+    words.store(got);                                                               \
+    ASSERT_EQ(std::memcmp(got, ref.raw, H::kSize), 0) << #name << " seed " << seed; \
   }
 
 uint64_t pattern(uint64_t seed, int off, int width) {

@@ -193,10 +193,13 @@ bool UetEndpoint::build_ack(Pdc& p, uint16_t pdcid, Frame& f) {
   const bool with_data = r != nullptr && r->data;
   wire::FrameBuilder b(std::span<uint8_t>(f.data, f.capacity),
                        with_data ? p.data_encap : p.ctrl_encap, p.ev_base);
-  wire::PdsAckCc* ack = b.add<wire::PdsAckCc>();
+  // The ACK is built in registers and stored once (wire::HeaderWords, as build_data).
+  using Ack = wire::PdsAckCc;
+  uint8_t* const ack_at = b.reserve(Ack::kSize);
   wire::SesResponse* rsp = r != nullptr && !with_data ? b.add<wire::SesResponse>() : nullptr;
   wire::SesResponseData* rd = with_data ? b.add<wire::SesResponseData>() : nullptr;
-  if (ack == nullptr || (r != nullptr && rsp == nullptr && rd == nullptr)) return false;
+  if (ack_at == nullptr || (r != nullptr && rsp == nullptr && rd == nullptr)) return false;
+  wire::HeaderWords<Ack> ack;
   const uint32_t cack = p.rcv_base - 1;
   // §3.7: the ACK names the packet that triggered it and `m` echoes that packet's CE mark.
   // A CE-marked arrival stays the trigger even if more packets came before this ACK could be
@@ -205,36 +208,38 @@ bool UetEndpoint::build_ack(Pdc& p, uint16_t pdcid, Frame& f) {
   // leaves the CE echo to the next plain ACK.
   const bool ce = r == nullptr && p.ce_seen;
   const uint32_t trigger = r != nullptr ? r->psn : ce ? p.ce_psn : p.last_psn;
-  ack->set_type(PdsType::kAckCc);
-  ack->set_next_hdr(with_data ? NextHeader::kRspData : r != nullptr ? NextHeader::kRsp
-                                                                    : NextHeader::kNone);
-  ack->set_m(ce);
+  ack.set<Ack::type_field>(PdsType::kAckCc);
+  ack.set<Ack::next_hdr_field>(with_data      ? NextHeader::kRspData
+                               : r != nullptr ? NextHeader::kRsp
+                                              : NextHeader::kNone);
+  ack.set<Ack::m_field>(ce);
   // §3.7: `retx` echoes the trigger's RETX flag (a response's trigger is answered without
   // it). The initiator takes no RTT sample from such an ACK: sampling the resends' RTT when
   // sent twice was measured and made a 127:1 incast worse (1.053x -> 1.057x ideal).
-  ack->set_retx(r == nullptr && (ce ? p.ce_retx : p.last_retx));
-  ack->set_ack_psn_offset(static_cast<int16_t>(std::clamp<int64_t>(
-      static_cast<int32_t>(trigger - cack), INT16_MIN, INT16_MAX)));
-  ack->set_cack_psn(cack);
-  ack->set_spdcid(pdcid);
-  ack->set_dpdcid(p.peer_pdcid);
+  ack.set<Ack::retx_field>(r == nullptr && (ce ? p.ce_retx : p.last_retx));
+  ack.set<Ack::ack_psn_offset_field>(static_cast<int16_t>(
+      std::clamp<int64_t>(static_cast<int32_t>(trigger - cack), INT16_MIN, INT16_MAX)));
+  ack.set<Ack::cack_psn_field>(cack);
+  ack.set<Ack::spdcid_field>(pdcid);
+  ack.set<Ack::dpdcid_field>(p.peer_pdcid);
   if (p.credit_pending > 0) {
     // §3.8.2: RCCC credit granted to this sender rides the ACK (cc_type CREDIT).
     const auto c = static_cast<uint32_t>(std::min<uint64_t>(p.credit_pending, 0xFFFFFF));
-    ack->set_cc_type(wire::CcType::kCredit);
-    ack->set_credit(c);
+    ack.set<Ack::cc_type_field>(wire::CcType::kCredit);
+    ack.set<Ack::credit_field>(c);
     p.credit_pending -= c;
     ++counters_.tx_credit_acks;
   } else {
-    ack->set_cc_type(wire::CcType::kNscc);
+    ack.set<Ack::cc_type_field>(wire::CcType::kNscc);
   }
-  ack->set_mpr(static_cast<uint8_t>(std::min<uint32_t>(255, config_.mpr / 16)));  // [choice]
+  ack.set<Ack::mpr_field>(
+      static_cast<uint8_t>(std::min<uint32_t>(255, config_.mpr / 16)));  // [choice]
   // The 64 PSNs the bitmap reports end at the PSN that triggered this ACK (as htsim does), so
   // every arrival is reported by at least its own ACK even when the window spans more than
   // 64 packets past a hole; they start right after CACK when that is close enough.
   uint32_t sack_base = p.rcv_base;
   if (static_cast<int32_t>(trigger - p.rcv_base) > 63) sack_base = trigger - 63;
-  ack->set_sack_psn_offset(static_cast<uint16_t>(sack_base - cack));
+  ack.set<Ack::sack_psn_offset_field>(static_cast<uint16_t>(sack_base - cack));
   // Bit i: PSN sack_base + i received, for the PSNs inside the window [rcv_base, rcv_base +
   // mpr): 64 bits of the ring of mpr (a multiple of 64) from sack_base's position, in at most
   // two words.
@@ -246,7 +251,8 @@ bool UetEndpoint::build_ack(Pdc& p, uint16_t pdcid, Frame& f) {
     if (shift != 0) bitmap |= p.rcv_bits[(word + 1) % p.rcv_bits.size()] << (64 - shift);
     if (config_.mpr - ahead < 64) bitmap &= (uint64_t{1} << (config_.mpr - ahead)) - 1;
   }
-  ack->set_sack_bitmap(bitmap);
+  ack.set<Ack::sack_bitmap_field>(bitmap);
+  ack.store(ack_at);
   size_t elided = 0;
   if (rsp != nullptr) {
     rsp->set_opcode(wire::SesRspOpcode::kResponse);
@@ -437,6 +443,7 @@ void UetEndpoint::rx_one(const Frame& f, Time now) {
   wire::Decoded d;
   wire::DecodeOptions opts;
   opts.elided = f.wire_len > f.len ? f.wire_len - f.len : 0;  // payload carried by length
+  opts.header_stack = false;  // the engine reads the named headers only
   if (f.checksums_ok) opts.verify_ip_checksum = opts.verify_udp_checksum = false;  // host did
   const wire::WireError err =
       wire::decode_frame(std::span<const uint8_t>(f.data, f.len), &d, opts);

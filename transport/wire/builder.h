@@ -10,9 +10,8 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
-#include <span>
-
 #include <cstring>
+#include <span>
 
 #include "transport/wire/checksum.h"
 #include "transport/wire/header_gen.h"
@@ -189,8 +188,8 @@ class FrameBuilder {
   // of the pseudo-header and ports: the same value as udp_checksum() over the whole datagram.
   uint16_t udp_checksum_from_sum(size_t udp_len) const noexcept {
     // The length counts twice: in the pseudo-header and in the UDP header.
-    const uint64_t sum = csum_add(uint64_t{udp_sum_} + 2 * uint64_t{udp_len}, buf_.data() + transport_,
-                                  len_ - transport_);
+    const uint64_t sum = csum_add(uint64_t{udp_sum_} + 2 * uint64_t{udp_len},
+                                  buf_.data() + transport_, len_ - transport_);
     const uint16_t c = csum_finish(sum);
     return c == 0 ? 0xFFFF : c;
   }
