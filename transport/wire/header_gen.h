@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <string_view>
 #include <type_traits>
+#include <utility>
 
 #include "transport/wire/field.h"
 
@@ -144,7 +145,11 @@ class HeaderWords {
   template <size_t N = H::kSize>
   void store(uint8_t* p) const noexcept {
     static_assert(N <= H::kSize);
-    for (size_t i = 0; i < N / 8; ++i) store_be_n<8>(p + 8 * i, w_[i]);
+    // Unrolled at compile time, so every word index is a constant and the words can stay in
+    // registers.
+    [&]<size_t... I>(std::index_sequence<I...>) {
+      (store_be_n<8>(p + 8 * I, w_[I]), ...);
+    }(std::make_index_sequence<N / 8>{});
     if constexpr (N % 8 != 0) store_be_n<N % 8>(p + N / 8 * 8, w_[N / 8] >> (64 - 8 * (N % 8)));
   }
 
