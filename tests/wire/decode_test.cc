@@ -462,6 +462,33 @@ TEST(Decode_Options, ChecksDisabledOnRequest) {
   EXPECT_EQ(decode(bad_icrc, o), WireError::kOk);
 }
 
+// Without the header stack the frame decodes to the same headers; only the stack is empty.
+TEST(Decode_Options, NoHeaderStackSameHeaders) {
+  for (const auto& f : {uet_write_frame(), roce_write_frame()}) {
+    DecodeOptions o;
+    o.header_stack = false;
+    Decoded with, without;
+    ASSERT_EQ(decode_frame(f, &with), WireError::kOk);
+    ASSERT_EQ(decode_frame(f, &without, o), WireError::kOk);
+    EXPECT_GT(with.depth, 3);
+    EXPECT_EQ(without.depth, 0);
+    EXPECT_EQ(without.protocol, with.protocol);
+    EXPECT_EQ(without.udp, with.udp);
+    EXPECT_EQ(without.pds, with.pds);
+    EXPECT_EQ(without.ses, with.ses);
+    EXPECT_EQ(without.bth, with.bth);
+    EXPECT_EQ(without.reth, with.reth);
+    EXPECT_EQ(without.payload.data(), with.payload.data());
+    EXPECT_EQ(without.payload.size(), with.payload.size());
+  }
+  // A malformed frame gives the same error either way.
+  auto bad = uet_write_frame();
+  bad[kIp + 11] ^= 0x01;
+  DecodeOptions o;
+  o.header_stack = false;
+  EXPECT_EQ(decode(bad, o), WireError::kBadIpChecksum);
+}
+
 TEST(Decode_Options, ZeroUdpChecksumMeansNotComputed) {
   auto f = uet_write_frame();
   as<Udp>(f.data() + kUdp)->set_checksum(0);
@@ -586,6 +613,42 @@ TEST(Builder_Template, ReusedTemplateEqualsFreshEncapPerFrame) {
     Decoded d;
     EXPECT_EQ(decode_frame(std::span(a.data(), na), &d), WireError::kOk);
     EXPECT_EQ(d.ev, sport);
+  }
+}
+
+// The UDP checksum finish() takes from the template's kept pseudo-header sum is the one
+// udp_checksum() computes over the whole datagram, over IPv4 and IPv6, any source port and
+// odd or even lengths.
+TEST(Builder_Template, UdpChecksumFromKeptSumEqualsFullSum) {
+  std::mt19937 rng(11);
+  for (const bool v6 : {false, true}) {
+    Encap e = test_encap(kUetUdpPort);
+    e.ipv6 = v6;
+    e.src_ip4 = 0xFFFFFFFE;  // sums that carry
+    e.src_ip6.fill(0xFF);
+    e.dst_ip6 = {0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xAB, 0xCD};
+    const EncapTemplate t(e);
+    for (int i = 0; i < 200; ++i) {
+      const auto sport = static_cast<uint16_t>(i < 2 ? 0xFFFF * i : rng());
+      const size_t payload = rng() % 301;
+      std::vector<uint8_t> buf(1024);
+      FrameBuilder b(buf, t, sport);
+      uint8_t* p = b.add_bytes(payload + 1);
+      ASSERT_NE(p, nullptr);
+      for (size_t k = 0; k <= payload; ++k) p[k] = static_cast<uint8_t>(rng());
+      size_t n = 0;
+      ASSERT_EQ(b.finish(&n), WireError::kOk);
+      const size_t ip = kEth, udp = kEth + (v6 ? Ipv6::kSize : Ipv4::kSize);
+      const Udp* u = as<Udp>(buf.data() + udp);
+      ASSERT_EQ(u->length(), n - udp);
+      EXPECT_EQ(u->checksum(), udp_checksum(buf.data() + ip, v6, buf.data() + udp, n - udp))
+          << (v6 ? "v6 " : "v4 ") << i;
+      // The receive check agrees (the bytes are no UET header: stop after UDP).
+      DecodeOptions o;
+      o.uet_udp_port = o.roce_udp_port = 1;
+      Decoded d;
+      EXPECT_EQ(decode_frame(std::span(buf.data(), n), &d, o), WireError::kUnsupportedUdpPort);
+    }
   }
 }
 

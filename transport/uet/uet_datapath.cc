@@ -68,15 +68,15 @@ bool UetEndpoint::build_data(Pdc& p, uint16_t pdcid, uint32_t psn, bool retx, Fr
   const size_t elided = carries && headers + len > f.capacity ? len : 0;
   const uint16_t ev = p.sel.next_ev(now);  // §2.4: pathsel/ picks every packet's EV (ROD: one)
   wire::FrameBuilder b(std::span<uint8_t>(f.data, f.capacity), p.data_encap, ev_port(p, ev));
-  // The PDS and SES headers are filled in zeroed locals and appended in one copy (filling them
-  // in the frame read back each just-zeroed word). RUD_CC begins with the RUD request's fields
-  // (spec/uet.def): one set of accessors for both.
+  // The PDS and SES headers are built in registers (wire::HeaderWords) and stored into one
+  // reserved run a word at a time: filled in memory by their accessors' narrow stores and then
+  // copied, they stalled on store forwarding (bench/README.md, engine_bench third round).
+  // RUD_CC begins with the RUD request's fields (spec/uet.def): one word set for both.
   if (f.capacity < headers) return false;  // (before any state changes, as before)
-  wire::PdsRudRodCc pds_cc{};
-  wire::SesStandardRequest ses_hdr{};
-  wire::PdsRudRodCc* const pcc = &pds_cc;
-  wire::PdsRudRod* const pds = wire::as<wire::PdsRudRod>(pds_cc.raw);
-  wire::SesStandardRequest* const ses = &ses_hdr;
+  using Pds = wire::PdsRudRodCc;
+  using Ses = wire::SesStandardRequest;
+  wire::HeaderWords<Pds> pds;
+  wire::HeaderWords<Ses> ses;
   if (carries && !retx) p.unsent_bytes -= std::min<uint64_t>(p.unsent_bytes, len);
   if (cc_req) {
     // RCCC: a packet with payload spends credit, a retransmission too (as htsim); the
@@ -85,81 +85,81 @@ bool UetEndpoint::build_data(Pdc& p, uint16_t pdcid, uint32_t psn, bool retx, Fr
     if (p.speculate_until == kNever) p.speculate_until = now + config_.base_rtt;
     if (carries) p.rccc.on_sent(len);
     p.last_target = static_cast<uint32_t>(p.rccc.credit_target(credit_backlog(p)));
-    pds->set_type(p.rod ? PdsType::kRodCcReq : PdsType::kRudCcReq);  // §3.4
-    pcc->set_ccc_id(0);
-    pcc->set_credit_target(p.last_target);
+    pds.set<Pds::type_field>(p.rod ? PdsType::kRodCcReq : PdsType::kRudCcReq);  // §3.4
+    pds.set<Pds::ccc_id_field>(0);
+    pds.set<Pds::credit_target_field>(p.last_target);
   } else {
-    pds->set_type(p.rod ? PdsType::kRodReq : PdsType::kRudReq);
+    pds.set<Pds::type_field>(p.rod ? PdsType::kRodReq : PdsType::kRudReq);
   }
-  pds->set_next_hdr(NextHeader::kReqStd);
-  pds->set_retx(retx);
-  pds->set_psn(psn);
-  pds->set_spdcid(pdcid);
+  pds.set<Pds::next_hdr_field>(NextHeader::kReqStd);
+  pds.set<Pds::retx_field>(retx);
+  pds.set<Pds::psn_field>(psn);
+  pds.set<Pds::spdcid_field>(pdcid);
   // §3.3: Clear PSN = psn + clear_psn_offset: every PSN before base_psn is acknowledged here
   // (a refused one through the response that carried its refusal), so the target may drop
   // its guaranteed-delivery state (stored refusals) up to base_psn - 1.
-  pds->set_clear_psn_offset(static_cast<int16_t>(static_cast<int32_t>(p.base_psn - 1 - psn)));
+  pds.set<Pds::clear_psn_offset_field>(
+      static_cast<int16_t>(static_cast<int32_t>(p.base_psn - 1 - psn)));
   if (p.established) {
-    pds->set_dpdcid(p.peer_pdcid);
+    pds.set<Pds::dpdcid_field>(p.peer_pdcid);
   } else {  // §3.3: SYN until the first ACK; the PDC info tells the target the start PSN
-    pds->set_syn(true);
-    pds->set_psn_offset(static_cast<uint16_t>(psn - p.start_psn));
+    pds.set<Pds::syn_field>(true);
+    pds.set<Pds::psn_offset_field>(static_cast<uint16_t>(psn - p.start_psn));
   }
   // The last packet of an operation asks for an ACK at once (AR), so completions are prompt.
   const bool last = s.packet + 1 == o.packets;
-  pds->set_ar(last);
+  pds.set<Pds::ar_field>(last);
   switch (o.op) {
     case Opcode::kWrite:
     case Opcode::kRecv:
-      ses->set_opcode(wire::SesOpcode::kWrite);
-      ses->set_message_id(o.message_id);
-      ses->set_buffer_offset(o.remote_offset);
-      ses->set_match_bits(o.rkey);
-      ses->set_request_length(static_cast<uint32_t>(o.length));
+      ses.set<Ses::opcode_field>(wire::SesOpcode::kWrite);
+      ses.set<Ses::message_id_field>(o.message_id);
+      ses.set<Ses::buffer_offset_field>(o.remote_offset);
+      ses.set<Ses::match_bits_field>(o.rkey);
+      ses.set<Ses::request_length_field>(static_cast<uint32_t>(o.length));
       break;
     case Opcode::kRead:
       // One single-packet READ message per chunk (uet_endpoint.h): the target returns exactly
       // `len` bytes from buffer_offset, in one response with data.
-      ses->set_opcode(wire::SesOpcode::kRead);
-      ses->set_message_id(static_cast<uint16_t>(o.message_id + s.packet));
-      ses->set_buffer_offset(o.remote_offset + offset);
-      ses->set_match_bits(o.rkey);
-      ses->set_request_length(len);
+      ses.set<Ses::opcode_field>(wire::SesOpcode::kRead);
+      ses.set<Ses::message_id_field>(static_cast<uint16_t>(o.message_id + s.packet));
+      ses.set<Ses::buffer_offset_field>(o.remote_offset + offset);
+      ses.set<Ses::match_bits_field>(o.rkey);
+      ses.set<Ses::request_length_field>(len);
       break;
     case Opcode::kSend:
-      ses->set_opcode(wire::SesOpcode::kSend);
-      ses->set_message_id(o.message_id);
-      ses->set_request_length(static_cast<uint32_t>(o.length));
-      ses->set_ie(o.abandoned);  // §4.1: the initiator gave this message up (RNR)
+      ses.set<Ses::opcode_field>(wire::SesOpcode::kSend);
+      ses.set<Ses::message_id_field>(o.message_id);
+      ses.set<Ses::request_length_field>(static_cast<uint32_t>(o.length));
+      ses.set<Ses::ie_field>(o.abandoned);  // §4.1: the initiator gave this message up (RNR)
       if (s.packet == 0 && o.has_imm) {  // §4.2: header_data on the SOM packet, `hd` set
-        ses->set_hd(true);
-        ses->set_header_data(o.imm);
+        ses.set<Ses::hd_field>(true);
+        ses.set<Ses::header_data_field>(o.imm);
       }
       break;
   }
   if (o.op != Opcode::kRead) {
-    ses->set_som(s.packet == 0);
-    ses->set_eom(last);
+    ses.set<Ses::som_field>(s.packet == 0);
+    ses.set<Ses::eom_field>(last);
     if (s.packet != 0) {
-      ses->set_payload_length(static_cast<uint16_t>(len));
-      ses->set_message_offset(static_cast<uint32_t>(offset));
+      ses.set<Ses::payload_length_field>(static_cast<uint16_t>(len));
+      ses.set<Ses::message_offset_field>(static_cast<uint32_t>(offset));
     }
   } else {
-    ses->set_som(true);
-    ses->set_eom(true);
+    ses.set<Ses::som_field>(true);
+    ses.set<Ses::eom_field>(true);
   }
-  // PDS and SES in one reserved run, each copied with a constant size (no library call).
-  constexpr size_t kSes = wire::SesStandardRequest::kSize;
+  // PDS and SES in one reserved run.
   if (cc_req) {
-    uint8_t* h = b.reserve(wire::PdsRudRodCc::kSize + kSes);
+    uint8_t* h = b.reserve(Pds::kSize + Ses::kSize);
     if (h == nullptr) return false;
-    std::memcpy(h, pds_cc.raw, wire::PdsRudRodCc::kSize);
-    std::memcpy(h + wire::PdsRudRodCc::kSize, ses_hdr.raw, kSes);
+    pds.store(h);
+    ses.store(h + Pds::kSize);
   } else {
-    uint8_t* h = b.reserve(wire::PdsRudRod::kSize + kSes);
+    uint8_t* h = b.reserve(wire::PdsRudRod::kSize + Ses::kSize);
     if (h == nullptr) return false;
-    std::memcpy(h, pds_cc.raw, wire::PdsRudRod::kSize);
-    std::memcpy(h + wire::PdsRudRod::kSize, ses_hdr.raw, kSes);
+    pds.store<wire::PdsRudRod::kSize>(h);
+    ses.store(h + wire::PdsRudRod::kSize);
   }
   if (carries && elided == 0 && len > 0 && !b.append({o.src + offset, len})) return false;
   if (!finish_frame(b, f, elided)) return false;
@@ -193,10 +193,13 @@ bool UetEndpoint::build_ack(Pdc& p, uint16_t pdcid, Frame& f) {
   const bool with_data = r != nullptr && r->data;
   wire::FrameBuilder b(std::span<uint8_t>(f.data, f.capacity),
                        with_data ? p.data_encap : p.ctrl_encap, p.ev_base);
-  wire::PdsAckCc* ack = b.add<wire::PdsAckCc>();
+  // The ACK is built in registers and stored once (wire::HeaderWords, as build_data).
+  using Ack = wire::PdsAckCc;
+  uint8_t* const ack_at = b.reserve(Ack::kSize);
   wire::SesResponse* rsp = r != nullptr && !with_data ? b.add<wire::SesResponse>() : nullptr;
   wire::SesResponseData* rd = with_data ? b.add<wire::SesResponseData>() : nullptr;
-  if (ack == nullptr || (r != nullptr && rsp == nullptr && rd == nullptr)) return false;
+  if (ack_at == nullptr || (r != nullptr && rsp == nullptr && rd == nullptr)) return false;
+  wire::HeaderWords<Ack> ack;
   const uint32_t cack = p.rcv_base - 1;
   // §3.7: the ACK names the packet that triggered it and `m` echoes that packet's CE mark.
   // A CE-marked arrival stays the trigger even if more packets came before this ACK could be
@@ -205,36 +208,38 @@ bool UetEndpoint::build_ack(Pdc& p, uint16_t pdcid, Frame& f) {
   // leaves the CE echo to the next plain ACK.
   const bool ce = r == nullptr && p.ce_seen;
   const uint32_t trigger = r != nullptr ? r->psn : ce ? p.ce_psn : p.last_psn;
-  ack->set_type(PdsType::kAckCc);
-  ack->set_next_hdr(with_data ? NextHeader::kRspData : r != nullptr ? NextHeader::kRsp
-                                                                    : NextHeader::kNone);
-  ack->set_m(ce);
+  ack.set<Ack::type_field>(PdsType::kAckCc);
+  ack.set<Ack::next_hdr_field>(with_data      ? NextHeader::kRspData
+                               : r != nullptr ? NextHeader::kRsp
+                                              : NextHeader::kNone);
+  ack.set<Ack::m_field>(ce);
   // §3.7: `retx` echoes the trigger's RETX flag (a response's trigger is answered without
   // it). The initiator takes no RTT sample from such an ACK: sampling the resends' RTT when
   // sent twice was measured and made a 127:1 incast worse (1.053x -> 1.057x ideal).
-  ack->set_retx(r == nullptr && (ce ? p.ce_retx : p.last_retx));
-  ack->set_ack_psn_offset(static_cast<int16_t>(std::clamp<int64_t>(
-      static_cast<int32_t>(trigger - cack), INT16_MIN, INT16_MAX)));
-  ack->set_cack_psn(cack);
-  ack->set_spdcid(pdcid);
-  ack->set_dpdcid(p.peer_pdcid);
+  ack.set<Ack::retx_field>(r == nullptr && (ce ? p.ce_retx : p.last_retx));
+  ack.set<Ack::ack_psn_offset_field>(static_cast<int16_t>(
+      std::clamp<int64_t>(static_cast<int32_t>(trigger - cack), INT16_MIN, INT16_MAX)));
+  ack.set<Ack::cack_psn_field>(cack);
+  ack.set<Ack::spdcid_field>(pdcid);
+  ack.set<Ack::dpdcid_field>(p.peer_pdcid);
   if (p.credit_pending > 0) {
     // §3.8.2: RCCC credit granted to this sender rides the ACK (cc_type CREDIT).
     const auto c = static_cast<uint32_t>(std::min<uint64_t>(p.credit_pending, 0xFFFFFF));
-    ack->set_cc_type(wire::CcType::kCredit);
-    ack->set_credit(c);
+    ack.set<Ack::cc_type_field>(wire::CcType::kCredit);
+    ack.set<Ack::credit_field>(c);
     p.credit_pending -= c;
     ++counters_.tx_credit_acks;
   } else {
-    ack->set_cc_type(wire::CcType::kNscc);
+    ack.set<Ack::cc_type_field>(wire::CcType::kNscc);
   }
-  ack->set_mpr(static_cast<uint8_t>(std::min<uint32_t>(255, config_.mpr / 16)));  // [choice]
+  ack.set<Ack::mpr_field>(
+      static_cast<uint8_t>(std::min<uint32_t>(255, config_.mpr / 16)));  // [choice]
   // The 64 PSNs the bitmap reports end at the PSN that triggered this ACK (as htsim does), so
   // every arrival is reported by at least its own ACK even when the window spans more than
   // 64 packets past a hole; they start right after CACK when that is close enough.
   uint32_t sack_base = p.rcv_base;
   if (static_cast<int32_t>(trigger - p.rcv_base) > 63) sack_base = trigger - 63;
-  ack->set_sack_psn_offset(static_cast<uint16_t>(sack_base - cack));
+  ack.set<Ack::sack_psn_offset_field>(static_cast<uint16_t>(sack_base - cack));
   // Bit i: PSN sack_base + i received, for the PSNs inside the window [rcv_base, rcv_base +
   // mpr): 64 bits of the ring of mpr (a multiple of 64) from sack_base's position, in at most
   // two words.
@@ -246,7 +251,8 @@ bool UetEndpoint::build_ack(Pdc& p, uint16_t pdcid, Frame& f) {
     if (shift != 0) bitmap |= p.rcv_bits[(word + 1) % p.rcv_bits.size()] << (64 - shift);
     if (config_.mpr - ahead < 64) bitmap &= (uint64_t{1} << (config_.mpr - ahead)) - 1;
   }
-  ack->set_sack_bitmap(bitmap);
+  ack.set<Ack::sack_bitmap_field>(bitmap);
+  ack.store(ack_at);
   size_t elided = 0;
   if (rsp != nullptr) {
     rsp->set_opcode(wire::SesRspOpcode::kResponse);
@@ -437,6 +443,7 @@ void UetEndpoint::rx_one(const Frame& f, Time now) {
   wire::Decoded d;
   wire::DecodeOptions opts;
   opts.elided = f.wire_len > f.len ? f.wire_len - f.len : 0;  // payload carried by length
+  opts.header_stack = false;  // the engine reads the named headers only
   if (f.checksums_ok) opts.verify_ip_checksum = opts.verify_udp_checksum = false;  // host did
   const wire::WireError err =
       wire::decode_frame(std::span<const uint8_t>(f.data, f.len), &d, opts);

@@ -58,6 +58,16 @@ EncapTemplate::EncapTemplate(const Encap& encap) noexcept
     ip_sum_ = static_cast<uint32_t>(csum_add(0, ip->raw, Ipv4::kSize));
     l4_ = static_cast<uint8_t>(l3_ + Ipv4::kSize);
   }
+  // The UDP pseudo-header without its length (RFC 768; RFC 8200 §8.1), and the destination
+  // port; finish() adds the source port, the lengths and the datagram's bytes.
+  {
+    const uint8_t* ip = b + l3_;
+    uint64_t sum = encap.ipv6 ? csum_add(0, ip + 8, 32) : csum_add(0, ip + 12, 8);
+    sum += NET_IPPROTO_UDP;
+    sum += encap.dport;
+    while (sum >> 16) sum = (sum & 0xFFFF) + (sum >> 16);  // so a port added never carries out
+    udp_sum_ = static_cast<uint32_t>(sum);
+  }
 
   if (encap.ip_only) {
     as<UetEntropy>(b + l4_)->set_entropy(encap.sport);
@@ -74,65 +84,7 @@ FrameBuilder::FrameBuilder(std::span<uint8_t> buf, const Encap& encap) noexcept 
   start(EncapTemplate(encap), encap.sport);
 }
 
-FrameBuilder::FrameBuilder(std::span<uint8_t> buf, const EncapTemplate& encap,
-                           uint16_t sport) noexcept
-    : buf_(buf) {
-  start(encap, sport);
-}
-
-void FrameBuilder::start(const EncapTemplate& encap, uint16_t sport) noexcept {
-  ip_sum_ = encap.ip_sum_;
-  l3_ = encap.l3_;
-  l4_ = encap.l4_;
-  transport_ = encap.len_;
-  ipv6_ = encap.ipv6_;
-  ip_only_ = encap.ip_only_;
-  udp_checksum_ = encap.udp_checksum_;
-  icrc_ = encap.icrc_;
-  icrc_compute_ = encap.icrc_compute_;
-  if (buf_.size() < encap.len_) {
-    overflow_ = true;
-    return;
-  }
-  if (buf_.size() >= EncapTemplate::kMaxSize) {
-    // One fixed-size copy (a few vector moves) beats a short variable one; the bytes past
-    // len_ are the template's zeros and are overwritten by what is added next.
-    std::memcpy(buf_.data(), encap.bytes_.data(), EncapTemplate::kMaxSize);
-  } else {
-    std::memcpy(buf_.data(), encap.bytes_.data(), encap.len_);
-  }
-  len_ = encap.len_;
-  uint8_t* l4 = buf_.data() + l4_;
-  if (ip_only_) {
-    as<UetEntropy>(l4)->set_entropy(sport);
-  } else {
-    as<Udp>(l4)->set_sport(sport);
-  }
-}
-
-uint8_t* FrameBuilder::add_bytes(size_t n) noexcept {
-  if (overflow_ || buf_.size() - len_ < n) {
-    overflow_ = true;
-    return nullptr;
-  }
-  uint8_t* p = buf_.data() + len_;
-  std::memset(p, 0, n);
-  len_ += n;
-  return p;
-}
-
-bool FrameBuilder::append(std::span<const uint8_t> bytes) noexcept {
-  // As add_bytes(), without zeroing what is about to be overwritten (a 4 KiB payload).
-  if (overflow_ || buf_.size() - len_ < bytes.size()) {
-    overflow_ = true;
-    return false;
-  }
-  if (!bytes.empty()) std::memcpy(buf_.data() + len_, bytes.data(), bytes.size());
-  len_ += bytes.size();
-  return true;
-}
-
-WireError FrameBuilder::finish(size_t* frame_len, size_t elided) noexcept {
+WireError FrameBuilder::finish_other(size_t* frame_len, size_t elided) noexcept {
   uint8_t* icrc = icrc_ ? add_bytes(kIcrcSize) : nullptr;
   if (overflow_ || len_ + elided > 0xFFFF || (icrc != nullptr && elided > 0)) {
     return WireError::kNoRoom;
@@ -161,7 +113,7 @@ WireError FrameBuilder::finish(size_t* frame_len, size_t elided) noexcept {
   if (!ip_only_) {
     Udp* udp = as<Udp>(l4);
     udp->set_checksum(0);
-    if (udp_checksum_ && elided == 0) udp->set_checksum(udp_checksum(l3, ipv6_, l4, udp_len));
+    if (udp_checksum_ && elided == 0) udp->set_checksum(udp_checksum_from_sum(udp_len));
   }
   *frame_len = len_;
   return WireError::kOk;

@@ -10,8 +10,10 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <span>
 
+#include "transport/wire/checksum.h"
 #include "transport/wire/header_gen.h"
 #include "transport/wire/net_headers.h"
 #include "transport/wire/roce_headers.h"
@@ -58,7 +60,9 @@ struct Encap {
 // the UDP source port (or UET entropy) and the lengths: a PDC's frames to its peer. A
 // FrameBuilder made from it copies the bytes, writes the source port, and its finish() takes
 // the IPv4 header checksum from the sum kept here (RFC 1071 §2(C), incremental update: only
-// the total length changes) instead of summing the header again.
+// the total length changes) instead of summing the header again, and the UDP checksum from
+// the kept sum of the pseudo-header's addresses and protocol and the destination port: only
+// the source port, the lengths and the bytes after the UDP header are summed per frame.
 class EncapTemplate {
  public:
   EncapTemplate() = default;
@@ -80,6 +84,7 @@ class EncapTemplate {
   bool icrc_ = false;
   bool icrc_compute_ = true;
   uint32_t ip_sum_ = 0;  // IPv4: ones'-complement sum of the header, total length and checksum 0
+  uint32_t udp_sum_ = 0;  // pseudo-header addresses + protocol 17 + destination port, folded
 };
 
 class FrameBuilder {
@@ -88,7 +93,10 @@ class FrameBuilder {
   FrameBuilder(std::span<uint8_t> buf, const Encap& encap) noexcept;
   // The same from a template, with `sport` as the UDP source port (UET entropy in the IP-only
   // form): the frame is byte for byte what FrameBuilder(buf, encap with that sport) writes.
-  FrameBuilder(std::span<uint8_t> buf, const EncapTemplate& encap, uint16_t sport) noexcept;
+  FrameBuilder(std::span<uint8_t> buf, const EncapTemplate& encap, uint16_t sport) noexcept
+      : buf_(buf) {
+    start(encap, sport);
+  }
 
   // Appends header H, zero-filled; null when the buffer is full (finish() then says kNoRoom).
   template <typename H>
@@ -96,8 +104,18 @@ class FrameBuilder {
     return reinterpret_cast<H*>(add_bytes(H::kSize));
   }
   // Appends n zero bytes and returns them for the caller to fill; null when full.
-  uint8_t* add_bytes(size_t n) noexcept;
-  bool append(std::span<const uint8_t> bytes) noexcept;
+  uint8_t* add_bytes(size_t n) noexcept {
+    uint8_t* p = reserve(n);
+    if (p != nullptr) std::memset(p, 0, n);
+    return p;
+  }
+  // As add_bytes(), without zeroing what is about to be overwritten (a 4 KiB payload).
+  bool append(std::span<const uint8_t> bytes) noexcept {
+    uint8_t* p = reserve(bytes.size());
+    if (p == nullptr) return false;
+    if (!bytes.empty()) std::memcpy(p, bytes.data(), bytes.size());
+    return true;
+  }
   // Appends n bytes left as they are, for the caller to write every one of (headers built in
   // locals, copied with a fixed size); null when full.
   uint8_t* reserve(size_t n) noexcept {
@@ -118,14 +136,69 @@ class FrameBuilder {
   // `elided`: payload bytes that follow on the wire but not in the buffer (a host that carries
   // payloads by length, Frame::wire_len): the IP and UDP lengths count them, and the UDP
   // checksum, which would cover them, is sent as 0 ("not computed"). No ICRC with elided bytes.
-  WireError finish(size_t* frame_len, size_t elided = 0) noexcept;
+  // Inline for the common frame (IPv4, UDP, no ICRC); the others are finished out of line.
+  WireError finish(size_t* frame_len, size_t elided = 0) noexcept {
+    if (icrc_ || ipv6_ || ip_only_) return finish_other(frame_len, elided);
+    if (overflow_ || len_ + elided > 0xFFFF) return WireError::kNoRoom;
+    uint8_t* const b = buf_.data();
+    const size_t l3_len = len_ + elided - l3_;
+    Ipv4* ip = as<Ipv4>(b + l3_);
+    ip->set_total_length(static_cast<uint16_t>(l3_len));
+    ip->set_checksum(csum_finish(ip_sum_ + l3_len));  // the template's sum + the length word
+    const size_t udp_len = len_ + elided - l4_;
+    Udp* udp = as<Udp>(b + l4_);
+    udp->set_length(static_cast<uint16_t>(udp_len));
+    udp->set_checksum(udp_checksum_ && elided == 0 ? udp_checksum_from_sum(udp_len) : 0);
+    *frame_len = len_;
+    return WireError::kOk;
+  }
 
  private:
-  void start(const EncapTemplate& encap, uint16_t sport) noexcept;
+  void start(const EncapTemplate& encap, uint16_t sport) noexcept {
+    ip_sum_ = encap.ip_sum_;
+    udp_sum_ = encap.udp_sum_ + uint32_t{sport};
+    l3_ = encap.l3_;
+    l4_ = encap.l4_;
+    transport_ = encap.len_;
+    ipv6_ = encap.ipv6_;
+    ip_only_ = encap.ip_only_;
+    udp_checksum_ = encap.udp_checksum_;
+    icrc_ = encap.icrc_;
+    icrc_compute_ = encap.icrc_compute_;
+    if (buf_.size() < encap.len_) {
+      overflow_ = true;
+      return;
+    }
+    if (buf_.size() >= EncapTemplate::kMaxSize) {
+      // One fixed-size copy (a few vector moves) beats a short variable one; the bytes past
+      // len_ are the template's zeros and are overwritten by what is added next.
+      std::memcpy(buf_.data(), encap.bytes_.data(), EncapTemplate::kMaxSize);
+    } else {
+      std::memcpy(buf_.data(), encap.bytes_.data(), encap.len_);
+    }
+    len_ = encap.len_;
+    uint8_t* l4 = buf_.data() + l4_;
+    if (ip_only_) {
+      as<UetEntropy>(l4)->set_entropy(sport);
+    } else {
+      as<Udp>(l4)->set_sport(sport);
+    }
+  }
+  // The UDP checksum (RFC 768) of the frame as built, UDP length `udp_len`, from the kept sum
+  // of the pseudo-header and ports: the same value as udp_checksum() over the whole datagram.
+  uint16_t udp_checksum_from_sum(size_t udp_len) const noexcept {
+    // The length counts twice: in the pseudo-header and in the UDP header.
+    const uint64_t sum = csum_add(uint64_t{udp_sum_} + 2 * uint64_t{udp_len},
+                                  buf_.data() + transport_, len_ - transport_);
+    const uint16_t c = csum_finish(sum);
+    return c == 0 ? 0xFFFF : c;
+  }
+  WireError finish_other(size_t* frame_len, size_t elided) noexcept;
 
   std::span<uint8_t> buf_;
   size_t len_ = 0;
   uint32_t ip_sum_ = 0;  // EncapTemplate::ip_sum_
+  uint32_t udp_sum_ = 0;  // EncapTemplate::udp_sum_ + the source port
   uint8_t l3_ = 0;
   uint8_t l4_ = 0;
   uint8_t transport_ = 0;

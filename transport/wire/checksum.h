@@ -26,11 +26,19 @@ inline bool ipv4_header_checksum_ok(const uint8_t* ip, size_t len) noexcept {
   if (len != 20) {
     return ipv4_header_checksum(ip, len) == static_cast<uint16_t>(ip[10] << 8 | ip[11]);
   }
-  uint32_t w[5];
-  std::memcpy(w, ip, sizeof(w));
+  // Five separate 4-byte loads: copied to a local array first, the words were read back from
+  // the stack after a vector store (a store-forwarding stall per frame).
+  auto word = [ip](size_t i) {
+    uint32_t w;
+    std::memcpy(&w, ip + 4 * i, 4);
+    return uint64_t{w};
+  };
   constexpr uint32_t kKeep = std::endian::native == std::endian::little ? 0x0000FFFFu : 0xFFFF0000u;
-  uint64_t sum = uint64_t{w[0]} + w[1] + (w[2] & kKeep) + w[3] + w[4];
-  while (sum >> 16) sum = (sum & 0xFFFF) + (sum >> 16);
+  uint64_t sum = word(0) + word(1) + (word(2) & kKeep) + word(3) + word(4);  // < 2^35
+  sum = (sum & 0xFFFFFFFF) + (sum >> 32);  // < 2^32 + 8
+  sum = (sum & 0xFFFF) + (sum >> 16);      // < 2^17
+  sum = (sum & 0xFFFF) + (sum >> 16);      // < 2^16 + 2
+  sum = (sum & 0xFFFF) + (sum >> 16);      // 16 bits
   uint16_t field;
   std::memcpy(&field, ip + 10, 2);
   return static_cast<uint16_t>(~sum) == field;

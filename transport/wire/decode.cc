@@ -11,8 +11,8 @@ namespace {
 // reserved fields are zero, and records it on the header stack.
 class Cursor {
  public:
-  Cursor(std::span<const uint8_t> bytes, Decoded* out)
-      : p_(bytes.data()), end_(bytes.data() + bytes.size()), out_(out) {}
+  Cursor(std::span<const uint8_t> bytes, Decoded* out, bool stack = true)
+      : p_(bytes.data()), end_(bytes.data() + bytes.size()), out_(out), stack_(stack) {}
 
   size_t left() const noexcept { return static_cast<size_t>(end_ - p_); }
   const uint8_t* pos() const noexcept { return p_; }
@@ -33,7 +33,7 @@ class Cursor {
 
  private:
   void push(const HeaderDesc* d) noexcept {
-    if (out_->depth < out_->stack.size()) {
+    if (stack_ && out_->depth < out_->stack.size()) {
       out_->stack[out_->depth++] = HeaderRef{d, static_cast<uint16_t>(p_ - out_->frame.data())};
     }
   }
@@ -41,6 +41,7 @@ class Cursor {
   const uint8_t* p_;
   const uint8_t* end_;
   Decoded* out_;
+  bool stack_;
 };
 
 #define WIRE_TRY(expr)                        \
@@ -362,7 +363,7 @@ WireError decode_frame(std::span<const uint8_t> frame, Decoded* out,
   std::construct_at(out);  // every field empty again; the stack counts from 0
   out->frame = frame;
   out->elided = opts.elided;
-  Cursor c(frame, out);
+  Cursor c(frame, out, opts.header_stack);
   WIRE_TRY(c.take(&out->eth, WireError::kTruncatedEthernet));
   uint16_t type = out->eth->ethertype();
   if (type == NET_ETHERTYPE_VLAN) {

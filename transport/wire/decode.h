@@ -34,6 +34,9 @@ struct DecodeOptions {
   // simulator at scale): IP/UDP/SES lengths may exceed the buffer by exactly this much, and
   // the UDP checksum and ICRC (which cover absent bytes) are not checked.
   uint32_t elided = 0;
+  // Record every header on Decoded::stack (generic walkers, tools, tests). The engines read
+  // the named pointers only and turn it off: a store per header saved on every frame.
+  bool header_stack = true;
 };
 
 // A header met while decoding, for generic walkers (tools, tests).
@@ -88,8 +91,9 @@ struct Decoded {
   std::span<const uint8_t> payload;
   uint32_t elided = 0;  // payload bytes on the wire but not in the buffer (DecodeOptions)
 
-  // Every header in wire order: entries [0, depth). The rest are not initialized: zeroing
-  // them for every frame cost more than the decoding (bench/README.md, engine_bench).
+  // Every header in wire order: entries [0, depth) (depth stays 0 without
+  // DecodeOptions::header_stack). The rest are not initialized: zeroing them for every frame
+  // cost more than the decoding (bench/README.md, engine_bench).
   uint8_t depth = 0;
   std::array<HeaderRef, 12> stack;
 

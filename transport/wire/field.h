@@ -117,6 +117,8 @@ struct Field {
   static constexpr uint64_t kMask = effective_mask(W, Mask);
   static constexpr int kShift = std::countr_zero(kMask);
   static constexpr uint64_t kMax = kMask >> kShift;
+  static constexpr size_t kOff = Off;
+  static constexpr size_t kWidth = W;
   static_assert((kMask & ~width_mask(W)) == 0, "mask wider than the field");
 
   using Raw = detail::UintFor<kMax>;

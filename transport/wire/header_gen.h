@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <string_view>
 #include <type_traits>
+#include <utility>
 
 #include "transport/wire/field.h"
 
@@ -114,5 +115,46 @@ template <typename H>
 constexpr H* as(uint8_t* p) noexcept {
   return reinterpret_cast<H*>(p);
 }
+
+// Header H built in registers, for the data path: set<H::name_field>(v) merges a field into
+// 64-bit words holding the header's bytes big-endian (word i: bytes 8i..8i+7), and store()
+// writes each word once. The same bytes as H's set_ accessors on a zeroed H, without their
+// narrow read-modify-write stores (a header filled in memory by byte and short stores, then
+// copied with wide loads, stalls on store forwarding; bench/README.md, engine_bench).
+template <typename H>
+class HeaderWords {
+ public:
+  static constexpr size_t kWords = (H::kSize + 7) / 8;
+
+  template <typename F>
+  constexpr void set(typename F::Value v) noexcept {
+    static_assert(F::kOff + F::kWidth <= H::kSize, "field outside the header");
+    const uint64_t bits = (static_cast<uint64_t>(v) << F::kShift) & F::kMask;
+    constexpr size_t first = F::kOff / 8, last = (F::kOff + F::kWidth - 1) / 8;
+    if constexpr (first == last) {
+      constexpr int sh = 8 * static_cast<int>(8 - F::kOff % 8 - F::kWidth);
+      w_[first] = (w_[first] & ~(F::kMask << sh)) | (bits << sh);
+    } else {  // the field's high bytes end word `first`, its low bytes start word `last`
+      constexpr int low = 8 * static_cast<int>(F::kOff + F::kWidth - 8 * last);
+      w_[first] = (w_[first] & ~(F::kMask >> low)) | (bits >> low);
+      w_[last] = (w_[last] & ~(F::kMask << (64 - low))) | (bits << (64 - low));
+    }
+  }
+
+  // Writes the first N bytes of the header (all of it by default) to `p`.
+  template <size_t N = H::kSize>
+  void store(uint8_t* p) const noexcept {
+    static_assert(N <= H::kSize);
+    // Unrolled at compile time, so every word index is a constant and the words can stay in
+    // registers.
+    [&]<size_t... I>(std::index_sequence<I...>) {
+      (store_be_n<8>(p + 8 * I, w_[I]), ...);
+    }(std::make_index_sequence<N / 8>{});
+    if constexpr (N % 8 != 0) store_be_n<N % 8>(p + N / 8 * 8, w_[N / 8] >> (64 - 8 * (N % 8)));
+  }
+
+ private:
+  uint64_t w_[kWords] = {};
+};
 
 }  // namespace uet::wire
