@@ -181,19 +181,22 @@ class EventQueue {
   bool pop_until(Time until, Event& e) noexcept {
     // The common case inline (the current bucket has events and none came late); the rest
     // (loading the next bucket, merging late_) out of line, so the loop saves no registers.
-    if (pos_ < cur_.size() && late_.empty()) [[likely]] {
-      const Node n = cur_[pos_];
-      const Time t = time_of(n);
-      if (t > until) return false;
-      ++pos_;
-      --size_;
-      e = Event{t, (n.word >> 16) << 8 | (n.word & 15), n.a, n.b};
-      return true;
-    }
+    if (pos_ < cur_.size() && late_.empty()) [[likely]] return take_current(until, e);
     return pop_until_slow(until, e);
   }
 
  private:
+  // Pops cur_[pos_] into `e` unless it is after `until`.
+  [[gnu::always_inline]] bool take_current(Time until, Event& e) noexcept {
+    const Node n = cur_[pos_];
+    const Time t = time_of(n);
+    if (t > until) return false;
+    ++pos_;
+    --size_;
+    e = Event{t, (n.word >> 16) << 8 | (n.word & 15), n.a, n.b};
+    return true;
+  }
+
   [[gnu::noinline]] bool pop_until_slow(Time until, Event& e) noexcept {
     if (pos_ == cur_.size() && late_.empty() && !advance()) return false;
     if (from_late()) [[unlikely]] {
@@ -202,13 +205,7 @@ class EventQueue {
       e = late_.pop();
       return true;
     }
-    const Node n = cur_[pos_];
-    const Time t = time_of(n);
-    if (t > until) return false;
-    ++pos_;
-    --size_;
-    e = Event{t, (n.word >> 16) << 8 | (n.word & 15), n.a, n.b};
-    return true;
+    return take_current(until, e);
   }
 
  public:
