@@ -905,8 +905,8 @@ void UetEndpoint::arm_tlp(Pdc& p, Time now) noexcept {
   p.tlp_deadline = now + pto;
   // RFC 8985 §6.3: the last PSN is acknowledged but an older one is not: it is lost once it
   // has been out an RTT and the reordering window, without waiting for the probe timeout.
-  const Slot& last = p.slots[(p.next_psn - 1) % config_.mpr];
-  const Slot& first = p.slots[p.base_psn % config_.mpr];
+  const Slot& last = p.slots[(p.next_psn - 1) & mpr_mask_];
+  const Slot& first = p.slots[p.base_psn & mpr_mask_];
   if (last.acked && first.in_flight && !first.acked) {
     p.tlp_deadline = std::min(p.tlp_deadline, std::max(now, first.sent + p.srtt + reorder_window(p)));
   }
