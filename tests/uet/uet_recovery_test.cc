@@ -79,12 +79,15 @@ TEST(UetRecovery_Tlp, LostLastPacketIsRepairedByOneProbeWithoutTimeout) {
   EXPECT_LT(t.link.now() - dropped_at, 30 * kMicrosecond);
 }
 
-// RFC 8985 §6.3: when the last PSN is acknowledged and an older one is not, the older one is
-// resent once it has been out srtt + the reordering window, not at the probe timeout after
-// the last ACK (2 srtt + ack_delay). Here the first of a two-packet write is lost.
-TEST(UetRecovery_Tlp, HoleBeforeAnAcknowledgedLastPacketGoesAfterOneRtt) {
+// RFC 8985 §6.2: when the last PSN is acknowledged and an older one is not, no later ACK can
+// show the hole, so the reorder count is waived: the older one is resent once it has been out
+// an RTT + the reordering window, not at the probe timeout after the last ACK (2 srtt +
+// ack_delay) nor at the RTO. Here the first of a two-packet write is lost; the probe is off,
+// so RACK alone repairs it.
+TEST(UetRecovery_Rack, HoleBeforeAnAcknowledgedLastPacketGoesAfterOneRtt) {
   UetConfig a = config_for(kIpA);
-  a.min_rto = 40 * kMicrosecond;  // the probe timeout is 2 srtt + ack_delay, not 3/4 RTO
+  a.tlp = false;
+  a.min_rto = 40 * kMicrosecond;
   a.reorder_window = kMicrosecond;
   Pair t(a);
   t.write(1, 20 * 4096);
@@ -108,8 +111,9 @@ TEST(UetRecovery_Tlp, HoleBeforeAnAcknowledgedLastPacketGoesAfterOneRtt) {
   EXPECT_EQ(c[1].status, OpStatus::kSuccess);
   ASSERT_GT(resent_at, 0);
   EXPECT_EQ(t.ea->counters().timeouts, 0u);
-  // Expect: resent one srtt (~4 us) + 1 us after it went; the probe timeout would have
-  // sent it 2 srtt + 2 us after the last packet's ACK (~14 us after the loss).
+  // Expect: resent one RTT (~4 us) + 1 us after it went, by RACK; the probe timeout would
+  // have sent it 2 srtt + 2 us after the last packet's ACK (~14 us after the loss), the RTO
+  // 40 us after.
   EXPECT_LT(resent_at - dropped_at, 8 * kMicrosecond);
 }
 
@@ -261,8 +265,8 @@ TEST(UetRecovery_Rto, DuplicateAcksDoNotPostponeTheTimeout) {
 // RFC 8985 §6.3, the reorder timer: the second of 12 packets is lost; the others' ACKs show
 // the hole, but all were sent within the reordering window of it and nothing newer follows.
 // The hole goes again once it has been out the newest delivered packet's round trip plus the
-// window, by the timer; before, it waited for the RTO. (TLP is off: its tail rule would
-// resend it too.)
+// window, by the timer; before, it waited for the RTO. (TLP is off: its probe would resend
+// the last packet first.)
 TEST(UetRecovery_Rack, ReorderTimerResendsAHoleWhenNoLaterAckCanShowIt) {
   UetConfig a = config_for(kIpA);
   a.tlp = false;

@@ -903,13 +903,6 @@ void UetEndpoint::arm_tlp(Pdc& p, Time now) noexcept {
   // RTO (min_rto) the probe goes at 3/4 of it, so it still saves the timeout's window cut.
   const Time pto = std::min(2 * p.srtt + config_.ack_delay, p.rto * 3 / 4);
   p.tlp_deadline = now + pto;
-  // RFC 8985 §6.3: the last PSN is acknowledged but an older one is not: it is lost once it
-  // has been out an RTT and the reordering window, without waiting for the probe timeout.
-  const Slot& last = p.slots[(p.next_psn - 1) & mpr_mask_];
-  const Slot& first = p.slots[p.base_psn & mpr_mask_];
-  if (last.acked && first.in_flight && !first.acked) {
-    p.tlp_deadline = std::min(p.tlp_deadline, std::max(now, first.sent + p.srtt + reorder_window(p)));
-  }
   deadline_ = std::min(deadline_, p.tlp_deadline);
 }
 
@@ -919,12 +912,17 @@ void UetEndpoint::arm_tlp(Pdc& p, Time now) noexcept {
 // window <= the newest delivered packet's send time); when nothing newer arrives (the flow has
 // nothing left to send, or its window is full) the reorder timer (§6.3) fires at that time
 // instead of waiting for the probe or the RTO.
+// The count waits for later packets to show a hole. Once the last PSN sent is acknowledged
+// no later ACK can show one, so every hole before it is judged by time alone, as RFC 8985
+// does (it has no count): a lost first packet of a short write goes one RTT and the window
+// after it was sent, not at the probe timeout after the last ACK.
 void UetEndpoint::rack_detect(Pdc& p, Time now) {
   p.rack_deadline = kNever;
-  if (p.rack_sent == 0) return;
+  if (p.rack_sent == 0 || !psn_before(p.base_psn, p.next_psn)) return;
   const Time window = reorder_window(p);
-  for (uint32_t psn = p.base_psn; psn_before(psn + config_.reorder_threshold, p.rack_highest + 1);
-       ++psn) {
+  const bool tail_acked = p.slots[(p.next_psn - 1) & mpr_mask_].acked;
+  const uint32_t end = p.rack_highest + 1 - (tail_acked ? 0 : config_.reorder_threshold);
+  for (uint32_t psn = p.base_psn; psn_before(psn, end); ++psn) {
     const Slot& s = p.slots[(psn & mpr_mask_)];
     if (!s.in_flight || s.acked || s.sent > p.rack_sent) continue;
     const Time lost_at = s.sent + p.rack_rtt + window;
