@@ -911,54 +911,77 @@ TEST(RoceEndpoint_Sim, PermutationWithOnePercentLossIsRepairedByGoBackN) {
       static_cast<unsigned long long>(r.retx), static_cast<unsigned long long>(r.bytes_resent));
 }
 
-// Issue 5: two flows sharing a bottleneck converge to within 10 % of the fair share under
-// DCQCN. Hosts 4 and 5 (the other leaf) write into host 0 over a lossless (PFC) fabric with
-// ECN, the second starting 100 us after the first; what each placed between 400 and 800 us
-// (RC places in order: the first byte still zero) must be within 10 % of half of both.
-TEST(RoceEndpoint_Sim, TwoFlowsIntoOneHostConvergeToAFairShareUnderDcqcn) {
+// Two flows into one host: hosts 4 and 5 (the other leaf of build_two_leaves) write into
+// host 0, the second starting 100 us after the first. RC places in order, so what a flow has
+// delivered is the first byte of its buffer still zero.
+struct TwoIntoOne {
+  TwoIntoOne(const sim::NetworkConfig& nc, const DcqcnConfig& dcqcn, size_t bytes)
+      : net(nc), src(bytes, 0xA5), dst(2, std::vector<uint8_t>(bytes, 0)) {
+    EXPECT_TRUE(build_two_leaves(net).ok());
+    for (uint32_t h = 0; h < 8; ++h) {
+      RoceConfig c;
+      c.local_ip4 = sim::Network::host_ip4(h);
+      c.local_mac = sim::Network::host_mac(h);
+      c.dcqcn = dcqcn;
+      c.seed = h + 1;
+      eps.push_back(std::move(*RoceEndpoint::create(c)));
+      net.attach(h, eps[h].get());
+    }
+    for (auto& d : dst) keys.push_back(*eps[0]->register_memory(d.data(), d.size()));
+    for (uint32_t h : {4u, 5u}) {
+      EXPECT_TRUE(eps[h]->connect_qp(sim::Network::host_ip4(0), 0x100, 0x100 + h, 1000 * h, h).ok());
+      EXPECT_TRUE(eps[0]->connect_qp(sim::Network::host_ip4(h), 0x100 + h, 0x100, h, 1000 * h).ok());
+    }
+    post(0);
+    net.run_until(100 * kMicrosecond);
+    post(1);
+  }
+  void post(uint32_t i) {
+    const uint32_t h = 4 + i;
+    EXPECT_TRUE(eps[h]->post_write({i, sim::Network::host_ip4(0), keys[i], 0, src.data(), src.size()}).ok());
+    net.kick(h);
+  }
+  double placed(uint32_t i) const {
+    return static_cast<double>(std::find(dst[i].begin(), dst[i].end(), 0) - dst[i].begin());
+  }
+  // The longest queue any port has held, drops and PFC pauses summed over all ports.
+  sim::PortStats fabric() const {
+    sim::PortStats t;
+    for (size_t i = 0; i < net.num_ports(); ++i) {
+      const sim::PortStats& s = net.port(static_cast<uint32_t>(i)).stats;
+      t.max_queue_bytes = std::max(t.max_queue_bytes, s.max_queue_bytes);
+      t.drops += s.drops;
+      t.pauses_sent += s.pauses_sent;
+    }
+    return t;
+  }
+  sim::Network net;
+  std::vector<uint8_t> src;
+  std::vector<std::vector<uint8_t>> dst;
+  std::vector<std::unique_ptr<RoceEndpoint>> eps;
+  std::vector<uint32_t> keys;
+};
+
+// Issue 5: two flows sharing a bottleneck converge to within 10 % of the fair share, over a
+// lossless (PFC) fabric with ECN as RoCEv2 is deployed: what each placed between 400 and
+// 800 us must be within 10 % of half of both. This fairness is PFC's as much as DCQCN's: with
+// the fabric's defaults an ingress pauses its upstream at 64 KiB, below ECN's 100 KiB, so
+// few frames are marked, and with DCQCN disabled the shares are as fair (1.00 / 1.00). The
+// next test checks DCQCN without PFC.
+TEST(RoceEndpoint_Sim, TwoFlowsIntoOneHostShareFairlyOverPfcUnderDcqcn) {
   for (const char* preset : {"connectx", "dcqcn-ns3", "htsim"}) {
     SCOPED_TRACE(preset);
     sim::NetworkConfig nc;
     nc.seed = 5;
     nc.switches.pfc.enabled = true;
-    sim::Network net(nc);
-    ASSERT_TRUE(build_two_leaves(net).ok());
     constexpr size_t kBytes = 8 << 20;
-    const std::vector<uint8_t> src(kBytes, 0xA5);
-    std::vector<std::vector<uint8_t>> dst(2, std::vector<uint8_t>(kBytes, 0));
-    std::vector<std::unique_ptr<RoceEndpoint>> eps;
-    for (uint32_t h = 0; h < 8; ++h) {
-      RoceConfig c;
-      c.local_ip4 = sim::Network::host_ip4(h);
-      c.local_mac = sim::Network::host_mac(h);
-      c.dcqcn = *DcqcnConfig::preset(preset, 100);
-      c.seed = h + 1;
-      eps.push_back(std::move(*RoceEndpoint::create(c)));
-      net.attach(h, eps[h].get());
-    }
-    std::vector<uint32_t> keys;
-    for (auto& d : dst) keys.push_back(*eps[0]->register_memory(d.data(), d.size()));
-    for (uint32_t h : {4u, 5u}) {
-      ASSERT_TRUE(eps[h]->connect_qp(sim::Network::host_ip4(0), 0x100, 0x100 + h, 1000 * h, h).ok());
-      ASSERT_TRUE(eps[0]->connect_qp(sim::Network::host_ip4(h), 0x100 + h, 0x100, h, 1000 * h).ok());
-    }
-    auto post = [&](uint32_t i) {
-      const uint32_t h = 4 + i;
-      ASSERT_TRUE(eps[h]->post_write({i, sim::Network::host_ip4(0), keys[i], 0, src.data(), kBytes}).ok());
-      net.kick(h);
-    };
-    auto placed = [&](uint32_t i) {  // in-order placement: the first byte not yet written
-      return static_cast<double>(std::find(dst[i].begin(), dst[i].end(), 0) - dst[i].begin());
-    };
-    post(0);
-    net.run_until(100 * kMicrosecond);
-    post(1);
-    net.run_until(400 * kMicrosecond);
-    const double a0 = placed(0), b0 = placed(1);
-    net.run_until(800 * kMicrosecond);
-    const double a = placed(0) - a0, b = placed(1) - b0;
-    ASSERT_LT(placed(0), static_cast<double>(kBytes)) << "both flows still sending";
-    ASSERT_LT(placed(1), static_cast<double>(kBytes));
+    TwoIntoOne t(nc, *DcqcnConfig::preset(preset, 100), kBytes);
+    t.net.run_until(400 * kMicrosecond);
+    const double a0 = t.placed(0), b0 = t.placed(1);
+    t.net.run_until(800 * kMicrosecond);
+    const double a = t.placed(0) - a0, b = t.placed(1) - b0;
+    ASSERT_LT(t.placed(0), static_cast<double>(kBytes)) << "both flows still sending";
+    ASSERT_LT(t.placed(1), static_cast<double>(kBytes));
     const double fair = (a + b) / 2;
     std::printf("[ dcqcn %-9s ] 400-800 us: %.2f / %.2f MB, shares %.3f / %.3f of fair\n", preset,
                 a / 1e6, b / 1e6, a / fair, b / fair);
@@ -966,6 +989,46 @@ TEST(RoceEndpoint_Sim, TwoFlowsIntoOneHostConvergeToAFairShareUnderDcqcn) {
     EXPECT_GT(a + b, 0.8 * 12.5e9 * 400e-6);
     EXPECT_NEAR(a / fair, 1.0, 0.10);
     EXPECT_NEAR(b / fair, 1.0, 0.10);
+  }
+}
+
+// DCQCN on its own: no PFC and switch buffers deep enough (64 MiB) that nothing is dropped,
+// so only DCQCN stands between two line-rate senders and a queue that grows at 100 Gb/s (25
+// MB in 2 ms, as the disabled run shows). Under the htsim and DCQCN-authors' profiles the
+// CNPs hold every queue below 1 MiB while both flows keep sending. (The "connectx" profile
+// is left out: with the 50 us CNP interval its byte-counter recovery undoes each cut within
+// ~30 us and the queue grows as if DCQCN were off; cc/dcqcn.h says more.)
+TEST(RoceEndpoint_Sim, DcqcnAloneHoldsTheQueueOfTwoFlowsIntoOneHost) {
+  for (const char* preset : {"dcqcn-ns3", "htsim", "off"}) {
+    SCOPED_TRACE(preset);
+    sim::NetworkConfig nc;
+    nc.seed = 5;
+    nc.switches.pfc.enabled = false;
+    nc.switches.buffer_bytes = 64 << 20;
+    DcqcnConfig dcqcn = *DcqcnConfig::preset(preset == std::string("off") ? "htsim" : preset, 100);
+    dcqcn.enabled = preset != std::string("off");
+    constexpr size_t kBytes = 32 << 20;
+    TwoIntoOne t(nc, dcqcn, kBytes);
+    t.net.run_until(1 * kMillisecond);
+    const double a0 = t.placed(0), b0 = t.placed(1);
+    t.net.run_until(2 * kMillisecond);
+    const double a = t.placed(0) - a0, b = t.placed(1) - b0;
+    const sim::PortStats f = t.fabric();
+    const uint64_t cnps = t.eps[4]->counters().rx_cnps + t.eps[5]->counters().rx_cnps;
+    std::printf("[ dcqcn %-9s ] 1-2 ms: %.1f / %.1f Gb/s, max queue %llu KiB, %llu CNPs\n", preset,
+                a * 8 / 1e6, b * 8 / 1e6, static_cast<unsigned long long>(f.max_queue_bytes / 1024),
+                static_cast<unsigned long long>(cnps));
+    ASSERT_EQ(f.drops, 0u);
+    EXPECT_GT(cnps, 0u);
+    if (!dcqcn.enabled) {
+      // Expect: without DCQCN the queue holds the excess of two line-rate senders.
+      EXPECT_GT(f.max_queue_bytes, 16u << 20);
+      continue;
+    }
+    // Expect: DCQCN keeps every queue under 1 MiB, and each flow above 10 Gb/s.
+    EXPECT_LT(f.max_queue_bytes, 1u << 20);
+    EXPECT_GT(a * 8 / 1e6, 10.0);
+    EXPECT_GT(b * 8 / 1e6, 10.0);
   }
 }
 
