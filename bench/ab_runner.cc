@@ -199,6 +199,8 @@ absl::StatusOr<RunResult> run(const RunConfig& rc) {
   nc.switches.ecn.pmax = rc.fabric.ecn_pmax;
   nc.switches.trimming = rc.fabric.trimming && rc.transport == TransportKind::kUet;
   nc.switches.pfc.enabled = rc.fabric.pfc;
+  nc.switches.pfc.xoff_bytes = rc.fabric.pfc_xoff_bytes;
+  nc.switches.pfc.xon_bytes = rc.fabric.pfc_xon_bytes;
   sim::Network net(nc);
   if (absl::Status s = build_fabric(net, rc.fabric); !s.ok()) return s;
   const auto hosts = static_cast<uint32_t>(net.num_hosts());

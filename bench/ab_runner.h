@@ -51,6 +51,10 @@ struct Fabric {
   double ecn_pmax = 0.2;
   bool trimming = true;   // UET runs only: RoCEv2 frames are never trimmed
   bool pfc = false;       // set per transport by the caller (RoCEv2 is deployed lossless)
+  // PFC thresholds per ingress (sim::PfcConfig's defaults): with XOFF below ecn_kmin an
+  // ingress pauses its upstream before the egress marks, and DCQCN hears little.
+  uint64_t pfc_xoff_bytes = sim::PfcConfig{}.xoff_bytes;
+  uint64_t pfc_xon_bytes = sim::PfcConfig{}.xon_bytes;
   uint32_t frame_capacity = 4096 + 256;  // smaller: payloads by length (large fabrics)
   // Failures: `failed_links` switch-to-switch links, picked by the run's seed, go down (both
   // directions) at `fail_at`, or run at `degrade` of their rate from then when degrade > 0.

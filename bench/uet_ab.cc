@@ -99,6 +99,10 @@ ABSL_FLAG(bool, trimming, true, "switches trim UET requests instead of dropping 
 ABSL_FLAG(std::string, pfc, "auto",
           "PFC on the data class: auto (RoCEv2 runs lossless except in loss scenarios, UET "
           "never), on (both transports), off (neither)");
+ABSL_FLAG(uint32_t, pfc_xoff_kb, 64,
+          "PFC: an ingress pauses its upstream above this many KiB of the lossless class, "
+          "1..65536 (128 KiB of headroom beyond it); below --ecn_kmin_kb PFC acts before ECN");
+ABSL_FLAG(uint32_t, pfc_xon_kb, 48, "PFC: and resumes it below this, KiB, 0..--pfc_xoff_kb - 1");
 ABSL_FLAG(uint64_t, buffer_kb, 1024, "switch buffer per port in KiB, 16..65536");
 ABSL_FLAG(uint64_t, seed, 1, "seed of the fabric and the workload");
 ABSL_FLAG(uint32_t, max_ms, 200, "simulated time limit per run in milliseconds, 1..100000");
@@ -186,6 +190,8 @@ absl::StatusOr<Fabric> fabric_from_flags() {
   f.ecn_kmin_bytes = uint64_t{absl::GetFlag(FLAGS_ecn_kmin_kb)} * 1024;
   f.ecn_kmax_bytes = uint64_t{absl::GetFlag(FLAGS_ecn_kmax_kb)} * 1024;
   f.ecn_pmax = absl::GetFlag(FLAGS_ecn_pmax);
+  f.pfc_xoff_bytes = uint64_t{absl::GetFlag(FLAGS_pfc_xoff_kb)} * 1024;
+  f.pfc_xon_bytes = uint64_t{absl::GetFlag(FLAGS_pfc_xon_kb)} * 1024;
   f.trimming = absl::GetFlag(FLAGS_trimming);
   f.buffer_bytes = absl::GetFlag(FLAGS_buffer_kb) * 1024;
   f.frame_capacity = 256;  // headers are real bytes; payloads travel by length
@@ -273,7 +279,8 @@ std::string json_of(const RunResult& r, const RunConfig& c) {
       "\"fabric_loss\": %g, \"pfc\": %s, \"trimming\": %s, \"ecn\": %s, \"evs\": %d, "
       "\"dcqcn\": \"%s\", \"cc\": \"%s\", \"lb\": \"%s\", \"failed_links\": %d, \"degrade\": %g, \"degrade_queues\": \"%s\", "
       "\"fabric_gbps\": %g, \"latency_ns\": %d, \"buffer_kb\": %d, \"ecn_kmin_kb\": %d, "
-      "\"ecn_kmax_kb\": %d, \"ecn_pmax\": %g, \"topology\": \"%s\", "
+      "\"ecn_kmax_kb\": %d, \"ecn_pmax\": %g, \"pfc_xoff_kb\": %d, \"pfc_xon_kb\": %d, "
+      "\"topology\": \"%s\", "
       "\"seed\": %d}}",
       r.scenario, to_string(r.transport), f.total, f.completed, r.failed, f.fct_min_us,
       f.fct_p50_us, f.fct_p99_us, f.fct_max_us, f.slowdown_p50, f.slowdown_p99, f.goodput_gbps,
@@ -292,7 +299,8 @@ std::string json_of(const RunResult& r, const RunConfig& c) {
       c.fabric.failed_links, c.fabric.degrade, c.fabric.degrade_scales_queues ? "scaled" : "fixed",
       c.fabric.fabric_gbps,
       c.fabric.link_delay / kNanosecond, c.fabric.buffer_bytes / 1024, c.fabric.ecn_kmin_bytes / 1024,
-      c.fabric.ecn_kmax_bytes / 1024, c.fabric.ecn_pmax,
+      c.fabric.ecn_kmax_bytes / 1024, c.fabric.ecn_pmax, c.fabric.pfc_xoff_bytes / 1024,
+      c.fabric.pfc_xon_bytes / 1024,
       c.fabric.kind == Fabric::Kind::kLeafSpine ? "leafspine" : "fattree", c.seed);
 }
 
@@ -543,6 +551,8 @@ int run_main() {
   check.range("ecn_kmin_kb", absl::GetFlag(FLAGS_ecn_kmin_kb), 1, 65536);
   check.range("ecn_kmax_kb", absl::GetFlag(FLAGS_ecn_kmax_kb), absl::GetFlag(FLAGS_ecn_kmin_kb), 65536);
   check.range("ecn_pmax", absl::GetFlag(FLAGS_ecn_pmax), 0, 1);
+  check.range("pfc_xoff_kb", absl::GetFlag(FLAGS_pfc_xoff_kb), 1, 65536);
+  check.range("pfc_xon_kb", absl::GetFlag(FLAGS_pfc_xon_kb), 0, absl::GetFlag(FLAGS_pfc_xoff_kb) - 1.0);
   if (const std::string pfc = absl::GetFlag(FLAGS_pfc); pfc != "auto" && pfc != "on" && pfc != "off") {
     check.fail("--pfc=" + pfc + " unknown: auto, on or off");
   }

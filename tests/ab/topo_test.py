@@ -6,7 +6,8 @@ to --topology=fattree --k=8, and a 2-tier one (4 leaves x 8 hosts, 2 spines, 4:1
 oversubscribed) to --leaves=4 --hosts_per_leaf=8 --spines=2, for both transports; a .topo the
 builders cannot honour is refused with its line. The fabric knobs reach the run: --pfc=on makes
 UET lossless too, --trimming=false stops trims, a longer --latency_ns lengthens the fastest
-flow, and every knob is recorded in the JSON params.
+flow, a higher --pfc_xoff_kb lets RoCEv2's ECN marks come before the pauses (fewer pauses,
+more marks), every knob is recorded in the JSON params, and an XON at or above XOFF is refused.
 Usage: topo_test.py BUILD_BIN_DIR
 """
 import json
@@ -46,6 +47,11 @@ def main():
                                            "--pfc=on", "--trimming=false", "--latency_ns=2000",
                                            "--ecn_kmin_kb=50", "--ecn_kmax_kb=200",
                                            "--ecn_pmax=0.5", "--fabric_gbps=200"])
+        xoff = run(bindir, tmp, "xoff", ["--leaves=4", "--hosts_per_leaf=8", "--spines=2",
+                                         "--transport=rocev2", "--pfc_xoff_kb=512",
+                                         "--pfc_xon_kb=448"])
+        bad_xon = subprocess.run([os.path.join(bindir, "uet-ab"), "--pfc_xoff_kb=64",
+                                  "--pfc_xon_kb=64"], capture_output=True, text=True, timeout=60)
         bad = os.path.join(tmp, "bad.topo")
         open(bad, "w").write("Nodes 32\nTiers 2\nTier 0\nBundle 2\n")
         refused = subprocess.run([os.path.join(bindir, "uet-ab"), "--topo=" + bad],
@@ -62,6 +68,16 @@ def main():
             "ecn_kmax_kb": 200, "ecn_pmax": 0.5, "fabric_gbps": 200}
     if any(kp[k] != v for k, v in want.items()):
         failures.append(f"knobs not recorded: {kp}")
+    xp, base = xoff["rocev2"], ls_flags["rocev2"]
+    if (xp["params"]["pfc_xoff_kb"], xp["params"]["pfc_xon_kb"]) != (512, 448):
+        failures.append(f"PFC thresholds not recorded: {xp['params']}")
+    if base["params"]["pfc_xoff_kb"] != 64 or not base["pfc_pauses"] > 0:
+        failures.append(f"default PFC: {base['params']['pfc_xoff_kb']} KiB, {base['pfc_pauses']} pauses")
+    if not (xp["pfc_pauses"] < base["pfc_pauses"] and xp["ecn_marks"] > base["ecn_marks"]):
+        failures.append(f"--pfc_xoff_kb=512: pauses {base['pfc_pauses']} -> {xp['pfc_pauses']}, "
+                        f"marks {base['ecn_marks']} -> {xp['ecn_marks']}")
+    if bad_xon.returncode != 2 or "--pfc_xon_kb=64 out of range: 0..63" not in bad_xon.stderr:
+        failures.append(f"XON = XOFF: rc {bad_xon.returncode}, stderr {bad_xon.stderr!r}")
     if knobs["uet"]["trims"] != 0:
         failures.append(f"--trimming=false but {knobs['uet']['trims']} trims")
     if not knobs["uet"]["fct_us"]["min"] > ls_flags["uet"]["fct_us"]["min"]:
