@@ -37,7 +37,11 @@ class PathSelector {
   uint16_t next_ev(Time now) noexcept {
     return std::visit([now](auto& s) { return s.next_ev(now); }, impl_);
   }
+  // Called for every packet acknowledged. FixedEv and Oblivious ignore it: tested before the
+  // visit, which GCC leaves out of line (Reps and Bitmap inline into it), so their ACKs cost
+  // no call per packet (bench/README.md, engine_bench fourth round).
   void on_ack(uint16_t ev, bool ecn, Time now) noexcept {
+    if (std::holds_alternative<Oblivious>(impl_) || std::holds_alternative<FixedEv>(impl_)) return;
     std::visit([=](auto& s) { s.on_ack(ev, ecn, now); }, impl_);
   }
   void on_nack(uint16_t ev, Time now) noexcept {
