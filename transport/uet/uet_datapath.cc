@@ -440,13 +440,14 @@ void UetEndpoint::rx(std::span<Frame* const> frames, Time now) {
 }
 
 void UetEndpoint::rx_one(const Frame& f, Time now) {
-  wire::Decoded d;
+  wire::DecodedStorage decoded;  // decode_frame constructs it
   wire::DecodeOptions opts;
   opts.elided = f.wire_len > f.len ? f.wire_len - f.len : 0;  // payload carried by length
   opts.header_stack = false;  // the engine reads the named headers only
   if (f.checksums_ok) opts.verify_ip_checksum = opts.verify_udp_checksum = false;  // host did
   const wire::WireError err =
-      wire::decode_frame(std::span<const uint8_t>(f.data, f.len), &d, opts);
+      wire::decode_frame(std::span<const uint8_t>(f.data, f.len), decoded.slot(), opts);
+  const wire::Decoded& d = decoded.get();
   const bool trimmed = d.ipv4 != nullptr && d.ipv4->dscp() == kDscpTrimmed;
   // A trimmed later packet fails the SES length check only (spec/uet.md §3.14).
   if (err != wire::WireError::kOk && !(err == wire::WireError::kBadSesLength && trimmed)) {
