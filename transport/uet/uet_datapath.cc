@@ -417,7 +417,7 @@ void UetEndpoint::refuse(Pdc& p, uint32_t psn, uint8_t code, uint16_t message_id
 
 // §3.3: the initiator no longer needs the refusals of PSNs up to `clear_psn`: they become
 // received, and the cumulative ACK moves past them.
-void UetEndpoint::clear_to(Pdc& p, uint32_t clear_psn) {
+[[gnu::always_inline]] inline void UetEndpoint::clear_to(Pdc& p, uint32_t clear_psn) {
   if (p.gtd_live == 0 || !psn_before(p.rcv_base, clear_psn + 1)) return;
   const uint32_t base = p.rcv_base;
   const uint32_t n = std::min<uint32_t>(clear_psn + 1 - base, config_.mpr);
@@ -637,7 +637,8 @@ void UetEndpoint::rx_request(const wire::Decoded& d, Time now) {
     }
     return;
   }
-  const Exec e = ses != nullptr ? execute(*p, id, *ses, d.payload, d.elided, psn) : Exec::kRecord;
+  const Exec e =
+      ses != nullptr ? execute_inline(*p, id, *ses, d.payload, d.elided, psn) : Exec::kRecord;
   if (p->rod && e != Exec::kWait) ++p->rod_next;
   if (e != Exec::kRecord) {
     if (p->rod && e == Exec::kDone) rod_drain(*p, id);
@@ -658,11 +659,17 @@ void UetEndpoint::rx_request(const wire::Decoded& d, Time now) {
   }
 }
 
-// Executes request `psn` at the target (§4.2 WRITE placement, §4.7 READ, SEND): from the frame,
-// or (ROD) from the reorder buffer.
 UetEndpoint::Exec UetEndpoint::execute(Pdc& p, uint16_t id, const wire::SesStandardRequest& ses,
                                       std::span<const uint8_t> payload, size_t elided,
                                       uint32_t psn) {
+  return execute_inline(p, id, ses, payload, elided, psn);
+}
+
+// Executes request `psn` at the target (§4.2 WRITE placement, §4.7 READ, SEND): from the frame,
+// or (ROD) from the reorder buffer.
+[[gnu::always_inline]] inline UetEndpoint::Exec UetEndpoint::execute_inline(
+    Pdc& p, uint16_t id, const wire::SesStandardRequest& ses, std::span<const uint8_t> payload,
+    size_t elided, uint32_t psn) {
   switch (ses.opcode()) {
     case wire::SesOpcode::kWrite: {
       // §4.2 placement: payload at buffer_offset + message_offset in region match_bits.
@@ -705,24 +712,6 @@ UetEndpoint::Placement UetEndpoint::write_placement(const wire::SesStandardReque
                                                      size_t payload) noexcept {
   return {ses.match_bits(), ses.buffer_offset() + (ses.som() ? 0 : ses.message_offset()),
           ses.som() ? payload : ses.payload_length()};
-}
-
-bool UetEndpoint::region_ok(uint64_t key, uint64_t at, uint64_t len) const noexcept {
-  if (key == 0 || key > regions_.size()) return false;
-  const uint64_t size = regions_[key - 1].length;
-  return at <= size && len <= size - at;
-}
-
-wire::SesReturnCode UetEndpoint::check_region(uint64_t key, uint64_t at, uint64_t len) noexcept {
-  if (key == 0 || key > regions_.size()) {
-    ++counters_.rx_bad_key;
-    return wire::SesReturnCode::kBadMkey;
-  }
-  if (!region_ok(key, at, len)) {
-    ++counters_.rx_bad_range;
-    return wire::SesReturnCode::kBadAddr;
-  }
-  return wire::SesReturnCode::kNull;
 }
 
 // The answer to READ `psn`: its data, or why not (§4.9). Key and range are checked here, at
@@ -848,8 +837,14 @@ UetEndpoint::Exec UetEndpoint::rx_send(Pdc& p, uint16_t id, std::span<const uint
 
 // Records `psn` and advances the cumulative point past every PSN received in order.
 void UetEndpoint::mark_received(Pdc& p, uint32_t psn) {
-  const uint32_t idx = (psn & mpr_mask_);
-  p.rcv_bits[idx / 64] |= uint64_t{1} << (idx % 64);
+  if (psn == p.rcv_base) {
+    // In order (nearly every packet): rcv_base's bit is always clear (the loop below leaves
+    // it so), and setting it would only have the loop clear it again.
+    ++p.rcv_base;
+  } else {
+    const uint32_t idx = (psn & mpr_mask_);
+    p.rcv_bits[idx / 64] |= uint64_t{1} << (idx % 64);
+  }
   for (;;) {
     const uint32_t b = (p.rcv_base & mpr_mask_);
     if (!(p.rcv_bits[b / 64] >> (b % 64) & 1)) break;

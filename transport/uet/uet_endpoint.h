@@ -590,6 +590,10 @@ class UetEndpoint final : public Endpoint {
   void rx_request(const wire::Decoded& d, Time now);
   Exec execute(Pdc& p, uint16_t id, const wire::SesStandardRequest& ses,
                std::span<const uint8_t> payload, size_t elided, uint32_t psn);
+  // execute()'s body, always inline into rx_request() (every request runs it); execute() is
+  // the out-of-line copy for rod_drain().
+  Exec execute_inline(Pdc& p, uint16_t id, const wire::SesStandardRequest& ses,
+                      std::span<const uint8_t> payload, size_t elided, uint32_t psn);
   void rx_ack(const wire::Decoded& d, Time now);
   void rx_nack(const wire::Decoded& d, Time now);
   void rx_ctrl(const wire::Decoded& d, Time now);
@@ -625,10 +629,25 @@ class UetEndpoint final : public Endpoint {
     uint64_t key = 0, at = 0, len = 0;
   };
   static Placement write_placement(const wire::SesStandardRequest& ses, size_t payload) noexcept;
-  // Whether [at, at + len) lies in registered region `key`.
-  bool region_ok(uint64_t key, uint64_t at, uint64_t len) const noexcept;
+  // Whether [at, at + len) lies in registered region `key`. (Inline here, as check_region:
+  // every WRITE packet checks its placement.)
+  bool region_ok(uint64_t key, uint64_t at, uint64_t len) const noexcept {
+    if (key == 0 || key > regions_.size()) return false;
+    const uint64_t size = regions_[key - 1].length;
+    return at <= size && len <= size - at;
+  }
   // The same for an SES request: kNull, or the code refusing it (kBadMkey, kBadAddr), counted.
-  wire::SesReturnCode check_region(uint64_t key, uint64_t at, uint64_t len) noexcept;
+  wire::SesReturnCode check_region(uint64_t key, uint64_t at, uint64_t len) noexcept {
+    if (key == 0 || key > regions_.size()) {
+      ++counters_.rx_bad_key;
+      return wire::SesReturnCode::kBadMkey;
+    }
+    if (!region_ok(key, at, len)) {
+      ++counters_.rx_bad_range;
+      return wire::SesReturnCode::kBadAddr;
+    }
+    return wire::SesReturnCode::kNull;
+  }
   RxMsg* find_msg(uint16_t pdc, uint16_t message_id) noexcept;
   void deliver_recvs();
   absl::StatusOr<uint16_t> initiator_pdc(uint32_t peer, bool rod, const char* verb);
