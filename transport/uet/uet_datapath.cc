@@ -53,8 +53,8 @@ uint16_t UetEndpoint::ev_port(const Pdc& p, uint16_t ev) noexcept {
 }
 
 // §3.3 RUD request + §4.2 standard SES request (WRITE, READ or SEND) for packet `psn`.
-bool UetEndpoint::build_data(Pdc& p, uint16_t pdcid, uint32_t psn, bool retx, Frame& f,
-                             Time now) {
+[[gnu::always_inline]] inline bool UetEndpoint::build_data(Pdc& p, uint16_t pdcid, uint32_t psn,
+                                                           bool retx, Frame& f, Time now) {
   Slot& s = p.slots[(psn & mpr_mask_)];
   const Op& o = p.ops[s.op];
   const uint64_t offset = uint64_t{s.packet} * config_.payload_bytes;
@@ -1417,7 +1417,10 @@ size_t UetEndpoint::tx(std::span<Frame* const> out, Time now) {
   if (rccc_rx_.next_event() <= now) take_grants(now);
   if (credit_head_ != credit_tail_) n = tx_grants(out, n, now);
   // RUDI and UUD (no PDC, uet_modes.cc).
-  n += tx_modes(out.subspan(n), now);
+  if (rudi_rsp_head_ != rudi_rsp_tail_ || rudi_resend_ > 0 || rudi_op_send_ != rudi_op_tail_ ||
+      uud_head_ != uud_tail_) {  // (tested here: most endpoints use neither)
+    n += tx_modes(out.subspan(n), now);
+  }
   // Round robin over the active PDCs, one frame per PDC per turn, until the burst is full or
   // a whole turn finds nothing to send.
   for (size_t idle = 0; n < out.size() && idle < active_.size();) {
@@ -1463,9 +1466,13 @@ size_t UetEndpoint::tx(std::span<Frame* const> out, Time now) {
           continue;  // a control frame: no RTO to arm
         }
       }
+      // The PSN to send, if any: a resend, or the next new one. build_data is called at one
+      // place (always inline there: it runs for every data packet).
+      bool go = false, retx = false;
+      uint32_t psn = 0;
       if (p.resend_pending > 0) {  // exactly the missing PSNs, RETX set
-        for (uint32_t psn = p.base_psn; psn_before(psn, p.next_psn); ++psn) {
-          Slot& s = p.slots[(psn & mpr_mask_)];
+        for (uint32_t q = p.base_psn; psn_before(q, p.next_psn); ++q) {
+          Slot& s = p.slots[(q & mpr_mask_)];
           if (!s.resend) continue;
           if (!credit && p.ops[s.op].op != Opcode::kRead) {
             credit_blocked(p, now);
@@ -1478,33 +1485,35 @@ size_t UetEndpoint::tx(std::span<Frame* const> out, Time now) {
           if (p.bytes_in_flight > 0 && p.bytes_in_flight + s.len > window(p)) break;
           s.resend = false;
           --p.resend_pending;
-          sent = build_data(p, id, psn, /*retx=*/true, *out[n], now);
+          go = retx = true;
+          psn = q;
           break;
         }
       } else if (p.op_send != p.op_tail &&
                  p.next_psn - p.base_psn < (p.rod ? config_.rod_window : config_.mpr) &&
                  p.bytes_in_flight + config_.payload_bytes <= window(p)) {
-        Op& o = p.ops[p.op_send & ops_mask_];
+        const Op& o = p.ops[p.op_send & ops_mask_];
         if (!credit && o.op != Opcode::kRead) {
           credit_blocked(p, now);
           ++idle;
           ++rr_;
           continue;
         }
-        const uint32_t psn = p.next_psn;
+        psn = p.next_psn;
         Slot& s = p.slots[(psn & mpr_mask_)];
         s = Slot{};
         s.op = p.op_send & ops_mask_;
         s.packet = p.send_packet;
         s.len = static_cast<uint32_t>(std::min<uint64_t>(
             config_.payload_bytes, o.length - uint64_t{p.send_packet} * config_.payload_bytes));
-        sent = build_data(p, id, psn, /*retx=*/false, *out[n], now);
-        if (sent) {
-          ++p.next_psn;
-          if (++p.send_packet == o.packets) {
-            p.send_packet = 0;
-            ++p.op_send;
-          }
+        go = true;
+      }
+      if (go) sent = build_data(p, id, psn, retx, *out[n], now);
+      if (sent && !retx) {
+        ++p.next_psn;
+        if (++p.send_packet == p.ops[p.op_send & ops_mask_].packets) {
+          p.send_packet = 0;
+          ++p.op_send;
         }
       }
       if (sent && p.rto_deadline == kNever) {
