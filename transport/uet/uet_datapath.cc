@@ -439,7 +439,7 @@ void UetEndpoint::rx(std::span<Frame* const> frames, Time now) {
   for (const Frame* f : frames) rx_one(*f, now);
 }
 
-void UetEndpoint::rx_one(const Frame& f, Time now) {
+[[gnu::always_inline]] inline void UetEndpoint::rx_one(const Frame& f, Time now) {
   wire::DecodedStorage decoded;  // decode_frame constructs it
   wire::DecodeOptions opts;
   opts.elided = f.wire_len > f.len ? f.wire_len - f.len : 0;  // payload carried by length
@@ -494,7 +494,7 @@ void UetEndpoint::rx_one(const Frame& f, Time now) {
 
 // §3.3 target side: find or create the PDC, check the window, serve the SES request, note
 // the ACK.
-void UetEndpoint::rx_request(const wire::Decoded& d, Time now) {
+[[gnu::always_inline]] inline void UetEndpoint::rx_request(const wire::Decoded& d, Time now) {
   // A RUD_CC request (§3.4) begins with the RUD request's fields.
   const wire::PdsRudRod& h = *wire::as<wire::PdsRudRod>(d.pds);
   const bool rod = d.pds_type == PdsType::kRodReq || d.pds_type == PdsType::kRodCcReq;
@@ -891,7 +891,7 @@ Time UetEndpoint::rto_estimate(const Pdc& p) const noexcept {
 // Tail-loss probe (issue 4: "probes when the tail is unacknowledged"): armed only when all
 // posted work has been sent, PSNs are outstanding, a sample exists and no probe went since
 // the last progress; it fires 2 srtt + ack_delay after the last send or ACK.
-void UetEndpoint::arm_tlp(Pdc& p, Time now) noexcept {
+[[gnu::always_inline]] inline void UetEndpoint::arm_tlp(Pdc& p, Time now) noexcept {
   p.tlp_deadline = kNever;
   if (!config_.tlp || p.srtt == 0 || p.tlp_done || p.op_send != p.op_tail ||
       !psn_before(p.base_psn, p.next_psn)) {
