@@ -708,12 +708,6 @@ UetEndpoint::Exec UetEndpoint::execute(Pdc& p, uint16_t id, const wire::SesStand
   return Exec::kRecord;
 }
 
-UetEndpoint::Placement UetEndpoint::write_placement(const wire::SesStandardRequest& ses,
-                                                     size_t payload) noexcept {
-  return {ses.match_bits(), ses.buffer_offset() + (ses.som() ? 0 : ses.message_offset()),
-          ses.som() ? payload : ses.payload_length()};
-}
-
 // The answer to READ `psn`: its data, or why not (§4.9). Key and range are checked here, at
 // every (re)execution; the data is read when the ACK is built.
 UetEndpoint::Pdc::Response UetEndpoint::read_response(const wire::SesStandardRequest& ses,
@@ -833,24 +827,6 @@ UetEndpoint::Exec UetEndpoint::rx_send(Pdc& p, uint16_t id, std::span<const uint
     deliver_recvs();
   }
   return result;
-}
-
-// Records `psn` and advances the cumulative point past every PSN received in order.
-void UetEndpoint::mark_received(Pdc& p, uint32_t psn) {
-  if (psn == p.rcv_base) {
-    // In order (nearly every packet): rcv_base's bit is always clear (the loop below leaves
-    // it so), and setting it would only have the loop clear it again.
-    ++p.rcv_base;
-  } else {
-    const uint32_t idx = (psn & mpr_mask_);
-    p.rcv_bits[idx / 64] |= uint64_t{1} << (idx % 64);
-  }
-  for (;;) {
-    const uint32_t b = (p.rcv_base & mpr_mask_);
-    if (!(p.rcv_bits[b / 64] >> (b % 64) & 1)) break;
-    p.rcv_bits[b / 64] &= ~(uint64_t{1} << (b % 64));
-    ++p.rcv_base;
-  }
 }
 
 // `ce`: the ACK echoed CE for this very PSN (it was the ACK's trigger). Inline (here and
@@ -978,7 +954,7 @@ void UetEndpoint::mark_lost(Pdc& p, uint32_t psn) {
   ++p.resend_pending;
 }
 
-void UetEndpoint::retire_ops(Pdc& p) {
+[[gnu::always_inline]] inline void UetEndpoint::retire_ops(Pdc& p) {
   // Slide the window past acknowledged PSNs.
   while (psn_before(p.base_psn, p.next_psn) && p.slots[(p.base_psn & mpr_mask_)].acked) {
     p.slots[(p.base_psn & mpr_mask_)] = Slot{};
@@ -1470,6 +1446,7 @@ size_t UetEndpoint::tx(std::span<Frame* const> out, Time now) {
       // place (always inline there: it runs for every data packet).
       bool go = false, retx = false;
       uint32_t psn = 0;
+      const Op* op = nullptr;  // a new PSN's operation
       if (p.resend_pending > 0) {  // exactly the missing PSNs, RETX set
         for (uint32_t q = p.base_psn; psn_before(q, p.next_psn); ++q) {
           Slot& s = p.slots[(q & mpr_mask_)];
@@ -1499,6 +1476,7 @@ size_t UetEndpoint::tx(std::span<Frame* const> out, Time now) {
           ++rr_;
           continue;
         }
+        op = &o;
         psn = p.next_psn;
         Slot& s = p.slots[(psn & mpr_mask_)];
         s = Slot{};
@@ -1511,7 +1489,7 @@ size_t UetEndpoint::tx(std::span<Frame* const> out, Time now) {
       if (go) sent = build_data(p, id, psn, retx, *out[n], now);
       if (sent && !retx) {
         ++p.next_psn;
-        if (++p.send_packet == p.ops[p.op_send & ops_mask_].packets) {
+        if (++p.send_packet == op->packets) {
           p.send_packet = 0;
           ++p.op_send;
         }

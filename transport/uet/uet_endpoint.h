@@ -614,7 +614,24 @@ class UetEndpoint final : public Endpoint {
   size_t tx_grants(std::span<Frame* const> out, size_t n, Time now);
   void credit_blocked(Pdc& p, Time now);
   void ack_psn(Pdc& p, uint32_t psn, bool ce, Time now);
-  void mark_received(Pdc& p, uint32_t psn);
+  // Records `psn` and advances the cumulative point past every PSN received in order. (Inline:
+  // every request received runs it.)
+  void mark_received(Pdc& p, uint32_t psn) noexcept {
+    if (psn == p.rcv_base) {
+      // In order (nearly every packet): rcv_base's bit is always clear (the loop below leaves
+      // it so), and setting it would only have the loop clear it again.
+      ++p.rcv_base;
+    } else {
+      const uint32_t idx = psn & mpr_mask_;
+      p.rcv_bits[idx / 64] |= uint64_t{1} << (idx % 64);
+    }
+    for (;;) {
+      const uint32_t b = p.rcv_base & mpr_mask_;
+      if (!(p.rcv_bits[b / 64] >> (b % 64) & 1)) break;
+      p.rcv_bits[b / 64] &= ~(uint64_t{1} << (b % 64));
+      ++p.rcv_base;
+    }
+  }
   void mark_lost(Pdc& p, uint32_t psn);
   void covered_psn(Pdc& p, uint32_t psn, bool ce, Time data_sent, Time now);
   void retire_ops(Pdc& p);
@@ -628,7 +645,10 @@ class UetEndpoint final : public Endpoint {
   struct Placement {
     uint64_t key = 0, at = 0, len = 0;
   };
-  static Placement write_placement(const wire::SesStandardRequest& ses, size_t payload) noexcept;
+  static Placement write_placement(const wire::SesStandardRequest& ses, size_t payload) noexcept {
+    return {ses.match_bits(), ses.buffer_offset() + (ses.som() ? 0 : ses.message_offset()),
+            ses.som() ? payload : ses.payload_length()};
+  }
   // Whether [at, at + len) lies in registered region `key`. (Inline here, as check_region:
   // every WRITE packet checks its placement.)
   bool region_ok(uint64_t key, uint64_t at, uint64_t len) const noexcept {
