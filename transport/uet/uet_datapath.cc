@@ -930,7 +930,8 @@ void UetEndpoint::send_tlp(Pdc& p) {
 // `psn` is covered by an ACK's CACK or SACK. A READ PSN counts only with its data: covered
 // without it, its data ACK was lost (or is late). If a READ sent `reorder_window` after this
 // one got its data (`data_sent`), ask again; otherwise the RTO will.
-[[gnu::always_inline]] inline void UetEndpoint::covered_psn(Pdc& p, uint32_t psn, bool ce, Time data_sent, Time now) {
+[[gnu::always_inline]] inline void UetEndpoint::covered_psn(Pdc& p, uint32_t psn, bool ce,
+                                                            Time data_sent, Time now) {
   Slot& s = p.slots[(psn & mpr_mask_)];
   if (s.acked) return;
   const Op& o = p.ops[s.op];
@@ -1446,7 +1447,7 @@ size_t UetEndpoint::tx(std::span<Frame* const> out, Time now) {
       // place (always inline there: it runs for every data packet).
       bool go = false, retx = false;
       uint32_t psn = 0;
-      const Op* op = nullptr;  // a new PSN's operation
+      const Op* op = nullptr;      // a new PSN's operation
       if (p.resend_pending > 0) {  // exactly the missing PSNs, RETX set
         for (uint32_t q = p.base_psn; psn_before(q, p.next_psn); ++q) {
           Slot& s = p.slots[(q & mpr_mask_)];

@@ -91,8 +91,8 @@ uint64_t native_sum(const uint8_t* data, size_t len) noexcept {
     i += 2;
   }
   if (i < len) {  // the odd byte is the high byte of a zero-padded big-endian word
-    acc[2] += std::endian::native == std::endian::little ? uint64_t{data[i]}
-                                                         : uint64_t{data[i]} << 8;
+    acc[2] +=
+        std::endian::native == std::endian::little ? uint64_t{data[i]} : uint64_t{data[i]} << 8;
   }
   return acc[0] + acc[1] + acc[2] + acc[3];
 }
@@ -104,7 +104,7 @@ uint64_t native_sum(const uint8_t* data, size_t len) noexcept {
 // the same sum as csum_add() over each piece (the ones'-complement sum does not depend on
 // the grouping), without a fold and byte swap per piece. Every received ACK is checked here.
 uint16_t udp_checksum(const uint8_t* ip, bool ipv6, const uint8_t* udp, size_t udp_len) noexcept {
-  uint64_t native = ipv6 ? native_sum(ip + 8, 32)   // source and destination addresses
+  uint64_t native = ipv6 ? native_sum(ip + 8, 32)  // source and destination addresses
                          : native_sum(ip + 12, 8);
   uint32_t w[2];
   std::memcpy(w, udp, sizeof(w));

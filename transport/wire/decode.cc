@@ -106,7 +106,8 @@ SesExt ses_extension(SesOpcode op) noexcept {
 
 // spec/uet.md §4.5: atomic extensions follow any request header; the rendezvous extension
 // only a standard one (as upstream Wireshark parses it).
-[[gnu::always_inline]] inline WireError take_ses_extension(Cursor& c, SesOpcode op, Decoded* out, bool standard) noexcept {
+[[gnu::always_inline]] inline WireError take_ses_extension(Cursor& c, SesOpcode op, Decoded* out,
+                                                           bool standard) noexcept {
   SesExt ext = ses_extension(op);
   if (ext == SesExt::RENDEZVOUS && !standard) ext = SesExt::kNone;
   switch (ext) {
@@ -302,7 +303,8 @@ WireError decode_uet_at(Cursor& c, Decoded* out) noexcept {
   return WireError::kOk;
 }
 
-[[gnu::always_inline]] inline WireError decode_udp(Cursor& c, Decoded* out, const DecodeOptions& opts) noexcept {
+[[gnu::always_inline]] inline WireError decode_udp(Cursor& c, Decoded* out,
+                                                   const DecodeOptions& opts) noexcept {
   const uint8_t* udp_start = c.pos();
   const size_t ip_payload = c.left() + out->elided;
   WIRE_TRY(c.take(&out->udp, WireError::kTruncatedUdp));
@@ -319,7 +321,8 @@ WireError decode_uet_at(Cursor& c, Decoded* out) noexcept {
   return WireError::kUnsupportedUdpPort;
 }
 
-[[gnu::always_inline]] inline WireError decode_l4(Cursor& c, Decoded* out, uint8_t protocol, const DecodeOptions& opts) noexcept {
+[[gnu::always_inline]] inline WireError decode_l4(Cursor& c, Decoded* out, uint8_t protocol,
+                                                  const DecodeOptions& opts) noexcept {
   if (protocol == NET_IPPROTO_UDP) return decode_udp(c, out, opts);
   if (protocol == opts.uet_ip_proto) {  // spec/uet.md §2.2: IP-only form
     WIRE_TRY(c.take(&out->entropy, WireError::kTruncatedUet));
@@ -329,7 +332,8 @@ WireError decode_uet_at(Cursor& c, Decoded* out) noexcept {
   return WireError::kUnsupportedIpProtocol;
 }
 
-[[gnu::always_inline]] inline WireError decode_ipv4(Cursor& c, Decoded* out, const DecodeOptions& opts) noexcept {
+[[gnu::always_inline]] inline WireError decode_ipv4(Cursor& c, Decoded* out,
+                                                    const DecodeOptions& opts) noexcept {
   if (c.left() < Ipv4::kSize) return WireError::kTruncatedIp;
   const Ipv4* ip = as<Ipv4>(c.pos());
   if (ip->version() != 4) return WireError::kBadIpVersion;
