@@ -1,8 +1,8 @@
 // PathSelector: one PDC's path selection, whichever algorithm the config names. A
 // std::variant of the four pure engines, dispatched with std::visit (for one variant of a few
-// alternatives libstdc++ compiles it to a switch on the index, and the engines inline): no
-// virtual call per packet, no allocation after construction (only Bitmap and Mixed allocate, once,
-// in their constructors).
+// alternatives libstdc++ compiles it to a switch on the index; GCC 12 inlines next_ev's, but
+// leaves on_ack's out of line, see there): no virtual call per packet, no allocation after
+// construction (only Bitmap and Mixed allocate, once, in their constructors).
 //
 // Events (time injected, nothing read from a clock):
 //   next_ev(now)               the EV index (0..ev_count-1) of the next packet sent
