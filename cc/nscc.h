@@ -64,7 +64,10 @@ class Nscc {
  public:
   explicit Nscc(const NsccConfig& c) : c_(c), cwnd_(c.maxwnd) {}
 
-  uint64_t window() const noexcept { return static_cast<uint64_t>(cwnd_); }
+  // cwnd_ stays in [minwnd, maxwnd], far below 2^63: converted through int64_t, one
+  // instruction, where a double -> uint64_t conversion branches on the top bit (the sender asks
+  // for the window at every packet).
+  uint64_t window() const noexcept { return static_cast<uint64_t>(static_cast<int64_t>(cwnd_)); }
   uint64_t quick_adapts() const noexcept { return quick_adapts_; }
   uint64_t decreases() const noexcept { return decreases_; }
   uint64_t fast_increases() const noexcept { return fast_increases_; }

@@ -25,6 +25,9 @@ class Oblivious {
   }
 
   uint16_t next_ev(Time) noexcept {
+    // One EV (span 1): every round is EV 0, and the order drawn at each wrap is always 0 too;
+    // the generator serves only that draw, so skipping it changes no EV ever returned.
+    if (span_ == 1) return 0;
     for (;;) {
       const uint32_t ev = index_ ^ xor_;
       if (++index_ == span_) {  // a round is over: a new order for the next one

@@ -136,5 +136,48 @@ TEST(Checksum, Ipv4HeaderCheckMatchesTheComputedChecksumExactly) {
   FAIL() << "no header with checksum 0x0000 built";
 }
 
+// RFC 768 by the book: pseudo-header (addresses, zero, protocol 17, UDP length), then the UDP
+// header with its checksum field zero and the payload, summed word by word; 0 is sent as FFFF.
+uint16_t reference_udp(const uint8_t* ip, bool ipv6, const uint8_t* udp, size_t udp_len) {
+  std::vector<uint8_t> all(ipv6 ? ip + 8 : ip + 12, ipv6 ? ip + 40 : ip + 20);
+  all.push_back(0);
+  all.push_back(17);
+  all.push_back(static_cast<uint8_t>(udp_len >> 8));
+  all.push_back(static_cast<uint8_t>(udp_len));
+  all.insert(all.end(), udp, udp + udp_len);
+  all[all.size() - udp_len + 6] = all[all.size() - udp_len + 7] = 0;
+  const auto c = static_cast<uint16_t>(~reference_sum(all.data(), all.size()));
+  return c == 0 ? 0xFFFF : c;
+}
+
+// udp_checksum() sums in one native pass: every length (odd ones too), both address families,
+// random bytes and all-ones bytes, and a datagram whose checksum computes to 0 (sent as FFFF).
+TEST(Checksum, UdpChecksumMatchesTheReference) {
+  std::mt19937 rng(23);
+  std::vector<uint8_t> ip(40), udp(300);
+  for (bool v6 : {false, true}) {
+    for (size_t len = 8; len <= udp.size(); ++len) {
+      for (int trial = 0; trial < 8; ++trial) {
+        for (auto& b : ip) b = static_cast<uint8_t>(trial == 0 ? 0xFF : rng());
+        for (auto& b : udp) b = static_cast<uint8_t>(trial == 0 ? 0xFF : rng());
+        ASSERT_EQ(udp_checksum(ip.data(), v6, udp.data(), len),
+                  reference_udp(ip.data(), v6, udp.data(), len))
+            << "v6 " << v6 << " len " << len << " trial " << trial;
+      }
+    }
+  }
+  // Make the sum FFFF (checksum 0) with the last two payload bytes: sent as FFFF.
+  for (auto& b : ip) b = static_cast<uint8_t>(rng());
+  for (auto& b : udp) b = static_cast<uint8_t>(rng());
+  constexpr size_t len = 64;
+  udp[len - 2] = udp[len - 1] = 0;
+  const auto rest = static_cast<uint16_t>(~reference_udp(ip.data(), false, udp.data(), len));
+  const auto need = static_cast<uint16_t>(0xFFFF - rest);
+  udp[len - 2] = static_cast<uint8_t>(need >> 8);
+  udp[len - 1] = static_cast<uint8_t>(need);
+  EXPECT_EQ(reference_udp(ip.data(), false, udp.data(), len), 0xFFFF);
+  EXPECT_EQ(udp_checksum(ip.data(), false, udp.data(), len), 0xFFFF);
+}
+
 }  // namespace
 }  // namespace uet::wire

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
 #include <functional>
 #include <random>
 #include <set>
@@ -487,6 +488,37 @@ TEST(Decode_Options, NoHeaderStackSameHeaders) {
   DecodeOptions o;
   o.header_stack = false;
   EXPECT_EQ(decode(bad, o), WireError::kBadIpChecksum);
+}
+
+TEST(Decode_Storage, DecodesIntoRawStorageAsIntoADecoded) {
+  // Storage filled with garbage first: decode_frame starts every field afresh itself.
+  for (const auto& f : {uet_write_frame(), roce_write_frame()}) {
+    DecodedStorage storage;
+    std::memset(static_cast<void*>(storage.slot()), 0xA5, sizeof(Decoded));
+    Decoded ref;
+    ASSERT_EQ(decode_frame(f, storage.slot()), WireError::kOk);
+    ASSERT_EQ(decode_frame(f, &ref), WireError::kOk);
+    const Decoded& d = storage.get();
+    EXPECT_EQ(d.protocol, ref.protocol);
+    EXPECT_EQ(d.ipv4, ref.ipv4);
+    EXPECT_EQ(d.udp, ref.udp);
+    EXPECT_EQ(d.pds, ref.pds);
+    EXPECT_EQ(d.ses, ref.ses);
+    EXPECT_EQ(d.bth, ref.bth);
+    EXPECT_EQ(d.tss, nullptr);
+    EXPECT_EQ(d.ses_atomic, nullptr);
+    EXPECT_EQ(d.depth, ref.depth);
+    EXPECT_EQ(d.payload.data(), ref.payload.data());
+    EXPECT_EQ(d.payload.size(), ref.payload.size());
+  }
+  // Expect: an error leaves the fields empty, not the garbage.
+  auto bad = uet_write_frame();
+  bad[kIp + 11] ^= 0x01;
+  DecodedStorage storage;
+  std::memset(static_cast<void*>(storage.slot()), 0xA5, sizeof(Decoded));
+  EXPECT_EQ(decode_frame(bad, storage.slot()), WireError::kBadIpChecksum);
+  EXPECT_EQ(storage.get().pds, nullptr);
+  EXPECT_EQ(storage.get().udp, nullptr);
 }
 
 TEST(Decode_Options, ZeroUdpChecksumMeansNotComputed) {

@@ -282,13 +282,15 @@ void RoceEndpoint::rx(std::span<Frame* const> frames, Time now) {
 }
 
 void RoceEndpoint::rx_one(const Frame& f, Time now) {
-  wire::Decoded d;
+  wire::DecodedStorage decoded;  // decode_frame constructs it
   wire::DecodeOptions opts;
   opts.elided = f.wire_len > f.len ? f.wire_len - f.len : 0;  // payload carried by length
   opts.header_stack = false;  // the engine reads the named headers only
   if (f.checksums_ok) opts.verify_ip_checksum = false;  // the host did
   if (config_.icrc_offload) opts.verify_icrc = false;    // the NIC did
-  const wire::WireError err = wire::decode_frame(std::span<const uint8_t>(f.data, f.len), &d, opts);
+  const wire::WireError err =
+      wire::decode_frame(std::span<const uint8_t>(f.data, f.len), decoded.slot(), opts);
+  const wire::Decoded& d = decoded.get();
   if (err != wire::WireError::kOk) {  // §7: the decoder verifies the ICRC (rule 8)
     counters_.wire.add(err);
     ++counters_.rx_malformed;

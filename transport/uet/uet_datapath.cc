@@ -53,8 +53,8 @@ uint16_t UetEndpoint::ev_port(const Pdc& p, uint16_t ev) noexcept {
 }
 
 // §3.3 RUD request + §4.2 standard SES request (WRITE, READ or SEND) for packet `psn`.
-bool UetEndpoint::build_data(Pdc& p, uint16_t pdcid, uint32_t psn, bool retx, Frame& f,
-                             Time now) {
+[[gnu::always_inline]] inline bool UetEndpoint::build_data(Pdc& p, uint16_t pdcid, uint32_t psn,
+                                                           bool retx, Frame& f, Time now) {
   Slot& s = p.slots[(psn & mpr_mask_)];
   const Op& o = p.ops[s.op];
   const uint64_t offset = uint64_t{s.packet} * config_.payload_bytes;
@@ -417,7 +417,7 @@ void UetEndpoint::refuse(Pdc& p, uint32_t psn, uint8_t code, uint16_t message_id
 
 // §3.3: the initiator no longer needs the refusals of PSNs up to `clear_psn`: they become
 // received, and the cumulative ACK moves past them.
-void UetEndpoint::clear_to(Pdc& p, uint32_t clear_psn) {
+[[gnu::always_inline]] inline void UetEndpoint::clear_to(Pdc& p, uint32_t clear_psn) {
   if (p.gtd_live == 0 || !psn_before(p.rcv_base, clear_psn + 1)) return;
   const uint32_t base = p.rcv_base;
   const uint32_t n = std::min<uint32_t>(clear_psn + 1 - base, config_.mpr);
@@ -439,14 +439,15 @@ void UetEndpoint::rx(std::span<Frame* const> frames, Time now) {
   for (const Frame* f : frames) rx_one(*f, now);
 }
 
-void UetEndpoint::rx_one(const Frame& f, Time now) {
-  wire::Decoded d;
+[[gnu::always_inline]] inline void UetEndpoint::rx_one(const Frame& f, Time now) {
+  wire::DecodedStorage decoded;  // decode_frame constructs it
   wire::DecodeOptions opts;
   opts.elided = f.wire_len > f.len ? f.wire_len - f.len : 0;  // payload carried by length
   opts.header_stack = false;  // the engine reads the named headers only
   if (f.checksums_ok) opts.verify_ip_checksum = opts.verify_udp_checksum = false;  // host did
   const wire::WireError err =
-      wire::decode_frame(std::span<const uint8_t>(f.data, f.len), &d, opts);
+      wire::decode_frame(std::span<const uint8_t>(f.data, f.len), decoded.slot(), opts);
+  const wire::Decoded& d = decoded.get();
   const bool trimmed = d.ipv4 != nullptr && d.ipv4->dscp() == kDscpTrimmed;
   // A trimmed later packet fails the SES length check only (spec/uet.md §3.14).
   if (err != wire::WireError::kOk && !(err == wire::WireError::kBadSesLength && trimmed)) {
@@ -493,7 +494,7 @@ void UetEndpoint::rx_one(const Frame& f, Time now) {
 
 // §3.3 target side: find or create the PDC, check the window, serve the SES request, note
 // the ACK.
-void UetEndpoint::rx_request(const wire::Decoded& d, Time now) {
+[[gnu::always_inline]] inline void UetEndpoint::rx_request(const wire::Decoded& d, Time now) {
   // A RUD_CC request (§3.4) begins with the RUD request's fields.
   const wire::PdsRudRod& h = *wire::as<wire::PdsRudRod>(d.pds);
   const bool rod = d.pds_type == PdsType::kRodReq || d.pds_type == PdsType::kRodCcReq;
@@ -636,7 +637,8 @@ void UetEndpoint::rx_request(const wire::Decoded& d, Time now) {
     }
     return;
   }
-  const Exec e = ses != nullptr ? execute(*p, id, *ses, d.payload, d.elided, psn) : Exec::kRecord;
+  const Exec e =
+      ses != nullptr ? execute_inline(*p, id, *ses, d.payload, d.elided, psn) : Exec::kRecord;
   if (p->rod && e != Exec::kWait) ++p->rod_next;
   if (e != Exec::kRecord) {
     if (p->rod && e == Exec::kDone) rod_drain(*p, id);
@@ -657,11 +659,17 @@ void UetEndpoint::rx_request(const wire::Decoded& d, Time now) {
   }
 }
 
-// Executes request `psn` at the target (§4.2 WRITE placement, §4.7 READ, SEND): from the frame,
-// or (ROD) from the reorder buffer.
 UetEndpoint::Exec UetEndpoint::execute(Pdc& p, uint16_t id, const wire::SesStandardRequest& ses,
                                       std::span<const uint8_t> payload, size_t elided,
                                       uint32_t psn) {
+  return execute_inline(p, id, ses, payload, elided, psn);
+}
+
+// Executes request `psn` at the target (§4.2 WRITE placement, §4.7 READ, SEND): from the frame,
+// or (ROD) from the reorder buffer.
+[[gnu::always_inline]] inline UetEndpoint::Exec UetEndpoint::execute_inline(
+    Pdc& p, uint16_t id, const wire::SesStandardRequest& ses, std::span<const uint8_t> payload,
+    size_t elided, uint32_t psn) {
   switch (ses.opcode()) {
     case wire::SesOpcode::kWrite: {
       // §4.2 placement: payload at buffer_offset + message_offset in region match_bits.
@@ -698,30 +706,6 @@ UetEndpoint::Exec UetEndpoint::execute(Pdc& p, uint16_t id, const wire::SesStand
     }
   }
   return Exec::kRecord;
-}
-
-UetEndpoint::Placement UetEndpoint::write_placement(const wire::SesStandardRequest& ses,
-                                                     size_t payload) noexcept {
-  return {ses.match_bits(), ses.buffer_offset() + (ses.som() ? 0 : ses.message_offset()),
-          ses.som() ? payload : ses.payload_length()};
-}
-
-bool UetEndpoint::region_ok(uint64_t key, uint64_t at, uint64_t len) const noexcept {
-  if (key == 0 || key > regions_.size()) return false;
-  const uint64_t size = regions_[key - 1].length;
-  return at <= size && len <= size - at;
-}
-
-wire::SesReturnCode UetEndpoint::check_region(uint64_t key, uint64_t at, uint64_t len) noexcept {
-  if (key == 0 || key > regions_.size()) {
-    ++counters_.rx_bad_key;
-    return wire::SesReturnCode::kBadMkey;
-  }
-  if (!region_ok(key, at, len)) {
-    ++counters_.rx_bad_range;
-    return wire::SesReturnCode::kBadAddr;
-  }
-  return wire::SesReturnCode::kNull;
 }
 
 // The answer to READ `psn`: its data, or why not (§4.9). Key and range are checked here, at
@@ -845,20 +829,10 @@ UetEndpoint::Exec UetEndpoint::rx_send(Pdc& p, uint16_t id, std::span<const uint
   return result;
 }
 
-// Records `psn` and advances the cumulative point past every PSN received in order.
-void UetEndpoint::mark_received(Pdc& p, uint32_t psn) {
-  const uint32_t idx = (psn & mpr_mask_);
-  p.rcv_bits[idx / 64] |= uint64_t{1} << (idx % 64);
-  for (;;) {
-    const uint32_t b = (p.rcv_base & mpr_mask_);
-    if (!(p.rcv_bits[b / 64] >> (b % 64) & 1)) break;
-    p.rcv_bits[b / 64] &= ~(uint64_t{1} << (b % 64));
-    ++p.rcv_base;
-  }
-}
-
-// `ce`: the ACK echoed CE for this very PSN (it was the ACK's trigger).
-void UetEndpoint::ack_psn(Pdc& p, uint32_t psn, bool ce, Time now) {
+// `ce`: the ACK echoed CE for this very PSN (it was the ACK's trigger). Inline (here and
+// covered_psn): an ACK runs it for every PSN it covers, and the out-of-line calls cost about
+// as much as their bodies (bench/README.md, engine_bench fourth round).
+[[gnu::always_inline]] inline void UetEndpoint::ack_psn(Pdc& p, uint32_t psn, bool ce, Time now) {
   Slot& s = p.slots[(psn & mpr_mask_)];
   if (s.acked) return;
   p.sel.on_ack(s.ev, ce, now);
@@ -893,7 +867,7 @@ Time UetEndpoint::rto_estimate(const Pdc& p) const noexcept {
 // Tail-loss probe (issue 4: "probes when the tail is unacknowledged"): armed only when all
 // posted work has been sent, PSNs are outstanding, a sample exists and no probe went since
 // the last progress; it fires 2 srtt + ack_delay after the last send or ACK.
-void UetEndpoint::arm_tlp(Pdc& p, Time now) noexcept {
+[[gnu::always_inline]] inline void UetEndpoint::arm_tlp(Pdc& p, Time now) noexcept {
   p.tlp_deadline = kNever;
   if (!config_.tlp || p.srtt == 0 || p.tlp_done || p.op_send != p.op_tail ||
       !psn_before(p.base_psn, p.next_psn)) {
@@ -954,7 +928,8 @@ void UetEndpoint::send_tlp(Pdc& p) {
 // `psn` is covered by an ACK's CACK or SACK. A READ PSN counts only with its data: covered
 // without it, its data ACK was lost (or is late). If a READ sent `reorder_window` after this
 // one got its data (`data_sent`), ask again; otherwise the RTO will.
-void UetEndpoint::covered_psn(Pdc& p, uint32_t psn, bool ce, Time data_sent, Time now) {
+[[gnu::always_inline]] inline void UetEndpoint::covered_psn(Pdc& p, uint32_t psn, bool ce,
+                                                            Time data_sent, Time now) {
   Slot& s = p.slots[(psn & mpr_mask_)];
   if (s.acked) return;
   const Op& o = p.ops[s.op];
@@ -978,7 +953,7 @@ void UetEndpoint::mark_lost(Pdc& p, uint32_t psn) {
   ++p.resend_pending;
 }
 
-void UetEndpoint::retire_ops(Pdc& p) {
+[[gnu::always_inline]] inline void UetEndpoint::retire_ops(Pdc& p) {
   // Slide the window past acknowledged PSNs.
   while (psn_before(p.base_psn, p.next_psn) && p.slots[(p.base_psn & mpr_mask_)].acked) {
     p.slots[(p.base_psn & mpr_mask_)] = Slot{};
@@ -1417,7 +1392,10 @@ size_t UetEndpoint::tx(std::span<Frame* const> out, Time now) {
   if (rccc_rx_.next_event() <= now) take_grants(now);
   if (credit_head_ != credit_tail_) n = tx_grants(out, n, now);
   // RUDI and UUD (no PDC, uet_modes.cc).
-  n += tx_modes(out.subspan(n), now);
+  if (rudi_rsp_head_ != rudi_rsp_tail_ || rudi_resend_ > 0 || rudi_op_send_ != rudi_op_tail_ ||
+      uud_head_ != uud_tail_) {  // (tested here: most endpoints use neither)
+    n += tx_modes(out.subspan(n), now);
+  }
   // Round robin over the active PDCs, one frame per PDC per turn, until the burst is full or
   // a whole turn finds nothing to send.
   for (size_t idle = 0; n < out.size() && idle < active_.size();) {
@@ -1463,9 +1441,14 @@ size_t UetEndpoint::tx(std::span<Frame* const> out, Time now) {
           continue;  // a control frame: no RTO to arm
         }
       }
+      // The PSN to send, if any: a resend, or the next new one. build_data is called at one
+      // place (always inline there: it runs for every data packet).
+      bool go = false, retx = false;
+      uint32_t psn = 0;
+      const Op* op = nullptr;      // a new PSN's operation
       if (p.resend_pending > 0) {  // exactly the missing PSNs, RETX set
-        for (uint32_t psn = p.base_psn; psn_before(psn, p.next_psn); ++psn) {
-          Slot& s = p.slots[(psn & mpr_mask_)];
+        for (uint32_t q = p.base_psn; psn_before(q, p.next_psn); ++q) {
+          Slot& s = p.slots[(q & mpr_mask_)];
           if (!s.resend) continue;
           if (!credit && p.ops[s.op].op != Opcode::kRead) {
             credit_blocked(p, now);
@@ -1478,33 +1461,36 @@ size_t UetEndpoint::tx(std::span<Frame* const> out, Time now) {
           if (p.bytes_in_flight > 0 && p.bytes_in_flight + s.len > window(p)) break;
           s.resend = false;
           --p.resend_pending;
-          sent = build_data(p, id, psn, /*retx=*/true, *out[n], now);
+          go = retx = true;
+          psn = q;
           break;
         }
       } else if (p.op_send != p.op_tail &&
                  p.next_psn - p.base_psn < (p.rod ? config_.rod_window : config_.mpr) &&
                  p.bytes_in_flight + config_.payload_bytes <= window(p)) {
-        Op& o = p.ops[p.op_send & ops_mask_];
+        const Op& o = p.ops[p.op_send & ops_mask_];
         if (!credit && o.op != Opcode::kRead) {
           credit_blocked(p, now);
           ++idle;
           ++rr_;
           continue;
         }
-        const uint32_t psn = p.next_psn;
+        op = &o;
+        psn = p.next_psn;
         Slot& s = p.slots[(psn & mpr_mask_)];
         s = Slot{};
         s.op = p.op_send & ops_mask_;
         s.packet = p.send_packet;
         s.len = static_cast<uint32_t>(std::min<uint64_t>(
             config_.payload_bytes, o.length - uint64_t{p.send_packet} * config_.payload_bytes));
-        sent = build_data(p, id, psn, /*retx=*/false, *out[n], now);
-        if (sent) {
-          ++p.next_psn;
-          if (++p.send_packet == o.packets) {
-            p.send_packet = 0;
-            ++p.op_send;
-          }
+        go = true;
+      }
+      if (go) sent = build_data(p, id, psn, retx, *out[n], now);
+      if (sent && !retx) {
+        ++p.next_psn;
+        if (++p.send_packet == op->packets) {
+          p.send_packet = 0;
+          ++p.op_send;
         }
       }
       if (sent && p.rto_deadline == kNever) {

@@ -590,6 +590,10 @@ class UetEndpoint final : public Endpoint {
   void rx_request(const wire::Decoded& d, Time now);
   Exec execute(Pdc& p, uint16_t id, const wire::SesStandardRequest& ses,
                std::span<const uint8_t> payload, size_t elided, uint32_t psn);
+  // execute()'s body, always inline into rx_request() (every request runs it); execute() is
+  // the out-of-line copy for rod_drain().
+  Exec execute_inline(Pdc& p, uint16_t id, const wire::SesStandardRequest& ses,
+                      std::span<const uint8_t> payload, size_t elided, uint32_t psn);
   void rx_ack(const wire::Decoded& d, Time now);
   void rx_nack(const wire::Decoded& d, Time now);
   void rx_ctrl(const wire::Decoded& d, Time now);
@@ -610,7 +614,24 @@ class UetEndpoint final : public Endpoint {
   size_t tx_grants(std::span<Frame* const> out, size_t n, Time now);
   void credit_blocked(Pdc& p, Time now);
   void ack_psn(Pdc& p, uint32_t psn, bool ce, Time now);
-  void mark_received(Pdc& p, uint32_t psn);
+  // Records `psn` and advances the cumulative point past every PSN received in order. (Inline:
+  // every request received runs it.)
+  void mark_received(Pdc& p, uint32_t psn) noexcept {
+    if (psn == p.rcv_base) {
+      // In order (nearly every packet): rcv_base's bit is always clear (the loop below leaves
+      // it so), and setting it would only have the loop clear it again.
+      ++p.rcv_base;
+    } else {
+      const uint32_t idx = psn & mpr_mask_;
+      p.rcv_bits[idx / 64] |= uint64_t{1} << (idx % 64);
+    }
+    for (;;) {
+      const uint32_t b = p.rcv_base & mpr_mask_;
+      if (!(p.rcv_bits[b / 64] >> (b % 64) & 1)) break;
+      p.rcv_bits[b / 64] &= ~(uint64_t{1} << (b % 64));
+      ++p.rcv_base;
+    }
+  }
   void mark_lost(Pdc& p, uint32_t psn);
   void covered_psn(Pdc& p, uint32_t psn, bool ce, Time data_sent, Time now);
   void retire_ops(Pdc& p);
@@ -624,11 +645,29 @@ class UetEndpoint final : public Endpoint {
   struct Placement {
     uint64_t key = 0, at = 0, len = 0;
   };
-  static Placement write_placement(const wire::SesStandardRequest& ses, size_t payload) noexcept;
-  // Whether [at, at + len) lies in registered region `key`.
-  bool region_ok(uint64_t key, uint64_t at, uint64_t len) const noexcept;
+  static Placement write_placement(const wire::SesStandardRequest& ses, size_t payload) noexcept {
+    return {ses.match_bits(), ses.buffer_offset() + (ses.som() ? 0 : ses.message_offset()),
+            ses.som() ? payload : ses.payload_length()};
+  }
+  // Whether [at, at + len) lies in registered region `key`. (Inline here, as check_region:
+  // every WRITE packet checks its placement.)
+  bool region_ok(uint64_t key, uint64_t at, uint64_t len) const noexcept {
+    if (key == 0 || key > regions_.size()) return false;
+    const uint64_t size = regions_[key - 1].length;
+    return at <= size && len <= size - at;
+  }
   // The same for an SES request: kNull, or the code refusing it (kBadMkey, kBadAddr), counted.
-  wire::SesReturnCode check_region(uint64_t key, uint64_t at, uint64_t len) noexcept;
+  wire::SesReturnCode check_region(uint64_t key, uint64_t at, uint64_t len) noexcept {
+    if (key == 0 || key > regions_.size()) {
+      ++counters_.rx_bad_key;
+      return wire::SesReturnCode::kBadMkey;
+    }
+    if (!region_ok(key, at, len)) {
+      ++counters_.rx_bad_range;
+      return wire::SesReturnCode::kBadAddr;
+    }
+    return wire::SesReturnCode::kNull;
+  }
   RxMsg* find_msg(uint16_t pdc, uint16_t message_id) noexcept;
   void deliver_recvs();
   absl::StatusOr<uint16_t> initiator_pdc(uint32_t peer, bool rod, const char* verb);

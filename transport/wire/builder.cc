@@ -7,32 +7,33 @@
 
 namespace uet::wire {
 
-EncapTemplate::EncapTemplate(const Encap& encap) noexcept
-    : ipv6_(encap.ipv6),
-      ip_only_(encap.ip_only),
-      udp_checksum_(encap.udp_checksum),
-      icrc_(encap.icrc),
-      icrc_compute_(encap.icrc_compute) {
+EncapTemplate::EncapTemplate(const Encap& encap) noexcept {
+  EncapLayout& t = layout_;
+  t.ipv6 = encap.ipv6;
+  t.ip_only = encap.ip_only;
+  t.udp_checksum = encap.udp_checksum;
+  t.icrc = encap.icrc;
+  t.icrc_compute = encap.icrc_compute;
   uint8_t* const b = bytes_.data();
   Ethernet* eth = as<Ethernet>(b);
   eth->set_dst(encap.dst_mac);
   eth->set_src(encap.src_mac);
   const uint16_t l3_type = encap.ipv6 ? NET_ETHERTYPE_IPV6 : NET_ETHERTYPE_IPV4;
-  l3_ = Ethernet::kSize;
+  t.l3 = Ethernet::kSize;
   if (encap.vlan) {
     eth->set_ethertype(NET_ETHERTYPE_VLAN);
     Vlan* vlan = as<Vlan>(b + Ethernet::kSize);
     vlan->raw[0] = static_cast<uint8_t>(encap.vlan_tci >> 8);
     vlan->raw[1] = static_cast<uint8_t>(encap.vlan_tci);
     vlan->set_ethertype(l3_type);
-    l3_ += Vlan::kSize;
+    t.l3 += Vlan::kSize;
   } else {
     eth->set_ethertype(l3_type);
   }
 
   const uint8_t l4_proto = encap.ip_only ? encap.ip_proto : uint8_t{NET_IPPROTO_UDP};
   if (encap.ipv6) {
-    Ipv6* ip = as<Ipv6>(b + l3_);
+    Ipv6* ip = as<Ipv6>(b + t.l3);
     ip->set_version(6);
     ip->set_dscp(encap.dscp);
     ip->set_ecn(encap.ecn);
@@ -41,9 +42,9 @@ EncapTemplate::EncapTemplate(const Encap& encap) noexcept
     ip->set_hop_limit(encap.ttl);
     std::memcpy(ip->raw + 8, encap.src_ip6.data(), 16);   // src (RFC 8200 §3)
     std::memcpy(ip->raw + 24, encap.dst_ip6.data(), 16);  // dst
-    l4_ = static_cast<uint8_t>(l3_ + Ipv6::kSize);
+    t.l4 = static_cast<uint8_t>(t.l3 + Ipv6::kSize);
   } else {
-    Ipv4* ip = as<Ipv4>(b + l3_);
+    Ipv4* ip = as<Ipv4>(b + t.l3);
     ip->set_version(4);
     ip->set_ihl(5);
     ip->set_dscp(encap.dscp);
@@ -55,28 +56,28 @@ EncapTemplate::EncapTemplate(const Encap& encap) noexcept
     ip->set_src(encap.src_ip4);
     ip->set_dst(encap.dst_ip4);
     // Total length and checksum are still 0: what finish() adds the length to.
-    ip_sum_ = static_cast<uint32_t>(csum_add(0, ip->raw, Ipv4::kSize));
-    l4_ = static_cast<uint8_t>(l3_ + Ipv4::kSize);
+    t.ip_sum = static_cast<uint32_t>(csum_add(0, ip->raw, Ipv4::kSize));
+    t.l4 = static_cast<uint8_t>(t.l3 + Ipv4::kSize);
   }
   // The UDP pseudo-header without its length (RFC 768; RFC 8200 §8.1), and the destination
   // port; finish() adds the source port, the lengths and the datagram's bytes.
   {
-    const uint8_t* ip = b + l3_;
+    const uint8_t* ip = b + t.l3;
     uint64_t sum = encap.ipv6 ? csum_add(0, ip + 8, 32) : csum_add(0, ip + 12, 8);
     sum += NET_IPPROTO_UDP;
     sum += encap.dport;
     while (sum >> 16) sum = (sum & 0xFFFF) + (sum >> 16);  // so a port added never carries out
-    udp_sum_ = static_cast<uint32_t>(sum);
+    t.udp_sum = static_cast<uint32_t>(sum);
   }
 
   if (encap.ip_only) {
-    as<UetEntropy>(b + l4_)->set_entropy(encap.sport);
-    len_ = static_cast<uint8_t>(l4_ + UetEntropy::kSize);
+    as<UetEntropy>(b + t.l4)->set_entropy(encap.sport);
+    t.len = static_cast<uint8_t>(t.l4 + UetEntropy::kSize);
   } else {
-    Udp* udp = as<Udp>(b + l4_);
+    Udp* udp = as<Udp>(b + t.l4);
     udp->set_sport(encap.sport);
     udp->set_dport(encap.dport);
-    len_ = static_cast<uint8_t>(l4_ + Udp::kSize);
+    t.len = static_cast<uint8_t>(t.l4 + Udp::kSize);
   }
 }
 
@@ -85,35 +86,36 @@ FrameBuilder::FrameBuilder(std::span<uint8_t> buf, const Encap& encap) noexcept 
 }
 
 WireError FrameBuilder::finish_other(size_t* frame_len, size_t elided) noexcept {
-  uint8_t* icrc = icrc_ ? add_bytes(kIcrcSize) : nullptr;
+  uint8_t* icrc = t_.icrc ? add_bytes(kIcrcSize) : nullptr;
   if (overflow_ || len_ + elided > 0xFFFF || (icrc != nullptr && elided > 0)) {
     return WireError::kNoRoom;
   }
 
-  uint8_t* l3 = buf_.data() + l3_;
-  const size_t l3_len = len_ + elided - l3_;
+  uint8_t* l3 = buf_.data() + t_.l3;
+  const size_t l3_len = len_ + elided - t_.l3;
   size_t ip_hlen;
-  if (ipv6_) {
+  if (t_.ipv6) {
     as<Ipv6>(l3)->set_payload_length(static_cast<uint16_t>(l3_len - Ipv6::kSize));
     ip_hlen = Ipv6::kSize;
   } else {
     Ipv4* ip = as<Ipv4>(l3);
     ip->set_total_length(static_cast<uint16_t>(l3_len));
-    ip->set_checksum(csum_finish(ip_sum_ + l3_len));  // the template's sum + the length word
+    ip->set_checksum(csum_finish(t_.ip_sum + l3_len));  // the template's sum + the length word
     ip_hlen = Ipv4::kSize;
   }
-  uint8_t* l4 = buf_.data() + l4_;
-  const size_t udp_len = len_ + elided - l4_;
-  if (!ip_only_) as<Udp>(l4)->set_length(static_cast<uint16_t>(udp_len));
+  uint8_t* l4 = buf_.data() + t_.l4;
+  const size_t udp_len = len_ + elided - t_.l4;
+  if (!t_.ip_only) as<Udp>(l4)->set_length(static_cast<uint16_t>(udp_len));
   // The ICRC covers the UDP length but masks the UDP checksum, which in turn covers the ICRC.
   if (icrc != nullptr) {
-    store_icrc(icrc, icrc_compute_ ? compute_icrc(l3, static_cast<size_t>(icrc - l3), ipv6_, ip_hlen)
-                                   : 0);
+    store_icrc(icrc, t_.icrc_compute
+                         ? compute_icrc(l3, static_cast<size_t>(icrc - l3), t_.ipv6, ip_hlen)
+                         : 0);
   }
-  if (!ip_only_) {
+  if (!t_.ip_only) {
     Udp* udp = as<Udp>(l4);
     udp->set_checksum(0);
-    if (udp_checksum_ && elided == 0) udp->set_checksum(udp_checksum_from_sum(udp_len));
+    if (t_.udp_checksum && elided == 0) udp->set_checksum(udp_checksum_from_sum(udp_len));
   }
   *frame_len = len_;
   return WireError::kOk;

@@ -63,28 +63,35 @@ struct Encap {
 // the total length changes) instead of summing the header again, and the UDP checksum from
 // the kept sum of the pseudo-header's addresses and protocol and the destination port: only
 // the source port, the lengths and the bytes after the UDP header are summed per frame.
+// What a FrameBuilder takes from its EncapTemplate besides the bytes, kept together so a frame
+// copies it as one 16-byte block (field by field it was ten loads and stores per frame).
+struct EncapLayout {
+  uint32_t ip_sum = 0;   // IPv4: ones'-complement sum of the header, total length and checksum 0
+  uint32_t udp_sum = 0;  // pseudo-header addresses + protocol 17 + destination port, folded
+  uint8_t len = 0;       // bytes of encapsulation (0: the Encap did not fit; never)
+  uint8_t l3 = 0;        // offset of the IP header
+  uint8_t l4 = 0;        // offset of the UDP (or entropy) header
+  bool ipv6 = false;
+  bool ip_only = false;
+  bool udp_checksum = true;
+  bool icrc = false;
+  bool icrc_compute = true;
+};
+static_assert(sizeof(EncapLayout) == 16);
+
 class EncapTemplate {
  public:
   EncapTemplate() = default;
   explicit EncapTemplate(const Encap& encap) noexcept;
 
-  size_t size() const noexcept { return len_; }
+  size_t size() const noexcept { return layout_.len; }
 
  private:
   friend class FrameBuilder;
   // Ethernet + 802.1Q + IPv6 + UDP is the longest encapsulation.
   static constexpr size_t kMaxSize = Ethernet::kSize + Vlan::kSize + Ipv6::kSize + Udp::kSize;
   std::array<uint8_t, kMaxSize> bytes_{};
-  uint8_t len_ = 0;  // 0: the Encap did not fit (never: kMaxSize is the longest)
-  uint8_t l3_ = 0;
-  uint8_t l4_ = 0;
-  bool ipv6_ = false;
-  bool ip_only_ = false;
-  bool udp_checksum_ = true;
-  bool icrc_ = false;
-  bool icrc_compute_ = true;
-  uint32_t ip_sum_ = 0;  // IPv4: ones'-complement sum of the header, total length and checksum 0
-  uint32_t udp_sum_ = 0;  // pseudo-header addresses + protocol 17 + destination port, folded
+  EncapLayout layout_;
 };
 
 class FrameBuilder {
@@ -130,7 +137,7 @@ class FrameBuilder {
 
   size_t size() const noexcept { return len_; }
   // Offset of the first byte after the encapsulation (the UET or BTH header).
-  size_t transport_offset() const noexcept { return transport_; }
+  size_t transport_offset() const noexcept { return t_.len; }
 
   // Sets IP/UDP lengths, the IPv4 header checksum, the ICRC and the UDP checksum.
   // `elided`: payload bytes that follow on the wire but not in the buffer (a host that carries
@@ -138,34 +145,26 @@ class FrameBuilder {
   // checksum, which would cover them, is sent as 0 ("not computed"). No ICRC with elided bytes.
   // Inline for the common frame (IPv4, UDP, no ICRC); the others are finished out of line.
   WireError finish(size_t* frame_len, size_t elided = 0) noexcept {
-    if (icrc_ || ipv6_ || ip_only_) return finish_other(frame_len, elided);
+    if (t_.icrc || t_.ipv6 || t_.ip_only) return finish_other(frame_len, elided);
     if (overflow_ || len_ + elided > 0xFFFF) return WireError::kNoRoom;
     uint8_t* const b = buf_.data();
-    const size_t l3_len = len_ + elided - l3_;
-    Ipv4* ip = as<Ipv4>(b + l3_);
+    const size_t l3_len = len_ + elided - t_.l3;
+    Ipv4* ip = as<Ipv4>(b + t_.l3);
     ip->set_total_length(static_cast<uint16_t>(l3_len));
-    ip->set_checksum(csum_finish(ip_sum_ + l3_len));  // the template's sum + the length word
-    const size_t udp_len = len_ + elided - l4_;
-    Udp* udp = as<Udp>(b + l4_);
+    ip->set_checksum(csum_finish(t_.ip_sum + l3_len));  // the template's sum + the length word
+    const size_t udp_len = len_ + elided - t_.l4;
+    Udp* udp = as<Udp>(b + t_.l4);
     udp->set_length(static_cast<uint16_t>(udp_len));
-    udp->set_checksum(udp_checksum_ && elided == 0 ? udp_checksum_from_sum(udp_len) : 0);
+    udp->set_checksum(t_.udp_checksum && elided == 0 ? udp_checksum_from_sum(udp_len) : 0);
     *frame_len = len_;
     return WireError::kOk;
   }
 
  private:
   void start(const EncapTemplate& encap, uint16_t sport) noexcept {
-    ip_sum_ = encap.ip_sum_;
-    udp_sum_ = encap.udp_sum_ + uint32_t{sport};
-    l3_ = encap.l3_;
-    l4_ = encap.l4_;
-    transport_ = encap.len_;
-    ipv6_ = encap.ipv6_;
-    ip_only_ = encap.ip_only_;
-    udp_checksum_ = encap.udp_checksum_;
-    icrc_ = encap.icrc_;
-    icrc_compute_ = encap.icrc_compute_;
-    if (buf_.size() < encap.len_) {
+    t_ = encap.layout_;
+    t_.udp_sum += uint32_t{sport};
+    if (buf_.size() < t_.len) {
       overflow_ = true;
       return;
     }
@@ -174,11 +173,11 @@ class FrameBuilder {
       // len_ are the template's zeros and are overwritten by what is added next.
       std::memcpy(buf_.data(), encap.bytes_.data(), EncapTemplate::kMaxSize);
     } else {
-      std::memcpy(buf_.data(), encap.bytes_.data(), encap.len_);
+      std::memcpy(buf_.data(), encap.bytes_.data(), t_.len);
     }
-    len_ = encap.len_;
-    uint8_t* l4 = buf_.data() + l4_;
-    if (ip_only_) {
+    len_ = t_.len;
+    uint8_t* l4 = buf_.data() + t_.l4;
+    if (t_.ip_only) {
       as<UetEntropy>(l4)->set_entropy(sport);
     } else {
       as<Udp>(l4)->set_sport(sport);
@@ -188,8 +187,8 @@ class FrameBuilder {
   // of the pseudo-header and ports: the same value as udp_checksum() over the whole datagram.
   uint16_t udp_checksum_from_sum(size_t udp_len) const noexcept {
     // The length counts twice: in the pseudo-header and in the UDP header.
-    const uint64_t sum = csum_add(uint64_t{udp_sum_} + 2 * uint64_t{udp_len},
-                                  buf_.data() + transport_, len_ - transport_);
+    const uint64_t sum =
+        csum_add(uint64_t{t_.udp_sum} + 2 * uint64_t{udp_len}, buf_.data() + t_.len, len_ - t_.len);
     const uint16_t c = csum_finish(sum);
     return c == 0 ? 0xFFFF : c;
   }
@@ -197,16 +196,7 @@ class FrameBuilder {
 
   std::span<uint8_t> buf_;
   size_t len_ = 0;
-  uint32_t ip_sum_ = 0;  // EncapTemplate::ip_sum_
-  uint32_t udp_sum_ = 0;  // EncapTemplate::udp_sum_ + the source port
-  uint8_t l3_ = 0;
-  uint8_t l4_ = 0;
-  uint8_t transport_ = 0;
-  bool ipv6_ = false;
-  bool ip_only_ = false;
-  bool udp_checksum_ = true;
-  bool icrc_ = false;
-  bool icrc_compute_ = true;
+  EncapLayout t_;  // the template's; udp_sum with the source port added
   bool overflow_ = false;
 };
 

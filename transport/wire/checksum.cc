@@ -62,17 +62,63 @@ uint16_t ipv4_header_checksum(const uint8_t* ip, size_t len) noexcept {
   return csum_finish(sum);
 }
 
-uint16_t udp_checksum(const uint8_t* ip, bool ipv6, const uint8_t* udp, size_t udp_len) noexcept {
-  uint64_t sum = 0;
-  if (ipv6) {
-    sum = csum_add(sum, ip + 8, 32);  // source and destination addresses
-  } else {
-    sum = csum_add(sum, ip + 12, 8);
+namespace {
+
+// The bytes as native 32-bit words (then a 16-bit word and a byte) summed into a 64-bit
+// accumulator, unfolded: by RFC 1071 §2(B) the folded, byte-swapped result is the big-endian
+// sum csum_add() takes (as long as `data` starts at an even offset of what is summed).
+// Below 2^32 words nothing is lost: every frame.
+uint64_t native_sum(const uint8_t* data, size_t len) noexcept {
+  uint64_t acc[4] = {0, 0, 0, 0};
+  size_t i = 0;
+  for (; i + 32 <= len; i += 32) {
+    uint32_t w[8];
+    std::memcpy(w, data + i, sizeof(w));
+    acc[0] += uint64_t{w[0]} + w[4];
+    acc[1] += uint64_t{w[1]} + w[5];
+    acc[2] += uint64_t{w[2]} + w[6];
+    acc[3] += uint64_t{w[3]} + w[7];
   }
-  sum += 17;  // next header / protocol: UDP
-  sum += udp_len;
-  sum = csum_add(sum, udp, 6);  // ports and length; checksum field taken as zero
-  sum = csum_add(sum, udp + 8, udp_len - 8);
+  for (; i + 4 <= len; i += 4) {
+    uint32_t w;
+    std::memcpy(&w, data + i, 4);
+    acc[0] += w;
+  }
+  if (i + 2 <= len) {
+    uint16_t h;
+    std::memcpy(&h, data + i, 2);
+    acc[1] += h;
+    i += 2;
+  }
+  if (i < len) {  // the odd byte is the high byte of a zero-padded big-endian word
+    acc[2] +=
+        std::endian::native == std::endian::little ? uint64_t{data[i]} : uint64_t{data[i]} << 8;
+  }
+  return acc[0] + acc[1] + acc[2] + acc[3];
+}
+
+}  // namespace
+
+// One pass in native byte order with one fold (the pseudo-header's addresses, the UDP header
+// with its checksum field masked, the payload), then protocol and length in big-endian order:
+// the same sum as csum_add() over each piece (the ones'-complement sum does not depend on
+// the grouping), without a fold and byte swap per piece. Every received ACK is checked here.
+uint16_t udp_checksum(const uint8_t* ip, bool ipv6, const uint8_t* udp, size_t udp_len) noexcept {
+  uint64_t native = ipv6 ? native_sum(ip + 8, 32)  // source and destination addresses
+                         : native_sum(ip + 12, 8);
+  uint32_t w[2];
+  std::memcpy(w, udp, sizeof(w));
+  // Bytes 6-7 (the checksum field, taken as zero) are the upper half of w[1] in little-endian
+  // order, the lower in big.
+  constexpr uint32_t kKeep = std::endian::native == std::endian::little ? 0x0000FFFFu : 0xFFFF0000u;
+  native += uint64_t{w[0]} + (w[1] & kKeep);  // ports and length
+  native += native_sum(udp + 8, udp_len - 8);
+  // Fold to 16 bits (end-around carry), into the big-endian domain.
+  native = (native & 0xFFFFFFFF) + (native >> 32);
+  while (native >> 16) native = (native & 0xFFFF) + (native >> 16);
+  auto folded = static_cast<uint16_t>(native);
+  if constexpr (std::endian::native == std::endian::little) folded = __builtin_bswap16(folded);
+  const uint64_t sum = uint64_t{folded} + 17 + udp_len;  // next header / protocol: UDP; length
   const uint16_t c = csum_finish(sum);
   return c == 0 ? 0xFFFF : c;
 }

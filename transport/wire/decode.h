@@ -12,7 +12,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <new>
 #include <span>
+#include <type_traits>
 
 #include "transport/wire/net_headers.h"
 #include "transport/wire/roce_headers.h"
@@ -110,6 +112,23 @@ struct Decoded {
 
 WireError decode_frame(std::span<const uint8_t> frame, Decoded* out,
                        const DecodeOptions& opts = {}) noexcept;
+
+// Room for the Decoded that decode_frame() (or decode_uet()) constructs: both start it afresh
+// themselves (std::construct_at), so a Decoded declared first is zeroed twice per frame (~20
+// instructions; bench/README.md, engine_bench fourth round). The data path declares one of
+// these, decodes into slot() and reads get() afterwards (whatever the WireError: the decoder
+// constructs before it checks anything).
+class DecodedStorage {
+ public:
+  Decoded* slot() noexcept { return reinterpret_cast<Decoded*>(bytes_); }
+  const Decoded& get() const noexcept {
+    return *std::launder(reinterpret_cast<const Decoded*>(bytes_));
+  }
+
+ private:
+  static_assert(std::is_trivially_destructible_v<Decoded>, "nothing to destroy, ever");
+  alignas(Decoded) unsigned char bytes_[sizeof(Decoded)];
+};
 
 // Decodes UET headers starting right after the UDP header: for hosts whose kernel already
 // stripped Ethernet/IP/UDP (the io_uring backend). out->frame is `bytes`.
