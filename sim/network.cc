@@ -443,7 +443,18 @@ void Network::run_until(Time until) {
       for (uint32_t p : {e.a, ports_[e.a].peer}) {
         set_rate(ports_[p], static_cast<int64_t>(ports_[p].link.gbps * 1e9 * fraction));
         ports_[p].scaled = scale && fraction < 1;
-        ports_[p].queue_scale = ports_[p].scaled ? fraction : 1;
+        if (ports_[p].scaled) {
+          // What enqueue admits and marks by at this port until the rate changes again.
+          const SwitchConfig& sc = config_.switches;  // every switch's (Switch::config)
+          if (scaled_.size() < ports_.size()) scaled_.resize(ports_.size());
+          ScaledLimits& l = scaled_[p];
+          l.buffer_bytes = scaled_bytes(sc.buffer_bytes, fraction);
+          l.control_buffer_bytes = scaled_bytes(sc.control_buffer_bytes, fraction);
+          l.ecn = sc.ecn;
+          l.ecn.kmin_bytes = scaled_bytes(sc.ecn.kmin_bytes, fraction);
+          l.ecn.kmax_bytes =
+              std::max(scaled_bytes(sc.ecn.kmax_bytes, fraction), l.ecn.kmin_bytes + 1);
+        }
       }
       break;
     }
@@ -669,8 +680,9 @@ bool Network::parse_meta(const Frame& fr, FrameMeta& m) noexcept {
     uint64_t limit = pr == 0 ? sc.buffer_bytes : sc.control_buffer_bytes;
     uint64_t control_limit = sc.control_buffer_bytes;
     if (p.scaled) [[unlikely]] {
-      limit = scaled_bytes(limit, p.queue_scale);
-      control_limit = scaled_bytes(control_limit, p.queue_scale);
+      const ScaledLimits& l = scaled_[port];
+      limit = pr == 0 ? l.buffer_bytes : l.control_buffer_bytes;
+      control_limit = l.control_buffer_bytes;
     }
     if (lossless) {
       // Lossless admission is per ingress, as a switch's PFC priority groups do: up to XOFF,
@@ -703,15 +715,8 @@ bool Network::parse_meta(const Frame& fr, FrameMeta& m) noexcept {
       }
     }
     if (pr == 0 && sc.ecn.enabled) {
-      double prob;
-      if (p.scaled) [[unlikely]] {
-        EcnConfig ecn = sc.ecn;
-        ecn.kmin_bytes = scaled_bytes(ecn.kmin_bytes, p.queue_scale);
-        ecn.kmax_bytes = std::max(scaled_bytes(ecn.kmax_bytes, p.queue_scale), ecn.kmin_bytes + 1);
-        prob = ecn_mark_probability(ecn, p.queued_bytes[0]);
-      } else {
-        prob = ecn_mark_probability(sc.ecn, p.queued_bytes[0]);
-      }
+      const EcnConfig& ecn = p.scaled ? scaled_[port].ecn : sc.ecn;
+      const double prob = ecn_mark_probability(ecn, p.queued_bytes[0]);
       if (prob > 0 && p.rng.chance(prob) && mark_ce(pool_[f])) {
         ++p.stats.ecn_marks;
         if (m.corrupted) {  // the IPv4 checksum is recomputed over the damaged header

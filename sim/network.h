@@ -142,7 +142,7 @@ struct alignas(64) Port {
   bool done_scheduled = false;
   bool impaired = false;   // the link may lose, corrupt, reorder or duplicate (cached from `link`)
   bool tapped = false;     // Network::taps_ holds a pcap writer for the frames it transmits
-  bool scaled = false;     // buffers and ECN thresholds at queue_scale of the switch's (degraded)
+  bool scaled = false;     // buffers and ECN thresholds scaled (degraded): see Network::scaled_
   std::array<bool, kNumPriorities> paused{};
   std::array<bool, kNumPriorities> pause_sent{};  // at a switch ingress: PFC XOFF sent upstream
   // Picoseconds per byte when rate_bps divides 8e12 (every whole Gb/s rate that divides 8000,
@@ -164,7 +164,6 @@ struct alignas(64) Port {
   Rng rng;
   Time paused_since = 0;
   uint32_t node = kNone;  // the node this port belongs to (control path only)
-  double queue_scale = 1;  // with `scaled`: the fraction of the switch's buffers and thresholds
 };
 
 struct Host {
@@ -312,6 +311,16 @@ class Network {
   uint64_t events_ = 0;
   std::vector<Node> nodes_;
   std::vector<Port> ports_;
+  // A scaled (degraded) port's buffer limits and ECN thresholds, by port: the switch's
+  // config scaled to the link's fraction of its rate, computed once when the rate changes
+  // (kLinkRate), not per frame. Sized on the first scaled degradation; read only where
+  // Port::scaled.
+  struct ScaledLimits {
+    uint64_t buffer_bytes;
+    uint64_t control_buffer_bytes;
+    EcnConfig ecn;
+  };
+  std::vector<ScaledLimits> scaled_;
   std::vector<std::unique_ptr<wire::PcapWriter>> taps_;  // by port, for ports with `tapped`
   std::vector<Host> hosts_;
   std::vector<Switch> switches_;
