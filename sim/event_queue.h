@@ -24,7 +24,8 @@
 // the chunks are read sequentially instead of one pointer chase per event.
 //
 // Inside a bucket an event's time is its 12-bit offset from the bucket's start, so the ring
-// and cur_ hold 16-byte Nodes (sequence number, offset and kind in one word, then a and b):
+// and cur_ hold 16-byte Nodes (offset, sequence number and kind in one word, in that order
+// from the top, so that words order as (time, seq) within a bucket; then a and b):
 // a third less memory traffic per push, sort and pop than the 24-byte Event that pop()
 // returns. The heaps (few events) keep whole Events.
 #pragma once
@@ -33,6 +34,7 @@
 #include <array>
 #include <bit>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "transport/transport.h"
@@ -118,21 +120,24 @@ class EventQueue {
   static constexpr uint32_t kChunkEvents = 16;  // events per ring chunk (256 bytes)
   static constexpr int kKindBits = 4;  // kinds 0..15
   static constexpr int kSeqBits = 48;  // 2.8e14 events per queue (a year at 10 M events/s)
+  static constexpr int kOffsetShift = kKindBits + kSeqBits;  // the offset's 12 bits on top
+  static_assert(kOffsetShift + kBucketShift == 64);
   static constexpr size_t kMaxRuns = 4;  // a bucket of more sorted runs is radix-sorted
 
   // An event inside the ring or the current bucket (16 bytes): its bucket is implicit.
   struct Node {
-    uint64_t word;  // seq << 16 | (time offset in the bucket) << 4 | kind
+    uint64_t word;  // (time offset in the bucket) << 52 | seq << 4 | kind
     uint32_t a;
     uint32_t b;
     uint8_t kind() const noexcept { return static_cast<uint8_t>(word & 15); }
-    uint32_t offset() const noexcept { return static_cast<uint32_t>(word >> kKindBits) & 4095; }
+    uint32_t offset() const noexcept { return static_cast<uint32_t>(word >> kOffsetShift); }
+    uint64_t seq() const noexcept { return (word >> kKindBits) & ((uint64_t{1} << kSeqBits) - 1); }
   };
   static_assert(sizeof(Node) == 16);
 
   void reserve(size_t n) {
     cur_.reserve(4096);
-    tmp_.reserve(4096);
+    (void)scratch(4096);
     far_.reserve(n);
   }
   bool empty() const noexcept { return size_ == 0; }
@@ -198,7 +203,7 @@ class EventQueue {
     if (t > until) return false;
     ++pos_;
     --size_;
-    e = Event{t, (n.word >> 16) << 8 | (n.word & 15), n.a, n.b};
+    e = Event{t, n.seq() << 8 | n.kind(), n.a, n.b};
     return true;
   }
 
@@ -220,21 +225,20 @@ class EventQueue {
     --size_;
     if (from_late()) [[unlikely]] return late_.pop();
     const Node n = cur_[pos_++];
-    return Event{time_of(n), (n.word >> 16) << 8 | (n.word & 15), n.a, n.b};
+    return Event{time_of(n), n.seq() << 8 | n.kind(), n.a, n.b};
   }
 
  private:
   [[gnu::noinline]] void push_slow(Time t, uint8_t kind, uint32_t a, uint32_t b, uint64_t seq) {
     const int64_t bucket = t >> kBucketShift;
     if (bucket == current_) {
-      // Into the sorted current bucket, after every event at or before its time (they all have
-      // smaller sequence numbers): where one heap on (time, seq) would pop it. A shift of the
-      // bucket's tail, rarely (events less than a bucket ahead), instead of a heap merged
-      // into every later pop of the bucket.
+      // Into the sorted current bucket at its place on (time, seq): where one heap on
+      // (time, seq) would pop it. A shift of the bucket's tail, rarely (events less than a
+      // bucket ahead), instead of a heap merged into every later pop of the bucket.
       const Node n{node_word(seq, t, kind), a, b};
-      const auto at = std::upper_bound(
-          cur_.begin() + static_cast<std::ptrdiff_t>(pos_), cur_.end(), n.offset(),
-          [](uint32_t offset, const Node& x) { return offset < x.offset(); });
+      const auto at =
+          std::lower_bound(cur_.begin() + static_cast<std::ptrdiff_t>(pos_), cur_.end(), n,
+                           [](const Node& x, const Node& y) { return x.word < y.word; });
       cur_.insert(at, n);
     } else if (bucket < current_) {
       late_.push(Event{t, (seq << 8) | kind, a, b});
@@ -261,7 +265,7 @@ class EventQueue {
     }
   }
   static uint64_t node_word(uint64_t seq, Time t, uint8_t kind) noexcept {
-    return seq << 16 | (static_cast<uint64_t>(t) & 4095) << kKindBits | kind;
+    return (static_cast<uint64_t>(t) & 4095) << kOffsetShift | seq << kKindBits | kind;
   }
   Time time_of(const Node& n) const noexcept {
     return (current_ << kBucketShift) | static_cast<Time>(n.offset());
@@ -272,7 +276,7 @@ class EventQueue {
     if (pos_ == cur_.size()) return true;
     const Event& l = late_.top();
     const Time t = time_of(cur_[pos_]);
-    return l.time < t || (l.time == t && (l.seq_kind >> 8) < (cur_[pos_].word >> 16));
+    return l.time < t || (l.time == t && (l.seq_kind >> 8) < cur_[pos_].seq());
   }
   uint32_t new_chunk() {
     uint32_t c = free_;
@@ -322,55 +326,50 @@ class EventQueue {
     sort_current();
     return true;
   }
-  // Sorts cur_ (in seq order) on (offset, seq): a stable sort on the time's offset within the
-  // bucket (12 bits) keeps equal times in seq order. Small buckets: insertion sort on both
-  // (the word's high bits are the seq, so (offset, word) orders as (time, seq)).
+  // Sorts cur_ (in seq order) on (offset, seq), which is the order of the Nodes' words.
   void sort_current() {
     const size_t n = cur_.size();
-    const auto key = [](const Node& x) { return x.offset(); };
-    if (n <= 32) {
+    Node* const v = cur_.data();
+    if (n <= 32) {  // small buckets: insertion sort
       for (size_t i = 1; i < n; ++i) {
-        const Node e = cur_[i];
+        const Node e = v[i];
         size_t j = i;
-        for (; j > 0 && (key(e) < key(cur_[j - 1]) ||
-                         (key(e) == key(cur_[j - 1]) && e.word < cur_[j - 1].word));
-             --j) {
-          cur_[j] = cur_[j - 1];
-        }
-        cur_[j] = e;
+        for (; j > 0 && e.word < v[j - 1].word; --j) v[j] = v[j - 1];
+        v[j] = e;
       }
       return;
     }
-    // cur_ is in seq order, so each maximal run of non-decreasing offsets is already sorted on
-    // (offset, seq), and run r's events all have smaller seqs than run r + 1's: a stable merge
-    // of the runs on the offset alone orders the bucket on (time, seq). In sim_bench most
-    // buckets are one run (no work) or two to four (one or two merge passes, against the radix
-    // sort's three passes); more runs fall back to the radix sort.
+    // cur_ is in seq order, so each maximal run of non-decreasing words (offsets) is already
+    // sorted, and merging the runs orders the bucket. In sim_bench most buckets are one run
+    // (no work: events scheduled at one fixed delay after ever later times) or two to four
+    // (one or two merge passes against the radix sort's three); more fall back to the radix
+    // sort.
     std::array<size_t, kMaxRuns + 1> bound;  // run r is [bound[r], bound[r + 1])
     size_t runs = 1;
     bound[0] = 0;
+    uint64_t prev = v[0].word;
     for (size_t i = 1; i < n; ++i) {
-      if (key(cur_[i]) < key(cur_[i - 1])) {
+      const uint64_t w = v[i].word;
+      if (w < prev) {
         if (runs == kMaxRuns) return radix_sort_current();
         bound[runs++] = i;
       }
+      prev = w;
     }
-    bound[runs] = n;
     if (runs == 1) return;
-    tmp_.resize(n);
-    const auto by_offset = [](const Node& x, const Node& y) { return x.offset() < y.offset(); };
-    // Merge passes, pairwise, between cur_ and tmp_ (std::merge is stable: on equal offsets
-    // it takes the earlier run's event first).
-    Node* from = cur_.data();
-    Node* to = tmp_.data();
+    bound[runs] = n;
+    const auto by_word = [](const Node& x, const Node& y) { return x.word < y.word; };
+    // Merge passes, pairwise, between cur_ and the scratch buffer.
+    Node* from = v;
+    Node* to = scratch(n);
     while (runs > 1) {
       size_t merged = 0;
       for (size_t r = 0; r < runs; r += 2) {
         if (r + 1 == runs) {
           std::copy(from + bound[r], from + bound[r + 1], to + bound[r]);
         } else {
-          std::merge(from + bound[r], from + bound[r + 1], from + bound[r + 1], from + bound[r + 2],
-                     to + bound[r], by_offset);
+          std::merge(from + bound[r], from + bound[r + 1], from + bound[r + 1],
+                     from + bound[r + 2], to + bound[r], by_word);
         }
         bound[merged++] = bound[r];
       }
@@ -378,9 +377,9 @@ class EventQueue {
       runs = merged;
       std::swap(from, to);
     }
-    if (from != cur_.data()) cur_.swap(tmp_);
+    if (from != v) std::copy(from, from + n, v);
   }
-  // Stable two-pass radix sort of cur_ on the offset (12 bits).
+  // Stable two-pass radix sort of cur_ on the offset (12 bits): equal offsets stay in seq order.
   void radix_sort_current() {
     const size_t n = cur_.size();
     const auto key = [](const Node& x) { return x.offset(); };
@@ -395,9 +394,17 @@ class EventQueue {
       lo[i] += lo[i - 1];
       hi[i] += hi[i - 1];
     }
-    tmp_.resize(n);
-    for (const Node& e : cur_) tmp_[lo[key(e) & 63]++] = e;
-    for (const Node& e : tmp_) cur_[hi[key(e) >> 6]++] = e;
+    Node* const tmp = scratch(n);
+    for (const Node& e : cur_) tmp[lo[key(e) & 63]++] = e;
+    for (size_t i = 0; i < n; ++i) cur_[hi[key(tmp[i]) >> 6]++] = tmp[i];
+  }
+  // Sort scratch space for n Nodes, left uninitialised (a vector would zero it per bucket).
+  Node* scratch(size_t n) {
+    if (n > tmp_size_) {
+      tmp_size_ = std::max(n, 2 * tmp_size_);
+      tmp_ = std::make_unique_for_overwrite<Node[]>(tmp_size_);
+    }
+    return tmp_.get();
   }
   static constexpr std::array<uint32_t, kBuckets> filled_ring() {
     std::array<uint32_t, kBuckets> r{};
@@ -429,7 +436,8 @@ class EventQueue {
   std::vector<Node> cur_;  // the current bucket, sorted; cur_[pos_] is its next event
   size_t pos_ = 0;
   EventHeap late_;  // scheduled before the current bucket after it was loaded (run_until stopped)
-  std::vector<Node> tmp_;  // radix sort scratch
+  std::unique_ptr<Node[]> tmp_;  // sort scratch (scratch())
+  size_t tmp_size_ = 0;
   // The ring: per slot a list of chunks in scheduling order, from one pool with a free list,
   // so memory follows the events pending, not the busiest bucket.
   std::vector<Chunk> chunks_;
