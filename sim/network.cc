@@ -149,14 +149,14 @@ absl::Status Network::compute_ecmp() {
     ecmp_switch_.push_back(EcmpSwitch{sw.seed * 0x9E3779B97F4A7C15ULL,
                                       static_cast<uint32_t>(ecmp_group_.size())});
     for (const std::vector<uint32_t>& g : sw.groups) {
-      // An empty group (no route) keeps d = 0 as its mark; FastMod::of needs d >= 1.
-      ecmp_group_.push_back(EcmpGroup{
-          static_cast<uint32_t>(ecmp_ports_.size()),
-          g.empty() ? FastMod{0, 0} : FastMod::of(static_cast<uint32_t>(g.size()))});
+      // An empty group (no route) keeps size 0 as its mark; FastMod::of needs d >= 1.
+      const FastMod mod = g.empty() ? FastMod{0, 0} : FastMod::of(static_cast<uint32_t>(g.size()));
+      ecmp_group_.push_back(EcmpGroup{mod.m, mod.d, static_cast<uint32_t>(ecmp_ports_.size())});
       ecmp_ports_.insert(ecmp_ports_.end(), g.begin(), g.end());
     }
     ecmp_route_.insert(ecmp_route_.end(), sw.group_of_host.begin(), sw.group_of_host.end());
   }
+  ecmp_switches_ = static_cast<uint32_t>(ecmp_switch_.size());
   return absl::OkStatus();
 }
 
@@ -216,14 +216,14 @@ void Network::kick(uint32_t host) {
 }
 
 uint32_t Network::ecmp_port(uint32_t s, uint32_t dst_host, uint64_t flow_hash) const noexcept {
-  if (dst_host >= ecmp_hosts_ || s >= ecmp_switch_.size()) return kNone;
+  if (dst_host >= ecmp_hosts_ || s >= ecmp_switches_) return kNone;
   const EcmpSwitch& sw = ecmp_switch_[s];
-  const EcmpGroup g = ecmp_group_[sw.first_group + ecmp_route_[size_t{s} * ecmp_hosts_ + dst_host]];
-  if (g.size.d == 0) return kNone;
+  const EcmpGroup& g = ecmp_group_[sw.first_group + ecmp_route_[size_t{s} * ecmp_hosts_ + dst_host]];
+  if (g.size == 0) return kNone;
   uint64_t x = flow_hash ^ sw.seed_mul;  // mix64(flow_hash, seed), the multiply done once
   const uint64_t h = splitmix64(x);
   // The high half fits 32 bits: its remainder by the group size, by multiplications.
-  return ecmp_ports_[g.first_port + g.size.mod(static_cast<uint32_t>(h >> 32))];
+  return ecmp_ports_[g.first_port + g.size_mod().mod(static_cast<uint32_t>(h >> 32))];
 }
 
 uint32_t Network::ecmp_port_remember(EcmpMemo& m, uint32_t s, uint32_t dst_host,
@@ -468,7 +468,9 @@ void Network::run_until(Time until) {
 }
 
 void Network::account_queue(Port& p) {
-  const uint64_t q = p.queued_bytes[0] + p.queued_bytes[1];
+  // Through int64_t: the same double (q is far below 2^63), one instruction where the
+  // unsigned conversion takes a test and a branch.
+  const auto q = static_cast<int64_t>(p.queued_bytes[0] + p.queued_bytes[1]);
   p.stats.queue_byte_ps += static_cast<double>(q) * static_cast<double>(now_ - p.last_queue_change);
   p.last_queue_change = now_;
 }

@@ -332,11 +332,17 @@ class Network {
     uint64_t seed_mul;  // the switch's seed * the golden ratio, as mix64 multiplies it
     uint32_t first_group;
   };
+  // 16 bytes (a FastMod member would pad it to 24, which the compiler then copies through
+  // the stack): the group's size with its FastMod multiplier, and its first port.
   struct EcmpGroup {
+    uint64_t mod_m;  // FastMod::of(size).m
+    uint32_t size;   // 0: no route
     uint32_t first_port;
-    FastMod size;  // the group's size, with its multiplier for the remainder
+    FastMod size_mod() const noexcept { return FastMod{mod_m, size}; }
   };
+  static_assert(sizeof(EcmpGroup) == 16);
   std::vector<EcmpSwitch> ecmp_switch_;
+  uint32_t ecmp_switches_ = 0;  // ecmp_switch_.size()
   std::vector<uint16_t> ecmp_route_;  // [switch * hosts + host] -> the switch's group
   std::vector<EcmpGroup> ecmp_group_;
   std::vector<uint32_t> ecmp_ports_;
