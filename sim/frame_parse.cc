@@ -36,8 +36,8 @@ bool parse_frame(const Frame& f, FrameInfo* info) noexcept {
     const wire::Ipv6* ip = as<wire::Ipv6>(d + at);
     info->ipv6 = true;
     info->protocol = ip->next_header();
-    info->src_ip4 = static_cast<uint32_t>(wire::load_be(ip->src().data() + 12, 4));
-    info->dst_ip4 = static_cast<uint32_t>(wire::load_be(ip->dst().data() + 12, 4));
+    info->src_ip4 = static_cast<uint32_t>(wire::load_be_n<4>(ip->src().data() + 12));
+    info->dst_ip4 = static_cast<uint32_t>(wire::load_be_n<4>(ip->dst().data() + 12));
     info->dscp = ip->dscp();
     info->ecn = ip->ecn();
     info->l4 = at + wire::Ipv6::kSize;
@@ -45,9 +45,9 @@ bool parse_frame(const Frame& f, FrameInfo* info) noexcept {
     return false;
   }
   if (f.len < info->l4 + 4) return false;
-  info->sport = static_cast<uint16_t>(wire::load_be(d + info->l4, 2));
+  info->sport = static_cast<uint16_t>(wire::load_be_n<2>(d + info->l4));
   info->dport = info->protocol == NET_IPPROTO_UDP
-                    ? static_cast<uint16_t>(wire::load_be(d + info->l4 + 2, 2))
+                    ? static_cast<uint16_t>(wire::load_be_n<2>(d + info->l4 + 2))
                     : 0;
   info->flow_hash = mix64((uint64_t{info->src_ip4} << 32) | info->dst_ip4,
                           (uint64_t{info->protocol} << 32) | (uint64_t{info->sport} << 16) |
