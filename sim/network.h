@@ -264,6 +264,7 @@ class Network {
   void dispatch(const Event& e);
   void prefetch_ahead() const noexcept;  // for the next few events of the current bucket
   void start_tx(uint32_t port);
+  void start_tx_inline(uint32_t port);  // start_tx's body, inlined into the tx-done path
   void kick_port(uint32_t port);  // start now if idle, else make sure kTxDone will come
   void duplicate(uint32_t port, FrameId f, Time at);
   static bool damage_detectable(const Frame& f, size_t at) noexcept;
