@@ -281,7 +281,8 @@ constexpr size_t kPrefetchLast = 2;
 [[gnu::always_inline]] inline void Network::prefetch_ahead() const noexcept {
   size_t n = 0;
   const EventQueue::Node* w = events_q_.window(n);
-  // Nothing below reads past the stage's own event; a prefetch of any address is harmless.
+  // Nothing below reads past the stage's own event; a prefetch of any address is harmless. An
+  // arrival's frame has its metadata (see frame_meta_), so the stages read it unchecked.
   const auto far = [&](const EventQueue::Node& e) __attribute__((always_inline)) {
     if (e.kind() == kArrive) {
       prefetch(&ports_[e.a]);
@@ -291,7 +292,7 @@ constexpr size_t kPrefetchLast = 2;
     }
   };
   const auto mid = [&](const EventQueue::Node& e) __attribute__((always_inline)) {
-    if (e.kind() == kArrive && e.b < frame_meta_.size()) {
+    if (e.kind() == kArrive) {
       const Port& p = ports_[e.a];
       const FrameMeta& m = frame_meta_[e.b];
       if (p.at_host || !m.parsed) {
@@ -325,7 +326,7 @@ constexpr size_t kPrefetchLast = 2;
     }
   };
   const auto group = [&](const EventQueue::Node& e) __attribute__((always_inline)) {
-    if (e.kind() == kArrive && e.b < frame_meta_.size()) {
+    if (e.kind() == kArrive) {
       const Port& p = ports_[e.a];
       const FrameMeta& m = frame_meta_[e.b];
       if (!p.at_host && m.parsed && m.dst_host < ecmp_hosts_) {
@@ -336,7 +337,7 @@ constexpr size_t kPrefetchLast = 2;
     }
   };
   const auto near = [&](const EventQueue::Node& e) __attribute__((always_inline)) {
-    if (e.kind() == kArrive && e.b < frame_meta_.size()) {
+    if (e.kind() == kArrive) {
       const Port& p = ports_[e.a];
       const FrameMeta& m = frame_meta_[e.b];
       if (p.at_host) {
@@ -360,7 +361,7 @@ constexpr size_t kPrefetchLast = 2;
     }
   };
   const auto last = [&](const EventQueue::Node& e) __attribute__((always_inline)) {
-    if (e.kind() != kArrive || e.b >= frame_meta_.size()) return;
+    if (e.kind() != kArrive) return;
     const Port& p = ports_[e.a];
     const FrameMeta& m = frame_meta_[e.b];
     if (p.at_host || !m.parsed) return;
@@ -471,7 +472,10 @@ void Network::account_queue(Port& p) {
   // Through int64_t: the same double (q is far below 2^63), one instruction where the
   // unsigned conversion takes a test and a branch.
   const auto q = static_cast<int64_t>(p.queued_bytes[0] + p.queued_bytes[1]);
-  p.stats.queue_byte_ps += static_cast<double>(q) * static_cast<double>(now_ - p.last_queue_change);
+  // An empty queue adds exactly 0 to the (non-negative) integral: skip the arithmetic.
+  if (q != 0) {
+    p.stats.queue_byte_ps += static_cast<double>(q) * static_cast<double>(now_ - p.last_queue_change);
+  }
   p.last_queue_change = now_;
 }
 
@@ -657,7 +661,7 @@ bool Network::parse_meta(const Frame& fr, FrameMeta& m) noexcept {
 
 [[gnu::always_inline]] inline void Network::switch_forward(uint32_t in_port, FrameId f) {
   const uint32_t sw = ports_[in_port].owner;
-  FrameMeta& m = meta(f);
+  FrameMeta& m = frame_meta_[f];  // a frame in flight has its metadata
   // Parsed by the sending host, unless it could not be or a bit flipped on the way since.
   if (!m.parsed && !parse_meta(pool_[f], m)) {
     ++ports_[in_port].stats.drops;
@@ -677,7 +681,7 @@ bool Network::parse_meta(const Frame& fr, FrameMeta& m) noexcept {
 // is ever dropped: the host only pulls what fits).
 [[gnu::always_inline]] inline bool Network::enqueue(uint32_t port, FrameId f, Priority prio, uint32_t ingress) {
   Port& p = ports_[port];
-  FrameMeta& m = meta(f);
+  FrameMeta& m = frame_meta_[f];  // host_pull gave a new frame its metadata
   uint32_t buffered_under = kNone;
   int pr = static_cast<int>(prio);
   if (!p.at_host) {

@@ -288,6 +288,9 @@ class Network {
   FramePool pool_;
   // Per frame, beside the pool: what switches read from its headers, parsed once when the
   // frame enters the fabric and again only when its bytes change (corruption, trimming).
+  // Every frame that enters the fabric (host_pull, duplicate) gets its entry through meta(),
+  // which grows the array to the pool, so the per-hop code and the prefetch stages index it
+  // for any frame in flight or queued without a bounds check.
   // 16 bytes, four to a cache line.
   struct FrameMeta {
     uint64_t flow_hash = 0;
