@@ -140,8 +140,9 @@ class EventQueue {
     (void)scratch(4096);
     far_.reserve(n);
   }
-  bool empty() const noexcept { return size_ == 0; }
-  size_t size() const noexcept { return size_; }
+  // Pending events: scheduled minus popped (so a push counts only its sequence number).
+  bool empty() const noexcept { return seq_ == popped_; }
+  size_t size() const noexcept { return static_cast<size_t>(seq_ - popped_); }
   // The earliest event's time (kNever if none). Not const: it may make a later bucket current.
   Time next_time() noexcept {
     if (pos_ == cur_.size() && late_.empty() && !advance()) return kNever;
@@ -165,7 +166,6 @@ class EventQueue {
   // (a new chunk, the far heap, late_) is push_slow().
   void push(Time t, uint8_t kind, uint32_t a, uint32_t b) {
     const uint64_t seq = seq_++;
-    ++size_;
     const int64_t ahead = (t >> kBucketShift) - current_;
     if (ahead > 0 && ahead < kBuckets) [[likely]] {
       const auto slot = static_cast<size_t>((t >> kBucketShift) & (kBuckets - 1));
@@ -179,7 +179,6 @@ class EventQueue {
         n.a = a;
         n.b = b;
         fill_[slot] = fill + 1;
-        ++in_ring_;
         return;
       }
     }
@@ -202,7 +201,7 @@ class EventQueue {
     const Time t = time_of(n);
     if (t > until) return false;
     ++pos_;
-    --size_;
+    ++popped_;
     e = Event{t, n.seq() << 8 | n.kind(), n.a, n.b};
     return true;
   }
@@ -211,7 +210,7 @@ class EventQueue {
     if (pos_ == cur_.size() && late_.empty() && !advance()) return false;
     if (from_late()) [[unlikely]] {
       if (late_.top().time > until) return false;
-      --size_;
+      ++popped_;
       e = late_.pop();
       return true;
     }
@@ -222,7 +221,7 @@ class EventQueue {
   // The earliest event; the queue must not be empty.
   Event pop() noexcept {
     if (pos_ == cur_.size() && late_.empty()) advance();
-    --size_;
+    ++popped_;
     if (from_late()) [[unlikely]] return late_.pop();
     const Node n = cur_[pos_++];
     return Event{time_of(n), n.seq() << 8 | n.kind(), n.a, n.b};
@@ -259,7 +258,6 @@ class EventQueue {
       n.a = a;
       n.b = b;
       fill_[slot] = 1;
-      ++in_ring_;
     } else {
       far_.push(Event{t, (seq << 8) | kind, a, b});
     }
@@ -293,9 +291,9 @@ class EventQueue {
   // Makes the earliest non-empty bucket current and loads it, sorted, into cur_ (cur_ is
   // used up and late_ empty). Returns false when there are no events at all.
   bool advance() {
-    if (size_ == 0) return false;
+    if (empty()) return false;
     int64_t next = INT64_MAX;
-    if (in_ring_ > 0) next = current_ + 1 + next_nonempty(current_ + 1);
+    if (const int64_t d = next_nonempty(current_ + 1); d >= 0) next = current_ + 1 + d;
     if (!far_.empty()) next = std::min(next, far_.top().time >> kBucketShift);
     current_ = next;
     cur_.clear();
@@ -315,7 +313,6 @@ class EventQueue {
       for (uint32_t c = head; c != kNil; c = next_[c]) {
         const uint32_t count = next_[c] == kNil ? fill_[slot] : kChunkEvents;  // all but the tail are full
         cur_.insert(cur_.end(), chunks_[c].ev, chunks_[c].ev + count);
-        in_ring_ -= count;
       }
       next_[tail_[slot]] = free_;  // the whole list goes back to the pool
       free_ = head;
@@ -411,7 +408,8 @@ class EventQueue {
     r.fill(kNil);
     return r;
   }
-  // Distance from bucket `from` to the first non-empty ring slot at or after it (circular).
+  // Distance from bucket `from` to the first non-empty ring slot at or after it (circular);
+  // -1 if the ring is empty.
   int64_t next_nonempty(int64_t from) const noexcept {
     const auto start = static_cast<size_t>(from & (kBuckets - 1));
     constexpr size_t kWords = kBuckets / 64;
@@ -425,7 +423,7 @@ class EventQueue {
       w = (w + 1) % kWords;
       bits = nonempty_[w];
     }
-    return 0;  // unreachable while in_ring_ > 0
+    return -1;
   }
 
   static constexpr uint32_t kNil = UINT32_MAX;
@@ -450,8 +448,7 @@ class EventQueue {
   std::array<uint64_t, kBuckets / 64> nonempty_{};
   EventHeap far_;  // kBuckets or more buckets after the current one when scheduled
   int64_t current_ = 0;
-  size_t size_ = 0;
-  size_t in_ring_ = 0;
+  uint64_t popped_ = 0;
   uint64_t seq_ = 0;
 };
 
