@@ -185,9 +185,18 @@ class EventQueue {
     push_slow(t, kind, a, b, seq);
   }
 
+  // What the event loop needs of a popped event: all but the sequence number, which only
+  // orders the list (so the loop does not rebuild it from the Node's word).
+  struct Due {
+    Time time;
+    uint32_t a;
+    uint32_t b;
+    uint8_t kind;
+  };
+
   // Pops the earliest event into `e` if there is one at or before `until`: the same as
   // `!empty() && next_time() <= until` then pop(), deciding from the same comparisons once.
-  bool pop_until(Time until, Event& e) noexcept {
+  bool pop_until(Time until, Due& e) noexcept {
     // The common case inline (the current bucket has events and none came late); the rest
     // (loading the next bucket, merging late_) out of line, so the loop saves no registers.
     if (pos_ < cur_.size() && late_.empty()) [[likely]] return take_current(until, e);
@@ -196,22 +205,23 @@ class EventQueue {
 
  private:
   // Pops cur_[pos_] into `e` unless it is after `until`.
-  [[gnu::always_inline]] bool take_current(Time until, Event& e) noexcept {
+  [[gnu::always_inline]] bool take_current(Time until, Due& e) noexcept {
     const Node n = cur_[pos_];
     const Time t = time_of(n);
     if (t > until) return false;
     ++pos_;
     ++popped_;
-    e = Event{t, n.seq() << 8 | n.kind(), n.a, n.b};
+    e = Due{t, n.a, n.b, n.kind()};
     return true;
   }
 
-  [[gnu::noinline]] bool pop_until_slow(Time until, Event& e) noexcept {
+  [[gnu::noinline]] bool pop_until_slow(Time until, Due& e) noexcept {
     if (pos_ == cur_.size() && late_.empty() && !advance()) return false;
     if (from_late()) [[unlikely]] {
       if (late_.top().time > until) return false;
       ++popped_;
-      e = late_.pop();
+      const Event l = late_.pop();
+      e = Due{l.time, l.a, l.b, l.kind()};
       return true;
     }
     return take_current(until, e);

@@ -383,7 +383,7 @@ constexpr size_t kPrefetchLast = 2;
 }
 
 void Network::run_until(Time until) {
-  Event e;
+  EventQueue::Due e;
   while (events_q_.pop_until(until, e)) {
     prefetch_ahead();
     now_ = e.time;
@@ -393,8 +393,8 @@ void Network::run_until(Time until) {
   if (now_ < until && until != kNever) now_ = until;
 }
 
-[[gnu::always_inline]] inline void Network::dispatch(const Event& e) {
-  switch (e.kind()) {
+[[gnu::always_inline]] inline void Network::dispatch(const EventQueue::Due& e) {
+  switch (e.kind) {
     case kTxDone:
       on_tx_done(e.a);
       break;

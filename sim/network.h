@@ -261,7 +261,7 @@ class Network {
  private:
   enum Kind : uint8_t { kTxDone, kArrive, kHostTimer, kPfc, kLinkState, kLinkRate, kEcmpRefresh, kCall };
 
-  void dispatch(const Event& e);
+  void dispatch(const EventQueue::Due& e);
   void prefetch_ahead() const noexcept;  // for the next few events of the current bucket
   void start_tx(uint32_t port);
   void start_tx_inline(uint32_t port);  // start_tx's body, inlined into the tx-done path
