@@ -362,12 +362,13 @@ constexpr size_t kPrefetchLast = 2;
   };
   const auto last = [&](const EventQueue::Node& e) __attribute__((always_inline)) {
     if (e.kind() != kArrive) return;
-    const Port& p = ports_[e.a];
-    const FrameMeta& m = frame_meta_[e.b];
-    if (p.at_host || !m.parsed) return;
-    const uint32_t out = ecmp_port_memo(p.owner, m.dst_host, m.flow_hash, e.b);
-    if (out == kNone) return;
-    if (const QueuedFrame* slot = ports_[out].queue[m.control ? 1 : 0].back_slot()) prefetch(slot);
+    // `near` memoised this hop's egress under the frame's id: read it back without checking
+    // the key (a hint: an entry another frame overwrote since, or none for a host arrival,
+    // only prefetches some other port's slot).
+    const uint32_t out = ecmp_memo_[e.b % kEcmpMemo].out;
+    if (out == kNone || ports_[e.a].at_host) return;
+    const bool control = frame_meta_[e.b].control;
+    if (const QueuedFrame* slot = ports_[out].queue[control ? 1 : 0].back_slot()) prefetch(slot);
   };
   if (n > kPrefetchFar) [[likely]] {  // the bucket holds every stage's event: no more checks
     far(w[kPrefetchFar]);
