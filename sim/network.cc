@@ -395,13 +395,19 @@ void Network::run_until(Time until) {
 }
 
 [[gnu::always_inline]] inline void Network::dispatch(const EventQueue::Due& e) {
+  // Arrivals and tx-dones are nearly every event: two compares before the jump table.
+  if (e.kind == kArrive) [[likely]] {
+    on_arrive(e.a, e.b);
+    return;
+  }
+  if (e.kind == kTxDone) [[likely]] {
+    on_tx_done(e.a);
+    return;
+  }
   switch (e.kind) {
     case kTxDone:
-      on_tx_done(e.a);
-      break;
     case kArrive:
-      on_arrive(e.a, e.b);
-      break;
+      break;  // above
     case kHostTimer: {
       Host& h = hosts_[e.a];
       if (e.b != h.timer_gen) break;  // superseded
