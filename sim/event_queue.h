@@ -34,6 +34,7 @@
 #include <array>
 #include <bit>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <vector>
 
@@ -134,6 +135,54 @@ class EventQueue {
     uint64_t seq() const noexcept { return (word >> kKindBits) & ((uint64_t{1} << kSeqBits) - 1); }
   };
   static_assert(sizeof(Node) == 16);
+
+  // The current bucket's array: a vector of Nodes that leaves what it grows by uninitialised
+  // and appends a ring chunk as one fixed-size copy (inline moves, no memcpy call per chunk).
+  class NodeArray {
+   public:
+    size_t size() const noexcept { return size_; }
+    Node* data() noexcept { return v_.get(); }
+    const Node* data() const noexcept { return v_.get(); }
+    Node& operator[](size_t i) noexcept { return v_[i]; }
+    const Node& operator[](size_t i) const noexcept { return v_[i]; }
+    Node* begin() noexcept { return v_.get(); }
+    Node* end() noexcept { return v_.get() + size_; }
+    const Node* begin() const noexcept { return v_.get(); }
+    const Node* end() const noexcept { return v_.get() + size_; }
+    void clear() noexcept { size_ = 0; }
+    void reserve(size_t n) {
+      if (n > cap_) regrow(n);
+    }
+    void push_back(const Node& n) {
+      reserve(size_ + 1);
+      v_[size_++] = n;
+    }
+    void insert(const Node* at, const Node& n) {
+      const auto i = static_cast<size_t>(at - v_.get());
+      reserve(size_ + 1);
+      std::memmove(v_.get() + i + 1, v_.get() + i, (size_ - i) * sizeof(Node));
+      v_[i] = n;
+      ++size_;
+    }
+    // Appends the first `count` events of `ev` (it copies all of them: room is kept).
+    void append_chunk(const Node (&ev)[kChunkEvents], uint32_t count) {
+      reserve(size_ + kChunkEvents);
+      std::memcpy(v_.get() + size_, ev, sizeof(ev));
+      size_ += count;
+    }
+
+   private:
+    void regrow(size_t n) {
+      n = std::max(n, 2 * cap_);
+      auto next = std::make_unique_for_overwrite<Node[]>(n);
+      if (size_ > 0) std::memcpy(next.get(), v_.get(), size_ * sizeof(Node));
+      v_ = std::move(next);
+      cap_ = n;
+    }
+    std::unique_ptr<Node[]> v_;
+    size_t size_ = 0;
+    size_t cap_ = 0;
+  };
 
   void reserve(size_t n) {
     cur_.reserve(4096);
@@ -246,7 +295,7 @@ class EventQueue {
       // bucket ahead), instead of a heap merged into every later pop of the bucket.
       const Node n{node_word(seq, t, kind), a, b};
       const auto at =
-          std::lower_bound(cur_.begin() + static_cast<std::ptrdiff_t>(pos_), cur_.end(), n,
+          std::lower_bound(cur_.begin() + pos_, cur_.end(), n,
                            [](const Node& x, const Node& y) { return x.word < y.word; });
       cur_.insert(at, n);
     } else if (bucket < current_) {
@@ -322,7 +371,7 @@ class EventQueue {
     if (head != kNil && bucket_[slot] == next) {
       for (uint32_t c = head; c != kNil; c = next_[c]) {
         const uint32_t count = next_[c] == kNil ? fill_[slot] : kChunkEvents;  // all but the tail are full
-        cur_.insert(cur_.end(), chunks_[c].ev, chunks_[c].ev + count);
+        cur_.append_chunk(chunks_[c].ev, count);
       }
       next_[tail_[slot]] = free_;  // the whole list goes back to the pool
       free_ = head;
@@ -441,7 +490,7 @@ class EventQueue {
     Node ev[kChunkEvents];
   };
   static_assert(sizeof(Chunk) == 256);
-  std::vector<Node> cur_;  // the current bucket, sorted; cur_[pos_] is its next event
+  NodeArray cur_;  // the current bucket, sorted; cur_[pos_] is its next event
   size_t pos_ = 0;
   EventHeap late_;  // scheduled before the current bucket after it was loaded (run_until stopped)
   std::unique_ptr<Node[]> tmp_;  // sort scratch (scratch())
