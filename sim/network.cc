@@ -281,6 +281,10 @@ constexpr size_t kPrefetchLast = 2;
 [[gnu::always_inline]] inline void Network::prefetch_ahead() const noexcept {
   size_t n = 0;
   const EventQueue::Node* w = events_q_.window(n);
+  // The queue a tx-done's start_tx will serve: control first (only data is ever paused).
+  const auto served = [](const Port& p) __attribute__((always_inline)) -> const Ring<QueuedFrame>& {
+    return p.queue[1].empty() ? p.queue[0] : p.queue[1];
+  };
   // Nothing below reads past the stage's own event; a prefetch of any address is harmless. An
   // arrival's frame has its metadata (see frame_meta_), so the stages read it unchecked.
   const auto far = [&](const EventQueue::Node& e) __attribute__((always_inline)) {
@@ -308,9 +312,7 @@ constexpr size_t kPrefetchLast = 2;
       }
     } else if (e.kind() == kTxDone) {
       const Port& p = ports_[e.a];
-      for (const auto& q : p.queue) {
-        if (!q.empty()) prefetch(&q.front());
-      }
+      if (const auto& q = served(p); !q.empty()) prefetch(&q.front());
       if (p.at_host) {
         prefetch(&hosts_[p.owner]);
         // The frame the NIC will pull next (the pool's free list is a stack, so it is the
@@ -354,10 +356,9 @@ constexpr size_t kPrefetchLast = 2;
         if (const Transport* t = hosts_[p.owner].transport) prefetch_lines(t, 2);
       }
       // The switch ingress the next frame was buffered under (PFC accounting in start_tx);
-      // the queue heads are cached since kPrefetchMid.
-      for (const auto& q : p.queue) {
-        if (!q.empty() && q.front().ingress != kNone) prefetch(&ports_[q.front().ingress]);
-      }
+      // the queue's head is cached since kPrefetchMid.
+      const auto& q = served(p);
+      if (!q.empty() && q.front().ingress != kNone) prefetch(&ports_[q.front().ingress]);
     }
   };
   const auto last = [&](const EventQueue::Node& e) __attribute__((always_inline)) {
