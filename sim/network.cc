@@ -71,6 +71,7 @@ absl::Status Network::connect(uint32_t a, uint32_t b, const LinkConfig& link) {
     p.delay = link.delay;
     p.impaired = link.loss > 0 || link.corrupt > 0 || link.reorder > 0 || link.duplicate > 0;
     p.owner = nodes_[p.node].index;
+    update_plain(p);
     ports_.push_back(std::move(p));
     nodes_[i == 0 ? a : b].ports.push_back(i == 0 ? pa : pb);
   }
@@ -172,6 +173,7 @@ absl::Status Network::tap(uint32_t port, const std::string& pcap_path) {
   if (taps_.size() <= port) taps_.resize(ports_.size());
   taps_[port] = std::make_unique<wire::PcapWriter>(std::move(*w));
   ports_[port].tapped = true;
+  update_plain(ports_[port]);
   return absl::OkStatus();
 }
 
@@ -438,7 +440,10 @@ void Network::run_until(Time until) {
     }
     case kLinkState: {
       const bool up = e.b != 0;
-      for (uint32_t p : {e.a, ports_[e.a].peer}) ports_[p].up = up;
+      for (uint32_t p : {e.a, ports_[e.a].peer}) {
+        ports_[p].up = up;
+        update_plain(ports_[p]);
+      }
       // Switches learn of the change after the detection delay.
       events_q_.push(now_ + config_.switches.failure_detection, kEcmpRefresh, 0, 0);
       if (up) {
@@ -509,7 +514,6 @@ void Network::flush_stats() {
     account_queue(p);
     const QueuedFrame q = p.queue[prio].pop();
     const FrameId f = q.frame;
-    Frame& fr = pool_[f];
     const uint32_t bytes = q.bytes;
     p.queued_bytes[prio] -= bytes;
     // PFC: the frame leaves this switch's buffer; the ingress it came through may resume.
@@ -526,7 +530,27 @@ void Network::flush_stats() {
     p.busy_until = done;
     ++p.stats.tx_frames;
     p.stats.tx_bytes += bytes;
-    if (p.tapped) [[unlikely]] {
+    if (p.plain) [[likely]] {  // up, unimpaired, untapped: start_tx_rare's no-draw case
+      events_q_.push(done + p.delay, kArrive, p.peer, f);
+    } else {
+      start_tx_rare(port, f, bytes, done);
+    }
+    bool more = false;
+    for (int pr = 0; pr < kNumPriorities; ++pr) more |= !p.queue[pr].empty() && !p.paused[pr];
+    if (more || p.at_host) {
+      events_q_.push(done, kTxDone, port, 0);
+      p.done_scheduled = true;
+    }
+    return;
+  }
+}
+
+// The frame's fate on a tapped, down or impaired link (start_tx's uncommon case).
+void Network::start_tx_rare(uint32_t port, FrameId f, uint32_t bytes, Time done) {
+  Port& p = ports_[port];
+  Frame& fr = pool_[f];
+  {
+    if (p.tapped) {
       (void)taps_[port]->write(std::span<const uint8_t>(fr.data, fr.len),
                          static_cast<uint64_t>(now_ / kNanosecond), bytes);
     }
@@ -564,13 +588,6 @@ void Network::flush_stats() {
       events_q_.push(arrive, kArrive, p.peer, f);
       if (p.rng.chance(p.link.duplicate)) duplicate(port, f, done + p.link.delay);
     }
-    bool more = false;
-    for (int pr = 0; pr < kNumPriorities; ++pr) more |= !p.queue[pr].empty() && !p.paused[pr];
-    if (more || p.at_host) {
-      events_q_.push(done, kTxDone, port, 0);
-      p.done_scheduled = true;
-    }
-    return;
   }
 }
 

@@ -143,6 +143,7 @@ struct alignas(64) Port {
   bool impaired = false;   // the link may lose, corrupt, reorder or duplicate (cached from `link`)
   bool tapped = false;     // Network::taps_ holds a pcap writer for the frames it transmits
   bool scaled = false;     // buffers and ECN thresholds scaled (degraded): see Network::scaled_
+  bool plain = true;       // up, not impaired, not tapped (cached): start_tx's common case
   std::array<bool, kNumPriorities> paused{};
   std::array<bool, kNumPriorities> pause_sent{};  // at a switch ingress: PFC XOFF sent upstream
   // Picoseconds per byte when rate_bps divides 8e12 (every whole Gb/s rate that divides 8000,
@@ -265,6 +266,7 @@ class Network {
   void prefetch_ahead() const noexcept;  // for the next few events of the current bucket
   void start_tx(uint32_t port);
   void start_tx_inline(uint32_t port);  // start_tx's body, inlined into the tx-done path
+  void start_tx_rare(uint32_t port, FrameId f, uint32_t bytes, Time done);  // not Port::plain
   void kick_port(uint32_t port);  // start now if idle, else make sure kTxDone will come
   void duplicate(uint32_t port, FrameId f, Time at);
   static bool damage_detectable(const Frame& f, size_t at) noexcept;
@@ -283,6 +285,7 @@ class Network {
   absl::Status compute_ecmp();
   Time serialization(const Port& p, uint32_t bytes) const noexcept;
   static void set_rate(Port& p, int64_t rate_bps) noexcept;
+  static void update_plain(Port& p) noexcept { p.plain = p.up && !p.impaired && !p.tapped; }
 
   NetworkConfig config_;
   FramePool pool_;
