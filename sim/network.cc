@@ -257,9 +257,9 @@ Time Network::serialization(const Port& p, uint32_t bytes) const noexcept {
 // Prefetching: the current bucket is a sorted array, so the loop knows the next events and
 // asks for what they will touch before it gets there, in stages, each naming lines the
 // earlier stage brought in: kPrefetchFar events ahead the port and the frame's metadata;
-// kPrefetchMid ahead a queue's head, the frame's ECMP route or its bytes; kPrefetchGroup ahead
-// the route's ECMP group; kPrefetchNear ahead the egress port a switch will pick (computed
-// from the now-cached route and memoised for the later stage and switch_forward) or the
+// kPrefetchMid ahead a queue's head, the frame's ECMP route or its bytes; kPrefetchNear ahead
+// the egress port a switch will pick (computed from the now-cached route and memoised for the
+// later stage and switch_forward; the ECMP groups, a few KiB, stay cached) or the
 // host's transport; kPrefetchLast ahead the slot in the egress queue the frame will be
 // written to. Hints only: nothing is decided from them. Every helper and stage here is
 // always_inline: GCC finds a function whose only effects are prefetches free of side effects
@@ -268,7 +268,6 @@ Time Network::serialization(const Port& p, uint32_t bytes) const noexcept {
 namespace {
 constexpr size_t kPrefetchFar = 12;
 constexpr size_t kPrefetchMid = 8;
-constexpr size_t kPrefetchGroup = 6;
 constexpr size_t kPrefetchNear = 4;
 constexpr size_t kPrefetchLast = 2;
 [[gnu::always_inline]] inline void prefetch(const void* p) noexcept { __builtin_prefetch(p, 0, 3); }
@@ -329,17 +328,6 @@ constexpr size_t kPrefetchLast = 2;
       }
     }
   };
-  const auto group = [&](const EventQueue::Node& e) __attribute__((always_inline)) {
-    if (e.kind() == kArrive) {
-      const Port& p = ports_[e.a];
-      const FrameMeta& m = frame_meta_[e.b];
-      if (!p.at_host && m.parsed && m.dst_host < ecmp_hosts_) {
-        const EcmpGroup& g = ecmp_group_[ecmp_switch_[p.owner].first_group +
-                                         ecmp_route_[size_t{p.owner} * ecmp_hosts_ + m.dst_host]];
-        prefetch(&g);
-      }
-    }
-  };
   const auto near = [&](const EventQueue::Node& e) __attribute__((always_inline)) {
     if (e.kind() == kArrive) {
       const Port& p = ports_[e.a];
@@ -376,7 +364,6 @@ constexpr size_t kPrefetchLast = 2;
   if (n > kPrefetchFar) [[likely]] {  // the bucket holds every stage's event: no more checks
     far(w[kPrefetchFar]);
     mid(w[kPrefetchMid]);
-    group(w[kPrefetchGroup]);
     near(w[kPrefetchNear]);
     last(w[kPrefetchLast]);
     return;
