@@ -13,14 +13,19 @@
 // heap on (time, seq). When the current bucket is used up, the earliest non-empty bucket (ring
 // or far heap) becomes current: its far events, then its ring chunks, are copied into `cur_`,
 // which is then in seq order, and a stable radix sort on the time's 12-bit offset within the
-// bucket orders it on (time, seq); pops walk it. Events scheduled into the current bucket (or
-// before it) after it was loaded go to `late_`, a small heap merged at pop. Every event in the
+// bucket orders it on (time, seq); pops walk it. Most buckets need less: cur_ is often a few
+// runs already in time order (events scheduled at one delay after times that only grow), so
+// up to kMaxRuns runs are merged instead. An event scheduled into the current bucket after it
+// was loaded (rare: less than 4 ns ahead) is inserted at its place; one scheduled before it
+// (only after run_until stopped short of the current bucket) goes to `late_`, a small heap
+// merged at pop. Every event in the
 // ring or far heap belongs to a later bucket than every event in `cur_` and `late_`, so pops
 // come out in exactly the (time, seq) order of one global heap: no per-event heap work, and
 // the chunks are read sequentially instead of one pointer chase per event.
 //
 // Inside a bucket an event's time is its 12-bit offset from the bucket's start, so the ring
-// and cur_ hold 16-byte Nodes (sequence number, offset and kind in one word, then a and b):
+// and cur_ hold 16-byte Nodes (offset, sequence number and kind in one word, in that order
+// from the top, so that words order as (time, seq) within a bucket; then a and b):
 // a third less memory traffic per push, sort and pop than the 24-byte Event that pop()
 // returns. The heaps (few events) keep whole Events.
 #pragma once
@@ -29,6 +34,8 @@
 #include <array>
 #include <bit>
 #include <cstdint>
+#include <cstring>
+#include <memory>
 #include <vector>
 
 #include "transport/transport.h"
@@ -114,24 +121,77 @@ class EventQueue {
   static constexpr uint32_t kChunkEvents = 16;  // events per ring chunk (256 bytes)
   static constexpr int kKindBits = 4;  // kinds 0..15
   static constexpr int kSeqBits = 48;  // 2.8e14 events per queue (a year at 10 M events/s)
+  static constexpr int kOffsetShift = kKindBits + kSeqBits;  // the offset's 12 bits on top
+  static_assert(kOffsetShift + kBucketShift == 64);
+  static constexpr size_t kMaxRuns = 4;  // a bucket of more sorted runs is radix-sorted
 
   // An event inside the ring or the current bucket (16 bytes): its bucket is implicit.
   struct Node {
-    uint64_t word;  // seq << 16 | (time offset in the bucket) << 4 | kind
+    uint64_t word;  // (time offset in the bucket) << 52 | seq << 4 | kind
     uint32_t a;
     uint32_t b;
     uint8_t kind() const noexcept { return static_cast<uint8_t>(word & 15); }
-    uint32_t offset() const noexcept { return static_cast<uint32_t>(word >> kKindBits) & 4095; }
+    uint32_t offset() const noexcept { return static_cast<uint32_t>(word >> kOffsetShift); }
+    uint64_t seq() const noexcept { return (word >> kKindBits) & ((uint64_t{1} << kSeqBits) - 1); }
   };
   static_assert(sizeof(Node) == 16);
 
+  // The current bucket's array: a vector of Nodes that leaves what it grows by uninitialised
+  // and appends a ring chunk as one fixed-size copy (inline moves, no memcpy call per chunk).
+  class NodeArray {
+   public:
+    size_t size() const noexcept { return size_; }
+    Node* data() noexcept { return v_.get(); }
+    const Node* data() const noexcept { return v_.get(); }
+    Node& operator[](size_t i) noexcept { return v_[i]; }
+    const Node& operator[](size_t i) const noexcept { return v_[i]; }
+    Node* begin() noexcept { return v_.get(); }
+    Node* end() noexcept { return v_.get() + size_; }
+    const Node* begin() const noexcept { return v_.get(); }
+    const Node* end() const noexcept { return v_.get() + size_; }
+    void clear() noexcept { size_ = 0; }
+    void reserve(size_t n) {
+      if (n > cap_) regrow(n);
+    }
+    void push_back(const Node& n) {
+      reserve(size_ + 1);
+      v_[size_++] = n;
+    }
+    void insert(const Node* at, const Node& n) {
+      const auto i = static_cast<size_t>(at - v_.get());
+      reserve(size_ + 1);
+      std::memmove(v_.get() + i + 1, v_.get() + i, (size_ - i) * sizeof(Node));
+      v_[i] = n;
+      ++size_;
+    }
+    // Appends the first `count` events of `ev` (it copies all of them: room is kept).
+    void append_chunk(const Node (&ev)[kChunkEvents], uint32_t count) {
+      reserve(size_ + kChunkEvents);
+      std::memcpy(v_.get() + size_, ev, sizeof(ev));
+      size_ += count;
+    }
+
+   private:
+    void regrow(size_t n) {
+      n = std::max(n, 2 * cap_);
+      auto next = std::make_unique_for_overwrite<Node[]>(n);
+      if (size_ > 0) std::memcpy(next.get(), v_.get(), size_ * sizeof(Node));
+      v_ = std::move(next);
+      cap_ = n;
+    }
+    std::unique_ptr<Node[]> v_;
+    size_t size_ = 0;
+    size_t cap_ = 0;
+  };
+
   void reserve(size_t n) {
     cur_.reserve(4096);
-    tmp_.reserve(4096);
+    (void)scratch(4096);
     far_.reserve(n);
   }
-  bool empty() const noexcept { return size_ == 0; }
-  size_t size() const noexcept { return size_; }
+  // Pending events: scheduled minus popped (so a push counts only its sequence number).
+  bool empty() const noexcept { return seq_ == popped_; }
+  size_t size() const noexcept { return static_cast<size_t>(seq_ - popped_); }
   // The earliest event's time (kNever if none). Not const: it may make a later bucket current.
   Time next_time() noexcept {
     if (pos_ == cur_.size() && late_.empty() && !advance()) return kNever;
@@ -155,7 +215,6 @@ class EventQueue {
   // (a new chunk, the far heap, late_) is push_slow().
   void push(Time t, uint8_t kind, uint32_t a, uint32_t b) {
     const uint64_t seq = seq_++;
-    ++size_;
     const int64_t ahead = (t >> kBucketShift) - current_;
     if (ahead > 0 && ahead < kBuckets) [[likely]] {
       const auto slot = static_cast<size_t>((t >> kBucketShift) & (kBuckets - 1));
@@ -169,16 +228,24 @@ class EventQueue {
         n.a = a;
         n.b = b;
         fill_[slot] = fill + 1;
-        ++in_ring_;
         return;
       }
     }
     push_slow(t, kind, a, b, seq);
   }
 
+  // What the event loop needs of a popped event: all but the sequence number, which only
+  // orders the list (so the loop does not rebuild it from the Node's word).
+  struct Due {
+    Time time;
+    uint32_t a;
+    uint32_t b;
+    uint8_t kind;
+  };
+
   // Pops the earliest event into `e` if there is one at or before `until`: the same as
   // `!empty() && next_time() <= until` then pop(), deciding from the same comparisons once.
-  bool pop_until(Time until, Event& e) noexcept {
+  bool pop_until(Time until, Due& e) noexcept {
     // The common case inline (the current bucket has events and none came late); the rest
     // (loading the next bucket, merging late_) out of line, so the loop saves no registers.
     if (pos_ < cur_.size() && late_.empty()) [[likely]] return take_current(until, e);
@@ -187,22 +254,23 @@ class EventQueue {
 
  private:
   // Pops cur_[pos_] into `e` unless it is after `until`.
-  [[gnu::always_inline]] bool take_current(Time until, Event& e) noexcept {
+  [[gnu::always_inline]] bool take_current(Time until, Due& e) noexcept {
     const Node n = cur_[pos_];
     const Time t = time_of(n);
     if (t > until) return false;
     ++pos_;
-    --size_;
-    e = Event{t, (n.word >> 16) << 8 | (n.word & 15), n.a, n.b};
+    ++popped_;
+    e = Due{t, n.a, n.b, n.kind()};
     return true;
   }
 
-  [[gnu::noinline]] bool pop_until_slow(Time until, Event& e) noexcept {
+  [[gnu::noinline]] bool pop_until_slow(Time until, Due& e) noexcept {
     if (pos_ == cur_.size() && late_.empty() && !advance()) return false;
     if (from_late()) [[unlikely]] {
       if (late_.top().time > until) return false;
-      --size_;
-      e = late_.pop();
+      ++popped_;
+      const Event l = late_.pop();
+      e = Due{l.time, l.a, l.b, l.kind()};
       return true;
     }
     return take_current(until, e);
@@ -212,16 +280,25 @@ class EventQueue {
   // The earliest event; the queue must not be empty.
   Event pop() noexcept {
     if (pos_ == cur_.size() && late_.empty()) advance();
-    --size_;
+    ++popped_;
     if (from_late()) [[unlikely]] return late_.pop();
     const Node n = cur_[pos_++];
-    return Event{time_of(n), (n.word >> 16) << 8 | (n.word & 15), n.a, n.b};
+    return Event{time_of(n), n.seq() << 8 | n.kind(), n.a, n.b};
   }
 
  private:
   [[gnu::noinline]] void push_slow(Time t, uint8_t kind, uint32_t a, uint32_t b, uint64_t seq) {
     const int64_t bucket = t >> kBucketShift;
-    if (bucket <= current_) {
+    if (bucket == current_) {
+      // Into the sorted current bucket at its place on (time, seq): where one heap on
+      // (time, seq) would pop it. A shift of the bucket's tail, rarely (events less than a
+      // bucket ahead), instead of a heap merged into every later pop of the bucket.
+      const Node n{node_word(seq, t, kind), a, b};
+      const auto at =
+          std::lower_bound(cur_.begin() + pos_, cur_.end(), n,
+                           [](const Node& x, const Node& y) { return x.word < y.word; });
+      cur_.insert(at, n);
+    } else if (bucket < current_) {
       late_.push(Event{t, (seq << 8) | kind, a, b});
     } else if (bucket - current_ < kBuckets) {
       const auto slot = static_cast<size_t>(bucket & (kBuckets - 1));
@@ -240,13 +317,12 @@ class EventQueue {
       n.a = a;
       n.b = b;
       fill_[slot] = 1;
-      ++in_ring_;
     } else {
       far_.push(Event{t, (seq << 8) | kind, a, b});
     }
   }
   static uint64_t node_word(uint64_t seq, Time t, uint8_t kind) noexcept {
-    return seq << 16 | (static_cast<uint64_t>(t) & 4095) << kKindBits | kind;
+    return (static_cast<uint64_t>(t) & 4095) << kOffsetShift | seq << kKindBits | kind;
   }
   Time time_of(const Node& n) const noexcept {
     return (current_ << kBucketShift) | static_cast<Time>(n.offset());
@@ -257,7 +333,7 @@ class EventQueue {
     if (pos_ == cur_.size()) return true;
     const Event& l = late_.top();
     const Time t = time_of(cur_[pos_]);
-    return l.time < t || (l.time == t && (l.seq_kind >> 8) < (cur_[pos_].word >> 16));
+    return l.time < t || (l.time == t && (l.seq_kind >> 8) < cur_[pos_].seq());
   }
   uint32_t new_chunk() {
     uint32_t c = free_;
@@ -274,9 +350,9 @@ class EventQueue {
   // Makes the earliest non-empty bucket current and loads it, sorted, into cur_ (cur_ is
   // used up and late_ empty). Returns false when there are no events at all.
   bool advance() {
-    if (size_ == 0) return false;
+    if (empty()) return false;
     int64_t next = INT64_MAX;
-    if (in_ring_ > 0) next = current_ + 1 + next_nonempty(current_ + 1);
+    if (const int64_t d = next_nonempty(current_ + 1); d >= 0) next = current_ + 1 + d;
     if (!far_.empty()) next = std::min(next, far_.top().time >> kBucketShift);
     current_ = next;
     cur_.clear();
@@ -295,8 +371,7 @@ class EventQueue {
     if (head != kNil && bucket_[slot] == next) {
       for (uint32_t c = head; c != kNil; c = next_[c]) {
         const uint32_t count = next_[c] == kNil ? fill_[slot] : kChunkEvents;  // all but the tail are full
-        cur_.insert(cur_.end(), chunks_[c].ev, chunks_[c].ev + count);
-        in_ring_ -= count;
+        cur_.append_chunk(chunks_[c].ev, count);
       }
       next_[tail_[slot]] = free_;  // the whole list goes back to the pool
       free_ = head;
@@ -307,25 +382,63 @@ class EventQueue {
     sort_current();
     return true;
   }
-  // Sorts cur_ (in seq order) on (offset, seq): a stable sort on the time's offset within the
-  // bucket (12 bits) keeps equal times in seq order. Small buckets: insertion sort on both
-  // (the word's high bits are the seq, so (offset, word) orders as (time, seq)).
+  // Sorts cur_ (in seq order) on (offset, seq), which is the order of the Nodes' words.
   void sort_current() {
     const size_t n = cur_.size();
-    const auto key = [](const Node& x) { return x.offset(); };
-    if (n <= 32) {
+    Node* const v = cur_.data();
+    if (n <= 32) {  // small buckets: insertion sort
       for (size_t i = 1; i < n; ++i) {
-        const Node e = cur_[i];
+        const Node e = v[i];
         size_t j = i;
-        for (; j > 0 && (key(e) < key(cur_[j - 1]) ||
-                         (key(e) == key(cur_[j - 1]) && e.word < cur_[j - 1].word));
-             --j) {
-          cur_[j] = cur_[j - 1];
-        }
-        cur_[j] = e;
+        for (; j > 0 && e.word < v[j - 1].word; --j) v[j] = v[j - 1];
+        v[j] = e;
       }
       return;
     }
+    // cur_ is in seq order, so each maximal run of non-decreasing words (offsets) is already
+    // sorted, and merging the runs orders the bucket. In sim_bench most buckets are one run
+    // (no work: events scheduled at one fixed delay after ever later times) or two to four
+    // (one or two merge passes against the radix sort's three); more fall back to the radix
+    // sort.
+    std::array<size_t, kMaxRuns + 1> bound;  // run r is [bound[r], bound[r + 1])
+    size_t runs = 1;
+    bound[0] = 0;
+    uint64_t prev = v[0].word;
+    for (size_t i = 1; i < n; ++i) {
+      const uint64_t w = v[i].word;
+      if (w < prev) {
+        if (runs == kMaxRuns) return radix_sort_current();
+        bound[runs++] = i;
+      }
+      prev = w;
+    }
+    if (runs == 1) return;
+    bound[runs] = n;
+    const auto by_word = [](const Node& x, const Node& y) { return x.word < y.word; };
+    // Merge passes, pairwise, between cur_ and the scratch buffer.
+    Node* from = v;
+    Node* to = scratch(n);
+    while (runs > 1) {
+      size_t merged = 0;
+      for (size_t r = 0; r < runs; r += 2) {
+        if (r + 1 == runs) {
+          std::copy(from + bound[r], from + bound[r + 1], to + bound[r]);
+        } else {
+          std::merge(from + bound[r], from + bound[r + 1], from + bound[r + 1],
+                     from + bound[r + 2], to + bound[r], by_word);
+        }
+        bound[merged++] = bound[r];
+      }
+      bound[merged] = n;
+      runs = merged;
+      std::swap(from, to);
+    }
+    if (from != v) std::copy(from, from + n, v);
+  }
+  // Stable two-pass radix sort of cur_ on the offset (12 bits): equal offsets stay in seq order.
+  void radix_sort_current() {
+    const size_t n = cur_.size();
+    const auto key = [](const Node& x) { return x.offset(); };
     static_assert(kBucketShift == 12, "two 6-bit radix passes");
     std::array<uint32_t, 65> lo{}, hi{};
     for (const Node& e : cur_) {
@@ -337,16 +450,25 @@ class EventQueue {
       lo[i] += lo[i - 1];
       hi[i] += hi[i - 1];
     }
-    tmp_.resize(n);
-    for (const Node& e : cur_) tmp_[lo[key(e) & 63]++] = e;
-    for (const Node& e : tmp_) cur_[hi[key(e) >> 6]++] = e;
+    Node* const tmp = scratch(n);
+    for (const Node& e : cur_) tmp[lo[key(e) & 63]++] = e;
+    for (size_t i = 0; i < n; ++i) cur_[hi[key(tmp[i]) >> 6]++] = tmp[i];
+  }
+  // Sort scratch space for n Nodes, left uninitialised (a vector would zero it per bucket).
+  Node* scratch(size_t n) {
+    if (n > tmp_size_) {
+      tmp_size_ = std::max(n, 2 * tmp_size_);
+      tmp_ = std::make_unique_for_overwrite<Node[]>(tmp_size_);
+    }
+    return tmp_.get();
   }
   static constexpr std::array<uint32_t, kBuckets> filled_ring() {
     std::array<uint32_t, kBuckets> r{};
     r.fill(kNil);
     return r;
   }
-  // Distance from bucket `from` to the first non-empty ring slot at or after it (circular).
+  // Distance from bucket `from` to the first non-empty ring slot at or after it (circular);
+  // -1 if the ring is empty.
   int64_t next_nonempty(int64_t from) const noexcept {
     const auto start = static_cast<size_t>(from & (kBuckets - 1));
     constexpr size_t kWords = kBuckets / 64;
@@ -360,7 +482,7 @@ class EventQueue {
       w = (w + 1) % kWords;
       bits = nonempty_[w];
     }
-    return 0;  // unreachable while in_ring_ > 0
+    return -1;
   }
 
   static constexpr uint32_t kNil = UINT32_MAX;
@@ -368,10 +490,11 @@ class EventQueue {
     Node ev[kChunkEvents];
   };
   static_assert(sizeof(Chunk) == 256);
-  std::vector<Node> cur_;  // the current bucket, sorted; cur_[pos_] is its next event
+  NodeArray cur_;  // the current bucket, sorted; cur_[pos_] is its next event
   size_t pos_ = 0;
-  EventHeap late_;  // scheduled into the current bucket (or before it) after it was loaded
-  std::vector<Node> tmp_;  // radix sort scratch
+  EventHeap late_;  // scheduled before the current bucket after it was loaded (run_until stopped)
+  std::unique_ptr<Node[]> tmp_;  // sort scratch (scratch())
+  size_t tmp_size_ = 0;
   // The ring: per slot a list of chunks in scheduling order, from one pool with a free list,
   // so memory follows the events pending, not the busiest bucket.
   std::vector<Chunk> chunks_;
@@ -384,8 +507,7 @@ class EventQueue {
   std::array<uint64_t, kBuckets / 64> nonempty_{};
   EventHeap far_;  // kBuckets or more buckets after the current one when scheduled
   int64_t current_ = 0;
-  size_t size_ = 0;
-  size_t in_ring_ = 0;
+  uint64_t popped_ = 0;
   uint64_t seq_ = 0;
 };
 

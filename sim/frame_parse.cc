@@ -10,56 +10,6 @@ namespace uet::sim {
 
 using wire::as;
 
-bool parse_frame(const Frame& f, FrameInfo* info) noexcept {
-  const uint8_t* d = f.data;
-  size_t at = wire::Ethernet::kSize;
-  if (f.len < at) return false;
-  uint16_t type = as<wire::Ethernet>(d)->ethertype();
-  if (type == NET_ETHERTYPE_VLAN) {
-    if (f.len < at + wire::Vlan::kSize) return false;
-    type = as<wire::Vlan>(d + at)->ethertype();
-    at += wire::Vlan::kSize;
-  }
-  info->l3 = at;
-  if (type == NET_ETHERTYPE_IPV4) {
-    if (f.len < at + wire::Ipv4::kSize) return false;
-    const wire::Ipv4* ip = as<wire::Ipv4>(d + at);
-    info->ipv6 = false;
-    info->protocol = ip->protocol();
-    info->src_ip4 = ip->src();
-    info->dst_ip4 = ip->dst();
-    info->dscp = ip->dscp();
-    info->ecn = ip->ecn();
-    info->l4 = at + size_t{ip->ihl()} * 4;
-  } else if (type == NET_ETHERTYPE_IPV6) {
-    if (f.len < at + wire::Ipv6::kSize) return false;
-    const wire::Ipv6* ip = as<wire::Ipv6>(d + at);
-    info->ipv6 = true;
-    info->protocol = ip->next_header();
-    info->src_ip4 = static_cast<uint32_t>(wire::load_be(ip->src().data() + 12, 4));
-    info->dst_ip4 = static_cast<uint32_t>(wire::load_be(ip->dst().data() + 12, 4));
-    info->dscp = ip->dscp();
-    info->ecn = ip->ecn();
-    info->l4 = at + wire::Ipv6::kSize;
-  } else {
-    return false;
-  }
-  if (f.len < info->l4 + 4) return false;
-  info->sport = static_cast<uint16_t>(wire::load_be(d + info->l4, 2));
-  info->dport = info->protocol == NET_IPPROTO_UDP
-                    ? static_cast<uint16_t>(wire::load_be(d + info->l4 + 2, 2))
-                    : 0;
-  info->flow_hash = mix64((uint64_t{info->src_ip4} << 32) | info->dst_ip4,
-                          (uint64_t{info->protocol} << 32) | (uint64_t{info->sport} << 16) |
-                              info->dport);
-  return true;
-}
-
-Priority classify_dscp(uint8_t dscp) noexcept {
-  return dscp == kDscpControl || dscp == kDscpCnp || dscp == kDscpTrimmed ? Priority::kControl
-                                                                          : Priority::kData;
-}
-
 namespace {
 
 void set_dscp_ecn(Frame& f, const FrameInfo& info, uint8_t dscp, uint8_t ecn) noexcept {

@@ -71,6 +71,7 @@ absl::Status Network::connect(uint32_t a, uint32_t b, const LinkConfig& link) {
     p.delay = link.delay;
     p.impaired = link.loss > 0 || link.corrupt > 0 || link.reorder > 0 || link.duplicate > 0;
     p.owner = nodes_[p.node].index;
+    update_plain(p);
     ports_.push_back(std::move(p));
     nodes_[i == 0 ? a : b].ports.push_back(i == 0 ? pa : pb);
   }
@@ -149,14 +150,14 @@ absl::Status Network::compute_ecmp() {
     ecmp_switch_.push_back(EcmpSwitch{sw.seed * 0x9E3779B97F4A7C15ULL,
                                       static_cast<uint32_t>(ecmp_group_.size())});
     for (const std::vector<uint32_t>& g : sw.groups) {
-      // An empty group (no route) keeps d = 0 as its mark; FastMod::of needs d >= 1.
-      ecmp_group_.push_back(EcmpGroup{
-          static_cast<uint32_t>(ecmp_ports_.size()),
-          g.empty() ? FastMod{0, 0} : FastMod::of(static_cast<uint32_t>(g.size()))});
+      // An empty group (no route) keeps size 0 as its mark; FastMod::of needs d >= 1.
+      const FastMod mod = g.empty() ? FastMod{0, 0} : FastMod::of(static_cast<uint32_t>(g.size()));
+      ecmp_group_.push_back(EcmpGroup{mod.m, mod.d, static_cast<uint32_t>(ecmp_ports_.size())});
       ecmp_ports_.insert(ecmp_ports_.end(), g.begin(), g.end());
     }
     ecmp_route_.insert(ecmp_route_.end(), sw.group_of_host.begin(), sw.group_of_host.end());
   }
+  ecmp_switches_ = static_cast<uint32_t>(ecmp_switch_.size());
   return absl::OkStatus();
 }
 
@@ -172,6 +173,7 @@ absl::Status Network::tap(uint32_t port, const std::string& pcap_path) {
   if (taps_.size() <= port) taps_.resize(ports_.size());
   taps_[port] = std::make_unique<wire::PcapWriter>(std::move(*w));
   ports_[port].tapped = true;
+  update_plain(ports_[port]);
   return absl::OkStatus();
 }
 
@@ -216,14 +218,14 @@ void Network::kick(uint32_t host) {
 }
 
 uint32_t Network::ecmp_port(uint32_t s, uint32_t dst_host, uint64_t flow_hash) const noexcept {
-  if (dst_host >= ecmp_hosts_ || s >= ecmp_switch_.size()) return kNone;
+  if (dst_host >= ecmp_hosts_ || s >= ecmp_switches_) return kNone;
   const EcmpSwitch& sw = ecmp_switch_[s];
-  const EcmpGroup g = ecmp_group_[sw.first_group + ecmp_route_[size_t{s} * ecmp_hosts_ + dst_host]];
-  if (g.size.d == 0) return kNone;
+  const EcmpGroup& g = ecmp_group_[sw.first_group + ecmp_route_[size_t{s} * ecmp_hosts_ + dst_host]];
+  if (g.size == 0) return kNone;
   uint64_t x = flow_hash ^ sw.seed_mul;  // mix64(flow_hash, seed), the multiply done once
   const uint64_t h = splitmix64(x);
   // The high half fits 32 bits: its remainder by the group size, by multiplications.
-  return ecmp_ports_[g.first_port + g.size.mod(static_cast<uint32_t>(h >> 32))];
+  return ecmp_ports_[g.first_port + g.size_mod().mod(static_cast<uint32_t>(h >> 32))];
 }
 
 uint32_t Network::ecmp_port_remember(EcmpMemo& m, uint32_t s, uint32_t dst_host,
@@ -255,9 +257,9 @@ Time Network::serialization(const Port& p, uint32_t bytes) const noexcept {
 // Prefetching: the current bucket is a sorted array, so the loop knows the next events and
 // asks for what they will touch before it gets there, in stages, each naming lines the
 // earlier stage brought in: kPrefetchFar events ahead the port and the frame's metadata;
-// kPrefetchMid ahead a queue's head, the frame's ECMP route or its bytes; kPrefetchGroup ahead
-// the route's ECMP group; kPrefetchNear ahead the egress port a switch will pick (computed
-// from the now-cached route and memoised for the later stage and switch_forward) or the
+// kPrefetchMid ahead a queue's head, the frame's ECMP route or its bytes; kPrefetchNear ahead
+// the egress port a switch will pick (computed from the now-cached route and memoised for the
+// later stage and switch_forward; the ECMP groups, a few KiB, stay cached) or the
 // host's transport; kPrefetchLast ahead the slot in the egress queue the frame will be
 // written to. Hints only: nothing is decided from them. Every helper and stage here is
 // always_inline: GCC finds a function whose only effects are prefetches free of side effects
@@ -266,7 +268,6 @@ Time Network::serialization(const Port& p, uint32_t bytes) const noexcept {
 namespace {
 constexpr size_t kPrefetchFar = 12;
 constexpr size_t kPrefetchMid = 8;
-constexpr size_t kPrefetchGroup = 6;
 constexpr size_t kPrefetchNear = 4;
 constexpr size_t kPrefetchLast = 2;
 [[gnu::always_inline]] inline void prefetch(const void* p) noexcept { __builtin_prefetch(p, 0, 3); }
@@ -281,7 +282,12 @@ constexpr size_t kPrefetchLast = 2;
 [[gnu::always_inline]] inline void Network::prefetch_ahead() const noexcept {
   size_t n = 0;
   const EventQueue::Node* w = events_q_.window(n);
-  // Nothing below reads past the stage's own event; a prefetch of any address is harmless.
+  // The queue a tx-done's start_tx will serve: control first (only data is ever paused).
+  const auto served = [](const Port& p) __attribute__((always_inline)) -> const Ring<QueuedFrame>& {
+    return p.queue[1].empty() ? p.queue[0] : p.queue[1];
+  };
+  // Nothing below reads past the stage's own event; a prefetch of any address is harmless. An
+  // arrival's frame has its metadata (see frame_meta_), so the stages read it unchecked.
   const auto far = [&](const EventQueue::Node& e) __attribute__((always_inline)) {
     if (e.kind() == kArrive) {
       prefetch(&ports_[e.a]);
@@ -291,7 +297,7 @@ constexpr size_t kPrefetchLast = 2;
     }
   };
   const auto mid = [&](const EventQueue::Node& e) __attribute__((always_inline)) {
-    if (e.kind() == kArrive && e.b < frame_meta_.size()) {
+    if (e.kind() == kArrive) {
       const Port& p = ports_[e.a];
       const FrameMeta& m = frame_meta_[e.b];
       if (p.at_host || !m.parsed) {
@@ -307,9 +313,7 @@ constexpr size_t kPrefetchLast = 2;
       }
     } else if (e.kind() == kTxDone) {
       const Port& p = ports_[e.a];
-      for (const auto& q : p.queue) {
-        if (!q.empty()) prefetch(&q.front());
-      }
+      if (const auto& q = served(p); !q.empty()) prefetch(&q.front());
       if (p.at_host) {
         prefetch(&hosts_[p.owner]);
         // The frame the NIC will pull next (the pool's free list is a stack, so it is the
@@ -324,19 +328,8 @@ constexpr size_t kPrefetchLast = 2;
       }
     }
   };
-  const auto group = [&](const EventQueue::Node& e) __attribute__((always_inline)) {
-    if (e.kind() == kArrive && e.b < frame_meta_.size()) {
-      const Port& p = ports_[e.a];
-      const FrameMeta& m = frame_meta_[e.b];
-      if (!p.at_host && m.parsed && m.dst_host < ecmp_hosts_) {
-        const EcmpGroup& g = ecmp_group_[ecmp_switch_[p.owner].first_group +
-                                         ecmp_route_[size_t{p.owner} * ecmp_hosts_ + m.dst_host]];
-        prefetch(&g);
-      }
-    }
-  };
   const auto near = [&](const EventQueue::Node& e) __attribute__((always_inline)) {
-    if (e.kind() == kArrive && e.b < frame_meta_.size()) {
+    if (e.kind() == kArrive) {
       const Port& p = ports_[e.a];
       const FrameMeta& m = frame_meta_[e.b];
       if (p.at_host) {
@@ -353,25 +346,24 @@ constexpr size_t kPrefetchLast = 2;
         if (const Transport* t = hosts_[p.owner].transport) prefetch_lines(t, 2);
       }
       // The switch ingress the next frame was buffered under (PFC accounting in start_tx);
-      // the queue heads are cached since kPrefetchMid.
-      for (const auto& q : p.queue) {
-        if (!q.empty() && q.front().ingress != kNone) prefetch(&ports_[q.front().ingress]);
-      }
+      // the queue's head is cached since kPrefetchMid.
+      const auto& q = served(p);
+      if (!q.empty() && q.front().ingress != kNone) prefetch(&ports_[q.front().ingress]);
     }
   };
   const auto last = [&](const EventQueue::Node& e) __attribute__((always_inline)) {
-    if (e.kind() != kArrive || e.b >= frame_meta_.size()) return;
-    const Port& p = ports_[e.a];
-    const FrameMeta& m = frame_meta_[e.b];
-    if (p.at_host || !m.parsed) return;
-    const uint32_t out = ecmp_port_memo(p.owner, m.dst_host, m.flow_hash, e.b);
-    if (out == kNone) return;
-    if (const QueuedFrame* slot = ports_[out].queue[m.control ? 1 : 0].back_slot()) prefetch(slot);
+    if (e.kind() != kArrive) return;
+    // `near` memoised this hop's egress under the frame's id: read it back without checking
+    // the key (a hint: an entry another frame overwrote since, or none for a host arrival,
+    // only prefetches some other port's slot).
+    const uint32_t out = ecmp_memo_[e.b % kEcmpMemo].out;
+    if (out == kNone || ports_[e.a].at_host) return;
+    const bool control = frame_meta_[e.b].control;
+    if (const QueuedFrame* slot = ports_[out].queue[control ? 1 : 0].back_slot()) prefetch(slot);
   };
   if (n > kPrefetchFar) [[likely]] {  // the bucket holds every stage's event: no more checks
     far(w[kPrefetchFar]);
     mid(w[kPrefetchMid]);
-    group(w[kPrefetchGroup]);
     near(w[kPrefetchNear]);
     last(w[kPrefetchLast]);
     return;
@@ -382,7 +374,7 @@ constexpr size_t kPrefetchLast = 2;
 }
 
 void Network::run_until(Time until) {
-  Event e;
+  EventQueue::Due e;
   while (events_q_.pop_until(until, e)) {
     prefetch_ahead();
     now_ = e.time;
@@ -392,14 +384,20 @@ void Network::run_until(Time until) {
   if (now_ < until && until != kNever) now_ = until;
 }
 
-[[gnu::always_inline]] inline void Network::dispatch(const Event& e) {
-  switch (e.kind()) {
+[[gnu::always_inline]] inline void Network::dispatch(const EventQueue::Due& e) {
+  // Arrivals and tx-dones are nearly every event: two compares before the jump table.
+  if (e.kind == kArrive) [[likely]] {
+    on_arrive(e.a, e.b);
+    return;
+  }
+  if (e.kind == kTxDone) [[likely]] {
+    on_tx_done(e.a);
+    return;
+  }
+  switch (e.kind) {
     case kTxDone:
-      on_tx_done(e.a);
-      break;
     case kArrive:
-      on_arrive(e.a, e.b);
-      break;
+      break;  // above
     case kHostTimer: {
       Host& h = hosts_[e.a];
       if (e.b != h.timer_gen) break;  // superseded
@@ -429,7 +427,10 @@ void Network::run_until(Time until) {
     }
     case kLinkState: {
       const bool up = e.b != 0;
-      for (uint32_t p : {e.a, ports_[e.a].peer}) ports_[p].up = up;
+      for (uint32_t p : {e.a, ports_[e.a].peer}) {
+        ports_[p].up = up;
+        update_plain(ports_[p]);
+      }
       // Switches learn of the change after the detection delay.
       events_q_.push(now_ + config_.switches.failure_detection, kEcmpRefresh, 0, 0);
       if (up) {
@@ -443,7 +444,18 @@ void Network::run_until(Time until) {
       for (uint32_t p : {e.a, ports_[e.a].peer}) {
         set_rate(ports_[p], static_cast<int64_t>(ports_[p].link.gbps * 1e9 * fraction));
         ports_[p].scaled = scale && fraction < 1;
-        ports_[p].queue_scale = ports_[p].scaled ? fraction : 1;
+        if (ports_[p].scaled) {
+          // What enqueue admits and marks by at this port until the rate changes again.
+          const SwitchConfig& sc = config_.switches;  // every switch's (Switch::config)
+          if (scaled_.size() < ports_.size()) scaled_.resize(ports_.size());
+          ScaledLimits& l = scaled_[p];
+          l.buffer_bytes = scaled_bytes(sc.buffer_bytes, fraction);
+          l.control_buffer_bytes = scaled_bytes(sc.control_buffer_bytes, fraction);
+          l.ecn = sc.ecn;
+          l.ecn.kmin_bytes = scaled_bytes(sc.ecn.kmin_bytes, fraction);
+          l.ecn.kmax_bytes =
+              std::max(scaled_bytes(sc.ecn.kmax_bytes, fraction), l.ecn.kmin_bytes + 1);
+        }
       }
       break;
     }
@@ -457,8 +469,13 @@ void Network::run_until(Time until) {
 }
 
 void Network::account_queue(Port& p) {
-  const uint64_t q = p.queued_bytes[0] + p.queued_bytes[1];
-  p.stats.queue_byte_ps += static_cast<double>(q) * static_cast<double>(now_ - p.last_queue_change);
+  // Through int64_t: the same double (q is far below 2^63), one instruction where the
+  // unsigned conversion takes a test and a branch.
+  const auto q = static_cast<int64_t>(p.queued_bytes[0] + p.queued_bytes[1]);
+  // An empty queue adds exactly 0 to the (non-negative) integral: skip the arithmetic.
+  if (q != 0) {
+    p.stats.queue_byte_ps += static_cast<double>(q) * static_cast<double>(now_ - p.last_queue_change);
+  }
   p.last_queue_change = now_;
 }
 
@@ -476,7 +493,7 @@ void Network::flush_stats() {
 // link (down, lost, corrupted, held back, duplicated) is decided as it starts; it arrives after
 // serialization and propagation (plus the hold-back). Each impairment draws from the link's
 // generator only when its probability is non-zero, so adding one leaves other runs unchanged.
-void Network::start_tx(uint32_t port) {
+[[gnu::always_inline]] inline void Network::start_tx_inline(uint32_t port) {
   Port& p = ports_[port];
   if (p.done_scheduled || now_ < p.busy_until) return;
   for (int prio = kNumPriorities - 1; prio >= 0; --prio) {
@@ -484,7 +501,6 @@ void Network::start_tx(uint32_t port) {
     account_queue(p);
     const QueuedFrame q = p.queue[prio].pop();
     const FrameId f = q.frame;
-    Frame& fr = pool_[f];
     const uint32_t bytes = q.bytes;
     p.queued_bytes[prio] -= bytes;
     // PFC: the frame leaves this switch's buffer; the ingress it came through may resume.
@@ -501,7 +517,27 @@ void Network::start_tx(uint32_t port) {
     p.busy_until = done;
     ++p.stats.tx_frames;
     p.stats.tx_bytes += bytes;
-    if (p.tapped) [[unlikely]] {
+    if (p.plain) [[likely]] {  // up, unimpaired, untapped: start_tx_rare's no-draw case
+      events_q_.push(done + p.delay, kArrive, p.peer, f);
+    } else {
+      start_tx_rare(port, f, bytes, done);
+    }
+    bool more = false;
+    for (int pr = 0; pr < kNumPriorities; ++pr) more |= !p.queue[pr].empty() && !p.paused[pr];
+    if (more || p.at_host) {
+      events_q_.push(done, kTxDone, port, 0);
+      p.done_scheduled = true;
+    }
+    return;
+  }
+}
+
+// The frame's fate on a tapped, down or impaired link (start_tx's uncommon case).
+void Network::start_tx_rare(uint32_t port, FrameId f, uint32_t bytes, Time done) {
+  Port& p = ports_[port];
+  Frame& fr = pool_[f];
+  {
+    if (p.tapped) {
       (void)taps_[port]->write(std::span<const uint8_t>(fr.data, fr.len),
                          static_cast<uint64_t>(now_ / kNanosecond), bytes);
     }
@@ -539,15 +575,12 @@ void Network::start_tx(uint32_t port) {
       events_q_.push(arrive, kArrive, p.peer, f);
       if (p.rng.chance(p.link.duplicate)) duplicate(port, f, done + p.link.delay);
     }
-    bool more = false;
-    for (int pr = 0; pr < kNumPriorities; ++pr) more |= !p.queue[pr].empty() && !p.paused[pr];
-    if (more || p.at_host) {
-      events_q_.push(done, kTxDone, port, 0);
-      p.done_scheduled = true;
-    }
-    return;
   }
 }
+
+// Out of line for enqueue's and the control events' kick_port; a tx-done (most calls) runs
+// the body inlined into run_until, without the call and its register saves.
+void Network::start_tx(uint32_t port) { start_tx_inline(port); }
 
 // Whether an end-to-end check covers byte `at` of a frame: the IPv4 header checksum covers
 // the IP header, the UDP checksum the rest, unless the sender or a trimming switch left it 0;
@@ -598,7 +631,7 @@ void Network::duplicate(uint32_t port, FrameId f, Time at) {
 [[gnu::always_inline]] inline void Network::on_tx_done(uint32_t port) {
   Port& p = ports_[port];
   p.done_scheduled = false;
-  start_tx(port);
+  start_tx_inline(port);
   if (p.at_host) {
     host_pull(p.owner);
     host_arm_timer(p.owner);  // tx() may have moved the deadline (pacing, RTO)
@@ -640,7 +673,7 @@ bool Network::parse_meta(const Frame& fr, FrameMeta& m) noexcept {
 
 [[gnu::always_inline]] inline void Network::switch_forward(uint32_t in_port, FrameId f) {
   const uint32_t sw = ports_[in_port].owner;
-  FrameMeta& m = meta(f);
+  FrameMeta& m = frame_meta_[f];  // a frame in flight has its metadata
   // Parsed by the sending host, unless it could not be or a bit flipped on the way since.
   if (!m.parsed && !parse_meta(pool_[f], m)) {
     ++ports_[in_port].stats.drops;
@@ -660,7 +693,7 @@ bool Network::parse_meta(const Frame& fr, FrameMeta& m) noexcept {
 // is ever dropped: the host only pulls what fits).
 [[gnu::always_inline]] inline bool Network::enqueue(uint32_t port, FrameId f, Priority prio, uint32_t ingress) {
   Port& p = ports_[port];
-  FrameMeta& m = meta(f);
+  FrameMeta& m = frame_meta_[f];  // host_pull gave a new frame its metadata
   uint32_t buffered_under = kNone;
   int pr = static_cast<int>(prio);
   if (!p.at_host) {
@@ -669,8 +702,9 @@ bool Network::parse_meta(const Frame& fr, FrameMeta& m) noexcept {
     uint64_t limit = pr == 0 ? sc.buffer_bytes : sc.control_buffer_bytes;
     uint64_t control_limit = sc.control_buffer_bytes;
     if (p.scaled) [[unlikely]] {
-      limit = scaled_bytes(limit, p.queue_scale);
-      control_limit = scaled_bytes(control_limit, p.queue_scale);
+      const ScaledLimits& l = scaled_[port];
+      limit = pr == 0 ? l.buffer_bytes : l.control_buffer_bytes;
+      control_limit = l.control_buffer_bytes;
     }
     if (lossless) {
       // Lossless admission is per ingress, as a switch's PFC priority groups do: up to XOFF,
@@ -703,15 +737,8 @@ bool Network::parse_meta(const Frame& fr, FrameMeta& m) noexcept {
       }
     }
     if (pr == 0 && sc.ecn.enabled) {
-      double prob;
-      if (p.scaled) [[unlikely]] {
-        EcnConfig ecn = sc.ecn;
-        ecn.kmin_bytes = scaled_bytes(ecn.kmin_bytes, p.queue_scale);
-        ecn.kmax_bytes = std::max(scaled_bytes(ecn.kmax_bytes, p.queue_scale), ecn.kmin_bytes + 1);
-        prob = ecn_mark_probability(ecn, p.queued_bytes[0]);
-      } else {
-        prob = ecn_mark_probability(sc.ecn, p.queued_bytes[0]);
-      }
+      const EcnConfig& ecn = p.scaled ? scaled_[port].ecn : sc.ecn;
+      const double prob = ecn_mark_probability(ecn, p.queued_bytes[0]);
       if (prob > 0 && p.rng.chance(prob) && mark_ce(pool_[f])) {
         ++p.stats.ecn_marks;
         if (m.corrupted) {  // the IPv4 checksum is recomputed over the damaged header

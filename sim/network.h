@@ -142,7 +142,8 @@ struct alignas(64) Port {
   bool done_scheduled = false;
   bool impaired = false;   // the link may lose, corrupt, reorder or duplicate (cached from `link`)
   bool tapped = false;     // Network::taps_ holds a pcap writer for the frames it transmits
-  bool scaled = false;     // buffers and ECN thresholds at queue_scale of the switch's (degraded)
+  bool scaled = false;     // buffers and ECN thresholds scaled (degraded): see Network::scaled_
+  bool plain = true;       // up, not impaired, not tapped (cached): start_tx's common case
   std::array<bool, kNumPriorities> paused{};
   std::array<bool, kNumPriorities> pause_sent{};  // at a switch ingress: PFC XOFF sent upstream
   // Picoseconds per byte when rate_bps divides 8e12 (every whole Gb/s rate that divides 8000,
@@ -164,7 +165,6 @@ struct alignas(64) Port {
   Rng rng;
   Time paused_since = 0;
   uint32_t node = kNone;  // the node this port belongs to (control path only)
-  double queue_scale = 1;  // with `scaled`: the fraction of the switch's buffers and thresholds
 };
 
 struct Host {
@@ -262,9 +262,11 @@ class Network {
  private:
   enum Kind : uint8_t { kTxDone, kArrive, kHostTimer, kPfc, kLinkState, kLinkRate, kEcmpRefresh, kCall };
 
-  void dispatch(const Event& e);
+  void dispatch(const EventQueue::Due& e);
   void prefetch_ahead() const noexcept;  // for the next few events of the current bucket
   void start_tx(uint32_t port);
+  void start_tx_inline(uint32_t port);  // start_tx's body, inlined into the tx-done path
+  void start_tx_rare(uint32_t port, FrameId f, uint32_t bytes, Time done);  // not Port::plain
   void kick_port(uint32_t port);  // start now if idle, else make sure kTxDone will come
   void duplicate(uint32_t port, FrameId f, Time at);
   static bool damage_detectable(const Frame& f, size_t at) noexcept;
@@ -283,11 +285,15 @@ class Network {
   absl::Status compute_ecmp();
   Time serialization(const Port& p, uint32_t bytes) const noexcept;
   static void set_rate(Port& p, int64_t rate_bps) noexcept;
+  static void update_plain(Port& p) noexcept { p.plain = p.up && !p.impaired && !p.tapped; }
 
   NetworkConfig config_;
   FramePool pool_;
   // Per frame, beside the pool: what switches read from its headers, parsed once when the
   // frame enters the fabric and again only when its bytes change (corruption, trimming).
+  // Every frame that enters the fabric (host_pull, duplicate) gets its entry through meta(),
+  // which grows the array to the pool, so the per-hop code and the prefetch stages index it
+  // for any frame in flight or queued without a bounds check.
   // 16 bytes, four to a cache line.
   struct FrameMeta {
     uint64_t flow_hash = 0;
@@ -312,6 +318,16 @@ class Network {
   uint64_t events_ = 0;
   std::vector<Node> nodes_;
   std::vector<Port> ports_;
+  // A scaled (degraded) port's buffer limits and ECN thresholds, by port: the switch's
+  // config scaled to the link's fraction of its rate, computed once when the rate changes
+  // (kLinkRate), not per frame. Sized on the first scaled degradation; read only where
+  // Port::scaled.
+  struct ScaledLimits {
+    uint64_t buffer_bytes;
+    uint64_t control_buffer_bytes;
+    EcnConfig ecn;
+  };
+  std::vector<ScaledLimits> scaled_;
   std::vector<std::unique_ptr<wire::PcapWriter>> taps_;  // by port, for ports with `tapped`
   std::vector<Host> hosts_;
   std::vector<Switch> switches_;
@@ -323,11 +339,17 @@ class Network {
     uint64_t seed_mul;  // the switch's seed * the golden ratio, as mix64 multiplies it
     uint32_t first_group;
   };
+  // 16 bytes (a FastMod member would pad it to 24, which the compiler then copies through
+  // the stack): the group's size with its FastMod multiplier, and its first port.
   struct EcmpGroup {
+    uint64_t mod_m;  // FastMod::of(size).m
+    uint32_t size;   // 0: no route
     uint32_t first_port;
-    FastMod size;  // the group's size, with its multiplier for the remainder
+    FastMod size_mod() const noexcept { return FastMod{mod_m, size}; }
   };
+  static_assert(sizeof(EcmpGroup) == 16);
   std::vector<EcmpSwitch> ecmp_switch_;
+  uint32_t ecmp_switches_ = 0;  // ecmp_switch_.size()
   std::vector<uint16_t> ecmp_route_;  // [switch * hosts + host] -> the switch's group
   std::vector<EcmpGroup> ecmp_group_;
   std::vector<uint32_t> ecmp_ports_;

@@ -66,8 +66,8 @@ size_t UdpApp::tx(std::span<Frame* const> out, Time now) {
       // The previous headers-only frame of this size, its source port and offset patched:
       // byte for byte what the builder below would write.
       std::memcpy(f.data, a.head.data(), a.head_len);
-      wire::store_be(f.data + kSportAt, 2, sport);
-      wire::store_be(f.data + kOffsetAt, 8, a.next_offset);
+      wire::store_be_n<2>(f.data + kSportAt, sport);
+      wire::store_be_n<8>(f.data + kOffsetAt, a.next_offset);
       f.len = a.head_len;
       f.wire_len = static_cast<uint32_t>(full);
       f.priority = Priority::kData;
@@ -90,8 +90,8 @@ size_t UdpApp::tx(std::span<Frame* const> out, Time now) {
     wire::FrameBuilder b(std::span<uint8_t>(f.data, f.capacity), e);
     uint8_t* app = b.add_bytes(kAppHeader);
     if (app == nullptr) return n;
-    wire::store_be(app, 4, a.flow.id);
-    wire::store_be(app + 8, 8, a.next_offset);
+    wire::store_be_n<4>(app, a.flow.id);
+    wire::store_be_n<8>(app + 8, a.next_offset);
     if (!elide) {
       uint8_t* p = b.add_bytes(len);
       for (uint64_t i = 0; i < len; ++i) p[i] = static_cast<uint8_t>(a.flow.id + a.next_offset + i);
@@ -141,7 +141,7 @@ void UdpApp::rx(std::span<Frame* const> frames, Time now) {
         continue;
       }
     }
-    const auto id = static_cast<uint32_t>(wire::load_be(f->data + kApp, 4));
+    const auto id = static_cast<uint32_t>(wire::load_be_n<4>(f->data + kApp));
     if (id >= records_->size()) {
       ++rx_bad_;
       continue;

@@ -118,5 +118,57 @@ TEST(EventQueue_Order, DenseBucketsWithFarAndRingEventsMatchOneGlobalHeap) {
   }
 }
 
+// Buckets filled by a few runs each in time order (with ties), as a fabric scheduling at
+// fixed delays after ever later times makes them: one run, a few (merged), or more than
+// EventQueue::kMaxRuns (radix-sorted); runs may span bucket boundaries.
+// Expect: the exact order of a single (time, seq) heap.
+TEST(EventQueue_Order, BucketsOfFewSortedRunsMatchOneGlobalHeap) {
+  constexpr Time kBucket = Time{1} << EventQueue::kBucketShift;
+  for (uint64_t seed = 1; seed <= 10; ++seed) {
+    Rng rng(seed);
+    EventQueue q;
+    std::priority_queue<Event, std::vector<Event>, Later> ref;
+    uint64_t seq = 0;
+    Time now = 0;
+    auto push = [&](Time t) {
+      const auto a = static_cast<uint32_t>(rng.next());
+      q.push(t, static_cast<uint8_t>(seq % 8), a, static_cast<uint32_t>(seq));
+      ref.push(Event{t, (seq << 8) | (seq % 8), a, static_cast<uint32_t>(seq)});
+      ++seq;
+    };
+    for (int round = 0; round < 400; ++round) {
+      const Time base = (now / kBucket + 1 + static_cast<Time>(rng.below(8))) * kBucket;
+      const uint64_t runs = 1 + rng.below(2 * EventQueue::kMaxRuns);
+      for (uint64_t r = 0; r < runs; ++r) {
+        Time t = base + static_cast<Time>(rng.below(kBucket));
+        const uint64_t len = 1 + rng.below(80);
+        for (uint64_t i = 0; i < len; ++i) {
+          push(t);
+          if (rng.below(3) != 0) t += static_cast<Time>(rng.below(kBucket / 16));  // else a tie
+        }
+      }
+      const uint64_t pops = rng.below(ref.size() + 1);
+      for (uint64_t i = 0; i < pops; ++i) {
+        const Event e = q.pop();
+        const Event x = ref.top();
+        ref.pop();
+        ASSERT_EQ(e.time, x.time);
+        ASSERT_EQ(e.seq_kind, x.seq_kind);
+        ASSERT_EQ(e.a, x.a);
+        ASSERT_EQ(e.b, x.b);
+        now = e.time;
+        if (rng.below(16) == 0) push(now + static_cast<Time>(rng.below(kBucket)));  // into the current bucket
+      }
+      ASSERT_EQ(q.size(), ref.size());
+    }
+    while (!ref.empty()) {
+      const Event e = q.pop();
+      ASSERT_EQ(e.seq_kind, ref.top().seq_kind);
+      ref.pop();
+    }
+    EXPECT_TRUE(q.empty());
+  }
+}
+
 }  // namespace
 }  // namespace uet::sim
