@@ -5,63 +5,6 @@
 
 namespace uet::wire {
 
-uint64_t csum_add(uint64_t sum, const uint8_t* data, size_t len) noexcept {
-  // RFC 1071 §2(A, B): the ones'-complement sum does not depend on byte order and can be taken
-  // over wider words, folded at the end. So the bulk is summed as native 32-bit words into four
-  // 64-bit accumulators (no carries lost below 2^32 words each; the compiler vectorises it),
-  // folded to 16 bits and byte-swapped into the big-endian domain the callers add in.
-  uint64_t acc[4] = {0, 0, 0, 0};
-  size_t i = 0;
-  for (; i + 32 <= len; i += 32) {
-    uint32_t w[8];
-    std::memcpy(w, data + i, sizeof(w));
-    acc[0] += uint64_t{w[0]} + w[4];
-    acc[1] += uint64_t{w[1]} + w[5];
-    acc[2] += uint64_t{w[2]} + w[6];
-    acc[3] += uint64_t{w[3]} + w[7];
-  }
-  for (; i + 4 <= len; i += 4) {
-    uint32_t w;
-    std::memcpy(&w, data + i, 4);
-    acc[0] += w;
-  }
-  if (i > 0) {
-    uint64_t native = (acc[0] & 0xFFFFFFFF) + (acc[0] >> 32) + (acc[1] & 0xFFFFFFFF) +
-                      (acc[1] >> 32) + (acc[2] & 0xFFFFFFFF) + (acc[2] >> 32) +
-                      (acc[3] & 0xFFFFFFFF) + (acc[3] >> 32);
-    while (native >> 16) native = (native & 0xFFFF) + (native >> 16);
-    auto folded = static_cast<uint16_t>(native);
-    if constexpr (std::endian::native == std::endian::little) folded = __builtin_bswap16(folded);
-    sum += folded;
-  }
-  // The tail starts at an even offset, so its bytes pair up big-endian as before.
-  for (; i + 1 < len; i += 2) sum += (uint32_t{data[i]} << 8) | data[i + 1];
-  if (i < len) sum += uint32_t{data[i]} << 8;
-  return sum;
-}
-
-uint16_t csum_finish(uint64_t sum) noexcept {
-  while (sum >> 16) sum = (sum & 0xFFFF) + (sum >> 16);
-  return static_cast<uint16_t>(~sum & 0xFFFF);
-}
-
-uint16_t ipv4_header_checksum(const uint8_t* ip, size_t len) noexcept {
-  if (len == 20) {  // no options (every frame we build): five native words, the checksum masked
-    uint32_t w[5];
-    std::memcpy(w, ip, sizeof(w));
-    // Bytes 10-11 are the upper half of w[2] in little-endian order, the lower in big.
-    constexpr uint32_t kKeep = std::endian::native == std::endian::little ? 0x0000FFFFu : 0xFFFF0000u;
-    uint64_t native = uint64_t{w[0]} + w[1] + (w[2] & kKeep) + w[3] + w[4];
-    while (native >> 16) native = (native & 0xFFFF) + (native >> 16);
-    auto folded = static_cast<uint16_t>(native);
-    if constexpr (std::endian::native == std::endian::little) folded = __builtin_bswap16(folded);
-    return csum_finish(folded);
-  }
-  uint64_t sum = csum_add(0, ip, 10);          // up to the checksum field
-  sum = csum_add(sum, ip + 12, len - 12);      // skip it
-  return csum_finish(sum);
-}
-
 namespace {
 
 // The bytes as native 32-bit words (then a 16-bit word and a byte) summed into a 64-bit
@@ -97,7 +40,43 @@ uint64_t native_sum(const uint8_t* data, size_t len) noexcept {
   return acc[0] + acc[1] + acc[2] + acc[3];
 }
 
+// Folds a native-order sum to 16 bits (end-around carry) and byte-swaps it into the big-endian
+// domain the callers add in (RFC 1071 §2(B)).
+uint16_t fold_to_big_endian(uint64_t native) noexcept {
+  native = (native & 0xFFFFFFFF) + (native >> 32);
+  while (native >> 16) native = (native & 0xFFFF) + (native >> 16);
+  auto folded = static_cast<uint16_t>(native);
+  if constexpr (std::endian::native == std::endian::little) folded = __builtin_bswap16(folded);
+  return folded;
+}
+
 }  // namespace
+
+uint64_t csum_add(uint64_t sum, const uint8_t* data, size_t len) noexcept {
+  // RFC 1071 §2(A, B): the ones'-complement sum does not depend on byte order and can be taken
+  // over wider words, folded at the end: the bytes are summed as native words, folded to 16
+  // bits and byte-swapped into the big-endian domain.
+  return sum + fold_to_big_endian(native_sum(data, len));
+}
+
+uint16_t csum_finish(uint64_t sum) noexcept {
+  while (sum >> 16) sum = (sum & 0xFFFF) + (sum >> 16);
+  return static_cast<uint16_t>(~sum & 0xFFFF);
+}
+
+uint16_t ipv4_header_checksum(const uint8_t* ip, size_t len) noexcept {
+  if (len == 20) {  // no options (every frame we build): five native words, the checksum masked
+    uint32_t w[5];
+    std::memcpy(w, ip, sizeof(w));
+    // Bytes 10-11 are the upper half of w[2] in little-endian order, the lower in big.
+    constexpr uint32_t kKeep = std::endian::native == std::endian::little ? 0x0000FFFFu : 0xFFFF0000u;
+    return csum_finish(fold_to_big_endian(uint64_t{w[0]} + w[1] + (w[2] & kKeep) + w[3] + w[4]));
+  }
+  uint64_t sum = csum_add(0, ip, 10);          // up to the checksum field
+  sum = csum_add(sum, ip + 12, len - 12);      // skip it
+  return csum_finish(sum);
+}
+
 
 // One pass in native byte order with one fold (the pseudo-header's addresses, the UDP header
 // with its checksum field masked, the payload), then protocol and length in big-endian order:
@@ -113,12 +92,8 @@ uint16_t udp_checksum(const uint8_t* ip, bool ipv6, const uint8_t* udp, size_t u
   constexpr uint32_t kKeep = std::endian::native == std::endian::little ? 0x0000FFFFu : 0xFFFF0000u;
   native += uint64_t{w[0]} + (w[1] & kKeep);  // ports and length
   native += native_sum(udp + 8, udp_len - 8);
-  // Fold to 16 bits (end-around carry), into the big-endian domain.
-  native = (native & 0xFFFFFFFF) + (native >> 32);
-  while (native >> 16) native = (native & 0xFFFF) + (native >> 16);
-  auto folded = static_cast<uint16_t>(native);
-  if constexpr (std::endian::native == std::endian::little) folded = __builtin_bswap16(folded);
-  const uint64_t sum = uint64_t{folded} + 17 + udp_len;  // next header / protocol: UDP; length
+  // Protocol (next header: UDP) and length in big-endian order.
+  const uint64_t sum = uint64_t{fold_to_big_endian(native)} + 17 + udp_len;
   const uint16_t c = csum_finish(sum);
   return c == 0 ? 0xFFFF : c;
 }
