@@ -15,21 +15,46 @@ struct Later {
   bool operator()(const Event& x, const Event& y) const { return EventHeap::before(y, x); }
 };
 
+// The queue under test beside the reference heap, fed the same events.
+struct AgainstHeap {
+  explicit AgainstHeap(uint64_t seed) : rng(seed) {}
+  void push(Time t) {
+    const auto a = static_cast<uint32_t>(rng.next());
+    q.push(t, static_cast<uint8_t>(seq % 8), a, static_cast<uint32_t>(seq));
+    ref.push(Event{t, (seq << 8) | (seq % 8), a, static_cast<uint32_t>(seq)});
+    ++seq;
+  }
+  // Pops both and asserts they agree; returns the event's time.
+  Time pop_matches() {
+    const Event e = q.pop();
+    const Event x = ref.top();
+    ref.pop();
+    EXPECT_EQ(e.time, x.time);
+    EXPECT_EQ(e.seq_kind, x.seq_kind);
+    EXPECT_EQ(e.a, x.a);
+    EXPECT_EQ(e.b, x.b);
+    return e.time;
+  }
+  // Pops everything left, in the heap's order.
+  void drain_matches() {
+    while (!ref.empty() && !::testing::Test::HasFailure()) pop_matches();
+    EXPECT_TRUE(q.empty());
+  }
+  Rng rng;
+  EventQueue q;
+  std::priority_queue<Event, std::vector<Event>, Later> ref;
+  uint64_t seq = 0;
+};
+
 // Random pushes (ties, near and far times, pushes behind the current bucket after a peek)
 // interleaved with pops. Expect: the exact order of a single (time, seq) heap.
 TEST(EventQueue_Order, MatchesOneGlobalHeapIncludingTies) {
   for (uint64_t seed = 1; seed <= 20; ++seed) {
-    Rng rng(seed);
-    EventQueue q;
-    std::priority_queue<Event, std::vector<Event>, Later> ref;
-    uint64_t seq = 0;
+    AgainstHeap h(seed);
+    Rng& rng = h.rng;
+    EventQueue& q = h.q;
+    auto& ref = h.ref;
     Time now = 0;
-    auto push = [&](Time t) {
-      const auto a = static_cast<uint32_t>(rng.next());
-      q.push(t, static_cast<uint8_t>(seq % 8), a, 0);
-      ref.push(Event{t, (seq << 8) | (seq % 8), a, 0});
-      ++seq;
-    };
     for (int step = 0; step < 200000; ++step) {
       const uint64_t r = rng.below(100);
       if (r < 55 || ref.empty()) {
@@ -39,30 +64,20 @@ TEST(EventQueue_Order, MatchesOneGlobalHeapIncludingTies) {
         else if (kind < 8) dt = static_cast<Time>(rng.below(2'000'000));     // within the ring
         else if (kind < 9) dt = static_cast<Time>(rng.below(50'000'000));    // far
         else dt = static_cast<Time>(rng.below(5'000'000'000));               // very far
-        push(now + dt);
+        h.push(now + dt);
       } else if (r < 60) {
         // Peek (may make a later bucket current), then schedule behind it, as run_until does
         // when it stops at `until` before the next event.
         ASSERT_EQ(q.next_time(), ref.top().time);
-        push(now + static_cast<Time>(rng.below(3)));
+        h.push(now + static_cast<Time>(rng.below(3)));
       } else {
         ASSERT_EQ(q.next_time(), ref.top().time);
-        const Event e = q.pop();
-        const Event x = ref.top();
-        ref.pop();
-        ASSERT_EQ(e.time, x.time);
-        ASSERT_EQ(e.seq_kind, x.seq_kind);
-        ASSERT_EQ(e.a, x.a);
-        now = e.time;
+        now = h.pop_matches();
+        ASSERT_FALSE(HasFailure());
       }
       ASSERT_EQ(q.size(), ref.size());
     }
-    while (!ref.empty()) {
-      const Event e = q.pop();
-      ASSERT_EQ(e.seq_kind, ref.top().seq_kind);
-      ref.pop();
-    }
-    EXPECT_TRUE(q.empty());
+    h.drain_matches();
     EXPECT_EQ(q.next_time(), kNever);
   }
 }
@@ -73,17 +88,11 @@ TEST(EventQueue_Order, MatchesOneGlobalHeapIncludingTies) {
 // Expect: the exact order of a single (time, seq) heap.
 TEST(EventQueue_Order, DenseBucketsWithFarAndRingEventsMatchOneGlobalHeap) {
   for (uint64_t seed = 1; seed <= 10; ++seed) {
-    Rng rng(seed);
-    EventQueue q;
-    std::priority_queue<Event, std::vector<Event>, Later> ref;
-    uint64_t seq = 0;
+    AgainstHeap h(seed);
+    Rng& rng = h.rng;
+    EventQueue& q = h.q;
+    auto& ref = h.ref;
     Time now = 0;
-    auto push = [&](Time t) {
-      const auto a = static_cast<uint32_t>(rng.next());
-      q.push(t, static_cast<uint8_t>(seq % 8), a, static_cast<uint32_t>(seq));
-      ref.push(Event{t, (seq << 8) | (seq % 8), a, static_cast<uint32_t>(seq)});
-      ++seq;
-    };
     for (int round = 0; round < 300; ++round) {
       // A burst: a few distinct times (ties) and a spread over a few buckets, near and far.
       const Time base = now + static_cast<Time>(rng.below(3)) * EventQueue::kBuckets *
@@ -92,29 +101,18 @@ TEST(EventQueue_Order, DenseBucketsWithFarAndRingEventsMatchOneGlobalHeap) {
       for (uint64_t i = 0; i < burst; ++i) {
         const Time dt = rng.below(2) == 0 ? static_cast<Time>(rng.below(4) * 1000)
                                           : static_cast<Time>(rng.below(40'000));
-        push(base + dt);
+        h.push(base + dt);
       }
       const uint64_t pops = rng.below(ref.size() + 1);
       for (uint64_t i = 0; i < pops; ++i) {
         ASSERT_EQ(q.next_time(), ref.top().time);
-        const Event e = q.pop();
-        const Event x = ref.top();
-        ref.pop();
-        ASSERT_EQ(e.time, x.time);
-        ASSERT_EQ(e.seq_kind, x.seq_kind);
-        ASSERT_EQ(e.a, x.a);
-        ASSERT_EQ(e.b, x.b);
-        now = e.time;
-        if (rng.below(8) == 0) push(now + static_cast<Time>(rng.below(5000)));  // into the current bucket
+        now = h.pop_matches();
+        ASSERT_FALSE(HasFailure());
+        if (rng.below(8) == 0) h.push(now + static_cast<Time>(rng.below(5000)));  // into the current bucket
       }
       ASSERT_EQ(q.size(), ref.size());
     }
-    while (!ref.empty()) {
-      const Event e = q.pop();
-      ASSERT_EQ(e.seq_kind, ref.top().seq_kind);
-      ref.pop();
-    }
-    EXPECT_TRUE(q.empty());
+    h.drain_matches();
   }
 }
 
@@ -125,17 +123,11 @@ TEST(EventQueue_Order, DenseBucketsWithFarAndRingEventsMatchOneGlobalHeap) {
 TEST(EventQueue_Order, BucketsOfFewSortedRunsMatchOneGlobalHeap) {
   constexpr Time kBucket = Time{1} << EventQueue::kBucketShift;
   for (uint64_t seed = 1; seed <= 10; ++seed) {
-    Rng rng(seed);
-    EventQueue q;
-    std::priority_queue<Event, std::vector<Event>, Later> ref;
-    uint64_t seq = 0;
+    AgainstHeap h(seed);
+    Rng& rng = h.rng;
+    EventQueue& q = h.q;
+    auto& ref = h.ref;
     Time now = 0;
-    auto push = [&](Time t) {
-      const auto a = static_cast<uint32_t>(rng.next());
-      q.push(t, static_cast<uint8_t>(seq % 8), a, static_cast<uint32_t>(seq));
-      ref.push(Event{t, (seq << 8) | (seq % 8), a, static_cast<uint32_t>(seq)});
-      ++seq;
-    };
     for (int round = 0; round < 400; ++round) {
       const Time base = (now / kBucket + 1 + static_cast<Time>(rng.below(8))) * kBucket;
       const uint64_t runs = 1 + rng.below(2 * EventQueue::kMaxRuns);
@@ -143,30 +135,19 @@ TEST(EventQueue_Order, BucketsOfFewSortedRunsMatchOneGlobalHeap) {
         Time t = base + static_cast<Time>(rng.below(kBucket));
         const uint64_t len = 1 + rng.below(80);
         for (uint64_t i = 0; i < len; ++i) {
-          push(t);
+          h.push(t);
           if (rng.below(3) != 0) t += static_cast<Time>(rng.below(kBucket / 16));  // else a tie
         }
       }
       const uint64_t pops = rng.below(ref.size() + 1);
       for (uint64_t i = 0; i < pops; ++i) {
-        const Event e = q.pop();
-        const Event x = ref.top();
-        ref.pop();
-        ASSERT_EQ(e.time, x.time);
-        ASSERT_EQ(e.seq_kind, x.seq_kind);
-        ASSERT_EQ(e.a, x.a);
-        ASSERT_EQ(e.b, x.b);
-        now = e.time;
-        if (rng.below(16) == 0) push(now + static_cast<Time>(rng.below(kBucket)));  // into the current bucket
+        now = h.pop_matches();
+        ASSERT_FALSE(HasFailure());
+        if (rng.below(16) == 0) h.push(now + static_cast<Time>(rng.below(kBucket)));  // into the current bucket
       }
       ASSERT_EQ(q.size(), ref.size());
     }
-    while (!ref.empty()) {
-      const Event e = q.pop();
-      ASSERT_EQ(e.seq_kind, ref.top().seq_kind);
-      ref.pop();
-    }
-    EXPECT_TRUE(q.empty());
+    h.drain_matches();
   }
 }
 
