@@ -536,45 +536,43 @@ void Network::flush_stats() {
 void Network::start_tx_rare(uint32_t port, FrameId f, uint32_t bytes, Time done) {
   Port& p = ports_[port];
   Frame& fr = pool_[f];
-  {
-    if (p.tapped) {
-      (void)taps_[port]->write(std::span<const uint8_t>(fr.data, fr.len),
-                         static_cast<uint64_t>(now_ / kNanosecond), bytes);
-    }
-    if (!p.up) {
-      ++p.stats.drops;
-      drop(f);
-    } else if (!p.impaired) {  // no draws: the same as every chance() below failing
-      events_q_.push(done + p.delay, kArrive, p.peer, f);
-    } else if (p.rng.chance(p.link.loss)) {
-      ++p.stats.wire_losses;
-      drop(f);
-    } else {
-      // One bit after the Ethernet header, as a switch's memory (not the wire, whose FCS
-      // would catch it) might damage it: IP/UDP checksums, the ICRC or the receiver must.
-      // A frame is damaged at most once on its way (one memory error per frame: two flips
-      // can cancel in the Internet checksum, which is not what this models).
-      if (p.rng.chance(p.link.corrupt) && !frame_meta_[f].damaged) {
-        constexpr uint32_t kL2 = 14;
-        const uint64_t bit = kL2 * 8 + p.rng.below(uint64_t{fr.len - kL2} * 8);
-        fr.data[bit / 8] ^= static_cast<uint8_t>(1u << (bit % 8));
-        ++p.stats.corruptions;
-        frame_meta_[f].parsed = false;  // the next switch reads the damaged headers
-        frame_meta_[f].damaged = true;
-        if (damage_detectable(fr, bit / 8)) {
-          frame_meta_[f].corrupted = true;
-        } else {
-          ++p.stats.corrupted_unchecked;
-        }
+  if (p.tapped) {
+    (void)taps_[port]->write(std::span<const uint8_t>(fr.data, fr.len),
+                             static_cast<uint64_t>(now_ / kNanosecond), bytes);
+  }
+  if (!p.up) {
+    ++p.stats.drops;
+    drop(f);
+  } else if (!p.impaired) {  // no draws: the same as every chance() below failing
+    events_q_.push(done + p.delay, kArrive, p.peer, f);
+  } else if (p.rng.chance(p.link.loss)) {
+    ++p.stats.wire_losses;
+    drop(f);
+  } else {
+    // One bit after the Ethernet header, as a switch's memory (not the wire, whose FCS
+    // would catch it) might damage it: IP/UDP checksums, the ICRC or the receiver must.
+    // A frame is damaged at most once on its way (one memory error per frame: two flips
+    // can cancel in the Internet checksum, which is not what this models).
+    if (p.rng.chance(p.link.corrupt) && !frame_meta_[f].damaged) {
+      constexpr uint32_t kL2 = 14;
+      const uint64_t bit = kL2 * 8 + p.rng.below(uint64_t{fr.len - kL2} * 8);
+      fr.data[bit / 8] ^= static_cast<uint8_t>(1u << (bit % 8));
+      ++p.stats.corruptions;
+      frame_meta_[f].parsed = false;  // the next switch reads the damaged headers
+      frame_meta_[f].damaged = true;
+      if (damage_detectable(fr, bit / 8)) {
+        frame_meta_[f].corrupted = true;
+      } else {
+        ++p.stats.corrupted_unchecked;
       }
-      Time arrive = done + p.link.delay;
-      if (p.rng.chance(p.link.reorder) && p.link.reorder_delay > 0) {
-        arrive += 1 + static_cast<Time>(p.rng.below(static_cast<uint64_t>(p.link.reorder_delay)));
-        ++p.stats.reorders;
-      }
-      events_q_.push(arrive, kArrive, p.peer, f);
-      if (p.rng.chance(p.link.duplicate)) duplicate(port, f, done + p.link.delay);
     }
+    Time arrive = done + p.link.delay;
+    if (p.rng.chance(p.link.reorder) && p.link.reorder_delay > 0) {
+      arrive += 1 + static_cast<Time>(p.rng.below(static_cast<uint64_t>(p.link.reorder_delay)));
+      ++p.stats.reorders;
+    }
+    events_q_.push(arrive, kArrive, p.peer, f);
+    if (p.rng.chance(p.link.duplicate)) duplicate(port, f, done + p.link.delay);
   }
 }
 

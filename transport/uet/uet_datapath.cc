@@ -1392,10 +1392,7 @@ size_t UetEndpoint::tx(std::span<Frame* const> out, Time now) {
   if (rccc_rx_.next_event() <= now) take_grants(now);
   if (credit_head_ != credit_tail_) n = tx_grants(out, n, now);
   // RUDI and UUD (no PDC, uet_modes.cc).
-  if (rudi_rsp_head_ != rudi_rsp_tail_ || rudi_resend_ > 0 || rudi_op_send_ != rudi_op_tail_ ||
-      uud_head_ != uud_tail_) {  // (tested here: most endpoints use neither)
-    n += tx_modes(out.subspan(n), now);
-  }
+  if (modes_pending()) n += tx_modes(out.subspan(n), now);
   // Round robin over the active PDCs, one frame per PDC per turn, until the burst is full or
   // a whole turn finds nothing to send.
   for (size_t idle = 0; n < out.size() && idle < active_.size();) {

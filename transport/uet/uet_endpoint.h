@@ -649,20 +649,23 @@ class UetEndpoint final : public Endpoint {
     return {ses.match_bits(), ses.buffer_offset() + (ses.som() ? 0 : ses.message_offset()),
             ses.som() ? payload : ses.payload_length()};
   }
-  // Whether [at, at + len) lies in registered region `key`. (Inline here, as check_region:
-  // every WRITE packet checks its placement.)
-  bool region_ok(uint64_t key, uint64_t at, uint64_t len) const noexcept {
-    if (key == 0 || key > regions_.size()) return false;
+  // Whether `key` names a registered region, and (for such a key) whether [at, at + len) lies
+  // in it. (Inline here, as check_region: every WRITE packet checks its placement.)
+  bool key_ok(uint64_t key) const noexcept { return key != 0 && key <= regions_.size(); }
+  bool in_region(uint64_t key, uint64_t at, uint64_t len) const noexcept {
     const uint64_t size = regions_[key - 1].length;
     return at <= size && len <= size - at;
   }
+  bool region_ok(uint64_t key, uint64_t at, uint64_t len) const noexcept {
+    return key_ok(key) && in_region(key, at, len);
+  }
   // The same for an SES request: kNull, or the code refusing it (kBadMkey, kBadAddr), counted.
   wire::SesReturnCode check_region(uint64_t key, uint64_t at, uint64_t len) noexcept {
-    if (key == 0 || key > regions_.size()) {
+    if (!key_ok(key)) {
       ++counters_.rx_bad_key;
       return wire::SesReturnCode::kBadMkey;
     }
-    if (!region_ok(key, at, len)) {
+    if (!in_region(key, at, len)) {
       ++counters_.rx_bad_range;
       return wire::SesReturnCode::kBadAddr;
     }
@@ -711,6 +714,12 @@ class UetEndpoint final : public Endpoint {
   void rx_rudi_resp(const wire::Decoded& d);
   void rx_uud(const wire::Decoded& d);
   size_t tx_modes(std::span<Frame* const> out, Time now);
+  // Whether tx_modes() has anything to send: RUDI responses, resends or new packets, UUD
+  // datagrams (tested inline by tx(): most endpoints use neither mode).
+  bool modes_pending() const noexcept {
+    return rudi_rsp_head_ != rudi_rsp_tail_ || rudi_resend_ > 0 || rudi_op_send_ != rudi_op_tail_ ||
+           uud_head_ != uud_tail_;
+  }
   bool build_rudi_req(uint32_t slot, bool retx, Frame& f, Time now);
   bool build_rudi_resp(const RudiRsp& r, Frame& f);
   bool build_uud(const UudOp& u, Frame& f);
