@@ -26,7 +26,14 @@ absl::Status RcccConfig::validate() const {
 }
 
 RcccReceiver::RcccReceiver(const RcccConfig& c)
-    : c_(c), ps_per_byte_(8e3 / (c.link_gbps * c.grant_rate_fraction)), senders_(c.max_senders), ring_(c.max_senders) {}
+    : c_(c), ps_per_byte_(8e3 / (c.link_gbps * c.grant_rate_fraction)) {}
+
+void RcccReceiver::reserve(uint32_t n) {
+  n = std::min(n, c_.max_senders);
+  if (n <= senders_.size()) return;
+  senders_.resize(n);
+  ring_.resize(n);
+}
 
 void RcccReceiver::set_active(uint32_t s, bool on) noexcept {
   Sender& x = senders_[s];
@@ -45,7 +52,10 @@ void RcccReceiver::set_active(uint32_t s, bool on) noexcept {
 }
 
 void RcccReceiver::on_request(uint32_t sender, uint64_t bytes, Time now) noexcept {
-  if (sender >= senders_.size()) return;
+  if (sender >= c_.max_senders) return;
+  if (sender >= senders_.size()) {
+    reserve(std::max<uint32_t>(sender + 1, static_cast<uint32_t>(senders_.size()) * 2));
+  }
   Sender& x = senders_[sender];
   x.want = std::min<uint64_t>(bytes, c_.max_credit_target);
   if (x.want > 0 && active_ == 0) next_grant_at_ = std::max(next_grant_at_, now);

@@ -12,8 +12,9 @@
 // speculative allowance of one max window, credit counted in bytes (htsim's quantum of 256 B
 // is a wire encoding: the 24-bit credit field is in bytes here, up to 16 MiB).
 //
-// Pure: time comes in, decisions come out; fixed tables sized at construction (senders are
-// indices, the engine's PDC ids), no allocation after it, no clock.
+// Pure: time comes in, decisions come out, no clock. The receiver's tables grow with the
+// senders it is told of (reserve(), or a request from a sender beyond them), up to
+// max_senders; senders are indices (the engine's PDC ids).
 #pragma once
 
 #include <algorithm>
@@ -63,7 +64,15 @@ class RcccReceiver {
   // When next_grant() may next return a grant: kNever if nobody wants credit.
   Time next_event() const noexcept { return active_ == 0 ? kNever : next_grant_at_; }
 
-  uint64_t granted(uint32_t sender) const noexcept { return senders_[sender].granted; }
+  uint64_t granted(uint32_t sender) const noexcept {
+    return sender < senders_.size() ? senders_[sender].granted : 0;
+  }
+  // Makes room for senders 0..n-1 (at most max_senders): the table grows as its owner's
+  // connections do (on_request() grows it too, for a sender beyond it).
+  void reserve(uint32_t n);
+  size_t memory_bytes() const noexcept {
+    return senders_.capacity() * sizeof(Sender) + ring_.capacity() * sizeof(uint32_t);
+  }
   uint32_t active_senders() const noexcept { return active_; }
 
  private:

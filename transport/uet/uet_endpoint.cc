@@ -116,27 +116,10 @@ absl::StatusOr<std::unique_ptr<UetEndpoint>> UetEndpoint::create(const UetConfig
 }
 
 UetEndpoint::UetEndpoint(const UetConfig& config)
-    : config_(config), mpr_mask_(config.mpr - 1),
-      ops_mask_(std::bit_ceil(config.max_writes) - 1), rccc_config_(derive_rccc(config)),
-      rccc_rx_(rccc_config_),
-      pdcs_(config.max_pdcs), rng_(config.seed ^ config.local_ip4) {
+    : config_(config), mpr_mask_(config.mpr - 1), rccc_config_(derive_rccc(config)),
+      rccc_rx_(rccc_config_), rng_(config.seed ^ config.local_ip4) {
   if (config_.resolve_mac == nullptr) config_.resolve_mac = sim_mac;
   if (config_.rod_window == 0) config_.rod_window = config_.mpr;
-  free_pdcs_.resize(config.max_pdcs);
-  for (uint32_t i = 0; i < config.max_pdcs; ++i) free_pdcs_[i] = static_cast<uint16_t>(i);
-  free_tail_ = config.max_pdcs;
-  active_.reserve(config.max_pdcs);
-  credit_ring_.assign(config.max_pdcs, 0);
-  recvs_.assign(config.max_recvs, Recv{});
-  rx_msgs_.assign(config.max_recv_messages, RxMsg{});
-  completions_.reserve(1024);
-  rudi_ops_.assign(config.max_writes, RudiOp{});
-  rudi_pkts_.assign(config.rudi_packets, RudiPkt{});
-  rudi_free_.resize(config.rudi_packets);
-  for (uint32_t i = 0; i < config.rudi_packets; ++i) rudi_free_[i] = static_cast<uint16_t>(i);
-  rudi_free_tail_ = config.rudi_packets;
-  rudi_rsp_.assign(config.rudi_responses, RudiRsp{});
-  uud_q_.assign(config.uud_queue, UudOp{});
   rod_pool_.resize(config.rod_buffers);  // the buffers' memory is allocated when first lent
   rod_pool_free_.resize(config.rod_buffers);
   for (uint32_t i = 0; i < config.rod_buffers; ++i) {
@@ -151,12 +134,24 @@ uint64_t UetEndpoint::next_random() noexcept {
   return z ^ (z >> 31);
 }
 
-// Allocating a PDC sizes its windows once; later reuse keeps the capacity (the vectors are
-// kept across the reset). This is the only allocation a peer's frame can cause, and it is
-// bounded by max_pdcs.
+// Allocating a PDC sizes the windows its role needs once; later lives keep the capacity (the
+// vectors are kept across the reset). Ids are fresh (in order) until max_pdcs exist, then
+// reused FIFO. The PDC table grows here, a chunk at a time, up to max_pdcs: the only memory a
+// peer's frame (a SYN) can take.
 int32_t UetEndpoint::alloc_pdc(Role role) {
-  if (free_head_ == free_tail_) return -1;
-  const uint16_t id = free_pdcs_[free_head_++ % config_.max_pdcs];
+  uint16_t id;
+  if (fresh_pdcs_ < config_.max_pdcs) {
+    if (fresh_pdcs_ == pdcs_.size()) {
+      pdcs_.grow(config_.max_pdcs);
+      grow_ring(free_pdcs_, free_head_, free_tail_, pdcs_.size());  // every id may be freed
+      rccc_rx_.reserve(pdcs_.size());
+    }
+    id = static_cast<uint16_t>(fresh_pdcs_++);
+  } else if (free_head_ != free_tail_) {
+    id = free_pdcs_[free_head_++ & (free_pdcs_.size() - 1)];
+  } else {
+    return -1;
+  }
   Pdc& p = pdcs_[id];
   auto slots = std::move(p.slots);
   auto ops = std::move(p.ops);
@@ -174,13 +169,21 @@ int32_t UetEndpoint::alloc_pdc(Role role) {
   p.gtd = std::move(gtd);
   p.gtd_bits = std::move(gtd_bits);
   p.role = role;
-  p.slots.assign(config_.mpr, Slot{});
+  p.id = id;
   p.rcv_bits.assign(config_.mpr / 64, 0);
-  if (role == Role::kInitiator) p.ops.assign(size_t{ops_mask_} + 1, Op{});
+  if (role == Role::kInitiator) {
+    p.slots.assign(config_.mpr, Slot{});
+    // The ring grows in post_op(); a reused one starts from its old capacity.
+    if (p.ops.empty()) p.ops.resize(kMinOps);
+    std::fill(p.ops.begin(), p.ops.end(), Op{});
+    p.ops_mask = static_cast<uint32_t>(p.ops.size() - 1);
+  }
   if (role == Role::kTarget) {
-    p.rsp.assign(config_.mpr, Pdc::Response{});
+    // The response ring grows in queue_response(), refusals' codes come with the first
+    // refusal (refuse()); their bitmaps are here.
+    std::fill(p.rsp.begin(), p.rsp.end(), Pdc::Response{});
     p.rsp_bits.assign(config_.mpr / 64, 0);
-    p.gtd.assign(config_.mpr, Pdc::Refusal{});
+    std::fill(p.gtd.begin(), p.gtd.end(), Pdc::Refusal{});
     p.gtd_bits.assign(config_.mpr / 64, 0);
   }
   p.rto = config_.rto;
@@ -214,10 +217,33 @@ void UetEndpoint::free_pdc(uint16_t id) {
   pdcs_[last].active_index = p.active_index;
   active_.pop_back();
   p.role = Role::kFree;
-  free_pdcs_[free_tail_++ % config_.max_pdcs] = id;
+  free_pdcs_[free_tail_++ & (free_pdcs_.size() - 1)] = id;
 }
 
 size_t UetEndpoint::pdcs_in_use() const noexcept { return active_.size(); }
+
+namespace {
+template <typename V>
+size_t held(const V& v) noexcept {
+  return v.capacity() * sizeof(typename V::value_type);
+}
+}  // namespace
+
+size_t UetEndpoint::memory_bytes() const noexcept {
+  size_t n = pdcs_.bytes() + held(free_pdcs_) + held(credit_ring_) + held(active_) +
+             held(recvs_) + held(rx_msgs_) + held(completions_) + held(rod_pool_) +
+             held(rod_pool_free_) + held(rudi_ops_) + held(rudi_pkts_) + held(rudi_free_) +
+             held(rudi_rsp_) + held(uud_q_) + held(regions_) + rccc_rx_.memory_bytes();
+  for (uint32_t id = 0; id < pdcs_.size(); ++id) {
+    const Pdc& p = pdcs_[id];
+    n += held(p.slots) + held(p.ops) + held(p.rcv_bits) + held(p.rsp) + held(p.rsp_bits) +
+         held(p.gtd) + held(p.gtd_bits);
+  }
+  for (const RodBuffer& b : rod_pool_) {
+    if (b.bytes != nullptr) n += held(b.bits) + held(b.slots) + size_t{config_.rod_window} * config_.payload_bytes;
+  }
+  return n;
+}
 
 absl::StatusOr<uint32_t> UetEndpoint::register_memory(uint8_t* base, uint64_t length) {
   if (base == nullptr || length == 0) {
@@ -267,8 +293,12 @@ absl::Status UetEndpoint::post_op(uint32_t peer, bool rod, const Op& op, const c
     return absl::ResourceExhaustedError(
         absl::StrCat(verb, ": too many operations posted on this PDC (max_writes)"));
   }
+  if (p.op_tail - p.op_head == p.ops.size()) {
+    grow_ring(p.ops, p.op_head, p.op_tail, p.ops.size() + 1);
+    p.ops_mask = static_cast<uint32_t>(p.ops.size() - 1);
+  }
   p.idle_deadline = kNever;  // busy again
-  Op& o = p.ops[p.op_tail & ops_mask_];
+  Op& o = p.ops[p.op_tail & p.ops_mask];
   o = op;
   o.packets = std::max<uint32_t>(
       1, static_cast<uint32_t>((op.length + config_.payload_bytes - 1) / config_.payload_bytes));
@@ -370,7 +400,9 @@ absl::Status UetEndpoint::post_recv(const RecvBuffer& rb) {
   if (recv_tail_ - recv_head_ >= config_.max_recvs) {
     return absl::ResourceExhaustedError("post_recv: too many receive buffers posted (max_recvs)");
   }
-  Recv& r = recvs_[recv_tail_ % config_.max_recvs];
+  if (rx_msgs_.empty()) rx_msgs_.assign(config_.max_recv_messages, RxMsg{});
+  grow_ring(recvs_, recv_head_, recv_tail_, recv_tail_ - recv_head_ + 1);
+  Recv& r = recv_at(recv_tail_);
   r = Recv{};
   r.rb = rb;
   ++recv_tail_;

@@ -76,15 +76,28 @@
 //   target delivers a SEND into the next posted buffer or places a WRITE, and drops (counted)
 //   what it cannot deliver.
 //
-// Ownership and threads: one Endpoint per FEP, driven by one thread (its host's). All tables
-// are fixed-size and allocated at construction: PDCs (`max_pdcs`), per-PDC windows (`mpr`
-// packets), ROD reorder buffers (`rod_buffers` of rod_window x payload_bytes, each allocated
-// when first lent, lent to a ROD target PDC only while it holds out-of-order requests), posted
-// operations per PDC (`max_writes`), receive buffers (`max_recvs`), SEND
-// messages being received (`max_recv_messages`), RUDI packets in flight (`rudi_packets`),
-// posted RUDI operations (`max_writes`), RUDI responses (`rudi_responses`), UUD datagrams
-// (`uud_queue`). A peer's frames can never grow them;
-// frames that do not fit are dropped or NACKed and counted (Counters).
+// Ownership and threads: one Endpoint per FEP, driven by one thread (its host's). Memory
+// follows live state, never past the config's bounds (transport/pool.h); a created endpoint
+// holds only its fixed members. Where memory is taken, and where it goes back for reuse:
+// - PDCs (`max_pdcs`): alloc_pdc() adds a chunk to the PDC table when every id made so far is
+//   in use (a SYN, or the first post to a peer); free_pdc() returns the id to the FIFO of
+//   free ids, keeping the PDC's windows for its next life. A peer's SYNs can grow the table
+//   only to max_pdcs (then NACK NO_PDC_AVAIL).
+// - Per initiator PDC: the PSN window (`mpr` slots) at its first allocation as an initiator;
+//   the operations ring doubles in post_op() up to `max_writes`.
+// - Per target PDC: the receive bitmaps (`mpr` bits) at allocation; the SES response ring
+//   (READ data, refusals) doubles in queue_response() up to `mpr`; refusals' codes (`mpr`)
+//   at the first refusal. ROD reorder buffers (`rod_buffers` of rod_window x payload_bytes)
+//   are allocated when first lent and lent only while a ROD PDC holds out-of-order requests.
+// - Receive buffers: the ring doubles in post_recv() up to `max_recvs`; the SEND message
+//   states (`max_recv_messages`) come with the first post_recv().
+// - RUDI and UUD: each mode's tables (`rudi_packets`, `max_writes` operations,
+//   `rudi_responses`; `uud_queue`) are allocated in full when the endpoint first uses the
+//   mode (a post, or for RUDI responses the first request received).
+// - Completions: a vector that grows as completions wait to be polled, cleared (capacity
+//   kept) when poll_completions() empties it. RCCC grants: by target PDC id, grown with the
+//   PDC table.
+// Frames that do not fit the bounds are dropped or NACKed and counted (Counters).
 //
 // Congestion control (spec/uet.md §3.4, §3.8.2, §3.12; research/uec.md §3, §4): UetConfig::cc.
 // - NSCC (cc/nscc.h): a window per initiator PDC, from ACKs' ECN echoes and RTT samples.
@@ -123,6 +136,7 @@
 #include "cc/rccc.h"
 #include "pathsel/path_selector.h"
 #include "transport/api.h"
+#include "transport/pool.h"
 #include "transport/wire/builder.h"
 #include "transport/wire/decode.h"
 
@@ -313,6 +327,12 @@ class UetEndpoint final : public Endpoint {
 
   const UetCounters& counters() const noexcept { return counters_; }
   size_t pdcs_in_use() const noexcept;
+  // PDCs made so far (in use or free for reuse): the PDC table's size, at most max_pdcs.
+  size_t pdcs_allocated() const noexcept { return pdcs_.size(); }
+  // Bytes the endpoint's tables hold beyond the object itself (the PDC table and each PDC's
+  // windows and rings, receive, RUDI, UUD, ROD and completion storage): what it costs, to
+  // compare against the bounds its config names.
+  size_t memory_bytes() const noexcept;
 
  private:
   explicit UetEndpoint(const UetConfig& config);
@@ -337,7 +357,7 @@ class UetEndpoint final : public Endpoint {
   };
   // One PSN in flight at the initiator.
   struct Slot {
-    uint32_t op = 0;     // index into ops (the ring position, not the posting count)
+    uint32_t op = 0;     // the operation's posting count (ops[op & ops_mask])
     uint32_t packet = 0; // packet number within the operation
     uint32_t len = 0;    // data bytes this PSN moves (read: the data it asks for)
     Time sent = 0;
@@ -375,6 +395,7 @@ class UetEndpoint final : public Endpoint {
     // What tx(), rx_ack() and rx_request() touch per packet, together at the front (a few
     // cache lines; the encapsulation templates, path selector and CC state follow).
     Role role = Role::kFree;
+    uint16_t id = 0;           // this PDC's index in pdcs_ (its PDC id on the wire)
     bool rod = false;          // ROD (requests ROD_REQ, executed in PSN order) or RUD
     bool established = false;  // initiator: an ACK arrived, SYN no longer sent
     bool closing = false;
@@ -397,8 +418,9 @@ class UetEndpoint final : public Endpoint {
     // highest PSN acknowledged, and the reorder timer.
     Time rack_sent = 0, rack_rtt = 0, rack_deadline = kNever;
     uint32_t rack_highest = 0;
-    std::vector<Slot> slots;   // mpr entries, PSN % mpr
-    std::vector<Op> ops;       // ring of ops_mask_ + 1 >= max_writes (count & ops_mask_)
+    std::vector<Slot> slots;   // initiator: mpr entries, PSN % mpr
+    std::vector<Op> ops;       // ring by posting count, count & ops_mask (grows to max_writes)
+    uint32_t ops_mask = 0;     // ops.size() - 1
     // Target, per packet.
     bool ack_now = false;
     bool ack_pending = false;
@@ -730,13 +752,11 @@ class UetEndpoint final : public Endpoint {
   int32_t alloc_pdc(Role role);
   void free_pdc(uint16_t id);
   uint64_t next_random() noexcept;
-  Pdc* pdc(uint16_t id) noexcept { return id < pdcs_.size() ? &pdcs_[id] : nullptr; }
+  Pdc* pdc(uint16_t id) noexcept { return pdcs_.get(id); }  // null: never allocated
 
   UetConfig config_;
   uint32_t mpr_mask_ = 0;  // config_.mpr - 1 (a power of 2): PSN -> position in a PDC's rings
-  // A PDC's ops ring holds max_writes rounded up to a power of 2 (at most max_writes in use):
-  // posting count -> position by mask, not by a division per packet.
-  uint32_t ops_mask_ = 0;
+  static constexpr uint32_t kMinOps = 8;  // a new initiator PDC's operations ring
   cc::NsccConfig nscc_config_;
   uint64_t window(const Pdc& p) const noexcept {
     return config_.cc != CcMode::kRccc ? std::min<uint64_t>(config_.window_bytes, p.nscc.window())
@@ -744,11 +764,14 @@ class UetEndpoint final : public Endpoint {
   }
   cc::RcccConfig rccc_config_;
   cc::RcccReceiver rccc_rx_;  // target side: the senders of this endpoint, by target PDC id
-  std::vector<uint16_t> credit_ring_;  // target PDCs with credit to send (max_pdcs entries)
+  // Target PDCs with credit to send, a ring (grow_ring) as large as the PDC table.
+  std::vector<uint16_t> credit_ring_;
   uint32_t credit_head_ = 0, credit_tail_ = 0;
-  std::vector<Pdc> pdcs_;
-  // Free PDC ids, a FIFO ring: a just-freed id is reused last, so a peer's stale packets for
-  // a closed PDC rarely meet a new PDC under the same id.
+  ChunkedTable<Pdc> pdcs_;  // grows to max_pdcs
+  // PDC ids are handed out fresh (0, 1, ...) until max_pdcs have been made, then from the
+  // freed ones, a FIFO ring (grow_ring): a just-freed id is reused last, so a peer's stale
+  // packets for a closed PDC rarely meet a new PDC under the same id.
+  uint32_t fresh_pdcs_ = 0;
   std::vector<uint16_t> free_pdcs_;
   uint32_t free_head_ = 0, free_tail_ = 0;
   std::vector<uint16_t> active_;  // PDCs in use, in no particular order
@@ -767,9 +790,10 @@ class UetEndpoint final : public Endpoint {
   std::vector<Region> regions_;  // key = index + 1
   // SEND receive side: posted buffers [recv_head_, recv_tail_), of which [recv_head_,
   // recv_claim_) are claimed by messages (completed in this order); message states.
-  std::vector<Recv> recvs_;  // ring of max_recvs
+  std::vector<Recv> recvs_;  // ring (grow_ring), up to max_recvs in use
+  Recv& recv_at(uint32_t c) noexcept { return recvs_[c & (recvs_.size() - 1)]; }
   uint32_t recv_head_ = 0, recv_claim_ = 0, recv_tail_ = 0;
-  std::vector<RxMsg> rx_msgs_;  // max_recv_messages
+  std::vector<RxMsg> rx_msgs_;  // max_recv_messages, from the first post_recv()
   uint32_t rx_msgs_used_ = 0;
   std::vector<Completion> completions_;  // bounded by max_pdcs * max_writes + max_recvs
   size_t completions_head_ = 0;

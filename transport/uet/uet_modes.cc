@@ -77,6 +77,13 @@ absl::Status UetEndpoint::post_rudi(const RudiOp& op, const char* verb) {
     return absl::ResourceExhaustedError(
         absl::StrCat(verb, ": too many DeliveryMode::kRudi operations posted (max_writes)"));
   }
+  if (rudi_ops_.empty()) {  // the endpoint's first RUDI operation: the initiator's tables
+    rudi_ops_.assign(config_.max_writes, RudiOp{});
+    rudi_pkts_.assign(config_.rudi_packets, RudiPkt{});
+    rudi_free_.resize(config_.rudi_packets);
+    for (uint32_t i = 0; i < config_.rudi_packets; ++i) rudi_free_[i] = static_cast<uint16_t>(i);
+    rudi_free_tail_ = config_.rudi_packets;
+  }
   RudiOp& o = rudi_ops_[rudi_op_tail_ % config_.max_writes];
   o = op;
   o.mac = config_.resolve_mac(op.peer);
@@ -101,6 +108,7 @@ absl::Status UetEndpoint::post_uud(const UudOp& op, const char* verb) {
     return absl::ResourceExhaustedError(
         absl::StrCat(verb, ": too many DeliveryMode::kUud datagrams queued (uud_queue)"));
   }
+  if (uud_q_.empty()) uud_q_.assign(config_.uud_queue, UudOp{});  // the first UUD datagram
   UudOp& u = uud_q_[uud_tail_++ % config_.uud_queue];
   u = op;
   u.mac = config_.resolve_mac(op.peer);
@@ -445,6 +453,7 @@ void UetEndpoint::rx_rudi_req(const wire::Decoded& d) {
     ++counters_.rx_unsupported;
     return;
   }
+  if (rudi_rsp_.empty()) rudi_rsp_.assign(config_.rudi_responses, RudiRsp{});  // first request
   if (rudi_rsp_tail_ - rudi_rsp_head_ >= rudi_rsp_.size()) {  // bounded: dropped, comes again
     ++counters_.rudi_rsp_full;
     return;
@@ -608,11 +617,11 @@ void UetEndpoint::rx_uud(const wire::Decoded& d) {
   switch (ses->opcode()) {
     case wire::SesOpcode::kSend: {
       if (recv_claim_ == recv_tail_ ||
-          len > recvs_[recv_claim_ % config_.max_recvs].rb.length) {  // no buffer, too long
+          len > recv_at(recv_claim_).rb.length) {  // no buffer, too long
         ++counters_.rx_uud_dropped;
         return;
       }
-      Recv& r = recvs_[recv_claim_++ % config_.max_recvs];
+      Recv& r = recv_at(recv_claim_++);
       if (!d.payload.empty()) std::memcpy(r.rb.base, d.payload.data(), d.payload.size());
       r.peer = d.ipv4->src();
       r.done = true;
