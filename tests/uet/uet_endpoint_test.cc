@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <functional>
 #include <map>
 #include <random>
@@ -280,31 +281,37 @@ TEST(UetEndpoint_Config, RefusedWithTheFieldAndRange) {
 }
 
 // Hostile peers: a request naming a PDC we never made, and more SYNs than the table holds.
+// A RUD request from `src` (PDS only, no SES) handed to `target`: a SYN opening PDC `spdcid`,
+// or a request for the target's PDC `dpdcid`.
+void send_request(UetEndpoint& target, uint32_t src, uint16_t spdcid, bool syn, uint16_t dpdcid) {
+  std::vector<uint8_t> buf(256);
+  wire::Encap e;
+  e.src_ip4 = src;
+  e.dst_ip4 = kIpB;
+  e.sport = 0xC000;
+  wire::FrameBuilder fb(buf, e);
+  auto* p = fb.add<wire::PdsRudRod>();
+  p->set_type(wire::PdsType::kRudReq);
+  p->set_psn(1000);
+  p->set_spdcid(spdcid);
+  if (syn) {
+    p->set_syn(true);
+  } else {
+    p->set_dpdcid(dpdcid);
+  }
+  size_t n = 0;
+  ASSERT_EQ(fb.finish(&n), wire::WireError::kOk);
+  Frame f{buf.data(), static_cast<uint32_t>(n), 0, static_cast<uint32_t>(n)};
+  Frame* fp = &f;
+  target.rx(std::span<Frame* const>(&fp, 1), 0);
+}
+
 TEST(UetEndpoint_Hostile, UnknownPdcAndSynFloodAreBoundedAndNacked) {
   UetConfig b = config_for(kIpB);
   b.max_pdcs = 4;
   auto target = std::move(*UetEndpoint::create(b));
-  std::vector<uint8_t> buf(256);
   auto send = [&](uint16_t spdcid, bool syn, uint16_t dpdcid) {
-    wire::Encap e;
-    e.src_ip4 = kIpA;
-    e.dst_ip4 = kIpB;
-    e.sport = 0xC000;
-    wire::FrameBuilder fb(buf, e);
-    auto* p = fb.add<wire::PdsRudRod>();
-    p->set_type(wire::PdsType::kRudReq);
-    p->set_psn(1000);
-    p->set_spdcid(spdcid);
-    if (syn) {
-      p->set_syn(true);
-    } else {
-      p->set_dpdcid(dpdcid);
-    }
-    size_t n = 0;
-    ASSERT_EQ(fb.finish(&n), wire::WireError::kOk);
-    Frame f{buf.data(), static_cast<uint32_t>(n), 0, static_cast<uint32_t>(n)};
-    Frame* fp = &f;
-    target->rx(std::span<Frame* const>(&fp, 1), 0);
+    send_request(*target, kIpA, spdcid, syn, dpdcid);
   };
   send(1, false, 3);
   EXPECT_EQ(target->counters().rx_unknown_pdc, 1u);
@@ -325,6 +332,106 @@ TEST(UetEndpoint_Hostile, UnknownPdcAndSynFloodAreBoundedAndNacked) {
   EXPECT_EQ(codes[wire::NackCode::kInvDpdcid], 1);
   EXPECT_GE(codes[wire::NackCode::kNoPdcAvail], 1);
   EXPECT_LE(codes[wire::NackCode::kNoPdcAvail], 64);  // the stateless ring is bounded
+}
+
+// ------------------------------------------------------------------ memory
+
+// Every table at its largest bound: an endpoint that has done nothing holds none of them.
+TEST(UetMemory_Create, HoldsNoTableUntilUsed) {
+  UetConfig c = config_for(kIpB);
+  c.max_pdcs = 65535;
+  c.max_writes = 65536;
+  c.max_recvs = 65536;
+  c.max_recv_messages = 4096;
+  c.rudi_packets = 65536;
+  c.rudi_responses = 65536;
+  c.uud_queue = 65536;
+  c.rod_buffers = 65535;
+  c.mpr = 4096;
+  auto ep = std::move(*UetEndpoint::create(c));
+  // Expect: no PDC made, no byte held (the old engine held hundreds of MB here).
+  EXPECT_EQ(ep->pdcs_allocated(), 0u);
+  EXPECT_EQ(ep->memory_bytes(), 0u);
+}
+
+// A SYN flood from 1000 PDC ids against max_pdcs 100: the table grows to 100 and no further,
+// and a second flood costs nothing more.
+TEST(UetMemory_Pdc, SynFloodGrowsTheTableToMaxPdcsAndNoFurther) {
+  UetConfig c = config_for(kIpB);
+  c.max_pdcs = 100;
+  auto target = std::move(*UetEndpoint::create(c));
+  for (uint16_t i = 0; i < 1000; ++i) send_request(*target, kIpA, static_cast<uint16_t>(1 + i), true, 0);
+  EXPECT_EQ(target->pdcs_allocated(), 100u);
+  EXPECT_EQ(target->counters().rx_no_pdc_avail, 900u);
+  const size_t after_first = target->memory_bytes();
+  for (uint16_t i = 0; i < 1000; ++i) send_request(*target, kIpA + 1, static_cast<uint16_t>(1 + i), true, 0);
+  EXPECT_EQ(target->pdcs_allocated(), 100u);
+  EXPECT_EQ(target->memory_bytes(), after_first);
+  // A target PDC holds its state and receive bitmaps, no send window (a few KB, not the
+  // initiator's mpr slots).
+  std::printf("100 target PDCs: %zu bytes\n", after_first);
+  EXPECT_LT(after_first, 100u * 4096);
+}
+
+// One sender writes to 14 peers one at a time, three rounds, each PDC closing when idle: ids
+// are fresh until max_pdcs (42 are used), but the windows are parked and reused, so memory
+// follows the two PDCs live at once, not the 42 ids.
+TEST(UetMemory_Pdc, ClosedPdcsLendTheirWindowsToNewOnes) {
+  sim::NetworkConfig nc;
+  nc.seed = 5;
+  sim::Network net(nc);
+  sim::LeafSpineConfig ls;
+  ls.leaves = 2;
+  ls.spines = 2;
+  ls.hosts_per_leaf = 8;
+  ASSERT_TRUE(sim::build_leaf_spine(net, ls).ok());
+  const uint32_t n = 16;
+  std::vector<std::unique_ptr<UetEndpoint>> eps;
+  std::vector<std::vector<uint8_t>> mem(n, std::vector<uint8_t>(1 << 16, 0));
+  std::vector<uint8_t> src(4096, 0x3C);
+  for (uint32_t h = 0; h < n; ++h) {
+    UetConfig c;
+    c.local_ip4 = sim::Network::host_ip4(h);
+    c.local_mac = sim::Network::host_mac(h);
+    c.idle_timeout = 20 * kMicrosecond;
+    c.seed = 40 + h;
+    c.max_pdcs = 64;
+    eps.push_back(std::move(*UetEndpoint::create(c)));
+    ASSERT_EQ(*eps[h]->register_memory(mem[h].data(), mem[h].size()), 1u);
+    net.attach(h, eps[h].get());
+  }
+  uint64_t ok = 0, posted = 0;
+  size_t peak_live = 0;
+  auto poll = [&] {
+    Completion c;
+    while (eps[1]->poll_completions(std::span(&c, 1)) == 1) ok += c.status == OpStatus::kSuccess;
+    peak_live = std::max(peak_live, eps[1]->pdcs_in_use());
+  };
+  for (int round = 0; round < 3; ++round) {
+    for (uint32_t to = 2; to < n; ++to) {
+      while (eps[1]->pdcs_in_use() >= 2) {
+        net.run_until(net.now() + kMicrosecond);
+        poll();
+      }
+      ASSERT_TRUE(eps[1]->post_write({to, sim::Network::host_ip4(to), 1, 0, src.data(), 4096}).ok());
+      ++posted;
+      net.kick(1);
+    }
+  }
+  for (int i = 0; i < 2000 && eps[1]->pdcs_in_use() > 0; ++i) {
+    net.run_until(net.now() + 5 * kMicrosecond);
+    poll();
+  }
+  EXPECT_EQ(ok, posted);
+  EXPECT_EQ(eps[1]->pdcs_in_use(), 0u);
+  // Fresh ids first, as the FIFO of ids wants: 42 used, the table grown in chunks to 64.
+  EXPECT_EQ(eps[1]->pdcs_allocated(), 64u);
+  // Expect: an initiator's window is 256 slots of 40 bytes; parked windows are reused, so
+  // at most peak_live (+ the spare being handed on) of them exist, beside 42 PDCs' state.
+  const size_t window = 256 * 40;
+  std::printf("42 PDC ids, %zu live at most: %zu bytes\n", peak_live, eps[1]->memory_bytes());
+  EXPECT_LE(peak_live, 2u);
+  EXPECT_LT(eps[1]->memory_bytes(), (peak_live + 1) * (window + 4096) + 64 * 2048);
 }
 
 // ------------------------------------------------------------------ on the simulator

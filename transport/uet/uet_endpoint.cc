@@ -120,11 +120,6 @@ UetEndpoint::UetEndpoint(const UetConfig& config)
       rccc_rx_(rccc_config_), rng_(config.seed ^ config.local_ip4) {
   if (config_.resolve_mac == nullptr) config_.resolve_mac = sim_mac;
   if (config_.rod_window == 0) config_.rod_window = config_.mpr;
-  rod_pool_.resize(config.rod_buffers);  // the buffers' memory is allocated when first lent
-  rod_pool_free_.resize(config.rod_buffers);
-  for (uint32_t i = 0; i < config.rod_buffers; ++i) {
-    rod_pool_free_[i] = static_cast<uint16_t>(config.rod_buffers - 1 - i);
-  }
 }
 
 uint64_t UetEndpoint::next_random() noexcept {
@@ -153,21 +148,13 @@ int32_t UetEndpoint::alloc_pdc(Role role) {
     return -1;
   }
   Pdc& p = pdcs_[id];
-  auto slots = std::move(p.slots);
-  auto ops = std::move(p.ops);
-  auto rcv_bits = std::move(p.rcv_bits);
-  auto rsp = std::move(p.rsp);
-  auto rsp_bits = std::move(p.rsp_bits);
-  auto gtd = std::move(p.gtd);
-  auto gtd_bits = std::move(p.gtd_bits);
+  Windows w;  // the windows parked last, if any: their capacity is kept
+  if (!spare_windows_.empty()) {
+    w = std::move(spare_windows_.back());
+    spare_windows_.pop_back();
+  }
   p = Pdc{};
-  p.slots = std::move(slots);
-  p.ops = std::move(ops);
-  p.rcv_bits = std::move(rcv_bits);
-  p.rsp = std::move(rsp);
-  p.rsp_bits = std::move(rsp_bits);
-  p.gtd = std::move(gtd);
-  p.gtd_bits = std::move(gtd_bits);
+  move_windows(w, p);
   p.role = role;
   p.id = id;
   p.rcv_bits.assign(config_.mpr / 64, 0);
@@ -217,6 +204,8 @@ void UetEndpoint::free_pdc(uint16_t id) {
   pdcs_[last].active_index = p.active_index;
   active_.pop_back();
   p.role = Role::kFree;
+  spare_windows_.emplace_back();
+  move_windows(p, spare_windows_.back());
   free_pdcs_[free_tail_++ & (free_pdcs_.size() - 1)] = id;
 }
 
@@ -234,11 +223,13 @@ size_t UetEndpoint::memory_bytes() const noexcept {
              held(recvs_) + held(rx_msgs_) + held(completions_) + held(rod_pool_) +
              held(rod_pool_free_) + held(rudi_ops_) + held(rudi_pkts_) + held(rudi_free_) +
              held(rudi_rsp_) + held(uud_q_) + held(regions_) + rccc_rx_.memory_bytes();
-  for (uint32_t id = 0; id < pdcs_.size(); ++id) {
-    const Pdc& p = pdcs_[id];
-    n += held(p.slots) + held(p.ops) + held(p.rcv_bits) + held(p.rsp) + held(p.rsp_bits) +
-         held(p.gtd) + held(p.gtd_bits);
-  }
+  auto windows = [](const auto& w) {
+    return held(w.slots) + held(w.ops) + held(w.rcv_bits) + held(w.rsp) + held(w.rsp_bits) +
+           held(w.gtd) + held(w.gtd_bits);
+  };
+  for (uint32_t id = 0; id < pdcs_.size(); ++id) n += windows(pdcs_[id]);
+  n += held(spare_windows_);
+  for (const Windows& w : spare_windows_) n += windows(w);
   for (const RodBuffer& b : rod_pool_) {
     if (b.bytes != nullptr) n += held(b.bits) + held(b.slots) + size_t{config_.rod_window} * config_.payload_bytes;
   }

@@ -81,8 +81,9 @@
 // holds only its fixed members. Where memory is taken, and where it goes back for reuse:
 // - PDCs (`max_pdcs`): alloc_pdc() adds a chunk to the PDC table when every id made so far is
 //   in use (a SYN, or the first post to a peer); free_pdc() returns the id to the FIFO of
-//   free ids, keeping the PDC's windows for its next life. A peer's SYNs can grow the table
-//   only to max_pdcs (then NACK NO_PDC_AVAIL).
+//   free ids and parks the PDC's windows (below) for the next PDC allocated, so windows cost
+//   the PDCs live at once. A peer's SYNs can grow the table only to max_pdcs (then NACK
+//   NO_PDC_AVAIL).
 // - Per initiator PDC: the PSN window (`mpr` slots) at its first allocation as an initiator;
 //   the operations ring doubles in post_op() up to `max_writes`.
 // - Per target PDC: the receive bitmaps (`mpr` bits) at allocation; the SES response ring
@@ -774,6 +775,28 @@ class UetEndpoint final : public Endpoint {
   uint32_t fresh_pdcs_ = 0;
   std::vector<uint16_t> free_pdcs_;
   uint32_t free_head_ = 0, free_tail_ = 0;
+  // A PDC's windows while no PDC holds them: free_pdc() parks them, alloc_pdc() takes the
+  // last parked, so window memory follows the PDCs live at once, not the ids ever used.
+  struct Windows {
+    std::vector<Slot> slots;
+    std::vector<Op> ops;
+    std::vector<uint64_t> rcv_bits;
+    std::vector<Pdc::Response> rsp;
+    std::vector<uint64_t> rsp_bits;
+    std::vector<Pdc::Refusal> gtd;
+    std::vector<uint64_t> gtd_bits;
+  };
+  template <typename From, typename To>
+  static void move_windows(From& from, To& to) noexcept {
+    to.slots = std::move(from.slots);
+    to.ops = std::move(from.ops);
+    to.rcv_bits = std::move(from.rcv_bits);
+    to.rsp = std::move(from.rsp);
+    to.rsp_bits = std::move(from.rsp_bits);
+    to.gtd = std::move(from.gtd);
+    to.gtd_bits = std::move(from.gtd_bits);
+  }
+  std::vector<Windows> spare_windows_;
   std::vector<uint16_t> active_;  // PDCs in use, in no particular order
   uint32_t rr_ = 0;               // round-robin position in active_ for tx()
   Time deadline_ = kNever;        // earliest timer of any PDC (may be early, never late)
@@ -797,7 +820,8 @@ class UetEndpoint final : public Endpoint {
   uint32_t rx_msgs_used_ = 0;
   std::vector<Completion> completions_;  // bounded by max_pdcs * max_writes + max_recvs
   size_t completions_head_ = 0;
-  // ROD reorder buffers (rod_buffers, each allocated on first use and kept) and the free ones.
+  // ROD reorder buffers (up to rod_buffers, each made when first needed and kept) and the
+  // ones returned, lent again last-returned first.
   std::vector<RodBuffer> rod_pool_;
   std::vector<uint16_t> rod_pool_free_;
   // RUDI initiator: operations [head, tail) posted, [send, tail) with packets to send; packets

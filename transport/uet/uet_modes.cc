@@ -122,9 +122,15 @@ absl::Status UetEndpoint::post_uud(const UudOp& op, const char* verb) {
 // memory is allocated the first time it is lent and kept: at most rod_buffers of them.
 bool UetEndpoint::rod_take_buffer(Pdc& p) {
   if (p.rod_buf >= 0) return true;
-  if (rod_pool_free_.empty()) return false;
-  p.rod_buf = rod_pool_free_.back();
-  rod_pool_free_.pop_back();
+  if (!rod_pool_free_.empty()) {  // a returned one, the last returned first
+    p.rod_buf = rod_pool_free_.back();
+    rod_pool_free_.pop_back();
+  } else if (rod_pool_.size() < config_.rod_buffers) {  // a new one
+    p.rod_buf = static_cast<int32_t>(rod_pool_.size());
+    rod_pool_.emplace_back();
+  } else {
+    return false;
+  }
   RodBuffer& b = rod_pool_[static_cast<size_t>(p.rod_buf)];
   if (b.slots.empty()) {
     b.bits.assign(config_.rod_window / 64, 0);
