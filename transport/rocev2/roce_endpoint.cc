@@ -80,7 +80,10 @@ RoceEndpoint::RoceEndpoint(const RoceConfig& config)
 // The QP at `idx` (< max_qps), allocating its chunk (reset QPs) if it has none yet.
 RoceEndpoint::Qp& RoceEndpoint::allocate_qp(uint32_t idx) {
   const uint32_t c = idx / kQpChunk;
-  if (c >= qp_chunks_.size()) qp_chunks_.resize(c + 1);
+  if (c >= qp_chunks_.size()) {
+    qp_chunks_.resize(c + 1);
+    qp_limit_ = std::min<uint32_t>(config_.max_qps, (c + 1) * kQpChunk);
+  }
   if (qp_chunks_[c] == nullptr) {
     const uint32_t first = c * kQpChunk;
     const uint32_t n = std::min(kQpChunk, config_.max_qps - first);

@@ -443,10 +443,9 @@ class RoceEndpoint final : public Endpoint {
   // The QP at index `idx` (QPN - qpn_base); nullptr when out of range or never allocated
   // (a reset QP).
   Qp* qp_at(uint32_t idx) const noexcept {
-    const uint32_t c = idx / kQpChunk;
-    if (idx >= config_.max_qps || c >= qp_chunks_.size() || qp_chunks_[c] == nullptr)
-      return nullptr;
-    return &qp_chunks_[c][idx % kQpChunk];
+    if (idx >= qp_limit_) return nullptr;
+    Qp* const chunk = qp_chunks_[idx / kQpChunk].get();
+    return chunk == nullptr ? nullptr : chunk + idx % kQpChunk;
   }
   Qp& allocate_qp(uint32_t idx);
 
@@ -454,6 +453,7 @@ class RoceEndpoint final : public Endpoint {
   Time ack_timeout_ = 0;
   // QPs: chunk c holds indices c * kQpChunk .. (index = QPN - qpn_base); stable addresses.
   std::vector<std::unique_ptr<Qp[]>> qp_chunks_;
+  uint32_t qp_limit_ = 0;  // min(max_qps, chunks indexed x kQpChunk): one bound check per packet
   uint32_t qps_allocated_ = 0;
   std::vector<Qp*> active_;  // connected QPs (RTS or error), in no particular order
   uint32_t rr_ = 0;               // round-robin position in active_ for tx()
