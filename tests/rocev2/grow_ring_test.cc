@@ -9,8 +9,9 @@ namespace uet::roce {
 namespace {
 
 // Expect: nothing is allocated before the first reserve; capacities go 8, 16, 32 ... and stop
-// at the bound even when it is not a power of two; a reserve that fits changes nothing.
-TEST(GrowRing_Reserve, DoublesFromEightAndStopsAtTheBound) {
+// at the bound rounded up to a power of 2 (mask indexing); a reserve that fits changes
+// nothing.
+TEST(GrowRing_Reserve, DoublesFromEightAndStopsAtTheBoundRoundedUp) {
   GrowRing<uint64_t> r;
   EXPECT_EQ(r.capacity(), 0u);
   EXPECT_EQ(r.bytes(), 0u);
@@ -24,10 +25,17 @@ TEST(GrowRing_Reserve, DoublesFromEightAndStopsAtTheBound) {
   r.reserve(0, 0, 33, 100);
   EXPECT_EQ(r.capacity(), 64u);
   r.reserve(0, 0, 65, 100);
-  EXPECT_EQ(r.capacity(), 100u);
+  EXPECT_EQ(r.capacity(), 128u);
+  r.reserve(0, 0, 100, 100);
+  EXPECT_EQ(r.capacity(), 128u);
   GrowRing<uint64_t> small;
   small.reserve(0, 0, 1, 3);
-  EXPECT_EQ(small.capacity(), 3u);
+  EXPECT_EQ(small.capacity(), 4u);
+  GrowRing<uint64_t> one;
+  one.reserve(0, 0, 1, 1);
+  EXPECT_EQ(one.capacity(), 1u);
+  one[5] = 9;  // every position is slot 0
+  EXPECT_EQ(one[6], 9u);
 }
 
 // Expect: growing while the live entries wrap around the old storage (positions 8..15 of a

@@ -756,7 +756,7 @@ TEST(RoceEndpoint_Memory, LargestBoundsCostLittleUntilUsed) {
 
 // Expect: bounds that are not powers of two refuse exactly at the bound, with the same
 // messages as fixed tables did, and everything accepted up to it completes in posting order
-// (the rings grew to the bound, not to a power of two below or above it).
+// (the rings grew far enough for the bound, and their storage rounding lets no more in).
 TEST(RoceEndpoint_Memory, BoundsRefuseExactlyAtTheConfiguredValues) {
   RoceConfig c = config_for(kIpA);
   c.max_writes = 11;

@@ -102,17 +102,19 @@
 // - QPs: connect_qp allocates the chunk of kQpChunk QPs holding local_qpn (and extends the
 //   chunk index to reach it), up to max_qps QPs. A QP that fails or is connected again keeps
 //   its slot and its queues; connect_qp reuses them.
-// - A QP's send queue: post_write/post_write_with_imm/post_read/post_send double it when the
-//   WR does not fit, up to max_writes WRs.
-// - A QP's responder read queue: connect_qp sizes it to max_rd_atomic (it fills from the
-//   peer's READ requests, on rx, which must not allocate), once per QP.
+// - A QP's send queue: post_write/post_write_with_imm/post_read/post_send double it (from 8)
+//   when the WR does not fit, up to max_writes WRs.
+// - A QP's responder read queue: connect_qp sizes it for max_rd_atomic requests, once per QP
+//   (it fills from the peer's READ requests, on rx, which must not allocate).
 // - Completion ring: every posted WR and receive buffer reserves its slot, and the post
 //   doubles the ring when the reserved slots would not fit, up to cq_entries; pushing a
 //   completion never overflows and never allocates. poll_completions frees slots for reuse.
 // - Shared receive queue: post_recv doubles it when the buffer does not fit, up to
 //   max_recvs; consumed buffers' slots are reused.
 // - connect_qp grows the active list and the peer map; register_memory the region table.
-// Growth moves the live entries of a ring to their positions' slots, so order is unchanged.
+// Rings (grow_ring.h) hold a power of 2 of entries, the last size the bound rounded up (the
+// bounds themselves are counted exactly); growth moves the live entries to their positions'
+// slots, so order is unchanged.
 // A peer's frames never grow anything: state per QP is a handful of PSNs and flags, and
 // frames that do not fit the state machine are dropped or NAKed and counted (RoceCounters).
 // footprint() is the bytes the tables hold.
@@ -381,7 +383,7 @@ class RoceEndpoint final : public Endpoint {
     uint32_t nak_psn = 0;
 
     // Responder resources: READ requests being answered, ring [rd_head, rd_tail).
-    roce::GrowRing<ReadResp> reads;  // max_rd_atomic, sized at the first connect
+    roce::GrowRing<ReadResp> reads;  // max_rd_atomic, sized by the first connect_qp
     uint64_t rd_head = 0, rd_tail = 0;
 
     // Notification point.
