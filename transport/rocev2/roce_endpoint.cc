@@ -95,7 +95,8 @@ RoceEndpoint::Qp& RoceEndpoint::allocate_qp(uint32_t idx) {
 }
 
 size_t RoceEndpoint::footprint() const {
-  size_t bytes = qp_chunks_.capacity() * sizeof(qp_chunks_[0]) + size_t{qps_allocated_} * sizeof(Qp);
+  size_t bytes =
+      qp_chunks_.capacity() * sizeof(qp_chunks_[0]) + size_t{qps_allocated_} * sizeof(Qp);
   for (uint32_t c = 0; c < qp_chunks_.size(); ++c) {
     if (qp_chunks_[c] == nullptr) continue;
     const uint32_t n = std::min(kQpChunk, config_.max_qps - c * kQpChunk);
