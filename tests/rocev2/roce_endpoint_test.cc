@@ -721,6 +721,154 @@ TEST(RoceEndpoint_Post, SendQueueAndCompletionQueueAreBounded) {
   EXPECT_TRUE(p.write(20).ok());
 }
 
+// ------------------------------------------------------------------------- memory
+
+// Expect: the tables cost what is used, not what the bounds allow. Created with the largest
+// bounds (fixed tables were 65536 QPs and 2^24 completions: 670+ MB), the endpoint holds
+// nothing; connecting the last QPN allocates one chunk of QPs (and the chunk index up to it);
+// a few posts grow the rings to their first size.
+TEST(RoceEndpoint_Memory, LargestBoundsCostLittleUntilUsed) {
+  RoceConfig c = config_for(kIpA);
+  c.max_qps = 65536;
+  c.cq_entries = 1u << 24;
+  c.max_recvs = 65536;
+  c.max_writes = 65536;
+  auto a = std::move(*RoceEndpoint::create(c));
+  EXPECT_EQ(a->qps_allocated(), 0u);
+  EXPECT_EQ(a->footprint(), 0u);
+  const uint32_t last = c.qpn_base + c.max_qps - 1;
+  ASSERT_TRUE(a->connect_qp(kIpB, last, 0x200, 0, 0).ok());
+  EXPECT_EQ(a->qps_allocated(), RoceEndpoint::kQpChunk);
+  const size_t connected = a->footprint();
+  EXPECT_GT(connected, 0u);
+  EXPECT_LT(connected, 64u * 1024) << "one chunk of QPs, its index and one read queue";
+  std::vector<uint8_t> buf(100);
+  for (uint64_t i = 0; i < 3; ++i) {
+    ASSERT_TRUE(a->post_write({i, kIpB, 1, 0, buf.data(), buf.size()}).ok());
+    ASSERT_TRUE(a->post_recv({100 + i, buf.data(), buf.size()}).ok());
+  }
+  EXPECT_GT(a->footprint(), connected);
+  EXPECT_LT(a->footprint() - connected, 4096u) << "first ring sizes: a few entries each";
+  EXPECT_EQ(a->qp_info(c.qpn_base)->state, QpState::kReset);  // its chunk was never allocated
+  EXPECT_EQ(a->qp_info(last)->writes_outstanding, 3u);
+  EXPECT_EQ(a->qps_allocated(), RoceEndpoint::kQpChunk);
+}
+
+// Expect: bounds that are not powers of two refuse exactly at the bound, with the same
+// messages as fixed tables did, and everything accepted up to it completes in posting order
+// (the rings grew far enough for the bound, and their storage rounding lets no more in).
+TEST(RoceEndpoint_Memory, BoundsRefuseExactlyAtTheConfiguredValues) {
+  RoceConfig c = config_for(kIpA);
+  c.max_writes = 11;
+  c.cq_entries = 13;
+  c.max_recvs = 5;
+  Pair p(c, config_for(kIpB), 11 * 100);
+  auto write = [&](uint64_t i) {
+    return p.a->post_write({i, kIpB, p.rkey, i % 11 * 100, p.src.data() + i % 11 * 100, 100});
+  };
+  std::vector<uint8_t> rbuf(64);
+  auto recv = [&](uint64_t i) { return p.a->post_recv({1000 + i, rbuf.data(), rbuf.size()}); };
+  for (uint64_t i = 0; i < 11; ++i) ASSERT_TRUE(write(i).ok()) << i;
+  absl::Status s = write(11);
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(s.message(), "post_write: send queue full (max_writes)");
+  for (uint64_t i = 0; i < 2; ++i) ASSERT_TRUE(recv(i).ok()) << i;  // 13 slots reserved
+  s = recv(2);
+  EXPECT_EQ(s.message(), "post_recv: completion queue full (cq_entries); poll first");
+  p.link->run(kSecond);
+  s = write(11);
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(s.message(), "post_write: completion queue full (cq_entries); poll first");
+  const auto done = drain(*p.a);
+  ASSERT_EQ(done.size(), 11u);
+  for (uint64_t i = 0; i < 11; ++i) {
+    EXPECT_EQ(done[i].wr_id, i);
+    EXPECT_EQ(done[i].status, OpStatus::kSuccess);
+  }
+  EXPECT_TRUE(p.intact());
+  for (uint64_t i = 2; i < 5; ++i) ASSERT_TRUE(recv(i).ok()) << i;
+  s = recv(5);
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(s.message(), "post_recv: receive queue full (max_recvs)");
+  for (uint64_t i = 0; i < 8; ++i) ASSERT_TRUE(write(20 + i).ok()) << i;  // 5 + 8 = 13
+  s = write(28);
+  EXPECT_EQ(s.message(), "post_write: completion queue full (cq_entries); poll first");
+  p.link->run(2 * kSecond);
+  const auto again = drain(*p.a);
+  ASSERT_EQ(again.size(), 8u);
+  for (uint64_t i = 0; i < 8; ++i) EXPECT_EQ(again[i].wr_id, 20 + i);
+}
+
+// Expect: growing the send queue while its WRs wrap around the old storage, and the
+// completion ring while unpolled completions wrap around it, keeps every WR and completion
+// at its place: each write lands where it was aimed and completions come out in posting
+// order.
+TEST(RoceEndpoint_Memory, WritesAndCompletionsKeepTheirOrderAcrossRingGrowth) {
+  constexpr uint64_t kLen = 1000, kWrites = 28;
+  Pair p(kWrites * kLen);
+  auto write = [&](uint64_t i) {
+    return p.a->post_write({i, kIpB, p.rkey, i * kLen, p.src.data() + i * kLen, kLen});
+  };
+  std::vector<uint64_t> order;
+  auto poll = [&](size_t max) {
+    std::vector<Completion> c(max);
+    c.resize(p.a->poll_completions(c));
+    for (const Completion& x : c) {
+      EXPECT_EQ(x.status, OpStatus::kSuccess);
+      EXPECT_EQ(x.bytes, kLen);
+      order.push_back(x.wr_id);
+    }
+  };
+  for (uint64_t i = 0; i < 8; ++i) ASSERT_TRUE(write(i).ok());
+  p.link->run(kSecond);
+  poll(8);  // both rings: 8 entries, all consumed
+  // WRs 8..15 sit in slots 0..7; the ninth grows the send queue to 16 (their slots: 8..15).
+  for (uint64_t i = 8; i < 17; ++i) ASSERT_TRUE(write(i).ok());
+  p.link->run(2 * kSecond);
+  poll(3);  // completions 11..16 unpolled; 16 sits in slot 0 of 16
+  // The completion ring grows to 32 at the 17th reserved slot (completion 16: slot 16).
+  for (uint64_t i = 17; i < kWrites; ++i) ASSERT_TRUE(write(i).ok());
+  p.link->run(3 * kSecond);
+  poll(64);
+  ASSERT_EQ(order.size(), kWrites);
+  for (uint64_t i = 0; i < kWrites; ++i) EXPECT_EQ(order[i], i);
+  EXPECT_TRUE(p.intact());
+  EXPECT_EQ(p.a->counters().tx_retx, 0u);
+}
+
+// Expect: a QP in the error state connected again keeps its slot and its queues' storage
+// (nothing shrinks, nothing is allocated again) and works as before.
+TEST(RoceEndpoint_Memory, ReconnectingReusesTheQueuesItHas) {
+  constexpr uint64_t kLen = 500;
+  Pair p(40 * kLen);
+  auto write = [&](uint64_t id, uint64_t i) {
+    return p.a->post_write({id, kIpB, p.rkey, i * kLen, p.src.data() + i * kLen, kLen});
+  };
+  for (uint64_t i = 0; i < 20; ++i) ASSERT_TRUE(write(i, i).ok());
+  p.link->run(kSecond);
+  EXPECT_EQ(drain(*p.a).size(), 20u);
+  ASSERT_TRUE(p.a->post_write({99, kIpB, p.rkey + 7, 0, p.src.data(), 10}).ok());  // bad R_Key
+  p.link->run(2 * kSecond);
+  ASSERT_EQ(p.a->qp_info(kQpA)->state, QpState::kError);
+  ASSERT_EQ(p.b->qp_info(kQpB)->state, QpState::kError);
+  const size_t fa = p.a->footprint(), fb = p.b->footprint();
+  ASSERT_TRUE(p.a->connect_qp(kIpB, kQpA, kQpB, 5000, 9000).ok());
+  ASSERT_TRUE(p.b->connect_qp(kIpA, kQpB, kQpA, 9000, 5000).ok());
+  EXPECT_EQ(p.a->footprint(), fa);
+  EXPECT_EQ(p.b->footprint(), fb);
+  drain(*p.a);
+  std::fill(p.dst.begin(), p.dst.end(), 0);
+  for (uint64_t i = 0; i < 20; ++i) ASSERT_TRUE(write(100 + i, 20 + i).ok());
+  p.link->run(3 * kSecond);
+  const auto c = drain(*p.a);
+  ASSERT_EQ(c.size(), 20u);
+  for (uint64_t i = 0; i < 20; ++i) EXPECT_EQ(c[i].wr_id, 100 + i);
+  EXPECT_TRUE(std::equal(p.src.begin() + 20 * kLen, p.src.begin() + 40 * kLen,
+                         p.dst.begin() + 20 * kLen));
+  EXPECT_EQ(p.a->footprint(), fa) << "the queues had room: nothing grew";
+  EXPECT_EQ(p.a->qps_allocated(), RoceEndpoint::kQpChunk);
+}
+
 // ------------------------------------------------------------------------- hostile input
 
 // Sends a hand-built RoCEv2 frame to `ep`.

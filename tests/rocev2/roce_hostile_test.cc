@@ -7,7 +7,9 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <memory>
+#include <type_traits>
 #include <vector>
 
 #include "tests/common/fake_link.h"
@@ -118,6 +120,26 @@ Forged aeth_to_a(AethType type, uint8_t value, uint32_t psn) {
   f.aeth_value = value;
   f.src = kIpB;
   f.dst = kIpA;
+  return f;
+}
+
+Forged send_only(uint32_t psn, uint32_t len, RoceOpcode op = RoceOpcode::kRcSendOnly) {
+  Forged f;
+  f.op = op;
+  f.psn = psn;
+  f.payload.assign(len, 0x3C);
+  f.ack_req = true;
+  return f;
+}
+
+Forged read_request(uint32_t psn, uint32_t rkey, uint64_t va, uint32_t len) {
+  Forged f;
+  f.op = RoceOpcode::kRcReadRequest;
+  f.psn = psn;
+  f.ack_req = true;
+  f.va = va;
+  f.rkey = rkey;
+  f.dma_length = len;
   return f;
 }
 
@@ -307,6 +329,71 @@ TEST(RoceHostile_Qp, UnknownDestinationQpsAndStrangersAreDroppedSilently) {
   }
 }
 
+// Every field of two QpInfos.
+void expect_same_info(const QpInfo& x, const QpInfo& y) {
+  EXPECT_EQ(x.state, y.state);
+  EXPECT_EQ(x.peer_ip4, y.peer_ip4);
+  EXPECT_EQ(x.remote_qpn, y.remote_qpn);
+  EXPECT_EQ(x.udp_sport, y.udp_sport);
+  EXPECT_EQ(x.next_psn, y.next_psn);
+  EXPECT_EQ(x.max_psn, y.max_psn);
+  EXPECT_EQ(x.una, y.una);
+  EXPECT_EQ(x.epsn, y.epsn);
+  EXPECT_EQ(x.msn, y.msn);
+  EXPECT_EQ(x.writes_outstanding, y.writes_outstanding);
+  EXPECT_EQ(x.reads_outstanding, y.reads_outstanding);
+  EXPECT_EQ(x.responses_queued, y.responses_queued);
+  EXPECT_EQ(x.rate_gbps, y.rate_gbps);
+  EXPECT_EQ(x.alpha, y.alpha);
+}
+
+// Expect: QPs are allocated in chunks as they are connected; a QPN in range whose chunk was
+// never allocated is a reset QP: every kind of frame for it is dropped and counted exactly as
+// for a reset QP of an allocated chunk (byte-identical counters, nothing sent), qp_info
+// answers the same, and nothing is allocated by the frames.
+TEST(RoceHostile_Qp, NeverAllocatedQpnsAreTreatedAsResetOnes) {
+  static_assert(std::has_unique_object_representations_v<RoceCounters>, "compared bytewise");
+  Peers allocated, unallocated;
+  const RoceConfig& c = allocated.b->config();
+  const uint32_t in_chunk = kQpB + 2;                                // kQpB's chunk, reset
+  const uint32_t no_chunk = c.qpn_base + 2 * RoceEndpoint::kQpChunk + 3;  // chunk never used
+  ASSERT_LT(no_chunk, c.qpn_base + c.max_qps);
+  ASSERT_EQ(unallocated.b->qps_allocated(), RoceEndpoint::kQpChunk);
+  const size_t footprint = unallocated.b->footprint();
+  Forged cnp;
+  cnp.op = RoceOpcode::kCnp;
+  cnp.psn = 0;
+  Forged response = write_only(kPsnB, 0, 0, 64);
+  response.op = RoceOpcode::kRcReadResponseOnly;
+  Forged ack = aeth_to_a(AethType::kNak, static_cast<uint8_t>(AethNak::kPsnSeqError), kPsnB);
+  ack.src = kIpA;
+  ack.dst = kIpB;
+  Forged atomic = write_only(kPsnA, allocated.rkey, 0, 64);
+  atomic.op = RoceOpcode::kRcFetchAdd;
+  const std::vector<Forged> frames = {
+      write_only(kPsnA, allocated.rkey, 0, 64), send_only(kPsnA, 64),
+      read_request(kPsnA, allocated.rkey, 0, 4096), ack, response, cnp, atomic};
+  for (Forged f : frames) {
+    f.dest_qp = in_chunk;
+    deliver(*allocated.b, forge(f));
+    f.dest_qp = no_chunk;
+    deliver(*unallocated.b, forge(f));
+  }
+  EXPECT_EQ(unallocated.b->counters().rx_unknown_qp, frames.size());
+  EXPECT_EQ(std::memcmp(&allocated.b->counters(), &unallocated.b->counters(),
+                        sizeof(RoceCounters)),
+            0);
+  EXPECT_TRUE(drain(*allocated.b).empty());
+  EXPECT_TRUE(drain(*unallocated.b).empty());
+  expect_same_info(*allocated.b->qp_info(in_chunk), *unallocated.b->qp_info(no_chunk));
+  EXPECT_EQ(unallocated.b->qp_info(no_chunk)->state, QpState::kReset);
+  EXPECT_EQ(unallocated.b->qp_info(c.qpn_base + c.max_qps).status().code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_EQ(unallocated.b->qps_allocated(), RoceEndpoint::kQpChunk);
+  EXPECT_EQ(unallocated.b->footprint(), footprint);
+  EXPECT_TRUE(unallocated.region_untouched());
+}
+
 // ------------------------------------------------------------------ ACKs and NAKs never due
 
 // Expect: an ACK or NAK must name a PSN the requester sent and that is not acknowledged yet
@@ -475,26 +562,6 @@ TEST(RoceHostile_Opcode, UnimplementedOpcodesAreCountedAndDropped) {
 }
 
 // ------------------------------------------------------------------ SEND, RNR, READ
-
-Forged send_only(uint32_t psn, uint32_t len, RoceOpcode op = RoceOpcode::kRcSendOnly) {
-  Forged f;
-  f.op = op;
-  f.psn = psn;
-  f.payload.assign(len, 0x3C);
-  f.ack_req = true;
-  return f;
-}
-
-Forged read_request(uint32_t psn, uint32_t rkey, uint64_t va, uint32_t len) {
-  Forged f;
-  f.op = RoceOpcode::kRcReadRequest;
-  f.psn = psn;
-  f.ack_req = true;
-  f.va = va;
-  f.rkey = rkey;
-  f.dma_length = len;
-  return f;
-}
 
 // Expect (IB RNR): a SEND with no receive buffer posted gets one RNR NAK (type 1, the
 // configured min_rnr_timer, the SEND's PSN) per arrival and is not executed; packets behind
@@ -749,6 +816,7 @@ TEST(RoceHostile_Flood, FloodsGetBoundedAnswersAndGrowNothing) {
   cnp.psn = 0;
   const std::vector<uint8_t> cnp_frame = forge(cnp);
   const uint64_t rss_before = rss_kib();
+  const size_t footprint_b = p.b->footprint();
   constexpr int kFlood = 100'000;
   for (int i = 0; i < kFlood; ++i) {
     deliver(*p.b, ahead, i);
@@ -770,11 +838,13 @@ TEST(RoceHostile_Flood, FloodsGetBoundedAnswersAndGrowNothing) {
   EXPECT_EQ(drain(*p.b, kFlood).size(), 1u);
   // Stale ACKs at the requester.
   p.a_sends(2);
+  const size_t footprint_a = p.a->footprint();
   const std::vector<uint8_t> stale = forge(aeth_to_a(AethType::kAck, 0x1F, kPsnA + 1000));
   for (int i = 0; i < kFlood; ++i) deliver(*p.a, stale, i);
   EXPECT_EQ(p.a->counters().rx_stale_acks, uint64_t{kFlood});
   EXPECT_TRUE(drain(*p.a).empty());
   EXPECT_EQ(p.completions_at_a(), 0u);
+  EXPECT_EQ(p.a->footprint(), footprint_a);
   // Nothing grew: no QP appeared, the tables are what they were, memory is flat.
   const RoceConfig& c = p.b->config();
   size_t connected = 0;
@@ -782,6 +852,7 @@ TEST(RoceHostile_Flood, FloodsGetBoundedAnswersAndGrowNothing) {
     connected += p.b->qp_info(c.qpn_base + q)->state != QpState::kReset;
   EXPECT_EQ(connected, 1u);
   EXPECT_EQ(p.qb().writes_outstanding, 0u);
+  EXPECT_EQ(p.b->footprint(), footprint_b);
 #if !defined(__SANITIZE_ADDRESS__)  // ASan's shadow and quarantine move RSS on their own
   EXPECT_LT(rss_kib(), rss_before + 1024) << "5 x 10^5 forged frames grew memory";
 #else

@@ -166,6 +166,44 @@ TEST(RoceVerbs_Send, SizesLandInPostedBuffersInPostingOrderWithImmediate) {
   EXPECT_EQ(p.b->qp_info(kQpB)->msn, sizes.size());
 }
 
+// Expect: the shared receive queue grows (from 8 buffers) while the buffers posted wrap around
+// its old storage, and every SEND still lands in the next buffer in posting order, and a
+// WRITE with immediate consumes the next one after them.
+TEST(RoceVerbs_Send, BuffersKeepTheirPostingOrderAcrossReceiveQueueGrowth) {
+  Pair p;
+  constexpr size_t kMsgs = 17, kLen = 300;
+  std::vector<std::vector<uint8_t>> msgs, bufs;
+  for (size_t i = 0; i < kMsgs; ++i) {
+    msgs.push_back(pattern(kLen, static_cast<uint32_t>(i + 40)));
+    bufs.emplace_back(kLen, 0xEE);
+  }
+  auto post = [&](size_t i) { return p.b->post_recv({100 + i, bufs[i].data(), kLen}); };
+  for (size_t i = 0; i < 8; ++i) ASSERT_TRUE(post(i).ok());
+  for (size_t i = 0; i < 8; ++i) ASSERT_TRUE(p.a->post_send(send_req(i, msgs[i])).ok());
+  p.link->run(kSecond);
+  // Buffers 8..15 take slots 0..7; the ninth grows the queue to 16 (their slots: 8..15).
+  for (size_t i = 8; i < kMsgs; ++i) ASSERT_TRUE(post(i).ok());
+  std::vector<uint8_t> spare(64, 0xEE);
+  ASSERT_TRUE(p.b->post_recv({999, spare.data(), spare.size()}).ok());
+  for (size_t i = 8; i < kMsgs; ++i) ASSERT_TRUE(p.a->post_send(send_req(i, msgs[i])).ok());
+  WriteRequest wr{50, kIpB, p.rkey, 0, msgs[0].data(), 16};
+  ASSERT_TRUE(p.a->post_write_with_imm(wr, 0x1234).ok());
+  p.link->run(2 * kSecond);
+  EXPECT_EQ(drain(*p.a).size(), kMsgs + 1);
+  const auto rc = drain(*p.b);
+  ASSERT_EQ(rc.size(), kMsgs + 1);
+  for (size_t i = 0; i < kMsgs; ++i) {
+    EXPECT_EQ(rc[i].wr_id, 100 + i);
+    EXPECT_EQ(rc[i].status, OpStatus::kSuccess);
+    EXPECT_EQ(rc[i].bytes, kLen);
+    EXPECT_EQ(bufs[i], msgs[i]) << "message " << i;
+  }
+  EXPECT_EQ(rc[kMsgs].wr_id, 999u);
+  EXPECT_TRUE(rc[kMsgs].has_imm);
+  EXPECT_EQ(rc[kMsgs].imm, 0x1234u);
+  EXPECT_EQ(p.b->counters().rx_rnr, 0u);
+}
+
 // Expect (IB local length error): a SEND longer than its buffer completes that buffer with
 // kLengthError and the bytes earlier packets placed; the responder NAKs INVALID REQUEST and its
 // QP fails; the requester completes kRemoteInvalidRequest and flushes the rest (kFlushed).

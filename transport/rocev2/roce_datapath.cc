@@ -130,7 +130,7 @@ void RoceEndpoint::pace(Qp& q, const Frame& f, Time now) {
 // A READ resumed at response k is a new READ REQUEST at PSN first + k with the RETH advanced
 // by k MTUs (IB: the requester re-issues the read from the first missing response).
 bool RoceEndpoint::build_data(Qp& q, Frame& f, Time now) {
-  Write& w = q.writes[q.send_write % config_.max_writes];
+  Write& w = q.writes[q.send_write];
   const uint32_t k = q.send_packet;
   const uint64_t offset = uint64_t{k} * config_.mtu;
   const bool fresh = q.send_write == q.write_started;  // first transmission of this WR
@@ -210,7 +210,7 @@ bool RoceEndpoint::build_data(Qp& q, Frame& f, Time now) {
 // The next RDMA READ response of the oldest queued request (§4: FIRST/MIDDLE/LAST or ONLY,
 // AETH on FIRST, LAST and ONLY), one PSN per packet from the request's PSN.
 bool RoceEndpoint::build_read_response(Qp& q, Frame& f, Time now) {
-  ReadResp& r = q.reads[q.rd_head % config_.max_rd_atomic];
+  ReadResp& r = q.reads[q.rd_head];
   const uint32_t k = r.sent;
   const uint64_t offset = uint64_t{k} * config_.mtu;
   Packet p;
@@ -302,17 +302,13 @@ void RoceEndpoint::rx_one(const Frame& f, Time now) {
     ++counters_.rx_not_ours;
     return;
   }
-  // DestQP is an index: no look-up.
-  const uint32_t idx = d.bth->dest_qp() - config_.qpn_base;
-  if (idx >= config_.max_qps) {
+  // DestQP is an index: no look-up. Out of range, never allocated or reset: the same drop.
+  Qp* const qp = qp_at(d.bth->dest_qp() - config_.qpn_base);
+  if (qp == nullptr || qp->state == QpState::kReset || qp->peer_ip4 != d.ipv4->src()) {
     ++counters_.rx_unknown_qp;
     return;
   }
-  Qp& q = qps_[idx];
-  if (q.state == QpState::kReset || q.peer_ip4 != d.ipv4->src()) {
-    ++counters_.rx_unknown_qp;
-    return;
-  }
+  Qp& q = *qp;
   switch (d.bth->opcode()) {
     case RoceOpcode::kRcSendFirst:
     case RoceOpcode::kRcSendMiddle:
@@ -483,7 +479,7 @@ void RoceEndpoint::rx_request(Qp& q, const wire::Decoded& d, Time now) {
   }
   if (send) {
     if (first) {
-      q.recv = recvs_[recv_head_++ % config_.max_recvs];
+      q.recv = recvs_[recv_head_++];
       q.recv_claimed = true;
       q.recv_placed = 0;
     }
@@ -521,7 +517,7 @@ void RoceEndpoint::rx_request(Qp& q, const wire::Decoded& d, Time now) {
       complete_recv(q.recv.wr_id, q.peer_ip4, OpStatus::kSuccess, q.recv_placed, imm, imm_data);
     } else if (imm) {  // IB: RDMA WRITE with immediate consumes a receive WQE, places nothing
       ++counters_.rx_write_imm;
-      const RecvBuffer& rb = recvs_[recv_head_++ % config_.max_recvs];
+      const RecvBuffer& rb = recvs_[recv_head_++];
       complete_recv(rb.wr_id, q.peer_ip4, OpStatus::kSuccess, 0, true, imm_data);
     }
   }
@@ -565,7 +561,7 @@ void RoceEndpoint::rx_read_request(Qp& q, const wire::Decoded& d, uint32_t psn, 
     // response would only be duplicates -- and keeping it would let the queue outgrow
     // max_rd_atomic (the requester's count), failing the next new READ as a resource error.
     while (q.rd_tail != q.rd_head) {
-      const ReadResp& t = q.reads[(q.rd_tail - 1) % config_.max_rd_atomic];
+      const ReadResp& t = q.reads[(q.rd_tail - 1)];
       const int32_t at = psn_diff(psn, t.first_psn);
       if (at <= 0 || static_cast<uint32_t>(at) < t.packets) {
         --q.rd_tail;
@@ -589,7 +585,7 @@ void RoceEndpoint::rx_read_request(Qp& q, const wire::Decoded& d, uint32_t psn, 
     ++counters_.rx_read_overflow;
     ++q.rd_head;
   }
-  ReadResp& r = q.reads[q.rd_tail++ % config_.max_rd_atomic];
+  ReadResp& r = q.reads[q.rd_tail++];
   r = ReadResp{psn, static_cast<uint32_t>(packets), 0, region, va, dma};
   ++counters_.rx_read_requests;
   if (!duplicate) {
@@ -631,15 +627,15 @@ void RoceEndpoint::rx_read_response(Qp& q, const wire::Decoded& d, Time now) {
   }
   uint64_t i = q.write_head;
   for (; i != q.write_started; ++i) {
-    const Write& w = q.writes[i % config_.max_writes];
+    const Write& w = q.writes[i];
     const int32_t k = psn_diff(psn, w.first_psn);
     if (k >= 0 && static_cast<uint32_t>(k) < w.packets) break;
   }
-  if (i == q.write_started || q.writes[i % config_.max_writes].op != Opcode::kRead) {
+  if (i == q.write_started || q.writes[i].op != Opcode::kRead) {
     ++counters_.rx_read_unexpected;  // a response for a PSN that is no read's
     return;
   }
-  Write& w = q.writes[i % config_.max_writes];
+  Write& w = q.writes[i];
   const auto k = static_cast<uint32_t>(psn_diff(psn, w.first_psn));
   if (psn != q.una) {
     // IB: a read's first response acknowledges the writes and sends before it; anything else
@@ -693,7 +689,7 @@ int RoceEndpoint::ack_through(Qp& q, uint32_t psn) {
   uint32_t una = psn_add(psn, 1);
   int r = 0;
   for (uint64_t i = q.write_head; i != q.write_started; ++i) {
-    const Write& w = q.writes[i % config_.max_writes];
+    const Write& w = q.writes[i];
     if (w.op == Opcode::kRead) {
       const uint32_t start = psn_diff(q.una, w.first_psn) > 0 ? q.una : w.first_psn;
       if (psn_diff(una, start) > 0) {
@@ -843,7 +839,7 @@ void RoceEndpoint::rx_cnp(Qp& q, Time now) {
 // response was placed, since una never passes a read's missing responses).
 void RoceEndpoint::complete_through(Qp& q, uint32_t psn) {
   while (q.write_head != q.write_started) {
-    const Write& w = q.writes[q.write_head % config_.max_writes];
+    const Write& w = q.writes[q.write_head];
     const uint32_t last = psn_add(w.first_psn, w.packets - 1);
     if (psn_diff(last, q.max_psn) >= 0 || psn_diff(last, psn) > 0) break;
     if (w.op == Opcode::kRead) --q.reads_in_flight;
@@ -857,7 +853,7 @@ void RoceEndpoint::complete_through(Qp& q, uint32_t psn) {
 void RoceEndpoint::seek(Qp& q, uint32_t psn) {
   q.next_psn = psn;
   for (uint64_t i = q.write_head; i != q.write_started; ++i) {
-    const Write& w = q.writes[i % config_.max_writes];
+    const Write& w = q.writes[i];
     const int32_t k = psn_diff(psn, w.first_psn);
     if (k >= 0 && static_cast<uint32_t>(k) < w.packets) {
       q.send_write = i;
@@ -896,7 +892,7 @@ void RoceEndpoint::arm_rto(Qp& q, Time now) {
 // flushed (kFlushed, IB_WC_WR_FLUSH_ERR), and so is a receive buffer a SEND was filling.
 void RoceEndpoint::fail_qp(Qp& q, OpStatus first) {
   for (uint64_t i = q.write_head; i != q.write_tail; ++i) {
-    const Write& w = q.writes[i % config_.max_writes];
+    const Write& w = q.writes[i];
     complete(w, i == q.write_head ? first : OpStatus::kFlushed);
   }
   if (q.recv_claimed) {
@@ -973,7 +969,7 @@ bool RoceEndpoint::tx_one(Qp& q, Frame& f, Time now) {
   }
   if (!has_data(q)) return false;
   if (q.send_write == q.write_started && q.reads_in_flight >= config_.max_rd_atomic &&
-      q.writes[q.send_write % config_.max_writes].op == Opcode::kRead) {
+      q.writes[q.send_write].op == Opcode::kRead) {
     ++counters_.read_waits;  // max_rd_atomic reads outstanding: this one (and all behind) waits
     return false;
   }
@@ -991,7 +987,7 @@ size_t RoceEndpoint::tx(std::span<Frame* const> out, Time now) {
   size_t idle = 0;
   while (n < out.size() && idle < active_.size()) {
     if (rr_ >= active_.size()) rr_ = 0;
-    Qp& q = qps_[active_[rr_++]];
+    Qp& q = *active_[rr_++];
     if (tx_one(q, *out[n], now)) {
       ++n;
       idle = 0;
@@ -1008,8 +1004,8 @@ Time RoceEndpoint::next_deadline() const { return deadline_; }
 
 void RoceEndpoint::on_timer(Time now) {
   Time next = kNever;
-  for (const uint32_t idx : active_) {
-    Qp& q = qps_[idx];
+  for (Qp* const qp : active_) {
+    Qp& q = *qp;
     // ACK timeout (§2.1): resend from the oldest unacknowledged PSN.
     if (q.rto_deadline <= now) {
       q.rto_deadline = kNever;

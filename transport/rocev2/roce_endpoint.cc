@@ -73,14 +73,40 @@ absl::StatusOr<std::unique_ptr<RoceEndpoint>> RoceEndpoint::create(const RoceCon
 }
 
 RoceEndpoint::RoceEndpoint(const RoceConfig& config)
-    : config_(config),
-      ack_timeout_(config.ack_timeout()),
-      qps_(config.max_qps),
-      recvs_(config.max_recvs),
-      cq_(config.cq_entries) {
+    : config_(config), ack_timeout_(config.ack_timeout()) {
   if (config_.resolve_mac == nullptr) config_.resolve_mac = sim_mac;
-  active_.reserve(config.max_qps);
-  for (uint32_t i = 0; i < config.max_qps; ++i) qps_[i].local_qpn = config.qpn_base + i;
+}
+
+// The QP at `idx` (< max_qps), allocating its chunk (reset QPs) if it has none yet.
+RoceEndpoint::Qp& RoceEndpoint::allocate_qp(uint32_t idx) {
+  const uint32_t c = idx / kQpChunk;
+  if (c >= qp_chunks_.size()) {
+    qp_chunks_.resize(c + 1);
+    qp_limit_ = std::min<uint32_t>(config_.max_qps, (c + 1) * kQpChunk);
+  }
+  if (qp_chunks_[c] == nullptr) {
+    const uint32_t first = c * kQpChunk;
+    const uint32_t n = std::min(kQpChunk, config_.max_qps - first);
+    qp_chunks_[c] = std::make_unique<Qp[]>(n);
+    for (uint32_t i = 0; i < n; ++i) qp_chunks_[c][i].local_qpn = config_.qpn_base + first + i;
+    qps_allocated_ += n;
+  }
+  return qp_chunks_[c][idx % kQpChunk];
+}
+
+size_t RoceEndpoint::footprint() const {
+  size_t bytes =
+      qp_chunks_.capacity() * sizeof(qp_chunks_[0]) + size_t{qps_allocated_} * sizeof(Qp);
+  for (uint32_t c = 0; c < qp_chunks_.size(); ++c) {
+    if (qp_chunks_[c] == nullptr) continue;
+    const uint32_t n = std::min(kQpChunk, config_.max_qps - c * kQpChunk);
+    for (uint32_t i = 0; i < n; ++i)
+      bytes += qp_chunks_[c][i].writes.bytes() + qp_chunks_[c][i].reads.bytes();
+  }
+  bytes += active_.capacity() * sizeof(active_[0]);
+  bytes += qp_by_peer_.capacity() * (sizeof(*qp_by_peer_.begin()) + 1);  // slots + control bytes
+  bytes += regions_.capacity() * sizeof(Region);
+  return bytes + cq_.bytes() + recvs_.bytes();
 }
 
 // spec/rocev2.md §1: 0xC000 plus a 14-bit hash of the QPN (ours: a multiplicative hash of
@@ -108,8 +134,7 @@ absl::Status RoceEndpoint::connect_qp(uint32_t peer_ip4, uint32_t local_qpn, uin
   if (sq_psn > kPsnMask || rq_psn > kPsnMask) {
     return absl::InvalidArgumentError("connect_qp: sq_psn and rq_psn are 24-bit (0..16777215)");
   }
-  Qp& q = qps_[idx];
-  if (q.state == QpState::kRts) {
+  if (const Qp* q = qp_at(idx); q != nullptr && q->state == QpState::kRts) {
     return absl::FailedPreconditionError(
         absl::StrCat("connect_qp: QP ", local_qpn, " is already connected"));
   }
@@ -117,12 +142,13 @@ absl::Status RoceEndpoint::connect_qp(uint32_t peer_ip4, uint32_t local_qpn, uin
     return absl::AlreadyExistsError(absl::StrCat("connect_qp: QP ", config_.qpn_base + it->second,
                                                  " already serves this peer (one QP per peer)"));
   }
+  Qp& q = allocate_qp(idx);
   const bool was_active = q.state != QpState::kReset;
   if (was_active) qp_by_peer_.erase(q.peer_ip4);
-  std::vector<Write> writes = std::move(q.writes);
-  if (writes.size() != config_.max_writes) writes.assign(config_.max_writes, Write{});
-  std::vector<ReadResp> reads = std::move(q.reads);
-  if (reads.size() != config_.max_rd_atomic) reads.assign(config_.max_rd_atomic, ReadResp{});
+  // Reconnecting keeps the queues' storage; the send queue grows as WRs are posted.
+  roce::GrowRing<Write> writes = std::move(q.writes);
+  roce::GrowRing<ReadResp> reads = std::move(q.reads);
+  reads.reserve(0, 0, config_.max_rd_atomic, config_.max_rd_atomic);
   const uint32_t active_index = q.active_index;
   q = Qp{};
   q.writes = std::move(writes);
@@ -142,7 +168,7 @@ absl::Status RoceEndpoint::connect_qp(uint32_t peer_ip4, uint32_t local_qpn, uin
     q.active_index = active_index;
   } else {
     q.active_index = static_cast<uint32_t>(active_.size());
-    active_.push_back(idx);
+    active_.push_back(&q);
   }
   qp_by_peer_[peer_ip4] = idx;
   return absl::OkStatus();
@@ -152,7 +178,9 @@ absl::StatusOr<QpInfo> RoceEndpoint::qp_info(uint32_t local_qpn) const {
   const uint32_t idx = local_qpn - config_.qpn_base;
   if (idx >= config_.max_qps)
     return absl::NotFoundError(absl::StrCat("qp_info: no QP ", local_qpn));
-  const Qp& q = qps_[idx];
+  static const Qp kReset;  // a QP whose chunk was never allocated
+  const Qp* p = qp_at(idx);
+  const Qp& q = p != nullptr ? *p : kReset;
   QpInfo i;
   i.state = q.state;
   i.peer_ip4 = q.peer_ip4;
@@ -181,8 +209,15 @@ absl::StatusOr<uint32_t> RoceEndpoint::register_memory(uint8_t* base, uint64_t l
   return static_cast<uint32_t>(regions_.size());  // R_Key = index + 1; 0 is never valid
 }
 
+// One more completion-ring slot for a post the caller accepted (cq_reserved_ < cq_entries):
+// the ring doubles when the reserved slots would not fit.
+void RoceEndpoint::reserve_completion() {
+  ++cq_reserved_;
+  cq_.reserve(cq_head_, cq_tail_, cq_reserved_, config_.cq_entries);
+}
+
 void RoceEndpoint::complete(const Write& w, OpStatus status) {
-  Completion& c = cq_[cq_tail_++ % cq_.size()];
+  Completion& c = cq_[cq_tail_++];
   c = Completion{};
   c.wr_id = w.wr_id;
   c.status = status;
@@ -192,7 +227,7 @@ void RoceEndpoint::complete(const Write& w, OpStatus status) {
 
 void RoceEndpoint::complete_recv(uint64_t wr_id, uint32_t peer, OpStatus status, uint64_t bytes,
                                  bool has_imm, uint32_t imm) {
-  Completion& c = cq_[cq_tail_++ % cq_.size()];
+  Completion& c = cq_[cq_tail_++];
   c = Completion{};
   c.wr_id = wr_id;
   c.status = status;
@@ -213,33 +248,35 @@ absl::Status check_mode(DeliveryMode mode, const char* what) {
 
 }  // namespace
 
-// Every post: the QP of the peer, a completion slot, a send-queue slot. A WR posted to a QP
-// in the error state is flushed at once (IB).
+// Every post: the QP of the peer, a completion slot, a send-queue slot (the rings grow here,
+// once the post is accepted). A WR posted to a QP in the error state is flushed at once (IB).
 absl::Status RoceEndpoint::post_wqe(uint32_t peer, const Write& w, const char* what) {
   auto it = qp_by_peer_.find(peer);
   if (it == qp_by_peer_.end()) {
     return absl::FailedPreconditionError(
         absl::StrCat(what, ": no QP connected to peer ", peer, " (connect_qp first)"));
   }
-  if (cq_reserved_ >= cq_.size()) {
+  if (cq_reserved_ >= config_.cq_entries) {
     return absl::ResourceExhaustedError(
         absl::StrCat(what, ": completion queue full (cq_entries); poll first"));
   }
-  Qp& q = qps_[it->second];
+  Qp& q = *qp_at(it->second);
   if (q.state == QpState::kError) {
-    ++cq_reserved_;
+    reserve_completion();
     complete(w, OpStatus::kFlushed);
     return absl::OkStatus();
   }
   if (q.write_tail - q.write_head >= config_.max_writes) {
     return absl::ResourceExhaustedError(absl::StrCat(what, ": send queue full (max_writes)"));
   }
-  Write& slot = q.writes[q.write_tail % config_.max_writes];
+  q.writes.reserve(q.write_head, q.write_tail, q.write_tail - q.write_head + 1,
+                   config_.max_writes);
+  reserve_completion();
+  Write& slot = q.writes[q.write_tail];
   slot = w;
   slot.packets = static_cast<uint32_t>(
       std::max<uint64_t>(1, (w.length + config_.mtu - 1) / config_.mtu));
   ++q.write_tail;
-  ++cq_reserved_;
   return absl::OkStatus();
 }
 
@@ -315,17 +352,18 @@ absl::Status RoceEndpoint::post_recv(const RecvBuffer& rb) {
   if (recv_tail_ - recv_head_ >= config_.max_recvs) {
     return absl::ResourceExhaustedError("post_recv: receive queue full (max_recvs)");
   }
-  if (cq_reserved_ >= cq_.size()) {
+  if (cq_reserved_ >= config_.cq_entries) {
     return absl::ResourceExhaustedError("post_recv: completion queue full (cq_entries); poll first");
   }
-  recvs_[recv_tail_++ % config_.max_recvs] = rb;
-  ++cq_reserved_;
+  recvs_.reserve(recv_head_, recv_tail_, recv_tail_ - recv_head_ + 1, config_.max_recvs);
+  reserve_completion();
+  recvs_[recv_tail_++] = rb;
   return absl::OkStatus();
 }
 
 size_t RoceEndpoint::poll_completions(std::span<Completion> out) {
   size_t n = 0;
-  while (n < out.size() && cq_head_ != cq_tail_) out[n++] = cq_[cq_head_++ % cq_.size()];
+  while (n < out.size() && cq_head_ != cq_tail_) out[n++] = cq_[cq_head_++];
   cq_reserved_ -= n;
   return n;
 }

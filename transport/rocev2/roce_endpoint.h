@@ -69,8 +69,9 @@
 //   enforced by pacing in tx() (requests and read responses share the QP's pacer).
 //
 // Addressing and look-ups:
-// - Local QPN = qpn_base + index into a table of max_qps QPs fixed at creation: a received
-//   BTH's DestQP is an array index, with no hash look-up per packet.
+// - Local QPN = qpn_base + index into a table of up to max_qps QPs held in chunks of
+//   kQpChunk: a received BTH's DestQP is an index (chunk, then slot), with no hash look-up
+//   per packet. A QPN in range whose chunk was never allocated is a QP in the reset state.
 // - One QP per peer. post_write/post_read/post_send send on the QP connected to the peer (a
 //   control-path map from peer address to QP, read once per post, never per packet).
 // - WriteRequest/ReadRequest::remote_offset travels as the RETH VA, and a VA is the byte offset
@@ -95,11 +96,28 @@
 // frames have no ICRC and place no bytes, only lengths.
 //
 // Ownership and threads: one RoceEndpoint per RNIC port, driven by one thread (its host's).
-// Tables are fixed at creation (QPs: max_qps; completion ring: cq_entries; shared receive
-// queue: max_recvs) or at connect_qp (a QP's send queue: max_writes; its responder read queue:
-// max_rd_atomic). A peer's frames never grow anything: state per QP is a handful of PSNs and
-// flags, and frames that do not fit the state machine are dropped or NAKed and counted
-// (RoceCounters). Every posted WR and receive buffer reserves its completion-ring slot.
+// Memory follows live state (DESIGN.md): creation allocates no table; each grows on the
+// control path, to a configured bound, and is kept (never shrunk) for reuse until the
+// endpoint is destroyed:
+// - QPs: connect_qp allocates the chunk of kQpChunk QPs holding local_qpn (and extends the
+//   chunk index to reach it), up to max_qps QPs. A QP that fails or is connected again keeps
+//   its slot and its queues; connect_qp reuses them.
+// - A QP's send queue: post_write/post_write_with_imm/post_read/post_send double it (from 8)
+//   when the WR does not fit, up to max_writes WRs.
+// - A QP's responder read queue: connect_qp sizes it for max_rd_atomic requests, once per QP
+//   (it fills from the peer's READ requests, on rx, which must not allocate).
+// - Completion ring: every posted WR and receive buffer reserves its slot, and the post
+//   doubles the ring when the reserved slots would not fit, up to cq_entries; pushing a
+//   completion never overflows and never allocates. poll_completions frees slots for reuse.
+// - Shared receive queue: post_recv doubles it when the buffer does not fit, up to
+//   max_recvs; consumed buffers' slots are reused.
+// - connect_qp grows the active list and the peer map; register_memory the region table.
+// Rings (grow_ring.h) hold a power of 2 of entries, the last size the bound rounded up (the
+// bounds themselves are counted exactly); growth moves the live entries to their positions'
+// slots, so order is unchanged.
+// A peer's frames never grow anything: state per QP is a handful of PSNs and flags, and
+// frames that do not fit the state machine are dropped or NAKed and counted (RoceCounters).
+// footprint() is the bytes the tables hold.
 //
 // Data path: rx()/tx()/on_timer() never allocate and make no virtual call per packet.
 #pragma once
@@ -112,8 +130,9 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "transport/api.h"
 #include "cc/dcqcn.h"
+#include "transport/api.h"
+#include "transport/rocev2/grow_ring.h"
 #include "transport/wire/builder.h"
 #include "transport/wire/decode.h"
 
@@ -277,6 +296,13 @@ class RoceEndpoint final : public Endpoint {
 
   const RoceCounters& counters() const noexcept { return counters_; }
   const RoceConfig& config() const noexcept { return config_; }
+  // Bytes held by the engine's tables (QP chunks and their index, send and read queues, the
+  // completion ring, the receive queue, the active list, the peer map, the region table).
+  size_t footprint() const;
+  // QPs allocated (a multiple of kQpChunk, or max_qps).
+  uint32_t qps_allocated() const noexcept { return qps_allocated_; }
+
+  static constexpr uint32_t kQpChunk = 16;  // QPs allocated together
 
  private:
   explicit RoceEndpoint(const RoceConfig& config);
@@ -320,7 +346,7 @@ class RoceEndpoint final : public Endpoint {
     // Requester. Writes in ring slots [write_head, write_tail): completed below write_head;
     // [write_head, write_started) have PSNs; the go-back-N cursor is (send_write, send_packet)
     // at PSN next_psn. Invariant: una <= next_psn <= max_psn (24-bit order).
-    std::vector<Write> writes;  // max_writes, sized at the first connect; slot = index % max_writes
+    roce::GrowRing<Write> writes;  // grown by post_wqe, up to max_writes
     uint64_t write_head = 0, write_started = 0, write_tail = 0;
     uint64_t send_write = 0;
     uint32_t send_packet = 0;
@@ -357,7 +383,7 @@ class RoceEndpoint final : public Endpoint {
     uint32_t nak_psn = 0;
 
     // Responder resources: READ requests being answered, ring [rd_head, rd_tail).
-    std::vector<ReadResp> reads;  // max_rd_atomic, sized at the first connect
+    roce::GrowRing<ReadResp> reads;  // max_rd_atomic, sized by the first connect_qp
     uint64_t rd_head = 0, rd_tail = 0;
 
     // Notification point.
@@ -409,16 +435,29 @@ class RoceEndpoint final : public Endpoint {
   bool go_back(Qp& q, uint32_t psn, Time now);
   void arm_rto(Qp& q, Time now);
   void fail_qp(Qp& q, OpStatus first);
+  void reserve_completion();
   void complete(const Write& w, OpStatus status);
   void complete_recv(uint64_t wr_id, uint32_t peer, OpStatus status, uint64_t bytes,
                      bool has_imm, uint32_t imm);
   absl::Status post_wqe(uint32_t peer, const Write& w, const char* what);
   static Write write_wqe(const WriteRequest& wr);
 
+  // The QP at index `idx` (QPN - qpn_base); nullptr when out of range or never allocated
+  // (a reset QP).
+  Qp* qp_at(uint32_t idx) const noexcept {
+    if (idx >= qp_limit_) return nullptr;
+    Qp* const chunk = qp_chunks_[idx / kQpChunk].get();
+    return chunk == nullptr ? nullptr : chunk + idx % kQpChunk;
+  }
+  Qp& allocate_qp(uint32_t idx);
+
   RoceConfig config_;
   Time ack_timeout_ = 0;
-  std::vector<Qp> qps_;           // index = QPN - qpn_base
-  std::vector<uint32_t> active_;  // connected QPs (RTS or error), in no particular order
+  // QPs: chunk c holds indices c * kQpChunk .. (index = QPN - qpn_base); stable addresses.
+  std::vector<std::unique_ptr<Qp[]>> qp_chunks_;
+  uint32_t qp_limit_ = 0;  // min(max_qps, chunks indexed x kQpChunk): one bound check per packet
+  uint32_t qps_allocated_ = 0;
+  std::vector<Qp*> active_;  // connected QPs (RTS or error), in no particular order
   uint32_t rr_ = 0;               // round-robin position in active_ for tx()
   Time deadline_ = kNever;        // earliest timer of any QP (may be early, never late)
   absl::flat_hash_map<uint32_t, uint32_t> qp_by_peer_;  // control path only
@@ -427,11 +466,11 @@ class RoceEndpoint final : public Endpoint {
     uint64_t length;
   };
   std::vector<Region> regions_;  // R_Key = index + 1
-  // Shared receive queue (post_recv), ring [recv_head_, recv_tail_) of max_recvs.
-  std::vector<RecvBuffer> recvs_;
+  // Shared receive queue (post_recv), ring [recv_head_, recv_tail_), up to max_recvs.
+  roce::GrowRing<RecvBuffer> recvs_;
   uint64_t recv_head_ = 0, recv_tail_ = 0;
-  // Completion ring; every post reserves a slot, so pushing never overflows.
-  std::vector<Completion> cq_;
+  // Completion ring, up to cq_entries; every post reserves a slot, so pushing never overflows.
+  roce::GrowRing<Completion> cq_;
   uint64_t cq_head_ = 0, cq_tail_ = 0;
   uint64_t cq_reserved_ = 0;  // posted writes whose completion is not yet polled
   RoceCounters counters_;
