@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
 
 namespace uet {
@@ -42,17 +43,50 @@ class ChunkedTable {
   std::vector<T*> ptrs_;
 };
 
-// A FIFO ring addressed by free-running 32-bit counters: the entry of counter c lives at
-// c & (size - 1), the size a power of 2. grow_ring() makes room for `at_least` entries
-// (doubling from 8), moving the live entries, counters [head, tail), to their new places;
-// the caller keeps its own bound on tail - head.
+// A ring addressed by its owner's free-running positions (slot = position & (capacity - 1))
+// whose storage doubles, where work is posted, up to the bound its owner enforces. The owner
+// keeps the live range [head, tail) and never lets tail - head pass the bound; the ring holds
+// no positions of its own. Capacities are powers of 2 (the last one the bound rounded up), so
+// the data path indexes by mask, not by division. Storage is kept until the ring is
+// destroyed: reuse keeps its capacity.
 template <typename T>
-void grow_ring(std::vector<T>& ring, uint32_t head, uint32_t tail, size_t at_least) {
-  if (ring.size() >= at_least) return;
-  const size_t n = std::bit_ceil(std::max<size_t>(at_least, std::max<size_t>(8, ring.size() * 2)));
-  std::vector<T> next(n);
-  for (uint32_t c = head; c != tail; ++c) next[c & (n - 1)] = ring[c & (ring.size() - 1)];
-  ring = std::move(next);
-}
+class GrowRing {
+ public:
+  // The first allocation holds this many entries (fewer when the bound is smaller).
+  static constexpr uint32_t kMinCapacity = 8;
+
+  // The entry at `pos`; pos must be live (head <= pos < tail), so the ring is not empty.
+  T& operator[](uint64_t pos) noexcept { return slots_[pos & mask_]; }
+  const T& operator[](uint64_t pos) const noexcept { return slots_[pos & mask_]; }
+
+  // Room for `need` entries while [head, tail) are live (need >= tail - head, need <= bound):
+  // doubles the storage (from kMinCapacity) until `need` fit, never beyond `bound` rounded up
+  // to a power of 2, and moves every live entry to its position's slot in the new storage, so
+  // order is unchanged.
+  void reserve(uint64_t head, uint64_t tail, uint64_t need, uint32_t bound) {
+    if (need <= capacity_) return;
+    uint64_t cap = std::max<uint64_t>(capacity_, kMinCapacity);
+    while (cap < need) cap *= 2;
+    cap = std::min<uint64_t>(cap, std::bit_ceil(uint64_t{bound}));
+    auto slots = std::make_unique<T[]>(cap);
+    for (uint64_t p = head; p != tail; ++p) slots[p & (cap - 1)] = std::move(slots_[p & mask_]);
+    slots_ = std::move(slots);
+    capacity_ = static_cast<uint32_t>(cap);
+    mask_ = cap - 1;
+  }
+
+  // The same for an owner whose counters are 32-bit (and may wrap).
+  void reserve32(uint32_t head, uint32_t tail, uint64_t need, uint32_t bound) {
+    reserve(head, uint64_t{head} + (tail - head), need, bound);
+  }
+
+  uint32_t capacity() const noexcept { return capacity_; }
+  size_t bytes() const noexcept { return size_t{capacity_} * sizeof(T); }
+
+ private:
+  std::unique_ptr<T[]> slots_;
+  uint64_t mask_ = 0;
+  uint32_t capacity_ = 0;
+};
 
 }  // namespace uet

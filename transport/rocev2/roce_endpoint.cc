@@ -146,8 +146,8 @@ absl::Status RoceEndpoint::connect_qp(uint32_t peer_ip4, uint32_t local_qpn, uin
   const bool was_active = q.state != QpState::kReset;
   if (was_active) qp_by_peer_.erase(q.peer_ip4);
   // Reconnecting keeps the queues' storage; the send queue grows as WRs are posted.
-  roce::GrowRing<Write> writes = std::move(q.writes);
-  roce::GrowRing<ReadResp> reads = std::move(q.reads);
+  GrowRing<Write> writes = std::move(q.writes);
+  GrowRing<ReadResp> reads = std::move(q.reads);
   reads.reserve(0, 0, config_.max_rd_atomic, config_.max_rd_atomic);
   const uint32_t active_index = q.active_index;
   q = Qp{};

@@ -112,7 +112,7 @@
 // - Shared receive queue: post_recv doubles it when the buffer does not fit, up to
 //   max_recvs; consumed buffers' slots are reused.
 // - connect_qp grows the active list and the peer map; register_memory the region table.
-// Rings (grow_ring.h) hold a power of 2 of entries, the last size the bound rounded up (the
+// Rings (transport/pool.h) hold a power of 2 of entries, the last size the bound rounded up (the
 // bounds themselves are counted exactly); growth moves the live entries to their positions'
 // slots, so order is unchanged.
 // A peer's frames never grow anything: state per QP is a handful of PSNs and flags, and
@@ -132,7 +132,7 @@
 #include "absl/status/statusor.h"
 #include "cc/dcqcn.h"
 #include "transport/api.h"
-#include "transport/rocev2/grow_ring.h"
+#include "transport/pool.h"
 #include "transport/wire/builder.h"
 #include "transport/wire/decode.h"
 
@@ -346,7 +346,7 @@ class RoceEndpoint final : public Endpoint {
     // Requester. Writes in ring slots [write_head, write_tail): completed below write_head;
     // [write_head, write_started) have PSNs; the go-back-N cursor is (send_write, send_packet)
     // at PSN next_psn. Invariant: una <= next_psn <= max_psn (24-bit order).
-    roce::GrowRing<Write> writes;  // grown by post_wqe, up to max_writes
+    GrowRing<Write> writes;  // grown by post_wqe, up to max_writes
     uint64_t write_head = 0, write_started = 0, write_tail = 0;
     uint64_t send_write = 0;
     uint32_t send_packet = 0;
@@ -383,7 +383,7 @@ class RoceEndpoint final : public Endpoint {
     uint32_t nak_psn = 0;
 
     // Responder resources: READ requests being answered, ring [rd_head, rd_tail).
-    roce::GrowRing<ReadResp> reads;  // max_rd_atomic, sized by the first connect_qp
+    GrowRing<ReadResp> reads;  // max_rd_atomic, sized by the first connect_qp
     uint64_t rd_head = 0, rd_tail = 0;
 
     // Notification point.
@@ -467,10 +467,10 @@ class RoceEndpoint final : public Endpoint {
   };
   std::vector<Region> regions_;  // R_Key = index + 1
   // Shared receive queue (post_recv), ring [recv_head_, recv_tail_), up to max_recvs.
-  roce::GrowRing<RecvBuffer> recvs_;
+  GrowRing<RecvBuffer> recvs_;
   uint64_t recv_head_ = 0, recv_tail_ = 0;
   // Completion ring, up to cq_entries; every post reserves a slot, so pushing never overflows.
-  roce::GrowRing<Completion> cq_;
+  GrowRing<Completion> cq_;
   uint64_t cq_head_ = 0, cq_tail_ = 0;
   uint64_t cq_reserved_ = 0;  // posted writes whose completion is not yet polled
   RoceCounters counters_;

@@ -56,7 +56,7 @@ uint16_t UetEndpoint::ev_port(const Pdc& p, uint16_t ev) noexcept {
 [[gnu::always_inline]] inline bool UetEndpoint::build_data(Pdc& p, uint16_t pdcid, uint32_t psn,
                                                            bool retx, Frame& f, Time now) {
   Slot& s = p.slots[(psn & mpr_mask_)];
-  const Op& o = p.ops[s.op & p.ops_mask];
+  const Op& o = p.ops[s.op];
   const uint64_t offset = uint64_t{s.packet} * config_.payload_bytes;
   const uint32_t len = s.len;
   const bool carries = o.op != Opcode::kRead;  // a READ request has no payload
@@ -177,7 +177,7 @@ uint16_t UetEndpoint::ev_port(const Pdc& p, uint16_t ev) noexcept {
 // is queued, the ACK carries it and names its PSN as the trigger: an SES response (§4.6) for a
 // refused request, or a response with data (§4.7) answering a READ, with the data as payload.
 bool UetEndpoint::build_ack(Pdc& p, uint16_t pdcid, Frame& f) {
-  const Pdc::Response* r = p.rsp_pending() ? &p.rsp[p.rsp_head & (p.rsp.size() - 1)] : nullptr;
+  const Pdc::Response* r = p.rsp_pending() ? &p.rsp[p.rsp_head] : nullptr;
   if (r != nullptr && !r->repeat) {
     const uint32_t idx = (r->psn & mpr_mask_);
     if (test_bit(p.rsp_bits, idx)) {  // recorded as received with the ACK that answers it
@@ -326,8 +326,8 @@ bool UetEndpoint::queue_response(Pdc& p, const Pdc::Response& r, bool repeat) {
     ++counters_.rsp_ring_full;
     return false;
   }
-  if (p.rsp_tail - p.rsp_head == p.rsp.size()) grow_ring(p.rsp, p.rsp_head, p.rsp_tail, p.rsp.size() + 1);
-  Pdc::Response& e = p.rsp[p.rsp_tail++ & (p.rsp.size() - 1)];
+  p.rsp.reserve32(p.rsp_head, p.rsp_tail, uint64_t{p.rsp_tail - p.rsp_head} + 1, config_.mpr);
+  Pdc::Response& e = p.rsp[p.rsp_tail++];
   e = r;
   e.repeat = repeat;
   if (!repeat) {
@@ -747,7 +747,7 @@ UetEndpoint::RxMsg* UetEndpoint::find_msg(uint16_t pdc_id, uint16_t message_id) 
 // Receive completions leave in buffer posting order.
 void UetEndpoint::deliver_recvs() {
   while (recv_head_ != recv_claim_) {
-    const Recv& r = recv_at(recv_head_);
+    const Recv& r = recvs_[recv_head_];
     if (!r.done) break;
     completions_.push_back(Completion{r.rb.wr_id, r.status, r.bytes, Opcode::kRecv, r.peer,
                                       r.has_imm, r.imm});
@@ -785,7 +785,7 @@ UetEndpoint::Exec UetEndpoint::rx_send(Pdc& p, uint16_t id, std::span<const uint
         break;
       }
     }
-    Recv& r = recv_at(recv_claim_);
+    Recv& r = recvs_[recv_claim_];
     r.peer = p.peer_ip4;
     *m = RxMsg{true, id, ses.message_id(), recv_claim_, ses.request_length(),
                ses.request_length(), OpStatus::kSuccess};
@@ -796,7 +796,7 @@ UetEndpoint::Exec UetEndpoint::rx_send(Pdc& p, uint16_t id, std::span<const uint
       m->status = OpStatus::kLengthError;
     }
   }
-  Recv& r = recv_at(m->recv);
+  Recv& r = recvs_[m->recv];
   Exec result = Exec::kRecord;
   if (m->status == OpStatus::kLengthError) {
     // Every packet of the message answers TOO_LONG (§4.9), so the initiator learns it whatever
@@ -845,7 +845,7 @@ UetEndpoint::Exec UetEndpoint::rx_send(Pdc& p, uint16_t id, std::span<const uint
   s.resend = false;
   s.rnr_wait = false;
   ++p.acked_total;
-  --p.ops[s.op & p.ops_mask].unacked;
+  --p.ops[s.op].unacked;
 }
 
 // RFC 6298 §2: SRTT/RTTVAR from one sample of a packet sent once.
@@ -934,7 +934,7 @@ void UetEndpoint::send_tlp(Pdc& p) {
                                                             Time data_sent, Time now) {
   Slot& s = p.slots[(psn & mpr_mask_)];
   if (s.acked) return;
-  const Op& o = p.ops[s.op & p.ops_mask];
+  const Op& o = p.ops[s.op];
   if (o.op == Opcode::kRead && !o.failed) {
     if (data_sent > 0 && s.in_flight && s.sent + reorder_window(p) <= data_sent) {
       mark_lost(p, psn);
@@ -964,7 +964,7 @@ void UetEndpoint::mark_lost(Pdc& p, uint32_t psn) {
   // Complete operations whose every packet was sent (behind op_send) and acknowledged, in
   // posting order.
   while (p.op_head != p.op_send) {
-    const Op& o = p.ops[p.op_head & p.ops_mask];
+    const Op& o = p.ops[p.op_head];
     if (o.unacked != 0) break;
     completions_.push_back(Completion{o.wr_id, o.failed ? o.status : OpStatus::kSuccess,
                                       o.failed ? 0 : o.length, o.op});
@@ -1012,7 +1012,7 @@ void UetEndpoint::rx_ack(const wire::Decoded& d, Time now) {
     bool placed = false;
     if (trig_in_window) {
       const Slot& s = p->slots[(trig & mpr_mask_)];
-      Op& o = p->ops[s.op & p->ops_mask];
+      Op& o = p->ops[s.op];
       if (o.op == Opcode::kRead && !s.acked && !o.failed &&
           rd->return_code() == wire::SesReturnCode::kOk &&
           rd->read_req_message_id() == static_cast<uint16_t>(o.message_id + s.packet) &&
@@ -1032,7 +1032,7 @@ void UetEndpoint::rx_ack(const wire::Decoded& d, Time now) {
     const auto rc = rsp->return_code();
     if (trig_in_window && rc != wire::SesReturnCode::kOk && rc != wire::SesReturnCode::kNull) {
       const Slot& s = p->slots[(trig & mpr_mask_)];
-      Op& o = p->ops[s.op & p->ops_mask];
+      Op& o = p->ops[s.op];
       const auto mid = static_cast<uint16_t>(o.message_id + (o.op == Opcode::kRead ? s.packet : 0));
       if (!s.acked && mid == rsp->message_id()) {
         if (!o.failed) {
@@ -1155,7 +1155,7 @@ void UetEndpoint::release_target(uint16_t id) {
   if (rx_msgs_used_ > 0) {
     for (RxMsg& m : rx_msgs_) {
       if (!m.in_use || m.pdc != id) continue;
-      Recv& r = recv_at(m.recv);
+      Recv& r = recvs_[m.recv];
       r.done = true;
       r.status = OpStatus::kPdcClosed;
       r.bytes = 0;
@@ -1271,10 +1271,9 @@ void UetEndpoint::take_grants(Time now) {
     p->credit_pending += g->bytes;
     if (!p->credit_queued && credit_tail_ - credit_head_ < config_.max_pdcs) {
       p->credit_queued = true;  // when the ring is full, the PDC's next ACK carries it
-      if (credit_tail_ - credit_head_ == credit_ring_.size()) {
-        grow_ring(credit_ring_, credit_head_, credit_tail_, credit_ring_.size() + 1);
-      }
-      credit_ring_[credit_tail_++ & (credit_ring_.size() - 1)] = static_cast<uint16_t>(g->sender);
+      credit_ring_.reserve32(credit_head_, credit_tail_, uint64_t{credit_tail_ - credit_head_} + 1,
+                             config_.max_pdcs);
+      credit_ring_[credit_tail_++] = static_cast<uint16_t>(g->sender);
     }
   }
 }
@@ -1283,7 +1282,7 @@ void UetEndpoint::take_grants(Time now) {
 // is due anyway (§3.8.2), else as a CREDIT packet (§3.12). Returns the new n.
 size_t UetEndpoint::tx_grants(std::span<Frame* const> out, size_t n, Time now) {
   while (n < out.size() && credit_head_ != credit_tail_) {
-    const uint16_t id = credit_ring_[credit_head_++ & (credit_ring_.size() - 1)];
+    const uint16_t id = credit_ring_[credit_head_++];
     Pdc& p = pdcs_[id];
     if (!p.credit_queued || p.role != Role::kTarget) continue;  // freed since
     p.credit_queued = false;
@@ -1345,7 +1344,7 @@ void UetEndpoint::rx_nack(const wire::Decoded& d, Time now) {
       // RTO fires, up to rnr_retries times per PSN; then give the SEND up (uet_endpoint.h).
       if (in_window) {
         Slot& s = p->slots[(psn & mpr_mask_)];
-        Op& o = p->ops[s.op & p->ops_mask];
+        Op& o = p->ops[s.op];
         if (s.acked || !s.in_flight || s.rnr_wait) break;
         if (o.abandoned) {
           mark_lost(*p, psn);  // goes again, with `ie`
@@ -1378,7 +1377,7 @@ void UetEndpoint::rx_nack(const wire::Decoded& d, Time now) {
 
 void UetEndpoint::fail_pdc(Pdc& p, OpStatus why) {
   for (uint32_t i = p.op_head; i != p.op_tail; ++i) {
-    const Op& o = p.ops[i & p.ops_mask];
+    const Op& o = p.ops[i];
     completions_.push_back(Completion{o.wr_id, o.failed ? o.status : why, 0, o.op});
   }
   free_pdc(p.id);
@@ -1452,7 +1451,7 @@ size_t UetEndpoint::tx(std::span<Frame* const> out, Time now) {
         for (uint32_t q = p.base_psn; psn_before(q, p.next_psn); ++q) {
           Slot& s = p.slots[(q & mpr_mask_)];
           if (!s.resend) continue;
-          if (!credit && p.ops[s.op & p.ops_mask].op != Opcode::kRead) {
+          if (!credit && p.ops[s.op].op != Opcode::kRead) {
             credit_blocked(p, now);
             break;
           }
@@ -1470,7 +1469,7 @@ size_t UetEndpoint::tx(std::span<Frame* const> out, Time now) {
       } else if (p.op_send != p.op_tail &&
                  p.next_psn - p.base_psn < (p.rod ? config_.rod_window : config_.mpr) &&
                  p.bytes_in_flight + config_.payload_bytes <= window(p)) {
-        const Op& o = p.ops[p.op_send & p.ops_mask];
+        const Op& o = p.ops[p.op_send];
         if (!credit && o.op != Opcode::kRead) {
           credit_blocked(p, now);
           ++idle;

@@ -138,12 +138,12 @@ int32_t UetEndpoint::alloc_pdc(Role role) {
   if (fresh_pdcs_ < config_.max_pdcs) {
     if (fresh_pdcs_ == pdcs_.size()) {
       pdcs_.grow(config_.max_pdcs);
-      grow_ring(free_pdcs_, free_head_, free_tail_, pdcs_.size());  // every id may be freed
+      free_pdcs_.reserve32(free_head_, free_tail_, pdcs_.size(), config_.max_pdcs);  // all may be freed
       rccc_rx_.reserve(pdcs_.size());
     }
     id = static_cast<uint16_t>(fresh_pdcs_++);
   } else if (free_head_ != free_tail_) {
-    id = free_pdcs_[free_head_++ & (free_pdcs_.size() - 1)];
+    id = free_pdcs_[free_head_++];
   } else {
     return -1;
   }
@@ -160,15 +160,11 @@ int32_t UetEndpoint::alloc_pdc(Role role) {
   p.rcv_bits.assign(config_.mpr / 64, 0);
   if (role == Role::kInitiator) {
     p.slots.assign(config_.mpr, Slot{});
-    // The ring grows in post_op(); a reused one starts from its old capacity.
-    if (p.ops.empty()) p.ops.resize(kMinOps);
-    std::fill(p.ops.begin(), p.ops.end(), Op{});
-    p.ops_mask = static_cast<uint32_t>(p.ops.size() - 1);
+    // The operations ring grows in post_op() (every entry is written there before use).
   }
   if (role == Role::kTarget) {
-    // The response ring grows in queue_response(), refusals' codes come with the first
-    // refusal (refuse()); their bitmaps are here.
-    std::fill(p.rsp.begin(), p.rsp.end(), Pdc::Response{});
+    // The response ring grows in queue_response() (every entry is written there before
+    // use), refusals' codes come with the first refusal (refuse()); their bitmaps are here.
     p.rsp_bits.assign(config_.mpr / 64, 0);
     std::fill(p.gtd.begin(), p.gtd.end(), Pdc::Refusal{});
     p.gtd_bits.assign(config_.mpr / 64, 0);
@@ -206,7 +202,7 @@ void UetEndpoint::free_pdc(uint16_t id) {
   p.role = Role::kFree;
   spare_windows_.emplace_back();
   move_windows(p, spare_windows_.back());
-  free_pdcs_[free_tail_++ & (free_pdcs_.size() - 1)] = id;
+  free_pdcs_[free_tail_++] = id;
 }
 
 size_t UetEndpoint::pdcs_in_use() const noexcept { return active_.size(); }
@@ -219,12 +215,12 @@ size_t held(const V& v) noexcept {
 }  // namespace
 
 size_t UetEndpoint::memory_bytes() const noexcept {
-  size_t n = pdcs_.bytes() + held(free_pdcs_) + held(credit_ring_) + held(active_) +
-             held(recvs_) + held(rx_msgs_) + held(completions_) + held(rod_pool_) +
+  size_t n = pdcs_.bytes() + free_pdcs_.bytes() + credit_ring_.bytes() + held(active_) +
+             recvs_.bytes() + held(rx_msgs_) + held(completions_) + held(rod_pool_) +
              held(rod_pool_free_) + held(rudi_ops_) + held(rudi_pkts_) + held(rudi_free_) +
              held(rudi_rsp_) + held(uud_q_) + held(regions_) + rccc_rx_.memory_bytes();
   auto windows = [](const auto& w) {
-    return held(w.slots) + held(w.ops) + held(w.rcv_bits) + held(w.rsp) + held(w.rsp_bits) +
+    return held(w.slots) + w.ops.bytes() + held(w.rcv_bits) + w.rsp.bytes() + held(w.rsp_bits) +
            held(w.gtd) + held(w.gtd_bits);
   };
   for (uint32_t id = 0; id < pdcs_.size(); ++id) n += windows(pdcs_[id]);
@@ -284,12 +280,9 @@ absl::Status UetEndpoint::post_op(uint32_t peer, bool rod, const Op& op, const c
     return absl::ResourceExhaustedError(
         absl::StrCat(verb, ": too many operations posted on this PDC (max_writes)"));
   }
-  if (p.op_tail - p.op_head == p.ops.size()) {
-    grow_ring(p.ops, p.op_head, p.op_tail, p.ops.size() + 1);
-    p.ops_mask = static_cast<uint32_t>(p.ops.size() - 1);
-  }
+  p.ops.reserve32(p.op_head, p.op_tail, uint64_t{p.op_tail - p.op_head} + 1, config_.max_writes);
   p.idle_deadline = kNever;  // busy again
-  Op& o = p.ops[p.op_tail & p.ops_mask];
+  Op& o = p.ops[p.op_tail];
   o = op;
   o.packets = std::max<uint32_t>(
       1, static_cast<uint32_t>((op.length + config_.payload_bytes - 1) / config_.payload_bytes));
@@ -392,8 +385,8 @@ absl::Status UetEndpoint::post_recv(const RecvBuffer& rb) {
     return absl::ResourceExhaustedError("post_recv: too many receive buffers posted (max_recvs)");
   }
   if (rx_msgs_.empty()) rx_msgs_.assign(config_.max_recv_messages, RxMsg{});
-  grow_ring(recvs_, recv_head_, recv_tail_, recv_tail_ - recv_head_ + 1);
-  Recv& r = recv_at(recv_tail_);
+  recvs_.reserve32(recv_head_, recv_tail_, uint64_t{recv_tail_ - recv_head_} + 1, config_.max_recvs);
+  Recv& r = recvs_[recv_tail_];
   r = Recv{};
   r.rb = rb;
   ++recv_tail_;

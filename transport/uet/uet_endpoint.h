@@ -358,7 +358,7 @@ class UetEndpoint final : public Endpoint {
   };
   // One PSN in flight at the initiator.
   struct Slot {
-    uint32_t op = 0;     // the operation's posting count (ops[op & ops_mask])
+    uint32_t op = 0;     // the operation's posting count (its key in ops)
     uint32_t packet = 0; // packet number within the operation
     uint32_t len = 0;    // data bytes this PSN moves (read: the data it asks for)
     Time sent = 0;
@@ -420,8 +420,7 @@ class UetEndpoint final : public Endpoint {
     Time rack_sent = 0, rack_rtt = 0, rack_deadline = kNever;
     uint32_t rack_highest = 0;
     std::vector<Slot> slots;   // initiator: mpr entries, PSN % mpr
-    std::vector<Op> ops;       // ring by posting count, count & ops_mask (grows to max_writes)
-    uint32_t ops_mask = 0;     // ops.size() - 1
+    GrowRing<Op> ops;          // by posting count (grows in post_op() to max_writes)
     // Target, per packet.
     bool ack_now = false;
     bool ack_pending = false;
@@ -485,7 +484,7 @@ class UetEndpoint final : public Endpoint {
       uint32_t len = 0;
       uint64_t offset = 0;
     };
-    std::vector<Response> rsp;       // ring of mpr
+    GrowRing<Response> rsp;          // by rsp_head/rsp_tail (grows in queue_response() to mpr)
     // Guaranteed delivery (§3.3 clear_psn_offset): a refused PSN (an SES response with an
     // error code) stays a hole in the receive state -- not covered by CACK, not in the SACK
     // bitmap -- with its refusal stored here, until the initiator's clear PSN passes it (it
@@ -757,7 +756,6 @@ class UetEndpoint final : public Endpoint {
 
   UetConfig config_;
   uint32_t mpr_mask_ = 0;  // config_.mpr - 1 (a power of 2): PSN -> position in a PDC's rings
-  static constexpr uint32_t kMinOps = 8;  // a new initiator PDC's operations ring
   cc::NsccConfig nscc_config_;
   uint64_t window(const Pdc& p) const noexcept {
     return config_.cc != CcMode::kRccc ? std::min<uint64_t>(config_.window_bytes, p.nscc.window())
@@ -765,23 +763,23 @@ class UetEndpoint final : public Endpoint {
   }
   cc::RcccConfig rccc_config_;
   cc::RcccReceiver rccc_rx_;  // target side: the senders of this endpoint, by target PDC id
-  // Target PDCs with credit to send, a ring (grow_ring) as large as the PDC table.
-  std::vector<uint16_t> credit_ring_;
+  // Target PDCs with credit to send (grows in take_grants() to max_pdcs).
+  GrowRing<uint16_t> credit_ring_;
   uint32_t credit_head_ = 0, credit_tail_ = 0;
   ChunkedTable<Pdc> pdcs_;  // grows to max_pdcs
   // PDC ids are handed out fresh (0, 1, ...) until max_pdcs have been made, then from the
-  // freed ones, a FIFO ring (grow_ring): a just-freed id is reused last, so a peer's stale
+  // freed ones, a FIFO ring as large as the table: a just-freed id is reused last, so a peer's stale
   // packets for a closed PDC rarely meet a new PDC under the same id.
   uint32_t fresh_pdcs_ = 0;
-  std::vector<uint16_t> free_pdcs_;
+  GrowRing<uint16_t> free_pdcs_;
   uint32_t free_head_ = 0, free_tail_ = 0;
   // A PDC's windows while no PDC holds them: free_pdc() parks them, alloc_pdc() takes the
   // last parked, so window memory follows the PDCs live at once, not the ids ever used.
   struct Windows {
     std::vector<Slot> slots;
-    std::vector<Op> ops;
+    GrowRing<Op> ops;
     std::vector<uint64_t> rcv_bits;
-    std::vector<Pdc::Response> rsp;
+    GrowRing<Pdc::Response> rsp;
     std::vector<uint64_t> rsp_bits;
     std::vector<Pdc::Refusal> gtd;
     std::vector<uint64_t> gtd_bits;
@@ -813,8 +811,7 @@ class UetEndpoint final : public Endpoint {
   std::vector<Region> regions_;  // key = index + 1
   // SEND receive side: posted buffers [recv_head_, recv_tail_), of which [recv_head_,
   // recv_claim_) are claimed by messages (completed in this order); message states.
-  std::vector<Recv> recvs_;  // ring (grow_ring), up to max_recvs in use
-  Recv& recv_at(uint32_t c) noexcept { return recvs_[c & (recvs_.size() - 1)]; }
+  GrowRing<Recv> recvs_;  // by the counters below (grows in post_recv() to max_recvs)
   uint32_t recv_head_ = 0, recv_claim_ = 0, recv_tail_ = 0;
   std::vector<RxMsg> rx_msgs_;  // max_recv_messages, from the first post_recv()
   uint32_t rx_msgs_used_ = 0;

@@ -623,11 +623,11 @@ void UetEndpoint::rx_uud(const wire::Decoded& d) {
   switch (ses->opcode()) {
     case wire::SesOpcode::kSend: {
       if (recv_claim_ == recv_tail_ ||
-          len > recv_at(recv_claim_).rb.length) {  // no buffer, too long
+          len > recvs_[recv_claim_].rb.length) {  // no buffer, too long
         ++counters_.rx_uud_dropped;
         return;
       }
-      Recv& r = recv_at(recv_claim_++);
+      Recv& r = recvs_[recv_claim_++];
       if (!d.payload.empty()) std::memcpy(r.rb.base, d.payload.data(), d.payload.size());
       r.peer = d.ipv4->src();
       r.done = true;

@@ -1,11 +1,11 @@
 // GrowRing: storage that doubles on reserve() up to a bound, entries kept at their positions.
-#include "transport/rocev2/grow_ring.h"
+#include "transport/pool.h"
 
 #include <gtest/gtest.h>
 
 #include <cstdint>
 
-namespace uet::roce {
+namespace uet {
 namespace {
 
 // Expect: nothing is allocated before the first reserve; capacities go 8, 16, 32 ... and stop
@@ -72,4 +72,4 @@ TEST(GrowRing_Reserve, FittingReserveKeepsTheStorage) {
 }
 
 }  // namespace
-}  // namespace uet::roce
+}  // namespace uet
