@@ -179,10 +179,7 @@ struct Host {
 struct Switch {
   uint32_t node;
   SwitchConfig config;
-  uint64_t seed;
-  // ECMP: destination host -> group; group -> egress ports (up links only).
-  std::vector<uint16_t> group_of_host;
-  std::vector<std::vector<uint32_t>> groups;
+  uint64_t seed;  // its ECMP hash seed (Network::ecmp_port)
 };
 
 class Network;
@@ -331,10 +328,11 @@ class Network {
   std::vector<std::unique_ptr<wire::PcapWriter>> taps_;  // by port, for ports with `tapped`
   std::vector<Host> hosts_;
   std::vector<Switch> switches_;
-  // ECMP in flat arrays, rebuilt from every Switch's groups by compute_ecmp(): per switch its
-  // seed and first group; per (switch, destination host) the switch's group; per group a run
-  // of egress ports. One dependent load fewer per hop than the nested vectors, and no Switch
-  // (with its config) in the forwarding path.
+  // ECMP in flat arrays, rebuilt by compute_ecmp(). Routes are kept per destination ToR, not
+  // per destination host: a host has one NIC port to one switch (its ToR), so at any other
+  // switch its routes are its ToR's, and at its ToR the group is that one port. Per switch its
+  // seed and first group; per destination host its ToR, the ToR's port to it and its ToR's
+  // column of routes; per (column, switch) the switch's group; per group a run of egress ports.
   struct EcmpSwitch {
     uint64_t seed_mul;  // the switch's seed * the golden ratio, as mix64 multiplies it
     uint32_t first_group;
@@ -348,12 +346,18 @@ class Network {
     FastMod size_mod() const noexcept { return FastMod{mod_m, size}; }
   };
   static_assert(sizeof(EcmpGroup) == 16);
+  struct EcmpDst {
+    uint32_t tor;         // the switch the host's NIC link reaches; kNone: not a switch
+    uint32_t tor_port;    // that switch's port to the host; kNone: down (no route anywhere)
+    uint32_t route_base;  // column * switches: its ToR's routes, or the no-route column
+  };
   std::vector<EcmpSwitch> ecmp_switch_;
   uint32_t ecmp_switches_ = 0;  // ecmp_switch_.size()
-  std::vector<uint16_t> ecmp_route_;  // [switch * hosts + host] -> the switch's group
+  std::vector<EcmpDst> ecmp_dst_;      // by destination host
+  std::vector<uint16_t> ecmp_route_;   // [route_base + switch] -> the switch's group
   std::vector<EcmpGroup> ecmp_group_;
   std::vector<uint32_t> ecmp_ports_;
-  size_t ecmp_hosts_ = 0;  // hosts when the routes were computed
+  size_t ecmp_hosts_ = 0;  // ecmp_dst_.size(): hosts when the routes were computed
   // The last few ECMP choices, by frame id: prefetch_ahead computes a switch hop's egress a
   // few events early, and its later stage and switch_forward reuse it. An entry holds every
   // input of ecmp_port() (compute_ecmp() clears them all), so a hit is exactly what
