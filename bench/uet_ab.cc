@@ -220,8 +220,45 @@ absl::StatusOr<Fabric> fabric_from_flags() {
   return f;
 }
 
+// The scenario's flows on `hosts` hosts; refused with the flag to change.
+absl::StatusOr<std::vector<sim::FlowSpec>> scenario_flows(const std::string& scenario,
+                                                          uint32_t hosts, uint64_t seed);
+
 absl::StatusOr<std::vector<sim::FlowSpec>> flows_for(const std::string& scenario, uint32_t hosts,
                                                      uint64_t seed) {
+  const auto refuse = [](std::string why) { return absl::InvalidArgumentError(std::move(why)); };
+  const uint64_t bytes = absl::GetFlag(FLAGS_bytes);
+  if (scenario == "incast" && (absl::GetFlag(FLAGS_fan_in) < 1 || absl::GetFlag(FLAGS_fan_in) >= hosts)) {
+    return refuse(absl::StrFormat("--fan_in=%u out of range: 1..%u (the fabric's hosts - 1)",
+                                  absl::GetFlag(FLAGS_fan_in), hosts - 1));
+  }
+  if (scenario == "allreduce" && bytes < hosts) {
+    return refuse(absl::StrFormat(
+        "--bytes=%lu out of range for --scenario=allreduce: %u..1073741824 (a byte per host)",
+        bytes, hosts));
+  }
+  if (scenario == "alltoall" && uint64_t{hosts} * (hosts - 1) > sim::kMaxWorkloadFlows) {
+    return refuse(absl::StrFormat(
+        "--scenario=alltoall: %u hosts make %lu flows, at most %lu (4096 hosts): lower "
+        "--leaves / --hosts_per_leaf or --k", hosts, uint64_t{hosts} * (hosts - 1),
+        sim::kMaxWorkloadFlows));
+  }
+  if (scenario != "cm" && hosts < 2) {
+    return refuse(absl::StrFormat("--scenario=%s needs at least 2 hosts, the fabric has %u",
+                                  scenario, hosts));
+  }
+  auto flows = scenario_flows(scenario, hosts, seed);
+  if (!flows.ok() && absl::IsInvalidArgument(flows.status()) && scenario != "cm" &&
+      flows.status().message().substr(0, 2) != "--") {
+    // A generator's own check (websearch: too many flows): name the scenario's flags.
+    return refuse(absl::StrCat("--scenario=", scenario, ": ", flows.status().message(),
+                               scenario == "websearch" ? " (--load, --websearch_us)" : ""));
+  }
+  return flows;
+}
+
+absl::StatusOr<std::vector<sim::FlowSpec>> scenario_flows(const std::string& scenario,
+                                                          uint32_t hosts, uint64_t seed) {
   sim::Rng rng(seed);
   const uint64_t bytes = absl::GetFlag(FLAGS_bytes);
   if (scenario == "permutation" || scenario == "loss" || scenario == "failure") {
@@ -588,6 +625,11 @@ int run_main() {
   const std::string topo = absl::GetFlag(FLAGS_topology);
   if (check.error.empty() && topo != "leafspine" && topo != "fattree")
     check.error = "--topology=" + topo + " unknown: leafspine or fattree";
+  if (const uint32_t k = absl::GetFlag(FLAGS_k);
+      check.error.empty() && topo == "fattree" && absl::GetFlag(FLAGS_topo).empty() &&
+      (k < 2 || k > 64 || k % 2 != 0)) {
+    check.error = absl::StrFormat("--k=%u out of range: even, 2..64 (--topology=fattree)", k);
+  }
   if (check.error.empty()) {
     if (auto p = DcqcnConfig::preset(absl::GetFlag(FLAGS_dcqcn), 100); !p.ok()) {
       check.error = absl::StrCat("--dcqcn: ", std::string(p.status().message()));
@@ -626,18 +668,6 @@ int run_main() {
     return 2;
   }
 
-  std::vector<std::string> experiment_paths;
-  if (!absl::GetFlag(FLAGS_save_config).empty()) experiment_paths.push_back(absl::GetFlag(FLAGS_save_config));
-  if (!absl::GetFlag(FLAGS_json).empty()) experiment_paths.push_back(absl::GetFlag(FLAGS_json) + ".flags");
-  if (!plot_dir.empty()) experiment_paths.push_back(plot_dir + "/experiment.flags");
-  for (const std::string& path : experiment_paths) {
-    if (absl::Status s = write_file(path, experiment_file()); !s.ok()) {
-      std::fprintf(stderr, "uet-ab: experiment file: %s\n", std::string(s.message()).c_str());
-      return 1;
-    }
-    std::printf("experiment: %s (rerun: uet-ab --config=%s)\n", path.c_str(), path.c_str());
-  }
-
   std::vector<TransportKind> transports;
   if (tr == "uet" || tr == "both") transports.push_back(TransportKind::kUet);
   if (tr == "rocev2" || tr == "both") transports.push_back(TransportKind::kRocev2);
@@ -654,6 +684,16 @@ int run_main() {
           : absl::StrCat(base.kind == Fabric::Kind::kLeafSpine ? "leafspine" : "fattree", " from ",
                          absl::GetFlag(FLAGS_topo));
   const uint32_t hosts = host_count(base);
+  if (absl::GetFlag(FLAGS_topo).empty() && hosts > sim::kMaxHosts) {
+    if (base.kind == Fabric::Kind::kLeafSpine) {
+      std::fprintf(stderr, "uet-ab: --leaves=%u x --hosts_per_leaf=%u = %u hosts: at most %u\n",
+                   base.leaves, base.hosts_per_leaf, hosts, sim::kMaxHosts);
+    } else {
+      std::fprintf(stderr, "uet-ab: --k=%u with %u hosts per ToR (--hosts_per_tor) = %u hosts: at most %u\n",
+                   base.k, hosts / (base.k * (base.k / 2)), hosts, sim::kMaxHosts);
+    }
+    return 2;
+  }
   std::vector<std::string> scenarios;
   if (!absl::GetFlag(FLAGS_cm).empty() &&
       (absl::GetFlag(FLAGS_scenario) == "standard" || absl::GetFlag(FLAGS_scenario) == "cm")) {
@@ -667,6 +707,105 @@ int run_main() {
   } else {
     scenarios = {absl::GetFlag(FLAGS_scenario)};
   }
+  // One run's configuration (without its flows): the same for the checks before the first
+  // run and for the run itself.
+  auto config_for = [&](const std::string& scenario, double fabric_loss, TransportKind t) {
+    const bool lossy = scenario == "loss" || scenario == "loss-sweep";
+    RunConfig c;
+    c.scenario = scenario;
+    c.fabric = base;
+    c.fabric.fabric_loss = fabric_loss;
+    if (scenario == "failure") {
+      c.fabric.failed_links = absl::GetFlag(FLAGS_failed_links);
+      c.fabric.degrade = absl::GetFlag(FLAGS_degrade);
+      c.fabric.degrade_scales_queues = absl::GetFlag(FLAGS_degrade_queues) == "scaled";
+      c.fabric.fail_at = static_cast<Time>(absl::GetFlag(FLAGS_fail_at_us)) * kMicrosecond;
+    }
+    // RoCEv2 as deployed: a lossless (PFC) class with ECN; except under random loss, where
+    // PFC cannot help and go-back-N shows.
+    const std::string pfc = absl::GetFlag(FLAGS_pfc);
+    c.fabric.pfc = pfc == "on" || (pfc == "auto" && t == TransportKind::kRocev2 && !lossy);
+    c.transport = t;
+    c.seed = absl::GetFlag(FLAGS_seed);
+    c.mtu = mtu;
+    c.uet_evs = static_cast<uint16_t>(absl::GetFlag(FLAGS_evs));
+    c.dcqcn_preset = absl::GetFlag(FLAGS_dcqcn);
+    c.uet_lb = lb;
+    c.uet_cc = cc;
+    c.uet_mode = uet_mode == "rod" ? DeliveryMode::kRod : DeliveryMode::kRud;
+    c.max_time = static_cast<Time>(absl::GetFlag(FLAGS_max_ms)) * kMillisecond;
+    if (!plot_dir.empty()) {
+      c.sample_every = static_cast<Time>(absl::GetFlag(FLAGS_plot_sample_us) * kMicrosecond);
+    }
+    if (const std::string dir = absl::GetFlag(FLAGS_pcap); !dir.empty()) {
+      c.pcap_prefix = absl::StrCat(dir, "/", scenario, "_", to_string(t));
+      if (scenario == "loss-sweep") {
+        absl::StrAppend(&c.pcap_prefix, absl::StrFormat("_loss%g", fabric_loss));
+      }
+    }
+    return c;
+  };
+  // Every scenario's flows and every run's configuration, built and checked before the
+  // first run starts: a bad combination is refused at once, not after other runs.
+  struct Planned {
+    std::string scenario;
+    std::vector<sim::FlowSpec> flows;
+    std::vector<double> fabric_losses;  // one case per rate (loss-sweep: the per-link rates)
+  };
+  std::vector<Planned> plan;
+  const bool fails = std::find(scenarios.begin(), scenarios.end(), "failure") != scenarios.end();
+  if (fails && absl::GetFlag(FLAGS_failed_links) > top_tier_links(base)) {
+    std::fprintf(stderr, "uet-ab: --failed_links=%u out of range: 1..%u (the fabric has %u top-tier (spine or core) links)\n",
+                 absl::GetFlag(FLAGS_failed_links), top_tier_links(base), top_tier_links(base));
+    return 2;
+  }
+  for (const std::string& scenario : scenarios) {
+    auto flows = flows_for(scenario, hosts, absl::GetFlag(FLAGS_seed));
+    if (!flows.ok()) {
+      std::fprintf(stderr, "uet-ab: %s\n", std::string(flows.status().message()).c_str());
+      return 2;
+    }
+    Planned p{scenario, std::move(*flows), {}};
+    if (scenario == "loss-sweep") {
+      const uint32_t links = sweep_path_links(base);
+      if (links == 0 && loss_per == "path") {
+        std::fprintf(stderr, "uet-ab: --loss_per=path: the flow crosses no fabric link (one leaf)\n");
+        return 2;
+      }
+      for (double rate : loss_rates) {
+        p.fabric_losses.push_back(loss_per == "path" ? 1 - std::pow(1 - rate, 1.0 / links) : rate);
+      }
+    } else {
+      p.fabric_losses = {scenario == "loss" ? absl::GetFlag(FLAGS_loss) : 0};
+    }
+    for (double loss : p.fabric_losses) {
+      for (TransportKind t : transports) {
+        RunConfig c = config_for(scenario, loss, t);
+        c.flows = std::move(p.flows);  // checked in place, not copied
+        const absl::Status s = validate(c);
+        p.flows = std::move(c.flows);
+        if (!s.ok()) {
+          std::fprintf(stderr, "uet-ab: %s %s: %s\n", scenario.c_str(), to_string(t),
+                       std::string(s.message()).c_str());
+          return 2;
+        }
+      }
+    }
+    plan.push_back(std::move(p));
+  }
+
+  std::vector<std::string> experiment_paths;
+  if (!absl::GetFlag(FLAGS_save_config).empty()) experiment_paths.push_back(absl::GetFlag(FLAGS_save_config));
+  if (!absl::GetFlag(FLAGS_json).empty()) experiment_paths.push_back(absl::GetFlag(FLAGS_json) + ".flags");
+  if (!plot_dir.empty()) experiment_paths.push_back(plot_dir + "/experiment.flags");
+  for (const std::string& path : experiment_paths) {
+    if (absl::Status s = write_file(path, experiment_file()); !s.ok()) {
+      std::fprintf(stderr, "uet-ab: experiment file: %s\n", std::string(s.message()).c_str());
+      return 1;
+    }
+    std::printf("experiment: %s (rerun: uet-ab --config=%s)\n", path.c_str(), path.c_str());
+  }
+
   std::FILE* json = nullptr;
   if (const std::string path = absl::GetFlag(FLAGS_json); !path.empty()) {
     json = std::fopen(path.c_str(), "w");
@@ -691,42 +830,10 @@ int run_main() {
   // JSON objects and CSV rows.
   auto run_case = [&](const std::string& scenario, const std::vector<sim::FlowSpec>& flows,
                       double fabric_loss) {
-    const bool lossy = scenario == "loss" || scenario == "loss-sweep";
     std::vector<RunResult> runs;
     for (TransportKind t : transports) {
-      RunConfig c;
-      c.scenario = scenario;
-      c.fabric = base;
-      c.fabric.fabric_loss = fabric_loss;
-      if (scenario == "failure") {
-        c.fabric.failed_links = absl::GetFlag(FLAGS_failed_links);
-        c.fabric.degrade = absl::GetFlag(FLAGS_degrade);
-        c.fabric.degrade_scales_queues = absl::GetFlag(FLAGS_degrade_queues) == "scaled";
-        c.fabric.fail_at = static_cast<Time>(absl::GetFlag(FLAGS_fail_at_us)) * kMicrosecond;
-      }
-      // RoCEv2 as deployed: a lossless (PFC) class with ECN; except under random loss, where
-      // PFC cannot help and go-back-N shows.
-      const std::string pfc = absl::GetFlag(FLAGS_pfc);
-      c.fabric.pfc = pfc == "on" || (pfc == "auto" && t == TransportKind::kRocev2 && !lossy);
+      RunConfig c = config_for(scenario, fabric_loss, t);
       c.flows = flows;
-      c.transport = t;
-      c.seed = absl::GetFlag(FLAGS_seed);
-      c.mtu = mtu;
-      c.uet_evs = static_cast<uint16_t>(absl::GetFlag(FLAGS_evs));
-      c.dcqcn_preset = absl::GetFlag(FLAGS_dcqcn);
-      c.uet_lb = lb;
-      c.uet_cc = cc;
-      c.uet_mode = uet_mode == "rod" ? DeliveryMode::kRod : DeliveryMode::kRud;
-      c.max_time = static_cast<Time>(absl::GetFlag(FLAGS_max_ms)) * kMillisecond;
-      if (!plot_dir.empty()) {
-        c.sample_every = static_cast<Time>(absl::GetFlag(FLAGS_plot_sample_us) * kMicrosecond);
-      }
-      if (const std::string dir = absl::GetFlag(FLAGS_pcap); !dir.empty()) {
-        c.pcap_prefix = absl::StrCat(dir, "/", scenario, "_", to_string(t));
-        if (scenario == "loss-sweep") {
-          absl::StrAppend(&c.pcap_prefix, absl::StrFormat("_loss%g", fabric_loss));
-        }
-      }
       if (g_stop.load(std::memory_order_relaxed)) break;
       ProgressLine progress(absl::StrCat(scenario, " ", to_string(t)));
       c.progress = [&progress](const Progress& p) { progress(p); };
@@ -759,22 +866,14 @@ int run_main() {
   };
 
   std::signal(SIGINT, on_sigint);
-  for (const std::string& scenario : scenarios) {
+  for (const Planned& planned : plan) {
     if (g_stop.load(std::memory_order_relaxed)) break;
-    auto flows = flows_for(scenario, hosts, absl::GetFlag(FLAGS_seed));
-    if (!flows.ok()) {
-      std::fprintf(stderr, "uet-ab: %s\n", std::string(flows.status().message()).c_str());
-      return 2;
-    }
+    const std::string& scenario = planned.scenario;
+    const std::vector<sim::FlowSpec>* flows = &planned.flows;
     if (scenario == "loss-sweep") {
       const uint32_t links = sweep_path_links(base);
-      if (links == 0 && loss_per == "path") {
-        std::fprintf(stderr, "uet-ab: --loss_per=path: the flow crosses no fabric link (one leaf)\n");
-        return 2;
-      }
       std::vector<SweepRow> rows;
-      for (double rate : loss_rates) {
-        const double link = loss_per == "path" ? 1 - std::pow(1 - rate, 1.0 / links) : rate;
+      for (double link : planned.fabric_losses) {
         const double path = 1 - std::pow(1 - link, links);
         rows.push_back({link, path, run_case(scenario, *flows, link)});
       }
@@ -796,8 +895,7 @@ int run_main() {
       }
       continue;
     }
-    const std::vector<RunResult> runs =
-        run_case(scenario, *flows, scenario == "loss" ? absl::GetFlag(FLAGS_loss) : 0);
+    const std::vector<RunResult> runs = run_case(scenario, *flows, planned.fabric_losses.front());
     if (runs.empty()) continue;  // every run failed; the reasons are on stderr
     std::string title = absl::StrFormat("%s: %u hosts, %s, %g Gb/s, %lu bytes per flow, seed %lu",
                                         scenario, hosts, fabric_name, base.host_gbps,

@@ -87,7 +87,9 @@ absl::Status Network::finalize() {
           absl::StrCat("finalize: host ", nodes_[h.node].name, " is not connected"));
     }
   }
-  if (hosts_.size() > 65535) return absl::InvalidArgumentError("finalize: at most 65535 hosts");
+  if (hosts_.size() > kMaxHosts) {
+    return absl::InvalidArgumentError(absl::StrCat("finalize: at most ", kMaxHosts, " hosts"));
+  }
   finalized_ = true;
   return compute_ecmp();
 }

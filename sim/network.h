@@ -31,6 +31,7 @@
 namespace uet::sim {
 
 inline constexpr uint32_t kNone = UINT32_MAX;
+inline constexpr uint32_t kMaxHosts = 65535;  // a frame's destination is kept in 16 bits
 
 // DSCP code points the fabric classifies on [choice, sim/README.md].
 inline constexpr uint8_t kDscpData = 26;     // data class (RoCEv2's usual lossless class)
