@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
@@ -202,12 +203,13 @@ UetConfig uet_config(const RunConfig& rc, uint32_t h) {
   return c;
 }
 
-absl::StatusOr<RoceConfig> roce_config(const RunConfig& rc, uint32_t h, uint32_t hosts) {
+// `qps`: the QPs the host will connect (its QP table is sized to them).
+absl::StatusOr<RoceConfig> roce_config(const RunConfig& rc, uint32_t h, uint32_t qps) {
   RoceConfig c;
   c.local_ip4 = sim::Network::host_ip4(h);
   c.local_mac = sim::Network::host_mac(h);
   c.mtu = rc.mtu;
-  c.max_qps = std::max<uint32_t>(hosts, 1);
+  c.max_qps = std::max<uint32_t>(qps, 1);
   auto dcqcn = DcqcnConfig::preset(rc.dcqcn_preset, rc.fabric.host_gbps);
   if (!dcqcn.ok()) return dcqcn.status();
   c.dcqcn = *dcqcn;
@@ -268,7 +270,7 @@ absl::Status validate(const RunConfig& rc) {
     }
   }
   if (rc.transport == TransportKind::kUet) return uet_config(rc, 0).validate();
-  auto c = roce_config(rc, 0, hosts);
+  auto c = roce_config(rc, 0, 1);
   if (!c.ok()) return c.status();
   return c->validate();
 }
@@ -340,8 +342,31 @@ absl::StatusOr<RunResult> run(const RunConfig& rc) {
   // One source buffer read by every sender and one target region written by every receiver:
   // the A/B compares timing, not bytes (the integrity tests do that). With small frames the
   // payload is never touched at all.
-  std::vector<uint8_t> src(max_bytes), dst(max_bytes);
+  // calloc'd: zero pages the kernel backs only where they are written, so a large flow costs
+  // memory only for the bytes the target places.
+  struct Free {
+    void operator()(uint8_t* p) const noexcept { std::free(p); }
+  };
+  const std::unique_ptr<uint8_t, Free> src(static_cast<uint8_t*>(std::calloc(max_bytes, 1)));
+  const std::unique_ptr<uint8_t, Free> dst(static_cast<uint8_t*>(std::calloc(max_bytes, 1)));
+  if (src == nullptr || dst == nullptr) {
+    return absl::ResourceExhaustedError(absl::StrCat("cannot allocate 2 x ", max_bytes, " bytes"));
+  }
 
+  // RoCEv2's RC QPs: one pair per communicating pair of hosts, in the order the flows first
+  // name them.
+  std::vector<std::pair<uint32_t, uint32_t>> qp_pairs;
+  std::vector<uint32_t> qps(hosts, 0);
+  if (rc.transport == TransportKind::kRocev2) {
+    absl::flat_hash_map<uint64_t, bool> connected;
+    for (const sim::FlowSpec& f : rc.flows) {
+      const uint32_t a = std::min(f.src, f.dst), b = std::max(f.src, f.dst);
+      if (!connected.emplace(uint64_t{a} << 32 | b, true).second) continue;
+      qp_pairs.emplace_back(a, b);
+      ++qps[a];
+      ++qps[b];
+    }
+  }
   std::vector<std::unique_ptr<Endpoint>> eps;
   uint32_t rkey = 0;
   for (uint32_t h = 0; h < hosts; ++h) {
@@ -350,25 +375,22 @@ absl::StatusOr<RunResult> run(const RunConfig& rc) {
       if (!ep.ok()) return ep.status();
       eps.push_back(std::move(*ep));
     } else {
-      auto c = roce_config(rc, h, hosts);
+      auto c = roce_config(rc, h, qps[h]);
       if (!c.ok()) return c.status();
       auto ep = RoceEndpoint::create(*c);
       if (!ep.ok()) return ep.status();
       eps.push_back(std::move(*ep));
     }
-    auto key = eps.back()->register_memory(dst.data(), dst.size());
+    auto key = eps.back()->register_memory(dst.get(), max_bytes);
     if (!key.ok()) return key.status();
     rkey = *key;  // the same on every host: the first region
   }
 
   if (rc.transport == TransportKind::kRocev2) {
-    // RC needs its QPs connected out of band: one QP pair per communicating pair of hosts.
+    // RC needs its QPs connected out of band.
     std::vector<uint32_t> next_qp(hosts, 0);
-    absl::flat_hash_map<uint64_t, bool> connected;
     sim::Rng rng(rc.seed);
-    for (const sim::FlowSpec& f : rc.flows) {
-      const uint32_t a = std::min(f.src, f.dst), b = std::max(f.src, f.dst);
-      if (!connected.emplace(uint64_t{a} << 32 | b, true).second) continue;
+    for (const auto& [a, b] : qp_pairs) {
       auto* ea = static_cast<RoceEndpoint*>(eps[a].get());
       auto* eb = static_cast<RoceEndpoint*>(eps[b].get());
       const uint32_t qa = 0x100 + next_qp[a]++, qb = 0x100 + next_qp[b]++;
@@ -378,7 +400,7 @@ absl::StatusOr<RunResult> run(const RunConfig& rc) {
       if (absl::Status s = eb->connect_qp(sim::Network::host_ip4(a), qb, qa, pb, pa); !s.ok()) return s;
     }
   }
-  Player player(net, rc.flows, eps, src.data(), rkey,
+  Player player(net, rc.flows, eps, src.get(), rkey,
                 rc.transport == TransportKind::kUet ? rc.uet_mode : DeliveryMode::kRud);
   std::vector<std::unique_ptr<HostAdapter>> adapters;
   for (uint32_t h = 0; h < hosts; ++h) {
