@@ -63,7 +63,6 @@ absl::Status Network::connect(uint32_t a, uint32_t b, const LinkConfig& link) {
     Port p;
     p.node = i == 0 ? a : b;
     p.peer = i == 0 ? pb : pa;
-    p.link = link;
     set_rate(p, static_cast<int64_t>(link.gbps * 1e9));
     p.rng = Rng(mix64(pa + i, config_.seed));
     p.at_host = nodes_[p.node].kind == NodeKind::kHost;
@@ -74,6 +73,7 @@ absl::Status Network::connect(uint32_t a, uint32_t b, const LinkConfig& link) {
     ports_.push_back(std::move(p));
     nodes_[i == 0 ? a : b].ports.push_back(i == 0 ? pa : pb);
   }
+  links_.push_back(link);
   for (uint32_t n : {a, b}) {
     if (nodes_[n].kind == NodeKind::kHost) hosts_[nodes_[n].index].port = nodes_[n].ports[0];
   }
@@ -454,10 +454,13 @@ void Network::run_until(Time until) {
       const bool pause = (e.b >> 8) != 0;
       if (pause && !p.paused[prio]) {
         p.paused[prio] = true;
-        if (prio == 0) p.paused_since = now_;
+        if (prio == 0) {
+          if (paused_since_.empty()) paused_since_.resize(ports_.size());
+          paused_since_[e.a] = now_;
+        }
       } else if (!pause && p.paused[prio]) {
         p.paused[prio] = false;
-        if (prio == 0) p.stats.paused_time += now_ - p.paused_since;
+        if (prio == 0) p.stats.paused_time += now_ - paused_since_[e.a];
         kick_port(e.a);
         if (p.at_host) {
           host_pull(p.owner);
@@ -483,7 +486,7 @@ void Network::run_until(Time until) {
       const double fraction = static_cast<double>(e.b & ~kScaleQueuesBit) / 1e6;
       const bool scale = (e.b & kScaleQueuesBit) != 0;
       for (uint32_t p : {e.a, ports_[e.a].peer}) {
-        set_rate(ports_[p], static_cast<int64_t>(ports_[p].link.gbps * 1e9 * fraction));
+        set_rate(ports_[p], static_cast<int64_t>(links_[p / 2].gbps * 1e9 * fraction));
         ports_[p].scaled = scale && fraction < 1;
         if (ports_[p].scaled) {
           // What enqueue admits and marks by at this port until the rate changes again.
@@ -521,11 +524,12 @@ void Network::account_queue(Port& p) {
 }
 
 void Network::flush_stats() {
-  for (Port& p : ports_) {
+  for (uint32_t i = 0; i < ports_.size(); ++i) {
+    Port& p = ports_[i];
     account_queue(p);
     if (p.paused[0]) {
-      p.stats.paused_time += now_ - p.paused_since;
-      p.paused_since = now_;
+      p.stats.paused_time += now_ - paused_since_[i];
+      paused_since_[i] = now_;
     }
   }
 }
@@ -576,6 +580,7 @@ void Network::flush_stats() {
 // The frame's fate on a tapped, down or impaired link (start_tx's uncommon case).
 void Network::start_tx_rare(uint32_t port, FrameId f, uint32_t bytes, Time done) {
   Port& p = ports_[port];
+  const LinkConfig& link = links_[port / 2];
   Frame& fr = pool_[f];
   if (p.tapped) {
     (void)taps_[port]->write(std::span<const uint8_t>(fr.data, fr.len),
@@ -586,7 +591,7 @@ void Network::start_tx_rare(uint32_t port, FrameId f, uint32_t bytes, Time done)
     drop(f);
   } else if (!p.impaired) {  // no draws: the same as every chance() below failing
     events_q_.push(done + p.delay, kArrive, p.peer, f);
-  } else if (p.rng.chance(p.link.loss)) {
+  } else if (p.rng.chance(link.loss)) {
     ++p.stats.wire_losses;
     drop(f);
   } else {
@@ -594,7 +599,7 @@ void Network::start_tx_rare(uint32_t port, FrameId f, uint32_t bytes, Time done)
     // would catch it) might damage it: IP/UDP checksums, the ICRC or the receiver must.
     // A frame is damaged at most once on its way (one memory error per frame: two flips
     // can cancel in the Internet checksum, which is not what this models).
-    if (p.rng.chance(p.link.corrupt) && !frame_meta_[f].damaged) {
+    if (p.rng.chance(link.corrupt) && !frame_meta_[f].damaged) {
       constexpr uint32_t kL2 = 14;
       const uint64_t bit = kL2 * 8 + p.rng.below(uint64_t{fr.len - kL2} * 8);
       fr.data[bit / 8] ^= static_cast<uint8_t>(1u << (bit % 8));
@@ -607,13 +612,13 @@ void Network::start_tx_rare(uint32_t port, FrameId f, uint32_t bytes, Time done)
         ++p.stats.corrupted_unchecked;
       }
     }
-    Time arrive = done + p.link.delay;
-    if (p.rng.chance(p.link.reorder) && p.link.reorder_delay > 0) {
-      arrive += 1 + static_cast<Time>(p.rng.below(static_cast<uint64_t>(p.link.reorder_delay)));
+    Time arrive = done + p.delay;
+    if (p.rng.chance(link.reorder) && link.reorder_delay > 0) {
+      arrive += 1 + static_cast<Time>(p.rng.below(static_cast<uint64_t>(link.reorder_delay)));
       ++p.stats.reorders;
     }
     events_q_.push(arrive, kArrive, p.peer, f);
-    if (p.rng.chance(p.link.duplicate)) duplicate(port, f, done + p.link.delay);
+    if (p.rng.chance(link.duplicate)) duplicate(port, f, done + p.delay);
   }
 }
 
@@ -650,8 +655,8 @@ void Network::duplicate(uint32_t port, FrameId f, Time at) {
   to.priority = from.priority;
   meta(c) = m;
   ++p.stats.duplicates;
-  if (p.link.reorder_delay > 0) {
-    at += static_cast<Time>(p.rng.below(static_cast<uint64_t>(p.link.reorder_delay) + 1));
+  if (const Time hold = links_[port / 2].reorder_delay; hold > 0) {
+    at += static_cast<Time>(p.rng.below(static_cast<uint64_t>(hold) + 1));
   }
   events_q_.push(at, kArrive, p.peer, c);
 }
@@ -815,7 +820,7 @@ void Network::send_pfc(uint32_t ingress_port, int prio, bool pause) {
   ip.pause_sent[prio] = pause;
   if (pause) ++ip.stats.pauses_sent;
   // The pause frame travels the link back to the upstream egress.
-  events_q_.push(now_ + ip.link.delay, kPfc, ip.peer,
+  events_q_.push(now_ + ip.delay, kPfc, ip.peer,
                  static_cast<uint32_t>(prio) | (pause ? 0x100u : 0u));
 }
 

@@ -133,8 +133,9 @@ struct QueuedFrame {
 // Hot fields first (what every frame touches at a hop), by cache line: line 0 is what the
 // port a frame arrives through needs (owner, link state, and at a switch the PFC ingress
 // counter that enqueue and start_tx both update), so that port costs one line; lines 0-2 are
-// what the egress needs (wire state, queues, the counters it bumps). The link's configuration
-// and the rarer state after them.
+// what the egress needs (wire state, queues, the counters it bumps); the rarer state after
+// them. The link's configuration is the Network's, per link (Network::link_config): five
+// lines a port.
 struct alignas(64) Port {
   uint32_t peer = kNone;   // the port at the other end of the link
   uint32_t owner = kNone;  // the host or switch index of `node` (cached: no Node lookup per frame)
@@ -162,11 +163,10 @@ struct alignas(64) Port {
   std::array<uint64_t, kNumPriorities> queued_bytes{};
   Time last_queue_change = 0;
   PortStats stats;
-  LinkConfig link;
   Rng rng;
-  Time paused_since = 0;
   uint32_t node = kNone;  // the node this port belongs to (control path only)
 };
+static_assert(sizeof(Port) == 5 * 64);
 
 struct Host {
   uint32_t node;
@@ -244,6 +244,8 @@ class Network {
   const Switch& sw(uint32_t s) const noexcept { return switches_[s]; }
   const Node& node(uint32_t n) const noexcept { return nodes_[n]; }
   const Port& port(uint32_t p) const noexcept { return ports_[p]; }
+  // The configuration of the link through port `p` (as connected; the rate may be degraded).
+  const LinkConfig& link_config(uint32_t p) const noexcept { return links_[p / 2]; }
   uint32_t host_node(uint32_t h) const noexcept { return hosts_[h].node; }
   uint32_t switch_node(uint32_t s) const noexcept { return switches_[s].node; }
   static uint32_t host_ip4(uint32_t h) noexcept { return 0x0A000001u + h; }  // 10.0.0.1 + h
@@ -316,6 +318,8 @@ class Network {
   uint64_t events_ = 0;
   std::vector<Node> nodes_;
   std::vector<Port> ports_;
+  std::vector<LinkConfig> links_;  // by link: ports 2i and 2i+1 are its two ends
+  std::vector<Time> paused_since_;  // by port, while its data class is paused (sized at the first pause)
   // A scaled (degraded) port's buffer limits and ECN thresholds, by port: the switch's
   // config scaled to the link's fraction of its rate, computed once when the rate changes
   // (kLinkRate), not per frame. Sized on the first scaled degradation; read only where
