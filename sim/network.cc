@@ -200,6 +200,12 @@ absl::Status Network::compute_ecmp() {
   return absl::OkStatus();
 }
 
+size_t Network::ecmp_table_bytes() const noexcept {
+  return ecmp_route_.size() * sizeof(uint16_t) + ecmp_dst_.size() * sizeof(EcmpDst) +
+         ecmp_switch_.size() * sizeof(EcmpSwitch) + ecmp_group_.size() * sizeof(EcmpGroup) +
+         ecmp_ports_.size() * sizeof(uint32_t);
+}
+
 void Network::attach(uint32_t host, Transport* transport) {
   hosts_[host].transport = transport;
   kick(host);

@@ -256,6 +256,8 @@ class Network {
   }
   // The port a switch would forward a frame to host `dst` with this flow hash through.
   uint32_t ecmp_port(uint32_t sw, uint32_t dst_host, uint64_t flow_hash) const noexcept;
+  // Bytes the ECMP tables hold (routes, groups, ports, per switch and per destination host).
+  size_t ecmp_table_bytes() const noexcept;
   // Folds the queue integrals up to now (call before reading PortStats averages).
   void flush_stats();
 
