@@ -21,6 +21,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "bench/ab_memory.h"
 #include "bench/ab_runner.h"
 #include "cc/dcqcn.h"
 #include "sim/htsim_cm.h"
@@ -119,6 +120,9 @@ ABSL_FLAG(std::string, save_config, "",
           "lines) here; runs with --json=F also write F.flags, runs with --plot=DIR DIR/experiment.flags");
 ABSL_FLAG(std::string, config, "",
           "read an experiment file written by --save_config (flags given after it override it)");
+ABSL_FLAG(double, max_memory_gb, 0,
+          "refuse a request whose estimated peak memory exceeds this many GiB, 0..1000000; 0: "
+          "the machine's MemAvailable");
 ABSL_FLAG(std::string, pcap, "",
           "directory for pcaps of host 0's traffic, one pair per run (SCENARIO_TRANSPORT_h0_tx.pcap, _rx)");
 
@@ -619,6 +623,7 @@ int run_main() {
   check.range("evs", absl::GetFlag(FLAGS_evs), 1, 4096);
   check.range("buffer_kb", static_cast<double>(absl::GetFlag(FLAGS_buffer_kb)), 16, 65536);
   check.range("max_ms", absl::GetFlag(FLAGS_max_ms), 1, 100000);
+  check.range("max_memory_gb", absl::GetFlag(FLAGS_max_memory_gb), 0, 1e6);
   const uint32_t mtu = absl::GetFlag(FLAGS_mtu);
   if (check.error.empty() && mtu != 256 && mtu != 512 && mtu != 1024 && mtu != 2048 && mtu != 4096)
     check.error = absl::StrFormat("--mtu=%u invalid: one of 256, 512, 1024, 2048, 4096", mtu);
@@ -753,6 +758,8 @@ int run_main() {
     std::vector<double> fabric_losses;  // one case per rate (loss-sweep: the per-link rates)
   };
   std::vector<Planned> plan;
+  MemoryEstimate peak;  // the largest run's: runs come one at a time
+  double planned_flows = 0;
   const bool fails = std::find(scenarios.begin(), scenarios.end(), "failure") != scenarios.end();
   if (fails && absl::GetFlag(FLAGS_failed_links) > top_tier_links(base)) {
     std::fprintf(stderr, "uet-ab: --failed_links=%u out of range: 1..%u (the fabric has %u top-tier (spine or core) links)\n",
@@ -783,6 +790,9 @@ int run_main() {
         RunConfig c = config_for(scenario, loss, t);
         c.flows = std::move(p.flows);  // checked in place, not copied
         const absl::Status s = validate(c);
+        if (s.ok()) {
+          if (MemoryEstimate e = estimate_memory(c); e.bytes > peak.bytes) peak = std::move(e);
+        }
         p.flows = std::move(c.flows);
         if (!s.ok()) {
           std::fprintf(stderr, "uet-ab: %s %s: %s\n", scenario.c_str(), to_string(t),
@@ -791,7 +801,26 @@ int run_main() {
         }
       }
     }
+    planned_flows += static_cast<double>(p.flows.size());
     plan.push_back(std::move(p));
+  }
+  // Too large for the machine: refused with the estimate, not killed by the OOM killer.
+  const double need = peak.bytes + planned_flows * static_cast<double>(sizeof(sim::FlowSpec));
+  const double limit = absl::GetFlag(FLAGS_max_memory_gb) > 0
+                           ? absl::GetFlag(FLAGS_max_memory_gb) * double(1 << 30)
+                           : static_cast<double>(memory_available());
+  if (limit > 0 && need > limit) {
+    const char* size_flags = !absl::GetFlag(FLAGS_topo).empty() ? "the --topo file's Nodes"
+                             : base.kind == Fabric::Kind::kLeafSpine ? "--leaves / --hosts_per_leaf"
+                                                                     : "--k / --hosts_per_tor";
+    std::fprintf(stderr,
+                 "uet-ab: this run needs about %.3g GiB (%s), the machine has %.3g GiB %s: lower "
+                 "%s, or --bytes%s\n",
+                 need / double(1 << 30), peak.why.c_str(), limit / double(1 << 30),
+                 absl::GetFlag(FLAGS_max_memory_gb) > 0 ? "allowed (--max_memory_gb)" : "available",
+                 size_flags,
+                 absl::GetFlag(FLAGS_max_memory_gb) > 0 ? "" : "; --max_memory_gb=N overrides the limit");
+    return 2;
   }
 
   std::vector<std::string> experiment_paths;

@@ -6,9 +6,13 @@ so a request that would fail in its second or third scenario fails at once: exit
 message naming the flag and its valid range, no table printed, no JSON written. Cases: an odd
 fat-tree arity; the standard comparison on a fabric too small for its incast (permutation
 would have run first); a connection matrix with more Nodes than the fabric has hosts; more
-failed links than the top tier has; a ring all-reduce with fewer bytes than hosts.
+failed links than the top tier has; a ring all-reduce with fewer bytes than hosts. A run whose
+estimated peak memory exceeds --max_memory_gb is refused the same way, with the estimate and
+the flags that shrink it; the estimate grows with the hosts; under a large enough limit the
+same run goes ahead.
 Usage: validate_test.py BUILD_BIN_DIR
 """
+import re
 import os
 import subprocess
 import sys
@@ -49,6 +53,34 @@ def main():
                 failures.append(f"{name}: stderr {proc.stderr!r} lacks {want!r}")
             if "flows completed" in proc.stdout or os.path.exists(out):
                 failures.append(f"{name}: a run started: {proc.stdout!r}")
+        # A memory limit below the estimate: refused up front, with the estimate.
+        small = ["--scenario=permutation", "--leaves=2", "--hosts_per_leaf=4", "--spines=2",
+                 "--bytes=65536"]
+        estimates = {}
+        for name, flags in (("small", small),
+                            ("large", small[:1] + ["--leaves=8", "--hosts_per_leaf=16"] +
+                             small[3:])):
+            out = os.path.join(tmp, name + "_mem.json")
+            proc = subprocess.run([uet_ab] + flags + ["--max_memory_gb=0.001", "--json=" + out],
+                                  capture_output=True, text=True, timeout=30)
+            m = re.search(r"this run needs about ([0-9.e+]+) GiB \((\d+) hosts x ", proc.stderr)
+            if proc.returncode != 2 or m is None or "--max_memory_gb" not in proc.stderr:
+                failures.append(f"memory {name}: rc {proc.returncode}, stderr {proc.stderr!r}")
+                continue
+            if "--leaves / --hosts_per_leaf, or --bytes" not in proc.stderr:
+                failures.append(f"memory {name}: no flags to change in {proc.stderr!r}")
+            if "flows completed" in proc.stdout or os.path.exists(out):
+                failures.append(f"memory {name}: a run started")
+            estimates[name] = (float(m.group(1)), int(m.group(2)))
+        # Expect: 8 and 128 hosts; the larger fabric needs more (linear in hosts, MiB a host).
+        if len(estimates) == 2:
+            (small_gib, small_hosts), (large_gib, large_hosts) = estimates["small"], estimates["large"]
+            if (small_hosts, large_hosts) != (8, 128) or not 0 < small_gib < large_gib < 1:
+                failures.append(f"memory estimates {estimates}")
+        ran = subprocess.run([uet_ab] + small + ["--transport=uet", "--max_memory_gb=64"],
+                             capture_output=True, text=True, timeout=60)
+        if ran.returncode != 0 or "flows completed" not in ran.stdout:
+            failures.append(f"--max_memory_gb=64: rc {ran.returncode}, {ran.stderr!r}")
     for f in failures:
         print("FAIL:", f, file=sys.stderr)
     print("1 passed, 0 failed" if not failures else "0 passed, 1 failed")
