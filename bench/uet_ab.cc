@@ -137,6 +137,16 @@ extern "C" void on_sigint(int) {
   std::signal(SIGINT, SIG_DFL);
 }
 
+// The process's resident memory now (/proc/self/statm), in bytes; 0 when unknown.
+double resident_bytes() {
+  std::FILE* f = std::fopen("/proc/self/statm", "r");
+  if (f == nullptr) return 0;
+  unsigned long long size = 0, resident = 0;
+  const bool ok = std::fscanf(f, "%llu %llu", &size, &resident) == 2;
+  std::fclose(f);
+  return ok ? static_cast<double>(resident) * static_cast<double>(sysconf(_SC_PAGESIZE)) : 0;
+}
+
 // A progress line on stderr once a run has taken 2 s of wall time: rewritten in place on a
 // terminal, a line every 5 s otherwise.
 class ProgressLine {
@@ -154,10 +164,10 @@ class ProgressLine {
       eta = absl::StrFormat("~%.0f s", p.wall_s * static_cast<double>(p.flows - p.flows_done) /
                                            static_cast<double>(p.flows_done));
     }
-    std::fprintf(stderr, "%s[%s] simulated %.3f ms, %.2f M events/s, flows %zu/%zu, wall %.0f s, ETA %s%s",
+    std::fprintf(stderr, "%s[%s] simulated %.3f ms, %.2f M events/s, flows %zu/%zu, RSS %.2f GiB, wall %.0f s, ETA %s%s",
                  tty_ ? "\r" : "", label_.c_str(), static_cast<double>(p.sim_time) / kMillisecond,
-                 static_cast<double>(p.events) / 1e6 / p.wall_s, p.flows_done, p.flows, p.wall_s,
-                 eta.c_str(), tty_ ? "   " : "\n");
+                 static_cast<double>(p.events) / 1e6 / p.wall_s, p.flows_done, p.flows,
+                 resident_bytes() / double(1 << 30), p.wall_s, eta.c_str(), tty_ ? "   " : "\n");
   }
 
  private:
