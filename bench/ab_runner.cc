@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
@@ -134,32 +135,86 @@ void HostAdapter::drain(Time now) {
 Time fabric_delay(const Fabric& f) noexcept { return f.fabric_delay >= 0 ? f.fabric_delay : f.link_delay; }
 Time core_delay(const Fabric& f) noexcept { return f.core_delay >= 0 ? f.core_delay : fabric_delay(f); }
 
-absl::Status build_fabric(sim::Network& net, const Fabric& f) {
+struct Tiers {
   sim::LinkConfig host, fabric, core;
-  host.gbps = f.host_gbps;
-  host.delay = f.link_delay;
-  fabric.gbps = f.fabric_gbps;
-  fabric.delay = fabric_delay(f);
-  fabric.loss = f.fabric_loss;
-  core = fabric;
-  if (f.core_gbps > 0) core.gbps = f.core_gbps;
-  core.delay = core_delay(f);
-  if (f.kind == Fabric::Kind::kLeafSpine) {
-    sim::LeafSpineConfig c;
-    c.leaves = f.leaves;
-    c.spines = f.spines;
-    c.hosts_per_leaf = f.hosts_per_leaf;
-    c.host_link = host;
-    c.fabric_link = fabric;
-    return sim::build_leaf_spine(net, c);
-  }
+};
+Tiers tiers(const Fabric& f) {
+  Tiers t;
+  t.host.gbps = f.host_gbps;
+  t.host.delay = f.link_delay;
+  t.fabric.gbps = f.fabric_gbps;
+  t.fabric.delay = fabric_delay(f);
+  t.fabric.loss = f.fabric_loss;
+  t.core = t.fabric;
+  if (f.core_gbps > 0) t.core.gbps = f.core_gbps;
+  t.core.delay = core_delay(f);
+  return t;
+}
+
+sim::LeafSpineConfig leaf_spine_config(const Fabric& f) {
+  sim::LeafSpineConfig c;
+  c.leaves = f.leaves;
+  c.spines = f.spines;
+  c.hosts_per_leaf = f.hosts_per_leaf;
+  c.host_link = tiers(f).host;
+  c.fabric_link = tiers(f).fabric;
+  return c;
+}
+
+sim::FatTreeConfig fat_tree_config(const Fabric& f) {
   sim::FatTreeConfig c;
   c.k = f.k;
   c.hosts_per_tor = f.hosts_per_tor;
-  c.host_link = host;
-  c.tor_agg_link = fabric;
-  c.agg_core_link = core;
-  return sim::build_fat_tree(net, c);
+  c.host_link = tiers(f).host;
+  c.tor_agg_link = tiers(f).fabric;
+  c.agg_core_link = tiers(f).core;
+  return c;
+}
+
+absl::Status build_fabric(sim::Network& net, const Fabric& f) {
+  if (f.kind == Fabric::Kind::kLeafSpine) return sim::build_leaf_spine(net, leaf_spine_config(f));
+  return sim::build_fat_tree(net, fat_tree_config(f));
+}
+
+// Host h's engine configuration for the run.
+UetConfig uet_config(const RunConfig& rc, uint32_t h) {
+  UetConfig c;
+  c.local_ip4 = sim::Network::host_ip4(h);
+  c.local_mac = sim::Network::host_mac(h);
+  c.payload_bytes = rc.mtu;
+  c.pathsel.ev_count = rc.uet_evs;
+  c.pathsel.algorithm = rc.uet_lb;
+  c.cc = rc.uet_cc;  // RCCC's line rate is link_gbps below
+  // NSCC's base RTT: the longest path, unloaded: propagation both ways plus one MTU frame
+  // serialised per hop (store and forward) and the ACK's return.
+  const uint32_t max_hops = rc.fabric.kind == Fabric::Kind::kLeafSpine ? 4 : 6;
+  const Time frame = static_cast<Time>((rc.mtu + 150) * 8e3 / rc.fabric.host_gbps);
+  c.link_gbps = rc.fabric.host_gbps;
+  c.base_rtt = 2 * path_delay(rc.fabric, max_hops) + max_hops * frame + kMicrosecond;
+  // Before its first RTT sample a sender knows nothing of the queues: its first RTO
+  // covers the base RTT plus one full switch buffer draining at the host rate (1 MiB at
+  // 100 Gb/s: 84 us). With the engine's 50 us a 127:1 incast's opening burst, queued
+  // behind a full last-hop buffer, timed out spuriously by the thousand (7443 timeouts,
+  // last completion 1.127x ideal; now 3133, 1.062x). The RFC 6298 estimate takes over
+  // at the first sample; min_rto stays short for loss recovery.
+  const double drain_ps = static_cast<double>(rc.fabric.buffer_bytes) * 8e3 / rc.fabric.host_gbps;
+  c.rto = std::max(c.rto, c.base_rtt + static_cast<Time>(drain_ps));
+  c.seed = rc.seed * 1000003 + h;
+  return c;
+}
+
+// `qps`: the QPs the host will connect (its QP table is sized to them).
+absl::StatusOr<RoceConfig> roce_config(const RunConfig& rc, uint32_t h, uint32_t qps) {
+  RoceConfig c;
+  c.local_ip4 = sim::Network::host_ip4(h);
+  c.local_mac = sim::Network::host_mac(h);
+  c.mtu = rc.mtu;
+  c.max_qps = std::max<uint32_t>(qps, 1);
+  auto dcqcn = DcqcnConfig::preset(rc.dcqcn_preset, rc.fabric.host_gbps);
+  if (!dcqcn.ok()) return dcqcn.status();
+  c.dcqcn = *dcqcn;
+  c.seed = rc.seed * 1000003 + h;
+  return c;
 }
 
 // Links between two hosts: the ideal path for the slowdown.
@@ -180,6 +235,46 @@ uint32_t host_count(const Fabric& f) noexcept {
   return f.k * (f.k / 2) * per_tor;
 }
 
+uint32_t top_tier_links(const Fabric& f) noexcept {
+  if (f.kind == Fabric::Kind::kLeafSpine) return f.leaves * f.spines;
+  return f.k * (f.k / 2) * (f.k / 2);  // every core switch has one link to each pod
+}
+
+uint64_t port_count(const Fabric& f) noexcept {
+  // Two ports per link: host links, then leaf-spine or ToR-aggregation and aggregation-core.
+  if (f.kind == Fabric::Kind::kLeafSpine) return 2 * (uint64_t{host_count(f)} + top_tier_links(f));
+  return 2 * (uint64_t{host_count(f)} + 2 * uint64_t{top_tier_links(f)});
+}
+
+uint32_t switch_count(const Fabric& f) noexcept {
+  if (f.kind == Fabric::Kind::kLeafSpine) return f.leaves + f.spines;
+  return f.k * f.k + (f.k / 2) * (f.k / 2);  // k pods of k/2 ToRs and k/2 aggregation, cores
+}
+
+absl::Status validate(const RunConfig& rc) {
+  const Fabric& f = rc.fabric;
+  if (absl::Status s = f.kind == Fabric::Kind::kLeafSpine ? sim::check_leaf_spine(leaf_spine_config(f))
+                                                          : sim::check_fat_tree(fat_tree_config(f));
+      !s.ok()) {
+    return s;
+  }
+  const uint32_t hosts = host_count(f);
+  if (f.failed_links > top_tier_links(f)) {
+    return absl::InvalidArgumentError(absl::StrCat("failed_links ", f.failed_links,
+                                                   ": the fabric has ", top_tier_links(f),
+                                                   " top-tier (spine or core) links"));
+  }
+  for (const sim::FlowSpec& fl : rc.flows) {
+    if (fl.src >= hosts || fl.dst >= hosts) {
+      return absl::InvalidArgumentError(absl::StrCat("flow ", fl.id, " names a host beyond ", hosts));
+    }
+  }
+  if (rc.transport == TransportKind::kUet) return uet_config(rc, 0).validate();
+  auto c = roce_config(rc, 0, 1);
+  if (!c.ok()) return c.status();
+  return c->validate();
+}
+
 Time path_delay(const Fabric& f, uint32_t hops) noexcept {
   Time d = 2 * f.link_delay;  // the two host links
   if (hops >= 4) d += 2 * fabric_delay(f);
@@ -189,6 +284,7 @@ Time path_delay(const Fabric& f, uint32_t hops) noexcept {
 
 absl::StatusOr<RunResult> run(const RunConfig& rc) {
   const auto t0 = std::chrono::steady_clock::now();
+  if (absl::Status s = validate(rc); !s.ok()) return s;
   sim::NetworkConfig nc;
   nc.seed = rc.seed;
   nc.frame_capacity = rc.fabric.frame_capacity;
@@ -242,73 +338,59 @@ absl::StatusOr<RunResult> run(const RunConfig& rc) {
     }
   }
   uint64_t max_bytes = 1;
-  for (const sim::FlowSpec& f : rc.flows) {
-    if (f.src >= hosts || f.dst >= hosts) {
-      return absl::InvalidArgumentError(absl::StrCat("flow ", f.id, " names a host beyond ", hosts));
-    }
-    max_bytes = std::max(max_bytes, f.bytes);
-  }
+  for (const sim::FlowSpec& f : rc.flows) max_bytes = std::max(max_bytes, f.bytes);
   // One source buffer read by every sender and one target region written by every receiver:
   // the A/B compares timing, not bytes (the integrity tests do that). With small frames the
   // payload is never touched at all.
-  std::vector<uint8_t> src(max_bytes), dst(max_bytes);
+  // calloc'd: zero pages the kernel backs only where they are written, so a large flow costs
+  // memory only for the bytes the target places.
+  struct Free {
+    void operator()(uint8_t* p) const noexcept { std::free(p); }
+  };
+  const std::unique_ptr<uint8_t, Free> src(static_cast<uint8_t*>(std::calloc(max_bytes, 1)));
+  const std::unique_ptr<uint8_t, Free> dst(static_cast<uint8_t*>(std::calloc(max_bytes, 1)));
+  if (src == nullptr || dst == nullptr) {
+    return absl::ResourceExhaustedError(absl::StrCat("cannot allocate 2 x ", max_bytes, " bytes"));
+  }
 
+  // RoCEv2's RC QPs: one pair per communicating pair of hosts, in the order the flows first
+  // name them.
+  std::vector<std::pair<uint32_t, uint32_t>> qp_pairs;
+  std::vector<uint32_t> qps(hosts, 0);
+  if (rc.transport == TransportKind::kRocev2) {
+    absl::flat_hash_map<uint64_t, bool> connected;
+    for (const sim::FlowSpec& f : rc.flows) {
+      const uint32_t a = std::min(f.src, f.dst), b = std::max(f.src, f.dst);
+      if (!connected.emplace(uint64_t{a} << 32 | b, true).second) continue;
+      qp_pairs.emplace_back(a, b);
+      ++qps[a];
+      ++qps[b];
+    }
+  }
   std::vector<std::unique_ptr<Endpoint>> eps;
   uint32_t rkey = 0;
   for (uint32_t h = 0; h < hosts; ++h) {
     if (rc.transport == TransportKind::kUet) {
-      UetConfig c;
-      c.local_ip4 = sim::Network::host_ip4(h);
-      c.local_mac = sim::Network::host_mac(h);
-      c.payload_bytes = rc.mtu;
-      c.pathsel.ev_count = rc.uet_evs;
-      c.pathsel.algorithm = rc.uet_lb;
-      c.cc = rc.uet_cc;  // RCCC's line rate is link_gbps below
-      // NSCC's base RTT: the longest path, unloaded: propagation both ways plus one MTU frame
-      // serialised per hop (store and forward) and the ACK's return.
-      const uint32_t max_hops = rc.fabric.kind == Fabric::Kind::kLeafSpine ? 4 : 6;
-      const Time frame = static_cast<Time>((rc.mtu + 150) * 8e3 / rc.fabric.host_gbps);
-      c.link_gbps = rc.fabric.host_gbps;
-      c.base_rtt = 2 * path_delay(rc.fabric, max_hops) + max_hops * frame + kMicrosecond;
-      // Before its first RTT sample a sender knows nothing of the queues: its first RTO
-      // covers the base RTT plus one full switch buffer draining at the host rate (1 MiB at
-      // 100 Gb/s: 84 us). With the engine's 50 us a 127:1 incast's opening burst, queued
-      // behind a full last-hop buffer, timed out spuriously by the thousand (7443 timeouts,
-      // last completion 1.127x ideal; now 3133, 1.062x). The RFC 6298 estimate takes over
-      // at the first sample; min_rto stays short for loss recovery.
-      const double drain_ps = static_cast<double>(rc.fabric.buffer_bytes) * 8e3 / rc.fabric.host_gbps;
-      c.rto = std::max(c.rto, c.base_rtt + static_cast<Time>(drain_ps));
-      c.seed = rc.seed * 1000003 + h;
-      auto ep = UetEndpoint::create(c);
+      auto ep = UetEndpoint::create(uet_config(rc, h));
       if (!ep.ok()) return ep.status();
       eps.push_back(std::move(*ep));
     } else {
-      RoceConfig c;
-      c.local_ip4 = sim::Network::host_ip4(h);
-      c.local_mac = sim::Network::host_mac(h);
-      c.mtu = rc.mtu;
-      c.max_qps = std::max<uint32_t>(hosts, 1);
-      auto dcqcn = DcqcnConfig::preset(rc.dcqcn_preset, rc.fabric.host_gbps);
-      if (!dcqcn.ok()) return dcqcn.status();
-      c.dcqcn = *dcqcn;
-      c.seed = rc.seed * 1000003 + h;
-      auto ep = RoceEndpoint::create(c);
+      auto c = roce_config(rc, h, qps[h]);
+      if (!c.ok()) return c.status();
+      auto ep = RoceEndpoint::create(*c);
       if (!ep.ok()) return ep.status();
       eps.push_back(std::move(*ep));
     }
-    auto key = eps.back()->register_memory(dst.data(), dst.size());
+    auto key = eps.back()->register_memory(dst.get(), max_bytes);
     if (!key.ok()) return key.status();
     rkey = *key;  // the same on every host: the first region
   }
 
   if (rc.transport == TransportKind::kRocev2) {
-    // RC needs its QPs connected out of band: one QP pair per communicating pair of hosts.
+    // RC needs its QPs connected out of band.
     std::vector<uint32_t> next_qp(hosts, 0);
-    absl::flat_hash_map<uint64_t, bool> connected;
     sim::Rng rng(rc.seed);
-    for (const sim::FlowSpec& f : rc.flows) {
-      const uint32_t a = std::min(f.src, f.dst), b = std::max(f.src, f.dst);
-      if (!connected.emplace(uint64_t{a} << 32 | b, true).second) continue;
+    for (const auto& [a, b] : qp_pairs) {
       auto* ea = static_cast<RoceEndpoint*>(eps[a].get());
       auto* eb = static_cast<RoceEndpoint*>(eps[b].get());
       const uint32_t qa = 0x100 + next_qp[a]++, qb = 0x100 + next_qp[b]++;
@@ -318,7 +400,7 @@ absl::StatusOr<RunResult> run(const RunConfig& rc) {
       if (absl::Status s = eb->connect_qp(sim::Network::host_ip4(a), qb, qa, pb, pa); !s.ok()) return s;
     }
   }
-  Player player(net, rc.flows, eps, src.data(), rkey,
+  Player player(net, rc.flows, eps, src.get(), rkey,
                 rc.transport == TransportKind::kUet ? rc.uet_mode : DeliveryMode::kRud);
   std::vector<std::unique_ptr<HostAdapter>> adapters;
   for (uint32_t h = 0; h < hosts; ++h) {

@@ -78,6 +78,11 @@ struct Progress {
 // Hosts, links per path and the one-way propagation of a path, for the fabric above.
 uint32_t host_count(const Fabric& f) noexcept;
 Time path_delay(const Fabric& f, uint32_t hops) noexcept;
+// Switches, ports (two per link), and the top-tier links (leaf-spine, or aggregation-core in
+// a fat-tree) that `failed_links` picks from, without building the fabric.
+uint32_t switch_count(const Fabric& f) noexcept;
+uint64_t port_count(const Fabric& f) noexcept;
+uint32_t top_tier_links(const Fabric& f) noexcept;
 
 struct RunConfig {
   std::string scenario;
@@ -125,6 +130,10 @@ struct RunResult {
   std::vector<Sample> series;
   bool interrupted = false;  // stopped through RunConfig::stop before every flow completed
 };
+
+// What run() refuses before it simulates: the fabric's shape, failed_links beyond the top
+// tier, a flow naming a host the fabric lacks, a transport configuration its engine refuses.
+absl::Status validate(const RunConfig& config);
 
 // Builds the fabric, the endpoints and the flows, runs to completion (or max_time), collects.
 absl::StatusOr<RunResult> run(const RunConfig& config);

@@ -122,6 +122,7 @@ int run() {
               double(rx_bytes) * 8 / sim_s / 1e9 / hosts);
   std::printf("%-36s %14lu\n", "drops", drops);
   std::printf("%-36s %14zu\n", "frame pool peak (frames)", net.frames().peak());
+  std::printf("%-36s %14.2f\n", "ECMP tables (MiB)", double(net.ecmp_table_bytes()) / (1 << 20));
   std::printf("%-36s %14.1f\n", "peak RSS (MiB)", double(ru.ru_maxrss) / 1024);
   return 0;
 }

@@ -21,6 +21,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "bench/ab_memory.h"
 #include "bench/ab_runner.h"
 #include "cc/dcqcn.h"
 #include "sim/htsim_cm.h"
@@ -119,6 +120,9 @@ ABSL_FLAG(std::string, save_config, "",
           "lines) here; runs with --json=F also write F.flags, runs with --plot=DIR DIR/experiment.flags");
 ABSL_FLAG(std::string, config, "",
           "read an experiment file written by --save_config (flags given after it override it)");
+ABSL_FLAG(double, max_memory_gb, 0,
+          "refuse a request whose estimated peak memory exceeds this many GiB, 0..1000000; 0: "
+          "the machine's MemAvailable");
 ABSL_FLAG(std::string, pcap, "",
           "directory for pcaps of host 0's traffic, one pair per run (SCENARIO_TRANSPORT_h0_tx.pcap, _rx)");
 
@@ -131,6 +135,16 @@ std::atomic<bool> g_stop{false};
 extern "C" void on_sigint(int) {
   g_stop.store(true, std::memory_order_relaxed);
   std::signal(SIGINT, SIG_DFL);
+}
+
+// The process's resident memory now (/proc/self/statm), in bytes; 0 when unknown.
+double resident_bytes() {
+  std::FILE* f = std::fopen("/proc/self/statm", "r");
+  if (f == nullptr) return 0;
+  unsigned long long size = 0, resident = 0;
+  const bool ok = std::fscanf(f, "%llu %llu", &size, &resident) == 2;
+  std::fclose(f);
+  return ok ? static_cast<double>(resident) * static_cast<double>(sysconf(_SC_PAGESIZE)) : 0;
 }
 
 // A progress line on stderr once a run has taken 2 s of wall time: rewritten in place on a
@@ -150,10 +164,10 @@ class ProgressLine {
       eta = absl::StrFormat("~%.0f s", p.wall_s * static_cast<double>(p.flows - p.flows_done) /
                                            static_cast<double>(p.flows_done));
     }
-    std::fprintf(stderr, "%s[%s] simulated %.3f ms, %.2f M events/s, flows %zu/%zu, wall %.0f s, ETA %s%s",
+    std::fprintf(stderr, "%s[%s] simulated %.3f ms, %.2f M events/s, flows %zu/%zu, RSS %.2f GiB, wall %.0f s, ETA %s%s",
                  tty_ ? "\r" : "", label_.c_str(), static_cast<double>(p.sim_time) / kMillisecond,
-                 static_cast<double>(p.events) / 1e6 / p.wall_s, p.flows_done, p.flows, p.wall_s,
-                 eta.c_str(), tty_ ? "   " : "\n");
+                 static_cast<double>(p.events) / 1e6 / p.wall_s, p.flows_done, p.flows,
+                 resident_bytes() / double(1 << 30), p.wall_s, eta.c_str(), tty_ ? "   " : "\n");
   }
 
  private:
@@ -220,8 +234,45 @@ absl::StatusOr<Fabric> fabric_from_flags() {
   return f;
 }
 
+// The scenario's flows on `hosts` hosts; refused with the flag to change.
+absl::StatusOr<std::vector<sim::FlowSpec>> scenario_flows(const std::string& scenario,
+                                                          uint32_t hosts, uint64_t seed);
+
 absl::StatusOr<std::vector<sim::FlowSpec>> flows_for(const std::string& scenario, uint32_t hosts,
                                                      uint64_t seed) {
+  const auto refuse = [](std::string why) { return absl::InvalidArgumentError(std::move(why)); };
+  const uint64_t bytes = absl::GetFlag(FLAGS_bytes);
+  if (scenario == "incast" && (absl::GetFlag(FLAGS_fan_in) < 1 || absl::GetFlag(FLAGS_fan_in) >= hosts)) {
+    return refuse(absl::StrFormat("--fan_in=%u out of range: 1..%u (the fabric's hosts - 1)",
+                                  absl::GetFlag(FLAGS_fan_in), hosts - 1));
+  }
+  if (scenario == "allreduce" && bytes < hosts) {
+    return refuse(absl::StrFormat(
+        "--bytes=%lu out of range for --scenario=allreduce: %u..1073741824 (a byte per host)",
+        bytes, hosts));
+  }
+  if (scenario == "alltoall" && uint64_t{hosts} * (hosts - 1) > sim::kMaxWorkloadFlows) {
+    return refuse(absl::StrFormat(
+        "--scenario=alltoall: %u hosts make %lu flows, at most %lu (4096 hosts): lower "
+        "--leaves / --hosts_per_leaf or --k", hosts, uint64_t{hosts} * (hosts - 1),
+        sim::kMaxWorkloadFlows));
+  }
+  if (scenario != "cm" && hosts < 2) {
+    return refuse(absl::StrFormat("--scenario=%s needs at least 2 hosts, the fabric has %u",
+                                  scenario, hosts));
+  }
+  auto flows = scenario_flows(scenario, hosts, seed);
+  if (!flows.ok() && absl::IsInvalidArgument(flows.status()) && scenario != "cm" &&
+      flows.status().message().substr(0, 2) != "--") {
+    // A generator's own check (websearch: too many flows): name the scenario's flags.
+    return refuse(absl::StrCat("--scenario=", scenario, ": ", flows.status().message(),
+                               scenario == "websearch" ? " (--load, --websearch_us)" : ""));
+  }
+  return flows;
+}
+
+absl::StatusOr<std::vector<sim::FlowSpec>> scenario_flows(const std::string& scenario,
+                                                          uint32_t hosts, uint64_t seed) {
   sim::Rng rng(seed);
   const uint64_t bytes = absl::GetFlag(FLAGS_bytes);
   if (scenario == "permutation" || scenario == "loss" || scenario == "failure") {
@@ -582,12 +633,18 @@ int run_main() {
   check.range("evs", absl::GetFlag(FLAGS_evs), 1, 4096);
   check.range("buffer_kb", static_cast<double>(absl::GetFlag(FLAGS_buffer_kb)), 16, 65536);
   check.range("max_ms", absl::GetFlag(FLAGS_max_ms), 1, 100000);
+  check.range("max_memory_gb", absl::GetFlag(FLAGS_max_memory_gb), 0, 1e6);
   const uint32_t mtu = absl::GetFlag(FLAGS_mtu);
   if (check.error.empty() && mtu != 256 && mtu != 512 && mtu != 1024 && mtu != 2048 && mtu != 4096)
     check.error = absl::StrFormat("--mtu=%u invalid: one of 256, 512, 1024, 2048, 4096", mtu);
   const std::string topo = absl::GetFlag(FLAGS_topology);
   if (check.error.empty() && topo != "leafspine" && topo != "fattree")
     check.error = "--topology=" + topo + " unknown: leafspine or fattree";
+  if (const uint32_t k = absl::GetFlag(FLAGS_k);
+      check.error.empty() && topo == "fattree" && absl::GetFlag(FLAGS_topo).empty() &&
+      (k < 2 || k > 64 || k % 2 != 0)) {
+    check.error = absl::StrFormat("--k=%u out of range: even, 2..64 (--topology=fattree)", k);
+  }
   if (check.error.empty()) {
     if (auto p = DcqcnConfig::preset(absl::GetFlag(FLAGS_dcqcn), 100); !p.ok()) {
       check.error = absl::StrCat("--dcqcn: ", std::string(p.status().message()));
@@ -626,18 +683,6 @@ int run_main() {
     return 2;
   }
 
-  std::vector<std::string> experiment_paths;
-  if (!absl::GetFlag(FLAGS_save_config).empty()) experiment_paths.push_back(absl::GetFlag(FLAGS_save_config));
-  if (!absl::GetFlag(FLAGS_json).empty()) experiment_paths.push_back(absl::GetFlag(FLAGS_json) + ".flags");
-  if (!plot_dir.empty()) experiment_paths.push_back(plot_dir + "/experiment.flags");
-  for (const std::string& path : experiment_paths) {
-    if (absl::Status s = write_file(path, experiment_file()); !s.ok()) {
-      std::fprintf(stderr, "uet-ab: experiment file: %s\n", std::string(s.message()).c_str());
-      return 1;
-    }
-    std::printf("experiment: %s (rerun: uet-ab --config=%s)\n", path.c_str(), path.c_str());
-  }
-
   std::vector<TransportKind> transports;
   if (tr == "uet" || tr == "both") transports.push_back(TransportKind::kUet);
   if (tr == "rocev2" || tr == "both") transports.push_back(TransportKind::kRocev2);
@@ -654,6 +699,16 @@ int run_main() {
           : absl::StrCat(base.kind == Fabric::Kind::kLeafSpine ? "leafspine" : "fattree", " from ",
                          absl::GetFlag(FLAGS_topo));
   const uint32_t hosts = host_count(base);
+  if (absl::GetFlag(FLAGS_topo).empty() && hosts > sim::kMaxHosts) {
+    if (base.kind == Fabric::Kind::kLeafSpine) {
+      std::fprintf(stderr, "uet-ab: --leaves=%u x --hosts_per_leaf=%u = %u hosts: at most %u\n",
+                   base.leaves, base.hosts_per_leaf, hosts, sim::kMaxHosts);
+    } else {
+      std::fprintf(stderr, "uet-ab: --k=%u with %u hosts per ToR (--hosts_per_tor) = %u hosts: at most %u\n",
+                   base.k, hosts / (base.k * (base.k / 2)), hosts, sim::kMaxHosts);
+    }
+    return 2;
+  }
   std::vector<std::string> scenarios;
   if (!absl::GetFlag(FLAGS_cm).empty() &&
       (absl::GetFlag(FLAGS_scenario) == "standard" || absl::GetFlag(FLAGS_scenario) == "cm")) {
@@ -667,6 +722,129 @@ int run_main() {
   } else {
     scenarios = {absl::GetFlag(FLAGS_scenario)};
   }
+  // One run's configuration (without its flows): the same for the checks before the first
+  // run and for the run itself.
+  auto config_for = [&](const std::string& scenario, double fabric_loss, TransportKind t) {
+    const bool lossy = scenario == "loss" || scenario == "loss-sweep";
+    RunConfig c;
+    c.scenario = scenario;
+    c.fabric = base;
+    c.fabric.fabric_loss = fabric_loss;
+    if (scenario == "failure") {
+      c.fabric.failed_links = absl::GetFlag(FLAGS_failed_links);
+      c.fabric.degrade = absl::GetFlag(FLAGS_degrade);
+      c.fabric.degrade_scales_queues = absl::GetFlag(FLAGS_degrade_queues) == "scaled";
+      c.fabric.fail_at = static_cast<Time>(absl::GetFlag(FLAGS_fail_at_us)) * kMicrosecond;
+    }
+    // RoCEv2 as deployed: a lossless (PFC) class with ECN; except under random loss, where
+    // PFC cannot help and go-back-N shows.
+    const std::string pfc = absl::GetFlag(FLAGS_pfc);
+    c.fabric.pfc = pfc == "on" || (pfc == "auto" && t == TransportKind::kRocev2 && !lossy);
+    c.transport = t;
+    c.seed = absl::GetFlag(FLAGS_seed);
+    c.mtu = mtu;
+    c.uet_evs = static_cast<uint16_t>(absl::GetFlag(FLAGS_evs));
+    c.dcqcn_preset = absl::GetFlag(FLAGS_dcqcn);
+    c.uet_lb = lb;
+    c.uet_cc = cc;
+    c.uet_mode = uet_mode == "rod" ? DeliveryMode::kRod : DeliveryMode::kRud;
+    c.max_time = static_cast<Time>(absl::GetFlag(FLAGS_max_ms)) * kMillisecond;
+    if (!plot_dir.empty()) {
+      c.sample_every = static_cast<Time>(absl::GetFlag(FLAGS_plot_sample_us) * kMicrosecond);
+    }
+    if (const std::string dir = absl::GetFlag(FLAGS_pcap); !dir.empty()) {
+      c.pcap_prefix = absl::StrCat(dir, "/", scenario, "_", to_string(t));
+      if (scenario == "loss-sweep") {
+        absl::StrAppend(&c.pcap_prefix, absl::StrFormat("_loss%g", fabric_loss));
+      }
+    }
+    return c;
+  };
+  // Every scenario's flows and every run's configuration, built and checked before the
+  // first run starts: a bad combination is refused at once, not after other runs.
+  struct Planned {
+    std::string scenario;
+    std::vector<sim::FlowSpec> flows;
+    std::vector<double> fabric_losses;  // one case per rate (loss-sweep: the per-link rates)
+  };
+  std::vector<Planned> plan;
+  MemoryEstimate peak;  // the largest run's: runs come one at a time
+  double planned_flows = 0;
+  const bool fails = std::find(scenarios.begin(), scenarios.end(), "failure") != scenarios.end();
+  if (fails && absl::GetFlag(FLAGS_failed_links) > top_tier_links(base)) {
+    std::fprintf(stderr, "uet-ab: --failed_links=%u out of range: 1..%u (the fabric has %u top-tier (spine or core) links)\n",
+                 absl::GetFlag(FLAGS_failed_links), top_tier_links(base), top_tier_links(base));
+    return 2;
+  }
+  for (const std::string& scenario : scenarios) {
+    auto flows = flows_for(scenario, hosts, absl::GetFlag(FLAGS_seed));
+    if (!flows.ok()) {
+      std::fprintf(stderr, "uet-ab: %s\n", std::string(flows.status().message()).c_str());
+      return 2;
+    }
+    Planned p{scenario, std::move(*flows), {}};
+    if (scenario == "loss-sweep") {
+      const uint32_t links = sweep_path_links(base);
+      if (links == 0 && loss_per == "path") {
+        std::fprintf(stderr, "uet-ab: --loss_per=path: the flow crosses no fabric link (one leaf)\n");
+        return 2;
+      }
+      for (double rate : loss_rates) {
+        p.fabric_losses.push_back(loss_per == "path" ? 1 - std::pow(1 - rate, 1.0 / links) : rate);
+      }
+    } else {
+      p.fabric_losses = {scenario == "loss" ? absl::GetFlag(FLAGS_loss) : 0};
+    }
+    for (double loss : p.fabric_losses) {
+      for (TransportKind t : transports) {
+        RunConfig c = config_for(scenario, loss, t);
+        c.flows = std::move(p.flows);  // checked in place, not copied
+        const absl::Status s = validate(c);
+        if (s.ok()) {
+          if (MemoryEstimate e = estimate_memory(c); e.bytes > peak.bytes) peak = std::move(e);
+        }
+        p.flows = std::move(c.flows);
+        if (!s.ok()) {
+          std::fprintf(stderr, "uet-ab: %s %s: %s\n", scenario.c_str(), to_string(t),
+                       std::string(s.message()).c_str());
+          return 2;
+        }
+      }
+    }
+    planned_flows += static_cast<double>(p.flows.size());
+    plan.push_back(std::move(p));
+  }
+  // Too large for the machine: refused with the estimate, not killed by the OOM killer.
+  const double need = peak.bytes + planned_flows * static_cast<double>(sizeof(sim::FlowSpec));
+  const double limit = absl::GetFlag(FLAGS_max_memory_gb) > 0
+                           ? absl::GetFlag(FLAGS_max_memory_gb) * double(1 << 30)
+                           : static_cast<double>(memory_available());
+  if (limit > 0 && need > limit) {
+    const char* size_flags = !absl::GetFlag(FLAGS_topo).empty() ? "the --topo file's Nodes"
+                             : base.kind == Fabric::Kind::kLeafSpine ? "--leaves / --hosts_per_leaf"
+                                                                     : "--k / --hosts_per_tor";
+    std::fprintf(stderr,
+                 "uet-ab: this run needs about %.3g GiB (%s), the machine has %.3g GiB %s: lower "
+                 "%s, or --bytes%s\n",
+                 need / double(1 << 30), peak.why.c_str(), limit / double(1 << 30),
+                 absl::GetFlag(FLAGS_max_memory_gb) > 0 ? "allowed (--max_memory_gb)" : "available",
+                 size_flags,
+                 absl::GetFlag(FLAGS_max_memory_gb) > 0 ? "" : "; --max_memory_gb=N overrides the limit");
+    return 2;
+  }
+
+  std::vector<std::string> experiment_paths;
+  if (!absl::GetFlag(FLAGS_save_config).empty()) experiment_paths.push_back(absl::GetFlag(FLAGS_save_config));
+  if (!absl::GetFlag(FLAGS_json).empty()) experiment_paths.push_back(absl::GetFlag(FLAGS_json) + ".flags");
+  if (!plot_dir.empty()) experiment_paths.push_back(plot_dir + "/experiment.flags");
+  for (const std::string& path : experiment_paths) {
+    if (absl::Status s = write_file(path, experiment_file()); !s.ok()) {
+      std::fprintf(stderr, "uet-ab: experiment file: %s\n", std::string(s.message()).c_str());
+      return 1;
+    }
+    std::printf("experiment: %s (rerun: uet-ab --config=%s)\n", path.c_str(), path.c_str());
+  }
+
   std::FILE* json = nullptr;
   if (const std::string path = absl::GetFlag(FLAGS_json); !path.empty()) {
     json = std::fopen(path.c_str(), "w");
@@ -691,42 +869,10 @@ int run_main() {
   // JSON objects and CSV rows.
   auto run_case = [&](const std::string& scenario, const std::vector<sim::FlowSpec>& flows,
                       double fabric_loss) {
-    const bool lossy = scenario == "loss" || scenario == "loss-sweep";
     std::vector<RunResult> runs;
     for (TransportKind t : transports) {
-      RunConfig c;
-      c.scenario = scenario;
-      c.fabric = base;
-      c.fabric.fabric_loss = fabric_loss;
-      if (scenario == "failure") {
-        c.fabric.failed_links = absl::GetFlag(FLAGS_failed_links);
-        c.fabric.degrade = absl::GetFlag(FLAGS_degrade);
-        c.fabric.degrade_scales_queues = absl::GetFlag(FLAGS_degrade_queues) == "scaled";
-        c.fabric.fail_at = static_cast<Time>(absl::GetFlag(FLAGS_fail_at_us)) * kMicrosecond;
-      }
-      // RoCEv2 as deployed: a lossless (PFC) class with ECN; except under random loss, where
-      // PFC cannot help and go-back-N shows.
-      const std::string pfc = absl::GetFlag(FLAGS_pfc);
-      c.fabric.pfc = pfc == "on" || (pfc == "auto" && t == TransportKind::kRocev2 && !lossy);
+      RunConfig c = config_for(scenario, fabric_loss, t);
       c.flows = flows;
-      c.transport = t;
-      c.seed = absl::GetFlag(FLAGS_seed);
-      c.mtu = mtu;
-      c.uet_evs = static_cast<uint16_t>(absl::GetFlag(FLAGS_evs));
-      c.dcqcn_preset = absl::GetFlag(FLAGS_dcqcn);
-      c.uet_lb = lb;
-      c.uet_cc = cc;
-      c.uet_mode = uet_mode == "rod" ? DeliveryMode::kRod : DeliveryMode::kRud;
-      c.max_time = static_cast<Time>(absl::GetFlag(FLAGS_max_ms)) * kMillisecond;
-      if (!plot_dir.empty()) {
-        c.sample_every = static_cast<Time>(absl::GetFlag(FLAGS_plot_sample_us) * kMicrosecond);
-      }
-      if (const std::string dir = absl::GetFlag(FLAGS_pcap); !dir.empty()) {
-        c.pcap_prefix = absl::StrCat(dir, "/", scenario, "_", to_string(t));
-        if (scenario == "loss-sweep") {
-          absl::StrAppend(&c.pcap_prefix, absl::StrFormat("_loss%g", fabric_loss));
-        }
-      }
       if (g_stop.load(std::memory_order_relaxed)) break;
       ProgressLine progress(absl::StrCat(scenario, " ", to_string(t)));
       c.progress = [&progress](const Progress& p) { progress(p); };
@@ -759,22 +905,14 @@ int run_main() {
   };
 
   std::signal(SIGINT, on_sigint);
-  for (const std::string& scenario : scenarios) {
+  for (const Planned& planned : plan) {
     if (g_stop.load(std::memory_order_relaxed)) break;
-    auto flows = flows_for(scenario, hosts, absl::GetFlag(FLAGS_seed));
-    if (!flows.ok()) {
-      std::fprintf(stderr, "uet-ab: %s\n", std::string(flows.status().message()).c_str());
-      return 2;
-    }
+    const std::string& scenario = planned.scenario;
+    const std::vector<sim::FlowSpec>* flows = &planned.flows;
     if (scenario == "loss-sweep") {
       const uint32_t links = sweep_path_links(base);
-      if (links == 0 && loss_per == "path") {
-        std::fprintf(stderr, "uet-ab: --loss_per=path: the flow crosses no fabric link (one leaf)\n");
-        return 2;
-      }
       std::vector<SweepRow> rows;
-      for (double rate : loss_rates) {
-        const double link = loss_per == "path" ? 1 - std::pow(1 - rate, 1.0 / links) : rate;
+      for (double link : planned.fabric_losses) {
         const double path = 1 - std::pow(1 - link, links);
         rows.push_back({link, path, run_case(scenario, *flows, link)});
       }
@@ -796,8 +934,7 @@ int run_main() {
       }
       continue;
     }
-    const std::vector<RunResult> runs =
-        run_case(scenario, *flows, scenario == "loss" ? absl::GetFlag(FLAGS_loss) : 0);
+    const std::vector<RunResult> runs = run_case(scenario, *flows, planned.fabric_losses.front());
     if (runs.empty()) continue;  // every run failed; the reasons are on stderr
     std::string title = absl::StrFormat("%s: %u hosts, %s, %g Gb/s, %lu bytes per flow, seed %lu",
                                         scenario, hosts, fabric_name, base.host_gbps,

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <deque>
 #include <map>
 
 #include "absl/strings/str_cat.h"
@@ -64,7 +63,6 @@ absl::Status Network::connect(uint32_t a, uint32_t b, const LinkConfig& link) {
     Port p;
     p.node = i == 0 ? a : b;
     p.peer = i == 0 ? pb : pa;
-    p.link = link;
     set_rate(p, static_cast<int64_t>(link.gbps * 1e9));
     p.rng = Rng(mix64(pa + i, config_.seed));
     p.at_host = nodes_[p.node].kind == NodeKind::kHost;
@@ -75,6 +73,7 @@ absl::Status Network::connect(uint32_t a, uint32_t b, const LinkConfig& link) {
     ports_.push_back(std::move(p));
     nodes_[i == 0 ? a : b].ports.push_back(i == 0 ? pa : pb);
   }
+  links_.push_back(link);
   for (uint32_t n : {a, b}) {
     if (nodes_[n].kind == NodeKind::kHost) hosts_[nodes_[n].index].port = nodes_[n].ports[0];
   }
@@ -88,77 +87,123 @@ absl::Status Network::finalize() {
           absl::StrCat("finalize: host ", nodes_[h.node].name, " is not connected"));
     }
   }
-  if (hosts_.size() > 65535) return absl::InvalidArgumentError("finalize: at most 65535 hosts");
+  if (hosts_.size() > kMaxHosts) {
+    return absl::InvalidArgumentError(absl::StrCat("finalize: at most ", kMaxHosts, " hosts"));
+  }
   finalized_ = true;
   return compute_ecmp();
 }
 
-// Shortest-path ECMP over links that are up: for every destination host, a breadth-first
-// search from it gives each node's distance; a switch's group for that host is every up port
-// whose peer is one hop closer. Identical groups are stored once per switch.
+// Shortest-path ECMP over links that are up: a switch's group towards a host is every up
+// port whose peer is one hop closer to it. Hosts do not forward, and a host's one link leads
+// to its ToR, so a breadth-first search from each ToR over the switch-to-switch links gives
+// every switch's distance to all the ToR's hosts at once (one less than to the host); at the
+// ToR itself the group is its port to the host. Identical groups are stored once per switch.
 absl::Status Network::compute_ecmp() {
-  const size_t n_nodes = nodes_.size();
-  std::vector<uint32_t> dist(n_nodes);
-  std::vector<std::map<std::vector<uint32_t>, uint16_t>> index(switches_.size());
-  for (Switch& s : switches_) {
-    s.groups.clear();
-    s.group_of_host.assign(hosts_.size(), 0);
+  const auto n_sw = static_cast<uint32_t>(switches_.size());
+  // Per switch, its up links to other switches in port order (a group keeps that order).
+  struct Hop {
+    uint32_t port;
+    uint32_t peer;  // switch index
+  };
+  std::vector<uint32_t> first_hop(n_sw + 1);
+  std::vector<Hop> hops;
+  for (uint32_t s = 0; s < n_sw; ++s) {
+    first_hop[s] = static_cast<uint32_t>(hops.size());
+    for (uint32_t p : nodes_[switches_[s].node].ports) {
+      const Port& peer = ports_[ports_[p].peer];
+      if (ports_[p].up && !peer.at_host) hops.push_back(Hop{p, peer.owner});
+    }
   }
-  std::deque<uint32_t> frontier;
-  for (uint32_t h = 0; h < hosts_.size(); ++h) {
+  first_hop[n_sw] = static_cast<uint32_t>(hops.size());
+  // A column of routes per ToR (switch with a host), numbered as the hosts first reach them,
+  // and a last one of no routes, for hosts whose link is down or reaches no switch.
+  std::vector<uint32_t> column_of(n_sw, kNone);
+  std::vector<uint32_t> tors;
+  for (const Host& h : hosts_) {
+    const Port& peer = ports_[ports_[h.port].peer];
+    if (!peer.at_host && column_of[peer.owner] == kNone) {
+      column_of[peer.owner] = static_cast<uint32_t>(tors.size());
+      tors.push_back(peer.owner);
+    }
+  }
+  const size_t columns = tors.size() + 1;
+  if (columns * n_sw > UINT32_MAX) return absl::ResourceExhaustedError("ECMP table too large");
+  // Every switch's group 0 is the empty one (no route).
+  std::vector<std::vector<std::vector<uint32_t>>> groups(n_sw, std::vector<std::vector<uint32_t>>(1));
+  std::vector<std::map<std::vector<uint32_t>, uint16_t>> index(n_sw);
+  for (uint32_t s = 0; s < n_sw; ++s) index[s].emplace(std::vector<uint32_t>{}, 0);
+  ecmp_route_.assign(columns * n_sw, 0);
+  std::vector<uint32_t> dist(n_sw);
+  std::vector<uint32_t> frontier;
+  std::vector<uint32_t> group;
+  for (uint32_t c = 0; c < tors.size(); ++c) {
     std::fill(dist.begin(), dist.end(), kNone);
-    dist[hosts_[h].node] = 0;
-    frontier.assign(1, hosts_[h].node);
-    while (!frontier.empty()) {
-      const uint32_t n = frontier.front();
-      frontier.pop_front();
-      // Hosts do not forward: only the destination itself expands from a host.
-      if (nodes_[n].kind == NodeKind::kHost && n != hosts_[h].node) continue;
-      for (uint32_t p : nodes_[n].ports) {
-        if (!ports_[p].up) continue;
-        const uint32_t m = ports_[ports_[p].peer].node;
-        if (dist[m] == kNone) {
-          dist[m] = dist[n] + 1;
-          frontier.push_back(m);
+    dist[tors[c]] = 0;
+    frontier.assign(1, tors[c]);
+    for (size_t next = 0; next < frontier.size(); ++next) {
+      const uint32_t n = frontier[next];
+      for (uint32_t i = first_hop[n]; i < first_hop[n + 1]; ++i) {
+        if (dist[hops[i].peer] == kNone) {
+          dist[hops[i].peer] = dist[n] + 1;
+          frontier.push_back(hops[i].peer);
         }
       }
     }
-    for (uint32_t s = 0; s < switches_.size(); ++s) {
-      Switch& sw = switches_[s];
-      std::vector<uint32_t> group;
-      const uint32_t d = dist[sw.node];
-      if (d != kNone) {
-        for (uint32_t p : nodes_[sw.node].ports) {
-          if (ports_[p].up && dist[ports_[ports_[p].peer].node] + 1 == d) group.push_back(p);
-        }
+    uint16_t* route = ecmp_route_.data() + size_t{c} * n_sw;
+    for (uint32_t s = 0; s < n_sw; ++s) {
+      const uint32_t d = dist[s];
+      if (d == 0 || d == kNone) continue;  // the ToR itself (EcmpDst::tor_port), or no route
+      group.clear();
+      for (uint32_t i = first_hop[s]; i < first_hop[s + 1]; ++i) {
+        if (dist[hops[i].peer] + 1 == d) group.push_back(hops[i].port);
       }
-      auto [it, inserted] = index[s].emplace(group, static_cast<uint16_t>(sw.groups.size()));
-      if (inserted) {
-        if (sw.groups.size() >= 65535) return absl::ResourceExhaustedError("too many ECMP groups");
-        sw.groups.push_back(group);
+      auto it = index[s].find(group);
+      if (it == index[s].end()) {
+        if (groups[s].size() >= 65535) return absl::ResourceExhaustedError("too many ECMP groups");
+        it = index[s].emplace(group, static_cast<uint16_t>(groups[s].size())).first;
+        groups[s].push_back(group);
       }
-      sw.group_of_host[h] = it->second;
+      route[s] = it->second;
     }
+  }
+  ecmp_dst_.clear();
+  const auto no_route = static_cast<uint32_t>(tors.size() * n_sw);
+  for (const Host& h : hosts_) {
+    const uint32_t q = ports_[h.port].peer;
+    EcmpDst d{kNone, kNone, no_route};
+    if (!ports_[q].at_host) {
+      d.tor = ports_[q].owner;
+      if (ports_[q].up) {
+        d.tor_port = q;
+        d.route_base = column_of[d.tor] * n_sw;
+      }
+    }
+    ecmp_dst_.push_back(d);
   }
   ecmp_memo_.fill(EcmpMemo{});
   ecmp_switch_.clear();
   ecmp_group_.clear();
   ecmp_ports_.clear();
-  ecmp_route_.clear();
   ecmp_hosts_ = hosts_.size();
-  for (const Switch& sw : switches_) {
-    ecmp_switch_.push_back(EcmpSwitch{sw.seed * 0x9E3779B97F4A7C15ULL,
+  for (uint32_t s = 0; s < n_sw; ++s) {
+    ecmp_switch_.push_back(EcmpSwitch{switches_[s].seed * 0x9E3779B97F4A7C15ULL,
                                       static_cast<uint32_t>(ecmp_group_.size())});
-    for (const std::vector<uint32_t>& g : sw.groups) {
+    for (const std::vector<uint32_t>& g : groups[s]) {
       // An empty group (no route) keeps size 0 as its mark; FastMod::of needs d >= 1.
       const FastMod mod = g.empty() ? FastMod{0, 0} : FastMod::of(static_cast<uint32_t>(g.size()));
       ecmp_group_.push_back(EcmpGroup{mod.m, mod.d, static_cast<uint32_t>(ecmp_ports_.size())});
       ecmp_ports_.insert(ecmp_ports_.end(), g.begin(), g.end());
     }
-    ecmp_route_.insert(ecmp_route_.end(), sw.group_of_host.begin(), sw.group_of_host.end());
   }
-  ecmp_switches_ = static_cast<uint32_t>(ecmp_switch_.size());
+  ecmp_switches_ = n_sw;
   return absl::OkStatus();
+}
+
+size_t Network::ecmp_table_bytes() const noexcept {
+  return ecmp_route_.size() * sizeof(uint16_t) + ecmp_dst_.size() * sizeof(EcmpDst) +
+         ecmp_switch_.size() * sizeof(EcmpSwitch) + ecmp_group_.size() * sizeof(EcmpGroup) +
+         ecmp_ports_.size() * sizeof(uint32_t);
 }
 
 void Network::attach(uint32_t host, Transport* transport) {
@@ -219,8 +264,10 @@ void Network::kick(uint32_t host) {
 
 uint32_t Network::ecmp_port(uint32_t s, uint32_t dst_host, uint64_t flow_hash) const noexcept {
   if (dst_host >= ecmp_hosts_ || s >= ecmp_switches_) return kNone;
+  const EcmpDst& d = ecmp_dst_[dst_host];
+  if (s == d.tor) return d.tor_port;  // the last hop: a one-port group, no hash to draw
   const EcmpSwitch& sw = ecmp_switch_[s];
-  const EcmpGroup& g = ecmp_group_[sw.first_group + ecmp_route_[size_t{s} * ecmp_hosts_ + dst_host]];
+  const EcmpGroup& g = ecmp_group_[sw.first_group + ecmp_route_[d.route_base + s]];
   if (g.size == 0) return kNone;
   uint64_t x = flow_hash ^ sw.seed_mul;  // mix64(flow_hash, seed), the multiply done once
   const uint64_t h = splitmix64(x);
@@ -309,7 +356,7 @@ constexpr size_t kPrefetchLast = 2;
           prefetch(&hosts_[p.owner]);
         }
       } else if (m.dst_host < ecmp_hosts_) {
-        prefetch(ecmp_route_.data() + size_t{p.owner} * ecmp_hosts_ + m.dst_host);
+        prefetch(ecmp_route_.data() + ecmp_dst_[m.dst_host].route_base + p.owner);
       }
     } else if (e.kind() == kTxDone) {
       const Port& p = ports_[e.a];
@@ -413,10 +460,13 @@ void Network::run_until(Time until) {
       const bool pause = (e.b >> 8) != 0;
       if (pause && !p.paused[prio]) {
         p.paused[prio] = true;
-        if (prio == 0) p.paused_since = now_;
+        if (prio == 0) {
+          if (paused_since_.empty()) paused_since_.resize(ports_.size());
+          paused_since_[e.a] = now_;
+        }
       } else if (!pause && p.paused[prio]) {
         p.paused[prio] = false;
-        if (prio == 0) p.stats.paused_time += now_ - p.paused_since;
+        if (prio == 0) p.stats.paused_time += now_ - paused_since_[e.a];
         kick_port(e.a);
         if (p.at_host) {
           host_pull(p.owner);
@@ -442,7 +492,7 @@ void Network::run_until(Time until) {
       const double fraction = static_cast<double>(e.b & ~kScaleQueuesBit) / 1e6;
       const bool scale = (e.b & kScaleQueuesBit) != 0;
       for (uint32_t p : {e.a, ports_[e.a].peer}) {
-        set_rate(ports_[p], static_cast<int64_t>(ports_[p].link.gbps * 1e9 * fraction));
+        set_rate(ports_[p], static_cast<int64_t>(links_[p / 2].gbps * 1e9 * fraction));
         ports_[p].scaled = scale && fraction < 1;
         if (ports_[p].scaled) {
           // What enqueue admits and marks by at this port until the rate changes again.
@@ -480,11 +530,12 @@ void Network::account_queue(Port& p) {
 }
 
 void Network::flush_stats() {
-  for (Port& p : ports_) {
+  for (uint32_t i = 0; i < ports_.size(); ++i) {
+    Port& p = ports_[i];
     account_queue(p);
     if (p.paused[0]) {
-      p.stats.paused_time += now_ - p.paused_since;
-      p.paused_since = now_;
+      p.stats.paused_time += now_ - paused_since_[i];
+      paused_since_[i] = now_;
     }
   }
 }
@@ -535,6 +586,7 @@ void Network::flush_stats() {
 // The frame's fate on a tapped, down or impaired link (start_tx's uncommon case).
 void Network::start_tx_rare(uint32_t port, FrameId f, uint32_t bytes, Time done) {
   Port& p = ports_[port];
+  const LinkConfig& link = links_[port / 2];
   Frame& fr = pool_[f];
   if (p.tapped) {
     (void)taps_[port]->write(std::span<const uint8_t>(fr.data, fr.len),
@@ -545,7 +597,7 @@ void Network::start_tx_rare(uint32_t port, FrameId f, uint32_t bytes, Time done)
     drop(f);
   } else if (!p.impaired) {  // no draws: the same as every chance() below failing
     events_q_.push(done + p.delay, kArrive, p.peer, f);
-  } else if (p.rng.chance(p.link.loss)) {
+  } else if (p.rng.chance(link.loss)) {
     ++p.stats.wire_losses;
     drop(f);
   } else {
@@ -553,7 +605,7 @@ void Network::start_tx_rare(uint32_t port, FrameId f, uint32_t bytes, Time done)
     // would catch it) might damage it: IP/UDP checksums, the ICRC or the receiver must.
     // A frame is damaged at most once on its way (one memory error per frame: two flips
     // can cancel in the Internet checksum, which is not what this models).
-    if (p.rng.chance(p.link.corrupt) && !frame_meta_[f].damaged) {
+    if (p.rng.chance(link.corrupt) && !frame_meta_[f].damaged) {
       constexpr uint32_t kL2 = 14;
       const uint64_t bit = kL2 * 8 + p.rng.below(uint64_t{fr.len - kL2} * 8);
       fr.data[bit / 8] ^= static_cast<uint8_t>(1u << (bit % 8));
@@ -566,13 +618,13 @@ void Network::start_tx_rare(uint32_t port, FrameId f, uint32_t bytes, Time done)
         ++p.stats.corrupted_unchecked;
       }
     }
-    Time arrive = done + p.link.delay;
-    if (p.rng.chance(p.link.reorder) && p.link.reorder_delay > 0) {
-      arrive += 1 + static_cast<Time>(p.rng.below(static_cast<uint64_t>(p.link.reorder_delay)));
+    Time arrive = done + p.delay;
+    if (p.rng.chance(link.reorder) && link.reorder_delay > 0) {
+      arrive += 1 + static_cast<Time>(p.rng.below(static_cast<uint64_t>(link.reorder_delay)));
       ++p.stats.reorders;
     }
     events_q_.push(arrive, kArrive, p.peer, f);
-    if (p.rng.chance(p.link.duplicate)) duplicate(port, f, done + p.link.delay);
+    if (p.rng.chance(link.duplicate)) duplicate(port, f, done + p.delay);
   }
 }
 
@@ -609,8 +661,8 @@ void Network::duplicate(uint32_t port, FrameId f, Time at) {
   to.priority = from.priority;
   meta(c) = m;
   ++p.stats.duplicates;
-  if (p.link.reorder_delay > 0) {
-    at += static_cast<Time>(p.rng.below(static_cast<uint64_t>(p.link.reorder_delay) + 1));
+  if (const Time hold = links_[port / 2].reorder_delay; hold > 0) {
+    at += static_cast<Time>(p.rng.below(static_cast<uint64_t>(hold) + 1));
   }
   events_q_.push(at, kArrive, p.peer, c);
 }
@@ -774,7 +826,7 @@ void Network::send_pfc(uint32_t ingress_port, int prio, bool pause) {
   ip.pause_sent[prio] = pause;
   if (pause) ++ip.stats.pauses_sent;
   // The pause frame travels the link back to the upstream egress.
-  events_q_.push(now_ + ip.link.delay, kPfc, ip.peer,
+  events_q_.push(now_ + ip.delay, kPfc, ip.peer,
                  static_cast<uint32_t>(prio) | (pause ? 0x100u : 0u));
 }
 

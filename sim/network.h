@@ -31,6 +31,7 @@
 namespace uet::sim {
 
 inline constexpr uint32_t kNone = UINT32_MAX;
+inline constexpr uint32_t kMaxHosts = 65535;  // a frame's destination is kept in 16 bits
 
 // DSCP code points the fabric classifies on [choice, sim/README.md].
 inline constexpr uint8_t kDscpData = 26;     // data class (RoCEv2's usual lossless class)
@@ -132,8 +133,9 @@ struct QueuedFrame {
 // Hot fields first (what every frame touches at a hop), by cache line: line 0 is what the
 // port a frame arrives through needs (owner, link state, and at a switch the PFC ingress
 // counter that enqueue and start_tx both update), so that port costs one line; lines 0-2 are
-// what the egress needs (wire state, queues, the counters it bumps). The link's configuration
-// and the rarer state after them.
+// what the egress needs (wire state, queues, the counters it bumps); the rarer state after
+// them. The link's configuration is the Network's, per link (Network::link_config): five
+// lines a port.
 struct alignas(64) Port {
   uint32_t peer = kNone;   // the port at the other end of the link
   uint32_t owner = kNone;  // the host or switch index of `node` (cached: no Node lookup per frame)
@@ -161,11 +163,10 @@ struct alignas(64) Port {
   std::array<uint64_t, kNumPriorities> queued_bytes{};
   Time last_queue_change = 0;
   PortStats stats;
-  LinkConfig link;
   Rng rng;
-  Time paused_since = 0;
   uint32_t node = kNone;  // the node this port belongs to (control path only)
 };
+static_assert(sizeof(Port) == 5 * 64);
 
 struct Host {
   uint32_t node;
@@ -179,10 +180,7 @@ struct Host {
 struct Switch {
   uint32_t node;
   SwitchConfig config;
-  uint64_t seed;
-  // ECMP: destination host -> group; group -> egress ports (up links only).
-  std::vector<uint16_t> group_of_host;
-  std::vector<std::vector<uint32_t>> groups;
+  uint64_t seed;  // its ECMP hash seed (Network::ecmp_port)
 };
 
 class Network;
@@ -246,6 +244,8 @@ class Network {
   const Switch& sw(uint32_t s) const noexcept { return switches_[s]; }
   const Node& node(uint32_t n) const noexcept { return nodes_[n]; }
   const Port& port(uint32_t p) const noexcept { return ports_[p]; }
+  // The configuration of the link through port `p` (as connected; the rate may be degraded).
+  const LinkConfig& link_config(uint32_t p) const noexcept { return links_[p / 2]; }
   uint32_t host_node(uint32_t h) const noexcept { return hosts_[h].node; }
   uint32_t switch_node(uint32_t s) const noexcept { return switches_[s].node; }
   static uint32_t host_ip4(uint32_t h) noexcept { return 0x0A000001u + h; }  // 10.0.0.1 + h
@@ -256,6 +256,8 @@ class Network {
   }
   // The port a switch would forward a frame to host `dst` with this flow hash through.
   uint32_t ecmp_port(uint32_t sw, uint32_t dst_host, uint64_t flow_hash) const noexcept;
+  // Bytes the ECMP tables hold (routes, groups, ports, per switch and per destination host).
+  size_t ecmp_table_bytes() const noexcept;
   // Folds the queue integrals up to now (call before reading PortStats averages).
   void flush_stats();
 
@@ -318,6 +320,8 @@ class Network {
   uint64_t events_ = 0;
   std::vector<Node> nodes_;
   std::vector<Port> ports_;
+  std::vector<LinkConfig> links_;  // by link: ports 2i and 2i+1 are its two ends
+  std::vector<Time> paused_since_;  // by port, while its data class is paused (sized at the first pause)
   // A scaled (degraded) port's buffer limits and ECN thresholds, by port: the switch's
   // config scaled to the link's fraction of its rate, computed once when the rate changes
   // (kLinkRate), not per frame. Sized on the first scaled degradation; read only where
@@ -331,10 +335,11 @@ class Network {
   std::vector<std::unique_ptr<wire::PcapWriter>> taps_;  // by port, for ports with `tapped`
   std::vector<Host> hosts_;
   std::vector<Switch> switches_;
-  // ECMP in flat arrays, rebuilt from every Switch's groups by compute_ecmp(): per switch its
-  // seed and first group; per (switch, destination host) the switch's group; per group a run
-  // of egress ports. One dependent load fewer per hop than the nested vectors, and no Switch
-  // (with its config) in the forwarding path.
+  // ECMP in flat arrays, rebuilt by compute_ecmp(). Routes are kept per destination ToR, not
+  // per destination host: a host has one NIC port to one switch (its ToR), so at any other
+  // switch its routes are its ToR's, and at its ToR the group is that one port. Per switch its
+  // seed and first group; per destination host its ToR, the ToR's port to it and its ToR's
+  // column of routes; per (column, switch) the switch's group; per group a run of egress ports.
   struct EcmpSwitch {
     uint64_t seed_mul;  // the switch's seed * the golden ratio, as mix64 multiplies it
     uint32_t first_group;
@@ -348,12 +353,18 @@ class Network {
     FastMod size_mod() const noexcept { return FastMod{mod_m, size}; }
   };
   static_assert(sizeof(EcmpGroup) == 16);
+  struct EcmpDst {
+    uint32_t tor;         // the switch the host's NIC link reaches; kNone: not a switch
+    uint32_t tor_port;    // that switch's port to the host; kNone: down (no route anywhere)
+    uint32_t route_base;  // column * switches: its ToR's routes, or the no-route column
+  };
   std::vector<EcmpSwitch> ecmp_switch_;
   uint32_t ecmp_switches_ = 0;  // ecmp_switch_.size()
-  std::vector<uint16_t> ecmp_route_;  // [switch * hosts + host] -> the switch's group
+  std::vector<EcmpDst> ecmp_dst_;      // by destination host
+  std::vector<uint16_t> ecmp_route_;   // [route_base + switch] -> the switch's group
   std::vector<EcmpGroup> ecmp_group_;
   std::vector<uint32_t> ecmp_ports_;
-  size_t ecmp_hosts_ = 0;  // hosts when the routes were computed
+  size_t ecmp_hosts_ = 0;  // ecmp_dst_.size(): hosts when the routes were computed
   // The last few ECMP choices, by frame id: prefetch_ahead computes a switch hop's egress a
   // few events early, and its later stage and switch_forward reuse it. An entry holds every
   // input of ecmp_port() (compute_ecmp() clears them all), so a hit is exactly what

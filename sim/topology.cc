@@ -11,13 +11,40 @@ namespace uet::sim {
     if (absl::Status s_ = (expr); !s_.ok()) return s_; \
   } while (0)
 
-absl::Status build_leaf_spine(Network& net, const LeafSpineConfig& c) {
+absl::Status check_leaf_spine(const LeafSpineConfig& c) {
   if (c.leaves < 1 || c.leaves > 1024 || c.spines < 1 || c.spines > 256 || c.hosts_per_leaf < 1 ||
       c.hosts_per_leaf > 256) {
     return absl::InvalidArgumentError(absl::StrCat(
         "leaf-spine: leaves ", c.leaves, " (1..1024), spines ", c.spines, " (1..256), hosts per leaf ",
         c.hosts_per_leaf, " (1..256)"));
   }
+  if (uint64_t{c.leaves} * c.hosts_per_leaf > kMaxHosts) {
+    return absl::InvalidArgumentError(absl::StrCat("leaf-spine: ", c.leaves, " leaves x ",
+                                                   c.hosts_per_leaf, " hosts per leaf = ",
+                                                   c.leaves * c.hosts_per_leaf, " hosts, at most ",
+                                                   kMaxHosts));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status check_fat_tree(const FatTreeConfig& c) {
+  if (c.k < 2 || c.k > 64 || c.k % 2 != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("fat-tree: k=", c.k, " must be even, 2..64"));
+  }
+  const uint32_t per_tor = c.hosts_per_tor == 0 ? c.k / 2 : c.hosts_per_tor;
+  if (per_tor > 256) {
+    return absl::InvalidArgumentError(absl::StrCat("fat-tree: hosts per ToR ", per_tor, " (1..256)"));
+  }
+  if (uint64_t{c.k} * (c.k / 2) * per_tor > kMaxHosts) {
+    return absl::InvalidArgumentError(absl::StrCat("fat-tree: k=", c.k, " with ", per_tor,
+                                                   " hosts per ToR = ", c.k * (c.k / 2) * per_tor,
+                                                   " hosts, at most ", kMaxHosts));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status build_leaf_spine(Network& net, const LeafSpineConfig& c) {
+  SIM_TRY(check_leaf_spine(c));
   std::vector<uint32_t> hosts, leaves, spines;
   for (uint32_t i = 0; i < c.leaves * c.hosts_per_leaf; ++i)
     hosts.push_back(net.add_host(absl::StrCat("h", i)));
@@ -31,14 +58,9 @@ absl::Status build_leaf_spine(Network& net, const LeafSpineConfig& c) {
 }
 
 absl::Status build_fat_tree(Network& net, const FatTreeConfig& c) {
-  if (c.k < 2 || c.k > 64 || c.k % 2 != 0) {
-    return absl::InvalidArgumentError(absl::StrCat("fat-tree: k=", c.k, " must be even, 2..64"));
-  }
+  SIM_TRY(check_fat_tree(c));
   const uint32_t half = c.k / 2;
   const uint32_t per_tor = c.hosts_per_tor == 0 ? half : c.hosts_per_tor;
-  if (per_tor > 256) {
-    return absl::InvalidArgumentError(absl::StrCat("fat-tree: hosts per ToR ", per_tor, " (1..256)"));
-  }
   std::vector<uint32_t> hosts, tors, aggs, cores;
   const uint32_t n_tors = c.k * half;
   for (uint32_t i = 0; i < n_tors * per_tor; ++i) hosts.push_back(net.add_host(absl::StrCat("h", i)));

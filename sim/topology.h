@@ -30,4 +30,9 @@ struct FatTreeConfig {
 absl::Status build_leaf_spine(Network& net, const LeafSpineConfig& c);
 absl::Status build_fat_tree(Network& net, const FatTreeConfig& c);
 
+// The shape checks the builders make before adding a node (sizes in range, at most
+// kMaxHosts hosts), so a caller can refuse a fabric without building it.
+absl::Status check_leaf_spine(const LeafSpineConfig& c);
+absl::Status check_fat_tree(const FatTreeConfig& c);
+
 }  // namespace uet::sim

@@ -9,6 +9,7 @@
 #include <map>
 #include <sstream>
 
+#include "absl/strings/str_cat.h"
 #include "sim/topology.h"
 #include "sim/udp_app.h"
 #include "transport/wire/builder.h"
@@ -178,6 +179,123 @@ TEST(Network_Ecmp, SwitchesHashWithTheirOwnSeed) {
     same += net.port(a).node == net.port(b).node;
   }
   EXPECT_LT(same, 400);
+}
+
+// What ecmp_port() must return, computed the plain way: a breadth-first search from the
+// destination host over the links that are up (hosts other than it do not forward); a
+// switch's group is its up ports, in port order, whose peer is one hop closer; it picks
+// the group's (mix64(hash, seed) >> 32) mod size-th port.
+std::vector<std::vector<uint32_t>> reference_groups(const Network& net, uint32_t dst) {
+  std::vector<uint32_t> dist(net.num_hosts() + net.num_switches(), kNone);
+  const uint32_t from = net.host_node(dst);
+  dist[from] = 0;
+  std::vector<uint32_t> frontier{from};
+  for (size_t i = 0; i < frontier.size(); ++i) {
+    const uint32_t n = frontier[i];
+    if (net.node(n).kind == NodeKind::kHost && n != from) continue;
+    for (uint32_t p : net.node(n).ports) {
+      const uint32_t m = net.port(net.port(p).peer).node;
+      if (net.port(p).up && dist[m] == kNone) {
+        dist[m] = dist[n] + 1;
+        frontier.push_back(m);
+      }
+    }
+  }
+  std::vector<std::vector<uint32_t>> groups(net.num_switches());
+  for (uint32_t s = 0; s < net.num_switches(); ++s) {
+    const uint32_t d = dist[net.switch_node(s)];
+    if (d == kNone) continue;
+    for (uint32_t p : net.node(net.switch_node(s)).ports) {
+      const uint32_t peer = dist[net.port(net.port(p).peer).node];
+      if (net.port(p).up && peer != kNone && peer + 1 == d) groups[s].push_back(p);
+    }
+  }
+  return groups;
+}
+
+// Every (switch, destination) pair of `net`, for `hashes` flow hashes: the number that differ.
+int ecmp_mismatches(const Network& net, int hashes) {
+  int wrong = 0;
+  Rng rng(11);
+  for (uint32_t dst = 0; dst < net.num_hosts(); ++dst) {
+    const std::vector<std::vector<uint32_t>> groups = reference_groups(net, dst);
+    for (uint32_t s = 0; s < net.num_switches(); ++s) {
+      for (int i = 0; i < hashes; ++i) {
+        const uint64_t h = i < 4 ? static_cast<uint64_t>(i) : rng.next();
+        const std::vector<uint32_t>& g = groups[s];
+        const uint32_t want = g.empty() ? kNone : g[(mix64(h, net.sw(s).seed) >> 32) % g.size()];
+        wrong += net.ecmp_port(s, dst, h) != want;
+      }
+    }
+  }
+  return wrong;
+}
+
+// Takes the links through `ports` down and runs past the detection delay (ECMP refreshed).
+void fail_links(Network& net, const std::vector<uint32_t>& ports) {
+  for (uint32_t p : ports) {
+    ASSERT_NE(p, kNone);
+    net.set_link_up(p, false, net.now());
+  }
+  net.run_until(net.now() + SwitchConfig{}.failure_detection + 1);
+}
+
+// The first port of switch `s` whose peer is a switch (an uplink), or a host when `to_host`.
+uint32_t port_of(const Network& net, uint32_t s, bool to_host, int skip = 0) {
+  for (uint32_t p : net.node(net.switch_node(s)).ports) {
+    if (net.port(net.port(p).peer).at_host == to_host && skip-- == 0) return p;
+  }
+  return kNone;
+}
+
+TEST(Network_Ecmp, MatchesAPerHostBreadthFirstSearchWithLinksDown) {
+  {
+    Network net(NetworkConfig{});
+    LeafSpineConfig c;
+    c.leaves = 4;
+    c.spines = 3;
+    c.hosts_per_leaf = 3;
+    ASSERT_TRUE(build_leaf_spine(net, c).ok());
+    EXPECT_EQ(ecmp_mismatches(net, 64), 0);
+    // A leaf-spine link, another leaf's two uplinks and a host link go down.
+    fail_links(net, {port_of(net, 0, false), port_of(net, 1, false), port_of(net, 1, false, 1),
+                     net.host(5).port});
+    // Expect: the same ports as the reference, for every switch, host and hash.
+    EXPECT_EQ(ecmp_mismatches(net, 64), 0);
+    EXPECT_EQ(net.ecmp_port(0, 5, 1), kNone);
+  }
+  {
+    Network net(NetworkConfig{});
+    FatTreeConfig c;
+    c.k = 6;
+    c.hosts_per_tor = 2;
+    ASSERT_TRUE(build_fat_tree(net, c).ok());
+    EXPECT_EQ(ecmp_mismatches(net, 32), 0);
+    // Switches 0..17 are ToRs, 18..35 aggregation, 36..44 cores (sim/topology.cc).
+    fail_links(net, {port_of(net, 0, false), port_of(net, 18, false, 4), port_of(net, 36, false),
+                     port_of(net, 40, false, 2), net.host(7).port, port_of(net, 3, true)});
+    EXPECT_EQ(ecmp_mismatches(net, 32), 0);
+    // A ToR cut off from its aggregation switches.
+    fail_links(net, {port_of(net, 5, false), port_of(net, 5, false, 1), port_of(net, 5, false, 2)});
+    EXPECT_EQ(ecmp_mismatches(net, 32), 0);
+  }
+  {
+    // An irregular fabric: five switches in a ring with a chord, a host pair wired directly.
+    Network net(NetworkConfig{});
+    std::vector<uint32_t> sw, h;
+    for (int i = 0; i < 5; ++i) sw.push_back(net.add_switch(absl::StrCat("s", i)));
+    for (int i = 0; i < 7; ++i) h.push_back(net.add_host(absl::StrCat("h", i)));
+    for (int i = 0; i < 5; ++i) ASSERT_TRUE(net.connect(sw[i], sw[(i + 1) % 5], link(100)).ok());
+    ASSERT_TRUE(net.connect(sw[0], sw[2], link(100)).ok());
+    ASSERT_TRUE(net.connect(sw[3], sw[0], link(100)).ok());  // a second link 0-3 beside 3-4-0
+    for (int i = 0; i < 5; ++i) ASSERT_TRUE(net.connect(h[i], sw[(i * 2) % 5], link(100)).ok());
+    ASSERT_TRUE(net.connect(h[5], h[6], link(100)).ok());
+    ASSERT_TRUE(net.finalize().ok());
+    EXPECT_EQ(ecmp_mismatches(net, 256), 0);
+    EXPECT_EQ(net.ecmp_port(0, 6, 1), kNone);
+    fail_links(net, {port_of(net, 0, false, 1), port_of(net, 4, false)});
+    EXPECT_EQ(ecmp_mismatches(net, 256), 0);
+  }
 }
 
 // ------------------------------------------------------------------ ECN

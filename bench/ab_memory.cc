@@ -1,0 +1,78 @@
+#include "bench/ab_memory.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <vector>
+
+#include "absl/strings/str_format.h"
+
+namespace uet::ab {
+namespace {
+
+std::string human(double bytes) {
+  if (bytes >= double(1 << 30)) return absl::StrFormat("%.1f GiB", bytes / double(1 << 30));
+  if (bytes >= double(1 << 20)) return absl::StrFormat("%.2f MiB", bytes / double(1 << 20));
+  return absl::StrFormat("%.1f KiB", bytes / 1024);
+}
+
+// Distinct communicating pairs of the flows: ordered (UET: a PDC per direction) or not
+// (RoCEv2: one QP pair per pair of hosts).
+uint64_t pairs(const std::vector<sim::FlowSpec>& flows, bool ordered) {
+  std::vector<uint64_t> keys;
+  keys.reserve(flows.size());
+  for (const sim::FlowSpec& f : flows) {
+    const uint32_t a = ordered ? f.src : std::min(f.src, f.dst);
+    const uint32_t b = ordered ? f.dst : std::max(f.src, f.dst);
+    keys.push_back(uint64_t{a} << 32 | b);
+  }
+  std::sort(keys.begin(), keys.end());
+  return static_cast<uint64_t>(std::unique(keys.begin(), keys.end()) - keys.begin());
+}
+
+}  // namespace
+
+MemoryEstimate estimate_memory(const RunConfig& c) {
+  using M = MeasuredMemory;
+  const bool uet = c.transport == TransportKind::kUet;
+  const double hosts = host_count(c.fabric);
+  const double n_pairs = static_cast<double>(pairs(c.flows, uet));
+  const double flows = static_cast<double>(c.flows.size());
+  const double ports = static_cast<double>(port_count(c.fabric));
+  const double tors = c.fabric.kind == Fabric::Kind::kLeafSpine ? c.fabric.leaves
+                                                                : c.fabric.k * (c.fabric.k / 2.0);
+  const double routes = (tors + 1) * switch_count(c.fabric);
+  uint64_t max_bytes = 0;
+  for (const sim::FlowSpec& f : c.flows) max_bytes = std::max(max_bytes, f.bytes);
+  const double per_host = uet ? M::kUetPerHost : M::kRocePerHost;
+  const double per_pair = uet ? M::kUetPerPair : M::kRocePerPair;
+  // Each host's first pair is in its per-host cost (the permutation it was measured with).
+  const double extra_pairs = std::max(0.0, n_pairs - hosts);
+  MemoryEstimate e;
+  e.bytes = M::kBase + hosts * per_host + extra_pairs * per_pair + flows * M::kPerFlow +
+            ports * M::kPerPort + routes * M::kPerRoute + static_cast<double>(max_bytes);
+  e.why = absl::StrFormat("%.0f hosts x %s %s", hosts, human(per_host), to_string(c.transport));
+  if (extra_pairs > 0) {
+    absl::StrAppend(&e.why, absl::StrFormat(" + %.0f more host pairs x %s", extra_pairs,
+                                            human(per_pair)));
+  }
+  absl::StrAppend(&e.why, absl::StrFormat(" + %.0f flows, %.0f ports and ECMP %s", flows, ports,
+                                          human(flows * M::kPerFlow + ports * M::kPerPort +
+                                                routes * M::kPerRoute)));
+  if (max_bytes > 0) {
+    absl::StrAppend(&e.why, absl::StrFormat(" + the %s target buffer", human(static_cast<double>(max_bytes))));
+  }
+  return e;
+}
+
+uint64_t memory_available() {
+  std::ifstream in("/proc/meminfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    unsigned long long kb = 0;
+    if (std::sscanf(line.c_str(), "MemAvailable: %llu kB", &kb) == 1) return kb * 1024;
+  }
+  return 0;
+}
+
+}  // namespace uet::ab

@@ -1,0 +1,91 @@
+#!/usr/bin/env python3
+"""uet-ab refuses a bad request before its first run starts.
+
+Asserts: every scenario's fabric, flows and configuration are checked before anything runs,
+so a request that would fail in its second or third scenario fails at once: exit code 2, a
+message naming the flag and its valid range, no table printed, no JSON written. Cases: an odd
+fat-tree arity; the standard comparison on a fabric too small for its incast (permutation
+would have run first); a connection matrix with more Nodes than the fabric has hosts; more
+failed links than the top tier has; a ring all-reduce with fewer bytes than hosts. A run whose
+estimated peak memory exceeds --max_memory_gb is refused the same way, with the estimate and
+the flags that shrink it; the estimate grows with the hosts; under a large enough limit the
+same run goes ahead.
+Usage: validate_test.py BUILD_BIN_DIR
+"""
+import re
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+# name -> (flags, what stderr must contain)
+REFUSED = {
+    "odd_k": (["--scenario=standard", "--k=7", "--topology=fattree"],
+              "--k=7 out of range: even, 2..64"),
+    "incast_after_permutation": (["--scenario=standard", "--leaves=2", "--hosts_per_leaf=4"],
+                                 "--fan_in=32 out of range: 1..7"),
+    "cm_too_large": (["--cm=" + os.path.join(HERE, "chain.cm"), "--leaves=2",
+                      "--hosts_per_leaf=4"],
+                     "Nodes 16, but the fabric has 8 hosts"),
+    "failed_links": (["--scenario=failure", "--leaves=4", "--spines=2", "--hosts_per_leaf=2",
+                      "--failed_links=9"],
+                     "--failed_links=9 out of range: 1..8"),
+    "allreduce_bytes": (["--scenario=allreduce", "--leaves=4", "--hosts_per_leaf=4",
+                         "--bytes=8"],
+                        "--bytes=8 out of range for --scenario=allreduce: 16.."),
+}
+
+
+def main():
+    uet_ab = os.path.join(sys.argv[1], "uet-ab")
+    failures = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, (flags, want) in REFUSED.items():
+            out = os.path.join(tmp, name + ".json")
+            proc = subprocess.run([uet_ab] + flags + ["--json=" + out], capture_output=True,
+                                  text=True, timeout=30)
+            # Expect: refused at once, naming the flag; nothing ran, nothing was written.
+            if proc.returncode != 2:
+                failures.append(f"{name}: rc {proc.returncode}, want 2")
+            if want not in proc.stderr:
+                failures.append(f"{name}: stderr {proc.stderr!r} lacks {want!r}")
+            if "flows completed" in proc.stdout or os.path.exists(out):
+                failures.append(f"{name}: a run started: {proc.stdout!r}")
+        # A memory limit below the estimate: refused up front, with the estimate.
+        small = ["--scenario=permutation", "--leaves=2", "--hosts_per_leaf=4", "--spines=2",
+                 "--bytes=65536"]
+        estimates = {}
+        for name, flags in (("small", small),
+                            ("large", small[:1] + ["--leaves=8", "--hosts_per_leaf=16"] +
+                             small[3:])):
+            out = os.path.join(tmp, name + "_mem.json")
+            proc = subprocess.run([uet_ab] + flags + ["--max_memory_gb=0.001", "--json=" + out],
+                                  capture_output=True, text=True, timeout=30)
+            m = re.search(r"this run needs about ([0-9.e+]+) GiB \((\d+) hosts x ", proc.stderr)
+            if proc.returncode != 2 or m is None or "--max_memory_gb" not in proc.stderr:
+                failures.append(f"memory {name}: rc {proc.returncode}, stderr {proc.stderr!r}")
+                continue
+            if "--leaves / --hosts_per_leaf, or --bytes" not in proc.stderr:
+                failures.append(f"memory {name}: no flags to change in {proc.stderr!r}")
+            if "flows completed" in proc.stdout or os.path.exists(out):
+                failures.append(f"memory {name}: a run started")
+            estimates[name] = (float(m.group(1)), int(m.group(2)))
+        # Expect: 8 and 128 hosts; the larger fabric needs more (linear in hosts, MiB a host).
+        if len(estimates) == 2:
+            (small_gib, small_hosts), (large_gib, large_hosts) = estimates["small"], estimates["large"]
+            if (small_hosts, large_hosts) != (8, 128) or not 0 < small_gib < large_gib < 1:
+                failures.append(f"memory estimates {estimates}")
+        ran = subprocess.run([uet_ab] + small + ["--transport=uet", "--max_memory_gb=64"],
+                             capture_output=True, text=True, timeout=60)
+        if ran.returncode != 0 or "flows completed" not in ran.stdout:
+            failures.append(f"--max_memory_gb=64: rc {ran.returncode}, {ran.stderr!r}")
+    for f in failures:
+        print("FAIL:", f, file=sys.stderr)
+    print("1 passed, 0 failed" if not failures else "0 passed, 1 failed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
