@@ -176,9 +176,13 @@ absl::Status build_fabric(sim::Network& net, const Fabric& f) {
   return sim::build_fat_tree(net, fat_tree_config(f));
 }
 
-// Host h's engine configuration for the run.
-UetConfig uet_config(const RunConfig& rc, uint32_t h) {
+// Host h's engine configuration for the run. `pdcs`: the PDCs it will open at once at most
+// (a PDC to each peer it writes to, one from each peer that writes to it).
+UetConfig uet_config(const RunConfig& rc, uint32_t h, uint32_t pdcs = 0) {
   UetConfig c;
+  // The engine's default table, or larger when the workload needs it (an all-to-all of more
+  // than 512 hosts); PDCs cost memory only when opened.
+  c.max_pdcs = std::clamp<uint32_t>(pdcs, c.max_pdcs, 65535);
   c.local_ip4 = sim::Network::host_ip4(h);
   c.local_mac = sim::Network::host_mac(h);
   c.payload_bytes = rc.mtu;
@@ -357,6 +361,16 @@ absl::StatusOr<RunResult> run(const RunConfig& rc) {
   // name them.
   std::vector<std::pair<uint32_t, uint32_t>> qp_pairs;
   std::vector<uint32_t> qps(hosts, 0);
+  // UET: the PDCs each host opens, to the peers it writes to and from those writing to it.
+  std::vector<uint32_t> pdcs(hosts, 0);
+  if (rc.transport == TransportKind::kUet) {
+    absl::flat_hash_map<uint64_t, bool> pairs;
+    for (const sim::FlowSpec& f : rc.flows) {
+      if (!pairs.emplace(uint64_t{f.src} << 32 | f.dst, true).second) continue;
+      ++pdcs[f.src];
+      ++pdcs[f.dst];
+    }
+  }
   if (rc.transport == TransportKind::kRocev2) {
     absl::flat_hash_map<uint64_t, bool> connected;
     for (const sim::FlowSpec& f : rc.flows) {
@@ -371,7 +385,7 @@ absl::StatusOr<RunResult> run(const RunConfig& rc) {
   uint32_t rkey = 0;
   for (uint32_t h = 0; h < hosts; ++h) {
     if (rc.transport == TransportKind::kUet) {
-      auto ep = UetEndpoint::create(uet_config(rc, h));
+      auto ep = UetEndpoint::create(uet_config(rc, h, pdcs[h]));
       if (!ep.ok()) return ep.status();
       eps.push_back(std::move(*ep));
     } else {

@@ -5,7 +5,8 @@ Asserts: every flow of the file runs with its source, destination and size; the 
 start time starts then (whole microseconds); the triggered flow starts exactly when the flow
 that fires its trigger finishes; a matrix larger than the fabric is refused with a message; --plot renders
 three SVG charts per run with gnuplot, and the sampled throughput integrates to the bytes the
-flows carried (plus headers and ACKs, under 25 % more).
+flows carried (plus headers and ACKs, under 25 % more); one host writing to 1100 peers (more
+than the UET engine's default PDC table) completes every write.
 Usage: cm_test.py BUILD_BIN_DIR
 """
 import csv
@@ -66,6 +67,21 @@ def main():
                            capture_output=True, text=True, timeout=60)
     if small.returncode == 0 or "Nodes 16, but the fabric has 8 hosts" not in small.stderr:
         failures.append(f"oversized matrix: rc {small.returncode}, stderr {small.stderr!r}")
+    # One host writing to 1100 peers: more PDCs than the engine's default table (1024), so
+    # the runner sizes each host's table to the PDCs its flows open; every flow completes.
+    with tempfile.TemporaryDirectory() as tmp:
+        fanout = os.path.join(tmp, "fanout.cm")
+        with open(fanout, "w") as f:
+            f.write("Nodes 1104\nConnections 1100\n")
+            for i in range(1100):
+                f.write(f"0->{i + 1} id {i + 1} start 0 size 4096\n")
+        out = os.path.join(tmp, "fanout.csv")
+        wide = subprocess.run([uet_ab, "--cm=" + fanout, "--leaves=138", "--hosts_per_leaf=8",
+                               "--spines=8", "--transport=uet", "--csv=" + out],
+                              capture_output=True, text=True, timeout=120)
+        done = sum(r["completed"] == "1" for r in csv.DictReader(open(out))) if wide.returncode == 0 else -1
+        if done != 1100:
+            failures.append(f"fan-out to 1100 peers: {done} of 1100 completed, rc {wide.returncode}")
     for f in failures:
         print("FAIL:", f, file=sys.stderr)
     print("1 passed, 0 failed" if not failures else "0 passed, 1 failed")
