@@ -33,7 +33,7 @@ struct MeasuredMemory {
 
 struct MemoryEstimate {
   double bytes = 0;
-  std::string why;  // the terms: "35152 hosts x 1.46 MiB (uet) + ..."
+  std::string why;  // the terms: "35152 hosts x 33.5 KiB uet + ..."
 };
 
 // One run's peak: its fabric, its flows' communicating pairs, its transport, the target

@@ -122,7 +122,10 @@
 //   PDC id to name) the timer lets one packet go instead, as a probe.
 //   With both (nscc+rccc) a packet needs credit and room in the NSCC window.
 //
-// Data path: rx()/tx()/on_timer() never allocate and make no virtual calls per packet.
+// Data path: rx()/tx()/on_timer() make no virtual calls per packet and allocate only while a
+// table above is still growing towards its bound (a SYN's PDC, the first responses, credit
+// grants or refusals of a PDC, a freed PDC's parked windows): a few times per table in a
+// run's warm-up, never in steady state.
 #pragma once
 
 #include <array>
