@@ -3,8 +3,8 @@
 
 Memory and speed work on the engines and the simulator (pools that grow on demand, ECMP
 tables, payloads by length) must not change a single result. This test runs every scenario
-kind on small fabrics, both transports, with loss, PFC, trimming, failures, ROD, RCCC and an
-htsim connection matrix, and compares a SHA-256 of each run's outputs with the value recorded
+kind on small fabrics and a 1024-host fat-tree permutation, both transports, with loss, PFC,
+trimming, failures, ROD, RCCC and an htsim connection matrix, and compares a SHA-256 of each run's outputs with the value recorded
 when the behaviour last changed on purpose. A deliberate change of behaviour re-records them
 (`pinned_test.py BUILD_BIN_DIR --print`) and says why in its commit.
 Usage: pinned_test.py BUILD_BIN_DIR [--print]
@@ -38,6 +38,8 @@ RUNS = {
                   "--websearch_us=50"],
     "loss_sweep": ["--scenario=loss-sweep", "--leaves=4", "--hosts_per_leaf=4", "--spines=2",
                    "--loss_rates=0,0.01", "--sweep_bytes=1048576"],
+    "fattree_k16": ["--scenario=permutation", "--topology=fattree", "--k=16",
+                    "--bytes=65536", "--lb=mixed", "--evs=128"],
     "cm": ["--cm=" + os.path.join(HERE, "chain.cm"), "--leaves=2", "--hosts_per_leaf=8",
            "--spines=2"],
 }
@@ -53,6 +55,7 @@ PINNED = {
     "allreduce": "4aa442418b87063a0dbbe9260a2c030f2e3f3adecbd153371f2503087dce6525",
     "websearch": "07435ab2000dbcf43bd54f00ac41d9820a2edb6131b09525455247f9a6dd6bd0",
     "loss_sweep": "855bc501fdd66812c5364417569749856210925b8301e5cbe4103acfb5cf9c74",
+    "fattree_k16": "e95bd913615e78d5ca114493abd1332e4ad4eae7c4eacec0c0245f2d818c1ca5",
     "cm": "a78c633c7ea71b58b819339d387da72357a7aa95c737ecaf7e4d352f44edfe81",
 }
 
