@@ -39,8 +39,8 @@ MemoryEstimate estimate_memory(const RunConfig& c) {
   const double n_pairs = static_cast<double>(pairs(c.flows, uet));
   const double flows = static_cast<double>(c.flows.size());
   const double ports = static_cast<double>(port_count(c.fabric));
-  const double tors = c.fabric.kind == Fabric::Kind::kLeafSpine ? c.fabric.leaves
-                                                                : c.fabric.k * (c.fabric.k / 2.0);
+  const double tors =
+      c.fabric.kind == Fabric::Kind::kLeafSpine ? c.fabric.leaves : c.fabric.k * (c.fabric.k / 2.0);
   const double routes = (tors + 1) * switch_count(c.fabric);
   uint64_t max_bytes = 0;
   for (const sim::FlowSpec& f : c.flows) max_bytes = std::max(max_bytes, f.bytes);
@@ -53,14 +53,15 @@ MemoryEstimate estimate_memory(const RunConfig& c) {
             ports * M::kPerPort + routes * M::kPerRoute + static_cast<double>(max_bytes);
   e.why = absl::StrFormat("%.0f hosts x %s %s", hosts, human(per_host), to_string(c.transport));
   if (extra_pairs > 0) {
-    absl::StrAppend(&e.why, absl::StrFormat(" + %.0f more host pairs x %s", extra_pairs,
-                                            human(per_pair)));
+    absl::StrAppend(&e.why,
+                    absl::StrFormat(" + %.0f more host pairs x %s", extra_pairs, human(per_pair)));
   }
   absl::StrAppend(&e.why, absl::StrFormat(" + %.0f flows, %.0f ports and ECMP %s", flows, ports,
                                           human(flows * M::kPerFlow + ports * M::kPerPort +
                                                 routes * M::kPerRoute)));
   if (max_bytes > 0) {
-    absl::StrAppend(&e.why, absl::StrFormat(" + the %s target buffer", human(static_cast<double>(max_bytes))));
+    absl::StrAppend(
+        &e.why, absl::StrFormat(" + the %s target buffer", human(static_cast<double>(max_bytes))));
   }
   return e;
 }

@@ -18,11 +18,11 @@ namespace uet::ab {
 // (128 hosts) and k=16 (1024 hosts) gives the cost per host with its one peer; an all-to-all
 // at k=8 (127 peers per host) the cost per further communicating pair (with its flow).
 struct MeasuredMemory {
-  static constexpr double kBase = 5.9 * (1 << 20);  // the process, fabric-independent
-  static constexpr double kUetPerHost = 33.5 * 1024;  // with its first pair
-  static constexpr double kUetPerPair = 14.2 * 1024;  // ordered (initiator, target) pair: a PDC each
+  static constexpr double kBase = 5.9 * (1 << 20);     // the process, fabric-independent
+  static constexpr double kUetPerHost = 33.5 * 1024;   // with its first pair
+  static constexpr double kUetPerPair = 14.2 * 1024;   // ordered pair: a PDC at each end
   static constexpr double kRocePerHost = 22.6 * 1024;  // with its first pair
-  static constexpr double kRocePerPair = 3.6 * 1024;  // unordered pair: a QP each side
+  static constexpr double kRocePerPair = 3.6 * 1024;   // unordered pair: a QP each side
   // Not measured, sized from the structures: per flow (the planned list, the run's copy, its
   // records and the player's state), per port (sim::Port and its queues' first slots), per
   // ECMP route entry (one per switch and ToR).

@@ -257,8 +257,9 @@ uint32_t switch_count(const Fabric& f) noexcept {
 
 absl::Status validate(const RunConfig& rc) {
   const Fabric& f = rc.fabric;
-  if (absl::Status s = f.kind == Fabric::Kind::kLeafSpine ? sim::check_leaf_spine(leaf_spine_config(f))
-                                                          : sim::check_fat_tree(fat_tree_config(f));
+  if (absl::Status s = f.kind == Fabric::Kind::kLeafSpine
+                           ? sim::check_leaf_spine(leaf_spine_config(f))
+                           : sim::check_fat_tree(fat_tree_config(f));
       !s.ok()) {
     return s;
   }
@@ -270,7 +271,8 @@ absl::Status validate(const RunConfig& rc) {
   }
   for (const sim::FlowSpec& fl : rc.flows) {
     if (fl.src >= hosts || fl.dst >= hosts) {
-      return absl::InvalidArgumentError(absl::StrCat("flow ", fl.id, " names a host beyond ", hosts));
+      return absl::InvalidArgumentError(
+          absl::StrCat("flow ", fl.id, " names a host beyond ", hosts));
     }
   }
   if (rc.transport == TransportKind::kUet) return uet_config(rc, 0).validate();

@@ -5,8 +5,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cmath>
 #include <atomic>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
@@ -17,8 +17,8 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/reflection.h"
 #include "absl/flags/usage.h"
-#include "absl/strings/str_cat.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "bench/ab_memory.h"
@@ -164,7 +164,9 @@ class ProgressLine {
       eta = absl::StrFormat("~%.0f s", p.wall_s * static_cast<double>(p.flows - p.flows_done) /
                                            static_cast<double>(p.flows_done));
     }
-    std::fprintf(stderr, "%s[%s] simulated %.3f ms, %.2f M events/s, flows %zu/%zu, RSS %.2f GiB, wall %.0f s, ETA %s%s",
+    std::fprintf(stderr,
+                 "%s[%s] simulated %.3f ms, %.2f M events/s, flows %zu/%zu, RSS %.2f GiB, wall "
+                 "%.0f s, ETA %s%s",
                  tty_ ? "\r" : "", label_.c_str(), static_cast<double>(p.sim_time) / kMillisecond,
                  static_cast<double>(p.events) / 1e6 / p.wall_s, p.flows_done, p.flows,
                  resident_bytes() / double(1 << 30), p.wall_s, eta.c_str(), tty_ ? "   " : "\n");
@@ -242,7 +244,8 @@ absl::StatusOr<std::vector<sim::FlowSpec>> flows_for(const std::string& scenario
                                                      uint64_t seed) {
   const auto refuse = [](std::string why) { return absl::InvalidArgumentError(std::move(why)); };
   const uint64_t bytes = absl::GetFlag(FLAGS_bytes);
-  if (scenario == "incast" && (absl::GetFlag(FLAGS_fan_in) < 1 || absl::GetFlag(FLAGS_fan_in) >= hosts)) {
+  if (scenario == "incast" &&
+      (absl::GetFlag(FLAGS_fan_in) < 1 || absl::GetFlag(FLAGS_fan_in) >= hosts)) {
     return refuse(absl::StrFormat("--fan_in=%u out of range: 1..%u (the fabric's hosts - 1)",
                                   absl::GetFlag(FLAGS_fan_in), hosts - 1));
   }
@@ -254,8 +257,8 @@ absl::StatusOr<std::vector<sim::FlowSpec>> flows_for(const std::string& scenario
   if (scenario == "alltoall" && uint64_t{hosts} * (hosts - 1) > sim::kMaxWorkloadFlows) {
     return refuse(absl::StrFormat(
         "--scenario=alltoall: %u hosts make %lu flows, at most %lu (4096 hosts): lower "
-        "--leaves / --hosts_per_leaf or --k", hosts, uint64_t{hosts} * (hosts - 1),
-        sim::kMaxWorkloadFlows));
+        "--leaves / --hosts_per_leaf or --k",
+        hosts, uint64_t{hosts} * (hosts - 1), sim::kMaxWorkloadFlows));
   }
   if (scenario != "cm" && hosts < 2) {
     return refuse(absl::StrFormat("--scenario=%s needs at least 2 hosts, the fabric has %u",
@@ -640,9 +643,9 @@ int run_main() {
   const std::string topo = absl::GetFlag(FLAGS_topology);
   if (check.error.empty() && topo != "leafspine" && topo != "fattree")
     check.error = "--topology=" + topo + " unknown: leafspine or fattree";
-  if (const uint32_t k = absl::GetFlag(FLAGS_k);
-      check.error.empty() && topo == "fattree" && absl::GetFlag(FLAGS_topo).empty() &&
-      (k < 2 || k > 64 || k % 2 != 0)) {
+  if (const uint32_t k = absl::GetFlag(FLAGS_k); check.error.empty() && topo == "fattree" &&
+                                                 absl::GetFlag(FLAGS_topo).empty() &&
+                                                 (k < 2 || k > 64 || k % 2 != 0)) {
     check.error = absl::StrFormat("--k=%u out of range: even, 2..64 (--topology=fattree)", k);
   }
   if (check.error.empty()) {
@@ -704,8 +707,9 @@ int run_main() {
       std::fprintf(stderr, "uet-ab: --leaves=%u x --hosts_per_leaf=%u = %u hosts: at most %u\n",
                    base.leaves, base.hosts_per_leaf, hosts, sim::kMaxHosts);
     } else {
-      std::fprintf(stderr, "uet-ab: --k=%u with %u hosts per ToR (--hosts_per_tor) = %u hosts: at most %u\n",
-                   base.k, hosts / (base.k * (base.k / 2)), hosts, sim::kMaxHosts);
+      std::fprintf(
+          stderr, "uet-ab: --k=%u with %u hosts per ToR (--hosts_per_tor) = %u hosts: at most %u\n",
+          base.k, hosts / (base.k * (base.k / 2)), hosts, sim::kMaxHosts);
     }
     return 2;
   }
@@ -772,7 +776,9 @@ int run_main() {
   double planned_flows = 0;
   const bool fails = std::find(scenarios.begin(), scenarios.end(), "failure") != scenarios.end();
   if (fails && absl::GetFlag(FLAGS_failed_links) > top_tier_links(base)) {
-    std::fprintf(stderr, "uet-ab: --failed_links=%u out of range: 1..%u (the fabric has %u top-tier (spine or core) links)\n",
+    std::fprintf(stderr,
+                 "uet-ab: --failed_links=%u out of range: 1..%u (the fabric has %u top-tier (spine "
+                 "or core) links)\n",
                  absl::GetFlag(FLAGS_failed_links), top_tier_links(base), top_tier_links(base));
     return 2;
   }
@@ -786,7 +792,8 @@ int run_main() {
     if (scenario == "loss-sweep") {
       const uint32_t links = sweep_path_links(base);
       if (links == 0 && loss_per == "path") {
-        std::fprintf(stderr, "uet-ab: --loss_per=path: the flow crosses no fabric link (one leaf)\n");
+        std::fprintf(stderr,
+                     "uet-ab: --loss_per=path: the flow crosses no fabric link (one leaf)\n");
         return 2;
       }
       for (double rate : loss_rates) {
@@ -820,22 +827,25 @@ int run_main() {
                            ? absl::GetFlag(FLAGS_max_memory_gb) * double(1 << 30)
                            : static_cast<double>(memory_available());
   if (limit > 0 && need > limit) {
-    const char* size_flags = !absl::GetFlag(FLAGS_topo).empty() ? "the --topo file's Nodes"
+    const char* size_flags = !absl::GetFlag(FLAGS_topo).empty()      ? "the --topo file's Nodes"
                              : base.kind == Fabric::Kind::kLeafSpine ? "--leaves / --hosts_per_leaf"
                                                                      : "--k / --hosts_per_tor";
-    std::fprintf(stderr,
-                 "uet-ab: this run needs about %.3g GiB (%s), the machine has %.3g GiB %s: lower "
-                 "%s, or --bytes%s\n",
-                 need / double(1 << 30), peak.why.c_str(), limit / double(1 << 30),
-                 absl::GetFlag(FLAGS_max_memory_gb) > 0 ? "allowed (--max_memory_gb)" : "available",
-                 size_flags,
-                 absl::GetFlag(FLAGS_max_memory_gb) > 0 ? "" : "; --max_memory_gb=N overrides the limit");
+    std::fprintf(
+        stderr,
+        "uet-ab: this run needs about %.3g GiB (%s), the machine has %.3g GiB %s: lower "
+        "%s, or --bytes%s\n",
+        need / double(1 << 30), peak.why.c_str(), limit / double(1 << 30),
+        absl::GetFlag(FLAGS_max_memory_gb) > 0 ? "allowed (--max_memory_gb)" : "available",
+        size_flags,
+        absl::GetFlag(FLAGS_max_memory_gb) > 0 ? "" : "; --max_memory_gb=N overrides the limit");
     return 2;
   }
 
   std::vector<std::string> experiment_paths;
-  if (!absl::GetFlag(FLAGS_save_config).empty()) experiment_paths.push_back(absl::GetFlag(FLAGS_save_config));
-  if (!absl::GetFlag(FLAGS_json).empty()) experiment_paths.push_back(absl::GetFlag(FLAGS_json) + ".flags");
+  if (!absl::GetFlag(FLAGS_save_config).empty())
+    experiment_paths.push_back(absl::GetFlag(FLAGS_save_config));
+  if (!absl::GetFlag(FLAGS_json).empty())
+    experiment_paths.push_back(absl::GetFlag(FLAGS_json) + ".flags");
   if (!plot_dir.empty()) experiment_paths.push_back(plot_dir + "/experiment.flags");
   for (const std::string& path : experiment_paths) {
     if (absl::Status s = write_file(path, experiment_file()); !s.ok()) {

@@ -130,7 +130,8 @@ absl::Status Network::compute_ecmp() {
   const size_t columns = tors.size() + 1;
   if (columns * n_sw > UINT32_MAX) return absl::ResourceExhaustedError("ECMP table too large");
   // Every switch's group 0 is the empty one (no route).
-  std::vector<std::vector<std::vector<uint32_t>>> groups(n_sw, std::vector<std::vector<uint32_t>>(1));
+  std::vector<std::vector<std::vector<uint32_t>>> groups(n_sw,
+                                                         std::vector<std::vector<uint32_t>>(1));
   std::vector<std::map<std::vector<uint32_t>, uint16_t>> index(n_sw);
   for (uint32_t s = 0; s < n_sw; ++s) index[s].emplace(std::vector<uint32_t>{}, 0);
   ecmp_route_.assign(columns * n_sw, 0);

@@ -321,7 +321,8 @@ class Network {
   std::vector<Node> nodes_;
   std::vector<Port> ports_;
   std::vector<LinkConfig> links_;  // by link: ports 2i and 2i+1 are its two ends
-  std::vector<Time> paused_since_;  // by port, while its data class is paused (sized at the first pause)
+  std::vector<Time>
+      paused_since_;  // by port, while its data class is paused (sized at the first pause)
   // A scaled (degraded) port's buffer limits and ECN thresholds, by port: the switch's
   // config scaled to the link's fraction of its rate, computed once when the rate changes
   // (kLinkRate), not per frame. Sized on the first scaled degradation; read only where
@@ -360,8 +361,8 @@ class Network {
   };
   std::vector<EcmpSwitch> ecmp_switch_;
   uint32_t ecmp_switches_ = 0;  // ecmp_switch_.size()
-  std::vector<EcmpDst> ecmp_dst_;      // by destination host
-  std::vector<uint16_t> ecmp_route_;   // [route_base + switch] -> the switch's group
+  std::vector<EcmpDst> ecmp_dst_;     // by destination host
+  std::vector<uint16_t> ecmp_route_;  // [route_base + switch] -> the switch's group
   std::vector<EcmpGroup> ecmp_group_;
   std::vector<uint32_t> ecmp_ports_;
   size_t ecmp_hosts_ = 0;  // ecmp_dst_.size(): hosts when the routes were computed

@@ -19,10 +19,9 @@ absl::Status check_leaf_spine(const LeafSpineConfig& c) {
         c.hosts_per_leaf, " (1..256)"));
   }
   if (uint64_t{c.leaves} * c.hosts_per_leaf > kMaxHosts) {
-    return absl::InvalidArgumentError(absl::StrCat("leaf-spine: ", c.leaves, " leaves x ",
-                                                   c.hosts_per_leaf, " hosts per leaf = ",
-                                                   c.leaves * c.hosts_per_leaf, " hosts, at most ",
-                                                   kMaxHosts));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "leaf-spine: ", c.leaves, " leaves x ", c.hosts_per_leaf,
+        " hosts per leaf = ", c.leaves * c.hosts_per_leaf, " hosts, at most ", kMaxHosts));
   }
   return absl::OkStatus();
 }
@@ -33,7 +32,8 @@ absl::Status check_fat_tree(const FatTreeConfig& c) {
   }
   const uint32_t per_tor = c.hosts_per_tor == 0 ? c.k / 2 : c.hosts_per_tor;
   if (per_tor > 256) {
-    return absl::InvalidArgumentError(absl::StrCat("fat-tree: hosts per ToR ", per_tor, " (1..256)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("fat-tree: hosts per ToR ", per_tor, " (1..256)"));
   }
   if (uint64_t{c.k} * (c.k / 2) * per_tor > kMaxHosts) {
     return absl::InvalidArgumentError(absl::StrCat("fat-tree: k=", c.k, " with ", per_tor,

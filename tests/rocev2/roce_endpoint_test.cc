@@ -863,8 +863,8 @@ TEST(RoceEndpoint_Memory, ReconnectingReusesTheQueuesItHas) {
   const auto c = drain(*p.a);
   ASSERT_EQ(c.size(), 20u);
   for (uint64_t i = 0; i < 20; ++i) EXPECT_EQ(c[i].wr_id, 100 + i);
-  EXPECT_TRUE(std::equal(p.src.begin() + 20 * kLen, p.src.begin() + 40 * kLen,
-                         p.dst.begin() + 20 * kLen));
+  EXPECT_TRUE(
+      std::equal(p.src.begin() + 20 * kLen, p.src.begin() + 40 * kLen, p.dst.begin() + 20 * kLen));
   EXPECT_EQ(p.a->footprint(), fa) << "the queues had room: nothing grew";
   EXPECT_EQ(p.a->qps_allocated(), RoceEndpoint::kQpChunk);
 }

@@ -355,7 +355,7 @@ TEST(RoceHostile_Qp, NeverAllocatedQpnsAreTreatedAsResetOnes) {
   static_assert(std::has_unique_object_representations_v<RoceCounters>, "compared bytewise");
   Peers allocated, unallocated;
   const RoceConfig& c = allocated.b->config();
-  const uint32_t in_chunk = kQpB + 2;                                // kQpB's chunk, reset
+  const uint32_t in_chunk = kQpB + 2;                                     // kQpB's chunk, reset
   const uint32_t no_chunk = c.qpn_base + 2 * RoceEndpoint::kQpChunk + 3;  // chunk never used
   ASSERT_LT(no_chunk, c.qpn_base + c.max_qps);
   ASSERT_EQ(unallocated.b->qps_allocated(), RoceEndpoint::kQpChunk);
@@ -370,9 +370,13 @@ TEST(RoceHostile_Qp, NeverAllocatedQpnsAreTreatedAsResetOnes) {
   ack.dst = kIpB;
   Forged atomic = write_only(kPsnA, allocated.rkey, 0, 64);
   atomic.op = RoceOpcode::kRcFetchAdd;
-  const std::vector<Forged> frames = {
-      write_only(kPsnA, allocated.rkey, 0, 64), send_only(kPsnA, 64),
-      read_request(kPsnA, allocated.rkey, 0, 4096), ack, response, cnp, atomic};
+  const std::vector<Forged> frames = {write_only(kPsnA, allocated.rkey, 0, 64),
+                                      send_only(kPsnA, 64),
+                                      read_request(kPsnA, allocated.rkey, 0, 4096),
+                                      ack,
+                                      response,
+                                      cnp,
+                                      atomic};
   for (Forged f : frames) {
     f.dest_qp = in_chunk;
     deliver(*allocated.b, forge(f));
@@ -380,8 +384,7 @@ TEST(RoceHostile_Qp, NeverAllocatedQpnsAreTreatedAsResetOnes) {
     deliver(*unallocated.b, forge(f));
   }
   EXPECT_EQ(unallocated.b->counters().rx_unknown_qp, frames.size());
-  EXPECT_EQ(std::memcmp(&allocated.b->counters(), &unallocated.b->counters(),
-                        sizeof(RoceCounters)),
+  EXPECT_EQ(std::memcmp(&allocated.b->counters(), &unallocated.b->counters(), sizeof(RoceCounters)),
             0);
   EXPECT_TRUE(drain(*allocated.b).empty());
   EXPECT_TRUE(drain(*unallocated.b).empty());

@@ -45,7 +45,7 @@ TEST(GrowRing_Reserve, LiveEntriesKeepTheirPositionsAcrossGrowth) {
   GrowRing<uint64_t> r;
   r.reserve(0, 0, 8, 1024);
   for (uint64_t p = 0; p < 8; ++p) r[p] = 1000 + p;
-  uint64_t head = 3, tail = 8;  // 0..2 consumed
+  uint64_t head = 3, tail = 8;                      // 0..2 consumed
   for (; tail < 11; ++tail) r[tail] = 1000 + tail;  // wraps into slots 0..2
   r.reserve(head, tail, tail - head + 1, 1024);
   ASSERT_EQ(r.capacity(), 16u);

@@ -360,11 +360,13 @@ TEST(UetMemory_Pdc, SynFloodGrowsTheTableToMaxPdcsAndNoFurther) {
   UetConfig c = config_for(kIpB);
   c.max_pdcs = 100;
   auto target = std::move(*UetEndpoint::create(c));
-  for (uint16_t i = 0; i < 1000; ++i) send_request(*target, kIpA, static_cast<uint16_t>(1 + i), true, 0);
+  for (uint16_t i = 0; i < 1000; ++i)
+    send_request(*target, kIpA, static_cast<uint16_t>(1 + i), true, 0);
   EXPECT_EQ(target->pdcs_allocated(), 100u);
   EXPECT_EQ(target->counters().rx_no_pdc_avail, 900u);
   const size_t after_first = target->memory_bytes();
-  for (uint16_t i = 0; i < 1000; ++i) send_request(*target, kIpA + 1, static_cast<uint16_t>(1 + i), true, 0);
+  for (uint16_t i = 0; i < 1000; ++i)
+    send_request(*target, kIpA + 1, static_cast<uint16_t>(1 + i), true, 0);
   EXPECT_EQ(target->pdcs_allocated(), 100u);
   EXPECT_EQ(target->memory_bytes(), after_first);
   // A target PDC holds its state and receive bitmaps, no send window (a few KB, not the
@@ -413,7 +415,8 @@ TEST(UetMemory_Pdc, ClosedPdcsLendTheirWindowsToNewOnes) {
         net.run_until(net.now() + kMicrosecond);
         poll();
       }
-      ASSERT_TRUE(eps[1]->post_write({to, sim::Network::host_ip4(to), 1, 0, src.data(), 4096}).ok());
+      ASSERT_TRUE(
+          eps[1]->post_write({to, sim::Network::host_ip4(to), 1, 0, src.data(), 4096}).ok());
       ++posted;
       net.kick(1);
     }

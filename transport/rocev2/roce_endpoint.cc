@@ -269,8 +269,7 @@ absl::Status RoceEndpoint::post_wqe(uint32_t peer, const Write& w, const char* w
   if (q.write_tail - q.write_head >= config_.max_writes) {
     return absl::ResourceExhaustedError(absl::StrCat(what, ": send queue full (max_writes)"));
   }
-  q.writes.reserve(q.write_head, q.write_tail, q.write_tail - q.write_head + 1,
-                   config_.max_writes);
+  q.writes.reserve(q.write_head, q.write_tail, q.write_tail - q.write_head + 1, config_.max_writes);
   reserve_completion();
   Write& slot = q.writes[q.write_tail];
   slot = w;

@@ -457,7 +457,7 @@ class RoceEndpoint final : public Endpoint {
   std::vector<std::unique_ptr<Qp[]>> qp_chunks_;
   uint32_t qp_limit_ = 0;  // min(max_qps, chunks indexed x kQpChunk): one bound check per packet
   uint32_t qps_allocated_ = 0;
-  std::vector<Qp*> active_;  // connected QPs (RTS or error), in no particular order
+  std::vector<Qp*> active_;       // connected QPs (RTS or error), in no particular order
   uint32_t rr_ = 0;               // round-robin position in active_ for tx()
   Time deadline_ = kNever;        // earliest timer of any QP (may be early, never late)
   absl::flat_hash_map<uint32_t, uint32_t> qp_by_peer_;  // control path only

@@ -116,8 +116,11 @@ absl::StatusOr<std::unique_ptr<UetEndpoint>> UetEndpoint::create(const UetConfig
 }
 
 UetEndpoint::UetEndpoint(const UetConfig& config)
-    : config_(config), mpr_mask_(config.mpr - 1), rccc_config_(derive_rccc(config)),
-      rccc_rx_(rccc_config_), rng_(config.seed ^ config.local_ip4) {
+    : config_(config),
+      mpr_mask_(config.mpr - 1),
+      rccc_config_(derive_rccc(config)),
+      rccc_rx_(rccc_config_),
+      rng_(config.seed ^ config.local_ip4) {
   if (config_.resolve_mac == nullptr) config_.resolve_mac = sim_mac;
   if (config_.rod_window == 0) config_.rod_window = config_.mpr;
 }
@@ -138,7 +141,8 @@ int32_t UetEndpoint::alloc_pdc(Role role) {
   if (fresh_pdcs_ < config_.max_pdcs) {
     if (fresh_pdcs_ == pdcs_.size()) {
       pdcs_.grow(config_.max_pdcs);
-      free_pdcs_.reserve32(free_head_, free_tail_, pdcs_.size(), config_.max_pdcs);  // all may be freed
+      free_pdcs_.reserve32(free_head_, free_tail_, pdcs_.size(),
+                           config_.max_pdcs);  // all may be freed
       rccc_rx_.reserve(pdcs_.size());
     }
     id = static_cast<uint16_t>(fresh_pdcs_++);
@@ -227,7 +231,8 @@ size_t UetEndpoint::memory_bytes() const noexcept {
   n += held(spare_windows_);
   for (const Windows& w : spare_windows_) n += windows(w);
   for (const RodBuffer& b : rod_pool_) {
-    if (b.bytes != nullptr) n += held(b.bits) + held(b.slots) + size_t{config_.rod_window} * config_.payload_bytes;
+    if (b.bytes != nullptr)
+      n += held(b.bits) + held(b.slots) + size_t{config_.rod_window} * config_.payload_bytes;
   }
   return n;
 }
@@ -385,7 +390,8 @@ absl::Status UetEndpoint::post_recv(const RecvBuffer& rb) {
     return absl::ResourceExhaustedError("post_recv: too many receive buffers posted (max_recvs)");
   }
   if (rx_msgs_.empty()) rx_msgs_.assign(config_.max_recv_messages, RxMsg{});
-  recvs_.reserve32(recv_head_, recv_tail_, uint64_t{recv_tail_ - recv_head_} + 1, config_.max_recvs);
+  recvs_.reserve32(recv_head_, recv_tail_, uint64_t{recv_tail_ - recv_head_} + 1,
+                   config_.max_recvs);
   Recv& r = recvs_[recv_tail_];
   r = Recv{};
   r.rb = rb;

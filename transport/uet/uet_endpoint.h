@@ -422,8 +422,8 @@ class UetEndpoint final : public Endpoint {
     // highest PSN acknowledged, and the reorder timer.
     Time rack_sent = 0, rack_rtt = 0, rack_deadline = kNever;
     uint32_t rack_highest = 0;
-    std::vector<Slot> slots;   // initiator: mpr entries, PSN % mpr
-    GrowRing<Op> ops;          // by posting count (grows in post_op() to max_writes)
+    std::vector<Slot> slots;  // initiator: mpr entries, PSN % mpr
+    GrowRing<Op> ops;         // by posting count (grows in post_op() to max_writes)
     // Target, per packet.
     bool ack_now = false;
     bool ack_pending = false;
@@ -487,7 +487,7 @@ class UetEndpoint final : public Endpoint {
       uint32_t len = 0;
       uint64_t offset = 0;
     };
-    GrowRing<Response> rsp;          // by rsp_head/rsp_tail (grows in queue_response() to mpr)
+    GrowRing<Response> rsp;  // by rsp_head/rsp_tail (grows in queue_response() to mpr)
     // Guaranteed delivery (§3.3 clear_psn_offset): a refused PSN (an SES response with an
     // error code) stays a hole in the receive state -- not covered by CACK, not in the SACK
     // bitmap -- with its refusal stored here, until the initiator's clear PSN passes it (it
@@ -771,8 +771,8 @@ class UetEndpoint final : public Endpoint {
   uint32_t credit_head_ = 0, credit_tail_ = 0;
   ChunkedTable<Pdc> pdcs_;  // grows to max_pdcs
   // PDC ids are handed out fresh (0, 1, ...) until max_pdcs have been made, then from the
-  // freed ones, a FIFO ring as large as the table: a just-freed id is reused last, so a peer's stale
-  // packets for a closed PDC rarely meet a new PDC under the same id.
+  // freed ones, a FIFO ring as large as the table: a just-freed id is reused last, so a peer's
+  // stale packets for a closed PDC rarely meet a new PDC under the same id.
   uint32_t fresh_pdcs_ = 0;
   GrowRing<uint16_t> free_pdcs_;
   uint32_t free_head_ = 0, free_tail_ = 0;
