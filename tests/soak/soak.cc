@@ -19,6 +19,7 @@
 #include "sim/network.h"
 #include "sim/rng.h"
 #include "sim/topology.h"
+#include "sim/workload.h"
 #include "transport/rocev2/roce_endpoint.h"
 #include "transport/uet/uet_endpoint.h"
 
@@ -28,6 +29,7 @@ namespace {
 constexpr uint8_t kPoison = 0xEE;
 constexpr uint32_t kQpnBase = 0x100;      // host h's QP to peer p is kQpnBase + p
 constexpr Time kTick = 5 * kMicrosecond;  // the application polls and posts this often
+constexpr const char* kModeNames[] = {"RUD", "ROD", "RUDI", "UUD"};  // by DeliveryMode
 
 uint64_t current_rss_kib() {
   long pages = 0, resident = 0;
@@ -72,8 +74,11 @@ struct Msg {
   uint32_t len = 0;
   uint64_t offset = 0;  // in both rings
   uint64_t end = 0;     // ring position after it (and any skip before it)
+  DeliveryMode mode = DeliveryMode::kRud;
   bool bad_key = false;
-  bool done = false;
+  bool sent = false;      // completed with success (a UUD write: sent)
+  bool done = false;      // completed
+  bool released = false;  // its range re-poisoned and given back (RUDI, UUD: mpl later)
 };
 
 class Soak {
@@ -84,7 +89,10 @@ class Soak {
  private:
   void build();
   bool post_one(uint32_t host);
-  void on_completion(const Completion& cq);
+  void on_completion(const Completion& cq, Time now);
+  void release(uint64_t id);
+  void release_due(Time now);
+  void add_pair(uint32_t src, uint32_t dst);
   void fail_links(Time horizon);
   void sample_tables();
   void collect();
@@ -100,6 +108,8 @@ class Soak {
   std::vector<std::vector<uint32_t>> pairs_of_;  // per source host
   std::vector<uint32_t> host_outstanding_;
   std::vector<Msg> msgs_;
+  std::vector<bool> rccc_host_;  // UET: hosts whose initiators run NSCC+RCCC
+  std::deque<std::pair<Time, uint64_t>> deferred_;  // (release time, message), in time order
   std::vector<uint32_t> links_;   // one port of every link
   std::vector<Time> link_up_at_;  // per link: down until then
   Time next_failure_ = 0;
@@ -142,6 +152,12 @@ void Soak::build() {
       u.pathsel.ev_count = 16;  // spray: more reordering; a failed link hits some packets of a PDC
       u.seed = c_.seed * 1000 + h;
       u.idle_timeout = c_.uet_idle_timeout;
+      if (c_.uet_rccc > 0 && rng_.chance(c_.uet_rccc)) {  // receivers grant to either kind
+        u.cc = CcMode::kNsccRccc;
+        ++r_.rccc_hosts;
+        rccc_host_.resize(n);
+        rccc_host_[h] = true;
+      }
       auto ep = UetEndpoint::create(u);
       ASSERT_TRUE(ep.ok()) << ep.status();
       uet_.push_back(ep->get());
@@ -165,27 +181,42 @@ void Soak::build() {
       eps_.push_back(std::move(*ep));
     }
   }
-  // Pairs: each host writes to `peers` distinct random destinations.
+  // Pairs.
   pairs_of_.resize(n);
   host_outstanding_.assign(n, 0);
-  for (uint32_t h = 0; h < n; ++h) {
-    std::vector<uint32_t> others;
-    for (uint32_t d = 0; d < n; ++d)
-      if (d != h) others.push_back(d);
-    for (uint32_t k = 0; k < c_.peers; ++k) {
-      const auto j = k + static_cast<uint32_t>(rng_.below(others.size() - k));
-      std::swap(others[k], others[j]);
-      Pair p;
-      p.src = h;
-      p.dst = others[k];
-      p.src_ring = std::make_unique<uint8_t[]>(c_.ring_bytes);
-      p.dst_ring = std::make_unique<uint8_t[]>(c_.ring_bytes);
-      std::memset(p.dst_ring.get(), kPoison, c_.ring_bytes);
-      auto key = eps_[p.dst]->register_memory(p.dst_ring.get(), c_.ring_bytes);
-      ASSERT_TRUE(key.ok()) << key.status();
-      p.rkey = *key;
-      pairs_of_[h].push_back(static_cast<uint32_t>(pairs_.size()));
-      pairs_.push_back(std::move(p));
+  if (c_.pattern == Pattern::kRandomPeers) {  // each host to `peers` distinct destinations
+    for (uint32_t h = 0; h < n; ++h) {
+      std::vector<uint32_t> others;
+      for (uint32_t d = 0; d < n; ++d)
+        if (d != h) others.push_back(d);
+      for (uint32_t k = 0; k < c_.peers; ++k) {
+        const auto j = k + static_cast<uint32_t>(rng_.below(others.size() - k));
+        std::swap(others[k], others[j]);
+        add_pair(h, others[k]);
+        if (::testing::Test::HasFatalFailure()) return;
+      }
+    }
+  } else {  // a permutation, then the incasts' senders
+    auto perm = sim::permutation(n, 1, rng_);
+    ASSERT_TRUE(perm.ok()) << perm.status();
+    for (const sim::FlowSpec& f : *perm) add_pair(f.src, f.dst);
+    ASSERT_LT(c_.incasts + c_.incast_fan_in, n);
+    std::vector<uint32_t> hosts(n);
+    for (uint32_t h = 0; h < n; ++h) hosts[h] = h;
+    for (uint32_t i = 0; i < c_.incasts; ++i) {
+      const auto k = i + static_cast<uint32_t>(rng_.below(n - i));  // distinct targets
+      std::swap(hosts[i], hosts[k]);
+      const uint32_t dst = hosts[i];
+      for (uint32_t added = 0; added < c_.incast_fan_in;) {
+        const auto src = static_cast<uint32_t>(rng_.below(n));
+        const std::vector<uint32_t>& mine = pairs_of_[src];
+        if (src == dst || std::any_of(mine.begin(), mine.end(),
+                                      [&](uint32_t p) { return pairs_[p].dst == dst; })) {
+          continue;
+        }
+        add_pair(src, dst);
+        ++added;
+      }
     }
   }
   // RoCEv2: one RC QP per host pair that talks (either way), connected out of band. A quarter
@@ -223,15 +254,42 @@ void Soak::build() {
   }
 }
 
+void Soak::add_pair(uint32_t src, uint32_t dst) {
+  Pair p;
+  p.src = src;
+  p.dst = dst;
+  p.src_ring = std::make_unique<uint8_t[]>(c_.ring_bytes);
+  p.dst_ring = std::make_unique<uint8_t[]>(c_.ring_bytes);
+  std::memset(p.dst_ring.get(), kPoison, c_.ring_bytes);
+  auto key = eps_[dst]->register_memory(p.dst_ring.get(), c_.ring_bytes);
+  ASSERT_TRUE(key.ok()) << key.status();
+  p.rkey = *key;
+  pairs_of_[src].push_back(static_cast<uint32_t>(pairs_.size()));
+  pairs_.push_back(std::move(p));
+}
+
 // Posts one write from `host` to one of its destinations, if that pair has room.
 bool Soak::post_one(uint32_t host) {
   const uint32_t pi = pairs_of_[host][rng_.below(pairs_of_[host].size())];
   Pair& p = pairs_[pi];
   // Log-uniform size in [1, max_message]: mostly small, a few large.
   const double u = rng_.uniform();
-  const auto len = static_cast<uint32_t>(std::clamp<double>(
+  auto len = static_cast<uint32_t>(std::clamp<double>(
       std::floor(std::exp(u * std::log(static_cast<double>(c_.max_message) + 1))), 1.0,
       static_cast<double>(c_.max_message)));
+  // The delivery mode: one draw over the shares (ROD alone keeps its older, separate draw).
+  DeliveryMode mode = DeliveryMode::kRud;
+  if (c_.kind == Kind::kUet && c_.uet_rudi + c_.uet_uud > 0) {
+    const double m = rng_.uniform();
+    if (m < c_.uet_rod) {
+      mode = DeliveryMode::kRod;
+    } else if (m < c_.uet_rod + c_.uet_rudi) {
+      mode = DeliveryMode::kRudi;
+    } else if (m < c_.uet_rod + c_.uet_rudi + c_.uet_uud) {
+      mode = DeliveryMode::kUud;
+      len = std::min(len, UetConfig{}.payload_bytes);  // one packet (§3.6)
+    }
+  }
   if (p.fifo.size() >= c_.max_outstanding_per_pair) return false;
   uint64_t offset = p.head % c_.ring_bytes;
   uint64_t skip = 0;
@@ -240,7 +298,9 @@ bool Soak::post_one(uint32_t host) {
     offset = 0;
   }
   if (p.head + skip + len - p.tail > c_.ring_bytes) return false;
-  const bool bad_key = c_.kind == Kind::kUet && rng_.chance(c_.bad_key);
+  // (Not UUD: its target drops a bad key silently, and nothing tells the initiator.)
+  const bool bad_key = rng_.chance(c_.kind == Kind::kUet ? c_.bad_key : 0) &&
+                       mode != DeliveryMode::kUud;
   const uint64_t id = msgs_.size();
   // Nothing may have written into this range since its last message was verified.
   if (std::memcmp(p.dst_ring.get() + offset, poison_.data(), len) != 0) {
@@ -255,10 +315,14 @@ bool Soak::post_one(uint32_t host) {
   wr.remote_offset = offset;
   wr.local = p.src_ring.get() + offset;
   wr.length = len;
-  if (c_.kind == Kind::kUet && c_.uet_rod > 0 && rng_.chance(c_.uet_rod)) {
-    wr.mode = DeliveryMode::kRod;
-    ++r_.rod_posted;
+  if (c_.kind == Kind::kUet && c_.uet_rudi + c_.uet_uud == 0 && c_.uet_rod > 0 &&
+      rng_.chance(c_.uet_rod)) {
+    mode = DeliveryMode::kRod;
   }
+  wr.mode = mode;
+  r_.rod_posted += mode == DeliveryMode::kRod;
+  r_.rudi_posted += mode == DeliveryMode::kRudi;
+  r_.uud_posted += mode == DeliveryMode::kUud;
   if (absl::Status s = eps_[host]->post_write(wr); !s.ok()) {
     ADD_FAILURE() << "post_write: " << s;
     return false;
@@ -269,6 +333,7 @@ bool Soak::post_one(uint32_t host) {
   m.len = len;
   m.offset = offset;
   m.end = p.head;
+  m.mode = mode;
   m.bad_key = bad_key;
   msgs_.push_back(m);
   p.fifo.push_back(id);
@@ -279,7 +344,7 @@ bool Soak::post_one(uint32_t host) {
   return true;
 }
 
-void Soak::on_completion(const Completion& cq) {
+void Soak::on_completion(const Completion& cq, Time now) {
   if (cq.wr_id >= msgs_.size()) {
     ++r_.unknown_completions;
     return;
@@ -291,34 +356,73 @@ void Soak::on_completion(const Completion& cq) {
   }
   m.done = true;
   ++r_.completed;
-  Pair& p = pairs_[m.pair];
-  uint8_t* got = p.dst_ring.get() + m.offset;
-  const uint8_t* want = p.src_ring.get() + m.offset;
+  --host_outstanding_[pairs_[m.pair].src];
+  m.sent = cq.status == OpStatus::kSuccess;
   if (cq.status == OpStatus::kSuccess) {
     ++r_.succeeded;
     if (m.bad_key) ++r_.corrupt_messages;  // a write the target should have refused
-    if (cq.bytes != m.len || std::memcmp(got, want, m.len) != 0) {
+  } else {
+    ++r_.errors[static_cast<size_t>(cq.status)];
+    r_.bytes_failed += m.len;
+  }
+  if (m.mode == DeliveryMode::kUud) {  // sent, not known to have arrived: judged mpl later
+    deferred_.emplace_back(now + c_.mpl, cq.wr_id);
+    return;
+  }
+  const Pair& p = pairs_[m.pair];
+  const uint8_t* got = p.dst_ring.get() + m.offset;
+  if (cq.status == OpStatus::kSuccess) {
+    if (cq.bytes != m.len || std::memcmp(got, p.src_ring.get() + m.offset, m.len) != 0) {
       ++r_.corrupt_messages;
       r_.bytes_lost += m.len;
     } else {
       r_.bytes_verified += m.len;
     }
-  } else {
-    ++r_.errors[static_cast<size_t>(cq.status)];
-    r_.bytes_failed += m.len;
-    if (m.bad_key) {
-      // Refused with the reason, and nothing placed.
-      if (cq.status == OpStatus::kRemoteAccessError &&
-          std::memcmp(got, poison_.data(), m.len) == 0) {
-        ++r_.bad_key_refused;
-      }
-    }
+  } else if (m.bad_key && cq.status == OpStatus::kRemoteAccessError &&
+             std::memcmp(got, poison_.data(), m.len) == 0) {
+    ++r_.bad_key_refused;  // refused with the reason, and nothing placed
   }
-  std::memset(got, kPoison, m.len);  // ready for the next message, which checks it
-  --host_outstanding_[p.src];
-  while (!p.fifo.empty() && msgs_[p.fifo.front()].done) {
+  if (m.mode == DeliveryMode::kRudi) {  // copies may still land: reuse the range mpl later
+    deferred_.emplace_back(now + c_.mpl, cq.wr_id);
+    return;
+  }
+  release(cq.wr_id);
+}
+
+// Re-poisons a completed message's target range (the next message placed there checks it)
+// and gives back the ring space of the pair's oldest messages that are released.
+void Soak::release(uint64_t id) {
+  Msg& m = msgs_[id];
+  Pair& p = pairs_[m.pair];
+  std::memset(p.dst_ring.get() + m.offset, kPoison, m.len);
+  m.released = true;
+  while (!p.fifo.empty() && msgs_[p.fifo.front()].released) {
     p.tail = msgs_[p.fifo.front()].end;
     p.fifo.pop_front();
+  }
+}
+
+// RUDI and UUD messages whose mpl has passed. A UUD range holds the message or nothing.
+void Soak::release_due(Time now) {
+  while (!deferred_.empty() && deferred_.front().first <= now) {
+    const uint64_t id = deferred_.front().second;
+    deferred_.pop_front();
+    const Msg& m = msgs_[id];
+    if (m.mode == DeliveryMode::kUud && m.sent) {
+      const Pair& p = pairs_[m.pair];
+      const uint8_t* got = p.dst_ring.get() + m.offset;
+      if (std::memcmp(got, p.src_ring.get() + m.offset, m.len) == 0) {
+        ++r_.uud_delivered;
+        r_.bytes_verified += m.len;
+      } else if (std::memcmp(got, poison_.data(), m.len) == 0) {
+        ++r_.uud_lost;  // unreliable by design: counted, not a failure
+        r_.bytes_failed += m.len;
+      } else {
+        ++r_.uud_partial;
+        r_.bytes_lost += m.len;
+      }
+    }
+    release(id);
   }
 }
 
@@ -385,10 +489,11 @@ SoakResult Soak::run() {
     net_->run_until(t);
     for (uint32_t h = 0; h < n; ++h) {
       for (size_t k; (k = eps_[h]->poll_completions(cq)) > 0;) {
-        for (size_t i = 0; i < k; ++i) on_completion(cq[i]);
+        for (size_t i = 0; i < k; ++i) on_completion(cq[i], t);
         last_completion = t;
       }
     }
+    release_due(t);
     if (++ticks % 64 == 0) sample_tables();
     if (!sampled_quarter && r_.completed >= c_.messages / 4) {
       sampled_quarter = true;
@@ -404,9 +509,11 @@ SoakResult Soak::run() {
   net_->run_until(t + 50 * kMillisecond);
   for (uint32_t h = 0; h < n; ++h) {
     for (size_t k; (k = eps_[h]->poll_completions(cq)) > 0;) {
-      for (size_t i = 0; i < k; ++i) on_completion(cq[i]);
+      for (size_t i = 0; i < k; ++i) on_completion(cq[i], t + 50 * kMillisecond);
     }
   }
+  net_->run_until(t + 50 * kMillisecond + c_.mpl);  // copies of the last RUDI/UUD writes
+  release_due(kNever);
   sample_tables();
   collect();
   r_.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
@@ -415,8 +522,17 @@ SoakResult Soak::run() {
 
 void Soak::collect() {
   // Messages that never completed are lost; target rings must be poison everywhere now.
-  for (const Msg& m : msgs_) {
-    if (!m.done) r_.bytes_lost += m.len;
+  for (uint64_t id = 0; id < msgs_.size(); ++id) {
+    const Msg& m = msgs_[id];
+    if (m.done) continue;
+    r_.bytes_lost += m.len;
+    ++r_.stuck[static_cast<size_t>(m.mode)];
+    const Pair& p = pairs_[m.pair];
+    r_.stuck_on_rccc += rccc_host_.empty() ? 0 : rccc_host_[p.src];
+    if (r_.first_stuck.empty()) {
+      r_.first_stuck = absl::StrFormat("message %d: host %d -> %d, %d bytes at offset %d, %s", id,
+                                       p.src, p.dst, m.len, m.offset, kModeNames[static_cast<size_t>(m.mode)]);
+    }
   }
   for (const Pair& p : pairs_) {
     if (std::memcmp(p.dst_ring.get(), poison_.data(), c_.ring_bytes) != 0) {
@@ -453,6 +569,8 @@ void Soak::collect() {
     r_.pdcs_closed += k.pdcs_closed;
     r_.pdcs_reopened += k.pdc_reopened;
     r_.rod_staged += k.rod_staged;
+    r_.rudi_executed += k.rx_rudi_req;
+    r_.credit_granted += k.credit_granted;
   }
   for (RoceEndpoint* ep : roce_) {
     const RoceCounters& k = ep->counters();
@@ -499,6 +617,12 @@ std::string report(const SoakConfig& c, const SoakResult& r) {
       name, r.hosts, r.seed, r.posted, r.completed, r.succeeded,
       static_cast<double>(r.bytes_verified) / 1e6, static_cast<double>(r.bytes_posted) / 1e6,
       r.bytes_lost);
+  if (!r.first_stuck.empty()) {
+    absl::StrAppend(&s, absl::StrFormat("[ soak %s ] never completed: RUD %d, ROD %d, RUDI %d, "
+                                        "UUD %d (%d posted by RCCC hosts); first: %s\n",
+                                        name, r.stuck[0], r.stuck[1], r.stuck[2], r.stuck[3],
+                                        r.stuck_on_rccc, r.first_stuck));
+  }
   std::string errs;
   for (size_t i = 1; i < r.errors.size(); ++i) {
     if (r.errors[i] != 0) {
@@ -541,6 +665,13 @@ std::string report(const SoakConfig& c, const SoakResult& r) {
                           name, r.retransmissions, r.timeouts, r.rx_duplicates, r.naks, r.go_back_n,
                           r.naks_in_round, r.trimmed_nacks, r.cnps));
   if (c.kind == Kind::kUet) {
+    absl::StrAppend(
+        &s, absl::StrFormat("[ soak %s ] modes: ROD %d (staged %d), RUDI %d (requests run %d), "
+                            "UUD %d (delivered %d, lost %d, partial %d); RCCC hosts %d, "
+                            "credit granted %.1f MB\n",
+                            name, r.rod_posted, r.rod_staged, r.rudi_posted, r.rudi_executed,
+                            r.uud_posted, r.uud_delivered, r.uud_lost, r.uud_partial,
+                            r.rccc_hosts, static_cast<double>(r.credit_granted) / 1e6));
     absl::StrAppend(
         &s, absl::StrFormat("[ soak %s ] tables: PDCs per host peak %d, at end %d "
                             "(bound %d, max_pdcs %d), closed %d, replaced by a new SYN %d",
@@ -590,6 +721,19 @@ void expect_sound(const SoakConfig& c, const SoakResult& r) {
   EXPECT_GT(r.duplicates, 0u);
   EXPECT_GT(r.reorders, 0u);
   EXPECT_GT(r.link_failures, 0u);
+  // RUDI and UUD: what was posted ran; a UUD write arrived whole or not at all.
+  EXPECT_EQ(r.uud_partial, 0u);
+  EXPECT_EQ(r.uud_delivered + r.uud_lost, r.uud_posted);
+  if (c.uet_rudi > 0) {
+    EXPECT_GT(r.rudi_posted, 0u);
+    EXPECT_GE(r.rudi_executed, r.rudi_posted);
+  }
+  if (c.uet_uud > 0) {
+    EXPECT_GT(r.uud_delivered, 0u);
+  }
+  if (r.rccc_hosts > 0) {
+    EXPECT_GT(r.credit_granted, 0u);
+  }
   if (c.kind == Kind::kUet) {
     EXPECT_GT(r.trims, 0u);
     if (c.bad_key > 0) {

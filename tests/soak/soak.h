@@ -1,4 +1,4 @@
-// The fault-injection soak (issue 10): many messages of random sizes between many host pairs
+// The fault-injection soak: many messages of random sizes between many host pairs
 // of a leaf-spine fabric whose every link loses, corrupts, duplicates and reorders frames and
 // which has links failing and recovering, for either transport (UET or RoCEv2 RC).
 //
@@ -11,6 +11,13 @@
 // A completed range is re-poisoned; the next message placed there first checks that nothing
 // (a late duplicate, a stale retransmission) wrote into it since. Bytes lost = bytes of
 // messages that never completed + bytes of successful messages that arrived wrong.
+//
+// RUDI and UUD writes (UET) have no PDC. A RUDI target executes every copy it receives
+// (WRITE is idempotent, §3.5), so a duplicate may land after the completion; a UUD write is
+// completed when sent and arrives whole or not at all (§3.6). Their ranges are therefore
+// re-poisoned and reused only `mpl` after the completion (the longest a frame lives in this
+// fabric), a UUD range is judged then (the message's bytes, or untouched: lost), and a copy
+// that lands later still shows as a stray write.
 //
 // expect_sound() is stricter than "or an error that says why": the only error completions it
 // accepts are those of bad-key writes. Errors are legitimate outcomes in principle (a QP or
@@ -32,6 +39,10 @@
 namespace uet::soak {
 
 enum class Kind { kUet, kRoce };
+// Who writes to whom: each host to `peers` random destinations; or a permutation (each host
+// to one other, each receiving from one) plus `incasts` hosts each written to by
+// `incast_fan_in` others.
+enum class Pattern { kRandomPeers, kPermutationIncast };
 
 struct SoakConfig {
   Kind kind = Kind::kUet;
@@ -41,8 +52,10 @@ struct SoakConfig {
   // deployed); UET over lossy switches that trim.
   uint32_t leaves = 4, spines = 4, hosts_per_leaf = 8;
   uint64_t switch_buffer = 192 * 1024;  // per output port: small, so that bursts trim or pause
-  // Traffic: each host writes to `peers` destinations chosen at random.
+  // Traffic.
+  Pattern pattern = Pattern::kRandomPeers;
   uint32_t peers = 8;
+  uint32_t incasts = 0, incast_fan_in = 0;
   uint64_t max_message = 64 * 1024;  // sizes log-uniform in [1, max_message]: mostly small
   uint64_t ring_bytes = 128 * 1024;  // per (source, destination): the buffers messages use
   uint32_t max_outstanding_per_pair = 16;
@@ -58,6 +71,12 @@ struct SoakConfig {
   Time down_max = 300 * kMicrosecond;       // [down_min, down_max], then comes back up
   double bad_key = 0;      // UET only: share of writes posted with a key never issued
   double uet_rod = 0;      // UET only: share of writes posted as ROD (their own PDCs)
+  double uet_rudi = 0;     // UET only: share of writes posted as RUDI (no PDC, §3.5)
+  double uet_uud = 0;      // UET only: share posted as UUD (one packet at most, §3.6)
+  double uet_rccc = 0;     // UET only: share of hosts whose initiators run NSCC+RCCC credit
+  // The longest a frame lives here: a queue of switch_buffer drains in 16 us at 100 Gb/s,
+  // three switches and four reorder delays make it under 60 us, with margin.
+  Time mpl = 250 * kMicrosecond;
   Time uet_idle_timeout = kMillisecond;  // UET only: UetConfig::idle_timeout (PDC teardown)
   Time give_up = kSecond;  // simulated time without any completion: a hang
 };
@@ -90,6 +109,15 @@ struct SoakResult {
   uint64_t pdc_bound = 0;                        // UET: the most a host can need
   uint64_t pdcs_closed = 0, pdcs_reopened = 0;   // UET: closes completed, stale PDCs replaced
   uint64_t rod_posted = 0, rod_staged = 0;  // UET: writes posted as ROD; requests held in order
+  uint64_t rudi_posted = 0, rudi_executed = 0;  // UET: RUDI writes; requests the targets ran
+  uint64_t uud_posted = 0, uud_delivered = 0, uud_lost = 0;  // UET: judged `mpl` after sending
+  uint64_t uud_partial = 0;  // UET: neither the message's bytes nor untouched (never allowed)
+  uint64_t rccc_hosts = 0, credit_granted = 0;  // UET: hosts on RCCC; bytes of credit granted
+  // Messages that never completed, by DeliveryMode, and how many of them an RCCC host posted;
+  // the first one (pair, length) to start a diagnosis from.
+  std::array<uint64_t, 4> stuck{};
+  uint64_t stuck_on_rccc = 0;
+  std::string first_stuck;
   uint64_t qps_connected = 0, qps_in_error = 0;  // RoCEv2, over every host
   uint64_t writes_outstanding_end = 0;           // RoCEv2, over every QP
   uint64_t frame_pool_peak = 0, frames_in_use_end = 0, events_pending_end = 0;

@@ -67,6 +67,51 @@ TEST(Soak_Uet, RodAndRudWritesMixedUnderFaults) {
   EXPECT_GT(r.rod_staged, 0u);  // out-of-order ROD arrivals were held, and still placed once
 }
 
+// Every UET delivery mode at once -- RUD, ROD, RUDI (no PDC, copies executed again) and UUD
+// (one packet, unreliable) -- with half the hosts on RCCC credit, bad keys and PDCs closing,
+// under every fault. A RUDI copy landing after its range was reused, or a UUD write placed
+// in part, fails the run.
+TEST(Soak_Uet, EveryDeliveryModeAndRcccMixedUnderFaults) {
+  SoakConfig c = small(Kind::kUet);
+  c.uet_rod = 0.2;
+  c.uet_rudi = 0.2;
+  c.uet_uud = 0.1;
+  c.uet_rccc = 0.5;
+  c.uet_idle_timeout = 5 * kMicrosecond;
+  const SoakResult r = run_soak(c);
+  std::fputs(report(c, r).c_str(), stdout);
+  expect_sound(c, r);
+  EXPECT_GT(r.rudi_posted, 1500u);
+  EXPECT_GT(r.uud_posted, 700u);
+  EXPECT_GT(r.uud_lost, 0u);  // the faults reach UUD too, and nothing repairs it
+  EXPECT_GT(r.rudi_executed, r.rudi_posted);  // duplicates and resends were run again
+  EXPECT_GT(r.rccc_hosts, 0u);
+}
+
+// UET engine bug found by the long soak (soak_long_test.cc; fixed in on_timer()): an RCCC
+// initiator stalled on credit while resending; a late ACK then made the resend needless, so
+// when the credit timer fired there was nothing new to send and the PDC stayed marked
+// blocked, with no timer. The next write's stall then neither asked for credit
+// (credit_blocked() returns early for a blocked PDC) nor armed a timer, and the write and
+// every one behind it on that PDC waited for ever (84 of 10^6 messages; no event pending).
+// The long soak's UET run up to its first stuck message reproduces it at this seed.
+TEST(Soak_UetRegression, CreditTimerThatFoundNothingToSendDoesNotSilenceTheNextStall) {
+  SoakConfig c;
+  c.kind = Kind::kUet;
+  c.seed = 2026;
+  c.messages = 42'000;  // the first stuck message was 40527
+  c.bad_key = 0.002;
+  c.uet_rod = 0.15;
+  c.uet_rudi = 0.15;
+  c.uet_uud = 0.05;
+  c.uet_rccc = 0.5;
+  c.uet_idle_timeout = 20 * kMicrosecond;
+  const SoakResult r = run_soak(c);
+  std::fputs(report(c, r).c_str(), stdout);
+  expect_sound(c, r);
+  EXPECT_TRUE(r.first_stuck.empty()) << r.first_stuck;
+}
+
 TEST(Soak_Roce, TenThousandMessagesUnderEveryFaultArriveOnceIntact) {
   const SoakConfig c = small(Kind::kRoce);
   const SoakResult r = run_soak(c);

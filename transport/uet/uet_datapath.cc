@@ -1583,8 +1583,8 @@ void UetEndpoint::on_timer(Time now) {
           p.rccc.on_credit(static_cast<uint64_t>(1 - p.rccc.credit()));  // credit becomes 1
           ++counters_.credit_probes;
         }
-        p.credit_blocked = false;  // the next stall re-arms the timer
       }
+      p.credit_blocked = false;  // the next stall re-arms the timer
     }
     next = std::min(next, p.credit_deadline);
     if (p.tlp_deadline <= now) {
