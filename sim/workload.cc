@@ -70,6 +70,11 @@ absl::StatusOr<FlowSizeCdf> FlowSizeCdf::create(std::vector<Point> points, std::
     return bad(where, absl::StrCat("the last probability is ", points.back().p, ", must be 1"));
   }
   if (points.back().bytes == 0) return bad(where, "the largest size must be at least 1 byte");
+  // Sizes are interpolated in doubles: above 2^53 bytes they would no longer be exact.
+  if (points.back().bytes > kMaxCdfBytes) {
+    return bad(where, absl::StrCat("the largest size is ", points.back().bytes,
+                                   " bytes, at most ", kMaxCdfBytes));
+  }
   points.back().p = 1;
   FlowSizeCdf cdf;
   cdf.points = std::move(points);
@@ -90,7 +95,9 @@ uint64_t FlowSizeCdf::sample(Rng& rng) const {
     const double frac = (u - a.p) / (b.p - a.p);  // b.p > a.p since a.p < u <= b.p
     x = static_cast<double>(a.bytes) + frac * static_cast<double>(b.bytes - a.bytes);
   }
-  return std::max<uint64_t>(1, static_cast<uint64_t>(std::llround(x)));
+  // Never past the last point, whatever the rounding.
+  const auto bytes = std::min<uint64_t>(static_cast<uint64_t>(std::llround(x)), points.back().bytes);
+  return std::max<uint64_t>(1, bytes);
 }
 
 double FlowSizeCdf::mean() const {

@@ -35,6 +35,8 @@ struct FlowSpec {
 inline constexpr uint32_t kMaxWorkloadHosts = 65535;  // Network::finalize()'s limit
 inline constexpr uint64_t kMaxWorkloadFlows = uint64_t{1} << 24;
 
+inline constexpr uint64_t kMaxCdfBytes = uint64_t{1} << 53;  // the largest size a CDF may name
+
 // An empirical flow-size distribution: points (bytes, P[size <= bytes]) with bytes strictly
 // increasing, probabilities non-decreasing in [0, 1] and the last exactly 1. Between points the
 // CDF is linear (sizes uniform within a segment); below the first point it has a step of

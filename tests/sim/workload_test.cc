@@ -52,12 +52,24 @@ TEST(FlowSizeCdf_Parse, RejectsMalformedFilesNamingTheLine) {
       {"100 half\n", "bad.cdf:1: probability \"half\" is not a number"},
       {"# only comments\n", "bad.cdf: no points"},
       {"0 1\n", "the largest size must be at least 1 byte"},
+      // Found by fuzzing: sampled as a double, this size came back larger than itself.
+      {"1844674407370955161 1\n", "the largest size is 1844674407370955161 bytes, at most"},
   };
   for (const auto& c : cases) {
     const auto cdf = parse_cdf(c.text, "bad.cdf");
     ASSERT_FALSE(cdf.ok()) << c.text;
     EXPECT_EQ(cdf.status().code(), absl::StatusCode::kInvalidArgument);
     EXPECT_TRUE(Mentions(std::string(cdf.status().message()), c.message)) << c.text;
+  }
+}
+
+// The largest size a CDF may name is sampled exactly: no sample passes the last point.
+TEST(FlowSizeCdf_Sample, NeverPassesTheLastPoint) {
+  for (const char* text : {"9007199254740992 1\n", "9007199254740000 0.5\n9007199254740992 1\n"}) {
+    const auto cdf = parse_cdf(text, "big.cdf");
+    ASSERT_TRUE(cdf.ok()) << cdf.status();
+    Rng rng(7);
+    for (int i = 0; i < 1000; ++i) EXPECT_LE(cdf->sample(rng), kMaxCdfBytes) << text;
   }
 }
 
