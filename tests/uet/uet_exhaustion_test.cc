@@ -61,8 +61,16 @@ struct Req {
   uint32_t payload = 0;
 };
 
-std::vector<uint8_t> forge(const Req& r) {
-  std::vector<uint8_t> buf(9216);
+// The forged frames below are built in one buffer, valid until the next is forged (a flood
+// allocates nothing per frame).
+std::vector<uint8_t>& forge_buffer() {
+  static std::vector<uint8_t> buf(9216);
+  return buf;
+}
+std::span<const uint8_t> forged(size_t n) { return std::span(forge_buffer().data(), n); }
+
+std::span<const uint8_t> forge(const Req& r) {
+  std::vector<uint8_t>& buf = forge_buffer();
   wire::Encap e;
   e.src_ip4 = r.src;
   e.dst_ip4 = r.dst;
@@ -93,8 +101,7 @@ std::vector<uint8_t> forge(const Req& r) {
   }
   size_t n = 0;
   EXPECT_EQ(fb.finish(&n), wire::WireError::kOk);
-  buf.resize(n);
-  return buf;
+  return forged(n);
 }
 
 // One forged ACK_CC from `src` to initiator PDC `dpdcid`.
@@ -106,8 +113,8 @@ struct Ack {
   uint64_t sack_bitmap = 0;
 };
 
-std::vector<uint8_t> forge(const Ack& a) {
-  std::vector<uint8_t> buf(512);
+std::span<const uint8_t> forge(const Ack& a) {
+  std::vector<uint8_t>& buf = forge_buffer();
   wire::Encap e;
   e.src_ip4 = a.src;
   e.dst_ip4 = a.dst;
@@ -125,13 +132,12 @@ std::vector<uint8_t> forge(const Ack& a) {
   h->set_sack_bitmap(a.sack_bitmap);
   size_t n = 0;
   EXPECT_EQ(fb.finish(&n), wire::WireError::kOk);
-  buf.resize(n);
-  return buf;
+  return forged(n);
 }
 
 // A NACK from `src` naming initiator PDC `dpdcid`.
-std::vector<uint8_t> forge_nack(uint32_t src, uint16_t dpdcid, wire::NackCode code) {
-  std::vector<uint8_t> buf(512);
+std::span<const uint8_t> forge_nack(uint32_t src, uint16_t dpdcid, wire::NackCode code) {
+  std::vector<uint8_t>& buf = forge_buffer();
   wire::Encap e;
   e.src_ip4 = src;
   e.dst_ip4 = kIpB;
@@ -143,12 +149,11 @@ std::vector<uint8_t> forge_nack(uint32_t src, uint16_t dpdcid, wire::NackCode co
   h->set_dpdcid(dpdcid);
   size_t n = 0;
   EXPECT_EQ(fb.finish(&n), wire::WireError::kOk);
-  buf.resize(n);
-  return buf;
+  return forged(n);
 }
 
 // Hands a copy of `bytes` to the endpoint (frames are read in place).
-void deliver(UetEndpoint& ep, const std::vector<uint8_t>& bytes, Time now) {
+void deliver(UetEndpoint& ep, std::span<const uint8_t> bytes, Time now) {
   static std::vector<uint8_t> scratch(9216);
   std::copy(bytes.begin(), bytes.end(), scratch.begin());
   Frame f{scratch.data(), static_cast<uint32_t>(bytes.size()), 0,
