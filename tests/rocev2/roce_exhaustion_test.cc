@@ -20,7 +20,7 @@ using wire::AethNak;
 using wire::AethType;
 using wire::RoceOpcode;
 
-constexpr uint32_t kIpB = 0x0A000002;  // the endpoint under attack
+constexpr uint32_t kIpB = 0x0A000002;    // the endpoint under attack
 constexpr uint32_t kPeer0 = 0x0A000100;  // its peers: kPeer0 + i on QP qpn_base + i
 constexpr uint32_t kRemoteQpn = 0x200;
 
@@ -146,7 +146,8 @@ struct Target {
     rkey = *ep->register_memory(region.data(), region.size());
   }
   void connect(uint32_t i) {
-    EXPECT_TRUE(ep->connect_qp(kPeer0 + i, config.qpn_base + i, kRemoteQpn + i, 1000 + i, 5000 + i).ok());
+    EXPECT_TRUE(
+        ep->connect_qp(kPeer0 + i, config.qpn_base + i, kRemoteQpn + i, 1000 + i, 5000 + i).ok());
   }
   uint32_t connected() const {
     uint32_t n = 0;
@@ -172,7 +173,8 @@ TEST(RoceExhaustion_Bound, FullTablesComeCloseToTheBoundAndStayUnder) {
   const size_t bound = RoceEndpoint::footprint_bound(c, kRegions + 1);
   Target t(c, c.max_qps);
   std::vector<uint8_t> buf(4096);
-  for (uint32_t i = 0; i < kRegions; ++i) ASSERT_TRUE(t.ep->register_memory(buf.data(), buf.size()).ok());
+  for (uint32_t i = 0; i < kRegions; ++i)
+    ASSERT_TRUE(t.ep->register_memory(buf.data(), buf.size()).ok());
   for (uint32_t q = 0; q < c.max_qps; ++q) {
     for (uint32_t w = 0; w < c.max_writes; ++w)
       ASSERT_TRUE(t.ep->post_write({w, kPeer0 + q, 1, 0, buf.data(), 64}).ok());
@@ -202,16 +204,22 @@ TEST(RoceExhaustion_Qp, FramesToEveryQpnOpenNothing) {
   const uint64_t rss_before = rss_kib();
   constexpr uint64_t kFrames = 100'000;
   size_t peak = 0, answers = 0, drains = 0;
-  const RoceOpcode ops[] = {RoceOpcode::kRcWriteOnly, RoceOpcode::kRcSendOnly,
+  const RoceOpcode ops[] = {RoceOpcode::kRcWriteOnly,   RoceOpcode::kRcSendOnly,
                             RoceOpcode::kRcReadRequest, RoceOpcode::kRcAck,
-                            RoceOpcode::kRcWriteFirst, RoceOpcode::kRcReadResponseOnly};
+                            RoceOpcode::kRcWriteFirst,  RoceOpcode::kRcReadResponseOnly};
   for (uint64_t i = 1; i <= kFrames; ++i) {
     Forged f;
     f.op = ops[rng() % std::size(ops)];
     switch (rng() % 4) {
-      case 0: f.dest_qp = static_cast<uint32_t>(rng() % (c.qpn_base + c.max_qps + 1000)); break;
-      case 1: f.dest_qp = static_cast<uint32_t>(rng() & 0xFFFFFF); break;
-      default: f.dest_qp = c.qpn_base + static_cast<uint32_t>(rng() % 4); break;  // connected
+      case 0:
+        f.dest_qp = static_cast<uint32_t>(rng() % (c.qpn_base + c.max_qps + 1000));
+        break;
+      case 1:
+        f.dest_qp = static_cast<uint32_t>(rng() & 0xFFFFFF);
+        break;
+      default:
+        f.dest_qp = c.qpn_base + static_cast<uint32_t>(rng() % 4);
+        break;  // connected
     }
     // A stranger, or the QP's own peer (then only the PSN and the payload are forged).
     f.src = rng() % 2 ? 0x0B000000u | static_cast<uint32_t>(rng() & 0xFFFFFF)

@@ -37,7 +37,9 @@ uint64_t rss_kib() {
 
 // RSS growth since `before` in KiB; not asserted under ASan (its shadow and quarantine move
 // RSS on their own).
-int64_t rss_delta(uint64_t before) { return static_cast<int64_t>(rss_kib()) - static_cast<int64_t>(before); }
+int64_t rss_delta(uint64_t before) {
+  return static_cast<int64_t>(rss_kib()) - static_cast<int64_t>(before);
+}
 
 void report(const char* attack, uint64_t frames, size_t peak, size_t bound, int64_t rss) {
   std::printf("exhaustion | %s | %llu frames | peak %zu B | bound %zu B | RSS %+lld KiB\n", attack,
@@ -231,8 +233,10 @@ TEST(UetExhaustion_Bound, FullTablesComeCloseToTheBoundAndStayUnder) {
     peak = std::max(peak, ep->memory_bytes());
     ASSERT_LE(ep->memory_bytes(), bound);
   };
-  for (uint32_t i = 0; i < kRegions; ++i) ASSERT_TRUE(ep->register_memory(mem.data(), mem.size()).ok());
-  for (uint32_t i = 0; i < c.max_recvs; ++i) ASSERT_TRUE(ep->post_recv({i, recv_mem.data(), 512}).ok());
+  for (uint32_t i = 0; i < kRegions; ++i)
+    ASSERT_TRUE(ep->register_memory(mem.data(), mem.size()).ok());
+  for (uint32_t i = 0; i < c.max_recvs; ++i)
+    ASSERT_TRUE(ep->post_recv({i, recv_mem.data(), 512}).ok());
   // RUDI and UUD tables (each allocated in full by its first post).
   WriteRequest rudi{1, kIpA + 20, 1, 0, mem.data(), 256};
   rudi.mode = DeliveryMode::kRudi;

@@ -117,7 +117,7 @@ size_t RoceEndpoint::footprint_bound(const RoceConfig& c, uint32_t regions) noex
                     GrowRing<ReadResp>::bytes_bound(c.max_rd_atomic);
   return resized_capacity(chunks) * sizeof(std::unique_ptr<Qp[]>) +  // chunk index (resize)
          size_t{c.max_qps} * qp +
-         appended_capacity(c.max_qps) * sizeof(Qp*) +  // active list: one per connected QP
+         appended_capacity(c.max_qps) * sizeof(Qp*) +          // active list: one per connected QP
          hash_bytes_bound<decltype(qp_by_peer_)>(c.max_qps) +  // one QP per peer
          appended_capacity(regions) * sizeof(Region) +
          GrowRing<Completion>::bytes_bound(c.cq_entries) +

@@ -246,8 +246,8 @@ size_t UetEndpoint::memory_bound(const UetConfig& c, uint32_t regions) noexcept 
   // moves a parked set in as it is): the initiator's PSN slots and operations ring, the
   // target's response ring and refusals, the three mpr-bit maps.
   const size_t window = mpr * sizeof(Slot) + GrowRing<Op>::bytes_bound(c.max_writes) +
-                        GrowRing<Pdc::Response>::bytes_bound(c.mpr) +
-                        mpr * sizeof(Pdc::Refusal) + 3 * words;
+                        GrowRing<Pdc::Response>::bytes_bound(c.mpr) + mpr * sizeof(Pdc::Refusal) +
+                        3 * words;
   // Every operation posted (max_writes per RUD/ROD PDC, and on RUDI), receive buffer and UUD
   // datagram completes once; poll_completions() compacts the queue once half of it is
   // polled, so it holds fewer than twice those.
@@ -256,11 +256,11 @@ size_t UetEndpoint::memory_bound(const UetConfig& c, uint32_t regions) noexcept 
   const size_t rod_buffer = rod_window / 64 * sizeof(uint64_t) + rod_window * sizeof(Staged) +
                             rod_window * c.payload_bytes;
   return ChunkedTable<Pdc>::bytes_bound(c.max_pdcs) + pdcs * window +  // every PDC, windows
-         appended_capacity(pdcs) * sizeof(Windows) +       // a parked set per free PDC
-         2 * GrowRing<uint16_t>::bytes_bound(c.max_pdcs) +  // free ids, RCCC credit ring
-         appended_capacity(pdcs) * sizeof(uint16_t) +       // active_
-         2 * hash_bytes_bound<decltype(initiator_by_peer_)>(pdcs) +  // both PDC look-ups
-         cc::RcccReceiver::memory_bound(derive_rccc(c)) +   // RCCC: a sender per PDC id
+         appended_capacity(pdcs) * sizeof(Windows) +                   // a parked set per free PDC
+         2 * GrowRing<uint16_t>::bytes_bound(c.max_pdcs) +             // free ids, RCCC credit ring
+         appended_capacity(pdcs) * sizeof(uint16_t) +                  // active_
+         2 * hash_bytes_bound<decltype(initiator_by_peer_)>(pdcs) +    // both PDC look-ups
+         cc::RcccReceiver::memory_bound(derive_rccc(c)) +              // RCCC: a sender per PDC id
          GrowRing<Recv>::bytes_bound(c.max_recvs) + c.max_recv_messages * sizeof(RxMsg) +
          appended_capacity(2 * outstanding) * sizeof(Completion) +
          appended_capacity(c.rod_buffers) * (sizeof(RodBuffer) + sizeof(uint16_t)) +

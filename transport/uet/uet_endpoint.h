@@ -51,9 +51,9 @@
 // the initiator closes once idle, or, if the PDC is not (any more) its own, answers with a
 // CLOSE naming the REQ_CLOSE's PSN; a target PDC whose REQ_CLOSEs (max_retries) all go
 // unanswered is freed one idle_timeout after the last, so SYNs from peers that never come
-// back (a SYN flood) hold the table only for a while. Trimmed requests (no UDP checksum, §3.14) never get a
-// PDC-fatal NACK and never replace a PDC.
-// Refusals (§4.6, §3.3 clear_psn_offset): see Pdc::gtd.
+// back (a SYN flood) hold the table only for a while. Trimmed requests (no UDP checksum, §3.14)
+// never get a PDC-fatal NACK and never replace a PDC. Refusals (§4.6, §3.3 clear_psn_offset): see
+// Pdc::gtd.
 //
 // The other delivery modes (uet_modes.cc; DeliveryMode in transport/api.h):
 // - ROD (§3.3, [choice] in spec/uet.md §3.3 "ROD"): its own initiator PDCs (one per peer and
@@ -224,7 +224,8 @@ struct UetConfig {
   // and nothing outstanding for this long sends CLOSE (retried on its RTO, up to max_retries,
   // then freed anyway); the target frees its PDC on CLOSE. A target PDC that heard nothing for
   // 2 x idle_timeout sends REQ_CLOSE (every idle_timeout, up to max_retries times), and is
-  // freed idle_timeout after the last goes unanswered. 0: PDCs are never closed (as before). 0, or 1 us..10 s. Default 1 ms (~80 base RTTs).
+  // freed idle_timeout after the last goes unanswered. 0: PDCs are never closed (as before). 0, or
+  // 1 us..10 s. Default 1 ms (~80 base RTTs).
   Time idle_timeout = kMillisecond;
   // ROD (uet_endpoint.h "other delivery modes"): out-of-order requests a ROD target PDC
   // holds for in-order delivery, and the initiator's PSN window on a ROD PDC, in packets.
