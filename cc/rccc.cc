@@ -31,6 +31,10 @@ RcccReceiver::RcccReceiver(const RcccConfig& c)
 void RcccReceiver::reserve(uint32_t n) {
   n = std::min(n, c_.max_senders);
   if (n <= senders_.size()) return;
+  // Doubling, but never past max_senders (resize() alone may round the capacity up past it).
+  const size_t cap = std::min<size_t>(std::max<size_t>(senders_.capacity() * 2, n), c_.max_senders);
+  senders_.reserve(cap);
+  ring_.reserve(cap);
   senders_.resize(n);
   ring_.resize(n);
 }

@@ -73,6 +73,10 @@ class RcccReceiver {
   size_t memory_bytes() const noexcept {
     return senders_.capacity() * sizeof(Sender) + ring_.capacity() * sizeof(uint32_t);
   }
+  // The most memory_bytes() reaches: both tables hold max_senders entries at most.
+  static size_t memory_bound(const RcccConfig& c) noexcept {
+    return size_t{c.max_senders} * (sizeof(Sender) + sizeof(uint32_t));
+  }
   uint32_t active_senders() const noexcept { return active_; }
 
  private:

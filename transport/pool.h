@@ -37,6 +37,9 @@ class ChunkedTable {
   }
   // Bytes the table holds itself (objects and index), not what the objects point to.
   size_t bytes() const noexcept { return size() * sizeof(T) + ptrs_.capacity() * sizeof(T*); }
+  // The most bytes() reaches growing to `max`: every object, and the index appended to one
+  // pointer at a time (appended_capacity).
+  static size_t bytes_bound(uint32_t max) noexcept;
 
  private:
   std::vector<std::unique_ptr<T[]>> chunks_;
@@ -82,11 +85,50 @@ class GrowRing {
 
   uint32_t capacity() const noexcept { return capacity_; }
   size_t bytes() const noexcept { return size_t{capacity_} * sizeof(T); }
+  // The most bytes() reaches for an owner's `bound`: reserve() stops at the bound rounded up.
+  static size_t bytes_bound(uint32_t bound) noexcept {
+    return std::bit_ceil(size_t{bound}) * sizeof(T);
+  }
 
  private:
   std::unique_ptr<T[]> slots_;
   uint64_t mask_ = 0;
   uint32_t capacity_ = 0;
 };
+
+// Bounds of standard containers an engine grows towards its config's bounds, for the
+// memory_bound() functions. They hold for libstdc++ and libc++ and the Abseil release we build
+// with; the engines' tests check each bound against a table grown to it.
+
+// A vector that grows by push_back/emplace_back only, to at most n elements: its capacity
+// doubles from 1, so it ends at n rounded up to a power of 2.
+constexpr size_t appended_capacity(size_t n) noexcept { return n == 0 ? 0 : std::bit_ceil(n); }
+
+// A vector grown by resize() to at most n elements: a reallocation takes max(2 x capacity,
+// new size) (libstdc++ _M_default_append, libc++ __recommend), so less than 2n.
+constexpr size_t resized_capacity(size_t n) noexcept { return n == 0 ? 0 : 2 * n - 1; }
+
+// Bytes an absl::flat_hash_map holds: a slot and a control byte per unit of capacity.
+template <typename Map>
+size_t hash_bytes(const Map& m) noexcept {
+  return m.capacity() * (sizeof(typename Map::value_type) + 1);
+}
+
+// The most hash_bytes() reaches for a map that never holds more than n entries, however
+// many are inserted and erased: capacities are 2^k - 1, and a full table (tombstones fill it
+// too) doubles to 2c + 1 only if c <= 15 or more than 25/32 of it is live, else it drops its
+// tombstones in place (raw_hash_set.h rehash_and_grow_if_necessary). The entry being
+// inserted is not yet live, so at most n - 1 are.
+template <typename Map>
+size_t hash_bytes_bound(size_t n) noexcept {
+  size_t c = 1;
+  while (c <= 15 || c * 25 < (n == 0 ? 0 : n - 1) * 32) c = 2 * c + 1;
+  return (n == 0 ? 0 : c) * (sizeof(typename Map::value_type) + 1);
+}
+
+template <typename T>
+size_t ChunkedTable<T>::bytes_bound(uint32_t max) noexcept {
+  return size_t{max} * sizeof(T) + appended_capacity(max) * sizeof(T*);
+}
 
 }  // namespace uet

@@ -437,6 +437,29 @@ TEST(UetMemory_Pdc, ClosedPdcsLendTheirWindowsToNewOnes) {
   EXPECT_LT(eps[1]->memory_bytes(), (peak_live + 1) * (window + 4096) + 64 * 2048);
 }
 
+// An application that polls one completion at a time and always leaves one waiting: the
+// queue drops what was polled, so 2000 writes cost what the first 100 did (the queue used to
+// keep every polled entry until it was empty once, growing by one per write).
+TEST(UetMemory_Completions, PartialPollsDoNotGrowTheQueue) {
+  UetConfig a = config_for(kIpA);
+  a.idle_timeout = 0;  // one PDC throughout
+  FakeLink link(a, config_for(kIpB));
+  Transfer t = make_transfer(link, 256);
+  ASSERT_TRUE(link.a().post_write({0, kIpB, t.rkey, 0, t.src.data(), 256}).ok());
+  size_t after_100 = 0;
+  for (uint64_t i = 1; i <= 2000; ++i) {
+    ASSERT_TRUE(link.a().post_write({i, kIpB, t.rkey, 0, t.src.data(), 256}).ok());
+    link.run(link.now() + kMillisecond);
+    Completion c;
+    ASSERT_EQ(link.a().poll_completions(std::span(&c, 1)), 1u);
+    EXPECT_EQ(c.wr_id, i - 1);
+    if (i == 100) after_100 = link.a().memory_bytes();
+  }
+  // Expect: memory flat after warm-up, and within the bound.
+  EXPECT_EQ(link.a().memory_bytes(), after_100);
+  EXPECT_LE(link.a().memory_bytes(), UetEndpoint::memory_bound(a, 0));
+}
+
 // ------------------------------------------------------------------ on the simulator
 
 TEST(UetEndpoint_Sim, PermutationWithLossAndSprayingDeliversEveryByteOnce) {

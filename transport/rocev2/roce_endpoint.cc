@@ -104,9 +104,24 @@ size_t RoceEndpoint::footprint() const {
       bytes += qp_chunks_[c][i].writes.bytes() + qp_chunks_[c][i].reads.bytes();
   }
   bytes += active_.capacity() * sizeof(active_[0]);
-  bytes += qp_by_peer_.capacity() * (sizeof(*qp_by_peer_.begin()) + 1);  // slots + control bytes
+  bytes += hash_bytes(qp_by_peer_);
   bytes += regions_.capacity() * sizeof(Region);
   return bytes + cq_.bytes() + recvs_.bytes();
+}
+
+// footprint()'s terms, each at its bound (roce_endpoint.h, "Ownership and threads").
+size_t RoceEndpoint::footprint_bound(const RoceConfig& c, uint32_t regions) noexcept {
+  const size_t chunks = (size_t{c.max_qps} + kQpChunk - 1) / kQpChunk;
+  // Every QP with its send queue (max_writes WRs) and responder read queue (max_rd_atomic).
+  const size_t qp = sizeof(Qp) + GrowRing<Write>::bytes_bound(c.max_writes) +
+                    GrowRing<ReadResp>::bytes_bound(c.max_rd_atomic);
+  return resized_capacity(chunks) * sizeof(std::unique_ptr<Qp[]>) +  // chunk index (resize)
+         size_t{c.max_qps} * qp +
+         appended_capacity(c.max_qps) * sizeof(Qp*) +          // active list: one per connected QP
+         hash_bytes_bound<decltype(qp_by_peer_)>(c.max_qps) +  // one QP per peer
+         appended_capacity(regions) * sizeof(Region) +
+         GrowRing<Completion>::bytes_bound(c.cq_entries) +
+         GrowRing<RecvBuffer>::bytes_bound(c.max_recvs);
 }
 
 // spec/rocev2.md §1: 0xC000 plus a 14-bit hash of the QPN (ours: a multiplicative hash of

@@ -299,6 +299,9 @@ class RoceEndpoint final : public Endpoint {
   // Bytes held by the engine's tables (QP chunks and their index, send and read queues, the
   // completion ring, the receive queue, the active list, the peer map, the region table).
   size_t footprint() const;
+  // The most footprint() can reach for `config` with `regions` memory regions registered:
+  // every table at its bound (a peer's frames grow none of them).
+  static size_t footprint_bound(const RoceConfig& config, uint32_t regions) noexcept;
   // QPs allocated (a multiple of kQpChunk, or max_qps).
   uint32_t qps_allocated() const noexcept { return qps_allocated_; }
 

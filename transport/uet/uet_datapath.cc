@@ -1072,15 +1072,19 @@ void UetEndpoint::rx_ack(const wire::Decoded& d, Time now) {
   uint32_t highest = cack;
   if (const wire::PdsAckCc* cc = d.pds_as<wire::PdsAckCc>(); cc != nullptr) {
     const uint32_t sack_base = cack + cc->sack_psn_offset();
-    // The set bits in ascending order.
+    // The set bits in ascending order. A bit at or past next_psn claims a PSN never sent
+    // (a forged or corrupt ACK): ignored, counted once per ACK.
+    bool unsent = false;
     for (uint64_t bits = cc->sack_bitmap(); bits != 0; bits &= bits - 1) {
       const uint32_t psn = sack_base + static_cast<uint32_t>(std::countr_zero(bits));
+      if (!psn_before(psn, p->next_psn)) unsent = true;
       if (psn_before(psn, p->base_psn) || !psn_before(psn, p->next_psn)) continue;
       const Slot& s = p->slots[(psn & mpr_mask_)];
       if (!s.retransmitted) newest_sent = std::max(newest_sent, s.sent);
       covered_psn(*p, psn, marked && psn == trig, data_sent, now);
       if (psn_before(highest, psn)) highest = psn;
     }
+    counters_.rx_sack_unsent += unsent;
   }
   // RACK (RFC 8985 §6.2): remember the newest delivered packet's send time and round trip.
   if (newest_sent > 0 && newest_sent >= p->rack_sent) {
@@ -1532,13 +1536,21 @@ void UetEndpoint::on_timer(Time now) {
       if (p.ack_pending && p.ack_deadline <= now) p.ack_now = true;
       if (p.ack_pending && !p.ack_now) next = std::min(next, p.ack_deadline);
       // §3.12: a target PDC idle for 2 x idle_timeout asks its initiator to close, every
-      // idle_timeout, up to max_retries times (then it waits for a CLOSE or a new SYN).
+      // idle_timeout, up to max_retries times. [choice] Unanswered one idle_timeout more, the
+      // initiator is gone (or never was: a flood of SYNs): the PDC is freed, as an initiator
+      // frees one whose CLOSE is never acknowledged; a late request for it is refused
+      // INV_DPDCID.
       if (p.idle_deadline <= now) {
         p.idle_deadline = kNever;
         if (p.close_tries < config_.max_retries) {
           ++p.close_tries;
           p.ctrl_pending = true;
           p.idle_deadline = now + config_.idle_timeout;
+        } else {
+          ++counters_.req_close_abandoned;
+          release_target(id);
+          --i;  // free_pdc swapped another PDC into this position
+          continue;
         }
       }
       next = std::min(next, p.idle_deadline);

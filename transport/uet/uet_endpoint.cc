@@ -222,7 +222,8 @@ size_t UetEndpoint::memory_bytes() const noexcept {
   size_t n = pdcs_.bytes() + free_pdcs_.bytes() + credit_ring_.bytes() + held(active_) +
              recvs_.bytes() + held(rx_msgs_) + held(completions_) + held(rod_pool_) +
              held(rod_pool_free_) + held(rudi_ops_) + held(rudi_pkts_) + held(rudi_free_) +
-             held(rudi_rsp_) + held(uud_q_) + held(regions_) + rccc_rx_.memory_bytes();
+             held(rudi_rsp_) + held(uud_q_) + held(regions_) + rccc_rx_.memory_bytes() +
+             hash_bytes(initiator_by_peer_) + hash_bytes(target_by_peer_pdc_);
   auto windows = [](const auto& w) {
     return held(w.slots) + w.ops.bytes() + held(w.rcv_bits) + w.rsp.bytes() + held(w.rsp_bits) +
            held(w.gtd) + held(w.gtd_bits);
@@ -237,11 +238,45 @@ size_t UetEndpoint::memory_bytes() const noexcept {
   return n;
 }
 
+// memory_bytes()'s terms, each at its bound (uet_endpoint.h, "Ownership and threads").
+size_t UetEndpoint::memory_bound(const UetConfig& c, uint32_t regions) noexcept {
+  const size_t pdcs = c.max_pdcs, mpr = c.mpr, words = mpr / 64 * sizeof(uint64_t);
+  const size_t rod_window = c.rod_window != 0 ? c.rod_window : c.mpr;
+  // One set of windows serves either role in turn and keeps what each role sized (alloc_pdc
+  // moves a parked set in as it is): the initiator's PSN slots and operations ring, the
+  // target's response ring and refusals, the three mpr-bit maps.
+  const size_t window = mpr * sizeof(Slot) + GrowRing<Op>::bytes_bound(c.max_writes) +
+                        GrowRing<Pdc::Response>::bytes_bound(c.mpr) + mpr * sizeof(Pdc::Refusal) +
+                        3 * words;
+  // Every operation posted (max_writes per RUD/ROD PDC, and on RUDI), receive buffer and UUD
+  // datagram completes once; poll_completions() compacts the queue once half of it is
+  // polled, so it holds fewer than twice those.
+  const size_t outstanding = pdcs * c.max_writes + c.max_recvs + c.max_writes + c.uud_queue;
+  // A ROD reorder buffer (rod_take_buffer): the staged bitmap, entries and payload bytes.
+  const size_t rod_buffer = rod_window / 64 * sizeof(uint64_t) + rod_window * sizeof(Staged) +
+                            rod_window * c.payload_bytes;
+  return ChunkedTable<Pdc>::bytes_bound(c.max_pdcs) + pdcs * window +  // every PDC, windows
+         appended_capacity(pdcs) * sizeof(Windows) +                   // a parked set per free PDC
+         2 * GrowRing<uint16_t>::bytes_bound(c.max_pdcs) +             // free ids, RCCC credit ring
+         appended_capacity(pdcs) * sizeof(uint16_t) +                  // active_
+         2 * hash_bytes_bound<decltype(initiator_by_peer_)>(pdcs) +    // both PDC look-ups
+         cc::RcccReceiver::memory_bound(derive_rccc(c)) +              // RCCC: a sender per PDC id
+         GrowRing<Recv>::bytes_bound(c.max_recvs) + c.max_recv_messages * sizeof(RxMsg) +
+         appended_capacity(2 * outstanding) * sizeof(Completion) +
+         appended_capacity(c.rod_buffers) * (sizeof(RodBuffer) + sizeof(uint16_t)) +
+         c.rod_buffers * rod_buffer +
+         size_t{c.max_writes} * sizeof(RudiOp) +  // RUDI (§3.5): operations, packets, free
+         size_t{c.rudi_packets} * (sizeof(RudiPkt) + sizeof(uint16_t)) +  // ids, responses
+         size_t{c.rudi_responses} * sizeof(RudiRsp) + size_t{c.uud_queue} * sizeof(UudOp) +
+         appended_capacity(std::min(regions, kMaxRegions)) * sizeof(Region);
+}
+
 absl::StatusOr<uint32_t> UetEndpoint::register_memory(uint8_t* base, uint64_t length) {
   if (base == nullptr || length == 0) {
     return absl::InvalidArgumentError("register_memory: base must be non-null and length > 0");
   }
-  if (regions_.size() >= 65535) return absl::ResourceExhaustedError("register_memory: 65535 regions");
+  if (regions_.size() >= kMaxRegions)
+    return absl::ResourceExhaustedError("register_memory: 65535 regions");
   regions_.push_back(Region{base, length});
   return static_cast<uint32_t>(regions_.size());  // key = index + 1; 0 is never valid
 }
@@ -404,8 +439,12 @@ size_t UetEndpoint::poll_completions(std::span<Completion> out) {
   while (n < out.size() && completions_head_ < completions_.size()) {
     out[n++] = completions_[completions_head_++];
   }
-  if (completions_head_ == completions_.size()) {
-    completions_.clear();
+  // Polled entries go once they are at least half the queue (at once when all are): an
+  // application that polls part of the queue each time would otherwise grow it without end.
+  // Moving the rest costs no more than the polls that passed them.
+  if (completions_head_ >= completions_.size() - completions_head_) {
+    completions_.erase(completions_.begin(),
+                       completions_.begin() + static_cast<ptrdiff_t>(completions_head_));
     completions_head_ = 0;
   }
   return n;

@@ -49,9 +49,11 @@
 // target frees its PDC on a CLOSE whose PSN is its next expected one and ACKs every CLOSE,
 // also for a PDC it no longer has. A target PDC idle for 2 x idle_timeout sends REQ_CLOSE;
 // the initiator closes once idle, or, if the PDC is not (any more) its own, answers with a
-// CLOSE naming the REQ_CLOSE's PSN. Trimmed requests (no UDP checksum, §3.14) never get a
-// PDC-fatal NACK and never replace a PDC.
-// Refusals (§4.6, §3.3 clear_psn_offset): see Pdc::gtd.
+// CLOSE naming the REQ_CLOSE's PSN; a target PDC whose REQ_CLOSEs (max_retries) all go
+// unanswered is freed one idle_timeout after the last, so SYNs from peers that never come
+// back (a SYN flood) hold the table only for a while. Trimmed requests (no UDP checksum, §3.14)
+// never get a PDC-fatal NACK and never replace a PDC. Refusals (§4.6, §3.3 clear_psn_offset): see
+// Pdc::gtd.
 //
 // The other delivery modes (uet_modes.cc; DeliveryMode in transport/api.h):
 // - ROD (§3.3, [choice] in spec/uet.md §3.3 "ROD"): its own initiator PDCs (one per peer and
@@ -95,9 +97,12 @@
 // - RUDI and UUD: each mode's tables (`rudi_packets`, `max_writes` operations,
 //   `rudi_responses`; `uud_queue`) are allocated in full when the endpoint first uses the
 //   mode (a post, or for RUDI responses the first request received).
-// - Completions: a vector that grows as completions wait to be polled, cleared (capacity
-//   kept) when poll_completions() empties it. RCCC grants: by target PDC id, grown with the
-//   PDC table.
+// - Completions: a vector that grows as completions wait to be polled; poll_completions()
+//   drops the polled ones (capacity kept) once they are half of it. RCCC grants: by target
+//   PDC id, grown with the PDC table.
+// - Look-ups: initiator PDCs by peer, target PDCs by (peer, PDC id): hash maps holding at
+//   most max_pdcs entries each.
+// memory_bytes() counts all of these; memory_bound() is its most for a config.
 // Frames that do not fit the bounds are dropped or NACKed and counted (Counters).
 //
 // Congestion control (spec/uet.md §3.4, §3.8.2, §3.12; research/uec.md §3, §4): UetConfig::cc.
@@ -218,8 +223,9 @@ struct UetConfig {
   // PDC teardown (spec/uet.md §3.12 CLOSE / REQ_CLOSE): an initiator PDC with nothing posted
   // and nothing outstanding for this long sends CLOSE (retried on its RTO, up to max_retries,
   // then freed anyway); the target frees its PDC on CLOSE. A target PDC that heard nothing for
-  // 2 x idle_timeout sends REQ_CLOSE (every idle_timeout, up to max_retries times). 0: PDCs
-  // are never closed (as before). 0, or 1 us..10 s. Default 1 ms (~80 base RTTs).
+  // 2 x idle_timeout sends REQ_CLOSE (every idle_timeout, up to max_retries times), and is
+  // freed idle_timeout after the last goes unanswered. 0: PDCs are never closed (as before). 0, or
+  // 1 us..10 s. Default 1 ms (~80 base RTTs).
   Time idle_timeout = kMillisecond;
   // ROD (uet_endpoint.h "other delivery modes"): out-of-order requests a ROD target PDC
   // holds for in-order delivery, and the initiator's PSN window on a ROD PDC, in packets.
@@ -253,6 +259,7 @@ struct UetCounters {
   uint64_t rx_no_pdc_avail = 0;   // SYN with a full PDC table
   uint64_t rx_bad_key = 0, rx_bad_range = 0;
   uint64_t rx_stale_ack = 0;      // ACK for PSNs never sent
+  uint64_t rx_sack_unsent = 0;    // ACK whose SACK bitmap claims PSNs never sent (ignored)
   uint64_t timeouts = 0, fast_retx = 0, nack_retx = 0;
   uint64_t tlp_probes = 0;        // tail-loss probes sent
   // SES READ / SEND.
@@ -279,6 +286,7 @@ struct UetCounters {
   uint64_t tx_close = 0, rx_close = 0, tx_req_close = 0, rx_req_close = 0;
   uint64_t pdcs_closed = 0;       // PDCs freed by a completed close (either role)
   uint64_t close_abandoned = 0;   // initiator: CLOSE never acknowledged, freed anyway
+  uint64_t req_close_abandoned = 0;  // target: REQ_CLOSE never answered, freed anyway
   uint64_t rx_bad_ctrl = 0;       // control packet for no PDC of ours, or out of place
   // RCCC (§3.4, §3.8.2, §3.12 CREDIT / CREDIT_REQ).
   uint64_t tx_credit = 0;         // target: CREDIT packets sent
@@ -337,6 +345,11 @@ class UetEndpoint final : public Endpoint {
   // windows and rings, receive, RUDI, UUD, ROD and completion storage): what it costs, to
   // compare against the bounds its config names.
   size_t memory_bytes() const noexcept;
+  // The most memory_bytes() can reach for `config` with `regions` memory regions registered
+  // (at most kMaxRegions): every table at its bound. Completions are the application's to
+  // poll: counted as if no more wait than operations can be outstanding at once.
+  static size_t memory_bound(const UetConfig& config, uint32_t regions) noexcept;
+  static constexpr uint32_t kMaxRegions = 65535;  // register_memory's keys 1..65535
 
  private:
   explicit UetEndpoint(const UetConfig& config);
@@ -818,7 +831,9 @@ class UetEndpoint final : public Endpoint {
   uint32_t recv_head_ = 0, recv_claim_ = 0, recv_tail_ = 0;
   std::vector<RxMsg> rx_msgs_;  // max_recv_messages, from the first post_recv()
   uint32_t rx_msgs_used_ = 0;
-  std::vector<Completion> completions_;  // bounded by max_pdcs * max_writes + max_recvs
+  // Waiting to be polled from completions_head_; polled entries are dropped once they are
+  // half the vector (poll_completions), so it holds fewer than twice the waiting ones.
+  std::vector<Completion> completions_;
   size_t completions_head_ = 0;
   // ROD reorder buffers (up to rod_buffers, each made when first needed and kept) and the
   // ones returned, lent again last-returned first.
