@@ -529,7 +529,8 @@ void UetEndpoint::rx(std::span<Frame* const> frames, Time now) {
       }
     }
     if (!found) {
-      const int32_t n = alloc_pdc(Role::kTarget);
+      int32_t n = alloc_pdc(Role::kTarget);
+      if (n < 0 && !trimmed) n = reclaim_unanswered();
       if (n < 0) {  // §3.10 NO_PDC_AVAIL: the table is full
         if (trimmed) {
           ++counters_.rx_trimmed_unverified;
@@ -580,6 +581,7 @@ void UetEndpoint::rx(std::span<Frame* const> frames, Time now) {
     rccc_rx_.on_request(id, cc->credit_target(), now);
   }
   p->close_tries = 0;  // the initiator is alive: REQ_CLOSE may start over when idle again
+  p->unanswered = false;
   if (config_.idle_timeout != 0) {
     p->idle_deadline = now + 2 * config_.idle_timeout;
     deadline_ = std::min(deadline_, p->idle_deadline);
@@ -1155,6 +1157,20 @@ void UetEndpoint::start_close(Pdc& p, Time now) {
 
 // Frees a target PDC: SEND messages it was receiving end (kPdcClosed) so their buffers
 // complete in order.
+// The table is full and a SYN wants a PDC: the oldest target PDC whose REQ_CLOSEs all went
+// unanswered (and that has heard nothing since) is freed and allocated again; -1 if none.
+int32_t UetEndpoint::reclaim_unanswered() {
+  while (unanswered_head_ != unanswered_tail_) {
+    const uint16_t id = unanswered_[unanswered_head_++];
+    const Pdc& p = pdcs_[id];
+    if (p.role != Role::kTarget || !p.unanswered) continue;  // answered since, or freed
+    ++counters_.req_close_abandoned;
+    release_target(id);
+    return alloc_pdc(Role::kTarget);
+  }
+  return -1;
+}
+
 void UetEndpoint::release_target(uint16_t id) {
   if (rx_msgs_used_ > 0) {
     for (RxMsg& m : rx_msgs_) {
@@ -1537,20 +1553,20 @@ void UetEndpoint::on_timer(Time now) {
       if (p.ack_pending && !p.ack_now) next = std::min(next, p.ack_deadline);
       // §3.12: a target PDC idle for 2 x idle_timeout asks its initiator to close, every
       // idle_timeout, up to max_retries times. [choice] Unanswered one idle_timeout more, the
-      // initiator is gone (or never was: a flood of SYNs): the PDC is freed, as an initiator
-      // frees one whose CLOSE is never acknowledged; a late request for it is refused
-      // INV_DPDCID.
+      // initiator may be gone (or never was: a flood of SYNs) or cut off by a failed link:
+      // the PDC stays, but a SYN that finds the table full takes it (reclaim_unanswered).
       if (p.idle_deadline <= now) {
         p.idle_deadline = kNever;
         if (p.close_tries < config_.max_retries) {
           ++p.close_tries;
           p.ctrl_pending = true;
           p.idle_deadline = now + config_.idle_timeout;
-        } else {
-          ++counters_.req_close_abandoned;
-          release_target(id);
-          --i;  // free_pdc swapped another PDC into this position
-          continue;
+        } else if (!p.unanswered) {
+          p.unanswered = true;
+          if (unanswered_tail_ - unanswered_head_ == config_.max_pdcs) ++unanswered_head_;
+          unanswered_.reserve32(unanswered_head_, unanswered_tail_,
+                                uint64_t{unanswered_tail_ - unanswered_head_} + 1, config_.max_pdcs);
+          unanswered_[unanswered_tail_++] = id;
         }
       }
       next = std::min(next, p.idle_deadline);

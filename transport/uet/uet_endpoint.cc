@@ -219,7 +219,8 @@ size_t held(const V& v) noexcept {
 }  // namespace
 
 size_t UetEndpoint::memory_bytes() const noexcept {
-  size_t n = pdcs_.bytes() + free_pdcs_.bytes() + credit_ring_.bytes() + held(active_) +
+  size_t n = pdcs_.bytes() + free_pdcs_.bytes() + credit_ring_.bytes() + unanswered_.bytes() +
+             held(active_) +
              recvs_.bytes() + held(rx_msgs_) + held(completions_) + held(rod_pool_) +
              held(rod_pool_free_) + held(rudi_ops_) + held(rudi_pkts_) + held(rudi_free_) +
              held(rudi_rsp_) + held(uud_q_) + held(regions_) + rccc_rx_.memory_bytes() +
@@ -257,7 +258,7 @@ size_t UetEndpoint::memory_bound(const UetConfig& c, uint32_t regions) noexcept 
                             rod_window * c.payload_bytes;
   return ChunkedTable<Pdc>::bytes_bound(c.max_pdcs) + pdcs * window +  // every PDC, windows
          appended_capacity(pdcs) * sizeof(Windows) +                   // a parked set per free PDC
-         2 * GrowRing<uint16_t>::bytes_bound(c.max_pdcs) +             // free ids, RCCC credit ring
+         3 * GrowRing<uint16_t>::bytes_bound(c.max_pdcs) +  // free ids, RCCC credits, unanswered
          appended_capacity(pdcs) * sizeof(uint16_t) +                  // active_
          2 * hash_bytes_bound<decltype(initiator_by_peer_)>(pdcs) +    // both PDC look-ups
          cc::RcccReceiver::memory_bound(derive_rccc(c)) +              // RCCC: a sender per PDC id

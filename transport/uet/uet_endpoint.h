@@ -50,8 +50,9 @@
 // also for a PDC it no longer has. A target PDC idle for 2 x idle_timeout sends REQ_CLOSE;
 // the initiator closes once idle, or, if the PDC is not (any more) its own, answers with a
 // CLOSE naming the REQ_CLOSE's PSN; a target PDC whose REQ_CLOSEs (max_retries) all go
-// unanswered is freed one idle_timeout after the last, so SYNs from peers that never come
-// back (a SYN flood) hold the table only for a while. Trimmed requests (no UDP checksum, §3.14)
+// unanswered is kept (its initiator may be alive behind a failed link) but given to a new
+// SYN when the table is full, so SYNs from peers that never come back (a SYN flood) cannot
+// hold the table for ever. Trimmed requests (no UDP checksum, §3.14)
 // never get a PDC-fatal NACK and never replace a PDC. Refusals (§4.6, §3.3 clear_psn_offset): see
 // Pdc::gtd.
 //
@@ -223,8 +224,8 @@ struct UetConfig {
   // PDC teardown (spec/uet.md §3.12 CLOSE / REQ_CLOSE): an initiator PDC with nothing posted
   // and nothing outstanding for this long sends CLOSE (retried on its RTO, up to max_retries,
   // then freed anyway); the target frees its PDC on CLOSE. A target PDC that heard nothing for
-  // 2 x idle_timeout sends REQ_CLOSE (every idle_timeout, up to max_retries times), and is
-  // freed idle_timeout after the last goes unanswered. 0: PDCs are never closed (as before). 0, or
+  // 2 x idle_timeout sends REQ_CLOSE (every idle_timeout, up to max_retries times); one
+  // whose REQ_CLOSEs all go unanswered may be taken by a new SYN when the table is full. 0: PDCs are never closed (as before). 0, or
   // 1 us..10 s. Default 1 ms (~80 base RTTs).
   Time idle_timeout = kMillisecond;
   // ROD (uet_endpoint.h "other delivery modes"): out-of-order requests a ROD target PDC
@@ -286,7 +287,7 @@ struct UetCounters {
   uint64_t tx_close = 0, rx_close = 0, tx_req_close = 0, rx_req_close = 0;
   uint64_t pdcs_closed = 0;       // PDCs freed by a completed close (either role)
   uint64_t close_abandoned = 0;   // initiator: CLOSE never acknowledged, freed anyway
-  uint64_t req_close_abandoned = 0;  // target: REQ_CLOSE never answered, freed anyway
+  uint64_t req_close_abandoned = 0;  // target: REQ_CLOSEs never answered, PDC given to a SYN
   uint64_t rx_bad_ctrl = 0;       // control packet for no PDC of ours, or out of place
   // RCCC (§3.4, §3.8.2, §3.12 CREDIT / CREDIT_REQ).
   uint64_t tx_credit = 0;         // target: CREDIT packets sent
@@ -480,6 +481,7 @@ class UetEndpoint final : public Endpoint {
     Time idle_deadline = kNever;
     bool close_requested = false;  // the target sent REQ_CLOSE: close as soon as idle
     uint8_t close_tries = 0;       // CLOSEs / REQ_CLOSEs sent
+    bool unanswered = false;       // target: every REQ_CLOSE went unanswered (in unanswered_)
     uint32_t close_psn = 0;
     Time close_deadline = kNever;
 
@@ -782,6 +784,11 @@ class UetEndpoint final : public Endpoint {
   // Target PDCs with credit to send (grows in take_grants() to max_pdcs).
   GrowRing<uint16_t> credit_ring_;
   uint32_t credit_head_ = 0, credit_tail_ = 0;
+  // Target PDCs whose REQ_CLOSEs all went unanswered, oldest first: a SYN that finds the
+  // table full takes the oldest still unanswered (grows to max_pdcs; stale entries skipped).
+  GrowRing<uint16_t> unanswered_;
+  uint32_t unanswered_head_ = 0, unanswered_tail_ = 0;
+  int32_t reclaim_unanswered();
   ChunkedTable<Pdc> pdcs_;  // grows to max_pdcs
   // PDC ids are handed out fresh (0, 1, ...) until max_pdcs have been made, then from the
   // freed ones, a FIFO ring as large as the table: a just-freed id is reused last, so a peer's
