@@ -264,6 +264,14 @@ absl::Status validate(const RunConfig& rc) {
     return s;
   }
   const uint32_t hosts = host_count(f);
+  // The engines' timers are derived from these (uet_config): in range before any arithmetic.
+  if (f.buffer_bytes < 1024 || f.buffer_bytes > (uint64_t{1} << 36)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("buffer_bytes ", f.buffer_bytes, ": 1 KiB .. 64 GiB per switch port"));
+  }
+  if (rc.mtu < 256 || rc.mtu > 9000) {
+    return absl::InvalidArgumentError(absl::StrCat("mtu ", rc.mtu, ": 256 .. 9000 bytes"));
+  }
   if (f.failed_links > top_tier_links(f)) {
     return absl::InvalidArgumentError(absl::StrCat("failed_links ", f.failed_links,
                                                    ": the fabric has ", top_tier_links(f),

@@ -35,21 +35,29 @@ uint32_t Network::add_switch(std::string name) {
   return n;
 }
 
+absl::Status check_link(const LinkConfig& link) {
+  if (!(link.gbps >= 0.001 && link.gbps <= 10000)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("link rate ", link.gbps, " Gb/s out of range [0.001, 10000]"));
+  }
+  const auto probability = [](double p) { return p >= 0 && p <= 1; };
+  const auto delay = [](Time t) { return t >= 0 && t <= 10 * kSecond; };
+  if (!delay(link.delay) || !delay(link.reorder_delay) || !probability(link.loss) ||
+      !probability(link.corrupt) || !probability(link.duplicate) || !probability(link.reorder)) {
+    return absl::InvalidArgumentError(
+        "delay and reorder_delay must be in [0, 10 s]; loss, corrupt, duplicate and reorder "
+        "in [0, 1]");
+  }
+  return absl::OkStatus();
+}
+
 absl::Status Network::connect(uint32_t a, uint32_t b, const LinkConfig& link) {
   if (finalized_) return absl::FailedPreconditionError("connect: network already finalized");
   if (a >= nodes_.size() || b >= nodes_.size() || a == b) {
     return absl::InvalidArgumentError(absl::StrCat("connect: bad node ids ", a, ", ", b));
   }
-  if (!(link.gbps > 0 && link.gbps <= 10000)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("connect: link rate ", link.gbps, " Gb/s out of range (0, 10000]"));
-  }
-  const auto probability = [](double p) { return p >= 0 && p <= 1; };
-  if (link.delay < 0 || link.reorder_delay < 0 || !probability(link.loss) ||
-      !probability(link.corrupt) || !probability(link.duplicate) || !probability(link.reorder)) {
-    return absl::InvalidArgumentError(
-        "connect: delay and reorder_delay must be >= 0; loss, corrupt, duplicate and reorder "
-        "in [0, 1]");
+  if (absl::Status s = check_link(link); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("connect: ", s.message()));
   }
   for (uint32_t n : {a, b}) {
     if (nodes_[n].kind == NodeKind::kHost && !nodes_[n].ports.empty()) {

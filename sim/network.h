@@ -53,6 +53,9 @@ struct LinkConfig {
   Time reorder_delay = 2 * kMicrosecond;
 };
 
+// A link's rate in [0.001, 10000] Gb/s, delays in [0, 10 s], probabilities in [0, 1].
+absl::Status check_link(const LinkConfig& link);
+
 struct EcnConfig {
   bool enabled = true;
   uint64_t kmin_bytes = 100 * 1024;  // RED on the instantaneous queue of the data class

@@ -1,5 +1,7 @@
 #include "sim/topology.h"
 
+#include <initializer_list>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -10,6 +12,20 @@ namespace uet::sim {
   do {                                         \
     if (absl::Status s_ = (expr); !s_.ok()) return s_; \
   } while (0)
+
+namespace {
+
+// Each tier's links, named in the message: "fabric links: link rate inf Gb/s out of ...".
+absl::Status check_links(std::initializer_list<std::pair<const char*, const LinkConfig*>> tiers) {
+  for (const auto& [name, link] : tiers) {
+    if (absl::Status s = check_link(*link); !s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(name, " links: ", s.message()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
 
 absl::Status check_leaf_spine(const LeafSpineConfig& c) {
   if (c.leaves < 1 || c.leaves > 1024 || c.spines < 1 || c.spines > 256 || c.hosts_per_leaf < 1 ||
@@ -23,7 +39,7 @@ absl::Status check_leaf_spine(const LeafSpineConfig& c) {
         "leaf-spine: ", c.leaves, " leaves x ", c.hosts_per_leaf,
         " hosts per leaf = ", c.leaves * c.hosts_per_leaf, " hosts, at most ", kMaxHosts));
   }
-  return absl::OkStatus();
+  return check_links({{"host", &c.host_link}, {"fabric", &c.fabric_link}});
 }
 
 absl::Status check_fat_tree(const FatTreeConfig& c) {
@@ -40,7 +56,8 @@ absl::Status check_fat_tree(const FatTreeConfig& c) {
                                                    " hosts per ToR = ", c.k * (c.k / 2) * per_tor,
                                                    " hosts, at most ", kMaxHosts));
   }
-  return absl::OkStatus();
+  return check_links({{"host", &c.host_link}, {"ToR-aggregation", &c.tor_agg_link},
+                      {"aggregation-core", &c.agg_core_link}});
 }
 
 absl::Status build_leaf_spine(Network& net, const LeafSpineConfig& c) {

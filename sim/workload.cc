@@ -70,6 +70,9 @@ absl::StatusOr<FlowSizeCdf> FlowSizeCdf::create(std::vector<Point> points, std::
     return bad(where, absl::StrCat("the last probability is ", points.back().p, ", must be 1"));
   }
   if (points.back().bytes == 0) return bad(where, "the largest size must be at least 1 byte");
+  if (points[0].bytes == 0 && points[0].p > 0) {  // a flow carries at least one byte
+    return bad(where, absl::StrCat("P[size <= 0] is ", points[0].p, ", must be 0"));
+  }
   // Sizes are interpolated in doubles: above 2^53 bytes they would no longer be exact.
   if (points.back().bytes > kMaxCdfBytes) {
     return bad(where, absl::StrCat("the largest size is ", points.back().bytes,

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <limits>
 #include <functional>
 #include <map>
 #include <sstream>
@@ -682,6 +683,26 @@ TEST(Network_Link, ImpairmentOutOfRangeIsRefused) {
   l.duplicate = 0;
   l.reorder_delay = -1;
   EXPECT_EQ(net.connect(h0, h1, l).code(), absl::StatusCode::kInvalidArgument);
+}
+
+// Found by fuzzing the A/B runner's configs: an infinite (or NaN, or vanishing) link rate
+// passed the shape checks and reached the engines' timer arithmetic. The shape checks now
+// check every tier's links, naming the tier.
+TEST(Network_Link, TopologyChecksRefuseBadRatesNamingTheTier) {
+  for (double gbps : {std::numeric_limits<double>::infinity(), std::nan(""), 0.0, 1e-300}) {
+    LeafSpineConfig ls;
+    ls.fabric_link.gbps = gbps;
+    const absl::Status s = check_leaf_spine(ls);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << gbps;
+    EXPECT_NE(s.message().find("fabric links: link rate"), std::string::npos) << s;
+    FatTreeConfig ft;
+    ft.agg_core_link.gbps = gbps;
+    EXPECT_NE(check_fat_tree(ft).message().find("aggregation-core links"), std::string::npos);
+  }
+  LeafSpineConfig ls;
+  ls.host_link.delay = 11 * kSecond;
+  EXPECT_NE(check_leaf_spine(ls).message().find("host links: delay"), std::string::npos);
+  EXPECT_TRUE(check_leaf_spine(LeafSpineConfig{}).ok());
 }
 
 TEST(Network_Link, DegradedRateStretchesSerialization) {

@@ -54,6 +54,7 @@ TEST(FlowSizeCdf_Parse, RejectsMalformedFilesNamingTheLine) {
       {"0 1\n", "the largest size must be at least 1 byte"},
       // Found by fuzzing: sampled as a double, this size came back larger than itself.
       {"1844674407370955161 1\n", "the largest size is 1844674407370955161 bytes, at most"},
+      {"0 0.6\n1 1\n", "P[size <= 0] is 0.6, must be 0"},  // also found by fuzzing
   };
   for (const auto& c : cases) {
     const auto cdf = parse_cdf(c.text, "bad.cdf");
