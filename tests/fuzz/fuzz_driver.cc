@@ -1,9 +1,12 @@
-// A short, seeded, bounded fuzz run for the test suite (any compiler): seeds from the golden
-// vectors, then random and structure-aware mutations of them. libFuzzer builds run the same
-// targets for as long as you like (README.md here).
+// A short, seeded, bounded fuzz run for the test suite (any compiler): seeds, then random and
+// structure-aware mutations of them. libFuzzer builds run the same targets for as long as
+// you like (README.md here).
 //
-//   fuzz_driver TARGET VECTORS_DIR ITERATIONS [SEED]
-//   TARGET: decode_frame | uet_rx | roce_rx
+//   fuzz_driver TARGET SEEDS ITERATIONS [SEED]   seeds: a directory of golden vectors (.vec,
+//                                                the frame targets) or of files (any target);
+//                                                several joined with ':'
+//   fuzz_driver TARGET --replay DIR              every file in DIR once, as it is (a corpus)
+//   TARGET: decode_frame | uet_rx | roce_rx | htsim_cm | htsim_topo | cdf | ab_config
 #include <algorithm>
 #include <array>
 #include <cstdio>
@@ -40,20 +43,44 @@ Bytes hex_to_bytes(const std::string& hex) {
   return out;
 }
 
-std::vector<Bytes> load_vectors(const std::string& dir) {
-  std::vector<Bytes> frames;
+Bytes read_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return Bytes(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// Every regular file of the ':'-separated directories, in name order (the same on every
+// machine): a golden vector (.vec) gives its frame, any other file its bytes.
+std::vector<Bytes> load_seeds(const std::string& dirs) {
   std::vector<std::filesystem::path> files;
-  for (const auto& e : std::filesystem::directory_iterator(dir))
-    if (e.path().extension() == ".vec") files.push_back(e.path());
-  std::sort(files.begin(), files.end());  // the same order on every machine
+  for (size_t at = 0; at <= dirs.size();) {
+    const size_t end = std::min(dirs.find(':', at), dirs.size());
+    const std::string dir = dirs.substr(at, end - at);
+    at = end + 1;
+    if (dir.empty() || !std::filesystem::is_directory(dir)) continue;
+    std::vector<std::filesystem::path> in_dir, vectors;
+    for (const auto& e : std::filesystem::directory_iterator(dir)) {
+      if (!e.is_regular_file()) continue;
+      in_dir.push_back(e.path());
+      if (e.path().extension() == ".vec") vectors.push_back(e.path());
+    }
+    // A directory of golden vectors gives only its vectors (not its README or generator).
+    const auto& take = vectors.empty() ? in_dir : vectors;
+    files.insert(files.end(), take.begin(), take.end());
+  }
+  std::sort(files.begin(), files.end());
+  std::vector<Bytes> seeds;
   for (const auto& path : files) {
+    if (path.extension() != ".vec") {
+      seeds.push_back(read_file(path));
+      continue;
+    }
     std::ifstream in(path);
     std::string line, hex;
     while (std::getline(in, line))
       if (line.rfind("frame:", 0) == 0) hex += line.substr(6);
-    if (!hex.empty()) frames.push_back(hex_to_bytes(hex));
+    if (!hex.empty()) seeds.push_back(hex_to_bytes(hex));
   }
-  return frames;
+  return seeds;
 }
 
 Bytes as_sequence(const std::vector<const Bytes*>& frames) {
@@ -102,30 +129,61 @@ void mutate(Bytes& b, std::mt19937_64& rng) {
   }
 }
 
+struct Target {
+  const char* name;
+  void (*fn)(const uint8_t*, size_t);
+  bool sequences;  // inputs are [u16 length][frame]... sequences (the receive paths)
+};
+
+constexpr Target kTargets[] = {
+    {"decode_frame", uet::fuzz::decode_frame_target, false},
+    {"uet_rx", uet::fuzz::uet_rx_target, true},
+    {"roce_rx", uet::fuzz::roce_rx_target, true},
+    {"htsim_cm", uet::fuzz::htsim_cm_target, false},
+    {"htsim_topo", uet::fuzz::htsim_topo_target, false},
+    {"cdf", uet::fuzz::cdf_target, false},
+    {"ab_config", uet::fuzz::ab_config_target, false},
+};
+
+// A corpus (libFuzzer's inputs, kept in tests/fuzz/corpus/TARGET) once each, unmutated.
+int replay(const Target& t, const std::string& dir) {
+  const std::vector<Bytes> inputs = load_seeds(dir);
+  if (inputs.empty()) {
+    std::fprintf(stderr, "fuzz_driver: no inputs in %s\n", dir.c_str());
+    return 2;
+  }
+  for (const Bytes& in : inputs) t.fn(in.data(), in.size());
+  std::printf("fuzz %s: replayed %zu inputs of %s, no crash\n1 passed, 0 failed\n", t.name,
+              inputs.size(), dir.c_str());
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc < 4) {
-    std::fprintf(stderr, "usage: fuzz_driver decode_frame|uet_rx|roce_rx VECTORS_DIR ITERATIONS [SEED]\n");
+    std::fprintf(stderr,
+                 "usage: fuzz_driver TARGET SEEDS ITERATIONS [SEED] | TARGET --replay DIR\n");
     return 2;
   }
   const std::string target = argv[1];
-  void (*fn)(const uint8_t*, size_t) = nullptr;
-  if (target == "decode_frame") fn = uet::fuzz::decode_frame_target;
-  if (target == "uet_rx") fn = uet::fuzz::uet_rx_target;
-  if (target == "roce_rx") fn = uet::fuzz::roce_rx_target;
-  if (fn == nullptr) {
+  const Target* t = nullptr;
+  for (const Target& k : kTargets)
+    if (target == k.name) t = &k;
+  if (t == nullptr) {
     std::fprintf(stderr, "fuzz_driver: unknown target %s\n", target.c_str());
     return 2;
   }
-  const std::vector<Bytes> seeds = load_vectors(argv[2]);
+  if (std::string(argv[2]) == "--replay") return replay(*t, argv[3]);
+  void (*fn)(const uint8_t*, size_t) = t->fn;
+  const std::vector<Bytes> seeds = load_seeds(argv[2]);
   const long iterations = std::strtol(argv[3], nullptr, 10);
   std::mt19937_64 rng(argc > 4 ? std::strtoull(argv[4], nullptr, 10) : 20261129);
   if (seeds.empty() || iterations < 1) {
-    std::fprintf(stderr, "fuzz_driver: no vectors in %s or bad iteration count\n", argv[2]);
+    std::fprintf(stderr, "fuzz_driver: no seeds in %s or bad iteration count\n", argv[2]);
     return 2;
   }
-  const bool sequences = target != "decode_frame";
+  const bool sequences = t->sequences;
   long runs = 0;
   for (const Bytes& s : seeds) {  // every seed once, unmutated
     const Bytes in = sequences ? as_sequence({&s}) : s;

@@ -18,6 +18,19 @@ void uet_rx_target(const uint8_t* data, size_t size);
 // The same for a RoCEv2 RC endpoint with a connected QP (the ICRC is re-sealed too).
 void roce_rx_target(const uint8_t* data, size_t size);
 
+// The text readers (text_targets.cc). Each either refuses the text with a message that names
+// the file and says why, or returns a result every consumer can use as it is.
+// An htsim connection matrix (.cm): flows name hosts below `Nodes`, prerequisites name flows.
+void htsim_cm_target(const uint8_t* data, size_t size);
+// An htsim topology (.topo): what it maps to is a fabric our builders accept, of its `Nodes`.
+void htsim_topo_target(const uint8_t* data, size_t size);
+// A flow-size CDF (sim/data/*.cdf): samples and the mean lie within its points.
+void cdf_target(const uint8_t* data, size_t size);
+// An experiment's values ("--name=value" lines, as uet-ab --save_config writes them, and
+// "flow=src,dst,bytes" lines) through ab::validate() and the memory estimate uet-ab makes
+// before a run. (Reading the file itself is Abseil's --flagfile.)
+void ab_config_target(const uint8_t* data, size_t size);
+
 // What the runs so far reached, to check that mutations get past the decoder: frames the
 // endpoints accepted as data / ACK / NACK, and frames they answered.
 struct Reach {
