@@ -10,6 +10,7 @@
 #include <random>
 #include <vector>
 
+#include "tests/common/rss.h"
 #include "transport/rocev2/roce_endpoint.h"
 #include "transport/wire/roce_headers.h"
 
@@ -32,19 +33,11 @@ RoceConfig config_for(uint32_t ip) {
   return c;
 }
 
-uint64_t rss_kib() {
-  long pages = 0, resident = 0;
-  if (FILE* f = std::fopen("/proc/self/statm", "r")) {
-    if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
-    std::fclose(f);
-  }
-  return static_cast<uint64_t>(resident) * 4;
-}
+using testing::rss_kib;
 
 void report(const char* attack, uint64_t frames, size_t peak, size_t bound, uint64_t rss_before) {
-  const long long rss = static_cast<long long>(rss_kib()) - static_cast<long long>(rss_before);
-  std::printf("exhaustion | %s | %llu frames | peak %zu B | bound %zu B | RSS %+lld KiB\n", attack,
-              static_cast<unsigned long long>(frames), peak, bound, rss);
+  const int64_t rss = testing::rss_delta_kib(rss_before);
+  testing::print_exhaustion(attack, frames, peak, bound, rss);
 #if !defined(__SANITIZE_ADDRESS__)  // ASan's shadow and quarantine move RSS on their own
   EXPECT_LT(rss, 2048) << attack;
 #endif

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "tests/common/fake_link.h"
+#include "tests/common/rss.h"
 #include "transport/rocev2/psn.h"
 #include "transport/rocev2/roce_endpoint.h"
 #include "transport/wire/builder.h"
@@ -181,14 +182,7 @@ std::vector<Out> drain(RoceEndpoint& ep, Time now = 0, size_t max = 10000) {
   return out;
 }
 
-uint64_t rss_kib() {
-  long pages = 0, resident = 0;
-  if (FILE* f = std::fopen("/proc/self/statm", "r")) {
-    if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
-    std::fclose(f);
-  }
-  return static_cast<uint64_t>(resident) * 4;
-}
+using testing::rss_kib;
 
 RoceConfig config_for(uint32_t ip, uint8_t retry_cnt = 7) {
   RoceConfig c;

@@ -1,8 +1,6 @@
 #include "tests/soak/soak.h"
 
 #include <gtest/gtest.h>
-#include <sys/resource.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -20,6 +18,7 @@
 #include "sim/rng.h"
 #include "sim/topology.h"
 #include "sim/workload.h"
+#include "tests/common/rss.h"
 #include "transport/rocev2/roce_endpoint.h"
 #include "transport/uet/uet_endpoint.h"
 
@@ -31,20 +30,7 @@ constexpr uint32_t kQpnBase = 0x100;      // host h's QP to peer p is kQpnBase +
 constexpr Time kTick = 5 * kMicrosecond;  // the application polls and posts this often
 constexpr const char* kModeNames[] = {"RUD", "ROD", "RUDI", "UUD"};  // by DeliveryMode
 
-uint64_t current_rss_kib() {
-  long pages = 0, resident = 0;
-  if (FILE* f = std::fopen("/proc/self/statm", "r")) {
-    if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
-    std::fclose(f);
-  }
-  return static_cast<uint64_t>(resident) * static_cast<uint64_t>(sysconf(_SC_PAGESIZE)) / 1024;
-}
-
-uint64_t peak_rss_kib() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  return static_cast<uint64_t>(u.ru_maxrss);  // Linux: KiB
-}
+using testing::peak_rss_kib;
 
 // The bytes of message `id`: unique to it, so a stray write from any other message shows.
 void fill_pattern(uint8_t* p, uint64_t n, uint64_t id) {
@@ -497,7 +483,7 @@ SoakResult Soak::run() {
     if (++ticks % 64 == 0) sample_tables();
     if (!sampled_quarter && r_.completed >= c_.messages / 4) {
       sampled_quarter = true;
-      r_.rss_quarter_kib = current_rss_kib();
+      r_.rss_quarter_kib = testing::rss_kib();
     }
     if (t - last_completion > c_.give_up) {
       ADD_FAILURE() << "no completion for " << c_.give_up / kMillisecond << " ms of simulated time";
@@ -595,7 +581,7 @@ void Soak::collect() {
   r_.frames_in_use_end = net_->frames().in_use();
   r_.events_pending_end = net_->events_pending();
   r_.events = net_->events_processed();
-  r_.rss_end_kib = current_rss_kib();
+  r_.rss_end_kib = testing::rss_kib();
   r_.peak_rss_kib = peak_rss_kib();
 }
 

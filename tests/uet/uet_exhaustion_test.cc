@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "tests/common/fake_link.h"
+#include "tests/common/rss.h"
 #include "transport/uet/uet_endpoint.h"
 
 namespace uet {
@@ -26,24 +27,11 @@ UetConfig config_for(uint32_t ip) {
   return c;
 }
 
-uint64_t rss_kib() {
-  long pages = 0, resident = 0;
-  if (FILE* f = std::fopen("/proc/self/statm", "r")) {
-    if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
-    std::fclose(f);
-  }
-  return static_cast<uint64_t>(resident) * 4;
-}
-
-// RSS growth since `before` in KiB; not asserted under ASan (its shadow and quarantine move
-// RSS on their own).
-int64_t rss_delta(uint64_t before) {
-  return static_cast<int64_t>(rss_kib()) - static_cast<int64_t>(before);
-}
+using testing::rss_delta_kib;
+using testing::rss_kib;
 
 void report(const char* attack, uint64_t frames, size_t peak, size_t bound, int64_t rss) {
-  std::printf("exhaustion | %s | %llu frames | peak %zu B | bound %zu B | RSS %+lld KiB\n", attack,
-              static_cast<unsigned long long>(frames), peak, bound, static_cast<long long>(rss));
+  testing::print_exhaustion(attack, frames, peak, bound, rss);
 }
 
 // One forged RUD request (SES standard header when `op` is not kNoop... or none at all).
@@ -420,7 +408,7 @@ void syn_flood(uint32_t max_pdcs) {
   EXPECT_TRUE(std::equal(src.begin(), src.end(), mem.begin()));
   EXPECT_EQ(k.req_close_abandoned, reclaimed + 1);  // its SYN took an unanswered PDC
   EXPECT_LE(target->memory_bytes(), bound);
-  const int64_t rss = rss_delta(rss_before);
+  const int64_t rss = rss_delta_kib(rss_before);
   char attack[64];
   std::snprintf(attack, sizeof attack, "SYN flood, max_pdcs %u", max_pdcs);
   report(attack, kFrames, peak, bound, rss);
@@ -516,7 +504,7 @@ TEST(UetExhaustion_Sack, BitmapsClaimingEveryPsnCompleteNothing) {
   EXPECT_EQ(done.wr_id, 2u);
   EXPECT_EQ(done.status, OpStatus::kSuccess);
   EXPECT_TRUE(std::equal(src.begin(), src.end(), mem.begin() + 8192));
-  report("forged SACK/CACK at an initiator", kFrames, peak, bound, rss_delta(rss_before));
+  report("forged SACK/CACK at an initiator", kFrames, peak, bound, rss_delta_kib(rss_before));
 }
 
 // ---------------------------------------------------------------------- oversized READs
@@ -604,7 +592,7 @@ TEST(UetExhaustion_Read, LargerThanAnyRegionIsRefusedWithoutAllocating) {
   EXPECT_EQ(target->memory_bytes(), mem_warm);
   EXPECT_LT(peak, size_t{1} << 20);
   EXPECT_TRUE(std::all_of(mem.begin(), mem.end(), [](uint8_t x) { return x == 0x5A; }));
-  report("oversized/wrapping READ at a target", kFrames, peak, bound, rss_delta(rss_before));
+  report("oversized/wrapping READ at a target", kFrames, peak, bound, rss_delta_kib(rss_before));
 }
 
 }  // namespace
