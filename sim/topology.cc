@@ -56,7 +56,8 @@ absl::Status check_fat_tree(const FatTreeConfig& c) {
                                                    " hosts per ToR = ", c.k * (c.k / 2) * per_tor,
                                                    " hosts, at most ", kMaxHosts));
   }
-  return check_links({{"host", &c.host_link}, {"ToR-aggregation", &c.tor_agg_link},
+  return check_links({{"host", &c.host_link},
+                      {"ToR-aggregation", &c.tor_agg_link},
                       {"aggregation-core", &c.agg_core_link}});
 }
 

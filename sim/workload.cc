@@ -75,8 +75,8 @@ absl::StatusOr<FlowSizeCdf> FlowSizeCdf::create(std::vector<Point> points, std::
   }
   // Sizes are interpolated in doubles: above 2^53 bytes they would no longer be exact.
   if (points.back().bytes > kMaxCdfBytes) {
-    return bad(where, absl::StrCat("the largest size is ", points.back().bytes,
-                                   " bytes, at most ", kMaxCdfBytes));
+    return bad(where, absl::StrCat("the largest size is ", points.back().bytes, " bytes, at most ",
+                                   kMaxCdfBytes));
   }
   points.back().p = 1;
   FlowSizeCdf cdf;
@@ -99,7 +99,8 @@ uint64_t FlowSizeCdf::sample(Rng& rng) const {
     x = static_cast<double>(a.bytes) + frac * static_cast<double>(b.bytes - a.bytes);
   }
   // Never past the last point, whatever the rounding.
-  const auto bytes = std::min<uint64_t>(static_cast<uint64_t>(std::llround(x)), points.back().bytes);
+  const auto bytes =
+      std::min<uint64_t>(static_cast<uint64_t>(std::llround(x)), points.back().bytes);
   return std::max<uint64_t>(1, bytes);
 }
 

@@ -10,8 +10,8 @@
 #include <string_view>
 
 #include "absl/strings/numbers.h"
-#include "absl/strings/string_view.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
 #include "absl/strings/strip.h"
 #include "bench/ab_memory.h"
 #include "bench/ab_runner.h"
@@ -68,8 +68,8 @@ void htsim_topo_target(const uint8_t* data, size_t size) {
     hosts = uint64_t{t->leaf_spine.leaves} * t->leaf_spine.hosts_per_leaf;
   } else {
     if (!sim::check_fat_tree(t->fat_tree).ok()) invariant_failed("a fat-tree we refuse");
-    const uint32_t per_tor = t->fat_tree.hosts_per_tor == 0 ? t->fat_tree.k / 2
-                                                            : t->fat_tree.hosts_per_tor;
+    const uint32_t per_tor =
+        t->fat_tree.hosts_per_tor == 0 ? t->fat_tree.k / 2 : t->fat_tree.hosts_per_tor;
     hosts = uint64_t{t->fat_tree.k} * (t->fat_tree.k / 2) * per_tor;
   }
   if (hosts != t->hosts) invariant_failed("hosts differ from Nodes");
@@ -96,10 +96,18 @@ void ab_config_target(const uint8_t* data, size_t size) {
   ab::Fabric& f = rc.fabric;
   // The fabric and run values an experiment file sets, by their uet-ab flag names.
   using Set = std::function<bool(absl::string_view)>;
-  auto u32 = [](uint32_t* p) { return Set([p](absl::string_view v) { return absl::SimpleAtoi(v, p); }); };
-  auto u64 = [](uint64_t* p) { return Set([p](absl::string_view v) { return absl::SimpleAtoi(v, p); }); };
-  auto dbl = [](double* p) { return Set([p](absl::string_view v) { return absl::SimpleAtod(v, p); }); };
-  auto flag = [](bool* p) { return Set([p](absl::string_view v) { return absl::SimpleAtob(v, p); }); };
+  auto u32 = [](uint32_t* p) {
+    return Set([p](absl::string_view v) { return absl::SimpleAtoi(v, p); });
+  };
+  auto u64 = [](uint64_t* p) {
+    return Set([p](absl::string_view v) { return absl::SimpleAtoi(v, p); });
+  };
+  auto dbl = [](double* p) {
+    return Set([p](absl::string_view v) { return absl::SimpleAtod(v, p); });
+  };
+  auto flag = [](bool* p) {
+    return Set([p](absl::string_view v) { return absl::SimpleAtob(v, p); });
+  };
   auto ns = [](Time* p) {
     return Set([p](absl::string_view v) {
       int64_t x = 0;
@@ -135,7 +143,8 @@ void ab_config_target(const uint8_t* data, size_t size) {
       {"evs", u32(&evs)},
       {"seed", u64(&rc.seed)},
   };
-  for (absl::string_view line : absl::StrSplit(absl::string_view(reinterpret_cast<const char*>(data), size), '\n')) {
+  for (absl::string_view line :
+       absl::StrSplit(absl::string_view(reinterpret_cast<const char*>(data), size), '\n')) {
     line = absl::StripAsciiWhitespace(line);
     if (absl::ConsumePrefix(&line, "--transport=")) {
       rc.transport = line == "rocev2" ? ab::TransportKind::kRocev2 : ab::TransportKind::kUet;

@@ -5,8 +5,8 @@
 
 #include <cmath>
 #include <fstream>
-#include <limits>
 #include <functional>
+#include <limits>
 #include <map>
 #include <sstream>
 

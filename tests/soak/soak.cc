@@ -94,7 +94,7 @@ class Soak {
   std::vector<std::vector<uint32_t>> pairs_of_;  // per source host
   std::vector<uint32_t> host_outstanding_;
   std::vector<Msg> msgs_;
-  std::vector<bool> rccc_host_;  // UET: hosts whose initiators run NSCC+RCCC
+  std::vector<bool> rccc_host_;                     // UET: hosts whose initiators run NSCC+RCCC
   std::deque<std::pair<Time, uint64_t>> deferred_;  // (release time, message), in time order
   std::vector<uint32_t> links_;   // one port of every link
   std::vector<Time> link_up_at_;  // per link: down until then
@@ -285,8 +285,8 @@ bool Soak::post_one(uint32_t host) {
   }
   if (p.head + skip + len - p.tail > c_.ring_bytes) return false;
   // (Not UUD: its target drops a bad key silently, and nothing tells the initiator.)
-  const bool bad_key = rng_.chance(c_.kind == Kind::kUet ? c_.bad_key : 0) &&
-                       mode != DeliveryMode::kUud;
+  const bool bad_key =
+      rng_.chance(c_.kind == Kind::kUet ? c_.bad_key : 0) && mode != DeliveryMode::kUud;
   const uint64_t id = msgs_.size();
   // Nothing may have written into this range since its last message was verified.
   if (std::memcmp(p.dst_ring.get() + offset, poison_.data(), len) != 0) {
@@ -516,8 +516,9 @@ void Soak::collect() {
     const Pair& p = pairs_[m.pair];
     r_.stuck_on_rccc += rccc_host_.empty() ? 0 : rccc_host_[p.src];
     if (r_.first_stuck.empty()) {
-      r_.first_stuck = absl::StrFormat("message %d: host %d -> %d, %d bytes at offset %d, %s", id,
-                                       p.src, p.dst, m.len, m.offset, kModeNames[static_cast<size_t>(m.mode)]);
+      r_.first_stuck =
+          absl::StrFormat("message %d: host %d -> %d, %d bytes at offset %d, %s", id, p.src, p.dst,
+                          m.len, m.offset, kModeNames[static_cast<size_t>(m.mode)]);
     }
   }
   for (const Pair& p : pairs_) {
@@ -656,8 +657,8 @@ std::string report(const SoakConfig& c, const SoakResult& r) {
                             "UUD %d (delivered %d, lost %d, partial %d); RCCC hosts %d, "
                             "credit granted %.1f MB\n",
                             name, r.rod_posted, r.rod_staged, r.rudi_posted, r.rudi_executed,
-                            r.uud_posted, r.uud_delivered, r.uud_lost, r.uud_partial,
-                            r.rccc_hosts, static_cast<double>(r.credit_granted) / 1e6));
+                            r.uud_posted, r.uud_delivered, r.uud_lost, r.uud_partial, r.rccc_hosts,
+                            static_cast<double>(r.credit_granted) / 1e6));
     absl::StrAppend(
         &s, absl::StrFormat("[ soak %s ] tables: PDCs per host peak %d, at end %d "
                             "(bound %d, max_pdcs %d), closed %d, replaced by a new SYN %d",

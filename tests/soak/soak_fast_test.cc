@@ -83,7 +83,7 @@ TEST(Soak_Uet, EveryDeliveryModeAndRcccMixedUnderFaults) {
   expect_sound(c, r);
   EXPECT_GT(r.rudi_posted, 1500u);
   EXPECT_GT(r.uud_posted, 700u);
-  EXPECT_GT(r.uud_lost, 0u);  // the faults reach UUD too, and nothing repairs it
+  EXPECT_GT(r.uud_lost, 0u);                  // the faults reach UUD too, and nothing repairs it
   EXPECT_GT(r.rudi_executed, r.rudi_posted);  // duplicates and resends were run again
   EXPECT_GT(r.rccc_hosts, 0u);
 }

@@ -1565,7 +1565,8 @@ void UetEndpoint::on_timer(Time now) {
           p.unanswered = true;
           if (unanswered_tail_ - unanswered_head_ == config_.max_pdcs) ++unanswered_head_;
           unanswered_.reserve32(unanswered_head_, unanswered_tail_,
-                                uint64_t{unanswered_tail_ - unanswered_head_} + 1, config_.max_pdcs);
+                                uint64_t{unanswered_tail_ - unanswered_head_} + 1,
+                                config_.max_pdcs);
           unanswered_[unanswered_tail_++] = id;
         }
       }

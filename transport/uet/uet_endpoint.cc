@@ -220,11 +220,11 @@ size_t held(const V& v) noexcept {
 
 size_t UetEndpoint::memory_bytes() const noexcept {
   size_t n = pdcs_.bytes() + free_pdcs_.bytes() + credit_ring_.bytes() + unanswered_.bytes() +
-             held(active_) +
-             recvs_.bytes() + held(rx_msgs_) + held(completions_) + held(rod_pool_) +
-             held(rod_pool_free_) + held(rudi_ops_) + held(rudi_pkts_) + held(rudi_free_) +
-             held(rudi_rsp_) + held(uud_q_) + held(regions_) + rccc_rx_.memory_bytes() +
-             hash_bytes(initiator_by_peer_) + hash_bytes(target_by_peer_pdc_);
+             held(active_) + recvs_.bytes() + held(rx_msgs_) + held(completions_) +
+             held(rod_pool_) + held(rod_pool_free_) + held(rudi_ops_) + held(rudi_pkts_) +
+             held(rudi_free_) + held(rudi_rsp_) + held(uud_q_) + held(regions_) +
+             rccc_rx_.memory_bytes() + hash_bytes(initiator_by_peer_) +
+             hash_bytes(target_by_peer_pdc_);
   auto windows = [](const auto& w) {
     return held(w.slots) + w.ops.bytes() + held(w.rcv_bits) + w.rsp.bytes() + held(w.rsp_bits) +
            held(w.gtd) + held(w.gtd_bits);
@@ -259,9 +259,9 @@ size_t UetEndpoint::memory_bound(const UetConfig& c, uint32_t regions) noexcept 
   return ChunkedTable<Pdc>::bytes_bound(c.max_pdcs) + pdcs * window +  // every PDC, windows
          appended_capacity(pdcs) * sizeof(Windows) +                   // a parked set per free PDC
          3 * GrowRing<uint16_t>::bytes_bound(c.max_pdcs) +  // free ids, RCCC credits, unanswered
-         appended_capacity(pdcs) * sizeof(uint16_t) +                  // active_
-         2 * hash_bytes_bound<decltype(initiator_by_peer_)>(pdcs) +    // both PDC look-ups
-         cc::RcccReceiver::memory_bound(derive_rccc(c)) +              // RCCC: a sender per PDC id
+         appended_capacity(pdcs) * sizeof(uint16_t) +       // active_
+         2 * hash_bytes_bound<decltype(initiator_by_peer_)>(pdcs) +  // both PDC look-ups
+         cc::RcccReceiver::memory_bound(derive_rccc(c)) +            // RCCC: a sender per PDC id
          GrowRing<Recv>::bytes_bound(c.max_recvs) + c.max_recv_messages * sizeof(RxMsg) +
          appended_capacity(2 * outstanding) * sizeof(Completion) +
          appended_capacity(c.rod_buffers) * (sizeof(RodBuffer) + sizeof(uint16_t)) +

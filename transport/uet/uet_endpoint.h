@@ -225,8 +225,8 @@ struct UetConfig {
   // and nothing outstanding for this long sends CLOSE (retried on its RTO, up to max_retries,
   // then freed anyway); the target frees its PDC on CLOSE. A target PDC that heard nothing for
   // 2 x idle_timeout sends REQ_CLOSE (every idle_timeout, up to max_retries times); one
-  // whose REQ_CLOSEs all go unanswered may be taken by a new SYN when the table is full. 0: PDCs are never closed (as before). 0, or
-  // 1 us..10 s. Default 1 ms (~80 base RTTs).
+  // whose REQ_CLOSEs all go unanswered may be taken by a new SYN when the table is full. 0: PDCs
+  // are never closed (as before). 0, or 1 us..10 s. Default 1 ms (~80 base RTTs).
   Time idle_timeout = kMillisecond;
   // ROD (uet_endpoint.h "other delivery modes"): out-of-order requests a ROD target PDC
   // holds for in-order delivery, and the initiator's PSN window on a ROD PDC, in packets.
