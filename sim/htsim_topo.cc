@@ -118,9 +118,13 @@ absl::StatusOr<HtsimTopology> parse_htsim_topology(std::string_view text, std::s
   const Tier& tor = tier[0];
   const double up_exact = static_cast<double>(*tor.radix_down) * *tor.gbps /
                           (*tier[1].gbps * tor.oversub.value_or(1));
-  const auto tor_up = static_cast<uint64_t>(std::llround(up_exact));
   line_no = tor.line;
-  if (tor_up < 1 || std::abs(up_exact - static_cast<double>(tor_up)) > 1e-9) {
+  if (!(up_exact >= 1 && up_exact <= kMaxHosts)) {  // also NaN; then the casts below are exact
+    return error(absl::StrCat("Tier 0: Radix_Down x speed / (Tier 1 speed x Oversubscribed) = ",
+                              up_exact, " uplinks: 1..", kMaxHosts));
+  }
+  const auto tor_up = static_cast<uint64_t>(std::llround(up_exact));
+  if (std::abs(up_exact - static_cast<double>(tor_up)) > 1e-9) {
     return error(absl::StrCat("Tier 0: Radix_Down x speed / (Tier 1 speed x Oversubscribed) = ",
                               up_exact, " uplinks: not a whole number"));
   }
@@ -150,6 +154,10 @@ absl::StatusOr<HtsimTopology> parse_htsim_topology(std::string_view text, std::s
     out.leaf_spine.hosts_per_leaf = static_cast<uint32_t>(*tor.radix_down);
     out.leaf_spine.host_link = link[0];
     out.leaf_spine.fabric_link = link[1];
+    // What the file describes must be a fabric the builder makes (or the error would come
+    // at run time, without the file's name).
+    line_no = 0;
+    if (absl::Status s = check_leaf_spine(out.leaf_spine); !s.ok()) return error(std::string(s.message()));
     return out;
   }
   // Three tiers: our k-ary fat-tree with hosts_per_tor hosts under each ToR.
@@ -181,6 +189,8 @@ absl::StatusOr<HtsimTopology> parse_htsim_topology(std::string_view text, std::s
   out.fat_tree.host_link = link[0];
   out.fat_tree.tor_agg_link = link[1];
   out.fat_tree.agg_core_link = link[2];
+  line_no = 0;
+  if (absl::Status s = check_fat_tree(out.fat_tree); !s.ok()) return error(std::string(s.message()));
   return out;
 }
 

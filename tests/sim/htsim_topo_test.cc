@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
 
 namespace uet::sim {
 namespace {
@@ -156,6 +157,23 @@ TEST(HtsimTopo, NodesNotAMultipleOfTheToRIsRefused) {
   ASSERT_FALSE(t.ok());
   EXPECT_NE(std::string(t.status().message()).find("Nodes 30 is not a multiple"), std::string::npos)
       << t.status();
+}
+
+// Found by fuzzing: a file whose tiers' rates give 800 uplinks per ToR was accepted here and
+// refused only when the run built the fabric, without the file's name; and a rate ratio
+// beyond 2^32 uplinks wrapped in the cast to the builder's field.
+TEST(HtsimTopo, ShapesTheBuilderRefusesAreRefusedNamingTheFile) {
+  const std::string base =
+      "nodes 16\ntiers 2\ntier 0\ndownlink_speed_gbps 100\nradix_down 8\n"
+      "downlink_latency_ns 200\ntier 1\nradix_down 2\ndownlink_latency_ns 1\n";
+  for (const auto& [rate, why] : {std::pair<const char*, const char*>{"1", "spines 800 (1..256)"},
+                                  {"1e-12", "uplinks: 1..65535"}}) {
+    const auto t = parse_htsim_topology(base + "downlink_speed_gbps " + rate + "\n", "f.topo");
+    ASSERT_FALSE(t.ok()) << rate;
+    const std::string m(t.status().message());
+    EXPECT_EQ(m.rfind("f.topo:", 0), 0u) << m;
+    EXPECT_NE(m.find(why), std::string::npos) << m;
+  }
 }
 
 }  // namespace
