@@ -47,7 +47,10 @@ status=0
 for t in "${targets[@]}"; do
   work="$build/campaign/$t"
   kept="tests/fuzz/corpus/$t"
-  mkdir -p "$work/found" "$kept"
+  mkdir -p "$work/found" "$kept" "$work/earlier"
+  # Inputs of an earlier run's crashes move aside: only this run's count.
+  find "$work" -maxdepth 1 \( -name 'crash-*' -o -name 'timeout-*' -o -name 'oom-*' \
+       -o -name 'leak-*' \) -exec mv -t "$work/earlier" {} +
   case "$t" in
     decode_frame) from=("$seeds/frames") ;;
     uet_rx|roce_rx) from=("$seeds/sequences") ;;
