@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <functional>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "transport/api.h"
@@ -160,5 +161,16 @@ class FakeLink {
   uint64_t seq_ = 0;
   Time now_ = 0;
 };
+
+// Hands a copy of `bytes` to `ep` as one received frame. The engine reads frames in place:
+// the copy keeps a forged original intact for the next delivery, and allocates nothing.
+inline void deliver(Transport& ep, std::span<const uint8_t> bytes, Time now = 0) {
+  static std::vector<uint8_t> scratch(9216);
+  std::copy(bytes.begin(), bytes.end(), scratch.begin());
+  Frame f{scratch.data(), static_cast<uint32_t>(bytes.size()), 0,
+          static_cast<uint32_t>(bytes.size())};
+  Frame* fp = &f;
+  ep.rx(std::span<Frame* const>(&fp, 1), now);
+}
 
 }  // namespace uet::testing

@@ -10,6 +10,7 @@
 #include <random>
 #include <vector>
 
+#include "tests/common/fake_link.h"
 #include "tests/common/rss.h"
 #include "transport/rocev2/roce_endpoint.h"
 #include "transport/wire/roce_headers.h"
@@ -90,14 +91,7 @@ std::vector<uint8_t> forge(const Forged& f) {
   return buf;
 }
 
-void deliver(RoceEndpoint& ep, const std::vector<uint8_t>& bytes, Time now) {
-  static std::vector<uint8_t> scratch(9216);
-  std::copy(bytes.begin(), bytes.end(), scratch.begin());
-  Frame f{scratch.data(), static_cast<uint32_t>(bytes.size()), 0,
-          static_cast<uint32_t>(bytes.size())};
-  Frame* fp = &f;
-  ep.rx(std::span<Frame* const>(&fp, 1), now);
-}
+using testing::deliver;
 
 // What the endpoint sends now: frames, remote-access NAKs, read-response payload bytes.
 struct Sent {

@@ -144,16 +144,7 @@ Forged read_request(uint32_t psn, uint32_t rkey, uint64_t va, uint32_t len) {
   return f;
 }
 
-// Hands a copy of `bytes` to the endpoint (the engine reads frames in place; the copy keeps
-// the forged original intact for the next delivery, and allocates nothing per call).
-void deliver(RoceEndpoint& ep, const std::vector<uint8_t>& bytes, Time now = 0) {
-  static std::vector<uint8_t> scratch(9216);
-  std::copy(bytes.begin(), bytes.end(), scratch.begin());
-  Frame f{scratch.data(), static_cast<uint32_t>(bytes.size()), 0,
-          static_cast<uint32_t>(bytes.size())};
-  Frame* fp = &f;
-  ep.rx(std::span<Frame* const>(&fp, 1), now);
-}
+using testing::deliver;
 
 // What an endpoint sends now, decoded (at most `max` frames: the engine must stop by itself).
 struct Out {

@@ -142,15 +142,7 @@ std::span<const uint8_t> forge_nack(uint32_t src, uint16_t dpdcid, wire::NackCod
   return forged(n);
 }
 
-// Hands a copy of `bytes` to the endpoint (frames are read in place).
-void deliver(UetEndpoint& ep, std::span<const uint8_t> bytes, Time now) {
-  static std::vector<uint8_t> scratch(9216);
-  std::copy(bytes.begin(), bytes.end(), scratch.begin());
-  Frame f{scratch.data(), static_cast<uint32_t>(bytes.size()), 0,
-          static_cast<uint32_t>(bytes.size())};
-  Frame* fp = &f;
-  ep.rx(std::span<Frame* const>(&fp, 1), now);
-}
+using testing::deliver;
 
 // What an endpoint sends now, by kind: frames, NACK codes, SES return codes on ACKs, READ
 // data bytes. At most `max` frames: the engine must stop by itself.
