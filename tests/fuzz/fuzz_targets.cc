@@ -19,11 +19,6 @@ constexpr uint32_t kLocal = 0x0A000002, kPeer = 0x0A000001;
 Reach g_reach;
 constexpr uint32_t kRoceQpn = 0x100;  // RoceConfig's default qpn_base: the first local QP
 
-[[noreturn]] void invariant_failed(const char* what) {
-  __builtin_trap();
-  (void)what;
-}
-
 // Readdresses an Ethernet/IPv4/UDP frame to kLocal from kPeer and re-seals IPv4 and UDP
 // checksums and, for RoCEv2, the ICRC. Leaves anything else as it is.
 void reseal(std::vector<uint8_t>& f) {

@@ -6,8 +6,15 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 
 namespace uet::fuzz {
+
+// A target's invariant does not hold: says which, and stops as a crash the fuzzer keeps.
+[[noreturn]] inline void invariant_failed(const char* what) {
+  std::fprintf(stderr, "fuzz invariant failed: %s\n", what);
+  __builtin_trap();
+}
 
 // decode_frame() on the bytes as one frame, with and without checks, and decode_uet() on them.
 void decode_frame_target(const uint8_t* data, size_t size);

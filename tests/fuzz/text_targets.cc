@@ -25,11 +25,6 @@
 namespace uet::fuzz {
 namespace {
 
-[[noreturn]] void invariant_failed(const char* what) {
-  __builtin_trap();
-  (void)what;
-}
-
 std::string_view as_text(const uint8_t* data, size_t size) {
   return {reinterpret_cast<const char*>(data), size};
 }

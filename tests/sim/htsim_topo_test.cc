@@ -159,9 +159,8 @@ TEST(HtsimTopo, NodesNotAMultipleOfTheToRIsRefused) {
       << t.status();
 }
 
-// Found by fuzzing: a file whose tiers' rates give 800 uplinks per ToR was accepted here and
-// refused only when the run built the fabric, without the file's name; and a rate ratio
-// beyond 2^32 uplinks wrapped in the cast to the builder's field.
+// A shape the builder would refuse (more uplinks than a leaf-spine may have spines) is refused
+// here, naming the file, not at run time; uplink counts are bounded before any cast.
 TEST(HtsimTopo, ShapesTheBuilderRefusesAreRefusedNamingTheFile) {
   const std::string base =
       "nodes 16\ntiers 2\ntier 0\ndownlink_speed_gbps 100\nradix_down 8\n"

@@ -685,9 +685,8 @@ TEST(Network_Link, ImpairmentOutOfRangeIsRefused) {
   EXPECT_EQ(net.connect(h0, h1, l).code(), absl::StatusCode::kInvalidArgument);
 }
 
-// Found by fuzzing the A/B runner's configs: an infinite (or NaN, or vanishing) link rate
-// passed the shape checks and reached the engines' timer arithmetic. The shape checks now
-// check every tier's links, naming the tier.
+// The shape checks refuse an infinite, NaN or vanishing link rate on any tier, naming it,
+// before anything (the engines' timers) is derived from it.
 TEST(Network_Link, TopologyChecksRefuseBadRatesNamingTheTier) {
   for (double gbps : {std::numeric_limits<double>::infinity(), std::nan(""), 0.0, 1e-300}) {
     LeafSpineConfig ls;

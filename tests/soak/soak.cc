@@ -263,9 +263,9 @@ bool Soak::post_one(uint32_t host) {
   auto len = static_cast<uint32_t>(std::clamp<double>(
       std::floor(std::exp(u * std::log(static_cast<double>(c_.max_message) + 1))), 1.0,
       static_cast<double>(c_.max_message)));
-  // The delivery mode: one draw over the shares (ROD alone keeps its older, separate draw).
+  // The delivery mode: one draw over the shares.
   DeliveryMode mode = DeliveryMode::kRud;
-  if (c_.kind == Kind::kUet && c_.uet_rudi + c_.uet_uud > 0) {
+  if (c_.kind == Kind::kUet && c_.uet_rod + c_.uet_rudi + c_.uet_uud > 0) {
     const double m = rng_.uniform();
     if (m < c_.uet_rod) {
       mode = DeliveryMode::kRod;
@@ -301,10 +301,6 @@ bool Soak::post_one(uint32_t host) {
   wr.remote_offset = offset;
   wr.local = p.src_ring.get() + offset;
   wr.length = len;
-  if (c_.kind == Kind::kUet && c_.uet_rudi + c_.uet_uud == 0 && c_.uet_rod > 0 &&
-      rng_.chance(c_.uet_rod)) {
-    mode = DeliveryMode::kRod;
-  }
   wr.mode = mode;
   r_.rod_posted += mode == DeliveryMode::kRod;
   r_.rudi_posted += mode == DeliveryMode::kRudi;

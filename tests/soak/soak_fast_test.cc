@@ -88,13 +88,12 @@ TEST(Soak_Uet, EveryDeliveryModeAndRcccMixedUnderFaults) {
   EXPECT_GT(r.rccc_hosts, 0u);
 }
 
-// UET engine bug found by the long soak (soak_long_test.cc; fixed in on_timer()): an RCCC
-// initiator stalled on credit while resending; a late ACK then made the resend needless, so
-// when the credit timer fired there was nothing new to send and the PDC stayed marked
-// blocked, with no timer. The next write's stall then neither asked for credit
-// (credit_blocked() returns early for a blocked PDC) nor armed a timer, and the write and
-// every one behind it on that PDC waited for ever (84 of 10^6 messages; no event pending).
-// The long soak's UET run up to its first stuck message reproduces it at this seed.
+// An RCCC initiator that stalls on credit while resending, and whose resend a late ACK then
+// makes needless, finds nothing new to send when its credit timer fires. The timer must
+// still clear the blocked mark (on_timer()): otherwise the next stall neither asks for credit
+// (credit_blocked() returns early for a blocked PDC) nor arms a timer, and that PDC's writes
+// wait for ever. The long soak's UET run (soak_long_test.cc) up to its first stuck message
+// gets there at this seed (tests/README.md, "Long tier").
 TEST(Soak_UetRegression, CreditTimerThatFoundNothingToSendDoesNotSilenceTheNextStall) {
   SoakConfig c;
   c.kind = Kind::kUet;
