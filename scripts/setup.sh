@@ -15,7 +15,9 @@ PACKAGES=(
   libgmock-dev      # GoogleMock (comes with GoogleTest)
   libbenchmark-dev  # Google Benchmark: bench/
   zlib1g-dev        # crc32() for the RoCEv2 ICRC: transport/wire/icrc.cc
+  libssl-dev        # OpenSSL 3: AES-256-GCM and CMAC for TSS: transport/tss/
   python3           # spec/vectors/gen_vectors.py, the independent vector encoder
+  python3-cryptography  # spec/vectors/gen_tss_vectors.py seals TSS vectors independently
   tshark            # independent decoder of our RoCEv2 frames: tests/wire/tshark_test.sh
   wireshark-dev     # Wireshark plugin API and WiresharkConfig.cmake: dissector/
   libwireshark-dev  # libwireshark (epan) headers and library: dissector/

@@ -49,17 +49,25 @@ bool trim_uet(Frame& f, uint8_t dscp) noexcept {
   if ((err != wire::WireError::kOk && err != wire::WireError::kBadSesLength) || d.depth == 0) {
     return false;
   }
-  switch (d.pds_type) {
-    case wire::PdsType::kRudReq:
-    case wire::PdsType::kRodReq:
-    case wire::PdsType::kRudCcReq:
-    case wire::PdsType::kRodCcReq:
-      break;
-    default:
-      return false;
+  size_t headers_end = 0;
+  if (!d.sealed.empty()) {
+    // spec/uet.md §5.5: the PDS type of a sealed frame is ciphertext; any sealed frame is cut
+    // to its TSS header and the bytes that hold the longest request's PDS and SES headers.
+    const wire::HeaderRef& tss = d.stack[d.depth - 1];
+    headers_end = uet + tss.offset + tss.desc->size + kSealedTrimBytes;
+  } else {
+    switch (d.pds_type) {
+      case wire::PdsType::kRudReq:
+      case wire::PdsType::kRodReq:
+      case wire::PdsType::kRudCcReq:
+      case wire::PdsType::kRodCcReq:
+        break;
+      default:
+        return false;
+    }
+    const wire::HeaderRef& last = d.stack[d.depth - 1];
+    headers_end = uet + last.offset + last.desc->size;
   }
-  const wire::HeaderRef& last = d.stack[d.depth - 1];
-  const size_t headers_end = uet + last.offset + last.desc->size;
   if (headers_end >= f.bytes_on_wire()) return false;  // nothing to cut
   f.len = static_cast<uint32_t>(headers_end);
   f.wire_len = 0;

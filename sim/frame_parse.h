@@ -88,5 +88,8 @@ bool mark_ce(Frame& f) noexcept;
 // sets `dscp`, zeroes the UDP checksum, fixes the IPv4 checksum and moves the frame to the
 // control class. False if the frame is not a trimmable UET request.
 bool trim_uet(Frame& f, uint8_t dscp) noexcept;
+// Ciphertext a switch keeps of a sealed UET frame it trims (spec/uet.md §5.5 [choice]): a
+// RUD_CC/ROD_CC PDS header (16) and a standard SES request (44), rounded up.
+inline constexpr size_t kSealedTrimBytes = 64;
 
 }  // namespace uet::sim

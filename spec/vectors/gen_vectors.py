@@ -9,7 +9,9 @@ spec/rocev2.md, with the .def tables read as documentation only: it does not par
 shares no code with transport/wire/. Headers are packed with `struct` and explicit shifts
 (the "packers" below); the field lists (LAYOUT) exist only to print the expect lines and are
 cross-checked against what the packers were asked to write, so a slip in either shows up
-here before it reaches a .vec file. Only the Python 3.11 standard library is used.
+here before it reaches a .vec file. Only the Python 3.11 standard library is used, and for the
+sealed TSS vectors (uet.md §5) the `cryptography` package (Debian: python3-cryptography), whose
+AES-GCM and CMAC are OpenSSL's but whose use here (KDF, IV, AAD) is written from the prose.
 
   python3 spec/vectors/gen_vectors.py          # rewrite every .vec file
   python3 spec/vectors/gen_vectors.py --check  # exit 1 if a committed file differs
@@ -627,16 +629,65 @@ class Frame:
 
     def __init__(self, data, segs, payload):
         self.data, self.segs, self.payload = bytearray(data), segs, payload  # segs: (off, Seg)
+        self.seal, self.plain = None, self.data  # a sealed frame's bytes once opened
 
     def offset(self, hid):
         return next(off for off, s in self.segs if s.hid == hid)
 
 
-def build(enc, transport, payload=b"", roce=False, pad=None, tail=b""):
+class Seal:
+    """uet.md §5: the secure domain key of the frame's association and the domain's mode."""
+
+    def __init__(self, key, mode="cluster", rekey_mask=0x0000FFFF00000000, rekey_shift=32):
+        self.key, self.mode = bytes.fromhex(key), mode
+        self.rekey_mask, self.rekey_shift = rekey_mask, rekey_shift
+
+
+def kdf(master, label, context):
+    """uet.md §5.3: SP 800-108 counter mode, PRF AES-256-CMAC, an 8-bit counter from 1, then
+    label || 0x00 || context || L (352, two bytes); 44 bytes: key, then IV mask."""
+    from cryptography.hazmat.primitives import cmac
+    from cryptography.hazmat.primitives.ciphers import algorithms
+    out = b""
+    for i in (1, 2, 3):
+        c = cmac.CMAC(algorithms.AES(master))
+        c.update(bytes([i]) + label + b"\x00" + context + struct.pack(">H", 352))
+        out += c.finalize()
+    return out[:32], out[32:44]
+
+
+def seal_body(enc, tss_seg, plain, seal):
+    """uet.md §5.2: AES-256-GCM over everything after the TSS header, the 16-byte tag after it.
+    AAD: IP source and destination, the 4 bytes after the IP header (entropy header, or the UDP
+    ports), the TSS header. IV: SSI, else the IPv4 source, || TSC, XOR the IV mask."""
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+    g = tss_seg.given
+    assert not enc.ipv6, "the sealed vectors are IPv4"
+    source = g["ssi"] if g["sp"] else enc.src
+    epoch, counter = g["tsc"] >> 48, g["tsc"] & (1 << 48) - 1
+    if seal.mode == "direct":
+        key, mask = seal.key, bytes(12)
+    else:
+        rekey = (counter & seal.rekey_mask) >> seal.rekey_shift
+        key, mask = kdf(seal.key, b"U1", struct.pack(">HII", epoch, rekey, source))
+    iv = bytes(a ^ b for a, b in zip(struct.pack(">IQ", source, g["tsc"]), mask))
+    four = struct.pack(">HH", enc.sport, 0 if enc.ip_only else enc.dport)
+    aad = struct.pack(">II", enc.src, enc.dst) + four + tss_seg.data
+    return AESGCM(key).encrypt(iv, plain, aad)  # ciphertext || tag
+
+
+def build(enc, transport, payload=b"", roce=False, pad=None, tail=b"", seal=None):
     """Assembles a frame; computes lengths, the IPv4 checksum, the ICRC and the UDP checksum.
     `tail` is appended after the headers and payload and counts as payload bytes (only used
-    for a deliberately malformed frame)."""
+    for a deliberately malformed frame). With `seal`, transport[0] is the TSS header and the
+    rest is sealed (uet.md §5); Frame.plain keeps the bytes as they read once opened."""
     body = b"".join(s.data for s in transport) + payload + tail
+    plain_body = body
+    if seal is not None:
+        assert transport[0].hid in ("tss", "tss_sp") and not roce and not tail
+        inner = b"".join(s.data for s in transport[1:]) + payload
+        body = transport[0].data + seal_body(enc, transport[0], inner, seal)
+        plain_body = transport[0].data + inner + body[-16:]
     if roce:
         if pad is None:
             pad = (-len(payload)) % 4
@@ -696,7 +747,11 @@ def build(enc, transport, payload=b"", roce=False, pad=None, tail=b""):
     for s in headers:
         segs.append((off, s))
         off += len(s.data)
-    return Frame(data, segs, payload + tail)
+    f = Frame(data, segs, payload + tail)
+    if seal is not None:
+        f.seal = seal
+        f.plain = bytearray(data[:len(data) - len(body)] + plain_body)
+    return f
 
 
 # ========================================================================= vectors
@@ -930,23 +985,91 @@ def uet_vectors():
             ses_rsp_data(RC_OK, message_id=3, job_id=41394, read_req_message_id=40214,
                          payload_length=len(p), modified_length=4096, message_offset=8192)], p))
 
-    # ---- TSS
+    # ---- TSS: sealed frames, one per PDS type (uet.md §5). The key is the KDF example's
+    # master key (uet.md §5.3), a published test key.
+    kdf_key = "34448a064292601b11a0978f56a2d34cf3fc35ede1a6bc04f8db3e5243a2b0ca"
+    cluster, direct = Seal(kdf_key), Seal(kdf_key[::-1], mode="direct")
     p = pattern(48, 17)
     vec("uet_tss_rud_req_std",
-        "TSS header (SP=0, AN=1) before a RUD_REQ and standard SES SEND; the trailing bytes "
-        "stand for ciphertext and ICV and are carried as payload.",
+        "Sealed (cluster mode, SP=0, AN=1): RUD_REQ and standard SES SEND, 48 payload bytes, "
+        "the 16-byte tag after them.",
         build(Encap(ip_id=0x5C01, sport=0x8E8F), [
             tss(an=1, sdi=48879, tsc=0x0000000100000A2B),
             pds_req(RUD_REQ, NH_STD, psn=1234567890, spdcid=77, dpdcid=88, clear_psn_offset=-4),
             ses_std(OP_SEND, message_id=31, buffer_offset=0, initiator=0x00000099,
-                    match_bits=0, request_length=32, som=1, eom=1, **JOB)], p))
+                    match_bits=0, request_length=48, som=1, eom=1, **JOB)], p, seal=cluster))
 
-    p = pattern(16, 19)
     vec("uet_tss_sp_ack",
-        "TSS header with SSI (SP=1, AN=0) before a bare ACK; 16 ICV bytes follow.",
+        "Sealed with an SSI (cluster mode, SP=1, AN=0; the SSI keys and starts the IV): a bare "
+        "ACK.",
         build(Encap(ip_id=0x5C02, sport=0x8E90, **back), [
             tss(an=0, sdi=1193046, tsc=0x00000000DEADC0DE, ssi=0x0A000111),
-            pds_ack(NH_NONE, cack_psn=1234567891, ack_psn_offset=0, spdcid=88, dpdcid=77)], p))
+            pds_ack(NH_NONE, cack_psn=1234567891, ack_psn_offset=0, spdcid=88, dpdcid=77)],
+              seal=cluster))
+
+    p = pattern(24, 5)
+    vec("uet_tss_rod_cc_req_small_write",
+        "Sealed (direct mode: the domain key is the packet key, no IV mask): ROD_CC_REQ and a "
+        "small SES WRITE.",
+        build(Encap(ip_id=0x5C03, sport=0xF00F), [
+            tss(an=0, sdi=7, tsc=0x0000000000000001),
+            pds_req(ROD_CC_REQ, NH_SMALL, psn=3735928559, spdcid=33000, dpdcid=60001,
+                    clear_psn_offset=-3, ar=1, ccc_id=145, credit_target=40960),
+            ses_small(OP_WRITE, request_length=len(p), ri_generation=12, job_id=8388607,
+                      pid_on_fep=4095, resource_index=1, buffer_offset=0x00000000ABCD0040,
+                      som=1, eom=1)], p, seal=direct))
+
+    vec("uet_tss_rudi_req_small_read",
+        "Sealed RUDI_REQ with a small SES READ; epoch 0x1DC0 and a rekey value in the TSC "
+        "(the KDF context of uet.md §5.3).",
+        build(Encap(ip_id=0x5C04, sport=0xCAFE), [
+            tss(an=0, sdi=48879, tsc=0x1DC074E500000023),
+            pds_rudi(RUDI_REQ, NH_SMALL, pkt_id=3235778100),
+            ses_small(OP_READ, request_length=20, ri_generation=1, job_id=66051,
+                      pid_on_fep=258, resource_index=771, buffer_offset=0x0000100000000200,
+                      som=1, eom=1)], seal=cluster))
+
+    p = pattern(20, 7)
+    vec("uet_tss_rudi_resp_rsp_data_small",
+        "Sealed RUDI_RESP with a small SES response with data.",
+        build(Encap(ip_id=0x5C05, sport=0xBEAD, **back), [
+            tss(an=0, sdi=48879, tsc=0x0000000000000002),
+            pds_rudi(RUDI_RESP, NH_RSP_DATA_SMALL, pkt_id=3235778100),
+            ses_rsp_data_small(RC_OK, payload_length=len(p))], p, seal=cluster))
+
+    p = b"datagram"
+    vec("uet_tss_uud_req_std_dgram",
+        "Sealed UUD_REQ with a standard SES DGRAM_SEND, in the IP-only form: the AAD takes the "
+        "entropy header where UDP frames give their ports.",
+        build(Encap(ip_id=0x5C06, ip_only=True, sport=0xD1D2), [
+            tss(an=1, sdi=48879, tsc=0x0000000000000003),
+            pds_uud(NH_STD),
+            ses_std(OP_DGRAM_SEND, message_id=4242, buffer_offset=0, initiator=0x00000007,
+                    match_bits=0x000000000000FFFF, request_length=len(p), som=1, eom=1, **JOB)],
+              p, seal=cluster))
+
+    vec("uet_tss_ack_cc_nscc",
+        "Sealed ACK_CC with a SACK bitmap and NSCC state.",
+        build(Encap(ip_id=0x5C07, sport=0xA1B4, **back), [
+            tss(an=0, sdi=48879, tsc=0x0000000000000004),
+            pds_ack_cc_nscc(NH_NONE, cack_psn=2147483000, ack_psn_offset=17, spdcid=2001,
+                            dpdcid=1000, cc_flags=0, mpr=16, sack_psn_offset=8,
+                            sack_bitmap=0x00000000000F00FF, service_time=120, rc=0,
+                            rcv_cwnd_pend=0, rcvd_bytes=65536, ooo_count=3)], seal=cluster))
+
+    vec("uet_tss_nack_trimmed",
+        "Sealed NACK TRIMMED: the answer to a trimmed sealed request is sealed too.",
+        build(Encap(ip_id=0x5C08, sport=0xA1B5, **back), [
+            tss(an=0, sdi=48879, tsc=0x0000000000000005),
+            pds_nack(0x01, nack_psn=1234567890, spdcid=88, dpdcid=77, nack_payload=1234567890)],
+              seal=cluster))
+
+    vec("uet_tss_ctrl_credit",
+        "Sealed CTRL CREDIT (RCCC grant).",
+        build(Encap(ip_id=0x5C09, sport=0xA1B6, **back), [
+            tss(an=0, sdi=48879, tsc=0x0000000000000006),
+            pds_ctrl(CTL_CREDIT, probe_opaque=0, psn=0x00A0B0C0, spdcid=60001, dpdcid=33000,
+                     ctrl_payload=65536)], seal=cluster))
 
     # ---- encapsulation variants
     p = b"IP-only form: no UDP header"
@@ -1242,9 +1365,13 @@ def render(v):
         pos = off + len(s.data)
     for i in range(pos, len(data), 32):
         out.append("frame: " + data[i:i + 32].hex())
+    if f.seal is not None:
+        out.append("tss_key: " + f.seal.key.hex())
+        out.append("tss_mode: " + f.seal.mode)
     if v.error == "ok":
+        plain = bytes(f.plain)
         for off, s in f.segs:
-            hdr = data[off:off + SIZES[s.hid]]
+            hdr = plain[off:off + SIZES[s.hid]]
             names = {fl[0] for fl in LAYOUT[s.hid]}
             for k, want in s.given.items():  # the packer wrote what it was asked to
                 assert k in names, (v.name, s.hid, k)

@@ -89,10 +89,16 @@ void decode_frame_target(const uint8_t* data, size_t size) {
   (void)wire::decode_frame(std::span<const uint8_t>(data, size), &d);
   wire::DecodeOptions lax;
   lax.verify_ip_checksum = lax.verify_udp_checksum = lax.verify_icrc = false;
+  auto inside = [&](std::span<const uint8_t> s) {
+    return s.empty() || (s.data() >= data && s.data() + s.size() <= data + size);
+  };
   if (wire::decode_frame(std::span<const uint8_t>(data, size), &d, lax) == wire::WireError::kOk) {
-    // A frame that decodes has its payload inside the buffer.
-    if (d.payload.data() < data || d.payload.data() + d.payload.size() > data + size) {
-      invariant_failed("payload outside the frame");
+    // A frame that decodes has its payload (a sealed one: its ciphertext) inside the buffer.
+    if (!inside(d.payload) || !inside(d.sealed)) invariant_failed("payload outside the frame");
+    // The plaintext decoder over the same bytes, as if TSS had opened them (spec/uet.md §5).
+    if (!d.sealed.empty() && wire::decode_opened(d.sealed, &d) == wire::WireError::kOk &&
+        !inside(d.payload)) {
+      invariant_failed("opened payload outside the frame");
     }
   }
   (void)wire::decode_uet(std::span<const uint8_t>(data, size), &d);

@@ -26,6 +26,18 @@ namespace uet::soak {
 namespace {
 
 constexpr uint8_t kPoison = 0xEE;
+
+// The secure domain's key number `n` of a run (TSS): distinct per seed and rotation.
+tss::Key soak_key(uint64_t seed, uint64_t n) {
+  tss::Key k{};
+  uint64_t x = seed * 0x9E3779B97F4A7C15ULL + n * 0xBF58476D1CE4E5B9ULL + 1;
+  for (uint8_t& b : k) {
+    x ^= x >> 29;
+    x *= 0x94D049BB133111EBULL;
+    b = static_cast<uint8_t>(x >> 56);
+  }
+  return k;
+}
 constexpr uint32_t kQpnBase = 0x100;      // host h's QP to peer p is kQpnBase + p
 constexpr Time kTick = 5 * kMicrosecond;  // the application polls and posts this often
 constexpr const char* kModeNames[] = {"RUD", "ROD", "RUDI", "UUD"};  // by DeliveryMode
@@ -99,6 +111,12 @@ class Soak {
   std::vector<uint32_t> links_;   // one port of every link
   std::vector<Time> link_up_at_;  // per link: down until then
   Time next_failure_ = 0;
+  // TSS rotation (uet_tss): the next step's time and what it is (0 install, 1 activate, 2
+  // retire); the AN the hosts send with.
+  Time next_rotation_ = kNever;
+  int rotation_step_ = 0;
+  uint8_t tss_an_ = 0;
+  void rotate_keys(Time t);
   SoakResult r_;
 };
 
@@ -138,6 +156,16 @@ void Soak::build() {
       u.pathsel.ev_count = 16;  // spray: more reordering; a failed link hits some packets of a PDC
       u.seed = c_.seed * 1000 + h;
       u.idle_timeout = c_.uet_idle_timeout;
+      if (c_.uet_tss) {
+        u.tss.enabled = true;
+        tss::DomainConfig d;
+        d.sdi = 0x00C0DE;
+        d.key[0] = soak_key(c_.seed, 0);
+        d.installed[0] = true;
+        u.tss.domains.push_back(d);
+        u.tss.tx_sdi = d.sdi;
+        u.tss.replay_window = 4096;  // sprayed over 16 EVs with reordering: arrivals far apart
+      }
       if (c_.uet_rccc > 0 && rng_.chance(c_.uet_rccc)) {  // receivers grant to either kind
         u.cc = CcMode::kNsccRccc;
         ++r_.rccc_hosts;
@@ -230,6 +258,7 @@ void Soak::build() {
   for (uint32_t h = 0; h < n; ++h) net_->attach(h, eps_[h].get());
   msgs_.reserve(c_.messages);
   next_failure_ = c_.failure_every;
+  if (c_.uet_tss && c_.tss_rotate_every > 0) next_rotation_ = c_.tss_rotate_every;
   // UET: a host holds an initiator PDC per destination and a target PDC per source.
   for (uint32_t h = 0; h < n; ++h) {
     uint64_t sources = 0;
@@ -467,6 +496,7 @@ SoakResult Soak::run() {
       if (any) net_->kick(h);
     }
     fail_links(t + kTick);  // failures due before the next tick, at their exact times
+    if (t >= next_rotation_) rotate_keys(t);
     t += kTick;
     net_->run_until(t);
     for (uint32_t h = 0; h < n; ++h) {
@@ -500,6 +530,26 @@ SoakResult Soak::run() {
   collect();
   r_.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
   return r_;
+}
+
+// §5.4 as a management entity drives it: install everywhere, then send with it everywhere,
+// then retire the old association once nothing sealed under it can still be in flight.
+void Soak::rotate_keys(Time t) {
+  const uint8_t next = static_cast<uint8_t>(tss_an_ ^ 1);
+  for (UetEndpoint* ep : uet_) {
+    tss::Sublayer& s = *ep->tss();
+    absl::Status st;
+    if (rotation_step_ == 0) st = s.install_key(0x00C0DE, next, soak_key(c_.seed, r_.tss_rotations + 1));
+    if (rotation_step_ == 1) st = s.activate(next);
+    if (rotation_step_ == 2) st = s.retire(0x00C0DE, tss_an_);
+    ASSERT_TRUE(st.ok()) << st;
+  }
+  if (rotation_step_ == 2) {
+    tss_an_ = next;
+    ++r_.tss_rotations;
+  }
+  rotation_step_ = (rotation_step_ + 1) % 3;
+  next_rotation_ = rotation_step_ == 0 ? t + c_.tss_rotate_every - 2 * c_.mpl : t + c_.mpl;
 }
 
 void Soak::collect() {
@@ -554,6 +604,14 @@ void Soak::collect() {
     r_.rod_staged += k.rod_staged;
     r_.rudi_executed += k.rx_rudi_req;
     r_.credit_granted += k.credit_granted;
+    r_.tss_clear_refused += k.rx_clear_refused;
+    r_.tss_start_psn_refused += k.rx_start_psn_refused;
+    if (const tss::Sublayer* t = ep->tss(); t != nullptr) {
+      r_.tss_sealed += t->counters().sealed;
+      r_.tss_opened += t->counters().opened;
+      r_.tss_trimmed += t->counters().trimmed_unverified;
+      for (size_t i = 0; i < r_.tss_drops.size(); ++i) r_.tss_drops[i] += t->counters().drops[i];
+    }
   }
   for (RoceEndpoint* ep : roce_) {
     const RoceCounters& k = ep->counters();
@@ -605,6 +663,20 @@ std::string report(const SoakConfig& c, const SoakResult& r) {
                                         "UUD %d (%d posted by RCCC hosts); first: %s\n",
                                         name, r.stuck[0], r.stuck[1], r.stuck[2], r.stuck[3],
                                         r.stuck_on_rccc, r.first_stuck));
+  }
+  if (c.uet_tss) {
+    std::string drops;
+    for (size_t i = 0; i < r.tss_drops.size(); ++i) {
+      if (r.tss_drops[i] != 0) {
+        absl::StrAppend(&drops, " ", tss::drop_name(static_cast<tss::Drop>(i)), "=", r.tss_drops[i]);
+      }
+    }
+    absl::StrAppend(&s, absl::StrFormat("[ soak %s ] TSS: %d frames sealed, %d opened, %d trimmed "
+                                        "read untrusted, %d rotations, %d SYNs below the expected "
+                                        "start PSN; dropped:%s\n",
+                                        name, r.tss_sealed, r.tss_opened, r.tss_trimmed,
+                                        r.tss_rotations, r.tss_start_psn_refused,
+                                        drops.empty() ? " none" : drops));
   }
   std::string errs;
   for (size_t i = 1; i < r.errors.size(); ++i) {
@@ -716,6 +788,15 @@ void expect_sound(const SoakConfig& c, const SoakResult& r) {
   }
   if (r.rccc_hosts > 0) {
     EXPECT_GT(r.credit_granted, 0u);
+  }
+  if (c.uet_tss) {
+    // Every frame went sealed and only sealed frames were taken; trimmed ones were read.
+    EXPECT_GT(r.tss_opened, 0u);
+    EXPECT_GT(r.tss_trimmed, 0u);
+    EXPECT_EQ(r.tss_clear_refused, 0u);
+    if (c.tss_rotate_every > 0) {
+      EXPECT_GT(r.tss_rotations, 0u);
+    }
   }
   if (c.kind == Kind::kUet) {
     EXPECT_GT(r.trims, 0u);

@@ -78,6 +78,11 @@ struct SoakConfig {
   // three switches and four reorder delays make it under 60 us, with margin.
   Time mpl = 250 * kMicrosecond;
   Time uet_idle_timeout = kMillisecond;  // UET only: UetConfig::idle_timeout (PDC teardown)
+  // UET only: every host seals its frames in one secure domain (TSS, spec/uet.md §5), and
+  // every tss_rotate_every the keys rotate: a new key under the idle AN at every host, every
+  // host sending with it mpl later, the old AN retired mpl after that (0: never).
+  bool uet_tss = false;
+  Time tss_rotate_every = 0;
   Time give_up = kSecond;  // simulated time without any completion: a hang
 };
 
@@ -113,6 +118,12 @@ struct SoakResult {
   uint64_t uud_posted = 0, uud_delivered = 0, uud_lost = 0;  // UET: judged `mpl` after sending
   uint64_t uud_partial = 0;  // UET: neither the message's bytes nor untouched (never allowed)
   uint64_t rccc_hosts = 0, credit_granted = 0;  // UET: hosts on RCCC; bytes of credit granted
+  // UET with TSS: frames sealed and opened; refused by reason (tss::Drop); trimmed frames
+  // read without their tag; rotations completed; clear frames refused.
+  uint64_t tss_sealed = 0, tss_opened = 0, tss_trimmed = 0, tss_rotations = 0;
+  std::array<uint64_t, 9> tss_drops{};  // indexed by tss::Drop
+  uint64_t tss_clear_refused = 0;
+  uint64_t tss_start_psn_refused = 0;  // SYNs below the expected start PSN (NEW_START_PSN)
   // Messages that never completed, by DeliveryMode, and how many of them an RCCC host posted;
   // the first one (pair, length) to start a diagnosis from.
   std::array<uint64_t, 4> stuck{};

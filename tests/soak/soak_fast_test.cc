@@ -88,6 +88,28 @@ TEST(Soak_Uet, EveryDeliveryModeAndRcccMixedUnderFaults) {
   EXPECT_GT(r.rccc_hosts, 0u);
 }
 
+// TSS (spec/uet.md §5): every frame sealed, keys rotating every 500 us with the AN bit, under
+// every fault (trimming included: trimmed sealed requests are read without their tag), with
+// PDCs closing and reopening (the start-PSN guard, §5.6) and every delivery mode.
+TEST(Soak_Uet, SealedFramesWithKeyRotationUnderFaultsArriveOnceIntact) {
+  SoakConfig c = small(Kind::kUet);
+  c.uet_tss = true;
+  c.tss_rotate_every = 500 * kMicrosecond;
+  c.uet_rod = 0.1;
+  c.uet_rudi = 0.1;
+  c.uet_uud = 0.05;
+  c.uet_idle_timeout = 20 * kMicrosecond;
+  const SoakResult r = run_soak(c);
+  std::fputs(report(c, r).c_str(), stdout);
+  expect_sound(c, r);
+  EXPECT_GE(r.tss_rotations, 2u);
+  EXPECT_GT(r.pdcs_closed, 0u);
+  // The fabric's duplicates are caught as replays (a retransmission has a fresh TSC).
+  const uint64_t replays = r.tss_drops[static_cast<size_t>(tss::Drop::kReplay)];
+  EXPECT_GT(replays, 0u);
+  EXPECT_LE(replays, r.duplicates);
+}
+
 // An RCCC initiator that stalls on credit while resending, and whose resend a late ACK then
 // makes needless, finds nothing new to send when its credit timer fires. The timer must
 // still clear the blocked mark (on_timer()): otherwise the next stall neither asks for credit

@@ -1158,8 +1158,16 @@ void expect_encap(const BuiltFrame& f, const Decoded& d, const std::string& wher
 
 void expect_decodes_to_built(const BuiltFrame& f, const std::string& where) {
   Decoded d;
-  const WireError err = decode_frame(f.bytes, &d, f.opts);
+  WireError err = decode_frame(f.bytes, &d, f.opts);
   ASSERT_EQ(err, WireError::kOk) << name(err) << " " << where << " frame " << hex(f.bytes);
+  if (d.tss != nullptr || d.tss_sp != nullptr) {
+    // §5: the decoder stops at the TSS header. These frames carry their PDS and SES in clear,
+    // standing for a plaintext that TSS opened: decode_opened() must read it to the end.
+    EXPECT_EQ(d.pds, nullptr) << where;
+    EXPECT_EQ(d.sealed.data() + d.sealed.size(), f.bytes.data() + f.bytes.size()) << where;
+    err = decode_opened(d.sealed, &d);
+    ASSERT_EQ(err, WireError::kOk) << name(err) << " " << where << " frame " << hex(f.bytes);
+  }
   EXPECT_EQ(d.protocol, f.protocol) << where;
   EXPECT_EQ(d.frame.data(), f.bytes.data()) << where;
   expect_encap(f, d, where);

@@ -28,6 +28,7 @@
 #include "transport/wire/field.h"
 #include "transport/wire/registry.h"
 #include "transport/wire/wire_error.h"
+#include "transport/tss/sublayer.h"
 
 #ifndef UET_VECTORS_DIR
 #error "UET_VECTORS_DIR must name the spec/vectors directory"
@@ -51,6 +52,9 @@ struct Vector {
   std::optional<std::vector<uint8_t>> payload;
   std::string error;
   std::string problem;  // set when the file cannot be parsed
+  // Sealed vectors (spec/uet.md §5): the key of the frame's association and the domain mode.
+  std::optional<tss::Key> tss_key;
+  tss::Mode tss_mode = tss::Mode::kCluster;
 };
 
 // The parameter as gtest prints it: the vector's name. gtest_discover_tests puts the printed
@@ -152,6 +156,18 @@ Vector parse_file(const std::filesystem::path& path) {
       frame_hex += value;
     } else if (key == "error") {
       v.error = std::string(value);
+    } else if (key == "tss_key") {
+      tss::Key k;
+      if (!tss::parse_key(value, &k)) fail("tss_key: not 64 hex digits");
+      v.tss_key = k;
+    } else if (key == "tss_mode") {
+      if (value == "cluster") {
+        v.tss_mode = tss::Mode::kCluster;
+      } else if (value == "direct") {
+        v.tss_mode = tss::Mode::kDirect;
+      } else {
+        fail("tss_mode: cluster or direct");
+      }
     } else if (key == "expect") {
       const size_t eq = value.find('=');
       if (eq == std::string_view::npos) {
@@ -231,6 +247,47 @@ std::string describe_offset(const Decoded& d, size_t offset) {
   return "payload, pad or ICRC";
 }
 
+// The secure domain a sealed vector was sealed in, as the receiver (or, for re-encoding, the
+// sender) configures it: the frame's SDI, its AN's key, its epoch, its SSI if it has one.
+tss::TssConfig tss_config_of(const Vector& v, const Decoded& d) {
+  const bool sp = d.tss_sp != nullptr;
+  const uint32_t sdi = sp ? d.tss_sp->sdi() : d.tss->sdi();
+  const uint8_t an = static_cast<uint8_t>(sp ? d.tss_sp->an() : d.tss->an());
+  const uint64_t tsc = sp ? d.tss_sp->tsc() : d.tss->tsc();
+  tss::TssConfig c;
+  c.enabled = true;
+  tss::DomainConfig dom;
+  dom.sdi = sdi;
+  dom.mode = v.tss_mode;
+  dom.key[an] = *v.tss_key;
+  dom.installed[an] = true;
+  dom.epoch = static_cast<uint16_t>(tsc >> tss::kCounterBits);
+  c.domains.push_back(dom);
+  c.tx_sdi = sdi;
+  c.tx_an = an;
+  c.send_ssi = sp;
+  if (sp) c.ssi = d.tss_sp->ssi();
+  return c;
+}
+
+// Decodes a vector's frame; a sealed one is opened in `frame` (a copy) and decoded through.
+WireError decode_vector(const Vector& v, std::vector<uint8_t>& frame, Decoded* d) {
+  WireError err = decode_frame(frame, d);
+  if (err != WireError::kOk || !v.tss_key) return err;
+  EXPECT_TRUE(d->tss != nullptr || d->tss_sp != nullptr) << v.path << ": tss_key but no TSS";
+  EXPECT_EQ(d->pds, nullptr) << "a sealed frame decodes no further than its TSS header";
+  auto rx = tss::Sublayer::create(tss_config_of(v, *d), d->ipv4->dst());
+  EXPECT_TRUE(rx.ok()) << rx.status();
+  if (!rx.ok()) return WireError::kTruncatedUet;
+  std::span<uint8_t> plain;
+  tss::Drop why = tss::Drop::kCount;
+  if (!(*rx)->open(frame.data(), *d, &plain, &why)) {
+    ADD_FAILURE() << v.path << ": TSS refuses the frame: " << tss::drop_name(why);
+    return WireError::kTruncatedUet;
+  }
+  return decode_opened(plain, d);
+}
+
 class Vectors_File : public testing::TestWithParam<Vector> {};
 class Vectors_ValidFile : public testing::TestWithParam<Vector> {};
 
@@ -238,7 +295,8 @@ TEST_P(Vectors_File, Decode) {
   const Vector& v = GetParam();
   ASSERT_TRUE(v.problem.empty()) << v.problem;
   Decoded d;
-  const WireError err = decode_frame(v.frame, &d);
+  std::vector<uint8_t> frame = v.frame;
+  const WireError err = decode_vector(v, frame, &d);
   // "ok" or the enumerator without its k ("BadIcrc").
   const std::string err_name = err == WireError::kOk ? "ok" : std::string(name(err));
   ASSERT_EQ(err_name, v.error) << v.path << ": decoder says: " << to_string(err);
@@ -347,10 +405,12 @@ TEST_P(Vectors_ValidFile, ReEncode) {
   const Vector& v = GetParam();
   ASSERT_TRUE(v.problem.empty()) << v.problem;
   Decoded d;
-  ASSERT_EQ(decode_frame(v.frame, &d), WireError::kOk);
+  std::vector<uint8_t> frame = v.frame;
+  ASSERT_EQ(decode_vector(v, frame, &d), WireError::kOk);
 
   std::vector<uint8_t> buf(v.frame.size() + 64);
   FrameBuilder b(buf, encap_of(d));
+  const size_t tss_at = b.transport_offset();
 
   // Transport headers: everything on the stack after UDP or the UET entropy header, copied
   // field by field through the reflection tables.
@@ -374,6 +434,20 @@ TEST_P(Vectors_ValidFile, ReEncode) {
     }
   }
   ASSERT_TRUE(b.append(d.payload));
+  if (v.tss_key) {  // sealed by our sublayer at the vector's TSC: the same bytes, tag included
+    auto tx = tss::Sublayer::create(tss_config_of(v, d), d.ipv4->src());
+    ASSERT_TRUE(tx.ok()) << tx.status();
+    const uint64_t tsc = d.tss_sp != nullptr ? d.tss_sp->tsc() : d.tss->tsc();
+    ASSERT_TRUE((*tx)->resume_counter(tsc & tss::kCounterMask).ok());
+    tss::SealLayout l;
+    l.l3 = static_cast<uint16_t>(d.ipv4->raw - d.frame.data());
+    l.l4 = static_cast<uint16_t>(l.l3 + d.ipv4->ihl() * 4);
+    l.ip_only = d.udp == nullptr;
+    l.tss = static_cast<uint16_t>(tss_at);
+    const size_t plain_len = b.size();
+    ASSERT_NE(b.reserve(tss::kTagBytes), nullptr);
+    ASSERT_TRUE((*tx)->seal(buf.data(), plain_len, l));
+  }
   if (d.bth != nullptr) {  // pad bytes, as sent
     const size_t pad_at = static_cast<size_t>(d.payload.data() - d.frame.data()) + d.payload.size();
     ASSERT_TRUE(b.append(std::span(d.frame.data() + pad_at, d.bth->pad_cnt())));

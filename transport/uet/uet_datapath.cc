@@ -12,7 +12,6 @@ namespace uet {
 
 using wire::NextHeader;
 using wire::PdsType;
-using internal::finish_frame;
 using internal::kDscpTrimmed;
 using internal::psn_before;
 using internal::status_for;
@@ -64,10 +63,11 @@ uint16_t UetEndpoint::ev_port(const Pdc& p, uint16_t ev) noexcept {
   const bool cc_req = rccc_sender();
   const size_t headers = wire::Ethernet::kSize + wire::Ipv4::kSize + wire::Udp::kSize +
                          (cc_req ? wire::PdsRudRodCc::kSize : wire::PdsRudRod::kSize) +
-                         wire::SesStandardRequest::kSize;
+                         wire::SesStandardRequest::kSize + tss_overhead_;
   const size_t elided = carries && headers + len > f.capacity ? len : 0;
   const uint16_t ev = p.sel.next_ev(now);  // §2.4: pathsel/ picks every packet's EV (ROD: one)
   wire::FrameBuilder b(std::span<uint8_t>(f.data, f.capacity), p.data_encap, ev_port(p, ev));
+  tss_begin(b);
   // The PDS and SES headers are built in registers (wire::HeaderWords) and stored into one
   // reserved run a word at a time: filled in memory by their accessors' narrow stores and then
   // copied, they stalled on store forwarding (bench/README.md, engine_bench third round).
@@ -162,7 +162,7 @@ uint16_t UetEndpoint::ev_port(const Pdc& p, uint16_t ev) noexcept {
     ses.store(h + wire::PdsRudRod::kSize);
   }
   if (carries && elided == 0 && len > 0 && !b.append({o.src + offset, len})) return false;
-  if (!finish_frame(b, f, elided)) return false;
+  if (!finish(b, f, elided)) return false;
   f.priority = Priority::kData;
   s.sent = now;
   if (retx) s.retransmitted = true;
@@ -193,6 +193,7 @@ bool UetEndpoint::build_ack(Pdc& p, uint16_t pdcid, Frame& f) {
   const bool with_data = r != nullptr && r->data;
   wire::FrameBuilder b(std::span<uint8_t>(f.data, f.capacity),
                        with_data ? p.data_encap : p.ctrl_encap, p.ev_base);
+  tss_begin(b);
   // The ACK is built in registers and stored once (wire::HeaderWords, as build_data).
   using Ack = wire::PdsAckCc;
   uint8_t* const ack_at = b.reserve(Ack::kSize);
@@ -266,15 +267,15 @@ bool UetEndpoint::build_ack(Pdc& p, uint16_t pdcid, Frame& f) {
     rd->set_read_req_message_id(r->message_id);
     rd->set_payload_length(static_cast<uint16_t>(r->len));
     rd->set_modified_length(r->len);
-    if (b.size() + r->len > f.capacity) {
-      elided = r->len;  // the host carries payloads by length (see finish_frame)
+    if (b.size() + r->len + (tss_overhead_ > 0 ? tss::kTagBytes : 0) > f.capacity) {
+      elided = r->len;  // the host carries payloads by length (see finish())
     } else if (r->len > 0) {
       uint8_t* payload = b.add_bytes(r->len);
       if (payload == nullptr) return false;
       std::memcpy(payload, regions_[r->key - 1].base + r->offset, r->len);
     }
   }
-  if (!finish_frame(b, f, elided)) return false;
+  if (!finish(b, f, elided)) return false;
   f.priority = with_data ? Priority::kData : Priority::kControl;
   if (r != nullptr) {
     ++p.rsp_head;
@@ -293,6 +294,7 @@ bool UetEndpoint::build_ack(Pdc& p, uint16_t pdcid, Frame& f) {
 
 bool UetEndpoint::build_nack(Pdc& p, uint16_t pdcid, Frame& f) {
   wire::FrameBuilder b(std::span<uint8_t>(f.data, f.capacity), encap_for(p, true, p.ev_base));
+  tss_begin(b);
   wire::PdsNack* n = b.add<wire::PdsNack>();
   if (n == nullptr) return false;
   n->set_type(PdsType::kNack);
@@ -301,7 +303,7 @@ bool UetEndpoint::build_nack(Pdc& p, uint16_t pdcid, Frame& f) {
   n->set_spdcid(pdcid);
   n->set_dpdcid(p.peer_pdcid);
   n->set_nack_payload(p.rcv_base);  // §3.10: max received PSN + 1 (the next expected)
-  if (!finish_frame(b, f, 0)) return false;
+  if (!finish(b, f, 0)) return false;
   f.priority = Priority::kControl;
   p.nack_code = 0;
   ++counters_.tx_nacks;
@@ -347,7 +349,7 @@ bool UetEndpoint::build_stateless_nack(const StatelessNack& sn, Frame& f) {
     case Stateless::kNack:
       tmp.nack_code = sn.code;
       tmp.nack_psn = sn.psn;
-      tmp.rcv_base = sn.psn;
+      tmp.rcv_base = sn.payload;
       return build_nack(tmp, 0, f);
     case Stateless::kClose:  // §3.12: answers a REQ_CLOSE for a PDC we no longer have
       ++counters_.tx_close;
@@ -357,6 +359,7 @@ bool UetEndpoint::build_stateless_nack(const StatelessNack& sn, Frame& f) {
       // target PDC that was freed.
       wire::FrameBuilder b(std::span<uint8_t>(f.data, f.capacity),
                            encap_for(tmp, true, static_cast<uint16_t>(0xC000 | sn.local_pdcid)));
+      tss_begin(b);
       wire::PdsAckCc* ack = b.add<wire::PdsAckCc>();
       if (ack == nullptr) return false;
       ack->set_type(PdsType::kAckCc);
@@ -367,7 +370,7 @@ bool UetEndpoint::build_stateless_nack(const StatelessNack& sn, Frame& f) {
       ack->set_cc_type(wire::CcType::kNscc);
       ack->set_mpr(static_cast<uint8_t>(std::min<uint32_t>(255, config_.mpr / 16)));
       ack->set_sack_psn_offset(1);
-      if (!finish_frame(b, f, 0)) return false;
+      if (!finish(b, f, 0)) return false;
       f.priority = Priority::kControl;
       ++counters_.tx_acks;
       return true;
@@ -377,16 +380,18 @@ bool UetEndpoint::build_stateless_nack(const StatelessNack& sn, Frame& f) {
 }
 
 void UetEndpoint::queue_stateless_nack(uint32_t ip, uint16_t peer_pdcid, uint8_t code,
-                                       uint32_t psn, Stateless kind, uint16_t local_pdcid) {
+                                       uint32_t psn, Stateless kind, uint16_t local_pdcid,
+                                       const uint32_t* payload) {
   if (stateless_tail_ - stateless_head_ >= stateless_.size()) return;  // bounded: drop
   stateless_[stateless_tail_++ % stateless_.size()] =
-      StatelessNack{ip, peer_pdcid, code, psn, kind, local_pdcid};
+      StatelessNack{ip, peer_pdcid, code, psn, kind, local_pdcid, payload ? *payload : psn};
 }
 
 // §3.12 control packet (CLOSE, REQ_CLOSE, CREDIT, CREDIT_REQ) on PDC `pdcid` about `psn`.
 bool UetEndpoint::build_ctrl(Pdc& p, uint16_t pdcid, wire::CtrlType type, uint32_t psn,
                              Frame& f, uint32_t payload) {
   wire::FrameBuilder b(std::span<uint8_t>(f.data, f.capacity), encap_for(p, true, p.ev_base));
+  tss_begin(b);
   wire::PdsCtrl* c = b.add<wire::PdsCtrl>();
   if (c == nullptr) return false;
   c->set_type(PdsType::kCtrl);
@@ -395,7 +400,7 @@ bool UetEndpoint::build_ctrl(Pdc& p, uint16_t pdcid, wire::CtrlType type, uint32
   c->set_spdcid(pdcid);
   c->set_dpdcid(p.peer_pdcid);
   c->set_ctrl_payload(payload);
-  if (!finish_frame(b, f, 0)) return false;
+  if (!finish(b, f, 0)) return false;
   f.priority = Priority::kControl;
   return true;
 }
@@ -434,6 +439,64 @@ void UetEndpoint::refuse(Pdc& p, uint32_t psn, uint8_t code, uint16_t message_id
   }
 }
 
+// §5.1: a sealed frame is the TSS header, the ciphertext of everything built after it, and
+// the tag; sealing comes before finish() because the UDP checksum covers the ciphertext.
+bool UetEndpoint::finish(wire::FrameBuilder& b, Frame& f, size_t elided) {
+  if (tss_ != nullptr) {
+    const size_t len = b.size();
+    if (b.reserve(tss::kTagBytes) == nullptr) return false;
+    tss::SealLayout l;
+    l.l3 = static_cast<uint16_t>(b.l3_offset());
+    l.l4 = static_cast<uint16_t>(b.l4_offset());
+    l.ipv6 = b.is_ipv6();
+    l.ip_only = b.is_ip_only();
+    l.tss = static_cast<uint16_t>(b.transport_offset());
+    if (!tss_->seal(f.data, len, l)) return false;  // counted by the sublayer
+  }
+  return internal::finish_frame(b, f, elided);
+}
+
+// §5: under TSS only sealed frames are taken, opened in place and decoded through; a trimmed
+// one (§5.5) is read without its tag and must be a request. Without TSS a sealed frame is
+// refused.
+bool UetEndpoint::tss_open(const Frame& f, wire::DecodedStorage& decoded, bool trimmed) {
+  wire::Decoded& d = *decoded.get_mutable();
+  const bool sealed = !d.sealed.empty();
+  if (tss_ == nullptr) {
+    if (!sealed) return true;
+    ++counters_.rx_sealed_unexpected;
+    return false;
+  }
+  if (!sealed) {
+    ++counters_.rx_clear_refused;
+    return false;
+  }
+  std::span<uint8_t> plain;
+  tss::Drop why = tss::Drop::kCount;
+  if (!(trimmed ? tss_->open_trimmed(f.data, d, &plain, &why)
+                : tss_->open(f.data, d, &plain, &why))) {
+    ++counters_.rx_tss_dropped;
+    return false;
+  }
+  const wire::WireError err = wire::decode_opened(plain, &d);
+  if (trimmed) {
+    // A cut request fails only its SES length (or loses its extension): its PDS is readable.
+    const bool request = d.pds_type == PdsType::kRudReq || d.pds_type == PdsType::kRodReq ||
+                         d.pds_type == PdsType::kRudCcReq || d.pds_type == PdsType::kRodCcReq;
+    if (d.pds == nullptr || !request) {
+      ++counters_.rx_trimmed_sealed_other;
+      return false;
+    }
+    return true;
+  }
+  if (err != wire::WireError::kOk) {
+    counters_.wire.add(err);
+    ++counters_.rx_malformed;
+    return false;
+  }
+  return true;
+}
+
 // ------------------------------------------------------------------------------ rx
 
 void UetEndpoint::rx(std::span<Frame* const> frames, Time now) {
@@ -457,6 +520,7 @@ void UetEndpoint::rx(std::span<Frame* const> frames, Time now) {
     ++counters_.rx_malformed;
     return;
   }
+  if ((tss_ != nullptr || !d.sealed.empty()) && !tss_open(f, decoded, trimmed)) return;
   // (After a tolerated length error the decoder has every header but did not set protocol.)
   if (d.pds == nullptr || d.ipv4 == nullptr || d.ipv4->dst() != config_.local_ip4) {
     ++counters_.rx_malformed;
@@ -529,6 +593,18 @@ void UetEndpoint::rx(std::span<Frame* const> frames, Time now) {
       }
     }
     if (!found) {
+      // §5.6 secure establishment: a new PDC starts at or above the expected PSN.
+      if (tss_ != nullptr && !tss_->start_psn_ok(src, h.spdcid(), start)) {
+        if (trimmed) {
+          ++counters_.rx_trimmed_unverified;
+          return;
+        }
+        ++counters_.rx_start_psn_refused;
+        const uint32_t expected = tss_->expected_start_psn(src, h.spdcid(), start);
+        queue_stateless_nack(src, h.spdcid(), static_cast<uint8_t>(wire::NackCode::kNewStartPsn),
+                             psn, Stateless::kNack, 0, &expected);
+        return;
+      }
       int32_t n = alloc_pdc(Role::kTarget);
       if (n < 0 && !trimmed) n = reclaim_unanswered();
       if (n < 0) {  // §3.10 NO_PDC_AVAIL: the table is full
@@ -1390,6 +1466,16 @@ void UetEndpoint::rx_nack(const wire::Decoded& d, Time now) {
     case wire::NackCode::kInvalidSyn:
       fail_pdc(*p, OpStatus::kPdcClosed);
       return;
+    case wire::NackCode::kNewStartPsn:
+      // §5.6: the target refused our SYN's start PSN; the next PDC to it starts where it said.
+      // Only a PDC still in SYN can be refused so (nothing it sent was accepted).
+      // A late copy of an old SYN's refusal may name a reused PDC id: the PSN must be ours.
+      if (tss_ != nullptr && !p->established && in_window) {
+        tss_->initiator_next_start(p->peer_ip4, h.nack_payload());
+        fail_pdc(*p, OpStatus::kPdcClosed);
+        return;
+      }
+      break;
     default:
       break;  // counted above; no defined reaction here yet
   }

@@ -112,6 +112,14 @@ absl::StatusOr<std::unique_ptr<UetEndpoint>> UetEndpoint::create(const UetConfig
   if (!derived.ok()) return derived.status();
   auto ep = std::unique_ptr<UetEndpoint>(new UetEndpoint(config));
   ep->nscc_config_ = *derived;
+  if (config.tss.enabled) {
+    auto t = tss::Sublayer::create(config.tss, config.local_ip4);
+    if (!t.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("UetConfig.tss: ", t.status().message()));
+    }
+    ep->tss_ = std::move(*t);
+    ep->tss_overhead_ = static_cast<uint32_t>(ep->tss_->overhead());
+  }
   return ep;
 }
 
@@ -183,6 +191,10 @@ int32_t UetEndpoint::alloc_pdc(Role role) {
 
 void UetEndpoint::free_pdc(uint16_t id) {
   Pdc& p = pdcs_[id];
+  if (tss_ != nullptr) {  // §5.6: the peer's next PDC starts past this one's last PSN
+    if (p.role == Role::kInitiator) tss_->initiator_next_start(p.peer_ip4, p.next_psn);
+    if (p.role == Role::kTarget) tss_->start_psn_used(p.peer_ip4, p.peer_pdcid, p.rcv_base);
+  }
   // Only this PDC's entries: a closing initiator PDC is no longer the peer's.
   if (p.role == Role::kInitiator) {
     if (auto it = initiator_by_peer_.find(pdc_key(p.peer_ip4, p.rod));
@@ -296,8 +308,15 @@ absl::StatusOr<uint16_t> UetEndpoint::initiator_pdc(uint32_t peer, bool rod, con
   Pdc& p = pdcs_[id];
   set_peer(p, peer);
   p.rod = rod;  // one delivery mode per PDC (§3.3)
-  // spec/uet.md §3.3: a random start PSN; SYN until the first ACK.
+  // spec/uet.md §3.3: a random start PSN; SYN until the first ACK. Under TSS (§5.6) the
+  // PDC after another to the same peer starts past it.
   p.start_psn = static_cast<uint32_t>(next_random());
+  if (tss_ != nullptr) {
+    p.start_psn = tss_->initiator_start_psn(peer, p.start_psn);
+    // A PDC opened while this one lives (the other mode, or after this one starts closing)
+    // starts 2^24 PSNs on, past anything this one sends before its target frees it.
+    tss_->initiator_next_start(peer, p.start_psn + kSecurePdcPsnStride);
+  }
   p.next_psn = p.base_psn = p.start_psn;
   p.rack_highest = p.start_psn - 1;  // nothing acknowledged yet
   p.ev_base = static_cast<uint16_t>(next_random());

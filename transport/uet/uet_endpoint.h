@@ -148,6 +148,7 @@
 #include "transport/api.h"
 #include "transport/pool.h"
 #include "transport/wire/builder.h"
+#include "transport/tss/sublayer.h"
 #include "transport/wire/decode.h"
 
 namespace uet {
@@ -159,6 +160,9 @@ enum class CcMode : uint8_t {
   kNsccRccc,  // both: credit and the NSCC window
 };
 const char* to_string(CcMode m) noexcept;  // "nscc", "rccc", "nscc+rccc"
+
+// §5.6: PSNs between the start PSNs of two PDCs one initiator opens to one peer under TSS.
+inline constexpr uint32_t kSecurePdcPsnStride = 1u << 24;
 
 struct UetConfig {
   uint32_t local_ip4 = 0;
@@ -245,6 +249,9 @@ struct UetConfig {
   uint32_t rudi_responses = 256;
   // UUD: datagrams posted and not yet sent per endpoint, 1..65536.
   uint32_t uud_queue = 256;
+  // TSS (spec/uet.md §5): with tss.enabled every frame is sealed (AES-256-GCM, 28 or 32 bytes
+  // more per frame) and only sealed frames are accepted. Validated as TssConfig::validate().
+  tss::TssConfig tss;
 
   // Checks every field; the message names the field and its valid range.
   absl::Status validate() const;
@@ -316,6 +323,12 @@ struct UetCounters {
   // UUD (§3.6): datagrams sent; delivered; dropped at the target (no buffer posted, too long
   // for the buffer, bad key or range, unsupported opcode, more than one packet).
   uint64_t tx_uud = 0, rx_uud = 0, rx_uud_dropped = 0;
+  // TSS (§5): sealed frames with TSS off; clear frames with TSS on (never delivered); sealed
+  // frames the sublayer refused (tss()->counters() says why); trimmed sealed frames that
+  // decrypt to something other than a request (dropped: only a request may earn a NACK);
+  // SYNs below the expected start PSN (NACK NEW_START_PSN, §5.6).
+  uint64_t rx_sealed_unexpected = 0, rx_clear_refused = 0, rx_tss_dropped = 0;
+  uint64_t rx_trimmed_sealed_other = 0, rx_start_psn_refused = 0;
   wire::WireCounters wire;
 };
 
@@ -339,6 +352,10 @@ class UetEndpoint final : public Endpoint {
   void on_timer(Time now) override;
 
   const UetCounters& counters() const noexcept { return counters_; }
+  // TSS (spec/uet.md §5), null unless UetConfig::tss.enabled: its counters, and key rotation
+  // (install_key, activate, retire) as a management entity drives it.
+  tss::Sublayer* tss() noexcept { return tss_.get(); }
+  const tss::Sublayer* tss() const noexcept { return tss_.get(); }
   size_t pdcs_in_use() const noexcept;
   // PDCs made so far (in use or free for reuse): the PDC table's size, at most max_pdcs.
   size_t pdcs_allocated() const noexcept { return pdcs_.size(); }
@@ -618,6 +635,7 @@ class UetEndpoint final : public Endpoint {
     uint32_t psn;
     Stateless kind = Stateless::kNack;
     uint16_t local_pdcid = 0;
+    uint32_t payload = 0;  // a NACK's payload: psn, or NEW_START_PSN's start (§5.6)
   };
 
   // What executing one request at the target did: recorded (the PSN is received now), done
@@ -721,7 +739,8 @@ class UetEndpoint final : public Endpoint {
   bool build_nack(Pdc& p, uint16_t pdcid, Frame& f);
   bool build_stateless_nack(const StatelessNack& n, Frame& f);
   void queue_stateless_nack(uint32_t ip, uint16_t peer_pdcid, uint8_t code, uint32_t psn,
-                            Stateless kind = Stateless::kNack, uint16_t local_pdcid = 0);
+                            Stateless kind = Stateless::kNack, uint16_t local_pdcid = 0,
+                            const uint32_t* payload = nullptr);
   bool build_data(Pdc& p, uint16_t pdcid, uint32_t psn, bool retx, Frame& f, Time now);
   wire::Encap encap_for(const Pdc& p, bool control, uint16_t ev) const;
   void set_peer(Pdc& p, uint32_t ip4);  // peer_ip4, peer_mac and the encap templates
@@ -864,6 +883,15 @@ class UetEndpoint final : public Endpoint {
   uint64_t rng_;
   UetCounters counters_;
   Time now_ = 0;
+  // TSS (§5): reserve the header after the encapsulation; seal and finish the frame.
+  std::unique_ptr<tss::Sublayer> tss_;
+  uint32_t tss_overhead_ = 0;  // header + tag when sealing, else 0
+  void tss_begin(wire::FrameBuilder& b) {
+    if (tss_ != nullptr) b.add_bytes(tss_->header_bytes());
+  }
+  bool finish(wire::FrameBuilder& b, Frame& f, size_t elided);
+  // Opens a sealed frame (or refuses a clear one under TSS); false: dropped and counted.
+  bool tss_open(const Frame& f, wire::DecodedStorage& decoded, bool trimmed);
 };
 
 }  // namespace uet

@@ -12,7 +12,6 @@
 namespace uet {
 
 using internal::clear_bit;
-using internal::finish_frame;
 using internal::kDscpTrimmed;
 using internal::psn_before;
 using internal::set_bit;
@@ -267,10 +266,11 @@ bool UetEndpoint::build_rudi_req(uint32_t slot, bool retx, Frame& f, Time now) {
   const uint64_t offset = uint64_t{k.packet} * config_.payload_bytes;
   const bool write = o.op == Opcode::kWrite;
   const size_t headers = wire::Ethernet::kSize + wire::Ipv4::kSize + wire::Udp::kSize +
-                         wire::PdsRudi::kSize + wire::SesStandardRequest::kSize;
+                         wire::PdsRudi::kSize + wire::SesStandardRequest::kSize + tss_overhead_;
   const size_t elided = write && headers + k.len > f.capacity ? k.len : 0;
   wire::FrameBuilder b(std::span<uint8_t>(f.data, f.capacity),
                        encap_to(o.peer, o.mac, false, spray_port(id, k.retries)));
+  tss_begin(b);
   wire::PdsRudi* pds = b.add<wire::PdsRudi>();
   wire::SesStandardRequest* ses = b.add<wire::SesStandardRequest>();
   if (ses == nullptr) return false;
@@ -304,7 +304,7 @@ bool UetEndpoint::build_rudi_req(uint32_t slot, bool retx, Frame& f, Time now) {
     ses->set_som(true);
     ses->set_eom(true);
   }
-  if (!finish_frame(b, f, elided)) return false;
+  if (!finish(b, f, elided)) return false;
   f.priority = Priority::kData;
   k.sent = now;
   ++(retx ? counters_.tx_rudi_retx : counters_.tx_rudi);
@@ -318,6 +318,7 @@ bool UetEndpoint::build_rudi_req(uint32_t slot, bool retx, Frame& f, Time now) {
 bool UetEndpoint::build_rudi_resp(const RudiRsp& r, Frame& f) {
   wire::FrameBuilder b(std::span<uint8_t>(f.data, f.capacity),
                        encap_to(r.peer, r.mac, !r.data, spray_port(r.id, 0)));
+  tss_begin(b);
   wire::PdsRudi* pds = b.add<wire::PdsRudi>();
   if (pds == nullptr) return false;
   pds->set_type(PdsType::kRudiResp);
@@ -334,7 +335,7 @@ bool UetEndpoint::build_rudi_resp(const RudiRsp& r, Frame& f) {
     rd->set_read_req_message_id(r.message_id);
     rd->set_payload_length(static_cast<uint16_t>(r.len));
     rd->set_modified_length(r.len);
-    if (b.size() + r.len > f.capacity) {
+    if (b.size() + r.len + (tss_overhead_ > 0 ? tss::kTagBytes : 0) > f.capacity) {
       elided = r.len;
     } else if (r.len > 0) {
       uint8_t* payload = b.add_bytes(r.len);
@@ -348,7 +349,7 @@ bool UetEndpoint::build_rudi_resp(const RudiRsp& r, Frame& f) {
     rsp->set_return_code(static_cast<wire::SesReturnCode>(r.code));
     rsp->set_message_id(r.message_id);
   }
-  if (!finish_frame(b, f, elided)) return false;
+  if (!finish(b, f, elided)) return false;
   f.priority = r.data ? Priority::kData : Priority::kControl;
   ++counters_.tx_rudi_resp;
   return true;
@@ -358,10 +359,11 @@ bool UetEndpoint::build_rudi_resp(const RudiRsp& r, Frame& f) {
 bool UetEndpoint::build_uud(const UudOp& u, Frame& f) {
   const auto len = static_cast<uint32_t>(u.length);
   const size_t headers = wire::Ethernet::kSize + wire::Ipv4::kSize + wire::Udp::kSize +
-                         wire::PdsUud::kSize + wire::SesStandardRequest::kSize;
+                         wire::PdsUud::kSize + wire::SesStandardRequest::kSize + tss_overhead_;
   const size_t elided = headers + len > f.capacity ? len : 0;
   wire::FrameBuilder b(std::span<uint8_t>(f.data, f.capacity),
                        encap_to(u.peer, u.mac, false, spray_port(u.message_id, 0)));
+  tss_begin(b);
   wire::PdsUud* pds = b.add<wire::PdsUud>();
   wire::SesStandardRequest* ses = b.add<wire::SesStandardRequest>();
   if (ses == nullptr) return false;
@@ -387,7 +389,7 @@ bool UetEndpoint::build_uud(const UudOp& u, Frame& f) {
     if (payload == nullptr) return false;
     std::memcpy(payload, u.src, len);
   }
-  if (!finish_frame(b, f, elided)) return false;
+  if (!finish(b, f, elided)) return false;
   f.priority = Priority::kData;
   return true;
 }

@@ -138,6 +138,12 @@ class FrameBuilder {
   size_t size() const noexcept { return len_; }
   // Offset of the first byte after the encapsulation (the UET or BTH header).
   size_t transport_offset() const noexcept { return t_.len; }
+  // Offsets of the IP header and of the UDP (or entropy) header, and the form: what TSS
+  // reads to seal the frame (spec/uet.md §5.2).
+  size_t l3_offset() const noexcept { return t_.l3; }
+  size_t l4_offset() const noexcept { return t_.l4; }
+  bool is_ipv6() const noexcept { return t_.ipv6; }
+  bool is_ip_only() const noexcept { return t_.ip_only; }
 
   // Sets IP/UDP lengths, the IPv4 header checksum, the ICRC and the UDP checksum.
   // `elided`: payload bytes that follow on the wire but not in the buffer (a host that carries

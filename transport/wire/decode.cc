@@ -128,7 +128,8 @@ SesExt ses_extension(SesOpcode op) noexcept {
 
 // The SES header named by the PDS next-header field (spec/uet.md §4).
 [[gnu::always_inline]] inline WireError take_ses(Cursor& c, Decoded* out) noexcept {
-  const bool exact_length = out->tss == nullptr && out->tss_sp == nullptr;
+  // Sealed frames reach here only through decode_opened(), with the tag already cut off.
+  constexpr bool exact_length = true;
   out->ses = c.pos();
   switch (out->next_hdr) {
     case NextHeader::kNone:
@@ -270,6 +271,8 @@ WireError decode_roce(Cursor& c, Decoded* out, const DecodeOptions& opts) noexce
   return WireError::kOk;
 }
 
+WireError decode_pds_ses(Cursor& c, Decoded* out) noexcept;
+
 WireError decode_uet_at(Cursor& c, Decoded* out) noexcept {
   if (c.left() < PdsPrologue::kSize) return WireError::kTruncatedUet;
 
@@ -281,9 +284,17 @@ WireError decode_uet_at(Cursor& c, Decoded* out) noexcept {
     } else {
       WIRE_TRY(c.take(&out->tss, WireError::kTruncatedUet));
     }
+    // §5.2: PDS, SES and payload are ciphertext up to the tag; TSS opens them.
     if (c.left() < PdsPrologue::kSize) return WireError::kTruncatedUet;
+    out->sealed = std::span<const uint8_t>(c.pos(), c.left());
+    out->protocol = Protocol::kUet;
+    return WireError::kOk;
   }
+  return decode_pds_ses(c, out);
+}
 
+WireError decode_pds_ses(Cursor& c, Decoded* out) noexcept {
+  if (c.left() < PdsPrologue::kSize) return WireError::kTruncatedUet;
   // spec/uet.md §3.2: the PDS type selects the header.
   out->pds_type = as<PdsPrologue>(c.pos())->type();
   switch (out->pds_type) {
@@ -383,6 +394,13 @@ WireError decode_frame(std::span<const uint8_t> frame, Decoded* out,
   if (type == NET_ETHERTYPE_IPV4) return decode_ipv4(c, out, opts);
   if (type == NET_ETHERTYPE_IPV6) return decode_ipv6(c, out, opts);
   return WireError::kUnsupportedEtherType;
+}
+
+WireError decode_opened(std::span<const uint8_t> plain, Decoded* out) noexcept {
+  if (out->tss == nullptr && out->tss_sp == nullptr) return WireError::kTruncatedUet;
+  Cursor c(plain, out, out->depth > 0);
+  out->protocol = Protocol::kNone;
+  return decode_pds_ses(c, out);
 }
 
 WireError decode_uet(std::span<const uint8_t> bytes, Decoded* out) noexcept {

@@ -67,6 +67,9 @@ struct Decoded {
   const UetEntropy* entropy = nullptr;
   const Tss* tss = nullptr;
   const TssSp* tss_sp = nullptr;
+  // After a TSS header (spec/uet.md §5): the ciphertext and the tag, which decode_frame()
+  // does not read further; decode_opened() decodes the plaintext once TSS opened it.
+  std::span<const uint8_t> sealed;
   PdsType pds_type = PdsType::kReserved;
   const HeaderDesc* pds_desc = nullptr;
   const uint8_t* pds = nullptr;
@@ -124,11 +127,18 @@ class DecodedStorage {
   const Decoded& get() const noexcept {
     return *std::launder(reinterpret_cast<const Decoded*>(bytes_));
   }
+  // The constructed Decoded, to continue it (decode_opened()).
+  Decoded* get_mutable() noexcept { return std::launder(reinterpret_cast<Decoded*>(bytes_)); }
 
  private:
   static_assert(std::is_trivially_destructible_v<Decoded>, "nothing to destroy, ever");
   alignas(Decoded) unsigned char bytes_[sizeof(Decoded)];
 };
+
+// Continues a Decoded of a sealed frame (tss set) over its plaintext: `plain` is the PDS header
+// onward without the tag, decrypted in place inside out->frame. Applies every rule of
+// decode_frame() from the PDS header on, the exact SES lengths included (spec/uet.md §6).
+WireError decode_opened(std::span<const uint8_t> plain, Decoded* out) noexcept;
 
 // Decodes UET headers starting right after the UDP header: for hosts whose kernel already
 // stripped Ethernet/IP/UDP (the io_uring backend). out->frame is `bytes`.

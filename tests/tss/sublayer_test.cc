@@ -1,0 +1,345 @@
+// transport/tss/sublayer.h: frames sealed by one endpoint's sublayer and opened by another's,
+// with every check that must drop a frame (replay, age, tag, domain, key, epoch, bound), key
+// rotation with the AN bit, trimmed frames, and the start-PSN guard.
+#include "transport/tss/sublayer.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "transport/wire/builder.h"
+#include "transport/wire/decode.h"
+
+namespace uet::tss {
+namespace {
+
+using wire::Decoded;
+using wire::FrameBuilder;
+using wire::NextHeader;
+using wire::PdsType;
+using wire::WireError;
+
+constexpr uint32_t kA = 0x0A000001;  // 10.0.0.1
+constexpr uint32_t kB = 0x0A000002;
+
+Key key_n(uint8_t n) {
+  Key k{};
+  for (size_t i = 0; i < k.size(); ++i) k[i] = static_cast<uint8_t>(n * 31 + i);
+  return k;
+}
+
+TssConfig config(Mode mode = Mode::kCluster, bool ssi = false, uint32_t ssi_value = 0) {
+  TssConfig c;
+  c.enabled = true;
+  DomainConfig d;
+  d.sdi = 0x123456;
+  d.mode = mode;
+  d.key[0] = key_n(1);
+  d.installed[0] = true;
+  c.domains.push_back(d);
+  c.tx_sdi = d.sdi;
+  c.send_ssi = ssi;
+  c.ssi = ssi_value;
+  c.replay_window = 64;
+  return c;
+}
+
+std::unique_ptr<Sublayer> make(const TssConfig& c, uint32_t ip) {
+  auto s = Sublayer::create(c, ip);
+  EXPECT_TRUE(s.ok()) << s.status();
+  return s.ok() ? std::move(*s) : nullptr;
+}
+
+// A RUD WRITE request from A to B with `payload` bytes, sealed by `tx`.
+std::vector<uint8_t> sealed_write(Sublayer& tx, uint32_t psn, size_t payload = 200,
+                                  uint32_t src = kA) {
+  std::vector<uint8_t> buf(2048);
+  wire::Encap e;
+  e.src_ip4 = src;
+  e.dst_ip4 = kB;
+  e.sport = 0xC123;
+  FrameBuilder b(buf, e);
+  SealLayout l;
+  l.l3 = wire::Ethernet::kSize;
+  l.l4 = static_cast<uint16_t>(l.l3 + wire::Ipv4::kSize);
+  l.tss = static_cast<uint16_t>(b.transport_offset());
+  b.add_bytes(tx.header_bytes());
+  wire::PdsRudRod* pds = b.add<wire::PdsRudRod>();
+  pds->set_type(PdsType::kRudReq);
+  pds->set_next_hdr(NextHeader::kReqStd);
+  pds->set_psn(psn);
+  pds->set_spdcid(7);
+  pds->set_dpdcid(9);
+  wire::SesStandardRequest* ses = b.add<wire::SesStandardRequest>();
+  ses->set_opcode(wire::SesOpcode::kWrite);
+  ses->set_som(true);
+  ses->set_eom(true);
+  ses->set_request_length(static_cast<uint32_t>(payload));
+  uint8_t* p = b.add_bytes(payload);
+  for (size_t i = 0; i < payload; ++i) p[i] = static_cast<uint8_t>(i * 7);
+  const size_t len = b.size();
+  EXPECT_NE(b.reserve(kTagBytes), nullptr);
+  EXPECT_TRUE(tx.seal(buf.data(), len, l));
+  size_t n = 0;
+  EXPECT_EQ(b.finish(&n), WireError::kOk);
+  buf.resize(n);
+  return buf;
+}
+
+// Opens `frame` at `rx` and decodes the plaintext; the drop reason when it fails.
+struct Opened {
+  bool ok = false;
+  Drop why = Drop::kCount;
+  Decoded d;
+};
+Opened open_at(Sublayer& rx, std::vector<uint8_t>& frame) {
+  Opened o;
+  // A test that flips bytes has broken the UDP checksum: 0 reads "not computed".
+  wire::as<wire::Udp>(frame.data() + 34)->set_checksum(0);
+  EXPECT_EQ(wire::decode_frame(frame, &o.d), WireError::kOk);
+  EXPECT_TRUE(o.d.tss != nullptr || o.d.tss_sp != nullptr);
+  EXPECT_EQ(o.d.pds, nullptr);  // ciphertext is not decoded
+  std::span<uint8_t> plain;
+  o.ok = rx.open(frame.data(), o.d, &plain, &o.why);
+  if (o.ok) {
+    EXPECT_EQ(wire::decode_opened(plain, &o.d), WireError::kOk);
+  }
+  return o;
+}
+
+TEST(Sublayer_Seal, OpensIntactAtThePeerWithExactLengths) {
+  for (Mode m : {Mode::kCluster, Mode::kDirect}) {
+    auto a = make(config(m), kA);
+    auto b = make(config(m), kB);
+    auto f = sealed_write(*a, 1000);
+    // Expect: 12 bytes of header and 16 of tag on the wire, the PDS type hidden.
+    EXPECT_EQ(f.size(), 14u + 20 + 8 + 12 + 12 + 44 + 200 + 16);
+    Opened o = open_at(*b, f);
+    ASSERT_TRUE(o.ok) << drop_name(o.why);
+    ASSERT_NE(o.d.pds_as<wire::PdsRudRod>(), nullptr);
+    EXPECT_EQ(o.d.pds_as<wire::PdsRudRod>()->psn(), 1000u);
+    ASSERT_EQ(o.d.payload.size(), 200u);
+    EXPECT_EQ(o.d.payload[3], 21);
+    EXPECT_EQ(o.d.protocol, wire::Protocol::kUet);
+    EXPECT_EQ(b->counters().opened, 1u);
+  }
+}
+
+TEST(Sublayer_Seal, SsiFormCarriesTheSsiAndOpens) {
+  auto a = make(config(Mode::kCluster, true, 0xABCD0001), kA);
+  auto b = make(config(), kB);
+  auto f = sealed_write(*a, 5);
+  Opened o = open_at(*b, f);
+  ASSERT_TRUE(o.ok) << drop_name(o.why);
+  ASSERT_NE(o.d.tss_sp, nullptr);
+  EXPECT_EQ(o.d.tss_sp->ssi(), 0xABCD0001u);
+}
+
+TEST(Sublayer_Open, DropsAReplayAndCountsIt) {
+  auto a = make(config(), kA);
+  auto b = make(config(), kB);
+  auto f = sealed_write(*a, 1);
+  auto copy = f;
+  ASSERT_TRUE(open_at(*b, f).ok);
+  Opened again = open_at(*b, copy);
+  EXPECT_FALSE(again.ok);
+  EXPECT_EQ(again.why, Drop::kReplay);
+  EXPECT_EQ(b->counters().drops[static_cast<size_t>(Drop::kReplay)], 1u);
+}
+
+TEST(Sublayer_Open, AcceptsReorderedWithinTheWindowAndDropsOlder) {
+  auto a = make(config(), kA);
+  auto b = make(config(), kB);
+  std::vector<std::vector<uint8_t>> f;
+  for (uint32_t i = 0; i < 100; ++i) f.push_back(sealed_write(*a, i, 16));
+  ASSERT_TRUE(open_at(*b, f[99]).ok);
+  ASSERT_TRUE(open_at(*b, f[50]).ok);  // 49 behind, inside a 64-TSC window
+  Opened old = open_at(*b, f[10]);     // 89 behind
+  EXPECT_FALSE(old.ok);
+  EXPECT_EQ(old.why, Drop::kTooOld);
+  ASSERT_TRUE(open_at(*b, f[51]).ok);
+}
+
+TEST(Sublayer_Open, AForgedFrameNeitherPassesNorMovesTheWindow) {
+  auto a = make(config(), kA);
+  auto b = make(config(), kB);
+  auto first = sealed_write(*a, 1);
+  std::vector<std::vector<uint8_t>> later;
+  for (int i = 0; i < 200; ++i) later.push_back(sealed_write(*a, 2 + i, 16));
+  // A frame far ahead with a bad tag: dropped, and the window must not have slid past `first`.
+  auto& far = later.back();
+  far[far.size() - 1] ^= 1;
+  Opened forged = open_at(*b, far);
+  EXPECT_FALSE(forged.ok);
+  EXPECT_EQ(forged.why, Drop::kBadTag);
+  EXPECT_TRUE(open_at(*b, first).ok);
+}
+
+TEST(Sublayer_Open, EveryAuthenticatedByteIsCoveredAndRewritableOnesAreNot) {
+  auto a = make(config(), kA);
+  auto b = make(config(), kB);
+  auto f = sealed_write(*a, 1);
+  const size_t ip = 14;
+  // Authenticated: IP addresses (12..19 of IP), UDP ports, TSS header, ciphertext, tag.
+  std::vector<size_t> covered = {ip + 12, ip + 19, ip + 20, ip + 21, 44, 47, 53, 54, 60, f.size() - 1};
+  for (size_t at : covered) {
+    auto t = sealed_write(*a, 1);
+    t[at] ^= 0x10;
+    Decoded d;
+    // Keep the frame decodable: refresh the IP and UDP checksums the flip broke.
+    wire::DecodeOptions opts;
+    opts.verify_ip_checksum = opts.verify_udp_checksum = false;
+    ASSERT_EQ(wire::decode_frame(t, &d, opts), WireError::kOk) << at;
+    std::span<uint8_t> plain;
+    Drop why = Drop::kCount;
+    EXPECT_FALSE(b->open(t.data(), d, &plain, &why)) << "byte " << at;
+  }
+  // Not authenticated (switches rewrite them, §5.2): DSCP/ECN, TTL.
+  for (size_t at : {ip + 1, ip + 8}) {
+    auto t = sealed_write(*a, 1);
+    t[at] ^= 0x01;
+    Decoded d;
+    wire::DecodeOptions opts;
+    opts.verify_ip_checksum = false;
+    ASSERT_EQ(wire::decode_frame(t, &d, opts), WireError::kOk);
+    std::span<uint8_t> plain;
+    Drop why = Drop::kCount;
+    EXPECT_TRUE(b->open(t.data(), d, &plain, &why)) << "byte " << at << " " << drop_name(why);
+  }
+}
+
+TEST(Sublayer_Open, UnknownDomainAndUninstalledKeyAreDropped) {
+  auto a = make(config(), kA);
+  TssConfig other = config();
+  other.domains[0].sdi = 77;
+  other.tx_sdi = 77;
+  auto c = make(other, kB);
+  auto f = sealed_write(*a, 1);
+  Opened o = open_at(*c, f);
+  EXPECT_FALSE(o.ok);
+  EXPECT_EQ(o.why, Drop::kUnknownSdi);
+}
+
+TEST(Sublayer_Rotate, BothAssociationsOpenDuringTheOverlapAndTheRetiredOneIsDropped) {
+  auto a = make(config(), kA);
+  auto b = make(config(), kB);
+  auto old_frame = sealed_write(*a, 1);
+  // The management entity installs key 2 as AN 1 everywhere, then A switches to it.
+  ASSERT_TRUE(b->install_key(0x123456, 1, key_n(2)).ok());
+  ASSERT_TRUE(a->install_key(0x123456, 1, key_n(2)).ok());
+  ASSERT_TRUE(a->activate(1).ok());
+  EXPECT_EQ(a->tx_counter(), 0u);  // §5.4: the counter starts again under a new key
+  auto new_frame = sealed_write(*a, 2);
+  auto late_old = old_frame;
+  Opened n = open_at(*b, new_frame);
+  ASSERT_TRUE(n.ok) << drop_name(n.why);
+  EXPECT_EQ(n.d.tss->an(), 1u);
+  Opened o = open_at(*b, old_frame);  // AN 0 still accepted in the overlap
+  ASSERT_TRUE(o.ok) << drop_name(o.why);
+  // B cannot retire the association it sends with; once it switched too, it can.
+  EXPECT_FALSE(b->retire(0x123456, 0).ok());
+  ASSERT_TRUE(b->activate(1).ok());
+  ASSERT_TRUE(b->retire(0x123456, 0).ok());
+  auto old2 = late_old;
+  Opened r = open_at(*b, old2);
+  EXPECT_FALSE(r.ok);
+  EXPECT_EQ(r.why, Drop::kNoKey);
+}
+
+TEST(Sublayer_Rotate, RefusesToReuseAKeyThatHasSent) {
+  auto a = make(config(), kA);
+  ASSERT_TRUE(a->install_key(0x123456, 1, key_n(2)).ok());
+  ASSERT_TRUE(a->activate(1).ok());
+  // AN 0's key sent before: going back to it would repeat TSCs under it.
+  absl::Status s = a->activate(0);
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+  EXPECT_EQ(a->install_key(0x123456, 1, key_n(3)).code(), absl::StatusCode::kFailedPrecondition);
+  ASSERT_TRUE(a->install_key(0x123456, 0, key_n(3)).ok());
+  EXPECT_TRUE(a->activate(0).ok());
+}
+
+TEST(Sublayer_Open, StaleEpochIsDropped) {
+  TssConfig old = config();
+  old.domains[0].epoch = 3;
+  auto a = make(old, kA);
+  TssConfig cur = config();
+  cur.domains[0].epoch = 30;
+  auto b = make(cur, kB);
+  auto f = sealed_write(*a, 1);
+  Opened o = open_at(*b, f);
+  EXPECT_FALSE(o.ok);
+  EXPECT_EQ(o.why, Drop::kStaleEpoch);
+}
+
+TEST(Sublayer_Open, SendersBeyondMaxSourcesAreRefusedNotGrownInto) {
+  TssConfig c = config();
+  c.max_sources = 2;
+  auto b = make(c, kB);
+  for (uint32_t i = 0; i < 3; ++i) {
+    auto a = make(config(), kA + 10 + i);
+    auto f = sealed_write(*a, 1, 16, kA + 10 + i);
+    Opened o = open_at(*b, f);
+    EXPECT_EQ(o.ok, i < 2) << i;
+    if (i == 2) {
+      EXPECT_EQ(o.why, Drop::kSourcesFull);
+    }
+  }
+  EXPECT_EQ(b->sources(), 2u);
+}
+
+TEST(Sublayer_Trimmed, HeadersOfATrimmedFrameDecryptWithoutItsTag) {
+  auto a = make(config(), kA);
+  auto b = make(config(), kB);
+  auto f = sealed_write(*a, 4321);
+  // A switch cuts it after 12 + 56 bytes of ciphertext (PDS + SES headers).
+  const size_t keep = 14 + 20 + 8 + 12 + 12 + 44;
+  f.resize(keep);
+  wire::Ipv4* ip = wire::as<wire::Ipv4>(f.data() + 14);
+  ip->set_total_length(static_cast<uint16_t>(keep - 14));
+  wire::as<wire::Udp>(f.data() + 34)->set_length(static_cast<uint16_t>(keep - 34));
+  wire::as<wire::Udp>(f.data() + 34)->set_checksum(0);
+  wire::DecodeOptions opts;
+  opts.verify_ip_checksum = false;
+  Decoded d;
+  ASSERT_EQ(wire::decode_frame(f, &d, opts), WireError::kOk);
+  std::span<uint8_t> plain;
+  Drop why = Drop::kCount;
+  ASSERT_TRUE(b->open_trimmed(f.data(), d, &plain, &why));
+  ASSERT_EQ(wire::decode_opened(plain, &d), WireError::kOk);
+  EXPECT_EQ(d.pds_as<wire::PdsRudRod>()->psn(), 4321u);
+  EXPECT_EQ(b->counters().trimmed_unverified, 1u);
+  EXPECT_EQ(b->sources(), 0u);  // a trimmed frame keeps no state
+}
+
+TEST(Sublayer_StartPsn, ASynBelowTheExpectedStartIsRefused) {
+  auto b = make(config(), kB);
+  EXPECT_TRUE(b->start_psn_ok(kA, 7, 100));
+  b->start_psn_used(kA, 7, 101);
+  EXPECT_FALSE(b->start_psn_ok(kA, 7, 100));
+  EXPECT_TRUE(b->start_psn_ok(kA, 7, 101));
+  EXPECT_TRUE(b->start_psn_ok(kA, 8, 100));  // another PDC of the same sender: its own
+  b->start_psn_used(kA, 7, 50);              // never moves back
+  EXPECT_EQ(b->expected_start_psn(kA, 7, 0), 101u);
+  // Serial arithmetic across the wrap.
+  b->start_psn_used(kA, 7, 0x80000000u + 50);
+  b->start_psn_used(kA, 7, 0xFFFFFFF0u);
+  EXPECT_TRUE(b->start_psn_ok(kA, 7, 5));
+}
+
+TEST(TssConfig_Validate, NamesTheFieldAndItsRange) {
+  TssConfig c = config();
+  c.replay_window = 100;
+  EXPECT_NE(c.validate().message().find("TssConfig.replay_window=100"), std::string::npos);
+  c = config();
+  c.tx_sdi = 5;
+  EXPECT_NE(c.validate().message().find("TssConfig.tx_sdi"), std::string::npos);
+  c = config();
+  c.domains[0].installed[0] = false;
+  EXPECT_FALSE(c.validate().ok());
+  c = config();
+  c.domains[0].sdi = 1 << 24;
+  EXPECT_NE(c.validate().message().find("0..16777215"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace uet::tss

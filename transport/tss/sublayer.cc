@@ -1,0 +1,474 @@
+#include "transport/tss/sublayer.h"
+
+#include <bit>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "transport/wire/net_headers.h"
+#include "transport/wire/uet_headers.h"
+
+namespace uet::tss {
+
+namespace {
+
+absl::Status bad(const char* field, uint64_t value, const char* range) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("TssConfig.", field, "=", value, " is out of range (valid: ", range, ")"));
+}
+
+uint64_t source_key(uint32_t sdi, uint8_t an, uint32_t addr) noexcept {
+  return uint64_t{sdi} << 33 | uint64_t{an} << 32 | addr;
+}
+
+// The TSS header's fields, whichever form (§5.1).
+struct TssFields {
+  uint32_t sdi;
+  uint8_t an;
+  bool sp;
+  uint32_t ssi;
+  uint64_t tsc;
+  size_t size;
+  const uint8_t* raw;
+};
+
+TssFields fields_of(const wire::Decoded& d) noexcept {
+  if (d.tss_sp != nullptr) {
+    const wire::TssSp& h = *d.tss_sp;
+    return {h.sdi(), static_cast<uint8_t>(h.an()), true, h.ssi(), h.tsc(), wire::TssSp::kSize,
+            h.raw};
+  }
+  const wire::Tss& h = *d.tss;
+  return {h.sdi(), static_cast<uint8_t>(h.an()), false, 0, h.tsc(), wire::Tss::kSize, h.raw};
+}
+
+}  // namespace
+
+const char* drop_name(Drop d) noexcept {
+  switch (d) {
+    case Drop::kShort: return "short";
+    case Drop::kUnknownSdi: return "unknown_sdi";
+    case Drop::kNoKey: return "no_key";
+    case Drop::kStaleEpoch: return "stale_epoch";
+    case Drop::kTooOld: return "too_old";
+    case Drop::kReplay: return "replay";
+    case Drop::kBadTag: return "bad_tag";
+    case Drop::kSourcesFull: return "sources_full";
+    case Drop::kCrypto: return "crypto";
+    case Drop::kCount: break;
+  }
+  return "?";
+}
+
+uint64_t Counters::dropped() const noexcept {
+  uint64_t n = 0;
+  for (uint64_t v : drops) n += v;
+  return n;
+}
+
+absl::Status TssConfig::validate() const {
+  if (domains.empty()) {
+    return absl::InvalidArgumentError("TssConfig.domains is empty (need at least the tx_sdi domain)");
+  }
+  bool tx_found = false;
+  for (size_t i = 0; i < domains.size(); ++i) {
+    const DomainConfig& d = domains[i];
+    if (d.sdi > 0xFFFFFF) return bad("domains.sdi", d.sdi, "0..16777215");
+    if (d.mode != Mode::kDirect && d.mode != Mode::kCluster) {
+      return bad("domains.mode", static_cast<uint64_t>(d.mode), "1 (direct) or 2 (cluster)");
+    }
+    if (d.rekey_shift > 47) return bad("domains.rekey_shift", d.rekey_shift, "0..47");
+    if ((d.rekey_mask & ~kCounterMask) != 0) {
+      return bad("domains.rekey_mask", d.rekey_mask, "bits 0..47 only");
+    }
+    if (!d.installed[0] && !d.installed[1]) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("TssConfig.domains[", i, "] (sdi ", d.sdi, ") has no installed key"));
+    }
+    for (size_t j = 0; j < i; ++j) {
+      if (domains[j].sdi == d.sdi) {
+        return absl::InvalidArgumentError(absl::StrCat("TssConfig.domains: sdi ", d.sdi, " twice"));
+      }
+    }
+    if (d.sdi == tx_sdi) {
+      tx_found = true;
+      if (tx_an > 1) return bad("tx_an", tx_an, "0..1");
+      if (!d.installed[tx_an]) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("TssConfig.tx_an=", tx_an, " has no installed key in domain ", tx_sdi));
+      }
+    }
+  }
+  if (!tx_found) return bad("tx_sdi", tx_sdi, "the sdi of one of TssConfig.domains");
+  if (replay_window < 64 || replay_window > 65536 || !std::has_single_bit(replay_window)) {
+    return bad("replay_window", replay_window, "64..65536, a power of 2");
+  }
+  if (max_sources < 1 || max_sources > (1u << 20)) return bad("max_sources", max_sources, "1..1048576");
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<Sublayer>> Sublayer::create(const TssConfig& config,
+                                                           uint32_t local_ip4) {
+  if (absl::Status s = config.validate(); !s.ok()) return s;
+  std::unique_ptr<Sublayer> t(new Sublayer());
+  t->local_ip4_ = local_ip4;
+  t->replay_window_ = config.replay_window;
+  t->max_sources_ = config.max_sources;
+  t->send_ssi_ = config.send_ssi;
+  t->ssi_ = config.ssi;
+  t->header_bytes_ = config.send_ssi ? wire::TssSp::kSize : wire::Tss::kSize;
+  for (const DomainConfig& d : config.domains) {
+    Domain dom;
+    dom.config = d;
+    dom.fresh = d.installed;
+    if (d.sdi == config.tx_sdi) t->tx_domain_ = t->domains_.size();
+    t->domains_.push_back(dom);
+  }
+  t->tx_an_ = config.tx_an;
+  t->domains_[t->tx_domain_].fresh[config.tx_an] = false;
+  return t;
+}
+
+Sublayer::Domain* Sublayer::domain(uint32_t sdi) noexcept {
+  for (Domain& d : domains_) {
+    if (d.config.sdi == sdi) return &d;
+  }
+  return nullptr;
+}
+
+// The packet key for the sending domain at (epoch, rekey): the domain key itself in direct
+// mode, else the KDF over this sender's address or SSI (§5.3). Runs once per rekey interval.
+bool Sublayer::key_tx(uint16_t epoch, uint32_t rekey) noexcept {
+  const DomainConfig& c = domains_[tx_domain_].config;
+  if (c.mode == Mode::kDirect) {
+    tx_mask_ = Iv{};
+    if (!tx_gcm_.set_key(c.key[tx_an_], true)) return false;
+  } else {
+    DerivedKey k;
+    const auto ctx = kdf_context4(epoch, rekey, send_ssi_ ? ssi_ : local_ip4_);
+    if (!kdf(c.key[tx_an_], UET_TSS_LABEL_CLUSTER, ctx, &k) || !tx_gcm_.set_key(k.key, true)) {
+      return false;
+    }
+    tx_mask_ = k.iv_mask;
+    ++counters_.rekeys;
+  }
+  tx_keyed_ = true;
+  tx_epoch_ = epoch;
+  tx_rekey_ = rekey;
+  return true;
+}
+
+// §5.2: AAD = IP source and destination addresses || the 4 bytes after the IP header (the
+// entropy header; over UDP, its two ports [choice]) || the TSS header.
+size_t Sublayer::aad(const wire::Decoded& d, uint8_t* out) const noexcept {
+  size_t n = 0;
+  if (d.ipv4 != nullptr) {
+    std::memcpy(out, d.ipv4->raw + 12, 8);
+    n = 8;
+  } else {
+    std::memcpy(out, d.ipv6->raw + 8, 32);
+    n = 32;
+  }
+  const uint8_t* l4 = d.udp != nullptr ? d.udp->raw : d.entropy->raw;
+  std::memcpy(out + n, l4, 4);
+  n += 4;
+  const TssFields t = fields_of(d);
+  std::memcpy(out + n, t.raw, t.size);
+  return n + t.size;
+}
+
+bool Sublayer::seal(uint8_t* frame, size_t len, const SealLayout& l) noexcept {
+  const DomainConfig& c = domains_[tx_domain_].config;
+  // §5.4: a counter never repeats under one key; at 2^48 - 1 the sender stops until rotated.
+  if (tx_counter_ >= kCounterMask) {
+    ++counters_.seal_failed;
+    return false;
+  }
+  const uint64_t counter = tx_counter_;
+  const uint32_t rekey = static_cast<uint32_t>((counter & c.rekey_mask) >> c.rekey_shift);
+  if ((!tx_keyed_ || tx_epoch_ != c.epoch || tx_rekey_ != rekey) && !key_tx(c.epoch, rekey)) {
+    ++counters_.seal_failed;
+    return false;
+  }
+  const uint64_t tsc = uint64_t{c.epoch} << kCounterBits | counter;
+  uint8_t* h = frame + l.tss;
+  uint32_t word = uint32_t{static_cast<uint8_t>(wire::PdsType::kEnc)} << 27 |
+                  uint32_t{send_ssi_} << 26 | uint32_t{tx_an_} << 24 | c.sdi;
+  auto put32 = [](uint8_t* p, uint32_t v) {
+    for (int i = 0; i < 4; ++i) p[i] = static_cast<uint8_t>(v >> (24 - 8 * i));
+  };
+  put32(h, word);
+  size_t at = 4;
+  if (send_ssi_) {
+    put32(h + 4, ssi_);
+    at = 8;
+  }
+  put32(h + at, static_cast<uint32_t>(tsc >> 32));
+  put32(h + at + 4, static_cast<uint32_t>(tsc));
+  // AAD: the addresses and the 4 bytes after the IP header, then the TSS header (§5.2).
+  uint8_t aad_buf[32 + 4 + 16];
+  size_t n = 0;
+  if (l.ipv6) {
+    std::memcpy(aad_buf, frame + l.l3 + 8, 32);
+    n = 32;
+  } else {
+    std::memcpy(aad_buf, frame + l.l3 + 12, 8);
+    n = 8;
+  }
+  std::memcpy(aad_buf + n, frame + l.l4, 4);
+  n += 4;
+  std::memcpy(aad_buf + n, h, header_bytes_);
+  n += header_bytes_;
+  // §5.2: the IV's first word is the SSI, else the IPv4 source, else (IPv6) the SDI.
+  const uint32_t src = send_ssi_ ? ssi_ : l.ipv6 ? c.sdi : local_ip4_;
+  const Iv iv = packet_iv(src, tsc, tx_mask_);
+  const size_t body = l.tss + header_bytes_;
+  if (!tx_gcm_.seal(iv, std::span<const uint8_t>(aad_buf, n),
+                    std::span<uint8_t>(frame + body, len - body), frame + len)) {
+    ++counters_.seal_failed;
+    return false;
+  }
+  ++tx_counter_;
+  ++counters_.sealed;
+  return true;
+}
+
+bool Sublayer::key_source(Source& s, const Domain& dom, uint8_t an, uint16_t epoch,
+                          uint32_t rekey, uint32_t addr) noexcept {
+  const DomainConfig& c = dom.config;
+  if (c.mode == Mode::kDirect) {
+    s.mask = Iv{};
+    if (!s.gcm.set_key(c.key[an], false)) return false;
+  } else {
+    DerivedKey k;
+    const auto ctx = kdf_context4(epoch, rekey, addr);
+    if (!kdf(c.key[an], UET_TSS_LABEL_CLUSTER, ctx, &k) || !s.gcm.set_key(k.key, false)) {
+      return false;
+    }
+    s.mask = k.iv_mask;
+    ++counters_.rekeys;
+  }
+  s.keyed = true;
+  s.epoch = epoch;
+  s.rekey = rekey;
+  return true;
+}
+
+Sublayer::Source* Sublayer::locate(const wire::Decoded& d, bool create, Iv* iv,
+                                   uint64_t* counter, Drop* why) noexcept {
+  const TssFields t = fields_of(d);
+  Domain* dom = domain(t.sdi);
+  if (dom == nullptr) {
+    *why = fail(Drop::kUnknownSdi);
+    return nullptr;
+  }
+  const DomainConfig& c = dom->config;
+  if (!c.installed[t.an]) {
+    *why = fail(Drop::kNoKey);
+    return nullptr;
+  }
+  const uint16_t epoch = static_cast<uint16_t>(t.tsc >> kCounterBits);
+  // RFC 1982 serial arithmetic: an epoch "older" by less than half the space (§5.4).
+  const uint16_t age = static_cast<uint16_t>(c.epoch - epoch);
+  if (age < 0x8000 && age > c.max_epoch_age) {
+    *why = fail(Drop::kStaleEpoch);
+    return nullptr;
+  }
+  const uint32_t addr = t.sp ? t.ssi : d.ipv4 != nullptr ? d.ipv4->src() : t.sdi;
+  const uint64_t key = source_key(t.sdi, t.an, addr);
+  Source* s = nullptr;
+  if (auto it = source_index_.find(key); it != source_index_.end()) {
+    s = sources_[it->second].get();
+  } else {
+    if (!create) {
+      // A trimmed frame from a sender never heard: its key is still derivable, into a
+      // scratch state that keeps nothing.
+      s = &scratch_;
+      s->keyed = false;
+    } else {
+      if (sources_.size() >= max_sources_) {
+        *why = fail(Drop::kSourcesFull);
+        return nullptr;
+      }
+      source_index_.emplace(key, static_cast<uint32_t>(sources_.size()));
+      sources_.push_back(std::make_unique<Source>());
+      s = sources_.back().get();
+      s->seen.assign(replay_window_ / 64, 0);
+    }
+  }
+  *counter = t.tsc & kCounterMask;
+  const uint32_t rekey = static_cast<uint32_t>((*counter & c.rekey_mask) >> c.rekey_shift);
+  if ((!s->keyed || s->epoch != epoch || s->rekey != rekey) &&
+      !key_source(*s, *dom, t.an, epoch, rekey, addr)) {
+    *why = fail(Drop::kCrypto);
+    return nullptr;
+  }
+  const uint32_t iv_src = t.sp ? t.ssi : d.ipv4 != nullptr ? d.ipv4->src() : t.sdi;
+  *iv = packet_iv(iv_src, t.tsc, s->mask);
+  return s;
+}
+
+bool Sublayer::open(uint8_t* frame, const wire::Decoded& d, std::span<uint8_t>* plain,
+                    Drop* why) noexcept {
+  if (d.sealed.size() < wire::PdsPrologue::kSize + kTagBytes) {
+    *why = fail(Drop::kShort);
+    return false;
+  }
+  Iv iv;
+  uint64_t counter = 0;
+  Source* s = locate(d, true, &iv, &counter, why);
+  if (s == nullptr) return false;
+  // The replay window is checked before and moved only after the tag matched, so a forged
+  // frame can neither pass nor shift it.
+  const uint64_t w = replay_window_;
+  if (s->top > 0 && counter < s->top) {
+    if (s->top - counter > w - 1) {
+      *why = fail(Drop::kTooOld);
+      return false;
+    }
+    if ((s->seen[(counter % w) / 64] >> (counter % 64) & 1) != 0) {
+      *why = fail(Drop::kReplay);
+      return false;
+    }
+  }
+  uint8_t aad_buf[32 + 4 + 16];
+  const size_t n = aad(d, aad_buf);
+  const size_t off = static_cast<size_t>(d.sealed.data() - frame);
+  const size_t body = d.sealed.size() - kTagBytes;
+  uint8_t* data = frame + off;
+  if (!s->gcm.open(iv, std::span<const uint8_t>(aad_buf, n), std::span<uint8_t>(data, body),
+                   data + body)) {
+    *why = fail(Drop::kBadTag);
+    return false;
+  }
+  if (counter >= s->top) {
+    // Slide: clear the bits of the counters skipped between top and this one.
+    const uint64_t gap = counter + 1 - s->top;
+    if (s->top == 0 || gap >= w) {
+      std::fill(s->seen.begin(), s->seen.end(), 0);
+    } else {
+      for (uint64_t c = s->top; c < counter; ++c) {
+        s->seen[(c % w) / 64] &= ~(uint64_t{1} << (c % 64));
+      }
+    }
+    s->top = counter + 1;
+  }
+  s->seen[(counter % w) / 64] |= uint64_t{1} << (counter % 64);
+  ++counters_.opened;
+  *plain = std::span<uint8_t>(data, body);
+  return true;
+}
+
+bool Sublayer::open_trimmed(uint8_t* frame, const wire::Decoded& d, std::span<uint8_t>* plain,
+                            Drop* why) noexcept {
+  Iv iv;
+  uint64_t counter = 0;
+  Source* s = locate(d, false, &iv, &counter, why);
+  if (s == nullptr) return false;
+  uint8_t* data = frame + (d.sealed.data() - frame);
+  if (!s->gcm.decrypt_unverified(iv, std::span<uint8_t>(data, d.sealed.size()))) {
+    *why = fail(Drop::kCrypto);
+    return false;
+  }
+  ++counters_.trimmed_unverified;
+  *plain = std::span<uint8_t>(data, d.sealed.size());
+  return true;
+}
+
+bool Sublayer::start_psn_ok(uint32_t source, uint16_t spdcid, uint32_t start) const noexcept {
+  auto it = start_psn_.find(uint64_t{source} << 16 | spdcid);
+  return it == start_psn_.end() || static_cast<int32_t>(start - it->second) >= 0;
+}
+
+void Sublayer::start_psn_used(uint32_t source, uint16_t spdcid, uint32_t next) noexcept {
+  auto [it, added] = start_psn_.try_emplace(uint64_t{source} << 16 | spdcid, next);
+  if (!added && static_cast<int32_t>(next - it->second) > 0) it->second = next;
+}
+
+uint32_t Sublayer::expected_start_psn(uint32_t source, uint16_t spdcid,
+                                      uint32_t fallback) const noexcept {
+  auto it = start_psn_.find(uint64_t{source} << 16 | spdcid);
+  return it == start_psn_.end() ? fallback : it->second;
+}
+
+uint32_t Sublayer::initiator_start_psn(uint32_t peer, uint32_t fallback) const noexcept {
+  auto it = next_start_.find(peer);
+  return it == next_start_.end() ? fallback : it->second;
+}
+
+void Sublayer::initiator_next_start(uint32_t peer, uint32_t next) noexcept {
+  auto [it, added] = next_start_.try_emplace(peer, next);
+  if (!added && static_cast<int32_t>(next - it->second) > 0) it->second = next;
+}
+
+absl::Status Sublayer::install_key(uint32_t sdi, uint8_t an, const Key& key) {
+  if (an > 1) return absl::InvalidArgumentError(absl::StrCat("install_key: an=", an, " (valid: 0..1)"));
+  Domain* d = domain(sdi);
+  if (d == nullptr) return absl::NotFoundError(absl::StrCat("install_key: no domain with sdi ", sdi));
+  if (&domains_[tx_domain_] == d && an == tx_an_) {
+    return absl::FailedPreconditionError(
+        "install_key: that association is sending; activate the other one first");
+  }
+  d->config.key[an] = key;
+  d->config.installed[an] = true;
+  d->fresh[an] = true;
+  // A new key starts every sender's counter again: forget their windows.
+  for (auto it = source_index_.begin(); it != source_index_.end(); ++it) {
+    if ((it->first >> 32) == (uint64_t{sdi} << 1 | an)) {
+      Source& s = *sources_[it->second];
+      s.keyed = false;
+      s.top = 0;
+      std::fill(s.seen.begin(), s.seen.end(), 0);
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Sublayer::activate(uint8_t an) {
+  if (an > 1) return absl::InvalidArgumentError(absl::StrCat("activate: an=", an, " (valid: 0..1)"));
+  if (an == tx_an_) return absl::OkStatus();
+  Domain& d = domains_[tx_domain_];
+  // §5.4: the counter restarts at 0, so the key must never have sent before.
+  if (!d.fresh[an]) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "activate: association ", an, " has no fresh key (install_key a new one first)"));
+  }
+  d.fresh[an] = false;
+  tx_an_ = an;
+  tx_counter_ = 0;
+  tx_keyed_ = false;
+  return absl::OkStatus();
+}
+
+absl::Status Sublayer::retire(uint32_t sdi, uint8_t an) {
+  if (an > 1) return absl::InvalidArgumentError(absl::StrCat("retire: an=", an, " (valid: 0..1)"));
+  Domain* d = domain(sdi);
+  if (d == nullptr) return absl::NotFoundError(absl::StrCat("retire: no domain with sdi ", sdi));
+  if (d == &domains_[tx_domain_] && an == tx_an_) {
+    return absl::FailedPreconditionError("retire: that association is sending");
+  }
+  d->config.installed[an] = false;
+  d->config.key[an] = Key{};
+  d->fresh[an] = false;
+  return absl::OkStatus();
+}
+
+absl::Status Sublayer::resume_counter(uint64_t counter) {
+  if (counter > kCounterMask || counter < tx_counter_) {
+    return absl::InvalidArgumentError(absl::StrCat("resume_counter: ", counter, " (valid: ",
+                                                   tx_counter_, "..", kCounterMask, ")"));
+  }
+  tx_counter_ = counter;
+  return absl::OkStatus();
+}
+
+size_t Sublayer::memory_bytes() const noexcept {
+  // An OpenSSL GCM context is about 1 KiB (key schedule, GHASH table).
+  constexpr size_t kGcmBytes = 1024;
+  size_t n = sizeof(*this) + domains_.capacity() * sizeof(Domain) + kGcmBytes;
+  n += sources_.capacity() * sizeof(void*) + source_index_.capacity() * 16;
+  n += sources_.size() * (sizeof(Source) + kGcmBytes + replay_window_ / 8);
+  n += start_psn_.capacity() * 16 + next_start_.capacity() * 12;
+  return n;
+}
+
+}  // namespace uet::tss

@@ -1,0 +1,208 @@
+// The Transport Security Sublayer of one endpoint (spec/uet.md §5): secure domains, sealing
+// every frame it sends, opening every sealed frame it receives, the per-source replay window
+// and the start-PSN guard of secure PDC establishment.
+//
+// Ownership and bounds: one Sublayer per endpoint, driven by the endpoint's thread only. Key
+// material lives in `domains_` (a few per endpoint) and is never logged or printed. Receive
+// state is one Source per (domain, association, sender), at most TssConfig::max_sources, each
+// an OpenSSL context (~1 KiB) and a replay bitmap; a new sender beyond the bound is refused
+// and counted, never grown into. The data path allocates only while that table grows.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "transport/tss/crypto.h"
+#include "transport/wire/decode.h"
+
+namespace uet::tss {
+
+inline constexpr int kCounterBits = UET_TSS_COUNTER_BITS;
+inline constexpr uint64_t kCounterMask = (uint64_t{1} << kCounterBits) - 1;
+
+// §5.3: direct uses the domain key as the packet key; cluster derives a packet key per
+// sender (and epoch and rekey interval) with label "U1".
+enum class Mode : uint8_t { kDirect = 1, kCluster = 2 };
+
+struct DomainConfig {
+  uint32_t sdi = 1;  // 24 bits (§5.1)
+  Mode mode = Mode::kCluster;
+  // One secure domain key per association number (AN, §5.4); only installed ones are used.
+  std::array<Key, 2> key{};
+  std::array<bool, 2> installed{};
+  // §5.3: rekey = (counter & rekey_mask) >> rekey_shift enters the KDF, so the packet key
+  // changes every 2^shift packets without a word on the wire. The default is the spec's
+  // example (a new key every 2^32 packets).
+  uint64_t rekey_mask = 0x0000FFFF00000000;
+  uint8_t rekey_shift = 32;
+  uint16_t epoch = 0;          // TSC bits 63..48 this endpoint sends (§5.1)
+  uint16_t max_epoch_age = 16;  // received epochs older than epoch - this are dropped
+};
+
+struct TssConfig {
+  bool enabled = false;
+  std::vector<DomainConfig> domains;  // every domain this endpoint may receive in
+  uint32_t tx_sdi = 1;                // the domain it sends in (must be among domains)
+  uint8_t tx_an = 0;                  // ... with this association's key (installed)
+  bool send_ssi = false;              // SP = 1: a 32-bit SSI names the sender (§5.1)
+  uint32_t ssi = 0;
+  uint32_t replay_window = 1024;  // TSCs remembered per sender, 64..65536, a power of 2
+  uint32_t max_sources = 4096;    // senders tracked at once, 1..1048576
+  // Refuses bad values with a message naming TssConfig.FIELD and its range.
+  absl::Status validate() const;
+};
+
+// Why a sealed frame was not delivered (always-on counters, one per reason).
+#define UET_TSS_DROPS(X)                                                        \
+  X(kShort, "shorter than a TSS header and a tag")                             \
+  X(kUnknownSdi, "secure domain not configured")                               \
+  X(kNoKey, "association number has no installed key (retired or not yet)")    \
+  X(kStaleEpoch, "epoch older than the domain's allowed age")                   \
+  X(kTooOld, "TSC below the sender's replay window")                           \
+  X(kReplay, "TSC already received from this sender")                           \
+  X(kBadTag, "authentication tag does not match")                               \
+  X(kSourcesFull, "receive state for another sender would exceed max_sources")  \
+  X(kCrypto, "OpenSSL failed")
+
+enum class Drop : uint8_t {
+#define UET_TSS_DROP_ENUM(k, why) k,
+  UET_TSS_DROPS(UET_TSS_DROP_ENUM)
+#undef UET_TSS_DROP_ENUM
+      kCount
+};
+const char* drop_name(Drop d) noexcept;  // "kBadTag" -> "bad_tag"
+
+struct Counters {
+  uint64_t sealed = 0;            // frames sent sealed
+  uint64_t seal_failed = 0;       // ... not sent: counter exhausted or OpenSSL failed
+  uint64_t opened = 0;            // sealed frames authenticated and decrypted
+  uint64_t trimmed_unverified = 0;  // trimmed sealed frames read without a tag (§5.5)
+  uint64_t rekeys = 0;              // packet keys derived (KDF runs)
+  std::array<uint64_t, static_cast<size_t>(Drop::kCount)> drops{};
+  uint64_t dropped() const noexcept;
+};
+
+// Where the parts of a frame being sealed are (offsets from the frame's first byte).
+struct SealLayout {
+  uint16_t l3 = 0;      // IP header
+  bool ipv6 = false;
+  uint16_t l4 = 0;      // UDP header, or the entropy header of the IP-only form
+  bool ip_only = false;
+  uint16_t tss = 0;     // TSS header (reserved by the builder, written by seal())
+};
+
+class Sublayer {
+ public:
+  static absl::StatusOr<std::unique_ptr<Sublayer>> create(const TssConfig& config,
+                                                          uint32_t local_ip4);
+
+  // Bytes a sealed frame carries beyond the plain one: header and tag.
+  size_t header_bytes() const noexcept { return header_bytes_; }
+  size_t overhead() const noexcept { return header_bytes_ + kTagBytes; }
+
+  // Writes the TSS header at l.tss with the next TSC, encrypts [l.tss + header, len) in
+  // place and writes the tag at frame + len (the caller reserved kTagBytes there). False if
+  // the counter is exhausted (2^48 packets under one key: rotate) or OpenSSL failed.
+  bool seal(uint8_t* frame, size_t len, const SealLayout& l) noexcept;
+
+  // Opens the sealed frame `d` decoded (d.tss or d.tss_sp set, d.sealed its ciphertext and
+  // tag, inside `frame`): checks domain, key, epoch and replay window, authenticates and
+  // decrypts in place. On success *plain is the PDS header onward without the tag, for
+  // wire::decode_opened(). On failure the reason is counted and returned.
+  bool open(uint8_t* frame, const wire::Decoded& d, std::span<uint8_t>* plain,
+            Drop* why) noexcept;
+  // A trimmed sealed frame has lost its tag: decrypts its prefix without authenticating it
+  // (§5.5), for a NACK and nothing else. No replay state changes.
+  bool open_trimmed(uint8_t* frame, const wire::Decoded& d, std::span<uint8_t>* plain,
+                    Drop* why) noexcept;
+
+  // §5.6 secure PDC establishment (0-RTT): a SYN from `source`'s PDC `spdcid` may start a
+  // PDC only at or above the PSN expected of that PDC id; a PDC that ends moves the
+  // expectation to the PSN after its last, so a replayed SYN of a closed PDC is refused.
+  // (Per PDC id, not per source: an older PDC of the same source may still be opening.)
+  bool start_psn_ok(uint32_t source, uint16_t spdcid, uint32_t start) const noexcept;
+  void start_psn_used(uint32_t source, uint16_t spdcid, uint32_t next) noexcept;
+  uint32_t expected_start_psn(uint32_t source, uint16_t spdcid, uint32_t fallback) const noexcept;
+  // The initiator's side of the same rule: where its next PDC to `peer` starts (after the
+  // last PSN of its previous one, or where a NACK NEW_START_PSN said), else `fallback`.
+  uint32_t initiator_start_psn(uint32_t peer, uint32_t fallback) const noexcept;
+  void initiator_next_start(uint32_t peer, uint32_t next) noexcept;
+
+  // Key rotation (§5.4). Install a fresh key for `an` in domain `sdi` (receivers accept it
+  // at once; the receive state of that association is reset), switch sending to it (the
+  // TSC counter starts again at 0), retire an association (its frames are dropped).
+  absl::Status install_key(uint32_t sdi, uint8_t an, const Key& key);
+  absl::Status activate(uint8_t an);
+  absl::Status retire(uint32_t sdi, uint8_t an);
+
+  // A restarted sender continues its counter where the key left off (persisted outside);
+  // going back would repeat IVs under one key and is refused.
+  absl::Status resume_counter(uint64_t counter);
+
+  uint8_t tx_an() const noexcept { return tx_an_; }
+  uint64_t tx_counter() const noexcept { return tx_counter_; }
+  const Counters& counters() const noexcept { return counters_; }
+  size_t sources() const noexcept { return sources_.size(); }
+  size_t memory_bytes() const noexcept;
+
+ private:
+  struct Domain {
+    DomainConfig config;
+    std::array<bool, 2> fresh{};  // installed and never sent with: activate() may use it
+  };
+  // Receive state of one sender in one association of one domain.
+  struct Source {
+    Gcm gcm;
+    bool keyed = false;
+    uint16_t epoch = 0;
+    uint32_t rekey = 0;
+    Iv mask{};
+    uint64_t top = 0;  // highest counter accepted + 1 (0: none yet)
+    std::vector<uint64_t> seen;  // replay bitmap, bit (counter % window)
+  };
+
+  Sublayer() = default;
+  Domain* domain(uint32_t sdi) noexcept;
+  bool key_tx(uint16_t epoch, uint32_t rekey) noexcept;
+  bool key_source(Source& s, const Domain& dom, uint8_t an, uint16_t epoch, uint32_t rekey,
+                  uint32_t addr) noexcept;
+  // Finds the sealed frame's domain, source state and IV, checking everything but the tag.
+  Source* locate(const wire::Decoded& d, bool create, Iv* iv, uint64_t* counter,
+                 Drop* why) noexcept;
+  size_t aad(const wire::Decoded& d, uint8_t* out) const noexcept;
+  Drop fail(Drop d) noexcept {
+    ++counters_.drops[static_cast<size_t>(d)];
+    return d;
+  }
+
+  uint32_t local_ip4_ = 0;
+  uint32_t replay_window_ = 1024;
+  uint32_t max_sources_ = 4096;
+  bool send_ssi_ = false;
+  uint32_t ssi_ = 0;
+  size_t header_bytes_ = 12;
+  std::vector<Domain> domains_;
+  size_t tx_domain_ = 0;
+  uint8_t tx_an_ = 0;
+  uint64_t tx_counter_ = 0;
+  Gcm tx_gcm_;
+  bool tx_keyed_ = false;
+  uint16_t tx_epoch_ = 0;
+  uint32_t tx_rekey_ = 0;
+  Iv tx_mask_{};
+  absl::flat_hash_map<uint64_t, uint32_t> source_index_;  // (sdi, an, addr) -> sources_
+  std::vector<std::unique_ptr<Source>> sources_;
+  Source scratch_;  // a trimmed frame's key when its sender has no state (open_trimmed)
+  absl::flat_hash_map<uint64_t, uint32_t> start_psn_;  // (source, spdcid) -> expected start
+  absl::flat_hash_map<uint32_t, uint32_t> next_start_;  // peer -> our next start PSN
+  Counters counters_;
+};
+
+}  // namespace uet::tss
