@@ -261,8 +261,10 @@ static void pds_details(tvbuff_t *tvb, packet_info *pinfo, guint64 type, const u
 
 /* ------------------------------------------------------------------ SES §4 */
 typedef struct {
-  gboolean has_tss;
+  gboolean sealed;       /* the PDS header and what follows came out of a TSS (§5) */
+  gboolean unverified;   /* ... decrypted without a tag to check (§5.5) */
   gboolean trimmed_dscp; /* the IP header carries the trimmed code point (§3.14) */
+  gboolean has_pds;      /* a PDS header was dissected (of type pds_type) */
   guint64 pds_type;
 } ses_ctx;
 
@@ -273,7 +275,7 @@ static void check_payload_length(tvbuff_t *tvb, packet_info *pinfo, proto_tree *
   const guint64 want = uetref_get(ses, UETREF_N_payload_length);
   gint have = tvb_reported_length_remaining(tvb, offset);
   if (have < 0) have = 0;
-  if (cx->has_tss || (guint64)have == want) return; /* §5: a TSS trailer may follow */
+  if ((guint64)have == want) return; /* §6 rules 10, 11: an opened frame's tag is not here */
   proto_item *it = uetref_item(ses, UETREF_N_payload_length);
   if ((guint64)have < want && (cx->trimmed_dscp || have == 0)) {
     proto_item *ti = proto_tree_add_boolean(ut, hf_trimmed, tvb, 0, 0, TRUE);
@@ -363,6 +365,98 @@ static int dissect_ses_response(tvbuff_t *tvb, packet_info *pinfo, proto_tree *u
 }
 
 /* ------------------------------------------------------------------- §2.3 */
+/* §3.2-§4: the PDS header at `offset`, its SES header and the payload, in a clear frame or in
+ * the plaintext of an opened one. Returns the offset after the last header, or -1 when a
+ * header did not fit. */
+static int dissect_pds(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, proto_tree *ut,
+                       int offset, guint64 type, ses_ctx *cx, uetref_pkt *pkt) {
+  /* §3.2: the type selects the header (ENC names none: after a TSS header it is refused). */
+  const uetref_hdr ph = pds_header(type);
+  if (ph == UETREF_H_COUNT) {
+    uetref_hdr_vals pro;
+    uetref_add_header(tvb, pinfo, ut, offset, UETREF_H_pds_prologue, &pro);
+    if (type == UETREF_PDS_kEnc)
+      expert_add_info(pinfo, uetref_item(&pro, UETREF_N_type), &ei_enc_after_tss);
+    else
+      expert_add_info_format(pinfo, uetref_item(&pro, UETREF_N_type), &ei_unknown_pds_type,
+                             "PDS type %" PRIu64 " names no PDS header (spec/uet.md §6 rule 3)",
+                             type);
+    col_add_fstr(pinfo->cinfo, COL_INFO, "Unknown PDS type %" PRIu64, type);
+    add_data(tvb, pinfo, tree, offset);
+    return -1;
+  }
+  uetref_hdr_vals pds;
+  if (!uetref_add_header(tvb, pinfo, ut, offset, ph, &pds)) {
+    col_add_fstr(pinfo->cinfo, COL_INFO, "%s [truncated]", val_name(type, uetref_vs_pds_type));
+    return -1;
+  }
+  offset += (int)uetref_headers[ph].size;
+  pds_details(tvb, pinfo, type, &pds, pkt);
+  cx->has_pds = TRUE;
+  cx->pds_type = type;
+
+  /* §3.13, §6 rule 4: the SES header; a CTRL packet has none. */
+  if (uetref_has(ph, UETREF_N_next_hdr)) {
+    const guint64 nh = uetref_get(&pds, UETREF_N_next_hdr);
+    const uetref_hdr sh = ses_header(nh);
+    if (nh != UETREF_NH_kNone && sh == UETREF_H_COUNT) {
+      expert_add_info_format(pinfo, uetref_item(&pds, UETREF_N_next_hdr), &ei_bad_next_hdr,
+                             "Next header %" PRIu64 " names no SES header (spec/uet.md §6 rule 4)",
+                             nh);
+    } else if (sh != UETREF_H_COUNT) {
+      if (is_request_type(type) != is_request_ses(nh))
+        expert_add_info_format(
+            pinfo, uetref_item(&pds, UETREF_N_next_hdr), &ei_bad_next_hdr,
+            "A %s carries a %s: requests carry request headers, responses response headers "
+            "(spec/uet.md §6 rule 4)",
+            val_name(type, uetref_vs_pds_type), uetref_headers[sh].title);
+      offset = is_request_ses(nh) ? dissect_ses_request(tvb, pinfo, ut, offset, sh, cx)
+                                  : dissect_ses_response(tvb, pinfo, ut, offset, sh, cx);
+      if (offset < 0) return -1;
+    } else if (cx->trimmed_dscp && is_pdc_request_type(type)) {
+      proto_item *tti = proto_tree_add_boolean(ut, hf_trimmed, tvb, 0, 0, TRUE);
+      proto_item_set_generated(tti);
+      expert_add_info_format(pinfo, pds.item, &ei_trimmed,
+                             "Trimmed request: trimmed DSCP %u (spec/uet.md §3.14)",
+                             pref_trim_dscp);
+    }
+  }
+
+  gint left = tvb_reported_length_remaining(tvb, offset);
+  add_generated_uint(ut, hf_payload_len, tvb, left > 0 ? (guint32)left : 0);
+  add_data(tvb, pinfo, tree, offset);
+  return offset;
+}
+
+/* §5: the TSS header at `offset` and what it seals. Returns the plaintext to go on with (the
+ * PDS header at 0), or NULL when the frame stays sealed (no key, bad tag, too short); the info
+ * column then says why. */
+static tvbuff_t *dissect_tss(tvbuff_t *tvb, packet_info *pinfo, proto_tree *ut, proto_item *ti,
+                             int offset, gboolean ip_only, ses_ctx *cx) {
+  guint64 sp = 0;
+  uetref_hdr th = UETREF_H_tss;
+  if (uetref_peek(tvb, offset, UETREF_H_tss, UETREF_N_sp, &sp) && sp) th = UETREF_H_tss_sp;
+  uetref_hdr_vals tss;
+  if (!uetref_add_header(tvb, pinfo, ut, offset, th, &tss)) {
+    col_set_str(pinfo->cinfo, COL_INFO, "Truncated TSS header");
+    return NULL;
+  }
+  expert_add_info(pinfo, ti, &ei_tss);
+  uetref_tss_result r;
+  tvbuff_t *plain = uetref_tss_open(tvb, pinfo, &tss, ip_only, cx->trimmed_dscp, &r);
+  cx->sealed = TRUE;
+  cx->unverified = r == UETREF_TSS_UNVERIFIED;
+  if (!plain)
+    col_add_fstr(pinfo->cinfo, COL_INFO,
+                 "Sealed SDI=%" PRIu64 " AN=%" PRIu64 " TSC=0x%016" PRIx64 " [%s]",
+                 uetref_get(&tss, UETREF_N_sdi), uetref_get(&tss, UETREF_N_an),
+                 uetref_get(&tss, UETREF_N_tsc),
+                 r == UETREF_TSS_NO_KEY    ? "no key"
+                 : r == UETREF_TSS_BAD_TAG ? "BAD TAG"
+                                           : "not decrypted");
+  return plain;
+}
+
 static int dissect_uet_common(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree,
                               gboolean ip_only) {
   col_set_str(pinfo->cinfo, COL_PROTOCOL, UETREF_PROTO_SHORT);
@@ -378,6 +472,7 @@ static int dissect_uet_common(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tre
   uetref_ip_header ip;
   const gboolean have_ip =
       uetref_find_ip_header(tvb, pinfo, ip_only ? 0 : 8, ip_only ? -1 : IP_PROTO_UDP, &ip);
+  if (have_ip && ip.dscp == pref_trim_dscp) cx.trimmed_dscp = TRUE;
 
   /* §2.1: the EV is the UDP source port; §2.2: or the entropy header. */
   if (ip_only) {
@@ -393,96 +488,38 @@ static int dissect_uet_common(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tre
   }
   add_generated_uint(ut, hf_ev, tvb, pkt.ev);
 
-  /* §5: a TSS header first when the leading type is ENC. */
+  /* §5: a TSS header first when the leading type is ENC; the PDS header is in its plaintext. */
   guint64 type = 0;
   if (!uetref_peek(tvb, offset, UETREF_H_pds_prologue, UETREF_N_type, &type)) {
     uetref_add_header(tvb, pinfo, ut, offset, UETREF_H_pds_prologue, NULL);
     col_set_str(pinfo->cinfo, COL_INFO, "Truncated PDS header");
     return tvb_captured_length(tvb);
   }
+  tvbuff_t *body = tvb; /* where the PDS header is: the frame, or a sealed frame's plaintext */
   if (type == UETREF_PDS_kEnc) {
-    guint64 sp = 0;
-    uetref_hdr th = UETREF_H_tss;
-    if (uetref_peek(tvb, offset, UETREF_H_tss, UETREF_N_sp, &sp) && sp) th = UETREF_H_tss_sp;
-    if (!uetref_add_header(tvb, pinfo, ut, offset, th, NULL)) {
-      col_set_str(pinfo->cinfo, COL_INFO, "Truncated TSS header");
-      return tvb_captured_length(tvb);
-    }
-    expert_add_info(pinfo, ti, &ei_tss);
-    offset += (int)uetref_headers[th].size;
-    cx.has_tss = TRUE;
-    if (!uetref_peek(tvb, offset, UETREF_H_pds_prologue, UETREF_N_type, &type)) {
-      uetref_add_header(tvb, pinfo, ut, offset, UETREF_H_pds_prologue, NULL);
+    body = dissect_tss(tvb, pinfo, ut, ti, offset, ip_only, &cx);
+    offset = 0;
+    if (body && !uetref_peek(body, offset, UETREF_H_pds_prologue, UETREF_N_type, &type)) {
+      uetref_add_header(body, pinfo, ut, offset, UETREF_H_pds_prologue, NULL);
       col_set_str(pinfo->cinfo, COL_INFO, "Truncated PDS header after TSS");
       return tvb_captured_length(tvb);
     }
   }
 
-  /* §3.2: the type selects the header (ENC names none: after a TSS header it is refused). */
-  const uetref_hdr ph = pds_header(type);
-  if (ph == UETREF_H_COUNT) {
-    uetref_hdr_vals pro;
-    uetref_add_header(tvb, pinfo, ut, offset, UETREF_H_pds_prologue, &pro);
-    if (type == UETREF_PDS_kEnc)
-      expert_add_info(pinfo, uetref_item(&pro, UETREF_N_type), &ei_enc_after_tss);
-    else
-      expert_add_info_format(pinfo, uetref_item(&pro, UETREF_N_type), &ei_unknown_pds_type,
-                             "PDS type %" PRIu64 " names no PDS header (spec/uet.md §6 rule 3)",
-                             type);
-    col_add_fstr(pinfo->cinfo, COL_INFO, "Unknown PDS type %" PRIu64, type);
-    add_data(tvb, pinfo, tree, offset);
-    return tvb_captured_length(tvb);
-  }
-  uetref_hdr_vals pds;
-  if (!uetref_add_header(tvb, pinfo, ut, offset, ph, &pds)) {
-    col_add_fstr(pinfo->cinfo, COL_INFO, "%s [truncated]", val_name(type, uetref_vs_pds_type));
-    return tvb_captured_length(tvb);
-  }
-  offset += (int)uetref_headers[ph].size;
-  pds_details(tvb, pinfo, type, &pds, &pkt);
-
-  if (have_ip && ip.dscp == pref_trim_dscp) cx.trimmed_dscp = TRUE;
-  cx.pds_type = type;
-
-  /* §3.13, §6 rule 4: the SES header; a CTRL packet has none. */
-  gboolean ok = TRUE;
-  if (uetref_has(ph, UETREF_N_next_hdr)) {
-    const guint64 nh = uetref_get(&pds, UETREF_N_next_hdr);
-    const uetref_hdr sh = ses_header(nh);
-    if (nh != UETREF_NH_kNone && sh == UETREF_H_COUNT) {
-      expert_add_info_format(pinfo, uetref_item(&pds, UETREF_N_next_hdr), &ei_bad_next_hdr,
-                             "Next header %" PRIu64 " names no SES header (spec/uet.md §6 rule 4)",
-                             nh);
-    } else if (sh != UETREF_H_COUNT) {
-      if (is_request_type(type) != is_request_ses(nh))
-        expert_add_info_format(
-            pinfo, uetref_item(&pds, UETREF_N_next_hdr), &ei_bad_next_hdr,
-            "A %s carries a %s: requests carry request headers, responses response headers "
-            "(spec/uet.md §6 rule 4)",
-            val_name(type, uetref_vs_pds_type), uetref_headers[sh].title);
-      const int next = is_request_ses(nh) ? dissect_ses_request(tvb, pinfo, ut, offset, sh, &cx)
-                                          : dissect_ses_response(tvb, pinfo, ut, offset, sh, &cx);
-      ok = next >= 0;
-      if (ok) offset = next;
-    } else if (cx.trimmed_dscp && is_pdc_request_type(type)) {
-      proto_item *tti = proto_tree_add_boolean(ut, hf_trimmed, tvb, 0, 0, TRUE);
-      proto_item_set_generated(tti);
-      expert_add_info_format(pinfo, pds.item, &ei_trimmed,
-                             "Trimmed request: trimmed DSCP %u (spec/uet.md §3.14)",
-                             pref_trim_dscp);
-    }
-  }
-
-  if (ok) {
-    gint left = tvb_reported_length_remaining(tvb, offset);
-    add_generated_uint(ut, hf_payload_len, tvb, left > 0 ? (guint32)left : 0);
-    add_data(tvb, pinfo, tree, offset);
-  }
-  proto_item_set_len(ti, ok ? offset : (gint)tvb_captured_length(tvb));
   uetref_tap_info *tap = wmem_new0(pinfo->pool, uetref_tap_info);
-  tap->pds_type = pkt.pds_type;
   tap->ev = pkt.ev;
-  if (pkt.has_pdc) uetref_pdc_analyse(tvb, pinfo, ut, &pkt, &tap->pdc);
+  if (!body) { /* still sealed: counted as ENC */
+    tap->pds_type = UETREF_PDS_kEnc;
+    tap_queue_packet(uetref_tap, pinfo, tap);
+    return tvb_captured_length(tvb);
+  }
+  const int end = dissect_pds(body, pinfo, tree, ut, offset, type, &cx, &pkt);
+  if (cx.sealed)
+    col_append_str(pinfo->cinfo, COL_INFO, cx.unverified ? " [sealed, UNVERIFIED]" : " [sealed]");
+  if (!cx.has_pds) return tvb_captured_length(tvb);
+  proto_item_set_len(ti, end >= 0 && !cx.sealed ? end : (gint)tvb_captured_length(tvb));
+  tap->pds_type = pkt.pds_type;
+  if (pkt.has_pdc) uetref_pdc_analyse(body, pinfo, ut, &pkt, &tap->pdc);
   tap_queue_packet(uetref_tap, pinfo, tap);
   return tvb_captured_length(tvb);
 }
@@ -543,8 +580,7 @@ void proto_register_uetref(void) {
         "PDS type ENC after a TSS header (spec/uet.md §6 rule 3)", EXPFILL}},
       {&ei_tss,
        {"uetref.expert.tss", PI_SECURITY, PI_NOTE,
-        "TSS header: what follows the PDS header may be encrypted; shown in clear (spec/uet.md §5)",
-        EXPFILL}},
+        "TSS header: a sealed frame, AES-256-GCM (spec/uet.md §5)", EXPFILL}},
       {&ei_bad_next_hdr,
        {"uetref.expert.bad_next_hdr", PI_PROTOCOL, PI_WARN,
         "Next header not allowed here (spec/uet.md §6 rule 4)", EXPFILL}},
@@ -586,11 +622,12 @@ void proto_register_uetref(void) {
   uetref_pdc_register(proto_uetref, em);
   uetref_tap = register_tap("uetref");
 
-  module_t *m = prefs_register_protocol(proto_uetref, NULL);
+  module_t *m = prefs_register_protocol(proto_uetref, uetref_tss_prefs_applied);
   prefs_register_uint_preference(
       m, "trimmed_dscp", "Trimmed DSCP",
       "The DSCP a switch sets on a request it trims (spec/uet.md §3.14; 45 in sim/)", 10,
       &pref_trim_dscp);
+  uetref_tss_register(proto_uetref, m, em);
 
   uet_udp_handle = register_dissector("uetref", dissect_uet_udp, proto_uetref);
   uet_ip_handle = register_dissector("uetref.ip", dissect_uet_ip, proto_uetref);

@@ -12,6 +12,7 @@
 
 #include <epan/expert.h>
 #include <epan/packet.h>
+#include <epan/prefs.h>
 #include <wireshark.h>
 
 #include "spec/rocev2.def"
@@ -118,7 +119,8 @@ enum { ROCEV2_VALS_aeth_type(UETREF_ENUM_AETH_) };
           X(mpr) X(sack_psn_offset) X(sack_bitmap) X(nack_code) X(nack_psn) X(nt) X(nack_payload) \
               X(ctrl_payload) X(opcode) X(ver) X(som) X(eom) X(payload_length) X(message_id)      \
                   X(request_length) X(atomic_opcode) X(entropy) X(pad_cnt) X(tver) X(dest_qp)     \
-                      X(fecn) X(becn) X(syndrome_type) X(syndrome_value) X(msn) X(credit)
+                      X(fecn) X(becn) X(syndrome_type) X(syndrome_value) X(msn) X(credit) X(an) X(sdi) \
+                          X(ssi) X(tsc)
 #define UETREF_NAME_ENUM_(n) UETREF_N_##n,
 typedef enum { UETREF_NAMES(UETREF_NAME_ENUM_) UETREF_N_COUNT } uetref_name;
 #undef UETREF_NAME_ENUM_
@@ -222,6 +224,28 @@ typedef struct {
 extern int uetref_tap;
 /* Registers the statistics tree (tshark -z uetref_ev,tree; Statistics menu). */
 void uetref_register_stats(void);
+
+/* -------------------------------------------------------------------- tss.c */
+/* What became of a sealed frame (spec/uet.md §5). */
+typedef enum {
+  UETREF_TSS_NO_KEY,     /* the key file has no key for its SDI and AN: ciphertext only */
+  UETREF_TSS_GOOD,       /* the tag matched: the plaintext is the sender's */
+  UETREF_TSS_BAD_TAG,    /* the tag did not match: nothing of the plaintext is shown */
+  UETREF_TSS_UNVERIFIED, /* trimmed (§5.5) or the tag not captured: decrypted, not authenticated */
+  UETREF_TSS_FAILED      /* too short for a tag, no IP addresses, or libgcrypt failed */
+} uetref_tss_result;
+
+/* Registers the key file preference (in `prefs`), the TSS fields and expert infos. */
+void uetref_tss_register(int proto, module_t *prefs, expert_module_t *expert);
+/* The preferences were applied: read the key file again before the next sealed frame. */
+void uetref_tss_prefs_applied(void);
+/* Shows what follows the TSS header `tss` (ciphertext, tag) in its subtree and, with the key of
+ * its SDI and AN, opens it. Returns the plaintext (PDS header, SES header, payload; tag
+ * excluded) as a new data source "Decrypted TSS" when the result is UETREF_TSS_GOOD or
+ * UETREF_TSS_UNVERIFIED, NULL otherwise. `ip_only`: tvb starts with the entropy header (§2.2);
+ * `trimmed`: the IP header carries the trimmed DSCP, so the tag may be gone (§5.5). */
+tvbuff_t *uetref_tss_open(tvbuff_t *tvb, packet_info *pinfo, const uetref_hdr_vals *tss,
+                          gboolean ip_only, gboolean trimmed, uetref_tss_result *result);
 
 /* ---------------------------------------------------------------- rocev2.c */
 void uetref_rocev2_register(void);

@@ -6,6 +6,8 @@ next header and SES opcode set at random, truncation (as sent and as a short sna
 UDP lengths that cut into the headers, trailing bytes, the trimmed DSCP. Each pcap is read
 once, with WIRESHARK_ABORT_ON_DISSECTOR_BUG=1, in a different mode: full tree (-V), two-pass,
 JSON, and summary lines only (no tree). tshark must exit with 0 and report no dissector bug.
+The sealed vectors' keys are given (uetref.tss_key_file), so corrupted sealed frames reach the
+decryption: bad tags, trimmed frames decrypted unverified into random plaintext, short ones.
 
 The RPC-over-RDMA heuristic that InfiniBand runs on RoCEv2 payloads is turned off: in Wireshark
 4.0.17 it hits a dissector-bug assertion (tvbuff.c:748) on some corrupted RoCEv2 frames in
@@ -66,7 +68,8 @@ def mutate(rng, frame):
 def main():
     a = harness.args_parser(__doc__).parse_args()
     rng = random.Random(SEED)
-    frames = [v['frame'] for v in harness.read_vectors(a.spec)]
+    vectors = harness.read_vectors(a.spec)
+    frames = [v['frame'] for v in vectors]
     modes = [
         ('full tree', ['-V']),
         ('two-pass', ['-V', '-2']),
@@ -76,6 +79,7 @@ def main():
     total = 0
     with harness.Tshark(a.plugin, a.tshark, a.keep) as ts:
         ts.check_plugin_loaded()
+        keys = ts.write_file('tss_keys.txt', '\n'.join(harness.tss_key_lines(vectors)) + '\n')
         for n, (mode, extra) in enumerate(modes):
             batch = []
             for i in range(PER_PCAP):
@@ -84,8 +88,8 @@ def main():
             pcap = ts.write_pcap('fuzz%d.pcap' % n, batch)
             out = ts.path('fuzz%d.out' % n)
             with open(out, 'w') as sink:
-                ts.run(['-n', '-r', pcap, '-d', 'ip.proto==253,uetref', '--disable-heuristic', 'rpcrdma_infiniband'] + extra,
-                       stdout=sink)
+                ts.run(['-n', '-r', pcap, '-d', 'ip.proto==253,uetref', '--disable-heuristic', 'rpcrdma_infiniband',
+                        '-o', 'uetref.tss_key_file:' + keys] + extra, stdout=sink)
             text = open(out, errors='replace').read()
             if '[Dissector bug' in text:
                 harness.fail('%s: dissector bug:\n%s' % (mode, re.findall(r'.*Dissector bug.*', text)[:5]))

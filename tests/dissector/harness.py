@@ -93,6 +93,14 @@ class Tshark:
         if 'uetref.so' not in out:
             fail('tshark did not load uetref.so (running as root ignores personal plugins):\n' + out)
 
+    def write_file(self, name, text):
+        """A file tshark (perhaps running as nobody) can read."""
+        path = self.path(name)
+        with open(path, 'w') as f:
+            f.write(text)
+        os.chmod(path, 0o644)
+        return path
+
     def write_pcap(self, name, frames):
         """frames: bytes, or (captured bytes, original length) pairs. Linktype Ethernet."""
         path = self.path(name)
@@ -108,7 +116,8 @@ class Tshark:
 
 # ---------------------------------------------------------------- vectors
 def read_vector(path):
-    v = dict(name=os.path.basename(path)[:-4], frame=b'', expect=[], error='ok', payload=None)
+    v = dict(name=os.path.basename(path)[:-4], frame=b'', expect=[], error='ok', payload=None, tss_key=None,
+             tss_mode=None)
     hexs = ''
     for line in open(path):
         line = line.rstrip('\n')
@@ -128,6 +137,8 @@ def read_vector(path):
                 v['expect'].append((hdr, field, value))
         elif key == 'error':
             v['error'] = val
+        elif key in ('tss_key', 'tss_mode'):  # sealed vectors (spec/uet.md §5)
+            v[key] = val
         elif key == 'name':
             v['vname'] = val
     v['frame'] = bytes.fromhex(hexs)
@@ -137,6 +148,25 @@ def read_vector(path):
 def read_vectors(spec_dir):
     vdir = os.path.join(spec_dir, 'vectors')
     return [read_vector(os.path.join(vdir, f)) for f in sorted(os.listdir(vdir)) if f.endswith('.vec')]
+
+
+def tss_domain(v):
+    """(sdi, an) of a sealed vector, from its expected TSS header fields."""
+    f = {(h, k): val for h, k, val in v['expect']}
+    hid = 'tss_sp' if ('tss_sp', 'sdi') in f else 'tss'
+    return int(f[(hid, 'sdi')], 0), int(f[(hid, 'an')], 0)
+
+
+def tss_key_lines(vectors):
+    """The uetref.tss_key_file lines that open every sealed vector (dissector/README.md)."""
+    keys = {}
+    for v in vectors:
+        if v['tss_key'] is None:
+            continue
+        dom, k = tss_domain(v), (v['tss_key'], v['tss_mode'])
+        if keys.setdefault(dom, k) != k:
+            fail('%s: sdi %d an %d has two keys among the vectors' % (v['name'], dom[0], dom[1]))
+    return ['sdi=%d an=%d mode=%s key=%s' % (sdi, an, mode, key) for (sdi, an), (key, mode) in sorted(keys.items())]
 
 
 class SpecIndex:

@@ -6,6 +6,9 @@
   not hold (spec/uet.md §1.3) is absent instead; the payload length (and bytes) match; none of
   our malformed/protocol-error expert infos appear; RoCEv2 frames show ICRC status Good and
   InfiniBand's own BTH fields; CNPs show the throttled QP and BECN.
+* sealed vectors (spec/uet.md §5, `tss_key:` and `tss_mode:` lines): opened with a key file made
+  from those lines (uetref.tss_key_file), the tag Good, and every `expect:` field of the
+  plaintext checked as for clear frames;
 * negative vectors: the expert info (or checksum status) for their error, and no crash.
 
 All vectors go into one pcap and one tshark run.
@@ -33,7 +36,8 @@ ERROR_EXPERT = {
 # Expert infos that mean "malformed or not per spec"; an ok vector shows none of them.
 BAD_EXPERTS = ['uetref.expert.' + n for n in (
     'truncated', 'snaplen', 'reserved', 'unknown_pds_type', 'enc_after_tss', 'bad_next_hdr', 'unknown_ctrl_type',
-    'unknown_ses_opcode', 'bad_ses_version', 'bad_rsp_opcode', 'ses_length', 'trimmed')] + [
+    'unknown_ses_opcode', 'bad_ses_version', 'bad_rsp_opcode', 'ses_length', 'trimmed', 'tss_bad_tag', 'tss_no_key',
+    'tss_unverified', 'tss_short', 'tss_key_file', 'tss_crypto')] + [
     'uetref.rocev2.expert.' + n for n in ('truncated', 'snaplen', 'reserved', 'unknown_opcode', 'bad_tver', 'bad_pad',
                                           'unexpected_payload')] + ['uetref.rocev2.icrc.bad', '_ws.malformed']
 
@@ -45,13 +49,15 @@ def main():
     with harness.Tshark(a.plugin, a.tshark, a.keep) as ts:
         ts.check_plugin_loaded()
         pcap = ts.write_pcap('vectors.pcap', [v['frame'] for v in vectors])
+        keys = ts.write_file('tss_keys.txt', '\n'.join(['# sdi/an of each sealed vector and its key'] +
+                                                       harness.tss_key_lines(vectors)) + '\n')
         out = ts.run(['-n', '-r', pcap, '-T', 'json', '-d', 'ip.proto==253,uetref', '-o', 'ip.check_checksum:TRUE',
-                      '-o', 'udp.check_checksum:TRUE']).stdout
+                      '-o', 'udp.check_checksum:TRUE', '-o', 'uetref.tss_key_file:' + keys]).stdout
     pkts = harness.packets(out)
     if len(pkts) != len(vectors):
         harness.fail('%d vectors but %d decoded frames' % (len(vectors), len(pkts)))
 
-    errors, checked, absent, n_ok, n_neg = [], 0, 0, 0, 0
+    errors, checked, absent, n_ok, n_neg, n_sealed = [], 0, 0, 0, 0, 0
     for v, p in zip(vectors, pkts):
         err = lambda m: errors.append('%s: %s' % (v['name'], m))  # noqa: E731
         if v['error'] != 'ok':
@@ -96,6 +102,10 @@ def main():
             err('payload length %s, expected %d' % (plen, len(payload)))
         if not roce and payload and p['*'].get('data.data', [''])[0].replace(':', '') != payload.hex():
             err('payload bytes differ: %s' % p['*'].get('data.data'))
+        if v['tss_key'] is not None:
+            n_sealed += 1
+            if ours.get('uetref.tss.tag_status') != ['1']:
+                err('TSS tag status %s, expected Good (1)' % ours.get('uetref.tss.tag_status'))
         for bad in BAD_EXPERTS:
             if bad in ours:
                 err('shows %s: %s' % (bad, ours.get('_ws.expert.message')))
@@ -117,8 +127,8 @@ def main():
                 if 'uetref.rocev2.expert.cnp' not in ours:
                     err('CNP without its expert note')
 
-    print('%d ok vectors: %d fields checked, %d overlays absent as they should be; %d negative vectors'
-          % (n_ok, checked, absent, n_neg))
+    print('%d ok vectors (%d sealed, opened): %d fields checked, %d overlays absent as they should be; '
+          '%d negative vectors' % (n_ok, n_sealed, checked, absent, n_neg))
     if errors:
         for e in errors:
             print('  ' + e, file=sys.stderr)

@@ -1,0 +1,604 @@
+/* dissector/tss.c: opening sealed frames (spec/uet.md §5) with keys from a key file.
+ *
+ * A sealed frame is the TSS header, then the AES-256-GCM ciphertext of the PDS header, SES
+ * header and payload, then a 16-byte tag (§5.1). With the key of the frame's (SDI, AN), read
+ * from the file the preference uetref.tss_key_file names, this file derives the packet key and
+ * IV mask (§5.3, cluster mode; direct mode uses the key as it is), builds the IV and the AAD
+ * (§5.2), decrypts into a new data source "Decrypted TSS" and checks the tag; uet.c dissects
+ * the plaintext as it dissects a clear frame. A trimmed sealed frame has lost its tag: its
+ * prefix is decrypted without authentication and marked so (§5.5).
+ *
+ * Key file (dissector/README.md): one key a line,
+ *   sdi=<N> an=<0|1> mode=<cluster|direct> key=<64 hex digits> [rekey_mask=<N>] [rekey_shift=<N>]
+ * numbers decimal or 0x hex, '#' starts a comment. A line that does not parse is skipped and
+ * reported (a warning in the log when the file is read, expert info on every sealed frame).
+ *
+ * Ownership: the key table is read from the file on the first sealed frame after the
+ * preference was applied, then only read. Keys never enter the tree, the log or an expert
+ * text, and are wiped when the table is freed. The crypto is libgcrypt's (Wireshark's own
+ * dependency); nothing here implements a cipher.
+ */
+#include <epan/expert.h>
+#include <epan/prefs.h>
+#include <string.h>
+#include <wsutil/pint.h>
+#include <wsutil/wsgcrypt.h>
+
+#include "uetref.h"
+
+#define TAG_BYTES UET_TSS_TAG_BYTES
+#define KEY_BYTES UET_TSS_KEY_BYTES
+#define IV_BYTES UET_TSS_IV_BYTES
+#define KDF_BYTES (UET_TSS_KDF_BITS / 8) /* packet key, then IV mask */
+#define COUNTER_MASK ((G_GUINT64_CONSTANT(1) << UET_TSS_COUNTER_BITS) - 1)
+/* §5.3: our default rekey interval, the spec example's: a new packet key every 2^32 frames. */
+#define DEFAULT_REKEY_MASK G_GUINT64_CONSTANT(0x0000FFFF00000000)
+#define DEFAULT_REKEY_SHIFT 32
+
+typedef enum { MODE_CLUSTER, MODE_DIRECT } tss_mode;
+
+static const value_string mode_vals[] = {{MODE_CLUSTER, "cluster (packet key from the KDF)"},
+                                         {MODE_DIRECT, "direct (the domain key, no IV mask)"},
+                                         {0, NULL}};
+
+/* One line of the key file. */
+typedef struct {
+  guint8 key[KEY_BYTES];
+  tss_mode mode;
+  guint64 rekey_mask;
+  guint rekey_shift;
+  guint line;
+} tss_key;
+
+static const char *pref_key_file = "";
+static GHashTable *keys;    /* (SDI << 1 | AN) -> tss_key; NULL: read the file again */
+static char *keys_problem;  /* the key file's first problem, NULL when it had none */
+static guint keys_problems; /* how many lines (or reads) failed */
+
+static int hf_ciphertext = -1;
+static int hf_tag = -1;
+static int hf_tag_status = -1;
+static int hf_epoch = -1;
+static int hf_counter = -1;
+static int hf_rekey = -1;
+static int hf_mode = -1;
+static int hf_key_line = -1;
+
+static expert_field ei_bad_tag = EI_INIT;
+static expert_field ei_no_key = EI_INIT;
+static expert_field ei_unverified = EI_INIT;
+static expert_field ei_short = EI_INIT;
+static expert_field ei_key_file = EI_INIT;
+static expert_field ei_crypto = EI_INIT;
+
+/* Memory that held keys or plaintext; the volatile store is not optimised away. */
+static void wipe(void *p, size_t n) {
+  volatile guint8 *b = (volatile guint8 *)p;
+  while (n--) *b++ = 0;
+}
+
+static void free_key(gpointer p) {
+  wipe(p, sizeof(tss_key));
+  g_free(p);
+}
+
+/* ------------------------------------------------------------------ key file */
+static void problem(const char *path, guint line, const char *what) {
+  keys_problems++;
+  char *text = line ? g_strdup_printf("line %u: %s", line, what) : g_strdup(what);
+  ws_warning("uetref: TSS key file %s: %s", path, text);
+  if (keys_problem)
+    g_free(text);
+  else
+    keys_problem = text;
+}
+
+/* Decimal or 0x hex, at most `max`. */
+static gboolean parse_number(const char *s, guint64 max, guint64 *out) {
+  guint base = 10;
+  if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+    base = 16;
+    s += 2;
+  }
+  return s[0] != '\0' && g_ascii_string_to_unsigned(s, base, 0, max, out, NULL);
+}
+
+static gboolean parse_key_hex(const char *s, guint8 *out) {
+  if (strlen(s) != 2 * KEY_BYTES) return FALSE;
+  for (guint i = 0; i < KEY_BYTES; i++) {
+    const int hi = g_ascii_xdigit_value(s[2 * i]);
+    const int lo = g_ascii_xdigit_value(s[2 * i + 1]);
+    if (hi < 0 || lo < 0) return FALSE;
+    out[i] = (guint8)(hi << 4 | lo);
+  }
+  return TRUE;
+}
+
+enum { K_SDI, K_AN, K_MODE, K_KEY, K_REKEY_MASK, K_REKEY_SHIFT, K_COUNT };
+static const char *const key_names[K_COUNT] = {"sdi", "an",         "mode",
+                                               "key", "rekey_mask", "rekey_shift"};
+
+/* One line, comment already cut. Returns NULL when it holds a key (then *id and *k are set)
+ * or nothing (*id is G_MAXUINT32); else what is wrong, never quoting a value. */
+static char *parse_line(char *text, guint32 *id, tss_key *k) {
+  gboolean seen[K_COUNT] = {FALSE};
+  guint64 sdi = 0, an = 0, v = 0;
+  char *err = NULL;
+  char **tokens = g_strsplit_set(text, " \t\r", -1);
+  k->mode = MODE_CLUSTER;
+  k->rekey_mask = DEFAULT_REKEY_MASK;
+  k->rekey_shift = DEFAULT_REKEY_SHIFT;
+  *id = G_MAXUINT32;
+  for (char **t = tokens; *t && !err; t++) {
+    if ((*t)[0] == '\0') continue;
+    char *eq = strchr(*t, '=');
+    if (!eq) {
+      err = g_strdup("expected name=value pairs");
+      break;
+    }
+    *eq = '\0';
+    const char *value = eq + 1;
+    int n = 0;
+    while (n < K_COUNT && strcmp(*t, key_names[n]) != 0) n++;
+    if (n == K_COUNT) {
+      err = g_strdup_printf("unknown name \"%.32s\"", *t);
+    } else if (seen[n]) {
+      err = g_strdup_printf("%s given twice", key_names[n]);
+    } else {
+      seen[n] = TRUE;
+      gboolean ok = TRUE;
+      switch (n) {
+        case K_SDI:
+          ok = parse_number(value, 0xFFFFFF, &sdi);
+          break;
+        case K_AN:
+          ok = parse_number(value, 1, &an);
+          break;
+        case K_MODE:
+          if (strcmp(value, "cluster") == 0)
+            k->mode = MODE_CLUSTER;
+          else if (strcmp(value, "direct") == 0)
+            k->mode = MODE_DIRECT;
+          else
+            ok = FALSE;
+          break;
+        case K_KEY:
+          ok = parse_key_hex(value, k->key);
+          break;
+        case K_REKEY_MASK:
+          ok = parse_number(value, G_MAXUINT64, &k->rekey_mask);
+          break;
+        case K_REKEY_SHIFT:
+          ok = parse_number(value, 63, &v);
+          k->rekey_shift = (guint)v;
+          break;
+      }
+      if (!ok) {
+        static const char *const want[K_COUNT] = {"a number from 0 to 16777215",
+                                                  "0 or 1",
+                                                  "cluster or direct",
+                                                  "64 hex digits",
+                                                  "a 64-bit number",
+                                                  "a number from 0 to 63"};
+        err = g_strdup_printf("%s must be %s", key_names[n], want[n]);
+      }
+    }
+  }
+  gboolean any = FALSE;
+  for (int n = 0; n < K_COUNT; n++) any |= seen[n];
+  for (int n = K_SDI; any && !err && n <= K_KEY; n++)
+    if (!seen[n]) err = g_strdup_printf("%s= missing", key_names[n]);
+  if (any && !err) *id = (guint32)(sdi << 1 | an);
+  for (char **t = tokens; *t; t++) wipe(*t, strlen(*t));
+  g_strfreev(tokens);
+  return err;
+}
+
+static void free_keys(void) {
+  if (keys) g_hash_table_destroy(keys);
+  keys = NULL;
+  g_free(keys_problem);
+  keys_problem = NULL;
+  keys_problems = 0;
+}
+
+static void load_keys(void) {
+  const char *path = pref_key_file ? pref_key_file : "";
+  free_keys();
+  keys = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, free_key);
+  if (path[0] == '\0') return;
+  gchar *text = NULL;
+  gsize len = 0;
+  GError *gerr = NULL;
+  if (!g_file_get_contents(path, &text, &len, &gerr)) {
+    char *what = g_strdup_printf("cannot be read (%s)", gerr->message);
+    problem(path, 0, what);
+    g_free(what);
+    g_error_free(gerr);
+    return;
+  }
+  char **lines = g_strsplit(text, "\n", -1);
+  wipe(text, len);
+  g_free(text);
+  for (guint i = 0; lines[i]; i++) {
+    char *hash = strchr(lines[i], '#');
+    if (hash) *hash = '\0';
+    tss_key k;
+    guint32 id;
+    char *err = parse_line(lines[i], &id, &k);
+    k.line = i + 1;
+    if (!err && id != G_MAXUINT32) {
+      const tss_key *first = (const tss_key *)g_hash_table_lookup(keys, GUINT_TO_POINTER(id));
+      if (first)
+        err = g_strdup_printf("sdi %u an %u already has a key (line %u); this one is ignored",
+                              id >> 1, id & 1, first->line);
+      else
+        g_hash_table_insert(keys, GUINT_TO_POINTER(id), g_memdup2(&k, sizeof k));
+    }
+    if (err) problem(path, i + 1, err);
+    g_free(err);
+    wipe(&k, sizeof k);
+    wipe(lines[i], strlen(lines[i]));
+  }
+  g_strfreev(lines);
+}
+
+void uetref_tss_prefs_applied(void) { free_keys(); }
+
+static const tss_key *find_key(guint32 sdi, guint32 an) {
+  if (!keys) load_keys();
+  return (const tss_key *)g_hash_table_lookup(keys, GUINT_TO_POINTER(sdi << 1 | an));
+}
+
+/* -------------------------------------------------------------------- crypto */
+static void put_be16(guint8 *p, guint16 v) {
+  p[0] = (guint8)(v >> 8);
+  p[1] = (guint8)v;
+}
+
+static void put_be32(guint8 *p, guint32 v) {
+  for (int i = 0; i < 4; i++) p[i] = (guint8)(v >> (24 - 8 * i));
+}
+
+/* §5.3: NIST SP 800-108 counter mode, PRF AES-256-CMAC. Block i (i = 1, 2, 3) is
+ * CMAC(master, i || "U1" || 0x00 || context || L), L = 352 in two bytes; the first 44 bytes
+ * are the packet key and the IV mask. */
+static gcry_error_t kdf(const guint8 *master, const guint8 *context, size_t context_len,
+                        guint8 *key, guint8 *mask) {
+  static const char label[] = UET_TSS_LABEL_CLUSTER;
+  guint8 msg[1 + sizeof label - 1 + 1 + 26 + 2];
+  guint8 out[48];
+  size_t n = 1;
+  DISSECTOR_ASSERT(context_len <= 26);
+  memcpy(msg + n, label, sizeof label - 1);
+  n += sizeof label - 1;
+  msg[n++] = 0x00;
+  memcpy(msg + n, context, context_len);
+  n += context_len;
+  put_be16(msg + n, UET_TSS_KDF_BITS);
+  n += 2;
+
+  gcry_mac_hd_t h;
+  gcry_error_t e = gcry_mac_open(&h, GCRY_MAC_CMAC_AES, 0, NULL);
+  if (e) return e;
+  e = gcry_mac_setkey(h, master, KEY_BYTES);
+  for (guint i = 0; !e && i < 3; i++) {
+    size_t got = 16;
+    msg[0] = (guint8)(i + 1);
+    if (i) e = gcry_mac_reset(h);
+    if (!e) e = gcry_mac_write(h, msg, n);
+    if (!e) e = gcry_mac_read(h, out + 16 * i, &got);
+  }
+  gcry_mac_close(h);
+  G_STATIC_ASSERT(KDF_BYTES == KEY_BYTES + IV_BYTES);
+  if (!e) {
+    memcpy(key, out, KEY_BYTES);
+    memcpy(mask, out + KEY_BYTES, IV_BYTES);
+  }
+  wipe(out, sizeof out);
+  return e;
+}
+
+/* AES-256-GCM, in place. With a tag: the AAD is authenticated and *tag_ok says whether the
+ * tag matched. Without: the bytes are only decrypted (GCM is a counter mode, §5.5). */
+static gcry_error_t gcm_open(const guint8 *key, const guint8 *iv, const guint8 *aad, size_t aad_len,
+                             guint8 *data, size_t len, const guint8 *tag, gboolean *tag_ok) {
+  gcry_cipher_hd_t h;
+  gcry_error_t e = gcry_cipher_open(&h, GCRY_CIPHER_AES256, GCRY_CIPHER_MODE_GCM, 0);
+  if (e) return e;
+  e = gcry_cipher_setkey(h, key, KEY_BYTES);
+  if (!e) e = gcry_cipher_setiv(h, iv, IV_BYTES);
+  if (!e && tag) e = gcry_cipher_authenticate(h, aad, aad_len);
+  if (!e && len) e = gcry_cipher_decrypt(h, data, len, NULL, 0);
+  if (!e && tag) {
+    const gcry_error_t t = gcry_cipher_checktag(h, tag, TAG_BYTES);
+    *tag_ok = t == 0;
+    if (t && gcry_err_code(t) != GPG_ERR_CHECKSUM) e = t;
+  }
+  gcry_cipher_close(h);
+  return e;
+}
+
+/* What a frame's crypto needs besides the key: the sender's 4-byte identity, the IV's first
+ * word, the KDF context and the AAD (§5.2, §5.3). */
+typedef struct {
+  guint8 aad[32 + 4 + 16];
+  size_t aad_len;
+  guint8 context[26];
+  size_t context_len;
+  guint32 iv_source;
+} frame_inputs;
+
+static gboolean frame_crypto_inputs(tvbuff_t *tvb, packet_info *pinfo, const uetref_hdr_vals *tss,
+                                    gboolean ip_only, guint64 tsc, guint32 rekey,
+                                    frame_inputs *in) {
+  const address *src = &pinfo->net_src, *dst = &pinfo->net_dst;
+  const gboolean v4 =
+      src->type == AT_IPv4 && src->len == 4 && dst->type == AT_IPv4 && dst->len == 4;
+  const gboolean v6 =
+      src->type == AT_IPv6 && src->len == 16 && dst->type == AT_IPv6 && dst->len == 16;
+  const guint hdr_size = uetref_headers[tss->hdr].size;
+  if (!v4 && !v6) return FALSE;
+  /* AAD 1: the IP source and destination addresses. */
+  memcpy(in->aad, src->data, (size_t)src->len);
+  memcpy(in->aad + src->len, dst->data, (size_t)dst->len);
+  in->aad_len = (size_t)(2 * src->len);
+  /* AAD 2: the 4 bytes after the IP header: the entropy header, or the UDP ports [choice]. */
+  if (ip_only) {
+    if (!tvb_bytes_exist(tvb, 0, 4)) return FALSE;
+    tvb_memcpy(tvb, in->aad + in->aad_len, 0, 4);
+  } else {
+    put_be16(in->aad + in->aad_len, (guint16)pinfo->srcport);
+    put_be16(in->aad + in->aad_len + 2, (guint16)pinfo->destport);
+  }
+  in->aad_len += 4;
+  /* AAD 3: the TSS header. */
+  tvb_memcpy(tvb, in->aad + in->aad_len, tss->offset, hdr_size);
+  in->aad_len += hdr_size;
+
+  /* The sender: its SSI when sp is set, else its IPv4 address; IPv6 without an SSI keys on
+   * the address (context) and starts the IV with the SDI. */
+  const guint16 epoch = (guint16)(tsc >> UET_TSS_COUNTER_BITS);
+  const gboolean sp = uetref_get(tss, UETREF_N_sp) != 0;
+  guint32 addr4 = 0;
+  if (sp)
+    addr4 = (guint32)uetref_get(tss, UETREF_N_ssi);
+  else if (v4)
+    addr4 = pntoh32(src->data);
+  in->iv_source = sp || v4 ? addr4 : (guint32)uetref_get(tss, UETREF_N_sdi);
+  if (sp || v4) { /* epoch (2) || rekey (4) || address (4) */
+    put_be16(in->context, epoch);
+    put_be32(in->context + 2, rekey);
+    put_be32(in->context + 6, addr4);
+    in->context_len = 10;
+  } else { /* 0 (4) || epoch (2) || rekey (4) || address (16) */
+    memset(in->context, 0, 4);
+    put_be16(in->context + 4, epoch);
+    put_be32(in->context + 6, rekey);
+    memcpy(in->context + 10, src->data, 16);
+    in->context_len = 26;
+  }
+  return TRUE;
+}
+
+/* ---------------------------------------------------------------- dissection */
+static void add_generated(proto_item *it) {
+  if (it) proto_item_set_generated(it);
+}
+
+tvbuff_t *uetref_tss_open(tvbuff_t *tvb, packet_info *pinfo, const uetref_hdr_vals *tss,
+                          gboolean ip_only, gboolean trimmed, uetref_tss_result *result) {
+  proto_tree *tt = tss->tree;
+  const int off = tss->offset + (int)uetref_headers[tss->hdr].size; /* the ciphertext */
+  const guint64 tsc = uetref_get(tss, UETREF_N_tsc);
+  const guint64 counter = tsc & COUNTER_MASK;
+  const guint32 sdi = (guint32)uetref_get(tss, UETREF_N_sdi);
+  const guint32 an = (guint32)uetref_get(tss, UETREF_N_an);
+  gint reported = tvb_reported_length_remaining(tvb, off);
+  gint captured = tvb_captured_length_remaining(tvb, off);
+  if (reported < 0) reported = 0;
+  if (captured < 0) captured = 0;
+
+  /* §5.1: the TSC is the epoch (bits 63-48) and the sender's counter (bits 47-0). */
+  add_generated(proto_tree_add_uint(tt, hf_epoch, tvb, tss->offset, 0,
+                                    (guint32)(tsc >> UET_TSS_COUNTER_BITS)));
+  add_generated(proto_tree_add_uint64(tt, hf_counter, tvb, tss->offset, 0, counter));
+
+  const tss_key *k = find_key(sdi, an);
+  if (keys_problems)
+    expert_add_info_format(pinfo, tss->item, &ei_key_file,
+                           "TSS key file %s: %u problem(s); first: %s", pref_key_file,
+                           keys_problems, keys_problem);
+
+  /* Where the tag is: the last 16 bytes, unless a switch trimmed the frame (§5.5). The key
+   * settles it for a frame with the trimmed DSCP: a tag that matches was not cut off. */
+  gboolean has_tag = !trimmed;
+  const char *unverified = NULL; /* why the plaintext is not authenticated */
+  uetref_tss_result r = UETREF_TSS_NO_KEY;
+  guint8 *plain = NULL;
+  gint plain_captured = 0, plain_reported = 0;
+  const char *crypto_error = NULL;
+
+  if (k) {
+    guint8 key[KEY_BYTES], mask[IV_BYTES], iv[IV_BYTES];
+    const guint32 rekey =
+        k->mode == MODE_CLUSTER ? (guint32)((counter & k->rekey_mask) >> k->rekey_shift) : 0;
+    frame_inputs in;
+    gcry_error_t e = 0;
+    add_generated(proto_tree_add_uint(tt, hf_key_line, tvb, tss->offset, 0, k->line));
+    add_generated(proto_tree_add_uint(tt, hf_mode, tvb, tss->offset, 0, k->mode));
+    if (k->mode == MODE_CLUSTER)
+      add_generated(proto_tree_add_uint(tt, hf_rekey, tvb, tss->offset, 0, rekey));
+    if (!frame_crypto_inputs(tvb, pinfo, tss, ip_only, tsc, rekey, &in)) {
+      r = UETREF_TSS_FAILED;
+      crypto_error = "no IPv4 or IPv6 addresses for the AAD";
+    } else {
+      if (k->mode == MODE_CLUSTER) {
+        e = kdf(k->key, in.context, in.context_len, key, mask);
+      } else {
+        memcpy(key, k->key, KEY_BYTES);
+        memset(mask, 0, IV_BYTES);
+      }
+      /* §5.2: IV = source (4) || TSC (8), XOR the IV mask. */
+      put_be32(iv, in.iv_source);
+      put_be32(iv + 4, (guint32)(tsc >> 32));
+      put_be32(iv + 8, (guint32)tsc);
+      for (guint i = 0; i < IV_BYTES; i++) iv[i] ^= mask[i];
+      plain = (guint8 *)wmem_alloc(pinfo->pool, (size_t)MAX(captured, 1));
+      gboolean tag_ok = FALSE;
+      if (!e && reported >= TAG_BYTES && captured == reported) {
+        plain_captured = plain_reported = reported - TAG_BYTES;
+        tvb_memcpy(tvb, plain, off, (size_t)plain_captured);
+        e = gcm_open(key, iv, in.aad, in.aad_len, plain, (size_t)plain_captured,
+                     tvb_get_ptr(tvb, off + plain_captured, TAG_BYTES), &tag_ok);
+        if (!e && tag_ok) {
+          has_tag = TRUE;
+          r = UETREF_TSS_GOOD;
+        } else if (!e && has_tag) {
+          r = UETREF_TSS_BAD_TAG;
+        }
+      } else if (!e && has_tag && reported >= TAG_BYTES) { /* the tag is past the snapshot */
+        plain_reported = reported - TAG_BYTES;
+        plain_captured = MIN(captured, plain_reported);
+        unverified = "the tag was not captured";
+      } else if (!e && has_tag) {
+        r = UETREF_TSS_FAILED;
+      }
+      if (!e && !has_tag && r != UETREF_TSS_GOOD) { /* trimmed: all that is left is ciphertext */
+        plain_reported = reported;
+        plain_captured = captured;
+        unverified = "trimmed";
+      }
+      if (!e && unverified) {
+        tvb_memcpy(tvb, plain, off, (size_t)plain_captured);
+        e = gcm_open(key, iv, NULL, 0, plain, (size_t)plain_captured, NULL, NULL);
+        r = UETREF_TSS_UNVERIFIED;
+      }
+      if (e) {
+        r = UETREF_TSS_FAILED;
+        crypto_error = gcry_strerror(e);
+      }
+    }
+    wipe(key, sizeof key);
+    wipe(mask, sizeof mask);
+    wipe(&in, sizeof in);
+  } else if (has_tag && reported < TAG_BYTES) {
+    r = UETREF_TSS_FAILED;
+  }
+
+  /* The sealed bytes as they are on the wire. */
+  const gint ct_len = has_tag ? MAX(reported - TAG_BYTES, 0) : reported;
+  if (MIN(ct_len, captured) > 0)
+    proto_tree_add_item(tt, hf_ciphertext, tvb, off, MIN(ct_len, captured), ENC_NA);
+  int status_at = tss->offset;
+  if (has_tag && reported >= TAG_BYTES && tvb_bytes_exist(tvb, off + ct_len, TAG_BYTES)) {
+    proto_tree_add_item(tt, hf_tag, tvb, off + ct_len, TAG_BYTES, ENC_NA);
+    status_at = off + ct_len;
+  }
+  const guint32 st = r == UETREF_TSS_GOOD      ? PROTO_CHECKSUM_E_GOOD
+                     : r == UETREF_TSS_BAD_TAG ? PROTO_CHECKSUM_E_BAD
+                     : !has_tag                ? PROTO_CHECKSUM_E_NOT_PRESENT
+                                               : PROTO_CHECKSUM_E_UNVERIFIED;
+  proto_item *status = proto_tree_add_uint(tt, hf_tag_status, tvb, status_at, 0, st);
+  add_generated(status);
+
+  switch (r) {
+    case UETREF_TSS_NO_KEY:
+      expert_add_info_format(pinfo, status, &ei_no_key,
+                             "No key for SDI %u AN %u in the TSS key file (preference "
+                             "uetref.tss_key_file): not decrypted (spec/uet.md §5)",
+                             sdi, an);
+      break;
+    case UETREF_TSS_BAD_TAG:
+      expert_add_info_format(pinfo, status, &ei_bad_tag,
+                             "TSS tag does not match (SDI %u AN %u, key file line %u): the frame "
+                             "was altered or sealed with another key (spec/uet.md §5.2)",
+                             sdi, an, k ? k->line : 0);
+      break;
+    case UETREF_TSS_UNVERIFIED:
+      expert_add_info_format(pinfo, status, &ei_unverified,
+                             "Decrypted but unverified (%s): nothing of it is authenticated "
+                             "(spec/uet.md §5.5)",
+                             unverified);
+      break;
+    case UETREF_TSS_FAILED:
+      if (crypto_error)
+        expert_add_info_format(pinfo, status, &ei_crypto, "Not decrypted: %s", crypto_error);
+      else
+        expert_add_info_format(pinfo, status, &ei_short,
+                               "Sealed part of %d bytes, shorter than the %d-byte tag "
+                               "(spec/uet.md §5.1)",
+                               reported, TAG_BYTES);
+      break;
+    case UETREF_TSS_GOOD:
+      break;
+  }
+  *result = r;
+  if (r != UETREF_TSS_GOOD && r != UETREF_TSS_UNVERIFIED) {
+    if (plain) wipe(plain, (size_t)MAX(captured, 1));
+    return NULL;
+  }
+  tvbuff_t *ptvb = tvb_new_child_real_data(tvb, plain, (guint)plain_captured, plain_reported);
+  add_new_data_source(pinfo, ptvb, "Decrypted TSS");
+  return ptvb;
+}
+
+/* ------------------------------------------------------------- registration */
+void uetref_tss_register(int proto, module_t *prefs, expert_module_t *expert) {
+  static hf_register_info hf[] = {
+      {&hf_ciphertext,
+       {"Ciphertext", "uetref.tss.ciphertext", FT_BYTES, BASE_NONE, NULL, 0,
+        "The sealed PDS header, SES header and payload (spec/uet.md §5.1)", HFILL}},
+      {&hf_tag,
+       {"TSS tag", "uetref.tss.tag", FT_BYTES, BASE_NONE, NULL, 0,
+        "AES-256-GCM authentication tag after the ciphertext (spec/uet.md §5.1, §5.2)", HFILL}},
+      {&hf_tag_status,
+       {"TSS tag status", "uetref.tss.tag_status", FT_UINT8, BASE_NONE, VALS(proto_checksum_vals),
+        0,
+        "Good: the tag matched; Bad: it did not; Unverified: no key or not captured; Not "
+        "present: trimmed (spec/uet.md §5.5)",
+        HFILL}},
+      {&hf_epoch,
+       {"Epoch", "uetref.tss.epoch", FT_UINT16, BASE_HEX, NULL, 0,
+        "TSC bits 63-48 (spec/uet.md §5)", HFILL}},
+      {&hf_counter,
+       {"Counter", "uetref.tss.counter", FT_UINT64, BASE_DEC, NULL, 0,
+        "TSC bits 47-0, the sender's frame counter under this key (spec/uet.md §5)", HFILL}},
+      {&hf_rekey,
+       {"Rekey value", "uetref.tss.rekey", FT_UINT32, BASE_HEX, NULL, 0,
+        "(counter & rekey_mask) >> rekey_shift, in the KDF context (spec/uet.md §5.3)", HFILL}},
+      {&hf_mode,
+       {"Key mode", "uetref.tss.mode", FT_UINT8, BASE_DEC, VALS(mode_vals), 0,
+        "How the key file's key for this SDI and AN keys the frame (spec/uet.md §5.3)", HFILL}},
+      {&hf_key_line,
+       {"Key file line", "uetref.tss.key_line", FT_UINT32, BASE_DEC, NULL, 0,
+        "The line of the TSS key file whose key opened this frame", HFILL}},
+  };
+  static ei_register_info ei[] = {
+      {&ei_bad_tag,
+       {"uetref.expert.tss_bad_tag", PI_SECURITY, PI_ERROR,
+        "TSS tag does not match: the plaintext is not shown (spec/uet.md §5.2)", EXPFILL}},
+      {&ei_no_key,
+       {"uetref.expert.tss_no_key", PI_SECURITY, PI_NOTE,
+        "No key for this SDI and AN: the ciphertext is not decrypted (spec/uet.md §5)", EXPFILL}},
+      {&ei_unverified,
+       {"uetref.expert.tss_unverified", PI_SECURITY, PI_WARN,
+        "Decrypted without authentication: unverified (trimmed) (spec/uet.md §5.5)", EXPFILL}},
+      {&ei_short,
+       {"uetref.expert.tss_short", PI_MALFORMED, PI_ERROR,
+        "Sealed part shorter than the 16-byte tag (spec/uet.md §5.1)", EXPFILL}},
+      {&ei_key_file,
+       {"uetref.expert.tss_key_file", PI_UNDECODED, PI_WARN,
+        "The TSS key file has lines that do not parse; they were skipped", EXPFILL}},
+      {&ei_crypto,
+       {"uetref.expert.tss_crypto", PI_UNDECODED, PI_WARN, "Sealed frame not decrypted", EXPFILL}},
+  };
+  proto_register_field_array(proto, hf, array_length(hf));
+  expert_register_field_array(expert, ei, array_length(ei));
+  prefs_register_filename_preference(
+      prefs, "tss_key_file", "TSS key file",
+      "Keys to open sealed frames (spec/uet.md §5), one a line: sdi=<N> an=<0|1> "
+      "mode=<cluster|direct> key=<64 hex digits> [rekey_mask=<N>] [rekey_shift=<N>]; "
+      "# starts a comment (dissector/README.md)",
+      &pref_key_file, FALSE);
+}
