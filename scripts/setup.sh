@@ -22,6 +22,7 @@ PACKAGES=(
   wireshark-dev     # Wireshark plugin API and WiresharkConfig.cmake: dissector/
   libwireshark-dev  # libwireshark (epan) headers and library: dissector/
   libglib2.0-dev    # GLib headers the Wireshark headers include: dissector/
+  libgcrypt20-dev   # libgcrypt, Wireshark's crypto library: TSS decryption in dissector/tss.c
   dpdk              # dpdk-testpmd (the I/O ceiling in bench/) and the PMDs: dpdk-io/
   dpdk-dev          # DPDK 22.11 headers: dpdk-io/
   libdpdk-dev       # libdpdk.pc and the libraries: dpdk-io/
