@@ -386,12 +386,107 @@ static void add_generated(proto_item *it) {
   if (it) proto_item_set_generated(it);
 }
 
+/* What opening found: where the tag is and what was decrypted. */
+typedef struct {
+  gboolean has_tag;       /* the last 16 bytes are the tag (§5.1); not after a trim (§5.5) */
+  const char *unverified; /* why the plaintext is not authenticated (UETREF_TSS_UNVERIFIED) */
+  const char *error;      /* why nothing was decrypted (UETREF_TSS_FAILED) */
+  guint8 *plain;
+  gint plain_captured, plain_reported;
+} opened;
+
+/* Decrypts the `reported` sealed bytes at `off` (of which `captured` are in the capture) with
+ * the packet key and IV. The tag is checked whenever the frame is whole: a frame with the
+ * trimmed DSCP whose tag matches was not cut. Otherwise what there is is decrypted without
+ * authentication: after a trim all of it is ciphertext; past a snapshot the tag is lost. */
+static uetref_tss_result decrypt(tvbuff_t *tvb, packet_info *pinfo, const guint8 *key,
+                                 const guint8 *iv, const frame_inputs *in, int off, gint reported,
+                                 gint captured, opened *o) {
+  gcry_error_t e = 0;
+  o->plain = (guint8 *)wmem_alloc(pinfo->pool, (size_t)MAX(captured, 1));
+  if (reported >= TAG_BYTES && captured == reported) {
+    gboolean tag_ok = FALSE;
+    o->plain_captured = o->plain_reported = reported - TAG_BYTES;
+    tvb_memcpy(tvb, o->plain, off, (size_t)o->plain_captured);
+    e = gcm_open(key, iv, in->aad, in->aad_len, o->plain, (size_t)o->plain_captured,
+                 tvb_get_ptr(tvb, off + o->plain_captured, TAG_BYTES), &tag_ok);
+    if (!e && tag_ok) {
+      o->has_tag = TRUE;
+      return UETREF_TSS_GOOD;
+    }
+    if (!e && o->has_tag) return UETREF_TSS_BAD_TAG;
+  } else if (o->has_tag && reported < TAG_BYTES) {
+    return UETREF_TSS_FAILED; /* too short: reported as such by the caller */
+  }
+  if (!e && o->has_tag) { /* the tag is past the snapshot */
+    o->plain_reported = reported - TAG_BYTES;
+    o->plain_captured = MIN(captured, o->plain_reported);
+    o->unverified = "the tag was not captured";
+  } else if (!e) {
+    o->plain_reported = reported;
+    o->plain_captured = captured;
+    o->unverified = "trimmed";
+  }
+  if (!e) {
+    tvb_memcpy(tvb, o->plain, off, (size_t)o->plain_captured);
+    e = gcm_open(key, iv, NULL, 0, o->plain, (size_t)o->plain_captured, NULL, NULL);
+  }
+  if (e) {
+    o->error = gcry_strerror(e);
+    return UETREF_TSS_FAILED;
+  }
+  return UETREF_TSS_UNVERIFIED;
+}
+
+/* §5.2, §5.3: the packet key and IV of this frame under key file entry `k`, then decrypt(). */
+static uetref_tss_result open_with_key(tvbuff_t *tvb, packet_info *pinfo,
+                                       const uetref_hdr_vals *tss, const tss_key *k,
+                                       gboolean ip_only, int off, gint reported, gint captured,
+                                       opened *o) {
+  const guint64 tsc = uetref_get(tss, UETREF_N_tsc);
+  const guint32 rekey = k->mode == MODE_CLUSTER
+                            ? (guint32)(((tsc & COUNTER_MASK) & k->rekey_mask) >> k->rekey_shift)
+                            : 0;
+  add_generated(proto_tree_add_uint(tss->tree, hf_key_line, tvb, tss->offset, 0, k->line));
+  add_generated(proto_tree_add_uint(tss->tree, hf_mode, tvb, tss->offset, 0, k->mode));
+  if (k->mode == MODE_CLUSTER)
+    add_generated(proto_tree_add_uint(tss->tree, hf_rekey, tvb, tss->offset, 0, rekey));
+
+  frame_inputs in;
+  if (!frame_crypto_inputs(tvb, pinfo, tss, ip_only, tsc, rekey, &in)) {
+    o->error = "no IPv4 or IPv6 addresses for the AAD";
+    return UETREF_TSS_FAILED;
+  }
+  guint8 key[KEY_BYTES], mask[IV_BYTES], iv[IV_BYTES];
+  gcry_error_t e = 0;
+  if (k->mode == MODE_CLUSTER) {
+    e = kdf(k->key, in.context, in.context_len, key, mask);
+  } else {
+    memcpy(key, k->key, KEY_BYTES);
+    memset(mask, 0, IV_BYTES);
+  }
+  /* §5.2: IV = source (4) || TSC (8), XOR the IV mask. */
+  put_be32(iv, in.iv_source);
+  put_be32(iv + 4, (guint32)(tsc >> 32));
+  put_be32(iv + 8, (guint32)tsc);
+  for (guint i = 0; i < IV_BYTES; i++) iv[i] ^= mask[i];
+  uetref_tss_result r = UETREF_TSS_FAILED;
+  if (e)
+    o->error = gcry_strerror(e);
+  else
+    r = decrypt(tvb, pinfo, key, iv, &in, off, reported, captured, o);
+  wipe(key, sizeof key);
+  wipe(mask, sizeof mask);
+  wipe(iv, sizeof iv);
+  wipe(&in, sizeof in);
+  return r;
+}
+
 tvbuff_t *uetref_tss_open(tvbuff_t *tvb, packet_info *pinfo, const uetref_hdr_vals *tss,
                           gboolean ip_only, gboolean trimmed, uetref_tss_result *result) {
   proto_tree *tt = tss->tree;
   const int off = tss->offset + (int)uetref_headers[tss->hdr].size; /* the ciphertext */
   const guint64 tsc = uetref_get(tss, UETREF_N_tsc);
-  const guint64 counter = tsc & COUNTER_MASK;
   const guint32 sdi = (guint32)uetref_get(tss, UETREF_N_sdi);
   const guint32 an = (guint32)uetref_get(tss, UETREF_N_an);
   gint reported = tvb_reported_length_remaining(tvb, off);
@@ -402,7 +497,7 @@ tvbuff_t *uetref_tss_open(tvbuff_t *tvb, packet_info *pinfo, const uetref_hdr_va
   /* §5.1: the TSC is the epoch (bits 63-48) and the sender's counter (bits 47-0). */
   add_generated(proto_tree_add_uint(tt, hf_epoch, tvb, tss->offset, 0,
                                     (guint32)(tsc >> UET_TSS_COUNTER_BITS)));
-  add_generated(proto_tree_add_uint64(tt, hf_counter, tvb, tss->offset, 0, counter));
+  add_generated(proto_tree_add_uint64(tt, hf_counter, tvb, tss->offset, 0, tsc & COUNTER_MASK));
 
   const tss_key *k = find_key(sdi, an);
   if (keys_problems)
@@ -410,94 +505,28 @@ tvbuff_t *uetref_tss_open(tvbuff_t *tvb, packet_info *pinfo, const uetref_hdr_va
                            "TSS key file %s: %u problem(s); first: %s", pref_key_file,
                            keys_problems, keys_problem);
 
-  /* Where the tag is: the last 16 bytes, unless a switch trimmed the frame (§5.5). The key
-   * settles it for a frame with the trimmed DSCP: a tag that matches was not cut off. */
-  gboolean has_tag = !trimmed;
-  const char *unverified = NULL; /* why the plaintext is not authenticated */
+  /* Without a key, a frame with the trimmed DSCP is taken as trimmed (§5.5): no tag. */
+  opened o;
+  memset(&o, 0, sizeof o);
+  o.has_tag = !trimmed;
   uetref_tss_result r = UETREF_TSS_NO_KEY;
-  guint8 *plain = NULL;
-  gint plain_captured = 0, plain_reported = 0;
-  const char *crypto_error = NULL;
-
-  if (k) {
-    guint8 key[KEY_BYTES], mask[IV_BYTES], iv[IV_BYTES];
-    const guint32 rekey =
-        k->mode == MODE_CLUSTER ? (guint32)((counter & k->rekey_mask) >> k->rekey_shift) : 0;
-    frame_inputs in;
-    gcry_error_t e = 0;
-    add_generated(proto_tree_add_uint(tt, hf_key_line, tvb, tss->offset, 0, k->line));
-    add_generated(proto_tree_add_uint(tt, hf_mode, tvb, tss->offset, 0, k->mode));
-    if (k->mode == MODE_CLUSTER)
-      add_generated(proto_tree_add_uint(tt, hf_rekey, tvb, tss->offset, 0, rekey));
-    if (!frame_crypto_inputs(tvb, pinfo, tss, ip_only, tsc, rekey, &in)) {
-      r = UETREF_TSS_FAILED;
-      crypto_error = "no IPv4 or IPv6 addresses for the AAD";
-    } else {
-      if (k->mode == MODE_CLUSTER) {
-        e = kdf(k->key, in.context, in.context_len, key, mask);
-      } else {
-        memcpy(key, k->key, KEY_BYTES);
-        memset(mask, 0, IV_BYTES);
-      }
-      /* §5.2: IV = source (4) || TSC (8), XOR the IV mask. */
-      put_be32(iv, in.iv_source);
-      put_be32(iv + 4, (guint32)(tsc >> 32));
-      put_be32(iv + 8, (guint32)tsc);
-      for (guint i = 0; i < IV_BYTES; i++) iv[i] ^= mask[i];
-      plain = (guint8 *)wmem_alloc(pinfo->pool, (size_t)MAX(captured, 1));
-      gboolean tag_ok = FALSE;
-      if (!e && reported >= TAG_BYTES && captured == reported) {
-        plain_captured = plain_reported = reported - TAG_BYTES;
-        tvb_memcpy(tvb, plain, off, (size_t)plain_captured);
-        e = gcm_open(key, iv, in.aad, in.aad_len, plain, (size_t)plain_captured,
-                     tvb_get_ptr(tvb, off + plain_captured, TAG_BYTES), &tag_ok);
-        if (!e && tag_ok) {
-          has_tag = TRUE;
-          r = UETREF_TSS_GOOD;
-        } else if (!e && has_tag) {
-          r = UETREF_TSS_BAD_TAG;
-        }
-      } else if (!e && has_tag && reported >= TAG_BYTES) { /* the tag is past the snapshot */
-        plain_reported = reported - TAG_BYTES;
-        plain_captured = MIN(captured, plain_reported);
-        unverified = "the tag was not captured";
-      } else if (!e && has_tag) {
-        r = UETREF_TSS_FAILED;
-      }
-      if (!e && !has_tag && r != UETREF_TSS_GOOD) { /* trimmed: all that is left is ciphertext */
-        plain_reported = reported;
-        plain_captured = captured;
-        unverified = "trimmed";
-      }
-      if (!e && unverified) {
-        tvb_memcpy(tvb, plain, off, (size_t)plain_captured);
-        e = gcm_open(key, iv, NULL, 0, plain, (size_t)plain_captured, NULL, NULL);
-        r = UETREF_TSS_UNVERIFIED;
-      }
-      if (e) {
-        r = UETREF_TSS_FAILED;
-        crypto_error = gcry_strerror(e);
-      }
-    }
-    wipe(key, sizeof key);
-    wipe(mask, sizeof mask);
-    wipe(&in, sizeof in);
-  } else if (has_tag && reported < TAG_BYTES) {
+  if (k)
+    r = open_with_key(tvb, pinfo, tss, k, ip_only, off, reported, captured, &o);
+  else if (o.has_tag && reported < TAG_BYTES)
     r = UETREF_TSS_FAILED;
-  }
 
   /* The sealed bytes as they are on the wire. */
-  const gint ct_len = has_tag ? MAX(reported - TAG_BYTES, 0) : reported;
+  const gint ct_len = o.has_tag ? MAX(reported - TAG_BYTES, 0) : reported;
   if (MIN(ct_len, captured) > 0)
     proto_tree_add_item(tt, hf_ciphertext, tvb, off, MIN(ct_len, captured), ENC_NA);
   int status_at = tss->offset;
-  if (has_tag && reported >= TAG_BYTES && tvb_bytes_exist(tvb, off + ct_len, TAG_BYTES)) {
+  if (o.has_tag && reported >= TAG_BYTES && tvb_bytes_exist(tvb, off + ct_len, TAG_BYTES)) {
     proto_tree_add_item(tt, hf_tag, tvb, off + ct_len, TAG_BYTES, ENC_NA);
     status_at = off + ct_len;
   }
   const guint32 st = r == UETREF_TSS_GOOD      ? PROTO_CHECKSUM_E_GOOD
                      : r == UETREF_TSS_BAD_TAG ? PROTO_CHECKSUM_E_BAD
-                     : !has_tag                ? PROTO_CHECKSUM_E_NOT_PRESENT
+                     : !o.has_tag              ? PROTO_CHECKSUM_E_NOT_PRESENT
                                                : PROTO_CHECKSUM_E_UNVERIFIED;
   proto_item *status = proto_tree_add_uint(tt, hf_tag_status, tvb, status_at, 0, st);
   add_generated(status);
@@ -519,11 +548,11 @@ tvbuff_t *uetref_tss_open(tvbuff_t *tvb, packet_info *pinfo, const uetref_hdr_va
       expert_add_info_format(pinfo, status, &ei_unverified,
                              "Decrypted but unverified (%s): nothing of it is authenticated "
                              "(spec/uet.md §5.5)",
-                             unverified);
+                             o.unverified);
       break;
     case UETREF_TSS_FAILED:
-      if (crypto_error)
-        expert_add_info_format(pinfo, status, &ei_crypto, "Not decrypted: %s", crypto_error);
+      if (o.error)
+        expert_add_info_format(pinfo, status, &ei_crypto, "Not decrypted: %s", o.error);
       else
         expert_add_info_format(pinfo, status, &ei_short,
                                "Sealed part of %d bytes, shorter than the %d-byte tag "
@@ -535,10 +564,10 @@ tvbuff_t *uetref_tss_open(tvbuff_t *tvb, packet_info *pinfo, const uetref_hdr_va
   }
   *result = r;
   if (r != UETREF_TSS_GOOD && r != UETREF_TSS_UNVERIFIED) {
-    if (plain) wipe(plain, (size_t)MAX(captured, 1));
+    if (o.plain) wipe(o.plain, (size_t)MAX(captured, 1));
     return NULL;
   }
-  tvbuff_t *ptvb = tvb_new_child_real_data(tvb, plain, (guint)plain_captured, plain_reported);
+  tvbuff_t *ptvb = tvb_new_child_real_data(tvb, o.plain, (guint)o.plain_captured, o.plain_reported);
   add_new_data_source(pinfo, ptvb, "Decrypted TSS");
   return ptvb;
 }
@@ -595,6 +624,7 @@ void uetref_tss_register(int proto, module_t *prefs, expert_module_t *expert) {
   };
   proto_register_field_array(proto, hf, array_length(hf));
   expert_register_field_array(expert, ei, array_length(ei));
+  register_shutdown_routine(free_keys); /* wipes the keys at exit */
   prefs_register_filename_preference(
       prefs, "tss_key_file", "TSS key file",
       "Keys to open sealed frames (spec/uet.md §5), one a line: sdi=<N> an=<0|1> "
