@@ -119,8 +119,8 @@ enum { ROCEV2_VALS_aeth_type(UETREF_ENUM_AETH_) };
           X(mpr) X(sack_psn_offset) X(sack_bitmap) X(nack_code) X(nack_psn) X(nt) X(nack_payload) \
               X(ctrl_payload) X(opcode) X(ver) X(som) X(eom) X(payload_length) X(message_id)      \
                   X(request_length) X(atomic_opcode) X(entropy) X(pad_cnt) X(tver) X(dest_qp)     \
-                      X(fecn) X(becn) X(syndrome_type) X(syndrome_value) X(msn) X(credit) X(an) X(sdi) \
-                          X(ssi) X(tsc)
+                      X(fecn) X(becn) X(syndrome_type) X(syndrome_value) X(msn) X(credit)         \
+                          X(an) X(sdi) X(ssi) X(tsc)
 #define UETREF_NAME_ENUM_(n) UETREF_N_##n,
 typedef enum { UETREF_NAMES(UETREF_NAME_ENUM_) UETREF_N_COUNT } uetref_name;
 #undef UETREF_NAME_ENUM_
