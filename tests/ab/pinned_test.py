@@ -46,17 +46,17 @@ RUNS = {
 
 # name -> SHA-256 of the run's outputs (recorded with --print).
 PINNED = {
-    "standard": "89f1e201574d87971c979b81dda8f9c142baa9601b28eeb504c31c69c2bbc723",
-    "fattree_perm": "058958452d5349f7c4c1458425934572d3dc75a532bb2451c7dbab88619ab3d4",
-    "failure_down": "6f9f5bd8bfe1ef86199cb965d577e921ab0fb53cf22cd50504a5a7c99ea4a39e",
-    "failure_degraded": "0901f5fca24c684ea541ea2c82001db7f5cfb3c70ec8e6fc49eba67a710ebdd0",
-    "rod_rccc_mixed": "625f5f7acb93fc95124b6e188bfa151d45a60dd62caa14ac4017175e9f40603e",
-    "alltoall": "acdcafc4c6df9d777daae86ad35f2df84e4dd57471eae889c0019503e6742ca5",
-    "allreduce": "4aa442418b87063a0dbbe9260a2c030f2e3f3adecbd153371f2503087dce6525",
-    "websearch": "07435ab2000dbcf43bd54f00ac41d9820a2edb6131b09525455247f9a6dd6bd0",
-    "loss_sweep": "855bc501fdd66812c5364417569749856210925b8301e5cbe4103acfb5cf9c74",
-    "fattree_k16": "e95bd913615e78d5ca114493abd1332e4ad4eae7c4eacec0c0245f2d818c1ca5",
-    "cm": "a78c633c7ea71b58b819339d387da72357a7aa95c737ecaf7e4d352f44edfe81",
+    "standard": "75c6e0ea5a004be32ec1397691b4b92f16606b07f97b2d6256805f80fed1b1d1",
+    "fattree_perm": "423d3dc2138945a817527cd7a1d90e9f82c5fc8e9db07798ec302b3769ead02f",
+    "failure_down": "93755e0d5fbb55fe143ff4f43681a76722fc8a2f6320355afc299cc355e1ee41",
+    "failure_degraded": "f3c434191ff48262372ef28b827f9c00db2d9773c2efc508e6883ea5fe4f5acf",
+    "rod_rccc_mixed": "aecd09094e0dd3e66c4b562ffd39e124dee7fe8f3e8baee09988138891b620b3",
+    "alltoall": "0614702aa200f3420bd4ab349ea9b0ae25ebea0283d66b288bc2d52d10e5050c",
+    "allreduce": "025eafc16309e04983a8f5e583fb275c6b2d5ca1f073f3c7cd679f68cbf0bd24",
+    "websearch": "92e50d9e6b6f9f20e2d766a9c0ac56f3c78b7216cd38785d8207924ad577d048",
+    "loss_sweep": "262ee9f4b032c384f909b4122b9e4490cf934c7a22ea10b55d64200acda00e61",
+    "fattree_k16": "e02b52b57e70b1fc57ea42b25023bd9e9dc48085fae057e51576bec1e15f6cec",
+    "cm": "7a175b99e28046461819de4d221fd47380fb43c4fe8fba624c0fd725eded4ef4",
 }
 
 

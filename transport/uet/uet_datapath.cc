@@ -173,6 +173,17 @@ uint16_t UetEndpoint::ev_port(const Pdc& p, uint16_t ev) noexcept {
   return true;
 }
 
+// §3.8: the PSNs past CACK this target PDC can take, in PSNs, at most 255 [choice]: the
+// receive window (mpr), or for ROD the reorder buffer (rod_window).
+uint8_t UetEndpoint::advertised_mpr(const Pdc& p) const noexcept {
+  return static_cast<uint8_t>(std::min<uint32_t>(255, p.rod ? config_.rod_window : config_.mpr));
+}
+
+// §3.8: a new PSN goes at most the target's latest MPR past its CACK.
+[[gnu::always_inline]] inline bool UetEndpoint::mpr_room(const Pdc& p) const noexcept {
+  return p.peer_mpr == 0 || p.next_psn - p.peer_cack <= p.peer_mpr;  // 0: no ACK_CC yet
+}
+
 // §3.8: ACK_CC with the cumulative ACK, a 64-bit SACK bitmap and NSCC state. When a response
 // is queued, the ACK carries it and names its PSN as the trigger: an SES response (§4.6) for a
 // refused request, or a response with data (§4.7) answering a READ, with the data as payload.
@@ -232,8 +243,7 @@ bool UetEndpoint::build_ack(Pdc& p, uint16_t pdcid, Frame& f) {
   } else {
     ack.set<Ack::cc_type_field>(wire::CcType::kNscc);
   }
-  ack.set<Ack::mpr_field>(
-      static_cast<uint8_t>(std::min<uint32_t>(255, config_.mpr / 16)));  // [choice]
+  ack.set<Ack::mpr_field>(advertised_mpr(p));
   // The 64 PSNs the bitmap reports end at the PSN that triggered this ACK (as htsim does), so
   // every arrival is reported by at least its own ACK even when the window spans more than
   // 64 packets past a hole; they start right after CACK when that is close enough.
@@ -365,7 +375,7 @@ bool UetEndpoint::build_stateless_nack(const StatelessNack& sn, Frame& f) {
       ack->set_spdcid(sn.local_pdcid);
       ack->set_dpdcid(sn.peer_pdcid);
       ack->set_cc_type(wire::CcType::kNscc);
-      ack->set_mpr(static_cast<uint8_t>(std::min<uint32_t>(255, config_.mpr / 16)));
+      ack->set_mpr(static_cast<uint8_t>(std::min<uint32_t>(255, config_.mpr)));  // §3.8
       ack->set_sack_psn_offset(1);
       if (!finish_frame(b, f, 0)) return false;
       f.priority = Priority::kControl;
@@ -983,8 +993,8 @@ void UetEndpoint::rx_ack(const wire::Decoded& d, Time now) {
     return;
   }
   const uint32_t cack = h.cack_psn();
-  if (const wire::PdsAckCc* cc = d.pds_as<wire::PdsAckCc>();
-      cc != nullptr && cc->cc_type() == wire::CcType::kCredit && !p->closing) {
+  const wire::PdsAckCc* const cc = d.pds_as<wire::PdsAckCc>();
+  if (cc != nullptr && cc->cc_type() == wire::CcType::kCredit && !p->closing) {
     ++counters_.rx_credit_acks;  // §3.8.2: RCCC credit riding the ACK
     on_credit(*p, cc->credit());
   }
@@ -1055,6 +1065,10 @@ void UetEndpoint::rx_ack(const wire::Decoded& d, Time now) {
   }
   ++counters_.rx_acks;
   p->last_ack_at = now;
+  // §3.8: new PSNs stay within the window this target advertises (mpr_room); MPR 0 says
+  // nothing [choice].
+  if (p->peer_mpr == 0 || psn_before(p->peer_cack, cack)) p->peer_cack = cack;
+  if (cc != nullptr && cc->mpr() != 0) p->peer_mpr = cc->mpr();
   if (!p->established) {  // §3.3: the first ACK carries the target's PDC id
     p->established = true;
     p->peer_pdcid = h.spdcid();
@@ -1072,7 +1086,7 @@ void UetEndpoint::rx_ack(const wire::Decoded& d, Time now) {
     covered_psn(*p, psn, marked && psn == trig, data_sent, now);
   }
   uint32_t highest = cack;
-  if (const wire::PdsAckCc* cc = d.pds_as<wire::PdsAckCc>(); cc != nullptr) {
+  if (cc != nullptr) {
     const uint32_t sack_base = cack + cc->sack_psn_offset();
     // The set bits in ascending order. A bit at or past next_psn claims a PSN never sent
     // (a forged or corrupt ACK): ignored, counted once per ACK.
@@ -1227,6 +1241,16 @@ void UetEndpoint::rx_ctrl(const wire::Decoded& d, Time now) {
       // REQ_CLOSE's PSN (the target's next expected), so the target frees only a PDC that
       // heard nothing since.
       queue_stateless_nack(src, h.spdcid(), 0, h.psn(), Stateless::kClose, h.dpdcid());
+      return;
+    case wire::CtrlType::kClear:  // the initiator's clear PSN (§3.3) without a request
+      if (p != nullptr && p->role == Role::kTarget && p->peer_ip4 == src &&
+          p->peer_pdcid == h.spdcid()) {
+        ++counters_.rx_clear;
+        clear_to(*p, h.ctrl_payload());
+        p->ack_now = true;  // the ACK shows the CACK that moved
+        return;
+      }
+      ++counters_.rx_bad_ctrl;
       return;
     case wire::CtrlType::kCredit:  // RCCC: credit granted by the target, in bytes
       if (p != nullptr && p->role == Role::kInitiator && p->peer_ip4 == src && !p->closing &&
@@ -1489,6 +1513,23 @@ size_t UetEndpoint::tx(std::span<Frame* const> out, Time now) {
       } else if (p.op_send != p.op_tail &&
                  p.next_psn - p.base_psn < (p.rod ? config_.rod_window : config_.mpr) &&
                  p.bytes_in_flight + config_.payload_bytes <= window(p)) {
+        if (!mpr_room(p)) {
+          // §3.12 CLEAR: CACK waits behind PSNs refused and acknowledged here (§3.3) until
+          // a clear PSN passes them; with no request left in range to carry it, a CLEAR
+          // does, again after an RTO if CACK has not moved.
+          if (psn_before(p.peer_cack, p.base_psn - 1) && now >= p.clear_at && p.established &&
+              build_ctrl(p, id, wire::CtrlType::kClear, p.next_psn, *out[n], p.base_psn - 1)) {
+            p.clear_at = now + p.rto;
+            deadline_ = std::min(deadline_, p.clear_at);
+            ++counters_.tx_clear;
+            ++n;
+            idle = 0;
+          } else {
+            ++idle;
+          }
+          ++rr_;
+          continue;
+        }
         const Op& o = p.ops[p.op_send];
         if (!credit && o.op != Opcode::kRead) {
           credit_blocked(p, now);
@@ -1616,6 +1657,7 @@ void UetEndpoint::on_timer(Time now) {
       p.credit_blocked = false;  // the next stall re-arms the timer
     }
     next = std::min(next, p.credit_deadline);
+    if (p.clear_at > now) next = std::min(next, p.clear_at);  // a CLEAR may go again (tx)
     if (p.tlp_deadline <= now) {
       p.tlp_deadline = kNever;
       send_tlp(p);

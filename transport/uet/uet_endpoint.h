@@ -108,6 +108,8 @@
 //
 // Congestion control (spec/uet.md §3.4, §3.8.2, §3.12; research/uec.md §3, §4): UetConfig::cc.
 // - NSCC (cc/nscc.h): a window per initiator PDC, from ACKs' ECN echoes and RTT samples.
+//   Whatever the CC, new PSNs stay within the target's advertised window (ACK_CC mpr past
+//   CACK, §3.8).
 // - RCCC (cc/rccc.h): the initiator PDC's RcccSender starts with a speculative allowance and
 //   then sends data only against credit; its requests are RUD_CC with credit_target = what
 //   its backlog (unsent bytes + resends) still needs beyond the credit it holds. The target's
@@ -300,6 +302,8 @@ struct UetCounters {
   uint64_t tx_credit_req = 0;     // initiator: CREDIT_REQs sent
   uint64_t rx_credit_req = 0;     // target: CREDIT_REQs received
   uint64_t credit_probes = 0;     // initiator: one-packet probes before the PDC is established
+  // §3.12 CLEAR: the initiator's clear PSN when no request in the target's window carries it.
+  uint64_t tx_clear = 0, rx_clear = 0;
   // ROD (target).
   uint64_t rod_staged = 0;        // out-of-order ROD requests held until the hole fills
   uint64_t rod_executed_late = 0; // staged requests executed in order later
@@ -424,6 +428,10 @@ class UetEndpoint final : public Endpoint {
     uint16_t peer_pdcid = 0;   // learned from the first ACK (initiator) or the SYN (target)
     uint32_t next_psn = 0;     // next new PSN
     uint32_t base_psn = 0;     // oldest unacknowledged PSN
+    // §3.8: the target's window as its ACK_CCs last said: the highest CACK and the latest
+    // MPR (0: no ACK_CC yet, the configured window alone bounds new PSNs).
+    uint32_t peer_cack = 0;
+    uint16_t peer_mpr = 0;
     uint32_t op_head = 0, op_tail = 0;  // posted, not yet completed: [head, tail)
     uint32_t op_send = 0;      // next operation with packets still to send
     uint32_t send_packet = 0;  // next packet of ops[op_send]
@@ -466,6 +474,7 @@ class UetEndpoint final : public Endpoint {
     uint16_t next_message_id = 1;
     Time srtt = 0, rttvar = 0; // RFC 6298; srtt 0: no sample yet
     uint64_t acked_total = 0;  // PSNs acknowledged so far (progress)
+    Time clear_at = 0;         // §3.12: a CLEAR may go (again) from then (tx)
     Time last_ack_at = kNever; // the last valid ACK (is the peer alive?)
     cc::Nscc nscc{cc::NsccConfig{}};
     // RCCC sender (UetConfig::cc rccc or nscc+rccc).
@@ -718,6 +727,8 @@ class UetEndpoint final : public Endpoint {
   absl::Status post_in_mode(DeliveryMode mode, uint32_t peer, const Op& op, const char* verb);
   void fail_pdc(Pdc& p, OpStatus why);
   bool build_ack(Pdc& p, uint16_t pdcid, Frame& f);
+  uint8_t advertised_mpr(const Pdc& p) const noexcept;
+  bool mpr_room(const Pdc& p) const noexcept;
   bool build_nack(Pdc& p, uint16_t pdcid, Frame& f);
   bool build_stateless_nack(const StatelessNack& n, Frame& f);
   void queue_stateless_nack(uint32_t ip, uint16_t peer_pdcid, uint8_t code, uint32_t psn,
