@@ -46,17 +46,17 @@ RUNS = {
 
 # name -> SHA-256 of the run's outputs (recorded with --print).
 PINNED = {
-    "standard": "75c6e0ea5a004be32ec1397691b4b92f16606b07f97b2d6256805f80fed1b1d1",
-    "fattree_perm": "423d3dc2138945a817527cd7a1d90e9f82c5fc8e9db07798ec302b3769ead02f",
-    "failure_down": "93755e0d5fbb55fe143ff4f43681a76722fc8a2f6320355afc299cc355e1ee41",
-    "failure_degraded": "f3c434191ff48262372ef28b827f9c00db2d9773c2efc508e6883ea5fe4f5acf",
-    "rod_rccc_mixed": "aecd09094e0dd3e66c4b562ffd39e124dee7fe8f3e8baee09988138891b620b3",
-    "alltoall": "0614702aa200f3420bd4ab349ea9b0ae25ebea0283d66b288bc2d52d10e5050c",
-    "allreduce": "025eafc16309e04983a8f5e583fb275c6b2d5ca1f073f3c7cd679f68cbf0bd24",
-    "websearch": "92e50d9e6b6f9f20e2d766a9c0ac56f3c78b7216cd38785d8207924ad577d048",
-    "loss_sweep": "262ee9f4b032c384f909b4122b9e4490cf934c7a22ea10b55d64200acda00e61",
-    "fattree_k16": "e02b52b57e70b1fc57ea42b25023bd9e9dc48085fae057e51576bec1e15f6cec",
-    "cm": "7a175b99e28046461819de4d221fd47380fb43c4fe8fba624c0fd725eded4ef4",
+    "standard": "95915c2a4bbe6898ba02041cda9b4098096ddb0f2aafe907471af9be5ff63aab",
+    "fattree_perm": "608e154e00a510ad51108d943d0acc0e79cb11a579f53f25c754680882a128f9",
+    "failure_down": "03cc69489699f13c41f8986ceaac74254d87e6952b5b7263a0c28ea83b09855a",
+    "failure_degraded": "bdaa32abb95af3421d6a1b190c1e069dd0b54c7b43838424b1cac022b3a0e1fd",
+    "rod_rccc_mixed": "43ee21add286cc5fb42262f201ddbf861ed8a035333a992b1877f48875293898",
+    "alltoall": "31ea769353ae40dc0f44449315427b718b13e6fb8f96e98fd3ebc07400ca8052",
+    "allreduce": "959ca1280f1cbfd5a276205ff3bc4259ec2169f95b8c2b61af56e34fa4010609",
+    "websearch": "f7e2b9eb218b76d4c5ff6050113b3343ec41a53ee87ce100e8df518ce41bbee6",
+    "loss_sweep": "f100992a4481689e734e672322e392202a43a7443f34364b89f75befdf94f9d1",
+    "fattree_k16": "ad9799f404821db0ae9db0f8fd7ca4a1ece983b1bc4dc8e7be001ec911db4f40",
+    "cm": "75f7025169d367ee8b0d1c6763447eae34f4538339e2bac5ac07703e7c207e40",
 }
 
 

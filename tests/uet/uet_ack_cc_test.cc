@@ -1,5 +1,6 @@
 // ACK_CC in the UET engine (transport/uet/uet_endpoint.h, spec/uet.md §3.8): the initiator
-// keeps new PSNs within the window the target advertises (MPR past CACK).
+// keeps new PSNs within the window the target advertises (MPR past CACK), and the target
+// fills the NSCC state (service_time, rcvd_bytes, ooo_count) that the sender's NSCC reads.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -9,6 +10,7 @@
 
 #include "tests/common/fake_link.h"
 #include "transport/uet/uet_endpoint.h"
+#include "transport/wire/checksum.h"
 
 namespace uet {
 namespace {
@@ -48,6 +50,14 @@ struct Pair {
 
 // The frame's UDP checksum as "not computed" (accepted, §2.1), after a test rewrote it.
 void drop_udp_checksum(std::vector<uint8_t>& bytes) { bytes[kUdp + 6] = bytes[kUdp + 7] = 0; }
+
+void set_ip_ce(std::vector<uint8_t>& bytes) {
+  bytes[kIp + 1] |= 3;
+  bytes[kIp + 10] = bytes[kIp + 11] = 0;
+  const uint16_t sum = wire::ipv4_header_checksum(bytes.data() + kIp, wire::Ipv4::kSize);
+  bytes[kIp + 10] = static_cast<uint8_t>(sum >> 8);
+  bytes[kIp + 11] = static_cast<uint8_t>(sum);
+}
 
 const wire::PdsAckCc* ack_cc(const wire::Decoded& d) {
   return d.pds_type == wire::PdsType::kAckCc ? d.pds_as<wire::PdsAckCc>() : nullptr;
@@ -174,6 +184,107 @@ TEST(UetAckCc_Mpr, RefusedPsnsBehindCackAreClearedWithoutOverrunningTheWindow) {
   EXPECT_EQ(t.ea->counters().timeouts, 0u);
   EXPECT_GE(t.ea->counters().tx_clear, 1u);
   EXPECT_EQ(t.eb->counters().rx_clear, t.ea->counters().tx_clear);
+}
+
+// The NSCC state of ACK_CC, as the target fills it on a fake-link exchange: service_time is
+// how long the trigger waited for its ACK (here the coalescing delay, in ns), rcvd_bytes the
+// payload received so far, ooo_count the requests that arrived past a hole.
+TEST(UetAckCc_State, TargetFillsServiceTimeReceivedBytesAndOutOfOrderCount) {
+  UetConfig b = config_for(kIpB);
+  b.ack_delay = 5 * kMicrosecond;
+  Pair t(config_for(kIpA), b);
+  std::vector<wire::PdsAckCc> acks;
+  bool reorder = false;
+  int requests = 0;
+  t.link.set_filter([&](int from, const wire::Decoded& d, std::vector<uint8_t>& bytes) {
+    testing::Verdict v;
+    if (const wire::PdsAckCc* h = ack_cc(d); from == 1 && h != nullptr) acks.push_back(*h);
+    if (from == 0 && d.pds_type == wire::PdsType::kRudReq) {
+      bytes[kPds + 1] &= ~0x08;  // no AR: the target ACKs after ack_delay (or ack_every)
+      drop_udp_checksum(bytes);
+      if (reorder && requests++ == 0) v.delay = kMicrosecond;  // the first arrives last
+    }
+    return v;
+  });
+  // Three packets arrive together and wait ack_delay for one ACK.
+  ASSERT_TRUE(t.ea->post_write({1, kIpB, t.rkey, 0, t.src.data(), 3 * 4096}).ok());
+  t.link.run(kSecond);
+  ASSERT_EQ(acks.size(), 1u);
+  EXPECT_EQ(acks[0].cc_type(), wire::CcType::kNscc);
+  EXPECT_EQ(acks[0].service_time(), 5000u);  // ns
+  EXPECT_EQ(acks[0].rcvd_bytes(), 3u * 4096);
+  EXPECT_EQ(acks[0].ooo_count(), 0u);
+  EXPECT_EQ(acks[0].rc(), false);
+  EXPECT_EQ(acks[0].rcv_cwnd_pend(), 0u);
+  // Five more, the first delayed: the other four arrive past a hole and are ACKed at once.
+  reorder = true;
+  ASSERT_TRUE(t.ea->post_write({2, kIpB, t.rkey, 0, t.src.data(), 4 * 4096 + 100}).ok());
+  t.link.run(kSecond);
+  ASSERT_GE(acks.size(), 3u);
+  EXPECT_EQ(acks[1].service_time(), 0u);  // out of order: ACKed as it arrived
+  EXPECT_EQ(acks[1].ooo_count(), 4u);
+  EXPECT_EQ(acks.back().ooo_count(), 4u);
+  EXPECT_EQ(acks.back().rcvd_bytes(), 7u * 4096 + 100);
+  EXPECT_EQ(acks.back().cack_psn(), acks[0].cack_psn() + 5);
+  EXPECT_EQ(t.completions().size(), 2u);
+}
+
+// A target that holds every packet 20 us before its ACK and says so (service_time), over a
+// 4 us fabric whose packets are all CE-marked. NSCC must judge the 4 us: marks without queueing
+// delay leave the window alone (cc/nscc.h), so the write runs at a full window per round trip.
+// Judging the 24 us instead, NSCC sees 20 us of queueing and cuts the window to one packet.
+TEST(UetAckCc_State, NsccRttSampleExcludesServiceTime) {
+  UetConfig a = config_for(kIpA), b = config_for(kIpB);
+  a.base_rtt = b.base_rtt = 4 * kMicrosecond;
+  Pair t(a, b);
+  t.link.set_rate_gbps(100);
+  t.link.set_filter([&](int from, const wire::Decoded& d, std::vector<uint8_t>& bytes) {
+    testing::Verdict v;
+    if (from == 0 && d.pds_type == wire::PdsType::kRudReq) set_ip_ce(bytes);
+    if (from == 1 && ack_cc(d) != nullptr) {
+      v.delay = 20 * kMicrosecond;
+      bytes[kPds + 24] = 20000 >> 8;  // service_time, ns
+      bytes[kPds + 25] = 20000 & 0xFF;
+      drop_udp_checksum(bytes);
+    }
+    return v;
+  });
+  constexpr uint64_t kBytes = 256 * 4096;
+  ASSERT_TRUE(t.ea->post_write({1, kIpB, t.rkey, 0, t.src.data(), kBytes}).ok());
+  t.link.run(kSecond);
+  const std::vector<Completion> c = t.completions();
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].status, OpStatus::kSuccess);
+  // Expect: NSCC's maxwnd (1.5 x 100 Gb/s x 4 us = 75 KB, 18 packets) per ~25 us round trip,
+  // so ~15 round trips (~370 us); a window of one packet would take milliseconds.
+  EXPECT_LT(t.link.now(), 600 * kMicrosecond);
+}
+
+// A target reporting the largest receiver penalty (rcv_cwnd_pend 127) on every ACK_CC of a
+// 4 us fabric: the sender takes the newly received bytes (the rcvd_bytes delta) x 127/128
+// off its window at each ACK, so the same write takes many times longer than with penalty 0.
+TEST(UetAckCc_State, ReceiverPenaltyCutsTheSendersWindow) {
+  auto run = [](uint8_t pend) {
+    UetConfig a = config_for(kIpA), b = config_for(kIpB);
+    a.base_rtt = b.base_rtt = 4 * kMicrosecond;
+    Pair t(a, b);
+    t.link.set_rate_gbps(100);
+    t.link.set_filter([&](int from, const wire::Decoded& d, std::vector<uint8_t>& bytes) {
+      if (const wire::PdsAckCc* h = ack_cc(d);
+          from == 1 && h != nullptr && h->cc_type() == wire::CcType::kNscc) {
+        bytes[kPds + 26] = pend;  // rc 0, rcv_cwnd_pend
+        drop_udp_checksum(bytes);
+      }
+      return testing::Verdict{};
+    });
+    EXPECT_TRUE(t.ea->post_write({1, kIpB, t.rkey, 0, t.src.data(), 512 * 4096}).ok());
+    t.link.run(kSecond);
+    EXPECT_EQ(t.completions().size(), 1u);
+    return t.link.now();
+  };
+  const Time free = run(0), penalised = run(127);
+  // Expect: a window of a few packets per round trip instead of a full one (~180 us).
+  EXPECT_GT(penalised, 5 * free);
 }
 
 }  // namespace

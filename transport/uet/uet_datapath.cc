@@ -241,8 +241,15 @@ bool UetEndpoint::build_ack(Pdc& p, uint16_t pdcid, Frame& f) {
     p.credit_pending -= c;
     ++counters_.tx_credit_acks;
   } else {
+    // §3.8.1: how long the trigger waited here for this ACK (ns, saturating), the bytes
+    // received so far (modulo 2^24); rc and rcv_cwnd_pend stay 0 (no receiver bottleneck).
+    const Time arrived = r != nullptr ? r->queued : ce ? p.ce_arrival : p.last_arrival;
+    const Time held = now_ > arrived ? (now_ - arrived) / kNanosecond : 0;
     ack.set<Ack::cc_type_field>(wire::CcType::kNscc);
+    ack.set<Ack::service_time_field>(static_cast<uint16_t>(std::min<Time>(held, 0xFFFF)));
+    ack.set<Ack::rcvd_bytes_field>(p.rcvd_bytes & 0xFFFFFF);
   }
+  ack.set<Ack::ooo_count_field>(p.ooo_count);
   ack.set<Ack::mpr_field>(advertised_mpr(p));
   // The 64 PSNs the bitmap reports end at the PSN that triggered this ACK (as htsim does), so
   // every arrival is reported by at least its own ACK even when the window spans more than
@@ -340,6 +347,7 @@ bool UetEndpoint::queue_response(Pdc& p, const Pdc::Response& r, bool repeat) {
   Pdc::Response& e = p.rsp[p.rsp_tail++];
   e = r;
   e.repeat = repeat;
+  e.queued = now_;
   if (!repeat) {
     const uint32_t idx = (r.psn & mpr_mask_);
     p.rsp_bits[idx / 64] |= uint64_t{1} << (idx % 64);
@@ -600,10 +608,12 @@ void UetEndpoint::rx(std::span<Frame* const> frames, Time now) {
   if (!trimmed) clear_to(*p, psn + static_cast<uint32_t>(static_cast<int32_t>(h.clear_psn_offset())));
   p->last_psn = psn;
   p->last_retx = h.retx();
+  p->last_arrival = now;
   if (d.ecn == 3 && !p->ce_seen) {  // the first CE since the last ACK triggers the next one
     p->ce_seen = true;
     p->ce_psn = psn;
     p->ce_retx = h.retx();
+    p->ce_arrival = now;
   }
   const wire::SesStandardRequest* ses = d.ses_as<wire::SesStandardRequest>();
   const uint32_t delta = psn - p->rcv_base;
@@ -643,6 +653,9 @@ void UetEndpoint::rx(std::span<Frame* const> frames, Time now) {
     queue_nack(*p, wire::NackCode::kTrimmed, psn);
     return;
   }
+  // §3.8.1 rcvd_bytes and §3.8 ooo_count: a new, whole request.
+  p->rcvd_bytes += static_cast<uint32_t>(d.payload.size() + d.elided);
+  if (delta != 0 && p->ooo_count != 0xFFFF) ++p->ooo_count;
   // ROD (uet_modes.cc): a request past the next one to execute waits in the reorder buffer.
   if (p->rod && psn != p->rod_next) {
     if (rod_stage(*p, d, ses, psn) &&
@@ -1109,9 +1122,28 @@ void UetEndpoint::rx_ack(const wire::Decoded& d, Time now) {
   }
   if (psn_before(p->rack_highest, highest)) p->rack_highest = highest;
   rack_detect(*p, now);
-  // NSCC (cc/nscc.h) sees the bytes this ACK took out of flight and its ECN echo.
+  // NSCC (cc/nscc.h) sees the bytes this ACK took out of flight, its ECN echo and the RTT
+  // without the time the target held the trigger (§3.8.1 service_time), never below
+  // base_rtt for that (a sample already below it is kept); the receiver's penalty applies to
+  // the bytes it newly received (rcvd_bytes delta, modulo 2^24; a reordered ACK adds none).
+  Time nscc_rtt = rtt;
+  uint32_t newly_rcvd = 0;
+  if (cc != nullptr && cc->cc_type() == wire::CcType::kNscc) {
+    if (rtt > 0) {
+      const Time held = Time{cc->service_time()} * kNanosecond;
+      nscc_rtt = std::max(rtt - held, std::min(rtt, config_.base_rtt));
+    }
+    if (const uint32_t delta = (cc->rcvd_bytes() - p->peer_rcvd_bytes) & 0xFFFFFF;
+        delta < 0x800000) {
+      newly_rcvd = delta;
+      p->peer_rcvd_bytes = cc->rcvd_bytes();
+    }
+  }
   if (p->bytes_in_flight < in_flight_before) {
-    p->nscc.on_ack(in_flight_before - p->bytes_in_flight, h.m(), rtt, now);
+    p->nscc.on_ack(in_flight_before - p->bytes_in_flight, h.m(), nscc_rtt, now);
+  }
+  if (newly_rcvd != 0 && cc->rcv_cwnd_pend() != 0) {
+    p->nscc.on_receiver_pending(newly_rcvd, cc->rcv_cwnd_pend());
   }
   retire_ops(*p);
   // Progress restarts the timer for what is still unacknowledged; a new probe may go after

@@ -107,9 +107,10 @@
 // Frames that do not fit the bounds are dropped or NACKed and counted (Counters).
 //
 // Congestion control (spec/uet.md §3.4, §3.8.2, §3.12; research/uec.md §3, §4): UetConfig::cc.
-// - NSCC (cc/nscc.h): a window per initiator PDC, from ACKs' ECN echoes and RTT samples.
-//   Whatever the CC, new PSNs stay within the target's advertised window (ACK_CC mpr past
-//   CACK, §3.8).
+// - NSCC (cc/nscc.h): a window per initiator PDC, from ACKs' ECN echoes and RTT samples
+//   less the time the target held the packet (ACK_CC service_time, §3.8.1); the target's
+//   rcv_cwnd_pend penalty on the bytes it newly received (rcvd_bytes). Whatever the CC, new
+//   PSNs stay within the target's advertised window (ACK_CC mpr past CACK, §3.8).
 // - RCCC (cc/rccc.h): the initiator PDC's RcccSender starts with a speculative allowance and
 //   then sends data only against credit; its requests are RUD_CC with credit_target = what
 //   its backlog (unsent bytes + resends) still needs beyond the credit it holds. The target's
@@ -456,6 +457,9 @@ class UetEndpoint final : public Endpoint {
     uint32_t unacked_rx = 0;
     uint32_t last_psn = 0;     // the newest arrival
     uint32_t ce_psn = 0;       // the first CE-marked arrival since the last ACK
+    Time last_arrival = 0, ce_arrival = 0;  // when they arrived (§3.8.1 service_time)
+    uint32_t rcvd_bytes = 0;  // §3.8.1: payload bytes of new requests (sent modulo 2^24)
+    uint16_t ooo_count = 0;   // §3.8: new requests that arrived past a hole (saturating)
     uint32_t nack_head = 0, nack_tail = 0;  // the nacks ring below
     Time ack_deadline = kNever;
     std::vector<uint64_t> rcv_bits;  // mpr bits: PSN rcv_base + i received
@@ -474,7 +478,8 @@ class UetEndpoint final : public Endpoint {
     uint16_t next_message_id = 1;
     Time srtt = 0, rttvar = 0; // RFC 6298; srtt 0: no sample yet
     uint64_t acked_total = 0;  // PSNs acknowledged so far (progress)
-    Time clear_at = 0;         // §3.12: a CLEAR may go (again) from then (tx)
+    uint32_t peer_rcvd_bytes = 0;  // §3.8.1: the target's rcvd_bytes in its newest ACK_CC
+    Time clear_at = 0;             // §3.12: a CLEAR may go (again) from then (tx)
     Time last_ack_at = kNever; // the last valid ACK (is the peer alive?)
     cc::Nscc nscc{cc::NsccConfig{}};
     // RCCC sender (UetConfig::cc rccc or nscc+rccc).
@@ -510,6 +515,7 @@ class UetEndpoint final : public Endpoint {
       uint32_t key = 0;
       uint32_t len = 0;
       uint64_t offset = 0;
+      Time queued = 0;  // §3.8.1: the ACK's service_time counts from here
     };
     GrowRing<Response> rsp;  // by rsp_head/rsp_tail (grows in queue_response() to mpr)
     // Guaranteed delivery (§3.3 clear_psn_offset): a refused PSN (an SES response with an
