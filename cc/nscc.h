@@ -29,8 +29,9 @@
 // not counted as achieved, so a second NACK cut the window to one MTU: a flow in the k=16
 // fabric with 8 core links at 10 % and uet-htsim's ECN sent one packet per RTT for 160 us.)
 //
-// The receiver's rcv_cwnd_pend (ACK_CC, 0..127) takes newly_acked * pend / 128 off the window
-// (on_receiver_pending). RCCC's credits are cc/rccc.h; the engine can run both (UetConfig::cc).
+// The receiver's rcv_cwnd_pend (ACK_CC, 0..127) takes newly_received * pend / 128 off the
+// window (on_receiver_pending; the bytes are the rcvd_bytes delta, spec/uet.md §3.8.1).
+// RCCC's credits are cc/rccc.h; the engine can run both (UetConfig::cc).
 #pragma once
 
 #include <algorithm>
@@ -72,7 +73,8 @@ class Nscc {
   uint64_t decreases() const noexcept { return decreases_; }
   uint64_t fast_increases() const noexcept { return fast_increases_; }
 
-  // `acked` bytes newly acknowledged; `ecn`: the ACK echoed CE; `rtt`: a sample (<= 0: none).
+  // `acked` bytes newly acknowledged; `ecn`: the ACK echoed CE; `rtt`: a sample (<= 0: none),
+  // without the time the receiver held the packet (spec/uet.md §3.8.1 service_time).
   void on_ack(uint64_t acked, bool ecn, Time rtt, Time now) noexcept {
     const double a = static_cast<double>(acked);
     const double delay = rtt > 0 ? static_cast<double>(rtt - c_.base_rtt) : avg_delay_;
@@ -125,9 +127,9 @@ class Nscc {
     if (!quick_adapt(true, true, 0, now)) cwnd_ = std::max(cwnd_ - b, c_.minwnd);
   }
 
-  // The receiver's rcv_cwnd_pend (0..127) on an ACK that acknowledged `acked` new bytes.
-  void on_receiver_pending(uint64_t acked, uint8_t pend) noexcept {
-    const double cut = static_cast<double>(acked) * static_cast<double>(pend & 0x7F) / 128.0;
+  // The receiver's rcv_cwnd_pend (0..127) on an ACK reporting `received` newly received bytes.
+  void on_receiver_pending(uint64_t received, uint8_t pend) noexcept {
+    const double cut = static_cast<double>(received) * static_cast<double>(pend & 0x7F) / 128.0;
     cwnd_ = std::max(cwnd_ - cut, c_.minwnd);
   }
 

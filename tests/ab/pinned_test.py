@@ -46,17 +46,17 @@ RUNS = {
 
 # name -> SHA-256 of the run's outputs (recorded with --print).
 PINNED = {
-    "standard": "89f1e201574d87971c979b81dda8f9c142baa9601b28eeb504c31c69c2bbc723",
-    "fattree_perm": "058958452d5349f7c4c1458425934572d3dc75a532bb2451c7dbab88619ab3d4",
-    "failure_down": "6f9f5bd8bfe1ef86199cb965d577e921ab0fb53cf22cd50504a5a7c99ea4a39e",
-    "failure_degraded": "0901f5fca24c684ea541ea2c82001db7f5cfb3c70ec8e6fc49eba67a710ebdd0",
-    "rod_rccc_mixed": "625f5f7acb93fc95124b6e188bfa151d45a60dd62caa14ac4017175e9f40603e",
-    "alltoall": "acdcafc4c6df9d777daae86ad35f2df84e4dd57471eae889c0019503e6742ca5",
-    "allreduce": "4aa442418b87063a0dbbe9260a2c030f2e3f3adecbd153371f2503087dce6525",
-    "websearch": "07435ab2000dbcf43bd54f00ac41d9820a2edb6131b09525455247f9a6dd6bd0",
-    "loss_sweep": "855bc501fdd66812c5364417569749856210925b8301e5cbe4103acfb5cf9c74",
-    "fattree_k16": "e95bd913615e78d5ca114493abd1332e4ad4eae7c4eacec0c0245f2d818c1ca5",
-    "cm": "a78c633c7ea71b58b819339d387da72357a7aa95c737ecaf7e4d352f44edfe81",
+    "standard": "95915c2a4bbe6898ba02041cda9b4098096ddb0f2aafe907471af9be5ff63aab",
+    "fattree_perm": "608e154e00a510ad51108d943d0acc0e79cb11a579f53f25c754680882a128f9",
+    "failure_down": "03cc69489699f13c41f8986ceaac74254d87e6952b5b7263a0c28ea83b09855a",
+    "failure_degraded": "bdaa32abb95af3421d6a1b190c1e069dd0b54c7b43838424b1cac022b3a0e1fd",
+    "rod_rccc_mixed": "43ee21add286cc5fb42262f201ddbf861ed8a035333a992b1877f48875293898",
+    "alltoall": "31ea769353ae40dc0f44449315427b718b13e6fb8f96e98fd3ebc07400ca8052",
+    "allreduce": "959ca1280f1cbfd5a276205ff3bc4259ec2169f95b8c2b61af56e34fa4010609",
+    "websearch": "f7e2b9eb218b76d4c5ff6050113b3343ec41a53ee87ce100e8df518ce41bbee6",
+    "loss_sweep": "f100992a4481689e734e672322e392202a43a7443f34364b89f75befdf94f9d1",
+    "fattree_k16": "ad9799f404821db0ae9db0f8fd7ca4a1ece983b1bc4dc8e7be001ec911db4f40",
+    "cm": "75f7025169d367ee8b0d1c6763447eae34f4538339e2bac5ac07703e7c207e40",
 }
 
 

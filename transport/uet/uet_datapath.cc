@@ -173,6 +173,17 @@ uint16_t UetEndpoint::ev_port(const Pdc& p, uint16_t ev) noexcept {
   return true;
 }
 
+// §3.8: the PSNs past CACK this target PDC can take, in PSNs, at most 255 [choice]: the
+// receive window (mpr), or for ROD the reorder buffer (rod_window).
+uint8_t UetEndpoint::advertised_mpr(const Pdc& p) const noexcept {
+  return static_cast<uint8_t>(std::min<uint32_t>(255, p.rod ? config_.rod_window : config_.mpr));
+}
+
+// §3.8: a new PSN goes at most the target's latest MPR past its CACK.
+[[gnu::always_inline]] inline bool UetEndpoint::mpr_room(const Pdc& p) const noexcept {
+  return p.peer_mpr == 0 || p.next_psn - p.peer_cack <= p.peer_mpr;  // 0: no ACK_CC yet
+}
+
 // §3.8: ACK_CC with the cumulative ACK, a 64-bit SACK bitmap and NSCC state. When a response
 // is queued, the ACK carries it and names its PSN as the trigger: an SES response (§4.6) for a
 // refused request, or a response with data (§4.7) answering a READ, with the data as payload.
@@ -231,10 +242,16 @@ bool UetEndpoint::build_ack(Pdc& p, uint16_t pdcid, Frame& f) {
     p.credit_pending -= c;
     ++counters_.tx_credit_acks;
   } else {
+    // §3.8.1: how long the trigger waited here for this ACK (ns, saturating), the bytes
+    // received so far (modulo 2^24); rc and rcv_cwnd_pend stay 0 (no receiver bottleneck).
+    const Time arrived = r != nullptr ? r->queued : ce ? p.ce_arrival : p.last_arrival;
+    const Time held = now_ > arrived ? (now_ - arrived) / kNanosecond : 0;
     ack.set<Ack::cc_type_field>(wire::CcType::kNscc);
+    ack.set<Ack::service_time_field>(static_cast<uint16_t>(std::min<Time>(held, 0xFFFF)));
+    ack.set<Ack::rcvd_bytes_field>(p.rcvd_bytes & 0xFFFFFF);
   }
-  ack.set<Ack::mpr_field>(
-      static_cast<uint8_t>(std::min<uint32_t>(255, config_.mpr / 16)));  // [choice]
+  ack.set<Ack::ooo_count_field>(p.ooo_count);
+  ack.set<Ack::mpr_field>(advertised_mpr(p));
   // The 64 PSNs the bitmap reports end at the PSN that triggered this ACK (as htsim does), so
   // every arrival is reported by at least its own ACK even when the window spans more than
   // 64 packets past a hole; they start right after CACK when that is close enough.
@@ -332,6 +349,7 @@ bool UetEndpoint::queue_response(Pdc& p, const Pdc::Response& r, bool repeat) {
   Pdc::Response& e = p.rsp[p.rsp_tail++];
   e = r;
   e.repeat = repeat;
+  e.queued = now_;
   if (!repeat) {
     const uint32_t idx = (r.psn & mpr_mask_);
     p.rsp_bits[idx / 64] |= uint64_t{1} << (idx % 64);
@@ -368,7 +386,7 @@ bool UetEndpoint::build_stateless_nack(const StatelessNack& sn, Frame& f) {
       ack->set_spdcid(sn.local_pdcid);
       ack->set_dpdcid(sn.peer_pdcid);
       ack->set_cc_type(wire::CcType::kNscc);
-      ack->set_mpr(static_cast<uint8_t>(std::min<uint32_t>(255, config_.mpr / 16)));
+      ack->set_mpr(static_cast<uint8_t>(std::min<uint32_t>(255, config_.mpr)));  // §3.8
       ack->set_sack_psn_offset(1);
       if (!finish(b, f, 0)) return false;
       f.priority = Priority::kControl;
@@ -666,10 +684,12 @@ void UetEndpoint::rx(std::span<Frame* const> frames, Time now) {
   if (!trimmed) clear_to(*p, psn + static_cast<uint32_t>(static_cast<int32_t>(h.clear_psn_offset())));
   p->last_psn = psn;
   p->last_retx = h.retx();
+  p->last_arrival = now;
   if (d.ecn == 3 && !p->ce_seen) {  // the first CE since the last ACK triggers the next one
     p->ce_seen = true;
     p->ce_psn = psn;
     p->ce_retx = h.retx();
+    p->ce_arrival = now;
   }
   const wire::SesStandardRequest* ses = d.ses_as<wire::SesStandardRequest>();
   const uint32_t delta = psn - p->rcv_base;
@@ -709,6 +729,9 @@ void UetEndpoint::rx(std::span<Frame* const> frames, Time now) {
     queue_nack(*p, wire::NackCode::kTrimmed, psn);
     return;
   }
+  // §3.8.1 rcvd_bytes and §3.8 ooo_count: a new, whole request.
+  p->rcvd_bytes += static_cast<uint32_t>(d.payload.size() + d.elided);
+  if (delta != 0 && p->ooo_count != 0xFFFF) ++p->ooo_count;
   // ROD (uet_modes.cc): a request past the next one to execute waits in the reorder buffer.
   if (p->rod && psn != p->rod_next) {
     if (rod_stage(*p, d, ses, psn) &&
@@ -1059,8 +1082,8 @@ void UetEndpoint::rx_ack(const wire::Decoded& d, Time now) {
     return;
   }
   const uint32_t cack = h.cack_psn();
-  if (const wire::PdsAckCc* cc = d.pds_as<wire::PdsAckCc>();
-      cc != nullptr && cc->cc_type() == wire::CcType::kCredit && !p->closing) {
+  const wire::PdsAckCc* const cc = d.pds_as<wire::PdsAckCc>();
+  if (cc != nullptr && cc->cc_type() == wire::CcType::kCredit && !p->closing) {
     ++counters_.rx_credit_acks;  // §3.8.2: RCCC credit riding the ACK
     on_credit(*p, cc->credit());
   }
@@ -1131,6 +1154,10 @@ void UetEndpoint::rx_ack(const wire::Decoded& d, Time now) {
   }
   ++counters_.rx_acks;
   p->last_ack_at = now;
+  // §3.8: new PSNs stay within the window this target advertises (mpr_room); MPR 0 says
+  // nothing [choice].
+  if (p->peer_mpr == 0 || psn_before(p->peer_cack, cack)) p->peer_cack = cack;
+  if (cc != nullptr && cc->mpr() != 0) p->peer_mpr = cc->mpr();
   if (!p->established) {  // §3.3: the first ACK carries the target's PDC id
     p->established = true;
     p->peer_pdcid = h.spdcid();
@@ -1148,7 +1175,7 @@ void UetEndpoint::rx_ack(const wire::Decoded& d, Time now) {
     covered_psn(*p, psn, marked && psn == trig, data_sent, now);
   }
   uint32_t highest = cack;
-  if (const wire::PdsAckCc* cc = d.pds_as<wire::PdsAckCc>(); cc != nullptr) {
+  if (cc != nullptr) {
     const uint32_t sack_base = cack + cc->sack_psn_offset();
     // The set bits in ascending order. A bit at or past next_psn claims a PSN never sent
     // (a forged or corrupt ACK): ignored, counted once per ACK.
@@ -1171,9 +1198,28 @@ void UetEndpoint::rx_ack(const wire::Decoded& d, Time now) {
   }
   if (psn_before(p->rack_highest, highest)) p->rack_highest = highest;
   rack_detect(*p, now);
-  // NSCC (cc/nscc.h) sees the bytes this ACK took out of flight and its ECN echo.
+  // NSCC (cc/nscc.h) sees the bytes this ACK took out of flight, its ECN echo and the RTT
+  // without the time the target held the trigger (§3.8.1 service_time), never below
+  // base_rtt for that (a sample already below it is kept); the receiver's penalty applies to
+  // the bytes it newly received (rcvd_bytes delta, modulo 2^24; a reordered ACK adds none).
+  Time nscc_rtt = rtt;
+  uint32_t newly_rcvd = 0;
+  if (cc != nullptr && cc->cc_type() == wire::CcType::kNscc) {
+    if (rtt > 0) {
+      const Time held = Time{cc->service_time()} * kNanosecond;
+      nscc_rtt = std::max(rtt - held, std::min(rtt, config_.base_rtt));
+    }
+    if (const uint32_t delta = (cc->rcvd_bytes() - p->peer_rcvd_bytes) & 0xFFFFFF;
+        delta < 0x800000) {
+      newly_rcvd = delta;
+      p->peer_rcvd_bytes = cc->rcvd_bytes();
+    }
+  }
   if (p->bytes_in_flight < in_flight_before) {
-    p->nscc.on_ack(in_flight_before - p->bytes_in_flight, h.m(), rtt, now);
+    p->nscc.on_ack(in_flight_before - p->bytes_in_flight, h.m(), nscc_rtt, now);
+  }
+  if (newly_rcvd != 0 && cc->rcv_cwnd_pend() != 0) {
+    p->nscc.on_receiver_pending(newly_rcvd, cc->rcv_cwnd_pend());
   }
   retire_ops(*p);
   // Progress restarts the timer for what is still unacknowledged; a new probe may go after
@@ -1303,6 +1349,16 @@ void UetEndpoint::rx_ctrl(const wire::Decoded& d, Time now) {
       // REQ_CLOSE's PSN (the target's next expected), so the target frees only a PDC that
       // heard nothing since.
       queue_stateless_nack(src, h.spdcid(), 0, h.psn(), Stateless::kClose, h.dpdcid());
+      return;
+    case wire::CtrlType::kClear:  // the initiator's clear PSN (§3.3) without a request
+      if (p != nullptr && p->role == Role::kTarget && p->peer_ip4 == src &&
+          p->peer_pdcid == h.spdcid()) {
+        ++counters_.rx_clear;
+        clear_to(*p, h.ctrl_payload());
+        p->ack_now = true;  // the ACK shows the CACK that moved
+        return;
+      }
+      ++counters_.rx_bad_ctrl;
       return;
     case wire::CtrlType::kCredit:  // RCCC: credit granted by the target, in bytes
       if (p != nullptr && p->role == Role::kInitiator && p->peer_ip4 == src && !p->closing &&
@@ -1575,6 +1631,23 @@ size_t UetEndpoint::tx(std::span<Frame* const> out, Time now) {
       } else if (p.op_send != p.op_tail &&
                  p.next_psn - p.base_psn < (p.rod ? config_.rod_window : config_.mpr) &&
                  p.bytes_in_flight + config_.payload_bytes <= window(p)) {
+        if (!mpr_room(p)) {
+          // §3.12 CLEAR: CACK waits behind PSNs refused and acknowledged here (§3.3) until
+          // a clear PSN passes them; with no request left in range to carry it, a CLEAR
+          // does, again after an RTO if CACK has not moved.
+          if (psn_before(p.peer_cack, p.base_psn - 1) && now >= p.clear_at && p.established &&
+              build_ctrl(p, id, wire::CtrlType::kClear, p.next_psn, *out[n], p.base_psn - 1)) {
+            p.clear_at = now + p.rto;
+            deadline_ = std::min(deadline_, p.clear_at);
+            ++counters_.tx_clear;
+            ++n;
+            idle = 0;
+          } else {
+            ++idle;
+          }
+          ++rr_;
+          continue;
+        }
         const Op& o = p.ops[p.op_send];
         if (!credit && o.op != Opcode::kRead) {
           credit_blocked(p, now);
@@ -1702,6 +1775,7 @@ void UetEndpoint::on_timer(Time now) {
       p.credit_blocked = false;  // the next stall re-arms the timer
     }
     next = std::min(next, p.credit_deadline);
+    if (p.clear_at > now) next = std::min(next, p.clear_at);  // a CLEAR may go again (tx)
     if (p.tlp_deadline <= now) {
       p.tlp_deadline = kNever;
       send_tlp(p);

@@ -107,7 +107,10 @@
 // Frames that do not fit the bounds are dropped or NACKed and counted (Counters).
 //
 // Congestion control (spec/uet.md §3.4, §3.8.2, §3.12; research/uec.md §3, §4): UetConfig::cc.
-// - NSCC (cc/nscc.h): a window per initiator PDC, from ACKs' ECN echoes and RTT samples.
+// - NSCC (cc/nscc.h): a window per initiator PDC, from ACKs' ECN echoes and RTT samples
+//   less the time the target held the packet (ACK_CC service_time, §3.8.1); the target's
+//   rcv_cwnd_pend penalty on the bytes it newly received (rcvd_bytes). Whatever the CC, new
+//   PSNs stay within the target's advertised window (ACK_CC mpr past CACK, §3.8).
 // - RCCC (cc/rccc.h): the initiator PDC's RcccSender starts with a speculative allowance and
 //   then sends data only against credit; its requests are RUD_CC with credit_target = what
 //   its backlog (unsent bytes + resends) still needs beyond the credit it holds. The target's
@@ -307,6 +310,8 @@ struct UetCounters {
   uint64_t tx_credit_req = 0;     // initiator: CREDIT_REQs sent
   uint64_t rx_credit_req = 0;     // target: CREDIT_REQs received
   uint64_t credit_probes = 0;     // initiator: one-packet probes before the PDC is established
+  // §3.12 CLEAR: the initiator's clear PSN when no request in the target's window carries it.
+  uint64_t tx_clear = 0, rx_clear = 0;
   // ROD (target).
   uint64_t rod_staged = 0;        // out-of-order ROD requests held until the hole fills
   uint64_t rod_executed_late = 0; // staged requests executed in order later
@@ -441,6 +446,10 @@ class UetEndpoint final : public Endpoint {
     uint16_t peer_pdcid = 0;   // learned from the first ACK (initiator) or the SYN (target)
     uint32_t next_psn = 0;     // next new PSN
     uint32_t base_psn = 0;     // oldest unacknowledged PSN
+    // §3.8: the target's window as its ACK_CCs last said: the highest CACK and the latest
+    // MPR (0: no ACK_CC yet, the configured window alone bounds new PSNs).
+    uint32_t peer_cack = 0;
+    uint16_t peer_mpr = 0;
     uint32_t op_head = 0, op_tail = 0;  // posted, not yet completed: [head, tail)
     uint32_t op_send = 0;      // next operation with packets still to send
     uint32_t send_packet = 0;  // next packet of ops[op_send]
@@ -465,6 +474,9 @@ class UetEndpoint final : public Endpoint {
     uint32_t unacked_rx = 0;
     uint32_t last_psn = 0;     // the newest arrival
     uint32_t ce_psn = 0;       // the first CE-marked arrival since the last ACK
+    Time last_arrival = 0, ce_arrival = 0;  // when they arrived (§3.8.1 service_time)
+    uint32_t rcvd_bytes = 0;  // §3.8.1: payload bytes of new requests (sent modulo 2^24)
+    uint16_t ooo_count = 0;   // §3.8: new requests that arrived past a hole (saturating)
     uint32_t nack_head = 0, nack_tail = 0;  // the nacks ring below
     Time ack_deadline = kNever;
     std::vector<uint64_t> rcv_bits;  // mpr bits: PSN rcv_base + i received
@@ -483,6 +495,8 @@ class UetEndpoint final : public Endpoint {
     uint16_t next_message_id = 1;
     Time srtt = 0, rttvar = 0; // RFC 6298; srtt 0: no sample yet
     uint64_t acked_total = 0;  // PSNs acknowledged so far (progress)
+    uint32_t peer_rcvd_bytes = 0;  // §3.8.1: the target's rcvd_bytes in its newest ACK_CC
+    Time clear_at = 0;             // §3.12: a CLEAR may go (again) from then (tx)
     Time last_ack_at = kNever; // the last valid ACK (is the peer alive?)
     cc::Nscc nscc{cc::NsccConfig{}};
     // RCCC sender (UetConfig::cc rccc or nscc+rccc).
@@ -518,6 +532,7 @@ class UetEndpoint final : public Endpoint {
       uint32_t key = 0;
       uint32_t len = 0;
       uint64_t offset = 0;
+      Time queued = 0;  // §3.8.1: the ACK's service_time counts from here
     };
     GrowRing<Response> rsp;  // by rsp_head/rsp_tail (grows in queue_response() to mpr)
     // Guaranteed delivery (§3.3 clear_psn_offset): a refused PSN (an SES response with an
@@ -736,6 +751,8 @@ class UetEndpoint final : public Endpoint {
   absl::Status post_in_mode(DeliveryMode mode, uint32_t peer, const Op& op, const char* verb);
   void fail_pdc(Pdc& p, OpStatus why);
   bool build_ack(Pdc& p, uint16_t pdcid, Frame& f);
+  uint8_t advertised_mpr(const Pdc& p) const noexcept;
+  bool mpr_room(const Pdc& p) const noexcept;
   bool build_nack(Pdc& p, uint16_t pdcid, Frame& f);
   bool build_stateless_nack(const StatelessNack& n, Frame& f);
   void queue_stateless_nack(uint32_t ip, uint16_t peer_pdcid, uint8_t code, uint32_t psn,
