@@ -204,6 +204,23 @@ UetConfig uet_config(const RunConfig& rc, uint32_t h, uint32_t pdcs = 0) {
   const double drain_ps = static_cast<double>(rc.fabric.buffer_bytes) * 8e3 / rc.fabric.host_gbps;
   c.rto = std::max(c.rto, c.base_rtt + static_cast<Time>(drain_ps));
   c.seed = rc.seed * 1000003 + h;
+  if (rc.uet_tss) {
+    // One cluster-mode domain; its key comes from the run's seed (a simulation needs no
+    // secret, and the key is never written out).
+    c.tss.enabled = true;
+    tss::DomainConfig d;
+    d.sdi = 1;
+    uint64_t x = rc.seed * 0x9E3779B97F4A7C15ULL + 0x7E55;
+    for (uint8_t& b : d.key[0]) {
+      x ^= x >> 31;
+      x *= 0xBF58476D1CE4E5B9ULL;
+      b = static_cast<uint8_t>(x >> 56);
+    }
+    d.installed[0] = true;
+    c.tss.domains.push_back(d);
+    c.tss.tx_sdi = d.sdi;
+    c.tss.max_sources = std::max<uint32_t>(c.max_pdcs, 1);
+  }
   return c;
 }
 
@@ -311,6 +328,7 @@ absl::StatusOr<RunResult> run(const RunConfig& rc) {
   nc.switches.pfc.enabled = rc.fabric.pfc;
   nc.switches.pfc.xoff_bytes = rc.fabric.pfc_xoff_bytes;
   nc.switches.pfc.xon_bytes = rc.fabric.pfc_xon_bytes;
+  if (rc.uet_tss && rc.transport == TransportKind::kUet) nc.host_cost = rc.tss_cost;
   sim::Network net(nc);
   if (absl::Status s = build_fabric(net, rc.fabric); !s.ok()) return s;
   const auto hosts = static_cast<uint32_t>(net.num_hosts());

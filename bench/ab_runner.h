@@ -97,6 +97,10 @@ struct RunConfig {
   pathsel::Algorithm uet_lb = pathsel::Algorithm::kReps;  // UET: how EVs are chosen
   CcMode uet_cc = CcMode::kNscc;  // UET: NSCC, RCCC or both (RoCEv2 runs DCQCN)
   DeliveryMode uet_mode = DeliveryMode::kRud;  // UET: the flows' WRITEs go RUD or ROD
+  // UET: every host seals its frames (TSS, spec/uet.md §5) in one secure domain, and its NIC
+  // is busy tss_cost longer per frame (sealing in software, or a crypto engine's rate).
+  bool uet_tss = false;
+  sim::HostCost tss_cost;
   // When set: pcaps of everything host 0 sends and receives, PREFIX_h0_tx.pcap / _h0_rx.pcap.
   std::string pcap_prefix;
   // When > 0: sample the fabric this often (RunResult::series), for throughput and queue plots.

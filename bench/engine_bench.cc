@@ -13,6 +13,9 @@
 //                                   to it (UET: UDP checksum, both ways; RoCEv2: ICRC, as RNICs
 //                                   do it): engine work plus the payload copy.
 //   BM_Engine/headers/{uet,rocev2}  payloads by length (the simulator's mode): protocol work only.
+//   BM_Engine/payload/uet_tss       as payload/uet with every frame sealed and opened (TSS,
+//                                   spec/uet.md §5: AES-256-GCM over OpenSSL); paired with
+//                                   payload/rocev2 in the table, read against payload/uet.
 //
 // An iteration moves 32 data packets (and the ACKs they need); items are data packets, so
 // items/s is packets per second per core with both endpoints on that core. With console output a table of UET/RoCEv2 ratios follows.
@@ -41,7 +44,7 @@ constexpr double kGbps = 100;
 
 wire::MacAddr mac_of(uint32_t ip) { return {0x02, 0, 0, 0, 0, static_cast<uint8_t>(ip)}; }
 
-enum class Mode { kPayload, kOffload, kHeaders };
+enum class Mode { kPayload, kOffload, kHeaders, kTss };
 
 std::unique_ptr<Endpoint> make_endpoint(Proto p, uint32_t ip, uint32_t peer, Mode mode) {
   if (p == Proto::kUet) {
@@ -51,6 +54,13 @@ std::unique_ptr<Endpoint> make_endpoint(Proto p, uint32_t ip, uint32_t peer, Mod
     c.local_mac = mac_of(ip);
     c.link_gbps = kGbps;
     c.base_rtt = 2 * kMicrosecond;
+    if (mode == Mode::kTss) {
+      c.tss.enabled = true;
+      tss::DomainConfig d;
+      d.key[0].fill(0x42);
+      d.installed[0] = true;
+      c.tss.domains.push_back(d);
+    }
     return std::move(*UetEndpoint::create(c));
   }
   RoceConfig c;
@@ -150,6 +160,8 @@ void BM_Engine(benchmark::State& state, Proto proto, Mode mode) {
 }
 
 void register_all() {
+  benchmark::RegisterBenchmark("BM_Engine/payload/uet_tss", BM_Engine, Proto::kUet, Mode::kTss)
+      ->Unit(benchmark::kNanosecond);
   for (const Mode mode : {Mode::kPayload, Mode::kOffload, Mode::kHeaders}) {
     const std::string base = mode == Mode::kPayload   ? "BM_Engine/payload/"
                              : mode == Mode::kOffload ? "BM_Engine/offload/"

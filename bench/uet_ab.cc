@@ -81,6 +81,15 @@ ABSL_FLAG(std::string, cc, "nscc",
 ABSL_FLAG(std::string, uet_mode, "rud",
           "UET: delivery mode of the flows' WRITEs, rud or rod (ROD: one EV per PDC, in-order "
           "execution at the target)");
+ABSL_FLAG(bool, tss, false,
+          "UET: seal every frame (TSS, spec/uet.md §5: AES-256-GCM, 28 more bytes a frame); "
+          "RoCEv2 has no security sublayer and runs as without it");
+ABSL_FLAG(double, tss_ns_per_frame, 0,
+          "UET with --tss: host work per frame, charged as time its NIC is busy, 0..1e6 ns "
+          "(0: an inline crypto engine at line rate; software sealing and opening on one core "
+          "here: see bench/README.md, \"TSS\")");
+ABSL_FLAG(double, tss_ns_per_kib, 0,
+          "UET with --tss: host work per KiB of frame, as --tss_ns_per_frame, 0..1e6 ns");
 ABSL_FLAG(std::string, dcqcn, "htsim",
           "RoCEv2: DCQCN parameter profile: htsim, dcqcn-ns3 (the DCQCN authors' code) or "
           "connectx (NVIDIA firmware defaults); cc/dcqcn.h lists the values");
@@ -321,6 +330,15 @@ const char* cc_flag(CcMode m) {
   return m == CcMode::kNscc ? "nscc" : m == CcMode::kRccc ? "rccc" : "both";
 }
 
+// The TSS parameters of a UET run with --tss (absent otherwise, so runs without it read as
+// before).
+std::string tss_json(const RunConfig& c) {
+  if (!c.uet_tss || c.transport != TransportKind::kUet) return "";
+  return absl::StrFormat("\"tss\": {\"ns_per_frame\": %g, \"ns_per_kib\": %g}, ",
+                         static_cast<double>(c.tss_cost.ps_per_frame) / kNanosecond,
+                         c.tss_cost.ps_per_byte * 1024.0 / kNanosecond);
+}
+
 std::string json_of(const RunResult& r, const RunConfig& c) {
   const auto& f = r.flows;
   return absl::StrFormat(
@@ -334,7 +352,7 @@ std::string json_of(const RunResult& r, const RunConfig& c) {
       "\"dcqcn\": \"%s\", \"cc\": \"%s\", \"lb\": \"%s\", \"failed_links\": %d, \"degrade\": %g, \"degrade_queues\": \"%s\", "
       "\"fabric_gbps\": %g, \"latency_ns\": %d, \"buffer_kb\": %d, \"ecn_kmin_kb\": %d, "
       "\"ecn_kmax_kb\": %d, \"ecn_pmax\": %g, \"pfc_xoff_kb\": %d, \"pfc_xon_kb\": %d, "
-      "\"topology\": \"%s\", "
+      "\"topology\": \"%s\", %s"
       "\"seed\": %d}}",
       r.scenario, to_string(r.transport), f.total, f.completed, r.failed, f.fct_min_us,
       f.fct_p50_us, f.fct_p99_us, f.fct_max_us, f.slowdown_p50, f.slowdown_p99, f.goodput_gbps,
@@ -355,7 +373,7 @@ std::string json_of(const RunResult& r, const RunConfig& c) {
       c.fabric.link_delay / kNanosecond, c.fabric.buffer_bytes / 1024, c.fabric.ecn_kmin_bytes / 1024,
       c.fabric.ecn_kmax_bytes / 1024, c.fabric.ecn_pmax, c.fabric.pfc_xoff_bytes / 1024,
       c.fabric.pfc_xon_bytes / 1024,
-      c.fabric.kind == Fabric::Kind::kLeafSpine ? "leafspine" : "fattree", c.seed);
+      c.fabric.kind == Fabric::Kind::kLeafSpine ? "leafspine" : "fattree", tss_json(c), c.seed);
 }
 
 void print_table(const std::string& title, const std::vector<RunResult>& runs) {
@@ -593,6 +611,8 @@ int run_main() {
   check.range("spines", absl::GetFlag(FLAGS_spines), 1, 256);
   check.range("hosts_per_leaf", absl::GetFlag(FLAGS_hosts_per_leaf), 1, 256);
   check.range("gbps", absl::GetFlag(FLAGS_gbps), 1, 1600);
+  check.range("tss_ns_per_frame", absl::GetFlag(FLAGS_tss_ns_per_frame), 0, 1e6);
+  check.range("tss_ns_per_kib", absl::GetFlag(FLAGS_tss_ns_per_kib), 0, 1e6);
   check.range("bytes", static_cast<double>(absl::GetFlag(FLAGS_bytes)), 1, 1073741824);
   check.range("loss", absl::GetFlag(FLAGS_loss), 0, 0.5);
   check.range("degrade", absl::GetFlag(FLAGS_degrade), 0, 1);
@@ -752,6 +772,10 @@ int run_main() {
     c.uet_lb = lb;
     c.uet_cc = cc;
     c.uet_mode = uet_mode == "rod" ? DeliveryMode::kRod : DeliveryMode::kRud;
+    c.uet_tss = absl::GetFlag(FLAGS_tss);
+    c.tss_cost.ps_per_frame =
+        static_cast<Time>(absl::GetFlag(FLAGS_tss_ns_per_frame) * kNanosecond);
+    c.tss_cost.ps_per_byte = absl::GetFlag(FLAGS_tss_ns_per_kib) * kNanosecond / 1024.0;
     c.max_time = static_cast<Time>(absl::GetFlag(FLAGS_max_ms)) * kMillisecond;
     if (!plot_dir.empty()) {
       c.sample_every = static_cast<Time>(absl::GetFlag(FLAGS_plot_sample_us) * kMicrosecond);

@@ -13,6 +13,7 @@ namespace uet::sim {
 
 Network::Network(const NetworkConfig& config) : config_(config), pool_(config.frame_capacity) {
   events_q_.reserve(1 << 16);
+  host_cost_ = config.host_cost.ps_per_frame > 0 || config.host_cost.ps_per_byte > 0;
 }
 
 uint32_t Network::add_host(std::string name) {
@@ -573,7 +574,8 @@ void Network::flush_stats() {
         send_pfc(in, 0, false);
       }
     }
-    const Time done = now_ + serialization(p, bytes + 24);  // + preamble, IFG, FCS
+    Time done = now_ + serialization(p, bytes + 24);  // + preamble, IFG, FCS
+    if (p.at_host && host_cost_) [[unlikely]] done += host_cost(bytes);
     p.busy_until = done;
     ++p.stats.tx_frames;
     p.stats.tx_bytes += bytes;

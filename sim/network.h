@@ -195,10 +195,19 @@ class Scheduled {
   virtual void fire(Network& net, Time now, uint32_t cookie) = 0;
 };
 
+// Per-frame work a host does before its NIC sends a frame (TSS sealing in software, an inline
+// crypto engine's rate): the host port is busy for serialization + ps_per_frame +
+// ps_per_byte * bytes. 0 and 0 (the default): the host sends at line rate.
+struct HostCost {
+  Time ps_per_frame = 0;
+  double ps_per_byte = 0;
+};
+
 struct NetworkConfig {
   uint64_t seed = 1;
   uint32_t frame_capacity = 4096 + 256;  // bytes stored per frame; smaller: payload by length
   SwitchConfig switches;
+  HostCost host_cost;
 };
 
 class Network {
@@ -293,6 +302,11 @@ class Network {
   static void update_plain(Port& p) noexcept { p.plain = p.up && !p.impaired && !p.tapped; }
 
   NetworkConfig config_;
+  bool host_cost_ = false;  // config_.host_cost is not zero
+  Time host_cost(uint32_t bytes) const noexcept {
+    return config_.host_cost.ps_per_frame +
+           static_cast<Time>(config_.host_cost.ps_per_byte * static_cast<double>(bytes));
+  }
   FramePool pool_;
   // Per frame, beside the pool: what switches read from its headers, parsed once when the
   // frame enters the fabric and again only when its bytes change (corruption, trimming).
