@@ -23,7 +23,7 @@ for a in "$@"; do
     *) targets+=("$a") ;;
   esac
 done
-all=(decode_frame uet_rx roce_rx htsim_cm htsim_topo cdf ab_config)
+all=(decode_frame uet_rx uet_tss_rx roce_rx htsim_cm htsim_topo cdf ab_config)
 [ ${#targets[@]} -eq 0 ] && targets=("${all[@]}")
 for t in "${targets[@]}"; do
   [[ " ${all[*]} " == *" $t "* ]] || { echo "campaign.sh: unknown target $t (${all[*]})" >&2; exit 2; }
@@ -53,7 +53,7 @@ for t in "${targets[@]}"; do
        -o -name 'leak-*' \) -exec mv -t "$work/earlier" {} +
   case "$t" in
     decode_frame) from=("$seeds/frames") ;;
-    uet_rx|roce_rx) from=("$seeds/sequences") ;;
+    uet_rx|uet_tss_rx|roce_rx) from=("$seeds/sequences") ;;
     *) from=("$seeds/texts") ;;
   esac
   dict=()

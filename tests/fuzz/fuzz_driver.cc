@@ -6,7 +6,7 @@
 //                                                the frame targets) or of files (any target);
 //                                                several joined with ':'
 //   fuzz_driver TARGET --replay DIR              every file in DIR once, as it is (a corpus)
-//   TARGET: decode_frame | uet_rx | roce_rx | htsim_cm | htsim_topo | cdf | ab_config
+//   TARGET: decode_frame | uet_rx | uet_tss_rx | roce_rx | htsim_cm | htsim_topo | cdf | ab_config
 #include <algorithm>
 #include <array>
 #include <cstdio>
@@ -139,6 +139,7 @@ constexpr Target kTargets[] = {
     {"decode_frame", uet::fuzz::decode_frame_target, false},
     {"uet_rx", uet::fuzz::uet_rx_target, true},
     {"roce_rx", uet::fuzz::roce_rx_target, true},
+    {"uet_tss_rx", uet::fuzz::uet_tss_rx_target, true},
     {"htsim_cm", uet::fuzz::htsim_cm_target, false},
     {"htsim_topo", uet::fuzz::htsim_topo_target, false},
     {"cdf", uet::fuzz::cdf_target, false},
@@ -211,7 +212,7 @@ int main(int argc, char** argv) {
   }
   std::printf("fuzz %s: %ld inputs from %zu seeds, no crash\n", target.c_str(), runs, seeds.size());
   const uet::fuzz::Reach& r = uet::fuzz::reach();
-  if (target == "uet_rx") {
+  if (target == "uet_rx" || target == "uet_tss_rx") {
     std::printf("reached: %lu requests accepted, %lu ACKs, %lu NACKs, %lu frames answered\n",
                 r.uet_data, r.uet_acks, r.uet_nacks, r.uet_answers);
     if (r.uet_data == 0 || r.uet_answers == 0) {

@@ -123,6 +123,85 @@ void uet_rx_target(const uint8_t* data, size_t size) {
   g_reach.uet_nacks += ep->counters().rx_nacks;
 }
 
+namespace {
+
+// The secure domain of the uet_tss_rx target.
+tss::TssConfig fuzz_tss() {
+  tss::TssConfig t;
+  t.enabled = true;
+  tss::DomainConfig d;
+  d.sdi = 48879;  // the sealed vectors' domain (their key is another: they fail the tag)
+  d.key[0].fill(0x3C);
+  d.key[1].fill(0xC3);
+  d.installed = {true, true};
+  t.domains.push_back(d);
+  t.tx_sdi = d.sdi;
+  t.max_sources = 4;
+  t.replay_window = 64;
+  return t;
+}
+
+// Seals a clear UET frame (readdressed IPv4 without options / UDP 4793) in place: a TSS
+// header after UDP, the rest sealed, the tag appended. Other frames stay as they are.
+void seal_input(std::vector<uint8_t>& f, tss::Sublayer& sealer) {
+  constexpr size_t kUet = 14 + 20 + 8;
+  if (f.size() < kUet + 2 || f[12] != 0x08 || f[13] != 0x00 || f[14] != 0x45 || f[23] != 17 ||
+      wire::load_be(f.data() + 36, 2) != wire::kUetUdpPort ||
+      (f[kUet] >> 3) == static_cast<uint8_t>(wire::PdsType::kEnc)) {
+    return;
+  }
+  f.insert(f.begin() + kUet, sealer.header_bytes(), 0);
+  f.resize(f.size() + tss::kTagBytes);
+  wire::as<wire::Ipv4>(f.data() + 14)->set_total_length(static_cast<uint16_t>(f.size() - 14));
+  wire::store_be(f.data() + 38, 2, f.size() - 34);  // UDP length
+  tss::SealLayout l;
+  l.l3 = 14;
+  l.l4 = 34;
+  l.tss = kUet;
+  (void)sealer.seal(f.data(), f.size() - tss::kTagBytes, l);
+}
+
+}  // namespace
+
+void uet_tss_rx_target(const uint8_t* data, size_t size) {
+  UetConfig c;
+  c.local_ip4 = kLocal;
+  c.max_pdcs = 8;
+  c.mpr = 64;
+  c.max_writes = 4;
+  c.tss = fuzz_tss();
+  static std::vector<uint8_t> region(1 << 16);
+  auto ep = std::move(*UetEndpoint::create(c));
+  (void)ep->register_memory(region.data(), region.size());
+  static std::vector<uint8_t> recv(1 << 13);
+  (void)ep->post_recv({1, recv.data(), recv.size()});
+  auto sealer = std::move(*tss::Sublayer::create(fuzz_tss(), kPeer));
+  // The records of `data` ([u16 length][frame]...): a length's top bit keeps the frame clear
+  // (to be refused); the others are sealed (seal_input), then driven as in uet_rx.
+  std::vector<uint8_t> stream;
+  size_t at = 0;
+  while (at + 2 <= size) {
+    const size_t word = wire::load_be(data + at, 2);
+    const size_t len = std::min<size_t>(word & 0x7FFF, size - at - 2);
+    std::vector<uint8_t> f(data + at + 2, data + at + 2 + len);
+    at += 2 + len;
+    reseal(f);
+    if ((word & 0x8000) == 0) {
+      seal_input(f, *sealer);
+      reseal(f);  // the UDP checksum over the ciphertext
+    }
+    stream.push_back(static_cast<uint8_t>(f.size() >> 8));
+    stream.push_back(static_cast<uint8_t>(f.size()));
+    stream.insert(stream.end(), f.begin(), f.end());
+  }
+  g_reach.uet_answers += drive(*ep, stream.data(), stream.size(), c.max_pdcs);
+  if (ep->pdcs_in_use() > c.max_pdcs) invariant_failed("PDC table grew past max_pdcs");
+  if (ep->tss()->sources() > c.tss.max_sources) invariant_failed("TSS sources past max_sources");
+  g_reach.uet_data += ep->counters().rx_data + ep->counters().rx_rudi_req + ep->counters().rx_uud;
+  g_reach.uet_acks += ep->counters().rx_acks;
+  g_reach.uet_nacks += ep->counters().rx_nacks;
+}
+
 void roce_rx_target(const uint8_t* data, size_t size) {
   RoceConfig c;
   c.local_ip4 = kLocal;

@@ -24,6 +24,9 @@ void decode_frame_target(const uint8_t* data, size_t size);
 void uet_rx_target(const uint8_t* data, size_t size);
 // The same for a RoCEv2 RC endpoint with a connected QP (the ICRC is re-sealed too).
 void roce_rx_target(const uint8_t* data, size_t size);
+// As uet_rx at an endpoint under TSS (spec/uet.md §5): inputs with a TSS header are sealed
+// with the target's key first (their TSC's low bit set: delivered unsealed, to be refused).
+void uet_tss_rx_target(const uint8_t* data, size_t size);
 
 // The text readers (text_targets.cc). Each either refuses the text with a message that names
 // the file and says why, or returns a result every consumer can use as it is.
