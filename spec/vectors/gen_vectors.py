@@ -662,17 +662,22 @@ def seal_body(enc, tss_seg, plain, seal):
     ports), the TSS header. IV: SSI, else the IPv4 source, || TSC, XOR the IV mask."""
     from cryptography.hazmat.primitives.ciphers.aead import AESGCM
     g = tss_seg.given
-    assert not enc.ipv6, "the sealed vectors are IPv4"
-    source = g["ssi"] if g["sp"] else enc.src
     epoch, counter = g["tsc"] >> 48, g["tsc"] & (1 << 48) - 1
+    rekey = (counter & seal.rekey_mask) >> seal.rekey_shift
+    if g["sp"]:
+        source, context = g["ssi"], struct.pack(">HII", epoch, rekey, g["ssi"])
+    elif enc.ipv6:  # uet.md §5.2, §5.3: the IV starts with the SDI; the 26-byte context
+        source, context = g["sdi"], bytes(4) + struct.pack(">HI", epoch, rekey) + enc.src
+    else:
+        source, context = enc.src, struct.pack(">HII", epoch, rekey, enc.src)
     if seal.mode == "direct":
         key, mask = seal.key, bytes(12)
     else:
-        rekey = (counter & seal.rekey_mask) >> seal.rekey_shift
-        key, mask = kdf(seal.key, b"U1", struct.pack(">HII", epoch, rekey, source))
+        key, mask = kdf(seal.key, b"U1", context)
     iv = bytes(a ^ b for a, b in zip(struct.pack(">IQ", source, g["tsc"]), mask))
     four = struct.pack(">HH", enc.sport, 0 if enc.ip_only else enc.dport)
-    aad = struct.pack(">II", enc.src, enc.dst) + four + tss_seg.data
+    addrs = enc.src + enc.dst if enc.ipv6 else struct.pack(">II", enc.src, enc.dst)
+    aad = addrs + four + tss_seg.data
     return AESGCM(key).encrypt(iv, plain, aad)  # ciphertext || tag
 
 
@@ -1062,6 +1067,19 @@ def uet_vectors():
         build(Encap(ip_id=0x5C08, sport=0xA1B5, **back), [
             tss(an=0, sdi=48879, tsc=0x0000000000000005),
             pds_nack(0x01, nack_psn=1234567890, spdcid=88, dpdcid=77, nack_payload=1234567890)],
+              seal=cluster))
+
+    p = pattern(36, 23)
+    vec("uet_tss_ipv6_rod_req_std",
+        "Sealed over IPv6 without an SSI (cluster mode): the IV starts with the SDI, the KDF "
+        "takes the 26-byte context with the source address, the AAD both 16-byte addresses.",
+        build(Encap(ipv6=True, src=ip6("fd00:0:0:1:0:0:0:11"), dst=ip6("fd00:0:0:2:0:0:0:22"),
+                    dscp=24, ecn=2, ttl=63, flow_label=0x5A3C1, sport=0xC6C7), [
+            tss(an=0, sdi=48879, tsc=0x0000000000000007),
+            pds_req(ROD_REQ, NH_STD, psn=777777777, spdcid=3030, dpdcid=4040,
+                    clear_psn_offset=-100, ar=1),
+            ses_std(OP_SEND, message_id=9090, buffer_offset=0, initiator=0x00001234,
+                    match_bits=0, request_length=len(p), som=1, eom=1, rel=1, **JOB)], p,
               seal=cluster))
 
     vec("uet_tss_ctrl_credit",

@@ -63,11 +63,18 @@ def main():
         cases.append(('%s: last ciphertext byte flipped' % v['name'], flip(f, len(f) - 17), 'bad', v))
         cases.append(('%s: tag byte flipped' % v['name'], flip(f, len(f) - 1), 'bad', v))
         cases.append(('%s: TSC flipped (AAD, IV)' % v['name'], flip(f, tss + (15 if f[tss] & 4 else 11)), 'bad', v))
-        cases.append(('%s: IP destination flipped (AAD)' % v['name'], flip(f, ip + 19), 'bad', v))
+        v6 = (f[ip] >> 4) == 6
+        cases.append(('%s: IP destination flipped (AAD)' % v['name'], flip(f, ip + (39 if v6 else 19)), 'bad', v))
         cases.append(('%s: 4 bytes after IP flipped (AAD)' % v['name'], flip(f, l4 + 1), 'bad', v))
         g = bytearray(f)
-        g[ip + 8] = 7  # TTL
-        g[ip + 1] = (10 << 2) | (g[ip + 1] & 3) ^ 3  # DSCP 10, ECN changed
+        if v6:  # traffic class (DSCP, ECN) in bits 4..11, hop limit in byte 7
+            g[ip + 7] = 7
+            tc = ((g[ip] & 0x0F) << 4 | g[ip + 1] >> 4) ^ 0xAB
+            g[ip] = (g[ip] & 0xF0) | tc >> 4
+            g[ip + 1] = (tc & 0x0F) << 4 | (g[ip + 1] & 0x0F)
+        else:
+            g[ip + 8] = 7  # TTL
+            g[ip + 1] = (10 << 2) | (g[ip + 1] & 3) ^ 3  # DSCP 10, ECN changed
         cases.append(('%s: DSCP, ECN, TTL changed (outside the AAD)' % v['name'], bytes(harness.fix_lengths(g)),
                       'good', v))
     # §5.5: a trimmed request, and DSCP 45 on a frame nobody cut.

@@ -276,7 +276,7 @@ WireError decode_vector(const Vector& v, std::vector<uint8_t>& frame, Decoded* d
   if (err != WireError::kOk || !v.tss_key) return err;
   EXPECT_TRUE(d->tss != nullptr || d->tss_sp != nullptr) << v.path << ": tss_key but no TSS";
   EXPECT_EQ(d->pds, nullptr) << "a sealed frame decodes no further than its TSS header";
-  auto rx = tss::Sublayer::create(tss_config_of(v, *d), d->ipv4->dst());
+  auto rx = tss::Sublayer::create(tss_config_of(v, *d), d->ipv4 ? d->ipv4->dst() : 0);
   EXPECT_TRUE(rx.ok()) << rx.status();
   if (!rx.ok()) return WireError::kTruncatedUet;
   std::span<uint8_t> plain;
@@ -435,13 +435,15 @@ TEST_P(Vectors_ValidFile, ReEncode) {
   }
   ASSERT_TRUE(b.append(d.payload));
   if (v.tss_key) {  // sealed by our sublayer at the vector's TSC: the same bytes, tag included
-    auto tx = tss::Sublayer::create(tss_config_of(v, d), d.ipv4->src());
+    auto tx = tss::Sublayer::create(tss_config_of(v, d), d.ipv4 ? d.ipv4->src() : 0);
     ASSERT_TRUE(tx.ok()) << tx.status();
     const uint64_t tsc = d.tss_sp != nullptr ? d.tss_sp->tsc() : d.tss->tsc();
     ASSERT_TRUE((*tx)->resume_counter(tsc & tss::kCounterMask).ok());
     tss::SealLayout l;
-    l.l3 = static_cast<uint16_t>(d.ipv4->raw - d.frame.data());
-    l.l4 = static_cast<uint16_t>(l.l3 + d.ipv4->ihl() * 4);
+    const uint8_t* ip = d.ipv4 ? d.ipv4->raw : d.ipv6->raw;
+    l.l3 = static_cast<uint16_t>(ip - d.frame.data());
+    l.l4 = static_cast<uint16_t>(l.l3 + (d.ipv4 ? d.ipv4->ihl() * 4 : wire::Ipv6::kSize));
+    l.ipv6 = d.ipv6 != nullptr;
     l.ip_only = d.udp == nullptr;
     l.tss = static_cast<uint16_t>(tss_at);
     const size_t plain_len = b.size();

@@ -16,6 +16,10 @@ absl::Status bad(const char* field, uint64_t value, const char* range) {
       absl::StrCat("TssConfig.", field, "=", value, " is out of range (valid: ", range, ")"));
 }
 
+uint32_t load_be32(const uint8_t* p) noexcept {
+  return uint32_t{p[0]} << 24 | uint32_t{p[1]} << 16 | uint32_t{p[2]} << 8 | p[3];
+}
+
 uint64_t source_key(uint32_t sdi, uint8_t an, uint32_t addr) noexcept {
   return uint64_t{sdi} << 33 | uint64_t{an} << 32 | addr;
 }
@@ -137,17 +141,22 @@ Sublayer::Domain* Sublayer::domain(uint32_t sdi) noexcept {
 
 // The packet key for the sending domain at (epoch, rekey): the domain key itself in direct
 // mode, else the KDF over this sender's address or SSI (§5.3). Runs once per rekey interval.
-bool Sublayer::key_tx(uint16_t epoch, uint32_t rekey) noexcept {
+bool Sublayer::key_tx(uint16_t epoch, uint32_t rekey, const uint8_t* addr6) noexcept {
   const DomainConfig& c = domains_[tx_domain_].config;
   if (c.mode == Mode::kDirect) {
     tx_mask_ = Iv{};
     if (!tx_gcm_.set_key(c.key[tx_an_], true)) return false;
   } else {
     DerivedKey k;
-    const auto ctx = kdf_context4(epoch, rekey, send_ssi_ ? ssi_ : local_ip4_);
-    if (!kdf(c.key[tx_an_], UET_TSS_LABEL_CLUSTER, ctx, &k) || !tx_gcm_.set_key(k.key, true)) {
-      return false;
+    bool ok = false;
+    if (addr6 != nullptr) {  // §5.3: IPv6 without SSI
+      const auto ctx = kdf_context6(epoch, rekey, std::span<const uint8_t, 16>(addr6, 16));
+      ok = kdf(c.key[tx_an_], UET_TSS_LABEL_CLUSTER, ctx, &k);
+    } else {
+      const auto ctx = kdf_context4(epoch, rekey, send_ssi_ ? ssi_ : local_ip4_);
+      ok = kdf(c.key[tx_an_], UET_TSS_LABEL_CLUSTER, ctx, &k);
     }
+    if (!ok || !tx_gcm_.set_key(k.key, true)) return false;
     tx_mask_ = k.iv_mask;
     ++counters_.rekeys;
   }
@@ -185,7 +194,8 @@ bool Sublayer::seal(uint8_t* frame, size_t len, const SealLayout& l) noexcept {
   }
   const uint64_t counter = tx_counter_;
   const uint32_t rekey = static_cast<uint32_t>((counter & c.rekey_mask) >> c.rekey_shift);
-  if ((!tx_keyed_ || tx_epoch_ != c.epoch || tx_rekey_ != rekey) && !key_tx(c.epoch, rekey)) {
+  const uint8_t* addr6 = l.ipv6 && !send_ssi_ ? frame + l.l3 + 8 : nullptr;
+  if ((!tx_keyed_ || tx_epoch_ != c.epoch || tx_rekey_ != rekey) && !key_tx(c.epoch, rekey, addr6)) {
     ++counters_.seal_failed;
     return false;
   }
@@ -233,17 +243,22 @@ bool Sublayer::seal(uint8_t* frame, size_t len, const SealLayout& l) noexcept {
 }
 
 bool Sublayer::key_source(Source& s, const Domain& dom, uint8_t an, uint16_t epoch,
-                          uint32_t rekey, uint32_t addr) noexcept {
+                          uint32_t rekey, uint32_t addr, const uint8_t* addr6) noexcept {
   const DomainConfig& c = dom.config;
   if (c.mode == Mode::kDirect) {
     s.mask = Iv{};
     if (!s.gcm.set_key(c.key[an], false)) return false;
   } else {
     DerivedKey k;
-    const auto ctx = kdf_context4(epoch, rekey, addr);
-    if (!kdf(c.key[an], UET_TSS_LABEL_CLUSTER, ctx, &k) || !s.gcm.set_key(k.key, false)) {
-      return false;
+    bool ok = false;
+    if (addr6 != nullptr) {  // §5.3: an IPv6 sender without SSI, the 26-byte context
+      const auto ctx = kdf_context6(epoch, rekey, std::span<const uint8_t, 16>(addr6, 16));
+      ok = kdf(c.key[an], UET_TSS_LABEL_CLUSTER, ctx, &k);
+    } else {
+      const auto ctx = kdf_context4(epoch, rekey, addr);
+      ok = kdf(c.key[an], UET_TSS_LABEL_CLUSTER, ctx, &k);
     }
+    if (!ok || !s.gcm.set_key(k.key, false)) return false;
     s.mask = k.iv_mask;
     ++counters_.rekeys;
   }
@@ -273,7 +288,11 @@ Sublayer::Source* Sublayer::locate(const wire::Decoded& d, bool create, Iv* iv,
     *why = fail(Drop::kStaleEpoch);
     return nullptr;
   }
-  const uint32_t addr = t.sp ? t.ssi : d.ipv4 != nullptr ? d.ipv4->src() : t.sdi;
+  // The receive state's name for the sender: SSI, IPv4 source, or (IPv6 without SSI) the last
+  // word of its address.
+  const uint32_t addr = t.sp                ? t.ssi
+                        : d.ipv4 != nullptr ? d.ipv4->src()
+                                            : load_be32(d.ipv6->raw + 8 + 12);
   const uint64_t key = source_key(t.sdi, t.an, addr);
   Source* s = nullptr;
   if (auto it = source_index_.find(key); it != source_index_.end()) {
@@ -297,8 +316,9 @@ Sublayer::Source* Sublayer::locate(const wire::Decoded& d, bool create, Iv* iv,
   }
   *counter = t.tsc & kCounterMask;
   const uint32_t rekey = static_cast<uint32_t>((*counter & c.rekey_mask) >> c.rekey_shift);
+  const uint8_t* addr6 = !t.sp && d.ipv6 != nullptr ? d.ipv6->raw + 8 : nullptr;
   if ((!s->keyed || s->epoch != epoch || s->rekey != rekey) &&
-      !key_source(*s, *dom, t.an, epoch, rekey, addr)) {
+      !key_source(*s, *dom, t.an, epoch, rekey, addr, addr6)) {
     *why = fail(Drop::kCrypto);
     return nullptr;
   }

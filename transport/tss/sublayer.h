@@ -170,9 +170,10 @@ class Sublayer {
 
   Sublayer() = default;
   Domain* domain(uint32_t sdi) noexcept;
-  bool key_tx(uint16_t epoch, uint32_t rekey) noexcept;
+  // addr6: the sender's IPv6 address when the frame is IPv6 without an SSI (§5.3), else null.
+  bool key_tx(uint16_t epoch, uint32_t rekey, const uint8_t* addr6) noexcept;
   bool key_source(Source& s, const Domain& dom, uint8_t an, uint16_t epoch, uint32_t rekey,
-                  uint32_t addr) noexcept;
+                  uint32_t addr, const uint8_t* addr6) noexcept;
   // Finds the sealed frame's domain, source state and IV, checking everything but the tag.
   Source* locate(const wire::Decoded& d, bool create, Iv* iv, uint64_t* counter,
                  Drop* why) noexcept;
