@@ -129,7 +129,7 @@ bool Gcm::set_key(const Key& key, bool encrypt) noexcept {
 }
 
 bool Gcm::seal(const Iv& iv, std::span<const uint8_t> aad, std::span<uint8_t> data,
-               uint8_t* tag) noexcept {
+               std::span<const uint8_t> from, uint8_t* to, uint8_t* tag) noexcept {
   int n = 0;
   if (ctx_ == nullptr || !encrypt_) return false;
   if (EVP_EncryptInit_ex2(ctx_, nullptr, nullptr, iv.data(), nullptr) != 1) return false;
@@ -137,6 +137,10 @@ bool Gcm::seal(const Iv& iv, std::span<const uint8_t> aad, std::span<uint8_t> da
     return false;
   if (!data.empty() && EVP_EncryptUpdate(ctx_, data.data(), &n, data.data(),
                                          static_cast<int>(data.size())) != 1) {
+    return false;
+  }
+  if (!from.empty() &&
+      EVP_EncryptUpdate(ctx_, to, &n, from.data(), static_cast<int>(from.size())) != 1) {
     return false;
   }
   uint8_t none[16];

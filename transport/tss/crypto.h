@@ -64,7 +64,13 @@ class Gcm {
 
   // Encrypts data in place and writes the tag; `aad` is authenticated only.
   bool seal(const Iv& iv, std::span<const uint8_t> aad, std::span<uint8_t> data,
-            uint8_t* tag) noexcept;
+            uint8_t* tag) noexcept {
+    return seal(iv, aad, data, {}, nullptr, tag);
+  }
+  // As seal(), with `from` (when not empty) encrypted into `to` after `data`: a payload read
+  // from registered memory straight into the frame, in the same pass that encrypts it.
+  bool seal(const Iv& iv, std::span<const uint8_t> aad, std::span<uint8_t> data,
+            std::span<const uint8_t> from, uint8_t* to, uint8_t* tag) noexcept;
   // Decrypts data in place; true only if the tag matches (data is then the plaintext; on
   // false its bytes are undefined and must not be used).
   bool open(const Iv& iv, std::span<const uint8_t> aad, std::span<uint8_t> data,

@@ -185,7 +185,8 @@ size_t Sublayer::aad(const wire::Decoded& d, uint8_t* out) const noexcept {
   return n + t.size;
 }
 
-bool Sublayer::seal(uint8_t* frame, size_t len, const SealLayout& l) noexcept {
+bool Sublayer::seal(uint8_t* frame, size_t len, const SealLayout& l,
+                    std::span<const uint8_t> payload) noexcept {
   const DomainConfig& c = domains_[tx_domain_].config;
   // §5.4: a counter never repeats under one key; at 2^48 - 1 the sender stops until rotated.
   if (tx_counter_ >= kCounterMask) {
@@ -232,8 +233,10 @@ bool Sublayer::seal(uint8_t* frame, size_t len, const SealLayout& l) noexcept {
   const uint32_t src = send_ssi_ ? ssi_ : l.ipv6 ? c.sdi : local_ip4_;
   const Iv iv = packet_iv(src, tsc, tx_mask_);
   const size_t body = l.tss + header_bytes_;
+  const size_t in_place = len - body - payload.size();
   if (!tx_gcm_.seal(iv, std::span<const uint8_t>(aad_buf, n),
-                    std::span<uint8_t>(frame + body, len - body), frame + len)) {
+                    std::span<uint8_t>(frame + body, in_place), payload,
+                    frame + body + in_place, frame + len)) {
     ++counters_.seal_failed;
     return false;
   }

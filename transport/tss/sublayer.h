@@ -110,7 +110,10 @@ class Sublayer {
   // Writes the TSS header at l.tss with the next TSC, encrypts [l.tss + header, len) in
   // place and writes the tag at frame + len (the caller reserved kTagBytes there). False if
   // the counter is exhausted (2^48 packets under one key: rotate) or OpenSSL failed.
-  bool seal(uint8_t* frame, size_t len, const SealLayout& l) noexcept;
+  // `payload`, when not empty, is the frame's last payload.size() bytes before the tag, still
+  // to be read from registered memory: it is encrypted from there into the frame (no copy).
+  bool seal(uint8_t* frame, size_t len, const SealLayout& l,
+            std::span<const uint8_t> payload = {}) noexcept;
 
   // Opens the sealed frame `d` decoded (d.tss or d.tss_sp set, d.sealed its ciphertext and
   // tag, inside `frame`): checks domain, key, epoch and replay window, authenticates and

@@ -161,8 +161,16 @@ uint16_t UetEndpoint::ev_port(const Pdc& p, uint16_t ev) noexcept {
     pds.store<wire::PdsRudRod::kSize>(h);
     ses.store(h + wire::PdsRudRod::kSize);
   }
-  if (carries && elided == 0 && len > 0 && !b.append({o.src + offset, len})) return false;
-  if (!finish(b, f, elided)) return false;
+  std::span<const uint8_t> payload;
+  if (carries && elided == 0 && len > 0) {
+    payload = {o.src + offset, len};
+    if (tss_ != nullptr) {  // §5.2: sealed straight from registered memory (finish())
+      if (b.reserve(len) == nullptr) return false;
+    } else if (!b.append(payload)) {
+      return false;
+    }
+  }
+  if (!finish(b, f, elided, tss_ != nullptr ? payload : std::span<const uint8_t>{})) return false;
   f.priority = Priority::kData;
   s.sent = now;
   if (retx) s.retransmitted = true;
@@ -459,7 +467,8 @@ void UetEndpoint::refuse(Pdc& p, uint32_t psn, uint8_t code, uint16_t message_id
 
 // §5.1: a sealed frame is the TSS header, the ciphertext of everything built after it, and
 // the tag; sealing comes before finish() because the UDP checksum covers the ciphertext.
-bool UetEndpoint::finish(wire::FrameBuilder& b, Frame& f, size_t elided) {
+bool UetEndpoint::finish(wire::FrameBuilder& b, Frame& f, size_t elided,
+                         std::span<const uint8_t> payload) {
   if (tss_ != nullptr) {
     const size_t len = b.size();
     if (b.reserve(tss::kTagBytes) == nullptr) return false;
@@ -469,7 +478,7 @@ bool UetEndpoint::finish(wire::FrameBuilder& b, Frame& f, size_t elided) {
     l.ipv6 = b.is_ipv6();
     l.ip_only = b.is_ip_only();
     l.tss = static_cast<uint16_t>(b.transport_offset());
-    if (!tss_->seal(f.data, len, l)) return false;  // counted by the sublayer
+    if (!tss_->seal(f.data, len, l, payload)) return false;  // counted by the sublayer
   }
   return internal::finish_frame(b, f, elided);
 }

@@ -906,7 +906,10 @@ class UetEndpoint final : public Endpoint {
   void tss_begin(wire::FrameBuilder& b) {
     if (tss_ != nullptr) b.add_bytes(tss_->header_bytes());
   }
-  bool finish(wire::FrameBuilder& b, Frame& f, size_t elided);
+  // `payload`: the frame's last bytes, reserved but not yet copied, which sealing encrypts
+  // from registered memory into the frame (TSS only; empty otherwise).
+  bool finish(wire::FrameBuilder& b, Frame& f, size_t elided,
+              std::span<const uint8_t> payload = {});
   // Opens a sealed frame (or refuses a clear one under TSS); false: dropped and counted.
   bool tss_open(const Frame& f, wire::DecodedStorage& decoded, bool trimmed);
 };
