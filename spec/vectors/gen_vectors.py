@@ -1082,6 +1082,37 @@ def uet_vectors():
                     match_bits=0, request_length=len(p), som=1, eom=1, rel=1, **JOB)], p,
               seal=cluster))
 
+    p = b"medium send, sealed"
+    vec("uet_tss_rud_cc_req_medium_send",
+        "Sealed RUD_CC_REQ (RCCC credit target) with a medium SES SEND.",
+        build(Encap(ip_id=0x5C0A, sport=0xE4E5), [
+            tss(an=0, sdi=48879, tsc=0x0000000000000008),
+            pds_req(RUD_CC_REQ, NH_MEDIUM, psn=2147483632, spdcid=1000, dpdcid=2001,
+                    clear_psn_offset=-5, ccc_id=44, credit_target=128000),
+            ses_medium(OP_SEND, request_length=len(p), ri_generation=9, job_id=1193046,
+                       pid_on_fep=1365, resource_index=2730, initiator=0x0BADF00D,
+                       match_bits=0x1122334455667788, som=1, eom=1, hd=0,
+                       buffer_offset=0)], p, seal=cluster))
+
+    vec("uet_tss_ack_ccx",
+        "Sealed ACK_CCX: 16 bytes of extended CC state.",
+        build(Encap(ip_id=0x5C0B, sport=0xA1B7, **back), [
+            tss(an=1, sdi=48879, tsc=0x0000000000000009),
+            pds_ack_ccx(NH_NONE, cack_psn=99999999, ack_psn_offset=-1, spdcid=321, dpdcid=654,
+                        cc_type=1, cc_flags=0, mpr=255, sack_psn_offset=24,
+                        sack_bitmap=0x8000000000000001,
+                        ccx_state=bytes.fromhex("00112233445566778899aabbccddeeff"), req=2)],
+              seal=cluster))
+
+    vec("uet_tss_nack_ccx",
+        "Sealed NACK_CCX, direct mode.",
+        build(Encap(ip_id=0x5C0C, sport=0xA1B8, **back), [
+            tss(an=0, sdi=7, tsc=0x000000000000000A),
+            pds_nack(0x1A, nack_psn=2147483640, spdcid=2001, dpdcid=1000,
+                     nack_payload=2147483645, vendor_code=0x5C, retx=1,
+                     ccx_state=bytes.fromhex("f0e1d2c3b4a5968778695a4b3c2d1e0f"))],
+              seal=direct))
+
     vec("uet_tss_ctrl_credit",
         "Sealed CTRL CREDIT (RCCC grant).",
         build(Encap(ip_id=0x5C09, sport=0xA1B6, **back), [
