@@ -315,6 +315,30 @@ TEST(UetTss_Trimmed, ATrimmedSealedRequestEarnsASealedNackAndIsResent) {
   EXPECT_EQ(clear, 0u);
 }
 
+TEST(UetTss_Hostile, SealedSynsFromMoreSendersThanMaxSourcesStayWithinTheBound) {
+  UetConfig cb = config_for(kIpB);
+  cb.tss.max_sources = 64;
+  auto b = std::move(*UetEndpoint::create(cb));
+  std::vector<uint8_t> region(1 << 16);
+  const uint32_t rkey = *b->register_memory(region.data(), region.size());
+  const auto src = pattern(4096, 9);
+  // 500 senders, each with the domain's key, each opening a PDC to B with one write.
+  for (uint32_t i = 0; i < 500; ++i) {
+    const uint32_t ip = 0x0B000000 + i;
+    auto a = std::move(*UetEndpoint::create(config_for(ip)));
+    ASSERT_TRUE(a->post_write({i, kIpB, rkey, 0, src.data(), src.size()}).ok());
+    std::vector<uint8_t> buf(9216);
+    Frame f{buf.data(), 0, 0, static_cast<uint32_t>(buf.size())};
+    Frame* fp = &f;
+    ASSERT_EQ(a->tx(std::span<Frame* const>(&fp, 1), 0), 1u);
+    testing::deliver(*b, std::span<const uint8_t>(buf.data(), f.len), 0);
+  }
+  // Expect: receive state for 64 senders, the rest refused by reason, memory within bound.
+  EXPECT_EQ(b->tss()->sources(), 64u);
+  EXPECT_EQ(b->tss()->counters().drops[static_cast<size_t>(tss::Drop::kSourcesFull)], 436u);
+  EXPECT_LE(b->memory_bytes(), UetEndpoint::memory_bound(cb, 1));
+}
+
 TEST(UetTss_Config, ABadTssConfigIsRefusedNamingTheField) {
   UetConfig c = config_for(kIpA);
   c.tss.replay_window = 3;

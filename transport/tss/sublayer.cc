@@ -403,7 +403,13 @@ bool Sublayer::start_psn_ok(uint32_t source, uint16_t spdcid, uint32_t start) co
 }
 
 void Sublayer::start_psn_used(uint32_t source, uint16_t spdcid, uint32_t next) noexcept {
-  auto [it, added] = start_psn_.try_emplace(uint64_t{source} << 16 | spdcid, next);
+  const uint64_t key = uint64_t{source} << 16 | spdcid;
+  if (start_psn_.size() >= size_t{max_sources_} * kStartPsnsPerSource &&
+      !start_psn_.contains(key)) {
+    ++counters_.start_psn_unrecorded;  // bounded: never grown past
+    return;
+  }
+  auto [it, added] = start_psn_.try_emplace(key, next);
   if (!added && static_cast<int32_t>(next - it->second) > 0) it->second = next;
 }
 
@@ -419,6 +425,11 @@ uint32_t Sublayer::initiator_start_psn(uint32_t peer, uint32_t fallback) const n
 }
 
 void Sublayer::initiator_next_start(uint32_t peer, uint32_t next) noexcept {
+  // Bounded by max_sources peers: one forgotten starts its next PDC at random, which its
+  // target refuses half the time (NEW_START_PSN) until the start PSN it names is recorded.
+  if (next_start_.size() >= max_sources_ && !next_start_.contains(peer)) {
+    next_start_.erase(next_start_.begin());
+  }
   auto [it, added] = next_start_.try_emplace(peer, next);
   if (!added && static_cast<int32_t>(next - it->second) > 0) it->second = next;
 }
@@ -482,6 +493,16 @@ absl::Status Sublayer::resume_counter(uint64_t counter) {
   }
   tx_counter_ = counter;
   return absl::OkStatus();
+}
+
+size_t Sublayer::memory_bound(const TssConfig& c) noexcept {
+  constexpr size_t kGcmBytes = 1024;
+  const size_t sources = c.max_sources;
+  // A flat_hash_map holds at most twice its entries' slots (load factor 7/8, power of 2).
+  const size_t starts = sources * kStartPsnsPerSource;
+  return sizeof(Sublayer) + c.domains.size() * sizeof(Domain) + kGcmBytes +
+         sources * (sizeof(void*) + 2 * 16 + sizeof(Source) + kGcmBytes + c.replay_window / 8) +
+         2 * starts * 16 + 2 * sources * 12;
 }
 
 size_t Sublayer::memory_bytes() const noexcept {

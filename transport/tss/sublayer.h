@@ -85,6 +85,7 @@ struct Counters {
   uint64_t opened = 0;            // sealed frames authenticated and decrypted
   uint64_t trimmed_unverified = 0;  // trimmed sealed frames read without a tag (§5.5)
   uint64_t rekeys = 0;              // packet keys derived (KDF runs)
+  uint64_t start_psn_unrecorded = 0;  // closing PDCs whose expected start PSN found no room
   std::array<uint64_t, static_cast<size_t>(Drop::kCount)> drops{};
   uint64_t dropped() const noexcept;
 };
@@ -154,6 +155,11 @@ class Sublayer {
   const Counters& counters() const noexcept { return counters_; }
   size_t sources() const noexcept { return sources_.size(); }
   size_t memory_bytes() const noexcept;
+  // The most memory_bytes() reaches for `config`: every table at its bound.
+  static size_t memory_bound(const TssConfig& config) noexcept;
+  // Expected start PSNs kept (§5.6) per receive-state entry allowed: beyond max_sources x
+  // this, a closing PDC records none (counted) and its SYNs rest on the replay window alone.
+  static constexpr size_t kStartPsnsPerSource = 16;
 
  private:
   struct Domain {

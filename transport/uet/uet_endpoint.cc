@@ -248,6 +248,7 @@ size_t UetEndpoint::memory_bytes() const noexcept {
     if (b.bytes != nullptr)
       n += held(b.bits) + held(b.slots) + size_t{config_.rod_window} * config_.payload_bytes;
   }
+  if (tss_ != nullptr) n += tss_->memory_bytes();
   return n;
 }
 
@@ -281,7 +282,8 @@ size_t UetEndpoint::memory_bound(const UetConfig& c, uint32_t regions) noexcept 
          size_t{c.max_writes} * sizeof(RudiOp) +  // RUDI (§3.5): operations, packets, free
          size_t{c.rudi_packets} * (sizeof(RudiPkt) + sizeof(uint16_t)) +  // ids, responses
          size_t{c.rudi_responses} * sizeof(RudiRsp) + size_t{c.uud_queue} * sizeof(UudOp) +
-         appended_capacity(std::min(regions, kMaxRegions)) * sizeof(Region);
+         appended_capacity(std::min(regions, kMaxRegions)) * sizeof(Region) +
+         (c.tss.enabled ? tss::Sublayer::memory_bound(c.tss) : 0);
 }
 
 absl::StatusOr<uint32_t> UetEndpoint::register_memory(uint8_t* base, uint64_t length) {
