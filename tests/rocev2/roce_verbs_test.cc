@@ -11,13 +11,16 @@
 #include <vector>
 
 #include "tests/common/fake_link.h"
+#include "tests/common/payload.h"
 #include "transport/rocev2/psn.h"
 #include "transport/rocev2/roce_endpoint.h"
 
 namespace uet {
 namespace {
 
+using testing::drain;
 using testing::FakeLink;
+using testing::pattern;
 using testing::Sent;
 using testing::Verdict;
 using wire::RoceOpcode;
@@ -34,13 +37,6 @@ RoceConfig config_for(uint32_t ip) {
   c.ack_timeout_exp = 8;  // 1.05 ms
   c.min_rnr_timer = 1;    // 10 µs
   return c;
-}
-
-std::vector<uint8_t> pattern(size_t n, uint32_t seed) {
-  std::vector<uint8_t> v(n);
-  std::mt19937 rng(seed);
-  for (auto& x : v) x = static_cast<uint8_t>(rng());
-  return v;
 }
 
 // A and B with one connected QP pair; B registers `region` (for writes and reads).
@@ -61,12 +57,6 @@ struct Pair {
   }
   Pair() : Pair(config_for(kIpA), config_for(kIpB)) {}
 };
-
-std::vector<Completion> drain(RoceEndpoint& ep) {
-  std::vector<Completion> out(1024);
-  out.resize(ep.poll_completions(out));
-  return out;
-}
 
 std::vector<Sent> frames(const FakeLink& link, int from, std::initializer_list<RoceOpcode> ops) {
   std::vector<Sent> out;

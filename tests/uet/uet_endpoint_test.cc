@@ -15,10 +15,13 @@
 #include "sim/network.h"
 #include "sim/topology.h"
 #include "tests/common/fake_link.h"
+#include "tests/common/payload.h"
 #include "transport/wire/checksum.h"
 
 namespace uet {
 namespace {
+
+using testing::drain;
 
 constexpr uint32_t kIpA = 0x0A000001, kIpB = 0x0A000002;
 
@@ -85,12 +88,6 @@ Transfer make_transfer(FakeLink& link, size_t bytes) {
   t.dst.assign(bytes + 4096, 0);
   t.rkey = *link.b().register_memory(t.dst.data(), t.dst.size());
   return t;
-}
-
-std::vector<Completion> drain(UetEndpoint& ep) {
-  std::vector<Completion> out(64);
-  out.resize(ep.poll_completions(out));
-  return out;
 }
 
 bool is_data(const wire::Decoded& d) { return d.pds_type == wire::PdsType::kRudReq; }

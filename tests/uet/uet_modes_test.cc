@@ -14,10 +14,13 @@
 #include "sim/network.h"
 #include "sim/topology.h"
 #include "tests/common/fake_link.h"
+#include "tests/common/payload.h"
 #include "transport/uet/uet_endpoint.h"
 
 namespace uet {
 namespace {
+
+using testing::drain;
 
 constexpr uint32_t kIpA = 0x0A000001, kIpB = 0x0A000002;
 constexpr size_t kPkt = 4096;  // UetConfig::payload_bytes default
@@ -72,12 +75,6 @@ std::vector<uint8_t> pattern(size_t n, uint32_t seed) {
   std::mt19937 rng(seed);
   for (auto& b : v) b = static_cast<uint8_t>(rng() | 1);  // never 0: "written" is visible
   return v;
-}
-
-std::vector<Completion> drain(UetEndpoint& ep) {
-  std::vector<Completion> out(1024);
-  out.resize(ep.poll_completions(out));
-  return out;
 }
 
 bool is_req(const wire::Decoded& d, wire::PdsType t) { return d.pds_type == t; }

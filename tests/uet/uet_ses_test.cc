@@ -11,10 +11,14 @@
 #include <vector>
 
 #include "tests/common/fake_link.h"
+#include "tests/common/payload.h"
 #include "transport/uet/uet_endpoint.h"
 
 namespace uet {
 namespace {
+
+using testing::drain;
+using testing::pattern;
 
 constexpr uint32_t kIpA = 0x0A000001, kIpB = 0x0A000002;
 
@@ -62,19 +66,6 @@ class Link {
   Time jitter_ = 0;
   std::mt19937_64 rng_{11};
 };
-
-std::vector<uint8_t> pattern(size_t n, uint32_t seed) {
-  std::vector<uint8_t> v(n);
-  std::mt19937 rng(seed);
-  for (auto& b : v) b = static_cast<uint8_t>(rng());
-  return v;
-}
-
-std::vector<Completion> drain(UetEndpoint& ep) {
-  std::vector<Completion> out(256);
-  out.resize(ep.poll_completions(out));
-  return out;
-}
 
 bool is_request(const wire::Decoded& d) { return d.pds_type == wire::PdsType::kRudReq; }
 bool is_read_data(const wire::Decoded& d) {

@@ -9,11 +9,15 @@
 #include <vector>
 
 #include "tests/common/fake_link.h"
+#include "tests/common/payload.h"
 #include "transport/uet/uet_endpoint.h"
 #include "transport/wire/checksum.h"
 
 namespace uet {
 namespace {
+
+using testing::drain;
+using testing::pattern;
 
 constexpr uint32_t kIpA = 0x0A000001, kIpB = 0x0A000002;
 constexpr uint32_t kSdi = 0x00ABCD;
@@ -40,19 +44,6 @@ UetConfig config_for(uint32_t ip, bool sealed = true, uint32_t sdi = kSdi) {
     c.tss.tx_sdi = sdi;
   }
   return c;
-}
-
-std::vector<uint8_t> pattern(size_t n, uint32_t seed) {
-  std::vector<uint8_t> v(n);
-  std::mt19937 rng(seed);
-  for (auto& b : v) b = static_cast<uint8_t>(rng());
-  return v;
-}
-
-std::vector<Completion> drain(UetEndpoint& ep) {
-  std::vector<Completion> out(256);
-  out.resize(ep.poll_completions(out));
-  return out;
 }
 
 // Two endpoints on the fake link and a 1 MiB region at B, poisoned.

@@ -1,0 +1,29 @@
+// What the endpoint tests write and collect: seeded payload bytes, and every completion an
+// endpoint has ready.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "transport/api.h"
+
+namespace uet::testing {
+
+// n bytes from a seeded generator: any two seeds differ, a test can rebuild them.
+inline std::vector<uint8_t> pattern(size_t n, uint32_t seed) {
+  std::vector<uint8_t> v(n);
+  std::mt19937 rng(seed);
+  for (auto& b : v) b = static_cast<uint8_t>(rng());
+  return v;
+}
+
+// The completions `ep` holds now, at most `most`.
+inline std::vector<Completion> drain(Endpoint& ep, size_t most = 1024) {
+  std::vector<Completion> out(most);
+  out.resize(ep.poll_completions(out));
+  return out;
+}
+
+}  // namespace uet::testing
