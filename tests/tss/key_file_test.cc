@@ -229,7 +229,9 @@ TEST(WriteKeyFile_RoundTrip, WhatIsWrittenFromAConfigReadsBackTheSame) {
     EXPECT_EQ(r.mode, w.mode) << i;
     EXPECT_EQ(r.installed, w.installed) << i;
     for (int an = 0; an < 2; ++an) {
-      if (w.installed[an]) EXPECT_EQ(r.key[an], w.key[an]) << i << " an " << an;
+      if (w.installed[an]) {
+        EXPECT_EQ(r.key[an], w.key[an]) << i << " an " << an;
+      }
     }
     EXPECT_EQ(r.rekey_mask, w.rekey_mask) << i;
     EXPECT_EQ(r.rekey_shift, w.rekey_shift) << i;
@@ -290,7 +292,8 @@ TEST(ReadKeyFile_Dissector, TheVectorTestsKeyFileOpensEverySealedVector) {
     TssConfig rc = *c;
     const uint64_t tsc = d.tss_sp != nullptr ? d.tss_sp->tsc() : d.tss->tsc();
     for (DomainConfig& dom : rc.domains) dom.epoch = static_cast<uint16_t>(tsc >> kCounterBits);
-    auto rx = Sublayer::create(rc, d.ipv4->dst());
+    // The local address matters for IPv4 only (§5.2: an IPv6 sender is keyed by its own).
+    auto rx = Sublayer::create(rc, d.ipv4 != nullptr ? d.ipv4->dst() : 0);
     ASSERT_TRUE(rx.ok()) << rx.status();
     std::span<uint8_t> plain;
     Drop why = Drop::kCount;
