@@ -244,10 +244,10 @@ absl::StatusOr<Options> options_from_flags() {
   c.range("tss_sdi", static_cast<double>(tss_sdi), -1, 0xFFFFFF);
   c.range("tss_an", tss_an, 0, 1);
   if (tss_on && c.error.empty()) {
-    auto t = tss::read_key_file(key_file,
-                                tss_sdi < 0 ? std::nullopt
-                                            : std::optional<uint32_t>(static_cast<uint32_t>(tss_sdi)),
-                                static_cast<uint8_t>(tss_an));
+    auto t = tss::read_key_file(
+        key_file,
+        tss_sdi < 0 ? std::nullopt : std::optional<uint32_t>(static_cast<uint32_t>(tss_sdi)),
+        static_cast<uint8_t>(tss_an));
     if (t.ok()) {
       o.tss = std::move(*t);
     } else if (t.status().code() == absl::StatusCode::kOutOfRange) {
@@ -830,8 +830,8 @@ std::string tss_drop_reasons(const TssOut& t) {
   std::string out;
   for (size_t i = 0; i < t.c.drops.size(); ++i) {
     if (t.c.drops[i] == 0) continue;
-    absl::StrAppend(&out, out.empty() ? " (" : ", ", tss::drop_name(static_cast<tss::Drop>(i)),
-                    " ", t.c.drops[i]);
+    absl::StrAppend(&out, out.empty() ? " (" : ", ", tss::drop_name(static_cast<tss::Drop>(i)), " ",
+                    t.c.drops[i]);
   }
   return out.empty() ? out : out + ")";
 }
@@ -869,7 +869,8 @@ std::string json_of(const Options& o, const LaneOut& l) {
   for (double v : r.lat_us) sum += v;
   return absl::StrFormat(
       "{\"tool\": \"uet-perf\", \"role\": \"%s\", \"transport\": \"%s\", \"io\": \"%s\", "
-      "\"op\": \"%s\", \"bidir\": %s, \"mode\": \"%s\", \"lane\": %u, \"local_ip\": \"%s\", \"bytes\": %lu, "
+      "\"op\": \"%s\", \"bidir\": %s, \"mode\": \"%s\", \"lane\": %u, \"local_ip\": \"%s\", "
+      "\"bytes\": %lu, "
       "\"iterations\": %lu, "
       "\"failed\": %lu, \"total_bytes\": %lu, \"seconds\": %.6f, \"bw_gbps\": %.4f, "
       "\"msg_mpps\": %.6f, \"pkt_mpps\": %.6f, \"latency_us\": {\"samples\": %zu, "
@@ -880,11 +881,10 @@ std::string json_of(const Options& o, const LaneOut& l) {
       "\"loss\": %g, \"seed\": %lu, \"base_rtt_us\": %.3f, \"ok\": %s, \"error\": \"%s\", "
       "\"tss\": %s}",
       o.server ? "server" : "client", o.uet ? "uet" : "rocev2", o.io, o.op,
-      o.bidir ? "true" : "false", o.lat ? "latency" : "bandwidth",
-      o.lane, ip_str(o.ip), l.size, r.completed, r.failed, r.bytes, r.seconds, l.gbps, l.mpps,
-      l.pkt_mpps, r.lat_us.size(), percentile(r.lat_us, 0), percentile(r.lat_us, 0.5),
-      percentile(r.lat_us, 0.99), percentile(r.lat_us, 0.999),
-      r.lat_us.empty() ? 0.0 : r.lat_us.back(),
+      o.bidir ? "true" : "false", o.lat ? "latency" : "bandwidth", o.lane, ip_str(o.ip), l.size,
+      r.completed, r.failed, r.bytes, r.seconds, l.gbps, l.mpps, l.pkt_mpps, r.lat_us.size(),
+      percentile(r.lat_us, 0), percentile(r.lat_us, 0.5), percentile(r.lat_us, 0.99),
+      percentile(r.lat_us, 0.999), r.lat_us.empty() ? 0.0 : r.lat_us.back(),
       r.lat_us.empty() ? 0.0 : sum / static_cast<double>(r.lat_us.size()), l.frames.tx_packets,
       l.frames.rx_packets, l.frames.tx_dropped, l.frames.rx_dropped, l.lost, l.retransmitted,
       l.timeouts, r.verify, r.checked_bytes, r.mismatched_bytes, o.mtu, o.loss, o.seed,
@@ -1496,11 +1496,10 @@ int run_lane(const Options& o, Io& io, int listen_fd, LaneOut& out) {
       // §5.2: a wrong key shows only as tags that do not match; say so where it is seen.
       const TssOut tss = tss_of(o, *ep);
       if (!r.ok && tss.c.dropped() > 0) {
-        absl::StrAppend(&r.error, r.error.empty() ? "" : "; ", "TSS refused ", tss.c.dropped(),
-                        " frames from the client", tss_drop_reasons(tss),
-                        tss.drops(tss::Drop::kBadTag) > 0
-                            ? ": do both sides use the same --key_file?"
-                            : "");
+        absl::StrAppend(
+            &r.error, r.error.empty() ? "" : "; ", "TSS refused ", tss.c.dropped(),
+            " frames from the client", tss_drop_reasons(tss),
+            tss.drops(tss::Drop::kBadTag) > 0 ? ": do both sides use the same --key_file?" : "");
       }
       (void)oob.send("VERIFY", {{"ok", r.verify == "ok" ? "1" : "0"},
                                 {"tss_dropped", std::to_string(tss.c.dropped())},
