@@ -70,6 +70,7 @@
 #include "dpdk-io/host_loop.h"
 #include "dpdk-io/packet_io.h"
 #include "transport/rocev2/roce_endpoint.h"
+#include "transport/tss/key_file.h"
 #include "transport/uet/uet_endpoint.h"
 #include "transport/wire/pcap.h"
 #ifdef UET_PERF_HAVE_DPDK
@@ -131,6 +132,16 @@ ABSL_FLAG(uint32_t, timeout_s, 60,
           "give up after this many seconds without progress (link, control, writes), 1..3600");
 ABSL_FLAG(std::string, json, "", "write the result as one JSON object to this file (default none)");
 ABSL_FLAG(std::string, pcap, "", "write every frame sent and received to this pcap (default none)");
+ABSL_FLAG(bool, tss, false,
+          "UET: seal every frame (TSS, spec/uet.md §5: AES-256-GCM) and accept only sealed ones; "
+          "needs --key_file, the same file on both sides");
+ABSL_FLAG(std::string, key_file, "",
+          "with --tss: the TSS key file, as the Wireshark plugin reads it (dissector/README.md, "
+          "\"TSS keys\"); every domain in it is accepted");
+ABSL_FLAG(int64_t, tss_sdi, -1,
+          "with --tss: the secure domain to send in, 0..16777215 (default -1: the key file's "
+          "first)");
+ABSL_FLAG(uint32_t, tss_an, 0, "with --tss: the association (key) to send with, 0..1");
 ABSL_FLAG(bool, xstats, false, "DPDK: print the port's non-zero extended statistics at the end");
 
 namespace uet::perf {
@@ -169,13 +180,14 @@ struct Options {
   bool bidir = false;
   uint32_t lanes = 1;  // --lcores_io
   uint32_t lane = 0;   // this engine's index (a lane's copy of the options)
+  std::optional<tss::TssConfig> tss;  // --tss: the domains of --key_file
 };
 
 struct Check {
   std::string error;
   void range(const char* flag, double v, double lo, double hi) {
     if (error.empty() && !(v >= lo && v <= hi))
-      error = absl::StrFormat("--%s=%g out of range: %g..%g", flag, v, lo, hi);
+      error = absl::StrFormat("--%s=%.15g out of range: %.15g..%.15g", flag, v, lo, hi);
   }
   void fail(std::string e) {
     if (error.empty()) error = std::move(e);
@@ -218,6 +230,33 @@ absl::StatusOr<Options> options_from_flags() {
   const std::string tr = absl::GetFlag(FLAGS_transport);
   if (tr != "uet" && tr != "rocev2") c.fail("--transport=" + tr + " unknown: uet or rocev2");
   o.uet = tr == "uet";
+  const bool tss_on = absl::GetFlag(FLAGS_tss);
+  const std::string key_file = absl::GetFlag(FLAGS_key_file);
+  const int64_t tss_sdi = absl::GetFlag(FLAGS_tss_sdi);
+  const uint32_t tss_an = absl::GetFlag(FLAGS_tss_an);
+  if (tss_on && tr == "rocev2") {
+    c.fail("--tss is UET only (spec/uet.md §5), not with --transport=rocev2");
+  } else if (tss_on && key_file.empty()) {
+    c.fail("--tss needs --key_file=PATH (the TSS key file, dissector/README.md \"TSS keys\")");
+  } else if (!tss_on && (!key_file.empty() || tss_sdi != -1 || tss_an != 0)) {
+    c.fail("--key_file, --tss_sdi and --tss_an need --tss");
+  }
+  c.range("tss_sdi", static_cast<double>(tss_sdi), -1, 0xFFFFFF);
+  c.range("tss_an", tss_an, 0, 1);
+  if (tss_on && c.error.empty()) {
+    auto t = tss::read_key_file(
+        key_file,
+        tss_sdi < 0 ? std::nullopt : std::optional<uint32_t>(static_cast<uint32_t>(tss_sdi)),
+        static_cast<uint8_t>(tss_an));
+    if (t.ok()) {
+      o.tss = std::move(*t);
+    } else if (t.status().code() == absl::StatusCode::kOutOfRange) {
+      c.fail(absl::StrCat(tss_sdi < 0 ? "" : absl::StrCat("--tss_sdi=", tss_sdi, " "),
+                          "--tss_an=", tss_an, ": ", t.status().message()));
+    } else {
+      c.fail(absl::StrCat("--key_file: ", t.status().message()));
+    }
+  }
   o.io = absl::GetFlag(FLAGS_io);
   if (o.io != "dpdk" && o.io != "uring") c.fail("--io=" + o.io + " unknown: dpdk or uring");
   o.op = absl::GetFlag(FLAGS_op);
@@ -386,6 +425,7 @@ struct Io {
   io::PacketIo* backend = nullptr;
   wire::MacAddr mac{};
   uint32_t max_frame = 0;
+  uint16_t udp_source_port = 0;  // UetConfig::udp_source_port: the one port the socket sends from
   std::string description;
 
   // The peer's MAC if known (uring: any; the kernel routes). Sends an ARP request when asked.
@@ -479,6 +519,9 @@ absl::StatusOr<IoSet> make_io(const Options& o, const std::vector<std::string>& 
                                                            static_cast<uint8_t>(o.ip >> 16),
                                                            static_cast<uint8_t>(o.ip >> 8),
                                                            static_cast<uint8_t>(o.ip)};
+    // §5.2: TSS authenticates the UDP ports, but the socket, not the engine, picks the source
+    // port; so one socket sends, and the engine seals its port instead of the EV.
+    if (o.tss) c.ev_sockets = 1;
     auto u = io::UringIo::create(c);
     if (!u.ok()) return u.status();
     Io out;
@@ -486,6 +529,11 @@ absl::StatusOr<IoSet> make_io(const Options& o, const std::vector<std::string>& 
     out.mac = c.local_mac;
     out.max_frame = c.frame_capacity;
     out.description = absl::StrFormat("io_uring UDP %s:%u", ip_str(o.ip), c.udp_port);
+    if (o.tss) {
+      out.udp_source_port = (*u)->ev_ports()[0];
+      absl::StrAppendFormat(&out.description, ", TSS: every frame from source port %u",
+                            out.udp_source_port);
+    }
     set.lanes.push_back(out);
     set.backends.push_back(std::move(*u));
     return set;
@@ -677,6 +725,13 @@ void fill_pattern(std::vector<uint8_t>& v, uint64_t seed, bool complement) {
 // ---------------------------------------------------------------------------------------------
 // Engines.
 
+// Whether `t` holds a key for (sdi, an): the peer's frames in it can be opened (§5.4).
+bool has_tss_key(const tss::TssConfig& t, uint64_t sdi, uint64_t an) {
+  for (const tss::DomainConfig& d : t.domains)
+    if (d.sdi == sdi && an < 2 && d.installed[an]) return true;
+  return false;
+}
+
 absl::StatusOr<std::unique_ptr<Endpoint>> make_engine(const Options& o, const Io& io,
                                                       uint32_t mtu) {
   if (mtu + 160 > io.max_frame) {
@@ -698,6 +753,8 @@ absl::StatusOr<std::unique_ptr<Endpoint>> make_engine(const Options& o, const Io
     c.udp_checksum = o.io != "uring";
     if (o.base_rtt > 0) c.base_rtt = o.base_rtt;
     c.seed = o.seed * 2 + (o.server ? 1 : 0);
+    if (o.tss) c.tss = *o.tss;
+    c.udp_source_port = io.udp_source_port;
     auto e = UetEndpoint::create(c);
     if (!e.ok()) return e.status();
     return std::unique_ptr<Endpoint>(std::move(*e));
@@ -738,6 +795,62 @@ double percentile(const std::vector<double>& sorted, double p) {
   return sorted[i];
 }
 
+// TSS (spec/uet.md §5) with --tss: the sublayer's counters and the clear frames the endpoint
+// refused.
+struct TssOut {
+  bool on = false;
+  tss::Counters c;
+  uint64_t clear_refused = 0;
+  void add(const TssOut& t) {
+    on = on || t.on;
+    c.sealed += t.c.sealed;
+    c.seal_failed += t.c.seal_failed;
+    c.opened += t.c.opened;
+    c.trimmed_unverified += t.c.trimmed_unverified;
+    c.rekeys += t.c.rekeys;
+    for (size_t i = 0; i < c.drops.size(); ++i) c.drops[i] += t.c.drops[i];
+    clear_refused += t.clear_refused;
+  }
+  uint64_t drops(tss::Drop d) const { return c.drops[static_cast<size_t>(d)]; }
+};
+
+TssOut tss_of(const Options& o, const Endpoint& ep) {
+  TssOut t;
+  if (!o.uet) return t;
+  const auto& u = static_cast<const UetEndpoint&>(ep);
+  if (u.tss() == nullptr) return t;
+  t.on = true;
+  t.c = u.tss()->counters();
+  t.clear_refused = u.counters().rx_clear_refused;
+  return t;
+}
+
+// " (bad_tag 3, replay 1)": the reasons that dropped something.
+std::string tss_drop_reasons(const TssOut& t) {
+  std::string out;
+  for (size_t i = 0; i < t.c.drops.size(); ++i) {
+    if (t.c.drops[i] == 0) continue;
+    absl::StrAppend(&out, out.empty() ? " (" : ", ", tss::drop_name(static_cast<tss::Drop>(i)), " ",
+                    t.c.drops[i]);
+  }
+  return out.empty() ? out : out + ")";
+}
+
+std::string tss_json(const TssOut& t) {
+  if (!t.on) return "null";
+  std::string drops;
+  for (size_t i = 0; i < t.c.drops.size(); ++i) {
+    absl::StrAppendFormat(&drops, "%s\"%s\": %lu", i == 0 ? "" : ", ",
+                          tss::drop_name(static_cast<tss::Drop>(i)), t.c.drops[i]);
+  }
+  return absl::StrFormat(
+      "{\"sealed\": %lu, \"opened\": %lu, \"dropped\": %lu, \"drops\": {%s}, "
+      "\"seal_failed\": %lu, \"trimmed_unverified\": %lu, \"rekeys\": %lu, "
+      "\"clear_refused\": %lu}",
+      t.c.sealed, t.c.opened, t.c.dropped(), drops, t.c.seal_failed, t.c.trimmed_unverified,
+      t.c.rekeys, t.clear_refused);
+}
+
 // What a lane hands back to the main thread once it has joined.
 struct LaneOut {
   int rc = 1;
@@ -746,6 +859,7 @@ struct LaneOut {
   uint64_t size = 0;
   io::IoStats frames;
   uint64_t lost = 0, retransmitted = 0, timeouts = 0;
+  TssOut tss;
   std::string json;  // the lane's result as one JSON object
 };
 
@@ -755,7 +869,8 @@ std::string json_of(const Options& o, const LaneOut& l) {
   for (double v : r.lat_us) sum += v;
   return absl::StrFormat(
       "{\"tool\": \"uet-perf\", \"role\": \"%s\", \"transport\": \"%s\", \"io\": \"%s\", "
-      "\"op\": \"%s\", \"bidir\": %s, \"mode\": \"%s\", \"lane\": %u, \"local_ip\": \"%s\", \"bytes\": %lu, "
+      "\"op\": \"%s\", \"bidir\": %s, \"mode\": \"%s\", \"lane\": %u, \"local_ip\": \"%s\", "
+      "\"bytes\": %lu, "
       "\"iterations\": %lu, "
       "\"failed\": %lu, \"total_bytes\": %lu, \"seconds\": %.6f, \"bw_gbps\": %.4f, "
       "\"msg_mpps\": %.6f, \"pkt_mpps\": %.6f, \"latency_us\": {\"samples\": %zu, "
@@ -763,17 +878,18 @@ std::string json_of(const Options& o, const LaneOut& l) {
       "\"avg\": %.3f}, \"frames\": {\"tx\": %lu, \"rx\": %lu, \"tx_dropped\": %lu, "
       "\"rx_dropped\": %lu, \"injected_loss\": %lu}, \"retransmitted\": %lu, \"timeouts\": %lu, "
       "\"verify\": \"%s\", \"checked_bytes\": %lu, \"mismatched_bytes\": %lu, \"mtu\": %u, "
-      "\"loss\": %g, \"seed\": %lu, \"base_rtt_us\": %.3f, \"ok\": %s, \"error\": \"%s\"}",
+      "\"loss\": %g, \"seed\": %lu, \"base_rtt_us\": %.3f, \"ok\": %s, \"error\": \"%s\", "
+      "\"tss\": %s}",
       o.server ? "server" : "client", o.uet ? "uet" : "rocev2", o.io, o.op,
-      o.bidir ? "true" : "false", o.lat ? "latency" : "bandwidth",
-      o.lane, ip_str(o.ip), l.size, r.completed, r.failed, r.bytes, r.seconds, l.gbps, l.mpps,
-      l.pkt_mpps, r.lat_us.size(), percentile(r.lat_us, 0), percentile(r.lat_us, 0.5),
-      percentile(r.lat_us, 0.99), percentile(r.lat_us, 0.999),
-      r.lat_us.empty() ? 0.0 : r.lat_us.back(),
+      o.bidir ? "true" : "false", o.lat ? "latency" : "bandwidth", o.lane, ip_str(o.ip), l.size,
+      r.completed, r.failed, r.bytes, r.seconds, l.gbps, l.mpps, l.pkt_mpps, r.lat_us.size(),
+      percentile(r.lat_us, 0), percentile(r.lat_us, 0.5), percentile(r.lat_us, 0.99),
+      percentile(r.lat_us, 0.999), r.lat_us.empty() ? 0.0 : r.lat_us.back(),
       r.lat_us.empty() ? 0.0 : sum / static_cast<double>(r.lat_us.size()), l.frames.tx_packets,
       l.frames.rx_packets, l.frames.tx_dropped, l.frames.rx_dropped, l.lost, l.retransmitted,
       l.timeouts, r.verify, r.checked_bytes, r.mismatched_bytes, o.mtu, o.loss, o.seed,
-      static_cast<double>(o.base_rtt) / kMicrosecond, r.ok ? "true" : "false", r.error);
+      static_cast<double>(o.base_rtt) / kMicrosecond, r.ok ? "true" : "false", r.error,
+      tss_json(l.tss));
 }
 
 bool write_json(const std::string& text) {
@@ -833,6 +949,15 @@ void report(const Options& o, const Io& io, TapIo& tap, const Endpoint& ep, Resu
                         "retransmitted %lu, timeouts %lu, engine rx drops %lu\n",
                         s.tx_packets, s.rx_packets, s.tx_dropped, s.rx_dropped, tap.lost(),
                         es.retransmitted_packets, es.timeouts, es.rx_dropped);
+  const TssOut tss = tss_of(o, ep);
+  if (tss.on) {
+    absl::StrAppendFormat(&t,
+                          " tss: sealed %lu, opened %lu, dropped %lu%s; seal failed %lu, trimmed "
+                          "unverified %lu, clear refused %lu, packet keys derived %lu\n",
+                          tss.c.sealed, tss.c.opened, tss.c.dropped(), tss_drop_reasons(tss),
+                          tss.c.seal_failed, tss.c.trimmed_unverified, tss.clear_refused,
+                          tss.c.rekeys);
+  }
   if (o.server) {
     absl::StrAppendFormat(&t, " data check: %s (%lu bytes checked, %lu mismatched)\n", r.verify,
                           r.checked_bytes, r.mismatched_bytes);
@@ -870,6 +995,7 @@ void report(const Options& o, const Io& io, TapIo& tap, const Endpoint& ep, Resu
   out.lost = tap.lost();
   out.retransmitted = es.retransmitted_packets;
   out.timeouts = es.timeouts;
+  out.tss = tss;
   out.json = json_of(o, out);
 }
 
@@ -1027,6 +1153,9 @@ int run_lane(const Options& o, Io& io, int listen_fd, LaneOut& out) {
                                     {"psn", std::to_string(sq_psn)},
                                     {"lanes", std::to_string(o.lanes)},
                                     {"base_rtt_ps", std::to_string(eo.base_rtt)},
+                                    {"tss", o.tss ? "1" : "0"},
+                                    {"tss_sdi", o.tss ? std::to_string(o.tss->tx_sdi) : "0"},
+                                    {"tss_an", o.tss ? std::to_string(o.tss->tx_an) : "0"},
                                     {"lane", std::to_string(o.lane)}});
         !s.ok())
       return fail(s);
@@ -1040,6 +1169,14 @@ int run_lane(const Options& o, Io& io, int listen_fd, LaneOut& out) {
     peer_psn = static_cast<uint32_t>(field_u64(*w, "psn", &ok));
     rkey = static_cast<uint32_t>(field_u64(*w, "rkey", &ok));
     if (!ok) return fail(absl::InternalError("control: malformed WELCOME"));
+    if (o.tss) {
+      const uint64_t sdi = field_u64(*w, "tss_sdi", &ok), an = field_u64(*w, "tss_an", &ok);
+      if (!ok || !has_tss_key(*o.tss, sdi, an)) {
+        return fail(absl::FailedPreconditionError(absl::StrCat(
+            "the server sends TSS in sdi ", sdi, " an ", an,
+            ", for which this side's --key_file has no key (use the same file on both sides)")));
+      }
+    }
     std::printf("uet-perf: server %s mac %s qpn 0x%x psn %u rkey %u\n", ip_str(peer_ip).c_str(),
                 (*w)["mac"].c_str(), peer_qpn, peer_psn, rkey);
   } else {
@@ -1081,6 +1218,18 @@ int run_lane(const Options& o, Io& io, int listen_fd, LaneOut& out) {
     if (why.empty() && op != "write" && op != "read" && op != "send")
       why = absl::StrCat("unknown op ", op);
     if (why.empty() && bidir && op != "write") why = "--bidir supports --op=write only";
+    // §5: a sealing side refuses every clear frame and the reverse, so both must agree.
+    const bool client_tss = f.count("tss") && f["tss"] == "1";
+    if (why.empty() && client_tss != o.tss.has_value())
+      why = absl::StrCat("--tss mismatch: server ", o.tss ? "on" : "off", ", client ",
+                         client_tss ? "on" : "off");
+    if (why.empty() && o.tss) {
+      const uint64_t sdi = field_u64(f, "tss_sdi", &ok), an = field_u64(f, "tss_an", &ok);
+      if (!ok || !has_tss_key(*o.tss, sdi, an))
+        why = absl::StrCat("the client sends TSS in sdi ", sdi, " an ", an,
+                           ", for which the server's --key_file has no key (use the same file on "
+                           "both sides)");
+    }
     Options eo = o;
     eo.mtu = mtu;
     if (eo.base_rtt == 0 && f.count("base_rtt_ps"))
@@ -1114,6 +1263,8 @@ int run_lane(const Options& o, Io& io, int listen_fd, LaneOut& out) {
                 ip_str(peer_ip).c_str(), f["mac"].c_str(), peer_qpn, peer_psn, size, op.c_str(),
                 slots);
     if (auto s = oob.send("WELCOME", {{"ip", std::to_string(o.ip)},
+                                      {"tss_sdi", o.tss ? std::to_string(o.tss->tx_sdi) : "0"},
+                                      {"tss_an", o.tss ? std::to_string(o.tss->tx_an) : "0"},
                                       {"mac", mac_str(io.mac)},
                                       {"qpn", std::to_string(kQpn)},
                                       {"psn", std::to_string(sq_psn)},
@@ -1342,7 +1493,17 @@ int run_lane(const Options& o, Io& io, int listen_fd, LaneOut& out) {
         }
       }
       if ((*d)["ok"] != "1") r.error = "the client reported errors";
+      // §5.2: a wrong key shows only as tags that do not match; say so where it is seen.
+      const TssOut tss = tss_of(o, *ep);
+      if (!r.ok && tss.c.dropped() > 0) {
+        absl::StrAppend(
+            &r.error, r.error.empty() ? "" : "; ", "TSS refused ", tss.c.dropped(),
+            " frames from the client", tss_drop_reasons(tss),
+            tss.drops(tss::Drop::kBadTag) > 0 ? ": do both sides use the same --key_file?" : "");
+      }
       (void)oob.send("VERIFY", {{"ok", r.verify == "ok" ? "1" : "0"},
+                                {"tss_dropped", std::to_string(tss.c.dropped())},
+                                {"tss_bad_tag", std::to_string(tss.drops(tss::Drop::kBadTag))},
                                 {"back_writes", std::to_string(back_posted)},
                                 {"back_ok", back.ok ? "1" : "0"},
                                 {"checked", std::to_string(r.checked_bytes)},
@@ -1387,6 +1548,14 @@ int run_lane(const Options& o, Io& io, int listen_fd, LaneOut& out) {
         if (r.error.empty()) {
           r.error = r.mismatched_bytes > 0 ? "read data mismatched" : "the server found mismatched bytes";
         }
+      }
+      bool tok = true;
+      const uint64_t peer_dropped = field_u64(*v, "tss_dropped", &tok);
+      const uint64_t peer_bad_tag = field_u64(*v, "tss_bad_tag", &tok);
+      if (!r.ok && tok && peer_dropped > 0) {
+        absl::StrAppend(&r.error, r.error.empty() ? "" : "; ", "the server's TSS refused ",
+                        peer_dropped, " of this side's frames (bad_tag ", peer_bad_tag, ")",
+                        peer_bad_tag > 0 ? ": do both sides use the same --key_file?" : "");
       }
       std::printf("uet-perf: server data check: %s\n", r.verify.c_str());
     }
@@ -1487,6 +1656,7 @@ int run(const Options& o, const std::vector<std::string>& eal_args) {
     sum.lost += l.lost;
     sum.retransmitted += l.retransmitted;
     sum.timeouts += l.timeouts;
+    sum.tss.add(l.tss);
     sum.size = l.size;
     max_seconds = std::max(max_seconds, l.r.seconds);
     all_ok = all_ok && l.rc == 0 && !l.json.empty() && l.r.ok;
@@ -1508,6 +1678,10 @@ int run(const Options& o, const std::vector<std::string>& eal_args) {
     for (uint32_t i = 0; i < n; ++i)
       std::printf("   lane %-3u %-12lu %-20.3f %-14.6f %-14.6f %-10.3f\n", i, outs[i].r.completed,
                   outs[i].gbps, outs[i].mpps, outs[i].pkt_mpps, outs[i].r.seconds);
+  }
+  if (sum.tss.on) {
+    std::printf(" tss (every lane): sealed %lu, opened %lu, dropped %lu%s\n", sum.tss.c.sealed,
+                sum.tss.c.opened, sum.tss.c.dropped(), tss_drop_reasons(sum.tss).c_str());
   }
   std::printf(" frames tx %lu rx %lu; retransmitted %lu; %s: %s\n%s\n", sum.frames.tx_packets,
               sum.frames.rx_packets, sum.retransmitted,

@@ -169,6 +169,11 @@ def tss_key_lines(vectors):
     return ['sdi=%d an=%d mode=%s key=%s' % (sdi, an, mode, key) for (sdi, an), (key, mode) in sorted(keys.items())]
 
 
+def tss_key_file_text(vectors):
+    """The key file vectors_test.py gives tshark; tests/tss/key_file_test.cc reads it too."""
+    return '\n'.join(['# sdi/an of each sealed vector and its key'] + tss_key_lines(vectors)) + '\n'
+
+
 class SpecIndex:
     """Header id -> (header, filter name prefix), from both tables."""
 

@@ -49,8 +49,7 @@ def main():
     with harness.Tshark(a.plugin, a.tshark, a.keep) as ts:
         ts.check_plugin_loaded()
         pcap = ts.write_pcap('vectors.pcap', [v['frame'] for v in vectors])
-        keys = ts.write_file('tss_keys.txt', '\n'.join(['# sdi/an of each sealed vector and its key'] +
-                                                       harness.tss_key_lines(vectors)) + '\n')
+        keys = ts.write_file('tss_keys.txt', harness.tss_key_file_text(vectors))
         out = ts.run(['-n', '-r', pcap, '-T', 'json', '-d', 'ip.proto==253,uetref', '-o', 'ip.check_checksum:TRUE',
                       '-o', 'udp.check_checksum:TRUE', '-o', 'uetref.tss_key_file:' + keys]).stdout
     pkts = harness.packets(out)

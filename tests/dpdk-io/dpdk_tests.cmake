@@ -22,7 +22,10 @@ if(TARGET uet_dpdk)
         "afpacket_rocev2\;--dev=afpacket\;--transport=rocev2\;--pcap"
         # Two queue pairs, engines and lcores per process (dpdk_io.h "Queues, lcores and FEPs").
         "memif_2q_uet\;--transport=uet\;--lcores-io=2"
-        "memif_2q_rocev2\;--transport=rocev2\;--lcores-io=2")
+        "memif_2q_rocev2\;--transport=rocev2\;--lcores-io=2"
+        # TSS (spec/uet.md §5): sealed with one key file; different keys must fail in bounds.
+        "memif_uet_tss\;--transport=uet\;--tss"
+        "memif_uet_tss_wrong_key\;--transport=uet\;--tss-wrong-key")
     foreach(_case IN LISTS _perf_cases)
       list(GET _case 0 _name)
       list(SUBLIST _case 1 -1 _args)

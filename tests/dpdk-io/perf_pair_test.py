@@ -4,6 +4,7 @@ device or io_uring UDP sockets, and the server checks every byte.
 
     perf_pair_test.py UET_PERF --dev=memif|afpacket|uring --transport=uet|rocev2 [--loss=P]
                       [--pcap] [--lcores-io=N] [--op=write|read|send] [--bidir]
+                      [--tss | --tss-wrong-key]
 
 memif: two processes on one host joined by net_memif (path socket, socket-abstract=no), the
 server started first; the client starts once the server has printed its "ready" line and the
@@ -21,6 +22,13 @@ client engine i writing to server engine i.
 --bidir: the server writes into the client's memory at the same time (the client checks it).
 --op=read|send: the client reads the server's region (checking each slot the first time it
 lands) or sends messages into receive buffers the server posts (checking each as it arrives).
+
+--tss: both sides seal every frame (spec/uet.md §5) with keys from one key file the test
+writes (two domains, both ANs of the first); besides the checks below, each side's JSON shows
+frames sealed and opened (the server opened at least one frame per data packet) and no TSS
+drop. --tss-wrong-key: the client's file has the same domain with another key; the run must
+fail within a bound (--timeout_s=5 on both sides), the client naming the server's bad_tag
+refusals, and the server's JSON counting bad_tag drops and nothing opened.
 
 Asserts: both exit codes 0; the server prints "data check: ok" (once per engine, each for
 its own ITERS * MSG_SIZE bytes); the client's JSON has verify=ok, iterations=N (per engine
@@ -75,7 +83,12 @@ def main():
     ap.add_argument("--lcores-io", type=int, default=1)
     ap.add_argument("--op", default="write", choices=["write", "read", "send"])
     ap.add_argument("--bidir", action="store_true")
+    ap.add_argument("--tss", action="store_true")
+    ap.add_argument("--tss-wrong-key", action="store_true")
     args = ap.parse_args()
+    tss = args.tss or args.tss_wrong_key
+    if tss and args.transport != "uet":
+        ap.error("--tss is UET only")
     lanes = args.lcores_io
     if lanes > 1 and args.dev != "memif":
         ap.error("--lcores-io > 1 is tested over memif only")
@@ -83,12 +96,29 @@ def main():
     tag = f"{args.dev[:3]}{args.transport[:1]}{os.getpid()}"
     work = tempfile.mkdtemp(prefix=f"uetperf_{tag}_")
     eal = ["--no-huge", "-m", "512", "--no-pci", "--no-telemetry"]
-    common = [f"--transport={args.transport}", "--mbufs=4095", "--timeout_s=30"]
+    timeout_s = 5 if args.tss_wrong_key else 30
+    common = [f"--transport={args.transport}", "--mbufs=4095", f"--timeout_s={timeout_s}"]
     if lanes > 1:
         common = [f"--transport={args.transport}", "--mbufs=8191", "--timeout_s=30",
                   f"--lcores-io={lanes}"]
     if args.loss > 0:
         common += [f"--loss={args.loss}", "--seed=7"]
+    srv_tss, cli_tss = [], []
+    if tss:
+        # The format of dissector/README.md "TSS keys"; the client sends in the first domain.
+        def key_file(name, key):
+            path = os.path.join(work, name)
+            with open(path, "w") as f:
+                f.write("# uet-perf test keys\n"
+                        f"sdi=0x5e1 an=0 mode=cluster key={key}\n"
+                        f"sdi=0x5e1 an=1 mode=cluster key={os.urandom(32).hex()}\n"
+                        f"sdi=9 an=0 mode=direct key={os.urandom(32).hex()}\n")
+            return path
+        key = os.urandom(32).hex()
+        srv_keys = key_file("keys.txt", key)
+        cli_keys = key_file("other_keys.txt", os.urandom(32).hex()) if args.tss_wrong_key else srv_keys
+        srv_tss = ["--tss", f"--key_file={srv_keys}"]
+        cli_tss = ["--tss", f"--key_file={cli_keys}"]
     netns = []
     if args.dev == "memif":
         sock = os.path.join(work, "memif.sock")
@@ -145,14 +175,15 @@ def main():
     srv_out = os.path.join(work, "server.log")
     cli_out = os.path.join(work, "client.log")
     cli_json = os.path.join(work, "client.json")
+    srv_json = os.path.join(work, "server.json")
     pcap = os.path.join(work, "client.pcap")
     procs = []
     rc = 1
     try:
         srv_cmd = srv_pre + [args.uet_perf, "--server", f"--oob_port={port}", f"--ip={srv_ip}",
-                             *common]
+                             *common, *srv_tss, f"--json={srv_json}"]
         cli_cmd = cli_pre + [args.uet_perf, f"--client={control_ip}", f"--oob_port={port}",
-                             f"--ip={cli_ip}", *common, *size_flags, "-s", str(MSG_SIZE), "-n",
+                             f"--ip={cli_ip}", *common, *cli_tss, *size_flags, "-s", str(MSG_SIZE), "-n",
                              str(ITERS), f"--json={cli_json}", f"--op={args.op}"]
         if args.bidir:
             cli_cmd.append("--bidir")
@@ -170,13 +201,32 @@ def main():
         with open(cli_out, "w") as co:
             cli = subprocess.Popen(cli_cmd, stdout=co, stderr=subprocess.STDOUT)
         procs.append(cli)
+        started = time.monotonic()
         cli_rc = cli.wait(timeout=60)
         srv_rc = srv.wait(timeout=30)
+        elapsed = time.monotonic() - started
         srv_log, cli_log = open(srv_out).read(), open(cli_out).read()
 
         def fail(msg):
             print(f"FAIL: {msg}\n--- server ---\n{srv_log}\n--- client ---\n{cli_log}")
             return 1
+
+        if args.tss_wrong_key:
+            # Expect: nothing the client seals opens at the server, so the writes fail, both
+            # sides exit 1 (not a crash, not the test's timeout), and the tool says why.
+            if cli_rc != 1 or srv_rc != 1:
+                return fail(f"exit codes: client {cli_rc}, server {srv_rc} (want 1 and 1)")
+            if elapsed > 4 * timeout_s:
+                return fail(f"took {elapsed:.1f} s with --timeout_s={timeout_s}")
+            if "the server's TSS refused" not in cli_log or "bad_tag" not in cli_log:
+                return fail("the client did not report the server's bad_tag refusals")
+            srv_result = json.load(open(srv_json))
+            st = srv_result.get("tss") or {}
+            if st.get("drops", {}).get("bad_tag", 0) == 0 or st.get("opened") != 0:
+                return fail(f"server TSS counters: {st}")
+            print(f"OK: {args.dev} wrong TSS key refused in {elapsed:.1f} s: server bad_tag "
+                  f"{st['drops']['bad_tag']}, opened 0")
+            return 0
 
         if cli_rc != 0 or srv_rc != 0:
             return fail(f"exit codes: client {cli_rc}, server {srv_rc}")
@@ -194,6 +244,17 @@ def main():
             return fail(f"client JSON: {result}")
         if result["total_bytes"] != ITERS * MSG_SIZE * lanes:
             return fail(f"total_bytes {result['total_bytes']}")
+        if tss:
+            srv_result = json.load(open(srv_json))
+            packets = ITERS * MSG_SIZE // 4096  # --mtu default: 4096 payload bytes a packet
+            for side, res, min_opened in (("client", result, 1), ("server", srv_result, packets)):
+                t = res.get("tss")
+                if (not t or t["sealed"] == 0 or t["opened"] < min_opened or t["dropped"] != 0
+                        or any(t["drops"].values()) or t["clear_refused"] != 0):
+                    return fail(f"{side} TSS counters: {t} (want sealed > 0, opened >= "
+                                f"{min_opened}, no drop)")
+            if " tss: sealed " not in cli_log or " tss: sealed " not in srv_log:
+                return fail("the TSS counters are missing from the text output")
         if lanes > 1:
             per = result.get("lanes", [])
             if result.get("lcores_io") != lanes or len(per) != lanes:
@@ -227,7 +288,7 @@ def main():
                                         capture_output=True, text=True)
                     if ib.returncode != 0 or len(ib.stdout.split()) < ITERS:
                         return fail("tshark did not decode RoCEv2 BTHs")
-        print(f"OK: {args.dev} {args.transport} loss={args.loss} engines={lanes}: "
+        print(f"OK: {args.dev} {args.transport} loss={args.loss} engines={lanes} tss={tss}: "
               f"{ITERS * MSG_SIZE * lanes} bytes verified, {result['bw_gbps']:.3f} Gb/s, "
               f"retransmitted {result['retransmitted']}")
         rc = 0

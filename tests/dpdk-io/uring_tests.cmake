@@ -29,4 +29,14 @@ if(Python3_Interpreter_FOUND AND TARGET uet-perf)
                            SKIP_RETURN_CODE 77)
     endforeach()
   endforeach()
+  # TSS (spec/uet.md §5): every frame sealed with keys from one file; and peers whose files
+  # hold different keys, which must fail (bad tags at the server) within --timeout_s.
+  foreach(_variant tss tss-wrong-key)
+    string(REPLACE "-" "_" _name perf_pair_uring_uet_${_variant})
+    add_test(NAME ${_name}
+             COMMAND Python3::Interpreter ${CMAKE_CURRENT_SOURCE_DIR}/perf_pair_test.py
+                     $<TARGET_FILE:uet-perf> --dev=uring --transport=uet --${_variant})
+    set_tests_properties(${_name} PROPERTIES LABELS "fast;io;uring;tss" TIMEOUT 60
+                         SKIP_RETURN_CODE 77)
+  endforeach()
 endif()

@@ -330,6 +330,46 @@ TEST(UetTss_Hostile, SealedSynsFromMoreSendersThanMaxSourcesStayWithinTheBound) 
   EXPECT_LE(b->memory_bytes(), UetEndpoint::memory_bound(cb, 1));
 }
 
+// A host whose socket sends from a port of its own (io_uring) rewrites every frame's UDP
+// source port on the way; §5.2 authenticates the ports.
+TEST(UetTss_SourcePort, ARewrittenSourcePortFailsTheTagUnlessBothSealWithThatPort) {
+  constexpr uint16_t kSocketPort = 40001;
+  for (const bool fixed : {false, true}) {
+    UetConfig a = config_for(kIpA), b = config_for(kIpB);
+    a.max_retries = 2;
+    if (fixed) a.udp_source_port = b.udp_source_port = kSocketPort;
+    Pair p(a, b);
+    size_t other_port = 0;
+    p.link.set_filter([&](int, const wire::Decoded& d, std::vector<uint8_t>& bytes) {
+      other_port += d.udp->sport() != kSocketPort;
+      wire::as<wire::Udp>(bytes.data() + 34)->set_sport(kSocketPort);
+      refresh_udp(bytes);
+      return testing::Verdict{};
+    });
+    const auto src = pattern(64 * 1024, 4);
+    p.write(1, src);
+    p.link.run(kSecond);
+    const auto c = drain(*p.a);
+    ASSERT_EQ(c.size(), 1u) << "fixed " << fixed;
+    if (!fixed) {
+      // Expect: the EV's port was sealed, another arrived: every tag fails, nothing placed.
+      EXPECT_GT(other_port, 0u);
+      EXPECT_NE(c[0].status, OpStatus::kSuccess);
+      EXPECT_TRUE(p.untouched());
+      EXPECT_GT(p.b->tss()->counters().drops[static_cast<size_t>(tss::Drop::kBadTag)], 0u);
+      EXPECT_EQ(p.b->tss()->counters().opened, 0u);
+    } else {
+      // Expect: every frame already left from the socket's port, so all open on both sides.
+      EXPECT_EQ(other_port, 0u);
+      EXPECT_EQ(c[0].status, OpStatus::kSuccess);
+      EXPECT_TRUE(std::equal(src.begin(), src.end(), p.region.begin()));
+      EXPECT_EQ(p.b->tss()->counters().opened, p.a->tss()->counters().sealed);
+      EXPECT_EQ(p.a->tss()->counters().opened, p.b->tss()->counters().sealed);
+      EXPECT_EQ(p.a->tss()->counters().dropped() + p.b->tss()->counters().dropped(), 0u);
+    }
+  }
+}
+
 TEST(UetTss_Config, ABadTssConfigIsRefusedNamingTheField) {
   UetConfig c = config_for(kIpA);
   c.tss.replay_window = 3;

@@ -32,7 +32,7 @@ wire::Encap UetEndpoint::encap_for(const Pdc& p, bool control, uint16_t ev) cons
   e.dst_ip4 = p.peer_ip4;
   e.dscp = control ? config_.dscp_control : config_.dscp_data;
   e.ecn = !control && config_.ect ? 2 : 0;
-  e.sport = ev;  // §2.1: the EV rides in the UDP source port
+  e.sport = wire_sport(ev);  // §2.1: the EV rides in the UDP source port
   e.dport = wire::kUetUdpPort;
   e.udp_checksum = config_.udp_checksum;
   return e;
@@ -66,7 +66,8 @@ uint16_t UetEndpoint::ev_port(const Pdc& p, uint16_t ev) noexcept {
                          wire::SesStandardRequest::kSize + tss_overhead_;
   const size_t elided = carries && headers + len > f.capacity ? len : 0;
   const uint16_t ev = p.sel.next_ev(now);  // §2.4: pathsel/ picks every packet's EV (ROD: one)
-  wire::FrameBuilder b(std::span<uint8_t>(f.data, f.capacity), p.data_encap, ev_port(p, ev));
+  wire::FrameBuilder b(std::span<uint8_t>(f.data, f.capacity), p.data_encap,
+                       wire_sport(ev_port(p, ev)));
   tss_begin(b);
   // The PDS and SES headers are built in registers (wire::HeaderWords) and stored into one
   // reserved run a word at a time: filled in memory by their accessors' narrow stores and then
@@ -211,7 +212,7 @@ bool UetEndpoint::build_ack(Pdc& p, uint16_t pdcid, Frame& f) {
   }
   const bool with_data = r != nullptr && r->data;
   wire::FrameBuilder b(std::span<uint8_t>(f.data, f.capacity),
-                       with_data ? p.data_encap : p.ctrl_encap, p.ev_base);
+                       with_data ? p.data_encap : p.ctrl_encap, wire_sport(p.ev_base));
   tss_begin(b);
   // The ACK is built in registers and stored once (wire::HeaderWords, as build_data).
   using Ack = wire::PdsAckCc;

@@ -227,6 +227,11 @@ struct UetConfig {
   // Path selection per PDC (pathsel/config.h). The default sprays obliviously over
   // pathsel.ev_count EVs; with ev_count 1 (the default) every PDC keeps one EV.
   pathsel::PathSelConfig pathsel;
+  // 0 (the default): the EV rides in the UDP source port (spec/uet.md §2.1). Else every frame
+  // is sent from this port, for hosts whose sockets send from a port of their own (io_uring,
+  // dpdk-io/uring_io.h): under TSS the ports are authenticated (§5.2), so a sender must seal
+  // the port the receiver will see. Costs the spraying: one path per peer.
+  uint16_t udp_source_port = 0;
   uint64_t seed = 1;                      // start PSNs and the path selectors' seeds
   // PDC teardown (spec/uet.md §3.12 CLOSE / REQ_CLOSE): an initiator PDC with nothing posted
   // and nothing outstanding for this long sends CLOSE (retried on its RTO, up to max_retries,
@@ -762,6 +767,10 @@ class UetEndpoint final : public Endpoint {
   wire::Encap encap_for(const Pdc& p, bool control, uint16_t ev) const;
   void set_peer(Pdc& p, uint32_t ip4);  // peer_ip4, peer_mac and the encap templates
   static uint16_t ev_port(const Pdc& p, uint16_t ev) noexcept;
+  // The source port a frame goes out with: `port`, unless UetConfig::udp_source_port fixes it.
+  uint16_t wire_sport(uint16_t port) const noexcept {
+    return config_.udp_source_port != 0 ? config_.udp_source_port : port;
+  }
   void arm_rto(Pdc& p, Time now);
   void on_rtt_sample(Pdc& p, Time rtt) noexcept;
   Time rto_estimate(const Pdc& p) const noexcept;

@@ -251,7 +251,7 @@ wire::Encap UetEndpoint::encap_to(uint32_t ip, const wire::MacAddr& mac, bool co
   e.dst_ip4 = ip;
   e.dscp = control ? config_.dscp_control : config_.dscp_data;
   e.ecn = !control && config_.ect ? 2 : 0;
-  e.sport = sport;
+  e.sport = wire_sport(sport);
   e.dport = wire::kUetUdpPort;
   e.udp_checksum = config_.udp_checksum;
   return e;

@@ -1,0 +1,62 @@
+#!/usr/bin/env python3
+"""uet-perf refuses bad TSS flags before it touches a device: exit code 2 and a message that
+names the flag (and, for a bad key file, the file and line), never a key.
+
+    perf_flags_test.py UET_PERF
+"""
+import os
+import subprocess
+import sys
+import tempfile
+
+KEY = "5f" * 16 + "a0" * 16
+
+
+def main():
+    uet_perf = sys.argv[1]
+    work = tempfile.mkdtemp(prefix="uetperf_flags_")
+    good = os.path.join(work, "keys.txt")
+    with open(good, "w") as f:
+        f.write(f"sdi=77 an=0 mode=cluster key={KEY}\n")
+    bad = os.path.join(work, "bad.txt")
+    with open(bad, "w") as f:
+        f.write(f"# one good line, then a duplicate\nsdi=77 an=0 mode=cluster key={KEY}\n"
+                f"sdi=77 an=0 mode=cluster key={KEY[::-1]}\n")
+    missing = os.path.join(work, "missing.txt")
+    cases = [
+        (["--tss", f"--key_file={good}", "--transport=rocev2"],
+         "--tss is UET only (spec/uet.md §5), not with --transport=rocev2"),
+        (["--tss"], "--tss needs --key_file=PATH"),
+        ([f"--key_file={good}"], "--key_file, --tss_sdi and --tss_an need --tss"),
+        (["--tss", f"--key_file={missing}"], f"--key_file: key file {missing}: cannot be read"),
+        (["--tss", f"--key_file={bad}"],
+         f"--key_file: key file {bad} line 3: sdi 77 an 0 already has a key (line 2)"),
+        (["--tss", f"--key_file={good}", "--tss_sdi=78"],
+         f"--tss_sdi=78 --tss_an=0: key file {good} has no key for sdi 78 an 0"),
+        (["--tss", f"--key_file={good}", "--tss_an=1"], "--tss_an=1: key file"),
+        (["--tss", f"--key_file={good}", "--tss_an=2"], "--tss_an=2 out of range: 0..1"),
+        (["--tss", f"--key_file={good}", "--tss_sdi=16777216"],
+         "--tss_sdi=16777216 out of range: -1..16777215"),
+    ]
+    failed = 0
+    for flags, want in cases:
+        p = subprocess.run([uet_perf, "--server", *flags], capture_output=True, text=True,
+                           timeout=30)
+        out = p.stdout + p.stderr
+        problems = []
+        if p.returncode != 2:
+            problems.append(f"exit code {p.returncode}, want 2")
+        if want not in out:
+            problems.append(f"no '{want}'")
+        if KEY[:16] in out or KEY[::-1][:16] in out:
+            problems.append("a key in the output")
+        if problems:
+            failed += 1
+            print(f"FAIL: uet-perf --server {' '.join(flags)}: {'; '.join(problems)}\n{out}")
+    if failed == 0:
+        print(f"OK: {len(cases)} bad TSS flag combinations refused, naming the flag")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,320 @@
+#include "transport/tss/key_file.h"
+
+#include <fcntl.h>
+#include <openssl/crypto.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+
+namespace uet::tss {
+
+namespace {
+
+// The dissector's defaults (dissector/tss.c) are DomainConfig's: one file, one meaning.
+constexpr DomainConfig kDefaults{};
+
+enum Field { kSdi, kAn, kMode, kKey, kRekeyMask, kRekeyShift, kFields };
+constexpr std::array<const char*, kFields> kNames = {"sdi", "an",         "mode",
+                                                     "key", "rekey_mask", "rekey_shift"};
+constexpr std::array<const char*, kFields> kWant = {
+    "a number from 0 to 16777215",
+    "0 or 1",
+    "cluster or direct",
+    "64 hex digits",
+    "a number with bits 0..47 only (the TSC counter, spec/uet.md §5.1)",
+    "a number from 0 to 47"};
+
+// One key line, parsed.
+struct Line {
+  uint32_t sdi = 0;
+  uint8_t an = 0;
+  Mode mode = Mode::kCluster;
+  Key key{};
+  uint64_t rekey_mask = kDefaults.rekey_mask;
+  uint8_t rekey_shift = kDefaults.rekey_shift;
+};
+
+int hex_digit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// Decimal or 0x hex, at most `max` (as the dissector reads numbers).
+bool parse_number(std::string_view s, uint64_t max, uint64_t* out) {
+  uint64_t base = 10;
+  if (s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+    base = 16;
+    s.remove_prefix(2);
+  }
+  if (s.empty()) return false;
+  uint64_t v = 0;
+  for (char c : s) {
+    const int d = hex_digit(c);
+    if (d < 0 || static_cast<uint64_t>(d) >= base) return false;
+    if (static_cast<uint64_t>(d) > max || v > (max - static_cast<uint64_t>(d)) / base) return false;
+    v = v * base + static_cast<uint64_t>(d);
+  }
+  *out = v;
+  return true;
+}
+
+// A name worth echoing: short lowercase words only, so a stray key is never printed.
+std::string shown_name(std::string_view name) {
+  if (name.empty() || name.size() > 32) return "(not shown)";
+  for (char c : name)
+    if (!(c >= 'a' && c <= 'z') && c != '_') return "(not shown)";
+  return absl::StrCat("\"", std::string(name), "\"");
+}
+
+// Parses one line (comment cut). Returns "" and sets *any when it held a key, "" with *any
+// false when it held nothing, else what is wrong.
+std::string parse_line(std::string_view text, Line* out, bool* any) {
+  std::array<bool, kFields> seen{};
+  *any = false;
+  size_t i = 0;
+  while (i < text.size()) {
+    const size_t start = text.find_first_not_of(" \t\r", i);
+    if (start == std::string_view::npos) break;
+    size_t end = text.find_first_of(" \t\r", start);
+    if (end == std::string_view::npos) end = text.size();
+    const std::string_view token = text.substr(start, end - start);
+    i = end;
+    const size_t eq = token.find('=');
+    if (eq == std::string_view::npos) return "expected name=value pairs";
+    const std::string_view name = token.substr(0, eq), value = token.substr(eq + 1);
+    size_t f = 0;
+    while (f < kFields && kNames[f] != name) ++f;
+    if (f == kFields) {
+      return absl::StrCat("unknown name ", shown_name(name),
+                          " (valid: ", absl::StrJoin(kNames, ", "), ")");
+    }
+    if (seen[f]) return absl::StrCat(kNames[f], " given twice");
+    seen[f] = true;
+    *any = true;
+    uint64_t v = 0;
+    bool ok = true;
+    switch (f) {
+      case kSdi:
+        ok = parse_number(value, 0xFFFFFF, &v);
+        out->sdi = static_cast<uint32_t>(v);
+        break;
+      case kAn:
+        ok = parse_number(value, 1, &v);
+        out->an = static_cast<uint8_t>(v);
+        break;
+      case kMode:
+        ok = value == "cluster" || value == "direct";
+        out->mode = value == "direct" ? Mode::kDirect : Mode::kCluster;
+        break;
+      case kKey:
+        ok = parse_key(value, &out->key);
+        break;
+      case kRekeyMask:
+        ok = parse_number(value, kCounterMask, &out->rekey_mask);
+        break;
+      case kRekeyShift:
+        ok = parse_number(value, kCounterBits - 1, &v);
+        out->rekey_shift = static_cast<uint8_t>(v);
+        break;
+    }
+    if (!ok) return absl::StrCat(kNames[f], " must be ", kWant[f]);
+  }
+  if (*any) {
+    for (size_t f = kSdi; f <= kKey; ++f)
+      if (!seen[f]) return absl::StrCat(kNames[f], "= missing");
+  }
+  return "";
+}
+
+const char* mode_name(Mode m) { return m == Mode::kDirect ? "direct" : "cluster"; }
+
+absl::Status bad_line(std::string_view name, size_t line, std::string_view what) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("key file ", std::string(name), " line ", line, ": ", std::string(what)));
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<DomainConfig>> parse_key_file(std::string_view text,
+                                                         std::string_view name) {
+  std::vector<DomainConfig> domains;
+  // Per domain and AN, the line its key came from; per domain, the line that set its mode.
+  std::vector<std::array<size_t, 2>> key_line;
+  std::vector<size_t> first_line;
+  size_t number = 0;
+  size_t pos = 0;
+  Line l;
+  while (pos <= text.size()) {
+    size_t nl = text.find('\n', pos);
+    if (nl == std::string_view::npos) nl = text.size();
+    std::string_view line = text.substr(pos, nl - pos);
+    pos = nl + 1;
+    ++number;
+    if (const size_t hash = line.find('#'); hash != std::string_view::npos)
+      line.remove_suffix(line.size() - hash);
+    l = Line{};
+    bool any = false;
+    if (std::string err = parse_line(line, &l, &any); !err.empty()) {
+      OPENSSL_cleanse(l.key.data(), l.key.size());
+      return bad_line(name, number, err);
+    }
+    if (!any) continue;
+    size_t d = 0;
+    while (d < domains.size() && domains[d].sdi != l.sdi) ++d;
+    if (d == domains.size()) {
+      DomainConfig dom;
+      dom.sdi = l.sdi;
+      dom.mode = l.mode;
+      dom.rekey_mask = l.rekey_mask;
+      dom.rekey_shift = l.rekey_shift;
+      domains.push_back(dom);
+      key_line.push_back({0, 0});
+      first_line.push_back(number);
+    }
+    DomainConfig& dom = domains[d];
+    absl::Status problem;
+    if (dom.installed[l.an]) {
+      problem = bad_line(name, number,
+                         absl::StrFormat("sdi %u an %u already has a key (line %u)", l.sdi, l.an,
+                                         key_line[d][l.an]));
+    } else if (dom.mode != l.mode) {
+      // §5.3: the mode is the domain's, so both ANs of one sdi derive keys alike.
+      problem = bad_line(name, number,
+                         absl::StrFormat("sdi %u is mode=%s here but mode=%s on line %u", l.sdi,
+                                         mode_name(l.mode), mode_name(dom.mode), first_line[d]));
+    } else if (dom.rekey_mask != l.rekey_mask || dom.rekey_shift != l.rekey_shift) {
+      problem = bad_line(name, number,
+                         absl::StrFormat("sdi %u: rekey_mask/rekey_shift differ from line %u "
+                                         "(one rekey interval per domain, spec/uet.md §5.3)",
+                                         l.sdi, first_line[d]));
+    }
+    if (!problem.ok()) {
+      OPENSSL_cleanse(l.key.data(), l.key.size());
+      for (DomainConfig& c : domains) OPENSSL_cleanse(c.key.data(), sizeof c.key);
+      return problem;
+    }
+    dom.key[l.an] = l.key;
+    dom.installed[l.an] = true;
+    key_line[d][l.an] = number;
+  }
+  OPENSSL_cleanse(l.key.data(), l.key.size());
+  if (domains.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("key file ", std::string(name), ": no key in it"));
+  }
+  return domains;
+}
+
+absl::StatusOr<TssConfig> read_key_file(const std::string& path, std::optional<uint32_t> tx_sdi,
+                                        uint8_t tx_an) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    return absl::NotFoundError(
+        absl::StrCat("key file ", path, ": cannot be read (", std::strerror(errno), ")"));
+  }
+  std::string text(kMaxKeyFileBytes + 1, '\0');
+  size_t got = 0;
+  int err = 0;
+  while (got < text.size()) {
+    const ssize_t n = ::read(fd, text.data() + got, text.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) err = errno;
+    if (n <= 0) break;
+    got += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  absl::StatusOr<std::vector<DomainConfig>> domains;
+  if (err != 0) {
+    domains = absl::NotFoundError(
+        absl::StrCat("key file ", path, ": cannot be read (", std::strerror(err), ")"));
+  } else if (got > kMaxKeyFileBytes) {
+    domains = absl::InvalidArgumentError(
+        absl::StrCat("key file ", path, ": larger than ", kMaxKeyFileBytes, " bytes"));
+  } else {
+    domains = parse_key_file(std::string_view(text.data(), got), path);
+  }
+  OPENSSL_cleanse(text.data(), text.size());
+  if (!domains.ok()) return domains.status();
+
+  TssConfig c;
+  c.enabled = true;
+  c.domains = std::move(*domains);
+  c.tx_sdi = tx_sdi.value_or(c.domains.front().sdi);
+  c.tx_an = tx_an;
+  const DomainConfig* tx = nullptr;
+  for (const DomainConfig& d : c.domains)
+    if (d.sdi == c.tx_sdi) tx = &d;
+  if (tx == nullptr || tx_an > 1 || !tx->installed[tx_an]) {
+    std::vector<std::string> have;
+    for (const DomainConfig& d : c.domains)
+      for (uint8_t an = 0; an < 2; ++an)
+        if (d.installed[an]) have.push_back(absl::StrFormat("sdi %u an %u", d.sdi, an));
+    const std::string want = absl::StrFormat("sdi %u an %u", c.tx_sdi, tx_an);
+    for (DomainConfig& d : c.domains) OPENSSL_cleanse(d.key.data(), sizeof d.key);
+    return absl::OutOfRangeError(absl::StrCat("key file ", path, " has no key for ", want,
+                                              " to send with (it has: ", absl::StrJoin(have, ", "),
+                                              ")"));
+  }
+  if (absl::Status s = c.validate(); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("key file ", path, ": ", s.message()));
+  }
+  return c;
+}
+
+std::string key_file_text(std::span<const DomainConfig> domains) {
+  std::string out =
+      "# TSS keys (spec/uet.md §5): sdi=<N> an=<0|1> mode=<cluster|direct> key=<64 hex digits> "
+      "[rekey_mask=<N>] [rekey_shift=<N>]\n";
+  for (const DomainConfig& d : domains) {
+    for (uint8_t an = 0; an < 2; ++an) {
+      if (!d.installed[an]) continue;
+      absl::StrAppendFormat(&out, "sdi=%u an=%u mode=%s key=", d.sdi, an, mode_name(d.mode));
+      for (uint8_t b : d.key[an]) absl::StrAppendFormat(&out, "%02x", b);
+      if (d.rekey_mask != kDefaults.rekey_mask || d.rekey_shift != kDefaults.rekey_shift) {
+        absl::StrAppendFormat(&out, " rekey_mask=0x%x rekey_shift=%u", d.rekey_mask, d.rekey_shift);
+      }
+      out += "\n";
+    }
+  }
+  return out;
+}
+
+absl::Status write_key_file(const std::string& path, std::span<const DomainConfig> domains) {
+  std::string text = key_file_text(domains);
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  absl::Status s;
+  if (fd < 0) {
+    s = absl::PermissionDeniedError(
+        absl::StrCat("key file ", path, ": cannot be written (", std::strerror(errno), ")"));
+  } else {
+    ::fchmod(fd, 0600);  // an existing file keeps its mode under O_CREAT
+    size_t off = 0;
+    while (off < text.size()) {
+      const ssize_t n = ::write(fd, text.data() + off, text.size() - off);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        s = absl::InternalError(
+            absl::StrCat("key file ", path, ": write failed (", std::strerror(errno), ")"));
+        break;
+      }
+      off += static_cast<size_t>(n);
+    }
+    if (::close(fd) != 0 && s.ok()) {
+      s = absl::InternalError(
+          absl::StrCat("key file ", path, ": close failed (", std::strerror(errno), ")"));
+    }
+  }
+  OPENSSL_cleanse(text.data(), text.size());
+  return s;
+}
+
+}  // namespace uet::tss
