@@ -208,6 +208,13 @@ UetConfig uet_config(const RunConfig& rc, uint32_t h, uint32_t pdcs = 0) {
     // One cluster-mode domain; its key comes from the run's seed (a simulation needs no
     // secret, and the key is never written out).
     c.tss.enabled = true;
+    c.tss.max_sources = std::max<uint32_t>(c.max_pdcs, 1);
+    if (!rc.tss_domains.empty()) {  // a key file's: the pcaps open in Wireshark with it
+      c.tss.domains = rc.tss_domains;
+      c.tss.tx_sdi = rc.tss_domains.front().sdi;
+      c.tss.tx_an = rc.tss_domains.front().installed[0] ? 0 : 1;
+      return c;
+    }
     tss::DomainConfig d;
     d.sdi = 1;
     uint64_t x = rc.seed * 0x9E3779B97F4A7C15ULL + 0x7E55;
@@ -219,7 +226,6 @@ UetConfig uet_config(const RunConfig& rc, uint32_t h, uint32_t pdcs = 0) {
     d.installed[0] = true;
     c.tss.domains.push_back(d);
     c.tss.tx_sdi = d.sdi;
-    c.tss.max_sources = std::max<uint32_t>(c.max_pdcs, 1);
   }
   return c;
 }

@@ -21,6 +21,7 @@
 #include "sim/topology.h"
 #include "sim/workload.h"
 #include "transport/api.h"
+#include "transport/tss/sublayer.h"
 #include "transport/uet/uet_endpoint.h"
 
 namespace uet::ab {
@@ -101,6 +102,9 @@ struct RunConfig {
   // is busy tss_cost longer per frame (sealing in software, or a crypto engine's rate).
   bool uet_tss = false;
   sim::HostCost tss_cost;
+  // The secure domains every host has (a key file's, tss::read_key_file), sending in the
+  // first one under AN 0; empty: one domain with a key drawn from the seed.
+  std::vector<tss::DomainConfig> tss_domains;
   // When set: pcaps of everything host 0 sends and receives, PREFIX_h0_tx.pcap / _h0_rx.pcap.
   std::string pcap_prefix;
   // When > 0: sample the fabric this often (RunResult::series), for throughput and queue plots.

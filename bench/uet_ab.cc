@@ -23,6 +23,7 @@
 #include "absl/strings/str_split.h"
 #include "bench/ab_memory.h"
 #include "bench/ab_runner.h"
+#include "transport/tss/key_file.h"
 #include "cc/dcqcn.h"
 #include "sim/htsim_cm.h"
 #include "sim/htsim_topo.h"
@@ -90,6 +91,10 @@ ABSL_FLAG(double, tss_ns_per_frame, 0,
           "here: see bench/README.md, \"TSS\")");
 ABSL_FLAG(double, tss_ns_per_kib, 0,
           "UET with --tss: host work per KiB of frame, as --tss_ns_per_frame, 0..1e6 ns");
+ABSL_FLAG(std::string, tss_key_file, "",
+          "UET with --tss: the secure domains' keys (the key file format of dissector/README.md, "
+          "which Wireshark reads too, so the --pcap captures open decrypted); the first "
+          "domain sends. Empty: one domain with a key drawn from --seed");
 ABSL_FLAG(std::string, dcqcn, "htsim",
           "RoCEv2: DCQCN parameter profile: htsim, dcqcn-ns3 (the DCQCN authors' code) or "
           "connectx (NVIDIA firmware defaults); cc/dcqcn.h lists the values");
@@ -746,6 +751,19 @@ int run_main() {
   } else {
     scenarios = {absl::GetFlag(FLAGS_scenario)};
   }
+  std::vector<tss::DomainConfig> tss_domains;
+  if (const std::string kf = absl::GetFlag(FLAGS_tss_key_file); !kf.empty()) {
+    if (!absl::GetFlag(FLAGS_tss)) {
+      std::fprintf(stderr, "uet-ab: --tss_key_file needs --tss\n");
+      return 2;
+    }
+    auto keys = tss::read_key_file(kf);
+    if (!keys.ok()) {
+      std::fprintf(stderr, "uet-ab: --tss_key_file: %s\n", std::string(keys.status().message()).c_str());
+      return 2;
+    }
+    tss_domains = keys->domains;
+  }
   // One run's configuration (without its flows): the same for the checks before the first
   // run and for the run itself.
   auto config_for = [&](const std::string& scenario, double fabric_loss, TransportKind t) {
@@ -776,6 +794,7 @@ int run_main() {
     c.tss_cost.ps_per_frame =
         static_cast<Time>(absl::GetFlag(FLAGS_tss_ns_per_frame) * kNanosecond);
     c.tss_cost.ps_per_byte = absl::GetFlag(FLAGS_tss_ns_per_kib) * kNanosecond / 1024.0;
+    c.tss_domains = tss_domains;
     c.max_time = static_cast<Time>(absl::GetFlag(FLAGS_max_ms)) * kMillisecond;
     if (!plot_dir.empty()) {
       c.sample_every = static_cast<Time>(absl::GetFlag(FLAGS_plot_sample_us) * kMicrosecond);

@@ -9,7 +9,8 @@ under TSS), both transports:
 - a host cost (--tss_ns_per_frame, --tss_ns_per_kib) slows UET down: a cost of one full frame
   time per KiB at least doubles the p50 FCT;
 - the pcap of a sealed run holds sealed frames: type ENC in the first UET byte, the PDS hidden;
-- cost flags out of range are refused naming the flag and the range.
+- cost flags out of range, and a key file without --tss or with a bad line, are refused naming
+  the flag (and the file's line) and never quoting a key.
 Usage: tss_test.py BUILD_BIN_DIR
 """
 import json
@@ -91,6 +92,16 @@ def main():
             uet = [f for f in frames if len(f) > 42 and f[36:38] == b"\x12\xb9"]
             if not uet or any(f[42] >> 3 != 1 for f in uet):
                 failures.append(f"{len(uet)} UET frames, not all sealed")
+        # A key file: needs --tss; a bad one is refused naming its line, the key never quoted.
+        bad = os.path.join(tmp, "bad.keys")
+        with open(bad, "w") as f:
+            f.write("sdi=1 an=0 mode=cluster key=" + "ab" * 31 + "\n")
+        for args, want in ((["--tss_key_file=" + bad], "--tss_key_file needs --tss"),
+                           (["--tss", "--tss_key_file=" + bad], "bad.keys line 1")):
+            proc = subprocess.run([os.path.join(bindir, "uet-ab")] + args, capture_output=True,
+                                  text=True, timeout=30)
+            if proc.returncode != 2 or want not in proc.stderr or "abab" in proc.stderr:
+                failures.append(f"{args}: rc {proc.returncode}: {proc.stderr!r}")
         for flag, value in (("tss_ns_per_frame", "-1"), ("tss_ns_per_kib", "2e6")):
             proc = subprocess.run([os.path.join(bindir, "uet-ab"), "--tss", f"--{flag}={value}"],
                                   capture_output=True, text=True, timeout=30)

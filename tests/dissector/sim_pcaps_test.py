@@ -4,7 +4,8 @@ the real UET and RoCEv2 engines run every standard scenario (permutation, incast
 frame of every pcap must be dissected by the plugin (UET frames by uetref; RoCEv2 frames by
 InfiniBand plus uetref.rocev2), with no malformed-packet item and no expert info at Error.
 Payloads travel by length in these runs, so the captures are shorter than the packets, as with
-a snap length; that must not read as malformed either.
+a snap length; that must not read as malformed either. A sealed run (--tss --tss_key_file)
+opens with the same key file: every UET frame's PDS decrypted, no bad tag.
 """
 import os
 import subprocess
@@ -53,6 +54,34 @@ def main():
                         if int(sev) >= ERROR:
                             errors.append('%s frame %d: error expert info: %s' % (name, i, msg))
         print('%d pcaps, %d frames' % (len(names), total))
+
+        # Sealed (uet-ab --tss with a key file): the same file opens the UET pcaps. Every UET
+        # frame shows its PDS header decrypted, and none a bad tag. (Payloads travel by length,
+        # so most tags lie past the captured bytes: those frames read as unverified, §5.5.)
+        sealed = ts.path('sealed')
+        os.makedirs(sealed)
+        keys = ts.write_file('keys.txt', 'sdi=0x00c0de an=0 mode=cluster key=' + '5a' * 32 + '\n')
+        subprocess.run([a.ab, '--leaves=2', '--hosts_per_leaf=4', '--spines=2', '--scenario=permutation',
+                        '--transport=uet', '--bytes=65536', '--tss', '--tss_key_file=' + keys,
+                        '--pcap=' + sealed], check=True, stdout=subprocess.DEVNULL)
+        os.chmod(sealed, 0o755)
+        n_sealed, statuses = 0, {}
+        for name in sorted(os.listdir(sealed)):
+            path = os.path.join(sealed, name)
+            os.chmod(path, 0o644)
+            for i, pk in enumerate(harness.packets(ts.run(['-n', '-r', path, '-T', 'json', '-o',
+                                                           'uetref.tss_key_file:' + keys]).stdout), 1):
+                o = pk.get('uetref', {})
+                n_sealed += 1
+                for st in o.get('uetref.tss.tag_status', ['none']):
+                    statuses[st] = statuses.get(st, 0) + 1
+                if 'uetref.pds.type' not in o:
+                    errors.append('sealed %s frame %d: PDS not decrypted' % (name, i))
+                if 'uetref.expert.tss_bad_tag' in o:
+                    errors.append('sealed %s frame %d: bad tag' % (name, i))
+        if n_sealed == 0 or statuses.get('1', 0) == 0:
+            errors.append('sealed run: %d frames, tag statuses %s (none verified)' % (n_sealed, statuses))
+        print('sealed run: %d UET frames decrypted with the key file, tag statuses %s' % (n_sealed, statuses))
     for e in errors[:50]:
         print('FAIL:', e, file=sys.stderr)
     return 1 if errors else 0
