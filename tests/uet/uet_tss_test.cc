@@ -57,9 +57,13 @@ struct Pair {
         link(a.get(), b.get()) {
     rkey = *b->register_memory(region.data(), region.size());
   }
+  // The engine reads a write's bytes until it completes: the pair keeps a copy that long.
   void write(uint64_t wr_id, const std::vector<uint8_t>& src, uint64_t offset = 0) {
-    ASSERT_TRUE(a->post_write({wr_id, kIpB, rkey, offset, src.data(), src.size()}).ok());
+    sources.push_back(std::make_unique<std::vector<uint8_t>>(src));
+    const std::vector<uint8_t>& kept = *sources.back();
+    ASSERT_TRUE(a->post_write({wr_id, kIpB, rkey, offset, kept.data(), kept.size()}).ok());
   }
+  std::vector<std::unique_ptr<std::vector<uint8_t>>> sources;
   bool untouched() const {
     return std::all_of(region.begin(), region.end(), [](uint8_t v) { return v == 0xEE; });
   }
