@@ -28,6 +28,9 @@
 // (the pattern seeded with --seed + i). Steering and ARP per FEP: dpdk-io/dpdk_io.h. The lanes
 // share nothing while they run but read-only options; the results are summed after they join.
 //
+// TSS (--tss, UET, spec/uet.md §5): both sides read one key file (transport/tss/key_file.h, the
+// Wireshark plugin's format) and check at HELLO that they agree; the counters join the report.
+//
 // Timing: CLOCK_MONOTONIC. Bandwidth mode: from the first post to the last completion, with
 // up to --tx_depth writes outstanding. Latency mode (--lat): one write in flight; each sample
 // is post → completion (the write's packets out, the last ACK back: a round trip).
