@@ -5,6 +5,8 @@
 //   BM_Decode/{uet,rocev2}          decode_frame with every check on (UDP checksum / ICRC)
 //   BM_DecodeNoVerify/{uet,rocev2}  the same with the UDP checksum and ICRC checks off
 //   BM_Checksum/N/{uet_udp,rocev2_icrc}  the integrity check alone over N bytes
+//   BM_Crc32/N/{zlib,isal}          the ICRC's CRC-32 over N bytes: zlib's table code against
+//                                   ISA-L's carry-less multiply (what compute_icrc uses)
 //
 // The frames: UET  = Eth/IPv4/UDP/PDS RUD_REQ/SES standard request (WRITE, SOM+EOM)/4096 B,
 //                    UDP checksum on;
@@ -15,6 +17,7 @@
 // Run: build/bin/wire_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 #include <benchmark/benchmark.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -193,6 +196,23 @@ void BM_Checksum(benchmark::State& state, Proto p, size_t n) {
   state.counters["GB"] = benchmark::Counter(bytes * 1e-9, benchmark::Counter::kIsRate);
 }
 
+// The CRC-32 alone, zlib against ISA-L (icrc_crc32): the same value, checked once.
+void BM_Crc32(benchmark::State& state, bool isal, size_t n) {
+  std::vector<uint8_t> buf(n);
+  for (size_t i = 0; i < n; ++i) buf[i] = static_cast<uint8_t>(i * 37 + 1);
+  if (icrc_crc32(0, buf.data(), n) != crc32(0, buf.data(), static_cast<uInt>(n))) {
+    state.SkipWithError("ISA-L and zlib disagree");
+    return;
+  }
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(buf.data());
+    const uint32_t c = isal ? icrc_crc32(0, buf.data(), n)
+                            : static_cast<uint32_t>(crc32(0, buf.data(), static_cast<uInt>(n)));
+    benchmark::DoNotOptimize(c);
+  }
+  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(n));
+}
+
 // TSS (spec/uet.md §5.2): sealing and opening n bytes after the TSS header (AES-256-GCM over
 // OpenSSL, AAD as a sealed UET/UDP frame has it), against the UDP checksum over the same
 // bytes, which a sealed frame still carries.
@@ -268,6 +288,11 @@ void register_all() {
         ->Unit(benchmark::kNanosecond);
     RegisterBenchmark((base + "rocev2_icrc").c_str(), BM_Checksum, Proto::kRocev2, n)
         ->Unit(benchmark::kNanosecond);
+  }
+  for (size_t n : kChecksumSizes) {
+    const std::string base = "BM_Crc32/" + std::to_string(n) + "/";
+    RegisterBenchmark((base + "zlib").c_str(), BM_Crc32, false, n)->Unit(benchmark::kNanosecond);
+    RegisterBenchmark((base + "isal").c_str(), BM_Crc32, true, n)->Unit(benchmark::kNanosecond);
   }
   for (size_t n : kChecksumSizes) {
     const std::string base = "BM_Tss/" + std::to_string(n) + "/";

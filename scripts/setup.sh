@@ -14,7 +14,8 @@ PACKAGES=(
   libgtest-dev      # GoogleTest
   libgmock-dev      # GoogleMock (comes with GoogleTest)
   libbenchmark-dev  # Google Benchmark: bench/
-  zlib1g-dev        # crc32() for the RoCEv2 ICRC: transport/wire/icrc.cc
+  zlib1g-dev        # crc32() as the ICRC reference in tests, crc32_combine in dpdk-io/uring_io.cc
+  libisal-dev       # ISA-L: the CRC-32 of the RoCEv2 ICRC, transport/wire/icrc.cc
   libssl-dev        # OpenSSL 3: AES-256-GCM and CMAC for TSS: transport/tss/
   python3           # spec/vectors/gen_vectors.py, the independent vector encoder
   python3-cryptography  # spec/vectors/gen_tss_vectors.py seals TSS vectors independently

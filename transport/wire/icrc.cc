@@ -1,6 +1,6 @@
 #include "transport/wire/icrc.h"
 
-#include <zlib.h>
+#include <isa-l/crc.h>
 
 #include <cstring>
 
@@ -10,10 +10,15 @@ namespace {
 constexpr size_t kUdpLen = 8;
 constexpr size_t kBthLen = 12;
 constexpr size_t kMaxMasked = 60 + kUdpLen + kBthLen;
+// crc32(0, 8 bytes of 0xFF): the masked LRH every ICRC starts with (spec/rocev2.md §6).
+constexpr uint32_t kAfterMaskedLrh = 0x2144DF1C;
 }  // namespace
 
+uint32_t icrc_crc32(uint32_t crc, const uint8_t* data, size_t len) noexcept {
+  return crc32_gzip_refl(crc, data, len);
+}
+
 uint32_t compute_icrc(const uint8_t* ip, size_t len, bool ipv6, size_t ip_header_len) noexcept {
-  static constexpr uint8_t kMaskedLrh[8] = {0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF};
   const size_t masked_len = ip_header_len + kUdpLen + kBthLen;
   if (masked_len > kMaxMasked || len < masked_len) return 0;
 
@@ -36,10 +41,8 @@ uint32_t compute_icrc(const uint8_t* ip, size_t len, bool ipv6, size_t ip_header
   udp[7] = 0xFF;
   udp[kUdpLen + 4] = 0xFF;  // BTH byte 4: FECN, BECN, reserved
 
-  uLong crc = crc32(0L, kMaskedLrh, sizeof(kMaskedLrh));
-  crc = crc32(crc, hdr, static_cast<uInt>(masked_len));
-  crc = crc32(crc, ip + masked_len, static_cast<uInt>(len - masked_len));
-  return static_cast<uint32_t>(crc);
+  uint32_t crc = icrc_crc32(kAfterMaskedLrh, hdr, masked_len);
+  return icrc_crc32(crc, ip + masked_len, len - masked_len);
 }
 
 }  // namespace uet::wire
