@@ -5,6 +5,9 @@
 //   BM_Decode/{uet,rocev2}          decode_frame with every check on (UDP checksum / ICRC)
 //   BM_DecodeNoVerify/{uet,rocev2}  the same with the UDP checksum and ICRC checks off
 //   BM_Checksum/N/{uet_udp,rocev2_icrc}  the integrity check alone over N bytes
+//   BM_Csum/N/{portable,vector,copy,memcpy_then_sum}  the UDP checksum's sum alone: the
+//                                   portable code, the vector kernel, the sum fused with a
+//                                   copy of the N bytes, and a memcpy followed by the sum
 //   BM_Crc32/N/{zlib,isal}          the ICRC's CRC-32 over N bytes: zlib's table code against
 //                                   ISA-L's carry-less multiply (what compute_icrc uses)
 //
@@ -196,6 +199,30 @@ void BM_Checksum(benchmark::State& state, Proto p, size_t n) {
   state.counters["GB"] = benchmark::Counter(bytes * 1e-9, benchmark::Counter::kIsRate);
 }
 
+enum class Csum { kPortable, kVector, kCopy, kMemcpyThenSum };
+
+// The RFC 1071 sum over n bytes, alone or with a copy of them (what placement does).
+void BM_Csum(benchmark::State& state, Csum kind, size_t n) {
+  std::vector<uint8_t> src(n), dst(n);
+  for (size_t i = 0; i < n; ++i) src[i] = static_cast<uint8_t>(i * 37 + 1);
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(src.data());
+    uint64_t sum = 0;
+    switch (kind) {
+      case Csum::kPortable: sum = detail::csum_add_portable(0, src.data(), n); break;
+      case Csum::kVector: sum = csum_add(0, src.data(), n); break;
+      case Csum::kCopy: sum = csum_copy(0, dst.data(), src.data(), n); break;
+      case Csum::kMemcpyThenSum:
+        std::memcpy(dst.data(), src.data(), n);
+        sum = csum_add(0, src.data(), n);
+        break;
+    }
+    benchmark::DoNotOptimize(sum);
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(n));
+}
+
 // The CRC-32 alone, zlib against ISA-L (icrc_crc32): the same value, checked once.
 void BM_Crc32(benchmark::State& state, bool isal, size_t n) {
   std::vector<uint8_t> buf(n);
@@ -288,6 +315,15 @@ void register_all() {
         ->Unit(benchmark::kNanosecond);
     RegisterBenchmark((base + "rocev2_icrc").c_str(), BM_Checksum, Proto::kRocev2, n)
         ->Unit(benchmark::kNanosecond);
+  }
+  for (size_t n : kChecksumSizes) {
+    const std::string base = "BM_Csum/" + std::to_string(n) + "/";
+    constexpr std::pair<Csum, const char*> kKinds[] = {{Csum::kPortable, "portable"},
+                                                       {Csum::kVector, "vector"},
+                                                       {Csum::kCopy, "copy"},
+                                                       {Csum::kMemcpyThenSum, "memcpy_then_sum"}};
+    for (const auto& [k, tag] : kKinds)
+      RegisterBenchmark((base + tag).c_str(), BM_Csum, k, n)->Unit(benchmark::kNanosecond);
   }
   for (size_t n : kChecksumSizes) {
     const std::string base = "BM_Crc32/" + std::to_string(n) + "/";

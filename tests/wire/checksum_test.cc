@@ -5,7 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -43,7 +45,7 @@ TEST(Checksum, EveryLengthAndAlignmentMatchesTheReference) {
   std::vector<uint8_t> buf(9216 + 8);
   for (auto& b : buf) b = static_cast<uint8_t>(rng());
   for (size_t offset = 0; offset < 8; ++offset) {
-    for (size_t len = 0; len <= 300; ++len) {
+    for (size_t len = 0; len <= 600; ++len) {  // the vector kernel's blocks and every tail
       const uint8_t* d = buf.data() + offset;
       ASSERT_TRUE(same_sum(fold(csum_add(0, d, len)), reference_sum(d, len)))
           << "offset " << offset << " len " << len;
@@ -53,6 +55,42 @@ TEST(Checksum, EveryLengthAndAlignmentMatchesTheReference) {
     ASSERT_TRUE(same_sum(fold(csum_add(0, buf.data() + 3, len)), reference_sum(buf.data() + 3, len)))
         << len;
   }
+}
+
+// The fused copy: the bytes land exactly in [dst, dst + len) (guards either side untouched)
+// and the sum is csum_add()'s, for every length over the vector blocks and odd starts.
+TEST(Checksum, CopyWritesExactlyTheBytesAndSumsAsCsumAdd) {
+  std::mt19937 rng(13);
+  std::vector<uint8_t> src(9216 + 8);
+  for (auto& b : src) b = static_cast<uint8_t>(rng());
+  std::vector<uint8_t> dst(9216 + 64);
+  auto check = [&](size_t from, size_t to, size_t len) {
+    std::fill(dst.begin(), dst.end(), 0xA5);
+    const uint64_t sum = csum_copy(7, dst.data() + to, src.data() + from, len);
+    ASSERT_TRUE(same_sum(fold(sum), fold(csum_add(7, src.data() + from, len))))
+        << "from " << from << " to " << to << " len " << len;
+    ASSERT_EQ(std::memcmp(dst.data() + to, src.data() + from, len), 0) << len;
+    for (size_t i = 0; i < to; ++i) ASSERT_EQ(dst[i], 0xA5) << "before, len " << len;
+    for (size_t i = to + len; i < dst.size(); ++i) ASSERT_EQ(dst[i], 0xA5) << "after, len " << len;
+  };
+  for (size_t len = 0; len <= 600; ++len) check(len % 8, (len * 7) % 32, len);
+  for (size_t len : {4095u, 4096u, 9000u, 9216u}) check(3, 5, len);
+}
+
+// The vector kernel (where the CPU has one) and the portable sum agree on every length,
+// all-ones data included (the lanes' carries).
+TEST(Checksum, VectorAndPortableSumsAgree) {
+  std::mt19937 rng(14);
+  std::vector<uint8_t> buf(9216 + 8);
+  for (auto& b : buf) b = static_cast<uint8_t>(rng());
+  for (size_t len = 0; len <= 9216; len += 1 + len / 16) {
+    ASSERT_TRUE(same_sum(fold(csum_add(0, buf.data() + 1, len)),
+                         fold(detail::csum_add_portable(0, buf.data() + 1, len))))
+        << len;
+  }
+  std::vector<uint8_t> ff(65535, 0xFF);
+  EXPECT_TRUE(same_sum(fold(csum_add(0, ff.data(), ff.size())),
+                       fold(detail::csum_add_portable(0, ff.data(), ff.size()))));
 }
 
 TEST(Checksum, AllOnesDataDoesNotLoseCarries) {

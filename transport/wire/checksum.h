@@ -11,6 +11,9 @@ namespace uet::wire {
 // Adds `len` bytes as big-endian 16-bit words to a running ones'-complement sum.
 // Chained calls must pass even lengths except for the last.
 uint64_t csum_add(uint64_t sum, const uint8_t* data, size_t len) noexcept;
+// csum_add() over `src` while copying it to `dst` (non-overlapping): one pass for the payload a
+// frame carries. Chained calls: even lengths except for the last, as csum_add().
+uint64_t csum_copy(uint64_t sum, uint8_t* dst, const uint8_t* src, size_t len) noexcept;
 // Folds a running sum to 16 bits and complements it: the value to put on the wire.
 uint16_t csum_finish(uint64_t sum) noexcept;
 
@@ -48,5 +51,11 @@ inline bool ipv4_header_checksum_ok(const uint8_t* ip, size_t len) noexcept {
 // `udp_len - 8` bytes of payload. `ip` points at the IPv4 or IPv6 header. A computed zero is
 // returned as 0xFFFF (RFC 768).
 uint16_t udp_checksum(const uint8_t* ip, bool ipv6, const uint8_t* udp, size_t udp_len) noexcept;
+
+namespace detail {
+// csum_add() without the vector kernel (AVX2 where the CPU has it): the reference it is
+// tested and benchmarked against.
+uint64_t csum_add_portable(uint64_t sum, const uint8_t* data, size_t len) noexcept;
+}  // namespace detail
 
 }  // namespace uet::wire
