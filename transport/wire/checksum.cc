@@ -75,7 +75,7 @@ __attribute__((target("avx2"))) uint64_t avx2_sum(uint8_t* dst, const uint8_t* s
 }
 
 const bool kHaveAvx2 = [] {
-  __builtin_cpu_init();  // runs before constructors that might need it (GCC manual)
+  __builtin_cpu_init();  // a static initializer may run before libgcc's own (GCC manual)
   return __builtin_cpu_supports("avx2") != 0;
 }();
 #endif

@@ -1,9 +1,9 @@
 // RoCEv2 invariant CRC (spec/rocev2.md §6).
 //
-// CRC-32 (IEEE 802.3, reflected: zlib's crc32) over: 8 bytes of 0xFF standing for the masked LRH, then the IP header,
-// UDP header and BTH with their variant fields set to all ones (IPv4: TOS, TTL, checksum;
-// IPv6: traffic class, flow label, hop limit; UDP: checksum; BTH: byte 4), then the rest of the
-// packet up to the ICRC. The ICRC is stored little-endian after the payload and pad.
+// CRC-32 (IEEE 802.3, reflected: zlib's crc32) over: 8 bytes of 0xFF standing for the masked
+// LRH, then the IP header, UDP header and BTH with their variant fields set to all ones (IPv4:
+// TOS, TTL, checksum; IPv6: traffic class, flow label, hop limit; UDP: checksum; BTH: byte 4),
+// then the rest of the packet up to the ICRC. The ICRC is stored little-endian after the payload and pad.
 #pragma once
 
 #include <cstddef>
@@ -12,7 +12,7 @@
 namespace uet::wire {
 
 // The CRC-32 of `len` bytes continuing `crc` (0 to start), bit-exact with zlib's crc32(): ISA-L's
-// carry-less-multiply kernel (crc32_gzip_refl), about ten times zlib's table code at 4 KiB.
+// carry-less-multiply kernel (crc32_gzip_refl) rather than a table per byte.
 uint32_t icrc_crc32(uint32_t crc, const uint8_t* data, size_t len) noexcept;
 
 // `ip` points at the IP header; `len` counts the bytes from there up to, not including, the
