@@ -312,6 +312,17 @@ absl::Status validate(const RunConfig& rc) {
   return c->validate();
 }
 
+uint32_t frame_overhead(TransportKind t) noexcept {
+  // Ethernet, IPv4, UDP, then UET's PDS+SES headers or RoCEv2's BTH and ICRC (RETH on the first
+  // packet only is left out), and the 24 bytes of preamble, gap and FCS the Network charges.
+  return t == TransportKind::kUet ? 14 + 20 + 8 + 12 + 44 + 24 : 14 + 20 + 8 + 12 + 4 + 24;
+}
+
+double payload_bound_gbytes(const RunConfig& c) noexcept {
+  const double mtu = c.mtu;
+  return c.fabric.host_gbps / 8 * mtu / (mtu + frame_overhead(c.transport));
+}
+
 Time path_delay(const Fabric& f, uint32_t hops) noexcept {
   Time d = 2 * f.link_delay;  // the two host links
   if (hops >= 4) d += 2 * fabric_delay(f);
@@ -506,8 +517,7 @@ absl::StatusOr<RunResult> run(const RunConfig& rc) {
   r.scenario = rc.scenario;
   r.transport = rc.transport;
   r.hosts = hosts;
-  const uint32_t overhead = rc.transport == TransportKind::kUet ? 14 + 20 + 8 + 12 + 44 + 24
-                                                                : 14 + 20 + 8 + 12 + 4 + 24;
+  const uint32_t overhead = frame_overhead(rc.transport);
   auto flows = sim::flow_stats(player.records(), rc.flows, [&](const sim::FlowSpec& f) {
     sim::PathModel m;
     m.gbps = rc.fabric.host_gbps;

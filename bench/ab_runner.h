@@ -139,6 +139,11 @@ struct RunResult {
   bool interrupted = false;  // stopped through RunConfig::stop before every flow completed
 };
 
+// Bytes a data frame adds to its payload on the wire (headers, FCS, preamble and gap), and
+// the payload rate a host link carries at most with full frames of `mtu`, in GB/s.
+uint32_t frame_overhead(TransportKind t) noexcept;
+double payload_bound_gbytes(const RunConfig& c) noexcept;
+
 // What run() refuses before it simulates: the fabric's shape, failed_links beyond the top
 // tier, a flow naming a host the fabric lacks, a transport configuration its engine refuses.
 absl::Status validate(const RunConfig& config);

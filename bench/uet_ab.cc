@@ -10,6 +10,7 @@
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -21,16 +22,19 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "bench/ab_collective.h"
 #include "bench/ab_memory.h"
 #include "bench/ab_runner.h"
 #include "transport/tss/key_file.h"
 #include "cc/dcqcn.h"
+#include "sim/collective.h"
 #include "sim/htsim_cm.h"
 #include "sim/htsim_topo.h"
 #include "sim/rng.h"
 
 ABSL_FLAG(std::string, scenario, "standard",
           "standard (permutation + incast + loss), permutation, incast, alltoall, allreduce, "
+          "collective (nccl-tests style: --coll, --algo, --sizes), "
           "websearch, loss, loss-sweep, failure (a permutation on a fabric with failed or "
           "degraded links), cm (with --cm=FILE)");
 ABSL_FLAG(std::string, cm, "",
@@ -70,6 +74,30 @@ ABSL_FLAG(uint64_t, sweep_bytes, 16 << 20,
           "loss-sweep: bytes of the one flow (host 0 to the last host), 1..1073741824");
 ABSL_FLAG(double, load, 0.5, "websearch: offered load per host link, 0.01..1");
 ABSL_FLAG(uint32_t, websearch_us, 200, "websearch: arrival window in microseconds, 1..100000");
+ABSL_FLAG(std::string, coll, "allreduce",
+          "collective scenario: allreduce, reducescatter, allgather, broadcast or alltoall");
+ABSL_FLAG(std::string, algo, "",
+          "collective scenario: allreduce ring, tree or hd; reducescatter and allgather ring or "
+          "hd; broadcast ring; alltoall pairwise or batched; empty: the first named");
+ABSL_FLAG(uint32_t, ranks, 0, "collective scenario: ranks, one per host, 2..hosts; 0: every host");
+ABSL_FLAG(std::string, placement, "contiguous",
+          "collective scenario: ranks on hosts: contiguous, strided or random (drawn from --seed)");
+ABSL_FLAG(std::string, sizes, "64K:16M:4",
+          "collective scenario: sizes as nccl-tests' -b/-e/-f, BEGIN:END:FACTOR with K, M, G "
+          "suffixes, or one size");
+ABSL_FLAG(uint32_t, channels, 1,
+          "collective scenario: channels (parallel rings or trees, each a share of the buffer), "
+          "1..64");
+ABSL_FLAG(uint32_t, chunk_kb, 512, "collective scenario: pipelining chunk in KiB, 4..1048576");
+ABSL_FLAG(uint32_t, iters, 1,
+          "collective scenario: iterations per size, runs with seeds seed, seed+1, ..., 1..1000");
+ABSL_FLAG(uint32_t, root, 0, "collective scenario: the broadcast's root rank, 0..ranks-1");
+ABSL_FLAG(double, coll_loss, 0,
+          "collective scenario: loss probability on fabric links, 0..0.5 (> 0: RoCEv2 without PFC "
+          "under --pfc=auto, as in the loss scenario)");
+ABSL_FLAG(uint32_t, coll_failed_links, 0,
+          "collective scenario: top-tier links that fail or degrade as in the failure scenario "
+          "(--degrade, --degrade_queues, --fail_at_us), 0..the fabric's count");
 ABSL_FLAG(uint32_t, mtu, 4096, "payload bytes per packet: 256, 512, 1024, 2048 or 4096");
 ABSL_FLAG(uint32_t, evs, 32, "UET: entropy values to spray over, 1..4096 (1 = one path)");
 ABSL_FLAG(std::string, lb, "reps",
@@ -326,7 +354,7 @@ absl::StatusOr<std::vector<sim::FlowSpec>> scenario_flows(const std::string& sce
   }
   return absl::InvalidArgumentError(absl::StrCat(
       "--scenario=", scenario,
-      " unknown: standard, permutation, incast, alltoall, allreduce, websearch, loss, "
+      " unknown: standard, permutation, incast, alltoall, allreduce, collective, websearch, loss, "
       "loss-sweep, failure, cm"));
 }
 
@@ -571,6 +599,23 @@ absl::Status plot_sweep(const std::string& dir, const std::vector<SweepRow>& row
   return run_gnuplot(base + ".gp");
 }
 
+// The experiment file wherever the flags ask for one (--save_config, beside --json, in
+// --plot); false, with the reason on stderr, when one cannot be written.
+bool write_experiment_files() {
+  std::vector<std::string> paths;
+  if (!absl::GetFlag(FLAGS_save_config).empty()) paths.push_back(absl::GetFlag(FLAGS_save_config));
+  if (!absl::GetFlag(FLAGS_json).empty()) paths.push_back(absl::GetFlag(FLAGS_json) + ".flags");
+  if (!absl::GetFlag(FLAGS_plot).empty()) paths.push_back(absl::GetFlag(FLAGS_plot) + "/experiment.flags");
+  for (const std::string& path : paths) {
+    if (absl::Status s = write_file(path, experiment_file()); !s.ok()) {
+      std::fprintf(stderr, "uet-ab: experiment file: %s\n", std::string(s.message()).c_str());
+      return false;
+    }
+    std::printf("experiment: %s (rerun: uet-ab --config=%s)\n", path.c_str(), path.c_str());
+  }
+  return true;
+}
+
 void print_sweep(const std::string& title, const std::vector<SweepRow>& rows) {
   std::printf("\n%s\n", title.c_str());
   // Goodput as a share of the loss-free row's, when the sweep has one.
@@ -608,6 +653,245 @@ void print_sweep(const std::string& title, const std::vector<SweepRow>& rows) {
     }
     std::printf("\n");
   }
+}
+
+// --scenario=collective: one collective at every --sizes size on every transport, printed
+// as nccl-tests prints (bench/ab_collective.h). Every size is planned and checked before the
+// first run; rows print as they finish.
+int run_collective(uint32_t hosts, const std::vector<TransportKind>& transports,
+                   const std::string& fabric_name,
+                   const std::function<RunConfig(TransportKind)>& config_for) {
+  auto refuse = [](const std::string& why) {
+    std::fprintf(stderr, "uet-ab: %s\n", why.c_str());
+    return 2;
+  };
+  const auto coll = sim::parse_collective(absl::GetFlag(FLAGS_coll));
+  if (!coll.ok()) return refuse(absl::StrCat("--coll: ", coll.status().message()));
+  sim::CollectiveAlgo algo = sim::collective_algos(*coll).front();
+  if (const std::string a = absl::GetFlag(FLAGS_algo); !a.empty()) {
+    const auto parsed = sim::parse_collective_algo(a);
+    if (!parsed.ok()) return refuse(absl::StrCat("--algo: ", parsed.status().message()));
+    algo = *parsed;
+  }
+  const uint32_t ranks = absl::GetFlag(FLAGS_ranks) == 0 ? hosts : absl::GetFlag(FLAGS_ranks);
+  if (ranks < 2 || ranks > hosts) {
+    return refuse(absl::StrFormat("--ranks=%u out of range: 2..%u (one rank per host; 0: all)",
+                                  ranks, hosts));
+  }
+  const auto placement = sim::parse_rank_placement(absl::GetFlag(FLAGS_placement));
+  if (!placement.ok()) return refuse(absl::StrCat("--placement: ", placement.status().message()));
+  const auto sizes = parse_sizes(absl::GetFlag(FLAGS_sizes));
+  if (!sizes.ok()) return refuse(std::string(sizes.status().message()));
+  Check check;
+  check.range("channels", absl::GetFlag(FLAGS_channels), 1, sim::kMaxCollectiveChannels);
+  check.range("chunk_kb", absl::GetFlag(FLAGS_chunk_kb), 4, 1048576);
+  check.range("iters", absl::GetFlag(FLAGS_iters), 1, 1000);
+  check.range("root", absl::GetFlag(FLAGS_root), 0, ranks - 1);
+  if (!check.error.empty()) return refuse(check.error);
+  check.range("coll_loss", absl::GetFlag(FLAGS_coll_loss), 0, 0.5);
+  if (!check.error.empty()) return refuse(check.error);
+  const double loss = absl::GetFlag(FLAGS_coll_loss);
+  const uint32_t failed_links = absl::GetFlag(FLAGS_coll_failed_links);
+  if (const uint32_t top = top_tier_links(config_for(transports.front()).fabric); failed_links > top) {
+    return refuse(absl::StrFormat(
+        "--coll_failed_links=%u out of range: 0..%u (the fabric's top-tier links)", failed_links, top));
+  }
+  // The run's fabric with the collective's loss and failures, PFC as the loss scenario sets it.
+  auto config_of = [&](TransportKind t) {
+    RunConfig c = config_for(t);
+    c.fabric.fabric_loss = loss;
+    if (loss > 0 && absl::GetFlag(FLAGS_pfc) == "auto") c.fabric.pfc = false;
+    if (failed_links > 0) {
+      c.fabric.failed_links = failed_links;
+      c.fabric.degrade = absl::GetFlag(FLAGS_degrade);
+      c.fabric.degrade_scales_queues = absl::GetFlag(FLAGS_degrade_queues) == "scaled";
+      c.fabric.fail_at = static_cast<Time>(absl::GetFlag(FLAGS_fail_at_us)) * kMicrosecond;
+    }
+    return c;
+  };
+  const uint64_t seed = absl::GetFlag(FLAGS_seed);
+  sim::Rng rng(sim::mix64(seed, 0xC0111EC7));  // its own stream: placement never shifts the fabric's
+  const auto rank_hosts = sim::place_ranks(ranks, hosts, *placement, rng);
+  if (!rank_hosts.ok()) return refuse(std::string(rank_hosts.status().message()));
+
+  struct Planned {
+    uint64_t asked;
+    sim::CollectivePlan plan;
+  };
+  std::vector<Planned> plan;
+  MemoryEstimate peak;
+  for (uint64_t size : *sizes) {
+    sim::CollectiveSpec spec;
+    spec.collective = *coll;
+    spec.algo = algo;
+    spec.hosts = *rank_hosts;
+    spec.bytes = size;
+    spec.channels = absl::GetFlag(FLAGS_channels);
+    spec.chunk_bytes = uint64_t{absl::GetFlag(FLAGS_chunk_kb)} * 1024;
+    spec.root = absl::GetFlag(FLAGS_root);
+    auto p = sim::collective_flows(spec);
+    if (!p.ok()) {
+      return refuse(absl::StrFormat("--sizes: %u bytes: %s", size, p.status().message()));
+    }
+    for (TransportKind t : transports) {
+      RunConfig c = config_of(t);
+      c.flows = std::move(p->flows);  // checked in place, not copied
+      const absl::Status s = validate(c);
+      if (s.ok()) {
+        if (MemoryEstimate e = estimate_memory(c); e.bytes > peak.bytes) peak = std::move(e);
+      }
+      p->flows = std::move(c.flows);
+      if (!s.ok()) {
+        return refuse(absl::StrFormat("collective %u bytes %s: %s", size, to_string(t), s.message()));
+      }
+    }
+    plan.push_back({size, std::move(*p)});
+  }
+  const double limit = absl::GetFlag(FLAGS_max_memory_gb) > 0
+                           ? absl::GetFlag(FLAGS_max_memory_gb) * double(1 << 30)
+                           : static_cast<double>(memory_available());
+  if (limit > 0 && peak.bytes > limit) {
+    return refuse(absl::StrFormat(
+        "this run needs about %.3g GiB (%s), the machine has %.3g GiB: lower --sizes, --ranks or "
+        "the fabric; --max_memory_gb=N overrides the limit",
+        peak.bytes / double(1 << 30), peak.why, limit / double(1 << 30)));
+  }
+  if (!write_experiment_files()) return 1;
+  std::FILE* json = nullptr;
+  if (const std::string path = absl::GetFlag(FLAGS_json); !path.empty()) {
+    if ((json = std::fopen(path.c_str(), "w")) == nullptr) {
+      std::fprintf(stderr, "uet-ab: --json=%s: cannot open for writing\n", path.c_str());
+      return 1;
+    }
+    std::fprintf(json, "[\n");
+  }
+  std::FILE* csv = nullptr;
+  if (const std::string path = absl::GetFlag(FLAGS_csv); !path.empty()) {
+    if ((csv = std::fopen(path.c_str(), "w")) == nullptr) {
+      std::fprintf(stderr, "uet-ab: --csv=%s: cannot open for writing\n", path.c_str());
+      if (json != nullptr) std::fclose(json);
+      return 1;
+    }
+    std::fprintf(csv, "collective,algo,transport,bytes,iteration,seed,time_us,completed\n");
+  }
+
+  const uint32_t iters = absl::GetFlag(FLAGS_iters);
+  const RunConfig shown = config_of(transports.front());
+  std::printf(
+      "\ncollective: %s %s, %u ranks (%s) on %u hosts, %s, %g Gb/s, %u channel(s), %u KiB "
+      "chunks, %u iteration(s), seed %lu\n",
+      to_string(*coll).data(), to_string(algo).data(), ranks,
+      absl::GetFlag(FLAGS_placement).c_str(), hosts, fabric_name.c_str(), shown.fabric.host_gbps, absl::GetFlag(FLAGS_channels),
+      absl::GetFlag(FLAGS_chunk_kb), iters, seed);
+  if (loss > 0) std::printf("#  %.2f%% loss on fabric links\n", 100 * loss);
+  if (failed_links > 0) {
+    const double d = absl::GetFlag(FLAGS_degrade);
+    std::printf("#  %u top-tier links %s at %u us\n", failed_links,
+                d > 0 ? absl::StrFormat("at %g%% of their rate", 100 * d).c_str() : "down",
+                absl::GetFlag(FLAGS_fail_at_us));
+  }
+  for (TransportKind t : transports) {
+    std::printf("#  %s link bound: %.2f GB/s of payload (%g Gb/s less %u B of headers per %u B)\n",
+                to_string(t), payload_bound_gbytes(config_of(t)), shown.fabric.host_gbps,
+                frame_overhead(t), shown.mtu);
+  }
+  std::printf("#  busbw = algbw x %s; time: start on every rank to the last WRITE's completion\n",
+              *coll == sim::Collective::kAllReduce ? "2(n-1)/n"
+              : *coll == sim::Collective::kBroadcast ? "1"
+                                                     : "(n-1)/n");
+  std::printf("%s", collective_header(transports).c_str());
+  std::fflush(stdout);
+  bool first_json = true;
+  int rc = 0;
+  std::signal(SIGINT, on_sigint);
+  for (const Planned& p : plan) {
+    std::vector<CollectiveFigures> figures;
+    std::vector<std::string> notes;  // why a row has no time: printed under it
+    for (TransportKind t : transports) {
+      std::vector<RunResult> runs;
+      RunConfig last;
+      for (uint32_t it = 0; it < iters && !g_stop.load(std::memory_order_relaxed); ++it) {
+        RunConfig c = config_of(t);
+        c.seed = seed + it;
+        c.flows = p.plan.flows;
+        ProgressLine progress(absl::StrFormat("collective %u B %s", p.plan.bytes, to_string(t)));
+        c.progress = [&progress](const Progress& pr) { progress(pr); };
+        c.stop = &g_stop;
+        auto r = run(c);
+        if (!r.ok()) {
+          std::fprintf(stderr, "uet-ab: collective %lu B %s: %s\n", p.plan.bytes, to_string(t),
+                       std::string(r.status().message()).c_str());
+          rc = 1;
+          break;
+        }
+        if (csv != nullptr) {
+          const bool done = r->flows.completed == r->flows.total;
+          Time end = 0;
+          for (const sim::FlowRecord& f : r->records)
+            if (f.finish != kNever) end = std::max(end, f.finish);
+          std::fprintf(csv, "%s,%s,%s,%lu,%u,%lu,%.3f,%d\n", to_string(*coll).data(),
+                       to_string(algo).data(), to_string(t), p.plan.bytes, it, c.seed,
+                       done ? static_cast<double>(end) / kMicrosecond : -1.0, done ? 1 : 0);
+        }
+        c.flows.clear();
+        last = std::move(c);
+        runs.push_back(std::move(*r));
+      }
+      if (runs.empty()) continue;
+      for (size_t it = 0; it < runs.size(); ++it) {
+        const RunResult& r = runs[it];
+        if (r.flows.completed == r.flows.total) continue;
+        notes.push_back(absl::StrFormat(
+            "#    %s, %lu B, seed %lu: %lu of %lu flows not done at %.1f ms simulated (%lu failed "
+            "with an error)%s\n",
+            to_string(t), p.plan.bytes, seed + it, r.flows.total - r.flows.completed,
+            r.flows.total, static_cast<double>(r.sim_time) / kMillisecond, r.failed,
+            r.interrupted ? ", interrupted" : "; --max_ms raises the limit"));
+      }
+      CollectiveFigures f = collective_figures(runs, *coll, ranks, p.plan.bytes);
+      if (json != nullptr) {
+        std::string iterations;
+        for (double v : f.iteration_us) absl::StrAppend(&iterations, iterations.empty() ? "" : ", ", absl::StrFormat("%.3f", v));
+        std::fprintf(
+            json,
+            "%s  {\"scenario\": \"collective\", \"collective\": \"%s\", \"algo\": \"%s\", "
+            "\"transport\": \"%s\", \"ranks\": %u, \"placement\": \"%s\", \"bytes\": %lu, "
+            "\"asked_bytes\": %lu, \"count\": %lu, \"channels\": %u, \"chunk_kb\": %u, "
+            "\"iterations\": %u, \"time_us\": %.3f, \"p99_us\": %.3f, \"iteration_us\": [%s], "
+            "\"algbw_gbytes\": %.4f, \"busbw_gbytes\": %.4f, \"busbw_factor\": %.6f, "
+            "\"flows\": %lu, \"failed\": %lu, \"retransmits\": %lu, \"timeouts\": %lu, "
+            "\"drops\": %lu, \"trims\": %lu, \"pfc_pauses\": %lu, \"events\": %lu, "
+            "\"wall_s\": %.3f, \"link_bound_gbytes\": %.4f, \"coll_loss\": %g, "
+            "\"coll_failed_links\": %u, \"run\": %s}",
+            first_json ? "" : ",\n", to_string(*coll).data(), to_string(algo).data(), to_string(t),
+            ranks, absl::GetFlag(FLAGS_placement).c_str(), p.plan.bytes, p.asked,
+            p.plan.bytes / sim::kCollectiveElementBytes, p.plan.channels,
+            absl::GetFlag(FLAGS_chunk_kb), static_cast<uint32_t>(runs.size()), f.time_us, f.p99_us,
+            iterations.c_str(), f.algbw_gbytes, f.busbw_gbytes, sim::bus_bandwidth_factor(*coll, ranks),
+            f.flows, f.failed, f.retransmitted, f.timeouts, f.drops, f.trims, f.pfc_pauses,
+            f.events, f.wall_s, payload_bound_gbytes(last), loss, failed_links,
+            json_of(runs.front(), last).c_str());
+        first_json = false;
+      }
+      figures.push_back(std::move(f));
+    }
+    if (figures.size() == transports.size()) {
+      std::printf("%s", collective_row(p.plan.bytes, *coll, absl::GetFlag(FLAGS_root), figures).c_str());
+      for (const std::string& note : notes) std::printf("%s", note.c_str());
+      std::fflush(stdout);
+    }
+    if (g_stop.load(std::memory_order_relaxed)) break;
+  }
+  if (json != nullptr) {
+    std::fprintf(json, "\n]\n");
+    std::fclose(json);
+  }
+  if (csv != nullptr) std::fclose(csv);
+  if (g_stop.load(std::memory_order_relaxed)) {
+    std::fprintf(stderr, "uet-ab: interrupted; the rows above are complete, the rest did not run\n");
+    return 130;
+  }
+  return rc;
 }
 
 int run_main() {
@@ -807,6 +1091,10 @@ int run_main() {
     }
     return c;
   };
+  if (absl::GetFlag(FLAGS_scenario) == "collective" && absl::GetFlag(FLAGS_cm).empty()) {
+    return run_collective(hosts, transports, fabric_name,
+                          [&](TransportKind t) { return config_for("collective", 0, t); });
+  }
   // Every scenario's flows and every run's configuration, built and checked before the
   // first run starts: a bad combination is refused at once, not after other runs.
   struct Planned {
@@ -884,19 +1172,7 @@ int run_main() {
     return 2;
   }
 
-  std::vector<std::string> experiment_paths;
-  if (!absl::GetFlag(FLAGS_save_config).empty())
-    experiment_paths.push_back(absl::GetFlag(FLAGS_save_config));
-  if (!absl::GetFlag(FLAGS_json).empty())
-    experiment_paths.push_back(absl::GetFlag(FLAGS_json) + ".flags");
-  if (!plot_dir.empty()) experiment_paths.push_back(plot_dir + "/experiment.flags");
-  for (const std::string& path : experiment_paths) {
-    if (absl::Status s = write_file(path, experiment_file()); !s.ok()) {
-      std::fprintf(stderr, "uet-ab: experiment file: %s\n", std::string(s.message()).c_str());
-      return 1;
-    }
-    std::printf("experiment: %s (rerun: uet-ab --config=%s)\n", path.c_str(), path.c_str());
-  }
+  if (!write_experiment_files()) return 1;
 
   std::FILE* json = nullptr;
   if (const std::string path = absl::GetFlag(FLAGS_json); !path.empty()) {
@@ -1043,8 +1319,8 @@ int run_main() {
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "uet-ab: UET vs RoCEv2 on the same simulated fabric and workload.\n"
-      "Usage: uet-ab [--scenario=standard|permutation|incast|alltoall|allreduce|websearch|loss|"
-      "loss-sweep|failure|cm] [--cm=FILE.cm] "
+      "Usage: uet-ab [--scenario=standard|permutation|incast|alltoall|allreduce|collective|"
+      "websearch|loss|loss-sweep|failure|cm] [--cm=FILE.cm] "
       "[--transport=uet|rocev2|both] [--topology=leafspine|fattree] [--json=FILE] [--csv=FILE] "
       "[--pcap=DIR] ...");
   // --config=FILE is Abseil's --flagfile: the file's flags apply where it stands, so flags

@@ -1,0 +1,113 @@
+// Collective operations as NCCL and MPI run them, turned into flow lists (sim/workload.h) that
+// the workload runner or the A/B runner plays: every send of every step is a flow, and a step
+// waits for exactly the flows whose data it consumes (event-driven, no global barrier).
+//
+// Sizes follow nccl-tests: `bytes` is the buffer the collective is named for (all-reduce and
+// broadcast: the buffer; all-gather: the gathered output; reduce-scatter: the input; all-to-all:
+// each rank's send buffer), in 4-byte elements. Within a step the data is cut into exact parts
+// (sizes differ by at most one byte), so the bytes a rank sends are exactly the algorithm's.
+//
+// NCCL's structure where it shapes the traffic: `channels` independent copies of the algorithm
+// each carry a share of the buffer, and ring, chain and tree algorithms pipeline their data in
+// `chunk_bytes` pieces, up to `slots` of them in flight on a rank pair. Channels
+// share the connection of a rank pair: the runner opens one per pair, as NCCL does with one
+// channel per NIC path when the fabric has no multipath of its own.
+//
+// Conventions as in sim/workload.h: flow ids are indices; hosts are Network host numbers; bad
+// arguments return InvalidArgument naming the parameter and its valid range. Pure: the same
+// spec gives the same flows, bit for bit.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "sim/rng.h"
+#include "sim/workload.h"
+
+namespace uet::sim {
+
+enum class Collective : uint8_t { kAllReduce, kReduceScatter, kAllGather, kBroadcast, kAllToAll };
+
+// ring: NCCL's ring (all-reduce = reduce-scatter then all-gather, 2(n-1) steps); chain for
+// broadcast. tree: NCCL's double binary tree (all-reduce; two trees, each half the buffer, every
+// rank a leaf in one of them when n is even). hd: recursive halving-doubling (Rabenseifner;
+// all-reduce at any n, reduce-scatter and all-gather at powers of two). pairwise: all-to-all in
+// n-1 shifted exchanges; batched: all-to-all with every send posted at once (NCCL's grouped
+// send/recv).
+enum class CollectiveAlgo : uint8_t { kRing, kTree, kHalvingDoubling, kPairwise, kBatched };
+
+// Names as flags spell them: allreduce, reducescatter, allgather, broadcast, alltoall; ring,
+// tree, hd, pairwise, batched.
+std::string_view to_string(Collective c) noexcept;
+std::string_view to_string(CollectiveAlgo a) noexcept;
+absl::StatusOr<Collective> parse_collective(std::string_view name);
+absl::StatusOr<CollectiveAlgo> parse_collective_algo(std::string_view name);
+
+// The algorithms a collective can run with, the first being its default.
+std::vector<CollectiveAlgo> collective_algos(Collective c);
+
+// nccl-tests' bus bandwidth factor (its PERFORMANCE.md): busbw = algbw * factor, so that busbw
+// of an optimal algorithm is the per-rank link rate it needs. all-reduce 2(n-1)/n,
+// reduce-scatter, all-gather and all-to-all (n-1)/n, broadcast 1.
+double bus_bandwidth_factor(Collective c, uint32_t ranks) noexcept;
+
+// nccl-tests' size alignment: the size rounded down to whole elements per rank where the
+// collective splits the buffer by rank (reduce-scatter, all-gather, all-to-all), to whole
+// elements otherwise.
+inline constexpr uint32_t kCollectiveElementBytes = 4;  // float, as nccl-tests' default
+uint64_t collective_aligned_bytes(Collective c, uint32_t ranks, uint64_t bytes) noexcept;
+
+// Bounds of a spec.
+inline constexpr uint32_t kMaxCollectiveChannels = 64;
+inline constexpr uint32_t kMaxCollectiveSlots = 64;
+inline constexpr uint64_t kMinCollectiveChunk = 4096;
+inline constexpr uint64_t kMaxCollectiveChunk = uint64_t{1} << 30;
+inline constexpr uint64_t kMaxCollectiveBytes = uint64_t{1} << 40;
+
+struct CollectiveSpec {
+  Collective collective = Collective::kAllReduce;
+  CollectiveAlgo algo = CollectiveAlgo::kRing;
+  std::vector<uint32_t> hosts;        // rank r runs on host hosts[r]; distinct; at least 2 ranks
+  uint64_t bytes = 0;                 // nccl-tests' size; aligned with collective_aligned_bytes()
+  uint32_t channels = 1;              // 1..kMaxCollectiveChannels; fewer when the buffer is small
+  uint64_t chunk_bytes = 512 * 1024;  // pipelining unit; NCCL's default step for Simple
+  // Chunks in flight per rank pair and channel (NCCL_STEPS): a send waits for the one `slots`
+  // earlier on the same pair to complete. 1..kMaxCollectiveSlots.
+  uint32_t slots = 8;
+  uint32_t root = 0;  // broadcast: the root rank
+};
+
+struct CollectivePlan {
+  std::vector<FlowSpec> flows;
+  uint64_t bytes = 0;     // the aligned size the flows carry
+  uint32_t channels = 0;  // the channels used: as asked, or fewer so that no part is empty
+  // Per rank: the bytes it sends, summed over its flows (the tests' ledger).
+  std::vector<uint64_t> sent_by_rank;
+};
+
+// The flows of one collective. Refused (InvalidArgument, naming the field): fewer than 2
+// ranks, a host twice, an algorithm the collective does not have, hd reduce-scatter or
+// all-gather at a rank count that is not a power of two, a size that leaves a rank less than
+// one element, more than kMaxWorkloadFlows flows.
+absl::StatusOr<CollectivePlan> collective_flows(const CollectiveSpec& spec);
+
+// Where ranks run. contiguous: rank r on host r; strided: ranks spread evenly over the hosts
+// (rank r on host r * hosts / ranks), so neighbours sit on different leaves; random: a
+// uniformly random set of hosts in random order, from `rng`. ranks: 2..hosts.
+enum class RankPlacement : uint8_t { kContiguous, kStrided, kRandom };
+absl::StatusOr<RankPlacement> parse_rank_placement(std::string_view name);
+absl::StatusOr<std::vector<uint32_t>> place_ranks(uint32_t ranks, uint32_t hosts,
+                                                  RankPlacement placement, Rng& rng);
+
+// NCCL's double binary tree, by rank: the parent (-1 at the root) and up to two children of
+// `rank` in tree 0 or 1. Tree 0 is the in-order binary tree on 0..n-1 whose root 0 has one
+// child; tree 1 mirrors it (n even) or shifts it by one rank (n odd).
+struct TreeNode {
+  int32_t parent = -1;
+  int32_t child[2] = {-1, -1};
+};
+std::vector<TreeNode> binary_tree(uint32_t ranks, int tree);
+
+}  // namespace uet::sim

@@ -1,0 +1,462 @@
+// Collectives as flow lists (sim/collective.h): the trees' shape, the bytes every algorithm
+// makes each rank send and receive (against closed forms, not against the generator), the
+// dependency structure, and runs on a small fabric where every flow completes.
+#include "sim/collective.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <bit>
+#include <numeric>
+#include <set>
+
+#include "sim/topology.h"
+#include "sim/workload_runner.h"
+
+namespace uet::sim {
+namespace {
+
+::testing::AssertionResult Mentions(const absl::Status& s, const std::string& text) {
+  if (std::string(s.message()).find(text) != std::string::npos)
+    return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure()
+         << "\"" << s.message() << "\" does not mention \"" << text << "\"";
+}
+
+std::vector<uint32_t> iota_hosts(uint32_t n) {
+  std::vector<uint32_t> h(n);
+  std::iota(h.begin(), h.end(), 0u);
+  return h;
+}
+
+CollectiveSpec spec(Collective c, CollectiveAlgo a, uint32_t n, uint64_t bytes) {
+  CollectiveSpec s;
+  s.collective = c;
+  s.algo = a;
+  s.hosts = iota_hosts(n);
+  s.bytes = bytes;
+  return s;
+}
+
+struct Ledger {
+  std::vector<uint64_t> sent, received;
+};
+
+Ledger ledger(const std::vector<FlowSpec>& flows, uint32_t hosts) {
+  Ledger l{std::vector<uint64_t>(hosts, 0), std::vector<uint64_t>(hosts, 0)};
+  for (const FlowSpec& f : flows) {
+    l.sent[f.src] += f.bytes;
+    l.received[f.dst] += f.bytes;
+  }
+  return l;
+}
+
+// ------------------------------------------------------------------ double binary tree
+
+// Every rank but one root has a parent that lists it as a child, the root reaches every rank,
+// and the depth is logarithmic.
+void expect_tree(const std::vector<TreeNode>& t, uint32_t n, int which) {
+  SCOPED_TRACE(testing::Message() << "n=" << n << " tree " << which);
+  ASSERT_EQ(t.size(), n);
+  int roots = 0;
+  uint32_t root = 0;
+  for (uint32_t r = 0; r < n; ++r) {
+    if (t[r].parent < 0) {
+      ++roots;
+      root = r;
+      continue;
+    }
+    const TreeNode& p = t[static_cast<uint32_t>(t[r].parent)];
+    EXPECT_TRUE(p.child[0] == static_cast<int32_t>(r) || p.child[1] == static_cast<int32_t>(r))
+        << r << "'s parent " << t[r].parent << " does not list it";
+    for (int32_t c : t[r].child)
+      if (c >= 0) {
+        EXPECT_EQ(t[static_cast<uint32_t>(c)].parent, static_cast<int32_t>(r));
+      }
+  }
+  ASSERT_EQ(roots, 1);
+  std::vector<uint32_t> depth(n, 0), stack{root};
+  size_t seen = 0;
+  uint32_t deepest = 0;
+  while (!stack.empty()) {
+    const uint32_t r = stack.back();
+    stack.pop_back();
+    ++seen;
+    deepest = std::max(deepest, depth[r]);
+    for (int32_t c : t[r].child) {
+      if (c < 0) continue;
+      depth[static_cast<uint32_t>(c)] = depth[r] + 1;
+      stack.push_back(static_cast<uint32_t>(c));
+    }
+  }
+  EXPECT_EQ(seen, n);
+  EXPECT_LE(deepest, std::bit_width(n) + 1u);
+}
+
+TEST(Collective_BinaryTree, BothTreesSpanEveryRankAtLogDepth) {
+  for (uint32_t n = 2; n <= 70; ++n) {
+    expect_tree(binary_tree(n, 0), n, 0);
+    expect_tree(binary_tree(n, 1), n, 1);
+  }
+}
+
+TEST(Collective_BinaryTree, EveryRankIsALeafInOneTreeWhenTheCountIsEven) {
+  for (uint32_t n = 2; n <= 70; n += 2) {
+    const auto t0 = binary_tree(n, 0), t1 = binary_tree(n, 1);
+    for (uint32_t r = 0; r < n; ++r) {
+      const bool leaf0 = t0[r].child[0] < 0 && t0[r].child[1] < 0;
+      const bool leaf1 = t1[r].child[0] < 0 && t1[r].child[1] < 0;
+      EXPECT_TRUE(leaf0 || leaf1) << "n=" << n << " rank " << r;
+    }
+  }
+}
+
+TEST(Collective_BinaryTree, MatchesTheInOrderShape) {
+  // Expect, for 14 ranks: 0 -> 8; 8 -> 4, 12; 12 -> 10, 13 (14 is missing, 13 moves up).
+  const auto t = binary_tree(14, 0);
+  EXPECT_EQ(t[0].child[1], 8);
+  EXPECT_EQ(t[8].child[0], 4);
+  EXPECT_EQ(t[8].child[1], 12);
+  EXPECT_EQ(t[12].child[0], 10);
+  EXPECT_EQ(t[12].child[1], 13);
+  EXPECT_EQ(t[13].parent, 12);
+  // Tree 1 of an even count mirrors: rank 13 plays rank 0's part.
+  EXPECT_EQ(binary_tree(14, 1)[13].child[1], 5);
+}
+
+// ------------------------------------------------------------------ bytes per rank
+
+TEST(Collective_Bytes, RingAllReduceSendsAndReceivesTwiceNMinusOneOverNOfTheBuffer) {
+  for (uint32_t n : {2u, 3u, 8u, 13u}) {
+    for (uint32_t channels : {1u, 4u}) {
+      CollectiveSpec s = spec(Collective::kAllReduce, CollectiveAlgo::kRing, n, 0);
+      s.bytes = uint64_t{n} * channels * 3 * 4096;  // three 4 KiB chunks per part and channel
+      s.channels = channels;
+      s.chunk_bytes = 4096;
+      auto plan = collective_flows(s);
+      ASSERT_TRUE(plan.ok()) << plan.status();
+      EXPECT_EQ(plan->channels, channels);
+      const Ledger l = ledger(plan->flows, n);
+      for (uint32_t r = 0; r < n; ++r) {
+        EXPECT_EQ(l.sent[r], 2 * (n - 1) * s.bytes / n) << "n=" << n << " rank " << r;
+        EXPECT_EQ(l.received[r], 2 * (n - 1) * s.bytes / n);
+        EXPECT_EQ(plan->sent_by_rank[r], l.sent[r]);
+      }
+      // Expect: 3 pipelined pieces per channel, each 2(n-1) steps of n flows.
+      EXPECT_EQ(plan->flows.size(), size_t{channels} * 3 * 2 * (n - 1) * n);
+    }
+  }
+}
+
+TEST(Collective_Bytes, UnevenSizesAreCutExactlyNotRoundedUp) {
+  // 4 * 1001 bytes over 7 ranks: parts differ by a byte; nothing is lost or invented.
+  CollectiveSpec s = spec(Collective::kAllReduce, CollectiveAlgo::kRing, 7, 4004);
+  auto plan = collective_flows(s);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  const Ledger l = ledger(plan->flows, 7);
+  EXPECT_EQ(std::accumulate(l.sent.begin(), l.sent.end(), uint64_t{0}), 2 * 6 * uint64_t{4004});
+  for (uint32_t r = 0; r < 7; ++r) {
+    EXPECT_GE(l.sent[r], 2 * 6 * 4004 / 7 - 2);
+    EXPECT_LE(l.sent[r], 2 * 6 * 4004 / 7 + 2);
+  }
+}
+
+TEST(Collective_Bytes, RingReduceScatterAndAllGatherMoveNMinusOneOverN) {
+  for (Collective c : {Collective::kReduceScatter, Collective::kAllGather}) {
+    const uint32_t n = 6;
+    const uint64_t bytes = n * 4096 * 2;
+    auto plan = collective_flows(spec(c, CollectiveAlgo::kRing, n, bytes));
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    const Ledger l = ledger(plan->flows, n);
+    for (uint32_t r = 0; r < n; ++r) {
+      EXPECT_EQ(l.sent[r], (n - 1) * bytes / n) << to_string(c);
+      EXPECT_EQ(l.received[r], (n - 1) * bytes / n) << to_string(c);
+    }
+  }
+}
+
+TEST(Collective_Bytes, BroadcastChainCarriesTheBufferOnceIntoEveryOtherRank) {
+  CollectiveSpec s = spec(Collective::kBroadcast, CollectiveAlgo::kRing, 5, 100'000);
+  s.root = 3;
+  auto plan = collective_flows(s);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  const Ledger l = ledger(plan->flows, 5);
+  // Expect: the chain 3 -> 4 -> 0 -> 1 -> 2; the root receives nothing, the last sends nothing.
+  EXPECT_EQ(l.received[3], 0u);
+  EXPECT_EQ(l.sent[2], 0u);
+  for (uint32_t r : {4u, 0u, 1u, 2u}) EXPECT_EQ(l.received[r], 100'000u);
+  for (uint32_t r : {3u, 4u, 0u, 1u}) EXPECT_EQ(l.sent[r], 100'000u);
+}
+
+TEST(Collective_Bytes, TreeAllReduceSendsEachHalfUpOnceAndDownToEveryChild) {
+  for (uint32_t n : {2u, 5u, 8u, 14u}) {
+    const uint64_t bytes = 2 * 3 * 4096;  // each tree's half in three chunks
+    CollectiveSpec s = spec(Collective::kAllReduce, CollectiveAlgo::kTree, n, bytes);
+    s.chunk_bytes = 4096;
+    auto plan = collective_flows(s);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    const Ledger l = ledger(plan->flows, n);
+    const uint64_t half = bytes / 2;
+    for (uint32_t r = 0; r < n; ++r) {
+      uint64_t sent = 0, received = 0;
+      for (int t = 0; t < 2; ++t) {
+        const TreeNode node = binary_tree(n, t)[r];
+        const uint64_t children = (node.child[0] >= 0) + (node.child[1] >= 0);
+        sent += half * (children + (node.parent >= 0));
+        received += half * (children + (node.parent >= 0));
+      }
+      EXPECT_EQ(l.sent[r], sent) << "n=" << n << " rank " << r;
+      EXPECT_EQ(l.received[r], received) << "n=" << n << " rank " << r;
+    }
+  }
+}
+
+TEST(Collective_Bytes, HalvingDoublingAllReduceAtPowersOfTwoAndBetween) {
+  // A power of two: every rank sends and receives 2(p-1)/p of the buffer.
+  {
+    const uint64_t bytes = 8 * 4096;
+    auto plan =
+        collective_flows(spec(Collective::kAllReduce, CollectiveAlgo::kHalvingDoubling, 8, bytes));
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    const Ledger l = ledger(plan->flows, 8);
+    for (uint32_t r = 0; r < 8; ++r) {
+      EXPECT_EQ(l.sent[r], 2 * 7 * bytes / 8);
+      EXPECT_EQ(l.received[r], 2 * 7 * bytes / 8);
+    }
+    EXPECT_EQ(plan->flows.size(), 2u * 3 * 8);  // log2(8) steps each way, every rank sending
+  }
+  // 11 ranks: p = 8, the first 6 ranks pair up; even ones hand over and get the result back.
+  {
+    const uint64_t bytes = 8 * 4096;
+    auto plan =
+        collective_flows(spec(Collective::kAllReduce, CollectiveAlgo::kHalvingDoubling, 11, bytes));
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    const Ledger l = ledger(plan->flows, 11);
+    for (uint32_t r = 0; r < 11; ++r) {
+      const bool even_extra = r < 6 && r % 2 == 0, odd_extra = r < 6 && r % 2 == 1;
+      const uint64_t core = 2 * 7 * bytes / 8;
+      EXPECT_EQ(l.sent[r], even_extra ? bytes : odd_extra ? core + bytes : core) << r;
+      EXPECT_EQ(l.received[r], even_extra ? bytes : odd_extra ? core + bytes : core) << r;
+    }
+  }
+}
+
+TEST(Collective_Bytes, HalvingReduceScatterAndDoublingAllGatherMoveNMinusOneOverN) {
+  for (Collective c : {Collective::kReduceScatter, Collective::kAllGather}) {
+    const uint64_t bytes = 16 * 4096;
+    auto plan = collective_flows(spec(c, CollectiveAlgo::kHalvingDoubling, 16, bytes));
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    const Ledger l = ledger(plan->flows, 16);
+    for (uint32_t r = 0; r < 16; ++r) {
+      EXPECT_EQ(l.sent[r], 15 * bytes / 16) << to_string(c);
+      EXPECT_EQ(l.received[r], 15 * bytes / 16) << to_string(c);
+    }
+  }
+}
+
+TEST(Collective_Bytes, AllToAllSendsEveryOtherRankItsBlock) {
+  for (CollectiveAlgo a : {CollectiveAlgo::kPairwise, CollectiveAlgo::kBatched}) {
+    const uint32_t n = 9;
+    const uint64_t bytes = n * 1000 * 4;
+    auto plan = collective_flows(spec(Collective::kAllToAll, a, n, bytes));
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    ASSERT_EQ(plan->flows.size(), size_t{n} * (n - 1));
+    std::set<std::pair<uint32_t, uint32_t>> pairs;
+    for (const FlowSpec& f : plan->flows) {
+      EXPECT_EQ(f.bytes, bytes / n);
+      pairs.emplace(f.src, f.dst);
+      if (a == CollectiveAlgo::kBatched) {
+        EXPECT_TRUE(f.after.empty());
+      }
+    }
+    EXPECT_EQ(pairs.size(), size_t{n} * (n - 1));  // each ordered pair exactly once
+  }
+}
+
+TEST(Collective_Bytes, RanksRunOnTheirPlacedHosts) {
+  CollectiveSpec s = spec(Collective::kAllReduce, CollectiveAlgo::kRing, 4, 4 * 4096);
+  s.hosts = {10, 3, 7, 0};
+  auto plan = collective_flows(s);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  for (const FlowSpec& f : plan->flows) {
+    // Expect: the ring 10 -> 3 -> 7 -> 0 -> 10 on hosts.
+    const uint32_t next = f.src == 10 ? 3 : f.src == 3 ? 7 : f.src == 7 ? 0 : 10;
+    EXPECT_EQ(f.dst, next);
+  }
+}
+
+// ------------------------------------------------------------------ structure
+
+TEST(Collective_Structure, PrerequisitesAreEarlierFlowsSoNoCycleCanForm) {
+  for (Collective c : {Collective::kAllReduce, Collective::kReduceScatter, Collective::kAllGather,
+                       Collective::kBroadcast, Collective::kAllToAll}) {
+    for (CollectiveAlgo a : collective_algos(c)) {
+      CollectiveSpec s = spec(c, a, 8, 8 * 4 * 4096);
+      s.chunk_bytes = 4096;
+      s.channels = 2;
+      auto plan = collective_flows(s);
+      ASSERT_TRUE(plan.ok()) << to_string(c) << " " << to_string(a) << ": " << plan.status();
+      for (const FlowSpec& f : plan->flows) {
+        EXPECT_EQ(f.id, &f - plan->flows.data());
+        for (uint32_t p : f.after) EXPECT_LT(p, f.id) << to_string(c) << " " << to_string(a);
+      }
+    }
+  }
+}
+
+TEST(Collective_Structure, RingStepWaitsForTheDataItForwardsAndAFreeSlot) {
+  CollectiveSpec s = spec(Collective::kAllReduce, CollectiveAlgo::kRing, 4, 4 * 4 * 4096);
+  s.chunk_bytes = 4096;  // four pieces, 6 steps each
+  s.slots = 2;
+  auto plan = collective_flows(s);
+  ASSERT_TRUE(plan.ok());
+  // Flow (piece * 6 + step) * 4 + rank. Expect: step 1 of rank 2 waits only on rank 1's step 0
+  // (the part it reduces): its stream has a free slot.
+  const FlowSpec& f = plan->flows[1 * 4 + 2];
+  EXPECT_EQ(f.src, 2u);
+  EXPECT_EQ(f.after, (std::vector<uint32_t>{1}));
+  EXPECT_TRUE(plan->flows[3].after.empty());  // step 0 starts at once
+  // Expect: rank 2's third send (step 2) also waits for its first (step 0) to free a slot.
+  EXPECT_EQ(
+      std::set<uint32_t>(plan->flows[2 * 4 + 2].after.begin(), plan->flows[2 * 4 + 2].after.end()),
+      (std::set<uint32_t>{1 * 4 + 1, 2}));
+  // Expect: the second piece's step 0 on rank 0 (send 6) waits for its send 4 only.
+  EXPECT_EQ(plan->flows[6 * 4 + 0].after, (std::vector<uint32_t>{4 * 4 + 0}));
+}
+
+TEST(Collective_Spec, SmallBuffersUseFewerChannels) {
+  CollectiveSpec s = spec(Collective::kAllReduce, CollectiveAlgo::kRing, 8, 8 * 4 * 3);
+  s.channels = 16;
+  auto plan = collective_flows(s);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->channels, 3u);  // 96 bytes: 3 shares of 32, one element per rank each
+}
+
+TEST(Collective_Spec, RefusesBadSpecsNamingTheField) {
+  auto refuse = [](CollectiveSpec s) { return collective_flows(s).status(); };
+  EXPECT_TRUE(Mentions(refuse(spec(Collective::kAllReduce, CollectiveAlgo::kRing, 1, 4096)),
+                       "ranks 1 out of range"));
+  CollectiveSpec twice = spec(Collective::kAllReduce, CollectiveAlgo::kRing, 3, 4096);
+  twice.hosts = {1, 2, 1};
+  EXPECT_TRUE(Mentions(refuse(twice), "host 1 runs two ranks"));
+  EXPECT_TRUE(Mentions(refuse(spec(Collective::kBroadcast, CollectiveAlgo::kTree, 4, 4096)),
+                       "broadcast has no algorithm tree: ring"));
+  EXPECT_TRUE(Mentions(
+      refuse(spec(Collective::kReduceScatter, CollectiveAlgo::kHalvingDoubling, 6, 6 * 4096)),
+      "power-of-two rank count"));
+  EXPECT_TRUE(
+      Mentions(refuse(spec(Collective::kAllReduce, CollectiveAlgo::kRing, 8, 16)), "too small"));
+  CollectiveSpec chunk = spec(Collective::kAllReduce, CollectiveAlgo::kRing, 4, 4096);
+  chunk.chunk_bytes = 100;
+  EXPECT_TRUE(Mentions(refuse(chunk), "chunk_bytes 100 out of range"));
+  CollectiveSpec many =
+      spec(Collective::kAllReduce, CollectiveAlgo::kRing, 1024, uint64_t{1} << 36);
+  many.chunk_bytes = 4096;
+  EXPECT_TRUE(Mentions(refuse(many), "at most 16777216"));
+  CollectiveSpec root = spec(Collective::kBroadcast, CollectiveAlgo::kRing, 4, 4096);
+  root.root = 4;
+  EXPECT_TRUE(Mentions(refuse(root), "root 4 out of range [0, 3]"));
+}
+
+TEST(Collective_Spec, SizesAlignAsNcclTestsDo) {
+  EXPECT_EQ(collective_aligned_bytes(Collective::kAllReduce, 8, 1001), 1000u);
+  EXPECT_EQ(collective_aligned_bytes(Collective::kAllGather, 8, 1001), 992u);  // 8 x 4 B units
+  EXPECT_DOUBLE_EQ(bus_bandwidth_factor(Collective::kAllReduce, 8), 1.75);
+  EXPECT_DOUBLE_EQ(bus_bandwidth_factor(Collective::kAllToAll, 8), 0.875);
+  EXPECT_DOUBLE_EQ(bus_bandwidth_factor(Collective::kBroadcast, 8), 1.0);
+}
+
+TEST(Collective_Placement, PlacesDistinctHostsAsAsked) {
+  Rng rng(5);
+  auto strided = place_ranks(4, 16, RankPlacement::kStrided, rng);
+  ASSERT_TRUE(strided.ok());
+  EXPECT_EQ(*strided, (std::vector<uint32_t>{0, 4, 8, 12}));
+  auto random = place_ranks(10, 64, RankPlacement::kRandom, rng);
+  ASSERT_TRUE(random.ok());
+  EXPECT_EQ(std::set<uint32_t>(random->begin(), random->end()).size(), 10u);
+  for (uint32_t h : *random) EXPECT_LT(h, 64u);
+  Rng same(5);
+  (void)place_ranks(4, 16, RankPlacement::kStrided, same);
+  EXPECT_EQ(*place_ranks(10, 64, RankPlacement::kRandom, same), *random);  // seeded
+  EXPECT_TRUE(Mentions(place_ranks(17, 16, RankPlacement::kContiguous, rng).status(),
+                       "ranks 17 out of range [2, 16]"));
+}
+
+// ------------------------------------------------------------------ on a fabric
+
+void fabric(Network& net, uint32_t leaves, uint32_t per_leaf) {
+  LeafSpineConfig c;
+  c.leaves = leaves;
+  c.spines = 2;
+  c.hosts_per_leaf = per_leaf;
+  c.host_link.gbps = c.fabric_link.gbps = 100;
+  c.host_link.delay = c.fabric_link.delay = 500 * kNanosecond;
+  ASSERT_TRUE(build_leaf_spine(net, c).ok());
+}
+
+Time run_to_end(const std::vector<FlowSpec>& flows, uint32_t leaves, uint32_t per_leaf,
+                std::vector<uint64_t>* received = nullptr) {
+  Network net(NetworkConfig{});
+  fabric(net, leaves, per_leaf);
+  WorkloadRunnerConfig rc;
+  rc.spray = true;
+  auto runner = WorkloadRunner::create(net, flows, rc);
+  EXPECT_TRUE(runner.ok()) << runner.status();
+  if (!runner.ok()) return kNever;
+  net.run_until(kSecond);
+  EXPECT_TRUE((*runner)->done());
+  Time end = 0;
+  if (received != nullptr) received->assign(net.num_hosts(), 0);
+  for (const FlowRecord& r : (*runner)->records()) {
+    EXPECT_EQ(r.received, r.bytes);
+    end = std::max(end, r.finish);
+    if (received != nullptr) (*received)[r.dst] += r.received;
+  }
+  return end;
+}
+
+TEST(Collective_Run, EveryAlgorithmCompletesAndDeliversItsBytesPerHost) {
+  for (Collective c : {Collective::kAllReduce, Collective::kReduceScatter, Collective::kAllGather,
+                       Collective::kBroadcast, Collective::kAllToAll}) {
+    for (CollectiveAlgo a : collective_algos(c)) {
+      SCOPED_TRACE(testing::Message() << to_string(c) << " " << to_string(a));
+      CollectiveSpec s = spec(c, a, 8, 8 * 64 * 1024);
+      s.hosts = {1, 3, 5, 7, 9, 11, 13, 15};  // odd hosts of 16: half the fabric idle
+      s.chunk_bytes = 16 * 1024;
+      auto plan = collective_flows(s);
+      ASSERT_TRUE(plan.ok()) << plan.status();
+      std::vector<uint64_t> received;
+      run_to_end(plan->flows, 4, 4, &received);
+      const Ledger want = ledger(plan->flows, 16);
+      for (uint32_t h = 0; h < 16; ++h) {
+        EXPECT_EQ(received[h], want.received[h]) << "host " << h;
+        if (h % 2 == 0) {
+          EXPECT_EQ(received[h], 0u) << "host " << h << " runs no rank";
+        }
+      }
+    }
+  }
+}
+
+TEST(Collective_Run, PipeliningShortensABroadcastChain) {
+  // 8 ranks, 2 MiB: sent whole, every hop waits for the previous one's full buffer; in 32 KiB
+  // chunks the hops overlap.
+  CollectiveSpec s = spec(Collective::kBroadcast, CollectiveAlgo::kRing, 8, 2 << 20);
+  s.chunk_bytes = 2 << 20;
+  auto whole = collective_flows(s);
+  s.chunk_bytes = 32 << 10;
+  auto chunked = collective_flows(s);
+  s.slots = 1;
+  auto stop_and_wait = collective_flows(s);
+  ASSERT_TRUE(whole.ok() && chunked.ok() && stop_and_wait.ok());
+  const Time t_whole = run_to_end(whole->flows, 2, 4);
+  const Time t_chunked = run_to_end(chunked->flows, 2, 4);
+  const Time t_one_slot = run_to_end(stop_and_wait->flows, 2, 4);
+  // Expect: the whole-buffer chain takes ~7 buffer times, the pipelined one ~1 buffer time
+  // plus 7 chunks; with one slot each chunk also waits out a round trip.
+  EXPECT_LT(t_chunked * 4, t_whole) << t_chunked << " vs " << t_whole;
+  EXPECT_LT(t_chunked, t_one_slot) << t_chunked << " vs " << t_one_slot;
+}
+
+}  // namespace
+}  // namespace uet::sim
