@@ -89,6 +89,8 @@ ABSL_FLAG(uint32_t, channels, 1,
           "collective scenario: channels (parallel rings or trees, each a share of the buffer), "
           "1..64");
 ABSL_FLAG(uint32_t, chunk_kb, 512, "collective scenario: pipelining chunk in KiB, 4..1048576");
+ABSL_FLAG(uint32_t, slots, 8,
+          "collective scenario: chunks in flight per rank pair and channel (NCCL_STEPS), 1..64");
 ABSL_FLAG(uint32_t, iters, 1,
           "collective scenario: iterations per size, runs with seeds seed, seed+1, ..., 1..1000");
 ABSL_FLAG(uint32_t, root, 0, "collective scenario: the broadcast's root rank, 0..ranks-1");
@@ -686,6 +688,7 @@ int run_collective(uint32_t hosts, const std::vector<TransportKind>& transports,
   check.range("channels", absl::GetFlag(FLAGS_channels), 1, sim::kMaxCollectiveChannels);
   check.range("chunk_kb", absl::GetFlag(FLAGS_chunk_kb), 4, 1048576);
   check.range("iters", absl::GetFlag(FLAGS_iters), 1, 1000);
+  check.range("slots", absl::GetFlag(FLAGS_slots), 1, sim::kMaxCollectiveSlots);
   check.range("root", absl::GetFlag(FLAGS_root), 0, ranks - 1);
   if (!check.error.empty()) return refuse(check.error);
   check.range("coll_loss", absl::GetFlag(FLAGS_coll_loss), 0, 0.5);
@@ -728,6 +731,7 @@ int run_collective(uint32_t hosts, const std::vector<TransportKind>& transports,
     spec.bytes = size;
     spec.channels = absl::GetFlag(FLAGS_channels);
     spec.chunk_bytes = uint64_t{absl::GetFlag(FLAGS_chunk_kb)} * 1024;
+    spec.slots = absl::GetFlag(FLAGS_slots);
     spec.root = absl::GetFlag(FLAGS_root);
     auto p = sim::collective_flows(spec);
     if (!p.ok()) {
@@ -779,10 +783,10 @@ int run_collective(uint32_t hosts, const std::vector<TransportKind>& transports,
   const RunConfig shown = config_of(transports.front());
   std::printf(
       "\ncollective: %s %s, %u ranks (%s) on %u hosts, %s, %g Gb/s, %u channel(s), %u KiB "
-      "chunks, %u iteration(s), seed %lu\n",
+      "chunks, %u slots, %u iteration(s), seed %lu\n",
       to_string(*coll).data(), to_string(algo).data(), ranks,
       absl::GetFlag(FLAGS_placement).c_str(), hosts, fabric_name.c_str(), shown.fabric.host_gbps, absl::GetFlag(FLAGS_channels),
-      absl::GetFlag(FLAGS_chunk_kb), iters, seed);
+      absl::GetFlag(FLAGS_chunk_kb), absl::GetFlag(FLAGS_slots), iters, seed);
   if (loss > 0) std::printf("#  %.2f%% loss on fabric links\n", 100 * loss);
   if (failed_links > 0) {
     const double d = absl::GetFlag(FLAGS_degrade);
@@ -857,6 +861,7 @@ int run_collective(uint32_t hosts, const std::vector<TransportKind>& transports,
             "%s  {\"scenario\": \"collective\", \"collective\": \"%s\", \"algo\": \"%s\", "
             "\"transport\": \"%s\", \"ranks\": %u, \"placement\": \"%s\", \"bytes\": %lu, "
             "\"asked_bytes\": %lu, \"count\": %lu, \"channels\": %u, \"chunk_kb\": %u, "
+            "\"slots\": %u, "
             "\"iterations\": %u, \"time_us\": %.3f, \"p99_us\": %.3f, \"iteration_us\": [%s], "
             "\"algbw_gbytes\": %.4f, \"busbw_gbytes\": %.4f, \"busbw_factor\": %.6f, "
             "\"flows\": %lu, \"failed\": %lu, \"retransmits\": %lu, \"timeouts\": %lu, "
@@ -866,7 +871,8 @@ int run_collective(uint32_t hosts, const std::vector<TransportKind>& transports,
             first_json ? "" : ",\n", to_string(*coll).data(), to_string(algo).data(), to_string(t),
             ranks, absl::GetFlag(FLAGS_placement).c_str(), p.plan.bytes, p.asked,
             p.plan.bytes / sim::kCollectiveElementBytes, p.plan.channels,
-            absl::GetFlag(FLAGS_chunk_kb), static_cast<uint32_t>(runs.size()), f.time_us, f.p99_us,
+            absl::GetFlag(FLAGS_chunk_kb), absl::GetFlag(FLAGS_slots),
+            static_cast<uint32_t>(runs.size()), f.time_us, f.p99_us,
             iterations.c_str(), f.algbw_gbytes, f.busbw_gbytes, sim::bus_bandwidth_factor(*coll, ranks),
             f.flows, f.failed, f.retransmitted, f.timeouts, f.drops, f.trims, f.pfc_pauses,
             f.events, f.wall_s, payload_bound_gbytes(last), loss, failed_links,

@@ -1,0 +1,130 @@
+#!/usr/bin/env python3
+"""uet-ab --scenario=collective: nccl-tests figures for every collective, both transports.
+
+Asserts:
+- every collective with every algorithm completes on both transports on a small fabric (no
+  failed flow), and the JSON's count, algbw and busbw follow nccl-tests' definitions from the
+  size, the time and the collective's factor;
+- a large ring all-reduce on an idle non-blocking fabric reaches >= 95 % of the host link's
+  payload bound on both transports (the issue's "within 5 % of the link rate's bound");
+- under 1 % fabric loss and with 2 failed spine links UET completes the all-reduce; each
+  transport's outcome is reported (a RoCEv2 row that does not finish says so under the table);
+- the same flags and seed give byte-identical JSON apart from wall time;
+- bad flags are refused with exit 2 and a message naming the flag.
+Usage: collective_test.py BUILD_BIN_DIR
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+SMALL = ["--leaves=2", "--hosts_per_leaf=4", "--spines=2"]
+NONBLOCKING = ["--leaves=4", "--hosts_per_leaf=4", "--spines=4"]
+ALGOS = {"allreduce": ["ring", "tree", "hd"], "reducescatter": ["ring", "hd"],
+         "allgather": ["ring", "hd"], "broadcast": ["ring"], "alltoall": ["pairwise", "batched"]}
+FACTOR = {"allreduce": lambda n: 2 * (n - 1) / n, "broadcast": lambda n: 1.0}
+
+
+def uet_ab(bindir, tmp, name, args):
+    out = os.path.join(tmp, name + ".json")
+    proc = subprocess.run([os.path.join(bindir, "uet-ab"), "--scenario=collective", *args,
+                           "--json=" + out], capture_output=True, text=True, timeout=600)
+    return proc, (json.load(open(out)) if proc.returncode == 0 else None)
+
+
+def strip_wall(rows):
+    text = json.dumps(rows, sort_keys=True)
+    return re.sub(r'"wall_s": [0-9.eE+-]+', '"wall_s": 0', text)
+
+
+def main():
+    bindir = sys.argv[1]
+    failures = []
+    with tempfile.TemporaryDirectory() as tmp:
+        # Every collective and algorithm, both transports.
+        for coll, algos in ALGOS.items():
+            for algo in algos:
+                proc, rows = uet_ab(bindir, tmp, f"{coll}_{algo}",
+                                    [*SMALL, f"--coll={coll}", f"--algo={algo}", "--sizes=64K:1M:16",
+                                     "--chunk_kb=64"])
+                if rows is None:
+                    failures.append(f"{coll} {algo}: exit {proc.returncode}: {proc.stderr.strip()}")
+                    continue
+                if "busbw" not in proc.stdout or "algbw" not in proc.stdout:
+                    failures.append(f"{coll} {algo}: no nccl-tests header in the table")
+                if len(rows) != 4:
+                    failures.append(f"{coll} {algo}: {len(rows)} JSON rows, expected 2 sizes x 2")
+                for r in rows:
+                    key = f"{coll} {algo} {r['transport']} {r['bytes']}"
+                    n = r["ranks"]
+                    if r["failed"] != 0 or not r["iteration_us"]:
+                        failures.append(f"{key}: {r['failed']} flows failed")
+                        continue
+                    if r["count"] != r["bytes"] // 4:
+                        failures.append(f"{key}: count {r['count']} for {r['bytes']} bytes")
+                    algbw = r["bytes"] / (r["time_us"] * 1e3)
+                    busbw = algbw * FACTOR.get(coll, lambda n: (n - 1) / n)(n)
+                    if abs(r["algbw_gbytes"] - algbw) > 1e-3 * algbw:
+                        failures.append(f"{key}: algbw {r['algbw_gbytes']} vs size/time {algbw}")
+                    if abs(r["busbw_gbytes"] - busbw) > 1e-3 * busbw:
+                        failures.append(f"{key}: busbw {r['busbw_gbytes']} vs {busbw}")
+
+        # A large ring all-reduce on an idle non-blocking fabric: near the link's payload bound.
+        proc, rows = uet_ab(bindir, tmp, "bound", [*NONBLOCKING, "--sizes=64M", "--chunk_kb=2048"])
+        print(proc.stdout)
+        if rows is None:
+            failures.append(f"bound: exit {proc.returncode}: {proc.stderr.strip()}")
+        else:
+            for r in rows:
+                share = r["busbw_gbytes"] / r["link_bound_gbytes"]
+                print(f"{r['transport']}: busbw {r['busbw_gbytes']:.2f} GB/s = {share:.3f} of "
+                      f"the {r['link_bound_gbytes']:.2f} GB/s bound")
+                if share < 0.95 or share > 1.0:
+                    failures.append(f"bound {r['transport']}: busbw {share:.3f} of the bound")
+
+        # Loss and failures: UET completes; every transport's outcome is on the table.
+        proc, rows = uet_ab(bindir, tmp, "faults",
+                            [*NONBLOCKING, "--sizes=4M", "--coll_loss=0.01",
+                             "--coll_failed_links=2", "--degrade=0", "--max_ms=2000"])
+        print(proc.stdout)
+        if rows is None:
+            failures.append(f"faults: exit {proc.returncode}: {proc.stderr.strip()}")
+        else:
+            for r in rows:
+                if r["coll_loss"] != 0.01 or r["coll_failed_links"] != 2 or r["drops"] == 0:
+                    failures.append(f"faults {r['transport']}: loss not applied: {r['drops']} drops")
+                done = r["failed"] == 0 and r["iteration_us"]
+                if r["transport"] == "uet" and not done:
+                    failures.append(f"faults uet: {r['failed']} flows not done")
+                if not done and "not done at" not in proc.stdout:
+                    failures.append(f"faults {r['transport']}: unfinished row without a note")
+
+        # Reproducible from the seed.
+        args = [*SMALL, "--coll=alltoall", "--sizes=256K", "--iters=2", "--placement=random"]
+        _, a = uet_ab(bindir, tmp, "rep_a", args)
+        _, b = uet_ab(bindir, tmp, "rep_b", args)
+        if a is None or b is None or strip_wall(a) != strip_wall(b):
+            failures.append("the same seed gave different JSON")
+        elif len(a[0]["iteration_us"]) != 2:
+            failures.append(f"--iters=2 gave {len(a[0]['iteration_us'])} iterations")
+
+        # Bad flags: refused, naming the flag.
+        for bad, flag in ((["--coll=allsum"], "--coll"), (["--coll=alltoall", "--algo=ring"], "ring"),
+                          (["--sizes=8K:1K:2"], "--sizes"), (["--sizes=8Q"], "--sizes"),
+                          (["--ranks=99"], "--ranks"), (["--channels=0"], "--channels"),
+                          (["--coll=reducescatter", "--algo=hd", "--ranks=6"], "power-of-two"),
+                          (["--coll=broadcast", "--root=8"], "--root"),
+                          (["--coll_loss=0.9"], "--coll_loss")):
+            proc, _ = uet_ab(bindir, tmp, "bad", [*SMALL, *bad])
+            if proc.returncode != 2 or flag not in proc.stderr:
+                failures.append(f"{bad}: exit {proc.returncode}, stderr {proc.stderr.strip()!r}")
+
+    for f in failures:
+        print("FAIL:", f)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
