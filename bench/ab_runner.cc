@@ -306,6 +306,16 @@ absl::Status validate(const RunConfig& rc) {
           absl::StrCat("flow ", fl.id, " names a host beyond ", hosts));
     }
   }
+  if (rc.transport == TransportKind::kUet && rc.uet_mode == DeliveryMode::kUud) {
+    for (const sim::FlowSpec& fl : rc.flows) {
+      if (fl.bytes > rc.mtu) {  // spec/uet.md §3.6: a UUD message is one packet
+        return absl::InvalidArgumentError(absl::StrCat(
+            "--uet_mode=uud carries single-packet messages: flow ", fl.id, " has ", fl.bytes,
+            " bytes, more than the ", rc.mtu, "-byte payload of a packet (--mtu); use rud, rod or "
+            "rudi"));
+      }
+    }
+  }
   if (rc.transport == TransportKind::kUet) return uet_config(rc, 0).validate();
   auto c = roce_config(rc, 0, 1);
   if (!c.ok()) return c.status();
@@ -538,6 +548,14 @@ absl::StatusOr<RunResult> run(const RunConfig& rc) {
     r.endpoints.control_packets += s.control_packets;
     r.endpoints.timeouts += s.timeouts;
     r.endpoints.rx_dropped += s.rx_dropped;
+    if (rc.transport == TransportKind::kUet) {
+      const UetCounters& u = static_cast<const UetEndpoint&>(*ep).counters();
+      r.datagrams.rudi_sent += u.tx_rudi;
+      r.datagrams.rudi_resent += u.tx_rudi_retx;
+      r.datagrams.rudi_executed += u.rx_rudi_req;
+      r.datagrams.uud_sent += u.tx_uud;
+      r.datagrams.uud_delivered += u.rx_uud;
+    }
   }
   r.series = std::move(series);
   r.interrupted = !player.done() && rc.stop != nullptr && rc.stop->load(std::memory_order_relaxed);

@@ -130,6 +130,12 @@ struct RunResult {
   std::vector<sim::FlowRecord> records;  // per flow id: start, finish, bytes
   sim::PortSummary ports;
   EndpointStats endpoints;  // summed over hosts
+  // UET's datagram modes, summed over hosts (zero under RUD/ROD and RoCEv2): RUDI packets sent,
+  // resent and executed at targets (duplicates included); UUD datagrams sent and delivered.
+  struct {
+    uint64_t rudi_sent = 0, rudi_resent = 0, rudi_executed = 0;
+    uint64_t uud_sent = 0, uud_delivered = 0;
+  } datagrams;
   uint64_t failed = 0;      // writes that completed with an error
   uint64_t events = 0;
   Time sim_time = 0;

@@ -110,8 +110,9 @@ ABSL_FLAG(std::string, cc, "nscc",
           "requests, CREDIT grants paced at the receiver's line rate) or both; RoCEv2 runs DCQCN "
           "whatever this says");
 ABSL_FLAG(std::string, uet_mode, "rud",
-          "UET: delivery mode of the flows' WRITEs, rud or rod (ROD: one EV per PDC, in-order "
-          "execution at the target)");
+          "UET: delivery mode of the flows' WRITEs: rud, rod (one EV per PDC, in-order "
+          "execution at the target), rudi (no PDC: per-packet IDs, idempotent WRITEs) or uud "
+          "(unreliable single-packet datagrams that complete when sent: flows of at most --mtu)");
 ABSL_FLAG(bool, tss, false,
           "UET: seal every frame (TSS, spec/uet.md §5: AES-256-GCM, 28 more bytes a frame); "
           "RoCEv2 has no security sublayer and runs as without it");
@@ -365,6 +366,15 @@ const char* cc_flag(CcMode m) {
   return m == CcMode::kNscc ? "nscc" : m == CcMode::kRccc ? "rccc" : "both";
 }
 
+const char* mode_flag(DeliveryMode m) {
+  switch (m) {
+    case DeliveryMode::kRod: return "rod";
+    case DeliveryMode::kRudi: return "rudi";
+    case DeliveryMode::kUud: return "uud";
+    default: return "rud";
+  }
+}
+
 // The TSS parameters of a UET run with --tss (absent otherwise, so runs without it read as
 // before).
 std::string tss_json(const RunConfig& c) {
@@ -388,7 +398,9 @@ std::string json_of(const RunResult& r, const RunConfig& c) {
       "\"fabric_gbps\": %g, \"latency_ns\": %d, \"buffer_kb\": %d, \"ecn_kmin_kb\": %d, "
       "\"ecn_kmax_kb\": %d, \"ecn_pmax\": %g, \"pfc_xoff_kb\": %d, \"pfc_xon_kb\": %d, "
       "\"topology\": \"%s\", %s"
-      "\"seed\": %d}}",
+      "\"uet_mode\": \"%s\", \"seed\": %d}, "
+      "\"datagrams\": {\"rudi_sent\": %d, \"rudi_resent\": %d, \"rudi_executed\": %d, "
+      "\"uud_sent\": %d, \"uud_delivered\": %d}}",
       r.scenario, to_string(r.transport), f.total, f.completed, r.failed, f.fct_min_us,
       f.fct_p50_us, f.fct_p99_us, f.fct_max_us, f.slowdown_p50, f.slowdown_p99, f.goodput_gbps,
       r.endpoints.retransmitted_packets, r.endpoints.timeouts, r.ports.drops + r.ports.wire_losses,
@@ -408,7 +420,10 @@ std::string json_of(const RunResult& r, const RunConfig& c) {
       c.fabric.link_delay / kNanosecond, c.fabric.buffer_bytes / 1024, c.fabric.ecn_kmin_bytes / 1024,
       c.fabric.ecn_kmax_bytes / 1024, c.fabric.ecn_pmax, c.fabric.pfc_xoff_bytes / 1024,
       c.fabric.pfc_xon_bytes / 1024,
-      c.fabric.kind == Fabric::Kind::kLeafSpine ? "leafspine" : "fattree", tss_json(c), c.seed);
+      c.fabric.kind == Fabric::Kind::kLeafSpine ? "leafspine" : "fattree", tss_json(c),
+      c.transport == TransportKind::kUet ? mode_flag(c.uet_mode) : "-", c.seed,
+      r.datagrams.rudi_sent, r.datagrams.rudi_resent, r.datagrams.rudi_executed,
+      r.datagrams.uud_sent, r.datagrams.uud_delivered);
 }
 
 void print_table(const std::string& title, const std::vector<RunResult>& runs) {
@@ -852,6 +867,18 @@ int run_collective(uint32_t hosts, const std::vector<TransportKind>& transports,
             r.flows.total, static_cast<double>(r.sim_time) / kMillisecond, r.failed,
             r.interrupted ? ", interrupted" : "; --max_ms raises the limit"));
       }
+      if (t == TransportKind::kUet && last.uet_mode == DeliveryMode::kUud) {
+        uint64_t sent = 0, delivered = 0;
+        for (const RunResult& r : runs) {
+          sent += r.datagrams.uud_sent;
+          delivered += r.datagrams.uud_delivered;
+        }
+        // spec/uet.md §3.6: a UUD WRITE completes when it leaves; nothing says it arrived.
+        notes.push_back(absl::StrFormat(
+            "#    uet uud, %lu B: %lu of %lu datagrams delivered; UUD WRITEs complete when sent, "
+            "so UET's time is the senders'\n",
+            p.plan.bytes, delivered, sent));
+      }
       CollectiveFigures f = collective_figures(runs, *coll, ranks, p.plan.bytes);
       if (json != nullptr) {
         std::string iterations;
@@ -991,8 +1018,10 @@ int run_main() {
     check.error = "--cc=" + name + " unknown: nscc, rccc or both";
   }
   const std::string uet_mode = absl::GetFlag(FLAGS_uet_mode);
-  if (check.error.empty() && uet_mode != "rud" && uet_mode != "rod")
-    check.error = "--uet_mode=" + uet_mode + " unknown: rud or rod";
+  if (check.error.empty() && uet_mode != "rud" && uet_mode != "rod" && uet_mode != "rudi" &&
+      uet_mode != "uud") {
+    check.error = "--uet_mode=" + uet_mode + " unknown: rud, rod, rudi or uud";
+  }
   const std::string tr = absl::GetFlag(FLAGS_transport);
   if (check.error.empty() && tr != "uet" && tr != "rocev2" && tr != "both")
     check.error = "--transport=" + tr + " unknown: uet, rocev2 or both";
@@ -1079,7 +1108,10 @@ int run_main() {
     c.dcqcn_preset = absl::GetFlag(FLAGS_dcqcn);
     c.uet_lb = lb;
     c.uet_cc = cc;
-    c.uet_mode = uet_mode == "rod" ? DeliveryMode::kRod : DeliveryMode::kRud;
+    c.uet_mode = uet_mode == "rod"    ? DeliveryMode::kRod
+                 : uet_mode == "rudi" ? DeliveryMode::kRudi
+                 : uet_mode == "uud"  ? DeliveryMode::kUud
+                                      : DeliveryMode::kRud;
     c.uet_tss = absl::GetFlag(FLAGS_tss);
     c.tss_cost.ps_per_frame =
         static_cast<Time>(absl::GetFlag(FLAGS_tss_ns_per_frame) * kNanosecond);

@@ -101,6 +101,23 @@ def main():
                 if not done and "not done at" not in proc.stdout:
                     failures.append(f"faults {r['transport']}: unfinished row without a note")
 
+        # UET's datagram modes: RUDI carries the collective reliably; UUD its single-packet
+        # all-to-all, every datagram delivered on an idle fabric, with the note that says so.
+        for mode in ("rudi", "uud"):
+            proc, rows = uet_ab(bindir, tmp, mode, [*SMALL, "--coll=alltoall", "--sizes=16K",
+                                                    "--transport=uet", "--uet_mode=" + mode])
+            if rows is None:
+                failures.append(f"--uet_mode={mode}: exit {proc.returncode}: {proc.stderr.strip()}")
+                continue
+            d = rows[0]["run"]["datagrams"]
+            if rows[0]["failed"] != 0 or rows[0]["run"]["params"]["uet_mode"] != mode:
+                failures.append(f"--uet_mode={mode}: {rows[0]['failed']} failed")
+            if mode == "rudi" and (d["rudi_sent"] == 0 or d["rudi_executed"] < d["rudi_sent"]):
+                failures.append(f"--uet_mode=rudi: datagrams {d}")
+            if mode == "uud" and (d["uud_sent"] != 56 or d["uud_delivered"] != 56 or
+                                  "56 of 56 datagrams delivered" not in proc.stdout):
+                failures.append(f"--uet_mode=uud: datagrams {d} (8 ranks x 7 peers = 56)")
+
         # Reproducible from the seed.
         args = [*SMALL, "--coll=alltoall", "--sizes=256K", "--iters=2", "--placement=random"]
         _, a = uet_ab(bindir, tmp, "rep_a", args)
@@ -116,7 +133,9 @@ def main():
                           (["--ranks=99"], "--ranks"), (["--channels=0"], "--channels"),
                           (["--coll=reducescatter", "--algo=hd", "--ranks=6"], "power-of-two"),
                           (["--coll=broadcast", "--root=8"], "--root"),
-                          (["--coll_loss=0.9"], "--coll_loss")):
+                          (["--coll_loss=0.9"], "--coll_loss"),
+                          (["--coll=alltoall", "--sizes=1M", "--uet_mode=uud"], "--uet_mode=uud"),
+                          (["--uet_mode=udp"], "--uet_mode")):
             proc, _ = uet_ab(bindir, tmp, "bad", [*SMALL, *bad])
             if proc.returncode != 2 or flag not in proc.stderr:
                 failures.append(f"{bad}: exit {proc.returncode}, stderr {proc.stderr.strip()!r}")

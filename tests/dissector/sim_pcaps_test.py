@@ -5,7 +5,8 @@ frame of every pcap must be dissected by the plugin (UET frames by uetref; RoCEv
 InfiniBand plus uetref.rocev2), with no malformed-packet item and no expert info at Error.
 Payloads travel by length in these runs, so the captures are shorter than the packets, as with
 a snap length; that must not read as malformed either. A sealed run (--tss --tss_key_file)
-opens with the same key file: every UET frame's PDS decrypted, no bad tag.
+opens with the same key file: every UET frame's PDS decrypted, no bad tag. Runs in UET's
+datagram modes carry only RUDI (request and response) or only UUD frames.
 """
 import os
 import subprocess
@@ -82,6 +83,28 @@ def main():
         if n_sealed == 0 or statuses.get('1', 0) == 0:
             errors.append('sealed run: %d frames, tag statuses %s (none verified)' % (n_sealed, statuses))
         print('sealed run: %d UET frames decrypted with the key file, tag statuses %s' % (n_sealed, statuses))
+        # UET's datagram modes (uet-ab --uet_mode=rudi|uud): host 0's frames are RUDI requests
+        # and responses, or UUD requests, and decode as such.
+        for mode, want in (('rudi', {'4', '5'}), ('uud', {'6'})):
+            d = ts.path(mode)
+            os.makedirs(d)
+            subprocess.run([a.ab, '--leaves=2', '--hosts_per_leaf=4', '--spines=2',
+                            '--scenario=collective', '--coll=alltoall', '--sizes=16K',
+                            '--transport=uet', '--uet_mode=' + mode, '--pcap=' + d],
+                           check=True, stdout=subprocess.DEVNULL)
+            os.chmod(d, 0o755)
+            types = {}
+            for name in sorted(os.listdir(d)):
+                path = os.path.join(d, name)
+                os.chmod(path, 0o644)
+                for i, pk in enumerate(harness.packets(ts.run(['-n', '-r', path, '-T', 'json']).stdout), 1):
+                    if '_ws.malformed' in pk['*']:
+                        errors.append('%s %s frame %d: malformed' % (mode, name, i))
+                    for t in pk.get('uetref', {}).get('uetref.pds.type', []):
+                        types[t] = types.get(t, 0) + 1
+            if set(types) != want:
+                errors.append('--uet_mode=%s: PDS types %s, expected %s' % (mode, types, sorted(want)))
+            print('--uet_mode=%s: PDS types %s' % (mode, types))
     for e in errors[:50]:
         print('FAIL:', e, file=sys.stderr)
     return 1 if errors else 0
