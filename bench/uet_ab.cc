@@ -375,6 +375,25 @@ const char* mode_flag(DeliveryMode m) {
   }
 }
 
+// UET's datagram modes: the mode in the params and what its packets did, present only in
+// RUDI and UUD runs (RUD and ROD runs read as before).
+bool datagram_mode(const RunConfig& c) {
+  return c.transport == TransportKind::kUet &&
+         (c.uet_mode == DeliveryMode::kRudi || c.uet_mode == DeliveryMode::kUud);
+}
+std::string datagram_params(const RunConfig& c) {
+  if (!datagram_mode(c)) return "";
+  return absl::StrFormat("\"uet_mode\": \"%s\", ", mode_flag(c.uet_mode));
+}
+std::string datagram_json(const RunResult& r, const RunConfig& c) {
+  if (!datagram_mode(c)) return "";
+  return absl::StrFormat(
+      ", \"datagrams\": {\"rudi_sent\": %d, \"rudi_resent\": %d, \"rudi_executed\": %d, "
+      "\"uud_sent\": %d, \"uud_delivered\": %d}",
+      r.datagrams.rudi_sent, r.datagrams.rudi_resent, r.datagrams.rudi_executed,
+      r.datagrams.uud_sent, r.datagrams.uud_delivered);
+}
+
 // The TSS parameters of a UET run with --tss (absent otherwise, so runs without it read as
 // before).
 std::string tss_json(const RunConfig& c) {
@@ -398,9 +417,7 @@ std::string json_of(const RunResult& r, const RunConfig& c) {
       "\"fabric_gbps\": %g, \"latency_ns\": %d, \"buffer_kb\": %d, \"ecn_kmin_kb\": %d, "
       "\"ecn_kmax_kb\": %d, \"ecn_pmax\": %g, \"pfc_xoff_kb\": %d, \"pfc_xon_kb\": %d, "
       "\"topology\": \"%s\", %s"
-      "\"uet_mode\": \"%s\", \"seed\": %d}, "
-      "\"datagrams\": {\"rudi_sent\": %d, \"rudi_resent\": %d, \"rudi_executed\": %d, "
-      "\"uud_sent\": %d, \"uud_delivered\": %d}}",
+      "\"seed\": %d}%s}",
       r.scenario, to_string(r.transport), f.total, f.completed, r.failed, f.fct_min_us,
       f.fct_p50_us, f.fct_p99_us, f.fct_max_us, f.slowdown_p50, f.slowdown_p99, f.goodput_gbps,
       r.endpoints.retransmitted_packets, r.endpoints.timeouts, r.ports.drops + r.ports.wire_losses,
@@ -420,10 +437,8 @@ std::string json_of(const RunResult& r, const RunConfig& c) {
       c.fabric.link_delay / kNanosecond, c.fabric.buffer_bytes / 1024, c.fabric.ecn_kmin_bytes / 1024,
       c.fabric.ecn_kmax_bytes / 1024, c.fabric.ecn_pmax, c.fabric.pfc_xoff_bytes / 1024,
       c.fabric.pfc_xon_bytes / 1024,
-      c.fabric.kind == Fabric::Kind::kLeafSpine ? "leafspine" : "fattree", tss_json(c),
-      c.transport == TransportKind::kUet ? mode_flag(c.uet_mode) : "-", c.seed,
-      r.datagrams.rudi_sent, r.datagrams.rudi_resent, r.datagrams.rudi_executed,
-      r.datagrams.uud_sent, r.datagrams.uud_delivered);
+      c.fabric.kind == Fabric::Kind::kLeafSpine ? "leafspine" : "fattree",
+      datagram_params(c) + tss_json(c), c.seed, datagram_json(r, c));
 }
 
 void print_table(const std::string& title, const std::vector<RunResult>& runs) {
