@@ -94,6 +94,13 @@ ABSL_FLAG(uint32_t, slots, 8,
 ABSL_FLAG(uint32_t, iters, 1,
           "collective scenario: iterations per size, runs with seeds seed, seed+1, ..., 1..1000");
 ABSL_FLAG(uint32_t, root, 0, "collective scenario: the broadcast's root rank, 0..ranks-1");
+ABSL_FLAG(uint32_t, dp, 0,
+          "collective scenario: data-parallel degree; with --tp, ranks = dp x tp (0: ranks / tp)");
+ABSL_FLAG(uint32_t, tp, 1,
+          "collective scenario: tensor-parallel degree, ranks d*tp..d*tp+tp-1 form a group, 1..ranks");
+ABSL_FLAG(std::string, coll_group, "world",
+          "collective scenario: the communicators that run the collective at once: world (every "
+          "rank), tp (dp groups of tp adjacent ranks) or dp (tp groups of dp strided ranks)");
 ABSL_FLAG(double, coll_loss, 0,
           "collective scenario: loss probability on fabric links, 0..0.5 (> 0: RoCEv2 without PFC "
           "under --pfc=auto, as in the loss scenario)");
@@ -705,11 +712,20 @@ int run_collective(uint32_t hosts, const std::vector<TransportKind>& transports,
     if (!parsed.ok()) return refuse(absl::StrCat("--algo: ", parsed.status().message()));
     algo = *parsed;
   }
-  const uint32_t ranks = absl::GetFlag(FLAGS_ranks) == 0 ? hosts : absl::GetFlag(FLAGS_ranks);
+  const uint32_t tp = absl::GetFlag(FLAGS_tp), dp_flag = absl::GetFlag(FLAGS_dp);
+  if (tp < 1 || tp > hosts) return refuse(absl::StrFormat("--tp=%u out of range: 1..%u", tp, hosts));
+  uint32_t ranks = absl::GetFlag(FLAGS_ranks);
+  if (ranks == 0) ranks = dp_flag > 0 ? dp_flag * tp : hosts / tp * tp;
   if (ranks < 2 || ranks > hosts) {
-    return refuse(absl::StrFormat("--ranks=%u out of range: 2..%u (one rank per host; 0: all)",
-                                  ranks, hosts));
+    return refuse(absl::StrFormat("--ranks=%u out of range: 2..%u (one rank per host; 0: all, or "
+                                  "--dp x --tp)", ranks, hosts));
   }
+  if (ranks % tp != 0 || (dp_flag > 0 && dp_flag * tp != ranks)) {
+    return refuse(absl::StrFormat("--dp=%u x --tp=%u must equal --ranks=%u", dp_flag, tp, ranks));
+  }
+  const uint32_t dp = ranks / tp;
+  const auto group = sim::parse_parallel_group(absl::GetFlag(FLAGS_coll_group));
+  if (!group.ok()) return refuse(absl::StrCat("--coll_group: ", group.status().message()));
   const auto placement = sim::parse_rank_placement(absl::GetFlag(FLAGS_placement));
   if (!placement.ok()) return refuse(absl::StrCat("--placement: ", placement.status().message()));
   const auto sizes = parse_sizes(absl::GetFlag(FLAGS_sizes));
@@ -719,7 +735,6 @@ int run_collective(uint32_t hosts, const std::vector<TransportKind>& transports,
   check.range("chunk_kb", absl::GetFlag(FLAGS_chunk_kb), 4, 1048576);
   check.range("iters", absl::GetFlag(FLAGS_iters), 1, 1000);
   check.range("slots", absl::GetFlag(FLAGS_slots), 1, sim::kMaxCollectiveSlots);
-  check.range("root", absl::GetFlag(FLAGS_root), 0, ranks - 1);
   if (!check.error.empty()) return refuse(check.error);
   check.range("coll_loss", absl::GetFlag(FLAGS_coll_loss), 0, 0.5);
   if (!check.error.empty()) return refuse(check.error);
@@ -746,6 +761,13 @@ int run_collective(uint32_t hosts, const std::vector<TransportKind>& transports,
   sim::Rng rng(sim::mix64(seed, 0xC0111EC7));  // its own stream: placement never shifts the fabric's
   const auto rank_hosts = sim::place_ranks(ranks, hosts, *placement, rng);
   if (!rank_hosts.ok()) return refuse(std::string(rank_hosts.status().message()));
+  const auto comms = sim::communicators(*rank_hosts, dp, tp, *group);
+  if (!comms.ok()) return refuse(absl::StrCat("--coll_group: ", comms.status().message()));
+  const auto members = static_cast<uint32_t>(comms->front().size());
+  if (absl::GetFlag(FLAGS_root) >= members) {
+    return refuse(absl::StrFormat("--root=%u out of range: 0..%u (ranks of a communicator)",
+                                  absl::GetFlag(FLAGS_root), members - 1));
+  }
 
   struct Planned {
     uint64_t asked;
@@ -757,15 +779,30 @@ int run_collective(uint32_t hosts, const std::vector<TransportKind>& transports,
     sim::CollectiveSpec spec;
     spec.collective = *coll;
     spec.algo = algo;
-    spec.hosts = *rank_hosts;
     spec.bytes = size;
     spec.channels = absl::GetFlag(FLAGS_channels);
     spec.chunk_bytes = uint64_t{absl::GetFlag(FLAGS_chunk_kb)} * 1024;
     spec.slots = absl::GetFlag(FLAGS_slots);
     spec.root = absl::GetFlag(FLAGS_root);
-    auto p = sim::collective_flows(spec);
-    if (!p.ok()) {
-      return refuse(absl::StrFormat("--sizes: %u bytes: %s", size, p.status().message()));
+    // Every communicator runs the collective at once, sharing the fabric.
+    absl::StatusOr<sim::CollectivePlan> p;
+    for (const std::vector<uint32_t>& comm : *comms) {
+      spec.hosts = comm;
+      auto one = sim::collective_flows(spec);
+      if (!one.ok()) {
+        return refuse(absl::StrFormat("--sizes: %u bytes: %s", size, one.status().message()));
+      }
+      if (!p.ok()) {
+        p = std::move(one);
+      } else {
+        if (p->flows.size() + one->flows.size() > sim::kMaxWorkloadFlows) {
+          return refuse(absl::StrFormat("--sizes: %u bytes: %zu communicators make more than %lu "
+                                        "flows: raise --chunk_kb or lower the size",
+                                        size, comms->size(), sim::kMaxWorkloadFlows));
+        }
+        p->channels = std::min(p->channels, one->channels);
+        sim::append_flows(p->flows, std::move(one->flows));
+      }
     }
     for (TransportKind t : transports) {
       RunConfig c = config_of(t);
@@ -812,9 +849,15 @@ int run_collective(uint32_t hosts, const std::vector<TransportKind>& transports,
   const uint32_t iters = absl::GetFlag(FLAGS_iters);
   const RunConfig shown = config_of(transports.front());
   std::printf(
-      "\ncollective: %s %s, %u ranks (%s) on %u hosts, %s, %g Gb/s, %u channel(s), %u KiB "
+      "\ncollective: %s %s, %s, %u ranks (%s) on %u hosts, %s, %g Gb/s, %u channel(s), %u KiB "
       "chunks, %u slots, %u iteration(s), seed %lu\n",
-      to_string(*coll).data(), to_string(algo).data(), ranks,
+      to_string(*coll).data(), to_string(algo).data(),
+      comms->size() == 1
+          ? "one communicator"
+          : absl::StrFormat("%zu %s communicators of %u ranks at once (dp %u x tp %u)",
+                            comms->size(), absl::GetFlag(FLAGS_coll_group), members, dp, tp)
+                .c_str(),
+      ranks,
       absl::GetFlag(FLAGS_placement).c_str(), hosts, fabric_name.c_str(), shown.fabric.host_gbps, absl::GetFlag(FLAGS_channels),
       absl::GetFlag(FLAGS_chunk_kb), absl::GetFlag(FLAGS_slots), iters, seed);
   if (loss > 0) std::printf("#  %.2f%% loss on fabric links\n", 100 * loss);
@@ -894,14 +937,15 @@ int run_collective(uint32_t hosts, const std::vector<TransportKind>& transports,
             "so UET's time is the senders'\n",
             p.plan.bytes, delivered, sent));
       }
-      CollectiveFigures f = collective_figures(runs, *coll, ranks, p.plan.bytes);
+      CollectiveFigures f = collective_figures(runs, *coll, members, p.plan.bytes);
       if (json != nullptr) {
         std::string iterations;
         for (double v : f.iteration_us) absl::StrAppend(&iterations, iterations.empty() ? "" : ", ", absl::StrFormat("%.3f", v));
         std::fprintf(
             json,
             "%s  {\"scenario\": \"collective\", \"collective\": \"%s\", \"algo\": \"%s\", "
-            "\"transport\": \"%s\", \"ranks\": %u, \"placement\": \"%s\", \"bytes\": %lu, "
+            "\"transport\": \"%s\", \"ranks\": %u, \"communicators\": %zu, \"members\": %u, "
+            "\"placement\": \"%s\", \"bytes\": %lu, "
             "\"asked_bytes\": %lu, \"count\": %lu, \"channels\": %u, \"chunk_kb\": %u, "
             "\"slots\": %u, "
             "\"iterations\": %u, \"time_us\": %.3f, \"p99_us\": %.3f, \"iteration_us\": [%s], "
@@ -911,11 +955,13 @@ int run_collective(uint32_t hosts, const std::vector<TransportKind>& transports,
             "\"wall_s\": %.3f, \"link_bound_gbytes\": %.4f, \"coll_loss\": %g, "
             "\"coll_failed_links\": %u, \"run\": %s}",
             first_json ? "" : ",\n", to_string(*coll).data(), to_string(algo).data(), to_string(t),
-            ranks, absl::GetFlag(FLAGS_placement).c_str(), p.plan.bytes, p.asked,
+            ranks, comms->size(), members, absl::GetFlag(FLAGS_placement).c_str(), p.plan.bytes,
+            p.asked,
             p.plan.bytes / sim::kCollectiveElementBytes, p.plan.channels,
             absl::GetFlag(FLAGS_chunk_kb), absl::GetFlag(FLAGS_slots),
             static_cast<uint32_t>(runs.size()), f.time_us, f.p99_us,
-            iterations.c_str(), f.algbw_gbytes, f.busbw_gbytes, sim::bus_bandwidth_factor(*coll, ranks),
+            iterations.c_str(), f.algbw_gbytes, f.busbw_gbytes,
+            sim::bus_bandwidth_factor(*coll, members),
             f.flows, f.failed, f.retransmitted, f.timeouts, f.drops, f.trims, f.pfc_pauses,
             f.events, f.wall_s, payload_bound_gbytes(last), loss, failed_links,
             json_of(runs.front(), last).c_str());

@@ -556,6 +556,46 @@ std::vector<TreeNode> binary_tree(uint32_t ranks, int tree) {
   return t1;
 }
 
+absl::StatusOr<ParallelGroup> parse_parallel_group(std::string_view name) {
+  if (name == "world") return ParallelGroup::kWorld;
+  if (name == "dp") return ParallelGroup::kData;
+  if (name == "tp") return ParallelGroup::kTensor;
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown group \"", std::string(name), "\": world, dp, tp"));
+}
+
+absl::StatusOr<std::vector<std::vector<uint32_t>>> communicators(
+    const std::vector<uint32_t>& rank_hosts, uint32_t dp, uint32_t tp, ParallelGroup group) {
+  const auto ranks = static_cast<uint64_t>(rank_hosts.size());
+  if (dp < 1 || tp < 1 || uint64_t{dp} * tp != ranks) {
+    return bad(absl::StrCat("dp ", dp, " x tp ", tp, " must equal the ", ranks, " ranks"));
+  }
+  std::vector<std::vector<uint32_t>> out;
+  switch (group) {
+    case ParallelGroup::kWorld:
+      out.push_back(rank_hosts);
+      break;
+    case ParallelGroup::kTensor:
+      for (uint32_t d = 0; d < dp; ++d)
+        out.emplace_back(rank_hosts.begin() + size_t{d} * tp,
+                         rank_hosts.begin() + size_t{d + 1} * tp);
+      break;
+    case ParallelGroup::kData:
+      for (uint32_t t = 0; t < tp; ++t) {
+        std::vector<uint32_t> c(dp);
+        for (uint32_t d = 0; d < dp; ++d) c[d] = rank_hosts[size_t{d} * tp + t];
+        out.push_back(std::move(c));
+      }
+      break;
+  }
+  const size_t members = out.front().size();
+  if (members < 2) {
+    return bad(absl::StrCat("the ", group == ParallelGroup::kTensor ? "tp" : "dp",
+                            " communicators have 1 rank: nothing to exchange"));
+  }
+  return out;
+}
+
 absl::StatusOr<RankPlacement> parse_rank_placement(std::string_view name) {
   if (name == "contiguous") return RankPlacement::kContiguous;
   if (name == "strided") return RankPlacement::kStrided;

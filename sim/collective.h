@@ -101,6 +101,16 @@ absl::StatusOr<RankPlacement> parse_rank_placement(std::string_view name);
 absl::StatusOr<std::vector<uint32_t>> place_ranks(uint32_t ranks, uint32_t hosts,
                                                   RankPlacement placement, Rng& rng);
 
+// Communicators of a job laid out as data x tensor parallelism, tensor-parallel ranks adjacent
+// (as Megatron-LM orders them): rank r = d * tp + t. world: one communicator of every rank;
+// tensor: dp communicators of tp consecutive ranks; data: tp communicators of the dp ranks
+// that share t. Each communicator lists its members' hosts in rank order. dp * tp must equal
+// the number of ranks.
+enum class ParallelGroup : uint8_t { kWorld, kData, kTensor };
+absl::StatusOr<ParallelGroup> parse_parallel_group(std::string_view name);
+absl::StatusOr<std::vector<std::vector<uint32_t>>> communicators(
+    const std::vector<uint32_t>& rank_hosts, uint32_t dp, uint32_t tp, ParallelGroup group);
+
 // NCCL's double binary tree, by rank: the parent (-1 at the root) and up to two children of
 // `rank` in tree 0 or 1. Tree 0 is the in-order binary tree on 0..n-1 whose root 0 has one
 // child; tree 1 mirrors it (n even) or shifts it by one rank (n odd).

@@ -9,6 +9,8 @@ Asserts:
   payload bound on both transports (the issue's "within 5 % of the link rate's bound");
 - under 1 % fabric loss and with 2 failed spine links UET completes the all-reduce; each
   transport's outcome is reported (a RoCEv2 row that does not finish says so under the table);
+- UET's datagram modes run the all-to-all (RUDI reliably; UUD with every datagram delivered);
+- --tp/--coll_group run one collective per tensor-parallel group at once;
 - the same flags and seed give byte-identical JSON apart from wall time;
 - bad flags are refused with exit 2 and a message naming the flag.
 Usage: collective_test.py BUILD_BIN_DIR
@@ -118,6 +120,21 @@ def main():
                                   "56 of 56 datagrams delivered" not in proc.stdout):
                 failures.append(f"--uet_mode=uud: datagrams {d} (8 ranks x 7 peers = 56)")
 
+        # Several communicators at once: 4 tensor-parallel groups of 4 ranks, each a 4-rank ring.
+        proc, rows = uet_ab(bindir, tmp, "groups", [*NONBLOCKING, "--tp=4", "--coll_group=tp",
+                                                    "--sizes=1M"])
+        if rows is None:
+            failures.append(f"groups: exit {proc.returncode}: {proc.stderr.strip()}")
+        else:
+            for r in rows:
+                if (r["communicators"], r["members"], r["ranks"]) != (4, 4, 16):
+                    failures.append(f"groups: {r['communicators']} x {r['members']} of {r['ranks']}")
+                if abs(r["busbw_factor"] - 2 * 3 / 4) > 1e-9 or r["failed"] != 0:
+                    failures.append(f"groups: busbw factor {r['busbw_factor']}, {r['failed']} failed")
+                # Each 4-rank ring moves 2 * 3/4 of 1 MiB per rank: 96 flows per group (1 piece).
+                if r["flows"] != 4 * 2 * 3 * 4:
+                    failures.append(f"groups: {r['flows']} flows, expected 96")
+
         # Reproducible from the seed.
         args = [*SMALL, "--coll=alltoall", "--sizes=256K", "--iters=2", "--placement=random"]
         _, a = uet_ab(bindir, tmp, "rep_a", args)
@@ -135,7 +152,9 @@ def main():
                           (["--coll=broadcast", "--root=8"], "--root"),
                           (["--coll_loss=0.9"], "--coll_loss"),
                           (["--coll=alltoall", "--sizes=1M", "--uet_mode=uud"], "--uet_mode=uud"),
-                          (["--uet_mode=udp"], "--uet_mode")):
+                          (["--uet_mode=udp"], "--uet_mode"),
+                          (["--dp=3", "--tp=2", "--ranks=8"], "--dp=3 x --tp=2"),
+                          (["--coll_group=pp"], "--coll_group")):
             proc, _ = uet_ab(bindir, tmp, "bad", [*SMALL, *bad])
             if proc.returncode != 2 or flag not in proc.stderr:
                 failures.append(f"{bad}: exit {proc.returncode}, stderr {proc.stderr.strip()!r}")

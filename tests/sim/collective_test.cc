@@ -382,6 +382,21 @@ TEST(Collective_Placement, PlacesDistinctHostsAsAsked) {
                        "ranks 17 out of range [2, 16]"));
 }
 
+TEST(Collective_Communicators, SplitsDataAndTensorGroupsMegatronStyle) {
+  const std::vector<uint32_t> hosts = {10, 11, 12, 13, 14, 15};  // dp 3 x tp 2
+  auto tp = communicators(hosts, 3, 2, ParallelGroup::kTensor);
+  ASSERT_TRUE(tp.ok()) << tp.status();
+  EXPECT_EQ(*tp, (std::vector<std::vector<uint32_t>>{{10, 11}, {12, 13}, {14, 15}}));
+  auto dp = communicators(hosts, 3, 2, ParallelGroup::kData);
+  ASSERT_TRUE(dp.ok()) << dp.status();
+  EXPECT_EQ(*dp, (std::vector<std::vector<uint32_t>>{{10, 12, 14}, {11, 13, 15}}));
+  EXPECT_EQ(communicators(hosts, 3, 2, ParallelGroup::kWorld)->front(), hosts);
+  EXPECT_TRUE(Mentions(communicators(hosts, 4, 2, ParallelGroup::kData).status(),
+                       "dp 4 x tp 2 must equal the 6 ranks"));
+  EXPECT_TRUE(
+      Mentions(communicators(hosts, 6, 1, ParallelGroup::kTensor).status(), "nothing to exchange"));
+}
+
 // ------------------------------------------------------------------ on a fabric
 
 void fabric(Network& net, uint32_t leaves, uint32_t per_leaf) {
