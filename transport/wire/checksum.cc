@@ -69,6 +69,9 @@ __attribute__((target("avx2"))) uint64_t avx2_sum(uint8_t* dst, const uint8_t* s
   const __m256i a = _mm256_add_epi64(_mm256_add_epi64(a0, a1), _mm256_add_epi64(a2, a3));
   alignas(32) uint64_t lanes[4];
   _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), a);
+  // Clean upper halves before the SSE code after us (the tail, the caller): GCC leaves this
+  // one out, and a dirty state makes every later SSE instruction pay the transition.
+  _mm256_zeroupper();
   // The tail starts at a multiple of 64: the same word boundaries as from `src`.
   if constexpr (kCopy) std::memcpy(dst + i, src + i, len - i);
   return lanes[0] + lanes[1] + lanes[2] + lanes[3] + portable_sum(src + i, len - i);
