@@ -62,6 +62,10 @@ class Player final : public sim::Scheduled {
   void fire(sim::Network& net, Time now, uint32_t id) override {
     const sim::FlowSpec& f = flows_[id];
     records_[id].start = now;
+    if (f.compute) {  // its time was the delay before this event
+      complete(id, now, true);
+      return;
+    }
     WriteRequest wr;
     wr.wr_id = id;
     wr.peer = sim::Network::host_ip4(f.dst);
@@ -305,6 +309,13 @@ absl::Status validate(const RunConfig& rc) {
       return absl::InvalidArgumentError(
           absl::StrCat("flow ", fl.id, " names a host beyond ", hosts));
     }
+    if (fl.compute && (fl.src != fl.dst || fl.bytes != 0)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("compute task ", fl.id, " must have dst == src and no bytes"));
+    }
+    if (!fl.compute && fl.src == fl.dst) {
+      return absl::InvalidArgumentError(absl::StrCat("flow ", fl.id, " sends to its own host"));
+    }
   }
   if (rc.transport == TransportKind::kUet && rc.uet_mode == DeliveryMode::kUud) {
     for (const sim::FlowSpec& fl : rc.flows) {
@@ -421,7 +432,7 @@ absl::StatusOr<RunResult> run(const RunConfig& rc) {
   if (rc.transport == TransportKind::kUet) {
     absl::flat_hash_map<uint64_t, bool> pairs;
     for (const sim::FlowSpec& f : rc.flows) {
-      if (!pairs.emplace(uint64_t{f.src} << 32 | f.dst, true).second) continue;
+      if (f.compute || !pairs.emplace(uint64_t{f.src} << 32 | f.dst, true).second) continue;
       ++pdcs[f.src];
       ++pdcs[f.dst];
     }
@@ -429,6 +440,7 @@ absl::StatusOr<RunResult> run(const RunConfig& rc) {
   if (rc.transport == TransportKind::kRocev2) {
     absl::flat_hash_map<uint64_t, bool> connected;
     for (const sim::FlowSpec& f : rc.flows) {
+      if (f.compute) continue;
       const uint32_t a = std::min(f.src, f.dst), b = std::max(f.src, f.dst);
       if (!connected.emplace(uint64_t{a} << 32 | b, true).second) continue;
       qp_pairs.emplace_back(a, b);

@@ -28,13 +28,14 @@
 #include "transport/tss/key_file.h"
 #include "cc/dcqcn.h"
 #include "sim/collective.h"
+#include "sim/trace/trace.h"
 #include "sim/htsim_cm.h"
 #include "sim/htsim_topo.h"
 #include "sim/rng.h"
 
 ABSL_FLAG(std::string, scenario, "standard",
           "standard (permutation + incast + loss), permutation, incast, alltoall, allreduce, "
-          "collective (nccl-tests style: --coll, --algo, --sizes), "
+          "collective (nccl-tests style: --coll, --algo, --sizes), trace (a Chakra trace: --trace), "
           "websearch, loss, loss-sweep, failure (a permutation on a fabric with failed or "
           "degraded links), cm (with --cm=FILE)");
 ABSL_FLAG(std::string, cm, "",
@@ -101,6 +102,9 @@ ABSL_FLAG(uint32_t, tp, 1,
 ABSL_FLAG(std::string, coll_group, "world",
           "collective scenario: the communicators that run the collective at once: world (every "
           "rank), tp (dp groups of tp adjacent ranks) or dp (tp groups of dp strided ranks)");
+ABSL_FLAG(std::string, trace, "",
+          "trace scenario: Chakra execution trace files PREFIX.0.et, PREFIX.1.et, ... (one per "
+          "rank; the ranks placed by --placement); collectives use --channels, --chunk_kb, --slots");
 ABSL_FLAG(double, coll_loss, 0,
           "collective scenario: loss probability on fabric links, 0..0.5 (> 0: RoCEv2 without PFC "
           "under --pfc=auto, as in the loss scenario)");
@@ -364,7 +368,7 @@ absl::StatusOr<std::vector<sim::FlowSpec>> scenario_flows(const std::string& sce
   }
   return absl::InvalidArgumentError(absl::StrCat(
       "--scenario=", scenario,
-      " unknown: standard, permutation, incast, alltoall, allreduce, collective, websearch, loss, "
+      " unknown: standard, permutation, incast, alltoall, allreduce, collective, trace, websearch, loss, "
       "loss-sweep, failure, cm"));
 }
 
@@ -988,6 +992,155 @@ int run_collective(uint32_t hosts, const std::vector<TransportKind>& transports,
   return rc;
 }
 
+// --scenario=trace: one training step from a Chakra trace on every transport: the step's time,
+// the time it would take with a network that costs nothing (compute alone), and the exposed
+// communication between the two.
+int run_trace(uint32_t hosts, const std::vector<TransportKind>& transports,
+              const std::string& fabric_name,
+              const std::function<RunConfig(TransportKind)>& config_for) {
+  auto refuse = [](const std::string& why) {
+    std::fprintf(stderr, "uet-ab: %s\n", why.c_str());
+    return 2;
+  };
+  const std::string prefix = absl::GetFlag(FLAGS_trace);
+  if (prefix.empty()) return refuse("--scenario=trace needs --trace=PREFIX (PREFIX.0.et, ...)");
+  auto trace = sim::read_chakra(prefix);
+  if (!trace.ok()) return refuse(absl::StrCat("--trace: ", trace.status().message()));
+  const auto ranks = static_cast<uint32_t>(trace->ranks.size());
+  if (ranks > hosts) {
+    return refuse(absl::StrFormat("--trace: %u ranks, the fabric has %u hosts (one rank per host)",
+                                  ranks, hosts));
+  }
+  const auto placement = sim::parse_rank_placement(absl::GetFlag(FLAGS_placement));
+  if (!placement.ok()) return refuse(absl::StrCat("--placement: ", placement.status().message()));
+  Check check;
+  check.range("channels", absl::GetFlag(FLAGS_channels), 1, sim::kMaxCollectiveChannels);
+  check.range("chunk_kb", absl::GetFlag(FLAGS_chunk_kb), 4, 1048576);
+  check.range("slots", absl::GetFlag(FLAGS_slots), 1, sim::kMaxCollectiveSlots);
+  if (!check.error.empty()) return refuse(check.error);
+  const uint64_t seed = absl::GetFlag(FLAGS_seed);
+  sim::Rng rng(sim::mix64(seed, 0xC0111EC7));
+  const auto rank_hosts = sim::place_ranks(ranks, hosts, *placement, rng);
+  if (!rank_hosts.ok()) return refuse(std::string(rank_hosts.status().message()));
+  sim::TraceOptions options;
+  options.channels = absl::GetFlag(FLAGS_channels);
+  options.chunk_bytes = uint64_t{absl::GetFlag(FLAGS_chunk_kb)} * 1024;
+  options.slots = absl::GetFlag(FLAGS_slots);
+  auto plan = sim::trace_flows(*trace, *rank_hosts, options);
+  if (!plan.ok()) return refuse(absl::StrCat("--trace=", prefix, ": ", plan.status().message()));
+  for (TransportKind t : transports) {
+    RunConfig c = config_for(t);
+    c.flows = std::move(plan->flows);
+    const absl::Status s = validate(c);
+    plan->flows = std::move(c.flows);
+    if (!s.ok()) return refuse(absl::StrFormat("trace %s: %s", to_string(t), s.message()));
+  }
+  if (!write_experiment_files()) return 1;
+  std::printf(
+      "\ntrace: %s, %u ranks (%s) on %u hosts, %s, %g Gb/s; %lu collectives, %lu sends, %lu "
+      "compute nodes, %.3f MB on the network; compute alone %.1f us; seed %lu\n",
+      prefix.c_str(), ranks, absl::GetFlag(FLAGS_placement).c_str(), hosts, fabric_name.c_str(),
+      config_for(transports.front()).fabric.host_gbps, plan->collectives, plan->p2p,
+      plan->compute_nodes, static_cast<double>(plan->network_bytes) / 1e6,
+      static_cast<double>(plan->compute_only) / kMicrosecond, seed);
+  std::vector<RunResult> runs;
+  std::vector<RunConfig> configs;
+  std::signal(SIGINT, on_sigint);
+  for (TransportKind t : transports) {
+    if (g_stop.load(std::memory_order_relaxed)) break;
+    RunConfig c = config_for(t);
+    c.flows = plan->flows;
+    ProgressLine progress(absl::StrCat("trace ", to_string(t)));
+    c.progress = [&progress](const Progress& pr) { progress(pr); };
+    c.stop = &g_stop;
+    auto r = run(c);
+    if (!r.ok()) {
+      std::fprintf(stderr, "uet-ab: trace %s: %s\n", to_string(t),
+                   std::string(r.status().message()).c_str());
+      return 1;
+    }
+    c.flows.clear();
+    configs.push_back(std::move(c));
+    runs.push_back(std::move(*r));
+  }
+  // The step ends with its last task; it is complete when every flow and task has.
+  struct Step {
+    bool complete = false;
+    double us = 0, exposed_us = 0, share = 0;
+  };
+  std::vector<Step> steps;
+  for (const RunResult& r : runs) {
+    Step s;
+    s.complete = true;
+    Time end = 0;
+    for (const sim::FlowRecord& f : r.records) {
+      if (f.finish == kNever) s.complete = false;
+      else end = std::max(end, f.finish);
+    }
+    s.complete = s.complete && r.failed == 0;
+    s.us = static_cast<double>(end) / kMicrosecond;
+    s.exposed_us = s.us - static_cast<double>(plan->compute_only) / kMicrosecond;
+    s.share = s.us > 0 ? s.exposed_us / s.us : 0;
+    steps.push_back(s);
+  }
+  std::printf("%-32s", "");
+  for (const RunResult& r : runs) std::printf(" %14s", to_string(r.transport));
+  if (runs.size() == 2) std::printf(" %12s", "uet/rocev2");
+  std::printf("\n");
+  auto row = [&](const char* name, auto get, const char* fmt) {
+    std::printf("%-32s", name);
+    double v[2] = {0, 0};
+    for (size_t i = 0; i < runs.size(); ++i) {
+      v[i] = get(i);
+      std::printf(fmt, v[i]);
+    }
+    if (runs.size() == 2) {
+      if (v[1] != 0) {
+        std::printf(" %12.3f", v[0] / v[1]);
+      } else {
+        std::printf(" %12s", "-");
+      }
+    }
+    std::printf("\n");
+  };
+  row("step complete", [&](size_t i) { return steps[i].complete ? 1.0 : 0.0; }, " %14.0f");
+  row("step time (us)", [&](size_t i) { return steps[i].us; }, " %14.1f");
+  row("exposed communication (us)", [&](size_t i) { return steps[i].exposed_us; }, " %14.1f");
+  row("communication share", [&](size_t i) { return steps[i].share; }, " %14.3f");
+  row("retransmitted packets", [&](size_t i) { return double(runs[i].endpoints.retransmitted_packets); }, " %14.0f");
+  row("timeouts", [&](size_t i) { return double(runs[i].endpoints.timeouts); }, " %14.0f");
+  row("drops (buffer + wire)", [&](size_t i) { return double(runs[i].ports.drops + runs[i].ports.wire_losses); }, " %14.0f");
+  row("PFC pauses", [&](size_t i) { return double(runs[i].ports.pauses); }, " %14.0f");
+  row("wall (s)", [&](size_t i) { return runs[i].wall_s; }, " %14.2f");
+  if (const std::string path = absl::GetFlag(FLAGS_json); !path.empty()) {
+    std::FILE* json = std::fopen(path.c_str(), "w");
+    if (json == nullptr) {
+      std::fprintf(stderr, "uet-ab: --json=%s: cannot open for writing\n", path.c_str());
+      return 1;
+    }
+    std::fprintf(json, "[\n");
+    for (size_t i = 0; i < runs.size(); ++i) {
+      std::fprintf(json,
+                   "%s  {\"scenario\": \"trace\", \"trace\": \"%s\", \"transport\": \"%s\", "
+                   "\"ranks\": %u, \"collectives\": %lu, \"sends\": %lu, \"compute_nodes\": %lu, "
+                   "\"network_bytes\": %lu, \"complete\": %s, \"step_us\": %.3f, "
+                   "\"compute_only_us\": %.3f, \"exposed_comm_us\": %.3f, \"comm_share\": %.5f, "
+                   "\"run\": %s}",
+                   i == 0 ? "" : ",\n", prefix.c_str(), to_string(runs[i].transport), ranks,
+                   plan->collectives, plan->p2p, plan->compute_nodes, plan->network_bytes,
+                   steps[i].complete ? "true" : "false", steps[i].us,
+                   static_cast<double>(plan->compute_only) / kMicrosecond, steps[i].exposed_us,
+                   steps[i].share, json_of(runs[i], configs[i]).c_str());
+    }
+    std::fprintf(json, "\n]\n");
+    std::fclose(json);
+  }
+  if (g_stop.load(std::memory_order_relaxed)) return 130;
+  for (const Step& s : steps)
+    if (!s.complete) return 1;
+  return 0;
+}
+
 int run_main() {
   Check check;
   check.range("leaves", absl::GetFlag(FLAGS_leaves), 1, 1024);
@@ -1190,6 +1343,10 @@ int run_main() {
     }
     return c;
   };
+  if (absl::GetFlag(FLAGS_scenario) == "trace" && absl::GetFlag(FLAGS_cm).empty()) {
+    return run_trace(hosts, transports, fabric_name,
+                     [&](TransportKind t) { return config_for("trace", 0, t); });
+  }
   if (absl::GetFlag(FLAGS_scenario) == "collective" && absl::GetFlag(FLAGS_cm).empty()) {
     return run_collective(hosts, transports, fabric_name,
                           [&](TransportKind t) { return config_for("collective", 0, t); });
@@ -1418,7 +1575,7 @@ int run_main() {
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "uet-ab: UET vs RoCEv2 on the same simulated fabric and workload.\n"
-      "Usage: uet-ab [--scenario=standard|permutation|incast|alltoall|allreduce|collective|"
+      "Usage: uet-ab [--scenario=standard|permutation|incast|alltoall|allreduce|collective|trace|"
       "websearch|loss|loss-sweep|failure|cm] [--cm=FILE.cm] "
       "[--transport=uet|rocev2|both] [--topology=leafspine|fattree] [--json=FILE] [--csv=FILE] "
       "[--pcap=DIR] ...");

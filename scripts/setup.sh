@@ -17,6 +17,8 @@ PACKAGES=(
   zlib1g-dev        # crc32() as the ICRC reference in tests, crc32_combine in dpdk-io/uring_io.cc
   libisal-dev       # ISA-L: the CRC-32 of the RoCEv2 ICRC, transport/wire/icrc.cc
   libssl-dev        # OpenSSL 3: AES-256-GCM and CMAC for TSS: transport/tss/
+  libprotobuf-dev   # protobuf: Chakra execution traces, sim/trace/
+  protobuf-compiler # protoc: sim/trace/chakra.proto
   python3           # spec/vectors/gen_vectors.py, the independent vector encoder
   python3-cryptography  # spec/vectors/gen_tss_vectors.py seals TSS vectors independently
   tshark            # independent decoder of our RoCEv2 frames: tests/wire/tshark_test.sh

@@ -53,13 +53,15 @@ absl::StatusOr<FlowStats> flow_stats(std::span<const FlowRecord> records,
   }
   if (!ideal) return absl::InvalidArgumentError("flow_stats: no ideal FCT function");
   FlowStats s;
-  s.total = flows.size();
+  s.total = 0;
+  for (const FlowSpec& f : flows) s.total += f.compute ? 0 : 1;  // compute tasks are not flows
   std::vector<double> fct, slow;
   fct.reserve(flows.size());
   slow.reserve(flows.size());
   s.first_start = kNever;
   for (size_t i = 0; i < flows.size(); ++i) {
     const FlowRecord& r = records[i];
+    if (flows[i].compute) continue;
     if (r.start != kNever) s.first_start = std::min(s.first_start, r.start);
     if (r.finish == kNever || r.start == kNever) continue;
     const Time best = ideal(flows[i]);

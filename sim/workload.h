@@ -29,6 +29,10 @@ struct FlowSpec {
   uint64_t bytes = 0;
   Time start = 0;               // absolute, or a delay after the last of `after` completes
   std::vector<uint32_t> after;  // ids of flows that must complete before this one starts
+  // Not a flow but a task on host `src` (dst == src, bytes == 0) that completes `start` after
+  // its prerequisites: compute time in a trace, or a join of prerequisites. The A/B runner
+  // plays them; the UDP workload runner refuses them.
+  bool compute = false;
 };
 
 // Bounds every generator and the runner enforce: a flow list is held in memory.

@@ -38,6 +38,10 @@ absl::StatusOr<std::unique_ptr<WorkloadRunner>> WorkloadRunner::create(
       return absl::InvalidArgumentError(
           absl::StrCat(at, "id ", f.id, " must equal its index (append_flows renumbers)"));
     }
+    if (f.compute) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(at, "a compute task: the A/B runner plays those, not raw UDP"));
+    }
     if (f.src >= hosts || f.dst >= hosts || f.src == f.dst) {
       return absl::InvalidArgumentError(absl::StrCat(at, "src ", f.src, " and dst ", f.dst,
                                                      " must be distinct hosts in [0, ", hosts - 1,

@@ -1,0 +1,54 @@
+// uet-trace-gen: writes the generated training steps of sim/trace/trace.h as Chakra trace files
+// (PREFIX.0.et, PREFIX.1.et, ...), for uet-ab --scenario=trace and as a template for
+// converters.
+//
+//   build/bin/uet-trace-gen --kind=dp --ranks=16 --layers=8 --bucket_kb=16384 --out=/tmp/dp
+#include <cstdio>
+#include <string>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "sim/trace/trace.h"
+
+ABSL_FLAG(std::string, kind, "dp",
+          "dp (a data-parallel step: gradient all-reduces overlapping the backward pass) or moe "
+          "(an expert layer: all-to-all dispatch and combine around expert compute)");
+ABSL_FLAG(uint32_t, ranks, 8, "ranks (one file each), 2..65535");
+ABSL_FLAG(uint32_t, layers, 4, "dp: layers, one gradient bucket each, 1..10000");
+ABSL_FLAG(uint64_t, bucket_kb, 4096,
+          "dp: gradient bucket per layer in KiB; moe: tokens per rank in KiB; 1..1048576");
+ABSL_FLAG(uint64_t, forward_us, 2000,
+          "dp: forward compute; moe: attention compute, in us, 0..10^9");
+ABSL_FLAG(uint64_t, backward_us, 1000,
+          "dp: backward compute per layer; moe: expert compute, in us, 0..10^9");
+ABSL_FLAG(std::string, out, "", "output prefix: writes PREFIX.0.et ... PREFIX.<ranks-1>.et");
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage("uet-trace-gen --kind=dp|moe --ranks=N --out=PREFIX [...]");
+  absl::ParseCommandLine(argc, argv);
+  const std::string kind = absl::GetFlag(FLAGS_kind), out = absl::GetFlag(FLAGS_out);
+  const uint32_t ranks = absl::GetFlag(FLAGS_ranks), layers = absl::GetFlag(FLAGS_layers);
+  const uint64_t kb = absl::GetFlag(FLAGS_bucket_kb);
+  const uint64_t fwd = absl::GetFlag(FLAGS_forward_us), bwd = absl::GetFlag(FLAGS_backward_us);
+  auto refuse = [](const char* why) {
+    std::fprintf(stderr, "uet-trace-gen: %s\n", why);
+    return 2;
+  };
+  if (out.empty()) return refuse("--out=PREFIX is required");
+  if (kind != "dp" && kind != "moe") return refuse("--kind unknown: dp or moe");
+  if (ranks < 2 || ranks > 65535) return refuse("--ranks out of range: 2..65535");
+  if (layers < 1 || layers > 10000) return refuse("--layers out of range: 1..10000");
+  if (kb < 1 || kb > 1048576) return refuse("--bucket_kb out of range: 1..1048576");
+  if (fwd > 1000000000 || bwd > 1000000000)
+    return refuse("--forward_us / --backward_us out of range: 0..10^9");
+  const uet::sim::Trace t = kind == "dp"
+                                ? uet::sim::data_parallel_step(ranks, layers, kb * 1024, fwd, bwd)
+                                : uet::sim::moe_layer(ranks, kb * 1024, fwd, bwd);
+  if (absl::Status s = uet::sim::write_chakra(out, t); !s.ok()) {
+    std::fprintf(stderr, "uet-trace-gen: %s\n", std::string(s.message()).c_str());
+    return 1;
+  }
+  std::printf("wrote %s.0.et .. %s.%u.et\n", out.c_str(), out.c_str(), ranks - 1);
+  return 0;
+}
