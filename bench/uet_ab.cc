@@ -102,6 +102,16 @@ ABSL_FLAG(uint32_t, tp, 1,
 ABSL_FLAG(std::string, coll_group, "world",
           "collective scenario: the communicators that run the collective at once: world (every "
           "rank), tp (dp groups of tp adjacent ranks) or dp (tp groups of dp strided ranks)");
+ABSL_FLAG(uint32_t, gpus_per_server, 1,
+          "collective scenario: hosts per multi-GPU server, 1 (flat) or 2..64: each host is one "
+          "GPU with its own NIC (a rail); all-reduce runs hierarchically (intra-server "
+          "reduce-scatter, all-reduce per rail over the fabric, intra-server all-gather)");
+ABSL_FLAG(double, intra_gbps, 3600,
+          "collective scenario, --gpus_per_server > 1: the intra-server rate per GPU and "
+          "direction in Gb/s (NVLink 4: 3600), 1..1000000");
+ABSL_FLAG(double, intra_us, 1,
+          "collective scenario, --gpus_per_server > 1: the latency of an intra-server phase in "
+          "us, 0..1000000");
 ABSL_FLAG(std::string, trace, "",
           "trace scenario: Chakra execution trace files PREFIX.0.et, PREFIX.1.et, ... (one per "
           "rank; the ranks placed by --placement); collectives use --channels, --chunk_kb, --slots");
@@ -768,6 +778,24 @@ int run_collective(uint32_t hosts, const std::vector<TransportKind>& transports,
   const auto comms = sim::communicators(*rank_hosts, dp, tp, *group);
   if (!comms.ok()) return refuse(absl::StrCat("--coll_group: ", comms.status().message()));
   const auto members = static_cast<uint32_t>(comms->front().size());
+  sim::ServerSpec server;
+  server.gpus = absl::GetFlag(FLAGS_gpus_per_server);
+  server.gbps = absl::GetFlag(FLAGS_intra_gbps);
+  server.latency = static_cast<Time>(absl::GetFlag(FLAGS_intra_us) * kMicrosecond);
+  {
+    Check c;
+    c.range("gpus_per_server", server.gpus, 1, 64);
+    c.range("intra_gbps", server.gbps, 1, 1e6);
+    c.range("intra_us", absl::GetFlag(FLAGS_intra_us), 0, 1e6);
+    if (c.error.empty() && server.gpus > 1 && *coll != sim::Collective::kAllReduce) {
+      c.fail("--gpus_per_server > 1: the hierarchical form models --coll=allreduce only");
+    }
+    if (c.error.empty() && server.gpus > 1 && (members % server.gpus != 0 || members / server.gpus < 2)) {
+      c.fail(absl::StrFormat("--gpus_per_server=%u must divide the %u ranks of a communicator "
+                             "into at least 2 servers", server.gpus, members));
+    }
+    if (!c.error.empty()) return refuse(c.error);
+  }
   if (absl::GetFlag(FLAGS_root) >= members) {
     return refuse(absl::StrFormat("--root=%u out of range: 0..%u (ranks of a communicator)",
                                   absl::GetFlag(FLAGS_root), members - 1));
@@ -792,7 +820,7 @@ int run_collective(uint32_t hosts, const std::vector<TransportKind>& transports,
     absl::StatusOr<sim::CollectivePlan> p;
     for (const std::vector<uint32_t>& comm : *comms) {
       spec.hosts = comm;
-      auto one = sim::collective_flows(spec);
+      auto one = server.gpus > 1 ? sim::hierarchical_flows(spec, server) : sim::collective_flows(spec);
       if (!one.ok()) {
         return refuse(absl::StrFormat("--sizes: %u bytes: %s", size, one.status().message()));
       }
@@ -864,6 +892,10 @@ int run_collective(uint32_t hosts, const std::vector<TransportKind>& transports,
       ranks,
       absl::GetFlag(FLAGS_placement).c_str(), hosts, fabric_name.c_str(), shown.fabric.host_gbps, absl::GetFlag(FLAGS_channels),
       absl::GetFlag(FLAGS_chunk_kb), absl::GetFlag(FLAGS_slots), iters, seed);
+  if (server.gpus > 1) {
+    std::printf("#  hierarchical: servers of %u GPUs, one NIC each (rails); intra-server phases at "
+                "%g Gb/s + %g us\n", server.gpus, server.gbps, absl::GetFlag(FLAGS_intra_us));
+  }
   if (loss > 0) std::printf("#  %.2f%% loss on fabric links\n", 100 * loss);
   if (failed_links > 0) {
     const double d = absl::GetFlag(FLAGS_degrade);
@@ -951,7 +983,7 @@ int run_collective(uint32_t hosts, const std::vector<TransportKind>& transports,
             "\"transport\": \"%s\", \"ranks\": %u, \"communicators\": %zu, \"members\": %u, "
             "\"placement\": \"%s\", \"bytes\": %lu, "
             "\"asked_bytes\": %lu, \"count\": %lu, \"channels\": %u, \"chunk_kb\": %u, "
-            "\"slots\": %u, "
+            "\"slots\": %u, \"gpus_per_server\": %u, "
             "\"iterations\": %u, \"time_us\": %.3f, \"p99_us\": %.3f, \"iteration_us\": [%s], "
             "\"algbw_gbytes\": %.4f, \"busbw_gbytes\": %.4f, \"busbw_factor\": %.6f, "
             "\"flows\": %lu, \"failed\": %lu, \"retransmits\": %lu, \"timeouts\": %lu, "
@@ -962,7 +994,7 @@ int run_collective(uint32_t hosts, const std::vector<TransportKind>& transports,
             ranks, comms->size(), members, absl::GetFlag(FLAGS_placement).c_str(), p.plan.bytes,
             p.asked,
             p.plan.bytes / sim::kCollectiveElementBytes, p.plan.channels,
-            absl::GetFlag(FLAGS_chunk_kb), absl::GetFlag(FLAGS_slots),
+            absl::GetFlag(FLAGS_chunk_kb), absl::GetFlag(FLAGS_slots), server.gpus,
             static_cast<uint32_t>(runs.size()), f.time_us, f.p99_us,
             iterations.c_str(), f.algbw_gbytes, f.busbw_gbytes,
             sim::bus_bandwidth_factor(*coll, members),

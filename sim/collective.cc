@@ -535,6 +535,73 @@ absl::StatusOr<CollectivePlan> collective_flows(const CollectiveSpec& spec) {
   return plan;
 }
 
+absl::StatusOr<CollectivePlan> hierarchical_flows(const CollectiveSpec& spec,
+                                                  const ServerSpec& server) {
+  const auto n = static_cast<uint32_t>(spec.hosts.size());
+  const uint32_t g = server.gpus;
+  if (spec.collective != Collective::kAllReduce) {
+    return bad(absl::StrCat("the hierarchical form models all-reduce only, not ",
+                            std::string(to_string(spec.collective))));
+  }
+  if (g < 2 || g > 64 || n % g != 0 || n / g < 2) {
+    return bad(absl::StrCat("gpus per server ", g, " must be in [2, 64] and divide the ", n,
+                            " ranks into at least 2 servers"));
+  }
+  if (!(server.gbps > 0 && server.gbps <= 1e6) || server.latency < 0) {
+    return bad(absl::StrCat("intra-server link ", server.gbps, " Gb/s, ", server.latency,
+                            " ps: rate in (0, 10^6], latency >= 0"));
+  }
+  const uint64_t bytes = collective_aligned_bytes(spec.collective, n, spec.bytes);
+  const uint64_t share = bytes / g / kCollectiveElementBytes * kCollectiveElementBytes;
+  const Time intra =
+      server.latency + static_cast<Time>(static_cast<double>(bytes) * (g - 1) / g * 8 /
+                                         server.gbps * 1000.0);  // bits / (Gb/s) = ns; x1000 ps
+  CollectivePlan plan;
+  plan.bytes = bytes;
+  plan.sent_by_rank.assign(n, 0);
+  // Per rank: the intra-server reduce-scatter before, the all-gather after.
+  std::vector<uint32_t> before(n), after(n);
+  for (uint32_t r = 0; r < n; ++r) {
+    before[r] = static_cast<uint32_t>(plan.flows.size());
+    FlowSpec f{before[r], spec.hosts[r], spec.hosts[r], 0, intra, {}};
+    f.compute = true;
+    plan.flows.push_back(f);
+  }
+  for (uint32_t r = 0; r < n; ++r) {
+    after[r] = static_cast<uint32_t>(plan.flows.size());
+    FlowSpec f{after[r], spec.hosts[r], spec.hosts[r], 0, intra, {before[r]}};
+    f.compute = true;
+    plan.flows.push_back(f);
+  }
+  std::vector<uint32_t> rank_of(kMaxWorkloadHosts + 1, 0);
+  for (uint32_t r = 0; r < n; ++r) rank_of[spec.hosts[r]] = r;
+  const uint32_t servers = n / g;
+  plan.channels = spec.channels;
+  for (uint32_t rail = 0; rail < g; ++rail) {
+    CollectiveSpec s = spec;
+    s.hosts.resize(servers);
+    for (uint32_t k = 0; k < servers; ++k) s.hosts[k] = spec.hosts[k * g + rail];
+    s.bytes = share;
+    auto p = collective_flows(s);
+    if (!p.ok()) return p.status();
+    plan.channels = std::min(plan.channels, p->channels);
+    const auto base = static_cast<uint32_t>(plan.flows.size());
+    append_flows(plan.flows, std::move(p->flows));
+    if (plan.flows.size() > kMaxWorkloadFlows) {
+      return bad(absl::StrCat("more than ", kMaxWorkloadFlows, " flows: raise chunk_bytes"));
+    }
+    for (uint32_t id = base; id < plan.flows.size(); ++id) {
+      FlowSpec& f = plan.flows[id];
+      const uint32_t src = rank_of[f.src], dst = rank_of[f.dst];
+      f.after.push_back(before[src]);
+      plan.flows[after[src]].after.push_back(id);
+      plan.flows[after[dst]].after.push_back(id);
+      plan.sent_by_rank[src] += f.bytes;
+    }
+  }
+  return plan;
+}
+
 std::vector<TreeNode> binary_tree(uint32_t ranks, int tree) {
   const std::vector<TreeNode> t0 = tree0(ranks);
   if (tree == 0 || ranks < 2) return t0;

@@ -93,6 +93,20 @@ struct CollectivePlan {
 // one element, more than kMaxWorkloadFlows flows.
 absl::StatusOr<CollectivePlan> collective_flows(const CollectiveSpec& spec);
 
+// The hierarchical form, for hosts that stand for GPUs of multi-GPU servers: `gpus` consecutive
+// ranks are one server, each with its own NIC (one rail per GPU index). An all-reduce is an
+// intra-server reduce-scatter, then an all-reduce of the buffer's 1/gpus share among the
+// servers on every rail at once (over the fabric, with `spec.algo`), then an intra-server
+// all-gather; the intra-server phases are compute tasks of `latency` plus (gpus-1)/gpus of the
+// buffer at `gbps` (NVLink-class). All-reduce only; n a multiple of gpus, at least 2 servers.
+struct ServerSpec {
+  uint32_t gpus = 8;
+  double gbps = 3600;  // per direction: NVLink 4's 450 GB/s
+  Time latency = 1 * kMicrosecond;
+};
+absl::StatusOr<CollectivePlan> hierarchical_flows(const CollectiveSpec& spec,
+                                                  const ServerSpec& server);
+
 // Where ranks run. contiguous: rank r on host r; strided: ranks spread evenly over the hosts
 // (rank r on host r * hosts / ranks), so neighbours sit on different leaves; random: a
 // uniformly random set of hosts in random order, from `rng`. ranks: 2..hosts.

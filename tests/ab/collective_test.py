@@ -10,7 +10,8 @@ Asserts:
 - under 1 % fabric loss and with 2 failed spine links UET completes the all-reduce; each
   transport's outcome is reported (a RoCEv2 row that does not finish says so under the table);
 - UET's datagram modes run the all-to-all (RUDI reliably; UUD with every datagram delivered);
-- --tp/--coll_group run one collective per tensor-parallel group at once;
+- --tp/--coll_group run one collective per tensor-parallel group at once; --gpus_per_server
+  runs the hierarchical all-reduce, its intra-server phases inside the time;
 - the same flags and seed give byte-identical JSON apart from wall time;
 - bad flags are refused with exit 2 and a message naming the flag.
 Usage: collective_test.py BUILD_BIN_DIR
@@ -135,6 +136,17 @@ def main():
                 if r["flows"] != 4 * 2 * 3 * 4:
                     failures.append(f"groups: {r['flows']} flows, expected 96")
 
+        # Multi-GPU servers: 4 servers of 4 GPUs; the time covers both intra-server phases.
+        proc, rows = uet_ab(bindir, tmp, "servers", [*NONBLOCKING, "--gpus_per_server=4",
+                                                     "--intra_us=50", "--sizes=4M"])
+        if rows is None:
+            failures.append(f"servers: exit {proc.returncode}: {proc.stderr.strip()}")
+        else:
+            for r in rows:
+                if r["gpus_per_server"] != 4 or r["failed"] != 0 or r["time_us"] < 100:
+                    failures.append(f"servers {r['transport']}: {r['gpus_per_server']} GPUs, "
+                                    f"{r['failed']} failed, {r['time_us']} us (< 2 x 50 us)")
+
         # Reproducible from the seed.
         args = [*SMALL, "--coll=alltoall", "--sizes=256K", "--iters=2", "--placement=random"]
         _, a = uet_ab(bindir, tmp, "rep_a", args)
@@ -154,7 +166,9 @@ def main():
                           (["--coll=alltoall", "--sizes=1M", "--uet_mode=uud"], "--uet_mode=uud"),
                           (["--uet_mode=udp"], "--uet_mode"),
                           (["--dp=3", "--tp=2", "--ranks=8"], "--dp=3 x --tp=2"),
-                          (["--coll_group=pp"], "--coll_group")):
+                          (["--coll_group=pp"], "--coll_group"),
+                          (["--gpus_per_server=3"], "--gpus_per_server=3 must divide"),
+                          (["--coll=alltoall", "--gpus_per_server=4"], "allreduce only")):
             proc, _ = uet_ab(bindir, tmp, "bad", [*SMALL, *bad])
             if proc.returncode != 2 or flag not in proc.stderr:
                 failures.append(f"{bad}: exit {proc.returncode}, stderr {proc.stderr.strip()!r}")

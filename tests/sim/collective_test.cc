@@ -397,6 +397,39 @@ TEST(Collective_Communicators, SplitsDataAndTensorGroupsMegatronStyle) {
       Mentions(communicators(hosts, 6, 1, ParallelGroup::kTensor).status(), "nothing to exchange"));
 }
 
+TEST(Collective_Hierarchical, RailsAllReduceTheirShareBetweenIntraServerPhases) {
+  // 3 servers of 4 GPUs, 12 MiB: each rail all-reduces 3 MiB among 3 servers.
+  CollectiveSpec s = spec(Collective::kAllReduce, CollectiveAlgo::kRing, 12, 12 << 20);
+  ServerSpec server;
+  server.gpus = 4;
+  server.gbps = 1000;
+  server.latency = 2 * kMicrosecond;
+  auto plan = hierarchical_flows(s, server);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  size_t tasks = 0;
+  for (const FlowSpec& f : plan->flows) {
+    if (f.compute) {
+      ++tasks;
+      // Expect: 2 us + 3/4 of 12 MiB at 1000 Gb/s.
+      EXPECT_EQ(f.start,
+                2 * kMicrosecond + static_cast<Time>(0.75 * (12 << 20) * 8 / 1000.0 * 1000));
+      continue;
+    }
+    // Expect: rails only: a flow joins GPUs of the same index on different servers.
+    EXPECT_EQ(f.src % 4, f.dst % 4);
+    EXPECT_NE(f.src / 4, f.dst / 4);
+  }
+  EXPECT_EQ(tasks, 24u);
+  for (uint32_t r = 0; r < 12; ++r) EXPECT_EQ(plan->sent_by_rank[r], 2 * (3 << 20) * 2 / 3);
+  EXPECT_TRUE(
+      Mentions(hierarchical_flows(
+                   spec(Collective::kAllToAll, CollectiveAlgo::kPairwise, 12, 12 << 20), server)
+                   .status(),
+               "all-reduce only"));
+  server.gpus = 8;
+  EXPECT_TRUE(Mentions(hierarchical_flows(s, server).status(), "divide the 12 ranks"));
+}
+
 // ------------------------------------------------------------------ on a fabric
 
 void fabric(Network& net, uint32_t leaves, uint32_t per_leaf) {
