@@ -167,7 +167,7 @@ uint16_t UetEndpoint::ev_port(const Pdc& p, uint16_t ev) noexcept {
     payload = {o.src + offset, len};
     if (tss_ != nullptr) {  // §5.2: sealed straight from registered memory (finish())
       if (b.reserve(len) == nullptr) return false;
-    } else if (!b.append(payload)) {
+    } else if (!b.append_summed(payload)) {
       return false;
     }
   }
@@ -471,6 +471,7 @@ void UetEndpoint::refuse(Pdc& p, uint32_t psn, uint8_t code, uint16_t message_id
 bool UetEndpoint::finish(wire::FrameBuilder& b, Frame& f, size_t elided,
                          std::span<const uint8_t> payload) {
   if (tss_ != nullptr) {
+    b.forget_payload_sum();  // sealing encrypts the payload in place (spec/uet.md §5)
     const size_t len = b.size();
     if (b.reserve(tss::kTagBytes) == nullptr) return false;
     tss::SealLayout l;

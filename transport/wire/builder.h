@@ -123,6 +123,27 @@ class FrameBuilder {
     if (!bytes.empty()) std::memcpy(p, bytes.data(), bytes.size());
     return true;
   }
+  // As append(), and when the frame carries a UDP checksum the bytes are summed while they are
+  // copied, so finish() sums only the rest of the datagram. The appended bytes must not change
+  // afterwards (forget_payload_sum() when they do, e.g. sealed in place).
+  bool append_summed(std::span<const uint8_t> bytes) noexcept {
+    uint8_t* p = reserve(bytes.size());
+    if (p == nullptr) return false;
+    if (bytes.empty()) return true;
+    const size_t at = static_cast<size_t>(p - buf_.data());
+    if (!t_.udp_checksum || (sum_len_ != 0 && sum_begin_ + sum_len_ != at)) {
+      std::memcpy(p, bytes.data(), bytes.size());  // one pre-summed run per frame; others copy
+      return true;
+    }
+    if (sum_len_ == 0) sum_begin_ = at;
+    // A run that starts at an odd offset into the datagram has its bytes in swapped halves.
+    const uint64_t run = csum_copy(0, p, bytes.data(), bytes.size());
+    sum_ += ((at - t_.len) & 1) != 0 ? swap_halves(run) : run;
+    sum_len_ += bytes.size();
+    return true;
+  }
+  // The bytes append_summed() summed were changed in place: finish() sums them again.
+  void forget_payload_sum() noexcept { sum_ = 0, sum_begin_ = 0, sum_len_ = 0; }
   // Appends n bytes left as they are, for the caller to write every one of (headers built in
   // locals, copied with a fixed size); null when full.
   uint8_t* reserve(size_t n) noexcept {
@@ -193,10 +214,24 @@ class FrameBuilder {
   // of the pseudo-header and ports: the same value as udp_checksum() over the whole datagram.
   uint16_t udp_checksum_from_sum(size_t udp_len) const noexcept {
     // The length counts twice: in the pseudo-header and in the UDP header.
-    const uint64_t sum =
-        csum_add(uint64_t{t_.udp_sum} + 2 * uint64_t{udp_len}, buf_.data() + t_.len, len_ - t_.len);
+    uint64_t sum = uint64_t{t_.udp_sum} + 2 * uint64_t{udp_len};
+    const uint8_t* const from = buf_.data() + t_.len;
+    if (sum_len_ == 0) {
+      sum = csum_add(sum, from, len_ - t_.len);
+    } else {  // before the pre-summed run, the run, after it (at its parity)
+      const size_t head = sum_begin_ - t_.len, tail_at = sum_begin_ + sum_len_;
+      sum = csum_add(sum, from, head) + sum_;
+      const uint64_t tail = csum_add(0, buf_.data() + tail_at, len_ - tail_at);
+      sum += ((tail_at - t_.len) & 1) != 0 ? swap_halves(tail) : tail;
+    }
     const uint16_t c = csum_finish(sum);
     return c == 0 ? 0xFFFF : c;
+  }
+  // A one's-complement sum folded to 16 bits with its bytes exchanged: the same bytes summed
+  // one position later (RFC 1071 §2(B), byte order independence).
+  static uint64_t swap_halves(uint64_t s) noexcept {
+    while ((s >> 16) != 0) s = (s & 0xFFFF) + (s >> 16);
+    return ((s & 0xFF) << 8) | (s >> 8);
   }
   WireError finish_other(size_t* frame_len, size_t elided) noexcept;
 
@@ -204,6 +239,9 @@ class FrameBuilder {
   size_t len_ = 0;
   EncapLayout t_;  // the template's; udp_sum with the source port added
   bool overflow_ = false;
+  // The run of bytes append_summed() summed: [sum_begin_, sum_begin_ + sum_len_).
+  uint64_t sum_ = 0;
+  size_t sum_begin_ = 0, sum_len_ = 0;
 };
 
 }  // namespace uet::wire
