@@ -969,11 +969,21 @@ void UetEndpoint::on_rtt_sample(Pdc& p, Time rtt) noexcept {
     p.rttvar = (3 * p.rttvar + err) / 4;
     p.srtt = (7 * p.srtt + rtt) / 8;
   }
+  p.rtt_max = std::max(p.rtt_max, rtt);
+  counters_.rtt_max = std::max(counters_.rtt_max, rtt);
 }
 
-Time UetEndpoint::rto_estimate(const Pdc& p) const noexcept {
+// RFC 6298 §2.3, floored at rto_srtt_pct of srtt and at rto_rtt_max_pct of the largest sample.
+Time UetEndpoint::rto_estimate(const Pdc& p) noexcept {
   if (p.srtt == 0) return config_.rto;
-  const Time est = std::max(p.srtt + 4 * p.rttvar, p.srtt * config_.rto_srtt_pct / 100);
+  Time est = std::max(p.srtt + 4 * p.rttvar, p.srtt * config_.rto_srtt_pct / 100);
+  if (config_.rto_rtt_max_pct != 0) {
+    const Time floor = p.rtt_max * config_.rto_rtt_max_pct / 100;
+    if (est < floor) {
+      est = floor;
+      ++counters_.rto_below_rtt_max;
+    }
+  }
   return std::clamp(est, config_.min_rto, config_.max_rto);
 }
 
