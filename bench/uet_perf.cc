@@ -945,7 +945,7 @@ struct LaneOut {
   uint64_t rx_socket_bytes = 0, peer_rx_socket_bytes = 0, inflight_bound = 0;
   bool rx_socket_capped = false;
   Time rtt_max = 0;                // UET: the largest RTT sample
-  uint64_t rto_below_rtt_max = 0;  // UET: RTO estimates raised to --rto_rtt_max_pct of it
+  uint64_t rto_below_rtt_max = 0;  // UET: RTOs raised (past min_rto) to --rto_rtt_max_pct of it
   uint64_t go_back_n = 0;          // RoCEv2: restarts from a PSN
   TssOut tss;
   std::string json;  // the lane's result as one JSON object
@@ -1049,8 +1049,8 @@ void report(const Options& o, const Io& io, TapIo& tap, const Endpoint& ep, Resu
     const UetCounters& k = static_cast<const UetEndpoint&>(ep).counters();
     out.rtt_max = k.rtt_max;
     out.rto_below_rtt_max = k.rto_below_rtt_max;
-    absl::StrAppendFormat(&t, " rto: %.0f us (min %.0f, max %.0f), largest rtt %.1f us, raised "
-                              "to %u %% of it %lu times; cc %s\n",
+    absl::StrAppendFormat(&t, " rto: %.0f us (min %.0f, max %.0f), largest rtt %.1f us, RTO "
+                              "raised to %u %% of it %lu times; cc %s\n",
                           static_cast<double>(o.rto) / kMicrosecond,
                           static_cast<double>(o.min_rto) / kMicrosecond,
                           static_cast<double>(o.max_rto) / kMicrosecond,

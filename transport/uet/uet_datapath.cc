@@ -976,15 +976,13 @@ void UetEndpoint::on_rtt_sample(Pdc& p, Time rtt) noexcept {
 // RFC 6298 §2.3, floored at rto_srtt_pct of srtt and at rto_rtt_max_pct of the largest sample.
 Time UetEndpoint::rto_estimate(const Pdc& p) noexcept {
   if (p.srtt == 0) return config_.rto;
-  Time est = std::max(p.srtt + 4 * p.rttvar, p.srtt * config_.rto_srtt_pct / 100);
-  if (config_.rto_rtt_max_pct != 0) {
-    const Time floor = p.rtt_max * config_.rto_rtt_max_pct / 100;
-    if (est < floor) {
-      est = floor;
-      ++counters_.rto_below_rtt_max;
-    }
-  }
-  return std::clamp(est, config_.min_rto, config_.max_rto);
+  const Time est = std::max(p.srtt + 4 * p.rttvar, p.srtt * config_.rto_srtt_pct / 100);
+  const Time rto = std::clamp(est, config_.min_rto, config_.max_rto);
+  if (config_.rto_rtt_max_pct == 0) return rto;
+  const Time floored = std::clamp(std::max(est, p.rtt_max * config_.rto_rtt_max_pct / 100),
+                                  config_.min_rto, config_.max_rto);
+  if (floored > rto) ++counters_.rto_below_rtt_max;
+  return floored;
 }
 
 // Tail-loss probe (issue 4: "probes when the tail is unacknowledged"): armed only when all

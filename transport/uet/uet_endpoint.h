@@ -284,7 +284,7 @@ struct UetCounters {
   uint64_t timeouts = 0, fast_retx = 0, nack_retx = 0;
   uint64_t tlp_probes = 0;        // tail-loss probes sent
   Time rtt_max = 0;               // the largest valid RTT sample of any PDC (ps)
-  uint64_t rto_below_rtt_max = 0; // RTO estimates raised to rto_rtt_max_pct of the PDC's max
+  uint64_t rto_below_rtt_max = 0; // RTOs raised (past min_rto) by the rto_rtt_max_pct floor
   // SES READ / SEND.
   uint64_t tx_read_data = 0;      // target: ACKs carrying read data (first and repeated)
   uint64_t rx_read_data = 0;      // initiator: read data placed
