@@ -946,6 +946,7 @@ struct LaneOut {
   bool rx_socket_capped = false;
   Time rtt_max = 0;                // UET: the largest RTT sample
   uint64_t rto_below_rtt_max = 0;  // UET: RTOs raised (past min_rto) to --rto_rtt_max_pct of it
+  uint64_t tlp_probes = 0, fast_retx = 0;  // UET: resends by tail-loss probe, by reorder
   uint64_t go_back_n = 0;          // RoCEv2: restarts from a PSN
   TssOut tss;
   std::string json;  // the lane's result as one JSON object
@@ -971,7 +972,8 @@ std::string json_of(const Options& o, const LaneOut& l) {
       "\"max_rto_us\": %.0f, \"rto_rtt_max_pct\": %u, \"ack_timeout_exp\": %u, "
       "\"socket_drops\": %lu, \"rx_socket_bytes\": %lu, \"rx_socket_capped\": %s, "
       "\"peer_rx_socket_bytes\": %lu, \"inflight_bound\": %lu, \"rtt_max_us\": %.3f, "
-      "\"rto_below_rtt_max\": %lu, \"go_back_n\": %lu}",
+      "\"rto_below_rtt_max\": %lu, \"tlp_probes\": %lu, \"fast_retx\": %lu, "
+      "\"go_back_n\": %lu}",
       o.server ? "server" : "client", o.uet ? "uet" : "rocev2", o.io, o.op,
       o.bidir ? "true" : "false", o.lat ? "latency" : "bandwidth", o.lane, ip_str(o.ip), l.size,
       r.completed, r.failed, r.bytes, r.seconds, l.gbps, l.mpps, l.pkt_mpps, r.lat_us.size(),
@@ -985,7 +987,8 @@ std::string json_of(const Options& o, const LaneOut& l) {
       static_cast<double>(o.min_rto) / kMicrosecond, static_cast<double>(o.max_rto) / kMicrosecond,
       o.rto_rtt_max_pct, o.ack_timeout_exp, l.socket_drops, l.rx_socket_bytes,
       l.rx_socket_capped ? "true" : "false", l.peer_rx_socket_bytes, l.inflight_bound,
-      static_cast<double>(l.rtt_max) / kMicrosecond, l.rto_below_rtt_max, l.go_back_n);
+      static_cast<double>(l.rtt_max) / kMicrosecond, l.rto_below_rtt_max, l.tlp_probes,
+      l.fast_retx, l.go_back_n);
 }
 
 bool write_json(const std::string& text) {
@@ -1049,13 +1052,17 @@ void report(const Options& o, const Io& io, TapIo& tap, const Endpoint& ep, Resu
     const UetCounters& k = static_cast<const UetEndpoint&>(ep).counters();
     out.rtt_max = k.rtt_max;
     out.rto_below_rtt_max = k.rto_below_rtt_max;
+    out.tlp_probes = k.tlp_probes;
+    out.fast_retx = k.fast_retx;
     absl::StrAppendFormat(&t, " rto: %.0f us (min %.0f, max %.0f), largest rtt %.1f us, RTO "
-                              "raised to %u %% of it %lu times; cc %s\n",
+                              "raised to %u %% of it %lu times; resent by probe %lu, by reorder "
+                              "%lu, by NACK %lu; cc %s\n",
                           static_cast<double>(o.rto) / kMicrosecond,
                           static_cast<double>(o.min_rto) / kMicrosecond,
                           static_cast<double>(o.max_rto) / kMicrosecond,
                           static_cast<double>(k.rtt_max) / kMicrosecond, o.rto_rtt_max_pct,
-                          k.rto_below_rtt_max, to_string(o.cc));
+                          k.rto_below_rtt_max, k.tlp_probes, k.fast_retx, k.nack_retx,
+                          to_string(o.cc));
   } else {
     out.go_back_n = static_cast<const RoceEndpoint&>(ep).counters().go_back_n;
     absl::StrAppendFormat(&t, " ack timeout 4.096 us * 2^%u; go-back-N restarts %lu\n",

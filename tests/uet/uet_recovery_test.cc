@@ -270,6 +270,42 @@ TEST(UetRecovery_Rto, FloorAtTheLargestSampleAbsorbsAStallLikeAnEarlierOne) {
   }
 }
 
+// The tail-loss probe waits for the same floor: after a 200 us round trip and 40 of ~4 us,
+// the last packet of a write is held 100 us. With the floor off the probe goes after
+// 2 srtt + ack_delay (a resend of a packet that was not lost); at 150 % it waits 300 us.
+TEST(UetRecovery_Tlp, WaitsForTheLargestSampleFloor) {
+  for (const uint32_t pct : {0u, 150u}) {
+    SCOPED_TRACE(pct);
+    UetConfig a = config_for(kIpA);
+    a.rto = kMillisecond;
+    a.min_rto = kMillisecond;  // the RTO stays out of the way: only the probe can resend
+    a.rto_rtt_max_pct = pct;
+    Pair t(a);
+    Time ack_delay = 0;
+    bool hold_eom = false;
+    t.link.set_filter([&](int from, const wire::Decoded& d, std::vector<uint8_t>&) {
+      testing::Verdict v;
+      if (from == 1) v.delay = ack_delay;
+      if (from == 0 && hold_eom && is_eom_request(d)) {
+        v.delay = 100 * kMicrosecond;
+        hold_eom = false;
+      }
+      return v;
+    });
+    ack_delay = 200 * kMicrosecond;
+    t.write(1, 4 * 4096);
+    ack_delay = 0;
+    for (uint64_t id = 2; id <= 41; ++id) t.write(id, 4 * 4096);
+    ASSERT_EQ(t.ea->counters().tx_retx, 0u);
+    hold_eom = true;
+    t.write(42, 4 * 4096);
+    ASSERT_EQ(t.completions().size(), 42u);
+    // Expect: one spurious probe without the floor, none with it; no timeout either way.
+    EXPECT_EQ(t.ea->counters().tlp_probes, pct == 0 ? 1u : 0u);
+    EXPECT_EQ(t.ea->counters().timeouts, 0u);
+  }
+}
+
 // The floor is bounded by max_rto like the rest of the estimate.
 TEST(UetRecovery_Rto, FloorAtTheLargestSampleStopsAtMaxRto) {
   UetConfig a = config_for(kIpA);

@@ -996,7 +996,10 @@ Time UetEndpoint::rto_estimate(const Pdc& p) noexcept {
   }
   // RFC 8985 §7.2: PTO = 2 srtt (+ the peer's ACK delay), but before the RTO: with a small
   // RTO (min_rto) the probe goes at 3/4 of it, so it still saves the timeout's window cut.
-  const Time pto = std::min(2 * p.srtt + config_.ack_delay, p.rto * 3 / 4);
+  // rto_rtt_max_pct: a stall as long as an earlier one is not a lost tail either.
+  const Time wait = std::max(2 * p.srtt + config_.ack_delay,
+                             p.rtt_max * config_.rto_rtt_max_pct / 100);
+  const Time pto = std::min(wait, p.rto * 3 / 4);
   p.tlp_deadline = now + pto;
   deadline_ = std::min(deadline_, p.tlp_deadline);
 }

@@ -203,7 +203,8 @@ struct UetConfig {
   // The estimate's floor as a percentage of the largest RTT sample the PDC has seen (RFC 6298
   // §2.4 allows any RTO above the estimate): a host whose threads stall for milliseconds
   // shows those stalls in some samples, and an RTO below them times out spuriously when the
-  // next stall comes. 0 (the default): no such floor. 0..1000.
+  // next stall comes. The tail-loss probe waits as long (below 3/4 RTO). 0 (the default): no
+  // such floor. 0..1000.
   uint32_t rto_rtt_max_pct = 0;
   // Tail-loss probe: when everything posted has been sent and PSNs stay unacknowledged for
   // min(2 srtt + ack_delay, 3/4 RTO), resend the highest unacknowledged PSN once, without
