@@ -254,7 +254,9 @@ TEST(UringIo, SetupReportsTheGrantedReceiveBuffer) {
     EXPECT_GE(s.rx_socket_bytes, 2 * std::min<uint64_t>(c.socket_buffer_bytes, rmem_max));
   }
   EXPECT_EQ(s.rx_socket_capped, s.rx_socket_bytes < 2 * uint64_t{c.socket_buffer_bytes});
-  if (!s.rx_socket_capped) EXPECT_GE(s.rx_socket_bytes, 2u << 20);
+  if (!s.rx_socket_capped) {
+    EXPECT_GE(s.rx_socket_bytes, 2u << 20);
+  }
 }
 
 // ---------------------------------------------------------------------- end to end
