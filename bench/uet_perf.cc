@@ -10,7 +10,9 @@
 // Sequence, as perftest: the server listens on a TCP control connection (--oob-port) and prints
 // "ready"; the client connects and sends its parameters (transport, size, region layout, seed,
 // its data-plane IP and MAC, QPN and start PSN); the server registers a region and answers with
-// its IP, MAC, rkey, QPN and start PSN. Each side then resolves the other's MAC (static --neigh
+// its IP, MAC, rkey, QPN and start PSN. Before HELLO both tell the other their receive
+// socket's size (RXCAP, io_uring; 0 for DPDK) and each keeps no more data in flight than fits
+// the other's: UET's window, RoCEv2's outstanding PSNs. Each side then resolves the other's MAC (static --neigh
 // entry, else ARP in the DPDK backend), connects its QP (RoCEv2), and both meet at a barrier.
 // The client writes; when every write has completed it sends DONE, the server compares its
 // region with the seeded pattern and answers VERIFY ok|mismatch. Both print perftest's table
@@ -53,6 +55,7 @@
 #include <memory>
 #include <optional>
 #include <random>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -121,16 +124,27 @@ ABSL_FLAG(uint32_t, dev_mtu, 9000, "DPDK: device (L3) MTU to configure, 1500..96
 ABSL_FLAG(double, loss, 0, "drop this fraction of sent frames before the device, 0..0.5");
 ABSL_FLAG(uint64_t, seed, 1, "seed of the data pattern, the loss and the start PSNs");
 ABSL_FLAG(uint32_t, window_kb, 256, "UET: bytes in flight per PDC in KiB, 16..65536");
+ABSL_FLAG(std::string, cc, "nscc",
+          "UET: congestion control, nscc, rccc or nscc+rccc (also: both); the server adopts the "
+          "client's");
 ABSL_FLAG(uint32_t, rto_us, 2000,
-          "UET: retransmission timeout before the first RTT sample in microseconds, 10..1000000");
+          "UET: retransmission timeout before the first RTT sample in microseconds, 10..1000000 "
+          "(--io=uring: 50000)");
 ABSL_FLAG(uint32_t, min_rto_us, 1000,
           "UET: lower bound of the RTT-estimated retransmission timeout in microseconds, "
-          "1..--rto_us (the simulator's 10 us is far below a software path's scheduling jitter)");
+          "1..--rto_us (the simulator's 10 us is far below a software path's scheduling jitter; "
+          "--io=uring: 50000)");
+ABSL_FLAG(uint32_t, max_rto_us, 10000,
+          "UET: upper bound of the retransmission timeout in microseconds, --rto_us..60000000 "
+          "(--io=uring: 200000)");
+ABSL_FLAG(uint32_t, rto_rtt_max_pct, 0,
+          "UET: floor of the retransmission timeout as a percentage of the largest RTT sample, "
+          "0..1000, 0 = none (--io=uring: 150)");
 ABSL_FLAG(uint32_t, base_rtt_us, 0,
           "UET: the path's unloaded round trip for NSCC in microseconds, 0..100000; 0 = the "
           "control connection's smallest round trip of 16, measured at start-up");
 ABSL_FLAG(uint32_t, ack_timeout_exp, 10,
-          "RoCEv2: local ACK timeout 4.096 us * 2^t, 1..31 (10 = 4.2 ms)");
+          "RoCEv2: local ACK timeout 4.096 us * 2^t, 1..31 (10 = 4.2 ms; --io=uring: 14 = 67 ms)");
 ABSL_FLAG(uint32_t, timeout_s, 60,
           "give up after this many seconds without progress (link, control, writes), 1..3600");
 ABSL_FLAG(std::string, json, "", "write the result as one JSON object to this file (default none)");
@@ -151,6 +165,12 @@ namespace uet::perf {
 namespace {
 
 std::atomic<bool> g_stop{false};
+
+// The flags named on the command line (main() fills it before parsing), whatever their value.
+std::set<std::string>& given_flags() {
+  static std::set<std::string> names;
+  return names;
+}
 void on_signal(int) { g_stop.store(true, std::memory_order_relaxed); }
 
 constexpr uint64_t kRegionCap = 64ull << 20;  // bytes of the target region at most
@@ -162,7 +182,10 @@ constexpr uint32_t kQpn = 0x100;              // RoceConfig::qpn_base: our one Q
 struct Options {
   bool server = false;
   Time base_rtt = 0;      // UET NSCC's base RTT: --base_rtt_us, else measured at start-up
-  Time min_rto = 0;
+  Time rto = 0, min_rto = 0, max_rto = 0;  // UET
+  uint32_t rto_rtt_max_pct = 0;             // UET
+  CcMode cc = CcMode::kNscc;                // UET; the server adopts the client's
+  uint32_t ack_timeout_exp = 0;             // RoCEv2
   std::string server_host;
   uint16_t oob_port = 0;
   bool uet = true;
@@ -327,12 +350,36 @@ absl::StatusOr<Options> options_from_flags() {
   c.range("loss", o.loss, 0, 0.5);
   o.seed = absl::GetFlag(FLAGS_seed);
   c.range("window_kb", absl::GetFlag(FLAGS_window_kb), 16, 65536);
-  c.range("rto_us", absl::GetFlag(FLAGS_rto_us), 10, 1000000);
-  c.range("min_rto_us", absl::GetFlag(FLAGS_min_rto_us), 1, absl::GetFlag(FLAGS_rto_us));
+  const std::string cc = absl::GetFlag(FLAGS_cc);
+  if (cc == "nscc") {
+    o.cc = CcMode::kNscc;
+  } else if (cc == "rccc") {
+    o.cc = CcMode::kRccc;
+  } else if (cc == "nscc+rccc" || cc == "both") {
+    o.cc = CcMode::kNsccRccc;
+  } else {
+    c.fail("--cc=" + cc + " unknown: nscc, rccc or nscc+rccc (both)");
+  }
+  // Kernel-socket hosts stall threads for milliseconds; shorter timers would fire spuriously.
+  const bool host_io = o.io == "uring";
+  const auto flag_or = [&](const char* flag, uint32_t value, uint32_t host_value) {
+    return host_io && !given_flags().contains(flag) ? host_value : value;
+  };
+  const uint32_t rto_us = flag_or("rto_us", absl::GetFlag(FLAGS_rto_us), 50000);
+  const uint32_t min_rto_us = flag_or("min_rto_us", absl::GetFlag(FLAGS_min_rto_us), 50000);
+  const uint32_t max_rto_us = flag_or("max_rto_us", absl::GetFlag(FLAGS_max_rto_us), 200000);
+  o.rto_rtt_max_pct = flag_or("rto_rtt_max_pct", absl::GetFlag(FLAGS_rto_rtt_max_pct), 150);
+  o.ack_timeout_exp = flag_or("ack_timeout_exp", absl::GetFlag(FLAGS_ack_timeout_exp), 14);
+  c.range("rto_us", rto_us, 10, 1000000);
+  c.range("min_rto_us", min_rto_us, 1, rto_us);
+  c.range("max_rto_us", max_rto_us, rto_us, 60000000);
+  c.range("rto_rtt_max_pct", o.rto_rtt_max_pct, 0, 1000);
   c.range("base_rtt_us", absl::GetFlag(FLAGS_base_rtt_us), 0, 100000);
-  o.min_rto = static_cast<Time>(absl::GetFlag(FLAGS_min_rto_us)) * kMicrosecond;
+  o.rto = static_cast<Time>(rto_us) * kMicrosecond;
+  o.min_rto = static_cast<Time>(min_rto_us) * kMicrosecond;
+  o.max_rto = static_cast<Time>(max_rto_us) * kMicrosecond;
   o.base_rtt = static_cast<Time>(absl::GetFlag(FLAGS_base_rtt_us)) * kMicrosecond;
-  c.range("ack_timeout_exp", absl::GetFlag(FLAGS_ack_timeout_exp), 1, 31);
+  c.range("ack_timeout_exp", o.ack_timeout_exp, 1, 31);
   c.range("timeout_s", absl::GetFlag(FLAGS_timeout_s), 1, 3600);
   o.timeout = static_cast<Time>(absl::GetFlag(FLAGS_timeout_s)) * kSecond;
   if (!c.error.empty()) return absl::InvalidArgumentError(c.error);
@@ -425,10 +472,17 @@ struct Io {
 #ifdef UET_PERF_HAVE_DPDK
   io::DpdkIo* dpdk = nullptr;
 #endif
+#ifdef UET_PERF_HAVE_URING
+  io::UringIo* uring = nullptr;
+#endif
   io::PacketIo* backend = nullptr;
   wire::MacAddr mac{};
   uint32_t max_frame = 0;
   uint16_t udp_source_port = 0;  // UetConfig::udp_source_port: the one port the socket sends from
+  // uring: the receiving socket's SO_RCVBUF as granted (0: no socket, no bound), and whether
+  // net.core.rmem_max capped it; the peer learns it at RXCAP.
+  uint32_t rx_socket_bytes = 0;
+  bool rx_socket_capped = false;
   std::string description;
 
   // The peer's MAC if known (uring: any; the kernel routes). Sends an ARP request when asked.
@@ -528,10 +582,21 @@ absl::StatusOr<IoSet> make_io(const Options& o, const std::vector<std::string>& 
     auto u = io::UringIo::create(c);
     if (!u.ok()) return u.status();
     Io out;
+    out.uring = u->get();
     out.backend = u->get();
     out.mac = c.local_mac;
     out.max_frame = c.frame_capacity;
-    out.description = absl::StrFormat("io_uring UDP %s:%u", ip_str(o.ip), c.udp_port);
+    const io::UringSetup& su = (*u)->setup();
+    out.rx_socket_bytes = su.rx_socket_bytes;
+    out.rx_socket_capped = su.rx_socket_capped;
+    out.description = absl::StrFormat(
+        "io_uring UDP %s:%u, receive socket %u bytes%s, %s", ip_str(o.ip), c.udp_port,
+        su.rx_socket_bytes,
+        su.rx_socket_capped
+            ? absl::StrFormat(" (asked %u: capped by net.core.rmem_max, raise it for more in flight)",
+                              c.socket_buffer_bytes)
+            : std::string(),
+        su.coop_taskrun ? "cooperative task running" : "task running by interrupt (kernel < 5.19)");
     if (o.tss) {
       out.udp_source_port = (*u)->ev_ports()[0];
       absl::StrAppendFormat(&out.description, ", TSS: every frame from source port %u",
@@ -735,8 +800,9 @@ bool has_tss_key(const tss::TssConfig& t, uint64_t sdi, uint64_t an) {
   return false;
 }
 
+// peer_rx_payload: payload bytes the peer's receive socket holds (RXCAP), 0 = no bound.
 absl::StatusOr<std::unique_ptr<Endpoint>> make_engine(const Options& o, const Io& io,
-                                                      uint32_t mtu) {
+                                                      uint32_t mtu, uint64_t peer_rx_payload) {
   if (mtu + 160 > io.max_frame) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "--mtu=%u too large for the device: frames hold %u bytes, so at most %u", mtu,
@@ -749,8 +815,13 @@ absl::StatusOr<std::unique_ptr<Endpoint>> make_engine(const Options& o, const Io
     c.resolve_mac = &resolve_mac;
     c.payload_bytes = mtu;
     c.window_bytes = uint64_t{absl::GetFlag(FLAGS_window_kb)} * 1024;
-    c.rto = static_cast<Time>(absl::GetFlag(FLAGS_rto_us)) * kMicrosecond;
+    c.rto = o.rto;
     c.min_rto = o.min_rto;
+    c.max_rto = o.max_rto;
+    c.rto_rtt_max_pct = o.rto_rtt_max_pct;
+    c.cc = o.cc;
+    // The peer's receive socket drops what does not fit: no more than it holds in flight.
+    if (peer_rx_payload > 0) c.window_bytes = std::clamp<uint64_t>(peer_rx_payload, mtu, c.window_bytes);
     // io_uring sends the payload after our UDP header through a socket: the kernel computes
     // the real UDP checksum, so computing one here would be wasted work.
     c.udp_checksum = o.io != "uring";
@@ -769,7 +840,13 @@ absl::StatusOr<std::unique_ptr<Endpoint>> make_engine(const Options& o, const Io
   c.mtu = mtu;
   c.qpn_base = kQpn;
   c.max_qps = 1;
-  c.ack_timeout_exp = static_cast<uint8_t>(absl::GetFlag(FLAGS_ack_timeout_exp));
+  c.ack_timeout_exp = static_cast<uint8_t>(o.ack_timeout_exp);
+  // RC has no send window (go-back-N resends all after one drop): bound the packets in flight
+  // by what the peer's receive socket holds.
+  if (peer_rx_payload > 0) {
+    c.max_outstanding_psns = static_cast<uint32_t>(
+        std::clamp<uint64_t>(peer_rx_payload / mtu, 1, c.max_outstanding_psns));
+  }
   c.seed = o.seed;
   auto e = RoceEndpoint::create(c);
   if (!e.ok()) return e.status();
@@ -862,6 +939,15 @@ struct LaneOut {
   uint64_t size = 0;
   io::IoStats frames;
   uint64_t lost = 0, retransmitted = 0, timeouts = 0;
+  uint64_t socket_drops = 0;  // uring: datagrams the receive socket dropped (SO_RXQ_OVFL)
+  // RXCAP: this side's receive socket as granted, whether rmem_max capped it, the peer's, and
+  // the payload bytes this side keeps in flight at most because of it (0: no bound).
+  uint64_t rx_socket_bytes = 0, peer_rx_socket_bytes = 0, inflight_bound = 0;
+  bool rx_socket_capped = false;
+  Time rtt_max = 0;                // UET: the largest RTT sample
+  uint64_t rto_below_rtt_max = 0;  // UET: RTOs raised (past min_rto) to --rto_rtt_max_pct of it
+  uint64_t tlp_probes = 0, fast_retx = 0;  // UET: resends by tail-loss probe, by reorder
+  uint64_t go_back_n = 0;          // RoCEv2: restarts from a PSN
   TssOut tss;
   std::string json;  // the lane's result as one JSON object
 };
@@ -882,7 +968,12 @@ std::string json_of(const Options& o, const LaneOut& l) {
       "\"rx_dropped\": %lu, \"injected_loss\": %lu}, \"retransmitted\": %lu, \"timeouts\": %lu, "
       "\"verify\": \"%s\", \"checked_bytes\": %lu, \"mismatched_bytes\": %lu, \"mtu\": %u, "
       "\"loss\": %g, \"seed\": %lu, \"base_rtt_us\": %.3f, \"ok\": %s, \"error\": \"%s\", "
-      "\"tss\": %s}",
+      "\"tss\": %s, \"cc\": \"%s\", \"rto_us\": %.0f, \"min_rto_us\": %.0f, "
+      "\"max_rto_us\": %.0f, \"rto_rtt_max_pct\": %u, \"ack_timeout_exp\": %u, "
+      "\"socket_drops\": %lu, \"rx_socket_bytes\": %lu, \"rx_socket_capped\": %s, "
+      "\"peer_rx_socket_bytes\": %lu, \"inflight_bound\": %lu, \"rtt_max_us\": %.3f, "
+      "\"rto_below_rtt_max\": %lu, \"tlp_probes\": %lu, \"fast_retx\": %lu, "
+      "\"go_back_n\": %lu}",
       o.server ? "server" : "client", o.uet ? "uet" : "rocev2", o.io, o.op,
       o.bidir ? "true" : "false", o.lat ? "latency" : "bandwidth", o.lane, ip_str(o.ip), l.size,
       r.completed, r.failed, r.bytes, r.seconds, l.gbps, l.mpps, l.pkt_mpps, r.lat_us.size(),
@@ -892,7 +983,12 @@ std::string json_of(const Options& o, const LaneOut& l) {
       l.frames.rx_packets, l.frames.tx_dropped, l.frames.rx_dropped, l.lost, l.retransmitted,
       l.timeouts, r.verify, r.checked_bytes, r.mismatched_bytes, o.mtu, o.loss, o.seed,
       static_cast<double>(o.base_rtt) / kMicrosecond, r.ok ? "true" : "false", r.error,
-      tss_json(l.tss));
+      tss_json(l.tss), o.uet ? to_string(o.cc) : "n/a", static_cast<double>(o.rto) / kMicrosecond,
+      static_cast<double>(o.min_rto) / kMicrosecond, static_cast<double>(o.max_rto) / kMicrosecond,
+      o.rto_rtt_max_pct, o.ack_timeout_exp, l.socket_drops, l.rx_socket_bytes,
+      l.rx_socket_capped ? "true" : "false", l.peer_rx_socket_bytes, l.inflight_bound,
+      static_cast<double>(l.rtt_max) / kMicrosecond, l.rto_below_rtt_max, l.tlp_probes,
+      l.fast_retx, l.go_back_n);
 }
 
 bool write_json(const std::string& text) {
@@ -952,6 +1048,38 @@ void report(const Options& o, const Io& io, TapIo& tap, const Endpoint& ep, Resu
                         "retransmitted %lu, timeouts %lu, engine rx drops %lu\n",
                         s.tx_packets, s.rx_packets, s.tx_dropped, s.rx_dropped, tap.lost(),
                         es.retransmitted_packets, es.timeouts, es.rx_dropped);
+  if (o.uet) {
+    const UetCounters& k = static_cast<const UetEndpoint&>(ep).counters();
+    out.rtt_max = k.rtt_max;
+    out.rto_below_rtt_max = k.rto_below_rtt_max;
+    out.tlp_probes = k.tlp_probes;
+    out.fast_retx = k.fast_retx;
+    absl::StrAppendFormat(&t, " rto: %.0f us (min %.0f, max %.0f), largest rtt %.1f us, RTO "
+                              "raised to %u %% of it %lu times; resent by probe %lu, by reorder "
+                              "%lu, by NACK %lu; cc %s\n",
+                          static_cast<double>(o.rto) / kMicrosecond,
+                          static_cast<double>(o.min_rto) / kMicrosecond,
+                          static_cast<double>(o.max_rto) / kMicrosecond,
+                          static_cast<double>(k.rtt_max) / kMicrosecond, o.rto_rtt_max_pct,
+                          k.rto_below_rtt_max, k.tlp_probes, k.fast_retx, k.nack_retx,
+                          to_string(o.cc));
+  } else {
+    out.go_back_n = static_cast<const RoceEndpoint&>(ep).counters().go_back_n;
+    absl::StrAppendFormat(&t, " ack timeout 4.096 us * 2^%u; go-back-N restarts %lu\n",
+                          o.ack_timeout_exp, out.go_back_n);
+  }
+#ifdef UET_PERF_HAVE_URING
+  if (io.uring != nullptr) {
+    out.socket_drops = io.uring->counters().rx_kernel_dropped;
+    out.rx_socket_bytes = io.rx_socket_bytes;
+    out.rx_socket_capped = io.rx_socket_capped;
+    absl::StrAppendFormat(&t,
+                          " receive socket %lu bytes%s, dropped %lu; peer's %lu bytes: at most "
+                          "%lu payload bytes in flight\n",
+                          out.rx_socket_bytes, out.rx_socket_capped ? " (capped by rmem_max)" : "",
+                          out.socket_drops, out.peer_rx_socket_bytes, out.inflight_bound);
+  }
+#endif
   const TssOut tss = tss_of(o, ep);
   if (tss.on) {
     absl::StrAppendFormat(&t,
@@ -1004,6 +1132,11 @@ void report(const Options& o, const Io& io, TapIo& tap, const Endpoint& ep, Resu
 
 // ---------------------------------------------------------------------------------------------
 // The run.
+
+// RXCAP: payload bytes a receive socket granted `granted` bytes holds with room to spare. The
+// kernel charges each datagram its buffer's true size, about twice a payload (socket(7));
+// half of the rest is left for the peer's other datagrams and for slack.
+uint64_t rx_payload_bound(uint64_t granted) { return granted / 4; }
 
 // Region layout both sides derive from the client's parameters.
 uint64_t slots_for(uint64_t size, uint64_t iters, bool by_duration) {
@@ -1093,6 +1226,8 @@ int run_lane(const Options& o, Io& io, int listen_fd, LaneOut& out) {
   // lands in the wrong direction cannot pass the check.
   const uint64_t kBackSalt = 0xB1D1;
   uint32_t peer_ip = 0, peer_qpn = 0, peer_psn = 0, rkey = 0;
+  uint64_t peer_rx_socket = 0;  // RXCAP: the peer's receive socket as granted (0: no bound)
+  CcMode cc = o.cc;             // UET: the client's, adopted by the server
   std::unique_ptr<Endpoint> ep;
   std::vector<uint8_t> region;
   std::unique_ptr<io::HostLoop> loop;
@@ -1128,8 +1263,17 @@ int run_lane(const Options& o, Io& io, int listen_fd, LaneOut& out) {
                   static_cast<double>(eo.base_rtt) / kMicrosecond);
     }
     base_rtt = eo.base_rtt;
-    auto e = make_engine(eo, io, mtu);
+    // RXCAP: each side tells the other its receive socket, so neither sends more than fits.
+    if (auto s = oob.send("RXCAP", {{"bytes", std::to_string(io.rx_socket_bytes)}}); !s.ok())
+      return fail(s);
+    auto cap = oob.recv(idle, o.timeout);
+    if (!cap.ok()) return fail(cap.status());
+    bool cap_ok = (*cap)["_"] == "RXCAP";
+    peer_rx_socket = field_u64(*cap, "bytes", &cap_ok);
+    if (!cap_ok) return fail(absl::InternalError("control: expected RXCAP bytes=N"));
+    auto e = make_engine(eo, io, mtu, rx_payload_bound(peer_rx_socket));
     if (!e.ok()) return fail(e.status());
+    cc = eo.cc;
     ep = std::move(*e);
     if (bidir) {
       region.resize(slots * size);
@@ -1156,6 +1300,7 @@ int run_lane(const Options& o, Io& io, int listen_fd, LaneOut& out) {
                                     {"psn", std::to_string(sq_psn)},
                                     {"lanes", std::to_string(o.lanes)},
                                     {"base_rtt_ps", std::to_string(eo.base_rtt)},
+                                    {"cc", to_string(eo.cc)},
                                     {"tss", o.tss ? "1" : "0"},
                                     {"tss_sdi", o.tss ? std::to_string(o.tss->tx_sdi) : "0"},
                                     {"tss_an", o.tss ? std::to_string(o.tss->tx_an) : "0"},
@@ -1184,8 +1329,17 @@ int run_lane(const Options& o, Io& io, int listen_fd, LaneOut& out) {
                 (*w)["mac"].c_str(), peer_qpn, peer_psn, rkey);
   } else {
     auto h = oob.recv(nullptr, o.timeout);
-    while (h.ok() && (*h)["_"] == "PING") {  // the client measures the round trip
-      if (auto s = oob.send("PONG", {{"i", (*h)["i"]}}); !s.ok()) return fail(s);
+    // The client measures the round trip (PING) and tells its receive socket (RXCAP).
+    while (h.ok() && ((*h)["_"] == "PING" || (*h)["_"] == "RXCAP")) {
+      if ((*h)["_"] == "PING") {
+        if (auto s = oob.send("PONG", {{"i", (*h)["i"]}}); !s.ok()) return fail(s);
+      } else {
+        bool cap_ok = true;
+        peer_rx_socket = field_u64(*h, "bytes", &cap_ok);
+        if (!cap_ok) return fail(absl::InternalError("control: malformed RXCAP"));
+        if (auto s = oob.send("RXCAP", {{"bytes", std::to_string(io.rx_socket_bytes)}}); !s.ok())
+          return fail(s);
+      }
       h = oob.recv(nullptr, o.timeout);
     }
     if (!h.ok()) return fail(h.status());
@@ -1235,12 +1389,25 @@ int run_lane(const Options& o, Io& io, int listen_fd, LaneOut& out) {
     }
     Options eo = o;
     eo.mtu = mtu;
+    if (f.count("cc")) {
+      const std::string& cc = f["cc"];
+      if (cc == "nscc") {
+        eo.cc = CcMode::kNscc;
+      } else if (cc == "rccc") {
+        eo.cc = CcMode::kRccc;
+      } else if (cc == "nscc+rccc") {
+        eo.cc = CcMode::kNsccRccc;
+      } else if (why.empty()) {
+        why = "unknown cc " + cc;
+      }
+    }
     if (eo.base_rtt == 0 && f.count("base_rtt_ps"))
       eo.base_rtt = std::min<Time>(static_cast<Time>(field_u64(f, "base_rtt_ps", &ok)),
                                    100 * kMillisecond);
     base_rtt = eo.base_rtt;
     if (why.empty()) {
-      auto e = make_engine(eo, io, mtu);
+      cc = eo.cc;
+      auto e = make_engine(eo, io, mtu, rx_payload_bound(peer_rx_socket));
       if (!e.ok()) {
         why = std::string(e.status().message());
       } else {
@@ -1408,6 +1575,9 @@ int run_lane(const Options& o, Io& io, int listen_fd, LaneOut& out) {
   shown.op = op;
   shown.bidir = bidir;
   shown.base_rtt = base_rtt;
+  shown.cc = cc;
+  out.peer_rx_socket_bytes = peer_rx_socket;
+  out.inflight_bound = rx_payload_bound(peer_rx_socket);
   if (o.server) {
     // Serve until the client is done, then check the region. For sends, every received
     // message is checked as it completes (message i came from the client's slot i % slots and
@@ -1728,8 +1898,12 @@ int main(int argc, char** argv) {
     }
     if (i > 0 && a.size() > 2 && a[0] == '-') {
       const size_t end = std::min(a.find('='), a.size());
-      for (size_t j = a.find_first_not_of('-'); j < end; ++j)
+      const size_t begin = a.find_first_not_of('-');
+      for (size_t j = begin; j < end; ++j)
         if (a[j] == '-') a[j] = '_';
+      std::string name = a.substr(begin, end - begin);
+      if (name.starts_with("no")) uet::perf::given_flags().insert(name.substr(2));
+      uet::perf::given_flags().insert(std::move(name));
     }
     args.push_back(a.data());
   }

@@ -224,6 +224,14 @@ absl::Status UringIo::init() {
     return errno_status(errno, "setsockopt IP_RECVTOS/IP_RECVTTL/SO_RXQ_OVFL");
   }
   set_buffer_size(rx_fd_, SO_RCVBUFFORCE, SO_RCVBUF, config_.socket_buffer_bytes);
+  // socket(7): the kernel doubles what it grants (for its bookkeeping); below twice the
+  // request, net.core.rmem_max capped it.
+  int granted = 0;
+  socklen_t granted_len = sizeof(granted);
+  if (getsockopt(rx_fd_, SOL_SOCKET, SO_RCVBUF, &granted, &granted_len) != 0)
+    return errno_status(errno, "getsockopt SO_RCVBUF");
+  setup_.rx_socket_bytes = static_cast<uint32_t>(std::max(granted, 0));
+  setup_.rx_socket_capped = uint64_t{setup_.rx_socket_bytes} < 2 * uint64_t{config_.socket_buffer_bytes};
   addr.sin_port = htons(config_.udp_port);
   if (bind(rx_fd_, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) != 0) {
     const int err = errno;
@@ -258,12 +266,21 @@ absl::Status UringIo::init() {
   }
 
   // The ring: CQ room for every buffer's completion (tx sends + rx datagrams) and then some.
-  io_uring_params p{};
-  p.flags = IORING_SETUP_CQSIZE;
-  p.cq_entries = std::min<uint32_t>(
+  // COOP_TASKRUN | TASKRUN_FLAG (Linux 5.19+): completion work waits for our next entry
+  // into the kernel (flagged in the SQ ring, which reap() checks) instead of interrupting
+  // the polling thread once per datagram; refused (EINVAL) by older kernels, then without.
+  const uint32_t cq_entries = std::min<uint32_t>(
       65536, std::bit_ceil(std::max(2 * config_.queue_depth, config_.frames + 64)));
-  if (int r = io_uring_queue_init_params(config_.queue_depth, &ring_->ring, &p); r < 0)
-    return errno_status(-r, "io_uring_queue_init_params");
+  int r = -EINVAL;
+  for (const uint32_t taskrun : {IORING_SETUP_COOP_TASKRUN | IORING_SETUP_TASKRUN_FLAG, 0u}) {
+    io_uring_params p{};
+    p.flags = IORING_SETUP_CQSIZE | taskrun;
+    p.cq_entries = cq_entries;
+    r = io_uring_queue_init_params(config_.queue_depth, &ring_->ring, &p);
+    if (r == 0) setup_.coop_taskrun = taskrun != 0;
+    if (r != -EINVAL) break;
+  }
+  if (r < 0) return errno_status(-r, "io_uring_queue_init_params");
   ring_->ring_ok = true;
   io_uring* ring = &ring_->ring;
 

@@ -85,8 +85,8 @@ struct UringIoConfig {
   // 1024..65535 and must not contain udp_port.
   uint16_t ev_port_base = 0;
   // Socket buffer asked of the kernel: SO_RCVBUF of the receiving socket and SO_SNDBUF of the
-  // pool sockets (SO_*BUFFORCE when privileged, else capped by net.core.[rw]mem_max),
-  // 65536..1 GiB.
+  // pool sockets (SO_*BUFFORCE when privileged, else capped by net.core.[rw]mem_max; setup()
+  // says what the receiving socket got), 65536..1 GiB.
   uint32_t socket_buffer_bytes = 4u << 20;
 
   // Checks every field; the message names the field and its valid range.
@@ -109,6 +109,15 @@ struct UringCounters {
   int last_rx_errno = 0;
 };
 
+// What the kernel granted at create().
+struct UringSetup {
+  // SO_RCVBUF of the receiving socket as granted: the bytes of datagrams (counted with the
+  // kernel's per-datagram overhead, about as large again) it may hold before it drops.
+  uint32_t rx_socket_bytes = 0;
+  bool rx_socket_capped = false;  // net.core.rmem_max granted less than socket_buffer_bytes
+  bool coop_taskrun = false;      // the ring runs completion work at our entries (see .cc)
+};
+
 class UringIo final : public PacketIo {
  public:
   static absl::StatusOr<std::unique_ptr<UringIo>> create(const UringIoConfig& config);
@@ -125,6 +134,7 @@ class UringIo final : public PacketIo {
   IoStats stats() const override { return stats_; }
 
   const UringCounters& counters() const noexcept { return counters_; }
+  const UringSetup& setup() const noexcept { return setup_; }
   const UringIoConfig& config() const noexcept { return config_; }
   // The pool's source ports (host order): a frame with UDP source port s leaves from
   // ev_ports()[s % ev_sockets].
@@ -174,6 +184,7 @@ class UringIo final : public PacketIo {
 
   IoStats stats_;
   UringCounters counters_;
+  UringSetup setup_;
 };
 
 }  // namespace uet::io

@@ -4,7 +4,7 @@ device or io_uring UDP sockets, and the server checks every byte.
 
     perf_pair_test.py UET_PERF --dev=memif|afpacket|uring --transport=uet|rocev2 [--loss=P]
                       [--pcap] [--lcores-io=N] [--op=write|read|send] [--bidir]
-                      [--tss | --tss-wrong-key]
+                      [--tss | --tss-wrong-key] [--lossless]
 
 memif: two processes on one host joined by net_memif (path socket, socket-abstract=no), the
 server started first; the client starts once the server has printed its "ready" line and the
@@ -29,6 +29,11 @@ frames sealed and opened (the server opened at least one frame per data packet) 
 drop. --tss-wrong-key: the client's file has the same domain with another key; the run must
 fail within a bound (--timeout_s=5 on both sides), the client naming the server's bad_tag
 refusals, and the server's JSON counting bad_tag drops and nothing opened.
+
+--lossless (uring): 1000 writes of 64 KiB (uet-perf's own defaults for io_uring: timers above
+the host's scheduling stalls, data in flight bounded by the peer's receive socket) and no loss
+injected; besides the checks below, both sides' JSON must show 0 timeouts, 0 resends and 0
+datagrams dropped by their receive socket. No rate is asserted.
 
 Asserts: both exit codes 0; the server prints "data check: ok" (once per engine, each for
 its own ITERS * MSG_SIZE bytes); the client's JSON has verify=ok, iterations=N (per engine
@@ -74,6 +79,7 @@ def run(cmd):
 
 
 def main():
+    global MSG_SIZE, ITERS
     ap = argparse.ArgumentParser()
     ap.add_argument("uet_perf")
     ap.add_argument("--dev", default="memif", choices=["memif", "afpacket", "uring"])
@@ -85,7 +91,12 @@ def main():
     ap.add_argument("--bidir", action="store_true")
     ap.add_argument("--tss", action="store_true")
     ap.add_argument("--tss-wrong-key", action="store_true")
+    ap.add_argument("--lossless", action="store_true")
     args = ap.parse_args()
+    if args.lossless:
+        if args.dev != "uring" or args.loss > 0:
+            ap.error("--lossless is a loss-free --dev=uring run")
+        MSG_SIZE, ITERS = 65536, 1000  # 64 MB, as bench/README.md "io_uring on loopback"
     tss = args.tss or args.tss_wrong_key
     if tss and args.transport != "uet":
         ap.error("--tss is UET only")
@@ -267,6 +278,20 @@ def main():
                     return fail(f"engine {i}: {lane}")
             if srv_log.count("steering: queue pairing") != 1:
                 return fail("the server did not report memif queue pairing")
+        if args.lossless:
+            # Expect: with nothing lost, nothing timed out, nothing was sent twice and neither
+            # receive socket overflowed (RXCAP kept the data in flight within the peer's).
+            srv_result = json.load(open(srv_json))
+            for side, res in (("client", result), ("server", srv_result)):
+                bad = {k: res.get(k) for k in ("timeouts", "retransmitted", "socket_drops")
+                       if res.get(k) != 0}
+                if res["frames"]["rx_dropped"] != 0:
+                    bad["frames.rx_dropped"] = res["frames"]["rx_dropped"]
+                if bad:
+                    return fail(f"{side} not lossless: {bad} (want 0; inflight_bound "
+                                f"{res.get('inflight_bound')}, rtt_max_us {res.get('rtt_max_us')})")
+            if result.get("inflight_bound", 0) == 0 or srv_result.get("rx_socket_bytes", 0) == 0:
+                return fail("no RXCAP bound: the server's receive socket was not reported")
         if args.loss > 0:
             if result["frames"]["injected_loss"] == 0 or result["retransmitted"] == 0:
                 return fail("loss injected but nothing dropped or retransmitted")

@@ -233,6 +233,32 @@ TEST(UringIo, BindConflictIsATypedError) {
   EXPECT_TRUE(UringIo::create(d).ok());
 }
 
+// setup() reports the receive buffer the kernel granted (socket(7): twice what was asked,
+// unless net.core.rmem_max capped it and the process may not force it) and whether it was
+// capped; the taskrun flags are on where the kernel has them (5.19+), which setup() says.
+TEST(UringIo, SetupReportsTheGrantedReceiveBuffer) {
+  UringIoConfig c = io_config(ip_of(92, 1), 4793);
+  c.socket_buffer_bytes = 1u << 20;
+  auto io = make_io(c);
+  ASSERT_NE(io, nullptr);
+  const UringSetup& s = io->setup();
+  uint64_t rmem_max = 0;
+  if (std::FILE* f = std::fopen("/proc/sys/net/core/rmem_max", "r")) {
+    unsigned long v = 0;
+    if (std::fscanf(f, "%lu", &v) == 1) rmem_max = v;
+    std::fclose(f);
+  }
+  // Expect: at least twice the request or twice the sysctl, whichever is less; capped exactly
+  // when below twice the request.
+  if (rmem_max > 0) {
+    EXPECT_GE(s.rx_socket_bytes, 2 * std::min<uint64_t>(c.socket_buffer_bytes, rmem_max));
+  }
+  EXPECT_EQ(s.rx_socket_capped, s.rx_socket_bytes < 2 * uint64_t{c.socket_buffer_bytes});
+  if (!s.rx_socket_capped) {
+    EXPECT_GE(s.rx_socket_bytes, 2u << 20);
+  }
+}
+
 // ---------------------------------------------------------------------- end to end
 
 void uet_write(uint32_t net, size_t bytes, uint32_t loss_one_in, bool print_rate) {

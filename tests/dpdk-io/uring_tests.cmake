@@ -29,6 +29,16 @@ if(Python3_Interpreter_FOUND AND TARGET uet-perf)
                            SKIP_RETURN_CODE 77)
     endforeach()
   endforeach()
+  # Loss-free runs of uet-perf's io_uring defaults (bench/README.md "io_uring on loopback"):
+  # 64 MB each way checked, 0 timeouts, 0 resends, 0 receive-socket drops; no rate asserted.
+  foreach(_transport uet rocev2)
+    set(_name perf_pair_uring_${_transport}_lossless)
+    add_test(NAME ${_name}
+             COMMAND Python3::Interpreter ${CMAKE_CURRENT_SOURCE_DIR}/perf_pair_test.py
+                     $<TARGET_FILE:uet-perf> --dev=uring --transport=${_transport} --lossless)
+    set_tests_properties(${_name} PROPERTIES LABELS "fast;io;uring" TIMEOUT 90
+                         SKIP_RETURN_CODE 77)
+  endforeach()
   # TSS (spec/uet.md §5): every frame sealed with keys from one file; and peers whose files
   # hold different keys, which must fail (bad tags at the server) within --timeout_s.
   foreach(_variant tss tss-wrong-key)

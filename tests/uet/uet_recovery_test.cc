@@ -225,6 +225,115 @@ TEST(UetRecovery_Rto, FloorAtTwiceSrttAbsorbsAQueueThatBuiltUp) {
   }
 }
 
+// The RTO's floor at rto_rtt_max_pct of the largest sample: one round trip of 200 us (a
+// host's scheduling stall), then 40 of ~4 us settle srtt and rttvar, so the estimate alone
+// falls to min_rto (10 us). A request held 100 us (the next stall) then times out with the
+// floor off; at 150 % the RTO stays at 300 us and it does not (RFC 6298 §2.4).
+TEST(UetRecovery_Rto, FloorAtTheLargestSampleAbsorbsAStallLikeAnEarlierOne) {
+  for (const uint32_t pct : {0u, 150u}) {
+    SCOPED_TRACE(pct);
+    UetConfig a = config_for(kIpA);
+    a.tlp = false;
+    a.rto = kMillisecond;  // the first, slow round trip is a sample, not a timeout
+    a.rto_rtt_max_pct = pct;
+    Pair t(a);
+    Time ack_delay = 0, hold = 0;
+    t.link.set_filter([&](int from, const wire::Decoded& d, std::vector<uint8_t>&) {
+      testing::Verdict v;
+      if (from == 1) v.delay = ack_delay;
+      if (from == 0 && d.pds_type == wire::PdsType::kRudReq && hold > 0) {
+        v.delay = hold;
+        hold = 0;
+      }
+      return v;
+    });
+    ack_delay = 200 * kMicrosecond;
+    t.write(1, 4 * 4096);
+    ack_delay = 0;
+    for (uint64_t id = 2; id <= 41; ++id) t.write(id, 4 * 4096);
+    ASSERT_EQ(t.ea->counters().timeouts, 0u);
+    EXPECT_GE(t.ea->counters().rtt_max, 200 * kMicrosecond);
+    hold = 100 * kMicrosecond;
+    t.write(42, 4096);
+    const std::vector<Completion> c = t.completions();
+    ASSERT_EQ(c.size(), 42u);
+    EXPECT_EQ(c[41].status, OpStatus::kSuccess);
+    // Expect: a spurious timeout without the floor, none with it; the floor counted only
+    // when set.
+    if (pct == 0) {
+      EXPECT_GE(t.ea->counters().timeouts, 1u);
+      EXPECT_EQ(t.ea->counters().rto_below_rtt_max, 0u);
+    } else {
+      EXPECT_EQ(t.ea->counters().timeouts, 0u);
+      EXPECT_GT(t.ea->counters().rto_below_rtt_max, 0u);
+    }
+  }
+}
+
+// The tail-loss probe waits for the same floor: after a 200 us round trip and 40 of ~4 us,
+// the last packet of a write is held 100 us. With the floor off the probe goes after
+// 2 srtt + ack_delay (a resend of a packet that was not lost); at 150 % it waits 300 us.
+TEST(UetRecovery_Tlp, WaitsForTheLargestSampleFloor) {
+  for (const uint32_t pct : {0u, 150u}) {
+    SCOPED_TRACE(pct);
+    UetConfig a = config_for(kIpA);
+    a.rto = kMillisecond;
+    a.min_rto = kMillisecond;  // the RTO stays out of the way: only the probe can resend
+    a.rto_rtt_max_pct = pct;
+    Pair t(a);
+    Time ack_delay = 0;
+    bool hold_eom = false;
+    t.link.set_filter([&](int from, const wire::Decoded& d, std::vector<uint8_t>&) {
+      testing::Verdict v;
+      if (from == 1) v.delay = ack_delay;
+      if (from == 0 && hold_eom && is_eom_request(d)) {
+        v.delay = 100 * kMicrosecond;
+        hold_eom = false;
+      }
+      return v;
+    });
+    ack_delay = 200 * kMicrosecond;
+    t.write(1, 4 * 4096);
+    ack_delay = 0;
+    for (uint64_t id = 2; id <= 41; ++id) t.write(id, 4 * 4096);
+    ASSERT_EQ(t.ea->counters().tx_retx, 0u);
+    hold_eom = true;
+    t.write(42, 4 * 4096);
+    ASSERT_EQ(t.completions().size(), 42u);
+    // Expect: one spurious probe without the floor, none with it; no timeout either way.
+    EXPECT_EQ(t.ea->counters().tlp_probes, pct == 0 ? 1u : 0u);
+    EXPECT_EQ(t.ea->counters().timeouts, 0u);
+  }
+}
+
+// The floor is bounded by max_rto like the rest of the estimate.
+TEST(UetRecovery_Rto, FloorAtTheLargestSampleStopsAtMaxRto) {
+  UetConfig a = config_for(kIpA);
+  a.tlp = false;
+  a.rto_rtt_max_pct = 1000;
+  a.max_rto = 1 * kMillisecond;
+  a.max_retries = 1;
+  Pair t(a);
+  Time ack_delay = 300 * kMicrosecond;
+  bool silent = false;
+  t.link.set_filter([&](int from, const wire::Decoded&, std::vector<uint8_t>&) {
+    testing::Verdict v;
+    if (from == 1) v.delay = ack_delay;
+    if (silent && from == 0) v.copies = 0;
+    return v;
+  });
+  t.write(1, 4 * 4096);  // rtt_max 300 us: the floor would be 3 ms
+  ack_delay = 0;
+  silent = true;
+  const Time from = t.link.now();
+  t.write(2, 4096);
+  const std::vector<Completion> c = t.completions();
+  ASSERT_EQ(c.size(), 2u);
+  EXPECT_EQ(c[1].status, OpStatus::kRetriesExhausted);
+  // Expect: given up one max_rto (1 ms) after the send, not 3 ms.
+  EXPECT_LT(t.link.now() - from, 1500 * kMicrosecond);
+}
+
 // RFC 6298 §5.3: only an ACK that acknowledges new data restarts the RTO. Here the last of
 // three packets is lost and the ACK of the first two arrives ten times, 3 us apart (a
 // duplicate, or a late original of a resent PSN, acknowledges nothing new): the timeout must
@@ -319,6 +428,14 @@ TEST(UetRecovery_Config, RtoSrttPctOutOfRangeIsRefused) {
   const auto ep = UetEndpoint::create(c);
   ASSERT_FALSE(ep.ok());
   EXPECT_NE(std::string(ep.status().message()).find("rto_srtt_pct"), std::string::npos);
+}
+
+TEST(UetRecovery_Config, RtoRttMaxPctOutOfRangeIsRefused) {
+  UetConfig c = config_for(kIpA);
+  c.rto_rtt_max_pct = 1001;
+  const auto ep = UetEndpoint::create(c);
+  ASSERT_FALSE(ep.ok());
+  EXPECT_NE(std::string(ep.status().message()).find("rto_rtt_max_pct"), std::string::npos);
 }
 
 TEST(UetRecovery_Config, MinRtoAboveRtoIsRefused) {

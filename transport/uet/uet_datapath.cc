@@ -970,12 +970,20 @@ void UetEndpoint::on_rtt_sample(Pdc& p, Time rtt) noexcept {
     p.rttvar = (3 * p.rttvar + err) / 4;
     p.srtt = (7 * p.srtt + rtt) / 8;
   }
+  p.rtt_max = std::max(p.rtt_max, rtt);
+  counters_.rtt_max = std::max(counters_.rtt_max, rtt);
 }
 
-Time UetEndpoint::rto_estimate(const Pdc& p) const noexcept {
+// RFC 6298 §2.3, floored at rto_srtt_pct of srtt and at rto_rtt_max_pct of the largest sample.
+Time UetEndpoint::rto_estimate(const Pdc& p) noexcept {
   if (p.srtt == 0) return config_.rto;
   const Time est = std::max(p.srtt + 4 * p.rttvar, p.srtt * config_.rto_srtt_pct / 100);
-  return std::clamp(est, config_.min_rto, config_.max_rto);
+  const Time rto = std::clamp(est, config_.min_rto, config_.max_rto);
+  if (config_.rto_rtt_max_pct == 0) return rto;
+  const Time floored = std::clamp(std::max(est, p.rtt_max * config_.rto_rtt_max_pct / 100),
+                                  config_.min_rto, config_.max_rto);
+  if (floored > rto) ++counters_.rto_below_rtt_max;
+  return floored;
 }
 
 // Tail-loss probe (issue 4: "probes when the tail is unacknowledged"): armed only when all
@@ -989,7 +997,10 @@ Time UetEndpoint::rto_estimate(const Pdc& p) const noexcept {
   }
   // RFC 8985 §7.2: PTO = 2 srtt (+ the peer's ACK delay), but before the RTO: with a small
   // RTO (min_rto) the probe goes at 3/4 of it, so it still saves the timeout's window cut.
-  const Time pto = std::min(2 * p.srtt + config_.ack_delay, p.rto * 3 / 4);
+  // rto_rtt_max_pct: a stall as long as an earlier one is not a lost tail either.
+  const Time wait = std::max(2 * p.srtt + config_.ack_delay,
+                             p.rtt_max * config_.rto_rtt_max_pct / 100);
+  const Time pto = std::min(wait, p.rto * 3 / 4);
   p.tlp_deadline = now + pto;
   deadline_ = std::min(deadline_, p.tlp_deadline);
 }

@@ -65,6 +65,7 @@ absl::Status UetConfig::validate() const {
   if (max_rto < rto || max_rto > 60 * kSecond)
     return out_of_range("max_rto", max_rto, "rto..60 s (ps)");
   if (rto_srtt_pct > 1000) return out_of_range("rto_srtt_pct", rto_srtt_pct, "0..1000");
+  if (rto_rtt_max_pct > 1000) return out_of_range("rto_rtt_max_pct", rto_rtt_max_pct, "0..1000");
   if (max_retries < 1 || max_retries > 64) return out_of_range("max_retries", max_retries, "1..64");
   if (reorder_threshold < 1 || reorder_threshold > 63)
     return out_of_range("reorder_threshold", reorder_threshold, "1..63");

@@ -200,6 +200,12 @@ struct UetConfig {
   // -> 1524) and the last completion moved from 1.053x to 1.041x ideal; where srtt is small
   // (the 1 % loss run, srtt ~10 us) it changes nothing. 0: RFC 6298 alone. 0..1000.
   uint32_t rto_srtt_pct = 200;
+  // The estimate's floor as a percentage of the largest RTT sample the PDC has seen (RFC 6298
+  // §2.4 allows any RTO above the estimate): a host whose threads stall for milliseconds
+  // shows those stalls in some samples, and an RTO below them times out spuriously when the
+  // next stall comes. The tail-loss probe waits as long (below 3/4 RTO). 0 (the default): no
+  // such floor. 0..1000.
+  uint32_t rto_rtt_max_pct = 0;
   // Tail-loss probe: when everything posted has been sent and PSNs stay unacknowledged for
   // min(2 srtt + ack_delay, 3/4 RTO), resend the highest unacknowledged PSN once, without
   // counting a timeout or cutting the window; again only after progress.
@@ -278,6 +284,8 @@ struct UetCounters {
   uint64_t rx_sack_unsent = 0;    // ACK whose SACK bitmap claims PSNs never sent (ignored)
   uint64_t timeouts = 0, fast_retx = 0, nack_retx = 0;
   uint64_t tlp_probes = 0;        // tail-loss probes sent
+  Time rtt_max = 0;               // the largest valid RTT sample of any PDC (ps)
+  uint64_t rto_below_rtt_max = 0; // RTOs raised (past min_rto) by the rto_rtt_max_pct floor
   // SES READ / SEND.
   uint64_t tx_read_data = 0;      // target: ACKs carrying read data (first and repeated)
   uint64_t rx_read_data = 0;      // initiator: read data placed
@@ -499,6 +507,7 @@ class UetEndpoint final : public Endpoint {
     uint32_t start_psn = 0;
     uint16_t next_message_id = 1;
     Time srtt = 0, rttvar = 0; // RFC 6298; srtt 0: no sample yet
+    Time rtt_max = 0;          // the largest sample (UetConfig::rto_rtt_max_pct)
     uint64_t acked_total = 0;  // PSNs acknowledged so far (progress)
     uint32_t peer_rcvd_bytes = 0;  // §3.8.1: the target's rcvd_bytes in its newest ACK_CC
     Time clear_at = 0;             // §3.12: a CLEAR may go (again) from then (tx)
@@ -773,7 +782,7 @@ class UetEndpoint final : public Endpoint {
   }
   void arm_rto(Pdc& p, Time now);
   void on_rtt_sample(Pdc& p, Time rtt) noexcept;
-  Time rto_estimate(const Pdc& p) const noexcept;
+  Time rto_estimate(const Pdc& p) noexcept;
   Time reorder_window(const Pdc& p) const noexcept {
     if (p.srtt == 0 || config_.reorder_srtt_pct == 0) return config_.reorder_window;
     return std::min(config_.reorder_window, p.srtt * config_.reorder_srtt_pct / 100);
