@@ -1390,15 +1390,15 @@ int run_lane(const Options& o, Io& io, int listen_fd, LaneOut& out) {
     Options eo = o;
     eo.mtu = mtu;
     if (f.count("cc")) {
-      const std::string& cc = f["cc"];
-      if (cc == "nscc") {
+      const std::string& asked = f["cc"];
+      if (asked == "nscc") {
         eo.cc = CcMode::kNscc;
-      } else if (cc == "rccc") {
+      } else if (asked == "rccc") {
         eo.cc = CcMode::kRccc;
-      } else if (cc == "nscc+rccc") {
+      } else if (asked == "nscc+rccc") {
         eo.cc = CcMode::kNsccRccc;
       } else if (why.empty()) {
-        why = "unknown cc " + cc;
+        why = "unknown cc " + asked;
       }
     }
     if (eo.base_rtt == 0 && f.count("base_rtt_ps"))

@@ -287,9 +287,9 @@ absl::Status UringIo::init() {
   std::vector<int> files;  // control path: allocation is fine here
   files.push_back(rx_fd_);
   files.insert(files.end(), ev_fds_.begin(), ev_fds_.end());
-  if (int r = io_uring_register_files(ring, files.data(), static_cast<unsigned>(files.size()));
-      r < 0)
-    return errno_status(-r, "io_uring_register_files");
+  if (int rf = io_uring_register_files(ring, files.data(), static_cast<unsigned>(files.size()));
+      rf < 0)
+    return errno_status(-rf, "io_uring_register_files");
 
   // The provided-buffer ring the multishot receive draws from (Linux 5.19+).
   ring_->buf_ring_len = (sizeof(io_uring_buf) * rx_count_ + 4095) & ~size_t{4095};
@@ -304,8 +304,8 @@ absl::Status UringIo::init() {
   reg.ring_addr = reinterpret_cast<uint64_t>(br);
   reg.ring_entries = rx_count_;
   reg.bgid = kBufGroup;
-  if (int r = io_uring_register_buf_ring(ring, &reg, 0); r < 0) {
-    return errno_status(-r, "io_uring_register_buf_ring (provided buffer rings need Linux 5.19+)");
+  if (int rb = io_uring_register_buf_ring(ring, &reg, 0); rb < 0) {
+    return errno_status(-rb, "io_uring_register_buf_ring (provided buffer rings need Linux 5.19+)");
   }
   io_uring_buf_ring_init(ring_->buf_ring);
   const int mask = io_uring_buf_ring_mask(rx_count_);
