@@ -6,6 +6,7 @@
 #include <numeric>
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -573,7 +574,8 @@ absl::StatusOr<CollectivePlan> hierarchical_flows(const CollectiveSpec& spec,
     f.compute = true;
     plan.flows.push_back(f);
   }
-  std::vector<uint32_t> rank_of(kMaxWorkloadHosts + 1, 0);
+  absl::flat_hash_map<uint32_t, uint32_t> rank_of;  // host -> rank
+  rank_of.reserve(n);
   for (uint32_t r = 0; r < n; ++r) rank_of[spec.hosts[r]] = r;
   const uint32_t servers = n / g;
   plan.channels = spec.channels;

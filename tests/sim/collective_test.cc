@@ -12,16 +12,12 @@
 
 #include "sim/topology.h"
 #include "sim/workload_runner.h"
+#include "tests/common/mentions.h"
 
 namespace uet::sim {
 namespace {
 
-::testing::AssertionResult Mentions(const absl::Status& s, const std::string& text) {
-  if (std::string(s.message()).find(text) != std::string::npos)
-    return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure()
-         << "\"" << s.message() << "\" does not mention \"" << text << "\"";
-}
+using ::uet::testing_util::Mentions;
 
 std::vector<uint32_t> iota_hosts(uint32_t n) {
   std::vector<uint32_t> h(n);

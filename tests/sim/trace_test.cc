@@ -10,15 +10,12 @@
 #include <filesystem>
 #include <fstream>
 
+#include "tests/common/mentions.h"
+
 namespace uet::sim {
 namespace {
 
-::testing::AssertionResult Mentions(const absl::Status& s, const std::string& text) {
-  if (std::string(s.message()).find(text) != std::string::npos)
-    return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure()
-         << "\"" << s.message() << "\" does not mention \"" << text << "\"";
-}
+using ::uet::testing_util::Mentions;
 
 class TraceFiles : public ::testing::Test {
  protected:
