@@ -138,12 +138,10 @@ std::string collective_header(const std::vector<TransportKind>& transports) {
 
 std::string collective_row(uint64_t bytes, sim::Collective collective, uint32_t root,
                            const std::vector<CollectiveFigures>& figures) {
-  const bool reduces =
-      collective == sim::Collective::kAllReduce || collective == sim::Collective::kReduceScatter;
   std::string row = absl::StrFormat(
       " %12u %12u %6s %6s %5s", bytes, bytes / sim::kCollectiveElementBytes, "float",
-      reduces ? "sum" : "none",
-      collective == sim::Collective::kBroadcast ? absl::StrCat(root) : std::string("-1"));
+      sim::collective_reduces(collective) ? "sum" : "none",
+      sim::collective_has_root(collective) ? absl::StrCat(root) : std::string("-1"));
   for (const CollectiveFigures& f : figures) {
     if (f.iteration_us.empty()) {
       absl::StrAppend(&row,

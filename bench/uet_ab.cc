@@ -76,10 +76,12 @@ ABSL_FLAG(uint64_t, sweep_bytes, 16 << 20,
 ABSL_FLAG(double, load, 0.5, "websearch: offered load per host link, 0.01..1");
 ABSL_FLAG(uint32_t, websearch_us, 200, "websearch: arrival window in microseconds, 1..100000");
 ABSL_FLAG(std::string, coll, "allreduce",
-          "collective scenario: allreduce, reducescatter, allgather, broadcast or alltoall");
+          "collective scenario: allreduce, reducescatter, allgather, broadcast, alltoall, reduce, "
+          "gather or scatter");
 ABSL_FLAG(std::string, algo, "",
           "collective scenario: allreduce ring, tree or hd; reducescatter and allgather ring or "
-          "hd; broadcast ring; alltoall pairwise or batched; empty: the first named");
+          "hd; broadcast and reduce ring (a chain); alltoall pairwise or batched; gather and "
+          "scatter batched; empty: the first named");
 ABSL_FLAG(uint32_t, ranks, 0, "collective scenario: ranks, one per host, 2..hosts; 0: every host");
 ABSL_FLAG(std::string, placement, "contiguous",
           "collective scenario: ranks on hosts: contiguous, strided or random (drawn from --seed)");
@@ -94,7 +96,9 @@ ABSL_FLAG(uint32_t, slots, 8,
           "collective scenario: chunks in flight per rank pair and channel (NCCL_STEPS), 1..64");
 ABSL_FLAG(uint32_t, iters, 1,
           "collective scenario: iterations per size, runs with seeds seed, seed+1, ..., 1..1000");
-ABSL_FLAG(uint32_t, root, 0, "collective scenario: the broadcast's root rank, 0..ranks-1");
+ABSL_FLAG(uint32_t, root, 0,
+          "collective scenario: the root rank of broadcast, reduce, gather and scatter, "
+          "0..ranks-1");
 ABSL_FLAG(uint32_t, dp, 0,
           "collective scenario: data-parallel degree; with --tp, ranks = dp x tp (0: ranks / tp)");
 ABSL_FLAG(uint32_t, tp, 1,
@@ -115,6 +119,9 @@ ABSL_FLAG(double, intra_us, 1,
 ABSL_FLAG(std::string, trace, "",
           "trace scenario: Chakra execution trace files PREFIX.0.et, PREFIX.1.et, ... (one per "
           "rank; the ranks placed by --placement); collectives use --channels, --chunk_kb, --slots");
+ABSL_FLAG(std::string, comm_groups, "",
+          "trace scenario: the communicators pg_name attributes name, as ASTRA-sim's "
+          "--comm-group-configuration: a JSON object {\"name\": [ranks...], ...}");
 ABSL_FLAG(double, coll_loss, 0,
           "collective scenario: loss probability on fabric links, 0..0.5 (> 0: RoCEv2 without PFC "
           "under --pfc=auto, as in the loss scenario)");
@@ -910,7 +917,7 @@ int run_collective(uint32_t hosts, const std::vector<TransportKind>& transports,
   }
   std::printf("#  busbw = algbw x %s; time: start on every rank to the last WRITE's completion\n",
               *coll == sim::Collective::kAllReduce ? "2(n-1)/n"
-              : *coll == sim::Collective::kBroadcast ? "1"
+              : sim::bus_bandwidth_factor(*coll, 2) == 1 ? "1"
                                                      : "(n-1)/n");
   std::printf("%s", collective_header(transports).c_str());
   std::fflush(stdout);
@@ -1039,6 +1046,11 @@ int run_trace(uint32_t hosts, const std::vector<TransportKind>& transports,
   auto trace = sim::read_chakra(prefix);
   if (!trace.ok()) return refuse(absl::StrCat("--trace: ", trace.status().message()));
   const auto ranks = static_cast<uint32_t>(trace->ranks.size());
+  if (const std::string groups = absl::GetFlag(FLAGS_comm_groups); !groups.empty()) {
+    auto g = sim::read_comm_groups(groups, ranks);
+    if (!g.ok()) return refuse(absl::StrCat("--comm_groups: ", g.status().message()));
+    trace->groups = std::move(*g);
+  }
   if (ranks > hosts) {
     return refuse(absl::StrFormat("--trace: %u ranks, the fabric has %u hosts (one rank per host)",
                                   ranks, hosts));

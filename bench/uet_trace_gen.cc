@@ -1,31 +1,43 @@
 // uet-trace-gen: writes the generated training steps of sim/trace/trace.h as Chakra trace files
 // (PREFIX.0.et, PREFIX.1.et, ...), for uet-ab --scenario=trace and as a template for
-// converters.
+// converters. Traces with communicators (--kind=hybrid) also get PREFIX.comm_groups.json, the
+// groups their pg_name attributes name (uet-ab --comm_groups).
 //
 //   build/bin/uet-trace-gen --kind=dp --ranks=16 --layers=8 --bucket_kb=16384 --out=/tmp/dp
+//   build/bin/uet-trace-gen --kind=hybrid --dp=4 --tp=4 --layers=4 --out=/tmp/hybrid
 #include <cstdio>
 #include <string>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/strings/str_cat.h"
 #include "sim/trace/trace.h"
 
 ABSL_FLAG(std::string, kind, "dp",
-          "dp (a data-parallel step: gradient all-reduces overlapping the backward pass) or moe "
-          "(an expert layer: all-to-all dispatch and combine around expert compute)");
-ABSL_FLAG(uint32_t, ranks, 8, "ranks (one file each), 2..65535");
-ABSL_FLAG(uint32_t, layers, 4, "dp: layers, one gradient bucket each, 1..10000");
+          "dp (a data-parallel step: gradient all-reduces overlapping the backward pass), moe "
+          "(an expert layer: all-to-all dispatch and combine around expert compute) or hybrid "
+          "(data x tensor parallel: --dp, --tp; communicators per group)");
+ABSL_FLAG(uint32_t, ranks, 8, "dp, moe: ranks (one file each), 2..65535");
+ABSL_FLAG(uint32_t, dp, 4, "hybrid: data-parallel degree, 1..65535 (dp x tp ranks, at least 2)");
+ABSL_FLAG(uint32_t, tp, 4, "hybrid: tensor-parallel degree, 1..65535");
+ABSL_FLAG(uint32_t, layers, 4, "dp, hybrid: layers, one gradient bucket each, 1..10000");
 ABSL_FLAG(uint64_t, bucket_kb, 4096,
-          "dp: gradient bucket per layer in KiB; moe: tokens per rank in KiB; 1..1048576");
+          "dp, hybrid: gradient bucket per layer in KiB; moe: tokens per rank in KiB; "
+          "1..1048576");
+ABSL_FLAG(uint64_t, activation_kb, 1024,
+          "hybrid: activations all-reduced in the tensor-parallel group per layer and pass, in "
+          "KiB, 1..1048576");
 ABSL_FLAG(uint64_t, forward_us, 2000,
-          "dp: forward compute; moe: attention compute, in us, 0..10^9");
+          "dp: forward compute; moe: attention compute; hybrid: forward compute per layer "
+          "(backward twice it), in us, 0..10^9");
 ABSL_FLAG(uint64_t, backward_us, 1000,
           "dp: backward compute per layer; moe: expert compute, in us, 0..10^9");
 ABSL_FLAG(std::string, out, "", "output prefix: writes PREFIX.0.et ... PREFIX.<ranks-1>.et");
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage("uet-trace-gen --kind=dp|moe --ranks=N --out=PREFIX [...]");
+  absl::SetProgramUsageMessage(
+      "uet-trace-gen --kind=dp|moe --ranks=N --out=PREFIX [...], or --kind=hybrid --dp=D --tp=T");
   absl::ParseCommandLine(argc, argv);
   const std::string kind = absl::GetFlag(FLAGS_kind), out = absl::GetFlag(FLAGS_out);
   const uint32_t ranks = absl::GetFlag(FLAGS_ranks), layers = absl::GetFlag(FLAGS_layers);
@@ -36,19 +48,29 @@ int main(int argc, char** argv) {
     return 2;
   };
   if (out.empty()) return refuse("--out=PREFIX is required");
-  if (kind != "dp" && kind != "moe") return refuse("--kind unknown: dp or moe");
+  if (kind != "dp" && kind != "moe" && kind != "hybrid")
+    return refuse("--kind unknown: dp, moe or hybrid");
   if (ranks < 2 || ranks > 65535) return refuse("--ranks out of range: 2..65535");
+  const uint32_t dp = absl::GetFlag(FLAGS_dp), tp = absl::GetFlag(FLAGS_tp);
+  const uint64_t act_kb = absl::GetFlag(FLAGS_activation_kb);
+  if (kind == "hybrid" && (dp < 1 || tp < 1 || uint64_t{dp} * tp < 2 || uint64_t{dp} * tp > 65535))
+    return refuse("--dp x --tp out of range: 2..65535 ranks, each at least 1");
+  if (act_kb < 1 || act_kb > 1048576) return refuse("--activation_kb out of range: 1..1048576");
   if (layers < 1 || layers > 10000) return refuse("--layers out of range: 1..10000");
   if (kb < 1 || kb > 1048576) return refuse("--bucket_kb out of range: 1..1048576");
   if (fwd > 1000000000 || bwd > 1000000000)
     return refuse("--forward_us / --backward_us out of range: 0..10^9");
-  const uet::sim::Trace t = kind == "dp"
-                                ? uet::sim::data_parallel_step(ranks, layers, kb * 1024, fwd, bwd)
-                                : uet::sim::moe_layer(ranks, kb * 1024, fwd, bwd);
-  if (absl::Status s = uet::sim::write_chakra(out, t); !s.ok()) {
+  const uet::sim::Trace t =
+      kind == "dp"    ? uet::sim::data_parallel_step(ranks, layers, kb * 1024, fwd, bwd)
+      : kind == "moe" ? uet::sim::moe_layer(ranks, kb * 1024, fwd, bwd)
+                      : uet::sim::hybrid_step(dp, tp, layers, act_kb * 1024, kb * 1024, fwd);
+  absl::Status s = uet::sim::write_chakra(out, t);
+  if (s.ok() && !t.groups.empty()) s = uet::sim::write_comm_groups(out + ".comm_groups.json", t.groups);
+  if (!s.ok()) {
     std::fprintf(stderr, "uet-trace-gen: %s\n", std::string(s.message()).c_str());
     return 1;
   }
-  std::printf("wrote %s.0.et .. %s.%u.et\n", out.c_str(), out.c_str(), ranks - 1);
+  std::printf("wrote %s.0.et .. %s.%zu.et%s\n", out.c_str(), out.c_str(), t.ranks.size() - 1,
+              t.groups.empty() ? "" : absl::StrCat(" and ", out, ".comm_groups.json").c_str());
   return 0;
 }

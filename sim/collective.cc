@@ -114,8 +114,9 @@ void ring_channel(Dag& dag, Collective c, uint32_t n, uint64_t channel_bytes, ui
   }
 }
 
-// Broadcast as NCCL runs it: a chain from the root, pipelined in chunks.
-void chain_channel(Dag& dag, uint32_t n, uint32_t root, uint64_t channel_bytes, uint64_t chunk,
+// Broadcast and reduce as NCCL runs them: a chain along the ring from `first`, pipelined in
+// chunks; a hop forwards a piece once the previous hop has brought it.
+void chain_channel(Dag& dag, uint32_t n, uint32_t first, uint64_t channel_bytes, uint64_t chunk,
                    uint32_t slots) {
   const uint64_t loops = ceil_div(channel_bytes, chunk);
   std::vector<uint32_t> hop(n, kNone);
@@ -123,7 +124,7 @@ void chain_channel(Dag& dag, uint32_t n, uint32_t root, uint64_t channel_bytes, 
   for (uint64_t l = 0; l < loops; ++l) {
     const uint64_t piece = split(channel_bytes, loops, l);
     for (uint32_t h = 0; h + 1 < n; ++h) {
-      const uint32_t from = (root + h) % n, to = (root + h + 1) % n;
+      const uint32_t from = (first + h) % n, to = (first + h + 1) % n;
       hop[h] = dag.add(from, to, piece, {h > 0 ? hop[h - 1] : kNone, window.free_slot(h, l)});
       window.sent(h, l, hop[h]);
     }
@@ -300,16 +301,37 @@ void alltoall(Dag& dag, uint32_t n, uint64_t bytes, bool pairwise) {
   }
 }
 
+// Gather and scatter as NCCL runs them, grouped sends: every rank's part goes straight to the
+// root (gather) or from it (scatter), all posted at once.
+void direct(Dag& dag, uint32_t n, uint32_t root, uint64_t bytes, bool to_root) {
+  for (uint32_t i = 0; i < n; ++i) {
+    if (i == root) continue;
+    if (to_root) {
+      dag.add(i, root, split(bytes, n, i), {});
+    } else {
+      dag.add(root, i, split(bytes, n, i), {});
+    }
+  }
+}
+
 // ----- sizes and counts, checked before any flow is built.
 
-bool is_ring(const CollectiveSpec& s) {
-  return s.algo == CollectiveAlgo::kRing && s.collective != Collective::kBroadcast;
+bool is_chain(const CollectiveSpec& s) {
+  return s.collective == Collective::kBroadcast || s.collective == Collective::kReduce;
 }
+
+bool is_ring(const CollectiveSpec& s) { return s.algo == CollectiveAlgo::kRing && !is_chain(s); }
+
+// Collectives that move each rank's part once, unchunked, on one channel.
+bool is_direct(Collective c) {
+  return c == Collective::kAllToAll || c == Collective::kGather || c == Collective::kScatter;
+}
+
 
 // The smallest share of the buffer a channel can carry: an element in every part.
 uint64_t min_channel_bytes(const CollectiveSpec& s, uint32_t n) {
   uint64_t parts = n;
-  if (s.algo == CollectiveAlgo::kRing && s.collective == Collective::kBroadcast) parts = 1;
+  if (is_chain(s)) parts = 1;
   if (s.algo == CollectiveAlgo::kTree) parts = 2;
   if (s.algo == CollectiveAlgo::kHalvingDoubling) parts = std::bit_floor(n);
   return parts * kCollectiveElementBytes;
@@ -317,12 +339,13 @@ uint64_t min_channel_bytes(const CollectiveSpec& s, uint32_t n) {
 
 uint64_t flow_count(const CollectiveSpec& s, uint32_t n, uint64_t bytes, uint32_t channels) {
   if (s.collective == Collective::kAllToAll) return uint64_t{n} * (n - 1);
+  if (is_direct(s.collective)) return n - 1;
   uint64_t flows = 0;
   for (uint32_t c = 0; c < channels; ++c) {
     const uint64_t share = split(bytes, channels, c);
     if (is_ring(s)) {
       flows += ring_loops(share, n, s.chunk_bytes) * ring_steps(s.collective, n) * n;
-    } else if (s.algo == CollectiveAlgo::kRing) {  // broadcast chain
+    } else if (s.algo == CollectiveAlgo::kRing) {  // broadcast and reduce chains
       flows += ceil_div(share, s.chunk_bytes) * (n - 1);
     } else if (s.algo == CollectiveAlgo::kTree) {
       for (uint64_t t = 0; t < 2; ++t)
@@ -351,6 +374,12 @@ std::string_view to_string(Collective c) noexcept {
       return "broadcast";
     case Collective::kAllToAll:
       return "alltoall";
+    case Collective::kReduce:
+      return "reduce";
+    case Collective::kGather:
+      return "gather";
+    case Collective::kScatter:
+      return "scatter";
   }
   return "?";
 }
@@ -373,12 +402,13 @@ std::string_view to_string(CollectiveAlgo a) noexcept {
 
 absl::StatusOr<Collective> parse_collective(std::string_view name) {
   for (Collective c : {Collective::kAllReduce, Collective::kReduceScatter, Collective::kAllGather,
-                       Collective::kBroadcast, Collective::kAllToAll}) {
+                       Collective::kBroadcast, Collective::kAllToAll, Collective::kReduce,
+                       Collective::kGather, Collective::kScatter}) {
     if (name == to_string(c)) return c;
   }
-  return absl::InvalidArgumentError(
-      absl::StrCat("unknown collective \"", std::string(name),
-                   "\": allreduce, reducescatter, allgather, broadcast, alltoall"));
+  return absl::InvalidArgumentError(absl::StrCat(
+      "unknown collective \"", std::string(name),
+      "\": allreduce, reducescatter, allgather, broadcast, alltoall, reduce, gather, scatter"));
 }
 
 absl::StatusOr<CollectiveAlgo> parse_collective_algo(std::string_view name) {
@@ -391,6 +421,15 @@ absl::StatusOr<CollectiveAlgo> parse_collective_algo(std::string_view name) {
                                                  "\": ring, tree, hd, pairwise, batched"));
 }
 
+bool collective_has_root(Collective c) noexcept {
+  return c == Collective::kBroadcast || c == Collective::kReduce || c == Collective::kGather ||
+         c == Collective::kScatter;
+}
+
+bool collective_reduces(Collective c) noexcept {
+  return c == Collective::kAllReduce || c == Collective::kReduceScatter || c == Collective::kReduce;
+}
+
 std::vector<CollectiveAlgo> collective_algos(Collective c) {
   switch (c) {
     case Collective::kAllReduce:
@@ -399,9 +438,13 @@ std::vector<CollectiveAlgo> collective_algos(Collective c) {
     case Collective::kAllGather:
       return {CollectiveAlgo::kRing, CollectiveAlgo::kHalvingDoubling};
     case Collective::kBroadcast:
+    case Collective::kReduce:
       return {CollectiveAlgo::kRing};
     case Collective::kAllToAll:
       return {CollectiveAlgo::kPairwise, CollectiveAlgo::kBatched};
+    case Collective::kGather:
+    case Collective::kScatter:
+      return {CollectiveAlgo::kBatched};
   }
   return {};
 }
@@ -412,6 +455,7 @@ double bus_bandwidth_factor(Collective c, uint32_t ranks) noexcept {
     case Collective::kAllReduce:
       return 2 * (n - 1) / n;
     case Collective::kBroadcast:
+    case Collective::kReduce:
       return 1;
     default:
       return (n - 1) / n;
@@ -419,8 +463,9 @@ double bus_bandwidth_factor(Collective c, uint32_t ranks) noexcept {
 }
 
 uint64_t collective_aligned_bytes(Collective c, uint32_t ranks, uint64_t bytes) noexcept {
-  const bool by_rank =
-      c == Collective::kReduceScatter || c == Collective::kAllGather || c == Collective::kAllToAll;
+  const bool by_rank = c == Collective::kReduceScatter || c == Collective::kAllGather ||
+                       c == Collective::kAllToAll || c == Collective::kGather ||
+                       c == Collective::kScatter;
   const uint64_t unit =
       by_rank ? uint64_t{kCollectiveElementBytes} * ranks : kCollectiveElementBytes;
   return bytes / unit * unit;
@@ -462,7 +507,7 @@ absl::StatusOr<CollectivePlan> collective_flows(const CollectiveSpec& spec) {
   if (spec.slots < 1 || spec.slots > kMaxCollectiveSlots) {
     return bad(absl::StrCat("slots ", spec.slots, " out of range [1, ", kMaxCollectiveSlots, "]"));
   }
-  if (spec.collective == Collective::kBroadcast && spec.root >= n) {
+  if (collective_has_root(spec.collective) && spec.root >= n) {
     return bad(absl::StrCat("root ", spec.root, " out of range [0, ", n - 1, "]"));
   }
   if (spec.bytes > kMaxCollectiveBytes) {
@@ -475,7 +520,7 @@ absl::StatusOr<CollectivePlan> collective_flows(const CollectiveSpec& spec) {
         "bytes ", spec.bytes, " too small for ", std::string(to_string(spec.collective)), " ",
         std::string(to_string(spec.algo)), " on ", n, " ranks: at least ", min_share));
   }
-  const uint32_t channels = spec.collective == Collective::kAllToAll
+  const uint32_t channels = is_direct(spec.collective)
                                 ? 1
                                 : static_cast<uint32_t>(std::min<uint64_t>(
                                       spec.channels, std::max<uint64_t>(1, bytes / min_share)));
@@ -496,6 +541,10 @@ absl::StatusOr<CollectivePlan> collective_flows(const CollectiveSpec& spec) {
     alltoall(dag, n, bytes, spec.algo == CollectiveAlgo::kPairwise);
     return plan;
   }
+  if (is_direct(spec.collective)) {
+    direct(dag, n, spec.root, bytes, spec.collective == Collective::kGather);
+    return plan;
+  }
   std::vector<TreeNode> trees[2];
   if (spec.algo == CollectiveAlgo::kTree)
     trees[0] = binary_tree(n, 0), trees[1] = binary_tree(n, 1);
@@ -505,6 +554,9 @@ absl::StatusOr<CollectivePlan> collective_flows(const CollectiveSpec& spec) {
       case CollectiveAlgo::kRing:
         if (spec.collective == Collective::kBroadcast) {
           chain_channel(dag, n, spec.root, share, spec.chunk_bytes, spec.slots);
+        } else if (spec.collective == Collective::kReduce) {
+          // The chain that ends at the root: each rank adds its own and passes the piece on.
+          chain_channel(dag, n, (spec.root + 1) % n, share, spec.chunk_bytes, spec.slots);
         } else {
           ring_channel(dag, spec.collective, n, share, spec.chunk_bytes, spec.slots);
         }

@@ -3,8 +3,8 @@
 // waits for exactly the flows whose data it consumes (event-driven, no global barrier).
 //
 // Sizes follow nccl-tests: `bytes` is the buffer the collective is named for (all-reduce and
-// broadcast: the buffer; all-gather: the gathered output; reduce-scatter: the input; all-to-all:
-// each rank's send buffer), in 4-byte elements. Within a step the data is cut into exact parts
+// broadcast, reduce: the buffer; all-gather, gather: the gathered output; reduce-scatter,
+// scatter: the input; all-to-all: each rank's send buffer), in 4-byte elements. Within a step the data is cut into exact parts
 // (sizes differ by at most one byte), so the bytes a rank sends are exactly the algorithm's.
 //
 // NCCL's structure where it shapes the traffic: `channels` independent copies of the algorithm
@@ -28,34 +28,48 @@
 
 namespace uet::sim {
 
-enum class Collective : uint8_t { kAllReduce, kReduceScatter, kAllGather, kBroadcast, kAllToAll };
+enum class Collective : uint8_t {
+  kAllReduce,
+  kReduceScatter,
+  kAllGather,
+  kBroadcast,
+  kAllToAll,
+  kReduce,
+  kGather,
+  kScatter,
+};
 
-// ring: NCCL's ring (all-reduce = reduce-scatter then all-gather, 2(n-1) steps); chain for
-// broadcast. tree: NCCL's double binary tree (all-reduce; two trees, each half the buffer, every
+// ring: NCCL's ring (all-reduce = reduce-scatter then all-gather, 2(n-1) steps); for broadcast
+// and reduce NCCL's chain along the ring (from the root, or ending at it). tree: NCCL's double binary tree (all-reduce; two trees, each half the buffer, every
 // rank a leaf in one of them when n is even). hd: recursive halving-doubling (Rabenseifner;
 // all-reduce at any n, reduce-scatter and all-gather at powers of two). pairwise: all-to-all in
-// n-1 shifted exchanges; batched: all-to-all with every send posted at once (NCCL's grouped
-// send/recv).
+// n-1 shifted exchanges; batched: all-to-all, gather and scatter with every send posted at
+// once (NCCL's grouped send/recv).
 enum class CollectiveAlgo : uint8_t { kRing, kTree, kHalvingDoubling, kPairwise, kBatched };
 
-// Names as flags spell them: allreduce, reducescatter, allgather, broadcast, alltoall; ring,
-// tree, hd, pairwise, batched.
+// Names as flags spell them: allreduce, reducescatter, allgather, broadcast, alltoall, reduce,
+// gather, scatter; ring, tree, hd, pairwise, batched.
 std::string_view to_string(Collective c) noexcept;
 std::string_view to_string(CollectiveAlgo a) noexcept;
 absl::StatusOr<Collective> parse_collective(std::string_view name);
 absl::StatusOr<CollectiveAlgo> parse_collective_algo(std::string_view name);
+
+// Whether the collective has a root rank (broadcast, reduce, gather, scatter) and whether it
+// reduces (all-reduce, reduce-scatter, reduce): nccl-tests' root and redop columns.
+bool collective_has_root(Collective c) noexcept;
+bool collective_reduces(Collective c) noexcept;
 
 // The algorithms a collective can run with, the first being its default.
 std::vector<CollectiveAlgo> collective_algos(Collective c);
 
 // nccl-tests' bus bandwidth factor (its PERFORMANCE.md): busbw = algbw * factor, so that busbw
 // of an optimal algorithm is the per-rank link rate it needs. all-reduce 2(n-1)/n,
-// reduce-scatter, all-gather and all-to-all (n-1)/n, broadcast 1.
+// reduce-scatter, all-gather, all-to-all, gather and scatter (n-1)/n, broadcast and reduce 1.
 double bus_bandwidth_factor(Collective c, uint32_t ranks) noexcept;
 
 // nccl-tests' size alignment: the size rounded down to whole elements per rank where the
-// collective splits the buffer by rank (reduce-scatter, all-gather, all-to-all), to whole
-// elements otherwise.
+// collective splits the buffer by rank (reduce-scatter, all-gather, all-to-all, gather,
+// scatter), to whole elements otherwise.
 inline constexpr uint32_t kCollectiveElementBytes = 4;  // float, as nccl-tests' default
 uint64_t collective_aligned_bytes(Collective c, uint32_t ranks, uint64_t bytes) noexcept;
 
@@ -76,7 +90,7 @@ struct CollectiveSpec {
   // Chunks in flight per rank pair and channel (NCCL_STEPS): a send waits for the one `slots`
   // earlier on the same pair to complete. 1..kMaxCollectiveSlots.
   uint32_t slots = 8;
-  uint32_t root = 0;  // broadcast: the root rank
+  uint32_t root = 0;  // broadcast, reduce, gather, scatter: the root rank
 };
 
 struct CollectivePlan {

@@ -11,8 +11,12 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl.h"
+#include "google/protobuf/struct.pb.h"
+#include "google/protobuf/util/json_util.h"
 #include "sim/trace/chakra.pb.h"
 
 namespace uet::sim {
@@ -55,6 +59,19 @@ bool int_attr(const pb::Node& n, std::string_view name, int64_t* out) {
   return false;
 }
 
+// The attribute's string value; false when absent or not a string.
+bool string_attr(const pb::Node& n, std::string_view name, std::string* out) {
+  for (const pb::AttributeProto& a : n.attr()) {
+    if (a.name() != name || a.value_case() != pb::AttributeProto::kStringVal) continue;
+    *out = a.string_val();
+    return true;
+  }
+  return false;
+}
+
+// ASTRA-sim's default communicator: no pg_name, an empty one or "0" is every rank.
+bool is_world(const std::string& group) { return group.empty() || group == "0"; }
+
 absl::StatusOr<TraceNode> from_proto(const pb::Node& n, const std::string& file, size_t ranks) {
   TraceNode t;
   t.id = n.id();
@@ -93,12 +110,34 @@ absl::StatusOr<TraceNode> from_proto(const pb::Node& n, const std::string& file,
         case pb::BARRIER:
           t.collective = Collective::kAllReduce, t.barrier = true;
           break;
+        case pb::REDUCE:
+          t.collective = Collective::kReduce;
+          break;
+        case pb::GATHER:
+          t.collective = Collective::kGather;
+          break;
+        case pb::SCATTER:
+          t.collective = Collective::kScatter;
+          break;
         default:
           return bad_node(file, t.id,
                           absl::StrCat("collective comm_type ", v, " (",
                                        pb::CollectiveCommType_Name(static_cast<int>(v)),
-                                       ") is not modelled: ALL_REDUCE, ALL_GATHER, REDUCE_SCATTER, "
-                                       "BROADCAST, ALL_TO_ALL, BARRIER"));
+                                       ") is not modelled: ALL_REDUCE, REDUCE, ALL_GATHER, "
+                                       "GATHER, SCATTER, REDUCE_SCATTER, BROADCAST, ALL_TO_ALL, "
+                                       "BARRIER"));
+      }
+      // pg_name is a string in Chakra; some producers write the group's number.
+      if (!string_attr(n, "pg_name", &t.group) && int_attr(n, "pg_name", &v)) {
+        t.group = absl::StrCat(v);
+      }
+      if (is_world(t.group)) t.group.clear();
+      if (int_attr(n, "root_rank", &v)) {
+        if (v < 0 || static_cast<size_t>(v) >= ranks) {
+          return bad_node(file, t.id, absl::StrCat("root_rank ", v, " not a rank in [0, ",
+                                                   ranks - 1, "]"));
+        }
+        t.root = v;
       }
       if (!t.barrier) {
         if (!int_attr(n, "comm_size", &v) || v <= 0) {
@@ -254,6 +293,15 @@ absl::Status write_chakra(const std::string& prefix, const Trace& trace) {
               case Collective::kAllToAll:
                 type = pb::ALL_TO_ALL;
                 break;
+              case Collective::kReduce:
+                type = pb::REDUCE;
+                break;
+              case Collective::kGather:
+                type = pb::GATHER;
+                break;
+              case Collective::kScatter:
+                type = pb::SCATTER;
+                break;
               default:
                 type = t.barrier ? pb::BARRIER : pb::ALL_REDUCE;
                 break;
@@ -261,6 +309,12 @@ absl::Status write_chakra(const std::string& prefix, const Trace& trace) {
             *n.add_attr() = int_attribute("comm_type", type);
             if (!t.barrier)
               *n.add_attr() = int_attribute("comm_size", static_cast<int64_t>(t.bytes));
+            if (!t.group.empty()) {
+              pb::AttributeProto* a = n.add_attr();
+              a->set_name("pg_name");
+              a->set_string_val(t.group);
+            }
+            if (t.root >= 0) *n.add_attr() = int_attribute("root_rank", t.root);
             break;
           }
           case TraceNode::Kind::kSend:
@@ -283,6 +337,93 @@ absl::Status write_chakra(const std::string& prefix, const Trace& trace) {
     }
     if (::close(fd) != 0) return absl::UnavailableError(absl::StrCat(file, ": write failed"));
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<CommGroups> read_comm_groups(const std::string& path, uint32_t ranks) {
+  constexpr size_t kMaxFileBytes = 64 << 20;
+  std::string text;
+  {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return absl::NotFoundError(absl::StrCat(path, ": cannot open"));
+    char buf[1 << 16];
+    for (;;) {
+      const ssize_t got = ::read(fd, buf, sizeof buf);
+      if (got < 0) {
+        ::close(fd);
+        return absl::UnavailableError(absl::StrCat(path, ": read failed"));
+      }
+      if (got == 0) break;
+      text.append(buf, static_cast<size_t>(got));
+      if (text.size() > kMaxFileBytes) {
+        ::close(fd);
+        return absl::InvalidArgumentError(
+            absl::StrCat(path, ": larger than ", kMaxFileBytes, " bytes"));
+      }
+    }
+    ::close(fd);
+  }
+  google::protobuf::Struct root;
+  if (const auto st = google::protobuf::util::JsonStringToMessage(text, &root); !st.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": not a JSON object of groups (", std::string(st.message()), ")"));
+  }
+  CommGroups groups;
+  for (const auto& [name, value] : root.fields()) {
+    auto bad_group = [&](std::string_view why) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ": group \"", name, "\": ", std::string(why)));
+    };
+    if (is_world(name)) return bad_group("\"\" and \"0\" name every rank and cannot be defined");
+    if (value.kind_case() != google::protobuf::Value::kListValue) {
+      return bad_group("not an array of ranks");
+    }
+    std::vector<uint32_t> members;
+    std::vector<bool> seen(ranks, false);
+    for (const google::protobuf::Value& m : value.list_value().values()) {
+      const double r = m.kind_case() == google::protobuf::Value::kNumberValue ? m.number_value() : -1;
+      if (!(r >= 0 && r < ranks) || r != static_cast<double>(static_cast<uint32_t>(r))) {
+        const std::string shown = m.kind_case() == google::protobuf::Value::kNumberValue
+                                      ? absl::StrCat(m.number_value())
+                                      : std::string("that is not a number");
+        return bad_group(
+            absl::StrCat("member ", shown, " is not a rank in [0, ", ranks - 1, "]"));
+      }
+      const auto rank = static_cast<uint32_t>(r);
+      if (seen[rank]) return bad_group(absl::StrCat("rank ", rank, " listed twice"));
+      seen[rank] = true;
+      members.push_back(rank);
+    }
+    if (members.empty()) return bad_group("no members");
+    groups.emplace(name, std::move(members));
+  }
+  return groups;
+}
+
+absl::Status write_comm_groups(const std::string& path, const CommGroups& groups) {
+  // Written by hand, one group a line in name order, so that the same groups give the same
+  // bytes (protobuf's JSON printer orders a map's keys as its hash table does).
+  std::string text = "{";
+  bool first = true;
+  for (const auto& [name, members] : groups) {
+    absl::StrAppend(&text, first ? "\n  \"" : ",\n  \"");
+    first = false;
+    for (const char c : name) {
+      if (c == '"' || c == '\\') {
+        absl::StrAppend(&text, "\\", std::string(1, c));
+      } else if (static_cast<unsigned char>(c) < 0x20) {
+        absl::StrAppend(&text, absl::StrFormat("\\u%04x", c));
+      } else {
+        text.push_back(c);
+      }
+    }
+    absl::StrAppend(&text, "\": [", absl::StrJoin(members, ", "), "]");
+  }
+  text += "\n}\n";
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return absl::UnavailableError(absl::StrCat(path, ": cannot open for writing"));
+  const bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  if (::close(fd) != 0 || !ok) return absl::UnavailableError(absl::StrCat(path, ": write failed"));
   return absl::OkStatus();
 }
 
@@ -346,49 +487,121 @@ absl::StatusOr<TracePlan> trace_flows(const Trace& trace, const std::vector<uint
   std::unordered_map<uint32_t, uint32_t> rank_of_host;
   for (uint32_t r = 0; r < n; ++r) rank_of_host[rank_hosts[r]] = r;
 
-  // Collectives: the k-th collective node of every rank is one collective.
-  std::vector<std::vector<uint32_t>> colls(n);
-  for (uint32_t r = 0; r < n; ++r)
-    for (uint32_t i = 0; i < trace.ranks[r].size(); ++i)
-      if (trace.ranks[r][i].kind == TraceNode::Kind::kCollective) colls[r].push_back(i);
-  for (uint32_t r = 1; r < n; ++r) {
-    if (colls[r].size() != colls[0].size()) {
-      return absl::InvalidArgumentError(absl::StrCat("trace: ", file(r), " has ", colls[r].size(),
-                                                     " collective nodes, rank 0 has ",
-                                                     colls[0].size()));
+  // Collectives: per communicator, the k-th node naming it in every member's file is one
+  // collective over its members, in the communicator's rank order.
+  std::vector<uint32_t> world(n);
+  for (uint32_t r = 0; r < n; ++r) world[r] = r;
+  struct Communicator {
+    const std::vector<uint32_t>* members = nullptr;
+    std::vector<int32_t> position;             // per trace rank: its index, or -1
+    std::vector<std::vector<uint32_t>> nodes;  // per member: its collective nodes, in order
+  };
+  std::map<std::string, Communicator> comms;
+  for (uint32_t r = 0; r < n; ++r) {
+    for (uint32_t i = 0; i < trace.ranks[r].size(); ++i) {
+      const TraceNode& t = trace.ranks[r][i];
+      if (t.kind != TraceNode::Kind::kCollective) continue;
+      auto [it, added] = comms.try_emplace(t.group);
+      Communicator& c = it->second;
+      if (added) {
+        if (t.group.empty()) {
+          c.members = &world;
+        } else if (const auto g = trace.groups.find(t.group); g != trace.groups.end()) {
+          c.members = &g->second;
+        } else {
+          return bad_node(file(r), t.id,
+                          absl::StrCat("pg_name \"", t.group, "\" is not a communicator group",
+                                       trace.groups.empty() ? " (no groups were given)" : ""));
+        }
+        c.position.assign(n, -1);
+        for (uint32_t m = 0; m < c.members->size(); ++m) {
+          const uint32_t member = (*c.members)[m];
+          if (member >= n) {
+            return absl::InvalidArgumentError(absl::StrCat(
+                "trace: communicator \"", t.group, "\" names rank ", member, ", the trace has ", n));
+          }
+          c.position[member] = static_cast<int32_t>(m);
+        }
+        c.nodes.resize(c.members->size());
+      }
+      if (c.position[r] < 0) {
+        return bad_node(file(r), t.id,
+                        absl::StrCat("pg_name \"", t.group, "\" does not include rank ", r));
+      }
+      c.nodes[static_cast<size_t>(c.position[r])].push_back(i);
     }
   }
-  for (size_t k = 0; k < colls[0].size(); ++k) {
-    const TraceNode& c0 = trace.ranks[0][colls[0][k]];
-    for (uint32_t r = 1; r < n; ++r) {
-      const TraceNode& c = trace.ranks[r][colls[r][k]];
-      if (c.collective != c0.collective || c.barrier != c0.barrier || c.bytes != c0.bytes) {
-        return bad_node(
-            file(r), c.id,
-            absl::StrCat("collective #", k, " is ", std::string(to_string(c.collective)), " of ",
-                         c.bytes, " bytes; rank 0's (node ", c0.id, ") is ",
-                         std::string(to_string(c0.collective)), " of ", c0.bytes));
+  for (const auto& [name, c] : comms) {
+    const std::vector<uint32_t>& members = *c.members;
+    const uint32_t lead = members[0];
+    const std::string which = name.empty() ? std::string("") : absl::StrCat(" of \"", name, "\"");
+    for (size_t m = 1; m < members.size(); ++m) {
+      if (c.nodes[m].size() != c.nodes[0].size()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "trace: ", file(members[m]), " has ", c.nodes[m].size(), " collective nodes", which,
+            ", rank ", lead, " has ", c.nodes[0].size()));
       }
     }
-    CollectiveSpec spec;
-    spec.collective = c0.collective;
-    spec.algo = collective_algos(c0.collective).front();
-    spec.hosts = rank_hosts;
-    spec.bytes = c0.barrier ? uint64_t{kCollectiveElementBytes} * n : c0.bytes;
-    spec.channels = options.channels;
-    spec.chunk_bytes = options.chunk_bytes;
-    spec.slots = options.slots;
-    auto p = collective_flows(spec);
-    if (!p.ok()) return bad_node(file(0), c0.id, std::string(p.status().message()));
-    const uint32_t base = add_flows(std::move(p->flows));
-    for (uint32_t id = base; id < flows.size(); ++id) {
-      const uint32_t s = rank_of_host[flows[id].src], d = rank_of_host[flows[id].dst];
-      flows[id].after.push_back(gate[s][colls[s][k]]);
-      flows[done[s][colls[s][k]]].after.push_back(id);
-      flows[done[d][colls[d][k]]].after.push_back(id);
-      plan.network_bytes += flows[id].bytes;
+    std::vector<uint32_t> hosts(members.size());
+    for (size_t m = 0; m < members.size(); ++m) hosts[m] = rank_hosts[members[m]];
+    for (size_t k = 0; k < c.nodes[0].size(); ++k) {
+      const TraceNode& c0 = trace.ranks[lead][c.nodes[0][k]];
+      for (size_t m = 1; m < members.size(); ++m) {
+        const TraceNode& t = trace.ranks[members[m]][c.nodes[m][k]];
+        if (t.collective != c0.collective || t.barrier != c0.barrier || t.bytes != c0.bytes ||
+            t.root != c0.root) {
+          return bad_node(
+              file(members[m]), t.id,
+              absl::StrCat("collective #", k, which, " is ", std::string(to_string(t.collective)),
+                           " of ", t.bytes, " bytes", t.root >= 0 ? absl::StrCat(" to/from rank ", t.root) : "",
+                           "; rank ", lead, "'s (node ", c0.id, ") is ",
+                           std::string(to_string(c0.collective)), " of ", c0.bytes));
+        }
+      }
+      if (members.size() == 1) {  // a communicator of one rank: nothing crosses the network
+        const uint32_t i = c.nodes[0][k];
+        flows[done[lead][i]].after.push_back(gate[lead][i]);
+        ++plan.collectives;
+        continue;
+      }
+      CollectiveSpec spec;
+      spec.collective = c0.collective;
+      spec.algo = collective_algos(c0.collective).front();
+      spec.hosts = hosts;
+      spec.bytes = c0.barrier ? uint64_t{kCollectiveElementBytes} * members.size() : c0.bytes;
+      spec.channels = options.channels;
+      spec.chunk_bytes = options.chunk_bytes;
+      spec.slots = options.slots;
+      if (c0.root >= 0) {
+        const int32_t at = c.position[static_cast<size_t>(c0.root)];
+        if (at < 0) {
+          return bad_node(file(lead), c0.id,
+                          absl::StrCat("root_rank ", c0.root, " is not in the communicator", which));
+        }
+        spec.root = static_cast<uint32_t>(at);
+      }
+      auto p = collective_flows(spec);
+      if (!p.ok()) return bad_node(file(lead), c0.id, std::string(p.status().message()));
+      const uint32_t base = add_flows(std::move(p->flows));
+      for (uint32_t id = base; id < flows.size(); ++id) {
+        const uint32_t s = rank_of_host[flows[id].src], d = rank_of_host[flows[id].dst];
+        const uint32_t si = c.nodes[static_cast<size_t>(c.position[s])][k];
+        const uint32_t di = c.nodes[static_cast<size_t>(c.position[d])][k];
+        flows[id].after.push_back(gate[s][si]);
+        flows[done[s][si]].after.push_back(id);
+        flows[done[d][di]].after.push_back(id);
+        plan.network_bytes += flows[id].bytes;
+      }
+      // Every algorithm has each member send or receive; were one idle, its node would still
+      // wait for its own prerequisites.
+      for (size_t m = 0; m < members.size(); ++m) {
+        const uint32_t i = c.nodes[m][k];
+        if (flows[done[members[m]][i]].after.empty()) {
+          flows[done[members[m]][i]].after.push_back(gate[members[m]][i]);
+        }
+      }
+      ++plan.collectives;
     }
-    ++plan.collectives;
   }
 
   // Point to point: the i-th send from s to d with a tag meets the i-th receive of it.
@@ -527,7 +740,9 @@ Trace data_parallel_step(uint32_t ranks, uint32_t layers, uint64_t bucket_bytes,
   opt.deps = reduces;
   opt.deps.push_back(prev);
   nodes.push_back(opt);
-  return Trace{std::vector<std::vector<TraceNode>>(ranks, nodes)};
+  Trace trace;
+  trace.ranks.assign(ranks, nodes);
+  return trace;
 }
 
 Trace moe_layer(uint32_t ranks, uint64_t bytes, uint64_t attention_us, uint64_t expert_us) {
@@ -551,7 +766,67 @@ Trace moe_layer(uint32_t ranks, uint64_t bytes, uint64_t attention_us, uint64_t 
   nodes[3].collective = Collective::kAllToAll;
   nodes[3].bytes = bytes;
   nodes[3].deps = {2};
-  return Trace{std::vector<std::vector<TraceNode>>(ranks, nodes)};
+  Trace trace;
+  trace.ranks.assign(ranks, nodes);
+  return trace;
+}
+
+Trace hybrid_step(uint32_t dp, uint32_t tp, uint32_t layers, uint64_t tp_bytes,
+                  uint64_t dp_bytes, uint64_t compute_us_per_layer) {
+  Trace trace;
+  for (uint32_t d = 0; d < dp; ++d) {
+    std::vector<uint32_t>& g = trace.groups[absl::StrCat("tp", d)];
+    for (uint32_t t = 0; t < tp; ++t) g.push_back(d * tp + t);
+  }
+  for (uint32_t t = 0; t < tp; ++t) {
+    std::vector<uint32_t>& g = trace.groups[absl::StrCat("dp", t)];
+    for (uint32_t d = 0; d < dp; ++d) g.push_back(d * tp + t);
+  }
+  trace.ranks.resize(size_t{dp} * tp);
+  for (uint32_t d = 0; d < dp; ++d) {
+    for (uint32_t t = 0; t < tp; ++t) {
+      std::vector<TraceNode>& nodes = trace.ranks[size_t{d} * tp + t];
+      uint64_t next_id = 0;
+      auto add = [&](std::string name, std::vector<uint64_t> deps) -> TraceNode& {
+        TraceNode& n = nodes.emplace_back();
+        n.id = next_id++;
+        n.name = std::move(name);
+        n.deps = std::move(deps);
+        return n;
+      };
+      auto all_reduce = [&](std::string name, uint64_t after, std::string group, uint64_t bytes) {
+        TraceNode& n = add(std::move(name), {after});
+        n.kind = TraceNode::Kind::kCollective;
+        n.collective = Collective::kAllReduce;
+        n.group = std::move(group);
+        n.bytes = bytes;
+        return n.id;
+      };
+      const std::string tp_group = absl::StrCat("tp", d), dp_group = absl::StrCat("dp", t);
+      std::vector<uint64_t> prev;
+      for (uint32_t l = 0; l < layers; ++l) {
+        TraceNode& f = add(absl::StrCat("forward layer ", l), prev);
+        f.duration_us = compute_us_per_layer;
+        prev = {all_reduce(absl::StrCat("tensor-parallel all-reduce, forward layer ", l), f.id,
+                           tp_group, tp_bytes)};
+      }
+      std::vector<uint64_t> grads;
+      for (uint32_t l = layers; l-- > 0;) {
+        TraceNode& b = add(absl::StrCat("backward layer ", l), prev);
+        b.duration_us = 2 * compute_us_per_layer;  // input and weight gradients
+        const uint64_t act = all_reduce(absl::StrCat("tensor-parallel all-reduce, backward layer ", l),
+                                        b.id, tp_group, tp_bytes);
+        prev = {act};
+        grads.push_back(all_reduce(absl::StrCat("data-parallel all-reduce of layer ", l,
+                                                "'s gradients"),
+                                   act, dp_group, dp_bytes));
+      }
+      grads.insert(grads.end(), prev.begin(), prev.end());
+      TraceNode& opt = add("optimizer step", std::move(grads));
+      opt.duration_us = compute_us_per_layer;
+    }
+  }
+  return trace;
 }
 
 }  // namespace uet::sim

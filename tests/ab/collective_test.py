@@ -26,8 +26,10 @@ import tempfile
 SMALL = ["--leaves=2", "--hosts_per_leaf=4", "--spines=2"]
 NONBLOCKING = ["--leaves=4", "--hosts_per_leaf=4", "--spines=4"]
 ALGOS = {"allreduce": ["ring", "tree", "hd"], "reducescatter": ["ring", "hd"],
-         "allgather": ["ring", "hd"], "broadcast": ["ring"], "alltoall": ["pairwise", "batched"]}
-FACTOR = {"allreduce": lambda n: 2 * (n - 1) / n, "broadcast": lambda n: 1.0}
+         "allgather": ["ring", "hd"], "broadcast": ["ring"], "alltoall": ["pairwise", "batched"],
+         "reduce": ["ring"], "gather": ["batched"], "scatter": ["batched"]}
+FACTOR = {"allreduce": lambda n: 2 * (n - 1) / n, "broadcast": lambda n: 1.0,
+          "reduce": lambda n: 1.0}
 
 
 def uet_ab(bindir, tmp, name, args):

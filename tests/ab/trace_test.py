@@ -4,8 +4,9 @@
 Asserts: the shipped traces (sim/data/traces) are what uet-trace-gen writes today, byte for
 byte; each plays to completion on both transports, its step at least as long as its compute
 alone, with the exposed communication and its share in the JSON consistent with the step time;
-a trace with more ranks than hosts, a missing trace and an unmodelled node are refused (exit 2)
-naming the flag or the file and node.
+a trace with more ranks than hosts, a missing trace, an unmodelled node, communicators without
+their groups file and a groups file that is not one are refused (exit 2) naming the flag or the
+file and node.
 Usage: trace_test.py BUILD_BIN_DIR
 """
 import filecmp
@@ -20,7 +21,10 @@ TRACES = os.path.join(HERE, "..", "..", "sim", "data", "traces")
 SHIPPED = {"dp16": ["--kind=dp", "--ranks=16", "--layers=8", "--bucket_kb=16384",
                     "--forward_us=2000", "--backward_us=500"],
            "moe16": ["--kind=moe", "--ranks=16", "--bucket_kb=8192", "--forward_us=300",
-                     "--backward_us=600"]}
+                     "--backward_us=600"],
+           "hybrid16": ["--kind=hybrid", "--dp=4", "--tp=4", "--layers=4", "--activation_kb=2048",
+                        "--bucket_kb=16384", "--forward_us=200"]}
+GROUPS = {"hybrid16"}  # traces whose pg_name attributes need PREFIX.comm_groups.json
 FABRIC = ["--leaves=4", "--hosts_per_leaf=4", "--spines=4"]
 
 
@@ -32,12 +36,18 @@ def main():
             out = os.path.join(tmp, name)
             subprocess.run([os.path.join(bindir, "uet-trace-gen"), *args, "--out=" + out],
                            check=True, capture_output=True)
-            for r in range(16):
-                if not filecmp.cmp(f"{out}.{r}.et", os.path.join(TRACES, f"{name}.{r}.et"), shallow=False):
-                    failures.append(f"{name}.{r}.et differs from what uet-trace-gen writes")
+            files = [f"{name}.{r}.et" for r in range(16)]
+            groups = []
+            if name in GROUPS:
+                files.append(f"{name}.comm_groups.json")
+                groups = ["--comm_groups=" + os.path.join(TRACES, f"{name}.comm_groups.json")]
+            for f in files:
+                if not filecmp.cmp(os.path.join(tmp, f), os.path.join(TRACES, f), shallow=False):
+                    failures.append(f"{f} differs from what uet-trace-gen writes")
             js = os.path.join(tmp, name + ".json")
             proc = subprocess.run([os.path.join(bindir, "uet-ab"), "--scenario=trace",
-                                   "--trace=" + os.path.join(TRACES, name), *FABRIC, "--json=" + js],
+                                   "--trace=" + os.path.join(TRACES, name), *groups, *FABRIC,
+                                   "--json=" + js],
                                   capture_output=True, text=True, timeout=300)
             print(proc.stdout)
             if proc.returncode != 0:
@@ -56,6 +66,11 @@ def main():
         for args, want in ((["--trace=" + os.path.join(TRACES, "dp16"), "--leaves=2", "--hosts_per_leaf=4"],
                             "16 ranks, the fabric has 8 hosts"),
                            (["--trace=" + os.path.join(tmp, "nothing")], "nothing.0.et"),
+                           (["--trace=" + os.path.join(TRACES, "hybrid16")],
+                            'pg_name "tp0" is not a communicator group (no groups were given)'),
+                           (["--trace=" + os.path.join(TRACES, "hybrid16"),
+                             "--comm_groups=" + os.path.join(TRACES, "dp16.0.et")],
+                            "--comm_groups: "),
                            ([], "--trace=PREFIX")):
             proc = subprocess.run([os.path.join(bindir, "uet-ab"), "--scenario=trace", *FABRIC, *args],
                                   capture_output=True, text=True, timeout=60)

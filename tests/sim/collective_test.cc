@@ -184,6 +184,57 @@ TEST(Collective_Bytes, BroadcastChainCarriesTheBufferOnceIntoEveryOtherRank) {
   for (uint32_t r : {3u, 4u, 0u, 1u}) EXPECT_EQ(l.sent[r], 100'000u);
 }
 
+TEST(Collective_Bytes, ReduceChainEndsAtTheRootCarryingTheBufferOncePerHop) {
+  CollectiveSpec s = spec(Collective::kReduce, CollectiveAlgo::kRing, 5, 100'000);
+  s.root = 1;
+  s.chunk_bytes = 16 * 1024;
+  auto plan = collective_flows(s);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  const Ledger l = ledger(plan->flows, 5);
+  // Expect: the chain 2 -> 3 -> 4 -> 0 -> 1; the root sends nothing, the first receives nothing.
+  EXPECT_EQ(l.sent[1], 0u);
+  EXPECT_EQ(l.received[2], 0u);
+  for (uint32_t r : {2u, 3u, 4u, 0u}) EXPECT_EQ(l.sent[r], 100'000u);
+  for (uint32_t r : {3u, 4u, 0u, 1u}) EXPECT_EQ(l.received[r], 100'000u);
+  // A hop forwards a piece only after the previous hop brought it.
+  for (const FlowSpec& f : plan->flows) {
+    if (f.src == 2) continue;
+    ASSERT_FALSE(f.after.empty());
+    EXPECT_EQ(plan->flows[f.after.front()].dst, f.src);
+  }
+  EXPECT_DOUBLE_EQ(bus_bandwidth_factor(Collective::kReduce, 5), 1.0);
+}
+
+TEST(Collective_Bytes, GatherAndScatterMoveEachRanksPartStraightToOrFromTheRoot) {
+  const uint32_t n = 6;
+  const uint64_t bytes = collective_aligned_bytes(Collective::kGather, n, 600'001);
+  EXPECT_EQ(bytes, 600'000u);  // whole elements per rank
+  for (Collective c : {Collective::kGather, Collective::kScatter}) {
+    SCOPED_TRACE(to_string(c));
+    CollectiveSpec s = spec(c, CollectiveAlgo::kBatched, n, 600'001);
+    s.root = 4;
+    s.channels = 4;  // one exchange per rank: channels do not apply
+    auto plan = collective_flows(s);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    EXPECT_EQ(plan->flows.size(), n - 1);
+    EXPECT_EQ(plan->channels, 1u);
+    const Ledger l = ledger(plan->flows, n);
+    const uint64_t part = bytes / n;
+    for (uint32_t r = 0; r < n; ++r) {
+      const uint64_t moved = r == 4 ? 0 : part;
+      EXPECT_EQ(c == Collective::kGather ? l.sent[r] : l.received[r], moved) << "rank " << r;
+    }
+    EXPECT_EQ(c == Collective::kGather ? l.received[4] : l.sent[4], bytes - part);
+    for (const FlowSpec& f : plan->flows) EXPECT_TRUE(f.after.empty());  // posted at once
+  }
+  EXPECT_TRUE(Mentions(collective_flows(spec(Collective::kGather, CollectiveAlgo::kRing, 4, 4096))
+                           .status(),
+                       "gather has no algorithm ring: batched"));
+  CollectiveSpec far = spec(Collective::kScatter, CollectiveAlgo::kBatched, 4, 4096);
+  far.root = 4;
+  EXPECT_TRUE(Mentions(collective_flows(far).status(), "root 4 out of range [0, 3]"));
+}
+
 TEST(Collective_Bytes, TreeAllReduceSendsEachHalfUpOnceAndDownToEveryChild) {
   for (uint32_t n : {2u, 5u, 8u, 14u}) {
     const uint64_t bytes = 2 * 3 * 4096;  // each tree's half in three chunks
@@ -285,7 +336,8 @@ TEST(Collective_Bytes, RanksRunOnTheirPlacedHosts) {
 
 TEST(Collective_Structure, PrerequisitesAreEarlierFlowsSoNoCycleCanForm) {
   for (Collective c : {Collective::kAllReduce, Collective::kReduceScatter, Collective::kAllGather,
-                       Collective::kBroadcast, Collective::kAllToAll}) {
+                       Collective::kBroadcast, Collective::kAllToAll, Collective::kReduce,
+                       Collective::kGather, Collective::kScatter}) {
     for (CollectiveAlgo a : collective_algos(c)) {
       CollectiveSpec s = spec(c, a, 8, 8 * 4 * 4096);
       s.chunk_bytes = 4096;
@@ -461,7 +513,8 @@ Time run_to_end(const std::vector<FlowSpec>& flows, uint32_t leaves, uint32_t pe
 
 TEST(Collective_Run, EveryAlgorithmCompletesAndDeliversItsBytesPerHost) {
   for (Collective c : {Collective::kAllReduce, Collective::kReduceScatter, Collective::kAllGather,
-                       Collective::kBroadcast, Collective::kAllToAll}) {
+                       Collective::kBroadcast, Collective::kAllToAll, Collective::kReduce,
+                       Collective::kGather, Collective::kScatter}) {
     for (CollectiveAlgo a : collective_algos(c)) {
       SCOPED_TRACE(testing::Message() << to_string(c) << " " << to_string(a));
       CollectiveSpec s = spec(c, a, 8, 8 * 64 * 1024);

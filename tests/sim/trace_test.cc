@@ -73,13 +73,19 @@ TEST_F(TraceFiles, Chakra_RoundTripsEveryNodeKind) {
   t.ranks[1] = {compute(1, 10), collective(2, Collective::kAllToAll, 4096, {1}),
                 p2p(3, false, 0, 0, {2})};
   t.ranks[1][0].name = "matmul";
+  for (size_t r = 0; r < 2; ++r) {
+    TraceNode g = collective(4, Collective::kGather, 8192, {3});
+    g.group = "7";
+    g.root = 1;
+    t.ranks[r].push_back(g);
+  }
   ASSERT_TRUE(write_chakra(prefix("rt"), t).ok());
   auto back = read_chakra(prefix("rt"));
   ASSERT_TRUE(back.ok()) << back.status();
   ASSERT_EQ(back->ranks.size(), 2u);
   for (size_t r = 0; r < 2; ++r) {
-    ASSERT_EQ(back->ranks[r].size(), 3u);
-    for (size_t i = 0; i < 3; ++i) {
+    ASSERT_EQ(back->ranks[r].size(), 4u);
+    for (size_t i = 0; i < 4; ++i) {
       const TraceNode &a = t.ranks[r][i], &b = back->ranks[r][i];
       EXPECT_EQ(a.id, b.id);
       EXPECT_EQ(a.name, b.name);
@@ -88,9 +94,45 @@ TEST_F(TraceFiles, Chakra_RoundTripsEveryNodeKind) {
       EXPECT_EQ(a.bytes, b.bytes);
       EXPECT_EQ(a.peer, b.peer);
       EXPECT_EQ(a.deps, b.deps);
+      EXPECT_EQ(a.group, b.group);
+      EXPECT_EQ(a.root, b.root);
     }
   }
   EXPECT_EQ(back->ranks[0][1].collective, Collective::kAllToAll);
+  EXPECT_EQ(back->ranks[0][3].collective, Collective::kGather);
+}
+
+TEST_F(TraceFiles, CommGroups_ReadAstraSimsFormatAndRefuseBadGroups) {
+  auto write = [&](const std::string& name, const std::string& text) {
+    std::ofstream(prefix(name)) << text;
+    return prefix(name);
+  };
+  auto g = read_comm_groups(write("ok.json", R"({"1": [0, 2, 4], "tp0": [5, 1]})"), 6);
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_EQ(g->size(), 2u);
+  EXPECT_EQ(g->at("1"), (std::vector<uint32_t>{0, 2, 4}));
+  EXPECT_EQ(g->at("tp0"), (std::vector<uint32_t>{5, 1}));  // the listed order is the ring's
+  const CommGroups groups = *g;
+  ASSERT_TRUE(write_comm_groups(prefix("again.json"), groups).ok());
+  auto again = read_comm_groups(prefix("again.json"), 6);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(*again, groups);
+
+  EXPECT_TRUE(Mentions(read_comm_groups(prefix("absent.json"), 6).status(), "absent.json"));
+  EXPECT_TRUE(Mentions(read_comm_groups(write("list.json", "[1, 2]"), 6).status(),
+                       "not a JSON object of groups"));
+  EXPECT_TRUE(Mentions(read_comm_groups(write("far.json", R"({"2": [0, 6]})"), 6).status(),
+                       "group \"2\": member 6 is not a rank in [0, 5]"));
+  EXPECT_TRUE(Mentions(read_comm_groups(write("half.json", R"({"2": [0, 1.5]})"), 6).status(),
+                       "is not a rank"));
+  EXPECT_TRUE(Mentions(read_comm_groups(write("twice.json", R"({"2": [3, 3]})"), 6).status(),
+                       "rank 3 listed twice"));
+  EXPECT_TRUE(Mentions(read_comm_groups(write("world.json", R"({"0": [0, 1]})"), 6).status(),
+                       "name every rank"));
+  EXPECT_TRUE(Mentions(read_comm_groups(write("empty.json", R"({"5": []})"), 6).status(),
+                       "no members"));
+  EXPECT_TRUE(Mentions(read_comm_groups(write("flat.json", R"({"5": 3})"), 6).status(),
+                       "not an array of ranks"));
 }
 
 TEST_F(TraceFiles, Chakra_RefusesMissingAndTruncatedFiles) {
@@ -127,6 +169,59 @@ TEST(Trace_Flows, DataParallelStepOverlapsAllReducesWithBackward) {
   EXPECT_EQ(plan->network_bytes, 3u * 24 * 4096);
   // Expect: tasks stay on their rank's host, flows go between two.
   for (const FlowSpec& f : plan->flows) EXPECT_TRUE(f.compute ? f.src == f.dst : f.src != f.dst);
+}
+
+TEST(Trace_Flows, CollectivesRunWithinTheirCommunicators) {
+  // 2 x 2: "tp0" = {0, 1}, "tp1" = {2, 3}, "dp0" = {0, 2}, "dp1" = {1, 3}.
+  const Trace t = hybrid_step(2, 2, 3, 8192, 4 * 4096, 10);
+  ASSERT_EQ(t.ranks.size(), 4u);
+  EXPECT_EQ(t.groups.at("tp1"), (std::vector<uint32_t>{2, 3}));
+  EXPECT_EQ(t.groups.at("dp1"), (std::vector<uint32_t>{1, 3}));
+  const std::vector<uint32_t> on = {20, 21, 22, 23};
+  auto plan = trace_flows(t, on);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  // Per layer two tensor-parallel all-reduces (forward, backward) in each of 2 groups, one
+  // data-parallel all-reduce in each of 2 groups.
+  EXPECT_EQ(plan->collectives, 3u * 2 * 2 + 3u * 2);
+  // Expect: every flow stays within one communicator: tp pairs differ in the last bit of the
+  // rank, dp pairs in the other.
+  uint64_t tp_bytes = 0, dp_bytes = 0;
+  for (const FlowSpec& f : plan->flows) {
+    if (f.compute) continue;
+    const uint32_t a = f.src - 20, b = f.dst - 20;
+    ASSERT_TRUE((a ^ b) == 1 || (a ^ b) == 2) << a << " -> " << b;
+    ((a ^ b) == 1 ? tp_bytes : dp_bytes) += f.bytes;
+  }
+  // A 2-rank ring all-reduce sends each rank's buffer once (two steps of half).
+  EXPECT_EQ(tp_bytes, 3u * 2 * 2 * 2 * 8192);
+  EXPECT_EQ(dp_bytes, 3u * 2 * 2 * 4 * 4096);
+  // Expect: with a free network, 3 forward layers (10 us), 3 backward (20 us), the optimizer.
+  EXPECT_EQ(plan->compute_only, (3 * 10 + 3 * 20 + 10) * kMicrosecond);
+}
+
+TEST(Trace_Flows, RootedCollectivesTakeTheirRootFromRootRank) {
+  Trace t;
+  t.ranks.resize(4);
+  t.groups["odd"] = {3, 1};
+  for (uint32_t r = 0; r < 4; ++r) {
+    TraceNode scatter = collective(1, Collective::kScatter, 4 * 4096, {});
+    scatter.root = 2;
+    t.ranks[r].push_back(scatter);
+    if (r % 2 == 1) {
+      TraceNode reduce = collective(2, Collective::kReduce, 4096, {1});
+      reduce.group = "odd";
+      reduce.root = 1;
+      t.ranks[r].push_back(reduce);
+    }
+  }
+  auto plan = trace_flows(t, hosts(4));
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->collectives, 2u);
+  std::vector<std::pair<uint32_t, uint32_t>> moves;
+  for (const FlowSpec& f : plan->flows)
+    if (!f.compute) moves.emplace_back(f.src, f.dst);
+  // Expect: the scatter from rank 2 to the other three, then the reduce 3 -> 1.
+  EXPECT_EQ(moves, (std::vector<std::pair<uint32_t, uint32_t>>{{2, 0}, {2, 1}, {2, 3}, {3, 1}}));
 }
 
 TEST(Trace_Flows, PointToPointSendMeetsItsReceive) {
@@ -174,6 +269,35 @@ TEST(Trace_Flows, RefusesBadTracesNamingRankNodeAndReason) {
   Trace fewer;
   fewer.ranks = {{collective(1, Collective::kAllReduce, 4096, {})}, {compute(1, 1)}};
   EXPECT_TRUE(Mentions(refuse(fewer), "has 0 collective nodes, rank 0 has 1"));
+  // Communicators: a name the groups lack, a rank outside its group, a root outside it.
+  Trace unknown = fewer;
+  unknown.ranks[0][0].group = "tp3";
+  EXPECT_TRUE(Mentions(refuse(unknown),
+                       "rank 0 (0.et): node 1: pg_name \"tp3\" is not a communicator group "
+                       "(no groups were given)"));
+  Trace outside = fewer;
+  outside.groups["g"] = {1, 2};
+  outside.ranks = {{collective(1, Collective::kAllReduce, 4096, {})},
+                   {collective(1, Collective::kAllReduce, 4096, {})},
+                   {collective(1, Collective::kAllReduce, 4096, {})}};
+  for (auto& r : outside.ranks) r[0].group = "g";
+  EXPECT_TRUE(Mentions(refuse(outside), "rank 0 (0.et): node 1: pg_name \"g\" does not include rank 0"));
+  Trace fewer_in_group = outside;
+  fewer_in_group.ranks[0].clear();
+  fewer_in_group.ranks[2].clear();
+  EXPECT_TRUE(Mentions(refuse(fewer_in_group),
+                       "rank 2 (2.et) has 0 collective nodes of \"g\", rank 1 has 1"));
+  Trace rootless = outside;
+  rootless.ranks[0].clear();
+  for (auto& r : rootless.ranks)
+    for (auto& n : r) n.collective = Collective::kBroadcast, n.root = 0;
+  EXPECT_TRUE(Mentions(refuse(rootless), "root_rank 0 is not in the communicator of \"g\""));
+  Trace reduce_scatter_mismatch = outside;
+  reduce_scatter_mismatch.ranks[0].clear();
+  reduce_scatter_mismatch.ranks[2][0].root = 2;
+  reduce_scatter_mismatch.ranks[1][0].collective = Collective::kReduce;
+  reduce_scatter_mismatch.ranks[2][0].collective = Collective::kReduce;
+  EXPECT_TRUE(Mentions(refuse(reduce_scatter_mismatch), "rank 2 (2.et): node 1: collective #0 of \"g\""));
 }
 
 }  // namespace
