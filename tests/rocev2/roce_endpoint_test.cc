@@ -706,6 +706,33 @@ TEST(RoceEndpoint_Connect, OneQpPerPeerAndQpnsInRange) {
             absl::StatusCode::kInvalidArgument);
 }
 
+// tx() passes over QPs with nothing to send: with 15 QPs connected and each waiting for its
+// ACK, a call visits none; a write posted on one makes it visit that one alone.
+TEST(RoceEndpoint_Tx, IdleQpsAreNotVisited) {
+  auto a = std::move(*RoceEndpoint::create(config_for(kIpA)));
+  std::vector<uint8_t> src(1024, 1), buf(9216);
+  Frame f{buf.data(), 0, 0, static_cast<uint32_t>(buf.size())};
+  Frame* fp = &f;
+  auto tx = [&] {
+    size_t frames = 0;
+    while (a->tx(std::span<Frame* const>(&fp, 1), kMicrosecond) == 1) ++frames;
+    return frames;
+  };
+  for (uint32_t peer = 1; peer <= 15; ++peer) {
+    ASSERT_TRUE(a->connect_qp(kIpB + peer, 0x100 + peer, 0x200, 0, 0).ok());
+    ASSERT_TRUE(a->post_write({peer, kIpB + peer, 1, 0, src.data(), src.size()}).ok());
+  }
+  EXPECT_EQ(tx(), 15u);  // one single-packet write per QP; nothing answers
+  const uint64_t before = a->counters().tx_qp_visits;
+  EXPECT_EQ(tx(), 0u);
+  // Expect: every QP waits for its ACK; none is looked at.
+  EXPECT_EQ(a->counters().tx_qp_visits, before);
+  ASSERT_TRUE(a->post_write({99, kIpB + 7, 1, 0, src.data(), src.size()}).ok());
+  EXPECT_EQ(tx(), 1u);
+  // Expect: the QP to peer 7 sends the new write, then is found idle: two visits.
+  EXPECT_EQ(a->counters().tx_qp_visits, before + 2);
+}
+
 TEST(RoceEndpoint_Post, SendQueueAndCompletionQueueAreBounded) {
   RoceConfig c = config_for(kIpA);
   c.max_writes = 4;

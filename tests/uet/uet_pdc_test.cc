@@ -310,6 +310,33 @@ TEST(UetPdc_Sim, ShortLivedPeersCycleThroughSmallPdcTables) {
   for (uint32_t h = 0; h < n; ++h) EXPECT_EQ(eps[h]->pdcs_in_use(), 0u) << h;
 }
 
+// tx() passes over PDCs with nothing to send: with 15 PDCs open and idle, a call visits none,
+// and a write posted on one makes it visit that one alone.
+TEST(UetPdc_Tx, IdlePdcsAreNotVisited) {
+  auto ep = std::move(*UetEndpoint::create(config_for(kIpA)));
+  std::vector<uint8_t> src(4096, 1), buf(9216);
+  Frame f{buf.data(), 0, 0, static_cast<uint32_t>(buf.size())};
+  Frame* fp = &f;
+  auto tx = [&] {
+    size_t frames = 0;
+    while (ep->tx(std::span<Frame* const>(&fp, 1), kMicrosecond) == 1) ++frames;
+    return frames;
+  };
+  for (uint32_t peer = 1; peer <= 15; ++peer) {
+    ASSERT_TRUE(ep->post_write({peer, kIpB + peer, 1, 0, src.data(), src.size()}).ok());
+  }
+  EXPECT_EQ(tx(), 15u);  // one single-packet write (its SYN) to each peer; nothing answers
+  ASSERT_EQ(ep->pdcs_in_use(), 15u);
+  const uint64_t before = ep->counters().tx_pdc_visits;
+  EXPECT_EQ(tx(), 0u);
+  // Expect: every PDC waits for its ACK; none is looked at.
+  EXPECT_EQ(ep->counters().tx_pdc_visits, before);
+  ASSERT_TRUE(ep->post_write({99, kIpB + 7, 1, 0, src.data(), src.size()}).ok());
+  EXPECT_EQ(tx(), 1u);
+  // Expect: the PDC to peer 7 sends its second write, then is found idle: two visits.
+  EXPECT_EQ(ep->counters().tx_pdc_visits, before + 2);
+}
+
 TEST(UetPdc_Config, IdleTimeoutOutOfRangeIsRefused) {
   UetConfig c = config_for(kIpA);
   c.idle_timeout = 10;  // 10 ps

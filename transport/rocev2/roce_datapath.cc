@@ -2,6 +2,7 @@
 // virtual call. Comments cite spec/rocev2.md (wire) and research/rocev2-wireshark.md §2 (RC
 // behaviour as rxe implements it) and §3 (DCQCN).
 #include <algorithm>
+#include <bit>
 #include <cstring>
 
 #include "transport/rocev2/psn.h"
@@ -309,6 +310,7 @@ void RoceEndpoint::rx_one(const Frame& f, Time now) {
     return;
   }
   Qp& q = *qp;
+  mark_ready(q);
   switch (d.bth->opcode()) {
     case RoceOpcode::kRcSendFirst:
     case RoceOpcode::kRcSendMiddle:
@@ -983,19 +985,52 @@ bool RoceEndpoint::tx_one(Qp& q, Frame& f, Time now) {
 
 size_t RoceEndpoint::tx(std::span<Frame* const> out, Time now) {
   size_t n = 0;
-  // Round robin: one frame per QP per turn, until a whole turn finds nothing.
+  // Round robin: one frame per QP per turn, until a whole turn finds nothing. QPs whose ready
+  // bit is clear are passed over as if visited (each counts as idle): the same order and
+  // frames as visiting them.
   size_t idle = 0;
   while (n < out.size() && idle < active_.size()) {
     if (rr_ >= active_.size()) rr_ = 0;
-    Qp& q = *active_[rr_++];
+    if (const uint32_t next = next_ready(rr_); next != rr_) {
+      const size_t skip = next - rr_, left = active_.size() - idle;
+      if (skip >= left) {  // the turn ends among idle QPs
+        rr_ += static_cast<uint32_t>(left);
+        break;
+      }
+      idle += skip;
+      rr_ = next;
+      if (rr_ >= active_.size()) continue;
+    }
+    const uint32_t at = rr_++;
+    Qp& q = *active_[at];
+    ++counters_.tx_qp_visits;
     if (tx_one(q, *out[n], now)) {
       ++n;
       idle = 0;
     } else {
       ++idle;
+      if (!tx_may_act(q)) ready_[at >> 6] &= ~(uint64_t{1} << (at & 63));
     }
   }
   return n;
+}
+
+uint32_t RoceEndpoint::next_ready(uint32_t from) const noexcept {
+  const auto size = static_cast<uint32_t>(active_.size());
+  uint32_t w = from >> 6;
+  uint64_t bits = ready_[w] & (~uint64_t{0} << (from & 63));
+  while (bits == 0) {
+    if (++w * 64 >= size) return size;
+    bits = ready_[w];
+  }
+  return std::min(size, w * 64 + static_cast<uint32_t>(std::countr_zero(bits)));
+}
+
+// Whether tx_one() could act on `q` later with nothing else changing it: each branch that
+// sends or counts, its time conditions (pacing, the RNR timer) taken as met.
+bool RoceEndpoint::tx_may_act(const Qp& q) const noexcept {
+  return q.rd_head != q.rd_tail || q.nak_pending || q.ack_pending || q.cnp_pending ||
+         (q.rnr_wait && q.state == QpState::kRts) || has_data(q);
 }
 
 // ------------------------------------------------------------------------------ timers
@@ -1008,6 +1043,7 @@ void RoceEndpoint::on_timer(Time now) {
     Qp& q = *qp;
     // ACK timeout (§2.1): resend from the oldest unacknowledged PSN.
     if (q.rto_deadline <= now) {
+      mark_ready(q);
       q.rto_deadline = kNever;
       if (q.state == QpState::kRts && q.una != q.max_psn) {
         ++counters_.timeouts;

@@ -195,6 +195,7 @@ struct RoceCounters {
   uint64_t bytes_resent = 0;  // payload bytes of tx_retx
   uint64_t go_back_n = 0;     // restarts from a PSN: NAK sequence error or ACK timeout
   uint64_t timeouts = 0;      // ACK timer expiries with packets outstanding
+  uint64_t tx_qp_visits = 0;  // QPs tx() looked at (it passes over those with nothing to do)
   uint64_t rx_acks = 0;
   uint64_t rx_nak_seq = 0;     // NAK PSN sequence error
   // ... of them, while a go-back-N was under way: nothing restarted (rxe started_retry)
@@ -462,6 +463,15 @@ class RoceEndpoint final : public Endpoint {
   uint32_t qps_allocated_ = 0;
   std::vector<Qp*> active_;       // connected QPs (RTS or error), in no particular order
   uint32_t rr_ = 0;               // round-robin position in active_ for tx()
+  // One bit per position in active_: the QP may have a frame for tx(). Set when anything
+  // reaches the QP (a frame, a post, its ACK timer), cleared by tx() when the QP has nothing
+  // that time alone could release (tx_may_act), so tx() costs the busy QPs, not every QP.
+  std::vector<uint64_t> ready_;
+  void mark_ready(const Qp& q) noexcept {
+    ready_[q.active_index >> 6] |= uint64_t{1} << (q.active_index & 63);
+  }
+  uint32_t next_ready(uint32_t from) const noexcept;
+  bool tx_may_act(const Qp& q) const noexcept;
   Time deadline_ = kNever;        // earliest timer of any QP (may be early, never late)
   absl::flat_hash_map<uint32_t, uint32_t> qp_by_peer_;  // control path only
   struct Region {

@@ -656,6 +656,7 @@ void UetEndpoint::rx(std::span<Frame* const> frames, Time now) {
       target_by_peer_pdc_.insert_or_assign(key, id);
     }
     p = &pdcs_[id];
+    mark_ready(*p);
   } else {
     id = h.dpdcid();
     p = pdc(id);
@@ -1582,11 +1583,24 @@ size_t UetEndpoint::tx(std::span<Frame* const> out, Time now) {
   // RUDI and UUD (no PDC, uet_modes.cc).
   if (modes_pending()) n += tx_modes(out.subspan(n), now);
   // Round robin over the active PDCs, one frame per PDC per turn, until the burst is full or
-  // a whole turn finds nothing to send.
+  // a whole turn finds nothing to send. PDCs whose ready bit is clear are passed over as if
+  // visited (each counts as idle), so the order, and every frame, is what visiting them
+  // would give.
   for (size_t idle = 0; n < out.size() && idle < active_.size();) {
     if (rr_ >= active_.size()) rr_ = 0;
+    if (const uint32_t next = next_ready(rr_); next != rr_) {
+      const size_t skip = next - rr_, left = active_.size() - idle;
+      if (skip >= left) {  // the turn ends among idle PDCs
+        rr_ += static_cast<uint32_t>(left);
+        break;
+      }
+      idle += skip;
+      rr_ = next;
+      if (rr_ >= active_.size()) continue;
+    }
     const uint16_t id = active_[rr_];
     Pdc& p = pdcs_[id];
+    ++counters_.tx_pdc_visits;
     bool sent = false;
     if (p.ctrl_pending) {  // CLOSE (initiator) or REQ_CLOSE (target), §3.12
       const bool init = p.role == Role::kInitiator;
@@ -1706,10 +1720,37 @@ size_t UetEndpoint::tx(std::span<Frame* const> out, Time now) {
       idle = 0;
     } else {
       ++idle;
+      if (!tx_may_act(p)) ready_[rr_ >> 6] &= ~(uint64_t{1} << (rr_ & 63));
     }
     ++rr_;  // round robin: the next frame comes from the next PDC
   }
   return n;
+}
+
+uint32_t UetEndpoint::next_ready(uint32_t from) const noexcept {
+  const auto size = static_cast<uint32_t>(active_.size());
+  uint32_t w = from >> 6;
+  uint64_t bits = ready_[w] & (~uint64_t{0} << (from & 63));
+  while (bits == 0) {
+    if (++w * 64 >= size) return size;
+    bits = ready_[w];
+  }
+  return std::min(size, w * 64 + static_cast<uint32_t>(std::countr_zero(bits)));
+}
+
+// Whether tx() could act on `p` at a later time with nothing else changing it: every branch
+// of tx() that sends or changes state, with its time conditions taken as true.
+bool UetEndpoint::tx_may_act(const Pdc& p) const noexcept {
+  if (p.ctrl_pending) return true;
+  if (p.role == Role::kTarget) return p.nack_head != p.nack_tail || p.ack_now || p.ack_pending;
+  if (p.role != Role::kInitiator || p.closing) return false;
+  if ((p.speculating && rccc_sender()) || (p.credit_req_pending && p.established) ||
+      p.resend_pending > 0) {
+    return true;
+  }
+  return p.op_send != p.op_tail &&
+         p.next_psn - p.base_psn < (p.rod ? config_.rod_window : config_.mpr) &&
+         p.bytes_in_flight + config_.payload_bytes <= window(p);
 }
 
 // ------------------------------------------------------------------------------ timers
@@ -1729,6 +1770,10 @@ void UetEndpoint::on_timer(Time now) {
   for (size_t i = 0; i < active_.size(); ++i) {
     const uint16_t id = active_[i];
     Pdc& p = pdcs_[id];
+    if (std::min({p.ack_pending ? p.ack_deadline : kNever, p.idle_deadline, p.close_deadline,
+                  p.credit_deadline, p.tlp_deadline, p.rack_deadline, p.rto_deadline}) <= now) {
+      mark_ready(p);  // a timer of its fires: it may have a frame for tx()
+    }
     if (p.role == Role::kTarget) {
       if (p.ack_pending && p.ack_deadline <= now) p.ack_now = true;
       if (p.ack_pending && !p.ack_now) next = std::min(next, p.ack_deadline);

@@ -187,6 +187,8 @@ int32_t UetEndpoint::alloc_pdc(Role role) {
   p.rccc = cc::RcccSender(rccc_config_);
   p.active_index = static_cast<uint32_t>(active_.size());
   active_.push_back(id);
+  if (ready_.size() * 64 < active_.size()) ready_.push_back(0);
+  mark_ready(p);
   return id;
 }
 
@@ -211,11 +213,19 @@ void UetEndpoint::free_pdc(uint16_t id) {
     }
   }
   rod_release_buffer(p);
-  // Swap-remove from the active list.
+  // Swap-remove from the active list, the last PDC's ready bit moving with it.
   const uint16_t last = active_.back();
+  const auto end = static_cast<uint32_t>(active_.size() - 1);
+  const bool last_ready = (ready_[end >> 6] >> (end & 63) & 1) != 0;
+  ready_[end >> 6] &= ~(uint64_t{1} << (end & 63));
   active_[p.active_index] = last;
   pdcs_[last].active_index = p.active_index;
   active_.pop_back();
+  if (p.active_index != end) {
+    const uint64_t bit = uint64_t{1} << (p.active_index & 63);
+    ready_[p.active_index >> 6] = last_ready ? ready_[p.active_index >> 6] | bit
+                                             : ready_[p.active_index >> 6] & ~bit;
+  }
   p.role = Role::kFree;
   spare_windows_.emplace_back();
   move_windows(p, spare_windows_.back());
@@ -233,7 +243,7 @@ size_t held(const V& v) noexcept {
 
 size_t UetEndpoint::memory_bytes() const noexcept {
   size_t n = pdcs_.bytes() + free_pdcs_.bytes() + credit_ring_.bytes() + unanswered_.bytes() +
-             held(active_) + recvs_.bytes() + held(rx_msgs_) + held(completions_) +
+             held(active_) + held(ready_) + recvs_.bytes() + held(rx_msgs_) + held(completions_) +
              held(rod_pool_) + held(rod_pool_free_) + held(rudi_ops_) + held(rudi_pkts_) +
              held(rudi_free_) + held(rudi_rsp_) + held(uud_q_) + held(regions_) +
              rccc_rx_.memory_bytes() + hash_bytes(initiator_by_peer_) +
@@ -274,6 +284,7 @@ size_t UetEndpoint::memory_bound(const UetConfig& c, uint32_t regions) noexcept 
          appended_capacity(pdcs) * sizeof(Windows) +                   // a parked set per free PDC
          3 * GrowRing<uint16_t>::bytes_bound(c.max_pdcs) +  // free ids, RCCC credits, unanswered
          appended_capacity(pdcs) * sizeof(uint16_t) +       // active_
+         appended_capacity((pdcs + 63) / 64) * sizeof(uint64_t) +  // ready_
          2 * hash_bytes_bound<decltype(initiator_by_peer_)>(pdcs) +  // both PDC look-ups
          cc::RcccReceiver::memory_bound(derive_rccc(c)) +            // RCCC: a sender per PDC id
          GrowRing<Recv>::bytes_bound(c.max_recvs) + c.max_recv_messages * sizeof(RxMsg) +
@@ -339,6 +350,7 @@ absl::Status UetEndpoint::post_op(uint32_t peer, bool rod, const Op& op, const c
   auto id = initiator_pdc(peer, rod, verb);
   if (!id.ok()) return id.status();
   Pdc& p = pdcs_[*id];
+  mark_ready(p);
   if (p.op_tail - p.op_head >= config_.max_writes) {
     return absl::ResourceExhaustedError(
         absl::StrCat(verb, ": too many operations posted on this PDC (max_writes)"));

@@ -284,6 +284,7 @@ struct UetCounters {
   uint64_t rx_sack_unsent = 0;    // ACK whose SACK bitmap claims PSNs never sent (ignored)
   uint64_t timeouts = 0, fast_retx = 0, nack_retx = 0;
   uint64_t tlp_probes = 0;        // tail-loss probes sent
+  uint64_t tx_pdc_visits = 0;     // PDCs tx() looked at (it passes over those with nothing to do)
   Time rtt_max = 0;               // the largest valid RTT sample of any PDC (ps)
   uint64_t rto_below_rtt_max = 0; // RTOs raised (past min_rto) by the rto_rtt_max_pct floor
   // SES READ / SEND.
@@ -824,7 +825,12 @@ class UetEndpoint final : public Endpoint {
   int32_t alloc_pdc(Role role);
   void free_pdc(uint16_t id);
   uint64_t next_random() noexcept;
-  Pdc* pdc(uint16_t id) noexcept { return pdcs_.get(id); }  // null: never allocated
+  // null: never allocated. A frame's look-up: the PDC it reaches may have work for tx().
+  Pdc* pdc(uint16_t id) noexcept {
+    Pdc* p = pdcs_.get(id);
+    if (p != nullptr && p->role != Role::kFree) mark_ready(*p);
+    return p;
+  }
 
   UetConfig config_;
   uint32_t mpr_mask_ = 0;  // config_.mpr - 1 (a power of 2): PSN -> position in a PDC's rings
@@ -874,6 +880,17 @@ class UetEndpoint final : public Endpoint {
   std::vector<Windows> spare_windows_;
   std::vector<uint16_t> active_;  // PDCs in use, in no particular order
   uint32_t rr_ = 0;               // round-robin position in active_ for tx()
+  // One bit per position in active_: the PDC may have a frame for tx(). Set when anything
+  // reaches the PDC (a frame for it, a post, a timer of its that fires), cleared by tx() when
+  // it finds the PDC with nothing to send that time alone could change (tx_may_act), so tx()
+  // skips idle PDCs instead of visiting every one: its cost follows the busy PDCs, not the
+  // open ones (an all-to-all keeps a PDC to every peer open).
+  std::vector<uint64_t> ready_;
+  void mark_ready(const Pdc& p) noexcept {
+    ready_[p.active_index >> 6] |= uint64_t{1} << (p.active_index & 63);
+  }
+  uint32_t next_ready(uint32_t from) const noexcept;
+  bool tx_may_act(const Pdc& p) const noexcept;
   Time deadline_ = kNever;        // earliest timer of any PDC (may be early, never late)
   std::array<StatelessNack, 64> stateless_{};
   uint32_t stateless_head_ = 0, stateless_tail_ = 0;
