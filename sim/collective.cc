@@ -283,6 +283,16 @@ void hd_allreduce_channel(Dag& dag, uint32_t n, uint64_t bytes) {
 
 // ----- all-to-all
 
+// Pairwise: exchange k (1..n-1) sends rank i's block to i + k and receives i - k's, one
+// MPI_Sendrecv per step (Open MPI's and MPICH's pairwise all-to-all). Rank r is through
+// exchange k when its send and the block from r - k have both completed. A send of exchange
+// k waits for both its ends to be through exchange k-1: the sender, and the receiver, which
+// posts the receive of exchange k only then; a block larger than the eager limit moves by
+// rendezvous, when its receive is posted (and an RDMA WRITE needs the buffer the receiver
+// names then). So every rank receives one block at a time, as the schedule intends.
+// (Without the receiver's side, a rank running ahead sent into a receiver still taking the
+// previous step's block: two to four blocks met at one host, the late block was slowed by
+// the early one, and the skew grew step by step; bench/README.md, "collective".)
 void alltoall(Dag& dag, uint32_t n, uint64_t bytes, bool pairwise) {
   std::vector<uint32_t> prev(n, kNone), cur(n, kNone);
   for (uint32_t k = 1; k < n; ++k) {
@@ -292,10 +302,9 @@ void alltoall(Dag& dag, uint32_t n, uint64_t bytes, bool pairwise) {
         dag.add(i, to, split(bytes, n, to), {});
         continue;
       }
-      // Exchange k starts when the rank's exchange k-1 is over: its send done and the block
-      // from (i - (k-1)) in.
-      const uint32_t from_prev = k > 1 ? prev[(i + n - (k - 1)) % n] : kNone;
-      cur[i] = dag.add(i, to, split(bytes, n, to), {prev[i], from_prev});
+      // Exchange k-1 of rank r: its send prev[r] and its receive, sent by r - (k-1).
+      const auto received = [&](uint32_t r) { return k > 1 ? prev[(r + n - (k - 1)) % n] : kNone; };
+      cur[i] = dag.add(i, to, split(bytes, n, to), {prev[i], received(i), prev[to], received(to)});
     }
     std::swap(prev, cur);
   }

@@ -40,11 +40,13 @@ enum class Collective : uint8_t {
 };
 
 // ring: NCCL's ring (all-reduce = reduce-scatter then all-gather, 2(n-1) steps); for broadcast
-// and reduce NCCL's chain along the ring (from the root, or ending at it). tree: NCCL's double binary tree (all-reduce; two trees, each half the buffer, every
-// rank a leaf in one of them when n is even). hd: recursive halving-doubling (Rabenseifner;
+// and reduce NCCL's chain along the ring (from the root, or ending at it). tree: NCCL's double
+// binary tree (all-reduce; two trees, each half the buffer, every rank a leaf in one of them
+// when n is even). hd: recursive halving-doubling (Rabenseifner;
 // all-reduce at any n, reduce-scatter and all-gather at powers of two). pairwise: all-to-all in
-// n-1 shifted exchanges; batched: all-to-all, gather and scatter with every send posted at
-// once (NCCL's grouped send/recv).
+// n-1 shifted exchanges, each a sendrecv whose send waits for both ranks to be through the
+// previous one (MPI's pairwise exchange); batched: all-to-all, gather and scatter with every
+// send posted at once (NCCL's grouped send/recv).
 enum class CollectiveAlgo : uint8_t { kRing, kTree, kHalvingDoubling, kPairwise, kBatched };
 
 // Names as flags spell them: allreduce, reducescatter, allgather, broadcast, alltoall, reduce,

@@ -372,6 +372,36 @@ TEST(Collective_Structure, RingStepWaitsForTheDataItForwardsAndAFreeSlot) {
   EXPECT_EQ(plan->flows[6 * 4 + 0].after, (std::vector<uint32_t>{4 * 4 + 0}));
 }
 
+TEST(Collective_Structure, PairwiseExchangeWaitsForBothEndsOfTheLastOne) {
+  const uint32_t n = 5;
+  auto plan = collective_flows(spec(Collective::kAllToAll, CollectiveAlgo::kPairwise, n, n * 4096));
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  // Flow (k - 1) * n + i: exchange k of rank i, to i + k. Expect: exchange 2 of rank 0 (to 2)
+  // waits for rank 0's send (flow 0) and receive (from 4: flow 4) of exchange 1, and for the
+  // receiver's: rank 2's send (flow 2) and its receive from 1 (flow 1).
+  const FlowSpec& f = plan->flows[1 * n + 0];
+  EXPECT_EQ(f.dst, 2u);
+  EXPECT_EQ(std::set<uint32_t>(f.after.begin(), f.after.end()), (std::set<uint32_t>{0, 1, 2, 4}));
+  for (uint32_t i = 0; i < n; ++i) EXPECT_TRUE(plan->flows[i].after.empty());
+}
+
+TEST(Collective_Structure, PairwiseReceiverTakesOneBlockAtATime) {
+  // Expect: every block of exchange k > 1 waits for the block its receiver took in exchange
+  // k - 1, so no two blocks ever travel to one rank at once.
+  const uint32_t n = 7;
+  auto plan = collective_flows(spec(Collective::kAllToAll, CollectiveAlgo::kPairwise, n, n * 4096));
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  for (uint32_t k = 2; k < n; ++k) {
+    for (uint32_t i = 0; i < n; ++i) {
+      const FlowSpec& f = plan->flows[(k - 1) * n + i];
+      const uint32_t last = (k - 2) * n + (f.dst + n - (k - 1)) % n;  // into f.dst, exchange k-1
+      ASSERT_EQ(plan->flows[last].dst, f.dst);
+      EXPECT_NE(std::find(f.after.begin(), f.after.end(), last), f.after.end())
+          << "exchange " << k << " of rank " << i;
+    }
+  }
+}
+
 TEST(Collective_Spec, SmallBuffersUseFewerChannels) {
   CollectiveSpec s = spec(Collective::kAllReduce, CollectiveAlgo::kRing, 8, 8 * 4 * 3);
   s.channels = 16;
@@ -491,7 +521,8 @@ void fabric(Network& net, uint32_t leaves, uint32_t per_leaf) {
 }
 
 Time run_to_end(const std::vector<FlowSpec>& flows, uint32_t leaves, uint32_t per_leaf,
-                std::vector<uint64_t>* received = nullptr) {
+                std::vector<uint64_t>* received = nullptr,
+                std::vector<FlowRecord>* records = nullptr) {
   Network net(NetworkConfig{});
   fabric(net, leaves, per_leaf);
   WorkloadRunnerConfig rc;
@@ -508,6 +539,7 @@ Time run_to_end(const std::vector<FlowSpec>& flows, uint32_t leaves, uint32_t pe
     end = std::max(end, r.finish);
     if (received != nullptr) (*received)[r.dst] += r.received;
   }
+  if (records != nullptr) *records = (*runner)->records();
   return end;
 }
 
@@ -531,6 +563,28 @@ TEST(Collective_Run, EveryAlgorithmCompletesAndDeliversItsBytesPerHost) {
           EXPECT_EQ(received[h], 0u) << "host " << h << " runs no rank";
         }
       }
+    }
+  }
+}
+
+TEST(Collective_Run, PairwiseRanksReceiveOneBlockAtATime) {
+  // 16 ranks on 4 leaves of 4 (2 spines: 2:1 oversubscribed, so blocks take uneven times),
+  // 256 KiB per block.
+  auto plan =
+      collective_flows(spec(Collective::kAllToAll, CollectiveAlgo::kPairwise, 16, 16 << 18));
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  std::vector<FlowRecord> records;
+  run_to_end(plan->flows, 4, 4, nullptr, &records);
+  // Expect: into every host, each block starts after the one before it has arrived.
+  std::vector<std::vector<const FlowRecord*>> into(16);
+  for (const FlowRecord& r : records) into[r.dst].push_back(&r);
+  for (uint32_t h = 0; h < 16; ++h) {
+    std::sort(into[h].begin(), into[h].end(),
+              [](const FlowRecord* a, const FlowRecord* b) { return a->start < b->start; });
+    for (size_t b = 1; b < into[h].size(); ++b) {
+      EXPECT_GE(into[h][b]->start, into[h][b - 1]->finish)
+          << "host " << h << ": block from " << into[h][b]->src << " started before the one from "
+          << into[h][b - 1]->src << " arrived";
     }
   }
 }
