@@ -290,9 +290,6 @@ void hd_allreduce_channel(Dag& dag, uint32_t n, uint64_t bytes) {
 // posts the receive of exchange k only then; a block larger than the eager limit moves by
 // rendezvous, when its receive is posted (and an RDMA WRITE needs the buffer the receiver
 // names then). So every rank receives one block at a time, as the schedule intends.
-// (Without the receiver's side, a rank running ahead sent into a receiver still taking the
-// previous step's block: two to four blocks met at one host, the late block was slowed by
-// the early one, and the skew grew step by step; bench/README.md, "collective".)
 void alltoall(Dag& dag, uint32_t n, uint64_t bytes, bool pairwise) {
   std::vector<uint32_t> prev(n, kNone), cur(n, kNone);
   for (uint32_t k = 1; k < n; ++k) {
