@@ -991,16 +991,8 @@ size_t RoceEndpoint::tx(std::span<Frame* const> out, Time now) {
   size_t idle = 0;
   while (n < out.size() && idle < active_.size()) {
     if (rr_ >= active_.size()) rr_ = 0;
-    if (const uint32_t next = next_ready(rr_); next != rr_) {
-      const size_t skip = next - rr_, left = active_.size() - idle;
-      if (skip >= left) {  // the turn ends among idle QPs
-        rr_ += static_cast<uint32_t>(left);
-        break;
-      }
-      idle += skip;
-      rr_ = next;
-      if (rr_ >= active_.size()) continue;
-    }
+    if (!ready_.skip_idle(rr_, idle, active_.size())) break;  // the turn ends among idle QPs
+    if (rr_ >= active_.size()) continue;
     const uint32_t at = rr_++;
     Qp& q = *active_[at];
     ++counters_.tx_qp_visits;
@@ -1009,21 +1001,10 @@ size_t RoceEndpoint::tx(std::span<Frame* const> out, Time now) {
       idle = 0;
     } else {
       ++idle;
-      if (!tx_may_act(q)) ready_[at >> 6] &= ~(uint64_t{1} << (at & 63));
+      if (!tx_may_act(q)) ready_.clear(at);
     }
   }
   return n;
-}
-
-uint32_t RoceEndpoint::next_ready(uint32_t from) const noexcept {
-  const auto size = static_cast<uint32_t>(active_.size());
-  uint32_t w = from >> 6;
-  uint64_t bits = ready_[w] & (~uint64_t{0} << (from & 63));
-  while (bits == 0) {
-    if (++w * 64 >= size) return size;
-    bits = ready_[w];
-  }
-  return std::min(size, w * 64 + static_cast<uint32_t>(std::countr_zero(bits)));
 }
 
 // Whether tx_one() could act on `q` later with nothing else changing it: each branch that

@@ -103,7 +103,7 @@ size_t RoceEndpoint::footprint() const {
     for (uint32_t i = 0; i < n; ++i)
       bytes += qp_chunks_[c][i].writes.bytes() + qp_chunks_[c][i].reads.bytes();
   }
-  bytes += active_.capacity() * sizeof(active_[0]) + ready_.capacity() * sizeof(ready_[0]);
+  bytes += active_.capacity() * sizeof(active_[0]) + ready_.bytes();
   bytes += hash_bytes(qp_by_peer_);
   bytes += regions_.capacity() * sizeof(Region);
   return bytes + cq_.bytes() + recvs_.bytes();
@@ -184,7 +184,7 @@ absl::Status RoceEndpoint::connect_qp(uint32_t peer_ip4, uint32_t local_qpn, uin
   } else {
     q.active_index = static_cast<uint32_t>(active_.size());
     active_.push_back(&q);
-    if (ready_.size() * 64 < active_.size()) ready_.push_back(0);
+    ready_.grow_to(active_.size());
   }
   mark_ready(q);
   qp_by_peer_[peer_ip4] = idx;

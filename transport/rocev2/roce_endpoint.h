@@ -133,6 +133,7 @@
 #include "cc/dcqcn.h"
 #include "transport/api.h"
 #include "transport/pool.h"
+#include "transport/ready_bits.h"
 #include "transport/wire/builder.h"
 #include "transport/wire/decode.h"
 
@@ -463,14 +464,11 @@ class RoceEndpoint final : public Endpoint {
   uint32_t qps_allocated_ = 0;
   std::vector<Qp*> active_;       // connected QPs (RTS or error), in no particular order
   uint32_t rr_ = 0;               // round-robin position in active_ for tx()
-  // One bit per position in active_: the QP may have a frame for tx(). Set when anything
-  // reaches the QP (a frame, a post, its ACK timer), cleared by tx() when the QP has nothing
-  // that time alone could release (tx_may_act), so tx() costs the busy QPs, not every QP.
-  std::vector<uint64_t> ready_;
-  void mark_ready(const Qp& q) noexcept {
-    ready_[q.active_index >> 6] |= uint64_t{1} << (q.active_index & 63);
-  }
-  uint32_t next_ready(uint32_t from) const noexcept;
+  // Per position in active_: the QP may have a frame for tx() (transport/ready_bits.h); set
+  // by a frame, a post or its ACK timer, cleared when tx_may_act says only such a change
+  // could give it work.
+  ReadyBits ready_;
+  void mark_ready(const Qp& q) noexcept { ready_.set(q.active_index); }
   bool tx_may_act(const Qp& q) const noexcept;
   Time deadline_ = kNever;        // earliest timer of any QP (may be early, never late)
   absl::flat_hash_map<uint32_t, uint32_t> qp_by_peer_;  // control path only

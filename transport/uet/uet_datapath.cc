@@ -1588,16 +1588,8 @@ size_t UetEndpoint::tx(std::span<Frame* const> out, Time now) {
   // would give.
   for (size_t idle = 0; n < out.size() && idle < active_.size();) {
     if (rr_ >= active_.size()) rr_ = 0;
-    if (const uint32_t next = next_ready(rr_); next != rr_) {
-      const size_t skip = next - rr_, left = active_.size() - idle;
-      if (skip >= left) {  // the turn ends among idle PDCs
-        rr_ += static_cast<uint32_t>(left);
-        break;
-      }
-      idle += skip;
-      rr_ = next;
-      if (rr_ >= active_.size()) continue;
-    }
+    if (!ready_.skip_idle(rr_, idle, active_.size())) break;  // the turn ends among idle PDCs
+    if (rr_ >= active_.size()) continue;
     const uint16_t id = active_[rr_];
     Pdc& p = pdcs_[id];
     ++counters_.tx_pdc_visits;
@@ -1720,22 +1712,11 @@ size_t UetEndpoint::tx(std::span<Frame* const> out, Time now) {
       idle = 0;
     } else {
       ++idle;
-      if (!tx_may_act(p)) ready_[rr_ >> 6] &= ~(uint64_t{1} << (rr_ & 63));
+      if (!tx_may_act(p)) ready_.clear(rr_);
     }
     ++rr_;  // round robin: the next frame comes from the next PDC
   }
   return n;
-}
-
-uint32_t UetEndpoint::next_ready(uint32_t from) const noexcept {
-  const auto size = static_cast<uint32_t>(active_.size());
-  uint32_t w = from >> 6;
-  uint64_t bits = ready_[w] & (~uint64_t{0} << (from & 63));
-  while (bits == 0) {
-    if (++w * 64 >= size) return size;
-    bits = ready_[w];
-  }
-  return std::min(size, w * 64 + static_cast<uint32_t>(std::countr_zero(bits)));
 }
 
 // Whether tx() could act on `p` at a later time with nothing else changing it: every branch

@@ -187,7 +187,7 @@ int32_t UetEndpoint::alloc_pdc(Role role) {
   p.rccc = cc::RcccSender(rccc_config_);
   p.active_index = static_cast<uint32_t>(active_.size());
   active_.push_back(id);
-  if (ready_.size() * 64 < active_.size()) ready_.push_back(0);
+  ready_.grow_to(active_.size());
   mark_ready(p);
   return id;
 }
@@ -215,17 +215,10 @@ void UetEndpoint::free_pdc(uint16_t id) {
   rod_release_buffer(p);
   // Swap-remove from the active list, the last PDC's ready bit moving with it.
   const uint16_t last = active_.back();
-  const auto end = static_cast<uint32_t>(active_.size() - 1);
-  const bool last_ready = (ready_[end >> 6] >> (end & 63) & 1) != 0;
-  ready_[end >> 6] &= ~(uint64_t{1} << (end & 63));
+  ready_.move(static_cast<uint32_t>(active_.size() - 1), p.active_index);
   active_[p.active_index] = last;
   pdcs_[last].active_index = p.active_index;
   active_.pop_back();
-  if (p.active_index != end) {
-    const uint64_t bit = uint64_t{1} << (p.active_index & 63);
-    ready_[p.active_index >> 6] = last_ready ? ready_[p.active_index >> 6] | bit
-                                             : ready_[p.active_index >> 6] & ~bit;
-  }
   p.role = Role::kFree;
   spare_windows_.emplace_back();
   move_windows(p, spare_windows_.back());
@@ -243,7 +236,7 @@ size_t held(const V& v) noexcept {
 
 size_t UetEndpoint::memory_bytes() const noexcept {
   size_t n = pdcs_.bytes() + free_pdcs_.bytes() + credit_ring_.bytes() + unanswered_.bytes() +
-             held(active_) + held(ready_) + recvs_.bytes() + held(rx_msgs_) + held(completions_) +
+             held(active_) + ready_.bytes() + recvs_.bytes() + held(rx_msgs_) + held(completions_) +
              held(rod_pool_) + held(rod_pool_free_) + held(rudi_ops_) + held(rudi_pkts_) +
              held(rudi_free_) + held(rudi_rsp_) + held(uud_q_) + held(regions_) +
              rccc_rx_.memory_bytes() + hash_bytes(initiator_by_peer_) +

@@ -150,6 +150,7 @@
 #include "pathsel/path_selector.h"
 #include "transport/api.h"
 #include "transport/pool.h"
+#include "transport/ready_bits.h"
 #include "transport/wire/builder.h"
 #include "transport/tss/sublayer.h"
 #include "transport/wire/decode.h"
@@ -880,16 +881,11 @@ class UetEndpoint final : public Endpoint {
   std::vector<Windows> spare_windows_;
   std::vector<uint16_t> active_;  // PDCs in use, in no particular order
   uint32_t rr_ = 0;               // round-robin position in active_ for tx()
-  // One bit per position in active_: the PDC may have a frame for tx(). Set when anything
-  // reaches the PDC (a frame for it, a post, a timer of its that fires), cleared by tx() when
-  // it finds the PDC with nothing to send that time alone could change (tx_may_act), so tx()
-  // skips idle PDCs instead of visiting every one: its cost follows the busy PDCs, not the
-  // open ones (an all-to-all keeps a PDC to every peer open).
-  std::vector<uint64_t> ready_;
-  void mark_ready(const Pdc& p) noexcept {
-    ready_[p.active_index >> 6] |= uint64_t{1} << (p.active_index & 63);
-  }
-  uint32_t next_ready(uint32_t from) const noexcept;
+  // Per position in active_: the PDC may have a frame for tx() (transport/ready_bits.h); set
+  // by a frame for it, a post or a timer of its that fires, cleared when tx_may_act says
+  // only such a change could give it work. An all-to-all keeps a PDC to every peer open.
+  ReadyBits ready_;
+  void mark_ready(const Pdc& p) noexcept { ready_.set(p.active_index); }
   bool tx_may_act(const Pdc& p) const noexcept;
   Time deadline_ = kNever;        // earliest timer of any PDC (may be early, never late)
   std::array<StatelessNack, 64> stateless_{};
