@@ -428,17 +428,21 @@ TEST(Collective_Channels, RingFlowsCarryTheirChannel) {
 }
 
 // Expect: every algorithm with channels tags its flows 0..channels-1, each channel an
-// independent copy (a flow waits only on flows of its own channel); all-to-all has one channel.
+// independent copy (a flow waits only on flows of its own channel); all-to-all, gather and
+// scatter (grouped sends) have one channel.
 TEST(Collective_Channels, EveryAlgorithmTagsEachChannelsFlows) {
   for (Collective c : {Collective::kAllReduce, Collective::kReduceScatter, Collective::kAllGather,
-                       Collective::kBroadcast, Collective::kAllToAll}) {
+                       Collective::kBroadcast, Collective::kAllToAll, Collective::kReduce,
+                       Collective::kGather, Collective::kScatter}) {
+    const bool grouped =
+        c == Collective::kAllToAll || c == Collective::kGather || c == Collective::kScatter;
     for (CollectiveAlgo a : collective_algos(c)) {
       CollectiveSpec s = spec(c, a, 8, 8 * 4 * 4096);
       s.chunk_bytes = 4096;
       s.channels = 3;
       auto plan = collective_flows(s);
       ASSERT_TRUE(plan.ok()) << to_string(c) << " " << to_string(a) << ": " << plan.status();
-      EXPECT_EQ(plan->channels, c == Collective::kAllToAll ? 1u : 3u);
+      EXPECT_EQ(plan->channels, grouped ? 1u : 3u) << to_string(c);
       std::set<uint32_t> seen;
       for (const FlowSpec& f : plan->flows) {
         seen.insert(f.channel);
