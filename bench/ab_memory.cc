@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_format.h"
@@ -16,15 +17,15 @@ std::string human(double bytes) {
   return absl::StrFormat("%.1f KiB", bytes / 1024);
 }
 
-// Distinct communicating pairs of the flows: ordered (UET: a PDC per direction) or not
-// (RoCEv2: one QP pair per pair of hosts).
+// Distinct communicating pairs of the flows: ordered (UET: a PDC per direction, whatever the
+// channel) or not (RoCEv2: one QP pair per pair of hosts and channel).
 uint64_t pairs(const std::vector<sim::FlowSpec>& flows, bool ordered) {
-  std::vector<uint64_t> keys;
+  std::vector<std::pair<uint64_t, uint16_t>> keys;
   keys.reserve(flows.size());
   for (const sim::FlowSpec& f : flows) {
     const uint32_t a = ordered ? f.src : std::min(f.src, f.dst);
     const uint32_t b = ordered ? f.dst : std::max(f.src, f.dst);
-    keys.push_back(uint64_t{a} << 32 | b);
+    keys.emplace_back(uint64_t{a} << 32 | b, ordered ? 0 : f.channel);
   }
   std::sort(keys.begin(), keys.end());
   return static_cast<uint64_t>(std::unique(keys.begin(), keys.end()) - keys.begin());

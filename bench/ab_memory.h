@@ -22,7 +22,7 @@ struct MeasuredMemory {
   static constexpr double kUetPerHost = 33.5 * 1024;   // with its first pair
   static constexpr double kUetPerPair = 14.2 * 1024;   // ordered pair: a PDC at each end
   static constexpr double kRocePerHost = 22.6 * 1024;  // with its first pair
-  static constexpr double kRocePerPair = 3.6 * 1024;   // unordered pair: a QP each side
+  static constexpr double kRocePerPair = 3.6 * 1024;   // unordered pair and channel: a QP each side
   // Not measured, sized from the structures: per flow (the planned list, the run's copy, its
   // records and the player's state), per port (sim::Port and its queues' first slots), per
   // ECMP route entry (one per switch and ToR).

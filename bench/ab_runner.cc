@@ -73,6 +73,7 @@ class Player final : public sim::Scheduled {
     wr.local = src_;
     wr.length = f.bytes;
     wr.mode = mode_;
+    wr.channel = f.channel;
     if (absl::Status s = eps_[f.src]->post_write(wr); !s.ok()) {
       ++failed_;
       complete(id, now, false);
@@ -370,25 +371,27 @@ absl::StatusOr<RunResult> run(const RunConfig& rc) {
   sim::Network net(nc);
   if (absl::Status s = build_fabric(net, rc.fabric); !s.ok()) return s;
   const auto hosts = static_cast<uint32_t>(net.num_hosts());
+  // The top tier's switches (spines; a fat-tree's cores) are built last (sim/topology.cc), so
+  // they are the last `top` switch numbers. A top-tier link joins one of them to a switch.
+  const uint32_t top = rc.fabric.kind == Fabric::Kind::kLeafSpine ? rc.fabric.spines
+                                                                  : (rc.fabric.k / 2) * (rc.fabric.k / 2);
+  const auto first_top = static_cast<uint32_t>(net.num_switches()) - top;
+  auto is_top = [&](uint32_t port) {
+    const sim::Node& n = net.node(net.port(port).node);
+    return n.kind == sim::NodeKind::kSwitch && n.index >= first_top;
+  };
+  auto top_link = [&](uint32_t p) {
+    const uint32_t peer = net.port(p).peer;
+    return (is_top(p) || is_top(peer)) &&
+           net.node(net.port(p).node).kind == sim::NodeKind::kSwitch &&
+           net.node(net.port(peer).node).kind == sim::NodeKind::kSwitch;
+  };
   if (rc.fabric.failed_links > 0) {
     // Every top-tier link once (leaf-spine links; aggregation-core links of a fat-tree), by
-    // its lower-numbered port, in a seeded random order. The top tier's switches are built
-    // last (sim/topology.cc), so they are the last `top` switch numbers.
-    const uint32_t top = rc.fabric.kind == Fabric::Kind::kLeafSpine ? rc.fabric.spines
-                                                                    : (rc.fabric.k / 2) * (rc.fabric.k / 2);
-    const auto first_top = static_cast<uint32_t>(net.num_switches()) - top;
-    auto is_top = [&](uint32_t port) {
-      const sim::Node& n = net.node(net.port(port).node);
-      return n.kind == sim::NodeKind::kSwitch && n.index >= first_top;
-    };
+    // its lower-numbered port, in a seeded random order.
     std::vector<uint32_t> links;
     for (uint32_t p = 0; p < net.num_ports(); ++p) {
-      const uint32_t peer = net.port(p).peer;
-      if (p < peer && (is_top(p) || is_top(peer)) &&
-          net.node(net.port(p).node).kind == sim::NodeKind::kSwitch &&
-          net.node(net.port(peer).node).kind == sim::NodeKind::kSwitch) {
-        links.push_back(p);
-      }
+      if (p < net.port(p).peer && top_link(p)) links.push_back(p);
     }
     if (rc.fabric.failed_links > links.size()) {
       return absl::InvalidArgumentError(absl::StrCat("failed_links ", rc.fabric.failed_links,
@@ -423,11 +426,17 @@ absl::StatusOr<RunResult> run(const RunConfig& rc) {
     return absl::ResourceExhaustedError(absl::StrCat("cannot allocate 2 x ", max_bytes, " bytes"));
   }
 
-  // RoCEv2's RC QPs: one pair per communicating pair of hosts, in the order the flows first
-  // name them.
-  std::vector<std::pair<uint32_t, uint32_t>> qp_pairs;
+  // RoCEv2's RC QPs: one pair per communicating pair of hosts and channel (FlowSpec::channel,
+  // as NCCL opens a connection per channel), in the order the flows first name them.
+  struct QpPair {
+    uint32_t a, b;
+    uint16_t channel;
+  };
+  std::vector<QpPair> qp_pairs;
   std::vector<uint32_t> qps(hosts, 0);
   // UET: the PDCs each host opens, to the peers it writes to and from those writing to it.
+  // One per host pair whatever the flows' channels: spec/uet.md §2.4, a PDC joins two fabric
+  // endpoints and sprays its packets over EVs itself, so channels need no PDC of their own.
   std::vector<uint32_t> pdcs(hosts, 0);
   if (rc.transport == TransportKind::kUet) {
     absl::flat_hash_map<uint64_t, bool> pairs;
@@ -438,12 +447,12 @@ absl::StatusOr<RunResult> run(const RunConfig& rc) {
     }
   }
   if (rc.transport == TransportKind::kRocev2) {
-    absl::flat_hash_map<uint64_t, bool> connected;
+    absl::flat_hash_map<std::pair<uint64_t, uint16_t>, bool> connected;
     for (const sim::FlowSpec& f : rc.flows) {
       if (f.compute) continue;
       const uint32_t a = std::min(f.src, f.dst), b = std::max(f.src, f.dst);
-      if (!connected.emplace(uint64_t{a} << 32 | b, true).second) continue;
-      qp_pairs.emplace_back(a, b);
+      if (!connected.emplace(std::pair(uint64_t{a} << 32 | b, f.channel), true).second) continue;
+      qp_pairs.push_back({a, b, f.channel});
       ++qps[a];
       ++qps[b];
     }
@@ -468,17 +477,27 @@ absl::StatusOr<RunResult> run(const RunConfig& rc) {
   }
 
   if (rc.transport == TransportKind::kRocev2) {
-    // RC needs its QPs connected out of band.
+    // RC needs its QPs connected out of band. Channel 0's QPs draw their start PSNs from the
+    // run's seed in the order they always did; other channels' from a stream of their own, so
+    // adding channels leaves channel 0's draws as they were.
     std::vector<uint32_t> next_qp(hosts, 0);
     sim::Rng rng(rc.seed);
-    for (const auto& [a, b] : qp_pairs) {
+    sim::Rng rng_channels(rc.seed ^ 0xC4A2'2E15'0000'0000ULL);
+    for (const auto& [a, b, channel] : qp_pairs) {
       auto* ea = static_cast<RoceEndpoint*>(eps[a].get());
       auto* eb = static_cast<RoceEndpoint*>(eps[b].get());
       const uint32_t qa = 0x100 + next_qp[a]++, qb = 0x100 + next_qp[b]++;
-      const auto pa = static_cast<uint32_t>(rng.next() & 0xFFFFFF);
-      const auto pb = static_cast<uint32_t>(rng.next() & 0xFFFFFF);
-      if (absl::Status s = ea->connect_qp(sim::Network::host_ip4(b), qa, qb, pa, pb); !s.ok()) return s;
-      if (absl::Status s = eb->connect_qp(sim::Network::host_ip4(a), qb, qa, pb, pa); !s.ok()) return s;
+      sim::Rng& psns = channel == 0 ? rng : rng_channels;
+      const auto pa = static_cast<uint32_t>(psns.next() & 0xFFFFFF);
+      const auto pb = static_cast<uint32_t>(psns.next() & 0xFFFFFF);
+      if (absl::Status s = ea->connect_qp(sim::Network::host_ip4(b), qa, qb, pa, pb, channel);
+          !s.ok()) {
+        return s;
+      }
+      if (absl::Status s = eb->connect_qp(sim::Network::host_ip4(a), qb, qa, pb, pa, channel);
+          !s.ok()) {
+        return s;
+      }
     }
   }
   Player player(net, rc.flows, eps, src.get(), rkey,
@@ -553,6 +572,13 @@ absl::StatusOr<RunResult> run(const RunConfig& rc) {
   r.flows = *flows;
   r.records = player.records();
   r.ports = sim::port_summary(net, net.now());
+  for (uint32_t h = 0; h < hosts; ++h)
+    r.connections += rc.transport == TransportKind::kUet ? pdcs[h] : qps[h];
+  for (uint32_t p = 0; p < net.num_ports(); ++p) {
+    if (!top_link(p)) continue;
+    ++r.top_ports;
+    if (net.port(p).stats.tx_bytes > 0) ++r.top_ports_used;
+  }
   for (const auto& ep : eps) {
     const EndpointStats s = ep->stats();
     r.endpoints.data_packets += s.data_packets;

@@ -137,6 +137,13 @@ struct RunResult {
     uint64_t uud_sent = 0, uud_delivered = 0;
   } datagrams;
   uint64_t failed = 0;      // writes that completed with an error
+  // Connections the hosts set up, summed over hosts: RoCEv2 QPs (one at each end per host
+  // pair and FlowSpec::channel), UET PDCs (one at each end per host pair and direction that
+  // writes, whatever the channels).
+  uint64_t connections = 0;
+  // Ports of top-tier links (leaf-spine; a fat-tree's aggregation-core), two per link, and
+  // those that sent any frame: how widely the run spread over the fabric's paths.
+  uint32_t top_ports = 0, top_ports_used = 0;
   uint64_t events = 0;
   Time sim_time = 0;
   double wall_s = 0;

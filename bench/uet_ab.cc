@@ -996,7 +996,8 @@ int run_collective(uint32_t hosts, const std::vector<TransportKind>& transports,
             "\"flows\": %lu, \"failed\": %lu, \"retransmits\": %lu, \"timeouts\": %lu, "
             "\"drops\": %lu, \"trims\": %lu, \"pfc_pauses\": %lu, \"events\": %lu, "
             "\"wall_s\": %.3f, \"link_bound_gbytes\": %.4f, \"coll_loss\": %g, "
-            "\"coll_failed_links\": %u, \"run\": %s}",
+            "\"coll_failed_links\": %u, \"connections\": %lu, \"top_ports\": %u, "
+            "\"top_ports_used\": %u, \"run\": %s}",
             first_json ? "" : ",\n", to_string(*coll).data(), to_string(algo).data(), to_string(t),
             ranks, comms->size(), members, absl::GetFlag(FLAGS_placement).c_str(), p.plan.bytes,
             p.asked,
@@ -1007,6 +1008,7 @@ int run_collective(uint32_t hosts, const std::vector<TransportKind>& transports,
             sim::bus_bandwidth_factor(*coll, members),
             f.flows, f.failed, f.retransmitted, f.timeouts, f.drops, f.trims, f.pfc_pauses,
             f.events, f.wall_s, payload_bound_gbytes(last), loss, failed_links,
+            runs.front().connections, runs.front().top_ports, runs.front().top_ports_used,
             json_of(runs.front(), last).c_str());
         first_json = false;
       }

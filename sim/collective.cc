@@ -15,6 +15,7 @@ namespace uet::sim {
 namespace {
 
 constexpr uint32_t kNone = UINT32_MAX;
+static_assert(kMaxCollectiveChannels - 1 <= UINT16_MAX, "a channel fits FlowSpec::channel");
 
 absl::Status bad(std::string_view what) {
   return absl::InvalidArgumentError(absl::StrCat("collective: ", std::string(what)));
@@ -27,14 +28,19 @@ constexpr uint64_t split(uint64_t total, uint64_t parts, uint64_t i) noexcept {
 
 constexpr uint64_t ceil_div(uint64_t a, uint64_t b) noexcept { return a / b + (a % b != 0); }
 
-// Appends flows, resolving ranks to hosts; `after` may name kNone (no such prerequisite).
+// Appends flows, resolving ranks to hosts and tagging each with the channel being built;
+// `after` may name kNone (no such prerequisite).
 class Dag {
  public:
   Dag(CollectivePlan& plan, const std::vector<uint32_t>& hosts) : plan_(plan), hosts_(hosts) {}
 
+  // The channel the flows added from now on belong to (FlowSpec::channel).
+  void set_channel(uint32_t c) { channel_ = static_cast<uint16_t>(c); }
+
   uint32_t add(uint32_t src, uint32_t dst, uint64_t bytes, std::initializer_list<uint32_t> after) {
     const auto id = static_cast<uint32_t>(plan_.flows.size());
     FlowSpec f{id, hosts_[src], hosts_[dst], bytes, 0, {}};
+    f.channel = channel_;
     for (uint32_t a : after)
       if (a != kNone && std::find(f.after.begin(), f.after.end(), a) == f.after.end())
         f.after.push_back(a);
@@ -53,6 +59,7 @@ class Dag {
  private:
   CollectivePlan& plan_;
   const std::vector<uint32_t>& hosts_;
+  uint16_t channel_ = 0;
 };
 
 // ----- ring (and chain): the part each rank sends at each step.
@@ -556,6 +563,7 @@ absl::StatusOr<CollectivePlan> collective_flows(const CollectiveSpec& spec) {
     trees[0] = binary_tree(n, 0), trees[1] = binary_tree(n, 1);
   for (uint32_t c = 0; c < channels; ++c) {
     const uint64_t share = split(bytes, channels, c);
+    dag.set_channel(c);
     switch (spec.algo) {
       case CollectiveAlgo::kRing:
         if (spec.collective == Collective::kBroadcast) {

@@ -9,9 +9,11 @@
 //
 // NCCL's structure where it shapes the traffic: `channels` independent copies of the algorithm
 // each carry a share of the buffer, and ring, chain and tree algorithms pipeline their data in
-// `chunk_bytes` pieces, up to `slots` of them in flight on a rank pair. Channels
-// share the connection of a rank pair: the runner opens one per pair, as NCCL does with one
-// channel per NIC path when the fabric has no multipath of its own.
+// `chunk_bytes` pieces, up to `slots` of them in flight on a rank pair. Every flow names its
+// channel (FlowSpec::channel), and as NCCL opens one connection per channel, the A/B runner
+// opens one RoCEv2 QP per rank pair and channel: each QP has its own UDP source port, so the
+// channels of a pair hash onto different ECMP paths. UET keeps one PDC per pair for all
+// channels, since a PDC sprays its packets over paths itself.
 //
 // Conventions as in sim/workload.h: flow ids are indices; hosts are Network host numbers; bad
 // arguments return InvalidArgument naming the parameter and its valid range. Pure: the same

@@ -33,6 +33,11 @@ struct FlowSpec {
   // its prerequisites: compute time in a trace, or a join of prerequisites. The A/B runner
   // plays them; the UDP workload runner refuses them.
   bool compute = false;
+  // The connection within the host pair: flows of the same (src, dst, channel) share one
+  // connection (a RoCEv2 QP; UET opens one PDC per host pair whatever the channel). A
+  // collective sets it to the channel (the parallel ring or tree) the flow belongs to, as NCCL
+  // opens one connection per channel; every other generator leaves it 0.
+  uint16_t channel = 0;
 };
 
 // Bounds every generator and the runner enforce: a flow list is held in memory.

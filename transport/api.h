@@ -57,6 +57,12 @@ struct Completion {
   uint32_t imm = 0;            // ... this (host order)
 };
 
+// Every request names its connection to the peer by `channel` (an application's parallel
+// streams to one peer, as NCCL's channels): RoCEv2 sends on the QP connected for (peer,
+// channel) (RoceEndpoint::connect_qp) and refuses a channel with none; UET ignores it, since
+// one PDC per pair of endpoints carries every channel and sprays its packets over paths
+// itself (spec/uet.md §2.4).
+
 // A one-sided RDMA write: `length` bytes from `local` land at `remote_offset` within the
 // peer's region `rkey`.
 struct WriteRequest {
@@ -67,6 +73,7 @@ struct WriteRequest {
   const uint8_t* local = nullptr;
   uint64_t length = 0;
   DeliveryMode mode = DeliveryMode::kRud;
+  uint16_t channel = 0;  // the connection to the peer (above)
 };
 
 // A one-sided RDMA read: `length` bytes at `remote_offset` within the peer's region `rkey`
@@ -79,6 +86,7 @@ struct ReadRequest {
   uint8_t* local = nullptr;
   uint64_t length = 0;
   DeliveryMode mode = DeliveryMode::kRud;
+  uint16_t channel = 0;  // the connection to the peer (above WriteRequest)
 };
 
 // A two-sided send: `length` bytes from `local` land in the next receive buffer the peer
@@ -91,6 +99,7 @@ struct SendRequest {
   DeliveryMode mode = DeliveryMode::kRud;
   bool has_imm = false;  // carry 32 bits of immediate data to the receive completion
   uint32_t imm = 0;
+  uint16_t channel = 0;  // the connection to the peer (above WriteRequest)
 };
 
 // A receive buffer for incoming SENDs. An endpoint's posted buffers form one shared queue,

@@ -12,6 +12,8 @@ Asserts:
 - UET's datagram modes run the all-to-all (RUDI reliably; UUD with every datagram delivered);
 - --tp/--coll_group run one collective per tensor-parallel group at once; --gpus_per_server
   runs the hierarchical all-reduce, its intra-server phases inside the time;
+- RoCEv2 opens one QP per rank pair and channel: --channels=4 uses 4x the QPs of
+  --channels=1 and spreads a ring over more spine links; UET's PDCs do not change;
 - the same flags and seed give byte-identical JSON apart from wall time;
 - bad flags are refused with exit 2 and a message naming the flag.
 Usage: collective_test.py BUILD_BIN_DIR
@@ -25,6 +27,7 @@ import tempfile
 
 SMALL = ["--leaves=2", "--hosts_per_leaf=4", "--spines=2"]
 NONBLOCKING = ["--leaves=4", "--hosts_per_leaf=4", "--spines=4"]
+SPINES8 = ["--leaves=4", "--hosts_per_leaf=4", "--spines=8"]  # more paths than inter-leaf hops
 ALGOS = {"allreduce": ["ring", "tree", "hd"], "reducescatter": ["ring", "hd"],
          "allgather": ["ring", "hd"], "broadcast": ["ring"], "alltoall": ["pairwise", "batched"],
          "reduce": ["ring"], "gather": ["batched"], "scatter": ["batched"]}
@@ -148,6 +151,38 @@ def main():
                 if r["gpus_per_server"] != 4 or r["failed"] != 0 or r["time_us"] < 100:
                     failures.append(f"servers {r['transport']}: {r['gpus_per_server']} GPUs, "
                                     f"{r['failed']} failed, {r['time_us']} us (< 2 x 50 us)")
+
+        # Channels take different paths under RoCEv2: one QP per rank pair and channel (4x the
+        # QPs at --channels=4), each with its own UDP source port, so the ring's inter-leaf hops
+        # hash onto more spine links; UET keeps one PDC per pair and sprays it either way.
+        spread = {}
+        for channels in (1, 4):
+            proc, rows = uet_ab(bindir, tmp, f"channels{channels}",
+                                [*SPINES8, "--sizes=1M", f"--channels={channels}"])
+            if rows is None:
+                failures.append(f"--channels={channels}: exit {proc.returncode}: "
+                                f"{proc.stderr.strip()}")
+                continue
+            for r in rows:
+                if r["failed"] != 0 or r["channels"] != channels:
+                    failures.append(f"--channels={channels} {r['transport']}: {r['failed']} "
+                                    f"failed, {r['channels']} channels")
+                spread[(r["transport"], channels)] = (r["connections"], r["top_ports_used"],
+                                                      r["top_ports"])
+        if len(spread) == 4:
+            print("channels: (transport, channels) -> (connections, top ports used, top ports):",
+                  spread)
+            q1, used1, ports = spread[("rocev2", 1)]
+            q4, used4, _ = spread[("rocev2", 4)]
+            # 16 ranks in a ring: 16 rank pairs, a QP at each end per channel.
+            if q1 != 32 or q4 != 4 * q1:
+                failures.append(f"channels: rocev2 QPs {q1} at 1 channel, {q4} at 4 (want 32, 128)")
+            if not used1 < used4 <= ports:
+                failures.append(f"channels: rocev2 used {used1} spine ports at 1 channel, {used4} "
+                                f"at 4, of {ports}: more channels should spread wider")
+            if spread[("uet", 1)][0] != spread[("uet", 4)][0]:
+                failures.append(f"channels: uet PDCs {spread[('uet', 1)][0]} at 1 channel, "
+                                f"{spread[('uet', 4)][0]} at 4: one per pair whatever the channels")
 
         # Reproducible from the seed.
         args = [*SMALL, "--coll=alltoall", "--sizes=256K", "--iters=2", "--placement=random"]

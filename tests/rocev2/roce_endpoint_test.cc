@@ -18,6 +18,7 @@
 #include "sim/network.h"
 #include "sim/topology.h"
 #include "tests/common/fake_link.h"
+#include "tests/common/mentions.h"
 #include "transport/rocev2/psn.h"
 #include "transport/wire/checksum.h"
 
@@ -704,6 +705,83 @@ TEST(RoceEndpoint_Connect, OneQpPerPeerAndQpnsInRange) {
             absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(a->post_write({1, kIpB, 1, 0, buf.data(), 0}).code(),
             absl::StatusCode::kInvalidArgument);
+}
+
+// NCCL opens one connection per channel: two QPs to one peer, on channels 0 and 1, each
+// carry the WRITEs posted on their channel, under their own UDP source port (path).
+TEST(RoceEndpoint_Connect, ChannelsToOnePeerAreSeparateQpsWithTheirOwnSourcePorts) {
+  auto a = std::move(*RoceEndpoint::create(config_for(kIpA)));
+  auto b = std::move(*RoceEndpoint::create(config_for(kIpB)));
+  ASSERT_TRUE(a->connect_qp(kIpB, kQpA, kQpB, kPsnA, kPsnB, 0).ok());
+  ASSERT_TRUE(b->connect_qp(kIpA, kQpB, kQpA, kPsnB, kPsnA, 0).ok());
+  ASSERT_TRUE(a->connect_qp(kIpB, kQpA + 1, kQpB + 1, kPsnA + 50, kPsnB + 50, 1).ok());
+  ASSERT_TRUE(b->connect_qp(kIpA, kQpB + 1, kQpA + 1, kPsnB + 50, kPsnA + 50, 1).ok());
+  EXPECT_EQ(a->qp_info(kQpA)->channel, 0u);
+  EXPECT_EQ(a->qp_info(kQpA + 1)->channel, 1u);
+  FakeLink link(a.get(), b.get());
+  std::vector<uint8_t> src(5 * 4096), dst(5 * 4096);
+  for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<uint8_t>(i * 7 + 1);
+  const uint32_t rkey = *b->register_memory(dst.data(), dst.size());
+  WriteRequest w0{1, kIpB, rkey, 0, src.data(), 3 * 4096};  // 3 packets on channel 0
+  WriteRequest w1{2, kIpB, rkey, 3 * 4096, src.data() + 3 * 4096, 2 * 4096};
+  w1.channel = 1;  // 2 packets on channel 1
+  ASSERT_TRUE(a->post_write(w0).ok());
+  ASSERT_TRUE(a->post_write(w1).ok());
+  link.run(kSecond);
+  const auto c = drain(*a);
+  ASSERT_EQ(c.size(), 2u);
+  EXPECT_EQ(c[0].status, OpStatus::kSuccess);
+  EXPECT_EQ(c[1].status, OpStatus::kSuccess);
+  EXPECT_EQ(src, dst);
+  // Expect: channel 0's packets go to QP B on A's first QP's port, channel 1's to QP B+1 on
+  // the second's, with the PSNs of their own QPs; the two ports differ.
+  const uint16_t sport0 = a->udp_sport(kQpA), sport1 = a->udp_sport(kQpA + 1);
+  EXPECT_NE(sport0, sport1);
+  size_t on0 = 0, on1 = 0;
+  for (const Sent& s : data_from_a(link)) {
+    if (s.dest_qp == kQpB) {
+      EXPECT_EQ(s.sport, sport0);
+      EXPECT_EQ(s.psn, kPsnA + on0++);
+    } else {
+      EXPECT_EQ(s.dest_qp, kQpB + 1);
+      EXPECT_EQ(s.sport, sport1);
+      EXPECT_EQ(s.psn, kPsnA + 50 + on1++);
+    }
+  }
+  EXPECT_EQ(on0, 3u);
+  EXPECT_EQ(on1, 2u);
+  EXPECT_EQ(b->qp_info(kQpB)->msn, 1u);
+  EXPECT_EQ(b->qp_info(kQpB + 1)->msn, 1u);
+}
+
+// Expect: a post naming a channel with no QP is refused, naming the channel; one QP per peer
+// and channel.
+TEST(RoceEndpoint_Connect, PostOnAnUnconnectedChannelIsRefusedNamingIt) {
+  using testing_util::Mentions;
+  auto a = std::move(*RoceEndpoint::create(config_for(kIpA)));
+  ASSERT_TRUE(a->connect_qp(kIpB, 0x100, 0x200, 0, 0, 0).ok());
+  ASSERT_TRUE(a->connect_qp(kIpB, 0x101, 0x201, 0, 0, 1).ok());
+  const absl::Status again = a->connect_qp(kIpB, 0x102, 0x202, 0, 0, 1);
+  EXPECT_EQ(again.code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_TRUE(Mentions(again, "channel 1"));
+  std::vector<uint8_t> buf(10);
+  WriteRequest w{1, kIpB, 1, 0, buf.data(), buf.size()};
+  w.channel = 3;
+  const absl::Status s = a->post_write(w);
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(Mentions(s, "post_write: no QP connected to peer"));
+  EXPECT_TRUE(Mentions(s, "on channel 3"));
+  ReadRequest r{2, kIpB, 1, 0, buf.data(), buf.size()};
+  r.channel = 2;
+  EXPECT_TRUE(Mentions(a->post_read(r), "post_read: no QP connected to peer"));
+  EXPECT_TRUE(Mentions(a->post_read(r), "on channel 2"));
+  SendRequest sr{3, kIpB, buf.data(), buf.size()};
+  sr.channel = 9;
+  EXPECT_TRUE(Mentions(a->post_send(sr), "on channel 9"));
+  w.channel = 1;
+  EXPECT_TRUE(a->post_write(w).ok());  // the connected channels take posts
+  EXPECT_EQ(a->qp_info(0x101)->writes_outstanding, 1u);
+  EXPECT_EQ(a->qp_info(0x100)->writes_outstanding, 0u);
 }
 
 // tx() passes over QPs with nothing to send: with 15 QPs connected and each waiting for its

@@ -402,6 +402,82 @@ TEST(Collective_Structure, PairwiseReceiverTakesOneBlockAtATime) {
   }
 }
 
+// ------------------------------------------------------------------ channels
+
+// Expect: channel c's flows carry channel == c (the runner gives each (pair, channel) its own
+// connection). Channels are built one after another, each its own copy of the algorithm: a
+// ring all-reduce's channel c is the c-th block of 3 pieces x 2(n-1) steps x n flows, in which
+// each of the n ranks sends 2(n-1)/n of the channel's share of the buffer.
+TEST(Collective_Channels, RingFlowsCarryTheirChannel) {
+  constexpr uint32_t n = 5, kChannels = 4;
+  CollectiveSpec s = spec(Collective::kAllReduce, CollectiveAlgo::kRing, n, 0);
+  s.bytes = uint64_t{n} * kChannels * 3 * 4096;
+  s.channels = kChannels;
+  s.chunk_bytes = 4096;
+  auto plan = collective_flows(s);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_EQ(plan->channels, kChannels);
+  const size_t per_channel = size_t{3} * 2 * (n - 1) * n;
+  ASSERT_EQ(plan->flows.size(), kChannels * per_channel);
+  std::vector<uint64_t> bytes(kChannels, 0);
+  for (const FlowSpec& f : plan->flows) {
+    ASSERT_EQ(f.channel, f.id / per_channel) << "flow " << f.id;
+    bytes[f.channel] += f.bytes;
+  }
+  for (uint32_t c = 0; c < kChannels; ++c) EXPECT_EQ(bytes[c], 2 * (n - 1) * s.bytes / kChannels);
+}
+
+// Expect: every algorithm with channels tags its flows 0..channels-1, each channel an
+// independent copy (a flow waits only on flows of its own channel); all-to-all, gather and
+// scatter (grouped sends) have one channel.
+TEST(Collective_Channels, EveryAlgorithmTagsEachChannelsFlows) {
+  for (Collective c : {Collective::kAllReduce, Collective::kReduceScatter, Collective::kAllGather,
+                       Collective::kBroadcast, Collective::kAllToAll, Collective::kReduce,
+                       Collective::kGather, Collective::kScatter}) {
+    const bool grouped =
+        c == Collective::kAllToAll || c == Collective::kGather || c == Collective::kScatter;
+    for (CollectiveAlgo a : collective_algos(c)) {
+      CollectiveSpec s = spec(c, a, 8, 8 * 4 * 4096);
+      s.chunk_bytes = 4096;
+      s.channels = 3;
+      auto plan = collective_flows(s);
+      ASSERT_TRUE(plan.ok()) << to_string(c) << " " << to_string(a) << ": " << plan.status();
+      EXPECT_EQ(plan->channels, grouped ? 1u : 3u) << to_string(c);
+      std::set<uint32_t> seen;
+      for (const FlowSpec& f : plan->flows) {
+        seen.insert(f.channel);
+        for (uint32_t p : f.after)
+          EXPECT_EQ(plan->flows[p].channel, f.channel) << to_string(c) << " " << to_string(a);
+      }
+      std::set<uint32_t> want;
+      for (uint32_t ch = 0; ch < plan->channels; ++ch) want.insert(ch);
+      EXPECT_EQ(seen, want) << to_string(c) << " " << to_string(a);
+    }
+  }
+}
+
+// Expect: the hierarchical form's rail flows carry their channel; its compute tasks channel 0.
+TEST(Collective_Channels, HierarchicalRailFlowsCarryTheirChannel) {
+  CollectiveSpec s = spec(Collective::kAllReduce, CollectiveAlgo::kRing, 8, 8 << 20);
+  s.channels = 2;
+  ServerSpec server;
+  server.gpus = 4;
+  auto plan = hierarchical_flows(s, server);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_EQ(plan->channels, 2u);
+  std::vector<uint64_t> bytes(2, 0);
+  for (const FlowSpec& f : plan->flows) {
+    if (f.compute) {
+      EXPECT_EQ(f.channel, 0u);
+      continue;
+    }
+    ASSERT_LT(f.channel, 2u);
+    bytes[f.channel] += f.bytes;
+  }
+  EXPECT_GT(bytes[1], 0u);
+  EXPECT_EQ(bytes[0], bytes[1]);  // each rail's share splits evenly between the channels
+}
+
 TEST(Collective_Spec, SmallBuffersUseFewerChannels) {
   CollectiveSpec s = spec(Collective::kAllReduce, CollectiveAlgo::kRing, 8, 8 * 4 * 3);
   s.channels = 16;

@@ -104,7 +104,7 @@ size_t RoceEndpoint::footprint() const {
       bytes += qp_chunks_[c][i].writes.bytes() + qp_chunks_[c][i].reads.bytes();
   }
   bytes += active_.capacity() * sizeof(active_[0]) + ready_.bytes();
-  bytes += hash_bytes(qp_by_peer_);
+  bytes += hash_bytes(qp_by_conn_);
   bytes += regions_.capacity() * sizeof(Region);
   return bytes + cq_.bytes() + recvs_.bytes();
 }
@@ -118,7 +118,7 @@ size_t RoceEndpoint::footprint_bound(const RoceConfig& c, uint32_t regions) noex
   return resized_capacity(chunks) * sizeof(std::unique_ptr<Qp[]>) +  // chunk index (resize)
          size_t{c.max_qps} * qp +
          appended_capacity(c.max_qps) * sizeof(Qp*) +          // active list: one per connected QP
-         hash_bytes_bound<decltype(qp_by_peer_)>(c.max_qps) +  // one QP per peer
+         hash_bytes_bound<decltype(qp_by_conn_)>(c.max_qps) +  // one per connected QP
          appended_capacity(regions) * sizeof(Region) +
          GrowRing<Completion>::bytes_bound(c.cq_entries) +
          GrowRing<RecvBuffer>::bytes_bound(c.max_recvs);
@@ -132,7 +132,7 @@ uint16_t RoceEndpoint::udp_sport(uint32_t local_qpn) const noexcept {
 }
 
 absl::Status RoceEndpoint::connect_qp(uint32_t peer_ip4, uint32_t local_qpn, uint32_t remote_qpn,
-                                      uint32_t sq_psn, uint32_t rq_psn) {
+                                      uint32_t sq_psn, uint32_t rq_psn, uint16_t channel) {
   const uint32_t idx = local_qpn - config_.qpn_base;
   if (idx >= config_.max_qps) {
     return absl::InvalidArgumentError(
@@ -153,13 +153,16 @@ absl::Status RoceEndpoint::connect_qp(uint32_t peer_ip4, uint32_t local_qpn, uin
     return absl::FailedPreconditionError(
         absl::StrCat("connect_qp: QP ", local_qpn, " is already connected"));
   }
-  if (auto it = qp_by_peer_.find(peer_ip4); it != qp_by_peer_.end() && it->second != idx) {
-    return absl::AlreadyExistsError(absl::StrCat("connect_qp: QP ", config_.qpn_base + it->second,
-                                                 " already serves this peer (one QP per peer)"));
+  if (auto it = qp_by_conn_.find(conn_key(peer_ip4, channel));
+      it != qp_by_conn_.end() && it->second != idx) {
+    return absl::AlreadyExistsError(
+        absl::StrCat("connect_qp: QP ", config_.qpn_base + it->second,
+                     " already serves this peer on channel ", channel,
+                     " (one QP per peer and channel)"));
   }
   Qp& q = allocate_qp(idx);
   const bool was_active = q.state != QpState::kReset;
-  if (was_active) qp_by_peer_.erase(q.peer_ip4);
+  if (was_active) qp_by_conn_.erase(conn_key(q.peer_ip4, q.channel));
   // Reconnecting keeps the queues' storage; the send queue grows as WRs are posted.
   GrowRing<Write> writes = std::move(q.writes);
   GrowRing<ReadResp> reads = std::move(q.reads);
@@ -172,6 +175,7 @@ absl::Status RoceEndpoint::connect_qp(uint32_t peer_ip4, uint32_t local_qpn, uin
   q.local_qpn = local_qpn;
   q.remote_qpn = remote_qpn;
   q.peer_ip4 = peer_ip4;
+  q.channel = channel;
   q.peer_mac = config_.resolve_mac(peer_ip4);
   q.sport = udp_sport(local_qpn);
   q.next_psn = q.max_psn = q.una = sq_psn;
@@ -187,7 +191,7 @@ absl::Status RoceEndpoint::connect_qp(uint32_t peer_ip4, uint32_t local_qpn, uin
     ready_.grow_to(active_.size());
   }
   mark_ready(q);
-  qp_by_peer_[peer_ip4] = idx;
+  qp_by_conn_[conn_key(peer_ip4, channel)] = idx;
   return absl::OkStatus();
 }
 
@@ -203,6 +207,7 @@ absl::StatusOr<QpInfo> RoceEndpoint::qp_info(uint32_t local_qpn) const {
   i.peer_ip4 = q.peer_ip4;
   i.remote_qpn = q.remote_qpn;
   i.udp_sport = q.sport;
+  i.channel = q.channel;
   i.next_psn = q.next_psn;
   i.max_psn = q.max_psn;
   i.una = q.una;
@@ -265,13 +270,15 @@ absl::Status check_mode(DeliveryMode mode, const char* what) {
 
 }  // namespace
 
-// Every post: the QP of the peer, a completion slot, a send-queue slot (the rings grow here,
-// once the post is accepted). A WR posted to a QP in the error state is flushed at once (IB).
-absl::Status RoceEndpoint::post_wqe(uint32_t peer, const Write& w, const char* what) {
-  auto it = qp_by_peer_.find(peer);
-  if (it == qp_by_peer_.end()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat(what, ": no QP connected to peer ", peer, " (connect_qp first)"));
+// Every post: the QP of the peer and channel, a completion slot, a send-queue slot (the rings
+// grow here, once the post is accepted). A WR posted to a QP in the error state is flushed at
+// once (IB).
+absl::Status RoceEndpoint::post_wqe(uint32_t peer, uint16_t channel, const Write& w,
+                                    const char* what) {
+  auto it = qp_by_conn_.find(conn_key(peer, channel));
+  if (it == qp_by_conn_.end()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        what, ": no QP connected to peer ", peer, " on channel ", channel, " (connect_qp first)"));
   }
   if (cq_reserved_ >= config_.cq_entries) {
     return absl::ResourceExhaustedError(
@@ -314,7 +321,7 @@ absl::Status RoceEndpoint::post_write(const WriteRequest& wr) {
   if (wr.length == 0 || wr.length > kMaxMessage || wr.local == nullptr) {
     return absl::InvalidArgumentError("post_write: length must be 1..2^31 bytes with a buffer");
   }
-  return post_wqe(wr.peer, write_wqe(wr), "post_write");
+  return post_wqe(wr.peer, wr.channel, write_wqe(wr), "post_write");
 }
 
 absl::Status RoceEndpoint::post_write_with_imm(const WriteRequest& wr, uint32_t imm) {
@@ -326,7 +333,7 @@ absl::Status RoceEndpoint::post_write_with_imm(const WriteRequest& wr, uint32_t 
   Write w = write_wqe(wr);
   w.has_imm = true;
   w.imm = imm;
-  return post_wqe(wr.peer, w, "post_write_with_imm");
+  return post_wqe(wr.peer, wr.channel, w, "post_write_with_imm");
 }
 
 absl::Status RoceEndpoint::post_read(const ReadRequest& rr) {
@@ -341,7 +348,7 @@ absl::Status RoceEndpoint::post_read(const ReadRequest& rr) {
   w.remote_offset = rr.remote_offset;
   w.dst = rr.local;
   w.length = rr.length;
-  return post_wqe(rr.peer, w, "post_read");
+  return post_wqe(rr.peer, rr.channel, w, "post_read");
 }
 
 absl::Status RoceEndpoint::post_send(const SendRequest& sr) {
@@ -357,7 +364,7 @@ absl::Status RoceEndpoint::post_send(const SendRequest& sr) {
   w.wr_id = sr.wr_id;
   w.src = sr.local;
   w.length = sr.length;
-  return post_wqe(sr.peer, w, "post_send");
+  return post_wqe(sr.peer, sr.channel, w, "post_send");
 }
 
 // The endpoint's shared receive queue (an SRQ): consumed in posting order by SENDs and

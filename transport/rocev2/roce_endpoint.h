@@ -4,7 +4,7 @@
 //
 // What it does (spec/rocev2.md for the wire; RC as rdma_rxe and RNICs run it, research notes
 // rocev2-wireshark.md §2; DCQCN §3):
-// - QPs are connected out of band (connect_qp: peer, QP numbers, start PSNs), as an
+// - QPs are connected out of band (connect_qp: peer, QP numbers, start PSNs, channel), as an
 //   application does with rdma_cm or a socket exchange before ibv_modify_qp to RTS.
 // - Requester: one send queue per QP (max_writes WQEs) holding writes, sends and reads in
 //   posting order. A write becomes RDMA WRITE FIRST (with RETH) / MIDDLE / LAST, or ONLY (with
@@ -72,8 +72,11 @@
 // - Local QPN = qpn_base + index into a table of up to max_qps QPs held in chunks of
 //   kQpChunk: a received BTH's DestQP is an index (chunk, then slot), with no hash look-up
 //   per packet. A QPN in range whose chunk was never allocated is a QP in the reset state.
-// - One QP per peer. post_write/post_read/post_send send on the QP connected to the peer (a
-//   control-path map from peer address to QP, read once per post, never per packet).
+// - One QP per (peer, channel): an application opens several connections to one peer, as
+//   NCCL opens one per channel, and each QP has its own UDP source port, so they may take
+//   different paths. post_write/post_read/post_send send on the QP connected for the request's
+//   (peer, channel) (a control-path map from peer << 16 | channel to QP, read once per post,
+//   never per packet). The responder finds a QP by DestQP alone.
 // - WriteRequest/ReadRequest::remote_offset travels as the RETH VA, and a VA is the byte offset
 //   within the region the R_Key names: registrations behave like zero-based memory regions
 //   (ibv_reg_mr with IBV_ACCESS_ZERO_BASED). R_Key = region index + 1. A zero-length RETH
@@ -111,7 +114,8 @@
 //   completion never overflows and never allocates. poll_completions frees slots for reuse.
 // - Shared receive queue: post_recv doubles it when the buffer does not fit, up to
 //   max_recvs; consumed buffers' slots are reused.
-// - connect_qp grows the active list and the peer map; register_memory the region table.
+// - connect_qp grows the active list and the connection map; register_memory the region
+//   table.
 // Rings (transport/pool.h) hold a power of 2 of entries, the last size the bound rounded up (the
 // bounds themselves are counted exactly); growth moves the live entries to their positions'
 // slots, so order is unchanged.
@@ -253,6 +257,7 @@ struct QpInfo {
   uint32_t peer_ip4 = 0;
   uint32_t remote_qpn = 0;
   uint16_t udp_sport = 0;
+  uint16_t channel = 0;   // the connection to peer_ip4 it serves (connect_qp)
   uint32_t next_psn = 0;  // requester: the next PSN to send (behind max_psn after go-back-N)
   uint32_t max_psn = 0;   // requester: one past the highest PSN ever sent
   uint32_t una = 0;       // requester: the oldest unacknowledged PSN
@@ -271,9 +276,11 @@ class RoceEndpoint final : public Endpoint {
 
   // Control path: connects local QP `local_qpn` to `remote_qpn` at `peer_ip4` and moves it to
   // RTS. `sq_psn` is the first PSN this side sends; `rq_psn` the first it expects (the peer's
-  // sq_psn). A QP in the error state may be connected again; one QP per peer.
+  // sq_psn). `channel` names the connection among those to the same peer: posts whose
+  // request names (peer_ip4, channel) go on this QP. A QP in the error state may be connected
+  // again; one QP per (peer, channel).
   absl::Status connect_qp(uint32_t peer_ip4, uint32_t local_qpn, uint32_t remote_qpn,
-                          uint32_t sq_psn, uint32_t rq_psn);
+                          uint32_t sq_psn, uint32_t rq_psn, uint16_t channel = 0);
   absl::StatusOr<QpInfo> qp_info(uint32_t local_qpn) const;
   uint16_t udp_sport(uint32_t local_qpn) const noexcept;
 
@@ -299,7 +306,8 @@ class RoceEndpoint final : public Endpoint {
   const RoceCounters& counters() const noexcept { return counters_; }
   const RoceConfig& config() const noexcept { return config_; }
   // Bytes held by the engine's tables (QP chunks and their index, send and read queues, the
-  // completion ring, the receive queue, the active list, the peer map, the region table).
+  // completion ring, the receive queue, the active list, the connection map, the region
+  // table).
   size_t footprint() const;
   // The most footprint() can reach for `config` with `regions` memory regions registered:
   // every table at its bound (a peer's frames grow none of them).
@@ -344,6 +352,7 @@ class RoceEndpoint final : public Endpoint {
     uint32_t local_qpn = 0;
     uint32_t remote_qpn = 0;
     uint32_t peer_ip4 = 0;
+    uint16_t channel = 0;
     wire::MacAddr peer_mac{};
     uint16_t sport = 0;
     uint32_t active_index = 0;  // position in active_
@@ -444,7 +453,7 @@ class RoceEndpoint final : public Endpoint {
   void complete(const Write& w, OpStatus status);
   void complete_recv(uint64_t wr_id, uint32_t peer, OpStatus status, uint64_t bytes,
                      bool has_imm, uint32_t imm);
-  absl::Status post_wqe(uint32_t peer, const Write& w, const char* what);
+  absl::Status post_wqe(uint32_t peer, uint16_t channel, const Write& w, const char* what);
   static Write write_wqe(const WriteRequest& wr);
 
   // The QP at index `idx` (QPN - qpn_base); nullptr when out of range or never allocated
@@ -471,7 +480,11 @@ class RoceEndpoint final : public Endpoint {
   void mark_ready(const Qp& q) noexcept { ready_.set(q.active_index); }
   bool tx_may_act(const Qp& q) const noexcept;
   Time deadline_ = kNever;        // earliest timer of any QP (may be early, never late)
-  absl::flat_hash_map<uint32_t, uint32_t> qp_by_peer_;  // control path only
+  // (peer << 16 | channel) -> QP index; control path only.
+  static uint64_t conn_key(uint32_t peer, uint16_t channel) noexcept {
+    return uint64_t{peer} << 16 | channel;
+  }
+  absl::flat_hash_map<uint64_t, uint32_t> qp_by_conn_;
   struct Region {
     uint8_t* base;
     uint64_t length;

@@ -356,7 +356,8 @@ class UetEndpoint final : public Endpoint {
  public:
   static absl::StatusOr<std::unique_ptr<UetEndpoint>> create(const UetConfig& config);
 
-  // Endpoint.
+  // Endpoint. The requests' `channel` is ignored: one PDC per peer (and mode) carries every
+  // channel, spraying its packets over EVs itself (spec/uet.md §2.4; transport/api.h).
   absl::StatusOr<uint32_t> register_memory(uint8_t* base, uint64_t length) override;
   absl::Status post_write(const WriteRequest& wr) override;
   absl::Status post_read(const ReadRequest& rr) override;
