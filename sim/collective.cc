@@ -318,12 +318,7 @@ void alltoall(Dag& dag, uint32_t n, uint64_t bytes, bool pairwise) {
 // root (gather) or from it (scatter), all posted at once.
 void direct(Dag& dag, uint32_t n, uint32_t root, uint64_t bytes, bool to_root) {
   for (uint32_t i = 0; i < n; ++i) {
-    if (i == root) continue;
-    if (to_root) {
-      dag.add(i, root, split(bytes, n, i), {});
-    } else {
-      dag.add(root, i, split(bytes, n, i), {});
-    }
+    if (i != root) dag.add(to_root ? i : root, to_root ? root : i, split(bytes, n, i), {});
   }
 }
 

@@ -4,7 +4,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <map>
+#include <sstream>
 #include <tuple>
 #include <unordered_map>
 #include <utility>
@@ -341,30 +344,18 @@ absl::Status write_chakra(const std::string& prefix, const Trace& trace) {
 }
 
 absl::StatusOr<CommGroups> read_comm_groups(const std::string& path, uint32_t ranks) {
-  constexpr size_t kMaxFileBytes = 64 << 20;
-  std::string text;
-  {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return absl::NotFoundError(absl::StrCat(path, ": cannot open"));
-    char buf[1 << 16];
-    for (;;) {
-      const ssize_t got = ::read(fd, buf, sizeof buf);
-      if (got < 0) {
-        ::close(fd);
-        return absl::UnavailableError(absl::StrCat(path, ": read failed"));
-      }
-      if (got == 0) break;
-      text.append(buf, static_cast<size_t>(got));
-      if (text.size() > kMaxFileBytes) {
-        ::close(fd);
-        return absl::InvalidArgumentError(
-            absl::StrCat(path, ": larger than ", kMaxFileBytes, " bytes"));
-      }
-    }
-    ::close(fd);
+  constexpr uintmax_t kMaxFileBytes = 64 << 20;
+  std::error_code ec;
+  const uintmax_t size = std::filesystem::file_size(path, ec);
+  std::ifstream in(path, std::ios::binary);
+  if (ec || !in) return absl::NotFoundError(absl::StrCat(path, ": cannot open"));
+  if (size > kMaxFileBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": larger than ", kMaxFileBytes, " bytes"));
   }
+  std::ostringstream text;
+  text << in.rdbuf();
   google::protobuf::Struct root;
-  if (const auto st = google::protobuf::util::JsonStringToMessage(text, &root); !st.ok()) {
+  if (const auto st = google::protobuf::util::JsonStringToMessage(text.str(), &root); !st.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat(path, ": not a JSON object of groups (", std::string(st.message()), ")"));
   }
