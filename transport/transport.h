@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <span>
 
@@ -43,9 +44,31 @@ struct Frame {
   // checksum (checksum offload, or io_uring's sockets): engines skip their own check. RoCEv2's
   // ICRC is not covered (RoceConfig::icrc_offload).
   bool checksums_ok = false;
+  // Zero-copy transmit, for a host whose device gathers (DPDK external buffers): on the wire,
+  // `ref_len` bytes at `ref` (registered memory) come between the first `ref_at` bytes at
+  // `data` and the rest (RoCEv2's pad and ICRC). Engines set it only when their config says
+  // the host takes it (tx_by_reference); `ref` stays valid until the operation completes.
+  const uint8_t* ref = nullptr;
+  uint32_t ref_len = 0;
+  uint32_t ref_at = 0;
 
-  uint32_t bytes_on_wire() const noexcept { return wire_len > len ? wire_len : len; }
+  uint32_t bytes_on_wire() const noexcept {
+    return wire_len > len + ref_len ? wire_len : len + ref_len;
+  }
 };
+
+// Copies a referenced payload into the frame's own buffer, for a host whose device cannot
+// gather; false when the buffer is too small for the whole frame.
+inline bool flatten(Frame& f) noexcept {
+  if (f.ref_len == 0) return true;
+  if (f.capacity - f.len < f.ref_len || f.ref_at > f.len) return false;
+  std::memmove(f.data + f.ref_at + f.ref_len, f.data + f.ref_at, f.len - f.ref_at);
+  std::memcpy(f.data + f.ref_at, f.ref, f.ref_len);
+  f.len += f.ref_len;
+  f.ref = nullptr;
+  f.ref_len = f.ref_at = 0;
+  return true;
+}
 
 class Transport {
  public:

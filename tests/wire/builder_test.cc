@@ -1,7 +1,9 @@
 // FrameBuilder::append_summed() sums the payload while it copies it, so finish() sums only the
 // rest: the frames must be byte for byte (UDP checksum included) those built by copying the payload
 // into add_bytes(), for every split of headers and payload, odd and even offsets, several
-// appends in a row or apart, IPv4, IPv6 and VLAN, and a checksum that checks.
+// appends in a row or apart, IPv4, IPv6 and VLAN, and a checksum that checks. reference()
+// leaves the payload where it is (zero-copy transmit): gathered, the frame must be the same
+// bytes, UDP checksum or ICRC included.
 #include "transport/wire/builder.h"
 
 #include <gtest/gtest.h>
@@ -10,7 +12,9 @@
 #include <random>
 #include <vector>
 
+#include "transport/transport.h"
 #include "transport/wire/checksum.h"
+#include "transport/wire/icrc.h"
 
 namespace uet::wire {
 namespace {
@@ -116,6 +120,85 @@ TEST(FrameBuilder_Append, ForgottenSumIsComputedAgainFromTheBytes) {
   size_t rlen = 0;
   ASSERT_EQ(r.finish(&rlen), WireError::kOk);
   EXPECT_TRUE(std::equal(buf.begin(), buf.begin() + len, ref.begin()));
+}
+
+// Headers, one payload run referenced (or copied, for the reference frame), then `tail`
+// bytes; the referenced frame gathered with flatten().
+std::vector<uint8_t> build_referenced(const Encap& e, size_t head, size_t payload, size_t tail,
+                                      const std::vector<uint8_t>& data, bool by_reference) {
+  std::vector<uint8_t> buf(12000);
+  FrameBuilder b(buf, e);
+  std::memcpy(b.add_bytes(head), data.data(), head);
+  if (by_reference) {
+    EXPECT_TRUE(b.reference({data.data() + head, payload}));
+    EXPECT_FALSE(b.reference({data.data(), 1}));  // one referenced run per frame
+  } else {
+    std::memcpy(b.add_bytes(payload), data.data() + head, payload);
+  }
+  std::memcpy(b.add_bytes(tail), data.data() + head + payload, tail);
+  size_t len = 0;
+  EXPECT_EQ(b.finish(&len), WireError::kOk);
+  Frame f;
+  f.data = buf.data();
+  f.capacity = static_cast<uint32_t>(buf.size());
+  f.len = static_cast<uint32_t>(len);
+  f.ref = b.referenced();
+  f.ref_len = static_cast<uint32_t>(b.referenced_len());
+  f.ref_at = static_cast<uint32_t>(b.referenced_at());
+  EXPECT_EQ(f.bytes_on_wire(), by_reference ? len + payload : len);
+  EXPECT_TRUE(flatten(f));
+  EXPECT_EQ(f.ref_len, 0u);
+  buf.resize(f.len);
+  return buf;
+}
+
+TEST(FrameBuilder_Reference, GatheredFrameIsTheCopiedFrame) {
+  std::mt19937 rng(8);
+  std::vector<uint8_t> data(20000);
+  for (uint8_t& x : data) x = static_cast<uint8_t>(rng());
+  int cases = 0;
+  for (bool icrc : {false, true}) {
+    for (bool ipv6 : {false, true}) {
+      for (bool ip_only : {false, true}) {
+        Encap e = encap(ipv6, false);
+        e.ip_only = ip_only && !icrc;
+        e.ip_proto = 253;
+        e.icrc = icrc;
+        e.udp_checksum = !icrc;
+        for (size_t head : {12, 13, 44}) {
+          for (size_t payload : {1, 2, 3, 128, 4096, 4097}) {
+            for (size_t tail : {0, 1, 3}) {
+              const auto a = build_referenced(e, head, payload, tail, data, true);
+              const auto b = build_referenced(e, head, payload, tail, data, false);
+              ASSERT_EQ(a, b) << "icrc " << icrc << " ipv6 " << ipv6 << " ip_only " << ip_only
+                              << " head " << head << " payload " << payload << " tail " << tail;
+              ++cases;
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_EQ(cases, 2 * 2 * 2 * 3 * 6 * 3);
+}
+
+// A frame whose buffer cannot take its referenced payload is not gathered.
+TEST(FrameBuilder_Reference, FlattenRefusesAFrameTooSmallForItsPayload) {
+  std::vector<uint8_t> payload(100, 7), buf(120);
+  FrameBuilder b(buf, encap(false, false));
+  ASSERT_NE(b.add_bytes(12), nullptr);
+  ASSERT_TRUE(b.reference(payload));
+  size_t len = 0;
+  ASSERT_EQ(b.finish(&len), WireError::kOk);
+  Frame f;
+  f.data = buf.data();
+  f.capacity = static_cast<uint32_t>(buf.size());
+  f.len = static_cast<uint32_t>(len);
+  f.ref = b.referenced();
+  f.ref_len = static_cast<uint32_t>(b.referenced_len());
+  f.ref_at = static_cast<uint32_t>(b.referenced_at());
+  EXPECT_FALSE(flatten(f));
+  EXPECT_EQ(f.ref_len, 100u);  // untouched
 }
 
 }  // namespace

@@ -93,6 +93,29 @@ TEST(Checksum, VectorAndPortableSumsAgree) {
                        fold(detail::csum_add_portable(0, ff.data(), ff.size()))));
 }
 
+// Past the lengths at which the vector kernel widens its 32-bit lanes (every 512 KiB; unwidened,
+// they would overflow before 8 MiB), with words at both ends of the signed range it sums them in
+// (0x0000 and 0xFFFF become -32768 and 32767; 0x8000 and 0x7FFF become 0 and -1) and random
+// ones, copied and not.
+TEST(Checksum, LongBuffersAgreeWithThePortableSum) {
+  std::mt19937 rng(15);
+  std::vector<uint8_t> random((1 << 23) + 100);
+  for (auto& b : random) b = static_cast<uint8_t>(rng());
+  std::vector<uint8_t> dst(random.size());
+  for (const uint8_t fill : {0x00, 0xFF, 0x80, 0x7F, 0x01}) {
+    std::vector<uint8_t> buf(random.size(), fill);
+    if (fill == 0x01) buf = random;
+    for (size_t len : {(size_t{1} << 19) - 32, size_t{1} << 19, (size_t{1} << 19) + 96,
+                       (size_t{1} << 23) + 98}) {
+      const uint16_t want = fold(detail::csum_add_portable(0, buf.data(), len));
+      ASSERT_TRUE(same_sum(fold(csum_add(0, buf.data(), len)), want)) << int{fill} << " " << len;
+      ASSERT_TRUE(same_sum(fold(csum_copy(0, dst.data(), buf.data(), len)), want))
+          << int{fill} << " " << len;
+      ASSERT_EQ(0, std::memcmp(dst.data(), buf.data(), len)) << int{fill} << " " << len;
+    }
+  }
+}
+
 TEST(Checksum, AllOnesDataDoesNotLoseCarries) {
   std::vector<uint8_t> ff(65535, 0xFF);
   for (size_t len : {2u, 32u, 4096u, 65534u, 65535u})

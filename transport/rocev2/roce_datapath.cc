@@ -33,6 +33,9 @@ bool finish_frame(wire::FrameBuilder& b, Frame& f, uint32_t elided = 0) {
   if (b.finish(&n) != wire::WireError::kOk) return false;
   f.len = static_cast<uint32_t>(n);
   f.wire_len = 0;
+  f.ref = b.referenced();
+  f.ref_len = static_cast<uint32_t>(b.referenced_len());
+  f.ref_at = static_cast<uint32_t>(b.referenced_at());
   if (elided > 0) {
     f.wire_len = f.len + elided;
     wire::Ipv4* ip = wire::as<wire::Ipv4>(f.data + wire::Ethernet::kSize);
@@ -77,8 +80,11 @@ bool RoceEndpoint::build_packet(Qp& q, Frame& f, const Packet& p) {
     ++counters_.tx_no_room;
     return false;
   }
+  // By reference the buffer holds all but the payload (the pad and ICRC follow it).
+  const bool by_ref = config_.tx_by_reference && p.len > 0 && p.payload != nullptr;
   const bool elide = p.len > 0 && (p.payload == nullptr ||
-                                   headers + p.len + pad + wire::kIcrcSize > f.capacity);
+                                   headers + (by_ref ? 0 : p.len) + pad + wire::kIcrcSize >
+                                       f.capacity);
   wire::Encap encap = encap_for(q, config_.dscp_data, config_.ect ? kEct0 : 0);
   encap.icrc = !elide;
   wire::FrameBuilder b(std::span<uint8_t>(f.data, f.capacity), encap);
@@ -86,8 +92,18 @@ bool RoceEndpoint::build_packet(Qp& q, Frame& f, const Packet& p) {
   wire::Reth* reth = p.reth ? b.add<wire::Reth>() : nullptr;
   wire::Aeth* aeth = p.aeth ? b.add<wire::Aeth>() : nullptr;
   wire::ImmDt* imm = p.imm ? b.add<wire::ImmDt>() : nullptr;
-  uint8_t* payload = !elide && p.len > 0 ? b.add_bytes(p.len + pad) : nullptr;
-  if (bth == nullptr || (p.imm && imm == nullptr) || (!elide && p.len > 0 && payload == nullptr)) {
+  bool placed = true;  // the payload (copied or referenced) and its pad
+  if (!elide && p.len > 0) {
+    if (by_ref) {
+      placed = b.reference({p.payload, p.len});
+    } else if (uint8_t* at = b.reserve(p.len); at != nullptr) {
+      std::memcpy(at, p.payload, p.len);
+    } else {
+      placed = false;
+    }
+    if (placed && pad > 0) placed = b.add_bytes(pad) != nullptr;
+  }
+  if (bth == nullptr || (p.imm && imm == nullptr) || !placed) {
     ++counters_.tx_no_room;
     return false;
   }
@@ -108,7 +124,6 @@ bool RoceEndpoint::build_packet(Qp& q, Frame& f, const Packet& p) {
     aeth->set_msn(q.msn);
   }
   if (imm != nullptr) imm->set_imm(p.imm_data);  // §3.5
-  if (payload != nullptr) std::memcpy(payload, p.payload, p.len);
   if (!finish_frame(b, f, elide ? p.len + pad + static_cast<uint32_t>(wire::kIcrcSize) : 0)) {
     ++counters_.tx_no_room;
     return false;

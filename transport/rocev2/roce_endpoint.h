@@ -180,6 +180,9 @@ struct RoceConfig {
   // The NIC computes and verifies the ICRC (as RNICs do): frames carry it as zeros and
   // received ICRCs are not checked here. Only for hosts that really offload it.
   bool icrc_offload = false;
+  // Zero-copy transmit: payloads are referenced in registered memory (Frame::ref), not copied,
+  // for a host whose device gathers (DPDK external buffers).
+  bool tx_by_reference = false;
   Time cnp_interval = 50 * kMicrosecond;  // at most one CNP per QP per interval, 0..10 ms
   DcqcnConfig dcqcn;
   uint64_t seed = 1;  // salts the UDP source-port hash (0: the QPN alone)

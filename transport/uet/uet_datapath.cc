@@ -167,7 +167,7 @@ uint16_t UetEndpoint::ev_port(const Pdc& p, uint16_t ev) noexcept {
     payload = {o.src + offset, len};
     if (tss_ != nullptr) {  // §5.2: sealed straight from registered memory (finish())
       if (b.reserve(len) == nullptr) return false;
-    } else if (!b.append_summed(payload)) {
+    } else if (config_.tx_by_reference ? !b.reference(payload) : !b.append_summed(payload)) {
       return false;
     }
   }

@@ -231,6 +231,9 @@ struct UetConfig {
   // TX checksum offload; io_uring's kernel computes it anyway). Receiving, frames the host
   // marks Frame::checksums_ok are not checked again.
   bool udp_checksum = true;
+  // Zero-copy transmit: payloads are referenced in registered memory (Frame::ref), not copied,
+  // for a host whose device gathers (DPDK external buffers). Not under TSS, which seals a copy.
+  bool tx_by_reference = false;
   // Path selection per PDC (pathsel/config.h). The default sprays obliviously over
   // pathsel.ev_count EVs; with ev_count 1 (the default) every PDC keeps one EV.
   pathsel::PathSelConfig pathsel;

@@ -21,6 +21,9 @@ inline bool finish_frame(wire::FrameBuilder& b, Frame& f, size_t elided) {
   if (b.finish(&n, elided) != wire::WireError::kOk) return false;
   f.len = static_cast<uint32_t>(n);
   f.wire_len = elided > 0 ? static_cast<uint32_t>(n + elided) : 0;
+  f.ref = b.referenced();
+  f.ref_len = static_cast<uint32_t>(b.referenced_len());
+  f.ref_at = static_cast<uint32_t>(b.referenced_at());
   return true;
 }
 

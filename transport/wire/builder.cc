@@ -87,12 +87,13 @@ FrameBuilder::FrameBuilder(std::span<uint8_t> buf, const Encap& encap) noexcept 
 
 WireError FrameBuilder::finish_other(size_t* frame_len, size_t elided) noexcept {
   uint8_t* icrc = t_.icrc ? add_bytes(kIcrcSize) : nullptr;
-  if (overflow_ || len_ + elided > 0xFFFF || (icrc != nullptr && elided > 0)) {
+  const size_t total = len_ + ref_len_ + elided;  // on the wire
+  if (overflow_ || total > 0xFFFF || (icrc != nullptr && elided > 0)) {
     return WireError::kNoRoom;
   }
 
   uint8_t* l3 = buf_.data() + t_.l3;
-  const size_t l3_len = len_ + elided - t_.l3;
+  const size_t l3_len = total - t_.l3;
   size_t ip_hlen;
   if (t_.ipv6) {
     as<Ipv6>(l3)->set_payload_length(static_cast<uint16_t>(l3_len - Ipv6::kSize));
@@ -104,13 +105,18 @@ WireError FrameBuilder::finish_other(size_t* frame_len, size_t elided) noexcept 
     ip_hlen = Ipv4::kSize;
   }
   uint8_t* l4 = buf_.data() + t_.l4;
-  const size_t udp_len = len_ + elided - t_.l4;
+  const size_t udp_len = total - t_.l4;
   if (!t_.ip_only) as<Udp>(l4)->set_length(static_cast<uint16_t>(udp_len));
   // The ICRC covers the UDP length but masks the UDP checksum, which in turn covers the ICRC.
-  if (icrc != nullptr) {
-    store_icrc(icrc, t_.icrc_compute
-                         ? compute_icrc(l3, static_cast<size_t>(icrc - l3), t_.ipv6, ip_hlen)
-                         : 0);
+  if (icrc != nullptr && !t_.icrc_compute) {
+    store_icrc(icrc, 0);
+  } else if (icrc != nullptr && ref_ == nullptr) {
+    store_icrc(icrc, compute_icrc(l3, static_cast<size_t>(icrc - l3), t_.ipv6, ip_hlen));
+  } else if (icrc != nullptr) {  // the headers, the referenced run, then the pad
+    const uint8_t* ref_end = buf_.data() + ref_at_;
+    uint32_t crc = compute_icrc(l3, static_cast<size_t>(ref_end - l3), t_.ipv6, ip_hlen);
+    crc = icrc_crc32(crc, ref_, ref_len_);
+    store_icrc(icrc, icrc_crc32(crc, ref_end, static_cast<size_t>(icrc - ref_end)));
   }
   if (!t_.ip_only) {
     Udp* udp = as<Udp>(l4);

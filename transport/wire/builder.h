@@ -142,8 +142,27 @@ class FrameBuilder {
     sum_len_ += bytes.size();
     return true;
   }
+  // Zero-copy transmit (Frame::ref): `bytes` go on the wire here without being copied into the
+  // buffer; what is added afterwards follows them. Summed now when the frame carries a UDP
+  // checksum, so finish() covers them; at most one referenced run, not with append_summed().
+  bool reference(std::span<const uint8_t> bytes) noexcept {
+    if (overflow_ || ref_ != nullptr || sum_len_ != 0) return false;
+    ref_ = bytes.data();
+    ref_len_ = bytes.size();
+    ref_at_ = len_;
+    if (t_.udp_checksum) {
+      const uint64_t run = csum_add(0, bytes.data(), bytes.size());
+      sum_ = ((ref_at_ - t_.len) & 1) != 0 ? swap_halves(run) : run;
+    }
+    return true;
+  }
+  const uint8_t* referenced() const noexcept { return ref_; }
+  size_t referenced_len() const noexcept { return ref_len_; }
+  size_t referenced_at() const noexcept { return ref_at_; }
   // The bytes append_summed() summed were changed in place: finish() sums them again.
-  void forget_payload_sum() noexcept { sum_ = 0, sum_begin_ = 0, sum_len_ = 0; }
+  void forget_payload_sum() noexcept {
+    if (ref_ == nullptr) sum_ = 0, sum_begin_ = 0, sum_len_ = 0;
+  }
   // Appends n bytes left as they are, for the caller to write every one of (headers built in
   // locals, copied with a fixed size); null when full.
   uint8_t* reserve(size_t n) noexcept {
@@ -173,13 +192,14 @@ class FrameBuilder {
   // Inline for the common frame (IPv4, UDP, no ICRC); the others are finished out of line.
   WireError finish(size_t* frame_len, size_t elided = 0) noexcept {
     if (t_.icrc || t_.ipv6 || t_.ip_only) return finish_other(frame_len, elided);
-    if (overflow_ || len_ + elided > 0xFFFF) return WireError::kNoRoom;
+    const size_t total = len_ + ref_len_ + elided;  // on the wire
+    if (overflow_ || total > 0xFFFF) return WireError::kNoRoom;
     uint8_t* const b = buf_.data();
-    const size_t l3_len = len_ + elided - t_.l3;
+    const size_t l3_len = total - t_.l3;
     Ipv4* ip = as<Ipv4>(b + t_.l3);
     ip->set_total_length(static_cast<uint16_t>(l3_len));
     ip->set_checksum(csum_finish(t_.ip_sum + l3_len));  // the template's sum + the length word
-    const size_t udp_len = len_ + elided - t_.l4;
+    const size_t udp_len = total - t_.l4;
     Udp* udp = as<Udp>(b + t_.l4);
     udp->set_length(static_cast<uint16_t>(udp_len));
     udp->set_checksum(t_.udp_checksum && elided == 0 ? udp_checksum_from_sum(udp_len) : 0);
@@ -216,13 +236,15 @@ class FrameBuilder {
     // The length counts twice: in the pseudo-header and in the UDP header.
     uint64_t sum = uint64_t{t_.udp_sum} + 2 * uint64_t{udp_len};
     const uint8_t* const from = buf_.data() + t_.len;
-    if (sum_len_ == 0) {
+    if (sum_len_ == 0 && ref_ == nullptr) {
       sum = csum_add(sum, from, len_ - t_.len);
-    } else {  // before the pre-summed run, the run, after it (at its parity)
-      const size_t head = sum_begin_ - t_.len, tail_at = sum_begin_ + sum_len_;
-      sum = csum_add(sum, from, head) + sum_;
+    } else {  // before the pre-summed run, the run, after it (at its parity on the wire)
+      const size_t head_end = ref_ != nullptr ? ref_at_ : sum_begin_;
+      const size_t tail_at = ref_ != nullptr ? ref_at_ : sum_begin_ + sum_len_;
+      const size_t run_len = ref_ != nullptr ? ref_len_ : sum_len_;
+      sum = csum_add(sum, from, head_end - t_.len) + sum_;
       const uint64_t tail = csum_add(0, buf_.data() + tail_at, len_ - tail_at);
-      sum += ((tail_at - t_.len) & 1) != 0 ? swap_halves(tail) : tail;
+      sum += ((head_end + run_len - t_.len) & 1) != 0 ? swap_halves(tail) : tail;
     }
     const uint16_t c = csum_finish(sum);
     return c == 0 ? 0xFFFF : c;
@@ -239,9 +261,13 @@ class FrameBuilder {
   size_t len_ = 0;
   EncapLayout t_;  // the template's; udp_sum with the source port added
   bool overflow_ = false;
-  // The run of bytes append_summed() summed: [sum_begin_, sum_begin_ + sum_len_).
+  // The run of bytes append_summed() summed: [sum_begin_, sum_begin_ + sum_len_); or the
+  // referenced run's sum.
   uint64_t sum_ = 0;
   size_t sum_begin_ = 0, sum_len_ = 0;
+  // The referenced run: on the wire after the first ref_at_ bytes of the buffer.
+  const uint8_t* ref_ = nullptr;
+  size_t ref_len_ = 0, ref_at_ = 0;
 };
 
 }  // namespace uet::wire
