@@ -1,6 +1,7 @@
 // A fake host for two endpoints of any transport: an in-memory link with simulated time, where
 // the test decides, frame by frame, what is lost, duplicated, delayed or rewritten. Every frame
 // an endpoint emits must decode with decode_frame() (for RoCEv2: ICRC included) and is logged.
+// A frame that references its payload (zero-copy transmit) is gathered, as a NIC would.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -13,6 +14,7 @@
 
 #include "transport/api.h"
 #include "transport/wire/decode.h"
+#include "transport/wire/icrc.h"
 
 namespace uet::testing {
 
@@ -43,6 +45,11 @@ struct Sent {
   bool ack_req = false, becn = false, has_reth = false;
   uint8_t aeth_type = 0, aeth_value = 0;
   uint32_t msn = 0;
+  // Zero-copy transmit: the payload the frame referenced (Frame::ref) before the link gathered
+  // it, and a CRC-32 of the frame's bytes as they went on the wire.
+  const uint8_t* ref = nullptr;
+  uint32_t ref_len = 0;
+  uint32_t digest = 0;
 };
 
 class FakeLink {
@@ -74,6 +81,9 @@ class FakeLink {
             busy_[i] = now_ + static_cast<Time>(static_cast<double>(f.len) * 8e3 / gbps_);
             left = busy_[i];
           }
+          const uint8_t* ref = f.ref;
+          const uint32_t ref_len = f.ref_len;
+          EXPECT_TRUE(flatten(f)) << "a referenced frame that does not fit the buffer";
           std::vector<uint8_t> bytes(buf.begin(), buf.begin() + f.len);
           wire::Decoded d;
           EXPECT_EQ(wire::decode_frame(bytes, &d), wire::WireError::kOk) << "frame from " << i;
@@ -81,6 +91,9 @@ class FakeLink {
             EXPECT_EQ(d.udp->checksum(), 0) << "RoCEv2 sends UDP checksum 0";
           }
           log_.push_back(summarize(i, f, d));
+          log_.back().ref = ref;
+          log_.back().ref_len = ref_len;
+          log_.back().digest = wire::icrc_crc32(0, bytes.data(), bytes.size());
           const Verdict v = filter_ ? filter_(i, d, bytes) : Verdict{};
           for (int c = 0; c < v.copies; ++c) {
             wires_.push_back(Wire{left + kDelay + v.delay + c * v.dup_delay, seq_++, 1 - i, bytes});

@@ -136,6 +136,42 @@ TEST(RoceEndpoint_Write, OneMegabyteArrivesIntactWithoutRetransmission) {
 }
 
 // spec/rocev2.md §1–§4: what every packet of a write looks like on the wire.
+// Zero-copy transmit: with tx_by_reference every WRITE packet, first sends and the go-back-N
+// resends alike, references its payload in the posted buffer; the frames the link gathers
+// (pad and ICRC after the payload) are byte for byte those of the copying engine.
+TEST(RoceEndpoint_Write, ByReferenceSendsTheSameFramesWithoutCopyingThePayload) {
+  std::vector<uint32_t> digests[2];
+  for (const bool by_ref : {false, true}) {
+    RoceConfig ca = config_for(kIpA);
+    ca.tx_by_reference = by_ref;
+    Pair p(ca, config_for(kIpB), 100'003);  // an odd last packet: padded
+    int writes_seen = 0;
+    p.link->set_filter([&](int from, const wire::Decoded& d, std::vector<uint8_t>&) {
+      return Verdict{from == 0 && is_write(d) && ++writes_seen == 5 ? 0 : 1};  // go-back-N
+    });
+    ASSERT_TRUE(p.write(9).ok());
+    p.link->run(kSecond);
+    const auto c = drain(*p.a);
+    ASSERT_EQ(c.size(), 1u);
+    EXPECT_EQ(c[0].status, OpStatus::kSuccess);
+    EXPECT_TRUE(p.intact());
+    EXPECT_GE(p.a->counters().tx_retx, 1u);
+    uint64_t referenced = 0;
+    for (const Sent& s : p.link->log()) {
+      digests[by_ref].push_back(s.digest);
+      if (s.ref == nullptr) continue;
+      ASSERT_TRUE(by_ref);
+      ASSERT_EQ(s.from, 0);
+      EXPECT_GE(s.ref, p.src.data());
+      EXPECT_LE(s.ref + s.ref_len, p.src.data() + p.src.size());
+      EXPECT_LT(s.len - s.ref_len, 128u);  // the buffer held headers, pad and ICRC only
+      referenced += s.ref_len;
+    }
+    if (by_ref) EXPECT_GT(referenced, p.src.size());  // every byte, and the resent ones again
+  }
+  EXPECT_EQ(digests[0], digests[1]);
+}
+
 TEST(RoceEndpoint_Wire, PacketsAreFirstMiddleLastWithOneSourcePortAndTheIcrc) {
   Pair p(10 * 4096 + 3);  // 11 packets, the last one 3 bytes (1 pad byte)
   ASSERT_TRUE(p.write(1).ok());

@@ -55,6 +55,7 @@ class FakeLink {
   }
   Time now() const { return link_.now(); }
   void run(Time until) { link_.run(until); }
+  const std::vector<testing::Sent>& log() const { return link_.log(); }
 
  private:
   void install() {
@@ -109,6 +110,44 @@ TEST(UetEndpoint_Write, OneMegabyteArrivesIntactWithoutRetransmission) {
   EXPECT_EQ(link.a().counters().pdcs_closed, 1u);
   EXPECT_EQ(link.b().counters().pdcs_closed, 1u);
   EXPECT_EQ(link.b().pdcs_in_use(), 0u);
+}
+
+// Zero-copy transmit: with tx_by_reference every data packet, first sends and the resend of
+// a lost one alike, references its payload in the posted buffer instead of carrying a copy,
+// and the frames the link gathers are byte for byte those of the copying engine.
+TEST(UetEndpoint_Write, ByReferenceSendsTheSameFramesWithoutCopyingThePayload) {
+  std::vector<uint32_t> digests[2];
+  for (const bool by_ref : {false, true}) {
+    UetConfig ca = config_for(kIpA);
+    ca.tx_by_reference = by_ref;
+    FakeLink link(ca, config_for(kIpB));
+    Transfer t = make_transfer(link, 100'003);  // an odd last packet
+    int data_seen = 0;
+    link.set_filter([&](int from, const wire::Decoded& d, std::vector<uint8_t>&) {
+      return from == 0 && is_data(d) && ++data_seen == 5 ? 0 : 1;  // lose one: resent
+    });
+    ASSERT_TRUE(link.a().post_write({3, kIpB, t.rkey, 0, t.src.data(), t.src.size()}).ok());
+    link.run(kSecond);
+    const auto c = drain(link.a());
+    ASSERT_EQ(c.size(), 1u);
+    EXPECT_EQ(c[0].status, OpStatus::kSuccess);
+    EXPECT_TRUE(std::equal(t.src.begin(), t.src.end(), t.dst.begin()));
+    EXPECT_GE(link.a().counters().tx_retx, 1u);
+    uint64_t referenced = 0;
+    for (const testing::Sent& s : link.log()) {
+      digests[by_ref].push_back(s.digest);
+      if (s.ref == nullptr) continue;
+      ASSERT_TRUE(by_ref);
+      ASSERT_EQ(s.from, 0);
+      EXPECT_GE(s.ref, t.src.data());
+      EXPECT_LE(s.ref + s.ref_len, t.src.data() + t.src.size());
+      EXPECT_LT(s.len - s.ref_len, 128u);  // the buffer held the headers only
+      referenced += s.ref_len;
+    }
+    // Every byte once, and the lost packet's bytes again.
+    if (by_ref) EXPECT_GT(referenced, t.src.size());
+  }
+  EXPECT_EQ(digests[0], digests[1]);
 }
 
 TEST(UetEndpoint_Loss, LosingTheSynIsRepairedByTimeout) {
