@@ -160,6 +160,9 @@ ABSL_FLAG(int64_t, tss_sdi, -1,
           "first)");
 ABSL_FLAG(uint32_t, tss_an, 0, "with --tss: the association (key) to send with, 0..1");
 ABSL_FLAG(bool, xstats, false, "DPDK: print the port's non-zero extended statistics at the end");
+ABSL_FLAG(bool, zero_copy, true,
+          "DPDK: send payloads from registered memory by reference (external-buffer mbufs) "
+          "where the port gathers; false copies them into the frame");
 
 namespace uet::perf {
 namespace {
@@ -414,6 +417,16 @@ uint64_t realtime_ns() {
 
 class TapIo final : public io::PacketIo {
  public:
+  // A frame's bytes as they go on the wire (a payload sent by reference copied in).
+  std::span<const uint8_t> gathered(const Frame& f) {
+    if (f.ref_len == 0) return {f.data, f.len};
+    scratch_.resize(f.len + f.ref_len);
+    std::memcpy(scratch_.data(), f.data, f.ref_at);
+    std::memcpy(scratch_.data() + f.ref_at, f.ref, f.ref_len);
+    std::memcpy(scratch_.data() + f.ref_at + f.ref_len, f.data + f.ref_at, f.len - f.ref_at);
+    return scratch_;
+  }
+
   TapIo(io::PacketIo& inner, double loss, uint64_t seed, std::optional<wire::PcapWriter> pcap)
       : inner_(inner), loss_(loss), rng_(seed), pcap_(std::move(pcap)) {}
 
@@ -441,7 +454,7 @@ class TapIo final : public io::PacketIo {
     }
     if (pcap_) {
       const uint64_t t = realtime_ns();
-      for (size_t i = 0; i < k; ++i) (void)pcap_->write({keep[i]->data, keep[i]->len}, t);
+      for (size_t i = 0; i < k; ++i) (void)pcap_->write(gathered(*keep[i]), t);
     }
     for (Frame* f : unused) drop[d++] = f;
     return inner_.tx_burst({keep.data(), k}, {drop.data(), d});
@@ -461,6 +474,7 @@ class TapIo final : public io::PacketIo {
   std::mt19937_64 rng_;
   std::uniform_real_distribution<double> dist_{0.0, 1.0};
   std::optional<wire::PcapWriter> pcap_;
+  std::vector<uint8_t> scratch_;  // gathered(): kept, so a capture allocates once
   uint64_t lost_ = 0;
 };
 
@@ -800,6 +814,29 @@ bool has_tss_key(const tss::TssConfig& t, uint64_t sdi, uint64_t an) {
   return false;
 }
 
+// Zero-copy transmit where the backend gathers (DpdkIo::gathers()) and --zero_copy allows.
+bool by_reference(const Io& io) {
+#ifdef UET_PERF_HAVE_DPDK
+  return io.dpdk != nullptr && io.dpdk->gathers() && absl::GetFlag(FLAGS_zero_copy);
+#else
+  (void)io;
+  return false;
+#endif
+}
+
+// Payloads sent by reference may still sit in the device's ring: wait until it has let go of
+// them before their memory is freed.
+void release_references(const Io& io) {
+#ifdef UET_PERF_HAVE_DPDK
+  if (io.dpdk != nullptr && !io.dpdk->drain_references(kSecond)) {
+    std::fprintf(stderr, "uet-perf: the device still holds %lu payloads sent by reference\n",
+                 io.dpdk->references_in_flight());
+  }
+#else
+  (void)io;
+#endif
+}
+
 // peer_rx_payload: payload bytes the peer's receive socket holds (RXCAP), 0 = no bound.
 absl::StatusOr<std::unique_ptr<Endpoint>> make_engine(const Options& o, const Io& io,
                                                       uint32_t mtu, uint64_t peer_rx_payload) {
@@ -825,6 +862,7 @@ absl::StatusOr<std::unique_ptr<Endpoint>> make_engine(const Options& o, const Io
     // io_uring sends the payload after our UDP header through a socket: the kernel computes
     // the real UDP checksum, so computing one here would be wasted work.
     c.udp_checksum = o.io != "uring";
+    c.tx_by_reference = by_reference(io) && !o.tss;
     if (o.base_rtt > 0) c.base_rtt = o.base_rtt;
     c.seed = o.seed * 2 + (o.server ? 1 : 0);
     if (o.tss) c.tss = *o.tss;
@@ -848,6 +886,7 @@ absl::StatusOr<std::unique_ptr<Endpoint>> make_engine(const Options& o, const Io
         std::clamp<uint64_t>(peer_rx_payload / mtu, 1, c.max_outstanding_psns));
   }
   c.seed = o.seed;
+  c.tx_by_reference = by_reference(io);
   auto e = RoceEndpoint::create(c);
   if (!e.ok()) return e.status();
   return std::unique_ptr<Endpoint>(std::move(*e));
@@ -1100,10 +1139,12 @@ void report(const Options& o, const Io& io, TapIo& tap, const Endpoint& ep, Resu
     const io::DpdkCounters& c = io.dpdk->counters();
     absl::StrAppendFormat(&t,
                           " dpdk: arp rx %lu answered %lu sent %lu learned %lu; tx no-neighbour %lu "
-                          "ring-full %lu too-big %lu; rx not-ip %lu bad-csum %lu multi-seg %lu\n",
+                          "ring-full %lu too-big %lu; rx not-ip %lu bad-csum %lu multi-seg %lu\n"
+                          " dpdk: payloads sent by reference %lu, copied %lu (no small mbuf %lu)\n",
                           c.arp_rx, c.arp_requests_answered, c.arp_requests_sent, c.arp_learned,
                           c.tx_no_neighbour, c.tx_ring_full, c.tx_too_big, c.rx_not_ip,
-                          c.rx_bad_checksum, c.rx_multi_segment);
+                          c.rx_bad_checksum, c.rx_multi_segment, c.tx_referenced, c.tx_flattened,
+                          c.tx_no_ext_mbuf);
     if (o.lanes > 1) {
       absl::StrAppendFormat(&t, " dpdk queue %u: redirected to other FEPs %lu (inbox full %lu), "
                                 "from other queues %lu\n",
@@ -1732,7 +1773,9 @@ int run_lane(const Options& o, Io& io, int listen_fd, LaneOut& out) {
       }
       std::printf("uet-perf: server data check: %s\n", r.verify.c_str());
     }
+    release_references(io);  // before src goes
   }
+  release_references(io);  // before region goes
   const io::IoStats after = tap.stats();
   r.tx_packets = after.tx_packets - before.tx_packets;
   r.rx_packets = after.rx_packets - before.rx_packets;

@@ -10,6 +10,8 @@
 #include <rte_mempool.h>
 #include <rte_pause.h>
 #include <rte_ring.h>
+#include <rte_bus.h>
+#include <rte_dev.h>
 
 #include <algorithm>
 #include <atomic>
@@ -39,6 +41,9 @@ int call_function(void* arg) { return (*static_cast<std::function<int()>*>(arg))
 
 constexpr unsigned kInboxSize = 1024;  // frames waiting for another queue's FEP, per queue
 
+// A device freed the mbuf of a referenced payload: the registered memory is no longer read.
+void on_reference_freed(void* /*addr*/, void* count) { --*static_cast<uint64_t*>(count); }
+
 }  // namespace
 
 // The port-wide state, shared by the port's queues (read-only once started, but for the pool
@@ -53,6 +58,12 @@ struct DpdkIo::Port {
   wire::MacAddr mac{};
   uint32_t mtu = 0, max_frame = 0;
   Offloads offloads;
+  // Zero-copy transmit: small mbufs that carry a referenced payload (as an external buffer,
+  // its shared info in their private area) or the bytes after it; null when the port cannot
+  // gather. Per queue, the referenced payloads a device still holds (the free callback runs
+  // on whatever frees the mbuf, so the counts live here, past every DpdkIo).
+  rte_mempool* ext_pool = nullptr;
+  std::unique_ptr<uint64_t[]> references;
 
   ~Port() {
     if (!flows.empty()) {
@@ -69,6 +80,7 @@ struct DpdkIo::Port {
       rte_ring_free(r);
     }
     if (pool != nullptr) rte_mempool_free(pool);
+    if (ext_pool != nullptr) rte_mempool_free(ext_pool);
   }
 };
 
@@ -180,6 +192,8 @@ DpdkIo::DpdkIo(const DpdkIoConfig& config, std::shared_ptr<Port> port, uint16_t 
       mtu_(port_->mtu),
       max_frame_(port_->max_frame),
       offloads_(port_->offloads),
+      ext_pool_(port_->ext_pool),
+      references_(port_->references ? &port_->references[queue] : nullptr),
       neigh_(config.neighbour_capacity) {
   for (const Neighbour& n : config_.neighbours) neigh_.set(n.ip4, n.mac, /*is_static=*/true);
 }
@@ -254,6 +268,26 @@ absl::Status DpdkIo::start_port(const DpdkIoConfig& config, Port& p) {
                                    " bytes; lower --mbufs or raise EAL -m)"),
                       rte_errno);
   }
+  // Zero-copy transmit needs a device that takes chained mbufs, and addresses it can use: any
+  // with IOVA as VA, or a virtual device (memif, af_packet), which copies by CPU.
+  const bool virtual_device =
+      info.device != nullptr && std::string(rte_bus_name(rte_dev_bus(info.device))) == "vdev";
+  if ((info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS) != 0 &&
+      (rte_eal_iova_mode() == RTE_IOVA_VA || virtual_device)) {
+    // Two per frame (payload, then pad and ICRC) for every descriptor and backlog slot.
+    const auto n = static_cast<uint32_t>(2u * queues * (config.tx_desc + 6 * kMaxBurst));
+    const std::string name = absl::StrCat("uet_ext_p", port);
+    p.ext_pool = rte_pktmbuf_pool_create(
+        name.c_str(), n, std::min<uint32_t>(config.mbuf_cache, n / 4),
+        RTE_ALIGN(sizeof(rte_mbuf_ext_shared_info), RTE_MBUF_PRIV_ALIGN),
+        RTE_PKTMBUF_HEADROOM + 64, socket);
+    if (p.ext_pool == nullptr) {
+      return dpdk_error(absl::StrCat("rte_pktmbuf_pool_create(", n, " small mbufs for "
+                                     "zero-copy transmit; raise EAL -m)"),
+                        rte_errno);
+    }
+    p.references = std::make_unique<uint64_t[]>(queues);
+  }
   if (queues > 1) {
     for (uint16_t q = 0; q < queues; ++q) {
       const std::string name = absl::StrCat("uet_inbox_p", port, "_q", q);
@@ -265,6 +299,7 @@ absl::Status DpdkIo::start_port(const DpdkIoConfig& config, Port& p) {
 
   rte_eth_conf conf{};
   conf.rxmode.mtu = mtu;
+  if (p.ext_pool != nullptr) conf.txmode.offloads = RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
   const uint64_t rx_csum = RTE_ETH_RX_OFFLOAD_IPV4_CKSUM | RTE_ETH_RX_OFFLOAD_UDP_CKSUM;
   conf.rxmode.offloads = info.rx_offload_capa & rx_csum;
   // RSS spreads what the rte_flow rules do not steer (or everything, when the PMD refuses
@@ -289,7 +324,7 @@ absl::Status DpdkIo::start_port(const DpdkIoConfig& config, Port& p) {
   rte_eth_rxconf rxconf = info.default_rxconf;
   rxconf.offloads = conf.rxmode.offloads;
   rte_eth_txconf txconf = info.default_txconf;
-  txconf.offloads = 0;
+  txconf.offloads = p.ext_pool != nullptr ? RTE_ETH_TX_OFFLOAD_MULTI_SEGS : 0;
   for (uint16_t q = 0; q < queues; ++q) {
     if (int r = rte_eth_rx_queue_setup(port, q, rxd, static_cast<unsigned>(socket), &rxconf, p.pool);
         r != 0)
@@ -615,6 +650,61 @@ void DpdkIo::on_miss(uint32_t ip4) {
   solicit(ip4);
 }
 
+// Sets the mbuf's lengths. A referenced payload (Frame::ref) is chained behind the headers as
+// an external buffer, and the bytes after it (RoCEv2's pad and ICRC) in a third segment;
+// without a gathering port, or with no small mbuf left, it is copied into the frame instead.
+bool DpdkIo::chain_reference(rte_mbuf* m, Frame& f) {
+  if (f.ref_len > 0 && ext_pool_ != nullptr) {
+    const uint32_t tail = f.len - f.ref_at;
+    std::array<rte_mbuf*, 2> seg{};
+    if (rte_pktmbuf_alloc_bulk(ext_pool_, seg.data(), tail > 0 ? 2 : 1) == 0) {
+      auto* shinfo = static_cast<rte_mbuf_ext_shared_info*>(rte_mbuf_to_priv(seg[0]));
+      shinfo->free_cb = on_reference_freed;
+      shinfo->fcb_opaque = references_;
+      rte_mbuf_ext_refcnt_set(shinfo, 1);
+      void* addr = const_cast<uint8_t*>(f.ref);
+      const rte_iova_t iova = rte_eal_iova_mode() == RTE_IOVA_VA
+                                  ? static_cast<rte_iova_t>(reinterpret_cast<uintptr_t>(addr))
+                                  : RTE_BAD_IOVA;  // a virtual device: read by CPU
+      rte_pktmbuf_attach_extbuf(seg[0], addr, iova, static_cast<uint16_t>(f.ref_len), shinfo);
+      seg[0]->data_len = static_cast<uint16_t>(f.ref_len);
+      ++*references_;
+      m->next = seg[0];
+      m->nb_segs = 2;
+      if (tail > 0) {
+        std::memcpy(rte_pktmbuf_mtod(seg[1], uint8_t*), f.data + f.ref_at, tail);
+        seg[1]->data_len = static_cast<uint16_t>(tail);
+        seg[0]->next = seg[1];
+        m->nb_segs = 3;
+      }
+      m->data_len = static_cast<uint16_t>(f.ref_at);
+      m->pkt_len = f.len + f.ref_len;
+      ++counters_.tx_referenced;
+      return true;
+    }
+    ++counters_.tx_no_ext_mbuf;
+  }
+  if (f.ref_len > 0) {
+    if (!flatten(f)) return false;
+    ++counters_.tx_flattened;
+  }
+  m->data_len = static_cast<uint16_t>(f.len);
+  m->pkt_len = f.len;
+  return true;
+}
+
+bool DpdkIo::drain_references(Time timeout) {
+  if (references_ == nullptr) return true;
+  const Time until = monotonic_now() + timeout;
+  while (*references_ > 0) {
+    flush_backlog();
+    (void)rte_eth_tx_done_cleanup(config_.port_id, queue_, 0);
+    if (*references_ == 0 || monotonic_now() >= until) break;
+    rte_pause();
+  }
+  return *references_ == 0;
+}
+
 size_t DpdkIo::tx_burst(std::span<Frame* const> filled, std::span<Frame* const> unused) {
   std::array<rte_mbuf*, kMaxBurst> send{};
   std::array<uint32_t, kMaxBurst> lens{};  // the driver may free an mbuf as soon as it has it
@@ -622,7 +712,8 @@ size_t DpdkIo::tx_burst(std::span<Frame* const> filled, std::span<Frame* const> 
   size_t freed = 0;
   for (Frame* f : filled) {
     rte_mbuf* m = tx_mbufs_[static_cast<size_t>(f - tx_frames_.data())];
-    if (f->len == 0 || f->len > max_frame_ || f->wire_len > f->len) {
+    const uint32_t bytes = f->len + f->ref_len;
+    if (f->len == 0 || bytes > max_frame_ || f->wire_len > bytes || !chain_reference(m, *f)) {
       ++counters_.tx_too_big;
       ++stats_.tx_dropped;
       scratch_[freed++] = m;
@@ -639,9 +730,7 @@ size_t DpdkIo::tx_burst(std::span<Frame* const> filled, std::span<Frame* const> 
       }
       std::memcpy(f->data, mac->data(), 6);
     }
-    m->data_len = static_cast<uint16_t>(f->len);
-    m->pkt_len = f->len;
-    lens[k] = f->len;
+    lens[k] = bytes;
     send[k++] = m;
   }
   for (Frame* f : unused) scratch_[freed++] = tx_mbufs_[static_cast<size_t>(f - tx_frames_.data())];

@@ -33,6 +33,12 @@
 //     (capacity = min(tailroom, MTU + 18)). tx_burst() sets the mbufs' lengths, rewrites the
 //     Ethernet destination (Neighbours, below) and hands them to rte_eth_tx_burst(); unused
 //     ones are freed. No payload is ever copied.
+//   - Zero-copy transmit (gathers(): the port takes chained mbufs, and either IOVA is VA or the
+//     device is virtual): a frame whose payload stays in registered memory (Frame::ref) goes
+//     out as the header mbuf, an external-buffer mbuf pointing at the payload
+//     (rte_pktmbuf_attach_extbuf) and, for RoCEv2, a small mbuf with the pad and ICRC. The
+//     payload is readable until the device frees its mbuf (a free callback counts them:
+//     references_in_flight(), drain_references() before the memory goes).
 //   - Backpressure, as a NIC gives its host: frames the TX ring refuses (after `tx_retries`
 //     quick retries) wait in a backlog of 4 bursts and go first next time; while the backlog
 //     is non-empty alloc_tx() lends only what it has room for (0 when full), so the engine
@@ -143,6 +149,9 @@ struct DpdkCounters {
   uint64_t arp_learned = 0, neighbour_table_full = 0;
   uint64_t tx_no_neighbour = 0;   // dropped: destination not resolved yet (ARP sent)
   uint64_t tx_too_big = 0;        // dropped: over the MTU, or payload carried by length only
+  uint64_t tx_referenced = 0;     // frames sent with their payload chained by reference
+  uint64_t tx_flattened = 0;      // referenced payloads copied into the frame instead
+  uint64_t tx_no_ext_mbuf = 0;    // ... because no small mbuf was left for the chain
   uint64_t tx_ring_full = 0;      // dropped: the ring and the backlog were full
   uint64_t tx_ring_full_waits = 0;  // bursts that left frames in the backlog
   uint64_t rx_redirected = 0;     // frames for another FEP of the port, handed to its queue
@@ -199,6 +208,14 @@ class DpdkIo final : public PacketIo {
   // Every extended statistic of the port (name, value).
   std::vector<std::pair<std::string, uint64_t>> xstats() const;
   const DpdkCounters& counters() const noexcept { return counters_; }
+  // Zero-copy transmit: whether the port takes frames that reference their payload (Frame::ref;
+  // set the engine's tx_by_reference from this), how many such payloads the device still
+  // holds, and a wait until it holds none (before the memory is deregistered or freed).
+  bool gathers() const noexcept { return ext_pool_ != nullptr; }
+  uint64_t references_in_flight() const noexcept {
+    return references_ != nullptr ? *references_ : 0;
+  }
+  bool drain_references(Time timeout);
 
   // Neighbours: look-up, and an ARP request for `ip4` sent now (the answer arrives through
   // rx_burst(), so keep polling).
@@ -216,6 +233,7 @@ class DpdkIo final : public PacketIo {
   void on_miss(uint32_t ip4);
   void send_control(rte_mbuf* m);  // one frame, outside the TX burst; consumes m
   void flush_backlog();
+  bool chain_reference(rte_mbuf* m, Frame& f);
 
   DpdkIoConfig config_;
   std::shared_ptr<Port> port_;
@@ -228,6 +246,8 @@ class DpdkIo final : public PacketIo {
   uint32_t mtu_ = 0;
   uint32_t max_frame_ = 0;
   Offloads offloads_;
+  rte_mempool* ext_pool_ = nullptr;  // port_'s; null when the port cannot gather
+  uint64_t* references_ = nullptr;   // port_'s count for this queue
   NeighbourTable neigh_;
   // Unresolved IPs and when an ARP request last went out for each (a small ring).
   struct Pending {
