@@ -1,6 +1,7 @@
 // The DPDK backend: the neighbour table and ARP codec (no DPDK needed), then two DpdkIo ports
 // in one process joined by a net_memif pair (server and client on one socket) carrying a UET
-// write whose peers find each other by ARP. No NIC, no hugepages.
+// write whose peers find each other by ARP, then a RoCEv2 write; both send their payloads by
+// reference (external-buffer mbufs chained behind the headers). No NIC, no hugepages.
 #include "dpdk-io/dpdk_io.h"
 
 #include <gtest/gtest.h>
@@ -13,6 +14,7 @@
 
 #include "dpdk-io/dpdk_neigh.h"
 #include "dpdk-io/host_loop.h"
+#include "transport/rocev2/roce_endpoint.h"
 #include "transport/uet/uet_endpoint.h"
 
 namespace uet::io {
@@ -134,6 +136,8 @@ TEST(DpdkIo, UetWriteOverMemifPairResolvedByArp) {
     ub.local_ip4 = kIpB;
     ub.local_mac = (*b)->mac();
     ua.rto = ub.rto = 200 * kMicrosecond;
+    ASSERT_TRUE((*a)->gathers());  // memif takes chained mbufs
+    ua.tx_by_reference = true;
     auto ea = std::move(*UetEndpoint::create(ua));
     auto eb = std::move(*UetEndpoint::create(ub));
     std::vector<uint8_t> src(1 << 20), dst(1 << 20);
@@ -174,6 +178,41 @@ TEST(DpdkIo, UetWriteOverMemifPairResolvedByArp) {
     EXPECT_GE((*b)->stats().rx_packets, 256u);  // 1 MiB in 4 KiB packets
     EXPECT_TRUE((*a)->link().up);
     EXPECT_FALSE((*a)->xstats().empty());
+    // Every data packet went out chained, and memif let go of each payload as it copied it.
+    EXPECT_GE((*a)->counters().tx_referenced, 256u);
+    EXPECT_EQ((*a)->counters().tx_flattened, 0u);
+    EXPECT_TRUE((*a)->drain_references(kSecond));
+    EXPECT_EQ((*a)->references_in_flight(), 0u);
+
+    // RoCEv2 on the same ports, by reference: an odd length, so the last packet's pad and the
+    // ICRC ride in a third segment, and the ICRC covers the chained payload.
+    RoceConfig ra, rb;
+    ra.local_ip4 = kIpA;
+    ra.local_mac = (*a)->mac();
+    rb.local_ip4 = kIpB;
+    rb.local_mac = (*b)->mac();
+    ra.tx_by_reference = true;
+    auto qa = std::move(*RoceEndpoint::create(ra));
+    auto qb = std::move(*RoceEndpoint::create(rb));
+    ASSERT_TRUE(qa->connect_qp(kIpB, 0x100, 0x101, 100, 900).ok());
+    ASSERT_TRUE(qb->connect_qp(kIpA, 0x101, 0x100, 900, 100).ok());
+    std::vector<uint8_t> dst2(src.size());
+    const uint32_t rkey2 = *qb->register_memory(dst2.data(), dst2.size());
+    const uint64_t referenced_before = (*a)->counters().tx_referenced;
+    HostLoop ra_loop(**a, *qa), rb_loop(**b, *qb);
+    ASSERT_TRUE(qa->post_write({6, kIpB, rkey2, 0, src.data(), src.size() - 3}).ok());
+    got = 0;
+    while (got == 0 && monotonic_now() < give_up + 20 * kSecond) {
+      ra_loop.poll_once();
+      rb_loop.poll_once();
+      got = qa->poll_completions(c);
+    }
+    ASSERT_EQ(got, 1u);
+    EXPECT_EQ(c[0].status, OpStatus::kSuccess);
+    EXPECT_TRUE(std::equal(src.begin(), src.end() - 3, dst2.begin()));
+    EXPECT_EQ(qb->counters().rx_bad_icrc, 0u);
+    EXPECT_GE((*a)->counters().tx_referenced - referenced_before, 256u);
+    EXPECT_TRUE((*a)->drain_references(kSecond));
     // Close the client, and let the interrupt thread finish the server's side of the
     // disconnect before the server's port and pool go (22.11's memif races otherwise).
     b->reset();

@@ -4,7 +4,7 @@
 # pair in two network namespaces (root only; skipped otherwise).
 if(TARGET uet_dpdk)
   add_executable(dpdk_io_test dpdk_io_test.cc)
-  target_link_libraries(dpdk_io_test PRIVATE uet_dpdk uet_io uet_engine uet_wire GTest::gtest_main)
+  target_link_libraries(dpdk_io_test PRIVATE uet_dpdk uet_io uet_engine uet_rocev2 uet_wire GTest::gtest_main)
   uet_gtest(dpdk_io_test fast io dpdk)
 
   # Several queue pairs per port, one FEP and one engine per queue, one lcore per lane.
