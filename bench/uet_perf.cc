@@ -104,6 +104,10 @@ ABSL_FLAG(bool, bidir, false,
           "client writes into the server's; each side reports its own direction and checks what "
           "it received; --op=write only");
 ABSL_FLAG(bool, lat, false, "latency mode: one message in flight, report min/p50/p99/p99.9/max");
+ABSL_FLAG(bool, pingpong, false,
+          "DPDK client, no transport: the device's own round trip, for --lat to be read against: "
+          "-n raw UDP frames of -s bytes (at least 42), one at a time, to the --neigh peer, "
+          "bounced back by a reflector there (dpdk-testpmd --forward-mode=macswap)");
 ABSL_FLAG(uint32_t, tx_depth, 128, "bandwidth mode: writes outstanding at most, 1..256");
 ABSL_FLAG(uint32_t, mtu, 4096,
           "payload bytes per packet: UET 256..9000, RoCEv2 one of 256, 512, 1024, 2048, 4096; "
@@ -197,6 +201,7 @@ struct Options {
   uint64_t iters = 0;
   uint32_t duration_s = 0;
   bool lat = false;
+  bool pingpong = false;
   uint32_t depth = 0;
   uint32_t mtu = 0;
   uint32_t ip = 0;
@@ -299,6 +304,7 @@ absl::StatusOr<Options> options_from_flags() {
   o.duration_s = absl::GetFlag(FLAGS_D);
   c.range("D", o.duration_s, 0, 3600);
   o.lat = absl::GetFlag(FLAGS_lat);
+  o.pingpong = absl::GetFlag(FLAGS_pingpong);
   o.bidir = absl::GetFlag(FLAGS_bidir);
   if (o.bidir && o.op != "write") c.fail("--bidir supports --op=write only");
   o.depth = o.lat ? 1 : absl::GetFlag(FLAGS_tx_depth);
@@ -337,6 +343,10 @@ absl::StatusOr<Options> options_from_flags() {
     }
   }
   c.range("port", absl::GetFlag(FLAGS_port), 0, 1023);
+  if (o.pingpong && (o.server || o.io != "dpdk" || o.neigh.size() != 1)) {
+    c.fail("--pingpong needs --client, --io=dpdk and exactly one --neigh=IP=MAC (the "
+           "reflector's)");
+  }
   o.lanes = absl::GetFlag(FLAGS_lcores_io);
   c.range("lcores_io", o.lanes, 1, 16);
   if (o.lanes > 1 && o.io != "dpdk")
@@ -1785,6 +1795,72 @@ int run_lane(const Options& o, Io& io, int listen_fd, LaneOut& out) {
   return r.ok ? 0 : 1;
 }
 
+// --pingpong: raw frames bounced by a reflector, one at a time; the round trip of the device
+// and the two hosts' polling, with no transport (what --lat adds to it is the engines' work).
+int run_pingpong(const Options& o, Io& io) {
+#ifdef UET_PERF_HAVE_DPDK
+  if (io.dpdk != nullptr && !io.dpdk->wait_link_up(o.timeout)) {
+    std::fprintf(stderr, "uet-perf: the DPDK port's link did not come up before --timeout_s\n");
+    return 1;
+  }
+#endif
+  io::PacketIo& dev = *io.backend;
+  const size_t len = std::max<uint64_t>(o.size, 42);
+  wire::Encap e;
+  e.src_mac = io.mac;
+  e.dst_mac = o.neigh[0].second;
+  e.src_ip4 = o.ip;
+  e.dst_ip4 = o.neigh[0].first;
+  e.sport = 4793;
+  e.dport = 4793;
+  std::vector<double> rtt_us;
+  std::array<Frame*, io::kMaxBurst> out{}, in{};
+  const uint64_t warmup = 100;
+  for (uint64_t i = 0; i < o.iters + warmup && !g_stop.load(); ++i) {
+    if (dev.alloc_tx(std::span<Frame*>(out.data(), 1)) != 1) continue;
+    Frame& f = *out[0];
+    wire::FrameBuilder b(std::span<uint8_t>(f.data, f.capacity), e);
+    uint8_t* body = b.add_bytes(len - 42);
+    size_t n = 0;
+    if ((len > 42 && body == nullptr) || b.finish(&n) != wire::WireError::kOk) {
+      std::fprintf(stderr, "uet-perf: -s %zu does not fit a frame of the device\n", len);
+      dev.tx_burst({}, std::span<Frame* const>(out.data(), 1));
+      return 2;
+    }
+    f.len = static_cast<uint32_t>(n);
+    const Time sent = io::monotonic_now();
+    dev.tx_burst(std::span<Frame* const>(out.data(), 1), {});
+    size_t got = 0;
+    while (got == 0 && io::monotonic_now() - sent < o.timeout && !g_stop.load())
+      got = dev.rx_burst(std::span<Frame*>(in.data(), in.size()));
+    const Time back = io::monotonic_now();
+    if (got == 0) {
+      std::fprintf(stderr, "uet-perf: no frame came back within --timeout_s: is a reflector "
+                           "(dpdk-testpmd --forward-mode=macswap) on the peer?\n");
+      return 1;
+    }
+    dev.release_rx(std::span<Frame* const>(in.data(), got));
+    if (i >= warmup) rtt_us.push_back(static_cast<double>(back - sent) / kMicrosecond);
+  }
+  std::sort(rtt_us.begin(), rtt_us.end());
+  std::printf("uet-perf pingpong: %zu round trips of %zu-byte frames: min %.2f us, p50 %.2f us, "
+              "p99 %.2f us, p99.9 %.2f us, max %.2f us\n",
+              rtt_us.size(), len, percentile(rtt_us, 0), percentile(rtt_us, 0.5),
+              percentile(rtt_us, 0.99), percentile(rtt_us, 0.999),
+              rtt_us.empty() ? 0.0 : rtt_us.back());
+  if (const std::string path = absl::GetFlag(FLAGS_json); !path.empty()) {
+    if (FILE* j = std::fopen(path.c_str(), "w")) {
+      std::fprintf(j,
+                   "{\"tool\": \"uet-perf\", \"mode\": \"pingpong\", \"bytes\": %zu, "
+                   "\"samples\": %zu, \"min_us\": %.3f, \"p50_us\": %.3f, \"p99_us\": %.3f}\n",
+                   len, rtt_us.size(), percentile(rtt_us, 0), percentile(rtt_us, 0.5),
+                   percentile(rtt_us, 0.99));
+      std::fclose(j);
+    }
+  }
+  return g_stop.load() ? 130 : 0;
+}
+
 int run(const Options& o, const std::vector<std::string>& eal_args) {
   auto set_or = make_io(o, eal_args);
   if (!set_or.ok()) {
@@ -1792,6 +1868,7 @@ int run(const Options& o, const std::vector<std::string>& eal_args) {
     return set_or.status().code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
   }
   IoSet& set = *set_or;
+  if (o.pingpong) return run_pingpong(o, set.lanes[0]);
   const uint32_t n = o.lanes;
 
   // The server binds every lane's control port before it says it is ready.

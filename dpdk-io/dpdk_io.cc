@@ -404,6 +404,7 @@ std::string DpdkIo::add_flow_rules(Port& p, uint32_t base_ip4, uint16_t queues) 
 }
 
 DpdkIo::~DpdkIo() {
+  if (tx_held_ > 0) rte_pktmbuf_free_bulk(tx_mbufs_.data(), static_cast<unsigned>(tx_held_));
   if (backlog_len_ > 0) {
     rte_pktmbuf_free_bulk(backlog_.data() + backlog_head_, static_cast<unsigned>(backlog_len_));
   }
@@ -617,22 +618,30 @@ size_t DpdkIo::alloc_tx(std::span<Frame*> out) {
   // lent no more than the backlog can take, so it holds its packets instead of losing them.
   if (backlog_len_ > 0) flush_backlog();
   const size_t room = backlog_.size() - backlog_len_;
-  unsigned want = static_cast<unsigned>(std::min({out.size(), kMaxBurst, room}));
-  if (want == 0) return 0;
-  // The bulk call is all or nothing: halve until it succeeds.
-  while (want > 0 && rte_pktmbuf_alloc_bulk(pool_, tx_mbufs_.data(), want) != 0) want /= 2;
-  if (want == 0) ++stats_.tx_no_buffer;
-  for (unsigned i = 0; i < want; ++i) {
+  const size_t want = std::min({out.size(), kMaxBurst, room});
+  // The mbufs the engine left unused last time are lent again: an idle poll allocates and
+  // frees nothing. The bulk call is all or nothing: halve the top-up until it succeeds.
+  if (tx_held_ < want) {
+    unsigned more = static_cast<unsigned>(want - tx_held_);
+    while (more > 0 && rte_pktmbuf_alloc_bulk(pool_, tx_mbufs_.data() + tx_held_, more) != 0)
+      more /= 2;
+    if (more == 0) ++stats_.tx_no_buffer;
+    tx_held_ += more;
+  }
+  tx_lent_ = std::min(want, tx_held_);
+  for (size_t i = 0; i < tx_lent_; ++i) {
     rte_mbuf* m = tx_mbufs_[i];
     Frame& f = tx_frames_[i];
     f.data = rte_pktmbuf_mtod(m, uint8_t*);
     f.len = 0;
     f.wire_len = 0;
+    f.ref = nullptr;
+    f.ref_len = f.ref_at = 0;
     f.capacity = std::min<uint32_t>(rte_pktmbuf_tailroom(m), max_frame_);
     f.priority = Priority::kData;
     out[i] = &f;
   }
-  return want;
+  return tx_lent_;
 }
 
 void DpdkIo::on_miss(uint32_t ip4) {
@@ -733,8 +742,14 @@ size_t DpdkIo::tx_burst(std::span<Frame* const> filled, std::span<Frame* const> 
     lens[k] = bytes;
     send[k++] = m;
   }
-  for (Frame* f : unused) scratch_[freed++] = tx_mbufs_[static_cast<size_t>(f - tx_frames_.data())];
   if (freed > 0) rte_pktmbuf_free_bulk(scratch_.data(), static_cast<unsigned>(freed));
+  // Kept for the next alloc_tx(): the unused frames' mbufs, then those not lent this time.
+  size_t kept = 0;
+  for (Frame* f : unused) scratch_[kept++] = tx_mbufs_[static_cast<size_t>(f - tx_frames_.data())];
+  for (size_t i = tx_lent_; i < tx_held_; ++i) scratch_[kept++] = tx_mbufs_[i];
+  std::copy_n(scratch_.begin(), kept, tx_mbufs_.begin());
+  tx_held_ = kept;
+  tx_lent_ = 0;
 
   // Queue behind the backlog, then push as much as the ring takes (retrying briefly); what
   // is left waits in the backlog for the next burst. Nothing is dropped for a full ring

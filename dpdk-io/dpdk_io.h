@@ -32,7 +32,8 @@
 //   - alloc_tx(): rte_pktmbuf_alloc_bulk() fills the TX array; Frame i is mbuf i's data room
 //     (capacity = min(tailroom, MTU + 18)). tx_burst() sets the mbufs' lengths, rewrites the
 //     Ethernet destination (Neighbours, below) and hands them to rte_eth_tx_burst(); unused
-//     ones are freed. No payload is ever copied.
+//     ones are kept for the next alloc_tx(), so a poll that sends nothing costs no mbuf
+//     traffic. No payload is ever copied.
 //   - Zero-copy transmit (gathers(): the port takes chained mbufs, and either IOVA is VA or the
 //     device is virtual): a frame whose payload stays in registered memory (Frame::ref) goes
 //     out as the header mbuf, an external-buffer mbuf pointing at the payload
@@ -262,6 +263,8 @@ class DpdkIo final : public PacketIo {
   std::array<Frame, kMaxBurst> rx_frames_{};
   std::array<rte_mbuf*, kMaxBurst> tx_mbufs_{};
   std::array<Frame, kMaxBurst> tx_frames_{};
+  size_t tx_held_ = 0;  // tx_mbufs_[0, tx_held_) are allocated (kept between bursts)
+  size_t tx_lent_ = 0;  // ... of which the first tx_lent_ are lent to the engine now
   std::array<rte_mbuf*, kMaxBurst> scratch_{};
   // Frames the ring refused, oldest first: [backlog_head_, backlog_head_ + backlog_len_).
   std::array<rte_mbuf*, 4 * kMaxBurst> backlog_{};
