@@ -7,15 +7,18 @@
 # at the server; a run that fails the check, or does not finish, is reported as such.
 #
 #   bench/io_ceiling.sh [--build=DIR] [--rounds=N] [--seconds=S] [--writes=N] [--size=BYTES]
-#                       [--dev=memif,af_packet] [--lanes=1,2] [--out=FILE.jsonl]
+#                       [--dev=memif,af_packet] [--lanes=1,2] [--lat] [--out=FILE.jsonl]
 #
+# --lat adds the latency rows: the device's round trip (uet-perf --pingpong through a testpmd
+# macswap reflector, 64-byte frames) against uet-perf --lat (one 64-byte write in flight) for
+# each transport, as the ratio of their p50s.
 # --lanes=1,2 adds a uet-perf --lcores-io=2 row per transport (two engines per process, one
 # per lcore, two queue pairs; the ceiling row stays testpmd with one queue). Frames on memif:
 # 4 KiB payloads (--size writes cut into --mtu=4096 packets) against testpmd's 4160-byte
 # frames; on af_packet, whose PMD reports a 1518-byte maximum, 1 KiB payloads (--mtu=1024)
 # against 1088-byte frames.
 set -u
-BUILD=build; ROUNDS=3; SECONDS_TP=4; WRITES=3000; SIZE=1048576; DEVS=memif; LANES=1; OUT=""
+BUILD=build; ROUNDS=3; SECONDS_TP=4; WRITES=3000; SIZE=1048576; DEVS=memif; LANES=1; OUT=""; LAT=""
 for a in "$@"; do
   case "$a" in
     --build=*) BUILD=${a#*=} ;;
@@ -26,7 +29,8 @@ for a in "$@"; do
     --dev=*) DEVS=${a#*=} ;;
     --lanes=*) LANES=${a#*=} ;;
     --out=*) OUT=${a#*=} ;;
-    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    --lat) LAT=1 ;;
+    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
     *) echo "io_ceiling.sh: unknown argument $a (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -139,6 +143,47 @@ print(f"{mpps:.3f} {d['bw_gbps']:.2f} {d['timeouts']} {d['retransmitted']} {d['v
 EOF
 }
 
+# The device's round trip: testpmd reflects (macswap) what uet-perf --pingpong sends; prints
+# the p50 in us, or "failed".
+run_pingpong() {  # dev
+  local dev=$1 log=$WORK/pp_server.log pj=$WORK/pp.json
+  rm -f "$WORK/m.sock" "$pj"
+  $(prefix $dev server) timeout -s INT 60 "$TESTPMD" --lcores=0@0,1@0 $EAL --file-prefix=tpp$$ \
+      $(vdev $dev server) -- --mbuf-size=9344 --forward-mode=macswap --auto-start \
+      --stats-period=10 --total-num-mbufs=16384 --no-mlockall </dev/null >"$log" 2>&1 &
+  local srv=$!
+  wait_for "$log" "Checking link statuses" 10
+  if [ "$dev" = memif ]; then
+    for ((i = 0; i < 200; i++)); do [ -S "$WORK/m.sock" ] && break; sleep 0.05; done
+  fi
+  $(prefix $dev client) "$UET_PERF" --client=127.0.0.1 --pingpong --ip=10.0.0.2 \
+      --neigh=10.0.0.1=02:00:00:00:00:01 -s 64 -n "$WRITES" --timeout_s=20 --json="$pj" -- \
+      $EAL -l 1 --file-prefix=upp$$ $(vdev $dev client) >"$WORK/pp_client.log" 2>&1
+  kill -INT $srv 2>/dev/null; wait $srv
+  python3 -c "import json; print(f\"{json.load(open('$pj'))['p50_us']:.2f}\")" 2>/dev/null || echo failed
+}
+
+# uet-perf --lat, 64-byte writes; prints "p50 p99" in us, or "failed".
+run_lat() {  # dev transport
+  local dev=$1 t=$2 port=$((20000 + RANDOM % 20000)) slog=$WORK/lat_server.log cj=$WORK/lat.json
+  rm -f "$WORK/m.sock" "$cj"
+  local ctl=127.0.0.1
+  [ "$dev" = af_packet ] && ctl=192.168.78.1
+  $(prefix $dev server) "$UET_PERF" --server --oob_port=$port --ip=10.0.0.1 --timeout_s=60 \
+      --transport=$t -- $EAL -l 0 --file-prefix=uls$$ $(vdev $dev server) >"$slog" 2>&1 &
+  local srv=$!
+  wait_for "$slog" ready 20 || { kill $srv 2>/dev/null; echo "failed -"; return; }
+  if [ "$dev" = memif ]; then
+    for ((i = 0; i < 200; i++)); do [ -S "$WORK/m.sock" ] && break; sleep 0.05; done
+  fi
+  $(prefix $dev client) "$UET_PERF" --client=$ctl --oob_port=$port --ip=10.0.0.2 --timeout_s=60 \
+      --transport=$t --lat -s 64 -n "$WRITES" --json="$cj" -- $EAL -l 1 --file-prefix=ulc$$ \
+      $(vdev $dev client) >"$WORK/lat_client.log" 2>&1
+  wait $srv
+  python3 -c "import json; l=json.load(open('$cj'))['latency_us']; print(f\"{l['p50']:.2f} {l['p99']:.2f}\")" \
+      2>/dev/null || echo "failed -"
+}
+
 echo "io_ceiling: $(nproc) vCPUs, load $(cut -d' ' -f1-3 /proc/loadavg), $ROUNDS rounds;" \
      "uet-perf -s $SIZE -n $WRITES; testpmd txonly for ${SECONDS_TP} s"
 [ -n "$OUT" ] && : >"$OUT"
@@ -157,7 +202,7 @@ for dev in ${DEVS//,/ }; do
         ratio=-
         if [ "$verify" = ok ] && [ "$tp" != failed ]; then
           ratio=$(python3 -c "print(f'{$mpps / $tp:.2f}')")
-          ratios["$name"]+="$ratio "
+          ratios["$name / testpmd"]+="$ratio "
         fi
         printf '%-10s %-5s %-14s %9s %9s %9s %7s %8s%s\n' $dev $r "$name" "$mpps" "$gbps" \
             "$ratio" "$to" "$rtx" "$([ "$verify" = ok ] || echo "  ($verify)")"
@@ -165,8 +210,24 @@ for dev in ${DEVS//,/ }; do
       done
     done
   done
+  if [ -n "$LAT" ]; then
+    printf '\n%-10s %-5s %-14s %9s %9s %9s\n' device round "latency" "p50 us" "p99 us" "p50 ratio"
+    for ((r = 1; r <= ROUNDS; r++)); do
+      pp=$(run_pingpong $dev)
+      printf '%-10s %-5s %-14s %9s %9s %9s\n' $dev $r "raw pingpong" "$pp" - 1
+      for t in uet rocev2; do
+        read -r p50 p99 <<<"$(run_lat $dev $t)"
+        ratio=-
+        if [ "$p50" != failed ] && [ "$pp" != failed ]; then
+          ratio=$(python3 -c "print(f'{$p50 / $pp:.2f}')")
+          ratios["$t --lat p50 / pingpong"]+="$ratio "
+        fi
+        printf '%-10s %-5s %-14s %9s %9s %9s\n' $dev $r "$t --lat" "$p50" "$p99" "$ratio"
+      done
+    done
+  fi
   for name in "${!ratios[@]}"; do
-    python3 -c "import statistics as s; v=[float(x) for x in '${ratios[$name]}'.split()]; print(f'$dev: $name / testpmd median {s.median(v):.2f} over {len(v)} rounds ({min(v):.2f}..{max(v):.2f})')"
+    python3 -c "import statistics as s; v=[float(x) for x in '${ratios[$name]}'.split()]; print(f'$dev: $name median {s.median(v):.2f} over {len(v)} rounds ({min(v):.2f}..{max(v):.2f})')"
   done | sort
   unset ratios
 done

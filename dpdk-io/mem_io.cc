@@ -59,19 +59,24 @@ class MemoryWire::End final : public PacketIo {
         continue;
       }
       Frame* g = peer.take_free();
-      if (g == nullptr || f->len > g->capacity) {
+      if (g == nullptr || f->len + f->ref_len > g->capacity) {
         ++stats_.tx_dropped;
         if (g != nullptr) peer.give_back(g);
         give_back(f);
         continue;
       }
-      std::memcpy(g->data, f->data, f->len);  // the "wire": the peer owns its own buffers
-      g->len = f->len;
+      // The "wire": the peer owns its own buffers; a referenced payload is gathered (DMA).
+      std::memcpy(g->data, f->data, f->ref_len > 0 ? f->ref_at : f->len);
+      if (f->ref_len > 0) {
+        std::memcpy(g->data + f->ref_at, f->ref, f->ref_len);
+        std::memcpy(g->data + f->ref_at + f->ref_len, f->data + f->ref_at, f->len - f->ref_at);
+      }
+      g->len = f->len + f->ref_len;
       g->wire_len = f->wire_len;
       g->priority = f->priority;
       peer.enqueue_rx(g);
       ++stats_.tx_packets;
-      stats_.tx_bytes += f->len;
+      stats_.tx_bytes += g->len;
       give_back(f);
       ++sent;
     }

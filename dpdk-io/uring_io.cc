@@ -544,6 +544,7 @@ size_t UringIo::alloc_tx(std::span<Frame*> out) {
 // Reads Ethernet [802.1Q] / IPv4 / UDP in place and fills the frame's sendmsg.
 bool UringIo::prepare_send(Frame& f, uint32_t tx_index) {
   if (f.wire_len > f.len) return false;  // payload carried by length: nothing to send
+  if (!flatten(f)) return false;          // a socket sends one buffer: gather a reference
   uint8_t* p = f.data;
   const size_t n = f.len;
   size_t l3 = kEthLen;
@@ -602,11 +603,11 @@ bool UringIo::prepare_send(Frame& f, uint32_t tx_index) {
       uint8_t bth[wire::Bth::kSize];
       std::memcpy(bth, payload, sizeof(bth));
       bth[4] = 0xFF;
-      uLong crc = crc32(0, kMaskedLrh, sizeof(kMaskedLrh));
-      crc = crc32(crc, want, sizeof(want));
-      crc = crc32(crc, bth, sizeof(bth));
-      crc = crc32(crc, payload + sizeof(bth), static_cast<uInt>(after - sizeof(bth)));
-      wire::store_icrc(icrc_at, static_cast<uint32_t>(crc));
+      uint32_t crc = wire::icrc_crc32(0, kMaskedLrh, sizeof(kMaskedLrh));
+      crc = wire::icrc_crc32(crc, want, sizeof(want));
+      crc = wire::icrc_crc32(crc, bth, sizeof(bth));
+      crc = wire::icrc_crc32(crc, payload + sizeof(bth), after - sizeof(bth));
+      wire::store_icrc(icrc_at, crc);
       ++counters_.tx_icrc_updates;
     }
   }
