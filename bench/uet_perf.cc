@@ -143,8 +143,9 @@ ABSL_FLAG(uint32_t, rto_rtt_max_pct, 0,
 ABSL_FLAG(uint32_t, base_rtt_us, 0,
           "UET: the path's unloaded round trip for NSCC in microseconds, 0..100000; 0 = the "
           "control connection's smallest round trip of 16, measured at start-up");
-ABSL_FLAG(uint32_t, ack_timeout_exp, 10,
-          "RoCEv2: local ACK timeout 4.096 us * 2^t, 1..31 (10 = 4.2 ms; --io=uring: 14 = 67 ms)");
+ABSL_FLAG(uint32_t, ack_timeout_exp, 12,
+          "RoCEv2: local ACK timeout 4.096 us * 2^t, 1..31 (12 = 16.8 ms; --io=uring: 14 = 67 "
+          "ms)");
 ABSL_FLAG(uint32_t, max_retries, 8,
           "UET: timeouts of one PSN, with the peer silent, before its PDC's operations fail "
           "(kRetriesExhausted), 1..64; the retry budget is at most (max_retries + 1) x --max_rto_us");
@@ -159,7 +160,8 @@ ABSL_FLAG(uint32_t, tx_hold_us, 20000,
           "DPDK: frames the device takes none of for this long are dropped and counted "
           "(tx_stalled), 1..60000000");
 ABSL_FLAG(uint32_t, timeout_s, 60,
-          "give up after this many seconds without progress (link, control, writes), 1..3600");
+          "give up after this many seconds without progress (link, control connection; "
+          "operations and the server's wait for DONE: this long past the retry budget), 1..3600");
 ABSL_FLAG(std::string, json, "", "write the result as one JSON object to this file (default none)");
 ABSL_FLAG(std::string, pcap, "", "write every frame sent and received to this pcap (default none)");
 ABSL_FLAG(bool, tss, false,
@@ -996,6 +998,14 @@ Time retry_budget(const Options& o) {
   return static_cast<Time>(o.retry_cnt + 1) * ((Time{4096} * kNanosecond) << o.ack_timeout_exp);
 }
 
+// How long the tool waits without progress (no completion; the server: no frame and no DONE)
+// before it gives up: --timeout_s past the retry budget, so that the engine, not the tool,
+// decides whether a silent peer's operations fail.
+Time stall_bound(const Options& o) {
+  const Time budget = retry_budget(o);
+  return budget == kNever ? o.timeout : o.timeout + budget;
+}
+
 std::string json_of(const Options& o, const LaneOut& l) {
   const Result& r = l.r;
   double sum = 0;
@@ -1118,6 +1128,12 @@ void report(const Options& o, const Io& io, TapIo& tap, const Endpoint& ep, Resu
                           static_cast<double>(k.rtt_max) / kMicrosecond, o.rto_rtt_max_pct,
                           k.rto_below_rtt_max, k.tlp_probes, k.fast_retx, k.nack_retx,
                           to_string(o.cc));
+    absl::StrAppendFormat(&t, " pdc: rx unknown-pdc %lu out-of-window %lu duplicates %lu "
+                              "stale-ack %lu bad-ctrl %lu; close tx %lu rx %lu, req-close tx %lu "
+                              "rx %lu, closed %lu, abandoned %lu/%lu, reopened %lu\n",
+                          k.rx_unknown_pdc, k.rx_out_of_window, k.rx_duplicates, k.rx_stale_ack,
+                          k.rx_bad_ctrl, k.tx_close, k.rx_close, k.tx_req_close, k.rx_req_close,
+                          k.pdcs_closed, k.close_abandoned, k.req_close_abandoned, k.pdc_reopened);
   } else {
     out.go_back_n = static_cast<const RoceEndpoint&>(ep).counters().go_back_n;
     absl::StrAppendFormat(&t, " ack timeout 4.096 us * 2^%u; go-back-N restarts %lu\n",
@@ -1559,8 +1575,10 @@ int run_lane(const Options& o, Io& io, int listen_fd, LaneOut& out) {
       }
       const Time now = io::monotonic_now();
       if (now >= next_report) {
-        std::printf("uet-perf: progress: posted %lu completed %lu failed %lu\n", posted,
-                    r.completed, r.failed);
+        const EndpointStats es = ep->stats();
+        std::printf("uet-perf: progress: posted %lu completed %lu failed %lu; resent %lu, "
+                    "timeouts %lu\n",
+                    posted, r.completed, r.failed, es.retransmitted_packets, es.timeouts);
         next_report = now + o.progress;
       }
       // As perftest, the first error completion ends the run: post nothing more, wait for
@@ -1633,8 +1651,9 @@ int run_lane(const Options& o, Io& io, int listen_fd, LaneOut& out) {
               r.error = absl::StrCat(op, " ", comp[i].wr_id, " failed: ", to_string(comp[i].status));
           }
         }
-      } else if (now - last_progress > o.timeout) {
-        r.error = absl::StrCat("stalled: no completion for --timeout_s (", r.completed, " of ",
+      } else if (now - last_progress > stall_bound(o)) {
+        r.error = absl::StrCat("stalled: no completion for --timeout_s past the retry budget (",
+                               r.completed, " of ",
                                posted, " posted ", op, "s completed)");
         break;
       }
@@ -1720,9 +1739,10 @@ int run_lane(const Options& o, Io& io, int listen_fd, LaneOut& out) {
       if (rx_now != rx_seen) {
         rx_seen = rx_now;
         silent_since = now;
-      } else if (now - silent_since >= o.timeout) {
+      } else if (now - silent_since >= stall_bound(o)) {
         d = absl::DeadlineExceededError(absl::StrFormat(
             "control connection stalled: no DONE and no frame from the client for --timeout_s "
+            "past the retry budget "
             "(%lu frames received)", rx_now));
         break;
       }
