@@ -119,7 +119,7 @@ def main():
         sock = os.path.join(work, "memif.sock")
         vdev = f"net_memif0,socket={sock},socket-abstract=no,bsize=9216"
         if args.fault == "stall":
-            vdev += ",rsize=7"  # a 128-slot ring, so that a stopped reader leaves it full
+            vdev += ",rsize=5"  # a 32-slot ring, so that a stopped reader leaves it full
         srv_pre, cli_pre = [], []
         srv_dev = ["-l", "0", f"--file-prefix={tag}s", f"--vdev={vdev},role=server"]
         cli_dev = ["-l", "1", f"--file-prefix={tag}c", f"--vdev={vdev},role=client"]
