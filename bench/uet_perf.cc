@@ -148,7 +148,8 @@ ABSL_FLAG(uint32_t, ack_timeout_exp, 12,
           "ms)");
 ABSL_FLAG(uint32_t, max_retries, 8,
           "UET: timeouts of one PSN, with the peer silent, before its PDC's operations fail "
-          "(kRetriesExhausted), 1..64; the retry budget is at most (max_retries + 1) x --max_rto_us");
+          "(kRetriesExhausted), 1..64; the retry budget is at most 2 x (max_retries + 1) x "
+          "--max_rto_us");
 ABSL_FLAG(uint32_t, retry_cnt, 6,
           "RoCEv2: go-back-N restarts without progress before the QP's requests fail "
           "(IB_WC_RETRY_EXC_ERR), 0..7, 7 = for ever (as rxe); the retry budget is "
@@ -891,6 +892,9 @@ struct Result {
   uint64_t failed = 0;
   uint64_t bytes = 0;
   double seconds = 0;
+  // From the last successful completion to the first error completion (-1: no error): how
+  // long the engine took to give up on a peer that went silent.
+  double error_after_ms = -1;
   uint64_t tx_packets = 0, rx_packets = 0;
   std::vector<double> lat_us;
   std::string verify = "n/a";  // server: ok | mismatch
@@ -988,12 +992,13 @@ struct LaneOut {
 };
 
 // The longest a silent peer keeps an operation pending before the engine fails it: UET gives
-// up a PDC after max_retries timeouts of one PSN, RTOs at most max_rto apart (spec/uet.md §3.10,
-// "complete the messages with an error when the retry limit is reached"); RoCEv2 fails the QP
-// once retry_cnt go-back-N restarts found no progress, one ACK timeout apart (IB retry count,
-// IB_WC_RETRY_EXC_ERR). kNever: no budget (retry_cnt 7).
+// up a PDC after max_retries + 1 timeouts of one PSN (spec/uet.md §3.10, "complete the messages
+// with an error when the retry limit is reached"), each up to two RTOs of at most max_rto (the
+// PDC's timer is re-armed at its expiry, so a PSN resent just after it waits one more); RoCEv2
+// fails the QP once retry_cnt go-back-N restarts found no progress, one ACK timeout apart (IB
+// retry count, IB_WC_RETRY_EXC_ERR). kNever: no budget (retry_cnt 7).
 Time retry_budget(const Options& o) {
-  if (o.uet) return static_cast<Time>(o.max_retries + 1) * o.max_rto;
+  if (o.uet) return 2 * static_cast<Time>(o.max_retries + 1) * o.max_rto;
   if (o.retry_cnt == 7) return kNever;
   return static_cast<Time>(o.retry_cnt + 1) * ((Time{4096} * kNanosecond) << o.ack_timeout_exp);
 }
@@ -1028,7 +1033,8 @@ std::string json_of(const Options& o, const LaneOut& l) {
       "\"peer_rx_socket_bytes\": %lu, \"inflight_bound\": %lu, \"rtt_max_us\": %.3f, "
       "\"rto_below_rtt_max\": %lu, \"tlp_probes\": %lu, \"fast_retx\": %lu, "
       "\"go_back_n\": %lu, \"error_completions\": %lu, \"max_retries\": %u, "
-      "\"retry_cnt\": %u, \"retry_budget_ms\": %.3f, \"mbufs\": %s, \"dpdk_tx\": %s}",
+      "\"retry_cnt\": %u, \"retry_budget_ms\": %.3f, \"error_after_ms\": %.3f, "
+      "\"mbufs\": %s, \"dpdk_tx\": %s}",
       o.server ? "server" : "client", o.uet ? "uet" : "rocev2", o.io, o.op,
       o.bidir ? "true" : "false", o.lat ? "latency" : "bandwidth", o.lane, ip_str(o.ip), l.size,
       r.completed, r.failed, r.bytes, r.seconds, l.gbps, l.mpps, l.pkt_mpps, r.lat_us.size(),
@@ -1045,6 +1051,7 @@ std::string json_of(const Options& o, const LaneOut& l) {
       static_cast<double>(l.rtt_max) / kMicrosecond, l.rto_below_rtt_max, l.tlp_probes,
       l.fast_retx, l.go_back_n, r.failed, o.max_retries, o.retry_cnt,
       retry_budget(o) == kNever ? -1.0 : static_cast<double>(retry_budget(o)) / kMillisecond,
+      r.error_after_ms,
       l.mbufs_pool < 0 ? std::string("null")
                        : absl::StrFormat("{\"pool\": %d, \"in_use_end\": %d}", l.mbufs_pool,
                                          l.mbufs_in_use_end),
@@ -1564,7 +1571,7 @@ int run_lane(const Options& o, Io& io, int listen_fd, LaneOut& out) {
     const Time stop_posting = by_time ? start + static_cast<Time>(duration_s) * kSecond : kNever;
     uint64_t posted = 0;
     bool unsupported = false;  // the transport refused the operation (Unimplemented)
-    Time last_progress = start, end = start;
+    Time last_progress = start, end = start, last_success = start;
     Time next_report = o.progress > 0 ? start + o.progress : kNever;
     const uint32_t depth = lat ? 1 : o.depth;
     Completion comp[64];
@@ -1635,6 +1642,7 @@ int run_lane(const Options& o, Io& io, int listen_fd, LaneOut& out) {
           busy[slot] = 0;
           if (comp[i].status == OpStatus::kSuccess) {
             ++r.completed;
+            last_success = t;
             // A read is checked the first time its slot is read (the slot still held the
             // complement, so a read that placed nothing cannot pass); later reads of the slot
             // are not, to keep the check out of the measured loop's steady state.
@@ -1646,7 +1654,8 @@ int run_lane(const Options& o, Io& io, int listen_fd, LaneOut& out) {
             }
             if (lat) r.lat_us.push_back(static_cast<double>(t - posted_at[slot]) / kMicrosecond);
           } else {
-            ++r.failed;
+            if (r.failed++ == 0)
+              r.error_after_ms = static_cast<double>(t - last_success) / kMillisecond;
             if (r.error.empty())
               r.error = absl::StrCat(op, " ", comp[i].wr_id, " failed: ", to_string(comp[i].status));
           }
@@ -1781,6 +1790,7 @@ int run_lane(const Options& o, Io& io, int listen_fd, LaneOut& out) {
         // client's writes into this region.
         r.completed = back.completed;
         r.failed = back.failed;
+        r.error_after_ms = back.error_after_ms;
         r.bytes = back.bytes;
         r.seconds = back.seconds;
         r.lat_us = std::move(back.lat_us);

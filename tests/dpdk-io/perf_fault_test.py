@@ -7,8 +7,9 @@ the survivor must do about it.
 
 FAULT (the device it runs on):
   kill       (memif) the server is SIGKILLed mid-transfer. The client must end its writes with
-             an error completion (retries exhausted) within its retry budget, exit 1 naming it,
-             and have every mbuf back in its pool.
+             an error completion (retries exhausted) within its retry budget of the last
+             success (JSON error_after_ms <= retry_budget_ms + slack), exit 1 naming it, and
+             have every mbuf back in its pool.
   stall      (memif) the server is SIGSTOPped for STALL_S seconds, then SIGCONTed: it reads
              nothing, so the client's memif TX ring stays full. Budgets above STALL_S: the
              transfer must recover (both exit 0, every byte checked), the client's JSON showing
@@ -48,6 +49,7 @@ STALL_S = 2.0
 FLAP_S = 1.0
 TIMEOUT_S = 3     # uet-perf --timeout_s: the control connection's and the stall bound
 SLACK_S = 4.0     # process start-up/teardown (EAL, memif) on a loaded 2-vCPU host
+TX_HOLD_MS = 20   # uet-perf's --tx_hold_us default
 
 
 def free_port():
@@ -276,8 +278,14 @@ def main():
             if cres["error_completions"] < 1 or "retries exhausted" not in cres["error"]:
                 return fail(f"client JSON: error_completions {cres['error_completions']}, "
                             f"error {cres['error']!r}")
+            # The first error completion came within the budget (+ --tx_hold_us and timer
+            # lateness on a loaded host) of the last success.
+            if not 0 <= cres["error_after_ms"] <= cres["retry_budget_ms"] + TX_HOLD_MS + 250:
+                return fail(f"first error completion {cres['error_after_ms']} ms after the last "
+                            f"success (budget {cres['retry_budget_ms']} ms)")
             print(f"OK: kill {args.transport}: the client failed its writes in {cli_took:.2f} s "
-                  f"(budget {budget_s:.3f} s): {cres['error_completions']} error completions, "
+                  f"(budget {budget_s:.3f} s; first error {cres['error_after_ms']:.1f} ms after "
+                  f"the last success): {cres['error_completions']} error completions, "
                   f"{cres['error']}; mbufs {cres['mbufs']}")
         elif args.fault == "linkdown":
             # Expect: error completions within the budget; with the control connection on the
