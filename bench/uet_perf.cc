@@ -18,6 +18,15 @@
 // region with the seeded pattern and answers VERIFY ok|mismatch. Both print perftest's table
 // (and --json); the exit code is non-zero on a mismatch, an error, a timeout or SIGINT.
 //
+// Faults (bench/README.md "Faults on real I/O"): an operation ends with the engine's error
+// completion once its retry budget is spent (UET --max_retries, RoCEv2 --retry_cnt; --json
+// retry_budget_ms, error_after_ms); the first error completion stops posting, as perftest, and
+// the run exits 1 naming the failed operation, then what the control connection said. The tool
+// gives up by itself only --timeout_s past that budget without a completion (the server: with
+// neither a frame nor DONE from the client) and on a control connection silent for --timeout_s.
+// Every path out drains the TX backlog; --json "mbufs" has the pool's mbufs still in use after
+// the run (in_use_end, 0 unless one leaked).
+//
 // Data pattern: region byte o (o = slot * size + k) is byte o%8 of splitmix64(seed + o/8).
 // The client keeps one copy of the whole region and write i goes to slot i % slots; a slot is
 // written again only after its previous write completed. The server fills its region with the
