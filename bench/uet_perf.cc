@@ -1738,11 +1738,11 @@ int run_lane(const Options& o, Io& io, int listen_fd, LaneOut& out) {
       back_posted = drive(back_src, back_rkey, seed ^ kBackSalt, back);
     }
     // The client's DONE, for as long as its frames keep arriving: a client that stops (killed,
-    // stalled, its link down) without closing the control connection is given up after
-    // --timeout_s of silence on both.
+    // stalled, its link down) without closing the control connection is given up once both
+    // have been silent for stall_bound().
     uint64_t rx_seen = tap.stats().rx_packets;
     Time next_report = o.progress > 0 ? io::monotonic_now() + o.progress : kNever;
-    const Time slice = o.progress > 0 ? std::min(o.progress, o.timeout) : o.timeout;
+    const Time slice = std::min(o.timeout, o.progress > 0 ? o.progress : 100 * kMillisecond);
     Time silent_since = io::monotonic_now();
     absl::StatusOr<Fields> d = absl::DeadlineExceededError("");
     for (;;) {

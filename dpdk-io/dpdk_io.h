@@ -133,7 +133,8 @@ struct DpdkIoConfig {
   uint16_t tx_desc = 1024;
   uint32_t tx_retries = 8;      // rte_eth_tx_burst retries when the ring is full, 0..100000
   // A backlog the device took nothing from for this long is dropped (DpdkCounters::
-  // tx_stalled), 1 us..60 s: far above a full ring's drain time, below the engines' RTOs.
+  // tx_stalled), 1 us..60 s: above a full ring's drain time and a descheduled reader's pause,
+  // short against the engines' retry budgets.
   Time tx_hold = 20 * kMillisecond;
   bool promiscuous = false;     // needed on real NICs when local_mac is not the port's
   std::vector<Neighbour> neighbours;  // static entries (never replaced by ARP)
