@@ -38,6 +38,10 @@ uint32_t frame_bytes(uint32_t mtu) { return mtu + 18; }  // Ethernet + one 802.1
 int call_function(void* arg) { return (*static_cast<std::function<int()>*>(arg))(); }
 
 constexpr unsigned kInboxSize = 1024;  // frames waiting for another queue's FEP, per queue
+// A backlog the device has taken nothing from for kStuckAfter is offered to it once per
+// kStuckPoll only (a ring that drains takes frames within microseconds).
+constexpr Time kStuckAfter = kMillisecond;
+constexpr Time kStuckPoll = 100 * kMicrosecond;
 
 }  // namespace
 
@@ -584,6 +588,13 @@ void DpdkIo::release_rx(std::span<Frame* const> frames) {
 
 void DpdkIo::flush_backlog() {
   while (backlog_len_ > 0) {
+    // A device stuck for a while is polled, not spun on: a peer that stopped or died leaves
+    // this thread mostly outside the PMD (memif unmaps its rings under a running TX burst).
+    if (backlog_stuck_since_ >= 0) {
+      const Time now = monotonic_now();
+      if (now - backlog_stuck_since_ >= kStuckAfter && now - backlog_tried_ < kStuckPoll) return;
+      backlog_tried_ = now;
+    }
     const uint16_t n = rte_eth_tx_burst(config_.port_id, queue_, backlog_.data() + backlog_head_,
                                         static_cast<uint16_t>(backlog_len_));
     if (n == 0) {

@@ -42,6 +42,7 @@
 //     link, a peer that stopped reading its memif ring) is dropped, freed and counted
 //     (tx_stalled), as a NIC drops on a down link: the engine's frames go out again and its
 //     retransmission timer and retry budget, not the device, decide when an operation fails.
+//     Stuck for over 1 ms, the backlog is offered to the device every 100 us, not spun on.
 //   - Accounting: pool_in_use() is the pool's mbufs out of it (every lcore cache counted as
 //     free); after drain_tx() and with no burst lent it is 0 unless an mbuf leaked.
 //   - Only one RX burst and one TX allocation are out at a time (HostLoop's pattern).
@@ -267,6 +268,7 @@ class DpdkIo final : public PacketIo {
   std::array<uint32_t, 4 * kMaxBurst> backlog_lens_{};
   size_t backlog_head_ = 0, backlog_len_ = 0;
   Time backlog_stuck_since_ = -1;  // when the device last took nothing (-1: it took some)
+  Time backlog_tried_ = 0;         // when a stuck backlog was last offered to the device
 
   IoStats stats_;
   DpdkCounters counters_;

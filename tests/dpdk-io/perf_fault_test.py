@@ -6,10 +6,14 @@ the survivor must do about it.
     perf_fault_test.py UET_PERF --transport=uet|rocev2 --fault=FAULT [--uring]
 
 FAULT (the device it runs on):
-  kill       (memif) the server is SIGKILLed mid-transfer. The client must end its writes with
-             an error completion (retries exhausted) within its retry budget of the last
+  kill       (af_packet) the server is SIGKILLed mid-transfer. The client must end its writes
+             with an error completion (retries exhausted) within its retry budget of the last
              success (JSON error_after_ms <= retry_budget_ms + slack), exit 1 naming it, and
              have every mbuf back in its pool.
+  memif-kill (memif) the same over memif, whose link goes down with the peer: the server is
+             SIGSTOPped, and SIGKILLed once the client's progress shows timeouts (its ring is
+             stuck, so its thread is mostly outside the PMD when memif disconnects: DPDK 22.11's
+             memif unmaps its rings under a running TX burst, bench/README.md).
   stall      (memif) the server is SIGSTOPped for STALL_S seconds, then SIGCONTed: it reads
              nothing, so the client's memif TX ring stays full. Budgets above STALL_S: the
              transfer must recover (both exit 0, every byte checked), the client's JSON showing
@@ -91,12 +95,19 @@ def completed_writes(log):
     return int(m[-1]) if m else 0
 
 
+def timeouts(log):
+    """The latest timeout count of the client's progress lines (0 if none yet)."""
+    m = re.findall(r"progress: posted .* timeouts (\d+)", log)
+    return int(m[-1]) if m else 0
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("uet_perf")
     ap.add_argument("--transport", default="uet", choices=["uet", "rocev2"])
     ap.add_argument("--fault", required=True,
-                    choices=["kill", "stall", "linkflap", "linkdown", "ctrl-done", "ctrl-hello"])
+                    choices=["kill", "memif-kill", "stall", "linkflap", "linkdown", "ctrl-done",
+                             "ctrl-hello"])
     ap.add_argument("--uring", action="store_true")
     args = ap.parse_args()
     if args.uring and args.fault not in ("kill", "ctrl-done"):
@@ -104,7 +115,7 @@ def main():
     uet = args.transport == "uet"
     # ctrl-hello runs on af_packet: a memif link comes up only with both processes running,
     # so a server stopped before HELLO would show as a link that never came up.
-    dev = "afpacket" if args.fault in ("linkflap", "linkdown", "ctrl-hello") else "memif"
+    dev = "afpacket" if args.fault in ("kill", "linkflap", "linkdown", "ctrl-hello") else "memif"
     if args.uring:
         dev = "uring"
 
@@ -250,6 +261,13 @@ def main():
         if args.fault == "kill":
             srv.kill()
             srv.wait()
+        elif args.fault == "memif-kill":
+            srv.send_signal(signal.SIGSTOP)
+            seen = timeouts(read(cli_out))
+            wait_for(lambda: timeouts(read(cli_out)) > seen, 10, "the client's timeouts",
+                     [cli])
+            srv.kill()
+            srv.wait()
         elif args.fault == "stall":
             srv.send_signal(signal.SIGSTOP)
             time.sleep(STALL_S)  # the fault: the server reads nothing for STALL_S
@@ -289,12 +307,14 @@ def main():
 
         cli_rc = cli.wait(timeout=60)
         cli_took = time.monotonic() - t0
-        srv_rc = srv.wait(timeout=30) if args.fault != "kill" else None
+        srv_rc = srv.wait(timeout=30) if args.fault not in ("kill", "memif-kill") else None
+        if not os.path.exists(cli_json):
+            return fail(f"the client wrote no JSON (exit code {cli_rc}, server {srv_rc})")
         cres, err = mbufs_ok(cli_json, "client")
         if err:
             return fail(err)
         budget_s = cres["retry_budget_ms"] / 1000
-        if args.fault == "kill":
+        if args.fault in ("kill", "memif-kill"):
             # Expect: the client's writes end in error completions (retries exhausted) within
             # the retry budget (+ the backlog's hold and teardown), and it exits 1 saying so.
             if cli_rc != 1:
@@ -309,7 +329,7 @@ def main():
             if not 0 <= cres["error_after_ms"] <= cres["retry_budget_ms"] + TX_HOLD_MS + 250:
                 return fail(f"first error completion {cres['error_after_ms']} ms after the last "
                             f"success (budget {cres['retry_budget_ms']} ms)")
-            print(f"OK: kill {args.transport}: the client failed its writes in {cli_took:.2f} s "
+            print(f"OK: {args.fault} {args.transport}: the client failed its writes in {cli_took:.2f} s "
                   f"(budget {budget_s:.3f} s; first error {cres['error_after_ms']:.1f} ms after "
                   f"the last success): {cres['error_completions']} error completions, "
                   f"{cres['error']}; mbufs {cres['mbufs']}")
