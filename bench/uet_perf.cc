@@ -18,6 +18,15 @@
 // region with the seeded pattern and answers VERIFY ok|mismatch. Both print perftest's table
 // (and --json); the exit code is non-zero on a mismatch, an error, a timeout or SIGINT.
 //
+// Faults (bench/README.md "Faults on real I/O"): an operation ends with the engine's error
+// completion once its retry budget is spent (UET --max_retries, RoCEv2 --retry_cnt; --json
+// retry_budget_ms, error_after_ms); the first error completion stops posting, as perftest, and
+// the run exits 1 naming the failed operation, then what the control connection said. The tool
+// gives up by itself only --timeout_s past that budget without a completion (the server: with
+// neither a frame nor DONE from the client) and on a control connection silent for --timeout_s.
+// Every path out drains the TX backlog; --json "mbufs" has the pool's mbufs still in use after
+// the run (in_use_end, 0 unless one leaked).
+//
 // Data pattern: region byte o (o = slot * size + k) is byte o%8 of splitmix64(seed + o/8).
 // The client keeps one copy of the whole region and write i goes to slot i % slots; a slot is
 // written again only after its previous write completed. The server fills its region with the
@@ -147,10 +156,26 @@ ABSL_FLAG(uint32_t, rto_rtt_max_pct, 0,
 ABSL_FLAG(uint32_t, base_rtt_us, 0,
           "UET: the path's unloaded round trip for NSCC in microseconds, 0..100000; 0 = the "
           "control connection's smallest round trip of 16, measured at start-up");
-ABSL_FLAG(uint32_t, ack_timeout_exp, 10,
-          "RoCEv2: local ACK timeout 4.096 us * 2^t, 1..31 (10 = 4.2 ms; --io=uring: 14 = 67 ms)");
+ABSL_FLAG(uint32_t, ack_timeout_exp, 12,
+          "RoCEv2: local ACK timeout 4.096 us * 2^t, 1..31 (12 = 16.8 ms; --io=uring: 14 = 67 "
+          "ms)");
+ABSL_FLAG(uint32_t, max_retries, 8,
+          "UET: timeouts of one PSN, with the peer silent, before its PDC's operations fail "
+          "(kRetriesExhausted), 1..64; the retry budget is at most 2 x (max_retries + 1) x "
+          "--max_rto_us");
+ABSL_FLAG(uint32_t, retry_cnt, 6,
+          "RoCEv2: go-back-N restarts without progress before the QP's requests fail "
+          "(IB_WC_RETRY_EXC_ERR), 0..7, 7 = for ever (as rxe); the retry budget is "
+          "(retry_cnt + 1) ACK timeouts");
+ABSL_FLAG(uint32_t, progress_ms, 0,
+          "print a progress line (operations posted, completed and failed; frames received) "
+          "every this many milliseconds, 0..60000, 0 = none");
+ABSL_FLAG(uint32_t, tx_hold_us, 20000,
+          "DPDK: frames the device takes none of for this long are dropped and counted "
+          "(tx_stalled), 1..60000000");
 ABSL_FLAG(uint32_t, timeout_s, 60,
-          "give up after this many seconds without progress (link, control, writes), 1..3600");
+          "give up after this many seconds without progress (link, control connection; "
+          "operations and the server's wait for DONE: this long past the retry budget), 1..3600");
 ABSL_FLAG(std::string, json, "", "write the result as one JSON object to this file (default none)");
 ABSL_FLAG(std::string, pcap, "", "write every frame sent and received to this pcap (default none)");
 ABSL_FLAG(bool, tss, false,
@@ -193,6 +218,9 @@ struct Options {
   uint32_t rto_rtt_max_pct = 0;             // UET
   CcMode cc = CcMode::kNscc;                // UET; the server adopts the client's
   uint32_t ack_timeout_exp = 0;             // RoCEv2
+  uint32_t max_retries = 0;                 // UET
+  uint32_t retry_cnt = 0;                   // RoCEv2
+  Time progress = 0;                        // --progress_ms, 0 = none
   std::string server_host;
   uint16_t oob_port = 0;
   bool uet = true;
@@ -393,6 +421,13 @@ absl::StatusOr<Options> options_from_flags() {
   o.max_rto = static_cast<Time>(max_rto_us) * kMicrosecond;
   o.base_rtt = static_cast<Time>(absl::GetFlag(FLAGS_base_rtt_us)) * kMicrosecond;
   c.range("ack_timeout_exp", o.ack_timeout_exp, 1, 31);
+  o.max_retries = absl::GetFlag(FLAGS_max_retries);
+  c.range("max_retries", o.max_retries, 1, 64);
+  o.retry_cnt = absl::GetFlag(FLAGS_retry_cnt);
+  c.range("retry_cnt", o.retry_cnt, 0, 7);
+  c.range("progress_ms", absl::GetFlag(FLAGS_progress_ms), 0, 60000);
+  o.progress = static_cast<Time>(absl::GetFlag(FLAGS_progress_ms)) * kMillisecond;
+  c.range("tx_hold_us", absl::GetFlag(FLAGS_tx_hold_us), 1, 60000000);
   c.range("timeout_s", absl::GetFlag(FLAGS_timeout_s), 1, 3600);
   o.timeout = static_cast<Time>(absl::GetFlag(FLAGS_timeout_s)) * kSecond;
   if (!c.error.empty()) return absl::InvalidArgumentError(c.error);
@@ -561,6 +596,7 @@ absl::StatusOr<IoSet> make_io(const Options& o, const std::vector<std::string>& 
     c.local_mac = o.mac;
     c.mtu = absl::GetFlag(FLAGS_dev_mtu);
     c.mbufs = absl::GetFlag(FLAGS_mbufs);
+    c.tx_hold = static_cast<Time>(absl::GetFlag(FLAGS_tx_hold_us)) * kMicrosecond;
     c.queues = static_cast<uint16_t>(o.lanes);
     c.promiscuous = o.mac != wire::MacAddr{};
     for (const auto& [ip, mac] : o.neigh) c.neighbours.push_back({ip, mac});
@@ -866,6 +902,7 @@ absl::StatusOr<std::unique_ptr<Endpoint>> make_engine(const Options& o, const Io
     c.min_rto = o.min_rto;
     c.max_rto = o.max_rto;
     c.rto_rtt_max_pct = o.rto_rtt_max_pct;
+    c.max_retries = o.max_retries;
     c.cc = o.cc;
     // The peer's receive socket drops what does not fit: no more than it holds in flight.
     if (peer_rx_payload > 0) c.window_bytes = std::clamp<uint64_t>(peer_rx_payload, mtu, c.window_bytes);
@@ -889,6 +926,7 @@ absl::StatusOr<std::unique_ptr<Endpoint>> make_engine(const Options& o, const Io
   c.qpn_base = kQpn;
   c.max_qps = 1;
   c.ack_timeout_exp = static_cast<uint8_t>(o.ack_timeout_exp);
+  c.retry_cnt = static_cast<uint8_t>(o.retry_cnt);
   // RC has no send window (go-back-N resends all after one drop): bound the packets in flight
   // by what the peer's receive socket holds.
   if (peer_rx_payload > 0) {
@@ -912,6 +950,9 @@ struct Result {
   uint64_t failed = 0;
   uint64_t bytes = 0;
   double seconds = 0;
+  // From the last successful completion to the first error completion (-1: no error): how
+  // long the engine took to give up on a peer that went silent.
+  double error_after_ms = -1;
   uint64_t tx_packets = 0, rx_packets = 0;
   std::vector<double> lat_us;
   std::string verify = "n/a";  // server: ok | mismatch
@@ -998,8 +1039,35 @@ struct LaneOut {
   uint64_t tlp_probes = 0, fast_retx = 0;  // UET: resends by tail-loss probe, by reorder
   uint64_t go_back_n = 0;          // RoCEv2: restarts from a PSN
   TssOut tss;
+  // DPDK: the pool's mbufs and how many were still out of it once every lane had stopped and
+  // drained its backlog (-1: not measured, e.g. io_uring); the backend's TX backpressure.
+  int64_t mbufs_pool = -1, mbufs_in_use_end = -1;
+  uint64_t tx_ring_full = 0, tx_ring_full_waits = 0, tx_stalled = 0, tx_stalls = 0,
+           tx_drained = 0;
+  bool reported = false;  // report() ran (else the lane failed before its operations)
+  Options shown;          // the options as run (the client's parameters adopted)
   std::string json;  // the lane's result as one JSON object
 };
+
+// The longest a silent peer keeps an operation pending before the engine fails it: UET gives
+// up a PDC after max_retries + 1 timeouts of one PSN (spec/uet.md §3.10, "complete the messages
+// with an error when the retry limit is reached"), each up to two RTOs of at most max_rto (the
+// PDC's timer is re-armed at its expiry, so a PSN resent just after it waits one more); RoCEv2
+// fails the QP once retry_cnt go-back-N restarts found no progress, one ACK timeout apart (IB
+// retry count, IB_WC_RETRY_EXC_ERR). kNever: no budget (retry_cnt 7).
+Time retry_budget(const Options& o) {
+  if (o.uet) return 2 * static_cast<Time>(o.max_retries + 1) * o.max_rto;
+  if (o.retry_cnt == 7) return kNever;
+  return static_cast<Time>(o.retry_cnt + 1) * ((Time{4096} * kNanosecond) << o.ack_timeout_exp);
+}
+
+// How long the tool waits without progress (no completion; the server: no frame and no DONE)
+// before it gives up: --timeout_s past the retry budget, so that the engine, not the tool,
+// decides whether a silent peer's operations fail.
+Time stall_bound(const Options& o) {
+  const Time budget = retry_budget(o);
+  return budget == kNever ? o.timeout : o.timeout + budget;
+}
 
 std::string json_of(const Options& o, const LaneOut& l) {
   const Result& r = l.r;
@@ -1022,7 +1090,9 @@ std::string json_of(const Options& o, const LaneOut& l) {
       "\"socket_drops\": %lu, \"rx_socket_bytes\": %lu, \"rx_socket_capped\": %s, "
       "\"peer_rx_socket_bytes\": %lu, \"inflight_bound\": %lu, \"rtt_max_us\": %.3f, "
       "\"rto_below_rtt_max\": %lu, \"tlp_probes\": %lu, \"fast_retx\": %lu, "
-      "\"go_back_n\": %lu}",
+      "\"go_back_n\": %lu, \"error_completions\": %lu, \"max_retries\": %u, "
+      "\"retry_cnt\": %u, \"retry_budget_ms\": %.3f, \"error_after_ms\": %.3f, "
+      "\"mbufs\": %s, \"dpdk_tx\": %s}",
       o.server ? "server" : "client", o.uet ? "uet" : "rocev2", o.io, o.op,
       o.bidir ? "true" : "false", o.lat ? "latency" : "bandwidth", o.lane, ip_str(o.ip), l.size,
       r.completed, r.failed, r.bytes, r.seconds, l.gbps, l.mpps, l.pkt_mpps, r.lat_us.size(),
@@ -1037,7 +1107,18 @@ std::string json_of(const Options& o, const LaneOut& l) {
       o.rto_rtt_max_pct, o.ack_timeout_exp, l.socket_drops, l.rx_socket_bytes,
       l.rx_socket_capped ? "true" : "false", l.peer_rx_socket_bytes, l.inflight_bound,
       static_cast<double>(l.rtt_max) / kMicrosecond, l.rto_below_rtt_max, l.tlp_probes,
-      l.fast_retx, l.go_back_n);
+      l.fast_retx, l.go_back_n, r.failed, o.max_retries, o.retry_cnt,
+      retry_budget(o) == kNever ? -1.0 : static_cast<double>(retry_budget(o)) / kMillisecond,
+      r.error_after_ms,
+      l.mbufs_pool < 0 ? std::string("null")
+                       : absl::StrFormat("{\"pool\": %d, \"in_use_end\": %d}", l.mbufs_pool,
+                                         l.mbufs_in_use_end),
+      l.mbufs_pool < 0
+          ? std::string("null")
+          : absl::StrFormat("{\"ring_full\": %lu, \"ring_full_waits\": %lu, \"stalled\": %lu, "
+                            "\"stalls\": %lu, \"drained\": %lu}",
+                            l.tx_ring_full, l.tx_ring_full_waits, l.tx_stalled, l.tx_stalls,
+                            l.tx_drained));
 }
 
 bool write_json(const std::string& text) {
@@ -1112,6 +1193,12 @@ void report(const Options& o, const Io& io, TapIo& tap, const Endpoint& ep, Resu
                           static_cast<double>(k.rtt_max) / kMicrosecond, o.rto_rtt_max_pct,
                           k.rto_below_rtt_max, k.tlp_probes, k.fast_retx, k.nack_retx,
                           to_string(o.cc));
+    absl::StrAppendFormat(&t, " pdc: rx unknown-pdc %lu out-of-window %lu duplicates %lu "
+                              "stale-ack %lu bad-ctrl %lu; close tx %lu rx %lu, req-close tx %lu "
+                              "rx %lu, closed %lu, abandoned %lu/%lu, reopened %lu\n",
+                          k.rx_unknown_pdc, k.rx_out_of_window, k.rx_duplicates, k.rx_stale_ack,
+                          k.rx_bad_ctrl, k.tx_close, k.rx_close, k.tx_req_close, k.rx_req_close,
+                          k.pdcs_closed, k.close_abandoned, k.req_close_abandoned, k.pdc_reopened);
   } else {
     out.go_back_n = static_cast<const RoceEndpoint&>(ep).counters().go_back_n;
     absl::StrAppendFormat(&t, " ack timeout 4.096 us * 2^%u; go-back-N restarts %lu\n",
@@ -1155,6 +1242,15 @@ void report(const Options& o, const Io& io, TapIo& tap, const Endpoint& ep, Resu
                           c.tx_no_neighbour, c.tx_ring_full, c.tx_too_big, c.rx_not_ip,
                           c.rx_bad_checksum, c.rx_multi_segment, c.tx_referenced, c.tx_flattened,
                           c.tx_no_ext_mbuf);
+    absl::StrAppendFormat(&t,
+                          " dpdk tx backpressure: bursts held %lu; device took nothing for "
+                          "--tx_hold_us %lu times (%lu frames dropped); left at the end %lu\n",
+                          c.tx_ring_full_waits, c.tx_stalls, c.tx_stalled, c.tx_drained);
+    out.tx_ring_full = c.tx_ring_full;
+    out.tx_ring_full_waits = c.tx_ring_full_waits;
+    out.tx_stalled = c.tx_stalled;
+    out.tx_stalls = c.tx_stalls;
+    out.tx_drained = c.tx_drained;
     if (o.lanes > 1) {
       absl::StrAppendFormat(&t, " dpdk queue %u: redirected to other FEPs %lu (inbox full %lu), "
                                 "from other queues %lu\n",
@@ -1178,7 +1274,7 @@ void report(const Options& o, const Io& io, TapIo& tap, const Endpoint& ep, Resu
   out.retransmitted = es.retransmitted_packets;
   out.timeouts = es.timeouts;
   out.tss = tss;
-  out.json = json_of(o, out);
+  out.reported = true;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1240,10 +1336,16 @@ int run_lane(const Options& o, Io& io, int listen_fd, LaneOut& out) {
   }
   TapIo tap(*io.backend, o.loss, mix(o.seed ^ (o.server ? 0x5e : 0xc1)), std::move(pcap));
 
+  out.shown = o;
   auto fail = [&](const absl::Status& s) {
     std::fprintf(stderr, "uet-perf: %s%s\n",
                  o.lanes > 1 ? absl::StrFormat("lane %u: ", o.lane).c_str() : "",
                  std::string(s.message()).c_str());
+    out.r.ok = false;
+    out.r.error = std::string(s.message());
+#ifdef UET_PERF_HAVE_DPDK
+    if (io.dpdk != nullptr) io.dpdk->drain_tx();
+#endif
     tap.close();
     return g_stop.load() ? 130 : 1;
   };
@@ -1529,7 +1631,8 @@ int run_lane(const Options& o, Io& io, int listen_fd, LaneOut& out) {
     const Time stop_posting = by_time ? start + static_cast<Time>(duration_s) * kSecond : kNever;
     uint64_t posted = 0;
     bool unsupported = false;  // the transport refused the operation (Unimplemented)
-    Time last_progress = start, end = start;
+    Time last_progress = start, end = start, last_success = start;
+    Time next_report = o.progress > 0 ? start + o.progress : kNever;
     const uint32_t depth = lat ? 1 : o.depth;
     Completion comp[64];
     for (;;) {
@@ -1538,7 +1641,16 @@ int run_lane(const Options& o, Io& io, int listen_fd, LaneOut& out) {
         break;
       }
       const Time now = io::monotonic_now();
-      const bool may_post = by_time ? now < stop_posting : posted < iters;
+      if (now >= next_report) {
+        const EndpointStats es = ep->stats();
+        std::printf("uet-perf: progress: posted %lu completed %lu failed %lu; resent %lu, "
+                    "timeouts %lu\n",
+                    posted, r.completed, r.failed, es.retransmitted_packets, es.timeouts);
+        next_report = now + o.progress;
+      }
+      // As perftest, the first error completion ends the run: post nothing more, wait for
+      // what is outstanding (the engine fails or flushes it within its retry budget).
+      const bool may_post = r.failed == 0 && (by_time ? now < stop_posting : posted < iters);
       if (unsupported || (!may_post && r.completed + r.failed == posted)) break;
       while (may_post && posted - (r.completed + r.failed) < depth && (by_time || posted < iters)) {
         const uint64_t slot = posted % slots;
@@ -1590,6 +1702,7 @@ int run_lane(const Options& o, Io& io, int listen_fd, LaneOut& out) {
           busy[slot] = 0;
           if (comp[i].status == OpStatus::kSuccess) {
             ++r.completed;
+            last_success = t;
             // A read is checked the first time its slot is read (the slot still held the
             // complement, so a read that placed nothing cannot pass); later reads of the slot
             // are not, to keep the check out of the measured loop's steady state.
@@ -1601,13 +1714,15 @@ int run_lane(const Options& o, Io& io, int listen_fd, LaneOut& out) {
             }
             if (lat) r.lat_us.push_back(static_cast<double>(t - posted_at[slot]) / kMicrosecond);
           } else {
-            ++r.failed;
+            if (r.failed++ == 0)
+              r.error_after_ms = static_cast<double>(t - last_success) / kMillisecond;
             if (r.error.empty())
               r.error = absl::StrCat(op, " ", comp[i].wr_id, " failed: ", to_string(comp[i].status));
           }
         }
-      } else if (now - last_progress > o.timeout) {
-        r.error = absl::StrCat("stalled: no completion for --timeout_s (", r.completed, " of ",
+      } else if (now - last_progress > stall_bound(o)) {
+        r.error = absl::StrCat("stalled: no completion for --timeout_s past the retry budget (",
+                               r.completed, " of ",
                                posted, " posted ", op, "s completed)");
         break;
       }
@@ -1673,7 +1788,34 @@ int run_lane(const Options& o, Io& io, int listen_fd, LaneOut& out) {
       fill_pattern(back_src, seed ^ kBackSalt, /*complement=*/false);
       back_posted = drive(back_src, back_rkey, seed ^ kBackSalt, back);
     }
-    auto d = oob.recv(serve, kNever / 2);
+    // The client's DONE, for as long as its frames keep arriving: a client that stops (killed,
+    // stalled, its link down) without closing the control connection is given up once both
+    // have been silent for stall_bound().
+    uint64_t rx_seen = tap.stats().rx_packets;
+    Time next_report = o.progress > 0 ? io::monotonic_now() + o.progress : kNever;
+    const Time slice = std::min(o.timeout, o.progress > 0 ? o.progress : 100 * kMillisecond);
+    Time silent_since = io::monotonic_now();
+    absl::StatusOr<Fields> d = absl::DeadlineExceededError("");
+    for (;;) {
+      d = oob.recv(serve, slice);
+      if (d.ok() || d.status().code() != absl::StatusCode::kDeadlineExceeded) break;
+      const Time now = io::monotonic_now();
+      const uint64_t rx_now = tap.stats().rx_packets;
+      if (now >= next_report) {
+        std::printf("uet-perf: progress: received frames %lu\n", rx_now);
+        next_report = now + o.progress;
+      }
+      if (rx_now != rx_seen) {
+        rx_seen = rx_now;
+        silent_since = now;
+      } else if (now - silent_since >= stall_bound(o)) {
+        d = absl::DeadlineExceededError(absl::StrFormat(
+            "control connection stalled: no DONE and no frame from the client for --timeout_s "
+            "past the retry budget "
+            "(%lu frames received)", rx_now));
+        break;
+      }
+    }
     if (!d.ok()) {
       r.ok = false;
       r.error = std::string(d.status().message());
@@ -1708,6 +1850,7 @@ int run_lane(const Options& o, Io& io, int listen_fd, LaneOut& out) {
         // client's writes into this region.
         r.completed = back.completed;
         r.failed = back.failed;
+        r.error_after_ms = back.error_after_ms;
         r.bytes = back.bytes;
         r.seconds = back.seconds;
         r.lat_us = std::move(back.lat_us);
@@ -1741,15 +1884,18 @@ int run_lane(const Options& o, Io& io, int listen_fd, LaneOut& out) {
     // Writes and sends carry the pattern; reads land in the complement and must replace it.
     fill_pattern(src, seed, /*complement=*/op == "read");
     const uint64_t posted = drive(src, rkey, seed, r);
+    // A failed operation's error comes first; the control connection's (a dead peer's) after.
+    const auto control_error = [&r](const absl::Status& s) {
+      r.ok = false;
+      absl::StrAppend(&r.error, r.error.empty() ? "" : "; ", s.message());
+    };
     if (auto s = oob.send("DONE", {{"writes", std::to_string(posted)},
                                    {"completed", std::to_string(r.completed)},
                                    {"ok", r.ok ? "1" : "0"}});
         !s.ok()) {
-      r.ok = false;
-      r.error = std::string(s.message());
+      control_error(s);
     } else if (auto v = oob.recv(idle, o.timeout); !v.ok()) {
-      r.ok = false;
-      r.error = std::string(v.status().message());
+      control_error(v.status());
     } else {
       if (bidir) {
         // The server's writes into this region: every slot they reached holds its pattern.
@@ -1789,6 +1935,10 @@ int run_lane(const Options& o, Io& io, int listen_fd, LaneOut& out) {
   const io::IoStats after = tap.stats();
   r.tx_packets = after.tx_packets - before.tx_packets;
   r.rx_packets = after.rx_packets - before.rx_packets;
+#ifdef UET_PERF_HAVE_DPDK
+  if (io.dpdk != nullptr) io.dpdk->drain_tx();  // what the device never took: freed, counted
+#endif
+  out.shown = shown;
   report(shown, io, tap, *ep, r, size, out);
   tap.close();
   if (g_stop.load()) return 130;
@@ -1924,8 +2074,23 @@ int run(const Options& o, const std::vector<std::string>& eal_args) {
   }
   close_listeners();
 
+  // Every lane has stopped and drained its backlog: whatever is still out of the pool leaked.
+  int64_t pool = -1, in_use = -1;
+#ifdef UET_PERF_HAVE_DPDK
+  if (!set.lanes.empty() && set.lanes[0].dpdk != nullptr) {
+    pool = set.lanes[0].dpdk->pool_size();
+    in_use = set.lanes[0].dpdk->pool_in_use();
+    std::printf(" mbufs: %ld of the pool's %ld still in use after the run%s\n", in_use, pool,
+                in_use == 0 ? "" : " (leaked)");
+  }
+#endif
+  for (uint32_t i = 0; i < n; ++i) {
+    outs[i].mbufs_pool = pool;
+    outs[i].mbufs_in_use_end = in_use;
+    outs[i].json = json_of(outs[i].shown, outs[i]);
+  }
   if (n == 1) {
-    if (!outs[0].json.empty() && !write_json(outs[0].json)) rc = std::max(rc, 1);
+    if (!write_json(outs[0].json)) rc = std::max(rc, 1);
     return rc;
   }
   // The lanes' sums (each lane's rate over its own interval).
@@ -1949,15 +2114,22 @@ int run(const Options& o, const std::vector<std::string>& eal_args) {
     sum.lost += l.lost;
     sum.retransmitted += l.retransmitted;
     sum.timeouts += l.timeouts;
+    sum.tx_ring_full += l.tx_ring_full;
+    sum.tx_ring_full_waits += l.tx_ring_full_waits;
+    sum.tx_stalled += l.tx_stalled;
+    sum.tx_stalls += l.tx_stalls;
+    sum.tx_drained += l.tx_drained;
     sum.tss.add(l.tss);
     sum.size = l.size;
     max_seconds = std::max(max_seconds, l.r.seconds);
-    all_ok = all_ok && l.rc == 0 && !l.json.empty() && l.r.ok;
+    all_ok = all_ok && l.rc == 0 && l.reported && l.r.ok;
     all_verified = all_verified && l.r.verify == "ok";
     if (sum.r.error.empty() && !l.r.error.empty()) sum.r.error = l.r.error;
-    absl::StrAppend(&per_lane, per_lane.empty() ? "" : ", ", l.json.empty() ? "{}" : l.json);
+    absl::StrAppend(&per_lane, per_lane.empty() ? "" : ", ", l.json);
   }
   sum.r.seconds = max_seconds;
+  sum.mbufs_pool = pool;
+  sum.mbufs_in_use_end = in_use;
   sum.r.ok = all_ok;
   sum.r.verify = all_verified ? "ok" : "mismatch";
   const std::string rule(87, '-');

@@ -40,6 +40,10 @@ uint32_t frame_bytes(uint32_t mtu) { return mtu + 18; }  // Ethernet + one 802.1
 int call_function(void* arg) { return (*static_cast<std::function<int()>*>(arg))(); }
 
 constexpr unsigned kInboxSize = 1024;  // frames waiting for another queue's FEP, per queue
+// A backlog the device has taken nothing from for kStuckAfter is offered to it once per
+// kStuckPoll only (a ring that drains takes frames within microseconds).
+constexpr Time kStuckAfter = kMillisecond;
+constexpr Time kStuckPoll = 100 * kMicrosecond;
 
 // A device freed the mbuf of a referenced payload: the registered memory is no longer read.
 void on_reference_freed(void* /*addr*/, void* count) { --*static_cast<uint64_t*>(count); }
@@ -177,6 +181,10 @@ absl::Status DpdkIoConfig::validate() const {
                                                    " entries, at most neighbour_capacity/2"));
   }
   if (arp_interval <= 0) return absl::InvalidArgumentError("DpdkIoConfig.arp_interval must be > 0");
+  if (tx_hold < kMicrosecond || tx_hold > 60 * kSecond) {
+    return absl::InvalidArgumentError(absl::StrCat("DpdkIoConfig.tx_hold=", tx_hold,
+                                                   " ps out of range: 1 us..60 s"));
+  }
   return absl::OkStatus();
 }
 
@@ -411,6 +419,23 @@ DpdkIo::~DpdkIo() {
   // port_ (the port, its rings and pool) goes with the last queue.
 }
 
+void DpdkIo::drain_tx() {
+  // The mbufs kept between bursts go back too: nothing of this queue's is out after this.
+  if (tx_held_ > 0) rte_pktmbuf_free_bulk(tx_mbufs_.data(), static_cast<unsigned>(tx_held_));
+  tx_held_ = tx_lent_ = 0;
+  if (backlog_len_ > 0) {
+    rte_pktmbuf_free_bulk(backlog_.data() + backlog_head_, static_cast<unsigned>(backlog_len_));
+    counters_.tx_drained += backlog_len_;
+    stats_.tx_dropped += backlog_len_;
+  }
+  backlog_head_ = backlog_len_ = 0;
+  backlog_stuck_since_ = -1;
+}
+
+uint32_t DpdkIo::pool_size() const noexcept { return pool_->size; }
+
+uint32_t DpdkIo::pool_in_use() const noexcept { return rte_mempool_in_use_count(pool_); }
+
 LinkInfo DpdkIo::link() const {
   rte_eth_link l{};
   if (rte_eth_link_get_nowait(config_.port_id, &l) != 0) return {};
@@ -602,15 +627,36 @@ void DpdkIo::release_rx(std::span<Frame* const> frames) {
 
 void DpdkIo::flush_backlog() {
   while (backlog_len_ > 0) {
+    // A device stuck for a while is polled, not spun on: a peer that stopped or died leaves
+    // this thread mostly outside the PMD (memif unmaps its rings under a running TX burst).
+    if (backlog_stuck_since_ >= 0) {
+      const Time now = monotonic_now();
+      if (now - backlog_stuck_since_ >= kStuckAfter && now - backlog_tried_ < kStuckPoll) return;
+      backlog_tried_ = now;
+    }
     const uint16_t n = rte_eth_tx_burst(config_.port_id, queue_, backlog_.data() + backlog_head_,
                                         static_cast<uint16_t>(backlog_len_));
-    if (n == 0) return;
+    if (n == 0) {
+      // Nothing taken: hold the frames for tx_hold at most, then drop them as a NIC does on a
+      // down link, so the engine's retransmissions, not the device, decide an operation's fate.
+      const Time now = monotonic_now();
+      if (backlog_stuck_since_ < 0) backlog_stuck_since_ = now;
+      if (now - backlog_stuck_since_ < config_.tx_hold) return;
+      rte_pktmbuf_free_bulk(backlog_.data() + backlog_head_, static_cast<unsigned>(backlog_len_));
+      counters_.tx_stalled += backlog_len_;
+      ++counters_.tx_stalls;
+      stats_.tx_dropped += backlog_len_;
+      backlog_len_ = 0;
+      break;
+    }
+    backlog_stuck_since_ = -1;
     for (uint16_t i = 0; i < n; ++i) stats_.tx_bytes += backlog_lens_[backlog_head_ + i];
     stats_.tx_packets += n;
     backlog_head_ += n;
     backlog_len_ -= n;
   }
   backlog_head_ = 0;
+  backlog_stuck_since_ = -1;
 }
 
 size_t DpdkIo::alloc_tx(std::span<Frame*> out) {

@@ -45,6 +45,13 @@
 //     is non-empty alloc_tx() lends only what it has room for (0 when full), so the engine
 //     keeps its packets instead of losing them to a full ring (RoCEv2 has no window and would
 //     otherwise go back N on every overflow).
+//   - Bounded backpressure: a backlog the device has taken nothing from for `tx_hold` (a dead
+//     link, a peer that stopped reading its memif ring) is dropped, freed and counted
+//     (tx_stalled), as a NIC drops on a down link: the engine's frames go out again and its
+//     retransmission timer and retry budget, not the device, decide when an operation fails.
+//     Stuck for over 1 ms, the backlog is offered to the device every 100 us, not spun on.
+//   - Accounting: pool_in_use() is the pool's mbufs out of it (every lcore cache counted as
+//     free); after drain_tx() and with no burst lent it is 0 unless an mbuf leaked.
 //   - Only one RX burst and one TX allocation are out at a time (HostLoop's pattern).
 //   - A received chain of mbufs (a frame larger than the pool's data room) is dropped and
 //     counted: the pool is sized for MTU-sized frames so this never happens on a sane set-up.
@@ -133,6 +140,10 @@ struct DpdkIoConfig {
   uint16_t rx_desc = 1024;      // RX/TX descriptors, 64..16384 (adjusted to the device)
   uint16_t tx_desc = 1024;
   uint32_t tx_retries = 8;      // rte_eth_tx_burst retries when the ring is full, 0..100000
+  // A backlog the device took nothing from for this long is dropped (DpdkCounters::
+  // tx_stalled), 1 us..60 s: above a full ring's drain time and a descheduled reader's pause,
+  // short against the engines' retry budgets.
+  Time tx_hold = 20 * kMillisecond;
   bool promiscuous = false;     // needed on real NICs when local_mac is not the port's
   std::vector<Neighbour> neighbours;  // static entries (never replaced by ARP)
   uint32_t neighbour_capacity = 256;  // 8..65536
@@ -155,6 +166,9 @@ struct DpdkCounters {
   uint64_t tx_no_ext_mbuf = 0;    // ... because no small mbuf was left for the chain
   uint64_t tx_ring_full = 0;      // dropped: the ring and the backlog were full
   uint64_t tx_ring_full_waits = 0;  // bursts that left frames in the backlog
+  uint64_t tx_stalled = 0;        // dropped: the device took nothing from the backlog for tx_hold
+  uint64_t tx_stalls = 0;         // ... how many times that happened
+  uint64_t tx_drained = 0;        // dropped: still in the backlog at drain_tx()
   uint64_t rx_redirected = 0;     // frames for another FEP of the port, handed to its queue
   uint64_t rx_redirect_full = 0;  // dropped: that FEP's inbox was full
   uint64_t rx_from_inbox = 0;     // frames another queue handed to this one
@@ -204,6 +218,12 @@ class DpdkIo final : public PacketIo {
   LinkInfo link() const;
   // Polls the link until it is up or `timeout` has passed; returns whether it is up.
   bool wait_link_up(Time timeout) const;
+  // Frees the frames still waiting in the backlog (counted: tx_drained); for the end of a
+  // run, so that pool_in_use() shows leaks only.
+  void drain_tx();
+  // The pool's mbufs (all queues), and how many are out of it now (rte_mempool_in_use_count).
+  uint32_t pool_size() const noexcept;
+  uint32_t pool_in_use() const noexcept;
   const Offloads& offloads() const noexcept { return offloads_; }
   std::string driver_name() const;
   // Every extended statistic of the port (name, value).
@@ -270,6 +290,8 @@ class DpdkIo final : public PacketIo {
   std::array<rte_mbuf*, 4 * kMaxBurst> backlog_{};
   std::array<uint32_t, 4 * kMaxBurst> backlog_lens_{};
   size_t backlog_head_ = 0, backlog_len_ = 0;
+  Time backlog_stuck_since_ = -1;  // when the device last took nothing (-1: it took some)
+  Time backlog_tried_ = 0;         // when a stuck backlog was last offered to the device
 
   IoStats stats_;
   DpdkCounters counters_;

@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <array>
 #include <memory>
 #include <random>
 #include <string>
@@ -122,6 +124,7 @@ TEST(DpdkIo, UetWriteOverMemifPairResolvedByArp) {
     ca.mbufs = cb.mbufs = 2047;
     ca.mbuf_cache = cb.mbuf_cache = 64;
     ca.mtu = cb.mtu = 4200;
+    ca.tx_hold = 5 * kMillisecond;
     auto a = DpdkIo::create(ca);
     ASSERT_TRUE(a.ok()) << a.status();
     auto b = DpdkIo::create(cb);
@@ -213,6 +216,39 @@ TEST(DpdkIo, UetWriteOverMemifPairResolvedByArp) {
     EXPECT_EQ(qb->counters().rx_bad_icrc, 0u);
     EXPECT_GE((*a)->counters().tx_referenced - referenced_before, 256u);
     EXPECT_TRUE((*a)->drain_references(kSecond));
+
+    // B stops reading: A's memif ring fills, then its backlog, and alloc_tx lends nothing.
+    // Once the device has taken nothing for tx_hold, the backlog is dropped and counted.
+    const auto fill = [](Frame& f, uint32_t ip) {
+      std::fill_n(f.data, 64, uint8_t{0});
+      f.data[12] = 0x08;  // IPv4, version 4, IHL 5, to `ip`
+      f.data[14] = 0x45;
+      for (int i = 0; i < 4; ++i) f.data[30 + i] = static_cast<uint8_t>(ip >> (24 - 8 * i));
+      f.len = 64;
+    };
+    const DpdkCounters before = (*a)->counters();
+    const Time stop_at = monotonic_now() + 5 * kSecond;
+    std::array<Frame*, kMaxBurst> burst{};
+    while ((*a)->counters().tx_stalls == before.tx_stalls && monotonic_now() < stop_at) {
+      const size_t lent = (*a)->alloc_tx(burst);
+      for (size_t i = 0; i < lent; ++i) fill(*burst[i], kIpB);
+      (*a)->tx_burst({burst.data(), lent}, {});
+    }
+    // Expect: the ring refused frames (held, not dropped at once), then the held ones were
+    // dropped after tx_hold; once drained, every mbuf of both pools is back.
+    EXPECT_GT((*a)->counters().tx_ring_full_waits, before.tx_ring_full_waits);
+    EXPECT_EQ((*a)->counters().tx_stalls, before.tx_stalls + 1);
+    EXPECT_GT((*a)->counters().tx_stalled, 0u);
+    EXPECT_EQ((*a)->counters().tx_ring_full, before.tx_ring_full);
+    (*a)->drain_tx();
+    EXPECT_EQ((*a)->pool_in_use(), 0u);
+    for (size_t n = 1; n > 0;) {
+      n = (*b)->rx_burst(burst);
+      (*b)->release_rx({burst.data(), n});
+    }
+    (*b)->drain_tx();  // the TX mbufs B keeps between its bursts
+    EXPECT_EQ((*b)->pool_in_use(), 0u);
+    EXPECT_GT((*a)->pool_size(), 0u);
     // Close the client, and let the interrupt thread finish the server's side of the
     // disconnect before the server's port and pool go (22.11's memif races otherwise).
     b->reset();

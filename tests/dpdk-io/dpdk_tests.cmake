@@ -36,5 +36,20 @@ if(TARGET uet_dpdk)
       set_tests_properties(perf_pair_${_name} PROPERTIES LABELS "io;dpdk;fast" TIMEOUT 120
                            SKIP_RETURN_CODE 77 RESOURCE_LOCK dpdk_lcores)
     endforeach()
+    # Faults on real I/O (perf_fault_test.py, bench/README.md "Faults on real I/O"): a peer
+    # killed (af_packet; memif once stopped), a TX ring full for seconds, an af_packet link down and up or down for good, a
+    # control connection stalled at DONE or at HELLO; the survivor ends its operations with an
+    # error completion within its retry budget (or recovers and verifies), exits as it should,
+    # and has every mbuf back in its pool.
+    foreach(_fault kill memif-kill stall linkflap linkdown ctrl-done ctrl-hello)
+      foreach(_transport uet rocev2)
+        string(REPLACE "-" "_" _name perf_fault_${_fault}_${_transport})
+        add_test(NAME ${_name}
+                 COMMAND Python3::Interpreter ${CMAKE_CURRENT_SOURCE_DIR}/perf_fault_test.py
+                         $<TARGET_FILE:uet-perf> --transport=${_transport} --fault=${_fault})
+        set_tests_properties(${_name} PROPERTIES LABELS "io;dpdk;fault" TIMEOUT 60
+                             SKIP_RETURN_CODE 77 RESOURCE_LOCK dpdk_lcores)
+      endforeach()
+    endforeach()
   endif()
 endif()

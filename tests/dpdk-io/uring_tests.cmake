@@ -39,6 +39,18 @@ if(Python3_Interpreter_FOUND AND TARGET uet-perf)
     set_tests_properties(${_name} PROPERTIES LABELS "fast;io;uring" TIMEOUT 90
                          SKIP_RETURN_CODE 77)
   endforeach()
+  # Faults (perf_fault_test.py --uring, bench/README.md "Faults on real I/O"): the server
+  # killed mid-transfer, and the client stalled so that the server never gets DONE.
+  foreach(_fault kill ctrl-done)
+    foreach(_transport uet rocev2)
+      string(REPLACE "-" "_" _name perf_fault_uring_${_fault}_${_transport})
+      add_test(NAME ${_name}
+               COMMAND Python3::Interpreter ${CMAKE_CURRENT_SOURCE_DIR}/perf_fault_test.py
+                       $<TARGET_FILE:uet-perf> --uring --transport=${_transport} --fault=${_fault})
+      set_tests_properties(${_name} PROPERTIES LABELS "io;uring;fault" TIMEOUT 60
+                           SKIP_RETURN_CODE 77)
+    endforeach()
+  endforeach()
   # TSS (spec/uet.md §5): every frame sealed with keys from one file; and peers whose files
   # hold different keys, which must fail (bad tags at the server) within --timeout_s.
   foreach(_variant tss tss-wrong-key)
