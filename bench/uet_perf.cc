@@ -42,6 +42,11 @@
 // TSS (--tss, UET, spec/uet.md §5): both sides read one key file (transport/tss/key_file.h, the
 // Wireshark plugin's format) and check at HELLO that they agree; the counters join the report.
 //
+// Zero-copy transmit (DPDK, --zero_copy): where the port gathers, payloads leave from the
+// registered region as external-buffer mbufs, and the region is kept until the device has let
+// go of them (DpdkIo::drain_references). --pingpong: raw frames bounced by a reflector on the
+// peer (testpmd macswap), the device's own round trip.
+//
 // Timing: CLOCK_MONOTONIC. Bandwidth mode: from the first post to the last completion, with
 // up to --tx_depth writes outstanding. Latency mode (--lat): one write in flight; each sample
 // is post → completion (the write's packets out, the last ACK back: a round trip).
