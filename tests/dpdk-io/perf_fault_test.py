@@ -51,6 +51,8 @@ import sys
 import tempfile
 import time
 
+import veth_pair
+
 SKIP = 77
 STALL_S = 2.0
 FLAP_S = 1.0
@@ -159,19 +161,7 @@ def main():
             print("SKIP: af_packet in network namespaces needs root and iproute2")
             return SKIP
         sock = None
-        na, nb = f"uetfa{os.getpid()}", f"uetfb{os.getpid()}"
-        va, vb = f"fa{os.getpid() % 100000}", f"fb{os.getpid() % 100000}"
-        for ns in (na, nb):
-            run(["ip", "netns", "add", ns])
-            netns.append(ns)
-        run(["ip", "link", "add", va, "type", "veth", "peer", "name", vb])
-        run(["ip", "link", "set", va, "netns", na])
-        run(["ip", "link", "set", vb, "netns", nb])
-        run(["ip", "-n", na, "addr", "add", "192.168.78.1/24", "dev", va])
-        run(["ip", "-n", nb, "addr", "add", "192.168.78.2/24", "dev", vb])
-        for ns, v in ((na, va), (nb, vb)):
-            run(["ip", "-n", ns, "link", "set", v, "up"])
-            run(["ip", "-n", ns, "link", "set", "lo", "up"])
+        na, nb, va, vb = veth_pair.make("f", os.getpid(), "192.168.78", netns)
         srv_pre = ["ip", "netns", "exec", na]
         cli_pre = ["ip", "netns", "exec", nb]
         srv_dev = ["-l", "0", f"--file-prefix={tag}s", f"--vdev=net_af_packet0,iface={va}"]
@@ -382,8 +372,7 @@ def main():
                 p.send_signal(signal.SIGCONT)
                 p.kill()
                 p.wait()
-        for ns in netns:
-            subprocess.run(["ip", "netns", "del", ns], stderr=subprocess.DEVNULL)
+        veth_pair.remove(netns)
         for prefix in (f"{tag}s", f"{tag}c"):
             shutil.rmtree(f"/var/run/dpdk/{prefix}", ignore_errors=True)
         if rc == 0:

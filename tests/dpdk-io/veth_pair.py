@@ -1,0 +1,34 @@
+"""Two network namespaces joined by a veth pair, for the af_packet tests (perf_pair_test.py,
+perf_fault_test.py): each side's uet-perf runs net_af_packet on its end. The kernel addresses
+on the veth carry only the control connection."""
+import subprocess
+
+
+def run(cmd):
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def make(tag, pid, subnet, netns):
+    """Creates namespaces uet{tag}a/b<pid> with veths {tag}a/b<pid>, addressed subnet.1 and
+    subnet.2/24, every link up. Each namespace is appended to `netns` as soon as it exists, so
+    the caller's cleanup removes what was made even if a later step fails. Returns
+    (namespace a, namespace b, veth a, veth b)."""
+    na, nb = f"uet{tag}a{pid}", f"uet{tag}b{pid}"
+    va, vb = f"{tag}a{pid % 100000}", f"{tag}b{pid % 100000}"
+    for ns in (na, nb):
+        run(["ip", "netns", "add", ns])
+        netns.append(ns)
+    run(["ip", "link", "add", va, "type", "veth", "peer", "name", vb])
+    run(["ip", "link", "set", va, "netns", na])
+    run(["ip", "link", "set", vb, "netns", nb])
+    run(["ip", "-n", na, "addr", "add", f"{subnet}.1/24", "dev", va])
+    run(["ip", "-n", nb, "addr", "add", f"{subnet}.2/24", "dev", vb])
+    for ns, v in ((na, va), (nb, vb)):
+        run(["ip", "-n", ns, "link", "set", v, "up"])
+        run(["ip", "-n", ns, "link", "set", "lo", "up"])
+    return na, nb, va, vb
+
+
+def remove(netns):
+    for ns in netns:
+        subprocess.run(["ip", "netns", "del", ns], stderr=subprocess.DEVNULL)
