@@ -45,6 +45,10 @@ constexpr unsigned kInboxSize = 1024;  // frames waiting for another queue's FEP
 constexpr Time kStuckAfter = kMillisecond;
 constexpr Time kStuckPoll = 100 * kMicrosecond;
 
+// Bytes a small mbuf of the zero-copy pool holds after a referenced payload; longer tails are
+// gathered into the frame instead.
+constexpr uint32_t kExtTailRoom = 64;
+
 // A device freed the mbuf of a referenced payload: the registered memory is no longer read.
 void on_reference_freed(void* /*addr*/, void* count) { --*static_cast<uint64_t*>(count); }
 
@@ -288,7 +292,7 @@ absl::Status DpdkIo::start_port(const DpdkIoConfig& config, Port& p) {
     p.ext_pool = rte_pktmbuf_pool_create(
         name.c_str(), n, std::min<uint32_t>(config.mbuf_cache, n / 4),
         RTE_ALIGN(sizeof(rte_mbuf_ext_shared_info), RTE_MBUF_PRIV_ALIGN),
-        RTE_PKTMBUF_HEADROOM + 64, socket);
+        RTE_PKTMBUF_HEADROOM + kExtTailRoom, socket);
     if (p.ext_pool == nullptr) {
       return dpdk_error(absl::StrCat("rte_pktmbuf_pool_create(", n, " small mbufs for "
                                      "zero-copy transmit; raise EAL -m)"),
@@ -709,8 +713,8 @@ void DpdkIo::on_miss(uint32_t ip4) {
 // an external buffer, and the bytes after it (RoCEv2's pad and ICRC) in a third segment;
 // without a gathering port, or with no small mbuf left, it is copied into the frame instead.
 bool DpdkIo::chain_reference(rte_mbuf* m, Frame& f) {
-  if (f.ref_len > 0 && ext_pool_ != nullptr) {
-    const uint32_t tail = f.len - f.ref_at;
+  const uint32_t tail = f.len - f.ref_at;  // what follows the payload (RoCEv2: pad and ICRC)
+  if (f.ref_len > 0 && ext_pool_ != nullptr && tail <= kExtTailRoom) {
     std::array<rte_mbuf*, 2> seg{};
     if (rte_pktmbuf_alloc_bulk(ext_pool_, seg.data(), tail > 0 ? 2 : 1) == 0) {
       auto* shinfo = static_cast<rte_mbuf_ext_shared_info*>(rte_mbuf_to_priv(seg[0]));

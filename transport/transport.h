@@ -61,7 +61,7 @@ struct Frame {
 // gather; false when the buffer is too small for the whole frame.
 inline bool flatten(Frame& f) noexcept {
   if (f.ref_len == 0) return true;
-  if (f.capacity - f.len < f.ref_len || f.ref_at > f.len) return false;
+  if (f.len > f.capacity || f.capacity - f.len < f.ref_len || f.ref_at > f.len) return false;
   std::memmove(f.data + f.ref_at + f.ref_len, f.data + f.ref_at, f.len - f.ref_at);
   std::memcpy(f.data + f.ref_at, f.ref, f.ref_len);
   f.len += f.ref_len;
