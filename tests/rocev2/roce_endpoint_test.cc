@@ -167,7 +167,9 @@ TEST(RoceEndpoint_Write, ByReferenceSendsTheSameFramesWithoutCopyingThePayload) 
       EXPECT_LT(s.len - s.ref_len, 128u);  // the buffer held headers, pad and ICRC only
       referenced += s.ref_len;
     }
-    if (by_ref) EXPECT_GT(referenced, p.src.size());  // every byte, and the resent ones again
+    if (by_ref) {
+      EXPECT_GT(referenced, p.src.size());  // every byte, and the resent ones again
+    }
   }
   EXPECT_EQ(digests[0], digests[1]);
 }

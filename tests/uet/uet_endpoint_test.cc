@@ -145,7 +145,9 @@ TEST(UetEndpoint_Write, ByReferenceSendsTheSameFramesWithoutCopyingThePayload) {
       referenced += s.ref_len;
     }
     // Every byte once, and the lost packet's bytes again.
-    if (by_ref) EXPECT_GT(referenced, t.src.size());
+    if (by_ref) {
+      EXPECT_GT(referenced, t.src.size());
+    }
   }
   EXPECT_EQ(digests[0], digests[1]);
 }

@@ -102,16 +102,16 @@ TEST(Checksum, LongBuffersAgreeWithThePortableSum) {
   std::vector<uint8_t> random((1 << 23) + 100);
   for (auto& b : random) b = static_cast<uint8_t>(rng());
   std::vector<uint8_t> dst(random.size());
-  for (const uint8_t fill : {0x00, 0xFF, 0x80, 0x7F, 0x01}) {
-    std::vector<uint8_t> buf(random.size(), fill);
-    if (fill == 0x01) buf = random;
+  for (const int fill : {0x00, 0xFF, 0x80, 0x7F, -1}) {  // -1: the random bytes
+    std::vector<uint8_t> buf = random;
+    if (fill >= 0) std::fill(buf.begin(), buf.end(), static_cast<uint8_t>(fill));
     for (size_t len : {(size_t{1} << 19) - 32, size_t{1} << 19, (size_t{1} << 19) + 96,
                        (size_t{1} << 23) + 98}) {
       const uint16_t want = fold(detail::csum_add_portable(0, buf.data(), len));
-      ASSERT_TRUE(same_sum(fold(csum_add(0, buf.data(), len)), want)) << int{fill} << " " << len;
+      ASSERT_TRUE(same_sum(fold(csum_add(0, buf.data(), len)), want)) << fill << " " << len;
       ASSERT_TRUE(same_sum(fold(csum_copy(0, dst.data(), buf.data(), len)), want))
-          << int{fill} << " " << len;
-      ASSERT_EQ(0, std::memcmp(dst.data(), buf.data(), len)) << int{fill} << " " << len;
+          << fill << " " << len;
+      ASSERT_EQ(0, std::memcmp(dst.data(), buf.data(), len)) << fill << " " << len;
     }
   }
 }

@@ -8,6 +8,7 @@
 #include "transport/rocev2/psn.h"
 #include "transport/rocev2/roce_endpoint.h"
 #include "transport/wire/checksum.h"
+#include "transport/wire/stream_copy.h"
 
 namespace uet {
 
@@ -295,6 +296,10 @@ bool RoceEndpoint::build_cnp(Qp& q, Frame& f) {
 
 void RoceEndpoint::rx(std::span<Frame* const> frames, Time now) {
   for (const Frame* f : frames) rx_one(*f, now);
+  if (streamed_) {  // placed bytes visible before anything this burst caused is sent
+    wire::stream_fence();
+    streamed_ = false;
+  }
 }
 
 void RoceEndpoint::rx_one(const Frame& f, Time now) {
@@ -512,8 +517,15 @@ void RoceEndpoint::rx_request(Qp& q, const wire::Decoded& d, Time now) {
     if (d.elided == 0 && len > 0) std::memcpy(q.recv.base + q.recv_placed, d.payload.data(), len);
     q.recv_placed += len;
   } else {
-    if (d.elided == 0 && len > 0)
-      std::memcpy(regions_[q.region].base + q.va, d.payload.data(), len);
+    if (d.elided == 0 && len > 0) {
+      const Region& r = regions_[q.region];
+      if (r.stream) {
+        wire::stream_copy(r.base + q.va, d.payload.data(), len);
+        streamed_ = true;
+      } else {
+        std::memcpy(r.base + q.va, d.payload.data(), len);
+      }
+    }
     q.va += len;
     q.remaining -= len;
   }

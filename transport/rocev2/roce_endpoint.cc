@@ -227,7 +227,9 @@ absl::StatusOr<uint32_t> RoceEndpoint::register_memory(uint8_t* base, uint64_t l
   }
   if (regions_.size() >= 0xFFFF'FFFEu)
     return absl::ResourceExhaustedError("register_memory: out of keys");
-  regions_.push_back(Region{base, length});
+  regions_.push_back(Region{base, length,
+                            config_.stream_placement_from > 0 &&
+                                length >= config_.stream_placement_from});
   return static_cast<uint32_t>(regions_.size());  // R_Key = index + 1; 0 is never valid
 }
 

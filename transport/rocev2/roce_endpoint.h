@@ -183,6 +183,9 @@ struct RoceConfig {
   // Zero-copy transmit: payloads are referenced in registered memory (Frame::ref), not copied,
   // for a host whose device gathers (DPDK external buffers).
   bool tx_by_reference = false;
+  // WRITEs into a region of at least this many bytes are placed with streaming stores (a
+  // region beyond the cache: a plain copy would first read every line it writes); 0: never.
+  uint64_t stream_placement_from = uint64_t{32} << 20;
   Time cnp_interval = 50 * kMicrosecond;  // at most one CNP per QP per interval, 0..10 ms
   DcqcnConfig dcqcn;
   uint64_t seed = 1;  // salts the UDP source-port hash (0: the QPN alone)
@@ -491,8 +494,10 @@ class RoceEndpoint final : public Endpoint {
   struct Region {
     uint8_t* base;
     uint64_t length;
+    bool stream;  // placed with streaming stores (stream_placement_from)
   };
   std::vector<Region> regions_;  // R_Key = index + 1
+  bool streamed_ = false;        // streaming stores since the last fence (rx() ends with one)
   // Shared receive queue (post_recv), ring [recv_head_, recv_tail_), up to max_recvs.
   GrowRing<RecvBuffer> recvs_;
   uint64_t recv_head_ = 0, recv_tail_ = 0;

@@ -7,6 +7,7 @@
 #include "transport/uet/uet_endpoint.h"
 #include "transport/uet/uet_internal.h"
 #include "transport/wire/checksum.h"
+#include "transport/wire/stream_copy.h"
 
 namespace uet {
 
@@ -531,6 +532,10 @@ bool UetEndpoint::tss_open(const Frame& f, wire::DecodedStorage& decoded, bool t
 void UetEndpoint::rx(std::span<Frame* const> frames, Time now) {
   now_ = now;
   for (const Frame* f : frames) rx_one(*f, now);
+  if (streamed_) {  // placed bytes visible before anything this burst caused is sent
+    wire::stream_fence();
+    streamed_ = false;
+  }
 }
 
 [[gnu::always_inline]] inline void UetEndpoint::rx_one(const Frame& f, Time now) {
@@ -795,7 +800,13 @@ UetEndpoint::Exec UetEndpoint::execute(Pdc& p, uint16_t id, const wire::SesStand
         return Exec::kDone;  // a hole until cleared (Pdc::gtd)
       }
       if (!payload.empty()) {
-        std::memcpy(regions_[key - 1].base + at, payload.data(), payload.size());
+        const Region& r = regions_[key - 1];
+        if (r.stream) {
+          wire::stream_copy(r.base + at, payload.data(), payload.size());
+          streamed_ = true;
+        } else {
+          std::memcpy(r.base + at, payload.data(), payload.size());
+        }
       }
       break;
     }

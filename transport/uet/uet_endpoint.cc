@@ -297,7 +297,9 @@ absl::StatusOr<uint32_t> UetEndpoint::register_memory(uint8_t* base, uint64_t le
   }
   if (regions_.size() >= kMaxRegions)
     return absl::ResourceExhaustedError("register_memory: 65535 regions");
-  regions_.push_back(Region{base, length});
+  regions_.push_back(Region{base, length,
+                            config_.stream_placement_from > 0 &&
+                                length >= config_.stream_placement_from});
   return static_cast<uint32_t>(regions_.size());  // key = index + 1; 0 is never valid
 }
 

@@ -234,6 +234,9 @@ struct UetConfig {
   // Zero-copy transmit: payloads are referenced in registered memory (Frame::ref), not copied,
   // for a host whose device gathers (DPDK external buffers). Not under TSS, which seals a copy.
   bool tx_by_reference = false;
+  // WRITEs into a region of at least this many bytes are placed with streaming stores (a
+  // region beyond the cache: a plain copy would first read every line it writes); 0: never.
+  uint64_t stream_placement_from = uint64_t{32} << 20;
   // Path selection per PDC (pathsel/config.h). The default sprays obliviously over
   // pathsel.ev_count EVs; with ev_count 1 (the default) every PDC keeps one EV.
   pathsel::PathSelConfig pathsel;
@@ -901,8 +904,10 @@ class UetEndpoint final : public Endpoint {
   struct Region {
     uint8_t* base;
     uint64_t length;
+    bool stream;  // placed with streaming stores (stream_placement_from)
   };
   std::vector<Region> regions_;  // key = index + 1
+  bool streamed_ = false;        // streaming stores since the last fence (rx() ends with one)
   // SEND receive side: posted buffers [recv_head_, recv_tail_), of which [recv_head_,
   // recv_claim_) are claimed by messages (completed in this order); message states.
   GrowRing<Recv> recvs_;  // by the counters below (grows in post_recv() to max_recvs)
