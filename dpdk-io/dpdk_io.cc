@@ -206,6 +206,7 @@ DpdkIo::DpdkIo(const DpdkIoConfig& config, std::shared_ptr<Port> port, uint16_t 
       offloads_(port_->offloads),
       ext_pool_(port_->ext_pool),
       references_(port_->references ? &port_->references[queue] : nullptr),
+      iova_is_va_(rte_eal_iova_mode() == RTE_IOVA_VA),
       neigh_(config.neighbour_capacity) {
   for (const Neighbour& n : config_.neighbours) neigh_.set(n.ip4, n.mac, /*is_static=*/true);
 }
@@ -722,7 +723,7 @@ bool DpdkIo::chain_reference(rte_mbuf* m, Frame& f) {
       shinfo->fcb_opaque = references_;
       rte_mbuf_ext_refcnt_set(shinfo, 1);
       void* addr = const_cast<uint8_t*>(f.ref);
-      const rte_iova_t iova = rte_eal_iova_mode() == RTE_IOVA_VA
+      const rte_iova_t iova = iova_is_va_
                                   ? static_cast<rte_iova_t>(reinterpret_cast<uintptr_t>(addr))
                                   : RTE_BAD_IOVA;  // a virtual device: read by CPU
       rte_pktmbuf_attach_extbuf(seg[0], addr, iova, static_cast<uint16_t>(f.ref_len), shinfo);

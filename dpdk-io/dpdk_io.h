@@ -269,6 +269,7 @@ class DpdkIo final : public PacketIo {
   Offloads offloads_;
   rte_mempool* ext_pool_ = nullptr;  // port_'s; null when the port cannot gather
   uint64_t* references_ = nullptr;   // port_'s count for this queue
+  bool iova_is_va_ = false;          // the EAL's mode, read once: extbuf addresses are VAs
   NeighbourTable neigh_;
   // Unresolved IPs and when an ARP request last went out for each (a small ring).
   struct Pending {

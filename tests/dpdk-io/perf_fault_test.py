@@ -45,13 +45,13 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 
-import veth_pair
+from perf_common import free_port, run, wait_for
+import perf_common
 
 SKIP = 77
 STALL_S = 2.0
@@ -61,26 +61,10 @@ SLACK_S = 4.0     # process start-up/teardown (EAL, memif) on a loaded 2-vCPU ho
 TX_HOLD_MS = 20   # uet-perf's --tx_hold_us default
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
-def wait_for(pred, timeout, what, procs=()):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if pred():
-            return
-        for p in procs:
-            if p.poll() is not None:
-                raise RuntimeError(f"{what}: a process exited early (rc {p.returncode})")
-        time.sleep(0.01)  # polling interval, not synchronisation
-    raise RuntimeError(f"timed out waiting for {what}")
 
 
-def run(cmd):
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 def read(path):
@@ -161,7 +145,7 @@ def main():
             print("SKIP: af_packet in network namespaces needs root and iproute2")
             return SKIP
         sock = None
-        na, nb, va, vb = veth_pair.make("f", os.getpid(), "192.168.78", netns)
+        na, nb, va, vb = perf_common.make("f", os.getpid(), "192.168.78", netns)
         srv_pre = ["ip", "netns", "exec", na]
         cli_pre = ["ip", "netns", "exec", nb]
         srv_dev = ["-l", "0", f"--file-prefix={tag}s", f"--vdev=net_af_packet0,iface={va}"]
@@ -372,7 +356,7 @@ def main():
                 p.send_signal(signal.SIGCONT)
                 p.kill()
                 p.wait()
-        veth_pair.remove(netns)
+        perf_common.remove(netns)
         for prefix in (f"{tag}s", f"{tag}c"):
             shutil.rmtree(f"/var/run/dpdk/{prefix}", ignore_errors=True)
         if rc == 0:

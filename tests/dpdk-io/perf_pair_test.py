@@ -51,33 +51,18 @@ import sys
 import tempfile
 import time
 
-import veth_pair
+from perf_common import free_port, run, wait_for
+import perf_common
 
 SKIP = 77
 MSG_SIZE = 262144
 ITERS = 32  # 8 MiB
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
-def wait_for(pred, timeout, what, procs):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if pred():
-            return
-        for p in procs:
-            if p.poll() is not None:
-                raise RuntimeError(f"{what}: a process exited early (rc {p.returncode})")
-        time.sleep(0.02)  # polling interval, not synchronisation
-    raise RuntimeError(f"timed out waiting for {what}")
 
 
-def run(cmd):
-    return subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 def main():
@@ -163,7 +148,7 @@ def main():
             print("SKIP: af_packet in network namespaces needs root and iproute2")
             return SKIP
         sock = None
-        na, nb, va, vb = veth_pair.make("p", os.getpid(), "192.168.77", netns)
+        na, nb, va, vb = perf_common.make("p", os.getpid(), "192.168.77", netns)
         srv_pre = ["ip", "netns", "exec", na]
         cli_pre = ["ip", "netns", "exec", nb]
         srv_dev = ["-l", "0", f"--file-prefix={tag}s", f"--vdev=net_af_packet0,iface={va}"]
@@ -318,7 +303,7 @@ def main():
             if p.poll() is None:
                 p.kill()
                 p.wait()
-        veth_pair.remove(netns)
+        perf_common.remove(netns)
         for prefix in (f"{tag}s", f"{tag}c"):
             shutil.rmtree(f"/var/run/dpdk/{prefix}", ignore_errors=True)
         if rc == 0:

@@ -1,11 +1,32 @@
-"""Two network namespaces joined by a veth pair, for the af_packet tests (perf_pair_test.py,
-perf_fault_test.py): each side's uet-perf runs net_af_packet on its end. The kernel addresses
-on the veth carry only the control connection."""
+"""What the uet-perf pair tests share (perf_pair_test.py, perf_fault_test.py): a free TCP port,
+a bounded wait on a condition, and two network namespaces joined by a veth pair for the
+af_packet runs (each side's uet-perf runs net_af_packet on its end; the kernel addresses on
+the veth carry only the control connection)."""
+import socket
 import subprocess
+import time
 
 
 def run(cmd):
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for(pred, timeout, what, procs=()):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if pred():
+            return
+        for p in procs:
+            if p.poll() is not None:
+                raise RuntimeError(f"{what}: a process exited early (rc {p.returncode})")
+        time.sleep(0.01)  # polling interval, not synchronisation
+    raise RuntimeError(f"timed out waiting for {what}")
 
 
 def make(tag, pid, subnet, netns):
