@@ -112,7 +112,7 @@ EOF
 # One uet-perf pair; prints "Mpps Gbps timeouts resent verify" of the client's JSON, Mpps being
 # payload packets delivered per second (goodput: resent packets not counted).
 run_perf() {  # dev transport lanes
-  local dev=$1 t=$2 lanes=$3 port=$((20000 + RANDOM % 20000)) slog=$WORK/perf_server.log
+  local dev=$1 t=$2 lanes=$3 port=$((20000 + RANDOM % 12000)) slog=$WORK/perf_server.log
   local cj=$WORK/perf_client.json lc0=0 lc1=1 extra="--mtu=$(payload $dev)"
   rm -f "$WORK/m.sock" "$cj"
   [ "$lanes" -gt 1 ] && { lc0=0-1; lc1=0-1; }
@@ -165,7 +165,7 @@ run_pingpong() {  # dev
 
 # uet-perf --lat, 64-byte writes; prints "p50 p99" in us, or "failed".
 run_lat() {  # dev transport
-  local dev=$1 t=$2 port=$((20000 + RANDOM % 20000)) slog=$WORK/lat_server.log cj=$WORK/lat.json
+  local dev=$1 t=$2 port=$((20000 + RANDOM % 12000)) slog=$WORK/lat_server.log cj=$WORK/lat.json
   rm -f "$WORK/m.sock" "$cj"
   local ctl=127.0.0.1
   [ "$dev" = af_packet ] && ctl=192.168.78.1

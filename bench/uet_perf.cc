@@ -15,8 +15,11 @@
 // the other's: UET's window, RoCEv2's outstanding PSNs. Each side then resolves the other's MAC (static --neigh
 // entry, else ARP in the DPDK backend), connects its QP (RoCEv2), and both meet at a barrier.
 // The client writes; when every write has completed it sends DONE, the server compares its
-// region with the seeded pattern and answers VERIFY ok|mismatch. Both print perftest's table
-// (and --json); the exit code is non-zero on a mismatch, an error, a timeout or SIGINT.
+// region with the seeded pattern and answers VERIFY ok|mismatch. The client stops its data
+// path and says BYE; the server closes its port, then the connection, and the client leaves
+// after it (a memif peer's disconnect must meet neither side's bursts nor teardown). Both
+// print perftest's table (and --json); the exit code is non-zero on a mismatch, an error, a
+// timeout or SIGINT.
 //
 // Faults (bench/README.md "Faults on real I/O"): an operation ends with the engine's error
 // completion once its retry budget is spent (UET --max_retries, RoCEv2 --retry_cnt; --json
@@ -757,6 +760,21 @@ class Oob {
     }
   }
 
+  // Waits, without touching the data path, until the peer closes the connection.
+  absl::Status wait_closed(Time timeout) {
+    const Time give_up = io::monotonic_now() + timeout;
+    for (;;) {
+      if (g_stop.load(std::memory_order_relaxed)) return absl::CancelledError("interrupted");
+      if (io::monotonic_now() > give_up)
+        return absl::DeadlineExceededError("control connection: still open after --timeout_s");
+      pollfd p{fd_, POLLIN, 0};
+      if (::poll(&p, 1, 10) <= 0) continue;
+      char tmp[256];
+      const ssize_t n = ::recv(fd_, tmp, sizeof tmp, 0);
+      if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN)) return absl::OkStatus();
+    }
+  }
+
   static absl::StatusOr<int> listen_on(uint16_t port) {
     const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
     if (fd < 0) return absl::InternalError("socket() failed");
@@ -1044,6 +1062,8 @@ struct LaneOut {
   uint64_t tlp_probes = 0, fast_retx = 0;  // UET: resends by tail-loss probe, by reorder
   uint64_t go_back_n = 0;          // RoCEv2: restarts from a PSN
   TssOut tss;
+  // The server: the control connection, open until the port is closed (the client waits).
+  Oob control;
   // DPDK: the pool's mbufs and how many were still out of it once every lane had stopped and
   // drained its backlog (-1: not measured, e.g. io_uring); the backend's TX backpressure.
   int64_t mbufs_pool = -1, mbufs_in_use_end = -1;
@@ -1883,6 +1903,10 @@ int run_lane(const Options& o, Io& io, int listen_fd, LaneOut& out) {
       // Keep answering briefly so the client's last ACKs/retransmissions are not stranded.
       const Time until = io::monotonic_now() + 20 * kMillisecond;
       while (io::monotonic_now() < until) idle();
+      // The client has stopped its data path once it says BYE; the connection stays open
+      // until this process has closed its port (see the client's side).
+      if (auto bye = oob.recv(nullptr, o.timeout); bye.ok() && (*bye)["_"] == "BYE")
+        out.control = std::move(oob);
     }
   } else {
     std::vector<uint8_t> src(slots * size);
@@ -1933,6 +1957,15 @@ int run_lane(const Options& o, Io& io, int listen_fd, LaneOut& out) {
                         peer_bad_tag > 0 ? ": do both sides use the same --key_file?" : "");
       }
       std::printf("uet-perf: server data check: %s\n", r.verify.c_str());
+      release_references(io);  // before src goes
+      // Leave the link after the server: it closes its port while this side neither polls
+      // nor closes, then the connection. A memif peer's disconnect runs on the EAL's
+      // interrupt thread and must not meet a burst or this side's own teardown.
+      if (oob.send("BYE", {}).ok() && oob.wait_closed(o.timeout).ok()) {
+#ifdef UET_PERF_HAVE_DPDK
+        if (io.dpdk != nullptr) (void)io.dpdk->wait_peer_gone(kSecond);
+#endif
+      }
     }
     release_references(io);  // before src goes
   }
@@ -2017,6 +2050,9 @@ int run_pingpong(const Options& o, Io& io) {
 }
 
 int run(const Options& o, const std::vector<std::string>& eal_args) {
+  // Closed after the ports (declared before them): each client leaves once its control
+  // connection closes.
+  std::vector<Oob> controls;
   auto set_or = make_io(o, eal_args);
   if (!set_or.ok()) {
     std::fprintf(stderr, "uet-perf: %s\n", std::string(set_or.status().message()).c_str());
@@ -2078,6 +2114,7 @@ int run(const Options& o, const std::vector<std::string>& eal_args) {
     for (const LaneOut& l : outs) rc = std::max(rc, l.rc);
   }
   close_listeners();
+  for (LaneOut& l : outs) controls.push_back(std::move(l.control));
 
   // Every lane has stopped and drained its backlog: whatever is still out of the pool leaked.
   int64_t pool = -1, in_use = -1;

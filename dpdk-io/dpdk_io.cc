@@ -1,5 +1,6 @@
 #include "dpdk-io/dpdk_io.h"
 
+#include <rte_alarm.h>
 #include <rte_eal.h>
 #include <rte_errno.h>
 #include <rte_ethdev.h>
@@ -52,6 +53,18 @@ constexpr uint32_t kExtTailRoom = 64;
 // A device freed the mbuf of a referenced payload: the registered memory is no longer read.
 void on_reference_freed(void* /*addr*/, void* count) { --*static_cast<uint64_t*>(count); }
 
+void on_alarm(void* done) { static_cast<std::atomic<bool>*>(done)->store(true); }
+
+// Waits until the EAL's interrupt thread has finished the handler it is running: an alarm's
+// callback runs on that thread, after it (bounded: a thread that never gets there is given up
+// on after a second).
+void settle_interrupt_thread() {
+  std::atomic<bool> done{false};
+  if (rte_eal_alarm_set(1, on_alarm, &done) != 0) return;
+  for (int i = 0; i < 1000 && !done.load(); ++i) rte_delay_us_sleep(1000);
+  if (!done.load()) (void)rte_eal_alarm_cancel(on_alarm, &done);
+}
+
 }  // namespace
 
 // The port-wide state, shared by the port's queues (read-only once started, but for the pool
@@ -79,6 +92,11 @@ struct DpdkIo::Port {
       (void)rte_flow_flush(port_id, &err);
     }
     if (started) {
+      // A link that went down is being (or was) torn down by the interrupt thread (memif
+      // frees its regions there): the stop below must not run beside it.
+      rte_eth_link l{};
+      if (rte_eth_link_get_nowait(port_id, &l) == 0 && l.link_status == RTE_ETH_LINK_DOWN)
+        settle_interrupt_thread();
       (void)rte_eth_dev_stop(port_id);
       (void)rte_eth_dev_close(port_id);
     }
@@ -446,6 +464,17 @@ LinkInfo DpdkIo::link() const {
   if (rte_eth_link_get_nowait(config_.port_id, &l) != 0) return {};
   return {l.link_status == RTE_ETH_LINK_UP, l.link_speed,
           l.link_duplex == RTE_ETH_LINK_FULL_DUPLEX};
+}
+
+bool DpdkIo::wait_peer_gone(Time timeout) const {
+  if (driver_name() != "net_memif") return false;  // other links outlive the peer
+  const Time give_up = monotonic_now() + timeout;
+  while (link().up) {
+    if (monotonic_now() >= give_up) return false;
+    rte_delay_us_sleep(1000);
+  }
+  settle_interrupt_thread();
+  return true;
 }
 
 bool DpdkIo::wait_link_up(Time timeout) const {

@@ -218,6 +218,12 @@ class DpdkIo final : public PacketIo {
   LinkInfo link() const;
   // Polls the link until it is up or `timeout` has passed; returns whether it is up.
   bool wait_link_up(Time timeout) const;
+  // For the end of a run whose peer has closed its side, on net_memif (whose link is the
+  // peer's connection; elsewhere it returns false at once): polls until the link is down or
+  // `timeout` has passed, then waits for the EAL's interrupt thread to finish what it is
+  // doing, so that the port's own teardown does not run beside the PMD's disconnect. Call it
+  // with the data path stopped. Returns whether the link went down.
+  bool wait_peer_gone(Time timeout) const;
   // Frees the frames still waiting in the backlog (counted: tx_drained); for the end of a
   // run, so that pool_in_use() shows leaks only.
   void drain_tx();

@@ -37,11 +37,11 @@ if(TARGET uet_dpdk)
                            SKIP_RETURN_CODE 77 RESOURCE_LOCK dpdk_lcores)
     endforeach()
     # Faults on real I/O (perf_fault_test.py, bench/README.md "Faults on real I/O"): a peer
-    # killed (af_packet; memif once stopped), a TX ring full for seconds, an af_packet link down and up or down for good, a
-    # control connection stalled at DONE or at HELLO; the survivor ends its operations with an
+    # killed (af_packet) or frozen (memif), a TX ring full for seconds, an af_packet link down
+    # and up or down for good, a control connection stalled at DONE or at HELLO; the survivor ends its operations with an
     # error completion within its retry budget (or recovers and verifies), exits as it should,
     # and has every mbuf back in its pool.
-    foreach(_fault kill memif-kill stall linkflap linkdown ctrl-done ctrl-hello)
+    foreach(_fault kill memif-freeze stall linkflap linkdown ctrl-done ctrl-hello)
       foreach(_transport uet rocev2)
         string(REPLACE "-" "_" _name perf_fault_${_fault}_${_transport})
         add_test(NAME ${_name}

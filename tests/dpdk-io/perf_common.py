@@ -2,6 +2,8 @@
 a bounded wait on a condition, and two network namespaces joined by a veth pair for the
 af_packet runs (each side's uet-perf runs net_af_packet on its end; the kernel addresses on
 the veth carry only the control connection)."""
+import os
+import random
 import socket
 import subprocess
 import time
@@ -11,10 +13,29 @@ def run(cmd):
     return subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def free_port(count=1):
+    """A base port with `count` consecutive ports free to listen on (uet-perf's lane i listens
+    on base + i). Drawn below the kernel's ephemeral range, so no outgoing connection of any
+    process takes one between this check and uet-perf's listen; each is checked bindable."""
+    low, high = 20000, 32000
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            high = min(high, int(f.read().split()[0]))
+    except (OSError, ValueError, IndexError):
+        pass
+    rng = random.Random(os.getpid() ^ time.monotonic_ns())
+    for _ in range(200):
+        base = rng.randrange(low, high - count)
+        try:
+            for p in range(base, base + count):
+                with socket.socket() as s:
+                    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uet-perf
+                    s.bind(("0.0.0.0", p))
+                    s.listen()
+        except OSError:
+            continue
+        return base
+    raise RuntimeError(f"no {count} consecutive free TCP ports in {low}..{high}")
 
 
 def wait_for(pred, timeout, what, procs=()):

@@ -59,12 +59,6 @@ MSG_SIZE = 262144
 ITERS = 32  # 8 MiB
 
 
-
-
-
-
-
-
 def main():
     global MSG_SIZE, ITERS
     ap = argparse.ArgumentParser()
@@ -157,7 +151,7 @@ def main():
         size_flags = ["--mtu=1024"]  # af_packet's default frame size is 2048 bytes
         srv_ip, cli_ip = "10.0.0.1", "10.0.0.2"
 
-    port = free_port()
+    port = free_port(max(1, args.lcores_io))
     srv_out = os.path.join(work, "server.log")
     cli_out = os.path.join(work, "client.log")
     cli_json = os.path.join(work, "client.json")
