@@ -18,6 +18,7 @@
 #include "sim/rng.h"
 #include "sim/topology.h"
 #include "sim/udp_app.h"
+#include "transport/wire/net_headers.h"
 
 ABSL_FLAG(uint32_t, k, 16, "fat-tree arity (even, 2..64): k^3/4 hosts");
 ABSL_FLAG(double, gbps, 100, "every link's rate in Gb/s, 1..1600");
@@ -83,7 +84,7 @@ int run() {
   for (uint32_t h = 0; h < hosts; ++h) {
     apps.push_back(std::make_unique<UdpApp>(h, &records));
     apps.back()->add_flow(UdpFlow{h, dst[h], bytes_per_flow, 0,
-                                  static_cast<uint16_t>(0xC000 | (h & 0x3FFF)),
+                                  wire::dynamic_port(h),
                                   absl::GetFlag(FLAGS_spray)});
   }
   for (uint32_t h = 0; h < hosts; ++h) net.attach(h, apps[h].get());

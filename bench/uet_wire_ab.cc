@@ -65,7 +65,7 @@ Encap base_encap(uint16_t dport, uint16_t sport) {
 size_t encode_uet_packet(const Message& m, size_t i, size_t mtu, std::span<uint8_t> out) {
   const size_t offset = i * mtu;
   const size_t len = std::min(mtu, m.data.size() - offset);
-  Encap e = base_encap(kUetUdpPort, static_cast<uint16_t>(0xC000 | (i * 0x9E37u & 0x3FFF)));
+  Encap e = base_encap(kUetUdpPort, wire::dynamic_port(static_cast<uint32_t>(i) * 0x9E37u));
   FrameBuilder b(out, e);
   PdsRudRod* pds = b.add<PdsRudRod>();
   SesStandardRequest* ses = b.add<SesStandardRequest>();

@@ -50,7 +50,7 @@ static expert_field ei_unknown_cc_type = EI_INIT;
 static dissector_handle_t uet_udp_handle;
 static dissector_handle_t uet_ip_handle;
 
-static guint pref_trim_dscp = 45; /* spec/uet.md §3.14 [choice]: the fabric's trimmed code point */
+static guint pref_trim_dscp = UET_DSCP_TRIMMED; /* spec/uet.md §3.14 [choice] */
 
 /* ------------------------------------------------------ which header follows */
 /* §3.2: the header each PDS type selects (UETREF_H_COUNT: none). */
@@ -625,7 +625,7 @@ void proto_register_uetref(void) {
   module_t *m = prefs_register_protocol(proto_uetref, uetref_tss_prefs_applied);
   prefs_register_uint_preference(
       m, "trimmed_dscp", "Trimmed DSCP",
-      "The DSCP a switch sets on a request it trims (spec/uet.md §3.14; 45 in sim/)", 10,
+      "The DSCP a switch sets on a request it trims (spec/uet.md §3.14; the simulator's by default)", 10,
       &pref_trim_dscp);
   uetref_tss_register(proto_uetref, m, em);
 

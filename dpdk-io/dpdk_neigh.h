@@ -19,14 +19,15 @@
 #include <string_view>
 #include <vector>
 
+#include "spec/net.def"
 #include "transport/wire/builder.h"
 
 namespace uet::io {
 
-inline constexpr uint16_t kEtherTypeIpv4 = 0x0800;
-inline constexpr uint16_t kEtherTypeArp = 0x0806;
-inline constexpr uint16_t kEtherTypeVlan = 0x8100;
-inline constexpr uint16_t kEtherTypeIpv6 = 0x86DD;
+inline constexpr uint16_t kEtherTypeIpv4 = NET_ETHERTYPE_IPV4;
+inline constexpr uint16_t kEtherTypeArp = NET_ETHERTYPE_ARP;
+inline constexpr uint16_t kEtherTypeVlan = NET_ETHERTYPE_VLAN;
+inline constexpr uint16_t kEtherTypeIpv6 = NET_ETHERTYPE_IPV6;
 inline constexpr uint16_t kArpRequest = 1;
 inline constexpr uint16_t kArpReply = 2;
 inline constexpr size_t kArpFrameLen = 60;  // Ethernet (14) + ARP (28) + padding to the minimum

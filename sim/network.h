@@ -27,6 +27,7 @@
 #include "sim/rng.h"
 #include "transport/transport.h"
 #include "transport/wire/pcap.h"
+#include "transport/wire/uet_headers.h"
 
 namespace uet::sim {
 
@@ -37,7 +38,7 @@ inline constexpr uint32_t kMaxHosts = 65535;  // a frame's destination is kept i
 inline constexpr uint8_t kDscpData = 26;     // data class (RoCEv2's usual lossless class)
 inline constexpr uint8_t kDscpControl = 46;  // ACK/NACK/credit class (EF)
 inline constexpr uint8_t kDscpCnp = 48;      // RoCEv2 CNP, as NVIDIA NICs send it
-inline constexpr uint8_t kDscpTrimmed = 45;  // a trimmed UET request (spec/uet.md §3.14)
+using wire::kDscpTrimmed;  // a trimmed UET request (spec/uet.md §3.14)
 
 struct LinkConfig {
   double gbps = 100;

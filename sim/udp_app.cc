@@ -55,7 +55,7 @@ size_t UdpApp::tx(std::span<Frame* const> out, Time now) {
     Frame& f = *out[n];
     const uint64_t len = std::min<uint64_t>(mss_, a.flow.bytes - a.next_offset);
     const uint16_t sport =
-        a.flow.spray ? static_cast<uint16_t>(0xC000 | ((a.flow.sport + a.packets * 0x9E37u) & 0x3FFF))
+        a.flow.spray ? wire::dynamic_port(a.flow.sport + a.packets * 0x9E37u)
                      : a.flow.sport;
     // Store the payload if it fits, else carry it by length (and leave the UDP checksum 0).
     const size_t full = 14 + 20 + 8 + kAppHeader + len;

@@ -18,6 +18,7 @@
 
 #include "absl/status/statusor.h"
 #include "sim/network.h"
+#include "transport/wire/net_headers.h"
 #include "sim/udp_app.h"
 #include "sim/workload.h"
 
@@ -39,7 +40,7 @@ class WorkloadRunner : public Scheduled {
 
   // The UDP source port of a flow (the ECMP input; the base of its spray sequence).
   static uint16_t source_port(uint32_t flow_id) noexcept {
-    return static_cast<uint16_t>(0xC000u | (flow_id & 0x3FFFu));
+    return wire::dynamic_port(flow_id);
   }
 
   void fire(Network& net, Time now, uint32_t flow_id) override;

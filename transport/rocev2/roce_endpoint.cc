@@ -128,7 +128,7 @@ size_t RoceEndpoint::footprint_bound(const RoceConfig& c, uint32_t regions) noex
 // the QPN salted with the seed), so every packet of a QP takes one path.
 uint16_t RoceEndpoint::udp_sport(uint32_t local_qpn) const noexcept {
   const uint64_t h = (uint64_t{local_qpn} ^ config_.seed) * 0x9E37'79B9'7F4A'7C15ULL;
-  return static_cast<uint16_t>(0xC000u | (h >> 50));
+  return wire::dynamic_port(static_cast<uint32_t>(h >> 50));
 }
 
 absl::Status RoceEndpoint::connect_qp(uint32_t peer_ip4, uint32_t local_qpn, uint32_t remote_qpn,

@@ -13,7 +13,7 @@ namespace uet {
 
 using wire::NextHeader;
 using wire::PdsType;
-using internal::kDscpTrimmed;
+using wire::kDscpTrimmed;
 using internal::psn_before;
 using internal::status_for;
 using internal::test_bit;
@@ -49,7 +49,7 @@ void UetEndpoint::set_peer(Pdc& p, uint32_t ip4) {
 // §2.4: EV index i (pathsel/) travels as a UDP source port in the dynamic range 49152..65535,
 // spread from the PDC's random base by an odd stride, so indices 0..16383 are distinct ports.
 uint16_t UetEndpoint::ev_port(const Pdc& p, uint16_t ev) noexcept {
-  return static_cast<uint16_t>(0xC000 | ((p.ev_base + uint32_t{ev} * 0x9E37u) & 0x3FFF));
+  return wire::dynamic_port(p.ev_base + uint32_t{ev} * 0x9E37u);
 }
 
 // §3.3 RUD request + §4.2 standard SES request (WRITE, READ or SEND) for packet `psn`.
@@ -386,7 +386,7 @@ bool UetEndpoint::build_stateless_nack(const StatelessNack& sn, Frame& f) {
       // The ACK of a CLOSE: CACK = the CLOSE's PSN (everything up to it is done), from the
       // target PDC that was freed.
       wire::FrameBuilder b(std::span<uint8_t>(f.data, f.capacity),
-                           encap_for(tmp, true, static_cast<uint16_t>(0xC000 | sn.local_pdcid)));
+                           encap_for(tmp, true, static_cast<uint16_t>(NET_UDP_DYNAMIC_PORT_BASE | sn.local_pdcid)));
       tss_begin(b);
       wire::PdsAckCc* ack = b.add<wire::PdsAckCc>();
       if (ack == nullptr) return false;

@@ -12,8 +12,6 @@
 
 namespace uet::internal {
 
-constexpr uint8_t kDscpTrimmed = 45;  // spec/uet.md §3.14: the fabric's trimmed code point
-
 // Finishes a frame whose payload may not fit the host's buffer: then only the headers are
 // real bytes and the payload travels by length (Frame::wire_len), with the UDP checksum 0.
 inline bool finish_frame(wire::FrameBuilder& b, Frame& f, size_t elided) {

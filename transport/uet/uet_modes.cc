@@ -12,7 +12,7 @@
 namespace uet {
 
 using internal::clear_bit;
-using internal::kDscpTrimmed;
+using wire::kDscpTrimmed;
 using internal::psn_before;
 using internal::set_bit;
 using internal::status_for;
@@ -39,7 +39,7 @@ const char* mode_name(DeliveryMode m) noexcept {
 // The EV (UDP source port) of a packet without a PDC: spread over the dynamic range by its
 // ID and, for a resend, its try, so a resend may take another path (§2.4).
 uint16_t spray_port(uint32_t id, uint32_t attempt) noexcept {
-  return static_cast<uint16_t>(0xC000 | ((id * 0x9E37u + attempt * 0x2F1u) & 0x3FFF));
+  return wire::dynamic_port(id * 0x9E37u + attempt * 0x2F1u);
 }
 
 }  // namespace

@@ -12,4 +12,10 @@ NET_HEADERS(NET_WIRE_HEADER)
 
 inline constexpr const HeaderDesc* kNetHeaders[] = {NET_HEADERS(WIRE_DESC_PTR)};
 
+// The UDP source port in the dynamic range that carries the low 14 bits of `entropy` (UET's
+// EV, spec/uet.md §2.4; RoCEv2's flow hash, spec/rocev2.md §1).
+constexpr uint16_t dynamic_port(uint32_t entropy) noexcept {
+  return static_cast<uint16_t>(NET_UDP_DYNAMIC_PORT_BASE | (entropy & NET_UDP_DYNAMIC_PORT_MASK));
+}
+
 }  // namespace uet::wire

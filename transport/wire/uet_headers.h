@@ -19,5 +19,6 @@ inline constexpr const HeaderDesc* kUetHeaders[] = {UET_HEADERS(WIRE_DESC_PTR)};
 inline constexpr uint16_t kUetUdpPort = UET_UDP_DPORT;
 inline constexpr uint8_t kUetIpProtoDefault = UET_IP_PROTO_DEFAULT;
 inline constexpr uint8_t kSesVersion = UET_SES_VERSION;
+inline constexpr uint8_t kDscpTrimmed = UET_DSCP_TRIMMED;
 
 }  // namespace uet::wire
