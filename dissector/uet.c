@@ -95,20 +95,18 @@ static ses_ext ses_extension(guint64 opcode) {
 }
 
 /* §3.2: requests, which carry request SES headers (§6 rule 4). */
-static gboolean is_request_type(guint64 t) {
-  return t == UETREF_PDS_kRudReq || t == UETREF_PDS_kRodReq || t == UETREF_PDS_kRudCcReq ||
-         t == UETREF_PDS_kRodCcReq || t == UETREF_PDS_kRudiReq || t == UETREF_PDS_kUudReq;
-}
+#define REQUEST_(id, on_pdc) t == UETREF_PDS_##id ||
+static gboolean is_request_type(guint64 t) { return UET_PDS_REQUESTS(REQUEST_) FALSE; }
+#undef REQUEST_
 
 /* Requests on a PDC, which consume a PSN and may be trimmed (§3.3, §3.14). */
-static gboolean is_pdc_request_type(guint64 t) {
-  return t == UETREF_PDS_kRudReq || t == UETREF_PDS_kRodReq || t == UETREF_PDS_kRudCcReq ||
-         t == UETREF_PDS_kRodCcReq;
-}
+#define PDC_REQUEST_(id, on_pdc) (on_pdc && t == UETREF_PDS_##id) ||
+static gboolean is_pdc_request_type(guint64 t) { return UET_PDS_REQUESTS(PDC_REQUEST_) FALSE; }
+#undef PDC_REQUEST_
 
-static gboolean is_request_ses(guint64 nh) {
-  return nh == UETREF_NH_kReqSmall || nh == UETREF_NH_kReqMedium || nh == UETREF_NH_kReqStd;
-}
+#define REQUEST_SES_(id) nh == UETREF_NH_##id ||
+static gboolean is_request_ses(guint64 nh) { return UET_NEXT_HDR_REQUESTS(REQUEST_SES_) FALSE; }
+#undef REQUEST_SES_
 
 static const char *val_name(guint64 v, const value_string *vs) {
   const char *s = v <= G_MAXUINT32 ? try_val_to_str((guint32)v, vs) : NULL;

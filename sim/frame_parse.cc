@@ -56,15 +56,7 @@ bool trim_uet(Frame& f, uint8_t dscp) noexcept {
     const wire::HeaderRef& tss = d.stack[d.depth - 1];
     headers_end = uet + tss.offset + tss.desc->size + kSealedTrimBytes;
   } else {
-    switch (d.pds_type) {
-      case wire::PdsType::kRudReq:
-      case wire::PdsType::kRodReq:
-      case wire::PdsType::kRudCcReq:
-      case wire::PdsType::kRodCcReq:
-        break;
-      default:
-        return false;
-    }
+    if (!wire::is_pdc_request(d.pds_type)) return false;
     const wire::HeaderRef& last = d.stack[d.depth - 1];
     headers_end = uet + last.offset + last.desc->size;
   }

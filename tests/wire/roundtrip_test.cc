@@ -589,9 +589,14 @@ constexpr PdsType kPdsTypes[] = {
 };
 static_assert(std::size(kPdsTypes) == 13, "every PDS type but RESERVED and ENC (TSS)");
 
-bool is_request(PdsType t) {
+// Written out from spec/uet.md §3.2, apart from the UET_PDS_REQUESTS table it checks.
+bool request_by_spec(PdsType t) {
   return t == PdsType::kRudReq || t == PdsType::kRodReq || t == PdsType::kRudCcReq ||
          t == PdsType::kRodCcReq || t == PdsType::kRudiReq || t == PdsType::kUudReq;
+}
+bool pdc_request_by_spec(PdsType t) {
+  return t == PdsType::kRudReq || t == PdsType::kRodReq || t == PdsType::kRudCcReq ||
+         t == PdsType::kRodCcReq;
 }
 
 enum class SesExt { kNone, ATOMIC, RENDEZVOUS };
@@ -905,7 +910,7 @@ BuiltFrame random_uet_frame(Rng& r, const Shape& shape = {}) {
   f.pds_type = kPdsTypes[r.below(std::size(kPdsTypes))];
   if (f.pds_type == PdsType::kCtrl) {
     f.next_hdr = NextHeader::kNone;
-  } else if (is_request(f.pds_type)) {
+  } else if (request_by_spec(f.pds_type)) {
     constexpr NextHeader kReq[] = {NextHeader::kReqSmall, NextHeader::kReqMedium,
                                    NextHeader::kReqStd};
     f.next_hdr = kReq[r.below(std::size(kReq))];
@@ -927,7 +932,7 @@ BuiltFrame random_uet_frame(Rng& r, const Shape& shape = {}) {
     default:
       ADD_FAILURE() << "no header for PDS type";
   }
-  if (is_request(f.pds_type)) {
+  if (request_by_spec(f.pds_type)) {
     add_ses_request(r, m, f.next_hdr, payload.size());
   } else {
     add_ses_response(r, m, f.next_hdr, payload.size());
@@ -1224,6 +1229,17 @@ void expect_decodes_to_built(const BuiltFrame& f, const std::string& where) {
         << "ICRC differs from the reference CRC " << where;
     for (size_t i = 0; i < f.pad; ++i)
       EXPECT_EQ(f.bytes[f.payload_offset + f.payload.size() + i], 0) << "pad " << where;
+  }
+}
+
+TEST(Roundtrip_UetTables, RequestTypesAreThoseOfTheSpec) {
+  for (PdsType t : kPdsTypes) {
+    EXPECT_EQ(wire::is_request(t), request_by_spec(t)) << static_cast<int>(t);
+    EXPECT_EQ(wire::is_pdc_request(t), pdc_request_by_spec(t)) << static_cast<int>(t);
+  }
+  for (uint32_t v = 0; v <= 7; ++v) {
+    const auto nh = static_cast<NextHeader>(v);
+    EXPECT_EQ(wire::is_request_ses(nh), v >= 1 && v <= 3) << v;  // REQ_SMALL..REQ_STD (§4)
   }
 }
 

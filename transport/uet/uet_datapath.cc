@@ -511,9 +511,7 @@ bool UetEndpoint::tss_open(const Frame& f, wire::DecodedStorage& decoded, bool t
   const wire::WireError err = wire::decode_opened(plain, &d);
   if (trimmed) {
     // A cut request fails only its SES length (or loses its extension): its PDS is readable.
-    const bool request = d.pds_type == PdsType::kRudReq || d.pds_type == PdsType::kRodReq ||
-                         d.pds_type == PdsType::kRudCcReq || d.pds_type == PdsType::kRodCcReq;
-    if (d.pds == nullptr || !request) {
+    if (d.pds == nullptr || !wire::is_pdc_request(d.pds_type)) {
       ++counters_.rx_trimmed_sealed_other;
       return false;
     }

@@ -56,23 +56,6 @@ class Cursor {
     if (wire_err_ != WireError::kOk) return wire_err_; \
   } while (0)
 
-bool is_request(PdsType t) noexcept {
-  switch (t) {
-    case PdsType::kRudReq:
-    case PdsType::kRodReq:
-    case PdsType::kRudCcReq:
-    case PdsType::kRodCcReq:
-    case PdsType::kRudiReq:
-    case PdsType::kUudReq:
-      return true;
-    default:
-      return false;
-  }
-}
-
-bool is_request_ses(NextHeader nh) noexcept {
-  return nh == NextHeader::kReqSmall || nh == NextHeader::kReqMedium || nh == NextHeader::kReqStd;
-}
 
 // spec/uet.md §6 rule 4: which SES header may follow which PDS type.
 bool next_header_allowed(PdsType t, NextHeader nh) noexcept {
