@@ -48,21 +48,6 @@ constexpr uint64_t kCancelTag = uint64_t{1} << 61;  // teardown's cancel request
 constexpr uint16_t kBufGroup = 0;
 constexpr unsigned kRxFixedFile = 0;  // registered files: rx socket, then the pool
 
-uint16_t load16(const uint8_t* p) noexcept { return static_cast<uint16_t>(p[0] << 8 | p[1]); }
-uint32_t load32(const uint8_t* p) noexcept {
-  return uint32_t{p[0]} << 24 | uint32_t{p[1]} << 16 | uint32_t{p[2]} << 8 | p[3];
-}
-void store16(uint8_t* p, uint16_t v) noexcept {
-  p[0] = static_cast<uint8_t>(v >> 8);
-  p[1] = static_cast<uint8_t>(v);
-}
-void store32(uint8_t* p, uint32_t v) noexcept {
-  p[0] = static_cast<uint8_t>(v >> 24);
-  p[1] = static_cast<uint8_t>(v >> 16);
-  p[2] = static_cast<uint8_t>(v >> 8);
-  p[3] = static_cast<uint8_t>(v);
-}
-
 std::string ip_string(uint32_t ip) {
   return absl::StrCat(ip >> 24, ".", (ip >> 16) & 0xFF, ".", (ip >> 8) & 0xFF, ".", ip & 0xFF);
 }
@@ -78,34 +63,36 @@ absl::Status errno_status(int err, const std::string& what) {
 
 // The IPv4 + UDP headers (28 bytes) of a datagram as the receiving side synthesises them, so
 // that the sender's ICRC and the receiver's frame agree on every field the ICRC covers.
-void write_ip_udp(uint8_t* ip, uint32_t src, uint32_t dst, uint8_t tos, uint8_t ttl, uint16_t sport,
+void write_ip_udp(uint8_t* l3, uint32_t src, uint32_t dst, uint8_t tos, uint8_t ttl, uint16_t sport,
                   uint16_t dport, size_t payload_len) noexcept {
-  ip[0] = 0x45;  // version 4, IHL 5
-  ip[1] = tos;
-  store16(ip + 2, static_cast<uint16_t>(kIpLen + kUdpLen + payload_len));
-  store16(ip + 4, 0);       // id: the kernel's is not visible to the receiver
-  store16(ip + 6, 0x4000);  // DF, no fragment offset
-  ip[8] = ttl;
-  ip[9] = NET_IPPROTO_UDP;
-  store16(ip + 10, 0);
-  store32(ip + 12, src);
-  store32(ip + 16, dst);
-  uint8_t* udp = ip + kIpLen;
-  store16(udp, sport);
-  store16(udp + 2, dport);
-  store16(udp + 4, static_cast<uint16_t>(kUdpLen + payload_len));
-  store16(udp + 6, 0);  // not computed: the kernel verified the real checksum
+  std::memset(l3, 0, kIpLen + kUdpLen);  // id 0: the kernel's is not visible to the receiver
+  wire::Ipv4* ip = wire::as<wire::Ipv4>(l3);
+  ip->set_version(4);
+  ip->set_ihl(kIpLen / 4);
+  ip->set_dscp(static_cast<uint8_t>(tos >> 2));
+  ip->set_ecn(static_cast<uint8_t>(tos & 3));
+  ip->set_total_length(static_cast<uint16_t>(kIpLen + kUdpLen + payload_len));
+  ip->set_df(true);
+  ip->set_ttl(ttl);
+  ip->set_protocol(NET_IPPROTO_UDP);
+  ip->set_src(src);
+  ip->set_dst(dst);
+  wire::Udp* udp = wire::as<wire::Udp>(l3 + kIpLen);
+  udp->set_sport(sport);
+  udp->set_dport(dport);
+  udp->set_length(static_cast<uint16_t>(kUdpLen + payload_len));
+  // Checksum 0, not computed: the kernel verified the real one.
 }
 
 // The ICRC's invariant view of IPv4 + UDP headers (spec/rocev2.md §6): TOS, TTL and the
 // checksums masked to ones.
-void mask_ip_udp(uint8_t* ip, size_t ip_hlen) noexcept {
-  ip[1] = 0xFF;
-  ip[8] = 0xFF;
-  ip[10] = 0xFF;
-  ip[11] = 0xFF;
-  ip[ip_hlen + 6] = 0xFF;
-  ip[ip_hlen + 7] = 0xFF;
+void mask_ip_udp(uint8_t* l3, size_t ip_hlen) noexcept {
+  wire::Ipv4* ip = wire::as<wire::Ipv4>(l3);
+  ip->set_dscp(0x3F);
+  ip->set_ecn(3);
+  ip->set_ttl(0xFF);
+  ip->set_checksum(0xFFFF);
+  wire::as<wire::Udp>(l3 + ip_hlen)->set_checksum(0xFFFF);
 }
 
 void set_buffer_size(int fd, int force_opt, int opt, uint32_t bytes) {
@@ -457,17 +444,17 @@ void UringIo::on_rx_completion(int32_t res, uint32_t flags) {
 
   // Everything needed is read: write Ethernet / IPv4 / UDP over the consumed prefix.
   Frame& f = rx_frames_[bid];
-  uint8_t* eth = f.data;
+  wire::Ethernet* eth = wire::as<wire::Ethernet>(f.data);
   const uint32_t src_ip = ntohl(src.sin_addr.s_addr);
-  std::memcpy(eth, config_.local_mac.data(), 6);
-  eth[6] = 0x02;  // a locally administered MAC made of the source address
-  eth[7] = 0x00;
-  store32(eth + 8, src_ip);
-  store16(eth + 12, NET_ETHERTYPE_IPV4);
-  uint8_t* ip = eth + kEthLen;
+  std::memcpy(eth->raw, config_.local_mac.data(), 6);  // dst
+  eth->raw[6] = 0x02;  // src: a locally administered MAC made of the source address
+  eth->raw[7] = 0x00;
+  wire::store_be_n<4>(eth->raw + 8, src_ip);
+  eth->set_ethertype(NET_ETHERTYPE_IPV4);
+  uint8_t* ip = f.data + kEthLen;
   write_ip_udp(ip, src_ip, config_.local_ip4, tos, ttl, ntohs(src.sin_port), config_.udp_port,
                payload_len);
-  store16(ip + 10, wire::ipv4_header_checksum(ip, kIpLen));
+  wire::as<wire::Ipv4>(ip)->set_checksum(wire::ipv4_header_checksum(ip, kIpLen));
   f.len = static_cast<uint32_t>(kSynthLen + payload_len);
   f.wire_len = 0;
   f.priority = Priority::kData;
@@ -549,32 +536,35 @@ bool UringIo::prepare_send(Frame& f, uint32_t tx_index) {
   const size_t n = f.len;
   size_t l3 = kEthLen;
   if (n < kEthLen) return false;
-  uint16_t type = load16(p + 12);
+  uint16_t type = wire::as<wire::Ethernet>(p)->ethertype();
   if (type == NET_ETHERTYPE_VLAN) {
-    if (n < kEthLen + 4) return false;
-    type = load16(p + 16);
-    l3 += 4;
+    if (n < kEthLen + wire::Vlan::kSize) return false;
+    type = wire::as<wire::Vlan>(p + kEthLen)->ethertype();
+    l3 += wire::Vlan::kSize;
   }
   if (type != NET_ETHERTYPE_IPV4 || n < l3 + kIpLen) return false;
   uint8_t* ip = p + l3;
-  const size_t ihl = size_t{ip[0] & 0x0Fu} * 4;
-  const uint16_t total = load16(ip + 2);
-  if ((ip[0] >> 4) != 4 || ihl < kIpLen || total < ihl + kUdpLen || total > n - l3) return false;
-  if (ip[9] != NET_IPPROTO_UDP || (load16(ip + 6) & 0x3FFF) != 0)
+  const wire::Ipv4& h = *wire::as<wire::Ipv4>(ip);
+  const size_t ihl = size_t{h.ihl()} * 4;
+  const uint16_t total = h.total_length();
+  if (h.version() != 4 || ihl < kIpLen || total < ihl + kUdpLen || total > n - l3) return false;
+  if (h.protocol() != NET_IPPROTO_UDP || h.mf() || h.frag_offset() != 0)
     return false;  // not UDP, fragment
-  uint8_t* udp = ip + ihl;
-  const uint16_t udp_len = load16(udp + 4);
+  uint8_t* udp_at = ip + ihl;
+  const wire::Udp& udp = *wire::as<wire::Udp>(udp_at);
+  const uint16_t udp_len = udp.length();
   if (udp_len < kUdpLen || udp_len > total - ihl) return false;
-  uint8_t* payload = udp + kUdpLen;
+  uint8_t* payload = udp_at + kUdpLen;
   const size_t payload_len = udp_len - kUdpLen;
-  const uint8_t tos = ip[1], ttl = ip[8];
-  const uint16_t sport = load16(udp), dport = load16(udp + 2);
+  const auto tos = static_cast<uint8_t>(h.dscp() << 2 | h.ecn());
+  const uint8_t ttl = h.ttl();
+  const uint16_t sport = udp.sport(), dport = udp.dport();
   const uint32_t socket = sport % config_.ev_sockets;
 
   // RoCEv2: make the ICRC cover the headers the receiver will see (uring_io.h).
   if (dport == wire::kRoceUdpPort && payload_len >= wire::Bth::kSize + wire::kIcrcSize) {
     uint8_t want[kIpLen + kUdpLen];
-    write_ip_udp(want, config_.local_ip4, load32(ip + 16), tos, ttl, ev_ports_[socket], dport,
+    write_ip_udp(want, config_.local_ip4, h.dst(), tos, ttl, ev_ports_[socket], dport,
                  payload_len);
     mask_ip_udp(want, kIpLen);
     uint8_t* icrc_at = payload + payload_len - wire::kIcrcSize;
@@ -613,7 +603,7 @@ bool UringIo::prepare_send(Frame& f, uint32_t tx_index) {
   }
 
   TxSlot& s = tx_slots_[tx_index];
-  s.dst.sin_addr.s_addr = htonl(load32(ip + 16));
+  s.dst.sin_addr.s_addr = htonl(h.dst());
   s.dst.sin_port = htons(dport);
   s.iov.iov_base = payload;
   s.iov.iov_len = payload_len;
