@@ -16,6 +16,7 @@
  */
 #include <epan/expert.h>
 #include <string.h>
+#include <wsutil/wslog.h>
 
 #include "uetref.h"
 
@@ -244,6 +245,15 @@ void uetref_fields_register(void) {
   }
   g_hash_table_destroy(prefix_slot);
   g_hash_table_destroy(abbrev_slot);
+  /* A field the code reads by name but no header has would read as 0 everywhere: a renamed
+   * .def row must stop the plugin at registration, not mislead an analysis. */
+  for (int n = 0; n < UETREF_N_COUNT; n++) {
+    gboolean found = FALSE;
+    for (int h = 0; h < UETREF_H_COUNT && !found; h++) found = name_row[h][n] >= 0;
+    if (!found)
+      ws_error("uetref: the dissector reads the field \"%s\", which no header of spec/uet.def or "
+               "spec/rocev2.def has", name_strings[n]);
+  }
 
   /* Pass 2: one hf_register_info per slot, typed from its first row. */
   for (guint s = 0; s < n_slots; s++) {
