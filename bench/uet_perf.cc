@@ -251,6 +251,13 @@ struct Options {
   uint32_t lanes = 1;  // --lcores_io
   uint32_t lane = 0;   // this engine's index (a lane's copy of the options)
   std::optional<tss::TssConfig> tss;  // --tss: the domains of --key_file
+  // DPDK
+  uint16_t port = 0;
+  uint32_t dev_mtu = 0, mbufs = 0;
+  Time tx_hold = 0;
+  bool zero_copy = true, xstats = false;
+  uint64_t window_bytes = 0;  // UET
+  std::string json_path, pcap_path;
 };
 
 struct Check {
@@ -379,6 +386,7 @@ absl::StatusOr<Options> options_from_flags() {
     }
   }
   c.range("port", absl::GetFlag(FLAGS_port), 0, 1023);
+  o.port = static_cast<uint16_t>(std::min<uint32_t>(absl::GetFlag(FLAGS_port), 1023));
   if (o.pingpong && (o.server || o.io != "dpdk" || o.neigh.size() != 1)) {
     c.fail("--pingpong needs --client, --io=dpdk and exactly one --neigh=IP=MAC (the "
            "reflector's)");
@@ -393,12 +401,19 @@ absl::StatusOr<Options> options_from_flags() {
                            o.lanes, 65536 - o.lanes));
   if (o.lanes > 1 && uint64_t{o.ip} + o.lanes - 1 > 0xFFFFFFFFull)
     c.fail("--ip + --lcores_io - 1 overflows IPv4");
-  c.range("mbufs", absl::GetFlag(FLAGS_mbufs), 512, 1048575);
-  c.range("dev_mtu", absl::GetFlag(FLAGS_dev_mtu), 1500, 9600);
+  o.mbufs = absl::GetFlag(FLAGS_mbufs);
+  c.range("mbufs", o.mbufs, 512, 1048575);
+  o.dev_mtu = absl::GetFlag(FLAGS_dev_mtu);
+  c.range("dev_mtu", o.dev_mtu, 1500, 9600);
+  o.zero_copy = absl::GetFlag(FLAGS_zero_copy);
+  o.xstats = absl::GetFlag(FLAGS_xstats);
+  o.json_path = absl::GetFlag(FLAGS_json);
+  o.pcap_path = absl::GetFlag(FLAGS_pcap);
   o.loss = absl::GetFlag(FLAGS_loss);
   c.range("loss", o.loss, 0, 0.5);
   o.seed = absl::GetFlag(FLAGS_seed);
   c.range("window_kb", absl::GetFlag(FLAGS_window_kb), 16, 65536);
+  o.window_bytes = uint64_t{absl::GetFlag(FLAGS_window_kb)} * 1024;
   const std::string cc = absl::GetFlag(FLAGS_cc);
   if (cc == "nscc") {
     o.cc = CcMode::kNscc;
@@ -436,6 +451,7 @@ absl::StatusOr<Options> options_from_flags() {
   c.range("progress_ms", absl::GetFlag(FLAGS_progress_ms), 0, 60000);
   o.progress = static_cast<Time>(absl::GetFlag(FLAGS_progress_ms)) * kMillisecond;
   c.range("tx_hold_us", absl::GetFlag(FLAGS_tx_hold_us), 1, 60000000);
+  o.tx_hold = static_cast<Time>(absl::GetFlag(FLAGS_tx_hold_us)) * kMicrosecond;
   c.range("timeout_s", absl::GetFlag(FLAGS_timeout_s), 1, 3600);
   o.timeout = static_cast<Time>(absl::GetFlag(FLAGS_timeout_s)) * kSecond;
   if (!c.error.empty()) return absl::InvalidArgumentError(c.error);
@@ -592,19 +608,19 @@ absl::StatusOr<IoSet> make_io(const Options& o, const std::vector<std::string>& 
           "after --)",
           o.lanes, set.eal->lcore_count(), o.lanes - 1));
     }
-    if (absl::GetFlag(FLAGS_port) >= set.eal->port_count()) {
+    if (o.port >= set.eal->port_count()) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "--port=", absl::GetFlag(FLAGS_port), " out of range: 0..",
+          "--port=", o.port, " out of range: 0..",
           static_cast<int>(set.eal->port_count()) - 1, " (ports: ", set.eal->describe_ports(),
           "; add --vdev=... or a NIC after --)"));
     }
     io::DpdkIoConfig c;
-    c.port_id = static_cast<uint16_t>(absl::GetFlag(FLAGS_port));
+    c.port_id = o.port;
     c.local_ip4 = o.ip;
     c.local_mac = o.mac;
-    c.mtu = absl::GetFlag(FLAGS_dev_mtu);
-    c.mbufs = absl::GetFlag(FLAGS_mbufs);
-    c.tx_hold = static_cast<Time>(absl::GetFlag(FLAGS_tx_hold_us)) * kMicrosecond;
+    c.mtu = o.dev_mtu;
+    c.mbufs = o.mbufs;
+    c.tx_hold = o.tx_hold;
     c.queues = static_cast<uint16_t>(o.lanes);
     c.promiscuous = o.mac != wire::MacAddr{};
     for (const auto& [ip, mac] : o.neigh) c.neighbours.push_back({ip, mac});
@@ -884,10 +900,11 @@ bool has_tss_key(const tss::TssConfig& t, uint64_t sdi, uint64_t an) {
 }
 
 // Zero-copy transmit where the backend gathers (DpdkIo::gathers()) and --zero_copy allows.
-bool by_reference(const Io& io) {
+bool by_reference(const Options& o, const Io& io) {
 #ifdef UET_PERF_HAVE_DPDK
-  return io.dpdk != nullptr && io.dpdk->gathers() && absl::GetFlag(FLAGS_zero_copy);
+  return io.dpdk != nullptr && io.dpdk->gathers() && o.zero_copy;
 #else
+  (void)o;
   (void)io;
   return false;
 #endif
@@ -920,7 +937,7 @@ absl::StatusOr<std::unique_ptr<Endpoint>> make_engine(const Options& o, const Io
     c.local_mac = io.mac;
     c.resolve_mac = &resolve_mac;
     c.payload_bytes = mtu;
-    c.window_bytes = uint64_t{absl::GetFlag(FLAGS_window_kb)} * 1024;
+    c.window_bytes = o.window_bytes;
     c.rto = o.rto;
     c.min_rto = o.min_rto;
     c.max_rto = o.max_rto;
@@ -932,7 +949,7 @@ absl::StatusOr<std::unique_ptr<Endpoint>> make_engine(const Options& o, const Io
     // io_uring sends the payload after our UDP header through a socket: the kernel computes
     // the real UDP checksum, so computing one here would be wasted work.
     c.udp_checksum = o.io != "uring";
-    c.tx_by_reference = by_reference(io) && !o.tss;
+    c.tx_by_reference = by_reference(o, io) && !o.tss;
     if (o.base_rtt > 0) c.base_rtt = o.base_rtt;
     c.seed = o.seed * 2 + (o.server ? 1 : 0);
     if (o.tss) c.tss = *o.tss;
@@ -957,7 +974,7 @@ absl::StatusOr<std::unique_ptr<Endpoint>> make_engine(const Options& o, const Io
         std::clamp<uint64_t>(peer_rx_payload / mtu, 1, c.max_outstanding_psns));
   }
   c.seed = o.seed;
-  c.tx_by_reference = by_reference(io);
+  c.tx_by_reference = by_reference(o, io);
   auto e = RoceEndpoint::create(c);
   if (!e.ok()) return e.status();
   return std::unique_ptr<Endpoint>(std::move(*e));
@@ -1146,8 +1163,7 @@ std::string json_of(const Options& o, const LaneOut& l) {
                             l.tx_drained));
 }
 
-bool write_json(const std::string& text) {
-  const std::string path = absl::GetFlag(FLAGS_json);
+bool write_json(const std::string& path, const std::string& text) {
   if (path.empty()) return true;
   std::FILE* f = std::fopen(path.c_str(), "w");
   if (f == nullptr) {
@@ -1281,7 +1297,7 @@ void report(const Options& o, const Io& io, TapIo& tap, const Endpoint& ep, Resu
                                 "from other queues %lu\n",
                             io.dpdk->queue(), c.rx_redirected, c.rx_redirect_full, c.rx_from_inbox);
     }
-    if (absl::GetFlag(FLAGS_xstats) && o.lane == 0) {
+    if (o.xstats && o.lane == 0) {
       for (const auto& [name, v] : io.dpdk->xstats())
         if (v != 0) absl::StrAppendFormat(&t, " xstat %-40s %lu\n", name, v);
     }
@@ -1349,7 +1365,7 @@ int run_lane(const Options& o, Io& io, int listen_fd, LaneOut& out) {
   for (const auto& [ip, mac] : o.neigh) resolver_table()[ip] = mac;
 
   std::optional<wire::PcapWriter> pcap;
-  if (std::string path = absl::GetFlag(FLAGS_pcap); !path.empty()) {
+  if (std::string path = o.pcap_path; !path.empty()) {
     if (o.lanes > 1) absl::StrAppend(&path, ".", o.lane);  // one capture per lane
     auto w = wire::PcapWriter::open(path);
     if (!w.ok()) {
@@ -2036,7 +2052,7 @@ int run_pingpong(const Options& o, Io& io) {
               rtt_us.size(), len, percentile(rtt_us, 0), percentile(rtt_us, 0.5),
               percentile(rtt_us, 0.99), percentile(rtt_us, 0.999),
               rtt_us.empty() ? 0.0 : rtt_us.back());
-  if (const std::string path = absl::GetFlag(FLAGS_json); !path.empty()) {
+  if (const std::string& path = o.json_path; !path.empty()) {
     if (FILE* j = std::fopen(path.c_str(), "w")) {
       std::fprintf(j,
                    "{\"tool\": \"uet-perf\", \"mode\": \"pingpong\", \"bytes\": %zu, "
@@ -2132,7 +2148,7 @@ int run(const Options& o, const std::vector<std::string>& eal_args) {
     outs[i].json = json_of(outs[i].shown, outs[i]);
   }
   if (n == 1) {
-    if (!write_json(outs[0].json)) rc = std::max(rc, 1);
+    if (!write_json(o.json_path, outs[0].json)) rc = std::max(rc, 1);
     return rc;
   }
   // The lanes' sums (each lane's rate over its own interval).
@@ -2199,7 +2215,7 @@ int run(const Options& o, const std::vector<std::string>& eal_args) {
   std::string json = json_of(shown, sum);
   json.pop_back();  // the closing brace
   absl::StrAppend(&json, ", \"lcores_io\": ", n, ", \"lanes\": [", per_lane, "]}");
-  if (!write_json(json)) rc = std::max(rc, 1);
+  if (!write_json(o.json_path, json)) rc = std::max(rc, 1);
   if (!all_ok || !all_verified) rc = std::max(rc, 1);
   return rc;
 }
