@@ -16,6 +16,7 @@
 #include "sim/topology.h"
 #include "tests/common/fake_link.h"
 #include "tests/common/payload.h"
+#include "tests/common/spray_fabric.h"
 #include "tests/common/uet_pair.h"
 #include "transport/wire/checksum.h"
 
@@ -459,16 +460,8 @@ TEST(UetMemory_Completions, PartialPollsDoNotGrowTheQueue) {
 // ------------------------------------------------------------------ on the simulator
 
 TEST(UetEndpoint_Sim, PermutationWithLossAndSprayingDeliversEveryByteOnce) {
-  sim::NetworkConfig nc;
-  nc.seed = 17;
-  nc.switches.ecn.enabled = false;
-  sim::Network net(nc);
-  sim::LeafSpineConfig ls;
-  ls.leaves = 2;
-  ls.spines = 4;
-  ls.hosts_per_leaf = 4;
-  ls.fabric_link.loss = 0.01;
-  ASSERT_TRUE(sim::build_leaf_spine(net, ls).ok());
+  sim::Network net(testing::spray_network(/*seed=*/17));
+  ASSERT_TRUE(testing::build_spray_fabric(net, /*fabric_loss=*/0.01).ok());
   const uint32_t n = 8;
   std::vector<std::unique_ptr<UetEndpoint>> eps;
   std::vector<std::vector<uint8_t>> src(n), dst(n);

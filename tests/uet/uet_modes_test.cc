@@ -15,6 +15,7 @@
 #include "sim/topology.h"
 #include "tests/common/fake_link.h"
 #include "tests/common/payload.h"
+#include "tests/common/spray_fabric.h"
 #include "tests/common/uet_pair.h"
 #include "transport/uet/uet_endpoint.h"
 
@@ -576,16 +577,8 @@ struct SimRun {
 // 8 hosts on a leaf-spine with 1 % random loss on fabric links and 16 sprayed EVs (RUD; ROD
 // keeps one EV): a permutation, 8 WRITEs of 64 KiB per host into consecutive chunks.
 SimRun run_permutation(DeliveryMode mode, double loss) {
-  sim::NetworkConfig nc;
-  nc.seed = 23;
-  nc.switches.ecn.enabled = false;
-  sim::Network net(nc);
-  sim::LeafSpineConfig ls;
-  ls.leaves = 2;
-  ls.spines = 4;
-  ls.hosts_per_leaf = 4;
-  ls.fabric_link.loss = loss;
-  EXPECT_TRUE(sim::build_leaf_spine(net, ls).ok());
+  sim::Network net(testing::spray_network(/*seed=*/23));
+  EXPECT_TRUE(testing::build_spray_fabric(net, loss).ok());
   const uint32_t n = 8, ops = 8;
   const size_t op_len = 64 * 1024;
   std::vector<std::unique_ptr<UetEndpoint>> eps;
