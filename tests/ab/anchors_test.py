@@ -15,24 +15,20 @@ and, with core links degraded, within 1.30x (issue 5's bound; measured 1.23) and
 oblivious spraying; every anchor's flows all complete.
 Usage: anchors_test.py BUILD_BIN_DIR
 """
-import json
 import os
-import subprocess
 import sys
 import tempfile
 
+import ab_common
+
 
 def main():
-    bindir = sys.argv[1]
     with tempfile.TemporaryDirectory() as tmp:
-        out = os.path.join(tmp, "anchors.json")
-        proc = subprocess.run([os.path.join(bindir, "uet-anchors"), "--scale=small",
-                               "--json=" + out], capture_output=True, text=True, timeout=600)
-        print(proc.stdout)
-        if proc.returncode != 0:
-            print(proc.stderr, file=sys.stderr)
-            return 1
-        rows = {r["anchor"]: r for r in json.load(open(out))}
+        runs = ab_common.run_json(["--scale=small"], os.path.join(tmp, "anchors.json"),
+                                  name="uet-anchors", timeout=600)
+    if runs is None:
+        return 1
+    rows = {r["anchor"]: r for r in runs}
     failures = []
 
     def get(prefix):
@@ -82,10 +78,7 @@ def main():
             failures.append(f"degraded: mixed tail/min {d_mixed['tail_us'] / d_mixed['min_us']:.2f} > 1.30")
         if d_mixed["tail_us"] >= d_obl["tail_us"]:
             failures.append(f"degraded: mixed {d_mixed['tail_us']} >= oblivious {d_obl['tail_us']}")
-    for f in failures:
-        print("FAIL:", f, file=sys.stderr)
-    print("1 passed, 0 failed" if not failures else "0 passed, 1 failed")
-    return 1 if failures else 0
+    return ab_common.verdict(failures)
 
 
 if __name__ == "__main__":

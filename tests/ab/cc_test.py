@@ -8,33 +8,30 @@ slowest (the issue's fairness target); --cc=nscc (the default) gives the same FC
 flag; an unknown --cc is refused (exit 2) naming the flag and its values.
 Usage: cc_test.py BUILD_BIN_DIR
 """
-import json
 import os
-import subprocess
 import sys
 import tempfile
+
+import ab_common
 
 FABRIC = ["--leaves=2", "--hosts_per_leaf=8", "--spines=2", "--scenario=incast", "--fan_in=8",
           "--bytes=1048576"]
 
 
-def run(bindir, tmp, name, extra):
+def run(tmp, name, extra):
+    """The runs by transport and the experiment file uet-ab wrote, or (None, None)."""
     out = os.path.join(tmp, name + ".json")
-    proc = subprocess.run([os.path.join(bindir, "uet-ab"), *FABRIC, *extra, "--json=" + out],
-                          capture_output=True, text=True, timeout=300)
-    print(proc.stdout)
-    if proc.returncode != 0:
-        print(proc.stderr, file=sys.stderr)
+    runs = ab_common.run_json([*FABRIC, *extra], out)
+    if runs is None:
         return None, None
-    return {r["transport"]: r for r in json.load(open(out))}, open(out + ".flags").read()
+    return ab_common.by_transport(runs), open(out + ".flags").read()
 
 
 def main():
-    bindir = sys.argv[1]
     failures = []
     with tempfile.TemporaryDirectory() as tmp:
-        default, _ = run(bindir, tmp, "default", ["--transport=uet"])
-        nscc, nscc_flags = run(bindir, tmp, "nscc", ["--transport=uet", "--cc=nscc"])
+        default, _ = run(tmp, "default", ["--transport=uet"])
+        nscc, nscc_flags = run(tmp, "nscc", ["--transport=uet", "--cc=nscc"])
         if default is None or nscc is None:
             return 1
         if default["uet"]["fct_us"] != nscc["uet"]["fct_us"] or default["uet"]["params"]["cc"] != "nscc":
@@ -42,7 +39,7 @@ def main():
         if "--cc=nscc\n" not in nscc_flags:
             failures.append("experiment file lacks --cc=nscc")
         for cc in ("rccc", "both"):
-            runs, flags = run(bindir, tmp, cc, ["--transport=both", "--cc=" + cc])
+            runs, flags = run(tmp, cc, ["--transport=both", "--cc=" + cc])
             if runs is None:
                 failures.append(f"--cc={cc}: uet-ab failed")
                 continue
@@ -58,14 +55,10 @@ def main():
             print(f"--cc={cc}: UET fastest/slowest {u['min'] / u['max']:.3f}")
             if u["min"] < 0.9 * u["max"]:
                 failures.append(f"--cc={cc}: fastest sender {u['min']} us, slowest {u['max']} us (> 10 %)")
-        bad = subprocess.run([os.path.join(bindir, "uet-ab"), "--cc=dctcp"], capture_output=True,
-                             text=True, timeout=60)
+        bad = ab_common.run(["--cc=dctcp"], timeout=60)
         if bad.returncode != 2 or "--cc=dctcp unknown: nscc, rccc or both" not in bad.stderr:
             failures.append(f"--cc=dctcp: exit {bad.returncode}, stderr {bad.stderr!r}")
-    for f in failures:
-        print("FAIL:", f, file=sys.stderr)
-    print("1 passed, 0 failed" if not failures else "0 passed, 1 failed")
-    return 1 if failures else 0
+    return ab_common.verdict(failures)
 
 
 if __name__ == "__main__":

@@ -11,27 +11,22 @@ Usage: cm_test.py BUILD_BIN_DIR
 """
 import csv
 import os
-import subprocess
 import sys
 import tempfile
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+import ab_common
 
 
 def main():
-    bindir = sys.argv[1]
-    uet_ab = os.path.join(bindir, "uet-ab")
-    cm = os.path.join(HERE, "chain.cm")
+    cm = os.path.join(ab_common.HERE, "chain.cm")
     failures = []
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "flows.csv")
         plots = os.path.join(tmp, "plots")
-        proc = subprocess.run([uet_ab, "--cm=" + cm, "--leaves=4", "--hosts_per_leaf=4",
-                               "--spines=2", "--csv=" + out, "--plot=" + plots,
-                               "--plot_sample_us=2"], capture_output=True, text=True, timeout=120)
-        print(proc.stdout)
+        proc = ab_common.run(["--cm=" + cm, "--leaves=4", "--hosts_per_leaf=4", "--spines=2",
+                              "--csv=" + out, "--plot=" + plots, "--plot_sample_us=2"],
+                             timeout=120, echo=True)
         if proc.returncode != 0:
-            print(proc.stderr, file=sys.stderr)
             return 1
         rows = list(csv.DictReader(open(out)))
         for chart in ("fct_cdf", "throughput", "queue"):
@@ -63,8 +58,7 @@ def main():
         if abs(float(mine[3]["start_us"]) - float(mine[0]["finish_us"])) > 0.001:
             failures.append(f"{t}: triggered flow started at {mine[3]['start_us']}, "
                             f"trigger fired at {mine[0]['finish_us']}")
-    small = subprocess.run([uet_ab, "--cm=" + cm, "--leaves=2", "--hosts_per_leaf=4"],
-                           capture_output=True, text=True, timeout=60)
+    small = ab_common.run(["--cm=" + cm, "--leaves=2", "--hosts_per_leaf=4"], timeout=60)
     if small.returncode == 0 or "Nodes 16, but the fabric has 8 hosts" not in small.stderr:
         failures.append(f"oversized matrix: rc {small.returncode}, stderr {small.stderr!r}")
     # One host writing to 1100 peers: more PDCs than the engine's default table (1024), so
@@ -76,16 +70,12 @@ def main():
             for i in range(1100):
                 f.write(f"0->{i + 1} id {i + 1} start 0 size 4096\n")
         out = os.path.join(tmp, "fanout.csv")
-        wide = subprocess.run([uet_ab, "--cm=" + fanout, "--leaves=138", "--hosts_per_leaf=8",
-                               "--spines=8", "--transport=uet", "--csv=" + out],
-                              capture_output=True, text=True, timeout=120)
+        wide = ab_common.run(["--cm=" + fanout, "--leaves=138", "--hosts_per_leaf=8",
+                              "--spines=8", "--transport=uet", "--csv=" + out], timeout=120)
         done = sum(r["completed"] == "1" for r in csv.DictReader(open(out))) if wide.returncode == 0 else -1
         if done != 1100:
             failures.append(f"fan-out to 1100 peers: {done} of 1100 completed, rc {wide.returncode}")
-    for f in failures:
-        print("FAIL:", f, file=sys.stderr)
-    print("1 passed, 0 failed" if not failures else "0 passed, 1 failed")
-    return 1 if failures else 0
+    return ab_common.verdict(failures)
 
 
 if __name__ == "__main__":

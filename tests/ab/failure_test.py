@@ -8,36 +8,31 @@ mid-run, frames are lost and every flow still completes (ECMP groups drop the de
 UET retransmits). Asking for more links than the fabric has is refused with the count.
 Usage: failure_test.py BUILD_BIN_DIR
 """
-import json
 import os
-import subprocess
 import sys
 import tempfile
+
+import ab_common
 
 SMALL = ["--scenario=failure", "--leaves=4", "--hosts_per_leaf=8", "--spines=4",
          "--failed_links=4"]
 
 
-def run(bindir, tmp, name, extra):
-    out = os.path.join(tmp, name + ".json")
-    proc = subprocess.run([os.path.join(bindir, "uet-ab")] + SMALL + extra + ["--json=" + out],
-                          capture_output=True, text=True, timeout=300)
-    print(proc.stdout)
-    if proc.returncode != 0:
-        raise RuntimeError(f"{name}: rc {proc.returncode}: {proc.stderr}")
-    return {r["transport"]: r for r in json.load(open(out))}
+def run(tmp, name, extra):
+    runs = ab_common.run_json(SMALL + extra, os.path.join(tmp, name + ".json"))
+    if runs is None:
+        raise RuntimeError(f"{name}: uet-ab failed")
+    return ab_common.by_transport(runs)
 
 
 def main():
-    bindir = sys.argv[1]
     failures = []
     with tempfile.TemporaryDirectory() as tmp:
-        reps = run(bindir, tmp, "reps", ["--lb=reps"])
-        obl = run(bindir, tmp, "oblivious", ["--lb=oblivious", "--transport=uet"])
-        down = run(bindir, tmp, "down", ["--degrade=0", "--fail_at_us=20"])
-        too_many = subprocess.run([os.path.join(bindir, "uet-ab")] + SMALL[:-1] +
-                                  ["--failed_links=17", "--transport=uet"],
-                                  capture_output=True, text=True, timeout=60)
+        reps = run(tmp, "reps", ["--lb=reps"])
+        obl = run(tmp, "oblivious", ["--lb=oblivious", "--transport=uet"])
+        down = run(tmp, "down", ["--degrade=0", "--fail_at_us=20"])
+        too_many = ab_common.run(SMALL[:-1] + ["--failed_links=17", "--transport=uet"],
+                                 timeout=60)
     for name, runs in (("reps", reps), ("oblivious", obl), ("down", down)):
         for t, r in runs.items():
             if r["completed"] != r["flows"] or r["failed"]:
@@ -56,10 +51,7 @@ def main():
         failures.append("links went down mid-run but no frame was lost")
     if too_many.returncode == 0 or "the fabric has 16 top-tier (spine or core) links" not in too_many.stderr:
         failures.append(f"17 of 16 links: rc {too_many.returncode}, stderr {too_many.stderr!r}")
-    for f in failures:
-        print("FAIL:", f, file=sys.stderr)
-    print("1 passed, 0 failed" if not failures else "0 passed, 1 failed")
-    return 1 if failures else 0
+    return ab_common.verdict(failures)
 
 
 if __name__ == "__main__":

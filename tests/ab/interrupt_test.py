@@ -11,14 +11,15 @@ import subprocess
 import sys
 import tempfile
 
+import ab_common
+
 
 def main():
-    bindir = sys.argv[1]
     failures = []
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "partial.json")
         # 128 hosts all-to-all of 1 MB each: minutes of wall time, far more than the test waits.
-        proc = subprocess.Popen([os.path.join(bindir, "uet-ab"), "--scenario=alltoall",
+        proc = subprocess.Popen([ab_common.tool(), "--scenario=alltoall",
                                  "--transport=uet", "--json=" + out],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         first = proc.stderr.readline()  # blocks until the first progress line (after 2 s)
@@ -43,10 +44,7 @@ def main():
                 failures.append(f"JSON: {len(runs)} runs, expected one partial run")
         except (OSError, ValueError) as e:
             failures.append(f"JSON not valid after the interrupt: {e}")
-    for f in failures:
-        print("FAIL:", f, file=sys.stderr)
-    print("1 passed, 0 failed" if not failures else "0 passed, 1 failed")
-    return 1 if failures else 0
+    return ab_common.verdict(failures)
 
 
 if __name__ == "__main__":

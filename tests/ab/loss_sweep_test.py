@@ -14,38 +14,32 @@ Usage: loss_sweep_test.py BUILD_BIN_DIR
 """
 import json
 import os
-import subprocess
 import sys
 import tempfile
+
+import ab_common
 
 RATES = (0.0, 0.01, 0.05)
 
 
 def main():
-    bindir = sys.argv[1]
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "sweep.json")
-        cmd = [os.path.join(bindir, "uet-ab"), "--scenario=loss-sweep", "--leaves=2",
-               "--hosts_per_leaf=2", "--spines=2", "--sweep_bytes=4194304", "--max_ms=50",
-               "--loss_rates=" + ",".join(str(r) for r in RATES), "--json=" + out]
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-        print(proc.stdout)
-        if proc.returncode != 0:
-            print(proc.stderr, file=sys.stderr)
+        runs = ab_common.run_json(["--scenario=loss-sweep", "--leaves=2", "--hosts_per_leaf=2",
+                                   "--spines=2", "--sweep_bytes=4194304", "--max_ms=50",
+                                   "--loss_rates=" + ",".join(str(r) for r in RATES)], out)
+        if runs is None:
             return 1
-        runs = json.load(open(out))
         again = os.path.join(tmp, "again.json")
         other = os.path.join(tmp, "other.json")
-        rerun = subprocess.run([cmd[0], "--config=" + out + ".flags", "--json=" + again],
-                               capture_output=True, text=True, timeout=300)
-        reseed = subprocess.run([cmd[0], "--config=" + out + ".flags", "--seed=9", "--json=" + other],
-                                capture_output=True, text=True, timeout=300)
+        rerun = ab_common.run(["--config=" + out + ".flags", "--json=" + again])
+        reseed = ab_common.run(["--config=" + out + ".flags", "--seed=9", "--json=" + other])
         path_json = os.path.join(tmp, "path.json")
-        path = subprocess.run([cmd[0], "--scenario=loss-sweep", "--leaves=2", "--hosts_per_leaf=2",
-                               "--spines=2", "--sweep_bytes=16777216", "--max_ms=50",
-                               "--transport=uet", "--loss_per=path",
-                               "--loss_rates=" + ",".join(str(r) for r in RATES),
-                               "--json=" + path_json], capture_output=True, text=True, timeout=300)
+        path = ab_common.run(["--scenario=loss-sweep", "--leaves=2", "--hosts_per_leaf=2",
+                              "--spines=2", "--sweep_bytes=16777216", "--max_ms=50",
+                              "--transport=uet", "--loss_per=path",
+                              "--loss_rates=" + ",".join(str(r) for r in RATES),
+                              "--json=" + path_json])
         print(path.stdout)
         path_runs = json.load(open(path_json)) if path.returncode == 0 else None
         rerun_runs = json.load(open(again)) if rerun.returncode == 0 else None
@@ -101,10 +95,7 @@ def main():
                                 f"{share:.0%} of {good.get(0.0)}")
         if "5.00%" not in path.stdout:
             failures.append("the sweep table has no path-loss column")
-    for f in failures:
-        print("FAIL:", f, file=sys.stderr)
-    print("1 passed, 0 failed" if not failures else "0 passed, 1 failed")
-    return 1 if failures else 0
+    return ab_common.verdict(failures)
 
 
 if __name__ == "__main__":

@@ -12,21 +12,20 @@ Usage: topo_test.py BUILD_BIN_DIR
 """
 import json
 import os
-import subprocess
 import sys
 import tempfile
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+import ab_common
+
+HERE = ab_common.HERE
 
 
-def run(bindir, tmp, name, args):
+def run(tmp, name, args):
     out = os.path.join(tmp, name + ".json")
-    proc = subprocess.run([os.path.join(bindir, "uet-ab"), "--scenario=permutation",
-                           "--bytes=262144", "--json=" + out] + args,
-                          capture_output=True, text=True, timeout=300)
+    proc = ab_common.run(["--scenario=permutation", "--bytes=262144", "--json=" + out] + args)
     if proc.returncode != 0:
         raise RuntimeError(f"{name}: rc {proc.returncode}: {proc.stderr}")
-    return {r["transport"]: r for r in json.load(open(out))}
+    return ab_common.by_transport(json.load(open(out)))
 
 
 def same(a, b):
@@ -36,26 +35,23 @@ def same(a, b):
 
 
 def main():
-    bindir = sys.argv[1]
     failures = []
     with tempfile.TemporaryDirectory() as tmp:
-        ft_file = run(bindir, tmp, "ft_file", ["--topo=" + os.path.join(HERE, "fat_tree_128.topo")])
-        ft_flags = run(bindir, tmp, "ft_flags", ["--topology=fattree", "--k=8"])
-        ls_file = run(bindir, tmp, "ls_file", ["--topo=" + os.path.join(HERE, "leaf_spine_32.topo")])
-        ls_flags = run(bindir, tmp, "ls_flags", ["--leaves=4", "--hosts_per_leaf=8", "--spines=2"])
-        knobs = run(bindir, tmp, "knobs", ["--leaves=4", "--hosts_per_leaf=8", "--spines=2",
+        ft_file = run(tmp, "ft_file", ["--topo=" + os.path.join(HERE, "fat_tree_128.topo")])
+        ft_flags = run(tmp, "ft_flags", ["--topology=fattree", "--k=8"])
+        ls_file = run(tmp, "ls_file", ["--topo=" + os.path.join(HERE, "leaf_spine_32.topo")])
+        ls_flags = run(tmp, "ls_flags", ["--leaves=4", "--hosts_per_leaf=8", "--spines=2"])
+        knobs = run(tmp, "knobs", ["--leaves=4", "--hosts_per_leaf=8", "--spines=2",
                                            "--pfc=on", "--trimming=false", "--latency_ns=2000",
                                            "--ecn_kmin_kb=50", "--ecn_kmax_kb=200",
                                            "--ecn_pmax=0.5", "--fabric_gbps=200"])
-        xoff = run(bindir, tmp, "xoff", ["--leaves=4", "--hosts_per_leaf=8", "--spines=2",
+        xoff = run(tmp, "xoff", ["--leaves=4", "--hosts_per_leaf=8", "--spines=2",
                                          "--transport=rocev2", "--pfc_xoff_kb=512",
                                          "--pfc_xon_kb=448"])
-        bad_xon = subprocess.run([os.path.join(bindir, "uet-ab"), "--pfc_xoff_kb=64",
-                                  "--pfc_xon_kb=64"], capture_output=True, text=True, timeout=60)
+        bad_xon = ab_common.run(["--pfc_xoff_kb=64", "--pfc_xon_kb=64"], timeout=60)
         bad = os.path.join(tmp, "bad.topo")
         open(bad, "w").write("Nodes 32\nTiers 2\nTier 0\nBundle 2\n")
-        refused = subprocess.run([os.path.join(bindir, "uet-ab"), "--topo=" + bad],
-                                 capture_output=True, text=True, timeout=60)
+        refused = ab_common.run(["--topo=" + bad], timeout=60)
     for t in ("uet", "rocev2"):
         if not same(ft_file[t], ft_flags[t]):
             failures.append(f"{t}: fat-tree from .topo {ft_file[t]['fct_us']} != flags {ft_flags[t]['fct_us']}")
@@ -84,10 +80,7 @@ def main():
         failures.append("--latency_ns=2000 did not lengthen the fastest flow")
     if refused.returncode != 2 or "bad.topo:4: Bundle > 1" not in refused.stderr:
         failures.append(f"bad .topo: rc {refused.returncode}, stderr {refused.stderr!r}")
-    for f in failures:
-        print("FAIL:", f, file=sys.stderr)
-    print("1 passed, 0 failed" if not failures else "0 passed, 1 failed")
-    return 1 if failures else 0
+    return ab_common.verdict(failures)
 
 
 if __name__ == "__main__":

@@ -12,13 +12,14 @@ the flags that shrink it; the estimate grows with the hosts; under a large enoug
 same run goes ahead.
 Usage: validate_test.py BUILD_BIN_DIR
 """
-import re
 import os
-import subprocess
+import re
 import sys
 import tempfile
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+import ab_common
+
+HERE = ab_common.HERE
 
 # name -> (flags, what stderr must contain)
 REFUSED = {
@@ -39,13 +40,11 @@ REFUSED = {
 
 
 def main():
-    uet_ab = os.path.join(sys.argv[1], "uet-ab")
     failures = []
     with tempfile.TemporaryDirectory() as tmp:
         for name, (flags, want) in REFUSED.items():
             out = os.path.join(tmp, name + ".json")
-            proc = subprocess.run([uet_ab] + flags + ["--json=" + out], capture_output=True,
-                                  text=True, timeout=30)
+            proc = ab_common.run(flags + ["--json=" + out], timeout=30)
             # Expect: refused at once, naming the flag; nothing ran, nothing was written.
             if proc.returncode != 2:
                 failures.append(f"{name}: rc {proc.returncode}, want 2")
@@ -61,8 +60,7 @@ def main():
                             ("large", small[:1] + ["--leaves=8", "--hosts_per_leaf=16"] +
                              small[3:])):
             out = os.path.join(tmp, name + "_mem.json")
-            proc = subprocess.run([uet_ab] + flags + ["--max_memory_gb=0.001", "--json=" + out],
-                                  capture_output=True, text=True, timeout=30)
+            proc = ab_common.run(flags + ["--max_memory_gb=0.001", "--json=" + out], timeout=30)
             m = re.search(r"this run needs about ([0-9.e+]+) GiB \((\d+) hosts x ", proc.stderr)
             if proc.returncode != 2 or m is None or "--max_memory_gb" not in proc.stderr:
                 failures.append(f"memory {name}: rc {proc.returncode}, stderr {proc.stderr!r}")
@@ -77,14 +75,10 @@ def main():
             (small_gib, small_hosts), (large_gib, large_hosts) = estimates["small"], estimates["large"]
             if (small_hosts, large_hosts) != (8, 128) or not 0 < small_gib < large_gib < 1:
                 failures.append(f"memory estimates {estimates}")
-        ran = subprocess.run([uet_ab] + small + ["--transport=uet", "--max_memory_gb=64"],
-                             capture_output=True, text=True, timeout=60)
+        ran = ab_common.run(small + ["--transport=uet", "--max_memory_gb=64"], timeout=60)
         if ran.returncode != 0 or "flows completed" not in ran.stdout:
             failures.append(f"--max_memory_gb=64: rc {ran.returncode}, {ran.stderr!r}")
-    for f in failures:
-        print("FAIL:", f, file=sys.stderr)
-    print("1 passed, 0 failed" if not failures else "0 passed, 1 failed")
-    return 1 if failures else 0
+    return ab_common.verdict(failures)
 
 
 if __name__ == "__main__":

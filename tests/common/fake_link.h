@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <span>
@@ -17,6 +18,16 @@
 #include "transport/wire/icrc.h"
 
 namespace uet::testing {
+
+// A config of either engine (UetConfig, RoceConfig) for the host at `ip` on the fake link,
+// MAC 02:00:00:00:00:<last byte of ip>; everything else the engine's defaults.
+template <class Config>
+Config host_config(uint32_t ip) {
+  Config c;
+  c.local_ip4 = ip;
+  c.local_mac = {0x02, 0, 0, 0, 0, static_cast<uint8_t>(ip)};
+  return c;
+}
 
 // What to do with one frame: how many copies to deliver (0 = lose it), extra delay for the
 // first copy, and for each further copy.

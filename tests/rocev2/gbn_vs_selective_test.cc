@@ -12,6 +12,7 @@
 #include "sim/network.h"
 #include "sim/topology.h"
 #include "tests/common/fake_link.h"
+#include "tests/common/spray_fabric.h"
 #include "transport/rocev2/roce_endpoint.h"
 #include "transport/uet/uet_endpoint.h"
 
@@ -127,16 +128,8 @@ struct SimResult {
 
 SimResult run_sim(const std::function<std::unique_ptr<Endpoint>(uint32_t h)>& make,
                   const std::function<void(std::vector<std::unique_ptr<Endpoint>>&)>& connect) {
-  sim::NetworkConfig nc;
-  nc.seed = 17;
-  nc.switches.ecn.enabled = false;
-  sim::Network net(nc);
-  sim::LeafSpineConfig ls;
-  ls.leaves = 2;
-  ls.spines = 4;
-  ls.hosts_per_leaf = 4;
-  ls.fabric_link.loss = 0.01;
-  EXPECT_TRUE(sim::build_leaf_spine(net, ls).ok());
+  sim::Network net(testing::spray_network(/*seed=*/17));
+  EXPECT_TRUE(testing::build_spray_fabric(net, /*fabric_loss=*/0.01).ok());
   const uint32_t n = 8, shift = 3;
   const size_t bytes = 1 << 20;
   std::vector<std::unique_ptr<Endpoint>> eps;

@@ -19,6 +19,7 @@
 #include "sim/topology.h"
 #include "tests/common/fake_link.h"
 #include "tests/common/mentions.h"
+#include "tests/common/roce_pair.h"
 #include "transport/rocev2/psn.h"
 #include "transport/wire/checksum.h"
 
@@ -34,27 +35,18 @@ constexpr uint32_t kIpA = 0x0A000001, kIpB = 0x0A000002;
 constexpr uint32_t kQpA = 0x100, kQpB = 0x105;  // distinct, to catch a swapped DestQP
 constexpr uint32_t kPsnA = 1000, kPsnB = 777000;
 
-RoceConfig config_for(uint32_t ip) {
-  RoceConfig c;
-  c.local_ip4 = ip;
-  c.local_mac = {0x02, 0, 0, 0, 0, static_cast<uint8_t>(ip)};
-  c.ack_timeout_exp = 8;  // 1.05 ms
-  return c;
-}
+// Local ACK timeout 1.05 ms.
+RoceConfig config_for(uint32_t ip) { return testing::roce_config(ip, /*ack_timeout_exp=*/8); }
 
-// Two endpoints with one connected QP pair, and the link between them.
-struct Pair {
-  std::unique_ptr<RoceEndpoint> a, b;
-  std::unique_ptr<FakeLink> link;
+// Two endpoints with one connected QP pair, the link between them, A's `bytes` of seeded
+// source and B's region of as many zeros and a page more.
+struct Pair : testing::RocePair {
   std::vector<uint8_t> src, dst;
   uint32_t rkey = 0;
 
-  Pair(RoceConfig ca, RoceConfig cb, size_t bytes, uint32_t psn_a = kPsnA, uint32_t psn_b = kPsnB) {
-    a = std::move(*RoceEndpoint::create(ca));
-    b = std::move(*RoceEndpoint::create(cb));
-    EXPECT_TRUE(a->connect_qp(kIpB, kQpA, kQpB, psn_a, psn_b).ok());
-    EXPECT_TRUE(b->connect_qp(kIpA, kQpB, kQpA, psn_b, psn_a).ok());
-    link = std::make_unique<FakeLink>(a.get(), b.get());
+  Pair(const RoceConfig& ca, const RoceConfig& cb, size_t bytes, uint32_t psn_a = kPsnA,
+       uint32_t psn_b = kPsnB)
+      : RocePair(ca, cb, {kQpA, kQpB, psn_a, psn_b}) {
     src.resize(bytes);
     std::mt19937 rng(1);
     for (auto& x : src) x = static_cast<uint8_t>(rng());

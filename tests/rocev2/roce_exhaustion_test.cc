@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "tests/common/fake_link.h"
+#include "tests/common/roce_pair.h"
 #include "tests/common/rss.h"
 #include "transport/rocev2/roce_endpoint.h"
 #include "transport/wire/roce_headers.h"
@@ -26,13 +27,7 @@ constexpr uint32_t kIpB = 0x0A000002;    // the endpoint under attack
 constexpr uint32_t kPeer0 = 0x0A000100;  // its peers: kPeer0 + i on QP qpn_base + i
 constexpr uint32_t kRemoteQpn = 0x200;
 
-RoceConfig config_for(uint32_t ip) {
-  RoceConfig c;
-  c.local_ip4 = ip;
-  c.local_mac = {0x02, 0, 0, 0, 0, static_cast<uint8_t>(ip)};
-  c.ack_timeout_exp = 8;
-  return c;
-}
+RoceConfig config_for(uint32_t ip) { return testing::roce_config(ip, /*ack_timeout_exp=*/8); }
 
 using testing::rss_kib;
 

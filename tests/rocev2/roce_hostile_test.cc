@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "tests/common/fake_link.h"
+#include "tests/common/roce_pair.h"
 #include "tests/common/rss.h"
 #include "transport/rocev2/psn.h"
 #include "transport/rocev2/roce_endpoint.h"
@@ -176,27 +177,22 @@ std::vector<Out> drain(RoceEndpoint& ep, Time now = 0, size_t max = 10000) {
 using testing::rss_kib;
 
 RoceConfig config_for(uint32_t ip, uint8_t retry_cnt = 7) {
-  RoceConfig c;
-  c.local_ip4 = ip;
-  c.local_mac = {0x02, 0, 0, 0, 0, static_cast<uint8_t>(ip)};
+  RoceConfig c = testing::roce_config(ip, /*ack_timeout_exp=*/8);
   c.mtu = kMtu;
-  c.ack_timeout_exp = 8;
   c.retry_cnt = retry_cnt;
   return c;
 }
 
-// A and B with one connected QP pair; B has registered a region (all zero).
-struct Peers {
-  std::unique_ptr<RoceEndpoint> a, b;
+// A and B with one connected QP pair; B has registered a region (all zero). Most tests hand
+// frames over themselves (deliver, drain) and leave the pair's link idle.
+struct Peers : testing::RocePair {
   std::vector<uint8_t> region = std::vector<uint8_t>(64 * 1024, 0);
   uint32_t rkey = 0;
   std::vector<uint8_t> src = std::vector<uint8_t>(64 * 1024, 0x5C);
 
-  explicit Peers(uint8_t retry_cnt = 7, uint32_t psn_a = kPsnA, uint32_t psn_b = kPsnB) {
-    a = std::move(*RoceEndpoint::create(config_for(kIpA, retry_cnt)));
-    b = std::move(*RoceEndpoint::create(config_for(kIpB, retry_cnt)));
-    EXPECT_TRUE(a->connect_qp(kIpB, kQpA, kQpB, psn_a, psn_b).ok());
-    EXPECT_TRUE(b->connect_qp(kIpA, kQpB, kQpA, psn_b, psn_a).ok());
+  explicit Peers(uint8_t retry_cnt = 7, uint32_t psn_a = kPsnA, uint32_t psn_b = kPsnB)
+      : RocePair(config_for(kIpA, retry_cnt), config_for(kIpB, retry_cnt),
+                 {kQpA, kQpB, psn_a, psn_b}) {
     rkey = *b->register_memory(region.data(), region.size());
   }
   bool region_untouched() const {
@@ -496,7 +492,7 @@ TEST(RoceHostile_Nak, DuplicateNaksDuringAGoBackNStartNothingAndConsumeNoRetry) 
 // go-back-N, and the write completes intact with a retry budget of one.
 TEST(RoceHostile_Nak, TriplicatedNaksOnTheWireCostOneRound) {
   Peers p(/*retry_cnt=*/1);
-  testing::FakeLink link(p.a.get(), p.b.get());
+  testing::FakeLink& link = *p.link;
   int data = 0;
   link.set_filter([&](int from, const wire::Decoded& d, std::vector<uint8_t>&) {
     testing::Verdict v;

@@ -12,6 +12,7 @@
 
 #include "tests/common/fake_link.h"
 #include "tests/common/payload.h"
+#include "tests/common/roce_pair.h"
 #include "transport/rocev2/psn.h"
 #include "transport/rocev2/roce_endpoint.h"
 
@@ -31,27 +32,18 @@ constexpr uint32_t kPsnA = 1000, kPsnB = 777000;
 constexpr uint32_t kMtu = 4096;
 
 RoceConfig config_for(uint32_t ip) {
-  RoceConfig c;
-  c.local_ip4 = ip;
-  c.local_mac = {0x02, 0, 0, 0, 0, static_cast<uint8_t>(ip)};
-  c.ack_timeout_exp = 8;  // 1.05 ms
-  c.min_rnr_timer = 1;    // 10 µs
+  RoceConfig c = testing::roce_config(ip, /*ack_timeout_exp=*/8);  // 1.05 ms
+  c.min_rnr_timer = 1;                                             // 10 µs
   return c;
 }
 
 // A and B with one connected QP pair; B registers `region` (for writes and reads).
-struct Pair {
-  std::unique_ptr<RoceEndpoint> a, b;
-  std::unique_ptr<FakeLink> link;
+struct Pair : testing::RocePair {
   std::vector<uint8_t> region;
   uint32_t rkey = 0;
 
-  Pair(RoceConfig ca, RoceConfig cb, size_t region_bytes = 2 << 20) {
-    a = std::move(*RoceEndpoint::create(ca));
-    b = std::move(*RoceEndpoint::create(cb));
-    EXPECT_TRUE(a->connect_qp(kIpB, kQpA, kQpB, kPsnA, kPsnB).ok());
-    EXPECT_TRUE(b->connect_qp(kIpA, kQpB, kQpA, kPsnB, kPsnA).ok());
-    link = std::make_unique<FakeLink>(a.get(), b.get());
+  Pair(const RoceConfig& ca, const RoceConfig& cb, size_t region_bytes = 2 << 20)
+      : RocePair(ca, cb, {kQpA, kQpB, kPsnA, kPsnB}) {
     region = pattern(region_bytes, 99);
     rkey = *b->register_memory(region.data(), region.size());
   }

@@ -47,6 +47,15 @@ TEST(Network_Timing, SerializationAndPropagationExactToThePicosecond) {
 
 // ------------------------------------------------------------------ helpers
 
+// `leaves` leaves of `hosts_per_leaf` hosts and `spines` spines; links as the test sets them.
+LeafSpineConfig leaf_spine(uint32_t leaves, uint32_t spines, uint32_t hosts_per_leaf) {
+  LeafSpineConfig c;
+  c.leaves = leaves;
+  c.spines = spines;
+  c.hosts_per_leaf = hosts_per_leaf;
+  return c;
+}
+
 LinkConfig link(double gbps, Time delay = 500 * kNanosecond) {
   LinkConfig l;
   l.gbps = gbps;
@@ -120,10 +129,7 @@ struct TwoToOne {
 };
 TwoToOne two_to_one(const NetworkConfig& nc, const std::function<void(Network&)>& setup = {}) {
   Network net(nc);
-  LeafSpineConfig c;
-  c.leaves = 1;
-  c.spines = 1;
-  c.hosts_per_leaf = 3;
+  LeafSpineConfig c = leaf_spine(1, 1, 3);
   c.host_link = link(100);
   c.fabric_link = link(100);
   EXPECT_TRUE(build_leaf_spine(net, c).ok());
@@ -140,10 +146,7 @@ TwoToOne two_to_one(const NetworkConfig& nc, const std::function<void(Network&)>
 
 TEST(Network_Ecmp, SpreadsFlowsEvenlyAcrossUplinks) {
   Network net(NetworkConfig{});
-  LeafSpineConfig c;
-  c.leaves = 2;
-  c.spines = 4;
-  c.hosts_per_leaf = 2;
+  LeafSpineConfig c = leaf_spine(2, 4, 2);
   c.host_link = link(100);
   c.fabric_link = link(100);
   ASSERT_TRUE(build_leaf_spine(net, c).ok());
@@ -166,10 +169,7 @@ TEST(Network_Ecmp, SpreadsFlowsEvenlyAcrossUplinks) {
 
 TEST(Network_Ecmp, SwitchesHashWithTheirOwnSeed) {
   Network net(NetworkConfig{});
-  LeafSpineConfig c;
-  c.leaves = 2;
-  c.spines = 4;
-  c.hosts_per_leaf = 1;
+  LeafSpineConfig c = leaf_spine(2, 4, 1);
   ASSERT_TRUE(build_leaf_spine(net, c).ok());
   // Leaf 0 and leaf 1 both pick among 4 spines; with independent seeds their choices for the
   // same hashes must not all coincide (that would polarise traffic in deeper fabrics).
@@ -252,10 +252,7 @@ uint32_t port_of(const Network& net, uint32_t s, bool to_host, int skip = 0) {
 TEST(Network_Ecmp, MatchesAPerHostBreadthFirstSearchWithLinksDown) {
   {
     Network net(NetworkConfig{});
-    LeafSpineConfig c;
-    c.leaves = 4;
-    c.spines = 3;
-    c.hosts_per_leaf = 3;
+    LeafSpineConfig c = leaf_spine(4, 3, 3);
     ASSERT_TRUE(build_leaf_spine(net, c).ok());
     EXPECT_EQ(ecmp_mismatches(net, 64), 0);
     // A leaf-spine link, another leaf's two uplinks and a host link go down.
@@ -339,10 +336,7 @@ TEST(Network_Trimming, OverflowCutsUetRequestsToTheirHeaders) {
   nc.switches.buffer_bytes = 32 * 1024;
   nc.switches.ecn.enabled = false;
   Network net(nc);
-  LeafSpineConfig c;
-  c.leaves = 1;
-  c.spines = 1;
-  c.hosts_per_leaf = 5;
+  LeafSpineConfig c = leaf_spine(1, 1, 5);
   c.host_link = link(100);
   ASSERT_TRUE(build_leaf_spine(net, c).ok());
   std::vector<std::unique_ptr<UetSource>> src;
@@ -370,10 +364,7 @@ TEST(Network_Trimming, PlainUdpIsDroppedNotTrimmed) {
   NetworkConfig nc;
   nc.switches.buffer_bytes = 32 * 1024;
   Network net(nc);
-  LeafSpineConfig c;
-  c.leaves = 1;
-  c.spines = 1;
-  c.hosts_per_leaf = 3;
+  LeafSpineConfig c = leaf_spine(1, 1, 3);
   ASSERT_TRUE(build_leaf_spine(net, c).ok());
   std::vector<FlowRecord> rec;
   UdpApp a0(0, &rec), a1(1, &rec), a2(2, &rec);
@@ -467,10 +458,7 @@ TEST(Network_Failure, DeadLinkLeavesEcmpAfterTheDetectionDelay) {
   NetworkConfig nc;
   nc.switches.failure_detection = 20 * kMicrosecond;
   Network net(nc);
-  LeafSpineConfig c;
-  c.leaves = 2;
-  c.spines = 2;
-  c.hosts_per_leaf = 1;
+  LeafSpineConfig c = leaf_spine(2, 2, 1);
   ASSERT_TRUE(build_leaf_spine(net, c).ok());
   std::vector<FlowRecord> rec;
   UdpApp a0(0, &rec), a1(1, &rec);
@@ -501,10 +489,7 @@ std::string run_and_capture(uint64_t seed, const std::string& path) {
   NetworkConfig nc;
   nc.seed = seed;
   Network net(nc);
-  LeafSpineConfig c;
-  c.leaves = 2;
-  c.spines = 2;
-  c.hosts_per_leaf = 2;
+  LeafSpineConfig c = leaf_spine(2, 2, 2);
   c.fabric_link = link(100);
   c.fabric_link.loss = 0.01;
   EXPECT_TRUE(build_leaf_spine(net, c).ok());

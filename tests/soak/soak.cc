@@ -650,6 +650,13 @@ SoakResult run_soak(const SoakConfig& config) {
   return Soak(c).run();
 }
 
+SoakResult run_checked(const SoakConfig& config) {
+  const SoakResult r = run_soak(config);
+  std::fputs(report(config, r).c_str(), stdout);
+  expect_sound(config, r);
+  return r;
+}
+
 std::string report(const SoakConfig& c, const SoakResult& r) {
   const char* name = c.kind == Kind::kUet ? "UET" : "RoCEv2";
   std::string s = absl::StrFormat(

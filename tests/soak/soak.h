@@ -143,5 +143,8 @@ SoakResult run_soak(const SoakConfig& config);
 std::string report(const SoakConfig& config, const SoakResult& r);
 // The assertions every soak makes (gtest EXPECTs).
 void expect_sound(const SoakConfig& config, const SoakResult& r);
+// What every soak test does first: run_soak(), its report() on stdout (the numbers
+// tests/README.md quotes), expect_sound(); the result, for what a test asserts beyond that.
+SoakResult run_checked(const SoakConfig& config);
 
 }  // namespace uet::soak

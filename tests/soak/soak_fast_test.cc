@@ -3,7 +3,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <vector>
 
 #include "sim/network.h"
@@ -28,9 +27,7 @@ SoakConfig small(Kind kind) {
 TEST(Soak_Uet, TenThousandMessagesUnderEveryFaultArriveOnceIntact) {
   SoakConfig c = small(Kind::kUet);
   c.bad_key = 0;  // see BadKeyWritesEndInRemoteAccessErrorUnderFaults below
-  const SoakResult r = run_soak(c);
-  std::fputs(report(c, r).c_str(), stdout);
-  expect_sound(c, r);
+  run_checked(c);
 }
 
 // The same soak with some writes posted with a key the target never issued: each must end
@@ -38,9 +35,7 @@ TEST(Soak_Uet, TenThousandMessagesUnderEveryFaultArriveOnceIntact) {
 // (Soak_UetRegression below).
 TEST(Soak_Uet, BadKeyWritesEndInRemoteAccessErrorUnderFaults) {
   const SoakConfig c = small(Kind::kUet);
-  const SoakResult r = run_soak(c);
-  std::fputs(report(c, r).c_str(), stdout);
-  expect_sound(c, r);
+  run_checked(c);
 }
 
 // The same soak with PDCs closing after 5 us idle (spec/uet.md §3.12): PDCs close and reopen
@@ -48,9 +43,7 @@ TEST(Soak_Uet, BadKeyWritesEndInRemoteAccessErrorUnderFaults) {
 TEST(Soak_Uet, PdcsClosingAndReopeningUnderFaults) {
   SoakConfig c = small(Kind::kUet);
   c.uet_idle_timeout = 5 * kMicrosecond;
-  const SoakResult r = run_soak(c);
-  std::fputs(report(c, r).c_str(), stdout);
-  expect_sound(c, r);
+  const SoakResult r = run_checked(c);
   EXPECT_GT(r.pdcs_closed, 300u);  // 514 at this seed, 192 of them in the final drain
 }
 
@@ -60,9 +53,7 @@ TEST(Soak_Uet, RodAndRudWritesMixedUnderFaults) {
   SoakConfig c = small(Kind::kUet);
   c.uet_rod = 0.5;
   c.uet_idle_timeout = 5 * kMicrosecond;
-  const SoakResult r = run_soak(c);
-  std::fputs(report(c, r).c_str(), stdout);
-  expect_sound(c, r);
+  const SoakResult r = run_checked(c);
   EXPECT_GT(r.rod_posted, 4000u);
   EXPECT_GT(r.rod_staged, 0u);  // out-of-order ROD arrivals were held, and still placed once
 }
@@ -78,9 +69,7 @@ TEST(Soak_Uet, EveryDeliveryModeAndRcccMixedUnderFaults) {
   c.uet_uud = 0.1;
   c.uet_rccc = 0.5;
   c.uet_idle_timeout = 5 * kMicrosecond;
-  const SoakResult r = run_soak(c);
-  std::fputs(report(c, r).c_str(), stdout);
-  expect_sound(c, r);
+  const SoakResult r = run_checked(c);
   EXPECT_GT(r.rudi_posted, 1500u);
   EXPECT_GT(r.uud_posted, 700u);
   EXPECT_GT(r.uud_lost, 0u);                  // the faults reach UUD too, and nothing repairs it
@@ -99,9 +88,7 @@ TEST(Soak_Uet, SealedFramesWithKeyRotationUnderFaultsArriveOnceIntact) {
   c.uet_rudi = 0.1;
   c.uet_uud = 0.05;
   c.uet_idle_timeout = 20 * kMicrosecond;
-  const SoakResult r = run_soak(c);
-  std::fputs(report(c, r).c_str(), stdout);
-  expect_sound(c, r);
+  const SoakResult r = run_checked(c);
   EXPECT_GE(r.tss_rotations, 2u);
   EXPECT_GT(r.pdcs_closed, 0u);
   // The fabric's duplicates are caught as replays (a retransmission has a fresh TSC).
@@ -127,17 +114,13 @@ TEST(Soak_UetRegression, CreditTimerThatFoundNothingToSendDoesNotSilenceTheNextS
   c.uet_uud = 0.05;
   c.uet_rccc = 0.5;
   c.uet_idle_timeout = 20 * kMicrosecond;
-  const SoakResult r = run_soak(c);
-  std::fputs(report(c, r).c_str(), stdout);
-  expect_sound(c, r);
+  const SoakResult r = run_checked(c);
   EXPECT_TRUE(r.first_stuck.empty()) << r.first_stuck;
 }
 
 TEST(Soak_Roce, TenThousandMessagesUnderEveryFaultArriveOnceIntact) {
   const SoakConfig c = small(Kind::kRoce);
-  const SoakResult r = run_soak(c);
-  std::fputs(report(c, r).c_str(), stdout);
-  expect_sound(c, r);
+  run_checked(c);
 }
 
 // UET engine bug found by the soak (fixed: the target keeps a refusal, as a hole in CACK/SACK,

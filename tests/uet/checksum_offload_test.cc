@@ -6,6 +6,7 @@
 #include <memory>
 #include <vector>
 
+#include "tests/common/fake_link.h"
 #include "transport/rocev2/roce_endpoint.h"
 #include "transport/uet/uet_endpoint.h"
 #include "transport/wire/decode.h"
@@ -16,12 +17,8 @@ namespace {
 
 constexpr uint32_t kIpA = 0x0A000001, kIpB = 0x0A000002;
 
-wire::MacAddr mac_of(uint32_t ip) { return {0x02, 0, 0, 0, 0, static_cast<uint8_t>(ip)}; }
-
 std::unique_ptr<UetEndpoint> uet_ep(uint32_t ip, bool udp_checksum) {
-  UetConfig c;
-  c.local_ip4 = ip;
-  c.local_mac = mac_of(ip);
+  UetConfig c = testing::host_config<UetConfig>(ip);
   c.udp_checksum = udp_checksum;
   return std::move(*UetEndpoint::create(c));
 }
@@ -96,12 +93,9 @@ TEST(ChecksumOffload, UetChecksUdpUnlessTheHostVerifiedIt) {
 // and does not check received ones; without it, that zero ICRC is rejected.
 TEST(ChecksumOffload, RoceIcrcLeftToTheNic) {
   for (const bool receiver_offloads : {false, true}) {
-    RoceConfig ca, cb;
-    ca.local_ip4 = kIpA;
-    ca.local_mac = mac_of(kIpA);
+    RoceConfig ca = testing::host_config<RoceConfig>(kIpA);
+    RoceConfig cb = testing::host_config<RoceConfig>(kIpB);
     ca.icrc_offload = true;
-    cb.local_ip4 = kIpB;
-    cb.local_mac = mac_of(kIpB);
     cb.icrc_offload = receiver_offloads;
     auto a = std::move(*RoceEndpoint::create(ca));
     auto b = std::move(*RoceEndpoint::create(cb));

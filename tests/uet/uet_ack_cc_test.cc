@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "tests/common/fake_link.h"
+#include "tests/common/uet_pair.h"
 #include "transport/uet/uet_endpoint.h"
 #include "transport/wire/checksum.h"
 
@@ -20,32 +21,14 @@ constexpr size_t kIp = wire::Ethernet::kSize, kUdp = kIp + wire::Ipv4::kSize,
                  kPds = kUdp + wire::Udp::kSize;
 
 UetConfig config_for(uint32_t ip) {
-  UetConfig c;
-  c.local_ip4 = ip;
-  c.local_mac = {0x02, 0, 0, 0, 0, static_cast<uint8_t>(ip)};
-  c.seed = 5;
+  UetConfig c = testing::uet_config(ip, /*seed=*/5);
   c.idle_timeout = 0;  // one PDC for the whole test
   return c;
 }
 
-struct Pair {
-  Pair(UetConfig a, UetConfig b)
-      : ea(std::move(*UetEndpoint::create(a))),
-        eb(std::move(*UetEndpoint::create(b))),
-        link(ea.get(), eb.get()) {
-    dst.assign(4 << 20, 0);
-    src.assign(4 << 20, 0x5A);
-    rkey = *eb->register_memory(dst.data(), dst.size());
-  }
-  std::vector<Completion> completions() {
-    std::vector<Completion> c(64);
-    c.resize(ea->poll_completions(c));
-    return c;
-  }
-  std::unique_ptr<UetEndpoint> ea, eb;
-  testing::FakeLink link;
-  std::vector<uint8_t> src, dst;
-  uint32_t rkey = 0;
+// A writes from 4 MiB of 0x5A into a 4 MiB region at B.
+struct Pair : testing::UetPair {
+  Pair(const UetConfig& a, const UetConfig& b) : UetPair(a, b, 4 << 20) {}
 };
 
 // The frame's UDP checksum as "not computed" (accepted, §2.1), after a test rewrote it.

@@ -16,6 +16,8 @@
 #include "sim/topology.h"
 #include "tests/common/fake_link.h"
 #include "tests/common/payload.h"
+#include "tests/common/spray_fabric.h"
+#include "tests/common/uet_pair.h"
 #include "transport/wire/checksum.h"
 
 namespace uet {
@@ -25,55 +27,12 @@ using testing::drain;
 
 constexpr uint32_t kIpA = 0x0A000001, kIpB = 0x0A000002;
 
-UetConfig config_for(uint32_t ip) {
-  UetConfig c;
-  c.local_ip4 = ip;
-  c.local_mac = {0x02, 0, 0, 0, 0, static_cast<uint8_t>(ip)};
-  c.seed = 99;
-  return c;
-}
+UetConfig config_for(uint32_t ip) { return testing::uet_config(ip, /*seed=*/99); }
 
-// Two UET endpoints on the shared fake link (tests/common/fake_link.h): simulated time, and a
+// Two UET endpoints on the shared fake link (tests/common/uet_pair.h): simulated time, and a
 // filter that decides per frame how many copies arrive (0 = lost) and may rewrite its bytes.
-using Filter = std::function<int(int from, const wire::Decoded& d, std::vector<uint8_t>& bytes)>;
-
-class FakeLink {
- public:
-  FakeLink(UetConfig a, UetConfig b)
-      : a_(std::move(*UetEndpoint::create(a))), b_(std::move(*UetEndpoint::create(b))),
-        link_(a_.get(), b_.get()) {}
-  UetEndpoint& a() { return *a_; }
-  UetEndpoint& b() { return *b_; }
-  // Each copy is delayed by up to `max` more (reordering).
-  void set_jitter(Time max) {
-    jitter_ = max;
-    install();
-  }
-  void set_filter(Filter f) {
-    filter_ = std::move(f);
-    install();
-  }
-  Time now() const { return link_.now(); }
-  void run(Time until) { link_.run(until); }
-  const std::vector<testing::Sent>& log() const { return link_.log(); }
-
- private:
-  void install() {
-    link_.set_filter([this](int from, const wire::Decoded& d, std::vector<uint8_t>& bytes) {
-      testing::Verdict v;
-      v.copies = filter_ ? filter_(from, d, bytes) : 1;
-      if (jitter_ > 0) {
-        v.delay = static_cast<Time>(rng_() % static_cast<uint64_t>(jitter_));
-        v.dup_delay = static_cast<Time>(rng_() % static_cast<uint64_t>(jitter_));
-      }
-      return v;
-    });
-  }
-  std::unique_ptr<UetEndpoint> a_, b_;
-  testing::FakeLink link_;
-  Filter filter_;
-  Time jitter_ = 0;
-  std::mt19937_64 rng_{7};
+struct FakeLink : testing::UetLink {
+  FakeLink(const UetConfig& a, const UetConfig& b) : UetLink(a, b, /*jitter_seed=*/7) {}
 };
 
 struct Transfer {
@@ -501,16 +460,8 @@ TEST(UetMemory_Completions, PartialPollsDoNotGrowTheQueue) {
 // ------------------------------------------------------------------ on the simulator
 
 TEST(UetEndpoint_Sim, PermutationWithLossAndSprayingDeliversEveryByteOnce) {
-  sim::NetworkConfig nc;
-  nc.seed = 17;
-  nc.switches.ecn.enabled = false;
-  sim::Network net(nc);
-  sim::LeafSpineConfig ls;
-  ls.leaves = 2;
-  ls.spines = 4;
-  ls.hosts_per_leaf = 4;
-  ls.fabric_link.loss = 0.01;
-  ASSERT_TRUE(sim::build_leaf_spine(net, ls).ok());
+  sim::Network net(testing::spray_network(/*seed=*/17));
+  ASSERT_TRUE(testing::build_spray_fabric(net, /*fabric_loss=*/0.01).ok());
   const uint32_t n = 8;
   std::vector<std::unique_ptr<UetEndpoint>> eps;
   std::vector<std::vector<uint8_t>> src(n), dst(n);

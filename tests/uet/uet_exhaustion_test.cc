@@ -12,6 +12,7 @@
 
 #include "tests/common/fake_link.h"
 #include "tests/common/rss.h"
+#include "tests/common/uet_pair.h"
 #include "transport/uet/uet_endpoint.h"
 
 namespace uet {
@@ -19,13 +20,7 @@ namespace {
 
 constexpr uint32_t kIpA = 0x0A000001, kIpB = 0x0A000002;  // initiator, target
 
-UetConfig config_for(uint32_t ip) {
-  UetConfig c;
-  c.local_ip4 = ip;
-  c.local_mac = {0x02, 0, 0, 0, 0, static_cast<uint8_t>(ip)};
-  c.seed = 99;
-  return c;
-}
+UetConfig config_for(uint32_t ip) { return testing::uet_config(ip, /*seed=*/99); }
 
 using testing::rss_delta_kib;
 using testing::rss_kib;

@@ -15,6 +15,8 @@
 #include "sim/topology.h"
 #include "tests/common/fake_link.h"
 #include "tests/common/payload.h"
+#include "tests/common/spray_fabric.h"
+#include "tests/common/uet_pair.h"
 #include "transport/uet/uet_endpoint.h"
 
 namespace uet {
@@ -25,49 +27,12 @@ using testing::drain;
 constexpr uint32_t kIpA = 0x0A000001, kIpB = 0x0A000002;
 constexpr size_t kPkt = 4096;  // UetConfig::payload_bytes default
 
-UetConfig config_for(uint32_t ip) {
-  UetConfig c;
-  c.local_ip4 = ip;
-  c.local_mac = {0x02, 0, 0, 0, 0, static_cast<uint8_t>(ip)};
-  c.seed = 5;
-  return c;
-}
+UetConfig config_for(uint32_t ip) { return testing::uet_config(ip, /*seed=*/5); }
 
-// Copies a frame decides on: 0 = lost. `probe` runs before every frame either side sends
-// (it sees the target's memory between deliveries).
-using Filter = std::function<int(int from, const wire::Decoded& d)>;
-
-class Link {
- public:
-  explicit Link(UetConfig a = config_for(kIpA), UetConfig b = config_for(kIpB))
-      : a_(std::move(*UetEndpoint::create(a))),
-        b_(std::move(*UetEndpoint::create(b))),
-        link_(a_.get(), b_.get()) {
-    link_.set_filter([this](int from, const wire::Decoded& d, std::vector<uint8_t>&) {
-      if (probe_) probe_();
-      testing::Verdict v;
-      v.copies = filter_ ? filter_(from, d) : 1;
-      if (jitter_ > 0) {
-        v.delay = static_cast<Time>(rng_() % static_cast<uint64_t>(jitter_));
-        v.dup_delay = static_cast<Time>(rng_() % static_cast<uint64_t>(jitter_));
-      }
-      return v;
-    });
-  }
-  UetEndpoint& a() { return *a_; }
-  UetEndpoint& b() { return *b_; }
-  void set_filter(Filter f) { filter_ = std::move(f); }
-  void set_probe(std::function<void()> p) { probe_ = std::move(p); }
-  void set_jitter(Time max) { jitter_ = max; }
-  void run(Time until) { link_.run(until); }
-
- private:
-  std::unique_ptr<UetEndpoint> a_, b_;
-  testing::FakeLink link_;
-  Filter filter_;
-  std::function<void()> probe_;
-  Time jitter_ = 0;
-  std::mt19937_64 rng_{13};
+// A and B on the fake link (tests/common/uet_pair.h); the filter returns the copies (0 = lost).
+struct Link : testing::UetLink {
+  explicit Link(const UetConfig& a = config_for(kIpA), const UetConfig& b = config_for(kIpB))
+      : UetLink(a, b, /*jitter_seed=*/13) {}
 };
 
 std::vector<uint8_t> pattern(size_t n, uint32_t seed) {
@@ -612,16 +577,8 @@ struct SimRun {
 // 8 hosts on a leaf-spine with 1 % random loss on fabric links and 16 sprayed EVs (RUD; ROD
 // keeps one EV): a permutation, 8 WRITEs of 64 KiB per host into consecutive chunks.
 SimRun run_permutation(DeliveryMode mode, double loss) {
-  sim::NetworkConfig nc;
-  nc.seed = 23;
-  nc.switches.ecn.enabled = false;
-  sim::Network net(nc);
-  sim::LeafSpineConfig ls;
-  ls.leaves = 2;
-  ls.spines = 4;
-  ls.hosts_per_leaf = 4;
-  ls.fabric_link.loss = loss;
-  EXPECT_TRUE(sim::build_leaf_spine(net, ls).ok());
+  sim::Network net(testing::spray_network(/*seed=*/23));
+  EXPECT_TRUE(testing::build_spray_fabric(net, loss).ok());
   const uint32_t n = 8, ops = 8;
   const size_t op_len = 64 * 1024;
   std::vector<std::unique_ptr<UetEndpoint>> eps;

@@ -10,6 +10,7 @@
 #include "sim/network.h"
 #include "sim/topology.h"
 #include "tests/common/fake_link.h"
+#include "tests/common/uet_pair.h"
 #include "transport/uet/uet_endpoint.h"
 #include "transport/wire/checksum.h"
 
@@ -20,32 +21,15 @@ constexpr uint32_t kIpA = 0x0A000001, kIpB = 0x0A000002;
 constexpr Time kIdle = 20 * kMicrosecond;
 
 UetConfig config_for(uint32_t ip) {
-  UetConfig c;
-  c.local_ip4 = ip;
-  c.local_mac = {0x02, 0, 0, 0, 0, static_cast<uint8_t>(ip)};
-  c.seed = 7;
+  UetConfig c = testing::uet_config(ip, /*seed=*/7);
   c.idle_timeout = kIdle;
   return c;
 }
 
-struct Pair {
-  explicit Pair(UetConfig a = config_for(kIpA), UetConfig b = config_for(kIpB))
-      : ea(std::move(*UetEndpoint::create(a))),
-        eb(std::move(*UetEndpoint::create(b))),
-        link(ea.get(), eb.get()) {
-    dst.assign(1 << 16, 0);
-    src.assign(1 << 16, 0x5A);
-    rkey = *eb->register_memory(dst.data(), dst.size());
-  }
-  std::vector<Completion> drain() {
-    std::vector<Completion> c(64);
-    c.resize(ea->poll_completions(c));
-    return c;
-  }
-  std::unique_ptr<UetEndpoint> ea, eb;
-  testing::FakeLink link;
-  std::vector<uint8_t> src, dst;
-  uint32_t rkey = 0;
+// A writes from 64 KiB of 0x5A into a 64 KiB region at B.
+struct Pair : testing::UetPair {
+  explicit Pair(const UetConfig& a = config_for(kIpA), const UetConfig& b = config_for(kIpB))
+      : UetPair(a, b, 1 << 16) {}
 };
 
 bool is_ctrl(const wire::Decoded& d, wire::CtrlType t) {
@@ -73,7 +57,7 @@ TEST(UetPdc_Refusal, KeptUntilClearedAndRepeatedForEveryDuplicate) {
   t.link.set_filter(nullptr);
   ASSERT_TRUE(t.ea->post_write({6, kIpB, t.rkey, 0, t.src.data(), 4096}).ok());
   t.link.run(kSecond);
-  const auto c = t.drain();
+  const auto c = t.completions();
   ASSERT_EQ(c.size(), 6u);
   // Expect: the refused write fails with the reason whatever was lost; the others succeed.
   EXPECT_EQ(c[0].wr_id, 1u);
@@ -110,7 +94,7 @@ TEST(UetPdc_Trimmed, DamagedTrimmedHeaderIsNotPdcFatal) {
   });
   ASSERT_TRUE(t.ea->post_write({2, kIpB, t.rkey, 4096, t.src.data(), 3 * 4096}).ok());
   t.link.run(kSecond);
-  const auto c = t.drain();
+  const auto c = t.completions();
   ASSERT_EQ(c.size(), 2u);
   EXPECT_EQ(c[1].status, OpStatus::kSuccess) << to_string(c[1].status);
   ASSERT_TRUE(damaged);
@@ -125,7 +109,7 @@ TEST(UetPdc_Close, IdlePdcIsClosedAtBothEnds) {
   Pair t;
   ASSERT_TRUE(t.ea->post_write({1, kIpB, t.rkey, 0, t.src.data(), 8192}).ok());
   t.link.run(kSecond);
-  ASSERT_EQ(t.drain().size(), 1u);
+  ASSERT_EQ(t.completions().size(), 1u);
   EXPECT_EQ(t.ea->pdcs_in_use(), 0u);
   EXPECT_EQ(t.eb->pdcs_in_use(), 0u);
   EXPECT_EQ(t.ea->counters().tx_close, 1u);
@@ -142,7 +126,7 @@ TEST(UetPdc_Close, TargetAsksWithReqClose) {
   Pair t(a);
   ASSERT_TRUE(t.ea->post_write({1, kIpB, t.rkey, 0, t.src.data(), 8192}).ok());
   t.link.run(kSecond);
-  EXPECT_EQ(t.drain().size(), 1u);
+  EXPECT_EQ(t.completions().size(), 1u);
   EXPECT_GE(t.eb->counters().tx_req_close, 1u);
   EXPECT_EQ(t.ea->counters().tx_close, 1u);
   EXPECT_EQ(t.ea->pdcs_in_use(), 0u);
@@ -164,7 +148,7 @@ TEST(UetPdc_Close, LostCloseAndLostCloseAckAreRetried) {
   });
   ASSERT_TRUE(t.ea->post_write({1, kIpB, t.rkey, 0, t.src.data(), 8192}).ok());
   t.link.run(kSecond);
-  EXPECT_EQ(t.drain().size(), 1u);
+  EXPECT_EQ(t.completions().size(), 1u);
   EXPECT_EQ(closes, 3);
   EXPECT_EQ(t.ea->pdcs_in_use(), 0u);
   EXPECT_EQ(t.eb->pdcs_in_use(), 0u);
@@ -192,7 +176,7 @@ TEST(UetPdc_Close, CloseRacingANewWrite) {
   ASSERT_TRUE(t.ea->post_write({2, kIpB, t.rkey, 0, t.src.data(), 8192}).ok());
   EXPECT_EQ(t.ea->pdcs_in_use(), 2u);  // the closing one and a new one
   t.link.run(kSecond);
-  const auto c = t.drain();
+  const auto c = t.completions();
   ASSERT_EQ(c.size(), 2u);
   EXPECT_EQ(c[0].status, OpStatus::kSuccess);
   EXPECT_EQ(c[1].status, OpStatus::kSuccess);
@@ -223,7 +207,7 @@ TEST(UetPdc_Close, ReqCloseRacingANewWrite) {
   ASSERT_TRUE(t.ea->post_write({2, kIpB, t.rkey, 0, t.src.data(), 16 * 4096}).ok());
   posted = true;
   t.link.run(kSecond);
-  const auto c = t.drain();
+  const auto c = t.completions();
   ASSERT_EQ(c.size(), 2u);
   EXPECT_TRUE(posted);
   EXPECT_EQ(c[1].status, OpStatus::kSuccess);

@@ -17,6 +17,7 @@
 #include "sim/network.h"
 #include "sim/topology.h"
 #include "tests/common/fake_link.h"
+#include "tests/common/uet_pair.h"
 #include "transport/uet/uet_endpoint.h"
 
 namespace uet {
@@ -25,10 +26,7 @@ namespace {
 constexpr uint32_t kIpA = 0x0A000001, kIpB = 0x0A000002;
 
 UetConfig config_for(uint32_t ip, CcMode cc) {
-  UetConfig c;
-  c.local_ip4 = ip;
-  c.local_mac = {0x02, 0, 0, 0, 0, static_cast<uint8_t>(ip)};
-  c.seed = 42;
+  UetConfig c = testing::uet_config(ip, /*seed=*/42);
   c.cc = cc;
   c.rccc.speculative = 64 * 1024;  // 16 packets before any grant
   return c;

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "tests/common/fake_link.h"
+#include "tests/common/uet_pair.h"
 #include "transport/uet/uet_endpoint.h"
 
 namespace uet {
@@ -13,38 +14,19 @@ namespace {
 constexpr uint32_t kIpA = 0x0A000001, kIpB = 0x0A000002;
 
 UetConfig config_for(uint32_t ip) {
-  UetConfig c;
-  c.local_ip4 = ip;
-  c.local_mac = {0x02, 0, 0, 0, 0, static_cast<uint8_t>(ip)};
-  c.seed = 99;
+  UetConfig c = testing::uet_config(ip, /*seed=*/99);
   c.idle_timeout = 0;  // one PDC keeps its RTT estimate across writes; link.now() is the repair
   return c;
 }
 
-struct Pair {
-  explicit Pair(UetConfig a = config_for(kIpA))
-      : ea(std::move(*UetEndpoint::create(a))),
-        eb(std::move(*UetEndpoint::create(config_for(kIpB)))),
-        link(ea.get(), eb.get()) {
-    dst.assign(1 << 20, 0);
-    src.assign(1 << 20, 0x5A);
-    rkey = *eb->register_memory(dst.data(), dst.size());
-  }
+// A writes from 1 MiB of 0x5A into a 1 MiB region at B.
+struct Pair : testing::UetPair {
+  explicit Pair(const UetConfig& a = config_for(kIpA)) : UetPair(a, config_for(kIpB), 1 << 20) {}
   // Posts a WRITE of `bytes` from A to B and runs the link until nothing is left to do.
   void write(uint64_t id, uint64_t bytes) {
     EXPECT_TRUE(ea->post_write({id, kIpB, rkey, 0, src.data(), bytes}).ok());
     link.run(kSecond);
   }
-  // A's completions since the last call.
-  std::vector<Completion> completions() {
-    std::vector<Completion> c(64);
-    c.resize(ea->poll_completions(c));
-    return c;
-  }
-  std::unique_ptr<UetEndpoint> ea, eb;
-  testing::FakeLink link;
-  std::vector<uint8_t> src, dst;
-  uint32_t rkey = 0;
 };
 
 bool is_eom_request(const wire::Decoded& d) {

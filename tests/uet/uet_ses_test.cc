@@ -12,6 +12,7 @@
 
 #include "tests/common/fake_link.h"
 #include "tests/common/payload.h"
+#include "tests/common/uet_pair.h"
 #include "transport/uet/uet_endpoint.h"
 
 namespace uet {
@@ -22,49 +23,12 @@ using testing::pattern;
 
 constexpr uint32_t kIpA = 0x0A000001, kIpB = 0x0A000002;
 
-UetConfig config_for(uint32_t ip) {
-  UetConfig c;
-  c.local_ip4 = ip;
-  c.local_mac = {0x02, 0, 0, 0, 0, static_cast<uint8_t>(ip)};
-  c.seed = 99;
-  return c;
-}
+UetConfig config_for(uint32_t ip) { return testing::uet_config(ip, /*seed=*/99); }
 
-// Copies a frame decides on: 0 = lost.
-using Filter = std::function<int(int from, const wire::Decoded& d)>;
-
-class Link {
- public:
-  explicit Link(UetConfig a = config_for(kIpA), UetConfig b = config_for(kIpB))
-      : a_(std::move(*UetEndpoint::create(a))), b_(std::move(*UetEndpoint::create(b))),
-        link_(a_.get(), b_.get()) {
-    install();
-  }
-  UetEndpoint& a() { return *a_; }
-  UetEndpoint& b() { return *b_; }
-  void set_filter(Filter f) { filter_ = std::move(f); }
-  void set_jitter(Time max) { jitter_ = max; }
-  void run(Time until) { link_.run(until); }
-  Time now() const { return link_.now(); }
-  const std::vector<testing::Sent>& log() const { return link_.log(); }
-
- private:
-  void install() {
-    link_.set_filter([this](int from, const wire::Decoded& d, std::vector<uint8_t>&) {
-      testing::Verdict v;
-      v.copies = filter_ ? filter_(from, d) : 1;
-      if (jitter_ > 0) {
-        v.delay = static_cast<Time>(rng_() % static_cast<uint64_t>(jitter_));
-        v.dup_delay = static_cast<Time>(rng_() % static_cast<uint64_t>(jitter_));
-      }
-      return v;
-    });
-  }
-  std::unique_ptr<UetEndpoint> a_, b_;
-  testing::FakeLink link_;
-  Filter filter_;
-  Time jitter_ = 0;
-  std::mt19937_64 rng_{11};
+// A and B on the fake link (tests/common/uet_pair.h); the filter returns the copies (0 = lost).
+struct Link : testing::UetLink {
+  explicit Link(const UetConfig& a = config_for(kIpA), const UetConfig& b = config_for(kIpB))
+      : UetLink(a, b, /*jitter_seed=*/11) {}
 };
 
 bool is_request(const wire::Decoded& d) { return d.pds_type == wire::PdsType::kRudReq; }

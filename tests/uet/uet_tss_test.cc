@@ -10,6 +10,7 @@
 
 #include "tests/common/fake_link.h"
 #include "tests/common/payload.h"
+#include "tests/common/uet_pair.h"
 #include "transport/uet/uet_endpoint.h"
 #include "transport/wire/checksum.h"
 
@@ -29,10 +30,7 @@ tss::Key key_n(uint8_t n) {
 }
 
 UetConfig config_for(uint32_t ip, bool sealed = true, uint32_t sdi = kSdi) {
-  UetConfig c;
-  c.local_ip4 = ip;
-  c.local_mac = {0x02, 0, 0, 0, 0, static_cast<uint8_t>(ip)};
-  c.seed = 7;
+  UetConfig c = testing::uet_config(ip, /*seed=*/7);
   c.idle_timeout = 20 * kMicrosecond;  // PDCs close soon after their last write
   if (sealed) {
     c.tss.enabled = true;
