@@ -35,7 +35,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "transport/transport.h"
+#include "transport/time.h"
 
 namespace uet {
 

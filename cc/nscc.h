@@ -38,7 +38,7 @@
 #include <cstdint>
 
 #include "absl/status/statusor.h"
-#include "transport/transport.h"
+#include "transport/time.h"
 
 namespace uet::cc {
 

@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "transport/transport.h"
+#include "transport/time.h"
 
 namespace uet::cc {
 

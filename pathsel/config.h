@@ -11,7 +11,7 @@
 #include <cstdint>
 
 #include "absl/status/status.h"
-#include "transport/transport.h"
+#include "transport/time.h"
 
 namespace uet::pathsel {
 

@@ -10,20 +10,11 @@
 
 #include <cstdint>
 #include <cstring>
-#include <limits>
 #include <span>
 
-namespace uet {
+#include "transport/time.h"
 
-// Picoseconds since the start of the run. The simulator counts in picoseconds so that
-// serialization at any line rate is exact; real hosts convert their clock.
-using Time = int64_t;
-inline constexpr Time kPicosecond = 1;
-inline constexpr Time kNanosecond = 1'000;
-inline constexpr Time kMicrosecond = 1'000'000;
-inline constexpr Time kMillisecond = 1'000'000'000;
-inline constexpr Time kSecond = 1'000'000'000'000;
-inline constexpr Time kNever = std::numeric_limits<Time>::max();
+namespace uet {
 
 // Traffic classes a NIC or switch queues a frame in.
 enum class Priority : uint8_t {
