@@ -2,6 +2,11 @@
 // sign of their 24-bit difference, so a PSN is "after" another when it is less than 2^23 ahead.
 #pragma once
 
+// Only transport/rocev2/'s target and its unit tests define the macro.
+#ifndef UET_PRIVATE_TRANSPORT_ROCEV2
+#error "transport/rocev2/psn.h is private to transport/rocev2 (use transport/rocev2/roce_endpoint.h)"
+#endif
+
 #include <cstdint>
 
 namespace uet::roce {

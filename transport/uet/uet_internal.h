@@ -2,6 +2,11 @@
 // Internal to transport/uet/.
 #pragma once
 
+// Only transport/uet/'s target and its unit tests define the macro.
+#ifndef UET_PRIVATE_TRANSPORT_UET
+#error "transport/uet/uet_internal.h is private to transport/uet (use transport/uet/uet_endpoint.h)"
+#endif
+
 #include <cstdint>
 #include <vector>
 
