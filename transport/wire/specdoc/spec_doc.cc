@@ -18,10 +18,10 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "spec/gen/markdown.h"
-#include "spec/gen/tables.h"
-#include "spec/gen/text.h"
 #include "transport/wire/registry.h"
+#include "transport/wire/specdoc/markdown.h"
+#include "transport/wire/specdoc/tables.h"
+#include "transport/wire/specdoc/text.h"
 
 namespace uet::specdoc {
 namespace {

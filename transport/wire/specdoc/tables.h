@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "spec/gen/markdown.h"
 #include "transport/wire/field.h"
+#include "transport/wire/specdoc/markdown.h"
 
 namespace uet::specdoc {
 

@@ -1,6 +1,7 @@
 # Run by CTest (spec_docs_detect_stale): uet-spec-doc --check must notice a hand edit inside a
 # generated block and name it; --update must restore the block.
-#   cmake -DTOOL=<uet-spec-doc> -DDOC=<spec/uet.md> -DWORK=<scratch dir> -P detect_stale_test.cmake
+#   cmake -DTOOL=<uet-spec-doc> -DDOC=<spec/uet.md> -DWORK=<scratch dir>
+#         -P specdoc_detect_stale_test.cmake
 file(REMOVE_RECURSE "${WORK}")
 file(MAKE_DIRECTORY "${WORK}")
 set(copy "${WORK}/uet.md")

@@ -1,4 +1,4 @@
-#include "spec/gen/tables.h"
+#include "transport/wire/specdoc/tables.h"
 
 #include <algorithm>
 #include <array>
@@ -8,11 +8,11 @@
 #include <utility>
 
 #include "absl/status/status.h"
-#include "spec/gen/text.h"
 #include "transport/wire/decode.h"
 #include "transport/wire/net_headers.h"
 #include "transport/wire/registry.h"
 #include "transport/wire/roce_headers.h"
+#include "transport/wire/specdoc/text.h"
 #include "transport/wire/uet_headers.h"
 
 namespace uet::specdoc {

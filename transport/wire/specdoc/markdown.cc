@@ -1,11 +1,11 @@
-#include "spec/gen/markdown.h"
+#include "transport/wire/specdoc/markdown.h"
 
 #include <cstddef>
 #include <optional>
 #include <utility>
 
 #include "absl/status/status.h"
-#include "spec/gen/text.h"
+#include "transport/wire/specdoc/text.h"
 
 namespace uet::specdoc {
 
