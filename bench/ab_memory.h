@@ -4,7 +4,8 @@
 // The per-host and per-pair costs below are measured, not derived from the engines' layouts:
 // they are slopes of a whole run's peak RSS, so they include the engines, the frames in
 // flight and the simulator's per-host state. Re-measure them whenever the engines' memory
-// changes (bench/README.md, "Memory estimate", has the runs and the arithmetic).
+// changes (bench/README.md, "Checked before the first run; memory estimate", says how;
+// bench/NOTES.md, under the same heading, has the runs and the arithmetic).
 #pragma once
 
 #include <cstdint>

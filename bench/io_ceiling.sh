@@ -1,7 +1,7 @@
 #!/bin/bash
 # io_ceiling.sh: what the device path carries (dpdk-testpmd, txonly -> rxonly) next to what
 # uet-perf moves over it, UET and RoCEv2, on the same device, run alternately in one go, with
-# the ratios per round and their medians (bench/README.md, "Real I/O against the device's
+# the ratios per round and their medians (bench/README.md, "Against the device's
 # ceiling"). Devices: memif (two processes, --no-huge) and af_packet on a veth pair between two
 # network namespaces the script creates and removes (root). Every uet-perf run checks its bytes
 # at the server; a run that fails the check, or does not finish, is reported as such.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Scale table: uet-ab permutations on k-ary fat-trees, one transport at a time, each run under
 # /usr/bin/time -v; prints one markdown row per run: hosts, transport, wall, events, events/s,
-# peak RSS and RSS per host. bench/README.md ("Scale") has the table this prints.
+# peak RSS and RSS per host. bench/NOTES.md ("Scale") has the table this prints.
 #
 #   bench/scale.sh [BIN_DIR] [K...]      # default: build/bin, k = 8 16 24 32 52
 #   BYTES=262144 TRANSPORTS="uet rocev2" bench/scale.sh build/bin 16 32
