@@ -66,14 +66,9 @@ struct DcqcnConfig {
   //               but not confirmed by NVIDIA's pages (research §3.2): T 300 us
   //               (rpg_time_reset), B 32767 B (rpg_byte_reset), F 1 (rpg_threshold), AI 5 Mb/s,
   //               HAI 50 Mb/s. Not modelled: rate_reduce_monitor_period (4 us).
-  //               Measured (tests/rocev2 DcqcnAloneHoldsTheQueueOfTwoFlowsIntoOneHost's set-up,
-  //               two flows into one host, no PFC): with RoceConfig's 50 us CNP interval the
-  //               32 KB byte counter and F 1 undo each cut within ~30 us, the senders stay at
-  //               ~99 Gb/s and the queue grows as with DCQCN off (35 MB at 3 ms); with the
-  //               firmware's 4 us (np_min_time_between_cnps, recalled) the CNPs of one queue
-  //               drain cut both flows to ~1 Gb/s, from which AI 5 Mb/s recovers in
-  //               milliseconds. Over PFC (uet-ab's RoCEv2 default) it changes little either
-  //               way: the pauses come before the marks.
+  //               With RoceConfig's 50 us CNP interval its small byte counter and F 1 undo
+  //               each cut before the next CNP, so without PFC it does not hold a queue
+  //               (bench/NOTES.md, "Choices in the sources").
   // Unknown names are refused with the list.
   static absl::StatusOr<DcqcnConfig> preset(std::string_view name, double line_rate_gbps);
 };

@@ -1,6 +1,7 @@
-// NSCC, the UET sender's window congestion control (research/uec.md §3, after SMaRTT and the
-// UEC simulator): a pure engine. Events in (ACKed bytes with their ECN echo and RTT sample,
-// NACKed bytes, timeouts), a window out; time is passed in, nothing is read from a clock.
+// NSCC, the UET sender's window congestion control (spec/uet.md §3.8.1; research/uec.md §3,
+// after SMaRTT and the UEC simulator): a pure engine. Events in (ACKed bytes with their ECN
+// echo and RTT sample, NACKed bytes, timeouts), a window out; time is passed in, nothing is
+// read from a clock.
 //
 // The four quadrants on ECN x (queueing delay vs target):
 //   no ECN, delay >= target: fair increase        (inc += fi * acked)
@@ -12,8 +13,8 @@
 // The average delay is an EWMA (1/80) of the samples, except that an unmarked sample above
 // the target counts as base_rtt / 4 (queueing the ECN marks do not blame on this flow, as
 // uet-htsim's update_delay) and a NACK as one base RTT of delay. Decreasing on the sample
-// itself, or on max(sample, average), cut windows on every sprayed packet that met a queue:
-// seeds 1-3 of the k=16 permutation had tail/min 1.27 / 1.31 / 1.37, now 1.27 / 1.27 / 1.24.
+// itself, or on max(sample, average), would cut windows on every sprayed packet that met a
+// queue (bench/NOTES.md, "Choices in the sources").
 // Increases accumulate and are applied once per adjust period (cwnd += inc / cwnd, plus eta).
 // Fast increase: after a whole window of ACKs with a queueing delay under 1 us, each ACK adds
 // acked * fi_scale at once. A NACK for a trimmed packet takes its bytes off the window.
@@ -24,10 +25,8 @@
 // above qa_threshold (4 x target), and the bytes acknowledged in the whole period are below
 // maxwnd >> qa_gate (3), the window drops to those bytes (at least one MTU). Until as many
 // bytes as were in flight then have been acknowledged or NACKed, ECN-marked ACKs and NACKs
-// change nothing (their signals predate the cut); unmarked ACKs do. (Before, the gate was
-// checked when the NACK came, not over the period, and every ACK after a cut was ignored and
-// not counted as achieved, so a second NACK cut the window to one MTU: a flow in the k=16
-// fabric with 8 core links at 10 % and uet-htsim's ECN sent one packet per RTT for 160 us.)
+// change nothing (their signals predate the cut); unmarked ACKs do and count as achieved, so a
+// second NACK does not cut the window to one MTU (bench/NOTES.md, "Choices in the sources").
 //
 // The receiver's rcv_cwnd_pend (ACK_CC, 0..127) takes newly_received * pend / 128 off the
 // window (on_receiver_pending; the bytes are the rcvd_bytes delta, spec/uet.md §3.8.1).

@@ -37,8 +37,7 @@ struct RcccConfig {
   // pacer (main_uec.cpp: UecPullPacer(linkspeed, 0.99, ...)). Grants count payload bytes and
   // the wire also carries ~3 % of headers, so this asks for ~2 % more than the last hop
   // carries: its buffer stays full and trimming takes the excess, which is what keeps the
-  // link busy. At 0.95 (the wire ~98 % busy) a 127:1 incast of 2 MB on the k=16 fat-tree
-  // ended at 1.063x the ideal, at 0.99 1.040x (15:1 1.035x either way).
+  // link busy (bench/NOTES.md, "Choices in the sources").
   double grant_rate_fraction = 0.99;
 
   // Names the field and its valid range on error.

@@ -72,9 +72,9 @@ uint16_t UetEndpoint::ev_port(const Pdc& p, uint16_t ev) noexcept {
   tss_begin(b);
   // The PDS and SES headers are built in registers (wire::HeaderWords) and stored into one
   // reserved run a word at a time: filled in memory by their accessors' narrow stores and then
-  // copied, they stalled on store forwarding (bench/README.md, engine_bench third round).
+  // copied, they would stall on store forwarding (bench/NOTES.md, "Third round (h/engine3)").
   // RUD_CC begins with the RUD request's fields (spec/uet.def): one word set for both.
-  if (f.capacity < headers) return false;  // (before any state changes, as before)
+  if (f.capacity < headers) return false;  // before any state changes
   using Pds = wire::PdsRudRodCc;
   using Ses = wire::SesStandardRequest;
   wire::HeaderWords<Pds> pds;
@@ -121,8 +121,9 @@ uint16_t UetEndpoint::ev_port(const Pdc& p, uint16_t ev) noexcept {
       ses.set<Ses::request_length_field>(static_cast<uint32_t>(o.length));
       break;
     case Opcode::kRead:
-      // One single-packet READ message per chunk (uet_endpoint.h): the target returns exactly
-      // `len` bytes from buffer_offset, in one response with data.
+      // One single-packet READ message per chunk (NOTES.md, "How the SES operations travel on
+      // the PDS"): the target returns exactly `len` bytes from buffer_offset, in one response
+      // with data.
       ses.set<Ses::opcode_field>(wire::SesOpcode::kRead);
       ses.set<Ses::message_id_field>(static_cast<uint16_t>(o.message_id + s.packet));
       ses.set<Ses::buffer_offset_field>(o.remote_offset + offset);
@@ -236,8 +237,8 @@ bool UetEndpoint::build_ack(Pdc& p, uint16_t pdcid, Frame& f) {
                                               : NextHeader::kNone);
   ack.set<Ack::m_field>(ce);
   // §3.7: `retx` echoes the trigger's RETX flag (a response's trigger is answered without
-  // it). The initiator takes no RTT sample from such an ACK: sampling the resends' RTT when
-  // sent twice was measured and made a 127:1 incast worse (1.053x -> 1.057x ideal).
+  // it). The initiator takes no RTT sample from such an ACK (Karn: it may answer either send;
+  // bench/NOTES.md, "Choices in the sources").
   ack.set<Ack::retx_field>(r == nullptr && (ce ? p.ce_retx : p.last_retx));
   ack.set<Ack::ack_psn_offset_field>(static_cast<int16_t>(
       std::clamp<int64_t>(static_cast<int32_t>(trigger - cack), INT16_MIN, INT16_MAX)));
@@ -955,7 +956,7 @@ UetEndpoint::Exec UetEndpoint::rx_send(Pdc& p, uint16_t id, std::span<const uint
 
 // `ce`: the ACK echoed CE for this very PSN (it was the ACK's trigger). Inline (here and
 // covered_psn): an ACK runs it for every PSN it covers, and the out-of-line calls cost about
-// as much as their bodies (bench/README.md, engine_bench fourth round).
+// as much as their bodies (bench/NOTES.md, "Fourth round (h/engine4)").
 [[gnu::always_inline]] inline void UetEndpoint::ack_psn(Pdc& p, uint32_t psn, bool ce, Time now) {
   Slot& s = p.slots[(psn & mpr_mask_)];
   if (s.acked) return;
@@ -996,9 +997,9 @@ Time UetEndpoint::rto_estimate(const Pdc& p) noexcept {
   return floored;
 }
 
-// Tail-loss probe (issue 4: "probes when the tail is unacknowledged"): armed only when all
-// posted work has been sent, PSNs are outstanding, a sample exists and no probe went since
-// the last progress; it fires 2 srtt + ack_delay after the last send or ACK.
+// Tail-loss probe (RFC 8985 §7): armed only when all posted work has been sent, PSNs are
+// outstanding, a sample exists and no probe went since the last progress; it fires
+// 2 srtt + ack_delay after the last send or ACK.
 [[gnu::always_inline]] inline void UetEndpoint::arm_tlp(Pdc& p, Time now) noexcept {
   p.tlp_deadline = kNever;
   if (!config_.tlp || p.srtt == 0 || p.tlp_done || p.op_send != p.op_tail ||
@@ -1256,12 +1257,11 @@ void UetEndpoint::rx_ack(const wire::Decoded& d, Time now) {
   retire_ops(*p);
   // Progress restarts the timer for what is still unacknowledged; a new probe may go after
   // progress. A timeout's backoff is kept until a valid RTT sample (Karn; RFC 6298 §5.7):
-  // when every ACK is for a retransmitted PSN, the estimate is as old as the last sample.
-  // (Resetting it on any progress made a 127:1 incast's senders time out every 21 us for
-  // milliseconds: their estimate dated from the empty queue, the queue now held 84 us.)
-  // An ACK that acknowledges nothing new (a duplicate, or the late original of a resent
-  // PSN) restarts neither timer (RFC 6298 §5.3, RFC 8985 §7.2): with 4 packets stuck behind
-  // a 10 Gb/s link, such ACKs kept pushing a flow's probe and RTO out for 60 us.
+  // when every ACK is for a retransmitted PSN, the estimate is as old as the last sample, and
+  // resetting the backoff would time out again at once (bench/NOTES.md, "Choices in the
+  // sources"). An ACK that acknowledges nothing new (a duplicate, or the late original of a
+  // resent PSN) restarts neither timer (RFC 6298 §5.3, RFC 8985 §7.2): such ACKs would keep
+  // pushing a stuck flow's probe and RTO out.
   if (rtt > 0) on_rtt_sample(*p, rtt);
   const bool progress = p->acked_total != acked_before;
   if (progress) p->tlp_done = false;
@@ -1525,7 +1525,8 @@ void UetEndpoint::rx_nack(const wire::Decoded& d, Time now) {
     case wire::NackCode::kRcvdSesProcg:
     case wire::NackCode::kNoSesMsgAvail:
       // The target had no receive buffer (or no message state) for a SEND: resend when the
-      // RTO fires, up to rnr_retries times per PSN; then give the SEND up (uet_endpoint.h).
+      // RTO fires, up to rnr_retries times per PSN; then give the SEND up (NOTES.md, "How the
+      // SES operations travel on the PDS").
       if (in_window) {
         Slot& s = p->slots[(psn & mpr_mask_)];
         Op& o = p->ops[s.op];
@@ -1655,9 +1656,9 @@ size_t UetEndpoint::tx(std::span<Frame* const> out, Time now) {
             break;
           }
           // Resends count against the window like new data (one may always go when nothing
-          // is in flight). Without this, a trimmed packet's NACK sent it again at once
-          // whatever the window: at 127:1 the trimmed headers' NACKs and the resends they
-          // triggered kept the last hop full of trimmed frames and nothing completed.
+          // is in flight): a trimmed packet's NACK must not send it again at once whatever
+          // the window, or under a large incast the trimmed headers' NACKs and their resends
+          // keep the last hop full of trimmed frames and nothing completes.
           if (p.bytes_in_flight > 0 && p.bytes_in_flight + s.len > window(p)) break;
           s.resend = false;
           --p.resend_pending;
@@ -1858,7 +1859,7 @@ void UetEndpoint::on_timer(Time now) {
       // Giving up means the peer stopped answering: a timeout counts towards max_retries
       // only if no ACK arrived since this PSN was sent. Otherwise the peer is alive and the
       // packet sat in a slow queue or was lost on one path (the path selector hears of it):
-      // on degraded links a PSN could time out 9 times while its PDC kept making progress.
+      // on degraded links a PSN can time out many times while its PDC makes progress.
       const bool peer_silent = p.last_ack_at == kNever || p.last_ack_at <= s.sent;
       if (peer_silent && ++s.retries > config_.max_retries) {
         give_up = true;

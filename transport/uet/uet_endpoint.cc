@@ -256,7 +256,7 @@ size_t UetEndpoint::memory_bytes() const noexcept {
   return n;
 }
 
-// memory_bytes()'s terms, each at its bound (uet_endpoint.h, "Ownership and threads").
+// memory_bytes()'s terms, each at its bound (NOTES.md, "Ownership and threads").
 size_t UetEndpoint::memory_bound(const UetConfig& c, uint32_t regions) noexcept {
   const size_t pdcs = c.max_pdcs, mpr = c.mpr, words = mpr / 64 * sizeof(uint64_t);
   const size_t rod_window = c.rod_window != 0 ? c.rod_window : c.mpr;
@@ -359,7 +359,8 @@ absl::Status UetEndpoint::post_op(uint32_t peer, bool rod, const Op& op, const c
   o.unacked = o.packets;
   if (op.op != Opcode::kRead) p.unsent_bytes += op.length;  // RCCC's backlog
   o.message_id = p.next_message_id;
-  // A READ is one single-packet READ message per chunk (uet_endpoint.h): one ID each.
+  // A READ is one single-packet READ message per chunk (NOTES.md, "How the SES operations travel
+  // on the PDS"): one ID each.
   p.next_message_id = static_cast<uint16_t>(p.next_message_id +
                                             (op.op == Opcode::kRead ? o.packets : 1));
   ++p.op_tail;

@@ -1,138 +1,23 @@
-// The UET engine for one fabric endpoint (FEP): PDS RUD and ROD with SES WRITE, READ and SEND,
-// RUDI (WRITE, READ) and UUD (SEND, WRITE) datagrams, sans-IO.
-//
-// What it does (spec/uet.md): PDCs created on first use with 0-RTT SYN (§3.3), 32-bit PSNs,
-// ACK_CC with cumulative ACK + 64-bit SACK bitmap (§3.8), NACKs for trimmed requests and
-// out-of-window PSNs (§3.10), selective retransmission of exactly the missing PSNs (RTO with
-// exponential backoff, NACK, SACK gaps), SES standard request headers with placement by offset
-// (§4.2), completions when every PSN of a message is acknowledged. Each PDC's EVs come from
-// a path selector (pathsel/, §2.4) that hears, per packet, how its EV fared: ACKed with or
-// without an ECN echo, NACKed, timed out.
-//
-// How the SES operations travel on the PDS (a PDC carries requests initiator -> target and
-// ACK/NACKs target -> initiator; every operation is posted at the initiator):
-// - WRITE: RUD requests with payload, placed at buffer_offset + message_offset (§4.2).
-// - READ: split into one single-packet READ request per `payload_bytes` of data (SOM = EOM =
-//   1, its own message ID, buffer_offset = the chunk's remote offset, match_bits = the key,
-//   request_length = the chunk's length). The target answers each READ PSN with exactly one
-//   ACK_CC carrying an SES response with data (§4.7, next header RSP_DATA): that ACK is the
-//   PDS acknowledgement of the READ PSN (spec §3.10 ACK_WITH_DATA / TRIMMED_ACK: read data
-//   rides on ACKs of the same PDC; §6 rule 4 allows response headers only on ACK/NACK types).
-//   The target records the READ PSN as received only when it builds that ACK. The initiator
-//   places the data at ReadRequest::local + chunk offset, by the ACK's trigger PSN
-//   (ack_psn_offset), so chunks land in any order. A lost data ACK: the READ PSN stays
-//   unacknowledged at the initiator (a later ACK that covers it without data does not count),
-//   its RTO resends the READ (RETX), and the target answers a duplicate READ by reading again
-//   (reads are idempotent; nothing is delivered twice: a chunk is placed only while its slot
-//   waits for it). Outstanding READ data counts as bytes in flight, so the initiator's window
-//   (NSCC, window_bytes, mpr) bounds the data the target returns.
-// - SEND: RUD requests with payload (message_id, SOM/EOM, message_offset, request_length =
-//   the message length, header_data = the immediate data with `hd` on the SOM packet). The
-//   first packet of a message to arrive (any packet, not only SOM) claims the next posted
-//   receive buffer (one FIFO shared by all peers); later packets land at message_offset.
-//   A receive completes when every byte is placed, in buffer posting order.
-//   No buffer posted: NACK RCVD_SES_PROCG (§3.10, "still processing in SES; retry"): the PSN
-//   is not recorded, the initiator resends it when its RTO fires (not counted as a timeout),
-//   up to `rnr_retries` NACKs per PSN; then the SEND completes with kReceiverNotReady and its
-//   remaining PSNs are sent once more with SES `ie` set (§4.1), which the target accepts and
-//   drops without claiming a buffer, so the PSN space stays whole. No receive-message state
-//   free: NACK NO_SES_MSG_AVAIL, handled the same way, ending in kNoResources.
-//   Longer than the buffer: the buffer completes with kLengthError (nothing is written) and
-//   every packet of the message is answered with SES return code TOO_LONG, so the initiator
-//   completes with kLengthError too.
-//
-// PDC lifecycle (§3.3, §3.12): a target PDC is keyed by (peer, its PDC id) and remembers the
-// start PSN; a SYN with another start PSN replaces it (the peer's old PDC is gone). PDC ids
-// are reused FIFO. An initiator PDC idle for `idle_timeout` (nothing posted or outstanding)
-// leaves the peer's map (a new write opens a new PDC) and sends CLOSE with its next PSN,
-// retried with backoff; it is freed by the ACK covering that PSN (or after max_retries). The
-// target frees its PDC on a CLOSE whose PSN is its next expected one and ACKs every CLOSE,
-// also for a PDC it no longer has. A target PDC idle for 2 x idle_timeout sends REQ_CLOSE;
-// the initiator closes once idle, or, if the PDC is not (any more) its own, answers with a
-// CLOSE naming the REQ_CLOSE's PSN; a target PDC whose REQ_CLOSEs (max_retries) all go
-// unanswered is kept (its initiator may be alive behind a failed link) but given to a new
-// SYN when the table is full, so SYNs from peers that never come back (a SYN flood) cannot
-// hold the table for ever. Trimmed requests (no UDP checksum, §3.14)
-// never get a PDC-fatal NACK and never replace a PDC. Refusals (§4.6, §3.3 clear_psn_offset): see
-// Pdc::gtd.
-//
-// The other delivery modes (uet_modes.cc; DeliveryMode in transport/api.h):
-// - ROD (§3.3, [choice] in spec/uet.md §3.3 "ROD"): its own initiator PDCs (one per peer and
-//   mode), one EV for the PDC's life, the same SYN/ACK/SACK/NACK/RTO machinery as RUD, and at
-//   the target in-order execution: a request executes (WRITE placed, SEND claims and fills
-//   a buffer, READ read) only after every earlier PSN of the PDC has. An arrival past the next
-//   PSN to execute (Pdc::rod_next) is staged -- SES header and payload copied into a reorder
-//   buffer of `rod_window` packets lent to the PDC -- and runs when the hole before it
-//   fills. Staged WRITEs are acknowledged (SACK) at once, so the initiator resends only the
-//   holes; staged READs and SENDs are acknowledged when they run (they may still be refused
-//   or NACKed then). The initiator keeps a ROD PDC's PSNs in flight within rod_window, so
-//   staging never overflows. Completions leave in posting order per PDC, as for RUD.
-// - RUDI (§3.5): no PDC. Each packet of a WRITE or READ gets a 32-bit packet ID (slot index in
-//   the low 16 bits, the slot's generation above) from an endpoint-wide table of
-//   `rudi_packets`; the target executes every request it gets (again for a duplicate: WRITE and
-//   READ are idempotent) and answers each with one RUDI_RESP (an SES response, with the data
-//   for a READ), from a bounded ring of `rudi_responses`. The initiator resends a packet
-//   under its ID when the RTO fires (doubling per try, up to max_retries); an operation
-//   completes, in posting order, when every packet is answered.
-// - UUD (§3.6): no PDC, no ACK: single-packet SENDs and WRITEs (longer ones are refused at
-//   post time naming payload_bytes). The initiator completes a datagram when it is sent; the
-//   target delivers a SEND into the next posted buffer or places a WRITE, and drops (counted)
-//   what it cannot deliver.
+// The UET engine for one fabric endpoint (FEP), sans-IO: PDS RUD and ROD (spec/uet.md §3.3)
+// carrying SES WRITE, READ and SEND (§4), RUDI (§3.5) and UUD (§3.6) datagrams; PDCs opened on
+// first use with a 0-RTT SYN and closed when idle (§3.3, §3.12), ACK_CC with SACK (§3.8),
+// NACKs (§3.10), selective retransmission, NSCC or RCCC (§3.4, §3.8.1, §3.8.2) and each
+// packet's EV from pathsel/ (§2.4). transport/uet/NOTES.md says how each operation and mode
+// travels on the PDS, how a PDC lives and closes, and how the congestion control is wired.
 //
 // Ownership and threads: one Endpoint per FEP, driven by one thread (its host's). Memory
-// follows live state, never past the config's bounds (transport/pool.h); a created endpoint
-// holds only its fixed members. Where memory is taken, and where it goes back for reuse:
-// - PDCs (`max_pdcs`): alloc_pdc() adds a chunk to the PDC table when every id made so far is
-//   in use (a SYN, or the first post to a peer); free_pdc() returns the id to the FIFO of
-//   free ids and parks the PDC's windows (below) for the next PDC allocated, so windows cost
-//   the PDCs live at once. A peer's SYNs can grow the table only to max_pdcs (then NACK
-//   NO_PDC_AVAIL).
-// - Per initiator PDC: the PSN window (`mpr` slots) at its first allocation as an initiator;
-//   the operations ring doubles in post_op() up to `max_writes`.
-// - Per target PDC: the receive bitmaps (`mpr` bits) at allocation; the SES response ring
-//   (READ data, refusals) doubles in queue_response() up to `mpr`; refusals' codes (`mpr`)
-//   at the first refusal. ROD reorder buffers (`rod_buffers` of rod_window x payload_bytes)
-//   are allocated when first lent and lent only while a ROD PDC holds out-of-order requests.
-// - Receive buffers: the ring doubles in post_recv() up to `max_recvs`; the SEND message
-//   states (`max_recv_messages`) come with the first post_recv().
-// - RUDI and UUD: each mode's tables (`rudi_packets`, `max_writes` operations,
-//   `rudi_responses`; `uud_queue`) are allocated in full when the endpoint first uses the
-//   mode (a post, or for RUDI responses the first request received).
-// - Completions: a vector that grows as completions wait to be polled; poll_completions()
-//   drops the polled ones (capacity kept) once they are half of it. RCCC grants: by target
-//   PDC id, grown with the PDC table.
-// - Look-ups: initiator PDCs by peer, target PDCs by (peer, PDC id): hash maps holding at
-//   most max_pdcs entries each.
-// memory_bytes() counts all of these; memory_bound() is its most for a config.
-// Frames that do not fit the bounds are dropped or NACKed and counted (Counters).
-//
-// Congestion control (spec/uet.md §3.4, §3.8.2, §3.12; research/uec.md §3, §4): UetConfig::cc.
-// - NSCC (cc/nscc.h): a window per initiator PDC, from ACKs' ECN echoes and RTT samples
-//   less the time the target held the packet (ACK_CC service_time, §3.8.1); the target's
-//   rcv_cwnd_pend penalty on the bytes it newly received (rcvd_bytes). Whatever the CC, new
-//   PSNs stay within the target's advertised window (ACK_CC mpr past CACK, §3.8).
-// - RCCC (cc/rccc.h): the initiator PDC's RcccSender starts with a speculative allowance and
-//   then sends data only against credit; its requests are RUD_CC with credit_target = what
-//   its backlog (unsent bytes + resends) still needs beyond the credit it holds. The target's
-//   one RcccReceiver (the host link is what its senders share) hears each RUD_CC request's
-//   credit_target per target PDC and grants quanta round robin, paced at its line rate, as
-//   CREDIT control packets, or in the credit field of an ACK_CC (cc_type CREDIT) when that
-//   PDC has an ACK due anyway. The first grant ends the speculation (RcccSender::
-//   stop_speculating), and so does one base_rtt after the PDC's first send [choice]: every
-//   sender of an incast then speculates about one round trip's worth, however long the
-//   receiver's round robin takes to reach it (else the last ones granted speculate longest
-//   and finish first). Retransmissions consume credit as new data does (as htsim);
-//   READ requests carry no payload and need none. Any endpoint grants to PDCs whose requests
-//   are RUD_CC, whatever its own `cc`: the request type is the sender's opt-in.
-//   Credit loss: a sender blocked on credit with a backlog sends CREDIT_REQ (payload: its
-//   credit_target) at once if the last target it told the receiver was 0, and again after
-//   each RTO without credit arriving; the receiver's want is set (not added) from the latest
-//   target, so a lost CREDIT or ACK is re-granted. Before the PDC is established (no target
-//   PDC id to name) the timer lets one packet go instead, as a probe.
-//   With both (nscc+rccc) a packet needs credit and room in the NSCC window.
+// follows live state, never past the config's bounds (transport/pool.h): the PDC table grows
+// a chunk at a time up to max_pdcs (all a peer's SYNs can take; then NACK NO_PDC_AVAIL); a
+// PDC's windows (mpr) come with it and are parked for the next PDC when it is freed; a PDC's
+// operations and responses, the receive buffers and the completions are rings or vectors
+// that grow with the work posted, up to their bounds; RUDI's and UUD's tables and ROD's
+// reorder buffers are allocated when a mode is first used. memory_bytes() counts all of it,
+// memory_bound() is its most for a config (NOTES.md, "Ownership and threads", says where each
+// table grows and goes back). Frames that do not fit the bounds are dropped or NACKed and
+// counted (UetCounters).
 //
 // Data path: rx()/tx()/on_timer() make no virtual calls per packet and allocate only while a
-// table above is still growing towards its bound (a SYN's PDC, the first responses, credit
+// table is still growing towards its bound (a SYN's PDC, the first responses, credit
 // grants or refusals of a PDC, a freed PDC's parked windows): a few times per table in a
 // run's warm-up, never in steady state.
 #pragma once
@@ -157,7 +42,8 @@
 
 namespace uet {
 
-// Which congestion control the initiator runs (the header comment says how RCCC is wired).
+// Which congestion control the initiator runs (NOTES.md, "Congestion control", says how RCCC
+// is wired).
 enum class CcMode : uint8_t {
   kNscc,      // NSCC's window (the default)
   kRccc,      // RCCC credit alone (window_bytes still bounds what is in flight)
@@ -183,7 +69,7 @@ struct UetConfig {
   uint32_t max_recv_messages = 64;        // SENDs being received at once per endpoint, 1..4096
   uint32_t rnr_retries = 7;               // RNR NACKs of one PSN before a SEND gives up, 0..64
   uint64_t window_bytes = 256 * 1024;     // bytes in flight per PDC at most
-  CcMode cc = CcMode::kNscc;              // congestion control (see the header comment)
+  CcMode cc = CcMode::kNscc;              // congestion control (CcMode)
   // RCCC (cc/rccc.h): quantum, speculative allowance, credit target cap, grant pacing.
   // rccc.link_gbps and rccc.max_senders are derived (link_gbps, max_pdcs); the rest is
   // validated as RcccConfig::validate() says, named UetConfig.rccc.FIELD.
@@ -195,11 +81,9 @@ struct UetConfig {
   // srtt * rto_srtt_pct / 100), min_rto, max_rto), doubling per timeout until a valid sample.
   Time min_rto = 10 * kMicrosecond;       // 1 us..rto
   Time max_rto = 10 * kMillisecond;
-  // The estimate's floor as a multiple of srtt. Under a steady queue rttvar decays to a few
-  // us while the queue can still double the RTT (a 127:1 incast: srtt 52 us, rttvar 5, a full
-  // last-hop buffer 84 us): at 200 % those senders timed out spuriously half as often (2465
-  // -> 1524) and the last completion moved from 1.053x to 1.041x ideal; where srtt is small
-  // (the 1 % loss run, srtt ~10 us) it changes nothing. 0: RFC 6298 alone. 0..1000.
+  // The estimate's floor as a percentage of srtt: under a steady queue rttvar decays to a few
+  // us while a full last-hop buffer can still double the RTT, and an RTO below that times out
+  // spuriously (bench/NOTES.md, "Choices in the sources"). 0: RFC 6298 alone. 0..1000.
   uint32_t rto_srtt_pct = 200;
   // The estimate's floor as a percentage of the largest RTT sample the PDC has seen (RFC 6298
   // §2.4 allows any RTO above the estimate): a host whose threads stall for milliseconds
@@ -215,12 +99,9 @@ struct UetConfig {
   uint32_t reorder_threshold = 8;         // acknowledged PSNs past a hole before it is resent ...
   Time reorder_window = 20 * kMicrosecond;  // ... once out the newest delivered packet's RTT + this
   // With an RTT estimate, that window is min(reorder_window, srtt * reorder_srtt_pct / 100)
-  // (RACK, RFC 8985 §6.2, starts at min_rtt / 4). 100, measured on the k=16 fat-tree
-  // (tail/min seeds 1-3) against the fixed 20 us: permutation REPS 1.248/1.240/1.233 ->
-  // 1.244/1.236/1.236, 8 core links at 10 % 1.385/1.296/1.274 -> 1.260/1.292/1.261, 1 % loss
-  // tail 159 -> 151 us, loss-sweep at 5 % path loss 93.5 -> 94.2 %, incasts unchanged. 50
-  // gains another 2-3 % in the permutations but resends ~5000 packets spuriously per run
-  // (100: ~90); 25 resends 170000. 0: reorder_window fixed. 0..1000.
+  // (RACK, RFC 8985 §6.2, starts at min_rtt / 4): 100 shortens the tails against the fixed
+  // window, smaller values resend spuriously (bench/NOTES.md, "Choices in the sources").
+  // 0: reorder_window fixed. 0..1000.
   uint32_t reorder_srtt_pct = 100;
   uint32_t ack_every = 4;                 // ACK after this many in-order packets
   Time ack_delay = 2 * kMicrosecond;      // ... or after this long
@@ -251,13 +132,13 @@ struct UetConfig {
   // then freed anyway); the target frees its PDC on CLOSE. A target PDC that heard nothing for
   // 2 x idle_timeout sends REQ_CLOSE (every idle_timeout, up to max_retries times); one
   // whose REQ_CLOSEs all go unanswered may be taken by a new SYN when the table is full. 0: PDCs
-  // are never closed (as before). 0, or 1 us..10 s. Default 1 ms (~80 base RTTs).
+  // are never closed. 0, or 1 us..10 s. Default 1 ms (~80 base RTTs).
   Time idle_timeout = kMillisecond;
-  // ROD (uet_endpoint.h "other delivery modes"): out-of-order requests a ROD target PDC
-  // holds for in-order delivery, and the initiator's PSN window on a ROD PDC, in packets.
-  // 0 (the default): mpr; else 64..mpr, a power of 2. Smaller than mpr, it stalls a ROD
-  // sender behind a hole sooner than RUD: at 5 % loss, 64 turned a 16-host permutation's
-  // p50 FCT from 128 to 204 us; with mpr ROD runs exactly as RUD on one EV (bench/README.md).
+  // ROD (NOTES.md, "The other delivery modes"; spec/uet.md §3.3): out-of-order requests a ROD
+  // target PDC holds for in-order delivery, and the initiator's PSN window on a ROD PDC, in
+  // packets. 0 (the default): mpr; else 64..mpr, a power of 2. Smaller than mpr, it stalls a
+  // ROD sender behind a hole sooner than RUD; with mpr ROD runs as RUD on one EV
+  // (bench/NOTES.md, "failure: degraded and failed links").
   uint32_t rod_window = 0;
   // Reorder buffers (rod_window x payload_bytes each: 1 MiB at the defaults, allocated when
   // first lent) the endpoint lends to ROD target PDCs while they hold out-of-order requests,

@@ -1,4 +1,4 @@
-// The UET engine's delivery modes besides RUD (uet_endpoint.h "The other delivery modes"):
+// The UET engine's delivery modes besides RUD (NOTES.md, "The other delivery modes"):
 // ROD's in-order execution at the target (its PDCs share everything else with RUD), RUDI
 // (§3.5) and UUD (§3.6), which use no PDC. Posting is control path; the rest is data path: no
 // allocation, no per-packet virtual call. Comments cite spec/uet.md.
