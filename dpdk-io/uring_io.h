@@ -1,4 +1,4 @@
-// The io_uring UDP backend of PacketIo (issue 8): the same engines over kernel UDP sockets,
+// The io_uring UDP backend of PacketIo (packet_io.h): the same engines over kernel UDP sockets,
 // for hosts without DPDK or hugepages. Works unprivileged, on loopback and between network
 // namespaces. Only dpdk-io/ includes liburing (DESIGN.md); this header does not.
 //

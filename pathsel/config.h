@@ -1,7 +1,7 @@
 // Path selection: which entropy value (EV) each packet of a PDC carries (spec/uet.md §2.4,
 // research/uec.md §5). One config struct for every selector (STYLE.md 7); the selectors
-// themselves are pure engines in fixed_ev.h, oblivious.h, reps.h and bitmap.h, dispatched by
-// path_selector.h.
+// themselves are pure engines in fixed_ev.h, oblivious.h, reps.h, bitmap.h and mixed.h,
+// dispatched by path_selector.h.
 //
 // A selector speaks in EV *indices* 0..ev_count-1. The transport turns an index into the
 // 16 bits that travel on the wire (the UDP source port, or the entropy header), so the

@@ -1,5 +1,5 @@
 // PathSelector: one PDC's path selection, whichever algorithm the config names. A
-// std::variant of the four pure engines, dispatched with std::visit (for one variant of a few
+// std::variant of the five pure engines, dispatched with std::visit (for one variant of a few
 // alternatives libstdc++ compiles it to a switch on the index; GCC 12 inlines next_ev's, but
 // leaves on_ack's out of line, see there): no virtual call per packet, no allocation after
 // construction (only Bitmap and Mixed allocate, once, in their constructors).
@@ -39,7 +39,7 @@ class PathSelector {
   }
   // Called for every packet acknowledged. FixedEv and Oblivious ignore it: tested before the
   // visit, which GCC leaves out of line (Reps and Bitmap inline into it), so their ACKs cost
-  // no call per packet (bench/README.md, engine_bench fourth round).
+  // no call per packet (bench/NOTES.md, "Fourth round (h/engine4)").
   void on_ack(uint16_t ev, bool ecn, Time now) noexcept {
     if (std::holds_alternative<Oblivious>(impl_) || std::holds_alternative<FixedEv>(impl_)) return;
     std::visit([=](auto& s) { s.on_ack(ev, ecn, now); }, impl_);

@@ -1,4 +1,4 @@
-// The application verbs both transports implement (UET and, later, RoCEv2 RC), on top of the
+// The application verbs both transports implement (UET and RoCEv2 RC), on top of the
 // sans-IO frame surface of transport.h. Every tool switches transport by constructing a
 // different Endpoint; nothing else changes.
 //

@@ -609,8 +609,8 @@ void RoceEndpoint::rx_read_request(Qp& q, const wire::Decoded& d, uint32_t psn, 
     // max_rd_atomic reads outstanding and completes them in order, and the queue is in PSN
     // order (a re-issue drops what follows it), so a full queue's head is a replay of a read
     // the requester has already completed -- its first copy got through while a timeout
-    // re-issued it. Failing the QP here (NAK invalid request) made uet-perf's READ test fail
-    // on a loaded machine.
+    // re-issued it. Failing the QP here (NAK invalid request) would fail a healthy READ stream
+    // whenever a timeout races a read's first copy.
     ++counters_.rx_read_overflow;
     ++q.rd_head;
   }

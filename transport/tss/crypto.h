@@ -1,5 +1,5 @@
 // TSS cryptography (spec/uet.md §5.2, §5.3): AES-256-GCM per packet and the CMAC-AES
-// counter-mode KDF, both from OpenSSL 3 (AES-NI, VAES where the CPU has them); nothing here
+// counter-mode KDF, both from OpenSSL 3 (AES-NI; VAES from OpenSSL 3.2 on); nothing here
 // implements a cipher.
 //
 // Ownership: a Gcm owns one OpenSSL context keyed once; every packet only sets its IV, so

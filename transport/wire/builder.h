@@ -64,7 +64,7 @@ struct Encap {
 // the kept sum of the pseudo-header's addresses and protocol and the destination port: only
 // the source port, the lengths and the bytes after the UDP header are summed per frame.
 // What a FrameBuilder takes from its EncapTemplate besides the bytes, kept together so a frame
-// copies it as one 16-byte block (field by field it was ten loads and stores per frame).
+// copies it as one 16-byte block (field by field: ten loads and stores per frame).
 struct EncapLayout {
   uint32_t ip_sum = 0;   // IPv4: ones'-complement sum of the header, total length and checksum 0
   uint32_t udp_sum = 0;  // pseudo-header addresses + protocol 17 + destination port, folded

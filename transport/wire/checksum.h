@@ -29,8 +29,8 @@ inline bool ipv4_header_checksum_ok(const uint8_t* ip, size_t len) noexcept {
   if (len != 20) {
     return ipv4_header_checksum(ip, len) == static_cast<uint16_t>(ip[10] << 8 | ip[11]);
   }
-  // Five separate 4-byte loads: copied to a local array first, the words were read back from
-  // the stack after a vector store (a store-forwarding stall per frame).
+  // Five separate 4-byte loads: copied to a local array first, the words would be read back
+  // from the stack after a vector store (a store-forwarding stall per frame).
   auto word = [ip](size_t i) {
     uint32_t w;
     std::memcpy(&w, ip + 4 * i, 4);

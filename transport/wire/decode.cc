@@ -46,8 +46,8 @@ class Cursor {
 
 // Inlining: the steps every frame takes (IPv4, UDP, the PDS and SES headers) are always
 // inline into decode_frame() and decode_uet_at(), so the cursor stays in registers instead of
-// going through memory at each call (~40 instructions a frame; bench/README.md, engine_bench
-// fourth round). decode_uet_at() itself, decode_roce() and decode_ipv6() stay out of line:
+// going through memory at each call (bench/NOTES.md, "Fourth round (h/engine4)").
+// decode_uet_at() itself, decode_roce() and decode_ipv6() stay out of line:
 // decode_uet_at() is reached from four places and is the largest.
 
 #define WIRE_TRY(expr)                        \

@@ -98,7 +98,7 @@ struct Decoded {
 
   // Every header in wire order: entries [0, depth) (depth stays 0 without
   // DecodeOptions::header_stack). The rest are not initialized: zeroing them for every frame
-  // cost more than the decoding (bench/README.md, engine_bench).
+  // would cost more than the decoding (bench/NOTES.md, "First round (h/engine)").
   uint8_t depth = 0;
   std::array<HeaderRef, 12> stack;
 
@@ -117,8 +117,8 @@ WireError decode_frame(std::span<const uint8_t> frame, Decoded* out,
                        const DecodeOptions& opts = {}) noexcept;
 
 // Room for the Decoded that decode_frame() (or decode_uet()) constructs: both start it afresh
-// themselves (std::construct_at), so a Decoded declared first is zeroed twice per frame (~20
-// instructions; bench/README.md, engine_bench fourth round). The data path declares one of
+// themselves (std::construct_at), so a Decoded declared first would be zeroed twice per frame
+// (bench/NOTES.md, "Fourth round (h/engine4)"). The data path declares one of
 // these, decodes into slot() and reads get() afterwards (whatever the WireError: the decoder
 // constructs before it checks anything).
 class DecodedStorage {

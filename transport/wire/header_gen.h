@@ -120,7 +120,7 @@ constexpr H* as(uint8_t* p) noexcept {
 // 64-bit words holding the header's bytes big-endian (word i: bytes 8i..8i+7), and store()
 // writes each word once. The same bytes as H's set_ accessors on a zeroed H, without their
 // narrow read-modify-write stores (a header filled in memory by byte and short stores, then
-// copied with wide loads, stalls on store forwarding; bench/README.md, engine_bench).
+// copied with wide loads, stalls on store forwarding; bench/NOTES.md, "Third round (h/engine3)").
 template <typename H>
 class HeaderWords {
  public:
