@@ -1245,7 +1245,7 @@ struct TwoIntoOne {
   std::vector<uint32_t> keys;
 };
 
-// Issue 5: two flows sharing a bottleneck converge to within 10 % of the fair share, over a
+// Two flows sharing a bottleneck converge to within 10 % of the fair share, over a
 // lossless (PFC) fabric with ECN as RoCEv2 is deployed: what each placed between 400 and
 // 800 us must be within 10 % of half of both. This fairness is PFC's as much as DCQCN's: with
 // the fabric's defaults an ingress pauses its upstream at 64 KiB, below ECN's 100 KiB, so

@@ -1,4 +1,4 @@
-// The fault-injection soak (issue 10): 10^5 messages of random sizes per transport between 32
+// The fault-injection soak: 10^5 messages of random sizes per transport between 32
 // hosts under loss, corruption, duplication, reordering, trimming (UET) and link failures.
 // Label `soak` (not in the fast tier); soak_fast_test.cc runs 10^4. See tests/soak/soak.h.
 #include "tests/soak/soak.h"
