@@ -597,84 +597,14 @@ void UetEndpoint::rx(std::span<Frame* const> frames, Time now) {
   // A RUD_CC request (§3.4) begins with the RUD request's fields.
   const wire::PdsRudRod& h = *wire::as<wire::PdsRudRod>(d.pds);
   const bool rod = d.pds_type == PdsType::kRodReq || d.pds_type == PdsType::kRodCcReq;
-  const uint32_t src = d.ipv4->src();
   const uint32_t psn = h.psn();
   // §3.14: a trimmed request has no UDP checksum, so its PDS header may be damaged without
   // anyone noticing: it never earns a PDC-fatal NACK (INV_DPDCID, NO_PDC_AVAIL) and never
   // replaces a PDC; the initiator's RTO recovers it.
   const bool trimmed = d.ipv4->dscp() == kDscpTrimmed;
-  Pdc* p = nullptr;
   uint16_t id = 0;
-  if (h.syn()) {
-    const uint64_t key = uint64_t{src} << 16 | h.spdcid();
-    const uint32_t start = psn - h.psn_offset();
-    bool found = false;
-    if (auto it = target_by_peer_pdc_.find(key); it != target_by_peer_pdc_.end()) {
-      id = it->second;
-      found = true;
-      // §3.3: a SYN names its PDC's start PSN. Another start PSN under the same (peer, PDC
-      // id) is a new PDC of that peer (the old one failed or closed without our knowing):
-      // the stale state goes, the new PDC starts afresh.
-      if (pdcs_[id].start_psn != start) {
-        if (trimmed) {
-          ++counters_.rx_trimmed_unverified;
-          return;
-        }
-        ++counters_.pdc_reopened;
-        release_target(id);
-        found = false;
-      }
-    }
-    if (!found) {
-      // §5.6 secure establishment: a new PDC starts at or above the expected PSN.
-      if (tss_ != nullptr && !tss_->start_psn_ok(src, h.spdcid(), start)) {
-        if (trimmed) {
-          ++counters_.rx_trimmed_unverified;
-          return;
-        }
-        ++counters_.rx_start_psn_refused;
-        const uint32_t expected = tss_->expected_start_psn(src, h.spdcid(), start);
-        queue_stateless_nack(src, h.spdcid(), static_cast<uint8_t>(wire::NackCode::kNewStartPsn),
-                             psn, Stateless::kNack, 0, &expected);
-        return;
-      }
-      int32_t n = alloc_pdc(Role::kTarget);
-      if (n < 0 && !trimmed) n = reclaim_unanswered();
-      if (n < 0) {  // §3.10 NO_PDC_AVAIL: the table is full
-        if (trimmed) {
-          ++counters_.rx_trimmed_unverified;
-          return;
-        }
-        ++counters_.rx_no_pdc_avail;
-        queue_stateless_nack(src, h.spdcid(), static_cast<uint8_t>(wire::NackCode::kNoPdcAvail), psn);
-        return;
-      }
-      id = static_cast<uint16_t>(n);
-      Pdc& np = pdcs_[id];
-      set_peer(np, src);
-      np.peer_pdcid = h.spdcid();
-      np.ev_base = static_cast<uint16_t>(next_random());
-      np.rcv_base = np.start_psn = start;
-      np.rod = rod;  // the SYN fixes the PDC's mode
-      np.rod_next = start;
-      target_by_peer_pdc_.insert_or_assign(key, id);
-    }
-    p = &pdcs_[id];
-    mark_ready(*p);
-  } else {
-    id = h.dpdcid();
-    p = pdc(id);
-    if (p == nullptr || p->role != Role::kTarget || p->peer_ip4 != src ||
-        p->peer_pdcid != h.spdcid()) {  // §3.10 INV_DPDCID
-      if (trimmed) {
-        ++counters_.rx_trimmed_unverified;
-        return;
-      }
-      ++counters_.rx_unknown_pdc;
-      queue_stateless_nack(src, h.spdcid(), static_cast<uint8_t>(wire::NackCode::kInvDpdcid), psn);
-      return;
-    }
-  }
+  Pdc* const p = h.syn() ? syn_target(d, h, rod, trimmed, &id) : known_target(d, h, trimmed, &id);
+  if (p == nullptr) return;
   if (p->rod != rod) {  // §3.10 PDC_MODE_MISMATCH (PDC-fatal)
     if (trimmed) {
       ++counters_.rx_trimmed_unverified;
@@ -685,67 +615,11 @@ void UetEndpoint::rx(std::span<Frame* const> frames, Time now) {
     return;
   }
   ++counters_.rx_data;
-  // RCCC: each RUD_CC request says what its sender still wants (want is set, not added, so
-  // a lost grant is asked for again). A trimmed header is used too: the target is bounded.
-  if (const wire::PdsRudRodCc* cc = d.pds_as<wire::PdsRudRodCc>(); cc != nullptr) {
-    rccc_rx_.on_request(id, cc->credit_target(), now);
-  }
-  p->close_tries = 0;  // the initiator is alive: REQ_CLOSE may start over when idle again
-  p->unanswered = false;
-  if (config_.idle_timeout != 0) {
-    p->idle_deadline = now + 2 * config_.idle_timeout;
-    deadline_ = std::min(deadline_, p->idle_deadline);
-  }
-  // §3.3: refusals up to the clear PSN are no longer needed (not from a trimmed header).
-  if (!trimmed) clear_to(*p, psn + static_cast<uint32_t>(static_cast<int32_t>(h.clear_psn_offset())));
-  p->last_psn = psn;
-  p->last_retx = h.retx();
-  p->last_arrival = now;
-  if (d.ecn == 3 && !p->ce_seen) {  // the first CE since the last ACK triggers the next one
-    p->ce_seen = true;
-    p->ce_psn = psn;
-    p->ce_retx = h.retx();
-    p->ce_arrival = now;
-  }
+  note_request(*p, id, d, h, trimmed, now);
   const wire::SesStandardRequest* ses = d.ses_as<wire::SesStandardRequest>();
-  const uint32_t delta = psn - p->rcv_base;
-  const uint32_t idx = (psn & mpr_mask_);
-  const bool old = psn_before(psn, p->rcv_base);
-  if (!old && delta >= config_.mpr) {  // §3.10 PSN_OOR_WINDOW
-    ++counters_.rx_out_of_window;
-    queue_nack(*p, wire::NackCode::kPsnOorWindow, psn);
-    return;
-  }
-  if (!old && test_bit(p->gtd_bits, idx)) {  // a refused PSN again: its refusal again
-    ++counters_.rx_duplicates;
-    if (!trimmed) {
-      const Pdc::Refusal& g = p->gtd[idx];
-      Pdc::Response r;
-      r.code = g.code;
-      r.message_id = g.message_id;
-      r.psn = psn;
-      if (queue_response(*p, r, /*repeat=*/true)) ++counters_.tx_refusal_repeats;
-    }
-    p->ack_now = true;
-    return;
-  }
-  const bool received = old || test_bit(p->rcv_bits, idx);
-  if (received || test_bit(p->rsp_bits, idx)) {
-    ++counters_.rx_duplicates;  // never delivered twice; re-ACK at once
-    // A READ already answered is answered again: its data ACK may have been lost, and a read
-    // is idempotent. One that is still queued (rsp_bits) is not answered twice.
-    if (received && !trimmed && ses != nullptr && ses->opcode() == wire::SesOpcode::kRead) {
-      queue_response(*p, read_response(*ses, psn), /*repeat=*/true);
-    }
-    p->ack_now = true;
-    return;
-  }
-  if (trimmed) {  // §3.14: a trimmed request: ask for it again
-    ++counters_.rx_trimmed;
-    queue_nack(*p, wire::NackCode::kTrimmed, psn);
-    return;
-  }
+  if (!request_is_new(*p, psn, ses, trimmed)) return;
   // §3.8.1 rcvd_bytes and §3.8 ooo_count: a new, whole request.
+  const uint32_t delta = psn - p->rcv_base;
   p->rcvd_bytes += static_cast<uint32_t>(d.payload.size() + d.elided);
   if (delta != 0 && p->ooo_count != 0xFFFF) ++p->ooo_count;
   // ROD (uet_modes.cc): a request past the next one to execute waits in the reorder buffer.
@@ -776,6 +650,168 @@ void UetEndpoint::rx(std::span<Frame* const> frames, Time now) {
     p->ack_deadline = now + config_.ack_delay;
     deadline_ = std::min(deadline_, p->ack_deadline);
   }
+}
+
+// A SYN's target PDC: the one this (peer, PDC id) has, or a new one (§3.3); null when refused
+// (NACKed or, trimmed, dropped).
+[[gnu::always_inline]] inline UetEndpoint::Pdc* UetEndpoint::syn_target(const wire::Decoded& d,
+                                                                        const wire::PdsRudRod& h,
+                                                                        bool rod, bool trimmed,
+                                                                        uint16_t* id) {
+  const uint32_t src = d.ipv4->src();
+  const uint32_t psn = h.psn();
+  const uint64_t key = uint64_t{src} << 16 | h.spdcid();
+  const uint32_t start = psn - h.psn_offset();
+  if (auto it = target_by_peer_pdc_.find(key); it != target_by_peer_pdc_.end()) {
+    *id = it->second;
+    // §3.3: a SYN names its PDC's start PSN. Another start PSN under the same (peer, PDC
+    // id) is a new PDC of that peer (the old one failed or closed without our knowing):
+    // the stale state goes, the new PDC starts afresh.
+    if (pdcs_[*id].start_psn == start) {
+      Pdc* p = &pdcs_[*id];
+      mark_ready(*p);
+      return p;
+    }
+    if (trimmed) {
+      ++counters_.rx_trimmed_unverified;
+      return nullptr;
+    }
+    ++counters_.pdc_reopened;
+    release_target(*id);
+  }
+  // §5.6 secure establishment: a new PDC starts at or above the expected PSN.
+  if (tss_ != nullptr && !tss_->start_psn_ok(src, h.spdcid(), start)) {
+    if (trimmed) {
+      ++counters_.rx_trimmed_unverified;
+      return nullptr;
+    }
+    ++counters_.rx_start_psn_refused;
+    const uint32_t expected = tss_->expected_start_psn(src, h.spdcid(), start);
+    queue_stateless_nack(src, h.spdcid(), static_cast<uint8_t>(wire::NackCode::kNewStartPsn),
+                         psn, Stateless::kNack, 0, &expected);
+    return nullptr;
+  }
+  int32_t n = alloc_pdc(Role::kTarget);
+  if (n < 0 && !trimmed) n = reclaim_unanswered();
+  if (n < 0) {  // §3.10 NO_PDC_AVAIL: the table is full
+    if (trimmed) {
+      ++counters_.rx_trimmed_unverified;
+      return nullptr;
+    }
+    ++counters_.rx_no_pdc_avail;
+    queue_stateless_nack(src, h.spdcid(), static_cast<uint8_t>(wire::NackCode::kNoPdcAvail), psn);
+    return nullptr;
+  }
+  *id = static_cast<uint16_t>(n);
+  Pdc& np = pdcs_[*id];
+  set_peer(np, src);
+  np.peer_pdcid = h.spdcid();
+  np.ev_base = static_cast<uint16_t>(next_random());
+  np.rcv_base = np.start_psn = start;
+  np.rod = rod;  // the SYN fixes the PDC's mode
+  np.rod_next = start;
+  target_by_peer_pdc_.insert_or_assign(key, *id);
+  mark_ready(np);
+  return &np;
+}
+
+// A request's target PDC named by DPDCID; null (§3.10 INV_DPDCID, or dropped if trimmed) when
+// it is not this peer's.
+[[gnu::always_inline]] inline UetEndpoint::Pdc* UetEndpoint::known_target(const wire::Decoded& d,
+                                                                          const wire::PdsRudRod& h,
+                                                                          bool trimmed,
+                                                                          uint16_t* id) {
+  const uint32_t src = d.ipv4->src();
+  *id = h.dpdcid();
+  Pdc* p = pdc(*id);
+  if (p != nullptr && p->role == Role::kTarget && p->peer_ip4 == src &&
+      p->peer_pdcid == h.spdcid()) {
+    return p;
+  }
+  if (trimmed) {
+    ++counters_.rx_trimmed_unverified;
+    return nullptr;
+  }
+  ++counters_.rx_unknown_pdc;
+  queue_stateless_nack(src, h.spdcid(), static_cast<uint8_t>(wire::NackCode::kInvDpdcid), h.psn());
+  return nullptr;
+}
+
+// What a request tells its target PDC whether or not it is new: the sender's credit wish, that
+// the initiator is alive, its clear PSN, and the newest arrival (and CE mark) the ACK reports.
+[[gnu::always_inline]] inline void UetEndpoint::note_request(Pdc& p, uint16_t id,
+                                                             const wire::Decoded& d,
+                                                             const wire::PdsRudRod& h,
+                                                             bool trimmed, Time now) {
+  const uint32_t psn = h.psn();
+  // RCCC: each RUD_CC request says what its sender still wants (want is set, not added, so
+  // a lost grant is asked for again). A trimmed header is used too: the target is bounded.
+  if (const wire::PdsRudRodCc* cc = d.pds_as<wire::PdsRudRodCc>(); cc != nullptr) {
+    rccc_rx_.on_request(id, cc->credit_target(), now);
+  }
+  p.close_tries = 0;  // the initiator is alive: REQ_CLOSE may start over when idle again
+  p.unanswered = false;
+  if (config_.idle_timeout != 0) {
+    p.idle_deadline = now + 2 * config_.idle_timeout;
+    deadline_ = std::min(deadline_, p.idle_deadline);
+  }
+  // §3.3: refusals up to the clear PSN are no longer needed (not from a trimmed header).
+  if (!trimmed) clear_to(p, psn + static_cast<uint32_t>(static_cast<int32_t>(h.clear_psn_offset())));
+  p.last_psn = psn;
+  p.last_retx = h.retx();
+  p.last_arrival = now;
+  if (d.ecn == 3 && !p.ce_seen) {  // the first CE since the last ACK triggers the next one
+    p.ce_seen = true;
+    p.ce_psn = psn;
+    p.ce_retx = h.retx();
+    p.ce_arrival = now;
+  }
+}
+
+// §3.10 receive window: whether `psn` is new and inside it. If not, it is answered: NACKed out
+// of the window or trimmed, its refusal again (refused, §4.6), its data again (a READ
+// answered), or a re-ACK (a duplicate).
+[[gnu::always_inline]] inline bool UetEndpoint::request_is_new(Pdc& p, uint32_t psn,
+                                                               const wire::SesStandardRequest* ses,
+                                                               bool trimmed) {
+  const uint32_t delta = psn - p.rcv_base;
+  const uint32_t idx = (psn & mpr_mask_);
+  const bool old = psn_before(psn, p.rcv_base);
+  if (!old && delta >= config_.mpr) {  // §3.10 PSN_OOR_WINDOW
+    ++counters_.rx_out_of_window;
+    queue_nack(p, wire::NackCode::kPsnOorWindow, psn);
+    return false;
+  }
+  if (!old && test_bit(p.gtd_bits, idx)) {  // a refused PSN again: its refusal again
+    ++counters_.rx_duplicates;
+    if (!trimmed) {
+      const Pdc::Refusal& g = p.gtd[idx];
+      Pdc::Response r;
+      r.code = g.code;
+      r.message_id = g.message_id;
+      r.psn = psn;
+      if (queue_response(p, r, /*repeat=*/true)) ++counters_.tx_refusal_repeats;
+    }
+    p.ack_now = true;
+    return false;
+  }
+  const bool received = old || test_bit(p.rcv_bits, idx);
+  if (received || test_bit(p.rsp_bits, idx)) {
+    ++counters_.rx_duplicates;  // never delivered twice; re-ACK at once
+    // A READ already answered is answered again: its data ACK may have been lost, and a read
+    // is idempotent. One that is still queued (rsp_bits) is not answered twice.
+    if (received && !trimmed && ses != nullptr && ses->opcode() == wire::SesOpcode::kRead) {
+      queue_response(p, read_response(*ses, psn), /*repeat=*/true);
+    }
+    p.ack_now = true;
+    return false;
+  }
+  if (trimmed) {  // §3.14: a trimmed request: ask for it again
+    ++counters_.rx_trimmed;
+    queue_nack(p, wire::NackCode::kTrimmed, psn);
+    return false;
+  }
+  return true;
 }
 
 UetEndpoint::Exec UetEndpoint::execute(Pdc& p, uint16_t id, const wire::SesStandardRequest& ses,

@@ -565,6 +565,12 @@ class UetEndpoint final : public Endpoint {
   // Data path helpers (uet_datapath.cc).
   void rx_one(const Frame& f, Time now);
   void rx_request(const wire::Decoded& d, Time now);
+  Pdc* syn_target(const wire::Decoded& d, const wire::PdsRudRod& h, bool rod, bool trimmed,
+                  uint16_t* id);
+  Pdc* known_target(const wire::Decoded& d, const wire::PdsRudRod& h, bool trimmed, uint16_t* id);
+  void note_request(Pdc& p, uint16_t id, const wire::Decoded& d, const wire::PdsRudRod& h,
+                    bool trimmed, Time now);
+  bool request_is_new(Pdc& p, uint32_t psn, const wire::SesStandardRequest* ses, bool trimmed);
   Exec execute(Pdc& p, uint16_t id, const wire::SesStandardRequest& ses,
                std::span<const uint8_t> payload, size_t elided, uint32_t psn);
   // execute()'s body, always inline into rx_request() (every request runs it); execute() is
@@ -670,7 +676,6 @@ class UetEndpoint final : public Endpoint {
   uint16_t wire_sport(uint16_t port) const noexcept {
     return config_.udp_source_port != 0 ? config_.udp_source_port : port;
   }
-  void arm_rto(Pdc& p, Time now);
   void on_rtt_sample(Pdc& p, Time rtt) noexcept;
   Time rto_estimate(const Pdc& p) noexcept;
   Time reorder_window(const Pdc& p) const noexcept {
