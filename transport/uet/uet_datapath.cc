@@ -1175,46 +1175,7 @@ void UetEndpoint::rx_ack(const wire::Decoded& d, Time now) {
     const Slot& s = p->slots[(trig & mpr_mask_)];
     if (s.in_flight && !s.retransmitted && !h.retx()) rtt = now - s.sent;
   }
-  // §4.6 / §4.7: an SES response answers the trigger PSN. Read data is placed at its chunk's
-  // offset, in any order, once: only while the chunk's slot waits for it.
-  Time data_sent = 0;
-  if (const wire::SesResponseData* rd = d.ses_as<wire::SesResponseData>(); rd != nullptr) {
-    bool placed = false;
-    if (trig_in_window) {
-      const Slot& s = p->slots[(trig & mpr_mask_)];
-      Op& o = p->ops[s.op];
-      if (o.op == Opcode::kRead && !s.acked && !o.failed &&
-          rd->return_code() == wire::SesReturnCode::kOk &&
-          rd->read_req_message_id() == static_cast<uint16_t>(o.message_id + s.packet) &&
-          rd->payload_length() == s.len && rd->message_offset() == 0) {
-        const size_t have = std::min<size_t>(d.payload.size(), s.len);
-        if (have > 0) {
-          std::memcpy(o.dst + uint64_t{s.packet} * config_.payload_bytes, d.payload.data(), have);
-        }
-        data_sent = s.sent;
-        ack_psn(*p, trig, false, now);
-        ++counters_.rx_read_data;
-        placed = true;
-      }
-    }
-    if (!placed) ++counters_.rx_stale_read_data;
-  } else if (const wire::SesResponse* rsp = d.ses_as<wire::SesResponse>(); rsp != nullptr) {
-    const auto rc = rsp->return_code();
-    if (trig_in_window && rc != wire::SesReturnCode::kOk && rc != wire::SesReturnCode::kNull) {
-      const Slot& s = p->slots[(trig & mpr_mask_)];
-      Op& o = p->ops[s.op];
-      const auto mid = static_cast<uint16_t>(o.message_id + (o.op == Opcode::kRead ? s.packet : 0));
-      if (!s.acked && mid == rsp->message_id()) {
-        if (!o.failed) {
-          o.failed = true;
-          o.status = status_for(rc);
-        }
-        // The refusal is the acknowledgement of its PSN: the target leaves it out of CACK and
-        // SACK until our clear PSN passes it (Pdc::gtd).
-        ack_psn(*p, trig, false, now);
-      }
-    }
-  }
+  const Time data_sent = ack_response(*p, d, trig, trig_in_window, now);
   // Only PSNs we sent can be acknowledged: base-1 <= cack < next.
   if (psn_before(cack, p->base_psn - 1) || !psn_before(cack, p->next_psn)) {
     ++counters_.rx_stale_ack;
@@ -1231,65 +1192,8 @@ void UetEndpoint::rx_ack(const wire::Decoded& d, Time now) {
     p->established = true;
     p->peer_pdcid = h.spdcid();
   }
-  // The send time of the newest packet (sent once: Karn) this ACK covers: holes sent well
-  // before it are lost (a time guard against the reordering that spraying causes).
-  Time newest_sent = 0;
-  // §3.7: `m` echoes CE on the trigger alone. The target ACKs at once on a CE mark and keeps
-  // the marked packet as the trigger, so every other PSN this ACK covers arrived unmarked:
-  // the path selector hears about each newly acknowledged packet's EV.
-  const bool marked = h.m();
-  for (uint32_t psn = p->base_psn; psn_before(psn, cack + 1); ++psn) {
-    const Slot& s = p->slots[(psn & mpr_mask_)];
-    if (!s.retransmitted) newest_sent = std::max(newest_sent, s.sent);
-    covered_psn(*p, psn, marked && psn == trig, data_sent, now);
-  }
-  uint32_t highest = cack;
-  if (cc != nullptr) {
-    const uint32_t sack_base = cack + cc->sack_psn_offset();
-    // The set bits in ascending order. A bit at or past next_psn claims a PSN never sent
-    // (a forged or corrupt ACK): ignored, counted once per ACK.
-    bool unsent = false;
-    for (uint64_t bits = cc->sack_bitmap(); bits != 0; bits &= bits - 1) {
-      const uint32_t psn = sack_base + static_cast<uint32_t>(std::countr_zero(bits));
-      if (!psn_before(psn, p->next_psn)) unsent = true;
-      if (psn_before(psn, p->base_psn) || !psn_before(psn, p->next_psn)) continue;
-      const Slot& s = p->slots[(psn & mpr_mask_)];
-      if (!s.retransmitted) newest_sent = std::max(newest_sent, s.sent);
-      covered_psn(*p, psn, marked && psn == trig, data_sent, now);
-      if (psn_before(highest, psn)) highest = psn;
-    }
-    counters_.rx_sack_unsent += unsent;
-  }
-  // RACK (RFC 8985 §6.2): remember the newest delivered packet's send time and round trip.
-  if (newest_sent > 0 && newest_sent >= p->rack_sent) {
-    p->rack_sent = newest_sent;
-    p->rack_rtt = now - newest_sent;
-  }
-  if (psn_before(p->rack_highest, highest)) p->rack_highest = highest;
-  rack_detect(*p, now);
-  // NSCC (cc/nscc.h) sees the bytes this ACK took out of flight, its ECN echo and the RTT
-  // without the time the target held the trigger (§3.8.1 service_time), never below
-  // base_rtt for that (a sample already below it is kept); the receiver's penalty applies to
-  // the bytes it newly received (rcvd_bytes delta, modulo 2^24; a reordered ACK adds none).
-  Time nscc_rtt = rtt;
-  uint32_t newly_rcvd = 0;
-  if (cc != nullptr && cc->cc_type() == wire::CcType::kNscc) {
-    if (rtt > 0) {
-      const Time held = Time{cc->service_time()} * kNanosecond;
-      nscc_rtt = std::max(rtt - held, std::min(rtt, config_.base_rtt));
-    }
-    if (const uint32_t delta = (cc->rcvd_bytes() - p->peer_rcvd_bytes) & 0xFFFFFF;
-        delta < 0x800000) {
-      newly_rcvd = delta;
-      p->peer_rcvd_bytes = cc->rcvd_bytes();
-    }
-  }
-  if (p->bytes_in_flight < in_flight_before) {
-    p->nscc.on_ack(in_flight_before - p->bytes_in_flight, h.m(), nscc_rtt, now);
-  }
-  if (newly_rcvd != 0 && cc->rcv_cwnd_pend() != 0) {
-    p->nscc.on_receiver_pending(newly_rcvd, cc->rcv_cwnd_pend());
-  }
+  ack_covered(*p, cack, trig, h.m(), cc, data_sent, now);
+  nscc_on_ack(*p, cc, h.m(), rtt, in_flight_before, now);
   retire_ops(*p);
   // Progress restarts the timer for what is still unacknowledged; a new probe may go after
   // progress. A timeout's backoff is kept until a valid RTT sample (Karn; RFC 6298 §5.7):
@@ -1310,6 +1214,122 @@ void UetEndpoint::rx_ack(const wire::Decoded& d, Time now) {
   deadline_ = std::min(deadline_, p->rto_deadline);
   if (progress) arm_tlp(*p, now);
   note_idle(*p, now);
+}
+
+// §4.6 / §4.7 at the initiator: the SES response an ACK carries answers its trigger PSN. Read
+// data is placed at its chunk's offset, in any order, once: only while the chunk's slot waits
+// for it. Returns the send time of the READ whose data was placed (0: none).
+[[gnu::always_inline]] inline Time UetEndpoint::ack_response(Pdc& p, const wire::Decoded& d,
+                                                             uint32_t trig, bool trig_in_window,
+                                                             Time now) {
+  Time data_sent = 0;
+  if (const wire::SesResponseData* rd = d.ses_as<wire::SesResponseData>(); rd != nullptr) {
+    bool placed = false;
+    if (trig_in_window) {
+      const Slot& s = p.slots[(trig & mpr_mask_)];
+      Op& o = p.ops[s.op];
+      if (o.op == Opcode::kRead && !s.acked && !o.failed &&
+          rd->return_code() == wire::SesReturnCode::kOk &&
+          rd->read_req_message_id() == static_cast<uint16_t>(o.message_id + s.packet) &&
+          rd->payload_length() == s.len && rd->message_offset() == 0) {
+        const size_t have = std::min<size_t>(d.payload.size(), s.len);
+        if (have > 0) {
+          std::memcpy(o.dst + uint64_t{s.packet} * config_.payload_bytes, d.payload.data(), have);
+        }
+        data_sent = s.sent;
+        ack_psn(p, trig, false, now);
+        ++counters_.rx_read_data;
+        placed = true;
+      }
+    }
+    if (!placed) ++counters_.rx_stale_read_data;
+  } else if (const wire::SesResponse* rsp = d.ses_as<wire::SesResponse>(); rsp != nullptr) {
+    const auto rc = rsp->return_code();
+    if (trig_in_window && rc != wire::SesReturnCode::kOk && rc != wire::SesReturnCode::kNull) {
+      const Slot& s = p.slots[(trig & mpr_mask_)];
+      Op& o = p.ops[s.op];
+      const auto mid = static_cast<uint16_t>(o.message_id + (o.op == Opcode::kRead ? s.packet : 0));
+      if (!s.acked && mid == rsp->message_id()) {
+        if (!o.failed) {
+          o.failed = true;
+          o.status = status_for(rc);
+        }
+        // The refusal is the acknowledgement of its PSN: the target leaves it out of CACK and
+        // SACK until our clear PSN passes it (Pdc::gtd).
+        ack_psn(p, trig, false, now);
+      }
+    }
+  }
+  return data_sent;
+}
+
+// The PSNs an ACK covers (CACK and SACK) are acknowledged, and RACK learns the newest delivered
+// packet. `marked`: §3.7 `m` echoes CE on the trigger alone. The target ACKs at once on a CE
+// mark and keeps the marked packet as the trigger, so every other PSN this ACK covers arrived
+// unmarked: the path selector hears about each newly acknowledged packet's EV.
+[[gnu::always_inline]] inline void UetEndpoint::ack_covered(Pdc& p, uint32_t cack, uint32_t trig,
+                                                            bool marked, const wire::PdsAckCc* cc,
+                                                            Time data_sent, Time now) {
+  // The send time of the newest packet (sent once: Karn) this ACK covers: holes sent well
+  // before it are lost (a time guard against the reordering that spraying causes).
+  Time newest_sent = 0;
+  for (uint32_t psn = p.base_psn; psn_before(psn, cack + 1); ++psn) {
+    const Slot& s = p.slots[(psn & mpr_mask_)];
+    if (!s.retransmitted) newest_sent = std::max(newest_sent, s.sent);
+    covered_psn(p, psn, marked && psn == trig, data_sent, now);
+  }
+  uint32_t highest = cack;
+  if (cc != nullptr) {
+    const uint32_t sack_base = cack + cc->sack_psn_offset();
+    // The set bits in ascending order. A bit at or past next_psn claims a PSN never sent
+    // (a forged or corrupt ACK): ignored, counted once per ACK.
+    bool unsent = false;
+    for (uint64_t bits = cc->sack_bitmap(); bits != 0; bits &= bits - 1) {
+      const uint32_t psn = sack_base + static_cast<uint32_t>(std::countr_zero(bits));
+      if (!psn_before(psn, p.next_psn)) unsent = true;
+      if (psn_before(psn, p.base_psn) || !psn_before(psn, p.next_psn)) continue;
+      const Slot& s = p.slots[(psn & mpr_mask_)];
+      if (!s.retransmitted) newest_sent = std::max(newest_sent, s.sent);
+      covered_psn(p, psn, marked && psn == trig, data_sent, now);
+      if (psn_before(highest, psn)) highest = psn;
+    }
+    counters_.rx_sack_unsent += unsent;
+  }
+  // RACK (RFC 8985 §6.2): remember the newest delivered packet's send time and round trip.
+  if (newest_sent > 0 && newest_sent >= p.rack_sent) {
+    p.rack_sent = newest_sent;
+    p.rack_rtt = now - newest_sent;
+  }
+  if (psn_before(p.rack_highest, highest)) p.rack_highest = highest;
+  rack_detect(p, now);
+}
+
+// NSCC (cc/nscc.h) sees the bytes this ACK took out of flight, its ECN echo and the RTT
+// without the time the target held the trigger (§3.8.1 service_time), never below base_rtt for
+// that (a sample already below it is kept); the receiver's penalty applies to the bytes it
+// newly received (rcvd_bytes delta, modulo 2^24; a reordered ACK adds none).
+[[gnu::always_inline]] inline void UetEndpoint::nscc_on_ack(Pdc& p, const wire::PdsAckCc* cc,
+                                                            bool marked, Time rtt,
+                                                            uint64_t in_flight_before, Time now) {
+  Time nscc_rtt = rtt;
+  uint32_t newly_rcvd = 0;
+  if (cc != nullptr && cc->cc_type() == wire::CcType::kNscc) {
+    if (rtt > 0) {
+      const Time held = Time{cc->service_time()} * kNanosecond;
+      nscc_rtt = std::max(rtt - held, std::min(rtt, config_.base_rtt));
+    }
+    if (const uint32_t delta = (cc->rcvd_bytes() - p.peer_rcvd_bytes) & 0xFFFFFF;
+        delta < 0x800000) {
+      newly_rcvd = delta;
+      p.peer_rcvd_bytes = cc->rcvd_bytes();
+    }
+  }
+  if (p.bytes_in_flight < in_flight_before) {
+    p.nscc.on_ack(in_flight_before - p.bytes_in_flight, marked, nscc_rtt, now);
+  }
+  if (newly_rcvd != 0 && cc->rcv_cwnd_pend() != 0) {
+    p.nscc.on_receiver_pending(newly_rcvd, cc->rcv_cwnd_pend());
+  }
 }
 
 // An initiator PDC with nothing posted and nothing outstanding is idle: it closes after

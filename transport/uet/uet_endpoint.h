@@ -578,6 +578,11 @@ class UetEndpoint final : public Endpoint {
   Exec execute_inline(Pdc& p, uint16_t id, const wire::SesStandardRequest& ses,
                       std::span<const uint8_t> payload, size_t elided, uint32_t psn);
   void rx_ack(const wire::Decoded& d, Time now);
+  Time ack_response(Pdc& p, const wire::Decoded& d, uint32_t trig, bool trig_in_window, Time now);
+  void ack_covered(Pdc& p, uint32_t cack, uint32_t trig, bool marked, const wire::PdsAckCc* cc,
+                   Time data_sent, Time now);
+  void nscc_on_ack(Pdc& p, const wire::PdsAckCc* cc, bool marked, Time rtt,
+                   uint64_t in_flight_before, Time now);
   void rx_nack(const wire::Decoded& d, Time now);
   void rx_ctrl(const wire::Decoded& d, Time now);
   void refuse(Pdc& p, uint32_t psn, uint8_t code, uint16_t message_id);
