@@ -1,137 +1,23 @@
-// Data path of the RoCEv2 engine: rx(), tx(), on_timer(). No allocation, no per-packet
-// virtual call. Comments cite spec/rocev2.md (wire) and research/rocev2-wireshark.md §2 (RC
-// behaviour as rxe implements it) and §3 (DCQCN).
+// Data path of the RoCEv2 engine: rx(), tx(). No allocation, no per-packet virtual call.
+// Comments cite spec/rocev2.md (wire) and research/rocev2-wireshark.md §2 (RC behaviour as rxe
+// implements it) and §3 (DCQCN).
 #include <algorithm>
-#include <bit>
 #include <cstring>
 
-#include "transport/rocev2/psn.h"
-#include "transport/rocev2/roce_endpoint.h"
-#include "transport/wire/checksum.h"
+#include "transport/rocev2/roce_datapath.h"
 #include "transport/wire/stream_copy.h"
 
 namespace uet {
 
+using roce::kCreditsUnlimited;
+using roce::kFrameOverhead;
+using roce::payload_len;
 using roce::psn_add;
 using roce::psn_diff;
 using roce::psn_prev;
 using wire::AethNak;
 using wire::AethType;
 using wire::RoceOpcode;
-
-namespace {
-
-constexpr uint8_t kEct0 = 2;
-constexpr uint8_t kCe = 3;
-constexpr uint8_t kCreditsUnlimited = ROCEV2_AETH_CREDITS_UNLIMITED;  // §3.2: rxe always sends it
-constexpr uint32_t kFrameOverhead = 24;  // preamble, inter-frame gap and FCS, for the pacer
-
-constexpr size_t kEncapSize = wire::Ethernet::kSize + wire::Ipv4::kSize + wire::Udp::kSize;
-
-// Finishes a frame; `elided` bytes travel by length only (IP and UDP lengths count them).
-bool finish_frame(wire::FrameBuilder& b, Frame& f, uint32_t elided = 0) {
-  size_t n = 0;
-  if (b.finish(&n) != wire::WireError::kOk) return false;
-  f.len = static_cast<uint32_t>(n);
-  f.wire_len = 0;
-  f.ref = b.referenced();
-  f.ref_len = static_cast<uint32_t>(b.referenced_len());
-  f.ref_at = static_cast<uint32_t>(b.referenced_at());
-  if (elided > 0) {
-    f.wire_len = f.len + elided;
-    wire::Ipv4* ip = wire::as<wire::Ipv4>(f.data + wire::Ethernet::kSize);
-    ip->set_total_length(static_cast<uint16_t>(ip->total_length() + elided));
-    ip->set_checksum(wire::ipv4_header_checksum(ip->raw, wire::Ipv4::kSize));
-    wire::Udp* udp = wire::as<wire::Udp>(f.data + wire::Ethernet::kSize + wire::Ipv4::kSize);
-    udp->set_length(static_cast<uint16_t>(udp->length() + elided));
-  }
-  return true;
-}
-
-}  // namespace
-
-// ------------------------------------------------------------------------------ frames
-
-// spec/rocev2.md §1: one UDP source port per QP, destination 4791, UDP checksum 0, ICRC.
-wire::Encap RoceEndpoint::encap_for(const Qp& q, uint8_t dscp, uint8_t ecn) const {
-  wire::Encap e;
-  e.src_mac = config_.local_mac;
-  e.dst_mac = q.peer_mac;
-  e.src_ip4 = config_.local_ip4;
-  e.dst_ip4 = q.peer_ip4;
-  e.dscp = dscp;
-  e.ecn = ecn;
-  e.sport = q.sport;
-  e.dport = wire::kRoceUdpPort;
-  e.udp_checksum = false;
-  e.icrc = true;
-  e.icrc_compute = !config_.icrc_offload;
-  return e;
-}
-
-// One packet with its extended headers in spec order (spec/rocev2.md §4: RETH, AETH, ImmDt)
-// and its payload. A frame too small for the packet carries its headers only, and the
-// payload, pad and ICRC by length (Frame::wire_len: the simulator at scale). No ICRC can be
-// computed then.
-bool RoceEndpoint::build_packet(Qp& q, Frame& f, const Packet& p) {
-  const uint32_t pad = (4 - p.len % 4) % 4;  // §2: payload padded to a multiple of 4
-  const size_t headers = kEncapSize + wire::Bth::kSize + (p.reth ? wire::Reth::kSize : 0) +
-                         (p.aeth ? wire::Aeth::kSize : 0) + (p.imm ? wire::ImmDt::kSize : 0);
-  if (headers > f.capacity) {
-    ++counters_.tx_no_room;
-    return false;
-  }
-  // By reference the buffer holds all but the payload (the pad and ICRC follow it).
-  const bool by_ref = config_.tx_by_reference && p.len > 0 && p.payload != nullptr;
-  const bool elide = p.len > 0 && (p.payload == nullptr ||
-                                   headers + (by_ref ? 0 : p.len) + pad + wire::kIcrcSize >
-                                       f.capacity);
-  wire::Encap encap = encap_for(q, config_.dscp_data, config_.ect ? kEct0 : 0);
-  encap.icrc = !elide;
-  wire::FrameBuilder b(std::span<uint8_t>(f.data, f.capacity), encap);
-  wire::Bth* bth = b.add<wire::Bth>();
-  wire::Reth* reth = p.reth ? b.add<wire::Reth>() : nullptr;
-  wire::Aeth* aeth = p.aeth ? b.add<wire::Aeth>() : nullptr;
-  wire::ImmDt* imm = p.imm ? b.add<wire::ImmDt>() : nullptr;
-  bool placed = true;  // the payload (copied or referenced) and its pad
-  if (!elide && p.len > 0) {
-    if (by_ref) {
-      placed = b.reference({p.payload, p.len});
-    } else if (uint8_t* at = b.reserve(p.len); at != nullptr) {
-      std::memcpy(at, p.payload, p.len);
-    } else {
-      placed = false;
-    }
-    if (placed && pad > 0) placed = b.add_bytes(pad) != nullptr;
-  }
-  if (bth == nullptr || (p.imm && imm == nullptr) || !placed) {
-    ++counters_.tx_no_room;
-    return false;
-  }
-  bth->set_opcode(p.op);
-  bth->set_pad_cnt(static_cast<uint8_t>(pad));
-  bth->set_pkey(ROCEV2_DEFAULT_PKEY);
-  bth->set_dest_qp(q.remote_qpn);
-  bth->set_ack_req(p.ack_req);
-  bth->set_psn(p.psn);
-  if (reth != nullptr) {  // §3.1: VA = byte offset within the region (zero-based)
-    reth->set_va(p.va);
-    reth->set_rkey(p.rkey);
-    reth->set_dma_length(p.dma_length);
-  }
-  if (aeth != nullptr) {  // §3.2: read responses FIRST/LAST/ONLY carry an ACK syndrome
-    aeth->set_syndrome_type(AethType::kAck);
-    aeth->set_syndrome_value(kCreditsUnlimited);
-    aeth->set_msn(q.msn);
-  }
-  if (imm != nullptr) imm->set_imm(p.imm_data);  // §3.5
-  if (!finish_frame(b, f, elide ? p.len + pad + static_cast<uint32_t>(wire::kIcrcSize) : 0)) {
-    ++counters_.tx_no_room;
-    return false;
-  }
-  f.priority = Priority::kData;
-  return true;
-}
 
 // DCQCN: pace at the current rate; at line rate the NIC's own link is the pacer.
 void RoceEndpoint::pace(Qp& q, const Frame& f, Time now) {
@@ -245,53 +131,6 @@ bool RoceEndpoint::build_read_response(Qp& q, Frame& f, Time now) {
   return true;
 }
 
-// §3.2: ACKNOWLEDGE with an AETH. ACKs and NAKs ride in the QP's traffic class (dscp_data),
-// not ECN-capable, as RNICs send them.
-bool RoceEndpoint::build_ack(Qp& q, Frame& f, AethType type, uint8_t value, uint32_t psn) {
-  wire::FrameBuilder b(std::span<uint8_t>(f.data, f.capacity), encap_for(q, config_.dscp_data, 0));
-  wire::Bth* bth = b.add<wire::Bth>();
-  wire::Aeth* aeth = b.add<wire::Aeth>();
-  if (aeth == nullptr) {
-    ++counters_.tx_no_room;
-    return false;
-  }
-  bth->set_opcode(RoceOpcode::kRcAck);
-  bth->set_pkey(ROCEV2_DEFAULT_PKEY);
-  bth->set_dest_qp(q.remote_qpn);
-  bth->set_psn(psn);
-  aeth->set_syndrome_type(type);
-  aeth->set_syndrome_value(value);
-  aeth->set_msn(q.msn);
-  if (!finish_frame(b, f)) {
-    ++counters_.tx_no_room;
-    return false;
-  }
-  f.priority = Priority::kData;
-  return true;
-}
-
-// §5: BTH opcode 0x81 with BECN, DestQP = the QP whose traffic was marked (the sender's),
-// PSN 0, 16 zero bytes; DSCP 48, not ECN-capable, in the control class.
-bool RoceEndpoint::build_cnp(Qp& q, Frame& f) {
-  wire::FrameBuilder b(std::span<uint8_t>(f.data, f.capacity), encap_for(q, config_.dscp_cnp, 0));
-  wire::Bth* bth = b.add<wire::Bth>();
-  wire::Cnp* cnp = b.add<wire::Cnp>();
-  if (cnp == nullptr) {
-    ++counters_.tx_no_room;
-    return false;
-  }
-  bth->set_opcode(RoceOpcode::kCnp);
-  bth->set_pkey(ROCEV2_DEFAULT_PKEY);
-  bth->set_becn(true);
-  bth->set_dest_qp(q.remote_qpn);
-  if (!finish_frame(b, f)) {
-    ++counters_.tx_no_room;
-    return false;
-  }
-  f.priority = Priority::kControl;
-  return true;
-}
-
 // ------------------------------------------------------------------------------ rx
 
 void RoceEndpoint::rx(std::span<Frame* const> frames, Time now) {
@@ -364,33 +203,6 @@ void RoceEndpoint::rx_one(const Frame& f, Time now) {
       break;
   }
 }
-
-// Notification point (research §3.1): a CNP for CE-marked data, at most one per interval per
-// QP, whatever the PSN: the mark is about the path, not the packet.
-void RoceEndpoint::note_ce(Qp& q, const wire::Decoded& d, Time now) {
-  if (d.ecn != kCe) return;
-  ++counters_.rx_ce;
-  if (!q.cnp_pending && (!q.cnp_sent || now - q.last_cnp >= config_.cnp_interval)) {
-    q.cnp_pending = true;
-    q.cnp_sent = true;
-    q.last_cnp = now;
-  }
-}
-
-namespace {
-
-// The payload length of a data packet; with the payload carried by length, only its size is
-// known (pad and ICRC elided too).
-uint64_t payload_len(const wire::Decoded& d) {
-  uint64_t len = d.payload.size();
-  if (d.elided > 0) {
-    const uint64_t tail = d.bth->pad_cnt() + wire::kIcrcSize;
-    len = d.elided >= tail ? len + d.elided - tail : 0;
-  }
-  return len;
-}
-
-}  // namespace
 
 // Responder (§2.1, rxe check_psn / check_op_seq / check_resource / execute): SEND, WRITE
 // (with or without immediate) and READ requests.
@@ -877,77 +689,7 @@ void RoceEndpoint::complete_through(Qp& q, uint32_t psn) {
   }
 }
 
-// Moves the go-back-N cursor to `psn` (una <= psn <= max_psn): the write and packet it
-// belongs to, found by walking the writes that have PSNs.
-void RoceEndpoint::seek(Qp& q, uint32_t psn) {
-  q.next_psn = psn;
-  for (uint64_t i = q.write_head; i != q.write_started; ++i) {
-    const Write& w = q.writes[i];
-    const int32_t k = psn_diff(psn, w.first_psn);
-    if (k >= 0 && static_cast<uint32_t>(k) < w.packets) {
-      q.send_write = i;
-      q.send_packet = static_cast<uint32_t>(k);
-      return;
-    }
-  }
-  q.send_write = q.write_started;  // psn == max_psn at a message boundary
-  q.send_packet = 0;
-}
-
-// Go-back-N (§2.1): resend everything from `psn`, if the retry counter allows.
-bool RoceEndpoint::go_back(Qp& q, uint32_t psn, Time now) {
-  if (config_.retry_cnt != 7) {
-    if (q.retry_left == 0) {
-      fail_qp(q, OpStatus::kRetriesExhausted);
-      return false;
-    }
-    --q.retry_left;
-  }
-  ++counters_.go_back_n;
-  q.retry_started = true;
-  seek(q, psn);
-  q.rto_deadline = kNever;
-  arm_rto(q, now);
-  return true;
-}
-
-void RoceEndpoint::arm_rto(Qp& q, Time now) {
-  if (ack_timeout_ == 0) return;  // t = 0: no timer
-  q.rto_deadline = now + ack_timeout_;
-  deadline_ = std::min(deadline_, q.rto_deadline);
-}
-
-// The QP enters the error state: the oldest WR ends with `first`, every other one is
-// flushed (kFlushed, IB_WC_WR_FLUSH_ERR), and so is a receive buffer a SEND was filling.
-void RoceEndpoint::fail_qp(Qp& q, OpStatus first) {
-  for (uint64_t i = q.write_head; i != q.write_tail; ++i) {
-    const Write& w = q.writes[i];
-    complete(w, i == q.write_head ? first : OpStatus::kFlushed);
-  }
-  if (q.recv_claimed) {
-    q.recv_claimed = false;
-    complete_recv(q.recv.wr_id, q.peer_ip4, OpStatus::kFlushed, q.recv_placed, false, 0);
-  }
-  q.reads_in_flight = 0;
-  q.rd_head = q.rd_tail;
-  q.rnr_wait = false;
-  q.write_head = q.write_started = q.write_tail;
-  q.send_write = q.write_tail;
-  q.send_packet = 0;
-  q.state = QpState::kError;
-  q.rto_deadline = kNever;
-  q.ack_pending = false;
-  q.nak_pending = false;
-  q.cnp_pending = false;
-}
-
 // ------------------------------------------------------------------------------ tx
-
-bool RoceEndpoint::has_data(const Qp& q) const noexcept {
-  return q.state == QpState::kRts && q.send_write != q.write_tail &&
-         static_cast<uint32_t>(psn_diff(q.next_psn, q.una)) < config_.max_outstanding_psns;
-}
-
 // One frame from QP q, most urgent first: NAK, ACK, CNP, then data as the pacer allows.
 // Read responses go first: an ACK or NAK names PSNs after them and must not overtake them.
 bool RoceEndpoint::tx_one(Qp& q, Frame& f, Time now) {
@@ -1039,33 +781,6 @@ size_t RoceEndpoint::tx(std::span<Frame* const> out, Time now) {
 bool RoceEndpoint::tx_may_act(const Qp& q) const noexcept {
   return q.rd_head != q.rd_tail || q.nak_pending || q.ack_pending || q.cnp_pending ||
          (q.rnr_wait && q.state == QpState::kRts) || has_data(q);
-}
-
-// ------------------------------------------------------------------------------ timers
-
-Time RoceEndpoint::next_deadline() const { return deadline_; }
-
-void RoceEndpoint::on_timer(Time now) {
-  Time next = kNever;
-  for (Qp* const qp : active_) {
-    Qp& q = *qp;
-    // ACK timeout (§2.1): resend from the oldest unacknowledged PSN.
-    if (q.rto_deadline <= now) {
-      mark_ready(q);
-      q.rto_deadline = kNever;
-      if (q.state == QpState::kRts && q.una != q.max_psn) {
-        ++counters_.timeouts;
-        go_back(q, q.una, now);
-      }
-    }
-    q.cc.on_timer(now);
-    next = std::min({next, q.rto_deadline, q.cc.next_event()});
-    if (q.rnr_wait && q.state == QpState::kRts && q.rnr_until > now) next = std::min(next, q.rnr_until);
-    // A pacing deadline already reached is not a timer: the QP is ready, and the host pulls
-    // frames when its link is free.
-    if (q.cc.limited() && q.next_send > now && has_data(q)) next = std::min(next, q.next_send);
-  }
-  deadline_ = next;
 }
 
 }  // namespace uet

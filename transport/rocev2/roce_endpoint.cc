@@ -1,5 +1,5 @@
 // Control path of the RoCEv2 engine: configuration, QP connection, registration, posting,
-// completions. The per-packet work is in roce_datapath.cc.
+// completions. The per-packet work is in roce_datapath.cc and the files it names.
 #include "transport/rocev2/roce_endpoint.h"
 
 #include <algorithm>

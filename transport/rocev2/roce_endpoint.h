@@ -417,7 +417,6 @@ class RoceEndpoint final : public Endpoint {
   void rx_request(Qp& q, const wire::Decoded& d, Time now);
   void rx_read_request(Qp& q, const wire::Decoded& d, uint32_t psn, bool duplicate);
   void rx_read_response(Qp& q, const wire::Decoded& d, Time now);
-  void note_ce(Qp& q, const wire::Decoded& d, Time now);
   // Acknowledges through `psn`, never past a read whose responses are missing; returns
   // kAckProgress and/or kAckReadGap.
   static constexpr int kAckProgress = 1, kAckReadGap = 2;
@@ -428,8 +427,14 @@ class RoceEndpoint final : public Endpoint {
   void responder_fatal(Qp& q, uint8_t nak_code, uint32_t psn);
   bool tx_one(Qp& q, Frame& f, Time now);
   bool build_data(Qp& q, Frame& f, Time now);
-  bool build_ack(Qp& q, Frame& f, wire::AethType type, uint8_t value, uint32_t psn);
   bool build_read_response(Qp& q, Frame& f, Time now);
+  void pace(Qp& q, const Frame& f, Time now);
+  void complete_through(Qp& q, uint32_t psn);
+  // Per-packet helpers shared by the data-path files, defined in roce_datapath.h.
+  inline void note_ce(Qp& q, const wire::Decoded& d, Time now);
+  inline bool has_data(const Qp& q) const noexcept;
+  inline void arm_rto(Qp& q, Time now);
+
   // One packet carrying a payload (or a READ request), as build_packet() writes it.
   struct Packet {
     wire::RoceOpcode op = wire::RoceOpcode::kRcWriteOnly;
@@ -445,16 +450,19 @@ class RoceEndpoint final : public Endpoint {
     const uint8_t* payload = nullptr;  // null with len > 0: payload carried by length only
     uint32_t len = 0;
   };
-  bool build_packet(Qp& q, Frame& f, const Packet& p);
-  void pace(Qp& q, const Frame& f, Time now);
-  bool build_cnp(Qp& q, Frame& f);
-  wire::Encap encap_for(const Qp& q, uint8_t dscp, uint8_t ecn) const;
-  bool has_data(const Qp& q) const noexcept;
-  void complete_through(Qp& q, uint32_t psn);
+
+  // Go-back-N, the ACK timer and the error state (roce_retransmit.cc).
   void seek(Qp& q, uint32_t psn);
   bool go_back(Qp& q, uint32_t psn, Time now);
-  void arm_rto(Qp& q, Time now);
   void fail_qp(Qp& q, OpStatus first);
+
+  // The frame encoder (roce_frames.cc).
+  bool build_packet(Qp& q, Frame& f, const Packet& p);
+  bool build_ack(Qp& q, Frame& f, wire::AethType type, uint8_t value, uint32_t psn);
+  bool build_cnp(Qp& q, Frame& f);
+  wire::Encap encap_for(const Qp& q, uint8_t dscp, uint8_t ecn) const;
+
+  // Posting and completions (roce_endpoint.cc).
   void reserve_completion();
   void complete(const Write& w, OpStatus status);
   void complete_recv(uint64_t wr_id, uint32_t peer, OpStatus status, uint64_t bytes,
