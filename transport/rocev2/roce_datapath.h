@@ -53,7 +53,7 @@ inline bool RoceEndpoint::has_data(const Qp& q) const noexcept {
          static_cast<uint32_t>(roce::psn_diff(q.next_psn, q.una)) < config_.max_outstanding_psns;
 }
 
-// The local ACK timer (spec §2.1: 4.096 µs · 2^t), from `now`.
+// The local ACK timer (research §2.1: 4.096 µs · 2^t), from `now`.
 inline void RoceEndpoint::arm_rto(Qp& q, Time now) {
   if (ack_timeout_ == 0) return;  // t = 0: no timer
   q.rto_deadline = now + ack_timeout_;
