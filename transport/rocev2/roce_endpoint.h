@@ -432,7 +432,7 @@ class RoceEndpoint final : public Endpoint {
     uint64_t len = 0;  // payload bytes
   };
   void rx_request(Qp& q, const wire::Decoded& d, Time now);
-  // The steps of rx_request, each used once: inline keeps the per-packet path one call.
+  // Steps of rx_request and rx_read_request, inline so that the per-packet path adds no call.
   inline bool check_psn(Qp& q, const wire::Decoded& d, uint32_t psn);
   static inline Request classify_request(const wire::Decoded& d);
   inline bool check_op_seq(Qp& q, const Request& r, uint32_t psn);
@@ -466,7 +466,8 @@ class RoceEndpoint final : public Endpoint {
     uint32_t len = 0;
   };
 
-  // Requester (roce_requester.cc).
+  // Requester (roce_requester.cc). The steps of build_data, rx_ack and rx_read_response are
+  // inline so that the per-packet path adds no call.
   bool build_data(Qp& q, Frame& f, Time now);
   inline Packet read_request_packet(const Qp& q, const Write& w) const;
   inline Packet message_packet(const Qp& q, const Write& w, bool last) const;
