@@ -422,8 +422,10 @@ class RoceEndpoint final : public Endpoint {
   inline bool has_data(const Qp& q) const noexcept;
   inline void arm_rto(Qp& q, Time now);
 
-  // Responder (roce_responder.cc). A SEND or WRITE packet's place in its message.
+  // Responder (roce_responder.cc). A SEND or WRITE packet's place in its message, built in
+  // place (a constructor, not a returned value, so that its fields stay in registers).
   struct Request {
+    inline explicit Request(const wire::Decoded& d);
     MsgKind kind = MsgKind::kNone;
     bool send = false;
     bool first = false;  // FIRST or ONLY
@@ -434,7 +436,6 @@ class RoceEndpoint final : public Endpoint {
   void rx_request(Qp& q, const wire::Decoded& d, Time now);
   // Steps of rx_request and rx_read_request, inline so that the per-packet path adds no call.
   inline bool check_psn(Qp& q, const wire::Decoded& d, uint32_t psn);
-  static inline Request classify_request(const wire::Decoded& d);
   inline bool check_op_seq(Qp& q, const Request& r, uint32_t psn);
   inline bool start_write(Qp& q, const wire::Reth& reth, uint32_t psn);
   inline bool check_length(Qp& q, const Request& r, uint32_t psn);
@@ -469,8 +470,9 @@ class RoceEndpoint final : public Endpoint {
   // Requester (roce_requester.cc). The steps of build_data, rx_ack and rx_read_response are
   // inline so that the per-packet path adds no call.
   bool build_data(Qp& q, Frame& f, Time now);
-  inline Packet read_request_packet(const Qp& q, const Write& w) const;
-  inline Packet message_packet(const Qp& q, const Write& w, bool last) const;
+  // They fill the caller's Packet: a returned one would be copied on the per-packet path.
+  inline void read_request_packet(const Qp& q, const Write& w, Packet& p) const;
+  inline void message_packet(const Qp& q, const Write& w, bool last, Packet& p) const;
   inline void advance_cursor(Qp& q, Write& w, uint32_t len, bool fresh, bool last);
   void rx_ack(Qp& q, const wire::Decoded& d, Time now);
   inline void rx_positive_ack(Qp& q, uint32_t psn, Time now);

@@ -20,7 +20,12 @@ bool RoceEndpoint::build_data(Qp& q, Frame& f, Time now) {
   const bool fresh = q.send_write == q.write_started;  // first transmission of this WR
   const bool read = w.op == Opcode::kRead;
   const bool last = read || q.send_packet + 1 == w.packets;
-  const Packet p = read ? read_request_packet(q, w) : message_packet(q, w, last);
+  Packet p;
+  if (read) {
+    read_request_packet(q, w, p);
+  } else {
+    message_packet(q, w, last, p);
+  }
   if (!build_packet(q, f, p)) return false;
   ++q.since_ack_req;
   if (p.ack_req) q.since_ack_req = 0;
@@ -33,9 +38,8 @@ bool RoceEndpoint::build_data(Qp& q, Frame& f, Time now) {
 // A READ REQUEST (§3.1 RETH). Resumed at response k it is a new READ REQUEST at PSN first + k
 // with the RETH advanced by k MTUs (IB: the requester re-issues the read from the first
 // missing response).
-RoceEndpoint::Packet RoceEndpoint::read_request_packet(const Qp& q, const Write& w) const {
+void RoceEndpoint::read_request_packet(const Qp& q, const Write& w, Packet& p) const {
   const uint64_t offset = uint64_t{q.send_packet} * config_.mtu;
-  Packet p;
   p.psn = q.next_psn;
   p.op = RoceOpcode::kRcReadRequest;
   p.ack_req = true;
@@ -43,15 +47,13 @@ RoceEndpoint::Packet RoceEndpoint::read_request_packet(const Qp& q, const Write&
   p.va = w.remote_offset + offset;
   p.rkey = w.rkey;
   p.dma_length = static_cast<uint32_t>(w.length - offset);
-  return p;
 }
 
 // A WRITE or SEND packet (§4). One that is not the first of its message is a MIDDLE or LAST
 // without RETH, also when go-back-N resumes mid-message (as rxe does, research §2.1).
-RoceEndpoint::Packet RoceEndpoint::message_packet(const Qp& q, const Write& w, bool last) const {
+void RoceEndpoint::message_packet(const Qp& q, const Write& w, bool last, Packet& p) const {
   const uint32_t k = q.send_packet;
   const uint64_t offset = uint64_t{k} * config_.mtu;
-  Packet p;
   p.psn = q.next_psn;
   p.len = static_cast<uint32_t>(std::min<uint64_t>(config_.mtu, w.length - offset));
   const bool first = k == 0;
@@ -76,7 +78,6 @@ RoceEndpoint::Packet RoceEndpoint::message_packet(const Qp& q, const Write& w, b
   p.payload = p.len > 0 ? w.src + offset : nullptr;
   // AckReq on the last packet of a message and at least every ack_req_every packets.
   p.ack_req = last || q.since_ack_req + 1 >= config_.ack_req_every;
-  return p;
 }
 
 // A packet of `w` went out: a fresh WR takes its first PSN, the send counts as first or

@@ -33,7 +33,7 @@ void RoceEndpoint::rx_request(Qp& q, const wire::Decoded& d, Time now) {
     rx_read_request(q, d, psn, /*duplicate=*/false);
     return;
   }
-  const Request r = classify_request(d);
+  const Request r(d);
   if (!check_op_seq(q, r, psn)) return;
   if (r.first && !r.send && !start_write(q, *d.reth, psn)) return;
   if (!check_length(q, r, psn)) return;
@@ -75,19 +75,17 @@ bool RoceEndpoint::check_psn(Qp& q, const wire::Decoded& d, uint32_t psn) {
 }
 
 // §4 opcodes: FIRST and ONLY start a message; LAST, ONLY and every _WITH_IMMEDIATE end one.
-RoceEndpoint::Request RoceEndpoint::classify_request(const wire::Decoded& d) {
+RoceEndpoint::Request::Request(const wire::Decoded& d) {
   const RoceOpcode op = d.bth->opcode();
-  Request r;
-  r.send = op <= RoceOpcode::kRcSendOnlyImm;
-  r.kind = r.send ? MsgKind::kSend : MsgKind::kWrite;
-  r.first = op == RoceOpcode::kRcSendFirst || op == RoceOpcode::kRcSendOnly ||
-            op == RoceOpcode::kRcSendOnlyImm || op == RoceOpcode::kRcWriteFirst ||
-            op == RoceOpcode::kRcWriteOnly || op == RoceOpcode::kRcWriteOnlyImm;
-  r.imm = d.immdt != nullptr;
-  r.last = r.imm || op == RoceOpcode::kRcSendLast || op == RoceOpcode::kRcSendOnly ||
-           op == RoceOpcode::kRcWriteLast || op == RoceOpcode::kRcWriteOnly;
-  r.len = payload_len(d);
-  return r;
+  send = op <= RoceOpcode::kRcSendOnlyImm;
+  kind = send ? MsgKind::kSend : MsgKind::kWrite;
+  first = op == RoceOpcode::kRcSendFirst || op == RoceOpcode::kRcSendOnly ||
+          op == RoceOpcode::kRcSendOnlyImm || op == RoceOpcode::kRcWriteFirst ||
+          op == RoceOpcode::kRcWriteOnly || op == RoceOpcode::kRcWriteOnlyImm;
+  imm = d.immdt != nullptr;
+  last = imm || op == RoceOpcode::kRcSendLast || op == RoceOpcode::kRcSendOnly ||
+         op == RoceOpcode::kRcWriteLast || op == RoceOpcode::kRcWriteOnly;
+  len = payload_len(d);
 }
 
 // rxe check_op_seq: FIRST/ONLY start a message, MIDDLE/LAST continue one of the same kind.
