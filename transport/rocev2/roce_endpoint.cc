@@ -1,5 +1,6 @@
 // Control path of the RoCEv2 engine: configuration, QP connection, registration, posting,
-// completions. The per-packet work is in roce_datapath.cc.
+// completions. The per-packet work: roce_datapath.cc (rx/tx entry points), roce_responder.cc,
+// roce_requester.cc, roce_retransmit.cc (go-back-N, timers) and roce_frames.cc (encoder).
 #include "transport/rocev2/roce_endpoint.h"
 
 #include <algorithm>

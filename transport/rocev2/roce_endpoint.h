@@ -412,24 +412,45 @@ class RoceEndpoint final : public Endpoint {
     Time last_cnp = 0;
   };
 
-  // Data path (roce_datapath.cc).
+  // Data path. Entry points, dispatch, transmit order and pacing (roce_datapath.cc).
   void rx_one(const Frame& f, Time now);
-  void rx_request(Qp& q, const wire::Decoded& d, Time now);
-  void rx_read_request(Qp& q, const wire::Decoded& d, uint32_t psn, bool duplicate);
-  void rx_read_response(Qp& q, const wire::Decoded& d, Time now);
-  void note_ce(Qp& q, const wire::Decoded& d, Time now);
-  // Acknowledges through `psn`, never past a read whose responses are missing; returns
-  // kAckProgress and/or kAckReadGap.
-  static constexpr int kAckProgress = 1, kAckReadGap = 2;
-  int ack_through(Qp& q, uint32_t psn);
-  void read_gap(Qp& q, Time now);
-  void rx_ack(Qp& q, const wire::Decoded& d, Time now);
   void rx_cnp(Qp& q, Time now);
-  void responder_fatal(Qp& q, uint8_t nak_code, uint32_t psn);
   bool tx_one(Qp& q, Frame& f, Time now);
-  bool build_data(Qp& q, Frame& f, Time now);
-  bool build_ack(Qp& q, Frame& f, wire::AethType type, uint8_t value, uint32_t psn);
+  void pace(Qp& q, const Frame& f, Time now);
+  // Per-packet helpers shared by the data-path files, defined in roce_datapath.h.
+  inline void note_ce(Qp& q, const wire::Decoded& d, Time now);
+  inline bool has_data(const Qp& q) const noexcept;
+  inline void arm_rto(Qp& q, Time now);
+
+  // Responder (roce_responder.cc). A SEND or WRITE packet's place in its message, built in
+  // place (a constructor, not a returned value, so that its fields stay in registers).
+  struct Request {
+    inline explicit Request(const wire::Decoded& d);
+    MsgKind kind = MsgKind::kNone;
+    bool send = false;
+    bool first = false;  // FIRST or ONLY
+    bool last = false;   // LAST or ONLY, or with immediate
+    bool imm = false;
+    uint64_t len = 0;  // payload bytes
+  };
+  void rx_request(Qp& q, const wire::Decoded& d, Time now);
+  // Steps of rx_request and rx_read_request, inline so that the per-packet path adds no call.
+  inline bool check_psn(Qp& q, const wire::Decoded& d, uint32_t psn);
+  inline bool check_op_seq(Qp& q, const Request& r, uint32_t psn);
+  inline bool start_write(Qp& q, const wire::Reth& reth, uint32_t psn);
+  inline bool check_length(Qp& q, const Request& r, uint32_t psn);
+  inline bool check_recv(Qp& q, const Request& r, uint32_t psn);
+  inline bool place_send(Qp& q, const wire::Decoded& d, const Request& r, uint32_t psn);
+  inline void place_write(Qp& q, const wire::Decoded& d, uint64_t len);
+  inline void accept_request(Qp& q, const wire::Decoded& d, const Request& r);
+  inline void complete_message(Qp& q, const wire::Decoded& d, const Request& r);
+  inline bool reth_access_ok(const wire::Reth& reth, uint32_t& region);
+  void rx_read_request(Qp& q, const wire::Decoded& d, uint32_t psn, bool duplicate);
+  inline void drop_responses_from(Qp& q, uint32_t psn);
+  inline void queue_read_response(Qp& q, const ReadResp& r);
+  void responder_fatal(Qp& q, uint8_t nak_code, uint32_t psn);
   bool build_read_response(Qp& q, Frame& f, Time now);
+
   // One packet carrying a payload (or a READ request), as build_packet() writes it.
   struct Packet {
     wire::RoceOpcode op = wire::RoceOpcode::kRcWriteOnly;
@@ -445,16 +466,46 @@ class RoceEndpoint final : public Endpoint {
     const uint8_t* payload = nullptr;  // null with len > 0: payload carried by length only
     uint32_t len = 0;
   };
-  bool build_packet(Qp& q, Frame& f, const Packet& p);
-  void pace(Qp& q, const Frame& f, Time now);
-  bool build_cnp(Qp& q, Frame& f);
-  wire::Encap encap_for(const Qp& q, uint8_t dscp, uint8_t ecn) const;
-  bool has_data(const Qp& q) const noexcept;
+
+  // Requester (roce_requester.cc). The steps of build_data, rx_ack and rx_read_response are
+  // inline so that the per-packet path adds no call.
+  bool build_data(Qp& q, Frame& f, Time now);
+  // They fill the caller's Packet: a returned one would be copied on the per-packet path.
+  inline void read_request_packet(const Qp& q, const Write& w, Packet& p) const;
+  inline void message_packet(const Qp& q, const Write& w, bool last, Packet& p) const;
+  inline void advance_cursor(Qp& q, Write& w, uint32_t len, bool fresh, bool last);
+  void rx_ack(Qp& q, const wire::Decoded& d, Time now);
+  inline void rx_positive_ack(Qp& q, uint32_t psn, Time now);
+  inline bool nak_progress(Qp& q, uint32_t psn, bool fatal, Time now);
+  inline void rx_rnr_nak(Qp& q, uint32_t psn, uint8_t timer, Time now);
+  inline void rx_nak_seq(Qp& q, uint32_t psn, Time now);
+  inline void rx_nak_fatal(Qp& q, uint8_t code);
+  void rx_read_response(Qp& q, const wire::Decoded& d, Time now);
+  inline Write* read_holding(Qp& q, uint32_t psn);
+  inline bool read_response_at_una(Qp& q, uint32_t psn, uint32_t k, Time now);
+  inline bool read_response_fits(const Write& w, const wire::Decoded& d, uint32_t k) const;
+  inline void place_read_response(Qp& q, Write& w, const wire::Decoded& d, uint32_t psn,
+                                  uint32_t k, Time now);
+  inline void restore_retries(Qp& q) const noexcept;
+  // Acknowledges through `psn`, never past a read whose responses are missing; returns
+  // kAckProgress and/or kAckReadGap.
+  static constexpr int kAckProgress = 1, kAckReadGap = 2;
+  int ack_through(Qp& q, uint32_t psn);
+  void read_gap(Qp& q, Time now);
   void complete_through(Qp& q, uint32_t psn);
+
+  // Go-back-N, the ACK timer and the error state (roce_retransmit.cc).
   void seek(Qp& q, uint32_t psn);
   bool go_back(Qp& q, uint32_t psn, Time now);
-  void arm_rto(Qp& q, Time now);
   void fail_qp(Qp& q, OpStatus first);
+
+  // The frame encoder (roce_frames.cc).
+  bool build_packet(Qp& q, Frame& f, const Packet& p);
+  bool build_ack(Qp& q, Frame& f, wire::AethType type, uint8_t value, uint32_t psn);
+  bool build_cnp(Qp& q, Frame& f);
+  wire::Encap encap_for(const Qp& q, uint8_t dscp, uint8_t ecn) const;
+
+  // Posting and completions (roce_endpoint.cc).
   void reserve_completion();
   void complete(const Write& w, OpStatus status);
   void complete_recv(uint64_t wr_id, uint32_t peer, OpStatus status, uint64_t bytes,

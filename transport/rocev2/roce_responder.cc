@@ -1,0 +1,335 @@
+// RC responder (rxe, research §2.1): request receive, PSN checks, placement, READ responses.
+#include <algorithm>
+#include <cstring>
+
+#include "transport/rocev2/roce_datapath.h"
+#include "transport/wire/stream_copy.h"
+
+namespace uet {
+
+using roce::payload_len;
+using roce::psn_add;
+using roce::psn_diff;
+using wire::AethNak;
+using wire::RoceOpcode;
+
+// Responder (research §2.1, rxe check_psn / check_op_seq / check_resource / execute): SEND, WRITE
+// (with or without immediate) and READ requests.
+void RoceEndpoint::rx_request(Qp& q, const wire::Decoded& d, Time now) {
+  ++counters_.rx_data;
+  if (q.state != QpState::kRts) {
+    ++counters_.rx_qp_error;
+    return;
+  }
+  note_ce(q, d, now);
+  const uint32_t psn = d.bth->psn();
+  if (!check_psn(q, d, psn)) return;
+  if (d.bth->opcode() == RoceOpcode::kRcReadRequest) {
+    if (q.in_message) {  // §4: a READ request stands alone, never inside a message
+      ++counters_.rx_invalid_request;
+      responder_fatal(q, static_cast<uint8_t>(AethNak::kInvalidRequest), psn);
+      return;
+    }
+    rx_read_request(q, d, psn, /*duplicate=*/false);
+    return;
+  }
+  const Request r(d);
+  if (!check_op_seq(q, r, psn)) return;
+  if (r.first && !r.send && !start_write(q, *d.reth, psn)) return;
+  if (!check_length(q, r, psn)) return;
+  if (!check_recv(q, r, psn)) return;
+  if (r.send) {
+    if (!place_send(q, d, r, psn)) return;
+  } else {
+    place_write(q, d, r.len);
+  }
+  accept_request(q, d, r);
+}
+
+// rxe check_psn (research §2.1): only the expected PSN goes on. A duplicate is ACKed again with the
+// last in-order PSN and never placed again (a READ is executed again); a gap gets one NAK
+// (PSN sequence error), then silence.
+bool RoceEndpoint::check_psn(Qp& q, const wire::Decoded& d, uint32_t psn) {
+  const int32_t delta = psn_diff(psn, q.epsn);
+  if (delta < 0) {
+    ++counters_.rx_duplicates;
+    if (d.bth->opcode() == RoceOpcode::kRcReadRequest) {
+      rx_read_request(q, d, psn, /*duplicate=*/true);  // reads are executed again
+    } else {
+      q.ack_pending = true;
+    }
+    return false;
+  }
+  if (delta > 0) {
+    ++counters_.rx_out_of_order;
+    if (!q.nak_latch) {
+      q.nak_latch = true;
+      q.nak_pending = true;
+      q.nak_rnr = false;
+      q.nak_code = static_cast<uint8_t>(AethNak::kPsnSeqError);
+      q.nak_psn = q.epsn;  // the NAK carries the expected PSN
+    }
+    return false;
+  }
+  return true;
+}
+
+// §4 opcodes: FIRST and ONLY start a message; LAST, ONLY and every _WITH_IMMEDIATE end one.
+RoceEndpoint::Request::Request(const wire::Decoded& d) {
+  const RoceOpcode op = d.bth->opcode();
+  send = op <= RoceOpcode::kRcSendOnlyImm;
+  kind = send ? MsgKind::kSend : MsgKind::kWrite;
+  first = op == RoceOpcode::kRcSendFirst || op == RoceOpcode::kRcSendOnly ||
+          op == RoceOpcode::kRcSendOnlyImm || op == RoceOpcode::kRcWriteFirst ||
+          op == RoceOpcode::kRcWriteOnly || op == RoceOpcode::kRcWriteOnlyImm;
+  imm = d.immdt != nullptr;
+  last = imm || op == RoceOpcode::kRcSendLast || op == RoceOpcode::kRcSendOnly ||
+         op == RoceOpcode::kRcWriteLast || op == RoceOpcode::kRcWriteOnly;
+  len = payload_len(d);
+}
+
+// rxe check_op_seq: FIRST/ONLY start a message, MIDDLE/LAST continue one of the same kind.
+bool RoceEndpoint::check_op_seq(Qp& q, const Request& r, uint32_t psn) {
+  if (r.first == q.in_message || (!r.first && q.kind != r.kind)) {
+    ++counters_.rx_invalid_request;
+    responder_fatal(q, static_cast<uint8_t>(AethNak::kInvalidRequest), psn);
+    return false;
+  }
+  return true;
+}
+
+// A WRITE's FIRST or ONLY packet (§3.1): its RETH is checked, then says where the message goes.
+bool RoceEndpoint::start_write(Qp& q, const wire::Reth& reth, uint32_t psn) {
+  if (!reth_access_ok(reth, q.region)) {
+    responder_fatal(q, static_cast<uint8_t>(AethNak::kRemoteAccessError), psn);
+    return false;
+  }
+  q.va = reth.va();
+  q.remaining = reth.dma_length();
+  return true;
+}
+
+// RETH access check (§3.1): the R_Key names a region and VA is an offset within it. A
+// zero-length access touches no memory and is not checked (IB); `region` is set only when one
+// was checked.
+bool RoceEndpoint::reth_access_ok(const wire::Reth& reth, uint32_t& region) {
+  const uint32_t key = reth.rkey();
+  const uint64_t va = reth.va();
+  const uint64_t dma = reth.dma_length();
+  if (dma == 0) return true;
+  if (key == 0 || key > regions_.size()) {
+    ++counters_.rx_bad_rkey;
+    return false;
+  }
+  const Region& r = regions_[key - 1];
+  if (va > r.length || dma > r.length - va) {
+    ++counters_.rx_bad_range;
+    return false;
+  }
+  region = key - 1;
+  return true;
+}
+
+// §4 lengths: FIRST and MIDDLE carry exactly one MTU; LAST and ONLY what remains (a write),
+// up to one MTU (a send; SEND LAST at least one byte).
+bool RoceEndpoint::check_length(Qp& q, const Request& r, uint32_t psn) {
+  bool length_ok;
+  if (r.send) {
+    length_ok = r.last ? r.len <= config_.mtu && (r.first || r.len > 0) : r.len == config_.mtu;
+  } else {
+    length_ok = r.last ? r.len == q.remaining && r.len <= config_.mtu
+                       : r.len == config_.mtu && r.len < q.remaining;
+  }
+  if (!length_ok) {
+    ++counters_.rx_invalid_request;
+    responder_fatal(q, static_cast<uint8_t>(AethNak::kInvalidRequest), psn);
+    return false;
+  }
+  return true;
+}
+
+// rxe check_resource: a receive buffer, claimed by a SEND's first packet, consumed by a WRITE's
+// immediate. None posted: RNR NAK, nothing executed, the PSN stays expected (rxe
+// RESPST_ERR_RNR); packets behind it are dropped silently until the requester resends this one.
+bool RoceEndpoint::check_recv(Qp& q, const Request& r, uint32_t psn) {
+  const bool needs_recv = (r.send && r.first) || (!r.send && r.imm);
+  if (needs_recv && recv_head_ == recv_tail_) {
+    ++counters_.rx_rnr;
+    q.nak_latch = true;
+    q.nak_pending = true;
+    q.nak_rnr = true;
+    q.nak_psn = psn;
+    return false;
+  }
+  return true;
+}
+
+// A SEND packet lands at its offset in the receive buffer its FIRST claimed.
+bool RoceEndpoint::place_send(Qp& q, const wire::Decoded& d, const Request& r, uint32_t psn) {
+  if (r.first) {
+    q.recv = recvs_[recv_head_++];
+    q.recv_claimed = true;
+    q.recv_placed = 0;
+  }
+  if (r.len > q.recv.length - q.recv_placed) {
+    // IB local length error: the buffer completes in error with what earlier packets placed,
+    // the requester gets NAK invalid request (IB_WC_REM_INV_REQ_ERR), the QP fails.
+    ++counters_.rx_length_error;
+    q.recv_claimed = false;
+    complete_recv(q.recv.wr_id, q.peer_ip4, OpStatus::kLengthError, q.recv_placed, false, 0);
+    responder_fatal(q, static_cast<uint8_t>(AethNak::kInvalidRequest), psn);
+    return false;
+  }
+  if (d.elided == 0 && r.len > 0) {
+    std::memcpy(q.recv.base + q.recv_placed, d.payload.data(), r.len);
+  }
+  q.recv_placed += r.len;
+  return true;
+}
+
+// A WRITE packet lands at the message's next VA (§3.1: an offset within the R_Key's region).
+void RoceEndpoint::place_write(Qp& q, const wire::Decoded& d, uint64_t len) {
+  if (d.elided == 0 && len > 0) {
+    const Region& r = regions_[q.region];
+    if (r.stream) {
+      wire::stream_copy(r.base + q.va, d.payload.data(), len);
+      streamed_ = true;
+    } else {
+      std::memcpy(r.base + q.va, d.payload.data(), len);
+    }
+  }
+  q.va += len;
+  q.remaining -= len;
+}
+
+// The packet is executed (research §2.1): the expected PSN moves on, the gap's NAK is moot, a LAST
+// ends its message, and an ACK is due on AckReq (or every ack_every packets).
+void RoceEndpoint::accept_request(Qp& q, const wire::Decoded& d, const Request& r) {
+  q.in_message = !r.last;
+  q.kind = r.last ? MsgKind::kNone : r.kind;
+  ++counters_.rx_placed;
+  q.epsn = psn_add(q.epsn, 1);
+  if (q.nak_latch) {  // the gap is filled: a NAK not yet sent is moot
+    q.nak_latch = false;
+    q.nak_pending = false;
+  }
+  if (r.last) complete_message(q, d, r);
+  ++q.unacked;
+  if (d.bth->ack_req() || (config_.ack_every != 0 && q.unacked >= config_.ack_every)) {
+    q.ack_pending = true;
+  }
+}
+
+// A message ends (§3.5): the MSN counts it; a SEND completes its buffer, a WRITE with immediate
+// consumes one.
+void RoceEndpoint::complete_message(Qp& q, const wire::Decoded& d, const Request& r) {
+  q.msn = psn_add(q.msn, 1);
+  const uint32_t imm_data = r.imm ? d.immdt->imm() : 0;
+  if (r.send) {
+    ++counters_.rx_sends;
+    q.recv_claimed = false;
+    complete_recv(q.recv.wr_id, q.peer_ip4, OpStatus::kSuccess, q.recv_placed, r.imm, imm_data);
+  } else if (r.imm) {  // IB: RDMA WRITE with immediate consumes a receive WQE, places nothing
+    ++counters_.rx_write_imm;
+    const RecvBuffer& rb = recvs_[recv_head_++];
+    complete_recv(rb.wr_id, q.peer_ip4, OpStatus::kSuccess, 0, true, imm_data);
+  }
+}
+
+// A READ request (§3.1 RETH): checked, then queued for build_read_response(). It uses one PSN
+// per response packet. A duplicate (a re-issue after lost responses, or an old copy) is
+// executed again from its own PSN and RETH; queued responses at or after its PSN are dropped
+// first, since the requester's go-back-N asks for everything after it again.
+void RoceEndpoint::rx_read_request(Qp& q, const wire::Decoded& d, uint32_t psn, bool duplicate) {
+  const wire::Reth& reth = *d.reth;
+  const uint64_t dma = reth.dma_length();
+  const uint64_t packets = std::max<uint64_t>(1, (dma + config_.mtu - 1) / config_.mtu);
+  const uint32_t end = psn_add(psn, static_cast<uint32_t>(packets));
+  uint32_t region = 0;
+  const bool ok_range = reth_access_ok(reth, region);
+  if (duplicate) {
+    // Only a request that lies within what this QP already executed can be a re-issue; a
+    // forged or bad one is dropped (counted above or as a duplicate), never executed.
+    if (!ok_range || psn_diff(end, q.epsn) > 0) return;
+    drop_responses_from(q, psn);
+  } else if (!ok_range) {
+    responder_fatal(q, static_cast<uint8_t>(AethNak::kRemoteAccessError), psn);
+    return;
+  }
+  queue_read_response(q, ReadResp{psn, static_cast<uint32_t>(packets), 0, region, reth.va(), dma});
+  if (!duplicate) {
+    q.epsn = end;
+    q.msn = psn_add(q.msn, 1);
+    if (q.nak_latch) {
+      q.nak_latch = false;
+      q.nak_pending = false;
+    }
+  }
+}
+
+// A re-issue from inside a queued response also replaces it: the requester resends from its
+// first missing PSN, so it holds everything before `psn` and the rest of that response would
+// only be duplicates -- and keeping it would let the queue outgrow max_rd_atomic (the
+// requester's count), failing the next new READ as a resource error.
+void RoceEndpoint::drop_responses_from(Qp& q, uint32_t psn) {
+  while (q.rd_tail != q.rd_head) {
+    const ReadResp& t = q.reads[(q.rd_tail - 1)];
+    const int32_t at = psn_diff(psn, t.first_psn);
+    if (at <= 0 || static_cast<uint32_t>(at) < t.packets) {
+      --q.rd_tail;
+      if (at > 0) break;
+      continue;
+    }
+    break;
+  }
+}
+
+// Queues a READ request's responses behind those already queued (rxe responder resources).
+void RoceEndpoint::queue_read_response(Qp& q, const ReadResp& r) {
+  if (q.rd_tail - q.rd_head >= config_.max_rd_atomic) {
+    // Out of responder resources: recycle the oldest (rxe check_resource: "it is the
+    // requester's job to not send too many read/atomic ops"). The requester keeps at most
+    // max_rd_atomic reads outstanding and completes them in order, and the queue is in PSN
+    // order (a re-issue drops what follows it), so a full queue's head is a replay of a read
+    // the requester has already completed -- its first copy got through while a timeout
+    // re-issued it. Failing the QP here (NAK invalid request) would fail a healthy READ stream
+    // whenever a timeout races a read's first copy.
+    ++counters_.rx_read_overflow;
+    ++q.rd_head;
+  }
+  q.reads[q.rd_tail++] = r;
+  ++counters_.rx_read_requests;
+}
+
+// A request the responder cannot execute: NAK it and move the QP to the error state (rxe
+// does so for access and invalid-request errors). The NAK still goes out.
+void RoceEndpoint::responder_fatal(Qp& q, uint8_t nak_code, uint32_t psn) {
+  fail_qp(q, OpStatus::kFlushed);
+  q.nak_pending = true;
+  q.nak_rnr = false;
+  q.nak_code = nak_code;
+  q.nak_psn = psn;
+}
+
+// The next RDMA READ response of the oldest queued request (§4: FIRST/MIDDLE/LAST or ONLY,
+// AETH on FIRST, LAST and ONLY), one PSN per packet from the request's PSN.
+bool RoceEndpoint::build_read_response(Qp& q, Frame& f, Time now) {
+  ReadResp& r = q.reads[q.rd_head];
+  const uint32_t k = r.sent;
+  const uint64_t offset = uint64_t{k} * config_.mtu;
+  Packet p;
+  p.psn = psn_add(r.first_psn, k);
+  p.len = static_cast<uint32_t>(std::min<uint64_t>(config_.mtu, r.length - offset));
+  const bool first = k == 0, last = k + 1 == r.packets;
+  p.op = first ? (last ? RoceOpcode::kRcReadResponseOnly : RoceOpcode::kRcReadResponseFirst)
+               : (last ? RoceOpcode::kRcReadResponseLast : RoceOpcode::kRcReadResponseMiddle);
+  p.aeth = first || last;
+  p.payload = p.len > 0 ? regions_[r.region].base + r.va + offset : nullptr;
+  if (!build_packet(q, f, p)) return false;
+  ++counters_.tx_read_responses;
+  if (++r.sent == r.packets) ++q.rd_head;
+  pace(q, f, now);
+  return true;
+}
+
+}  // namespace uet
