@@ -16,6 +16,7 @@
 
 #include "dpdk-io/dpdk_neigh.h"
 #include "dpdk-io/host_loop.h"
+#include "tests/common/payload.h"
 #include "transport/rocev2/roce_endpoint.h"
 #include "transport/uet/uet_endpoint.h"
 
@@ -149,13 +150,7 @@ TEST(DpdkIo, UetWriteOverMemifPairResolvedByArp) {
     const uint32_t rkey = *eb->register_memory(dst.data(), dst.size());
 
     HostLoop la(**a, *ea), lb(**b, *eb);
-    WriteRequest wr;
-    wr.wr_id = 5;
-    wr.peer = kIpB;
-    wr.rkey = rkey;
-    wr.local = src.data();
-    wr.length = src.size();
-    ASSERT_TRUE(ea->post_write(wr).ok());
+    ASSERT_TRUE(ea->post_write(testing::write_request(5, kIpB, rkey, src)).ok());
 
     Completion c[4];
     size_t got = 0;

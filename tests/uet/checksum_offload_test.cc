@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "tests/common/fake_link.h"
+#include "tests/common/payload.h"
 #include "transport/rocev2/roce_endpoint.h"
 #include "transport/uet/uet_endpoint.h"
 #include "transport/wire/decode.h"
@@ -25,13 +26,7 @@ std::unique_ptr<UetEndpoint> uet_ep(uint32_t ip, bool udp_checksum) {
 
 // A's first frame of a one-packet WRITE to B.
 std::vector<uint8_t> first_write_frame(UetEndpoint& a, uint32_t rkey, std::vector<uint8_t>& src) {
-  WriteRequest wr;
-  wr.wr_id = 1;
-  wr.peer = kIpB;
-  wr.rkey = rkey;
-  wr.local = src.data();
-  wr.length = src.size();
-  EXPECT_TRUE(a.post_write(wr).ok());
+  EXPECT_TRUE(a.post_write(testing::write_request(1, kIpB, rkey, src)).ok());
   std::vector<uint8_t> buf(9216);
   Frame f{buf.data(), 0, 0, static_cast<uint32_t>(buf.size())};
   Frame* fp = &f;
@@ -103,13 +98,7 @@ TEST(ChecksumOffload, RoceIcrcLeftToTheNic) {
     ASSERT_TRUE(b->connect_qp(kIpA, 0x101, 0x100, 20, 10).ok());
     std::vector<uint8_t> src(1000, 0x42), dst(1000, 0);
     const uint32_t rkey = *b->register_memory(dst.data(), dst.size());
-    WriteRequest wr;
-    wr.wr_id = 1;
-    wr.peer = kIpB;
-    wr.rkey = rkey;
-    wr.local = src.data();
-    wr.length = src.size();
-    ASSERT_TRUE(a->post_write(wr).ok());
+    ASSERT_TRUE(a->post_write(testing::write_request(1, kIpB, rkey, src)).ok());
     std::vector<uint8_t> buf(9216);
     Frame f{buf.data(), 0, 0, static_cast<uint32_t>(buf.size())};
     Frame* fp = &f;

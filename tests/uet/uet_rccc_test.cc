@@ -239,13 +239,10 @@ TEST(UetRccc_Engine, ReadsNeedNoCredit) {
   std::vector<uint8_t> local(remote.size());
   std::vector<uint8_t> region = remote;
   const uint32_t key = *p.b->register_memory(region.data(), region.size());
-  ReadRequest rr;
-  rr.wr_id = 3;
-  rr.peer = kIpB;
-  rr.rkey = key;
-  rr.local = local.data();
-  rr.length = local.size();
-  ASSERT_TRUE(p.a->post_read(rr).ok());
+  ASSERT_TRUE(
+      p.a->post_read(
+             {.wr_id = 3, .peer = kIpB, .rkey = key, .local = local.data(), .length = local.size()})
+          .ok());
   p.link.run(kSecond);
   Completion c;
   ASSERT_EQ(p.a->poll_completions(std::span(&c, 1)), 1u);
