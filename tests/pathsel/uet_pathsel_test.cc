@@ -19,6 +19,7 @@
 #include "sim/network.h"
 #include "sim/topology.h"
 #include "tests/common/fake_link.h"
+#include "tests/common/spray_fabric.h"
 #include "transport/uet/uet_endpoint.h"
 
 namespace uet {
@@ -138,9 +139,7 @@ Outcome run_permutation(const Scenario& sc, Algorithm a, uint32_t evs) {
   std::vector<uint8_t> src(sc.bytes), dst(sc.bytes);
   std::vector<std::unique_ptr<UetEndpoint>> eps;
   for (uint32_t h = 0; h < n; ++h) {
-    UetConfig c;
-    c.local_ip4 = sim::Network::host_ip4(h);
-    c.local_mac = sim::Network::host_mac(h);
+    UetConfig c = testing::sim_host_config<UetConfig>(h);
     c.pathsel.algorithm = a;
     c.pathsel.ev_count = evs;
     // NSCC's base RTT: 4 hops each way at 500 ns, a 4 KiB frame serialised per hop, and slack

@@ -20,6 +20,7 @@
 #include "tests/common/fake_link.h"
 #include "tests/common/mentions.h"
 #include "tests/common/roce_pair.h"
+#include "tests/common/spray_fabric.h"
 #include "transport/rocev2/psn.h"
 #include "transport/wire/checksum.h"
 
@@ -1073,12 +1074,7 @@ struct SimRun {
 // 2 leaves of 4 hosts, 2 spines: three flows crossing each way over two uplinks, at least two
 // share one.
 absl::Status build_two_leaves(sim::Network& net, double fabric_loss = 0) {
-  sim::LeafSpineConfig ls;
-  ls.leaves = 2;
-  ls.spines = 2;
-  ls.hosts_per_leaf = 4;
-  ls.fabric_link.loss = fabric_loss;
-  return sim::build_leaf_spine(net, ls);
+  return testing::build_two_leaves(net, /*spines=*/2, /*hosts_per_leaf=*/4, fabric_loss);
 }
 
 // An 8-host leaf-spine permutation (host h writes to h + 3), one QP per pair.
@@ -1095,9 +1091,7 @@ SimRun permutation(bool pfc, double fabric_loss, size_t bytes, uint32_t frame_ca
   std::vector<std::vector<uint8_t>> src(n), dst(n);
   std::vector<uint32_t> keys(n);
   for (uint32_t h = 0; h < n; ++h) {
-    RoceConfig c;
-    c.local_ip4 = sim::Network::host_ip4(h);
-    c.local_mac = sim::Network::host_mac(h);
+    RoceConfig c = testing::sim_host_config<RoceConfig>(h);
     c.ack_timeout_exp = 10;  // 4.2 ms
     c.seed = h + 1;
     eps.push_back(std::move(*RoceEndpoint::create(c)));
@@ -1202,9 +1196,7 @@ struct TwoIntoOne {
       : net(nc), src(bytes, 0xA5), dst(2, std::vector<uint8_t>(bytes, 0)) {
     EXPECT_TRUE(build_two_leaves(net).ok());
     for (uint32_t h = 0; h < 8; ++h) {
-      RoceConfig c;
-      c.local_ip4 = sim::Network::host_ip4(h);
-      c.local_mac = sim::Network::host_mac(h);
+      RoceConfig c = testing::sim_host_config<RoceConfig>(h);
       c.dcqcn = dcqcn;
       c.seed = h + 1;
       eps.push_back(std::move(*RoceEndpoint::create(c)));

@@ -379,19 +379,13 @@ TEST(UetMemory_Pdc, ClosedPdcsLendTheirWindowsToNewOnes) {
   sim::NetworkConfig nc;
   nc.seed = 5;
   sim::Network net(nc);
-  sim::LeafSpineConfig ls;
-  ls.leaves = 2;
-  ls.spines = 2;
-  ls.hosts_per_leaf = 8;
-  ASSERT_TRUE(sim::build_leaf_spine(net, ls).ok());
+  ASSERT_TRUE(testing::build_two_leaves(net, /*spines=*/2, /*hosts_per_leaf=*/8).ok());
   const uint32_t n = 16;
   std::vector<std::unique_ptr<UetEndpoint>> eps;
   std::vector<std::vector<uint8_t>> mem(n, std::vector<uint8_t>(1 << 16, 0));
   std::vector<uint8_t> src(4096, 0x3C);
   for (uint32_t h = 0; h < n; ++h) {
-    UetConfig c;
-    c.local_ip4 = sim::Network::host_ip4(h);
-    c.local_mac = sim::Network::host_mac(h);
+    UetConfig c = testing::sim_host_config<UetConfig>(h);
     c.idle_timeout = 20 * kMicrosecond;
     c.seed = 40 + h;
     c.max_pdcs = 64;
@@ -467,9 +461,7 @@ TEST(UetEndpoint_Sim, PermutationWithLossAndSprayingDeliversEveryByteOnce) {
   std::vector<std::vector<uint8_t>> src(n), dst(n);
   std::vector<uint32_t> keys(n);
   for (uint32_t h = 0; h < n; ++h) {
-    UetConfig c;
-    c.local_ip4 = sim::Network::host_ip4(h);
-    c.local_mac = sim::Network::host_mac(h);
+    UetConfig c = testing::sim_host_config<UetConfig>(h);
     c.pathsel.ev_count = 16;  // spray
     c.seed = h + 1;
     eps.push_back(std::move(*UetEndpoint::create(c)));

@@ -585,9 +585,7 @@ SimRun run_permutation(DeliveryMode mode, double loss) {
   std::vector<std::vector<uint8_t>> src(n), dst(n);
   std::vector<uint32_t> keys(n);
   for (uint32_t h = 0; h < n; ++h) {
-    UetConfig c;
-    c.local_ip4 = sim::Network::host_ip4(h);
-    c.local_mac = sim::Network::host_mac(h);
+    UetConfig c = testing::sim_host_config<UetConfig>(h);
     c.pathsel.ev_count = 16;
     c.seed = h + 1;
     eps.push_back(std::move(*UetEndpoint::create(c)));

@@ -10,6 +10,7 @@
 #include "sim/network.h"
 #include "sim/topology.h"
 #include "tests/common/fake_link.h"
+#include "tests/common/spray_fabric.h"
 #include "tests/common/uet_pair.h"
 #include "transport/uet/uet_endpoint.h"
 #include "transport/wire/checksum.h"
@@ -223,19 +224,13 @@ TEST(UetPdc_Sim, ShortLivedPeersCycleThroughSmallPdcTables) {
   sim::NetworkConfig nc;
   nc.seed = 3;
   sim::Network net(nc);
-  sim::LeafSpineConfig ls;
-  ls.leaves = 2;
-  ls.spines = 2;
-  ls.hosts_per_leaf = 8;
-  ASSERT_TRUE(sim::build_leaf_spine(net, ls).ok());
+  ASSERT_TRUE(testing::build_two_leaves(net, /*spines=*/2, /*hosts_per_leaf=*/8).ok());
   const uint32_t n = 16;
   std::vector<std::unique_ptr<UetEndpoint>> eps;
   std::vector<std::vector<uint8_t>> mem(n, std::vector<uint8_t>(1 << 16, 0));
   std::vector<uint8_t> src(1 << 14, 0x77);
   for (uint32_t h = 0; h < n; ++h) {
-    UetConfig c;
-    c.local_ip4 = sim::Network::host_ip4(h);
-    c.local_mac = sim::Network::host_mac(h);
+    UetConfig c = testing::sim_host_config<UetConfig>(h);
     c.idle_timeout = kIdle;
     c.seed = 100 + h;
     c.max_pdcs = h == 0 ? 4 : h == 1 ? 2 : 16;

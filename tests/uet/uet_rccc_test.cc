@@ -17,6 +17,7 @@
 #include "sim/network.h"
 #include "sim/topology.h"
 #include "tests/common/fake_link.h"
+#include "tests/common/spray_fabric.h"
 #include "tests/common/uet_pair.h"
 #include "transport/uet/uet_endpoint.h"
 
@@ -284,9 +285,7 @@ Result run_flows(const std::vector<Flow>& flows, CcMode cc) {
   std::vector<uint8_t> src(most), dst(most);
   std::vector<std::unique_ptr<UetEndpoint>> eps;
   for (uint32_t h = 0; h < kHosts; ++h) {
-    UetConfig c;
-    c.local_ip4 = sim::Network::host_ip4(h);
-    c.local_mac = sim::Network::host_mac(h);
+    UetConfig c = testing::sim_host_config<UetConfig>(h);
     c.cc = cc;
     c.pathsel.ev_count = 16;
     c.pathsel.algorithm = pathsel::Algorithm::kReps;
