@@ -282,11 +282,7 @@ TEST(UetEndpoint_Config, RefusedWithTheFieldAndRange) {
 // or a request for the target's PDC `dpdcid`.
 void send_request(UetEndpoint& target, uint32_t src, uint16_t spdcid, bool syn, uint16_t dpdcid) {
   std::vector<uint8_t> buf(256);
-  wire::Encap e;
-  e.src_ip4 = src;
-  e.dst_ip4 = kIpB;
-  e.sport = 0xC000;
-  wire::FrameBuilder fb(buf, e);
+  wire::FrameBuilder fb(buf, wire::Encap{.src_ip4 = src, .dst_ip4 = kIpB, .sport = 0xC000});
   auto* p = fb.add<wire::PdsRudRod>();
   p->set_type(wire::PdsType::kRudReq);
   p->set_psn(1000);

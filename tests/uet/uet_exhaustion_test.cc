@@ -56,11 +56,7 @@ std::span<const uint8_t> forged(size_t n) { return std::span(forge_buffer().data
 
 std::span<const uint8_t> forge(const Req& r) {
   std::vector<uint8_t>& buf = forge_buffer();
-  wire::Encap e;
-  e.src_ip4 = r.src;
-  e.dst_ip4 = r.dst;
-  e.sport = 0xC000;
-  wire::FrameBuilder fb(buf, e);
+  wire::FrameBuilder fb(buf, wire::Encap{.src_ip4 = r.src, .dst_ip4 = r.dst, .sport = 0xC000});
   auto* p = fb.add<wire::PdsRudRod>();
   p->set_type(r.type);
   p->set_psn(r.psn);
@@ -100,11 +96,7 @@ struct Ack {
 
 std::span<const uint8_t> forge(const Ack& a) {
   std::vector<uint8_t>& buf = forge_buffer();
-  wire::Encap e;
-  e.src_ip4 = a.src;
-  e.dst_ip4 = a.dst;
-  e.sport = 0xC000;
-  wire::FrameBuilder fb(buf, e);
+  wire::FrameBuilder fb(buf, wire::Encap{.src_ip4 = a.src, .dst_ip4 = a.dst, .sport = 0xC000});
   auto* h = fb.add<wire::PdsAckCc>();
   h->set_type(wire::PdsType::kAckCc);
   h->set_next_hdr(wire::NextHeader::kNone);
@@ -123,11 +115,7 @@ std::span<const uint8_t> forge(const Ack& a) {
 // A NACK from `src` naming initiator PDC `dpdcid`.
 std::span<const uint8_t> forge_nack(uint32_t src, uint16_t dpdcid, wire::NackCode code) {
   std::vector<uint8_t>& buf = forge_buffer();
-  wire::Encap e;
-  e.src_ip4 = src;
-  e.dst_ip4 = kIpB;
-  e.sport = 0xC000;
-  wire::FrameBuilder fb(buf, e);
+  wire::FrameBuilder fb(buf, wire::Encap{.src_ip4 = src, .dst_ip4 = kIpB, .sport = 0xC000});
   auto* h = fb.add<wire::PdsNack>();
   h->set_type(wire::PdsType::kNack);
   h->set_nack_code(code);
@@ -268,10 +256,7 @@ TEST(UetExhaustion_Bound, FullTablesComeCloseToTheBoundAndStayUnder) {
   // A RUDI request: the target's response ring.
   {
     std::vector<uint8_t> buf(512);
-    wire::Encap e;
-    e.src_ip4 = kIpA;
-    e.dst_ip4 = kIpB;
-    wire::FrameBuilder fb(buf, e);
+    wire::FrameBuilder fb(buf, wire::Encap{.src_ip4 = kIpA, .dst_ip4 = kIpB});
     auto* p = fb.add<wire::PdsRudi>();
     p->set_type(wire::PdsType::kRudiReq);
     p->set_pkt_id(1);

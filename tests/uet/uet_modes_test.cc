@@ -231,10 +231,7 @@ TEST(UetModes_Rod, OwnPdcPerModeAndMismatchIsNacked) {
   EXPECT_EQ(link.b().pdcs_in_use(), 2u);
   // A hand-made ROD request (no SYN) naming the RUD PDC's ids.
   std::vector<uint8_t> buf(256);
-  wire::Encap e;
-  e.src_ip4 = kIpA;
-  e.dst_ip4 = kIpB;
-  wire::FrameBuilder fb(buf, e);
+  wire::FrameBuilder fb(buf, wire::Encap{.src_ip4 = kIpA, .dst_ip4 = kIpB});
   auto* p = fb.add<wire::PdsRudRod>();
   p->set_type(wire::PdsType::kRodReq);
   p->set_psn(12345);
@@ -445,10 +442,7 @@ TEST(UetModes_Hostile, GarbageIdsAndFloodsAreBoundedAndCounted) {
   std::mt19937 rng(21);
   auto frame = [&](uint32_t src, uint32_t dst, wire::PdsType type, uint32_t id, bool ses,
                    UetEndpoint& to) {
-    wire::Encap e;
-    e.src_ip4 = src;
-    e.dst_ip4 = dst;
-    wire::FrameBuilder fb(buf, e);
+    wire::FrameBuilder fb(buf, wire::Encap{.src_ip4 = src, .dst_ip4 = dst});
     if (type == wire::PdsType::kUudReq) {
       fb.add<wire::PdsUud>()->set_type(type);
     } else {
@@ -518,10 +512,7 @@ TEST(UetModes_Hostile, RodReorderBuffersAreBoundedAndLent) {
   std::vector<uint8_t> buf(kPkt + 256);
   // PSN `start + k` of PDC `spdcid` (SYN: psn_offset k), writing byte `v` x 8 at chunk k.
   auto write = [&](uint16_t spdcid, uint32_t start, uint32_t k, uint8_t v) {
-    wire::Encap e;
-    e.src_ip4 = kIpA;
-    e.dst_ip4 = kIpB;
-    wire::FrameBuilder fb(buf, e);
+    wire::FrameBuilder fb(buf, wire::Encap{.src_ip4 = kIpA, .dst_ip4 = kIpB});
     auto* p = fb.add<wire::PdsRudRod>();
     p->set_type(wire::PdsType::kRodReq);
     p->set_next_hdr(wire::NextHeader::kReqStd);
