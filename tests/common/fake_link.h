@@ -197,4 +197,15 @@ inline void deliver(Transport& ep, std::span<const uint8_t> bytes, Time now = 0)
   ep.rx(std::span<Frame* const>(&fp, 1), now);
 }
 
+// Takes the next frame `ep` sends at `now`, built in `buf`, and decodes it into `d`: its
+// length, or 0 when `ep` sends none.
+inline uint32_t take_decoded(Transport& ep, std::span<uint8_t> buf, Time now, wire::Decoded* d) {
+  Frame f{buf.data(), 0, 0, static_cast<uint32_t>(buf.size())};
+  Frame* fp = &f;
+  if (ep.tx(std::span<Frame* const>(&fp, 1), now) == 0) return 0;
+  EXPECT_EQ(wire::decode_frame(std::span<const uint8_t>(buf.data(), f.len), d),
+            wire::WireError::kOk);
+  return f.len;
+}
+
 }  // namespace uet::testing

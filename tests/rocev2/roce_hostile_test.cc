@@ -105,12 +105,9 @@ std::vector<Out> drain(RoceEndpoint& ep, Time now = 0, size_t max = 10000) {
   std::vector<Out> out;
   std::vector<uint8_t> buf(9216);
   for (size_t i = 0; i < max; ++i) {
-    Frame f{buf.data(), 0, 0, static_cast<uint32_t>(buf.size())};
-    Frame* fp = &f;
-    if (ep.tx(std::span<Frame* const>(&fp, 1), now) == 0) break;
     wire::Decoded d;
-    EXPECT_EQ(wire::decode_frame(std::span<const uint8_t>(buf.data(), f.len), &d),
-              wire::WireError::kOk);
+    const uint32_t len = testing::take_decoded(ep, buf, now, &d);
+    if (len == 0) break;
     Out o{d.bth->opcode(), d.bth->psn(), d.bth->dest_qp()};
     if (d.aeth != nullptr) {
       o.aeth_type = d.aeth->syndrome_type();

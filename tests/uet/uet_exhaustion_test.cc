@@ -139,13 +139,10 @@ Sent drain(UetEndpoint& ep, Time now, bool keep = false, size_t max = 1'000'000)
   Sent s;
   std::vector<uint8_t> buf(9216);
   for (size_t i = 0; i < max; ++i) {
-    Frame f{buf.data(), 0, 0, static_cast<uint32_t>(buf.size())};
-    Frame* fp = &f;
-    if (ep.tx(std::span<Frame* const>(&fp, 1), now) == 0) break;
-    ++s.frames;
     wire::Decoded d;
-    EXPECT_EQ(wire::decode_frame(std::span<const uint8_t>(buf.data(), f.len), &d),
-              wire::WireError::kOk);
+    const uint32_t len = testing::take_decoded(ep, buf, now, &d);
+    if (len == 0) break;
+    ++s.frames;
     if (d.pds_type == wire::PdsType::kNack) {
       ++s.nacks;
       ++s.nack_codes[d.pds_as<wire::PdsNack>()->nack_code()];
@@ -159,7 +156,7 @@ Sent drain(UetEndpoint& ep, Time now, bool keep = false, size_t max = 1'000'000)
         ++s.rsp_codes[r->return_code()];
       }
     }
-    if (keep) s.held.emplace_back(buf.begin(), buf.begin() + f.len);
+    if (keep) s.held.emplace_back(buf.begin(), buf.begin() + len);
   }
   return s;
 }
