@@ -17,6 +17,7 @@
 #include "dpdk-io/dpdk_neigh.h"
 #include "dpdk-io/host_loop.h"
 #include "tests/common/payload.h"
+#include "tests/dpdk-io/memif_eal.h"
 #include "transport/rocev2/roce_endpoint.h"
 #include "transport/uet/uet_endpoint.h"
 
@@ -108,12 +109,8 @@ DpdkEal* g_kept_eal = nullptr;
 
 // Two ports of one process over a memif pair; one EAL for the whole test process.
 TEST(DpdkIo, UetWriteOverMemifPairResolvedByArp) {
-  const std::string sock = "/tmp/uet_dpdk_io_test_" + std::to_string(getpid()) + ".sock";
-  const std::string vdev = ",socket=" + sock + ",socket-abstract=no,bsize=9216";
-  auto eal = DpdkEal::init({"dpdk_io_test", "--no-huge", "-m", "256", "--no-pci", "--no-shconf",
-                            "--no-telemetry", "-l", "0", "--log-level=lib.eal:error",
-                            "--vdev=net_memif0,role=server" + vdev,
-                            "--vdev=net_memif1,role=client" + vdev});
+  const std::string sock = testing::memif_socket("dpdk_io_test");
+  auto eal = testing::memif_pair_eal("dpdk_io_test", "0", sock);
   ASSERT_TRUE(eal.ok()) << eal.status();
   ASSERT_EQ((*eal)->port_count(), 2u) << (*eal)->describe_ports();
   {
