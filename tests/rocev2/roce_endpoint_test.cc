@@ -1032,9 +1032,7 @@ void inject(RoceEndpoint& ep, uint32_t src, uint32_t dst, RoceOpcode op, uint32_
   b.add_bytes(payload);
   size_t n = 0;
   ASSERT_EQ(b.finish(&n), wire::WireError::kOk);
-  Frame f{buf.data(), static_cast<uint32_t>(n), 0, static_cast<uint32_t>(n)};
-  Frame* fp = &f;
-  ep.rx(std::span<Frame* const>(&fp, 1), 0);
+  testing::deliver(ep, std::span<const uint8_t>(buf.data(), n));
 }
 
 TEST(RoceEndpoint_Hostile, UnknownQpWrongPeerAndBadOpcodeSequenceAreCounted) {

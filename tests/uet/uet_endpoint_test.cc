@@ -294,9 +294,7 @@ void send_request(UetEndpoint& target, uint32_t src, uint16_t spdcid, bool syn, 
   }
   size_t n = 0;
   ASSERT_EQ(fb.finish(&n), wire::WireError::kOk);
-  Frame f{buf.data(), static_cast<uint32_t>(n), 0, static_cast<uint32_t>(n)};
-  Frame* fp = &f;
-  target.rx(std::span<Frame* const>(&fp, 1), 0);
+  testing::deliver(target, std::span<const uint8_t>(buf.data(), n));
 }
 
 TEST(UetEndpoint_Hostile, UnknownPdcAndSynFloodAreBoundedAndNacked) {

@@ -468,9 +468,7 @@ TEST(UetModes_Hostile, GarbageIdsAndFloodsAreBoundedAndCounted) {
     }
     size_t n = 0;
     ASSERT_EQ(fb.finish(&n), wire::WireError::kOk);
-    Frame f{buf.data(), static_cast<uint32_t>(n), 0, static_cast<uint32_t>(n)};
-    Frame* fp = &f;
-    to.rx(std::span<Frame* const>(&fp, 1), 0);
+    testing::deliver(to, std::span<const uint8_t>(buf.data(), n));
   };
   // RUDI responses nobody asked for.
   for (int i = 0; i < 1000; ++i) {
@@ -530,9 +528,7 @@ TEST(UetModes_Hostile, RodReorderBuffersAreBoundedAndLent) {
     std::fill_n(fb.add_bytes(8), 8, v);
     size_t n = 0;
     ASSERT_EQ(fb.finish(&n), wire::WireError::kOk);
-    Frame f{buf.data(), static_cast<uint32_t>(n), 0, static_cast<uint32_t>(n)};
-    Frame* fp = &f;
-    target->rx(std::span<Frame* const>(&fp, 1), 0);
+    testing::deliver(*target, std::span<const uint8_t>(buf.data(), n));
   };
   write(1, 1000, 1, 0x11);  // PDC 1: out of order, takes the only buffer
   EXPECT_EQ(target->counters().rod_staged, 1u);
