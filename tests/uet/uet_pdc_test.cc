@@ -157,20 +157,31 @@ TEST(UetPdc_Close, LostCloseAndLostCloseAckAreRetried) {
   EXPECT_EQ(t.ea->counters().pdcs_closed, 1u);
 }
 
+// Holds back the control packets of `type` that `from` (0: A, 1: B) sends by `delay`.
+void delay_ctrl(Pair& t, int from, wire::CtrlType type, Time delay) {
+  t.link.set_filter([=](int f, const wire::Decoded& d, std::vector<uint8_t>&) {
+    testing::Verdict v;
+    if (f == from && is_ctrl(d, type)) v.delay = delay;
+    return v;
+  });
+}
+
+// Runs the link a microsecond and lets a microsecond pass, until `done()` or 1000 steps.
+template <class Done>
+void step_until(Pair& t, Done done) {
+  for (int step = 0; step < 1000 && !done(); ++step) {
+    t.link.run(t.link.now() + kMicrosecond);
+    t.link.advance_to(t.link.now() + kMicrosecond);
+  }
+}
+
 // A write posted while the PDC to that peer is closing (its CLOSE in flight) opens a new PDC;
 // the old one still closes; both writes succeed and both tables drain.
 TEST(UetPdc_Close, CloseRacingANewWrite) {
   Pair t;
-  t.link.set_filter([&](int from, const wire::Decoded& d, std::vector<uint8_t>&) {
-    testing::Verdict v;
-    if (from == 0 && is_ctrl(d, wire::CtrlType::kClose)) v.delay = 30 * kMicrosecond;
-    return v;
-  });
+  delay_ctrl(t, /*from=*/0, wire::CtrlType::kClose, 30 * kMicrosecond);
   ASSERT_TRUE(t.ea->post_write({1, kIpB, t.rkey, 0, t.src.data(), 8192}).ok());
-  for (int step = 0; step < 1000 && t.ea->counters().tx_close == 0; ++step) {
-    t.link.run(t.link.now() + kMicrosecond);
-    t.link.advance_to(t.link.now() + kMicrosecond);
-  }
+  step_until(t, [&] { return t.ea->counters().tx_close != 0; });
   ASSERT_EQ(t.ea->counters().tx_close, 1u);
   EXPECT_EQ(t.eb->pdcs_in_use(), 1u);  // the CLOSE has not arrived
   std::fill(t.src.begin(), t.src.end(), uint8_t{0xC3});
@@ -194,16 +205,9 @@ TEST(UetPdc_Close, ReqCloseRacingANewWrite) {
   a.idle_timeout = 0;
   Pair t(a);
   bool posted = false;
-  t.link.set_filter([&](int from, const wire::Decoded& d, std::vector<uint8_t>&) {
-    testing::Verdict v;
-    if (from == 1 && is_ctrl(d, wire::CtrlType::kReqClose)) v.delay = 10 * kMicrosecond;
-    return v;
-  });
+  delay_ctrl(t, /*from=*/1, wire::CtrlType::kReqClose, 10 * kMicrosecond);
   ASSERT_TRUE(t.ea->post_write({1, kIpB, t.rkey, 0, t.src.data(), 8192}).ok());
-  for (int step = 0; step < 1000 && t.eb->counters().tx_req_close == 0; ++step) {
-    t.link.run(t.link.now() + kMicrosecond);
-    t.link.advance_to(t.link.now() + kMicrosecond);
-  }
+  step_until(t, [&] { return t.eb->counters().tx_req_close != 0; });
   ASSERT_EQ(t.eb->counters().tx_req_close, 1u);
   ASSERT_TRUE(t.ea->post_write({2, kIpB, t.rkey, 0, t.src.data(), 16 * 4096}).ok());
   posted = true;
