@@ -18,6 +18,7 @@
 #include "tests/common/payload.h"
 #include "tests/common/spray_fabric.h"
 #include "tests/common/uet_pair.h"
+#include "tests/common/uet_sim_hosts.h"
 #include "transport/wire/checksum.h"
 
 namespace uet {
@@ -375,18 +376,14 @@ TEST(UetMemory_Pdc, ClosedPdcsLendTheirWindowsToNewOnes) {
   sim::Network net(nc);
   ASSERT_TRUE(testing::build_two_leaves(net, /*spines=*/2, /*hosts_per_leaf=*/8).ok());
   const uint32_t n = 16;
-  std::vector<std::unique_ptr<UetEndpoint>> eps;
-  std::vector<std::vector<uint8_t>> mem(n, std::vector<uint8_t>(1 << 16, 0));
-  std::vector<uint8_t> src(4096, 0x3C);
-  for (uint32_t h = 0; h < n; ++h) {
-    UetConfig c = testing::sim_host_config<UetConfig>(h);
+  testing::UetSimHosts hosts(net, n, [](uint32_t h, UetConfig& c) {
     c.idle_timeout = 20 * kMicrosecond;
     c.seed = 40 + h;
     c.max_pdcs = 64;
-    eps.push_back(std::move(*UetEndpoint::create(c)));
-    ASSERT_EQ(*eps[h]->register_memory(mem[h].data(), mem[h].size()), 1u);
-    net.attach(h, eps[h].get());
-  }
+  });
+  ASSERT_FALSE(HasFailure());
+  auto& eps = hosts.eps;
+  std::vector<uint8_t> src(4096, 0x3C);
   uint64_t ok = 0, posted = 0;
   size_t peak_live = 0;
   auto poll = [&] {

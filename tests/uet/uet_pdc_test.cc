@@ -12,6 +12,7 @@
 #include "tests/common/fake_link.h"
 #include "tests/common/spray_fabric.h"
 #include "tests/common/uet_pair.h"
+#include "tests/common/uet_sim_hosts.h"
 #include "transport/uet/uet_endpoint.h"
 #include "transport/wire/checksum.h"
 
@@ -230,18 +231,14 @@ TEST(UetPdc_Sim, ShortLivedPeersCycleThroughSmallPdcTables) {
   sim::Network net(nc);
   ASSERT_TRUE(testing::build_two_leaves(net, /*spines=*/2, /*hosts_per_leaf=*/8).ok());
   const uint32_t n = 16;
-  std::vector<std::unique_ptr<UetEndpoint>> eps;
-  std::vector<std::vector<uint8_t>> mem(n, std::vector<uint8_t>(1 << 16, 0));
-  std::vector<uint8_t> src(1 << 14, 0x77);
-  for (uint32_t h = 0; h < n; ++h) {
-    UetConfig c = testing::sim_host_config<UetConfig>(h);
+  testing::UetSimHosts hosts(net, n, [](uint32_t h, UetConfig& c) {
     c.idle_timeout = kIdle;
     c.seed = 100 + h;
     c.max_pdcs = h == 0 ? 4 : h == 1 ? 2 : 16;
-    eps.push_back(std::move(*UetEndpoint::create(c)));
-    ASSERT_EQ(*eps[h]->register_memory(mem[h].data(), mem[h].size()), 1u);
-    net.attach(h, eps[h].get());
-  }
+  });
+  ASSERT_FALSE(HasFailure());
+  auto& eps = hosts.eps;
+  std::vector<uint8_t> src(1 << 14, 0x77);
   uint64_t ok = 0, posted = 0;
   size_t peak0 = 0, peak1 = 0;
   auto poll = [&] {
