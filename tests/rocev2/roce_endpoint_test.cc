@@ -149,17 +149,8 @@ TEST(RoceEndpoint_Write, ByReferenceSendsTheSameFramesWithoutCopyingThePayload) 
     EXPECT_EQ(c[0].status, OpStatus::kSuccess);
     EXPECT_TRUE(p.intact());
     EXPECT_GE(p.a->counters().tx_retx, 1u);
-    uint64_t referenced = 0;
-    for (const Sent& s : p.link->log()) {
-      digests[by_ref].push_back(s.digest);
-      if (s.ref == nullptr) continue;
-      ASSERT_TRUE(by_ref);
-      ASSERT_EQ(s.from, 0);
-      EXPECT_GE(s.ref, p.src.data());
-      EXPECT_LE(s.ref + s.ref_len, p.src.data() + p.src.size());
-      EXPECT_LT(s.len - s.ref_len, 128u);  // the buffer held headers, pad and ICRC only
-      referenced += s.ref_len;
-    }
+    const uint64_t referenced =
+        testing::collect_references(p.link->log(), by_ref, p.src, &digests[by_ref]);
     if (by_ref) {
       EXPECT_GT(referenced, p.src.size());  // every byte, and the resent ones again
     }

@@ -93,17 +93,8 @@ TEST(UetEndpoint_Write, ByReferenceSendsTheSameFramesWithoutCopyingThePayload) {
     EXPECT_EQ(c[0].status, OpStatus::kSuccess);
     EXPECT_TRUE(std::equal(t.src.begin(), t.src.end(), t.dst.begin()));
     EXPECT_GE(link.a().counters().tx_retx, 1u);
-    uint64_t referenced = 0;
-    for (const testing::Sent& s : link.log()) {
-      digests[by_ref].push_back(s.digest);
-      if (s.ref == nullptr) continue;
-      ASSERT_TRUE(by_ref);
-      ASSERT_EQ(s.from, 0);
-      EXPECT_GE(s.ref, t.src.data());
-      EXPECT_LE(s.ref + s.ref_len, t.src.data() + t.src.size());
-      EXPECT_LT(s.len - s.ref_len, 128u);  // the buffer held the headers only
-      referenced += s.ref_len;
-    }
+    const uint64_t referenced =
+        testing::collect_references(link.log(), by_ref, t.src, &digests[by_ref]);
     // Every byte once, and the lost packet's bytes again.
     if (by_ref) {
       EXPECT_GT(referenced, t.src.size());
