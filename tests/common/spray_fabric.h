@@ -12,10 +12,16 @@
 
 namespace uet::testing {
 
-// The simulator's config: seeded with `seed`, switches without ECN marking.
-inline sim::NetworkConfig spray_network(uint64_t seed) {
+// The simulator's defaults, seeded with `seed`.
+inline sim::NetworkConfig seeded_network(uint64_t seed) {
   sim::NetworkConfig nc;
   nc.seed = seed;
+  return nc;
+}
+
+// The simulator's config: seeded with `seed`, switches without ECN marking.
+inline sim::NetworkConfig spray_network(uint64_t seed) {
+  sim::NetworkConfig nc = seeded_network(seed);
   nc.switches.ecn.enabled = false;
   return nc;
 }

@@ -362,9 +362,7 @@ TEST(UetMemory_Pdc, SynFloodGrowsTheTableToMaxPdcsAndNoFurther) {
 // are fresh until max_pdcs (42 are used), but the windows are parked and reused, so memory
 // follows the two PDCs live at once, not the 42 ids.
 TEST(UetMemory_Pdc, ClosedPdcsLendTheirWindowsToNewOnes) {
-  sim::NetworkConfig nc;
-  nc.seed = 5;
-  sim::Network net(nc);
+  sim::Network net(testing::seeded_network(5));
   ASSERT_TRUE(testing::build_two_leaves(net, /*spines=*/2, /*hosts_per_leaf=*/8).ok());
   const uint32_t n = 16;
   testing::UetSimHosts hosts(net, n, [](uint32_t h, UetConfig& c) {

@@ -226,9 +226,7 @@ TEST(UetPdc_Close, ReqCloseRacingANewWrite) {
 // one sender with max_pdcs 2 writes to every other host in turn. Every write succeeds and
 // every table drains to 0.
 TEST(UetPdc_Sim, ShortLivedPeersCycleThroughSmallPdcTables) {
-  sim::NetworkConfig nc;
-  nc.seed = 3;
-  sim::Network net(nc);
+  sim::Network net(testing::seeded_network(3));
   ASSERT_TRUE(testing::build_two_leaves(net, /*spines=*/2, /*hosts_per_leaf=*/8).ok());
   const uint32_t n = 16;
   testing::UetSimHosts hosts(net, n, [](uint32_t h, UetConfig& c) {
