@@ -42,16 +42,17 @@ struct Forged : testing::RoceForged {
     src = kIpA;
     dst = kIpB;
   }
+  Forged(RoceOpcode o, uint32_t p) : Forged() {
+    op = o;
+    psn = p;
+  }
 };
 
 using testing::forge;
 
-// A WRITE ONLY of `len` bytes of `fill` at offset `va` of region `rkey`.
-Forged write_only(uint32_t psn, uint32_t rkey, uint64_t va, uint32_t len, uint8_t fill = 0xAB) {
-  Forged f;
-  f.op = RoceOpcode::kRcWriteOnly;
-  f.psn = psn;
-  f.payload.assign(len, fill);
+// A request asking for an ACK whose RETH names `len` bytes at offset `va` of region `rkey`.
+Forged with_reth(RoceOpcode op, uint32_t psn, uint32_t rkey, uint64_t va, uint32_t len) {
+  Forged f(op, psn);
   f.ack_req = true;
   f.va = va;
   f.rkey = rkey;
@@ -59,37 +60,39 @@ Forged write_only(uint32_t psn, uint32_t rkey, uint64_t va, uint32_t len, uint8_
   return f;
 }
 
-// An ACK or NAK from B to A's QP.
-Forged aeth_to_a(AethType type, uint8_t value, uint32_t psn) {
-  Forged f;
-  f.op = RoceOpcode::kRcAck;
+// A WRITE ONLY of `len` bytes of `fill` at offset `va` of region `rkey`.
+Forged write_only(uint32_t psn, uint32_t rkey, uint64_t va, uint32_t len, uint8_t fill = 0xAB) {
+  Forged f = with_reth(RoceOpcode::kRcWriteOnly, psn, rkey, va, len);
+  f.payload.assign(len, fill);
+  return f;
+}
+
+// A frame from B to A's QP.
+Forged to_a(RoceOpcode op, uint32_t psn) {
+  Forged f(op, psn);
   f.dest_qp = kQpA;
-  f.psn = psn;
-  f.aeth_type = type;
-  f.aeth_value = value;
   f.src = kIpB;
   f.dst = kIpA;
   return f;
 }
 
+// An ACK or NAK from B to A's QP.
+Forged aeth_to_a(AethType type, uint8_t value, uint32_t psn) {
+  Forged f = to_a(RoceOpcode::kRcAck, psn);
+  f.aeth_type = type;
+  f.aeth_value = value;
+  return f;
+}
+
 Forged send_only(uint32_t psn, uint32_t len, RoceOpcode op = RoceOpcode::kRcSendOnly) {
-  Forged f;
-  f.op = op;
-  f.psn = psn;
+  Forged f(op, psn);
   f.payload.assign(len, 0x3C);
   f.ack_req = true;
   return f;
 }
 
 Forged read_request(uint32_t psn, uint32_t rkey, uint64_t va, uint32_t len) {
-  Forged f;
-  f.op = RoceOpcode::kRcReadRequest;
-  f.psn = psn;
-  f.ack_req = true;
-  f.va = va;
-  f.rkey = rkey;
-  f.dma_length = len;
-  return f;
+  return with_reth(RoceOpcode::kRcReadRequest, psn, rkey, va, len);
 }
 
 using testing::deliver;
@@ -578,11 +581,7 @@ TEST(RoceHostile_Read, RequestFloodsAndUnsolicitedResponsesAreBounded) {
     EXPECT_EQ(out[i].psn, kPsnA + 2 * max + i);
   }
   // Unsolicited responses at A (no read outstanding; then one outstanding at another PSN).
-  Forged resp;
-  resp.op = RoceOpcode::kRcReadResponseOnly;
-  resp.dest_qp = kQpA;
-  resp.src = kIpB;
-  resp.dst = kIpA;
+  Forged resp = to_a(RoceOpcode::kRcReadResponseOnly, kPsnA);
   resp.payload.assign(64, 0x99);
   for (uint32_t at : {kPsnA, kPsnA + 5, kPsnA - 1}) {
     resp.psn = at;
