@@ -10,3 +10,15 @@ function(uet_gtest target)
        "set_tests_properties(\${${target}_TESTS} PROPERTIES LABELS \"${ARGN}\")\n")
   set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES "${labels_file}")
 endfunction()
+
+# uet_test(TARGET [SOURCE file] LIBS lib... LABELS label...): a GoogleTest executable from
+# TARGET.cc (or SOURCE) with its own main, linked with LIBS, registered by uet_gtest.
+function(uet_test target)
+  cmake_parse_arguments(PARSE_ARGV 1 arg "" "SOURCE" "LIBS;LABELS")
+  if(NOT arg_SOURCE)
+    set(arg_SOURCE ${target}.cc)
+  endif()
+  add_executable(${target} ${arg_SOURCE})
+  target_link_libraries(${target} PRIVATE ${arg_LIBS} GTest::gtest_main)
+  uet_gtest(${target} ${arg_LABELS})
+endfunction()

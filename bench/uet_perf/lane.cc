@@ -567,31 +567,18 @@ uint64_t Lane::drive(std::vector<uint8_t>& src, uint32_t dst_rkey, uint64_t patt
     if (unsupported || (!may_post && r.completed + r.failed == posted)) break;
     while (may_post && posted - (r.completed + r.failed) < depth && (by_time || posted < iters)) {
       const uint64_t slot = posted % slots;
+      const uint64_t off = slot * size;  // the slot's bytes, here and in the peer's region
       if (busy[slot]) break;
       absl::Status posted_ok;
       if (op == "write") {
-        WriteRequest wr;
-        wr.wr_id = posted;
-        wr.peer = peer_ip;
-        wr.rkey = dst_rkey;
-        wr.remote_offset = slot * size;
-        wr.local = src.data() + slot * size;
-        wr.length = size;
-        posted_ok = ep->post_write(wr);
+        posted_ok = ep->post_write({posted, peer_ip, dst_rkey, off, src.data() + off, size});
       } else if (op == "read") {
-        ReadRequest rr;
-        rr.wr_id = posted;
-        rr.peer = peer_ip;
-        rr.rkey = dst_rkey;
-        rr.remote_offset = slot * size;
-        rr.local = src.data() + slot * size;
-        rr.length = size;
-        posted_ok = ep->post_read(rr);
+        posted_ok = ep->post_read({posted, peer_ip, dst_rkey, off, src.data() + off, size});
       } else {
         SendRequest sr;
         sr.wr_id = posted;
         sr.peer = peer_ip;
-        sr.local = src.data() + slot * size;
+        sr.local = src.data() + off;
         sr.length = size;
         posted_ok = ep->post_send(sr);
       }

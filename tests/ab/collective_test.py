@@ -25,6 +25,8 @@ import subprocess
 import sys
 import tempfile
 
+import ab_common
+
 SMALL = ["--leaves=2", "--hosts_per_leaf=4", "--spines=2"]
 NONBLOCKING = ["--leaves=4", "--hosts_per_leaf=4", "--spines=4"]
 SPINES8 = ["--leaves=4", "--hosts_per_leaf=4", "--spines=8"]  # more paths than inter-leaf hops
@@ -210,9 +212,7 @@ def main():
             if proc.returncode != 2 or flag not in proc.stderr:
                 failures.append(f"{bad}: exit {proc.returncode}, stderr {proc.stderr.strip()!r}")
 
-    for f in failures:
-        print("FAIL:", f)
-    return 1 if failures else 0
+    return ab_common.verdict(failures)
 
 
 if __name__ == "__main__":

@@ -16,6 +16,8 @@ import subprocess
 import sys
 import tempfile
 
+import ab_common
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 TRACES = os.path.join(HERE, "..", "..", "sim", "data", "traces")
 SHIPPED = {"dp16": ["--kind=dp", "--ranks=16", "--layers=8", "--bucket_kb=16384",
@@ -86,9 +88,7 @@ def main():
                                "--trace=" + odd], capture_output=True, text=True, timeout=60)
         if proc.returncode != 2 or "odd.1.et: node 5: node type 10" not in proc.stderr:
             failures.append(f"odd node: exit {proc.returncode}, stderr {proc.stderr.strip()!r}")
-    for f in failures:
-        print("FAIL:", f)
-    return 1 if failures else 0
+    return ab_common.verdict(failures)
 
 
 if __name__ == "__main__":

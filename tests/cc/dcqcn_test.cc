@@ -13,6 +13,14 @@ namespace {
 
 constexpr double kG = 1e9;
 
+// A reaction point on `c` that has taken one CNP at time 0.
+Dcqcn after_one_cnp(const DcqcnConfig& c) {
+  Dcqcn d;
+  d.reset(&c);
+  d.on_cnp(0);
+  return d;
+}
+
 TEST(Dcqcn_Cut, FirstCnpHalvesTheRateWithAlphaOne) {
   DcqcnConfig c;
   Dcqcn d;
@@ -40,9 +48,7 @@ TEST(Dcqcn_Cut, RateNeverFallsBelowTheMinimum) {
 TEST(Dcqcn_Alpha, DecaysEveryPeriodWithoutCnp) {
   DcqcnConfig c;
   c.initial_alpha = 0.5;
-  Dcqcn d;
-  d.reset(&c);
-  d.on_cnp(0);
+  Dcqcn d = after_one_cnp(c);
   const double a0 = (1 - c.g) * 0.5 + c.g;
   EXPECT_DOUBLE_EQ(d.alpha(), a0);
   d.on_timer(3 * 55 * kMicrosecond);
@@ -51,9 +57,7 @@ TEST(Dcqcn_Alpha, DecaysEveryPeriodWithoutCnp) {
 
 TEST(Dcqcn_Increase, FastRecoveryThenAdditiveThenStopsAtLineRate) {
   DcqcnConfig c;
-  Dcqcn d;
-  d.reset(&c);
-  d.on_cnp(0);
+  Dcqcn d = after_one_cnp(c);
   // Five fast-recovery rounds towards RT = 100: 75, 87.5, 93.75, 96.875, 98.4375.
   double expect = 50;
   for (int i = 1; i <= 5; ++i) {
@@ -77,9 +81,7 @@ TEST(Dcqcn_Increase, FastRecoveryThenAdditiveThenStopsAtLineRate) {
 TEST(Dcqcn_Increase, ByteCounterAdvancesItsOwnStage) {
   DcqcnConfig c;
   c.byte_counter = 1'000'000;
-  Dcqcn d;
-  d.reset(&c);
-  d.on_cnp(0);
+  Dcqcn d = after_one_cnp(c);
   d.on_sent(999'999, 1);
   EXPECT_DOUBLE_EQ(d.rate_bps(), 50 * kG);
   d.on_sent(1, 2);
@@ -91,9 +93,7 @@ TEST(Dcqcn_Increase, HyperIncreaseWhenBothStagesPassF) {
   c.byte_counter = 1500;
   c.fast_recovery_rounds = 1;
   c.hai_rate_gbps = 10;
-  Dcqcn d;
-  d.reset(&c);
-  d.on_cnp(0);
+  Dcqcn d = after_one_cnp(c);
   d.on_cnp(1);  // RC 25, RT 50 (α ≈ 1)
   const double rc = d.rate_bps(), rt = d.target_bps();
   d.on_sent(1500, 2);  // byte stage 1 ≥ F: additive (timer stage 0)
@@ -107,9 +107,7 @@ TEST(Dcqcn_Increase, HyperIncreaseWhenBothStagesPassF) {
 
 TEST(Dcqcn_Alpha, DecaysMissedWhileStoppedAreAppliedAtTheNextCnp) {
   DcqcnConfig c;
-  Dcqcn stopped;
-  stopped.reset(&c);
-  stopped.on_cnp(0);
+  Dcqcn stopped = after_one_cnp(c);
   // It recovers to line rate and stops its timers.
   Time t = 0;
   while (stopped.limited()) {
@@ -126,9 +124,7 @@ TEST(Dcqcn_Alpha, DecaysMissedWhileStoppedAreAppliedAtTheNextCnp) {
 
 TEST(Dcqcn_Pacing, GapIsTheSerializationTimeAtTheCurrentRate) {
   DcqcnConfig c;
-  Dcqcn d;
-  d.reset(&c);
-  d.on_cnp(0);  // 50 Gb/s
+  Dcqcn d = after_one_cnp(c);  // 50 Gb/s
   EXPECT_EQ(d.gap(4194), static_cast<Time>(std::ceil(4194 * 8e12 / 50e9)));
 }
 
@@ -144,9 +140,7 @@ TEST(Dcqcn_Config, RefusedWithTheFieldAndRange) {
 TEST(Dcqcn_Disabled, CnpsLeaveTheRateAtLineRate) {
   DcqcnConfig c;
   c.enabled = false;
-  Dcqcn d;
-  d.reset(&c);
-  d.on_cnp(0);
+  Dcqcn d = after_one_cnp(c);
   EXPECT_FALSE(d.limited());
   EXPECT_EQ(d.next_event(), kNever);
 }
@@ -185,9 +179,7 @@ TEST(Dcqcn_Preset, EachRecoversToLineRateAfterOneCnp) {
   const char* names[3] = {"htsim", "dcqcn-ns3", "connectx"};
   for (int i = 0; i < 3; ++i) {
     const DcqcnConfig c = *DcqcnConfig::preset(names[i], 100);
-    Dcqcn d;
-    d.reset(&c);
-    d.on_cnp(0);
+    Dcqcn d = after_one_cnp(c);
     ASSERT_LT(d.rate_bps(), 100e9) << names[i];
     for (int guard = 0; guard < 10'000'000 && d.next_event() != kNever; ++guard) {
       d.on_timer(d.next_event());

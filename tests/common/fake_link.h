@@ -197,4 +197,34 @@ inline void deliver(Transport& ep, std::span<const uint8_t> bytes, Time now = 0)
   ep.rx(std::span<Frame* const>(&fp, 1), now);
 }
 
+// A's frames in `log` of a transfer from `src`, sent zero-copy (`by_ref`) or copied: each
+// one's digest appended to `digests`; every referenced payload lies within `src`, and the
+// frame's own buffer held under 128 bytes (headers, pad, ICRC). Returns the bytes referenced.
+inline uint64_t collect_references(const std::vector<Sent>& log, bool by_ref,
+                                   std::span<const uint8_t> src, std::vector<uint32_t>* digests) {
+  uint64_t referenced = 0;
+  for (const Sent& s : log) {
+    digests->push_back(s.digest);
+    if (s.ref == nullptr) continue;
+    EXPECT_TRUE(by_ref);
+    EXPECT_EQ(s.from, 0);
+    EXPECT_GE(s.ref, src.data());
+    EXPECT_LE(s.ref + s.ref_len, src.data() + src.size());
+    EXPECT_LT(s.len - s.ref_len, 128u);
+    referenced += s.ref_len;
+  }
+  return referenced;
+}
+
+// Takes the next frame `ep` sends at `now`, built in `buf`, and decodes it into `d`: its
+// length, or 0 when `ep` sends none.
+inline uint32_t take_decoded(Transport& ep, std::span<uint8_t> buf, Time now, wire::Decoded* d) {
+  Frame f{buf.data(), 0, 0, static_cast<uint32_t>(buf.size())};
+  Frame* fp = &f;
+  if (ep.tx(std::span<Frame* const>(&fp, 1), now) == 0) return 0;
+  EXPECT_EQ(wire::decode_frame(std::span<const uint8_t>(buf.data(), f.len), d),
+            wire::WireError::kOk);
+  return f.len;
+}
+
 }  // namespace uet::testing

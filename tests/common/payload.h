@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <random>
+#include <span>
 #include <vector>
 
 #include "transport/api.h"
@@ -17,6 +18,17 @@ inline std::vector<uint8_t> pattern(size_t n, uint32_t seed) {
   std::mt19937 rng(seed);
   for (auto& b : v) b = static_cast<uint8_t>(rng());
   return v;
+}
+
+// A WRITE of all of `local` to `remote_offset` in the peer's region `rkey`.
+inline WriteRequest write_request(uint64_t wr_id, uint32_t peer, uint32_t rkey,
+                                  std::span<const uint8_t> local, uint64_t remote_offset = 0) {
+  return {.wr_id = wr_id,
+          .peer = peer,
+          .rkey = rkey,
+          .remote_offset = remote_offset,
+          .local = local.data(),
+          .length = local.size()};
 }
 
 // The completions `ep` holds now, at most `most`.

@@ -144,12 +144,9 @@ def main():
             if x.get('uetref', {}).get(k) != y.get('uetref', {}).get(k):
                 errors.append('frame %d: %s differs between one pass and two' % (i, k))
 
-    if errors:
-        for e in errors:
-            print('  ' + e, file=sys.stderr)
-        harness.fail('%d analysis mismatches' % len(errors))
-    print('PASS: PDC pairing, retransmissions, trims, SACK, ACK/NACK links, window and EV counts (%d frames)'
-          % len(frames))
+    harness.verdict(errors, 'analysis mismatches',
+                    'PDC pairing, retransmissions, trims, SACK, ACK/NACK links, window and EV counts '
+                    '(%d frames)' % len(frames))
 
 
 if __name__ == '__main__':

@@ -86,11 +86,8 @@ def main():
     n_rows = sum(len(h['fields']) for h, _, _ in spec.headers.values())
     print('%d spec rows in %d headers -> %d distinct fields; tshark lists %d uetref fields in total'
           % (n_rows, len(spec.headers), len(slots), len(fields)))
-    if errors:
-        for e in errors:
-            print('  ' + e, file=sys.stderr)
-        harness.fail('%d field registration problems' % len(errors))
-    print('PASS: every spec field is registered once, with its type, mask and value names')
+    harness.verdict(errors, 'field registration problems',
+                    'every spec field is registered once, with its type, mask and value names')
 
 
 if __name__ == '__main__':

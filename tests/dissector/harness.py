@@ -26,6 +26,16 @@ def fail(msg):
     sys.exit(1)
 
 
+def verdict(errors, what, passed, most=None):
+    """Fails with the count of `what` when there are errors (the first `most` printed), else
+    prints the PASS line."""
+    if errors:
+        for e in errors[:most]:
+            print('  ' + e, file=sys.stderr)
+        fail('%d %s' % (len(errors), what))
+    print('PASS: ' + passed)
+
+
 def args_parser(description):
     p = argparse.ArgumentParser(description=description)
     p.add_argument('--plugin', required=True, help='the built uetref.so')

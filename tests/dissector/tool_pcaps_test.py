@@ -51,11 +51,9 @@ def main():
                         errors.append('%s frame %d: infiniband.bth.opcode missing' % (name, i))
                 elif 'uetref.pds.psn' not in ours:
                     errors.append('%s frame %d: no PSN' % (name, i))
-    if errors:
-        for e in errors[:50]:
-            print('  ' + e, file=sys.stderr)
-        harness.fail('%d problems in the tool pcaps' % len(errors))
-    print('PASS: uet-wire-ab pcaps decode cleanly (%s)' % ', '.join('%s: %d frames' % kv for kv in counts.items()))
+    shown = ', '.join('%s: %d frames' % kv for kv in counts.items())
+    harness.verdict(errors, 'problems in the tool pcaps',
+                    'uet-wire-ab pcaps decode cleanly (%s)' % shown, most=50)
 
 
 if __name__ == '__main__':

@@ -231,11 +231,8 @@ def main():
     print('%d sealed vectors: %d intact or changed outside the AAD, %d with a flipped byte, %d trimmed, '
           '%d with DSCP 45 but whole, %d cut by the snapshot; without keys, with keys, two-pass, wrong key, '
           'wrong mode, messy key file' % (len(sealed), n['good'], n['bad'], n['trimmed'], n['dscp45'], n['snapshot']))
-    if errors:
-        for e in errors:
-            print('  ' + e, file=sys.stderr)
-        harness.fail('%d TSS mismatches' % len(errors))
-    print('PASS: sealed frames open with their keys, stay sealed without, and a changed byte is caught')
+    harness.verdict(errors, 'TSS mismatches',
+                    'sealed frames open with their keys, stay sealed without, and a changed byte is caught')
 
 
 if __name__ == '__main__':

@@ -16,6 +16,8 @@
 
 #include "dpdk-io/dpdk_neigh.h"
 #include "dpdk-io/host_loop.h"
+#include "tests/common/payload.h"
+#include "tests/dpdk-io/memif_eal.h"
 #include "transport/rocev2/roce_endpoint.h"
 #include "transport/uet/uet_endpoint.h"
 
@@ -107,12 +109,8 @@ DpdkEal* g_kept_eal = nullptr;
 
 // Two ports of one process over a memif pair; one EAL for the whole test process.
 TEST(DpdkIo, UetWriteOverMemifPairResolvedByArp) {
-  const std::string sock = "/tmp/uet_dpdk_io_test_" + std::to_string(getpid()) + ".sock";
-  const std::string vdev = ",socket=" + sock + ",socket-abstract=no,bsize=9216";
-  auto eal = DpdkEal::init({"dpdk_io_test", "--no-huge", "-m", "256", "--no-pci", "--no-shconf",
-                            "--no-telemetry", "-l", "0", "--log-level=lib.eal:error",
-                            "--vdev=net_memif0,role=server" + vdev,
-                            "--vdev=net_memif1,role=client" + vdev});
+  const std::string sock = testing::memif_socket("dpdk_io_test");
+  auto eal = testing::memif_pair_eal("dpdk_io_test", "0", sock);
   ASSERT_TRUE(eal.ok()) << eal.status();
   ASSERT_EQ((*eal)->port_count(), 2u) << (*eal)->describe_ports();
   {
@@ -149,13 +147,7 @@ TEST(DpdkIo, UetWriteOverMemifPairResolvedByArp) {
     const uint32_t rkey = *eb->register_memory(dst.data(), dst.size());
 
     HostLoop la(**a, *ea), lb(**b, *eb);
-    WriteRequest wr;
-    wr.wr_id = 5;
-    wr.peer = kIpB;
-    wr.rkey = rkey;
-    wr.local = src.data();
-    wr.length = src.size();
-    ASSERT_TRUE(ea->post_write(wr).ok());
+    ASSERT_TRUE(ea->post_write(testing::write_request(5, kIpB, rkey, src)).ok());
 
     Completion c[4];
     size_t got = 0;

@@ -13,6 +13,7 @@
 
 #include "dpdk-io/dpdk_io.h"
 #include "dpdk-io/host_loop.h"
+#include "tests/dpdk-io/memif_eal.h"
 #include "transport/uet/uet_endpoint.h"
 
 namespace uet::io {
@@ -43,12 +44,8 @@ TEST(DpdkIoConfig, RefusesBadQueueCounts) {
 }
 
 TEST(DpdkIo, TwoQueuesTwoLcoresOneFepEachOverMemif) {
-  const std::string sock = "/tmp/uet_dpdk_mq_test_" + std::to_string(getpid()) + ".sock";
-  const std::string vdev = ",socket=" + sock + ",socket-abstract=no,bsize=9216";
-  auto eal = DpdkEal::init({"dpdk_mq_test", "--no-huge", "-m", "256", "--no-pci", "--no-shconf",
-                            "--no-telemetry", "-l", "0-1", "--log-level=lib.eal:error",
-                            "--vdev=net_memif0,role=server" + vdev,
-                            "--vdev=net_memif1,role=client" + vdev});
+  const std::string sock = testing::memif_socket("dpdk_mq_test");
+  auto eal = testing::memif_pair_eal("dpdk_mq_test", "0-1", sock);
   ASSERT_TRUE(eal.ok()) << eal.status();
   ASSERT_EQ((*eal)->port_count(), 2u) << (*eal)->describe_ports();
   ASSERT_GE((*eal)->lcore_count(), 2u);

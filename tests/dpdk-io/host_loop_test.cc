@@ -10,11 +10,14 @@
 #include <vector>
 
 #include "dpdk-io/mem_io.h"
+#include "tests/common/payload.h"
 #include "transport/rocev2/roce_endpoint.h"
 #include "transport/uet/uet_endpoint.h"
 
 namespace uet::io {
 namespace {
+
+using testing::write_request;
 
 constexpr uint32_t kIpA = 0x0A000001, kIpB = 0x0A000002;
 
@@ -69,14 +72,8 @@ TEST(HostLoop, UetWriteOverMemoryWireWithLoss) {
   constexpr size_t kWrites = 8;
   const uint64_t chunk = buf.src.size() / kWrites;
   for (size_t i = 0; i < kWrites; ++i) {
-    WriteRequest wr;
-    wr.wr_id = i;
-    wr.peer = kIpB;
-    wr.rkey = rkey;
-    wr.remote_offset = i * chunk;
-    wr.local = buf.src.data() + i * chunk;
-    wr.length = chunk;
-    ASSERT_TRUE(a->post_write(wr).ok());
+    const auto part = std::span(buf.src).subspan(i * chunk, chunk);
+    ASSERT_TRUE(a->post_write(write_request(i, kIpB, rkey, part, i * chunk)).ok());
   }
 
   const auto done = run_pair(la, lb, *a, kWrites);
@@ -109,13 +106,7 @@ TEST(HostLoop, RoceWriteOverMemoryWireWithLoss) {
   const uint32_t rkey = *b->register_memory(buf.dst.data(), buf.dst.size());
 
   HostLoop la(wire.end(0), *a, &fake_clock), lb(wire.end(1), *b, &fake_clock);
-  WriteRequest wr;
-  wr.wr_id = 42;
-  wr.peer = kIpB;
-  wr.rkey = rkey;
-  wr.local = buf.src.data();
-  wr.length = buf.src.size();
-  ASSERT_TRUE(a->post_write(wr).ok());
+  ASSERT_TRUE(a->post_write(write_request(42, kIpB, rkey, buf.src)).ok());
 
   const auto done = run_pair(la, lb, *a, 1);
   ASSERT_EQ(done.size(), 1u);

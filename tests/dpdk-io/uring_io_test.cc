@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "dpdk-io/host_loop.h"
+#include "tests/common/payload.h"
 #include "transport/rocev2/roce_endpoint.h"
 #include "transport/uet/uet_endpoint.h"
 #include "transport/wire/checksum.h"
@@ -28,6 +29,8 @@
 
 namespace uet::io {
 namespace {
+
+using testing::write_request;
 
 constexpr uint32_t ip_of(uint32_t net, uint32_t host) { return 0x7F000000u | net << 8 | host; }
 wire::MacAddr mac_of(uint32_t ip) {
@@ -279,14 +282,8 @@ void uet_write(uint32_t net, size_t bytes, uint32_t loss_one_in, bool print_rate
   constexpr size_t kWrites = 8;
   const uint64_t chunk = bytes / kWrites;
   for (size_t i = 0; i < kWrites; ++i) {
-    WriteRequest wr;
-    wr.wr_id = i;
-    wr.peer = ip_b;
-    wr.rkey = rkey;
-    wr.remote_offset = i * chunk;
-    wr.local = buf.src.data() + i * chunk;
-    wr.length = chunk;
-    ASSERT_TRUE(a->post_write(wr).ok());
+    const auto part = std::span(buf.src).subspan(i * chunk, chunk);
+    ASSERT_TRUE(a->post_write(write_request(i, ip_b, rkey, part, i * chunk)).ok());
   }
   const Time start = monotonic_now();
   const auto done = run_pair(la, lb, pa, pb, *a, *b, kWrites);
@@ -341,13 +338,7 @@ void roce_write(uint32_t net, size_t bytes, uint32_t loss_one_in) {
   LossyIo lossy_a(*ia, loss_one_in == 0 ? 1 : loss_one_in, 5);
   PacketIo& pa = loss_one_in == 0 ? static_cast<PacketIo&>(*ia) : lossy_a;
   HostLoop la(pa, *a), lb(*ib, *b);
-  WriteRequest wr;
-  wr.wr_id = 42;
-  wr.peer = ip_b;
-  wr.rkey = rkey;
-  wr.local = buf.src.data();
-  wr.length = buf.src.size();
-  ASSERT_TRUE(a->post_write(wr).ok());
+  ASSERT_TRUE(a->post_write(write_request(42, ip_b, rkey, buf.src)).ok());
 
   const auto done = run_pair(la, lb, pa, *ib, *a, *b, 1);
   // Expect: the write completes intact, and no frame failed the ICRC although the wire's
@@ -381,12 +372,7 @@ TEST(UringIo, ReceivedFramesDecodeWithSendersDscpAndEcn) {
   ASSERT_TRUE(ia && ib);
   auto a = std::move(*UetEndpoint::create(uet_config(ip_a)));
   Buffers buf(64 << 10);
-  WriteRequest wr;
-  wr.peer = ip_b;
-  wr.rkey = 1;
-  wr.local = buf.src.data();
-  wr.length = buf.src.size();
-  ASSERT_TRUE(a->post_write(wr).ok());
+  ASSERT_TRUE(a->post_write(write_request(0, ip_b, 1, buf.src)).ok());
 
   // The engine's first data packet (a SYN: the PDC is new), as a template.
   Frame* f[kMaxBurst];
@@ -459,12 +445,7 @@ TEST(UringIo, RoceFramesPassTheIcrcCheck) {
   auto a = std::move(*RoceEndpoint::create(roce_config(ip_a)));
   ASSERT_TRUE(a->connect_qp(ip_b, 0x100, 0x105, 1000, 777000).ok());
   Buffers buf(20000);
-  WriteRequest wr;
-  wr.peer = ip_b;
-  wr.rkey = 1;
-  wr.local = buf.src.data();
-  wr.length = buf.src.size();
-  ASSERT_TRUE(a->post_write(wr).ok());
+  ASSERT_TRUE(a->post_write(write_request(0, ip_b, 1, buf.src)).ok());
   Frame* f[kMaxBurst];
   const size_t lent = ia->alloc_tx(f);
   const size_t filled = a->tx(std::span<Frame* const>(f, lent), monotonic_now());

@@ -104,12 +104,22 @@ void decode_frame_target(const uint8_t* data, size_t size) {
   (void)wire::decode_uet(std::span<const uint8_t>(data, size), &d);
 }
 
-void uet_rx_target(const uint8_t* data, size_t size) {
+namespace {
+
+// The UET endpoint the frame targets drive: small tables, so that floods reach their bounds.
+UetConfig fuzz_uet_config() {
   UetConfig c;
   c.local_ip4 = kLocal;
   c.max_pdcs = 8;
   c.mpr = 64;
   c.max_writes = 4;
+  return c;
+}
+
+}  // namespace
+
+void uet_rx_target(const uint8_t* data, size_t size) {
+  UetConfig c = fuzz_uet_config();
   static std::vector<uint8_t> region(1 << 16);
   auto ep = std::move(*UetEndpoint::create(c));
   (void)ep->register_memory(region.data(), region.size());
@@ -164,11 +174,7 @@ void seal_input(std::vector<uint8_t>& f, tss::Sublayer& sealer) {
 }  // namespace
 
 void uet_tss_rx_target(const uint8_t* data, size_t size) {
-  UetConfig c;
-  c.local_ip4 = kLocal;
-  c.max_pdcs = 8;
-  c.mpr = 64;
-  c.max_writes = 4;
+  UetConfig c = fuzz_uet_config();
   c.tss = fuzz_tss();
   static std::vector<uint8_t> region(1 << 16);
   auto ep = std::move(*UetEndpoint::create(c));

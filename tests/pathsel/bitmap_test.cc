@@ -12,10 +12,7 @@ namespace uet::pathsel {
 namespace {
 
 PathSelConfig bitmap_config(uint32_t n = 8) {
-  PathSelConfig c;
-  c.algorithm = Algorithm::kBitmap;
-  c.ev_count = n;
-  return c;
+  return {.algorithm = Algorithm::kBitmap, .ev_count = n};
 }
 
 // Packets (0-based) until `ev` is next used, out of at most `limit`; -1 if never.

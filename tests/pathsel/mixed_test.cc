@@ -9,12 +9,7 @@
 namespace uet::pathsel {
 namespace {
 
-PathSelConfig mixed_config(uint32_t n) {
-  PathSelConfig c;
-  c.algorithm = Algorithm::kMixed;
-  c.ev_count = n;
-  return c;
-}
+PathSelConfig mixed_config(uint32_t n) { return {.algorithm = Algorithm::kMixed, .ev_count = n}; }
 
 TEST(Mixed_NextEv, RecyclesGoodEvsFirstInTheOrderTheyCameBack) {
   Mixed m(mixed_config(64), 1);

@@ -9,10 +9,7 @@ namespace uet::pathsel {
 namespace {
 
 Oblivious make(uint32_t n, uint64_t seed) {
-  PathSelConfig c;
-  c.algorithm = Algorithm::kOblivious;
-  c.ev_count = n;
-  return Oblivious(c, seed);
+  return Oblivious({.algorithm = Algorithm::kOblivious, .ev_count = n}, seed);
 }
 
 TEST(Oblivious_NextEv, EachRoundUsesEveryEvExactlyOnce) {

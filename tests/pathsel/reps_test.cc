@@ -14,10 +14,7 @@ namespace uet::pathsel {
 namespace {
 
 PathSelConfig reps_config(uint32_t n = 64) {
-  PathSelConfig c;
-  c.algorithm = Algorithm::kReps;
-  c.ev_count = n;
-  return c;
+  return {.algorithm = Algorithm::kReps, .ev_count = n};
 }
 
 TEST(Reps_NextEv, ExploresRandomEvsWhileTheBufferIsEmpty) {

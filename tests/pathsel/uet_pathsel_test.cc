@@ -19,6 +19,7 @@
 #include "sim/network.h"
 #include "sim/topology.h"
 #include "tests/common/fake_link.h"
+#include "tests/common/spray_fabric.h"
 #include "transport/uet/uet_endpoint.h"
 
 namespace uet {
@@ -138,9 +139,7 @@ Outcome run_permutation(const Scenario& sc, Algorithm a, uint32_t evs) {
   std::vector<uint8_t> src(sc.bytes), dst(sc.bytes);
   std::vector<std::unique_ptr<UetEndpoint>> eps;
   for (uint32_t h = 0; h < n; ++h) {
-    UetConfig c;
-    c.local_ip4 = sim::Network::host_ip4(h);
-    c.local_mac = sim::Network::host_mac(h);
+    UetConfig c = testing::sim_host_config<UetConfig>(h);
     c.pathsel.algorithm = a;
     c.pathsel.ev_count = evs;
     // NSCC's base RTT: 4 hops each way at 500 ns, a 4 KiB frame serialised per hop, and slack
@@ -194,18 +193,27 @@ void print(const char* what, const Outcome& o) {
       static_cast<unsigned long long>(o.trims), static_cast<unsigned long long>(o.marks));
 }
 
+// The permutation of `sc` under each selector with 64 EVs, in this order, each printed as
+// `prefix` + its name; every run must finish.
+struct Race {
+  Outcome fixed, oblivious, reps, bitmap;
+};
+Race race(const Scenario& sc, const std::string& prefix) {
+  const Race r{
+      run_permutation(sc, Algorithm::kFixed, 64), run_permutation(sc, Algorithm::kOblivious, 64),
+      run_permutation(sc, Algorithm::kReps, 64), run_permutation(sc, Algorithm::kBitmap, 64)};
+  print((prefix + "fixed EV (ECMP)").c_str(), r.fixed);
+  print((prefix + "oblivious x64").c_str(), r.oblivious);
+  print((prefix + "REPS x64").c_str(), r.reps);
+  print((prefix + "bitmap x64").c_str(), r.bitmap);
+  EXPECT_TRUE(r.fixed.ok && r.oblivious.ok && r.reps.ok && r.bitmap.ok);
+  return r;
+}
+
 TEST(UetPathsel_Sim, SprayingBeatsOneFixedEvOnAPermutation) {
   Scenario sc;
   sc.leaves = 8;  // 64 hosts, 64 flows over 64 uplinks and 64 downlinks of 8 spines
-  const Outcome fixed = run_permutation(sc, Algorithm::kFixed, 64);
-  const Outcome oblivious = run_permutation(sc, Algorithm::kOblivious, 64);
-  const Outcome reps = run_permutation(sc, Algorithm::kReps, 64);
-  const Outcome bitmap = run_permutation(sc, Algorithm::kBitmap, 64);
-  print("fixed EV (ECMP)", fixed);
-  print("oblivious x64", oblivious);
-  print("REPS x64", reps);
-  print("bitmap x64", bitmap);
-  EXPECT_TRUE(fixed.ok && oblivious.ok && reps.ok && bitmap.ok);
+  const auto [fixed, oblivious, reps, bitmap] = race(sc, "");
   // Expect: ECMP collisions (two or three flows on one spine link) stretch the slowest
   // fixed-EV flow 3x past the fastest; sprayed flows share the spines. Seeds 1..8 gave
   // fixed >= 527 us, oblivious <= 275 us, bitmap <= 270 us, REPS <= 214 us.
@@ -221,15 +229,7 @@ TEST(UetPathsel_Sim, SprayingBeatsOneFixedEvOnAPermutation) {
 TEST(UetPathsel_Sim, RepsBeatsObliviousWithDegradedSpineLinks) {
   Scenario sc;
   sc.degraded = {{0, 0}, {1, 1}, {2, 2}, {3, 3}};  // one of eight uplinks per leaf at 10 Gb/s
-  const Outcome fixed = run_permutation(sc, Algorithm::kFixed, 64);
-  const Outcome oblivious = run_permutation(sc, Algorithm::kOblivious, 64);
-  const Outcome reps = run_permutation(sc, Algorithm::kReps, 64);
-  const Outcome bitmap = run_permutation(sc, Algorithm::kBitmap, 64);
-  print("degraded: fixed EV", fixed);
-  print("degraded: oblivious x64", oblivious);
-  print("degraded: REPS x64", reps);
-  print("degraded: bitmap x64", bitmap);
-  EXPECT_TRUE(fixed.ok && oblivious.ok && reps.ok && bitmap.ok);
+  const auto [fixed, oblivious, reps, bitmap] = race(sc, "degraded: ");
   // Expect: oblivious keeps 1/8 of every flow on the slow links, where packets queue past the
   // RTO; REPS stops recycling the EVs that cross them. Seeds 1..4 gave oblivious >= 1.7 ms,
   // REPS <= 280 us.

@@ -187,9 +187,7 @@ void print(const char* what, const SimResult& r) {
 TEST(GoBackNVersusSelective_Sim, PermutationWithOnePercentLoss) {
   const auto uet_with = [](uint16_t evs) {
     return [evs](uint32_t h) -> std::unique_ptr<Endpoint> {
-      UetConfig c;
-      c.local_ip4 = sim::Network::host_ip4(h);
-      c.local_mac = sim::Network::host_mac(h);
+      UetConfig c = testing::sim_host_config<UetConfig>(h);
       c.pathsel.ev_count = evs;
       c.seed = h + 1;
       return std::move(*UetEndpoint::create(c));
@@ -200,9 +198,7 @@ TEST(GoBackNVersusSelective_Sim, PermutationWithOnePercentLoss) {
   const SimResult uet16 = run_sim(uet_with(16), no_connect);
   const SimResult roce = run_sim(
       [](uint32_t h) -> std::unique_ptr<Endpoint> {
-        RoceConfig c;
-        c.local_ip4 = sim::Network::host_ip4(h);
-        c.local_mac = sim::Network::host_mac(h);
+        RoceConfig c = testing::sim_host_config<RoceConfig>(h);
         c.ack_timeout_exp = 10;
         c.seed = h + 1;
         return std::move(*RoceEndpoint::create(c));

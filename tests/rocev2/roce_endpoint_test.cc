@@ -20,6 +20,7 @@
 #include "tests/common/fake_link.h"
 #include "tests/common/mentions.h"
 #include "tests/common/roce_pair.h"
+#include "tests/common/spray_fabric.h"
 #include "transport/rocev2/psn.h"
 #include "transport/wire/checksum.h"
 
@@ -148,17 +149,8 @@ TEST(RoceEndpoint_Write, ByReferenceSendsTheSameFramesWithoutCopyingThePayload) 
     EXPECT_EQ(c[0].status, OpStatus::kSuccess);
     EXPECT_TRUE(p.intact());
     EXPECT_GE(p.a->counters().tx_retx, 1u);
-    uint64_t referenced = 0;
-    for (const Sent& s : p.link->log()) {
-      digests[by_ref].push_back(s.digest);
-      if (s.ref == nullptr) continue;
-      ASSERT_TRUE(by_ref);
-      ASSERT_EQ(s.from, 0);
-      EXPECT_GE(s.ref, p.src.data());
-      EXPECT_LE(s.ref + s.ref_len, p.src.data() + p.src.size());
-      EXPECT_LT(s.len - s.ref_len, 128u);  // the buffer held headers, pad and ICRC only
-      referenced += s.ref_len;
-    }
+    const uint64_t referenced =
+        testing::collect_references(p.link->log(), by_ref, p.src, &digests[by_ref]);
     if (by_ref) {
       EXPECT_GT(referenced, p.src.size());  // every byte, and the resent ones again
     }
@@ -1031,9 +1023,7 @@ void inject(RoceEndpoint& ep, uint32_t src, uint32_t dst, RoceOpcode op, uint32_
   b.add_bytes(payload);
   size_t n = 0;
   ASSERT_EQ(b.finish(&n), wire::WireError::kOk);
-  Frame f{buf.data(), static_cast<uint32_t>(n), 0, static_cast<uint32_t>(n)};
-  Frame* fp = &f;
-  ep.rx(std::span<Frame* const>(&fp, 1), 0);
+  testing::deliver(ep, std::span<const uint8_t>(buf.data(), n));
 }
 
 TEST(RoceEndpoint_Hostile, UnknownQpWrongPeerAndBadOpcodeSequenceAreCounted) {
@@ -1073,12 +1063,7 @@ struct SimRun {
 // 2 leaves of 4 hosts, 2 spines: three flows crossing each way over two uplinks, at least two
 // share one.
 absl::Status build_two_leaves(sim::Network& net, double fabric_loss = 0) {
-  sim::LeafSpineConfig ls;
-  ls.leaves = 2;
-  ls.spines = 2;
-  ls.hosts_per_leaf = 4;
-  ls.fabric_link.loss = fabric_loss;
-  return sim::build_leaf_spine(net, ls);
+  return testing::build_two_leaves(net, /*spines=*/2, /*hosts_per_leaf=*/4, fabric_loss);
 }
 
 // An 8-host leaf-spine permutation (host h writes to h + 3), one QP per pair.
@@ -1095,9 +1080,7 @@ SimRun permutation(bool pfc, double fabric_loss, size_t bytes, uint32_t frame_ca
   std::vector<std::vector<uint8_t>> src(n), dst(n);
   std::vector<uint32_t> keys(n);
   for (uint32_t h = 0; h < n; ++h) {
-    RoceConfig c;
-    c.local_ip4 = sim::Network::host_ip4(h);
-    c.local_mac = sim::Network::host_mac(h);
+    RoceConfig c = testing::sim_host_config<RoceConfig>(h);
     c.ack_timeout_exp = 10;  // 4.2 ms
     c.seed = h + 1;
     eps.push_back(std::move(*RoceEndpoint::create(c)));
@@ -1202,9 +1185,7 @@ struct TwoIntoOne {
       : net(nc), src(bytes, 0xA5), dst(2, std::vector<uint8_t>(bytes, 0)) {
     EXPECT_TRUE(build_two_leaves(net).ok());
     for (uint32_t h = 0; h < 8; ++h) {
-      RoceConfig c;
-      c.local_ip4 = sim::Network::host_ip4(h);
-      c.local_mac = sim::Network::host_mac(h);
+      RoceConfig c = testing::sim_host_config<RoceConfig>(h);
       c.dcqcn = dcqcn;
       c.seed = h + 1;
       eps.push_back(std::move(*RoceEndpoint::create(c)));

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "tests/common/fake_link.h"
+#include "tests/common/roce_forge.h"
 #include "tests/common/roce_pair.h"
 #include "tests/common/rss.h"
 #include "transport/rocev2/roce_endpoint.h"
@@ -39,52 +40,19 @@ void report(const char* attack, uint64_t frames, size_t peak, size_t bound, uint
 #endif
 }
 
-// One forged RoCEv2 frame with a valid ICRC: BTH, then RETH or AETH as the opcode has them.
-struct Forged {
-  RoceOpcode op = RoceOpcode::kRcWriteOnly;
-  uint32_t src = kPeer0, dst = kIpB;
-  uint32_t dest_qp = 0x100, psn = 0;
-  uint64_t va = 0;
-  uint32_t rkey = 0, dma_length = 0;
-  AethType aeth_type = AethType::kAck;
-  uint32_t payload = 0;
+// Forged frames ask for an ACK and carry their payload unpadded, from kPeer0 to B's first QP
+// unless a test says otherwise.
+struct Forged : testing::RoceForged {
+  Forged() {
+    dest_qp = 0x100;
+    src = kPeer0;
+    dst = kIpB;
+    ack_req = true;
+    pad = false;
+  }
 };
 
-std::vector<uint8_t> forge(const Forged& f) {
-  std::vector<uint8_t> buf(9216);
-  wire::Encap e;
-  e.src_ip4 = f.src;
-  e.dst_ip4 = f.dst;
-  e.dscp = 26;
-  e.sport = 0xC123;
-  e.dport = wire::kRoceUdpPort;
-  e.udp_checksum = false;
-  e.icrc = true;
-  wire::FrameBuilder b(buf, e);
-  wire::Bth* bth = b.add<wire::Bth>();
-  const wire::RoceLayout layout = wire::roce_layout(static_cast<uint8_t>(f.op));
-  if (layout.ext & ROCEV2_X_RETH) {
-    wire::Reth* r = b.add<wire::Reth>();
-    r->set_va(f.va);
-    r->set_rkey(f.rkey);
-    r->set_dma_length(f.dma_length);
-  }
-  if (layout.ext & ROCEV2_X_AETH) {
-    wire::Aeth* a = b.add<wire::Aeth>();
-    a->set_syndrome_type(f.aeth_type);
-    a->set_syndrome_value(ROCEV2_AETH_CREDITS_UNLIMITED);
-  }
-  if (layout.payload && f.payload > 0) std::fill_n(b.add_bytes(f.payload), f.payload, 0xAB);
-  bth->set_opcode(f.op);
-  bth->set_pkey(ROCEV2_DEFAULT_PKEY);
-  bth->set_dest_qp(f.dest_qp);
-  bth->set_ack_req(true);
-  bth->set_psn(f.psn);
-  size_t n = 0;
-  EXPECT_EQ(b.finish(&n), wire::WireError::kOk);
-  buf.resize(n);
-  return buf;
-}
+using testing::forge;
 
 using testing::deliver;
 
@@ -96,13 +64,10 @@ Sent drain(RoceEndpoint& ep, Time now) {
   Sent s;
   std::vector<uint8_t> buf(9216);
   for (int i = 0; i < 100000; ++i) {
-    Frame f{buf.data(), 0, 0, static_cast<uint32_t>(buf.size())};
-    Frame* fp = &f;
-    if (ep.tx(std::span<Frame* const>(&fp, 1), now) == 0) break;
-    ++s.frames;
     wire::Decoded d;
-    EXPECT_EQ(wire::decode_frame(std::span<const uint8_t>(buf.data(), f.len), &d),
-              wire::WireError::kOk);
+    const uint32_t len = testing::take_decoded(ep, buf, now, &d);
+    if (len == 0) break;
+    ++s.frames;
     const RoceOpcode op = d.bth->opcode();
     if (op == RoceOpcode::kRcReadResponseFirst || op == RoceOpcode::kRcReadResponseMiddle ||
         op == RoceOpcode::kRcReadResponseLast || op == RoceOpcode::kRcReadResponseOnly) {
@@ -210,7 +175,7 @@ TEST(RoceExhaustion_Qp, FramesToEveryQpnOpenNothing) {
     f.rkey = static_cast<uint32_t>(rng() % 4);
     f.va = rng();
     f.dma_length = static_cast<uint32_t>(rng() % (1u << 31));
-    f.payload = f.op == RoceOpcode::kRcWriteFirst ? c.mtu : static_cast<uint32_t>(rng() % 256);
+    f.payload.assign(f.op == RoceOpcode::kRcWriteFirst ? c.mtu : rng() % 256, 0xAB);
     deliver(*t.ep, forge(f), static_cast<Time>(i) * 10 * kNanosecond);
     if (i % 1000 != 0) continue;
     const Time now = static_cast<Time>(i) * 10 * kNanosecond;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "tests/common/fake_link.h"
+#include "tests/common/roce_forge.h"
 #include "tests/common/roce_pair.h"
 #include "tests/common/rss.h"
 #include "transport/rocev2/psn.h"
@@ -33,78 +34,25 @@ constexpr uint32_t kQpA = 0x100, kQpB = 0x105;
 constexpr uint32_t kPsnA = 1000, kPsnB = 777000;  // A's first PSN (B expects it), and B's
 constexpr uint32_t kMtu = 4096;
 
-// One forged RoCEv2 frame: whatever extended headers the opcode's layout has (spec/rocev2.md
-// §4), the fields given, payload padded to 4 bytes, a valid ICRC.
-struct Forged {
-  RoceOpcode op = RoceOpcode::kRcWriteOnly;
-  uint32_t dest_qp = kQpB;
-  uint32_t psn = kPsnA;
-  std::vector<uint8_t> payload;
-  bool ack_req = false;
-  uint64_t va = 0;  // RETH
-  uint32_t rkey = 0;
-  uint32_t dma_length = 0;
-  AethType aeth_type = AethType::kAck;  // AETH
-  uint8_t aeth_value = ROCEV2_AETH_CREDITS_UNLIMITED;
-  uint32_t msn = 0;
-  uint32_t src = kIpA, dst = kIpB;
+// Forged frames go from A to B's QP at A's first PSN unless a test says otherwise.
+struct Forged : testing::RoceForged {
+  Forged() {
+    dest_qp = kQpB;
+    psn = kPsnA;
+    src = kIpA;
+    dst = kIpB;
+  }
+  Forged(RoceOpcode o, uint32_t p) : Forged() {
+    op = o;
+    psn = p;
+  }
 };
 
-std::vector<uint8_t> forge(const Forged& f) {
-  std::vector<uint8_t> buf(9216);
-  wire::Encap e;
-  e.src_ip4 = f.src;
-  e.dst_ip4 = f.dst;
-  e.dscp = 26;
-  e.sport = 0xC123;
-  e.dport = wire::kRoceUdpPort;
-  e.udp_checksum = false;
-  e.icrc = true;
-  wire::FrameBuilder b(buf, e);
-  wire::Bth* bth = b.add<wire::Bth>();
-  const wire::RoceLayout layout = wire::roce_layout(static_cast<uint8_t>(f.op));
-  if (layout.ext & ROCEV2_X_DETH) b.add<wire::Deth>();
-  if (layout.ext & ROCEV2_X_RETH) {
-    wire::Reth* r = b.add<wire::Reth>();
-    r->set_va(f.va);
-    r->set_rkey(f.rkey);
-    r->set_dma_length(f.dma_length);
-  }
-  if (layout.ext & ROCEV2_X_ATOMIC) b.add<wire::AtomicEth>();
-  if (layout.ext & ROCEV2_X_AETH) {
-    wire::Aeth* a = b.add<wire::Aeth>();
-    a->set_syndrome_type(f.aeth_type);
-    a->set_syndrome_value(f.aeth_value);
-    a->set_msn(f.msn);
-  }
-  if (layout.ext & ROCEV2_X_ATOMIC_ACK) b.add<wire::AtomicAckEth>();
-  if (layout.ext & ROCEV2_X_IMM) b.add<wire::ImmDt>();
-  if (layout.ext & ROCEV2_X_IETH) b.add<wire::Ieth>();
-  if (layout.ext & ROCEV2_X_CNP) b.add<wire::Cnp>();
-  size_t pad = 0;
-  if (layout.payload) {
-    EXPECT_TRUE(b.append(f.payload));
-    pad = (4 - f.payload.size() % 4) % 4;
-    b.add_bytes(pad);
-  }
-  bth->set_opcode(f.op);
-  bth->set_pad_cnt(static_cast<uint8_t>(pad));
-  bth->set_pkey(ROCEV2_DEFAULT_PKEY);
-  bth->set_dest_qp(f.dest_qp);
-  bth->set_ack_req(f.ack_req);
-  bth->set_psn(f.psn);
-  size_t n = 0;
-  EXPECT_EQ(b.finish(&n), wire::WireError::kOk);
-  buf.resize(n);
-  return buf;
-}
+using testing::forge;
 
-// A WRITE ONLY of `len` bytes of `fill` at offset `va` of region `rkey`.
-Forged write_only(uint32_t psn, uint32_t rkey, uint64_t va, uint32_t len, uint8_t fill = 0xAB) {
-  Forged f;
-  f.op = RoceOpcode::kRcWriteOnly;
-  f.psn = psn;
-  f.payload.assign(len, fill);
+// A request asking for an ACK whose RETH names `len` bytes at offset `va` of region `rkey`.
+Forged with_reth(RoceOpcode op, uint32_t psn, uint32_t rkey, uint64_t va, uint32_t len) {
+  Forged f(op, psn);
   f.ack_req = true;
   f.va = va;
   f.rkey = rkey;
@@ -112,37 +60,39 @@ Forged write_only(uint32_t psn, uint32_t rkey, uint64_t va, uint32_t len, uint8_
   return f;
 }
 
-// An ACK or NAK from B to A's QP.
-Forged aeth_to_a(AethType type, uint8_t value, uint32_t psn) {
-  Forged f;
-  f.op = RoceOpcode::kRcAck;
+// A WRITE ONLY of `len` bytes of `fill` at offset `va` of region `rkey`.
+Forged write_only(uint32_t psn, uint32_t rkey, uint64_t va, uint32_t len, uint8_t fill = 0xAB) {
+  Forged f = with_reth(RoceOpcode::kRcWriteOnly, psn, rkey, va, len);
+  f.payload.assign(len, fill);
+  return f;
+}
+
+// A frame from B to A's QP.
+Forged to_a(RoceOpcode op, uint32_t psn) {
+  Forged f(op, psn);
   f.dest_qp = kQpA;
-  f.psn = psn;
-  f.aeth_type = type;
-  f.aeth_value = value;
   f.src = kIpB;
   f.dst = kIpA;
   return f;
 }
 
+// An ACK or NAK from B to A's QP.
+Forged aeth_to_a(AethType type, uint8_t value, uint32_t psn) {
+  Forged f = to_a(RoceOpcode::kRcAck, psn);
+  f.aeth_type = type;
+  f.aeth_value = value;
+  return f;
+}
+
 Forged send_only(uint32_t psn, uint32_t len, RoceOpcode op = RoceOpcode::kRcSendOnly) {
-  Forged f;
-  f.op = op;
-  f.psn = psn;
+  Forged f(op, psn);
   f.payload.assign(len, 0x3C);
   f.ack_req = true;
   return f;
 }
 
 Forged read_request(uint32_t psn, uint32_t rkey, uint64_t va, uint32_t len) {
-  Forged f;
-  f.op = RoceOpcode::kRcReadRequest;
-  f.psn = psn;
-  f.ack_req = true;
-  f.va = va;
-  f.rkey = rkey;
-  f.dma_length = len;
-  return f;
+  return with_reth(RoceOpcode::kRcReadRequest, psn, rkey, va, len);
 }
 
 using testing::deliver;
@@ -158,12 +108,9 @@ std::vector<Out> drain(RoceEndpoint& ep, Time now = 0, size_t max = 10000) {
   std::vector<Out> out;
   std::vector<uint8_t> buf(9216);
   for (size_t i = 0; i < max; ++i) {
-    Frame f{buf.data(), 0, 0, static_cast<uint32_t>(buf.size())};
-    Frame* fp = &f;
-    if (ep.tx(std::span<Frame* const>(&fp, 1), now) == 0) break;
     wire::Decoded d;
-    EXPECT_EQ(wire::decode_frame(std::span<const uint8_t>(buf.data(), f.len), &d),
-              wire::WireError::kOk);
+    const uint32_t len = testing::take_decoded(ep, buf, now, &d);
+    if (len == 0) break;
     Out o{d.bth->opcode(), d.bth->psn(), d.bth->dest_qp()};
     if (d.aeth != nullptr) {
       o.aeth_type = d.aeth->syndrome_type();
@@ -634,11 +581,7 @@ TEST(RoceHostile_Read, RequestFloodsAndUnsolicitedResponsesAreBounded) {
     EXPECT_EQ(out[i].psn, kPsnA + 2 * max + i);
   }
   // Unsolicited responses at A (no read outstanding; then one outstanding at another PSN).
-  Forged resp;
-  resp.op = RoceOpcode::kRcReadResponseOnly;
-  resp.dest_qp = kQpA;
-  resp.src = kIpB;
-  resp.dst = kIpA;
+  Forged resp = to_a(RoceOpcode::kRcReadResponseOnly, kPsnA);
   resp.payload.assign(64, 0x99);
   for (uint32_t at : {kPsnA, kPsnA + 5, kPsnA - 1}) {
     resp.psn = at;

@@ -171,17 +171,25 @@ TEST(Collective_Bytes, RingReduceScatterAndAllGatherMoveNMinusOneOverN) {
   }
 }
 
+// Expect: `bytes` go once along each hop of `chain`: its first rank receives nothing, its
+// last sends nothing.
+void expect_chain(const Ledger& l, const std::vector<uint32_t>& chain, uint64_t bytes) {
+  EXPECT_EQ(l.received[chain.front()], 0u);
+  EXPECT_EQ(l.sent[chain.back()], 0u);
+  for (size_t i = 0; i + 1 < chain.size(); ++i) {
+    EXPECT_EQ(l.sent[chain[i]], bytes) << "rank " << chain[i];
+    EXPECT_EQ(l.received[chain[i + 1]], bytes) << "rank " << chain[i + 1];
+  }
+}
+
 TEST(Collective_Bytes, BroadcastChainCarriesTheBufferOnceIntoEveryOtherRank) {
   CollectiveSpec s = spec(Collective::kBroadcast, CollectiveAlgo::kRing, 5, 100'000);
   s.root = 3;
   auto plan = collective_flows(s);
   ASSERT_TRUE(plan.ok()) << plan.status();
   const Ledger l = ledger(plan->flows, 5);
-  // Expect: the chain 3 -> 4 -> 0 -> 1 -> 2; the root receives nothing, the last sends nothing.
-  EXPECT_EQ(l.received[3], 0u);
-  EXPECT_EQ(l.sent[2], 0u);
-  for (uint32_t r : {4u, 0u, 1u, 2u}) EXPECT_EQ(l.received[r], 100'000u);
-  for (uint32_t r : {3u, 4u, 0u, 1u}) EXPECT_EQ(l.sent[r], 100'000u);
+  // Expect: the chain 3 -> 4 -> 0 -> 1 -> 2 from the root.
+  expect_chain(l, {3, 4, 0, 1, 2}, 100'000);
 }
 
 TEST(Collective_Bytes, ReduceChainEndsAtTheRootCarryingTheBufferOncePerHop) {
@@ -191,11 +199,8 @@ TEST(Collective_Bytes, ReduceChainEndsAtTheRootCarryingTheBufferOncePerHop) {
   auto plan = collective_flows(s);
   ASSERT_TRUE(plan.ok()) << plan.status();
   const Ledger l = ledger(plan->flows, 5);
-  // Expect: the chain 2 -> 3 -> 4 -> 0 -> 1; the root sends nothing, the first receives nothing.
-  EXPECT_EQ(l.sent[1], 0u);
-  EXPECT_EQ(l.received[2], 0u);
-  for (uint32_t r : {2u, 3u, 4u, 0u}) EXPECT_EQ(l.sent[r], 100'000u);
-  for (uint32_t r : {3u, 4u, 0u, 1u}) EXPECT_EQ(l.received[r], 100'000u);
+  // Expect: the chain 2 -> 3 -> 4 -> 0 -> 1 into the root.
+  expect_chain(l, {2, 3, 4, 0, 1}, 100'000);
   // A hop forwards a piece only after the previous hop brought it.
   for (const FlowSpec& f : plan->flows) {
     if (f.src == 2) continue;
@@ -259,31 +264,24 @@ TEST(Collective_Bytes, TreeAllReduceSendsEachHalfUpOnceAndDownToEveryChild) {
 }
 
 TEST(Collective_Bytes, HalvingDoublingAllReduceAtPowersOfTwoAndBetween) {
-  // A power of two: every rank sends and receives 2(p-1)/p of the buffer.
-  {
-    const uint64_t bytes = 8 * 4096;
+  // p = 8 for both. At 8 ranks every rank sends and receives 2(p-1)/p of the buffer; at 11,
+  // the first 6 ranks pair up: even ones hand over and get the result back.
+  const uint64_t bytes = 8 * 4096;
+  for (uint32_t n : {8u, 11u}) {
     auto plan =
-        collective_flows(spec(Collective::kAllReduce, CollectiveAlgo::kHalvingDoubling, 8, bytes));
+        collective_flows(spec(Collective::kAllReduce, CollectiveAlgo::kHalvingDoubling, n, bytes));
     ASSERT_TRUE(plan.ok()) << plan.status();
-    const Ledger l = ledger(plan->flows, 8);
-    for (uint32_t r = 0; r < 8; ++r) {
-      EXPECT_EQ(l.sent[r], 2 * 7 * bytes / 8);
-      EXPECT_EQ(l.received[r], 2 * 7 * bytes / 8);
-    }
-    EXPECT_EQ(plan->flows.size(), 2u * 3 * 8);  // log2(8) steps each way, every rank sending
-  }
-  // 11 ranks: p = 8, the first 6 ranks pair up; even ones hand over and get the result back.
-  {
-    const uint64_t bytes = 8 * 4096;
-    auto plan =
-        collective_flows(spec(Collective::kAllReduce, CollectiveAlgo::kHalvingDoubling, 11, bytes));
-    ASSERT_TRUE(plan.ok()) << plan.status();
-    const Ledger l = ledger(plan->flows, 11);
-    for (uint32_t r = 0; r < 11; ++r) {
-      const bool even_extra = r < 6 && r % 2 == 0, odd_extra = r < 6 && r % 2 == 1;
+    const Ledger l = ledger(plan->flows, n);
+    const uint32_t paired = 2 * (n - 8);
+    for (uint32_t r = 0; r < n; ++r) {
+      const bool even_extra = r < paired && r % 2 == 0, odd_extra = r < paired && r % 2 == 1;
       const uint64_t core = 2 * 7 * bytes / 8;
-      EXPECT_EQ(l.sent[r], even_extra ? bytes : odd_extra ? core + bytes : core) << r;
-      EXPECT_EQ(l.received[r], even_extra ? bytes : odd_extra ? core + bytes : core) << r;
+      const uint64_t moved = even_extra ? bytes : odd_extra ? core + bytes : core;
+      EXPECT_EQ(l.sent[r], moved) << n << " " << r;
+      EXPECT_EQ(l.received[r], moved) << n << " " << r;
+    }
+    if (n == 8) {
+      EXPECT_EQ(plan->flows.size(), 2u * 3 * 8);  // log2(8) steps each way, every rank sending
     }
   }
 }
@@ -334,15 +332,20 @@ TEST(Collective_Bytes, RanksRunOnTheirPlacedHosts) {
 
 // ------------------------------------------------------------------ structure
 
+// `c` by `a` on 8 ranks: 4 chunks of 4 KiB each over `channels` channels.
+absl::StatusOr<CollectivePlan> eight_rank_plan(Collective c, CollectiveAlgo a, uint32_t channels) {
+  CollectiveSpec s = spec(c, a, 8, 8 * 4 * 4096);
+  s.chunk_bytes = 4096;
+  s.channels = channels;
+  return collective_flows(s);
+}
+
 TEST(Collective_Structure, PrerequisitesAreEarlierFlowsSoNoCycleCanForm) {
   for (Collective c : {Collective::kAllReduce, Collective::kReduceScatter, Collective::kAllGather,
                        Collective::kBroadcast, Collective::kAllToAll, Collective::kReduce,
                        Collective::kGather, Collective::kScatter}) {
     for (CollectiveAlgo a : collective_algos(c)) {
-      CollectiveSpec s = spec(c, a, 8, 8 * 4 * 4096);
-      s.chunk_bytes = 4096;
-      s.channels = 2;
-      auto plan = collective_flows(s);
+      auto plan = eight_rank_plan(c, a, /*channels=*/2);
       ASSERT_TRUE(plan.ok()) << to_string(c) << " " << to_string(a) << ": " << plan.status();
       for (const FlowSpec& f : plan->flows) {
         EXPECT_EQ(f.id, &f - plan->flows.data());
@@ -437,10 +440,7 @@ TEST(Collective_Channels, EveryAlgorithmTagsEachChannelsFlows) {
     const bool grouped =
         c == Collective::kAllToAll || c == Collective::kGather || c == Collective::kScatter;
     for (CollectiveAlgo a : collective_algos(c)) {
-      CollectiveSpec s = spec(c, a, 8, 8 * 4 * 4096);
-      s.chunk_bytes = 4096;
-      s.channels = 3;
-      auto plan = collective_flows(s);
+      auto plan = eight_rank_plan(c, a, /*channels=*/3);
       ASSERT_TRUE(plan.ok()) << to_string(c) << " " << to_string(a) << ": " << plan.status();
       EXPECT_EQ(plan->channels, grouped ? 1u : 3u) << to_string(c);
       std::set<uint32_t> seen;

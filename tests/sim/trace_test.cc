@@ -119,20 +119,23 @@ TEST_F(TraceFiles, CommGroups_ReadAstraSimsFormatAndRefuseBadGroups) {
   EXPECT_EQ(*again, groups);
 
   EXPECT_TRUE(Mentions(read_comm_groups(prefix("absent.json"), 6).status(), "absent.json"));
-  EXPECT_TRUE(Mentions(read_comm_groups(write("list.json", "[1, 2]"), 6).status(),
-                       "not a JSON object of groups"));
-  EXPECT_TRUE(Mentions(read_comm_groups(write("far.json", R"({"2": [0, 6]})"), 6).status(),
-                       "group \"2\": member 6 is not a rank in [0, 5]"));
-  EXPECT_TRUE(Mentions(read_comm_groups(write("half.json", R"({"2": [0, 1.5]})"), 6).status(),
-                       "is not a rank"));
-  EXPECT_TRUE(Mentions(read_comm_groups(write("twice.json", R"({"2": [3, 3]})"), 6).status(),
-                       "rank 3 listed twice"));
-  EXPECT_TRUE(Mentions(read_comm_groups(write("world.json", R"({"0": [0, 1]})"), 6).status(),
-                       "name every rank"));
-  EXPECT_TRUE(Mentions(read_comm_groups(write("empty.json", R"({"5": []})"), 6).status(),
-                       "no members"));
-  EXPECT_TRUE(Mentions(read_comm_groups(write("flat.json", R"({"5": 3})"), 6).status(),
-                       "not an array of ranks"));
+  // Each bad file (name, text) and what the refusal must say.
+  const struct {
+    const char* name;
+    const char* text;
+    const char* says;
+  } bad[] = {
+      {"list.json", "[1, 2]", "not a JSON object of groups"},
+      {"far.json", R"({"2": [0, 6]})", "group \"2\": member 6 is not a rank in [0, 5]"},
+      {"half.json", R"({"2": [0, 1.5]})", "is not a rank"},
+      {"twice.json", R"({"2": [3, 3]})", "rank 3 listed twice"},
+      {"world.json", R"({"0": [0, 1]})", "name every rank"},
+      {"empty.json", R"({"5": []})", "no members"},
+      {"flat.json", R"({"5": 3})", "not an array of ranks"},
+  };
+  for (const auto& b : bad) {
+    EXPECT_TRUE(Mentions(read_comm_groups(write(b.name, b.text), 6).status(), b.says)) << b.name;
+  }
 }
 
 TEST_F(TraceFiles, Chakra_RefusesMissingAndTruncatedFiles) {

@@ -491,6 +491,20 @@ TEST(WorkloadRunner_Run, LeafSpinePermutationAtLineRateIsNearIdeal) {
   EXPECT_EQ(ports.drops, 0u) << format_port_summary(ports);
 }
 
+// Expect: no flow of `r` started before its prerequisites completed; each started `f.start`
+// after the last of them completed (no polling delay).
+void expect_started_on_prerequisites(const WorkloadRunner& r) {
+  const auto& rec = r.records();
+  for (const FlowSpec& f : r.flows()) {
+    Time ready = 0;
+    for (uint32_t a : f.after) {
+      EXPECT_GE(rec[f.id].start, rec[a].finish) << "flow " << f.id << " after " << a;
+      ready = std::max(ready, rec[a].finish);
+    }
+    EXPECT_EQ(rec[f.id].start, ready + f.start) << "flow " << f.id;
+  }
+}
+
 TEST(WorkloadRunner_Run, TwoHostRingAllreduceRespectsStepOrder) {
   Network net(NetworkConfig{});
   leaf_spine(net, 2, 1, 1);  // the two hosts on different leaves
@@ -500,17 +514,9 @@ TEST(WorkloadRunner_Run, TwoHostRingAllreduceRespectsStepOrder) {
   ASSERT_TRUE(runner.ok()) << runner.status();
   net.run_until(kSecond);
   ASSERT_TRUE((*runner)->done());
+  expect_started_on_prerequisites(**runner);
+  // Expect: each step's flows overlap (both directions busy).
   const auto& rec = (*runner)->records();
-  // Expect: no flow starts before its prerequisites complete; each starts exactly when the
-  // last completes (no polling delay), and each step's flows overlap (both directions busy).
-  for (const FlowSpec& f : (*runner)->flows()) {
-    Time ready = 0;
-    for (uint32_t a : f.after) {
-      EXPECT_GE(rec[f.id].start, rec[a].finish) << "flow " << f.id << " after " << a;
-      ready = std::max(ready, rec[a].finish);
-    }
-    EXPECT_EQ(rec[f.id].start, ready + f.start) << "flow " << f.id;
-  }
   for (uint32_t k = 0; k < ring_allreduce_steps(2); ++k) {
     EXPECT_LT(rec[2 * k].start, rec[2 * k + 1].finish);
     EXPECT_LT(rec[2 * k + 1].start, rec[2 * k].finish);
@@ -528,12 +534,7 @@ TEST(WorkloadRunner_Run, EightHostRingWithDelaysOnALeafSpine) {
   ASSERT_TRUE(runner.ok()) << runner.status();
   net.run_until(kSecond);
   ASSERT_TRUE((*runner)->done());
-  const auto& rec = (*runner)->records();
-  for (const FlowSpec& f : (*runner)->flows()) {
-    Time ready = 0;
-    for (uint32_t a : f.after) ready = std::max(ready, rec[a].finish);
-    EXPECT_EQ(rec[f.id].start, ready + f.start) << "flow " << f.id;
-  }
+  expect_started_on_prerequisites(**runner);
 }
 
 TEST(WorkloadRunner_Run, EightToOneIncastWithPfcHasZeroDrops) {

@@ -590,12 +590,16 @@ void Soak::collect() {
     r_.corrupted_rewrites += s.corrupted_rewrites;
     r_.corrupted_unchecked += s.corrupted_unchecked;
   }
-  for (UetEndpoint* ep : uet_) {
-    const UetCounters& k = ep->counters();
+  // The counters both engines keep under the same names.
+  auto add_shared = [this](const auto& k) {
     for (size_t i = 0; i < wire::kNumWireErrors; ++i) r_.wire.count[i] += k.wire.count[i];
     r_.retransmissions += k.tx_retx;
     r_.timeouts += k.timeouts;
     r_.rx_duplicates += k.rx_duplicates;
+  };
+  for (UetEndpoint* ep : uet_) {
+    const UetCounters& k = ep->counters();
+    add_shared(k);
     r_.trimmed_nacks += k.rx_trimmed;
     r_.naks += k.tx_nacks;
     r_.pdcs_end = std::max<uint64_t>(r_.pdcs_end, ep->pdcs_in_use());
@@ -615,10 +619,7 @@ void Soak::collect() {
   }
   for (RoceEndpoint* ep : roce_) {
     const RoceCounters& k = ep->counters();
-    for (size_t i = 0; i < wire::kNumWireErrors; ++i) r_.wire.count[i] += k.wire.count[i];
-    r_.retransmissions += k.tx_retx;
-    r_.timeouts += k.timeouts;
-    r_.rx_duplicates += k.rx_duplicates;
+    add_shared(k);
     r_.naks += k.tx_naks;
     r_.go_back_n += k.go_back_n;
     r_.naks_in_round += k.rx_nak_seq_ignored;

@@ -14,10 +14,7 @@ namespace uet::soak {
 namespace {
 
 SoakConfig small(Kind kind) {
-  SoakConfig c;
-  c.kind = kind;
-  c.seed = 11;
-  c.messages = 10'000;
+  SoakConfig c{.kind = kind, .seed = 11, .messages = 10'000};
   c.leaves = 2;  // 16 hosts
   c.peers = 6;
   c.bad_key = kind == Kind::kUet ? 0.005 : 0;

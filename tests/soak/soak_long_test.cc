@@ -11,10 +11,7 @@ namespace uet::soak {
 namespace {
 
 SoakConfig million(Kind kind) {
-  SoakConfig c;
-  c.kind = kind;
-  c.seed = 2026;
-  c.messages = 1'000'000;
+  SoakConfig c{.kind = kind, .seed = 2026, .messages = 1'000'000};
   if (kind == Kind::kUet) {
     c.bad_key = 0.002;
     c.uet_rod = 0.15;
@@ -31,10 +28,7 @@ SoakConfig million(Kind kind) {
 // half the hosts); links fail five times as often as in the 32-host soak (the fabric has 32
 // times the links).
 SoakConfig large(Kind kind) {
-  SoakConfig c;
-  c.kind = kind;
-  c.seed = 2027;
-  c.messages = 1'000'000;
+  SoakConfig c{.kind = kind, .seed = 2027, .messages = 1'000'000};
   c.leaves = 32;
   c.spines = 16;
   c.hosts_per_leaf = 32;

@@ -9,10 +9,7 @@ namespace uet::soak {
 namespace {
 
 SoakConfig full(Kind kind) {
-  SoakConfig c;
-  c.kind = kind;
-  c.seed = 2024;
-  c.messages = 100'000;
+  SoakConfig c{.kind = kind, .seed = 2024, .messages = 100'000};
   return c;
 }
 

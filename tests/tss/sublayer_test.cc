@@ -107,6 +107,13 @@ Opened open_at(Sublayer& rx, std::vector<uint8_t>& frame) {
   return o;
 }
 
+// Whether `o` failed to open for the reason `why`.
+::testing::AssertionResult DroppedAs(const Opened& o, Drop why) {
+  if (o.ok) return ::testing::AssertionFailure() << "opened";
+  if (o.why != why) return ::testing::AssertionFailure() << "dropped as " << drop_name(o.why);
+  return ::testing::AssertionSuccess();
+}
+
 TEST(Sublayer_Seal, OpensIntactAtThePeerWithExactLengths) {
   for (Mode m : {Mode::kCluster, Mode::kDirect}) {
     auto a = make(config(m), kA);
@@ -215,9 +222,7 @@ TEST(Sublayer_Open, UnknownDomainAndUninstalledKeyAreDropped) {
   other.tx_sdi = 77;
   auto c = make(other, kB);
   auto f = sealed_write(*a, 1);
-  Opened o = open_at(*c, f);
-  EXPECT_FALSE(o.ok);
-  EXPECT_EQ(o.why, Drop::kUnknownSdi);
+  EXPECT_TRUE(DroppedAs(open_at(*c, f), Drop::kUnknownSdi));
 }
 
 TEST(Sublayer_Rotate, BothAssociationsOpenDuringTheOverlapAndTheRetiredOneIsDropped) {
@@ -266,9 +271,7 @@ TEST(Sublayer_Open, StaleEpochIsDropped) {
   cur.domains[0].epoch = 30;
   auto b = make(cur, kB);
   auto f = sealed_write(*a, 1);
-  Opened o = open_at(*b, f);
-  EXPECT_FALSE(o.ok);
-  EXPECT_EQ(o.why, Drop::kStaleEpoch);
+  EXPECT_TRUE(DroppedAs(open_at(*b, f), Drop::kStaleEpoch));
 }
 
 TEST(Sublayer_Open, SendersBeyondMaxSourcesAreRefusedNotGrownInto) {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "tests/common/fake_link.h"
+#include "tests/common/payload.h"
 #include "transport/rocev2/roce_endpoint.h"
 #include "transport/uet/uet_endpoint.h"
 #include "transport/wire/decode.h"
@@ -25,13 +26,7 @@ std::unique_ptr<UetEndpoint> uet_ep(uint32_t ip, bool udp_checksum) {
 
 // A's first frame of a one-packet WRITE to B.
 std::vector<uint8_t> first_write_frame(UetEndpoint& a, uint32_t rkey, std::vector<uint8_t>& src) {
-  WriteRequest wr;
-  wr.wr_id = 1;
-  wr.peer = kIpB;
-  wr.rkey = rkey;
-  wr.local = src.data();
-  wr.length = src.size();
-  EXPECT_TRUE(a.post_write(wr).ok());
+  EXPECT_TRUE(a.post_write(testing::write_request(1, kIpB, rkey, src)).ok());
   std::vector<uint8_t> buf(9216);
   Frame f{buf.data(), 0, 0, static_cast<uint32_t>(buf.size())};
   Frame* fp = &f;
@@ -54,20 +49,31 @@ uint16_t udp_checksum_of(const std::vector<uint8_t>& bytes) {
   return d.udp != nullptr ? d.udp->checksum() : 0xFFFF;
 }
 
+// A (computing UDP checksums or not) and B, and A's first frame of a 1000-byte WRITE into B.
+struct FirstWrite {
+  explicit FirstWrite(bool a_computes)
+      : a(uet_ep(kIpA, a_computes)),
+        b(uet_ep(kIpB, true)),
+        src(1000, 0x42),
+        dst(1000, 0),
+        rkey(*b->register_memory(dst.data(), dst.size())),
+        frame(first_write_frame(*a, rkey, src)) {}
+  std::unique_ptr<UetEndpoint> a, b;
+  std::vector<uint8_t> src, dst;
+  uint32_t rkey;
+  std::vector<uint8_t> frame;
+};
+
 // Expect: by default UET computes the UDP checksum; with udp_checksum = false it sends 0
 // ("not computed", for the NIC or kernel to fill) and the peer accepts the frame.
 TEST(ChecksumOffload, UetSendsZeroWhenTheHostComputesTheUdpChecksum) {
   for (const bool compute : {true, false}) {
-    auto a = uet_ep(kIpA, compute);
-    auto b = uet_ep(kIpB, true);
-    std::vector<uint8_t> src(1000, 0x42), dst(1000, 0);
-    const uint32_t rkey = *b->register_memory(dst.data(), dst.size());
-    const auto frame = first_write_frame(*a, rkey, src);
-    EXPECT_EQ(udp_checksum_of(frame) != 0, compute);
-    deliver(*b, frame, /*checksums_ok=*/false);
-    EXPECT_EQ(b->counters().rx_malformed, 0u);
-    EXPECT_EQ(b->counters().rx_data, 1u);
-    EXPECT_EQ(dst, src);
+    FirstWrite w(compute);
+    EXPECT_EQ(udp_checksum_of(w.frame) != 0, compute);
+    deliver(*w.b, w.frame, /*checksums_ok=*/false);
+    EXPECT_EQ(w.b->counters().rx_malformed, 0u);
+    EXPECT_EQ(w.b->counters().rx_data, 1u);
+    EXPECT_EQ(w.dst, w.src);
   }
 }
 
@@ -75,17 +81,13 @@ TEST(ChecksumOffload, UetSendsZeroWhenTheHostComputesTheUdpChecksum) {
 // error) unless the host marks it verified; then the engine does not check it again.
 TEST(ChecksumOffload, UetChecksUdpUnlessTheHostVerifiedIt) {
   for (const bool host_verified : {false, true}) {
-    auto a = uet_ep(kIpA, true);
-    auto b = uet_ep(kIpB, true);
-    std::vector<uint8_t> src(1000, 0x42), dst(1000, 0);
-    const uint32_t rkey = *b->register_memory(dst.data(), dst.size());
-    auto frame = first_write_frame(*a, rkey, src);
+    FirstWrite w(/*a_computes=*/true);
     const size_t csum = wire::Ethernet::kSize + wire::Ipv4::kSize + 6;  // UDP checksum field
-    frame[csum] ^= 0x5A;
-    deliver(*b, frame, host_verified);
-    EXPECT_EQ(b->counters().rx_malformed, host_verified ? 0u : 1u);
-    EXPECT_EQ(b->counters().wire[wire::WireError::kBadUdpChecksum], host_verified ? 0u : 1u);
-    EXPECT_EQ(b->counters().rx_data, host_verified ? 1u : 0u);
+    w.frame[csum] ^= 0x5A;
+    deliver(*w.b, w.frame, host_verified);
+    EXPECT_EQ(w.b->counters().rx_malformed, host_verified ? 0u : 1u);
+    EXPECT_EQ(w.b->counters().wire[wire::WireError::kBadUdpChecksum], host_verified ? 0u : 1u);
+    EXPECT_EQ(w.b->counters().rx_data, host_verified ? 1u : 0u);
   }
 }
 
@@ -103,13 +105,7 @@ TEST(ChecksumOffload, RoceIcrcLeftToTheNic) {
     ASSERT_TRUE(b->connect_qp(kIpA, 0x101, 0x100, 20, 10).ok());
     std::vector<uint8_t> src(1000, 0x42), dst(1000, 0);
     const uint32_t rkey = *b->register_memory(dst.data(), dst.size());
-    WriteRequest wr;
-    wr.wr_id = 1;
-    wr.peer = kIpB;
-    wr.rkey = rkey;
-    wr.local = src.data();
-    wr.length = src.size();
-    ASSERT_TRUE(a->post_write(wr).ok());
+    ASSERT_TRUE(a->post_write(testing::write_request(1, kIpB, rkey, src)).ok());
     std::vector<uint8_t> buf(9216);
     Frame f{buf.data(), 0, 0, static_cast<uint32_t>(buf.size())};
     Frame* fp = &f;

@@ -18,6 +18,7 @@
 #include "tests/common/payload.h"
 #include "tests/common/spray_fabric.h"
 #include "tests/common/uet_pair.h"
+#include "tests/common/uet_sim_hosts.h"
 #include "transport/wire/checksum.h"
 
 namespace uet {
@@ -92,17 +93,8 @@ TEST(UetEndpoint_Write, ByReferenceSendsTheSameFramesWithoutCopyingThePayload) {
     EXPECT_EQ(c[0].status, OpStatus::kSuccess);
     EXPECT_TRUE(std::equal(t.src.begin(), t.src.end(), t.dst.begin()));
     EXPECT_GE(link.a().counters().tx_retx, 1u);
-    uint64_t referenced = 0;
-    for (const testing::Sent& s : link.log()) {
-      digests[by_ref].push_back(s.digest);
-      if (s.ref == nullptr) continue;
-      ASSERT_TRUE(by_ref);
-      ASSERT_EQ(s.from, 0);
-      EXPECT_GE(s.ref, t.src.data());
-      EXPECT_LE(s.ref + s.ref_len, t.src.data() + t.src.size());
-      EXPECT_LT(s.len - s.ref_len, 128u);  // the buffer held the headers only
-      referenced += s.ref_len;
-    }
+    const uint64_t referenced =
+        testing::collect_references(link.log(), by_ref, t.src, &digests[by_ref]);
     // Every byte once, and the lost packet's bytes again.
     if (by_ref) {
       EXPECT_GT(referenced, t.src.size());
@@ -282,11 +274,7 @@ TEST(UetEndpoint_Config, RefusedWithTheFieldAndRange) {
 // or a request for the target's PDC `dpdcid`.
 void send_request(UetEndpoint& target, uint32_t src, uint16_t spdcid, bool syn, uint16_t dpdcid) {
   std::vector<uint8_t> buf(256);
-  wire::Encap e;
-  e.src_ip4 = src;
-  e.dst_ip4 = kIpB;
-  e.sport = 0xC000;
-  wire::FrameBuilder fb(buf, e);
+  wire::FrameBuilder fb(buf, wire::Encap{.src_ip4 = src, .dst_ip4 = kIpB, .sport = 0xC000});
   auto* p = fb.add<wire::PdsRudRod>();
   p->set_type(wire::PdsType::kRudReq);
   p->set_psn(1000);
@@ -298,9 +286,7 @@ void send_request(UetEndpoint& target, uint32_t src, uint16_t spdcid, bool syn, 
   }
   size_t n = 0;
   ASSERT_EQ(fb.finish(&n), wire::WireError::kOk);
-  Frame f{buf.data(), static_cast<uint32_t>(n), 0, static_cast<uint32_t>(n)};
-  Frame* fp = &f;
-  target.rx(std::span<Frame* const>(&fp, 1), 0);
+  testing::deliver(target, std::span<const uint8_t>(buf.data(), n));
 }
 
 TEST(UetEndpoint_Hostile, UnknownPdcAndSynFloodAreBoundedAndNacked) {
@@ -376,29 +362,17 @@ TEST(UetMemory_Pdc, SynFloodGrowsTheTableToMaxPdcsAndNoFurther) {
 // are fresh until max_pdcs (42 are used), but the windows are parked and reused, so memory
 // follows the two PDCs live at once, not the 42 ids.
 TEST(UetMemory_Pdc, ClosedPdcsLendTheirWindowsToNewOnes) {
-  sim::NetworkConfig nc;
-  nc.seed = 5;
-  sim::Network net(nc);
-  sim::LeafSpineConfig ls;
-  ls.leaves = 2;
-  ls.spines = 2;
-  ls.hosts_per_leaf = 8;
-  ASSERT_TRUE(sim::build_leaf_spine(net, ls).ok());
+  sim::Network net(testing::seeded_network(5));
+  ASSERT_TRUE(testing::build_two_leaves(net, /*spines=*/2, /*hosts_per_leaf=*/8).ok());
   const uint32_t n = 16;
-  std::vector<std::unique_ptr<UetEndpoint>> eps;
-  std::vector<std::vector<uint8_t>> mem(n, std::vector<uint8_t>(1 << 16, 0));
-  std::vector<uint8_t> src(4096, 0x3C);
-  for (uint32_t h = 0; h < n; ++h) {
-    UetConfig c;
-    c.local_ip4 = sim::Network::host_ip4(h);
-    c.local_mac = sim::Network::host_mac(h);
+  testing::UetSimHosts hosts(net, n, [](uint32_t h, UetConfig& c) {
     c.idle_timeout = 20 * kMicrosecond;
     c.seed = 40 + h;
     c.max_pdcs = 64;
-    eps.push_back(std::move(*UetEndpoint::create(c)));
-    ASSERT_EQ(*eps[h]->register_memory(mem[h].data(), mem[h].size()), 1u);
-    net.attach(h, eps[h].get());
-  }
+  });
+  ASSERT_FALSE(HasFailure());
+  auto& eps = hosts.eps;
+  std::vector<uint8_t> src(4096, 0x3C);
   uint64_t ok = 0, posted = 0;
   size_t peak_live = 0;
   auto poll = [&] {
@@ -467,9 +441,7 @@ TEST(UetEndpoint_Sim, PermutationWithLossAndSprayingDeliversEveryByteOnce) {
   std::vector<std::vector<uint8_t>> src(n), dst(n);
   std::vector<uint32_t> keys(n);
   for (uint32_t h = 0; h < n; ++h) {
-    UetConfig c;
-    c.local_ip4 = sim::Network::host_ip4(h);
-    c.local_mac = sim::Network::host_mac(h);
+    UetConfig c = testing::sim_host_config<UetConfig>(h);
     c.pathsel.ev_count = 16;  // spray
     c.seed = h + 1;
     eps.push_back(std::move(*UetEndpoint::create(c)));

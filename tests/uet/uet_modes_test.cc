@@ -231,10 +231,7 @@ TEST(UetModes_Rod, OwnPdcPerModeAndMismatchIsNacked) {
   EXPECT_EQ(link.b().pdcs_in_use(), 2u);
   // A hand-made ROD request (no SYN) naming the RUD PDC's ids.
   std::vector<uint8_t> buf(256);
-  wire::Encap e;
-  e.src_ip4 = kIpA;
-  e.dst_ip4 = kIpB;
-  wire::FrameBuilder fb(buf, e);
+  wire::FrameBuilder fb(buf, wire::Encap{.src_ip4 = kIpA, .dst_ip4 = kIpB});
   auto* p = fb.add<wire::PdsRudRod>();
   p->set_type(wire::PdsType::kRodReq);
   p->set_psn(12345);
@@ -445,10 +442,7 @@ TEST(UetModes_Hostile, GarbageIdsAndFloodsAreBoundedAndCounted) {
   std::mt19937 rng(21);
   auto frame = [&](uint32_t src, uint32_t dst, wire::PdsType type, uint32_t id, bool ses,
                    UetEndpoint& to) {
-    wire::Encap e;
-    e.src_ip4 = src;
-    e.dst_ip4 = dst;
-    wire::FrameBuilder fb(buf, e);
+    wire::FrameBuilder fb(buf, wire::Encap{.src_ip4 = src, .dst_ip4 = dst});
     if (type == wire::PdsType::kUudReq) {
       fb.add<wire::PdsUud>()->set_type(type);
     } else {
@@ -474,9 +468,7 @@ TEST(UetModes_Hostile, GarbageIdsAndFloodsAreBoundedAndCounted) {
     }
     size_t n = 0;
     ASSERT_EQ(fb.finish(&n), wire::WireError::kOk);
-    Frame f{buf.data(), static_cast<uint32_t>(n), 0, static_cast<uint32_t>(n)};
-    Frame* fp = &f;
-    to.rx(std::span<Frame* const>(&fp, 1), 0);
+    testing::deliver(to, std::span<const uint8_t>(buf.data(), n));
   };
   // RUDI responses nobody asked for.
   for (int i = 0; i < 1000; ++i) {
@@ -518,10 +510,7 @@ TEST(UetModes_Hostile, RodReorderBuffersAreBoundedAndLent) {
   std::vector<uint8_t> buf(kPkt + 256);
   // PSN `start + k` of PDC `spdcid` (SYN: psn_offset k), writing byte `v` x 8 at chunk k.
   auto write = [&](uint16_t spdcid, uint32_t start, uint32_t k, uint8_t v) {
-    wire::Encap e;
-    e.src_ip4 = kIpA;
-    e.dst_ip4 = kIpB;
-    wire::FrameBuilder fb(buf, e);
+    wire::FrameBuilder fb(buf, wire::Encap{.src_ip4 = kIpA, .dst_ip4 = kIpB});
     auto* p = fb.add<wire::PdsRudRod>();
     p->set_type(wire::PdsType::kRodReq);
     p->set_next_hdr(wire::NextHeader::kReqStd);
@@ -539,9 +528,7 @@ TEST(UetModes_Hostile, RodReorderBuffersAreBoundedAndLent) {
     std::fill_n(fb.add_bytes(8), 8, v);
     size_t n = 0;
     ASSERT_EQ(fb.finish(&n), wire::WireError::kOk);
-    Frame f{buf.data(), static_cast<uint32_t>(n), 0, static_cast<uint32_t>(n)};
-    Frame* fp = &f;
-    target->rx(std::span<Frame* const>(&fp, 1), 0);
+    testing::deliver(*target, std::span<const uint8_t>(buf.data(), n));
   };
   write(1, 1000, 1, 0x11);  // PDC 1: out of order, takes the only buffer
   EXPECT_EQ(target->counters().rod_staged, 1u);
@@ -585,9 +572,7 @@ SimRun run_permutation(DeliveryMode mode, double loss) {
   std::vector<std::vector<uint8_t>> src(n), dst(n);
   std::vector<uint32_t> keys(n);
   for (uint32_t h = 0; h < n; ++h) {
-    UetConfig c;
-    c.local_ip4 = sim::Network::host_ip4(h);
-    c.local_mac = sim::Network::host_mac(h);
+    UetConfig c = testing::sim_host_config<UetConfig>(h);
     c.pathsel.ev_count = 16;
     c.seed = h + 1;
     eps.push_back(std::move(*UetEndpoint::create(c)));

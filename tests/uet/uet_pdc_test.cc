@@ -10,7 +10,9 @@
 #include "sim/network.h"
 #include "sim/topology.h"
 #include "tests/common/fake_link.h"
+#include "tests/common/spray_fabric.h"
 #include "tests/common/uet_pair.h"
+#include "tests/common/uet_sim_hosts.h"
 #include "transport/uet/uet_endpoint.h"
 #include "transport/wire/checksum.h"
 
@@ -156,20 +158,31 @@ TEST(UetPdc_Close, LostCloseAndLostCloseAckAreRetried) {
   EXPECT_EQ(t.ea->counters().pdcs_closed, 1u);
 }
 
+// Holds back the control packets of `type` that `from` (0: A, 1: B) sends by `delay`.
+void delay_ctrl(Pair& t, int from, wire::CtrlType type, Time delay) {
+  t.link.set_filter([=](int f, const wire::Decoded& d, std::vector<uint8_t>&) {
+    testing::Verdict v;
+    if (f == from && is_ctrl(d, type)) v.delay = delay;
+    return v;
+  });
+}
+
+// Runs the link a microsecond and lets a microsecond pass, until `done()` or 1000 steps.
+template <class Done>
+void step_until(Pair& t, Done done) {
+  for (int step = 0; step < 1000 && !done(); ++step) {
+    t.link.run(t.link.now() + kMicrosecond);
+    t.link.advance_to(t.link.now() + kMicrosecond);
+  }
+}
+
 // A write posted while the PDC to that peer is closing (its CLOSE in flight) opens a new PDC;
 // the old one still closes; both writes succeed and both tables drain.
 TEST(UetPdc_Close, CloseRacingANewWrite) {
   Pair t;
-  t.link.set_filter([&](int from, const wire::Decoded& d, std::vector<uint8_t>&) {
-    testing::Verdict v;
-    if (from == 0 && is_ctrl(d, wire::CtrlType::kClose)) v.delay = 30 * kMicrosecond;
-    return v;
-  });
+  delay_ctrl(t, /*from=*/0, wire::CtrlType::kClose, 30 * kMicrosecond);
   ASSERT_TRUE(t.ea->post_write({1, kIpB, t.rkey, 0, t.src.data(), 8192}).ok());
-  for (int step = 0; step < 1000 && t.ea->counters().tx_close == 0; ++step) {
-    t.link.run(t.link.now() + kMicrosecond);
-    t.link.advance_to(t.link.now() + kMicrosecond);
-  }
+  step_until(t, [&] { return t.ea->counters().tx_close != 0; });
   ASSERT_EQ(t.ea->counters().tx_close, 1u);
   EXPECT_EQ(t.eb->pdcs_in_use(), 1u);  // the CLOSE has not arrived
   std::fill(t.src.begin(), t.src.end(), uint8_t{0xC3});
@@ -193,16 +206,9 @@ TEST(UetPdc_Close, ReqCloseRacingANewWrite) {
   a.idle_timeout = 0;
   Pair t(a);
   bool posted = false;
-  t.link.set_filter([&](int from, const wire::Decoded& d, std::vector<uint8_t>&) {
-    testing::Verdict v;
-    if (from == 1 && is_ctrl(d, wire::CtrlType::kReqClose)) v.delay = 10 * kMicrosecond;
-    return v;
-  });
+  delay_ctrl(t, /*from=*/1, wire::CtrlType::kReqClose, 10 * kMicrosecond);
   ASSERT_TRUE(t.ea->post_write({1, kIpB, t.rkey, 0, t.src.data(), 8192}).ok());
-  for (int step = 0; step < 1000 && t.eb->counters().tx_req_close == 0; ++step) {
-    t.link.run(t.link.now() + kMicrosecond);
-    t.link.advance_to(t.link.now() + kMicrosecond);
-  }
+  step_until(t, [&] { return t.eb->counters().tx_req_close != 0; });
   ASSERT_EQ(t.eb->counters().tx_req_close, 1u);
   ASSERT_TRUE(t.ea->post_write({2, kIpB, t.rkey, 0, t.src.data(), 16 * 4096}).ok());
   posted = true;
@@ -220,29 +226,17 @@ TEST(UetPdc_Close, ReqCloseRacingANewWrite) {
 // one sender with max_pdcs 2 writes to every other host in turn. Every write succeeds and
 // every table drains to 0.
 TEST(UetPdc_Sim, ShortLivedPeersCycleThroughSmallPdcTables) {
-  sim::NetworkConfig nc;
-  nc.seed = 3;
-  sim::Network net(nc);
-  sim::LeafSpineConfig ls;
-  ls.leaves = 2;
-  ls.spines = 2;
-  ls.hosts_per_leaf = 8;
-  ASSERT_TRUE(sim::build_leaf_spine(net, ls).ok());
+  sim::Network net(testing::seeded_network(3));
+  ASSERT_TRUE(testing::build_two_leaves(net, /*spines=*/2, /*hosts_per_leaf=*/8).ok());
   const uint32_t n = 16;
-  std::vector<std::unique_ptr<UetEndpoint>> eps;
-  std::vector<std::vector<uint8_t>> mem(n, std::vector<uint8_t>(1 << 16, 0));
-  std::vector<uint8_t> src(1 << 14, 0x77);
-  for (uint32_t h = 0; h < n; ++h) {
-    UetConfig c;
-    c.local_ip4 = sim::Network::host_ip4(h);
-    c.local_mac = sim::Network::host_mac(h);
+  testing::UetSimHosts hosts(net, n, [](uint32_t h, UetConfig& c) {
     c.idle_timeout = kIdle;
     c.seed = 100 + h;
     c.max_pdcs = h == 0 ? 4 : h == 1 ? 2 : 16;
-    eps.push_back(std::move(*UetEndpoint::create(c)));
-    ASSERT_EQ(*eps[h]->register_memory(mem[h].data(), mem[h].size()), 1u);
-    net.attach(h, eps[h].get());
-  }
+  });
+  ASSERT_FALSE(HasFailure());
+  auto& eps = hosts.eps;
+  std::vector<uint8_t> src(1 << 14, 0x77);
   uint64_t ok = 0, posted = 0;
   size_t peak0 = 0, peak1 = 0;
   auto poll = [&] {

@@ -17,6 +17,7 @@
 #include "sim/network.h"
 #include "sim/topology.h"
 #include "tests/common/fake_link.h"
+#include "tests/common/spray_fabric.h"
 #include "tests/common/uet_pair.h"
 #include "transport/uet/uet_endpoint.h"
 
@@ -239,13 +240,10 @@ TEST(UetRccc_Engine, ReadsNeedNoCredit) {
   std::vector<uint8_t> local(remote.size());
   std::vector<uint8_t> region = remote;
   const uint32_t key = *p.b->register_memory(region.data(), region.size());
-  ReadRequest rr;
-  rr.wr_id = 3;
-  rr.peer = kIpB;
-  rr.rkey = key;
-  rr.local = local.data();
-  rr.length = local.size();
-  ASSERT_TRUE(p.a->post_read(rr).ok());
+  ASSERT_TRUE(
+      p.a->post_read(
+             {.wr_id = 3, .peer = kIpB, .rkey = key, .local = local.data(), .length = local.size()})
+          .ok());
   p.link.run(kSecond);
   Completion c;
   ASSERT_EQ(p.a->poll_completions(std::span(&c, 1)), 1u);
@@ -287,9 +285,7 @@ Result run_flows(const std::vector<Flow>& flows, CcMode cc) {
   std::vector<uint8_t> src(most), dst(most);
   std::vector<std::unique_ptr<UetEndpoint>> eps;
   for (uint32_t h = 0; h < kHosts; ++h) {
-    UetConfig c;
-    c.local_ip4 = sim::Network::host_ip4(h);
-    c.local_mac = sim::Network::host_mac(h);
+    UetConfig c = testing::sim_host_config<UetConfig>(h);
     c.cc = cc;
     c.pathsel.ev_count = 16;
     c.pathsel.algorithm = pathsel::Algorithm::kReps;

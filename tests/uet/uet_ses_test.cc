@@ -12,6 +12,7 @@
 
 #include "tests/common/fake_link.h"
 #include "tests/common/payload.h"
+#include "tests/common/send_check.h"
 #include "tests/common/uet_pair.h"
 #include "transport/uet/uet_endpoint.h"
 
@@ -154,47 +155,10 @@ TEST(UetSes_Read, UnsupportedModeVerbPairsAreRefusedNamingModeAndVerb) {
 
 TEST(UetSes_Send, SeveralSizesLandInPostedBuffersInPostingOrder) {
   Link link;
-  const std::vector<size_t> sizes = {0, 1, 4096, 4097, 50000};
-  std::vector<std::vector<uint8_t>> msgs, bufs;
-  for (size_t i = 0; i < sizes.size(); ++i) {
-    msgs.push_back(pattern(sizes[i], static_cast<uint32_t>(i + 10)));
-    bufs.emplace_back(65536, 0xEE);
-    ASSERT_TRUE(link.b().post_recv({100 + i, bufs[i].data(), bufs[i].size()}).ok());
-  }
-  for (size_t i = 0; i < sizes.size(); ++i) {
-    SendRequest sr;
-    sr.wr_id = i;
-    sr.peer = kIpB;
-    sr.local = msgs[i].data();
-    sr.length = sizes[i];
-    sr.has_imm = i % 2 == 0;
-    sr.imm = 0xABC00000u + static_cast<uint32_t>(i);
-    ASSERT_TRUE(link.a().post_send(sr).ok());
-  }
+  testing::SendsIntoPostedBuffers sends({0, 1, 4096, 4097, 50000});
+  ASSERT_NO_FATAL_FAILURE(sends.post(link.a(), kIpB, link.b()));
   link.run(kSecond);
-  const auto sc = drain(link.a());
-  ASSERT_EQ(sc.size(), sizes.size());
-  for (size_t i = 0; i < sizes.size(); ++i) {
-    EXPECT_EQ(sc[i].wr_id, i);
-    EXPECT_EQ(sc[i].op, Opcode::kSend);
-    EXPECT_EQ(sc[i].status, OpStatus::kSuccess);
-    EXPECT_EQ(sc[i].bytes, sizes[i]);
-  }
-  const auto rc = drain(link.b());
-  ASSERT_EQ(rc.size(), sizes.size());
-  for (size_t i = 0; i < sizes.size(); ++i) {
-    EXPECT_EQ(rc[i].wr_id, 100 + i) << "receive completions follow buffer posting order";
-    EXPECT_EQ(rc[i].op, Opcode::kRecv);
-    EXPECT_EQ(rc[i].status, OpStatus::kSuccess);
-    EXPECT_EQ(rc[i].bytes, sizes[i]);
-    EXPECT_EQ(rc[i].peer, kIpA);
-    EXPECT_EQ(rc[i].has_imm, i % 2 == 0);
-    if (rc[i].has_imm) {
-      EXPECT_EQ(rc[i].imm, 0xABC00000u + i);
-    }
-    EXPECT_TRUE(std::equal(msgs[i].begin(), msgs[i].end(), bufs[i].begin())) << "message " << i;
-    EXPECT_EQ(bufs[i][sizes[i]], 0xEE) << "nothing written past the message";
-  }
+  ASSERT_NO_FATAL_FAILURE(sends.expect_landed(drain(link.a()), drain(link.b()), kIpA));
   // Expect: the SOM packet carries the immediate data in header_data with `hd`.
   EXPECT_EQ(link.a().counters().tx_retx, 0u);
 }

@@ -9,9 +9,9 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
-#include <random>
 #include <vector>
 
+#include "tests/common/payload.h"
 #include "transport/transport.h"
 #include "transport/wire/checksum.h"
 #include "transport/wire/icrc.h"
@@ -58,9 +58,7 @@ std::vector<uint8_t> build(const Encap& e, const std::vector<std::pair<bool, siz
 }
 
 TEST(FrameBuilder_Append, PreSummedPayloadGivesTheSameFrameAsCopying) {
-  std::mt19937 rng(7);
-  std::vector<uint8_t> data(20000);
-  for (uint8_t& x : data) x = static_cast<uint8_t>(rng());
+  const std::vector<uint8_t> data = testing::pattern(20000, 7);
   int cases = 0;
   for (bool ipv6 : {false, true}) {
     for (bool vlan : {false, true}) {
@@ -122,6 +120,18 @@ TEST(FrameBuilder_Append, ForgottenSumIsComputedAgainFromTheBytes) {
   EXPECT_TRUE(std::equal(buf.begin(), buf.begin() + len, ref.begin()));
 }
 
+// The frame `b` finished in `buf` (`len` bytes), with the payload it references.
+Frame built_frame(std::vector<uint8_t>& buf, size_t len, const FrameBuilder& b) {
+  Frame f;
+  f.data = buf.data();
+  f.capacity = static_cast<uint32_t>(buf.size());
+  f.len = static_cast<uint32_t>(len);
+  f.ref = b.referenced();
+  f.ref_len = static_cast<uint32_t>(b.referenced_len());
+  f.ref_at = static_cast<uint32_t>(b.referenced_at());
+  return f;
+}
+
 // Headers, one payload run referenced (or copied, for the reference frame), then `tail`
 // bytes; the referenced frame gathered with flatten().
 std::vector<uint8_t> build_referenced(const Encap& e, size_t head, size_t payload, size_t tail,
@@ -138,13 +148,7 @@ std::vector<uint8_t> build_referenced(const Encap& e, size_t head, size_t payloa
   std::memcpy(b.add_bytes(tail), data.data() + head + payload, tail);
   size_t len = 0;
   EXPECT_EQ(b.finish(&len), WireError::kOk);
-  Frame f;
-  f.data = buf.data();
-  f.capacity = static_cast<uint32_t>(buf.size());
-  f.len = static_cast<uint32_t>(len);
-  f.ref = b.referenced();
-  f.ref_len = static_cast<uint32_t>(b.referenced_len());
-  f.ref_at = static_cast<uint32_t>(b.referenced_at());
+  Frame f = built_frame(buf, len, b);
   EXPECT_EQ(f.bytes_on_wire(), by_reference ? len + payload : len);
   EXPECT_TRUE(flatten(f));
   EXPECT_EQ(f.ref_len, 0u);
@@ -153,9 +157,7 @@ std::vector<uint8_t> build_referenced(const Encap& e, size_t head, size_t payloa
 }
 
 TEST(FrameBuilder_Reference, GatheredFrameIsTheCopiedFrame) {
-  std::mt19937 rng(8);
-  std::vector<uint8_t> data(20000);
-  for (uint8_t& x : data) x = static_cast<uint8_t>(rng());
+  const std::vector<uint8_t> data = testing::pattern(20000, 8);
   int cases = 0;
   for (bool icrc : {false, true}) {
     for (bool ipv6 : {false, true}) {
@@ -190,13 +192,7 @@ TEST(FrameBuilder_Reference, FlattenRefusesAFrameTooSmallForItsPayload) {
   ASSERT_TRUE(b.reference(payload));
   size_t len = 0;
   ASSERT_EQ(b.finish(&len), WireError::kOk);
-  Frame f;
-  f.data = buf.data();
-  f.capacity = static_cast<uint32_t>(buf.size());
-  f.len = static_cast<uint32_t>(len);
-  f.ref = b.referenced();
-  f.ref_len = static_cast<uint32_t>(b.referenced_len());
-  f.ref_at = static_cast<uint32_t>(b.referenced_at());
+  Frame f = built_frame(buf, len, b);
   EXPECT_FALSE(flatten(f));
   EXPECT_EQ(f.ref_len, 100u);  // untouched
 }
