@@ -79,13 +79,57 @@ uint16_t UetEndpoint::ev_port(const Pdc& p, uint16_t ev) noexcept {
   using Ses = wire::SesStandardRequest;
   wire::HeaderWords<Pds> pds;
   wire::HeaderWords<Ses> ses;
-  if (carries && !retx) p.unsent_bytes -= std::min<uint64_t>(p.unsent_bytes, len);
+  // The last packet of an operation asks for an ACK at once (AR), so completions are prompt.
+  const bool last = s.packet + 1 == o.packets;
+  data_pds(p, pdcid, psn, retx, last, carries ? len : 0, now, pds);
+  data_ses(o, s, offset, len, last, ses);
+  // PDS and SES in one reserved run.
   if (cc_req) {
+    uint8_t* h = b.reserve(Pds::kSize + Ses::kSize);
+    if (h == nullptr) return false;
+    pds.store(h);
+    ses.store(h + Pds::kSize);
+  } else {
+    uint8_t* h = b.reserve(wire::PdsRudRod::kSize + Ses::kSize);
+    if (h == nullptr) return false;
+    pds.store<wire::PdsRudRod::kSize>(h);
+    ses.store(h + wire::PdsRudRod::kSize);
+  }
+  std::span<const uint8_t> payload;
+  if (carries && elided == 0 && len > 0) {
+    payload = {o.src + offset, len};
+    if (tss_ != nullptr) {  // §5.2: sealed straight from registered memory (finish())
+      if (b.reserve(len) == nullptr) return false;
+    } else if (config_.tx_by_reference ? !b.reference(payload) : !b.append_summed(payload)) {
+      return false;
+    }
+  }
+  if (!finish(b, f, elided, tss_ != nullptr ? payload : std::span<const uint8_t>{})) return false;
+  f.priority = Priority::kData;
+  s.sent = now;
+  if (retx) s.retransmitted = true;
+  s.ev = ev;
+  s.in_flight = true;
+  p.bytes_in_flight += len;
+  ++(retx ? counters_.tx_retx : counters_.tx_data);
+  return true;
+}
+
+// §3.3 / §3.4: a data packet's RUD or ROD request header (RUD_CC, ROD_CC with RCCC), and the
+// sender state it spends: the bytes not yet sent once, RCCC credit. `payload`: bytes it
+// carries (0 for a READ request).
+[[gnu::always_inline]] inline void UetEndpoint::data_pds(Pdc& p, uint16_t pdcid, uint32_t psn,
+                                                         bool retx, bool last, uint32_t payload,
+                                                         Time now,
+                                                         wire::HeaderWords<wire::PdsRudRodCc>& pds) {
+  using Pds = wire::PdsRudRodCc;
+  if (payload > 0 && !retx) p.unsent_bytes -= std::min<uint64_t>(p.unsent_bytes, payload);
+  if (rccc_sender()) {
     // RCCC: a packet with payload spends credit, a retransmission too (as htsim); the
     // request tells the receiver what the backlog still needs beyond the credit held.
     // Speculation ends a base RTT after the first send if no grant ended it before.
     if (p.speculate_until == kNever) p.speculate_until = now + config_.base_rtt;
-    if (carries) p.rccc.on_sent(len);
+    if (payload > 0) p.rccc.on_sent(payload);
     p.last_target = static_cast<uint32_t>(p.rccc.credit_target(credit_backlog(p)));
     pds.set<Pds::type_field>(p.rod ? PdsType::kRodCcReq : PdsType::kRudCcReq);  // §3.4
     pds.set<Pds::ccc_id_field>(0);
@@ -108,9 +152,15 @@ uint16_t UetEndpoint::ev_port(const Pdc& p, uint16_t ev) noexcept {
     pds.set<Pds::syn_field>(true);
     pds.set<Pds::psn_offset_field>(static_cast<uint16_t>(psn - p.start_psn));
   }
-  // The last packet of an operation asks for an ACK at once (AR), so completions are prompt.
-  const bool last = s.packet + 1 == o.packets;
   pds.set<Pds::ar_field>(last);
+}
+
+// §4.2: a data packet's standard SES request: WRITE or SEND message `o`'s packet `s.packet`,
+// or one READ chunk.
+[[gnu::always_inline]] inline void UetEndpoint::data_ses(
+    const Op& o, const Slot& s, uint64_t offset, uint32_t len, bool last,
+    wire::HeaderWords<wire::SesStandardRequest>& ses) {
+  using Ses = wire::SesStandardRequest;
   switch (o.op) {
     case Opcode::kWrite:
     case Opcode::kRecv:
@@ -152,36 +202,6 @@ uint16_t UetEndpoint::ev_port(const Pdc& p, uint16_t ev) noexcept {
     ses.set<Ses::som_field>(true);
     ses.set<Ses::eom_field>(true);
   }
-  // PDS and SES in one reserved run.
-  if (cc_req) {
-    uint8_t* h = b.reserve(Pds::kSize + Ses::kSize);
-    if (h == nullptr) return false;
-    pds.store(h);
-    ses.store(h + Pds::kSize);
-  } else {
-    uint8_t* h = b.reserve(wire::PdsRudRod::kSize + Ses::kSize);
-    if (h == nullptr) return false;
-    pds.store<wire::PdsRudRod::kSize>(h);
-    ses.store(h + wire::PdsRudRod::kSize);
-  }
-  std::span<const uint8_t> payload;
-  if (carries && elided == 0 && len > 0) {
-    payload = {o.src + offset, len};
-    if (tss_ != nullptr) {  // §5.2: sealed straight from registered memory (finish())
-      if (b.reserve(len) == nullptr) return false;
-    } else if (config_.tx_by_reference ? !b.reference(payload) : !b.append_summed(payload)) {
-      return false;
-    }
-  }
-  if (!finish(b, f, elided, tss_ != nullptr ? payload : std::span<const uint8_t>{})) return false;
-  f.priority = Priority::kData;
-  s.sent = now;
-  if (retx) s.retransmitted = true;
-  s.ev = ev;
-  s.in_flight = true;
-  p.bytes_in_flight += len;
-  ++(retx ? counters_.tx_retx : counters_.tx_data);
-  return true;
 }
 
 // §3.8: the PSNs past CACK this target PDC can take, in PSNs, at most 255 [choice]: the
@@ -199,19 +219,7 @@ uint8_t UetEndpoint::advertised_mpr(const Pdc& p) const noexcept {
 // is queued, the ACK carries it and names its PSN as the trigger: an SES response (§4.6) for a
 // refused request, or a response with data (§4.7) answering a READ, with the data as payload.
 bool UetEndpoint::build_ack(Pdc& p, uint16_t pdcid, Frame& f) {
-  const Pdc::Response* r = p.rsp_pending() ? &p.rsp[p.rsp_head] : nullptr;
-  if (r != nullptr && !r->repeat) {
-    const uint32_t idx = (r->psn & mpr_mask_);
-    if (test_bit(p.rsp_bits, idx)) {  // recorded as received with the ACK that answers it
-      p.rsp_bits[idx / 64] &= ~(uint64_t{1} << (idx % 64));
-      mark_received(p, r->psn);
-      // ROD: the READ has read its data (below, into this ACK); what follows it may run.
-      if (p.rod && r->psn == p.rod_next) {
-        ++p.rod_next;
-        rod_drain(p, p.id);
-      }
-    }
-  }
+  const Pdc::Response* r = take_response(p);
   const bool with_data = r != nullptr && r->data;
   wire::FrameBuilder b(std::span<uint8_t>(f.data, f.capacity),
                        with_data ? p.data_encap : p.ctrl_encap, wire_sport(p.ev_base));
@@ -245,6 +253,60 @@ bool UetEndpoint::build_ack(Pdc& p, uint16_t pdcid, Frame& f) {
   ack.set<Ack::cack_psn_field>(cack);
   ack.set<Ack::spdcid_field>(pdcid);
   ack.set<Ack::dpdcid_field>(p.peer_pdcid);
+  ack_cc_state(p, r, ce, ack);
+  ack.set<Ack::ooo_count_field>(p.ooo_count);
+  ack.set<Ack::mpr_field>(advertised_mpr(p));
+  // The 64 PSNs the bitmap reports end at the PSN that triggered this ACK (as htsim does), so
+  // every arrival is reported by at least its own ACK even when the window spans more than
+  // 64 packets past a hole; they start right after CACK when that is close enough.
+  uint32_t sack_base = p.rcv_base;
+  if (static_cast<int32_t>(trigger - p.rcv_base) > 63) sack_base = trigger - 63;
+  ack.set<Ack::sack_psn_offset_field>(static_cast<uint16_t>(sack_base - cack));
+  ack.set<Ack::sack_bitmap_field>(sack_bitmap(p, sack_base));
+  ack.store(ack_at);
+  size_t elided = 0;
+  if (r != nullptr && !ack_response_header(*r, rsp, rd, b, f.capacity, &elided)) return false;
+  if (!finish(b, f, elided)) return false;
+  f.priority = with_data ? Priority::kData : Priority::kControl;
+  if (r != nullptr) {
+    ++p.rsp_head;
+    if (with_data) ++counters_.tx_read_data;
+  } else {
+    p.ce_seen = false;
+  }
+  p.ack_now = p.rsp_pending() || p.ce_seen ||  // one response per ACK: more follow at once
+              (ce && trigger != p.last_psn);   // newer arrivals than the CE trigger
+  p.ack_pending = false;
+  p.unacked_rx = 0;
+  p.ack_deadline = kNever;
+  ++counters_.tx_acks;
+  return true;
+}
+
+// The response the next ACK carries (one per ACK), if any. A PSN with a response is recorded
+// as received now, with the ACK that answers it; under ROD what waited behind it may run.
+[[gnu::always_inline]] inline const UetEndpoint::Pdc::Response* UetEndpoint::take_response(Pdc& p) {
+  const Pdc::Response* r = p.rsp_pending() ? &p.rsp[p.rsp_head] : nullptr;
+  if (r != nullptr && !r->repeat) {
+    const uint32_t idx = (r->psn & mpr_mask_);
+    if (test_bit(p.rsp_bits, idx)) {  // recorded as received with the ACK that answers it
+      p.rsp_bits[idx / 64] &= ~(uint64_t{1} << (idx % 64));
+      mark_received(p, r->psn);
+      // ROD: the READ has read its data (below, into this ACK); what follows it may run.
+      if (p.rod && r->psn == p.rod_next) {
+        ++p.rod_next;
+        rod_drain(p, p.id);
+      }
+    }
+  }
+  return r;
+}
+
+// §3.8.1 / §3.8.2: an ACK_CC's CC state: RCCC credit granted to this sender, or NSCC's.
+[[gnu::always_inline]] inline void UetEndpoint::ack_cc_state(Pdc& p, const Pdc::Response* r,
+                                                             bool ce,
+                                                             wire::HeaderWords<wire::PdsAckCc>& ack) {
+  using Ack = wire::PdsAckCc;
   if (p.credit_pending > 0) {
     // §3.8.2: RCCC credit granted to this sender rides the ACK (cc_type CREDIT).
     const auto c = static_cast<uint32_t>(std::min<uint64_t>(p.credit_pending, 0xFFFFFF));
@@ -261,17 +323,13 @@ bool UetEndpoint::build_ack(Pdc& p, uint16_t pdcid, Frame& f) {
     ack.set<Ack::service_time_field>(static_cast<uint16_t>(std::min<Time>(held, 0xFFFF)));
     ack.set<Ack::rcvd_bytes_field>(p.rcvd_bytes & 0xFFFFFF);
   }
-  ack.set<Ack::ooo_count_field>(p.ooo_count);
-  ack.set<Ack::mpr_field>(advertised_mpr(p));
-  // The 64 PSNs the bitmap reports end at the PSN that triggered this ACK (as htsim does), so
-  // every arrival is reported by at least its own ACK even when the window spans more than
-  // 64 packets past a hole; they start right after CACK when that is close enough.
-  uint32_t sack_base = p.rcv_base;
-  if (static_cast<int32_t>(trigger - p.rcv_base) > 63) sack_base = trigger - 63;
-  ack.set<Ack::sack_psn_offset_field>(static_cast<uint16_t>(sack_base - cack));
-  // Bit i: PSN sack_base + i received, for the PSNs inside the window [rcv_base, rcv_base +
-  // mpr): 64 bits of the ring of mpr (a multiple of 64) from sack_base's position, in at most
-  // two words.
+}
+
+// §3.8 SACK bitmap: bit i says PSN sack_base + i was received, for the PSNs inside the window
+// [rcv_base, rcv_base + mpr): 64 bits of the ring of mpr (a multiple of 64) from sack_base's
+// position, in at most two words.
+[[gnu::always_inline]] inline uint64_t UetEndpoint::sack_bitmap(const Pdc& p,
+                                                                uint32_t sack_base) const noexcept {
   uint64_t bitmap = 0;
   if (const uint32_t ahead = sack_base - p.rcv_base; ahead < config_.mpr) {
     const uint32_t at = (sack_base & mpr_mask_);
@@ -280,43 +338,37 @@ bool UetEndpoint::build_ack(Pdc& p, uint16_t pdcid, Frame& f) {
     if (shift != 0) bitmap |= p.rcv_bits[(word + 1) % p.rcv_bits.size()] << (64 - shift);
     if (config_.mpr - ahead < 64) bitmap &= (uint64_t{1} << (config_.mpr - ahead)) - 1;
   }
-  ack.set<Ack::sack_bitmap_field>(bitmap);
-  ack.store(ack_at);
-  size_t elided = 0;
+  return bitmap;
+}
+
+// §4.6 / §4.7: the SES response an ACK carries (`rsp`), or the response with data and the
+// data (`rd`); `elided`: payload bytes the host carries by length.
+[[gnu::always_inline]] inline bool UetEndpoint::ack_response_header(const Pdc::Response& r,
+                                                                    wire::SesResponse* rsp,
+                                                                    wire::SesResponseData* rd,
+                                                                    wire::FrameBuilder& b,
+                                                                    size_t capacity,
+                                                                    size_t* elided) {
   if (rsp != nullptr) {
     rsp->set_opcode(wire::SesRspOpcode::kResponse);
-    rsp->set_return_code(static_cast<wire::SesReturnCode>(r->code));
-    rsp->set_message_id(r->message_id);
+    rsp->set_return_code(static_cast<wire::SesReturnCode>(r.code));
+    rsp->set_message_id(r.message_id);
   } else if (rd != nullptr) {
     // §4.7: the whole chunk the READ asked for, at message_offset 0 of this response.
     rd->set_opcode(wire::SesRspOpcode::kResponseWithData);
     rd->set_return_code(wire::SesReturnCode::kOk);
-    rd->set_message_id(r->message_id);
-    rd->set_read_req_message_id(r->message_id);
-    rd->set_payload_length(static_cast<uint16_t>(r->len));
-    rd->set_modified_length(r->len);
-    if (b.size() + r->len + (tss_overhead_ > 0 ? tss::kTagBytes : 0) > f.capacity) {
-      elided = r->len;  // the host carries payloads by length (see finish())
-    } else if (r->len > 0) {
-      uint8_t* payload = b.add_bytes(r->len);
+    rd->set_message_id(r.message_id);
+    rd->set_read_req_message_id(r.message_id);
+    rd->set_payload_length(static_cast<uint16_t>(r.len));
+    rd->set_modified_length(r.len);
+    if (b.size() + r.len + (tss_overhead_ > 0 ? tss::kTagBytes : 0) > capacity) {
+      *elided = r.len;  // the host carries payloads by length (see finish())
+    } else if (r.len > 0) {
+      uint8_t* payload = b.add_bytes(r.len);
       if (payload == nullptr) return false;
-      std::memcpy(payload, regions_[r->key - 1].base + r->offset, r->len);
+      std::memcpy(payload, regions_[r.key - 1].base + r.offset, r.len);
     }
   }
-  if (!finish(b, f, elided)) return false;
-  f.priority = with_data ? Priority::kData : Priority::kControl;
-  if (r != nullptr) {
-    ++p.rsp_head;
-    if (with_data) ++counters_.tx_read_data;
-  } else {
-    p.ce_seen = false;
-  }
-  p.ack_now = p.rsp_pending() || p.ce_seen ||  // one response per ACK: more follow at once
-              (ce && trigger != p.last_psn);   // newer arrivals than the CE trigger
-  p.ack_pending = false;
-  p.unacked_rx = 0;
-  p.ack_deadline = kNever;
-  ++counters_.tx_acks;
   return true;
 }
 
@@ -1583,24 +1635,7 @@ void UetEndpoint::rx_nack(const wire::Decoded& d, Time now) {
       // The target had no receive buffer (or no message state) for a SEND: resend when the
       // RTO fires, up to rnr_retries times per PSN; then give the SEND up (NOTES.md, "How the
       // SES operations travel on the PDS").
-      if (in_window) {
-        Slot& s = p->slots[(psn & mpr_mask_)];
-        Op& o = p->ops[s.op];
-        if (s.acked || !s.in_flight || s.rnr_wait) break;
-        if (o.abandoned) {
-          mark_lost(*p, psn);  // goes again, with `ie`
-        } else if (s.rnr >= config_.rnr_retries && o.unacked == o.packets) {
-          // Nothing of the message was accepted, so the target holds no state for it.
-          o.abandoned = true;
-          o.failed = true;
-          o.status = h.nack_code() == wire::NackCode::kNoSesMsgAvail ? OpStatus::kNoResources
-                                                                      : OpStatus::kReceiverNotReady;
-          mark_lost(*p, psn);
-        } else {
-          if (s.rnr < 255) ++s.rnr;
-          s.rnr_wait = true;
-        }
-      }
+      if (in_window) rnr_nack(*p, psn, h.nack_code());
       break;
     case wire::NackCode::kNoPdcAvail:
       fail_pdc(*p, OpStatus::kNoResources);
@@ -1626,6 +1661,28 @@ void UetEndpoint::rx_nack(const wire::Decoded& d, Time now) {
   }
 }
 
+// §3.10 RCVD_SES_PROCG / NO_SES_MSG_AVAIL for a SEND's `psn`: it waits for the RTO to go
+// again, up to rnr_retries times; a SEND nothing of which was accepted is then given up (it
+// goes once more, with `ie`).
+void UetEndpoint::rnr_nack(Pdc& p, uint32_t psn, wire::NackCode code) {
+  Slot& s = p.slots[(psn & mpr_mask_)];
+  Op& o = p.ops[s.op];
+  if (s.acked || !s.in_flight || s.rnr_wait) return;
+  if (o.abandoned) {
+    mark_lost(p, psn);  // goes again, with `ie`
+  } else if (s.rnr >= config_.rnr_retries && o.unacked == o.packets) {
+    // Nothing of the message was accepted, so the target holds no state for it.
+    o.abandoned = true;
+    o.failed = true;
+    o.status = code == wire::NackCode::kNoSesMsgAvail ? OpStatus::kNoResources
+                                                      : OpStatus::kReceiverNotReady;
+    mark_lost(p, psn);
+  } else {
+    if (s.rnr < 255) ++s.rnr;
+    s.rnr_wait = true;
+  }
+}
+
 void UetEndpoint::fail_pdc(Pdc& p, OpStatus why) {
   for (uint32_t i = p.op_head; i != p.op_tail; ++i) {
     const Op& o = p.ops[i];
@@ -1635,6 +1692,137 @@ void UetEndpoint::fail_pdc(Pdc& p, OpStatus why) {
 }
 
 // ------------------------------------------------------------------------------ tx
+
+// CLOSE (initiator) or REQ_CLOSE (target), §3.12.
+[[gnu::always_inline]] inline UetEndpoint::Turn UetEndpoint::tx_close(Pdc& p, uint16_t id,
+                                                                      Frame& f) {
+  const bool init = p.role == Role::kInitiator;
+  if (!build_ctrl(p, id, init ? wire::CtrlType::kClose : wire::CtrlType::kReqClose,
+                  init ? p.close_psn : p.rcv_base, f)) {
+    return Turn::kIdle;
+  }
+  p.ctrl_pending = false;
+  ++(init ? counters_.tx_close : counters_.tx_req_close);
+  return Turn::kSent;
+}
+
+// A target PDC's turn: a queued NACK first, else the ACK when one is due (§3.7).
+[[gnu::always_inline]] inline UetEndpoint::Turn UetEndpoint::tx_target(Pdc& p, uint16_t id,
+                                                                       Frame& f, Time now) {
+  if (p.nack_head != p.nack_tail) {
+    const Pdc::Nack& k = p.nacks[p.nack_head % p.nacks.size()];
+    p.nack_code = k.code;
+    p.nack_psn = k.psn;
+    if (!build_nack(p, id, f)) return Turn::kIdle;
+    ++p.nack_head;
+    return Turn::kSent;
+  }
+  if (p.ack_now || (p.ack_pending && now >= p.ack_deadline)) {
+    return build_ack(p, id, f) ? Turn::kSent : Turn::kIdle;
+  }
+  return Turn::kIdle;
+}
+
+// An initiator PDC's turn: a CREDIT_REQ, or one data packet (a resend first, else the next new
+// PSN) within the window, the target's MPR and the credit.
+[[gnu::always_inline]] inline UetEndpoint::Turn UetEndpoint::tx_initiator(Pdc& p, uint16_t id,
+                                                                          Frame& f, Time now) {
+  // RCCC: may a packet with payload go? (READ requests carry none and need no credit.)
+  if (p.speculating && now >= p.speculate_until && rccc_sender()) {
+    p.speculating = false;
+    p.rccc.stop_speculating();
+  }
+  const bool credit = !rccc_sender() || p.rccc.can_send();
+  if (p.credit_req_pending && p.established) {  // RCCC: ask for credit again (§3.12)
+    const auto target = static_cast<uint32_t>(p.rccc.credit_target(credit_backlog(p)));
+    if (build_ctrl(p, id, wire::CtrlType::kCreditReq, p.next_psn, f, target)) {
+      p.credit_req_pending = false;
+      p.last_target = target;
+      ++counters_.tx_credit_req;
+      return Turn::kSent;  // a control frame: no RTO to arm
+    }
+  }
+  // The PSN to send, if any: a resend (exactly the missing PSNs, RETX set), or the next new
+  // one. build_data is called at one place (always inline there: it runs for every data
+  // packet).
+  const bool retx = p.resend_pending > 0;
+  uint32_t psn = 0;
+  const Op* op = nullptr;  // a new PSN's operation
+  if (retx) {
+    if (!take_resend(p, credit, now, &psn)) return Turn::kIdle;
+  } else {
+    if (p.op_send == p.op_tail ||
+        p.next_psn - p.base_psn >= (p.rod ? config_.rod_window : config_.mpr) ||
+        p.bytes_in_flight + config_.payload_bytes > window(p)) {
+      return Turn::kIdle;
+    }
+    if (!mpr_room(p)) return tx_clear(p, id, f, now);
+    const Op& o = p.ops[p.op_send];
+    if (!credit && o.op != Opcode::kRead) {
+      credit_blocked(p, now);
+      return Turn::kWaiting;
+    }
+    op = &o;
+    psn = p.next_psn;
+    Slot& s = p.slots[(psn & mpr_mask_)];
+    s = Slot{};
+    s.op = p.op_send;
+    s.packet = p.send_packet;
+    s.len = static_cast<uint32_t>(std::min<uint64_t>(
+        config_.payload_bytes, o.length - uint64_t{p.send_packet} * config_.payload_bytes));
+  }
+  if (!build_data(p, id, psn, retx, f, now)) return Turn::kIdle;
+  if (!retx) {
+    ++p.next_psn;
+    if (++p.send_packet == op->packets) {
+      p.send_packet = 0;
+      ++p.op_send;
+    }
+  }
+  if (p.rto_deadline == kNever) {
+    p.rto_deadline = now + p.rto;
+    deadline_ = std::min(deadline_, p.rto_deadline);
+  }
+  arm_tlp(p, now);
+  return Turn::kSent;
+}
+
+// The oldest PSN marked for resending, if the credit and the window let it go now.
+[[gnu::always_inline]] inline bool UetEndpoint::take_resend(Pdc& p, bool credit, Time now,
+                                                            uint32_t* psn) {
+  for (uint32_t q = p.base_psn; psn_before(q, p.next_psn); ++q) {
+    Slot& s = p.slots[(q & mpr_mask_)];
+    if (!s.resend) continue;
+    if (!credit && p.ops[s.op].op != Opcode::kRead) {
+      credit_blocked(p, now);
+      return false;
+    }
+    // Resends count against the window like new data (one may always go when nothing is in
+    // flight): a trimmed packet's NACK must not send it again at once whatever the window,
+    // or under a large incast the trimmed headers' NACKs and their resends keep the last hop
+    // full of trimmed frames and nothing completes.
+    if (p.bytes_in_flight > 0 && p.bytes_in_flight + s.len > window(p)) return false;
+    s.resend = false;
+    --p.resend_pending;
+    *psn = q;
+    return true;
+  }
+  return false;
+}
+
+// §3.12 CLEAR: CACK waits behind PSNs refused and acknowledged here (§3.3) until a clear PSN
+// passes them; with no request left in range to carry it, a CLEAR does, again after an RTO if
+// CACK has not moved.
+UetEndpoint::Turn UetEndpoint::tx_clear(Pdc& p, uint16_t id, Frame& f, Time now) {
+  if (psn_before(p.peer_cack, p.base_psn - 1) && now >= p.clear_at && p.established &&
+      build_ctrl(p, id, wire::CtrlType::kClear, p.next_psn, f, p.base_psn - 1)) {
+    p.clear_at = now + p.rto;
+    deadline_ = std::min(deadline_, p.clear_at);
+    ++counters_.tx_clear;
+    return Turn::kSent;
+  }
+  return Turn::kWaiting;
+}
 
 size_t UetEndpoint::tx(std::span<Frame* const> out, Time now) {
   now_ = now;
@@ -1659,126 +1847,20 @@ size_t UetEndpoint::tx(std::span<Frame* const> out, Time now) {
     const uint16_t id = active_[rr_];
     Pdc& p = pdcs_[id];
     ++counters_.tx_pdc_visits;
-    bool sent = false;
-    if (p.ctrl_pending) {  // CLOSE (initiator) or REQ_CLOSE (target), §3.12
-      const bool init = p.role == Role::kInitiator;
-      sent = build_ctrl(p, id, init ? wire::CtrlType::kClose : wire::CtrlType::kReqClose,
-                        init ? p.close_psn : p.rcv_base, *out[n]);
-      if (sent) {
-        p.ctrl_pending = false;
-        ++(init ? counters_.tx_close : counters_.tx_req_close);
-      }
+    Turn t = Turn::kIdle;
+    if (p.ctrl_pending) {
+      t = tx_close(p, id, *out[n]);
     } else if (p.role == Role::kTarget) {
-      if (p.nack_head != p.nack_tail) {
-        const Pdc::Nack& k = p.nacks[p.nack_head % p.nacks.size()];
-        p.nack_code = k.code;
-        p.nack_psn = k.psn;
-        sent = build_nack(p, id, *out[n]);
-        if (sent) ++p.nack_head;
-      } else if (p.ack_now || (p.ack_pending && now >= p.ack_deadline)) {
-        sent = build_ack(p, id, *out[n]);
-      }
+      t = tx_target(p, id, *out[n], now);
     } else if (p.role == Role::kInitiator && !p.closing) {
-      // RCCC: may a packet with payload go? (READ requests carry none and need no credit.)
-      if (p.speculating && now >= p.speculate_until && rccc_sender()) {
-        p.speculating = false;
-        p.rccc.stop_speculating();
-      }
-      const bool credit = !rccc_sender() || p.rccc.can_send();
-      if (p.credit_req_pending && p.established) {  // RCCC: ask for credit again (§3.12)
-        const auto target = static_cast<uint32_t>(p.rccc.credit_target(credit_backlog(p)));
-        sent = build_ctrl(p, id, wire::CtrlType::kCreditReq, p.next_psn, *out[n], target);
-        if (sent) {
-          p.credit_req_pending = false;
-          p.last_target = target;
-          ++counters_.tx_credit_req;
-          ++n;
-          idle = 0;
-          ++rr_;
-          continue;  // a control frame: no RTO to arm
-        }
-      }
-      // The PSN to send, if any: a resend, or the next new one. build_data is called at one
-      // place (always inline there: it runs for every data packet).
-      bool go = false, retx = false;
-      uint32_t psn = 0;
-      const Op* op = nullptr;      // a new PSN's operation
-      if (p.resend_pending > 0) {  // exactly the missing PSNs, RETX set
-        for (uint32_t q = p.base_psn; psn_before(q, p.next_psn); ++q) {
-          Slot& s = p.slots[(q & mpr_mask_)];
-          if (!s.resend) continue;
-          if (!credit && p.ops[s.op].op != Opcode::kRead) {
-            credit_blocked(p, now);
-            break;
-          }
-          // Resends count against the window like new data (one may always go when nothing
-          // is in flight): a trimmed packet's NACK must not send it again at once whatever
-          // the window, or under a large incast the trimmed headers' NACKs and their resends
-          // keep the last hop full of trimmed frames and nothing completes.
-          if (p.bytes_in_flight > 0 && p.bytes_in_flight + s.len > window(p)) break;
-          s.resend = false;
-          --p.resend_pending;
-          go = retx = true;
-          psn = q;
-          break;
-        }
-      } else if (p.op_send != p.op_tail &&
-                 p.next_psn - p.base_psn < (p.rod ? config_.rod_window : config_.mpr) &&
-                 p.bytes_in_flight + config_.payload_bytes <= window(p)) {
-        if (!mpr_room(p)) {
-          // §3.12 CLEAR: CACK waits behind PSNs refused and acknowledged here (§3.3) until
-          // a clear PSN passes them; with no request left in range to carry it, a CLEAR
-          // does, again after an RTO if CACK has not moved.
-          if (psn_before(p.peer_cack, p.base_psn - 1) && now >= p.clear_at && p.established &&
-              build_ctrl(p, id, wire::CtrlType::kClear, p.next_psn, *out[n], p.base_psn - 1)) {
-            p.clear_at = now + p.rto;
-            deadline_ = std::min(deadline_, p.clear_at);
-            ++counters_.tx_clear;
-            ++n;
-            idle = 0;
-          } else {
-            ++idle;
-          }
-          ++rr_;
-          continue;
-        }
-        const Op& o = p.ops[p.op_send];
-        if (!credit && o.op != Opcode::kRead) {
-          credit_blocked(p, now);
-          ++idle;
-          ++rr_;
-          continue;
-        }
-        op = &o;
-        psn = p.next_psn;
-        Slot& s = p.slots[(psn & mpr_mask_)];
-        s = Slot{};
-        s.op = p.op_send;
-        s.packet = p.send_packet;
-        s.len = static_cast<uint32_t>(std::min<uint64_t>(
-            config_.payload_bytes, o.length - uint64_t{p.send_packet} * config_.payload_bytes));
-        go = true;
-      }
-      if (go) sent = build_data(p, id, psn, retx, *out[n], now);
-      if (sent && !retx) {
-        ++p.next_psn;
-        if (++p.send_packet == op->packets) {
-          p.send_packet = 0;
-          ++p.op_send;
-        }
-      }
-      if (sent && p.rto_deadline == kNever) {
-        p.rto_deadline = now + p.rto;
-        deadline_ = std::min(deadline_, p.rto_deadline);
-      }
-      if (sent) arm_tlp(p, now);
+      t = tx_initiator(p, id, *out[n], now);
     }
-    if (sent) {
+    if (t == Turn::kSent) {
       ++n;
       idle = 0;
     } else {
       ++idle;
-      if (!tx_may_act(p)) ready_.clear(rr_);
+      if (t == Turn::kIdle && !tx_may_act(p)) ready_.clear(rr_);
     }
     ++rr_;  // round robin: the next frame comes from the next PDC
   }
@@ -1821,125 +1903,143 @@ void UetEndpoint::on_timer(Time now) {
                   p.credit_deadline, p.tlp_deadline, p.rack_deadline, p.rto_deadline}) <= now) {
       mark_ready(p);  // a timer of its fires: it may have a frame for tx()
     }
+    bool freed = false;
     if (p.role == Role::kTarget) {
-      if (p.ack_pending && p.ack_deadline <= now) p.ack_now = true;
-      if (p.ack_pending && !p.ack_now) next = std::min(next, p.ack_deadline);
-      // §3.12: a target PDC idle for 2 x idle_timeout asks its initiator to close, every
-      // idle_timeout, up to max_retries times. [choice] Unanswered one idle_timeout more, the
-      // initiator may be gone (or never was: a flood of SYNs) or cut off by a failed link:
-      // the PDC stays, but a SYN that finds the table full takes it (reclaim_unanswered).
-      if (p.idle_deadline <= now) {
-        p.idle_deadline = kNever;
-        if (p.close_tries < config_.max_retries) {
-          ++p.close_tries;
-          p.ctrl_pending = true;
-          p.idle_deadline = now + config_.idle_timeout;
-        } else if (!p.unanswered) {
-          p.unanswered = true;
-          if (unanswered_tail_ - unanswered_head_ == config_.max_pdcs) ++unanswered_head_;
-          unanswered_.reserve32(unanswered_head_, unanswered_tail_,
-                                uint64_t{unanswered_tail_ - unanswered_head_} + 1,
-                                config_.max_pdcs);
-          unanswered_[unanswered_tail_++] = id;
-        }
-      }
-      next = std::min(next, p.idle_deadline);
-      continue;
+      timer_target(p, id, now, next);
+    } else if (p.closing) {
+      freed = timer_closing(p, id, now, next);
+    } else {
+      freed = timer_initiator(p, now, next);
     }
-    if (p.closing) {
-      if (p.close_deadline <= now) {
-        if (!p.ctrl_pending && p.close_tries < config_.max_retries && p.established) {
-          ++p.close_tries;
-          p.ctrl_pending = true;  // the CLOSE (or its ACK) was lost: again, with backoff
-          p.close_deadline = now + std::min(p.rto << std::min<int>(p.close_tries, 16), config_.max_rto);
-        } else if (!p.ctrl_pending) {
-          if (p.established) ++counters_.close_abandoned;
-          free_pdc(id);
-          --i;  // free_pdc swapped another PDC into this position
-          continue;
-        } else {
-          p.close_deadline = now + p.rto;
-        }
-      }
-      next = std::min(next, p.close_deadline);
-      continue;
-    }
-    if (p.idle_deadline <= now) {  // idle for idle_timeout: close (§3.12)
-      p.idle_deadline = kNever;
-      if (p.op_head == p.op_tail && !psn_before(p.base_psn, p.next_psn)) {
-        start_close(p, now);
-        next = std::min(next, p.close_deadline);
-        continue;
-      }
-    }
-    next = std::min(next, p.idle_deadline);
-    if (p.credit_deadline <= now) {
-      // RCCC: an RTO blocked on credit without any arriving: the grants (or what asked for
-      // them) were lost. Ask again; before the PDC is established there is no target PDC to
-      // name, so let one packet go as a probe (its SYN opens the PDC, its target asks).
-      p.credit_deadline = kNever;
-      if (p.credit_blocked && !p.rccc.can_send() && credit_backlog(p) > 0) {
-        if (p.established) {
-          p.credit_req_pending = true;
-        } else {
-          p.rccc.on_credit(static_cast<uint64_t>(1 - p.rccc.credit()));  // credit becomes 1
-          ++counters_.credit_probes;
-        }
-      }
-      p.credit_blocked = false;  // the next stall re-arms the timer
-    }
-    next = std::min(next, p.credit_deadline);
-    if (p.clear_at > now) next = std::min(next, p.clear_at);  // a CLEAR may go again (tx)
-    if (p.tlp_deadline <= now) {
-      p.tlp_deadline = kNever;
-      send_tlp(p);
-    }
-    if (p.rack_deadline <= now) rack_detect(p, now);
-    next = std::min(next, p.rack_deadline);
-    if (p.rto_deadline > now) {
-      next = std::min({next, p.rto_deadline, p.tlp_deadline});
-      continue;
-    }
-    // RTO: every PSN in flight longer than the timeout is resent; backoff doubles. A PSN
-    // waiting after an RNR NACK is resent too, without counting as a timeout.
-    bool give_up = false;
-    uint32_t timed_out = 0;
-    for (uint32_t psn = p.base_psn; psn_before(psn, p.next_psn); ++psn) {
-      Slot& s = p.slots[(psn & mpr_mask_)];
-      if (!s.in_flight || s.sent + p.rto > now) continue;
-      if (s.rnr_wait) {
-        mark_lost(p, psn);
-        ++counters_.rnr_retx;
-        continue;
-      }
-      // Giving up means the peer stopped answering: a timeout counts towards max_retries
-      // only if no ACK arrived since this PSN was sent. Otherwise the peer is alive and the
-      // packet sat in a slow queue or was lost on one path (the path selector hears of it):
-      // on degraded links a PSN can time out many times while its PDC makes progress.
-      const bool peer_silent = p.last_ack_at == kNever || p.last_ack_at <= s.sent;
-      if (peer_silent && ++s.retries > config_.max_retries) {
-        give_up = true;
-        break;
-      }
-      p.sel.on_timeout(s.ev, now);
-      mark_lost(p, psn);
-      ++counters_.timeouts;
-      ++timed_out;
-    }
-    if (give_up) {
-      fail_pdc(p, OpStatus::kRetriesExhausted);
-      --i;  // fail_pdc swapped another PDC into this position
-      continue;
-    }
-    if (timed_out > 0) {
-      p.nscc.on_timeout(now);
-      p.rto = std::min(p.rto * 2, config_.max_rto);
-    }
-    p.rto_deadline = psn_before(p.base_psn, p.next_psn) ? now + p.rto : kNever;
-    p.tlp_deadline = kNever;  // after a timeout, the RTO alone until the next progress
-    next = std::min(next, p.rto_deadline);
+    if (freed) --i;  // free_pdc swapped another PDC into this position
   }
   deadline_ = std::min(next, rudi_timer(now));  // RUDI packets' RTOs (uet_modes.cc)
+}
+
+// A target PDC's timers: the delayed ACK (§3.7) and, idle for 2 x idle_timeout, REQ_CLOSE
+// every idle_timeout, up to max_retries times (§3.12). [choice] Unanswered one idle_timeout
+// more, the initiator may be gone (or never was: a flood of SYNs) or cut off by a failed
+// link: the PDC stays, but a SYN that finds the table full takes it (reclaim_unanswered).
+void UetEndpoint::timer_target(Pdc& p, uint16_t id, Time now, Time& next) {
+  if (p.ack_pending && p.ack_deadline <= now) p.ack_now = true;
+  if (p.ack_pending && !p.ack_now) next = std::min(next, p.ack_deadline);
+  if (p.idle_deadline <= now) {
+    p.idle_deadline = kNever;
+    if (p.close_tries < config_.max_retries) {
+      ++p.close_tries;
+      p.ctrl_pending = true;
+      p.idle_deadline = now + config_.idle_timeout;
+    } else if (!p.unanswered) {
+      p.unanswered = true;
+      if (unanswered_tail_ - unanswered_head_ == config_.max_pdcs) ++unanswered_head_;
+      unanswered_.reserve32(unanswered_head_, unanswered_tail_,
+                            uint64_t{unanswered_tail_ - unanswered_head_} + 1, config_.max_pdcs);
+      unanswered_[unanswered_tail_++] = id;
+    }
+  }
+  next = std::min(next, p.idle_deadline);
+}
+
+// A closing initiator PDC (§3.12): its CLOSE again, with backoff, until answered or
+// max_retries; then freed. True when freed.
+bool UetEndpoint::timer_closing(Pdc& p, uint16_t id, Time now, Time& next) {
+  if (p.close_deadline <= now) {
+    if (!p.ctrl_pending && p.close_tries < config_.max_retries && p.established) {
+      ++p.close_tries;
+      p.ctrl_pending = true;  // the CLOSE (or its ACK) was lost: again, with backoff
+      p.close_deadline = now + std::min(p.rto << std::min<int>(p.close_tries, 16), config_.max_rto);
+    } else if (!p.ctrl_pending) {
+      if (p.established) ++counters_.close_abandoned;
+      free_pdc(id);
+      return true;
+    } else {
+      p.close_deadline = now + p.rto;
+    }
+  }
+  next = std::min(next, p.close_deadline);
+  return false;
+}
+
+// An initiator PDC's timers: idle close (§3.12), the RCCC re-ask, CLEAR, the tail-loss probe,
+// RACK's reorder timer and the RTO. True when the PDC failed (freed).
+bool UetEndpoint::timer_initiator(Pdc& p, Time now, Time& next) {
+  if (p.idle_deadline <= now) {  // idle for idle_timeout: close (§3.12)
+    p.idle_deadline = kNever;
+    if (p.op_head == p.op_tail && !psn_before(p.base_psn, p.next_psn)) {
+      start_close(p, now);
+      next = std::min(next, p.close_deadline);
+      return false;
+    }
+  }
+  next = std::min(next, p.idle_deadline);
+  if (p.credit_deadline <= now) credit_timeout(p);
+  next = std::min(next, p.credit_deadline);
+  if (p.clear_at > now) next = std::min(next, p.clear_at);  // a CLEAR may go again (tx)
+  if (p.tlp_deadline <= now) {
+    p.tlp_deadline = kNever;
+    send_tlp(p);
+  }
+  if (p.rack_deadline <= now) rack_detect(p, now);
+  next = std::min(next, p.rack_deadline);
+  if (p.rto_deadline > now) {
+    next = std::min({next, p.rto_deadline, p.tlp_deadline});
+    return false;
+  }
+  if (!rto_fired(p, now)) {
+    fail_pdc(p, OpStatus::kRetriesExhausted);
+    return true;
+  }
+  next = std::min(next, p.rto_deadline);
+  return false;
+}
+
+// RCCC: an RTO blocked on credit without any arriving: the grants (or what asked for them)
+// were lost. Ask again; before the PDC is established there is no target PDC to name, so let
+// one packet go as a probe (its SYN opens the PDC, its target asks).
+void UetEndpoint::credit_timeout(Pdc& p) {
+  p.credit_deadline = kNever;
+  if (p.credit_blocked && !p.rccc.can_send() && credit_backlog(p) > 0) {
+    if (p.established) {
+      p.credit_req_pending = true;
+    } else {
+      p.rccc.on_credit(static_cast<uint64_t>(1 - p.rccc.credit()));  // credit becomes 1
+      ++counters_.credit_probes;
+    }
+  }
+  p.credit_blocked = false;  // the next stall re-arms the timer
+}
+
+// RTO: every PSN in flight longer than the timeout is resent; backoff doubles. A PSN waiting
+// after an RNR NACK is resent too, without counting as a timeout. False: a PSN used up its
+// retries with the peer silent (the PDC fails).
+bool UetEndpoint::rto_fired(Pdc& p, Time now) {
+  uint32_t timed_out = 0;
+  for (uint32_t psn = p.base_psn; psn_before(psn, p.next_psn); ++psn) {
+    Slot& s = p.slots[(psn & mpr_mask_)];
+    if (!s.in_flight || s.sent + p.rto > now) continue;
+    if (s.rnr_wait) {
+      mark_lost(p, psn);
+      ++counters_.rnr_retx;
+      continue;
+    }
+    // Giving up means the peer stopped answering: a timeout counts towards max_retries only
+    // if no ACK arrived since this PSN was sent. Otherwise the peer is alive and the packet
+    // sat in a slow queue or was lost on one path (the path selector hears of it): on
+    // degraded links a PSN can time out many times while its PDC makes progress.
+    const bool peer_silent = p.last_ack_at == kNever || p.last_ack_at <= s.sent;
+    if (peer_silent && ++s.retries > config_.max_retries) return false;
+    p.sel.on_timeout(s.ev, now);
+    mark_lost(p, psn);
+    ++counters_.timeouts;
+    ++timed_out;
+  }
+  if (timed_out > 0) {
+    p.nscc.on_timeout(now);
+    p.rto = std::min(p.rto * 2, config_.max_rto);
+  }
+  p.rto_deadline = psn_before(p.base_psn, p.next_psn) ? now + p.rto : kNever;
+  p.tlp_deadline = kNever;  // after a timeout, the RTO alone until the next progress
+  return true;
 }
 
 }  // namespace uet

@@ -584,6 +584,7 @@ class UetEndpoint final : public Endpoint {
   void nscc_on_ack(Pdc& p, const wire::PdsAckCc* cc, bool marked, Time rtt,
                    uint64_t in_flight_before, Time now);
   void rx_nack(const wire::Decoded& d, Time now);
+  void rnr_nack(Pdc& p, uint32_t psn, wire::NackCode code);
   void rx_ctrl(const wire::Decoded& d, Time now);
   void refuse(Pdc& p, uint32_t psn, uint8_t code, uint16_t message_id);
   void clear_to(Pdc& p, uint32_t clear_psn);
@@ -600,6 +601,20 @@ class UetEndpoint final : public Endpoint {
   void on_credit(Pdc& p, uint64_t bytes);
   void take_grants(Time now);
   size_t tx_grants(std::span<Frame* const> out, size_t n, Time now);
+  // What one PDC's turn in tx() did: sent a frame; nothing (its ready bit goes if only a
+  // change from outside can give it work); or nothing yet, waiting on credit or a CLEAR.
+  enum class Turn : uint8_t { kSent, kIdle, kWaiting };
+  Turn tx_close(Pdc& p, uint16_t id, Frame& f);
+  Turn tx_target(Pdc& p, uint16_t id, Frame& f, Time now);
+  Turn tx_initiator(Pdc& p, uint16_t id, Frame& f, Time now);
+  bool take_resend(Pdc& p, bool credit, Time now, uint32_t* psn);
+  Turn tx_clear(Pdc& p, uint16_t id, Frame& f, Time now);
+  // on_timer() by role; true when the PDC was freed.
+  void timer_target(Pdc& p, uint16_t id, Time now, Time& next);
+  bool timer_closing(Pdc& p, uint16_t id, Time now, Time& next);
+  bool timer_initiator(Pdc& p, Time now, Time& next);
+  void credit_timeout(Pdc& p);
+  bool rto_fired(Pdc& p, Time now);
   void credit_blocked(Pdc& p, Time now);
   void ack_psn(Pdc& p, uint32_t psn, bool ce, Time now);
   // Records `psn` and advances the cumulative point past every PSN received in order. (Inline:
@@ -666,6 +681,12 @@ class UetEndpoint final : public Endpoint {
   absl::Status post_in_mode(DeliveryMode mode, uint32_t peer, const Op& op, const char* verb);
   void fail_pdc(Pdc& p, OpStatus why);
   bool build_ack(Pdc& p, uint16_t pdcid, Frame& f);
+  const Pdc::Response* take_response(Pdc& p);
+  void ack_cc_state(Pdc& p, const Pdc::Response* r, bool ce, wire::HeaderWords<wire::PdsAckCc>& ack);
+  uint64_t sack_bitmap(const Pdc& p, uint32_t sack_base) const noexcept;
+  bool ack_response_header(const Pdc::Response& r, wire::SesResponse* rsp,
+                           wire::SesResponseData* rd, wire::FrameBuilder& b, size_t capacity,
+                           size_t* elided);
   uint8_t advertised_mpr(const Pdc& p) const noexcept;
   bool mpr_room(const Pdc& p) const noexcept;
   bool build_nack(Pdc& p, uint16_t pdcid, Frame& f);
@@ -674,6 +695,10 @@ class UetEndpoint final : public Endpoint {
                             Stateless kind = Stateless::kNack, uint16_t local_pdcid = 0,
                             const uint32_t* payload = nullptr);
   bool build_data(Pdc& p, uint16_t pdcid, uint32_t psn, bool retx, Frame& f, Time now);
+  void data_pds(Pdc& p, uint16_t pdcid, uint32_t psn, bool retx, bool last, uint32_t payload,
+                Time now, wire::HeaderWords<wire::PdsRudRodCc>& pds);
+  static void data_ses(const Op& o, const Slot& s, uint64_t offset, uint32_t len, bool last,
+                       wire::HeaderWords<wire::SesStandardRequest>& ses);
   wire::Encap encap_for(const Pdc& p, bool control, uint16_t ev) const;
   void set_peer(Pdc& p, uint32_t ip4);  // peer_ip4, peer_mac and the encap templates
   static uint16_t ev_port(const Pdc& p, uint16_t ev) noexcept;
