@@ -1,5 +1,5 @@
 // Control path of the UET engine: configuration, PDC allocation, registration, posting,
-// completions. The per-packet work is in uet_datapath.cc.
+// completions. The per-packet work is in uet_rx.cc, uet_tx.cc and the files beside them.
 #include "transport/uet/uet_endpoint.h"
 
 #include <algorithm>

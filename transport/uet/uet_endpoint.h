@@ -562,7 +562,8 @@ class UetEndpoint final : public Endpoint {
   // or dropped: it comes again).
   enum class Exec : uint8_t { kRecord, kDone, kWait };
 
-  // Data path helpers (uet_datapath.cc).
+  // Data path helpers (uet_rx.cc, uet_ses.cc, uet_initiator.cc, uet_tx.cc, uet_frames.cc,
+  // uet_timers.cc; NOTES.md says which holds what).
   void rx_one(const Frame& f, Time now);
   void rx_request(const wire::Decoded& d, Time now);
   Pdc* syn_target(const wire::Decoded& d, const wire::PdsRudRod& h, bool rod, bool trimmed,

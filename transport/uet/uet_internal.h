@@ -1,4 +1,4 @@
-// Small helpers the UET engine's data path files share (uet_datapath.cc, uet_modes.cc).
+// Small helpers the UET engine's data path files share (uet_rx.cc, uet_tx.cc, ...).
 // Internal to transport/uet/.
 #pragma once
 
@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "transport/api.h"
+#include "transport/uet/uet_endpoint.h"
 #include "transport/wire/builder.h"
 #include "transport/wire/checksum.h"
 #include "transport/wire/decode.h"
@@ -66,3 +67,34 @@ inline OpStatus status_for(wire::SesReturnCode rc) noexcept {
 }
 
 }  // namespace uet::internal
+
+namespace uet {
+
+// Data-path steps that more than one of the engine's files inline.
+
+// Tail-loss probe (RFC 8985 §7): armed only when all posted work has been sent, PSNs are
+// outstanding, a sample exists and no probe went since the last progress; it fires
+// 2 srtt + ack_delay after the last send or ACK.
+[[gnu::always_inline]] inline void UetEndpoint::arm_tlp(Pdc& p, Time now) noexcept {
+  p.tlp_deadline = kNever;
+  if (!config_.tlp || p.srtt == 0 || p.tlp_done || p.op_send != p.op_tail ||
+      !internal::psn_before(p.base_psn, p.next_psn)) {
+    return;
+  }
+  // RFC 8985 §7.2: PTO = 2 srtt (+ the peer's ACK delay), but before the RTO: with a small
+  // RTO (min_rto) the probe goes at 3/4 of it, so it still saves the timeout's window cut.
+  // rto_rtt_max_pct: a stall as long as an earlier one is not a lost tail either.
+  const Time wait = std::max(2 * p.srtt + config_.ack_delay,
+                             p.rtt_max * config_.rto_rtt_max_pct / 100);
+  const Time pto = std::min(wait, p.rto * 3 / 4);
+  p.tlp_deadline = now + pto;
+  deadline_ = std::min(deadline_, p.tlp_deadline);
+}
+
+// §2.4: EV index i (pathsel/) travels as a UDP source port in the dynamic range 49152..65535,
+// spread from the PDC's random base by an odd stride, so indices 0..16383 are distinct ports.
+inline uint16_t UetEndpoint::ev_port(const Pdc& p, uint16_t ev) noexcept {
+  return wire::dynamic_port(p.ev_base + uint32_t{ev} * 0x9E37u);
+}
+
+}  // namespace uet

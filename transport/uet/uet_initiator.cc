@@ -1,0 +1,485 @@
+// The initiator's send window (spec/uet.md §3.7, §3.8, §3.10): ACKs and the PSNs they cover,
+// SES responses, NACKs, loss detection (RACK, tail-loss probe), the RTT estimate, NSCC and
+// RCCC credit at the sender, and an idle PDC's close.
+#include <algorithm>
+#include <bit>
+#include <cstring>
+
+#include "transport/uet/uet_endpoint.h"
+#include "transport/uet/uet_internal.h"
+#include "transport/wire/checksum.h"
+#include "transport/wire/stream_copy.h"
+
+namespace uet {
+
+using wire::NextHeader;
+using wire::PdsType;
+using wire::kDscpTrimmed;
+using internal::psn_before;
+using internal::status_for;
+using internal::test_bit;
+
+// `ce`: the ACK echoed CE for this very PSN (it was the ACK's trigger). Inline (here and
+// covered_psn): an ACK runs it for every PSN it covers, and the out-of-line calls cost about
+// as much as their bodies (bench/NOTES.md, "Fourth round (h/engine4)").
+[[gnu::always_inline]] inline void UetEndpoint::ack_psn(Pdc& p, uint32_t psn, bool ce, Time now) {
+  Slot& s = p.slots[(psn & mpr_mask_)];
+  if (s.acked) return;
+  p.sel.on_ack(s.ev, ce, now);
+  if (s.in_flight) p.bytes_in_flight -= s.len;
+  if (s.resend) --p.resend_pending;
+  s.acked = true;
+  s.in_flight = false;
+  s.resend = false;
+  s.rnr_wait = false;
+  ++p.acked_total;
+  --p.ops[s.op].unacked;
+}
+
+// RFC 6298 §2: SRTT/RTTVAR from one sample of a packet sent once.
+void UetEndpoint::on_rtt_sample(Pdc& p, Time rtt) noexcept {
+  if (p.srtt == 0) {
+    p.srtt = rtt;
+    p.rttvar = rtt / 2;
+  } else {
+    const Time err = p.srtt > rtt ? p.srtt - rtt : rtt - p.srtt;
+    p.rttvar = (3 * p.rttvar + err) / 4;
+    p.srtt = (7 * p.srtt + rtt) / 8;
+  }
+  p.rtt_max = std::max(p.rtt_max, rtt);
+  counters_.rtt_max = std::max(counters_.rtt_max, rtt);
+}
+
+// RFC 6298 §2.3, floored at rto_srtt_pct of srtt and at rto_rtt_max_pct of the largest sample.
+Time UetEndpoint::rto_estimate(const Pdc& p) noexcept {
+  if (p.srtt == 0) return config_.rto;
+  const Time est = std::max(p.srtt + 4 * p.rttvar, p.srtt * config_.rto_srtt_pct / 100);
+  const Time rto = std::clamp(est, config_.min_rto, config_.max_rto);
+  if (config_.rto_rtt_max_pct == 0) return rto;
+  const Time floored = std::clamp(std::max(est, p.rtt_max * config_.rto_rtt_max_pct / 100),
+                                  config_.min_rto, config_.max_rto);
+  if (floored > rto) ++counters_.rto_below_rtt_max;
+  return floored;
+}
+
+// RFC 8985 §6.2 with a count threshold: a hole with reorder_threshold acknowledged PSNs past
+// it, sent before the newest delivered packet, is lost once it has been out that packet's
+// round trip plus the reordering window. At an ACK this is the send-time rule (sent +
+// window <= the newest delivered packet's send time); when nothing newer arrives (the flow has
+// nothing left to send, or its window is full) the reorder timer (§6.3) fires at that time
+// instead of waiting for the probe or the RTO.
+// The count waits for later packets to show a hole. Once the last PSN sent is acknowledged
+// no later ACK can show one, so every hole before it is judged by time alone, as RFC 8985
+// does (it has no count): a lost first packet of a short write goes one RTT and the window
+// after it was sent, not at the probe timeout after the last ACK.
+void UetEndpoint::rack_detect(Pdc& p, Time now) {
+  p.rack_deadline = kNever;
+  if (p.rack_sent == 0 || !psn_before(p.base_psn, p.next_psn)) return;
+  const Time window = reorder_window(p);
+  const bool tail_acked = p.slots[(p.next_psn - 1) & mpr_mask_].acked;
+  const uint32_t end = p.rack_highest + 1 - (tail_acked ? 0 : config_.reorder_threshold);
+  for (uint32_t psn = p.base_psn; psn_before(psn, end); ++psn) {
+    const Slot& s = p.slots[(psn & mpr_mask_)];
+    if (!s.in_flight || s.acked || s.sent > p.rack_sent) continue;
+    const Time lost_at = s.sent + p.rack_rtt + window;
+    if (lost_at <= now) {
+      p.sel.on_nack(s.ev, now);  // an inferred loss counts against its path like a NACK
+      mark_lost(p, psn);
+      ++counters_.fast_retx;
+    } else {
+      p.rack_deadline = std::min(p.rack_deadline, lost_at);
+    }
+  }
+  deadline_ = std::min(deadline_, p.rack_deadline);
+}
+
+// Resends the highest unacknowledged PSN in flight, once: its ACK carries the SACK state that
+// repairs the rest, or it repairs the last packet itself.
+void UetEndpoint::send_tlp(Pdc& p) {
+  p.tlp_done = true;
+  for (uint32_t psn = p.next_psn; psn_before(p.base_psn, psn);) {
+    --psn;
+    const Slot& s = p.slots[(psn & mpr_mask_)];
+    if (s.acked || !s.in_flight || s.rnr_wait) continue;
+    mark_lost(p, psn);
+    ++counters_.tlp_probes;
+    return;
+  }
+}
+
+// `psn` is covered by an ACK's CACK or SACK. A READ PSN counts only with its data: covered
+// without it, its data ACK was lost (or is late). If a READ sent `reorder_window` after this
+// one got its data (`data_sent`), ask again; otherwise the RTO will.
+[[gnu::always_inline]] inline void UetEndpoint::covered_psn(Pdc& p, uint32_t psn, bool ce,
+                                                            Time data_sent, Time now) {
+  Slot& s = p.slots[(psn & mpr_mask_)];
+  if (s.acked) return;
+  const Op& o = p.ops[s.op];
+  if (o.op == Opcode::kRead && !o.failed) {
+    if (data_sent > 0 && s.in_flight && s.sent + reorder_window(p) <= data_sent) {
+      mark_lost(p, psn);
+      ++counters_.read_data_lost;
+    }
+    return;
+  }
+  ack_psn(p, psn, ce, now);
+}
+
+void UetEndpoint::mark_lost(Pdc& p, uint32_t psn) {
+  Slot& s = p.slots[(psn & mpr_mask_)];
+  if (s.acked || s.resend || !s.in_flight) return;
+  p.bytes_in_flight -= s.len;
+  s.in_flight = false;
+  s.rnr_wait = false;
+  s.resend = true;
+  ++p.resend_pending;
+}
+
+[[gnu::always_inline]] inline void UetEndpoint::retire_ops(Pdc& p) {
+  // Slide the window past acknowledged PSNs.
+  while (psn_before(p.base_psn, p.next_psn) && p.slots[(p.base_psn & mpr_mask_)].acked) {
+    p.slots[(p.base_psn & mpr_mask_)] = Slot{};
+    ++p.base_psn;
+  }
+  // Complete operations whose every packet was sent (behind op_send) and acknowledged, in
+  // posting order.
+  while (p.op_head != p.op_send) {
+    const Op& o = p.ops[p.op_head];
+    if (o.unacked != 0) break;
+    completions_.push_back(Completion{o.wr_id, o.failed ? o.status : OpStatus::kSuccess,
+                                      o.failed ? 0 : o.length, o.op});
+    ++p.op_head;
+  }
+}
+
+// §3.7/§3.8 initiator side.
+void UetEndpoint::rx_ack(const wire::Decoded& d, Time now) {
+  const wire::PdsAck& h = *wire::as<wire::PdsAck>(d.pds);
+  Pdc* p = pdc(h.dpdcid());
+  if (p == nullptr || p->role != Role::kInitiator || p->peer_ip4 != d.ipv4->src()) {
+    ++counters_.rx_unknown_pdc;
+    return;
+  }
+  const uint32_t cack = h.cack_psn();
+  const wire::PdsAckCc* const cc = d.pds_as<wire::PdsAckCc>();
+  if (cc != nullptr && cc->cc_type() == wire::CcType::kCredit && !p->closing) {
+    ++counters_.rx_credit_acks;  // §3.8.2: RCCC credit riding the ACK
+    on_credit(*p, cc->credit());
+  }
+  if (p->closing) {  // §3.12: only the ACK of the CLOSE matters now
+    if (cack == p->close_psn && h.spdcid() == p->peer_pdcid) {
+      ++counters_.pdcs_closed;
+      free_pdc(p->id);
+    } else {
+      ++counters_.rx_stale_ack;
+    }
+    return;
+  }
+  const uint32_t trig = cack + static_cast<uint32_t>(static_cast<int32_t>(h.ack_psn_offset()));
+  const bool trig_in_window = !psn_before(trig, p->base_psn) && psn_before(trig, p->next_psn);
+  const uint64_t in_flight_before = p->bytes_in_flight;
+  const uint64_t acked_before = p->acked_total;
+  // An RTT sample from the PSN that triggered the ACK, if it was sent once (Karn).
+  Time rtt = 0;
+  if (trig_in_window) {
+    const Slot& s = p->slots[(trig & mpr_mask_)];
+    if (s.in_flight && !s.retransmitted && !h.retx()) rtt = now - s.sent;
+  }
+  const Time data_sent = ack_response(*p, d, trig, trig_in_window, now);
+  // Only PSNs we sent can be acknowledged: base-1 <= cack < next.
+  if (psn_before(cack, p->base_psn - 1) || !psn_before(cack, p->next_psn)) {
+    ++counters_.rx_stale_ack;
+    retire_ops(*p);
+    return;
+  }
+  ++counters_.rx_acks;
+  p->last_ack_at = now;
+  // §3.8: new PSNs stay within the window this target advertises (mpr_room); MPR 0 says
+  // nothing [choice].
+  if (p->peer_mpr == 0 || psn_before(p->peer_cack, cack)) p->peer_cack = cack;
+  if (cc != nullptr && cc->mpr() != 0) p->peer_mpr = cc->mpr();
+  if (!p->established) {  // §3.3: the first ACK carries the target's PDC id
+    p->established = true;
+    p->peer_pdcid = h.spdcid();
+  }
+  ack_covered(*p, cack, trig, h.m(), cc, data_sent, now);
+  nscc_on_ack(*p, cc, h.m(), rtt, in_flight_before, now);
+  retire_ops(*p);
+  // Progress restarts the timer for what is still unacknowledged; a new probe may go after
+  // progress. A timeout's backoff is kept until a valid RTT sample (Karn; RFC 6298 §5.7):
+  // when every ACK is for a retransmitted PSN, the estimate is as old as the last sample, and
+  // resetting the backoff would time out again at once (bench/NOTES.md, "Choices in the
+  // sources"). An ACK that acknowledges nothing new (a duplicate, or the late original of a
+  // resent PSN) restarts neither timer (RFC 6298 §5.3, RFC 8985 §7.2): such ACKs would keep
+  // pushing a stuck flow's probe and RTO out.
+  if (rtt > 0) on_rtt_sample(*p, rtt);
+  const bool progress = p->acked_total != acked_before;
+  if (progress) p->tlp_done = false;
+  p->rto = rtt > 0 ? rto_estimate(*p) : std::max(p->rto, rto_estimate(*p));
+  if (!psn_before(p->base_psn, p->next_psn)) {
+    p->rto_deadline = kNever;
+  } else if (progress || p->rto_deadline == kNever) {
+    p->rto_deadline = now + p->rto;
+  }
+  deadline_ = std::min(deadline_, p->rto_deadline);
+  if (progress) arm_tlp(*p, now);
+  note_idle(*p, now);
+}
+
+// §4.6 / §4.7 at the initiator: the SES response an ACK carries answers its trigger PSN. Read
+// data is placed at its chunk's offset, in any order, once: only while the chunk's slot waits
+// for it. Returns the send time of the READ whose data was placed (0: none).
+[[gnu::always_inline]] inline Time UetEndpoint::ack_response(Pdc& p, const wire::Decoded& d,
+                                                             uint32_t trig, bool trig_in_window,
+                                                             Time now) {
+  Time data_sent = 0;
+  if (const wire::SesResponseData* rd = d.ses_as<wire::SesResponseData>(); rd != nullptr) {
+    bool placed = false;
+    if (trig_in_window) {
+      const Slot& s = p.slots[(trig & mpr_mask_)];
+      Op& o = p.ops[s.op];
+      if (o.op == Opcode::kRead && !s.acked && !o.failed &&
+          rd->return_code() == wire::SesReturnCode::kOk &&
+          rd->read_req_message_id() == static_cast<uint16_t>(o.message_id + s.packet) &&
+          rd->payload_length() == s.len && rd->message_offset() == 0) {
+        const size_t have = std::min<size_t>(d.payload.size(), s.len);
+        if (have > 0) {
+          std::memcpy(o.dst + uint64_t{s.packet} * config_.payload_bytes, d.payload.data(), have);
+        }
+        data_sent = s.sent;
+        ack_psn(p, trig, false, now);
+        ++counters_.rx_read_data;
+        placed = true;
+      }
+    }
+    if (!placed) ++counters_.rx_stale_read_data;
+  } else if (const wire::SesResponse* rsp = d.ses_as<wire::SesResponse>(); rsp != nullptr) {
+    const auto rc = rsp->return_code();
+    if (trig_in_window && rc != wire::SesReturnCode::kOk && rc != wire::SesReturnCode::kNull) {
+      const Slot& s = p.slots[(trig & mpr_mask_)];
+      Op& o = p.ops[s.op];
+      const auto mid = static_cast<uint16_t>(o.message_id + (o.op == Opcode::kRead ? s.packet : 0));
+      if (!s.acked && mid == rsp->message_id()) {
+        if (!o.failed) {
+          o.failed = true;
+          o.status = status_for(rc);
+        }
+        // The refusal is the acknowledgement of its PSN: the target leaves it out of CACK and
+        // SACK until our clear PSN passes it (Pdc::gtd).
+        ack_psn(p, trig, false, now);
+      }
+    }
+  }
+  return data_sent;
+}
+
+// The PSNs an ACK covers (CACK and SACK) are acknowledged, and RACK learns the newest delivered
+// packet. `marked`: §3.7 `m` echoes CE on the trigger alone. The target ACKs at once on a CE
+// mark and keeps the marked packet as the trigger, so every other PSN this ACK covers arrived
+// unmarked: the path selector hears about each newly acknowledged packet's EV.
+[[gnu::always_inline]] inline void UetEndpoint::ack_covered(Pdc& p, uint32_t cack, uint32_t trig,
+                                                            bool marked, const wire::PdsAckCc* cc,
+                                                            Time data_sent, Time now) {
+  // The send time of the newest packet (sent once: Karn) this ACK covers: holes sent well
+  // before it are lost (a time guard against the reordering that spraying causes).
+  Time newest_sent = 0;
+  for (uint32_t psn = p.base_psn; psn_before(psn, cack + 1); ++psn) {
+    const Slot& s = p.slots[(psn & mpr_mask_)];
+    if (!s.retransmitted) newest_sent = std::max(newest_sent, s.sent);
+    covered_psn(p, psn, marked && psn == trig, data_sent, now);
+  }
+  uint32_t highest = cack;
+  if (cc != nullptr) {
+    const uint32_t sack_base = cack + cc->sack_psn_offset();
+    // The set bits in ascending order. A bit at or past next_psn claims a PSN never sent
+    // (a forged or corrupt ACK): ignored, counted once per ACK.
+    bool unsent = false;
+    for (uint64_t bits = cc->sack_bitmap(); bits != 0; bits &= bits - 1) {
+      const uint32_t psn = sack_base + static_cast<uint32_t>(std::countr_zero(bits));
+      if (!psn_before(psn, p.next_psn)) unsent = true;
+      if (psn_before(psn, p.base_psn) || !psn_before(psn, p.next_psn)) continue;
+      const Slot& s = p.slots[(psn & mpr_mask_)];
+      if (!s.retransmitted) newest_sent = std::max(newest_sent, s.sent);
+      covered_psn(p, psn, marked && psn == trig, data_sent, now);
+      if (psn_before(highest, psn)) highest = psn;
+    }
+    counters_.rx_sack_unsent += unsent;
+  }
+  // RACK (RFC 8985 §6.2): remember the newest delivered packet's send time and round trip.
+  if (newest_sent > 0 && newest_sent >= p.rack_sent) {
+    p.rack_sent = newest_sent;
+    p.rack_rtt = now - newest_sent;
+  }
+  if (psn_before(p.rack_highest, highest)) p.rack_highest = highest;
+  rack_detect(p, now);
+}
+
+// NSCC (cc/nscc.h) sees the bytes this ACK took out of flight, its ECN echo and the RTT
+// without the time the target held the trigger (§3.8.1 service_time), never below base_rtt for
+// that (a sample already below it is kept); the receiver's penalty applies to the bytes it
+// newly received (rcvd_bytes delta, modulo 2^24; a reordered ACK adds none).
+[[gnu::always_inline]] inline void UetEndpoint::nscc_on_ack(Pdc& p, const wire::PdsAckCc* cc,
+                                                            bool marked, Time rtt,
+                                                            uint64_t in_flight_before, Time now) {
+  Time nscc_rtt = rtt;
+  uint32_t newly_rcvd = 0;
+  if (cc != nullptr && cc->cc_type() == wire::CcType::kNscc) {
+    if (rtt > 0) {
+      const Time held = Time{cc->service_time()} * kNanosecond;
+      nscc_rtt = std::max(rtt - held, std::min(rtt, config_.base_rtt));
+    }
+    if (const uint32_t delta = (cc->rcvd_bytes() - p.peer_rcvd_bytes) & 0xFFFFFF;
+        delta < 0x800000) {
+      newly_rcvd = delta;
+      p.peer_rcvd_bytes = cc->rcvd_bytes();
+    }
+  }
+  if (p.bytes_in_flight < in_flight_before) {
+    p.nscc.on_ack(in_flight_before - p.bytes_in_flight, marked, nscc_rtt, now);
+  }
+  if (newly_rcvd != 0 && cc->rcv_cwnd_pend() != 0) {
+    p.nscc.on_receiver_pending(newly_rcvd, cc->rcv_cwnd_pend());
+  }
+}
+
+// An initiator PDC with nothing posted and nothing outstanding is idle: it closes after
+// idle_timeout, or at once when the target asked (REQ_CLOSE).
+void UetEndpoint::note_idle(Pdc& p, Time now) {
+  if (p.closing || p.op_head != p.op_tail || psn_before(p.base_psn, p.next_psn)) return;
+  if (p.close_requested) {
+    start_close(p, now);
+    return;
+  }
+  if (config_.idle_timeout == 0 || p.idle_deadline != kNever) return;
+  p.idle_deadline = now + config_.idle_timeout;
+  deadline_ = std::min(deadline_, p.idle_deadline);
+}
+
+// RCCC: credit arrived for an initiator PDC (CREDIT, or an ACK_CC with cc_type CREDIT). The
+// first grant ends the speculation; the next tx() sends against it.
+void UetEndpoint::on_credit(Pdc& p, uint64_t bytes) {
+  counters_.credit_received += bytes;
+  if (p.speculating) {
+    p.speculating = false;
+    p.rccc.stop_speculating();
+  }
+  p.rccc.on_credit(bytes);
+  p.credit_blocked = false;
+  p.credit_deadline = kNever;
+}
+
+// RCCC: initiator PDC `p` has data to send and no credit. The first time: count it, arm the
+// re-ask timer (an RTO without credit), and ask at once if the receiver was last told that
+// nothing more is wanted.
+void UetEndpoint::credit_blocked(Pdc& p, Time now) {
+  if (p.credit_blocked) return;
+  p.credit_blocked = true;
+  ++counters_.credit_stalls;
+  p.credit_deadline = now + p.rto;
+  deadline_ = std::min(deadline_, p.credit_deadline);
+  if (p.last_target == 0 && p.established) p.credit_req_pending = true;
+}
+
+// §3.10 sender reactions.
+void UetEndpoint::rx_nack(const wire::Decoded& d, Time now) {
+  const wire::PdsNack& h = *d.pds_as<wire::PdsNack>();
+  ++counters_.rx_nacks;
+  if (h.nt()) {  // §3.10 `nt`: names a RUDI packet ID; our RUDI targets answer with RUDI_RESP
+    ++counters_.rx_rudi_stale;
+    return;
+  }
+  Pdc* p = pdc(h.dpdcid());
+  if (p == nullptr || p->role != Role::kInitiator || p->peer_ip4 != d.ipv4->src()) {
+    // A stateless NACK names our PDC in DPDCID too (we set it from our SPDCID).
+    ++counters_.rx_unknown_pdc;
+    return;
+  }
+  if (p->closing) return;  // nothing outstanding; only the CLOSE's ACK matters
+  const uint32_t psn = h.nack_psn();
+  const bool in_window = !psn_before(psn, p->base_psn) && psn_before(psn, p->next_psn);
+  switch (h.nack_code()) {
+    case wire::NackCode::kTrimmed:
+    case wire::NackCode::kRcvrInferLoss:
+    case wire::NackCode::kPktNotRcvd:
+      // The packet was cut or lost on its path: tell the path selector (uet-htsim reports
+      // PATH_NACK here). A last-hop trim or a window overrun says nothing about the path.
+      if (in_window) {
+        const Slot& s = p->slots[(psn & mpr_mask_)];
+        if (s.in_flight && !s.acked) p->sel.on_nack(s.ev, now);
+      }
+      [[fallthrough]];
+    case wire::NackCode::kTrimmedLastHop:
+    case wire::NackCode::kPsnOorWindow:
+    // Our ROD targets stage out-of-order arrivals and never send ROD_OOO; from another
+    // target it names the first PSN it dropped: resend that one now, the rest as SACKs show.
+    case wire::NackCode::kRodOoo:
+    case wire::NackCode::kFirstRodOoo:
+      // Resend exactly that PSN at once.
+      if (in_window) {
+        mark_lost(*p, psn);
+        ++counters_.nack_retx;
+        p->nscc.on_nack(config_.payload_bytes, now);
+      }
+      break;
+    case wire::NackCode::kRcvdSesProcg:
+    case wire::NackCode::kNoSesMsgAvail:
+      // The target had no receive buffer (or no message state) for a SEND: resend when the
+      // RTO fires, up to rnr_retries times per PSN; then give the SEND up (NOTES.md, "How the
+      // SES operations travel on the PDS").
+      if (in_window) rnr_nack(*p, psn, h.nack_code());
+      break;
+    case wire::NackCode::kNoPdcAvail:
+      fail_pdc(*p, OpStatus::kNoResources);
+      return;
+    case wire::NackCode::kInvDpdcid:
+    case wire::NackCode::kClosingInErr:
+    case wire::NackCode::kPdcModeMismatch:
+    case wire::NackCode::kInvalidSyn:
+      fail_pdc(*p, OpStatus::kPdcClosed);
+      return;
+    case wire::NackCode::kNewStartPsn:
+      // §5.6: the target refused our SYN's start PSN; the next PDC to it starts where it said.
+      // Only a PDC still in SYN can be refused so (nothing it sent was accepted).
+      // A late copy of an old SYN's refusal may name a reused PDC id: the PSN must be ours.
+      if (tss_ != nullptr && !p->established && in_window) {
+        tss_->initiator_next_start(p->peer_ip4, h.nack_payload());
+        fail_pdc(*p, OpStatus::kPdcClosed);
+        return;
+      }
+      break;
+    default:
+      break;  // counted above; no defined reaction here yet
+  }
+}
+
+// §3.10 RCVD_SES_PROCG / NO_SES_MSG_AVAIL for a SEND's `psn`: it waits for the RTO to go
+// again, up to rnr_retries times; a SEND nothing of which was accepted is then given up (it
+// goes once more, with `ie`).
+void UetEndpoint::rnr_nack(Pdc& p, uint32_t psn, wire::NackCode code) {
+  Slot& s = p.slots[(psn & mpr_mask_)];
+  Op& o = p.ops[s.op];
+  if (s.acked || !s.in_flight || s.rnr_wait) return;
+  if (o.abandoned) {
+    mark_lost(p, psn);  // goes again, with `ie`
+  } else if (s.rnr >= config_.rnr_retries && o.unacked == o.packets) {
+    // Nothing of the message was accepted, so the target holds no state for it.
+    o.abandoned = true;
+    o.failed = true;
+    o.status = code == wire::NackCode::kNoSesMsgAvail ? OpStatus::kNoResources
+                                                      : OpStatus::kReceiverNotReady;
+    mark_lost(p, psn);
+  } else {
+    if (s.rnr < 255) ++s.rnr;
+    s.rnr_wait = true;
+  }
+}
+
+void UetEndpoint::fail_pdc(Pdc& p, OpStatus why) {
+  for (uint32_t i = p.op_head; i != p.op_tail; ++i) {
+    const Op& o = p.ops[i];
+    completions_.push_back(Completion{o.wr_id, o.failed ? o.status : why, 0, o.op});
+  }
+  free_pdc(p.id);
+}
+
+}  // namespace uet

@@ -1,0 +1,231 @@
+// Timers (spec/uet.md §3.7, §3.12, RFC 6298, RFC 8985): on_timer() by role, the RTO, the
+// RCCC re-ask, and a PDC's teardown (CLOSE, REQ_CLOSE, freeing).
+#include <algorithm>
+#include <bit>
+#include <cstring>
+
+#include "transport/uet/uet_endpoint.h"
+#include "transport/uet/uet_internal.h"
+#include "transport/wire/checksum.h"
+#include "transport/wire/stream_copy.h"
+
+namespace uet {
+
+using wire::NextHeader;
+using wire::PdsType;
+using wire::kDscpTrimmed;
+using internal::psn_before;
+using internal::status_for;
+using internal::test_bit;
+
+// §3.12 CLOSE: the PDC stops being the peer's (a new write opens a new PDC), sends CLOSE with
+// the next PSN and is freed when the target's ACK covers that PSN (or after max_retries
+// unanswered CLOSEs: nothing is outstanding, so nothing is lost).
+void UetEndpoint::start_close(Pdc& p, Time now) {
+  const uint16_t id = p.id;
+  if (auto it = initiator_by_peer_.find(pdc_key(p.peer_ip4, p.rod));
+      it != initiator_by_peer_.end() && it->second == id) {
+    initiator_by_peer_.erase(it);
+  }
+  p.closing = true;
+  p.close_psn = p.next_psn;
+  p.close_tries = 0;
+  p.ctrl_pending = p.established;  // never ACKed: the target has no PDC to close
+  p.idle_deadline = kNever;
+  p.rto_deadline = p.tlp_deadline = kNever;
+  p.close_deadline = now;  // not established: freed at the next timer
+  if (p.established) p.close_deadline = now + p.rto;
+  deadline_ = std::min(deadline_, p.close_deadline);
+}
+
+// Frees a target PDC: SEND messages it was receiving end (kPdcClosed) so their buffers
+// complete in order.
+// The table is full and a SYN wants a PDC: the oldest target PDC whose REQ_CLOSEs all went
+// unanswered (and that has heard nothing since) is freed and allocated again; -1 if none.
+int32_t UetEndpoint::reclaim_unanswered() {
+  while (unanswered_head_ != unanswered_tail_) {
+    const uint16_t id = unanswered_[unanswered_head_++];
+    const Pdc& p = pdcs_[id];
+    if (p.role != Role::kTarget || !p.unanswered) continue;  // answered since, or freed
+    ++counters_.req_close_abandoned;
+    release_target(id);
+    return alloc_pdc(Role::kTarget);
+  }
+  return -1;
+}
+
+void UetEndpoint::release_target(uint16_t id) {
+  if (rx_msgs_used_ > 0) {
+    for (RxMsg& m : rx_msgs_) {
+      if (!m.in_use || m.pdc != id) continue;
+      Recv& r = recvs_[m.recv];
+      r.done = true;
+      r.status = OpStatus::kPdcClosed;
+      r.bytes = 0;
+      m.in_use = false;
+      --rx_msgs_used_;
+    }
+    deliver_recvs();
+  }
+  free_pdc(id);
+}
+
+// The PDCs' timers, and when the RCCC receiver may next grant (its grants go out in tx()).
+Time UetEndpoint::next_deadline() const { return std::min(deadline_, rccc_rx_.next_event()); }
+
+void UetEndpoint::on_timer(Time now) {
+  now_ = now;
+  // RCCC: grants due now are taken (tx() sends them). If no PDC timer is due as well
+  // (deadline_ is never late), that is all.
+  if (rccc_rx_.next_event() <= now) {
+    take_grants(now);
+    if (deadline_ > now) return;
+  }
+  Time next = kNever;
+  for (size_t i = 0; i < active_.size(); ++i) {
+    const uint16_t id = active_[i];
+    Pdc& p = pdcs_[id];
+    if (std::min({p.ack_pending ? p.ack_deadline : kNever, p.idle_deadline, p.close_deadline,
+                  p.credit_deadline, p.tlp_deadline, p.rack_deadline, p.rto_deadline}) <= now) {
+      mark_ready(p);  // a timer of its fires: it may have a frame for tx()
+    }
+    bool freed = false;
+    if (p.role == Role::kTarget) {
+      timer_target(p, id, now, next);
+    } else if (p.closing) {
+      freed = timer_closing(p, id, now, next);
+    } else {
+      freed = timer_initiator(p, now, next);
+    }
+    if (freed) --i;  // free_pdc swapped another PDC into this position
+  }
+  deadline_ = std::min(next, rudi_timer(now));  // RUDI packets' RTOs (uet_modes.cc)
+}
+
+// A target PDC's timers: the delayed ACK (§3.7) and, idle for 2 x idle_timeout, REQ_CLOSE
+// every idle_timeout, up to max_retries times (§3.12). [choice] Unanswered one idle_timeout
+// more, the initiator may be gone (or never was: a flood of SYNs) or cut off by a failed
+// link: the PDC stays, but a SYN that finds the table full takes it (reclaim_unanswered).
+void UetEndpoint::timer_target(Pdc& p, uint16_t id, Time now, Time& next) {
+  if (p.ack_pending && p.ack_deadline <= now) p.ack_now = true;
+  if (p.ack_pending && !p.ack_now) next = std::min(next, p.ack_deadline);
+  if (p.idle_deadline <= now) {
+    p.idle_deadline = kNever;
+    if (p.close_tries < config_.max_retries) {
+      ++p.close_tries;
+      p.ctrl_pending = true;
+      p.idle_deadline = now + config_.idle_timeout;
+    } else if (!p.unanswered) {
+      p.unanswered = true;
+      if (unanswered_tail_ - unanswered_head_ == config_.max_pdcs) ++unanswered_head_;
+      unanswered_.reserve32(unanswered_head_, unanswered_tail_,
+                            uint64_t{unanswered_tail_ - unanswered_head_} + 1, config_.max_pdcs);
+      unanswered_[unanswered_tail_++] = id;
+    }
+  }
+  next = std::min(next, p.idle_deadline);
+}
+
+// A closing initiator PDC (§3.12): its CLOSE again, with backoff, until answered or
+// max_retries; then freed. True when freed.
+bool UetEndpoint::timer_closing(Pdc& p, uint16_t id, Time now, Time& next) {
+  if (p.close_deadline <= now) {
+    if (!p.ctrl_pending && p.close_tries < config_.max_retries && p.established) {
+      ++p.close_tries;
+      p.ctrl_pending = true;  // the CLOSE (or its ACK) was lost: again, with backoff
+      p.close_deadline = now + std::min(p.rto << std::min<int>(p.close_tries, 16), config_.max_rto);
+    } else if (!p.ctrl_pending) {
+      if (p.established) ++counters_.close_abandoned;
+      free_pdc(id);
+      return true;
+    } else {
+      p.close_deadline = now + p.rto;
+    }
+  }
+  next = std::min(next, p.close_deadline);
+  return false;
+}
+
+// An initiator PDC's timers: idle close (§3.12), the RCCC re-ask, CLEAR, the tail-loss probe,
+// RACK's reorder timer and the RTO. True when the PDC failed (freed).
+bool UetEndpoint::timer_initiator(Pdc& p, Time now, Time& next) {
+  if (p.idle_deadline <= now) {  // idle for idle_timeout: close (§3.12)
+    p.idle_deadline = kNever;
+    if (p.op_head == p.op_tail && !psn_before(p.base_psn, p.next_psn)) {
+      start_close(p, now);
+      next = std::min(next, p.close_deadline);
+      return false;
+    }
+  }
+  next = std::min(next, p.idle_deadline);
+  if (p.credit_deadline <= now) credit_timeout(p);
+  next = std::min(next, p.credit_deadline);
+  if (p.clear_at > now) next = std::min(next, p.clear_at);  // a CLEAR may go again (tx)
+  if (p.tlp_deadline <= now) {
+    p.tlp_deadline = kNever;
+    send_tlp(p);
+  }
+  if (p.rack_deadline <= now) rack_detect(p, now);
+  next = std::min(next, p.rack_deadline);
+  if (p.rto_deadline > now) {
+    next = std::min({next, p.rto_deadline, p.tlp_deadline});
+    return false;
+  }
+  if (!rto_fired(p, now)) {
+    fail_pdc(p, OpStatus::kRetriesExhausted);
+    return true;
+  }
+  next = std::min(next, p.rto_deadline);
+  return false;
+}
+
+// RCCC: an RTO blocked on credit without any arriving: the grants (or what asked for them)
+// were lost. Ask again; before the PDC is established there is no target PDC to name, so let
+// one packet go as a probe (its SYN opens the PDC, its target asks).
+void UetEndpoint::credit_timeout(Pdc& p) {
+  p.credit_deadline = kNever;
+  if (p.credit_blocked && !p.rccc.can_send() && credit_backlog(p) > 0) {
+    if (p.established) {
+      p.credit_req_pending = true;
+    } else {
+      p.rccc.on_credit(static_cast<uint64_t>(1 - p.rccc.credit()));  // credit becomes 1
+      ++counters_.credit_probes;
+    }
+  }
+  p.credit_blocked = false;  // the next stall re-arms the timer
+}
+
+// RTO: every PSN in flight longer than the timeout is resent; backoff doubles. A PSN waiting
+// after an RNR NACK is resent too, without counting as a timeout. False: a PSN used up its
+// retries with the peer silent (the PDC fails).
+bool UetEndpoint::rto_fired(Pdc& p, Time now) {
+  uint32_t timed_out = 0;
+  for (uint32_t psn = p.base_psn; psn_before(psn, p.next_psn); ++psn) {
+    Slot& s = p.slots[(psn & mpr_mask_)];
+    if (!s.in_flight || s.sent + p.rto > now) continue;
+    if (s.rnr_wait) {
+      mark_lost(p, psn);
+      ++counters_.rnr_retx;
+      continue;
+    }
+    // Giving up means the peer stopped answering: a timeout counts towards max_retries only
+    // if no ACK arrived since this PSN was sent. Otherwise the peer is alive and the packet
+    // sat in a slow queue or was lost on one path (the path selector hears of it): on
+    // degraded links a PSN can time out many times while its PDC makes progress.
+    const bool peer_silent = p.last_ack_at == kNever || p.last_ack_at <= s.sent;
+    if (peer_silent && ++s.retries > config_.max_retries) return false;
+    p.sel.on_timeout(s.ev, now);
+    mark_lost(p, psn);
+    ++counters_.timeouts;
+    ++timed_out;
+  }
+  if (timed_out > 0) {
+    p.nscc.on_timeout(now);
+    p.rto = std::min(p.rto * 2, config_.max_rto);
+  }
+  p.rto_deadline = psn_before(p.base_psn, p.next_psn) ? now + p.rto : kNever;
+  p.tlp_deadline = kNever;  // after a timeout, the RTO alone until the next progress
+  return true;
+}
+
+}  // namespace uet

@@ -1,0 +1,426 @@
+// Frames out (spec/uet.md §3): tx()'s round robin over the PDCs, one frame per PDC per turn,
+// the data packets it encodes (§3.3, §4.2) and the RCCC grants the target sends (§3.8.2).
+#include <algorithm>
+#include <bit>
+#include <cstring>
+
+#include "transport/uet/uet_endpoint.h"
+#include "transport/uet/uet_internal.h"
+#include "transport/wire/checksum.h"
+#include "transport/wire/stream_copy.h"
+
+namespace uet {
+
+using wire::NextHeader;
+using wire::PdsType;
+using wire::kDscpTrimmed;
+using internal::psn_before;
+using internal::status_for;
+using internal::test_bit;
+
+// §3.3 RUD request + §4.2 standard SES request (WRITE, READ or SEND) for packet `psn`.
+[[gnu::always_inline]] inline bool UetEndpoint::build_data(Pdc& p, uint16_t pdcid, uint32_t psn,
+                                                           bool retx, Frame& f, Time now) {
+  Slot& s = p.slots[(psn & mpr_mask_)];
+  const Op& o = p.ops[s.op];
+  const uint64_t offset = uint64_t{s.packet} * config_.payload_bytes;
+  const uint32_t len = s.len;
+  const bool carries = o.op != Opcode::kRead;  // a READ request has no payload
+  // §3.4: with RCCC every request is RUD_CC, its CC state four bytes longer.
+  const bool cc_req = rccc_sender();
+  const size_t headers = wire::Ethernet::kSize + wire::Ipv4::kSize + wire::Udp::kSize +
+                         (cc_req ? wire::PdsRudRodCc::kSize : wire::PdsRudRod::kSize) +
+                         wire::SesStandardRequest::kSize + tss_overhead_;
+  const size_t elided = carries && headers + len > f.capacity ? len : 0;
+  const uint16_t ev = p.sel.next_ev(now);  // §2.4: pathsel/ picks every packet's EV (ROD: one)
+  wire::FrameBuilder b(std::span<uint8_t>(f.data, f.capacity), p.data_encap,
+                       wire_sport(ev_port(p, ev)));
+  tss_begin(b);
+  // The PDS and SES headers are built in registers (wire::HeaderWords) and stored into one
+  // reserved run a word at a time: filled in memory by their accessors' narrow stores and then
+  // copied, they would stall on store forwarding (bench/NOTES.md, "Third round (h/engine3)").
+  // RUD_CC begins with the RUD request's fields (spec/uet.def): one word set for both.
+  if (f.capacity < headers) return false;  // before any state changes
+  using Pds = wire::PdsRudRodCc;
+  using Ses = wire::SesStandardRequest;
+  wire::HeaderWords<Pds> pds;
+  wire::HeaderWords<Ses> ses;
+  // The last packet of an operation asks for an ACK at once (AR), so completions are prompt.
+  const bool last = s.packet + 1 == o.packets;
+  data_pds(p, pdcid, psn, retx, last, carries ? len : 0, now, pds);
+  data_ses(o, s, offset, len, last, ses);
+  // PDS and SES in one reserved run.
+  if (cc_req) {
+    uint8_t* h = b.reserve(Pds::kSize + Ses::kSize);
+    if (h == nullptr) return false;
+    pds.store(h);
+    ses.store(h + Pds::kSize);
+  } else {
+    uint8_t* h = b.reserve(wire::PdsRudRod::kSize + Ses::kSize);
+    if (h == nullptr) return false;
+    pds.store<wire::PdsRudRod::kSize>(h);
+    ses.store(h + wire::PdsRudRod::kSize);
+  }
+  std::span<const uint8_t> payload;
+  if (carries && elided == 0 && len > 0) {
+    payload = {o.src + offset, len};
+    if (tss_ != nullptr) {  // §5.2: sealed straight from registered memory (finish())
+      if (b.reserve(len) == nullptr) return false;
+    } else if (config_.tx_by_reference ? !b.reference(payload) : !b.append_summed(payload)) {
+      return false;
+    }
+  }
+  if (!finish(b, f, elided, tss_ != nullptr ? payload : std::span<const uint8_t>{})) return false;
+  f.priority = Priority::kData;
+  s.sent = now;
+  if (retx) s.retransmitted = true;
+  s.ev = ev;
+  s.in_flight = true;
+  p.bytes_in_flight += len;
+  ++(retx ? counters_.tx_retx : counters_.tx_data);
+  return true;
+}
+
+// §3.3 / §3.4: a data packet's RUD or ROD request header (RUD_CC, ROD_CC with RCCC), and the
+// sender state it spends: the bytes not yet sent once, RCCC credit. `payload`: bytes it
+// carries (0 for a READ request).
+[[gnu::always_inline]] inline void UetEndpoint::data_pds(Pdc& p, uint16_t pdcid, uint32_t psn,
+                                                         bool retx, bool last, uint32_t payload,
+                                                         Time now,
+                                                         wire::HeaderWords<wire::PdsRudRodCc>& pds) {
+  using Pds = wire::PdsRudRodCc;
+  if (payload > 0 && !retx) p.unsent_bytes -= std::min<uint64_t>(p.unsent_bytes, payload);
+  if (rccc_sender()) {
+    // RCCC: a packet with payload spends credit, a retransmission too (as htsim); the
+    // request tells the receiver what the backlog still needs beyond the credit held.
+    // Speculation ends a base RTT after the first send if no grant ended it before.
+    if (p.speculate_until == kNever) p.speculate_until = now + config_.base_rtt;
+    if (payload > 0) p.rccc.on_sent(payload);
+    p.last_target = static_cast<uint32_t>(p.rccc.credit_target(credit_backlog(p)));
+    pds.set<Pds::type_field>(p.rod ? PdsType::kRodCcReq : PdsType::kRudCcReq);  // §3.4
+    pds.set<Pds::ccc_id_field>(0);
+    pds.set<Pds::credit_target_field>(p.last_target);
+  } else {
+    pds.set<Pds::type_field>(p.rod ? PdsType::kRodReq : PdsType::kRudReq);
+  }
+  pds.set<Pds::next_hdr_field>(NextHeader::kReqStd);
+  pds.set<Pds::retx_field>(retx);
+  pds.set<Pds::psn_field>(psn);
+  pds.set<Pds::spdcid_field>(pdcid);
+  // §3.3: Clear PSN = psn + clear_psn_offset: every PSN before base_psn is acknowledged here
+  // (a refused one through the response that carried its refusal), so the target may drop
+  // its guaranteed-delivery state (stored refusals) up to base_psn - 1.
+  pds.set<Pds::clear_psn_offset_field>(
+      static_cast<int16_t>(static_cast<int32_t>(p.base_psn - 1 - psn)));
+  if (p.established) {
+    pds.set<Pds::dpdcid_field>(p.peer_pdcid);
+  } else {  // §3.3: SYN until the first ACK; the PDC info tells the target the start PSN
+    pds.set<Pds::syn_field>(true);
+    pds.set<Pds::psn_offset_field>(static_cast<uint16_t>(psn - p.start_psn));
+  }
+  pds.set<Pds::ar_field>(last);
+}
+
+// §4.2: a data packet's standard SES request: WRITE or SEND message `o`'s packet `s.packet`,
+// or one READ chunk.
+[[gnu::always_inline]] inline void UetEndpoint::data_ses(
+    const Op& o, const Slot& s, uint64_t offset, uint32_t len, bool last,
+    wire::HeaderWords<wire::SesStandardRequest>& ses) {
+  using Ses = wire::SesStandardRequest;
+  switch (o.op) {
+    case Opcode::kWrite:
+    case Opcode::kRecv:
+      ses.set<Ses::opcode_field>(wire::SesOpcode::kWrite);
+      ses.set<Ses::message_id_field>(o.message_id);
+      ses.set<Ses::buffer_offset_field>(o.remote_offset);
+      ses.set<Ses::match_bits_field>(o.rkey);
+      ses.set<Ses::request_length_field>(static_cast<uint32_t>(o.length));
+      break;
+    case Opcode::kRead:
+      // One single-packet READ message per chunk (NOTES.md, "How the SES operations travel on
+      // the PDS"): the target returns exactly `len` bytes from buffer_offset, in one response
+      // with data.
+      ses.set<Ses::opcode_field>(wire::SesOpcode::kRead);
+      ses.set<Ses::message_id_field>(static_cast<uint16_t>(o.message_id + s.packet));
+      ses.set<Ses::buffer_offset_field>(o.remote_offset + offset);
+      ses.set<Ses::match_bits_field>(o.rkey);
+      ses.set<Ses::request_length_field>(len);
+      break;
+    case Opcode::kSend:
+      ses.set<Ses::opcode_field>(wire::SesOpcode::kSend);
+      ses.set<Ses::message_id_field>(o.message_id);
+      ses.set<Ses::request_length_field>(static_cast<uint32_t>(o.length));
+      ses.set<Ses::ie_field>(o.abandoned);  // §4.1: the initiator gave this message up (RNR)
+      if (s.packet == 0 && o.has_imm) {  // §4.2: header_data on the SOM packet, `hd` set
+        ses.set<Ses::hd_field>(true);
+        ses.set<Ses::header_data_field>(o.imm);
+      }
+      break;
+  }
+  if (o.op != Opcode::kRead) {
+    ses.set<Ses::som_field>(s.packet == 0);
+    ses.set<Ses::eom_field>(last);
+    if (s.packet != 0) {
+      ses.set<Ses::payload_length_field>(static_cast<uint16_t>(len));
+      ses.set<Ses::message_offset_field>(static_cast<uint32_t>(offset));
+    }
+  } else {
+    ses.set<Ses::som_field>(true);
+    ses.set<Ses::eom_field>(true);
+  }
+}
+
+// §3.8: a new PSN goes at most the target's latest MPR past its CACK.
+[[gnu::always_inline]] inline bool UetEndpoint::mpr_room(const Pdc& p) const noexcept {
+  return p.peer_mpr == 0 || p.next_psn - p.peer_cack <= p.peer_mpr;  // 0: no ACK_CC yet
+}
+
+// §5.1: a sealed frame is the TSS header, the ciphertext of everything built after it, and
+// the tag; sealing comes before finish() because the UDP checksum covers the ciphertext.
+bool UetEndpoint::finish(wire::FrameBuilder& b, Frame& f, size_t elided,
+                         std::span<const uint8_t> payload) {
+  if (tss_ != nullptr) {
+    b.forget_payload_sum();  // sealing encrypts the payload in place (spec/uet.md §5)
+    const size_t len = b.size();
+    if (b.reserve(tss::kTagBytes) == nullptr) return false;
+    tss::SealLayout l;
+    l.l3 = static_cast<uint16_t>(b.l3_offset());
+    l.l4 = static_cast<uint16_t>(b.l4_offset());
+    l.ipv6 = b.is_ipv6();
+    l.ip_only = b.is_ip_only();
+    l.tss = static_cast<uint16_t>(b.transport_offset());
+    if (!tss_->seal(f.data, len, l, payload)) return false;  // counted by the sublayer
+  }
+  return internal::finish_frame(b, f, elided);
+}
+
+// RCCC receiver: takes the grants due now (the engine paces them) into their target PDCs'
+// credit_pending and queues those PDCs for tx(). Taken here, from tx() and on_timer(), so the
+// next grant's time is what next_deadline() reports even while the NIC is busy.
+void UetEndpoint::take_grants(Time now) {
+  while (const auto g = rccc_rx_.next_grant(now)) {
+    Pdc* p = pdc(static_cast<uint16_t>(g->sender));
+    if (p == nullptr || p->role != Role::kTarget) {
+      rccc_rx_.on_close(g->sender);
+      continue;
+    }
+    counters_.credit_granted += g->bytes;
+    p->credit_pending += g->bytes;
+    if (!p->credit_queued && credit_tail_ - credit_head_ < config_.max_pdcs) {
+      p->credit_queued = true;  // when the ring is full, the PDC's next ACK carries it
+      credit_ring_.reserve32(credit_head_, credit_tail_, uint64_t{credit_tail_ - credit_head_} + 1,
+                             config_.max_pdcs);
+      credit_ring_[credit_tail_++] = static_cast<uint16_t>(g->sender);
+    }
+  }
+}
+
+// RCCC receiver: sends the credit taken for each queued PDC: in the PDC's next ACK when one
+// is due anyway (§3.8.2), else as a CREDIT packet (§3.12). Returns the new n.
+size_t UetEndpoint::tx_grants(std::span<Frame* const> out, size_t n, Time now) {
+  while (n < out.size() && credit_head_ != credit_tail_) {
+    const uint16_t id = credit_ring_[credit_head_++];
+    Pdc& p = pdcs_[id];
+    if (!p.credit_queued || p.role != Role::kTarget) continue;  // freed since
+    p.credit_queued = false;
+    if (p.credit_pending == 0) continue;
+    if (p.ack_now || (p.ack_pending && now >= p.ack_deadline)) continue;  // rides the ACK
+    const auto c = static_cast<uint32_t>(std::min<uint64_t>(p.credit_pending, 0xFFFFFF));
+    if (!build_ctrl(p, id, wire::CtrlType::kCredit, p.rcv_base, *out[n], c)) continue;
+    p.credit_pending -= c;
+    ++counters_.tx_credit;
+    ++n;
+  }
+  return n;
+}
+
+// CLOSE (initiator) or REQ_CLOSE (target), §3.12.
+[[gnu::always_inline]] inline UetEndpoint::Turn UetEndpoint::tx_close(Pdc& p, uint16_t id,
+                                                                      Frame& f) {
+  const bool init = p.role == Role::kInitiator;
+  if (!build_ctrl(p, id, init ? wire::CtrlType::kClose : wire::CtrlType::kReqClose,
+                  init ? p.close_psn : p.rcv_base, f)) {
+    return Turn::kIdle;
+  }
+  p.ctrl_pending = false;
+  ++(init ? counters_.tx_close : counters_.tx_req_close);
+  return Turn::kSent;
+}
+
+// A target PDC's turn: a queued NACK first, else the ACK when one is due (§3.7).
+[[gnu::always_inline]] inline UetEndpoint::Turn UetEndpoint::tx_target(Pdc& p, uint16_t id,
+                                                                       Frame& f, Time now) {
+  if (p.nack_head != p.nack_tail) {
+    const Pdc::Nack& k = p.nacks[p.nack_head % p.nacks.size()];
+    p.nack_code = k.code;
+    p.nack_psn = k.psn;
+    if (!build_nack(p, id, f)) return Turn::kIdle;
+    ++p.nack_head;
+    return Turn::kSent;
+  }
+  if (p.ack_now || (p.ack_pending && now >= p.ack_deadline)) {
+    return build_ack(p, id, f) ? Turn::kSent : Turn::kIdle;
+  }
+  return Turn::kIdle;
+}
+
+// An initiator PDC's turn: a CREDIT_REQ, or one data packet (a resend first, else the next new
+// PSN) within the window, the target's MPR and the credit.
+[[gnu::always_inline]] inline UetEndpoint::Turn UetEndpoint::tx_initiator(Pdc& p, uint16_t id,
+                                                                          Frame& f, Time now) {
+  // RCCC: may a packet with payload go? (READ requests carry none and need no credit.)
+  if (p.speculating && now >= p.speculate_until && rccc_sender()) {
+    p.speculating = false;
+    p.rccc.stop_speculating();
+  }
+  const bool credit = !rccc_sender() || p.rccc.can_send();
+  if (p.credit_req_pending && p.established) {  // RCCC: ask for credit again (§3.12)
+    const auto target = static_cast<uint32_t>(p.rccc.credit_target(credit_backlog(p)));
+    if (build_ctrl(p, id, wire::CtrlType::kCreditReq, p.next_psn, f, target)) {
+      p.credit_req_pending = false;
+      p.last_target = target;
+      ++counters_.tx_credit_req;
+      return Turn::kSent;  // a control frame: no RTO to arm
+    }
+  }
+  // The PSN to send, if any: a resend (exactly the missing PSNs, RETX set), or the next new
+  // one. build_data is called at one place (always inline there: it runs for every data
+  // packet).
+  const bool retx = p.resend_pending > 0;
+  uint32_t psn = 0;
+  const Op* op = nullptr;  // a new PSN's operation
+  if (retx) {
+    if (!take_resend(p, credit, now, &psn)) return Turn::kIdle;
+  } else {
+    if (p.op_send == p.op_tail ||
+        p.next_psn - p.base_psn >= (p.rod ? config_.rod_window : config_.mpr) ||
+        p.bytes_in_flight + config_.payload_bytes > window(p)) {
+      return Turn::kIdle;
+    }
+    if (!mpr_room(p)) return tx_clear(p, id, f, now);
+    const Op& o = p.ops[p.op_send];
+    if (!credit && o.op != Opcode::kRead) {
+      credit_blocked(p, now);
+      return Turn::kWaiting;
+    }
+    op = &o;
+    psn = p.next_psn;
+    Slot& s = p.slots[(psn & mpr_mask_)];
+    s = Slot{};
+    s.op = p.op_send;
+    s.packet = p.send_packet;
+    s.len = static_cast<uint32_t>(std::min<uint64_t>(
+        config_.payload_bytes, o.length - uint64_t{p.send_packet} * config_.payload_bytes));
+  }
+  if (!build_data(p, id, psn, retx, f, now)) return Turn::kIdle;
+  if (!retx) {
+    ++p.next_psn;
+    if (++p.send_packet == op->packets) {
+      p.send_packet = 0;
+      ++p.op_send;
+    }
+  }
+  if (p.rto_deadline == kNever) {
+    p.rto_deadline = now + p.rto;
+    deadline_ = std::min(deadline_, p.rto_deadline);
+  }
+  arm_tlp(p, now);
+  return Turn::kSent;
+}
+
+// The oldest PSN marked for resending, if the credit and the window let it go now.
+[[gnu::always_inline]] inline bool UetEndpoint::take_resend(Pdc& p, bool credit, Time now,
+                                                            uint32_t* psn) {
+  for (uint32_t q = p.base_psn; psn_before(q, p.next_psn); ++q) {
+    Slot& s = p.slots[(q & mpr_mask_)];
+    if (!s.resend) continue;
+    if (!credit && p.ops[s.op].op != Opcode::kRead) {
+      credit_blocked(p, now);
+      return false;
+    }
+    // Resends count against the window like new data (one may always go when nothing is in
+    // flight): a trimmed packet's NACK must not send it again at once whatever the window,
+    // or under a large incast the trimmed headers' NACKs and their resends keep the last hop
+    // full of trimmed frames and nothing completes.
+    if (p.bytes_in_flight > 0 && p.bytes_in_flight + s.len > window(p)) return false;
+    s.resend = false;
+    --p.resend_pending;
+    *psn = q;
+    return true;
+  }
+  return false;
+}
+
+// §3.12 CLEAR: CACK waits behind PSNs refused and acknowledged here (§3.3) until a clear PSN
+// passes them; with no request left in range to carry it, a CLEAR does, again after an RTO if
+// CACK has not moved.
+UetEndpoint::Turn UetEndpoint::tx_clear(Pdc& p, uint16_t id, Frame& f, Time now) {
+  if (psn_before(p.peer_cack, p.base_psn - 1) && now >= p.clear_at && p.established &&
+      build_ctrl(p, id, wire::CtrlType::kClear, p.next_psn, f, p.base_psn - 1)) {
+    p.clear_at = now + p.rto;
+    deadline_ = std::min(deadline_, p.clear_at);
+    ++counters_.tx_clear;
+    return Turn::kSent;
+  }
+  return Turn::kWaiting;
+}
+
+size_t UetEndpoint::tx(std::span<Frame* const> out, Time now) {
+  now_ = now;
+  size_t n = 0;
+  // NACKs without a PDC first.
+  while (n < out.size() && stateless_head_ != stateless_tail_) {
+    if (build_stateless_nack(stateless_[stateless_head_++ % stateless_.size()], *out[n])) ++n;
+  }
+  // RCCC grants due now (paced by the receiver engine).
+  if (rccc_rx_.next_event() <= now) take_grants(now);
+  if (credit_head_ != credit_tail_) n = tx_grants(out, n, now);
+  // RUDI and UUD (no PDC, uet_modes.cc).
+  if (modes_pending()) n += tx_modes(out.subspan(n), now);
+  // Round robin over the active PDCs, one frame per PDC per turn, until the burst is full or
+  // a whole turn finds nothing to send. PDCs whose ready bit is clear are passed over as if
+  // visited (each counts as idle), so the order, and every frame, is what visiting them
+  // would give.
+  for (size_t idle = 0; n < out.size() && idle < active_.size();) {
+    if (rr_ >= active_.size()) rr_ = 0;
+    if (!ready_.skip_idle(rr_, idle, active_.size())) break;  // the turn ends among idle PDCs
+    if (rr_ >= active_.size()) continue;
+    const uint16_t id = active_[rr_];
+    Pdc& p = pdcs_[id];
+    ++counters_.tx_pdc_visits;
+    Turn t = Turn::kIdle;
+    if (p.ctrl_pending) {
+      t = tx_close(p, id, *out[n]);
+    } else if (p.role == Role::kTarget) {
+      t = tx_target(p, id, *out[n], now);
+    } else if (p.role == Role::kInitiator && !p.closing) {
+      t = tx_initiator(p, id, *out[n], now);
+    }
+    if (t == Turn::kSent) {
+      ++n;
+      idle = 0;
+    } else {
+      ++idle;
+      if (t == Turn::kIdle && !tx_may_act(p)) ready_.clear(rr_);
+    }
+    ++rr_;  // round robin: the next frame comes from the next PDC
+  }
+  return n;
+}
+
+// Whether tx() could act on `p` at a later time with nothing else changing it: every branch
+// of tx() that sends or changes state, with its time conditions taken as true.
+bool UetEndpoint::tx_may_act(const Pdc& p) const noexcept {
+  if (p.ctrl_pending) return true;
+  if (p.role == Role::kTarget) return p.nack_head != p.nack_tail || p.ack_now || p.ack_pending;
+  if (p.role != Role::kInitiator || p.closing) return false;
+  if ((p.speculating && rccc_sender()) || (p.credit_req_pending && p.established) ||
+      p.resend_pending > 0) {
+    return true;
+  }
+  return p.op_send != p.op_tail &&
+         p.next_psn - p.base_psn < (p.rod ? config_.rod_window : config_.mpr) &&
+         p.bytes_in_flight + config_.payload_bytes <= window(p);
+}
+
+}  // namespace uet
