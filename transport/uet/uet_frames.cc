@@ -1,21 +1,15 @@
 // The control frames the engine encodes (spec/uet.md §3): ACK_CC with its SES response (§3.8,
 // §4.6, §4.7), NACKs (§3.10), control packets (§3.12), and the encapsulation per peer (§2.1).
 #include <algorithm>
-#include <bit>
 #include <cstring>
 
 #include "transport/uet/uet_endpoint.h"
 #include "transport/uet/uet_internal.h"
-#include "transport/wire/checksum.h"
-#include "transport/wire/stream_copy.h"
 
 namespace uet {
 
 using wire::NextHeader;
 using wire::PdsType;
-using wire::kDscpTrimmed;
-using internal::psn_before;
-using internal::status_for;
 using internal::test_bit;
 
 wire::Encap UetEndpoint::encap_for(const Pdc& p, bool control, uint16_t ev) const {

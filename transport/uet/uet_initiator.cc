@@ -7,17 +7,11 @@
 
 #include "transport/uet/uet_endpoint.h"
 #include "transport/uet/uet_internal.h"
-#include "transport/wire/checksum.h"
-#include "transport/wire/stream_copy.h"
 
 namespace uet {
 
-using wire::NextHeader;
-using wire::PdsType;
-using wire::kDscpTrimmed;
 using internal::psn_before;
 using internal::status_for;
-using internal::test_bit;
 
 // `ce`: the ACK echoed CE for this very PSN (it was the ACK's trigger). Inline (here and
 // covered_psn): an ACK runs it for every PSN it covers, and the out-of-line calls cost about

@@ -2,21 +2,17 @@
 // a request's PDC (SYN, §3.3), its receive window (§3.10), its execution (§4) and the
 // refusals and responses it queues; control packets (§3.12).
 #include <algorithm>
-#include <bit>
 #include <cstring>
 
 #include "transport/uet/uet_endpoint.h"
 #include "transport/uet/uet_internal.h"
-#include "transport/wire/checksum.h"
 #include "transport/wire/stream_copy.h"
 
 namespace uet {
 
-using wire::NextHeader;
 using wire::PdsType;
 using wire::kDscpTrimmed;
 using internal::psn_before;
-using internal::status_for;
 using internal::test_bit;
 
 void UetEndpoint::queue_nack(Pdc& p, wire::NackCode code, uint32_t psn) {

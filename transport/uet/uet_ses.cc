@@ -1,22 +1,12 @@
 // SES at the target (spec/uet.md §4): READ answers, SEND messages into posted receive
 // buffers, and receive completions in posting order.
 #include <algorithm>
-#include <bit>
 #include <cstring>
 
 #include "transport/uet/uet_endpoint.h"
 #include "transport/uet/uet_internal.h"
-#include "transport/wire/checksum.h"
-#include "transport/wire/stream_copy.h"
 
 namespace uet {
-
-using wire::NextHeader;
-using wire::PdsType;
-using wire::kDscpTrimmed;
-using internal::psn_before;
-using internal::status_for;
-using internal::test_bit;
 
 // The answer to READ `psn`: its data, or why not (§4.9). Key and range are checked here, at
 // every (re)execution; the data is read when the ACK is built.

@@ -1,22 +1,13 @@
 // Timers (spec/uet.md §3.7, §3.12, RFC 6298, RFC 8985): on_timer() by role, the RTO, the
 // RCCC re-ask, and a PDC's teardown (CLOSE, REQ_CLOSE, freeing).
 #include <algorithm>
-#include <bit>
-#include <cstring>
 
 #include "transport/uet/uet_endpoint.h"
 #include "transport/uet/uet_internal.h"
-#include "transport/wire/checksum.h"
-#include "transport/wire/stream_copy.h"
 
 namespace uet {
 
-using wire::NextHeader;
-using wire::PdsType;
-using wire::kDscpTrimmed;
 using internal::psn_before;
-using internal::status_for;
-using internal::test_bit;
 
 // §3.12 CLOSE: the PDC stops being the peer's (a new write opens a new PDC), sends CLOSE with
 // the next PSN and is freed when the target's ACK covers that PSN (or after max_retries
@@ -38,8 +29,6 @@ void UetEndpoint::start_close(Pdc& p, Time now) {
   deadline_ = std::min(deadline_, p.close_deadline);
 }
 
-// Frees a target PDC: SEND messages it was receiving end (kPdcClosed) so their buffers
-// complete in order.
 // The table is full and a SYN wants a PDC: the oldest target PDC whose REQ_CLOSEs all went
 // unanswered (and that has heard nothing since) is freed and allocated again; -1 if none.
 int32_t UetEndpoint::reclaim_unanswered() {
@@ -54,6 +43,8 @@ int32_t UetEndpoint::reclaim_unanswered() {
   return -1;
 }
 
+// Frees a target PDC: SEND messages it was receiving end (kPdcClosed) so their buffers
+// complete in order.
 void UetEndpoint::release_target(uint16_t id) {
   if (rx_msgs_used_ > 0) {
     for (RxMsg& m : rx_msgs_) {

@@ -1,22 +1,15 @@
 // Frames out (spec/uet.md §3): tx()'s round robin over the PDCs, one frame per PDC per turn,
 // the data packets it encodes (§3.3, §4.2) and the RCCC grants the target sends (§3.8.2).
 #include <algorithm>
-#include <bit>
-#include <cstring>
 
 #include "transport/uet/uet_endpoint.h"
 #include "transport/uet/uet_internal.h"
-#include "transport/wire/checksum.h"
-#include "transport/wire/stream_copy.h"
 
 namespace uet {
 
 using wire::NextHeader;
 using wire::PdsType;
-using wire::kDscpTrimmed;
 using internal::psn_before;
-using internal::status_for;
-using internal::test_bit;
 
 // §3.3 RUD request + §4.2 standard SES request (WRITE, READ or SEND) for packet `psn`.
 [[gnu::always_inline]] inline bool UetEndpoint::build_data(Pdc& p, uint16_t pdcid, uint32_t psn,
