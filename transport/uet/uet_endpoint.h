@@ -688,6 +688,8 @@ class UetEndpoint final : public Endpoint {
   bool ack_response_header(const Pdc::Response& r, wire::SesResponse* rsp,
                            wire::SesResponseData* rd, wire::FrameBuilder& b, size_t capacity,
                            size_t* elided);
+  bool put_read_data(wire::SesResponseData& rd, uint16_t message_id, uint32_t key, uint64_t offset,
+                     uint32_t len, wire::FrameBuilder& b, size_t capacity, size_t* elided);
   uint8_t advertised_mpr(const Pdc& p) const noexcept;
   bool mpr_room(const Pdc& p) const noexcept;
   bool build_nack(Pdc& p, uint16_t pdcid, Frame& f);

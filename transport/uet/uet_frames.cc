@@ -178,20 +178,28 @@ bool UetEndpoint::build_ack(Pdc& p, uint16_t pdcid, Frame& f) {
     rsp->set_return_code(static_cast<wire::SesReturnCode>(r.code));
     rsp->set_message_id(r.message_id);
   } else if (rd != nullptr) {
-    // §4.7: the whole chunk the READ asked for, at message_offset 0 of this response.
-    rd->set_opcode(wire::SesRspOpcode::kResponseWithData);
-    rd->set_return_code(wire::SesReturnCode::kOk);
-    rd->set_message_id(r.message_id);
-    rd->set_read_req_message_id(r.message_id);
-    rd->set_payload_length(static_cast<uint16_t>(r.len));
-    rd->set_modified_length(r.len);
-    if (b.size() + r.len + (tss_overhead_ > 0 ? tss::kTagBytes : 0) > capacity) {
-      *elided = r.len;  // the host carries payloads by length (see finish())
-    } else if (r.len > 0) {
-      uint8_t* payload = b.add_bytes(r.len);
-      if (payload == nullptr) return false;
-      std::memcpy(payload, regions_[r.key - 1].base + r.offset, r.len);
-    }
+    return put_read_data(*rd, r.message_id, r.key, r.offset, r.len, b, capacity, elided);
+  }
+  return true;
+}
+
+// §4.7: a response with data carries the whole chunk the READ asked for (`len` bytes of region
+// `key` at `offset`), at message_offset 0; `elided`: what the host carries by length.
+bool UetEndpoint::put_read_data(wire::SesResponseData& rd, uint16_t message_id, uint32_t key,
+                                uint64_t offset, uint32_t len, wire::FrameBuilder& b,
+                                size_t capacity, size_t* elided) {
+  rd.set_opcode(wire::SesRspOpcode::kResponseWithData);
+  rd.set_return_code(wire::SesReturnCode::kOk);
+  rd.set_message_id(message_id);
+  rd.set_read_req_message_id(message_id);
+  rd.set_payload_length(static_cast<uint16_t>(len));
+  rd.set_modified_length(len);
+  if (b.size() + len + (tss_overhead_ > 0 ? tss::kTagBytes : 0) > capacity) {
+    *elided = len;  // the host carries payloads by length (see finish())
+  } else if (len > 0) {
+    uint8_t* payload = b.add_bytes(len);
+    if (payload == nullptr) return false;
+    std::memcpy(payload, regions_[key - 1].base + offset, len);
   }
   return true;
 }

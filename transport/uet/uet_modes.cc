@@ -329,18 +329,8 @@ bool UetEndpoint::build_rudi_resp(const RudiRsp& r, Frame& f) {
   if (r.data) {
     wire::SesResponseData* rd = b.add<wire::SesResponseData>();
     if (rd == nullptr) return false;
-    rd->set_opcode(wire::SesRspOpcode::kResponseWithData);
-    rd->set_return_code(wire::SesReturnCode::kOk);
-    rd->set_message_id(r.message_id);
-    rd->set_read_req_message_id(r.message_id);
-    rd->set_payload_length(static_cast<uint16_t>(r.len));
-    rd->set_modified_length(r.len);
-    if (b.size() + r.len + (tss_overhead_ > 0 ? tss::kTagBytes : 0) > f.capacity) {
-      elided = r.len;
-    } else if (r.len > 0) {
-      uint8_t* payload = b.add_bytes(r.len);
-      if (payload == nullptr) return false;
-      std::memcpy(payload, regions_[r.key - 1].base + r.offset, r.len);
+    if (!put_read_data(*rd, r.message_id, r.key, r.offset, r.len, b, f.capacity, &elided)) {
+      return false;
     }
   } else {
     wire::SesResponse* rsp = b.add<wire::SesResponse>();
