@@ -1,0 +1,215 @@
+// The UET engine's configuration (UetConfig, checked by validate()) and its counters
+// (UetCounters): what a host sets before creating a UetEndpoint (uet_endpoint.h), and what it
+// reads back.
+#pragma once
+
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "cc/rccc.h"
+#include "pathsel/config.h"
+#include "transport/api.h"
+#include "transport/tss/sublayer.h"
+#include "transport/wire/builder.h"
+#include "transport/wire/wire_error.h"
+
+namespace uet {
+
+// Which congestion control the initiator runs (NOTES.md, "Congestion control", says how RCCC
+// is wired).
+enum class CcMode : uint8_t {
+  kNscc,      // NSCC's window (the default)
+  kRccc,      // RCCC credit alone (window_bytes still bounds what is in flight)
+  kNsccRccc,  // both: credit and the NSCC window
+};
+const char* to_string(CcMode m) noexcept;  // "nscc", "rccc", "nscc+rccc"
+
+// §5.6: PSNs between the start PSNs of two PDCs one initiator opens to one peer under TSS.
+inline constexpr uint32_t kSecurePdcPsnStride = 1u << 24;
+
+struct UetConfig {
+  uint32_t local_ip4 = 0;
+  wire::MacAddr local_mac{};
+  // Peer MACs are resolved once per PDC; the default maps 10.0.0.1 + i to 02:00:i (the
+  // simulator's addressing).
+  wire::MacAddr (*resolve_mac)(uint32_t ip4) = nullptr;
+
+  uint32_t payload_bytes = 4096;          // bytes of data per packet, 256..9000
+  uint32_t max_pdcs = 1024;               // PDC table size (initiator + target), 1..65535
+  uint32_t mpr = 256;                     // PSN window per PDC in packets, 64..4096, power of 2
+  uint32_t max_writes = 256;              // posted operations (write, read, send) per PDC, 1..65536
+  uint32_t max_recvs = 256;               // posted receive buffers per endpoint, 1..65536
+  uint32_t max_recv_messages = 64;        // SENDs being received at once per endpoint, 1..4096
+  uint32_t rnr_retries = 7;               // RNR NACKs of one PSN before a SEND gives up, 0..64
+  uint64_t window_bytes = 256 * 1024;     // bytes in flight per PDC at most
+  CcMode cc = CcMode::kNscc;              // congestion control (CcMode)
+  // RCCC (cc/rccc.h): quantum, speculative allowance, credit target cap, grant pacing.
+  // rccc.link_gbps and rccc.max_senders are derived (link_gbps, max_pdcs); the rest is
+  // validated as RcccConfig::validate() says, named UetConfig.rccc.FIELD.
+  cc::RcccConfig rccc;
+  double link_gbps = 100;                 // NSCC and RCCC: the host link rate ...
+  Time base_rtt = 12 * kMicrosecond;      // ... and the fabric's unloaded round trip
+  Time rto = 50 * kMicrosecond;           // retransmission timeout before the first RTT sample
+  // RFC 6298 estimator from ACKs of packets sent once: RTO = clamp(max(srtt + 4 rttvar,
+  // srtt * rto_srtt_pct / 100), min_rto, max_rto), doubling per timeout until a valid sample.
+  Time min_rto = 10 * kMicrosecond;       // 1 us..rto
+  Time max_rto = 10 * kMillisecond;
+  // The estimate's floor as a percentage of srtt: under a steady queue rttvar decays to a few
+  // us while a full last-hop buffer can still double the RTT, and an RTO below that times out
+  // spuriously (bench/NOTES.md, "Choices in the sources"). 0: RFC 6298 alone. 0..1000.
+  uint32_t rto_srtt_pct = 200;
+  // The estimate's floor as a percentage of the largest RTT sample the PDC has seen (RFC 6298
+  // §2.4 allows any RTO above the estimate): a host whose threads stall for milliseconds
+  // shows those stalls in some samples, and an RTO below them times out spuriously when the
+  // next stall comes. The tail-loss probe waits as long (below 3/4 RTO). 0 (the default): no
+  // such floor. 0..1000.
+  uint32_t rto_rtt_max_pct = 0;
+  // Tail-loss probe: when everything posted has been sent and PSNs stay unacknowledged for
+  // min(2 srtt + ack_delay, 3/4 RTO), resend the highest unacknowledged PSN once, without
+  // counting a timeout or cutting the window; again only after progress.
+  bool tlp = true;
+  uint32_t max_retries = 8;               // consecutive timeouts of one PSN before giving up
+  uint32_t reorder_threshold = 8;         // acknowledged PSNs past a hole before it is resent ...
+  Time reorder_window = 20 * kMicrosecond;  // ... once out the newest delivered packet's RTT + this
+  // With an RTT estimate, that window is min(reorder_window, srtt * reorder_srtt_pct / 100)
+  // (RACK, RFC 8985 §6.2, starts at min_rtt / 4): 100 shortens the tails against the fixed
+  // window, smaller values resend spuriously (bench/NOTES.md, "Choices in the sources").
+  // 0: reorder_window fixed. 0..1000.
+  uint32_t reorder_srtt_pct = 100;
+  uint32_t ack_every = 4;                 // ACK after this many in-order packets
+  Time ack_delay = 2 * kMicrosecond;      // ... or after this long
+  uint8_t dscp_data = 26;
+  uint8_t dscp_control = 46;
+  bool ect = true;                        // send data ECN-capable
+  // Compute the UDP checksum of every frame sent; false sends 0 for the host to fill (a NIC's
+  // TX checksum offload; io_uring's kernel computes it anyway). Receiving, frames the host
+  // marks Frame::checksums_ok are not checked again.
+  bool udp_checksum = true;
+  // Zero-copy transmit: payloads are referenced in registered memory (Frame::ref), not copied,
+  // for a host whose device gathers (DPDK external buffers). Not under TSS, which seals a copy.
+  bool tx_by_reference = false;
+  // WRITEs into a region of at least this many bytes are placed with streaming stores (a
+  // region beyond the cache: a plain copy would first read every line it writes); 0: never.
+  uint64_t stream_placement_from = uint64_t{32} << 20;
+  // Path selection per PDC (pathsel/config.h). The default sprays obliviously over
+  // pathsel.ev_count EVs; with ev_count 1 (the default) every PDC keeps one EV.
+  pathsel::PathSelConfig pathsel;
+  // 0 (the default): the EV rides in the UDP source port (spec/uet.md §2.1). Else every frame
+  // is sent from this port, for hosts whose sockets send from a port of their own (io_uring,
+  // dpdk-io/uring_io.h): under TSS the ports are authenticated (§5.2), so a sender must seal
+  // the port the receiver will see. Costs the spraying: one path per peer.
+  uint16_t udp_source_port = 0;
+  uint64_t seed = 1;                      // start PSNs and the path selectors' seeds
+  // PDC teardown (spec/uet.md §3.12 CLOSE / REQ_CLOSE): an initiator PDC with nothing posted
+  // and nothing outstanding for this long sends CLOSE (retried on its RTO, up to max_retries,
+  // then freed anyway); the target frees its PDC on CLOSE. A target PDC that heard nothing for
+  // 2 x idle_timeout sends REQ_CLOSE (every idle_timeout, up to max_retries times); one
+  // whose REQ_CLOSEs all go unanswered may be taken by a new SYN when the table is full. 0: PDCs
+  // are never closed. 0, or 1 us..10 s. Default 1 ms (~80 base RTTs).
+  Time idle_timeout = kMillisecond;
+  // ROD (NOTES.md, "The other delivery modes"; spec/uet.md §3.3): out-of-order requests a ROD
+  // target PDC holds for in-order delivery, and the initiator's PSN window on a ROD PDC, in
+  // packets. 0 (the default): mpr; else 64..mpr, a power of 2. Smaller than mpr, it stalls a
+  // ROD sender behind a hole sooner than RUD; with mpr ROD runs as RUD on one EV
+  // (bench/NOTES.md, "failure: degraded and failed links").
+  uint32_t rod_window = 0;
+  // Reorder buffers (rod_window x payload_bytes each: 1 MiB at the defaults, allocated when
+  // first lent) the endpoint lends to ROD target PDCs while they hold out-of-order requests,
+  // 1..65535. With all lent, an out-of-order arrival is dropped (counted) and its
+  // retransmission brings it again.
+  uint32_t rod_buffers = 16;
+  // RUDI: packets in flight per endpoint (initiator), 1..65536; responses queued at the
+  // target, 1..65536 (when full, a request is dropped and its RTO brings it again).
+  uint32_t rudi_packets = 256;
+  uint32_t rudi_responses = 256;
+  // UUD: datagrams posted and not yet sent per endpoint, 1..65536.
+  uint32_t uud_queue = 256;
+  // TSS (spec/uet.md §5): with tss.enabled every frame is sealed (AES-256-GCM, 28 or 32 bytes
+  // more per frame) and only sealed frames are accepted. Validated as TssConfig::validate().
+  tss::TssConfig tss;
+
+  // Checks every field; the message names the field and its valid range.
+  absl::Status validate() const;
+};
+
+// Why frames were dropped or answered specially; always on.
+struct UetCounters {
+  uint64_t tx_data = 0, tx_retx = 0, tx_acks = 0, tx_nacks = 0;
+  uint64_t rx_data = 0, rx_acks = 0, rx_nacks = 0;
+  uint64_t rx_duplicates = 0, rx_trimmed = 0, rx_out_of_window = 0;
+  uint64_t rx_malformed = 0;      // failed decode (wire.count says why)
+  uint64_t rx_unknown_pdc = 0;    // DPDCID not ours and no SYN
+  uint64_t rx_no_pdc_avail = 0;   // SYN with a full PDC table
+  uint64_t rx_bad_key = 0, rx_bad_range = 0;
+  uint64_t rx_stale_ack = 0;      // ACK for PSNs never sent
+  uint64_t rx_sack_unsent = 0;    // ACK whose SACK bitmap claims PSNs never sent (ignored)
+  uint64_t timeouts = 0, fast_retx = 0, nack_retx = 0;
+  uint64_t tlp_probes = 0;        // tail-loss probes sent
+  uint64_t tx_pdc_visits = 0;     // PDCs tx() looked at (it passes over those with nothing to do)
+  Time rtt_max = 0;               // the largest valid RTT sample of any PDC (ps)
+  uint64_t rto_below_rtt_max = 0; // RTOs raised (past min_rto) by the rto_rtt_max_pct floor
+  // SES READ / SEND.
+  uint64_t tx_read_data = 0;      // target: ACKs carrying read data (first and repeated)
+  uint64_t rx_read_data = 0;      // initiator: read data placed
+  uint64_t rx_stale_read_data = 0;  // initiator: read data for no waiting READ (dropped)
+  uint64_t read_data_lost = 0;    // initiator: a READ PSN ACKed without its data: resent
+  uint64_t rx_rnr = 0;            // target: SEND with no buffer posted (NACK RCVD_SES_PROCG)
+  uint64_t rx_no_msg_state = 0;   // target: SEND with no message state free (NO_SES_MSG_AVAIL)
+  uint64_t rx_length_error = 0;   // target: SEND longer than its buffer
+  uint64_t rx_initiator_err = 0;  // target: SEND packets flagged `ie` (abandoned by the sender)
+  uint64_t rx_bad_send = 0;       // target: SEND packet outside its message
+  uint64_t rx_unsupported = 0;    // target: opcode this engine does not serve
+  uint64_t rnr_retx = 0;          // initiator: resends after an RNR NACK
+  uint64_t rsp_ring_full = 0;     // target: request dropped, no room to queue its response
+  // Guaranteed delivery of refusals (§3.3 clear_psn_offset, §4.6).
+  uint64_t tx_refusal_repeats = 0;  // target: a duplicate of a refused PSN answered again
+  uint64_t refusals_cleared = 0;    // target: refusals the initiator cleared
+  // Trimmed requests carry no UDP checksum (§3.14): their headers are unverifiable, so they
+  // never get a PDC-fatal NACK and never open a new incarnation of a PDC; dropped, counted.
+  uint64_t rx_trimmed_unverified = 0;
+  // PDC lifecycle (§3.3 SYN, §3.12 CLOSE / REQ_CLOSE).
+  uint64_t pdc_reopened = 0;      // target: SYN with a new start PSN replaced a stale PDC
+  uint64_t tx_close = 0, rx_close = 0, tx_req_close = 0, rx_req_close = 0;
+  uint64_t pdcs_closed = 0;       // PDCs freed by a completed close (either role)
+  uint64_t close_abandoned = 0;   // initiator: CLOSE never acknowledged, freed anyway
+  uint64_t req_close_abandoned = 0;  // target: REQ_CLOSEs never answered, PDC given to a SYN
+  uint64_t rx_bad_ctrl = 0;       // control packet for no PDC of ours, or out of place
+  // RCCC (§3.4, §3.8.2, §3.12 CREDIT / CREDIT_REQ).
+  uint64_t tx_credit = 0;         // target: CREDIT packets sent
+  uint64_t tx_credit_acks = 0;    // target: ACK_CCs that carried credit (cc_type CREDIT)
+  uint64_t credit_granted = 0;    // target: bytes of credit granted
+  uint64_t rx_credit = 0;         // initiator: CREDIT packets received
+  uint64_t rx_credit_acks = 0;    // initiator: ACK_CCs with credit received
+  uint64_t credit_received = 0;   // initiator: bytes of credit received
+  uint64_t credit_stalls = 0;     // initiator: times a PDC with data to send ran out of credit
+  uint64_t tx_credit_req = 0;     // initiator: CREDIT_REQs sent
+  uint64_t rx_credit_req = 0;     // target: CREDIT_REQs received
+  uint64_t credit_probes = 0;     // initiator: one-packet probes before the PDC is established
+  // §3.12 CLEAR: the initiator's clear PSN when no request in the target's window carries it.
+  uint64_t tx_clear = 0, rx_clear = 0;
+  // ROD (target).
+  uint64_t rod_staged = 0;        // out-of-order ROD requests held until the hole fills
+  uint64_t rod_executed_late = 0; // staged requests executed in order later
+  uint64_t rod_unstageable = 0;   // payload over payload_bytes: not staged (comes again)
+  uint64_t rod_no_buffer = 0;     // every reorder buffer lent: not staged (comes again)
+  uint64_t rx_mode_mismatch = 0;  // ROD request on a RUD PDC or the reverse (PDC_MODE_MISMATCH)
+  // RUDI (§3.5). Initiator: packets sent (first time, again), timeouts, responses taken,
+  // responses for no packet of ours (late duplicates, garbage IDs), packets given up.
+  uint64_t tx_rudi = 0, tx_rudi_retx = 0, rudi_timeouts = 0, rx_rudi_resp = 0;
+  uint64_t rx_rudi_stale = 0, rudi_gave_up = 0;
+  // Target: requests executed (duplicates included), responses sent, requests dropped with
+  // the response ring full.
+  uint64_t rx_rudi_req = 0, tx_rudi_resp = 0, rudi_rsp_full = 0;
+  // UUD (§3.6): datagrams sent; delivered; dropped at the target (no buffer posted, too long
+  // for the buffer, bad key or range, unsupported opcode, more than one packet).
+  uint64_t tx_uud = 0, rx_uud = 0, rx_uud_dropped = 0;
+  // TSS (§5): sealed frames with TSS off; clear frames with TSS on (never delivered); sealed
+  // frames the sublayer refused (tss()->counters() says why); trimmed sealed frames that
+  // decrypt to something other than a request (dropped: only a request may earn a NACK);
+  // SYNs below the expected start PSN (NACK NEW_START_PSN, §5.6).
+  uint64_t rx_sealed_unexpected = 0, rx_clear_refused = 0, rx_tss_dropped = 0;
+  uint64_t rx_trimmed_sealed_other = 0, rx_start_psn_refused = 0;
+  wire::WireCounters wire;
+};
+
+}  // namespace uet
