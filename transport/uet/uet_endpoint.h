@@ -370,9 +370,8 @@ class UetEndpoint final : public Endpoint {
   // uet_timers.cc; NOTES.md says which holds what).
   void rx_one(const Frame& f, Time now);
   void rx_request(const wire::Decoded& d, Time now);
-  Pdc* syn_target(const wire::Decoded& d, const wire::PdsRudRod& h, bool rod, bool trimmed,
-                  uint16_t* id);
-  Pdc* known_target(const wire::Decoded& d, const wire::PdsRudRod& h, bool trimmed, uint16_t* id);
+  Pdc* syn_target(const wire::Decoded& d, const wire::PdsRudRod& h, bool rod, bool trimmed);
+  Pdc* known_target(const wire::Decoded& d, const wire::PdsRudRod& h, bool trimmed);
   void note_request(Pdc& p, uint16_t id, const wire::Decoded& d, const wire::PdsRudRod& h,
                     bool trimmed, Time now);
   bool request_is_new(Pdc& p, uint32_t psn, const wire::SesStandardRequest* ses, bool trimmed);

@@ -193,9 +193,9 @@ void UetEndpoint::rx(std::span<Frame* const> frames, Time now) {
   // anyone noticing: it never earns a PDC-fatal NACK (INV_DPDCID, NO_PDC_AVAIL) and never
   // replaces a PDC; the initiator's RTO recovers it.
   const bool trimmed = d.ipv4->dscp() == kDscpTrimmed;
-  uint16_t id = 0;
-  Pdc* const p = h.syn() ? syn_target(d, h, rod, trimmed, &id) : known_target(d, h, trimmed, &id);
+  Pdc* const p = h.syn() ? syn_target(d, h, rod, trimmed) : known_target(d, h, trimmed);
   if (p == nullptr) return;
+  const uint16_t id = p->id;
   if (p->rod != rod) {  // §3.10 PDC_MODE_MISMATCH (PDC-fatal)
     if (trimmed) {
       ++counters_.rx_trimmed_unverified;
@@ -247,19 +247,18 @@ void UetEndpoint::rx(std::span<Frame* const> frames, Time now) {
 // (NACKed or, trimmed, dropped).
 [[gnu::always_inline]] inline UetEndpoint::Pdc* UetEndpoint::syn_target(const wire::Decoded& d,
                                                                         const wire::PdsRudRod& h,
-                                                                        bool rod, bool trimmed,
-                                                                        uint16_t* id) {
+                                                                        bool rod, bool trimmed) {
   const uint32_t src = d.ipv4->src();
   const uint32_t psn = h.psn();
   const uint64_t key = uint64_t{src} << 16 | h.spdcid();
   const uint32_t start = psn - h.psn_offset();
   if (auto it = target_by_peer_pdc_.find(key); it != target_by_peer_pdc_.end()) {
-    *id = it->second;
+    const uint16_t id = it->second;
     // §3.3: a SYN names its PDC's start PSN. Another start PSN under the same (peer, PDC
     // id) is a new PDC of that peer (the old one failed or closed without our knowing):
     // the stale state goes, the new PDC starts afresh.
-    if (pdcs_[*id].start_psn == start) {
-      Pdc* p = &pdcs_[*id];
+    if (pdcs_[id].start_psn == start) {
+      Pdc* p = &pdcs_[id];
       mark_ready(*p);
       return p;
     }
@@ -268,7 +267,7 @@ void UetEndpoint::rx(std::span<Frame* const> frames, Time now) {
       return nullptr;
     }
     ++counters_.pdc_reopened;
-    release_target(*id);
+    release_target(id);
   }
   // §5.6 secure establishment: a new PDC starts at or above the expected PSN.
   if (tss_ != nullptr && !tss_->start_psn_ok(src, h.spdcid(), start)) {
@@ -293,15 +292,15 @@ void UetEndpoint::rx(std::span<Frame* const> frames, Time now) {
     queue_stateless_nack(src, h.spdcid(), static_cast<uint8_t>(wire::NackCode::kNoPdcAvail), psn);
     return nullptr;
   }
-  *id = static_cast<uint16_t>(n);
-  Pdc& np = pdcs_[*id];
+  const auto id = static_cast<uint16_t>(n);
+  Pdc& np = pdcs_[id];
   set_peer(np, src);
   np.peer_pdcid = h.spdcid();
   np.ev_base = static_cast<uint16_t>(next_random());
   np.rcv_base = np.start_psn = start;
   np.rod = rod;  // the SYN fixes the PDC's mode
   np.rod_next = start;
-  target_by_peer_pdc_.insert_or_assign(key, *id);
+  target_by_peer_pdc_.insert_or_assign(key, id);
   mark_ready(np);
   return &np;
 }
@@ -310,11 +309,9 @@ void UetEndpoint::rx(std::span<Frame* const> frames, Time now) {
 // it is not this peer's.
 [[gnu::always_inline]] inline UetEndpoint::Pdc* UetEndpoint::known_target(const wire::Decoded& d,
                                                                           const wire::PdsRudRod& h,
-                                                                          bool trimmed,
-                                                                          uint16_t* id) {
+                                                                          bool trimmed) {
   const uint32_t src = d.ipv4->src();
-  *id = h.dpdcid();
-  Pdc* p = pdc(*id);
+  Pdc* p = pdc(h.dpdcid());
   if (p != nullptr && p->role == Role::kTarget && p->peer_ip4 == src &&
       p->peer_pdcid == h.spdcid()) {
     return p;

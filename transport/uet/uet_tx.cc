@@ -389,14 +389,14 @@ size_t UetEndpoint::tx(std::span<Frame* const> out, Time now) {
     } else if (p.role == Role::kInitiator && !p.closing) {
       t = tx_initiator(p, id, *out[n], now);
     }
+    ++rr_;  // round robin: the next frame comes from the next PDC
     if (t == Turn::kSent) {
       ++n;
       idle = 0;
-    } else {
-      ++idle;
-      if (t == Turn::kIdle && !tx_may_act(p)) ready_.clear(rr_);
+      continue;
     }
-    ++rr_;  // round robin: the next frame comes from the next PDC
+    ++idle;
+    if (t == Turn::kIdle && !tx_may_act(p)) ready_.clear(rr_ - 1);
   }
   return n;
 }
