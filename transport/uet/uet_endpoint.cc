@@ -284,9 +284,9 @@ size_t UetEndpoint::memory_bound(const UetConfig& c, uint32_t regions) noexcept 
          appended_capacity(2 * outstanding) * sizeof(Completion) +
          appended_capacity(c.rod_buffers) * (sizeof(RodBuffer) + sizeof(uint16_t)) +
          c.rod_buffers * rod_buffer +
-         size_t{c.max_writes} * sizeof(RudiOp) +  // RUDI (§3.5): operations, packets, free
+         size_t{c.max_writes} * sizeof(PeerOp) +  // RUDI (§3.5): operations, packets, free
          size_t{c.rudi_packets} * (sizeof(RudiPkt) + sizeof(uint16_t)) +  // ids, responses
-         size_t{c.rudi_responses} * sizeof(RudiRsp) + size_t{c.uud_queue} * sizeof(UudOp) +
+         size_t{c.rudi_responses} * sizeof(RudiRsp) + size_t{c.uud_queue} * sizeof(PeerOp) +
          appended_capacity(std::min(regions, kMaxRegions)) * sizeof(Region) +
          (c.tss.enabled ? tss::Sublayer::memory_bound(c.tss) : 0);
 }
@@ -423,29 +423,10 @@ absl::Status UetEndpoint::post_in_mode(DeliveryMode mode, uint32_t peer, const O
     return absl::InvalidArgumentError(
         absl::StrCat(verb, ": peer must be another endpoint's address"));
   }
-  if (mode == DeliveryMode::kUud) {
-    UudOp u;
-    u.op = op.op;
-    u.wr_id = op.wr_id;
-    u.peer = peer;
-    u.rkey = op.rkey;
-    u.remote_offset = op.remote_offset;
-    u.src = op.src;
-    u.length = op.length;
-    u.has_imm = op.has_imm;
-    u.imm = op.imm;
-    return post_uud(u, verb);
-  }
-  RudiOp r;
-  r.op = op.op;
-  r.wr_id = op.wr_id;
-  r.peer = peer;
-  r.rkey = op.rkey;
-  r.remote_offset = op.remote_offset;
-  r.src = op.src;
-  r.dst = op.dst;
-  r.length = op.length;
-  return post_rudi(r, verb);
+  PeerOp m;
+  static_cast<Op&>(m) = op;
+  m.peer = peer;
+  return mode == DeliveryMode::kUud ? post_uud(m, verb) : post_rudi(m, verb);
 }
 
 absl::Status UetEndpoint::post_recv(const RecvBuffer& rb) {

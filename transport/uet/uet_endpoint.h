@@ -292,22 +292,11 @@ class UetEndpoint final : public Endpoint {
     std::unique_ptr<uint8_t[]> bytes;  // rod_window x payload_bytes, not zeroed
   };
 
-  // RUDI initiator (§3.5): posted operations (a ring of max_writes) and packets in flight.
-  struct RudiOp {
-    Opcode op = Opcode::kWrite;
-    uint64_t wr_id = 0;
+  // RUDI (§3.5) and UUD (§3.6) carry an operation without a PDC: each names its peer. RUDI
+  // keeps them in a ring of max_writes with its packets in flight; UUD queues its datagrams.
+  struct PeerOp : Op {
     uint32_t peer = 0;
     wire::MacAddr mac{};
-    uint32_t rkey = 0;
-    uint64_t remote_offset = 0;
-    const uint8_t* src = nullptr;
-    uint8_t* dst = nullptr;
-    uint64_t length = 0;
-    uint16_t message_id = 0;
-    uint32_t packets = 0;
-    uint32_t unacked = 0;
-    bool failed = false;
-    OpStatus status = OpStatus::kSuccess;
   };
   struct RudiPkt {
     bool in_use = false;
@@ -332,20 +321,7 @@ class UetEndpoint final : public Endpoint {
     uint32_t len = 0;
     uint64_t offset = 0;
   };
-  // UUD initiator: posted datagrams, sent (and completed) by tx().
-  struct UudOp {
-    Opcode op = Opcode::kSend;
-    uint64_t wr_id = 0;
-    uint32_t peer = 0;
-    wire::MacAddr mac{};
-    uint32_t rkey = 0;
-    uint64_t remote_offset = 0;
-    const uint8_t* src = nullptr;
-    uint64_t length = 0;
-    bool has_imm = false;
-    uint32_t imm = 0;
-    uint16_t message_id = 0;
-  };
+
 
   // Packets that have no PDC to come from: NACKs (INV_DPDCID, NO_PDC_AVAIL), the ACK of a
   // CLOSE (the target PDC is freed), a CLOSE answering a REQ_CLOSE for a PDC we no longer
@@ -533,8 +509,8 @@ class UetEndpoint final : public Endpoint {
                  uint32_t psn);
   bool rod_staged(const Pdc& p, uint32_t psn) const noexcept;
   void rod_drain(Pdc& p, uint16_t id);
-  absl::Status post_rudi(const RudiOp& op, const char* verb);
-  absl::Status post_uud(const UudOp& op, const char* verb);
+  absl::Status post_rudi(const PeerOp& op, const char* verb);
+  absl::Status post_uud(const PeerOp& op, const char* verb);
   void rx_rudi_req(const wire::Decoded& d);
   void rx_rudi_resp(const wire::Decoded& d);
   void rx_uud(const wire::Decoded& d);
@@ -547,7 +523,7 @@ class UetEndpoint final : public Endpoint {
   }
   bool build_rudi_req(uint32_t slot, bool retx, Frame& f, Time now);
   bool build_rudi_resp(const RudiRsp& r, Frame& f);
-  bool build_uud(const UudOp& u, Frame& f);
+  bool build_uud(const PeerOp& u, Frame& f);
   void retire_rudi();
   Time rudi_timer(Time now);
   wire::Encap encap_to(uint32_t ip, const wire::MacAddr& mac, bool control, uint16_t sport) const;
@@ -646,7 +622,7 @@ class UetEndpoint final : public Endpoint {
   std::vector<uint16_t> rod_pool_free_;
   // RUDI initiator: operations [head, tail) posted, [send, tail) with packets to send; packets
   // in flight; free packet slots (a ring).
-  std::vector<RudiOp> rudi_ops_;
+  std::vector<PeerOp> rudi_ops_;
   uint32_t rudi_op_head_ = 0, rudi_op_send_ = 0, rudi_op_tail_ = 0, rudi_send_packet_ = 0;
   std::vector<RudiPkt> rudi_pkts_;
   std::vector<uint16_t> rudi_free_;
@@ -656,7 +632,7 @@ class UetEndpoint final : public Endpoint {
   // RUDI target responses, UUD datagrams to send: rings.
   std::vector<RudiRsp> rudi_rsp_;
   uint32_t rudi_rsp_head_ = 0, rudi_rsp_tail_ = 0;
-  std::vector<UudOp> uud_q_;
+  std::vector<PeerOp> uud_q_;
   uint32_t uud_head_ = 0, uud_tail_ = 0;
   uint16_t uud_message_id_ = 1;
   uint64_t rng_;
