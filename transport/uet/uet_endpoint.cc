@@ -167,24 +167,24 @@ int32_t UetEndpoint::alloc_pdc(Role role) {
     spare_windows_.pop_back();
   }
   p = Pdc{};
-  move_windows(w, p);
+  take_windows(w, p);
   p.role = role;
   p.id = id;
-  p.rcv_bits.assign(config_.mpr / 64, 0);
+  p.tgt.rcv_bits.assign(config_.mpr / 64, 0);
   if (role == Role::kInitiator) {
-    p.slots.assign(config_.mpr, Slot{});
+    p.ini.slots.assign(config_.mpr, Slot{});
     // The operations ring grows in post_op() (every entry is written there before use).
   }
   if (role == Role::kTarget) {
     // The response ring grows in queue_response() (every entry is written there before
     // use), refusals' codes come with the first refusal (refuse()); their bitmaps are here.
-    p.rsp_bits.assign(config_.mpr / 64, 0);
-    std::fill(p.gtd.begin(), p.gtd.end(), Pdc::Refusal{});
-    p.gtd_bits.assign(config_.mpr / 64, 0);
+    p.tgt.rsp_bits.assign(config_.mpr / 64, 0);
+    std::fill(p.tgt.gtd.begin(), p.tgt.gtd.end(), Pdc::Refusal{});
+    p.tgt.gtd_bits.assign(config_.mpr / 64, 0);
   }
-  p.rto = config_.rto;
-  p.nscc = cc::Nscc(nscc_config_);
-  p.rccc = cc::RcccSender(rccc_config_);
+  p.ini.rto = config_.rto;
+  p.ini.nscc = cc::Nscc(nscc_config_);
+  p.ini.rccc = cc::RcccSender(rccc_config_);
   p.active_index = static_cast<uint32_t>(active_.size());
   active_.push_back(id);
   ready_.grow_to(active_.size());
@@ -195,8 +195,8 @@ int32_t UetEndpoint::alloc_pdc(Role role) {
 void UetEndpoint::free_pdc(uint16_t id) {
   Pdc& p = pdcs_[id];
   if (tss_ != nullptr) {  // §5.6: the peer's next PDC starts past this one's last PSN
-    if (p.role == Role::kInitiator) tss_->initiator_next_start(p.peer_ip4, p.next_psn);
-    if (p.role == Role::kTarget) tss_->start_psn_used(p.peer_ip4, p.peer_pdcid, p.rcv_base);
+    if (p.role == Role::kInitiator) tss_->initiator_next_start(p.peer_ip4, p.ini.next_psn);
+    if (p.role == Role::kTarget) tss_->start_psn_used(p.peer_ip4, p.peer_pdcid, p.tgt.rcv_base);
   }
   // Only this PDC's entries: a closing initiator PDC is no longer the peer's.
   if (p.role == Role::kInitiator) {
@@ -221,7 +221,7 @@ void UetEndpoint::free_pdc(uint16_t id) {
   active_.pop_back();
   p.role = Role::kFree;
   spare_windows_.emplace_back();
-  move_windows(p, spare_windows_.back());
+  park_windows(p, spare_windows_.back());
   free_pdcs_[free_tail_++] = id;
 }
 
@@ -241,13 +241,13 @@ size_t UetEndpoint::memory_bytes() const noexcept {
              held(rudi_free_) + held(rudi_rsp_) + held(uud_q_) + held(regions_) +
              rccc_rx_.memory_bytes() + hash_bytes(initiator_by_peer_) +
              hash_bytes(target_by_peer_pdc_);
-  auto windows = [](const auto& w) {
-    return held(w.slots) + w.ops.bytes() + held(w.rcv_bits) + w.rsp.bytes() + held(w.rsp_bits) +
-           held(w.gtd) + held(w.gtd_bits);
+  auto windows = [](const auto& i, const auto& t) {
+    return held(i.slots) + i.ops.bytes() + held(t.rcv_bits) + t.rsp.bytes() + held(t.rsp_bits) +
+           held(t.gtd) + held(t.gtd_bits);
   };
-  for (uint32_t id = 0; id < pdcs_.size(); ++id) n += windows(pdcs_[id]);
+  for (uint32_t id = 0; id < pdcs_.size(); ++id) n += windows(pdcs_[id].ini, pdcs_[id].tgt);
   n += held(spare_windows_);
-  for (const Windows& w : spare_windows_) n += windows(w);
+  for (const Windows& w : spare_windows_) n += windows(w, w);
   for (const RodBuffer& b : rod_pool_) {
     if (b.bytes != nullptr)
       n += held(b.bits) + held(b.slots) + size_t{config_.rod_window} * config_.payload_bytes;
@@ -326,8 +326,8 @@ absl::StatusOr<uint16_t> UetEndpoint::initiator_pdc(uint32_t peer, bool rod, con
     // starts 2^24 PSNs on, past anything this one sends before its target frees it.
     tss_->initiator_next_start(peer, p.start_psn + kSecurePdcPsnStride);
   }
-  p.next_psn = p.base_psn = p.start_psn;
-  p.rack_highest = p.start_psn - 1;  // nothing acknowledged yet
+  p.ini.next_psn = p.ini.base_psn = p.start_psn;
+  p.ini.rack_highest = p.start_psn - 1;  // nothing acknowledged yet
   p.ev_base = static_cast<uint16_t>(next_random());
   // §2.4 [choice]: a ROD PDC keeps one EV for its lifetime (a fixed selector, one EV).
   pathsel::PathSelConfig ps = config_.pathsel;
@@ -335,7 +335,7 @@ absl::StatusOr<uint16_t> UetEndpoint::initiator_pdc(uint32_t peer, bool rod, con
     ps.algorithm = pathsel::Algorithm::kFixed;
     ps.ev_count = 1;
   }
-  p.sel = pathsel::PathSelector(ps, next_random());
+  p.ini.sel = pathsel::PathSelector(ps, next_random());
   initiator_by_peer_.emplace(pdc_key(peer, rod), id);
   return id;
 }
@@ -346,24 +346,24 @@ absl::Status UetEndpoint::post_op(uint32_t peer, bool rod, const Op& op, const c
   if (!id.ok()) return id.status();
   Pdc& p = pdcs_[*id];
   mark_ready(p);
-  if (p.op_tail - p.op_head >= config_.max_writes) {
+  if (p.ini.op_tail - p.ini.op_head >= config_.max_writes) {
     return absl::ResourceExhaustedError(
         absl::StrCat(verb, ": too many operations posted on this PDC (max_writes)"));
   }
-  p.ops.reserve32(p.op_head, p.op_tail, uint64_t{p.op_tail - p.op_head} + 1, config_.max_writes);
+  p.ini.ops.reserve32(p.ini.op_head, p.ini.op_tail, uint64_t{p.ini.op_tail - p.ini.op_head} + 1, config_.max_writes);
   p.idle_deadline = kNever;  // busy again
-  Op& o = p.ops[p.op_tail];
+  Op& o = p.ini.ops[p.ini.op_tail];
   o = op;
   o.packets = std::max<uint32_t>(
       1, static_cast<uint32_t>((op.length + config_.payload_bytes - 1) / config_.payload_bytes));
   o.unacked = o.packets;
-  if (op.op != Opcode::kRead) p.unsent_bytes += op.length;  // RCCC's backlog
-  o.message_id = p.next_message_id;
+  if (op.op != Opcode::kRead) p.ini.unsent_bytes += op.length;  // RCCC's backlog
+  o.message_id = p.ini.next_message_id;
   // A READ is one single-packet READ message per chunk (NOTES.md, "How the SES operations travel
   // on the PDS"): one ID each.
-  p.next_message_id = static_cast<uint16_t>(p.next_message_id +
+  p.ini.next_message_id = static_cast<uint16_t>(p.ini.next_message_id +
                                             (op.op == Opcode::kRead ? o.packets : 1));
-  ++p.op_tail;
+  ++p.ini.op_tail;
   return absl::OkStatus();
 }
 

@@ -55,14 +55,14 @@ bool UetEndpoint::build_ack(Pdc& p, uint16_t pdcid, Frame& f) {
   wire::SesResponseData* rd = with_data ? b.add<wire::SesResponseData>() : nullptr;
   if (ack_at == nullptr || (r != nullptr && rsp == nullptr && rd == nullptr)) return false;
   wire::HeaderWords<Ack> ack;
-  const uint32_t cack = p.rcv_base - 1;
+  const uint32_t cack = p.tgt.rcv_base - 1;
   // §3.7: the ACK names the packet that triggered it and `m` echoes that packet's CE mark.
   // A CE-marked arrival stays the trigger even if more packets came before this ACK could be
   // sent, so the initiator knows exactly which packet, and so which EV, was marked; another
   // ACK follows at once for the newer arrivals. A response's ACK names the answered PSN and
   // leaves the CE echo to the next plain ACK.
-  const bool ce = r == nullptr && p.ce_seen;
-  const uint32_t trigger = r != nullptr ? r->psn : ce ? p.ce_psn : p.last_psn;
+  const bool ce = r == nullptr && p.tgt.ce_seen;
+  const uint32_t trigger = r != nullptr ? r->psn : ce ? p.tgt.ce_psn : p.tgt.last_psn;
   ack.set<Ack::type_field>(PdsType::kAckCc);
   ack.set<Ack::next_hdr_field>(with_data      ? NextHeader::kRspData
                                : r != nullptr ? NextHeader::kRsp
@@ -71,20 +71,20 @@ bool UetEndpoint::build_ack(Pdc& p, uint16_t pdcid, Frame& f) {
   // §3.7: `retx` echoes the trigger's RETX flag (a response's trigger is answered without
   // it). The initiator takes no RTT sample from such an ACK (Karn: it may answer either send;
   // bench/NOTES.md, "Choices in the sources").
-  ack.set<Ack::retx_field>(r == nullptr && (ce ? p.ce_retx : p.last_retx));
+  ack.set<Ack::retx_field>(r == nullptr && (ce ? p.tgt.ce_retx : p.tgt.last_retx));
   ack.set<Ack::ack_psn_offset_field>(static_cast<int16_t>(
       std::clamp<int64_t>(static_cast<int32_t>(trigger - cack), INT16_MIN, INT16_MAX)));
   ack.set<Ack::cack_psn_field>(cack);
   ack.set<Ack::spdcid_field>(pdcid);
   ack.set<Ack::dpdcid_field>(p.peer_pdcid);
   ack_cc_state(p, r, ce, ack);
-  ack.set<Ack::ooo_count_field>(p.ooo_count);
+  ack.set<Ack::ooo_count_field>(p.tgt.ooo_count);
   ack.set<Ack::mpr_field>(advertised_mpr(p));
   // The 64 PSNs the bitmap reports end at the PSN that triggered this ACK (as htsim does), so
   // every arrival is reported by at least its own ACK even when the window spans more than
   // 64 packets past a hole; they start right after CACK when that is close enough.
-  uint32_t sack_base = p.rcv_base;
-  if (static_cast<int32_t>(trigger - p.rcv_base) > 63) sack_base = trigger - 63;
+  uint32_t sack_base = p.tgt.rcv_base;
+  if (static_cast<int32_t>(trigger - p.tgt.rcv_base) > 63) sack_base = trigger - 63;
   ack.set<Ack::sack_psn_offset_field>(static_cast<uint16_t>(sack_base - cack));
   ack.set<Ack::sack_bitmap_field>(sack_bitmap(p, sack_base));
   ack.store(ack_at);
@@ -93,16 +93,16 @@ bool UetEndpoint::build_ack(Pdc& p, uint16_t pdcid, Frame& f) {
   if (!finish(b, f, elided)) return false;
   f.priority = with_data ? Priority::kData : Priority::kControl;
   if (r != nullptr) {
-    ++p.rsp_head;
+    ++p.tgt.rsp_head;
     if (with_data) ++counters_.tx_read_data;
   } else {
-    p.ce_seen = false;
+    p.tgt.ce_seen = false;
   }
-  p.ack_now = p.rsp_pending() || p.ce_seen ||  // one response per ACK: more follow at once
-              (ce && trigger != p.last_psn);   // newer arrivals than the CE trigger
-  p.ack_pending = false;
-  p.unacked_rx = 0;
-  p.ack_deadline = kNever;
+  p.tgt.ack_now = p.tgt.rsp_pending() || p.tgt.ce_seen ||  // one response per ACK: more follow at once
+              (ce && trigger != p.tgt.last_psn);   // newer arrivals than the CE trigger
+  p.tgt.ack_pending = false;
+  p.tgt.unacked_rx = 0;
+  p.tgt.ack_deadline = kNever;
   ++counters_.tx_acks;
   return true;
 }
@@ -110,15 +110,15 @@ bool UetEndpoint::build_ack(Pdc& p, uint16_t pdcid, Frame& f) {
 // The response the next ACK carries (one per ACK), if any. A PSN with a response is recorded
 // as received now, with the ACK that answers it; under ROD what waited behind it may run.
 [[gnu::always_inline]] inline const UetEndpoint::Pdc::Response* UetEndpoint::take_response(Pdc& p) {
-  const Pdc::Response* r = p.rsp_pending() ? &p.rsp[p.rsp_head] : nullptr;
+  const Pdc::Response* r = p.tgt.rsp_pending() ? &p.tgt.rsp[p.tgt.rsp_head] : nullptr;
   if (r != nullptr && !r->repeat) {
     const uint32_t idx = (r->psn & mpr_mask_);
-    if (test_bit(p.rsp_bits, idx)) {  // recorded as received with the ACK that answers it
-      p.rsp_bits[idx / 64] &= ~(uint64_t{1} << (idx % 64));
+    if (test_bit(p.tgt.rsp_bits, idx)) {  // recorded as received with the ACK that answers it
+      p.tgt.rsp_bits[idx / 64] &= ~(uint64_t{1} << (idx % 64));
       mark_received(p, r->psn);
       // ROD: the READ has read its data (below, into this ACK); what follows it may run.
-      if (p.rod && r->psn == p.rod_next) {
-        ++p.rod_next;
+      if (p.rod && r->psn == p.tgt.rod_next) {
+        ++p.tgt.rod_next;
         rod_drain(p, p.id);
       }
     }
@@ -131,21 +131,21 @@ bool UetEndpoint::build_ack(Pdc& p, uint16_t pdcid, Frame& f) {
                                                              bool ce,
                                                              wire::HeaderWords<wire::PdsAckCc>& ack) {
   using Ack = wire::PdsAckCc;
-  if (p.credit_pending > 0) {
+  if (p.tgt.credit_pending > 0) {
     // §3.8.2: RCCC credit granted to this sender rides the ACK (cc_type CREDIT).
-    const auto c = static_cast<uint32_t>(std::min<uint64_t>(p.credit_pending, 0xFFFFFF));
+    const auto c = static_cast<uint32_t>(std::min<uint64_t>(p.tgt.credit_pending, 0xFFFFFF));
     ack.set<Ack::cc_type_field>(wire::CcType::kCredit);
     ack.set<Ack::credit_field>(c);
-    p.credit_pending -= c;
+    p.tgt.credit_pending -= c;
     ++counters_.tx_credit_acks;
   } else {
     // §3.8.1: how long the trigger waited here for this ACK (ns, saturating), the bytes
     // received so far (modulo 2^24); rc and rcv_cwnd_pend stay 0 (no receiver bottleneck).
-    const Time arrived = r != nullptr ? r->queued : ce ? p.ce_arrival : p.last_arrival;
+    const Time arrived = r != nullptr ? r->queued : ce ? p.tgt.ce_arrival : p.tgt.last_arrival;
     const Time held = now_ > arrived ? (now_ - arrived) / kNanosecond : 0;
     ack.set<Ack::cc_type_field>(wire::CcType::kNscc);
     ack.set<Ack::service_time_field>(static_cast<uint16_t>(std::min<Time>(held, 0xFFFF)));
-    ack.set<Ack::rcvd_bytes_field>(p.rcvd_bytes & 0xFFFFFF);
+    ack.set<Ack::rcvd_bytes_field>(p.tgt.rcvd_bytes & 0xFFFFFF);
   }
 }
 
@@ -155,11 +155,11 @@ bool UetEndpoint::build_ack(Pdc& p, uint16_t pdcid, Frame& f) {
 [[gnu::always_inline]] inline uint64_t UetEndpoint::sack_bitmap(const Pdc& p,
                                                                 uint32_t sack_base) const noexcept {
   uint64_t bitmap = 0;
-  if (const uint32_t ahead = sack_base - p.rcv_base; ahead < config_.mpr) {
+  if (const uint32_t ahead = sack_base - p.tgt.rcv_base; ahead < config_.mpr) {
     const uint32_t at = (sack_base & mpr_mask_);
     const uint32_t word = at / 64, shift = at % 64;
-    bitmap = p.rcv_bits[word] >> shift;
-    if (shift != 0) bitmap |= p.rcv_bits[(word + 1) % p.rcv_bits.size()] << (64 - shift);
+    bitmap = p.tgt.rcv_bits[word] >> shift;
+    if (shift != 0) bitmap |= p.tgt.rcv_bits[(word + 1) % p.tgt.rcv_bits.size()] << (64 - shift);
     if (config_.mpr - ahead < 64) bitmap &= (uint64_t{1} << (config_.mpr - ahead)) - 1;
   }
   return bitmap;
@@ -210,14 +210,14 @@ bool UetEndpoint::build_nack(Pdc& p, uint16_t pdcid, Frame& f) {
   wire::PdsNack* n = b.add<wire::PdsNack>();
   if (n == nullptr) return false;
   n->set_type(PdsType::kNack);
-  n->set_nack_code(static_cast<wire::NackCode>(p.nack_code));
-  n->set_nack_psn(p.nack_psn);
+  n->set_nack_code(static_cast<wire::NackCode>(p.tgt.nack_code));
+  n->set_nack_psn(p.tgt.nack_psn);
   n->set_spdcid(pdcid);
   n->set_dpdcid(p.peer_pdcid);
-  n->set_nack_payload(p.rcv_base);  // §3.10: max received PSN + 1 (the next expected)
+  n->set_nack_payload(p.tgt.rcv_base);  // §3.10: max received PSN + 1 (the next expected)
   if (!finish(b, f, 0)) return false;
   f.priority = Priority::kControl;
-  p.nack_code = 0;
+  p.tgt.nack_code = 0;
   ++counters_.tx_nacks;
   return true;
 }
@@ -229,9 +229,9 @@ bool UetEndpoint::build_stateless_nack(const StatelessNack& sn, Frame& f) {
   tmp.peer_pdcid = sn.peer_pdcid;
   switch (sn.kind) {
     case Stateless::kNack:
-      tmp.nack_code = sn.code;
-      tmp.nack_psn = sn.psn;
-      tmp.rcv_base = sn.payload;
+      tmp.tgt.nack_code = sn.code;
+      tmp.tgt.nack_psn = sn.psn;
+      tmp.tgt.rcv_base = sn.payload;
       return build_nack(tmp, 0, f);
     case Stateless::kClose:  // §3.12: answers a REQ_CLOSE for a PDC we no longer have
       ++counters_.tx_close;

@@ -17,40 +17,40 @@ using internal::status_for;
 // covered_psn): an ACK runs it for every PSN it covers, and the out-of-line calls cost about
 // as much as their bodies (bench/NOTES.md, "Fourth round (h/engine4)").
 [[gnu::always_inline]] inline void UetEndpoint::ack_psn(Pdc& p, uint32_t psn, bool ce, Time now) {
-  Slot& s = p.slots[(psn & mpr_mask_)];
+  Slot& s = p.ini.slots[(psn & mpr_mask_)];
   if (s.acked) return;
-  p.sel.on_ack(s.ev, ce, now);
-  if (s.in_flight) p.bytes_in_flight -= s.len;
-  if (s.resend) --p.resend_pending;
+  p.ini.sel.on_ack(s.ev, ce, now);
+  if (s.in_flight) p.ini.bytes_in_flight -= s.len;
+  if (s.resend) --p.ini.resend_pending;
   s.acked = true;
   s.in_flight = false;
   s.resend = false;
   s.rnr_wait = false;
-  ++p.acked_total;
-  --p.ops[s.op].unacked;
+  ++p.ini.acked_total;
+  --p.ini.ops[s.op].unacked;
 }
 
 // RFC 6298 §2: SRTT/RTTVAR from one sample of a packet sent once.
 void UetEndpoint::on_rtt_sample(Pdc& p, Time rtt) noexcept {
-  if (p.srtt == 0) {
-    p.srtt = rtt;
-    p.rttvar = rtt / 2;
+  if (p.ini.srtt == 0) {
+    p.ini.srtt = rtt;
+    p.ini.rttvar = rtt / 2;
   } else {
-    const Time err = p.srtt > rtt ? p.srtt - rtt : rtt - p.srtt;
-    p.rttvar = (3 * p.rttvar + err) / 4;
-    p.srtt = (7 * p.srtt + rtt) / 8;
+    const Time err = p.ini.srtt > rtt ? p.ini.srtt - rtt : rtt - p.ini.srtt;
+    p.ini.rttvar = (3 * p.ini.rttvar + err) / 4;
+    p.ini.srtt = (7 * p.ini.srtt + rtt) / 8;
   }
-  p.rtt_max = std::max(p.rtt_max, rtt);
+  p.ini.rtt_max = std::max(p.ini.rtt_max, rtt);
   counters_.rtt_max = std::max(counters_.rtt_max, rtt);
 }
 
 // RFC 6298 §2.3, floored at rto_srtt_pct of srtt and at rto_rtt_max_pct of the largest sample.
 Time UetEndpoint::rto_estimate(const Pdc& p) noexcept {
-  if (p.srtt == 0) return config_.rto;
-  const Time est = std::max(p.srtt + 4 * p.rttvar, p.srtt * config_.rto_srtt_pct / 100);
+  if (p.ini.srtt == 0) return config_.rto;
+  const Time est = std::max(p.ini.srtt + 4 * p.ini.rttvar, p.ini.srtt * config_.rto_srtt_pct / 100);
   const Time rto = std::clamp(est, config_.min_rto, config_.max_rto);
   if (config_.rto_rtt_max_pct == 0) return rto;
-  const Time floored = std::clamp(std::max(est, p.rtt_max * config_.rto_rtt_max_pct / 100),
+  const Time floored = std::clamp(std::max(est, p.ini.rtt_max * config_.rto_rtt_max_pct / 100),
                                   config_.min_rto, config_.max_rto);
   if (floored > rto) ++counters_.rto_below_rtt_max;
   return floored;
@@ -67,33 +67,33 @@ Time UetEndpoint::rto_estimate(const Pdc& p) noexcept {
 // does (it has no count): a lost first packet of a short write goes one RTT and the window
 // after it was sent, not at the probe timeout after the last ACK.
 void UetEndpoint::rack_detect(Pdc& p, Time now) {
-  p.rack_deadline = kNever;
-  if (p.rack_sent == 0 || !psn_before(p.base_psn, p.next_psn)) return;
+  p.ini.rack_deadline = kNever;
+  if (p.ini.rack_sent == 0 || !psn_before(p.ini.base_psn, p.ini.next_psn)) return;
   const Time window = reorder_window(p);
-  const bool tail_acked = p.slots[(p.next_psn - 1) & mpr_mask_].acked;
-  const uint32_t end = p.rack_highest + 1 - (tail_acked ? 0 : config_.reorder_threshold);
-  for (uint32_t psn = p.base_psn; psn_before(psn, end); ++psn) {
-    const Slot& s = p.slots[(psn & mpr_mask_)];
-    if (!s.in_flight || s.acked || s.sent > p.rack_sent) continue;
-    const Time lost_at = s.sent + p.rack_rtt + window;
+  const bool tail_acked = p.ini.slots[(p.ini.next_psn - 1) & mpr_mask_].acked;
+  const uint32_t end = p.ini.rack_highest + 1 - (tail_acked ? 0 : config_.reorder_threshold);
+  for (uint32_t psn = p.ini.base_psn; psn_before(psn, end); ++psn) {
+    const Slot& s = p.ini.slots[(psn & mpr_mask_)];
+    if (!s.in_flight || s.acked || s.sent > p.ini.rack_sent) continue;
+    const Time lost_at = s.sent + p.ini.rack_rtt + window;
     if (lost_at <= now) {
-      p.sel.on_nack(s.ev, now);  // an inferred loss counts against its path like a NACK
+      p.ini.sel.on_nack(s.ev, now);  // an inferred loss counts against its path like a NACK
       mark_lost(p, psn);
       ++counters_.fast_retx;
     } else {
-      p.rack_deadline = std::min(p.rack_deadline, lost_at);
+      p.ini.rack_deadline = std::min(p.ini.rack_deadline, lost_at);
     }
   }
-  deadline_ = std::min(deadline_, p.rack_deadline);
+  deadline_ = std::min(deadline_, p.ini.rack_deadline);
 }
 
 // Resends the highest unacknowledged PSN in flight, once: its ACK carries the SACK state that
 // repairs the rest, or it repairs the last packet itself.
 void UetEndpoint::send_tlp(Pdc& p) {
-  p.tlp_done = true;
-  for (uint32_t psn = p.next_psn; psn_before(p.base_psn, psn);) {
+  p.ini.tlp_done = true;
+  for (uint32_t psn = p.ini.next_psn; psn_before(p.ini.base_psn, psn);) {
     --psn;
-    const Slot& s = p.slots[(psn & mpr_mask_)];
+    const Slot& s = p.ini.slots[(psn & mpr_mask_)];
     if (s.acked || !s.in_flight || s.rnr_wait) continue;
     mark_lost(p, psn);
     ++counters_.tlp_probes;
@@ -106,9 +106,9 @@ void UetEndpoint::send_tlp(Pdc& p) {
 // one got its data (`data_sent`), ask again; otherwise the RTO will.
 [[gnu::always_inline]] inline void UetEndpoint::covered_psn(Pdc& p, uint32_t psn, bool ce,
                                                             Time data_sent, Time now) {
-  Slot& s = p.slots[(psn & mpr_mask_)];
+  Slot& s = p.ini.slots[(psn & mpr_mask_)];
   if (s.acked) return;
-  const Op& o = p.ops[s.op];
+  const Op& o = p.ini.ops[s.op];
   if (o.op == Opcode::kRead && !o.failed) {
     if (data_sent > 0 && s.in_flight && s.sent + reorder_window(p) <= data_sent) {
       mark_lost(p, psn);
@@ -120,29 +120,29 @@ void UetEndpoint::send_tlp(Pdc& p) {
 }
 
 void UetEndpoint::mark_lost(Pdc& p, uint32_t psn) {
-  Slot& s = p.slots[(psn & mpr_mask_)];
+  Slot& s = p.ini.slots[(psn & mpr_mask_)];
   if (s.acked || s.resend || !s.in_flight) return;
-  p.bytes_in_flight -= s.len;
+  p.ini.bytes_in_flight -= s.len;
   s.in_flight = false;
   s.rnr_wait = false;
   s.resend = true;
-  ++p.resend_pending;
+  ++p.ini.resend_pending;
 }
 
 [[gnu::always_inline]] inline void UetEndpoint::retire_ops(Pdc& p) {
   // Slide the window past acknowledged PSNs.
-  while (psn_before(p.base_psn, p.next_psn) && p.slots[(p.base_psn & mpr_mask_)].acked) {
-    p.slots[(p.base_psn & mpr_mask_)] = Slot{};
-    ++p.base_psn;
+  while (psn_before(p.ini.base_psn, p.ini.next_psn) && p.ini.slots[(p.ini.base_psn & mpr_mask_)].acked) {
+    p.ini.slots[(p.ini.base_psn & mpr_mask_)] = Slot{};
+    ++p.ini.base_psn;
   }
   // Complete operations whose every packet was sent (behind op_send) and acknowledged, in
   // posting order.
-  while (p.op_head != p.op_send) {
-    const Op& o = p.ops[p.op_head];
+  while (p.ini.op_head != p.ini.op_send) {
+    const Op& o = p.ini.ops[p.ini.op_head];
     if (o.unacked != 0) break;
     completions_.push_back(Completion{o.wr_id, o.failed ? o.status : OpStatus::kSuccess,
                                       o.failed ? 0 : o.length, o.op});
-    ++p.op_head;
+    ++p.ini.op_head;
   }
 }
 
@@ -161,7 +161,7 @@ void UetEndpoint::rx_ack(const wire::Decoded& d, Time now) {
     on_credit(*p, cc->credit());
   }
   if (p->closing) {  // §3.12: only the ACK of the CLOSE matters now
-    if (cack == p->close_psn && h.spdcid() == p->peer_pdcid) {
+    if (cack == p->ini.close_psn && h.spdcid() == p->peer_pdcid) {
       ++counters_.pdcs_closed;
       free_pdc(p->id);
     } else {
@@ -170,28 +170,28 @@ void UetEndpoint::rx_ack(const wire::Decoded& d, Time now) {
     return;
   }
   const uint32_t trig = cack + static_cast<uint32_t>(static_cast<int32_t>(h.ack_psn_offset()));
-  const bool trig_in_window = !psn_before(trig, p->base_psn) && psn_before(trig, p->next_psn);
-  const uint64_t in_flight_before = p->bytes_in_flight;
-  const uint64_t acked_before = p->acked_total;
+  const bool trig_in_window = !psn_before(trig, p->ini.base_psn) && psn_before(trig, p->ini.next_psn);
+  const uint64_t in_flight_before = p->ini.bytes_in_flight;
+  const uint64_t acked_before = p->ini.acked_total;
   // An RTT sample from the PSN that triggered the ACK, if it was sent once (Karn).
   Time rtt = 0;
   if (trig_in_window) {
-    const Slot& s = p->slots[(trig & mpr_mask_)];
+    const Slot& s = p->ini.slots[(trig & mpr_mask_)];
     if (s.in_flight && !s.retransmitted && !h.retx()) rtt = now - s.sent;
   }
   const Time data_sent = ack_response(*p, d, trig, trig_in_window, now);
   // Only PSNs we sent can be acknowledged: base-1 <= cack < next.
-  if (psn_before(cack, p->base_psn - 1) || !psn_before(cack, p->next_psn)) {
+  if (psn_before(cack, p->ini.base_psn - 1) || !psn_before(cack, p->ini.next_psn)) {
     ++counters_.rx_stale_ack;
     retire_ops(*p);
     return;
   }
   ++counters_.rx_acks;
-  p->last_ack_at = now;
+  p->ini.last_ack_at = now;
   // §3.8: new PSNs stay within the window this target advertises (mpr_room); MPR 0 says
   // nothing [choice].
-  if (p->peer_mpr == 0 || psn_before(p->peer_cack, cack)) p->peer_cack = cack;
-  if (cc != nullptr && cc->mpr() != 0) p->peer_mpr = cc->mpr();
+  if (p->ini.peer_mpr == 0 || psn_before(p->ini.peer_cack, cack)) p->ini.peer_cack = cack;
+  if (cc != nullptr && cc->mpr() != 0) p->ini.peer_mpr = cc->mpr();
   if (!p->established) {  // §3.3: the first ACK carries the target's PDC id
     p->established = true;
     p->peer_pdcid = h.spdcid();
@@ -207,15 +207,15 @@ void UetEndpoint::rx_ack(const wire::Decoded& d, Time now) {
   // resent PSN) restarts neither timer (RFC 6298 §5.3, RFC 8985 §7.2): such ACKs would keep
   // pushing a stuck flow's probe and RTO out.
   if (rtt > 0) on_rtt_sample(*p, rtt);
-  const bool progress = p->acked_total != acked_before;
-  if (progress) p->tlp_done = false;
-  p->rto = rtt > 0 ? rto_estimate(*p) : std::max(p->rto, rto_estimate(*p));
-  if (!psn_before(p->base_psn, p->next_psn)) {
-    p->rto_deadline = kNever;
-  } else if (progress || p->rto_deadline == kNever) {
-    p->rto_deadline = now + p->rto;
+  const bool progress = p->ini.acked_total != acked_before;
+  if (progress) p->ini.tlp_done = false;
+  p->ini.rto = rtt > 0 ? rto_estimate(*p) : std::max(p->ini.rto, rto_estimate(*p));
+  if (!psn_before(p->ini.base_psn, p->ini.next_psn)) {
+    p->ini.rto_deadline = kNever;
+  } else if (progress || p->ini.rto_deadline == kNever) {
+    p->ini.rto_deadline = now + p->ini.rto;
   }
-  deadline_ = std::min(deadline_, p->rto_deadline);
+  deadline_ = std::min(deadline_, p->ini.rto_deadline);
   if (progress) arm_tlp(*p, now);
   note_idle(*p, now);
 }
@@ -230,8 +230,8 @@ void UetEndpoint::rx_ack(const wire::Decoded& d, Time now) {
   if (const wire::SesResponseData* rd = d.ses_as<wire::SesResponseData>(); rd != nullptr) {
     bool placed = false;
     if (trig_in_window) {
-      const Slot& s = p.slots[(trig & mpr_mask_)];
-      Op& o = p.ops[s.op];
+      const Slot& s = p.ini.slots[(trig & mpr_mask_)];
+      Op& o = p.ini.ops[s.op];
       if (o.op == Opcode::kRead && !s.acked && !o.failed &&
           rd->return_code() == wire::SesReturnCode::kOk &&
           rd->read_req_message_id() == static_cast<uint16_t>(o.message_id + s.packet) &&
@@ -250,8 +250,8 @@ void UetEndpoint::rx_ack(const wire::Decoded& d, Time now) {
   } else if (const wire::SesResponse* rsp = d.ses_as<wire::SesResponse>(); rsp != nullptr) {
     const auto rc = rsp->return_code();
     if (trig_in_window && rc != wire::SesReturnCode::kOk && rc != wire::SesReturnCode::kNull) {
-      const Slot& s = p.slots[(trig & mpr_mask_)];
-      Op& o = p.ops[s.op];
+      const Slot& s = p.ini.slots[(trig & mpr_mask_)];
+      Op& o = p.ini.ops[s.op];
       const auto mid = static_cast<uint16_t>(o.message_id + (o.op == Opcode::kRead ? s.packet : 0));
       if (!s.acked && mid == rsp->message_id()) {
         if (!o.failed) {
@@ -277,8 +277,8 @@ void UetEndpoint::rx_ack(const wire::Decoded& d, Time now) {
   // The send time of the newest packet (sent once: Karn) this ACK covers: holes sent well
   // before it are lost (a time guard against the reordering that spraying causes).
   Time newest_sent = 0;
-  for (uint32_t psn = p.base_psn; psn_before(psn, cack + 1); ++psn) {
-    const Slot& s = p.slots[(psn & mpr_mask_)];
+  for (uint32_t psn = p.ini.base_psn; psn_before(psn, cack + 1); ++psn) {
+    const Slot& s = p.ini.slots[(psn & mpr_mask_)];
     if (!s.retransmitted) newest_sent = std::max(newest_sent, s.sent);
     covered_psn(p, psn, marked && psn == trig, data_sent, now);
   }
@@ -290,9 +290,9 @@ void UetEndpoint::rx_ack(const wire::Decoded& d, Time now) {
     bool unsent = false;
     for (uint64_t bits = cc->sack_bitmap(); bits != 0; bits &= bits - 1) {
       const uint32_t psn = sack_base + static_cast<uint32_t>(std::countr_zero(bits));
-      if (!psn_before(psn, p.next_psn)) unsent = true;
-      if (psn_before(psn, p.base_psn) || !psn_before(psn, p.next_psn)) continue;
-      const Slot& s = p.slots[(psn & mpr_mask_)];
+      if (!psn_before(psn, p.ini.next_psn)) unsent = true;
+      if (psn_before(psn, p.ini.base_psn) || !psn_before(psn, p.ini.next_psn)) continue;
+      const Slot& s = p.ini.slots[(psn & mpr_mask_)];
       if (!s.retransmitted) newest_sent = std::max(newest_sent, s.sent);
       covered_psn(p, psn, marked && psn == trig, data_sent, now);
       if (psn_before(highest, psn)) highest = psn;
@@ -300,11 +300,11 @@ void UetEndpoint::rx_ack(const wire::Decoded& d, Time now) {
     counters_.rx_sack_unsent += unsent;
   }
   // RACK (RFC 8985 §6.2): remember the newest delivered packet's send time and round trip.
-  if (newest_sent > 0 && newest_sent >= p.rack_sent) {
-    p.rack_sent = newest_sent;
-    p.rack_rtt = now - newest_sent;
+  if (newest_sent > 0 && newest_sent >= p.ini.rack_sent) {
+    p.ini.rack_sent = newest_sent;
+    p.ini.rack_rtt = now - newest_sent;
   }
-  if (psn_before(p.rack_highest, highest)) p.rack_highest = highest;
+  if (psn_before(p.ini.rack_highest, highest)) p.ini.rack_highest = highest;
   rack_detect(p, now);
 }
 
@@ -322,25 +322,25 @@ void UetEndpoint::rx_ack(const wire::Decoded& d, Time now) {
       const Time held = Time{cc->service_time()} * kNanosecond;
       nscc_rtt = std::max(rtt - held, std::min(rtt, config_.base_rtt));
     }
-    if (const uint32_t delta = (cc->rcvd_bytes() - p.peer_rcvd_bytes) & 0xFFFFFF;
+    if (const uint32_t delta = (cc->rcvd_bytes() - p.ini.peer_rcvd_bytes) & 0xFFFFFF;
         delta < 0x800000) {
       newly_rcvd = delta;
-      p.peer_rcvd_bytes = cc->rcvd_bytes();
+      p.ini.peer_rcvd_bytes = cc->rcvd_bytes();
     }
   }
-  if (p.bytes_in_flight < in_flight_before) {
-    p.nscc.on_ack(in_flight_before - p.bytes_in_flight, marked, nscc_rtt, now);
+  if (p.ini.bytes_in_flight < in_flight_before) {
+    p.ini.nscc.on_ack(in_flight_before - p.ini.bytes_in_flight, marked, nscc_rtt, now);
   }
   if (newly_rcvd != 0 && cc->rcv_cwnd_pend() != 0) {
-    p.nscc.on_receiver_pending(newly_rcvd, cc->rcv_cwnd_pend());
+    p.ini.nscc.on_receiver_pending(newly_rcvd, cc->rcv_cwnd_pend());
   }
 }
 
 // An initiator PDC with nothing posted and nothing outstanding is idle: it closes after
 // idle_timeout, or at once when the target asked (REQ_CLOSE).
 void UetEndpoint::note_idle(Pdc& p, Time now) {
-  if (p.closing || p.op_head != p.op_tail || psn_before(p.base_psn, p.next_psn)) return;
-  if (p.close_requested) {
+  if (p.closing || p.ini.op_head != p.ini.op_tail || psn_before(p.ini.base_psn, p.ini.next_psn)) return;
+  if (p.ini.close_requested) {
     start_close(p, now);
     return;
   }
@@ -353,25 +353,25 @@ void UetEndpoint::note_idle(Pdc& p, Time now) {
 // first grant ends the speculation; the next tx() sends against it.
 void UetEndpoint::on_credit(Pdc& p, uint64_t bytes) {
   counters_.credit_received += bytes;
-  if (p.speculating) {
-    p.speculating = false;
-    p.rccc.stop_speculating();
+  if (p.ini.speculating) {
+    p.ini.speculating = false;
+    p.ini.rccc.stop_speculating();
   }
-  p.rccc.on_credit(bytes);
-  p.credit_blocked = false;
-  p.credit_deadline = kNever;
+  p.ini.rccc.on_credit(bytes);
+  p.ini.credit_blocked = false;
+  p.ini.credit_deadline = kNever;
 }
 
 // RCCC: initiator PDC `p` has data to send and no credit. The first time: count it, arm the
 // re-ask timer (an RTO without credit), and ask at once if the receiver was last told that
 // nothing more is wanted.
 void UetEndpoint::credit_blocked(Pdc& p, Time now) {
-  if (p.credit_blocked) return;
-  p.credit_blocked = true;
+  if (p.ini.credit_blocked) return;
+  p.ini.credit_blocked = true;
   ++counters_.credit_stalls;
-  p.credit_deadline = now + p.rto;
-  deadline_ = std::min(deadline_, p.credit_deadline);
-  if (p.last_target == 0 && p.established) p.credit_req_pending = true;
+  p.ini.credit_deadline = now + p.ini.rto;
+  deadline_ = std::min(deadline_, p.ini.credit_deadline);
+  if (p.ini.last_target == 0 && p.established) p.ini.credit_req_pending = true;
 }
 
 // §3.10 sender reactions.
@@ -390,7 +390,7 @@ void UetEndpoint::rx_nack(const wire::Decoded& d, Time now) {
   }
   if (p->closing) return;  // nothing outstanding; only the CLOSE's ACK matters
   const uint32_t psn = h.nack_psn();
-  const bool in_window = !psn_before(psn, p->base_psn) && psn_before(psn, p->next_psn);
+  const bool in_window = !psn_before(psn, p->ini.base_psn) && psn_before(psn, p->ini.next_psn);
   switch (h.nack_code()) {
     case wire::NackCode::kTrimmed:
     case wire::NackCode::kRcvrInferLoss:
@@ -398,8 +398,8 @@ void UetEndpoint::rx_nack(const wire::Decoded& d, Time now) {
       // The packet was cut or lost on its path: tell the path selector (uet-htsim reports
       // PATH_NACK here). A last-hop trim or a window overrun says nothing about the path.
       if (in_window) {
-        const Slot& s = p->slots[(psn & mpr_mask_)];
-        if (s.in_flight && !s.acked) p->sel.on_nack(s.ev, now);
+        const Slot& s = p->ini.slots[(psn & mpr_mask_)];
+        if (s.in_flight && !s.acked) p->ini.sel.on_nack(s.ev, now);
       }
       [[fallthrough]];
     case wire::NackCode::kTrimmedLastHop:
@@ -412,7 +412,7 @@ void UetEndpoint::rx_nack(const wire::Decoded& d, Time now) {
       if (in_window) {
         mark_lost(*p, psn);
         ++counters_.nack_retx;
-        p->nscc.on_nack(config_.payload_bytes, now);
+        p->ini.nscc.on_nack(config_.payload_bytes, now);
       }
       break;
     case wire::NackCode::kRcvdSesProcg:
@@ -450,8 +450,8 @@ void UetEndpoint::rx_nack(const wire::Decoded& d, Time now) {
 // again, up to rnr_retries times; a SEND nothing of which was accepted is then given up (it
 // goes once more, with `ie`).
 void UetEndpoint::rnr_nack(Pdc& p, uint32_t psn, wire::NackCode code) {
-  Slot& s = p.slots[(psn & mpr_mask_)];
-  Op& o = p.ops[s.op];
+  Slot& s = p.ini.slots[(psn & mpr_mask_)];
+  Op& o = p.ini.ops[s.op];
   if (s.acked || !s.in_flight || s.rnr_wait) return;
   if (o.abandoned) {
     mark_lost(p, psn);  // goes again, with `ie`
@@ -469,8 +469,8 @@ void UetEndpoint::rnr_nack(Pdc& p, uint32_t psn, wire::NackCode code) {
 }
 
 void UetEndpoint::fail_pdc(Pdc& p, OpStatus why) {
-  for (uint32_t i = p.op_head; i != p.op_tail; ++i) {
-    const Op& o = p.ops[i];
+  for (uint32_t i = p.ini.op_head; i != p.ini.op_tail; ++i) {
+    const Op& o = p.ini.ops[i];
     completions_.push_back(Completion{o.wr_id, o.failed ? o.status : why, 0, o.op});
   }
   free_pdc(p.id);

@@ -76,19 +76,19 @@ namespace uet {
 // outstanding, a sample exists and no probe went since the last progress; it fires
 // 2 srtt + ack_delay after the last send or ACK.
 [[gnu::always_inline]] inline void UetEndpoint::arm_tlp(Pdc& p, Time now) noexcept {
-  p.tlp_deadline = kNever;
-  if (!config_.tlp || p.srtt == 0 || p.tlp_done || p.op_send != p.op_tail ||
-      !internal::psn_before(p.base_psn, p.next_psn)) {
+  p.ini.tlp_deadline = kNever;
+  if (!config_.tlp || p.ini.srtt == 0 || p.ini.tlp_done || p.ini.op_send != p.ini.op_tail ||
+      !internal::psn_before(p.ini.base_psn, p.ini.next_psn)) {
     return;
   }
   // RFC 8985 §7.2: PTO = 2 srtt (+ the peer's ACK delay), but before the RTO: with a small
   // RTO (min_rto) the probe goes at 3/4 of it, so it still saves the timeout's window cut.
   // rto_rtt_max_pct: a stall as long as an earlier one is not a lost tail either.
-  const Time wait = std::max(2 * p.srtt + config_.ack_delay,
-                             p.rtt_max * config_.rto_rtt_max_pct / 100);
-  const Time pto = std::min(wait, p.rto * 3 / 4);
-  p.tlp_deadline = now + pto;
-  deadline_ = std::min(deadline_, p.tlp_deadline);
+  const Time wait = std::max(2 * p.ini.srtt + config_.ack_delay,
+                             p.ini.rtt_max * config_.rto_rtt_max_pct / 100);
+  const Time pto = std::min(wait, p.ini.rto * 3 / 4);
+  p.ini.tlp_deadline = now + pto;
+  deadline_ = std::min(deadline_, p.ini.tlp_deadline);
 }
 
 // §2.4: EV index i (pathsel/) travels as a UDP source port in the dynamic range 49152..65535,

@@ -120,17 +120,17 @@ absl::Status UetEndpoint::post_uud(const PeerOp& op, const char* verb) {
 // Lends a reorder buffer to ROD target PDC `p` (its first out-of-order request). A buffer's
 // memory is allocated the first time it is lent and kept: at most rod_buffers of them.
 bool UetEndpoint::rod_take_buffer(Pdc& p) {
-  if (p.rod_buf >= 0) return true;
+  if (p.tgt.rod_buf >= 0) return true;
   if (!rod_pool_free_.empty()) {  // a returned one, the last returned first
-    p.rod_buf = rod_pool_free_.back();
+    p.tgt.rod_buf = rod_pool_free_.back();
     rod_pool_free_.pop_back();
   } else if (rod_pool_.size() < config_.rod_buffers) {  // a new one
-    p.rod_buf = static_cast<int32_t>(rod_pool_.size());
+    p.tgt.rod_buf = static_cast<int32_t>(rod_pool_.size());
     rod_pool_.emplace_back();
   } else {
     return false;
   }
-  RodBuffer& b = rod_pool_[static_cast<size_t>(p.rod_buf)];
+  RodBuffer& b = rod_pool_[static_cast<size_t>(p.tgt.rod_buf)];
   if (b.slots.empty()) {
     b.bits.assign(config_.rod_window / 64, 0);
     b.slots.resize(config_.rod_window);
@@ -142,17 +142,17 @@ bool UetEndpoint::rod_take_buffer(Pdc& p) {
 
 // Returns `p`'s reorder buffer to the pool (it holds nothing more, or the PDC is freed).
 void UetEndpoint::rod_release_buffer(Pdc& p) noexcept {
-  if (p.rod_buf < 0) return;
-  RodBuffer& b = rod_pool_[static_cast<size_t>(p.rod_buf)];
+  if (p.tgt.rod_buf < 0) return;
+  RodBuffer& b = rod_pool_[static_cast<size_t>(p.tgt.rod_buf)];
   std::fill(b.bits.begin(), b.bits.end(), 0);
-  rod_pool_free_.push_back(static_cast<uint16_t>(p.rod_buf));
-  p.rod_buf = -1;
-  p.rod_held = 0;
+  rod_pool_free_.push_back(static_cast<uint16_t>(p.tgt.rod_buf));
+  p.tgt.rod_buf = -1;
+  p.tgt.rod_held = 0;
 }
 
 bool UetEndpoint::rod_staged(const Pdc& p, uint32_t psn) const noexcept {
-  return p.rod_buf >= 0 && psn - p.rod_next < config_.rod_window &&
-         test_bit(rod_pool_[static_cast<size_t>(p.rod_buf)].bits, psn % config_.rod_window);
+  return p.tgt.rod_buf >= 0 && psn - p.tgt.rod_next < config_.rod_window &&
+         test_bit(rod_pool_[static_cast<size_t>(p.tgt.rod_buf)].bits, psn % config_.rod_window);
 }
 
 // ROD target, [choice] in spec/uet.md §3.3: request `psn` arrived before the PSNs ahead of it
@@ -162,7 +162,7 @@ bool UetEndpoint::rod_staged(const Pdc& p, uint32_t psn) const noexcept {
 // refused or NACKed then). True when it was staged.
 bool UetEndpoint::rod_stage(Pdc& p, const wire::Decoded& d, const wire::SesStandardRequest* ses,
                             uint32_t psn) {
-  if (psn - p.rod_next >= config_.rod_window) {  // beyond the buffer: §3.10 PSN_OOR_WINDOW
+  if (psn - p.tgt.rod_next >= config_.rod_window) {  // beyond the buffer: §3.10 PSN_OOR_WINDOW
     ++counters_.rx_out_of_window;
     queue_nack(p, wire::NackCode::kPsnOorWindow, psn);
     return false;
@@ -189,7 +189,7 @@ bool UetEndpoint::rod_stage(Pdc& p, const wire::Decoded& d, const wire::SesStand
     ++counters_.rod_no_buffer;
     return false;
   }
-  RodBuffer& buf = rod_pool_[static_cast<size_t>(p.rod_buf)];
+  RodBuffer& buf = rod_pool_[static_cast<size_t>(p.tgt.rod_buf)];
   Staged& st = buf.slots[slot];
   st.has_ses = ses != nullptr;
   if (ses != nullptr) std::memcpy(st.ses.data(), ses->raw, st.ses.size());
@@ -200,7 +200,7 @@ bool UetEndpoint::rod_stage(Pdc& p, const wire::Decoded& d, const wire::SesStand
     std::memcpy(buf.bytes.get() + size_t{slot} * config_.payload_bytes, d.payload.data(), st.len);
   }
   set_bit(buf.bits, slot);
-  ++p.rod_held;
+  ++p.tgt.rod_held;
   ++counters_.rod_staged;
   if (st.recorded) mark_received(p, psn);
   return true;
@@ -211,15 +211,15 @@ bool UetEndpoint::rod_stage(Pdc& p, const wire::Decoded& d, const wire::SesStand
 // was NACKed (it comes again). Refused PSNs (Pdc::gtd) are passed: they have no effect.
 void UetEndpoint::rod_drain(Pdc& p, uint16_t id) {
   for (;;) {
-    const uint32_t psn = p.rod_next;
-    if (!psn_before(psn, p.rcv_base) && psn - p.rcv_base < config_.mpr &&
-        test_bit(p.gtd_bits, (psn & mpr_mask_))) {
-      ++p.rod_next;
+    const uint32_t psn = p.tgt.rod_next;
+    if (!psn_before(psn, p.tgt.rcv_base) && psn - p.tgt.rcv_base < config_.mpr &&
+        test_bit(p.tgt.gtd_bits, (psn & mpr_mask_))) {
+      ++p.tgt.rod_next;
       continue;
     }
     if (!rod_staged(p, psn)) return;
     const uint32_t slot = psn % config_.rod_window;
-    RodBuffer& buf = rod_pool_[static_cast<size_t>(p.rod_buf)];
+    RodBuffer& buf = rod_pool_[static_cast<size_t>(p.tgt.rod_buf)];
     clear_bit(buf.bits, slot);
     const Staged st = buf.slots[slot];
     ++counters_.rod_executed_late;
@@ -230,12 +230,12 @@ void UetEndpoint::rod_drain(Pdc& p, uint16_t id) {
                                            st.len),
                   st.elided, psn);
     }
-    if (--p.rod_held == 0) rod_release_buffer(p);  // after execute: it read the payload
+    if (--p.tgt.rod_held == 0) rod_release_buffer(p);  // after execute: it read the payload
     if (e == Exec::kWait) return;
-    ++p.rod_next;
+    ++p.tgt.rod_next;
     if (e == Exec::kRecord && !st.recorded) {
       mark_received(p, psn);
-      p.ack_now = true;
+      p.tgt.ack_now = true;
     }
   }
 }

@@ -17,32 +17,32 @@ using internal::test_bit;
 
 void UetEndpoint::queue_nack(Pdc& p, wire::NackCode code, uint32_t psn) {
   const auto c = static_cast<uint8_t>(code);
-  for (uint32_t i = p.nack_head; i != p.nack_tail; ++i) {
-    const Pdc::Nack& n = p.nacks[i % p.nacks.size()];
+  for (uint32_t i = p.tgt.nack_head; i != p.tgt.nack_tail; ++i) {
+    const Pdc::Nack& n = p.tgt.nacks[i % p.tgt.nacks.size()];
     if (n.code == c && n.psn == psn) return;  // already queued
   }
-  if (p.nack_tail - p.nack_head >= p.nacks.size()) return;  // bounded: the RTO recovers it
-  p.nacks[p.nack_tail++ % p.nacks.size()] = Pdc::Nack{c, psn};
+  if (p.tgt.nack_tail - p.tgt.nack_head >= p.tgt.nacks.size()) return;  // bounded: the RTO recovers it
+  p.tgt.nacks[p.tgt.nack_tail++ % p.tgt.nacks.size()] = Pdc::Nack{c, psn};
 }
 
 // Queues a response for `r.psn` (one ACK each). A first answer marks the PSN pending so a
 // duplicate is not answered twice before it is recorded; a repeat (the PSN is recorded
 // already) does not. False when the ring is full: the request is dropped and comes again.
 bool UetEndpoint::queue_response(Pdc& p, const Pdc::Response& r, bool repeat) {
-  if (p.rsp_tail - p.rsp_head >= config_.mpr) {
+  if (p.tgt.rsp_tail - p.tgt.rsp_head >= config_.mpr) {
     ++counters_.rsp_ring_full;
     return false;
   }
-  p.rsp.reserve32(p.rsp_head, p.rsp_tail, uint64_t{p.rsp_tail - p.rsp_head} + 1, config_.mpr);
-  Pdc::Response& e = p.rsp[p.rsp_tail++];
+  p.tgt.rsp.reserve32(p.tgt.rsp_head, p.tgt.rsp_tail, uint64_t{p.tgt.rsp_tail - p.tgt.rsp_head} + 1, config_.mpr);
+  Pdc::Response& e = p.tgt.rsp[p.tgt.rsp_tail++];
   e = r;
   e.repeat = repeat;
   e.queued = now_;
   if (!repeat) {
     const uint32_t idx = (r.psn & mpr_mask_);
-    p.rsp_bits[idx / 64] |= uint64_t{1} << (idx % 64);
+    p.tgt.rsp_bits[idx / 64] |= uint64_t{1} << (idx % 64);
   }
-  p.ack_now = true;
+  p.tgt.ack_now = true;
   return true;
 }
 
@@ -50,12 +50,12 @@ bool UetEndpoint::queue_response(Pdc& p, const Pdc::Response& r, bool repeat) {
 // initiator clears it (see Pdc::gtd); this first answer goes at once.
 void UetEndpoint::refuse(Pdc& p, uint32_t psn, uint8_t code, uint16_t message_id) {
   const uint32_t idx = (psn & mpr_mask_);
-  if (!test_bit(p.gtd_bits, idx)) {
-    p.gtd_bits[idx / 64] |= uint64_t{1} << (idx % 64);
-    ++p.gtd_live;
+  if (!test_bit(p.tgt.gtd_bits, idx)) {
+    p.tgt.gtd_bits[idx / 64] |= uint64_t{1} << (idx % 64);
+    ++p.tgt.gtd_live;
   }
-  if (p.gtd.empty()) p.gtd.assign(config_.mpr, Pdc::Refusal{});  // the PDC's first refusal
-  p.gtd[idx] = Pdc::Refusal{code, message_id};
+  if (p.tgt.gtd.empty()) p.tgt.gtd.assign(config_.mpr, Pdc::Refusal{});  // the PDC's first refusal
+  p.tgt.gtd[idx] = Pdc::Refusal{code, message_id};
   Pdc::Response r;
   r.code = code;
   r.message_id = message_id;
@@ -66,15 +66,15 @@ void UetEndpoint::refuse(Pdc& p, uint32_t psn, uint8_t code, uint16_t message_id
 // §3.3: the initiator no longer needs the refusals of PSNs up to `clear_psn`: they become
 // received, and the cumulative ACK moves past them.
 [[gnu::always_inline]] inline void UetEndpoint::clear_to(Pdc& p, uint32_t clear_psn) {
-  if (p.gtd_live == 0 || !psn_before(p.rcv_base, clear_psn + 1)) return;
-  const uint32_t base = p.rcv_base;
+  if (p.tgt.gtd_live == 0 || !psn_before(p.tgt.rcv_base, clear_psn + 1)) return;
+  const uint32_t base = p.tgt.rcv_base;
   const uint32_t n = std::min<uint32_t>(clear_psn + 1 - base, config_.mpr);
-  for (uint32_t i = 0; i < n && p.gtd_live > 0; ++i) {
+  for (uint32_t i = 0; i < n && p.tgt.gtd_live > 0; ++i) {
     const uint32_t psn = base + i;
     const uint32_t idx = (psn & mpr_mask_);
-    if (!test_bit(p.gtd_bits, idx)) continue;
-    p.gtd_bits[idx / 64] &= ~(uint64_t{1} << (idx % 64));
-    --p.gtd_live;
+    if (!test_bit(p.tgt.gtd_bits, idx)) continue;
+    p.tgt.gtd_bits[idx / 64] &= ~(uint64_t{1} << (idx % 64));
+    --p.tgt.gtd_live;
     ++counters_.refusals_cleared;
     mark_received(p, psn);
   }
@@ -210,20 +210,20 @@ void UetEndpoint::rx(std::span<Frame* const> frames, Time now) {
   const wire::SesStandardRequest* ses = d.ses_as<wire::SesStandardRequest>();
   if (!request_is_new(*p, psn, ses, trimmed)) return;
   // §3.8.1 rcvd_bytes and §3.8 ooo_count: a new, whole request.
-  const uint32_t delta = psn - p->rcv_base;
-  p->rcvd_bytes += static_cast<uint32_t>(d.payload.size() + d.elided);
-  if (delta != 0 && p->ooo_count != 0xFFFF) ++p->ooo_count;
+  const uint32_t delta = psn - p->tgt.rcv_base;
+  p->tgt.rcvd_bytes += static_cast<uint32_t>(d.payload.size() + d.elided);
+  if (delta != 0 && p->tgt.ooo_count != 0xFFFF) ++p->tgt.ooo_count;
   // ROD (uet_modes.cc): a request past the next one to execute waits in the reorder buffer.
-  if (p->rod && psn != p->rod_next) {
+  if (p->rod && psn != p->tgt.rod_next) {
     if (rod_stage(*p, d, ses, psn) &&
         ses != nullptr && ses->opcode() == wire::SesOpcode::kWrite) {
-      p->ack_now = true;  // out of order: SACK it at once
+      p->tgt.ack_now = true;  // out of order: SACK it at once
     }
     return;
   }
   const Exec e =
       ses != nullptr ? execute_inline(*p, id, *ses, d.payload, d.elided, psn) : Exec::kRecord;
-  if (p->rod && e != Exec::kWait) ++p->rod_next;
+  if (p->rod && e != Exec::kWait) ++p->tgt.rod_next;
   if (e != Exec::kRecord) {
     if (p->rod && e == Exec::kDone) rod_drain(*p, id);
     return;
@@ -233,13 +233,13 @@ void UetEndpoint::rx(std::span<Frame* const> frames, Time now) {
   if (p->rod) rod_drain(*p, id);  // staged requests behind it run now, in PSN order
   // §3.7 ACK coalescing: at once on AR, ECN-CE, out of order or a pending response; else
   // every ack_every packets or after ack_delay.
-  ++p->unacked_rx;
-  if (h.ar() || d.ecn == 3 || !in_order || p->rsp_pending() || p->unacked_rx >= config_.ack_every) {
-    p->ack_now = true;
-  } else if (!p->ack_pending) {
-    p->ack_pending = true;
-    p->ack_deadline = now + config_.ack_delay;
-    deadline_ = std::min(deadline_, p->ack_deadline);
+  ++p->tgt.unacked_rx;
+  if (h.ar() || d.ecn == 3 || !in_order || p->tgt.rsp_pending() || p->tgt.unacked_rx >= config_.ack_every) {
+    p->tgt.ack_now = true;
+  } else if (!p->tgt.ack_pending) {
+    p->tgt.ack_pending = true;
+    p->tgt.ack_deadline = now + config_.ack_delay;
+    deadline_ = std::min(deadline_, p->tgt.ack_deadline);
   }
 }
 
@@ -297,9 +297,9 @@ void UetEndpoint::rx(std::span<Frame* const> frames, Time now) {
   set_peer(np, src);
   np.peer_pdcid = h.spdcid();
   np.ev_base = static_cast<uint16_t>(next_random());
-  np.rcv_base = np.start_psn = start;
+  np.tgt.rcv_base = np.start_psn = start;
   np.rod = rod;  // the SYN fixes the PDC's mode
-  np.rod_next = start;
+  np.tgt.rod_next = start;
   target_by_peer_pdc_.insert_or_assign(key, id);
   mark_ready(np);
   return &np;
@@ -338,21 +338,21 @@ void UetEndpoint::rx(std::span<Frame* const> frames, Time now) {
     rccc_rx_.on_request(id, cc->credit_target(), now);
   }
   p.close_tries = 0;  // the initiator is alive: REQ_CLOSE may start over when idle again
-  p.unanswered = false;
+  p.tgt.unanswered = false;
   if (config_.idle_timeout != 0) {
     p.idle_deadline = now + 2 * config_.idle_timeout;
     deadline_ = std::min(deadline_, p.idle_deadline);
   }
   // §3.3: refusals up to the clear PSN are no longer needed (not from a trimmed header).
   if (!trimmed) clear_to(p, psn + static_cast<uint32_t>(static_cast<int32_t>(h.clear_psn_offset())));
-  p.last_psn = psn;
-  p.last_retx = h.retx();
-  p.last_arrival = now;
-  if (d.ecn == 3 && !p.ce_seen) {  // the first CE since the last ACK triggers the next one
-    p.ce_seen = true;
-    p.ce_psn = psn;
-    p.ce_retx = h.retx();
-    p.ce_arrival = now;
+  p.tgt.last_psn = psn;
+  p.tgt.last_retx = h.retx();
+  p.tgt.last_arrival = now;
+  if (d.ecn == 3 && !p.tgt.ce_seen) {  // the first CE since the last ACK triggers the next one
+    p.tgt.ce_seen = true;
+    p.tgt.ce_psn = psn;
+    p.tgt.ce_retx = h.retx();
+    p.tgt.ce_arrival = now;
   }
 }
 
@@ -362,36 +362,36 @@ void UetEndpoint::rx(std::span<Frame* const> frames, Time now) {
 [[gnu::always_inline]] inline bool UetEndpoint::request_is_new(Pdc& p, uint32_t psn,
                                                                const wire::SesStandardRequest* ses,
                                                                bool trimmed) {
-  const uint32_t delta = psn - p.rcv_base;
+  const uint32_t delta = psn - p.tgt.rcv_base;
   const uint32_t idx = (psn & mpr_mask_);
-  const bool old = psn_before(psn, p.rcv_base);
+  const bool old = psn_before(psn, p.tgt.rcv_base);
   if (!old && delta >= config_.mpr) {  // §3.10 PSN_OOR_WINDOW
     ++counters_.rx_out_of_window;
     queue_nack(p, wire::NackCode::kPsnOorWindow, psn);
     return false;
   }
-  if (!old && test_bit(p.gtd_bits, idx)) {  // a refused PSN again: its refusal again
+  if (!old && test_bit(p.tgt.gtd_bits, idx)) {  // a refused PSN again: its refusal again
     ++counters_.rx_duplicates;
     if (!trimmed) {
-      const Pdc::Refusal& g = p.gtd[idx];
+      const Pdc::Refusal& g = p.tgt.gtd[idx];
       Pdc::Response r;
       r.code = g.code;
       r.message_id = g.message_id;
       r.psn = psn;
       if (queue_response(p, r, /*repeat=*/true)) ++counters_.tx_refusal_repeats;
     }
-    p.ack_now = true;
+    p.tgt.ack_now = true;
     return false;
   }
-  const bool received = old || test_bit(p.rcv_bits, idx);
-  if (received || test_bit(p.rsp_bits, idx)) {
+  const bool received = old || test_bit(p.tgt.rcv_bits, idx);
+  if (received || test_bit(p.tgt.rsp_bits, idx)) {
     ++counters_.rx_duplicates;  // never delivered twice; re-ACK at once
     // A READ already answered is answered again: its data ACK may have been lost, and a read
     // is idempotent. One that is still queued (rsp_bits) is not answered twice.
     if (received && !trimmed && ses != nullptr && ses->opcode() == wire::SesOpcode::kRead) {
       queue_response(p, read_response(*ses, psn), /*repeat=*/true);
     }
-    p.ack_now = true;
+    p.tgt.ack_now = true;
     return false;
   }
   if (trimmed) {  // §3.14: a trimmed request: ask for it again
@@ -471,7 +471,7 @@ void UetEndpoint::rx_ctrl(const wire::Decoded& d, Time now) {
         // cleared. Freed only when every PSN before it arrived; else the CLOSE is early
         // (reordered) and comes again.
         clear_to(*p, h.psn() - 1);
-        if (p->rcv_base != h.psn()) {
+        if (p->tgt.rcv_base != h.psn()) {
           ++counters_.rx_bad_ctrl;
           return;
         }
@@ -487,7 +487,7 @@ void UetEndpoint::rx_ctrl(const wire::Decoded& d, Time now) {
       if (p != nullptr && p->role == Role::kInitiator && p->peer_ip4 == src) {
         if (p->closing) return;  // our CLOSE is on its way
         if (p->established && p->peer_pdcid == h.spdcid()) {
-          p->close_requested = true;
+          p->ini.close_requested = true;
           note_idle(*p, now);
           return;
         }
@@ -503,7 +503,7 @@ void UetEndpoint::rx_ctrl(const wire::Decoded& d, Time now) {
           p->peer_pdcid == h.spdcid()) {
         ++counters_.rx_clear;
         clear_to(*p, h.ctrl_payload());
-        p->ack_now = true;  // the ACK shows the CACK that moved
+        p->tgt.ack_now = true;  // the ACK shows the CACK that moved
         return;
       }
       ++counters_.rx_bad_ctrl;

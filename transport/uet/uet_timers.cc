@@ -19,14 +19,14 @@ void UetEndpoint::start_close(Pdc& p, Time now) {
     initiator_by_peer_.erase(it);
   }
   p.closing = true;
-  p.close_psn = p.next_psn;
+  p.ini.close_psn = p.ini.next_psn;
   p.close_tries = 0;
   p.ctrl_pending = p.established;  // never ACKed: the target has no PDC to close
   p.idle_deadline = kNever;
-  p.rto_deadline = p.tlp_deadline = kNever;
-  p.close_deadline = now;  // not established: freed at the next timer
-  if (p.established) p.close_deadline = now + p.rto;
-  deadline_ = std::min(deadline_, p.close_deadline);
+  p.ini.rto_deadline = p.ini.tlp_deadline = kNever;
+  p.ini.close_deadline = now;  // not established: freed at the next timer
+  if (p.established) p.ini.close_deadline = now + p.ini.rto;
+  deadline_ = std::min(deadline_, p.ini.close_deadline);
 }
 
 // The table is full and a SYN wants a PDC: the oldest target PDC whose REQ_CLOSEs all went
@@ -35,7 +35,7 @@ int32_t UetEndpoint::reclaim_unanswered() {
   while (unanswered_head_ != unanswered_tail_) {
     const uint16_t id = unanswered_[unanswered_head_++];
     const Pdc& p = pdcs_[id];
-    if (p.role != Role::kTarget || !p.unanswered) continue;  // answered since, or freed
+    if (p.role != Role::kTarget || !p.tgt.unanswered) continue;  // answered since, or freed
     ++counters_.req_close_abandoned;
     release_target(id);
     return alloc_pdc(Role::kTarget);
@@ -76,8 +76,8 @@ void UetEndpoint::on_timer(Time now) {
   for (size_t i = 0; i < active_.size(); ++i) {
     const uint16_t id = active_[i];
     Pdc& p = pdcs_[id];
-    if (std::min({p.ack_pending ? p.ack_deadline : kNever, p.idle_deadline, p.close_deadline,
-                  p.credit_deadline, p.tlp_deadline, p.rack_deadline, p.rto_deadline}) <= now) {
+    if (std::min({p.tgt.ack_pending ? p.tgt.ack_deadline : kNever, p.idle_deadline, p.ini.close_deadline,
+                  p.ini.credit_deadline, p.ini.tlp_deadline, p.ini.rack_deadline, p.ini.rto_deadline}) <= now) {
       mark_ready(p);  // a timer of its fires: it may have a frame for tx()
     }
     bool freed = false;
@@ -98,16 +98,16 @@ void UetEndpoint::on_timer(Time now) {
 // more, the initiator may be gone (or never was: a flood of SYNs) or cut off by a failed
 // link: the PDC stays, but a SYN that finds the table full takes it (reclaim_unanswered).
 void UetEndpoint::timer_target(Pdc& p, uint16_t id, Time now, Time& next) {
-  if (p.ack_pending && p.ack_deadline <= now) p.ack_now = true;
-  if (p.ack_pending && !p.ack_now) next = std::min(next, p.ack_deadline);
+  if (p.tgt.ack_pending && p.tgt.ack_deadline <= now) p.tgt.ack_now = true;
+  if (p.tgt.ack_pending && !p.tgt.ack_now) next = std::min(next, p.tgt.ack_deadline);
   if (p.idle_deadline <= now) {
     p.idle_deadline = kNever;
     if (p.close_tries < config_.max_retries) {
       ++p.close_tries;
       p.ctrl_pending = true;
       p.idle_deadline = now + config_.idle_timeout;
-    } else if (!p.unanswered) {
-      p.unanswered = true;
+    } else if (!p.tgt.unanswered) {
+      p.tgt.unanswered = true;
       if (unanswered_tail_ - unanswered_head_ == config_.max_pdcs) ++unanswered_head_;
       unanswered_.reserve32(unanswered_head_, unanswered_tail_,
                             uint64_t{unanswered_tail_ - unanswered_head_} + 1, config_.max_pdcs);
@@ -120,20 +120,20 @@ void UetEndpoint::timer_target(Pdc& p, uint16_t id, Time now, Time& next) {
 // A closing initiator PDC (§3.12): its CLOSE again, with backoff, until answered or
 // max_retries; then freed. True when freed.
 bool UetEndpoint::timer_closing(Pdc& p, uint16_t id, Time now, Time& next) {
-  if (p.close_deadline <= now) {
+  if (p.ini.close_deadline <= now) {
     if (!p.ctrl_pending && p.close_tries < config_.max_retries && p.established) {
       ++p.close_tries;
       p.ctrl_pending = true;  // the CLOSE (or its ACK) was lost: again, with backoff
-      p.close_deadline = now + std::min(p.rto << std::min<int>(p.close_tries, 16), config_.max_rto);
+      p.ini.close_deadline = now + std::min(p.ini.rto << std::min<int>(p.close_tries, 16), config_.max_rto);
     } else if (!p.ctrl_pending) {
       if (p.established) ++counters_.close_abandoned;
       free_pdc(id);
       return true;
     } else {
-      p.close_deadline = now + p.rto;
+      p.ini.close_deadline = now + p.ini.rto;
     }
   }
-  next = std::min(next, p.close_deadline);
+  next = std::min(next, p.ini.close_deadline);
   return false;
 }
 
@@ -142,31 +142,31 @@ bool UetEndpoint::timer_closing(Pdc& p, uint16_t id, Time now, Time& next) {
 bool UetEndpoint::timer_initiator(Pdc& p, Time now, Time& next) {
   if (p.idle_deadline <= now) {  // idle for idle_timeout: close (§3.12)
     p.idle_deadline = kNever;
-    if (p.op_head == p.op_tail && !psn_before(p.base_psn, p.next_psn)) {
+    if (p.ini.op_head == p.ini.op_tail && !psn_before(p.ini.base_psn, p.ini.next_psn)) {
       start_close(p, now);
-      next = std::min(next, p.close_deadline);
+      next = std::min(next, p.ini.close_deadline);
       return false;
     }
   }
   next = std::min(next, p.idle_deadline);
-  if (p.credit_deadline <= now) credit_timeout(p);
-  next = std::min(next, p.credit_deadline);
-  if (p.clear_at > now) next = std::min(next, p.clear_at);  // a CLEAR may go again (tx)
-  if (p.tlp_deadline <= now) {
-    p.tlp_deadline = kNever;
+  if (p.ini.credit_deadline <= now) credit_timeout(p);
+  next = std::min(next, p.ini.credit_deadline);
+  if (p.ini.clear_at > now) next = std::min(next, p.ini.clear_at);  // a CLEAR may go again (tx)
+  if (p.ini.tlp_deadline <= now) {
+    p.ini.tlp_deadline = kNever;
     send_tlp(p);
   }
-  if (p.rack_deadline <= now) rack_detect(p, now);
-  next = std::min(next, p.rack_deadline);
-  if (p.rto_deadline > now) {
-    next = std::min({next, p.rto_deadline, p.tlp_deadline});
+  if (p.ini.rack_deadline <= now) rack_detect(p, now);
+  next = std::min(next, p.ini.rack_deadline);
+  if (p.ini.rto_deadline > now) {
+    next = std::min({next, p.ini.rto_deadline, p.ini.tlp_deadline});
     return false;
   }
   if (!rto_fired(p, now)) {
     fail_pdc(p, OpStatus::kRetriesExhausted);
     return true;
   }
-  next = std::min(next, p.rto_deadline);
+  next = std::min(next, p.ini.rto_deadline);
   return false;
 }
 
@@ -174,16 +174,16 @@ bool UetEndpoint::timer_initiator(Pdc& p, Time now, Time& next) {
 // were lost. Ask again; before the PDC is established there is no target PDC to name, so let
 // one packet go as a probe (its SYN opens the PDC, its target asks).
 void UetEndpoint::credit_timeout(Pdc& p) {
-  p.credit_deadline = kNever;
-  if (p.credit_blocked && !p.rccc.can_send() && credit_backlog(p) > 0) {
+  p.ini.credit_deadline = kNever;
+  if (p.ini.credit_blocked && !p.ini.rccc.can_send() && credit_backlog(p) > 0) {
     if (p.established) {
-      p.credit_req_pending = true;
+      p.ini.credit_req_pending = true;
     } else {
-      p.rccc.on_credit(static_cast<uint64_t>(1 - p.rccc.credit()));  // credit becomes 1
+      p.ini.rccc.on_credit(static_cast<uint64_t>(1 - p.ini.rccc.credit()));  // credit becomes 1
       ++counters_.credit_probes;
     }
   }
-  p.credit_blocked = false;  // the next stall re-arms the timer
+  p.ini.credit_blocked = false;  // the next stall re-arms the timer
 }
 
 // RTO: every PSN in flight longer than the timeout is resent; backoff doubles. A PSN waiting
@@ -191,9 +191,9 @@ void UetEndpoint::credit_timeout(Pdc& p) {
 // retries with the peer silent (the PDC fails).
 bool UetEndpoint::rto_fired(Pdc& p, Time now) {
   uint32_t timed_out = 0;
-  for (uint32_t psn = p.base_psn; psn_before(psn, p.next_psn); ++psn) {
-    Slot& s = p.slots[(psn & mpr_mask_)];
-    if (!s.in_flight || s.sent + p.rto > now) continue;
+  for (uint32_t psn = p.ini.base_psn; psn_before(psn, p.ini.next_psn); ++psn) {
+    Slot& s = p.ini.slots[(psn & mpr_mask_)];
+    if (!s.in_flight || s.sent + p.ini.rto > now) continue;
     if (s.rnr_wait) {
       mark_lost(p, psn);
       ++counters_.rnr_retx;
@@ -203,19 +203,19 @@ bool UetEndpoint::rto_fired(Pdc& p, Time now) {
     // if no ACK arrived since this PSN was sent. Otherwise the peer is alive and the packet
     // sat in a slow queue or was lost on one path (the path selector hears of it): on
     // degraded links a PSN can time out many times while its PDC makes progress.
-    const bool peer_silent = p.last_ack_at == kNever || p.last_ack_at <= s.sent;
+    const bool peer_silent = p.ini.last_ack_at == kNever || p.ini.last_ack_at <= s.sent;
     if (peer_silent && ++s.retries > config_.max_retries) return false;
-    p.sel.on_timeout(s.ev, now);
+    p.ini.sel.on_timeout(s.ev, now);
     mark_lost(p, psn);
     ++counters_.timeouts;
     ++timed_out;
   }
   if (timed_out > 0) {
-    p.nscc.on_timeout(now);
-    p.rto = std::min(p.rto * 2, config_.max_rto);
+    p.ini.nscc.on_timeout(now);
+    p.ini.rto = std::min(p.ini.rto * 2, config_.max_rto);
   }
-  p.rto_deadline = psn_before(p.base_psn, p.next_psn) ? now + p.rto : kNever;
-  p.tlp_deadline = kNever;  // after a timeout, the RTO alone until the next progress
+  p.ini.rto_deadline = psn_before(p.ini.base_psn, p.ini.next_psn) ? now + p.ini.rto : kNever;
+  p.ini.tlp_deadline = kNever;  // after a timeout, the RTO alone until the next progress
   return true;
 }
 

@@ -14,8 +14,8 @@ using internal::psn_before;
 // §3.3 RUD request + §4.2 standard SES request (WRITE, READ or SEND) for packet `psn`.
 [[gnu::always_inline]] inline bool UetEndpoint::build_data(Pdc& p, uint16_t pdcid, uint32_t psn,
                                                            bool retx, Frame& f, Time now) {
-  Slot& s = p.slots[(psn & mpr_mask_)];
-  const Op& o = p.ops[s.op];
+  Slot& s = p.ini.slots[(psn & mpr_mask_)];
+  const Op& o = p.ini.ops[s.op];
   const uint64_t offset = uint64_t{s.packet} * config_.payload_bytes;
   const uint32_t len = s.len;
   const bool carries = o.op != Opcode::kRead;  // a READ request has no payload
@@ -25,7 +25,7 @@ using internal::psn_before;
                          (cc_req ? wire::PdsRudRodCc::kSize : wire::PdsRudRod::kSize) +
                          wire::SesStandardRequest::kSize + tss_overhead_;
   const size_t elided = carries && headers + len > f.capacity ? len : 0;
-  const uint16_t ev = p.sel.next_ev(now);  // §2.4: pathsel/ picks every packet's EV (ROD: one)
+  const uint16_t ev = p.ini.sel.next_ev(now);  // §2.4: pathsel/ picks every packet's EV (ROD: one)
   wire::FrameBuilder b(std::span<uint8_t>(f.data, f.capacity), p.data_encap,
                        wire_sport(ev_port(p, ev)));
   tss_begin(b);
@@ -69,7 +69,7 @@ using internal::psn_before;
   if (retx) s.retransmitted = true;
   s.ev = ev;
   s.in_flight = true;
-  p.bytes_in_flight += len;
+  p.ini.bytes_in_flight += len;
   ++(retx ? counters_.tx_retx : counters_.tx_data);
   return true;
 }
@@ -82,17 +82,17 @@ using internal::psn_before;
                                                          Time now,
                                                          wire::HeaderWords<wire::PdsRudRodCc>& pds) {
   using Pds = wire::PdsRudRodCc;
-  if (payload > 0 && !retx) p.unsent_bytes -= std::min<uint64_t>(p.unsent_bytes, payload);
+  if (payload > 0 && !retx) p.ini.unsent_bytes -= std::min<uint64_t>(p.ini.unsent_bytes, payload);
   if (rccc_sender()) {
     // RCCC: a packet with payload spends credit, a retransmission too (as htsim); the
     // request tells the receiver what the backlog still needs beyond the credit held.
     // Speculation ends a base RTT after the first send if no grant ended it before.
-    if (p.speculate_until == kNever) p.speculate_until = now + config_.base_rtt;
-    if (payload > 0) p.rccc.on_sent(payload);
-    p.last_target = static_cast<uint32_t>(p.rccc.credit_target(credit_backlog(p)));
+    if (p.ini.speculate_until == kNever) p.ini.speculate_until = now + config_.base_rtt;
+    if (payload > 0) p.ini.rccc.on_sent(payload);
+    p.ini.last_target = static_cast<uint32_t>(p.ini.rccc.credit_target(credit_backlog(p)));
     pds.set<Pds::type_field>(p.rod ? PdsType::kRodCcReq : PdsType::kRudCcReq);  // §3.4
     pds.set<Pds::ccc_id_field>(0);
-    pds.set<Pds::credit_target_field>(p.last_target);
+    pds.set<Pds::credit_target_field>(p.ini.last_target);
   } else {
     pds.set<Pds::type_field>(p.rod ? PdsType::kRodReq : PdsType::kRudReq);
   }
@@ -104,7 +104,7 @@ using internal::psn_before;
   // (a refused one through the response that carried its refusal), so the target may drop
   // its guaranteed-delivery state (stored refusals) up to base_psn - 1.
   pds.set<Pds::clear_psn_offset_field>(
-      static_cast<int16_t>(static_cast<int32_t>(p.base_psn - 1 - psn)));
+      static_cast<int16_t>(static_cast<int32_t>(p.ini.base_psn - 1 - psn)));
   if (p.established) {
     pds.set<Pds::dpdcid_field>(p.peer_pdcid);
   } else {  // §3.3: SYN until the first ACK; the PDC info tells the target the start PSN
@@ -165,7 +165,7 @@ using internal::psn_before;
 
 // §3.8: a new PSN goes at most the target's latest MPR past its CACK.
 [[gnu::always_inline]] inline bool UetEndpoint::mpr_room(const Pdc& p) const noexcept {
-  return p.peer_mpr == 0 || p.next_psn - p.peer_cack <= p.peer_mpr;  // 0: no ACK_CC yet
+  return p.ini.peer_mpr == 0 || p.ini.next_psn - p.ini.peer_cack <= p.ini.peer_mpr;  // 0: no ACK_CC yet
 }
 
 // §5.1: a sealed frame is the TSS header, the ciphertext of everything built after it, and
@@ -198,9 +198,9 @@ void UetEndpoint::take_grants(Time now) {
       continue;
     }
     counters_.credit_granted += g->bytes;
-    p->credit_pending += g->bytes;
-    if (!p->credit_queued && credit_tail_ - credit_head_ < config_.max_pdcs) {
-      p->credit_queued = true;  // when the ring is full, the PDC's next ACK carries it
+    p->tgt.credit_pending += g->bytes;
+    if (!p->tgt.credit_queued && credit_tail_ - credit_head_ < config_.max_pdcs) {
+      p->tgt.credit_queued = true;  // when the ring is full, the PDC's next ACK carries it
       credit_ring_.reserve32(credit_head_, credit_tail_, uint64_t{credit_tail_ - credit_head_} + 1,
                              config_.max_pdcs);
       credit_ring_[credit_tail_++] = static_cast<uint16_t>(g->sender);
@@ -214,13 +214,13 @@ size_t UetEndpoint::tx_grants(std::span<Frame* const> out, size_t n, Time now) {
   while (n < out.size() && credit_head_ != credit_tail_) {
     const uint16_t id = credit_ring_[credit_head_++];
     Pdc& p = pdcs_[id];
-    if (!p.credit_queued || p.role != Role::kTarget) continue;  // freed since
-    p.credit_queued = false;
-    if (p.credit_pending == 0) continue;
-    if (p.ack_now || (p.ack_pending && now >= p.ack_deadline)) continue;  // rides the ACK
-    const auto c = static_cast<uint32_t>(std::min<uint64_t>(p.credit_pending, 0xFFFFFF));
-    if (!build_ctrl(p, id, wire::CtrlType::kCredit, p.rcv_base, *out[n], c)) continue;
-    p.credit_pending -= c;
+    if (!p.tgt.credit_queued || p.role != Role::kTarget) continue;  // freed since
+    p.tgt.credit_queued = false;
+    if (p.tgt.credit_pending == 0) continue;
+    if (p.tgt.ack_now || (p.tgt.ack_pending && now >= p.tgt.ack_deadline)) continue;  // rides the ACK
+    const auto c = static_cast<uint32_t>(std::min<uint64_t>(p.tgt.credit_pending, 0xFFFFFF));
+    if (!build_ctrl(p, id, wire::CtrlType::kCredit, p.tgt.rcv_base, *out[n], c)) continue;
+    p.tgt.credit_pending -= c;
     ++counters_.tx_credit;
     ++n;
   }
@@ -232,7 +232,7 @@ size_t UetEndpoint::tx_grants(std::span<Frame* const> out, size_t n, Time now) {
                                                                       Frame& f) {
   const bool init = p.role == Role::kInitiator;
   if (!build_ctrl(p, id, init ? wire::CtrlType::kClose : wire::CtrlType::kReqClose,
-                  init ? p.close_psn : p.rcv_base, f)) {
+                  init ? p.ini.close_psn : p.tgt.rcv_base, f)) {
     return Turn::kIdle;
   }
   p.ctrl_pending = false;
@@ -243,15 +243,15 @@ size_t UetEndpoint::tx_grants(std::span<Frame* const> out, size_t n, Time now) {
 // A target PDC's turn: a queued NACK first, else the ACK when one is due (§3.7).
 [[gnu::always_inline]] inline UetEndpoint::Turn UetEndpoint::tx_target(Pdc& p, uint16_t id,
                                                                        Frame& f, Time now) {
-  if (p.nack_head != p.nack_tail) {
-    const Pdc::Nack& k = p.nacks[p.nack_head % p.nacks.size()];
-    p.nack_code = k.code;
-    p.nack_psn = k.psn;
+  if (p.tgt.nack_head != p.tgt.nack_tail) {
+    const Pdc::Nack& k = p.tgt.nacks[p.tgt.nack_head % p.tgt.nacks.size()];
+    p.tgt.nack_code = k.code;
+    p.tgt.nack_psn = k.psn;
     if (!build_nack(p, id, f)) return Turn::kIdle;
-    ++p.nack_head;
+    ++p.tgt.nack_head;
     return Turn::kSent;
   }
-  if (p.ack_now || (p.ack_pending && now >= p.ack_deadline)) {
+  if (p.tgt.ack_now || (p.tgt.ack_pending && now >= p.tgt.ack_deadline)) {
     return build_ack(p, id, f) ? Turn::kSent : Turn::kIdle;
   }
   return Turn::kIdle;
@@ -262,16 +262,16 @@ size_t UetEndpoint::tx_grants(std::span<Frame* const> out, size_t n, Time now) {
 [[gnu::always_inline]] inline UetEndpoint::Turn UetEndpoint::tx_initiator(Pdc& p, uint16_t id,
                                                                           Frame& f, Time now) {
   // RCCC: may a packet with payload go? (READ requests carry none and need no credit.)
-  if (p.speculating && now >= p.speculate_until && rccc_sender()) {
-    p.speculating = false;
-    p.rccc.stop_speculating();
+  if (p.ini.speculating && now >= p.ini.speculate_until && rccc_sender()) {
+    p.ini.speculating = false;
+    p.ini.rccc.stop_speculating();
   }
-  const bool credit = !rccc_sender() || p.rccc.can_send();
-  if (p.credit_req_pending && p.established) {  // RCCC: ask for credit again (§3.12)
-    const auto target = static_cast<uint32_t>(p.rccc.credit_target(credit_backlog(p)));
-    if (build_ctrl(p, id, wire::CtrlType::kCreditReq, p.next_psn, f, target)) {
-      p.credit_req_pending = false;
-      p.last_target = target;
+  const bool credit = !rccc_sender() || p.ini.rccc.can_send();
+  if (p.ini.credit_req_pending && p.established) {  // RCCC: ask for credit again (§3.12)
+    const auto target = static_cast<uint32_t>(p.ini.rccc.credit_target(credit_backlog(p)));
+    if (build_ctrl(p, id, wire::CtrlType::kCreditReq, p.ini.next_psn, f, target)) {
+      p.ini.credit_req_pending = false;
+      p.ini.last_target = target;
       ++counters_.tx_credit_req;
       return Turn::kSent;  // a control frame: no RTO to arm
     }
@@ -279,43 +279,43 @@ size_t UetEndpoint::tx_grants(std::span<Frame* const> out, size_t n, Time now) {
   // The PSN to send, if any: a resend (exactly the missing PSNs, RETX set), or the next new
   // one. build_data is called at one place (always inline there: it runs for every data
   // packet).
-  const bool retx = p.resend_pending > 0;
+  const bool retx = p.ini.resend_pending > 0;
   uint32_t psn = 0;
   const Op* op = nullptr;  // a new PSN's operation
   if (retx) {
     if (!take_resend(p, credit, now, &psn)) return Turn::kIdle;
   } else {
-    if (p.op_send == p.op_tail ||
-        p.next_psn - p.base_psn >= (p.rod ? config_.rod_window : config_.mpr) ||
-        p.bytes_in_flight + config_.payload_bytes > window(p)) {
+    if (p.ini.op_send == p.ini.op_tail ||
+        p.ini.next_psn - p.ini.base_psn >= (p.rod ? config_.rod_window : config_.mpr) ||
+        p.ini.bytes_in_flight + config_.payload_bytes > window(p)) {
       return Turn::kIdle;
     }
     if (!mpr_room(p)) return tx_clear(p, id, f, now);
-    const Op& o = p.ops[p.op_send];
+    const Op& o = p.ini.ops[p.ini.op_send];
     if (!credit && o.op != Opcode::kRead) {
       credit_blocked(p, now);
       return Turn::kWaiting;
     }
     op = &o;
-    psn = p.next_psn;
-    Slot& s = p.slots[(psn & mpr_mask_)];
+    psn = p.ini.next_psn;
+    Slot& s = p.ini.slots[(psn & mpr_mask_)];
     s = Slot{};
-    s.op = p.op_send;
-    s.packet = p.send_packet;
+    s.op = p.ini.op_send;
+    s.packet = p.ini.send_packet;
     s.len = static_cast<uint32_t>(std::min<uint64_t>(
-        config_.payload_bytes, o.length - uint64_t{p.send_packet} * config_.payload_bytes));
+        config_.payload_bytes, o.length - uint64_t{p.ini.send_packet} * config_.payload_bytes));
   }
   if (!build_data(p, id, psn, retx, f, now)) return Turn::kIdle;
   if (!retx) {
-    ++p.next_psn;
-    if (++p.send_packet == op->packets) {
-      p.send_packet = 0;
-      ++p.op_send;
+    ++p.ini.next_psn;
+    if (++p.ini.send_packet == op->packets) {
+      p.ini.send_packet = 0;
+      ++p.ini.op_send;
     }
   }
-  if (p.rto_deadline == kNever) {
-    p.rto_deadline = now + p.rto;
-    deadline_ = std::min(deadline_, p.rto_deadline);
+  if (p.ini.rto_deadline == kNever) {
+    p.ini.rto_deadline = now + p.ini.rto;
+    deadline_ = std::min(deadline_, p.ini.rto_deadline);
   }
   arm_tlp(p, now);
   return Turn::kSent;
@@ -324,10 +324,10 @@ size_t UetEndpoint::tx_grants(std::span<Frame* const> out, size_t n, Time now) {
 // The oldest PSN marked for resending, if the credit and the window let it go now.
 [[gnu::always_inline]] inline bool UetEndpoint::take_resend(Pdc& p, bool credit, Time now,
                                                             uint32_t* psn) {
-  for (uint32_t q = p.base_psn; psn_before(q, p.next_psn); ++q) {
-    Slot& s = p.slots[(q & mpr_mask_)];
+  for (uint32_t q = p.ini.base_psn; psn_before(q, p.ini.next_psn); ++q) {
+    Slot& s = p.ini.slots[(q & mpr_mask_)];
     if (!s.resend) continue;
-    if (!credit && p.ops[s.op].op != Opcode::kRead) {
+    if (!credit && p.ini.ops[s.op].op != Opcode::kRead) {
       credit_blocked(p, now);
       return false;
     }
@@ -335,9 +335,9 @@ size_t UetEndpoint::tx_grants(std::span<Frame* const> out, size_t n, Time now) {
     // flight): a trimmed packet's NACK must not send it again at once whatever the window,
     // or under a large incast the trimmed headers' NACKs and their resends keep the last hop
     // full of trimmed frames and nothing completes.
-    if (p.bytes_in_flight > 0 && p.bytes_in_flight + s.len > window(p)) return false;
+    if (p.ini.bytes_in_flight > 0 && p.ini.bytes_in_flight + s.len > window(p)) return false;
     s.resend = false;
-    --p.resend_pending;
+    --p.ini.resend_pending;
     *psn = q;
     return true;
   }
@@ -348,10 +348,10 @@ size_t UetEndpoint::tx_grants(std::span<Frame* const> out, size_t n, Time now) {
 // passes them; with no request left in range to carry it, a CLEAR does, again after an RTO if
 // CACK has not moved.
 UetEndpoint::Turn UetEndpoint::tx_clear(Pdc& p, uint16_t id, Frame& f, Time now) {
-  if (psn_before(p.peer_cack, p.base_psn - 1) && now >= p.clear_at && p.established &&
-      build_ctrl(p, id, wire::CtrlType::kClear, p.next_psn, f, p.base_psn - 1)) {
-    p.clear_at = now + p.rto;
-    deadline_ = std::min(deadline_, p.clear_at);
+  if (psn_before(p.ini.peer_cack, p.ini.base_psn - 1) && now >= p.ini.clear_at && p.established &&
+      build_ctrl(p, id, wire::CtrlType::kClear, p.ini.next_psn, f, p.ini.base_psn - 1)) {
+    p.ini.clear_at = now + p.ini.rto;
+    deadline_ = std::min(deadline_, p.ini.clear_at);
     ++counters_.tx_clear;
     return Turn::kSent;
   }
@@ -405,15 +405,15 @@ size_t UetEndpoint::tx(std::span<Frame* const> out, Time now) {
 // of tx() that sends or changes state, with its time conditions taken as true.
 bool UetEndpoint::tx_may_act(const Pdc& p) const noexcept {
   if (p.ctrl_pending) return true;
-  if (p.role == Role::kTarget) return p.nack_head != p.nack_tail || p.ack_now || p.ack_pending;
+  if (p.role == Role::kTarget) return p.tgt.nack_head != p.tgt.nack_tail || p.tgt.ack_now || p.tgt.ack_pending;
   if (p.role != Role::kInitiator || p.closing) return false;
-  if ((p.speculating && rccc_sender()) || (p.credit_req_pending && p.established) ||
-      p.resend_pending > 0) {
+  if ((p.ini.speculating && rccc_sender()) || (p.ini.credit_req_pending && p.established) ||
+      p.ini.resend_pending > 0) {
     return true;
   }
-  return p.op_send != p.op_tail &&
-         p.next_psn - p.base_psn < (p.rod ? config_.rod_window : config_.mpr) &&
-         p.bytes_in_flight + config_.payload_bytes <= window(p);
+  return p.ini.op_send != p.ini.op_tail &&
+         p.ini.next_psn - p.ini.base_psn < (p.rod ? config_.rod_window : config_.mpr) &&
+         p.ini.bytes_in_flight + config_.payload_bytes <= window(p);
 }
 
 }  // namespace uet
