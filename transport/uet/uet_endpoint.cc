@@ -367,49 +367,39 @@ absl::Status UetEndpoint::post_op(uint32_t peer, bool rod, const Op& op, const c
   return absl::OkStatus();
 }
 
-absl::Status UetEndpoint::post_write(const WriteRequest& wr) {
-  if (absl::Status s = check_mode(wr.mode, Opcode::kWrite, "post_write"); !s.ok()) return s;
-  if (wr.length == 0 || wr.length > 0xFFFFFFFFu || wr.local == nullptr) {
-    return absl::InvalidArgumentError("post_write: length must be 1..4294967295 with a buffer");
+// What write, read and send share: the mode must carry the opcode (check_mode), and `buffer`
+// hold the length, 1 (0 for a SEND) to 2^32 - 1 bytes; then the operation goes to its mode.
+absl::Status UetEndpoint::post_verb(DeliveryMode mode, uint32_t peer, const Op& op,
+                                    const void* buffer, const char* verb) {
+  if (absl::Status s = check_mode(mode, op.op, verb); !s.ok()) return s;
+  const uint64_t least = op.op == Opcode::kSend ? 0 : 1;
+  if (op.length < least || op.length > 0xFFFFFFFFu || (op.length > 0 && buffer == nullptr)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(verb, ": length must be ", least, "..4294967295 with a buffer"));
   }
-  Op op;
-  op.op = Opcode::kWrite;
-  op.wr_id = wr.wr_id;
-  op.rkey = wr.rkey;
-  op.remote_offset = wr.remote_offset;
-  op.src = wr.local;
-  op.length = wr.length;
-  return post_in_mode(wr.mode, wr.peer, op, "post_write");
+  return post_in_mode(mode, peer, op, verb);
+}
+
+absl::Status UetEndpoint::post_write(const WriteRequest& wr) {
+  return post_verb(wr.mode, wr.peer,
+                   Op{.op = Opcode::kWrite, .wr_id = wr.wr_id, .rkey = wr.rkey,
+                      .remote_offset = wr.remote_offset, .src = wr.local, .length = wr.length},
+                   wr.local, "post_write");
 }
 
 absl::Status UetEndpoint::post_read(const ReadRequest& rr) {
-  if (absl::Status s = check_mode(rr.mode, Opcode::kRead, "post_read"); !s.ok()) return s;
-  if (rr.length == 0 || rr.length > 0xFFFFFFFFu || rr.local == nullptr) {
-    return absl::InvalidArgumentError("post_read: length must be 1..4294967295 with a buffer");
-  }
-  Op op;
-  op.op = Opcode::kRead;
-  op.wr_id = rr.wr_id;
-  op.rkey = rr.rkey;
-  op.remote_offset = rr.remote_offset;
-  op.dst = rr.local;
-  op.length = rr.length;
-  return post_in_mode(rr.mode, rr.peer, op, "post_read");
+  return post_verb(rr.mode, rr.peer,
+                   Op{.op = Opcode::kRead, .wr_id = rr.wr_id, .rkey = rr.rkey,
+                      .remote_offset = rr.remote_offset, .dst = rr.local, .length = rr.length},
+                   rr.local, "post_read");
 }
 
+// The immediate travels in ses_std.header_data with `hd` (spec/uet.md §4.2).
 absl::Status UetEndpoint::post_send(const SendRequest& sr) {
-  if (absl::Status s = check_mode(sr.mode, Opcode::kSend, "post_send"); !s.ok()) return s;
-  if (sr.length > 0xFFFFFFFFu || (sr.length > 0 && sr.local == nullptr)) {
-    return absl::InvalidArgumentError("post_send: length must be 0..4294967295 with a buffer");
-  }
-  Op op;
-  op.op = Opcode::kSend;
-  op.wr_id = sr.wr_id;
-  op.src = sr.local;
-  op.length = sr.length;
-  op.has_imm = sr.has_imm;  // travels in ses_std.header_data with `hd` (spec/uet.md §4.2)
-  op.imm = sr.imm;
-  return post_in_mode(sr.mode, sr.peer, op, "post_send");
+  return post_verb(sr.mode, sr.peer,
+                   Op{.op = Opcode::kSend, .wr_id = sr.wr_id, .src = sr.local,
+                      .length = sr.length, .has_imm = sr.has_imm, .imm = sr.imm},
+                   sr.local, "post_send");
 }
 
 // One operation, checked by the verb, to the machinery of its delivery mode: a PDC (RUD,

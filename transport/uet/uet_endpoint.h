@@ -348,7 +348,7 @@ class UetEndpoint final : public Endpoint {
   };
 
   // What executing one request at the target did: recorded (the PSN is received now), done
-  // without recording (refused: Pdc::gtd), or waiting (a READ's response is queued, or NACKed
+  // without recording (refused: Pdc::Target::gtd), or waiting (a READ's response is queued, or NACKed
   // or dropped: it comes again).
   enum class Exec : uint8_t { kRecord, kDone, kWait };
 
@@ -468,6 +468,8 @@ class UetEndpoint final : public Endpoint {
   void deliver_recvs();
   absl::StatusOr<uint16_t> initiator_pdc(uint32_t peer, bool rod, const char* verb);
   absl::Status post_op(uint32_t peer, bool rod, const Op& op, const char* verb);
+  absl::Status post_verb(DeliveryMode mode, uint32_t peer, const Op& op, const void* buffer,
+                         const char* verb);
   absl::Status post_in_mode(DeliveryMode mode, uint32_t peer, const Op& op, const char* verb);
   void fail_pdc(Pdc& p, OpStatus why);
   bool build_ack(Pdc& p, uint16_t pdcid, Frame& f);

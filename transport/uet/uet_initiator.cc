@@ -259,7 +259,7 @@ void UetEndpoint::rx_ack(const wire::Decoded& d, Time now) {
           o.status = status_for(rc);
         }
         // The refusal is the acknowledgement of its PSN: the target leaves it out of CACK and
-        // SACK until our clear PSN passes it (Pdc::gtd).
+        // SACK until our clear PSN passes it (Pdc::Target::gtd).
         ack_psn(p, trig, false, now);
       }
     }

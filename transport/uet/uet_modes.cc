@@ -182,7 +182,7 @@ bool UetEndpoint::rod_stage(Pdc& p, const wire::Decoded& d, const wire::SesStand
     if (const wire::SesReturnCode why = check_region(key, at, len);
         why != wire::SesReturnCode::kNull) {
       refuse(p, psn, static_cast<uint8_t>(why), ses->message_id());
-      return false;  // rod_drain passes it (Pdc::gtd)
+      return false;  // rod_drain passes it (Pdc::Target::gtd)
     }
   }
   if (!rod_take_buffer(p)) {  // every buffer lent: dropped, its retransmission comes again
@@ -208,7 +208,7 @@ bool UetEndpoint::rod_stage(Pdc& p, const wire::Decoded& d, const wire::SesStand
 
 // Runs the staged requests from rod_next on, in PSN order, until a hole, a READ whose data is
 // not yet read (its ACK is built later: build_ack continues from there), or a request that
-// was NACKed (it comes again). Refused PSNs (Pdc::gtd) are passed: they have no effect.
+// was NACKed (it comes again). Refused PSNs (Pdc::Target::gtd) are passed: they have no effect.
 void UetEndpoint::rod_drain(Pdc& p, uint16_t id) {
   for (;;) {
     const uint32_t psn = p.tgt.rod_next;

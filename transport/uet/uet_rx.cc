@@ -47,7 +47,7 @@ bool UetEndpoint::queue_response(Pdc& p, const Pdc::Response& r, bool repeat) {
 }
 
 // The target refuses `psn` (§4.6): the PSN stays a hole with its refusal stored until the
-// initiator clears it (see Pdc::gtd); this first answer goes at once.
+// initiator clears it (see Pdc::Target::gtd); this first answer goes at once.
 void UetEndpoint::refuse(Pdc& p, uint32_t psn, uint8_t code, uint16_t message_id) {
   const uint32_t idx = (psn & mpr_mask_);
   if (!test_bit(p.tgt.gtd_bits, idx)) {
@@ -420,7 +420,7 @@ UetEndpoint::Exec UetEndpoint::execute(Pdc& p, uint16_t id, const wire::SesStand
       if (const wire::SesReturnCode why = check_region(key, at, len);
           why != wire::SesReturnCode::kNull) {
         refuse(p, psn, static_cast<uint8_t>(why), ses.message_id());
-        return Exec::kDone;  // a hole until cleared (Pdc::gtd)
+        return Exec::kDone;  // a hole until cleared (Pdc::Target::gtd)
       }
       if (!payload.empty()) {
         const Region& r = regions_[key - 1];
@@ -434,7 +434,7 @@ UetEndpoint::Exec UetEndpoint::execute(Pdc& p, uint16_t id, const wire::SesStand
       break;
     }
     case wire::SesOpcode::kRead: {
-      // Answered by one ACK carrying the data, recorded with it; or refused (Pdc::gtd).
+      // Answered by one ACK carrying the data, recorded with it; or refused (Pdc::Target::gtd).
       const Pdc::Response r = read_response(ses, psn);
       if (r.data) {
         queue_response(p, r, /*repeat=*/false);
