@@ -350,7 +350,8 @@ absl::Status UetEndpoint::post_op(uint32_t peer, bool rod, const Op& op, const c
     return absl::ResourceExhaustedError(
         absl::StrCat(verb, ": too many operations posted on this PDC (max_writes)"));
   }
-  p.ini.ops.reserve32(p.ini.op_head, p.ini.op_tail, uint64_t{p.ini.op_tail - p.ini.op_head} + 1, config_.max_writes);
+  p.ini.ops.reserve32(p.ini.op_head, p.ini.op_tail, uint64_t{p.ini.op_tail - p.ini.op_head} + 1,
+                      config_.max_writes);
   p.idle_deadline = kNever;  // busy again
   Op& o = p.ini.ops[p.ini.op_tail];
   o = op;

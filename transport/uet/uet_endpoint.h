@@ -348,8 +348,8 @@ class UetEndpoint final : public Endpoint {
   };
 
   // What executing one request at the target did: recorded (the PSN is received now), done
-  // without recording (refused: Pdc::Target::gtd), or waiting (a READ's response is queued, or NACKed
-  // or dropped: it comes again).
+  // without recording (refused: Pdc::Target::gtd), or waiting (a READ's response is queued,
+  // or NACKed or dropped: it comes again).
   enum class Exec : uint8_t { kRecord, kDone, kWait };
 
   // Data path helpers (uet_rx.cc, uet_ses.cc, uet_initiator.cc, uet_tx.cc, uet_frames.cc,
@@ -474,7 +474,8 @@ class UetEndpoint final : public Endpoint {
   void fail_pdc(Pdc& p, OpStatus why);
   bool build_ack(Pdc& p, uint16_t pdcid, Frame& f);
   const Pdc::Response* take_response(Pdc& p);
-  void ack_cc_state(Pdc& p, const Pdc::Response* r, bool ce, wire::HeaderWords<wire::PdsAckCc>& ack);
+  void ack_cc_state(Pdc& p, const Pdc::Response* r, bool ce,
+                    wire::HeaderWords<wire::PdsAckCc>& ack);
   uint64_t sack_bitmap(const Pdc& p, uint32_t sack_base) const noexcept;
   bool ack_response_header(const Pdc::Response& r, wire::SesResponse* rsp,
                            wire::SesResponseData* rd, wire::FrameBuilder& b, size_t capacity,
@@ -554,8 +555,9 @@ class UetEndpoint final : public Endpoint {
   uint32_t mpr_mask_ = 0;  // config_.mpr - 1 (a power of 2): PSN -> position in a PDC's rings
   cc::NsccConfig nscc_config_;
   uint64_t window(const Pdc& p) const noexcept {
-    return config_.cc != CcMode::kRccc ? std::min<uint64_t>(config_.window_bytes, p.ini.nscc.window())
-                                       : config_.window_bytes;
+    return config_.cc != CcMode::kRccc
+               ? std::min<uint64_t>(config_.window_bytes, p.ini.nscc.window())
+               : config_.window_bytes;
   }
   cc::RcccConfig rccc_config_;
   cc::RcccReceiver rccc_rx_;  // target side: the senders of this endpoint, by target PDC id

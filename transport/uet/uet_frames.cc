@@ -8,9 +8,9 @@
 
 namespace uet {
 
+using internal::test_bit;
 using wire::NextHeader;
 using wire::PdsType;
-using internal::test_bit;
 
 wire::Encap UetEndpoint::encap_for(const Pdc& p, bool control, uint16_t ev) const {
   wire::Encap e;
@@ -98,8 +98,9 @@ bool UetEndpoint::build_ack(Pdc& p, uint16_t pdcid, Frame& f) {
   } else {
     p.tgt.ce_seen = false;
   }
-  p.tgt.ack_now = p.tgt.rsp_pending() || p.tgt.ce_seen ||  // one response per ACK: more follow at once
-              (ce && trigger != p.tgt.last_psn);   // newer arrivals than the CE trigger
+  p.tgt.ack_now = p.tgt.rsp_pending() ||
+                  p.tgt.ce_seen ||                    // one response per ACK: more follow at once
+                  (ce && trigger != p.tgt.last_psn);  // newer arrivals than the CE trigger
   p.tgt.ack_pending = false;
   p.tgt.unacked_rx = 0;
   p.tgt.ack_deadline = kNever;
@@ -127,9 +128,8 @@ bool UetEndpoint::build_ack(Pdc& p, uint16_t pdcid, Frame& f) {
 }
 
 // §3.8.1 / §3.8.2: an ACK_CC's CC state: RCCC credit granted to this sender, or NSCC's.
-[[gnu::always_inline]] inline void UetEndpoint::ack_cc_state(Pdc& p, const Pdc::Response* r,
-                                                             bool ce,
-                                                             wire::HeaderWords<wire::PdsAckCc>& ack) {
+[[gnu::always_inline]] inline void UetEndpoint::ack_cc_state(
+    Pdc& p, const Pdc::Response* r, bool ce, wire::HeaderWords<wire::PdsAckCc>& ack) {
   using Ack = wire::PdsAckCc;
   if (p.tgt.credit_pending > 0) {
     // §3.8.2: RCCC credit granted to this sender rides the ACK (cc_type CREDIT).
@@ -167,12 +167,9 @@ bool UetEndpoint::build_ack(Pdc& p, uint16_t pdcid, Frame& f) {
 
 // §4.6 / §4.7: the SES response an ACK carries (`rsp`), or the response with data and the
 // data (`rd`); `elided`: payload bytes the host carries by length.
-[[gnu::always_inline]] inline bool UetEndpoint::ack_response_header(const Pdc::Response& r,
-                                                                    wire::SesResponse* rsp,
-                                                                    wire::SesResponseData* rd,
-                                                                    wire::FrameBuilder& b,
-                                                                    size_t capacity,
-                                                                    size_t* elided) {
+[[gnu::always_inline]] inline bool UetEndpoint::ack_response_header(
+    const Pdc::Response& r, wire::SesResponse* rsp, wire::SesResponseData* rd,
+    wire::FrameBuilder& b, size_t capacity, size_t* elided) {
   if (rsp != nullptr) {
     rsp->set_opcode(wire::SesRspOpcode::kResponse);
     rsp->set_return_code(static_cast<wire::SesReturnCode>(r.code));
@@ -239,8 +236,9 @@ bool UetEndpoint::build_stateless_nack(const StatelessNack& sn, Frame& f) {
     case Stateless::kCloseAck: {
       // The ACK of a CLOSE: CACK = the CLOSE's PSN (everything up to it is done), from the
       // target PDC that was freed.
-      wire::FrameBuilder b(std::span<uint8_t>(f.data, f.capacity),
-                           encap_for(tmp, true, static_cast<uint16_t>(NET_UDP_DYNAMIC_PORT_BASE | sn.local_pdcid)));
+      wire::FrameBuilder b(
+          std::span<uint8_t>(f.data, f.capacity),
+          encap_for(tmp, true, static_cast<uint16_t>(NET_UDP_DYNAMIC_PORT_BASE | sn.local_pdcid)));
       tss_begin(b);
       wire::PdsAckCc* ack = b.add<wire::PdsAckCc>();
       if (ack == nullptr) return false;
@@ -261,8 +259,8 @@ bool UetEndpoint::build_stateless_nack(const StatelessNack& sn, Frame& f) {
   return false;
 }
 
-void UetEndpoint::queue_stateless_nack(uint32_t ip, uint16_t peer_pdcid, uint8_t code,
-                                       uint32_t psn, Stateless kind, uint16_t local_pdcid,
+void UetEndpoint::queue_stateless_nack(uint32_t ip, uint16_t peer_pdcid, uint8_t code, uint32_t psn,
+                                       Stateless kind, uint16_t local_pdcid,
                                        const uint32_t* payload) {
   if (stateless_tail_ - stateless_head_ >= stateless_.size()) return;  // bounded: drop
   stateless_[stateless_tail_++ % stateless_.size()] =
@@ -270,8 +268,8 @@ void UetEndpoint::queue_stateless_nack(uint32_t ip, uint16_t peer_pdcid, uint8_t
 }
 
 // §3.12 control packet (CLOSE, REQ_CLOSE, CREDIT, CREDIT_REQ) on PDC `pdcid` about `psn`.
-bool UetEndpoint::build_ctrl(Pdc& p, uint16_t pdcid, wire::CtrlType type, uint32_t psn,
-                             Frame& f, uint32_t payload) {
+bool UetEndpoint::build_ctrl(Pdc& p, uint16_t pdcid, wire::CtrlType type, uint32_t psn, Frame& f,
+                             uint32_t payload) {
   wire::FrameBuilder b(std::span<uint8_t>(f.data, f.capacity), encap_for(p, true, p.ev_base));
   tss_begin(b);
   wire::PdsCtrl* c = b.add<wire::PdsCtrl>();

@@ -131,7 +131,8 @@ void UetEndpoint::mark_lost(Pdc& p, uint32_t psn) {
 
 [[gnu::always_inline]] inline void UetEndpoint::retire_ops(Pdc& p) {
   // Slide the window past acknowledged PSNs.
-  while (psn_before(p.ini.base_psn, p.ini.next_psn) && p.ini.slots[(p.ini.base_psn & mpr_mask_)].acked) {
+  while (psn_before(p.ini.base_psn, p.ini.next_psn) &&
+         p.ini.slots[(p.ini.base_psn & mpr_mask_)].acked) {
     p.ini.slots[(p.ini.base_psn & mpr_mask_)] = Slot{};
     ++p.ini.base_psn;
   }
@@ -170,7 +171,8 @@ void UetEndpoint::rx_ack(const wire::Decoded& d, Time now) {
     return;
   }
   const uint32_t trig = cack + static_cast<uint32_t>(static_cast<int32_t>(h.ack_psn_offset()));
-  const bool trig_in_window = !psn_before(trig, p->ini.base_psn) && psn_before(trig, p->ini.next_psn);
+  const bool trig_in_window =
+      !psn_before(trig, p->ini.base_psn) && psn_before(trig, p->ini.next_psn);
   const uint64_t in_flight_before = p->ini.bytes_in_flight;
   const uint64_t acked_before = p->ini.acked_total;
   // An RTT sample from the PSN that triggered the ACK, if it was sent once (Karn).
@@ -339,7 +341,8 @@ void UetEndpoint::rx_ack(const wire::Decoded& d, Time now) {
 // An initiator PDC with nothing posted and nothing outstanding is idle: it closes after
 // idle_timeout, or at once when the target asked (REQ_CLOSE).
 void UetEndpoint::note_idle(Pdc& p, Time now) {
-  if (p.closing || p.ini.op_head != p.ini.op_tail || psn_before(p.ini.base_psn, p.ini.next_psn)) return;
+  if (p.closing || p.ini.op_head != p.ini.op_tail || psn_before(p.ini.base_psn, p.ini.next_psn))
+    return;
   if (p.ini.close_requested) {
     start_close(p, now);
     return;

@@ -10,10 +10,10 @@
 
 namespace uet {
 
-using wire::PdsType;
-using wire::kDscpTrimmed;
 using internal::psn_before;
 using internal::test_bit;
+using wire::kDscpTrimmed;
+using wire::PdsType;
 
 void UetEndpoint::queue_nack(Pdc& p, wire::NackCode code, uint32_t psn) {
   const auto c = static_cast<uint8_t>(code);
@@ -21,7 +21,8 @@ void UetEndpoint::queue_nack(Pdc& p, wire::NackCode code, uint32_t psn) {
     const Pdc::Nack& n = p.tgt.nacks[i % p.tgt.nacks.size()];
     if (n.code == c && n.psn == psn) return;  // already queued
   }
-  if (p.tgt.nack_tail - p.tgt.nack_head >= p.tgt.nacks.size()) return;  // bounded: the RTO recovers it
+  if (p.tgt.nack_tail - p.tgt.nack_head >= p.tgt.nacks.size())
+    return;  // bounded: the RTO recovers it
   p.tgt.nacks[p.tgt.nack_tail++ % p.tgt.nacks.size()] = Pdc::Nack{c, psn};
 }
 
@@ -33,7 +34,8 @@ bool UetEndpoint::queue_response(Pdc& p, const Pdc::Response& r, bool repeat) {
     ++counters_.rsp_ring_full;
     return false;
   }
-  p.tgt.rsp.reserve32(p.tgt.rsp_head, p.tgt.rsp_tail, uint64_t{p.tgt.rsp_tail - p.tgt.rsp_head} + 1, config_.mpr);
+  p.tgt.rsp.reserve32(p.tgt.rsp_head, p.tgt.rsp_tail, uint64_t{p.tgt.rsp_tail - p.tgt.rsp_head} + 1,
+                      config_.mpr);
   Pdc::Response& e = p.tgt.rsp[p.tgt.rsp_tail++];
   e = r;
   e.repeat = repeat;
@@ -215,8 +217,7 @@ void UetEndpoint::rx(std::span<Frame* const> frames, Time now) {
   if (delta != 0 && p->tgt.ooo_count != 0xFFFF) ++p->tgt.ooo_count;
   // ROD (uet_modes.cc): a request past the next one to execute waits in the reorder buffer.
   if (p->rod && psn != p->tgt.rod_next) {
-    if (rod_stage(*p, d, ses, psn) &&
-        ses != nullptr && ses->opcode() == wire::SesOpcode::kWrite) {
+    if (rod_stage(*p, d, ses, psn) && ses != nullptr && ses->opcode() == wire::SesOpcode::kWrite) {
       p->tgt.ack_now = true;  // out of order: SACK it at once
     }
     return;
@@ -234,7 +235,8 @@ void UetEndpoint::rx(std::span<Frame* const> frames, Time now) {
   // §3.7 ACK coalescing: at once on AR, ECN-CE, out of order or a pending response; else
   // every ack_every packets or after ack_delay.
   ++p->tgt.unacked_rx;
-  if (h.ar() || d.ecn == 3 || !in_order || p->tgt.rsp_pending() || p->tgt.unacked_rx >= config_.ack_every) {
+  if (h.ar() || d.ecn == 3 || !in_order || p->tgt.rsp_pending() ||
+      p->tgt.unacked_rx >= config_.ack_every) {
     p->tgt.ack_now = true;
   } else if (!p->tgt.ack_pending) {
     p->tgt.ack_pending = true;
@@ -277,8 +279,8 @@ void UetEndpoint::rx(std::span<Frame* const> frames, Time now) {
     }
     ++counters_.rx_start_psn_refused;
     const uint32_t expected = tss_->expected_start_psn(src, h.spdcid(), start);
-    queue_stateless_nack(src, h.spdcid(), static_cast<uint8_t>(wire::NackCode::kNewStartPsn),
-                         psn, Stateless::kNack, 0, &expected);
+    queue_stateless_nack(src, h.spdcid(), static_cast<uint8_t>(wire::NackCode::kNewStartPsn), psn,
+                         Stateless::kNack, 0, &expected);
     return nullptr;
   }
   int32_t n = alloc_pdc(Role::kTarget);
@@ -329,8 +331,8 @@ void UetEndpoint::rx(std::span<Frame* const> frames, Time now) {
 // the initiator is alive, its clear PSN, and the newest arrival (and CE mark) the ACK reports.
 [[gnu::always_inline]] inline void UetEndpoint::note_request(Pdc& p, uint16_t id,
                                                              const wire::Decoded& d,
-                                                             const wire::PdsRudRod& h,
-                                                             bool trimmed, Time now) {
+                                                             const wire::PdsRudRod& h, bool trimmed,
+                                                             Time now) {
   const uint32_t psn = h.psn();
   // RCCC: each RUD_CC request says what its sender still wants (want is set, not added, so
   // a lost grant is asked for again). A trimmed header is used too: the target is bounded.
@@ -344,7 +346,8 @@ void UetEndpoint::rx(std::span<Frame* const> frames, Time now) {
     deadline_ = std::min(deadline_, p.idle_deadline);
   }
   // §3.3: refusals up to the clear PSN are no longer needed (not from a trimmed header).
-  if (!trimmed) clear_to(p, psn + static_cast<uint32_t>(static_cast<int32_t>(h.clear_psn_offset())));
+  if (!trimmed)
+    clear_to(p, psn + static_cast<uint32_t>(static_cast<int32_t>(h.clear_psn_offset())));
   p.tgt.last_psn = psn;
   p.tgt.last_retx = h.retx();
   p.tgt.last_arrival = now;
@@ -403,8 +406,8 @@ void UetEndpoint::rx(std::span<Frame* const> frames, Time now) {
 }
 
 UetEndpoint::Exec UetEndpoint::execute(Pdc& p, uint16_t id, const wire::SesStandardRequest& ses,
-                                      std::span<const uint8_t> payload, size_t elided,
-                                      uint32_t psn) {
+                                       std::span<const uint8_t> payload, size_t elided,
+                                       uint32_t psn) {
   return execute_inline(p, id, ses, payload, elided, psn);
 }
 
@@ -449,8 +452,7 @@ UetEndpoint::Exec UetEndpoint::execute(Pdc& p, uint16_t id, const wire::SesStand
       break;
     default: {  // §4.9 UNSUPPORTED_OP
       ++counters_.rx_unsupported;
-      refuse(p, psn, static_cast<uint8_t>(wire::SesReturnCode::kUnsupportedOp),
-             ses.message_id());
+      refuse(p, psn, static_cast<uint8_t>(wire::SesReturnCode::kUnsupportedOp), ses.message_id());
       return Exec::kDone;
     }
   }

@@ -47,8 +47,8 @@ void UetEndpoint::deliver_recvs() {
   while (recv_head_ != recv_claim_) {
     const Recv& r = recvs_[recv_head_];
     if (!r.done) break;
-    completions_.push_back(Completion{r.rb.wr_id, r.status, r.bytes, Opcode::kRecv, r.peer,
-                                      r.has_imm, r.imm});
+    completions_.push_back(
+        Completion{r.rb.wr_id, r.status, r.bytes, Opcode::kRecv, r.peer, r.has_imm, r.imm});
     ++recv_head_;
   }
 }
@@ -57,8 +57,8 @@ void UetEndpoint::deliver_recvs() {
 // buffer; each packet lands at its message_offset. kRecord: the PSN is to be recorded now;
 // kWait: NACKed (no buffer, no message state: the initiator retries); kDone: refused.
 UetEndpoint::Exec UetEndpoint::rx_send(Pdc& p, uint16_t id, std::span<const uint8_t> payload,
-                                      size_t elided, const wire::SesStandardRequest& ses,
-                                      uint32_t psn) {
+                                       size_t elided, const wire::SesStandardRequest& ses,
+                                       uint32_t psn) {
   const uint64_t at = ses.som() ? 0 : ses.message_offset();
   uint64_t len = ses.som() ? payload.size() + elided : ses.payload_length();
   RxMsg* m = find_msg(id, ses.message_id());
@@ -85,8 +85,13 @@ UetEndpoint::Exec UetEndpoint::rx_send(Pdc& p, uint16_t id, std::span<const uint
     }
     Recv& r = recvs_[recv_claim_];
     r.peer = p.peer_ip4;
-    *m = RxMsg{true, id, ses.message_id(), recv_claim_, ses.request_length(),
-               ses.request_length(), OpStatus::kSuccess};
+    *m = RxMsg{true,
+               id,
+               ses.message_id(),
+               recv_claim_,
+               ses.request_length(),
+               ses.request_length(),
+               OpStatus::kSuccess};
     ++recv_claim_;
     ++rx_msgs_used_;
     if (m->length > r.rb.length) {  // nothing of it is written

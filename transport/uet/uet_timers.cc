@@ -76,8 +76,9 @@ void UetEndpoint::on_timer(Time now) {
   for (size_t i = 0; i < active_.size(); ++i) {
     const uint16_t id = active_[i];
     Pdc& p = pdcs_[id];
-    if (std::min({p.tgt.ack_pending ? p.tgt.ack_deadline : kNever, p.idle_deadline, p.ini.close_deadline,
-                  p.ini.credit_deadline, p.ini.tlp_deadline, p.ini.rack_deadline, p.ini.rto_deadline}) <= now) {
+    if (std::min({p.tgt.ack_pending ? p.tgt.ack_deadline : kNever, p.idle_deadline,
+                  p.ini.close_deadline, p.ini.credit_deadline, p.ini.tlp_deadline,
+                  p.ini.rack_deadline, p.ini.rto_deadline}) <= now) {
       mark_ready(p);  // a timer of its fires: it may have a frame for tx()
     }
     bool freed = false;
@@ -97,7 +98,8 @@ void UetEndpoint::on_timer(Time now) {
 // every idle_timeout, up to max_retries times (§3.12). [choice] Unanswered one idle_timeout
 // more, the initiator may be gone (or never was: a flood of SYNs) or cut off by a failed
 // link: the PDC stays, but a SYN that finds the table full takes it (reclaim_unanswered).
-void UetEndpoint::timer_target(Pdc& p, uint16_t id, Time now, Time& next) {
+[[gnu::always_inline]] inline void UetEndpoint::timer_target(Pdc& p, uint16_t id, Time now,
+                                                             Time& next) {
   if (p.tgt.ack_pending && p.tgt.ack_deadline <= now) p.tgt.ack_now = true;
   if (p.tgt.ack_pending && !p.tgt.ack_now) next = std::min(next, p.tgt.ack_deadline);
   if (p.idle_deadline <= now) {
@@ -119,12 +121,14 @@ void UetEndpoint::timer_target(Pdc& p, uint16_t id, Time now, Time& next) {
 
 // A closing initiator PDC (§3.12): its CLOSE again, with backoff, until answered or
 // max_retries; then freed. True when freed.
-bool UetEndpoint::timer_closing(Pdc& p, uint16_t id, Time now, Time& next) {
+[[gnu::always_inline]] inline bool UetEndpoint::timer_closing(Pdc& p, uint16_t id, Time now,
+                                                              Time& next) {
   if (p.ini.close_deadline <= now) {
     if (!p.ctrl_pending && p.close_tries < config_.max_retries && p.established) {
       ++p.close_tries;
       p.ctrl_pending = true;  // the CLOSE (or its ACK) was lost: again, with backoff
-      p.ini.close_deadline = now + std::min(p.ini.rto << std::min<int>(p.close_tries, 16), config_.max_rto);
+      p.ini.close_deadline =
+          now + std::min(p.ini.rto << std::min<int>(p.close_tries, 16), config_.max_rto);
     } else if (!p.ctrl_pending) {
       if (p.established) ++counters_.close_abandoned;
       free_pdc(id);
@@ -139,7 +143,7 @@ bool UetEndpoint::timer_closing(Pdc& p, uint16_t id, Time now, Time& next) {
 
 // An initiator PDC's timers: idle close (§3.12), the RCCC re-ask, CLEAR, the tail-loss probe,
 // RACK's reorder timer and the RTO. True when the PDC failed (freed).
-bool UetEndpoint::timer_initiator(Pdc& p, Time now, Time& next) {
+[[gnu::always_inline]] inline bool UetEndpoint::timer_initiator(Pdc& p, Time now, Time& next) {
   if (p.idle_deadline <= now) {  // idle for idle_timeout: close (§3.12)
     p.idle_deadline = kNever;
     if (p.ini.op_head == p.ini.op_tail && !psn_before(p.ini.base_psn, p.ini.next_psn)) {

@@ -7,9 +7,9 @@
 
 namespace uet {
 
+using internal::psn_before;
 using wire::NextHeader;
 using wire::PdsType;
-using internal::psn_before;
 
 // §3.3 RUD request + §4.2 standard SES request (WRITE, READ or SEND) for packet `psn`.
 [[gnu::always_inline]] inline bool UetEndpoint::build_data(Pdc& p, uint16_t pdcid, uint32_t psn,
@@ -77,10 +77,9 @@ using internal::psn_before;
 // §3.3 / §3.4: a data packet's RUD or ROD request header (RUD_CC, ROD_CC with RCCC), and the
 // sender state it spends: the bytes not yet sent once, RCCC credit. `payload`: bytes it
 // carries (0 for a READ request).
-[[gnu::always_inline]] inline void UetEndpoint::data_pds(Pdc& p, uint16_t pdcid, uint32_t psn,
-                                                         bool retx, bool last, uint32_t payload,
-                                                         Time now,
-                                                         wire::HeaderWords<wire::PdsRudRodCc>& pds) {
+[[gnu::always_inline]] inline void UetEndpoint::data_pds(
+    Pdc& p, uint16_t pdcid, uint32_t psn, bool retx, bool last, uint32_t payload, Time now,
+    wire::HeaderWords<wire::PdsRudRodCc>& pds) {
   using Pds = wire::PdsRudRodCc;
   if (payload > 0 && !retx) p.ini.unsent_bytes -= std::min<uint64_t>(p.ini.unsent_bytes, payload);
   if (rccc_sender()) {
@@ -144,7 +143,7 @@ using internal::psn_before;
       ses.set<Ses::message_id_field>(o.message_id);
       ses.set<Ses::request_length_field>(static_cast<uint32_t>(o.length));
       ses.set<Ses::ie_field>(o.abandoned);  // §4.1: the initiator gave this message up (RNR)
-      if (s.packet == 0 && o.has_imm) {  // §4.2: header_data on the SOM packet, `hd` set
+      if (s.packet == 0 && o.has_imm) {     // §4.2: header_data on the SOM packet, `hd` set
         ses.set<Ses::hd_field>(true);
         ses.set<Ses::header_data_field>(o.imm);
       }
@@ -165,7 +164,8 @@ using internal::psn_before;
 
 // §3.8: a new PSN goes at most the target's latest MPR past its CACK.
 [[gnu::always_inline]] inline bool UetEndpoint::mpr_room(const Pdc& p) const noexcept {
-  return p.ini.peer_mpr == 0 || p.ini.next_psn - p.ini.peer_cack <= p.ini.peer_mpr;  // 0: no ACK_CC yet
+  return p.ini.peer_mpr == 0 ||
+         p.ini.next_psn - p.ini.peer_cack <= p.ini.peer_mpr;  // 0: no ACK_CC yet
 }
 
 // §5.1: a sealed frame is the TSS header, the ciphertext of everything built after it, and
@@ -217,7 +217,8 @@ size_t UetEndpoint::tx_grants(std::span<Frame* const> out, size_t n, Time now) {
     if (!p.tgt.credit_queued || p.role != Role::kTarget) continue;  // freed since
     p.tgt.credit_queued = false;
     if (p.tgt.credit_pending == 0) continue;
-    if (p.tgt.ack_now || (p.tgt.ack_pending && now >= p.tgt.ack_deadline)) continue;  // rides the ACK
+    if (p.tgt.ack_now || (p.tgt.ack_pending && now >= p.tgt.ack_deadline))
+      continue;  // rides the ACK
     const auto c = static_cast<uint32_t>(std::min<uint64_t>(p.tgt.credit_pending, 0xFFFFFF));
     if (!build_ctrl(p, id, wire::CtrlType::kCredit, p.tgt.rcv_base, *out[n], c)) continue;
     p.tgt.credit_pending -= c;
@@ -227,9 +228,9 @@ size_t UetEndpoint::tx_grants(std::span<Frame* const> out, size_t n, Time now) {
   return n;
 }
 
-// CLOSE (initiator) or REQ_CLOSE (target), §3.12.
-[[gnu::always_inline]] inline UetEndpoint::Turn UetEndpoint::tx_close(Pdc& p, uint16_t id,
-                                                                      Frame& f) {
+// CLOSE (initiator) or REQ_CLOSE (target), §3.12. Out of line: rare, and tx() keeps fewer
+// registers live without it.
+UetEndpoint::Turn UetEndpoint::tx_close(Pdc& p, uint16_t id, Frame& f) {
   const bool init = p.role == Role::kInitiator;
   if (!build_ctrl(p, id, init ? wire::CtrlType::kClose : wire::CtrlType::kReqClose,
                   init ? p.ini.close_psn : p.tgt.rcv_base, f)) {
@@ -405,7 +406,8 @@ size_t UetEndpoint::tx(std::span<Frame* const> out, Time now) {
 // of tx() that sends or changes state, with its time conditions taken as true.
 bool UetEndpoint::tx_may_act(const Pdc& p) const noexcept {
   if (p.ctrl_pending) return true;
-  if (p.role == Role::kTarget) return p.tgt.nack_head != p.tgt.nack_tail || p.tgt.ack_now || p.tgt.ack_pending;
+  if (p.role == Role::kTarget)
+    return p.tgt.nack_head != p.tgt.nack_tail || p.tgt.ack_now || p.tgt.ack_pending;
   if (p.role != Role::kInitiator || p.closing) return false;
   if ((p.ini.speculating && rccc_sender()) || (p.ini.credit_req_pending && p.established) ||
       p.ini.resend_pending > 0) {
