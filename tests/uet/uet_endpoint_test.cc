@@ -1,6 +1,6 @@
 // The UET engine on a fake host: two endpoints joined by an in-memory link with simulated
-// time, where the test decides which frames are lost, duplicated, reordered or trimmed.
-// Then the same engine on the simulator with random loss and spraying.
+// time, where the test decides which frames are lost, duplicated, reordered or trimmed. (On
+// the simulator: uet_fabric_test.cc.)
 #include "transport/uet/uet_endpoint.h"
 
 #include <gtest/gtest.h>
@@ -12,13 +12,9 @@
 #include <random>
 #include <vector>
 
-#include "sim/network.h"
-#include "sim/topology.h"
 #include "tests/common/fake_link.h"
 #include "tests/common/payload.h"
-#include "tests/common/spray_fabric.h"
 #include "tests/common/uet_pair.h"
-#include "tests/common/uet_sim_hosts.h"
 #include "transport/wire/checksum.h"
 
 namespace uet {
@@ -358,56 +354,6 @@ TEST(UetMemory_Pdc, SynFloodGrowsTheTableToMaxPdcsAndNoFurther) {
   EXPECT_LT(after_first, 100u * 4096);
 }
 
-// One sender writes to 14 peers one at a time, three rounds, each PDC closing when idle: ids
-// are fresh until max_pdcs (42 are used), but the windows are parked and reused, so memory
-// follows the two PDCs live at once, not the 42 ids.
-TEST(UetMemory_Pdc, ClosedPdcsLendTheirWindowsToNewOnes) {
-  sim::Network net(testing::seeded_network(5));
-  ASSERT_TRUE(testing::build_two_leaves(net, /*spines=*/2, /*hosts_per_leaf=*/8).ok());
-  const uint32_t n = 16;
-  testing::UetSimHosts hosts(net, n, [](uint32_t h, UetConfig& c) {
-    c.idle_timeout = 20 * kMicrosecond;
-    c.seed = 40 + h;
-    c.max_pdcs = 64;
-  });
-  ASSERT_FALSE(HasFailure());
-  auto& eps = hosts.eps;
-  std::vector<uint8_t> src(4096, 0x3C);
-  uint64_t ok = 0, posted = 0;
-  size_t peak_live = 0;
-  auto poll = [&] {
-    Completion c;
-    while (eps[1]->poll_completions(std::span(&c, 1)) == 1) ok += c.status == OpStatus::kSuccess;
-    peak_live = std::max(peak_live, eps[1]->pdcs_in_use());
-  };
-  for (int round = 0; round < 3; ++round) {
-    for (uint32_t to = 2; to < n; ++to) {
-      while (eps[1]->pdcs_in_use() >= 2) {
-        net.run_until(net.now() + kMicrosecond);
-        poll();
-      }
-      ASSERT_TRUE(
-          eps[1]->post_write({to, sim::Network::host_ip4(to), 1, 0, src.data(), 4096}).ok());
-      ++posted;
-      net.kick(1);
-    }
-  }
-  for (int i = 0; i < 2000 && eps[1]->pdcs_in_use() > 0; ++i) {
-    net.run_until(net.now() + 5 * kMicrosecond);
-    poll();
-  }
-  EXPECT_EQ(ok, posted);
-  EXPECT_EQ(eps[1]->pdcs_in_use(), 0u);
-  // Fresh ids first, as the FIFO of ids wants: 42 used, the table grown in chunks to 64.
-  EXPECT_EQ(eps[1]->pdcs_allocated(), 64u);
-  // Expect: an initiator's window is 256 slots of 40 bytes; parked windows are reused, so
-  // at most peak_live (+ the spare being handed on) of them exist, beside 42 PDCs' state.
-  const size_t window = 256 * 40;
-  std::printf("42 PDC ids, %zu live at most: %zu bytes\n", peak_live, eps[1]->memory_bytes());
-  EXPECT_LE(peak_live, 2u);
-  EXPECT_LT(eps[1]->memory_bytes(), (peak_live + 1) * (window + 4096) + 64 * 2048);
-}
-
 // An application that polls one completion at a time and always leaves one waiting: the
 // queue drops what was polled, so 2000 writes cost what the first 100 did (the queue used to
 // keep every polled entry until it was empty once, growing by one per write).
@@ -429,48 +375,6 @@ TEST(UetMemory_Completions, PartialPollsDoNotGrowTheQueue) {
   // Expect: memory flat after warm-up, and within the bound.
   EXPECT_EQ(link.a().memory_bytes(), after_100);
   EXPECT_LE(link.a().memory_bytes(), UetEndpoint::memory_bound(a, 0));
-}
-
-// ------------------------------------------------------------------ on the simulator
-
-TEST(UetEndpoint_Sim, PermutationWithLossAndSprayingDeliversEveryByteOnce) {
-  sim::Network net(testing::spray_network(/*seed=*/17));
-  ASSERT_TRUE(testing::build_spray_fabric(net, /*fabric_loss=*/0.01).ok());
-  const uint32_t n = 8;
-  std::vector<std::unique_ptr<UetEndpoint>> eps;
-  std::vector<std::vector<uint8_t>> src(n), dst(n);
-  std::vector<uint32_t> keys(n);
-  for (uint32_t h = 0; h < n; ++h) {
-    UetConfig c = testing::sim_host_config<UetConfig>(h);
-    c.pathsel.ev_count = 16;  // spray
-    c.seed = h + 1;
-    eps.push_back(std::move(*UetEndpoint::create(c)));
-    src[h].resize(512 * 1024 + 123);
-    for (size_t i = 0; i < src[h].size(); ++i) src[h][i] = static_cast<uint8_t>(i * 31 + h);
-    dst[h].assign(src[h].size(), 0);
-    keys[h] = *eps[h]->register_memory(dst[h].data(), dst[h].size());
-  }
-  for (uint32_t h = 0; h < n; ++h) {
-    const uint32_t to = (h + 3) % n;
-    ASSERT_TRUE(eps[h]->post_write({h, sim::Network::host_ip4(to), keys[to], 0, src[h].data(),
-                                    src[h].size()}).ok());
-  }
-  for (uint32_t h = 0; h < n; ++h) net.attach(h, eps[h].get());
-  net.run_until(kSecond);
-  uint64_t retx = 0;
-  for (uint32_t h = 0; h < n; ++h) {
-    std::vector<Completion> c(4);
-    c.resize(eps[h]->poll_completions(c));
-    ASSERT_EQ(c.size(), 1u) << "host " << h;
-    EXPECT_EQ(c[0].status, OpStatus::kSuccess) << "host " << h;
-    const uint32_t from = (h + n - 3) % n;
-    EXPECT_EQ(dst[h], src[from]) << "host " << h;
-    retx += eps[h]->counters().tx_retx;
-  }
-  uint64_t lost = 0;
-  for (size_t p = 0; p < net.num_ports(); ++p) lost += net.port(static_cast<uint32_t>(p)).stats.wire_losses;
-  EXPECT_GT(lost, 0u);
-  EXPECT_GE(retx, 1u);
 }
 
 }  // namespace

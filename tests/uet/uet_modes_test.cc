@@ -1,7 +1,7 @@
 // The UET engine's delivery modes besides RUD (transport/uet/uet_modes.cc): ROD (in-order
 // execution at the target, selective repair), RUDI (no PDC, packet IDs, one response per
 // request) and UUD (no PDC, no ACK). On the fake link (tests/common/fake_link.h: simulated
-// time, every emitted frame must decode) and on the simulator (sim/).
+// time, every emitted frame must decode); on the simulator in uet_fabric_test.cc.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -11,11 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "sim/network.h"
-#include "sim/topology.h"
 #include "tests/common/fake_link.h"
 #include "tests/common/payload.h"
-#include "tests/common/spray_fabric.h"
 #include "tests/common/uet_pair.h"
 #include "transport/uet/uet_endpoint.h"
 
@@ -23,6 +20,8 @@ namespace uet {
 namespace {
 
 using testing::drain;
+using testing::nonzero_pattern;
+using testing::out_of_order_chunks;
 
 constexpr uint32_t kIpA = 0x0A000001, kIpB = 0x0A000002;
 constexpr size_t kPkt = 4096;  // UetConfig::payload_bytes default
@@ -35,29 +34,8 @@ struct Link : testing::UetLink {
       : UetLink(a, b, /*jitter_seed=*/13) {}
 };
 
-std::vector<uint8_t> pattern(size_t n, uint32_t seed) {
-  std::vector<uint8_t> v(n);
-  std::mt19937 rng(seed);
-  for (auto& b : v) b = static_cast<uint8_t>(rng() | 1);  // never 0: "written" is visible
-  return v;
-}
-
 bool is_req(const wire::Decoded& d, wire::PdsType t) { return d.pds_type == t; }
 uint32_t psn_of(const wire::Decoded& d) { return d.pds_as<wire::PdsRudRod>()->psn(); }
-
-// Written 4 KiB chunks of `mem` (first byte nonzero) must form a prefix: data placed in PSN
-// order. Returns how many chunks are written after the first unwritten one.
-size_t out_of_order_chunks(const std::vector<uint8_t>& mem) {
-  size_t holes = 0, late = 0;
-  for (size_t i = 0; i + kPkt <= mem.size(); i += kPkt) {
-    if (mem[i] == 0) {
-      ++holes;
-    } else if (holes > 0) {
-      ++late;
-    }
-  }
-  return late;
-}
 
 // ------------------------------------------------------------------ ROD
 
@@ -71,7 +49,7 @@ TEST_P(UetModes_RodVsRud, WritesArePlacedInPsnOrderUnderLossAndReordering) {
   const DeliveryMode mode = GetParam();
   Link link;
   const size_t n = 64;
-  std::vector<uint8_t> src = pattern(n * kPkt, 1), dst(n * kPkt, 0);
+  std::vector<uint8_t> src = nonzero_pattern(n * kPkt, 1), dst(n * kPkt, 0);
   const uint32_t rkey = *link.b().register_memory(dst.data(), dst.size());
   std::map<uint32_t, int> seen;
   link.set_jitter(6 * kMicrosecond);
@@ -80,7 +58,7 @@ TEST_P(UetModes_RodVsRud, WritesArePlacedInPsnOrderUnderLossAndReordering) {
     return seen[psn_of(d)]++ == 0 && seen.size() % 7 == 3 ? 0 : 1;
   });
   size_t worst = 0;
-  link.set_probe([&] { worst = std::max(worst, out_of_order_chunks(dst)); });
+  link.set_probe([&] { worst = std::max(worst, out_of_order_chunks(dst, kPkt)); });
   for (size_t i = 0; i < n; ++i) {
     WriteRequest wr{i, kIpB, rkey, i * kPkt, src.data() + i * kPkt, kPkt, mode};
     ASSERT_TRUE(link.a().post_write(wr).ok());
@@ -113,7 +91,7 @@ INSTANTIATE_TEST_SUITE_P(Modes, UetModes_RodVsRud,
 // SACKed, not resent (selective repair, not go-back-N).
 TEST(UetModes_Rod, OnlyTheLostPsnsAreResent) {
   Link link;
-  std::vector<uint8_t> src = pattern(200 * kPkt, 2), dst(200 * kPkt, 0);
+  std::vector<uint8_t> src = nonzero_pattern(200 * kPkt, 2), dst(200 * kPkt, 0);
   const uint32_t rkey = *link.b().register_memory(dst.data(), dst.size());
   std::map<uint32_t, int> seen;
   int dropped = 0;
@@ -145,7 +123,7 @@ TEST(UetModes_Rod, OnlyTheLostPsnsAreResent) {
 TEST(UetModes_Rod, LaterWriteWinsAndReadSeesEarlierWrites) {
   Link link;
   const size_t len = 16 * kPkt;
-  std::vector<uint8_t> first = pattern(len, 3), second = pattern(len, 4), dst(len, 0), back(len, 0);
+  std::vector<uint8_t> first = nonzero_pattern(len, 3), second = nonzero_pattern(len, 4), dst(len, 0), back(len, 0);
   const uint32_t rkey = *link.b().register_memory(dst.data(), dst.size());
   std::map<uint32_t, int> seen;
   uint32_t first_psn = 0;
@@ -183,7 +161,7 @@ TEST(UetModes_Rod, SendsClaimBuffersInMessageOrder) {
   const size_t n = 8, len = 3 * kPkt - 100;
   std::vector<std::vector<uint8_t>> msgs, bufs;
   for (size_t i = 0; i < n; ++i) {
-    msgs.push_back(pattern(len, static_cast<uint32_t>(20 + i)));
+    msgs.push_back(nonzero_pattern(len, static_cast<uint32_t>(20 + i)));
     bufs.emplace_back(len + 50, 0);
     ASSERT_TRUE(link.b().post_recv({100 + i, bufs[i].data(), bufs[i].size()}).ok());
   }
@@ -220,7 +198,7 @@ TEST(UetModes_Rod, SendsClaimBuffersInMessageOrder) {
 // refused with PDC_MODE_MISMATCH.
 TEST(UetModes_Rod, OwnPdcPerModeAndMismatchIsNacked) {
   Link link;
-  std::vector<uint8_t> src = pattern(kPkt, 5), dst(2 * kPkt, 0);
+  std::vector<uint8_t> src = nonzero_pattern(kPkt, 5), dst(2 * kPkt, 0);
   const uint32_t rkey = *link.b().register_memory(dst.data(), dst.size());
   ASSERT_TRUE(link.a().post_write({1, kIpB, rkey, 0, src.data(), kPkt, DeliveryMode::kRud}).ok());
   ASSERT_TRUE(
@@ -275,7 +253,7 @@ TEST(UetModes_Config, RodWindowAndModeTablesAreValidated) {
 TEST(UetModes_Rudi, LostRequestsAndResponsesRecoverAndDuplicatesAreHarmless) {
   Link link;
   const size_t len = 40 * kPkt + 77;
-  std::vector<uint8_t> src = pattern(len, 6), dst(len, 0), remote = pattern(len, 7), back(len, 0);
+  std::vector<uint8_t> src = nonzero_pattern(len, 6), dst(len, 0), remote = nonzero_pattern(len, 7), back(len, 0);
   const uint32_t wkey = *link.b().register_memory(dst.data(), dst.size());
   const uint32_t rkey = *link.b().register_memory(remote.data(), remote.size());
   // Per packet ID, by order of first sight: every 5th request and every 4th response (of
@@ -335,7 +313,7 @@ TEST(UetModes_Rudi, LostRequestsAndResponsesRecoverAndDuplicatesAreHarmless) {
 
 TEST(UetModes_Rudi, BadKeyFailsAndDeadPeerExhaustsRetries) {
   Link link;
-  std::vector<uint8_t> src = pattern(kPkt, 8), dst(kPkt, 0);
+  std::vector<uint8_t> src = nonzero_pattern(kPkt, 8), dst(kPkt, 0);
   const uint32_t key = *link.b().register_memory(dst.data(), dst.size());
   ASSERT_TRUE(
       link.a().post_write({1, kIpB, key + 7, 0, src.data(), kPkt, DeliveryMode::kRudi}).ok());
@@ -359,7 +337,7 @@ TEST(UetModes_Uud, DatagramsArriveIntactLossesAreSimplyLost) {
   const size_t n = 10;
   std::vector<std::vector<uint8_t>> msgs, bufs;
   for (size_t i = 0; i < n; ++i) {
-    msgs.push_back(pattern(100 + 300 * i, static_cast<uint32_t>(40 + i)));
+    msgs.push_back(nonzero_pattern(100 + 300 * i, static_cast<uint32_t>(40 + i)));
     bufs.emplace_back(kPkt, 0);
     ASSERT_TRUE(link.b().post_recv({200 + i, bufs[i].data(), bufs[i].size()}).ok());
   }
@@ -415,7 +393,7 @@ TEST(UetModes_Uud, OversizeIsRefusedAtPostAndWritesArePlaced) {
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(std::string(s.message()).find("payload_bytes 4096"), std::string::npos) << s.message();
   const uint32_t key = *link.b().register_memory(dst.data(), dst.size());
-  std::vector<uint8_t> src = pattern(kPkt, 9);
+  std::vector<uint8_t> src = nonzero_pattern(kPkt, 9);
   ASSERT_TRUE(link.a().post_write({1, kIpB, key, 0, src.data(), kPkt, DeliveryMode::kUud}).ok());
   // A datagram with no buffer posted is dropped and counted.
   sr.length = 10;
@@ -550,105 +528,6 @@ TEST(UetModes_Hostile, RodReorderBuffersAreBoundedAndLent) {
   EXPECT_EQ(target->counters().rod_executed_late, 2u);
   EXPECT_EQ(target->pdcs_in_use(), 2u);
 }
-
-// ------------------------------------------------------------------ on the simulator
-
-struct SimRun {
-  bool intact = true;
-  bool in_order = true;
-  size_t worst_late = 0;
-  Time finish = 0;
-  uint64_t retx = 0, lost = 0, staged = 0;
-};
-
-// 8 hosts on a leaf-spine with 1 % random loss on fabric links and 16 sprayed EVs (RUD; ROD
-// keeps one EV): a permutation, 8 WRITEs of 64 KiB per host into consecutive chunks.
-SimRun run_permutation(DeliveryMode mode, double loss) {
-  sim::Network net(testing::spray_network(/*seed=*/23));
-  EXPECT_TRUE(testing::build_spray_fabric(net, loss).ok());
-  const uint32_t n = 8, ops = 8;
-  const size_t op_len = 64 * 1024;
-  std::vector<std::unique_ptr<UetEndpoint>> eps;
-  std::vector<std::vector<uint8_t>> src(n), dst(n);
-  std::vector<uint32_t> keys(n);
-  for (uint32_t h = 0; h < n; ++h) {
-    UetConfig c = testing::sim_host_config<UetConfig>(h);
-    c.pathsel.ev_count = 16;
-    c.seed = h + 1;
-    eps.push_back(std::move(*UetEndpoint::create(c)));
-    src[h] = pattern(ops * op_len, h + 100);
-    dst[h].assign(src[h].size(), 0);
-    keys[h] = *eps[h]->register_memory(dst[h].data(), dst[h].size());
-  }
-  for (uint32_t h = 0; h < n; ++h) {
-    const uint32_t to = (h + 3) % n;
-    for (uint32_t k = 0; k < ops; ++k) {
-      WriteRequest wr{k,          sim::Network::host_ip4(to), keys[to],
-                      k * op_len, src[h].data() + k * op_len, op_len,
-                      mode};
-      EXPECT_TRUE(eps[h]->post_write(wr).ok());
-    }
-  }
-  for (uint32_t h = 0; h < n; ++h) net.attach(h, eps[h].get());
-  SimRun r;
-  std::vector<uint32_t> done(n, 0);
-  for (Time t = 2 * kMicrosecond; t <= 100 * kMillisecond && r.finish == 0; t += 2 * kMicrosecond) {
-    net.run_until(t);
-    for (uint32_t h = 0; h < n; ++h) {
-      r.worst_late = std::max(r.worst_late, out_of_order_chunks(dst[h]));
-      std::vector<Completion> c(16);
-      c.resize(eps[h]->poll_completions(c));
-      for (const Completion& x : c) {
-        if (x.wr_id != done[h] || x.status != OpStatus::kSuccess) r.in_order = false;
-        ++done[h];
-      }
-    }
-    if (std::all_of(done.begin(), done.end(), [&](uint32_t d) { return d == ops; })) {
-      r.finish = t;
-    }
-  }
-  for (uint32_t h = 0; h < n; ++h) {
-    const uint32_t from = (h + n - 3) % n;
-    if (dst[h] != src[from]) r.intact = false;
-    r.retx += eps[h]->counters().tx_retx;
-    r.staged += eps[h]->counters().rod_staged;
-  }
-  for (size_t p = 0; p < net.num_ports(); ++p) {
-    r.lost += net.port(static_cast<uint32_t>(p)).stats.wire_losses;
-  }
-  return r;
-}
-
-// Expect: every byte exactly once for both; ROD places in PSN order at every sampled moment.
-// The finishing times are printed for comparison (aggregate goodput = 8 x 512 KiB / time).
-class UetModes_Sim : public ::testing::TestWithParam<double> {};
-
-TEST_P(UetModes_Sim, RudAndRodUnderLossAndSprayingDeliverEveryByteRodInOrder) {
-  const double loss = GetParam();
-  const SimRun rud = run_permutation(DeliveryMode::kRud, loss);
-  const SimRun rod = run_permutation(DeliveryMode::kRod, loss);
-  for (const SimRun* r : {&rud, &rod}) {
-    EXPECT_TRUE(r->intact);
-    EXPECT_TRUE(r->in_order);
-    EXPECT_GT(r->finish, 0);
-    EXPECT_GT(r->lost, 0u);
-    EXPECT_GT(r->retx, 0u);
-  }
-  EXPECT_EQ(rod.worst_late, 0u);
-  EXPECT_GT(rod.staged, 0u);
-  const double bits = 8.0 * 8 * 8 * 64 * 1024;
-  std::printf(
-      "permutation 8 x 512 KiB, %.0f%% loss: RUD %.1f us (%.1f Gb/s), ROD %.1f us "
-      "(%.1f Gb/s)\n",
-      loss * 100, static_cast<double>(rud.finish) / kMicrosecond,
-      bits / (static_cast<double>(rud.finish) / kSecond) / 1e9,
-      static_cast<double>(rod.finish) / kMicrosecond,
-      bits / (static_cast<double>(rod.finish) / kSecond) / 1e9);
-}
-
-INSTANTIATE_TEST_SUITE_P(Loss, UetModes_Sim, ::testing::Values(0.01, 0.05), [](const auto& tp) {
-  return tp.param < 0.02 ? "OnePercent" : "FivePercent";
-});
 
 }  // namespace
 }  // namespace uet
