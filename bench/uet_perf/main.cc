@@ -203,9 +203,8 @@ int run(const Options& o, const std::vector<std::string>& eal_args) {
               sum.frames.rx_packets, sum.retransmitted,
               o.server ? "data check (every lane)" : "server data check (every lane)",
               sum.r.verify.c_str(), rule.c_str());
-  Options shown = o;
-  shown.ip = o.ip;
-  std::string json = json_of(shown, sum);
+  // The parameters as run (every lane adopted the client's); lane 0 has this process's address.
+  std::string json = json_of(outs[0].shown, sum);
   json.pop_back();  // the closing brace
   absl::StrAppend(&json, ", \"lcores_io\": ", n, ", \"lanes\": [", per_lane, "]}");
   if (!write_json(o.json_path, json)) rc = std::max(rc, 1);

@@ -21,7 +21,7 @@ if(TARGET uet_dpdk)
         "afpacket_uet\;--dev=afpacket\;--transport=uet"
         "afpacket_rocev2\;--dev=afpacket\;--transport=rocev2\;--pcap"
         # Two queue pairs, engines and lcores per process (dpdk_io.h "Queues, lcores and FEPs").
-        "memif_2q_uet\;--transport=uet\;--lcores-io=2"
+        "memif_2q_uet\;--transport=uet\;--lcores-io=2\;--op=read"
         "memif_2q_rocev2\;--transport=rocev2\;--lcores-io=2"
         # TSS (spec/uet.md §5): sealed with one key file; different keys must fail in bounds.
         "memif_uet_tss\;--transport=uet\;--tss"

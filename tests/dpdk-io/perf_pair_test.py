@@ -247,6 +247,11 @@ def main():
                     return fail(f"engine {i}: {lane}")
             if srv_log.count("steering: queue pairing") != 1:
                 return fail("the server did not report memif queue pairing")
+            # The server's summary reports what ran: the operation the client chose.
+            srv_result = json.load(open(srv_json))
+            if srv_result.get("op") != args.op or srv_result.get("lcores_io") != lanes:
+                return fail(f"server summary: op {srv_result.get('op')}, lcores_io "
+                            f"{srv_result.get('lcores_io')} (want {args.op}, {lanes})")
         if args.lossless:
             # Expect: with nothing lost, nothing timed out, nothing was sent twice and neither
             # receive socket overflowed (RXCAP kept the data in flight within the peer's).
