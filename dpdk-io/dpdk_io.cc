@@ -435,7 +435,7 @@ std::string DpdkIo::add_flow_rules(Port& p, uint32_t base_ip4, uint16_t queues) 
 }
 
 DpdkIo::~DpdkIo() {
-  if (tx_held_ > 0) rte_pktmbuf_free_bulk(tx_mbufs_.data(), static_cast<unsigned>(tx_held_));
+  free_held_tx();
   if (backlog_len_ > 0) {
     rte_pktmbuf_free_bulk(backlog_.data() + backlog_head_, static_cast<unsigned>(backlog_len_));
   }
@@ -444,8 +444,7 @@ DpdkIo::~DpdkIo() {
 
 void DpdkIo::drain_tx() {
   // The mbufs kept between bursts go back too: nothing of this queue's is out after this.
-  if (tx_held_ > 0) rte_pktmbuf_free_bulk(tx_mbufs_.data(), static_cast<unsigned>(tx_held_));
-  tx_held_ = tx_lent_ = 0;
+  free_held_tx();
   if (backlog_len_ > 0) {
     rte_pktmbuf_free_bulk(backlog_.data() + backlog_head_, static_cast<unsigned>(backlog_len_));
     counters_.tx_drained += backlog_len_;
@@ -699,29 +698,56 @@ size_t DpdkIo::alloc_tx(std::span<Frame*> out) {
   if (backlog_len_ > 0) flush_backlog();
   const size_t room = backlog_.size() - backlog_len_;
   const size_t want = std::min({out.size(), kMaxBurst, room});
-  // The mbufs the engine left unused last time are lent again: an idle poll allocates and
-  // frees nothing. The bulk call is all or nothing: halve the top-up until it succeeds.
-  if (tx_held_ < want) {
-    unsigned more = static_cast<unsigned>(want - tx_held_);
-    while (more > 0 && rte_pktmbuf_alloc_bulk(pool_, tx_mbufs_.data() + tx_held_, more) != 0)
-      more /= 2;
-    if (more == 0) ++stats_.tx_no_buffer;
-    tx_held_ += more;
-  }
+  if (tx_held_ < want) top_up_tx(want);
   tx_lent_ = std::min(want, tx_held_);
-  for (size_t i = 0; i < tx_lent_; ++i) {
-    rte_mbuf* m = tx_mbufs_[i];
-    Frame& f = tx_frames_[i];
-    f.data = rte_pktmbuf_mtod(m, uint8_t*);
+  for (size_t i = 0; i < tx_lent_; ++i) {  // what the engine may have written, reset
+    Frame& f = tx_frames_[tx_slot(i)];
     f.len = 0;
     f.wire_len = 0;
     f.ref = nullptr;
     f.ref_len = f.ref_at = 0;
-    f.capacity = std::min<uint32_t>(rte_pktmbuf_tailroom(m), max_frame_);
     f.priority = Priority::kData;
     out[i] = &f;
   }
   return tx_lent_;
+}
+
+// Allocates mbufs into the slots after the held ones, up to `want` held. The bulk call is all
+// or nothing: halve the top-up until it succeeds.
+void DpdkIo::top_up_tx(size_t want) {
+  std::array<rte_mbuf*, kTxSlots> fresh;
+  unsigned more = static_cast<unsigned>(want - tx_held_);
+  while (more > 0 && rte_pktmbuf_alloc_bulk(pool_, fresh.data(), more) != 0) more /= 2;
+  if (more == 0) ++stats_.tx_no_buffer;
+  for (unsigned j = 0; j < more; ++j) {
+    const size_t s = tx_slot(tx_held_ + j);
+    rte_mbuf* m = fresh[j];
+    tx_mbufs_[s] = m;
+    tx_frames_[s].data = rte_pktmbuf_mtod(m, uint8_t*);
+    tx_frames_[s].capacity = std::min<uint32_t>(rte_pktmbuf_tailroom(m), max_frame_);
+  }
+  tx_held_ += more;
+}
+
+// A caller that filled other frames than a prefix of what it was lent: the mbufs kept (the
+// unused ones, then those not lent) move to the front and their frames are set again.
+void DpdkIo::regroup_tx(std::span<Frame* const> unused) {
+  size_t kept = 0;
+  for (Frame* f : unused) scratch_[kept++] = tx_mbufs_[static_cast<size_t>(f - tx_frames_.data())];
+  for (size_t i = tx_lent_; i < tx_held_; ++i) scratch_[kept++] = tx_mbufs_[tx_slot(i)];
+  tx_head_ = tx_held_ = 0;
+  for (size_t i = 0; i < kept; ++i) {
+    tx_mbufs_[i] = scratch_[i];
+    tx_frames_[i].data = rte_pktmbuf_mtod(scratch_[i], uint8_t*);
+    tx_frames_[i].capacity = std::min<uint32_t>(rte_pktmbuf_tailroom(scratch_[i]), max_frame_);
+  }
+  tx_held_ = kept;
+}
+
+void DpdkIo::free_held_tx() {
+  for (size_t i = 0; i < tx_held_; ++i) scratch_[i] = tx_mbufs_[tx_slot(i)];
+  if (tx_held_ > 0) rte_pktmbuf_free_bulk(scratch_.data(), static_cast<unsigned>(tx_held_));
+  tx_head_ = tx_held_ = tx_lent_ = 0;
 }
 
 void DpdkIo::on_miss(uint32_t ip4) {
@@ -795,12 +821,20 @@ bool DpdkIo::drain_references(Time timeout) {
 }
 
 size_t DpdkIo::tx_burst(std::span<Frame* const> filled, std::span<Frame* const> unused) {
-  std::array<rte_mbuf*, kMaxBurst> send{};
-  std::array<uint32_t, kMaxBurst> lens{};  // the driver may free an mbuf as soon as it has it
+  if (filled.empty() && backlog_len_ == 0) {  // an idle poll: every frame stays where it is
+    tx_lent_ = 0;
+    return 0;
+  }
+  std::array<rte_mbuf*, kMaxBurst> send;
+  std::array<uint32_t, kMaxBurst> lens;  // the driver may free an mbuf as soon as it has it
   uint16_t k = 0;
   size_t freed = 0;
-  for (Frame* f : filled) {
-    rte_mbuf* m = tx_mbufs_[static_cast<size_t>(f - tx_frames_.data())];
+  bool prefix = filled.size() <= tx_lent_;  // HostLoop's case: the first frames lent, in order
+  for (size_t i = 0; i < filled.size(); ++i) {
+    Frame* f = filled[i];
+    const auto slot = static_cast<size_t>(f - tx_frames_.data());
+    prefix = prefix && slot == tx_slot(i);
+    rte_mbuf* m = tx_mbufs_[slot];
     const uint32_t bytes = f->len + f->ref_len;
     if (f->len == 0 || bytes > max_frame_ || f->wire_len > bytes || !chain_reference(m, *f)) {
       ++counters_.tx_too_big;
@@ -824,11 +858,12 @@ size_t DpdkIo::tx_burst(std::span<Frame* const> filled, std::span<Frame* const> 
   }
   if (freed > 0) rte_pktmbuf_free_bulk(scratch_.data(), static_cast<unsigned>(freed));
   // Kept for the next alloc_tx(): the unused frames' mbufs, then those not lent this time.
-  size_t kept = 0;
-  for (Frame* f : unused) scratch_[kept++] = tx_mbufs_[static_cast<size_t>(f - tx_frames_.data())];
-  for (size_t i = tx_lent_; i < tx_held_; ++i) scratch_[kept++] = tx_mbufs_[i];
-  std::copy_n(scratch_.begin(), kept, tx_mbufs_.begin());
-  tx_held_ = kept;
+  if (prefix) {
+    tx_head_ = tx_slot(filled.size());
+    tx_held_ -= filled.size();
+  } else {
+    regroup_tx(unused);
+  }
   tx_lent_ = 0;
 
   // Queue behind the backlog, then push as much as the ring takes (retrying briefly); what

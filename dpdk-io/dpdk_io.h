@@ -288,10 +288,20 @@ class DpdkIo final : public PacketIo {
   // The fixed burst arrays: Frame i <-> mbuf i.
   std::array<rte_mbuf*, kMaxBurst> rx_mbufs_{};
   std::array<Frame, kMaxBurst> rx_frames_{};
-  std::array<rte_mbuf*, kMaxBurst> tx_mbufs_{};
-  std::array<Frame, kMaxBurst> tx_frames_{};
-  size_t tx_held_ = 0;  // tx_mbufs_[0, tx_held_) are allocated (kept between bursts)
-  size_t tx_lent_ = 0;  // ... of which the first tx_lent_ are lent to the engine now
+  // Transmit mbufs kept between bursts, a ring: slots tx_slot(0 .. tx_held_) hold allocated
+  // mbufs, each Frame pointing into its own; the first tx_lent_ are lent to the engine now.
+  // What the engine leaves unused stays in its slot, so an idle poll moves nothing.
+  static constexpr size_t kTxSlots = kMaxBurst;
+  static_assert((kTxSlots & (kTxSlots - 1)) == 0, "a power of two: slots by mask");
+  size_t tx_slot(size_t i) const noexcept { return (tx_head_ + i) & (kTxSlots - 1); }
+  void top_up_tx(size_t want);
+  void regroup_tx(std::span<Frame* const> unused);
+  void free_held_tx();
+  std::array<rte_mbuf*, kTxSlots> tx_mbufs_{};
+  std::array<Frame, kTxSlots> tx_frames_{};
+  size_t tx_head_ = 0;
+  size_t tx_held_ = 0;
+  size_t tx_lent_ = 0;
   std::array<rte_mbuf*, kMaxBurst> scratch_{};
   // Frames the ring refused, oldest first: [backlog_head_, backlog_head_ + backlog_len_).
   std::array<rte_mbuf*, 4 * kMaxBurst> backlog_{};
