@@ -197,6 +197,7 @@ absl::Status DpdkIoConfig::validate() const {
   if (auto s = range("rx_desc", rx_desc, 64, 16384); !s.ok()) return s;
   if (auto s = range("tx_desc", tx_desc, 64, 16384); !s.ok()) return s;
   if (auto s = range("tx_retries", tx_retries, 0, 100000); !s.ok()) return s;
+  if (auto s = range("reference_from", reference_from, 0, 65535); !s.ok()) return s;
   if (auto s = range("neighbour_capacity", neighbour_capacity, 8, 65536); !s.ok()) return s;
   if (neighbours.size() > neighbour_capacity / 2) {
     return absl::InvalidArgumentError(absl::StrCat("DpdkIoConfig.neighbours: ", neighbours.size(),
@@ -770,7 +771,8 @@ void DpdkIo::on_miss(uint32_t ip4) {
 // without a gathering port, or with no small mbuf left, it is copied into the frame instead.
 bool DpdkIo::chain_reference(rte_mbuf* m, Frame& f) {
   const uint32_t tail = f.len - f.ref_at;  // what follows the payload (RoCEv2: pad and ICRC)
-  if (f.ref_len > 0 && ext_pool_ != nullptr && tail <= kExtTailRoom) {
+  if (f.ref_len >= config_.reference_from && f.ref_len > 0 && ext_pool_ != nullptr &&
+      tail <= kExtTailRoom) {
     std::array<rte_mbuf*, 2> seg{};
     if (rte_pktmbuf_alloc_bulk(ext_pool_, seg.data(), tail > 0 ? 2 : 1) == 0) {
       auto* shinfo = static_cast<rte_mbuf_ext_shared_info*>(rte_mbuf_to_priv(seg[0]));

@@ -140,6 +140,10 @@ struct DpdkIoConfig {
   uint16_t rx_desc = 1024;      // RX/TX descriptors, 64..16384 (adjusted to the device)
   uint16_t tx_desc = 1024;
   uint32_t tx_retries = 8;      // rte_eth_tx_burst retries when the ring is full, 0..100000
+  // A payload sent by reference (Frame::ref) shorter than this is copied into the header
+  // mbuf: below it an external-buffer segment (allocation, attach, the free callback) costs
+  // more than the copy, and a one-segment frame is cheaper for the device. 0..65535.
+  uint32_t reference_from = 512;
   // A backlog the device took nothing from for this long is dropped (DpdkCounters::
   // tx_stalled), 1 us..60 s: above a full ring's drain time and a descheduled reader's pause,
   // short against the engines' retry budgets.

@@ -268,7 +268,8 @@ void fill_marked(Frame& f, uint32_t ip, uint32_t marker) {
 
 // The frames alloc_tx lends are kept between bursts: an idle poll gives every one back in
 // place, a burst that fills any subset sends those frames' own bytes, and what the engine
-// wrote into a frame it left unused is reset before the frame is lent again.
+// wrote into a frame it left unused is reset before the frame is lent again. Short payloads
+// by reference are copied, long ones chained.
 TEST(DpdkIo, LentFramesSendTheirOwnBytesInAnyOrderAndNoMbufIsLost) {
   const std::string sock = testing::memif_socket("dpdk_io_lend");
   auto eal = testing::memif_pair_eal("dpdk_io_lend", "0", sock);
@@ -369,6 +370,37 @@ TEST(DpdkIo, LentFramesSendTheirOwnBytesInAnyOrderAndNoMbufIsLost) {
       EXPECT_LE(m, marker);
       EXPECT_EQ(count, 1) << "marker " << m;
     }
+
+    // A payload by reference shorter than reference_from (512) is copied into the frame, a
+    // longer one chained; both arrive whole.
+    ASSERT_TRUE((*a)->gathers());
+    std::vector<uint8_t> payload(1024);
+    for (size_t i = 0; i < payload.size(); ++i) payload[i] = static_cast<uint8_t>(i * 7 + 1);
+    const DpdkCounters c0 = (*a)->counters();
+    for (const uint32_t len : {64u, 1024u}) {
+      ASSERT_EQ((*a)->alloc_tx(lent), kMaxBurst);
+      fill_marked(*lent[0], kIpB, len);
+      lent[0]->ref = payload.data();
+      lent[0]->ref_len = len;
+      lent[0]->ref_at = 64;
+      ASSERT_EQ((*a)->tx_burst({lent.data(), 1}, {lent.data() + 1, kMaxBurst - 1}), 1u);
+    }
+    EXPECT_EQ((*a)->counters().tx_flattened - c0.tx_flattened, 1u);
+    EXPECT_EQ((*a)->counters().tx_referenced - c0.tx_referenced, 1u);
+    size_t whole = 0;
+    for (const Time t = monotonic_now() + 2 * kSecond; whole < 2 && monotonic_now() < t;) {
+      const size_t got = (*b)->rx_burst(again);
+      for (size_t i = 0; i < got; ++i) {
+        uint32_t len = 0;
+        std::memcpy(&len, again[i]->data + 60, 4);
+        ASSERT_EQ(again[i]->len, 64 + len);
+        EXPECT_TRUE(std::equal(payload.begin(), payload.begin() + len, again[i]->data + 64));
+        ++whole;
+      }
+      (*b)->release_rx({again.data(), got});
+    }
+    EXPECT_EQ(whole, 2u);
+    EXPECT_TRUE((*a)->drain_references(kSecond));
     (*a)->drain_tx();
     (*b)->drain_tx();
     EXPECT_EQ((*a)->pool_in_use(), 0u);

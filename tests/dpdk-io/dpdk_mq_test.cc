@@ -43,6 +43,17 @@ TEST(DpdkIoConfig, RefusesBadQueueCounts) {
   EXPECT_EQ(DpdkIo::create(c).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+TEST(DpdkIoConfig, RefusesAReferenceThresholdBeyondAFrame) {
+  DpdkIoConfig c;
+  c.local_ip4 = kServerBase;
+  c.reference_from = 65536;
+  EXPECT_NE(c.validate().message().find("reference_from=65536 out of range: 0..65535"),
+            std::string::npos)
+      << c.validate();
+  c.reference_from = 0;  // every payload by reference is chained
+  EXPECT_TRUE(c.validate().ok());
+}
+
 TEST(DpdkIo, TwoQueuesTwoLcoresOneFepEachOverMemif) {
   const std::string sock = testing::memif_socket("dpdk_mq_test");
   auto eal = testing::memif_pair_eal("dpdk_mq_test", "0-1", sock);
