@@ -18,6 +18,8 @@
 //                                   to it (UET: UDP checksum, both ways; RoCEv2: ICRC, as RNICs
 //                                   do it): engine work plus the placement.
 //   BM_Engine/headers/{uet,rocev2}  payloads by length (the simulator's mode): protocol work only.
+//   BM_RoundTrip/{uet,rocev2}       one 64-byte write in flight (uet-perf --lat): posting to
+//                                   completion, the checks left to the engines; per round trip.
 //   BM_Engine/payload/uet_tss       as copy/uet with every frame sealed and opened (TSS,
 //                                   spec/uet.md §5: AES-256-GCM over OpenSSL); paired with
 //                                   payload/rocev2 in the table, read against payload/uet.
@@ -204,9 +206,57 @@ void BM_Engine(benchmark::State& state, Proto proto, Mode mode) {
   state.counters["acks"] = static_cast<double>(b->stats().control_packets);
 }
 
+// One 64-byte write in flight at a time (uet-perf --lat, ib_write_lat): what a round trip costs
+// the two engines, posting to completion, with the checks a NIC without offloads leaves them.
+void BM_RoundTrip(benchmark::State& state, Proto proto) {
+  auto a = make_endpoint(proto, kIpA, kIpB, Mode::kPayload);
+  auto b = make_endpoint(proto, kIpB, kIpA, Mode::kPayload);
+  std::vector<uint8_t> src(64, 0x5A), dst(64);
+  const uint32_t rkey = *b->register_memory(dst.data(), dst.size());
+  Buffers ab(9216, false), ba(9216, false), ab_wire(9216, false), ba_wire(9216, false);
+  Time now = 0;
+  uint64_t wr_id = 0;
+  std::array<Completion, 4> done;
+  for (auto _ : state) {
+    WriteRequest wr;
+    wr.wr_id = ++wr_id;
+    wr.peer = kIpB;
+    wr.rkey = rkey;
+    wr.local = src.data();
+    wr.length = src.size();
+    if (!a->post_write(wr).ok()) {
+      state.SkipWithError("post_write refused");
+      return;
+    }
+    size_t completed = 0;
+    for (int guard = 0; completed == 0; ++guard) {
+      if (guard > 1000) {
+        state.SkipWithError("no completion");
+        return;
+      }
+      // Each step is a pass of a host loop; the clock moves as the frames cross a 100 Gb/s link.
+      now += 500 * kNanosecond;
+      if (const size_t n = a->tx(ab.all(), now); n > 0) b->rx(gather(ab, n, ab_wire), now);
+      if (b->next_deadline() <= now) b->on_timer(now);
+      if (const size_t n = b->tx(ba.all(), now); n > 0) a->rx(gather(ba, n, ba_wire), now);
+      if (a->next_deadline() <= now) a->on_timer(now);
+      completed = a->poll_completions(done);
+      if (completed > 0 && done[0].status != OpStatus::kSuccess) {
+        state.SkipWithError("a write failed");
+        return;
+      }
+    }
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+
 void register_all() {
   benchmark::RegisterBenchmark("BM_Engine/payload/uet_tss", BM_Engine, Proto::kUet, Mode::kTss)
       ->UseManualTime()
+      ->Unit(benchmark::kNanosecond);
+  benchmark::RegisterBenchmark("BM_RoundTrip/uet", BM_RoundTrip, Proto::kUet)
+      ->Unit(benchmark::kNanosecond);
+  benchmark::RegisterBenchmark("BM_RoundTrip/rocev2", BM_RoundTrip, Proto::kRocev2)
       ->Unit(benchmark::kNanosecond);
   for (const Mode mode : {Mode::kPayload, Mode::kCopy, Mode::kOffload, Mode::kHeaders}) {
     const std::string base = mode == Mode::kPayload   ? "BM_Engine/payload/"
@@ -228,6 +278,6 @@ void register_all() {
 int main(int argc, char** argv) {
   return uet::bench::ratio_main(
       argc, argv, uet::engine_bench::register_all,
-      "UET / RoCEv2, median real time per 32 data packets (both endpoints); ratio < 1: UET costs "
-      "less");
+      "UET / RoCEv2, median real time per iteration (both endpoints): 32 data packets, or one "
+      "64-byte write's round trip (BM_RoundTrip); ratio < 1: UET costs less");
 }
