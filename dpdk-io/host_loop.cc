@@ -33,7 +33,7 @@ size_t HostLoop::poll_once() {
     stats_.rx_frames += received;
   }
 
-  const Time now = clock_();
+  const Time now = now_ = clock_();
   if (engine_.next_deadline() <= now) {
     engine_.on_timer(now);
     ++stats_.timer_runs;

@@ -37,11 +37,15 @@ class HostLoop {
                  Time max_idle_wait = 100 * kMicrosecond);
 
   const HostLoopStats& stats() const noexcept { return stats_; }
+  // The clock as the last pass read it (before its tx()): a caller polling in a loop can take
+  // its own checks from it instead of reading the clock again.
+  Time last_now() const noexcept { return now_; }
 
  private:
   PacketIo& io_;
   Transport& engine_;
   Clock clock_;
+  Time now_ = 0;
   HostLoopStats stats_;
 };
 

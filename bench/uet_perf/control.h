@@ -62,13 +62,14 @@ class Oob {
         return f;
       }
       if (g_stop.load(std::memory_order_relaxed)) return absl::CancelledError("interrupted");
-      if (io::monotonic_now() > give_up)
-        return absl::DeadlineExceededError("control connection: no answer before --timeout_s");
-      // Check the socket every 64 idle calls (a syscall), the data path in between.
+      // Check the socket (a syscall) and the clock every 64 idle calls, the data path in
+      // between: a server's every pass runs here.
       if (idle && (++spins & 63) != 0) {
         idle();
         continue;
       }
+      if (io::monotonic_now() > give_up)
+        return absl::DeadlineExceededError("control connection: no answer before --timeout_s");
       pollfd p{fd_, POLLIN, 0};
       const int r = ::poll(&p, 1, idle ? 0 : 10);
       if (r > 0) {
