@@ -219,7 +219,9 @@ void report(const Options& o, const Io& io, TapIo& tap, const Endpoint& ep, Resu
                           "copied by the kernel %lu%s; send errors %lu\n",
                           io.uring->setup().zero_copy_send ? "on" : "off", u.tx_zc_sends,
                           u.tx_zc_notifs, u.tx_zc_copied,
-                          io.uring->setup().zc_usage_known ? "" : " (not reported)",
+                          io.uring->setup().zero_copy_send && !io.uring->setup().zc_usage_known
+                              ? " (not reported by this kernel)"
+                              : "",
                           u.tx_send_errors);
   }
 #endif

@@ -280,8 +280,8 @@ def main():
         if args.uring_zc == "on":
             # Expect: the data went out zero-copy and every send's buffer came back.
             m = re.search(r"io_uring send: zero-copy on; sends zero-copy (\d+), notifications "
-                          r"(\d+), copied by the kernel \d+(?: \(not reported\))?; send errors "
-                          r"(\d+)", cli_log)
+                          r"(\d+), copied by the kernel \d+(?: \(not reported by this "
+                          r"kernel\))?; send errors (\d+)", cli_log)
             if not m:
                 return fail("the client's summary has no zero-copy send line")
             sends, notifs, errors = (int(x) for x in m.groups())

@@ -700,6 +700,15 @@ TEST(UringIo, CopiedSendDeliversAndReturnsEveryBuffer) {
   EXPECT_EQ(ia->stats().tx_packets, n);
 }
 
+// The default, auto, leaves loopback to plain sendmsg: loopback delivery copies anyway.
+TEST(UringIo, ZeroCopySendAutoIsOffOnLoopback) {
+  const UringIoConfig c = io_config(ip_of(113, 1), 4793);
+  ASSERT_EQ(c.zero_copy_send, ZeroCopySend::kAuto);
+  auto io = make_io(c);
+  ASSERT_TRUE(io);
+  EXPECT_FALSE(io->setup().zero_copy_send);
+}
+
 // Pool exhaustion: while the engine holds no buffers back but the host does not poll, the
 // ring fills, the socket buffer overflows, and the kernel's drops show up as rx_dropped.
 TEST(UringIo, KernelDropsWhenThePoolIsExhaustedAreCounted) {
