@@ -564,6 +564,11 @@ void UringIo::on_tx_completion(uint32_t index, int32_t res, uint32_t flags) {
       ++stats_.tx_dropped;
       ++counters_.tx_send_errors;
       counters_.last_send_errno = -res;
+      if (res == -EINVAL && zc_flags_ != 0) {
+        // Linux 6.1 has SENDMSG_ZC but refuses IORING_SEND_ZC_REPORT_USAGE (6.2): go without.
+        zc_flags_ = 0;
+        setup_.zc_usage_known = false;
+      }
     } else {
       ++stats_.tx_packets;
       stats_.tx_bytes += tx_frames_[index].len;

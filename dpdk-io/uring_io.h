@@ -18,7 +18,8 @@
 //   (IORING_CQE_F_NOTIF) once the kernel no longer reads the buffer; only then does the buffer
 //   return to the free list. Where the packet must be copied anyway (loopback delivery, a
 //   device without scatter-gather or checksum offload) the kernel says so in the notification,
-//   counted as tx_zc_copied (needs Linux 6.2+). The transmit buffers are not registered with
+//   counted as tx_zc_copied (needs Linux 6.2+; on 6.1 the first zero-copy send fails EINVAL,
+//   and the rest go without the report). The transmit buffers are not registered with
 //   io_uring_register_buffers: see uring_io.cc.
 // - EV (UET §2.1: the entropy value rides in the UDP source port). A UDP socket cannot send
 //   from an arbitrary source port, so the EV is mapped onto a pool of `ev_sockets` sockets
