@@ -18,8 +18,11 @@
 #include <cassert>
 #include <cstring>
 #include <string>
+#include <string_view>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "dpdk-io/uring_uapi.h"
 #include "transport/wire/checksum.h"
 #include "transport/wire/icrc.h"
 #include "transport/wire/net_headers.h"
@@ -60,6 +63,12 @@ absl::Status out_of_range(const char* field, uint64_t value, const char* range) 
 absl::Status errno_status(int err, const std::string& what) {
   return absl::ErrnoToStatus(err, what);
 }
+
+constexpr std::array<std::pair<ZeroCopySend, const char*>, 3> kZeroCopyNames = {{
+    {ZeroCopySend::kAuto, "auto"},
+    {ZeroCopySend::kOn, "on"},
+    {ZeroCopySend::kOff, "off"},
+}};
 
 // The IPv4 + UDP headers (28 bytes) of a datagram as the receiving side synthesises them, so
 // that the sender's ICRC and the receiver's frame agree on every field the ICRC covers.
@@ -107,6 +116,19 @@ void set_buffer_size(int fd, int force_opt, int opt, uint32_t bytes) {
 
 // ------------------------------------------------------------------------- control path
 
+const char* to_string(ZeroCopySend z) noexcept {
+  for (const auto& [value, name] : kZeroCopyNames)
+    if (value == z) return name;
+  return "?";
+}
+
+absl::StatusOr<ZeroCopySend> parse_zero_copy_send(std::string_view s) {
+  for (const auto& [value, name] : kZeroCopyNames)
+    if (s == name) return value;
+  return absl::InvalidArgumentError(
+      absl::StrCat("\"", std::string(s), "\": valid values auto, on, off"));
+}
+
 absl::Status UringIoConfig::validate() const {
   if (local_ip4 == 0) return out_of_range("local_ip4", local_ip4, "a unicast IPv4 address, not 0");
   if (udp_port == 0) return out_of_range("udp_port", udp_port, "1..65535");
@@ -127,6 +149,10 @@ absl::Status UringIoConfig::validate() const {
   }
   if (socket_buffer_bytes < 65536 || socket_buffer_bytes > (1u << 30))
     return out_of_range("socket_buffer_bytes", socket_buffer_bytes, "65536..1073741824");
+  if (std::string_view(to_string(zero_copy_send)) == "?")
+    return absl::InvalidArgumentError(
+        absl::StrCat("UringIoConfig.zero_copy_send = ", static_cast<int>(zero_copy_send),
+                     ": valid values auto, on, off"));
   return absl::OkStatus();
 }
 
@@ -144,6 +170,10 @@ struct UringIo::TxSlot {
   sockaddr_in dst{};
   alignas(cmsghdr) uint8_t control[CMSG_SPACE(sizeof(int)) * 2]{};
   uint16_t socket = 0;  // index into the EV pool (registered file 1 + socket)
+  // A zero-copy send's two completions, taken in whichever order they are reaped.
+  bool result_seen = false;
+  bool notif_due = false;  // the result carried IORING_CQE_F_MORE: a notification follows
+  bool notif_seen = false;
 };
 
 UringIo::UringIo(const UringIoConfig& config) : config_(config), ring_(std::make_unique<Ring>()) {}
@@ -252,12 +282,13 @@ absl::Status UringIo::init() {
     ev_ports_.push_back(ntohs(got.sin_port));
   }
 
-  // The ring: CQ room for every buffer's completion (tx sends + rx datagrams) and then some.
+  // The ring: CQ room for every buffer's completions (a zero-copy send has two: result and
+  // notification; one per received datagram) and then some.
   // COOP_TASKRUN | TASKRUN_FLAG (Linux 5.19+): completion work waits for our next entry
   // into the kernel (flagged in the SQ ring, which reap() checks) instead of interrupting
   // the polling thread once per datagram; refused (EINVAL) by older kernels, then without.
   const uint32_t cq_entries = std::min<uint32_t>(
-      65536, std::bit_ceil(std::max(2 * config_.queue_depth, config_.frames + 64)));
+      65536, std::bit_ceil(std::max(2 * config_.queue_depth, config_.frames + tx_count_ + 64)));
   int r = -EINVAL;
   for (const uint32_t taskrun : {IORING_SETUP_COOP_TASKRUN | IORING_SETUP_TASKRUN_FLAG, 0u}) {
     io_uring_params p{};
@@ -277,6 +308,7 @@ absl::Status UringIo::init() {
   if (int rf = io_uring_register_files(ring, files.data(), static_cast<unsigned>(files.size()));
       rf < 0)
     return errno_status(-rf, "io_uring_register_files");
+  if (absl::Status s = probe_zero_copy(); !s.ok()) return s;
 
   // The provided-buffer ring the multishot receive draws from (Linux 5.19+).
   ring_->buf_ring_len = (sizeof(io_uring_buf) * rx_count_ + 4095) & ~size_t{4095};
@@ -319,11 +351,45 @@ absl::Status UringIo::init() {
   return absl::OkStatus();
 }
 
+// Registering the transmit pool (io_uring_register_buffers) would spare the page pinning per
+// send, but a SENDMSG_ZC from registered buffers needs Linux 6.15 and a liburing newer than
+// 2.3 (io_uring_prep_sendmsg_zc_fixed), with no probe for it; so transmit buffers stay plain.
+absl::Status UringIo::probe_zero_copy() {
+  bool offered = false;
+  if (io_uring_probe* p = io_uring_get_probe_ring(&ring_->ring); p != nullptr) {
+    offered = io_uring_opcode_supported(p, IORING_OP_SENDMSG_ZC) != 0;
+    io_uring_free_probe(p);
+  }
+  bool use = false;
+  switch (config_.zero_copy_send) {
+    case ZeroCopySend::kOff:
+      break;
+    case ZeroCopySend::kOn:
+      if (!offered)
+        return absl::UnimplementedError(
+            "UringIoConfig.zero_copy_send = on: this kernel has no IORING_OP_SENDMSG_ZC (Linux "
+            "6.1+); valid values here auto, off");
+      use = true;
+      break;
+    case ZeroCopySend::kAuto:
+      // Loopback delivery copies every zero-copy payload anyway (skb_orphan_frags_rx).
+      use = offered && (config_.local_ip4 >> 24) != 127;
+      break;
+  }
+  setup_.zero_copy_send = use;
+  // io_uring_enter(2): each notification then says whether the kernel copied after all.
+  if (use) zc_flags_ = uapi::kSendZcReportUsage;
+  setup_.zc_usage_known = zc_flags_ != 0;
+  return absl::OkStatus();
+}
+
 UringIo::~UringIo() {
   if (ring_ && ring_->ring_ok) {
     io_uring* ring = &ring_->ring;
     // Cancel the receive and any send still waiting for socket room, then wait (bounded) for
-    // their completions so that no request refers to the buffers unmapped below.
+    // their completions, and zero-copy sends' notifications, so that no request refers to the
+    // buffers unmapped below. A notification still pending past the bound keeps its pages
+    // pinned by the kernel, not mapped here, so the unmap stays safe.
     if (io_uring_sqe* sqe = io_uring_get_sqe(ring); sqe != nullptr) {
       io_uring_prep_cancel64(sqe, 0, IORING_ASYNC_CANCEL_ANY);
       io_uring_sqe_set_data64(sqe, kCancelTag);
@@ -478,21 +544,42 @@ void UringIo::reap() {
       if (tag == kRxTag) {
         on_rx_completion(cqe->res, cqe->flags);
       } else if (tag < tx_count_) {
-        const Frame& f = tx_frames_[tag];
-        if (cqe->res < 0) {
-          ++stats_.tx_dropped;
-          ++counters_.tx_send_errors;
-          counters_.last_send_errno = -cqe->res;
-        } else {
-          ++stats_.tx_packets;
-          stats_.tx_bytes += f.len;
-        }
-        tx_free_[tx_free_count_++] = static_cast<uint32_t>(tag);
-        --tx_in_flight_;
+        on_tx_completion(static_cast<uint32_t>(tag), cqe->res, cqe->flags);
       }
     }
     io_uring_cq_advance(ring, n);
   }
+}
+
+// A send's result; for a zero-copy send also its notification (io_uring_prep_send_zc(3)):
+// the buffer is free only once both are in.
+void UringIo::on_tx_completion(uint32_t index, int32_t res, uint32_t flags) {
+  TxSlot& s = tx_slots_[index];
+  if (flags & IORING_CQE_F_NOTIF) {
+    ++counters_.tx_zc_notifs;
+    if (static_cast<uint32_t>(res) & uapi::kNotifUsageZcCopied) ++counters_.tx_zc_copied;
+    s.notif_seen = true;
+  } else {
+    if (res < 0) {
+      ++stats_.tx_dropped;
+      ++counters_.tx_send_errors;
+      counters_.last_send_errno = -res;
+      if (res == -EINVAL && zc_flags_ != 0) {
+        // Linux 6.1 has SENDMSG_ZC but refuses IORING_SEND_ZC_REPORT_USAGE (6.2): go without.
+        zc_flags_ = 0;
+        setup_.zc_usage_known = false;
+      }
+    } else {
+      ++stats_.tx_packets;
+      stats_.tx_bytes += tx_frames_[index].len;
+    }
+    s.result_seen = true;
+    s.notif_due = (flags & IORING_CQE_F_MORE) != 0;
+  }
+  if (!s.result_seen || (s.notif_due && !s.notif_seen)) return;  // the kernel still reads it
+  s.result_seen = s.notif_due = s.notif_seen = false;
+  tx_free_[tx_free_count_++] = index;
+  --tx_in_flight_;
 }
 
 size_t UringIo::rx_burst(std::span<Frame*> out) {
@@ -655,7 +742,13 @@ size_t UringIo::tx_burst(std::span<Frame* const> filled, std::span<Frame* const>
       continue;
     }
     const TxSlot& s = tx_slots_[index];
-    io_uring_prep_sendmsg(sqe, static_cast<int>(1 + s.socket), &s.msg, 0);
+    if (setup_.zero_copy_send) {
+      io_uring_prep_sendmsg_zc(sqe, static_cast<int>(1 + s.socket), &s.msg, 0);
+      sqe->ioprio |= zc_flags_;
+      ++counters_.tx_zc_sends;
+    } else {
+      io_uring_prep_sendmsg(sqe, static_cast<int>(1 + s.socket), &s.msg, 0);
+    }
     sqe->flags |= IOSQE_FIXED_FILE;
     io_uring_sqe_set_data64(sqe, index);
     ++queued;

@@ -11,6 +11,16 @@
 //   backend cannot express as a UDP datagram (not IPv4/UDP, fragments, lengths that lie,
 //   payload carried by length only) are dropped and counted (tx_dropped). IPv4 options are
 //   not sent.
+// - Zero-copy transmit (zero_copy_send): where the kernel has IORING_OP_SENDMSG_ZC (probed at
+//   create(), Linux 6.1+), the same sendmsg goes out without the kernel copying the payload
+//   into its socket buffer; it pins the frame's pages instead. Such a send completes twice
+//   (io_uring_prep_sendmsg_zc(3)): the result, flagged IORING_CQE_F_MORE, then a notification
+//   (IORING_CQE_F_NOTIF) once the kernel no longer reads the buffer; only then does the buffer
+//   return to the free list. Where the packet must be copied anyway (loopback delivery, a
+//   device without scatter-gather or checksum offload) the kernel says so in the notification,
+//   counted as tx_zc_copied (needs Linux 6.2+; on 6.1 the first zero-copy send fails EINVAL,
+//   and the rest go without the report). The transmit buffers are not registered with
+//   io_uring_register_buffers: see uring_io.cc.
 // - EV (UET §2.1: the entropy value rides in the UDP source port). A UDP socket cannot send
 //   from an arbitrary source port, so the EV is mapped onto a pool of `ev_sockets` sockets
 //   bound to local_ip4, each on its own source port (`ev_port_base` + i, or kernel-chosen
@@ -49,7 +59,8 @@
 //   largest power of two <= frames / 2 (the kernel needs a power of two), transmit the rest.
 //   No allocation after create(). Receive buffers are lent by rx_burst() until release_rx();
 //   transmit buffers are lent by alloc_tx() and, once sent, stay owned by the kernel until
-//   their send completes (reaped in any later call), then return to the free list.
+//   their send completes (reaped in any later call; a zero-copy send's at its notification),
+//   then return to the free list. The destructor waits, bounded, for every send's completions.
 // - Counters: datagrams larger than frame_capacity - 42 (MSG_TRUNC) and datagrams the kernel
 //   dropped because the socket buffer overflowed while the pool was exhausted (SO_RXQ_OVFL)
 //   are rx_dropped; unparseable frames and failed sends are tx_dropped. UringCounters says why.
@@ -60,6 +71,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -68,6 +80,16 @@
 #include "transport/wire/builder.h"
 
 namespace uet::io {
+
+// Whether transmit uses IORING_OP_SENDMSG_ZC (see above).
+enum class ZeroCopySend : uint8_t {
+  kAuto,  // where the kernel offers it and local_ip4 is not loopback (127/8)
+  kOn,    // always; create() fails if the kernel lacks it
+  kOff,   // plain IORING_OP_SENDMSG
+};
+const char* to_string(ZeroCopySend z) noexcept;  // "auto", "on", "off"
+// Parses "auto", "on" or "off"; the error names the valid values.
+absl::StatusOr<ZeroCopySend> parse_zero_copy_send(std::string_view s);
 
 struct UringIoConfig {
   uint32_t local_ip4 = 0;          // address to bind (host order, like UetConfig::local_ip4),
@@ -88,6 +110,7 @@ struct UringIoConfig {
   // pool sockets (SO_*BUFFORCE when privileged, else capped by net.core.[rw]mem_max; setup()
   // says what the receiving socket got), 65536..1 GiB.
   uint32_t socket_buffer_bytes = 4u << 20;
+  ZeroCopySend zero_copy_send = ZeroCopySend::kAuto;  // auto, on or off
 
   // Checks every field; the message names the field and its valid range.
   absl::Status validate() const;
@@ -105,6 +128,9 @@ struct UringCounters {
   uint64_t tx_send_errors = 0;     // sendmsg completed with an error (last_send_errno says which)
   uint64_t tx_no_sqe = 0;          // submission queue full even after a submit
   uint64_t tx_icrc_updates = 0;    // RoCEv2 ICRCs recomputed for the wire headers
+  uint64_t tx_zc_sends = 0;        // sends submitted as IORING_OP_SENDMSG_ZC
+  uint64_t tx_zc_notifs = 0;       // their notifications (IORING_CQE_F_NOTIF): buffers freed
+  uint64_t tx_zc_copied = 0;       // ... of which the kernel copied the payload anyway
   int last_send_errno = 0;
   int last_rx_errno = 0;
 };
@@ -116,6 +142,8 @@ struct UringSetup {
   uint32_t rx_socket_bytes = 0;
   bool rx_socket_capped = false;  // net.core.rmem_max granted less than socket_buffer_bytes
   bool coop_taskrun = false;      // the ring runs completion work at our entries (see .cc)
+  bool zero_copy_send = false;    // transmit uses IORING_OP_SENDMSG_ZC
+  bool zc_usage_known = false;    // ... and each notification says if the kernel copied
 };
 
 class UringIo final : public PacketIo {
@@ -150,6 +178,8 @@ class UringIo final : public PacketIo {
   absl::Status init();
 
   void reap();  // drains the completion queue
+  void on_tx_completion(uint32_t index, int32_t res, uint32_t flags);
+  absl::Status probe_zero_copy();  // decides setup_.zero_copy_send
   void on_rx_completion(int32_t res, uint32_t flags);
   void recycle_rx(uint16_t bid);  // gives a receive buffer back to the kernel's ring
   void arm_rx();                  // posts the multishot receive
@@ -181,6 +211,7 @@ class UringIo final : public PacketIo {
   std::vector<uint32_t> tx_free_;
   uint32_t tx_free_count_ = 0;
   uint32_t tx_in_flight_ = 0;  // sends submitted, not yet completed (the kernel reads them)
+  uint16_t zc_flags_ = 0;      // IORING_SEND_ZC_* of every zero-copy send
 
   IoStats stats_;
   UringCounters counters_;

@@ -91,6 +91,10 @@ absl::StatusOr<IoSet> make_io(const Options& o, const std::vector<std::string>& 
     // §5.2: TSS authenticates the UDP ports, but the socket, not the engine, picks the source
     // port; so one socket sends, and the engine seals its port instead of the EV.
     if (o.tss) c.ev_sockets = 1;
+    auto zc = io::parse_zero_copy_send(o.uring_zc);
+    if (!zc.ok())
+      return absl::InvalidArgumentError("--uring_zc=" + std::string(zc.status().message()));
+    c.zero_copy_send = *zc;
     auto u = io::UringIo::create(c);
     if (!u.ok()) return u.status();
     Io out;
@@ -102,13 +106,14 @@ absl::StatusOr<IoSet> make_io(const Options& o, const std::vector<std::string>& 
     out.rx_socket_bytes = su.rx_socket_bytes;
     out.rx_socket_capped = su.rx_socket_capped;
     out.description = absl::StrFormat(
-        "io_uring UDP %s:%u, receive socket %u bytes%s, %s", ip_str(o.ip), c.udp_port,
-        su.rx_socket_bytes,
+        "io_uring UDP %s:%u, receive socket %u bytes%s, %s, zero-copy send %s (--uring_zc=%s)",
+        ip_str(o.ip), c.udp_port, su.rx_socket_bytes,
         su.rx_socket_capped
             ? absl::StrFormat(" (asked %u: capped by net.core.rmem_max, raise it for more in flight)",
                               c.socket_buffer_bytes)
             : std::string(),
-        su.coop_taskrun ? "cooperative task running" : "task running by interrupt (kernel < 5.19)");
+        su.coop_taskrun ? "cooperative task running" : "task running by interrupt (kernel < 5.19)",
+        su.zero_copy_send ? "on" : "off", o.uring_zc);
     if (o.tss) {
       out.udp_source_port = (*u)->ev_ports()[0];
       absl::StrAppendFormat(&out.description, ", TSS: every frame from source port %u",

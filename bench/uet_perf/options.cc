@@ -96,6 +96,9 @@ ABSL_FLAG(int64_t, tss_sdi, -1,
           "first)");
 ABSL_FLAG(uint32_t, tss_an, 0, "with --tss: the association (key) to send with, 0..1");
 ABSL_FLAG(bool, xstats, false, "DPDK: print the port's non-zero extended statistics at the end");
+ABSL_FLAG(std::string, uring_zc, "auto",
+          "io_uring: zero-copy transmit (IORING_OP_SENDMSG_ZC): auto (where the kernel has it and "
+          "--ip is not loopback, which copies anyway), on (refused if the kernel lacks it) or off");
 ABSL_FLAG(bool, zero_copy, true,
           "DPDK: send payloads from registered memory by reference (external-buffer mbufs) "
           "where the port gathers; false copies them into the frame");
@@ -260,6 +263,9 @@ absl::StatusOr<Options> options_from_flags() {
   o.dev_mtu = absl::GetFlag(FLAGS_dev_mtu);
   c.range("dev_mtu", o.dev_mtu, 1500, 9600);
   o.zero_copy = absl::GetFlag(FLAGS_zero_copy);
+  o.uring_zc = absl::GetFlag(FLAGS_uring_zc);
+  if (o.uring_zc != "auto" && o.uring_zc != "on" && o.uring_zc != "off")
+    c.fail("--uring_zc=" + o.uring_zc + " unknown: auto, on or off");
   o.xstats = absl::GetFlag(FLAGS_xstats);
   o.json_path = absl::GetFlag(FLAGS_json);
   o.pcap_path = absl::GetFlag(FLAGS_pcap);

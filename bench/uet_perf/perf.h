@@ -103,6 +103,7 @@ struct Options {
   Time tx_hold = 0;
   bool zero_copy = true, xstats = false;
   uint64_t window_bytes = 0;  // UET
+  std::string uring_zc = "auto";  // io_uring: zero-copy transmit, auto, on or off
   std::string json_path, pcap_path;
 };
 

@@ -213,6 +213,16 @@ void report(const Options& o, const Io& io, TapIo& tap, const Endpoint& ep, Resu
                           "%lu payload bytes in flight\n",
                           out.rx_socket_bytes, out.rx_socket_capped ? " (capped by rmem_max)" : "",
                           out.socket_drops, out.peer_rx_socket_bytes, out.inflight_bound);
+    const io::UringCounters& u = io.uring->counters();
+    absl::StrAppendFormat(&t,
+                          " io_uring send: zero-copy %s; sends zero-copy %lu, notifications %lu, "
+                          "copied by the kernel %lu%s; send errors %lu\n",
+                          io.uring->setup().zero_copy_send ? "on" : "off", u.tx_zc_sends,
+                          u.tx_zc_notifs, u.tx_zc_copied,
+                          io.uring->setup().zero_copy_send && !io.uring->setup().zc_usage_known
+                              ? " (not reported by this kernel)"
+                              : "",
+                          u.tx_send_errors);
   }
 #endif
   const TssOut tss = tss_of(o, ep);

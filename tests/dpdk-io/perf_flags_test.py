@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""uet-perf refuses bad TSS flags before it touches a device: exit code 2 and a message that
-names the flag (and, for a bad key file, the file and line), never a key.
+"""uet-perf refuses bad TSS flags (and a bad --uring_zc) before it touches a device: exit code 2
+and a message that names the flag (and, for a bad key file, the file and line), never a key.
 
     perf_flags_test.py UET_PERF
 """
@@ -37,6 +37,7 @@ def main():
         (["--tss", f"--key_file={good}", "--tss_an=2"], "--tss_an=2 out of range: 0..1"),
         (["--tss", f"--key_file={good}", "--tss_sdi=16777216"],
          "--tss_sdi=16777216 out of range: -1..16777215"),
+        (["--io=uring", "--uring_zc=yes"], "--uring_zc=yes unknown: auto, on or off"),
     ]
     failed = 0
     for flags, want in cases:
@@ -54,7 +55,7 @@ def main():
             failed += 1
             print(f"FAIL: uet-perf --server {' '.join(flags)}: {'; '.join(problems)}\n{out}")
     if failed == 0:
-        print(f"OK: {len(cases)} bad TSS flag combinations refused, naming the flag")
+        print(f"OK: {len(cases)} bad flag combinations refused, naming the flag")
     return 1 if failed else 0
 
 

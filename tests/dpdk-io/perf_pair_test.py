@@ -4,7 +4,7 @@ device or io_uring UDP sockets, and the server checks every byte.
 
     perf_pair_test.py UET_PERF --dev=memif|afpacket|uring --transport=uet|rocev2 [--loss=P]
                       [--pcap] [--lcores-io=N] [--op=write|read|send] [--bidir]
-                      [--tss | --tss-wrong-key] [--lossless]
+                      [--tss | --tss-wrong-key] [--lossless] [--uring-zc=on|off]
 
 memif: two processes on one host joined by net_memif (path socket, socket-abstract=no), the
 server started first; the client starts once the server has printed its "ready" line and the
@@ -35,6 +35,10 @@ the host's scheduling stalls, data in flight bounded by the peer's receive socke
 injected; besides the checks below, both sides' JSON must show 0 timeouts, 0 resends and 0
 datagrams dropped by their receive socket. No rate is asserted.
 
+--uring-zc=on|off (uring): both sides run with --uring_zc; with on, the client's summary must
+show its data sent zero-copy, one notification per zero-copy send (every buffer came back)
+and no send error. Skipped (exit 77) where the kernel has no IORING_OP_SENDMSG_ZC.
+
 Asserts: both exit codes 0; the server prints "data check: ok" (once per engine, each for
 its own ITERS * MSG_SIZE bytes); the client's JSON has verify=ok, iterations=N (per engine
 and summed), failed=0; with --loss, frames were dropped and retransmitted; with
@@ -44,6 +48,7 @@ prints no "Malformed").
 import argparse
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -73,6 +78,7 @@ def main():
     ap.add_argument("--tss", action="store_true")
     ap.add_argument("--tss-wrong-key", action="store_true")
     ap.add_argument("--lossless", action="store_true")
+    ap.add_argument("--uring-zc", choices=["on", "off"])
     args = ap.parse_args()
     if args.lossless:
         if args.dev != "uring" or args.loss > 0:
@@ -135,6 +141,8 @@ def main():
         control_ip = "127.0.0.1"
         size_flags = ["--io=uring"]
         common += ["--io=uring"]
+        if args.uring_zc:
+            common.append(f"--uring_zc={args.uring_zc}")
         k = os.getpid() % 250 + 1
         srv_ip, cli_ip = f"127.77.{k}.1", f"127.77.{k}.2"
     else:
@@ -191,6 +199,9 @@ def main():
             print(f"FAIL: {msg}\n--- server ---\n{srv_log}\n--- client ---\n{cli_log}")
             return 1
 
+        if args.uring_zc == "on" and "no IORING_OP_SENDMSG_ZC" in srv_log + cli_log:
+            print("SKIP: this kernel has no IORING_OP_SENDMSG_ZC")
+            return SKIP
         if args.tss_wrong_key:
             # Expect: nothing the client seals opens at the server, so the writes fail, both
             # sides exit 1 (not a crash, not the test's timeout), and the tool says why.
@@ -266,6 +277,17 @@ def main():
                                 f"{res.get('inflight_bound')}, rtt_max_us {res.get('rtt_max_us')})")
             if result.get("inflight_bound", 0) == 0 or srv_result.get("rx_socket_bytes", 0) == 0:
                 return fail("no RXCAP bound: the server's receive socket was not reported")
+        if args.uring_zc == "on":
+            # Expect: the data went out zero-copy and every send's buffer came back.
+            m = re.search(r"io_uring send: zero-copy on; sends zero-copy (\d+), notifications "
+                          r"(\d+), copied by the kernel \d+(?: \(not reported by this "
+                          r"kernel\))?; send errors (\d+)", cli_log)
+            if not m:
+                return fail("the client's summary has no zero-copy send line")
+            sends, notifs, errors = (int(x) for x in m.groups())
+            if sends < result["frames"]["tx"] or notifs != sends or errors != 0:
+                return fail(f"zero-copy sends {sends} (frames sent {result['frames']['tx']}), "
+                            f"notifications {notifs}, send errors {errors}")
         if args.loss > 0:
             if result["frames"]["injected_loss"] == 0 or result["retransmitted"] == 0:
                 return fail("loss injected but nothing dropped or retransmitted")

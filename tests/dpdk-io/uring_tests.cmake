@@ -39,6 +39,16 @@ if(Python3_Interpreter_FOUND AND TARGET uet-perf)
     set_tests_properties(${_name} PROPERTIES LABELS "fast;io;uring" TIMEOUT 90
                          SKIP_RETURN_CODE 77)
   endforeach()
+  # Zero-copy transmit forced on (IORING_OP_SENDMSG_ZC; bench/README.md "--uring_zc"): every
+  # byte checked, every send's buffer back at its notification; skipped on kernels without it.
+  foreach(_transport uet rocev2)
+    set(_name perf_pair_uring_${_transport}_zc)
+    add_test(NAME ${_name}
+             COMMAND Python3::Interpreter ${CMAKE_CURRENT_SOURCE_DIR}/perf_pair_test.py
+                     $<TARGET_FILE:uet-perf> --dev=uring --transport=${_transport} --uring-zc=on)
+    set_tests_properties(${_name} PROPERTIES LABELS "fast;io;uring" TIMEOUT 60
+                         SKIP_RETURN_CODE 77)
+  endforeach()
   # Faults (perf_fault_test.py --uring, bench/README.md "Faults on real I/O"): the server
   # killed mid-transfer, and the client stalled so that the server never gets DONE.
   foreach(_fault kill ctrl-done)
