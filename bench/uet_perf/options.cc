@@ -47,14 +47,14 @@ ABSL_FLAG(uint32_t, window_kb, 256, "UET: bytes in flight per PDC in KiB, 16..65
 ABSL_FLAG(std::string, cc, "nscc",
           "UET: congestion control, nscc, rccc or nscc+rccc (also: both); the server adopts the "
           "client's");
-ABSL_FLAG(uint32_t, rto_us, 2000,
+ABSL_FLAG(uint32_t, rto_us, 15000,
           "UET: retransmission timeout before the first RTT sample in microseconds, 10..1000000 "
           "(--io=uring: 50000)");
-ABSL_FLAG(uint32_t, min_rto_us, 1000,
+ABSL_FLAG(uint32_t, min_rto_us, 15000,
           "UET: lower bound of the RTT-estimated retransmission timeout in microseconds, "
-          "1..--rto_us (the simulator's 10 us is far below a software path's scheduling jitter; "
-          "--io=uring: 50000)");
-ABSL_FLAG(uint32_t, max_rto_us, 10000,
+          "1..--rto_us: above the host's scheduling stalls, as RoCEv2's ACK timeout (the "
+          "simulator's 10 us is far below a VM's; --io=uring: 50000)");
+ABSL_FLAG(uint32_t, max_rto_us, 30000,
           "UET: upper bound of the retransmission timeout in microseconds, --rto_us..60000000 "
           "(--io=uring: 200000)");
 ABSL_FLAG(uint32_t, rto_rtt_max_pct, 0,
