@@ -112,7 +112,7 @@ UetConfig fuzz_uet_config() {
   c.local_ip4 = kLocal;
   c.max_pdcs = 8;
   c.mpr = 64;
-  c.max_writes = 4;
+  c.max_ops = 4;
   return c;
 }
 

@@ -828,7 +828,7 @@ TEST(RoceEndpoint_Tx, IdleQpsAreNotVisited) {
 
 TEST(RoceEndpoint_Post, SendQueueAndCompletionQueueAreBounded) {
   RoceConfig c = config_for(kIpA);
-  c.max_writes = 4;
+  c.max_send_wr = 4;
   c.cq_entries = 6;
   Pair p(c, config_for(kIpB), 100);
   for (int i = 0; i < 4; ++i) ASSERT_TRUE(p.write(i).ok());
@@ -852,7 +852,7 @@ TEST(RoceEndpoint_Memory, LargestBoundsCostLittleUntilUsed) {
   c.max_qps = 65536;
   c.cq_entries = 1u << 24;
   c.max_recvs = 65536;
-  c.max_writes = 65536;
+  c.max_send_wr = 65536;
   auto a = std::move(*RoceEndpoint::create(c));
   EXPECT_EQ(a->qps_allocated(), 0u);
   EXPECT_EQ(a->footprint(), 0u);
@@ -879,7 +879,7 @@ TEST(RoceEndpoint_Memory, LargestBoundsCostLittleUntilUsed) {
 // (the rings grew far enough for the bound, and their storage rounding lets no more in).
 TEST(RoceEndpoint_Memory, BoundsRefuseExactlyAtTheConfiguredValues) {
   RoceConfig c = config_for(kIpA);
-  c.max_writes = 11;
+  c.max_send_wr = 11;
   c.cq_entries = 13;
   c.max_recvs = 5;
   Pair p(c, config_for(kIpB), 11 * 100);
@@ -891,7 +891,7 @@ TEST(RoceEndpoint_Memory, BoundsRefuseExactlyAtTheConfiguredValues) {
   for (uint64_t i = 0; i < 11; ++i) ASSERT_TRUE(write(i).ok()) << i;
   absl::Status s = write(11);
   EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted);
-  EXPECT_EQ(s.message(), "post_write: send queue full (max_writes)");
+  EXPECT_EQ(s.message(), "post_write: send queue full (max_send_wr)");
   for (uint64_t i = 0; i < 2; ++i) ASSERT_TRUE(recv(i).ok()) << i;  // 13 slots reserved
   s = recv(2);
   EXPECT_EQ(s.message(), "post_recv: completion queue full (cq_entries); poll first");

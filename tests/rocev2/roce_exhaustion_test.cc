@@ -112,7 +112,7 @@ struct Target {
 TEST(RoceExhaustion_Bound, FullTablesComeCloseToTheBoundAndStayUnder) {
   RoceConfig c = config_for(kIpB);
   c.max_qps = 20;  // a chunk and a part of one
-  c.max_writes = 8;
+  c.max_send_wr = 8;
   c.max_rd_atomic = 4;
   c.max_recvs = 8;
   c.cq_entries = 256;
@@ -123,7 +123,7 @@ TEST(RoceExhaustion_Bound, FullTablesComeCloseToTheBoundAndStayUnder) {
   for (uint32_t i = 0; i < kRegions; ++i)
     ASSERT_TRUE(t.ep->register_memory(buf.data(), buf.size()).ok());
   for (uint32_t q = 0; q < c.max_qps; ++q) {
-    for (uint32_t w = 0; w < c.max_writes; ++w)
+    for (uint32_t w = 0; w < c.max_send_wr; ++w)
       ASSERT_TRUE(t.ep->post_write({w, kPeer0 + q, 1, 0, buf.data(), 64}).ok());
   }
   for (uint32_t r = 0; r < c.max_recvs; ++r) ASSERT_TRUE(t.ep->post_recv({r, buf.data(), 64}).ok());

@@ -319,7 +319,7 @@ TEST(UetEndpoint_Hostile, UnknownPdcAndSynFloodAreBoundedAndNacked) {
 TEST(UetMemory_Create, HoldsNoTableUntilUsed) {
   UetConfig c = config_for(kIpB);
   c.max_pdcs = 65535;
-  c.max_writes = 65536;
+  c.max_ops = 65536;
   c.max_recvs = 65536;
   c.max_recv_messages = 4096;
   c.rudi_packets = 65536;

@@ -174,7 +174,7 @@ TEST(UetExhaustion_Bound, FullTablesComeCloseToTheBoundAndStayUnder) {
   UetConfig c = config_for(kIpB);
   c.max_pdcs = 8;
   c.mpr = 64;
-  c.max_writes = 8;
+  c.max_ops = 8;
   c.max_recvs = 8;
   c.max_recv_messages = 4;
   c.rudi_packets = 8;
@@ -205,10 +205,10 @@ TEST(UetExhaustion_Bound, FullTablesComeCloseToTheBoundAndStayUnder) {
   uud.mode = DeliveryMode::kUud;
   ASSERT_TRUE(ep->post_write(uud).ok());
   sample();
-  // 8 initiator PDCs, each with max_writes operations posted; a NACK INV_DPDCID fails each
+  // 8 initiator PDCs, each with max_ops operations posted; a NACK INV_DPDCID fails each
   // (its writes complete kPdcClosed) and parks its windows for the target PDCs below.
   for (uint32_t peer = 0; peer < c.max_pdcs; ++peer) {
-    for (uint32_t w = 0; w < c.max_writes; ++w)
+    for (uint32_t w = 0; w < c.max_ops; ++w)
       ASSERT_TRUE(ep->post_write({w, kIpA + 100 + peer, 1, 0, mem.data(), 256}).ok());
   }
   EXPECT_EQ(ep->pdcs_allocated(), 8u);
@@ -290,7 +290,7 @@ TEST(UetExhaustion_Bound, GrowsWithEveryTable) {
   };
   EXPECT_GT(more([](UetConfig& d) { d.max_pdcs *= 2; }), base);
   EXPECT_GT(more([](UetConfig& d) { d.mpr *= 2; }), base);
-  EXPECT_GT(more([](UetConfig& d) { d.max_writes *= 2; }), base);
+  EXPECT_GT(more([](UetConfig& d) { d.max_ops *= 2; }), base);
   EXPECT_GT(more([](UetConfig& d) { d.max_recvs *= 2; }), base);
   EXPECT_GT(more([](UetConfig& d) { d.rod_buffers *= 2; }), base);
   EXPECT_GT(more([](UetConfig& d) { d.rudi_packets *= 2; }), base);

@@ -41,8 +41,8 @@ absl::Status RoceConfig::validate() const {
   if (max_qps < 1 || max_qps > 65536) return out_of_range("max_qps", max_qps, "1..65536");
   if (qpn_base < 2 || uint64_t{qpn_base} + max_qps - 1 > kPsnMask)
     return out_of_range("qpn_base", qpn_base, "2..2^24 - max_qps (QPNs 0 and 1 are special)");
-  if (max_writes < 1 || max_writes > 65536)
-    return out_of_range("max_writes", max_writes, "1..65536");
+  if (max_send_wr < 1 || max_send_wr > 65536)
+    return out_of_range("max_send_wr", max_send_wr, "1..65536");
   if (max_recvs < 1 || max_recvs > 65536) return out_of_range("max_recvs", max_recvs, "1..65536");
   if (max_rd_atomic < 1 || max_rd_atomic > 256)
     return out_of_range("max_rd_atomic", max_rd_atomic, "1..256");
@@ -113,8 +113,8 @@ size_t RoceEndpoint::footprint() const {
 // footprint()'s terms, each at its bound (roce_endpoint.h, "Ownership and threads").
 size_t RoceEndpoint::footprint_bound(const RoceConfig& c, uint32_t regions) noexcept {
   const size_t chunks = (size_t{c.max_qps} + kQpChunk - 1) / kQpChunk;
-  // Every QP with its send queue (max_writes WRs) and responder read queue (max_rd_atomic).
-  const size_t qp = sizeof(Qp) + GrowRing<Write>::bytes_bound(c.max_writes) +
+  // Every QP with its send queue (max_send_wr WRs) and responder read queue (max_rd_atomic).
+  const size_t qp = sizeof(Qp) + GrowRing<Write>::bytes_bound(c.max_send_wr) +
                     GrowRing<ReadResp>::bytes_bound(c.max_rd_atomic);
   return resized_capacity(chunks) * sizeof(std::unique_ptr<Qp[]>) +  // chunk index (resize)
          size_t{c.max_qps} * qp +
@@ -294,10 +294,10 @@ absl::Status RoceEndpoint::post_wqe(uint32_t peer, uint16_t channel, const Write
     complete(w, OpStatus::kFlushed);
     return absl::OkStatus();
   }
-  if (q.write_tail - q.write_head >= config_.max_writes) {
-    return absl::ResourceExhaustedError(absl::StrCat(what, ": send queue full (max_writes)"));
+  if (q.write_tail - q.write_head >= config_.max_send_wr) {
+    return absl::ResourceExhaustedError(absl::StrCat(what, ": send queue full (max_send_wr)"));
   }
-  q.writes.reserve(q.write_head, q.write_tail, q.write_tail - q.write_head + 1, config_.max_writes);
+  q.writes.reserve(q.write_head, q.write_tail, q.write_tail - q.write_head + 1, config_.max_send_wr);
   reserve_completion();
   Write& slot = q.writes[q.write_tail];
   slot = w;

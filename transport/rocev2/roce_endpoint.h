@@ -6,7 +6,7 @@
 // rocev2-wireshark.md §2; DCQCN §3):
 // - QPs are connected out of band (connect_qp: peer, QP numbers, start PSNs, channel), as an
 //   application does with rdma_cm or a socket exchange before ibv_modify_qp to RTS.
-// - Requester: one send queue per QP (max_writes WQEs) holding writes, sends and reads in
+// - Requester: one send queue per QP (max_send_wr WQEs) holding writes, sends and reads in
 //   posting order. A write becomes RDMA WRITE FIRST (with RETH) / MIDDLE / LAST, or ONLY (with
 //   RETH), at the path MTU, the last one _WITH_IMMEDIATE when post_write_with_imm; a send
 //   becomes SEND FIRST / MIDDLE / LAST or ONLY (0 bytes: one ONLY), the last one
@@ -106,7 +106,7 @@
 //   chunk index to reach it), up to max_qps QPs. A QP that fails or is connected again keeps
 //   its slot and its queues; connect_qp reuses them.
 // - A QP's send queue: post_write/post_write_with_imm/post_read/post_send double it (from 8)
-//   when the WR does not fit, up to max_writes WRs.
+//   when the WR does not fit, up to max_send_wr WRs.
 // - A QP's responder read queue: connect_qp sizes it for max_rd_atomic requests, once per QP
 //   (it fills from the peer's READ requests, on rx, which must not allocate).
 // - Completion ring: every posted WR and receive buffer reserves its slot, and the post
@@ -155,8 +155,8 @@ struct RoceConfig {
                               // packets carry exactly one PMTU)
   uint32_t max_qps = 64;      // QP table size, 1..65536
   uint32_t qpn_base = 0x100;  // local QPNs: qpn_base .. qpn_base + max_qps - 1 (>= 2)
-  uint32_t max_writes = 256;  // posted, not yet completed WRs (write, send, read) per QP (SQ
-                              // depth), 1..65536
+  uint32_t max_send_wr = 256; // posted, not yet completed WRs (write, send, read) per QP (SQ
+                              // depth, ibv_qp_cap's max_send_wr), 1..65536
   uint32_t max_recvs = 256;   // shared receive queue: posted, unconsumed buffers, 1..65536
   // Outstanding RDMA READs per QP as requester (IB max_rd_atomic) and queued READ requests per
   // QP as responder (IB max_dest_rd_atomic); both ends should agree. 1..256 (rxe: 128).
@@ -366,7 +366,7 @@ class RoceEndpoint final : public Endpoint {
     // Requester. Writes in ring slots [write_head, write_tail): completed below write_head;
     // [write_head, write_started) have PSNs; the go-back-N cursor is (send_write, send_packet)
     // at PSN next_psn. Invariant: una <= next_psn <= max_psn (24-bit order).
-    GrowRing<Write> writes;  // grown by post_wqe, up to max_writes
+    GrowRing<Write> writes;  // grown by post_wqe, up to max_send_wr
     uint64_t write_head = 0, write_started = 0, write_tail = 0;
     uint64_t send_write = 0;
     uint32_t send_packet = 0;

@@ -37,7 +37,8 @@ struct UetConfig {
   uint32_t payload_bytes = 4096;          // bytes of data per packet, 256..9000
   uint32_t max_pdcs = 1024;               // PDC table size (initiator + target), 1..65535
   uint32_t mpr = 256;                     // PSN window per PDC in packets, 64..4096, power of 2
-  uint32_t max_writes = 256;              // posted operations (write, read, send) per PDC, 1..65536
+  uint32_t max_ops = 256;                 // operations posted, not completed (write, read,
+                                          // send) per PDC and on RUDI, 1..65536
   uint32_t max_recvs = 256;               // posted receive buffers per endpoint, 1..65536
   uint32_t max_recv_messages = 64;        // SENDs being received at once per endpoint, 1..4096
   uint32_t rnr_retries = 7;               // RNR NACKs of one PSN before a SEND gives up, 0..64

@@ -51,8 +51,8 @@ absl::Status UetConfig::validate() const {
   if (max_pdcs < 1 || max_pdcs > 65535) return out_of_range("max_pdcs", max_pdcs, "1..65535");
   if (mpr < 64 || mpr > 4096 || !std::has_single_bit(mpr))
     return out_of_range("mpr", mpr, "64..4096, a power of 2");
-  if (max_writes < 1 || max_writes > 65536)
-    return out_of_range("max_writes", max_writes, "1..65536");
+  if (max_ops < 1 || max_ops > 65536)
+    return out_of_range("max_ops", max_ops, "1..65536");
   if (max_recvs < 1 || max_recvs > 65536) return out_of_range("max_recvs", max_recvs, "1..65536");
   if (max_recv_messages < 1 || max_recv_messages > 4096)
     return out_of_range("max_recv_messages", max_recv_messages, "1..4096");
@@ -263,13 +263,13 @@ size_t UetEndpoint::memory_bound(const UetConfig& c, uint32_t regions) noexcept 
   // One set of windows serves either role in turn and keeps what each role sized (alloc_pdc
   // moves a parked set in as it is): the initiator's PSN slots and operations ring, the
   // target's response ring and refusals, the three mpr-bit maps.
-  const size_t window = mpr * sizeof(Slot) + GrowRing<Op>::bytes_bound(c.max_writes) +
+  const size_t window = mpr * sizeof(Slot) + GrowRing<Op>::bytes_bound(c.max_ops) +
                         GrowRing<Pdc::Response>::bytes_bound(c.mpr) + mpr * sizeof(Pdc::Refusal) +
                         3 * words;
-  // Every operation posted (max_writes per RUD/ROD PDC, and on RUDI), receive buffer and UUD
+  // Every operation posted (max_ops per RUD/ROD PDC, and on RUDI), receive buffer and UUD
   // datagram completes once; poll_completions() compacts the queue once half of it is
   // polled, so it holds fewer than twice those.
-  const size_t outstanding = pdcs * c.max_writes + c.max_recvs + c.max_writes + c.uud_queue;
+  const size_t outstanding = pdcs * c.max_ops + c.max_recvs + c.max_ops + c.uud_queue;
   // A ROD reorder buffer (rod_take_buffer): the staged bitmap, entries and payload bytes.
   const size_t rod_buffer = rod_window / 64 * sizeof(uint64_t) + rod_window * sizeof(Staged) +
                             rod_window * c.payload_bytes;
@@ -284,7 +284,7 @@ size_t UetEndpoint::memory_bound(const UetConfig& c, uint32_t regions) noexcept 
          appended_capacity(2 * outstanding) * sizeof(Completion) +
          appended_capacity(c.rod_buffers) * (sizeof(RodBuffer) + sizeof(uint16_t)) +
          c.rod_buffers * rod_buffer +
-         size_t{c.max_writes} * sizeof(PeerOp) +  // RUDI (§3.5): operations, packets, free
+         size_t{c.max_ops} * sizeof(PeerOp) +  // RUDI (§3.5): operations, packets, free
          size_t{c.rudi_packets} * (sizeof(RudiPkt) + sizeof(uint16_t)) +  // ids, responses
          size_t{c.rudi_responses} * sizeof(RudiRsp) + size_t{c.uud_queue} * sizeof(PeerOp) +
          appended_capacity(std::min(regions, kMaxRegions)) * sizeof(Region) +
@@ -346,12 +346,12 @@ absl::Status UetEndpoint::post_op(uint32_t peer, bool rod, const Op& op, const c
   if (!id.ok()) return id.status();
   Pdc& p = pdcs_[*id];
   mark_ready(p);
-  if (p.ini.op_tail - p.ini.op_head >= config_.max_writes) {
+  if (p.ini.op_tail - p.ini.op_head >= config_.max_ops) {
     return absl::ResourceExhaustedError(
-        absl::StrCat(verb, ": too many operations posted on this PDC (max_writes)"));
+        absl::StrCat(verb, ": too many operations posted on this PDC (max_ops)"));
   }
   p.ini.ops.reserve32(p.ini.op_head, p.ini.op_tail, uint64_t{p.ini.op_tail - p.ini.op_head} + 1,
-                      config_.max_writes);
+                      config_.max_ops);
   p.idle_deadline = kNever;  // busy again
   Op& o = p.ini.ops[p.ini.op_tail];
   o = op;

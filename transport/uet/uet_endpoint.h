@@ -195,7 +195,7 @@ class UetEndpoint final : public Endpoint {
       Time rack_sent = 0, rack_rtt = 0, rack_deadline = kNever;
       uint32_t rack_highest = 0;
       std::vector<Slot> slots;  // mpr entries, PSN % mpr
-      GrowRing<Op> ops;         // by posting count (grows in post_op() to max_writes)
+      GrowRing<Op> ops;         // by posting count (grows in post_op() to max_ops)
       uint16_t next_message_id = 1;
       Time srtt = 0, rttvar = 0; // RFC 6298; srtt 0: no sample yet
       Time rtt_max = 0;          // the largest sample (UetConfig::rto_rtt_max_pct)
@@ -303,7 +303,7 @@ class UetEndpoint final : public Endpoint {
   };
 
   // RUDI (§3.5) and UUD (§3.6) carry an operation without a PDC: each names its peer. RUDI
-  // keeps them in a ring of max_writes with its packets in flight; UUD queues its datagrams.
+  // keeps them in a ring of max_ops with its packets in flight; UUD queues its datagrams.
   struct PeerOp : Op {
     uint32_t peer = 0;
     wire::MacAddr mac{};

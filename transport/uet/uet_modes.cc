@@ -72,18 +72,18 @@ absl::Status UetEndpoint::check_mode(DeliveryMode m, Opcode op, const char* verb
 }
 
 absl::Status UetEndpoint::post_rudi(const PeerOp& op, const char* verb) {
-  if (rudi_op_tail_ - rudi_op_head_ >= config_.max_writes) {
+  if (rudi_op_tail_ - rudi_op_head_ >= config_.max_ops) {
     return absl::ResourceExhaustedError(
-        absl::StrCat(verb, ": too many DeliveryMode::kRudi operations posted (max_writes)"));
+        absl::StrCat(verb, ": too many DeliveryMode::kRudi operations posted (max_ops)"));
   }
   if (rudi_ops_.empty()) {  // the endpoint's first RUDI operation: the initiator's tables
-    rudi_ops_.assign(config_.max_writes, PeerOp{});
+    rudi_ops_.assign(config_.max_ops, PeerOp{});
     rudi_pkts_.assign(config_.rudi_packets, RudiPkt{});
     rudi_free_.resize(config_.rudi_packets);
     for (uint32_t i = 0; i < config_.rudi_packets; ++i) rudi_free_[i] = static_cast<uint16_t>(i);
     rudi_free_tail_ = config_.rudi_packets;
   }
-  PeerOp& o = rudi_ops_[rudi_op_tail_ % config_.max_writes];
+  PeerOp& o = rudi_ops_[rudi_op_tail_ % config_.max_ops];
   o = op;
   o.mac = config_.resolve_mac(op.peer);
   o.packets =
@@ -261,7 +261,7 @@ wire::Encap UetEndpoint::encap_to(uint32_t ip, const wire::MacAddr& mac, bool co
 // (placed by offset, like RUD) or one single-packet READ of a chunk.
 bool UetEndpoint::build_rudi_req(uint32_t slot, bool retx, Frame& f, Time now) {
   RudiPkt& k = rudi_pkts_[slot];
-  const PeerOp& o = rudi_ops_[k.op % config_.max_writes];
+  const PeerOp& o = rudi_ops_[k.op % config_.max_ops];
   const uint32_t id = uint32_t{k.gen} << 16 | slot;
   const uint64_t offset = uint64_t{k.packet} * config_.payload_bytes;
   const bool write = o.op == Opcode::kWrite;
@@ -402,7 +402,7 @@ size_t UetEndpoint::tx_modes(std::span<Frame* const> out, Time now) {
     if (build_rudi_req(slot, /*retx=*/true, *out[n], now)) ++n;
   }
   while (n < out.size() && rudi_op_send_ != rudi_op_tail_ && rudi_free_head_ != rudi_free_tail_) {
-    const PeerOp& o = rudi_ops_[rudi_op_send_ % config_.max_writes];
+    const PeerOp& o = rudi_ops_[rudi_op_send_ % config_.max_ops];
     const uint32_t slot = rudi_free_[rudi_free_head_++ % rudi_pkts_.size()];
     RudiPkt& k = rudi_pkts_[slot];
     k.in_use = true;
@@ -508,7 +508,7 @@ void UetEndpoint::rx_rudi_resp(const wire::Decoded& d) {
     return;
   }
   RudiPkt& k = rudi_pkts_[slot];
-  PeerOp& o = rudi_ops_[k.op % config_.max_writes];
+  PeerOp& o = rudi_ops_[k.op % config_.max_ops];
   if (d.ipv4->src() != o.peer) {
     ++counters_.rx_rudi_stale;
     return;
@@ -553,7 +553,7 @@ void UetEndpoint::rx_rudi_resp(const wire::Decoded& d) {
 // Operations complete in posting order once every packet was answered (or given up).
 void UetEndpoint::retire_rudi() {
   while (rudi_op_head_ != rudi_op_send_) {
-    const PeerOp& o = rudi_ops_[rudi_op_head_ % config_.max_writes];
+    const PeerOp& o = rudi_ops_[rudi_op_head_ % config_.max_ops];
     if (o.unacked != 0) break;
     completions_.push_back(Completion{o.wr_id, o.failed ? o.status : OpStatus::kSuccess,
                                       o.failed ? 0 : o.length, o.op});
@@ -578,7 +578,7 @@ Time UetEndpoint::rudi_timer(Time now) {
       continue;
     }
     if (k.retries >= config_.max_retries) {
-      PeerOp& o = rudi_ops_[k.op % config_.max_writes];
+      PeerOp& o = rudi_ops_[k.op % config_.max_ops];
       if (!o.failed) {
         o.failed = true;
         o.status = OpStatus::kRetriesExhausted;
