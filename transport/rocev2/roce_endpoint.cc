@@ -319,31 +319,33 @@ RoceEndpoint::Write RoceEndpoint::write_wqe(const WriteRequest& wr) {
   return w;
 }
 
-absl::Status RoceEndpoint::post_write(const WriteRequest& wr) {
-  if (absl::Status s = check_mode(wr.mode, "post_write"); !s.ok()) return s;
-  if (wr.length == 0 || wr.length > kMaxMessage || wr.local == nullptr) {
-    return absl::InvalidArgumentError("post_write: length must be 1..2^31 bytes with a buffer");
+// What every verb checks (its delivery mode, the length, a buffer behind it) before its work
+// request is queued; SEND and WRITE with immediate may carry nothing.
+absl::Status RoceEndpoint::post_verb(DeliveryMode mode, uint32_t peer, uint16_t channel,
+                                     const Write& w, const void* buffer, bool empty_ok,
+                                     const char* verb) {
+  if (absl::Status s = check_mode(mode, verb); !s.ok()) return s;
+  if (w.length > kMaxMessage || (w.length == 0 && !empty_ok) ||
+      (w.length > 0 && buffer == nullptr)) {
+    return absl::InvalidArgumentError(
+        empty_ok ? absl::StrCat(verb, ": length must be 0..2^31 bytes, with a buffer when > 0")
+                 : absl::StrCat(verb, ": length must be 1..2^31 bytes with a buffer"));
   }
-  return post_wqe(wr.peer, wr.channel, write_wqe(wr), "post_write");
+  return post_wqe(peer, channel, w, verb);
+}
+
+absl::Status RoceEndpoint::post_write(const WriteRequest& wr) {
+  return post_verb(wr.mode, wr.peer, wr.channel, write_wqe(wr), wr.local, false, "post_write");
 }
 
 absl::Status RoceEndpoint::post_write_with_imm(const WriteRequest& wr, uint32_t imm) {
-  if (absl::Status s = check_mode(wr.mode, "post_write_with_imm"); !s.ok()) return s;
-  if (wr.length > kMaxMessage || (wr.length > 0 && wr.local == nullptr)) {
-    return absl::InvalidArgumentError(
-        "post_write_with_imm: length must be 0..2^31 bytes, with a buffer when > 0");
-  }
   Write w = write_wqe(wr);
   w.has_imm = true;
   w.imm = imm;
-  return post_wqe(wr.peer, wr.channel, w, "post_write_with_imm");
+  return post_verb(wr.mode, wr.peer, wr.channel, w, wr.local, true, "post_write_with_imm");
 }
 
 absl::Status RoceEndpoint::post_read(const ReadRequest& rr) {
-  if (absl::Status s = check_mode(rr.mode, "post_read"); !s.ok()) return s;
-  if (rr.length == 0 || rr.length > kMaxMessage || rr.local == nullptr) {
-    return absl::InvalidArgumentError("post_read: length must be 1..2^31 bytes with a buffer");
-  }
   Write w;
   w.op = Opcode::kRead;
   w.wr_id = rr.wr_id;
@@ -351,15 +353,10 @@ absl::Status RoceEndpoint::post_read(const ReadRequest& rr) {
   w.remote_offset = rr.remote_offset;
   w.dst = rr.local;
   w.length = rr.length;
-  return post_wqe(rr.peer, rr.channel, w, "post_read");
+  return post_verb(rr.mode, rr.peer, rr.channel, w, rr.local, false, "post_read");
 }
 
 absl::Status RoceEndpoint::post_send(const SendRequest& sr) {
-  if (absl::Status s = check_mode(sr.mode, "post_send"); !s.ok()) return s;
-  if (sr.length > kMaxMessage || (sr.length > 0 && sr.local == nullptr)) {
-    return absl::InvalidArgumentError(
-        "post_send: length must be 0..2^31 bytes, with a buffer when > 0");
-  }
   Write w;
   w.op = Opcode::kSend;
   w.has_imm = sr.has_imm;
@@ -367,7 +364,7 @@ absl::Status RoceEndpoint::post_send(const SendRequest& sr) {
   w.wr_id = sr.wr_id;
   w.src = sr.local;
   w.length = sr.length;
-  return post_wqe(sr.peer, sr.channel, w, "post_send");
+  return post_verb(sr.mode, sr.peer, sr.channel, w, sr.local, true, "post_send");
 }
 
 // The endpoint's shared receive queue (an SRQ): consumed in posting order by SENDs and

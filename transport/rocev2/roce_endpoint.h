@@ -511,6 +511,8 @@ class RoceEndpoint final : public Endpoint {
   void complete_recv(uint64_t wr_id, uint32_t peer, OpStatus status, uint64_t bytes,
                      bool has_imm, uint32_t imm);
   absl::Status post_wqe(uint32_t peer, uint16_t channel, const Write& w, const char* what);
+  absl::Status post_verb(DeliveryMode mode, uint32_t peer, uint16_t channel, const Write& w,
+                         const void* buffer, bool empty_ok, const char* verb);
   static Write write_wqe(const WriteRequest& wr);
 
   // The QP at index `idx` (QPN - qpn_base); nullptr when out of range or never allocated
