@@ -7,8 +7,10 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <functional>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tests/common/fake_link.h"
@@ -720,6 +722,62 @@ TEST(RoceEndpoint_Connect, OneQpPerPeerAndQpnsInRange) {
             absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(a->post_write({1, kIpB, 1, 0, buf.data(), 0}).code(),
             absl::StatusCode::kInvalidArgument);
+}
+
+// Each verb refuses a length out of range or a missing buffer, naming itself and the range;
+// SEND and WRITE with immediate may carry no bytes, WRITE and READ may not.
+TEST(RoceEndpoint_Connect, VerbsRefuseBadLengthsNamingTheVerb) {
+  auto a = std::move(*RoceEndpoint::create(config_for(kIpA)));
+  ASSERT_TRUE(a->connect_qp(kIpB, 0x100, 0x200, 0, 0).ok());
+  std::vector<uint8_t> buf(10);
+  const uint64_t too_long = (uint64_t{1} << 31) + 1;
+  auto send = [&](const uint8_t* p, uint64_t len) {
+    SendRequest sr;
+    sr.peer = kIpB;
+    sr.local = p;
+    sr.length = len;
+    return a->post_send(sr);
+  };
+  struct Case {
+    const char* verb;
+    std::function<absl::Status(const uint8_t*, uint64_t)> post;
+    bool empty_ok;
+  };
+  const std::vector<Case> cases = {
+      {"post_write",
+       [&](const uint8_t* p, uint64_t n) {
+         return a->post_write({1, kIpB, 1, 0, p, n});
+       },
+       false},
+      {"post_read",
+       [&](const uint8_t* p, uint64_t n) {
+         return a->post_read({2, kIpB, 1, 0, const_cast<uint8_t*>(p), n});
+       },
+       false},
+      {"post_write_with_imm",
+       [&](const uint8_t* p, uint64_t n) {
+         return a->post_write_with_imm({3, kIpB, 1, 0, p, n}, 7);
+       },
+       true},
+      {"post_send", send, true},
+  };
+  for (const Case& c : cases) {
+    for (const auto& [p, n] : std::vector<std::pair<const uint8_t*, uint64_t>>{
+             {buf.data(), too_long}, {nullptr, 10}, {buf.data(), 0}}) {
+      const absl::Status s = c.post(p, n);
+      if (n == 0 && c.empty_ok) {
+        EXPECT_TRUE(s.ok()) << c.verb << ": " << s;
+        continue;
+      }
+      EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << c.verb << " length " << n;
+      EXPECT_EQ(std::string(s.message()).rfind(std::string(c.verb) + ": length must be ", 0), 0u)
+          << s;
+      EXPECT_NE(std::string(s.message()).find(c.empty_ok ? "0..2^31" : "1..2^31"),
+                std::string::npos)
+          << s;
+    }
+    EXPECT_TRUE(c.post(buf.data(), buf.size()).ok()) << c.verb;
+  }
 }
 
 // NCCL opens one connection per channel: two QPs to one peer, on channels 0 and 1, each
