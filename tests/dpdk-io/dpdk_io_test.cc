@@ -116,13 +116,7 @@ TEST(DpdkIo, UetWriteOverMemifPairResolvedByArp) {
   ASSERT_TRUE(eal.ok()) << eal.status();
   ASSERT_EQ((*eal)->port_count(), 2u) << (*eal)->describe_ports();
   {
-    DpdkIoConfig ca, cb;
-    ca.port_id = 0;
-    ca.local_ip4 = kIpA;
-    cb.port_id = 1;
-    cb.local_ip4 = kIpB;
-    ca.mbufs = cb.mbufs = 2047;
-    ca.mbuf_cache = cb.mbuf_cache = 64;
+    auto [ca, cb] = testing::memif_pair_configs(kIpA, kIpB);
     ca.mtu = cb.mtu = 4200;
     ca.tx_hold = 5 * kMillisecond;
     auto a = DpdkIo::create(ca);
@@ -243,12 +237,7 @@ TEST(DpdkIo, UetWriteOverMemifPairResolvedByArp) {
     (*b)->drain_tx();  // the TX mbufs B keeps between its bursts
     EXPECT_EQ((*b)->pool_in_use(), 0u);
     EXPECT_GT((*a)->pool_size(), 0u);
-    // Close the client, and let the interrupt thread finish the server's side of the
-    // disconnect before the server's port and pool go (22.11's memif races otherwise).
-    b->reset();
-    const Time until = monotonic_now() + 2 * kSecond;
-    while ((*a)->link().up && monotonic_now() < until) usleep(1000);
-    usleep(20'000);
+    testing::close_client_and_settle(*b, **a);
   }
   unlink(sock.c_str());
   // DPDK 22.11's memif tears down its in-process peer from the interrupt thread; cleaning the
@@ -276,13 +265,7 @@ TEST(DpdkIo, LentFramesSendTheirOwnBytesInAnyOrderAndNoMbufIsLost) {
   ASSERT_TRUE(eal.ok()) << eal.status();
   ASSERT_EQ((*eal)->port_count(), 2u) << (*eal)->describe_ports();
   {
-    DpdkIoConfig ca, cb;
-    ca.port_id = 0;
-    ca.local_ip4 = kIpA;
-    cb.port_id = 1;
-    cb.local_ip4 = kIpB;
-    ca.mbufs = cb.mbufs = 2047;
-    ca.mbuf_cache = cb.mbuf_cache = 64;
+    const auto [ca, cb] = testing::memif_pair_configs(kIpA, kIpB);
     auto a = DpdkIo::create(ca);
     ASSERT_TRUE(a.ok()) << a.status();
     auto b = DpdkIo::create(cb);
@@ -405,10 +388,7 @@ TEST(DpdkIo, LentFramesSendTheirOwnBytesInAnyOrderAndNoMbufIsLost) {
     (*b)->drain_tx();
     EXPECT_EQ((*a)->pool_in_use(), 0u);
     EXPECT_EQ((*b)->pool_in_use(), 0u);
-    b->reset();
-    const Time closed = monotonic_now() + 2 * kSecond;
-    while ((*a)->link().up && monotonic_now() < closed) usleep(1000);
-    usleep(20'000);
+    testing::close_client_and_settle(*b, **a);
   }
   unlink(sock.c_str());
   g_kept_eal = eal->release();

@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "absl/status/statusor.h"
 #include "dpdk-io/dpdk_io.h"
@@ -27,6 +28,29 @@ inline absl::StatusOr<std::unique_ptr<io::DpdkEal>> memif_pair_eal(const std::st
                             "--no-telemetry", "-l", lcores, "--log-level=lib.eal:error",
                             "--vdev=net_memif0,role=server" + vdev,
                             "--vdev=net_memif1,role=client" + vdev});
+}
+
+// The configurations of a pair test's two ports: port 0 (memif's server) at `a`, port 1 at `b`,
+// with pools small enough for the EAL's 256 MB.
+inline std::pair<io::DpdkIoConfig, io::DpdkIoConfig> memif_pair_configs(uint32_t a, uint32_t b) {
+  io::DpdkIoConfig ca, cb;
+  ca.port_id = 0;
+  ca.local_ip4 = a;
+  cb.port_id = 1;
+  cb.local_ip4 = b;
+  ca.mbufs = cb.mbufs = 2047;
+  ca.mbuf_cache = cb.mbuf_cache = 64;
+  return {ca, cb};
+}
+
+// Closes the client's port, then lets the interrupt thread finish the server's side of the
+// disconnect before the server's port and pool go (22.11's memif races otherwise).
+inline void close_client_and_settle(std::unique_ptr<io::DpdkIo>& client,
+                                    const io::DpdkIo& server) {
+  client.reset();
+  const Time until = io::monotonic_now() + 2 * kSecond;
+  while (server.link().up && io::monotonic_now() < until) usleep(1000);
+  usleep(20'000);
 }
 
 }  // namespace uet::testing
