@@ -1,0 +1,213 @@
+// The PDS state of one PDC (spec/uet.md §3.3): the operations its initiator posts, the PSNs it
+// has in flight, and the Pdc itself with its initiator's and its target's sides. Internal to
+// transport/uet/: the engine's files name these types; everything else sees UetEndpoint alone.
+//
+// Ownership: every Pdc lives in the endpoint's PDC table and is touched only by the endpoint's
+// thread; its windows (mpr) and rings (max_ops, mpr) are bounded by the endpoint's UetConfig.
+#pragma once
+
+// Only transport/uet/'s target and its unit tests define the macro; uet_endpoint.h admits this
+// header for its own members.
+#ifndef UET_PRIVATE_TRANSPORT_UET
+#ifndef UET_ENDPOINT_H_MEMBERS
+#error "transport/uet/uet_pdc.h is private to transport/uet (use transport/uet/uet_endpoint.h)"
+#endif
+#endif
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "cc/nscc.h"
+#include "cc/rccc.h"
+#include "pathsel/path_selector.h"
+#include "transport/api.h"
+#include "transport/pool.h"
+#include "transport/wire/builder.h"
+
+// pds: these are the PDS sublayer's state (§3), as ses/ and cms/ would be the other rooms.
+namespace uet::pds {
+
+// One posted operation (write, read or send), as the initiator tracks it.
+struct Op {
+  Opcode op = Opcode::kWrite;
+  uint64_t wr_id = 0;
+  uint32_t rkey = 0;
+  uint64_t remote_offset = 0;
+  const uint8_t* src = nullptr;  // write, send
+  uint8_t* dst = nullptr;        // read
+  uint64_t length = 0;
+  bool has_imm = false;
+  uint32_t imm = 0;
+  uint16_t message_id = 0;  // read: chunk k is message message_id + k
+  uint32_t packets = 0;
+  uint32_t unacked = 0;
+  bool failed = false;
+  bool abandoned = false;  // send: given up (RNR); remaining PSNs go out with SES `ie`
+  OpStatus status = OpStatus::kSuccess;
+};
+// One PSN in flight at the initiator.
+struct Slot {
+  uint32_t op = 0;      // the operation's posting count (its key in ops)
+  uint32_t packet = 0;  // packet number within the operation
+  uint32_t len = 0;     // data bytes this PSN moves (read: the data it asks for)
+  Time sent = 0;
+  uint16_t retries = 0;
+  uint16_t ev = 0;  // EV index of the last transmission, for the path selector
+  uint8_t rnr = 0;  // RNR NACKs this PSN received
+  bool in_flight = false;
+  bool acked = false;
+  bool resend = false;
+  bool rnr_wait = false;       // NACKed RNR: resent when the RTO fires, not counted as a loss
+  bool retransmitted = false;  // sent more than once: no RTT sample from it (Karn)
+};
+enum class Role : uint8_t { kFree, kInitiator, kTarget };
+struct Pdc {
+  // SES responses, one per ACK: refusals (§4.6) and read data (§4.7). A PSN with a
+  // response is recorded as received only when the ACK carrying it is built (its bit in
+  // rsp_bits until then), so no ACK acknowledges it without its answer. Bounded (mpr
+  // entries): when full, the request is dropped and comes again.
+  struct Response {
+    uint8_t code = 0;     // SesReturnCode; kOk with data for a READ
+    bool data = false;    // read data: `len` bytes of region `key` at `offset`
+    bool repeat = false;  // answers a duplicate: the PSN is already recorded
+    uint16_t message_id = 0;
+    uint32_t psn = 0;
+    uint32_t key = 0;
+    uint32_t len = 0;
+    uint64_t offset = 0;
+    Time queued = 0;  // §3.8.1: the ACK's service_time counts from here
+  };
+  // Guaranteed delivery (§3.3 clear_psn_offset): a refused PSN (an SES response with an
+  // error code) stays a hole in the receive state -- not covered by CACK, not in the SACK
+  // bitmap -- with its refusal stored here, until the initiator's clear PSN passes it (it
+  // clears PSNs below its oldest unacknowledged one, and acknowledges a refused PSN only
+  // through the response that carries its refusal). A duplicate is answered with the
+  // stored refusal. So no ACK can acknowledge a refused PSN without its refusal.
+  struct Refusal {
+    uint8_t code = 0;
+    uint16_t message_id = 0;
+  };
+  struct Nack {
+    uint8_t code;
+    uint32_t psn;
+  };
+
+  // The initiator's side of a PDC: its send window (slots, RTO, RACK, TLP), its
+  // operations, NSCC and RCCC at the sender, and its close. What tx() and rx_ack() touch
+  // per packet comes first.
+  struct Initiator {
+    bool speculating = true;          // no grant has arrived and base_rtt has not passed
+    bool credit_req_pending = false;  // a CREDIT_REQ to send
+    bool tlp_done = false;            // a probe went since the last progress
+    uint32_t next_psn = 0;            // next new PSN
+    uint32_t base_psn = 0;            // oldest unacknowledged PSN
+    // §3.8: the target's window as its ACK_CCs last said: the highest CACK and the latest
+    // MPR (0: no ACK_CC yet, the configured window alone bounds new PSNs).
+    uint32_t peer_cack = 0;
+    uint16_t peer_mpr = 0;
+    uint32_t op_head = 0, op_tail = 0;  // posted, not yet completed: [head, tail)
+    uint32_t op_send = 0;               // next operation with packets still to send
+    uint32_t send_packet = 0;           // next packet of ops[op_send]
+    uint32_t resend_pending = 0;
+    uint64_t bytes_in_flight = 0;
+    Time rto = 0;  // current RTO (estimate, doubled per timeout)
+    Time rto_deadline = kNever;
+    Time tlp_deadline = kNever;
+    // RACK (rack_detect): the newest delivered packet sent once, its round trip, the
+    // highest PSN acknowledged, and the reorder timer.
+    Time rack_sent = 0, rack_rtt = 0, rack_deadline = kNever;
+    uint32_t rack_highest = 0;
+    std::vector<Slot> slots;  // mpr entries, PSN % mpr
+    GrowRing<Op> ops;         // by posting count (grows in post_op() to max_ops)
+    uint16_t next_message_id = 1;
+    Time srtt = 0, rttvar = 0;     // RFC 6298; srtt 0: no sample yet
+    Time rtt_max = 0;              // the largest sample (UetConfig::rto_rtt_max_pct)
+    uint64_t acked_total = 0;      // PSNs acknowledged so far (progress)
+    uint32_t peer_rcvd_bytes = 0;  // §3.8.1: the target's rcvd_bytes in its newest ACK_CC
+    Time clear_at = 0;             // §3.12: a CLEAR may go (again) from then (tx)
+    Time last_ack_at = kNever;     // the last valid ACK (is the peer alive?)
+    cc::Nscc nscc{cc::NsccConfig{}};
+    // RCCC sender (UetConfig::cc rccc or nscc+rccc).
+    cc::RcccSender rccc{cc::RcccConfig{}};
+    uint64_t unsent_bytes = 0;      // WRITE/SEND payload posted, not yet sent once
+    uint32_t last_target = 0;       // credit_target in the last RUD_CC request or CREDIT_REQ
+    Time speculate_until = kNever;  // the first send + base_rtt
+    bool credit_blocked = false;    // has data to send, no credit
+    Time credit_deadline = kNever;  // blocked this long without credit: ask again (or probe)
+    // Teardown (§3.12): closing: CLOSE (PSN close_psn) sent, waiting for the ACK that
+    // covers it; the PDC is then no longer the peer's (the table's initiator look-up points to
+    // a new one, if any).
+    bool close_requested = false;  // the target sent REQ_CLOSE: close as soon as idle
+    uint32_t close_psn = 0;
+    Time close_deadline = kNever;
+    pathsel::PathSelector sel;  // picks each packet's EV index
+  };
+
+  // The target's side of a PDC: its receive window (bitmap, ACK coalescing, SACK), the
+  // responses and refusals it owes, its NACKs, RCCC grants and ROD's next PSN. What
+  // rx_request() and build_ack() touch per packet comes first.
+  struct Target {
+    bool ack_now = false;
+    bool ack_pending = false;
+    bool ce_seen = false;
+    bool last_retx = false;  // the newest arrival, or ...
+    bool ce_retx = false;    // ... the CE trigger, was a retransmission: the ACK echoes it
+    uint32_t rcv_base = 0;   // lowest PSN not yet received
+    uint32_t unacked_rx = 0;
+    uint32_t last_psn = 0;                  // the newest arrival
+    uint32_t ce_psn = 0;                    // the first CE-marked arrival since the last ACK
+    Time last_arrival = 0, ce_arrival = 0;  // when they arrived (§3.8.1 service_time)
+    uint32_t rcvd_bytes = 0;  // §3.8.1: payload bytes of new requests (sent modulo 2^24)
+    uint16_t ooo_count = 0;   // §3.8: new requests that arrived past a hole (saturating)
+    uint32_t nack_head = 0, nack_tail = 0;  // the nacks ring below
+    Time ack_deadline = kNever;
+    std::vector<uint64_t> rcv_bits;  // mpr bits: PSN rcv_base + i received
+    uint64_t credit_pending = 0;  // RCCC grants for this sender not yet sent (rides the next ACK)
+    bool credit_queued = false;   // in the endpoint's credit ring
+    bool unanswered = false;      // every REQ_CLOSE went unanswered (in the endpoint's list)
+    GrowRing<Response> rsp;       // by rsp_head/rsp_tail (grows in queue_response() to mpr)
+    std::vector<Refusal> gtd;     // mpr entries, PSN % mpr
+    std::vector<uint64_t> gtd_bits;  // mpr bits: PSN (rcv_base + i) refused, not cleared
+    uint32_t gtd_live = 0;
+    std::vector<uint64_t> rsp_bits;  // mpr bits: PSN rcv_base + i has a response queued
+    uint32_t rsp_head = 0, rsp_tail = 0;
+    bool rsp_pending() const noexcept { return rsp_head != rsp_tail; }
+    // NACKs to send: a small ring (when full, the NACKed packet is only dropped; its RTO
+    // recovers it).
+    std::array<Nack, 16> nacks{};
+    // build_nack's input (set from the ring, or for stateless NACKs).
+    uint8_t nack_code = 0;
+    uint32_t nack_psn = 0;
+    // ROD target (uet_modes.cc): the next PSN to execute; the reorder buffer (an index into
+    // the endpoint's ROD pool, -1: none) holding `rod_held` requests staged past it.
+    uint32_t rod_next = 0;
+    int32_t rod_buf = -1;
+    uint32_t rod_held = 0;
+  };
+
+  // Both roles: what tx(), rx_ack() and rx_request() look at first, then the role's state,
+  // then the per-connection encapsulation.
+  Role role = Role::kFree;
+  uint16_t id = 0;           // its index in the PDC table (its PDC id on the wire)
+  bool rod = false;          // ROD (requests ROD_REQ, executed in PSN order) or RUD
+  bool established = false;  // initiator: an ACK arrived, SYN no longer sent
+  bool closing = false;
+  bool ctrl_pending = false;  // a CLOSE (initiator) / REQ_CLOSE (target) to send
+  uint8_t close_tries = 0;    // CLOSEs / REQ_CLOSEs sent
+  uint16_t peer_pdcid = 0;    // learned from the first ACK (initiator) or the SYN (target)
+  uint16_t ev_base = 0;       // EV index i travels as UDP source port f(ev_base, i)
+  uint32_t start_psn = 0;     // §3.3: the PDC's first PSN (the SYN's PDC info)
+  uint32_t active_index = 0;  // position in the active list of PDCs
+  uint32_t peer_ip4 = 0;
+  // §3.12: idle since idle_deadline - idle_timeout (initiator) or 2 x idle_timeout (target).
+  Time idle_deadline = kNever;
+  Initiator ini;
+  Target tgt;
+  wire::MacAddr peer_mac{};
+  // Ethernet/IPv4/UDP to the peer, written once by set_peer(): data (dscp_data, ECT) and
+  // control (dscp_control) frames; a frame copies one and writes its EV and lengths.
+  wire::EncapTemplate data_encap, ctrl_encap;
+};
+
+}  // namespace uet::pds
