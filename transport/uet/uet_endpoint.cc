@@ -129,6 +129,7 @@ UetEndpoint::UetEndpoint(const UetConfig& config)
       mpr_mask_(config.mpr - 1),
       rccc_config_(derive_rccc(config)),
       rccc_rx_(rccc_config_),
+      pdcs_(config.max_pdcs),
       rng_(config.seed ^ config.local_ip4) {
   if (config_.resolve_mac == nullptr) config_.resolve_mac = sim_mac;
   if (config_.rod_window == 0) config_.rod_window = config_.mpr;
@@ -142,34 +143,14 @@ uint64_t UetEndpoint::next_random() noexcept {
 }
 
 // Allocating a PDC sizes the windows its role needs once; later lives keep the capacity (the
-// vectors are kept across the reset). Ids are fresh (in order) until max_pdcs exist, then
-// reused FIFO. The PDC table grows here, a chunk at a time, up to max_pdcs: the only memory a
-// peer's frame (a SYN) can take.
+// vectors are kept across the reset). RCCC's receiver grows with the table (senders are PDC
+// ids).
 int32_t UetEndpoint::alloc_pdc(Role role) {
-  uint16_t id;
-  if (fresh_pdcs_ < config_.max_pdcs) {
-    if (fresh_pdcs_ == pdcs_.size()) {
-      pdcs_.grow(config_.max_pdcs);
-      free_pdcs_.reserve32(free_head_, free_tail_, pdcs_.size(),
-                           config_.max_pdcs);  // all may be freed
-      rccc_rx_.reserve(pdcs_.size());
-    }
-    id = static_cast<uint16_t>(fresh_pdcs_++);
-  } else if (free_head_ != free_tail_) {
-    id = free_pdcs_[free_head_++];
-  } else {
-    return -1;
-  }
-  Pdc& p = pdcs_[id];
-  Windows w;  // the windows parked last, if any: their capacity is kept
-  if (!spare_windows_.empty()) {
-    w = std::move(spare_windows_.back());
-    spare_windows_.pop_back();
-  }
-  p = Pdc{};
-  take_windows(w, p);
-  p.role = role;
-  p.id = id;
+  const uint32_t made = pdcs_.size();
+  const int32_t n = pdcs_.alloc(role);
+  if (n < 0) return -1;
+  if (pdcs_.size() != made) rccc_rx_.reserve(pdcs_.size());
+  Pdc& p = pdcs_[static_cast<uint16_t>(n)];
   p.tgt.rcv_bits.assign(config_.mpr / 64, 0);
   if (role == Role::kInitiator) {
     p.ini.slots.assign(config_.mpr, Slot{});
@@ -185,47 +166,23 @@ int32_t UetEndpoint::alloc_pdc(Role role) {
   p.ini.rto = config_.rto;
   p.ini.nscc = cc::Nscc(nscc_config_);
   p.ini.rccc = cc::RcccSender(rccc_config_);
-  p.active_index = static_cast<uint32_t>(active_.size());
-  active_.push_back(id);
-  ready_.grow_to(active_.size());
-  mark_ready(p);
-  return id;
+  return n;
 }
 
+// What freeing a PDC does beyond the table (which drops its look-up entries, parks its
+// windows and queues its id for reuse).
 void UetEndpoint::free_pdc(uint16_t id) {
   Pdc& p = pdcs_[id];
   if (tss_ != nullptr) {  // §5.6: the peer's next PDC starts past this one's last PSN
     if (p.role == Role::kInitiator) tss_->initiator_next_start(p.peer_ip4, p.ini.next_psn);
     if (p.role == Role::kTarget) tss_->start_psn_used(p.peer_ip4, p.peer_pdcid, p.tgt.rcv_base);
   }
-  // Only this PDC's entries: a closing initiator PDC is no longer the peer's.
-  if (p.role == Role::kInitiator) {
-    if (auto it = initiator_by_peer_.find(pdc_key(p.peer_ip4, p.rod));
-        it != initiator_by_peer_.end() && it->second == id) {
-      initiator_by_peer_.erase(it);
-    }
-  }
-  if (p.role == Role::kTarget) {
-    rccc_rx_.on_close(id);  // RCCC: it wants no more credit
-    if (auto it = target_by_peer_pdc_.find(uint64_t{p.peer_ip4} << 16 | p.peer_pdcid);
-        it != target_by_peer_pdc_.end() && it->second == id) {
-      target_by_peer_pdc_.erase(it);
-    }
-  }
+  if (p.role == Role::kTarget) rccc_rx_.on_close(id);  // RCCC: it wants no more credit
   rod_release_buffer(p);
-  // Swap-remove from the active list, the last PDC's ready bit moving with it.
-  const uint16_t last = active_.back();
-  ready_.move(static_cast<uint32_t>(active_.size() - 1), p.active_index);
-  active_[p.active_index] = last;
-  pdcs_[last].active_index = p.active_index;
-  active_.pop_back();
-  p.role = Role::kFree;
-  spare_windows_.emplace_back();
-  park_windows(p, spare_windows_.back());
-  free_pdcs_[free_tail_++] = id;
+  pdcs_.free(id);
 }
 
-size_t UetEndpoint::pdcs_in_use() const noexcept { return active_.size(); }
+size_t UetEndpoint::pdcs_in_use() const noexcept { return pdcs_.active().size(); }
 
 namespace {
 template <typename V>
@@ -235,19 +192,10 @@ size_t held(const V& v) noexcept {
 }  // namespace
 
 size_t UetEndpoint::memory_bytes() const noexcept {
-  size_t n = pdcs_.bytes() + free_pdcs_.bytes() + credit_ring_.bytes() + unanswered_.bytes() +
-             held(active_) + ready_.bytes() + recvs_.bytes() + held(rx_msgs_) + held(completions_) +
-             held(rod_pool_) + held(rod_pool_free_) + held(rudi_ops_) + held(rudi_pkts_) +
-             held(rudi_free_) + held(rudi_rsp_) + held(uud_q_) + held(regions_) +
-             rccc_rx_.memory_bytes() + hash_bytes(initiator_by_peer_) +
-             hash_bytes(target_by_peer_pdc_);
-  auto windows = [](const auto& i, const auto& t) {
-    return held(i.slots) + i.ops.bytes() + held(t.rcv_bits) + t.rsp.bytes() + held(t.rsp_bits) +
-           held(t.gtd) + held(t.gtd_bits);
-  };
-  for (uint32_t id = 0; id < pdcs_.size(); ++id) n += windows(pdcs_[id].ini, pdcs_[id].tgt);
-  n += held(spare_windows_);
-  for (const Windows& w : spare_windows_) n += windows(w, w);
+  size_t n = pdcs_.memory_bytes() + credit_ring_.bytes() + unanswered_.bytes() + recvs_.bytes() +
+             held(rx_msgs_) + held(completions_) + held(rod_pool_) + held(rod_pool_free_) +
+             held(rudi_ops_) + held(rudi_pkts_) + held(rudi_free_) + held(rudi_rsp_) +
+             held(uud_q_) + held(regions_) + rccc_rx_.memory_bytes();
   for (const RodBuffer& b : rod_pool_) {
     if (b.bytes != nullptr)
       n += held(b.bits) + held(b.slots) + size_t{config_.rod_window} * config_.payload_bytes;
@@ -273,13 +221,9 @@ size_t UetEndpoint::memory_bound(const UetConfig& c, uint32_t regions) noexcept 
   // A ROD reorder buffer (rod_take_buffer): the staged bitmap, entries and payload bytes.
   const size_t rod_buffer = rod_window / 64 * sizeof(uint64_t) + rod_window * sizeof(Staged) +
                             rod_window * c.payload_bytes;
-  return ChunkedTable<Pdc>::bytes_bound(c.max_pdcs) + pdcs * window +  // every PDC, windows
-         appended_capacity(pdcs) * sizeof(Windows) +                   // a parked set per free PDC
-         3 * GrowRing<uint16_t>::bytes_bound(c.max_pdcs) +  // free ids, RCCC credits, unanswered
-         appended_capacity(pdcs) * sizeof(uint16_t) +       // active_
-         appended_capacity((pdcs + 63) / 64) * sizeof(uint64_t) +  // ready_
-         2 * hash_bytes_bound<decltype(initiator_by_peer_)>(pdcs) +  // both PDC look-ups
-         cc::RcccReceiver::memory_bound(derive_rccc(c)) +            // RCCC: a sender per PDC id
+  return pds::PdcTable::bytes_bound(c.max_pdcs) + pdcs * window +  // the table, windows
+         2 * GrowRing<uint16_t>::bytes_bound(c.max_pdcs) +         // RCCC credits, unanswered
+         cc::RcccReceiver::memory_bound(derive_rccc(c)) +          // RCCC: a sender per PDC id
          GrowRing<Recv>::bytes_bound(c.max_recvs) + c.max_recv_messages * sizeof(RxMsg) +
          appended_capacity(2 * outstanding) * sizeof(Completion) +
          appended_capacity(c.rod_buffers) * (sizeof(RodBuffer) + sizeof(uint16_t)) +
@@ -308,8 +252,8 @@ absl::StatusOr<uint16_t> UetEndpoint::initiator_pdc(uint32_t peer, bool rod, con
     return absl::InvalidArgumentError(
         absl::StrCat(verb, ": peer must be another endpoint's address"));
   }
-  if (auto it = initiator_by_peer_.find(pdc_key(peer, rod)); it != initiator_by_peer_.end()) {
-    return it->second;
+  if (const int32_t known = pdcs_.find_initiator(peer, rod); known >= 0) {
+    return static_cast<uint16_t>(known);
   }
   const int32_t n = alloc_pdc(Role::kInitiator);
   if (n < 0) return absl::ResourceExhaustedError(absl::StrCat(verb, ": PDC table full (max_pdcs)"));
@@ -336,7 +280,7 @@ absl::StatusOr<uint16_t> UetEndpoint::initiator_pdc(uint32_t peer, bool rod, con
     ps.ev_count = 1;
   }
   p.ini.sel = pathsel::PathSelector(ps, next_random());
-  initiator_by_peer_.emplace(pdc_key(peer, rod), id);
+  pdcs_.insert_initiator(peer, rod, id);
   return id;
 }
 

@@ -28,19 +28,18 @@
 #include <span>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "cc/nscc.h"
 #include "cc/rccc.h"
 #include "pathsel/path_selector.h"
 #include "transport/api.h"
 #include "transport/pool.h"
-#include "transport/ready_bits.h"
 #include "transport/tss/sublayer.h"
 #include "transport/uet/uet_config.h"
 // The engine's private state types, admitted here for UetEndpoint's own members.
 #define UET_ENDPOINT_H_MEMBERS
 #include "transport/uet/uet_pdc.h"
+#include "transport/uet/uet_pdc_table.h"
 #undef UET_ENDPOINT_H_MEMBERS
 #include "transport/wire/builder.h"
 #include "transport/wire/decode.h"
@@ -341,9 +340,6 @@ class UetEndpoint final : public Endpoint {
 
   // Other delivery modes (uet_modes.cc).
   static absl::Status check_mode(DeliveryMode m, Opcode op, const char* verb);
-  static uint64_t pdc_key(uint32_t peer, bool rod) noexcept {
-    return uint64_t{rod} << 32 | peer;
-  }
   bool rod_take_buffer(Pdc& p);
   void rod_release_buffer(Pdc& p) noexcept;
   bool rod_stage(Pdc& p, const wire::Decoded& d, const wire::SesStandardRequest* ses,
@@ -397,58 +393,15 @@ class UetEndpoint final : public Endpoint {
   GrowRing<uint16_t> unanswered_;
   uint32_t unanswered_head_ = 0, unanswered_tail_ = 0;
   int32_t reclaim_unanswered();
-  ChunkedTable<Pdc> pdcs_;  // grows to max_pdcs
-  // PDC ids are handed out fresh (0, 1, ...) until max_pdcs have been made, then from the
-  // freed ones, a FIFO ring as large as the table: a just-freed id is reused last, so a peer's
-  // stale packets for a closed PDC rarely meet a new PDC under the same id.
-  uint32_t fresh_pdcs_ = 0;
-  GrowRing<uint16_t> free_pdcs_;
-  uint32_t free_head_ = 0, free_tail_ = 0;
-  // A PDC's windows while no PDC holds them: free_pdc() parks them, alloc_pdc() takes the
-  // last parked, so window memory follows the PDCs live at once, not the ids ever used.
-  struct Windows {
-    std::vector<Slot> slots;
-    GrowRing<Op> ops;
-    std::vector<uint64_t> rcv_bits;
-    GrowRing<Pdc::Response> rsp;
-    std::vector<uint64_t> rsp_bits;
-    std::vector<Pdc::Refusal> gtd;
-    std::vector<uint64_t> gtd_bits;
-  };
-  static void park_windows(Pdc& from, Windows& to) noexcept {
-    to.slots = std::move(from.ini.slots);
-    to.ops = std::move(from.ini.ops);
-    to.rcv_bits = std::move(from.tgt.rcv_bits);
-    to.rsp = std::move(from.tgt.rsp);
-    to.rsp_bits = std::move(from.tgt.rsp_bits);
-    to.gtd = std::move(from.tgt.gtd);
-    to.gtd_bits = std::move(from.tgt.gtd_bits);
-  }
-  static void take_windows(Windows& from, Pdc& to) noexcept {
-    to.ini.slots = std::move(from.slots);
-    to.ini.ops = std::move(from.ops);
-    to.tgt.rcv_bits = std::move(from.rcv_bits);
-    to.tgt.rsp = std::move(from.rsp);
-    to.tgt.rsp_bits = std::move(from.rsp_bits);
-    to.tgt.gtd = std::move(from.gtd);
-    to.tgt.gtd_bits = std::move(from.gtd_bits);
-  }
-  std::vector<Windows> spare_windows_;
-  std::vector<uint16_t> active_;  // PDCs in use, in no particular order
-  uint32_t rr_ = 0;               // round-robin position in active_ for tx()
-  // Per position in active_: the PDC may have a frame for tx() (transport/ready_bits.h); set
-  // by a frame for it, a post or a timer of its that fires, cleared when tx_may_act says
-  // only such a change could give it work. An all-to-all keeps a PDC to every peer open.
-  ReadyBits ready_;
-  void mark_ready(const Pdc& p) noexcept { ready_.set(p.active_index); }
+  pds::PdcTable pdcs_;  // grows to max_pdcs
+  uint32_t rr_ = 0;     // round-robin position in pdcs_.active() for tx()
+  void mark_ready(const Pdc& p) noexcept { pdcs_.mark_ready(p); }
+  // Whether p's ready bit may go: only a frame for it, a post or a timer of its that fires
+  // could give it work (transport/ready_bits.h). An all-to-all keeps a PDC to every peer open.
   bool tx_may_act(const Pdc& p) const noexcept;
   Time deadline_ = kNever;        // earliest timer of any PDC (may be early, never late)
   std::array<StatelessNack, 64> stateless_{};
   uint32_t stateless_head_ = 0, stateless_tail_ = 0;
-  // Control path look-ups: initiator PDC by (peer, ROD or RUD) (pdc_key); target PDC by
-  // (peer, its PDC id) for SYNs.
-  absl::flat_hash_map<uint64_t, uint16_t> initiator_by_peer_;
-  absl::flat_hash_map<uint64_t, uint16_t> target_by_peer_pdc_;
   struct Region {
     uint8_t* base;
     uint64_t length;

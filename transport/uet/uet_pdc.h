@@ -1,6 +1,7 @@
 // The PDS state of one PDC (spec/uet.md §3.3): the operations its initiator posts, the PSNs it
 // has in flight, and the Pdc itself with its initiator's and its target's sides. Internal to
-// transport/uet/: the engine's files name these types; everything else sees UetEndpoint alone.
+// transport/uet/: the engine's files and the PDC table (uet_pdc_table.h) name these types;
+// everything else sees UetEndpoint alone.
 //
 // Ownership: every Pdc lives in the endpoint's PDC table and is touched only by the endpoint's
 // thread; its windows (mpr) and rings (max_ops, mpr) are bounded by the endpoint's UetConfig.

@@ -252,10 +252,9 @@ void UetEndpoint::rx(std::span<Frame* const> frames, Time now) {
                                                                         bool rod, bool trimmed) {
   const uint32_t src = d.ipv4->src();
   const uint32_t psn = h.psn();
-  const uint64_t key = uint64_t{src} << 16 | h.spdcid();
   const uint32_t start = psn - h.psn_offset();
-  if (auto it = target_by_peer_pdc_.find(key); it != target_by_peer_pdc_.end()) {
-    const uint16_t id = it->second;
+  if (const int32_t known = pdcs_.find_target(src, h.spdcid()); known >= 0) {
+    const auto id = static_cast<uint16_t>(known);
     // §3.3: a SYN names its PDC's start PSN. Another start PSN under the same (peer, PDC
     // id) is a new PDC of that peer (the old one failed or closed without our knowing):
     // the stale state goes, the new PDC starts afresh.
@@ -302,7 +301,7 @@ void UetEndpoint::rx(std::span<Frame* const> frames, Time now) {
   np.tgt.rcv_base = np.start_psn = start;
   np.rod = rod;  // the SYN fixes the PDC's mode
   np.tgt.rod_next = start;
-  target_by_peer_pdc_.insert_or_assign(key, id);
+  pdcs_.set_target(src, h.spdcid(), id);
   mark_ready(np);
   return &np;
 }

@@ -14,10 +14,7 @@ using internal::psn_before;
 // unanswered CLOSEs: nothing is outstanding, so nothing is lost).
 void UetEndpoint::start_close(Pdc& p, Time now) {
   const uint16_t id = p.id;
-  if (auto it = initiator_by_peer_.find(pdc_key(p.peer_ip4, p.rod));
-      it != initiator_by_peer_.end() && it->second == id) {
-    initiator_by_peer_.erase(it);
-  }
+  pdcs_.erase_initiator(p.peer_ip4, p.rod, id);
   p.closing = true;
   p.ini.close_psn = p.ini.next_psn;
   p.close_tries = 0;
@@ -73,8 +70,9 @@ void UetEndpoint::on_timer(Time now) {
     if (deadline_ > now) return;
   }
   Time next = kNever;
-  for (size_t i = 0; i < active_.size(); ++i) {
-    const uint16_t id = active_[i];
+  const std::vector<uint16_t>& active = pdcs_.active();
+  for (size_t i = 0; i < active.size(); ++i) {
+    const uint16_t id = active[i];
     Pdc& p = pdcs_[id];
     if (std::min({p.tgt.ack_pending ? p.tgt.ack_deadline : kNever, p.idle_deadline,
                   p.ini.close_deadline, p.ini.credit_deadline, p.ini.tlp_deadline,

@@ -375,11 +375,12 @@ size_t UetEndpoint::tx(std::span<Frame* const> out, Time now) {
   // a whole turn finds nothing to send. PDCs whose ready bit is clear are passed over as if
   // visited (each counts as idle), so the order, and every frame, is what visiting them
   // would give.
-  for (size_t idle = 0; n < out.size() && idle < active_.size();) {
-    if (rr_ >= active_.size()) rr_ = 0;
-    if (!ready_.skip_idle(rr_, idle, active_.size())) break;  // the turn ends among idle PDCs
-    if (rr_ >= active_.size()) continue;
-    const uint16_t id = active_[rr_];
+  for (size_t idle = 0; n < out.size() && idle < pdcs_.active().size();) {
+    const size_t active = pdcs_.active().size();
+    if (rr_ >= active) rr_ = 0;
+    if (!pdcs_.ready().skip_idle(rr_, idle, active)) break;  // the turn ends among idle PDCs
+    if (rr_ >= active) continue;
+    const uint16_t id = pdcs_.active()[rr_];
     Pdc& p = pdcs_[id];
     ++counters_.tx_pdc_visits;
     Turn t = Turn::kIdle;
@@ -397,7 +398,7 @@ size_t UetEndpoint::tx(std::span<Frame* const> out, Time now) {
       continue;
     }
     ++idle;
-    if (t == Turn::kIdle && !tx_may_act(p)) ready_.clear(rr_ - 1);
+    if (t == Turn::kIdle && !tx_may_act(p)) pdcs_.ready().clear(rr_ - 1);
   }
   return n;
 }
