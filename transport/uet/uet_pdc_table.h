@@ -42,10 +42,10 @@ class PdcTable {
   // back of the free ring.
   void free(uint16_t id);
 
-  Pdc& operator[](uint16_t id) noexcept { return pdcs_[id]; }
-  const Pdc& operator[](uint16_t id) const noexcept { return pdcs_[id]; }
+  Pdc& operator[](uint32_t id) noexcept { return pdcs_[id]; }
+  const Pdc& operator[](uint32_t id) const noexcept { return pdcs_[id]; }
   // null: never allocated.
-  Pdc* get(uint16_t id) noexcept { return pdcs_.get(id); }
+  Pdc* get(uint32_t id) noexcept { return pdcs_.get(id); }
   // PDCs made so far (in use or free for reuse).
   uint32_t size() const noexcept { return pdcs_.size(); }
 
@@ -70,8 +70,9 @@ class PdcTable {
       initiator_by_peer_.erase(it);
     }
   }
-  // §3.3: a target PDC per (peer, its PDC id), for SYNs; -1: none.
-  int32_t find_target(uint32_t peer_ip, uint16_t peer_pdcid) const noexcept {
+  // §3.3: a target PDC per (peer, its PDC id), for SYNs; -1: none. (Inline: syn_target() runs
+  // it inside rx().)
+  [[gnu::always_inline]] int32_t find_target(uint32_t peer_ip, uint16_t peer_pdcid) const noexcept {
     const auto it = target_by_peer_pdc_.find(target_key(peer_ip, peer_pdcid));
     return it != target_by_peer_pdc_.end() ? it->second : -1;
   }
