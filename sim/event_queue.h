@@ -1,31 +1,37 @@
 // The simulator's event list: a calendar of time buckets, each sorted once when it becomes
 // current; 16-byte events in the ring and the current bucket, 24-byte ones in the heaps.
 //
-// Total order: (time, sequence number). The sequence number is assigned at scheduling, so
-// events at the same picosecond run in the order they were scheduled, and a run is a pure
-// function of its inputs and seed. No allocation per event once the arrays have grown to the
-// run's peak size; no virtual call per event (the simulator switches on `kind`).
+// Total order: (time, key, kind). The key is the caller's (48 bits): the simulator derives it
+// from the event's target and a counter of the one node that schedules such events, never
+// from a global count, so events at the same picosecond run in an order that does not depend
+// on which other events a process holds (a fabric split over processes runs them as one
+// process does), and a run is a pure function of its inputs and seed. An event scheduled at
+// the current time with a smaller key than those already popped is simply the next one
+// popped. Equal (time, key, kind) come out in an unspecified order: callers keep keys unique.
+// No allocation per event once the arrays have grown to the run's peak size; no virtual call
+// per event (the simulator switches on `kind`).
 //
 // Layout (an exact calendar queue): time is cut into buckets of 2^kBucketShift ps. The events
 // of the next kBuckets - 1 buckets are appended, in scheduling order, to a ring of per-bucket
 // lists of 16-event chunks (one pool with a free list, so memory follows the events pending,
 // not the busiest bucket; a bitmap says which lists are non-empty); later ones go to `far_`, a
-// heap on (time, seq). When the current bucket is used up, the earliest non-empty bucket (ring
+// heap on (time, key). When the current bucket is used up, the earliest non-empty bucket (ring
 // or far heap) becomes current: its far events, then its ring chunks, are copied into `cur_`,
-// which is then in seq order, and a stable radix sort on the time's 12-bit offset within the
-// bucket orders it on (time, seq); pops walk it. Most buckets need less: cur_ is often a few
-// runs already in time order (events scheduled at one delay after times that only grow), so
-// up to kMaxRuns runs are merged instead. An event scheduled into the current bucket after it
-// was loaded (rare: less than 4 ns ahead) is inserted at its place; one scheduled before it
-// (only after run_until stopped short of the current bucket) goes to `late_`, a small heap
-// merged at pop. Every event in the
-// ring or far heap belongs to a later bucket than every event in `cur_` and `late_`, so pops
-// come out in exactly the (time, seq) order of one global heap: no per-event heap work, and
-// the chunks are read sequentially instead of one pointer chase per event.
+// and sorted on (time, key): a stable radix sort on the time's 12-bit offset within the
+// bucket, then an insertion pass that orders the keys of equal times (few: a run of equal
+// times is short). Most buckets need less: cur_ is often a few runs already in order
+// (events scheduled at one delay after times that only grow), so up to kMaxRuns runs are
+// merged instead. An event scheduled into the current bucket after it was loaded (rare: less
+// than 4 ns ahead) is inserted at its place, or at the next position if its place was popped
+// already; one scheduled before it (only after run_until stopped short of the current
+// bucket) goes to `late_`, a small heap merged at pop. Every event in the ring or far heap
+// belongs to a later bucket than every event in `cur_` and `late_`, so pops come out in
+// exactly the order of one global heap on (time, key, kind): no per-event heap work, and the
+// chunks are read sequentially instead of one pointer chase per event.
 //
 // Inside a bucket an event's time is its 12-bit offset from the bucket's start, so the ring
-// and cur_ hold 16-byte Nodes (offset, sequence number and kind in one word, in that order
-// from the top, so that words order as (time, seq) within a bucket; then a and b):
+// and cur_ hold 16-byte Nodes (offset, key and kind in one word, in that order from the top,
+// so that words order as (time, key, kind) within a bucket; then a and b):
 // a third less memory traffic per push, sort and pop than the 24-byte Event that pop()
 // returns. The heaps (few events) keep whole Events.
 #pragma once
@@ -42,17 +48,17 @@
 
 namespace uet::sim {
 
-// 24 bytes: the sequence number (56 bits, 7e16 events) and the kind share one word.
+// 24 bytes: the key (48 bits) and the kind share one word.
 struct Event {
   Time time;
-  uint64_t seq_kind;  // seq << 8 | kind
+  uint64_t key_kind;  // key << 8 | kind
   uint32_t a;         // meaning per kind: usually a port, host or link index
   uint32_t b;         // meaning per kind: usually a frame id or a generation number
-  uint8_t kind() const noexcept { return static_cast<uint8_t>(seq_kind); }
+  uint8_t kind() const noexcept { return static_cast<uint8_t>(key_kind); }
 };
 static_assert(sizeof(Event) == 24);
 
-// A 4-ary min-heap of events on (time, seq).
+// A 4-ary min-heap of events on (time, key, kind).
 class EventHeap {
  public:
   bool empty() const noexcept { return v_.empty(); }
@@ -80,7 +86,7 @@ class EventHeap {
   }
 
   static bool before(const Event& x, const Event& y) noexcept {
-    return x.time < y.time || (x.time == y.time && x.seq_kind < y.seq_kind);
+    return x.time < y.time || (x.time == y.time && x.key_kind < y.key_kind);
   }
 
  private:
@@ -120,19 +126,22 @@ class EventQueue {
   static constexpr int64_t kBuckets = 1024;  // the ring spans 4.2 us; later events go to far_
   static constexpr uint32_t kChunkEvents = 16;  // events per ring chunk (256 bytes)
   static constexpr int kKindBits = 4;  // kinds 0..15
-  static constexpr int kSeqBits = 48;  // 2.8e14 events per queue (a year at 10 M events/s)
-  static constexpr int kOffsetShift = kKindBits + kSeqBits;  // the offset's 12 bits on top
+  static constexpr int kKeyBits = 48;
+  static constexpr uint64_t kMaxKey = (uint64_t{1} << kKeyBits) - 1;
+  static constexpr int kOffsetShift = kKindBits + kKeyBits;  // the offset's 12 bits on top
   static_assert(kOffsetShift + kBucketShift == 64);
   static constexpr size_t kMaxRuns = 4;  // a bucket of more sorted runs is radix-sorted
 
   // An event inside the ring or the current bucket (16 bytes): its bucket is implicit.
   struct Node {
-    uint64_t word;  // (time offset in the bucket) << 52 | seq << 4 | kind
+    uint64_t word;  // (time offset in the bucket) << 52 | key << 4 | kind
     uint32_t a;
     uint32_t b;
     uint8_t kind() const noexcept { return static_cast<uint8_t>(word & 15); }
     uint32_t offset() const noexcept { return static_cast<uint32_t>(word >> kOffsetShift); }
-    uint64_t seq() const noexcept { return (word >> kKindBits) & ((uint64_t{1} << kSeqBits) - 1); }
+    uint64_t key() const noexcept { return (word >> kKindBits) & kMaxKey; }
+    // The word of an Event's key_kind: the comparison from_late needs.
+    uint64_t key_kind() const noexcept { return key() << 8 | kind(); }
   };
   static_assert(sizeof(Node) == 16);
 
@@ -189,15 +198,15 @@ class EventQueue {
     (void)scratch(4096);
     far_.reserve(n);
   }
-  // Pending events: scheduled minus popped (so a push counts only its sequence number).
-  bool empty() const noexcept { return seq_ == popped_; }
-  size_t size() const noexcept { return static_cast<size_t>(seq_ - popped_); }
+  // Pending events: pushed minus popped.
+  bool empty() const noexcept { return pushed_ == popped_; }
+  size_t size() const noexcept { return static_cast<size_t>(pushed_ - popped_); }
   // The earliest event's time (kNever if none). Not const: it may make a later bucket current.
   Time next_time() noexcept {
     if (pos_ == cur_.size() && late_.empty() && !advance()) return kNever;
     return from_late() ? late_.top().time : time_of(cur_[pos_]);
   }
-  uint64_t scheduled() const noexcept { return seq_; }
+  uint64_t scheduled() const noexcept { return pushed_; }
   // The current bucket from its next event on: window(n)[k], k < n, is what ahead(k) returns
   // (the same hint, with one bounds check for several k).
   const Node* window(size_t& n) const noexcept {
@@ -211,10 +220,10 @@ class EventQueue {
     return pos_ + k < cur_.size() ? &cur_[pos_ + k] : nullptr;
   }
 
-  // `kind` < 16. The common case (a ring slot whose tail chunk has room) is inline; the rest
-  // (a new chunk, the far heap, late_) is push_slow().
-  void push(Time t, uint8_t kind, uint32_t a, uint32_t b) {
-    const uint64_t seq = seq_++;
+  // `kind` < 16, `key` <= kMaxKey. The common case (a ring slot whose tail chunk has room) is
+  // inline; the rest (a new chunk, the far heap, late_) is push_slow().
+  void push(Time t, uint8_t kind, uint32_t a, uint32_t b, uint64_t key) {
+    ++pushed_;
     const int64_t ahead = (t >> kBucketShift) - current_;
     if (ahead > 0 && ahead < kBuckets) [[likely]] {
       const auto slot = static_cast<size_t>((t >> kBucketShift) & (kBuckets - 1));
@@ -224,18 +233,18 @@ class EventQueue {
       const uint32_t fill = fill_[slot];
       if (c != kNil && fill != kChunkEvents) [[likely]] {
         Node& n = chunks_[c].ev[fill];
-        n.word = node_word(seq, t, kind);
+        n.word = node_word(key, t, kind);
         n.a = a;
         n.b = b;
         fill_[slot] = fill + 1;
         return;
       }
     }
-    push_slow(t, kind, a, b, seq);
+    push_slow(t, kind, a, b, key);
   }
 
-  // What the event loop needs of a popped event: all but the sequence number, which only
-  // orders the list (so the loop does not rebuild it from the Node's word).
+  // What the event loop needs of a popped event: all but the key, which only orders the list
+  // (so the loop does not rebuild it from the Node's word).
   struct Due {
     Time time;
     uint32_t a;
@@ -283,23 +292,24 @@ class EventQueue {
     ++popped_;
     if (from_late()) [[unlikely]] return late_.pop();
     const Node n = cur_[pos_++];
-    return Event{time_of(n), n.seq() << 8 | n.kind(), n.a, n.b};
+    return Event{time_of(n), n.key_kind(), n.a, n.b};
   }
 
  private:
-  [[gnu::noinline]] void push_slow(Time t, uint8_t kind, uint32_t a, uint32_t b, uint64_t seq) {
+  [[gnu::noinline]] void push_slow(Time t, uint8_t kind, uint32_t a, uint32_t b, uint64_t key) {
     const int64_t bucket = t >> kBucketShift;
     if (bucket == current_) {
-      // Into the sorted current bucket at its place on (time, seq): where one heap on
-      // (time, seq) would pop it. A shift of the bucket's tail, rarely (events less than a
-      // bucket ahead), instead of a heap merged into every later pop of the bucket.
-      const Node n{node_word(seq, t, kind), a, b};
+      // Into the sorted current bucket at its place on (time, key): where one heap would pop
+      // it (at pos_ if that place was popped already: it is then the earliest pending). A
+      // shift of the bucket's tail, rarely (events less than a bucket ahead), instead of a
+      // heap merged into every later pop of the bucket.
+      const Node n{node_word(key, t, kind), a, b};
       const auto at =
-          std::lower_bound(cur_.begin() + pos_, cur_.end(), n,
+          std::upper_bound(cur_.begin() + pos_, cur_.end(), n,
                            [](const Node& x, const Node& y) { return x.word < y.word; });
       cur_.insert(at, n);
     } else if (bucket < current_) {
-      late_.push(Event{t, (seq << 8) | kind, a, b});
+      late_.push(Event{t, (key << 8) | kind, a, b});
     } else if (bucket - current_ < kBuckets) {
       const auto slot = static_cast<size_t>(bucket & (kBuckets - 1));
       uint32_t c = tail_[slot];
@@ -313,16 +323,16 @@ class EventQueue {
       }
       tail_[slot] = c = fresh;
       Node& n = chunks_[c].ev[0];
-      n.word = node_word(seq, t, kind);
+      n.word = node_word(key, t, kind);
       n.a = a;
       n.b = b;
       fill_[slot] = 1;
     } else {
-      far_.push(Event{t, (seq << 8) | kind, a, b});
+      far_.push(Event{t, (key << 8) | kind, a, b});
     }
   }
-  static uint64_t node_word(uint64_t seq, Time t, uint8_t kind) noexcept {
-    return (static_cast<uint64_t>(t) & 4095) << kOffsetShift | seq << kKindBits | kind;
+  static uint64_t node_word(uint64_t key, Time t, uint8_t kind) noexcept {
+    return (static_cast<uint64_t>(t) & 4095) << kOffsetShift | key << kKindBits | kind;
   }
   Time time_of(const Node& n) const noexcept {
     return (current_ << kBucketShift) | static_cast<Time>(n.offset());
@@ -333,7 +343,7 @@ class EventQueue {
     if (pos_ == cur_.size()) return true;
     const Event& l = late_.top();
     const Time t = time_of(cur_[pos_]);
-    return l.time < t || (l.time == t && (l.seq_kind >> 8) < cur_[pos_].seq());
+    return l.time < t || (l.time == t && l.key_kind < cur_[pos_].key_kind());
   }
   uint32_t new_chunk() {
     uint32_t c = free_;
@@ -357,12 +367,11 @@ class EventQueue {
     current_ = next;
     cur_.clear();
     pos_ = 0;
-    // The far heap's events of this bucket first: each was scheduled while the bucket was
-    // kBuckets or more ahead, so before any event of the bucket in the ring (current_ never
-    // decreases). With the ring's chunks appended in scheduling order, cur_ is in seq order.
+    // The far heap's events of this bucket first (in order), then the ring's chunks (in
+    // scheduling order); sort_current orders them all.
     while (!far_.empty() && (far_.top().time >> kBucketShift) == next) {
       const Event e = far_.pop();
-      cur_.push_back(Node{node_word(e.seq_kind >> 8, e.time, e.kind()), e.a, e.b});
+      cur_.push_back(Node{node_word(e.key_kind >> 8, e.time, e.kind()), e.a, e.b});
     }
     const auto slot = static_cast<size_t>(next & (kBuckets - 1));
     // A ring slot holds only events of one bucket in (old current, old current + kBuckets);
@@ -382,7 +391,7 @@ class EventQueue {
     sort_current();
     return true;
   }
-  // Sorts cur_ (in seq order) on (offset, seq), which is the order of the Nodes' words.
+  // Sorts cur_ on (offset, key, kind), which is the order of the Nodes' words.
   void sort_current() {
     const size_t n = cur_.size();
     Node* const v = cur_.data();
@@ -395,26 +404,36 @@ class EventQueue {
       }
       return;
     }
-    // cur_ is in seq order, so each maximal run of non-decreasing words (offsets) is already
-    // sorted, and merging the runs orders the bucket. In sim_bench most buckets are one run
-    // (no work: events scheduled at one fixed delay after ever later times) or two to four
-    // (one or two merge passes against the radix sort's three); more fall back to the radix
-    // sort.
+    // Each maximal run of non-decreasing times is in time order, and merging the runs orders
+    // the bucket by time; order_ties() then orders equal times by key. In sim_bench most
+    // buckets are one run (no work: events scheduled at one fixed delay after ever later
+    // times) or two to four (one or two merge passes against the radix sort's three); more
+    // fall back to the radix sort.
     std::array<size_t, kMaxRuns + 1> bound;  // run r is [bound[r], bound[r + 1])
     size_t runs = 1;
     bound[0] = 0;
     uint64_t prev = v[0].word;
+    bool ties_unordered = false;  // within a run: an equal time with a smaller key
     for (size_t i = 1; i < n; ++i) {
       const uint64_t w = v[i].word;
-      if (w < prev) {
-        if (runs == kMaxRuns) return radix_sort_current();
-        bound[runs++] = i;
+      if (w < prev) [[unlikely]] {
+        if ((w ^ prev) >> kOffsetShift != 0) {
+          if (runs == kMaxRuns) return radix_sort_current();
+          bound[runs++] = i;
+        } else {
+          ties_unordered = true;
+        }
       }
       prev = w;
     }
-    if (runs == 1) return;
+    if (runs == 1) {
+      if (ties_unordered) order_ties();
+      return;
+    }
     bound[runs] = n;
-    const auto by_word = [](const Node& x, const Node& y) { return x.word < y.word; };
+    const auto by_time = [](const Node& x, const Node& y) {
+      return x.word >> kOffsetShift < y.word >> kOffsetShift;
+    };
     // Merge passes, pairwise, between cur_ and the scratch buffer.
     Node* from = v;
     Node* to = scratch(n);
@@ -425,7 +444,7 @@ class EventQueue {
           std::copy(from + bound[r], from + bound[r + 1], to + bound[r]);
         } else {
           std::merge(from + bound[r], from + bound[r + 1], from + bound[r + 1],
-                     from + bound[r + 2], to + bound[r], by_word);
+                     from + bound[r + 2], to + bound[r], by_time);
         }
         bound[merged++] = bound[r];
       }
@@ -434,8 +453,28 @@ class EventQueue {
       std::swap(from, to);
     }
     if (from != v) std::copy(from, from + n, v);
+    order_ties();
   }
-  // Stable two-pass radix sort of cur_ on the offset (12 bits): equal offsets stay in seq order.
+  // cur_ is in time order: puts each run of equal times in key order. One compare per event
+  // when they are (the common case: most times are unique, or their events were scheduled
+  // in key order); a group that is not is sorted whole (a quadratic insertion would not do:
+  // a thousand hosts' events at one picosecond, scheduled in reverse key order, happen).
+  void order_ties() {
+    Node* const v = cur_.data();
+    const size_t n = cur_.size();
+    const auto by_word = [](const Node& x, const Node& y) { return x.word < y.word; };
+    for (size_t i = 1; i < n; ++i) {
+      if (v[i].word >= v[i - 1].word) [[likely]] continue;
+      const uint64_t t = v[i].word >> kOffsetShift;
+      size_t begin = i - 1;
+      while (begin > 0 && v[begin - 1].word >> kOffsetShift == t) --begin;
+      size_t end = i + 1;
+      while (end < n && v[end].word >> kOffsetShift == t) ++end;
+      std::sort(v + begin, v + end, by_word);
+      i = end;
+    }
+  }
+  // Two radix passes on the offset (12 bits), then the keys of equal offsets (order_ties).
   void radix_sort_current() {
     const size_t n = cur_.size();
     const auto key = [](const Node& x) { return x.offset(); };
@@ -453,6 +492,7 @@ class EventQueue {
     Node* const tmp = scratch(n);
     for (const Node& e : cur_) tmp[lo[key(e) & 63]++] = e;
     for (size_t i = 0; i < n; ++i) cur_[hi[key(tmp[i]) >> 6]++] = tmp[i];
+    order_ties();
   }
   // Sort scratch space for n Nodes, left uninitialised (a vector would zero it per bucket).
   Node* scratch(size_t n) {
@@ -508,7 +548,7 @@ class EventQueue {
   EventHeap far_;  // kBuckets or more buckets after the current one when scheduled
   int64_t current_ = 0;
   uint64_t popped_ = 0;
-  uint64_t seq_ = 0;
+  uint64_t pushed_ = 0;
 };
 
 }  // namespace uet::sim

@@ -57,6 +57,9 @@ absl::Status Network::connect(uint32_t a, uint32_t b, const LinkConfig& link) {
   if (a >= nodes_.size() || b >= nodes_.size() || a == b) {
     return absl::InvalidArgumentError(absl::StrCat("connect: bad node ids ", a, ", ", b));
   }
+  if (ports_.size() + 2 > kMaxPorts) {
+    return absl::InvalidArgumentError(absl::StrCat("connect: at most ", kMaxPorts, " ports"));
+  }
   if (absl::Status s = check_link(link); !s.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("connect: ", s.message()));
   }
@@ -242,7 +245,7 @@ uint64_t scaled_bytes(uint64_t bytes, double scale) noexcept {
 
 void Network::set_link_up(uint32_t port, bool up, Time at) {
   at = std::max(at, now_);
-  events_q_.push(at, kLinkState, port, up ? 1 : 0);
+  events_q_.push(at, kLinkState, port, up ? 1 : 0, event_key(port, control_events_++));
 }
 
 void Network::set_link_rate(uint32_t port, double fraction, Time at, bool scale_queues) {
@@ -250,7 +253,8 @@ void Network::set_link_rate(uint32_t port, double fraction, Time at, bool scale_
   const double f = std::clamp(fraction, 0.0001, 1.0);
   // `b`: the fraction in millionths (at most 1e6 < 2^20), bit 31 the queue scaling.
   events_q_.push(at, kLinkRate, port,
-                 static_cast<uint32_t>(f * 1e6) | (scale_queues ? kScaleQueuesBit : 0));
+                 static_cast<uint32_t>(f * 1e6) | (scale_queues ? kScaleQueuesBit : 0),
+                 event_key(port, control_events_++));
 }
 
 void Network::schedule(Time at, Scheduled* target, uint32_t cookie) {
@@ -263,8 +267,11 @@ void Network::schedule(Time at, Scheduled* target, uint32_t cookie) {
     last_callback_ = target;
     last_callback_index_ = it->second;
   }
-  // `a` indexes the callback table; `b` is the caller's cookie.
-  events_q_.push(at, kCall, last_callback_index_, cookie);
+  // `a` indexes the callback table; `b` is the caller's cookie, which orders calls due at
+  // the same time (before the table's index: a process that never scheduled through an
+  // earlier target numbers its targets differently).
+  events_q_.push(at, kCall, last_callback_index_, cookie,
+                 uint64_t{cookie} << 16 | (last_callback_index_ & 0xFFFF));
 }
 
 void Network::kick(uint32_t host) {
@@ -492,7 +499,8 @@ void Network::run_until(Time until) {
         update_plain(ports_[p]);
       }
       // Switches learn of the change after the detection delay.
-      events_q_.push(now_ + config_.switches.failure_detection, kEcmpRefresh, 0, 0);
+      events_q_.push(now_ + config_.switches.failure_detection, kEcmpRefresh, 0, 0,
+                     event_key(e.a, 0));
       if (up) {
         for (uint32_t p : {e.a, ports_[e.a].peer}) kick_port(p);
       }
@@ -580,14 +588,14 @@ void Network::flush_stats() {
     ++p.stats.tx_frames;
     p.stats.tx_bytes += bytes;
     if (p.plain) [[likely]] {  // up, unimpaired, untapped: start_tx_rare's no-draw case
-      events_q_.push(done + p.delay, kArrive, p.peer, f);
+      events_q_.push(done + p.delay, kArrive, p.peer, f, arrival_key(port, p));
     } else {
       start_tx_rare(port, f, bytes, done);
     }
     bool more = false;
     for (int pr = 0; pr < kNumPriorities; ++pr) more |= !p.queue[pr].empty() && !p.paused[pr];
     if (more || p.at_host) {
-      events_q_.push(done, kTxDone, port, 0);
+      events_q_.push(done, kTxDone, port, 0, event_key(port, 0));
       p.done_scheduled = true;
     }
     return;
@@ -607,7 +615,7 @@ void Network::start_tx_rare(uint32_t port, FrameId f, uint32_t bytes, Time done)
     ++p.stats.drops;
     drop(f);
   } else if (!p.impaired) {  // no draws: the same as every chance() below failing
-    events_q_.push(done + p.delay, kArrive, p.peer, f);
+    events_q_.push(done + p.delay, kArrive, p.peer, f, arrival_key(port, p));
   } else if (p.rng.chance(link.loss)) {
     ++p.stats.wire_losses;
     drop(f);
@@ -634,7 +642,7 @@ void Network::start_tx_rare(uint32_t port, FrameId f, uint32_t bytes, Time done)
       arrive += 1 + static_cast<Time>(p.rng.below(static_cast<uint64_t>(link.reorder_delay)));
       ++p.stats.reorders;
     }
-    events_q_.push(arrive, kArrive, p.peer, f);
+    events_q_.push(arrive, kArrive, p.peer, f, arrival_key(port, p));
     if (p.rng.chance(link.duplicate)) duplicate(port, f, done + p.delay);
   }
 }
@@ -675,7 +683,7 @@ void Network::duplicate(uint32_t port, FrameId f, Time at) {
   if (const Time hold = links_[port / 2].reorder_delay; hold > 0) {
     at += static_cast<Time>(p.rng.below(static_cast<uint64_t>(hold) + 1));
   }
-  events_q_.push(at, kArrive, p.peer, c);
+  events_q_.push(at, kArrive, p.peer, c, arrival_key(port, p) + 1);
 }
 
 [[gnu::always_inline]] inline void Network::kick_port(uint32_t port) {
@@ -684,7 +692,7 @@ void Network::duplicate(uint32_t port, FrameId f, Time at) {
   if (now_ >= p.busy_until) {
     start_tx(port);
   } else {
-    events_q_.push(p.busy_until, kTxDone, port, 0);
+    events_q_.push(p.busy_until, kTxDone, port, 0, event_key(port, 0));
     p.done_scheduled = true;
   }
 }
@@ -838,7 +846,9 @@ void Network::send_pfc(uint32_t ingress_port, int prio, bool pause) {
   if (pause) ++ip.stats.pauses_sent;
   // The pause frame travels the link back to the upstream egress.
   events_q_.push(now_ + ip.delay, kPfc, ip.peer,
-                 static_cast<uint32_t>(prio) | (pause ? 0x100u : 0u));
+                 static_cast<uint32_t>(prio) | (pause ? 0x100u : 0u),
+                 event_key(ingress_port, ip.stats.pauses_sent << 2 | (pause ? 0u : 2u) |
+                                        static_cast<uint32_t>(prio)));
 }
 
 void Network::host_deliver(uint32_t host, FrameId f) {
@@ -894,7 +904,8 @@ void Network::host_arm_timer(uint32_t host) {
   }
   h.deadline = d;
   ++h.timer_gen;
-  events_q_.push(std::max(d, now_), kHostTimer, host, h.timer_gen);
+  events_q_.push(std::max(d, now_), kHostTimer, host, h.timer_gen,
+                 event_key(host, h.timer_gen));
 }
 
 }  // namespace uet::sim

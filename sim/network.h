@@ -33,6 +33,7 @@ namespace uet::sim {
 
 inline constexpr uint32_t kNone = UINT32_MAX;
 inline constexpr uint32_t kMaxHosts = 65535;  // a frame's destination is kept in 16 bits
+inline constexpr uint32_t kMaxPorts = 1u << 24;  // a port number fills 24 bits of an event key
 
 // DSCP code points the fabric classifies on [choice, sim/README.md].
 inline constexpr uint8_t kDscpData = 26;     // data class (RoCEv2's usual lossless class)
@@ -301,6 +302,22 @@ class Network {
   Time serialization(const Port& p, uint32_t bytes) const noexcept;
   static void set_rate(Port& p, int64_t rate_bps) noexcept;
   static void update_plain(Port& p) noexcept { p.plain = p.up && !p.impaired && !p.tapped; }
+  // Events due at the same picosecond run in the order of their keys: the port or host that
+  // scheduled them, then its own counter of such events (a sending port's frames, a PFC
+  // ingress's pause frames, a host's timers; a port has one tx-done pending at a time), so
+  // the order never depends on how many other events a process holds, and a fabric split
+  // over processes runs every node's events as one process does. The scheduler before the
+  // target: events that one picosecond's events schedule at one delay are then made in key
+  // order, and a bucket rarely needs its ties sorted. The counter's low 24 bits break ties
+  // only between one scheduler's events of one picosecond, never 2^24 apart.
+  static uint64_t event_key(uint32_t scheduler, uint64_t counter) noexcept {
+    return uint64_t{scheduler} << 24 | (counter & 0xFFFFFF);
+  }
+  // A frame's arrival at the peer of `port`: by the port's transmissions, two keys per frame
+  // (+ 1 for a duplicate of it).
+  static uint64_t arrival_key(uint32_t port, const Port& p) noexcept {
+    return event_key(port, p.stats.tx_frames << 1);
+  }
 
   NetworkConfig config_;
   bool host_cost_ = false;  // config_.host_cost is not zero
@@ -336,6 +353,7 @@ class Network {
   EventQueue events_q_;
   Time now_ = 0;
   uint64_t events_ = 0;
+  uint64_t control_events_ = 0;  // link changes scheduled from outside the loop: their keys
   std::vector<Node> nodes_;
   std::vector<Port> ports_;
   std::vector<LinkConfig> links_;  // by link: ports 2i and 2i+1 are its two ends

@@ -46,17 +46,17 @@ RUNS = {
 
 # name -> SHA-256 of the run's outputs (recorded with --print).
 PINNED = {
-    "standard": "95915c2a4bbe6898ba02041cda9b4098096ddb0f2aafe907471af9be5ff63aab",
-    "fattree_perm": "608e154e00a510ad51108d943d0acc0e79cb11a579f53f25c754680882a128f9",
-    "failure_down": "03cc69489699f13c41f8986ceaac74254d87e6952b5b7263a0c28ea83b09855a",
-    "failure_degraded": "bdaa32abb95af3421d6a1b190c1e069dd0b54c7b43838424b1cac022b3a0e1fd",
-    "rod_rccc_mixed": "43ee21add286cc5fb42262f201ddbf861ed8a035333a992b1877f48875293898",
-    "alltoall": "31ea769353ae40dc0f44449315427b718b13e6fb8f96e98fd3ebc07400ca8052",
-    "allreduce": "959ca1280f1cbfd5a276205ff3bc4259ec2169f95b8c2b61af56e34fa4010609",
-    "websearch": "f7e2b9eb218b76d4c5ff6050113b3343ec41a53ee87ce100e8df518ce41bbee6",
+    "standard": "18ee8970028b1fb14ca9c96f82afe31579662c6b9133ecb25d70d5962d537f58",
+    "fattree_perm": "4e675c10ed1f0ece40121e82cdf3f0e8c3f9938455916a057cf697b94610c63d",
+    "failure_down": "983572155949b3f0ffb1a45d121e35e4482d757e4e613624276f7092280ec54e",
+    "failure_degraded": "d1c348614ab9b6223b93373f6c9d0a6678f0afb949389319027e599e9e32d769",
+    "rod_rccc_mixed": "c2e784b76de3600cee11af58003f8cbf7345c2b031a6eae2dcb4885d7daf50a2",
+    "alltoall": "02fd95aebebd336f63b4c1a6f8dda5d5b3be8e9f09124492116ade3b7cfd5b60",
+    "allreduce": "75d7f9aa72016d4a1ee16835750a1b1ad07f3614f870841d15b2f950bf65f6d7",
+    "websearch": "7846b1d36d0efe62d37a86aaa2da46c0aa2468eee899837fef3b611256ce4d58",
     "loss_sweep": "f100992a4481689e734e672322e392202a43a7443f34364b89f75befdf94f9d1",
-    "fattree_k16": "ad9799f404821db0ae9db0f8fd7ca4a1ece983b1bc4dc8e7be001ec911db4f40",
-    "cm": "75f7025169d367ee8b0d1c6763447eae34f4538339e2bac5ac07703e7c207e40",
+    "fattree_k16": "09fbeb2fb5af650a1a0ede89f4b3229917a276e9a8d4f59dd7e5aae5f957de85",
+    "cm": "d177f1404fb26fa565db43eda9102c1e3c8f997cd79205306dff35c12af6f43a",
 }
 
 

@@ -1,4 +1,4 @@
-// The calendar event list against a reference: one binary heap on (time, seq).
+// The calendar event list against a reference: one binary heap on (time, key, kind).
 #include "sim/event_queue.h"
 
 #include <gtest/gtest.h>
@@ -15,13 +15,17 @@ struct Later {
   bool operator()(const Event& x, const Event& y) const { return EventHeap::before(y, x); }
 };
 
-// The queue under test beside the reference heap, fed the same events.
+// The queue under test beside the reference heap, fed the same events. Keys are unique:
+// the scheduling order (as a single global counter would give), or random high bits above
+// it, so that an event often has a smaller key than ones scheduled before it (as the
+// simulator's per-target keys do), including ones already popped at the same time.
 struct AgainstHeap {
-  explicit AgainstHeap(uint64_t seed) : rng(seed) {}
+  explicit AgainstHeap(uint64_t seed) : rng(seed), random_keys(seed % 2 == 0) {}
   void push(Time t) {
     const auto a = static_cast<uint32_t>(rng.next());
-    q.push(t, static_cast<uint8_t>(seq % 8), a, static_cast<uint32_t>(seq));
-    ref.push(Event{t, (seq << 8) | (seq % 8), a, static_cast<uint32_t>(seq)});
+    const uint64_t key = random_keys ? rng.below(1 << 20) << 24 | seq : seq;
+    q.push(t, static_cast<uint8_t>(seq % 8), a, static_cast<uint32_t>(seq), key);
+    ref.push(Event{t, (key << 8) | (seq % 8), a, static_cast<uint32_t>(seq)});
     ++seq;
   }
   // Pops both and asserts they agree; returns the event's time.
@@ -30,7 +34,7 @@ struct AgainstHeap {
     const Event x = ref.top();
     ref.pop();
     EXPECT_EQ(e.time, x.time);
-    EXPECT_EQ(e.seq_kind, x.seq_kind);
+    EXPECT_EQ(e.key_kind, x.key_kind);
     EXPECT_EQ(e.a, x.a);
     EXPECT_EQ(e.b, x.b);
     return e.time;
@@ -43,11 +47,12 @@ struct AgainstHeap {
   Rng rng;
   EventQueue q;
   std::priority_queue<Event, std::vector<Event>, Later> ref;
+  bool random_keys;
   uint64_t seq = 0;
 };
 
 // Random pushes (ties, near and far times, pushes behind the current bucket after a peek)
-// interleaved with pops. Expect: the exact order of a single (time, seq) heap.
+// interleaved with pops. Expect: the exact order of a single (time, key, kind) heap.
 TEST(EventQueue_Order, MatchesOneGlobalHeapIncludingTies) {
   for (uint64_t seed = 1; seed <= 20; ++seed) {
     AgainstHeap h(seed);
@@ -85,7 +90,7 @@ TEST(EventQueue_Order, MatchesOneGlobalHeapIncludingTies) {
 // Dense buckets (hundreds of events per 4 ns bucket, many at the same picosecond, as a
 // fabric whose hosts move in lockstep makes them), some scheduled while their bucket was
 // still beyond the ring (far) and later ones into the same bucket through the ring.
-// Expect: the exact order of a single (time, seq) heap.
+// Expect: the exact order of a single (time, key, kind) heap.
 TEST(EventQueue_Order, DenseBucketsWithFarAndRingEventsMatchOneGlobalHeap) {
   for (uint64_t seed = 1; seed <= 10; ++seed) {
     AgainstHeap h(seed);
@@ -119,7 +124,7 @@ TEST(EventQueue_Order, DenseBucketsWithFarAndRingEventsMatchOneGlobalHeap) {
 // Buckets filled by a few runs each in time order (with ties), as a fabric scheduling at
 // fixed delays after ever later times makes them: one run, a few (merged), or more than
 // EventQueue::kMaxRuns (radix-sorted); runs may span bucket boundaries.
-// Expect: the exact order of a single (time, seq) heap.
+// Expect: the exact order of a single (time, key, kind) heap.
 TEST(EventQueue_Order, BucketsOfFewSortedRunsMatchOneGlobalHeap) {
   constexpr Time kBucket = Time{1} << EventQueue::kBucketShift;
   for (uint64_t seed = 1; seed <= 10; ++seed) {
