@@ -1,11 +1,15 @@
 #include "bench/ab_runner.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
+#include <utility>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "sim/partition.h"
 #include "sim/rng.h"
 #include "transport/rocev2/roce_endpoint.h"
 #include "transport/uet/uet_endpoint.h"
@@ -18,6 +22,8 @@ const char* to_string(TransportKind t) noexcept {
 
 namespace {
 
+sim::Ranks* g_default_ranks = nullptr;
+
 class Player;
 
 // Hosts an Endpoint on a simulated host and reports its completions to the player. A burst-level
@@ -26,7 +32,13 @@ class HostAdapter final : public Transport {
  public:
   HostAdapter(Player* player, Endpoint* ep) : player_(player), ep_(ep) {}
   void rx(std::span<Frame* const> frames, Time now) override;
-  size_t tx(std::span<Frame* const> out, Time now) override { return ep_->tx(out, now); }
+  // A UUD WRITE completes as it is sent: drained here too, or a host that then hears nothing
+  // would hold it (and every flow waiting for it) until the run's end.
+  size_t tx(std::span<Frame* const> out, Time now) override {
+    const size_t n = ep_->tx(out, now);
+    drain(now);
+    return n;
+  }
   Time next_deadline() const override { return ep_->next_deadline(); }
   void on_timer(Time now) override;
 
@@ -36,13 +48,17 @@ class HostAdapter final : public Transport {
   Endpoint* ep_;
 };
 
+// Plays the flows on the hosts this process runs (all of them unless the fabric is split over
+// ranks): a flow starts on its source host, and completes there.
 class Player final : public sim::Scheduled {
  public:
+  // `notice`: how long after a flow completes on one host a flow waiting for it on another
+  // host hears of it.
   Player(sim::Network& net, const std::vector<sim::FlowSpec>& flows,
          std::vector<std::unique_ptr<Endpoint>>& eps, const uint8_t* src, uint32_t rkey,
-         DeliveryMode mode)
+         DeliveryMode mode, std::function<Time(uint32_t, uint32_t)> notice)
       : net_(net), flows_(flows), eps_(eps), src_(src), rkey_(rkey), mode_(mode),
-        records_(flows.size()),
+        notice_(std::move(notice)), records_(flows.size()),
         waiting_(flows.size(), 0), dependents_(flows.size()) {
     for (const sim::FlowSpec& f : flows) {
       records_[f.id].src = f.src;
@@ -52,14 +68,21 @@ class Player final : public sim::Scheduled {
       waiting_[f.id] = static_cast<uint32_t>(f.after.size());
       for (uint32_t pre : f.after) dependents_[pre].push_back(f.id);
     }
+    net.register_callback(this);  // the same number on every rank: notices name it
   }
 
   void schedule_initial() {
     for (const sim::FlowSpec& f : flows_)
-      if (f.after.empty()) net_.schedule(f.start, this, f.id);
+      if (f.after.empty() && net_.owns_host(f.src)) net_.schedule(f.start, this, f.id);
   }
 
-  void fire(sim::Network& net, Time now, uint32_t id) override {
+  void fire(sim::Network& net, Time now, uint32_t cookie) override {
+    if (cookie & kNotice) {  // a prerequisite of this flow completed on another host
+      const uint32_t id = cookie & ~kNotice;
+      if (--waiting_[id] == 0) net_.schedule(now + flows_[id].start, this, id);
+      return;
+    }
+    const uint32_t id = cookie;
     const sim::FlowSpec& f = flows_[id];
     records_[id].start = now;
     if (f.compute) {  // its time was the delay before this event
@@ -89,8 +112,17 @@ class Player final : public sim::Scheduled {
     r.received = ok ? r.bytes : 0;
     r.sent = r.bytes;
     ++completed_;
+    // A waiting flow on this host starts `start` after its last prerequisite completes; one
+    // on another host hears of it a path's unloaded propagation later, as a message from
+    // here would (which also keeps every rank of a split fabric a cut link's delay ahead).
+    const uint32_t host = flows_[id].src;
     for (uint32_t next : dependents_[id]) {
-      if (--waiting_[next] == 0) net_.schedule(now + flows_[next].start, this, next);
+      const sim::FlowSpec& d = flows_[next];
+      if (d.src == host) {
+        if (--waiting_[next] == 0) net_.schedule(now + d.start, this, next);
+      } else {
+        net_.schedule_at_host(d.src, now + notice_(host, d.src), this, next | kNotice);
+      }
     }
   }
 
@@ -102,15 +134,18 @@ class Player final : public sim::Scheduled {
   bool done() const noexcept { return completed_ == flows_.size(); }
   size_t completed() const noexcept { return completed_; }
   const std::vector<sim::FlowRecord>& records() const noexcept { return records_; }
+  std::vector<sim::FlowRecord>& records() noexcept { return records_; }
   uint64_t failed() const noexcept { return failed_; }
 
  private:
+  static constexpr uint32_t kNotice = 1u << 31;  // above every flow id (kMaxWorkloadFlows)
   sim::Network& net_;
   const std::vector<sim::FlowSpec>& flows_;
   std::vector<std::unique_ptr<Endpoint>>& eps_;
   const uint8_t* src_;
   uint32_t rkey_;
   DeliveryMode mode_;
+  std::function<Time(uint32_t, uint32_t)> notice_;
   std::vector<sim::FlowRecord> records_;
   std::vector<uint32_t> waiting_;
   std::vector<std::vector<uint32_t>> dependents_;
@@ -259,7 +294,59 @@ uint32_t hops(const Fabric& f, uint32_t a, uint32_t b) {
   return 6;
 }
 
+// Rank 0 gets what the other ranks ran: the records of the flows their hosts started, and
+// their ports' counters. Every rank calls it.
+void merge_on_rank0(sim::Ranks& ranks, sim::Network& net, std::vector<sim::FlowRecord>& records) {
+  net.flush_stats();
+  std::vector<uint8_t> mine;
+  auto put = [&mine](const void* p, size_t n) {
+    const auto* b = static_cast<const uint8_t*>(p);
+    mine.insert(mine.end(), b, b + n);
+  };
+  uint64_t count = 0;
+  for (const sim::FlowRecord& r : records) count += net.owns_host(r.src) ? 1 : 0;
+  put(&count, sizeof(count));
+  for (uint32_t i = 0; i < records.size(); ++i) {
+    if (!net.owns_host(records[i].src)) continue;
+    put(&i, sizeof(i));
+    put(&records[i], sizeof(sim::FlowRecord));
+  }
+  for (uint32_t p = 0; p < net.num_ports(); ++p) {
+    if (!net.owns_port(p)) continue;
+    put(&p, sizeof(p));
+    put(&net.port(p).stats, sizeof(sim::PortStats));
+  }
+  const std::vector<std::vector<uint8_t>> all = ranks.gather(mine);
+  for (size_t r = 1; r < all.size(); ++r) {
+    const std::vector<uint8_t>& in = all[r];
+    size_t at = 0;
+    auto get = [&in, &at, &ranks](void* p, size_t n) {
+      if (in.size() - at < n) ranks.abort("merge: a rank's results are cut short");
+      std::memcpy(p, in.data() + at, n);
+      at += n;
+    };
+    uint64_t n = 0;
+    get(&n, sizeof(n));
+    for (uint64_t k = 0; k < n; ++k) {
+      uint32_t i = 0;
+      get(&i, sizeof(i));
+      if (i >= records.size()) ranks.abort("merge: a record of a flow beyond the workload");
+      get(&records[i], sizeof(sim::FlowRecord));
+    }
+    while (at < in.size()) {
+      uint32_t p = 0;
+      sim::PortStats stats;
+      get(&p, sizeof(p));
+      get(&stats, sizeof(stats));
+      if (p >= net.num_ports()) ranks.abort("merge: counters of a port beyond the fabric");
+      net.set_port_stats(p, stats);
+    }
+  }
+}
+
 }  // namespace
+
+void set_default_ranks(sim::Ranks* ranks) noexcept { g_default_ranks = ranks; }
 
 uint32_t host_count(const Fabric& f) noexcept {
   if (f.kind == Fabric::Kind::kLeafSpine) return f.leaves * f.hosts_per_leaf;
@@ -371,6 +458,20 @@ absl::StatusOr<RunResult> run(const RunConfig& rc) {
   sim::Network net(nc);
   if (absl::Status s = build_fabric(net, rc.fabric); !s.ok()) return s;
   const auto hosts = static_cast<uint32_t>(net.num_hosts());
+  // Split over ranks: every rank builds the whole fabric and runs its part of it.
+  sim::OneRank one_rank;
+  sim::Ranks& ranks = rc.ranks != nullptr ? *rc.ranks : g_default_ranks != nullptr ? *g_default_ranks : one_rank;
+  const bool split = ranks.size() > 1;
+  Time lookahead = kNever;
+  if (split) {
+    auto fs = sim::split_fabric(net, ranks.size());
+    if (!fs.ok()) return fs.status();
+    lookahead = fs->lookahead;
+    if (absl::Status s = net.set_partition(std::move(fs->rank_of_node), ranks.rank(), ranks.size());
+        !s.ok()) {
+      return s;
+    }
+  }
   // The top tier's switches (spines; a fat-tree's cores) are built last (sim/topology.cc), so
   // they are the last `top` switch numbers. A top-tier link joins one of them to a switch.
   const uint32_t top = rc.fabric.kind == Fabric::Kind::kLeafSpine ? rc.fabric.spines
@@ -460,6 +561,10 @@ absl::StatusOr<RunResult> run(const RunConfig& rc) {
   std::vector<std::unique_ptr<Endpoint>> eps;
   uint32_t rkey = 0;
   for (uint32_t h = 0; h < hosts; ++h) {
+    if (!net.owns_host(h)) {  // another rank's
+      eps.push_back(nullptr);
+      continue;
+    }
     if (rc.transport == TransportKind::kUet) {
       auto ep = UetEndpoint::create(uet_config(rc, h, pdcs[h]));
       if (!ep.ok()) return ep.status();
@@ -490,46 +595,67 @@ absl::StatusOr<RunResult> run(const RunConfig& rc) {
       sim::Rng& psns = channel == 0 ? rng : rng_channels;
       const auto pa = static_cast<uint32_t>(psns.next() & 0xFFFFFF);
       const auto pb = static_cast<uint32_t>(psns.next() & 0xFFFFFF);
-      if (absl::Status s = ea->connect_qp(sim::Network::host_ip4(b), qa, qb, pa, pb, channel);
-          !s.ok()) {
-        return s;
+      if (ea != nullptr) {  // null: another rank's host (its rank draws the same PSNs)
+        if (absl::Status s = ea->connect_qp(sim::Network::host_ip4(b), qa, qb, pa, pb, channel);
+            !s.ok()) {
+          return s;
+        }
       }
-      if (absl::Status s = eb->connect_qp(sim::Network::host_ip4(a), qb, qa, pb, pa, channel);
-          !s.ok()) {
-        return s;
+      if (eb != nullptr) {
+        if (absl::Status s = eb->connect_qp(sim::Network::host_ip4(a), qb, qa, pb, pa, channel);
+            !s.ok()) {
+          return s;
+        }
       }
     }
   }
   Player player(net, rc.flows, eps, src.get(), rkey,
-                rc.transport == TransportKind::kUet ? rc.uet_mode : DeliveryMode::kRud);
+                rc.transport == TransportKind::kUet ? rc.uet_mode : DeliveryMode::kRud,
+                [&rc](uint32_t a, uint32_t b) { return path_delay(rc.fabric, hops(rc.fabric, a, b)); });
   std::vector<std::unique_ptr<HostAdapter>> adapters;
   for (uint32_t h = 0; h < hosts; ++h) {
+    if (eps[h] == nullptr) continue;
     adapters.push_back(std::make_unique<HostAdapter>(&player, eps[h].get()));
     net.attach(h, adapters.back().get());
   }
-  if (!rc.pcap_prefix.empty()) {
+  if (!rc.pcap_prefix.empty() && net.owns_host(0)) {
     const uint32_t nic = net.host(0).port;
     if (absl::Status s = net.tap(nic, rc.pcap_prefix + "_h0_tx.pcap"); !s.ok()) return s;
     if (absl::Status s = net.tap(net.port(nic).peer, rc.pcap_prefix + "_h0_rx.pcap"); !s.ok()) return s;
   }
   player.schedule_initial();
-  // Run in slices so a finished workload stops the clock (and, when asked, to sample).
+  // Run in slices so a finished workload stops the clock (and, when asked, to sample). Split
+  // over ranks, every rank decides from the same sums: flows done, a stop asked anywhere.
   const Time slice = rc.sample_every > 0 ? rc.sample_every : 100 * kMicrosecond;
   std::vector<Sample> series;
   uint64_t delivered_before = 0;
   Time sampled_at = 0;
-  while (!player.done() && net.now() < rc.max_time) {
-    if (rc.stop != nullptr && rc.stop->load(std::memory_order_relaxed)) break;
-    const Time until = std::min(sampled_at + slice, rc.max_time);
-    net.run_until(until);
-    if (rc.progress) {
+  sim::WindowStats windows;
+  bool stopped = false;
+  for (;;) {
+    const bool stop = rc.stop != nullptr && rc.stop->load(std::memory_order_relaxed);
+    std::array<uint64_t, 3> g{player.completed(), stop ? 1u : 0u, net.events_processed()};
+    ranks.sum_all(g);
+    const size_t completed = g[0];
+    if (rc.progress && net.now() > 0 && ranks.rank() == 0) {
       Progress p;
       p.sim_time = net.now();
-      p.events = net.events_processed();
-      p.flows_done = player.completed();
+      p.events = g[2];
+      p.flows_done = completed;
       p.flows = rc.flows.size();
       p.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       rc.progress(p);
+    }
+    if (completed == rc.flows.size() || net.now() >= rc.max_time) break;
+    if (g[1] != 0) {
+      stopped = true;
+      break;
+    }
+    const Time until = std::min(sampled_at + slice, rc.max_time);
+    if (split) {
+      sim::run_windows(net, ranks, lookahead, until, &windows);
+    } else {
+      net.run_until(until);
     }
     if (rc.sample_every <= 0) {
       sampled_at = std::max(until, net.now());
@@ -537,29 +663,37 @@ absl::StatusOr<RunResult> run(const RunConfig& rc) {
     }
     Sample s;
     s.t = until;
-    uint64_t delivered = 0;
-    for (uint32_t h = 0; h < hosts; ++h) delivered += net.port(net.port(net.host(h).port).peer).stats.tx_bytes;
+    std::array<uint64_t, 2> sums{0, 0};  // delivered, queued
+    std::array<uint64_t, 1> most{0};
+    for (uint32_t h = 0; h < hosts; ++h) {
+      if (net.owns_host(h)) sums[0] += net.port(net.port(net.host(h).port).peer).stats.tx_bytes;
+    }
     for (uint32_t p = 0; p < net.num_ports(); ++p) {
       const sim::Port& port = net.port(p);
-      if (net.node(port.node).kind != sim::NodeKind::kSwitch) continue;
+      if (net.node(port.node).kind != sim::NodeKind::kSwitch || !net.owns_port(p)) continue;
       uint64_t q = 0;
       for (uint64_t b : port.queued_bytes) q += b;
-      s.max_queue_bytes = std::max(s.max_queue_bytes, q);
-      s.queued_bytes += q;
+      most[0] = std::max(most[0], q);
+      sums[1] += q;
     }
-    s.delivered_gbps = static_cast<double>(delivered - delivered_before) * 8e3 /
+    ranks.sum_all(sums);
+    ranks.max_all(most);
+    s.max_queue_bytes = most[0];
+    s.queued_bytes = sums[1];
+    s.delivered_gbps = static_cast<double>(sums[0] - delivered_before) * 8e3 /
                        static_cast<double>(until - sampled_at);
-    delivered_before = delivered;
+    delivered_before = sums[0];
     sampled_at = until;
     series.push_back(s);
   }
+  if (split) merge_on_rank0(ranks, net, player.records());
 
   RunResult r;
   r.scenario = rc.scenario;
   r.transport = rc.transport;
   r.hosts = hosts;
   const uint32_t overhead = frame_overhead(rc.transport);
-  auto flows = sim::flow_stats(player.records(), rc.flows, [&](const sim::FlowSpec& f) {
+  auto flows = sim::flow_stats(std::as_const(player).records(), rc.flows, [&](const sim::FlowSpec& f) {
     sim::PathModel m;
     m.gbps = rc.fabric.host_gbps;
     m.hops = hops(rc.fabric, f.src, f.dst);
@@ -570,7 +704,7 @@ absl::StatusOr<RunResult> run(const RunConfig& rc) {
   });
   if (!flows.ok()) return flows.status();
   r.flows = *flows;
-  r.records = player.records();
+  r.records = std::as_const(player).records();
   r.ports = sim::port_summary(net, net.now());
   for (uint32_t h = 0; h < hosts; ++h)
     r.connections += rc.transport == TransportKind::kUet ? pdcs[h] : qps[h];
@@ -579,26 +713,51 @@ absl::StatusOr<RunResult> run(const RunConfig& rc) {
     ++r.top_ports;
     if (net.port(p).stats.tx_bytes > 0) ++r.top_ports_used;
   }
+  // Summed over hosts (and ranks): endpoint counters, then UET's datagram counters.
+  std::array<uint64_t, 12> sums{};
   for (const auto& ep : eps) {
+    if (ep == nullptr) continue;
     const EndpointStats s = ep->stats();
-    r.endpoints.data_packets += s.data_packets;
-    r.endpoints.retransmitted_packets += s.retransmitted_packets;
-    r.endpoints.control_packets += s.control_packets;
-    r.endpoints.timeouts += s.timeouts;
-    r.endpoints.rx_dropped += s.rx_dropped;
+    sums[0] += s.data_packets;
+    sums[1] += s.retransmitted_packets;
+    sums[2] += s.control_packets;
+    sums[3] += s.timeouts;
+    sums[4] += s.rx_dropped;
     if (rc.transport == TransportKind::kUet) {
       const UetCounters& u = static_cast<const UetEndpoint&>(*ep).counters();
-      r.datagrams.rudi_sent += u.tx_rudi;
-      r.datagrams.rudi_resent += u.tx_rudi_retx;
-      r.datagrams.rudi_executed += u.rx_rudi_req;
-      r.datagrams.uud_sent += u.tx_uud;
-      r.datagrams.uud_delivered += u.rx_uud;
+      sums[5] += u.tx_rudi;
+      sums[6] += u.tx_rudi_retx;
+      sums[7] += u.rx_rudi_req;
+      sums[8] += u.tx_uud;
+      sums[9] += u.rx_uud;
     }
   }
+  sums[10] = player.failed();
+  sums[11] = net.events_processed();
+  ranks.sum_all(sums);
+  r.endpoints.data_packets = sums[0];
+  r.endpoints.retransmitted_packets = sums[1];
+  r.endpoints.control_packets = sums[2];
+  r.endpoints.timeouts = sums[3];
+  r.endpoints.rx_dropped = sums[4];
+  r.datagrams.rudi_sent = sums[5];
+  r.datagrams.rudi_resent = sums[6];
+  r.datagrams.rudi_executed = sums[7];
+  r.datagrams.uud_sent = sums[8];
+  r.datagrams.uud_delivered = sums[9];
   r.series = std::move(series);
-  r.interrupted = !player.done() && rc.stop != nullptr && rc.stop->load(std::memory_order_relaxed);
-  r.failed = player.failed();
-  r.events = net.events_processed();
+  r.interrupted = stopped;
+  r.failed = sums[10];
+  r.events = sums[11];
+  if (split) {
+    std::array<uint64_t, 3> w{windows.windows, windows.records_sent, windows.bytes_sent};
+    ranks.sum_all(w);
+    r.split.ranks = ranks.size();
+    r.split.windows = windows.windows;
+    r.split.records = w[1];
+    r.split.bytes = w[2];
+    r.split.lookahead = lookahead;
+  }
   r.sim_time = net.now();
   r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;

@@ -18,6 +18,7 @@
 #include "pathsel/config.h"
 #include "sim/flow_stats.h"
 #include "sim/network.h"
+#include "sim/partition.h"
 #include "sim/topology.h"
 #include "sim/workload.h"
 #include "transport/api.h"
@@ -112,7 +113,12 @@ struct RunConfig {
   // Called between slices of simulated time (at least every 100 us of it).
   std::function<void(const Progress&)> progress;
   // When set and true, the run stops at the next slice and returns what it has (interrupted).
+  // Split over ranks, a stop asked on any rank stops them all.
   const std::atomic<bool>* stop = nullptr;
+  // The processes the fabric is split over (sim/partition.h); null: set_default_ranks()'s, or
+  // this process alone. Every rank calls run() with the same configuration; rank 0's result
+  // has every figure (the others' has their own part), the same as one process would give.
+  sim::Ranks* ranks = nullptr;
 };
 
 // The fabric at one instant of a run (RunConfig::sample_every).
@@ -150,6 +156,14 @@ struct RunResult {
   size_t hosts = 0;
   std::vector<Sample> series;
   bool interrupted = false;  // stopped through RunConfig::stop before every flow completed
+  // Split over ranks: how (never in the results files, which must not depend on it).
+  struct {
+    uint16_t ranks = 1;
+    uint64_t windows = 0;  // windows each rank ran (each an exchange and a reduction)
+    uint64_t records = 0;  // events sent between ranks (frames, PFC frames, notices)
+    uint64_t bytes = 0;
+    Time lookahead = 0;    // the smallest delay of a link between two ranks
+  } split;
 };
 
 // Bytes a data frame adds to its payload on the wire (headers, FCS, preamble and gap), and
@@ -163,5 +177,8 @@ absl::Status validate(const RunConfig& config);
 
 // Builds the fabric, the endpoints and the flows, runs to completion (or max_time), collects.
 absl::StatusOr<RunResult> run(const RunConfig& config);
+
+// The ranks a run whose RunConfig::ranks is null is split over (uet-ab: mpirun's).
+void set_default_ranks(sim::Ranks* ranks) noexcept;
 
 }  // namespace uet::ab

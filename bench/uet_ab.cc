@@ -9,6 +9,7 @@
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <cstdio>
 #include <filesystem>
 #include <functional>
 #include <string>
@@ -30,6 +31,7 @@
 #include "sim/collective.h"
 #include "sim/trace/trace.h"
 #include "sim/htsim_cm.h"
+#include "sim/mpi_ranks.h"
 #include "sim/htsim_topo.h"
 #include "sim/rng.h"
 
@@ -208,6 +210,14 @@ std::atomic<bool> g_stop{false};
 extern "C" void on_sigint(int) {
   g_stop.store(true, std::memory_order_relaxed);
   std::signal(SIGINT, SIG_DFL);
+}
+
+// Split over MPI ranks, only rank 0 writes results (stdout, --json, --csv, --plot, experiment
+// files); the others run the same code on the same flags, their files going to /dev/null, so
+// that every rank makes the same collective calls in the same order.
+bool g_writes = true;
+std::FILE* open_output(const std::string& path) {
+  return std::fopen(g_writes ? path.c_str() : "/dev/null", "w");
 }
 
 // The process's resident memory now (/proc/self/statm), in bytes; 0 when unknown.
@@ -511,6 +521,16 @@ void print_table(const std::string& title, const std::vector<RunResult>& runs) {
   row("max queue (KiB)", [](const RunResult& r) { return static_cast<double>(r.ports.max_queue_bytes) / 1024.0; }, " %14.1f");
   row("events (M)", [](const RunResult& r) { return static_cast<double>(r.events) / 1e6; }, " %14.2f");
   row("wall (s)", [](const RunResult& r) { return r.wall_s; }, " %14.2f");
+  for (const RunResult& r : runs) {
+    if (r.split.ranks < 2) continue;
+    const double us = std::max(1.0, static_cast<double>(r.sim_time) / kMicrosecond);
+    std::printf("%s split over %u ranks: lookahead %.0f ns; %lu windows (%.2f per simulated us), "
+                "%lu events between ranks (%.1f per simulated us, %.1f MB)\n",
+                to_string(r.transport), r.split.ranks,
+                static_cast<double>(r.split.lookahead) / kNanosecond, r.split.windows,
+                static_cast<double>(r.split.windows) / us, r.split.records,
+                static_cast<double>(r.split.records) / us, static_cast<double>(r.split.bytes) / 1e6);
+  }
 }
 
 // ----- experiment files: every uet-ab parameter as "--name=value", in name order. Output
@@ -539,7 +559,7 @@ std::string plot_base(const std::string& dir, const std::string& scenario) {
 
 // Writes `path` or returns why not.
 absl::Status write_file(const std::string& path, const std::string& text) {
-  std::FILE* f = std::fopen(path.c_str(), "w");
+  std::FILE* f = open_output(path);
   if (f == nullptr) return absl::UnavailableError(absl::StrCat(path, ": cannot open for writing"));
   const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
   if (std::fclose(f) != 0 || !ok) return absl::UnavailableError(absl::StrCat(path, ": write failed"));
@@ -547,6 +567,7 @@ absl::Status write_file(const std::string& path, const std::string& text) {
 }
 
 absl::Status run_gnuplot(const std::string& script) {
+  if (!g_writes) return absl::OkStatus();  // rank 0 renders
   const std::string cmd = absl::StrCat("gnuplot '", script, "' 2>&1");
   std::FILE* p = popen(cmd.c_str(), "r");
   if (p == nullptr) return absl::UnavailableError("--plot: cannot start gnuplot");
@@ -869,7 +890,7 @@ int run_collective(uint32_t hosts, const std::vector<TransportKind>& transports,
   if (!write_experiment_files()) return 1;
   std::FILE* json = nullptr;
   if (const std::string path = absl::GetFlag(FLAGS_json); !path.empty()) {
-    if ((json = std::fopen(path.c_str(), "w")) == nullptr) {
+    if ((json = open_output(path)) == nullptr) {
       std::fprintf(stderr, "uet-ab: --json=%s: cannot open for writing\n", path.c_str());
       return 1;
     }
@@ -877,7 +898,7 @@ int run_collective(uint32_t hosts, const std::vector<TransportKind>& transports,
   }
   std::FILE* csv = nullptr;
   if (const std::string path = absl::GetFlag(FLAGS_csv); !path.empty()) {
-    if ((csv = std::fopen(path.c_str(), "w")) == nullptr) {
+    if ((csv = open_output(path)) == nullptr) {
       std::fprintf(stderr, "uet-ab: --csv=%s: cannot open for writing\n", path.c_str());
       if (json != nullptr) std::fclose(json);
       return 1;
@@ -1159,7 +1180,7 @@ int run_trace(uint32_t hosts, const std::vector<TransportKind>& transports,
   row("PFC pauses", [&](size_t i) { return double(runs[i].ports.pauses); }, " %14.0f");
   row("wall (s)", [&](size_t i) { return runs[i].wall_s; }, " %14.2f");
   if (const std::string path = absl::GetFlag(FLAGS_json); !path.empty()) {
-    std::FILE* json = std::fopen(path.c_str(), "w");
+    std::FILE* json = open_output(path);
     if (json == nullptr) {
       std::fprintf(stderr, "uet-ab: --json=%s: cannot open for writing\n", path.c_str());
       return 1;
@@ -1478,7 +1499,7 @@ int run_main() {
 
   std::FILE* json = nullptr;
   if (const std::string path = absl::GetFlag(FLAGS_json); !path.empty()) {
-    json = std::fopen(path.c_str(), "w");
+    json = open_output(path);
     if (json == nullptr) {
       std::fprintf(stderr, "uet-ab: --json=%s: cannot open for writing\n", path.c_str());
       return 1;
@@ -1488,7 +1509,7 @@ int run_main() {
   bool first_json = true;
   std::FILE* csv = nullptr;
   if (const std::string path = absl::GetFlag(FLAGS_csv); !path.empty()) {
-    csv = std::fopen(path.c_str(), "w");
+    csv = open_output(path);
     if (csv == nullptr) {
       std::fprintf(stderr, "uet-ab: --csv=%s: cannot open for writing\n", path.c_str());
       return 1;
@@ -1635,6 +1656,24 @@ int main(int argc, char** argv) {
   std::vector<char*> argv2;
   for (std::string& a : args) argv2.push_back(a.data());
   argv2.push_back(nullptr);
+  // Under mpirun or srun the fabric is split over the ranks (sim/partition.h): every rank runs
+  // this same program; rank 0 prints and writes the results.
+  auto ranks = uet::sim::start_ranks(&argc, &argv);
+  if (!ranks.ok()) {
+    std::fprintf(stderr, "uet-ab: %s\n", std::string(ranks.status().message()).c_str());
+    return 2;
+  }
   absl::ParseCommandLine(argc, argv2.data());
-  return uet::ab::run_main();
+  if ((*ranks)->size() > 1) {
+    uet::ab::set_default_ranks(ranks->get());
+    if ((*ranks)->rank() != 0) {
+      uet::ab::g_writes = false;
+      if (std::freopen("/dev/null", "w", stdout) == nullptr) return 2;
+    }
+    // mpirun passes Ctrl-C on to the ranks as SIGTERM: each stops at the next slice.
+    std::signal(SIGTERM, uet::ab::on_sigint);
+  }
+  const int rc = uet::ab::run_main();
+  std::fflush(stdout);
+  return rc;
 }

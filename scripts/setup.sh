@@ -32,6 +32,8 @@ PACKAGES=(
   liburing-dev      # io_uring UDP backend: dpdk-io/
   iproute2          # network namespaces and veth pairs in the dpdk-io tests
   gnuplot-nox       # uet-ab --plot renders its charts (SVG)
+  libopenmpi-dev    # Open MPI: the simulator split over ranks, sim/mpi_ranks.cc
+  openmpi-bin       # mpirun: tests/ab/mpi_test.py, uet-ab on several cores or machines
 )
 
 missing=()

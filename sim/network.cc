@@ -257,8 +257,7 @@ void Network::set_link_rate(uint32_t port, double fraction, Time at, bool scale_
                  event_key(port, control_events_++));
 }
 
-void Network::schedule(Time at, Scheduled* target, uint32_t cookie) {
-  at = std::max(at, now_);
+uint32_t Network::register_callback(Scheduled* target) {
   // Workloads schedule through one or a few targets: remember the last one, so the common
   // case skips the hash lookup.
   if (target != last_callback_) {
@@ -267,11 +266,24 @@ void Network::schedule(Time at, Scheduled* target, uint32_t cookie) {
     last_callback_ = target;
     last_callback_index_ = it->second;
   }
+  return last_callback_index_;
+}
+
+void Network::schedule(Time at, Scheduled* target, uint32_t cookie) {
+  at = std::max(at, now_);
+  const uint32_t index = register_callback(target);
   // `a` indexes the callback table; `b` is the caller's cookie, which orders calls due at
   // the same time (before the table's index: a process that never scheduled through an
   // earlier target numbers its targets differently).
-  events_q_.push(at, kCall, last_callback_index_, cookie,
-                 uint64_t{cookie} << 16 | (last_callback_index_ & 0xFFFF));
+  events_q_.push(at, kCall, index, cookie, call_key(index, cookie));
+}
+
+void Network::schedule_at_host(uint32_t host, Time at, Scheduled* target, uint32_t cookie) {
+  if (owns_host(host)) return schedule(at, target, cookie);
+  // The record names the host (its rank checks it runs it) and the callback by number.
+  const uint32_t index = register_callback(target);
+  send_remote(hosts_[host].port, std::max(at, now_), call_key(index, cookie), kCall, cookie,
+              kNoFrame, index);
 }
 
 void Network::kick(uint32_t host) {
@@ -502,7 +514,9 @@ void Network::run_until(Time until) {
       events_q_.push(now_ + config_.switches.failure_detection, kEcmpRefresh, 0, 0,
                      event_key(e.a, 0));
       if (up) {
-        for (uint32_t p : {e.a, ports_[e.a].peer}) kick_port(p);
+        for (uint32_t p : {e.a, ports_[e.a].peer}) {
+          if (owns_port(p)) kick_port(p);
+        }
       }
       break;
     }
@@ -615,7 +629,7 @@ void Network::start_tx_rare(uint32_t port, FrameId f, uint32_t bytes, Time done)
     ++p.stats.drops;
     drop(f);
   } else if (!p.impaired) {  // no draws: the same as every chance() below failing
-    events_q_.push(done + p.delay, kArrive, p.peer, f, arrival_key(port, p));
+    arrive_at_peer(port, done + p.delay, f, arrival_key(port, p));
   } else if (p.rng.chance(link.loss)) {
     ++p.stats.wire_losses;
     drop(f);
@@ -642,8 +656,10 @@ void Network::start_tx_rare(uint32_t port, FrameId f, uint32_t bytes, Time done)
       arrive += 1 + static_cast<Time>(p.rng.below(static_cast<uint64_t>(link.reorder_delay)));
       ++p.stats.reorders;
     }
-    events_q_.push(arrive, kArrive, p.peer, f, arrival_key(port, p));
-    if (p.rng.chance(link.duplicate)) duplicate(port, f, done + p.delay);
+    // The draw decides a copy before the original leaves (it may go to another process).
+    const bool copy = p.rng.chance(link.duplicate);
+    if (copy) duplicate(port, f, done + p.delay);
+    arrive_at_peer(port, arrive, f, arrival_key(port, p));
   }
 }
 
@@ -683,7 +699,139 @@ void Network::duplicate(uint32_t port, FrameId f, Time at) {
   if (const Time hold = links_[port / 2].reorder_delay; hold > 0) {
     at += static_cast<Time>(p.rng.below(static_cast<uint64_t>(hold) + 1));
   }
-  events_q_.push(at, kArrive, p.peer, c, arrival_key(port, p) + 1);
+  arrive_at_peer(port, at, c, arrival_key(port, p) + 1);
+}
+
+void Network::arrive_at_peer(uint32_t port, Time at, FrameId f, uint64_t key) {
+  const Port& p = ports_[port];
+  if (p.remote) [[unlikely]] {
+    send_remote(p.peer, at, key, kArrive, 0, f);
+    return;
+  }
+  events_q_.push(at, kArrive, p.peer, f, key);
+}
+
+namespace {
+// An event for another rank's port, as its outbox carries it: this header, then for an
+// arrival the frame's `len` bytes, padded to 8. Both ranks run the same build (the caller
+// checks), so the layout is the same at both ends.
+struct RemoteHeader {
+  Time time;
+  uint64_t key;
+  uint32_t port;      // kCall: the NIC port of the host it is for
+  uint32_t b;         // kPfc: priority | pause << 8; kCall: the cookie
+  uint32_t len;       // arrival: Frame::len, the bytes that follow
+  uint32_t wire_len;  // arrival: Frame::wire_len; kCall: the callback's number
+  uint8_t kind;
+  uint8_t priority;   // arrival: Frame::priority
+  uint8_t pad[6];
+  uint8_t meta[16];   // arrival: the frame's FrameMeta, as parsed at its first hop
+};
+static_assert(sizeof(RemoteHeader) == 56);
+constexpr size_t padded8(size_t n) { return (n + 7) & ~size_t{7}; }
+}  // namespace
+
+void Network::send_remote(uint32_t port, Time at, uint64_t key, uint8_t kind, uint32_t b,
+                          FrameId f, uint32_t callback) {
+  RemoteHeader h{};
+  h.time = at;
+  h.key = key;
+  h.port = port;
+  h.b = b;
+  h.kind = kind;
+  h.wire_len = callback;
+  ++remote_records_;
+  const Frame* fr = nullptr;
+  if (f != kNoFrame) {
+    fr = &pool_[f];
+    h.len = fr->len;
+    h.wire_len = fr->wire_len;
+    h.priority = static_cast<uint8_t>(fr->priority);
+    static_assert(sizeof(FrameMeta) == sizeof(h.meta));
+    std::memcpy(h.meta, &frame_meta_[f], sizeof(h.meta));
+  }
+  std::vector<uint8_t>& out = outboxes_[rank_of_node_[ports_[port].node]];
+  const size_t at_byte = out.size();
+  out.resize(at_byte + sizeof(h) + padded8(h.len));
+  std::memcpy(out.data() + at_byte, &h, sizeof(h));
+  if (fr != nullptr) {
+    std::memcpy(out.data() + at_byte + sizeof(h), fr->data, fr->len);
+    drop(f);
+  }
+}
+
+absl::Status Network::set_partition(std::vector<uint16_t> rank_of_node, uint16_t rank,
+                                    uint16_t ranks) {
+  if (!finalized_) return absl::FailedPreconditionError("set_partition: finalize() first");
+  if (rank_of_node.size() != nodes_.size() || ranks == 0 || rank >= ranks) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "set_partition: ", rank_of_node.size(), " ranks for ", nodes_.size(), " nodes, rank ",
+        rank, " of ", ranks));
+  }
+  for (uint16_t r : rank_of_node) {
+    if (r >= ranks) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("set_partition: a node on rank ", r, " of ", ranks));
+    }
+  }
+  rank_of_node_ = std::move(rank_of_node);
+  rank_ = rank;
+  ranks_ = ranks;
+  outboxes_.assign(ranks, {});
+  for (Port& p : ports_) {
+    p.remote = rank_of_node_[p.node] != rank_of_node_[ports_[p.peer].node];
+    update_plain(p);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Network::deliver_remote(std::span<const uint8_t> records) {
+  size_t at = 0;
+  while (at < records.size()) {
+    RemoteHeader h;
+    if (records.size() - at < sizeof(h)) {
+      return absl::DataLossError(absl::StrCat("deliver_remote: a record cut at byte ", at));
+    }
+    std::memcpy(&h, records.data() + at, sizeof(h));
+    at += sizeof(h);
+    if (h.port >= ports_.size() || !owns_port(h.port) ||
+        (h.kind != kCall && !ports_[h.port].remote)) {
+      return absl::DataLossError(
+          absl::StrCat("deliver_remote: port ", h.port, " is not a cut port of rank ", rank_));
+    }
+    if (h.time < now_ || h.key > EventQueue::kMaxKey) {
+      return absl::DataLossError(absl::StrCat("deliver_remote: an event at ", h.time,
+                                              " ps, before this rank's time ", now_,
+                                              " ps (or a bad key): the ranks lost step"));
+    }
+    if (h.kind == kPfc) {
+      events_q_.push(h.time, kPfc, h.port, h.b, h.key);
+      continue;
+    }
+    if (h.kind == kCall) {
+      if (h.wire_len >= callbacks_.size() || h.key != call_key(h.wire_len, h.b)) {
+        return absl::DataLossError(absl::StrCat("deliver_remote: a call to callback ",
+                                                h.wire_len, " of ", callbacks_.size()));
+      }
+      events_q_.push(h.time, kCall, h.wire_len, h.b, h.key);
+      continue;
+    }
+    if (h.kind != kArrive || h.len > pool_.capacity() || h.len > records.size() - at ||
+        padded8(h.len) > records.size() - at || h.priority >= kNumPriorities) {
+      return absl::DataLossError(absl::StrCat("deliver_remote: a bad record (kind ", h.kind,
+                                              ", ", h.len, " bytes) for port ", h.port));
+    }
+    const FrameId f = pool_.alloc();
+    Frame& fr = pool_[f];
+    std::memcpy(fr.data, records.data() + at, h.len);
+    fr.len = h.len;
+    fr.wire_len = h.wire_len;
+    fr.priority = static_cast<Priority>(h.priority);
+    std::memcpy(&meta(f), h.meta, sizeof(h.meta));
+    at += padded8(h.len);
+    events_q_.push(h.time, kArrive, h.port, f, h.key);
+  }
+  return absl::OkStatus();
 }
 
 [[gnu::always_inline]] inline void Network::kick_port(uint32_t port) {
@@ -845,10 +993,14 @@ void Network::send_pfc(uint32_t ingress_port, int prio, bool pause) {
   ip.pause_sent[prio] = pause;
   if (pause) ++ip.stats.pauses_sent;
   // The pause frame travels the link back to the upstream egress.
-  events_q_.push(now_ + ip.delay, kPfc, ip.peer,
-                 static_cast<uint32_t>(prio) | (pause ? 0x100u : 0u),
-                 event_key(ingress_port, ip.stats.pauses_sent << 2 | (pause ? 0u : 2u) |
-                                        static_cast<uint32_t>(prio)));
+  const uint32_t b = static_cast<uint32_t>(prio) | (pause ? 0x100u : 0u);
+  const uint64_t key = event_key(ingress_port, ip.stats.pauses_sent << 2 | (pause ? 0u : 2u) |
+                                                   static_cast<uint32_t>(prio));
+  if (ip.remote) [[unlikely]] {
+    send_remote(ip.peer, now_ + ip.delay, key, kPfc, b, kNoFrame);
+    return;
+  }
+  events_q_.push(now_ + ip.delay, kPfc, ip.peer, b, key);
 }
 
 void Network::host_deliver(uint32_t host, FrameId f) {

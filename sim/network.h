@@ -14,6 +14,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -150,9 +151,10 @@ struct alignas(64) Port {
   bool impaired = false;   // the link may lose, corrupt, reorder or duplicate (cached from `link`)
   bool tapped = false;     // Network::taps_ holds a pcap writer for the frames it transmits
   bool scaled = false;     // buffers and ECN thresholds scaled (degraded): see Network::scaled_
-  bool plain = true;       // up, not impaired, not tapped (cached): start_tx's common case
+  bool plain = true;       // up, not impaired, not tapped, not remote (cached): start_tx's common case
   std::array<bool, kNumPriorities> paused{};
   std::array<bool, kNumPriorities> pause_sent{};  // at a switch ingress: PFC XOFF sent upstream
+  bool remote = false;     // the peer's node runs in another process (Network::set_partition)
   // Picoseconds per byte when rate_bps divides 8e12 (every whole Gb/s rate that divides 8000,
   // e.g. 25, 100, 400, 800), so serialization is one multiplication; 0 otherwise.
   uint32_t ps_per_byte = 0;
@@ -236,6 +238,11 @@ class Network {
   // FatTreeTopology::alloc_queue scales queue size and ECN thresholds by the failed-link ratio).
   void set_link_rate(uint32_t port, double fraction, Time at, bool scale_queues = false);
   void schedule(Time at, Scheduled* target, uint32_t cookie);
+  // The same, on the rank that runs host `host` (here when this rank runs it): a workload's
+  // event that starts work on another host. `target` must be registered (register_callback)
+  // on every rank in the same order, so that its number names it everywhere.
+  void schedule_at_host(uint32_t host, Time at, Scheduled* target, uint32_t cookie);
+  uint32_t register_callback(Scheduled* target);
 
   // ----- running
   // Runs events until the list is empty or simulated time would pass `until`.
@@ -246,6 +253,31 @@ class Network {
   // Pokes a host's NIC: the transport may have something to send (after an application
   // posted work from outside the event loop).
   void kick(uint32_t host);
+
+  // ----- a fabric split over processes (sim/partition.h)
+  // This process runs the nodes whose rank_of_node is `rank`: it runs their events only, and
+  // what its ports send to another rank's node (frames with their metadata, PFC frames) is
+  // appended to outbox(that rank) instead of scheduled. Every process builds the whole fabric
+  // and schedules the same link changes; transports are attached to its own hosts only.
+  // Call after finalize() and before the run.
+  absl::Status set_partition(std::vector<uint16_t> rank_of_node, uint16_t rank, uint16_t ranks);
+  uint16_t rank() const noexcept { return rank_; }
+  uint16_t ranks() const noexcept { return ranks_; }
+  uint16_t rank_of_node(uint32_t n) const noexcept {
+    return rank_of_node_.empty() ? 0 : rank_of_node_[n];
+  }
+  bool owns_host(uint32_t h) const noexcept { return rank_of_node(hosts_[h].node) == rank_; }
+  bool owns_port(uint32_t p) const noexcept { return rank_of_node(ports_[p].node) == rank_; }
+  // By rank, the records for it since they were last cleared; deliver_remote() schedules
+  // them there.
+  std::vector<std::vector<uint8_t>>& outboxes() noexcept { return outboxes_; }
+  uint64_t remote_records() const noexcept { return remote_records_; }
+  // Schedules what another rank's outbox held for this one. Every record is checked (kind,
+  // port owned here, times not before now, lengths within a frame): a bad one is refused with
+  // the reason, and nothing after it is scheduled.
+  absl::Status deliver_remote(std::span<const uint8_t> records);
+  // The earliest pending event's time here, kNever if none.
+  Time next_event_time() noexcept { return events_q_.next_time(); }
 
   // ----- frames for transports that build their own (the UDP app, tests)
   FramePool& frames() noexcept { return pool_; }
@@ -274,6 +306,8 @@ class Network {
   size_t ecmp_table_bytes() const noexcept;
   // Folds the queue integrals up to now (call before reading PortStats averages).
   void flush_stats();
+  // A port another rank ran: its counters there, gathered for a summary of the whole fabric.
+  void set_port_stats(uint32_t port, const PortStats& stats) noexcept { ports_[port].stats = stats; }
 
  private:
   enum Kind : uint8_t { kTxDone, kArrive, kHostTimer, kPfc, kLinkState, kLinkRate, kEcmpRefresh, kCall };
@@ -301,7 +335,19 @@ class Network {
   absl::Status compute_ecmp();
   Time serialization(const Port& p, uint32_t bytes) const noexcept;
   static void set_rate(Port& p, int64_t rate_bps) noexcept;
-  static void update_plain(Port& p) noexcept { p.plain = p.up && !p.impaired && !p.tapped; }
+  static void update_plain(Port& p) noexcept {
+    p.plain = p.up && !p.impaired && !p.tapped && !p.remote;
+  }
+  // A frame leaves through `port` to arrive at its peer at `at`: scheduled here, or recorded
+  // for the peer's rank (and released here).
+  void arrive_at_peer(uint32_t port, Time at, FrameId f, uint64_t key);
+  // Appends an event for `port` (run by another rank) to that rank's outbox: an arrival
+  // carries frame `f` (released here), a PFC frame only `b`, a call its callback's number.
+  void send_remote(uint32_t port, Time at, uint64_t key, uint8_t kind, uint32_t b, FrameId f,
+                   uint32_t callback = 0);
+  static uint64_t call_key(uint32_t callback, uint32_t cookie) noexcept {
+    return uint64_t{cookie} << 16 | (callback & 0xFFFF);
+  }
   // Events due at the same picosecond run in the order of their keys: the port or host that
   // scheduled them, then its own counter of such events (a sending port's frames, a PFC
   // ingress's pause frames, a host's timers; a port has one tx-done pending at a time), so
@@ -421,6 +467,12 @@ class Network {
   }
   uint32_t ecmp_port_remember(EcmpMemo& m, uint32_t sw, uint32_t dst_host,
                               uint64_t flow_hash) const noexcept;
+  // Set by set_partition(): by node, the rank that runs it (empty: this process runs all).
+  std::vector<uint16_t> rank_of_node_;
+  uint16_t rank_ = 0;
+  uint16_t ranks_ = 1;
+  std::vector<std::vector<uint8_t>> outboxes_;  // by rank
+  uint64_t remote_records_ = 0;  // appended to outboxes, for WindowStats
   std::vector<Scheduled*> callbacks_;  // each target once
   absl::flat_hash_map<Scheduled*, uint32_t> callback_index_;
   Scheduled* last_callback_ = nullptr;

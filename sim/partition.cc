@@ -1,0 +1,145 @@
+#include "sim/partition.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+
+namespace uet::sim {
+
+absl::Status OneRank::exchange(std::vector<std::vector<uint8_t>>& out,
+                               std::vector<std::vector<uint8_t>>& in) {
+  for (auto& o : out) o.clear();
+  in.assign(1, {});
+  return absl::OkStatus();
+}
+
+std::vector<std::vector<uint8_t>> OneRank::gather(std::span<const uint8_t> mine) {
+  return {std::vector<uint8_t>(mine.begin(), mine.end())};
+}
+
+void OneRank::abort(std::string_view why) {
+  std::fprintf(stderr, "%.*s\n", static_cast<int>(why.size()), why.data());
+  std::exit(1);
+}
+
+absl::StatusOr<FabricSplit> split_fabric(const Network& net, uint16_t ranks) {
+  const auto nodes = static_cast<uint32_t>(net.num_hosts() + net.num_switches());
+  FabricSplit split;
+  split.rank_of_node.assign(nodes, 0);
+  if (ranks < 1) return absl::InvalidArgumentError("split_fabric: ranks must be >= 1");
+  // The ToR of each host, and the ToRs in switch order.
+  constexpr uint16_t kUnset = UINT16_MAX;
+  std::vector<uint16_t> rank_of(nodes, kUnset);
+  std::vector<uint32_t> tors;  // switch node ids
+  std::vector<bool> is_tor(nodes, false);
+  for (uint32_t h = 0; h < net.num_hosts(); ++h) {
+    const uint32_t tor = net.port(net.port(net.host(h).port).peer).node;
+    if (net.node(tor).kind != NodeKind::kSwitch) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("split_fabric: host ", h, " is not connected to a switch"));
+    }
+    is_tor[tor] = true;
+  }
+  for (uint32_t s = 0; s < net.num_switches(); ++s) {
+    if (is_tor[net.switch_node(s)]) tors.push_back(net.switch_node(s));
+  }
+  if (tors.size() < ranks) {
+    return absl::InvalidArgumentError(absl::StrCat("split_fabric: ", ranks, " ranks for ",
+                                                   tors.size(),
+                                                   " ToRs: at most one rank per ToR"));
+  }
+  for (size_t i = 0; i < tors.size(); ++i) {
+    rank_of[tors[i]] = static_cast<uint16_t>(i * ranks / tors.size());
+  }
+  for (uint32_t h = 0; h < net.num_hosts(); ++h) {
+    rank_of[net.host_node(h)] = rank_of[net.port(net.port(net.host(h).port).peer).node];
+  }
+  // Tier by tier away from the ToRs: each switch next to the placed ones goes where most of
+  // its placed neighbours are.
+  std::vector<uint32_t> tier = tors;
+  while (!tier.empty()) {
+    std::vector<uint32_t> next;
+    for (uint32_t n : tier) {
+      for (uint32_t p : net.node(n).ports) {
+        const uint32_t m = net.port(net.port(p).peer).node;
+        if (rank_of[m] == kUnset && std::find(next.begin(), next.end(), m) == next.end()) {
+          next.push_back(m);
+        }
+      }
+    }
+    std::sort(next.begin(), next.end());
+    std::vector<uint32_t> placed(ranks, 0);  // switches of this tier per rank
+    std::vector<uint32_t> links(ranks);
+    for (uint32_t m : next) {
+      std::fill(links.begin(), links.end(), 0);
+      for (uint32_t p : net.node(m).ports) {
+        const uint16_t r = rank_of[net.port(net.port(p).peer).node];
+        if (r != kUnset) ++links[r];
+      }
+      uint16_t best = 0;
+      for (uint16_t r = 1; r < ranks; ++r) {
+        if (links[r] > links[best] || (links[r] == links[best] && placed[r] < placed[best])) {
+          best = r;
+        }
+      }
+      rank_of[m] = best;
+      ++placed[best];
+    }
+    tier = std::move(next);
+  }
+  for (uint32_t n = 0; n < nodes; ++n) {
+    if (rank_of[n] == kUnset) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("split_fabric: node ", net.node(n).name, " is not connected to a host"));
+    }
+    split.rank_of_node[n] = rank_of[n];
+  }
+  for (uint32_t p = 0; p < net.num_ports(); p += 2) {
+    const uint32_t q = net.port(p).peer;
+    if (rank_of[net.port(p).node] == rank_of[net.port(q).node]) continue;
+    ++split.cut_links;
+    const Time delay = net.link_config(p).delay;
+    if (delay <= 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "split_fabric: the link ", net.node(net.port(p).node).name, " - ",
+          net.node(net.port(q).node).name,
+          " joins two ranks and has no delay: ranks cannot run ahead of each other"));
+    }
+    split.lookahead = std::min(split.lookahead, delay);
+  }
+  return split;
+}
+
+void run_windows(Network& net, Ranks& ranks, Time lookahead, Time until, WindowStats* stats) {
+  std::vector<std::vector<uint8_t>> in;
+  const uint64_t sent_before = net.remote_records();
+  for (;;) {
+    // The window starts at the earliest event anywhere: an idle stretch costs one reduction.
+    const Time next = ranks.min_all(net.next_event_time());
+    if (next > until) break;
+    // Whatever a rank sends from inside the window is due a cut link's delay after it was
+    // sent, so after the window's end.
+    const Time end = lookahead >= until - next ? until : next + lookahead - 1;
+    net.run_until(end);
+    for (const auto& o : net.outboxes()) {
+      if (stats != nullptr) stats->bytes_sent += o.size();
+    }
+    if (absl::Status s = ranks.exchange(net.outboxes(), in); !s.ok()) {
+      ranks.abort(absl::StrCat("rank ", ranks.rank(), ": exchange: ", s.message()));
+    }
+    for (const auto& records : in) {
+      if (absl::Status s = net.deliver_remote(records); !s.ok()) {
+        ranks.abort(absl::StrCat("rank ", ranks.rank(), ": ", s.message()));
+      }
+    }
+    if (stats != nullptr) ++stats->windows;
+    if (end == until) break;
+  }
+  net.run_until(until);  // the clock to `until` (no event is due by then any more)
+  if (stats != nullptr) stats->records_sent += net.remote_records() - sent_before;
+}
+
+}  // namespace uet::sim

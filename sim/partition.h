@@ -1,0 +1,89 @@
+// A fabric split over processes (ranks), each running its part of the event loop, with
+// conservative synchronisation in windows: ranks run every event earlier than the earliest
+// pending one anywhere plus the lookahead (the smallest delay of a link between two ranks),
+// then swap what their cut links carried, and repeat. Nothing a rank sends in a window can be
+// due inside it, so every rank runs exactly the events one process would, in the same order
+// (Network's event keys do not depend on which events a process holds): results are the
+// same for any number of ranks.
+//
+// The transport between ranks is the caller's (`Ranks`: MPI in sim/mpi_ranks.h, or one
+// process); this file only decides who runs what and drives the windows.
+//
+// Ownership and threads: a Ranks object is the caller's and outlives the run; one thread per
+// process. Bounds: a window moves what the cut links carry in one lookahead (the queues'
+// limits bound it); a rank refuses a record it cannot place (Network::deliver_remote).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "sim/network.h"
+
+namespace uet::sim {
+
+// The processes of one run. Every call is collective: each rank makes it, in the same order.
+class Ranks {
+ public:
+  virtual ~Ranks() = default;
+  virtual uint16_t size() const noexcept = 0;
+  virtual uint16_t rank() const noexcept = 0;
+  // Sends out[r] to rank r for every r != rank(), clears them, and fills in[r] with what rank
+  // r sent to this one (in[rank()] empty).
+  virtual absl::Status exchange(std::vector<std::vector<uint8_t>>& out,
+                                std::vector<std::vector<uint8_t>>& in) = 0;
+  // The smallest of every rank's `v`.
+  virtual int64_t min_all(int64_t v) = 0;
+  // In place: each element summed (max_all: the largest) over the ranks.
+  virtual void sum_all(std::span<uint64_t> v) = 0;
+  virtual void max_all(std::span<uint64_t> v) = 0;
+  // Rank 0 gets every rank's bytes, by rank; the others get nothing.
+  virtual std::vector<std::vector<uint8_t>> gather(std::span<const uint8_t> mine) = 0;
+  // Ends the run on every rank with this message (a rank that cannot go on: the others
+  // would wait for it forever).
+  [[noreturn]] virtual void abort(std::string_view why) = 0;
+};
+
+// One process: no partner to wait for.
+class OneRank final : public Ranks {
+ public:
+  uint16_t size() const noexcept override { return 1; }
+  uint16_t rank() const noexcept override { return 0; }
+  absl::Status exchange(std::vector<std::vector<uint8_t>>& out,
+                        std::vector<std::vector<uint8_t>>& in) override;
+  int64_t min_all(int64_t v) override { return v; }
+  void sum_all(std::span<uint64_t>) override {}
+  void max_all(std::span<uint64_t>) override {}
+  std::vector<std::vector<uint8_t>> gather(std::span<const uint8_t> mine) override;
+  [[noreturn]] void abort(std::string_view why) override;
+};
+
+// Who runs what: hosts with their ToR (the switch their NIC link reaches); the ToRs in `ranks`
+// contiguous blocks by switch number (topology builders number a pod's or a leaf group's
+// ToRs together); every other switch, tier by tier away from the ToRs, on the rank it has
+// most links to, ties to the rank with fewest switches of that tier so far (spines and cores
+// spread evenly). Refused: more ranks than ToRs, a cut link without delay (no lookahead).
+struct FabricSplit {
+  std::vector<uint16_t> rank_of_node;  // by Network node
+  Time lookahead = kNever;             // the smallest delay of a cut link (kNever: none cut)
+  uint64_t cut_links = 0;
+};
+absl::StatusOr<FabricSplit> split_fabric(const Network& net, uint16_t ranks);
+
+// What run_windows() did, summed over its calls on this rank.
+struct WindowStats {
+  uint64_t windows = 0;        // windows run (each one exchange and one reduction)
+  uint64_t records_sent = 0;   // events sent to other ranks (frames, PFC frames, calls)
+  uint64_t bytes_sent = 0;
+};
+
+// Runs `net` (split by set_partition) up to `until` in windows, as Network::run_until runs it
+// alone: afterwards every rank's now() is `until` and every event due by then has run.
+// `lookahead` is split_fabric's. An error (a record a rank refused) ends the run on every
+// rank through Ranks::abort.
+void run_windows(Network& net, Ranks& ranks, Time lookahead, Time until, WindowStats* stats);
+
+}  // namespace uet::sim
