@@ -479,6 +479,8 @@ std::string json_of(const RunResult& r, const RunConfig& c) {
       datagram_params(c) + tss_json(c), c.seed, datagram_json(r, c));
 }
 
+void print_split(const std::vector<RunResult>& runs);
+
 void print_table(const std::string& title, const std::vector<RunResult>& runs) {
   std::printf("\n%s\n", title.c_str());
   std::printf("%-26s", "");
@@ -521,6 +523,11 @@ void print_table(const std::string& title, const std::vector<RunResult>& runs) {
   row("max queue (KiB)", [](const RunResult& r) { return static_cast<double>(r.ports.max_queue_bytes) / 1024.0; }, " %14.1f");
   row("events (M)", [](const RunResult& r) { return static_cast<double>(r.events) / 1e6; }, " %14.2f");
   row("wall (s)", [](const RunResult& r) { return r.wall_s; }, " %14.2f");
+  print_split(runs);
+}
+
+// How a run split over ranks went (stdout only: result files must not depend on the split).
+void print_split(const std::vector<RunResult>& runs) {
   for (const RunResult& r : runs) {
     if (r.split.ranks < 2) continue;
     const double us = std::max(1.0, static_cast<double>(r.sim_time) / kMicrosecond);
@@ -734,6 +741,7 @@ void print_sweep(const std::string& title, const std::vector<SweepRow>& rows) {
     }
     std::printf("\n");
   }
+  for (const SweepRow& row : rows) print_split(row.runs);
 }
 
 // --scenario=collective: one collective at every --sizes size on every transport, printed

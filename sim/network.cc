@@ -505,6 +505,7 @@ void Network::run_until(Time until) {
       break;
     }
     case kLinkState: {
+      count_once_per_fabric();
       const bool up = e.b != 0;
       for (uint32_t p : {e.a, ports_[e.a].peer}) {
         ports_[p].up = up;
@@ -521,6 +522,7 @@ void Network::run_until(Time until) {
       break;
     }
     case kLinkRate: {
+      count_once_per_fabric();
       const double fraction = static_cast<double>(e.b & ~kScaleQueuesBit) / 1e6;
       const bool scale = (e.b & kScaleQueuesBit) != 0;
       for (uint32_t p : {e.a, ports_[e.a].peer}) {
@@ -542,6 +544,7 @@ void Network::run_until(Time until) {
       break;
     }
     case kEcmpRefresh:
+      count_once_per_fabric();
       (void)compute_ecmp();
       break;
     case kCall:
@@ -858,7 +861,8 @@ absl::Status Network::deliver_remote(std::span<const uint8_t> records) {
 [[gnu::always_inline]] inline void Network::on_arrive(uint32_t port, FrameId f) {
   const Port& p = ports_[port];
   if (!p.up) {  // the link died while the frame was in flight
-    ++ports_[p.peer].stats.drops;
+    // Counted where it died (the sender's port may run in another process).
+    ++ports_[port].stats.drops;
     drop(f);
     return;
   }

@@ -96,7 +96,8 @@ struct PortStats {
   uint64_t tx_bytes = 0;
   uint64_t max_queue_bytes = 0;
   double queue_byte_ps = 0;      // integral of queue bytes over time, for the average
-  uint64_t drops = 0;            // buffer overflow (lossy class), down link
+  uint64_t drops = 0;            // buffer overflow (lossy class), down link (sent into it,
+                                 // or in flight when it died: at the receiving end)
   uint64_t lossless_drops = 0;   // lossless class beyond headroom: PFC misconfigured
   uint64_t wire_losses = 0;      // random loss on the link
   uint64_t corruptions = 0;
@@ -313,6 +314,12 @@ class Network {
   enum Kind : uint8_t { kTxDone, kArrive, kHostTimer, kPfc, kLinkState, kLinkRate, kEcmpRefresh, kCall };
 
   void dispatch(const EventQueue::Due& e);
+  // Link changes and ECMP refreshes run on every rank of a split fabric (each keeps the whole
+  // fabric's link states and routes): events_processed() counts them on rank 0 only, so the
+  // ranks' counts add up to one process's.
+  void count_once_per_fabric() noexcept {
+    if (rank_ != 0) --events_;
+  }
   void prefetch_ahead() const noexcept;  // for the next few events of the current bucket
   void start_tx(uint32_t port);
   void start_tx_inline(uint32_t port);  // start_tx's body, inlined into the tx-done path

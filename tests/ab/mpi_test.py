@@ -1,0 +1,86 @@
+#!/usr/bin/env python3
+"""uet-ab split over MPI ranks gives the same results as one process, byte for byte.
+
+Runs every pinned run (tests/ab/pinned_test.py: each scenario kind, both transports, with loss,
+PFC, trimming, failures, ROD, RCCC, an htsim connection matrix, leaf-spine and fat-tree) under
+`mpirun -np N` and compares the SHA-256 of its JSON (all but wall_s), CSV and pcaps with the
+value pinned for one process. Also: a build/flag mismatch between ranks is refused, and a rank
+that dies ends the run with an error instead of a hang.
+Usage: mpi_test.py BUILD_BIN_DIR RANKS
+"""
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import pinned_test  # noqa: E402
+
+# As root (CI containers) Open MPI refuses to start without these.
+ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+           OMPI_MCA_rmaps_base_oversubscribe="1")
+
+
+def mpirun(ranks):
+    return ["mpirun", "-np", str(ranks), "--oversubscribe", "--bind-to", "none"]
+
+
+def main():
+    bindir, ranks = sys.argv[1], int(sys.argv[2])
+    uet_ab = os.path.join(bindir, "uet-ab")
+    failures = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, flags in pinned_test.RUNS.items():
+            folder = os.path.join(tmp, name)
+            os.makedirs(os.path.join(folder, "pcap"))
+            cmd = mpirun(ranks) + [uet_ab] + flags + [
+                "--json=" + os.path.join(folder, "out.json"),
+                "--csv=" + os.path.join(folder, "out.csv"),
+                "--pcap=" + os.path.join(folder, "pcap")]
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=ENV)
+            if proc.returncode != 0:
+                failures.append(f"{name}: rc {proc.returncode}: {proc.stderr[-2000:]}")
+                continue
+            if f"split over {ranks} ranks" not in proc.stdout:
+                failures.append(f"{name}: the run was not split over {ranks} ranks: "
+                                f"{proc.stdout[-500:]}")
+            got = pinned_test.digest(folder)
+            if got != pinned_test.PINNED[name]:
+                failures.append(f"{name}: {ranks} ranks differ from one process (sha256 {got}, "
+                                f"pinned {pinned_test.PINNED[name]}): {' '.join(cmd)}")
+            else:
+                print(f"{name}: {ranks} ranks = 1 process")
+
+        # Ranks that disagree on their flags are refused, by name, before any run.
+        cmd = ["mpirun", "--oversubscribe", "--bind-to", "none", "-np", "1", uet_ab, "--seed=1",
+               ":", "-np", str(ranks - 1), uet_ab, "--seed=2"]
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=ENV)
+        if proc.returncode == 0 or "other flags than rank 0" not in proc.stderr:
+            failures.append(f"mismatched flags: rc {proc.returncode}, stderr {proc.stderr[-500:]}")
+
+        # A rank that dies mid-run (SIGKILL from inside, as the OOM killer would) ends the run
+        # with an error on every rank; the timeout catches a hang.
+        script = os.path.join(tmp, "die.sh")
+        with open(script, "w") as f:
+            f.write("#!/bin/sh\n"
+                    "if [ \"$OMPI_COMM_WORLD_RANK\" = 1 ]; then\n"
+                    f"  exec timeout -s KILL 0.3 {uet_ab} \"$@\"\n"
+                    "fi\n"
+                    f"exec {uet_ab} \"$@\"\n")
+        os.chmod(script, 0o755)
+        cmd = mpirun(ranks) + [script, "--scenario=permutation", "--topology=fattree", "--k=8",
+                               "--bytes=8388608"]
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=ENV)
+            if proc.returncode == 0:
+                failures.append("a rank killed mid-run: mpirun exited 0")
+        except subprocess.TimeoutExpired:
+            failures.append("a rank killed mid-run: the others hung (no exit in 120 s)")
+    for f in failures:
+        print("FAIL:", f, file=sys.stderr)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
