@@ -65,7 +65,8 @@ class OneRank final : public Ranks {
 // contiguous blocks by switch number (topology builders number a pod's or a leaf group's
 // ToRs together); every other switch, tier by tier away from the ToRs, on the rank it has
 // most links to, ties to the rank with fewest switches of that tier so far (spines and cores
-// spread evenly). Refused: more ranks than ToRs, a cut link without delay (no lookahead).
+// spread evenly). With more ranks than ToRs some ranks run nothing (they only keep step).
+// Refused: a cut link without delay (no lookahead).
 struct FabricSplit {
   std::vector<uint16_t> rank_of_node;  // by Network node
   Time lookahead = kNever;             // the smallest delay of a cut link (kNever: none cut)
