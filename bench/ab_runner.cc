@@ -653,7 +653,12 @@ absl::StatusOr<RunResult> run(const RunConfig& rc) {
     }
     const Time until = std::min(sampled_at + slice, rc.max_time);
     if (split) {
-      sim::run_windows(net, ranks, lookahead, until, &windows);
+      // A stop on any rank ends the slice early on all (mpirun gives a rank one second
+      // between SIGTERM and SIGKILL).
+      if (!sim::run_windows(net, ranks, lookahead, until, &windows, rc.stop)) {
+        stopped = true;
+        break;
+      }
     } else {
       net.run_until(until);
     }

@@ -1678,8 +1678,11 @@ int main(int argc, char** argv) {
       uet::ab::g_writes = false;
       if (std::freopen("/dev/null", "w", stdout) == nullptr) return 2;
     }
-    // mpirun passes Ctrl-C on to the ranks as SIGTERM: each stops at the next slice.
+    // mpirun turns Ctrl-C into SIGTERM to the ranks a second later (and SIGKILL a second
+    // after that); it passes SIGUSR1 on as it is, with no deadline. Either stops every rank
+    // after the current window, and rank 0 writes what the run has.
     std::signal(SIGTERM, uet::ab::on_sigint);
+    std::signal(SIGUSR1, uet::ab::on_sigint);
   }
   const int rc = uet::ab::run_main();
   std::fflush(stdout);

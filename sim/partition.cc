@@ -109,12 +109,19 @@ absl::StatusOr<FabricSplit> split_fabric(const Network& net, uint16_t ranks) {
   return split;
 }
 
-void run_windows(Network& net, Ranks& ranks, Time lookahead, Time until, WindowStats* stats) {
+bool run_windows(Network& net, Ranks& ranks, Time lookahead, Time until, WindowStats* stats,
+                 const std::atomic<bool>* stop) {
   std::vector<std::vector<uint8_t>> in;
   const uint64_t sent_before = net.remote_records();
   for (;;) {
-    // The window starts at the earliest event anywhere: an idle stretch costs one reduction.
-    const Time next = ranks.min_all(net.next_event_time());
+    // The window starts at the earliest event anywhere: an idle stretch costs one reduction,
+    // which also carries a stop (-1 wins the minimum on every rank).
+    const bool stopping = stop != nullptr && stop->load(std::memory_order_relaxed);
+    const Time next = ranks.min_all(stopping ? -1 : net.next_event_time());
+    if (next < 0) {
+      if (stats != nullptr) stats->records_sent += net.remote_records() - sent_before;
+      return false;
+    }
     if (next > until) break;
     // Whatever a rank sends from inside the window is due a cut link's delay after it was
     // sent, so after the window's end.
@@ -136,6 +143,7 @@ void run_windows(Network& net, Ranks& ranks, Time lookahead, Time until, WindowS
   }
   net.run_until(until);  // the clock to `until` (no event is due by then any more)
   if (stats != nullptr) stats->records_sent += net.remote_records() - sent_before;
+  return true;
 }
 
 }  // namespace uet::sim

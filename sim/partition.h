@@ -14,6 +14,7 @@
 // limits bound it); a rank refuses a record it cannot place (Network::deliver_remote).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <span>
 #include <string_view>
@@ -83,8 +84,10 @@ struct WindowStats {
 
 // Runs `net` (split by set_partition) up to `until` in windows, as Network::run_until runs it
 // alone: afterwards every rank's now() is `until` and every event due by then has run.
-// `lookahead` is split_fabric's. An error (a record a rank refused) ends the run on every
-// rank through Ranks::abort.
-void run_windows(Network& net, Ranks& ranks, Time lookahead, Time until, WindowStats* stats);
+// `lookahead` is split_fabric's. When `stop` is set on any rank, every rank stops after the
+// same window and this returns false (now() is that window's end). An error (a record a rank
+// refused) ends the run on every rank through Ranks::abort.
+bool run_windows(Network& net, Ranks& ranks, Time lookahead, Time until, WindowStats* stats,
+                 const std::atomic<bool>* stop = nullptr);
 
 }  // namespace uet::sim

@@ -8,7 +8,9 @@ value pinned for one process. Also: a build/flag mismatch between ranks is refus
 that dies ends the run with an error instead of a hang.
 Usage: mpi_test.py BUILD_BIN_DIR RANKS
 """
+import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -58,6 +60,30 @@ def main():
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=ENV)
         if proc.returncode == 0 or "other flags than rank 0" not in proc.stderr:
             failures.append(f"mismatched flags: rc {proc.returncode}, stderr {proc.stderr[-500:]}")
+
+        # A stop (SIGUSR1 to mpirun, which passes it to every rank): all ranks stop after the
+        # same window and rank 0 writes the partial results.
+        out = os.path.join(tmp, "partial.json")
+        proc = subprocess.Popen(mpirun(ranks) + [uet_ab, "--scenario=alltoall", "--transport=uet",
+                                                 "--json=" + out],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
+        first = proc.stderr.readline()  # blocks until rank 0's first progress line (after 2 s)
+        if not first.startswith("[alltoall uet] simulated"):
+            failures.append(f"interrupt: first stderr line is not a progress line: {first!r}")
+        proc.send_signal(signal.SIGUSR1)
+        try:
+            stdout, stderr = proc.communicate(timeout=120)
+            if proc.returncode != 130 or "INTERRUPTED (Ctrl-C): uet stopped at" not in stdout:
+                failures.append(f"interrupt: exit {proc.returncode}, stdout {stdout[-300:]!r}")
+            runs = json.load(open(out))
+            if len(runs) != 1 or runs[0]["completed"] >= runs[0]["flows"]:
+                failures.append(f"interrupt: JSON has {len(runs)} runs, expected one partial run")
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+            failures.append("interrupt: the ranks did not stop within 120 s of SIGUSR1")
+        except (OSError, ValueError) as e:
+            failures.append(f"interrupt: JSON not valid: {e}")
 
         # A rank that dies mid-run (SIGKILL from inside, as the OOM killer would) ends the run
         # with an error on every rank; the timeout catches a hang.
