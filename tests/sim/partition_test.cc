@@ -1,0 +1,207 @@
+// A fabric split over ranks (sim/partition.h): who runs what, the lookahead, and the records
+// one rank hands another (Network::deliver_remote), good and bad.
+#include "sim/partition.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <vector>
+
+#include "sim/topology.h"
+
+namespace uet::sim {
+namespace {
+
+LeafSpineConfig leaf_spine(Time fabric_delay) {
+  LeafSpineConfig c;
+  c.leaves = 4;
+  c.spines = 4;
+  c.hosts_per_leaf = 4;
+  c.fabric_link.delay = fabric_delay;
+  return c;
+}
+
+// Expect: hosts with their leaf, leaves in two blocks, spines two per rank (each has two
+// links to either side: the tie goes to the rank with fewer spines), the lookahead the
+// leaf-spine delay, and 8 cut links (each spine's two to the other rank's leaves).
+TEST(Partition_Split, LeafSpineHostsWithTheirLeafSpinesSpreadEvenly) {
+  Network net(NetworkConfig{});
+  ASSERT_TRUE(build_leaf_spine(net, leaf_spine(700 * kNanosecond)).ok());
+  auto split = split_fabric(net, 2);
+  ASSERT_TRUE(split.ok()) << split.status();
+  const auto& r = split->rank_of_node;
+  for (uint32_t h = 0; h < 16; ++h) EXPECT_EQ(r[net.host_node(h)], h < 8 ? 0 : 1) << h;
+  for (uint32_t l = 0; l < 4; ++l) EXPECT_EQ(r[net.switch_node(l)], l < 2 ? 0 : 1) << l;
+  uint32_t spines_on_0 = 0;
+  for (uint32_t s = 4; s < 8; ++s) spines_on_0 += r[net.switch_node(s)] == 0 ? 1 : 0;
+  EXPECT_EQ(spines_on_0, 2u);
+  EXPECT_EQ(split->lookahead, 700 * kNanosecond);
+  EXPECT_EQ(split->cut_links, 8u);
+}
+
+// Expect: a fat-tree splits by pods (aggregation switches stay with their pod's ToRs), the
+// cores spread evenly, and the lookahead is the cut tier's delay (aggregation-core), not the
+// shorter ToR-aggregation one.
+TEST(Partition_Split, FatTreeSplitsByPodsAndTakesTheCutTiersDelay) {
+  Network net(NetworkConfig{});
+  FatTreeConfig c;
+  c.k = 4;
+  c.tor_agg_link.delay = 100 * kNanosecond;
+  c.agg_core_link.delay = 900 * kNanosecond;
+  ASSERT_TRUE(build_fat_tree(net, c).ok());
+  auto split = split_fabric(net, 2);
+  ASSERT_TRUE(split.ok()) << split.status();
+  // A pod is 4 hosts; every host shares a rank with the switches of its pod.
+  for (uint32_t h = 0; h < net.num_hosts(); ++h) {
+    const uint32_t tor = net.port(net.port(net.host(h).port).peer).node;
+    EXPECT_EQ(split->rank_of_node[net.host_node(h)], h < 8 ? 0 : 1);
+    EXPECT_EQ(split->rank_of_node[tor], h < 8 ? 0 : 1);
+    for (uint32_t p : net.node(tor).ports) {
+      const uint32_t m = net.port(net.port(p).peer).node;
+      if (net.node(m).kind == NodeKind::kSwitch) {
+        EXPECT_EQ(split->rank_of_node[m], h < 8 ? 0 : 1);
+      }
+    }
+  }
+  EXPECT_EQ(split->lookahead, 900 * kNanosecond);
+}
+
+// Expect: a cut link without delay is refused (no lookahead), naming the link; with more
+// ranks than ToRs the extra ranks get nothing but the split stands.
+TEST(Partition_Split, RefusesACutLinkWithoutDelayAndLeavesExtraRanksIdle) {
+  Network zero(NetworkConfig{});
+  ASSERT_TRUE(build_leaf_spine(zero, leaf_spine(0)).ok());
+  auto refused = split_fabric(zero, 2);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("has no delay"), std::string::npos)
+      << refused.status();
+  EXPECT_TRUE(split_fabric(zero, 1).ok());  // nothing cut: no lookahead needed
+
+  Network net(NetworkConfig{});
+  ASSERT_TRUE(build_leaf_spine(net, leaf_spine(500 * kNanosecond)).ok());
+  auto split = split_fabric(net, 8);
+  ASSERT_TRUE(split.ok()) << split.status();
+  std::vector<int> nodes(8, 0);
+  for (uint16_t r : split->rank_of_node) ++nodes[r];
+  EXPECT_EQ(nodes[1] + nodes[3] + nodes[5] + nodes[7], 0);
+}
+
+// A frame arriving through a cut link, as its sender's rank records it.
+class Sink : public Transport {
+ public:
+  void rx(std::span<Frame* const> frames, Time now) override {
+    for (const Frame* f : frames) got.emplace_back(now, f->len);
+  }
+  size_t tx(std::span<Frame* const>, Time) override { return 0; }
+  Time next_deadline() const override { return kNever; }
+  void on_timer(Time) override {}
+  std::vector<std::pair<Time, uint32_t>> got;
+};
+
+// Two ranks, one host each, one switch each (host 0 - s0 - s1 - host 1, the s0-s1 link cut).
+struct TwoRanks {
+  explicit TwoRanks(uint16_t rank) : net(NetworkConfig{}) {
+    h0 = net.add_host("h0");
+    h1 = net.add_host("h1");
+    s0 = net.add_switch("s0");
+    s1 = net.add_switch("s1");
+    LinkConfig l;
+    EXPECT_TRUE(net.connect(h0, s0, l).ok());
+    EXPECT_TRUE(net.connect(h1, s1, l).ok());
+    EXPECT_TRUE(net.connect(s0, s1, l).ok());
+    EXPECT_TRUE(net.finalize().ok());
+    auto split = split_fabric(net, 2);
+    EXPECT_TRUE(split.ok());
+    EXPECT_TRUE(net.set_partition(split->rank_of_node, rank, 2).ok());
+  }
+  Network net;
+  uint32_t h0, h1, s0, s1;
+};
+
+// Expect: rank 0's frame from host 0 to host 1 leaves through its outbox for rank 1 (nothing
+// for itself), and rank 1, handed those records, delivers the same bytes to host 1 at the time
+// one process would: three hops of serialization and delay.
+TEST(Partition_Remote, AFrameCrossesTheCutAsItsRecordsAndArrivesOnTime) {
+  TwoRanks a(0), b(1);
+  Sink sink;
+  b.net.attach(1, &sink);
+  // One frame from host 0's NIC, as a transport would hand it over.
+  struct OneFrame : Transport {
+    bool sent = false;
+    void rx(std::span<Frame* const>, Time) override {}
+    size_t tx(std::span<Frame* const> out, Time) override {
+      if (sent) return 0;
+      sent = true;
+      Frame& f = *out[0];
+      std::memset(f.data, 0, 100);
+      // Ethernet + IPv4 to host 1 (10.0.0.2), enough for the switches to route it.
+      f.data[12] = 0x08;
+      f.data[14] = 0x45;
+      f.data[16] = 0;
+      f.data[17] = 86;
+      f.data[22] = 64;
+      f.data[23] = 17;
+      const uint32_t dst = Network::host_ip4(1);
+      for (int i = 0; i < 4; ++i) f.data[30 + i] = static_cast<uint8_t>(dst >> (24 - 8 * i));
+      f.len = 100;
+      return 1;
+    }
+    Time next_deadline() const override { return kNever; }
+    void on_timer(Time) override {}
+  } source;
+  a.net.attach(0, &source);
+  a.net.kick(0);
+  a.net.run_until(10 * kMicrosecond);
+  EXPECT_TRUE(a.net.outboxes()[0].empty());
+  ASSERT_FALSE(a.net.outboxes()[1].empty());
+  EXPECT_EQ(a.net.remote_records(), 1u);
+  ASSERT_TRUE(b.net.deliver_remote(a.net.outboxes()[1]).ok());
+  b.net.run_until(20 * kMicrosecond);
+  ASSERT_EQ(sink.got.size(), 1u);
+  EXPECT_EQ(sink.got[0].second, 100u);
+  // (100 + 24 bytes at 100 Gb/s = 9.92 ns) + 500 ns, three times.
+  EXPECT_EQ(sink.got[0].first, 3 * (9920 + 500 * kNanosecond));
+}
+
+// Expect: records a rank cannot place are refused with the reason (data loss), never
+// scheduled: cut short, for a port this rank does not run, due before its clock, and a frame
+// longer than a pool frame.
+TEST(Partition_Remote, RefusesRecordsItCannotPlace) {
+  TwoRanks b(1);
+  b.net.run_until(kMicrosecond);
+  // A well-formed PFC record for rank 1's end of the cut link (the s1 port facing s0), as
+  // Network lays it out: time, key, port, b, len, wire_len, kind, priority, pad, meta.
+  uint32_t cut = 0;
+  for (uint32_t p = 0; p < b.net.num_ports(); ++p) {
+    if (b.net.port(p).remote && b.net.owns_port(p)) cut = p;
+  }
+  auto record = [&](Time t, uint32_t port, uint8_t kind, uint32_t len) {
+    std::vector<uint8_t> r(56, 0);
+    std::memcpy(r.data(), &t, 8);
+    std::memcpy(r.data() + 16, &port, 4);
+    std::memcpy(r.data() + 24, &len, 4);
+    r[32] = kind;
+    return r;
+  };
+  constexpr uint8_t kArrive = 1, kPfc = 3;
+  const auto pending = b.net.events_pending();
+  auto expect_refused = [&](std::vector<uint8_t> r, const char* why) {
+    const absl::Status s = b.net.deliver_remote(r);
+    EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss) << why << ": " << s;
+    EXPECT_EQ(b.net.events_pending(), pending) << why;
+  };
+  auto cut_short = record(2 * kMicrosecond, cut, kPfc, 0);
+  cut_short.resize(30);
+  expect_refused(cut_short, "cut short");
+  expect_refused(record(2 * kMicrosecond, b.net.host(0).port, kPfc, 0), "another rank's port");
+  expect_refused(record(kMicrosecond / 2, cut, kPfc, 0), "before this rank's clock");
+  auto too_long = record(2 * kMicrosecond, cut, kArrive, 100000);
+  too_long.resize(too_long.size() + 100000);
+  expect_refused(too_long, "longer than a frame");
+  // Expect: the same PFC record, well formed, is scheduled.
+  EXPECT_TRUE(b.net.deliver_remote(record(2 * kMicrosecond, cut, kPfc, 0)).ok());
+  EXPECT_EQ(b.net.events_pending(), pending + 1);
+}
+
+}  // namespace
+}  // namespace uet::sim
