@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """uet-ab split over MPI ranks gives the same results as one process, byte for byte.
 
-Runs every pinned run (tests/ab/pinned_test.py: each scenario kind, both transports, with loss,
+Runs every pinned run (and uet-anchors' small scale) (tests/ab/pinned_test.py: each scenario kind, both transports, with loss,
 PFC, trimming, failures, ROD, RCCC, an htsim connection matrix, leaf-spine and fat-tree) under
 `mpirun -np N` and compares the SHA-256 of its JSON (all but wall_s), CSV and pcaps with the
 value pinned for one process. Also: a build/flag mismatch between ranks is refused, and a rank
@@ -53,6 +53,22 @@ def main():
                                 f"pinned {pinned_test.PINNED[name]}): {' '.join(cmd)}")
             else:
                 print(f"{name}: {ranks} ranks = 1 process")
+
+        # uet-anchors (the htsim anchors' runs) the same way: its JSON less wall times.
+        anchors = os.path.join(bindir, "uet-anchors")
+        runs = {}
+        for n, prefix in ((1, []), (ranks, mpirun(ranks))):
+            out = os.path.join(tmp, f"anchors{n}.json")
+            proc = subprocess.run(prefix + [anchors, "--scale=small", "--json=" + out],
+                                  capture_output=True, text=True, timeout=600, env=ENV)
+            if proc.returncode != 0:
+                failures.append(f"uet-anchors on {n} ranks: rc {proc.returncode}: "
+                                f"{proc.stderr[-500:]}")
+                continue
+            runs[n] = [{k: v for k, v in r.items() if "wall" not in k}
+                       for r in json.load(open(out))]
+        if len(runs) == 2 and runs[1] != runs[ranks]:
+            failures.append(f"uet-anchors: {ranks} ranks differ from one process")
 
         # Ranks that disagree on their flags are refused, by name, before any run.
         cmd = ["mpirun", "--oversubscribe", "--bind-to", "none", "-np", "1", uet_ab, "--seed=1",
