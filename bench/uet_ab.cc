@@ -1638,7 +1638,7 @@ int run_main() {
   }
   if (csv != nullptr) std::fclose(csv);
   if (g_stop.load(std::memory_order_relaxed)) {
-    std::fprintf(stderr, "uet-ab: interrupted; the results above are partial\n");
+    if (g_writes) std::fprintf(stderr, "uet-ab: interrupted; the results above are partial\n");
     return 130;
   }
   return rc;
