@@ -4,8 +4,10 @@
 //
 //   build/bin/sim_bench                      # k=16, 100 Gb/s, 200 us simulated, headers only
 //   build/bin/sim_bench --k=8 --us=1000 --spray
+//   mpirun -np 2 build/bin/sim_bench --k=32   # the fabric split over two ranks (sim/partition.h)
 #include <sys/resource.h>
 
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -14,7 +16,9 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "sim/mpi_ranks.h"
 #include "sim/network.h"
+#include "sim/partition.h"
 #include "sim/rng.h"
 #include "sim/topology.h"
 #include "sim/udp_app.h"
@@ -39,7 +43,7 @@ double cpu_seconds() {
          static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
 }
 
-int run() {
+int run(Ranks& ranks) {
   const uint32_t k = absl::GetFlag(FLAGS_k);
   const double gbps = absl::GetFlag(FLAGS_gbps);
   const uint32_t us = absl::GetFlag(FLAGS_us);
@@ -67,6 +71,21 @@ int run() {
     return 1;
   }
   const auto hosts = static_cast<uint32_t>(net.num_hosts());
+  // Split over ranks: each runs its part of the fabric and the flows its hosts send.
+  Time lookahead = kNever;
+  if (ranks.size() > 1) {
+    auto split = split_fabric(net, ranks.size());
+    if (!split.ok()) {
+      std::fprintf(stderr, "%s\n", std::string(split.status().message()).c_str());
+      return 1;
+    }
+    lookahead = split->lookahead;
+    if (absl::Status s = net.set_partition(split->rank_of_node, ranks.rank(), ranks.size());
+        !s.ok()) {
+      std::fprintf(stderr, "%s\n", std::string(s.message()).c_str());
+      return 1;
+    }
+  }
 
   // A random derangement: every host sends to one other host and receives from one.
   std::vector<uint32_t> dst(hosts);
@@ -78,31 +97,51 @@ int run() {
     for (uint32_t i = 0; i < hosts; ++i) fixed |= dst[i] == i;
     if (!fixed) break;
   }
-  std::vector<FlowRecord> records;
-  std::vector<std::unique_ptr<UdpApp>> apps;
   const auto bytes_per_flow = static_cast<uint64_t>(gbps / 8 * 1e9 * us * 1e-6 * 2);  // never runs dry
+  // Every flow's record (flow h is host h's), so that a sink knows a flow's size when its
+  // source runs on another rank.
+  std::vector<FlowRecord> records(hosts);
+  for (FlowRecord& r : records) r.bytes = bytes_per_flow;
+  std::vector<std::unique_ptr<UdpApp>> apps(hosts);
   for (uint32_t h = 0; h < hosts; ++h) {
-    apps.push_back(std::make_unique<UdpApp>(h, &records));
-    apps.back()->add_flow(UdpFlow{h, dst[h], bytes_per_flow, 0,
-                                  wire::dynamic_port(h),
-                                  absl::GetFlag(FLAGS_spray)});
+    if (!net.owns_host(h)) continue;
+    apps[h] = std::make_unique<UdpApp>(h, &records);
+    apps[h]->add_flow(UdpFlow{h, dst[h], bytes_per_flow, 0, wire::dynamic_port(h),
+                              absl::GetFlag(FLAGS_spray)});
+    net.attach(h, apps[h].get());
   }
-  for (uint32_t h = 0; h < hosts; ++h) net.attach(h, apps[h].get());
   const double cpu1 = cpu_seconds();
   const auto t1 = std::chrono::steady_clock::now();
-  net.run_until(static_cast<Time>(us) * kMicrosecond);
+  WindowStats windows;
+  if (ranks.size() > 1) {
+    run_windows(net, ranks, lookahead, static_cast<Time>(us) * kMicrosecond, &windows);
+  } else {
+    net.run_until(static_cast<Time>(us) * kMicrosecond);
+  }
   const auto t2 = std::chrono::steady_clock::now();
   const double run_cpu_s = cpu_seconds() - cpu1;
 
   const double build_s = std::chrono::duration<double>(t1 - t0).count();
   const double run_s = std::chrono::duration<double>(t2 - t1).count();
   uint64_t rx_frames = 0, rx_bytes = 0;
-  for (uint32_t h = 0; h < hosts; ++h) rx_frames += apps[h]->rx_frames();
+  for (uint32_t h = 0; h < hosts; ++h) rx_frames += apps[h] != nullptr ? apps[h]->rx_frames() : 0;
   for (const FlowRecord& r : records) rx_bytes += r.received;
   uint64_t drops = 0;
   for (size_t p = 0; p < net.num_ports(); ++p) drops += net.port(static_cast<uint32_t>(p)).stats.drops;
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
+  // Summed over ranks (each counts what it ran: its sinks' bytes, its ports' drops); the
+  // pool and RSS are the largest rank's.
+  std::array<uint64_t, 7> sum{net.events_processed(), rx_frames, rx_bytes, drops,
+                              windows.windows, windows.records_sent, windows.bytes_sent};
+  std::array<uint64_t, 2> most{net.frames().peak(), static_cast<uint64_t>(ru.ru_maxrss)};
+  ranks.sum_all(sum);
+  ranks.max_all(most);
+  const uint64_t events = sum[0];
+  rx_frames = sum[1];
+  rx_bytes = sum[2];
+  drops = sum[3];
+  if (ranks.rank() != 0) return 0;
   const double sim_s = static_cast<double>(us) * 1e-6;
 
   std::printf("fat-tree k=%u: %u hosts, %zu switches, %zu ports, %.0f Gb/s links, %s\n", k, hosts,
@@ -113,18 +152,23 @@ int run() {
   std::printf("%-36s %14.3f\n", "build (s)", build_s);
   std::printf("%-36s %14.3f\n", "run (s)", run_s);
   std::printf("%-36s %14.3f\n", "run CPU (s)", run_cpu_s);
-  std::printf("%-36s %14lu\n", "events", net.events_processed());
-  std::printf("%-36s %14.2f\n", "events per second (M)", double(net.events_processed()) / run_s / 1e6);
-  std::printf("%-36s %14.2f\n", "events per CPU second (M)",
-              double(net.events_processed()) / run_cpu_s / 1e6);
+  std::printf("%-36s %14lu\n", "events", events);
+  std::printf("%-36s %14.2f\n", "events per second (M)", double(events) / run_s / 1e6);
+  std::printf("%-36s %14.2f\n", "events per CPU second (M)", double(events) / run_cpu_s / 1e6);
   std::printf("%-36s %14.5f\n", "simulated s per wall s", sim_s / run_s);
   std::printf("%-36s %14lu\n", "packets delivered", rx_frames);
   std::printf("%-36s %14.1f\n", "delivered Gb/s per host (mean)",
               double(rx_bytes) * 8 / sim_s / 1e9 / hosts);
   std::printf("%-36s %14lu\n", "drops", drops);
-  std::printf("%-36s %14zu\n", "frame pool peak (frames)", net.frames().peak());
+  std::printf("%-36s %14lu\n", "frame pool peak (frames)", most[0]);
   std::printf("%-36s %14.2f\n", "ECMP tables (MiB)", double(net.ecmp_table_bytes()) / (1 << 20));
-  std::printf("%-36s %14.1f\n", "peak RSS (MiB)", double(ru.ru_maxrss) / 1024);
+  std::printf("%-36s %14.1f\n", "peak RSS (MiB)", double(most[1]) / 1024);
+  if (ranks.size() > 1) {  // the pool and RSS above: the largest rank's
+    std::printf("%-36s %14u\n", "ranks", ranks.size());
+    std::printf("%-36s %14.2f\n", "windows per simulated us", double(sum[4]) / ranks.size() / us);
+    std::printf("%-36s %14.1f\n", "events between ranks per sim. us", double(sum[5]) / us);
+    std::printf("%-36s %14.1f\n", "MB between ranks", double(sum[6]) / 1e6);
+  }
   return 0;
 }
 
@@ -133,6 +177,11 @@ int run() {
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage("sim_bench: simulator speed on a fat-tree UDP permutation");
+  auto ranks = uet::sim::start_ranks(&argc, &argv);
+  if (!ranks.ok()) {
+    std::fprintf(stderr, "sim_bench: %s\n", std::string(ranks.status().message()).c_str());
+    return 2;
+  }
   absl::ParseCommandLine(argc, argv);
-  return uet::sim::run();
+  return uet::sim::run(**ranks);
 }

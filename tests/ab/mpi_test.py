@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """uet-ab split over MPI ranks gives the same results as one process, byte for byte.
 
-Runs every pinned run (and uet-anchors' small scale) (tests/ab/pinned_test.py: each scenario kind, both transports, with loss,
+Runs every pinned run (and uet-anchors' small scale, and sim_bench's raw UDP fabric) (tests/ab/pinned_test.py: each scenario kind, both transports, with loss,
 PFC, trimming, failures, ROD, RCCC, an htsim connection matrix, leaf-spine and fat-tree) under
 `mpirun -np N` and compares the SHA-256 of its JSON (all but wall_s), CSV and pcaps with the
 value pinned for one process. Also: a build/flag mismatch between ranks is refused, and a rank
@@ -69,6 +69,22 @@ def main():
                        for r in json.load(open(out))]
         if len(runs) == 2 and runs[1] != runs[ranks]:
             failures.append(f"uet-anchors: {ranks} ranks differ from one process")
+
+        # sim_bench (raw UDP at line rate, ECMP and sprayed): the same events, packets,
+        # throughput and drops.
+        sim_bench = os.path.join(bindir, "sim_bench")
+        keep = ("events  ", "packets delivered", "delivered Gb/s", "drops")
+        for spray in ([], ["--spray"]):
+            lines = {}
+            for n, prefix in ((1, []), (ranks, mpirun(ranks))):
+                proc = subprocess.run(prefix + [sim_bench, "--k=8", "--us=100", *spray],
+                                      capture_output=True, text=True, timeout=600, env=ENV)
+                lines[n] = [l for l in proc.stdout.splitlines() if l.startswith(keep)]
+                if proc.returncode != 0 or len(lines[n]) != 4:
+                    failures.append(f"sim_bench {spray} on {n} ranks: rc {proc.returncode}, "
+                                    f"{proc.stdout[-300:]} {proc.stderr[-300:]}")
+            if lines[1] != lines[ranks]:
+                failures.append(f"sim_bench {spray}: {ranks} ranks {lines[ranks]} != {lines[1]}")
 
         # Ranks that disagree on their flags are refused, by name, before any run.
         cmd = ["mpirun", "--oversubscribe", "--bind-to", "none", "-np", "1", uet_ab, "--seed=1",
