@@ -24,7 +24,7 @@
 #include "sim/udp_app.h"
 #include "transport/wire/net_headers.h"
 
-ABSL_FLAG(uint32_t, k, 16, "fat-tree arity (even, 2..64): k^3/4 hosts");
+ABSL_FLAG(uint32_t, k, 16, "fat-tree arity (even, 2..256): k^3/4 hosts");
 ABSL_FLAG(double, gbps, 100, "every link's rate in Gb/s, 1..1600");
 ABSL_FLAG(uint32_t, us, 200, "simulated time in microseconds, 1..100000");
 ABSL_FLAG(uint32_t, capacity, 128,
@@ -48,7 +48,7 @@ int run(Ranks& ranks) {
   const double gbps = absl::GetFlag(FLAGS_gbps);
   const uint32_t us = absl::GetFlag(FLAGS_us);
   const uint32_t capacity = absl::GetFlag(FLAGS_capacity);
-  if (k < 2 || k > 64 || k % 2) return std::fprintf(stderr, "--k=%u: even, 2..64\n", k), 2;
+  if (k < 2 || k > 256 || k % 2) return std::fprintf(stderr, "--k=%u: even, 2..256\n", k), 2;
   if (!(gbps >= 1 && gbps <= 1600)) return std::fprintf(stderr, "--gbps=%g: 1..1600\n", gbps), 2;
   if (us < 1 || us > 100000) return std::fprintf(stderr, "--us=%u: 1..100000\n", us), 2;
   if (capacity < 64 || capacity > 9216) {

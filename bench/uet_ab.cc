@@ -51,7 +51,7 @@ ABSL_FLAG(std::string, topology, "leafspine", "leafspine or fattree");
 ABSL_FLAG(uint32_t, leaves, 16, "leaf-spine: leaves, 1..1024");
 ABSL_FLAG(uint32_t, spines, 8, "leaf-spine: spines, 1..256");
 ABSL_FLAG(uint32_t, hosts_per_leaf, 8, "leaf-spine: hosts per leaf, 1..256");
-ABSL_FLAG(uint32_t, k, 8, "fat-tree: arity, even 2..64 (k^3/4 hosts)");
+ABSL_FLAG(uint32_t, k, 8, "fat-tree: arity, even 2..256 (k^3/4 hosts)");
 ABSL_FLAG(double, gbps, 100, "link rate in Gb/s, 1..1600");
 ABSL_FLAG(uint64_t, bytes, 1 << 20, "bytes per flow (permutation, incast, alltoall, allreduce total), 1..1073741824");
 ABSL_FLAG(uint32_t, fan_in, 32, "incast: senders, 1..hosts-1");
@@ -1276,8 +1276,8 @@ int run_main() {
     check.error = "--topology=" + topo + " unknown: leafspine or fattree";
   if (const uint32_t k = absl::GetFlag(FLAGS_k); check.error.empty() && topo == "fattree" &&
                                                  absl::GetFlag(FLAGS_topo).empty() &&
-                                                 (k < 2 || k > 64 || k % 2 != 0)) {
-    check.error = absl::StrFormat("--k=%u out of range: even, 2..64 (--topology=fattree)", k);
+                                                 (k < 2 || k > 256 || k % 2 != 0)) {
+    check.error = absl::StrFormat("--k=%u out of range: even, 2..256 (--topology=fattree)", k);
   }
   if (check.error.empty()) {
     if (auto p = DcqcnConfig::preset(absl::GetFlag(FLAGS_dcqcn), 100); !p.ok()) {

@@ -885,7 +885,7 @@ bool Network::parse_meta(const Frame& fr, FrameMeta& m) noexcept {
   FrameInfo info;
   if (!parse_frame(fr, &info) || (!info.ipv6 && info.l4 < info.l3 + wire::Ipv4::kSize)) return false;
   const uint32_t dst = host_of_ip4(info.dst_ip4);
-  m.dst_host = dst < kNoHost16 ? static_cast<uint16_t>(dst) : kNoHost16;
+  m.dst_host = (dst < kNoHost24 ? dst : kNoHost24) & kNoHost24;
   m.flow_hash = info.flow_hash;
   m.control = classify_dscp(info.dscp) == Priority::kControl;
   m.parsed = true;

@@ -33,7 +33,8 @@
 namespace uet::sim {
 
 inline constexpr uint32_t kNone = UINT32_MAX;
-inline constexpr uint32_t kMaxHosts = 65535;  // a frame's destination is kept in 16 bits
+// A frame's destination is kept in 24 bits (FrameMeta); hosts are also 10.0.0.1 + index.
+inline constexpr uint32_t kMaxHosts = (1u << 24) - 2;
 inline constexpr uint32_t kMaxPorts = 1u << 24;  // a port number fills 24 bits of an event key
 
 // DSCP code points the fabric classifies on [choice, sim/README.md].
@@ -388,15 +389,15 @@ class Network {
   struct FrameMeta {
     uint64_t flow_hash = 0;
     uint32_t bytes = 0;  // Frame::bytes_on_wire(), kept here so a hop need not read the Frame
-    // The destination host, or kNoHost16 for any address that is not one (at most 65535
-    // hosts, so kNoHost16 is never a host and ECMP finds no route for it, as for any other).
-    uint16_t dst_host = kNoHost16;
+    // The destination host, or kNoHost24 for any address that is not one (at most kMaxHosts
+    // hosts, so kNoHost24 is never a host and ECMP finds no route for it, as for any other).
+    uint32_t dst_host : 24 = kNoHost24;
     bool control : 1 = false;    // classify_dscp() of its DSCP is the control class
     bool parsed : 1 = false;
     bool damaged : 1 = false;    // a bit was flipped on its way (at most one per frame)
     bool corrupted : 1 = false;  // ... where a check covers it, and no switch rewrote it since
   };
-  static constexpr uint16_t kNoHost16 = UINT16_MAX;
+  static constexpr uint32_t kNoHost24 = (1u << 24) - 1;
   static_assert(sizeof(FrameMeta) == 16);
   FrameMeta& meta(FrameId f) {
     if (f >= frame_meta_.size()) frame_meta_.resize(pool_.peak());

@@ -43,8 +43,8 @@ absl::Status check_leaf_spine(const LeafSpineConfig& c) {
 }
 
 absl::Status check_fat_tree(const FatTreeConfig& c) {
-  if (c.k < 2 || c.k > 64 || c.k % 2 != 0) {
-    return absl::InvalidArgumentError(absl::StrCat("fat-tree: k=", c.k, " must be even, 2..64"));
+  if (c.k < 2 || c.k > 256 || c.k % 2 != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("fat-tree: k=", c.k, " must be even, 2..256"));
   }
   const uint32_t per_tor = c.hosts_per_tor == 0 ? c.k / 2 : c.hosts_per_tor;
   if (per_tor > 256) {

@@ -41,7 +41,7 @@ struct FlowSpec {
 };
 
 // Bounds every generator and the runner enforce: a flow list is held in memory.
-inline constexpr uint32_t kMaxWorkloadHosts = 65535;  // Network::finalize()'s limit
+inline constexpr uint32_t kMaxWorkloadHosts = (1u << 24) - 2;  // Network::finalize()'s kMaxHosts
 inline constexpr uint64_t kMaxWorkloadFlows = uint64_t{1} << 24;
 
 inline constexpr uint64_t kMaxCdfBytes = uint64_t{1} << 53;  // the largest size a CDF may name

@@ -24,7 +24,7 @@ HERE = ab_common.HERE
 # name -> (flags, what stderr must contain)
 REFUSED = {
     "odd_k": (["--scenario=standard", "--k=7", "--topology=fattree"],
-              "--k=7 out of range: even, 2..64"),
+              "--k=7 out of range: even, 2..256"),
     "incast_after_permutation": (["--scenario=standard", "--leaves=2", "--hosts_per_leaf=4"],
                                  "--fan_in=32 out of range: 1..7"),
     "cm_too_large": (["--cm=" + os.path.join(HERE, "chain.cm"), "--leaves=2",

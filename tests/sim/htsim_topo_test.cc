@@ -166,7 +166,7 @@ TEST(HtsimTopo, ShapesTheBuilderRefusesAreRefusedNamingTheFile) {
       "nodes 16\ntiers 2\ntier 0\ndownlink_speed_gbps 100\nradix_down 8\n"
       "downlink_latency_ns 200\ntier 1\nradix_down 2\ndownlink_latency_ns 1\n";
   for (const auto& [rate, why] : {std::pair<const char*, const char*>{"1", "spines 800 (1..256)"},
-                                  {"1e-12", "uplinks: 1..65535"}}) {
+                                  {"1e-12", "uplinks: 1..16777214"}}) {
     const auto t = parse_htsim_topology(base + "downlink_speed_gbps " + rate + "\n", "f.topo");
     ASSERT_FALSE(t.ok()) << rate;
     const std::string m(t.status().message());

@@ -8,6 +8,7 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <memory>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
@@ -43,6 +44,38 @@ TEST(Network_Timing, SerializationAndPropagationExactToThePicosecond) {
   // Expect: the sink sees the last byte exactly two hops after the start.
   EXPECT_EQ(rec[0].finish, 2 * per_hop);
   EXPECT_EQ(rec[0].received, 1000u);
+}
+
+// More hosts than 16 bits number: 70,000 on a leaf-spine. Flows to host 65,535 (the old
+// "no host" mark), 65,536 and the last host, each from another leaf.
+// Expect: every flow arrives whole at its own host.
+TEST(Network_Scale, RoutesToHostsBeyondSixteenBits) {
+  NetworkConfig nc;
+  nc.frame_capacity = 256;
+  Network net(nc);
+  LeafSpineConfig c;
+  c.leaves = 280;
+  c.spines = 2;
+  c.hosts_per_leaf = 250;
+  ASSERT_TRUE(build_leaf_spine(net, c).ok());
+  ASSERT_EQ(net.num_hosts(), 70000u);
+  std::vector<FlowRecord> rec;
+  const std::vector<std::pair<uint32_t, uint32_t>> pairs = {{0, 65535}, {1, 65536}, {300, 69999}};
+  std::vector<std::unique_ptr<UdpApp>> apps;
+  for (uint32_t i = 0; i < pairs.size(); ++i) {
+    const auto [src, dst] = pairs[i];
+    apps.push_back(std::make_unique<UdpApp>(src, &rec, 1000));
+    apps.back()->add_flow(UdpFlow{i, dst, 5000, 0, static_cast<uint16_t>(0xC000 + i)});
+    net.attach(src, apps.back().get());
+    apps.push_back(std::make_unique<UdpApp>(dst, &rec, 1000));
+    net.attach(dst, apps.back().get());
+  }
+  net.run_until(kMillisecond);
+  for (uint32_t i = 0; i < pairs.size(); ++i) {
+    EXPECT_EQ(rec[i].received, 5000u) << pairs[i].second;
+    EXPECT_NE(rec[i].finish, kNever) << pairs[i].second;
+    EXPECT_EQ(apps[2 * i + 1]->rx_frames(), 5u) << pairs[i].second;
+  }
 }
 
 // ------------------------------------------------------------------ helpers
