@@ -294,9 +294,10 @@ uint32_t hops(const Fabric& f, uint32_t a, uint32_t b) {
   return 6;
 }
 
-// Rank 0 gets what the other ranks ran: the records of the flows their hosts started, and
-// their ports' counters. Every rank calls it.
-void merge_on_rank0(sim::Ranks& ranks, sim::Network& net, std::vector<sim::FlowRecord>& records) {
+// Every rank gets what the others ran: the records of the flows their hosts started, and
+// their ports' counters; so every rank returns the same result, and a caller that decides
+// from it (a sweep, the next collective) decides the same on every rank.
+void merge_ranks(sim::Ranks& ranks, sim::Network& net, std::vector<sim::FlowRecord>& records) {
   net.flush_stats();
   std::vector<uint8_t> mine;
   auto put = [&mine](const void* p, size_t n) {
@@ -316,8 +317,9 @@ void merge_on_rank0(sim::Ranks& ranks, sim::Network& net, std::vector<sim::FlowR
     put(&p, sizeof(p));
     put(&net.port(p).stats, sizeof(sim::PortStats));
   }
-  const std::vector<std::vector<uint8_t>> all = ranks.gather(mine);
-  for (size_t r = 1; r < all.size(); ++r) {
+  const std::vector<std::vector<uint8_t>> all = ranks.all_gather(mine);
+  for (size_t r = 0; r < all.size(); ++r) {
+    if (r == ranks.rank()) continue;
     const std::vector<uint8_t>& in = all[r];
     size_t at = 0;
     auto get = [&in, &at, &ranks](void* p, size_t n) {
@@ -691,7 +693,7 @@ absl::StatusOr<RunResult> run(const RunConfig& rc) {
     sampled_at = until;
     series.push_back(s);
   }
-  if (split) merge_on_rank0(ranks, net, player.records());
+  if (split) merge_ranks(ranks, net, player.records());
 
   RunResult r;
   r.scenario = rc.scenario;

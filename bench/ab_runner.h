@@ -116,8 +116,8 @@ struct RunConfig {
   // Split over ranks, a stop asked on any rank stops them all.
   const std::atomic<bool>* stop = nullptr;
   // The processes the fabric is split over (sim/partition.h); null: set_default_ranks()'s, or
-  // this process alone. Every rank calls run() with the same configuration; rank 0's result
-  // has every figure (the others' has their own part), the same as one process would give.
+  // this process alone. Every rank calls run() with the same configuration and gets the same
+  // result, the one one process would give.
   sim::Ranks* ranks = nullptr;
 };
 

@@ -118,24 +118,20 @@ class MpiRanks final : public Ranks {
   void sum_all(std::span<uint64_t> v) override { reduce(v, MPI_SUM); }
   void max_all(std::span<uint64_t> v) override { reduce(v, MPI_MAX); }
 
-  std::vector<std::vector<uint8_t>> gather(std::span<const uint8_t> mine) override {
+  std::vector<std::vector<uint8_t>> all_gather(std::span<const uint8_t> mine) override {
     const int n = size_;
     const auto count = static_cast<int>(mine.size());
-    std::vector<int> counts(rank_ == 0 ? n : 0), displs(rank_ == 0 ? n : 0);
-    MPI_Gather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);
-    std::vector<uint8_t> all;
-    if (rank_ == 0) {
-      size_t total = 0;
-      for (int r = 0; r < n; ++r) {
-        displs[r] = static_cast<int>(total);
-        total += static_cast<size_t>(counts[r]);
-      }
-      all.resize(total);
+    std::vector<int> counts(n), displs(n);
+    MPI_Allgather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, MPI_COMM_WORLD);
+    size_t total = 0;
+    for (int r = 0; r < n; ++r) {
+      displs[r] = static_cast<int>(total);
+      total += static_cast<size_t>(counts[r]);
     }
-    MPI_Gatherv(mine.data(), count, MPI_BYTE, all.data(), counts.data(), displs.data(),
-                MPI_BYTE, 0, MPI_COMM_WORLD);
+    std::vector<uint8_t> all(total);
+    MPI_Allgatherv(mine.data(), count, MPI_BYTE, all.data(), counts.data(), displs.data(),
+                   MPI_BYTE, MPI_COMM_WORLD);
     std::vector<std::vector<uint8_t>> by_rank;
-    if (rank_ != 0) return by_rank;
     for (int r = 0; r < n; ++r) {
       by_rank.emplace_back(all.begin() + displs[r], all.begin() + displs[r] + counts[r]);
     }

@@ -16,7 +16,7 @@ absl::Status OneRank::exchange(std::vector<std::vector<uint8_t>>& out,
   return absl::OkStatus();
 }
 
-std::vector<std::vector<uint8_t>> OneRank::gather(std::span<const uint8_t> mine) {
+std::vector<std::vector<uint8_t>> OneRank::all_gather(std::span<const uint8_t> mine) {
   return {std::vector<uint8_t>(mine.begin(), mine.end())};
 }
 

@@ -41,8 +41,8 @@ class Ranks {
   // In place: each element summed (max_all: the largest) over the ranks.
   virtual void sum_all(std::span<uint64_t> v) = 0;
   virtual void max_all(std::span<uint64_t> v) = 0;
-  // Rank 0 gets every rank's bytes, by rank; the others get nothing.
-  virtual std::vector<std::vector<uint8_t>> gather(std::span<const uint8_t> mine) = 0;
+  // Every rank gets every rank's bytes, by rank.
+  virtual std::vector<std::vector<uint8_t>> all_gather(std::span<const uint8_t> mine) = 0;
   // Ends the run on every rank with this message (a rank that cannot go on: the others
   // would wait for it forever).
   [[noreturn]] virtual void abort(std::string_view why) = 0;
@@ -58,7 +58,7 @@ class OneRank final : public Ranks {
   int64_t min_all(int64_t v) override { return v; }
   void sum_all(std::span<uint64_t>) override {}
   void max_all(std::span<uint64_t>) override {}
-  std::vector<std::vector<uint8_t>> gather(std::span<const uint8_t> mine) override;
+  std::vector<std::vector<uint8_t>> all_gather(std::span<const uint8_t> mine) override;
   [[noreturn]] void abort(std::string_view why) override;
 };
 
