@@ -6,7 +6,7 @@
 // one seed, so a run is reproducible bit for bit.
 //
 // Ownership and threads: a Network owns its nodes, ports, frames and event list and runs on
-// one thread. Hosts hold a Transport* they do not own. Bounds: every queue is bounded by its
+// one thread (a fabric split over processes runs one Network per process: sim/partition.h). Hosts hold a Transport* they do not own. Bounds: every queue is bounded by its
 // buffer limit (frames beyond it are dropped or trimmed and counted); the frame pool grows
 // only as far as the frames in flight and queued.
 #pragma once
@@ -360,10 +360,8 @@ class Network {
   // scheduled them, then its own counter of such events (a sending port's frames, a PFC
   // ingress's pause frames, a host's timers; a port has one tx-done pending at a time), so
   // the order never depends on how many other events a process holds, and a fabric split
-  // over processes runs every node's events as one process does. The scheduler before the
-  // target: events that one picosecond's events schedule at one delay are then made in key
-  // order, and a bucket rarely needs its ties sorted. The counter's low 24 bits break ties
-  // only between one scheduler's events of one picosecond, never 2^24 apart.
+  // over processes runs every node's events as one process does. The counter's low 24 bits
+  // break ties only between one scheduler's events of one picosecond, never 2^24 apart.
   static uint64_t event_key(uint32_t scheduler, uint64_t counter) noexcept {
     return uint64_t{scheduler} << 24 | (counter & 0xFFFFFF);
   }
