@@ -3,12 +3,14 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "sim/mpi_ranks.h"
 #include "sim/partition.h"
 #include "sim/rng.h"
 #include "transport/rocev2/roce_endpoint.h"
@@ -349,6 +351,16 @@ void merge_ranks(sim::Ranks& ranks, sim::Network& net, std::vector<sim::FlowReco
 }  // namespace
 
 void set_default_ranks(sim::Ranks* ranks) noexcept { g_default_ranks = ranks; }
+
+absl::StatusOr<std::unique_ptr<sim::Ranks>> start_tool_ranks(int* argc, char*** argv) {
+  auto ranks = sim::start_ranks(argc, argv);
+  if (!ranks.ok() || (*ranks)->size() < 2) return ranks;
+  set_default_ranks(ranks->get());
+  if ((*ranks)->rank() != 0 && std::freopen("/dev/null", "w", stdout) == nullptr) {
+    return absl::InternalError("cannot send this rank's stdout to /dev/null");
+  }
+  return ranks;
+}
 
 uint32_t host_count(const Fabric& f) noexcept {
   if (f.kind == Fabric::Kind::kLeafSpine) return f.leaves * f.hosts_per_leaf;

@@ -181,4 +181,9 @@ absl::StatusOr<RunResult> run(const RunConfig& config);
 // The ranks a run whose RunConfig::ranks is null is split over (uet-ab: mpirun's).
 void set_default_ranks(sim::Ranks* ranks) noexcept;
 
+// First in a tool's main(): starts the ranks (sim/mpi_ranks.h); when there are several, makes
+// them every run's default and sends every rank's stdout but rank 0's to /dev/null (the
+// others run the same code, so that every rank makes the same collective calls).
+absl::StatusOr<std::unique_ptr<sim::Ranks>> start_tool_ranks(int* argc, char*** argv);
+
 }  // namespace uet::ab

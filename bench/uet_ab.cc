@@ -31,7 +31,6 @@
 #include "sim/collective.h"
 #include "sim/trace/trace.h"
 #include "sim/htsim_cm.h"
-#include "sim/mpi_ranks.h"
 #include "sim/htsim_topo.h"
 #include "sim/rng.h"
 
@@ -1666,18 +1665,14 @@ int main(int argc, char** argv) {
   argv2.push_back(nullptr);
   // Under mpirun or srun the fabric is split over the ranks (sim/partition.h): every rank runs
   // this same program; rank 0 prints and writes the results.
-  auto ranks = uet::sim::start_ranks(&argc, &argv);
+  auto ranks = uet::ab::start_tool_ranks(&argc, &argv);
   if (!ranks.ok()) {
     std::fprintf(stderr, "uet-ab: %s\n", std::string(ranks.status().message()).c_str());
     return 2;
   }
   absl::ParseCommandLine(argc, argv2.data());
   if ((*ranks)->size() > 1) {
-    uet::ab::set_default_ranks(ranks->get());
-    if ((*ranks)->rank() != 0) {
-      uet::ab::g_writes = false;
-      if (std::freopen("/dev/null", "w", stdout) == nullptr) return 2;
-    }
+    uet::ab::g_writes = (*ranks)->rank() == 0;
     // mpirun turns Ctrl-C into SIGTERM to the ranks a second later (and SIGKILL a second
     // after that); it passes SIGUSR1 on as it is, with no deadline. Either stops every rank
     // after the current window, and rank 0 writes what the run has.

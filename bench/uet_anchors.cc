@@ -17,7 +17,6 @@
 #include "absl/flags/usage.h"
 #include "absl/strings/str_format.h"
 #include "bench/ab_runner.h"
-#include "sim/mpi_ranks.h"
 #include "sim/rng.h"
 
 ABSL_FLAG(std::string, scale, "full", "full (1024 hosts, k=16 fat-tree) or small (128, k=8)");
@@ -199,19 +198,13 @@ int main(int argc, char** argv) {
       "uet-anchors: our runs next to uet-htsim's published validation results.\n"
       "Usage: uet-anchors [--scale=full|small] [--seed=N] [--json=FILE]");
   // Under mpirun or srun every run is split over the ranks; rank 0 prints and writes.
-  auto ranks = uet::sim::start_ranks(&argc, &argv);
+  auto ranks = uet::ab::start_tool_ranks(&argc, &argv);
   if (!ranks.ok()) {
     std::fprintf(stderr, "uet-anchors: %s\n", std::string(ranks.status().message()).c_str());
     return 2;
   }
   absl::ParseCommandLine(argc, argv);
-  if ((*ranks)->size() > 1) {
-    uet::ab::set_default_ranks(ranks->get());
-    if ((*ranks)->rank() != 0) {
-      if (std::freopen("/dev/null", "w", stdout) == nullptr) return 2;
-      absl::SetFlag(&FLAGS_json, "/dev/null");
-    }
-  }
+  if ((*ranks)->rank() != 0) absl::SetFlag(&FLAGS_json, "/dev/null");  // rank 0 writes
   const int rc = uet::ab::run_main();
   std::fflush(stdout);
   return rc;

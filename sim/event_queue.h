@@ -2,7 +2,7 @@
 // current; 16-byte events in the ring and the current bucket, 24-byte ones in the heaps.
 //
 // Total order: (time, key, kind). The key is the caller's (48 bits): the simulator derives it
-// from the event's target and a counter of the one node that schedules such events, never
+// from the port or host that schedules the event and that scheduler's own counter, never
 // from a global count, so events at the same picosecond run in an order that does not depend
 // on which other events a process holds (a fabric split over processes runs them as one
 // process does), and a run is a pure function of its inputs and seed. An event scheduled at
@@ -17,9 +17,8 @@
 // not the busiest bucket; a bitmap says which lists are non-empty); later ones go to `far_`, a
 // heap on (time, key). When the current bucket is used up, the earliest non-empty bucket (ring
 // or far heap) becomes current: its far events, then its ring chunks, are copied into `cur_`,
-// and sorted on (time, key): a stable radix sort on the time's 12-bit offset within the
-// bucket, then an insertion pass that orders the keys of equal times (few: a run of equal
-// times is short). Most buckets need less: cur_ is often a few runs already in order
+// and sorted on (time, key): a radix sort on the time's 12-bit offset within the bucket,
+// then order_ties() sorts each group of equal times that is not in key order. Most buckets need less: cur_ is often a few runs already in order
 // (events scheduled at one delay after times that only grow), so up to kMaxRuns runs are
 // merged instead. An event scheduled into the current bucket after it was loaded (rare: less
 // than 4 ns ahead) is inserted at its place, or at the next position if its place was popped

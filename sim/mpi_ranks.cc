@@ -53,19 +53,15 @@ uint64_t run_fingerprint(int argc, char** argv) {
 
 class MpiRanks final : public Ranks {
  public:
-  MpiRanks() {
-    int r = 0, n = 0;
-    MPI_Comm_rank(MPI_COMM_WORLD, &r);
-    MPI_Comm_size(MPI_COMM_WORLD, &n);
-    rank_ = static_cast<uint16_t>(r);
-    size_ = static_cast<uint16_t>(n);
-  }
+  // `rank` < `size` <= UINT16_MAX (rank numbers are 16 bits in Network).
+  MpiRanks(int rank, int size)
+      : rank_(static_cast<uint16_t>(rank)), size_(static_cast<uint16_t>(size)) {}
   ~MpiRanks() override { MPI_Finalize(); }
   uint16_t size() const noexcept override { return size_; }
   uint16_t rank() const noexcept override { return rank_; }
 
   absl::Status exchange(std::vector<std::vector<uint8_t>>& out,
-                        std::vector<std::vector<uint8_t>>& in) override {
+                        std::vector<std::span<const uint8_t>>& in) override {
     const int n = size_;
     send_counts_.assign(n, 0);
     for (int r = 0; r < n; ++r) {
@@ -104,8 +100,8 @@ class MpiRanks final : public Ranks {
                   MPI_COMM_WORLD);
     in.resize(n);
     for (int r = 0; r < n; ++r) {
-      in[r].assign(recv_buf_.begin() + recv_displs_[r],
-                   recv_buf_.begin() + recv_displs_[r] + recv_counts_[r]);
+      in[r] = std::span<const uint8_t>(recv_buf_.data() + recv_displs_[r],
+                                       static_cast<size_t>(recv_counts_[r]));
     }
     return absl::OkStatus();
   }
@@ -161,17 +157,19 @@ class MpiRanks final : public Ranks {
 
 }  // namespace
 
-bool mpi_built() noexcept { return UET_HAVE_MPI != 0; }
-
 absl::StatusOr<std::unique_ptr<Ranks>> start_ranks(int* argc, char*** argv) {
   int launched = 0;
   if (!launched_as_ranks(&launched)) return std::unique_ptr<Ranks>(new OneRank());
 #if UET_HAVE_MPI
   MPI_Init(argc, argv);
-  auto ranks = std::make_unique<MpiRanks>();
-  if (ranks->size() > UINT16_MAX / 2) {
-    return absl::InvalidArgumentError(absl::StrCat(ranks->size(), " ranks: at most 32767"));
+  int rank = 0, size = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (size > UINT16_MAX) {
+    MPI_Finalize();
+    return absl::InvalidArgumentError(absl::StrCat(size, " ranks: at most ", UINT16_MAX));
   }
+  auto ranks = std::make_unique<MpiRanks>(rank, size);
   // Every rank must run the same program on the same flags: compare one fingerprint.
   const uint64_t mine = run_fingerprint(*argc, *argv);
   std::vector<uint64_t> all(ranks->size());

@@ -16,7 +16,4 @@ namespace uet::sim {
 // OneRank. A build without MPI started as several ranks is refused.
 absl::StatusOr<std::unique_ptr<Ranks>> start_ranks(int* argc, char*** argv);
 
-// Whether this build can run over MPI (CMake found it).
-bool mpi_built() noexcept;
-
 }  // namespace uet::sim

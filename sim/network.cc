@@ -742,7 +742,7 @@ void Network::send_remote(uint32_t port, Time at, uint64_t key, uint8_t kind, ui
   h.port = port;
   h.b = b;
   h.kind = kind;
-  h.wire_len = callback;
+  if (kind == kCall) h.wire_len = callback;
   ++remote_records_;
   const Frame* fr = nullptr;
   if (f != kNoFrame) {
@@ -808,6 +808,10 @@ absl::Status Network::deliver_remote(std::span<const uint8_t> records) {
                                               " ps (or a bad key): the ranks lost step"));
     }
     if (h.kind == kPfc) {
+      if ((h.b & 0xFF) >= kNumPriorities || (h.b >> 8) > 1) {
+        return absl::DataLossError(absl::StrCat("deliver_remote: a PFC frame for priority ",
+                                                h.b & 0xFF, " (pause ", h.b >> 8, ")"));
+      }
       events_q_.push(h.time, kPfc, h.port, h.b, h.key);
       continue;
     }
@@ -819,8 +823,8 @@ absl::Status Network::deliver_remote(std::span<const uint8_t> records) {
       events_q_.push(h.time, kCall, h.wire_len, h.b, h.key);
       continue;
     }
-    if (h.kind != kArrive || h.len > pool_.capacity() || h.len > records.size() - at ||
-        padded8(h.len) > records.size() - at || h.priority >= kNumPriorities) {
+    if (h.kind != kArrive || h.len > pool_.capacity() || padded8(h.len) > records.size() - at ||
+        h.priority >= kNumPriorities) {
       return absl::DataLossError(absl::StrCat("deliver_remote: a bad record (kind ", h.kind,
                                               ", ", h.len, " bytes) for port ", h.port));
     }

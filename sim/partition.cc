@@ -10,7 +10,7 @@
 namespace uet::sim {
 
 absl::Status OneRank::exchange(std::vector<std::vector<uint8_t>>& out,
-                               std::vector<std::vector<uint8_t>>& in) {
+                               std::vector<std::span<const uint8_t>>& in) {
   for (auto& o : out) o.clear();
   in.assign(1, {});
   return absl::OkStatus();
@@ -111,7 +111,7 @@ absl::StatusOr<FabricSplit> split_fabric(const Network& net, uint16_t ranks) {
 
 bool run_windows(Network& net, Ranks& ranks, Time lookahead, Time until, WindowStats* stats,
                  const std::atomic<bool>* stop) {
-  std::vector<std::vector<uint8_t>> in;
+  std::vector<std::span<const uint8_t>> in;
   const uint64_t sent_before = net.remote_records();
   for (;;) {
     // The window starts at the earliest event anywhere: an idle stretch costs one reduction,

@@ -32,10 +32,10 @@ class Ranks {
   virtual ~Ranks() = default;
   virtual uint16_t size() const noexcept = 0;
   virtual uint16_t rank() const noexcept = 0;
-  // Sends out[r] to rank r for every r != rank(), clears them, and fills in[r] with what rank
-  // r sent to this one (in[rank()] empty).
+  // Sends out[r] to rank r for every r != rank(), clears them, and points in[r] at what rank
+  // r sent to this one (in[rank()] empty), valid until the next exchange.
   virtual absl::Status exchange(std::vector<std::vector<uint8_t>>& out,
-                                std::vector<std::vector<uint8_t>>& in) = 0;
+                                std::vector<std::span<const uint8_t>>& in) = 0;
   // The smallest of every rank's `v`.
   virtual int64_t min_all(int64_t v) = 0;
   // In place: each element summed (max_all: the largest) over the ranks.
@@ -54,7 +54,7 @@ class OneRank final : public Ranks {
   uint16_t size() const noexcept override { return 1; }
   uint16_t rank() const noexcept override { return 0; }
   absl::Status exchange(std::vector<std::vector<uint8_t>>& out,
-                        std::vector<std::vector<uint8_t>>& in) override;
+                        std::vector<std::span<const uint8_t>>& in) override;
   int64_t min_all(int64_t v) override { return v; }
   void sum_all(std::span<uint64_t>) override {}
   void max_all(std::span<uint64_t>) override {}

@@ -164,8 +164,8 @@ TEST(Partition_Remote, AFrameCrossesTheCutAsItsRecordsAndArrivesOnTime) {
 }
 
 // Expect: records a rank cannot place are refused with the reason (data loss), never
-// scheduled: cut short, for a port this rank does not run, due before its clock, and a frame
-// longer than a pool frame.
+// scheduled: cut short, for a port this rank does not run, due before its clock, a PFC frame
+// for a priority that does not exist, and a frame longer than a pool frame.
 TEST(Partition_Remote, RefusesRecordsItCannotPlace) {
   TwoRanks b(1);
   b.net.run_until(kMicrosecond);
@@ -195,6 +195,10 @@ TEST(Partition_Remote, RefusesRecordsItCannotPlace) {
   expect_refused(cut_short, "cut short");
   expect_refused(record(2 * kMicrosecond, b.net.host(0).port, kPfc, 0), "another rank's port");
   expect_refused(record(kMicrosecond / 2, cut, kPfc, 0), "before this rank's clock");
+  auto bad_pfc = record(2 * kMicrosecond, cut, kPfc, 0);
+  const uint32_t priority = 7;  // beyond the two classes PFC pauses
+  std::memcpy(bad_pfc.data() + 20, &priority, 4);
+  expect_refused(bad_pfc, "PFC for a priority that does not exist");
   auto too_long = record(2 * kMicrosecond, cut, kArrive, 100000);
   too_long.resize(too_long.size() + 100000);
   expect_refused(too_long, "longer than a frame");
