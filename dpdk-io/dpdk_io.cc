@@ -701,16 +701,19 @@ size_t DpdkIo::alloc_tx(std::span<Frame*> out) {
   const size_t want = std::min({out.size(), kMaxBurst, room});
   if (tx_held_ < want) top_up_tx(want);
   tx_lent_ = std::min(want, tx_held_);
-  for (size_t i = 0; i < tx_lent_; ++i) {  // what the engine may have written, reset
-    Frame& f = tx_frames_[tx_slot(i)];
-    f.len = 0;
-    f.wire_len = 0;
-    f.ref = nullptr;
-    f.ref_len = f.ref_at = 0;
-    f.priority = Priority::kData;
-    out[i] = &f;
-  }
+  // Held frames are empty already (reset when their mbuf came, or when left unused): an idle
+  // poll writes no frame.
+  for (size_t i = 0; i < tx_lent_; ++i) out[i] = &tx_frames_[tx_slot(i)];
   return tx_lent_;
+}
+
+// Empties a frame for lending again; its data and capacity stay its mbuf's.
+void DpdkIo::reset_tx_frame(Frame& f) noexcept {
+  f.len = 0;
+  f.wire_len = 0;
+  f.ref = nullptr;
+  f.ref_len = f.ref_at = 0;
+  f.priority = Priority::kData;
 }
 
 // Allocates mbufs into the slots after the held ones, up to `want` held. The bulk call is all
@@ -726,6 +729,7 @@ void DpdkIo::top_up_tx(size_t want) {
     tx_mbufs_[s] = m;
     tx_frames_[s].data = rte_pktmbuf_mtod(m, uint8_t*);
     tx_frames_[s].capacity = std::min<uint32_t>(rte_pktmbuf_tailroom(m), max_frame_);
+    reset_tx_frame(tx_frames_[s]);
   }
   tx_held_ += more;
 }
@@ -741,6 +745,7 @@ void DpdkIo::regroup_tx(std::span<Frame* const> unused) {
     tx_mbufs_[i] = scratch_[i];
     tx_frames_[i].data = rte_pktmbuf_mtod(scratch_[i], uint8_t*);
     tx_frames_[i].capacity = std::min<uint32_t>(rte_pktmbuf_tailroom(scratch_[i]), max_frame_);
+    reset_tx_frame(tx_frames_[i]);
   }
   tx_held_ = kept;
 }
@@ -823,6 +828,9 @@ bool DpdkIo::drain_references(Time timeout) {
 }
 
 size_t DpdkIo::tx_burst(std::span<Frame* const> filled, std::span<Frame* const> unused) {
+  // Frames are filled in order: of the unused ones only the first can hold a frame begun and
+  // given up (packet_io.h); the others are still empty.
+  if (!unused.empty()) reset_tx_frame(*unused[0]);
   if (filled.empty() && backlog_len_ == 0) {  // an idle poll: every frame stays where it is
     tx_lent_ = 0;
     return 0;

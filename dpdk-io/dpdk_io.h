@@ -299,6 +299,7 @@ class DpdkIo final : public PacketIo {
   static_assert((kTxSlots & (kTxSlots - 1)) == 0, "a power of two: slots by mask");
   size_t tx_slot(size_t i) const noexcept { return (tx_head_ + i) & (kTxSlots - 1); }
   void top_up_tx(size_t want);
+  static void reset_tx_frame(Frame& f) noexcept;
   void regroup_tx(std::span<Frame* const> unused);
   void free_held_tx();
   std::array<rte_mbuf*, kTxSlots> tx_mbufs_{};

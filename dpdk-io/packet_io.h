@@ -4,9 +4,11 @@
 // Contract (DESIGN.md, "frames are lent, not copied"):
 //   - rx_burst() lends received frames: data starts at the Ethernet header (no FCS), len is
 //     set. They stay valid until release_rx(); the engine reads them in Transport::rx().
-//   - alloc_tx() lends empty frames (len 0, capacity set) for Transport::tx() to fill.
-//     tx_burst() then takes back every frame alloc_tx() lent: the filled ones are sent (or
-//     dropped and counted if the device refuses them), the unused ones are recycled.
+//   - alloc_tx() lends empty frames (len 0, no reference, capacity set) for Transport::tx()
+//     to fill, in order. tx_burst() then takes back every frame alloc_tx() lent: the filled
+//     ones are sent (or dropped and counted if the device refuses them), the unused ones are
+//     recycled. Of the unused ones only the first may have been written (a frame begun and
+//     given up); a backend may lend the others again without emptying them.
 //   - One virtual call per burst, never per packet. A PacketIo is driven by one thread.
 //
 // Backends: dpdk_io.h (a DPDK ethdev port and queue), uring_io.h (kernel UDP sockets through

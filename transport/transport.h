@@ -68,7 +68,8 @@ class Transport {
   // Frames that arrived at `now`.
   virtual void rx(std::span<Frame* const> frames, Time now) = 0;
   // Fills up to out.size() empty frames with what congestion control, credits and pacing
-  // allow to send at `now`; returns how many were filled (a prefix of `out`).
+  // allow to send at `now`; returns how many were filled (a prefix of `out`). Of the frames
+  // after that prefix, only the first may have been written to.
   virtual size_t tx(std::span<Frame* const> out, Time now) = 0;
   // The earliest time on_timer() must run (retransmission, ACK coalescing, pacing), or kNever.
   virtual Time next_deadline() const = 0;
