@@ -1,25 +1,9 @@
 #include "dpdk-io/host_loop.h"
 
-#include <time.h>
-
 #include <algorithm>
 #include <array>
 
 namespace uet::io {
-
-Time monotonic_now() noexcept {
-  // Picoseconds since the first call in this process: an absolute CLOCK_MONOTONIC in
-  // picoseconds would overflow int64 after 106 days of uptime.
-  static const int64_t epoch_ns = [] {
-    timespec ts{};
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
-  }();
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  const int64_t ns = int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
-  return (ns - epoch_ns) * kNanosecond;
-}
 
 size_t HostLoop::poll_once() {
   std::array<Frame*, kMaxBurst> burst{};

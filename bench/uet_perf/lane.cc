@@ -916,9 +916,10 @@ int run_pingpong(const Options& o, Io& io) {
     if (FILE* j = std::fopen(path.c_str(), "w")) {
       std::fprintf(j,
                    "{\"tool\": \"uet-perf\", \"mode\": \"pingpong\", \"bytes\": %zu, "
-                   "\"samples\": %zu, \"min_us\": %.3f, \"p50_us\": %.3f, \"p99_us\": %.3f}\n",
+                   "\"samples\": %zu, \"min_us\": %.3f, \"p50_us\": %.3f, \"p99_us\": %.3f, "
+                   "\"clock\": \"%s\"}\n",
                    len, rtt_us.size(), percentile(rtt_us, 0), percentile(rtt_us, 0.5),
-                   percentile(rtt_us, 0.99));
+                   percentile(rtt_us, 0.99), io::tsc_clock_in_use() ? "tsc" : "monotonic");
       std::fclose(j);
     }
   }

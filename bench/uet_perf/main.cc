@@ -50,7 +50,8 @@
 // go of them (DpdkIo::drain_references). --pingpong: raw frames bounced by a reflector on the
 // peer (testpmd macswap), the device's own round trip.
 //
-// Timing: CLOCK_MONOTONIC. Bandwidth mode: from the first post to the last completion, with
+// Timing: the host clock (--clock: the TSC scaled to CLOCK_MONOTONIC where the kernel keeps
+// time with it, else CLOCK_MONOTONIC; the JSON's "clock" says which). Bandwidth mode: from the first post to the last completion, with
 // up to --tx_depth writes outstanding. Latency mode (--lat): one write in flight; each sample
 // is post → completion (the write's packets out, the last ACK back: a round trip).
 #include "bench/uet_perf/lane.h"
@@ -62,6 +63,13 @@ int run(const Options& o, const std::vector<std::string>& eal_args) {
   // Closed after the ports (declared before them): each client leaves once its control
   // connection closes.
   std::vector<Oob> controls;
+  // The TSC where it can be read as a clock: a third of a vDSO clock_gettime's cost, and the
+  // loops read the clock on every pass.
+  if (o.clock != "monotonic" && !io::use_tsc_clock() && o.clock == "tsc") {
+    std::fprintf(stderr, "uet-perf: --clock=tsc: the kernel does not keep its time with the TSC "
+                         "(its clocksource is another), use auto or monotonic\n");
+    return 2;
+  }
   auto set_or = make_io(o, eal_args);
   if (!set_or.ok()) {
     std::fprintf(stderr, "uet-perf: %s\n", std::string(set_or.status().message()).c_str());

@@ -99,6 +99,9 @@ ABSL_FLAG(bool, xstats, false, "DPDK: print the port's non-zero extended statist
 ABSL_FLAG(std::string, uring_zc, "auto",
           "io_uring: zero-copy transmit (IORING_OP_SENDMSG_ZC): auto (where the kernel has it and "
           "--ip is not loopback, which copies anyway), on (refused if the kernel lacks it) or off");
+ABSL_FLAG(std::string, clock, "auto",
+          "the host clock: auto (the CPU's TSC where the kernel keeps its time with it, else "
+          "CLOCK_MONOTONIC), tsc (refused where the kernel does not) or monotonic");
 ABSL_FLAG(bool, zero_copy, true,
           "DPDK: send payloads from registered memory by reference (external-buffer mbufs) "
           "where the port gathers; false copies them into the frame");
@@ -266,6 +269,9 @@ absl::StatusOr<Options> options_from_flags() {
   o.uring_zc = absl::GetFlag(FLAGS_uring_zc);
   if (o.uring_zc != "auto" && o.uring_zc != "on" && o.uring_zc != "off")
     c.fail("--uring_zc=" + o.uring_zc + " unknown: auto, on or off");
+  o.clock = absl::GetFlag(FLAGS_clock);
+  if (o.clock != "auto" && o.clock != "tsc" && o.clock != "monotonic")
+    c.fail("--clock=" + o.clock + " unknown: auto, tsc or monotonic");
   o.xstats = absl::GetFlag(FLAGS_xstats);
   o.json_path = absl::GetFlag(FLAGS_json);
   o.pcap_path = absl::GetFlag(FLAGS_pcap);

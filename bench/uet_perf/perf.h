@@ -104,6 +104,7 @@ struct Options {
   bool zero_copy = true, xstats = false;
   uint64_t window_bytes = 0;  // UET
   std::string uring_zc = "auto";  // io_uring: zero-copy transmit, auto, on or off
+  std::string clock = "auto";     // the host clock: auto, tsc or monotonic
   std::string json_path, pcap_path;
 };
 

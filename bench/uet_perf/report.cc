@@ -92,7 +92,7 @@ std::string json_of(const Options& o, const LaneOut& l) {
       "\"rto_below_rtt_max\": %lu, \"tlp_probes\": %lu, \"fast_retx\": %lu, "
       "\"go_back_n\": %lu, \"error_completions\": %lu, \"max_retries\": %u, "
       "\"retry_cnt\": %u, \"retry_budget_ms\": %.3f, \"error_after_ms\": %.3f, "
-      "\"mbufs\": %s, \"dpdk_tx\": %s}",
+      "\"clock\": \"%s\", \"mbufs\": %s, \"dpdk_tx\": %s}",
       o.server ? "server" : "client", o.uet ? "uet" : "rocev2", o.io, o.op,
       o.bidir ? "true" : "false", o.lat ? "latency" : "bandwidth", o.lane, ip_str(o.ip), l.size,
       r.completed, r.failed, r.bytes, r.seconds, l.gbps, l.mpps, l.pkt_mpps, r.lat_us.size(),
@@ -109,7 +109,7 @@ std::string json_of(const Options& o, const LaneOut& l) {
       static_cast<double>(l.rtt_max) / kMicrosecond, l.rto_below_rtt_max, l.tlp_probes,
       l.fast_retx, l.go_back_n, r.failed, o.max_retries, o.retry_cnt,
       retry_budget(o) == kNever ? -1.0 : static_cast<double>(retry_budget(o)) / kMillisecond,
-      r.error_after_ms,
+      r.error_after_ms, io::tsc_clock_in_use() ? "tsc" : "monotonic",
       l.mbufs_pool < 0 ? std::string("null")
                        : absl::StrFormat("{\"pool\": %d, \"in_use_end\": %d}", l.mbufs_pool,
                                          l.mbufs_in_use_end),

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""uet-perf refuses bad TSS flags (and a bad --uring_zc) before it touches a device: exit code 2
+"""uet-perf refuses bad TSS flags (and a bad --uring_zc or --clock) before it touches a device: exit code 2
 and a message that names the flag (and, for a bad key file, the file and line), never a key.
 
     perf_flags_test.py UET_PERF
@@ -38,6 +38,7 @@ def main():
         (["--tss", f"--key_file={good}", "--tss_sdi=16777216"],
          "--tss_sdi=16777216 out of range: -1..16777215"),
         (["--io=uring", "--uring_zc=yes"], "--uring_zc=yes unknown: auto, on or off"),
+        (["--clock=rdtsc"], "--clock=rdtsc unknown: auto, tsc or monotonic"),
     ]
     failed = 0
     for flags, want in cases:

@@ -64,6 +64,14 @@ MSG_SIZE = 262144
 ITERS = 32  # 8 MiB
 
 
+def kernel_clocksource():
+    try:
+        with open("/sys/devices/system/clocksource/clocksource0/current_clocksource") as f:
+            return f.read().strip()
+    except OSError:
+        return ""
+
+
 def main():
     global MSG_SIZE, ITERS
     ap = argparse.ArgumentParser()
@@ -235,6 +243,12 @@ def main():
             return fail(f"client JSON: {result}")
         if result["total_bytes"] != ITERS * MSG_SIZE * lanes:
             return fail(f"total_bytes {result['total_bytes']}")
+        # --clock=auto: the TSC exactly where the kernel keeps its own time with it.
+        want_clock = "tsc" if kernel_clocksource() == "tsc" and os.uname().machine == "x86_64" \
+            else "monotonic"
+        if result.get("clock") != want_clock:
+            return fail(f"clock {result.get('clock')}, want {want_clock} (clocksource "
+                        f"{kernel_clocksource()})")
         if tss:
             srv_result = json.load(open(srv_json))
             packets = ITERS * MSG_SIZE // 4096  # --mtu default: 4096 payload bytes a packet
