@@ -79,6 +79,7 @@ struct DpdkIo::Port {
   wire::MacAddr mac{};
   uint32_t mtu = 0, max_frame = 0;
   Offloads offloads;
+  uint32_t rx_posted = 0;  // mbufs the device holds for receiving from its start (NICs, tap)
   // Zero-copy transmit: small mbufs that carry a referenced payload (as an external buffer,
   // its shared info in their private area) or the bytes after it; null when the port cannot
   // gather. Per queue, the referenced payloads a device still holds (the free callback runs
@@ -345,6 +346,8 @@ absl::Status DpdkIo::start_port(const DpdkIoConfig& config, Port& p) {
   p.offloads.rx_udp_checksum = (info.rx_offload_capa & RTE_ETH_RX_OFFLOAD_UDP_CKSUM) != 0;
   p.offloads.tx_ipv4_checksum = (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_IPV4_CKSUM) != 0;
   p.offloads.tx_udp_checksum = (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_UDP_CKSUM) != 0;
+  p.offloads.tx_udp_checksum_used = config.tx_checksum_offload && p.offloads.tx_udp_checksum;
+  if (p.offloads.tx_udp_checksum_used) conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_UDP_CKSUM;
   if (int r = rte_eth_dev_configure(port, queues, queues, &conf); r != 0) {
     return dpdk_error(absl::StrCat("rte_eth_dev_configure(port ", port, ", ", queues,
                                    " queues, mtu ", mtu, ")"),
@@ -356,7 +359,7 @@ absl::Status DpdkIo::start_port(const DpdkIoConfig& config, Port& p) {
   rte_eth_rxconf rxconf = info.default_rxconf;
   rxconf.offloads = conf.rxmode.offloads;
   rte_eth_txconf txconf = info.default_txconf;
-  txconf.offloads = p.ext_pool != nullptr ? RTE_ETH_TX_OFFLOAD_MULTI_SEGS : 0;
+  txconf.offloads = conf.txmode.offloads;
   for (uint16_t q = 0; q < queues; ++q) {
     if (int r = rte_eth_rx_queue_setup(port, q, rxd, static_cast<unsigned>(socket), &rxconf, p.pool);
         r != 0)
@@ -378,6 +381,7 @@ absl::Status DpdkIo::start_port(const DpdkIoConfig& config, Port& p) {
   }
 
   if (int r = rte_eth_dev_start(port); r != 0) return dpdk_error("rte_eth_dev_start", r);
+  p.rx_posted = rte_mempool_in_use_count(p.pool);
   p.started = true;
   if (config.promiscuous) (void)rte_eth_promiscuous_enable(port);
 
@@ -458,6 +462,7 @@ void DpdkIo::drain_tx() {
 uint32_t DpdkIo::pool_size() const noexcept { return pool_->size; }
 
 uint32_t DpdkIo::pool_in_use() const noexcept { return rte_mempool_in_use_count(pool_); }
+uint32_t DpdkIo::pool_posted_at_start() const noexcept { return port_->rx_posted; }
 
 LinkInfo DpdkIo::link() const {
   rte_eth_link l{};
@@ -644,6 +649,7 @@ size_t DpdkIo::rx_burst(std::span<Frame*> out) {
     f.checksums_ok =
         (m->ol_flags & RTE_MBUF_F_RX_IP_CKSUM_MASK) == RTE_MBUF_F_RX_IP_CKSUM_GOOD &&
         (m->ol_flags & RTE_MBUF_F_RX_L4_CKSUM_MASK) == RTE_MBUF_F_RX_L4_CKSUM_GOOD;
+    counters_.rx_checksum_verified += f.checksums_ok ? 1 : 0;
     rx_mbufs_[k] = m;
     out[k] = &f;
     ++k;
@@ -815,6 +821,53 @@ bool DpdkIo::chain_reference(rte_mbuf* m, Frame& f) {
   return true;
 }
 
+// A UDP frame (IPv4 without options or extension-free IPv6) whose checksum is 0 is marked
+// for the device to fill in (RFC 768: 0 means none was computed).
+bool DpdkIo::offload_udp_checksum(rte_mbuf* m, const Frame& f) noexcept {
+  const uint8_t* d = f.data;
+  // The headers are in the frame's own bytes (a payload by reference comes after them).
+  const uint32_t own = f.ref_len > 0 ? f.ref_at : f.len;
+  if (own < 14 + 20 + 8) return false;
+  uint32_t l3 = 0;
+  uint64_t flags = RTE_MBUF_F_TX_UDP_CKSUM;
+  if (d[12] == 0x08 && d[13] == 0x00) {
+    l3 = (d[14] & 0x0Fu) * 4u;
+    if (l3 < 20 || d[14 + 9] != 17) return false;
+    flags |= RTE_MBUF_F_TX_IPV4;
+  } else if (d[12] == 0x86 && d[13] == 0xDD) {
+    l3 = 40;
+    if (d[14 + 6] != 17) return false;
+    flags |= RTE_MBUF_F_TX_IPV6;
+  } else {
+    return false;
+  }
+  if (own < 14 + l3 + 8) return false;
+  const uint8_t* udp = d + 14 + l3;
+  if (udp[6] != 0 || udp[7] != 0) return false;
+  m->tx_offload = rte_mbuf_tx_offload(14, l3, 0, 0, 0, 0, 0);
+  m->ol_flags |= flags;
+  return true;
+}
+
+// rte_eth_tx_prepare: what the device needs before it fills checksums (the pseudo-header sum
+// in the checksum field, for most NICs). A frame it refuses is dropped and counted.
+uint16_t DpdkIo::prepare_tx(std::array<rte_mbuf*, kMaxBurst>& send,
+                            std::array<uint32_t, kMaxBurst>& lens, uint16_t k) {
+  uint16_t done = 0;
+  while (done < k) {
+    done += rte_eth_tx_prepare(config_.port_id, queue_, send.data() + done,
+                               static_cast<uint16_t>(k - done));
+    if (done == k) break;
+    ++counters_.tx_prepare_refused;
+    ++stats_.tx_dropped;
+    rte_pktmbuf_free(send[done]);
+    std::copy(send.begin() + done + 1, send.begin() + k, send.begin() + done);
+    std::copy(lens.begin() + done + 1, lens.begin() + k, lens.begin() + done);
+    --k;
+  }
+  return k;
+}
+
 bool DpdkIo::drain_references(Time timeout) {
   if (references_ == nullptr) return true;
   const Time until = monotonic_now() + timeout;
@@ -852,6 +905,8 @@ size_t DpdkIo::tx_burst(std::span<Frame* const> filled, std::span<Frame* const> 
       scratch_[freed++] = m;
       continue;
     }
+    if (offloads_.tx_udp_checksum_used && offload_udp_checksum(m, *f))
+      ++counters_.tx_checksum_offloaded;
     if (const auto dst = ipv4_destination({f->data, f->len})) {
       const wire::MacAddr* mac = neigh_.find(*dst);
       if (mac == nullptr) {
@@ -875,6 +930,8 @@ size_t DpdkIo::tx_burst(std::span<Frame* const> filled, std::span<Frame* const> 
     regroup_tx(unused);
   }
   tx_lent_ = 0;
+
+  if (offloads_.tx_udp_checksum_used) k = prepare_tx(send, lens, k);
 
   // Queue behind the backlog, then push as much as the ring takes (retrying briefly); what
   // is left waits in the backlog for the next burst. Nothing is dropped for a full ring

@@ -51,14 +51,18 @@
 //     retransmission timer and retry budget, not the device, decide when an operation fails.
 //     Stuck for over 1 ms, the backlog is offered to the device every 100 us, not spun on.
 //   - Accounting: pool_in_use() is the pool's mbufs out of it (every lcore cache counted as
-//     free); after drain_tx() and with no burst lent it is 0 unless an mbuf leaked.
+//     free); after drain_tx() and with no burst lent it is pool_posted_at_start() (what the
+//     device keeps on its receive rings) unless an mbuf leaked.
 //   - Only one RX burst and one TX allocation are out at a time (HostLoop's pattern).
 //   - A received chain of mbufs (a frame larger than the pool's data room) is dropped and
 //     counted: the pool is sized for MTU-sized frames so this never happens on a sane set-up.
 //
 // Checksums: RX IPv4/UDP checksum offload is enabled when the port reports it, and frames the
-// NIC marks bad are dropped (counted). On TX the engines always compute the IPv4/UDP checksums
-// (and the RoCEv2 ICRC) in software, so TX offloads are reported but not used.
+// NIC marks bad are dropped (counted); frames it marks good skip the engine's own check. On TX,
+// with DpdkIoConfig::tx_checksum_offload and a port that offers UDP checksum offload, a UDP
+// frame whose checksum is 0 is marked for the device (RTE_MBUF_F_TX_UDP_CKSUM, lengths set,
+// rte_eth_tx_prepare for the pseudo-header sum); everything else (the IPv4 header checksum,
+// RoCEv2's ICRC) is computed by the engines in software.
 //
 // Neighbours (dpdk_neigh.h), per FEP: the engines write the destination MAC their resolver
 // returned; the backend owns the truth. On TX the destination IPv4 address of every frame is
@@ -148,6 +152,11 @@ struct DpdkIoConfig {
   // tx_stalled), 1 us..60 s: above a full ring's drain time and a descheduled reader's pause,
   // short against the engines' retry budgets.
   Time tx_hold = 20 * kMillisecond;
+  // The device fills the UDP checksum of every IPv4/IPv6 UDP frame that carries 0, where the
+  // port offers UDP TX checksum offload (Offloads::tx_udp_checksum_used says whether it does);
+  // the engine then leaves it 0 (UetConfig::udp_checksum false). Frames with a checksum, and
+  // every frame when this is false, leave as they are.
+  bool tx_checksum_offload = false;
   bool promiscuous = false;     // needed on real NICs when local_mac is not the port's
   std::vector<Neighbour> neighbours;  // static entries (never replaced by ARP)
   uint32_t neighbour_capacity = 256;  // 8..65536
@@ -161,10 +170,13 @@ struct DpdkCounters {
   uint64_t rx_not_ip = 0;         // neither IPv4, IPv6 nor ARP (dropped)
   uint64_t rx_bad_checksum = 0;   // the NIC marked the IPv4 or L4 checksum bad (dropped)
   uint64_t rx_multi_segment = 0;  // larger than one mbuf (dropped)
+  uint64_t rx_checksum_verified = 0;  // the NIC verified both checksums: the engine skips them
   uint64_t arp_rx = 0, arp_requests_answered = 0, arp_requests_sent = 0;
   uint64_t arp_learned = 0, neighbour_table_full = 0;
   uint64_t tx_no_neighbour = 0;   // dropped: destination not resolved yet (ARP sent)
   uint64_t tx_too_big = 0;        // dropped: over the MTU, or payload carried by length only
+  uint64_t tx_checksum_offloaded = 0;  // frames whose UDP checksum the device filled in
+  uint64_t tx_prepare_refused = 0;     // dropped: rte_eth_tx_prepare refused the frame
   uint64_t tx_referenced = 0;     // frames sent with their payload chained by reference
   uint64_t tx_flattened = 0;      // referenced payloads copied into the frame instead
   uint64_t tx_no_ext_mbuf = 0;    // ... because no small mbuf was left for the chain
@@ -186,7 +198,8 @@ struct LinkInfo {
 
 struct Offloads {
   bool rx_ipv4_checksum = false, rx_udp_checksum = false;  // used when present
-  bool tx_ipv4_checksum = false, tx_udp_checksum = false;  // reported only
+  bool tx_ipv4_checksum = false, tx_udp_checksum = false;  // what the port offers
+  bool tx_udp_checksum_used = false;  // DpdkIoConfig::tx_checksum_offload, and offered
 };
 
 class DpdkIo final : public PacketIo {
@@ -234,6 +247,9 @@ class DpdkIo final : public PacketIo {
   // The pool's mbufs (all queues), and how many are out of it now (rte_mempool_in_use_count).
   uint32_t pool_size() const noexcept;
   uint32_t pool_in_use() const noexcept;
+  // What was out of the pool right after the port started: the mbufs a device posts on its
+  // receive rings (a NIC, tap; not memif or af_packet) and keeps posted while it runs.
+  uint32_t pool_posted_at_start() const noexcept;
   const Offloads& offloads() const noexcept { return offloads_; }
   std::string driver_name() const;
   // Every extended statistic of the port (name, value).
@@ -300,6 +316,9 @@ class DpdkIo final : public PacketIo {
   size_t tx_slot(size_t i) const noexcept { return (tx_head_ + i) & (kTxSlots - 1); }
   void top_up_tx(size_t want);
   static void reset_tx_frame(Frame& f) noexcept;
+  bool offload_udp_checksum(rte_mbuf* m, const Frame& f) noexcept;
+  uint16_t prepare_tx(std::array<rte_mbuf*, kMaxBurst>& send, std::array<uint32_t, kMaxBurst>& lens,
+                      uint16_t k);
   void regroup_tx(std::span<Frame* const> unused);
   void free_held_tx();
   std::array<rte_mbuf*, kTxSlots> tx_mbufs_{};

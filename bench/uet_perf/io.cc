@@ -51,6 +51,8 @@ absl::StatusOr<IoSet> make_io(const Options& o, const std::vector<std::string>& 
     c.tx_hold = o.tx_hold;
     c.queues = static_cast<uint16_t>(o.lanes);
     c.promiscuous = o.mac != wire::MacAddr{};
+    // RoCEv2 frames keep their UDP checksum 0: the ICRC covers them (research §1.6).
+    c.tx_checksum_offload = o.csum_offload && o.uet;
     for (const auto& [ip, mac] : o.neigh) c.neighbours.push_back({ip, mac});
     auto qs = io::DpdkIo::create_queues(c);
     if (!qs.ok()) return qs.status();
@@ -63,10 +65,12 @@ absl::StatusOr<IoSet> make_io(const Options& o, const std::vector<std::string>& 
       const io::Offloads& off = d->offloads();
       out.description = absl::StrFormat(
           "dpdk port %u (%s) queue %u mac %s mtu %u (frames up to %u B), rx csum offload %s, tx "
-          "csum offload %s (unused)",
+          "csum offload %s",
           c.port_id, d->driver_name(), d->queue(), mac_str(out.mac), d->mtu(), d->max_frame(),
           off.rx_ipv4_checksum || off.rx_udp_checksum ? "on" : "n/a",
-          off.tx_ipv4_checksum || off.tx_udp_checksum ? "available" : "n/a");
+          off.tx_udp_checksum_used ? "on (UDP)"
+          : off.tx_udp_checksum    ? "available (unused)"
+                                   : "n/a");
       if (o.lanes > 1 && d->queue() == 0) std::printf("uet-perf: steering: %s\n", d->steering().c_str());
       set.lanes.push_back(out);
       set.backends.push_back(std::move(d));

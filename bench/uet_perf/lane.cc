@@ -39,6 +39,16 @@ bool has_tss_key(const tss::TssConfig& t, uint64_t sdi, uint64_t an) {
   return false;
 }
 
+// The device fills the UDP checksums (DpdkIoConfig::tx_checksum_offload, --csum_offload).
+bool tx_checksum_offloaded(const Io& io) {
+#ifdef UET_PERF_HAVE_DPDK
+  return io.dpdk != nullptr && io.dpdk->offloads().tx_udp_checksum_used;
+#else
+  (void)io;
+  return false;
+#endif
+}
+
 // Zero-copy transmit where the backend gathers (DpdkIo::gathers()) and --zero_copy allows.
 bool by_reference(const Options& o, const Io& io) {
 #ifdef UET_PERF_HAVE_DPDK
@@ -88,7 +98,7 @@ absl::StatusOr<std::unique_ptr<Endpoint>> make_engine(const Options& o, const Io
     if (peer_rx_payload > 0) c.window_bytes = std::clamp<uint64_t>(peer_rx_payload, mtu, c.window_bytes);
     // io_uring sends the payload after our UDP header through a socket: the kernel computes
     // the real UDP checksum, so computing one here would be wasted work.
-    c.udp_checksum = o.io != "uring";
+    c.udp_checksum = o.io != "uring" && !tx_checksum_offloaded(io);
     c.tx_by_reference = by_reference(o, io) && !o.tss;
     if (o.base_rtt > 0) c.base_rtt = o.base_rtt;
     c.seed = o.seed * 2 + (o.server ? 1 : 0);

@@ -28,7 +28,7 @@
 // gives up by itself only --timeout_s past that budget without a completion (the server: with
 // neither a frame nor DONE from the client) and on a control connection silent for --timeout_s.
 // Every path out drains the TX backlog; --json "mbufs" has the pool's mbufs still in use after
-// the run (in_use_end, 0 unless one leaked).
+// the run beyond those the device keeps posted for receiving (in_use_end, 0 unless one leaked).
 //
 // Data pattern: region byte o (o = slot * size + k) is byte o%8 of splitmix64(seed + o/8).
 // The client keeps one copy of the whole region and write i goes to slot i % slots; a slot is
@@ -138,9 +138,12 @@ int run(const Options& o, const std::vector<std::string>& eal_args) {
 #ifdef UET_PERF_HAVE_DPDK
   if (!set.lanes.empty() && set.lanes[0].dpdk != nullptr) {
     pool = set.lanes[0].dpdk->pool_size();
-    in_use = set.lanes[0].dpdk->pool_in_use();
-    std::printf(" mbufs: %ld of the pool's %ld still in use after the run%s\n", in_use, pool,
-                in_use == 0 ? "" : " (leaked)");
+    // Less what the device keeps posted for receiving, as it did from its start.
+    const int64_t posted = set.lanes[0].dpdk->pool_posted_at_start();
+    in_use = std::max<int64_t>(0, int64_t{set.lanes[0].dpdk->pool_in_use()} - posted);
+    std::printf(" mbufs: %ld of the pool's %ld still in use after the run%s (beyond the %ld "
+                "the device keeps posted)\n",
+                in_use, pool, in_use == 0 ? "" : " (leaked)", posted);
   }
 #endif
   for (uint32_t i = 0; i < n; ++i) {

@@ -102,6 +102,9 @@ ABSL_FLAG(std::string, uring_zc, "auto",
 ABSL_FLAG(std::string, clock, "auto",
           "the host clock: auto (the CPU's TSC where the kernel keeps its time with it, else "
           "CLOCK_MONOTONIC), tsc (refused where the kernel does not) or monotonic");
+ABSL_FLAG(bool, csum_offload, true,
+          "DPDK, UET: the device fills the UDP checksums where the port offers UDP TX checksum "
+          "offload (the engine leaves them 0); false computes them in software");
 ABSL_FLAG(bool, zero_copy, true,
           "DPDK: send payloads from registered memory by reference (external-buffer mbufs) "
           "where the port gathers; false copies them into the frame");
@@ -266,6 +269,7 @@ absl::StatusOr<Options> options_from_flags() {
   o.dev_mtu = absl::GetFlag(FLAGS_dev_mtu);
   c.range("dev_mtu", o.dev_mtu, 1500, 9600);
   o.zero_copy = absl::GetFlag(FLAGS_zero_copy);
+  o.csum_offload = absl::GetFlag(FLAGS_csum_offload);
   o.uring_zc = absl::GetFlag(FLAGS_uring_zc);
   if (o.uring_zc != "auto" && o.uring_zc != "on" && o.uring_zc != "off")
     c.fail("--uring_zc=" + o.uring_zc + " unknown: auto, on or off");

@@ -102,6 +102,7 @@ struct Options {
   uint32_t dev_mtu = 0, mbufs = 0;
   Time tx_hold = 0;
   bool zero_copy = true, xstats = false;
+  bool csum_offload = true;  // UET over DPDK: UDP checksums by the device where it offers it
   uint64_t window_bytes = 0;  // UET
   std::string uring_zc = "auto";  // io_uring: zero-copy transmit, auto, on or off
   std::string clock = "auto";     // the host clock: auto, tsc or monotonic

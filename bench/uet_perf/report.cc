@@ -116,9 +116,10 @@ std::string json_of(const Options& o, const LaneOut& l) {
       l.mbufs_pool < 0
           ? std::string("null")
           : absl::StrFormat("{\"ring_full\": %lu, \"ring_full_waits\": %lu, \"stalled\": %lu, "
-                            "\"stalls\": %lu, \"drained\": %lu}",
+                            "\"stalls\": %lu, \"drained\": %lu, \"checksum_offloaded\": %lu, "
+                          "\"rx_checksum_verified\": %lu}",
                             l.tx_ring_full, l.tx_ring_full_waits, l.tx_stalled, l.tx_stalls,
-                            l.tx_drained));
+                            l.tx_drained, l.tx_checksum_offloaded, l.rx_checksum_verified));
 }
 
 bool write_json(const std::string& path, const std::string& text) {
@@ -246,11 +247,14 @@ void report(const Options& o, const Io& io, TapIo& tap, const Endpoint& ep, Resu
     absl::StrAppendFormat(&t,
                           " dpdk: arp rx %lu answered %lu sent %lu learned %lu; tx no-neighbour %lu "
                           "ring-full %lu too-big %lu; rx not-ip %lu bad-csum %lu multi-seg %lu\n"
-                          " dpdk: payloads sent by reference %lu, copied %lu (no small mbuf %lu)\n",
+                          " dpdk: payloads sent by reference %lu, copied %lu (no small mbuf %lu)\n"
+                          " dpdk: UDP checksums filled by the device %lu (refused %lu), verified "
+                          "by it %lu\n",
                           c.arp_rx, c.arp_requests_answered, c.arp_requests_sent, c.arp_learned,
                           c.tx_no_neighbour, c.tx_ring_full, c.tx_too_big, c.rx_not_ip,
                           c.rx_bad_checksum, c.rx_multi_segment, c.tx_referenced, c.tx_flattened,
-                          c.tx_no_ext_mbuf);
+                          c.tx_no_ext_mbuf, c.tx_checksum_offloaded, c.tx_prepare_refused,
+                          c.rx_checksum_verified);
     absl::StrAppendFormat(&t,
                           " dpdk tx backpressure: bursts held %lu; device took nothing for "
                           "--tx_hold_us %lu times (%lu frames dropped); left at the end %lu\n",
@@ -260,6 +264,8 @@ void report(const Options& o, const Io& io, TapIo& tap, const Endpoint& ep, Resu
     out.tx_stalled = c.tx_stalled;
     out.tx_stalls = c.tx_stalls;
     out.tx_drained = c.tx_drained;
+    out.tx_checksum_offloaded = c.tx_checksum_offloaded;
+    out.rx_checksum_verified = c.rx_checksum_verified;
     if (o.lanes > 1) {
       absl::StrAppendFormat(&t, " dpdk queue %u: redirected to other FEPs %lu (inbox full %lu), "
                                 "from other queues %lu\n",

@@ -65,7 +65,7 @@ struct LaneOut {
   // drained its backlog (-1: not measured, e.g. io_uring); the backend's TX backpressure.
   int64_t mbufs_pool = -1, mbufs_in_use_end = -1;
   uint64_t tx_ring_full = 0, tx_ring_full_waits = 0, tx_stalled = 0, tx_stalls = 0,
-           tx_drained = 0;
+           tx_drained = 0, tx_checksum_offloaded = 0, rx_checksum_verified = 0;
   bool reported = false;  // report() ran (else the lane failed before its operations)
   Options shown;          // the options as run (the client's parameters adopted)
   std::string json;  // the lane's result as one JSON object

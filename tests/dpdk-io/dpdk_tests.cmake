@@ -1,7 +1,7 @@
 # The DPDK backend's tests (no NIC, no hugepages): dpdk_io_test in one process (neighbours,
 # ARP, a UET write between two DpdkIo ports over a memif pair), and uet-perf end to end
-# between two processes (perf_pair_test.py) over net_memif and over net_af_packet on a veth
-# pair in two network namespaces (root only; skipped otherwise).
+# between two processes (perf_pair_test.py) over net_memif, over net_af_packet on a veth
+# pair in two network namespaces and over net_tap in one (root only; skipped otherwise).
 if(TARGET uet_dpdk)
   add_executable(dpdk_io_test dpdk_io_test.cc)
   target_link_libraries(dpdk_io_test PRIVATE uet_dpdk uet_io uet_engine uet_rocev2 uet_wire GTest::gtest_main)
@@ -20,6 +20,10 @@ if(TARGET uet_dpdk)
         "memif_rocev2_loss\;--transport=rocev2\;--loss=0.01"
         "afpacket_uet\;--dev=afpacket\;--transport=uet"
         "afpacket_rocev2\;--dev=afpacket\;--transport=rocev2\;--pcap"
+        # net_tap offers UDP TX checksum offload and verifies on receive (the DPDK backend's
+        # offload path, as a NIC's).
+        "tap_uet\;--dev=tap\;--transport=uet"
+        "tap_rocev2\;--dev=tap\;--transport=rocev2"
         # Two queue pairs, engines and lcores per process (dpdk_io.h "Queues, lcores and FEPs").
         "memif_2q_uet\;--transport=uet\;--lcores-io=2\;--op=read"
         "memif_2q_rocev2\;--transport=rocev2\;--lcores-io=2"
