@@ -821,30 +821,30 @@ bool DpdkIo::chain_reference(rte_mbuf* m, Frame& f) {
   return true;
 }
 
-// A UDP frame (IPv4 without options or extension-free IPv6) whose checksum is 0 is marked
-// for the device to fill in (RFC 768: 0 means none was computed).
+// A UDP frame (over IPv4, or IPv6 without extension headers; one 802.1Q tag or none) whose
+// checksum is 0 is marked for the device to fill in (RFC 768: 0 means none was computed).
 bool DpdkIo::offload_udp_checksum(rte_mbuf* m, const Frame& f) noexcept {
-  const uint8_t* d = f.data;
   // The headers are in the frame's own bytes (a payload by reference comes after them).
-  const uint32_t own = f.ref_len > 0 ? f.ref_at : f.len;
-  if (own < 14 + 20 + 8) return false;
-  uint32_t l3 = 0;
+  const std::span<const uint8_t> own(f.data, f.ref_len > 0 ? f.ref_at : f.len);
+  size_t l2 = 0;
+  const uint16_t type = ether_type(own, &l2);
+  size_t l3 = 0;
   uint64_t flags = RTE_MBUF_F_TX_UDP_CKSUM;
-  if (d[12] == 0x08 && d[13] == 0x00) {
-    l3 = (d[14] & 0x0Fu) * 4u;
-    if (l3 < 20 || d[14 + 9] != 17) return false;
+  if (type == kEtherTypeIpv4 && own.size() >= l2 + 20) {
+    l3 = (own[l2] & 0x0Fu) * 4u;
+    if (l3 < 20 || own[l2 + 9] != NET_IPPROTO_UDP) return false;
     flags |= RTE_MBUF_F_TX_IPV4;
-  } else if (d[12] == 0x86 && d[13] == 0xDD) {
+  } else if (type == kEtherTypeIpv6 && own.size() >= l2 + 40) {
     l3 = 40;
-    if (d[14 + 6] != 17) return false;
+    if (own[l2 + 6] != NET_IPPROTO_UDP) return false;
     flags |= RTE_MBUF_F_TX_IPV6;
   } else {
     return false;
   }
-  if (own < 14 + l3 + 8) return false;
-  const uint8_t* udp = d + 14 + l3;
+  if (own.size() < l2 + l3 + 8) return false;
+  const uint8_t* udp = own.data() + l2 + l3;
   if (udp[6] != 0 || udp[7] != 0) return false;
-  m->tx_offload = rte_mbuf_tx_offload(14, l3, 0, 0, 0, 0, 0);
+  m->tx_offload = rte_mbuf_tx_offload(l2, l3, 0, 0, 0, 0, 0);
   m->ol_flags |= flags;
   return true;
 }

@@ -4,7 +4,13 @@
 // reference (external-buffer mbufs chained behind the headers). No NIC, no hugepages.
 #include "dpdk-io/dpdk_io.h"
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <linux/if_packet.h>
+#include <net/ethernet.h>
+#include <net/if.h>
+#include <sched.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -22,6 +28,8 @@
 #include "tests/dpdk-io/memif_eal.h"
 #include "transport/rocev2/roce_endpoint.h"
 #include "transport/uet/uet_endpoint.h"
+#include "transport/wire/builder.h"
+#include "transport/wire/checksum.h"
 
 namespace uet::io {
 namespace {
@@ -397,6 +405,111 @@ TEST(DpdkIo, LentFramesSendTheirOwnBytesInAnyOrderAndNoMbufIsLost) {
   }
   unlink(sock.c_str());
   g_kept_eal = eal->release();
+}
+
+// With TX checksum offload (net_tap offers it, in software inside the PMD), exactly the UDP
+// frames that carry checksum 0 leave with the device's: over IPv4, IPv6 and behind a VLAN
+// tag; a frame with its own checksum keeps it. Read back on the tap's kernel side by a packet
+// socket, in a network namespace of the test's own (root only).
+TEST(DpdkIo, TapFillsUdpChecksumsLeftZeroAndOnlyThose) {
+  if (geteuid() != 0 || unshare(CLONE_NEWNET) != 0) GTEST_SKIP() << "needs root (a netns)";
+  const std::string ifname = "uetcs" + std::to_string(getpid() % 100000);
+  auto eal = DpdkEal::init({"dpdk_io_tap", "--no-huge", "-m", "256", "--no-pci", "--no-shconf",
+                            "--no-telemetry", "-l", "0", "--log-level=lib.eal:error",
+                            "--log-level=pmd.net.tap:error", "--vdev=net_tap0,iface=" + ifname});
+  ASSERT_TRUE(eal.ok()) << eal.status();
+  DpdkIoConfig c;
+  c.local_ip4 = kIpA;
+  c.mbufs = 2047;
+  c.mbuf_cache = 64;
+  c.mtu = 1500;
+  c.tx_checksum_offload = true;
+  c.neighbours.push_back({kIpB, kMacB});
+  auto io = DpdkIo::create(c);
+  ASSERT_TRUE(io.ok()) << io.status();
+  ASSERT_TRUE((*io)->offloads().tx_udp_checksum_used) << (*io)->driver_name();
+
+  const int fd = socket(AF_PACKET, SOCK_RAW, htons(ETH_P_ALL));
+  ASSERT_GE(fd, 0);
+  sockaddr_ll sll{};
+  sll.sll_family = AF_PACKET;
+  sll.sll_protocol = htons(ETH_P_ALL);
+  sll.sll_ifindex = static_cast<int>(if_nametoindex(ifname.c_str()));
+  ASSERT_GT(sll.sll_ifindex, 0);
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&sll), sizeof(sll)), 0);
+  timeval tv{2, 0};  // a bound on each read, so a frame that never comes fails the test
+  ASSERT_EQ(setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)), 0);
+
+  struct Case {
+    const char* name;
+    bool ipv6, vlan, checksum;
+  };
+  const Case cases[] = {{"ipv4, 0", false, false, false},
+                        {"ipv6, 0", true, false, false},
+                        {"vlan ipv4, 0", false, true, false},
+                        {"ipv4, own checksum", false, false, true}};
+  const uint64_t before = (*io)->counters().tx_checksum_offloaded;
+  for (uint16_t i = 0; i < 4; ++i) {
+    const Case& k = cases[i];
+    wire::Encap e;
+    e.src_mac = kMacA;
+    e.dst_mac = kMacB;
+    e.ipv6 = k.ipv6;
+    e.src_ip4 = kIpA;
+    e.dst_ip4 = kIpB;
+    e.src_ip6[15] = 1;
+    e.dst_ip6[15] = 2;
+    e.vlan = k.vlan;
+    e.vlan_tci = 7;
+    e.sport = static_cast<uint16_t>(0xC000 + i);  // which case a frame is
+    e.udp_checksum = k.checksum;
+    std::array<Frame*, kMaxBurst> lent{};
+    const size_t n = (*io)->alloc_tx(lent);
+    ASSERT_GE(n, 1u);
+    wire::FrameBuilder b(std::span<uint8_t>(lent[0]->data, lent[0]->capacity), e);
+    uint8_t* body = b.add_bytes(100);
+    ASSERT_NE(body, nullptr);
+    for (int j = 0; j < 100; ++j) body[j] = static_cast<uint8_t>(j * 13 + i);
+    size_t len = 0;
+    ASSERT_EQ(b.finish(&len), wire::WireError::kOk);
+    lent[0]->len = static_cast<uint32_t>(len);
+    ASSERT_EQ((*io)->tx_burst({lent.data(), 1}, {lent.data() + 1, n - 1}), 1u) << k.name;
+
+    // The frame as the kernel got it (skipping whatever the kernel sent on the interface).
+    std::array<uint8_t, 2048> got{};
+    ssize_t r = -1;
+    size_t l2 = 0, l3 = 0;
+    for (int tries = 0; tries < 100; ++tries) {
+      sockaddr_ll from{};
+      socklen_t fl = sizeof(from);
+      r = recvfrom(fd, got.data(), got.size(), 0, reinterpret_cast<sockaddr*>(&from), &fl);
+      ASSERT_GT(r, 0) << k.name << ": nothing came out of the tap";
+      if (from.sll_pkttype == PACKET_OUTGOING) continue;
+      const uint16_t type = ether_type({got.data(), static_cast<size_t>(r)}, &l2);
+      l3 = type == kEtherTypeIpv4 ? 20 : type == kEtherTypeIpv6 ? 40 : 0;
+      if (l3 > 0 && static_cast<size_t>(r) >= l2 + l3 + 8 &&
+          (got[l2 + l3] << 8 | got[l2 + l3 + 1]) == e.sport)
+        break;
+      r = -1;
+    }
+    ASSERT_GT(r, 0) << k.name;
+    // The VLAN tag stays where it was (the kernel may pass it on in metadata instead).
+    const uint8_t* ip = got.data() + l2;
+    const uint8_t* udp = ip + l3;
+    const auto udp_len = static_cast<size_t>(udp[4] << 8 | udp[5]);
+    ASSERT_EQ(l2 + l3 + udp_len, static_cast<size_t>(r)) << k.name;
+    const uint16_t on_wire = static_cast<uint16_t>(udp[6] << 8 | udp[7]);
+    EXPECT_NE(on_wire, 0) << k.name;
+    EXPECT_EQ(on_wire, wire::udp_checksum(ip, k.ipv6, udp, udp_len)) << k.name;
+    bool same = true;  // the payload came through as built
+    for (size_t j = 0; j < 100; ++j)
+      same = same && udp[udp_len - 100 + j] == static_cast<uint8_t>(j * 13 + i);
+    EXPECT_TRUE(same) << k.name;
+  }
+  // Three of the four were the device's to fill.
+  EXPECT_EQ((*io)->counters().tx_checksum_offloaded - before, 3u);
+  EXPECT_EQ((*io)->counters().tx_prepare_refused, 0u);
+  close(fd);
 }
 
 }  // namespace
