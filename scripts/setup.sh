@@ -30,7 +30,7 @@ PACKAGES=(
   dpdk-dev          # DPDK 22.11 headers: dpdk-io/
   libdpdk-dev       # libdpdk.pc and the libraries: dpdk-io/
   liburing-dev      # io_uring UDP backend: dpdk-io/
-  iproute2          # network namespaces and veth pairs in the dpdk-io tests
+  iproute2          # network namespaces, veth pairs and tc redirects in the dpdk-io tests
   gnuplot-nox       # uet-ab --plot renders its charts (SVG)
   libopenmpi-dev    # Open MPI: the simulator split over ranks, sim/mpi_ranks.cc
   openmpi-bin       # mpirun: tests/ab/mpi_test.py, uet-ab on several cores or machines
