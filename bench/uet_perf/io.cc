@@ -51,7 +51,7 @@ absl::StatusOr<IoSet> make_io(const Options& o, const std::vector<std::string>& 
     c.tx_hold = o.tx_hold;
     c.queues = static_cast<uint16_t>(o.lanes);
     c.promiscuous = o.mac != wire::MacAddr{};
-    // RoCEv2 frames keep their UDP checksum 0: the ICRC covers them (research §1.6).
+    // RoCEv2 frames keep their UDP checksum 0: the ICRC covers them (spec/rocev2.md §1).
     c.tx_checksum_offload = o.csum_offload && o.uet;
     for (const auto& [ip, mac] : o.neigh) c.neighbours.push_back({ip, mac});
     auto qs = io::DpdkIo::create_queues(c);

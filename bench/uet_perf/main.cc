@@ -51,8 +51,8 @@
 // peer (testpmd macswap), the device's own round trip.
 //
 // Timing: the host clock (--clock: the TSC scaled to CLOCK_MONOTONIC where the kernel keeps
-// time with it, else CLOCK_MONOTONIC; the JSON's "clock" says which). Bandwidth mode: from the first post to the last completion, with
-// up to --tx_depth writes outstanding. Latency mode (--lat): one write in flight; each sample
+// time with it, else CLOCK_MONOTONIC; the JSON's "clock" says which). Bandwidth mode: from
+// the first post to the last completion, with up to --tx_depth writes outstanding. Latency mode (--lat): one write in flight; each sample
 // is post → completion (the write's packets out, the last ACK back: a round trip).
 #include "bench/uet_perf/lane.h"
 
