@@ -126,6 +126,7 @@
 // Data path: rx()/tx()/on_timer() never allocate and make no virtual call per packet.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -504,6 +505,7 @@ class RoceEndpoint final : public Endpoint {
   bool build_ack(Qp& q, Frame& f, wire::AethType type, uint8_t value, uint32_t psn);
   bool build_cnp(Qp& q, Frame& f);
   wire::Encap encap_for(const Qp& q, uint8_t dscp, uint8_t ecn) const;
+  const wire::EncapTemplate& encap_template(const Qp& q, uint8_t dscp, uint8_t ecn, bool icrc);
 
   // Posting and completions (roce_endpoint.cc).
   void reserve_completion();
@@ -559,6 +561,16 @@ class RoceEndpoint final : public Endpoint {
   uint64_t cq_head_ = 0, cq_tail_ = 0;
   uint64_t cq_reserved_ = 0;  // posted writes whose completion is not yet polled
   RoceCounters counters_;
+  // The encapsulation of the last frame built to a peer, for ECN-capable frames and for the
+  // others (roce_frames.cc): the next frame mostly goes to the same peer.
+  struct EncapCache {
+    uint32_t peer_ip4 = 0;
+    wire::MacAddr peer_mac{};
+    uint8_t dscp = 0, ecn = 0;
+    bool icrc = false, valid = false;
+    wire::EncapTemplate bytes;
+  };
+  std::array<EncapCache, 2> encap_cache_{};
 };
 
 }  // namespace uet

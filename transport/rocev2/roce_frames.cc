@@ -54,6 +54,28 @@ wire::Encap RoceEndpoint::encap_for(const Qp& q, uint8_t dscp, uint8_t ecn) cons
   return e;
 }
 
+// The encapsulation as a template (wire/builder.h): kept from the last frame of its kind when
+// that went to the same peer with the same marks, as most do (a QP's burst, a request's ACK);
+// building one costs about as much as the rest of an ACK (bench/NOTES.md). A QP's own UDP
+// source port is given to each FrameBuilder, so QPs to one peer share it.
+const wire::EncapTemplate& RoceEndpoint::encap_template(const Qp& q, uint8_t dscp, uint8_t ecn,
+                                                         bool icrc) {
+  EncapCache& c = encap_cache_[ecn != 0 ? 0 : 1];
+  if (!c.valid || c.peer_ip4 != q.peer_ip4 || c.peer_mac != q.peer_mac || c.dscp != dscp ||
+      c.ecn != ecn || c.icrc != icrc) {
+    wire::Encap e = encap_for(q, dscp, ecn);
+    e.icrc = icrc;
+    c.bytes = wire::EncapTemplate(e);
+    c.peer_ip4 = q.peer_ip4;
+    c.peer_mac = q.peer_mac;
+    c.dscp = dscp;
+    c.ecn = ecn;
+    c.icrc = icrc;
+    c.valid = true;
+  }
+  return c.bytes;
+}
+
 // One packet with its extended headers in spec order (spec/rocev2.md §4: RETH, AETH, ImmDt)
 // and its payload. A frame too small for the packet carries its headers only, and the
 // payload, pad and ICRC by length (Frame::wire_len: the simulator at scale). No ICRC can be
@@ -71,9 +93,9 @@ bool RoceEndpoint::build_packet(Qp& q, Frame& f, const Packet& p) {
   const bool elide =
       p.len > 0 &&
       (p.payload == nullptr || headers + (by_ref ? 0 : p.len) + pad + wire::kIcrcSize > f.capacity);
-  wire::Encap encap = encap_for(q, config_.dscp_data, config_.ect ? kEct0 : 0);
-  encap.icrc = !elide;
-  wire::FrameBuilder b(std::span<uint8_t>(f.data, f.capacity), encap);
+  wire::FrameBuilder b(std::span<uint8_t>(f.data, f.capacity),
+                       encap_template(q, config_.dscp_data, config_.ect ? kEct0 : 0, !elide),
+                       q.sport);
   wire::Bth* bth = b.add<wire::Bth>();
   wire::Reth* reth = p.reth ? b.add<wire::Reth>() : nullptr;
   wire::Aeth* aeth = p.aeth ? b.add<wire::Aeth>() : nullptr;
@@ -121,7 +143,8 @@ bool RoceEndpoint::build_packet(Qp& q, Frame& f, const Packet& p) {
 // §3.2: ACKNOWLEDGE with an AETH. ACKs and NAKs ride in the QP's traffic class (dscp_data),
 // not ECN-capable, as RNICs send them.
 bool RoceEndpoint::build_ack(Qp& q, Frame& f, AethType type, uint8_t value, uint32_t psn) {
-  wire::FrameBuilder b(std::span<uint8_t>(f.data, f.capacity), encap_for(q, config_.dscp_data, 0));
+  wire::FrameBuilder b(std::span<uint8_t>(f.data, f.capacity),
+                       encap_template(q, config_.dscp_data, 0, true), q.sport);
   wire::Bth* bth = b.add<wire::Bth>();
   wire::Aeth* aeth = b.add<wire::Aeth>();
   if (aeth == nullptr) {
@@ -146,7 +169,8 @@ bool RoceEndpoint::build_ack(Qp& q, Frame& f, AethType type, uint8_t value, uint
 // §5: BTH opcode 0x81 with BECN, DestQP = the QP whose traffic was marked (the sender's),
 // PSN 0, 16 zero bytes; DSCP 48, not ECN-capable, in the control class.
 bool RoceEndpoint::build_cnp(Qp& q, Frame& f) {
-  wire::FrameBuilder b(std::span<uint8_t>(f.data, f.capacity), encap_for(q, config_.dscp_cnp, 0));
+  wire::FrameBuilder b(std::span<uint8_t>(f.data, f.capacity),
+                       encap_template(q, config_.dscp_cnp, 0, true), q.sport);
   wire::Bth* bth = b.add<wire::Bth>();
   wire::Cnp* cnp = b.add<wire::Cnp>();
   if (cnp == nullptr) {
