@@ -2,7 +2,7 @@
 """uet-perf end to end: a server and a client process exchange data over a DPDK virtual
 device or io_uring UDP sockets, and the server checks every byte.
 
-    perf_pair_test.py UET_PERF --dev=memif|afpacket|uring --transport=uet|rocev2 [--loss=P]
+    perf_pair_test.py UET_PERF --dev=memif|afpacket|tap|uring --transport=uet|rocev2 [--loss=P]
                       [--pcap] [--lcores-io=N] [--op=write|read|send] [--bidir]
                       [--tss | --tss-wrong-key] [--lossless] [--uring-zc=on|off]
 
@@ -13,6 +13,10 @@ afpacket: two network namespaces the test creates (and always removes) joined by
 each process runs net_af_packet on its end. The kernel addresses on the veth carry only the
 TCP control connection; the data-plane addresses are DPDK's own (ARP answered by uet-perf).
 Needs root (CAP_NET_ADMIN, CAP_NET_RAW): skipped (exit 77) otherwise.
+tap: one network namespace the test creates (and removes); each process runs net_tap, and
+tc redirects what one tap interface receives out of the other (join_taps). net_tap offers UDP
+TX checksum offload and checks checksums on receive: UET's data must leave with its checksums
+filled by the device and be found good by the peer's, RoCEv2's keep 0. Root only.
 uring: --io=uring, two processes on loopback (data plane 127.77.K.1 / .2, K from the pid),
 unprivileged (registered only when uet-perf is built with io_uring).
 --lcores-io=N (memif): each process runs N engines on N EAL lcores (-l 0-(N-1); the lcores
