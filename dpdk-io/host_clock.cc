@@ -77,8 +77,10 @@ bool kernel_trusts_tsc() noexcept {
 Time monotonic_now() noexcept {
 #if defined(__x86_64__)
   if (const TscScale* s = g_tsc.load(std::memory_order_acquire); s != nullptr) {
-    const uint64_t ticks = __rdtsc() - s->tsc_at;
-    return s->at + static_cast<Time>((Wide{ticks} * s->ps_per_tick_q32) >> 32);
+    // Another CPU's counter may read a few ticks behind the calibrating one's: never before.
+    const auto ticks = static_cast<int64_t>(__rdtsc() - s->tsc_at);
+    if (ticks <= 0) return s->at;
+    return s->at + static_cast<Time>((Wide(ticks) * s->ps_per_tick_q32) >> 32);
   }
 #endif
   return gettime_now();
