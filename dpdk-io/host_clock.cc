@@ -91,8 +91,8 @@ namespace {
 bool calibrate_tsc() noexcept {
   if (!kernel_trusts_tsc()) return false;
   (void)epoch_ns();
-  // Over 20 ms between readings bracketed by at most 1000 ticks (tens of nanoseconds when
-  // undisturbed): the rate within 40 parts per million, a few in practice.
+  // Over 20 ms between readings bracketed by at most 1000 ticks: the rate within 40 parts per
+  // million.
   for (int attempt = 0; attempt < 3; ++attempt) {
     const Pair a = tight_pair();
     const timespec span{0, 20'000'000};

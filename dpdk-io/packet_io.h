@@ -56,8 +56,8 @@ class PacketIo {
 };
 
 // The host clock as a transport Time: picoseconds since its first reading in this process.
-// Real hosts pass it to the engines. CLOCK_MONOTONIC through the vDSO (~30 ns a reading in a
-// VM), or the TSC (~12 ns) after use_tsc_clock().
+// Real hosts pass it to the engines. CLOCK_MONOTONIC through the vDSO, or the TSC after
+// use_tsc_clock(): one instruction to read, where the loops read the clock on every pass.
 Time monotonic_now() noexcept;
 // Switches monotonic_now() to the CPU's time-stamp counter, calibrated against
 // CLOCK_MONOTONIC over 20 ms, where the kernel keeps its own time with it (x86-64, clocksource

@@ -64,8 +64,8 @@ class Oob {
       }
       if (g_stop.load(std::memory_order_relaxed)) return absl::CancelledError("interrupted");
       // The data path in between: a server's every pass runs here. The clock every 64 idle
-      // calls, the socket once a millisecond: a poll() costs ~0.4 us in a VM, and a frame
-      // that arrives during one waits for it.
+      // calls, the socket once a millisecond: a poll() is a system call, and a frame that
+      // arrives during one waits for it.
       if (idle && (++spins & 63) != 0) {
         idle();
         continue;

@@ -92,7 +92,7 @@ std::string json_of(const Options& o, const LaneOut& l) {
       "\"rto_below_rtt_max\": %lu, \"tlp_probes\": %lu, \"fast_retx\": %lu, "
       "\"go_back_n\": %lu, \"error_completions\": %lu, \"max_retries\": %u, "
       "\"retry_cnt\": %u, \"retry_budget_ms\": %.3f, \"error_after_ms\": %.3f, "
-      "\"clock\": \"%s\", \"mbufs\": %s, \"dpdk_tx\": %s}",
+      "\"clock\": \"%s\", \"mbufs\": %s, \"dpdk_tx\": %s, \"udp_checksums\": %s}",
       o.server ? "server" : "client", o.uet ? "uet" : "rocev2", o.io, o.op,
       o.bidir ? "true" : "false", o.lat ? "latency" : "bandwidth", o.lane, ip_str(o.ip), l.size,
       r.completed, r.failed, r.bytes, r.seconds, l.gbps, l.mpps, l.pkt_mpps, r.lat_us.size(),
@@ -116,10 +116,13 @@ std::string json_of(const Options& o, const LaneOut& l) {
       l.mbufs_pool < 0
           ? std::string("null")
           : absl::StrFormat("{\"ring_full\": %lu, \"ring_full_waits\": %lu, \"stalled\": %lu, "
-                            "\"stalls\": %lu, \"drained\": %lu, \"checksum_offloaded\": %lu, "
-                          "\"rx_checksum_verified\": %lu}",
+                            "\"stalls\": %lu, \"drained\": %lu}",
                             l.tx_ring_full, l.tx_ring_full_waits, l.tx_stalled, l.tx_stalls,
-                            l.tx_drained, l.tx_checksum_offloaded, l.rx_checksum_verified));
+                            l.tx_drained),
+      l.mbufs_pool < 0 ? std::string("null")
+                       : absl::StrFormat("{\"tx_filled_by_device\": %lu, "
+                                         "\"rx_verified_by_device\": %lu}",
+                                         l.tx_checksum_offloaded, l.rx_checksum_verified));
 }
 
 bool write_json(const std::string& path, const std::string& text) {

@@ -287,8 +287,8 @@ def main():
             # RoCEv2 keeps 0 (the ICRC covers it). No mbuf is left out of either pool.
             srv_result = json.load(open(srv_json))
             data_packets = ITERS * MSG_SIZE // 1024
-            sent, good = result["dpdk_tx"]["checksum_offloaded"], \
-                srv_result["dpdk_tx"]["rx_checksum_verified"]
+            sent, good = result["udp_checksums"]["tx_filled_by_device"], \
+                srv_result["udp_checksums"]["rx_verified_by_device"]
             if args.transport == "uet" and (sent < data_packets or good < data_packets):
                 return fail(f"UDP checksums filled by the client's device {sent}, found good by "
                             f"the server's {good}: want at least {data_packets} each")

@@ -55,9 +55,9 @@ wire::Encap RoceEndpoint::encap_for(const Qp& q, uint8_t dscp, uint8_t ecn) cons
 }
 
 // The encapsulation as a template (wire/builder.h): kept from the last frame of its kind when
-// that went to the same peer with the same marks, as most do (a QP's burst, a request's ACK);
-// building one costs about as much as the rest of an ACK (bench/NOTES.md). A QP's own UDP
-// source port is given to each FrameBuilder, so QPs to one peer share it.
+// that went to the same peer with the same marks, as most do (a QP's burst, a request's ACK),
+// instead of built for every frame. A QP's own UDP source port is given to each FrameBuilder,
+// so QPs to one peer share it.
 const wire::EncapTemplate& RoceEndpoint::encap_template(const Qp& q, uint8_t dscp, uint8_t ecn,
                                                          bool icrc) {
   EncapCache& c = encap_cache_[ecn != 0 ? 0 : 1];
