@@ -24,6 +24,10 @@ const char* to_string(OpStatus s) noexcept {
       return "remote invalid request";
     case OpStatus::kFlushed:
       return "flushed";
+    case OpStatus::kTruncated:
+      return "truncated";
+    case OpStatus::kAccessDenied:
+      return "access denied";
   }
   return "unknown";
 }
@@ -38,6 +42,10 @@ const char* to_string(Opcode op) noexcept {
       return "send";
     case Opcode::kRecv:
       return "recv";
+    case Opcode::kTaggedSend:
+      return "tsend";
+    case Opcode::kTaggedRecv:
+      return "trecv";
   }
   return "unknown";
 }
@@ -52,6 +60,16 @@ absl::Status Endpoint::post_send(const SendRequest&) {
 
 absl::Status Endpoint::post_recv(const RecvBuffer&) {
   return absl::UnimplementedError("post_recv: this transport does not carry SEND");
+}
+
+absl::Status Endpoint::post_tsend(const TaggedSendRequest&) {
+  return absl::UnimplementedError(
+      "post_tsend: this transport does not carry tagged messages (match them above it)");
+}
+
+absl::Status Endpoint::post_trecv(const TaggedRecv&) {
+  return absl::UnimplementedError(
+      "post_trecv: this transport does not carry tagged messages (match them above it)");
 }
 
 }  // namespace uet

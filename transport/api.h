@@ -33,6 +33,10 @@ enum class OpStatus : uint8_t {
   kLengthError,          // SEND: longer than the receive buffer (sender and receiver both)
   kRemoteInvalidRequest, // the peer refused the request as malformed or unsupported
   kFlushed,              // never carried out: its connection failed or closed first
+  kTruncated,            // tagged receive: the message was longer than the buffer; the bytes
+                         // that fit were placed (the sender completes with kSuccess)
+  kAccessDenied,         // the target refused the job, process or resource index
+                         // (Completion::return_code says which, spec/uet.md §4.1, §4.9)
 };
 
 const char* to_string(OpStatus s) noexcept;
@@ -43,6 +47,8 @@ enum class Opcode : uint8_t {
   kRead,   // initiator: a post_read
   kSend,   // initiator: a post_send
   kRecv,   // target: a posted receive buffer consumed by a SEND (or a WRITE with immediate)
+  kTaggedSend,  // initiator: a post_tsend
+  kTaggedRecv,  // target: a post_trecv matched by a tagged message
 };
 
 const char* to_string(Opcode op) noexcept;
@@ -53,8 +59,12 @@ struct Completion {
   uint64_t bytes = 0;          // bytes moved (kRecv: bytes placed in the buffer)
   Opcode op = Opcode::kWrite;
   uint32_t peer = 0;           // kRecv: the sender's IPv4 address
-  bool has_imm = false;        // kRecv: the message carried immediate data ...
-  uint32_t imm = 0;            // ... this (host order)
+  bool has_imm = false;        // kRecv, kTaggedRecv: the message carried immediate (header)
+  uint64_t imm = 0;            // data: this, host order (32 bits for SEND, 64 for tagged)
+  uint64_t tag = 0;            // kTaggedRecv: the message's tag (match bits)
+  // The SES return code (spec/uet.md §4.9) the target refused the operation with, as it came
+  // on the wire (0 NULL: none; RoCEv2 leaves it 0). `status` is its class.
+  uint8_t return_code = 0;
 };
 
 // Every request names its connection to the peer by `channel` (an application's parallel
@@ -62,6 +72,16 @@ struct Completion {
 // channel) (RoceEndpoint::connect_qp) and refuses a channel with none; UET ignores it, since
 // one PDC per pair of endpoints carries every channel and sprays its packets over paths
 // itself (spec/uet.md §2.4).
+
+// spec/uet.md §4.1: which process and resource at the peer's FEP a request is for. The
+// initiator's own job (UetConfig::job_id) rides beside it; the target checks all of them
+// before it places a byte. The defaults address process 0's resource 0, generation 0.
+struct SesAddress {
+  uint16_t pid_on_fep = 0;      // 12 bits: the target process ...
+  bool relative = false;        // ... counted from its job's first PID on that FEP (`rel`)
+  uint16_t resource_index = 0;  // 12 bits
+  uint8_t ri_generation = 0;    // the generation the initiator knows of that index
+};
 
 // A one-sided RDMA write: `length` bytes from `local` land at `remote_offset` within the
 // peer's region `rkey`.
@@ -74,6 +94,7 @@ struct WriteRequest {
   uint64_t length = 0;
   DeliveryMode mode = DeliveryMode::kRud;
   uint16_t channel = 0;  // the connection to the peer (above)
+  SesAddress to{};       // UET: the process and resource at the peer (RoCEv2: ignored)
 };
 
 // A one-sided RDMA read: `length` bytes at `remote_offset` within the peer's region `rkey`
@@ -87,6 +108,7 @@ struct ReadRequest {
   uint64_t length = 0;
   DeliveryMode mode = DeliveryMode::kRud;
   uint16_t channel = 0;  // the connection to the peer (above WriteRequest)
+  SesAddress to{};       // UET: the process and resource at the peer (RoCEv2: ignored)
 };
 
 // A two-sided send: `length` bytes from `local` land in the next receive buffer the peer
@@ -100,6 +122,38 @@ struct SendRequest {
   bool has_imm = false;  // carry 32 bits of immediate data to the receive completion
   uint32_t imm = 0;
   uint16_t channel = 0;  // the connection to the peer (above WriteRequest)
+  SesAddress to{};       // UET: the process and resource at the peer (RoCEv2: ignored)
+};
+
+// A tagged send (libfabric's FI_TAGGED; UET TAGGED_SEND, spec/uet.md §4.1): `length` bytes
+// from `local` land in the first receive the peer posted with post_trecv whose tag matches
+// `tag` (TaggedRecv), or wait in its unexpected list for one. `local` stays valid until the
+// completion.
+struct TaggedSendRequest {
+  uint64_t wr_id = 0;
+  uint32_t peer = 0;
+  const uint8_t* local = nullptr;
+  uint64_t length = 0;
+  uint64_t tag = 0;
+  DeliveryMode mode = DeliveryMode::kRud;
+  bool has_data = false;  // carry 64 bits of header data (FI_REMOTE_CQ_DATA) ...
+  uint64_t data = 0;      // ... to the receive completion
+  uint16_t channel = 0;   // the connection to the peer (above WriteRequest)
+  SesAddress to{};
+};
+
+// A tagged receive buffer. A message matches it when their tags agree on every bit not set in
+// `ignore` and it comes from `source` (0: any source); messages match receives in posting
+// order, as FI_TAGGED says: a message takes the first posted receive it matches, and a
+// receive the first unexpected message it matches. Under RUD a peer's messages are matched in
+// the order their first packets arrive; ROD keeps its send order (spec/uet.md §3.3).
+struct TaggedRecv {
+  uint64_t wr_id = 0;
+  uint8_t* base = nullptr;
+  uint64_t length = 0;
+  uint64_t tag = 0;
+  uint64_t ignore = 0;
+  uint32_t source = 0;  // the sender's IPv4 address; 0: any
 };
 
 // A receive buffer for incoming SENDs. An endpoint's posted buffers form one shared queue,
@@ -128,6 +182,8 @@ class Endpoint : public Transport {
   virtual absl::Status post_read(const ReadRequest& rr);
   virtual absl::Status post_send(const SendRequest& sr);
   virtual absl::Status post_recv(const RecvBuffer& rb);
+  virtual absl::Status post_tsend(const TaggedSendRequest& ts);
+  virtual absl::Status post_trecv(const TaggedRecv& tr);
   // Moves up to out.size() completions into `out`; returns how many.
   virtual size_t poll_completions(std::span<Completion> out) = 0;
   virtual EndpointStats stats() const = 0;

@@ -183,6 +183,10 @@ TEST(UetExhaustion_Bound, FullTablesComeCloseToTheBoundAndStayUnder) {
   c.rod_buffers = 2;
   c.payload_bytes = 256;
   c.window_bytes = 64 * 256;
+  c.max_trecvs = 8;
+  c.max_unexpected = 8;
+  c.unexpected_bytes = 256;
+  c.resource_indexes = 16;
   constexpr uint32_t kRegions = 4;
   const size_t bound = UetEndpoint::memory_bound(c, kRegions);
   auto ep = std::move(*UetEndpoint::create(c));
@@ -197,6 +201,11 @@ TEST(UetExhaustion_Bound, FullTablesComeCloseToTheBoundAndStayUnder) {
     ASSERT_TRUE(ep->register_memory(mem.data(), mem.size()).ok());
   for (uint32_t i = 0; i < c.max_recvs; ++i)
     ASSERT_TRUE(ep->post_recv({i, recv_mem.data(), 512}).ok());
+  // Tagged receives (their tables and the unexpected list's, in full with the first) and
+  // the resource indexes' states (with the first change).
+  for (uint32_t i = 0; i < c.max_trecvs; ++i)
+    ASSERT_TRUE(ep->post_trecv({i, recv_mem.data(), 512, i}).ok());
+  ASSERT_TRUE(ep->disable_resource(15).ok());
   // RUDI and UUD tables (each allocated in full by its first post).
   WriteRequest rudi{1, kIpA + 20, 1, 0, mem.data(), 256};
   rudi.mode = DeliveryMode::kRudi;
@@ -296,6 +305,10 @@ TEST(UetExhaustion_Bound, GrowsWithEveryTable) {
   EXPECT_GT(more([](UetConfig& d) { d.rudi_packets *= 2; }), base);
   EXPECT_GT(more([](UetConfig& d) { d.rudi_responses *= 2; }), base);
   EXPECT_GT(more([](UetConfig& d) { d.uud_queue *= 2; }), base);
+  EXPECT_GT(more([](UetConfig& d) { d.max_trecvs *= 2; }), base);
+  EXPECT_GT(more([](UetConfig& d) { d.max_unexpected *= 2; }), base);
+  EXPECT_GT(more([](UetConfig& d) { d.unexpected_bytes *= 2; }), base);
+  EXPECT_GT(more([](UetConfig& d) { d.resource_indexes *= 2; }), base);
   EXPECT_GT(UetEndpoint::memory_bound(c, 100), base);
   auto ep = std::move(*UetEndpoint::create(c));
   EXPECT_EQ(ep->memory_bytes(), 0u);

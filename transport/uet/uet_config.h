@@ -42,6 +42,23 @@ struct UetConfig {
   uint32_t max_recvs = 256;               // posted receive buffers per endpoint, 1..65536
   uint32_t max_recv_messages = 64;        // SENDs being received at once per endpoint, 1..4096
   uint32_t rnr_retries = 7;               // RNR NACKs of one PSN before a SEND gives up, 0..64
+  // Tagged messages (transport/api.h TaggedRecv; NOTES.md, "Tagged messages"): posted tagged
+  // receives, 1..65536; messages that arrived before a receive matched them (the unexpected
+  // list), 1..65536, and the bytes that list may hold, payload_bytes..1 GiB. Taken when the
+  // endpoint first sees a tagged receive or message. A message that finds the list full is
+  // NACKed NO_SES_MSG_AVAIL and retried as a SEND with no buffer is (rnr_retries).
+  uint32_t max_trecvs = 256;
+  uint32_t max_unexpected = 256;
+  uint64_t unexpected_bytes = uint64_t{4} << 20;
+  // Job-based access (spec/uet.md §4.1). The job this endpoint's process belongs to
+  // (0..2^24-1: requests carry it; a target answers one of another job BAD_JOB_ID), its PID
+  // on the FEP (0..4095) and its job's first PID there (0..pid_on_fep: relative addressing
+  // counts from it), and the resource indexes it serves, 0..resource_indexes-1 (1..4096), all
+  // enabled at generation 0 until disable_resource / enable_resource change them.
+  uint32_t job_id = 0;
+  uint32_t pid_on_fep = 0;
+  uint32_t job_pid_base = 0;
+  uint32_t resource_indexes = 1;
   uint64_t window_bytes = 256 * 1024;     // bytes in flight per PDC at most
   CcMode cc = CcMode::kNscc;              // congestion control (CcMode)
   // RCCC (cc/rccc.h): quantum, speculative allowance, credit target cap, grant pacing.
@@ -160,6 +177,16 @@ struct UetCounters {
   uint64_t rx_initiator_err = 0;  // target: SEND packets flagged `ie` (abandoned by the sender)
   uint64_t rx_bad_send = 0;       // target: SEND packet outside its message
   uint64_t rx_unsupported = 0;    // target: opcode this engine does not serve
+  // Tagged messages (target): messages matched to a posted receive on arrival; kept
+  // unexpected until a receive matched them; NACKed with the unexpected list (count or bytes)
+  // full; receives completed truncated.
+  uint64_t rx_tagged_matched = 0, rx_tagged_unexpected = 0, rx_unexpected_full = 0;
+  uint64_t rx_truncated = 0;
+  // Job-based access (§4.1, §4.9), target: requests refused before any byte was placed, for
+  // another job (BAD_JOB_ID), another process (BAD_PID), an unconfigured resource index
+  // (BAD_INDEX), a disabled one (DISABLED) or a stale generation (BAD_GENERATION).
+  uint64_t rx_bad_job = 0, rx_bad_pid = 0, rx_bad_index = 0, rx_disabled = 0;
+  uint64_t rx_bad_generation = 0;
   uint64_t rnr_retx = 0;          // initiator: resends after an RNR NACK
   uint64_t rsp_ring_full = 0;     // target: request dropped, no room to queue its response
   // Guaranteed delivery of refusals (§3.3 clear_psn_offset, §4.6).

@@ -57,6 +57,18 @@ absl::Status UetConfig::validate() const {
   if (max_recv_messages < 1 || max_recv_messages > 4096)
     return out_of_range("max_recv_messages", max_recv_messages, "1..4096");
   if (rnr_retries > 64) return out_of_range("rnr_retries", rnr_retries, "0..64");
+  if (max_trecvs < 1 || max_trecvs > 65536)
+    return out_of_range("max_trecvs", max_trecvs, "1..65536");
+  if (max_unexpected < 1 || max_unexpected > 65536)
+    return out_of_range("max_unexpected", max_unexpected, "1..65536");
+  if (unexpected_bytes < payload_bytes || unexpected_bytes > (uint64_t{1} << 30))
+    return out_of_range("unexpected_bytes", unexpected_bytes, "payload_bytes..1 GiB");
+  if (job_id > 0xFFFFFF) return out_of_range("job_id", job_id, "0..16777215 (24 bits)");
+  if (pid_on_fep > 0xFFF) return out_of_range("pid_on_fep", pid_on_fep, "0..4095 (12 bits)");
+  if (job_pid_base > pid_on_fep)
+    return out_of_range("job_pid_base", job_pid_base, "0..pid_on_fep");
+  if (resource_indexes < 1 || resource_indexes > 4096)
+    return out_of_range("resource_indexes", resource_indexes, "1..4096");
   if (window_bytes < payload_bytes || window_bytes > (uint64_t{1} << 32))
     return out_of_range("window_bytes", window_bytes, "payload_bytes..4 GiB");
   if (rto < kMicrosecond || rto > kSecond) return out_of_range("rto", rto, "1 us..1 s (ps)");
@@ -133,6 +145,7 @@ UetEndpoint::UetEndpoint(const UetConfig& config)
       rng_(config.seed ^ config.local_ip4) {
   if (config_.resolve_mac == nullptr) config_.resolve_mac = sim_mac;
   if (config_.rod_window == 0) config_.rod_window = config_.mpr;
+  update_access_word();
 }
 
 uint64_t UetEndpoint::next_random() noexcept {
@@ -195,7 +208,9 @@ size_t UetEndpoint::memory_bytes() const noexcept {
   size_t n = pdcs_.memory_bytes() + credit_ring_.bytes() + unanswered_.bytes() + recvs_.bytes() +
              held(rx_msgs_) + held(completions_) + held(rod_pool_) + held(rod_pool_free_) +
              held(rudi_ops_) + held(rudi_pkts_) + held(rudi_free_) + held(rudi_rsp_) +
-             held(uud_q_) + held(regions_) + rccc_rx_.memory_bytes();
+             held(uud_q_) + held(regions_) + rccc_rx_.memory_bytes() + held(trecvs_) +
+             held(trecv_free_) + held(unexp_) + held(unexp_free_) + held(unexp_by_at_) +
+             held(resources_) + (arena_ != nullptr ? config_.unexpected_bytes : 0);
   for (const RodBuffer& b : rod_pool_) {
     if (b.bytes != nullptr)
       n += held(b.bits) + held(b.slots) + size_t{config_.rod_window} * config_.payload_bytes;
@@ -217,7 +232,8 @@ size_t UetEndpoint::memory_bound(const UetConfig& c, uint32_t regions) noexcept 
   // Every operation posted (max_ops per RUD/ROD PDC, and on RUDI), receive buffer and UUD
   // datagram completes once; poll_completions() compacts the queue once half of it is
   // polled, so it holds fewer than twice those.
-  const size_t outstanding = pdcs * c.max_ops + c.max_recvs + c.max_ops + c.uud_queue;
+  const size_t outstanding =
+      pdcs * c.max_ops + c.max_recvs + c.max_trecvs + c.max_ops + c.uud_queue;
   // A ROD reorder buffer (rod_take_buffer): the staged bitmap, entries and payload bytes.
   const size_t rod_buffer = rod_window / 64 * sizeof(uint64_t) + rod_window * sizeof(Staged) +
                             rod_window * c.payload_bytes;
@@ -232,6 +248,10 @@ size_t UetEndpoint::memory_bound(const UetConfig& c, uint32_t regions) noexcept 
          size_t{c.rudi_packets} * (sizeof(RudiPkt) + sizeof(uint16_t)) +  // ids, responses
          size_t{c.rudi_responses} * sizeof(RudiRsp) + size_t{c.uud_queue} * sizeof(PeerOp) +
          appended_capacity(std::min(regions, kMaxRegions)) * sizeof(Region) +
+         // Tagged messages: receives, unexpected entries (three tables), their bytes.
+         size_t{c.max_trecvs} * (sizeof(TRecv) + sizeof(uint32_t)) +
+         size_t{c.max_unexpected} * (sizeof(Unexp) + 2 * sizeof(uint32_t)) + c.unexpected_bytes +
+         size_t{c.resource_indexes} * sizeof(Resource) +
          (c.tss.enabled ? tss::Sublayer::memory_bound(c.tss) : 0);
 }
 
@@ -317,7 +337,7 @@ absl::Status UetEndpoint::post_op(uint32_t peer, bool rod, const Op& op, const c
 absl::Status UetEndpoint::post_verb(DeliveryMode mode, uint32_t peer, const Op& op,
                                     const void* buffer, const char* verb) {
   if (absl::Status s = check_mode(mode, op.op, verb); !s.ok()) return s;
-  const uint64_t least = op.op == Opcode::kSend ? 0 : 1;
+  const uint64_t least = op.op == Opcode::kSend || op.op == Opcode::kTaggedSend ? 0 : 1;
   if (op.length < least || op.length > 0xFFFFFFFFu || (op.length > 0 && buffer == nullptr)) {
     return absl::InvalidArgumentError(
         absl::StrCat(verb, ": length must be ", least, "..4294967295 with a buffer"));
@@ -328,14 +348,16 @@ absl::Status UetEndpoint::post_verb(DeliveryMode mode, uint32_t peer, const Op& 
 absl::Status UetEndpoint::post_write(const WriteRequest& wr) {
   return post_verb(wr.mode, wr.peer,
                    Op{.op = Opcode::kWrite, .wr_id = wr.wr_id, .rkey = wr.rkey,
-                      .remote_offset = wr.remote_offset, .src = wr.local, .length = wr.length},
+                      .remote_offset = wr.remote_offset, .src = wr.local, .length = wr.length,
+                      .to = wr.to},
                    wr.local, "post_write");
 }
 
 absl::Status UetEndpoint::post_read(const ReadRequest& rr) {
   return post_verb(rr.mode, rr.peer,
                    Op{.op = Opcode::kRead, .wr_id = rr.wr_id, .rkey = rr.rkey,
-                      .remote_offset = rr.remote_offset, .dst = rr.local, .length = rr.length},
+                      .remote_offset = rr.remote_offset, .dst = rr.local, .length = rr.length,
+                      .to = rr.to},
                    rr.local, "post_read");
 }
 
@@ -343,7 +365,7 @@ absl::Status UetEndpoint::post_read(const ReadRequest& rr) {
 absl::Status UetEndpoint::post_send(const SendRequest& sr) {
   return post_verb(sr.mode, sr.peer,
                    Op{.op = Opcode::kSend, .wr_id = sr.wr_id, .src = sr.local,
-                      .length = sr.length, .has_imm = sr.has_imm, .imm = sr.imm},
+                      .length = sr.length, .has_imm = sr.has_imm, .imm = sr.imm, .to = sr.to},
                    sr.local, "post_send");
 }
 

@@ -57,6 +57,8 @@ class UetEndpoint final : public Endpoint {
   absl::Status post_read(const ReadRequest& rr) override;
   absl::Status post_send(const SendRequest& sr) override;
   absl::Status post_recv(const RecvBuffer& rb) override;
+  absl::Status post_tsend(const TaggedSendRequest& ts) override;
+  absl::Status post_trecv(const TaggedRecv& tr) override;
   size_t poll_completions(std::span<Completion> out) override;
   EndpointStats stats() const override;
 
@@ -67,6 +69,12 @@ class UetEndpoint final : public Endpoint {
   void on_timer(Time now) override;
 
   const UetCounters& counters() const noexcept { return counters_; }
+  // Job-based access (spec/uet.md §4.1): resource index `ri` refuses requests (DISABLED)
+  // until enabled again; enabling starts its next generation (returned), so an initiator
+  // still naming the old one is refused BAD_GENERATION. Refused for an index not configured
+  // (UetConfig::resource_indexes).
+  absl::Status disable_resource(uint16_t ri);
+  absl::StatusOr<uint8_t> enable_resource(uint16_t ri);
   // TSS (spec/uet.md §5), null unless UetConfig::tss.enabled: its counters, and key rotation
   // (install_key, activate, retire) as a management entity drives it.
   tss::Sublayer* tss() noexcept { return tss_.get(); }
@@ -102,15 +110,46 @@ class UetEndpoint final : public Endpoint {
     bool has_imm = false;
     uint32_t imm = 0;
   };
-  // A SEND message being received: which buffer it claimed and how much is still to come.
+  // A SEND or tagged message being received: which buffer it claimed and how much is still
+  // to come.
   struct RxMsg {
     bool in_use = false;
     uint16_t pdc = 0;
     uint16_t message_id = 0;
-    uint32_t recv = 0;       // position in recvs_ (monotonic counter)
+    uint32_t recv = 0;       // SEND: position in recvs_ (monotonic counter)
     uint64_t length = 0;     // request_length
     uint64_t remaining = 0;  // bytes not yet arrived
     OpStatus status = OpStatus::kSuccess;
+    // Tagged (uet_tagged.cc): its bytes go to `dst` (the matched receive's buffer, or its
+    // staging in the unexpected list `unexp`), of which `cap` bytes are there to fill.
+    bool tagged = false;
+    bool has_data = false;
+    int32_t unexp = -1;
+    uint8_t* dst = nullptr;
+    uint64_t cap = 0;
+    uint64_t wr_id = 0, tag = 0, data = 0;
+    uint32_t peer = 0;
+  };
+  // Tagged receives and unexpected messages (uet_tagged.cc): each in a table of its bound,
+  // linked in posting (arrival) order so a match leaves from anywhere.
+  static constexpr uint32_t kNoLink = 0xFFFFFFFFu;
+  struct TRecv {
+    TaggedRecv tr;
+    uint32_t prev = kNoLink, next = kNoLink;
+  };
+  struct Unexp {
+    uint32_t peer = 0;
+    bool complete = false;  // every byte arrived
+    bool bound = false;     // a receive matched it before it was complete: `recv`
+    bool has_data = false;
+    uint64_t tag = 0, data = 0;
+    uint64_t length = 0;
+    uint64_t at = 0;  // its bytes: [at, at + length) of the staging arena
+    TaggedRecv recv;
+    uint32_t prev = kNoLink, next = kNoLink;
+  };
+  struct LinkedList {
+    uint32_t head = kNoLink, tail = kNoLink;
   };
 
   // A ROD reorder buffer, lent to a ROD target PDC while it holds out-of-order requests:
@@ -259,6 +298,29 @@ class UetEndpoint final : public Endpoint {
   bool queue_response(Pdc& p, const Pdc::Response& r, bool repeat);
   Exec rx_send(Pdc& p, uint16_t id, std::span<const uint8_t> payload, size_t elided,
                const wire::SesStandardRequest& ses, uint32_t psn);
+  // Tagged messages (uet_tagged.cc).
+  Exec rx_tagged(Pdc& p, uint16_t id, std::span<const uint8_t> payload, size_t elided,
+                 const wire::SesStandardRequest& ses, uint32_t psn);
+  RxMsg* start_tagged(Pdc& p, uint16_t id, const wire::SesStandardRequest& ses, uint32_t psn);
+  void tagged_tables();
+  bool stage_unexpected(RxMsg& m, uint64_t length);
+  void free_unexpected(uint32_t u);
+  void complete_trecv(const TaggedRecv& tr, const RxMsg& m, const uint8_t* staged);
+  static bool tag_matches(const TaggedRecv& tr, uint64_t tag, uint32_t peer) noexcept {
+    return ((tr.tag ^ tag) & ~tr.ignore) == 0 && (tr.source == 0 || tr.source == peer);
+  }
+  // §4.1 job-based access: kNull when the request's target address (SES bytes 4..11 and
+  // `rel`, alike in the three request headers) names this endpoint's job, process and an
+  // enabled resource index of the current generation; else the code refusing it, counted.
+  // (Inline: every request checks it; the common case is one compare.)
+  wire::SesReturnCode check_access(const uint8_t* ses) noexcept {
+    if (wire::load_be_n<8>(ses + 4) == access_word_ && (ses[1] & kRelBit) == 0) [[likely]] {
+      return wire::SesReturnCode::kNull;
+    }
+    return access_refusal(ses);
+  }
+  wire::SesReturnCode access_refusal(const uint8_t* ses) noexcept;
+  void update_access_word() noexcept;
   Pdc::Response read_response(const wire::SesStandardRequest& ses, uint32_t psn);
   // §4.2: a WRITE packet's bytes go to [at, at + len) of region `key` (a SOM packet carries
   // its payload in full; the others say their length).
@@ -319,7 +381,7 @@ class UetEndpoint final : public Endpoint {
   bool build_data(Pdc& p, uint16_t pdcid, uint32_t psn, bool retx, Frame& f, Time now);
   void data_pds(Pdc& p, uint16_t pdcid, uint32_t psn, bool retx, bool last, uint32_t payload,
                 Time now, wire::HeaderWords<wire::PdsRudRodCc>& pds);
-  static void data_ses(const Op& o, const Slot& s, uint64_t offset, uint32_t len, bool last,
+  void data_ses(const Op& o, const Slot& s, uint64_t offset, uint32_t len, bool last,
                        wire::HeaderWords<wire::SesStandardRequest>& ses);
   wire::Encap encap_for(const Pdc& p, bool control, uint16_t ev) const;
   void set_peer(Pdc& p, uint32_t ip4);  // peer_ip4, peer_mac and the encap templates
@@ -415,6 +477,32 @@ class UetEndpoint final : public Endpoint {
   uint32_t recv_head_ = 0, recv_claim_ = 0, recv_tail_ = 0;
   std::vector<RxMsg> rx_msgs_;  // max_recv_messages, from the first post_recv()
   uint32_t rx_msgs_used_ = 0;
+  // Tagged messages (uet_tagged.cc): posted receives (max_trecvs) and unexpected messages
+  // (max_unexpected), each a table with a free list and a list in posting (arrival) order;
+  // the unexpected messages' bytes in an arena (unexpected_bytes), their entries by offset.
+  // All taken when the endpoint first sees a tagged receive or message.
+  std::vector<TRecv> trecvs_;
+  std::vector<uint32_t> trecv_free_;
+  LinkedList trecv_list_;
+  std::vector<Unexp> unexp_;
+  std::vector<uint32_t> unexp_free_;
+  LinkedList unexp_list_;
+  std::vector<uint32_t> unexp_by_at_;
+  std::unique_ptr<uint8_t[]> arena_;
+  uint64_t arena_used_ = 0;
+  // §4.1: the states of the resource indexes served (resource_indexes); SES bytes 4..11 of a
+  // request in absolute addressing for this job and PID at resource index 0's generation
+  // (check_access).
+  struct Resource {
+    uint8_t generation = 0;
+    bool enabled = true;
+  };
+  std::vector<Resource> resources_;  // empty until the first change: all as Resource{}
+  Resource resource(uint16_t ri) const noexcept {
+    return resources_.empty() ? Resource{} : resources_[ri];
+  }
+  uint64_t access_word_ = 0;
+  static constexpr uint8_t kRelBit = 0x08;  // §4.1 `rel`, byte 1 of every request header
   // Waiting to be polled from completions_head_; polled entries are dropped once they are
   // half the vector (poll_completions), so it holds fewer than twice the waiting ones.
   std::vector<Completion> completions_;

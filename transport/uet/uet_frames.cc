@@ -174,6 +174,7 @@ bool UetEndpoint::build_ack(Pdc& p, uint16_t pdcid, Frame& f) {
     rsp->set_opcode(wire::SesRspOpcode::kResponse);
     rsp->set_return_code(static_cast<wire::SesReturnCode>(r.code));
     rsp->set_message_id(r.message_id);
+    rsp->set_job_id(config_.job_id);  // §4.6: the target's job
   } else if (rd != nullptr) {
     return put_read_data(*rd, r.message_id, r.key, r.offset, r.len, b, capacity, elided);
   }

@@ -141,8 +141,7 @@ void UetEndpoint::mark_lost(Pdc& p, uint32_t psn) {
   while (p.ini.op_head != p.ini.op_send) {
     const Op& o = p.ini.ops[p.ini.op_head];
     if (o.unacked != 0) break;
-    completions_.push_back(Completion{o.wr_id, o.failed ? o.status : OpStatus::kSuccess,
-                                      o.failed ? 0 : o.length, o.op});
+    completions_.push_back(internal::op_completion(o));
     ++p.ini.op_head;
   }
 }
@@ -259,6 +258,7 @@ void UetEndpoint::rx_ack(const wire::Decoded& d, Time now) {
         if (!o.failed) {
           o.failed = true;
           o.status = status_for(rc);
+          o.rc = static_cast<uint8_t>(rc);
         }
         // The refusal is the acknowledgement of its PSN: the target leaves it out of CACK and
         // SACK until our clear PSN passes it (Pdc::Target::gtd).
@@ -474,7 +474,10 @@ void UetEndpoint::rnr_nack(Pdc& p, uint32_t psn, wire::NackCode code) {
 void UetEndpoint::fail_pdc(Pdc& p, OpStatus why) {
   for (uint32_t i = p.ini.op_head; i != p.ini.op_tail; ++i) {
     const Op& o = p.ini.ops[i];
-    completions_.push_back(Completion{o.wr_id, o.failed ? o.status : why, 0, o.op});
+    Completion c = internal::op_completion(o);
+    c.status = o.failed ? o.status : why;
+    c.bytes = 0;
+    completions_.push_back(c);
   }
   free_pdc(p.id);
 }

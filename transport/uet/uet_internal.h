@@ -61,9 +61,32 @@ inline OpStatus status_for(wire::SesReturnCode rc) noexcept {
       return OpStatus::kLengthError;
     case wire::SesReturnCode::kNoMatch:
       return OpStatus::kReceiverNotReady;
+    case wire::SesReturnCode::kBadJobId:
+    case wire::SesReturnCode::kBadPid:
+    case wire::SesReturnCode::kBadIndex:
+    case wire::SesReturnCode::kDisabled:
+    case wire::SesReturnCode::kDisabledGen:
+    case wire::SesReturnCode::kBadGeneration:
+      return OpStatus::kAccessDenied;
     default:
       return OpStatus::kRemoteInvalidRequest;  // §7.2: unknown codes give a generic error
   }
+}
+
+// An initiator's operation as it completes: its status, bytes and the target's return code.
+inline Completion op_completion(const pds::Op& o) noexcept {
+  Completion c{o.wr_id, o.failed ? o.status : OpStatus::kSuccess, o.failed ? 0 : o.length, o.op};
+  c.return_code = o.rc;
+  return c;
+}
+
+// §4.1: a request's target address: the initiator's job, the target's process and resource.
+inline void set_address(wire::SesStandardRequest& ses, uint32_t job, const SesAddress& to) noexcept {
+  ses.set_ri_generation(to.ri_generation);
+  ses.set_job_id(job);
+  ses.set_pid_on_fep(to.pid_on_fep);
+  ses.set_resource_index(to.resource_index);
+  ses.set_rel(to.relative);
 }
 
 }  // namespace uet::internal

@@ -279,6 +279,7 @@ bool UetEndpoint::build_rudi_req(uint32_t slot, bool retx, Frame& f, Time now) {
   pds->set_retx(retx);
   pds->set_pkt_id(id);
   ses->set_match_bits(o.rkey);
+  internal::set_address(*ses, config_.job_id, o.to);
   if (write) {
     const bool last = k.packet + 1 == o.packets;
     ses->set_opcode(wire::SesOpcode::kWrite);
@@ -338,6 +339,7 @@ bool UetEndpoint::build_rudi_resp(const RudiRsp& r, Frame& f) {
     rsp->set_opcode(wire::SesRspOpcode::kResponse);
     rsp->set_return_code(static_cast<wire::SesReturnCode>(r.code));
     rsp->set_message_id(r.message_id);
+    rsp->set_job_id(config_.job_id);  // §4.6: the target's job
   }
   if (!finish(b, f, elided)) return false;
   f.priority = r.data ? Priority::kData : Priority::kControl;
@@ -361,6 +363,7 @@ bool UetEndpoint::build_uud(const PeerOp& u, Frame& f) {
   pds->set_next_hdr(NextHeader::kReqStd);
   ses->set_message_id(u.message_id);
   ses->set_request_length(len);
+  internal::set_address(*ses, config_.job_id, u.to);
   ses->set_som(true);
   ses->set_eom(true);
   if (u.op == Opcode::kSend) {
@@ -468,6 +471,12 @@ void UetEndpoint::rx_rudi_req(const wire::Decoded& d) {
   r.m = d.ecn == 3;
   r.message_id = ses->message_id();
   r.code = static_cast<uint8_t>(wire::SesReturnCode::kOk);
+  // §4.1: the job, process and resource index first; nothing runs for another's.
+  if (const wire::SesReturnCode why = check_access(ses->raw); why != wire::SesReturnCode::kNull) {
+    r.code = static_cast<uint8_t>(why);
+    rudi_rsp_[rudi_rsp_tail_++ % rudi_rsp_.size()] = r;
+    return;
+  }
   switch (ses->opcode()) {
     case wire::SesOpcode::kWrite: {
       const auto [key, at, len] = write_placement(*ses, d.payload.size());
@@ -540,6 +549,7 @@ void UetEndpoint::rx_rudi_resp(const wire::Decoded& d) {
   if (rc != wire::SesReturnCode::kOk && !o.failed) {
     o.failed = true;
     o.status = status_for(rc);
+    o.rc = static_cast<uint8_t>(rc);
   }
   ++counters_.rx_rudi_resp;
   if (k.resend) --rudi_resend_;
@@ -555,8 +565,7 @@ void UetEndpoint::retire_rudi() {
   while (rudi_op_head_ != rudi_op_send_) {
     const PeerOp& o = rudi_ops_[rudi_op_head_ % config_.max_ops];
     if (o.unacked != 0) break;
-    completions_.push_back(Completion{o.wr_id, o.failed ? o.status : OpStatus::kSuccess,
-                                      o.failed ? 0 : o.length, o.op});
+    completions_.push_back(internal::op_completion(o));
     ++rudi_op_head_;
   }
 }
@@ -609,6 +618,10 @@ void UetEndpoint::rx_uud(const wire::Decoded& d) {
   }
   const uint64_t len = d.payload.size() + d.elided;
   if (ses->request_length() != len) {  // more than one packet, or damaged
+    ++counters_.rx_uud_dropped;
+    return;
+  }
+  if (check_access(ses->raw) != wire::SesReturnCode::kNull) {  // §4.1, counted by its code
     ++counters_.rx_uud_dropped;
     return;
   }

@@ -39,7 +39,10 @@ struct Op {
   uint8_t* dst = nullptr;        // read
   uint64_t length = 0;
   bool has_imm = false;
-  uint32_t imm = 0;
+  uint64_t imm = 0;  // send: 32 bits of immediate data; tagged send: 64 of header data
+  uint64_t tag = 0;  // tagged send: match bits
+  SesAddress to{};   // §4.1: the process and resource at the target
+  uint8_t rc = 0;    // the SES return code that failed it (§4.9), 0 if none
   uint16_t message_id = 0;  // read: chunk k is message message_id + k
   uint32_t packets = 0;
   uint32_t unacked = 0;

@@ -415,6 +415,12 @@ UetEndpoint::Exec UetEndpoint::execute(Pdc& p, uint16_t id, const wire::SesStand
 [[gnu::always_inline]] inline UetEndpoint::Exec UetEndpoint::execute_inline(
     Pdc& p, uint16_t id, const wire::SesStandardRequest& ses, std::span<const uint8_t> payload,
     size_t elided, uint32_t psn) {
+  // §4.1: the job, process and resource index first: nothing is placed for another's.
+  if (const wire::SesReturnCode why = check_access(ses.raw); why != wire::SesReturnCode::kNull)
+      [[unlikely]] {
+    refuse(p, psn, static_cast<uint8_t>(why), ses.message_id());
+    return Exec::kDone;
+  }
   switch (ses.opcode()) {
     case wire::SesOpcode::kWrite: {
       // §4.2 placement: payload at buffer_offset + message_offset in region match_bits.
@@ -447,6 +453,8 @@ UetEndpoint::Exec UetEndpoint::execute(Pdc& p, uint16_t id, const wire::SesStand
     }
     case wire::SesOpcode::kSend:
       return rx_send(p, id, payload, elided, ses, psn);
+    case wire::SesOpcode::kTaggedSend:
+      return rx_tagged(p, id, payload, elided, ses, psn);
     case wire::SesOpcode::kNoop:
       break;
     default: {  // §4.9 UNSUPPORTED_OP

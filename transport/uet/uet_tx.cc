@@ -121,7 +121,8 @@ using wire::PdsType;
   using Ses = wire::SesStandardRequest;
   switch (o.op) {
     case Opcode::kWrite:
-    case Opcode::kRecv:
+    case Opcode::kRecv:  // (receives are never posted at an initiator)
+    case Opcode::kTaggedRecv:
       ses.set<Ses::opcode_field>(wire::SesOpcode::kWrite);
       ses.set<Ses::message_id_field>(o.message_id);
       ses.set<Ses::buffer_offset_field>(o.remote_offset);
@@ -138,8 +139,12 @@ using wire::PdsType;
       ses.set<Ses::match_bits_field>(o.rkey);
       ses.set<Ses::request_length_field>(len);
       break;
+    case Opcode::kTaggedSend:  // §4.1: the tag in match_bits, header data as a SEND's immediate
+      ses.set<Ses::match_bits_field>(o.tag);
+      [[fallthrough]];
     case Opcode::kSend:
-      ses.set<Ses::opcode_field>(wire::SesOpcode::kSend);
+      ses.set<Ses::opcode_field>(o.op == Opcode::kSend ? wire::SesOpcode::kSend
+                                                       : wire::SesOpcode::kTaggedSend);
       ses.set<Ses::message_id_field>(o.message_id);
       ses.set<Ses::request_length_field>(static_cast<uint32_t>(o.length));
       ses.set<Ses::ie_field>(o.abandoned);  // §4.1: the initiator gave this message up (RNR)
@@ -149,6 +154,12 @@ using wire::PdsType;
       }
       break;
   }
+  // §4.1: the target's process and resource, and our job (all zero by default).
+  ses.set<Ses::ri_generation_field>(o.to.ri_generation);
+  ses.set<Ses::job_id_field>(config_.job_id);
+  ses.set<Ses::pid_on_fep_field>(o.to.pid_on_fep);
+  ses.set<Ses::resource_index_field>(o.to.resource_index);
+  ses.set<Ses::rel_field>(o.to.relative);
   if (o.op != Opcode::kRead) {
     ses.set<Ses::som_field>(s.packet == 0);
     ses.set<Ses::eom_field>(last);

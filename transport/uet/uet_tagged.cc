@@ -1,0 +1,351 @@
+// SES tagged messages (spec/uet.md §4.1 TAGGED_SEND) and job-based access (§4.1, §4.9): at
+// the initiator, posting; at the target, matching against posted tagged receives in posting
+// order, the unexpected list, placement as packets arrive, and the job / PID / resource index
+// checks every request passes before a byte is placed. NOTES.md, "Tagged messages" and
+// "Job-based access", says how they travel.
+#include <algorithm>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "transport/uet/uet_endpoint.h"
+#include "transport/uet/uet_internal.h"
+
+namespace uet {
+
+// ------------------------------------------------------------------------ job-based access
+
+// SES bytes 4..11 (ri_generation, job_id, pid_on_fep, resource_index) of a request in
+// absolute addressing for this endpoint's job and PID at resource index 0 (check_access's
+// one compare); a disabled index 0 gets no word any request can equal in its reserved bits.
+void UetEndpoint::update_access_word() noexcept {
+  const Resource r0 = resource(0);
+  access_word_ = uint64_t{r0.generation} << 56 | uint64_t{config_.job_id} << 32 |
+                 uint64_t{config_.pid_on_fep} << 16;
+  if (!r0.enabled) access_word_ |= 0xF000;  // reserved bits: never on the wire (§6 rule 10)
+}
+
+// The slow path of check_access: which of §4.9's addressing codes refuses the request, in the
+// order a target resolves the address: job, process, resource index, its state, generation.
+wire::SesReturnCode UetEndpoint::access_refusal(const uint8_t* ses) noexcept {
+  const uint64_t w = wire::load_be_n<8>(ses + 4);
+  const auto generation = static_cast<uint8_t>(w >> 56);
+  const auto job = static_cast<uint32_t>(w >> 32 & 0xFFFFFF);
+  uint32_t pid = static_cast<uint32_t>(w >> 16 & 0xFFF);
+  const auto ri = static_cast<uint32_t>(w & 0xFFF);
+  if (job != config_.job_id) {
+    ++counters_.rx_bad_job;
+    return wire::SesReturnCode::kBadJobId;
+  }
+  if ((ses[1] & kRelBit) != 0) pid += config_.job_pid_base;  // §4.1 `rel`: from the job's base
+  if (pid != config_.pid_on_fep) {
+    ++counters_.rx_bad_pid;
+    return wire::SesReturnCode::kBadPid;
+  }
+  if (ri >= config_.resource_indexes) {
+    ++counters_.rx_bad_index;
+    return wire::SesReturnCode::kBadIndex;
+  }
+  const Resource r = resource(static_cast<uint16_t>(ri));
+  if (!r.enabled) {
+    ++counters_.rx_disabled;
+    return wire::SesReturnCode::kDisabled;
+  }
+  if (generation != r.generation) {
+    ++counters_.rx_bad_generation;
+    return wire::SesReturnCode::kBadGeneration;
+  }
+  return wire::SesReturnCode::kNull;
+}
+
+absl::Status UetEndpoint::disable_resource(uint16_t ri) {
+  if (ri >= config_.resource_indexes) {
+    return absl::InvalidArgumentError(absl::StrCat("disable_resource: index ", ri,
+                                                   " not configured: 0..",
+                                                   config_.resource_indexes - 1));
+  }
+  if (resources_.empty()) resources_.assign(config_.resource_indexes, Resource{});
+  resources_[ri].enabled = false;
+  update_access_word();
+  return absl::OkStatus();
+}
+
+absl::StatusOr<uint8_t> UetEndpoint::enable_resource(uint16_t ri) {
+  if (ri >= config_.resource_indexes) {
+    return absl::InvalidArgumentError(absl::StrCat("enable_resource: index ", ri,
+                                                   " not configured: 0..",
+                                                   config_.resource_indexes - 1));
+  }
+  if (resources_.empty()) resources_.assign(config_.resource_indexes, Resource{});
+  Resource& r = resources_[ri];
+  if (!r.enabled) {
+    r.enabled = true;
+    ++r.generation;  // wraps at 256, as the 8-bit field does
+  }
+  update_access_word();
+  return r.generation;
+}
+
+// ------------------------------------------------------------------------------- posting
+
+absl::Status UetEndpoint::post_tsend(const TaggedSendRequest& ts) {
+  if (ts.mode == DeliveryMode::kRudi || ts.mode == DeliveryMode::kUud) {
+    // RUDI resends a request whole and the target executes every copy, which would deliver a
+    // message twice; an unexpected message that finds the list full needs the NACK and
+    // retry only a PDC gives.
+    return absl::UnimplementedError(
+        "post_tsend: tagged messages travel on a PDC (a resent RUDI request would be delivered "
+        "twice; UUD has no retry when the target's unexpected list is full): use kRud or kRod");
+  }
+  return post_verb(ts.mode, ts.peer,
+                   Op{.op = Opcode::kTaggedSend, .wr_id = ts.wr_id, .src = ts.local,
+                      .length = ts.length, .has_imm = ts.has_data, .imm = ts.data,
+                      .tag = ts.tag, .to = ts.to},
+                   ts.local, "post_tsend");
+}
+
+// The tables tagged messages use, at their bounds, the first time the endpoint sees one.
+void UetEndpoint::tagged_tables() {
+  if (!trecvs_.empty()) return;
+  if (rx_msgs_.empty()) rx_msgs_.assign(config_.max_recv_messages, RxMsg{});
+  trecvs_.assign(config_.max_trecvs, TRecv{});
+  trecv_free_.resize(config_.max_trecvs);
+  for (uint32_t i = 0; i < config_.max_trecvs; ++i) trecv_free_[i] = config_.max_trecvs - 1 - i;
+  unexp_.assign(config_.max_unexpected, Unexp{});
+  unexp_free_.resize(config_.max_unexpected);
+  for (uint32_t i = 0; i < config_.max_unexpected; ++i) {
+    unexp_free_[i] = config_.max_unexpected - 1 - i;
+  }
+  unexp_by_at_.reserve(config_.max_unexpected);
+  arena_ = std::make_unique<uint8_t[]>(config_.unexpected_bytes);
+}
+
+namespace {
+
+// Appends entry `i` of `table` to `list`, or takes it out.
+template <typename T>
+void link_tail(std::vector<T>& table, uint32_t& head, uint32_t& tail, uint32_t i) {
+  table[i].prev = tail;
+  table[i].next = 0xFFFFFFFFu;
+  if (tail != 0xFFFFFFFFu) {
+    table[tail].next = i;
+  } else {
+    head = i;
+  }
+  tail = i;
+}
+template <typename T>
+void unlink(std::vector<T>& table, uint32_t& head, uint32_t& tail, uint32_t i) {
+  const uint32_t prev = table[i].prev, next = table[i].next;
+  (prev != 0xFFFFFFFFu ? table[prev].next : head) = next;
+  (next != 0xFFFFFFFFu ? table[next].prev : tail) = prev;
+}
+
+}  // namespace
+
+// A receive takes the first unexpected message it matches (arrival order), else waits in
+// posting order for one.
+absl::Status UetEndpoint::post_trecv(const TaggedRecv& tr) {
+  if (tr.length > 0 && tr.base == nullptr) {
+    return absl::InvalidArgumentError("post_trecv: a buffer with length > 0 needs a base");
+  }
+  tagged_tables();
+  for (uint32_t u = unexp_list_.head; u != kNoLink; u = unexp_[u].next) {
+    Unexp& e = unexp_[u];
+    if (e.bound || !tag_matches(tr, e.tag, e.peer)) continue;
+    if (e.complete) {
+      RxMsg m;
+      m.length = e.length;
+      m.tag = e.tag;
+      m.peer = e.peer;
+      m.has_data = e.has_data;
+      m.data = e.data;
+      complete_trecv(tr, m, arena_.get() + e.at);
+      unlink(unexp_, unexp_list_.head, unexp_list_.tail, u);
+      free_unexpected(u);
+    } else {  // still arriving: completes when its last byte does
+      e.bound = true;
+      e.recv = tr;
+      unlink(unexp_, unexp_list_.head, unexp_list_.tail, u);
+    }
+    return absl::OkStatus();
+  }
+  if (trecv_free_.empty()) {
+    return absl::ResourceExhaustedError(
+        "post_trecv: too many tagged receives posted (max_trecvs)");
+  }
+  const uint32_t i = trecv_free_.back();
+  trecv_free_.pop_back();
+  trecvs_[i].tr = tr;
+  link_tail(trecvs_, trecv_list_.head, trecv_list_.tail, i);
+  return absl::OkStatus();
+}
+
+// ------------------------------------------------------------------------------- target
+
+// Room for an unexpected message of `length` bytes: the first gap in the arena, between the
+// entries held in offset order. False: the list is full (count or bytes).
+bool UetEndpoint::stage_unexpected(RxMsg& m, uint64_t length) {
+  if (unexp_free_.empty() || length > config_.unexpected_bytes - arena_used_) return false;
+  uint64_t at = 0;
+  size_t pos = 0;
+  for (; pos < unexp_by_at_.size(); ++pos) {
+    const Unexp& e = unexp_[unexp_by_at_[pos]];
+    if (e.at - at >= length) break;
+    at = e.at + e.length;
+  }
+  if (config_.unexpected_bytes - at < length) return false;  // free bytes, but no gap that long
+  const uint32_t u = unexp_free_.back();
+  unexp_free_.pop_back();
+  Unexp& e = unexp_[u];
+  e = Unexp{};
+  e.peer = m.peer;
+  e.tag = m.tag;
+  e.length = length;
+  e.at = at;
+  unexp_by_at_.insert(unexp_by_at_.begin() + static_cast<ptrdiff_t>(pos), u);
+  arena_used_ += length;
+  link_tail(unexp_, unexp_list_.head, unexp_list_.tail, u);
+  m.unexp = static_cast<int32_t>(u);
+  m.dst = arena_.get() + at;
+  m.cap = length;
+  return true;
+}
+
+// Entry `u` (already out of the arrival list) and its bytes go back.
+void UetEndpoint::free_unexpected(uint32_t u) {
+  unexp_by_at_.erase(std::find(unexp_by_at_.begin(), unexp_by_at_.end(), u));
+  arena_used_ -= unexp_[u].length;
+  unexp_free_.push_back(u);
+}
+
+// A receive completes with message `m`: the bytes that fit (from the arena when `staged`),
+// truncated when the message was longer than the buffer (FI_ETRUNC).
+void UetEndpoint::complete_trecv(const TaggedRecv& tr, const RxMsg& m, const uint8_t* staged) {
+  const uint64_t fit = std::min(m.length, tr.length);
+  if (staged != nullptr && fit > 0) std::memcpy(tr.base, staged, fit);
+  OpStatus status = m.status;
+  if (status == OpStatus::kSuccess && m.length > tr.length) {
+    ++counters_.rx_truncated;
+    status = OpStatus::kTruncated;
+  }
+  Completion c{tr.wr_id, status, status == OpStatus::kRemoteInvalidRequest ? 0 : fit,
+               Opcode::kTaggedRecv, m.peer, m.has_data, m.data};
+  c.tag = m.tag;
+  completions_.push_back(c);
+}
+
+// The first packet of a tagged message to arrive (any of them: each carries the tag) matches
+// it: to the first posted receive whose tag and source agree, else into the unexpected list.
+// Null: NACKed (no message state, or the unexpected list full: the initiator retries).
+UetEndpoint::RxMsg* UetEndpoint::start_tagged(Pdc& p, uint16_t id,
+                                              const wire::SesStandardRequest& ses, uint32_t psn) {
+  tagged_tables();
+  if (rx_msgs_used_ == rx_msgs_.size()) {
+    ++counters_.rx_no_msg_state;
+    queue_nack(p, wire::NackCode::kNoSesMsgAvail, psn);
+    return nullptr;
+  }
+  RxMsg* m = nullptr;
+  for (RxMsg& e : rx_msgs_) {
+    if (!e.in_use) {
+      m = &e;
+      break;
+    }
+  }
+  *m = RxMsg{};
+  m->pdc = id;
+  m->message_id = ses.message_id();
+  m->length = m->remaining = ses.request_length();
+  m->tagged = true;
+  m->tag = ses.match_bits();
+  m->peer = p.peer_ip4;
+  uint32_t r = trecv_list_.head;
+  while (r != kNoLink && !tag_matches(trecvs_[r].tr, m->tag, m->peer)) r = trecvs_[r].next;
+  if (r != kNoLink) {
+    const TaggedRecv& tr = trecvs_[r].tr;
+    m->wr_id = tr.wr_id;
+    m->dst = tr.base;
+    m->cap = tr.length;
+    // The receive itself is kept (its slot stays taken) until the message completes.
+    unlink(trecvs_, trecv_list_.head, trecv_list_.tail, r);
+    trecv_free_.push_back(r);
+    m->unexp = -1;
+    ++counters_.rx_tagged_matched;
+  } else if (!stage_unexpected(*m, m->length)) {
+    ++counters_.rx_unexpected_full;
+    queue_nack(p, wire::NackCode::kNoSesMsgAvail, psn);
+    return nullptr;
+  } else {
+    ++counters_.rx_tagged_unexpected;
+  }
+  m->in_use = true;
+  ++rx_msgs_used_;
+  return m;
+}
+
+// §4.2 TAGGED_SEND at the target: each packet lands at its message_offset in the matched
+// receive (the bytes past its end are dropped: truncation) or the message's staging; the
+// message completes when every byte has arrived. kRecord, or kWait when NACKed.
+UetEndpoint::Exec UetEndpoint::rx_tagged(Pdc& p, uint16_t id, std::span<const uint8_t> payload,
+                                         size_t elided, const wire::SesStandardRequest& ses,
+                                         uint32_t psn) {
+  const uint64_t at = ses.som() ? 0 : ses.message_offset();
+  uint64_t len = ses.som() ? payload.size() + elided : ses.payload_length();
+  RxMsg* m = find_msg(id, ses.message_id());
+  if (m == nullptr) {
+    if (ses.ie()) {  // §4.1: given up by its sender: nothing to place, nothing to match
+      ++counters_.rx_initiator_err;
+      return Exec::kRecord;
+    }
+    m = start_tagged(p, id, ses, psn);
+    if (m == nullptr) return Exec::kWait;
+  }
+  if (at > m->length || len > m->length - at) {
+    ++counters_.rx_bad_send;  // outside its own message: counted, never placed
+    m->status = OpStatus::kRemoteInvalidRequest;
+    len = std::min(len, m->remaining);
+  } else if (at < m->cap) {
+    const size_t have = std::min<uint64_t>({payload.size(), len, m->cap - at});
+    if (have > 0) std::memcpy(m->dst + at, payload.data(), have);
+  }
+  if (ses.som() && ses.hd()) {  // §4.2: header data rides on the SOM packet
+    m->has_data = true;
+    m->data = ses.header_data();
+  }
+  if (ses.ie()) {
+    ++counters_.rx_initiator_err;
+    if (m->status == OpStatus::kSuccess) m->status = OpStatus::kRemoteInvalidRequest;
+  }
+  m->remaining -= std::min(len, m->remaining);
+  if (m->remaining != 0) return Exec::kRecord;
+  m->in_use = false;
+  --rx_msgs_used_;
+  if (m->unexp < 0) {
+    TaggedRecv tr;
+    tr.wr_id = m->wr_id;
+    tr.base = m->dst;
+    tr.length = m->cap;
+    complete_trecv(tr, *m, nullptr);
+    return Exec::kRecord;
+  }
+  const auto u = static_cast<uint32_t>(m->unexp);
+  Unexp& e = unexp_[u];
+  e.has_data = m->has_data;
+  e.data = m->data;
+  if (m->status != OpStatus::kSuccess) {  // nothing of it is delivered
+    if (e.bound) {
+      complete_trecv(e.recv, *m, nullptr);
+    } else {
+      unlink(unexp_, unexp_list_.head, unexp_list_.tail, u);
+    }
+    free_unexpected(u);
+  } else if (e.bound) {
+    complete_trecv(e.recv, *m, arena_.get() + e.at);
+    free_unexpected(u);
+  } else {
+    e.complete = true;  // waits in the list for post_trecv
+  }
+  return Exec::kRecord;
+}
+
+}  // namespace uet
