@@ -45,6 +45,7 @@ OP_RENDEZVOUS_SEND, OP_DGRAM_SEND, OP_TAGGED_SEND = 6, 7, 9
 # uet.md §4.6 response opcodes, §4.9 return codes.
 RSP_RESPONSE, RSP_WITH_DATA = 1, 2
 RC_OK = 1
+RC_BAD_GENERATION, RC_BAD_PID, RC_BAD_JOB_ID = 0x02, 0x1A, 0x1B
 
 # rocev2.md §4 opcodes -> extended headers after the BTH, in wire order, and whether a
 # payload follows (research/rocev2-wireshark.md §1.4).
@@ -1152,6 +1153,35 @@ def uet_vectors():
                        buffer_offset=0x0000000000001F00, ie=1)], p))
 
 
+def access_vectors():
+    """uet.md §4.1 job-based access and tagged sends: the target address in every request,
+    and the refusals it can earn (generated after the others, whose IP IDs run in order)."""
+    fwd = dict(src=ip4("10.0.1.17"), dst=ip4("10.0.2.34"))
+    back = dict(src=ip4("10.0.2.34"), dst=ip4("10.0.1.17"))
+    p = pattern(64, 9)
+    vec("uet_rud_req_std_tsend_first_rel",
+        "RUD_REQ carrying the first packet of a standard SES TAGGED_SEND: the tag in match bits, "
+        "64 bits of header data (HD=1), PID on FEP relative to the job (REL=1), resource index "
+        "1 of generation 3.",
+        build(Encap(ip_id=0x2F4A, sport=0xC3C4, **fwd), [
+            pds_req(RUD_REQ, NH_STD, psn=900001, spdcid=17, dpdcid=33, clear_psn_offset=-2),
+            ses_std(OP_TAGGED_SEND, message_id=12, ri_generation=3, job_id=0x00BEEF,
+                    pid_on_fep=2, resource_index=1, buffer_offset=0, initiator=0,
+                    match_bits=0x8000000000000042, request_length=9000, som=1, eom=0, hd=1,
+                    header_data=0x0123456789ABCDEF, rel=1)], p))
+    for name, rc, what in (("uet_ack_rsp_bad_job_id", RC_BAD_JOB_ID, "another job"),
+                           ("uet_ack_rsp_bad_pid", RC_BAD_PID, "a PID not on the FEP"),
+                           ("uet_ack_rsp_bad_generation", RC_BAD_GENERATION,
+                            "a stale resource index generation")):
+        vec(name,
+            f"ACK carrying a SES response refusing a request for {what} (uet.md §4.1, §4.9): "
+            "nothing was placed; the response names the target's job.",
+            build(Encap(ip_id=0x3A0A + rc, sport=0xA1C0, **back), [
+                pds_ack(NH_RSP, cack_psn=900000, ack_psn_offset=1, spdcid=33, dpdcid=17),
+                ses_rsp(RSP_RESPONSE, rc, message_id=12, ri_generation=0, job_id=0x00BEEF,
+                        modified_length=0)]))
+
+
 def roce_vectors():
     qp, psn = 0x0004D2, 0x1A2B3C
 
@@ -1443,6 +1473,7 @@ def generate():
     roce_vectors()
     real_vectors()
     negative_vectors()
+    access_vectors()
     return {v.name + ".vec": render(v) for v in VECTORS}
 
 

@@ -288,6 +288,7 @@ def ip_offsets(frame):
 
 
 def ipv4_checksum(hdr):
+    hdr = bytes(hdr) + b"\0" * (len(hdr) % 2)  # a header cut short (a fuzzed frame) sums padded
     s = 0
     for i in range(0, len(hdr), 2):
         if i == 10:

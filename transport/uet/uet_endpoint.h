@@ -1,5 +1,5 @@
 // The UET engine for one fabric endpoint (FEP), sans-IO: PDS RUD and ROD (spec/uet.md §3.3)
-// carrying SES WRITE, READ and SEND (§4), RUDI (§3.5) and UUD (§3.6) datagrams; PDCs opened on
+// carrying SES WRITE, READ, SEND and tagged sends with job-based access (§4), RUDI (§3.5) and UUD (§3.6) datagrams; PDCs opened on
 // first use with a 0-RTT SYN and closed when idle (§3.3, §3.12), ACK_CC with SACK (§3.8),
 // NACKs (§3.10), selective retransmission, NSCC or RCCC (§3.4, §3.8.1, §3.8.2) and each
 // packet's EV from pathsel/ (§2.4). transport/uet/NOTES.md says how each operation and mode
