@@ -1169,6 +1169,15 @@ def access_vectors():
                     pid_on_fep=2, resource_index=1, buffer_offset=0, initiator=0,
                     match_bits=0x8000000000000042, request_length=9000, som=1, eom=0, hd=1,
                     header_data=0x0123456789ABCDEF, rel=1)], p))
+    p = pattern(200, 11)
+    vec("uet_rud_req_syn_std_tsend_only",
+        "SYN RUD_REQ carrying a whole single-packet TAGGED_SEND (SOM=EOM=1) in the default "
+        "job, PID and resource index (all zero): tag 0x42, no header data.",
+        build(Encap(ip_id=0x2F4B, sport=0xC3C5, **fwd), [
+            pds_req(RUD_REQ, NH_STD, psn=77, spdcid=5, syn=1, psn_offset=0),
+            ses_std(OP_TAGGED_SEND, message_id=1, ri_generation=0, job_id=0, pid_on_fep=0,
+                    resource_index=0, buffer_offset=0, initiator=0, match_bits=0x42,
+                    request_length=len(p), som=1, eom=1)], p))
     for name, rc, what in (("uet_ack_rsp_bad_job_id", RC_BAD_JOB_ID, "another job"),
                            ("uet_ack_rsp_bad_pid", RC_BAD_PID, "a PID not on the FEP"),
                            ("uet_ack_rsp_bad_generation", RC_BAD_GENERATION,

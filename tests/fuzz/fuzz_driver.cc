@@ -213,9 +213,12 @@ int main(int argc, char** argv) {
   std::printf("fuzz %s: %ld inputs from %zu seeds, no crash\n", target.c_str(), runs, seeds.size());
   const uet::fuzz::Reach& r = uet::fuzz::reach();
   if (target == "uet_rx" || target == "uet_tss_rx") {
-    std::printf("reached: %lu requests accepted, %lu ACKs, %lu NACKs, %lu frames answered\n",
-                r.uet_data, r.uet_acks, r.uet_nacks, r.uet_answers);
-    if (r.uet_data == 0 || r.uet_answers == 0) {
+    std::printf("reached: %lu requests accepted, %lu ACKs, %lu NACKs, %lu frames answered, "
+                "%lu tagged messages, %lu requests refused by job, PID or resource\n",
+                r.uet_data, r.uet_acks, r.uet_nacks, r.uet_answers, r.uet_tagged,
+                r.uet_access_refused);
+    if (r.uet_data == 0 || r.uet_answers == 0 || r.uet_tagged == 0 ||
+        r.uet_access_refused == 0) {
       std::printf("0 passed, 1 failed: mutations never reached the engine\n");
       return 1;
     }

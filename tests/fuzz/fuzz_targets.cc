@@ -113,7 +113,28 @@ UetConfig fuzz_uet_config() {
   c.max_pdcs = 8;
   c.mpr = 64;
   c.max_ops = 4;
+  c.max_trecvs = 4;
+  c.max_unexpected = 4;
+  c.unexpected_bytes = 1 << 14;
+  c.resource_indexes = 2;
   return c;
+}
+
+void note_ses_reach(const UetCounters& k) {
+  g_reach.uet_tagged += k.rx_tagged_matched + k.rx_tagged_unexpected;
+  g_reach.uet_access_refused +=
+      k.rx_bad_job + k.rx_bad_pid + k.rx_bad_index + k.rx_disabled + k.rx_bad_generation;
+}
+
+// The receives every UET target posts: a SEND buffer, and tagged receives (tag 0x42 with the
+// low byte ignored, and one directed to the peer) so tagged messages are matched, and others
+// fill the unexpected list; resource index 1 disabled, so a request for it is refused.
+void post_receives(UetEndpoint& ep) {
+  static std::vector<uint8_t> recv(1 << 13), tagged(1 << 12);
+  (void)ep.post_recv({1, recv.data(), recv.size()});
+  (void)ep.post_trecv({2, tagged.data(), tagged.size(), 0x42, 0xFF});
+  (void)ep.post_trecv({3, tagged.data(), 64, 0xDEADBEEF, 0, kPeer});
+  (void)ep.disable_resource(1);
 }
 
 }  // namespace
@@ -123,14 +144,14 @@ void uet_rx_target(const uint8_t* data, size_t size) {
   static std::vector<uint8_t> region(1 << 16);
   auto ep = std::move(*UetEndpoint::create(c));
   (void)ep->register_memory(region.data(), region.size());
-  static std::vector<uint8_t> recv(1 << 13);
-  (void)ep->post_recv({1, recv.data(), recv.size()});  // SENDs (RUD, ROD, UUD) get further
+  post_receives(*ep);  // SENDs (RUD, ROD, UUD) and tagged sends get further
   g_reach.uet_answers += drive(*ep, data, size, c.max_pdcs);
   if (ep->pdcs_in_use() > c.max_pdcs) invariant_failed("PDC table grew past max_pdcs");
   // Requests accepted: on PDCs (RUD, ROD), RUDI (executed) and UUD (delivered).
   g_reach.uet_data += ep->counters().rx_data + ep->counters().rx_rudi_req + ep->counters().rx_uud;
   g_reach.uet_acks += ep->counters().rx_acks;
   g_reach.uet_nacks += ep->counters().rx_nacks;
+  note_ses_reach(ep->counters());
 }
 
 namespace {
@@ -179,8 +200,7 @@ void uet_tss_rx_target(const uint8_t* data, size_t size) {
   static std::vector<uint8_t> region(1 << 16);
   auto ep = std::move(*UetEndpoint::create(c));
   (void)ep->register_memory(region.data(), region.size());
-  static std::vector<uint8_t> recv(1 << 13);
-  (void)ep->post_recv({1, recv.data(), recv.size()});
+  post_receives(*ep);
   auto sealer = std::move(*tss::Sublayer::create(fuzz_tss(), kPeer));
   // The records of `data` ([u16 length][frame]...): a length's top bit keeps the frame clear
   // (to be refused); the others are sealed (seal_input), then driven as in uet_rx.
@@ -206,6 +226,7 @@ void uet_tss_rx_target(const uint8_t* data, size_t size) {
   g_reach.uet_data += ep->counters().rx_data + ep->counters().rx_rudi_req + ep->counters().rx_uud;
   g_reach.uet_acks += ep->counters().rx_acks;
   g_reach.uet_nacks += ep->counters().rx_nacks;
+  note_ses_reach(ep->counters());
 }
 
 void roce_rx_target(const uint8_t* data, size_t size) {

@@ -45,6 +45,9 @@ void ab_config_target(const uint8_t* data, size_t size);
 // endpoints accepted as data / ACK / NACK, and frames they answered.
 struct Reach {
   uint64_t uet_data = 0, uet_acks = 0, uet_nacks = 0, uet_answers = 0;
+  // Tagged messages matched or kept unexpected; requests refused for their job, PID, resource
+  // index or generation (spec/uet.md §4.1).
+  uint64_t uet_tagged = 0, uet_access_refused = 0;
   uint64_t roce_data = 0, roce_answers = 0;
 };
 const Reach& reach();
