@@ -109,9 +109,11 @@ class RcccSender {
   // allowance goes (as htsim's stopSpeculating), so senders that speculated do not keep a
   // standing queue at the receiver's link on top of what it grants. A debt stays.
   void stop_speculating() noexcept { credit_ = std::min<int64_t>(credit_, 0); }
-  // The credit to ask for: what the backlog needs beyond the credit held, capped.
+  // The credit to ask for: what the backlog needs beyond the credit held, and a debt too
+  // (else a backlog smaller than the debt asks for less than it takes to send at all, and
+  // waits a credit timeout per grant), capped.
   uint64_t credit_target(uint64_t backlog) const noexcept {
-    const int64_t need = static_cast<int64_t>(backlog) - std::max<int64_t>(credit_, 0);
+    const int64_t need = static_cast<int64_t>(backlog) - credit_;
     return need <= 0 ? 0 : std::min<uint64_t>(static_cast<uint64_t>(need), c_.max_credit_target);
   }
   int64_t credit() const noexcept { return credit_; }

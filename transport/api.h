@@ -6,6 +6,7 @@
 // bounds and never blocks). Completions are polled.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <span>
 
@@ -38,6 +39,7 @@ enum class OpStatus : uint8_t {
   kAccessDenied,         // the target refused the job, process or resource index
                          // (Completion::return_code says which, spec/uet.md §4.1, §4.9)
 };
+inline constexpr size_t kNumOpStatus = 11;  // OpStatus values, for tables indexed by them
 
 const char* to_string(OpStatus s) noexcept;
 

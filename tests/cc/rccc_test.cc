@@ -103,6 +103,22 @@ TEST(Rccc_Sender, SpeculatesThenSendsAgainstCredit) {
   EXPECT_EQ(s.credit_target(0), 0u);
 }
 
+// A sender in debt (a packet went on the last byte of credit, or a resend) asks for the debt
+// as well: a backlog smaller than the debt asking only for itself would never reach positive
+// credit with one grant, and waited a credit timeout per grant (a 1-byte message behind a
+// 740-byte debt stalled a soak run).
+TEST(Rccc_Sender, ADebtIsAskedForWithTheBacklog) {
+  RcccConfig c;
+  c.speculative = 1000;
+  RcccSender s(c);
+  s.on_sent(1740);
+  ASSERT_EQ(s.credit(), -740);
+  EXPECT_EQ(s.credit_target(1), 741u);
+  s.on_credit(s.credit_target(1));
+  EXPECT_TRUE(s.can_send());
+  EXPECT_EQ(s.credit_target(1), 0u);
+}
+
 TEST(Rccc_Sender, StopSpeculatingDropsTheAllowanceButKeepsADebt) {
   RcccConfig c;
   c.speculative = 65536;

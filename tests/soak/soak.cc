@@ -77,7 +77,12 @@ struct Msg {
   bool sent = false;      // completed with success (a UUD write: sent)
   bool done = false;      // completed
   bool released = false;  // its range re-poisoned and given back (RUDI, UUD: mpl later)
+  bool tagged = false;    // a tagged send into a receive over its range ...
+  bool late = false;      // ... posted when the send completed (else before it was sent)
+  bool received = false;  // its receive completed
 };
+// A tagged receive's wr_id: the message's number with this bit.
+constexpr uint64_t kRecvBit = uint64_t{1} << 62;
 
 class Soak {
  public:
@@ -88,6 +93,8 @@ class Soak {
   void build();
   bool post_one(uint32_t host);
   void on_completion(const Completion& cq, Time now);
+  void on_tagged_recv(const Completion& cq);
+  void post_tagged_recv(uint64_t id);
   void release(uint64_t id);
   void release_due(Time now);
   void add_pair(uint32_t src, uint32_t dst);
@@ -166,6 +173,9 @@ void Soak::build() {
         u.tss.tx_sdi = d.sdi;
         u.tss.replay_window = 4096;  // sprayed over 16 EVs with reordering: arrivals far apart
       }
+      // Tagged messages held unexpected until the send completes: up to every incoming
+      // message in flight.
+      if (c_.uet_tagged > 0) u.unexpected_bytes = uint64_t{16} << 20;
       if (c_.uet_rccc > 0 && rng_.chance(c_.uet_rccc)) {  // receivers grant to either kind
         u.cc = CcMode::kNsccRccc;
         ++r_.rccc_hosts;
@@ -323,6 +333,38 @@ bool Soak::post_one(uint32_t host) {
     std::memset(p.dst_ring.get() + offset, kPoison, len);
   }
   fill_pattern(p.src_ring.get() + offset, len, id);
+  // A tagged send (drawn only when the share is set, so other soaks keep their sequences).
+  const bool tagged = c_.uet_tagged > 0 && !bad_key &&
+                      (mode == DeliveryMode::kRud || mode == DeliveryMode::kRod) &&
+                      rng_.chance(c_.uet_tagged);
+  if (tagged) {
+    Msg m;
+    m.pair = pi;
+    m.len = len;
+    m.offset = offset;
+    m.mode = mode;
+    m.tagged = true;
+    m.late = rng_.chance(0.5);
+    msgs_.push_back(m);
+    if (!m.late) post_tagged_recv(id);
+    TaggedSendRequest ts;
+    ts.wr_id = id;
+    ts.peer = sim::Network::host_ip4(p.dst);
+    ts.local = p.src_ring.get() + offset;
+    ts.length = len;
+    ts.tag = id;
+    ts.mode = mode;
+    ts.has_data = true;
+    ts.data = ~id;
+    if (absl::Status s = eps_[host]->post_tsend(ts); !s.ok()) {
+      ADD_FAILURE() << "post_tsend: " << s;
+      msgs_.pop_back();
+      return false;
+    }
+    r_.tagged_late += m.late;
+  } else {
+    msgs_.push_back(Msg{});
+  }
   WriteRequest wr;
   wr.wr_id = id;
   wr.peer = sim::Network::host_ip4(p.dst);
@@ -334,19 +376,20 @@ bool Soak::post_one(uint32_t host) {
   r_.rod_posted += mode == DeliveryMode::kRod;
   r_.rudi_posted += mode == DeliveryMode::kRudi;
   r_.uud_posted += mode == DeliveryMode::kUud;
-  if (absl::Status s = eps_[host]->post_write(wr); !s.ok()) {
+  r_.tagged_posted += tagged;
+  if (absl::Status s = tagged ? absl::OkStatus() : eps_[host]->post_write(wr); !s.ok()) {
     ADD_FAILURE() << "post_write: " << s;
+    msgs_.pop_back();
     return false;
   }
   p.head += skip + len;
-  Msg m;
+  Msg& m = msgs_.back();
   m.pair = pi;
   m.len = len;
   m.offset = offset;
   m.end = p.head;
   m.mode = mode;
   m.bad_key = bad_key;
-  msgs_.push_back(m);
   p.fifo.push_back(id);
   ++host_outstanding_[host];
   ++r_.posted;
@@ -355,7 +398,54 @@ bool Soak::post_one(uint32_t host) {
   return true;
 }
 
+// The tagged receive of message `id`, over its target range, at its destination.
+void Soak::post_tagged_recv(uint64_t id) {
+  const Msg& m = msgs_[id];
+  const Pair& p = pairs_[m.pair];
+  TaggedRecv tr;
+  tr.wr_id = id | kRecvBit;
+  tr.base = p.dst_ring.get() + m.offset;
+  tr.length = m.len;
+  tr.tag = id;
+  tr.source = sim::Network::host_ip4(p.src);
+  if (absl::Status s = eps_[p.dst]->post_trecv(tr); !s.ok()) ADD_FAILURE() << "post_trecv: " << s;
+}
+
+// A tagged receive completed: once, whole, with its message's tag, source and header data.
+// Its range is judged here, and released once the send completed too.
+void Soak::on_tagged_recv(const Completion& cq) {
+  const uint64_t id = cq.wr_id & ~kRecvBit;
+  if (id >= msgs_.size() || !msgs_[id].tagged) {
+    ++r_.unknown_completions;
+    return;
+  }
+  Msg& m = msgs_[id];
+  if (m.received) {
+    ++r_.double_completions;
+    return;
+  }
+  m.received = true;
+  ++r_.tagged_received;
+  const Pair& p = pairs_[m.pair];
+  const bool whole = cq.status == OpStatus::kSuccess && cq.op == Opcode::kTaggedRecv &&
+                     cq.bytes == m.len && cq.tag == id && cq.has_imm && cq.imm == ~id &&
+                     cq.peer == sim::Network::host_ip4(p.src) &&
+                     std::memcmp(p.dst_ring.get() + m.offset, p.src_ring.get() + m.offset,
+                                 m.len) == 0;
+  if (whole) {
+    r_.bytes_verified += m.len;
+  } else {
+    ++r_.corrupt_messages;
+    r_.bytes_lost += m.len;
+  }
+  if (m.done) release(id);
+}
+
 void Soak::on_completion(const Completion& cq, Time now) {
+  if ((cq.wr_id & kRecvBit) != 0) {
+    on_tagged_recv(cq);
+    return;
+  }
   if (cq.wr_id >= msgs_.size()) {
     ++r_.unknown_completions;
     return;
@@ -378,6 +468,11 @@ void Soak::on_completion(const Completion& cq, Time now) {
   }
   if (m.mode == DeliveryMode::kUud) {  // sent, not known to have arrived: judged mpl later
     deferred_.emplace_back(now + c_.mpl, cq.wr_id);
+    return;
+  }
+  if (m.tagged && cq.status == OpStatus::kSuccess) {  // judged when its receive completes
+    if (m.late) post_tagged_recv(cq.wr_id);           // (at once: it waits unexpected)
+    if (m.received) release(cq.wr_id);
     return;
   }
   const Pair& p = pairs_[m.pair];
@@ -556,6 +651,10 @@ void Soak::collect() {
   // Messages that never completed are lost; target rings must be poison everywhere now.
   for (uint64_t id = 0; id < msgs_.size(); ++id) {
     const Msg& m = msgs_[id];
+    if (m.tagged && m.sent && !m.received) {  // sent, never received: lost
+      ++r_.tagged_unreceived;
+      r_.bytes_lost += m.len;
+    }
     if (m.done) continue;
     r_.bytes_lost += m.len;
     ++r_.stuck[static_cast<size_t>(m.mode)];
@@ -563,8 +662,10 @@ void Soak::collect() {
     r_.stuck_on_rccc += rccc_host_.empty() ? 0 : rccc_host_[p.src];
     if (r_.first_stuck.empty()) {
       r_.first_stuck =
-          absl::StrFormat("message %d: host %d -> %d, %d bytes at offset %d, %s", id, p.src, p.dst,
-                          m.len, m.offset, kModeNames[static_cast<size_t>(m.mode)]);
+          absl::StrFormat("message %d: host %d -> %d, %d bytes at offset %d, %s%s", id, p.src,
+                          p.dst, m.len, m.offset, kModeNames[static_cast<size_t>(m.mode)],
+                          !m.tagged ? "" : m.late ? ", tagged (receive after the send)"
+                                                  : ", tagged (receive before the send)");
     }
   }
   for (const Pair& p : pairs_) {
@@ -608,6 +709,7 @@ void Soak::collect() {
     r_.rod_staged += k.rod_staged;
     r_.rudi_executed += k.rx_rudi_req;
     r_.credit_granted += k.credit_granted;
+    r_.tagged_unexpected += k.rx_tagged_unexpected;
     r_.tss_clear_refused += k.rx_clear_refused;
     r_.tss_start_psn_refused += k.rx_start_psn_refused;
     if (const tss::Sublayer* t = ep->tss(); t != nullptr) {
@@ -685,6 +787,13 @@ std::string report(const SoakConfig& c, const SoakResult& r) {
                                         name, r.tss_sealed, r.tss_opened, r.tss_trimmed,
                                         r.tss_rotations, r.tss_start_psn_refused,
                                         drops.empty() ? " none" : drops));
+  }
+  if (c.uet_tagged > 0) {
+    absl::StrAppend(&s, absl::StrFormat("[ soak %s ] tagged sends: %d posted (%d with the receive "
+                                        "posted after the send), %d received whole, %d held "
+                                        "unexpected, %d never received\n",
+                                        name, r.tagged_posted, r.tagged_late, r.tagged_received,
+                                        r.tagged_unexpected, r.tagged_unreceived));
   }
   std::string errs;
   for (size_t i = 1; i < r.errors.size(); ++i) {
@@ -769,6 +878,12 @@ void expect_sound(const SoakConfig& c, const SoakResult& r) {
   EXPECT_EQ(r.corrupt_messages, 0u);
   EXPECT_EQ(r.stray_writes, 0u);
   EXPECT_EQ(r.bytes_lost, 0u);
+  // Every tagged send was received, whole, exactly once (on_tagged_recv checks each).
+  EXPECT_EQ(r.tagged_received, r.tagged_posted);
+  EXPECT_EQ(r.tagged_unreceived, 0u);
+  if (c.uet_tagged > 0) {
+    EXPECT_GT(r.tagged_unexpected, 0u);
+  }
   // Error completions say why, and only the writes built to fail fail: a bad key ends in a
   // remote access error with nothing placed.
   EXPECT_EQ(r.bad_key_refused, r.bad_key_posted);

@@ -33,6 +33,7 @@
 #include <cstdint>
 #include <string>
 
+#include "transport/api.h"
 #include "transport/transport.h"
 #include "transport/wire/wire_error.h"
 
@@ -74,6 +75,10 @@ struct SoakConfig {
   double uet_rudi = 0;     // UET only: share of writes posted as RUDI (no PDC, §3.5)
   double uet_uud = 0;      // UET only: share posted as UUD (one packet at most, §3.6)
   double uet_rccc = 0;     // UET only: share of hosts whose initiators run NSCC+RCCC credit
+  // UET only: share of RUD and ROD messages sent as tagged sends (tag = the message's number)
+  // into a tagged receive the destination posts over the message's target range: half before
+  // the send (matched on arrival), half once the send completed (waiting unexpected till then).
+  double uet_tagged = 0;
   // The longest a frame lives here: a queue of switch_buffer drains in 16 us at 100 Gb/s,
   // three switches and four reorder delays make it under 60 us, with margin.
   Time mpl = 250 * kMicrosecond;
@@ -91,7 +96,7 @@ struct SoakResult {
   // Messages.
   uint64_t posted = 0, completed = 0, succeeded = 0;
   uint64_t bytes_posted = 0, bytes_verified = 0, bytes_failed = 0;
-  std::array<uint64_t, 8> errors{};  // by OpStatus
+  std::array<uint64_t, kNumOpStatus> errors{};  // by OpStatus
   uint64_t bad_key_posted = 0, bad_key_refused = 0;
   uint64_t double_completions = 0, unknown_completions = 0;
   uint64_t corrupt_messages = 0;  // success, but the target bytes differ
@@ -118,6 +123,10 @@ struct SoakResult {
   uint64_t uud_posted = 0, uud_delivered = 0, uud_lost = 0;  // UET: judged `mpl` after sending
   uint64_t uud_partial = 0;  // UET: neither the message's bytes nor untouched (never allowed)
   uint64_t rccc_hosts = 0, credit_granted = 0;  // UET: hosts on RCCC; bytes of credit granted
+  // UET tagged sends: posted; their receives posted after the send completed; receives
+  // completed (each must, once, whole); sends that succeeded whose receive never completed.
+  uint64_t tagged_posted = 0, tagged_late = 0, tagged_received = 0, tagged_unreceived = 0;
+  uint64_t tagged_unexpected = 0;  // messages the targets held unexpected (counters)
   // UET with TSS: frames sealed and opened; refused by reason (tss::Drop); trimmed frames
   // read without their tag; rotations completed; clear frames refused.
   uint64_t tss_sealed = 0, tss_opened = 0, tss_trimmed = 0, tss_rotations = 0;

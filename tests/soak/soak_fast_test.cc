@@ -74,6 +74,23 @@ TEST(Soak_Uet, EveryDeliveryModeAndRcccMixedUnderFaults) {
   EXPECT_GT(r.rccc_hosts, 0u);
 }
 
+// Tagged sends (RUD and ROD) mixed with writes of every mode under every fault, half of them
+// matched on arrival and half held unexpected until their receive is posted: each received
+// exactly once, whole, with its tag, source and header data (expect_sound).
+TEST(Soak_Uet, TaggedSendsMixedWithEveryModeUnderFaultsAreReceivedOnceWhole) {
+  SoakConfig c = small(Kind::kUet);
+  c.uet_tagged = 0.4;
+  c.uet_rod = 0.2;
+  c.uet_rudi = 0.1;
+  c.uet_uud = 0.05;
+  c.uet_rccc = 0.5;
+  c.uet_idle_timeout = 20 * kMicrosecond;
+  const SoakResult r = run_checked(c);
+  EXPECT_GT(r.tagged_posted, 2500u);
+  EXPECT_GT(r.tagged_late, 1000u);
+  EXPECT_GT(r.retransmissions, 0u);
+}
+
 // TSS (spec/uet.md §5): every frame sealed, keys rotating every 500 us with the AN bit, under
 // every fault (trimming included: trimmed sealed requests are read without their tag), with
 // PDCs closing and reopening (the start-PSN guard, §5.6) and every delivery mode.
