@@ -46,6 +46,8 @@ const char* to_string(Opcode op) noexcept {
       return "tsend";
     case Opcode::kTaggedRecv:
       return "trecv";
+    case Opcode::kAtomic:
+      return "atomic";
   }
   return "unknown";
 }
@@ -70,6 +72,35 @@ absl::Status Endpoint::post_tsend(const TaggedSendRequest&) {
 absl::Status Endpoint::post_trecv(const TaggedRecv&) {
   return absl::UnimplementedError(
       "post_trecv: this transport does not carry tagged messages (match them above it)");
+}
+
+absl::Status Endpoint::post_atomic(const AtomicRequest&) {
+  return absl::UnimplementedError("post_atomic: this transport does not carry atomics");
+}
+
+const char* to_string(AtomicOp op) noexcept {
+  static constexpr const char* kNames[kNumAtomicOps] = {
+      "MIN",  "MAX",   "SUM",   "DIFF",     "PROD",     "LOR",      "LAND",
+      "BOR",  "BAND",  "LXOR",  "BXOR",     "READ",     "WRITE",    "CSWAP",
+      "CSWAP_NE", "CSWAP_LE", "CSWAP_LT", "CSWAP_GE", "CSWAP_GT", "MSWAP"};
+  const auto i = static_cast<size_t>(op);
+  return i < kNumAtomicOps ? kNames[i] : "unknown";
+}
+
+const char* to_string(AtomicType t) noexcept {
+  static constexpr const char* kNames[kNumAtomicTypes] = {
+      "INT8",  "UINT8",  "INT16",         "UINT16",         "INT32",       "UINT32",
+      "INT64", "UINT64", "INT128",        "UINT128",        "FLOAT",       "DOUBLE",
+      "FLOAT_COMPLEX", "DOUBLE_COMPLEX", "LONG_DOUBLE", "LONG_DOUBLE_COMPLEX", "BF16", "FP16"};
+  const auto i = static_cast<size_t>(t);
+  return i < kNumAtomicTypes ? kNames[i] : "unknown";
+}
+
+size_t atomic_size(AtomicType t) noexcept {
+  static constexpr uint8_t kSizes[kNumAtomicTypes] = {1, 1, 2, 2, 4, 4, 8,  8,  16,
+                                                      16, 4, 8, 8, 16, 16, 32, 2, 2};
+  const auto i = static_cast<size_t>(t);
+  return i < kNumAtomicTypes ? kSizes[i] : 0;
 }
 
 }  // namespace uet

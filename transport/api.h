@@ -51,6 +51,7 @@ enum class Opcode : uint8_t {
   kRecv,   // target: a posted receive buffer consumed by a SEND (or a WRITE with immediate)
   kTaggedSend,  // initiator: a post_tsend
   kTaggedRecv,  // target: a post_trecv matched by a tagged message
+  kAtomic,      // initiator: a post_atomic (fetching or not)
 };
 
 const char* to_string(Opcode op) noexcept;
@@ -144,6 +145,50 @@ struct TaggedSendRequest {
   SesAddress to{};
 };
 
+// spec/uet.md §4.5.1: what an atomic does to each element of the target, in the wire's
+// order (libfabric's enum fi_op has the same operations). CSWAP*: the target takes the swap
+// value when `target <cmp> compare` holds (CSWAP_LE: target <= compare, as FI_CSWAP_LE);
+// MSWAP: target = (target & ~mask) | (swap & mask).
+enum class AtomicOp : uint8_t {
+  kMin, kMax, kSum, kDiff, kProd, kLor, kLand, kBor, kBand, kLxor, kBxor, kRead, kWrite,
+  kCswap, kCswapNe, kCswapLe, kCswapLt, kCswapGe, kCswapGt, kMswap,
+};
+inline constexpr size_t kNumAtomicOps = 20;
+
+// spec/uet.md §4.5.1: the element types, in the wire's order. Elements travel and sit in
+// memory in the host's byte order (x86-64: little-endian; LONG_DOUBLE is the 80-bit extended
+// format in 16 bytes).
+enum class AtomicType : uint8_t {
+  kInt8, kUint8, kInt16, kUint16, kInt32, kUint32, kInt64, kUint64, kInt128, kUint128,
+  kFloat, kDouble, kFloatComplex, kDoubleComplex, kLongDouble, kLongDoubleComplex, kBf16, kFp16,
+};
+inline constexpr size_t kNumAtomicTypes = 18;
+
+const char* to_string(AtomicOp op) noexcept;
+const char* to_string(AtomicType t) noexcept;
+size_t atomic_size(AtomicType t) noexcept;  // bytes per element
+
+// A one-sided atomic (libfabric's fi_atomic, fi_fetch_atomic, fi_compare_atomic): `count`
+// elements of `type` at `remote_offset` within the peer's region `rkey` are each updated by
+// `op`, executed once at the target however often the request travels. With `result`, the
+// values they held before land there (a fetching atomic). The buffers stay valid until the
+// completion (Opcode::kAtomic, `bytes` = count x atomic_size(type)).
+struct AtomicRequest {
+  uint64_t wr_id = 0;
+  uint32_t peer = 0;
+  uint32_t rkey = 0;
+  uint64_t remote_offset = 0;  // aligned to the element size (to 8 for larger elements)
+  AtomicOp op = AtomicOp::kSum;
+  AtomicType type = AtomicType::kUint64;
+  uint32_t count = 1;
+  const uint8_t* operand = nullptr;  // count elements (CSWAP*, MSWAP: the swap values; READ: none)
+  const uint8_t* compare = nullptr;  // CSWAP*: count compare values; MSWAP: count masks
+  uint8_t* result = nullptr;         // fetching: count elements; nullptr: not fetching
+  DeliveryMode mode = DeliveryMode::kRud;
+  uint16_t channel = 0;  // the connection to the peer (above WriteRequest)
+  SesAddress to{};       // UET: the process and resource at the peer (RoCEv2: ignored)
+};
+
 // A tagged receive buffer. A message matches it when their tags agree on every bit not set in
 // `ignore` and it comes from `source` (0: any source); messages match receives in posting
 // order, as FI_TAGGED says: a message takes the first posted receive it matches, and a
@@ -186,6 +231,7 @@ class Endpoint : public Transport {
   virtual absl::Status post_recv(const RecvBuffer& rb);
   virtual absl::Status post_tsend(const TaggedSendRequest& ts);
   virtual absl::Status post_trecv(const TaggedRecv& tr);
+  virtual absl::Status post_atomic(const AtomicRequest& ar);
   // Moves up to out.size() completions into `out`; returns how many.
   virtual size_t poll_completions(std::span<Completion> out) = 0;
   virtual EndpointStats stats() const = 0;

@@ -123,6 +123,7 @@ using wire::PdsType;
     case Opcode::kWrite:
     case Opcode::kRecv:  // (receives are never posted at an initiator)
     case Opcode::kTaggedRecv:
+    case Opcode::kAtomic:  // (built by build_atomic)
       ses.set<Ses::opcode_field>(wire::SesOpcode::kWrite);
       ses.set<Ses::message_id_field>(o.message_id);
       ses.set<Ses::buffer_offset_field>(o.remote_offset);
