@@ -168,6 +168,10 @@ const char* to_string(AtomicOp op) noexcept;
 const char* to_string(AtomicType t) noexcept;
 size_t atomic_size(AtomicType t) noexcept;  // bytes per element
 
+// The operand bytes of one atomic (count x atomic_size), so its request and answer fit one
+// frame of the smallest the hosts take (256 bytes, with TSS and MSWAP's masks).
+inline constexpr uint32_t kMaxAtomicBytes = 32;
+
 // A one-sided atomic (libfabric's fi_atomic, fi_fetch_atomic, fi_compare_atomic): `count`
 // elements of `type` at `remote_offset` within the peer's region `rkey` are each updated by
 // `op`, executed once at the target however often the request travels. With `result`, the
@@ -180,7 +184,7 @@ struct AtomicRequest {
   uint64_t remote_offset = 0;  // aligned to the element size (to 8 for larger elements)
   AtomicOp op = AtomicOp::kSum;
   AtomicType type = AtomicType::kUint64;
-  uint32_t count = 1;
+  uint32_t count = 1;  // 1..kMaxAtomicBytes / atomic_size(type); 1 for the CSWAP family
   const uint8_t* operand = nullptr;  // count elements (CSWAP*, MSWAP: the swap values; READ: none)
   const uint8_t* compare = nullptr;  // CSWAP*: count compare values; MSWAP: count masks
   uint8_t* result = nullptr;         // fetching: count elements; nullptr: not fetching

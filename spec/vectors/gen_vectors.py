@@ -46,6 +46,7 @@ OP_RENDEZVOUS_SEND, OP_DGRAM_SEND, OP_TAGGED_SEND = 6, 7, 9
 RSP_RESPONSE, RSP_WITH_DATA = 1, 2
 RC_OK = 1
 RC_BAD_GENERATION, RC_BAD_PID, RC_BAD_JOB_ID = 0x02, 0x1A, 0x1B
+RC_AMO_UNALIGNED = 0x12
 
 # rocev2.md §4 opcodes -> extended headers after the BTH, in wire order, and whether a
 # payload follows (research/rocev2-wireshark.md §1.4).
@@ -1191,6 +1192,51 @@ def access_vectors():
                         modified_length=0)]))
 
 
+def atomic_vectors():
+    """uet.md §4.5 atomics as the engine lays them out (transport/uet/uet_atomic.cc): operands
+    in host order (little-endian), a narrow CAS operand in the first bytes of its 16-byte
+    field; the fetched values answer in a response with data (generated last: IP IDs run on)."""
+    fwd = dict(src=ip4("10.0.1.17"), dst=ip4("10.0.2.34"))
+    back = dict(src=ip4("10.0.2.34"), dst=ip4("10.0.1.17"))
+    swap, mask = struct.pack("<Q", 0x1122334455667788), struct.pack("<Q", 0xFFFFFFFF00000000)
+    vec("uet_rud_req_syn_std_fetch_mswap",
+        "SYN RUD_REQ with a standard SES FETCHING_ATOMIC MSWAP on one UINT64 (atomic "
+        "extension, 4 bytes) in the default job, PID and resource index, memory key 1: the "
+        "payload carries the swap value, then the mask, each little-endian as in memory.",
+        build(Encap(ip_id=0x2F60, sport=0xC3D0, **fwd), [
+            pds_req(RUD_REQ, NH_STD, psn=4100, spdcid=17, syn=1, psn_offset=0, ar=1),
+            ses_std(OP_FETCHING_ATOMIC, message_id=300, ri_generation=0, job_id=0,
+                    pid_on_fep=0, resource_index=0, buffer_offset=0x40, initiator=0,
+                    match_bits=1, request_length=8, som=1, eom=1),
+            ses_atomic(0x13, 0x07, 0x00)], swap + mask))
+    vec("uet_rud_req_std_fetch_cswap_le",
+        "Standard SES FETCHING_ATOMIC CSWAP_LE on one INT32 (compare-and-swap extension, 36 "
+        "bytes): compare -5 and swap 1000 fill the first four bytes of their fields, "
+        "little-endian, the rest zero; no payload.",
+        build(Encap(ip_id=0x2F61, sport=0xC3D1, **fwd), [
+            pds_req(RUD_REQ, NH_STD, psn=4101, spdcid=17, dpdcid=33, clear_psn_offset=-2, ar=1),
+            ses_std(OP_FETCHING_ATOMIC, message_id=301, ri_generation=0, job_id=0x00BEEF,
+                    pid_on_fep=2, resource_index=0, buffer_offset=0x48, initiator=0,
+                    match_bits=3, request_length=4, som=1, eom=1),
+            ses_cas(0x0F, 0x04, 0x00, compare=struct.pack("<i", -5) + bytes(12),
+                    swap=struct.pack("<i", 1000) + bytes(12))]))
+    old = struct.pack("<Q", 0x0000000000000029)
+    vec("uet_ack_rsp_data_fetched",
+        "ACK answering a fetching atomic: a response with data carrying the value the target "
+        "held before (8 bytes), naming the request's message ID.",
+        build(Encap(ip_id=0x2F62, sport=0xA1C1, **back), [
+            pds_ack(NH_RSP_DATA, cack_psn=4099, ack_psn_offset=1, spdcid=33, dpdcid=17),
+            ses_rsp_data(RC_OK, message_id=300, job_id=0x00BEEF, read_req_message_id=300,
+                         payload_length=8, modified_length=8, message_offset=0)], old))
+    vec("uet_ack_rsp_amo_unaligned",
+        "ACK carrying a SES response refusing an atomic whose address is not aligned to its "
+        "element (AMO_UNALIGNED, uet.md §4.9): nothing was changed.",
+        build(Encap(ip_id=0x2F63, sport=0xA1C2, **back), [
+            pds_ack(NH_RSP, cack_psn=4101, ack_psn_offset=1, spdcid=33, dpdcid=17),
+            ses_rsp(RSP_RESPONSE, RC_AMO_UNALIGNED, message_id=302, ri_generation=0,
+                    job_id=0x00BEEF, modified_length=0)]))
+
+
 def roce_vectors():
     qp, psn = 0x0004D2, 0x1A2B3C
 
@@ -1483,6 +1529,7 @@ def generate():
     real_vectors()
     negative_vectors()
     access_vectors()
+    atomic_vectors()
     return {v.name + ".vec": render(v) for v in VECTORS}
 
 

@@ -117,6 +117,7 @@ UetConfig fuzz_uet_config() {
   c.max_unexpected = 4;
   c.unexpected_bytes = 1 << 14;
   c.resource_indexes = 2;
+  c.atomic_results = 2;
   return c;
 }
 
@@ -124,6 +125,7 @@ void note_ses_reach(const UetCounters& k) {
   g_reach.uet_tagged += k.rx_tagged_matched + k.rx_tagged_unexpected;
   g_reach.uet_access_refused +=
       k.rx_bad_job + k.rx_bad_pid + k.rx_bad_index + k.rx_disabled + k.rx_bad_generation;
+  g_reach.uet_atomic += k.rx_atomics + k.rx_atomic_refused;
 }
 
 // The receives every UET target posts: a SEND buffer, and tagged receives (tag 0x42 with the

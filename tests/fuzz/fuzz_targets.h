@@ -48,6 +48,7 @@ struct Reach {
   // Tagged messages matched or kept unexpected; requests refused for their job, PID, resource
   // index or generation (spec/uet.md §4.1).
   uint64_t uet_tagged = 0, uet_access_refused = 0;
+  uint64_t uet_atomic = 0;  // atomics executed or refused by the atomic checks
   uint64_t roce_data = 0, roce_answers = 0;
 };
 const Reach& reach();

@@ -65,6 +65,10 @@ struct Pair {
   std::unique_ptr<uint8_t[]> src_ring, dst_ring;
   uint64_t head = 0, tail = 0;  // ring positions (monotonic)
   std::deque<uint64_t> fifo;    // messages holding ring space, oldest first
+  // Atomics: the counter at the destination, its key, and the values successful adds fetched.
+  std::unique_ptr<uint64_t[]> counter;
+  uint32_t counter_key = 0;
+  std::vector<uint64_t> fetched_ok;
 };
 
 struct Msg {
@@ -80,6 +84,8 @@ struct Msg {
   bool tagged = false;    // a tagged send into a receive over its range ...
   bool late = false;      // ... posted when the send completed (else before it was sent)
   bool received = false;  // its receive completed
+  bool atomic = false;    // a fetching add of 1 to its pair's counter ...
+  uint64_t fetch = 0;     // ... whose old value lands in Soak::fetched_[fetch]
 };
 // A tagged receive's wr_id: the message's number with this bit.
 constexpr uint64_t kRecvBit = uint64_t{1} << 62;
@@ -113,6 +119,7 @@ class Soak {
   std::vector<std::vector<uint32_t>> pairs_of_;  // per source host
   std::vector<uint32_t> host_outstanding_;
   std::vector<Msg> msgs_;
+  std::deque<uint64_t> fetched_;  // atomics' result buffers (a deque: they never move)
   std::vector<bool> rccc_host_;                     // UET: hosts whose initiators run NSCC+RCCC
   std::deque<std::pair<Time, uint64_t>> deferred_;  // (release time, message), in time order
   std::vector<uint32_t> links_;   // one port of every link
@@ -289,6 +296,12 @@ void Soak::add_pair(uint32_t src, uint32_t dst) {
   auto key = eps_[dst]->register_memory(p.dst_ring.get(), c_.ring_bytes);
   ASSERT_TRUE(key.ok()) << key.status();
   p.rkey = *key;
+  if (c_.atomics > 0) {
+    p.counter = std::make_unique<uint64_t[]>(1);
+    auto ck = eps_[dst]->register_memory(reinterpret_cast<uint8_t*>(p.counter.get()), 8);
+    ASSERT_TRUE(ck.ok()) << ck.status();
+    p.counter_key = *ck;
+  }
   pairs_of_[src].push_back(static_cast<uint32_t>(pairs_.size()));
   pairs_.push_back(std::move(p));
 }
@@ -314,6 +327,39 @@ bool Soak::post_one(uint32_t host) {
       mode = DeliveryMode::kUud;
       len = std::min(len, UetConfig{}.payload_bytes);  // one packet (§3.6)
     }
+  }
+  // An atomic (drawn only when the share is set, so other soaks keep their sequences): no
+  // ring space, judged by its pair's counter at the end.
+  if (c_.atomics > 0 && (mode == DeliveryMode::kRud || mode == DeliveryMode::kRod) &&
+      rng_.chance(c_.atomics)) {
+    static constexpr uint64_t kOne = 1;
+    Msg m;
+    m.pair = pi;
+    m.len = 8;
+    m.mode = mode;
+    m.atomic = true;
+    m.fetch = fetched_.size();
+    fetched_.push_back(~uint64_t{0});
+    AtomicRequest ar;
+    ar.wr_id = msgs_.size();
+    ar.peer = sim::Network::host_ip4(p.dst);
+    ar.rkey = p.counter_key;
+    ar.op = AtomicOp::kSum;
+    ar.type = AtomicType::kUint64;
+    ar.operand = reinterpret_cast<const uint8_t*>(&kOne);
+    ar.result = reinterpret_cast<uint8_t*>(&fetched_.back());
+    ar.mode = mode;
+    if (absl::Status s = eps_[host]->post_atomic(ar); !s.ok()) {
+      ADD_FAILURE() << "post_atomic: " << s;
+      return false;
+    }
+    msgs_.push_back(m);
+    ++host_outstanding_[host];
+    ++r_.posted;
+    ++r_.atomics_posted;
+    r_.bytes_posted += m.len;
+    r_.rod_posted += mode == DeliveryMode::kRod;
+    return true;
   }
   if (p.fifo.size() >= c_.max_outstanding_per_pair) return false;
   uint64_t offset = p.head % c_.ring_bytes;
@@ -465,6 +511,14 @@ void Soak::on_completion(const Completion& cq, Time now) {
   } else {
     ++r_.errors[static_cast<size_t>(cq.status)];
     r_.bytes_failed += m.len;
+  }
+  if (m.atomic) {  // judged with its pair's counter at the end (collect)
+    if (cq.status == OpStatus::kSuccess) {
+      ++r_.atomics_ok;
+      r_.bytes_verified += m.len;
+      pairs_[m.pair].fetched_ok.push_back(fetched_[m.fetch]);
+    }
+    return;
   }
   if (m.mode == DeliveryMode::kUud) {  // sent, not known to have arrived: judged mpl later
     deferred_.emplace_back(now + c_.mpl, cq.wr_id);
@@ -668,6 +722,14 @@ void Soak::collect() {
                                                   : ", tagged (receive before the send)");
     }
   }
+  for (Pair& p : pairs_) {
+    if (p.counter == nullptr) continue;
+    // Each add ran once: the counter is the successes' count, and they fetched 0..count-1.
+    std::sort(p.fetched_ok.begin(), p.fetched_ok.end());
+    bool exact = p.counter[0] == p.fetched_ok.size();
+    for (uint64_t i = 0; exact && i < p.fetched_ok.size(); ++i) exact = p.fetched_ok[i] == i;
+    r_.atomic_miscounts += !exact;
+  }
   for (const Pair& p : pairs_) {
     if (std::memcmp(p.dst_ring.get(), poison_.data(), c_.ring_bytes) != 0) {
       for (uint64_t i = 0; i < c_.ring_bytes; ++i) r_.stray_writes += p.dst_ring[i] != kPoison;
@@ -710,6 +772,7 @@ void Soak::collect() {
     r_.rudi_executed += k.rx_rudi_req;
     r_.credit_granted += k.credit_granted;
     r_.tagged_unexpected += k.rx_tagged_unexpected;
+    r_.atomic_replays += k.rx_atomic_replays;
     r_.tss_clear_refused += k.rx_clear_refused;
     r_.tss_start_psn_refused += k.rx_start_psn_refused;
     if (const tss::Sublayer* t = ep->tss(); t != nullptr) {
@@ -794,6 +857,13 @@ std::string report(const SoakConfig& c, const SoakResult& r) {
                                         "unexpected, %d never received\n",
                                         name, r.tagged_posted, r.tagged_late, r.tagged_received,
                                         r.tagged_unexpected, r.tagged_unreceived));
+  }
+  if (c.atomics > 0) {
+    absl::StrAppend(&s, absl::StrFormat("[ soak %s ] atomics: %d fetching adds posted, %d "
+                                        "succeeded, %d duplicates answered from the held result, "
+                                        "%d pairs miscounted\n",
+                                        name, r.atomics_posted, r.atomics_ok, r.atomic_replays,
+                                        r.atomic_miscounts));
   }
   std::string errs;
   for (size_t i = 1; i < r.errors.size(); ++i) {
@@ -883,6 +953,11 @@ void expect_sound(const SoakConfig& c, const SoakResult& r) {
   EXPECT_EQ(r.tagged_unreceived, 0u);
   if (c.uet_tagged > 0) {
     EXPECT_GT(r.tagged_unexpected, 0u);
+  }
+  // Every atomic ran exactly once: each pair's counter is its successful adds (collect).
+  EXPECT_EQ(r.atomic_miscounts, 0u);
+  if (c.atomics > 0) {
+    EXPECT_GT(r.atomics_ok, 0u);
   }
   // Error completions say why, and only the writes built to fail fail: a bad key ends in a
   // remote access error with nothing placed.

@@ -79,6 +79,10 @@ struct SoakConfig {
   // into a tagged receive the destination posts over the message's target range: half before
   // the send (matched on arrival), half once the send completed (waiting unexpected till then).
   double uet_tagged = 0;
+  // Share of RUD and ROD messages that are a fetching atomic add of 1 to a 64-bit counter per
+  // pair at the destination (UET FETCHING_ATOMIC SUM; RoCEv2 FETCH_ADD): at the end every
+  // counter equals its pair's successful adds, which fetched 0, 1, 2, ... each exactly once.
+  double atomics = 0;
   // The longest a frame lives here: a queue of switch_buffer drains in 16 us at 100 Gb/s,
   // three switches and four reorder delays make it under 60 us, with margin.
   Time mpl = 250 * kMicrosecond;
@@ -127,6 +131,9 @@ struct SoakResult {
   // completed (each must, once, whole); sends that succeeded whose receive never completed.
   uint64_t tagged_posted = 0, tagged_late = 0, tagged_received = 0, tagged_unreceived = 0;
   uint64_t tagged_unexpected = 0;  // messages the targets held unexpected (counters)
+  // Atomics: posted; succeeded; pairs whose counter or fetched values were wrong; duplicates
+  // of fetching atomics the targets answered from the held result, never running them again.
+  uint64_t atomics_posted = 0, atomics_ok = 0, atomic_miscounts = 0, atomic_replays = 0;
   // UET with TSS: frames sealed and opened; refused by reason (tss::Drop); trimmed frames
   // read without their tag; rotations completed; clear frames refused.
   uint64_t tss_sealed = 0, tss_opened = 0, tss_trimmed = 0, tss_rotations = 0;

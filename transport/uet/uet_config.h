@@ -59,6 +59,12 @@ struct UetConfig {
   uint32_t pid_on_fep = 0;
   uint32_t job_pid_base = 0;
   uint32_t resource_indexes = 1;
+  // Atomics (transport/api.h AtomicRequest; NOTES.md, "Atomics"): the fetched values a target
+  // holds until the initiator has them (a duplicate of the request is answered from here, never
+  // executed again), 1..65535, kMaxAtomicBytes each. Taken at the first fetching atomic; a
+  // request that finds them all held is NACKed NO_SES_MSG_AVAIL and retried as a SEND with
+  // no buffer is (rnr_retries).
+  uint32_t atomic_results = 256;
   uint64_t window_bytes = 256 * 1024;     // bytes in flight per PDC at most
   CcMode cc = CcMode::kNscc;              // congestion control (CcMode)
   // RCCC (cc/rccc.h): quantum, speculative allowance, credit target cap, grant pacing.
@@ -187,6 +193,10 @@ struct UetCounters {
   // (BAD_INDEX), a disabled one (DISABLED) or a stale generation (BAD_GENERATION).
   uint64_t rx_bad_job = 0, rx_bad_pid = 0, rx_bad_index = 0, rx_disabled = 0;
   uint64_t rx_bad_generation = 0;
+  // Atomics (target): executed (once per request), answered again from the held result (a
+  // duplicate), refused (operation, type, size, alignment, region: AMO_*, AT_*), NACKed with
+  // every result slot held.
+  uint64_t rx_atomics = 0, rx_atomic_replays = 0, rx_atomic_refused = 0, rx_atomic_full = 0;
   uint64_t rnr_retx = 0;          // initiator: resends after an RNR NACK
   uint64_t rsp_ring_full = 0;     // target: request dropped, no room to queue its response
   // Guaranteed delivery of refusals (§3.3 clear_psn_offset, §4.6).

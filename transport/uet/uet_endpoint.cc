@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <bit>
 #include <string>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 
@@ -63,6 +64,8 @@ absl::Status UetConfig::validate() const {
     return out_of_range("max_unexpected", max_unexpected, "1..65536");
   if (unexpected_bytes < payload_bytes || unexpected_bytes > (uint64_t{1} << 30))
     return out_of_range("unexpected_bytes", unexpected_bytes, "payload_bytes..1 GiB");
+  if (atomic_results < 1 || atomic_results > 65535)
+    return out_of_range("atomic_results", atomic_results, "1..65535");
   if (job_id > 0xFFFFFF) return out_of_range("job_id", job_id, "0..16777215 (24 bits)");
   if (pid_on_fep > 0xFFF) return out_of_range("pid_on_fep", pid_on_fep, "0..4095 (12 bits)");
   if (job_pid_base > pid_on_fep)
@@ -191,6 +194,11 @@ void UetEndpoint::free_pdc(uint16_t id) {
     if (p.role == Role::kTarget) tss_->start_psn_used(p.peer_ip4, p.peer_pdcid, p.tgt.rcv_base);
   }
   if (p.role == Role::kTarget) rccc_rx_.on_close(id);  // RCCC: it wants no more credit
+  if (p.role == Role::kTarget && p.tgt.gtd_live > 0 && !amo_results_.empty()) {
+    for (Pdc::Refusal& g : p.tgt.gtd) {  // fetching atomics' values no one will ask for again
+      if (g.result != 0) free_result(std::exchange(g.result, 0));
+    }
+  }
   rod_release_buffer(p);
   pdcs_.free(id);
 }
@@ -210,7 +218,7 @@ size_t UetEndpoint::memory_bytes() const noexcept {
              held(rudi_ops_) + held(rudi_pkts_) + held(rudi_free_) + held(rudi_rsp_) +
              held(uud_q_) + held(regions_) + rccc_rx_.memory_bytes() + held(trecvs_) +
              held(trecv_free_) + held(unexp_) + held(unexp_free_) + held(unexp_by_at_) +
-             held(resources_) + (arena_ != nullptr ? config_.unexpected_bytes : 0);
+             held(resources_) + held(amo_results_) + held(amo_free_) + (arena_ != nullptr ? config_.unexpected_bytes : 0);
   for (const RodBuffer& b : rod_pool_) {
     if (b.bytes != nullptr)
       n += held(b.bits) + held(b.slots) + size_t{config_.rod_window} * config_.payload_bytes;
@@ -252,6 +260,7 @@ size_t UetEndpoint::memory_bound(const UetConfig& c, uint32_t regions) noexcept 
          size_t{c.max_trecvs} * (sizeof(TRecv) + sizeof(uint32_t)) +
          size_t{c.max_unexpected} * (sizeof(Unexp) + 2 * sizeof(uint32_t)) + c.unexpected_bytes +
          size_t{c.resource_indexes} * sizeof(Resource) +
+         size_t{c.atomic_results} * (kMaxAtomicBytes + sizeof(uint16_t)) +  // fetched values
          (c.tss.enabled ? tss::Sublayer::memory_bound(c.tss) : 0);
 }
 
@@ -322,7 +331,8 @@ absl::Status UetEndpoint::post_op(uint32_t peer, bool rod, const Op& op, const c
   o.packets = std::max<uint32_t>(
       1, static_cast<uint32_t>((op.length + config_.payload_bytes - 1) / config_.payload_bytes));
   o.unacked = o.packets;
-  if (op.op != Opcode::kRead) p.ini.unsent_bytes += op.length;  // RCCC's backlog
+  // RCCC's backlog: the payload bytes that need credit (not READs' or atomics', above tx).
+  if (op.op != Opcode::kRead && op.op != Opcode::kAtomic) p.ini.unsent_bytes += op.length;
   o.message_id = p.ini.next_message_id;
   // A READ is one single-packet READ message per chunk (NOTES.md, "How the SES operations travel
   // on the PDS"): one ID each.

@@ -1,8 +1,8 @@
 // The UET engine for one fabric endpoint (FEP), sans-IO: PDS RUD and ROD (spec/uet.md §3.3)
-// carrying SES WRITE, READ, SEND and tagged sends with job-based access (§4), RUDI (§3.5) and UUD (§3.6) datagrams; PDCs opened on
-// first use with a 0-RTT SYN and closed when idle (§3.3, §3.12), ACK_CC with SACK (§3.8),
-// NACKs (§3.10), selective retransmission, NSCC or RCCC (§3.4, §3.8.1, §3.8.2) and each
-// packet's EV from pathsel/ (§2.4). transport/uet/NOTES.md says how each operation and mode
+// carrying SES WRITE, READ, SEND, tagged sends and atomics with job-based access (§4), RUDI
+// (§3.5) and UUD (§3.6) datagrams; PDCs opened on first use with a 0-RTT SYN and closed when
+// idle (§3.3, §3.12), ACK_CC with SACK (§3.8), NACKs (§3.10), selective retransmission, NSCC
+// or RCCC (§3.4, §3.8.1, §3.8.2) and each packet's EV from pathsel/ (§2.4). transport/uet/NOTES.md says how each operation and mode
 // travels on the PDS, how a PDC lives and closes, and how the congestion control is wired.
 //
 // Ownership and threads: one Endpoint per FEP, driven by one thread (its host's). Memory
@@ -59,6 +59,7 @@ class UetEndpoint final : public Endpoint {
   absl::Status post_recv(const RecvBuffer& rb) override;
   absl::Status post_tsend(const TaggedSendRequest& ts) override;
   absl::Status post_trecv(const TaggedRecv& tr) override;
+  absl::Status post_atomic(const AtomicRequest& ar) override;
   size_t poll_completions(std::span<Completion> out) override;
   EndpointStats stats() const override;
 
@@ -154,10 +155,12 @@ class UetEndpoint final : public Endpoint {
 
   // A ROD reorder buffer, lent to a ROD target PDC while it holds out-of-order requests:
   // rod_window entries (PSN % rod_window), each with the request's SES header and payload.
-  // A staged WRITE is recorded as received at once, a READ or SEND when it runs.
+  // A staged WRITE is recorded as received at once, a READ or SEND when it runs. An atomic's
+  // extension header (§4.5) is staged in front of its operands.
   struct Staged {
     std::array<uint8_t, wire::SesStandardRequest::kSize> ses{};
-    uint32_t len = 0;       // payload bytes present in RodBuffer::bytes
+    uint8_t ext = 0;        // extension header bytes at the start of the slot's bytes
+    uint32_t len = 0;       // payload bytes present in RodBuffer::bytes (after the extension)
     uint32_t elided = 0;    // payload bytes carried by length only (simulator)
     bool recorded = false;  // already recorded as received (a WRITE, or no SES header)
     bool has_ses = false;
@@ -227,12 +230,14 @@ class UetEndpoint final : public Endpoint {
   void note_request(Pdc& p, uint16_t id, const wire::Decoded& d, const wire::PdsRudRod& h,
                     bool trimmed, Time now);
   bool request_is_new(Pdc& p, uint32_t psn, const wire::SesStandardRequest* ses, bool trimmed);
-  Exec execute(Pdc& p, uint16_t id, const wire::SesStandardRequest& ses,
+  // `ext`: where the SES header's extension (§4.5) is, when its opcode has one.
+  Exec execute(Pdc& p, uint16_t id, const wire::SesStandardRequest& ses, const uint8_t* ext,
                std::span<const uint8_t> payload, size_t elided, uint32_t psn);
   // execute()'s body, always inline into rx_request() (every request runs it); execute() is
   // the out-of-line copy for rod_drain().
   Exec execute_inline(Pdc& p, uint16_t id, const wire::SesStandardRequest& ses,
-                      std::span<const uint8_t> payload, size_t elided, uint32_t psn);
+                      const uint8_t* ext, std::span<const uint8_t> payload, size_t elided,
+                      uint32_t psn);
   void rx_ack(const wire::Decoded& d, Time now);
   Time ack_response(Pdc& p, const wire::Decoded& d, uint32_t trig, bool trig_in_window, Time now);
   void ack_covered(Pdc& p, uint32_t cack, uint32_t trig, bool marked, const wire::PdsAckCc* cc,
@@ -242,7 +247,8 @@ class UetEndpoint final : public Endpoint {
   void rx_nack(const wire::Decoded& d, Time now);
   void rnr_nack(Pdc& p, uint32_t psn, wire::NackCode code);
   void rx_ctrl(const wire::Decoded& d, Time now);
-  void refuse(Pdc& p, uint32_t psn, uint8_t code, uint16_t message_id);
+  void refuse(Pdc& p, uint32_t psn, uint8_t code, uint16_t message_id, uint16_t result = 0,
+              uint32_t len = 0);
   void clear_to(Pdc& p, uint32_t clear_psn);
   void note_idle(Pdc& p, Time now);
   void start_close(Pdc& p, Time now);
@@ -303,6 +309,17 @@ class UetEndpoint final : public Endpoint {
                  const wire::SesStandardRequest& ses, uint32_t psn);
   RxMsg* start_tagged(Pdc& p, uint16_t id, const wire::SesStandardRequest& ses, uint32_t psn);
   void tagged_tables();
+  // Atomics (uet_atomic.cc): the target's execution, its held results, the request's
+  // extension header and operands.
+  Exec rx_atomic(Pdc& p, const wire::SesStandardRequest& ses, const uint8_t* ext,
+                 std::span<const uint8_t> payload, size_t elided, uint32_t psn);
+  wire::SesReturnCode atomic_refusal(const wire::SesStandardRequest& ses, const uint8_t* ext,
+                                     std::span<const uint8_t> payload, size_t elided);
+  void free_result(uint16_t result) noexcept;
+  const uint8_t* result_bytes(uint16_t result) const noexcept {
+    return amo_results_.data() + size_t{result - 1u} * kMaxAtomicBytes;
+  }
+  bool put_atomic(const Op& o, wire::FrameBuilder& b);
   bool stage_unexpected(RxMsg& m, uint64_t length);
   void free_unexpected(uint32_t u);
   void complete_trecv(const TaggedRecv& tr, const RxMsg& m, const uint8_t* staged);
@@ -369,7 +386,7 @@ class UetEndpoint final : public Endpoint {
   bool ack_response_header(const Pdc::Response& r, wire::SesResponse* rsp,
                            wire::SesResponseData* rd, wire::FrameBuilder& b, size_t capacity,
                            size_t* elided);
-  bool put_read_data(wire::SesResponseData& rd, uint16_t message_id, uint32_t key, uint64_t offset,
+  bool put_read_data(wire::SesResponseData& rd, uint16_t message_id, const uint8_t* src,
                      uint32_t len, wire::FrameBuilder& b, size_t capacity, size_t* elided);
   uint8_t advertised_mpr(const Pdc& p) const noexcept;
   bool mpr_room(const Pdc& p) const noexcept;
@@ -497,7 +514,11 @@ class UetEndpoint final : public Endpoint {
     uint8_t generation = 0;
     bool enabled = true;
   };
-  std::vector<Resource> resources_;  // empty until the first change: all as Resource{}
+  std::vector<Resource> resources_;
+  // Atomics: the fetched values held (atomic_results x kMaxAtomicBytes) and the free ones
+  // (result numbers, 1-based), taken at the first fetching atomic.
+  std::vector<uint8_t> amo_results_;
+  std::vector<uint16_t> amo_free_;  // empty until the first change: all as Resource{}
   Resource resource(uint16_t ri) const noexcept {
     return resources_.empty() ? Resource{} : resources_[ri];
   }

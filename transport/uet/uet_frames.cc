@@ -176,16 +176,19 @@ bool UetEndpoint::build_ack(Pdc& p, uint16_t pdcid, Frame& f) {
     rsp->set_message_id(r.message_id);
     rsp->set_job_id(config_.job_id);  // §4.6: the target's job
   } else if (rd != nullptr) {
-    return put_read_data(*rd, r.message_id, r.key, r.offset, r.len, b, capacity, elided);
+    // A fetching atomic's held values (§4.5.1), or the chunk a READ asked for.
+    const uint8_t* src =
+        r.result != 0 ? result_bytes(r.result) : regions_[r.key - 1].base + r.offset;
+    return put_read_data(*rd, r.message_id, src, r.len, b, capacity, elided);
   }
   return true;
 }
 
-// §4.7: a response with data carries the whole chunk the READ asked for (`len` bytes of region
-// `key` at `offset`), at message_offset 0; `elided`: what the host carries by length.
-bool UetEndpoint::put_read_data(wire::SesResponseData& rd, uint16_t message_id, uint32_t key,
-                                uint64_t offset, uint32_t len, wire::FrameBuilder& b,
-                                size_t capacity, size_t* elided) {
+// §4.7: a response with data carries the whole chunk the READ asked for (`len` bytes at
+// `src`), at message_offset 0; `elided`: what the host carries by length.
+bool UetEndpoint::put_read_data(wire::SesResponseData& rd, uint16_t message_id, const uint8_t* src,
+                                uint32_t len, wire::FrameBuilder& b, size_t capacity,
+                                size_t* elided) {
   rd.set_opcode(wire::SesRspOpcode::kResponseWithData);
   rd.set_return_code(wire::SesReturnCode::kOk);
   rd.set_message_id(message_id);
@@ -197,7 +200,7 @@ bool UetEndpoint::put_read_data(wire::SesResponseData& rd, uint16_t message_id, 
   } else if (len > 0) {
     uint8_t* payload = b.add_bytes(len);
     if (payload == nullptr) return false;
-    std::memcpy(payload, regions_[key - 1].base + offset, len);
+    std::memcpy(payload, src, len);
   }
   return true;
 }

@@ -245,6 +245,14 @@ void UetEndpoint::rx_ack(const wire::Decoded& d, Time now) {
         ack_psn(p, trig, false, now);
         ++counters_.rx_read_data;
         placed = true;
+      } else if (o.op == Opcode::kAtomic && o.dst != nullptr && !s.acked && !o.failed &&
+                 rd->return_code() == wire::SesReturnCode::kOk &&
+                 rd->read_req_message_id() == o.message_id && rd->payload_length() == o.length &&
+                 d.payload.size() == o.length) {
+        // §4.5.1: a fetching atomic's old values (its PSN is acknowledged by this answer).
+        std::memcpy(o.dst, d.payload.data(), d.payload.size());
+        ack_psn(p, trig, false, now);
+        placed = true;
       }
     }
     if (!placed) ++counters_.rx_stale_read_data;

@@ -55,12 +55,22 @@ absl::Status UetEndpoint::check_mode(DeliveryMode m, Opcode op, const char* verb
     case DeliveryMode::kRod:
       return absl::OkStatus();
     case DeliveryMode::kRudi:
+      if (op == Opcode::kAtomic) {
+        return absl::UnimplementedError(absl::StrCat(
+            verb, ": DeliveryMode::kRudi does not carry atomics (RUDI is for idempotent "
+                  "operations, spec/uet.md §3.5; an atomic must run once): use kRud or kRod"));
+      }
       if (op != Opcode::kSend) return absl::OkStatus();
       return absl::UnimplementedError(absl::StrCat(
           verb,
           ": DeliveryMode::kRudi does not carry SEND (RUDI is for idempotent operations; "
           "a resent SEND would consume a second receive buffer): use kRud or kRod"));
     case DeliveryMode::kUud:
+      if (op == Opcode::kAtomic) {
+        return absl::UnimplementedError(absl::StrCat(
+            verb, ": DeliveryMode::kUud does not carry atomics (an unreliable datagram "
+                  "could be lost or run twice): use kRud or kRod"));
+      }
       if (op != Opcode::kRead) return absl::OkStatus();
       return absl::UnimplementedError(
           absl::StrCat(verb,
@@ -172,7 +182,13 @@ bool UetEndpoint::rod_stage(Pdc& p, const wire::Decoded& d, const wire::SesStand
     ++counters_.rx_duplicates;
     return false;
   }
-  if (d.payload.size() > config_.payload_bytes) {  // not ours to hold; it comes again
+  // §4.5: an atomic's extension header is staged in front of its operands.
+  const uint8_t* const ext = d.ses_cas != nullptr ? d.ses_cas->raw
+                             : d.ses_atomic != nullptr ? d.ses_atomic->raw : nullptr;
+  const uint8_t ext_len = d.ses_cas != nullptr      ? wire::SesCompareSwap::kSize
+                          : d.ses_atomic != nullptr ? wire::SesAtomic::kSize
+                                                    : 0;
+  if (d.payload.size() + ext_len > config_.payload_bytes) {  // not ours to hold; it comes again
     ++counters_.rod_unstageable;
     return false;
   }
@@ -193,12 +209,13 @@ bool UetEndpoint::rod_stage(Pdc& p, const wire::Decoded& d, const wire::SesStand
   Staged& st = buf.slots[slot];
   st.has_ses = ses != nullptr;
   if (ses != nullptr) std::memcpy(st.ses.data(), ses->raw, st.ses.size());
+  st.ext = ext_len;
   st.len = static_cast<uint32_t>(d.payload.size());
   st.elided = static_cast<uint32_t>(d.elided);
   st.recorded = write || ses == nullptr;
-  if (st.len > 0) {
-    std::memcpy(buf.bytes.get() + size_t{slot} * config_.payload_bytes, d.payload.data(), st.len);
-  }
+  uint8_t* const at = buf.bytes.get() + size_t{slot} * config_.payload_bytes;
+  if (st.ext > 0) std::memcpy(at, ext, st.ext);
+  if (st.len > 0) std::memcpy(at + st.ext, d.payload.data(), st.len);
   set_bit(buf.bits, slot);
   ++p.tgt.rod_held;
   ++counters_.rod_staged;
@@ -225,10 +242,9 @@ void UetEndpoint::rod_drain(Pdc& p, uint16_t id) {
     ++counters_.rod_executed_late;
     Exec e = Exec::kRecord;
     if (st.has_ses) {
-      e = execute(p, id, *wire::as<wire::SesStandardRequest>(st.ses.data()),
-                  std::span<const uint8_t>(buf.bytes.get() + size_t{slot} * config_.payload_bytes,
-                                           st.len),
-                  st.elided, psn);
+      const uint8_t* const at = buf.bytes.get() + size_t{slot} * config_.payload_bytes;
+      e = execute(p, id, *wire::as<wire::SesStandardRequest>(st.ses.data()), at,
+                  std::span<const uint8_t>(at + st.ext, st.len), st.elided, psn);
     }
     if (--p.tgt.rod_held == 0) rod_release_buffer(p);  // after execute: it read the payload
     if (e == Exec::kWait) return;
@@ -330,7 +346,8 @@ bool UetEndpoint::build_rudi_resp(const RudiRsp& r, Frame& f) {
   if (r.data) {
     wire::SesResponseData* rd = b.add<wire::SesResponseData>();
     if (rd == nullptr) return false;
-    if (!put_read_data(*rd, r.message_id, r.key, r.offset, r.len, b, f.capacity, &elided)) {
+    if (!put_read_data(*rd, r.message_id, regions_[r.key - 1].base + r.offset, r.len, b,
+                       f.capacity, &elided)) {
       return false;
     }
   } else {

@@ -42,6 +42,11 @@ struct Op {
   uint64_t imm = 0;  // send: 32 bits of immediate data; tagged send: 64 of header data
   uint64_t tag = 0;  // tagged send: match bits
   SesAddress to{};   // §4.1: the process and resource at the target
+  // atomic (§4.5.1): src the operands, dst the fetched values (null: not fetching), length
+  // their bytes; compare the CSWAP compare values or MSWAP masks.
+  const uint8_t* compare = nullptr;
+  AtomicOp amo_op = AtomicOp::kSum;
+  AtomicType amo_type = AtomicType::kUint64;
   uint8_t rc = 0;    // the SES return code that failed it (§4.9), 0 if none
   uint16_t message_id = 0;  // read: chunk k is message message_id + k
   uint32_t packets = 0;
@@ -76,6 +81,7 @@ struct Pdc {
     bool data = false;    // read data: `len` bytes of region `key` at `offset`
     bool repeat = false;  // answers a duplicate: the PSN is already recorded
     uint16_t message_id = 0;
+    uint16_t result = 0;  // a fetching atomic's values: held result result - 1 (0: read data)
     uint32_t psn = 0;
     uint32_t key = 0;
     uint32_t len = 0;
@@ -88,9 +94,12 @@ struct Pdc {
   // clears PSNs below its oldest unacknowledged one, and acknowledges a refused PSN only
   // through the response that carries its refusal). A duplicate is answered with the
   // stored refusal. So no ACK can acknowledge a refused PSN without its refusal.
+  // A fetching atomic's answer is held the same way (code OK, `result` its values: Response).
   struct Refusal {
     uint8_t code = 0;
+    uint8_t len = 0;  // a fetching atomic's value bytes (at most kMaxAtomicBytes)
     uint16_t message_id = 0;
+    uint16_t result = 0;
   };
   struct Nack {
     uint8_t code;

@@ -3,6 +3,7 @@
 // refusals and responses it queues; control packets (§3.12).
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "transport/uet/uet_endpoint.h"
 #include "transport/uet/uet_internal.h"
@@ -49,19 +50,24 @@ bool UetEndpoint::queue_response(Pdc& p, const Pdc::Response& r, bool repeat) {
 }
 
 // The target refuses `psn` (§4.6): the PSN stays a hole with its refusal stored until the
-// initiator clears it (see Pdc::Target::gtd); this first answer goes at once.
-void UetEndpoint::refuse(Pdc& p, uint32_t psn, uint8_t code, uint16_t message_id) {
+// initiator clears it (see Pdc::Target::gtd); this first answer goes at once. A fetching
+// atomic's answer is held so too, with its `len` values in held result `result`.
+void UetEndpoint::refuse(Pdc& p, uint32_t psn, uint8_t code, uint16_t message_id, uint16_t result,
+                         uint32_t len) {
   const uint32_t idx = (psn & mpr_mask_);
   if (!test_bit(p.tgt.gtd_bits, idx)) {
     p.tgt.gtd_bits[idx / 64] |= uint64_t{1} << (idx % 64);
     ++p.tgt.gtd_live;
   }
   if (p.tgt.gtd.empty()) p.tgt.gtd.assign(config_.mpr, Pdc::Refusal{});  // the PDC's first refusal
-  p.tgt.gtd[idx] = Pdc::Refusal{code, message_id};
+  p.tgt.gtd[idx] = Pdc::Refusal{code, static_cast<uint8_t>(len), message_id, result};
   Pdc::Response r;
   r.code = code;
   r.message_id = message_id;
   r.psn = psn;
+  r.data = result != 0;
+  r.result = result;
+  r.len = len;
   queue_response(p, r, /*repeat=*/true);  // if the ring is full, a duplicate gets it later
 }
 
@@ -78,6 +84,7 @@ void UetEndpoint::refuse(Pdc& p, uint32_t psn, uint8_t code, uint16_t message_id
     p.tgt.gtd_bits[idx / 64] &= ~(uint64_t{1} << (idx % 64));
     --p.tgt.gtd_live;
     ++counters_.refusals_cleared;
+    if (p.tgt.gtd[idx].result != 0) free_result(std::exchange(p.tgt.gtd[idx].result, 0));
     mark_received(p, psn);
   }
 }
@@ -223,7 +230,10 @@ void UetEndpoint::rx(std::span<Frame* const> frames, Time now) {
     return;
   }
   const Exec e =
-      ses != nullptr ? execute_inline(*p, id, *ses, d.payload, d.elided, psn) : Exec::kRecord;
+      ses != nullptr
+          ? execute_inline(*p, id, *ses, ses->raw + wire::SesStandardRequest::kSize, d.payload,
+                           d.elided, psn)
+          : Exec::kRecord;
   if (p->rod && e != Exec::kWait) ++p->tgt.rod_next;
   if (e != Exec::kRecord) {
     if (p->rod && e == Exec::kDone) rod_drain(*p, id);
@@ -380,6 +390,12 @@ void UetEndpoint::rx(std::span<Frame* const> frames, Time now) {
       r.code = g.code;
       r.message_id = g.message_id;
       r.psn = psn;
+      if (g.result != 0) {  // a fetching atomic: its values again, never executed again
+        r.data = true;
+        r.result = g.result;
+        r.len = g.len;
+        ++counters_.rx_atomic_replays;
+      }
       if (queue_response(p, r, /*repeat=*/true)) ++counters_.tx_refusal_repeats;
     }
     p.tgt.ack_now = true;
@@ -405,16 +421,16 @@ void UetEndpoint::rx(std::span<Frame* const> frames, Time now) {
 }
 
 UetEndpoint::Exec UetEndpoint::execute(Pdc& p, uint16_t id, const wire::SesStandardRequest& ses,
-                                       std::span<const uint8_t> payload, size_t elided,
-                                       uint32_t psn) {
-  return execute_inline(p, id, ses, payload, elided, psn);
+                                       const uint8_t* ext, std::span<const uint8_t> payload,
+                                       size_t elided, uint32_t psn) {
+  return execute_inline(p, id, ses, ext, payload, elided, psn);
 }
 
 // Executes request `psn` at the target (§4.2 WRITE placement, §4.7 READ, SEND): from the frame,
 // or (ROD) from the reorder buffer.
 [[gnu::always_inline]] inline UetEndpoint::Exec UetEndpoint::execute_inline(
-    Pdc& p, uint16_t id, const wire::SesStandardRequest& ses, std::span<const uint8_t> payload,
-    size_t elided, uint32_t psn) {
+    Pdc& p, uint16_t id, const wire::SesStandardRequest& ses, const uint8_t* ext,
+    std::span<const uint8_t> payload, size_t elided, uint32_t psn) {
   // §4.1: the job, process and resource index first: nothing is placed for another's.
   if (const wire::SesReturnCode why = check_access(ses.raw); why != wire::SesReturnCode::kNull)
       [[unlikely]] {
@@ -455,6 +471,9 @@ UetEndpoint::Exec UetEndpoint::execute(Pdc& p, uint16_t id, const wire::SesStand
       return rx_send(p, id, payload, elided, ses, psn);
     case wire::SesOpcode::kTaggedSend:
       return rx_tagged(p, id, payload, elided, ses, psn);
+    case wire::SesOpcode::kAtomic:
+    case wire::SesOpcode::kFetchingAtomic:
+      return rx_atomic(p, ses, ext, payload, elided, psn);
     case wire::SesOpcode::kNoop:
       break;
     default: {  // §4.9 UNSUPPORTED_OP

@@ -18,7 +18,8 @@ using wire::PdsType;
   const Op& o = p.ini.ops[s.op];
   const uint64_t offset = uint64_t{s.packet} * config_.payload_bytes;
   const uint32_t len = s.len;
-  const bool carries = o.op != Opcode::kRead;  // a READ request has no payload
+  // A READ request has no payload; an atomic's operands follow its extension (put_atomic).
+  const bool carries = o.op != Opcode::kRead && o.op != Opcode::kAtomic;
   // §3.4: with RCCC every request is RUD_CC, its CC state four bytes longer.
   const bool cc_req = rccc_sender();
   const size_t headers = wire::Ethernet::kSize + wire::Ipv4::kSize + wire::Udp::kSize +
@@ -62,6 +63,8 @@ using wire::PdsType;
     } else if (config_.tx_by_reference ? !b.reference(payload) : !b.append_summed(payload)) {
       return false;
     }
+  } else if (o.op == Opcode::kAtomic && !put_atomic(o, b)) {
+    return false;
   }
   if (!finish(b, f, elided, tss_ != nullptr ? payload : std::span<const uint8_t>{})) return false;
   f.priority = Priority::kData;
@@ -123,7 +126,6 @@ using wire::PdsType;
     case Opcode::kWrite:
     case Opcode::kRecv:  // (receives are never posted at an initiator)
     case Opcode::kTaggedRecv:
-    case Opcode::kAtomic:  // (built by build_atomic)
       ses.set<Ses::opcode_field>(wire::SesOpcode::kWrite);
       ses.set<Ses::message_id_field>(o.message_id);
       ses.set<Ses::buffer_offset_field>(o.remote_offset);
@@ -139,6 +141,15 @@ using wire::PdsType;
       ses.set<Ses::buffer_offset_field>(o.remote_offset + offset);
       ses.set<Ses::match_bits_field>(o.rkey);
       ses.set<Ses::request_length_field>(len);
+      break;
+    case Opcode::kAtomic:  // §4.5.1: one packet; the extension header follows (put_atomic)
+      ses.set<Ses::opcode_field>(o.dst != nullptr ? wire::SesOpcode::kFetchingAtomic
+                                                  : wire::SesOpcode::kAtomic);
+      ses.set<Ses::message_id_field>(o.message_id);
+      ses.set<Ses::buffer_offset_field>(o.remote_offset);
+      ses.set<Ses::match_bits_field>(o.rkey);
+      ses.set<Ses::request_length_field>(static_cast<uint32_t>(o.length));
+      ses.set<Ses::ie_field>(o.abandoned);  // §4.1: given up (no result free at the target)
       break;
     case Opcode::kTaggedSend:  // §4.1: the tag in match_bits, header data as a SEND's immediate
       ses.set<Ses::match_bits_field>(o.tag);
@@ -274,7 +285,8 @@ UetEndpoint::Turn UetEndpoint::tx_close(Pdc& p, uint16_t id, Frame& f) {
 // PSN) within the window, the target's MPR and the credit.
 [[gnu::always_inline]] inline UetEndpoint::Turn UetEndpoint::tx_initiator(Pdc& p, uint16_t id,
                                                                           Frame& f, Time now) {
-  // RCCC: may a packet with payload go? (READ requests carry none and need no credit.)
+  // RCCC: may a packet with payload go? (READ requests carry none and need no credit, nor
+  // do atomics: a few operand bytes, like a request header.)
   if (p.ini.speculating && now >= p.ini.speculate_until && rccc_sender()) {
     p.ini.speculating = false;
     p.ini.rccc.stop_speculating();
@@ -305,7 +317,7 @@ UetEndpoint::Turn UetEndpoint::tx_close(Pdc& p, uint16_t id, Frame& f) {
     }
     if (!mpr_room(p)) return tx_clear(p, id, f, now);
     const Op& o = p.ini.ops[p.ini.op_send];
-    if (!credit && o.op != Opcode::kRead) {
+    if (!credit && o.op != Opcode::kRead && o.op != Opcode::kAtomic) {
       credit_blocked(p, now);
       return Turn::kWaiting;
     }
@@ -340,7 +352,7 @@ UetEndpoint::Turn UetEndpoint::tx_close(Pdc& p, uint16_t id, Frame& f) {
   for (uint32_t q = p.ini.base_psn; psn_before(q, p.ini.next_psn); ++q) {
     Slot& s = p.ini.slots[(q & mpr_mask_)];
     if (!s.resend) continue;
-    if (!credit && p.ini.ops[s.op].op != Opcode::kRead) {
+    if (!credit && p.ini.ops[s.op].op != Opcode::kRead && p.ini.ops[s.op].op != Opcode::kAtomic) {
       credit_blocked(p, now);
       return false;
     }
