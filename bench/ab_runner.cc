@@ -22,6 +22,10 @@ const char* to_string(TransportKind t) noexcept {
   return t == TransportKind::kUet ? "uet" : "rocev2";
 }
 
+const char* to_string(Verb v) noexcept {
+  return v == Verb::kWrite ? "write" : v == Verb::kSend ? "send" : "atomic";
+}
+
 namespace {
 
 sim::Ranks* g_default_ranks = nullptr;
@@ -57,15 +61,17 @@ class Player final : public sim::Scheduled {
   // `notice`: how long after a flow completes on one host a flow waiting for it on another
   // host hears of it.
   Player(sim::Network& net, const std::vector<sim::FlowSpec>& flows,
-         std::vector<std::unique_ptr<Endpoint>>& eps, const uint8_t* src, uint32_t rkey,
-         DeliveryMode mode, std::function<Time(uint32_t, uint32_t)> notice)
-      : net_(net), flows_(flows), eps_(eps), src_(src), rkey_(rkey), mode_(mode),
-        notice_(std::move(notice)), records_(flows.size()),
-        waiting_(flows.size(), 0), dependents_(flows.size()) {
+         std::vector<std::unique_ptr<Endpoint>>& eps, const uint8_t* src, uint8_t* dst,
+         uint64_t dst_bytes, uint32_t rkey, DeliveryMode mode, Verb verb,
+         std::function<Time(uint32_t, uint32_t)> notice)
+      : net_(net), flows_(flows), eps_(eps), src_(src), dst_(dst), dst_bytes_(dst_bytes),
+        rkey_(rkey), mode_(mode), verb_(verb), notice_(std::move(notice)),
+        records_(flows.size()), waiting_(flows.size(), 0), dependents_(flows.size()) {
+    if (verb == Verb::kAtomic) fetched_.assign(flows.size(), 0);
     for (const sim::FlowSpec& f : flows) {
       records_[f.id].src = f.src;
       records_[f.id].dst = f.dst;
-      records_[f.id].bytes = f.bytes;
+      records_[f.id].bytes = verb == Verb::kAtomic && !f.compute ? 8 : f.bytes;
       records_[f.id].start = kNever;
       waiting_[f.id] = static_cast<uint32_t>(f.after.size());
       for (uint32_t pre : f.after) dependents_[pre].push_back(f.id);
@@ -91,20 +97,74 @@ class Player final : public sim::Scheduled {
       complete(id, now, true);
       return;
     }
-    WriteRequest wr;
-    wr.wr_id = id;
-    wr.peer = sim::Network::host_ip4(f.dst);
-    wr.rkey = rkey_;
-    wr.local = src_;
-    wr.length = f.bytes;
-    wr.mode = mode_;
-    wr.channel = f.channel;
-    if (absl::Status s = eps_[f.src]->post_write(wr); !s.ok()) {
+    if (absl::Status s = post(f); !s.ok()) {
       ++failed_;
       complete(id, now, false);
       return;
     }
     net.kick(f.src);
+  }
+
+  // Flow `f` as its verb: a receive first where the verb matches at the destination.
+  absl::Status post(const sim::FlowSpec& f) {
+    const uint32_t peer = sim::Network::host_ip4(f.dst);
+    Endpoint& ep = *eps_[f.src];
+    switch (verb_) {
+      case Verb::kWrite: {
+        WriteRequest wr;
+        wr.wr_id = f.id;
+        wr.peer = peer;
+        wr.rkey = rkey_;
+        wr.local = src_;
+        wr.length = f.bytes;
+        wr.mode = mode_;
+        wr.channel = f.channel;
+        return ep.post_write(wr);
+      }
+      case Verb::kSend: {
+        // The receiver posts as the sender starts, as an application would; its buffer holds
+        // the largest flow (RoCEv2's shared queue hands buffers out in posting order).
+        Endpoint& rx = *eps_[f.dst];
+        const bool tagged = dynamic_cast<UetEndpoint*>(&rx) != nullptr;
+        const absl::Status r =
+            tagged ? rx.post_trecv({f.id | kRecvBit, dst_, dst_bytes_, f.id, 0,
+                                    sim::Network::host_ip4(f.src)})
+                   : rx.post_recv({f.id | kRecvBit, dst_, dst_bytes_});
+        if (!r.ok()) return r;
+        if (tagged) {
+          TaggedSendRequest ts;
+          ts.wr_id = f.id;
+          ts.peer = peer;
+          ts.local = src_;
+          ts.length = f.bytes;
+          ts.tag = f.id;
+          ts.mode = mode_;
+          ts.channel = f.channel;
+          return ep.post_tsend(ts);
+        }
+        SendRequest sr;
+        sr.wr_id = f.id;
+        sr.peer = peer;
+        sr.local = src_;
+        sr.length = f.bytes;
+        sr.channel = f.channel;
+        return ep.post_send(sr);
+      }
+      case Verb::kAtomic: {
+        AtomicRequest ar;
+        ar.wr_id = f.id;
+        ar.peer = peer;
+        ar.rkey = rkey_;
+        ar.op = AtomicOp::kSum;
+        ar.type = AtomicType::kUint64;
+        ar.operand = src_;
+        ar.result = reinterpret_cast<uint8_t*>(&fetched_[f.id]);
+        ar.mode = mode_;
+        ar.channel = f.channel;
+        return ep.post_atomic(ar);
+      }
+    }
+    return absl::InvalidArgumentError("unknown verb");
   }
 
   void complete(uint32_t id, Time now, bool ok) {
@@ -129,6 +189,10 @@ class Player final : public sim::Scheduled {
   }
 
   void on_completion(const Completion& c, Time now) {
+    if ((c.wr_id & kRecvBit) != 0) {  // a receive (--verb=send): its flow completes at the sender
+      if (c.status != OpStatus::kSuccess) ++failed_;
+      return;
+    }
     if (c.status != OpStatus::kSuccess) ++failed_;
     complete(static_cast<uint32_t>(c.wr_id), now, c.status == OpStatus::kSuccess);
   }
@@ -141,12 +205,17 @@ class Player final : public sim::Scheduled {
 
  private:
   static constexpr uint32_t kNotice = 1u << 31;  // above every flow id (kMaxWorkloadFlows)
+  static constexpr uint64_t kRecvBit = uint64_t{1} << 63;  // a receive's wr_id: flow | this
   sim::Network& net_;
   const std::vector<sim::FlowSpec>& flows_;
   std::vector<std::unique_ptr<Endpoint>>& eps_;
   const uint8_t* src_;
+  uint8_t* dst_;
+  uint64_t dst_bytes_;
   uint32_t rkey_;
   DeliveryMode mode_;
+  Verb verb_;
+  std::vector<uint64_t> fetched_;  // kAtomic: each flow's fetched value
   std::function<Time(uint32_t, uint32_t)> notice_;
   std::vector<sim::FlowRecord> records_;
   std::vector<uint32_t> waiting_;
@@ -246,6 +315,7 @@ UetConfig uet_config(const RunConfig& rc, uint32_t h, uint32_t pdcs = 0) {
   const double drain_ps = static_cast<double>(rc.fabric.buffer_bytes) * 8e3 / rc.fabric.host_gbps;
   c.rto = std::max(c.rto, c.base_rtt + static_cast<Time>(drain_ps));
   c.seed = rc.seed * 1000003 + h;
+  if (rc.verb == Verb::kSend) c.max_trecvs = 65536;  // a receive per incoming flow at most
   if (rc.uet_tss) {
     // One cluster-mode domain; its key comes from the run's seed (a simulation needs no
     // secret, and the key is never written out).
@@ -283,6 +353,7 @@ absl::StatusOr<RoceConfig> roce_config(const RunConfig& rc, uint32_t h, uint32_t
   if (!dcqcn.ok()) return dcqcn.status();
   c.dcqcn = *dcqcn;
   c.seed = rc.seed * 1000003 + h;
+  if (rc.verb == Verb::kSend) c.max_recvs = 65536;  // a receive per incoming flow at most
   return c;
 }
 
@@ -476,6 +547,11 @@ absl::StatusOr<RunResult> run(const RunConfig& rc) {
   sim::OneRank one_rank;
   sim::Ranks& ranks = rc.ranks != nullptr ? *rc.ranks : g_default_ranks != nullptr ? *g_default_ranks : one_rank;
   const bool split = ranks.size() > 1;
+  if (split && rc.verb == Verb::kSend) {
+    return absl::InvalidArgumentError(
+        "--verb=send runs in one process: a flow's receive is posted at its destination as the "
+        "sender starts (use write or atomic over ranks)");
+  }
   Time lookahead = kNever;
   if (split) {
     auto fs = sim::split_fabric(net, ranks.size());
@@ -525,7 +601,7 @@ absl::StatusOr<RunResult> run(const RunConfig& rc) {
       }
     }
   }
-  uint64_t max_bytes = 1;
+  uint64_t max_bytes = 8;  // at least an atomic's operand
   for (const sim::FlowSpec& f : rc.flows) max_bytes = std::max(max_bytes, f.bytes);
   // One source buffer read by every sender and one target region written by every receiver:
   // the A/B compares timing, not bytes (the integrity tests do that). With small frames the
@@ -623,8 +699,8 @@ absl::StatusOr<RunResult> run(const RunConfig& rc) {
       }
     }
   }
-  Player player(net, rc.flows, eps, src.get(), rkey,
-                rc.transport == TransportKind::kUet ? rc.uet_mode : DeliveryMode::kRud,
+  Player player(net, rc.flows, eps, src.get(), dst.get(), max_bytes, rkey,
+                rc.transport == TransportKind::kUet ? rc.uet_mode : DeliveryMode::kRud, rc.verb,
                 [&rc](uint32_t a, uint32_t b) { return path_delay(rc.fabric, hops(rc.fabric, a, b)); });
   std::vector<std::unique_ptr<HostAdapter>> adapters;
   for (uint32_t h = 0; h < hosts; ++h) {

@@ -86,8 +86,17 @@ uint32_t switch_count(const Fabric& f) noexcept;
 uint64_t port_count(const Fabric& f) noexcept;
 uint32_t top_tier_links(const Fabric& f) noexcept;
 
+// What each flow is (uet-ab --verb). kWrite: an RDMA WRITE of its bytes. kSend: a message
+// of its bytes matched at the destination, which posts its receive as the flow starts (UET: a
+// tagged send, tag = the flow's id, into a tagged receive; RoCEv2: a SEND into the shared
+// receive queue, as a provider carries tagged messages over RC). kAtomic: one fetching 64-bit
+// add at the destination (UET FETCHING_ATOMIC SUM, RoCEv2 FETCH_ADD), its bytes ignored.
+enum class Verb : uint8_t { kWrite, kSend, kAtomic };
+const char* to_string(Verb v) noexcept;
+
 struct RunConfig {
   std::string scenario;
+  Verb verb = Verb::kWrite;
   Fabric fabric;
   std::vector<sim::FlowSpec> flows;
   TransportKind transport = TransportKind::kUet;

@@ -142,6 +142,12 @@ ABSL_FLAG(std::string, uet_mode, "rud",
           "UET: delivery mode of the flows' WRITEs: rud, rod (one EV per PDC, in-order "
           "execution at the target), rudi (no PDC: per-packet IDs, idempotent WRITEs) or uud "
           "(unreliable single-packet datagrams that complete when sent: flows of at most --mtu)");
+ABSL_FLAG(std::string, verb, "write",
+          "what each flow is: write (an RDMA WRITE of its bytes), send (a message matched at the "
+          "destination, which posts its receive as the flow starts: UET tagged send into a "
+          "tagged receive, RoCEv2 SEND into the shared receive queue) or atomic (one fetching "
+          "64-bit add at the destination: UET FETCHING_ATOMIC, RoCEv2 FETCH_ADD; --bytes "
+          "ignored)");
 ABSL_FLAG(bool, tss, false,
           "UET: seal every frame (TSS, spec/uet.md §5: AES-256-GCM, 28 more bytes a frame); "
           "RoCEv2 has no security sublayer and runs as without it");
@@ -419,8 +425,11 @@ bool datagram_mode(const RunConfig& c) {
          (c.uet_mode == DeliveryMode::kRudi || c.uet_mode == DeliveryMode::kUud);
 }
 std::string datagram_params(const RunConfig& c) {
-  if (!datagram_mode(c)) return "";
-  return absl::StrFormat("\"uet_mode\": \"%s\", ", mode_flag(c.uet_mode));
+  // The verb, when not the default WRITE (runs of WRITEs read as before).
+  const std::string verb =
+      c.verb == Verb::kWrite ? "" : absl::StrFormat("\"verb\": \"%s\", ", to_string(c.verb));
+  if (!datagram_mode(c)) return verb;
+  return verb + absl::StrFormat("\"uet_mode\": \"%s\", ", mode_flag(c.uet_mode));
 }
 std::string datagram_json(const RunResult& r, const RunConfig& c) {
   if (!datagram_mode(c)) return "";
@@ -1310,6 +1319,14 @@ int run_main() {
       uet_mode != "uud") {
     check.error = "--uet_mode=" + uet_mode + " unknown: rud, rod, rudi or uud";
   }
+  const std::string verb = absl::GetFlag(FLAGS_verb);
+  if (check.error.empty() && verb != "write" && verb != "send" && verb != "atomic") {
+    check.error = "--verb=" + verb + " unknown: write, send or atomic";
+  }
+  if (check.error.empty() && verb != "write" && (uet_mode == "rudi" || uet_mode == "uud")) {
+    check.error = "--verb=" + verb + " runs on --uet_mode=rud or rod (RUDI carries idempotent "
+                  "operations only, UUD no matching or atomics)";
+  }
   const std::string tr = absl::GetFlag(FLAGS_transport);
   if (check.error.empty() && tr != "uet" && tr != "rocev2" && tr != "both")
     check.error = "--transport=" + tr + " unknown: uet, rocev2 or both";
@@ -1400,6 +1417,7 @@ int run_main() {
                  : uet_mode == "rudi" ? DeliveryMode::kRudi
                  : uet_mode == "uud"  ? DeliveryMode::kUud
                                       : DeliveryMode::kRud;
+    c.verb = verb == "send" ? Verb::kSend : verb == "atomic" ? Verb::kAtomic : Verb::kWrite;
     c.uet_tss = absl::GetFlag(FLAGS_tss);
     c.tss_cost.ps_per_frame =
         static_cast<Time>(absl::GetFlag(FLAGS_tss_ns_per_frame) * kNanosecond);

@@ -6,7 +6,8 @@ so a request that would fail in its second or third scenario fails at once: exit
 message naming the flag and its valid range, no table printed, no JSON written. Cases: an odd
 fat-tree arity; the standard comparison on a fabric too small for its incast (permutation
 would have run first); a connection matrix with more Nodes than the fabric has hosts; more
-failed links than the top tier has; a ring all-reduce with fewer bytes than hosts. A run whose
+failed links than the top tier has; a ring all-reduce with fewer bytes than hosts; an unknown
+--verb, or one the delivery mode cannot carry. A run whose
 estimated peak memory exceeds --max_memory_gb is refused the same way, with the estimate and
 the flags that shrink it; the estimate grows with the hosts; under a large enough limit the
 same run goes ahead.
@@ -36,6 +37,10 @@ REFUSED = {
     "allreduce_bytes": (["--scenario=allreduce", "--leaves=4", "--hosts_per_leaf=4",
                          "--bytes=8"],
                         "--bytes=8 out of range for --scenario=allreduce: 16.."),
+    "verb": (["--scenario=permutation", "--verb=rendezvous"],
+             "--verb=rendezvous unknown: write, send or atomic"),
+    "verb_mode": (["--scenario=permutation", "--verb=atomic", "--uet_mode=rudi"],
+                  "--verb=atomic runs on --uet_mode=rud or rod"),
 }
 
 

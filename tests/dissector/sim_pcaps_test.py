@@ -6,7 +6,9 @@ InfiniBand plus uetref.rocev2), with no malformed-packet item and no expert info
 Payloads travel by length in these runs, so the captures are shorter than the packets, as with
 a snap length; that must not read as malformed either. A sealed run (--tss --tss_key_file)
 opens with the same key file: every UET frame's PDS decrypted, no bad tag. Runs in UET's
-datagram modes carry only RUDI (request and response) or only UUD frames.
+datagram modes carry only RUDI (request and response) or only UUD frames. Runs of the other
+verbs (uet-ab --verb=send|atomic) carry tagged sends, or fetching atomics with the atomic
+extension and their answers (responses with data), each without a warning.
 """
 import os
 import subprocess
@@ -105,6 +107,39 @@ def main():
             if set(types) != want:
                 errors.append('--uet_mode=%s: PDS types %s, expected %s' % (mode, types, sorted(want)))
             print('--uet_mode=%s: PDS types %s' % (mode, types))
+        # The SES verbs (uet-ab --verb): host 0 sends and receives TAGGED_SEND (0x09), or
+        # FETCHING_ATOMIC (0x04) with the atomic extension (SUM) answered by responses with
+        # data (2); no expert info at Warning or above in any frame.
+        WARN = 0x00600000
+        for verb, opcodes, extra in (('send', {'0x09'}, None),
+                                     ('atomic', {'0x04'}, ('uetref.ses.atomic.atomic_opcode', '0x02'))):
+            d = ts.path('verb_' + verb)
+            os.makedirs(d)
+            subprocess.run([a.ab, '--leaves=2', '--hosts_per_leaf=4', '--spines=2',
+                            '--scenario=permutation', '--transport=uet', '--bytes=16384',
+                            '--verb=' + verb, '--pcap=' + d], check=True, stdout=subprocess.DEVNULL)
+            os.chmod(d, 0o755)
+            seen, extras, answers = set(), 0, 0
+            for name in sorted(os.listdir(d)):
+                path = os.path.join(d, name)
+                os.chmod(path, 0o644)
+                for i, pk in enumerate(harness.packets(ts.run(['-n', '-r', path, '-T', 'json']).stdout), 1):
+                    o = pk.get('uetref', {})
+                    if '_ws.malformed' in pk['*']:
+                        errors.append('--verb=%s %s frame %d: malformed' % (verb, name, i))
+                    seen.update(o.get('uetref.ses.std.opcode', []))
+                    if extra and extra[1] in o.get(extra[0], []):
+                        extras += 1
+                    answers += o.get('uetref.ses.rsp.opcode', []).count('2')
+                    for sev, msg in zip(o.get('_ws.expert.severity', []), o.get('_ws.expert.message', [])):
+                        if int(sev) >= WARN:
+                            errors.append('--verb=%s %s frame %d: expert info %s' % (verb, name, i, msg))
+            if seen != opcodes:
+                errors.append('--verb=%s: SES opcodes %s, expected %s' % (verb, sorted(seen), sorted(opcodes)))
+            if extra and (extras == 0 or answers == 0):
+                errors.append('--verb=%s: %d atomic extensions, %d responses with data' % (verb, extras, answers))
+            print('--verb=%s: SES opcodes %s, %d atomic extensions, %d responses with data' %
+                  (verb, sorted(seen), extras, answers))
     for e in errors[:50]:
         print('FAIL:', e, file=sys.stderr)
     return 1 if errors else 0
