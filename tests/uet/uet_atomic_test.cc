@@ -12,9 +12,12 @@
 #include <set>
 #include <vector>
 
+#include "sim/network.h"
 #include "tests/common/fake_link.h"
 #include "tests/common/payload.h"
+#include "tests/common/spray_fabric.h"
 #include "tests/common/uet_pair.h"
+#include "tests/common/uet_sim_hosts.h"
 #include "transport/atomic.h"
 #include "transport/uet/uet_endpoint.h"
 
@@ -473,6 +476,38 @@ TEST(UetAtomic_Results, OneThatGivesUpIsNeverExecuted) {
   EXPECT_EQ(t.at<uint64_t>(0), ok);
   EXPECT_EQ(link.b().counters().rx_atomics, ok);
   EXPECT_GT(link.b().counters().rx_initiator_err, 0u);
+}
+
+// Expect: peers that fetched once and went quiet (PDCs never closed) do not keep the target's
+// held results: with nothing left to send, each sends a CLEAR (§3.3), so with two result slots
+// seven peers' fetching adds in turn all succeed, none retried into kNoResources.
+TEST(UetAtomic_Sim, QuietPeersClearTheResultsTheTargetHolds) {
+  sim::Network net(testing::seeded_network(5));
+  ASSERT_TRUE(testing::build_spray_fabric(net, /*fabric_loss=*/0).ok());
+  constexpr uint32_t kHosts = 8;
+  testing::UetSimHosts hosts(net, kHosts, [](uint32_t h, UetConfig& c) {
+    c.idle_timeout = 0;  // PDCs never close: a CLOSE would clear them anyway
+    c.rnr_retries = 2;
+    if (h == 0) c.atomic_results = 2;
+  });
+  const uint64_t one = 1;
+  std::vector<uint64_t> fetched(kHosts, ~uint64_t{0});
+  for (uint32_t h = 1; h < kHosts; ++h) {
+    AtomicRequest ar = atomic(h, 1, 0, AtomicOp::kSum, AtomicType::kUint64, &one, &fetched[h]);
+    ar.peer = sim::Network::host_ip4(0);
+    ASSERT_TRUE(hosts.eps[h]->post_atomic(ar).ok());
+    net.kick(h);
+    net.run_until(net.now() + 200 * kMicrosecond);
+    const auto done = drain(*hosts.eps[h]);
+    ASSERT_EQ(done.size(), 1u) << "host " << h;
+    EXPECT_EQ(done[0].status, OpStatus::kSuccess) << "host " << h;
+    EXPECT_EQ(fetched[h], h - 1);
+  }
+  uint64_t value = 0;
+  std::memcpy(&value, hosts.mem[0].data(), 8);
+  EXPECT_EQ(value, kHosts - 1);
+  EXPECT_EQ(hosts.eps[0]->counters().rx_atomic_full, 0u);
+  EXPECT_GE(hosts.eps[0]->counters().refusals_cleared, kHosts - 2);  // freed by the CLEARs
 }
 
 // Expect: requests the engine cannot carry are refused at posting, naming what is wrong.

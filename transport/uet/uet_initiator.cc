@@ -252,6 +252,7 @@ void UetEndpoint::rx_ack(const wire::Decoded& d, Time now) {
         // §4.5.1: a fetching atomic's old values (its PSN is acknowledged by this answer).
         std::memcpy(o.dst, d.payload.data(), d.payload.size());
         ack_psn(p, trig, false, now);
+        p.ini.results_held = true;  // until our clear PSN passes it (tx_initiator)
         placed = true;
       }
     }

@@ -113,6 +113,7 @@ struct Pdc {
     bool speculating = true;          // no grant has arrived and base_rtt has not passed
     bool credit_req_pending = false;  // a CREDIT_REQ to send
     bool tlp_done = false;            // a probe went since the last progress
+    bool results_held = false;        // a fetching atomic was answered: the target holds it
     uint32_t next_psn = 0;            // next new PSN
     uint32_t base_psn = 0;            // oldest unacknowledged PSN
     // §3.8: the target's window as its ACK_CCs last said: the highest CACK and the latest

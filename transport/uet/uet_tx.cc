@@ -310,8 +310,15 @@ UetEndpoint::Turn UetEndpoint::tx_close(Pdc& p, uint16_t id, Frame& f) {
   if (retx) {
     if (!take_resend(p, credit, now, &psn)) return Turn::kIdle;
   } else {
-    if (p.ini.op_send == p.ini.op_tail ||
-        p.ini.next_psn - p.ini.base_psn >= (p.rod ? config_.rod_window : config_.mpr) ||
+    if (p.ini.op_send == p.ini.op_tail) {
+      // §3.3: all sent and acknowledged, but the target still holds fetched values for us
+      // (its CACK lags): no request will carry our clear PSN, so a CLEAR does.
+      const bool held = p.ini.results_held && !psn_before(p.ini.base_psn, p.ini.next_psn) &&
+                        psn_before(p.ini.peer_cack, p.ini.base_psn - 1);
+      if (!held) p.ini.results_held = false;
+      return held && tx_clear(p, id, f, now) == Turn::kSent ? Turn::kSent : Turn::kIdle;
+    }
+    if (p.ini.next_psn - p.ini.base_psn >= (p.rod ? config_.rod_window : config_.mpr) ||
         p.ini.bytes_in_flight + config_.payload_bytes > window(p)) {
       return Turn::kIdle;
     }
