@@ -275,7 +275,7 @@ namespace {
 absl::Status check_mode(DeliveryMode mode, const char* what) {
   if (mode == DeliveryMode::kRud || mode == DeliveryMode::kRod) return absl::OkStatus();
   return absl::UnimplementedError(
-      absl::StrCat(what, ": RC delivers reliably in order (kRud or kRod)"));
+      absl::StrCat(what, ": mode must be kRud or kRod (RC delivers reliably in order)"));
 }
 
 }  // namespace
