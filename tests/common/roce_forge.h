@@ -23,8 +23,8 @@ struct RoceForged {
   uint64_t va = 0;  // RETH, AtomicETH
   uint32_t rkey = 0;
   uint32_t dma_length = 0;
-  uint64_t swap_add = 0, compare = 0;  // AtomicETH
-  uint64_t orig_data = 0;              // AtomicAckETH
+  uint64_t swap_add = 0, compare = 0;               // AtomicETH
+  uint64_t orig_data = 0;                           // AtomicAckETH
   wire::AethType aeth_type = wire::AethType::kAck;  // AETH
   uint8_t aeth_value = ROCEV2_AETH_CREDITS_UNLIMITED;
   uint32_t msn = 0;

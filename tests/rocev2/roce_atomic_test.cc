@@ -226,8 +226,8 @@ TEST(RoceAtomic_CmpSwap, SwapsOnlyOnEqualAndAlwaysReturnsTheOriginal) {
   ASSERT_TRUE(p.a->post_atomic(discard).ok());
   p.link->run(kSecond);
   ASSERT_NO_FATAL_FAILURE(expect_atomic_success(drain(*p.a), 3));
-  EXPECT_EQ(r1, 7u);   // equal: swapped to 42
-  EXPECT_EQ(r2, 42u);  // 42 != 7: not swapped
+  EXPECT_EQ(r1, 7u);           // equal: swapped to 42
+  EXPECT_EQ(r2, 42u);          // 42 != 7: not swapped
   EXPECT_EQ(p.words[3], 99u);  // the third compared 42: swapped
   EXPECT_EQ(frames(*p.link, 0, RoceOpcode::kRcCompareSwap).size(), 3u);
   EXPECT_EQ(p.b->counters().rx_atomics, 3u);
@@ -314,8 +314,8 @@ TEST(RoceAtomic_Replay, DuplicateOlderThanTheCacheIsDroppedAndCounted) {
   Pair p(config_for(kIpA, 4), config_for(kIpB, 4));
   std::vector<Out> first;
   for (uint32_t i = 0; i < 6; ++i) {  // one at a time, as a requester limited to 4 would
-    testing::deliver(*p.b, testing::forge(forged_atomic(RoceOpcode::kRcFetchAdd, kPsnA + i,
-                                                        p.rkey, 8, uint64_t{1} << (4 * i))));
+    testing::deliver(*p.b, testing::forge(forged_atomic(RoceOpcode::kRcFetchAdd, kPsnA + i, p.rkey,
+                                                        8, uint64_t{1} << (4 * i))));
     for (const Out& o : take_all(*p.b)) first.push_back(o);
   }
   ASSERT_EQ(first.size(), 6u);
@@ -328,13 +328,13 @@ TEST(RoceAtomic_Replay, DuplicateOlderThanTheCacheIsDroppedAndCounted) {
   }
   EXPECT_EQ(p.words[1], 0x11'1111u);
   // The oldest: evicted (the cache holds PSNs +2..+5).
-  testing::deliver(*p.b, testing::forge(forged_atomic(RoceOpcode::kRcFetchAdd, kPsnA, p.rkey, 8,
-                                                      1)));
+  testing::deliver(*p.b,
+                   testing::forge(forged_atomic(RoceOpcode::kRcFetchAdd, kPsnA, p.rkey, 8, 1)));
   EXPECT_TRUE(take_all(*p.b).empty());
   EXPECT_EQ(p.b->counters().rx_atomic_replay_miss, 1u);
   // The 4th: replayed with the value it found, 0x111.
-  testing::deliver(*p.b, testing::forge(forged_atomic(RoceOpcode::kRcFetchAdd, kPsnA + 3,
-                                                      p.rkey, 8, 1)));
+  testing::deliver(*p.b,
+                   testing::forge(forged_atomic(RoceOpcode::kRcFetchAdd, kPsnA + 3, p.rkey, 8, 1)));
   const auto replay = take_all(*p.b);
   ASSERT_EQ(replay.size(), 1u);
   EXPECT_EQ(replay[0].op, RoceOpcode::kRcAtomicAck);
@@ -363,7 +363,8 @@ TEST(RoceAtomic_Lossy, EveryAddExecutesExactlyOnceUnderLossDuplicationAndReorder
     p.link->set_filter([&](int, const wire::Decoded&, std::vector<uint8_t>&) {
       const int x = std::uniform_int_distribution<int>(0, 99)(rng);
       if (x < 8) return Verdict{0};
-      if (x < 16) return Verdict{2, 0, std::uniform_int_distribution<int>(1, 20)(rng) * kMicrosecond};
+      if (x < 16)
+        return Verdict{2, 0, std::uniform_int_distribution<int>(1, 20)(rng) * kMicrosecond};
       if (x < 31) return Verdict{1, std::uniform_int_distribution<int>(1, 10)(rng) * kMicrosecond};
       return Verdict{};
     });
@@ -475,8 +476,8 @@ TEST(RoceAtomic_Refused, MisalignedIsAnInvalidRequestAndChangesNothing) {
   }
   {
     Pair p;
-    testing::deliver(*p.b, testing::forge(forged_atomic(RoceOpcode::kRcCompareSwap, kPsnA,
-                                                        p.rkey, 4, 77, 0)));
+    testing::deliver(
+        *p.b, testing::forge(forged_atomic(RoceOpcode::kRcCompareSwap, kPsnA, p.rkey, 4, 77, 0)));
     const auto out = take_all(*p.b);
     ASSERT_EQ(out.size(), 1u);
     EXPECT_EQ(out[0].op, RoceOpcode::kRcAck);
@@ -503,30 +504,40 @@ TEST(RoceAtomic_Post, RefusalsNameTheFieldAndTheValidValues) {
   };
   using absl::StatusCode;
   const std::vector<Case> cases = {
-      {[](AtomicRequest& a) { a.op = AtomicOp::kMin; }, StatusCode::kUnimplemented,
+      {[](AtomicRequest& a) { a.op = AtomicOp::kMin; },
+       StatusCode::kUnimplemented,
        {"op", "MIN", "kSum", "kCswap"}},
-      {[](AtomicRequest& a) { a.op = AtomicOp::kCswapNe; }, StatusCode::kUnimplemented,
+      {[](AtomicRequest& a) { a.op = AtomicOp::kCswapNe; },
+       StatusCode::kUnimplemented,
        {"op", "CSWAP_NE", "kSum", "kCswap"}},
-      {[](AtomicRequest& a) { a.type = AtomicType::kUint32; }, StatusCode::kUnimplemented,
+      {[](AtomicRequest& a) { a.type = AtomicType::kUint32; },
+       StatusCode::kUnimplemented,
        {"type", "UINT32", "kUint64", "kInt64"}},
-      {[](AtomicRequest& a) { a.type = AtomicType::kDouble; }, StatusCode::kUnimplemented,
+      {[](AtomicRequest& a) { a.type = AtomicType::kDouble; },
+       StatusCode::kUnimplemented,
        {"type", "DOUBLE"}},
       {[](AtomicRequest& a) { a.count = 2; }, StatusCode::kInvalidArgument, {"count", "2", "1"}},
       {[](AtomicRequest& a) { a.count = 0; }, StatusCode::kInvalidArgument, {"count", "1"}},
-      {[](AtomicRequest& a) { a.remote_offset = 12; }, StatusCode::kInvalidArgument,
+      {[](AtomicRequest& a) { a.remote_offset = 12; },
+       StatusCode::kInvalidArgument,
        {"remote_offset", "12", "8"}},
-      {[](AtomicRequest& a) { a.operand = nullptr; }, StatusCode::kInvalidArgument,
+      {[](AtomicRequest& a) { a.operand = nullptr; },
+       StatusCode::kInvalidArgument,
        {"operand", "8 bytes"}},
       {[](AtomicRequest& a) {
          a.op = AtomicOp::kCswap;
          a.compare = nullptr;
        },
-       StatusCode::kInvalidArgument, {"compare", "8 bytes"}},
-      {[](AtomicRequest& a) { a.mode = DeliveryMode::kRudi; }, StatusCode::kUnimplemented,
+       StatusCode::kInvalidArgument,
+       {"compare", "8 bytes"}},
+      {[](AtomicRequest& a) { a.mode = DeliveryMode::kRudi; },
+       StatusCode::kUnimplemented,
        {"mode", "kRud or kRod"}},
-      {[](AtomicRequest& a) { a.mode = DeliveryMode::kUud; }, StatusCode::kUnimplemented,
+      {[](AtomicRequest& a) { a.mode = DeliveryMode::kUud; },
+       StatusCode::kUnimplemented,
        {"mode", "kRud or kRod"}},
-      {[](AtomicRequest& a) { a.channel = 3; }, StatusCode::kFailedPrecondition,
+      {[](AtomicRequest& a) { a.channel = 3; },
+       StatusCode::kFailedPrecondition,
        {"channel 3", "connect_qp"}},
   };
   for (size_t i = 0; i < cases.size(); ++i) {
@@ -564,15 +575,15 @@ TEST(RoceAtomic_Limit, AtomicsAndReadsShareMaxRdAtomic) {
   p.link->set_filter([&](int from, const wire::Decoded& d, std::vector<uint8_t>&) {
     if (from == 0 && (is_atomic(d) || is_op(d, RoceOpcode::kRcReadRequest)))
       peak = std::max(peak, ++outstanding);
-    if (from == 1 && (is_op(d, RoceOpcode::kRcAtomicAck) ||
-                      is_op(d, RoceOpcode::kRcReadResponseOnly)))
+    if (from == 1 &&
+        (is_op(d, RoceOpcode::kRcAtomicAck) || is_op(d, RoceOpcode::kRcReadResponseOnly)))
       --outstanding;
     return Verdict{};
   });
   const uint64_t one = 1;
   std::vector<uint64_t> r(4, ~uint64_t{0}), rd(2, 0);
-  const std::vector<Opcode> kind = {Opcode::kAtomic, Opcode::kRead,   Opcode::kAtomic,
-                                    Opcode::kAtomic, Opcode::kRead,   Opcode::kAtomic};
+  const std::vector<Opcode> kind = {Opcode::kAtomic, Opcode::kRead, Opcode::kAtomic,
+                                    Opcode::kAtomic, Opcode::kRead, Opcode::kAtomic};
   size_t atomics = 0, reads = 0;
   for (size_t i = 0; i < kind.size(); ++i) {
     if (kind[i] == Opcode::kAtomic) {

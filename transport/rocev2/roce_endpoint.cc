@@ -393,13 +393,12 @@ absl::Status RoceEndpoint::post_atomic(const AtomicRequest& ar) {
         "post_atomic: count ", ar.count, " must be 1 (an RC atomic acts on one 64-bit word)"));
   }
   if (ar.remote_offset % 8 != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "post_atomic: remote_offset ", ar.remote_offset, " must be a multiple of 8 (IB)"));
+    return absl::InvalidArgumentError(absl::StrCat("post_atomic: remote_offset ", ar.remote_offset,
+                                                   " must be a multiple of 8 (IB)"));
   }
   if (ar.operand == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "post_atomic: operand must point to 8 bytes (", cswap ? "the swap value" : "the addend",
-        ")"));
+    return absl::InvalidArgumentError(absl::StrCat("post_atomic: operand must point to 8 bytes (",
+                                                   cswap ? "the swap value" : "the addend", ")"));
   }
   if (cswap && ar.compare == nullptr) {
     return absl::InvalidArgumentError(

@@ -110,9 +110,10 @@
 //   the error state; a receive buffer a failing QP was filling) → kFlushed.
 //   An error moves the QP to the error state; connect_qp() again revives it.
 //
-// Not implemented (counted as rx_unsupported when received): SEND with invalidate, UC/UD,
-// atomics other than FETCH_ADD and CMP_SWAP on 64 bits (post_atomic refuses them). A frame too small for a whole packet (MTU + 78 bytes) carries the headers only, with
-// the payload, pad and ICRC by length (Frame::wire_len), as the simulator does at scale: such
+// Not implemented (counted as rx_unsupported when received): SEND with invalidate, UC/UD;
+// post_atomic refuses every atomic but FETCH_ADD and CMP_SWAP on one 64-bit word. A frame too
+// small for a whole packet (MTU + 78 bytes) carries the headers only, with the payload, pad
+// and ICRC by length (Frame::wire_len), as the simulator does at scale: such
 // frames have no ICRC and place no bytes, only lengths.
 //
 // Ownership and threads: one RoceEndpoint per RNIC port, driven by one thread (its host's).
@@ -263,9 +264,9 @@ struct RoceCounters {
   uint64_t rx_atomics = 0;          // atomic requests executed (each PSN once)
   uint64_t rx_atomic_replays = 0;   // duplicate atomics answered from the replay cache
   uint64_t rx_atomic_replay_miss = 0;  // duplicate atomics older than the cache: dropped
-  uint64_t rx_atomic_refused = 0;   // atomics NAKed: bad R_Key, range or alignment
-  uint64_t rx_atomic_misaligned = 0;  // ... of them, a VA not 8-byte aligned
-  uint64_t tx_atomic_acks = 0;      // ATOMIC ACKNOWLEDGEs sent (executions and replays)
+  uint64_t rx_atomic_refused = 0;      // atomics NAKed: bad R_Key, range or alignment
+  uint64_t rx_atomic_misaligned = 0;   // ... of them, a word not 8-byte aligned (VA or memory)
+  uint64_t tx_atomic_acks = 0;         // ATOMIC ACKNOWLEDGEs sent (executions and replays)
   uint64_t tx_rnr_naks = 0;
   uint64_t rx_duplicates = 0;       // PSN behind the expected one: re-ACKed, not placed
   uint64_t rx_out_of_order = 0;     // PSN ahead of the expected one: dropped (one NAK per gap)
@@ -371,9 +372,9 @@ class RoceEndpoint final : public Endpoint {
     const uint8_t* src = nullptr;  // write, send
     uint8_t* dst = nullptr;        // read; atomic: the original value (nullptr: discarded)
     uint64_t length = 0;
-    bool cmp_swap = false;  // atomic: CMP_SWAP, else FETCH_ADD
-    uint64_t swap_add = 0;  // atomic: the swap value or addend (host order)
-    uint64_t compare = 0;   // atomic: CMP_SWAP's compare value
+    bool cmp_swap = false;   // atomic: CMP_SWAP, else FETCH_ADD
+    uint64_t swap_add = 0;   // atomic: the swap value or addend (host order)
+    uint64_t compare = 0;    // atomic: CMP_SWAP's compare value
     uint32_t first_psn = 0;  // assigned when its first packet is first sent
     uint32_t packets = 0;    // PSNs it uses (a read: its response packets)
   };
@@ -555,7 +556,7 @@ class RoceEndpoint final : public Endpoint {
                                   uint32_t k, Time now);
   inline void response_taken(Qp& q, uint32_t psn, bool completes, Time now);
   inline void restore_retries(Qp& q) const noexcept;
-  // Acknowledges through `psn`, never past a read whose responses are missing; returns
+  // Acknowledges through `psn`, never past a read or atomic whose responses are missing; returns
   // kAckProgress and/or kAckReadGap.
   static constexpr int kAckProgress = 1, kAckReadGap = 2;
   int ack_through(Qp& q, uint32_t psn);

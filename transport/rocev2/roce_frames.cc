@@ -84,11 +84,10 @@ const wire::EncapTemplate& RoceEndpoint::encap_template(const Qp& q, uint8_t dsc
 // computed then.
 bool RoceEndpoint::build_packet(Qp& q, Frame& f, const Packet& p) {
   const uint32_t pad = (4 - p.len % 4) % 4;  // §2: payload padded to a multiple of 4
-  const size_t headers = kEncapSize + wire::Bth::kSize + (p.reth ? wire::Reth::kSize : 0) +
-                         (p.atomic_eth ? wire::AtomicEth::kSize : 0) +
-                         (p.aeth ? wire::Aeth::kSize : 0) +
-                         (p.atomic_ack ? wire::AtomicAckEth::kSize : 0) +
-                         (p.imm ? wire::ImmDt::kSize : 0);
+  const size_t headers =
+      kEncapSize + wire::Bth::kSize + (p.reth ? wire::Reth::kSize : 0) +
+      (p.atomic_eth ? wire::AtomicEth::kSize : 0) + (p.aeth ? wire::Aeth::kSize : 0) +
+      (p.atomic_ack ? wire::AtomicAckEth::kSize : 0) + (p.imm ? wire::ImmDt::kSize : 0);
   if (headers > f.capacity) {
     ++counters_.tx_no_room;
     return false;

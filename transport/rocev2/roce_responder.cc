@@ -321,8 +321,7 @@ void RoceEndpoint::queue_read_response(Qp& q, const ReadResp& r) {
 // ACKNOWLEDGE queued behind the read responses (PSN order). A duplicate is answered from the
 // cache and never executed again; one older than the cache is dropped (IB class D, as rxe):
 // the requester keeps at most max_rd_atomic outstanding, so it has completed that one.
-void RoceEndpoint::rx_atomic_request(Qp& q, const wire::Decoded& d, uint32_t psn,
-                                     bool duplicate) {
+void RoceEndpoint::rx_atomic_request(Qp& q, const wire::Decoded& d, uint32_t psn, bool duplicate) {
   if (duplicate) {
     const AtomicResult* saved = saved_atomic(q, psn);
     if (saved == nullptr) {
