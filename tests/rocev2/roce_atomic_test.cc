@@ -2,8 +2,8 @@
 // CMP_SWAP (spec/rocev2.md §3.3, §3.4) with exact results, executed once however often a
 // request travels (the responder's replay cache), under seeded loss, duplication and
 // reordering; refusals at the responder (NAKs) and at post time; the max_rd_atomic limit
-// shared with RDMA READ. Every frame either side emits decodes with decode_frame(), ICRC
-// included (the fake link checks).
+// shared with RDMA READ; forged responses and requests a hostile peer might send. Every frame
+// either side emits decodes with decode_frame(), ICRC included (the fake link checks).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -607,6 +607,98 @@ TEST(RoceAtomic_Limit, AtomicsAndReadsShareMaxRdAtomic) {
   EXPECT_EQ(peak, 2);
   EXPECT_GT(p.a->counters().read_waits, 0u);
   EXPECT_EQ(p.a->qp_info(kQpA)->reads_outstanding, 0u);
+}
+
+// ------------------------------------------------------------------------- hostile peers
+
+std::vector<uint8_t> atomic_ack_to_a(uint32_t psn, uint64_t orig, AethType type = AethType::kAck) {
+  testing::RoceForged f;
+  f.op = RoceOpcode::kRcAtomicAck;
+  f.dest_qp = kQpA;
+  f.psn = psn;
+  f.src = kIpB;
+  f.dst = kIpA;
+  f.aeth_type = type;
+  f.aeth_value = type == AethType::kAck ? ROCEV2_AETH_CREDITS_UNLIMITED : 0;
+  f.orig_data = orig;
+  return testing::forge(f);
+}
+
+// Expect: ATOMIC ACKNOWLEDGEs that answer no outstanding atomic -- nothing sent yet, a WRITE's
+// PSN, a NAK syndrome, a PSN never sent -- and a READ response at the atomic's PSN are counted
+// and dropped: nothing completes, the result buffer is untouched. The real one then completes
+// the WRITE before it and the atomic; a copy of it is a duplicate and changes nothing.
+TEST(RoceAtomic_Hostile, AcksForNoOutstandingAtomicAreCountedAndDropped) {
+  Pair p;  // the link stays idle: the test hands frames over itself
+  testing::deliver(*p.a, atomic_ack_to_a(kPsnA, 1));
+  const std::vector<uint8_t> src(8, 1);
+  const uint64_t one = 1;
+  uint64_t r = 0xFEED;
+  ASSERT_TRUE(p.a->post_write(testing::write_request(1, kIpB, p.rkey, src, 64)).ok());
+  ASSERT_TRUE(p.a->post_atomic(fetch_add(2, p.rkey, 0, one, &r)).ok());
+  std::vector<uint8_t> buf(9216);
+  wire::Decoded d;
+  ASSERT_NE(testing::take_decoded(*p.a, buf, 0, &d), 0u);
+  EXPECT_EQ(d.bth->opcode(), RoceOpcode::kRcWriteOnly);
+  ASSERT_NE(testing::take_decoded(*p.a, buf, 0, &d), 0u);
+  EXPECT_EQ(d.bth->opcode(), RoceOpcode::kRcFetchAdd);
+  EXPECT_EQ(d.bth->psn(), kPsnA + 1);
+  testing::deliver(*p.a, atomic_ack_to_a(kPsnA, 2));                      // the WRITE's PSN
+  testing::deliver(*p.a, atomic_ack_to_a(kPsnA + 1, 3, AethType::kNak));  // not an ACK
+  testing::deliver(*p.a, atomic_ack_to_a(kPsnA + 2, 4));                  // never sent
+  testing::RoceForged response;
+  response.op = RoceOpcode::kRcReadResponseOnly;
+  response.dest_qp = kQpA;
+  response.psn = kPsnA + 1;
+  response.src = kIpB;
+  response.dst = kIpA;
+  response.payload.assign(8, 0x77);
+  testing::deliver(*p.a, testing::forge(response));
+  EXPECT_EQ(p.a->counters().rx_atomic_ack_unexpected, 4u);
+  EXPECT_EQ(p.a->counters().rx_read_unexpected, 1u);
+  EXPECT_TRUE(drain(*p.a).empty());
+  EXPECT_EQ(r, 0xFEEDu);
+  testing::deliver(*p.a, atomic_ack_to_a(kPsnA + 1, 41));
+  const auto c = drain(*p.a);
+  ASSERT_EQ(c.size(), 2u);
+  EXPECT_EQ(c[0].op, Opcode::kWrite);
+  EXPECT_EQ(c[1].op, Opcode::kAtomic);
+  for (const Completion& x : c) EXPECT_EQ(x.status, OpStatus::kSuccess);
+  EXPECT_EQ(r, 41u);
+  testing::deliver(*p.a, atomic_ack_to_a(kPsnA + 1, 99));
+  EXPECT_EQ(p.a->counters().rx_atomic_ack_dup, 1u);
+  EXPECT_EQ(r, 41u);
+  EXPECT_EQ(p.a->qp_info(kQpA)->state, QpState::kRts);
+  EXPECT_EQ(p.a->qp_info(kQpA)->reads_outstanding, 0u);
+}
+
+// Expect (§4): an atomic inside a WRITE message (after its FIRST) is an invalid request: NAK
+// INVALID REQUEST, the responder's QP fails, the word is unchanged.
+TEST(RoceAtomic_Hostile, AtomicInsideAMessageIsAnInvalidRequest) {
+  Pair p;
+  std::vector<uint8_t> big(2 * 4096, 0);
+  const uint32_t big_key = *p.b->register_memory(big.data(), big.size());
+  testing::RoceForged first;
+  first.op = RoceOpcode::kRcWriteFirst;
+  first.dest_qp = kQpB;
+  first.psn = kPsnA;
+  first.src = kIpA;
+  first.dst = kIpB;
+  first.rkey = big_key;
+  first.dma_length = static_cast<uint32_t>(big.size());
+  first.payload.assign(4096, 0x42);
+  testing::deliver(*p.b, testing::forge(first));
+  testing::deliver(*p.b,
+                   testing::forge(forged_atomic(RoceOpcode::kRcFetchAdd, kPsnA + 1, p.rkey, 0, 5)));
+  const auto out = take_all(*p.b);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].aeth_type, AethType::kNak);
+  EXPECT_EQ(out[0].aeth_value, static_cast<uint8_t>(AethNak::kInvalidRequest));
+  EXPECT_EQ(out[0].psn, kPsnA + 1);
+  EXPECT_EQ(p.words[0], 0u);
+  EXPECT_EQ(p.b->counters().rx_invalid_request, 1u);
+  EXPECT_EQ(p.b->counters().rx_atomics, 0u);
+  EXPECT_EQ(p.b->qp_info(kQpB)->state, QpState::kError);
 }
 
 }  // namespace
