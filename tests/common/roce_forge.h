@@ -20,9 +20,11 @@ struct RoceForged {
   uint32_t psn = 0;
   std::vector<uint8_t> payload;
   bool ack_req = false;
-  uint64_t va = 0;  // RETH
+  uint64_t va = 0;  // RETH, AtomicETH
   uint32_t rkey = 0;
   uint32_t dma_length = 0;
+  uint64_t swap_add = 0, compare = 0;               // AtomicETH
+  uint64_t orig_data = 0;                           // AtomicAckETH
   wire::AethType aeth_type = wire::AethType::kAck;  // AETH
   uint8_t aeth_value = ROCEV2_AETH_CREDITS_UNLIMITED;
   uint32_t msn = 0;
@@ -50,14 +52,20 @@ inline std::vector<uint8_t> forge(const RoceForged& f) {
     r->set_rkey(f.rkey);
     r->set_dma_length(f.dma_length);
   }
-  if (layout.ext & ROCEV2_X_ATOMIC) b.add<wire::AtomicEth>();
+  if (layout.ext & ROCEV2_X_ATOMIC) {
+    wire::AtomicEth* a = b.add<wire::AtomicEth>();
+    a->set_va(f.va);
+    a->set_rkey(f.rkey);
+    a->set_swap_add(f.swap_add);
+    a->set_compare(f.compare);
+  }
   if (layout.ext & ROCEV2_X_AETH) {
     wire::Aeth* a = b.add<wire::Aeth>();
     a->set_syndrome_type(f.aeth_type);
     a->set_syndrome_value(f.aeth_value);
     a->set_msn(f.msn);
   }
-  if (layout.ext & ROCEV2_X_ATOMIC_ACK) b.add<wire::AtomicAckEth>();
+  if (layout.ext & ROCEV2_X_ATOMIC_ACK) b.add<wire::AtomicAckEth>()->set_orig_data(f.orig_data);
   if (layout.ext & ROCEV2_X_IMM) b.add<wire::ImmDt>();
   if (layout.ext & ROCEV2_X_IETH) b.add<wire::Ieth>();
   if (layout.ext & ROCEV2_X_CNP) b.add<wire::Cnp>();

@@ -66,6 +66,8 @@ void RoceEndpoint::rx_one(const Frame& f, Time now) {
     case RoceOpcode::kRcWriteOnly:
     case RoceOpcode::kRcWriteOnlyImm:
     case RoceOpcode::kRcReadRequest:
+    case RoceOpcode::kRcCompareSwap:
+    case RoceOpcode::kRcFetchAdd:
       rx_request(q, d, now);
       break;
     case RoceOpcode::kRcReadResponseFirst:
@@ -76,6 +78,9 @@ void RoceEndpoint::rx_one(const Frame& f, Time now) {
       break;
     case RoceOpcode::kRcAck:
       rx_ack(q, d, now);
+      break;
+    case RoceOpcode::kRcAtomicAck:
+      rx_atomic_ack(q, d, now);
       break;
     case RoceOpcode::kCnp:
       rx_cnp(q, now);
@@ -106,7 +111,8 @@ void RoceEndpoint::pace(Qp& q, const Frame& f, Time now) {
 }
 
 // One frame from QP q, most urgent first: NAK, ACK, CNP, then data as the pacer allows.
-// Read responses go first: an ACK or NAK names PSNs after them and must not overtake them.
+// Read and atomic responses go first: an ACK or NAK names PSNs after them and must not
+// overtake them.
 bool RoceEndpoint::tx_one(Qp& q, Frame& f, Time now) {
   if (q.rd_head != q.rd_tail) {
     if (!q.cc.limited() || now >= q.next_send) return build_read_response(q, f, now);
@@ -155,8 +161,9 @@ bool RoceEndpoint::tx_one(Qp& q, Frame& f, Time now) {
   }
   if (!has_data(q)) return false;
   if (q.send_write == q.write_started && q.reads_in_flight >= config_.max_rd_atomic &&
-      q.writes[q.send_write].op == Opcode::kRead) {
-    ++counters_.read_waits;  // max_rd_atomic reads outstanding: this one (and all behind) waits
+      awaits_response(q.writes[q.send_write].op)) {
+    // IB max_rd_atomic reads and atomics outstanding: this one (and all behind) waits.
+    ++counters_.read_waits;
     return false;
   }
   if (q.cc.limited() && now < q.next_send) {

@@ -4,6 +4,7 @@
 #include "transport/rocev2/roce_endpoint.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "transport/rocev2/psn.h"
@@ -102,7 +103,8 @@ size_t RoceEndpoint::footprint() const {
     if (qp_chunks_[c] == nullptr) continue;
     const uint32_t n = std::min(kQpChunk, config_.max_qps - c * kQpChunk);
     for (uint32_t i = 0; i < n; ++i)
-      bytes += qp_chunks_[c][i].writes.bytes() + qp_chunks_[c][i].reads.bytes();
+      bytes += qp_chunks_[c][i].writes.bytes() + qp_chunks_[c][i].reads.bytes() +
+               qp_chunks_[c][i].atomics.bytes();
   }
   bytes += active_.capacity() * sizeof(active_[0]) + ready_.bytes();
   bytes += hash_bytes(qp_by_conn_);
@@ -113,9 +115,11 @@ size_t RoceEndpoint::footprint() const {
 // footprint()'s terms, each at its bound (roce_endpoint.h, "Ownership and threads").
 size_t RoceEndpoint::footprint_bound(const RoceConfig& c, uint32_t regions) noexcept {
   const size_t chunks = (size_t{c.max_qps} + kQpChunk - 1) / kQpChunk;
-  // Every QP with its send queue (max_send_wr WRs) and responder read queue (max_rd_atomic).
+  // Every QP with its send queue (max_send_wr WRs), responder read queue and atomic replay
+  // cache (max_rd_atomic each).
   const size_t qp = sizeof(Qp) + GrowRing<Write>::bytes_bound(c.max_send_wr) +
-                    GrowRing<ReadResp>::bytes_bound(c.max_rd_atomic);
+                    GrowRing<ReadResp>::bytes_bound(c.max_rd_atomic) +
+                    GrowRing<AtomicResult>::bytes_bound(c.max_rd_atomic);
   return resized_capacity(chunks) * sizeof(std::unique_ptr<Qp[]>) +  // chunk index (resize)
          size_t{c.max_qps} * qp +
          appended_capacity(c.max_qps) * sizeof(Qp*) +          // active list: one per connected QP
@@ -168,10 +172,13 @@ absl::Status RoceEndpoint::connect_qp(uint32_t peer_ip4, uint32_t local_qpn, uin
   GrowRing<Write> writes = std::move(q.writes);
   GrowRing<ReadResp> reads = std::move(q.reads);
   reads.reserve(0, 0, config_.max_rd_atomic, config_.max_rd_atomic);
+  GrowRing<AtomicResult> atomics = std::move(q.atomics);
+  atomics.reserve(0, 0, config_.max_rd_atomic, config_.max_rd_atomic);
   const uint32_t active_index = q.active_index;
   q = Qp{};
   q.writes = std::move(writes);
   q.reads = std::move(reads);
+  q.atomics = std::move(atomics);
   q.state = QpState::kRts;
   q.local_qpn = local_qpn;
   q.remote_qpn = remote_qpn;
@@ -268,7 +275,7 @@ namespace {
 absl::Status check_mode(DeliveryMode mode, const char* what) {
   if (mode == DeliveryMode::kRud || mode == DeliveryMode::kRod) return absl::OkStatus();
   return absl::UnimplementedError(
-      absl::StrCat(what, ": RC delivers reliably in order (kRud or kRod)"));
+      absl::StrCat(what, ": mode must be kRud or kRod (RC delivers reliably in order)"));
 }
 
 }  // namespace
@@ -367,6 +374,49 @@ absl::Status RoceEndpoint::post_send(const SendRequest& sr) {
   return post_verb(sr.mode, sr.peer, sr.channel, w, sr.local, true, "post_send");
 }
 
+// spec/rocev2.md §3.3: RC carries FETCH_ADD and CMP_SWAP on one aligned 64-bit word; every
+// other AtomicRequest is refused here, naming the field and what RC accepts.
+absl::Status RoceEndpoint::post_atomic(const AtomicRequest& ar) {
+  if (absl::Status s = check_mode(ar.mode, "post_atomic"); !s.ok()) return s;
+  const bool cswap = ar.op == AtomicOp::kCswap;
+  if (ar.op != AtomicOp::kSum && !cswap) {
+    return absl::UnimplementedError(absl::StrCat("post_atomic: op ", to_string(ar.op),
+                                                 " not carried by RC: kSum (FETCH_ADD) or "
+                                                 "kCswap (CMP_SWAP)"));
+  }
+  if (ar.type != AtomicType::kUint64 && ar.type != AtomicType::kInt64) {
+    return absl::UnimplementedError(absl::StrCat("post_atomic: type ", to_string(ar.type),
+                                                 " not carried by RC: kUint64 or kInt64"));
+  }
+  if (ar.count != 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "post_atomic: count ", ar.count, " must be 1 (an RC atomic acts on one 64-bit word)"));
+  }
+  if (ar.remote_offset % 8 != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("post_atomic: remote_offset ", ar.remote_offset,
+                                                   " must be a multiple of 8 (IB)"));
+  }
+  if (ar.operand == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat("post_atomic: operand must point to 8 bytes (",
+                                                   cswap ? "the swap value" : "the addend", ")"));
+  }
+  if (cswap && ar.compare == nullptr) {
+    return absl::InvalidArgumentError(
+        "post_atomic: compare must point to 8 bytes (kCswap's compare value)");
+  }
+  Write w;
+  w.op = Opcode::kAtomic;
+  w.wr_id = ar.wr_id;
+  w.rkey = ar.rkey;
+  w.remote_offset = ar.remote_offset;
+  w.dst = ar.result;
+  w.length = 8;
+  w.cmp_swap = cswap;
+  std::memcpy(&w.swap_add, ar.operand, 8);  // verbs copy the operands into the WQE
+  if (cswap) std::memcpy(&w.compare, ar.compare, 8);
+  return post_wqe(ar.peer, ar.channel, w, "post_atomic");
+}
+
 // The endpoint's shared receive queue (an SRQ): consumed in posting order by SENDs and
 // WRITEs with immediate from any QP.
 absl::Status RoceEndpoint::post_recv(const RecvBuffer& rb) {
@@ -401,7 +451,9 @@ EndpointStats RoceEndpoint::stats() const {
   // Out-of-order packets are dropped by RC (go-back-N resends them); duplicates are answered.
   s.rx_dropped = counters_.rx_malformed + counters_.rx_not_ours + counters_.rx_unknown_qp +
                  counters_.rx_qp_error + counters_.rx_unsupported + counters_.rx_out_of_order +
-                 counters_.rx_stale_acks + counters_.rx_read_dup + counters_.rx_read_unexpected;
+                 counters_.rx_stale_acks + counters_.rx_read_dup + counters_.rx_read_unexpected +
+                 counters_.rx_atomic_ack_dup + counters_.rx_atomic_ack_unexpected +
+                 counters_.rx_atomic_replay_miss;
   return s;
 }
 

@@ -1,6 +1,7 @@
 // The RoCEv2 engine for one endpoint (one RNIC port): reliable-connected (RC) queue pairs
-// carrying RDMA WRITE (with or without immediate), SEND (with or without immediate) and RDMA
-// READ, sans-IO, behind the same Endpoint API as UET (transport/api.h).
+// carrying RDMA WRITE (with or without immediate), SEND (with or without immediate), RDMA
+// READ and the 64-bit atomics (FETCH_ADD, CMP_SWAP), sans-IO, behind the same Endpoint API as
+// UET (transport/api.h).
 //
 // What it does (spec/rocev2.md for the wire; RC as rdma_rxe and RNICs run it, research notes
 // rocev2-wireshark.md §2; DCQCN §3):
@@ -34,6 +35,13 @@
 //   k · MTU, DMA length − k · MTU), as IB does; duplicate responses (behind una) are dropped.
 //   At most max_rd_atomic reads are outstanding per QP (IB max_rd_atomic): a read waits at the
 //   head of the cursor, and everything behind it, until one completes.
+// - Atomics (requester, spec/rocev2.md §3.3, §3.4): post_atomic maps AtomicOp::kSum on one
+//   64-bit word to FETCH_ADD and kCswap to CMP_SWAP (operands copied into the WQE at post
+//   time, as verbs do; AtomicETH carries them big-endian). An atomic is one request packet on
+//   one PSN, counted with the reads against max_rd_atomic and handled like a READ: only its
+//   ATOMIC ACKNOWLEDGE (AETH + AtomicAckETH) completes it (Opcode::kAtomic, 8 bytes, the
+//   original value stored host-order at AtomicRequest::result); an ACK beyond it means that
+//   response was lost, and go-back-N sends the request again (rxe COMPST_ERROR_RETRY).
 // - RNR (requester): an RNR NAK (AETH type 1, timer code in the value) acknowledges what came
 //   before its PSN; the requester waits the coded time (spec/rocev2.md §3.2 table) and resends
 //   from that PSN, at most rnr_retry times per stall (7 = for ever, as IB); the retry budget is
@@ -55,6 +63,15 @@
 //   - WRITE with immediate: placed like a WRITE; the LAST/ONLY_WITH_IMMEDIATE packet consumes
 //     a receive buffer (RNR NAK when none) and completes kRecv with has_imm/imm and 0 bytes
 //     (nothing is placed in the buffer).
+//   - Atomic request (rxe check_rkey, execute, atomic_reply): R_Key and range checked (NAK
+//     REMOTE ACCESS ERROR), the VA 8-byte aligned, in the wire and in memory (NAK INVALID
+//     REQUEST: rxe RESPST_ERR_MISALIGNED_ATOMIC, class C); then executed once on the region's
+//     host-order word, its original value saved in the QP's replay cache (the results of the
+//     last max_rd_atomic atomics, keyed by their 64-bit PSN count) and answered with ATOMIC
+//     ACKNOWLEDGE queued with the READ responses (responder resources), so responses keep PSN
+//     order. A duplicate is never executed again: it is answered from the cache; one older
+//     than the cache is dropped and counted (IB class D, as rxe duplicate_request) -- the
+//     requester keeps at most max_rd_atomic outstanding, so it has completed it already.
 //   - READ request: R_Key and range checked (NAK REMOTE ACCESS ERROR otherwise), then queued
 //     (max_rd_atomic requests per QP; a request that finds the queue full recycles the oldest
 //     entry, as rxe recycles its responder resources: the requester keeps at most that many
@@ -93,9 +110,10 @@
 //   the error state; a receive buffer a failing QP was filling) → kFlushed.
 //   An error moves the QP to the error state; connect_qp() again revives it.
 //
-// Not implemented (counted as rx_unsupported when received): atomics, SEND with invalidate,
-// UC/UD. A frame too small for a whole packet (MTU + 78 bytes) carries the headers only, with
-// the payload, pad and ICRC by length (Frame::wire_len), as the simulator does at scale: such
+// Not implemented (counted as rx_unsupported when received): SEND with invalidate, UC/UD;
+// post_atomic refuses every atomic but FETCH_ADD and CMP_SWAP on one 64-bit word. A frame too
+// small for a whole packet (MTU + 78 bytes) carries the headers only, with the payload, pad
+// and ICRC by length (Frame::wire_len), as the simulator does at scale: such
 // frames have no ICRC and place no bytes, only lengths.
 //
 // Ownership and threads: one RoceEndpoint per RNIC port, driven by one thread (its host's).
@@ -107,8 +125,9 @@
 //   its slot and its queues; connect_qp reuses them.
 // - A QP's send queue: post_write/post_write_with_imm/post_read/post_send double it (from 8)
 //   when the WR does not fit, up to max_send_wr WRs.
-// - A QP's responder read queue: connect_qp sizes it for max_rd_atomic requests, once per QP
-//   (it fills from the peer's READ requests, on rx, which must not allocate).
+// - A QP's responder read queue and atomic replay cache: connect_qp sizes each for
+//   max_rd_atomic entries, once per QP (they fill from the peer's READ and atomic requests, on
+//   rx, which must not allocate).
 // - Completion ring: every posted WR and receive buffer reserves its slot, and the post
 //   doubles the ring when the reserved slots would not fit, up to cq_entries; pushing a
 //   completion never overflows and never allocates. poll_completions frees slots for reuse.
@@ -222,7 +241,12 @@ struct RoceCounters {
   uint64_t rx_read_dup = 0;         // read responses behind una: duplicates, dropped
   uint64_t rx_read_gap = 0;         // read responses (or ACKs) beyond missing responses
   uint64_t rx_read_unexpected = 0;  // responses for no outstanding read, or malformed
-  uint64_t read_waits = 0;          // tx() held a READ back: max_rd_atomic outstanding
+  uint64_t read_waits = 0;          // tx() held a READ or atomic back: max_rd_atomic outstanding
+  uint64_t tx_atomics = 0;          // atomic requests first sent
+  uint64_t atomic_resends = 0;      // atomic requests sent again (go-back-N)
+  uint64_t rx_atomic_acks = 0;      // ATOMIC ACKNOWLEDGEs that completed an atomic
+  uint64_t rx_atomic_ack_dup = 0;   // ATOMIC ACKNOWLEDGEs behind una: duplicates, dropped
+  uint64_t rx_atomic_ack_unexpected = 0;  // for no outstanding atomic, or not an ACK syndrome
   uint64_t rx_stale_acks = 0;  // ACK/NAK for PSNs not outstanding, or reserved syndrome
   uint64_t rx_cnps = 0;
   uint64_t pacing_waits = 0;  // tx() found data held back by the DCQCN pacer
@@ -237,6 +261,12 @@ struct RoceCounters {
   uint64_t rx_read_overflow = 0;    // READ requests that found max_rd_atomic queued: the
                                     // oldest queued response was dropped (recycled, as rxe)
   uint64_t tx_read_responses = 0;   // read response packets sent
+  uint64_t rx_atomics = 0;          // atomic requests executed (each PSN once)
+  uint64_t rx_atomic_replays = 0;   // duplicate atomics answered from the replay cache
+  uint64_t rx_atomic_replay_miss = 0;  // duplicate atomics older than the cache: dropped
+  uint64_t rx_atomic_refused = 0;      // atomics NAKed: bad R_Key, range or alignment
+  uint64_t rx_atomic_misaligned = 0;   // ... of them, a word not 8-byte aligned (VA or memory)
+  uint64_t tx_atomic_acks = 0;         // ATOMIC ACKNOWLEDGEs sent (executions and replays)
   uint64_t tx_rnr_naks = 0;
   uint64_t rx_duplicates = 0;       // PSN behind the expected one: re-ACKed, not placed
   uint64_t rx_out_of_order = 0;     // PSN ahead of the expected one: dropped (one NAK per gap)
@@ -272,7 +302,7 @@ struct QpInfo {
   uint32_t msn = 0;       // responder: messages completed
   uint32_t writes_outstanding = 0;  // WRs of any kind posted and not completed
   uint32_t reads_outstanding = 0;   // requester: READs sent and not completed
-  uint32_t responses_queued = 0;    // responder: READ requests not yet fully answered
+  uint32_t responses_queued = 0;    // responder: READ / atomic requests not yet answered
   double rate_gbps = 0;  // DCQCN current rate
   double alpha = 0;
 };
@@ -301,6 +331,9 @@ class RoceEndpoint final : public Endpoint {
   absl::Status post_read(const ReadRequest& rr) override;
   absl::Status post_send(const SendRequest& sr) override;
   absl::Status post_recv(const RecvBuffer& rb) override;
+  // RC atomics: kSum (FETCH_ADD) and kCswap (CMP_SWAP) on one kUint64/kInt64 word at an
+  // 8-byte aligned remote_offset, always fetching (result may be null: discarded).
+  absl::Status post_atomic(const AtomicRequest& ar) override;
   size_t poll_completions(std::span<Completion> out) override;
   EndpointStats stats() const override;
 
@@ -327,7 +360,8 @@ class RoceEndpoint final : public Endpoint {
  private:
   explicit RoceEndpoint(const RoceConfig& config);
 
-  // One posted WR, as the requester tracks it (a send WQE): a write, a send or a read.
+  // One posted WR, as the requester tracks it (a send WQE): a write, a send, a read or an
+  // atomic.
   struct Write {
     Opcode op = Opcode::kWrite;
     bool has_imm = false;
@@ -336,13 +370,16 @@ class RoceEndpoint final : public Endpoint {
     uint32_t rkey = 0;
     uint64_t remote_offset = 0;
     const uint8_t* src = nullptr;  // write, send
-    uint8_t* dst = nullptr;        // read
+    uint8_t* dst = nullptr;        // read; atomic: the original value (nullptr: discarded)
     uint64_t length = 0;
+    bool cmp_swap = false;   // atomic: CMP_SWAP, else FETCH_ADD
+    uint64_t swap_add = 0;   // atomic: the swap value or addend (host order)
+    uint64_t compare = 0;    // atomic: CMP_SWAP's compare value
     uint32_t first_psn = 0;  // assigned when its first packet is first sent
     uint32_t packets = 0;    // PSNs it uses (a read: its response packets)
   };
 
-  // One READ request the responder is answering (a responder resource).
+  // One READ or atomic request the responder is answering (a responder resource).
   struct ReadResp {
     uint32_t first_psn = 0;  // PSN of the first response
     uint32_t packets = 0;
@@ -350,7 +387,21 @@ class RoceEndpoint final : public Endpoint {
     uint32_t region = 0;
     uint64_t va = 0;
     uint64_t length = 0;
+    bool atomic = false;  // an ATOMIC ACKNOWLEDGE carrying `orig` (one packet)
+    uint64_t orig = 0;
   };
+
+  // An executed atomic's result, kept to answer its duplicates (IB: the responder saves the
+  // results of the last max_dest_rd_atomic atomics). `seq` is its PSN counted in 64 bits
+  // (Qp::rq_psns), so a key never aliases across a 24-bit PSN wrap.
+  struct AtomicResult {
+    uint64_t seq = 0;
+    uint64_t orig = 0;
+  };
+
+  static constexpr bool awaits_response(Opcode op) noexcept {
+    return op == Opcode::kRead || op == Opcode::kAtomic;
+  }
 
   enum class MsgKind : uint8_t { kNone, kWrite, kSend };
 
@@ -379,13 +430,14 @@ class RoceEndpoint final : public Endpoint {
     bool rnr_wait = false;       // an RNR NAK's timer runs: nothing is sent before rnr_until
     uint32_t rnr_psn = 0;
     Time rnr_until = 0;
-    uint32_t reads_in_flight = 0;  // reads sent, not completed (<= max_rd_atomic)
+    uint32_t reads_in_flight = 0;  // reads and atomics sent, not completed (<= max_rd_atomic)
     Time rto_deadline = kNever;
     Time next_send = 0;  // pacer: no data before this while DCQCN limits the rate
     Dcqcn cc;
 
     // Responder.
     uint32_t epsn = 0;
+    uint64_t rq_psns = 0;  // PSNs epsn has passed since connect_qp (its 64-bit count)
     uint32_t msn = 0;
     bool nak_latch = false;   // a sequence-error NAK was sent for the current gap
     bool in_message = false;  // between a FIRST and its LAST
@@ -406,6 +458,10 @@ class RoceEndpoint final : public Endpoint {
     // Responder resources: READ requests being answered, ring [rd_head, rd_tail).
     GrowRing<ReadResp> reads;  // max_rd_atomic, sized by the first connect_qp
     uint64_t rd_head = 0, rd_tail = 0;
+    // Replay cache: results of the last max_rd_atomic atomics executed, ring [ar_head, ar_tail),
+    // oldest first; sized by the first connect_qp.
+    GrowRing<AtomicResult> atomics;
+    uint64_t ar_head = 0, ar_tail = 0;
 
     // Notification point.
     bool cnp_pending = false;
@@ -447,6 +503,10 @@ class RoceEndpoint final : public Endpoint {
   inline void complete_message(Qp& q, const wire::Decoded& d, const Request& r);
   inline bool reth_access_ok(const wire::Reth& reth, uint32_t& region);
   void rx_read_request(Qp& q, const wire::Decoded& d, uint32_t psn, bool duplicate);
+  void rx_atomic_request(Qp& q, const wire::Decoded& d, uint32_t psn, bool duplicate);
+  inline bool atomic_access_ok(Qp& q, const wire::AtomicEth& a, uint32_t psn, uint32_t& region);
+  inline uint64_t execute_atomic(const wire::Decoded& d, uint8_t* word);
+  inline const AtomicResult* saved_atomic(const Qp& q, uint32_t psn) const;
   inline void drop_responses_from(Qp& q, uint32_t psn);
   inline void queue_read_response(Qp& q, const ReadResp& r);
   void responder_fatal(Qp& q, uint8_t nak_code, uint32_t psn);
@@ -464,6 +524,10 @@ class RoceEndpoint final : public Endpoint {
     bool aeth = false;  // read responses FIRST/LAST/ONLY: ACK, credits unlimited, the MSN
     bool imm = false;
     uint32_t imm_data = 0;
+    bool atomic_eth = false;  // CMP_SWAP / FETCH_ADD: va, rkey and these
+    uint64_t swap_add = 0, compare = 0;
+    bool atomic_ack = false;  // ATOMIC ACKNOWLEDGE: AETH (aeth) and this
+    uint64_t orig = 0;
     const uint8_t* payload = nullptr;  // null with len > 0: payload carried by length only
     uint32_t len = 0;
   };
@@ -473,6 +537,8 @@ class RoceEndpoint final : public Endpoint {
   bool build_data(Qp& q, Frame& f, Time now);
   // They fill the caller's Packet: a returned one would be copied on the per-packet path.
   inline void read_request_packet(const Qp& q, const Write& w, Packet& p) const;
+  inline void atomic_request_packet(const Qp& q, const Write& w, Packet& p) const;
+  static inline void atomic_response_packet(const ReadResp& r, Packet& p);  // responder
   inline void message_packet(const Qp& q, const Write& w, bool last, Packet& p) const;
   inline void advance_cursor(Qp& q, Write& w, uint32_t len, bool fresh, bool last);
   void rx_ack(Qp& q, const wire::Decoded& d, Time now);
@@ -482,13 +548,15 @@ class RoceEndpoint final : public Endpoint {
   inline void rx_nak_seq(Qp& q, uint32_t psn, Time now);
   inline void rx_nak_fatal(Qp& q, uint8_t code);
   void rx_read_response(Qp& q, const wire::Decoded& d, Time now);
-  inline Write* read_holding(Qp& q, uint32_t psn);
+  void rx_atomic_ack(Qp& q, const wire::Decoded& d, Time now);
+  inline Write* read_holding(Qp& q, uint32_t psn, Opcode op = Opcode::kRead);
   inline bool read_response_at_una(Qp& q, uint32_t psn, uint32_t k, Time now);
   inline bool read_response_fits(const Write& w, const wire::Decoded& d, uint32_t k) const;
   inline void place_read_response(Qp& q, Write& w, const wire::Decoded& d, uint32_t psn,
                                   uint32_t k, Time now);
+  inline void response_taken(Qp& q, uint32_t psn, bool completes, Time now);
   inline void restore_retries(Qp& q) const noexcept;
-  // Acknowledges through `psn`, never past a read whose responses are missing; returns
+  // Acknowledges through `psn`, never past a read or atomic whose responses are missing; returns
   // kAckProgress and/or kAckReadGap.
   static constexpr int kAckProgress = 1, kAckReadGap = 2;
   int ack_through(Qp& q, uint32_t psn);

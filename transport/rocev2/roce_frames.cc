@@ -1,4 +1,5 @@
-// The RoCEv2 frame encoder: Ethernet/IPv4/UDP, BTH, RETH, AETH, ImmDt and CNP written in place.
+// The RoCEv2 frame encoder: Ethernet/IPv4/UDP, BTH, RETH, AtomicETH, AETH, AtomicAckETH, ImmDt
+// and CNP written in place.
 #include <cstring>
 
 #include "transport/rocev2/roce_datapath.h"
@@ -76,14 +77,17 @@ const wire::EncapTemplate& RoceEndpoint::encap_template(const Qp& q, uint8_t dsc
   return c.bytes;
 }
 
-// One packet with its extended headers in spec order (spec/rocev2.md §4: RETH, AETH, ImmDt)
+// One packet with its extended headers in spec order (spec/rocev2.md §4: RETH, AtomicETH, AETH,
+// AtomicAckETH, ImmDt)
 // and its payload. A frame too small for the packet carries its headers only, and the
 // payload, pad and ICRC by length (Frame::wire_len: the simulator at scale). No ICRC can be
 // computed then.
 bool RoceEndpoint::build_packet(Qp& q, Frame& f, const Packet& p) {
   const uint32_t pad = (4 - p.len % 4) % 4;  // §2: payload padded to a multiple of 4
-  const size_t headers = kEncapSize + wire::Bth::kSize + (p.reth ? wire::Reth::kSize : 0) +
-                         (p.aeth ? wire::Aeth::kSize : 0) + (p.imm ? wire::ImmDt::kSize : 0);
+  const size_t headers =
+      kEncapSize + wire::Bth::kSize + (p.reth ? wire::Reth::kSize : 0) +
+      (p.atomic_eth ? wire::AtomicEth::kSize : 0) + (p.aeth ? wire::Aeth::kSize : 0) +
+      (p.atomic_ack ? wire::AtomicAckEth::kSize : 0) + (p.imm ? wire::ImmDt::kSize : 0);
   if (headers > f.capacity) {
     ++counters_.tx_no_room;
     return false;
@@ -98,7 +102,9 @@ bool RoceEndpoint::build_packet(Qp& q, Frame& f, const Packet& p) {
                        q.sport);
   wire::Bth* bth = b.add<wire::Bth>();
   wire::Reth* reth = p.reth ? b.add<wire::Reth>() : nullptr;
+  wire::AtomicEth* ateth = p.atomic_eth ? b.add<wire::AtomicEth>() : nullptr;
   wire::Aeth* aeth = p.aeth ? b.add<wire::Aeth>() : nullptr;
+  wire::AtomicAckEth* atack = p.atomic_ack ? b.add<wire::AtomicAckEth>() : nullptr;
   wire::ImmDt* imm = p.imm ? b.add<wire::ImmDt>() : nullptr;
   bool placed = true;  // the payload (copied or referenced) and its pad
   if (!elide && p.len > 0) {
@@ -111,7 +117,8 @@ bool RoceEndpoint::build_packet(Qp& q, Frame& f, const Packet& p) {
     }
     if (placed && pad > 0) placed = b.add_bytes(pad) != nullptr;
   }
-  if (bth == nullptr || (p.imm && imm == nullptr) || !placed) {
+  if (bth == nullptr || (p.imm && imm == nullptr) || (p.atomic_eth && ateth == nullptr) ||
+      (p.atomic_ack && atack == nullptr) || !placed) {
     ++counters_.tx_no_room;
     return false;
   }
@@ -126,7 +133,14 @@ bool RoceEndpoint::build_packet(Qp& q, Frame& f, const Packet& p) {
     reth->set_rkey(p.rkey);
     reth->set_dma_length(p.dma_length);
   }
-  if (aeth != nullptr) {  // §3.2: read responses FIRST/LAST/ONLY carry an ACK syndrome
+  if (ateth != nullptr) {  // §3.3: the operands big-endian, VA as RETH's (zero-based)
+    ateth->set_va(p.va);
+    ateth->set_rkey(p.rkey);
+    ateth->set_swap_add(p.swap_add);
+    ateth->set_compare(p.compare);
+  }
+  if (atack != nullptr) atack->set_orig_data(p.orig);  // §3.4
+  if (aeth != nullptr) {  // §3.2: read responses FIRST/LAST/ONLY and atomic ACKs: ACK syndrome
     aeth->set_syndrome_type(AethType::kAck);
     aeth->set_syndrome_value(kCreditsUnlimited);
     aeth->set_msn(q.msn);

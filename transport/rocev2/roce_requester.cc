@@ -19,10 +19,13 @@ bool RoceEndpoint::build_data(Qp& q, Frame& f, Time now) {
   Write& w = q.writes[q.send_write];
   const bool fresh = q.send_write == q.write_started;  // first transmission of this WR
   const bool read = w.op == Opcode::kRead;
-  const bool last = read || q.send_packet + 1 == w.packets;
+  const bool atomic = w.op == Opcode::kAtomic;
+  const bool last = read || atomic || q.send_packet + 1 == w.packets;
   Packet p;
   if (read) {
     read_request_packet(q, w, p);
+  } else if (atomic) {
+    atomic_request_packet(q, w, p);
   } else {
     message_packet(q, w, last, p);
   }
@@ -47,6 +50,19 @@ void RoceEndpoint::read_request_packet(const Qp& q, const Write& w, Packet& p) c
   p.va = w.remote_offset + offset;
   p.rkey = w.rkey;
   p.dma_length = static_cast<uint32_t>(w.length - offset);
+}
+
+// A CMP_SWAP or FETCH_ADD (spec/rocev2.md §3.3): one packet, AtomicETH only, always AckReq
+// (its ATOMIC ACKNOWLEDGE is the response); resent whole by go-back-N.
+void RoceEndpoint::atomic_request_packet(const Qp& q, const Write& w, Packet& p) const {
+  p.psn = q.next_psn;
+  p.op = w.cmp_swap ? RoceOpcode::kRcCompareSwap : RoceOpcode::kRcFetchAdd;
+  p.ack_req = true;
+  p.atomic_eth = true;
+  p.va = w.remote_offset;
+  p.rkey = w.rkey;
+  p.swap_add = w.swap_add;
+  p.compare = w.compare;
 }
 
 // A WRITE or SEND packet (§4). One that is not the first of its message is a MIDDLE or LAST
@@ -81,20 +97,21 @@ void RoceEndpoint::message_packet(const Qp& q, const Write& w, bool last, Packet
 }
 
 // A packet of `w` went out: a fresh WR takes its first PSN, the send counts as first or
-// resent, and the cursor passes it (a READ: all its response PSNs at once).
+// resent, and the cursor passes it (a READ: all its response PSNs at once). Reads and atomics
+// count against max_rd_atomic until they complete.
 void RoceEndpoint::advance_cursor(Qp& q, Write& w, uint32_t len, bool fresh, bool last) {
   if (fresh) {
     w.first_psn = q.next_psn;
     ++q.write_started;
-    if (w.op == Opcode::kRead) {
-      ++q.reads_in_flight;
-      ++counters_.tx_reads;
-    }
+    if (awaits_response(w.op)) ++q.reads_in_flight;
+    if (w.op == Opcode::kRead) ++counters_.tx_reads;
+    if (w.op == Opcode::kAtomic) ++counters_.tx_atomics;
   }
   if (psn_diff(q.next_psn, q.max_psn) < 0) {
     ++counters_.tx_retx;
     counters_.bytes_resent += len;
     if (w.op == Opcode::kRead) ++counters_.read_reissues;
+    if (w.op == Opcode::kAtomic) ++counters_.atomic_resends;
   } else {
     ++counters_.tx_data;
   }
@@ -267,15 +284,45 @@ void RoceEndpoint::rx_read_response(Qp& q, const wire::Decoded& d, Time now) {
   place_read_response(q, *w, d, psn, k, now);
 }
 
-// The WR whose PSNs hold `psn`, if it is a read; nullptr otherwise.
-RoceEndpoint::Write* RoceEndpoint::read_holding(Qp& q, uint32_t psn) {
+// Requester: an ATOMIC ACKNOWLEDGE (spec/rocev2.md §3.4). Like a read response: accepted at
+// una only (earlier responses missing: go back), it implicitly acknowledges what came before
+// it; the original value lands at the atomic's result, once (copies behind una are dropped).
+void RoceEndpoint::rx_atomic_ack(Qp& q, const wire::Decoded& d, Time now) {
+  if (q.state != QpState::kRts) {
+    ++counters_.rx_qp_error;
+    return;
+  }
+  const uint32_t psn = d.bth->psn();
+  if (psn_diff(psn, q.una) < 0) {  // already completed: a replay or a network copy
+    ++counters_.rx_atomic_ack_dup;
+    return;
+  }
+  // §3.2: an atomic's response is an ACK; NAKs travel as plain ACKNOWLEDGE packets.
+  Write* const w = psn_diff(psn, q.max_psn) < 0 && d.aeth->syndrome_type() == AethType::kAck
+                       ? read_holding(q, psn, Opcode::kAtomic)
+                       : nullptr;
+  if (w == nullptr) {
+    ++counters_.rx_atomic_ack_unexpected;
+    return;
+  }
+  if (psn != q.una && !read_response_at_una(q, psn, 0, now)) return;
+  if (w->dst != nullptr) {
+    const uint64_t orig = d.atomic_ack_eth->orig_data();  // host order in memory
+    std::memcpy(w->dst, &orig, sizeof(orig));
+  }
+  ++counters_.rx_atomic_acks;
+  response_taken(q, psn, /*completes=*/true, now);
+}
+
+// The WR whose PSNs hold `psn`, if it is a `op` (a read or an atomic); nullptr otherwise.
+RoceEndpoint::Write* RoceEndpoint::read_holding(Qp& q, uint32_t psn, Opcode op) {
   uint64_t i = q.write_head;
   for (; i != q.write_started; ++i) {
     const Write& w = q.writes[i];
     const int32_t k = psn_diff(psn, w.first_psn);
     if (k >= 0 && static_cast<uint32_t>(k) < w.packets) break;
   }
-  if (i == q.write_started || q.writes[i].op != Opcode::kRead) return nullptr;
+  if (i == q.write_started || q.writes[i].op != op) return nullptr;
   return &q.writes[i];
 }
 
@@ -316,9 +363,15 @@ void RoceEndpoint::place_read_response(Qp& q, Write& w, const wire::Decoded& d, 
   const uint64_t len = payload_len(d);
   if (d.elided == 0 && len > 0) std::memcpy(w.dst + offset, d.payload.data(), len);
   ++counters_.rx_read_responses;
+  response_taken(q, psn, k + 1 == w.packets, now);
+}
+
+// The response at una (a read's or an atomic's) was taken: una passes it, progress restores
+// the retry budgets, the last one completes its WR, and the ACK timer restarts.
+void RoceEndpoint::response_taken(Qp& q, uint32_t psn, bool completes, Time now) {
   q.una = psn_add(psn, 1);
   restore_retries(q);
-  if (k + 1 == w.packets) complete_through(q, psn);
+  if (completes) complete_through(q, psn);
   if (psn_diff(q.next_psn, q.una) < 0) seek(q, q.una);
   q.rto_deadline = kNever;
   if (q.una != q.max_psn) arm_rto(q, now);
@@ -332,14 +385,14 @@ void RoceEndpoint::restore_retries(Qp& q) const noexcept {
 }
 
 // Acknowledges every PSN through `psn` (an ACK, or what a NAK or read response implies), but
-// never past a read whose responses have not all arrived: an ACK beyond it means they were
-// lost (rxe check_psn: COMPST_ERROR_RETRY).
+// never past a read or atomic whose responses have not all arrived: an ACK beyond it means
+// they were lost (rxe check_psn: COMPST_ERROR_RETRY).
 int RoceEndpoint::ack_through(Qp& q, uint32_t psn) {
   uint32_t una = psn_add(psn, 1);
   int r = 0;
   for (uint64_t i = q.write_head; i != q.write_started; ++i) {
     const Write& w = q.writes[i];
-    if (w.op == Opcode::kRead) {
+    if (awaits_response(w.op)) {
       const uint32_t start = psn_diff(q.una, w.first_psn) > 0 ? q.una : w.first_psn;
       if (psn_diff(una, start) > 0) {
         una = start;
@@ -374,7 +427,7 @@ void RoceEndpoint::complete_through(Qp& q, uint32_t psn) {
     const Write& w = q.writes[q.write_head];
     const uint32_t last = psn_add(w.first_psn, w.packets - 1);
     if (psn_diff(last, q.max_psn) >= 0 || psn_diff(last, psn) > 0) break;
-    if (w.op == Opcode::kRead) --q.reads_in_flight;
+    if (awaits_response(w.op)) --q.reads_in_flight;
     complete(w, OpStatus::kSuccess);
     ++q.write_head;
   }

@@ -1,5 +1,7 @@
-// RC responder (rxe, research §2.1): request receive, PSN checks, placement, READ responses.
+// RC responder (rxe, research §2.1): request receive, PSN checks, placement, READ responses,
+// atomics and their replay cache.
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 #include "transport/rocev2/roce_datapath.h"
@@ -14,7 +16,7 @@ using wire::AethNak;
 using wire::RoceOpcode;
 
 // Responder (research §2.1, rxe check_psn / check_op_seq / check_resource / execute): SEND, WRITE
-// (with or without immediate) and READ requests.
+// (with or without immediate), READ and atomic requests.
 void RoceEndpoint::rx_request(Qp& q, const wire::Decoded& d, Time now) {
   ++counters_.rx_data;
   if (q.state != QpState::kRts) {
@@ -33,6 +35,15 @@ void RoceEndpoint::rx_request(Qp& q, const wire::Decoded& d, Time now) {
     rx_read_request(q, d, psn, /*duplicate=*/false);
     return;
   }
+  if (d.atomic_eth != nullptr) {
+    if (q.in_message) {  // §4: an atomic stands alone, never inside a message
+      ++counters_.rx_invalid_request;
+      responder_fatal(q, static_cast<uint8_t>(AethNak::kInvalidRequest), psn);
+      return;
+    }
+    rx_atomic_request(q, d, psn, /*duplicate=*/false);
+    return;
+  }
   const Request r(d);
   if (!check_op_seq(q, r, psn)) return;
   if (r.first && !r.send && !start_write(q, *d.reth, psn)) return;
@@ -47,14 +58,16 @@ void RoceEndpoint::rx_request(Qp& q, const wire::Decoded& d, Time now) {
 }
 
 // rxe check_psn (research §2.1): only the expected PSN goes on. A duplicate is ACKed again with the
-// last in-order PSN and never placed again (a READ is executed again); a gap gets one NAK
-// (PSN sequence error), then silence.
+// last in-order PSN and never placed again (a READ is executed again, an atomic answered from
+// the replay cache); a gap gets one NAK (PSN sequence error), then silence.
 bool RoceEndpoint::check_psn(Qp& q, const wire::Decoded& d, uint32_t psn) {
   const int32_t delta = psn_diff(psn, q.epsn);
   if (delta < 0) {
     ++counters_.rx_duplicates;
     if (d.bth->opcode() == RoceOpcode::kRcReadRequest) {
       rx_read_request(q, d, psn, /*duplicate=*/true);  // reads are executed again
+    } else if (d.atomic_eth != nullptr) {
+      rx_atomic_request(q, d, psn, /*duplicate=*/true);  // atomics are not
     } else {
       q.ack_pending = true;
     }
@@ -209,6 +222,7 @@ void RoceEndpoint::accept_request(Qp& q, const wire::Decoded& d, const Request& 
   q.kind = r.last ? MsgKind::kNone : r.kind;
   ++counters_.rx_placed;
   q.epsn = psn_add(q.epsn, 1);
+  ++q.rq_psns;
   if (q.nak_latch) {  // the gap is filled: a NAK not yet sent is moot
     q.nak_latch = false;
     q.nak_pending = false;
@@ -259,6 +273,7 @@ void RoceEndpoint::rx_read_request(Qp& q, const wire::Decoded& d, uint32_t psn, 
   queue_read_response(q, ReadResp{psn, static_cast<uint32_t>(packets), 0, region, reth.va(), dma});
   if (!duplicate) {
     q.epsn = end;
+    q.rq_psns += packets;
     q.msn = psn_add(q.msn, 1);
     if (q.nak_latch) {
       q.nak_latch = false;
@@ -298,7 +313,109 @@ void RoceEndpoint::queue_read_response(Qp& q, const ReadResp& r) {
     ++q.rd_head;
   }
   q.reads[q.rd_tail++] = r;
-  ++counters_.rx_read_requests;
+  if (!r.atomic) ++counters_.rx_read_requests;
+}
+
+// An atomic request (spec/rocev2.md §3.3; rxe execute, atomic_reply, duplicate_request). New:
+// checked, executed once, its result saved in the replay cache and answered with an ATOMIC
+// ACKNOWLEDGE queued behind the read responses (PSN order). A duplicate is answered from the
+// cache and never executed again; one older than the cache is dropped (IB class D, as rxe):
+// the requester keeps at most max_rd_atomic outstanding, so it has completed that one.
+void RoceEndpoint::rx_atomic_request(Qp& q, const wire::Decoded& d, uint32_t psn, bool duplicate) {
+  if (duplicate) {
+    const AtomicResult* saved = saved_atomic(q, psn);
+    if (saved == nullptr) {
+      ++counters_.rx_atomic_replay_miss;
+      return;
+    }
+    ++counters_.rx_atomic_replays;
+    drop_responses_from(q, psn);  // go-back-N asks again for everything from psn
+    ReadResp r;
+    r.first_psn = psn;
+    r.packets = 1;
+    r.atomic = true;
+    r.orig = saved->orig;
+    queue_read_response(q, r);
+    return;
+  }
+  const wire::AtomicEth& a = *d.atomic_eth;
+  uint32_t region = 0;
+  if (!atomic_access_ok(q, a, psn, region)) return;
+  const uint64_t orig = execute_atomic(d, regions_[region].base + a.va());
+  ++counters_.rx_atomics;
+  if (q.ar_tail - q.ar_head >= config_.max_rd_atomic) ++q.ar_head;  // the oldest result goes
+  q.atomics[q.ar_tail++] = AtomicResult{q.rq_psns, orig};
+  ReadResp r;
+  r.first_psn = psn;
+  r.packets = 1;
+  r.region = region;
+  r.va = a.va();
+  r.length = 8;
+  r.atomic = true;
+  r.orig = orig;
+  queue_read_response(q, r);
+  q.epsn = psn_add(q.epsn, 1);
+  ++q.rq_psns;
+  q.msn = psn_add(q.msn, 1);
+  if (q.nak_latch) {
+    q.nak_latch = false;
+    q.nak_pending = false;
+  }
+}
+
+// AtomicETH access check (§3.3; rxe check_rkey, then the alignment at execution): the R_Key
+// names a region, the 8 bytes at VA lie within it (NAK REMOTE ACCESS ERROR otherwise), and the
+// word is 8-byte aligned as a VA and in memory (NAK INVALID REQUEST: rxe
+// RESPST_ERR_MISALIGNED_ATOMIC, class C). Either NAK fails the QP, as for a READ.
+bool RoceEndpoint::atomic_access_ok(Qp& q, const wire::AtomicEth& a, uint32_t psn,
+                                    uint32_t& region) {
+  const uint32_t key = a.rkey();
+  const uint64_t va = a.va();
+  auto nak = AethNak::kRemoteAccessError;
+  if (key == 0 || key > regions_.size()) {
+    ++counters_.rx_bad_rkey;
+  } else if (const Region& r = regions_[key - 1]; va > r.length || 8 > r.length - va) {
+    ++counters_.rx_bad_range;
+  } else if (va % 8 != 0 || reinterpret_cast<uintptr_t>(r.base + va) % 8 != 0) {
+    ++counters_.rx_atomic_misaligned;
+    nak = AethNak::kInvalidRequest;
+  } else {
+    region = key - 1;
+    return true;
+  }
+  ++counters_.rx_atomic_refused;
+  responder_fatal(q, static_cast<uint8_t>(nak), psn);
+  return false;
+}
+
+// §3.3 on the host-order word: FETCH_ADD adds modulo 2^64 (signed and unsigned alike);
+// CMP_SWAP stores the swap value when the word equals the compare value. Returns the word's
+// original value.
+uint64_t RoceEndpoint::execute_atomic(const wire::Decoded& d, uint8_t* word) {
+  const wire::AtomicEth& a = *d.atomic_eth;
+  uint64_t orig = 0;
+  std::memcpy(&orig, word, sizeof(orig));
+  uint64_t next = orig;
+  if (d.bth->opcode() == RoceOpcode::kRcFetchAdd) {
+    next = orig + a.swap_add();
+  } else if (orig == a.compare()) {
+    next = a.swap_add();
+  }
+  std::memcpy(word, &next, sizeof(next));
+  return orig;
+}
+
+// The saved result of the atomic at `psn`, a duplicate (behind epsn), if the replay cache
+// still holds it: its PSN is counted back from epsn to a 64-bit position, so an entry from
+// before a 24-bit wrap never answers.
+const RoceEndpoint::AtomicResult* RoceEndpoint::saved_atomic(const Qp& q, uint32_t psn) const {
+  const auto behind = static_cast<uint64_t>(psn_diff(q.epsn, psn));
+  if (behind == 0 || behind > q.rq_psns) return nullptr;
+  const uint64_t seq = q.rq_psns - behind;
+  for (uint64_t i = q.ar_tail; i != q.ar_head; --i) {
+    if (q.atomics[i - 1].seq == seq) return &q.atomics[i - 1];
+  }
+  return nullptr;
 }
 
 // A request the responder cannot execute: NAK it and move the QP to the error state (rxe
@@ -311,10 +428,30 @@ void RoceEndpoint::responder_fatal(Qp& q, uint8_t nak_code, uint32_t psn) {
   q.nak_psn = psn;
 }
 
-// The next RDMA READ response of the oldest queued request (§4: FIRST/MIDDLE/LAST or ONLY,
-// AETH on FIRST, LAST and ONLY), one PSN per packet from the request's PSN.
+// §3.4 ATOMIC ACKNOWLEDGE: at the request's PSN, AETH (ACK) and AtomicAckETH with the word's
+// original value.
+void RoceEndpoint::atomic_response_packet(const ReadResp& r, Packet& p) {
+  p.op = RoceOpcode::kRcAtomicAck;
+  p.psn = r.first_psn;
+  p.aeth = true;
+  p.atomic_ack = true;
+  p.orig = r.orig;
+}
+
+// The next response of the oldest queued request: an atomic's ATOMIC ACKNOWLEDGE, or an RDMA
+// READ response (§4: FIRST/MIDDLE/LAST or ONLY, AETH on FIRST, LAST and ONLY), one PSN per
+// packet from the request's PSN.
 bool RoceEndpoint::build_read_response(Qp& q, Frame& f, Time now) {
   ReadResp& r = q.reads[q.rd_head];
+  if (r.atomic) {
+    Packet p;
+    atomic_response_packet(r, p);
+    if (!build_packet(q, f, p)) return false;
+    ++counters_.tx_atomic_acks;
+    ++q.rd_head;
+    pace(q, f, now);
+    return true;
+  }
   const uint32_t k = r.sent;
   const uint64_t offset = uint64_t{k} * config_.mtu;
   Packet p;
