@@ -787,6 +787,7 @@ void Soak::collect() {
     add_shared(k);
     r_.naks += k.tx_naks;
     r_.go_back_n += k.go_back_n;
+    r_.atomic_replays += k.rx_atomic_replays;  // duplicates answered from the replay cache
     r_.naks_in_round += k.rx_nak_seq_ignored;
     r_.cnps += k.tx_cnps;
     for (uint32_t q = 0; q < ep->config().max_qps; ++q) {
@@ -860,7 +861,7 @@ std::string report(const SoakConfig& c, const SoakResult& r) {
   }
   if (c.atomics > 0) {
     absl::StrAppend(&s, absl::StrFormat("[ soak %s ] atomics: %d fetching adds posted, %d "
-                                        "succeeded, %d duplicates answered from the held result, "
+                                        "succeeded, %d duplicates answered from the held result (RoCEv2: replay cache), "
                                         "%d pairs miscounted\n",
                                         name, r.atomics_posted, r.atomics_ok, r.atomic_replays,
                                         r.atomic_miscounts));

@@ -141,6 +141,17 @@ TEST(Soak_Roce, TenThousandMessagesUnderEveryFaultArriveOnceIntact) {
   run_checked(c);
 }
 
+// RC's FETCH_ADD mixed with the writes under every fault (PFC, go-back-N): each executed once,
+// however often go-back-N resends it (the responder replays duplicates from its cache), every
+// pair's counter exact (expect_sound).
+TEST(Soak_Roce, FetchAddsMixedWithWritesUnderEveryFaultRunOnce) {
+  SoakConfig c = small(Kind::kRoce);
+  c.atomics = 0.15;
+  const SoakResult r = run_checked(c);
+  EXPECT_GT(r.atomics_ok, 1000u);
+  EXPECT_GT(r.atomic_replays, 0u);  // go-back-N resent some, each answered from the cache
+}
+
 // UET engine bug found by the soak (fixed: the target keeps a refusal, as a hole in CACK/SACK,
 // until the initiator's clear PSN passes it; transport/uet/uet_endpoint.h Pdc::gtd): a write
 // the target refused (bad key) completes as a SUCCESS when the one ACK that carries the
