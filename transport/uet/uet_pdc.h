@@ -42,6 +42,9 @@ struct Op {
   uint64_t imm = 0;  // send: 32 bits of immediate data; tagged send: 64 of header data
   uint64_t tag = 0;  // tagged send: match bits
   SesAddress to{};   // §4.1: the process and resource at the target
+  // `to` from our job, packed when posted as it lies in the SES header's first two words
+  // (internal::address_words; PDC operations only).
+  std::array<uint64_t, 2> address{};
   uint8_t rc = 0;    // the SES return code that failed it (§4.9), 0 if none
   uint16_t message_id = 0;  // read: chunk k is message message_id + k
   uint32_t packets = 0;
