@@ -28,7 +28,11 @@ class RatioReporter : public benchmark::ConsoleReporter {
     benchmark::ConsoleReporter::ReportRuns(runs);
     for (const Run& run : runs) {
       if (run.error_occurred) continue;
-      const std::string key = run.run_name.str();
+      // Paired by name without the time type: rows timed manually (BM_Engine) end in
+      // "/manual_time", which would keep them out of the table.
+      benchmark::BenchmarkName name = run.run_name;
+      name.time_type.clear();
+      const std::string key = name.str();
       Times& t = times_[key];
       if (t.order < 0) t.order = next_order_++;
       if (run.run_type == Run::RT_Aggregate) {

@@ -1,8 +1,8 @@
 // PathSelector: one PDC's path selection, whichever algorithm the config names. A
 // std::variant of the five pure engines, dispatched with std::visit (for one variant of a few
-// alternatives libstdc++ compiles it to a switch on the index; GCC 12 inlines next_ev's, but
-// leaves on_ack's out of line, see there): no virtual call per packet, no allocation after
-// construction (only Bitmap and Mixed allocate, once, in their constructors).
+// alternatives libstdc++ compiles it to a switch on the index; next_ev spells that switch out,
+// and GCC leaves on_ack's out of line, see there): no virtual call per packet, no allocation
+// after construction (only Bitmap and Mixed allocate, once, in their constructors).
 //
 // Events (time injected, nothing read from a clock):
 //   next_ev(now)               the EV index (0..ev_count-1) of the next packet sent
@@ -34,7 +34,23 @@ class PathSelector {
   // Validates `c` first.
   static absl::StatusOr<PathSelector> create(const PathSelConfig& c, uint64_t seed);
 
-  uint16_t next_ev(Time now) noexcept {
+  // Called for every packet sent: the visit spelled out as a switch, always inline, so the
+  // engine's tx() makes no call for it (GCC -O2 left std::visit's dispatch out of line once
+  // tx() grew; bench/NOTES.md, "Tagged messages: the per-packet cost mended").
+  [[gnu::always_inline]] uint16_t next_ev(Time now) noexcept {
+    switch (algorithm()) {
+      case Algorithm::kFixed:
+        return std::get_if<FixedEv>(&impl_)->next_ev(now);
+      case Algorithm::kOblivious:
+        return std::get_if<Oblivious>(&impl_)->next_ev(now);
+      case Algorithm::kReps:
+        return std::get_if<Reps>(&impl_)->next_ev(now);
+      case Algorithm::kBitmap:
+        return std::get_if<Bitmap>(&impl_)->next_ev(now);
+      case Algorithm::kMixed:
+        return std::get_if<Mixed>(&impl_)->next_ev(now);
+    }
+    // Valueless (a constructor threw while replacing it), as std::visit would find it.
     return std::visit([now](auto& s) { return s.next_ev(now); }, impl_);
   }
   // Called for every packet acknowledged. FixedEv and Oblivious ignore it: tested before the

@@ -15,6 +15,7 @@
 #include "tests/common/payload.h"
 #include "tests/common/uet_pair.h"
 #include "transport/uet/uet_endpoint.h"
+#include "transport/uet/uet_internal.h"
 
 namespace uet {
 namespace {
@@ -490,5 +491,31 @@ TEST(UetTagged_Config, OutOfRangeFieldsAreNamed) {
   refused([](UetConfig& c) { c.unexpected_bytes = 100; }, "UetConfig.unexpected_bytes");
 }
 
+// The address an initiator packs once per operation (address_word, address_words) and the
+// word the target compares against: the same bytes 4..11 and `rel` as the accessors write.
+TEST(UetTagged_Access, PackedAddressIsWhatTheAccessorsWrite) {
+  std::mt19937_64 rng(7);
+  for (int i = 0; i < 1000; ++i) {
+    const uint64_t r = rng();
+    const SesAddress to{.pid_on_fep = static_cast<uint16_t>(r),
+                        .relative = (r >> 16 & 1) != 0,
+                        .resource_index = static_cast<uint16_t>(r >> 17),
+                        .ri_generation = static_cast<uint8_t>(r >> 33)};
+    const auto job = static_cast<uint32_t>(r >> 41);
+    wire::SesStandardRequest ses{};
+    ses.set_ri_generation(to.ri_generation);
+    ses.set_job_id(job);
+    ses.set_pid_on_fep(to.pid_on_fep);
+    ses.set_resource_index(to.resource_index);
+    ses.set_rel(to.relative);
+    ASSERT_EQ(internal::address_word(job, to), wire::load_be_n<8>(ses.raw + 4)) << i;
+    const std::array<uint64_t, 2> w = internal::address_words(job, to);
+    ASSERT_EQ(w[0], wire::load_be_n<8>(ses.raw)) << i;
+    ASSERT_EQ(w[1] >> 32, wire::load_be_n<4>(ses.raw + 8)) << i;
+    ASSERT_EQ(w[1] & 0xFFFFFFFF, 0u) << i;
+  }
+}
+
 }  // namespace
 }  // namespace uet
+

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "transport/uet/uet_internal.h"
 
 namespace uet {
 
@@ -328,6 +329,7 @@ absl::Status UetEndpoint::post_op(uint32_t peer, bool rod, const Op& op, const c
   p.idle_deadline = kNever;  // busy again
   Op& o = p.ini.ops[p.ini.op_tail];
   o = op;
+  o.address = internal::address_words(config_.job_id, op.to);  // once, for all its packets
   o.packets = std::max<uint32_t>(
       1, static_cast<uint32_t>((op.length + config_.payload_bytes - 1) / config_.payload_bytes));
   o.unacked = o.packets;

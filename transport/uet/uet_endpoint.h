@@ -398,7 +398,7 @@ class UetEndpoint final : public Endpoint {
   bool build_data(Pdc& p, uint16_t pdcid, uint32_t psn, bool retx, Frame& f, Time now);
   void data_pds(Pdc& p, uint16_t pdcid, uint32_t psn, bool retx, bool last, uint32_t payload,
                 Time now, wire::HeaderWords<wire::PdsRudRodCc>& pds);
-  void data_ses(const Op& o, const Slot& s, uint64_t offset, uint32_t len, bool last,
+  static void data_ses(const Op& o, const Slot& s, uint64_t offset, uint32_t len, bool last,
                        wire::HeaderWords<wire::SesStandardRequest>& ses);
   wire::Encap encap_for(const Pdc& p, bool control, uint16_t ev) const;
   void set_peer(Pdc& p, uint32_t ip4);  // peer_ip4, peer_mac and the encap templates

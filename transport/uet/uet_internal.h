@@ -7,6 +7,7 @@
 #error "transport/uet/uet_internal.h is private to transport/uet (use transport/uet/uet_endpoint.h)"
 #endif
 
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -80,12 +81,38 @@ inline Completion op_completion(const pds::Op& o) noexcept {
   return c;
 }
 
-// §4.1: a request's target address: the initiator's job, the target's process and resource.
+// §4.1: SES bytes 4..11 of every request (ri_generation, job_id, pid_on_fep, resource_index,
+// the same bytes in the three request headers) as one field.
+using AddressBytes = wire::Field<4, 8, 0, wire::Kind::UHEX, wire::vals_enum::none>;
+
+// §4.1: the AddressBytes of a request from job `job` to process and resource `to`, each field
+// as its set_ accessor would write it. check_access compares a request's against the target's
+// own (access_word_), and initiators send theirs from here (address_words, set_address), so
+// the two cannot disagree on the layout.
+constexpr uint64_t address_word(uint32_t job, const SesAddress& to) noexcept {
+  using Ses = wire::SesStandardRequest;
+  wire::HeaderWords<Ses> h;
+  h.set<Ses::ri_generation_field>(to.ri_generation);
+  h.set<Ses::job_id_field>(job);
+  h.set<Ses::pid_on_fep_field>(to.pid_on_fep);
+  h.set<Ses::resource_index_field>(to.resource_index);
+  const std::array<uint64_t, 2> w = h.words<2>();
+  return w[0] << 32 | w[1] >> 32;
+}
+
+// §4.1: a request's whole address, AddressBytes and `rel`, as it lies in the first two words
+// of its SES header (wire::HeaderWords): packed once when an operation is posted
+// (pds::Op::address) and ORed into each of its packets' headers.
+inline std::array<uint64_t, 2> address_words(uint32_t job, const SesAddress& to) noexcept {
+  wire::HeaderWords<wire::SesStandardRequest> h;
+  h.set<AddressBytes>(address_word(job, to));
+  h.set<wire::SesStandardRequest::rel_field>(to.relative);
+  return h.words<2>();
+}
+
+// §4.1: a request's target address, for headers built in place (RUDI, UUD).
 inline void set_address(wire::SesStandardRequest& ses, uint32_t job, const SesAddress& to) noexcept {
-  ses.set_ri_generation(to.ri_generation);
-  ses.set_job_id(job);
-  ses.set_pid_on_fep(to.pid_on_fep);
-  ses.set_resource_index(to.resource_index);
+  AddressBytes::set(ses.raw, address_word(job, to));
   ses.set_rel(to.relative);
 }
 

@@ -47,6 +47,9 @@ struct Op {
   const uint8_t* compare = nullptr;
   AtomicOp amo_op = AtomicOp::kSum;
   AtomicType amo_type = AtomicType::kUint64;
+  // `to` from our job, packed when posted as it lies in the SES header's first two words
+  // (internal::address_words; PDC operations only).
+  std::array<uint64_t, 2> address{};
   uint8_t rc = 0;    // the SES return code that failed it (§4.9), 0 if none
   uint16_t message_id = 0;  // read: chunk k is message message_id + k
   uint32_t packets = 0;

@@ -16,11 +16,13 @@ namespace uet {
 
 // SES bytes 4..11 (ri_generation, job_id, pid_on_fep, resource_index) of a request in
 // absolute addressing for this endpoint's job and PID at resource index 0 (check_access's
-// one compare); a disabled index 0 gets no word any request can equal in its reserved bits.
+// one compare), packed as initiators pack theirs; a disabled index 0 gets no word any request
+// can equal in its reserved bits.
 void UetEndpoint::update_access_word() noexcept {
   const Resource r0 = resource(0);
-  access_word_ = uint64_t{r0.generation} << 56 | uint64_t{config_.job_id} << 32 |
-                 uint64_t{config_.pid_on_fep} << 16;
+  access_word_ = internal::address_word(
+      config_.job_id, SesAddress{.pid_on_fep = static_cast<uint16_t>(config_.pid_on_fep),
+                                 .resource_index = 0, .ri_generation = r0.generation});
   if (!r0.enabled) access_word_ |= 0xF000;  // reserved bits: never on the wire (§6 rule 10)
 }
 

@@ -166,12 +166,6 @@ using wire::PdsType;
       }
       break;
   }
-  // §4.1: the target's process and resource, and our job (all zero by default).
-  ses.set<Ses::ri_generation_field>(o.to.ri_generation);
-  ses.set<Ses::job_id_field>(config_.job_id);
-  ses.set<Ses::pid_on_fep_field>(o.to.pid_on_fep);
-  ses.set<Ses::resource_index_field>(o.to.resource_index);
-  ses.set<Ses::rel_field>(o.to.relative);
   if (o.op != Opcode::kRead) {
     ses.set<Ses::som_field>(s.packet == 0);
     ses.set<Ses::eom_field>(last);
@@ -183,6 +177,9 @@ using wire::PdsType;
     ses.set<Ses::som_field>(true);
     ses.set<Ses::eom_field>(true);
   }
+  // §4.1: the target's process and resource, and our job (all zero by default), packed when
+  // the operation was posted; no field above lies in their bits.
+  ses.merge_words(o.address);
 }
 
 // §3.8: a new PSN goes at most the target's latest MPR past its CACK.

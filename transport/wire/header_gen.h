@@ -17,6 +17,7 @@
 // roce_headers.h, each of which expands one spec/*.def file with its family prefix.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
@@ -139,6 +140,21 @@ class HeaderWords {
       w_[first] = (w_[first] & ~(F::kMask >> low)) | (bits >> low);
       w_[last] = (w_[last] & ~(F::kMask << (64 - low))) | (bits << (64 - low));
     }
+  }
+
+  // The first N words as built so far, and such words ORed into this header: for fields packed
+  // once and merged into many headers (the bits they set must still be clear in each).
+  template <size_t N>
+  constexpr std::array<uint64_t, N> words() const noexcept {
+    static_assert(N <= kWords);
+    std::array<uint64_t, N> w{};
+    for (size_t i = 0; i < N; ++i) w[i] = w_[i];
+    return w;
+  }
+  template <size_t N>
+  constexpr void merge_words(const std::array<uint64_t, N>& w) noexcept {
+    static_assert(N <= kWords);
+    for (size_t i = 0; i < N; ++i) w_[i] |= w[i];
   }
 
   // Writes the first N bytes of the header (all of it by default) to `p`.
