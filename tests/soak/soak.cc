@@ -122,6 +122,12 @@ class Soak {
   std::deque<uint64_t> fetched_;  // atomics' result buffers (a deque: they never move)
   std::vector<bool> rccc_host_;                     // UET: hosts whose initiators run NSCC+RCCC
   std::deque<std::pair<Time, uint64_t>> deferred_;  // (release time, message), in time order
+  // Rendezvous messages' "late" receives: (when to post, message), in time order.
+  std::deque<std::pair<Time, uint64_t>> late_rdv_;
+  Time now_ = 0;  // the current tick
+  bool rendezvous(const Msg& m) const {
+    return c_.uet_rendezvous_bytes != 0 && m.len > c_.uet_rendezvous_bytes;
+  }
   std::vector<uint32_t> links_;   // one port of every link
   std::vector<Time> link_up_at_;  // per link: down until then
   Time next_failure_ = 0;
@@ -183,6 +189,7 @@ void Soak::build() {
       // Tagged messages held unexpected until the send completes: up to every incoming
       // message in flight.
       if (c_.uet_tagged > 0) u.unexpected_bytes = uint64_t{16} << 20;
+      u.rendezvous_bytes = c_.uet_rendezvous_bytes;
       if (c_.uet_rccc > 0 && rng_.chance(c_.uet_rccc)) {  // receivers grant to either kind
         u.cc = CcMode::kNsccRccc;
         ++r_.rccc_hosts;
@@ -282,7 +289,9 @@ void Soak::build() {
     for (const Pair& p : pairs_) sources += p.dst == h;
     // A PDC per peer and mode in each role (RUD, and ROD when some writes go ROD).
     const uint64_t modes = c_.kind == Kind::kUet && c_.uet_rod > 0 ? 2 : 1;
-    r_.pdc_bound = std::max<uint64_t>(r_.pdc_bound, modes * (c_.peers + sources));
+    // Rendezvous: a RUD PDC per source to READ from it, and per destination to be read.
+    const uint64_t reads = c_.uet_rendezvous_bytes > 0 ? c_.peers + sources : 0;
+    r_.pdc_bound = std::max<uint64_t>(r_.pdc_bound, modes * (c_.peers + sources) + reads);
   }
 }
 
@@ -393,6 +402,7 @@ bool Soak::post_one(uint32_t host) {
     m.late = rng_.chance(0.5);
     msgs_.push_back(m);
     if (!m.late) post_tagged_recv(id);
+    if (m.late && rendezvous(m)) late_rdv_.emplace_back(now_ + 4 * kTick, id);
     TaggedSendRequest ts;
     ts.wr_id = id;
     ts.peer = sim::Network::host_ip4(p.dst);
@@ -525,7 +535,8 @@ void Soak::on_completion(const Completion& cq, Time now) {
     return;
   }
   if (m.tagged && cq.status == OpStatus::kSuccess) {  // judged when its receive completes
-    if (m.late) post_tagged_recv(cq.wr_id);           // (at once: it waits unexpected)
+    // (At once: it waits unexpected. A rendezvous send completes only after its receive.)
+    if (m.late && !rendezvous(m)) post_tagged_recv(cq.wr_id);
     if (m.received) release(cq.wr_id);
     return;
   }
@@ -655,6 +666,11 @@ SoakResult Soak::run() {
       }
     }
     release_due(t);
+    now_ = t;
+    while (!late_rdv_.empty() && late_rdv_.front().first <= t) {
+      post_tagged_recv(late_rdv_.front().second);
+      late_rdv_.pop_front();
+    }
     if (++ticks % 64 == 0) sample_tables();
     if (!sampled_quarter && r_.completed >= c_.messages / 4) {
       sampled_quarter = true;
@@ -772,6 +788,9 @@ void Soak::collect() {
     r_.rudi_executed += k.rx_rudi_req;
     r_.credit_granted += k.credit_granted;
     r_.tagged_unexpected += k.rx_tagged_unexpected;
+    r_.rendezvous += k.tx_rendezvous;
+    r_.rendezvous_reads += k.rx_rdv_reads;
+    r_.rendezvous_timeouts += k.rdv_timeouts;
     r_.atomic_replays += k.rx_atomic_replays;
     r_.tss_clear_refused += k.rx_clear_refused;
     r_.tss_start_psn_refused += k.rx_start_psn_refused;
@@ -858,6 +877,12 @@ std::string report(const SoakConfig& c, const SoakResult& r) {
                                         "unexpected, %d never received\n",
                                         name, r.tagged_posted, r.tagged_late, r.tagged_received,
                                         r.tagged_unexpected, r.tagged_unreceived));
+  }
+  if (c.uet_rendezvous_bytes > 0) {
+    absl::StrAppend(&s, absl::StrFormat("[ soak %s ] rendezvous (above %d bytes): %d sends, "
+                                        "%d READs of their sources, %d timed out\n",
+                                        name, c.uet_rendezvous_bytes, r.rendezvous,
+                                        r.rendezvous_reads, r.rendezvous_timeouts));
   }
   if (c.atomics > 0) {
     absl::StrAppend(&s, absl::StrFormat("[ soak %s ] atomics: %d fetching adds posted, %d "

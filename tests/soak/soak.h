@@ -79,6 +79,10 @@ struct SoakConfig {
   // into a tagged receive the destination posts over the message's target range: half before
   // the send (matched on arrival), half once the send completed (waiting unexpected till then).
   double uet_tagged = 0;
+  // UET only: UetConfig::rendezvous_bytes at every host (0: off). A tagged send longer goes by
+  // rendezvous; one whose receive is posted "after the send" gets it 4 ticks after the post
+  // instead (the send completes only once its receive has READ it).
+  uint64_t uet_rendezvous_bytes = 0;
   // Share of RUD and ROD messages that are a fetching atomic add of 1 to a 64-bit counter per
   // pair at the destination (UET FETCHING_ATOMIC SUM; RoCEv2 FETCH_ADD): at the end every
   // counter equals its pair's successful adds, which fetched 0, 1, 2, ... each exactly once.
@@ -131,6 +135,9 @@ struct SoakResult {
   // completed (each must, once, whole); sends that succeeded whose receive never completed.
   uint64_t tagged_posted = 0, tagged_late = 0, tagged_received = 0, tagged_unreceived = 0;
   uint64_t tagged_unexpected = 0;  // messages the targets held unexpected (counters)
+  // Rendezvous (counters): sends that went by rendezvous; READs of their sources served;
+  // sends timed out waiting for their READs.
+  uint64_t rendezvous = 0, rendezvous_reads = 0, rendezvous_timeouts = 0;
   // Atomics: posted; succeeded; pairs whose counter or fetched values were wrong; duplicates
   // of fetching atomics the targets answered from the held result, never running them again.
   uint64_t atomics_posted = 0, atomics_ok = 0, atomic_miscounts = 0, atomic_replays = 0;

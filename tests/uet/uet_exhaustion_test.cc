@@ -187,6 +187,8 @@ TEST(UetExhaustion_Bound, FullTablesComeCloseToTheBoundAndStayUnder) {
   c.max_unexpected = 8;
   c.unexpected_bytes = 256;
   c.resource_indexes = 16;
+  c.rendezvous_bytes = 512;
+  c.rendezvous_sources = 4;
   constexpr uint32_t kRegions = 4;
   const size_t bound = UetEndpoint::memory_bound(c, kRegions);
   auto ep = std::move(*UetEndpoint::create(c));
@@ -216,8 +218,15 @@ TEST(UetExhaustion_Bound, FullTablesComeCloseToTheBoundAndStayUnder) {
   sample();
   // 8 initiator PDCs, each with max_ops operations posted; a NACK INV_DPDCID fails each
   // (its writes complete kPdcClosed) and parks its windows for the target PDCs below.
+  // The first operation is a rendezvous send (the sources' table, in full with it).
+  TaggedSendRequest ts;
+  ts.peer = kIpA + 100;
+  ts.local = mem.data();
+  ts.length = 1024;
+  ASSERT_TRUE(ep->post_tsend(ts).ok());
+  EXPECT_EQ(ep->counters().tx_rendezvous, 1u);
   for (uint32_t peer = 0; peer < c.max_pdcs; ++peer) {
-    for (uint32_t w = 0; w < c.max_ops; ++w)
+    for (uint32_t w = peer == 0 ? 1 : 0; w < c.max_ops; ++w)
       ASSERT_TRUE(ep->post_write({w, kIpA + 100 + peer, 1, 0, mem.data(), 256}).ok());
   }
   EXPECT_EQ(ep->pdcs_allocated(), 8u);

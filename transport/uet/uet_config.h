@@ -65,6 +65,15 @@ struct UetConfig {
   // request that finds them all held is NACKed NO_SES_MSG_AVAIL and retried as a SEND with
   // no buffer is (rnr_retries).
   uint32_t atomic_results = 256;
+  // Rendezvous (spec/uet.md §4.5.3; NOTES.md, "Rendezvous"): a SEND or tagged send longer than
+  // rendezvous_bytes (0: never; else payload_bytes..2^32-1) carries its first packet's worth
+  // eagerly and the target READs the rest from the source. At most rendezvous_sources such
+  // sends are exposed at once (1..65535; a send that finds none free goes eagerly); one whose
+  // source no READ touched for rendezvous_timeout (1 us..1000 s) completes kTimeout and its
+  // source is withdrawn.
+  uint64_t rendezvous_bytes = 0;
+  uint32_t rendezvous_sources = 64;
+  Time rendezvous_timeout = kSecond;
   uint64_t window_bytes = 256 * 1024;     // bytes in flight per PDC at most
   CcMode cc = CcMode::kNscc;              // congestion control (CcMode)
   // RCCC (cc/rccc.h): quantum, speculative allowance, credit target cap, grant pacing.
@@ -197,6 +206,12 @@ struct UetCounters {
   // duplicate), refused (operation, type, size, alignment, region: AMO_*, AT_*), NACKed with
   // every result slot held.
   uint64_t rx_atomics = 0, rx_atomic_replays = 0, rx_atomic_refused = 0, rx_atomic_full = 0;
+  // Rendezvous: sends that went by rendezvous, and eagerly for want of a free source
+  // (initiator); READs of a source served (and refused: unknown or withdrawn key, out of range);
+  // sends timed out waiting for their READs; rendezvous requests received (target) and refused
+  // (a malformed extension header).
+  uint64_t tx_rendezvous = 0, tx_rendezvous_eager = 0, rx_rdv_reads = 0, rx_rdv_bad_read = 0;
+  uint64_t rdv_timeouts = 0, rx_rendezvous = 0, rx_rdv_refused = 0;
   uint64_t rnr_retx = 0;          // initiator: resends after an RNR NACK
   uint64_t rsp_ring_full = 0;     // target: request dropped, no room to queue its response
   // Guaranteed delivery of refusals (§3.3 clear_psn_offset, §4.6).

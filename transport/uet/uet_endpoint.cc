@@ -67,6 +67,13 @@ absl::Status UetConfig::validate() const {
     return out_of_range("unexpected_bytes", unexpected_bytes, "payload_bytes..1 GiB");
   if (atomic_results < 1 || atomic_results > 65535)
     return out_of_range("atomic_results", atomic_results, "1..65535");
+  if (rendezvous_bytes != 0 && (rendezvous_bytes < payload_bytes || rendezvous_bytes > 0xFFFFFFFFu))
+    return out_of_range("rendezvous_bytes", rendezvous_bytes, "0, or payload_bytes..4294967295");
+  if (rendezvous_sources < 1 || rendezvous_sources > 65535)
+    return out_of_range("rendezvous_sources", rendezvous_sources, "1..65535");
+  if (rendezvous_timeout < kMicrosecond || rendezvous_timeout > 1000 * kSecond)
+    return out_of_range("rendezvous_timeout", static_cast<uint64_t>(rendezvous_timeout),
+                        "1 us..1000 s (ps)");
   if (job_id > 0xFFFFFF) return out_of_range("job_id", job_id, "0..16777215 (24 bits)");
   if (pid_on_fep > 0xFFF) return out_of_range("pid_on_fep", pid_on_fep, "0..4095 (12 bits)");
   if (job_pid_base > pid_on_fep)
@@ -219,7 +226,7 @@ size_t UetEndpoint::memory_bytes() const noexcept {
              held(rudi_ops_) + held(rudi_pkts_) + held(rudi_free_) + held(rudi_rsp_) +
              held(uud_q_) + held(regions_) + rccc_rx_.memory_bytes() + held(trecvs_) +
              held(trecv_free_) + held(unexp_) + held(unexp_free_) + held(unexp_by_at_) +
-             held(resources_) + held(amo_results_) + held(amo_free_) + (arena_ != nullptr ? config_.unexpected_bytes : 0);
+             held(resources_) + held(amo_results_) + held(amo_free_) + held(rdv_) + held(rdv_free_) + (arena_ != nullptr ? config_.unexpected_bytes : 0);
   for (const RodBuffer& b : rod_pool_) {
     if (b.bytes != nullptr)
       n += held(b.bits) + held(b.slots) + size_t{config_.rod_window} * config_.payload_bytes;
@@ -262,6 +269,7 @@ size_t UetEndpoint::memory_bound(const UetConfig& c, uint32_t regions) noexcept 
          size_t{c.max_unexpected} * (sizeof(Unexp) + 2 * sizeof(uint32_t)) + c.unexpected_bytes +
          size_t{c.resource_indexes} * sizeof(Resource) +
          size_t{c.atomic_results} * (kMaxAtomicBytes + sizeof(uint16_t)) +  // fetched values
+         size_t{c.rendezvous_sources} * (sizeof(RdvSource) + sizeof(uint32_t)) +
          (c.tss.enabled ? tss::Sublayer::memory_bound(c.tss) : 0);
 }
 
@@ -332,9 +340,19 @@ absl::Status UetEndpoint::post_op(uint32_t peer, bool rod, const Op& op, const c
   o.address = internal::address_words(config_.job_id, op.to);  // once, for all its packets
   o.packets = std::max<uint32_t>(
       1, static_cast<uint32_t>((op.length + config_.payload_bytes - 1) / config_.payload_bytes));
-  o.unacked = o.packets;
+  uint64_t carried = op.length;
+  if (config_.rendezvous_bytes != 0 && op.length > config_.rendezvous_bytes &&
+      (op.op == Opcode::kSend || op.op == Opcode::kTaggedSend)) {
+    rdv_expose(p, o);  // §4.5.3: one packet, the eager bytes; the target READs the rest
+    if (o.rdv != 0) {
+      o.packets = 1;
+      carried = rdv_eager();
+    }
+  }
+  // A rendezvous send is also waiting for its source's READs (rdv_release).
+  o.unacked = o.packets + (o.rdv != 0 && o.op != Opcode::kRead ? 1 : 0);
   // RCCC's backlog: the payload bytes that need credit (not READs' or atomics', above tx).
-  if (op.op != Opcode::kRead && op.op != Opcode::kAtomic) p.ini.unsent_bytes += op.length;
+  if (op.op != Opcode::kRead && op.op != Opcode::kAtomic) p.ini.unsent_bytes += carried;
   o.message_id = p.ini.next_message_id;
   // A READ is one single-packet READ message per chunk (NOTES.md, "How the SES operations travel
   // on the PDS"): one ID each.

@@ -130,6 +130,27 @@ class UetEndpoint final : public Endpoint {
     uint64_t cap = 0;
     uint64_t wr_id = 0, tag = 0, data = 0;
     uint32_t peer = 0;
+    // Rendezvous (uet_rendezvous.cc): the eager bytes are placed; a READ brings the rest.
+    bool rdv = false;
+    uint64_t eager = 0;
+  };
+  // Rendezvous (§4.5.3): what a rendezvous request names for the target to READ from.
+  struct RdvRead {
+    uint32_t key = 0;
+    uint16_t pid_on_fep = 0, resource_index = 0;
+    uint64_t offset = 0;
+  };
+  // A rendezvous send's source, exposed at the initiator under its own key (rdv_key) until
+  // the target's READs of it are all cleared (§3.3 clear_psn_offset) or it times out.
+  struct RdvSource {
+    bool live = false;
+    uint16_t gen = 0;   // in its key: a READ of an earlier use is refused
+    uint16_t pdc = 0;   // the send's PDC and operation (posting count)
+    uint32_t op = 0;
+    const uint8_t* base = nullptr;  // the bytes the target READs, past the eager ones
+    uint64_t length = 0;
+    uint64_t cleared = 0;  // bytes whose READ answers the reader has cleared
+    Time deadline = kNever;
   };
   // Tagged receives and unexpected messages (uet_tagged.cc): each in a table of its bound,
   // linked in posting (arrival) order so a match leaves from anywhere.
@@ -146,6 +167,10 @@ class UetEndpoint final : public Endpoint {
     uint64_t tag = 0, data = 0;
     uint64_t length = 0;
     uint64_t at = 0;  // its bytes: [at, at + length) of the staging arena
+    // A rendezvous message: `length` eager bytes staged of `rdv_length`, the rest to READ.
+    bool rdv = false;
+    uint64_t rdv_length = 0;
+    RdvRead read;
     TaggedRecv recv;
     uint32_t prev = kNoLink, next = kNoLink;
   };
@@ -300,6 +325,7 @@ class UetEndpoint final : public Endpoint {
   void mark_lost(Pdc& p, uint32_t psn);
   void covered_psn(Pdc& p, uint32_t psn, bool ce, Time data_sent, Time now);
   void retire_ops(Pdc& p);
+  void retire(Pdc& p);  // retire_ops() for the other files
   void queue_nack(Pdc& p, wire::NackCode code, uint32_t psn);
   bool queue_response(Pdc& p, const Pdc::Response& r, bool repeat);
   Exec rx_send(Pdc& p, uint16_t id, std::span<const uint8_t> payload, size_t elided,
@@ -309,6 +335,8 @@ class UetEndpoint final : public Endpoint {
                  const wire::SesStandardRequest& ses, uint32_t psn);
   RxMsg* start_tagged(Pdc& p, uint16_t id, const wire::SesStandardRequest& ses, uint32_t psn);
   void tagged_tables();
+  void unlink_trecv(uint32_t t);
+  void unlink_unexpected(uint32_t u);
   // Atomics (uet_atomic.cc): the target's execution, its held results, the request's
   // extension header and operands.
   Exec rx_atomic(Pdc& p, const wire::SesStandardRequest& ses, const uint8_t* ext,
@@ -320,6 +348,33 @@ class UetEndpoint final : public Endpoint {
     return amo_results_.data() + size_t{result - 1u} * kMaxAtomicBytes;
   }
   bool put_atomic(const Op& o, wire::FrameBuilder& b);
+  // Rendezvous (uet_rendezvous.cc): the initiator's sources and the READs they answer, the
+  // target's requests and the READs it posts.
+  uint32_t rdv_eager() const noexcept {
+    return config_.payload_bytes - static_cast<uint32_t>(wire::SesRendezvous::kSize);
+  }
+  static uint32_t rdv_key(uint32_t source, uint16_t gen) noexcept {
+    return 0x80000000u | uint32_t{gen & 0x7FFFu} << 16 | source;
+  }
+  static bool is_rdv_key(uint64_t key) noexcept { return key >> 31 == 1; }
+  void rdv_expose(Pdc& p, Op& o);
+  void rdv_release(Op& o) noexcept;
+  bool put_rendezvous(const Op& o, wire::FrameBuilder& b);
+  Pdc::Response rdv_read_response(uint32_t peer, uint64_t key, uint64_t at, uint64_t len,
+                                  Pdc::Response r);
+  const uint8_t* rdv_bytes(uint32_t key, uint64_t offset) const noexcept {
+    return rdv_[key & 0xFFFF].base + offset;
+  }
+  void rdv_hold(Pdc& p, Pdc::Response& r);
+  void rdv_cleared(uint32_t key, uint16_t len);
+  Time rdv_timer(Time now);
+  Exec rx_rendezvous(Pdc& p, const wire::SesStandardRequest& ses, const uint8_t* ext,
+                     std::span<const uint8_t> payload, size_t elided, uint32_t psn);
+  absl::Status rdv_matched(const TaggedRecv& tr, uint32_t u);
+  bool rdv_read(RxMsg& m, const RdvRead& rd);
+  void rdv_read_done(const Op& o);
+  void rdv_place(const Op& o, uint64_t at, std::span<const uint8_t> data);
+  void complete_rdv(RxMsg& m, OpStatus status);
   bool stage_unexpected(RxMsg& m, uint64_t length);
   void free_unexpected(uint32_t u);
   void complete_trecv(const TaggedRecv& tr, const RxMsg& m, const uint8_t* staged);
@@ -338,7 +393,9 @@ class UetEndpoint final : public Endpoint {
   }
   wire::SesReturnCode access_refusal(const uint8_t* ses) noexcept;
   void update_access_word() noexcept;
-  Pdc::Response read_response(const wire::SesStandardRequest& ses, uint32_t psn);
+  // `peer`: the reader (a rendezvous source answers only its send's peer; 0: none).
+  Pdc::Response read_response(const wire::SesStandardRequest& ses, uint32_t psn,
+                              uint32_t peer = 0);
   // §4.2: a WRITE packet's bytes go to [at, at + len) of region `key` (a SOM packet carries
   // its payload in full; the others say their length).
   struct Placement {
@@ -523,6 +580,10 @@ class UetEndpoint final : public Endpoint {
     return resources_.empty() ? Resource{} : resources_[ri];
   }
   uint64_t access_word_ = 0;
+  // Rendezvous sources (rendezvous_sources, taken at the first rendezvous send), the free ones.
+  std::vector<RdvSource> rdv_;
+  std::vector<uint32_t> rdv_free_;
+  uint32_t rdv_live_ = 0;
   static constexpr uint8_t kRelBit = 0x08;  // §4.1 `rel`, byte 1 of every request header
   // Waiting to be polled from completions_head_; polled entries are dropped once they are
   // half the vector (poll_completions), so it holds fewer than twice the waiting ones.

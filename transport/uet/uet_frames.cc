@@ -111,12 +111,19 @@ bool UetEndpoint::build_ack(Pdc& p, uint16_t pdcid, Frame& f) {
 // The response the next ACK carries (one per ACK), if any. A PSN with a response is recorded
 // as received now, with the ACK that answers it; under ROD what waited behind it may run.
 [[gnu::always_inline]] inline const UetEndpoint::Pdc::Response* UetEndpoint::take_response(Pdc& p) {
-  const Pdc::Response* r = p.tgt.rsp_pending() ? &p.tgt.rsp[p.tgt.rsp_head] : nullptr;
+  Pdc::Response* r = p.tgt.rsp_pending() ? &p.tgt.rsp[p.tgt.rsp_head] : nullptr;
+  // A rendezvous source's READ answer is held until the reader clears it (uet_rendezvous.cc).
+  const bool rdv = r != nullptr && r->data && r->result == 0 && is_rdv_key(r->key);
+  if (rdv && r->repeat) [[unlikely]] rdv_hold(p, *r);
   if (r != nullptr && !r->repeat) {
     const uint32_t idx = (r->psn & mpr_mask_);
     if (test_bit(p.tgt.rsp_bits, idx)) {  // recorded as received with the ACK that answers it
       p.tgt.rsp_bits[idx / 64] &= ~(uint64_t{1} << (idx % 64));
-      mark_received(p, r->psn);
+      if (rdv) [[unlikely]] {
+        rdv_hold(p, *r);
+      } else {
+        mark_received(p, r->psn);
+      }
       // ROD: the READ has read its data (below, into this ACK); what follows it may run.
       if (p.rod && r->psn == p.tgt.rod_next) {
         ++p.tgt.rod_next;
@@ -177,8 +184,9 @@ bool UetEndpoint::build_ack(Pdc& p, uint16_t pdcid, Frame& f) {
     rsp->set_job_id(config_.job_id);  // §4.6: the target's job
   } else if (rd != nullptr) {
     // A fetching atomic's held values (§4.5.1), or the chunk a READ asked for.
-    const uint8_t* src =
-        r.result != 0 ? result_bytes(r.result) : regions_[r.key - 1].base + r.offset;
+    const uint8_t* src = r.result != 0          ? result_bytes(r.result)
+                         : is_rdv_key(r.key) ? rdv_bytes(r.key, r.offset)
+                                             : regions_[r.key - 1].base + r.offset;
     return put_read_data(*rd, r.message_id, src, r.len, b, capacity, elided);
   }
   return true;

@@ -141,10 +141,16 @@ void UetEndpoint::mark_lost(Pdc& p, uint32_t psn) {
   while (p.ini.op_head != p.ini.op_send) {
     const Op& o = p.ini.ops[p.ini.op_head];
     if (o.unacked != 0) break;
-    completions_.push_back(internal::op_completion(o));
+    if (o.rdv != 0) [[unlikely]] {
+      rdv_read_done(o);  // a rendezvous READ completes its receive, not an operation posted
+    } else {
+      completions_.push_back(internal::op_completion(o));
+    }
     ++p.ini.op_head;
   }
 }
+
+void UetEndpoint::retire(Pdc& p) { retire_ops(p); }
 
 // §3.7/§3.8 initiator side.
 void UetEndpoint::rx_ack(const wire::Decoded& d, Time now) {
@@ -238,7 +244,10 @@ void UetEndpoint::rx_ack(const wire::Decoded& d, Time now) {
           rd->read_req_message_id() == static_cast<uint16_t>(o.message_id + s.packet) &&
           rd->payload_length() == s.len && rd->message_offset() == 0) {
         const size_t have = std::min<size_t>(d.payload.size(), s.len);
-        if (have > 0) {
+        if (o.rdv != 0) [[unlikely]] {  // a rendezvous READ: into its receive, what fits
+          rdv_place(o, uint64_t{s.packet} * config_.payload_bytes, d.payload.first(have));
+          p.ini.results_held = true;  // the source holds this answer until we clear it
+        } else if (have > 0) {
           std::memcpy(o.dst + uint64_t{s.packet} * config_.payload_bytes, d.payload.data(), have);
         }
         data_sent = s.sent;
@@ -269,6 +278,8 @@ void UetEndpoint::rx_ack(const wire::Decoded& d, Time now) {
           o.status = status_for(rc);
           o.rc = static_cast<uint8_t>(rc);
         }
+        // A refused rendezvous send: the target will not read its source.
+        if (o.rdv != 0 && o.op != Opcode::kRead) rdv_release(o);
         // The refusal is the acknowledgement of its PSN: the target leaves it out of CACK and
         // SACK until our clear PSN passes it (Pdc::Target::gtd).
         ack_psn(p, trig, false, now);
@@ -473,6 +484,7 @@ void UetEndpoint::rnr_nack(Pdc& p, uint32_t psn, wire::NackCode code) {
     o.failed = true;
     o.status = code == wire::NackCode::kNoSesMsgAvail ? OpStatus::kNoResources
                                                       : OpStatus::kReceiverNotReady;
+    if (o.rdv != 0 && o.op != Opcode::kRead) rdv_release(o);  // never to be read
     mark_lost(p, psn);
   } else {
     if (s.rnr < 255) ++s.rnr;
@@ -482,7 +494,16 @@ void UetEndpoint::rnr_nack(Pdc& p, uint32_t psn, wire::NackCode code) {
 
 void UetEndpoint::fail_pdc(Pdc& p, OpStatus why) {
   for (uint32_t i = p.ini.op_head; i != p.ini.op_tail; ++i) {
-    const Op& o = p.ini.ops[i];
+    Op& o = p.ini.ops[i];
+    if (o.rdv != 0 && o.op == Opcode::kRead) {  // a rendezvous READ fails its receive
+      if (!o.failed) {
+        o.failed = true;
+        o.status = why;
+      }
+      rdv_read_done(o);
+      continue;
+    }
+    if (o.rdv != 0) rdv_release(o);
     Completion c = internal::op_completion(o);
     c.status = o.failed ? o.status : why;
     c.bytes = 0;

@@ -183,11 +183,14 @@ bool UetEndpoint::rod_stage(Pdc& p, const wire::Decoded& d, const wire::SesStand
     return false;
   }
   // §4.5: an atomic's extension header is staged in front of its operands.
-  const uint8_t* const ext = d.ses_cas != nullptr ? d.ses_cas->raw
-                             : d.ses_atomic != nullptr ? d.ses_atomic->raw : nullptr;
-  const uint8_t ext_len = d.ses_cas != nullptr      ? wire::SesCompareSwap::kSize
-                          : d.ses_atomic != nullptr ? wire::SesAtomic::kSize
-                                                    : 0;
+  const uint8_t* const ext = d.ses_cas != nullptr          ? d.ses_cas->raw
+                             : d.ses_atomic != nullptr     ? d.ses_atomic->raw
+                             : d.ses_rendezvous != nullptr ? d.ses_rendezvous->raw
+                                                           : nullptr;
+  const uint8_t ext_len = d.ses_cas != nullptr          ? wire::SesCompareSwap::kSize
+                          : d.ses_atomic != nullptr     ? wire::SesAtomic::kSize
+                          : d.ses_rendezvous != nullptr ? wire::SesRendezvous::kSize
+                                                        : 0;
   if (d.payload.size() + ext_len > config_.payload_bytes) {  // not ours to hold; it comes again
     ++counters_.rod_unstageable;
     return false;

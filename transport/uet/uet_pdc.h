@@ -56,6 +56,9 @@ struct Op {
   uint32_t unacked = 0;
   bool failed = false;
   bool abandoned = false;  // send: given up (RNR); remaining PSNs go out with SES `ie`
+  // Rendezvous (§4.5.3): a send's source (its number + 1), whose READs must all be done
+  // before it completes; or a READ's receive (RxMsg number + 1), which it completes. 0: none.
+  uint32_t rdv = 0;
   OpStatus status = OpStatus::kSuccess;
 };
 // One PSN in flight at the initiator.
@@ -97,12 +100,15 @@ struct Pdc {
   // clears PSNs below its oldest unacknowledged one, and acknowledges a refused PSN only
   // through the response that carries its refusal). A duplicate is answered with the
   // stored refusal. So no ACK can acknowledge a refused PSN without its refusal.
-  // A fetching atomic's answer is held the same way (code OK, `result` its values: Response).
+  // A fetching atomic's answer is held the same way (code OK, `result` its values: Response),
+  // and a rendezvous source's READ answer (code OK, `rdv`: read again for a duplicate).
   struct Refusal {
     uint8_t code = 0;
     uint8_t len = 0;  // a fetching atomic's value bytes (at most kMaxAtomicBytes)
     uint16_t message_id = 0;
     uint16_t result = 0;
+    uint16_t rdv_len = 0;  // a rendezvous READ's answer: the bytes it carried ...
+    uint32_t rdv = 0;      // ... of the source with this key (NOTES.md, "Rendezvous")
   };
   struct Nack {
     uint8_t code;

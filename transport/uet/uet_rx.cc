@@ -84,7 +84,9 @@ void UetEndpoint::refuse(Pdc& p, uint32_t psn, uint8_t code, uint16_t message_id
     p.tgt.gtd_bits[idx / 64] &= ~(uint64_t{1} << (idx % 64));
     --p.tgt.gtd_live;
     ++counters_.refusals_cleared;
-    if (p.tgt.gtd[idx].result != 0) free_result(std::exchange(p.tgt.gtd[idx].result, 0));
+    Pdc::Refusal& g = p.tgt.gtd[idx];
+    if (g.result != 0) free_result(std::exchange(g.result, 0));
+    if (g.rdv != 0) rdv_cleared(std::exchange(g.rdv, 0), g.rdv_len);  // the reader has them
     mark_received(p, psn);
   }
 }
@@ -395,6 +397,8 @@ void UetEndpoint::rx(std::span<Frame* const> frames, Time now) {
         r.result = g.result;
         r.len = g.len;
         ++counters_.rx_atomic_replays;
+      } else if (g.rdv != 0 && ses != nullptr) {  // a rendezvous source's READ: read again
+        r = read_response(*ses, psn, p.peer_ip4);
       }
       if (queue_response(p, r, /*repeat=*/true)) ++counters_.tx_refusal_repeats;
     }
@@ -407,7 +411,7 @@ void UetEndpoint::rx(std::span<Frame* const> frames, Time now) {
     // A READ already answered is answered again: its data ACK may have been lost, and a read
     // is idempotent. One that is still queued (rsp_bits) is not answered twice.
     if (received && !trimmed && ses != nullptr && ses->opcode() == wire::SesOpcode::kRead) {
-      queue_response(p, read_response(*ses, psn), /*repeat=*/true);
+      queue_response(p, read_response(*ses, psn, p.peer_ip4), /*repeat=*/true);
     }
     p.tgt.ack_now = true;
     return false;
@@ -459,7 +463,7 @@ UetEndpoint::Exec UetEndpoint::execute(Pdc& p, uint16_t id, const wire::SesStand
     }
     case wire::SesOpcode::kRead: {
       // Answered by one ACK carrying the data, recorded with it; or refused (Pdc::Target::gtd).
-      const Pdc::Response r = read_response(ses, psn);
+      const Pdc::Response r = read_response(ses, psn, p.peer_ip4);
       if (r.data) {
         queue_response(p, r, /*repeat=*/false);
         return Exec::kWait;
@@ -474,6 +478,9 @@ UetEndpoint::Exec UetEndpoint::execute(Pdc& p, uint16_t id, const wire::SesStand
     case wire::SesOpcode::kAtomic:
     case wire::SesOpcode::kFetchingAtomic:
       return rx_atomic(p, ses, ext, payload, elided, psn);
+    case wire::SesOpcode::kRendezvousSend:
+    case wire::SesOpcode::kRendezvousTsend:
+      return rx_rendezvous(p, ses, ext, payload, elided, psn);
     case wire::SesOpcode::kNoop:
       break;
     default: {  // §4.9 UNSUPPORTED_OP

@@ -11,13 +11,16 @@ namespace uet {
 // The answer to READ `psn`: its data, or why not (§4.9). Key and range are checked here, at
 // every (re)execution; the data is read when the ACK is built.
 UetEndpoint::Pdc::Response UetEndpoint::read_response(const wire::SesStandardRequest& ses,
-                                                      uint32_t psn) {
+                                                      uint32_t psn, uint32_t peer) {
   Pdc::Response r;
   r.message_id = ses.message_id();
   r.psn = psn;
   const uint64_t key = ses.match_bits();
   const uint64_t at = ses.buffer_offset();
   const uint64_t len = ses.request_length();
+  if (!key_ok(key) && is_rdv_key(key)) [[unlikely]] {  // a rendezvous source (uet_rendezvous.cc)
+    return rdv_read_response(peer, key, at, len, r);
+  }
   if (const wire::SesReturnCode why = check_region(key, at, len);
       why != wire::SesReturnCode::kNull) {
     r.code = static_cast<uint8_t>(why);
@@ -37,7 +40,8 @@ UetEndpoint::Pdc::Response UetEndpoint::read_response(const wire::SesStandardReq
 UetEndpoint::RxMsg* UetEndpoint::find_msg(uint16_t pdc_id, uint16_t message_id) noexcept {
   if (rx_msgs_used_ == 0) return nullptr;
   for (RxMsg& m : rx_msgs_) {
-    if (m.in_use && m.pdc == pdc_id && m.message_id == message_id) return &m;
+    // (A rendezvous message's packet has arrived: what remains comes by its READ.)
+    if (m.in_use && m.pdc == pdc_id && m.message_id == message_id && !m.rdv) return &m;
   }
   return nullptr;
 }

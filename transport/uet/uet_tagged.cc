@@ -144,6 +144,16 @@ void unlink(std::vector<T>& table, uint32_t& head, uint32_t& tail, uint32_t i) {
 
 }  // namespace
 
+// Posted receive `t` leaves the list (matched), its slot free.
+void UetEndpoint::unlink_trecv(uint32_t t) {
+  unlink(trecvs_, trecv_list_.head, trecv_list_.tail, t);
+  trecv_free_.push_back(t);
+}
+
+void UetEndpoint::unlink_unexpected(uint32_t u) {
+  unlink(unexp_, unexp_list_.head, unexp_list_.tail, u);
+}
+
 // A receive takes the first unexpected message it matches (arrival order), else waits in
 // posting order for one.
 absl::Status UetEndpoint::post_trecv(const TaggedRecv& tr) {
@@ -154,6 +164,7 @@ absl::Status UetEndpoint::post_trecv(const TaggedRecv& tr) {
   for (uint32_t u = unexp_list_.head; u != kNoLink; u = unexp_[u].next) {
     Unexp& e = unexp_[u];
     if (e.bound || !tag_matches(tr, e.tag, e.peer)) continue;
+    if (e.rdv) return rdv_matched(tr, u);  // the rest is READ into this receive
     if (e.complete) {
       RxMsg m;
       m.length = e.length;

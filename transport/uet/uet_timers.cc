@@ -90,6 +90,7 @@ void UetEndpoint::on_timer(Time now) {
     if (freed) --i;  // free_pdc swapped another PDC into this position
   }
   deadline_ = std::min(next, rudi_timer(now));  // RUDI packets' RTOs (uet_modes.cc)
+  if (rdv_live_ > 0) deadline_ = std::min(deadline_, rdv_timer(now));  // rendezvous sources
 }
 
 // A target PDC's timers: the delayed ACK (§3.7) and, idle for 2 x idle_timeout, REQ_CLOSE

@@ -20,11 +20,14 @@ using wire::PdsType;
   const uint32_t len = s.len;
   // A READ request has no payload; an atomic's operands follow its extension (put_atomic).
   const bool carries = o.op != Opcode::kRead && o.op != Opcode::kAtomic;
+  // §4.5.3: a rendezvous send's one packet carries the extension before its eager bytes.
+  const bool rdv = o.rdv != 0 && carries;
   // §3.4: with RCCC every request is RUD_CC, its CC state four bytes longer.
   const bool cc_req = rccc_sender();
   const size_t headers = wire::Ethernet::kSize + wire::Ipv4::kSize + wire::Udp::kSize +
                          (cc_req ? wire::PdsRudRodCc::kSize : wire::PdsRudRod::kSize) +
-                         wire::SesStandardRequest::kSize + tss_overhead_;
+                         wire::SesStandardRequest::kSize + tss_overhead_ +
+                         (rdv ? wire::SesRendezvous::kSize : 0);
   const size_t elided = carries && headers + len > f.capacity ? len : 0;
   const uint16_t ev = p.ini.sel.next_ev(now);  // §2.4: pathsel/ picks every packet's EV (ROD: one)
   wire::FrameBuilder b(std::span<uint8_t>(f.data, f.capacity), p.data_encap,
@@ -55,6 +58,7 @@ using wire::PdsType;
     pds.store<wire::PdsRudRod::kSize>(h);
     ses.store(h + wire::PdsRudRod::kSize);
   }
+  if (rdv && !put_rendezvous(o, b)) [[unlikely]] return false;
   std::span<const uint8_t> payload;
   if (carries && elided == 0 && len > 0) {
     payload = {o.src + offset, len};
@@ -155,8 +159,13 @@ using wire::PdsType;
       ses.set<Ses::match_bits_field>(o.tag);
       [[fallthrough]];
     case Opcode::kSend:
-      ses.set<Ses::opcode_field>(o.op == Opcode::kSend ? wire::SesOpcode::kSend
-                                                       : wire::SesOpcode::kTaggedSend);
+      if (o.rdv == 0) {
+        ses.set<Ses::opcode_field>(o.op == Opcode::kSend ? wire::SesOpcode::kSend
+                                                         : wire::SesOpcode::kTaggedSend);
+      } else {  // §4.5.3: request_length is the whole message; the extension follows
+        ses.set<Ses::opcode_field>(o.op == Opcode::kSend ? wire::SesOpcode::kRendezvousSend
+                                                         : wire::SesOpcode::kRendezvousTsend);
+      }
       ses.set<Ses::message_id_field>(o.message_id);
       ses.set<Ses::request_length_field>(static_cast<uint32_t>(o.length));
       ses.set<Ses::ie_field>(o.abandoned);  // §4.1: the initiator gave this message up (RNR)
@@ -333,6 +342,7 @@ UetEndpoint::Turn UetEndpoint::tx_close(Pdc& p, uint16_t id, Frame& f) {
     s.packet = p.ini.send_packet;
     s.len = static_cast<uint32_t>(std::min<uint64_t>(
         config_.payload_bytes, o.length - uint64_t{p.ini.send_packet} * config_.payload_bytes));
+    if (o.rdv != 0 && o.op != Opcode::kRead) [[unlikely]] s.len = rdv_eager();
   }
   if (!build_data(p, id, psn, retx, f, now)) return Turn::kIdle;
   if (!retx) {

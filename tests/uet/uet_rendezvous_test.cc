@@ -1,0 +1,373 @@
+// Rendezvous (spec/uet.md §4.5.3; transport/uet/uet_rendezvous.cc) on the fake link: sends
+// across the size threshold, tagged and untagged, posted first or unexpected; the bytes exact
+// and both ends complete only when every byte is placed; loss, duplication and reordering in
+// both directions; truncation and a buffer too short; sources exhausted (the rest go eagerly);
+// a target that never reads (the send times out, the key is withdrawn); READs of a source that
+// are not the reader's to make; a refused rendezvous request; ROD's matching order.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <random>
+#include <vector>
+
+#include "tests/common/payload.h"
+#include "tests/common/uet_pair.h"
+#include "transport/uet/uet_endpoint.h"
+
+namespace uet {
+namespace {
+
+using testing::drain;
+using testing::pattern;
+
+constexpr uint32_t kIpA = 0x0A000001, kIpB = 0x0A000002;
+constexpr uint64_t kThreshold = 16 * 1024;
+
+UetConfig config_for(uint32_t ip) {
+  UetConfig c = testing::uet_config(ip, /*seed=*/43);
+  c.rendezvous_bytes = kThreshold;
+  return c;
+}
+
+struct Link : testing::UetLink {
+  explicit Link(const UetConfig& a = config_for(kIpA), const UetConfig& b = config_for(kIpB))
+      : UetLink(a, b, /*jitter_seed=*/9) {}
+};
+
+TaggedSendRequest tsend(uint64_t wr_id, const std::vector<uint8_t>& msg, uint64_t tag,
+                        DeliveryMode mode = DeliveryMode::kRud) {
+  TaggedSendRequest ts;
+  ts.wr_id = wr_id;
+  ts.peer = kIpB;
+  ts.local = msg.data();
+  ts.length = msg.size();
+  ts.tag = tag;
+  ts.mode = mode;
+  return ts;
+}
+
+TaggedRecv trecv(uint64_t wr_id, std::vector<uint8_t>& buf, uint64_t tag) {
+  return TaggedRecv{wr_id, buf.data(), buf.size(), tag, 0, 0};
+}
+
+std::map<uint64_t, Completion> by_wr_id(const std::vector<Completion>& cs) {
+  std::map<uint64_t, Completion> m;
+  for (const Completion& c : cs) {
+    EXPECT_TRUE(m.emplace(c.wr_id, c).second) << "wr_id " << c.wr_id << " completed twice";
+  }
+  return m;
+}
+
+// ----------------------------------------------------------------------- the threshold
+
+TEST(UetRendezvous_Threshold, LongerThanTheThresholdGoesByReadShorterEagerly) {
+  Link link;
+  const std::vector<uint64_t> sizes = {kThreshold - 1, kThreshold, kThreshold + 1, 200000};
+  std::vector<std::vector<uint8_t>> msgs, bufs;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    msgs.push_back(pattern(sizes[i], static_cast<uint32_t>(i + 1)));
+    bufs.emplace_back(sizes[i] + 100, 0xEE);
+    ASSERT_TRUE(link.b().post_trecv(trecv(i, bufs[i], i)).ok());
+    ASSERT_TRUE(link.a().post_tsend(tsend(i, msgs[i], i)).ok());
+  }
+  link.run(kSecond);
+  const auto rc = by_wr_id(drain(link.b()));
+  ASSERT_EQ(rc.size(), sizes.size());
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    EXPECT_EQ(rc.at(i).status, OpStatus::kSuccess);
+    EXPECT_EQ(rc.at(i).bytes, sizes[i]);
+    EXPECT_TRUE(std::equal(msgs[i].begin(), msgs[i].end(), bufs[i].begin())) << "message " << i;
+    EXPECT_TRUE(std::all_of(bufs[i].begin() + static_cast<ptrdiff_t>(sizes[i]), bufs[i].end(),
+                            [](uint8_t x) { return x == 0xEE; }));
+  }
+  const auto sc = by_wr_id(drain(link.a()));
+  ASSERT_EQ(sc.size(), sizes.size());
+  for (const auto& [id, c] : sc) EXPECT_EQ(c.status, OpStatus::kSuccess) << id;
+  // Two went by rendezvous: the rest of each READ back (4 KiB payloads) and held until cleared.
+  EXPECT_EQ(link.a().counters().tx_rendezvous, 2u);
+  EXPECT_EQ(link.b().counters().rx_rendezvous, 2u);
+  const uint32_t eager = 4096 - 24;
+  const uint64_t reads = (kThreshold + 1 - eager + 4095) / 4096 + (200000 - eager + 4095) / 4096;
+  EXPECT_EQ(link.a().counters().rx_rdv_reads, reads);
+  EXPECT_GE(link.a().counters().refusals_cleared, reads);
+}
+
+// Each side's completion comes only once every byte is in the receive buffer.
+TEST(UetRendezvous_Completion, NeitherEndCompletesBeforeEveryByteIsPlaced) {
+  for (bool posted_first : {true, false}) {
+    SCOPED_TRACE(posted_first ? "posted first" : "unexpected first");
+    Link link;
+    const std::vector<uint8_t> msg = pattern(300000, 7);
+    std::vector<uint8_t> buf(msg.size(), 0);
+    if (posted_first) { ASSERT_TRUE(link.b().post_trecv(trecv(5, buf, 77)).ok()); }
+    ASSERT_TRUE(link.a().post_tsend(tsend(9, msg, 77)).ok());
+    bool sent = false, received = false;
+    if (!posted_first) {
+      link.run(link.now() + 200 * kMicrosecond);
+      EXPECT_TRUE(drain(link.a()).empty());  // waits for the receive to READ it
+      ASSERT_TRUE(link.b().post_trecv(trecv(5, buf, 77)).ok());
+    }
+    // (run() stops at the last event before `until`: the test keeps its own clock.)
+    Time t = link.now();
+    for (int step = 0; step < 20000 && !(sent && received); ++step) {
+      t += kMicrosecond;
+      link.run(t);
+      for (const Completion& c : drain(link.a())) {
+        EXPECT_EQ(c.status, OpStatus::kSuccess);
+        EXPECT_TRUE(std::equal(msg.begin(), msg.end(), buf.begin())) << "sender completed early";
+        sent = true;
+      }
+      for (const Completion& c : drain(link.b())) {
+        EXPECT_EQ(c.status, OpStatus::kSuccess);
+        EXPECT_EQ(c.bytes, msg.size());
+        EXPECT_TRUE(std::equal(msg.begin(), msg.end(), buf.begin())) << "receiver completed early";
+        received = true;
+      }
+    }
+    EXPECT_TRUE(sent);
+    EXPECT_TRUE(received);
+    EXPECT_EQ(link.b().counters().rx_tagged_unexpected, posted_first ? 0u : 1u);
+  }
+}
+
+// ------------------------------------------------------------------------------ faults
+
+TEST(UetRendezvous_Faults, LossDuplicationAndReorderingBothWaysDeliverEachMessageOnce) {
+  for (DeliveryMode mode : {DeliveryMode::kRud, DeliveryMode::kRod}) {
+    SCOPED_TRACE(mode == DeliveryMode::kRud ? "RUD" : "ROD");
+    Link link;
+    std::mt19937 rng(23);
+    int lost = 0, duplicated = 0;
+    link.set_jitter(8 * kMicrosecond);
+    link.set_filter([&](int, const wire::Decoded&) {  // every frame, both ways
+      if (rng() % 14 == 0) {
+        ++lost;
+        return 0;
+      }
+      if (rng() % 7 == 0) {
+        ++duplicated;
+        return 2;
+      }
+      return 1;
+    });
+    constexpr int kMsgs = 16;
+    std::vector<std::vector<uint8_t>> msgs, bufs;
+    for (int i = 0; i < kMsgs; ++i) {
+      msgs.push_back(pattern(kThreshold - 5000 + 9000 * static_cast<uint64_t>(i),
+                             static_cast<uint32_t>(30 + i)));
+      bufs.emplace_back(msgs[i].size(), 0xEE);
+    }
+    // Half the receives before the messages, half after; tagged and untagged alternate.
+    std::vector<RecvBuffer> untagged;
+    for (int i = 0; i < kMsgs / 2; ++i) {
+      ASSERT_TRUE(link.b().post_trecv(trecv(i, bufs[i], i)).ok());
+    }
+    for (int i = 0; i < kMsgs; ++i) {
+      ASSERT_TRUE(link.a().post_tsend(tsend(i, msgs[i], i, mode)).ok());
+    }
+    link.run(link.now() + kMillisecond);
+    for (int i = kMsgs / 2; i < kMsgs; ++i) {
+      ASSERT_TRUE(link.b().post_trecv(trecv(i, bufs[i], i)).ok());
+    }
+    link.run(kSecond);
+    const auto rc = by_wr_id(drain(link.b()));
+    ASSERT_EQ(rc.size(), static_cast<size_t>(kMsgs));
+    for (int i = 0; i < kMsgs; ++i) {
+      EXPECT_EQ(rc.at(i).status, OpStatus::kSuccess) << i;
+      EXPECT_EQ(rc.at(i).bytes, msgs[i].size());
+      EXPECT_TRUE(msgs[i] == bufs[i]) << "message " << i;
+    }
+    const auto sc = by_wr_id(drain(link.a()));
+    ASSERT_EQ(sc.size(), static_cast<size_t>(kMsgs));
+    for (const auto& [id, c] : sc) EXPECT_EQ(c.status, OpStatus::kSuccess) << id;
+    EXPECT_GT(lost, 0);
+    EXPECT_GT(duplicated, 0);
+    EXPECT_GT(link.a().counters().tx_rendezvous, 0u);
+    EXPECT_EQ(link.a().counters().rdv_timeouts, 0u);
+  }
+}
+
+TEST(UetRendezvous_Send, UntaggedSendsReadIntoPostedBuffersAndTooShortOnesFailBothEnds) {
+  Link link;
+  const std::vector<uint8_t> big = pattern(100000, 3), bigger = pattern(120000, 4);
+  std::vector<uint8_t> buf1(100000, 0), buf2(50000, 0xEE);
+  ASSERT_TRUE(link.b().post_recv({1, buf1.data(), buf1.size()}).ok());
+  ASSERT_TRUE(link.b().post_recv({2, buf2.data(), buf2.size()}).ok());
+  SendRequest s1{.wr_id = 11, .peer = kIpB, .local = big.data(), .length = big.size(),
+                 .has_imm = true, .imm = 0xABCD};
+  SendRequest s2{.wr_id = 12, .peer = kIpB, .local = bigger.data(), .length = bigger.size()};
+  ASSERT_TRUE(link.a().post_send(s1).ok());
+  ASSERT_TRUE(link.a().post_send(s2).ok());
+  link.run(kSecond);
+  const auto rc = by_wr_id(drain(link.b()));
+  ASSERT_EQ(rc.size(), 2u);
+  EXPECT_EQ(rc.at(1).status, OpStatus::kSuccess);
+  EXPECT_EQ(rc.at(1).bytes, big.size());
+  EXPECT_TRUE(rc.at(1).has_imm);
+  EXPECT_EQ(rc.at(1).imm, 0xABCDu);
+  EXPECT_TRUE(big == buf1);
+  EXPECT_EQ(rc.at(2).status, OpStatus::kLengthError);
+  EXPECT_TRUE(std::all_of(buf2.begin(), buf2.end(), [](uint8_t x) { return x == 0xEE; }));
+  const auto sc = by_wr_id(drain(link.a()));
+  ASSERT_EQ(sc.size(), 2u);
+  EXPECT_EQ(sc.at(11).status, OpStatus::kSuccess);
+  EXPECT_EQ(sc.at(12).status, OpStatus::kLengthError);
+  EXPECT_EQ(link.a().counters().tx_rendezvous, 2u);
+  EXPECT_EQ(link.a().counters().rx_rdv_reads, (100000 - (4096 - 24) + 4095) / 4096);
+}
+
+TEST(UetRendezvous_Truncation, TheBytesThatFitArePlacedPostedOrUnexpected) {
+  for (bool posted_first : {true, false}) {
+    SCOPED_TRACE(posted_first ? "posted first" : "unexpected first");
+    Link link;
+    const std::vector<uint8_t> msg = pattern(90000, 8);
+    std::vector<uint8_t> buf(30000, 0xEE);
+    if (posted_first) { ASSERT_TRUE(link.b().post_trecv(trecv(3, buf, 11)).ok()); }
+    ASSERT_TRUE(link.a().post_tsend(tsend(1, msg, 11)).ok());
+    link.run(link.now() + 100 * kMicrosecond);
+    if (!posted_first) { ASSERT_TRUE(link.b().post_trecv(trecv(3, buf, 11)).ok()); }
+    link.run(kSecond);
+    const auto rc = drain(link.b());
+    ASSERT_EQ(rc.size(), 1u);
+    EXPECT_EQ(rc[0].status, OpStatus::kTruncated);
+    EXPECT_EQ(rc[0].bytes, buf.size());
+    EXPECT_TRUE(std::equal(buf.begin(), buf.end(), msg.begin()));
+    const auto sc = drain(link.a());  // the sender's message was delivered (FI_ETRUNC)
+    ASSERT_EQ(sc.size(), 1u);
+    EXPECT_EQ(sc[0].status, OpStatus::kSuccess);
+  }
+}
+
+// ----------------------------------------------------------------------------- bounds
+
+TEST(UetRendezvous_Bounds, WithEverySourceExposedTheNextSendsGoEagerly) {
+  UetConfig a = config_for(kIpA);
+  a.rendezvous_sources = 1;
+  Link link(a);
+  std::vector<std::vector<uint8_t>> msgs, bufs;
+  for (int i = 0; i < 3; ++i) {
+    msgs.push_back(pattern(50000, static_cast<uint32_t>(i)));
+    bufs.emplace_back(50000, 0);
+    ASSERT_TRUE(link.b().post_trecv(trecv(i, bufs[i], 5)).ok());
+    ASSERT_TRUE(link.a().post_tsend(tsend(i, msgs[i], 5)).ok());
+  }
+  link.run(kSecond);
+  const auto rc = by_wr_id(drain(link.b()));
+  ASSERT_EQ(rc.size(), 3u);
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(msgs[i] == bufs[i]) << i;  // in posting order
+  EXPECT_EQ(link.a().counters().tx_rendezvous, 1u);
+  EXPECT_EQ(link.a().counters().tx_rendezvous_eager, 2u);
+  // The source is free again: the next one goes by rendezvous.
+  ASSERT_TRUE(link.b().post_trecv(trecv(9, bufs[0], 5)).ok());
+  ASSERT_TRUE(link.a().post_tsend(tsend(9, msgs[2], 5)).ok());
+  link.run(kSecond);
+  EXPECT_EQ(link.a().counters().tx_rendezvous, 2u);
+  EXPECT_TRUE(msgs[2] == bufs[0]);
+}
+
+TEST(UetRendezvous_Timeout, ASourceNoOneReadsIsWithdrawnAndItsSendFails) {
+  UetConfig a = config_for(kIpA);
+  a.rendezvous_timeout = 500 * kMicrosecond;
+  Link link(a);
+  const std::vector<uint8_t> msg = pattern(60000, 2);
+  std::vector<uint8_t> buf(60000, 0xEE);
+  ASSERT_TRUE(link.a().post_tsend(tsend(1, msg, 4)).ok());
+  link.run(link.now() + 2 * kMillisecond);  // no receive posted: it waits unexpected
+  auto sc = drain(link.a());
+  ASSERT_EQ(sc.size(), 1u);
+  EXPECT_EQ(sc[0].status, OpStatus::kRetriesExhausted);
+  EXPECT_EQ(link.a().counters().rdv_timeouts, 1u);
+  // The receive posted late READs a withdrawn key: refused, it completes with the error.
+  ASSERT_TRUE(link.b().post_trecv(trecv(2, buf, 4)).ok());
+  link.run(kSecond);
+  const auto rc = drain(link.b());
+  ASSERT_EQ(rc.size(), 1u);
+  EXPECT_EQ(rc[0].status, OpStatus::kRemoteAccessError);
+  EXPECT_GE(link.a().counters().rx_rdv_bad_read, 1u);
+}
+
+// ----------------------------------------------------------------- hostile and refused
+
+// The reader may read only the source's own bytes, and only while the send waits for it.
+TEST(UetRendezvous_Hostile, ReadsOutsideTheSourceOrAfterItsSendAreRefused) {
+  Link link;
+  std::optional<uint32_t> key;  // the source's key, as A's rendezvous request names it
+  link.set_filter([&](int from, const wire::Decoded& d) {
+    if (from == 0 && d.ses_rendezvous != nullptr) {
+      key = static_cast<uint32_t>(d.ses_rendezvous->read_match_bits());
+    }
+    return 1;
+  });
+  const std::vector<uint8_t> msg = pattern(40000, 6);
+  std::vector<uint8_t> buf(40000, 0), stolen(4096, 0);
+  ASSERT_TRUE(link.a().post_tsend(tsend(1, msg, 8)).ok());
+  link.run(link.now() + 100 * kMicrosecond);  // unexpected at B: the source waits
+  ASSERT_TRUE(key.has_value());
+  // Past its end.
+  ReadRequest past{.wr_id = 50, .peer = kIpA, .rkey = *key, .remote_offset = 39000,
+                   .local = stolen.data(), .length = 4000};
+  ASSERT_TRUE(link.b().post_read(past).ok());
+  link.run(link.now() + 200 * kMicrosecond);
+  auto bc = drain(link.b());
+  ASSERT_EQ(bc.size(), 1u);
+  EXPECT_EQ(bc[0].status, OpStatus::kRemoteAccessError);
+  // The send completes normally once its receive has read it.
+  ASSERT_TRUE(link.b().post_trecv(trecv(2, buf, 8)).ok());
+  link.run(kSecond);
+  EXPECT_EQ(drain(link.b()).size(), 1u);
+  EXPECT_TRUE(msg == buf);
+  ASSERT_EQ(drain(link.a()).size(), 1u);
+  // After it, the key names nothing.
+  ReadRequest after{.wr_id = 51, .peer = kIpA, .rkey = *key, .remote_offset = 5000,
+                    .local = stolen.data(), .length = 4000};
+  ASSERT_TRUE(link.b().post_read(after).ok());
+  link.run(kSecond);
+  bc = drain(link.b());
+  ASSERT_EQ(bc.size(), 1u);
+  EXPECT_EQ(bc[0].status, OpStatus::kRemoteAccessError);
+  EXPECT_TRUE(std::all_of(stolen.begin(), stolen.end(), [](uint8_t x) { return x == 0; }));
+  EXPECT_EQ(link.a().counters().rx_rdv_bad_read, 2u);
+}
+
+// A target of another job refuses the rendezvous request: the send fails at once, its source
+// is free again, and nothing is read.
+TEST(UetRendezvous_Refused, ARefusedRequestFreesItsSource) {
+  UetConfig a = config_for(kIpA), b = config_for(kIpB);
+  a.rendezvous_sources = 1;
+  b.job_id = 7;  // A sends as job 0
+  Link link(a, b);
+  const std::vector<uint8_t> msg = pattern(50000, 1);
+  ASSERT_TRUE(link.a().post_tsend(tsend(1, msg, 2)).ok());
+  link.run(kSecond);
+  auto sc = drain(link.a());
+  ASSERT_EQ(sc.size(), 1u);
+  EXPECT_EQ(sc[0].status, OpStatus::kAccessDenied);
+  EXPECT_EQ(link.a().counters().rx_rdv_reads, 0u);
+  ASSERT_TRUE(link.a().post_tsend(tsend(2, msg, 2)).ok());
+  link.run(kSecond);
+  EXPECT_EQ(link.a().counters().tx_rendezvous, 2u);  // the one source, used again
+  EXPECT_EQ(link.a().counters().tx_rendezvous_eager, 0u);
+}
+
+TEST(UetRendezvous_Config, OutOfRangeFieldsAreNamed) {
+  UetConfig c = config_for(kIpA);
+  c.rendezvous_bytes = 100;
+  auto e = UetEndpoint::create(c);
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.status().message().find("rendezvous_bytes"), std::string::npos);
+  c = config_for(kIpA);
+  c.rendezvous_sources = 0;
+  e = UetEndpoint::create(c);
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.status().message().find("rendezvous_sources"), std::string::npos);
+  c = config_for(kIpA);
+  c.rendezvous_timeout = 0;
+  e = UetEndpoint::create(c);
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.status().message().find("rendezvous_timeout"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace uet

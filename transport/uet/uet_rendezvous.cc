@@ -1,0 +1,378 @@
+// SES rendezvous (spec/uet.md §4.5.3): at the initiator, a long send's source exposed under its
+// own key, the READs of it answered and held until the reader clears them (§3.3), then the
+// send's completion; at the target, the rendezvous request matched as a SEND or tagged send
+// is, its eager bytes placed, and the READ of the rest posted back to the initiator, whose
+// completion completes the receive. NOTES.md, "Rendezvous", says how it travels.
+#include <algorithm>
+#include <cstring>
+
+#include "transport/uet/uet_endpoint.h"
+#include "transport/uet/uet_internal.h"
+
+namespace uet {
+
+// --------------------------------------------------------------------- initiator: sources
+
+// Send `o` (about to be posted on `p`) goes by rendezvous if a source is free: its bytes past
+// the eager ones are exposed, and it completes when they have all been read and cleared.
+void UetEndpoint::rdv_expose(Pdc& p, Op& o) {
+  if (rdv_.empty()) {  // the endpoint's first rendezvous send: its source table
+    rdv_.assign(config_.rendezvous_sources, RdvSource{});
+    rdv_free_.resize(config_.rendezvous_sources);
+    for (uint32_t i = 0; i < config_.rendezvous_sources; ++i) {
+      rdv_free_[i] = config_.rendezvous_sources - 1 - i;
+    }
+  }
+  if (rdv_free_.empty()) {  // every source exposed: this one goes eagerly
+    ++counters_.tx_rendezvous_eager;
+    return;
+  }
+  const uint32_t i = rdv_free_.back();
+  rdv_free_.pop_back();
+  RdvSource& s = rdv_[i];
+  s.live = true;
+  ++s.gen;
+  s.pdc = p.id;
+  s.op = p.ini.op_tail;
+  s.base = o.src;
+  s.length = o.length;
+  s.cleared = 0;
+  s.deadline = now_ + config_.rendezvous_timeout;
+  deadline_ = std::min(deadline_, s.deadline);
+  ++rdv_live_;
+  ++counters_.tx_rendezvous;
+  o.rdv = i + 1;
+}
+
+// Send `o`'s source is withdrawn (its READs done, or the send failed): a READ naming its key
+// now is refused, and the send no longer waits for it.
+void UetEndpoint::rdv_release(Op& o) noexcept {
+  const uint32_t i = o.rdv - 1;
+  rdv_[i].live = false;
+  rdv_[i].base = nullptr;
+  rdv_free_.push_back(i);
+  --rdv_live_;
+  o.rdv = 0;
+  --o.unacked;
+}
+
+// §4.5.3: the extension after a rendezvous request's standard header. The key exposes the
+// whole message; the target reads from read_offset = eager_length to request_length.
+bool UetEndpoint::put_rendezvous(const Op& o, wire::FrameBuilder& b) {
+  wire::SesRendezvous* h = b.add<wire::SesRendezvous>();
+  if (h == nullptr) return false;
+  const uint32_t i = o.rdv - 1;
+  h->set_eager_length(rdv_eager());
+  h->set_read_pid_on_fep(static_cast<uint16_t>(config_.pid_on_fep));
+  h->set_read_resource_index(0);
+  h->set_read_offset(rdv_eager());
+  h->set_read_match_bits(rdv_key(i, rdv_[i].gen));
+  return true;
+}
+
+// A READ of a source (`r` names the PSN and message): its bytes, if the key is a live
+// source's, the reader its send's peer, and [at, at + len) inside it.
+UetEndpoint::Pdc::Response UetEndpoint::rdv_read_response(uint32_t peer, uint64_t key,
+                                                          uint64_t at, uint64_t len,
+                                                          Pdc::Response r) {
+  const uint32_t i = key & 0xFFFF;
+  if (key > 0xFFFFFFFFu || i >= rdv_.size() || !rdv_[i].live ||
+      key != rdv_key(i, rdv_[i].gen) || pdcs_[rdv_[i].pdc].peer_ip4 != peer) {
+    ++counters_.rx_rdv_bad_read;
+    r.code = static_cast<uint8_t>(wire::SesReturnCode::kBadMkey);
+    return r;
+  }
+  RdvSource& s = rdv_[i];
+  if (at > s.length || len > s.length - at) {
+    ++counters_.rx_rdv_bad_read;
+    r.code = static_cast<uint8_t>(wire::SesReturnCode::kBadAddr);
+  } else if (len > config_.payload_bytes) {
+    ++counters_.rx_unsupported;
+    r.code = static_cast<uint8_t>(wire::SesReturnCode::kUnsupportedSize);
+  } else {
+    r.code = static_cast<uint8_t>(wire::SesReturnCode::kOk);
+    r.data = true;
+    r.key = static_cast<uint32_t>(key);
+    r.offset = at;
+    r.len = static_cast<uint32_t>(len);
+    s.deadline = now_ + config_.rendezvous_timeout;  // the reader is at work
+    ++counters_.rx_rdv_reads;
+  }
+  return r;
+}
+
+// The ACK answering READ `r` of a source is being built: the answer is held as a refusal is
+// (Pdc::Target::gtd) until the reader's clear PSN passes it, which tells the source that the
+// reader has these bytes. A source withdrawn since the READ was queued answers BAD_MKEY.
+void UetEndpoint::rdv_hold(Pdc& p, Pdc::Response& r) {
+  const uint32_t i = r.key & 0xFFFF;
+  const bool live = rdv_[i].live && r.key == rdv_key(i, rdv_[i].gen);
+  if (!live) {
+    ++counters_.rx_rdv_bad_read;
+    r.data = false;
+    r.code = static_cast<uint8_t>(wire::SesReturnCode::kBadMkey);
+  }
+  if (r.repeat) return;
+  const uint32_t idx = r.psn & mpr_mask_;
+  if (!internal::test_bit(p.tgt.gtd_bits, idx)) {
+    internal::set_bit(p.tgt.gtd_bits, idx);
+    ++p.tgt.gtd_live;
+  }
+  if (p.tgt.gtd.empty()) p.tgt.gtd.assign(config_.mpr, Pdc::Refusal{});
+  Pdc::Refusal g;
+  g.code = r.code;
+  g.message_id = r.message_id;
+  if (live) {
+    g.rdv = r.key;
+    g.rdv_len = static_cast<uint16_t>(r.len);
+  }
+  p.tgt.gtd[idx] = g;
+}
+
+// The reader cleared a READ answer of source `key` carrying `len` bytes: when every byte past
+// the eager ones is cleared, the send is complete.
+void UetEndpoint::rdv_cleared(uint32_t key, uint16_t len) {
+  const uint32_t i = key & 0xFFFF;
+  if (i >= rdv_.size()) return;
+  RdvSource& s = rdv_[i];
+  if (!s.live || key != rdv_key(i, s.gen)) return;  // withdrawn meanwhile (timed out)
+  s.cleared += len;
+  s.deadline = now_ + config_.rendezvous_timeout;
+  if (s.cleared < s.length - rdv_eager()) return;
+  Pdc& p = pdcs_[s.pdc];
+  rdv_release(p.ini.ops[s.op]);
+  retire(p);
+  note_idle(p, now_);
+  mark_ready(p);
+}
+
+// Sources no READ touched for rendezvous_timeout: the send completes kRetriesExhausted (the
+// target never read it, or stopped) and its key is withdrawn. Returns the next deadline.
+Time UetEndpoint::rdv_timer(Time now) {
+  Time next = kNever;
+  for (uint32_t i = 0; i < rdv_.size() && rdv_live_ > 0; ++i) {
+    RdvSource& s = rdv_[i];
+    if (!s.live) continue;
+    if (s.deadline > now) {
+      next = std::min(next, s.deadline);
+      continue;
+    }
+    ++counters_.rdv_timeouts;
+    Pdc& p = pdcs_[s.pdc];
+    Op& o = p.ini.ops[s.op];
+    if (!o.failed) {
+      o.failed = true;
+      o.status = OpStatus::kRetriesExhausted;
+    }
+    rdv_release(o);
+    retire(p);
+    note_idle(p, now);
+    mark_ready(p);
+  }
+  return next;
+}
+
+// ------------------------------------------------------------------------ target: requests
+
+// §4.5.3 at the target: a rendezvous request is one packet, its eager bytes and the name of
+// the rest. Matched as its SEND or tagged send would be; once the receive is known, the rest
+// is READ into it and the receive completes with that READ. kRecord; kWait: NACKed (no
+// buffer, no message state, no room to post the READ: it comes again); kDone: refused.
+UetEndpoint::Exec UetEndpoint::rx_rendezvous(Pdc& p, const wire::SesStandardRequest& ses,
+                                             const uint8_t* ext,
+                                             std::span<const uint8_t> payload, size_t elided,
+                                             uint32_t psn) {
+  if (ses.ie()) {  // §4.1: given up by its sender (no buffer): nothing to match or read
+    ++counters_.rx_initiator_err;
+    return Exec::kRecord;
+  }
+  const wire::SesRendezvous& h = *wire::as<wire::SesRendezvous>(ext);
+  const uint64_t length = ses.request_length();
+  const uint64_t eager = h.eager_length();
+  // Our READs name 32-bit keys and move whole payloads, so the rest must be readable by them.
+  if (!ses.som() || !ses.eom() || eager >= length || payload.size() + elided != eager ||
+      h.read_match_bits() > 0xFFFFFFFFu || elided != 0) {
+    ++counters_.rx_rdv_refused;
+    refuse(p, psn, static_cast<uint8_t>(wire::SesReturnCode::kUnsupportedSize),
+           ses.message_id());
+    return Exec::kDone;
+  }
+  ++counters_.rx_rendezvous;
+  const bool tagged = ses.opcode() == wire::SesOpcode::kRendezvousTsend;
+  if (tagged) tagged_tables();
+  if (rx_msgs_.empty()) rx_msgs_.assign(config_.max_recv_messages, RxMsg{});
+  if (!tagged && recv_claim_ == recv_tail_) {  // no buffer posted: "still processing" (§3.10)
+    ++counters_.rx_rnr;
+    queue_nack(p, wire::NackCode::kRcvdSesProcg, psn);
+    return Exec::kWait;
+  }
+  if (rx_msgs_used_ == rx_msgs_.size()) {
+    ++counters_.rx_no_msg_state;
+    queue_nack(p, wire::NackCode::kNoSesMsgAvail, psn);
+    return Exec::kWait;
+  }
+  const auto m_index = static_cast<uint32_t>(
+      std::find_if(rx_msgs_.begin(), rx_msgs_.end(), [](const RxMsg& e) { return !e.in_use; }) -
+      rx_msgs_.begin());
+  RxMsg& m = rx_msgs_[m_index];
+  m = RxMsg{};
+  m.rdv = true;
+  m.tagged = tagged;
+  m.length = length;
+  m.eager = eager;
+  m.peer = p.peer_ip4;
+  m.tag = ses.match_bits();
+  if (ses.hd()) {  // §4.2: header data rides on the SOM packet
+    m.has_data = true;
+    m.data = ses.header_data();
+  }
+  const RdvRead rd{static_cast<uint32_t>(h.read_match_bits()), h.read_pid_on_fep(),
+                   h.read_resource_index(), h.read_offset()};
+  if (!tagged) {
+    Recv& r = recvs_[recv_claim_];
+    if (length > r.rb.length) {  // nothing of it is written; both ends complete kLengthError
+      ++counters_.rx_length_error;
+      r.peer = p.peer_ip4;
+      r.done = true;
+      r.status = OpStatus::kLengthError;
+      ++recv_claim_;
+      deliver_recvs();
+      refuse(p, psn, static_cast<uint8_t>(wire::SesReturnCode::kTooLong), ses.message_id());
+      return Exec::kDone;
+    }
+    m.dst = r.rb.base;
+    m.cap = r.rb.length;
+    m.recv = recv_claim_;
+    if (!rdv_read(m, rd)) {
+      queue_nack(p, wire::NackCode::kNoSesMsgAvail, psn);
+      return Exec::kWait;
+    }
+    r.peer = p.peer_ip4;
+    r.has_imm = m.has_data;
+    r.imm = static_cast<uint32_t>(m.data);
+    ++recv_claim_;
+  } else {
+    uint32_t t = trecv_list_.head;
+    while (t != kNoLink && !tag_matches(trecvs_[t].tr, m.tag, m.peer)) t = trecvs_[t].next;
+    if (t != kNoLink) {
+      const TaggedRecv& tr = trecvs_[t].tr;
+      m.wr_id = tr.wr_id;
+      m.dst = tr.base;
+      m.cap = tr.length;
+      if (!rdv_read(m, rd)) {
+        queue_nack(p, wire::NackCode::kNoSesMsgAvail, psn);
+        return Exec::kWait;
+      }
+      unlink_trecv(t);
+      ++counters_.rx_tagged_matched;
+    } else {  // unexpected: its eager bytes wait in the list with the name of the rest
+      if (!stage_unexpected(m, eager)) {
+        ++counters_.rx_unexpected_full;
+        queue_nack(p, wire::NackCode::kNoSesMsgAvail, psn);
+        return Exec::kWait;
+      }
+      Unexp& e = unexp_[static_cast<uint32_t>(m.unexp)];
+      e.complete = true;
+      e.has_data = m.has_data;
+      e.data = m.data;
+      e.rdv = true;
+      e.rdv_length = length;
+      e.read = rd;
+      std::memcpy(m.dst, payload.data(), eager);
+      ++counters_.rx_tagged_unexpected;
+      return Exec::kRecord;  // no message state held: the entry has all it needs
+    }
+  }
+  if (m.cap > 0) std::memcpy(m.dst, payload.data(), std::min<uint64_t>(eager, m.cap));
+  m.in_use = true;
+  ++rx_msgs_used_;
+  return Exec::kRecord;
+}
+
+// A tagged receive matched unexpected rendezvous message `u`: its eager bytes are copied and
+// the rest READ into the receive. Refused (nothing taken) without a message state or room to
+// post the READ.
+absl::Status UetEndpoint::rdv_matched(const TaggedRecv& tr, uint32_t u) {
+  Unexp& e = unexp_[u];
+  if (rx_msgs_used_ == rx_msgs_.size()) {
+    return absl::ResourceExhaustedError(
+        "post_trecv: the rendezvous message it matches needs a message state "
+        "(max_recv_messages)");
+  }
+  RxMsg& m = *std::find_if(rx_msgs_.begin(), rx_msgs_.end(),
+                           [](const RxMsg& x) { return !x.in_use; });
+  m = RxMsg{};
+  m.rdv = true;
+  m.tagged = true;
+  m.length = e.rdv_length;
+  m.eager = e.length;
+  m.peer = e.peer;
+  m.tag = e.tag;
+  m.has_data = e.has_data;
+  m.data = e.data;
+  m.wr_id = tr.wr_id;
+  m.dst = tr.base;
+  m.cap = tr.length;
+  if (!rdv_read(m, e.read)) {
+    return absl::ResourceExhaustedError(
+        "post_trecv: no room to post the READ of the rendezvous message it matches (max_ops, "
+        "max_pdcs)");
+  }
+  if (const uint64_t fit = std::min(e.length, tr.length); fit > 0) {
+    std::memcpy(tr.base, arena_.get() + e.at, fit);
+  }
+  m.in_use = true;
+  ++rx_msgs_used_;
+  unlink_unexpected(u);
+  free_unexpected(u);
+  return absl::OkStatus();
+}
+
+// Posts the READ of message m's rest (past its eager bytes) from the source `rd` names, on a
+// PDC to its sender; its completion completes the receive. False: no room (max_ops, PDCs).
+bool UetEndpoint::rdv_read(RxMsg& m, const RdvRead& rd) {
+  Op op{.op = Opcode::kRead,
+        .rkey = rd.key,
+        .remote_offset = rd.offset,
+        .length = m.length - m.eager,
+        .to = SesAddress{.pid_on_fep = rd.pid_on_fep, .resource_index = rd.resource_index}};
+  op.rdv = static_cast<uint32_t>(&m - rx_msgs_.data()) + 1;
+  return post_op(m.peer, /*rod=*/false, op, "rendezvous READ").ok();
+}
+
+// READ data of message o.rdv - 1 at `at` past its eager bytes: the bytes that fit its buffer.
+void UetEndpoint::rdv_place(const Op& o, uint64_t at, std::span<const uint8_t> data) {
+  const RxMsg& m = rx_msgs_[o.rdv - 1];
+  const uint64_t to = m.eager + at;
+  if (to < m.cap && !data.empty()) {
+    std::memcpy(m.dst + to, data.data(), std::min<uint64_t>(data.size(), m.cap - to));
+  }
+}
+
+// A rendezvous READ completed (or failed): so does its receive.
+void UetEndpoint::rdv_read_done(const Op& o) {
+  RxMsg& m = rx_msgs_[o.rdv - 1];
+  complete_rdv(m, o.failed ? o.status : OpStatus::kSuccess);
+}
+
+void UetEndpoint::complete_rdv(RxMsg& m, OpStatus status) {
+  m.in_use = false;
+  m.rdv = false;
+  --rx_msgs_used_;
+  if (m.tagged) {
+    TaggedRecv tr;
+    tr.wr_id = m.wr_id;
+    tr.base = m.dst;
+    tr.length = m.cap;
+    m.status = status;
+    complete_trecv(tr, m, nullptr);
+    return;
+  }
+  Recv& r = recvs_[m.recv];
+  r.done = true;
+  r.status = status;
+  r.bytes = status == OpStatus::kSuccess ? m.length : 0;
+  deliver_recvs();
+}
+
+}  // namespace uet
