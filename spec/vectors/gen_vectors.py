@@ -41,7 +41,7 @@ NH_NONE, NH_SMALL, NH_MEDIUM, NH_STD, NH_RSP, NH_RSP_DATA, NH_RSP_DATA_SMALL = r
 CTL_REQ_ACK, CTL_PROBE, CTL_CREDIT = 1, 6, 7
 # uet.md §4.1 SES opcodes.
 OP_WRITE, OP_READ, OP_ATOMIC, OP_FETCHING_ATOMIC, OP_SEND = 1, 2, 3, 4, 5
-OP_RENDEZVOUS_SEND, OP_DGRAM_SEND, OP_TAGGED_SEND = 6, 7, 9
+OP_RENDEZVOUS_SEND, OP_DGRAM_SEND, OP_TAGGED_SEND, OP_RENDEZVOUS_TSEND = 6, 7, 9, 10
 # uet.md §4.6 response opcodes, §4.9 return codes.
 RSP_RESPONSE, RSP_WITH_DATA = 1, 2
 RC_OK = 1
@@ -1237,6 +1237,38 @@ def atomic_vectors():
                     job_id=0x00BEEF, modified_length=0)]))
 
 
+def rendezvous_vectors():
+    """uet.md §4.5.3 as the engine lays it out (transport/uet/uet_rendezvous.cc), with
+    payload_bytes 256: one request carrying payload_bytes - 24 eager bytes, read_offset =
+    eager_length, the initiator's own key (bit 31, generation 1, source 0); the target's READ
+    of the rest names that key."""
+    fwd = dict(src=ip4("10.0.1.17"), dst=ip4("10.0.2.34"))
+    back = dict(src=ip4("10.0.2.34"), dst=ip4("10.0.1.17"))
+    eager = pattern(232, 17)
+    vec("uet_rud_req_std_rendezvous_tsend_engine",
+        "SYN RUD_REQ with a standard SES RENDEZVOUS_TSEND of a 10000-byte message as the "
+        "engine sends it with payload_bytes 256, in the default job, PID and resource index: "
+        "tag in match_bits, header data, 232 eager bytes after the rendezvous extension, "
+        "which names the initiator's PID 5, resource index 0, read_offset 232 and the "
+        "source's key 0x80010000.",
+        build(Encap(ip_id=0x2F70, sport=0xC3E0, **fwd), [
+            pds_req(RUD_REQ, NH_STD, psn=5200, spdcid=18, syn=1, psn_offset=0, ar=1),
+            ses_std(OP_RENDEZVOUS_TSEND, message_id=40, ri_generation=0, job_id=0,
+                    pid_on_fep=0, resource_index=0, buffer_offset=0, initiator=0,
+                    match_bits=0x00000000000000A7, request_length=10000, som=1, eom=1,
+                    hd=1, header_data=0x00000000FEEDF00D),
+            ses_rendezvous(eager_length=232, read_pid_on_fep=5, read_resource_index=0,
+                           read_offset=232, read_match_bits=0x80010000)], eager))
+    vec("uet_rud_req_std_read_rendezvous_source",
+        "The target's READ of the rest of that message's first chunk: a standard SES READ of "
+        "256 bytes at buffer_offset 232 under the source's key, sent to the initiator's PID 5.",
+        build(Encap(ip_id=0x2F71, sport=0xC3E1, **back), [
+            pds_req(RUD_REQ, NH_STD, psn=9000, spdcid=35, syn=1, psn_offset=0, ar=1),
+            ses_std(OP_READ, message_id=1, ri_generation=0, job_id=0, pid_on_fep=5,
+                    resource_index=0, buffer_offset=232, initiator=0, match_bits=0x80010000,
+                    request_length=256, som=1, eom=1)]))
+
+
 def roce_vectors():
     qp, psn = 0x0004D2, 0x1A2B3C
 
@@ -1530,6 +1562,7 @@ def generate():
     negative_vectors()
     access_vectors()
     atomic_vectors()
+    rendezvous_vectors()
     return {v.name + ".vec": render(v) for v in VECTORS}
 
 

@@ -126,6 +126,7 @@ void note_ses_reach(const UetCounters& k) {
   g_reach.uet_access_refused +=
       k.rx_bad_job + k.rx_bad_pid + k.rx_bad_index + k.rx_disabled + k.rx_bad_generation;
   g_reach.uet_atomic += k.rx_atomics + k.rx_atomic_refused;
+  g_reach.uet_rendezvous += k.rx_rendezvous + k.rx_rdv_refused;
 }
 
 // The receives every UET target posts: a SEND buffer, and tagged receives (tag 0x42 with the
