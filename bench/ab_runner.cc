@@ -316,6 +316,7 @@ UetConfig uet_config(const RunConfig& rc, uint32_t h, uint32_t pdcs = 0) {
   c.rto = std::max(c.rto, c.base_rtt + static_cast<Time>(drain_ps));
   c.seed = rc.seed * 1000003 + h;
   if (rc.verb == Verb::kSend) c.max_trecvs = 65536;  // a receive per incoming flow at most
+  c.rendezvous_bytes = rc.uet_rendezvous_bytes;
   if (rc.uet_tss) {
     // One cluster-mode domain; its key comes from the run's seed (a simulation needs no
     // secret, and the key is never written out).

@@ -108,6 +108,9 @@ struct RunConfig {
   pathsel::Algorithm uet_lb = pathsel::Algorithm::kReps;  // UET: how EVs are chosen
   CcMode uet_cc = CcMode::kNscc;  // UET: NSCC, RCCC or both (RoCEv2 runs DCQCN)
   DeliveryMode uet_mode = DeliveryMode::kRud;  // UET: the flows' WRITEs go RUD or ROD
+  // UET, --verb=send: tagged sends longer than this go by rendezvous (the destination READs
+  // all but the first packet; UetConfig::rendezvous_bytes). 0: every send eager.
+  uint64_t uet_rendezvous_bytes = 0;
   // UET: every host seals its frames (TSS, spec/uet.md §5) in one secure domain, and its NIC
   // is busy tss_cost longer per frame (sealing in software, or a crypto engine's rate).
   bool uet_tss = false;

@@ -148,6 +148,10 @@ ABSL_FLAG(std::string, verb, "write",
           "tagged receive, RoCEv2 SEND into the shared receive queue) or atomic (one fetching "
           "64-bit add at the destination: UET FETCHING_ATOMIC, RoCEv2 FETCH_ADD; --bytes "
           "ignored)");
+ABSL_FLAG(uint64_t, rendezvous_bytes, 0,
+          "UET, --verb=send: tagged sends longer than this go by rendezvous (spec/uet.md §4.5.3: "
+          "the first packet eagerly, the rest READ by the destination once matched); 0 (the "
+          "default): all eager, or --mtu..4294967295");
 ABSL_FLAG(bool, tss, false,
           "UET: seal every frame (TSS, spec/uet.md §5: AES-256-GCM, 28 more bytes a frame); "
           "RoCEv2 has no security sublayer and runs as without it");
@@ -426,8 +430,11 @@ bool datagram_mode(const RunConfig& c) {
 }
 std::string datagram_params(const RunConfig& c) {
   // The verb, when not the default WRITE (runs of WRITEs read as before).
-  const std::string verb =
+  std::string verb =
       c.verb == Verb::kWrite ? "" : absl::StrFormat("\"verb\": \"%s\", ", to_string(c.verb));
+  if (c.uet_rendezvous_bytes != 0 && c.transport == TransportKind::kUet) {
+    absl::StrAppend(&verb, absl::StrFormat("\"rendezvous_bytes\": %d, ", c.uet_rendezvous_bytes));
+  }
   if (!datagram_mode(c)) return verb;
   return verb + absl::StrFormat("\"uet_mode\": \"%s\", ", mode_flag(c.uet_mode));
 }
@@ -1273,6 +1280,14 @@ int run_main() {
   check.range("load", absl::GetFlag(FLAGS_load), 0.01, 1);
   check.range("websearch_us", absl::GetFlag(FLAGS_websearch_us), 1, 100000);
   check.range("evs", absl::GetFlag(FLAGS_evs), 1, 4096);
+  if (const uint64_t rdv = absl::GetFlag(FLAGS_rendezvous_bytes); check.error.empty() && rdv != 0) {
+    if (absl::GetFlag(FLAGS_verb) != "send") {
+      check.error = "--rendezvous_bytes applies to --verb=send only";
+    } else if (rdv < absl::GetFlag(FLAGS_mtu) || rdv > 0xFFFFFFFFu) {
+      check.error = absl::StrFormat("--rendezvous_bytes=%u out of range: 0, or --mtu..4294967295",
+                                    rdv);
+    }
+  }
   check.range("buffer_kb", static_cast<double>(absl::GetFlag(FLAGS_buffer_kb)), 16, 65536);
   check.range("max_ms", absl::GetFlag(FLAGS_max_ms), 1, 100000);
   check.range("max_memory_gb", absl::GetFlag(FLAGS_max_memory_gb), 0, 1e6);
@@ -1418,6 +1433,7 @@ int run_main() {
                  : uet_mode == "uud"  ? DeliveryMode::kUud
                                       : DeliveryMode::kRud;
     c.verb = verb == "send" ? Verb::kSend : verb == "atomic" ? Verb::kAtomic : Verb::kWrite;
+    c.uet_rendezvous_bytes = absl::GetFlag(FLAGS_rendezvous_bytes);
     c.uet_tss = absl::GetFlag(FLAGS_tss);
     c.tss_cost.ps_per_frame =
         static_cast<Time>(absl::GetFlag(FLAGS_tss_ns_per_frame) * kNanosecond);

@@ -8,7 +8,8 @@ a snap length; that must not read as malformed either. A sealed run (--tss --tss
 opens with the same key file: every UET frame's PDS decrypted, no bad tag. Runs in UET's
 datagram modes carry only RUDI (request and response) or only UUD frames. Runs of the other
 verbs (uet-ab --verb=send|atomic) carry tagged sends, or fetching atomics with the atomic
-extension and their answers (responses with data), each without a warning.
+extension and their answers (responses with data), or (--rendezvous_bytes) rendezvous tagged
+sends with their extension and the READs of the rest, each without a warning.
 """
 import os
 import subprocess
@@ -109,15 +110,23 @@ def main():
             print('--uet_mode=%s: PDS types %s' % (mode, types))
         # The SES verbs (uet-ab --verb): host 0 sends and receives TAGGED_SEND (0x09), or
         # FETCHING_ATOMIC (0x04) with the atomic extension (SUM) answered by responses with
-        # data (2); no expert info at Warning or above in any frame.
+        # data (2), or (--rendezvous_bytes) RENDEZVOUS_TSEND (0x0A) with the rendezvous
+        # extension, whose rest the destination READs (0x02: answered with data); no expert
+        # info at Warning or above in any frame.
         WARN = 0x00600000
-        for verb, opcodes, extra in (('send', {'0x09'}, None),
-                                     ('atomic', {'0x04'}, ('uetref.ses.atomic.atomic_opcode', '0x02'))):
-            d = ts.path('verb_' + verb)
+        for verb, flags, opcodes, extra in (
+                ('send', [], {'0x09'}, None),
+                ('atomic', [], {'0x04'}, ('uetref.ses.atomic.atomic_opcode', '0x02')),
+                ('send', ['--rendezvous_bytes=8192', '--bytes=65536'], {'0x0a', '0x02'},
+                 ('uetref.ses.rdv.eager_length', None))):
+            d = ts.path('verb_' + verb + ('_rendezvous' if flags else ''))
             os.makedirs(d)
             subprocess.run([a.ab, '--leaves=2', '--hosts_per_leaf=4', '--spines=2',
                             '--scenario=permutation', '--transport=uet', '--bytes=16384',
-                            '--verb=' + verb, '--pcap=' + d], check=True, stdout=subprocess.DEVNULL)
+                            '--verb=' + verb, '--pcap=' + d] + flags, check=True,
+                           stdout=subprocess.DEVNULL)
+            if flags:
+                verb += ' ' + ' '.join(flags)
             os.chmod(d, 0o755)
             seen, extras, answers = set(), 0, 0
             for name in sorted(os.listdir(d)):
@@ -128,7 +137,7 @@ def main():
                     if '_ws.malformed' in pk['*']:
                         errors.append('--verb=%s %s frame %d: malformed' % (verb, name, i))
                     seen.update(o.get('uetref.ses.std.opcode', []))
-                    if extra and extra[1] in o.get(extra[0], []):
+                    if extra and o.get(extra[0]) and (extra[1] is None or extra[1] in o[extra[0]]):
                         extras += 1
                     answers += o.get('uetref.ses.rsp.opcode', []).count('2')
                     for sev, msg in zip(o.get('_ws.expert.severity', []), o.get('_ws.expert.message', [])):
@@ -137,8 +146,8 @@ def main():
             if seen != opcodes:
                 errors.append('--verb=%s: SES opcodes %s, expected %s' % (verb, sorted(seen), sorted(opcodes)))
             if extra and (extras == 0 or answers == 0):
-                errors.append('--verb=%s: %d atomic extensions, %d responses with data' % (verb, extras, answers))
-            print('--verb=%s: SES opcodes %s, %d atomic extensions, %d responses with data' %
+                errors.append('--verb=%s: %d extensions, %d responses with data' % (verb, extras, answers))
+            print('--verb=%s: SES opcodes %s, %d extensions, %d responses with data' %
                   (verb, sorted(seen), extras, answers))
     for e in errors[:50]:
         print('FAIL:', e, file=sys.stderr)

@@ -189,9 +189,10 @@ UetEndpoint::Exec UetEndpoint::rx_rendezvous(Pdc& p, const wire::SesStandardRequ
   const wire::SesRendezvous& h = *wire::as<wire::SesRendezvous>(ext);
   const uint64_t length = ses.request_length();
   const uint64_t eager = h.eager_length();
-  // Our READs name 32-bit keys and move whole payloads, so the rest must be readable by them.
+  // One packet, its eager bytes all here (or carried by length: the simulator), the rest
+  // named by a key our READs can carry (32 bits).
   if (!ses.som() || !ses.eom() || eager >= length || payload.size() + elided != eager ||
-      h.read_match_bits() > 0xFFFFFFFFu || elided != 0) {
+      h.read_match_bits() > 0xFFFFFFFFu) {
     ++counters_.rx_rdv_refused;
     refuse(p, psn, static_cast<uint8_t>(wire::SesReturnCode::kUnsupportedSize),
            ses.message_id());
@@ -278,12 +279,14 @@ UetEndpoint::Exec UetEndpoint::rx_rendezvous(Pdc& p, const wire::SesStandardRequ
       e.rdv = true;
       e.rdv_length = length;
       e.read = rd;
-      std::memcpy(m.dst, payload.data(), eager);
+      if (!payload.empty()) std::memcpy(m.dst, payload.data(), payload.size());
       ++counters_.rx_tagged_unexpected;
       return Exec::kRecord;  // no message state held: the entry has all it needs
     }
   }
-  if (m.cap > 0) std::memcpy(m.dst, payload.data(), std::min<uint64_t>(eager, m.cap));
+  if (const uint64_t fit = std::min<uint64_t>(payload.size(), m.cap); fit > 0) {
+    std::memcpy(m.dst, payload.data(), fit);
+  }
   m.in_use = true;
   ++rx_msgs_used_;
   return Exec::kRecord;
