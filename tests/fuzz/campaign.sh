@@ -8,7 +8,7 @@
 # --keep merges what the run found into the kept corpus, minimised (libFuzzer -merge=1): the
 # fast tier replays it (ctest fuzz_corpus_*). A crash leaves its input in
 # BUILD/campaign/TARGET/ (crash-*, timeout-*, oom-*, leak-*): make it a regression test.
-# BUILD defaults to build-fuzz; CC/CXX default to clang.
+# BUILD defaults to build-fuzz; CC/CXX default to clang-16 if installed, else clang.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 runs=10000000
@@ -31,7 +31,10 @@ done
 [[ "$runs" =~ ^[0-9]+$ ]] && [ "$runs" -ge 1 ] || { echo "campaign.sh: --runs must be >= 1" >&2; exit 2; }
 
 build="${BUILD:-build-fuzz}"
-CC="${CC:-clang}" CXX="${CXX:-clang++}" cmake -S . -B "$build" -G Ninja -DUET_LIBFUZZER=ON \
+# clang 16 when installed (apt install clang-16): Debian 12's default clang 14 does not take the
+# _Float16 that transport/atomic.cc computes FP16 atomics with.
+if command -v clang-16 > /dev/null; then cc=clang-16 cxx=clang++-16; else cc=clang cxx=clang++; fi
+CC="${CC:-$cc}" CXX="${CXX:-$cxx}" cmake -S . -B "$build" -G Ninja -DUET_LIBFUZZER=ON \
   -DUET_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo > "$build.configure.log"
 cmake --build "$build" --target "${targets[@]/%/_fuzz}" > "$build.build.log" || {
   tail -20 "$build.build.log"; exit 1; }

@@ -43,12 +43,13 @@ uint64_t payload_for(AtomicOp op, uint64_t bytes) noexcept {
 absl::Status UetEndpoint::post_atomic(const AtomicRequest& ar) {
   constexpr const char* kVerb = "post_atomic";
   if (absl::Status s = check_mode(ar.mode, Opcode::kAtomic, kVerb); !s.ok()) return s;
-  if (atomic_supported(ar.op, ar.type) == AtomicFault::kUnsupportedType) {
+  const AtomicFault fault = atomic_supported(ar.op, ar.type);
+  if (fault == AtomicFault::kUnsupportedType) {
     return absl::InvalidArgumentError(absl::StrCat(
         kVerb, ": type ", static_cast<int>(ar.type), " is not an AtomicType (0..",
         kNumAtomicTypes - 1, ")"));
   }
-  if (atomic_supported(ar.op, ar.type) != AtomicFault::kNone) {
+  if (fault != AtomicFault::kNone) {
     return absl::InvalidArgumentError(
         absl::StrCat(kVerb, ": op ", to_string(ar.op), " is not defined on type ",
                      to_string(ar.type), " (transport/atomic.h atomic_supported)"));
