@@ -23,10 +23,18 @@
 //   BM_Engine/payload/uet_tss       as copy/uet with every frame sealed and opened (TSS,
 //                                   spec/uet.md §5: AES-256-GCM over OpenSSL); paired with
 //                                   payload/rocev2 in the table, read against payload/uet.
+//   BM_Tagged/uet/{64,4096}         tagged sends (post_tsend, UET TAGGED_SEND, spec/uet.md
+//                                   §4.1) of 64 B and 4 KiB, as payload (gathered, checksummed
+//                                   both ways): the target keeps 64 tagged receives posted, one
+//                                   per message to come, and posts each again as it completes,
+//                                   so every message is matched on arrival; each receive is
+//                                   checked for its tag. UET only: RoCEv2 has no tagged messages.
 //
 // An iteration moves 32 data packets (and the ACKs they need); items are data packets, so
-// items/s is packets per second per core with both endpoints on that core. The time is taken
-// around the engines' calls only (manual time), so the gather of the payload rows is left out.
+// items/s is packets per second per core with both endpoints on that core. BM_Tagged's
+// iteration completes 32 messages (one packet each) at the target; items are messages, so
+// items/s is tagged operations per second. The time is taken around the engines' calls only
+// (manual time), so the gather of the payload rows is left out.
 // With console output a table of UET/RoCEv2 ratios follows.
 // Run: build/bin/engine_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 #include <benchmark/benchmark.h>
@@ -250,6 +258,118 @@ void BM_RoundTrip(benchmark::State& state, Proto proto) {
   state.SetItemsProcessed(state.iterations());
 }
 
+// Tagged sends of state.range(0) bytes (one packet each), UET only: the initiator keeps up to
+// kTagDepth messages in flight and the target kTagDepth tagged receives posted, receive `seq`
+// for message `seq`'s tag from the initiator alone. A message is posted only once its receive
+// is, and a completed receive is posted again for the message kTagDepth on before the target's
+// ACK leaves, so every message is matched on arrival (never held unexpected; checked at the
+// end). Per message: posting, framing, matching, placement, both completions.
+constexpr uint64_t kTagDepth = 64;
+constexpr uint64_t kTagBase = uint64_t{0x7A6} << 52;  // every message's tag sets high bits too
+
+constexpr uint64_t tag_of(uint64_t seq) { return kTagBase + seq; }
+
+void BM_Tagged(benchmark::State& state) {
+  const auto size = static_cast<uint64_t>(state.range(0));
+  auto a = make_endpoint(Proto::kUet, kIpA, kIpB, Mode::kPayload);
+  auto b = make_endpoint(Proto::kUet, kIpB, kIpA, Mode::kPayload);
+  std::vector<uint8_t> src(size, 0x5A), dst(size * kTagDepth);
+  Buffers ab(9216, false), ba(9216, false), ab_wire(9216, false), ba_wire(9216, false);
+  const Time per_packet =
+      static_cast<Time>((static_cast<double>(size) + 120) * 8 / kGbps * kNanosecond);
+  // Receive `seq` takes message `seq` into slot seq % kTagDepth.
+  auto post_trecv = [&](uint64_t seq) {
+    TaggedRecv tr;
+    tr.wr_id = seq;
+    tr.base = dst.data() + seq % kTagDepth * size;
+    tr.length = size;
+    tr.tag = tag_of(seq);
+    tr.source = kIpA;
+    return b->post_trecv(tr).ok();
+  };
+  for (uint64_t seq = 1; seq <= kTagDepth; ++seq) {
+    if (!post_trecv(seq)) {
+      state.SkipWithError("post_trecv refused");
+      return;
+    }
+  }
+
+  Time now = 0;
+  uint64_t sent = 0, sends_done = 0, received = 0;
+  std::array<Completion, 16> done;
+  for (auto _ : state) {
+    const Clock::time_point start = Clock::now();
+    Clock::duration dma{};  // the gathers, left out
+    auto nic = [&](const Buffers& from, size_t n, Buffers& to) {
+      const Clock::time_point t0 = Clock::now();
+      std::span<Frame* const> out = gather(from, n, to);
+      dma += Clock::now() - t0;
+      return out;
+    };
+    const uint64_t goal = received + kBurst;
+    for (int guard = 0; received < goal; ++guard) {
+      if (guard > 100'000) {
+        state.SkipWithError("no progress");
+        return;
+      }
+      while (sent < received + kTagDepth && sent - sends_done < kTagDepth) {
+        TaggedSendRequest ts;
+        ts.wr_id = ++sent;
+        ts.peer = kIpB;
+        ts.local = src.data();
+        ts.length = size;
+        ts.tag = tag_of(sent);
+        if (!a->post_tsend(ts).ok()) {
+          state.SkipWithError("post_tsend refused");
+          return;
+        }
+      }
+      const size_t n = a->tx(ab.all(), now);
+      if (n > 0) b->rx(nic(ab, n, ab_wire), now);
+      if (b->next_deadline() <= now) b->on_timer(now);
+      // Receives complete as their messages arrive: each checked, and posted again for the
+      // message kTagDepth on before the ACK goes back.
+      for (size_t k; (k = b->poll_completions(done)) > 0;) {
+        for (size_t i = 0; i < k; ++i) {
+          const Completion& c = done[i];
+          if (c.op != Opcode::kTaggedRecv || c.status != OpStatus::kSuccess ||
+              c.tag != tag_of(c.wr_id) || c.bytes != size) {
+            state.SkipWithError("a tagged receive failed or took the wrong message");
+            return;
+          }
+          if (!post_trecv(c.wr_id + kTagDepth)) {
+            state.SkipWithError("post_trecv refused");
+            return;
+          }
+        }
+        received += k;
+      }
+      const size_t acks = b->tx(ba.all(), now);
+      if (acks > 0) a->rx(nic(ba, acks, ba_wire), now);
+      if (a->next_deadline() <= now) a->on_timer(now);
+      for (size_t k; (k = a->poll_completions(done)) > 0;) {
+        for (size_t i = 0; i < k; ++i) {
+          if (done[i].op != Opcode::kTaggedSend || done[i].status != OpStatus::kSuccess) {
+            state.SkipWithError("a tagged send failed");
+            return;
+          }
+        }
+        sends_done += k;
+      }
+      now += n > 0 ? static_cast<Time>(n) * per_packet : per_packet;
+    }
+    state.SetIterationTime(std::chrono::duration<double>(Clock::now() - start - dma).count());
+  }
+  if (static_cast<const UetEndpoint&>(*b).counters().rx_tagged_unexpected != 0) {
+    state.SkipWithError("a message arrived before its receive was posted");
+    return;
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(received));
+  state.SetBytesProcessed(static_cast<int64_t>(received * size));
+  state.counters["retx"] = static_cast<double>(a->stats().retransmitted_packets);
+  state.counters["acks"] = static_cast<double>(b->stats().control_packets);
+}
+
 void register_all() {
   benchmark::RegisterBenchmark("BM_Engine/payload/uet_tss", BM_Engine, Proto::kUet, Mode::kTss)
       ->UseManualTime()
@@ -257,6 +377,11 @@ void register_all() {
   benchmark::RegisterBenchmark("BM_RoundTrip/uet", BM_RoundTrip, Proto::kUet)
       ->Unit(benchmark::kNanosecond);
   benchmark::RegisterBenchmark("BM_RoundTrip/rocev2", BM_RoundTrip, Proto::kRocev2)
+      ->Unit(benchmark::kNanosecond);
+  benchmark::RegisterBenchmark("BM_Tagged/uet", BM_Tagged)
+      ->Arg(64)
+      ->Arg(4096)
+      ->UseManualTime()
       ->Unit(benchmark::kNanosecond);
   for (const Mode mode : {Mode::kPayload, Mode::kCopy, Mode::kOffload, Mode::kHeaders}) {
     const std::string base = mode == Mode::kPayload   ? "BM_Engine/payload/"
