@@ -134,95 +134,170 @@ std::span<Frame* const> gather(const Buffers& from, size_t n, Buffers& to) {
 
 using Clock = std::chrono::steady_clock;
 
-void BM_Engine(benchmark::State& state, Proto proto, Mode mode) {
-  const bool payload = mode != Mode::kHeaders;
-  auto a = make_endpoint(proto, kIpA, kIpB, mode);
-  auto b = make_endpoint(proto, kIpB, kIpA, mode);
-  std::vector<uint8_t> src(kWriteBytes, 0x5A), dst(kWriteBytes);
-  const uint32_t rkey = *b->register_memory(dst.data(), dst.size());
-  // Headers-only frames are too small for a payload, so the engines carry it by length.
-  const bool offload = mode == Mode::kOffload;
-  Buffers ab(payload ? 9216 : 256, offload), ba(payload ? 9216 : 256, offload);
-  const bool gathers = by_reference(mode);
-  Buffers ab_wire(gathers ? 9216 : 0, offload), ba_wire(gathers ? 9216 : 0, offload);
-  const Time per_packet = static_cast<Time>((4096.0 + 120) * 8 / kGbps * kNanosecond);
+// How long a frame with `payload` bytes takes to cross the link (120 bytes of headers).
+Time wire_time(uint64_t payload) {
+  return static_cast<Time>((static_cast<double>(payload) + 120) * 8 / kGbps * kNanosecond);
+}
 
+// Two endpoints back to back in one thread, A the initiator, and the frame buffers the "NIC"
+// lends them: a pass of a host loop moves A's frames into B's rx() and B's back into A's,
+// each side's timers run when due. With payloads sent by reference the "NIC" gathers each
+// frame first (its DMA); when `timed`, their time is summed in `dma`, which the rows timed
+// manually leave out (lap, seconds_since).
+struct Pair {
+  Pair(Proto proto, Mode mode, bool timed)
+      : a(make_endpoint(proto, kIpA, kIpB, mode)),
+        b(make_endpoint(proto, kIpB, kIpA, mode)),
+        gathers(by_reference(mode)),
+        time_gathers(timed),
+        // Headers-only frames are too small for a payload, so the engines carry it by length.
+        ab(mode != Mode::kHeaders ? 9216 : 256, mode == Mode::kOffload),
+        ba(mode != Mode::kHeaders ? 9216 : 256, mode == Mode::kOffload),
+        ab_wire(gathers ? 9216 : 0, mode == Mode::kOffload),
+        ba_wire(gathers ? 9216 : 0, mode == Mode::kOffload) {}
+
+  // A's frames to B, then B's timers if due; returns how many frames A sent.
+  size_t a_to_b() { return cross(*a, ab, ab_wire, *b); }
+  // B's frames to A, then A's timers if due.
+  size_t b_to_a() { return cross(*b, ba, ba_wire, *a); }
+
+  // The start of an iteration timed manually, and its time then, gathers left out.
+  Clock::time_point lap() {
+    dma = {};
+    return Clock::now();
+  }
+  double seconds_since(Clock::time_point start) const {
+    return std::chrono::duration<double>(Clock::now() - start - dma).count();
+  }
+
+  // One iteration's passes of a host loop, until `done()`: `post()` tops up A's operations,
+  // A's frames go to B, `at_b()` takes B's completions, B's frames go back, `at_a()` takes
+  // A's; the clock moves as A's frames cross the link, `per_packet` each (one when none). A
+  // callback that fails the row returns false; so does this then.
+  template <class Done, class Post, class AtB, class AtA>
+  bool passes(benchmark::State& state, Time per_packet, Done done, Post post, AtB at_b, AtA at_a) {
+    for (int guard = 0; !done(); ++guard) {
+      if (guard > 100'000) {
+        state.SkipWithError("no progress");
+        return false;
+      }
+      if (!post()) return false;
+      const size_t sent = a_to_b();
+      if (!at_b()) return false;
+      b_to_a();
+      if (!at_a()) return false;
+      now += sent > 0 ? static_cast<Time>(sent) * per_packet : per_packet;
+    }
+    return true;
+  }
+
+  // The packets the row cost besides its data: A's resends, B's ACKs.
+  void count_packets(benchmark::State& state) const {
+    state.counters["retx"] = static_cast<double>(a->stats().retransmitted_packets);
+    state.counters["acks"] = static_cast<double>(b->stats().control_packets);
+  }
+
+  std::unique_ptr<Endpoint> a, b;
   Time now = 0;
-  uint64_t wr_id = 0;
-  int outstanding = 0;
+
+ private:
+  size_t cross(Endpoint& from, Buffers& out, Buffers& wire, Endpoint& to) {
+    const size_t n = from.tx(out.all(), now);
+    if (n > 0) to.rx(gathers ? nic(out, n, wire) : out.all().first(n), now);
+    if (to.next_deadline() <= now) to.on_timer(now);
+    return n;
+  }
+  std::span<Frame* const> nic(const Buffers& from, size_t n, Buffers& to) {
+    if (!time_gathers) return gather(from, n, to);
+    const Clock::time_point t0 = Clock::now();
+    std::span<Frame* const> out = gather(from, n, to);
+    dma += Clock::now() - t0;
+    return out;
+  }
+
+  const bool gathers, time_gathers;
+  Buffers ab, ba, ab_wire, ba_wire;
+  Clock::duration dma{};  // the gathers of the iteration under way
+};
+
+// Moves `ep`'s completions out, each through `check` (nullptr: as it should be, else what is
+// wrong), and adds how many to `count`. The first that is wrong fails the row (false).
+template <class Check>
+bool drain(benchmark::State& state, Endpoint& ep, uint64_t& count, Check check) {
   std::array<Completion, 16> done;
-  const EndpointStats before = a->stats();
+  for (size_t n; (n = ep.poll_completions(done)) > 0; count += n) {
+    for (size_t i = 0; i < n; ++i) {
+      if (const char* error = check(done[i]); error != nullptr) {
+        state.SkipWithError(error);
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+// A completion of `op` that succeeded, or `error`.
+const char* expect(const Completion& c, Opcode op, const char* error) {
+  return c.op == op && c.status == OpStatus::kSuccess ? nullptr : error;
+}
+
+void BM_Engine(benchmark::State& state, Proto proto, Mode mode) {
+  Pair pair(proto, mode, /*timed=*/true);
+  Endpoint& a = *pair.a;
+  std::vector<uint8_t> src(kWriteBytes, 0x5A), dst(kWriteBytes);
+  const uint32_t rkey = *pair.b->register_memory(dst.data(), dst.size());
+
+  uint64_t wr_id = 0, completed = 0;
+  const EndpointStats before = a.stats();
   // One iteration moves kBurst data packets from A to B (and whatever ACKs that takes back):
   // the time per iteration divided by kBurst is the cost of one packet.
   auto packets_sent = [&] {
-    const EndpointStats s = a->stats();
+    const EndpointStats s = a.stats();
     return s.data_packets + s.retransmitted_packets;
   };
   for (auto _ : state) {
-    const Clock::time_point start = Clock::now();
-    Clock::duration dma{};  // the gathers, left out
-    auto nic = [&](const Buffers& from, size_t n, Buffers& to) {
-      const Clock::time_point t0 = Clock::now();
-      std::span<Frame* const> out = gather(from, n, to);
-      dma += Clock::now() - t0;
-      return out;
-    };
+    const Clock::time_point start = pair.lap();
     const uint64_t goal = packets_sent() + kBurst;
-    for (int guard = 0; packets_sent() < goal; ++guard) {
-      if (guard > 100'000) {
-        state.SkipWithError("no progress");
-        return;
-      }
-      while (outstanding < 2) {
-        WriteRequest wr;
-        wr.wr_id = ++wr_id;
-        wr.peer = kIpB;
-        wr.rkey = rkey;
-        wr.local = src.data();
-        wr.length = kWriteBytes;
-        if (!a->post_write(wr).ok()) {
-          state.SkipWithError("post_write refused");
-          return;
-        }
-        ++outstanding;
-      }
-      const size_t sent = a->tx(ab.all(), now);
-      if (sent > 0) b->rx(gathers ? nic(ab, sent, ab_wire) : ab.all().first(sent), now);
-      if (b->next_deadline() <= now) b->on_timer(now);
-      const size_t acks = b->tx(ba.all(), now);
-      if (acks > 0) a->rx(gathers ? nic(ba, acks, ba_wire) : ba.all().first(acks), now);
-      if (a->next_deadline() <= now) a->on_timer(now);
-      for (size_t n; (n = a->poll_completions(done)) > 0;) {
-        for (size_t i = 0; i < n; ++i) {
-          if (done[i].status != OpStatus::kSuccess) {
-            state.SkipWithError("a write failed");
-            return;
+    const bool ok = pair.passes(
+        state, wire_time(4096), [&] { return packets_sent() >= goal; },
+        [&] {
+          for (; wr_id < completed + 2; ++wr_id) {
+            WriteRequest wr;
+            wr.wr_id = wr_id + 1;
+            wr.peer = kIpB;
+            wr.rkey = rkey;
+            wr.local = src.data();
+            wr.length = kWriteBytes;
+            if (!a.post_write(wr).ok()) {
+              state.SkipWithError("post_write refused");
+              return false;
+            }
           }
-        }
-        outstanding -= static_cast<int>(n);
-      }
-      now += sent > 0 ? static_cast<Time>(sent) * per_packet : per_packet;
-    }
-    state.SetIterationTime(std::chrono::duration<double>(Clock::now() - start - dma).count());
+          return true;
+        },
+        [] { return true; },
+        [&] {
+          return drain(state, a, completed, [](const Completion& c) {
+            return expect(c, Opcode::kWrite, "a write failed");
+          });
+        });
+    if (!ok) return;
+    state.SetIterationTime(pair.seconds_since(start));
   }
-  const EndpointStats after = a->stats();
+  const EndpointStats after = a.stats();
   const uint64_t packets = after.data_packets + after.retransmitted_packets -
                            before.data_packets - before.retransmitted_packets;
   state.SetItemsProcessed(static_cast<int64_t>(packets));
   state.SetBytesProcessed(static_cast<int64_t>(packets) * 4096);
-  state.counters["retx"] = static_cast<double>(after.retransmitted_packets);
-  state.counters["acks"] = static_cast<double>(b->stats().control_packets);
+  pair.count_packets(state);
 }
 
 // One 64-byte write in flight at a time (uet-perf --lat, ib_write_lat): what a round trip costs
 // the two engines, posting to completion, with the checks a NIC without offloads leaves them.
 void BM_RoundTrip(benchmark::State& state, Proto proto) {
-  auto a = make_endpoint(proto, kIpA, kIpB, Mode::kPayload);
-  auto b = make_endpoint(proto, kIpB, kIpA, Mode::kPayload);
+  Pair pair(proto, Mode::kPayload, /*timed=*/false);
   std::vector<uint8_t> src(64, 0x5A), dst(64);
-  const uint32_t rkey = *b->register_memory(dst.data(), dst.size());
-  Buffers ab(9216, false), ba(9216, false), ab_wire(9216, false), ba_wire(9216, false);
-  Time now = 0;
+  const uint32_t rkey = *pair.b->register_memory(dst.data(), dst.size());
   uint64_t wr_id = 0;
   std::array<Completion, 4> done;
   for (auto _ : state) {
@@ -232,7 +307,7 @@ void BM_RoundTrip(benchmark::State& state, Proto proto) {
     wr.rkey = rkey;
     wr.local = src.data();
     wr.length = src.size();
-    if (!a->post_write(wr).ok()) {
+    if (!pair.a->post_write(wr).ok()) {
       state.SkipWithError("post_write refused");
       return;
     }
@@ -243,12 +318,10 @@ void BM_RoundTrip(benchmark::State& state, Proto proto) {
         return;
       }
       // Each step is a pass of a host loop; the clock moves as the frames cross a 100 Gb/s link.
-      now += 500 * kNanosecond;
-      if (const size_t n = a->tx(ab.all(), now); n > 0) b->rx(gather(ab, n, ab_wire), now);
-      if (b->next_deadline() <= now) b->on_timer(now);
-      if (const size_t n = b->tx(ba.all(), now); n > 0) a->rx(gather(ba, n, ba_wire), now);
-      if (a->next_deadline() <= now) a->on_timer(now);
-      completed = a->poll_completions(done);
+      pair.now += 500 * kNanosecond;
+      pair.a_to_b();
+      pair.b_to_a();
+      completed = pair.a->poll_completions(done);
       if (completed > 0 && done[0].status != OpStatus::kSuccess) {
         state.SkipWithError("a write failed");
         return;
@@ -271,12 +344,9 @@ constexpr uint64_t tag_of(uint64_t seq) { return kTagBase + seq; }
 
 void BM_Tagged(benchmark::State& state) {
   const auto size = static_cast<uint64_t>(state.range(0));
-  auto a = make_endpoint(Proto::kUet, kIpA, kIpB, Mode::kPayload);
-  auto b = make_endpoint(Proto::kUet, kIpB, kIpA, Mode::kPayload);
+  Pair pair(Proto::kUet, Mode::kPayload, /*timed=*/true);
+  Endpoint &a = *pair.a, &b = *pair.b;
   std::vector<uint8_t> src(size, 0x5A), dst(size * kTagDepth);
-  Buffers ab(9216, false), ba(9216, false), ab_wire(9216, false), ba_wire(9216, false);
-  const Time per_packet =
-      static_cast<Time>((static_cast<double>(size) + 120) * 8 / kGbps * kNanosecond);
   // Receive `seq` takes message `seq` into slot seq % kTagDepth.
   auto post_trecv = [&](uint64_t seq) {
     TaggedRecv tr;
@@ -285,7 +355,7 @@ void BM_Tagged(benchmark::State& state) {
     tr.length = size;
     tr.tag = tag_of(seq);
     tr.source = kIpA;
-    return b->post_trecv(tr).ok();
+    return b.post_trecv(tr).ok();
   };
   for (uint64_t seq = 1; seq <= kTagDepth; ++seq) {
     if (!post_trecv(seq)) {
@@ -294,80 +364,54 @@ void BM_Tagged(benchmark::State& state) {
     }
   }
 
-  Time now = 0;
   uint64_t sent = 0, sends_done = 0, received = 0;
-  std::array<Completion, 16> done;
   for (auto _ : state) {
-    const Clock::time_point start = Clock::now();
-    Clock::duration dma{};  // the gathers, left out
-    auto nic = [&](const Buffers& from, size_t n, Buffers& to) {
-      const Clock::time_point t0 = Clock::now();
-      std::span<Frame* const> out = gather(from, n, to);
-      dma += Clock::now() - t0;
-      return out;
-    };
+    const Clock::time_point start = pair.lap();
     const uint64_t goal = received + kBurst;
-    for (int guard = 0; received < goal; ++guard) {
-      if (guard > 100'000) {
-        state.SkipWithError("no progress");
-        return;
-      }
-      while (sent < received + kTagDepth && sent - sends_done < kTagDepth) {
-        TaggedSendRequest ts;
-        ts.wr_id = ++sent;
-        ts.peer = kIpB;
-        ts.local = src.data();
-        ts.length = size;
-        ts.tag = tag_of(sent);
-        if (!a->post_tsend(ts).ok()) {
-          state.SkipWithError("post_tsend refused");
-          return;
-        }
-      }
-      const size_t n = a->tx(ab.all(), now);
-      if (n > 0) b->rx(nic(ab, n, ab_wire), now);
-      if (b->next_deadline() <= now) b->on_timer(now);
-      // Receives complete as their messages arrive: each checked, and posted again for the
-      // message kTagDepth on before the ACK goes back.
-      for (size_t k; (k = b->poll_completions(done)) > 0;) {
-        for (size_t i = 0; i < k; ++i) {
-          const Completion& c = done[i];
-          if (c.op != Opcode::kTaggedRecv || c.status != OpStatus::kSuccess ||
-              c.tag != tag_of(c.wr_id) || c.bytes != size) {
-            state.SkipWithError("a tagged receive failed or took the wrong message");
-            return;
+    const bool ok = pair.passes(
+        state, wire_time(size), [&] { return received >= goal; },
+        [&] {
+          while (sent < received + kTagDepth && sent - sends_done < kTagDepth) {
+            TaggedSendRequest ts;
+            ts.wr_id = ++sent;
+            ts.peer = kIpB;
+            ts.local = src.data();
+            ts.length = size;
+            ts.tag = tag_of(sent);
+            if (!a.post_tsend(ts).ok()) {
+              state.SkipWithError("post_tsend refused");
+              return false;
+            }
           }
-          if (!post_trecv(c.wr_id + kTagDepth)) {
-            state.SkipWithError("post_trecv refused");
-            return;
-          }
-        }
-        received += k;
-      }
-      const size_t acks = b->tx(ba.all(), now);
-      if (acks > 0) a->rx(nic(ba, acks, ba_wire), now);
-      if (a->next_deadline() <= now) a->on_timer(now);
-      for (size_t k; (k = a->poll_completions(done)) > 0;) {
-        for (size_t i = 0; i < k; ++i) {
-          if (done[i].op != Opcode::kTaggedSend || done[i].status != OpStatus::kSuccess) {
-            state.SkipWithError("a tagged send failed");
-            return;
-          }
-        }
-        sends_done += k;
-      }
-      now += n > 0 ? static_cast<Time>(n) * per_packet : per_packet;
-    }
-    state.SetIterationTime(std::chrono::duration<double>(Clock::now() - start - dma).count());
+          return true;
+        },
+        // Receives complete as their messages arrive: each checked, and posted again for the
+        // message kTagDepth on before the ACK goes back.
+        [&] {
+          return drain(state, b, received, [&](const Completion& c) -> const char* {
+            constexpr const char* kWrong = "a tagged receive failed or took the wrong message";
+            if (expect(c, Opcode::kTaggedRecv, kWrong) != nullptr || c.tag != tag_of(c.wr_id) ||
+                c.bytes != size) {
+              return kWrong;
+            }
+            return post_trecv(c.wr_id + kTagDepth) ? nullptr : "post_trecv refused";
+          });
+        },
+        [&] {
+          return drain(state, a, sends_done, [](const Completion& c) {
+            return expect(c, Opcode::kTaggedSend, "a tagged send failed");
+          });
+        });
+    if (!ok) return;
+    state.SetIterationTime(pair.seconds_since(start));
   }
-  if (static_cast<const UetEndpoint&>(*b).counters().rx_tagged_unexpected != 0) {
+  if (static_cast<const UetEndpoint&>(b).counters().rx_tagged_unexpected != 0) {
     state.SkipWithError("a message arrived before its receive was posted");
     return;
   }
   state.SetItemsProcessed(static_cast<int64_t>(received));
   state.SetBytesProcessed(static_cast<int64_t>(received * size));
-  state.counters["retx"] = static_cast<double>(a->stats().retransmitted_packets);
-  state.counters["acks"] = static_cast<double>(b->stats().control_packets);
+  pair.count_packets(state);
 }
 
 void register_all() {
