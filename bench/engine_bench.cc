@@ -29,12 +29,19 @@
 //                                   per message to come, and posts each again as it completes,
 //                                   so every message is matched on arrival; each receive is
 //                                   checked for its tag. UET only: RoCEv2 has no tagged messages.
+//   BM_Atomic/uet/{fetch,post}/{1,64}
+//                                   atomics (post_atomic, UET FETCHING_ATOMIC / ATOMIC,
+//                                   spec/uet.md §4.5): a SUM of 1 on one uint64 at the target,
+//                                   its old value fetched into `result` or not, 1 or 64 in
+//                                   flight, as payload. /1 is a round trip each, read against
+//                                   BM_RoundTrip/uet; /64 the engines' rate. UET only.
 //
 // An iteration moves 32 data packets (and the ACKs they need); items are data packets, so
 // items/s is packets per second per core with both endpoints on that core. BM_Tagged's
-// iteration completes 32 messages (one packet each) at the target; items are messages, so
-// items/s is tagged operations per second. The time is taken around the engines' calls only
-// (manual time), so the gather of the payload rows is left out.
+// iteration completes 32 messages (one packet each) at the target, BM_Atomic's 32 atomics at
+// the initiator; items are operations, so items/s is operations per second. The time is taken
+// around the engines' calls only (manual time), so the gather of the payload rows is left out
+// (BM_RoundTrip, BM_Atomic: real time, the gathers of their small frames in it).
 // With console output a table of UET/RoCEv2 ratios follows.
 // Run: build/bin/engine_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 #include <benchmark/benchmark.h>
@@ -241,6 +248,12 @@ const char* expect(const Completion& c, Opcode op, const char* error) {
   return c.op == op && c.status == OpStatus::kSuccess ? nullptr : error;
 }
 
+// Whether the engine took a post; if not, the row fails with `error`.
+bool taken(benchmark::State& state, const absl::Status& posted, const char* error) {
+  if (!posted.ok()) state.SkipWithError(error);
+  return posted.ok();
+}
+
 void BM_Engine(benchmark::State& state, Proto proto, Mode mode) {
   Pair pair(proto, mode, /*timed=*/true);
   Endpoint& a = *pair.a;
@@ -268,10 +281,7 @@ void BM_Engine(benchmark::State& state, Proto proto, Mode mode) {
             wr.rkey = rkey;
             wr.local = src.data();
             wr.length = kWriteBytes;
-            if (!a.post_write(wr).ok()) {
-              state.SkipWithError("post_write refused");
-              return false;
-            }
+            if (!taken(state, a.post_write(wr), "post_write refused")) return false;
           }
           return true;
         },
@@ -307,10 +317,7 @@ void BM_RoundTrip(benchmark::State& state, Proto proto) {
     wr.rkey = rkey;
     wr.local = src.data();
     wr.length = src.size();
-    if (!pair.a->post_write(wr).ok()) {
-      state.SkipWithError("post_write refused");
-      return;
-    }
+    if (!taken(state, pair.a->post_write(wr), "post_write refused")) return;
     size_t completed = 0;
     for (int guard = 0; completed == 0; ++guard) {
       if (guard > 1000) {
@@ -355,13 +362,10 @@ void BM_Tagged(benchmark::State& state) {
     tr.length = size;
     tr.tag = tag_of(seq);
     tr.source = kIpA;
-    return b.post_trecv(tr).ok();
+    return b.post_trecv(tr);
   };
   for (uint64_t seq = 1; seq <= kTagDepth; ++seq) {
-    if (!post_trecv(seq)) {
-      state.SkipWithError("post_trecv refused");
-      return;
-    }
+    if (!taken(state, post_trecv(seq), "post_trecv refused")) return;
   }
 
   uint64_t sent = 0, sends_done = 0, received = 0;
@@ -378,10 +382,7 @@ void BM_Tagged(benchmark::State& state) {
             ts.local = src.data();
             ts.length = size;
             ts.tag = tag_of(sent);
-            if (!a.post_tsend(ts).ok()) {
-              state.SkipWithError("post_tsend refused");
-              return false;
-            }
+            if (!taken(state, a.post_tsend(ts), "post_tsend refused")) return false;
           }
           return true;
         },
@@ -394,7 +395,7 @@ void BM_Tagged(benchmark::State& state) {
                 c.bytes != size) {
               return kWrong;
             }
-            return post_trecv(c.wr_id + kTagDepth) ? nullptr : "post_trecv refused";
+            return post_trecv(c.wr_id + kTagDepth).ok() ? nullptr : "post_trecv refused";
           });
         },
         [&] {
@@ -414,6 +415,64 @@ void BM_Tagged(benchmark::State& state) {
   pair.count_packets(state);
 }
 
+// Atomics of one uint64 (post_atomic, UET ATOMIC / FETCHING_ATOMIC, spec/uet.md §4.5), UET
+// only: a SUM of 1 on one counter at the target, fetching (its old value lands in `result`) or
+// not, state.range(0) of them in flight. An iteration completes kBurst at the initiator; each
+// completion is checked, and a fetched value must be the count of the atomics before it (each
+// executed once, in order: nothing is lost or reordered here). Per atomic: posting, framing,
+// execution at the target, the answer (fetching) or ACK, the completion; a fetching one's
+// CLEAR besides, when the initiator has nothing else to send.
+void BM_Atomic(benchmark::State& state, bool fetching) {
+  const auto depth = static_cast<uint64_t>(state.range(0));
+  // Real time, the gathers in it (as BM_RoundTrip): a frame of ~100 bytes is gathered in less
+  // time than the two clock reads that would take it out.
+  Pair pair(Proto::kUet, Mode::kPayload, /*timed=*/false);
+  Endpoint& a = *pair.a;
+  uint64_t counter = 0;
+  const uint64_t one = 1;
+  std::vector<uint64_t> results(depth);  // atomic `seq` fetches into results[seq % depth]
+  const uint32_t rkey =
+      *pair.b->register_memory(reinterpret_cast<uint8_t*>(&counter), sizeof counter);
+
+  uint64_t posted = 0, completed = 0;
+  for (auto _ : state) {
+    const uint64_t goal = completed + kBurst;
+    const bool ok = pair.passes(
+        state, wire_time(sizeof one), [&] { return completed >= goal; },
+        [&] {
+          for (; posted < completed + depth; ++posted) {
+            AtomicRequest ar;
+            ar.wr_id = posted + 1;
+            ar.peer = kIpB;
+            ar.rkey = rkey;
+            ar.op = AtomicOp::kSum;
+            ar.type = AtomicType::kUint64;
+            ar.operand = reinterpret_cast<const uint8_t*>(&one);
+            if (fetching) ar.result = reinterpret_cast<uint8_t*>(&results[ar.wr_id % depth]);
+            if (!taken(state, a.post_atomic(ar), "post_atomic refused")) return false;
+          }
+          return true;
+        },
+        [] { return true; },
+        [&] {
+          return drain(state, a, completed, [&](const Completion& c) -> const char* {
+            constexpr const char* kWrong = "an atomic failed or fetched the wrong value";
+            if (expect(c, Opcode::kAtomic, kWrong) != nullptr || c.bytes != sizeof one) {
+              return kWrong;
+            }
+            return !fetching || results[c.wr_id % depth] == c.wr_id - 1 ? nullptr : kWrong;
+          });
+        });
+    if (!ok) return;
+  }
+  if (counter != static_cast<const UetEndpoint&>(*pair.b).counters().rx_atomics) {
+    state.SkipWithError("an atomic was executed twice or not at all");
+    return;
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(completed));
+  pair.count_packets(state);
+}
+
 void register_all() {
   benchmark::RegisterBenchmark("BM_Engine/payload/uet_tss", BM_Engine, Proto::kUet, Mode::kTss)
       ->UseManualTime()
@@ -427,6 +486,14 @@ void register_all() {
       ->Arg(4096)
       ->UseManualTime()
       ->Unit(benchmark::kNanosecond);
+  for (const bool fetching : {true, false}) {
+    const char* name = fetching ? "BM_Atomic/uet/fetch" : "BM_Atomic/uet/post";
+    benchmark::RegisterBenchmark(name, BM_Atomic, fetching)
+        ->Arg(1)
+        ->Arg(kTagDepth)
+        ->UseRealTime()
+        ->Unit(benchmark::kNanosecond);
+  }
   for (const Mode mode : {Mode::kPayload, Mode::kCopy, Mode::kOffload, Mode::kHeaders}) {
     const std::string base = mode == Mode::kPayload   ? "BM_Engine/payload/"
                              : mode == Mode::kCopy    ? "BM_Engine/copy/"
