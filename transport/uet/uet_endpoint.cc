@@ -352,7 +352,8 @@ absl::Status UetEndpoint::post_op(uint32_t peer, bool rod, const Op& op, const c
   // A rendezvous send is also waiting for its source's READs (rdv_release).
   o.unacked = o.packets + (o.rdv != 0 && o.op != Opcode::kRead ? 1 : 0);
   // RCCC's backlog: the payload bytes that need credit (not READs' or atomics', above tx).
-  if (op.op != Opcode::kRead && op.op != Opcode::kAtomic) p.ini.unsent_bytes += carried;
+  o.carries = op.op != Opcode::kRead && op.op != Opcode::kAtomic;
+  if (o.carries) p.ini.unsent_bytes += carried;
   o.message_id = p.ini.next_message_id;
   // A READ is one single-packet READ message per chunk (NOTES.md, "How the SES operations travel
   // on the PDS"): one ID each.

@@ -56,6 +56,9 @@ struct Op {
   uint32_t unacked = 0;
   bool failed = false;
   bool abandoned = false;  // send: given up (RNR); remaining PSNs go out with SES `ie`
+  // A WRITE's or SEND's payload, which needs RCCC credit (not a READ's or an atomic's
+  // operands): known at post, so the data path tests one byte.
+  bool carries = true;
   // Rendezvous (§4.5.3): a send's source (its number + 1), whose READs must all be done
   // before it completes; or a READ's receive (RxMsg number + 1), which it completes. 0: none.
   uint32_t rdv = 0;

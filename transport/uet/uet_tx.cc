@@ -19,7 +19,7 @@ using wire::PdsType;
   const uint64_t offset = uint64_t{s.packet} * config_.payload_bytes;
   const uint32_t len = s.len;
   // A READ request has no payload; an atomic's operands follow its extension (put_atomic).
-  const bool carries = o.op != Opcode::kRead && o.op != Opcode::kAtomic;
+  const bool carries = o.carries;
   // §4.5.3: a rendezvous send's one packet carries the extension before its eager bytes.
   const bool rdv = o.rdv != 0 && carries;
   // §3.4: with RCCC every request is RUD_CC, its CC state four bytes longer.
@@ -67,7 +67,7 @@ using wire::PdsType;
     } else if (config_.tx_by_reference ? !b.reference(payload) : !b.append_summed(payload)) {
       return false;
     }
-  } else if (o.op == Opcode::kAtomic && !put_atomic(o, b)) {
+  } else if (!carries && o.op == Opcode::kAtomic && !put_atomic(o, b)) {
     return false;
   }
   if (!finish(b, f, elided, tss_ != nullptr ? payload : std::span<const uint8_t>{})) return false;
@@ -330,7 +330,7 @@ UetEndpoint::Turn UetEndpoint::tx_close(Pdc& p, uint16_t id, Frame& f) {
     }
     if (!mpr_room(p)) return tx_clear(p, id, f, now);
     const Op& o = p.ini.ops[p.ini.op_send];
-    if (!credit && o.op != Opcode::kRead && o.op != Opcode::kAtomic) {
+    if (!credit && o.carries) {
       credit_blocked(p, now);
       return Turn::kWaiting;
     }
@@ -342,7 +342,7 @@ UetEndpoint::Turn UetEndpoint::tx_close(Pdc& p, uint16_t id, Frame& f) {
     s.packet = p.ini.send_packet;
     s.len = static_cast<uint32_t>(std::min<uint64_t>(
         config_.payload_bytes, o.length - uint64_t{p.ini.send_packet} * config_.payload_bytes));
-    if (o.rdv != 0 && o.op != Opcode::kRead) [[unlikely]] s.len = rdv_eager();
+    if (o.rdv != 0 && o.carries) [[unlikely]] s.len = rdv_eager();
   }
   if (!build_data(p, id, psn, retx, f, now)) return Turn::kIdle;
   if (!retx) {
@@ -366,7 +366,7 @@ UetEndpoint::Turn UetEndpoint::tx_close(Pdc& p, uint16_t id, Frame& f) {
   for (uint32_t q = p.ini.base_psn; psn_before(q, p.ini.next_psn); ++q) {
     Slot& s = p.ini.slots[(q & mpr_mask_)];
     if (!s.resend) continue;
-    if (!credit && p.ini.ops[s.op].op != Opcode::kRead && p.ini.ops[s.op].op != Opcode::kAtomic) {
+    if (!credit && p.ini.ops[s.op].carries) {
       credit_blocked(p, now);
       return false;
     }
