@@ -296,6 +296,53 @@ TEST(UetExhaustion_Bound, FullTablesComeCloseToTheBoundAndStayUnder) {
   EXPECT_GE(peak, bound * 4 / 5);
 }
 
+// A target PDC whose initiator fell silent mid-message is taken by a new peer's SYN (the
+// table full): the tagged messages it was receiving end. One matched to a posted receive
+// completes it kPdcClosed with nothing counted as placed; one held unexpected leaves the list,
+// so a receive posted later does not take its half.
+TEST(UetExhaustion_Reclaim, TaggedMessagesCutOffWithTheirPdcEndTheirReceives) {
+  UetConfig c = config_for(kIpB);
+  c.max_pdcs = 1;
+  c.idle_timeout = 20 * kMicrosecond;
+  auto ep = std::move(*UetEndpoint::create(c));
+  std::vector<uint8_t> buf(1000, 0xEE), late(1000, 0xEE);
+  ASSERT_TRUE(ep->post_trecv({7, buf.data(), buf.size(), 0x55}).ok());
+  Req r;
+  r.ses = true;
+  r.op = wire::SesOpcode::kTaggedSend;
+  r.length = 1000;  // 256 bytes of it arrive
+  r.payload = 256;
+  r.key = 0x55;  // match_bits: the tag
+  deliver(*ep, forge(r), 0);
+  r.syn = false;
+  r.dpdcid = 0;
+  r.psn = 1001;
+  r.message_id = 2;
+  r.key = 0x66;  // no receive for it: unexpected
+  deliver(*ep, forge(r), 0);
+  EXPECT_EQ(ep->counters().rx_tagged_matched, 1u);
+  EXPECT_EQ(ep->counters().rx_tagged_unexpected, 1u);
+  Time now = 0;
+  for (int step = 0; step < 200; ++step) {  // REQ_CLOSEs go unanswered
+    now += c.idle_timeout / 2;
+    tick(*ep, now);
+    drain(*ep, now);
+  }
+  Req other;
+  other.src = kIpA + 9;
+  deliver(*ep, forge(other), now);
+  EXPECT_EQ(ep->counters().req_close_abandoned, 1u);
+  std::vector<Completion> cs(8);
+  cs.resize(ep->poll_completions(cs));
+  ASSERT_EQ(cs.size(), 1u);
+  EXPECT_EQ(cs[0].wr_id, 7u);
+  EXPECT_EQ(cs[0].status, OpStatus::kPdcClosed);
+  EXPECT_EQ(cs[0].bytes, 0u);
+  ASSERT_TRUE(ep->post_trecv({8, late.data(), late.size(), 0x66}).ok());
+  EXPECT_EQ(ep->poll_completions(cs), 0u);
+  EXPECT_TRUE(std::all_of(late.begin(), late.end(), [](uint8_t x) { return x == 0xEE; }));
+}
+
 // Large configs: the bound is finite and adds up (no term overflows), and an endpoint that
 // has done nothing is far below it.
 TEST(UetExhaustion_Bound, GrowsWithEveryTable) {

@@ -378,6 +378,7 @@ class UetEndpoint final : public Endpoint {
   bool stage_unexpected(RxMsg& m, uint64_t length);
   void free_unexpected(uint32_t u);
   void complete_trecv(const TaggedRecv& tr, const RxMsg& m, const uint8_t* staged);
+  void close_tagged(RxMsg& m);
   static bool tag_matches(const TaggedRecv& tr, uint64_t tag, uint32_t peer) noexcept {
     return ((tr.tag ^ tag) & ~tr.ignore) == 0 && (tr.source == 0 || tr.source == peer);
   }

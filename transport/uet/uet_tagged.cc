@@ -241,10 +241,32 @@ void UetEndpoint::complete_trecv(const TaggedRecv& tr, const RxMsg& m, const uin
     ++counters_.rx_truncated;
     status = OpStatus::kTruncated;
   }
-  Completion c{tr.wr_id, status, status == OpStatus::kRemoteInvalidRequest ? 0 : fit,
+  const bool placed = status == OpStatus::kSuccess || status == OpStatus::kTruncated;
+  Completion c{tr.wr_id, status, placed ? fit : 0,
                Opcode::kTaggedRecv, m.peer, m.has_data, m.data};
   c.tag = m.tag;
   completions_.push_back(c);
+}
+
+// Tagged message `m` (no longer in use) ends unfinished, its PDC gone: its receive (or the
+// receive bound to its unexpected entry) completes kPdcClosed; an entry nothing matched goes.
+void UetEndpoint::close_tagged(RxMsg& m) {
+  m.status = OpStatus::kPdcClosed;
+  if (m.unexp < 0) {
+    TaggedRecv tr;
+    tr.wr_id = m.wr_id;
+    tr.base = m.dst;
+    tr.length = m.cap;
+    complete_trecv(tr, m, nullptr);
+    return;
+  }
+  const auto u = static_cast<uint32_t>(m.unexp);
+  if (unexp_[u].bound) {
+    complete_trecv(unexp_[u].recv, m, nullptr);
+  } else {
+    unlink(unexp_, unexp_list_.head, unexp_list_.tail, u);
+  }
+  free_unexpected(u);
 }
 
 // The first packet of a tagged message to arrive (any of them: each carries the tag) matches

@@ -40,12 +40,19 @@ int32_t UetEndpoint::reclaim_unanswered() {
   return -1;
 }
 
-// Frees a target PDC: SEND messages it was receiving end (kPdcClosed) so their buffers
-// complete in order.
+// Frees a target PDC: SEND and tagged messages it was receiving end (kPdcClosed), so their
+// buffers complete in order. (A rendezvous message's READ runs on a PDC of its own, and ends
+// its receive itself.)
 void UetEndpoint::release_target(uint16_t id) {
   if (rx_msgs_used_ > 0) {
     for (RxMsg& m : rx_msgs_) {
-      if (!m.in_use || m.pdc != id) continue;
+      if (!m.in_use || m.pdc != id || m.rdv) continue;
+      if (m.tagged) {
+        m.in_use = false;
+        --rx_msgs_used_;
+        close_tagged(m);
+        continue;
+      }
       Recv& r = recvs_[m.recv];
       r.done = true;
       r.status = OpStatus::kPdcClosed;
