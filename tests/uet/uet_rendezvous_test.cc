@@ -240,6 +240,43 @@ TEST(UetRendezvous_Truncation, TheBytesThatFitArePlacedPostedOrUnexpected) {
   }
 }
 
+// Each end sends the other a rendezvous message on the PDC its READ of the other's shares:
+// each send waits for the other's clear, and each READ completes only behind its PDC's send.
+// Nothing else is sent, so CLEARs carry the clears, and the first ones are lost: sent again
+// each RTO, both complete long before rendezvous_timeout.
+TEST(UetRendezvous_Clear, CrossedSendsCompleteThoughTheirFirstClearsAreLost) {
+  UetConfig a = config_for(kIpA), b = config_for(kIpB);
+  a.rendezvous_timeout = b.rendezvous_timeout = 20 * kMillisecond;
+  Link link(a, b);
+  int clears_lost = 0;
+  link.set_filter([&](int, const wire::Decoded& d) {
+    if (d.pds_type == wire::PdsType::kCtrl &&
+        wire::as<wire::PdsCtrl>(d.pds)->ctl_type() == wire::CtrlType::kClear && clears_lost < 2) {
+      ++clears_lost;
+      return 0;
+    }
+    return 1;
+  });
+  const std::vector<uint8_t> ma = pattern(50000, 1), mb = pattern(70000, 2);
+  std::vector<uint8_t> at_b(ma.size(), 0), at_a(mb.size(), 0);
+  ASSERT_TRUE(link.b().post_trecv(trecv(1, at_b, 5)).ok());
+  ASSERT_TRUE(link.a().post_trecv(trecv(2, at_a, 6)).ok());
+  ASSERT_TRUE(link.a().post_tsend(tsend(10, ma, 5)).ok());
+  TaggedSendRequest back = tsend(20, mb, 6);
+  back.peer = kIpA;
+  ASSERT_TRUE(link.b().post_tsend(back).ok());
+  link.run(link.now() + 5 * kMillisecond);
+  std::vector<Completion> ca = drain(link.a()), cb = drain(link.b());
+  ASSERT_EQ(ca.size(), 2u);  // its send and its receive
+  ASSERT_EQ(cb.size(), 2u);
+  for (const Completion& c : ca) EXPECT_EQ(c.status, OpStatus::kSuccess) << c.wr_id;
+  for (const Completion& c : cb) EXPECT_EQ(c.status, OpStatus::kSuccess) << c.wr_id;
+  EXPECT_TRUE(ma == at_b);
+  EXPECT_TRUE(mb == at_a);
+  EXPECT_EQ(clears_lost, 2);
+  EXPECT_EQ(link.a().counters().rdv_timeouts + link.b().counters().rdv_timeouts, 0u);
+}
+
 // ----------------------------------------------------------------------------- bounds
 
 TEST(UetRendezvous_Bounds, WithEverySourceExposedTheNextSendsGoEagerly) {

@@ -202,9 +202,12 @@ void UetEndpoint::free_pdc(uint16_t id) {
     if (p.role == Role::kTarget) tss_->start_psn_used(p.peer_ip4, p.peer_pdcid, p.tgt.rcv_base);
   }
   if (p.role == Role::kTarget) rccc_rx_.on_close(id);  // RCCC: it wants no more credit
-  if (p.role == Role::kTarget && p.tgt.gtd_live > 0 && !amo_results_.empty()) {
+  if (p.role == Role::kTarget && p.tgt.gtd_live > 0) {
     for (Pdc::Refusal& g : p.tgt.gtd) {  // fetching atomics' values no one will ask for again
       if (g.result != 0) free_result(std::exchange(g.result, 0));
+      // A rendezvous source's READ answers no clear reached: the reader has closed (or given
+      // up on) its PDC, so it reads no more; the source counts them as cleared.
+      if (g.rdv != 0) rdv_cleared(std::exchange(g.rdv, 0), g.rdv_len);
     }
   }
   rod_release_buffer(p);

@@ -83,7 +83,8 @@ void UetEndpoint::on_timer(Time now) {
     Pdc& p = pdcs_[id];
     if (std::min({p.tgt.ack_pending ? p.tgt.ack_deadline : kNever, p.idle_deadline,
                   p.ini.close_deadline, p.ini.credit_deadline, p.ini.tlp_deadline,
-                  p.ini.rack_deadline, p.ini.rto_deadline}) <= now) {
+                  p.ini.rack_deadline, p.ini.rto_deadline,
+                  p.ini.results_held ? p.ini.clear_at : kNever}) <= now) {
       mark_ready(p);  // a timer of its fires: it may have a frame for tx()
     }
     bool freed = false;

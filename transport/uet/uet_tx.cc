@@ -317,11 +317,14 @@ UetEndpoint::Turn UetEndpoint::tx_close(Pdc& p, uint16_t id, Frame& f) {
     if (!take_resend(p, credit, now, &psn)) return Turn::kIdle;
   } else {
     if (p.ini.op_send == p.ini.op_tail) {
-      // §3.3: all sent and acknowledged, but the target still holds fetched values for us
-      // (its CACK lags): no request will carry our clear PSN, so a CLEAR does.
-      const bool held = p.ini.results_held && !psn_before(p.ini.base_psn, p.ini.next_psn) &&
-                        psn_before(p.ini.peer_cack, p.ini.base_psn - 1);
-      if (!held) p.ini.results_held = false;
+      // §3.3: all sent and acknowledged, but the target still holds answers for us (fetched
+      // values, a rendezvous source's READ data: its CACK lags): no request will carry our
+      // clear PSN, so a CLEAR does (again each RTO until the CACK passes). Held until then,
+      // also while PSNs are still in flight.
+      const bool lagging = psn_before(p.ini.peer_cack, p.ini.base_psn - 1);
+      if (!lagging) p.ini.results_held = false;
+      const bool held =
+          p.ini.results_held && lagging && !psn_before(p.ini.base_psn, p.ini.next_psn);
       return held && tx_clear(p, id, f, now) == Turn::kSent ? Turn::kSent : Turn::kIdle;
     }
     if (p.ini.next_psn - p.ini.base_psn >= (p.rod ? config_.rod_window : config_.mpr) ||
