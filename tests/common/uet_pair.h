@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <random>
 #include <utility>
@@ -94,5 +95,30 @@ class UetLink {
   Time jitter_ = 0;
   std::mt19937_64 rng_;
 };
+
+// Tagged messages (the tagged and rendezvous tests): a send of `msg` to `peer`, a receive over
+// `buf`, and completions by wr_id (each must come once).
+inline TaggedSendRequest tagged_send(uint64_t wr_id, uint32_t peer, const std::vector<uint8_t>& msg,
+                                     uint64_t tag, DeliveryMode mode = DeliveryMode::kRud) {
+  TaggedSendRequest ts;
+  ts.wr_id = wr_id;
+  ts.peer = peer;
+  ts.local = msg.data();
+  ts.length = msg.size();
+  ts.tag = tag;
+  ts.mode = mode;
+  return ts;
+}
+inline TaggedRecv tagged_recv(uint64_t wr_id, std::vector<uint8_t>& buf, uint64_t tag,
+                              uint64_t ignore = 0, uint32_t source = 0) {
+  return TaggedRecv{wr_id, buf.data(), buf.size(), tag, ignore, source};
+}
+inline std::map<uint64_t, Completion> by_wr_id(const std::vector<Completion>& cs) {
+  std::map<uint64_t, Completion> m;
+  for (const Completion& c : cs) {
+    EXPECT_TRUE(m.emplace(c.wr_id, c).second) << "wr_id " << c.wr_id << " completed twice";
+  }
+  return m;
+}
 
 }  // namespace uet::testing

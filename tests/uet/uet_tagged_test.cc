@@ -34,29 +34,13 @@ struct Link : testing::UetLink {
 
 TaggedSendRequest tsend(uint64_t wr_id, const std::vector<uint8_t>& msg, uint64_t tag,
                         DeliveryMode mode = DeliveryMode::kRud) {
-  TaggedSendRequest ts;
-  ts.wr_id = wr_id;
-  ts.peer = kIpB;
-  ts.local = msg.data();
-  ts.length = msg.size();
-  ts.tag = tag;
-  ts.mode = mode;
-  return ts;
+  return testing::tagged_send(wr_id, kIpB, msg, tag, mode);
 }
-
 TaggedRecv trecv(uint64_t wr_id, std::vector<uint8_t>& buf, uint64_t tag, uint64_t ignore = 0,
                  uint32_t source = 0) {
-  return TaggedRecv{wr_id, buf.data(), buf.size(), tag, ignore, source};
+  return testing::tagged_recv(wr_id, buf, tag, ignore, source);
 }
-
-// The receive completions by wr_id.
-std::map<uint64_t, Completion> by_wr_id(const std::vector<Completion>& cs) {
-  std::map<uint64_t, Completion> m;
-  for (const Completion& c : cs) {
-    EXPECT_TRUE(m.emplace(c.wr_id, c).second) << "wr_id " << c.wr_id << " completed twice";
-  }
-  return m;
-}
+using testing::by_wr_id;
 
 // ------------------------------------------------------------------------------ matching
 

@@ -360,8 +360,7 @@ class UetEndpoint final : public Endpoint {
   void rdv_expose(Pdc& p, Op& o);
   void rdv_release(Op& o) noexcept;
   bool put_rendezvous(const Op& o, wire::FrameBuilder& b);
-  Pdc::Response rdv_read_response(uint32_t peer, uint64_t key, uint64_t at, uint64_t len,
-                                  Pdc::Response r);
+  wire::SesReturnCode rdv_read_check(uint32_t peer, uint64_t key, uint64_t at, uint64_t len);
   const uint8_t* rdv_bytes(uint32_t key, uint64_t offset) const noexcept {
     return rdv_[key & 0xFFFF].base + offset;
   }

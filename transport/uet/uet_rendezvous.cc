@@ -70,35 +70,24 @@ bool UetEndpoint::put_rendezvous(const Op& o, wire::FrameBuilder& b) {
   return true;
 }
 
-// A READ of a source (`r` names the PSN and message): its bytes, if the key is a live
-// source's, the reader its send's peer, and [at, at + len) inside it.
-UetEndpoint::Pdc::Response UetEndpoint::rdv_read_response(uint32_t peer, uint64_t key,
-                                                          uint64_t at, uint64_t len,
-                                                          Pdc::Response r) {
+// A READ of a source: kNull if the key is a live source's, the reader its send's peer, and
+// [at, at + len) inside it; else why not (BAD_MKEY, BAD_ADDR), counted.
+wire::SesReturnCode UetEndpoint::rdv_read_check(uint32_t peer, uint64_t key, uint64_t at,
+                                                uint64_t len) {
   const uint32_t i = key & 0xFFFF;
   if (key > 0xFFFFFFFFu || i >= rdv_.size() || !rdv_[i].live ||
       key != rdv_key(i, rdv_[i].gen) || pdcs_[rdv_[i].pdc].peer_ip4 != peer) {
     ++counters_.rx_rdv_bad_read;
-    r.code = static_cast<uint8_t>(wire::SesReturnCode::kBadMkey);
-    return r;
+    return wire::SesReturnCode::kBadMkey;
   }
   RdvSource& s = rdv_[i];
   if (at > s.length || len > s.length - at) {
     ++counters_.rx_rdv_bad_read;
-    r.code = static_cast<uint8_t>(wire::SesReturnCode::kBadAddr);
-  } else if (len > config_.payload_bytes) {
-    ++counters_.rx_unsupported;
-    r.code = static_cast<uint8_t>(wire::SesReturnCode::kUnsupportedSize);
-  } else {
-    r.code = static_cast<uint8_t>(wire::SesReturnCode::kOk);
-    r.data = true;
-    r.key = static_cast<uint32_t>(key);
-    r.offset = at;
-    r.len = static_cast<uint32_t>(len);
-    s.deadline = now_ + config_.rendezvous_timeout;  // the reader is at work
-    ++counters_.rx_rdv_reads;
+    return wire::SesReturnCode::kBadAddr;
   }
-  return r;
+  s.deadline = now_ + config_.rendezvous_timeout;  // the reader is at work
+  ++counters_.rx_rdv_reads;
+  return wire::SesReturnCode::kNull;
 }
 
 // The ACK answering READ `r` of a source is being built: the answer is held as a refusal is

@@ -18,10 +18,10 @@ UetEndpoint::Pdc::Response UetEndpoint::read_response(const wire::SesStandardReq
   const uint64_t key = ses.match_bits();
   const uint64_t at = ses.buffer_offset();
   const uint64_t len = ses.request_length();
-  if (!key_ok(key) && is_rdv_key(key)) [[unlikely]] {  // a rendezvous source (uet_rendezvous.cc)
-    return rdv_read_response(peer, key, at, len, r);
-  }
-  if (const wire::SesReturnCode why = check_region(key, at, len);
+  // A key no region has may name a rendezvous source (uet_rendezvous.cc).
+  if (const wire::SesReturnCode why = !key_ok(key) && is_rdv_key(key)
+                                          ? rdv_read_check(peer, key, at, len)
+                                          : check_region(key, at, len);
       why != wire::SesReturnCode::kNull) {
     r.code = static_cast<uint8_t>(why);
   } else if (len > config_.payload_bytes) {  // one response packet per READ request
