@@ -510,6 +510,40 @@ TEST(UetAtomic_Sim, QuietPeersClearTheResultsTheTargetHolds) {
   EXPECT_GE(hosts.eps[0]->counters().refusals_cleared, kHosts - 2);  // freed by the CLEARs
 }
 
+// Expect: an initiator whose fetched value the target holds tells it so (§3.3 clear PSN) even
+// when a WRITE was still in flight as the value came back, and its first CLEAR is lost: the
+// CLEAR goes again an RTO later and the target frees the result (PDCs never close here).
+TEST(UetAtomic_Clear, ALostClearGoesAgainAndFreesTheHeldResult) {
+  Link link;
+  Target t(link.b());
+  std::vector<uint8_t> big(3 * 4096, 0x11), dst(3 * 4096, 0);
+  const uint32_t wkey = *link.b().register_memory(dst.data(), dst.size());
+  int clears = 0;
+  link.set_filter([&](int from, const wire::Decoded& d) {
+    const bool clear = d.pds_type == wire::PdsType::kCtrl &&
+                       wire::as<wire::PdsCtrl>(d.pds)->ctl_type() == wire::CtrlType::kClear;
+    if (from == 0 && clear && clears++ == 0) return 0;  // the first CLEAR is lost
+    return 1;
+  });
+  const uint64_t one = 1;
+  uint64_t fetched = ~uint64_t{0};
+  ASSERT_TRUE(link.a()
+                  .post_atomic(atomic(1, t.key, 0, AtomicOp::kSum, AtomicType::kUint64, &one,
+                                      &fetched))
+                  .ok());
+  link.run(link.now() + kMicrosecond);  // the atomic is on its way; then a WRITE follows it
+  WriteRequest wr{.wr_id = 2, .peer = kIpB, .rkey = wkey, .local = big.data(),
+                  .length = big.size()};
+  ASSERT_TRUE(link.a().post_write(wr).ok());
+  link.run(link.now() + 10 * kMillisecond);
+  const auto done = drain(link.a());
+  ASSERT_EQ(done.size(), 2u);
+  EXPECT_EQ(fetched, 0u);
+  EXPECT_TRUE(big == dst);
+  EXPECT_GE(clears, 2);  // the lost one, and the one sent again
+  EXPECT_EQ(link.b().counters().refusals_cleared, 1u);  // the held result, freed
+}
+
 // Expect: requests the engine cannot carry are refused at posting, naming what is wrong.
 TEST(UetAtomic_Post, BadRequestsAreRefusedNamingTheField) {
   Link link;
