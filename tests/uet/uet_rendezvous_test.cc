@@ -227,8 +227,8 @@ TEST(UetRendezvous_Truncation, TheBytesThatFitArePlacedPostedOrUnexpected) {
 
 // Each end sends the other a rendezvous message on the PDC its READ of the other's shares:
 // each send waits for the other's clear, and each READ completes only behind its PDC's send.
-// Nothing else is sent, so CLEARs carry the clears, and the first ones are lost: sent again
-// each RTO, both complete long before rendezvous_timeout.
+// With the first two CLEARs lost, both still complete, whole, long before rendezvous_timeout.
+// (UetAtomic_Clear is the test that a lost CLEAR goes again.)
 TEST(UetRendezvous_Clear, CrossedSendsCompleteThoughTheirFirstClearsAreLost) {
   UetConfig a = config_for(kIpA), b = config_for(kIpB);
   a.rendezvous_timeout = b.rendezvous_timeout = 20 * kMillisecond;

@@ -69,8 +69,8 @@ struct UetConfig {
   // rendezvous_bytes (0: never; else payload_bytes..2^32-1) carries its first packet's worth
   // eagerly and the target READs the rest from the source. At most rendezvous_sources such
   // sends are exposed at once (1..65535; a send that finds none free goes eagerly); one whose
-  // source no READ touched for rendezvous_timeout (1 us..1000 s) completes kTimeout and its
-  // source is withdrawn.
+  // source no READ touched for rendezvous_timeout (1 us..1000 s) completes kRetriesExhausted
+  // and its source is withdrawn.
   uint64_t rendezvous_bytes = 0;
   uint32_t rendezvous_sources = 64;
   Time rendezvous_timeout = kSecond;

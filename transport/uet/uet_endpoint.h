@@ -428,6 +428,7 @@ class UetEndpoint final : public Endpoint {
     return wire::SesReturnCode::kNull;
   }
   RxMsg* find_msg(uint16_t pdc, uint16_t message_id) noexcept;
+  RxMsg* take_msg(Pdc& p, uint32_t psn);
   void deliver_recvs();
   absl::StatusOr<uint16_t> initiator_pdc(uint32_t peer, bool rod, const char* verb);
   absl::Status post_op(uint32_t peer, bool rod, const Op& op, const char* verb);

@@ -196,16 +196,9 @@ UetEndpoint::Exec UetEndpoint::rx_rendezvous(Pdc& p, const wire::SesStandardRequ
     queue_nack(p, wire::NackCode::kRcvdSesProcg, psn);
     return Exec::kWait;
   }
-  if (rx_msgs_used_ == rx_msgs_.size()) {
-    ++counters_.rx_no_msg_state;
-    queue_nack(p, wire::NackCode::kNoSesMsgAvail, psn);
-    return Exec::kWait;
-  }
-  const auto m_index = static_cast<uint32_t>(
-      std::find_if(rx_msgs_.begin(), rx_msgs_.end(), [](const RxMsg& e) { return !e.in_use; }) -
-      rx_msgs_.begin());
-  RxMsg& m = rx_msgs_[m_index];
-  m = RxMsg{};
+  RxMsg* const mp = take_msg(p, psn);
+  if (mp == nullptr) return Exec::kWait;
+  RxMsg& m = *mp;
   m.rdv = true;
   m.tagged = tagged;
   m.length = length;

@@ -46,6 +46,20 @@ UetEndpoint::RxMsg* UetEndpoint::find_msg(uint16_t pdc_id, uint16_t message_id) 
   return nullptr;
 }
 
+// A message state for a message starting now, cleared; null (counted, and the request NACKed
+// NO_SES_MSG_AVAIL: its initiator retries) when all max_recv_messages are in use.
+UetEndpoint::RxMsg* UetEndpoint::take_msg(Pdc& p, uint32_t psn) {
+  if (rx_msgs_used_ == rx_msgs_.size()) {
+    ++counters_.rx_no_msg_state;
+    queue_nack(p, wire::NackCode::kNoSesMsgAvail, psn);
+    return nullptr;
+  }
+  RxMsg& m = *std::find_if(rx_msgs_.begin(), rx_msgs_.end(),
+                           [](const RxMsg& e) { return !e.in_use; });
+  m = RxMsg{};
+  return &m;
+}
+
 // Receive completions leave in buffer posting order.
 void UetEndpoint::deliver_recvs() {
   while (recv_head_ != recv_claim_) {
@@ -76,17 +90,8 @@ UetEndpoint::Exec UetEndpoint::rx_send(Pdc& p, uint16_t id, std::span<const uint
       queue_nack(p, wire::NackCode::kRcvdSesProcg, psn);
       return Exec::kWait;
     }
-    if (rx_msgs_used_ == rx_msgs_.size()) {
-      ++counters_.rx_no_msg_state;
-      queue_nack(p, wire::NackCode::kNoSesMsgAvail, psn);
-      return Exec::kWait;
-    }
-    for (RxMsg& e : rx_msgs_) {
-      if (!e.in_use) {
-        m = &e;
-        break;
-      }
-    }
+    m = take_msg(p, psn);
+    if (m == nullptr) return Exec::kWait;
     Recv& r = recvs_[recv_claim_];
     r.peer = p.peer_ip4;
     *m = RxMsg{true,

@@ -275,19 +275,8 @@ void UetEndpoint::close_tagged(RxMsg& m) {
 UetEndpoint::RxMsg* UetEndpoint::start_tagged(Pdc& p, uint16_t id,
                                               const wire::SesStandardRequest& ses, uint32_t psn) {
   tagged_tables();
-  if (rx_msgs_used_ == rx_msgs_.size()) {
-    ++counters_.rx_no_msg_state;
-    queue_nack(p, wire::NackCode::kNoSesMsgAvail, psn);
-    return nullptr;
-  }
-  RxMsg* m = nullptr;
-  for (RxMsg& e : rx_msgs_) {
-    if (!e.in_use) {
-      m = &e;
-      break;
-    }
-  }
-  *m = RxMsg{};
+  RxMsg* m = take_msg(p, psn);
+  if (m == nullptr) return nullptr;
   m->pdc = id;
   m->message_id = ses.message_id();
   m->length = m->remaining = ses.request_length();
