@@ -126,6 +126,9 @@ struct SendRequest {
   uint32_t imm = 0;
   uint16_t channel = 0;  // the connection to the peer (above WriteRequest)
   SesAddress to{};       // UET: the process and resource at the peer (RoCEv2: ignored)
+  // UET (DEFERRABLE_SEND, spec/uet.md §4.2): a target with no buffer for it records it and
+  // asks for it again (DEFERRABLE_RTR) once a receive is posted, instead of refusing it.
+  bool deferrable = false;
 };
 
 // A tagged send (libfabric's FI_TAGGED; UET TAGGED_SEND, spec/uet.md §4.1): `length` bytes
@@ -143,6 +146,9 @@ struct TaggedSendRequest {
   uint64_t data = 0;      // ... to the receive completion
   uint16_t channel = 0;   // the connection to the peer (above WriteRequest)
   SesAddress to{};
+  // DEFERRABLE_TSEND (§4.2): a target with no matching receive records the message without
+  // staging its bytes, and asks for it again when one is posted.
+  bool deferrable = false;
 };
 
 // spec/uet.md §4.5.1: what an atomic does to each element of the target, in the wire's

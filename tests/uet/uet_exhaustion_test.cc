@@ -189,6 +189,7 @@ TEST(UetExhaustion_Bound, FullTablesComeCloseToTheBoundAndStayUnder) {
   c.resource_indexes = 16;
   c.rendezvous_bytes = 512;
   c.rendezvous_sources = 4;
+  c.deferrable_sends = 4;
   constexpr uint32_t kRegions = 4;
   const size_t bound = UetEndpoint::memory_bound(c, kRegions);
   auto ep = std::move(*UetEndpoint::create(c));
@@ -225,8 +226,12 @@ TEST(UetExhaustion_Bound, FullTablesComeCloseToTheBoundAndStayUnder) {
   ts.length = 1024;
   ASSERT_TRUE(ep->post_tsend(ts).ok());
   EXPECT_EQ(ep->counters().tx_rendezvous, 1u);
+  // Then a deferrable send (the restart slots' table, in full with it).
+  SendRequest ds{.wr_id = 1, .peer = kIpA + 100, .local = mem.data(), .length = 256};
+  ds.deferrable = true;
+  ASSERT_TRUE(ep->post_send(ds).ok());
   for (uint32_t peer = 0; peer < c.max_pdcs; ++peer) {
-    for (uint32_t w = peer == 0 ? 1 : 0; w < c.max_ops; ++w)
+    for (uint32_t w = peer == 0 ? 2 : 0; w < c.max_ops; ++w)
       ASSERT_TRUE(ep->post_write({w, kIpA + 100 + peer, 1, 0, mem.data(), 256}).ok());
   }
   EXPECT_EQ(ep->pdcs_allocated(), 8u);

@@ -364,6 +364,10 @@ absl::Status RoceEndpoint::post_read(const ReadRequest& rr) {
 }
 
 absl::Status RoceEndpoint::post_send(const SendRequest& sr) {
+  if (sr.deferrable) {  // RC answers a missing receive with an RNR NAK and a retry
+    return absl::UnimplementedError(
+        "post_send: RoCEv2 has no deferrable sends (UET DEFERRABLE_SEND): set deferrable=false");
+  }
   Write w;
   w.op = Opcode::kSend;
   w.has_imm = sr.has_imm;

@@ -74,6 +74,13 @@ struct UetConfig {
   uint64_t rendezvous_bytes = 0;
   uint32_t rendezvous_sources = 64;
   Time rendezvous_timeout = kSecond;
+  // Deferrable sends (spec/uet.md §4.2; NOTES.md, "Deferrable sends"): at most
+  // deferrable_sends posted and not yet complete (1..65535; the next is refused at post). A
+  // target keeps a deferred message in its unexpected list (max_unexpected, no bytes); a
+  // receive it reserved for one whose restart has not come in deferral_timeout (1 us..1000 s)
+  // completes kRetriesExhausted.
+  uint32_t deferrable_sends = 64;
+  Time deferral_timeout = kSecond;
   uint64_t window_bytes = 256 * 1024;     // bytes in flight per PDC at most
   CcMode cc = CcMode::kNscc;              // congestion control (CcMode)
   // RCCC (cc/rccc.h): quantum, speculative allowance, credit target cap, grant pacing.
@@ -212,6 +219,11 @@ struct UetCounters {
   // (a malformed extension header).
   uint64_t tx_rendezvous = 0, tx_rendezvous_eager = 0, rx_rdv_reads = 0, rx_rdv_bad_read = 0;
   uint64_t rdv_timeouts = 0, rx_rendezvous = 0, rx_rdv_refused = 0;
+  // Deferrable sends: deferred by their target and restarted on its DEFERRABLE_RTR
+  // (initiator); RTRs received naming no deferred send; messages deferred, RTRs sent, restarts
+  // received, and receives whose restart never came (target).
+  uint64_t tx_deferred = 0, tx_restarts = 0, rx_rtr_stale = 0;
+  uint64_t rx_deferred = 0, tx_rtr = 0, rx_restarts = 0, defer_timeouts = 0;
   uint64_t rnr_retx = 0;          // initiator: resends after an RNR NACK
   uint64_t rsp_ring_full = 0;     // target: request dropped, no room to queue its response
   // Guaranteed delivery of refusals (§3.3 clear_psn_offset, §4.6).

@@ -74,6 +74,11 @@ absl::Status UetConfig::validate() const {
   if (rendezvous_timeout < kMicrosecond || rendezvous_timeout > 1000 * kSecond)
     return out_of_range("rendezvous_timeout", static_cast<uint64_t>(rendezvous_timeout),
                         "1 us..1000 s (ps)");
+  if (deferrable_sends < 1 || deferrable_sends > 65535)
+    return out_of_range("deferrable_sends", deferrable_sends, "1..65535");
+  if (deferral_timeout < kMicrosecond || deferral_timeout > 1000 * kSecond)
+    return out_of_range("deferral_timeout", static_cast<uint64_t>(deferral_timeout),
+                        "1 us..1000 s (ps)");
   if (job_id > 0xFFFFFF) return out_of_range("job_id", job_id, "0..16777215 (24 bits)");
   if (pid_on_fep > 0xFFF) return out_of_range("pid_on_fep", pid_on_fep, "0..4095 (12 bits)");
   if (job_pid_base > pid_on_fep)
@@ -229,7 +234,7 @@ size_t UetEndpoint::memory_bytes() const noexcept {
              held(rudi_ops_) + held(rudi_pkts_) + held(rudi_free_) + held(rudi_rsp_) +
              held(uud_q_) + held(regions_) + rccc_rx_.memory_bytes() + held(trecvs_) +
              held(trecv_free_) + held(unexp_) + held(unexp_free_) + held(unexp_by_at_) +
-             held(resources_) + held(amo_results_) + held(amo_free_) + held(rdv_) + held(rdv_free_) + (arena_ != nullptr ? config_.unexpected_bytes : 0);
+             held(resources_) + held(amo_results_) + held(amo_free_) + held(rdv_) + held(rdv_free_) + held(defer_) + held(defer_free_) + held(deferred_) + (arena_ != nullptr ? config_.unexpected_bytes : 0);
   for (const RodBuffer& b : rod_pool_) {
     if (b.bytes != nullptr)
       n += held(b.bits) + held(b.slots) + size_t{config_.rod_window} * config_.payload_bytes;
@@ -267,12 +272,13 @@ size_t UetEndpoint::memory_bound(const UetConfig& c, uint32_t regions) noexcept 
          size_t{c.rudi_packets} * (sizeof(RudiPkt) + sizeof(uint16_t)) +  // ids, responses
          size_t{c.rudi_responses} * sizeof(RudiRsp) + size_t{c.uud_queue} * sizeof(PeerOp) +
          appended_capacity(std::min(regions, kMaxRegions)) * sizeof(Region) +
-         // Tagged messages: receives, unexpected entries (three tables), their bytes.
+         // Tagged messages: receives, unexpected entries (four tables), their bytes.
          size_t{c.max_trecvs} * (sizeof(TRecv) + sizeof(uint32_t)) +
-         size_t{c.max_unexpected} * (sizeof(Unexp) + 2 * sizeof(uint32_t)) + c.unexpected_bytes +
+         size_t{c.max_unexpected} * (sizeof(Unexp) + 3 * sizeof(uint32_t)) + c.unexpected_bytes +
          size_t{c.resource_indexes} * sizeof(Resource) +
          size_t{c.atomic_results} * (kMaxAtomicBytes + sizeof(uint16_t)) +  // fetched values
          size_t{c.rendezvous_sources} * (sizeof(RdvSource) + sizeof(uint32_t)) +
+         size_t{c.deferrable_sends} * (sizeof(DeferSlot) + sizeof(uint32_t)) +
          (c.tss.enabled ? tss::Sublayer::memory_bound(c.tss) : 0);
 }
 
@@ -344,7 +350,7 @@ absl::Status UetEndpoint::post_op(uint32_t peer, bool rod, const Op& op, const c
   o.packets = std::max<uint32_t>(
       1, static_cast<uint32_t>((op.length + config_.payload_bytes - 1) / config_.payload_bytes));
   uint64_t carried = op.length;
-  if (config_.rendezvous_bytes != 0 && op.length > config_.rendezvous_bytes &&
+  if (config_.rendezvous_bytes != 0 && op.length > config_.rendezvous_bytes && op.defer == 0 &&
       (op.op == Opcode::kSend || op.op == Opcode::kTaggedSend)) {
     rdv_expose(p, o);  // §4.5.3: one packet, the eager bytes; the target READs the rest
     if (o.rdv != 0) {
@@ -355,7 +361,7 @@ absl::Status UetEndpoint::post_op(uint32_t peer, bool rod, const Op& op, const c
   // A rendezvous send is also waiting for its source's READs (rdv_release).
   o.unacked = o.packets + (o.rdv != 0 && o.op != Opcode::kRead ? 1 : 0);
   // RCCC's backlog: the payload bytes that need credit (not READs' or atomics', above tx).
-  o.carries = op.op != Opcode::kRead && op.op != Opcode::kAtomic;
+  o.carries = op.op != Opcode::kRead && op.op != Opcode::kAtomic && op.op != Opcode::kRecv;
   if (o.carries) p.ini.unsent_bytes += carried;
   o.message_id = p.ini.next_message_id;
   // A READ is one single-packet READ message per chunk (NOTES.md, "How the SES operations travel
@@ -397,10 +403,10 @@ absl::Status UetEndpoint::post_read(const ReadRequest& rr) {
 
 // The immediate travels in ses_std.header_data with `hd` (spec/uet.md §4.2).
 absl::Status UetEndpoint::post_send(const SendRequest& sr) {
-  return post_verb(sr.mode, sr.peer,
-                   Op{.op = Opcode::kSend, .wr_id = sr.wr_id, .src = sr.local,
-                      .length = sr.length, .has_imm = sr.has_imm, .imm = sr.imm, .to = sr.to},
-                   sr.local, "post_send");
+  const Op op{.op = Opcode::kSend, .wr_id = sr.wr_id, .src = sr.local, .length = sr.length,
+              .has_imm = sr.has_imm, .imm = sr.imm, .to = sr.to};
+  if (sr.deferrable) return defer_post(sr.mode, sr.peer, op, sr.local, "post_send");
+  return post_verb(sr.mode, sr.peer, op, sr.local, "post_send");
 }
 
 // One operation, checked by the verb, to the machinery of its delivery mode: a PDC (RUD,
@@ -434,6 +440,7 @@ absl::Status UetEndpoint::post_recv(const RecvBuffer& rb) {
   r = Recv{};
   r.rb = rb;
   ++recv_tail_;
+  if (deferred_untagged_ > 0) reserve_untagged();  // a deferred SEND gets it (§4.2)
   return absl::OkStatus();
 }
 

@@ -173,6 +173,27 @@ class UetEndpoint final : public Endpoint {
     RdvRead read;
     TaggedRecv recv;
     uint32_t prev = kNoLink, next = kNoLink;
+    // A deferred message (§4.2, uet_deferrable.cc): no bytes; its sender's restart token and
+    // PID, the PDC and message ID of the deferred attempt; once a receive is reserved for it
+    // (`recv`, or an untagged one's recvs_ position recv_at), the restart due by `deadline`.
+    bool deferred = false;
+    bool untagged = false;  // a DEFERRABLE_SEND, matched by post_recv
+    bool reserved = false;
+    uint16_t pdc = 0, message_id = 0, pid = 0;
+    uint32_t recv_at = 0;
+    uint64_t token = 0;
+    Time deadline = kNever;
+  };
+  // A deferrable send at its initiator (uet_deferrable.cc), from post to completion: in
+  // flight (its first attempt or a restart), or deferred by the target until its RTR.
+  struct DeferSlot {
+    bool live = false;
+    bool deferred = false;
+    bool rtr_seen = false;  // the RTR came while the deferred attempt was still in flight
+    bool rod = false;
+    uint16_t gen = 0;  // in its token: an RTR for an earlier use names no live send
+    uint32_t peer = 0;
+    Op op;  // as posted
   };
   struct LinkedList {
     uint32_t head = kNoLink, tail = kNoLink;
@@ -374,6 +395,29 @@ class UetEndpoint final : public Endpoint {
   void rdv_read_done(const Op& o);
   void rdv_place(const Op& o, uint64_t at, std::span<const uint8_t> data);
   void complete_rdv(RxMsg& m, OpStatus status);
+  // Deferrable sends (uet_deferrable.cc): the initiator's slots and restarts, the target's
+  // deferred messages, reservations and RTRs.
+  absl::Status defer_post(DeliveryMode mode, uint32_t peer, Op op, const void* buffer,
+                          const char* verb);
+  uint64_t defer_token(uint32_t slot) const noexcept {
+    return uint64_t{defer_[slot].gen} << 16 | slot;
+  }
+  void defer_free(uint32_t slot) noexcept;
+  void defer_retired(const Op& o);
+  bool defer_restart(uint32_t slot);
+  Exec rx_rtr(Pdc& p, const wire::SesStandardRequest& ses, uint32_t psn);
+  Exec rx_deferrable(Pdc& p, uint16_t id, std::span<const uint8_t> payload, size_t elided,
+                     const wire::SesStandardRequest& ses, uint32_t psn);
+  bool defer_message(Pdc& p, uint16_t id, const wire::SesStandardRequest& ses);
+  bool bind_restart(Pdc& p, uint16_t id, const wire::SesStandardRequest& ses, uint32_t psn,
+                    uint32_t u);
+  uint32_t find_deferred(uint32_t peer, uint64_t token) const noexcept;
+  void free_deferred(uint32_t u);
+  bool post_rtr(uint32_t u);
+  void reserve_untagged();
+  absl::Status defer_matched(const TaggedRecv& tr, uint32_t u);
+  Time defer_timer(Time now);
+  bool trecv_waits(uint64_t tag, uint32_t peer) const noexcept;
   bool stage_unexpected(RxMsg& m, uint64_t length);
   void free_unexpected(uint32_t u);
   void complete_trecv(const TaggedRecv& tr, const RxMsg& m, const uint8_t* staged);
@@ -585,6 +629,15 @@ class UetEndpoint final : public Endpoint {
   std::vector<RdvSource> rdv_;
   std::vector<uint32_t> rdv_free_;
   uint32_t rdv_live_ = 0;
+  // Deferrable sends (deferrable_sends, taken at the first), the free ones, restarts an RTR
+  // asked for that found no room to post (retried by on_timer). Target: its deferred
+  // messages (entries of unexp_), the untagged ones no receive has reserved yet, and the
+  // reserved ones (the deferral timer's).
+  std::vector<DeferSlot> defer_;
+  std::vector<uint32_t> defer_free_;
+  uint32_t restarts_due_ = 0;
+  std::vector<uint32_t> deferred_;
+  uint32_t deferred_untagged_ = 0, deferred_reserved_ = 0;
   static constexpr uint8_t kRelBit = 0x08;  // §4.1 `rel`, byte 1 of every request header
   // Waiting to be polled from completions_head_; polled entries are dropped once they are
   // half the vector (poll_completions), so it holds fewer than twice the waiting ones.

@@ -141,8 +141,12 @@ void UetEndpoint::mark_lost(Pdc& p, uint32_t psn) {
   while (p.ini.op_head != p.ini.op_send) {
     const Op& o = p.ini.ops[p.ini.op_head];
     if (o.unacked != 0) break;
-    if (o.rdv != 0) [[unlikely]] {
-      rdv_read_done(o);  // a rendezvous READ completes its receive, not an operation posted
+    if ((o.rdv | o.defer) != 0) [[unlikely]] {
+      if (o.rdv != 0) {
+        rdv_read_done(o);  // a rendezvous READ completes its receive, not an operation posted
+      } else {
+        defer_retired(o);  // a deferrable send may wait for its RTR instead
+      }
     } else {
       completions_.push_back(internal::op_completion(o));
     }
@@ -504,6 +508,10 @@ void UetEndpoint::fail_pdc(Pdc& p, OpStatus why) {
       continue;
     }
     if (o.rdv != 0) rdv_release(o);
+    if (o.defer != 0) {
+      if (o.op == Opcode::kRecv) continue;  // an RTR: the target's deferral timer follows
+      defer_free(o.defer - 1);
+    }
     Completion c = internal::op_completion(o);
     c.status = o.failed ? o.status : why;
     c.bytes = 0;

@@ -116,6 +116,25 @@ inline void set_address(wire::SesStandardRequest& ses, uint32_t job, const SesAd
   ses.set_rel(to.relative);
 }
 
+// Appends entry `i` of `table` to `list`, or takes it out.
+template <typename T>
+void link_tail(std::vector<T>& table, uint32_t& head, uint32_t& tail, uint32_t i) {
+  table[i].prev = tail;
+  table[i].next = 0xFFFFFFFFu;
+  if (tail != 0xFFFFFFFFu) {
+    table[tail].next = i;
+  } else {
+    head = i;
+  }
+  tail = i;
+}
+template <typename T>
+void unlink(std::vector<T>& table, uint32_t& head, uint32_t& tail, uint32_t i) {
+  const uint32_t prev = table[i].prev, next = table[i].next;
+  (prev != 0xFFFFFFFFu ? table[prev].next : head) = next;
+  (next != 0xFFFFFFFFu ? table[next].prev : tail) = prev;
+}
+
 }  // namespace uet::internal
 
 namespace uet {

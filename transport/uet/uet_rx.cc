@@ -481,6 +481,11 @@ UetEndpoint::Exec UetEndpoint::execute(Pdc& p, uint16_t id, const wire::SesStand
     case wire::SesOpcode::kRendezvousSend:
     case wire::SesOpcode::kRendezvousTsend:
       return rx_rendezvous(p, ses, ext, payload, elided, psn);
+    case wire::SesOpcode::kDeferrableSend:
+    case wire::SesOpcode::kDeferrableTsend:
+      return rx_deferrable(p, id, payload, elided, ses, psn);
+    case wire::SesOpcode::kDeferrableRtr:
+      return rx_rtr(p, ses, psn);
     case wire::SesOpcode::kNoop:
       break;
     default: {  // §4.9 UNSUPPORTED_OP

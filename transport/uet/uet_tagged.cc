@@ -98,11 +98,11 @@ absl::Status UetEndpoint::post_tsend(const TaggedSendRequest& ts) {
         "post_tsend: tagged messages travel on a PDC (a resent RUDI request would be delivered "
         "twice; UUD has no retry when the target's unexpected list is full): use kRud or kRod");
   }
-  return post_verb(ts.mode, ts.peer,
-                   Op{.op = Opcode::kTaggedSend, .wr_id = ts.wr_id, .src = ts.local,
-                      .length = ts.length, .has_imm = ts.has_data, .imm = ts.data,
-                      .tag = ts.tag, .to = ts.to},
-                   ts.local, "post_tsend");
+  const Op op{.op = Opcode::kTaggedSend, .wr_id = ts.wr_id, .src = ts.local,
+              .length = ts.length, .has_imm = ts.has_data, .imm = ts.data, .tag = ts.tag,
+              .to = ts.to};
+  if (ts.deferrable) return defer_post(ts.mode, ts.peer, op, ts.local, "post_tsend");
+  return post_verb(ts.mode, ts.peer, op, ts.local, "post_tsend");
 }
 
 // The tables tagged messages use, at their bounds, the first time the endpoint sees one.
@@ -118,31 +118,12 @@ void UetEndpoint::tagged_tables() {
     unexp_free_[i] = config_.max_unexpected - 1 - i;
   }
   unexp_by_at_.reserve(config_.max_unexpected);
+  deferred_.reserve(config_.max_unexpected);  // deferrable sends' entries (of unexp_)
   arena_ = std::make_unique<uint8_t[]>(config_.unexpected_bytes);
 }
 
-namespace {
-
-// Appends entry `i` of `table` to `list`, or takes it out.
-template <typename T>
-void link_tail(std::vector<T>& table, uint32_t& head, uint32_t& tail, uint32_t i) {
-  table[i].prev = tail;
-  table[i].next = 0xFFFFFFFFu;
-  if (tail != 0xFFFFFFFFu) {
-    table[tail].next = i;
-  } else {
-    head = i;
-  }
-  tail = i;
-}
-template <typename T>
-void unlink(std::vector<T>& table, uint32_t& head, uint32_t& tail, uint32_t i) {
-  const uint32_t prev = table[i].prev, next = table[i].next;
-  (prev != 0xFFFFFFFFu ? table[prev].next : head) = next;
-  (next != 0xFFFFFFFFu ? table[next].prev : tail) = prev;
-}
-
-}  // namespace
+using internal::link_tail;
+using internal::unlink;
 
 // Posted receive `t` leaves the list (matched), its slot free.
 void UetEndpoint::unlink_trecv(uint32_t t) {
@@ -163,8 +144,9 @@ absl::Status UetEndpoint::post_trecv(const TaggedRecv& tr) {
   tagged_tables();
   for (uint32_t u = unexp_list_.head; u != kNoLink; u = unexp_[u].next) {
     Unexp& e = unexp_[u];
-    if (e.bound || !tag_matches(tr, e.tag, e.peer)) continue;
+    if (e.bound || e.untagged || !tag_matches(tr, e.tag, e.peer)) continue;
     if (e.rdv) return rdv_matched(tr, u);  // the rest is READ into this receive
+    if (e.deferred) return defer_matched(tr, u);  // its restart lands in this receive
     if (e.complete) {
       RxMsg m;
       m.length = e.length;

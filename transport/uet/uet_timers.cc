@@ -99,6 +99,9 @@ void UetEndpoint::on_timer(Time now) {
   }
   deadline_ = std::min(next, rudi_timer(now));  // RUDI packets' RTOs (uet_modes.cc)
   if (rdv_live_ > 0) deadline_ = std::min(deadline_, rdv_timer(now));  // rendezvous sources
+  if ((deferred_reserved_ | restarts_due_) != 0) {  // deferrable sends' reservations, restarts
+    deadline_ = std::min(deadline_, defer_timer(now));
+  }
 }
 
 // A target PDC's timers: the delayed ACK (§3.7) and, idle for 2 x idle_timeout, REQ_CLOSE

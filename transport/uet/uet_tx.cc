@@ -127,9 +127,13 @@ using wire::PdsType;
     wire::HeaderWords<wire::SesStandardRequest>& ses) {
   using Ses = wire::SesStandardRequest;
   switch (o.op) {
+    case Opcode::kRecv:  // a target's DEFERRABLE_RTR (§4.2): the restart token in match_bits
+      ses.set<Ses::opcode_field>(wire::SesOpcode::kDeferrableRtr);
+      ses.set<Ses::message_id_field>(o.message_id);
+      ses.set<Ses::match_bits_field>(o.tag);
+      break;
     case Opcode::kWrite:
-    case Opcode::kRecv:  // (receives are never posted at an initiator)
-    case Opcode::kTaggedRecv:
+    case Opcode::kTaggedRecv:  // (never posted at an initiator)
       ses.set<Ses::opcode_field>(wire::SesOpcode::kWrite);
       ses.set<Ses::message_id_field>(o.message_id);
       ses.set<Ses::buffer_offset_field>(o.remote_offset);
@@ -159,9 +163,14 @@ using wire::PdsType;
       ses.set<Ses::match_bits_field>(o.tag);
       [[fallthrough]];
     case Opcode::kSend:
-      if (o.rdv == 0) {
+      if ((o.rdv | o.defer) == 0) [[likely]] {
         ses.set<Ses::opcode_field>(o.op == Opcode::kSend ? wire::SesOpcode::kSend
                                                          : wire::SesOpcode::kTaggedSend);
+      } else if (o.defer != 0) {  // §4.2: the restart token in buffer_offset, our PID (rkey)
+        ses.set<Ses::opcode_field>(o.op == Opcode::kSend ? wire::SesOpcode::kDeferrableSend
+                                                         : wire::SesOpcode::kDeferrableTsend);
+        ses.set<Ses::buffer_offset_field>(o.remote_offset);
+        ses.set<Ses::initiator_field>(o.rkey);
       } else {  // §4.5.3: request_length is the whole message; the extension follows
         ses.set<Ses::opcode_field>(o.op == Opcode::kSend ? wire::SesOpcode::kRendezvousSend
                                                          : wire::SesOpcode::kRendezvousTsend);
