@@ -42,11 +42,13 @@ CTL_REQ_ACK, CTL_PROBE, CTL_CREDIT = 1, 6, 7
 # uet.md §4.1 SES opcodes.
 OP_WRITE, OP_READ, OP_ATOMIC, OP_FETCHING_ATOMIC, OP_SEND = 1, 2, 3, 4, 5
 OP_RENDEZVOUS_SEND, OP_DGRAM_SEND, OP_TAGGED_SEND, OP_RENDEZVOUS_TSEND = 6, 7, 9, 10
+OP_DEFERRABLE_SEND, OP_DEFERRABLE_TSEND, OP_DEFERRABLE_RTR = 0x08, 0x0B, 0x0C
 # uet.md §4.6 response opcodes, §4.9 return codes.
 RSP_RESPONSE, RSP_WITH_DATA = 1, 2
 RC_OK = 1
 RC_BAD_GENERATION, RC_BAD_PID, RC_BAD_JOB_ID = 0x02, 0x1A, 0x1B
 RC_AMO_UNALIGNED = 0x12
+RC_NO_MATCH = 0x05
 
 # rocev2.md §4 opcodes -> extended headers after the BTH, in wire order, and whether a
 # payload follows (research/rocev2-wireshark.md §1.4).
@@ -1269,6 +1271,40 @@ def rendezvous_vectors():
                     request_length=256, som=1, eom=1)]))
 
 
+def deferrable_vectors():
+    """uet.md §4.2 deferrable sends as the engine lays them out (transport/uet/
+    uet_deferrable.cc): the restart token (generation 1, slot 0) in buffer_offset and the
+    initiator's PID in `initiator`; the target defers with NO_MATCH and later asks for the
+    restart with the token in match_bits, on its own PDC, addressed to that PID."""
+    fwd = dict(src=ip4("10.0.1.17"), dst=ip4("10.0.2.34"))
+    back = dict(src=ip4("10.0.2.34"), dst=ip4("10.0.1.17"))
+    vec("uet_rud_req_std_deferrable_tsend_engine",
+        "SYN RUD_REQ with a standard SES DEFERRABLE_TSEND of a 200-byte message as the engine "
+        "sends it, in the default job, PID and resource index: restart token 0x10000 in "
+        "buffer_offset, the initiator's PID 5 in `initiator`, tag in match_bits, header data.",
+        build(Encap(ip_id=0x2F80, sport=0xC3F0, **fwd), [
+            pds_req(RUD_REQ, NH_STD, psn=6100, spdcid=19, syn=1, psn_offset=0, ar=1),
+            ses_std(OP_DEFERRABLE_TSEND, message_id=50, ri_generation=0, job_id=0,
+                    pid_on_fep=0, resource_index=0, buffer_offset=0x10000, initiator=5,
+                    match_bits=0x00000000000001B3, request_length=200, som=1, eom=1,
+                    hd=1, header_data=0x00000000C0FFEE00)], pattern(200, 19)))
+    vec("uet_ack_rsp_no_match",
+        "ACK carrying a SES response NO_MATCH (uet.md §4.9): the target had no receive for a "
+        "deferrable send and deferred it; nothing was placed or staged.",
+        build(Encap(ip_id=0x2F81, sport=0xA1D0, **back), [
+            pds_ack(NH_RSP, cack_psn=6099, ack_psn_offset=1, spdcid=36, dpdcid=19),
+            ses_rsp(RSP_RESPONSE, RC_NO_MATCH, message_id=50, ri_generation=0, job_id=0,
+                    modified_length=0)]))
+    vec("uet_rud_req_std_deferrable_rtr",
+        "The target's DEFERRABLE_RTR once a receive is posted for that message: restart token "
+        "0x10000 in match_bits, addressed to the initiator's PID 5, no payload.",
+        build(Encap(ip_id=0x2F82, sport=0xC3F1, **back), [
+            pds_req(RUD_REQ, NH_STD, psn=9100, spdcid=37, syn=1, psn_offset=0, ar=1),
+            ses_std(OP_DEFERRABLE_RTR, message_id=1, ri_generation=0, job_id=0, pid_on_fep=5,
+                    resource_index=0, buffer_offset=0, initiator=0, match_bits=0x10000,
+                    request_length=0, som=1, eom=1)]))
+
+
 def roce_vectors():
     qp, psn = 0x0004D2, 0x1A2B3C
 
@@ -1563,6 +1599,7 @@ def generate():
     access_vectors()
     atomic_vectors()
     rendezvous_vectors()
+    deferrable_vectors()
     return {v.name + ".vec": render(v) for v in VECTORS}
 
 

@@ -215,11 +215,13 @@ int main(int argc, char** argv) {
   if (target == "uet_rx" || target == "uet_tss_rx") {
     std::printf("reached: %lu requests accepted, %lu ACKs, %lu NACKs, %lu frames answered, "
                 "%lu tagged messages, %lu requests refused by job, PID or resource, %lu atomics "
-                "executed or refused, %lu rendezvous requests taken or refused\n",
+                "executed or refused, %lu rendezvous requests taken or refused, %lu deferrable "
+                "sends deferred or restarted and RTRs taken\n",
                 r.uet_data, r.uet_acks, r.uet_nacks, r.uet_answers, r.uet_tagged,
-                r.uet_access_refused, r.uet_atomic, r.uet_rendezvous);
+                r.uet_access_refused, r.uet_atomic, r.uet_rendezvous, r.uet_deferrable);
     if (r.uet_data == 0 || r.uet_answers == 0 || r.uet_tagged == 0 ||
-        r.uet_access_refused == 0 || r.uet_atomic == 0 || r.uet_rendezvous == 0) {
+        r.uet_access_refused == 0 || r.uet_atomic == 0 || r.uet_rendezvous == 0 ||
+        r.uet_deferrable == 0) {
       std::printf("0 passed, 1 failed: mutations never reached the engine\n");
       return 1;
     }

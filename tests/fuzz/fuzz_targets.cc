@@ -127,6 +127,7 @@ void note_ses_reach(const UetCounters& k) {
       k.rx_bad_job + k.rx_bad_pid + k.rx_bad_index + k.rx_disabled + k.rx_bad_generation;
   g_reach.uet_atomic += k.rx_atomics + k.rx_atomic_refused;
   g_reach.uet_rendezvous += k.rx_rendezvous + k.rx_rdv_refused;
+  g_reach.uet_deferrable += k.rx_deferred + k.rx_restarts + k.rx_rtr_stale + k.tx_restarts;
 }
 
 // The receives every UET target posts: a SEND buffer, and tagged receives (tag 0x42 with the

@@ -50,6 +50,7 @@ struct Reach {
   uint64_t uet_tagged = 0, uet_access_refused = 0;
   uint64_t uet_atomic = 0;  // atomics executed or refused by the atomic checks
   uint64_t uet_rendezvous = 0;  // rendezvous requests taken or refused
+  uint64_t uet_deferrable = 0;  // deferrable sends deferred or restarted, RTRs taken
   uint64_t roce_data = 0, roce_answers = 0;
 };
 const Reach& reach();

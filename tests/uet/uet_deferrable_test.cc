@@ -345,6 +345,51 @@ TEST(UetDeferrable_Faults, ARestartThatNeverComesFailsBothEnds) {
   EXPECT_NE(sc[0].status, OpStatus::kSuccess);
 }
 
+// The token as it travels (spec/uet.md §4.2, and the golden vectors
+// uet_rud_req_std_deferrable_tsend_engine / uet_rud_req_std_deferrable_rtr): in buffer_offset
+// with the initiator's PID in `initiator`; back in the RTR's match_bits, addressed to that PID;
+// again in the restart's buffer_offset, under a new message ID.
+TEST(UetDeferrable_Wire, TheTokenGoesInBufferOffsetAndComesBackInTheRtrsMatchBits) {
+  UetConfig a = config_for(kIpA);
+  a.pid_on_fep = 5;  // B keeps PID 0, as in the vectors
+  Link link(a);
+  std::vector<wire::SesStandardRequest> sends, rtrs;
+  int no_match = 0;
+  link.set_filter([&](int from, const wire::Decoded& d) {
+    const auto* ses = d.ses_as<wire::SesStandardRequest>();
+    if (from == 0 && ses != nullptr &&
+        ses->opcode() == wire::SesOpcode::kDeferrableTsend) {
+      sends.push_back(*ses);
+    }
+    if (from == 1 && ses != nullptr && ses->opcode() == wire::SesOpcode::kDeferrableRtr) {
+      rtrs.push_back(*ses);
+    }
+    const auto* rsp = d.ses_as<wire::SesResponse>();
+    if (from == 1 && rsp != nullptr && rsp->return_code() == wire::SesReturnCode::kNoMatch) {
+      ++no_match;
+    }
+    return 1;
+  });
+  const std::vector<uint8_t> msg = pattern(200, 19);
+  ASSERT_TRUE(link.a().post_tsend(dtsend(1, msg, 0x1B3)).ok());
+  link.run(link.now() + kMillisecond);
+  std::vector<uint8_t> buf(200, 0);
+  ASSERT_TRUE(link.b().post_trecv(testing::tagged_recv(1, buf, 0x1B3)).ok());
+  link.run(kSecond);
+  ASSERT_EQ(sends.size(), 2u);
+  ASSERT_EQ(rtrs.size(), 1u);
+  EXPECT_EQ(no_match, 1);
+  EXPECT_EQ(sends[0].buffer_offset(), 0x10000u);  // generation 1, slot 0
+  EXPECT_EQ(sends[0].initiator(), 5u);
+  EXPECT_EQ(sends[0].match_bits(), 0x1B3u);
+  EXPECT_EQ(rtrs[0].match_bits(), 0x10000u);
+  EXPECT_EQ(rtrs[0].pid_on_fep(), 5u);
+  EXPECT_EQ(rtrs[0].request_length(), 0u);
+  EXPECT_EQ(sends[1].buffer_offset(), 0x10000u);
+  EXPECT_NE(sends[1].message_id(), sends[0].message_id());
+  EXPECT_TRUE(msg == buf);
+}
+
 // ---------------------------------------------------------------- short buffers, bounds
 
 TEST(UetDeferrable_Buffers, ARestartLongerThanItsReceiveTruncatesTaggedAndFailsUntagged) {
