@@ -83,6 +83,7 @@ struct Msg {
   bool released = false;  // its range re-poisoned and given back (RUDI, UUD: mpl later)
   bool tagged = false;    // a tagged send into a receive over its range ...
   bool late = false;      // ... posted when the send completed (else before it was sent)
+  bool deferrable = false;  // a deferrable tagged send
   bool received = false;  // its receive completed
   bool atomic = false;    // a fetching add of 1 to its pair's counter ...
   uint64_t fetch = 0;     // ... whose old value lands in Soak::fetched_[fetch]
@@ -122,12 +123,15 @@ class Soak {
   std::deque<uint64_t> fetched_;  // atomics' result buffers (a deque: they never move)
   std::vector<bool> rccc_host_;                     // UET: hosts whose initiators run NSCC+RCCC
   std::deque<std::pair<Time, uint64_t>> deferred_;  // (release time, message), in time order
-  // Rendezvous messages' "late" receives: (when to post, message), in time order.
+  // Rendezvous and deferrable messages' "late" receives: (when to post, message), in order.
   std::deque<std::pair<Time, uint64_t>> late_rdv_;
   Time now_ = 0;  // the current tick
   bool rendezvous(const Msg& m) const {
     return c_.uet_rendezvous_bytes != 0 && m.len > c_.uet_rendezvous_bytes;
   }
+  // A send that completes only once its receive has the bytes (rendezvous, deferrable): its
+  // "late" receive comes a few ticks after the post instead of after its completion.
+  bool waits_for_recv(const Msg& m) const { return m.deferrable || rendezvous(m); }
   std::vector<uint32_t> links_;   // one port of every link
   std::vector<Time> link_up_at_;  // per link: down until then
   Time next_failure_ = 0;
@@ -289,8 +293,10 @@ void Soak::build() {
     for (const Pair& p : pairs_) sources += p.dst == h;
     // A PDC per peer and mode in each role (RUD, and ROD when some writes go ROD).
     const uint64_t modes = c_.kind == Kind::kUet && c_.uet_rod > 0 ? 2 : 1;
-    // Rendezvous: a RUD PDC per source to READ from it, and per destination to be read.
-    const uint64_t reads = c_.uet_rendezvous_bytes > 0 ? c_.peers + sources : 0;
+    // Rendezvous: a RUD PDC per source to READ from it, and per destination to be read;
+    // deferrable sends: one per source to send its RTRs on.
+    const uint64_t reads =
+        c_.uet_rendezvous_bytes > 0 || c_.uet_deferrable > 0 ? c_.peers + sources : 0;
     r_.pdc_bound = std::max<uint64_t>(r_.pdc_bound, modes * (c_.peers + sources) + reads);
   }
 }
@@ -400,9 +406,10 @@ bool Soak::post_one(uint32_t host) {
     m.mode = mode;
     m.tagged = true;
     m.late = rng_.chance(0.5);
+    m.deferrable = c_.uet_deferrable > 0 && rng_.chance(c_.uet_deferrable);
     msgs_.push_back(m);
     if (!m.late) post_tagged_recv(id);
-    if (m.late && rendezvous(m)) late_rdv_.emplace_back(now_ + 4 * kTick, id);
+    if (m.late && waits_for_recv(m)) late_rdv_.emplace_back(now_ + 4 * kTick, id);
     TaggedSendRequest ts;
     ts.wr_id = id;
     ts.peer = sim::Network::host_ip4(p.dst);
@@ -412,6 +419,7 @@ bool Soak::post_one(uint32_t host) {
     ts.mode = mode;
     ts.has_data = true;
     ts.data = ~id;
+    ts.deferrable = m.deferrable;
     if (absl::Status s = eps_[host]->post_tsend(ts); !s.ok()) {
       ADD_FAILURE() << "post_tsend: " << s;
       msgs_.pop_back();
@@ -535,8 +543,9 @@ void Soak::on_completion(const Completion& cq, Time now) {
     return;
   }
   if (m.tagged && cq.status == OpStatus::kSuccess) {  // judged when its receive completes
-    // (At once: it waits unexpected. A rendezvous send completes only after its receive.)
-    if (m.late && !rendezvous(m)) post_tagged_recv(cq.wr_id);
+    // (At once: it waits unexpected. A rendezvous or deferrable send completes only after
+    // its receive.)
+    if (m.late && !waits_for_recv(m)) post_tagged_recv(cq.wr_id);
     if (m.received) release(cq.wr_id);
     return;
   }
@@ -791,6 +800,9 @@ void Soak::collect() {
     r_.rendezvous += k.tx_rendezvous;
     r_.rendezvous_reads += k.rx_rdv_reads;
     r_.rendezvous_timeouts += k.rdv_timeouts;
+    r_.deferrals += k.rx_deferred;
+    r_.deferral_restarts += k.tx_restarts;
+    r_.deferral_timeouts += k.defer_timeouts;
     r_.atomic_replays += k.rx_atomic_replays;
     r_.tss_clear_refused += k.rx_clear_refused;
     r_.tss_start_psn_refused += k.rx_start_psn_refused;
@@ -883,6 +895,13 @@ std::string report(const SoakConfig& c, const SoakResult& r) {
                                         "%d READs of their sources, %d timed out\n",
                                         name, c.uet_rendezvous_bytes, r.rendezvous,
                                         r.rendezvous_reads, r.rendezvous_timeouts));
+  }
+  if (c.uet_deferrable > 0) {
+    absl::StrAppend(&s, absl::StrFormat("[ soak %s ] deferrable tagged sends: %d deferred by "
+                                        "their target, %d restarted on its RTR, %d receives "
+                                        "whose restart never came\n",
+                                        name, r.deferrals, r.deferral_restarts,
+                                        r.deferral_timeouts));
   }
   if (c.atomics > 0) {
     absl::StrAppend(&s, absl::StrFormat("[ soak %s ] atomics: %d fetching adds posted, %d "

@@ -83,6 +83,10 @@ struct SoakConfig {
   // rendezvous; one whose receive is posted "after the send" gets it 4 ticks after the post
   // instead (the send completes only once its receive has READ it).
   uint64_t uet_rendezvous_bytes = 0;
+  // UET only: share of tagged sends posted deferrable (spec/uet.md §4.2). One whose receive
+  // is posted "after the send" is deferred by its target and gets the receive 4 ticks after
+  // the post (the send completes only once restarted into it).
+  double uet_deferrable = 0;
   // Share of RUD and ROD messages that are a fetching atomic add of 1 to a 64-bit counter per
   // pair at the destination (UET FETCHING_ATOMIC SUM; RoCEv2 FETCH_ADD): at the end every
   // counter equals its pair's successful adds, which fetched 0, 1, 2, ... each exactly once.
@@ -138,6 +142,9 @@ struct SoakResult {
   // Rendezvous (counters): sends that went by rendezvous; READs of their sources served;
   // sends timed out waiting for their READs.
   uint64_t rendezvous = 0, rendezvous_reads = 0, rendezvous_timeouts = 0;
+  // Deferrable sends (counters): deferred by their targets; restarted on an RTR; receives
+  // whose restart never came.
+  uint64_t deferrals = 0, deferral_restarts = 0, deferral_timeouts = 0;
   // Atomics: posted; succeeded; pairs whose counter or fetched values were wrong; duplicates
   // of fetching atomics the targets answered from the held result, never running them again.
   uint64_t atomics_posted = 0, atomics_ok = 0, atomic_miscounts = 0, atomic_replays = 0;

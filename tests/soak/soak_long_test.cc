@@ -1,7 +1,7 @@
 // The long tier (ctest label `long`, registered with -DUET_LONG_TESTS=ON; tests/README.md):
 // the soak at 10^6 messages per transport, UET with every delivery mode, RCCC, tagged sends
-// (the longer ones by rendezvous) and atomics mixed in, and both transports on a 1024-host
-// fabric carrying a permutation and incasts while links fail. See tests/soak/soak.h for what
+// (the longer ones by rendezvous, some deferrable) and atomics mixed in, and both transports
+// on a 1024-host fabric carrying a permutation and incasts while links fail. See tests/soak/soak.h for what
 // is checked; UET_SOAK_SEED and UET_SOAK_MESSAGES override the seed and the count.
 #include <gtest/gtest.h>
 
@@ -21,6 +21,7 @@ SoakConfig million(Kind kind) {
     c.uet_idle_timeout = 20 * kMicrosecond;  // PDCs close and reopen all along
     c.uet_tagged = 0.2;  // tagged sends, half held unexpected until their receive is posted
     c.uet_rendezvous_bytes = 8192;  // the longer ones by rendezvous
+    c.uet_deferrable = 0.2;         // some deferrable: deferred while unexpected
     c.atomics = 0.1;     // fetching adds, each pair's counter checked exactly
   }
   return c;
