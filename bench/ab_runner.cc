@@ -62,10 +62,11 @@ class Player final : public sim::Scheduled {
   // host hears of it.
   Player(sim::Network& net, const std::vector<sim::FlowSpec>& flows,
          std::vector<std::unique_ptr<Endpoint>>& eps, const uint8_t* src, uint8_t* dst,
-         uint64_t dst_bytes, uint32_t rkey, DeliveryMode mode, Verb verb,
-         std::function<Time(uint32_t, uint32_t)> notice)
+         uint64_t dst_bytes, uint32_t rkey, DeliveryMode mode, Verb verb, Time recv_delay,
+         bool deferrable, std::function<Time(uint32_t, uint32_t)> notice)
       : net_(net), flows_(flows), eps_(eps), src_(src), dst_(dst), dst_bytes_(dst_bytes),
-        rkey_(rkey), mode_(mode), verb_(verb), notice_(std::move(notice)),
+        rkey_(rkey), mode_(mode), verb_(verb), recv_delay_(recv_delay), deferrable_(deferrable),
+        notice_(std::move(notice)),
         records_(flows.size()), waiting_(flows.size(), 0), dependents_(flows.size()) {
     if (verb == Verb::kAtomic) fetched_.assign(flows.size(), 0);
     for (const sim::FlowSpec& f : flows) {
@@ -85,6 +86,16 @@ class Player final : public sim::Scheduled {
   }
 
   void fire(sim::Network& net, Time now, uint32_t cookie) override {
+    if (cookie & kLateRecv) {  // the destination posts the receive of a flow begun earlier
+      const uint32_t id = cookie & ~kLateRecv;
+      if (absl::Status s = post_recv(flows_[id]); !s.ok()) {
+        ++failed_;
+        complete(id, now, false);
+        return;
+      }
+      net.kick(flows_[id].dst);
+      return;
+    }
     if (cookie & kNotice) {  // a prerequisite of this flow completed on another host
       const uint32_t id = cookie & ~kNotice;
       if (--waiting_[id] == 0) net_.schedule(now + flows_[id].start, this, id);
@@ -122,15 +133,14 @@ class Player final : public sim::Scheduled {
         return ep.post_write(wr);
       }
       case Verb::kSend: {
-        // The receiver posts as the sender starts, as an application would; its buffer holds
-        // the largest flow (RoCEv2's shared queue hands buffers out in posting order).
-        Endpoint& rx = *eps_[f.dst];
-        const bool tagged = dynamic_cast<UetEndpoint*>(&rx) != nullptr;
-        const absl::Status r =
-            tagged ? rx.post_trecv({f.id | kRecvBit, dst_, dst_bytes_, f.id, 0,
-                                    sim::Network::host_ip4(f.src)})
-                   : rx.post_recv({f.id | kRecvBit, dst_, dst_bytes_});
-        if (!r.ok()) return r;
+        // The receiver posts as the sender starts, as an application would (or recv_delay
+        // later, a late one).
+        const bool tagged = dynamic_cast<UetEndpoint*>(eps_[f.dst].get()) != nullptr;
+        if (recv_delay_ == 0) {
+          if (absl::Status r = post_recv(f); !r.ok()) return r;
+        } else {
+          net_.schedule_at_host(f.dst, net_.now() + recv_delay_, this, f.id | kLateRecv);
+        }
         if (tagged) {
           TaggedSendRequest ts;
           ts.wr_id = f.id;
@@ -140,6 +150,7 @@ class Player final : public sim::Scheduled {
           ts.tag = f.id;
           ts.mode = mode_;
           ts.channel = f.channel;
+          ts.deferrable = deferrable_;
           return ep.post_tsend(ts);
         }
         SendRequest sr;
@@ -165,6 +176,17 @@ class Player final : public sim::Scheduled {
       }
     }
     return absl::InvalidArgumentError("unknown verb");
+  }
+
+  // Flow f's receive at its destination: its buffer holds the largest flow (RoCEv2's shared
+  // queue hands buffers out in posting order); UET's is a tagged receive for the flow's tag.
+  absl::Status post_recv(const sim::FlowSpec& f) {
+    Endpoint& rx = *eps_[f.dst];
+    if (dynamic_cast<UetEndpoint*>(&rx) != nullptr) {
+      return rx.post_trecv(
+          {f.id | kRecvBit, dst_, dst_bytes_, f.id, 0, sim::Network::host_ip4(f.src)});
+    }
+    return rx.post_recv({f.id | kRecvBit, dst_, dst_bytes_});
   }
 
   void complete(uint32_t id, Time now, bool ok) {
@@ -205,6 +227,7 @@ class Player final : public sim::Scheduled {
 
  private:
   static constexpr uint32_t kNotice = 1u << 31;  // above every flow id (kMaxWorkloadFlows)
+  static constexpr uint32_t kLateRecv = 1u << 30;  // a flow's receive, posted recv_delay late
   static constexpr uint64_t kRecvBit = uint64_t{1} << 63;  // a receive's wr_id: flow | this
   sim::Network& net_;
   const std::vector<sim::FlowSpec>& flows_;
@@ -215,6 +238,8 @@ class Player final : public sim::Scheduled {
   uint32_t rkey_;
   DeliveryMode mode_;
   Verb verb_;
+  Time recv_delay_;
+  bool deferrable_;
   std::vector<uint64_t> fetched_;  // kAtomic: each flow's fetched value
   std::function<Time(uint32_t, uint32_t)> notice_;
   std::vector<sim::FlowRecord> records_;
@@ -702,6 +727,7 @@ absl::StatusOr<RunResult> run(const RunConfig& rc) {
   }
   Player player(net, rc.flows, eps, src.get(), dst.get(), max_bytes, rkey,
                 rc.transport == TransportKind::kUet ? rc.uet_mode : DeliveryMode::kRud, rc.verb,
+                rc.recv_delay, rc.transport == TransportKind::kUet && rc.uet_deferrable,
                 [&rc](uint32_t a, uint32_t b) { return path_delay(rc.fabric, hops(rc.fabric, a, b)); });
   std::vector<std::unique_ptr<HostAdapter>> adapters;
   for (uint32_t h = 0; h < hosts; ++h) {

@@ -111,6 +111,12 @@ struct RunConfig {
   // UET, --verb=send: tagged sends longer than this go by rendezvous (the destination READs
   // all but the first packet; UetConfig::rendezvous_bytes). 0: every send eager.
   uint64_t uet_rendezvous_bytes = 0;
+  // UET, --verb=send: tagged sends are deferrable (spec/uet.md §4.2): one that finds no
+  // receive is deferred without its bytes and restarted when the receive comes.
+  bool uet_deferrable = false;
+  // --verb=send: the destination posts each flow's receive this long after the send starts
+  // (0: as it starts), as a late application would.
+  Time recv_delay = 0;
   // UET: every host seals its frames (TSS, spec/uet.md §5) in one secure domain, and its NIC
   // is busy tss_cost longer per frame (sealing in software, or a crypto engine's rate).
   bool uet_tss = false;

@@ -152,6 +152,14 @@ ABSL_FLAG(uint64_t, rendezvous_bytes, 0,
           "UET, --verb=send: tagged sends longer than this go by rendezvous (spec/uet.md §4.5.3: "
           "the first packet eagerly, the rest READ by the destination once matched); 0 (the "
           "default): all eager, or --mtu..4294967295");
+ABSL_FLAG(bool, deferrable, false,
+          "UET, --verb=send: tagged sends are deferrable (spec/uet.md §4.2: one that finds no "
+          "receive is deferred without its bytes, and restarted on the destination's "
+          "DEFERRABLE_RTR once the receive is posted); RoCEv2 runs as without it (RC answers a "
+          "missing receive with RNR NAKs)");
+ABSL_FLAG(double, recv_delay_us, 0,
+          "--verb=send: the destination posts each flow's receive this long after the send "
+          "starts, as a late application would; 0 (the default): as it starts, or 0..1000000");
 ABSL_FLAG(bool, tss, false,
           "UET: seal every frame (TSS, spec/uet.md §5: AES-256-GCM, 28 more bytes a frame); "
           "RoCEv2 has no security sublayer and runs as without it");
@@ -434,6 +442,13 @@ std::string datagram_params(const RunConfig& c) {
       c.verb == Verb::kWrite ? "" : absl::StrFormat("\"verb\": \"%s\", ", to_string(c.verb));
   if (c.uet_rendezvous_bytes != 0 && c.transport == TransportKind::kUet) {
     absl::StrAppend(&verb, absl::StrFormat("\"rendezvous_bytes\": %d, ", c.uet_rendezvous_bytes));
+  }
+  if (c.uet_deferrable && c.transport == TransportKind::kUet) {
+    absl::StrAppend(&verb, "\"deferrable\": true, ");
+  }
+  if (c.recv_delay != 0) {
+    absl::StrAppend(&verb, absl::StrFormat("\"recv_delay_us\": %g, ",
+                                           static_cast<double>(c.recv_delay) / kMicrosecond));
   }
   if (!datagram_mode(c)) return verb;
   return verb + absl::StrFormat("\"uet_mode\": \"%s\", ", mode_flag(c.uet_mode));
@@ -1288,6 +1303,14 @@ int run_main() {
                                     rdv);
     }
   }
+  check.range("recv_delay_us", absl::GetFlag(FLAGS_recv_delay_us), 0, 1e6);
+  if (check.error.empty() && absl::GetFlag(FLAGS_verb) != "send") {
+    if (absl::GetFlag(FLAGS_deferrable)) {
+      check.error = "--deferrable applies to --verb=send only";
+    } else if (absl::GetFlag(FLAGS_recv_delay_us) != 0) {
+      check.error = "--recv_delay_us applies to --verb=send only";
+    }
+  }
   check.range("buffer_kb", static_cast<double>(absl::GetFlag(FLAGS_buffer_kb)), 16, 65536);
   check.range("max_ms", absl::GetFlag(FLAGS_max_ms), 1, 100000);
   check.range("max_memory_gb", absl::GetFlag(FLAGS_max_memory_gb), 0, 1e6);
@@ -1434,6 +1457,8 @@ int run_main() {
                                       : DeliveryMode::kRud;
     c.verb = verb == "send" ? Verb::kSend : verb == "atomic" ? Verb::kAtomic : Verb::kWrite;
     c.uet_rendezvous_bytes = absl::GetFlag(FLAGS_rendezvous_bytes);
+    c.uet_deferrable = absl::GetFlag(FLAGS_deferrable);
+    c.recv_delay = static_cast<Time>(absl::GetFlag(FLAGS_recv_delay_us) * kMicrosecond);
     c.uet_tss = absl::GetFlag(FLAGS_tss);
     c.tss_cost.ps_per_frame =
         static_cast<Time>(absl::GetFlag(FLAGS_tss_ns_per_frame) * kNanosecond);

@@ -41,6 +41,10 @@ REFUSED = {
              "--verb=rendezvous unknown: write, send or atomic"),
     "verb_mode": (["--scenario=permutation", "--verb=atomic", "--uet_mode=rudi"],
                   "--verb=atomic runs on --uet_mode=rud or rod"),
+    "deferrable_verb": (["--scenario=permutation", "--deferrable"],
+                        "--deferrable applies to --verb=send only"),
+    "recv_delay": (["--scenario=permutation", "--verb=send", "--recv_delay_us=-1"],
+                   "--recv_delay_us=-1 out of range: 0..1e+06"),
 }
 
 
