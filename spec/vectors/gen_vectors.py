@@ -43,6 +43,7 @@ CTL_REQ_ACK, CTL_PROBE, CTL_CREDIT = 1, 6, 7
 OP_WRITE, OP_READ, OP_ATOMIC, OP_FETCHING_ATOMIC, OP_SEND = 1, 2, 3, 4, 5
 OP_RENDEZVOUS_SEND, OP_DGRAM_SEND, OP_TAGGED_SEND, OP_RENDEZVOUS_TSEND = 6, 7, 9, 10
 OP_DEFERRABLE_SEND, OP_DEFERRABLE_TSEND, OP_DEFERRABLE_RTR = 0x08, 0x0B, 0x0C
+OP_MSG_ERROR = 0x0F
 # uet.md §4.6 response opcodes, §4.9 return codes.
 RSP_RESPONSE, RSP_WITH_DATA = 1, 2
 RC_OK = 1
@@ -1302,6 +1303,15 @@ def deferrable_vectors():
             pds_req(RUD_REQ, NH_STD, psn=9100, spdcid=37, syn=1, psn_offset=0, ar=1),
             ses_std(OP_DEFERRABLE_RTR, message_id=1, ri_generation=0, job_id=0, pid_on_fep=5,
                     resource_index=0, buffer_offset=0, initiator=0, match_bits=0x10000,
+                    request_length=0, som=1, eom=1)]))
+    vec("uet_rud_req_std_msg_error",
+        "A standard SES MSG_ERROR (uet.md §4.1, our reading): the initiator declares its "
+        "message 51 on this PDC in error; no payload.",
+        build(Encap(ip_id=0x2F83, sport=0xC3F2, **fwd), [
+            pds_req(RUD_REQ, NH_STD, psn=6102, spdcid=19, dpdcid=36, clear_psn_offset=-1,
+                    ar=1),
+            ses_std(OP_MSG_ERROR, message_id=51, ri_generation=0, job_id=0, pid_on_fep=0,
+                    resource_index=0, buffer_offset=0, initiator=0, match_bits=0,
                     request_length=0, som=1, eom=1)]))
 
 

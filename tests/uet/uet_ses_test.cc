@@ -311,6 +311,74 @@ TEST(UetSes_Send, ZeroLengthSendWithImmediateLost) {
   EXPECT_EQ(link.a().counters().timeouts, 1u);  // the only packet, repaired by its RTO
 }
 
+// MSG_ERROR (spec/uet.md §4.1, our choice): the initiator declares a message in progress in
+// error. Forged frames into B alone: a three-packet SEND, its error between the second and
+// the third packet; then an error naming no message.
+struct Packet {
+  uint32_t psn = 0;
+  wire::SesOpcode op = wire::SesOpcode::kSend;
+  uint16_t message_id = 9;
+  bool som = false, eom = false;
+  uint32_t offset = 0, payload = 0, length = 300;
+};
+std::vector<uint8_t> forge_request(const Packet& r) {
+  std::vector<uint8_t> buf(1024);
+  wire::FrameBuilder fb(buf, wire::Encap{.src_ip4 = kIpA, .dst_ip4 = kIpB, .sport = 0xC000});
+  auto* p = fb.add<wire::PdsRudRod>();
+  p->set_type(wire::PdsType::kRudReq);
+  p->set_psn(r.psn);
+  p->set_spdcid(7);
+  p->set_clear_psn_offset(-1);
+  p->set_syn(true);  // no ACK read here: every packet SYN, start PSN 5000
+  p->set_psn_offset(static_cast<uint16_t>(r.psn - 5000));
+  p->set_next_hdr(wire::NextHeader::kReqStd);
+  auto* s = fb.add<wire::SesStandardRequest>();
+  s->set_opcode(r.op);
+  s->set_som(r.som);
+  s->set_eom(r.eom);
+  s->set_message_id(r.message_id);
+  s->set_request_length(r.length);
+  if (!r.som && r.payload > 0) {
+    s->set_payload_length(static_cast<uint16_t>(r.payload));
+    s->set_message_offset(r.offset);
+  }
+  if (r.payload > 0) std::fill_n(fb.add_bytes(r.payload), r.payload, 0xAB);
+  size_t n = 0;
+  EXPECT_EQ(fb.finish(&n), wire::WireError::kOk);
+  buf.resize(n);
+  return buf;
+}
+
+TEST(UetSes_MsgError, EndsTheMessageItNamesInErrorAndNothingElse) {
+  auto b = std::move(*UetEndpoint::create(config_for(kIpB)));
+  std::vector<uint8_t> buf(300, 0), buf2(300, 0);
+  ASSERT_TRUE(b->post_recv({1, buf.data(), buf.size()}).ok());
+  ASSERT_TRUE(b->post_recv({2, buf2.data(), buf2.size()}).ok());
+  testing::deliver(*b, forge_request({.psn = 5000, .som = true, .payload = 100}));
+  testing::deliver(*b, forge_request({.psn = 5001, .offset = 100, .payload = 100}));
+  testing::deliver(*b, forge_request({.psn = 5002, .op = wire::SesOpcode::kMsgError,
+                                      .som = true, .eom = true, .length = 0}));
+  EXPECT_EQ(b->counters().rx_msg_error, 1u);
+  EXPECT_TRUE(drain(*b).empty());  // its last packet is still to come
+  testing::deliver(*b, forge_request({.psn = 5003, .eom = true, .offset = 200, .payload = 100}));
+  auto rc = drain(*b);
+  ASSERT_EQ(rc.size(), 1u);
+  EXPECT_EQ(rc[0].wr_id, 1u);
+  EXPECT_EQ(rc[0].status, OpStatus::kRemoteInvalidRequest);
+  EXPECT_EQ(rc[0].bytes, 0u);
+  // One naming a message not in progress: acknowledged, counted, nothing ended.
+  testing::deliver(*b, forge_request({.psn = 5004, .op = wire::SesOpcode::kMsgError,
+                                      .message_id = 77, .som = true, .eom = true, .length = 0}));
+  EXPECT_EQ(b->counters().rx_msg_error_unknown, 1u);
+  testing::deliver(*b, forge_request({.psn = 5005, .message_id = 10, .som = true, .eom = true,
+                                      .payload = 50, .length = 50}));
+  rc = drain(*b);
+  ASSERT_EQ(rc.size(), 1u);
+  EXPECT_EQ(rc[0].wr_id, 2u);
+  EXPECT_EQ(rc[0].status, OpStatus::kSuccess);
+  EXPECT_EQ(rc[0].bytes, 50u);
+}
+
 // ------------------------------------------------------------------ mixed
 
 TEST(UetSes_Mixed, WriteReadSendOnOnePdcUnderLossCompleteInPostingOrder) {

@@ -197,6 +197,9 @@ struct UetCounters {
   uint64_t rx_no_msg_state = 0;   // target: SEND with no message state free (NO_SES_MSG_AVAIL)
   uint64_t rx_length_error = 0;   // target: SEND longer than its buffer
   uint64_t rx_initiator_err = 0;  // target: SEND packets flagged `ie` (abandoned by the sender)
+  // Target: MSG_ERROR requests (§4.1): naming a message in progress (ended in error), and
+  // naming none (acknowledged, nothing else).
+  uint64_t rx_msg_error = 0, rx_msg_error_unknown = 0;
   uint64_t rx_bad_send = 0;       // target: SEND packet outside its message
   uint64_t rx_unsupported = 0;    // target: opcode this engine does not serve
   // Tagged messages (target): messages matched to a posted receive on arrival; kept

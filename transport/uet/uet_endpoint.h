@@ -351,6 +351,7 @@ class UetEndpoint final : public Endpoint {
   bool queue_response(Pdc& p, const Pdc::Response& r, bool repeat);
   Exec rx_send(Pdc& p, uint16_t id, std::span<const uint8_t> payload, size_t elided,
                const wire::SesStandardRequest& ses, uint32_t psn);
+  void rx_msg_error(uint16_t id, const wire::SesStandardRequest& ses);
   // Tagged messages (uet_tagged.cc).
   Exec rx_tagged(Pdc& p, uint16_t id, std::span<const uint8_t> payload, size_t elided,
                  const wire::SesStandardRequest& ses, uint32_t psn);

@@ -486,6 +486,9 @@ UetEndpoint::Exec UetEndpoint::execute(Pdc& p, uint16_t id, const wire::SesStand
       return rx_deferrable(p, id, payload, elided, ses, psn);
     case wire::SesOpcode::kDeferrableRtr:
       return rx_rtr(p, ses, psn);
+    case wire::SesOpcode::kMsgError:
+      rx_msg_error(id, ses);
+      break;
     case wire::SesOpcode::kNoop:
       break;
     default: {  // §4.9 UNSUPPORTED_OP

@@ -143,4 +143,18 @@ UetEndpoint::Exec UetEndpoint::rx_send(Pdc& p, uint16_t id, std::span<const uint
   return result;
 }
 
+// §4.1 MSG_ERROR [choice]: the initiator declares its message `message_id` on this PDC in
+// error, as the `ie` flag on its packets would: nothing of it is delivered, and its receive
+// completes kRemoteInvalidRequest when the rest has arrived (or its PDC closes). One naming
+// no message in progress (done, not begun, deferred) is acknowledged and counted.
+void UetEndpoint::rx_msg_error(uint16_t id, const wire::SesStandardRequest& ses) {
+  RxMsg* m = find_msg(id, ses.message_id());
+  if (m == nullptr) {
+    ++counters_.rx_msg_error_unknown;
+    return;
+  }
+  ++counters_.rx_msg_error;
+  if (m->status == OpStatus::kSuccess) m->status = OpStatus::kRemoteInvalidRequest;
+}
+
 }  // namespace uet
