@@ -89,7 +89,7 @@ class Player final : public sim::Scheduled {
     if (cookie & kLateRecv) {  // the destination posts the receive of a flow begun earlier
       const uint32_t id = cookie & ~kLateRecv;
       if (absl::Status s = post_recv(flows_[id]); !s.ok()) {
-        ++failed_;
+        fail(id);
         complete(id, now, false);
         return;
       }
@@ -109,7 +109,7 @@ class Player final : public sim::Scheduled {
       return;
     }
     if (absl::Status s = post(f); !s.ok()) {
-      ++failed_;
+      fail(id);
       complete(id, now, false);
       return;
     }
@@ -212,10 +212,10 @@ class Player final : public sim::Scheduled {
 
   void on_completion(const Completion& c, Time now) {
     if ((c.wr_id & kRecvBit) != 0) {  // a receive (--verb=send): its flow completes at the sender
-      if (c.status != OpStatus::kSuccess) ++failed_;
+      if (c.status != OpStatus::kSuccess) fail(static_cast<uint32_t>(c.wr_id & ~kRecvBit));
       return;
     }
-    if (c.status != OpStatus::kSuccess) ++failed_;
+    if (c.status != OpStatus::kSuccess) fail(static_cast<uint32_t>(c.wr_id));
     complete(static_cast<uint32_t>(c.wr_id), now, c.status == OpStatus::kSuccess);
   }
 
@@ -223,12 +223,20 @@ class Player final : public sim::Scheduled {
   size_t completed() const noexcept { return completed_; }
   const std::vector<sim::FlowRecord>& records() const noexcept { return records_; }
   std::vector<sim::FlowRecord>& records() noexcept { return records_; }
-  uint64_t failed() const noexcept { return failed_; }
+  uint64_t failed() const noexcept { return failed_; }  // flows, each counted once
 
  private:
   static constexpr uint32_t kNotice = 1u << 31;  // above every flow id (kMaxWorkloadFlows)
   static constexpr uint32_t kLateRecv = 1u << 30;  // a flow's receive, posted recv_delay late
   static constexpr uint64_t kRecvBit = uint64_t{1} << 63;  // a receive's wr_id: flow | this
+  // Flow `id` failed (its send, its receive or both: counted once).
+  void fail(uint32_t id) {
+    if (flow_failed_.empty()) flow_failed_.assign(flows_.size(), false);
+    if (!flow_failed_[id]) {
+      flow_failed_[id] = true;
+      ++failed_;
+    }
+  }
   sim::Network& net_;
   const std::vector<sim::FlowSpec>& flows_;
   std::vector<std::unique_ptr<Endpoint>>& eps_;
@@ -247,6 +255,7 @@ class Player final : public sim::Scheduled {
   std::vector<std::vector<uint32_t>> dependents_;
   size_t completed_ = 0;
   uint64_t failed_ = 0;
+  std::vector<bool> flow_failed_;
 };
 
 void HostAdapter::rx(std::span<Frame* const> frames, Time now) {
