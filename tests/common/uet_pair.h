@@ -96,6 +96,27 @@ class UetLink {
   std::mt19937_64 rng_;
 };
 
+// Seeded faults for a link filter: one frame in `loss_every` lost, one in `dup_every` of the
+// rest arriving twice; what it did is counted (a test asserts both happened).
+struct RandomFaults {
+  RandomFaults(uint32_t seed, uint32_t loss, uint32_t dup)
+      : rng(seed), loss_every(loss), dup_every(dup) {}
+  int operator()() {  // copies of the next frame
+    if (rng() % loss_every == 0) {
+      ++lost;
+      return 0;
+    }
+    if (rng() % dup_every == 0) {
+      ++duplicated;
+      return 2;
+    }
+    return 1;
+  }
+  std::mt19937 rng;
+  uint32_t loss_every, dup_every;
+  int lost = 0, duplicated = 0;
+};
+
 // Tagged messages (the tagged and rendezvous tests): a send of `msg` to `peer`, a receive over
 // `buf`, and completions by wr_id (each must come once).
 inline TaggedSendRequest tagged_send(uint64_t wr_id, uint32_t peer, const std::vector<uint8_t>& msg,

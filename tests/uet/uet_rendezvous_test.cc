@@ -123,20 +123,9 @@ TEST(UetRendezvous_Faults, LossDuplicationAndReorderingBothWaysDeliverEachMessag
   for (DeliveryMode mode : {DeliveryMode::kRud, DeliveryMode::kRod}) {
     SCOPED_TRACE(mode == DeliveryMode::kRud ? "RUD" : "ROD");
     Link link;
-    std::mt19937 rng(23);
-    int lost = 0, duplicated = 0;
+    testing::RandomFaults faults(/*seed=*/23, /*loss_every=*/14, /*dup_every=*/7);
     link.set_jitter(8 * kMicrosecond);
-    link.set_filter([&](int, const wire::Decoded&) {  // every frame, both ways
-      if (rng() % 14 == 0) {
-        ++lost;
-        return 0;
-      }
-      if (rng() % 7 == 0) {
-        ++duplicated;
-        return 2;
-      }
-      return 1;
-    });
+    link.set_filter([&](int, const wire::Decoded&) { return faults(); });  // both ways
     constexpr int kMsgs = 16;
     std::vector<std::vector<uint8_t>> msgs, bufs;
     for (int i = 0; i < kMsgs; ++i) {
@@ -167,8 +156,8 @@ TEST(UetRendezvous_Faults, LossDuplicationAndReorderingBothWaysDeliverEachMessag
     const auto sc = by_wr_id(drain(link.a()));
     ASSERT_EQ(sc.size(), static_cast<size_t>(kMsgs));
     for (const auto& [id, c] : sc) EXPECT_EQ(c.status, OpStatus::kSuccess) << id;
-    EXPECT_GT(lost, 0);
-    EXPECT_GT(duplicated, 0);
+    EXPECT_GT(faults.lost, 0);
+    EXPECT_GT(faults.duplicated, 0);
     EXPECT_GT(link.a().counters().tx_rendezvous, 0u);
     EXPECT_EQ(link.a().counters().rdv_timeouts, 0u);
   }

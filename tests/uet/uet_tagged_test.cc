@@ -159,20 +159,10 @@ TEST(UetTagged_Order, RodMatchesSameTagMessagesInSendOrderUnderReordering) {
 
 TEST(UetTagged_Faults, LossDuplicationAndReorderingDeliverEveryMessageOnceAndWhole) {
   Link link;
-  std::mt19937 rng(17);
-  int lost = 0, duplicated = 0;
+  testing::RandomFaults faults(/*seed=*/17, /*loss_every=*/15, /*dup_every=*/8);
   link.set_jitter(10 * kMicrosecond);
   link.set_filter([&](int from, const wire::Decoded& d) {
-    if (from != 0 || d.ses == nullptr) return 1;
-    if (rng() % 15 == 0) {
-      ++lost;
-      return 0;
-    }
-    if (rng() % 8 == 0) {
-      ++duplicated;
-      return 2;
-    }
-    return 1;
+    return from != 0 || d.ses == nullptr ? 1 : faults();
   });
   constexpr int kMsgs = 24;
   std::vector<std::vector<uint8_t>> msgs, bufs(kMsgs, std::vector<uint8_t>(64 * 1024, 0xEE));
@@ -211,8 +201,8 @@ TEST(UetTagged_Faults, LossDuplicationAndReorderingDeliverEveryMessageOnceAndWho
                             bufs[i].end(), [](uint8_t x) { return x == 0xEE; }));
   }
   EXPECT_EQ(drain(link.a()).size(), static_cast<size_t>(kMsgs));
-  EXPECT_GT(lost, 0);
-  EXPECT_GT(duplicated, 0);
+  EXPECT_GT(faults.lost, 0);
+  EXPECT_GT(faults.duplicated, 0);
   EXPECT_GT(link.b().counters().rx_duplicates, 0u);
   EXPECT_GT(link.b().counters().rx_tagged_unexpected, 0u);
   EXPECT_GT(link.b().counters().rx_tagged_matched, 0u);
