@@ -75,10 +75,10 @@ absl::Status UetEndpoint::post_atomic(const AtomicRequest& ar) {
         absl::StrCat(kVerb, ": result must be non-null for READ (it fetches)"));
   }
   return post_in_mode(ar.mode, ar.peer,
-                      Op{.op = Opcode::kAtomic, .amo_op = ar.op, .amo_type = ar.type,
-                         .rkey = ar.rkey, .wr_id = ar.wr_id, .remote_offset = ar.remote_offset,
-                         .src = ar.operand, .dst = ar.result, .length = ar.count * size,
-                         .to = ar.to, .compare = ar.compare},
+                      Op{.op = Opcode::kAtomic, .wr_id = ar.wr_id, .rkey = ar.rkey,
+                         .remote_offset = ar.remote_offset, .src = ar.operand, .dst = ar.result,
+                         .length = ar.count * size, .to = ar.to, .compare = ar.compare,
+                         .amo_op = ar.op, .amo_type = ar.type},
                       kVerb);
 }
 

