@@ -63,10 +63,10 @@ class Player final : public sim::Scheduled {
   Player(sim::Network& net, const std::vector<sim::FlowSpec>& flows,
          std::vector<std::unique_ptr<Endpoint>>& eps, const uint8_t* src, uint8_t* dst,
          uint64_t dst_bytes, uint32_t rkey, DeliveryMode mode, Verb verb, Time recv_delay,
-         bool deferrable, std::function<Time(uint32_t, uint32_t)> notice)
+         bool tagged, bool deferrable, std::function<Time(uint32_t, uint32_t)> notice)
       : net_(net), flows_(flows), eps_(eps), src_(src), dst_(dst), dst_bytes_(dst_bytes),
-        rkey_(rkey), mode_(mode), verb_(verb), recv_delay_(recv_delay), deferrable_(deferrable),
-        notice_(std::move(notice)),
+        rkey_(rkey), mode_(mode), verb_(verb), recv_delay_(recv_delay), tagged_(tagged),
+        deferrable_(deferrable), notice_(std::move(notice)),
         records_(flows.size()), waiting_(flows.size(), 0), dependents_(flows.size()) {
     if (verb == Verb::kAtomic) fetched_.assign(flows.size(), 0);
     for (const sim::FlowSpec& f : flows) {
@@ -135,13 +135,12 @@ class Player final : public sim::Scheduled {
       case Verb::kSend: {
         // The receiver posts as the sender starts, as an application would (or recv_delay
         // later, a late one).
-        const bool tagged = dynamic_cast<UetEndpoint*>(eps_[f.dst].get()) != nullptr;
         if (recv_delay_ == 0) {
           if (absl::Status r = post_recv(f); !r.ok()) return r;
         } else {
           net_.schedule_at_host(f.dst, net_.now() + recv_delay_, this, f.id | kLateRecv);
         }
-        if (tagged) {
+        if (tagged_) {
           TaggedSendRequest ts;
           ts.wr_id = f.id;
           ts.peer = peer;
@@ -182,7 +181,7 @@ class Player final : public sim::Scheduled {
   // queue hands buffers out in posting order); UET's is a tagged receive for the flow's tag.
   absl::Status post_recv(const sim::FlowSpec& f) {
     Endpoint& rx = *eps_[f.dst];
-    if (dynamic_cast<UetEndpoint*>(&rx) != nullptr) {
+    if (tagged_) {
       return rx.post_trecv(
           {f.id | kRecvBit, dst_, dst_bytes_, f.id, 0, sim::Network::host_ip4(f.src)});
     }
@@ -247,6 +246,7 @@ class Player final : public sim::Scheduled {
   DeliveryMode mode_;
   Verb verb_;
   Time recv_delay_;
+  bool tagged_;  // UET: sends are tagged sends, into tagged receives
   bool deferrable_;
   std::vector<uint64_t> fetched_;  // kAtomic: each flow's fetched value
   std::function<Time(uint32_t, uint32_t)> notice_;
@@ -736,7 +736,8 @@ absl::StatusOr<RunResult> run(const RunConfig& rc) {
   }
   Player player(net, rc.flows, eps, src.get(), dst.get(), max_bytes, rkey,
                 rc.transport == TransportKind::kUet ? rc.uet_mode : DeliveryMode::kRud, rc.verb,
-                rc.recv_delay, rc.transport == TransportKind::kUet && rc.uet_deferrable,
+                rc.recv_delay, rc.transport == TransportKind::kUet,
+                rc.transport == TransportKind::kUet && rc.uet_deferrable,
                 [&rc](uint32_t a, uint32_t b) { return path_delay(rc.fabric, hops(rc.fabric, a, b)); });
   std::vector<std::unique_ptr<HostAdapter>> adapters;
   for (uint32_t h = 0; h < hosts; ++h) {
