@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <random>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -95,6 +96,13 @@ class UetLink {
   Time jitter_ = 0;
   std::mt19937_64 rng_;
 };
+
+// UetEndpoint::create refuses `c` with a message naming `field`.
+inline void expect_refused(const UetConfig& c, const std::string& field) {
+  auto e = UetEndpoint::create(c);
+  ASSERT_FALSE(e.ok()) << field << " accepted";
+  EXPECT_NE(e.status().message().find(field), std::string::npos) << e.status().message();
+}
 
 // Seeded faults for a link filter: one frame in `loss_every` lost, one in `dup_every` of the
 // rest arriving twice; what it did is counted (a test asserts both happened).

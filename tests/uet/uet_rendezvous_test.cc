@@ -365,19 +365,13 @@ TEST(UetRendezvous_Refused, ARefusedRequestFreesItsSource) {
 TEST(UetRendezvous_Config, OutOfRangeFieldsAreNamed) {
   UetConfig c = config_for(kIpA);
   c.rendezvous_bytes = 100;
-  auto e = UetEndpoint::create(c);
-  ASSERT_FALSE(e.ok());
-  EXPECT_NE(e.status().message().find("rendezvous_bytes"), std::string::npos);
+  testing::expect_refused(c, "rendezvous_bytes");
   c = config_for(kIpA);
   c.rendezvous_sources = 0;
-  e = UetEndpoint::create(c);
-  ASSERT_FALSE(e.ok());
-  EXPECT_NE(e.status().message().find("rendezvous_sources"), std::string::npos);
+  testing::expect_refused(c, "rendezvous_sources");
   c = config_for(kIpA);
   c.rendezvous_timeout = 0;
-  e = UetEndpoint::create(c);
-  ASSERT_FALSE(e.ok());
-  EXPECT_NE(e.status().message().find("rendezvous_timeout"), std::string::npos);
+  testing::expect_refused(c, "rendezvous_timeout");
 }
 
 }  // namespace
