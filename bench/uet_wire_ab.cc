@@ -19,6 +19,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "transport/transport.h"
 #include "transport/wire/builder.h"
 #include "transport/wire/decode.h"
 #include "transport/wire/pcap.h"
@@ -52,7 +53,7 @@ Encap base_encap(uint16_t dport, uint16_t sport) {
   e.dst_mac = {0x02, 0x00, 0x00, 0x00, 0x00, 0x02};
   e.src_ip4 = 0x0A000001;  // 10.0.0.1 -> 10.0.0.2
   e.dst_ip4 = 0x0A000002;
-  e.dscp = 26;
+  e.dscp = kDscpData;
   e.ecn = 2;  // ECT(0)
   e.sport = sport;
   e.dport = dport;

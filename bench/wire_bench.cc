@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "bench/ratio_reporter.h"
+#include "transport/transport.h"
 #include "transport/tss/sublayer.h"
 #include "transport/wire/builder.h"
 #include "transport/wire/checksum.h"
@@ -67,7 +68,7 @@ Encap encap_for(Proto p) {
   e.dst_mac = {0x02, 0x00, 0x00, 0x00, 0x00, 0x02};
   e.src_ip4 = 0x0A000001;
   e.dst_ip4 = 0x0A000002;
-  e.dscp = 26;
+  e.dscp = kDscpData;
   e.ecn = 2;  // ECT(0)
   e.sport = 0xC123;
   if (p == Proto::kUet) {

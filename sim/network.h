@@ -37,11 +37,9 @@ inline constexpr uint32_t kNone = UINT32_MAX;
 inline constexpr uint32_t kMaxHosts = (1u << 24) - 2;
 inline constexpr uint32_t kMaxPorts = 1u << 24;  // a port number fills 24 bits of an event key
 
-// DSCP code points the fabric classifies on [choice, sim/README.md].
-inline constexpr uint8_t kDscpData = 26;     // data class (RoCEv2's usual lossless class)
-inline constexpr uint8_t kDscpControl = 46;  // ACK/NACK/credit class (EF)
-inline constexpr uint8_t kDscpCnp = 48;      // RoCEv2 CNP, as NVIDIA NICs send it
-using wire::kDscpTrimmed;  // a trimmed UET request (spec/uet.md §3.14)
+// The DSCP code points the fabric classifies on: kDscpData, kDscpControl, kDscpCnp
+// (transport/transport.h) and a trimmed UET request's (spec/uet.md §3.14).
+using wire::kDscpTrimmed;
 
 struct LinkConfig {
   double gbps = 100;

@@ -23,6 +23,12 @@ enum class Priority : uint8_t {
 };
 inline constexpr int kNumPriorities = 2;
 
+// DSCP code points the engines mark by default and the simulated fabric classifies on
+// [choice, sim/README.md] (a trimmed UET request's is wire::kDscpTrimmed).
+inline constexpr uint8_t kDscpData = 26;     // data: RoCEv2's usual lossless class
+inline constexpr uint8_t kDscpControl = 46;  // UET ACK, NACK and credit: EF
+inline constexpr uint8_t kDscpCnp = 48;      // RoCEv2 CNP, as NVIDIA NICs send it
+
 // A frame buffer lent by the host: Ethernet header first, no FCS.
 struct Frame {
   uint8_t* data = nullptr;

@@ -194,8 +194,8 @@ struct RoceConfig {
   uint32_t ack_req_every = 64;   // AckReq at least every N packets (rxe: 64), 1..2^23
   uint32_t ack_every = 0;        // the responder also ACKs after N in-order packets without
                                  // AckReq; 0 = only on AckReq (as rxe), 0..2^23
-  uint8_t dscp_data = 26;        // requests, ACKs and NAKs: the QP's traffic class
-  uint8_t dscp_cnp = 48;         // CNPs (NVIDIA's default), sent in Priority::kControl
+  uint8_t dscp_data = kDscpData;  // requests, ACKs and NAKs: the QP's traffic class
+  uint8_t dscp_cnp = kDscpCnp;    // CNPs (NVIDIA's default), sent in Priority::kControl
   bool ect = true;               // data ECN-capable (ECT(0))
   // The NIC computes and verifies the ICRC (as RNICs do): frames carry it as zeros and
   // received ICRCs are not checked here. Only for hosts that really offload it.

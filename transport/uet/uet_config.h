@@ -118,8 +118,8 @@ struct UetConfig {
   uint32_t reorder_srtt_pct = 100;
   uint32_t ack_every = 4;                 // ACK after this many in-order packets
   Time ack_delay = 2 * kMicrosecond;      // ... or after this long
-  uint8_t dscp_data = 26;
-  uint8_t dscp_control = 46;
+  uint8_t dscp_data = kDscpData;
+  uint8_t dscp_control = kDscpControl;
   bool ect = true;                        // send data ECN-capable
   // Compute the UDP checksum of every frame sent; false sends 0 for the host to fill (a NIC's
   // TX checksum offload; io_uring's kernel computes it anyway). Receiving, frames the host
