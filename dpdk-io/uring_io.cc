@@ -289,13 +289,22 @@ absl::Status UringIo::init() {
   // the polling thread once per datagram; refused (EINVAL) by older kernels, then without.
   const uint32_t cq_entries = std::min<uint32_t>(
       65536, std::bit_ceil(std::max(2 * config_.queue_depth, config_.frames + tx_count_ + 64)));
+  // DEFER_TASKRUN | SINGLE_ISSUER (6.1+, when asked): not even the flag, so a blocking call
+  // of the hosting process is never woken with EINTR by our completions.
+  constexpr uint32_t kDefer = IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_SINGLE_ISSUER |
+                              IORING_SETUP_TASKRUN_FLAG;
+  constexpr uint32_t kCoop = IORING_SETUP_COOP_TASKRUN | IORING_SETUP_TASKRUN_FLAG;
   int r = -EINVAL;
-  for (const uint32_t taskrun : {IORING_SETUP_COOP_TASKRUN | IORING_SETUP_TASKRUN_FLAG, 0u}) {
+  for (const uint32_t taskrun : {kDefer, kCoop, 0u}) {
+    if (taskrun == kDefer && !config_.defer_taskrun) continue;
     io_uring_params p{};
     p.flags = IORING_SETUP_CQSIZE | taskrun;
     p.cq_entries = cq_entries;
     r = io_uring_queue_init_params(config_.queue_depth, &ring_->ring, &p);
-    if (r == 0) setup_.coop_taskrun = taskrun != 0;
+    if (r == 0) {
+      setup_.coop_taskrun = taskrun != 0;
+      setup_.defer_taskrun = taskrun == kDefer;
+    }
     if (r != -EINVAL) break;
   }
   if (r < 0) return errno_status(-r, "io_uring_queue_init_params");

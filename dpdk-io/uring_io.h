@@ -111,6 +111,12 @@ struct UringIoConfig {
   // says what the receiving socket got), 65536..1 GiB.
   uint32_t socket_buffer_bytes = 4u << 20;
   ZeroCopySend zero_copy_send = ZeroCopySend::kAuto;  // auto, on or off
+  // DEFER_TASKRUN | SINGLE_ISSUER (Linux 6.1+; the cooperative mode where refused): completion
+  // work runs only when this ring is entered, never by flagging the thread, so the process's
+  // own blocking socket calls with timeouts are not cut short with EINTR. For hosts inside
+  // someone else's process (fabric/); every call must then come from the thread that created
+  // the UringIo.
+  bool defer_taskrun = false;
 
   // Checks every field; the message names the field and its valid range.
   absl::Status validate() const;
@@ -142,6 +148,7 @@ struct UringSetup {
   uint32_t rx_socket_bytes = 0;
   bool rx_socket_capped = false;  // net.core.rmem_max granted less than socket_buffer_bytes
   bool coop_taskrun = false;      // the ring runs completion work at our entries (see .cc)
+  bool defer_taskrun = false;     // ... and only then (defer_taskrun above)
   bool zero_copy_send = false;    // transmit uses IORING_OP_SENDMSG_ZC
   bool zc_usage_known = false;    // ... and each notification says if the kernel copied
 };

@@ -34,6 +34,8 @@ PACKAGES=(
   gnuplot-nox       # uet-ab --plot renders its charts (SVG)
   libopenmpi-dev    # Open MPI: the simulator split over ranks, sim/mpi_ranks.cc
   openmpi-bin       # mpirun: tests/ab/mpi_test.py, uet-ab on several cores or machines
+  libfabric-dev     # libfabric's provider headers (rdma/providers/fi_prov.h): fabric/
+  libfabric-bin     # fi_info and fi_pingpong, real clients of the provider: tests/fabric/
 )
 
 missing=()

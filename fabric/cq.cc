@@ -1,0 +1,271 @@
+// Completion queues, counters, and the event queue (RDM endpoints post no events to it; it
+// exists because applications open one whatever the endpoint type).
+#include <cstdio>
+#include <cstring>
+
+#include "fabric/uetref.h"
+#include "transport/wire/registry.h"
+
+namespace uet::fabric {
+
+bool Cq::reserve() noexcept {
+  if (count + reserved >= ring.size()) return false;
+  ++reserved;
+  return true;
+}
+
+void Cq::push(const CqEntry& e) noexcept {
+  --reserved;
+  ring[(head + count) % ring.size()] = e;
+  ++count;
+}
+
+void Cq::push_error(const fi_cq_err_entry& e) {
+  // Every operation in flight fails at most once: the domain's op slots bound the queue.
+  errs[(err_head + err_count) % errs.size()] = e;
+  ++err_count;
+}
+
+namespace {
+
+size_t entry_size(fi_cq_format f) {
+  switch (f) {
+    case FI_CQ_FORMAT_CONTEXT: return sizeof(fi_cq_entry);
+    case FI_CQ_FORMAT_MSG: return sizeof(fi_cq_msg_entry);
+    case FI_CQ_FORMAT_DATA: return sizeof(fi_cq_data_entry);
+    case FI_CQ_FORMAT_TAGGED: return sizeof(fi_cq_tagged_entry);
+    default: return 0;
+  }
+}
+
+ssize_t cq_readfrom(fid_cq* f, void* buf, size_t count, fi_addr_t* src) {
+  Cq* cq = of<Cq>(f);
+  std::lock_guard lock(cq->domain->mu);
+  if (cq->count == 0) cq->domain->progress();
+  if (cq->err_count > 0) return -FI_EAVAIL;
+  if (cq->count == 0) return -FI_EAGAIN;
+  size_t n = 0;
+  auto* out = static_cast<uint8_t*>(buf);
+  for (; n < count && cq->count > 0; ++n) {
+    const CqEntry& e = cq->ring[cq->head];
+    std::memcpy(out + n * cq->entry_size, &e.e, cq->entry_size);
+    if (src != nullptr) src[n] = e.src;
+    cq->head = (cq->head + 1) % cq->ring.size();
+    --cq->count;
+  }
+  return static_cast<ssize_t>(n);
+}
+
+ssize_t cq_read(fid_cq* f, void* buf, size_t count) { return cq_readfrom(f, buf, count, nullptr); }
+
+ssize_t cq_readerr(fid_cq* f, fi_cq_err_entry* buf, uint64_t flags) {
+  (void)flags;
+  Cq* cq = of<Cq>(f);
+  std::lock_guard lock(cq->domain->mu);
+  if (cq->err_count == 0) return -FI_EAGAIN;
+  const fi_cq_err_entry& e = cq->errs[cq->err_head];
+  // API 1.5+: err_data_size says how much of err_data the caller gave; we give none.
+  void* err_data = buf->err_data;
+  *buf = e;
+  buf->err_data = err_data;
+  buf->err_data_size = 0;
+  cq->err_head = (cq->err_head + 1) % cq->errs.size();
+  --cq->err_count;
+  return 1;
+}
+
+ssize_t cq_sreadfrom(fid_cq* f, void* buf, size_t count, fi_addr_t* src, const void* cond,
+                     int timeout) {
+  (void)cond;
+  Cq* cq = of<Cq>(f);
+  const Time deadline =
+      timeout < 0 ? std::numeric_limits<Time>::max() : io::monotonic_now() + Time{timeout} * 1'000'000'000;
+  for (;;) {
+    const ssize_t n = cq_readfrom(f, buf, count, src);
+    if (n != -FI_EAGAIN) return n;
+    if (io::monotonic_now() >= deadline) return -FI_EAGAIN;
+    std::lock_guard lock(cq->domain->mu);
+    cq->domain->io->wait(std::min(deadline, cq->domain->engine->next_deadline()));
+  }
+}
+
+ssize_t cq_sread(fid_cq* f, void* buf, size_t count, const void* cond, int timeout) {
+  return cq_sreadfrom(f, buf, count, nullptr, cond, timeout);
+}
+
+int cq_signal(fid_cq*) { return 0; }
+
+// The SES return code (spec/uet.md §4.9) the target answered with, by name.
+const char* cq_strerror(fid_cq*, int prov_errno, const void*, char* buf, size_t len) {
+  const std::string_view name =
+      wire::value_name("ses_return_code", static_cast<uint64_t>(prov_errno));
+  if (buf == nullptr || len == 0) return "UET return code";
+  std::snprintf(buf, len, "UET return code %d (%.*s)", prov_errno, static_cast<int>(name.size()),
+                name.data());
+  return buf;
+}
+
+int cq_close(fid* f) {
+  Cq* cq = of<Cq>(f);
+  Domain* d = cq->domain;
+  std::lock_guard lock(d->mu);
+  if (cq->bound > 0) return -FI_EBUSY;
+  --d->children;
+  delete cq;
+  return 0;
+}
+
+fi_ops kCqFiOps = {
+    .size = sizeof(fi_ops),
+    .close = cq_close,
+    .bind = no_bind,
+    .control = no_control,
+    .ops_open = no_ops_open,
+    .tostr = nullptr,
+    .ops_set = nullptr,
+};
+
+fi_ops_cq kCqOps = {
+    .size = sizeof(fi_ops_cq),
+    .read = cq_read,
+    .readfrom = cq_readfrom,
+    .readerr = cq_readerr,
+    .sread = cq_sread,
+    .sreadfrom = cq_sreadfrom,
+    .signal = cq_signal,
+    .strerror = cq_strerror,
+};
+
+// ---------------------------------------------------------------------------------------------
+// Counters.
+
+uint64_t cntr_read(fid_cntr* f) {
+  Cntr* c = of<Cntr>(f);
+  std::lock_guard lock(c->domain->mu);
+  c->domain->progress();
+  return c->value;
+}
+
+uint64_t cntr_readerr(fid_cntr* f) {
+  Cntr* c = of<Cntr>(f);
+  std::lock_guard lock(c->domain->mu);
+  c->domain->progress();
+  return c->errors;
+}
+
+int cntr_add(fid_cntr* f, uint64_t v) {
+  Cntr* c = of<Cntr>(f);
+  std::lock_guard lock(c->domain->mu);
+  c->value += v;
+  return 0;
+}
+
+int cntr_set(fid_cntr* f, uint64_t v) {
+  Cntr* c = of<Cntr>(f);
+  std::lock_guard lock(c->domain->mu);
+  c->value = v;
+  return 0;
+}
+
+int cntr_adderr(fid_cntr* f, uint64_t v) {
+  Cntr* c = of<Cntr>(f);
+  std::lock_guard lock(c->domain->mu);
+  c->errors += v;
+  return 0;
+}
+
+int cntr_seterr(fid_cntr* f, uint64_t v) {
+  Cntr* c = of<Cntr>(f);
+  std::lock_guard lock(c->domain->mu);
+  c->errors = v;
+  return 0;
+}
+
+int cntr_wait(fid_cntr* f, uint64_t threshold, int timeout) {
+  Cntr* c = of<Cntr>(f);
+  const Time deadline = timeout < 0 ? std::numeric_limits<Time>::max()
+                                    : io::monotonic_now() + Time{timeout} * 1'000'000'000;
+  const uint64_t errors = cntr_readerr(f);
+  for (;;) {
+    if (cntr_read(f) >= threshold) return 0;
+    if (cntr_readerr(f) != errors) return -FI_EAVAIL;
+    if (io::monotonic_now() >= deadline) return -FI_ETIMEDOUT;
+    std::lock_guard lock(c->domain->mu);
+    c->domain->io->wait(std::min(deadline, c->domain->engine->next_deadline()));
+  }
+}
+
+int cntr_close(fid* f) {
+  Cntr* c = of<Cntr>(f);
+  Domain* d = c->domain;
+  std::lock_guard lock(d->mu);
+  if (c->bound > 0) return -FI_EBUSY;
+  --d->children;
+  delete c;
+  return 0;
+}
+
+fi_ops kCntrFiOps = {
+    .size = sizeof(fi_ops),
+    .close = cntr_close,
+    .bind = no_bind,
+    .control = no_control,
+    .ops_open = no_ops_open,
+    .tostr = nullptr,
+    .ops_set = nullptr,
+};
+
+fi_ops_cntr kCntrOps = {
+    .size = sizeof(fi_ops_cntr),
+    .read = cntr_read,
+    .readerr = cntr_readerr,
+    .add = cntr_add,
+    .set = cntr_set,
+    .wait = cntr_wait,
+    .adderr = cntr_adderr,
+    .seterr = cntr_seterr,
+};
+
+}  // namespace
+
+int cq_open(fid_domain* domain, fi_cq_attr* attr, fid_cq** out, void* context) {
+  Domain* d = of<Domain>(domain);
+  const fi_cq_format format =
+      attr == nullptr || attr->format == FI_CQ_FORMAT_UNSPEC ? FI_CQ_FORMAT_CONTEXT : attr->format;
+  if (entry_size(format) == 0) return -FI_ENOSYS;
+  if (attr != nullptr && attr->wait_obj != FI_WAIT_NONE && attr->wait_obj != FI_WAIT_UNSPEC)
+    return -FI_ENOSYS;  // no file descriptor or set to wait on: fi_cq_sread waits in the host
+  std::lock_guard lock(d->mu);
+  auto* cq = new Cq{};
+  cq->fid.fid.fclass = FI_CLASS_CQ;
+  cq->fid.fid.context = context;
+  cq->fid.fid.ops = &kCqFiOps;
+  cq->fid.ops = &kCqOps;
+  cq->domain = d;
+  cq->format = format;
+  cq->entry_size = entry_size(format);
+  cq->ring.resize(attr != nullptr && attr->size > 0 ? attr->size : kCqSize);
+  cq->errs.resize(d->ops.size());
+  ++d->children;
+  *out = &cq->fid;
+  return 0;
+}
+
+int cntr_open(fid_domain* domain, fi_cntr_attr* attr, fid_cntr** out, void* context) {
+  Domain* d = of<Domain>(domain);
+  if (attr != nullptr && attr->events != FI_CNTR_EVENTS_COMP) return -FI_ENOSYS;
+  if (attr != nullptr && attr->wait_obj != FI_WAIT_NONE && attr->wait_obj != FI_WAIT_UNSPEC)
+    return -FI_ENOSYS;
+  std::lock_guard lock(d->mu);
+  auto* c = new Cntr{};
+  c->fid.fid.fclass = FI_CLASS_CNTR;
+  c->fid.fid.context = context;
+  c->fid.fid.ops = &kCntrFiOps;
+  c->fid.ops = &kCntrOps;
+  c->domain = d;
+  ++d->children;
+  *out = &c->fid;
+  return 0;
+}
+
+}  // namespace uet::fabric

@@ -1,0 +1,486 @@
+// The domain: the packet host and the engine it hosts, progress, memory registration and the
+// address vector.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "fabric/uetref.h"
+#include "transport/uet/uet_endpoint.h"
+
+namespace uet::fabric {
+
+namespace {
+
+wire::MacAddr mac_of(uint32_t ip4) {
+  // The io_uring host writes its own Ethernet headers; the MAC only has to be stable.
+  return {0x02, 0x00, static_cast<uint8_t>(ip4 >> 24), static_cast<uint8_t>(ip4 >> 16),
+          static_cast<uint8_t>(ip4 >> 8), static_cast<uint8_t>(ip4)};
+}
+
+// A free loopback address for a process that named none: 127.128.0.0/9 keyed by the process
+// id, so that two processes on one host rarely try the same one first.
+uint32_t loopback_candidate(uint32_t attempt) {
+  const uint32_t pid = static_cast<uint32_t>(getpid()) + attempt * 7919;
+  uint32_t host = pid & 0x7fffff;
+  if ((host & 0xff) == 0 || (host & 0xff) == 0xff) host ^= 0x1;
+  return (127u << 24) | 0x800000 | host;
+}
+
+int open_host(Domain& d, uint32_t wanted_ip4) {
+  const bool pick = wanted_ip4 == 0;
+  for (uint32_t attempt = 0; attempt < (pick ? 64u : 1u); ++attempt) {
+    const uint32_t ip = pick ? loopback_candidate(attempt) : wanted_ip4;
+    io::UringIoConfig c;
+    c.local_ip4 = ip;
+    c.udp_port = kUetPort;
+    c.local_mac = mac_of(ip);
+    // Inside an application: our completions must not cut its own blocking calls short.
+    c.defer_taskrun = true;
+    auto u = io::UringIo::create(c);
+    if (!u.ok()) {
+      if (pick && absl::StrContains(u.status().message(), "in use")) continue;
+      FI_WARN(&kProvider, FI_LOG_DOMAIN, "%s", std::string(u.status().message()).c_str());
+      return -FI_EADDRNOTAVAIL;
+    }
+    d.io = std::move(*u);
+    d.local_ip4 = ip;
+    return 0;
+  }
+  FI_WARN(&kProvider, FI_LOG_DOMAIN, "no free loopback address after 64 tries; set FI_UETREF_ADDR");
+  return -FI_EADDRINUSE;
+}
+
+int open_engine(Domain& d, const Params& p) {
+  if (p.transport != "uet") {
+    FI_WARN(&kProvider, FI_LOG_DOMAIN, "FI_UETREF_TRANSPORT=%s unknown: uet", p.transport.c_str());
+    return -FI_EINVAL;
+  }
+  UetConfig c;
+  c.local_ip4 = d.local_ip4;
+  c.local_mac = mac_of(d.local_ip4);
+  c.resolve_mac = &mac_of;
+  c.payload_bytes = p.payload_bytes;
+  // The peer's receive socket drops what does not fit: keep no more than it holds in flight.
+  c.window_bytes = std::min<uint64_t>(p.window_bytes, d.io->setup().rx_socket_bytes / 2);
+  // The kernel computes the real UDP checksum (dpdk-io/uring_io.h).
+  c.udp_checksum = false;
+  c.rendezvous_bytes = p.rendezvous_bytes;
+  c.seed = d.local_ip4;
+  auto e = UetEndpoint::create(c);
+  if (!e.ok()) {
+    FI_WARN(&kProvider, FI_LOG_DOMAIN, "FI_UETREF_*: %s", std::string(e.status().message()).c_str());
+    return -FI_EINVAL;
+  }
+  d.engine = std::move(*e);
+  d.loop = std::make_unique<io::HostLoop>(*d.io, *d.engine);
+  return 0;
+}
+
+uint32_t wanted_address(const fi_info* info, const Params& p, int* err) {
+  *err = 0;
+  if (!p.addr.empty()) {
+    in_addr a{};
+    if (inet_pton(AF_INET, p.addr.c_str(), &a) != 1) {
+      FI_WARN(&kProvider, FI_LOG_DOMAIN, "FI_UETREF_ADDR=%s is not a dotted IPv4 address",
+              p.addr.c_str());
+      *err = -FI_EINVAL;
+      return 0;
+    }
+    return ntohl(a.s_addr);
+  }
+  if (info != nullptr && info->src_addr != nullptr && info->src_addrlen == sizeof(sockaddr_in)) {
+    return ntohl(static_cast<const sockaddr_in*>(info->src_addr)->sin_addr.s_addr);
+  }
+  return 0;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Memory registration.
+
+int mr_close(fid* f) {
+  Mr* mr = of<Mr>(f);
+  Domain* d = mr->domain;
+  std::lock_guard lock(d->mu);
+  --d->children;
+  delete mr;
+  return 0;
+}
+
+fi_ops kMrFiOps = {
+    .size = sizeof(fi_ops),
+    .close = mr_close,
+    .bind = no_bind,
+    .control = no_control,
+    .ops_open = no_ops_open,
+    .tostr = nullptr,
+    .ops_set = nullptr,
+};
+
+int mr_regv(fid* f, const iovec* iov, size_t count, uint64_t access, uint64_t offset,
+            uint64_t key, uint64_t flags, fid_mr** mr, void* context) {
+  if (count != 1) return -FI_EINVAL;
+  return mr_reg(f, iov->iov_base, iov->iov_len, access, offset, key, flags, mr, context);
+}
+
+int mr_regattr(fid* f, const fi_mr_attr* attr, uint64_t flags, fid_mr** mr) {
+  if (attr == nullptr || attr->iov_count != 1) return -FI_EINVAL;
+  return mr_reg(f, attr->mr_iov->iov_base, attr->mr_iov->iov_len, attr->access, attr->offset,
+                attr->requested_key, flags, mr, attr->context);
+}
+
+fi_ops_mr kMrOps = {
+    .size = sizeof(fi_ops_mr),
+    .reg = mr_reg,
+    .regv = mr_regv,
+    .regattr = mr_regattr,
+};
+
+// ---------------------------------------------------------------------------------------------
+// The domain object.
+
+int domain_close(fid* f) {
+  Domain* d = of<Domain>(f);
+  {
+    std::lock_guard lock(d->mu);
+    if (d->children > 0) return -FI_EBUSY;  // fi_domain(3): close its objects first
+  }
+  delete d;
+  return 0;
+}
+
+fi_ops kDomainFiOps = {
+    .size = sizeof(fi_ops),
+    .close = domain_close,
+    .bind = no_bind,
+    .control = no_control,
+    .ops_open = no_ops_open,
+    .tostr = nullptr,
+    .ops_set = nullptr,
+};
+
+int no_sep(fid_domain*, fi_info*, fid_ep**, void*) { return -FI_ENOSYS; }
+int no_poll(fid_domain*, fi_poll_attr*, fid_poll**) { return -FI_ENOSYS; }
+int no_stx(fid_domain*, fi_tx_attr*, fid_stx**, void*) { return -FI_ENOSYS; }
+int no_srx(fid_domain*, fi_rx_attr*, fid_ep**, void*) { return -FI_ENOSYS; }
+int no_query_atomic(fid_domain*, fi_datatype, fi_op, fi_atomic_attr*, uint64_t) {
+  return -FI_EOPNOTSUPP;
+}
+int no_query_collective(fid_domain*, fi_collective_op, fi_collective_attr*, uint64_t) {
+  return -FI_ENOSYS;
+}
+int endpoint2(fid_domain* d, fi_info* info, fid_ep** ep, uint64_t flags, void* ctx) {
+  return flags == 0 ? ep_open(d, info, ep, ctx) : -FI_EINVAL;
+}
+
+fi_ops_domain kDomainOps = {
+    .size = sizeof(fi_ops_domain),
+    .av_open = av_open,
+    .cq_open = cq_open,
+    .endpoint = ep_open,
+    .scalable_ep = no_sep,
+    .cntr_open = cntr_open,
+    .poll_open = no_poll,
+    .stx_ctx = no_stx,
+    .srx_ctx = no_srx,
+    .query_atomic = no_query_atomic,
+    .query_collective = no_query_collective,
+    .endpoint2 = endpoint2,
+};
+
+}  // namespace
+
+int domain_open(fid_fabric* fabric, fi_info* info, fid_domain** dom, void* context) {
+  if (info != nullptr && info->domain_attr != nullptr && info->domain_attr->name != nullptr &&
+      std::strcmp(info->domain_attr->name, "uet") != 0) {
+    return -FI_EINVAL;
+  }
+  auto d = std::make_unique<Domain>();
+  d->fid.fid.fclass = FI_CLASS_DOMAIN;
+  d->fid.fid.context = context;
+  d->fid.fid.ops = &kDomainFiOps;
+  d->fid.ops = &kDomainOps;
+  d->fid.mr = &kMrOps;
+  d->fabric = fabric;
+  d->params = read_params();
+  int err = 0;
+  const uint32_t ip = wanted_address(info, d->params, &err);
+  if (err != 0) return err;
+  if ((err = open_host(*d, ip)) != 0) return err;
+  if ((err = open_engine(*d, d->params)) != 0) return err;
+  d->ops.resize(kTxSize + kRxSize);
+  d->free_ops.reserve(d->ops.size());
+  for (size_t i = d->ops.size(); i-- > 0;) d->free_ops.push_back(static_cast<uint32_t>(i));
+  d->inject_bufs.resize(d->ops.size() * kInjectSize);
+  FI_INFO(&kProvider, FI_LOG_DOMAIN, "domain on %s:%u", inet_ntoa(in_addr{htonl(d->local_ip4)}),
+          kUetPort);
+  *dom = &d.release()->fid;
+  return 0;
+}
+
+int mr_reg(fid* f, const void* buf, size_t len, uint64_t access, uint64_t offset,
+           uint64_t requested_key, uint64_t flags, fid_mr** out, void* context) {
+  (void)access;
+  (void)requested_key;  // FI_MR_PROV_KEY: the engine's region table chooses
+  if (f->fclass != FI_CLASS_DOMAIN || flags != 0 || offset != 0) return -FI_EINVAL;
+  Domain* d = of<Domain>(f);
+  std::lock_guard lock(d->mu);
+  auto* mr = new Mr{};
+  mr->fid.fid.fclass = FI_CLASS_MR;
+  mr->fid.fid.context = context;
+  mr->fid.fid.ops = &kMrFiOps;
+  mr->fid.mem_desc = mr;
+  mr->domain = d;
+  if (len > 0) {
+    auto key = d->engine->register_memory(static_cast<uint8_t*>(const_cast<void*>(buf)), len);
+    if (!key.ok()) {
+      delete mr;
+      return to_fi_errno(key.status());
+    }
+    mr->fid.key = *key;
+  }
+  ++d->children;
+  *out = &mr->fid;
+  return 0;
+}
+
+int64_t Domain::take_op() noexcept {
+  if (free_ops.empty()) return -1;
+  const uint32_t i = free_ops.back();
+  free_ops.pop_back();
+  ops[i] = OpCtx{};
+  ops[i].in_use = true;
+  return i;
+}
+
+void Domain::free_op(uint32_t i) noexcept {
+  ops[i].in_use = false;
+  free_ops.push_back(i);
+}
+
+void Domain::progress() {
+  // A few passes: one receives and answers, the next sends what the answers released.
+  for (int i = 0; i < 4; ++i) {
+    if (loop->poll_once() == 0) break;
+  }
+  drain();
+}
+
+namespace {
+
+int fi_error_of(OpStatus s) {
+  switch (s) {
+    case OpStatus::kSuccess: return 0;
+    case OpStatus::kTruncated:
+    case OpStatus::kLengthError: return FI_ETRUNC;
+    case OpStatus::kRetriesExhausted: return FI_ETIMEDOUT;
+    case OpStatus::kRemoteAccessError:
+    case OpStatus::kAccessDenied: return FI_EACCES;
+    case OpStatus::kPdcClosed:
+    case OpStatus::kFlushed: return FI_ECANCELED;
+    case OpStatus::kNoResources:
+    case OpStatus::kReceiverNotReady: return FI_EAGAIN;
+    case OpStatus::kRemoteInvalidRequest: return FI_EINVAL;
+  }
+  return FI_EIO;
+}
+
+}  // namespace
+
+void Domain::drain() {
+  Completion cs[32];
+  size_t n;
+  while ((n = engine->poll_completions(cs)) > 0) {
+    for (size_t k = 0; k < n; ++k) {
+      const Completion& c = cs[k];
+      const auto i = static_cast<uint32_t>(c.wr_id);
+      OpCtx& op = ops[i];
+      const bool rx = (op.flags & FI_RECV) != 0;
+      if (ep != nullptr) --(rx ? ep->rx_in_flight : ep->tx_in_flight);
+      const int err = fi_error_of(c.status);
+      if (op.cntr != nullptr) ++(err == 0 ? op.cntr->value : op.cntr->errors);
+      Cq* cq = op.cq != nullptr ? op.cq : (rx ? ep->rx_cq : ep->tx_cq);
+      if (err == 0 && op.cq != nullptr) {
+        CqEntry e{};
+        e.e.op_context = op.context;
+        e.e.flags = op.flags;
+        e.e.len = rx ? c.bytes : 0;
+        e.e.buf = rx ? op.buf : nullptr;
+        if (c.has_imm) {
+          e.e.flags |= FI_REMOTE_CQ_DATA;
+          e.e.data = c.imm;
+        }
+        e.e.tag = c.tag;
+        e.src = FI_ADDR_NOTAVAIL;
+        if (rx && ep->av != nullptr) {
+          auto it = ep->av->by_ip.find(c.peer);
+          if (it != ep->av->by_ip.end()) e.src = it->second;
+        }
+        op.cq->push(e);
+      } else if (err != 0 && cq != nullptr) {
+        if (op.cq != nullptr) op.cq->unreserve();
+        fi_cq_err_entry e{};
+        e.op_context = op.context;
+        e.flags = op.flags;
+        e.len = c.bytes;
+        e.buf = rx ? op.buf : nullptr;
+        e.data = c.imm;
+        e.tag = c.tag;
+        e.err = err;
+        // The SES return code (spec/uet.md §4.9), for fi_cq_strerror.
+        e.prov_errno = c.return_code;
+        cq->push_error(e);
+      }
+      free_op(i);
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The address vector: fi_addr_t is an index into `peers` (FI_AV_TABLE and FI_AV_MAP alike).
+
+namespace {
+
+int av_close(fid* f) {
+  Av* av = of<Av>(f);
+  Domain* d = av->domain;
+  std::lock_guard lock(d->mu);
+  if (av->bound > 0) return -FI_EBUSY;
+  --d->children;
+  delete av;
+  return 0;
+}
+
+fi_ops kAvFiOps = {
+    .size = sizeof(fi_ops),
+    .close = av_close,
+    .bind = no_bind,
+    .control = no_control,
+    .ops_open = no_ops_open,
+    .tostr = nullptr,
+    .ops_set = nullptr,
+};
+
+int av_insert(fid_av* f, const void* addr, size_t count, fi_addr_t* fi_addr, uint64_t flags,
+              void* context) {
+  (void)context;
+  if (flags != 0) return -FI_EINVAL;
+  Av* av = of<Av>(f);
+  std::lock_guard lock(av->domain->mu);
+  const auto* sin = static_cast<const sockaddr_in*>(addr);
+  int inserted = 0;
+  for (size_t i = 0; i < count; ++i) {
+    if (sin[i].sin_family != AF_INET || ntohs(sin[i].sin_port) != kUetPort) {
+      if (fi_addr != nullptr) fi_addr[i] = FI_ADDR_NOTAVAIL;
+      continue;
+    }
+    const uint32_t ip = ntohl(sin[i].sin_addr.s_addr);
+    const auto a = static_cast<fi_addr_t>(av->peers.size());
+    av->peers.push_back(ip);
+    av->by_ip.try_emplace(ip, a);
+    if (fi_addr != nullptr) fi_addr[i] = a;
+    ++inserted;
+  }
+  return inserted;
+}
+
+int av_insertsvc(fid_av* f, const char* node, const char* service, fi_addr_t* fi_addr,
+                 uint64_t flags, void* context) {
+  (void)service;
+  in_addr a{};
+  if (node == nullptr || inet_pton(AF_INET, node, &a) != 1) return -FI_EINVAL;
+  sockaddr_in sin{};
+  sin.sin_family = AF_INET;
+  sin.sin_port = htons(kUetPort);
+  sin.sin_addr = a;
+  return av_insert(f, &sin, 1, fi_addr, flags, context);
+}
+
+int av_insertsym(fid_av*, const char*, size_t, const char*, size_t, fi_addr_t*, uint64_t, void*) {
+  return -FI_ENOSYS;
+}
+
+int av_remove(fid_av* f, fi_addr_t* fi_addr, size_t count, uint64_t flags) {
+  if (flags != 0) return -FI_EINVAL;
+  Av* av = of<Av>(f);
+  std::lock_guard lock(av->domain->mu);
+  for (size_t i = 0; i < count; ++i) {
+    if (fi_addr[i] >= av->peers.size() || av->peers[fi_addr[i]] == 0) return -FI_EINVAL;
+    auto it = av->by_ip.find(av->peers[fi_addr[i]]);
+    if (it != av->by_ip.end() && it->second == fi_addr[i]) av->by_ip.erase(it);
+    av->peers[fi_addr[i]] = 0;
+  }
+  return 0;
+}
+
+void name_of(uint32_t ip, sockaddr_in* sin) {
+  *sin = sockaddr_in{};
+  sin->sin_family = AF_INET;
+  sin->sin_port = htons(kUetPort);
+  sin->sin_addr.s_addr = htonl(ip);
+}
+
+int av_lookup(fid_av* f, fi_addr_t fi_addr, void* addr, size_t* addrlen) {
+  Av* av = of<Av>(f);
+  std::lock_guard lock(av->domain->mu);
+  const uint32_t ip = av->ip(fi_addr);
+  if (ip == 0) return -FI_EINVAL;
+  sockaddr_in sin;
+  name_of(ip, &sin);
+  std::memcpy(addr, &sin, std::min(*addrlen, sizeof(sin)));
+  const bool fits = *addrlen >= sizeof(sin);
+  *addrlen = sizeof(sin);
+  return fits ? 0 : -FI_ETOOSMALL;
+}
+
+const char* av_straddr(fid_av*, const void* addr, char* buf, size_t* len) {
+  const auto* sin = static_cast<const sockaddr_in*>(addr);
+  char ip[INET_ADDRSTRLEN] = {};
+  inet_ntop(AF_INET, &sin->sin_addr, ip, sizeof(ip));
+  const std::string s = absl::StrCat("uet://", ip, ":", ntohs(sin->sin_port));
+  if (*len > 0) {
+    const size_t n = std::min(*len - 1, s.size());
+    std::memcpy(buf, s.data(), n);
+    buf[n] = '\0';
+  }
+  *len = s.size() + 1;
+  return buf;
+}
+
+int no_av_set(fid_av*, fi_av_set_attr*, fid_av_set**, void*) { return -FI_ENOSYS; }
+
+fi_ops_av kAvOps = {
+    .size = sizeof(fi_ops_av),
+    .insert = av_insert,
+    .insertsvc = av_insertsvc,
+    .insertsym = av_insertsym,
+    .remove = av_remove,
+    .lookup = av_lookup,
+    .straddr = av_straddr,
+    .av_set = no_av_set,
+};
+
+}  // namespace
+
+int av_open(fid_domain* domain, fi_av_attr* attr, fid_av** out, void* context) {
+  Domain* d = of<Domain>(domain);
+  if (attr != nullptr && (attr->flags != 0 || attr->name != nullptr || attr->rx_ctx_bits != 0))
+    return -FI_ENOSYS;  // no shared or named AVs, no scalable endpoints
+  std::lock_guard lock(d->mu);
+  auto* av = new Av{};
+  av->fid.fid.fclass = FI_CLASS_AV;
+  av->fid.fid.context = context;
+  av->fid.fid.ops = &kAvFiOps;
+  av->fid.ops = &kAvOps;
+  av->domain = d;
+  if (attr != nullptr && attr->type != FI_AV_UNSPEC) av->type = attr->type;
+  if (attr != nullptr && attr->count > 0) av->peers.reserve(attr->count);
+  ++d->children;
+  *out = &av->fid;
+  return 0;
+}
+
+}  // namespace uet::fabric

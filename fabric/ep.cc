@@ -1,0 +1,621 @@
+// The endpoint: binding, enabling, its name, and the data calls (FI_MSG, FI_TAGGED, FI_RMA),
+// each a post to the domain's engine (transport/api.h) with an op slot as its wr_id.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include <cstring>
+
+#include "absl/functional/function_ref.h"
+#include "fabric/uetref.h"
+
+namespace uet::fabric {
+
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// Posting.
+
+enum class Dir : uint8_t { kTx, kRx };
+
+// What a data call hands the engine once it holds an op slot: wr_id is the slot, `local` the
+// bytes to send (the application's, or the inject copy).
+using Post = absl::FunctionRef<absl::Status(uint64_t wr_id, const uint8_t* local)>;
+
+// One data call: checks the endpoint, reserves the completion and an op slot, posts, and runs
+// the engine once so the request leaves now.
+ssize_t post(Ep* ep, Dir dir, uint64_t op_flags, uint64_t flags, void* context, void* buf,
+             size_t len, bool inject, Post fn) {
+  Domain* d = ep->domain;
+  std::lock_guard lock(d->mu);
+  if (!ep->enabled) return -FI_EOPBADSTATE;
+  if (len > kMaxMsgSize || (inject && len > kInjectSize)) return -FI_EMSGSIZE;
+  const bool tx = dir == Dir::kTx;
+  Cq* cq = tx ? ep->tx_cq : ep->rx_cq;
+  const bool selective = tx ? ep->tx_selective : ep->rx_selective;
+  const bool report = cq != nullptr && !inject && (!selective || (flags & FI_COMPLETION) != 0);
+  if (report && !cq->reserve()) {
+    d->progress();
+    if (!cq->reserve()) return -FI_EAGAIN;
+  }
+  int64_t slot = d->take_op();
+  if (slot < 0) {
+    d->progress();
+    slot = d->take_op();
+  }
+  if (slot < 0) {
+    if (report) cq->unreserve();
+    return -FI_EAGAIN;
+  }
+  const auto i = static_cast<uint32_t>(slot);
+  OpCtx& op = d->ops[i];
+  op.context = context;
+  op.flags = op_flags;
+  op.buf = buf;
+  op.cq = report ? cq : nullptr;
+  op.cntr = tx ? ((op_flags & FI_READ) ? ep->read_cntr
+                  : (op_flags & FI_WRITE) ? ep->write_cntr
+                                          : ep->send_cntr)
+               : ep->recv_cntr;
+  const uint8_t* local = static_cast<const uint8_t*>(buf);
+  if (inject) {
+    if (len > 0) std::memcpy(d->inject_buf(i), buf, len);
+    local = d->inject_buf(i);
+  }
+  const absl::Status s = fn(i, local);
+  if (!s.ok()) {
+    d->free_op(i);
+    if (report) cq->unreserve();
+    FI_INFO(&kProvider, FI_LOG_EP_DATA, "%s", std::string(s.message()).c_str());
+    return to_fi_errno(s);
+  }
+  ++(tx ? ep->tx_in_flight : ep->rx_in_flight);
+  d->progress();
+  return 0;
+}
+
+// The peer's IPv4 address for an fi_addr, 0 for none.
+uint32_t peer_of(const Ep* ep, fi_addr_t a) {
+  return ep->av != nullptr ? ep->av->ip(a) : 0;
+}
+
+Ep* ep_of(fid_ep* f) { return of<Ep>(f); }
+
+uint64_t tx_flags(const Ep* ep) { return ep->info->tx_attr->op_flags; }
+uint64_t rx_flags(const Ep* ep) { return ep->info->rx_attr->op_flags; }
+
+// ---------------------------------------------------------------------------------------------
+// FI_MSG: UET SEND (deferrable, so a target with no receive posted keeps no bytes and asks for
+// the message again once it has one, spec/uet.md §4.2).
+
+ssize_t send_common(Ep* ep, const void* buf, size_t len, fi_addr_t dest, void* context,
+                    uint64_t flags, bool has_data, uint64_t data, bool inject) {
+  const uint32_t peer = peer_of(ep, dest);
+  if (peer == 0) return -FI_EINVAL;
+  return post(ep, Dir::kTx, FI_SEND | FI_MSG, flags, context, const_cast<void*>(buf), len, inject,
+              [&](uint64_t wr_id, const uint8_t* local) {
+                SendRequest r;
+                r.wr_id = wr_id;
+                r.peer = peer;
+                r.local = local;
+                r.length = len;
+                r.mode = ep->mode;
+                r.has_imm = has_data;
+                r.imm = static_cast<uint32_t>(data);
+                r.deferrable = true;
+                return ep->domain->engine->post_send(r);
+              });
+}
+
+ssize_t msg_send(fid_ep* f, const void* buf, size_t len, void*, fi_addr_t dest, void* ctx) {
+  Ep* ep = ep_of(f);
+  return send_common(ep, buf, len, dest, ctx, tx_flags(ep), false, 0, false);
+}
+
+ssize_t msg_senddata(fid_ep* f, const void* buf, size_t len, void*, uint64_t data,
+                     fi_addr_t dest, void* ctx) {
+  Ep* ep = ep_of(f);
+  return send_common(ep, buf, len, dest, ctx, tx_flags(ep), true, data, false);
+}
+
+ssize_t msg_inject(fid_ep* f, const void* buf, size_t len, fi_addr_t dest) {
+  return send_common(ep_of(f), buf, len, dest, nullptr, 0, false, 0, true);
+}
+
+ssize_t msg_injectdata(fid_ep* f, const void* buf, size_t len, uint64_t data, fi_addr_t dest) {
+  return send_common(ep_of(f), buf, len, dest, nullptr, 0, true, data, true);
+}
+
+ssize_t msg_sendv(fid_ep* f, const iovec* iov, void** desc, size_t count, fi_addr_t dest,
+                  void* ctx) {
+  if (count > 1) return -FI_EINVAL;
+  return msg_send(f, count ? iov->iov_base : nullptr, count ? iov->iov_len : 0,
+                  desc ? desc[0] : nullptr, dest, ctx);
+}
+
+ssize_t msg_sendmsg(fid_ep* f, const fi_msg* m, uint64_t flags) {
+  if (m->iov_count > 1) return -FI_EINVAL;
+  Ep* ep = ep_of(f);
+  const void* buf = m->iov_count ? m->msg_iov->iov_base : nullptr;
+  const size_t len = m->iov_count ? m->msg_iov->iov_len : 0;
+  return send_common(ep, buf, len, m->addr, m->context, flags,
+                     (flags & FI_REMOTE_CQ_DATA) != 0, m->data, (flags & FI_INJECT) != 0);
+}
+
+ssize_t recv_common(Ep* ep, void* buf, size_t len, fi_addr_t src, void* ctx, uint64_t flags) {
+  // The engine's untagged receives form one queue for every sender (an SRC).
+  if ((ep->info->caps & FI_DIRECTED_RECV) && src != FI_ADDR_UNSPEC) return -FI_EOPNOTSUPP;
+  return post(ep, Dir::kRx, FI_RECV | FI_MSG, flags, ctx, buf, len, false,
+              [&](uint64_t wr_id, const uint8_t*) {
+                RecvBuffer r;
+                r.wr_id = wr_id;
+                r.base = static_cast<uint8_t*>(buf);
+                r.length = len;
+                return ep->domain->engine->post_recv(r);
+              });
+}
+
+ssize_t msg_recv(fid_ep* f, void* buf, size_t len, void*, fi_addr_t src, void* ctx) {
+  Ep* ep = ep_of(f);
+  return recv_common(ep, buf, len, src, ctx, rx_flags(ep));
+}
+
+ssize_t msg_recvv(fid_ep* f, const iovec* iov, void** desc, size_t count, fi_addr_t src,
+                  void* ctx) {
+  if (count > 1) return -FI_EINVAL;
+  return msg_recv(f, count ? iov->iov_base : nullptr, count ? iov->iov_len : 0,
+                  desc ? desc[0] : nullptr, src, ctx);
+}
+
+ssize_t msg_recvmsg(fid_ep* f, const fi_msg* m, uint64_t flags) {
+  if (m->iov_count > 1 || (flags & FI_MULTI_RECV)) return -FI_EINVAL;
+  return recv_common(ep_of(f), m->iov_count ? m->msg_iov->iov_base : nullptr,
+                     m->iov_count ? m->msg_iov->iov_len : 0, m->addr, m->context, flags);
+}
+
+fi_ops_msg kMsgOps = {
+    .size = sizeof(fi_ops_msg),
+    .recv = msg_recv,
+    .recvv = msg_recvv,
+    .recvmsg = msg_recvmsg,
+    .send = msg_send,
+    .sendv = msg_sendv,
+    .sendmsg = msg_sendmsg,
+    .inject = msg_inject,
+    .senddata = msg_senddata,
+    .injectdata = msg_injectdata,
+};
+
+// ---------------------------------------------------------------------------------------------
+// FI_TAGGED: UET TAGGED_SEND (spec/uet.md §4.1), matched by the engine as FI_TAGGED says.
+
+ssize_t tsend_common(Ep* ep, const void* buf, size_t len, fi_addr_t dest, uint64_t tag,
+                     void* context, uint64_t flags, bool has_data, uint64_t data, bool inject) {
+  const uint32_t peer = peer_of(ep, dest);
+  if (peer == 0) return -FI_EINVAL;
+  return post(ep, Dir::kTx, FI_SEND | FI_TAGGED, flags, context, const_cast<void*>(buf), len,
+              inject, [&](uint64_t wr_id, const uint8_t* local) {
+                TaggedSendRequest r;
+                r.wr_id = wr_id;
+                r.peer = peer;
+                r.local = local;
+                r.length = len;
+                r.tag = tag;
+                r.mode = ep->mode;
+                r.has_data = has_data;
+                r.data = data;
+                return ep->domain->engine->post_tsend(r);
+              });
+}
+
+ssize_t tagged_send(fid_ep* f, const void* buf, size_t len, void*, fi_addr_t dest, uint64_t tag,
+                    void* ctx) {
+  Ep* ep = ep_of(f);
+  return tsend_common(ep, buf, len, dest, tag, ctx, tx_flags(ep), false, 0, false);
+}
+
+ssize_t tagged_senddata(fid_ep* f, const void* buf, size_t len, void*, uint64_t data,
+                        fi_addr_t dest, uint64_t tag, void* ctx) {
+  Ep* ep = ep_of(f);
+  return tsend_common(ep, buf, len, dest, tag, ctx, tx_flags(ep), true, data, false);
+}
+
+ssize_t tagged_inject(fid_ep* f, const void* buf, size_t len, fi_addr_t dest, uint64_t tag) {
+  return tsend_common(ep_of(f), buf, len, dest, tag, nullptr, 0, false, 0, true);
+}
+
+ssize_t tagged_injectdata(fid_ep* f, const void* buf, size_t len, uint64_t data, fi_addr_t dest,
+                          uint64_t tag) {
+  return tsend_common(ep_of(f), buf, len, dest, tag, nullptr, 0, true, data, true);
+}
+
+ssize_t tagged_sendv(fid_ep* f, const iovec* iov, void** desc, size_t count, fi_addr_t dest,
+                     uint64_t tag, void* ctx) {
+  if (count > 1) return -FI_EINVAL;
+  return tagged_send(f, count ? iov->iov_base : nullptr, count ? iov->iov_len : 0,
+                     desc ? desc[0] : nullptr, dest, tag, ctx);
+}
+
+ssize_t tagged_sendmsg(fid_ep* f, const fi_msg_tagged* m, uint64_t flags) {
+  if (m->iov_count > 1) return -FI_EINVAL;
+  return tsend_common(ep_of(f), m->iov_count ? m->msg_iov->iov_base : nullptr,
+                      m->iov_count ? m->msg_iov->iov_len : 0, m->addr, m->tag, m->context, flags,
+                      (flags & FI_REMOTE_CQ_DATA) != 0, m->data, (flags & FI_INJECT) != 0);
+}
+
+ssize_t trecv_common(Ep* ep, void* buf, size_t len, fi_addr_t src, uint64_t tag, uint64_t ignore,
+                     void* ctx, uint64_t flags) {
+  uint32_t source = 0;
+  if ((ep->info->caps & FI_DIRECTED_RECV) && src != FI_ADDR_UNSPEC) {
+    source = peer_of(ep, src);
+    if (source == 0) return -FI_EINVAL;
+  }
+  return post(ep, Dir::kRx, FI_RECV | FI_TAGGED, flags, ctx, buf, len, false,
+              [&](uint64_t wr_id, const uint8_t*) {
+                TaggedRecv r;
+                r.wr_id = wr_id;
+                r.base = static_cast<uint8_t*>(buf);
+                r.length = len;
+                r.tag = tag;
+                r.ignore = ignore;
+                r.source = source;
+                return ep->domain->engine->post_trecv(r);
+              });
+}
+
+ssize_t tagged_recv(fid_ep* f, void* buf, size_t len, void*, fi_addr_t src, uint64_t tag,
+                    uint64_t ignore, void* ctx) {
+  Ep* ep = ep_of(f);
+  return trecv_common(ep, buf, len, src, tag, ignore, ctx, rx_flags(ep));
+}
+
+ssize_t tagged_recvv(fid_ep* f, const iovec* iov, void** desc, size_t count, fi_addr_t src,
+                     uint64_t tag, uint64_t ignore, void* ctx) {
+  if (count > 1) return -FI_EINVAL;
+  return tagged_recv(f, count ? iov->iov_base : nullptr, count ? iov->iov_len : 0,
+                     desc ? desc[0] : nullptr, src, tag, ignore, ctx);
+}
+
+ssize_t tagged_recvmsg(fid_ep* f, const fi_msg_tagged* m, uint64_t flags) {
+  // FI_PEEK and FI_CLAIM (probing the unexpected list) are not offered yet.
+  if (m->iov_count > 1 || (flags & (FI_PEEK | FI_CLAIM | FI_DISCARD | FI_MULTI_RECV)))
+    return -FI_EOPNOTSUPP;
+  return trecv_common(ep_of(f), m->iov_count ? m->msg_iov->iov_base : nullptr,
+                      m->iov_count ? m->msg_iov->iov_len : 0, m->addr, m->tag, m->ignore,
+                      m->context, flags);
+}
+
+fi_ops_tagged kTaggedOps = {
+    .size = sizeof(fi_ops_tagged),
+    .recv = tagged_recv,
+    .recvv = tagged_recvv,
+    .recvmsg = tagged_recvmsg,
+    .send = tagged_send,
+    .sendv = tagged_sendv,
+    .sendmsg = tagged_sendmsg,
+    .inject = tagged_inject,
+    .senddata = tagged_senddata,
+    .injectdata = tagged_injectdata,
+};
+
+// ---------------------------------------------------------------------------------------------
+// FI_RMA: UET WRITE and READ. `addr` is an offset in the region the key names (no
+// FI_MR_VIRT_ADDR: the engine's regions are addressed from their start).
+
+ssize_t write_common(Ep* ep, const void* buf, size_t len, fi_addr_t dest, uint64_t addr,
+                     uint64_t key, void* ctx, uint64_t flags, bool inject) {
+  const uint32_t peer = peer_of(ep, dest);
+  if (peer == 0 || key > UINT32_MAX) return -FI_EINVAL;
+  if (flags & FI_REMOTE_CQ_DATA) return -FI_EOPNOTSUPP;  // WRITE carries no immediate here
+  return post(ep, Dir::kTx, FI_WRITE | FI_RMA, flags, ctx, const_cast<void*>(buf), len, inject,
+              [&](uint64_t wr_id, const uint8_t* local) {
+                WriteRequest r;
+                r.wr_id = wr_id;
+                r.peer = peer;
+                r.rkey = static_cast<uint32_t>(key);
+                r.remote_offset = addr;
+                r.local = local;
+                r.length = len;
+                r.mode = ep->mode;
+                return ep->domain->engine->post_write(r);
+              });
+}
+
+ssize_t rma_write(fid_ep* f, const void* buf, size_t len, void*, fi_addr_t dest, uint64_t addr,
+                  uint64_t key, void* ctx) {
+  Ep* ep = ep_of(f);
+  return write_common(ep, buf, len, dest, addr, key, ctx, tx_flags(ep), false);
+}
+
+ssize_t rma_writev(fid_ep* f, const iovec* iov, void** desc, size_t count, fi_addr_t dest,
+                   uint64_t addr, uint64_t key, void* ctx) {
+  if (count > 1) return -FI_EINVAL;
+  return rma_write(f, count ? iov->iov_base : nullptr, count ? iov->iov_len : 0,
+                   desc ? desc[0] : nullptr, dest, addr, key, ctx);
+}
+
+ssize_t rma_writemsg(fid_ep* f, const fi_msg_rma* m, uint64_t flags) {
+  if (m->iov_count > 1 || m->rma_iov_count != 1) return -FI_EINVAL;
+  return write_common(ep_of(f), m->iov_count ? m->msg_iov->iov_base : nullptr,
+                      m->iov_count ? m->msg_iov->iov_len : 0, m->addr, m->rma_iov->addr,
+                      m->rma_iov->key, m->context, flags, (flags & FI_INJECT) != 0);
+}
+
+ssize_t rma_inject(fid_ep* f, const void* buf, size_t len, fi_addr_t dest, uint64_t addr,
+                   uint64_t key) {
+  return write_common(ep_of(f), buf, len, dest, addr, key, nullptr, 0, true);
+}
+
+ssize_t rma_writedata(fid_ep*, const void*, size_t, void*, uint64_t, fi_addr_t, uint64_t,
+                      uint64_t, void*) {
+  return -FI_EOPNOTSUPP;
+}
+
+ssize_t rma_injectdata(fid_ep*, const void*, size_t, uint64_t, fi_addr_t, uint64_t, uint64_t) {
+  return -FI_EOPNOTSUPP;
+}
+
+ssize_t read_common(Ep* ep, void* buf, size_t len, fi_addr_t src, uint64_t addr, uint64_t key,
+                    void* ctx, uint64_t flags) {
+  const uint32_t peer = peer_of(ep, src);
+  if (peer == 0 || key > UINT32_MAX) return -FI_EINVAL;
+  return post(ep, Dir::kTx, FI_READ | FI_RMA, flags, ctx, buf, len, false,
+              [&](uint64_t wr_id, const uint8_t*) {
+                ReadRequest r;
+                r.wr_id = wr_id;
+                r.peer = peer;
+                r.rkey = static_cast<uint32_t>(key);
+                r.remote_offset = addr;
+                r.local = static_cast<uint8_t*>(buf);
+                r.length = len;
+                r.mode = ep->mode;
+                return ep->domain->engine->post_read(r);
+              });
+}
+
+ssize_t rma_read(fid_ep* f, void* buf, size_t len, void*, fi_addr_t src, uint64_t addr,
+                 uint64_t key, void* ctx) {
+  Ep* ep = ep_of(f);
+  return read_common(ep, buf, len, src, addr, key, ctx, tx_flags(ep));
+}
+
+ssize_t rma_readv(fid_ep* f, const iovec* iov, void** desc, size_t count, fi_addr_t src,
+                  uint64_t addr, uint64_t key, void* ctx) {
+  if (count > 1) return -FI_EINVAL;
+  return rma_read(f, count ? iov->iov_base : nullptr, count ? iov->iov_len : 0,
+                  desc ? desc[0] : nullptr, src, addr, key, ctx);
+}
+
+ssize_t rma_readmsg(fid_ep* f, const fi_msg_rma* m, uint64_t flags) {
+  if (m->iov_count > 1 || m->rma_iov_count != 1) return -FI_EINVAL;
+  return read_common(ep_of(f), m->iov_count ? m->msg_iov->iov_base : nullptr,
+                     m->iov_count ? m->msg_iov->iov_len : 0, m->addr, m->rma_iov->addr,
+                     m->rma_iov->key, m->context, flags);
+}
+
+fi_ops_rma kRmaOps = {
+    .size = sizeof(fi_ops_rma),
+    .read = rma_read,
+    .readv = rma_readv,
+    .readmsg = rma_readmsg,
+    .write = rma_write,
+    .writev = rma_writev,
+    .writemsg = rma_writemsg,
+    .inject = rma_inject,
+    .writedata = rma_writedata,
+    .injectdata = rma_injectdata,
+};
+
+// ---------------------------------------------------------------------------------------------
+// Connection management: an RDM endpoint only has a name.
+
+int cm_getname(fid_t f, void* addr, size_t* addrlen) {
+  Ep* ep = of<Ep>(f);
+  sockaddr_in sin{};
+  sin.sin_family = AF_INET;
+  sin.sin_port = htons(kUetPort);
+  sin.sin_addr.s_addr = htonl(ep->domain->local_ip4);
+  const bool fits = *addrlen >= sizeof(sin);
+  if (addr != nullptr) std::memcpy(addr, &sin, std::min(*addrlen, sizeof(sin)));
+  *addrlen = sizeof(sin);
+  return fits ? 0 : -FI_ETOOSMALL;
+}
+
+int cm_setname(fid_t, void*, size_t) { return -FI_ENOSYS; }
+int cm_getpeer(fid_ep*, void*, size_t*) { return -FI_ENOSYS; }
+int cm_connect(fid_ep*, const void*, const void*, size_t) { return -FI_ENOSYS; }
+int cm_listen(fid_pep*) { return -FI_ENOSYS; }
+int cm_accept(fid_ep*, const void*, size_t) { return -FI_ENOSYS; }
+int cm_reject(fid_pep*, fid_t, const void*, size_t) { return -FI_ENOSYS; }
+int cm_shutdown(fid_ep*, uint64_t) { return -FI_ENOSYS; }
+int cm_join(fid_ep*, const void*, uint64_t, fid_mc**, void*) { return -FI_ENOSYS; }
+
+fi_ops_cm kCmOps = {
+    .size = sizeof(fi_ops_cm),
+    .setname = cm_setname,
+    .getname = cm_getname,
+    .getpeer = cm_getpeer,
+    .connect = cm_connect,
+    .listen = cm_listen,
+    .accept = cm_accept,
+    .reject = cm_reject,
+    .shutdown = cm_shutdown,
+    .join = cm_join,
+};
+
+// ---------------------------------------------------------------------------------------------
+// Endpoint control.
+
+ssize_t ep_cancel(fid_t, void*) { return -FI_ENOENT; }  // a posted op cannot be withdrawn yet
+int ep_getopt(fid_t, int, int, void*, size_t*) { return -FI_ENOPROTOOPT; }
+int ep_setopt(fid_t, int, int, const void*, size_t) { return -FI_ENOPROTOOPT; }
+int ep_no_ctx(fid_ep*, int, fi_tx_attr*, fid_ep**, void*) { return -FI_ENOSYS; }
+int ep_no_rx_ctx(fid_ep*, int, fi_rx_attr*, fid_ep**, void*) { return -FI_ENOSYS; }
+
+ssize_t ep_rx_size_left(fid_ep* f) {
+  Ep* ep = ep_of(f);
+  std::lock_guard lock(ep->domain->mu);
+  return static_cast<ssize_t>(kRxSize - std::min(kRxSize, ep->rx_in_flight));
+}
+
+ssize_t ep_tx_size_left(fid_ep* f) {
+  Ep* ep = ep_of(f);
+  std::lock_guard lock(ep->domain->mu);
+  return static_cast<ssize_t>(kTxSize - std::min(kTxSize, ep->tx_in_flight));
+}
+
+fi_ops_ep kEpOps = {
+    .size = sizeof(fi_ops_ep),
+    .cancel = ep_cancel,
+    .getopt = ep_getopt,
+    .setopt = ep_setopt,
+    .tx_ctx = ep_no_ctx,
+    .rx_ctx = ep_no_rx_ctx,
+    .rx_size_left = ep_rx_size_left,
+    .tx_size_left = ep_tx_size_left,
+};
+
+int ep_bind(fid* f, fid* bf, uint64_t flags) {
+  Ep* ep = of<Ep>(f);
+  std::lock_guard lock(ep->domain->mu);
+  if (ep->enabled) return -FI_EOPBADSTATE;
+  switch (bf->fclass) {
+    case FI_CLASS_AV: {
+      if (ep->av != nullptr) return -FI_EINVAL;
+      ep->av = of<Av>(bf);
+      ++ep->av->bound;
+      return 0;
+    }
+    case FI_CLASS_CQ: {
+      Cq* cq = of<Cq>(bf);
+      if (flags & ~(FI_TRANSMIT | FI_RECV | FI_SELECTIVE_COMPLETION)) return -FI_EBADFLAGS;
+      if (flags & FI_TRANSMIT) {
+        if (ep->tx_cq != nullptr) return -FI_EINVAL;
+        ep->tx_cq = cq;
+        ep->tx_selective = (flags & FI_SELECTIVE_COMPLETION) != 0;
+        ++cq->bound;
+      }
+      if (flags & FI_RECV) {
+        if (ep->rx_cq != nullptr) return -FI_EINVAL;
+        ep->rx_cq = cq;
+        ep->rx_selective = (flags & FI_SELECTIVE_COMPLETION) != 0;
+        ++cq->bound;
+      }
+      return 0;
+    }
+    case FI_CLASS_CNTR: {
+      Cntr* c = of<Cntr>(bf);
+      if (flags & ~(FI_SEND | FI_RECV | FI_READ | FI_WRITE)) return -FI_EBADFLAGS;
+      for (auto [bit, slot] : {std::pair{FI_SEND, &ep->send_cntr}, std::pair{FI_RECV, &ep->recv_cntr},
+                               std::pair{FI_READ, &ep->read_cntr}, std::pair{FI_WRITE, &ep->write_cntr}}) {
+        if ((flags & bit) == 0) continue;
+        if (*slot != nullptr) return -FI_EINVAL;
+        *slot = c;
+        ++c->bound;
+      }
+      return 0;
+    }
+    case FI_CLASS_EQ:
+      return 0;  // an RDM endpoint has no connection events
+    default:
+      return -FI_EINVAL;
+  }
+}
+
+int ep_enable(Ep* ep) {
+  std::lock_guard lock(ep->domain->mu);
+  if (ep->av == nullptr) return -FI_ENOAV;
+  if (ep->tx_cq == nullptr && ep->send_cntr == nullptr && ep->write_cntr == nullptr &&
+      ep->read_cntr == nullptr) {
+    return -FI_ENOCQ;
+  }
+  ep->enabled = true;
+  return 0;
+}
+
+int ep_control(fid* f, int command, void* arg) {
+  Ep* ep = of<Ep>(f);
+  switch (command) {
+    case FI_ENABLE: return ep_enable(ep);
+    case FI_GETOPSFLAG:
+    case FI_SETOPSFLAG: {
+      auto* flags = static_cast<uint64_t*>(arg);
+      std::lock_guard lock(ep->domain->mu);
+      uint64_t& target = (*flags & FI_TRANSMIT) ? ep->info->tx_attr->op_flags
+                                                 : ep->info->rx_attr->op_flags;
+      if (command == FI_GETOPSFLAG) {
+        *flags = target;
+      } else {
+        target = *flags & ~(FI_TRANSMIT | FI_RECV);
+      }
+      return 0;
+    }
+    default: return -FI_ENOSYS;
+  }
+}
+
+int ep_close(fid* f) {
+  Ep* ep = of<Ep>(f);
+  Domain* d = ep->domain;
+  std::lock_guard lock(d->mu);
+  // Operations still in the engine complete silently from now on.
+  for (OpCtx& op : d->ops) {
+    if (!op.in_use) continue;
+    op.cq = nullptr;
+    op.cntr = nullptr;
+  }
+  for (Cq* cq : {ep->tx_cq, ep->rx_cq}) {
+    if (cq != nullptr) --cq->bound;
+  }
+  for (Cntr* c : {ep->send_cntr, ep->recv_cntr, ep->read_cntr, ep->write_cntr}) {
+    if (c != nullptr) --c->bound;
+  }
+  if (ep->av != nullptr) --ep->av->bound;
+  d->ep = nullptr;
+  --d->children;
+  fi_freeinfo(ep->info);
+  delete ep;
+  return 0;
+}
+
+fi_ops kEpFiOps = {
+    .size = sizeof(fi_ops),
+    .close = ep_close,
+    .bind = ep_bind,
+    .control = ep_control,
+    .ops_open = no_ops_open,
+    .tostr = nullptr,
+    .ops_set = nullptr,
+};
+
+}  // namespace
+
+int ep_open(fid_domain* domain, fi_info* info, fid_ep** out, void* context) {
+  Domain* d = of<Domain>(domain);
+  if (info == nullptr || info->ep_attr == nullptr || info->ep_attr->type != FI_EP_RDM)
+    return -FI_EINVAL;
+  std::lock_guard lock(d->mu);
+  if (d->ep != nullptr) return -FI_ENOSPC;  // domain_attr->ep_cnt is 1
+  auto* ep = new Ep{};
+  ep->fid.fid.fclass = FI_CLASS_EP;
+  ep->fid.fid.context = context;
+  ep->fid.fid.ops = &kEpFiOps;
+  ep->fid.ops = &kEpOps;
+  ep->fid.cm = &kCmOps;
+  ep->fid.msg = &kMsgOps;
+  ep->fid.rma = &kRmaOps;
+  ep->fid.tagged = &kTaggedOps;
+  ep->fid.atomic = nullptr;
+  ep->fid.collective = nullptr;
+  ep->domain = d;
+  ep->info = fi_dupinfo(info);
+  const uint64_t order = (info->tx_attr ? info->tx_attr->msg_order : 0) |
+                         (info->rx_attr ? info->rx_attr->msg_order : 0);
+  // FI_ORDER_SAS: messages processed in the order they were sent, UET's ROD (spec/uet.md §3.3).
+  ep->mode = (order & FI_ORDER_SAS) ? DeliveryMode::kRod : DeliveryMode::kRud;
+  d->ep = ep;
+  ++d->children;
+  *out = &ep->fid;
+  return 0;
+}
+
+}  // namespace uet::fabric

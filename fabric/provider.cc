@@ -1,0 +1,339 @@
+// The provider's entry (fi_prov_ini), its variables, fi_getinfo and the fabric object.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include <cstdlib>
+#include <cstring>
+
+#include <rdma/fi_eq.h>
+
+#include "fabric/uetref.h"
+
+namespace uet::fabric {
+
+namespace {
+
+void cleanup() {}
+
+// ---------------------------------------------------------------------------------------------
+// Variables.
+
+void define_params() {
+  fi_param_define(&kProvider, "transport", FI_PARAM_STRING,
+                  "Engine under the provider: uet (UET RUD/ROD, the default)");
+  fi_param_define(&kProvider, "addr", FI_PARAM_STRING,
+                  "IPv4 address the endpoint binds (UDP port 4793); default: the node given "
+                  "with FI_SOURCE, else a free address in 127.128.0.0/9");
+  fi_param_define(&kProvider, "payload_bytes", FI_PARAM_SIZE_T,
+                  "Payload bytes per packet, 256..8192 (default 4096)");
+  fi_param_define(&kProvider, "window_bytes", FI_PARAM_SIZE_T,
+                  "Bytes in flight per peer at most (default 262144)");
+  fi_param_define(&kProvider, "rendezvous_bytes", FI_PARAM_SIZE_T,
+                  "Messages longer than this go by rendezvous (the target reads them), 0: "
+                  "never (default 65536)");
+}
+
+// ---------------------------------------------------------------------------------------------
+// fi_getinfo.
+
+bool subset(uint64_t want, uint64_t have) { return (want & ~have) == 0; }
+
+// Fills `info` with what the provider offers, narrowed to `hints`; false when a hint asks for
+// something it does not offer.
+bool fill(fi_info* info, const fi_info* hints) {
+  uint64_t caps = kCaps;
+  uint64_t mr_mode = FI_MR_PROV_KEY;
+  fi_threading threading = FI_THREAD_SAFE;
+  fi_av_type av_type = FI_AV_TABLE;
+  uint64_t msg_order = 0;
+  if (hints != nullptr) {
+    if (hints->ep_attr != nullptr && hints->ep_attr->type != FI_EP_UNSPEC &&
+        hints->ep_attr->type != FI_EP_RDM) {
+      return false;
+    }
+    if (hints->caps != 0) {
+      if (!subset(hints->caps & ~(FI_SOURCE_ERR | FI_LOCAL_COMM | FI_REMOTE_COMM), kCaps))
+        return false;
+      // Secondary capabilities are offered whether asked or not; primary ones as asked.
+      caps = hints->caps | (kCaps & (FI_SOURCE | FI_DIRECTED_RECV | FI_LOCAL_COMM |
+                                     FI_REMOTE_COMM));
+      if (caps & (FI_MSG | FI_TAGGED)) caps |= FI_SEND | FI_RECV;
+      if (caps & FI_RMA) caps |= FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
+      caps &= kCaps;
+    }
+    if (hints->addr_format != FI_FORMAT_UNSPEC && hints->addr_format != FI_SOCKADDR_IN)
+      return false;
+    if (const fi_domain_attr* d = hints->domain_attr; d != nullptr) {
+      if (d->name != nullptr && std::strcmp(d->name, "uet") != 0) return false;
+      // The engine chooses the keys (its region table) and offsets are relative to a region.
+      const bool prov_key = d->mr_mode == FI_MR_UNSPEC || d->mr_mode == FI_MR_BASIC ||
+                            (d->mr_mode & FI_MR_PROV_KEY) != 0;
+      if (!prov_key) {
+        if (hints->caps & FI_RMA) return false;
+        caps &= ~(FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE);
+        mr_mode = 0;
+      }
+      if (d->threading != FI_THREAD_UNSPEC) threading = d->threading;
+      if (d->av_type != FI_AV_UNSPEC) av_type = d->av_type;
+      if (d->control_progress == FI_PROGRESS_AUTO || d->data_progress == FI_PROGRESS_AUTO)
+        return false;
+    }
+    if (hints->fabric_attr != nullptr && hints->fabric_attr->name != nullptr &&
+        std::strcmp(hints->fabric_attr->name, kProviderName) != 0) {
+      return false;
+    }
+    // FI_ORDER_SAS (sends processed in order) is UET's ROD (spec/uet.md §3.3).
+    const uint64_t kOrders = FI_ORDER_SAS | FI_ORDER_RAR | FI_ORDER_RAW | FI_ORDER_WAR |
+                             FI_ORDER_WAW | FI_ORDER_SAR | FI_ORDER_SAW | FI_ORDER_RAS |
+                             FI_ORDER_WAS;
+    if (hints->tx_attr != nullptr) msg_order |= hints->tx_attr->msg_order;
+    if (hints->rx_attr != nullptr) msg_order |= hints->rx_attr->msg_order;
+    if (!subset(msg_order, kOrders)) return false;
+    if (hints->tx_attr != nullptr && hints->tx_attr->inject_size > kInjectSize) return false;
+  }
+
+  info->caps = caps;
+  info->mode = 0;
+  info->addr_format = FI_SOCKADDR_IN;
+  info->ep_attr->type = FI_EP_RDM;
+  info->ep_attr->protocol = FI_PROTO_UNSPEC;
+  info->ep_attr->max_msg_size = kMaxMsgSize;
+  info->ep_attr->msg_prefix_size = 0;
+  info->ep_attr->mem_tag_format = 0xaaaaaaaaaaaaaaaa;  // fi_endpoint(3): 64 tag bits in one field
+  info->ep_attr->tx_ctx_cnt = 1;
+  info->ep_attr->rx_ctx_cnt = 1;
+
+  info->tx_attr->caps = caps & (FI_MSG | FI_TAGGED | FI_RMA | FI_SEND | FI_READ | FI_WRITE);
+  info->tx_attr->msg_order = msg_order;
+  info->tx_attr->comp_order = FI_ORDER_NONE;
+  info->tx_attr->inject_size = kInjectSize;
+  info->tx_attr->size = kTxSize;
+  info->tx_attr->iov_limit = 1;
+  info->tx_attr->rma_iov_limit = 1;
+  info->rx_attr->caps = caps & (FI_MSG | FI_TAGGED | FI_RECV | FI_REMOTE_READ | FI_REMOTE_WRITE |
+                                FI_DIRECTED_RECV | FI_SOURCE);
+  info->rx_attr->msg_order = msg_order;
+  info->rx_attr->comp_order = FI_ORDER_NONE;
+  info->rx_attr->size = kRxSize;
+  info->rx_attr->iov_limit = 1;
+
+  fi_domain_attr* d = info->domain_attr;
+  d->name = strdup("uet");
+  d->threading = threading;
+  d->control_progress = FI_PROGRESS_MANUAL;
+  d->data_progress = FI_PROGRESS_MANUAL;
+  d->resource_mgmt = FI_RM_ENABLED;
+  d->av_type = av_type;
+  d->mr_mode = static_cast<int>(mr_mode);
+  d->mr_key_size = 4;
+  d->cq_data_size = 4;  // a SEND's immediate: 32 bits (tagged sends carry 64)
+  d->cq_cnt = 64;
+  d->ep_cnt = 1;        // one engine per domain, and the endpoint is its view
+  d->tx_ctx_cnt = 1;
+  d->rx_ctx_cnt = 1;
+  d->max_ep_tx_ctx = 1;
+  d->max_ep_rx_ctx = 1;
+  d->mr_cnt = 65535;
+  d->mr_iov_limit = 1;
+  d->caps = FI_LOCAL_COMM | FI_REMOTE_COMM;
+
+  info->fabric_attr->name = strdup(kProviderName);
+  info->fabric_attr->prov_version = kProviderVersion;
+  info->fabric_attr->api_version = kApiVersion;
+  return true;
+}
+
+// A dotted IPv4 node name, host order; 0 if `node` is not one.
+uint32_t parse_ip4(const char* node) {
+  in_addr a{};
+  if (node == nullptr || inet_pton(AF_INET, node, &a) != 1) return 0;
+  return ntohl(a.s_addr);
+}
+
+void* sockaddr_of(uint32_t ip4, size_t* len) {
+  auto* sin = static_cast<sockaddr_in*>(calloc(1, sizeof(sockaddr_in)));
+  sin->sin_family = AF_INET;
+  sin->sin_port = htons(kUetPort);
+  sin->sin_addr.s_addr = htonl(ip4);
+  *len = sizeof(sockaddr_in);
+  return sin;
+}
+
+}  // namespace
+
+int getinfo(uint32_t version, const char* node, const char* service, uint64_t flags,
+            const fi_info* hints, fi_info** info) {
+  (void)version;
+  (void)service;  // every endpoint listens on UDP 4793 (spec/uet.md §2.1)
+  fi_info* out = fi_allocinfo();
+  if (out == nullptr) return -FI_ENOMEM;
+  if (!fill(out, hints)) {
+    fi_freeinfo(out);
+    return -FI_ENODATA;
+  }
+  if (node != nullptr) {
+    const uint32_t ip = parse_ip4(node);
+    if (ip == 0) {
+      FI_INFO(&kProvider, FI_LOG_CORE, "node %s is not a dotted IPv4 address", node);
+      fi_freeinfo(out);
+      return -FI_ENODATA;
+    }
+    if (flags & FI_SOURCE) {
+      out->src_addr = sockaddr_of(ip, &out->src_addrlen);
+    } else {
+      out->dest_addr = sockaddr_of(ip, &out->dest_addrlen);
+    }
+  } else if (hints != nullptr && hints->src_addr != nullptr &&
+             hints->src_addrlen == sizeof(sockaddr_in)) {
+    out->src_addr = malloc(sizeof(sockaddr_in));
+    std::memcpy(out->src_addr, hints->src_addr, sizeof(sockaddr_in));
+    out->src_addrlen = sizeof(sockaddr_in);
+  }
+  *info = out;
+  return 0;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The fabric.
+
+namespace {
+
+int fabric_close(fid* f) {
+  delete reinterpret_cast<fid_fabric*>(f);
+  return 0;
+}
+
+fi_ops kFabricFiOps = {
+    .size = sizeof(fi_ops),
+    .close = fabric_close,
+    .bind = no_bind,
+    .control = no_control,
+    .ops_open = no_ops_open,
+    .tostr = nullptr,
+    .ops_set = nullptr,
+};
+
+int no_pep(fid_fabric*, fi_info*, fid_pep**, void*) { return -FI_ENOSYS; }
+
+// The event queue: RDM endpoints raise no events, but applications open one regardless.
+ssize_t eq_read(fid_eq*, uint32_t*, void*, size_t, uint64_t) { return -FI_EAGAIN; }
+ssize_t eq_readerr(fid_eq*, fi_eq_err_entry*, uint64_t) { return -FI_EAGAIN; }
+ssize_t eq_write(fid_eq*, uint32_t, const void*, size_t, uint64_t) { return -FI_ENOSYS; }
+ssize_t eq_sread(fid_eq*, uint32_t*, void*, size_t, int, uint64_t) { return -FI_EAGAIN; }
+const char* eq_strerror(fid_eq*, int, const void*, char* buf, size_t len) {
+  if (buf != nullptr && len > 0) buf[0] = '\0';
+  return buf;
+}
+
+fi_ops_eq kEqOps = {
+    .size = sizeof(fi_ops_eq),
+    .read = eq_read,
+    .readerr = eq_readerr,
+    .write = eq_write,
+    .sread = eq_sread,
+    .strerror = eq_strerror,
+};
+
+int eq_close(fid* f) {
+  delete reinterpret_cast<fid_eq*>(f);
+  return 0;
+}
+
+fi_ops kEqFiOps = {
+    .size = sizeof(fi_ops),
+    .close = eq_close,
+    .bind = no_bind,
+    .control = no_control,
+    .ops_open = no_ops_open,
+    .tostr = nullptr,
+    .ops_set = nullptr,
+};
+
+int eq_open(fid_fabric*, fi_eq_attr* attr, fid_eq** eq, void* context) {
+  if (attr != nullptr && attr->wait_obj != FI_WAIT_NONE && attr->wait_obj != FI_WAIT_UNSPEC)
+    return -FI_ENOSYS;
+  auto* q = new fid_eq{};
+  q->fid.fclass = FI_CLASS_EQ;
+  q->fid.context = context;
+  q->fid.ops = &kEqFiOps;
+  q->ops = &kEqOps;
+  *eq = q;
+  return 0;
+}
+
+int no_wait(fid_fabric*, fi_wait_attr*, fid_wait**) { return -FI_ENOSYS; }
+int trywait(fid_fabric*, fid**, int) { return 0; }  // nothing to wait on: never blocks
+int domain2(fid_fabric* f, fi_info* info, fid_domain** dom, uint64_t flags, void* ctx) {
+  return flags == 0 ? domain_open(f, info, dom, ctx) : -FI_EINVAL;
+}
+
+fi_ops_fabric kFabricOps = {
+    .size = sizeof(fi_ops_fabric),
+    .domain = domain_open,
+    .passive_ep = no_pep,
+    .eq_open = eq_open,
+    .wait_open = no_wait,
+    .trywait = trywait,
+    .domain2 = domain2,
+};
+
+}  // namespace
+
+int fabric_open(fi_fabric_attr* attr, fid_fabric** fabric, void* context) {
+  if (attr != nullptr && attr->name != nullptr && std::strcmp(attr->name, kProviderName) != 0)
+    return -FI_ENODATA;
+  auto* f = new fid_fabric{};
+  f->fid.fclass = FI_CLASS_FABRIC;
+  f->fid.context = context;
+  f->fid.ops = &kFabricFiOps;
+  f->ops = &kFabricOps;
+  f->api_version = kApiVersion;
+  *fabric = f;
+  return 0;
+}
+
+int no_bind(fid*, fid*, uint64_t) { return -FI_ENOSYS; }
+int no_control(fid*, int, void*) { return -FI_ENOSYS; }
+int no_ops_open(fid*, const char*, uint64_t, void**, void*) { return -FI_ENOSYS; }
+
+Params read_params() {
+  Params p;
+  char* s = nullptr;
+  if (fi_param_get_str(&kProvider, "transport", &s) == 0 && s != nullptr) p.transport = s;
+  s = nullptr;
+  if (fi_param_get_str(&kProvider, "addr", &s) == 0 && s != nullptr) p.addr = s;
+  size_t v = 0;
+  if (fi_param_get_size_t(&kProvider, "payload_bytes", &v) == 0) p.payload_bytes = static_cast<uint32_t>(v);
+  if (fi_param_get_size_t(&kProvider, "window_bytes", &v) == 0) p.window_bytes = v;
+  if (fi_param_get_size_t(&kProvider, "rendezvous_bytes", &v) == 0) p.rendezvous_bytes = v;
+  return p;
+}
+
+int to_fi_errno(const absl::Status& s) noexcept {
+  switch (s.code()) {
+    case absl::StatusCode::kOk: return 0;
+    case absl::StatusCode::kResourceExhausted: return -FI_EAGAIN;
+    case absl::StatusCode::kUnimplemented: return -FI_EOPNOTSUPP;
+    case absl::StatusCode::kInvalidArgument:
+    case absl::StatusCode::kOutOfRange: return -FI_EINVAL;
+    case absl::StatusCode::kFailedPrecondition: return -FI_EOPBADSTATE;
+    default: return -FI_EOTHER;
+  }
+}
+
+fi_provider kProvider = {
+    .version = kProviderVersion,
+    .fi_version = kApiVersion,
+    .context = {},
+    .name = kProviderName,
+    .getinfo = getinfo,
+    .fabric = fabric_open,
+    .cleanup = cleanup,
+};
+
+}  // namespace uet::fabric
+
+extern "C" FI_EXT_INI {
+  uet::fabric::define_params();
+  return &uet::fabric::kProvider;
+}

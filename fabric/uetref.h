@@ -1,0 +1,196 @@
+// The uetref libfabric provider (libuetref-fi.so): the objects behind libfabric's fids, shared
+// by the files of this folder. An application opens them through libfabric's public API; each
+// object is a C struct libfabric knows (fid_domain, fid_ep, ...) as its first member, so a fid
+// pointer and the object pointer are one (the cast in `of`).
+//
+// One domain hosts one engine (a UET or RoCEv2 Endpoint of transport/) on one packet host
+// (dpdk-io/: io_uring UDP), driven by one HostLoop; the domain's endpoint is a view of it.
+// Everything the application calls runs under the domain's lock (FI_THREAD_SAFE), and the
+// engine only moves when the application calls in (FI_PROGRESS_MANUAL): reading a CQ or a
+// counter, or posting.
+#pragma once
+
+#include <rdma/fabric.h>
+#include <rdma/fi_atomic.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
+#include <rdma/fi_tagged.h>
+#include <rdma/providers/fi_log.h>
+#include <rdma/providers/fi_prov.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "dpdk-io/host_loop.h"
+#include "dpdk-io/uring_io.h"
+#include "transport/api.h"
+
+namespace uet::fabric {
+
+extern fi_provider kProvider;
+
+inline constexpr const char* kProviderName = "uetref";
+inline constexpr uint32_t kProviderVersion = FI_VERSION(0, 1);
+inline constexpr uint32_t kApiVersion = FI_VERSION(1, 17);
+inline constexpr uint16_t kUetPort = 4793;  // spec/uet.md §2.1
+
+// What the provider offers (fi_getinfo narrows it to the hints).
+inline constexpr uint64_t kCaps = FI_MSG | FI_TAGGED | FI_RMA | FI_SEND | FI_RECV | FI_READ |
+                                  FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE |
+                                  FI_DIRECTED_RECV | FI_SOURCE | FI_LOCAL_COMM | FI_REMOTE_COMM;
+inline constexpr size_t kInjectSize = 256;   // bytes fi_inject copies
+inline constexpr size_t kTxSize = 1024;      // operations in flight per endpoint, each way
+inline constexpr size_t kRxSize = 1024;
+inline constexpr size_t kCqSize = 4096;      // default entries of a CQ
+inline constexpr uint64_t kMaxMsgSize = uint64_t{1} << 30;
+
+// Provider variables (FI_UETREF_*; `fi_info -e` lists them), read once per domain.
+struct Params {
+  std::string transport = "uet";  // uet (rocev2 to come)
+  std::string addr;               // IPv4 to bind; empty: the hint's, else a free 127/8 address
+  uint32_t payload_bytes = 4096;
+  uint64_t window_bytes = 256 * 1024;
+  uint64_t rendezvous_bytes = 64 * 1024;
+};
+Params read_params();
+
+struct Domain;
+struct Cq;
+struct Cntr;
+struct Av;
+struct Ep;
+
+template <typename T>
+T* of(void* fid) noexcept {
+  return static_cast<T*>(fid);
+}
+
+// Maps an engine's refusal to libfabric's error numbers (negative, as the calls return them).
+int to_fi_errno(const absl::Status& s) noexcept;
+
+// One posted operation, from post to completion: wr_id is its index.
+struct OpCtx {
+  void* context = nullptr;  // the application's
+  uint64_t flags = 0;       // FI_SEND | FI_MSG, ... as the completion reports it
+  void* buf = nullptr;
+  Cq* cq = nullptr;         // nullptr: completes silently (inject, selective completion)
+  Cntr* cntr = nullptr;
+  bool in_use = false;
+};
+
+struct CqEntry {
+  fi_cq_tagged_entry e;  // the other formats are prefixes of it
+  fi_addr_t src;
+};
+
+struct Cq {
+  fid_cq fid;
+  Domain* domain = nullptr;
+  fi_cq_format format = FI_CQ_FORMAT_CONTEXT;
+  size_t entry_size = 0;
+  std::vector<CqEntry> ring;  // capacity = the CQ's size; posting reserves a place first
+  size_t head = 0, count = 0, reserved = 0;
+  std::vector<fi_cq_err_entry> errs;  // bounded by the operations that can fail
+  size_t err_head = 0, err_count = 0;
+  int bound = 0;  // endpoints bound to it
+
+  bool reserve() noexcept;
+  void unreserve() noexcept { --reserved; }
+  void push(const CqEntry& e) noexcept;
+  void push_error(const fi_cq_err_entry& e);
+};
+
+struct Cntr {
+  fid_cntr fid;
+  Domain* domain = nullptr;
+  uint64_t value = 0, errors = 0;
+  int bound = 0;
+};
+
+struct Mr {
+  fid_mr fid;
+  Domain* domain = nullptr;
+};
+
+struct Av {
+  fid_av fid;
+  Domain* domain = nullptr;
+  fi_av_type type = FI_AV_TABLE;
+  std::vector<uint32_t> peers;                      // fi_addr -> IPv4 (host order); 0: removed
+  absl::flat_hash_map<uint32_t, fi_addr_t> by_ip;   // FI_SOURCE: IPv4 -> fi_addr
+  int bound = 0;
+
+  uint32_t ip(fi_addr_t a) const noexcept {
+    return a < peers.size() ? peers[a] : 0;
+  }
+};
+
+struct Ep {
+  fid_ep fid;
+  Domain* domain = nullptr;
+  fi_info* info = nullptr;  // a copy: caps, op flags, order
+  Av* av = nullptr;
+  Cq* tx_cq = nullptr;
+  Cq* rx_cq = nullptr;
+  bool tx_selective = false, rx_selective = false;
+  Cntr* send_cntr = nullptr;
+  Cntr* recv_cntr = nullptr;
+  Cntr* read_cntr = nullptr;
+  Cntr* write_cntr = nullptr;
+  bool enabled = false;
+  DeliveryMode mode = DeliveryMode::kRud;  // ROD where the application asked FI_ORDER_SAS
+  size_t tx_in_flight = 0, rx_in_flight = 0;
+};
+
+struct Domain {
+  fid_domain fid;
+  fid_fabric* fabric = nullptr;
+  std::recursive_mutex mu;
+  Params params;
+  uint32_t local_ip4 = 0;  // host order
+  std::unique_ptr<io::UringIo> io;
+  std::unique_ptr<Endpoint> engine;
+  std::unique_ptr<io::HostLoop> loop;
+  Ep* ep = nullptr;
+  int children = 0;  // open AVs, CQs, counters, MRs, endpoints
+  std::vector<OpCtx> ops;
+  std::vector<uint32_t> free_ops;
+  std::vector<uint8_t> inject_bufs;  // kInjectSize per op
+
+  // Runs the engine: a few passes of the host loop, then its completions into the CQs.
+  void progress();
+  // Moves the engine's completions into CQs and counters.
+  void drain();
+  // Takes an op slot; -1 when every one is in flight.
+  int64_t take_op() noexcept;
+  void free_op(uint32_t i) noexcept;
+  uint8_t* inject_buf(uint32_t i) noexcept { return inject_bufs.data() + size_t{i} * kInjectSize; }
+};
+
+// Object constructors (fi_ops_* entries).
+int fabric_open(fi_fabric_attr* attr, fid_fabric** fabric, void* context);
+int domain_open(fid_fabric* fabric, fi_info* info, fid_domain** dom, void* context);
+int cq_open(fid_domain* domain, fi_cq_attr* attr, fid_cq** cq, void* context);
+int cntr_open(fid_domain* domain, fi_cntr_attr* attr, fid_cntr** cntr, void* context);
+int av_open(fid_domain* domain, fi_av_attr* attr, fid_av** av, void* context);
+int ep_open(fid_domain* domain, fi_info* info, fid_ep** ep, void* context);
+int mr_reg(fid* fid, const void* buf, size_t len, uint64_t access, uint64_t offset,
+           uint64_t requested_key, uint64_t flags, fid_mr** mr, void* context);
+int getinfo(uint32_t version, const char* node, const char* service, uint64_t flags,
+            const fi_info* hints, fi_info** info);
+
+// Calls libfabric lets a provider leave out answer -FI_ENOSYS.
+int no_bind(fid*, fid*, uint64_t);
+int no_control(fid*, int, void*);
+int no_ops_open(fid*, const char*, uint64_t, void**, void*);
+
+}  // namespace uet::fabric
