@@ -43,20 +43,20 @@ int open_host(Domain& d, uint32_t wanted_ip4) {
     auto u = io::UringIo::create(c);
     if (!u.ok()) {
       if (pick && absl::StrContains(u.status().message(), "in use")) continue;
-      FI_WARN(&kProvider, FI_LOG_DOMAIN, "%s", std::string(u.status().message()).c_str());
+      FI_WARN(&kProvider, FI_LOG_DOMAIN, "%s\n", std::string(u.status().message()).c_str());
       return -FI_EADDRNOTAVAIL;
     }
     d.io = std::move(*u);
     d.local_ip4 = ip;
     return 0;
   }
-  FI_WARN(&kProvider, FI_LOG_DOMAIN, "no free loopback address after 64 tries; set FI_UETREF_ADDR");
+  FI_WARN(&kProvider, FI_LOG_DOMAIN, "no free loopback address after 64 tries; set FI_UETREF_ADDR\n");
   return -FI_EADDRINUSE;
 }
 
 int open_engine(Domain& d, const Params& p) {
   if (p.transport != "uet") {
-    FI_WARN(&kProvider, FI_LOG_DOMAIN, "FI_UETREF_TRANSPORT=%s unknown: uet", p.transport.c_str());
+    FI_WARN(&kProvider, FI_LOG_DOMAIN, "FI_UETREF_TRANSPORT=%s unknown: uet\n", p.transport.c_str());
     return -FI_EINVAL;
   }
   UetConfig c;
@@ -72,7 +72,7 @@ int open_engine(Domain& d, const Params& p) {
   c.seed = d.local_ip4;
   auto e = UetEndpoint::create(c);
   if (!e.ok()) {
-    FI_WARN(&kProvider, FI_LOG_DOMAIN, "FI_UETREF_*: %s", std::string(e.status().message()).c_str());
+    FI_WARN(&kProvider, FI_LOG_DOMAIN, "FI_UETREF_*: %s\n", std::string(e.status().message()).c_str());
     return -FI_EINVAL;
   }
   d.engine = std::move(*e);
@@ -85,7 +85,7 @@ uint32_t wanted_address(const fi_info* info, const Params& p, int* err) {
   if (!p.addr.empty()) {
     in_addr a{};
     if (inet_pton(AF_INET, p.addr.c_str(), &a) != 1) {
-      FI_WARN(&kProvider, FI_LOG_DOMAIN, "FI_UETREF_ADDR=%s is not a dotted IPv4 address",
+      FI_WARN(&kProvider, FI_LOG_DOMAIN, "FI_UETREF_ADDR=%s is not a dotted IPv4 address\n",
               p.addr.c_str());
       *err = -FI_EINVAL;
       return 0;
@@ -215,7 +215,7 @@ int domain_open(fid_fabric* fabric, fi_info* info, fid_domain** dom, void* conte
   d->free_ops.reserve(d->ops.size());
   for (size_t i = d->ops.size(); i-- > 0;) d->free_ops.push_back(static_cast<uint32_t>(i));
   d->inject_bufs.resize(d->ops.size() * kInjectSize);
-  FI_INFO(&kProvider, FI_LOG_DOMAIN, "domain on %s:%u", inet_ntoa(in_addr{htonl(d->local_ip4)}),
+  FI_INFO(&kProvider, FI_LOG_DOMAIN, "domain on %s:%u\n", inet_ntoa(in_addr{htonl(d->local_ip4)}),
           kUetPort);
   *dom = &d.release()->fid;
   return 0;

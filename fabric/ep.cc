@@ -65,7 +65,7 @@ ssize_t post(Ep* ep, Dir dir, uint64_t op_flags, uint64_t flags, void* context, 
   if (!s.ok()) {
     d->free_op(i);
     if (report) cq->unreserve();
-    FI_INFO(&kProvider, FI_LOG_EP_DATA, "%s", std::string(s.message()).c_str());
+    FI_WARN_SPARSE(&kProvider, FI_LOG_EP_DATA, "%s\n", std::string(s.message()).c_str());
     return to_fi_errno(s);
   }
   ++(tx ? ep->tx_in_flight : ep->rx_in_flight);

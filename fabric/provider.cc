@@ -113,6 +113,10 @@ bool fill(fi_info* info, const fi_info* hints) {
   info->rx_attr->caps = caps & (FI_MSG | FI_TAGGED | FI_RECV | FI_REMOTE_READ | FI_REMOTE_WRITE |
                                 FI_DIRECTED_RECV | FI_SOURCE);
   info->rx_attr->msg_order = msg_order;
+  // The default flags of the data calls (FI_COMPLETION under FI_SELECTIVE_COMPLETION) are the
+  // application's to choose.
+  if (hints != nullptr && hints->tx_attr != nullptr) info->tx_attr->op_flags = hints->tx_attr->op_flags;
+  if (hints != nullptr && hints->rx_attr != nullptr) info->rx_attr->op_flags = hints->rx_attr->op_flags;
   info->rx_attr->comp_order = FI_ORDER_NONE;
   info->rx_attr->size = kRxSize;
   info->rx_attr->iov_limit = 1;
@@ -174,7 +178,7 @@ int getinfo(uint32_t version, const char* node, const char* service, uint64_t fl
   if (node != nullptr) {
     const uint32_t ip = parse_ip4(node);
     if (ip == 0) {
-      FI_INFO(&kProvider, FI_LOG_CORE, "node %s is not a dotted IPv4 address", node);
+      FI_INFO(&kProvider, FI_LOG_CORE, "node %s is not a dotted IPv4 address\n", node);
       fi_freeinfo(out);
       return -FI_ENODATA;
     }
