@@ -543,6 +543,8 @@ void UringIo::on_rx_completion(int32_t res, uint32_t flags) {
 
 void UringIo::reap() {
   io_uring* ring = &ring_->ring;
+  // DEFER_TASKRUN: the kernel posts our completions only when we ask (IORING_ENTER_GETEVENTS).
+  if (setup_.defer_taskrun && io_uring_cq_ready(ring) == 0) io_uring_get_events(ring);
   std::array<io_uring_cqe*, 64> cqes{};
   for (;;) {
     const unsigned n = io_uring_peek_batch_cqe(ring, cqes.data(), cqes.size());

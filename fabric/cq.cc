@@ -99,7 +99,11 @@ int cq_signal(fid_cq*) { return 0; }
 const char* cq_strerror(fid_cq*, int prov_errno, const void*, char* buf, size_t len) {
   const std::string_view name =
       wire::value_name("ses_return_code", static_cast<uint64_t>(prov_errno));
-  if (buf == nullptr || len == 0) return "UET return code";
+  thread_local char own[64];
+  if (buf == nullptr || len == 0) {
+    buf = own;
+    len = sizeof(own);
+  }
   std::snprintf(buf, len, "UET return code %d (%.*s)", prov_errno, static_cast<int>(name.size()),
                 name.data());
   return buf;

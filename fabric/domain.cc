@@ -4,6 +4,7 @@
 #include <netinet/in.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstring>
 
 #include "absl/strings/match.h"
@@ -69,6 +70,22 @@ int open_engine(Domain& d, const Params& p) {
   // The kernel computes the real UDP checksum (dpdk-io/uring_io.h).
   c.udp_checksum = false;
   c.rendezvous_bytes = p.rendezvous_bytes;
+  // A kernel-socket host inside someone else's process stalls for milliseconds (scheduling,
+  // the application's own work between calls): uet-perf's timers for --io=uring, so that a
+  // stall is not taken for a loss.
+  c.rto = 50 * kMillisecond;
+  c.min_rto = 50 * kMillisecond;
+  c.max_rto = 200 * kMillisecond;
+  c.rto_rtt_max_pct = 150;
+  c.base_rtt = static_cast<Time>(p.base_rtt_us) * kMicrosecond;
+  // PDCs to the peers of a job stay open between its phases (spec/uet.md §3.12 lets either
+  // side close an idle one; reopening is cheap, but not free on a host that stalls).
+  c.idle_timeout = kSecond;
+  // A libfabric send waits for its receive however late it is posted (an MPI rank may compute
+  // for minutes first): rendezvous sources and deferred sends are held as long as the engine
+  // allows (its tables bound how many).
+  c.rendezvous_timeout = 1000 * kSecond;
+  c.deferral_timeout = 1000 * kSecond;
   c.seed = d.local_ip4;
   auto e = UetEndpoint::create(c);
   if (!e.ok()) {
@@ -142,12 +159,32 @@ fi_ops_mr kMrOps = {
 // ---------------------------------------------------------------------------------------------
 // The domain object.
 
+// FI_UETREF_STATS: what the engine and the host counted, one line at close.
+void print_stats(const Domain& d) {
+  const auto& u = static_cast<const UetEndpoint&>(*d.engine);
+  const UetCounters& k = u.counters();
+  const io::UringCounters& h = d.io->counters();
+  std::fprintf(stderr,
+               "uetref %s: data %lu retx %lu (timeouts %lu fast %lu nack %lu tlp %lu rnr %lu) "
+               "acks %lu/%lu rendezvous %lu reads %lu timeouts %lu deferred %lu/%lu "
+               "unexpected %lu kernel drops %lu; host rx %lu tx %lu no-buffer %lu send errors %lu "
+               "(errno %d) rx errors %lu (errno %d) rearms %lu truncated %lu bad %lu\n",
+               inet_ntoa(in_addr{htonl(d.local_ip4)}), k.tx_data, k.tx_retx, k.timeouts,
+               k.fast_retx, k.nack_retx, k.tlp_probes, k.rnr_retx, k.tx_acks, k.rx_acks,
+               k.tx_rendezvous, k.rx_rdv_reads, k.rdv_timeouts, k.tx_deferred, k.rx_deferred,
+               k.rx_tagged_unexpected, h.rx_kernel_dropped, d.io->stats().rx_packets,
+               d.io->stats().tx_packets, d.io->stats().tx_no_buffer, h.tx_send_errors,
+               h.last_send_errno, h.rx_errors, h.last_rx_errno, h.rx_rearms, h.rx_truncated,
+               h.rx_bad);
+}
+
 int domain_close(fid* f) {
   Domain* d = of<Domain>(f);
   {
     std::lock_guard lock(d->mu);
     if (d->children > 0) return -FI_EBUSY;  // fi_domain(3): close its objects first
   }
+  if (d->params.stats) print_stats(*d);
   delete d;
   return 0;
 }
@@ -332,6 +369,9 @@ void Domain::drain() {
         e.err = err;
         // The SES return code (spec/uet.md §4.9), for fi_cq_strerror.
         e.prov_errno = c.return_code;
+        FI_INFO(&kProvider, FI_LOG_CQ, "%s of %lu bytes failed: %s (return code %u)\n",
+                to_string(c.op), static_cast<unsigned long>(c.bytes), to_string(c.status),
+                c.return_code);
         cq->push_error(e);
       }
       free_op(i);

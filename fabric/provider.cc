@@ -28,9 +28,15 @@ void define_params() {
                   "Payload bytes per packet, 256..8192 (default 4096)");
   fi_param_define(&kProvider, "window_bytes", FI_PARAM_SIZE_T,
                   "Bytes in flight per peer at most (default 262144)");
+  fi_param_define(&kProvider, "base_rtt_us", FI_PARAM_SIZE_T,
+                  "The unloaded round trip NSCC measures queueing against, in microseconds, "
+                  "1..100000 (default 50: loopback through the kernel)");
+  fi_param_define(&kProvider, "stats", FI_PARAM_BOOL,
+                  "Print the engine's counters (retransmissions, rendezvous, deferrals, kernel "
+                  "drops) to stderr when a domain closes (default no)");
   fi_param_define(&kProvider, "rendezvous_bytes", FI_PARAM_SIZE_T,
                   "Messages longer than this go by rendezvous (the target reads them), 0: "
-                  "never (default 65536)");
+                  "never (the default)");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -310,6 +316,9 @@ Params read_params() {
   if (fi_param_get_size_t(&kProvider, "payload_bytes", &v) == 0) p.payload_bytes = static_cast<uint32_t>(v);
   if (fi_param_get_size_t(&kProvider, "window_bytes", &v) == 0) p.window_bytes = v;
   if (fi_param_get_size_t(&kProvider, "rendezvous_bytes", &v) == 0) p.rendezvous_bytes = v;
+  int b = 0;
+  if (fi_param_get_bool(&kProvider, "stats", &b) == 0) p.stats = b != 0;
+  if (fi_param_get_size_t(&kProvider, "base_rtt_us", &v) == 0) p.base_rtt_us = static_cast<uint32_t>(v);
   return p;
 }
 
