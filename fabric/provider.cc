@@ -36,7 +36,7 @@ void define_params() {
                   "drops) to stderr when a domain closes (default no)");
   fi_param_define(&kProvider, "rendezvous_bytes", FI_PARAM_SIZE_T,
                   "Messages longer than this go by rendezvous (the target reads them), 0: "
-                  "never (the default)");
+                  "never (default 65536)");
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -59,7 +59,7 @@ struct Params {
   std::string addr;               // IPv4 to bind; empty: the hint's, else a free 127/8 address
   uint32_t payload_bytes = 4096;
   uint64_t window_bytes = 256 * 1024;
-  uint64_t rendezvous_bytes = 0;  // eager: see fabric/NOTES.md
+  uint64_t rendezvous_bytes = 64 * 1024;
   uint32_t base_rtt_us = 50;  // NSCC's unloaded round trip: loopback through the kernel
   bool stats = false;         // print the engine's counters when the domain closes
 };

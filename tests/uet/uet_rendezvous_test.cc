@@ -251,6 +251,70 @@ TEST(UetRendezvous_Clear, CrossedSendsCompleteThoughTheirFirstClearsAreLost) {
   EXPECT_EQ(link.a().counters().rdv_timeouts + link.b().counters().rdv_timeouts, 0u);
 }
 
+// fi_pingpong's pattern: each side keeps a receive posted, and answers a message with one of
+// its own once it has it, round after round; every send completes at both ends, and at once:
+// the reader's CLEAR of one round's READ answers does not wait an RTO behind the last round's.
+// (The timers are a kernel-socket host's, as fabric/ sets them.)
+TEST(UetRendezvous_PingPong, RoundsOfAnsweredMessagesEachComplete) {
+  UetConfig a = config_for(kIpA), b = config_for(kIpB);
+  for (UetConfig* c : {&a, &b}) {
+    c->rendezvous_bytes = 65536;
+    c->rto = c->min_rto = 50 * kMillisecond;
+    c->max_rto = 200 * kMillisecond;
+    c->rto_rtt_max_pct = 150;
+    c->base_rtt = 50 * kMicrosecond;
+    c->idle_timeout = kSecond;
+    c->rendezvous_timeout = c->deferral_timeout = 1000 * kSecond;
+  }
+  Link link(a, b);
+  constexpr int kRounds = 4;
+  const std::vector<uint8_t> ping = pattern(98304, 1), pong = pattern(98304, 2);
+  std::vector<uint8_t> at_a(pong.size(), 0), at_b(ping.size(), 0);
+  ASSERT_TRUE(link.b().post_trecv(trecv(100, at_b, 7)).ok());
+  for (int r = 0; r < kRounds; ++r) {
+    const Time round_start = link.now();
+    ASSERT_TRUE(link.a().post_trecv(trecv(200 + r, at_a, 7)).ok());
+    ASSERT_TRUE(link.a().post_tsend(tsend(300 + r, ping, 7)).ok());
+    // B answers once its receive completes.
+    bool b_got = false, b_sent = false;
+    Time t = link.now();
+    for (int step = 0; step < 100000 && !b_sent; ++step) {
+      link.run(t += 20 * kMicrosecond);
+      for (const Completion& c : drain(link.b())) {
+        ASSERT_EQ(c.status, OpStatus::kSuccess) << "round " << r << " wr " << c.wr_id;
+        if (c.op != Opcode::kTaggedRecv) continue;
+        b_got = true;
+        EXPECT_TRUE(at_b == ping) << r;
+        ASSERT_TRUE(link.b().post_trecv(trecv(101 + r, at_b, 7)).ok());
+        TaggedSendRequest back = tsend(400 + r, pong, 7);
+        back.peer = kIpA;
+        ASSERT_TRUE(link.b().post_tsend(back).ok());
+        b_sent = true;
+      }
+    }
+    ASSERT_TRUE(b_got) << "round " << r;
+    // A's send and receive complete, and so does B's answer.
+    int a_done = 0, b_done = 0;
+    for (int step = 0; step < 100000 && (a_done < 2 || b_done < 1); ++step) {
+      link.run(t += 20 * kMicrosecond);
+      for (const Completion& c : drain(link.a())) {
+        EXPECT_EQ(c.status, OpStatus::kSuccess) << "round " << r << " wr " << c.wr_id;
+        ++a_done;
+      }
+      for (const Completion& c : drain(link.b())) {
+        EXPECT_EQ(c.status, OpStatus::kSuccess) << "round " << r << " wr " << c.wr_id;
+        EXPECT_EQ(c.wr_id, 400u + r);
+        ++b_done;
+      }
+    }
+    // Nothing was lost: no round waits for a timer (an RTO is 50 ms here).
+    EXPECT_LT(link.now() - round_start, kMillisecond) << "round " << r;
+    ASSERT_EQ(a_done, 2) << "round " << r;
+    ASSERT_EQ(b_done, 1) << "round " << r;
+    EXPECT_TRUE(at_a == pong) << r;
+  }
+}
+
 // ----------------------------------------------------------------------------- bounds
 
 TEST(UetRendezvous_Bounds, WithEverySourceExposedTheNextSendsGoEagerly) {

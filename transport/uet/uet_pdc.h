@@ -154,7 +154,8 @@ struct Pdc {
     Time rtt_max = 0;              // the largest sample (UetConfig::rto_rtt_max_pct)
     uint64_t acked_total = 0;      // PSNs acknowledged so far (progress)
     uint32_t peer_rcvd_bytes = 0;  // §3.8.1: the target's rcvd_bytes in its newest ACK_CC
-    Time clear_at = 0;             // §3.12: a CLEAR may go (again) from then (tx)
+    Time clear_at = 0;             // §3.12: a CLEAR of clear_psn may go again from then (tx)
+    uint32_t clear_psn = 0;        // ... the clear PSN the last CLEAR carried
     Time last_ack_at = kNever;     // the last valid ACK (is the peer alive?)
     cc::Nscc nscc{cc::NsccConfig{}};
     // RCCC sender (UetConfig::cc rccc or nscc+rccc).

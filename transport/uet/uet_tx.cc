@@ -396,11 +396,15 @@ UetEndpoint::Turn UetEndpoint::tx_close(Pdc& p, uint16_t id, Frame& f) {
 }
 
 // §3.12 CLEAR: CACK waits behind PSNs refused and acknowledged here (§3.3) until a clear PSN
-// passes them; with no request left in range to carry it, a CLEAR does, again after an RTO if
-// CACK has not moved.
+// passes them; with no request left in range to carry it, a CLEAR does at once, and the same
+// clear PSN again after an RTO if CACK has not moved (a newer clear PSN does not wait: the
+// source of a rendezvous completes only when it hears it).
 UetEndpoint::Turn UetEndpoint::tx_clear(Pdc& p, uint16_t id, Frame& f, Time now) {
-  if (psn_before(p.ini.peer_cack, p.ini.base_psn - 1) && now >= p.ini.clear_at && p.established &&
-      build_ctrl(p, id, wire::CtrlType::kClear, p.ini.next_psn, f, p.ini.base_psn - 1)) {
+  const uint32_t clear = p.ini.base_psn - 1;
+  const bool due = clear != p.ini.clear_psn || now >= p.ini.clear_at;
+  if (psn_before(p.ini.peer_cack, clear) && due && p.established &&
+      build_ctrl(p, id, wire::CtrlType::kClear, p.ini.next_psn, f, clear)) {
+    p.ini.clear_psn = clear;
     p.ini.clear_at = now + p.ini.rto;
     deadline_ = std::min(deadline_, p.ini.clear_at);
     ++counters_.tx_clear;
