@@ -55,11 +55,40 @@ int open_host(Domain& d, uint32_t wanted_ip4) {
   return -FI_EADDRINUSE;
 }
 
-int open_engine(Domain& d, const Params& p) {
+// The variables' ranges, refused by name before the engine sees them.
+bool params_ok(const Params& p) {
+  struct Range {
+    const char* name;
+    uint64_t value, lo, hi;
+  };
+  const Range ranges[] = {
+      {"FI_UETREF_PAYLOAD_BYTES", p.payload_bytes, 256, 8192},
+      {"FI_UETREF_WINDOW_BYTES", p.window_bytes, 4096, uint64_t{1} << 30},
+      {"FI_UETREF_BASE_RTT_US", p.base_rtt_us, 1, 100000},
+      {"FI_UETREF_RENDEZVOUS_BYTES", p.rendezvous_bytes, 0, UINT32_MAX},
+  };
+  for (const Range& r : ranges) {
+    if (r.value < r.lo || r.value > r.hi) {
+      FI_WARN(&kProvider, FI_LOG_DOMAIN, "%s=%lu out of range: %lu..%lu\n", r.name,
+              static_cast<unsigned long>(r.value), static_cast<unsigned long>(r.lo),
+              static_cast<unsigned long>(r.hi));
+      return false;
+    }
+  }
+  if (p.rendezvous_bytes != 0 && p.rendezvous_bytes < p.payload_bytes) {
+    FI_WARN(&kProvider, FI_LOG_DOMAIN,
+            "FI_UETREF_RENDEZVOUS_BYTES=%lu out of range: 0, or FI_UETREF_PAYLOAD_BYTES..%u\n",
+            static_cast<unsigned long>(p.rendezvous_bytes), UINT32_MAX);
+    return false;
+  }
   if (p.transport != "uet") {
     FI_WARN(&kProvider, FI_LOG_DOMAIN, "FI_UETREF_TRANSPORT=%s unknown: uet\n", p.transport.c_str());
-    return -FI_EINVAL;
+    return false;
   }
+  return true;
+}
+
+int open_engine(Domain& d, const Params& p) {
   UetConfig c;
   c.local_ip4 = d.local_ip4;
   c.local_mac = mac_of(d.local_ip4);
@@ -243,6 +272,7 @@ int domain_open(fid_fabric* fabric, fi_info* info, fid_domain** dom, void* conte
   d->fid.mr = &kMrOps;
   d->fabric = fabric;
   d->params = read_params();
+  if (!params_ok(d->params)) return -FI_EINVAL;
   int err = 0;
   const uint32_t ip = wanted_address(info, d->params, &err);
   if (err != 0) return err;
