@@ -109,19 +109,9 @@ const char* cq_strerror(fid_cq*, int prov_errno, const void*, char* buf, size_t 
   return buf;
 }
 
-int cq_close(fid* f) {
-  Cq* cq = of<Cq>(f);
-  Domain* d = cq->domain;
-  std::lock_guard lock(d->mu);
-  if (cq->bound > 0) return -FI_EBUSY;
-  --d->children;
-  delete cq;
-  return 0;
-}
-
 fi_ops kCqFiOps = {
     .size = sizeof(fi_ops),
-    .close = cq_close,
+    .close = close_child<Cq>,
     .bind = no_bind,
     .control = no_control,
     .ops_open = no_ops_open,
@@ -199,19 +189,9 @@ int cntr_wait(fid_cntr* f, uint64_t threshold, int timeout) {
   }
 }
 
-int cntr_close(fid* f) {
-  Cntr* c = of<Cntr>(f);
-  Domain* d = c->domain;
-  std::lock_guard lock(d->mu);
-  if (c->bound > 0) return -FI_EBUSY;
-  --d->children;
-  delete c;
-  return 0;
-}
-
 fi_ops kCntrFiOps = {
     .size = sizeof(fi_ops),
-    .close = cntr_close,
+    .close = close_child<Cntr>,
     .bind = no_bind,
     .control = no_control,
     .ops_open = no_ops_open,

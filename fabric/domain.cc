@@ -414,19 +414,9 @@ void Domain::drain() {
 
 namespace {
 
-int av_close(fid* f) {
-  Av* av = of<Av>(f);
-  Domain* d = av->domain;
-  std::lock_guard lock(d->mu);
-  if (av->bound > 0) return -FI_EBUSY;
-  --d->children;
-  delete av;
-  return 0;
-}
-
 fi_ops kAvFiOps = {
     .size = sizeof(fi_ops),
-    .close = av_close,
+    .close = close_child<Av>,
     .bind = no_bind,
     .control = no_control,
     .ops_open = no_ops_open,

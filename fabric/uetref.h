@@ -190,6 +190,18 @@ int mr_reg(fid* fid, const void* buf, size_t len, uint64_t access, uint64_t offs
 int getinfo(uint32_t version, const char* node, const char* service, uint64_t flags,
             const fi_info* hints, fi_info** info);
 
+// fi_close of a domain's AV, CQ or counter: refused while an endpoint is bound to it.
+template <typename T>
+int close_child(fid* f) {
+  T* o = of<T>(f);
+  Domain* d = o->domain;
+  std::lock_guard lock(d->mu);
+  if (o->bound > 0) return -FI_EBUSY;
+  --d->children;
+  delete o;
+  return 0;
+}
+
 // Calls libfabric lets a provider leave out answer -FI_ENOSYS.
 int no_bind(fid*, fid*, uint64_t);
 int no_control(fid*, int, void*);
