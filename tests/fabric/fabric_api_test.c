@@ -1,0 +1,218 @@
+// The provider through libfabric's public API, as an application calls it (no MPI, no
+// fi_pingpong): hints it must refuse, misuse it must answer with libfabric's errors, and RMA
+// (which neither fi_pingpong nor the MPI MTL exercise) between two domains of one process:
+// WRITE then READ back, a WRITE outside the region failing with the target's return code,
+// counters, and a send to an address no one listens on failing within the retry budget.
+// Exits 0 when every check holds; prints each failure.
+#define _POSIX_C_SOURCE 200809L
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
+#include <rdma/fi_tagged.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static int failures;
+
+#define CHECK(cond, ...)                             \
+  do {                                               \
+    if (!(cond)) {                                   \
+      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
+      fprintf(stderr, __VA_ARGS__);                  \
+      fprintf(stderr, "\n");                         \
+      ++failures;                                    \
+    }                                                \
+  } while (0)
+
+static struct fi_info* hints_for(uint64_t caps) {
+  struct fi_info* h = fi_allocinfo();
+  h->fabric_attr->prov_name = strdup("uetref");
+  h->ep_attr->type = FI_EP_RDM;
+  h->caps = caps;
+  h->domain_attr->mr_mode = FI_MR_PROV_KEY;
+  return h;
+}
+
+static int getinfo_rc(struct fi_info* h) {
+  struct fi_info* info = NULL;
+  const int rc = fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &info);
+  if (info != NULL) fi_freeinfo(info);
+  fi_freeinfo(h);
+  return rc;
+}
+
+struct node {
+  struct fid_fabric* fabric;
+  struct fid_domain* domain;
+  struct fid_av* av;
+  struct fid_cq* cq;
+  struct fid_cntr* wcntr;
+  struct fid_ep* ep;
+  struct sockaddr_in name;
+};
+
+static void open_node(struct fi_info* info, struct node* n) {
+  memset(n, 0, sizeof *n);
+  int rc = fi_fabric(info->fabric_attr, &n->fabric, NULL);
+  CHECK(rc == 0, "fi_fabric: %d", rc);
+  rc = fi_domain(n->fabric, info, &n->domain, NULL);
+  CHECK(rc == 0, "fi_domain: %d", rc);
+  struct fi_av_attr av = {.type = FI_AV_TABLE};
+  CHECK(fi_av_open(n->domain, &av, &n->av, NULL) == 0, "fi_av_open");
+  struct fi_cq_attr cq = {.format = FI_CQ_FORMAT_TAGGED, .size = 64};
+  CHECK(fi_cq_open(n->domain, &cq, &n->cq, NULL) == 0, "fi_cq_open");
+  struct fi_cntr_attr ca = {.events = FI_CNTR_EVENTS_COMP};
+  CHECK(fi_cntr_open(n->domain, &ca, &n->wcntr, NULL) == 0, "fi_cntr_open");
+  CHECK(fi_endpoint(n->domain, info, &n->ep, NULL) == 0, "fi_endpoint");
+  CHECK(fi_ep_bind(n->ep, &n->av->fid, 0) == 0, "bind av");
+  CHECK(fi_ep_bind(n->ep, &n->cq->fid, FI_TRANSMIT | FI_RECV) == 0, "bind cq");
+  CHECK(fi_ep_bind(n->ep, &n->wcntr->fid, FI_WRITE) == 0, "bind cntr");
+  CHECK(fi_enable(n->ep) == 0, "fi_enable");
+  size_t len = 0;
+  CHECK(fi_getname(&n->ep->fid, NULL, &len) == -FI_ETOOSMALL && len == sizeof n->name,
+        "fi_getname size probe: %zu", len);
+  CHECK(fi_getname(&n->ep->fid, &n->name, &len) == 0, "fi_getname");
+}
+
+static void close_node(struct node* n) {
+  CHECK(fi_close(&n->ep->fid) == 0, "close ep");
+  CHECK(fi_close(&n->cq->fid) == 0, "close cq");
+  CHECK(fi_close(&n->wcntr->fid) == 0, "close cntr");
+  CHECK(fi_close(&n->av->fid) == 0, "close av");
+  CHECK(fi_close(&n->domain->fid) == 0, "close domain");
+  CHECK(fi_close(&n->fabric->fid) == 0, "close fabric");
+}
+
+static double now_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+// Reads one completion from `a`, driving `b` too (each domain moves only when called).
+// Returns 1 with *ok = 0 for an error completion (then *err holds it), 0 on a timeout.
+static int one_completion(struct node* a, struct node* b, int* ok, struct fi_cq_err_entry* err,
+                          double timeout_s) {
+  const double end = now_s() + timeout_s;
+  struct fi_cq_tagged_entry e;
+  while (now_s() < end) {
+    ssize_t rc = fi_cq_read(a->cq, &e, 1);
+    if (rc == 1) {
+      *ok = 1;
+      return 1;
+    }
+    if (rc == -FI_EAVAIL) {
+      memset(err, 0, sizeof *err);
+      CHECK(fi_cq_readerr(a->cq, err, 0) == 1, "fi_cq_readerr");
+      *ok = 0;
+      return 1;
+    }
+    if (b != NULL) fi_cq_read(b->cq, &e, 0);
+  }
+  return 0;
+}
+
+int main(void) {
+  // Hints the provider does not serve are refused with -FI_ENODATA.
+  struct fi_info* h = hints_for(FI_MSG);
+  h->ep_attr->type = FI_EP_MSG;
+  CHECK(getinfo_rc(h) == -FI_ENODATA, "FI_EP_MSG not refused");
+  CHECK(getinfo_rc(hints_for(FI_ATOMIC)) == -FI_ENODATA, "FI_ATOMIC not refused");
+  h = hints_for(FI_RMA);
+  h->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR;  // no FI_MR_PROV_KEY
+  CHECK(getinfo_rc(h) == -FI_ENODATA, "FI_RMA without FI_MR_PROV_KEY not refused");
+  h = hints_for(FI_MSG);
+  h->domain_attr->data_progress = FI_PROGRESS_AUTO;
+  CHECK(getinfo_rc(h) == -FI_ENODATA, "FI_PROGRESS_AUTO not refused");
+
+  h = hints_for(FI_MSG | FI_TAGGED | FI_RMA);
+  struct fi_info* info = NULL;
+  int rc = fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &info);
+  CHECK(rc == 0 && info != NULL, "fi_getinfo: %d", rc);
+  if (rc != 0) return 1;
+  CHECK(info->domain_attr->mr_mode == FI_MR_PROV_KEY, "mr_mode %d", info->domain_attr->mr_mode);
+
+  struct node a, b;
+  open_node(info, &a);
+  open_node(info, &b);
+  CHECK(a.name.sin_addr.s_addr != b.name.sin_addr.s_addr, "two domains, one address");
+
+  // Misuse: objects in use are not closed under the endpoint.
+  CHECK(fi_close(&a.domain->fid) == -FI_EBUSY, "domain closed with an endpoint open");
+  CHECK(fi_close(&a.cq->fid) == -FI_EBUSY, "CQ closed while bound");
+  CHECK(fi_close(&a.av->fid) == -FI_EBUSY, "AV closed while bound");
+
+  // The AV takes IPv4 names on port 4793 only.
+  fi_addr_t to_b = FI_ADDR_NOTAVAIL, bad = 0;
+  CHECK(fi_av_insert(a.av, &b.name, 1, &to_b, 0, NULL) == 1, "insert b");
+  struct sockaddr_in6 v6 = {.sin6_family = AF_INET6};
+  CHECK(fi_av_insert(a.av, &v6, 1, &bad, 0, NULL) == 0 && bad == FI_ADDR_NOTAVAIL,
+        "an IPv6 name inserted");
+  char small[8] = {0};
+  CHECK(fi_send(a.ep, small, sizeof small, NULL, 12345, NULL) == -FI_EINVAL,
+        "send to an fi_addr never inserted");
+  char big[1024] = {0};
+  CHECK(fi_inject(a.ep, big, sizeof big, to_b) == -FI_EMSGSIZE, "inject over inject_size");
+
+  // RMA: a WRITE into b's region, then a READ of it back, every byte compared.
+  enum { kLen = 200000 };
+  unsigned char* region = calloc(kLen, 1);
+  unsigned char* src = malloc(kLen);
+  unsigned char* back = calloc(kLen, 1);
+  for (int i = 0; i < kLen; ++i) src[i] = (unsigned char)(i * 7 + (i >> 9));
+  struct fid_mr* mr = NULL;
+  CHECK(fi_mr_reg(b.domain, region, kLen, FI_REMOTE_READ | FI_REMOTE_WRITE, 0, 0, 0, &mr, NULL) == 0,
+        "fi_mr_reg");
+  const uint64_t key = fi_mr_key(mr);
+  int ok = 0;
+  struct fi_cq_err_entry err;
+  // At offset 1000, the last 1000 bytes fall past the region: the target refuses it whole.
+  CHECK(fi_write(a.ep, src, kLen, NULL, to_b, 1000, key, NULL) == 0, "fi_write past the region");
+  CHECK(one_completion(&a, &b, &ok, &err, 5.0) == 1, "no completion for a WRITE past the region");
+  CHECK(!ok && err.err == FI_EACCES && err.prov_errno != 0,
+        "a WRITE past the region: ok %d err %d prov_errno %d", ok, err.err, err.prov_errno);
+  CHECK(fi_cntr_readerr(a.wcntr) == 1, "write error counter %lu",
+        (unsigned long)fi_cntr_readerr(a.wcntr));
+  char msg[128];
+  fi_cq_strerror(a.cq, err.prov_errno, NULL, msg, sizeof msg);
+  printf("a WRITE past the region: %s (%s)\n", fi_strerror(err.err), msg);
+
+  CHECK(fi_write(a.ep, src, kLen, NULL, to_b, 0, key, NULL) == 0, "fi_write");
+  CHECK(one_completion(&a, &b, &ok, &err, 5.0) == 1 && ok, "WRITE completion");
+  CHECK(memcmp(region, src, kLen) == 0, "WRITE: bytes differ at the target");
+  CHECK(fi_cntr_read(a.wcntr) == 1, "write counter %lu", (unsigned long)fi_cntr_read(a.wcntr));
+  CHECK(fi_read(a.ep, back, kLen, NULL, to_b, 0, key, NULL) == 0, "fi_read");
+  CHECK(one_completion(&a, &b, &ok, &err, 5.0) == 1 && ok, "READ completion");
+  CHECK(memcmp(back, src, kLen) == 0, "READ: bytes differ");
+  printf("WRITE and READ of %d bytes: every byte checked\n", kLen);
+  CHECK(fi_close(&mr->fid) == 0, "close mr");
+
+  // A tagged send to an address no one listens on fails within the retry budget (seconds),
+  // with an error completion, not a hang.
+  struct sockaddr_in nobody = b.name;
+  nobody.sin_addr.s_addr = htonl(ntohl(b.name.sin_addr.s_addr) ^ 0x00004000);
+  fi_addr_t to_nobody = FI_ADDR_NOTAVAIL;
+  CHECK(fi_av_insert(a.av, &nobody, 1, &to_nobody, 0, NULL) == 1, "insert nobody");
+  const double t0 = now_s();
+  CHECK(fi_tsend(a.ep, small, sizeof small, NULL, to_nobody, 7, NULL) == 0, "fi_tsend");
+  CHECK(one_completion(&a, NULL, &ok, &err, 30.0) == 1, "no completion for a send to no one");
+  CHECK(!ok && err.err == FI_ETIMEDOUT, "send to no one: ok %d err %d", ok, err.err);
+  printf("a send to no one: %s after %.1f s\n", fi_strerror(err.err), now_s() - t0);
+
+  close_node(&a);
+  close_node(&b);
+  fi_freeinfo(info);
+  fi_freeinfo(h);
+  free(region);
+  free(src);
+  free(back);
+  printf("%s\n", failures == 0 ? "all checks hold" : "FAILED");
+  return failures == 0 ? 0 : 1;
+}
