@@ -88,7 +88,23 @@ bool params_ok(const Params& p) {
   return true;
 }
 
-int open_engine(Domain& d, const Params& p) {
+// auth_key (fi_domain(3)) is the endpoint's UET JobID (spec/uet.md §4.1): up to 3 bytes, least
+// significant first; a target answers requests of another job BAD_JOB_ID.
+int job_of(const fi_info* info, uint32_t* job) {
+  *job = 0;
+  if (info == nullptr || info->domain_attr == nullptr || info->domain_attr->auth_key_size == 0)
+    return 0;
+  const size_t n = info->domain_attr->auth_key_size;
+  if (n > 3 || info->domain_attr->auth_key == nullptr) {
+    FI_WARN(&kProvider, FI_LOG_DOMAIN,
+            "auth_key of %zu bytes: the UET JobID is 24 bits, 1..3 bytes\n", n);
+    return -FI_EINVAL;
+  }
+  for (size_t i = 0; i < n; ++i) *job |= uint32_t{info->domain_attr->auth_key[i]} << (8 * i);
+  return 0;
+}
+
+int open_engine(Domain& d, const Params& p, uint32_t job) {
   UetConfig c;
   c.local_ip4 = d.local_ip4;
   c.local_mac = mac_of(d.local_ip4);
@@ -115,6 +131,7 @@ int open_engine(Domain& d, const Params& p) {
   // allows (its tables bound how many).
   c.rendezvous_timeout = 1000 * kSecond;
   c.deferral_timeout = 1000 * kSecond;
+  c.job_id = job;
   c.seed = d.local_ip4;
   auto e = UetEndpoint::create(c);
   if (!e.ok()) {
@@ -276,8 +293,10 @@ int domain_open(fid_fabric* fabric, fi_info* info, fid_domain** dom, void* conte
   int err = 0;
   const uint32_t ip = wanted_address(info, d->params, &err);
   if (err != 0) return err;
+  uint32_t job = 0;
+  if ((err = job_of(info, &job)) != 0) return err;
   if ((err = open_host(*d, ip)) != 0) return err;
-  if ((err = open_engine(*d, d->params)) != 0) return err;
+  if ((err = open_engine(*d, d->params, job)) != 0) return err;
   d->ops.resize(kTxSize + kRxSize);
   d->free_ops.reserve(d->ops.size());
   for (size_t i = d->ops.size(); i-- > 0;) d->free_ops.push_back(static_cast<uint32_t>(i));

@@ -199,6 +199,13 @@ int getinfo(uint32_t version, const char* node, const char* service, uint64_t fl
     std::memcpy(out->src_addr, hints->src_addr, sizeof(sockaddr_in));
     out->src_addrlen = sizeof(sockaddr_in);
   }
+  // auth_key is the UET JobID (§4.1): kept for fi_domain, which checks it.
+  if (hints != nullptr && hints->domain_attr != nullptr && hints->domain_attr->auth_key_size > 0) {
+    const size_t n = hints->domain_attr->auth_key_size;
+    out->domain_attr->auth_key = static_cast<uint8_t*>(malloc(n));
+    std::memcpy(out->domain_attr->auth_key, hints->domain_attr->auth_key, n);
+    out->domain_attr->auth_key_size = n;
+  }
   *info = out;
   return 0;
 }

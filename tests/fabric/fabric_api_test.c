@@ -194,6 +194,34 @@ int main(void) {
   printf("WRITE and READ of %d bytes: every byte checked\n", kLen);
   CHECK(fi_close(&mr->fid) == 0, "close mr");
 
+  // auth_key is the UET JobID: an endpoint of job 42 refuses job 0's message (BAD_JOB_ID), and
+  // a key longer than the JobID's 24 bits is refused by fi_domain.
+  struct fi_info* job42 = fi_dupinfo(info);
+  job42->domain_attr->auth_key = malloc(1);
+  job42->domain_attr->auth_key[0] = 42;
+  job42->domain_attr->auth_key_size = 1;
+  struct node c;
+  open_node(job42, &c);
+  fi_addr_t to_c = FI_ADDR_NOTAVAIL;
+  CHECK(fi_av_insert(a.av, &c.name, 1, &to_c, 0, NULL) == 1, "insert c");
+  CHECK(fi_tsend(a.ep, small, sizeof small, NULL, to_c, 7, NULL) == 0, "fi_tsend to job 42");
+  CHECK(one_completion(&a, &c, &ok, &err, 5.0) == 1, "no completion for a send to job 42");
+  fi_cq_strerror(a.cq, err.prov_errno, NULL, msg, sizeof msg);
+  CHECK(!ok && err.err == FI_EACCES && strstr(msg, "BAD_JOB_ID") != NULL,
+        "job 0 to job 42: ok %d err %d (%s)", ok, err.err, msg);
+  printf("job 0 to job 42: %s (%s)\n", fi_strerror(err.err), msg);
+  close_node(&c);
+  struct fi_info* long_key = fi_dupinfo(info);
+  long_key->domain_attr->auth_key = calloc(4, 1);
+  long_key->domain_attr->auth_key_size = 4;
+  struct fid_fabric* f2 = NULL;
+  struct fid_domain* d2 = NULL;
+  CHECK(fi_fabric(long_key->fabric_attr, &f2, NULL) == 0, "fi_fabric");
+  CHECK(fi_domain(f2, long_key, &d2, NULL) == -FI_EINVAL, "a 4-byte auth_key accepted");
+  fi_close(&f2->fid);
+  fi_freeinfo(long_key);
+  fi_freeinfo(job42);
+
   // A tagged send to an address no one listens on fails within the retry budget (seconds),
   // with an error completion, not a hang.
   struct sockaddr_in nobody = b.name;
