@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <liburing.h>
 #include <netinet/in.h>
+#include <netinet/udp.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -38,15 +39,18 @@ constexpr size_t kUdpLen = wire::Udp::kSize;              // 8
 constexpr size_t kSynthLen = kEthLen + kIpLen + kUdpLen;  // 42: what rx writes before a payload
 constexpr size_t kMaxUdpPayload = 65507;                  // 65535 - 20 - 8
 
-// Receive control area: IP_TOS (1 byte), IP_TTL (int), SO_RXQ_OVFL (uint32).
-constexpr size_t kRxControl =
-    CMSG_SPACE(1) + CMSG_SPACE(sizeof(int)) + CMSG_SPACE(sizeof(uint32_t));
+// Receive control area: IP_TOS (1 byte), IP_TTL (int), SO_RXQ_OVFL (uint32), UDP_GRO (int).
+constexpr size_t kRxControl = CMSG_SPACE(1) + CMSG_SPACE(sizeof(int)) +
+                              CMSG_SPACE(sizeof(uint32_t)) + CMSG_SPACE(sizeof(int));
 // Layout of a multishot recvmsg buffer: io_uring_recvmsg_out, the source sockaddr, the cmsgs,
 // then the payload. The synthesised headers overwrite the tail of that prefix.
 constexpr size_t kRxPrefix = sizeof(io_uring_recvmsg_out) + sizeof(sockaddr_in) + kRxControl;
 static_assert(kRxPrefix >= kSynthLen, "the receive prefix must have room for Eth/IPv4/UDP");
 
 constexpr uint64_t kRxTag = uint64_t{1} << 62;      // the multishot receive
+constexpr uint64_t kGsoTag = uint64_t{1} << 60;     // | the GsoSend's index
+constexpr uint32_t kGsoMaxSegments = 64;            // UDP_MAX_SEGMENTS of Linux 4.18..6.x
+constexpr size_t kTxControl = CMSG_SPACE(sizeof(int)) * 2;  // IP_TOS, IP_TTL
 constexpr uint64_t kCancelTag = uint64_t{1} << 61;  // teardown's cancel request
 constexpr uint16_t kBufGroup = 0;
 constexpr unsigned kRxFixedFile = 0;  // registered files: rx socket, then the pool
@@ -166,14 +170,37 @@ struct UringIo::Ring {
 
 struct UringIo::TxSlot {
   msghdr msg{};
-  iovec iov{};
+  iovec iov[3]{};  // the UDP payload: header bytes, a referenced payload, the tail
+  uint8_t iovcnt = 0;
+  uint32_t len = 0;          // UDP payload bytes
+  uint32_t frame_bytes = 0;  // the frame's, for IoStats
   sockaddr_in dst{};
-  alignas(cmsghdr) uint8_t control[CMSG_SPACE(sizeof(int)) * 2]{};
+  alignas(cmsghdr) uint8_t control[kTxControl]{};
   uint16_t socket = 0;  // index into the EV pool (registered file 1 + socket)
+  uint8_t tos = 0, ttl = 0;
+  uint32_t next = 0;  // the next buffer of its GSO group
   // A zero-copy send's two completions, taken in whichever order they are reaped.
   bool result_seen = false;
   bool notif_due = false;  // the result carried IORING_CQE_F_MORE: a notification follows
   bool notif_seen = false;
+};
+
+struct UringIo::GsoSend {
+  msghdr msg{};
+  sockaddr_in dst{};
+  iovec iov[3 * kGsoMaxSegments]{};
+  alignas(cmsghdr) uint8_t control[kTxControl + CMSG_SPACE(sizeof(uint16_t))]{};
+  uint32_t head = 0, count = 0;  // its buffers: head, then TxSlot::next
+  bool result_seen = false, notif_due = false, notif_seen = false;
+};
+
+// A coalesced receive in a kernel ring buffer, lent segment by segment from the split pool.
+struct UringIo::RxSplit {
+  uint32_t src_ip = 0;
+  uint16_t sport = 0;
+  uint8_t tos = 0, ttl = 0;
+  uint32_t segment = 0;  // bytes per datagram (the last may be shorter); 0: a lone datagram
+  uint32_t next = 0, end = 0;  // payload offsets: the next segment, the end
 };
 
 UringIo::UringIo(const UringIoConfig& config) : config_(config), ring_(std::make_unique<Ring>()) {}
@@ -186,48 +213,14 @@ absl::StatusOr<std::unique_ptr<UringIo>> UringIo::create(const UringIoConfig& co
 }
 
 absl::Status UringIo::init() {
-  // Pool: a power of two for the kernel's buffer ring, the rest for transmit.
-  rx_count_ = std::bit_floor(config_.frames / 2);
-  tx_count_ = config_.frames - rx_count_;
-  rx_buf_len_ = static_cast<uint32_t>(kRxPrefix + config_.frame_capacity - kSynthLen);
-  const size_t rx_stride = (rx_buf_len_ + 63) & ~size_t{63};
-  const size_t tx_stride = (size_t{config_.frame_capacity} + 63) & ~size_t{63};
-  memory_len_ = rx_stride * rx_count_ + tx_stride * tx_count_;
-  void* mem =
-      mmap(nullptr, memory_len_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (mem == MAP_FAILED) {
-    const int err = errno;
-    const size_t len = memory_len_;
-    memory_len_ = 0;
-    return errno_status(err, absl::StrCat("mmap of ", len, " bytes of frame buffers"));
-  }
-  memory_ = static_cast<uint8_t*>(mem);
+  if (absl::Status s = open_sockets(); !s.ok()) return s;
+  if (absl::Status s = carve_pool(); !s.ok()) return s;
+  return open_ring();
+}
 
-  rx_frames_.resize(rx_count_);
-  rx_ready_.resize(rx_count_);
-  for (uint32_t i = 0; i < rx_count_; ++i) {
-    rx_frames_[i].data = memory_ + rx_stride * i + kRxPrefix - kSynthLen;
-    rx_frames_[i].capacity = config_.frame_capacity;
-  }
-  uint8_t* tx_base = memory_ + rx_stride * rx_count_;
-  tx_frames_.resize(tx_count_);
-  tx_slots_.resize(tx_count_);
-  tx_free_.resize(tx_count_);
-  for (uint32_t i = 0; i < tx_count_; ++i) {
-    tx_frames_[i].data = tx_base + tx_stride * i;
-    tx_frames_[i].capacity = config_.frame_capacity;
-    TxSlot& s = tx_slots_[i];
-    s.dst.sin_family = AF_INET;
-    s.msg.msg_name = &s.dst;
-    s.msg.msg_namelen = sizeof(s.dst);
-    s.msg.msg_iov = &s.iov;
-    s.msg.msg_iovlen = 1;
-    s.msg.msg_control = s.control;
-    tx_free_[i] = tx_count_ - 1 - i;
-  }
-  tx_free_count_ = tx_count_;
-
-  // Sockets: the receiver on udp_port, then the source-port pool.
+// The receiver on udp_port, then the source-port pool; GSO and GRO are asked of them here,
+// since what is granted decides the pool's layout.
+absl::Status UringIo::open_sockets() {
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(config_.local_ip4);
@@ -240,6 +233,7 @@ absl::Status UringIo::init() {
       setsockopt(rx_fd_, SOL_SOCKET, SO_RXQ_OVFL, &one, sizeof(one)) != 0) {
     return errno_status(errno, "setsockopt IP_RECVTOS/IP_RECVTTL/SO_RXQ_OVFL");
   }
+  setup_.gro = config_.gro && setsockopt(rx_fd_, IPPROTO_UDP, UDP_GRO, &one, sizeof(one)) == 0;
   set_buffer_size(rx_fd_, SO_RCVBUFFORCE, SO_RCVBUF, config_.socket_buffer_bytes);
   // socket(7): the kernel doubles what it grants (for its bookkeeping); below twice the
   // request, net.core.rmem_max capped it.
@@ -257,6 +251,9 @@ absl::Status UringIo::init() {
                                           err == EADDRNOTAVAIL ? " (address not local)" : ""));
   }
 
+  // GSO is granted when the kernel knows UDP_SEGMENT; 0 leaves each send to its own cmsg.
+  const int no_segment = 0;
+  setup_.gso = config_.gso;
   ev_fds_.reserve(config_.ev_sockets);
   ev_ports_.reserve(config_.ev_sockets);
   for (uint32_t i = 0; i < config_.ev_sockets; ++i) {
@@ -266,6 +263,9 @@ absl::Status UringIo::init() {
     set_buffer_size(fd, SO_SNDBUFFORCE, SO_SNDBUF, config_.socket_buffer_bytes);
     const int small = 4096;  // nothing should arrive here; keep strays from piling up
     (void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+    if (setup_.gso &&
+        setsockopt(fd, IPPROTO_UDP, UDP_SEGMENT, &no_segment, sizeof(no_segment)) != 0)
+      setup_.gso = false;
     const uint16_t port =
         config_.ev_port_base == 0 ? 0 : static_cast<uint16_t>(config_.ev_port_base + i);
     addr.sin_port = htons(port);
@@ -281,7 +281,80 @@ absl::Status UringIo::init() {
       return errno_status(errno, "getsockname of an EV pool socket");
     ev_ports_.push_back(ntohs(got.sin_port));
   }
+  return absl::OkStatus();
+}
 
+// One mmap: the kernel ring's receive buffers, the split pool (gro), the transmit buffers.
+absl::Status UringIo::carve_pool() {
+  const uint32_t rx_half = std::bit_floor(config_.frames / 2);
+  tx_count_ = config_.frames - rx_half;
+  // A power of two for the kernel's buffer ring. Under GRO each must hold a coalesced
+  // datagram, so fewer, larger ones; the segments are lent from the split pool instead.
+  rx_count_ = setup_.gro ? std::max<uint32_t>(8, std::bit_floor(config_.frames / 16)) : rx_half;
+  split_count_ = setup_.gro ? rx_half : 0;
+  const size_t rx_payload = setup_.gro ? kMaxUdpPayload : config_.frame_capacity - kSynthLen;
+  rx_buf_len_ = static_cast<uint32_t>(kRxPrefix + rx_payload);
+  const size_t rx_stride = (rx_buf_len_ + 63) & ~size_t{63};
+  const size_t tx_stride = (size_t{config_.frame_capacity} + 63) & ~size_t{63};
+  memory_len_ = rx_stride * rx_count_ + tx_stride * (split_count_ + tx_count_);
+  void* mem =
+      mmap(nullptr, memory_len_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (mem == MAP_FAILED) {
+    const int err = errno;
+    const size_t len = memory_len_;
+    memory_len_ = 0;
+    return errno_status(err, absl::StrCat("mmap of ", len, " bytes of frame buffers"));
+  }
+  memory_ = static_cast<uint8_t*>(mem);
+
+  rx_frames_.resize(rx_count_ + split_count_);
+  rx_ready_.resize(rx_count_);
+  rx_split_.resize(setup_.gro ? rx_count_ : 0);
+  for (uint32_t i = 0; i < rx_count_; ++i) {
+    rx_frames_[i].data = memory_ + rx_stride * i + kRxPrefix - kSynthLen;
+    rx_frames_[i].capacity = static_cast<uint32_t>(kSynthLen + rx_payload);
+  }
+  uint8_t* split_base = memory_ + rx_stride * rx_count_;
+  split_free_.resize(split_count_);
+  for (uint32_t i = 0; i < split_count_; ++i) {
+    rx_frames_[rx_count_ + i].data = split_base + tx_stride * i;
+    rx_frames_[rx_count_ + i].capacity = config_.frame_capacity;
+    split_free_[i] = rx_count_ + split_count_ - 1 - i;
+  }
+  split_free_count_ = split_count_;
+
+  uint8_t* tx_base = split_base + tx_stride * split_count_;
+  tx_frames_.resize(tx_count_);
+  tx_slots_.resize(tx_count_);
+  tx_free_.resize(tx_count_);
+  for (uint32_t i = 0; i < tx_count_; ++i) {
+    tx_frames_[i].data = tx_base + tx_stride * i;
+    tx_frames_[i].capacity = config_.frame_capacity;
+    TxSlot& s = tx_slots_[i];
+    s.dst.sin_family = AF_INET;
+    s.msg.msg_name = &s.dst;
+    s.msg.msg_namelen = sizeof(s.dst);
+    s.msg.msg_iov = s.iov;
+    s.msg.msg_control = s.control;
+    tx_free_[i] = tx_count_ - 1 - i;
+  }
+  tx_free_count_ = tx_count_;
+  // Every group holds two buffers or more, so tx_count_ / 2 groups are never all in use.
+  gso_.resize(setup_.gso ? tx_count_ / 2 : 0);
+  gso_free_.resize(gso_.size());
+  for (uint32_t i = 0; i < gso_.size(); ++i) {
+    GsoSend& g = gso_[i];
+    g.msg.msg_name = &g.dst;
+    g.msg.msg_namelen = sizeof(g.dst);
+    g.msg.msg_iov = g.iov;
+    g.msg.msg_control = g.control;
+    gso_free_[i] = static_cast<uint32_t>(gso_.size() - 1 - i);
+  }
+  gso_free_count_ = static_cast<uint32_t>(gso_.size());
+  return absl::OkStatus();
+}
+
+absl::Status UringIo::open_ring() {
   // The ring: CQ room for every buffer's completions (a zero-copy send has two: result and
   // notification; one per received datagram) and then some.
   // COOP_TASKRUN | TASKRUN_FLAG (Linux 5.19+): completion work waits for our next entry
@@ -487,6 +560,7 @@ void UringIo::on_rx_completion(int32_t res, uint32_t flags) {
     return;
   }
   uint8_t tos = 0, ttl = 64;
+  int segment = 0;  // UDP_GRO: the size of each coalesced datagram
   for (cmsghdr* c = io_uring_recvmsg_cmsg_firsthdr(out, msg); c != nullptr;
        c = io_uring_recvmsg_cmsg_nexthdr(out, msg, c)) {
     if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TOS && c->cmsg_len >= CMSG_LEN(1)) {
@@ -496,6 +570,9 @@ void UringIo::on_rx_completion(int32_t res, uint32_t flags) {
       int v = 0;
       std::memcpy(&v, CMSG_DATA(c), sizeof(v));
       ttl = static_cast<uint8_t>(v);
+    } else if (c->cmsg_level == IPPROTO_UDP && c->cmsg_type == UDP_GRO &&
+               c->cmsg_len >= CMSG_LEN(sizeof(int))) {
+      std::memcpy(&segment, CMSG_DATA(c), sizeof(segment));
     } else if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SO_RXQ_OVFL &&
                c->cmsg_len >= CMSG_LEN(sizeof(uint32_t))) {
       uint32_t v = 0;
@@ -517,28 +594,48 @@ void UringIo::on_rx_completion(int32_t res, uint32_t flags) {
   const auto* payload = static_cast<const uint8_t*>(io_uring_recvmsg_payload(out, msg));
   const size_t payload_len = io_uring_recvmsg_payload_length(out, res, msg);
 
-  // Everything needed is read: write Ethernet / IPv4 / UDP over the consumed prefix.
-  Frame& f = rx_frames_[bid];
-  wire::Ethernet* eth = wire::as<wire::Ethernet>(f.data);
   const uint32_t src_ip = ntohl(src.sin_addr.s_addr);
+  const uint16_t sport = ntohs(src.sin_port);
+  if (segment > 0 && payload_len > static_cast<size_t>(segment)) {
+    // Coalesced: split when lent (lend_split), each segment into a frame of the split pool.
+    const size_t count = (payload_len + segment - 1) / segment;
+    if (static_cast<size_t>(segment) + kSynthLen > config_.frame_capacity) {
+      counters_.rx_truncated += count;
+      stats_.rx_dropped += count;
+      recycle_rx(bid);
+      return;
+    }
+    ++counters_.rx_gro_receives;
+    counters_.rx_gro_datagrams += count;
+    rx_split_[bid] = RxSplit{src_ip, sport, tos, ttl, static_cast<uint32_t>(segment),
+                             static_cast<uint32_t>(payload - rx_buffer(bid)),
+                             static_cast<uint32_t>(payload - rx_buffer(bid) + payload_len)};
+  } else {
+    // Everything needed is read: write Ethernet / IPv4 / UDP over the consumed prefix.
+    if (setup_.gro) rx_split_[bid].segment = 0;
+    assert(payload == rx_frames_[bid].data + kSynthLen);
+    synthesize(rx_frames_[bid], src_ip, sport, tos, ttl, payload_len);
+  }
+  rx_ready_[(rx_ready_head_ + rx_ready_count_) % rx_count_] = bid;
+  ++rx_ready_count_;
+}
+
+// Ethernet / IPv4 / UDP in front of the payload at f.data + 42, as a NIC would deliver them.
+void UringIo::synthesize(Frame& f, uint32_t src_ip, uint16_t sport, uint8_t tos, uint8_t ttl,
+                         size_t payload_len) const noexcept {
+  wire::Ethernet* eth = wire::as<wire::Ethernet>(f.data);
   std::memcpy(eth->raw, config_.local_mac.data(), 6);  // dst
   eth->raw[6] = 0x02;  // src: a locally administered MAC made of the source address
   eth->raw[7] = 0x00;
   wire::store_be_n<4>(eth->raw + 8, src_ip);
   eth->set_ethertype(NET_ETHERTYPE_IPV4);
   uint8_t* ip = f.data + kEthLen;
-  write_ip_udp(ip, src_ip, config_.local_ip4, tos, ttl, ntohs(src.sin_port), config_.udp_port,
-               payload_len);
+  write_ip_udp(ip, src_ip, config_.local_ip4, tos, ttl, sport, config_.udp_port, payload_len);
   wire::as<wire::Ipv4>(ip)->set_checksum(wire::ipv4_header_checksum(ip, kIpLen));
   f.len = static_cast<uint32_t>(kSynthLen + payload_len);
   f.wire_len = 0;
   f.priority = Priority::kData;
   f.checksums_ok = true;  // the kernel verified the UDP checksum; the IP header is ours
-  assert(payload == f.data + kSynthLen);
-  (void)payload;
-
-  rx_ready_[(rx_ready_head_ + rx_ready_count_) % rx_count_] = bid;
-  ++rx_ready_count_;
 }
 
 void UringIo::reap() {
@@ -556,23 +653,24 @@ void UringIo::reap() {
         on_rx_completion(cqe->res, cqe->flags);
       } else if (tag < tx_count_) {
         on_tx_completion(static_cast<uint32_t>(tag), cqe->res, cqe->flags);
+      } else if ((tag & kGsoTag) != 0 && (tag & ~kGsoTag) < gso_.size()) {
+        on_gso_completion(static_cast<uint32_t>(tag & ~kGsoTag), cqe->res, cqe->flags);
       }
     }
     io_uring_cq_advance(ring, n);
   }
 }
 
-// A send's result; for a zero-copy send also its notification (io_uring_prep_send_zc(3)):
-// the buffer is free only once both are in.
-void UringIo::on_tx_completion(uint32_t index, int32_t res, uint32_t flags) {
-  TxSlot& s = tx_slots_[index];
+// Takes one of a send's completions: its result, or for a zero-copy send also its
+// notification (io_uring_prep_send_zc(3)); true once the kernel no longer reads the buffers.
+bool UringIo::send_zc_done(bool& result_seen, bool& notif_due, bool& notif_seen, int32_t res,
+                           uint32_t flags) {
   if (flags & IORING_CQE_F_NOTIF) {
     ++counters_.tx_zc_notifs;
     if (static_cast<uint32_t>(res) & uapi::kNotifUsageZcCopied) ++counters_.tx_zc_copied;
-    s.notif_seen = true;
+    notif_seen = true;
   } else {
     if (res < 0) {
-      ++stats_.tx_dropped;
       ++counters_.tx_send_errors;
       counters_.last_send_errno = -res;
       if (res == -EINVAL && zc_flags_ != 0) {
@@ -580,17 +678,48 @@ void UringIo::on_tx_completion(uint32_t index, int32_t res, uint32_t flags) {
         zc_flags_ = 0;
         setup_.zc_usage_known = false;
       }
+    }
+    result_seen = true;
+    notif_due = (flags & IORING_CQE_F_MORE) != 0;
+  }
+  if (!result_seen || (notif_due && !notif_seen)) return false;  // the kernel still reads it
+  result_seen = notif_due = notif_seen = false;
+  return true;
+}
+
+void UringIo::on_tx_completion(uint32_t index, int32_t res, uint32_t flags) {
+  TxSlot& s = tx_slots_[index];
+  if (!(flags & IORING_CQE_F_NOTIF)) {
+    if (res < 0) {
+      ++stats_.tx_dropped;
     } else {
       ++stats_.tx_packets;
-      stats_.tx_bytes += tx_frames_[index].len;
+      stats_.tx_bytes += tx_slots_[index].frame_bytes;
     }
-    s.result_seen = true;
-    s.notif_due = (flags & IORING_CQE_F_MORE) != 0;
   }
-  if (!s.result_seen || (s.notif_due && !s.notif_seen)) return;  // the kernel still reads it
-  s.result_seen = s.notif_due = s.notif_seen = false;
+  if (!send_zc_done(s.result_seen, s.notif_due, s.notif_seen, res, flags)) return;
   tx_free_[tx_free_count_++] = index;
   --tx_in_flight_;
+}
+
+void UringIo::on_gso_completion(uint32_t gi, int32_t res, uint32_t flags) {
+  GsoSend& g = gso_[gi];
+  if (!(flags & IORING_CQE_F_NOTIF)) {
+    if (res < 0) {
+      stats_.tx_dropped += g.count;
+      // A segment larger than the path MTU allows (udp(7)): send one by one from now on.
+      if (res == -EINVAL) setup_.gso = false;
+    } else {
+      stats_.tx_packets += g.count;
+      for (uint32_t i = 0, at = g.head; i < g.count; ++i, at = tx_slots_[at].next)
+        stats_.tx_bytes += tx_slots_[at].frame_bytes;
+    }
+  }
+  if (!send_zc_done(g.result_seen, g.notif_due, g.notif_seen, res, flags)) return;
+  for (uint32_t i = 0, at = g.head; i < g.count; ++i, at = tx_slots_[at].next)
+    tx_free_[tx_free_count_++] = at;
+  tx_in_flight_ -= g.count;
+  gso_free_[gso_free_count_++] = gi;
 }
 
 size_t UringIo::rx_burst(std::span<Frame*> out) {
@@ -598,7 +727,14 @@ size_t UringIo::rx_burst(std::span<Frame*> out) {
   maybe_arm_rx();
   size_t n = 0;
   while (n < out.size() && rx_ready_count_ > 0) {
-    Frame* f = &rx_frames_[rx_ready_[rx_ready_head_]];
+    const uint16_t bid = rx_ready_[rx_ready_head_];
+    if (setup_.gro && rx_split_[bid].segment != 0) {
+      const size_t lent = lend_split(out.subspan(n));
+      n += lent;
+      if (lent == 0) break;  // the split pool is lent out
+      continue;
+    }
+    Frame* f = &rx_frames_[bid];
     rx_ready_head_ = (rx_ready_head_ + 1) % rx_count_;
     --rx_ready_count_;
     ++stats_.rx_packets;
@@ -608,8 +744,45 @@ size_t UringIo::rx_burst(std::span<Frame*> out) {
   return n;
 }
 
+// Copies segments of the coalesced receive at the head of rx_ready_ into split frames; the
+// kernel's buffer goes back once its last segment is out.
+size_t UringIo::lend_split(std::span<Frame*> out) {
+  const uint16_t bid = rx_ready_[rx_ready_head_];
+  RxSplit& r = rx_split_[bid];
+  const uint8_t* buf = rx_buffer(bid);
+  size_t n = 0;
+  while (n < out.size() && r.next < r.end) {
+    if (split_free_count_ == 0) {
+      ++counters_.rx_split_waits;
+      break;
+    }
+    Frame* f = &rx_frames_[split_free_[--split_free_count_]];
+    const uint32_t len = std::min(r.segment, r.end - r.next);
+    std::memcpy(f->data + kSynthLen, buf + r.next, len);
+    synthesize(*f, r.src_ip, r.sport, r.tos, r.ttl, len);
+    r.next += len;
+    ++stats_.rx_packets;
+    stats_.rx_bytes += f->len;
+    out[n++] = f;
+  }
+  if (r.next >= r.end) {
+    r.segment = 0;
+    rx_ready_head_ = (rx_ready_head_ + 1) % rx_count_;
+    --rx_ready_count_;
+    recycle_rx(bid);
+  }
+  return n;
+}
+
 void UringIo::release_rx(std::span<Frame* const> frames) {
-  for (Frame* f : frames) recycle_rx(static_cast<uint16_t>(f - rx_frames_.data()));
+  for (Frame* f : frames) {
+    const auto index = static_cast<uint32_t>(f - rx_frames_.data());
+    if (index < rx_count_) {
+      recycle_rx(static_cast<uint16_t>(index));
+    } else {
+      split_free_[split_free_count_++] = index;
+    }
+  }
 }
 
 size_t UringIo::alloc_tx(std::span<Frame*> out) {
@@ -620,6 +793,8 @@ size_t UringIo::alloc_tx(std::span<Frame*> out) {
     f->len = 0;
     f->wire_len = 0;
     f->priority = Priority::kData;
+    f->ref = nullptr;
+    f->ref_len = f->ref_at = 0;
     out[n++] = f;
   }
   if (n < out.size() && tx_free_count_ == 0) ++stats_.tx_no_buffer;
@@ -629,9 +804,10 @@ size_t UringIo::alloc_tx(std::span<Frame*> out) {
 // Reads Ethernet [802.1Q] / IPv4 / UDP in place and fills the frame's sendmsg.
 bool UringIo::prepare_send(Frame& f, uint32_t tx_index) {
   if (f.wire_len > f.len) return false;  // payload carried by length: nothing to send
-  if (!flatten(f)) return false;          // a socket sends one buffer: gather a reference
   uint8_t* p = f.data;
-  const size_t n = f.len;
+  // The headers must come before a referenced payload; the lengths they state cover it.
+  const size_t n = f.ref_len > 0 ? std::min(f.ref_at, f.len) : f.len;
+  const size_t logical = size_t{f.len} + f.ref_len;
   size_t l3 = kEthLen;
   if (n < kEthLen) return false;
   uint16_t type = wire::as<wire::Ethernet>(p)->ethertype();
@@ -645,7 +821,9 @@ bool UringIo::prepare_send(Frame& f, uint32_t tx_index) {
   const wire::Ipv4& h = *wire::as<wire::Ipv4>(ip);
   const size_t ihl = size_t{h.ihl()} * 4;
   const uint16_t total = h.total_length();
-  if (h.version() != 4 || ihl < kIpLen || total < ihl + kUdpLen || total > n - l3) return false;
+  if (h.version() != 4 || ihl < kIpLen || total < ihl + kUdpLen || total > logical - l3 ||
+      l3 + ihl + kUdpLen > n)
+    return false;
   if (h.protocol() != NET_IPPROTO_UDP || h.mf() || h.frag_offset() != 0)
     return false;  // not UDP, fragment
   uint8_t* udp_at = ip + ihl;
@@ -658,6 +836,8 @@ bool UringIo::prepare_send(Frame& f, uint32_t tx_index) {
   const uint8_t ttl = h.ttl();
   const uint16_t sport = udp.sport(), dport = udp.dport();
   const uint32_t socket = sport % config_.ev_sockets;
+  // The ICRC below is rewritten in one buffer: a RoCEv2 payload is gathered in first.
+  if (f.ref_len > 0 && dport == wire::kRoceUdpPort && !flatten(f)) return false;
 
   // RoCEv2: make the ICRC cover the headers the receiver will see (uring_io.h).
   if (dport == wire::kRoceUdpPort && payload_len >= wire::Bth::kSize + wire::kIcrcSize) {
@@ -703,9 +883,28 @@ bool UringIo::prepare_send(Frame& f, uint32_t tx_index) {
   TxSlot& s = tx_slots_[tx_index];
   s.dst.sin_addr.s_addr = htonl(h.dst());
   s.dst.sin_port = htons(dport);
-  s.iov.iov_base = payload;
-  s.iov.iov_len = payload_len;
+  // The payload as up to three pieces: after the UDP header, the referenced bytes, the rest;
+  // cut at the UDP length. The kernel gathers them (no copy here).
+  const iovec pieces[3] = {
+      {payload, static_cast<size_t>((f.ref_len > 0 ? f.data + f.ref_at : f.data + f.len) - payload)},
+      {const_cast<uint8_t*>(f.ref), f.ref_len},
+      {f.data + f.ref_at, f.ref_len > 0 ? f.len - f.ref_at : 0},
+  };
+  size_t left = payload_len;
+  s.iovcnt = 0;
+  for (const iovec& piece : pieces) {
+    const size_t take = std::min(piece.iov_len, left);
+    if (take == 0) continue;
+    s.iov[s.iovcnt++] = iovec{piece.iov_base, take};
+    left -= take;
+  }
+  if (left > 0) return false;  // cannot happen: the lengths were checked against `logical`
+  s.msg.msg_iovlen = s.iovcnt;
+  s.len = static_cast<uint32_t>(payload_len);
+  s.frame_bytes = static_cast<uint32_t>(logical);
   s.socket = static_cast<uint16_t>(socket);
+  s.tos = tos;
+  s.ttl = ttl;
   // IP_TOS carries DSCP and ECN (the kernel keeps the ECN bits of a UDP socket's TOS);
   // IP_TTL the hop limit, when the frame has a valid one.
   size_t control = 0;
@@ -731,8 +930,9 @@ bool UringIo::prepare_send(Frame& f, uint32_t tx_index) {
 
 size_t UringIo::tx_burst(std::span<Frame* const> filled, std::span<Frame* const> unused) {
   for (Frame* f : unused) tx_free_[tx_free_count_++] = static_cast<uint32_t>(f - tx_frames_.data());
-  io_uring* ring = &ring_->ring;
   size_t queued = 0;
+  uint32_t ready[kMaxBurst];
+  size_t n = 0;
   for (Frame* f : filled) {
     const auto index = static_cast<uint32_t>(f - tx_frames_.data());
     if (!prepare_send(*f, index)) {
@@ -741,32 +941,148 @@ size_t UringIo::tx_burst(std::span<Frame* const> filled, std::span<Frame* const>
       tx_free_[tx_free_count_++] = index;
       continue;
     }
-    io_uring_sqe* sqe = io_uring_get_sqe(ring);
-    if (sqe == nullptr) {  // the burst is larger than the SQ: hand over what is queued
-      io_uring_submit(ring);
-      sqe = io_uring_get_sqe(ring);
-    }
-    if (sqe == nullptr) {
-      ++counters_.tx_no_sqe;
-      ++stats_.tx_dropped;
-      tx_free_[tx_free_count_++] = index;
+    if (!setup_.gso) {
+      queued += submit_one(index);
       continue;
     }
-    const TxSlot& s = tx_slots_[index];
-    if (setup_.zero_copy_send) {
-      io_uring_prep_sendmsg_zc(sqe, static_cast<int>(1 + s.socket), &s.msg, 0);
-      sqe->ioprio |= zc_flags_;
-      ++counters_.tx_zc_sends;
-    } else {
-      io_uring_prep_sendmsg(sqe, static_cast<int>(1 + s.socket), &s.msg, 0);
+    ready[n++] = index;
+    if (n == kMaxBurst) {
+      queued += send_grouped(std::span<const uint32_t>(ready, n));
+      n = 0;
     }
-    sqe->flags |= IOSQE_FIXED_FILE;
-    io_uring_sqe_set_data64(sqe, index);
-    ++queued;
   }
-  tx_in_flight_ += static_cast<uint32_t>(queued);
-  if (queued > 0) io_uring_submit(ring);
+  if (n > 0) queued += send_grouped(std::span<const uint32_t>(ready, n));
+  if (queued > 0) io_uring_submit(&ring_->ring);
   return queued;
+}
+
+// Groups the prepared buffers for UDP_SEGMENT (uring_io.h): same socket, destination, TOS and
+// TTL; one payload size but the last; at most 64 datagrams and 65507 bytes. A group is sent
+// in the order its first buffer came, so each socket's and destination's order holds.
+size_t UringIo::send_grouped(std::span<const uint32_t> ready) {
+  struct Group {
+    uint32_t head, tail, count, segment, bytes;
+    bool closed;  // a shorter datagram ended it
+  };
+  Group groups[kMaxBurst];
+  size_t open[kMaxBurst];  // per group: index of the newest group with the same key, or ~0
+  size_t g = 0;
+  for (const uint32_t index : ready) {
+    TxSlot& s = tx_slots_[index];
+    const uint32_t len = s.len;
+    size_t k = g;  // the newest group with this one's key
+    for (size_t i = g; i-- > 0;) {
+      const TxSlot& h = tx_slots_[groups[i].head];
+      if (open[i] == ~size_t{0} && h.socket == s.socket && h.tos == s.tos && h.ttl == s.ttl &&
+          h.dst.sin_addr.s_addr == s.dst.sin_addr.s_addr && h.dst.sin_port == s.dst.sin_port) {
+        k = i;
+        break;
+      }
+    }
+    if (k < g) {
+      Group& grp = groups[k];
+      if (!grp.closed && len <= grp.segment && grp.count < kGsoMaxSegments &&
+          grp.bytes + len <= kMaxUdpPayload) {
+        tx_slots_[grp.tail].next = index;
+        grp.tail = index;
+        ++grp.count;
+        grp.bytes += len;
+        grp.closed = len < grp.segment;
+        continue;
+      }
+      open[k] = g;  // superseded: later buffers of this key go to the new group
+    }
+    groups[g] = Group{index, index, 1, len, len, false};
+    open[g] = ~size_t{0};
+    ++g;
+  }
+  size_t queued = 0;
+  for (size_t i = 0; i < g; ++i) {
+    const Group& grp = groups[i];
+    queued += grp.count == 1 ? submit_one(grp.head) : submit_group(grp.head, grp.count, grp.segment);
+  }
+  return queued;
+}
+
+// Returns 1 if queued; else the buffer is dropped (counted) and free again.
+bool UringIo::submit_one(uint32_t index) {
+  io_uring* ring = &ring_->ring;
+  io_uring_sqe* sqe = io_uring_get_sqe(ring);
+  if (sqe == nullptr) {  // the burst is larger than the SQ: hand over what is queued
+    io_uring_submit(ring);
+    sqe = io_uring_get_sqe(ring);
+  }
+  if (sqe == nullptr) {
+    ++counters_.tx_no_sqe;
+    ++stats_.tx_dropped;
+    tx_free_[tx_free_count_++] = index;
+    return false;
+  }
+  const TxSlot& s = tx_slots_[index];
+  if (setup_.zero_copy_send) {
+    io_uring_prep_sendmsg_zc(sqe, static_cast<int>(1 + s.socket), &s.msg, 0);
+    sqe->ioprio |= zc_flags_;
+    ++counters_.tx_zc_sends;
+  } else {
+    io_uring_prep_sendmsg(sqe, static_cast<int>(1 + s.socket), &s.msg, 0);
+  }
+  sqe->flags |= IOSQE_FIXED_FILE;
+  io_uring_sqe_set_data64(sqe, index);
+  ++tx_in_flight_;
+  return true;
+}
+
+// One sendmsg for `count` datagrams chained from `head`; returns how many were queued (all
+// or none: then they are dropped and counted).
+uint32_t UringIo::submit_group(uint32_t head, uint32_t count, uint32_t segment) {
+  io_uring* ring = &ring_->ring;
+  io_uring_sqe* sqe = gso_free_count_ > 0 ? io_uring_get_sqe(ring) : nullptr;
+  if (sqe == nullptr && gso_free_count_ > 0) {
+    io_uring_submit(ring);
+    sqe = io_uring_get_sqe(ring);
+  }
+  if (sqe == nullptr) {  // no SQE (a group is never short of a GsoSend: see carve_pool)
+    for (uint32_t i = 0, at = head; i < count; ++i, at = tx_slots_[at].next)
+      tx_free_[tx_free_count_++] = at;
+    counters_.tx_no_sqe += count;
+    stats_.tx_dropped += count;
+    return 0;
+  }
+  const uint32_t gi = gso_free_[--gso_free_count_];
+  GsoSend& g = gso_[gi];
+  const TxSlot& h = tx_slots_[head];
+  g.dst = h.dst;
+  g.head = head;
+  g.count = count;
+  size_t iovs = 0;
+  for (uint32_t i = 0, at = head; i < count; ++i, at = tx_slots_[at].next) {
+    const TxSlot& m = tx_slots_[at];
+    std::copy_n(m.iov, m.iovcnt, g.iov + iovs);
+    iovs += m.iovcnt;
+  }
+  g.msg.msg_iovlen = iovs;
+  // The head's IP_TOS / IP_TTL, then UDP_SEGMENT: the size the kernel cuts at.
+  std::memcpy(g.control, h.control, h.msg.msg_controllen);
+  cmsghdr* c = reinterpret_cast<cmsghdr*>(g.control + h.msg.msg_controllen);
+  c->cmsg_level = IPPROTO_UDP;
+  c->cmsg_type = UDP_SEGMENT;
+  c->cmsg_len = CMSG_LEN(sizeof(uint16_t));
+  const auto seg = static_cast<uint16_t>(segment);
+  std::memcpy(CMSG_DATA(c), &seg, sizeof(seg));
+  g.msg.msg_controllen = h.msg.msg_controllen + CMSG_SPACE(sizeof(uint16_t));
+  if (setup_.zero_copy_send) {
+    io_uring_prep_sendmsg_zc(sqe, static_cast<int>(1 + h.socket), &g.msg, 0);
+    sqe->ioprio |= zc_flags_;
+    ++counters_.tx_zc_sends;
+  } else {
+    io_uring_prep_sendmsg(sqe, static_cast<int>(1 + h.socket), &g.msg, 0);
+  }
+  sqe->flags |= IOSQE_FIXED_FILE;
+  io_uring_sqe_set_data64(sqe, kGsoTag | gi);
+  ++counters_.tx_gso_sends;
+  counters_.tx_gso_datagrams += count;
+  tx_in_flight_ += count;
+  return count;
 }
 
 void UringIo::wait(Time deadline) {

@@ -54,6 +54,25 @@
 //   and zlib's crc32_combine), not a pass over the payload. RoCEv2 engines then accept the
 //   synthesised frames' ICRC.
 //
+// - UDP GSO (gso): consecutive frames of a burst that leave from the same pool socket for the
+//   same destination with the same TOS and TTL, all of one payload size but the last, go in
+//   one IORING_OP_SENDMSG with a UDP_SEGMENT cmsg (udp(7)): one pass through the kernel's
+//   stack for up to 64 datagrams (65507 bytes), which the kernel (or the NIC) cuts into the
+//   same datagrams it would have sent one by one. Grouping keeps the order of the frames of
+//   one socket (one EV) and of one destination; frames of different sockets may leave in
+//   another order than the engine wrote them, as different paths reorder them anyway. Where a
+//   grouped send is refused (EINVAL: a segment longer than the route's MTU allows, which a
+//   single datagram would have been fragmented for) its datagrams are counted lost and GSO is
+//   switched off for this UringIo (setup().gso); the transports retransmit.
+// - UDP GRO (gro): the receiving socket accepts coalesced datagrams (UDP_GRO): the loopback
+//   device hands a GSO send over whole, and a NIC's GRO merges a flow's datagrams, so one
+//   receive completion carries up to 64 of them and the UDP_GRO cmsg says where they split.
+//   A datagram that came alone is lent in place as above; the segments of a coalesced one are
+//   copied, each behind its own synthesised headers, into frames of a second pool (`frames` / 2
+//   of frame_capacity), one memcpy per segment in exchange for one kernel receive per 64.
+//   The kernel's buffer ring then holds fewer, larger buffers (frames / 16, at least 8, of
+//   65549 bytes), so a coalesced datagram never truncates.
+//
 // Buffers, bounds, ownership
 // - One fixed pool of `frames` buffers, carved at create(): the receive buffer ring gets the
 //   largest power of two <= frames / 2 (the kernel needs a power of two), transmit the rest.
@@ -117,6 +136,10 @@ struct UringIoConfig {
   // someone else's process (fabric/); every call must then come from the thread that created
   // the UringIo.
   bool defer_taskrun = false;
+  // UDP segmentation offload on transmit and coalesced receive (see above), where the kernel
+  // offers them (Linux 4.18 / 5.0+); setup() says what was granted.
+  bool gso = false;
+  bool gro = false;
 
   // Checks every field; the message names the field and its valid range.
   absl::Status validate() const;
@@ -137,6 +160,11 @@ struct UringCounters {
   uint64_t tx_zc_sends = 0;        // sends submitted as IORING_OP_SENDMSG_ZC
   uint64_t tx_zc_notifs = 0;       // their notifications (IORING_CQE_F_NOTIF): buffers freed
   uint64_t tx_zc_copied = 0;       // ... of which the kernel copied the payload anyway
+  uint64_t tx_gso_sends = 0;       // sends carrying more than one datagram (UDP_SEGMENT)
+  uint64_t tx_gso_datagrams = 0;   // ... the datagrams they carried
+  uint64_t rx_gro_receives = 0;    // receive completions carrying coalesced datagrams
+  uint64_t rx_gro_datagrams = 0;   // ... the datagrams they carried
+  uint64_t rx_split_waits = 0;     // rx_burst() calls that found the split pool lent out
   int last_send_errno = 0;
   int last_rx_errno = 0;
 };
@@ -151,6 +179,8 @@ struct UringSetup {
   bool defer_taskrun = false;     // ... and only then (defer_taskrun above)
   bool zero_copy_send = false;    // transmit uses IORING_OP_SENDMSG_ZC
   bool zc_usage_known = false;    // ... and each notification says if the kernel copied
+  bool gso = false;               // transmit groups datagrams with UDP_SEGMENT
+  bool gro = false;               // the receiving socket takes coalesced datagrams (UDP_GRO)
 };
 
 class UringIo final : public PacketIo {
@@ -174,24 +204,39 @@ class UringIo final : public PacketIo {
   // The pool's source ports (host order): a frame with UDP source port s leaves from
   // ev_ports()[s % ev_sockets].
   std::span<const uint16_t> ev_ports() const noexcept { return ev_ports_; }
-  uint32_t rx_buffers() const noexcept { return rx_count_; }
+  uint32_t rx_buffers() const noexcept { return rx_count_; }  // in the kernel's buffer ring
+  uint32_t split_buffers() const noexcept { return split_count_; }  // for coalesced segments
   uint32_t tx_buffers() const noexcept { return tx_count_; }
 
  private:
   struct Ring;    // the io_uring and its buffer ring (liburing types stay in the .cc)
   struct TxSlot;  // per transmit buffer: msghdr, iovec, address, cmsgs of its send
+  struct GsoSend;  // a send of several datagrams: their iovecs, cmsgs with UDP_SEGMENT
+  struct RxSplit;  // a coalesced receive not yet split into frames
 
   explicit UringIo(const UringIoConfig& config);
   absl::Status init();
+  absl::Status open_sockets();
+  absl::Status carve_pool();
+  absl::Status open_ring();
 
   void reap();  // drains the completion queue
   void on_tx_completion(uint32_t index, int32_t res, uint32_t flags);
+  void on_gso_completion(uint32_t gi, int32_t res, uint32_t flags);
+  bool send_zc_done(bool& result_seen, bool& notif_due, bool& notif_seen, int32_t res,
+                    uint32_t flags);
   absl::Status probe_zero_copy();  // decides setup_.zero_copy_send
   void on_rx_completion(int32_t res, uint32_t flags);
+  void synthesize(Frame& f, uint32_t src_ip, uint16_t sport, uint8_t tos, uint8_t ttl,
+                  size_t payload_len) const noexcept;
   void recycle_rx(uint16_t bid);  // gives a receive buffer back to the kernel's ring
   void arm_rx();                  // posts the multishot receive
   void maybe_arm_rx();            // ... again, once it has stopped and a buffer is free
   bool prepare_send(Frame& f, uint32_t tx_index);
+  bool submit_one(uint32_t tx_index);
+  uint32_t submit_group(uint32_t head, uint32_t count, uint32_t segment);
+  size_t send_grouped(std::span<const uint32_t> ready);
+  size_t lend_split(std::span<Frame*> out);  // segments of the coalesced receive at the head
   uint8_t* rx_buffer(uint32_t bid) const noexcept;
 
   UringIoConfig config_;
@@ -205,7 +250,11 @@ class UringIo final : public PacketIo {
   uint8_t* memory_ = nullptr;  // mmap'd: receive buffers, then transmit buffers
   size_t memory_len_ = 0;
 
-  std::vector<Frame> rx_frames_;
+  std::vector<Frame> rx_frames_;   // the kernel ring's buffers, then the split pool
+  std::vector<RxSplit> rx_split_;  // per kernel ring buffer (gro only)
+  uint32_t split_count_ = 0;
+  std::vector<uint32_t> split_free_;
+  uint32_t split_free_count_ = 0;
   std::vector<uint16_t> rx_ready_;  // ring of received buffer ids not yet handed out
   uint32_t rx_ready_head_ = 0, rx_ready_count_ = 0;
   uint32_t rx_in_kernel_ = 0;  // buffers in the kernel's ring, free to fill
@@ -219,6 +268,9 @@ class UringIo final : public PacketIo {
   uint32_t tx_free_count_ = 0;
   uint32_t tx_in_flight_ = 0;  // sends submitted, not yet completed (the kernel reads them)
   uint16_t zc_flags_ = 0;      // IORING_SEND_ZC_* of every zero-copy send
+  std::vector<GsoSend> gso_;   // tx_count_ / 2: a group holds two buffers or more
+  std::vector<uint32_t> gso_free_;
+  uint32_t gso_free_count_ = 0;
 
   IoStats stats_;
   UringCounters counters_;

@@ -31,7 +31,7 @@ uint32_t loopback_candidate(uint32_t attempt) {
   return (127u << 24) | 0x800000 | host;
 }
 
-int open_host(Domain& d, uint32_t wanted_ip4) {
+int open_host(Domain& d, const Params& p, uint32_t wanted_ip4) {
   const bool pick = wanted_ip4 == 0;
   for (uint32_t attempt = 0; attempt < (pick ? 64u : 1u); ++attempt) {
     const uint32_t ip = pick ? loopback_candidate(attempt) : wanted_ip4;
@@ -41,6 +41,11 @@ int open_host(Domain& d, uint32_t wanted_ip4) {
     c.local_mac = mac_of(ip);
     // Inside an application: our completions must not cut its own blocking calls short.
     c.defer_taskrun = true;
+    // Bulk data in 64 KiB sends and receives, as libfabric's tcp provider moves it
+    // (dpdk-io/uring_io.h); the EVs map onto ev_sockets wire ports, so fewer make longer
+    // GSO groups (each group leaves on one port, i.e. one path).
+    c.gso = c.gro = p.udp_offload;
+    c.ev_sockets = static_cast<uint16_t>(p.ev_sockets);
     auto u = io::UringIo::create(c);
     if (!u.ok()) {
       if (pick && absl::StrContains(u.status().message(), "in use")) continue;
@@ -66,6 +71,7 @@ bool params_ok(const Params& p) {
       {"FI_UETREF_WINDOW_BYTES", p.window_bytes, 4096, uint64_t{1} << 30},
       {"FI_UETREF_BASE_RTT_US", p.base_rtt_us, 1, 100000},
       {"FI_UETREF_RENDEZVOUS_BYTES", p.rendezvous_bytes, 0, UINT32_MAX},
+      {"FI_UETREF_EV_SOCKETS", p.ev_sockets, 1, 1024},
   };
   for (const Range& r : ranges) {
     if (r.value < r.lo || r.value > r.hi) {
@@ -115,6 +121,8 @@ int open_engine(Domain& d, const Params& p, uint32_t job) {
   // The kernel computes the real UDP checksum (dpdk-io/uring_io.h).
   c.udp_checksum = false;
   c.rendezvous_bytes = p.rendezvous_bytes;
+  // The kernel gathers the payload from the registered buffer (no copy into the frame).
+  c.tx_by_reference = p.udp_offload;
   // A kernel-socket host inside someone else's process stalls for milliseconds (scheduling,
   // the application's own work between calls): uet-perf's timers for --io=uring, so that a
   // stall is not taken for a loss.
@@ -214,14 +222,16 @@ void print_stats(const Domain& d) {
                "uetref %s: data %lu retx %lu (timeouts %lu fast %lu nack %lu tlp %lu rnr %lu) "
                "acks %lu/%lu rendezvous %lu reads %lu timeouts %lu deferred %lu/%lu "
                "unexpected %lu kernel drops %lu; host rx %lu tx %lu no-buffer %lu send errors %lu "
-               "(errno %d) rx errors %lu (errno %d) rearms %lu truncated %lu bad %lu\n",
+               "(errno %d) rx errors %lu (errno %d) rearms %lu truncated %lu bad %lu; gso %lu/%lu "
+               "gro %lu/%lu split waits %lu\n",
                inet_ntoa(in_addr{htonl(d.local_ip4)}), k.tx_data, k.tx_retx, k.timeouts,
                k.fast_retx, k.nack_retx, k.tlp_probes, k.rnr_retx, k.tx_acks, k.rx_acks,
                k.tx_rendezvous, k.rx_rdv_reads, k.rdv_timeouts, k.tx_deferred, k.rx_deferred,
                k.rx_tagged_unexpected, h.rx_kernel_dropped, d.io->stats().rx_packets,
                d.io->stats().tx_packets, d.io->stats().tx_no_buffer, h.tx_send_errors,
                h.last_send_errno, h.rx_errors, h.last_rx_errno, h.rx_rearms, h.rx_truncated,
-               h.rx_bad);
+               h.rx_bad, h.tx_gso_sends, h.tx_gso_datagrams, h.rx_gro_receives,
+               h.rx_gro_datagrams, h.rx_split_waits);
 }
 
 int domain_close(fid* f) {
@@ -295,7 +305,7 @@ int domain_open(fid_fabric* fabric, fi_info* info, fid_domain** dom, void* conte
   if (err != 0) return err;
   uint32_t job = 0;
   if ((err = job_of(info, &job)) != 0) return err;
-  if ((err = open_host(*d, ip)) != 0) return err;
+  if ((err = open_host(*d, d->params, ip)) != 0) return err;
   if ((err = open_engine(*d, d->params, job)) != 0) return err;
   d->ops.resize(kTxSize + kRxSize);
   d->free_ops.reserve(d->ops.size());

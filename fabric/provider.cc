@@ -34,6 +34,13 @@ void define_params() {
   fi_param_define(&kProvider, "stats", FI_PARAM_BOOL,
                   "Print the engine's counters (retransmissions, rendezvous, deferrals, kernel "
                   "drops) to stderr when a domain closes (default no)");
+  fi_param_define(&kProvider, "udp_offload", FI_PARAM_BOOL,
+                  "UDP segmentation offload (GSO) on send, coalesced receive (GRO) and payloads "
+                  "the kernel gathers from registered memory, where the kernel offers them "
+                  "(default yes)");
+  fi_param_define(&kProvider, "ev_sockets", FI_PARAM_SIZE_T,
+                  "Source ports (sockets) the entropy values map onto, 1..1024 (default 4); "
+                  "fewer make longer GSO sends, more spread a fabric's ECMP wider");
   fi_param_define(&kProvider, "rendezvous_bytes", FI_PARAM_SIZE_T,
                   "Messages longer than this go by rendezvous (the target reads them), 0: "
                   "never (default 65536)");
@@ -325,6 +332,8 @@ Params read_params() {
   if (fi_param_get_size_t(&kProvider, "rendezvous_bytes", &v) == 0) p.rendezvous_bytes = v;
   int b = 0;
   if (fi_param_get_bool(&kProvider, "stats", &b) == 0) p.stats = b != 0;
+  if (fi_param_get_bool(&kProvider, "udp_offload", &b) == 0) p.udp_offload = b != 0;
+  if (fi_param_get_size_t(&kProvider, "ev_sockets", &v) == 0) p.ev_sockets = static_cast<uint32_t>(std::min<size_t>(v, UINT32_MAX));
   if (fi_param_get_size_t(&kProvider, "base_rtt_us", &v) == 0) p.base_rtt_us = static_cast<uint32_t>(v);
   return p;
 }

@@ -62,6 +62,8 @@ struct Params {
   uint64_t rendezvous_bytes = 64 * 1024;
   uint32_t base_rtt_us = 50;  // NSCC's unloaded round trip: loopback through the kernel
   bool stats = false;         // print the engine's counters when the domain closes
+  bool udp_offload = true;    // GSO, GRO, payloads gathered from registered memory
+  uint32_t ev_sockets = 4;    // wire source ports the EVs map onto
 };
 Params read_params();
 

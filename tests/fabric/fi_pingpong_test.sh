@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # libfabric's own fi_pingpong (Debian's libfabric-bin, unmodified) over the uetref provider:
 # fi_info lists it, then a server and a client ping-pong every size of `-S all` (0 B .. 6 MiB)
-# with fi_pingpong's data check (-c), as FI_MSG and as FI_TAGGED, on loopback.
+# with fi_pingpong's data check (-c), as FI_MSG and as FI_TAGGED, on loopback; FI_TAGGED again
+# without the UDP offloads (GSO, GRO, gathered payloads), over 16 source ports.
 # Usage: fi_pingpong_test.sh PROVIDER_DIR
 set -euo pipefail
 export FI_PROVIDER_PATH="$1"
@@ -15,7 +16,9 @@ grep -q "type: FI_EP_RDM" "$work/info" || { echo "uetref offers no FI_EP_RDM"; e
 
 # A control port of our own (fi_pingpong's side channel), so parallel runs do not collide.
 port=$((20000 + $$ % 20000))
-for mode in msg tagged; do
+for run in "msg 1 4" "tagged 1 4" "tagged 0 16"; do
+  read -r mode offload sockets <<< "$run"
+  export FI_UETREF_UDP_OFFLOAD=$offload FI_UETREF_EV_SOCKETS=$sockets
   port=$((port + 1))
   timeout 120 fi_pingpong -p uetref -e rdm -m "$mode" -S all -c -B "$port" > "$work/server" 2>&1 &
   server=$!
@@ -34,6 +37,6 @@ for mode in msg tagged; do
     [ "$rows" -ge 40 ] || { echo "$mode: $f reported $rows sizes"; cat "$work/$f"; exit 1; }
     grep -qE '^6m\s+10\s+=10' "$work/$f" || { echo "$mode: $f lacks 6 MiB"; exit 1; }
   done
-  echo "$mode: $(grep -cE '^[0-9]+[km]?\s+10\s+=10\s' "$work/client") sizes, data checked"
+  echo "$mode, udp_offload $offload, ev_sockets $sockets: $(grep -cE '^[0-9]+[km]?\s+10\s+=10\s' "$work/client") sizes, data checked"
   sed -n '1p;/^4k /p;/^1m /p' "$work/client"
 done
