@@ -641,7 +641,11 @@ void UringIo::synthesize(Frame& f, uint32_t src_ip, uint16_t sport, uint8_t tos,
 void UringIo::reap() {
   io_uring* ring = &ring_->ring;
   // DEFER_TASKRUN: the kernel posts our completions only when we ask (IORING_ENTER_GETEVENTS).
-  if (setup_.defer_taskrun && io_uring_cq_ready(ring) == 0) io_uring_get_events(ring);
+  // TASKRUN_FLAG: the kernel flags the SQ ring when work is pending, so the (costly) entry is
+  // made only then, not on every poll of an idle ring.
+  if (setup_.defer_taskrun && io_uring_cq_ready(ring) == 0 &&
+      (IO_URING_READ_ONCE(*ring->sq.kflags) & IORING_SQ_TASKRUN) != 0)
+    io_uring_get_events(ring);
   std::array<io_uring_cqe*, 64> cqes{};
   for (;;) {
     const unsigned n = io_uring_peek_batch_cqe(ring, cqes.data(), cqes.size());
