@@ -223,7 +223,7 @@ void print_stats(const Domain& d) {
                "acks %lu/%lu rendezvous %lu reads %lu timeouts %lu deferred %lu/%lu "
                "unexpected %lu kernel drops %lu; host rx %lu tx %lu no-buffer %lu send errors %lu "
                "(errno %d) rx errors %lu (errno %d) rearms %lu truncated %lu bad %lu; gso %lu/%lu "
-               "gro %lu/%lu split waits %lu\n",
+               "gro %lu/%lu split waits %lu; rod staged %lu late %lu unstageable %lu no-buffer %lu\n",
                inet_ntoa(in_addr{htonl(d.local_ip4)}), k.tx_data, k.tx_retx, k.timeouts,
                k.fast_retx, k.nack_retx, k.tlp_probes, k.rnr_retx, k.tx_acks, k.rx_acks,
                k.tx_rendezvous, k.rx_rdv_reads, k.rdv_timeouts, k.tx_deferred, k.rx_deferred,
@@ -231,7 +231,8 @@ void print_stats(const Domain& d) {
                d.io->stats().tx_packets, d.io->stats().tx_no_buffer, h.tx_send_errors,
                h.last_send_errno, h.rx_errors, h.last_rx_errno, h.rx_rearms, h.rx_truncated,
                h.rx_bad, h.tx_gso_sends, h.tx_gso_datagrams, h.rx_gro_receives,
-               h.rx_gro_datagrams, h.rx_split_waits);
+               h.rx_gro_datagrams, h.rx_split_waits, k.rod_staged, k.rod_executed_late,
+               k.rod_unstageable, k.rod_no_buffer);
 }
 
 int domain_close(fid* f) {
