@@ -711,8 +711,13 @@ void UringIo::on_gso_completion(uint32_t gi, int32_t res, uint32_t flags) {
   if (!(flags & IORING_CQE_F_NOTIF)) {
     if (res < 0) {
       stats_.tx_dropped += g.count;
-      // A segment larger than the path MTU allows (udp(7)): send one by one from now on.
-      if (res == -EINVAL) setup_.gso = false;
+      // A segment longer than the route's MTU allows (EINVAL before Linux 6.x, EMSGSIZE
+      // since): datagrams sent one by one may be fragmented, a GSO segment may not. One by
+      // one from now on.
+      if (res == -EINVAL || res == -EMSGSIZE) {
+        setup_.gso = false;
+        ++counters_.tx_gso_refused;
+      }
     } else {
       stats_.tx_packets += g.count;
       for (uint32_t i = 0, at = g.head; i < g.count; ++i, at = tx_slots_[at].next)
@@ -1074,13 +1079,9 @@ uint32_t UringIo::submit_group(uint32_t head, uint32_t count, uint32_t segment) 
   const auto seg = static_cast<uint16_t>(segment);
   std::memcpy(CMSG_DATA(c), &seg, sizeof(seg));
   g.msg.msg_controllen = h.msg.msg_controllen + CMSG_SPACE(sizeof(uint16_t));
-  if (setup_.zero_copy_send) {
-    io_uring_prep_sendmsg_zc(sqe, static_cast<int>(1 + h.socket), &g.msg, 0);
-    sqe->ioprio |= zc_flags_;
-    ++counters_.tx_zc_sends;
-  } else {
-    io_uring_prep_sendmsg(sqe, static_cast<int>(1 + h.socket), &g.msg, 0);
-  }
+  // Copied, never zero-copy: a zero-copy skb pins each page as a fragment, at most
+  // MAX_SKB_FRAGS (17) of them, and a group's buffers span more: EMSGSIZE (seen over veth).
+  io_uring_prep_sendmsg(sqe, static_cast<int>(1 + h.socket), &g.msg, 0);
   sqe->flags |= IOSQE_FIXED_FILE;
   io_uring_sqe_set_data64(sqe, kGsoTag | gi);
   ++counters_.tx_gso_sends;

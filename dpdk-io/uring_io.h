@@ -61,9 +61,11 @@
 //   same datagrams it would have sent one by one. Grouping keeps the order of the frames of
 //   one socket (one EV) and of one destination; frames of different sockets may leave in
 //   another order than the engine wrote them, as different paths reorder them anyway. Where a
-//   grouped send is refused (EINVAL: a segment longer than the route's MTU allows, which a
-//   single datagram would have been fragmented for) its datagrams are counted lost and GSO is
-//   switched off for this UringIo (setup().gso); the transports retransmit.
+//   grouped send is refused (EINVAL or EMSGSIZE: a segment longer than the route's MTU
+//   allows, which a single datagram would have been fragmented for) its datagrams are counted
+//   lost and GSO is switched off for this UringIo (setup().gso, tx_gso_refused); the
+//   transports retransmit. Grouped sends are always copied by the kernel, even where
+//   zero_copy_send is on (see uring_io.cc).
 // - UDP GRO (gro): the receiving socket accepts coalesced datagrams (UDP_GRO): the loopback
 //   device hands a GSO send over whole, and a NIC's GRO merges a flow's datagrams, so one
 //   receive completion carries up to 64 of them and the UDP_GRO cmsg says where they split.
@@ -162,6 +164,7 @@ struct UringCounters {
   uint64_t tx_zc_copied = 0;       // ... of which the kernel copied the payload anyway
   uint64_t tx_gso_sends = 0;       // sends carrying more than one datagram (UDP_SEGMENT)
   uint64_t tx_gso_datagrams = 0;   // ... the datagrams they carried
+  uint64_t tx_gso_refused = 0;     // a group refused for the route's MTU: GSO switched off
   uint64_t rx_gro_receives = 0;    // receive completions carrying coalesced datagrams
   uint64_t rx_gro_datagrams = 0;   // ... the datagrams they carried
   uint64_t rx_split_waits = 0;     // rx_burst() calls that found the split pool lent out
