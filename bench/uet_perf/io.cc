@@ -99,6 +99,7 @@ absl::StatusOr<IoSet> make_io(const Options& o, const std::vector<std::string>& 
     if (!zc.ok())
       return absl::InvalidArgumentError("--uring_zc=" + std::string(zc.status().message()));
     c.zero_copy_send = *zc;
+    c.gso = c.gro = o.uring_offload;
     auto u = io::UringIo::create(c);
     if (!u.ok()) return u.status();
     Io out;
@@ -110,14 +111,16 @@ absl::StatusOr<IoSet> make_io(const Options& o, const std::vector<std::string>& 
     out.rx_socket_bytes = su.rx_socket_bytes;
     out.rx_socket_capped = su.rx_socket_capped;
     out.description = absl::StrFormat(
-        "io_uring UDP %s:%u, receive socket %u bytes%s, %s, zero-copy send %s (--uring_zc=%s)",
+        "io_uring UDP %s:%u, receive socket %u bytes%s, %s, zero-copy send %s (--uring_zc=%s), "
+        "GSO %s, GRO %s",
         ip_str(o.ip), c.udp_port, su.rx_socket_bytes,
         su.rx_socket_capped
             ? absl::StrFormat(" (asked %u: capped by net.core.rmem_max, raise it for more in flight)",
                               c.socket_buffer_bytes)
             : std::string(),
         su.coop_taskrun ? "cooperative task running" : "task running by interrupt (kernel < 5.19)",
-        su.zero_copy_send ? "on" : "off", o.uring_zc);
+        su.zero_copy_send ? "on" : "off", o.uring_zc, su.gso ? "on" : "off",
+        su.gro ? "on" : "off");
     if (o.tss) {
       out.udp_source_port = (*u)->ev_ports()[0];
       absl::StrAppendFormat(&out.description, ", TSS: every frame from source port %u",

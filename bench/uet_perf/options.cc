@@ -99,6 +99,9 @@ ABSL_FLAG(bool, xstats, false, "DPDK: print the port's non-zero extended statist
 ABSL_FLAG(std::string, uring_zc, "auto",
           "io_uring: zero-copy transmit (IORING_OP_SENDMSG_ZC): auto (where the kernel has it and "
           "--ip is not loopback, which copies anyway), on (refused if the kernel lacks it) or off");
+ABSL_FLAG(bool, uring_offload, true,
+          "io_uring: UDP GSO on send and GRO on receive (up to 64 datagrams per system call), "
+          "where the kernel offers them; the report's io_uring line counts the batches");
 ABSL_FLAG(std::string, clock, "auto",
           "the host clock: auto (the CPU's TSC where the kernel keeps its time with it, else "
           "CLOCK_MONOTONIC), tsc (refused where the kernel does not) or monotonic");
@@ -271,6 +274,7 @@ absl::StatusOr<Options> options_from_flags() {
   o.zero_copy = absl::GetFlag(FLAGS_zero_copy);
   o.csum_offload = absl::GetFlag(FLAGS_csum_offload);
   o.uring_zc = absl::GetFlag(FLAGS_uring_zc);
+  o.uring_offload = absl::GetFlag(FLAGS_uring_offload);
   if (o.uring_zc != "auto" && o.uring_zc != "on" && o.uring_zc != "off")
     c.fail("--uring_zc=" + o.uring_zc + " unknown: auto, on or off");
   o.clock = absl::GetFlag(FLAGS_clock);

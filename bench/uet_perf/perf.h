@@ -105,6 +105,7 @@ struct Options {
   bool csum_offload = true;  // UET over DPDK: UDP checksums by the device where it offers it
   uint64_t window_bytes = 0;  // UET
   std::string uring_zc = "auto";  // io_uring: zero-copy transmit, auto, on or off
+  bool uring_offload = true;      // io_uring: UDP GSO and GRO
   std::string clock = "auto";     // the host clock: auto, tsc or monotonic
   std::string json_path, pcap_path;
 };

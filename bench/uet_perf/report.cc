@@ -227,6 +227,12 @@ void report(const Options& o, const Io& io, TapIo& tap, const Endpoint& ep, Resu
                               ? " (not reported by this kernel)"
                               : "",
                           u.tx_send_errors);
+    absl::StrAppendFormat(&t,
+                          " io_uring offload: GSO %s, %lu sends of %lu datagrams; GRO %s, %lu "
+                          "receives of %lu datagrams\n",
+                          io.uring->setup().gso ? "on" : "off", u.tx_gso_sends, u.tx_gso_datagrams,
+                          io.uring->setup().gro ? "on" : "off", u.rx_gro_receives,
+                          u.rx_gro_datagrams);
   }
 #endif
   const TssOut tss = tss_of(o, ep);

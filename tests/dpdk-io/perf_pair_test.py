@@ -39,9 +39,11 @@ the host's scheduling stalls, data in flight bounded by the peer's receive socke
 injected; besides the checks below, both sides' JSON must show 0 timeouts, 0 resends and 0
 datagrams dropped by their receive socket. No rate is asserted.
 
---uring-zc=on|off (uring): both sides run with --uring_zc; with on, the client's summary must
-show its data sent zero-copy, one notification per zero-copy send (every buffer came back)
-and no send error. Skipped (exit 77) where the kernel has no IORING_OP_SENDMSG_ZC.
+--uring-zc=on|off (uring): both sides run with --uring_zc and without GSO/GRO; with on, the
+client's summary must show its data sent zero-copy, one notification per zero-copy send (every
+buffer came back) and no send error. Skipped (exit 77) where the kernel has no
+IORING_OP_SENDMSG_ZC. Without it (uring's default GSO and GRO), the client's summary must show
+GSO sends of more than one datagram each and the server's coalesced receives.
 
 Asserts: both exit codes 0; the server prints "data check: ok" (once per engine, each for
 its own ITERS * MSG_SIZE bytes); the client's JSON has verify=ok, iterations=N (per engine
@@ -169,7 +171,8 @@ def main():
         size_flags = ["--io=uring"]
         common += ["--io=uring"]
         if args.uring_zc:
-            common.append(f"--uring_zc={args.uring_zc}")
+            # Every send one datagram, so that each can go zero-copy (GSO groups go copied).
+            common += [f"--uring_zc={args.uring_zc}", "--uring_offload=false"]
         k = os.getpid() % 250 + 1
         srv_ip, cli_ip = f"127.77.{k}.1", f"127.77.{k}.2"
     elif args.dev == "tap":
@@ -345,6 +348,17 @@ def main():
                                 f"{res.get('inflight_bound')}, rtt_max_us {res.get('rtt_max_us')})")
             if result.get("inflight_bound", 0) == 0 or srv_result.get("rx_socket_bytes", 0) == 0:
                 return fail("no RXCAP bound: the server's receive socket was not reported")
+        if args.dev == "uring" and not args.uring_zc:
+            # Expect: the bulk left in GSO sends and arrived coalesced (uet-perf's defaults).
+            pat = (r"io_uring offload: GSO on, (\d+) sends of (\d+) datagrams; GRO on, (\d+) "
+                   r"receives of (\d+) datagrams")
+            mc, ms = re.search(pat, cli_log), re.search(pat, srv_log)
+            if not mc or not ms:
+                return fail("a summary has no io_uring offload line with GSO and GRO on")
+            sends, grouped = int(mc.group(1)), int(mc.group(2))
+            if sends == 0 or grouped <= sends or int(ms.group(3)) == 0:
+                return fail(f"client GSO {sends} sends of {grouped} datagrams, server GRO "
+                            f"{ms.group(3)} receives: the offloads carried nothing")
         if args.uring_zc == "on":
             # Expect: the data went out zero-copy and every send's buffer came back.
             m = re.search(r"io_uring send: zero-copy on; sends zero-copy (\d+), notifications "
