@@ -97,13 +97,18 @@ int cq_signal(fid_cq*) { return 0; }
 
 // The SES return code (spec/uet.md §4.9) the target answered with, by name.
 const char* cq_strerror(fid_cq*, int prov_errno, const void*, char* buf, size_t len) {
-  const std::string_view name =
-      wire::value_name("ses_return_code", static_cast<uint64_t>(prov_errno));
-  thread_local char own[64];
+  thread_local char own[96];
   if (buf == nullptr || len == 0) {
     buf = own;
     len = sizeof(own);
   }
+  if (prov_errno < 0) {  // no SES return code: the peer never answered (domain.cc)
+    std::snprintf(buf, len, "no answer from the peer: %s",
+                  to_string(static_cast<OpStatus>(-prov_errno)));
+    return buf;
+  }
+  const std::string_view name =
+      wire::value_name("ses_return_code", static_cast<uint64_t>(prov_errno));
   std::snprintf(buf, len, "UET return code %d (%.*s)", prov_errno, static_cast<int>(name.size()),
                 name.data());
   return buf;

@@ -139,6 +139,9 @@ int open_engine(Domain& d, const Params& p, uint32_t job) {
   // allows (its tables bound how many).
   c.rendezvous_timeout = 1000 * kSecond;
   c.deferral_timeout = 1000 * kSecond;
+  // ... but not on a dead peer: a target that holds our operations is asked whether it lives
+  // (REQ_ACK) once idle this long, so a killed process fails them within the retry budget.
+  c.hold_probe_after = kSecond;
   c.job_id = job;
   c.seed = d.local_ip4;
   auto e = UetEndpoint::create(c);
@@ -427,8 +430,9 @@ void Domain::drain() {
         e.data = c.imm;
         e.tag = c.tag;
         e.err = err;
-        // The SES return code (spec/uet.md §4.9), for fi_cq_strerror.
-        e.prov_errno = c.return_code;
+        // The SES return code (spec/uet.md §4.9), for fi_cq_strerror; where the target gave
+        // none (no answer at all), the engine's status, negated.
+        e.prov_errno = c.return_code != 0 ? c.return_code : -static_cast<int>(c.status);
         FI_INFO(&kProvider, FI_LOG_CQ, "%s of %lu bytes failed: %s (return code %u)\n",
                 to_string(c.op), static_cast<unsigned long>(c.bytes), to_string(c.status),
                 c.return_code);

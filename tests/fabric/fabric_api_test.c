@@ -2,7 +2,8 @@
 // fi_pingpong): hints it must refuse, misuse it must answer with libfabric's errors, and RMA
 // (which neither fi_pingpong nor the MPI MTL exercise) between two domains of one process:
 // WRITE then READ back, a WRITE outside the region failing with the target's return code,
-// counters, and a send to an address no one listens on failing within the retry budget.
+// counters, a send to an address no one listens on and one held by a peer that dies both
+// failing within the retry budget.
 // Exits 0 when every check holds; prints each failure.
 #define _POSIX_C_SOURCE 200809L
 #include <arpa/inet.h>
@@ -233,6 +234,28 @@ int main(void) {
   CHECK(one_completion(&a, NULL, &ok, &err, 30.0) == 1, "no completion for a send to no one");
   CHECK(!ok && err.err == FI_ETIMEDOUT, "send to no one: ok %d err %d", ok, err.err);
   printf("a send to no one: %s after %.1f s\n", fi_strerror(err.err), now_s() - t0);
+
+  // A peer that dies holding our send: a 1 MiB tagged send goes by rendezvous, the target
+  // takes the request (unexpected: no receive posted) and is closed before it reads, as a
+  // killed process would be. The send fails within the retry budget (the provider asks the
+  // silent target whether it lives: REQ_ACK), not after the rendezvous timeout (1000 s).
+  struct node d;
+  open_node(info, &d);
+  fi_addr_t to_d = FI_ADDR_NOTAVAIL;
+  CHECK(fi_av_insert(a.av, &d.name, 1, &to_d, 0, NULL) == 1, "insert d");
+  const size_t big_len = 1 << 20;
+  uint8_t* held = calloc(big_len, 1);
+  CHECK(fi_tsend(a.ep, held, big_len, NULL, to_d, 9, NULL) == 0, "fi_tsend 1 MiB to d");
+  CHECK(one_completion(&a, &d, &ok, &err, 0.05) == 0, "the send completed before d read it");
+  close_node(&d);
+  const double t1 = now_s();
+  CHECK(one_completion(&a, NULL, &ok, &err, 30.0) == 1, "no completion for a send to a dead peer");
+  fi_cq_strerror(a.cq, err.prov_errno, NULL, msg, sizeof msg);
+  CHECK(!ok && err.err == FI_ETIMEDOUT && strstr(msg, "no answer") != NULL,
+        "send to a dead peer: ok %d err %d (%s)", ok, err.err, msg);
+  printf("a send held by a peer that died: %s (%s) after %.1f s\n", fi_strerror(err.err), msg,
+         now_s() - t1);
+  free(held);
 
   close_node(&a);
   close_node(&b);

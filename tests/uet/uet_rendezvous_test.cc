@@ -363,6 +363,45 @@ TEST(UetRendezvous_Timeout, ASourceNoOneReadsIsWithdrawnAndItsSendFails) {
   EXPECT_GE(link.a().counters().rx_rdv_bad_read, 1u);
 }
 
+// hold_probe_after: while a source waits on a live target, REQ_ACKs are answered and the send
+// completes when the target reads, however late; once the target is gone, the next send's
+// REQ_ACKs go unanswered and it fails within the retry budget, not rendezvous_timeout.
+TEST(UetRendezvous_Liveness, ASourceWaitsOnALiveTargetAndFailsWhenItDies) {
+  UetConfig a = config_for(kIpA);
+  a.hold_probe_after = kMillisecond;
+  a.rendezvous_timeout = 1000 * kSecond;
+  Link link(a);
+  const std::vector<uint8_t> msg = pattern(60000, 3);
+  std::vector<uint8_t> buf(60000, 0xEE);
+  ASSERT_TRUE(link.a().post_tsend(tsend(1, msg, 4)).ok());
+  link.run(link.now() + 20 * kMillisecond);  // no receive posted: the source waits
+  EXPECT_TRUE(drain(link.a()).empty());
+  const uint64_t probes = link.a().counters().tx_req_ack;
+  EXPECT_GE(probes, 10u);  // one per hold_probe_after, each answered
+  EXPECT_EQ(link.b().counters().rx_req_ack, probes);
+  EXPECT_EQ(link.a().counters().hold_probe_failures, 0u);
+  ASSERT_TRUE(link.b().post_trecv(trecv(2, buf, 4)).ok());
+  link.run(link.now() + 10 * kMillisecond);
+  auto sc = drain(link.a());
+  ASSERT_EQ(sc.size(), 1u);
+  EXPECT_EQ(sc[0].status, OpStatus::kSuccess);
+  EXPECT_TRUE(buf == msg);
+
+  // B dies once it has acknowledged the next request (nothing of B's arrives any more).
+  ASSERT_TRUE(link.a().post_tsend(tsend(3, msg, 5)).ok());
+  link.run(link.now() + 2 * kMillisecond);
+  link.set_filter([](int from, const wire::Decoded&) { return from == 1 ? 0 : 1; });
+  const Time died = link.now();
+  const uint64_t probes_before = link.a().counters().tx_req_ack;
+  link.run(died + kSecond);
+  sc = drain(link.a());
+  ASSERT_EQ(sc.size(), 1u);
+  EXPECT_EQ(sc[0].status, OpStatus::kRetriesExhausted);
+  EXPECT_EQ(link.a().counters().hold_probe_failures, 1u);
+  EXPECT_EQ(link.a().counters().rdv_timeouts, 0u);
+  EXPECT_EQ(link.a().counters().tx_req_ack - probes_before, a.max_retries);
+}
+
 // ----------------------------------------------------------------- hostile and refused
 
 // The reader may read only the source's own bytes, and only while the send waits for it.
@@ -436,6 +475,9 @@ TEST(UetRendezvous_Config, OutOfRangeFieldsAreNamed) {
   c = config_for(kIpA);
   c.rendezvous_timeout = 0;
   testing::expect_refused(c, "rendezvous_timeout");
+  c = config_for(kIpA);
+  c.hold_probe_after = kNanosecond;
+  testing::expect_refused(c, "hold_probe_after");
 }
 
 }  // namespace

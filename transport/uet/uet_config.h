@@ -147,6 +147,13 @@ struct UetConfig {
   // whose REQ_CLOSEs all go unanswered may be taken by a new SYN when the table is full. 0: PDCs
   // are never closed. 0, or 1 us..10 s. Default 1 ms (~80 base RTTs).
   Time idle_timeout = kMillisecond;
+  // Liveness of a peer that holds our operations (spec/uet.md §3.12 REQ_ACK): an initiator PDC
+  // whose operations wait on the target with nothing in flight (a rendezvous source not yet
+  // read, a deferred send not yet asked for) sends REQ_ACK after this long, then on its RTO with
+  // backoff; max_retries unanswered fail the PDC's operations kRetriesExhausted, so a dead
+  // peer is found within the retry budget rather than rendezvous_timeout or deferral_timeout.
+  // Any ACK restarts it. 0 (the default): never; else 1 us..1000 s.
+  Time hold_probe_after = 0;
   // ROD (NOTES.md, "The other delivery modes"; spec/uet.md §3.3): out-of-order requests a ROD
   // target PDC holds for in-order delivery, and the initiator's PSN window on a ROD PDC, in
   // packets. 0 (the default): mpr; else 64..mpr, a power of 2. Smaller than mpr, it stalls a
@@ -251,6 +258,9 @@ struct UetCounters {
   uint64_t credit_received = 0;   // initiator: bytes of credit received
   uint64_t credit_stalls = 0;     // initiator: times a PDC with data to send ran out of credit
   uint64_t tx_credit_req = 0;     // initiator: CREDIT_REQs sent
+  uint64_t tx_req_ack = 0;        // initiator: REQ_ACKs sent (hold_probe_after)
+  uint64_t rx_req_ack = 0;        // target: REQ_ACKs answered
+  uint64_t hold_probe_failures = 0;  // initiator: PDCs failed with REQ_ACKs unanswered
   uint64_t rx_credit_req = 0;     // target: CREDIT_REQs received
   uint64_t credit_probes = 0;     // initiator: one-packet probes before the PDC is established
   // §3.12 CLEAR: the initiator's clear PSN when no request in the target's window carries it.

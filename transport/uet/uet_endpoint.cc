@@ -74,6 +74,9 @@ absl::Status UetConfig::validate() const {
   if (rendezvous_timeout < kMicrosecond || rendezvous_timeout > 1000 * kSecond)
     return out_of_range("rendezvous_timeout", static_cast<uint64_t>(rendezvous_timeout),
                         "1 us..1000 s (ps)");
+  if (hold_probe_after != 0 && (hold_probe_after < kMicrosecond || hold_probe_after > 1000 * kSecond))
+    return out_of_range("hold_probe_after", static_cast<uint64_t>(hold_probe_after),
+                        "0, or 1 us..1000 s (ps)");
   if (deferrable_sends < 1 || deferrable_sends > 65535)
     return out_of_range("deferrable_sends", deferrable_sends, "1..65535");
   if (deferral_timeout < kMicrosecond || deferral_timeout > 1000 * kSecond)
@@ -465,7 +468,7 @@ EndpointStats UetEndpoint::stats() const {
   s.data_packets = counters_.tx_data + counters_.tx_rudi + counters_.tx_uud;
   s.retransmitted_packets = counters_.tx_retx + counters_.tx_rudi_retx;
   s.control_packets = counters_.tx_acks + counters_.tx_nacks + counters_.tx_credit +
-                      counters_.tx_credit_req + counters_.tx_rudi_resp;
+                      counters_.tx_credit_req + counters_.tx_rudi_resp + counters_.tx_req_ack;
   s.timeouts = counters_.timeouts + counters_.rudi_timeouts;
   s.rx_dropped = counters_.rx_malformed + counters_.rx_unknown_pdc + counters_.rx_no_pdc_avail +
                  counters_.rx_out_of_window + counters_.rx_stale_read_data + counters_.rx_bad_send +

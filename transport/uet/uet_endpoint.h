@@ -297,6 +297,8 @@ class UetEndpoint final : public Endpoint {
               uint32_t len = 0);
   void clear_to(Pdc& p, uint32_t clear_psn);
   void note_idle(Pdc& p, Time now);
+  void note_held(Pdc& p, Time now);
+  bool probe_held(Pdc& p, Time now);
   void start_close(Pdc& p, Time now);
   void release_target(uint16_t id);
   bool build_ctrl(Pdc& p, uint16_t pdcid, wire::CtrlType type, uint32_t psn, Frame& f,

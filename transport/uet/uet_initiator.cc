@@ -229,6 +229,7 @@ void UetEndpoint::rx_ack(const wire::Decoded& d, Time now) {
   deadline_ = std::min(deadline_, p->ini.rto_deadline);
   if (progress) arm_tlp(*p, now);
   note_idle(*p, now);
+  note_held(*p, now);
 }
 
 // §4.6 / §4.7 at the initiator: the SES response an ACK carries answers its trigger PSN. Read
@@ -373,6 +374,16 @@ void UetEndpoint::note_idle(Pdc& p, Time now) {
   }
   if (config_.idle_timeout == 0 || p.idle_deadline != kNever) return;
   p.idle_deadline = now + config_.idle_timeout;
+  deadline_ = std::min(deadline_, p.idle_deadline);
+}
+
+// hold_probe_after: the target answered; if operations wait on it with nothing in flight,
+// ask again whether it lives after hold_probe_after.
+void UetEndpoint::note_held(Pdc& p, Time now) {
+  if (config_.hold_probe_after == 0 || p.closing) return;
+  if (p.ini.op_head == p.ini.op_tail || psn_before(p.ini.base_psn, p.ini.next_psn)) return;
+  p.ini.req_acks = 0;
+  p.idle_deadline = now + config_.hold_probe_after;
   deadline_ = std::min(deadline_, p.idle_deadline);
 }
 

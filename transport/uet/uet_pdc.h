@@ -127,6 +127,8 @@ struct Pdc {
   struct Initiator {
     bool speculating = true;          // no grant has arrived and base_rtt has not passed
     bool credit_req_pending = false;  // a CREDIT_REQ to send
+    bool req_ack_pending = false;     // a REQ_ACK to send (hold_probe_after)
+    uint8_t req_acks = 0;             // ... sent since the target last answered
     bool tlp_done = false;            // a probe went since the last progress
     bool results_held = false;        // a fetching atomic was answered: the target holds it
     uint32_t next_psn = 0;            // next new PSN

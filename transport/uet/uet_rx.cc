@@ -500,7 +500,8 @@ UetEndpoint::Exec UetEndpoint::execute(Pdc& p, uint16_t id, const wire::SesStand
   return Exec::kRecord;
 }
 
-// §3.12 control packets: CLOSE and CREDIT_REQ (target), REQ_CLOSE and CREDIT (initiator).
+// §3.12 control packets: CLOSE, REQ_ACK and CREDIT_REQ (target), REQ_CLOSE and CREDIT
+// (initiator).
 void UetEndpoint::rx_ctrl(const wire::Decoded& d, Time now) {
   const wire::PdsCtrl& h = *d.pds_as<wire::PdsCtrl>();
   const uint32_t src = d.ipv4->src();
@@ -547,6 +548,16 @@ void UetEndpoint::rx_ctrl(const wire::Decoded& d, Time now) {
         ++counters_.rx_clear;
         clear_to(*p, h.ctrl_payload());
         p->tgt.ack_now = true;  // the ACK shows the CACK that moved
+        return;
+      }
+      ++counters_.rx_bad_ctrl;
+      return;
+    case wire::CtrlType::kReqAck:  // the initiator asks whether we live: ACK what arrived
+      if (p != nullptr && p->role == Role::kTarget && p->peer_ip4 == src &&
+          p->peer_pdcid == h.spdcid()) {
+        ++counters_.rx_req_ack;
+        p->tgt.ack_now = true;
+        mark_ready(*p);
         return;
       }
       ++counters_.rx_bad_ctrl;

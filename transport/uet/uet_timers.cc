@@ -151,6 +151,24 @@ void UetEndpoint::on_timer(Time now) {
   return false;
 }
 
+// hold_probe_after: operations wait on the target with nothing in flight. REQ_ACK (§3.12)
+// with backoff; max_retries unanswered: the target is gone, its operations fail. True when
+// the PDC failed (freed).
+bool UetEndpoint::probe_held(Pdc& p, Time now) {
+  if (config_.hold_probe_after == 0 || !p.established || p.ini.op_head == p.ini.op_tail ||
+      psn_before(p.ini.base_psn, p.ini.next_psn))
+    return false;  // data in flight: the RTO watches the target
+  if (p.ini.req_acks >= config_.max_retries) {
+    ++counters_.hold_probe_failures;
+    fail_pdc(p, OpStatus::kRetriesExhausted);
+    return true;
+  }
+  ++p.ini.req_acks;
+  p.ini.req_ack_pending = true;
+  p.idle_deadline = now + std::min(p.ini.rto << std::min<int>(p.ini.req_acks, 16), config_.max_rto);
+  return false;
+}
+
 // An initiator PDC's timers: idle close (§3.12), the RCCC re-ask, CLEAR, the tail-loss probe,
 // RACK's reorder timer and the RTO. True when the PDC failed (freed).
 [[gnu::always_inline]] inline bool UetEndpoint::timer_initiator(Pdc& p, Time now, Time& next) {
@@ -161,6 +179,7 @@ void UetEndpoint::on_timer(Time now) {
       next = std::min(next, p.ini.close_deadline);
       return false;
     }
+    if (probe_held(p, now)) return true;
   }
   next = std::min(next, p.idle_deadline);
   if (p.ini.credit_deadline <= now) credit_timeout(p);

@@ -307,6 +307,13 @@ UetEndpoint::Turn UetEndpoint::tx_close(Pdc& p, uint16_t id, Frame& f) {
     p.ini.rccc.stop_speculating();
   }
   const bool credit = !rccc_sender() || p.ini.rccc.can_send();
+  if (p.ini.req_ack_pending) [[unlikely]] {  // is the target that holds our operations alive?
+    if (build_ctrl(p, id, wire::CtrlType::kReqAck, p.ini.next_psn - 1, f)) {
+      p.ini.req_ack_pending = false;
+      ++counters_.tx_req_ack;
+      return Turn::kSent;
+    }
+  }
   if (p.ini.credit_req_pending && p.established) {  // RCCC: ask for credit again (§3.12)
     const auto target = static_cast<uint32_t>(p.ini.rccc.credit_target(credit_backlog(p)));
     if (build_ctrl(p, id, wire::CtrlType::kCreditReq, p.ini.next_psn, f, target)) {
