@@ -415,7 +415,8 @@ void Domain::drain() {
         }
         e.e.tag = c.tag;
         e.src = FI_ADDR_NOTAVAIL;
-        if (rx && ep->av != nullptr) {
+        // FI_SOURCE only: the look-up is per receive completion.
+        if (rx && ep->av != nullptr && (ep->info->caps & FI_SOURCE) != 0) {
           auto it = ep->av->by_ip.find(c.peer);
           if (it != ep->av->by_ip.end()) e.src = it->second;
         }
