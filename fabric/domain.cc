@@ -381,8 +381,9 @@ int fi_error_of(OpStatus s) {
     case OpStatus::kAccessDenied: return FI_EACCES;
     case OpStatus::kPdcClosed:
     case OpStatus::kFlushed: return FI_ECANCELED;
-    case OpStatus::kNoResources:
-    case OpStatus::kReceiverNotReady: return FI_EAGAIN;
+    // An error completion is final: FI_EAGAIN would say "try the call again".
+    case OpStatus::kReceiverNotReady: return FI_ENORX;  // no receive posted, RNR retries spent
+    case OpStatus::kNoResources: return FI_EIO;
     case OpStatus::kRemoteInvalidRequest: return FI_EINVAL;
   }
   return FI_EIO;
