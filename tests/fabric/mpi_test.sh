@@ -39,6 +39,6 @@ run uetref 2
 run uetref 4
 # libfabric 1.17's peers have limits of their own, so they skip what hangs them: tcp drops its
 # connection after a truncated receive ("dynamically provided rbuf is too small"), and rxd
-# hangs in 64-message windows of 4 KiB and more in about 2 runs of 5 (seen here).
+# hangs in 64-message windows of 4 KiB and more (fabric/README.md).
 run "tcp;ofi_rxm" 2 no-truncate
 run "udp;ofi_rxd" 2 no-truncate no-window
