@@ -502,14 +502,20 @@ uint8_t* UringIo::rx_buffer(uint32_t bid) const noexcept {
   return rx_frames_[bid].data - (kRxPrefix - kSynthLen);
 }
 
-void UringIo::arm_rx() {
+// A free SQE; when the queue is full, what is queued is handed to the kernel first. Null
+// only if the kernel took none of it.
+io_uring_sqe* UringIo::next_sqe() {
   io_uring* ring = &ring_->ring;
   io_uring_sqe* sqe = io_uring_get_sqe(ring);
-  if (sqe == nullptr) {
-    io_uring_submit(ring);
-    sqe = io_uring_get_sqe(ring);
-    if (sqe == nullptr) return;  // tried again on the next burst
-  }
+  if (sqe != nullptr) return sqe;
+  io_uring_submit(ring);
+  return io_uring_get_sqe(ring);
+}
+
+void UringIo::arm_rx() {
+  io_uring* ring = &ring_->ring;
+  io_uring_sqe* sqe = next_sqe();
+  if (sqe == nullptr) return;  // tried again on the next burst
   io_uring_prep_recvmsg_multishot(sqe, kRxFixedFile, &ring_->rx_msg, 0);
   sqe->flags |= IOSQE_FIXED_FILE | IOSQE_BUFFER_SELECT;
   sqe->buf_group = kBufGroup;
@@ -1015,12 +1021,7 @@ size_t UringIo::send_grouped(std::span<const uint32_t> ready) {
 
 // Returns 1 if queued; else the buffer is dropped (counted) and free again.
 bool UringIo::submit_one(uint32_t index) {
-  io_uring* ring = &ring_->ring;
-  io_uring_sqe* sqe = io_uring_get_sqe(ring);
-  if (sqe == nullptr) {  // the burst is larger than the SQ: hand over what is queued
-    io_uring_submit(ring);
-    sqe = io_uring_get_sqe(ring);
-  }
+  io_uring_sqe* sqe = next_sqe();
   if (sqe == nullptr) {
     ++counters_.tx_no_sqe;
     ++stats_.tx_dropped;
@@ -1044,12 +1045,7 @@ bool UringIo::submit_one(uint32_t index) {
 // One sendmsg for `count` datagrams chained from `head`; returns how many were queued (all
 // or none: then they are dropped and counted).
 uint32_t UringIo::submit_group(uint32_t head, uint32_t count, uint32_t segment) {
-  io_uring* ring = &ring_->ring;
-  io_uring_sqe* sqe = gso_free_count_ > 0 ? io_uring_get_sqe(ring) : nullptr;
-  if (sqe == nullptr && gso_free_count_ > 0) {
-    io_uring_submit(ring);
-    sqe = io_uring_get_sqe(ring);
-  }
+  io_uring_sqe* sqe = gso_free_count_ > 0 ? next_sqe() : nullptr;
   if (sqe == nullptr) {  // no SQE (a group is never short of a GsoSend: see carve_pool)
     for (uint32_t i = 0, at = head; i < count; ++i, at = tx_slots_[at].next)
       tx_free_[tx_free_count_++] = at;

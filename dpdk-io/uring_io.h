@@ -100,6 +100,8 @@
 #include "dpdk-io/packet_io.h"
 #include "transport/wire/builder.h"
 
+struct io_uring_sqe;  // liburing's, declared only (DESIGN.md: liburing stays in dpdk-io/*.cc)
+
 namespace uet::io {
 
 // Whether transmit uses IORING_OP_SENDMSG_ZC (see above).
@@ -233,6 +235,7 @@ class UringIo final : public PacketIo {
   void synthesize(Frame& f, uint32_t src_ip, uint16_t sport, uint8_t tos, uint8_t ttl,
                   size_t payload_len) const noexcept;
   void recycle_rx(uint16_t bid);  // gives a receive buffer back to the kernel's ring
+  io_uring_sqe* next_sqe();
   void arm_rx();                  // posts the multishot receive
   void maybe_arm_rx();            // ... again, once it has stopped and a buffer is free
   bool prepare_send(Frame& f, uint32_t tx_index);
