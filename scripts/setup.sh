@@ -16,7 +16,8 @@ PACKAGES=(
   libbenchmark-dev  # Google Benchmark: bench/
   zlib1g-dev        # crc32() as the ICRC reference in tests, crc32_combine in dpdk-io/uring_io.cc
   libisal-dev       # ISA-L: the CRC-32 of the RoCEv2 ICRC, transport/wire/icrc.cc
-  libssl-dev        # OpenSSL 3: AES-256-GCM and CMAC for TSS: transport/tss/
+  libssl-dev        # OpenSSL 3: CMAC (and the AES-256-GCM fallback) for TSS: transport/tss/
+  libipsec-mb-dev   # Intel ipsec-mb: TSS's AES-256-GCM at line rate: transport/tss/
   libprotobuf-dev   # protobuf: Chakra execution traces, sim/trace/
   protobuf-compiler # protoc: sim/trace/chakra.proto
   python3           # spec/vectors/gen_vectors.py, the independent vector encoder

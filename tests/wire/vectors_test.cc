@@ -249,7 +249,8 @@ std::string describe_offset(const Decoded& d, size_t offset) {
 
 // The secure domain a sealed vector was sealed in, as the receiver (or, for re-encoding, the
 // sender) configures it: the frame's SDI, its AN's key, its epoch, its SSI if it has one.
-tss::TssConfig tss_config_of(const Vector& v, const Decoded& d) {
+tss::TssConfig tss_config_of(const Vector& v, const Decoded& d,
+                             tss::Backend backend = tss::Backend::kAuto) {
   const bool sp = d.tss_sp != nullptr;
   const uint32_t sdi = sp ? d.tss_sp->sdi() : d.tss->sdi();
   const uint8_t an = static_cast<uint8_t>(sp ? d.tss_sp->an() : d.tss->an());
@@ -267,6 +268,7 @@ tss::TssConfig tss_config_of(const Vector& v, const Decoded& d) {
   c.tx_an = an;
   c.send_ssi = sp;
   if (sp) c.ssi = d.tss_sp->ssi();
+  c.backend = backend;
   return c;
 }
 
@@ -475,6 +477,50 @@ TEST_P(Vectors_ValidFile, ReEncode) {
 // CTest by vector, so CTest names stay put when a vector is added.
 INSTANTIATE_TEST_SUITE_P(, Vectors_File, testing::ValuesIn(all_vectors()));
 INSTANTIATE_TEST_SUITE_P(, Vectors_ValidFile, testing::ValuesIn(valid_vectors()));
+
+// Every sealed vector (sealed by Python's `cryptography`) opens with each AES-GCM backend, and
+// re-sealing its plaintext at the vector's TSC gives back the vector's bytes, tag included.
+TEST(Vectors_Sealed, OpenAndReSealBitExactWithEachBackend) {
+  size_t sealed = 0;
+  for (tss::Backend backend : {tss::Backend::kIpsecMb, tss::Backend::kOpenSsl}) {
+    if (!tss::backend_available(backend)) {
+      ADD_FAILURE() << tss::backend_name(backend) << " unavailable: scripts/setup.sh installs it";
+      continue;
+    }
+    SCOPED_TRACE(tss::backend_name(backend));
+    for (const Vector& v : valid_vectors()) {
+      if (!v.tss_key) continue;
+      ++sealed;
+      std::vector<uint8_t> frame = v.frame;
+      Decoded d;
+      ASSERT_EQ(decode_frame(frame, &d), WireError::kOk) << v.path;
+      const tss::TssConfig c = tss_config_of(v, d, backend);
+      auto rx = tss::Sublayer::create(c, d.ipv4 ? d.ipv4->dst() : 0);
+      auto tx = tss::Sublayer::create(c, d.ipv4 ? d.ipv4->src() : 0);
+      ASSERT_TRUE(rx.ok() && tx.ok()) << v.path;
+      EXPECT_EQ((*rx)->backend(), backend);
+      std::span<uint8_t> plain;
+      tss::Drop why = tss::Drop::kCount;
+      ASSERT_TRUE((*rx)->open(frame.data(), d, &plain, &why)) << v.path << ": " << tss::drop_name(why);
+      EXPECT_NE(frame, v.frame) << v.path << ": opening decrypts in place";
+
+      const uint64_t tsc = d.tss_sp != nullptr ? d.tss_sp->tsc() : d.tss->tsc();
+      ASSERT_TRUE((*tx)->resume_counter(tsc & tss::kCounterMask).ok());
+      tss::SealLayout l;
+      const uint8_t* ip = d.ipv4 ? d.ipv4->raw : d.ipv6->raw;
+      l.l3 = static_cast<uint16_t>(ip - frame.data());
+      l.l4 = static_cast<uint16_t>(l.l3 + (d.ipv4 ? d.ipv4->ihl() * 4 : wire::Ipv6::kSize));
+      l.ipv6 = d.ipv6 != nullptr;
+      l.ip_only = d.udp == nullptr;
+      const uint8_t* hdr = d.tss_sp != nullptr ? d.tss_sp->raw : d.tss->raw;
+      l.tss = static_cast<uint16_t>(hdr - frame.data());
+      const size_t end = static_cast<size_t>(plain.data() - frame.data()) + plain.size();
+      ASSERT_TRUE((*tx)->seal(frame.data(), end, l)) << v.path;
+      EXPECT_EQ(to_hex(frame), to_hex(v.frame)) << v.path;
+    }
+  }
+  EXPECT_GE(sealed, 2u) << "sealed vectors in " << UET_VECTORS_DIR;
+}
 
 TEST(Vectors_Directory, HoldsAtLeast50Vectors) {
   EXPECT_GE(all_vectors().size(), 50u) << "in " << UET_VECTORS_DIR;

@@ -1,10 +1,18 @@
 #include "transport/tss/crypto.h"
 
 #include <openssl/core_names.h>
+#include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/params.h>
 
 #include <cstring>
+#include <new>
+
+#include "absl/strings/str_cat.h"
+
+#ifdef UET_HAVE_IPSEC_MB
+#include <intel-ipsec-mb.h>
+#endif
 
 namespace uet::tss {
 
@@ -107,22 +115,140 @@ Iv packet_iv(uint32_t source, uint64_t tsc, const Iv& mask) noexcept {
   return iv;
 }
 
-Gcm::~Gcm() { EVP_CIPHER_CTX_free(ctx_); }
+#ifdef UET_HAVE_IPSEC_MB
+namespace {
+
+struct Imb {
+  IMB_MGR* mgr = nullptr;
+  IMB_ARCH arch = IMB_ARCH_NONE;
+};
+
+// One manager for the process: the direct GCM calls only read its function table, which
+// init_mb_mgr_auto() fills once with the best code for this CPU.
+const Imb& imb() noexcept {
+  static const Imb m = [] {
+    Imb r;
+    r.mgr = alloc_mb_mgr(0);
+    if (r.mgr == nullptr) return r;
+    init_mb_mgr_auto(r.mgr, &r.arch);
+    // Without AES-NI ipsec-mb emulates AES in software: OpenSSL is then the better fallback.
+    if (imb_get_errno(r.mgr) != 0 || r.arch == IMB_ARCH_NONE || r.arch == IMB_ARCH_NOAESNI) {
+      free_mb_mgr(r.mgr);
+      r.mgr = nullptr;
+    }
+    return r;
+  }();
+  return m;
+}
+
+const char* arch_name(IMB_ARCH a) noexcept {
+  switch (a) {
+    case IMB_ARCH_SSE: return "sse";
+    case IMB_ARCH_AVX: return "avx";
+    case IMB_ARCH_AVX2: return "avx2";
+    case IMB_ARCH_AVX512: return "avx512";
+    default: return "none";
+  }
+}
+
+}  // namespace
+
+// ipsec-mb declares gcm_key_data 64-byte aligned only when LINUX is defined; say it here.
+struct alignas(64) Gcm::ImbKey {
+  gcm_key_data k;
+};
+#else
+struct Gcm::ImbKey {};
+#endif
+
+bool backend_available(Backend b) noexcept {
+  switch (b) {
+    case Backend::kAuto:
+    case Backend::kOpenSsl:
+      return true;
+    case Backend::kIpsecMb:
+#ifdef UET_HAVE_IPSEC_MB
+      return imb().mgr != nullptr;
+#else
+      return false;
+#endif
+  }
+  return false;
+}
+
+Backend best_backend() noexcept {
+  return backend_available(Backend::kIpsecMb) ? Backend::kIpsecMb : Backend::kOpenSsl;
+}
+
+const char* backend_name(Backend b) noexcept {
+  switch (b) {
+    case Backend::kAuto: return "auto";
+    case Backend::kIpsecMb: return "ipsec-mb";
+    case Backend::kOpenSsl: return "openssl";
+  }
+  return "?";
+}
+
+bool parse_backend(std::string_view name, Backend* out) noexcept {
+  for (Backend b : {Backend::kAuto, Backend::kIpsecMb, Backend::kOpenSsl}) {
+    if (name == backend_name(b)) {
+      *out = b;
+      return true;
+    }
+  }
+  return false;
+}
+
+std::string backend_detail(Backend b) {
+  if (b == Backend::kAuto) b = best_backend();
+  if (b == Backend::kOpenSsl) return absl::StrCat("openssl ", OpenSSL_version(OPENSSL_VERSION_STRING));
+#ifdef UET_HAVE_IPSEC_MB
+  if (imb().mgr != nullptr)
+    return absl::StrCat("ipsec-mb ", imb_get_version_str(), " (", arch_name(imb().arch), ")");
+#endif
+  return "ipsec-mb (unavailable)";
+}
+
+Gcm::~Gcm() { release(); }
+
+void Gcm::release() noexcept {
+  EVP_CIPHER_CTX_free(ctx_);
+  ctx_ = nullptr;
+  if (imb_ != nullptr) OPENSSL_cleanse(imb_, sizeof(*imb_));  // key material
+  delete imb_;
+  imb_ = nullptr;
+}
 
 Gcm& Gcm::operator=(Gcm&& o) noexcept {
   if (this != &o) {
-    EVP_CIPHER_CTX_free(ctx_);
+    release();
     ctx_ = o.ctx_;
+    imb_ = o.imb_;
     encrypt_ = o.encrypt_;
+    backend_ = o.backend_;
     o.ctx_ = nullptr;
+    o.imb_ = nullptr;
   }
   return *this;
 }
 
-bool Gcm::set_key(const Key& key, bool encrypt) noexcept {
+bool Gcm::set_key(const Key& key, bool encrypt, Backend backend) noexcept {
+  if (backend == Backend::kAuto) backend = best_backend();
+  if (!backend_available(backend)) return false;
+  if (backend != backend_) release();
+  backend_ = backend;
+  encrypt_ = encrypt;
+#ifdef UET_HAVE_IPSEC_MB
+  if (backend == Backend::kIpsecMb) {
+    if (imb_ == nullptr) imb_ = new (std::nothrow) ImbKey;
+    if (imb_ == nullptr) return false;
+    // Key schedule and GHASH powers, once per key (§5.2): packets only set their IV.
+    IMB_AES256_GCM_PRE(imb().mgr, key.data(), &imb_->k);
+    return true;
+  }
+#endif
   if (ctx_ == nullptr) ctx_ = EVP_CIPHER_CTX_new();
   if (ctx_ == nullptr) return false;
-  encrypt_ = encrypt;
   // The IV length is GCM's default, 96 bits (§5.2).
   return EVP_CipherInit_ex2(ctx_, EVP_aes_256_gcm(), key.data(), nullptr, encrypt ? 1 : 0,
                             nullptr) == 1;
@@ -130,8 +256,20 @@ bool Gcm::set_key(const Key& key, bool encrypt) noexcept {
 
 bool Gcm::seal(const Iv& iv, std::span<const uint8_t> aad, std::span<uint8_t> data,
                std::span<const uint8_t> from, uint8_t* to, uint8_t* tag) noexcept {
+  if (!encrypt_) return false;
+#ifdef UET_HAVE_IPSEC_MB
+  if (imb_ != nullptr) {
+    IMB_MGR* m = imb().mgr;
+    alignas(64) gcm_context_data c;
+    IMB_AES256_GCM_INIT(m, &imb_->k, &c, iv.data(), aad.data(), aad.size());
+    if (!data.empty()) IMB_AES256_GCM_ENC_UPDATE(m, &imb_->k, &c, data.data(), data.data(), data.size());
+    if (!from.empty()) IMB_AES256_GCM_ENC_UPDATE(m, &imb_->k, &c, to, from.data(), from.size());
+    IMB_AES256_GCM_ENC_FINALIZE(m, &imb_->k, &c, tag, kTagBytes);
+    return true;
+  }
+#endif
   int n = 0;
-  if (ctx_ == nullptr || !encrypt_) return false;
+  if (ctx_ == nullptr) return false;
   if (EVP_EncryptInit_ex2(ctx_, nullptr, nullptr, iv.data(), nullptr) != 1) return false;
   if (EVP_EncryptUpdate(ctx_, nullptr, &n, aad.data(), static_cast<int>(aad.size())) != 1)
     return false;
@@ -150,8 +288,21 @@ bool Gcm::seal(const Iv& iv, std::span<const uint8_t> aad, std::span<uint8_t> da
 
 bool Gcm::open(const Iv& iv, std::span<const uint8_t> aad, std::span<uint8_t> data,
                const uint8_t* tag) noexcept {
+  if (encrypt_) return false;
+#ifdef UET_HAVE_IPSEC_MB
+  if (imb_ != nullptr) {
+    IMB_MGR* m = imb().mgr;
+    alignas(64) gcm_context_data c;
+    IMB_AES256_GCM_INIT(m, &imb_->k, &c, iv.data(), aad.data(), aad.size());
+    if (!data.empty()) IMB_AES256_GCM_DEC_UPDATE(m, &imb_->k, &c, data.data(), data.data(), data.size());
+    uint8_t computed[kTagBytes];
+    IMB_AES256_GCM_DEC_FINALIZE(m, &imb_->k, &c, computed, kTagBytes);
+    // Constant time, so a forger learns nothing from how long the refusal took.
+    return CRYPTO_memcmp(computed, tag, kTagBytes) == 0;
+  }
+#endif
   int n = 0;
-  if (ctx_ == nullptr || encrypt_) return false;
+  if (ctx_ == nullptr) return false;
   if (EVP_DecryptInit_ex2(ctx_, nullptr, nullptr, iv.data(), nullptr) != 1) return false;
   if (EVP_DecryptUpdate(ctx_, nullptr, &n, aad.data(), static_cast<int>(aad.size())) != 1)
     return false;
@@ -169,8 +320,19 @@ bool Gcm::open(const Iv& iv, std::span<const uint8_t> aad, std::span<uint8_t> da
 }
 
 bool Gcm::decrypt_unverified(const Iv& iv, std::span<uint8_t> data) noexcept {
+  if (encrypt_) return false;
+#ifdef UET_HAVE_IPSEC_MB
+  if (imb_ != nullptr) {
+    IMB_MGR* m = imb().mgr;
+    alignas(64) gcm_context_data c;
+    static const uint8_t kNoAad[1] = {0};
+    IMB_AES256_GCM_INIT(m, &imb_->k, &c, iv.data(), kNoAad, 0);
+    if (!data.empty()) IMB_AES256_GCM_DEC_UPDATE(m, &imb_->k, &c, data.data(), data.data(), data.size());
+    return true;
+  }
+#endif
   int n = 0;
-  if (ctx_ == nullptr || encrypt_) return false;
+  if (ctx_ == nullptr) return false;
   if (EVP_DecryptInit_ex2(ctx_, nullptr, nullptr, iv.data(), nullptr) != 1) return false;
   return data.empty() || EVP_DecryptUpdate(ctx_, data.data(), &n, data.data(),
                                            static_cast<int>(data.size())) == 1;

@@ -1,15 +1,17 @@
-// TSS cryptography (spec/uet.md §5.2, §5.3): AES-256-GCM per packet and the CMAC-AES
-// counter-mode KDF, both from OpenSSL 3 (AES-NI; VAES from OpenSSL 3.2 on); nothing here
-// implements a cipher.
+// TSS cryptography (spec/uet.md §5.2, §5.3): AES-256-GCM per packet from Intel's ipsec-mb
+// (VAES/AVX-512 where the CPU has them) or OpenSSL 3, and the CMAC-AES counter-mode KDF from
+// OpenSSL; nothing here implements a cipher.
 //
-// Ownership: a Gcm owns one OpenSSL context keyed once; every packet only sets its IV, so
-// the data path neither allocates nor re-expands the key. Not thread-safe: one owner.
+// Ownership: a Gcm owns one key schedule (ipsec-mb's expanded key and GHASH table, or an
+// OpenSSL context) prepared once per key; every packet only sets its IV, so the data path
+// neither allocates nor re-expands the key. Not thread-safe: one owner.
 #pragma once
 
 #include <array>
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string>
 #include <string_view>
 
 #include "spec/uet.def"
@@ -48,19 +50,40 @@ std::array<uint8_t, 26> kdf_context6(uint16_t epoch, uint32_t rekey,
 // XORed with the IV mask (zero in direct mode).
 Iv packet_iv(uint32_t source, uint64_t tsc, const Iv& mask) noexcept;
 
+// Which library seals and opens: both give the same bytes (the differential tests hold them
+// to it); kAuto is ipsec-mb where it was built in and the CPU has AES-NI, else OpenSSL.
+enum class Backend : uint8_t { kAuto, kIpsecMb, kOpenSsl };
+// kAuto resolved on this machine (never kAuto).
+Backend best_backend() noexcept;
+bool backend_available(Backend b) noexcept;
+const char* backend_name(Backend b) noexcept;  // "auto", "ipsec-mb", "openssl"
+bool parse_backend(std::string_view name, Backend* out) noexcept;
+// For reports: library, version and the code path it chose, e.g. "ipsec-mb 1.3.0 (avx512)".
+std::string backend_detail(Backend b);
+
+// Heap bytes one keyed Gcm holds at most: ipsec-mb's 1 KiB key data and its alignment, or an
+// OpenSSL context (about the same).
+inline constexpr size_t kGcmStateBytes = 1152;
+
 // AES-256-GCM with a 96-bit IV and a 16-byte tag, in place.
 class Gcm {
  public:
   Gcm() noexcept = default;
   ~Gcm();
-  Gcm(Gcm&& o) noexcept : ctx_(o.ctx_), encrypt_(o.encrypt_) { o.ctx_ = nullptr; }
+  Gcm(Gcm&& o) noexcept
+      : ctx_(o.ctx_), imb_(o.imb_), encrypt_(o.encrypt_), backend_(o.backend_) {
+    o.ctx_ = nullptr;
+    o.imb_ = nullptr;
+  }
   Gcm& operator=(Gcm&& o) noexcept;
   Gcm(const Gcm&) = delete;
   Gcm& operator=(const Gcm&) = delete;
 
-  // Keys the context for sealing (encrypt) or opening; false if OpenSSL fails.
-  bool set_key(const Key& key, bool encrypt) noexcept;
-  bool keyed() const noexcept { return ctx_ != nullptr; }
+  // Keys the context for sealing (encrypt) or opening with `backend` (kAuto: the best here);
+  // false if that backend is unavailable or fails. Re-keying reuses the storage.
+  bool set_key(const Key& key, bool encrypt, Backend backend = Backend::kAuto) noexcept;
+  bool keyed() const noexcept { return ctx_ != nullptr || imb_ != nullptr; }
+  Backend backend() const noexcept { return backend_; }
 
   // Encrypts data in place and writes the tag; `aad` is authenticated only.
   bool seal(const Iv& iv, std::span<const uint8_t> aad, std::span<uint8_t> data,
@@ -80,8 +103,13 @@ class Gcm {
   bool decrypt_unverified(const Iv& iv, std::span<uint8_t> data) noexcept;
 
  private:
-  EVP_CIPHER_CTX* ctx_ = nullptr;
+  struct ImbKey;  // ipsec-mb's expanded key and GHASH table, 64-byte aligned
+  void release() noexcept;
+
+  EVP_CIPHER_CTX* ctx_ = nullptr;  // OpenSSL: set when backend_ is kOpenSsl
+  ImbKey* imb_ = nullptr;          // ipsec-mb: set when backend_ is kIpsecMb
   bool encrypt_ = true;
+  Backend backend_ = Backend::kOpenSsl;
 };
 
 // Parses 64 hex digits into a key; false on any other input.

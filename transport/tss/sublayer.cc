@@ -107,6 +107,11 @@ absl::Status TssConfig::validate() const {
     return bad("replay_window", replay_window, "64..65536, a power of 2");
   }
   if (max_sources < 1 || max_sources > (1u << 20)) return bad("max_sources", max_sources, "1..1048576");
+  if (!backend_available(backend)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "TssConfig.backend=", backend_name(backend),
+        " is not available here (built without it, or the CPU lacks AES-NI): use auto or openssl"));
+  }
   return absl::OkStatus();
 }
 
@@ -115,6 +120,7 @@ absl::StatusOr<std::unique_ptr<Sublayer>> Sublayer::create(const TssConfig& conf
   if (absl::Status s = config.validate(); !s.ok()) return s;
   std::unique_ptr<Sublayer> t(new Sublayer());
   t->local_ip4_ = local_ip4;
+  t->backend_ = config.backend == Backend::kAuto ? best_backend() : config.backend;
   t->replay_window_ = config.replay_window;
   t->max_sources_ = config.max_sources;
   t->send_ssi_ = config.send_ssi;
@@ -145,7 +151,7 @@ bool Sublayer::key_tx(uint16_t epoch, uint32_t rekey, const uint8_t* addr6) noex
   const DomainConfig& c = domains_[tx_domain_].config;
   if (c.mode == Mode::kDirect) {
     tx_mask_ = Iv{};
-    if (!tx_gcm_.set_key(c.key[tx_an_], true)) return false;
+    if (!tx_gcm_.set_key(c.key[tx_an_], true, backend_)) return false;
   } else {
     DerivedKey k;
     bool ok = false;
@@ -156,7 +162,7 @@ bool Sublayer::key_tx(uint16_t epoch, uint32_t rekey, const uint8_t* addr6) noex
       const auto ctx = kdf_context4(epoch, rekey, send_ssi_ ? ssi_ : local_ip4_);
       ok = kdf(c.key[tx_an_], UET_TSS_LABEL_CLUSTER, ctx, &k);
     }
-    if (!ok || !tx_gcm_.set_key(k.key, true)) return false;
+    if (!ok || !tx_gcm_.set_key(k.key, true, backend_)) return false;
     tx_mask_ = k.iv_mask;
     ++counters_.rekeys;
   }
@@ -250,7 +256,7 @@ bool Sublayer::key_source(Source& s, const Domain& dom, uint8_t an, uint16_t epo
   const DomainConfig& c = dom.config;
   if (c.mode == Mode::kDirect) {
     s.mask = Iv{};
-    if (!s.gcm.set_key(c.key[an], false)) return false;
+    if (!s.gcm.set_key(c.key[an], false, backend_)) return false;
   } else {
     DerivedKey k;
     bool ok = false;
@@ -261,7 +267,7 @@ bool Sublayer::key_source(Source& s, const Domain& dom, uint8_t an, uint16_t epo
       const auto ctx = kdf_context4(epoch, rekey, addr);
       ok = kdf(c.key[an], UET_TSS_LABEL_CLUSTER, ctx, &k);
     }
-    if (!ok || !s.gcm.set_key(k.key, false)) return false;
+    if (!ok || !s.gcm.set_key(k.key, false, backend_)) return false;
     s.mask = k.iv_mask;
     ++counters_.rekeys;
   }
@@ -496,7 +502,7 @@ absl::Status Sublayer::resume_counter(uint64_t counter) {
 }
 
 size_t Sublayer::memory_bound(const TssConfig& c) noexcept {
-  constexpr size_t kGcmBytes = 1024;
+  constexpr size_t kGcmBytes = kGcmStateBytes;
   const size_t sources = c.max_sources;
   // A flat_hash_map holds at most twice its entries' slots (load factor 7/8, power of 2).
   const size_t starts = sources * kStartPsnsPerSource;
@@ -506,8 +512,7 @@ size_t Sublayer::memory_bound(const TssConfig& c) noexcept {
 }
 
 size_t Sublayer::memory_bytes() const noexcept {
-  // An OpenSSL GCM context is about 1 KiB (key schedule, GHASH table).
-  constexpr size_t kGcmBytes = 1024;
+  constexpr size_t kGcmBytes = kGcmStateBytes;  // key schedule, GHASH table
   size_t n = sizeof(*this) + domains_.capacity() * sizeof(Domain) + kGcmBytes;
   n += sources_.capacity() * sizeof(void*) + source_index_.capacity() * 16;
   n += sources_.size() * (sizeof(Source) + kGcmBytes + replay_window_ / 8);

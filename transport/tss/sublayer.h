@@ -5,7 +5,7 @@
 // Ownership and bounds: one Sublayer per endpoint, driven by the endpoint's thread only. Key
 // material lives in `domains_` (a few per endpoint) and is never logged or printed. Receive
 // state is one Source per (domain, association, sender), at most TssConfig::max_sources, each
-// an OpenSSL context (~1 KiB) and a replay bitmap; a new sender beyond the bound is refused
+// a key schedule (~1 KiB) and a replay bitmap; a new sender beyond the bound is refused
 // and counted, never grown into. The data path allocates only while that table grows.
 #pragma once
 
@@ -55,6 +55,7 @@ struct TssConfig {
   uint32_t ssi = 0;
   uint32_t replay_window = 1024;  // TSCs remembered per sender, 64..65536, a power of 2
   uint32_t max_sources = 4096;    // senders tracked at once, 1..1048576
+  Backend backend = Backend::kAuto;  // the AES-256-GCM library (crypto.h); must be available
   // Refuses bad values with a message naming TssConfig.FIELD and its range.
   absl::Status validate() const;
 };
@@ -69,7 +70,7 @@ struct TssConfig {
   X(kReplay, "TSC already received from this sender")                           \
   X(kBadTag, "authentication tag does not match")                               \
   X(kSourcesFull, "receive state for another sender would exceed max_sources")  \
-  X(kCrypto, "OpenSSL failed")
+  X(kCrypto, "the cipher library failed")
 
 enum class Drop : uint8_t {
 #define UET_TSS_DROP_ENUM(k, why) k,
@@ -81,7 +82,7 @@ const char* drop_name(Drop d) noexcept;  // "kBadTag" -> "bad_tag"
 
 struct Counters {
   uint64_t sealed = 0;            // frames sent sealed
-  uint64_t seal_failed = 0;       // ... not sent: counter exhausted or OpenSSL failed
+  uint64_t seal_failed = 0;       // ... not sent: counter exhausted or the cipher failed
   uint64_t opened = 0;            // sealed frames authenticated and decrypted
   uint64_t trimmed_unverified = 0;  // trimmed sealed frames read without a tag (§5.5)
   uint64_t rekeys = 0;              // packet keys derived (KDF runs)
@@ -110,7 +111,7 @@ class Sublayer {
 
   // Writes the TSS header at l.tss with the next TSC, encrypts [l.tss + header, len) in
   // place and writes the tag at frame + len (the caller reserved kTagBytes there). False if
-  // the counter is exhausted (2^48 packets under one key: rotate) or OpenSSL failed.
+  // the counter is exhausted (2^48 packets under one key: rotate) or the cipher failed.
   // `payload`, when not empty, is the frame's last payload.size() bytes before the tag, still
   // to be read from registered memory: it is encrypted from there into the frame (no copy).
   bool seal(uint8_t* frame, size_t len, const SealLayout& l,
@@ -150,6 +151,8 @@ class Sublayer {
   // going back would repeat IVs under one key and is refused.
   absl::Status resume_counter(uint64_t counter);
 
+  // The AES-256-GCM library every key of this endpoint uses (kAuto resolved).
+  Backend backend() const noexcept { return backend_; }
   uint8_t tx_an() const noexcept { return tx_an_; }
   uint64_t tx_counter() const noexcept { return tx_counter_; }
   const Counters& counters() const noexcept { return counters_; }
@@ -193,6 +196,7 @@ class Sublayer {
   }
 
   uint32_t local_ip4_ = 0;
+  Backend backend_ = Backend::kOpenSsl;
   uint32_t replay_window_ = 1024;
   uint32_t max_sources_ = 4096;
   bool send_ssi_ = false;
