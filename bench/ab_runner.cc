@@ -355,6 +355,7 @@ UetConfig uet_config(const RunConfig& rc, uint32_t h, uint32_t pdcs = 0) {
     // One cluster-mode domain; its key comes from the run's seed (a simulation needs no
     // secret, and the key is never written out).
     c.tss.enabled = true;
+    c.tss.backend = rc.tss_backend;
     c.tss.max_sources = std::max<uint32_t>(c.max_pdcs, 1);
     if (!rc.tss_domains.empty()) {  // a key file's: the pcaps open in Wireshark with it
       c.tss.domains = rc.tss_domains;

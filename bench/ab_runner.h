@@ -124,6 +124,7 @@ struct RunConfig {
   // The secure domains every host has (a key file's, tss::read_key_file), sending in the
   // first one under AN 0; empty: one domain with a key drawn from the seed.
   std::vector<tss::DomainConfig> tss_domains;
+  tss::Backend tss_backend = tss::Backend::kAuto;  // the AES-256-GCM library the hosts seal with
   // When set: pcaps of everything host 0 sends and receives, PREFIX_h0_tx.pcap / _h0_rx.pcap.
   std::string pcap_prefix;
   // When > 0: sample the fabric this often (RunResult::series), for throughput and queue plots.

@@ -21,8 +21,10 @@
 //   BM_RoundTrip/{uet,rocev2}       one 64-byte write in flight (uet-perf --lat): posting to
 //                                   completion, the checks left to the engines; per round trip.
 //   BM_Engine/payload/uet_tss       as copy/uet with every frame sealed and opened (TSS,
-//                                   spec/uet.md §5: AES-256-GCM over OpenSSL); paired with
-//                                   payload/rocev2 in the table, read against payload/uet.
+//                                   spec/uet.md §5: AES-256-GCM from ipsec-mb, the payload
+//                                   encrypted from registered memory into the frame); paired
+//                                   with payload/rocev2 in the table, read against payload/uet.
+//   BM_Engine/payload/uet_tss_openssl  as uet_tss with OpenSSL's AES-256-GCM.
 //   BM_Tagged/uet/{64,4096}         tagged sends (post_tsend, UET TAGGED_SEND, spec/uet.md
 //                                   §4.1) of 64 B and 4 KiB, as payload (gathered, checksummed
 //                                   both ways): the target keeps 64 tagged receives posted, one
@@ -70,7 +72,7 @@ constexpr double kGbps = 100;
 
 wire::MacAddr mac_of(uint32_t ip) { return {0x02, 0, 0, 0, 0, static_cast<uint8_t>(ip)}; }
 
-enum class Mode { kPayload, kCopy, kOffload, kHeaders, kTss };
+enum class Mode { kPayload, kCopy, kOffload, kHeaders, kTss, kTssOpenSsl };
 
 // Zero-copy transmit: the payload stays in registered memory and the "NIC" gathers it.
 bool by_reference(Mode m) { return m == Mode::kPayload || m == Mode::kOffload; }
@@ -84,8 +86,9 @@ std::unique_ptr<Endpoint> make_endpoint(Proto p, uint32_t ip, uint32_t peer, Mod
     c.link_gbps = kGbps;
     c.base_rtt = 2 * kMicrosecond;
     c.tx_by_reference = by_reference(mode);
-    if (mode == Mode::kTss) {
+    if (mode == Mode::kTss || mode == Mode::kTssOpenSsl) {
       c.tss.enabled = true;
+      c.tss.backend = mode == Mode::kTss ? tss::Backend::kIpsecMb : tss::Backend::kOpenSsl;
       tss::DomainConfig d;
       d.key[0].fill(0x42);
       d.installed[0] = true;
@@ -475,6 +478,10 @@ void BM_Atomic(benchmark::State& state, bool fetching) {
 
 void register_all() {
   benchmark::RegisterBenchmark("BM_Engine/payload/uet_tss", BM_Engine, Proto::kUet, Mode::kTss)
+      ->UseManualTime()
+      ->Unit(benchmark::kNanosecond);
+  benchmark::RegisterBenchmark("BM_Engine/payload/uet_tss_openssl", BM_Engine, Proto::kUet,
+                               Mode::kTssOpenSsl)
       ->UseManualTime()
       ->Unit(benchmark::kNanosecond);
   benchmark::RegisterBenchmark("BM_RoundTrip/uet", BM_RoundTrip, Proto::kUet)

@@ -169,6 +169,9 @@ ABSL_FLAG(double, tss_ns_per_frame, 0,
           "here: see bench/README.md, \"TSS\")");
 ABSL_FLAG(double, tss_ns_per_kib, 0,
           "UET with --tss: host work per KiB of frame, as --tss_ns_per_frame, 0..1e6 ns");
+ABSL_FLAG(std::string, tss_backend, "auto",
+          "UET with --tss: the AES-256-GCM library the simulated hosts seal with (wall time "
+          "only: results are the same bytes), auto, ipsec-mb or openssl");
 ABSL_FLAG(std::string, tss_key_file, "",
           "UET with --tss: the secure domains' keys (the key file format of dissector/README.md, "
           "which Wireshark reads too, so the --pcap captures open decrypted); the first "
@@ -466,8 +469,10 @@ std::string datagram_json(const RunResult& r, const RunConfig& c) {
 // before).
 std::string tss_json(const RunConfig& c) {
   if (!c.uet_tss || c.transport != TransportKind::kUet) return "";
-  return absl::StrFormat("\"tss\": {\"ns_per_frame\": %g, \"ns_per_kib\": %g}, ",
-                         static_cast<double>(c.tss_cost.ps_per_frame) / kNanosecond,
+  const tss::Backend b = c.tss_backend == tss::Backend::kAuto ? tss::best_backend() : c.tss_backend;
+  return absl::StrFormat("\"tss\": {\"backend\": \"%s\", \"ns_per_frame\": %g, "
+                         "\"ns_per_kib\": %g}, ",
+                         tss::backend_name(b), static_cast<double>(c.tss_cost.ps_per_frame) / kNanosecond,
                          c.tss_cost.ps_per_byte * 1024.0 / kNanosecond);
 }
 
@@ -1413,6 +1418,20 @@ int run_main() {
   } else {
     scenarios = {absl::GetFlag(FLAGS_scenario)};
   }
+  tss::Backend tss_backend = tss::Backend::kAuto;
+  if (const std::string b = absl::GetFlag(FLAGS_tss_backend); !tss::parse_backend(b, &tss_backend)) {
+    std::fprintf(stderr, "uet-ab: --tss_backend=%s: auto, ipsec-mb or openssl\n", b.c_str());
+    return 2;
+  } else if (tss_backend != tss::Backend::kAuto && !absl::GetFlag(FLAGS_tss)) {
+    std::fprintf(stderr, "uet-ab: --tss_backend needs --tss\n");
+    return 2;
+  } else if (!tss::backend_available(tss_backend)) {
+    std::fprintf(stderr,
+                 "uet-ab: --tss_backend=%s is not available here (built without it, or the CPU "
+                 "lacks AES-NI): auto or openssl\n",
+                 b.c_str());
+    return 2;
+  }
   std::vector<tss::DomainConfig> tss_domains;
   if (const std::string kf = absl::GetFlag(FLAGS_tss_key_file); !kf.empty()) {
     if (!absl::GetFlag(FLAGS_tss)) {
@@ -1464,6 +1483,7 @@ int run_main() {
         static_cast<Time>(absl::GetFlag(FLAGS_tss_ns_per_frame) * kNanosecond);
     c.tss_cost.ps_per_byte = absl::GetFlag(FLAGS_tss_ns_per_kib) * kNanosecond / 1024.0;
     c.tss_domains = tss_domains;
+    c.tss_backend = tss_backend;
     c.max_time = static_cast<Time>(absl::GetFlag(FLAGS_max_ms)) * kMillisecond;
     if (!plot_dir.empty()) {
       c.sample_every = static_cast<Time>(absl::GetFlag(FLAGS_plot_sample_us) * kMicrosecond);

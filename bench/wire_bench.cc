@@ -268,12 +268,13 @@ void BM_Crc32(benchmark::State& state, bool isal, size_t n) {
   state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(n));
 }
 
-// TSS (spec/uet.md §5.2): sealing and opening n bytes after the TSS header (AES-256-GCM over
-// OpenSSL, AAD as a sealed UET/UDP frame has it), against the UDP checksum over the same
+// TSS (spec/uet.md §5.2): sealing and opening n bytes after the TSS header (AES-256-GCM from
+// `backend`, AAD as a sealed UET/UDP frame has it), against the UDP checksum over the same
 // bytes, which a sealed frame still carries.
-void BM_Tss(benchmark::State& state, bool seal, size_t n) {
+void BM_Tss(benchmark::State& state, bool seal, size_t n, tss::Backend backend) {
   tss::TssConfig c;
   c.enabled = true;
+  c.backend = backend;
   tss::DomainConfig d;
   d.key[0].fill(0x5A);
   d.installed[0] = true;
@@ -281,7 +282,7 @@ void BM_Tss(benchmark::State& state, bool seal, size_t n) {
   auto tx = tss::Sublayer::create(c, 0x0A000001);
   auto rx = tss::Sublayer::create(c, 0x0A000002);
   if (!tx.ok() || !rx.ok()) {
-    state.SkipWithError("TSS set-up failed");
+    state.SkipWithError(("TSS set-up failed: " + std::string(tx.ok() ? "" : tx.status().message())).c_str());
     return;
   }
   // Ethernet, IPv4, UDP, the TSS header, n bytes, the tag.
@@ -360,10 +361,16 @@ void register_all() {
     RegisterBenchmark((base + "zlib").c_str(), BM_Crc32, false, n)->Unit(benchmark::kNanosecond);
     RegisterBenchmark((base + "isal").c_str(), BM_Crc32, true, n)->Unit(benchmark::kNanosecond);
   }
+  // Each backend side by side: BM_Tss/4096/seal/ipsec-mb beside BM_Tss/4096/seal/openssl.
   for (size_t n : kChecksumSizes) {
-    const std::string base = "BM_Tss/" + std::to_string(n) + "/";
-    RegisterBenchmark((base + "seal").c_str(), BM_Tss, true, n)->Unit(benchmark::kNanosecond);
-    RegisterBenchmark((base + "open").c_str(), BM_Tss, false, n)->Unit(benchmark::kNanosecond);
+    for (const char* op : {"seal", "open"}) {
+      for (tss::Backend b : {tss::Backend::kIpsecMb, tss::Backend::kOpenSsl}) {
+        const std::string name = "BM_Tss/" + std::to_string(n) + "/" + op + "/" +
+                                 tss::backend_name(b);
+        RegisterBenchmark(name.c_str(), BM_Tss, std::string_view(op) == "seal", n, b)
+            ->Unit(benchmark::kNanosecond);
+      }
+    }
   }
 }
 

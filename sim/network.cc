@@ -644,11 +644,12 @@ void Network::start_tx_rare(uint32_t port, FrameId f, uint32_t bytes, Time done)
     if (p.rng.chance(link.corrupt) && !frame_meta_[f].damaged) {
       constexpr uint32_t kL2 = 14;
       const uint64_t bit = kL2 * 8 + p.rng.below(uint64_t{fr.len - kL2} * 8);
+      const bool sealed = sealed_untrimmed(fr);  // before the flip, which may hit the type
       fr.data[bit / 8] ^= static_cast<uint8_t>(1u << (bit % 8));
       ++p.stats.corruptions;
       frame_meta_[f].parsed = false;  // the next switch reads the damaged headers
       frame_meta_[f].damaged = true;
-      if (damage_detectable(fr, bit / 8)) {
+      if (damage_detectable(fr, bit / 8, sealed)) {
         frame_meta_[f].corrupted = true;
       } else {
         ++p.stats.corrupted_unchecked;
@@ -674,14 +675,27 @@ void Network::start_tx(uint32_t port) { start_tx_inline(port); }
 // the IP header, the UDP checksum the rest, unless the sender or a trimming switch left it 0;
 // then only RoCEv2 frames (UDP port 4791) are covered, by their ICRC. (Exact for IPv4; in
 // IPv6, which has no header checksum, damage to the traffic class, flow label or hop limit
-// escapes every check but is counted as detectable here.) Called only when a frame is damaged.
-bool Network::damage_detectable(const Frame& f, size_t at) noexcept {
+// escapes every check but is counted as detectable here.) A sealed UET frame (TSS, spec/uet.md
+// §5.2) has its tag instead: it covers the rest, and its AAD the ports. Called only when a
+// frame is damaged; `sealed`: it was a sealed UET frame with its tag before the damage.
+bool Network::damage_detectable(const Frame& f, size_t at, bool sealed) noexcept {
   FrameInfo info;
   if (!parse_frame(f, &info) || at < info.l4 || info.protocol != NET_IPPROTO_UDP) return true;
   if (f.len < info.l4 + wire::Udp::kSize) return true;
   if (wire::load_be(f.data + info.l4 + 6, 2) != 0 || info.dport == wire::kRoceUdpPort) return true;
+  if (sealed) return true;
   // No checksum: the receiver still sees a damaged destination port, length or checksum.
   return at >= info.l4 + 2 && at < info.l4 + wire::Udp::kSize;
+}
+
+// A UET frame over UDP led by a TSS header, not trimmed (a trim cuts the tag, §5.5).
+bool Network::sealed_untrimmed(const Frame& f) noexcept {
+  FrameInfo info;
+  if (!parse_frame(f, &info) || info.protocol != NET_IPPROTO_UDP) return false;
+  if (info.dport != wire::kUetUdpPort || info.dscp == kDscpTrimmed) return false;
+  const size_t at = info.l4 + wire::Udp::kSize;
+  return f.len >= at + wire::PdsPrologue::kSize &&
+         wire::as<wire::PdsPrologue>(f.data + at)->type() == wire::PdsType::kEnc;
 }
 
 // A byte-identical copy of frame `f` arrives at the peer of `port` up to reorder_delay after

@@ -325,7 +325,8 @@ class Network {
   void start_tx_rare(uint32_t port, FrameId f, uint32_t bytes, Time done);  // not Port::plain
   void kick_port(uint32_t port);  // start now if idle, else make sure kTxDone will come
   void duplicate(uint32_t port, FrameId f, Time at);
-  static bool damage_detectable(const Frame& f, size_t at) noexcept;
+  static bool damage_detectable(const Frame& f, size_t at, bool sealed) noexcept;
+  static bool sealed_untrimmed(const Frame& f) noexcept;
   void on_tx_done(uint32_t port);
   void on_arrive(uint32_t port, FrameId f);
   void switch_forward(uint32_t in_port, FrameId f);

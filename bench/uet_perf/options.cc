@@ -95,6 +95,9 @@ ABSL_FLAG(int64_t, tss_sdi, -1,
           "with --tss: the secure domain to send in, 0..16777215 (default -1: the key file's "
           "first)");
 ABSL_FLAG(uint32_t, tss_an, 0, "with --tss: the association (key) to send with, 0..1");
+ABSL_FLAG(std::string, tss_backend, "auto",
+          "with --tss: the AES-256-GCM library, auto (ipsec-mb where built in and the CPU has "
+          "AES-NI, else openssl), ipsec-mb or openssl");
 ABSL_FLAG(bool, xstats, false, "DPDK: print the port's non-zero extended statistics at the end");
 ABSL_FLAG(std::string, uring_zc, "auto",
           "io_uring: zero-copy transmit (IORING_OP_SENDMSG_ZC): auto (where the kernel has it and "
@@ -186,6 +189,17 @@ absl::StatusOr<Options> options_from_flags() {
   }
   c.range("tss_sdi", static_cast<double>(tss_sdi), -1, 0xFFFFFF);
   c.range("tss_an", tss_an, 0, 1);
+  tss::Backend backend = tss::Backend::kAuto;
+  const std::string backend_flag = absl::GetFlag(FLAGS_tss_backend);
+  if (!tss::parse_backend(backend_flag, &backend)) {
+    c.fail(absl::StrCat("--tss_backend=", backend_flag, ": auto, ipsec-mb or openssl"));
+  } else if (!tss_on && backend != tss::Backend::kAuto) {
+    c.fail("--tss_backend needs --tss");
+  } else if (!tss::backend_available(backend)) {
+    c.fail(absl::StrCat("--tss_backend=", backend_flag,
+                        " is not available here (built without it, or the CPU lacks AES-NI): "
+                        "auto or openssl"));
+  }
   if (tss_on && c.error.empty()) {
     auto t = tss::read_key_file(
         key_file,
@@ -193,6 +207,7 @@ absl::StatusOr<Options> options_from_flags() {
         static_cast<uint8_t>(tss_an));
     if (t.ok()) {
       o.tss = std::move(*t);
+      o.tss->backend = backend;
     } else if (t.status().code() == absl::StatusCode::kOutOfRange) {
       c.fail(absl::StrCat(tss_sdi < 0 ? "" : absl::StrCat("--tss_sdi=", tss_sdi, " "),
                           "--tss_an=", tss_an, ": ", t.status().message()));

@@ -19,6 +19,7 @@ TssOut tss_of(const Options& o, const Endpoint& ep) {
   if (u.tss() == nullptr) return t;
   t.on = true;
   t.c = u.tss()->counters();
+  t.backend = tss::backend_detail(u.tss()->backend());
   t.clear_refused = u.counters().rx_clear_refused;
   return t;
 }
@@ -42,10 +43,10 @@ std::string tss_json(const TssOut& t) {
                           tss::drop_name(static_cast<tss::Drop>(i)), t.c.drops[i]);
   }
   return absl::StrFormat(
-      "{\"sealed\": %lu, \"opened\": %lu, \"dropped\": %lu, \"drops\": {%s}, "
-      "\"seal_failed\": %lu, \"trimmed_unverified\": %lu, \"rekeys\": %lu, "
+      "{\"backend\": \"%s\", \"sealed\": %lu, \"opened\": %lu, \"dropped\": %lu, "
+      "\"drops\": {%s}, \"seal_failed\": %lu, \"trimmed_unverified\": %lu, \"rekeys\": %lu, "
       "\"clear_refused\": %lu}",
-      t.c.sealed, t.c.opened, t.c.dropped(), drops, t.c.seal_failed, t.c.trimmed_unverified,
+      t.backend, t.c.sealed, t.c.opened, t.c.dropped(), drops, t.c.seal_failed, t.c.trimmed_unverified,
       t.c.rekeys, t.clear_refused);
 }
 
@@ -238,9 +239,9 @@ void report(const Options& o, const Io& io, TapIo& tap, const Endpoint& ep, Resu
   const TssOut tss = tss_of(o, ep);
   if (tss.on) {
     absl::StrAppendFormat(&t,
-                          " tss: sealed %lu, opened %lu, dropped %lu%s; seal failed %lu, trimmed "
-                          "unverified %lu, clear refused %lu, packet keys derived %lu\n",
-                          tss.c.sealed, tss.c.opened, tss.c.dropped(), tss_drop_reasons(tss),
+                          " tss (%s): sealed %lu, opened %lu, dropped %lu%s; seal failed %lu, "
+                          "trimmed unverified %lu, clear refused %lu, packet keys derived %lu\n",
+                          tss.backend, tss.c.sealed, tss.c.opened, tss.c.dropped(), tss_drop_reasons(tss),
                           tss.c.seal_failed, tss.c.trimmed_unverified, tss.clear_refused,
                           tss.c.rekeys);
   }

@@ -26,10 +26,12 @@ struct Result {
 // refused.
 struct TssOut {
   bool on = false;
+  std::string backend;  // the AES-256-GCM library, version and code path
   tss::Counters c;
   uint64_t clear_refused = 0;
   void add(const TssOut& t) {
     on = on || t.on;
+    if (backend.empty()) backend = t.backend;
     c.sealed += t.c.sealed;
     c.seal_failed += t.c.seal_failed;
     c.opened += t.c.opened;

@@ -9,7 +9,8 @@ under TSS), both transports:
 - a host cost (--tss_ns_per_frame, --tss_ns_per_kib) slows UET down: a cost of one full frame
   time per KiB at least doubles the p50 FCT;
 - the pcap of a sealed run holds sealed frames: type ENC in the first UET byte, the PDS hidden;
-- cost flags out of range, and a key file without --tss or with a bad line, are refused naming
+- the AES-GCM library (--tss_backend) changes nothing but the recorded parameter;
+- cost flags out of range, a bad --tss_backend, and a key file without --tss or with a bad line, are refused naming
   the flag (and the file's line) and never quoting a key.
 Usage: tss_test.py BUILD_BIN_DIR
 """
@@ -62,7 +63,8 @@ def main():
                     continue
                 if s["completed"] != s["flows"]:
                     failures.append(f"{key}: {s['completed']} of {s['flows']} flows completed")
-                if s["params"].get("tss") != {"ns_per_frame": 0, "ns_per_kib": 0}:
+                if s["params"].get("tss") != {"backend": "ipsec-mb", "ns_per_frame": 0,
+                                              "ns_per_kib": 0}:
                     failures.append(f"{key}: params.tss = {s['params'].get('tss')}")
                 if "tss" in p["params"]:
                     failures.append(f"{key}: params.tss without --tss")
@@ -78,8 +80,19 @@ def main():
         if costly[k]["fct_us"]["p50"] < 2 * free[k]["fct_us"]["p50"]:
             failures.append(f"host cost: p50 {costly[k]['fct_us']['p50']} vs "
                             f"{free[k]['fct_us']['p50']} free")
-        if costly[k]["params"]["tss"] != {"ns_per_frame": 100, "ns_per_kib": 330}:
+        if costly[k]["params"]["tss"] != {"backend": "ipsec-mb", "ns_per_frame": 100,
+                                          "ns_per_kib": 330}:
             failures.append(f"host cost params: {costly[k]['params']['tss']}")
+        # The AES-GCM library changes the wall time only: OpenSSL's run is the same bytes.
+        openssl = run(bindir, tmp, "openssl", ["--tss", "--tss_backend=openssl"])
+        for key in free:
+            a, b = strip(free[key]), strip(openssl[key])
+            if key[1] == "uet":
+                a["params"]["tss"].pop("backend")
+                if b["params"]["tss"].pop("backend") != "openssl":
+                    failures.append(f"{key}: --tss_backend=openssl not recorded")
+            if a != b:
+                failures.append(f"{key}: results differ between ipsec-mb and openssl")
         # The pcap shows sealed frames: UDP to 4793, then the TSS header (type 1).
         pdir = os.path.join(tmp, "pcap")
         os.mkdir(pdir)
@@ -101,6 +114,12 @@ def main():
             proc = subprocess.run([os.path.join(bindir, "uet-ab")] + args, capture_output=True,
                                   text=True, timeout=30)
             if proc.returncode != 2 or want not in proc.stderr or "abab" in proc.stderr:
+                failures.append(f"{args}: rc {proc.returncode}: {proc.stderr!r}")
+        for args, want in ((["--tss", "--tss_backend=aesni"], "--tss_backend=aesni: auto, "),
+                           (["--tss_backend=openssl"], "--tss_backend needs --tss")):
+            proc = subprocess.run([os.path.join(bindir, "uet-ab")] + args, capture_output=True,
+                                  text=True, timeout=30)
+            if proc.returncode != 2 or want not in proc.stderr:
                 failures.append(f"{args}: rc {proc.returncode}: {proc.stderr!r}")
         for flag, value in (("tss_ns_per_frame", "-1"), ("tss_ns_per_kib", "2e6")):
             proc = subprocess.run([os.path.join(bindir, "uet-ab"), "--tss", f"--{flag}={value}"],

@@ -37,6 +37,9 @@ def main():
         (["--tss", f"--key_file={good}", "--tss_an=2"], "--tss_an=2 out of range: 0..1"),
         (["--tss", f"--key_file={good}", "--tss_sdi=16777216"],
          "--tss_sdi=16777216 out of range: -1..16777215"),
+        (["--tss", f"--key_file={good}", "--tss_backend=aesni"],
+         "--tss_backend=aesni: auto, ipsec-mb or openssl"),
+        (["--tss_backend=openssl"], "--tss_backend needs --tss"),
         (["--io=uring", "--uring_zc=yes"], "--uring_zc=yes unknown: auto, on or off"),
         (["--clock=rdtsc"], "--clock=rdtsc unknown: auto, tsc or monotonic"),
     ]

@@ -315,8 +315,12 @@ def main():
                         or any(t["drops"].values()) or t["clear_refused"] != 0):
                     return fail(f"{side} TSS counters: {t} (want sealed > 0, opened >= "
                                 f"{min_opened}, no drop)")
-            if " tss: sealed " not in cli_log or " tss: sealed " not in srv_log:
-                return fail("the TSS counters are missing from the text output")
+            # The backend chosen at start is named, in the text and in the JSON.
+            if " tss (ipsec-mb " not in cli_log or " tss (ipsec-mb " not in srv_log:
+                return fail("the TSS counters and backend are missing from the text output")
+            for side, res in (("client", result), ("server", srv_result)):
+                if not res["tss"].get("backend", "").startswith("ipsec-mb 1."):
+                    return fail(f"{side} TSS backend: {res['tss'].get('backend')}")
         if lanes > 1:
             per = result.get("lanes", [])
             if result.get("lcores_io") != lanes or len(per) != lanes:

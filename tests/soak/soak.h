@@ -122,6 +122,10 @@ struct SoakResult {
   uint64_t corrupted_rewrites = 0, corrupted_unchecked = 0;
   // What the transports did about them.
   uint64_t check_failures = 0;  // frames the receivers rejected in decode (checksum, ICRC, ...)
+  // ... or in TSS for reasons damage alone explains (bad tag, unknown domain, stale epoch,
+  // short, clear); and TSS drops damage or the fabric explains (replay and too old: a
+  // duplicate; no key: a frame of a retired association).
+  uint64_t check_failures_ambiguous = 0;
   wire::WireCounters wire;      // why, summed over the hosts
   uint64_t retransmissions = 0, timeouts = 0, rx_duplicates = 0;
   uint64_t naks = 0, go_back_n = 0, naks_in_round = 0, trimmed_nacks = 0, cnps = 0;

@@ -1,10 +1,12 @@
 // transport/tss/sublayer.h: frames sealed by one endpoint's sublayer and opened by another's,
 // with every check that must drop a frame (replay, age, tag, domain, key, epoch, bound), key
-// rotation with the AN bit, trimmed frames, and the start-PSN guard.
+// rotation with the AN bit, trimmed frames, and the start-PSN guard; each with both AES-GCM
+// backends.
 #include "transport/tss/sublayer.h"
 
 #include <gtest/gtest.h>
 
+#include <string>
 #include <vector>
 
 #include "transport/wire/builder.h"
@@ -28,9 +30,22 @@ Key key_n(uint8_t n) {
   return k;
 }
 
+// The backend the running test seals and opens with (its fixture sets it).
+Backend g_backend = Backend::kAuto;
+
+class BackendTest : public testing::TestWithParam<Backend> {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(backend_available(GetParam())) << backend_name(GetParam()) << " unavailable";
+    g_backend = GetParam();
+  }
+  void TearDown() override { g_backend = Backend::kAuto; }
+};
+
 TssConfig config(Mode mode = Mode::kCluster, bool ssi = false, uint32_t ssi_value = 0) {
   TssConfig c;
   c.enabled = true;
+  c.backend = g_backend;
   DomainConfig d;
   d.sdi = 0x123456;
   d.mode = mode;
@@ -43,6 +58,12 @@ TssConfig config(Mode mode = Mode::kCluster, bool ssi = false, uint32_t ssi_valu
   c.replay_window = 64;
   return c;
 }
+
+class Sublayer_Seal : public BackendTest {};
+class Sublayer_Open : public BackendTest {};
+class Sublayer_Rotate : public BackendTest {};
+class Sublayer_Trimmed : public BackendTest {};
+class Sublayer_StartPsn : public BackendTest {};
 
 std::unique_ptr<Sublayer> make(const TssConfig& c, uint32_t ip) {
   auto s = Sublayer::create(c, ip);
@@ -114,7 +135,7 @@ Opened open_at(Sublayer& rx, std::vector<uint8_t>& frame) {
   return ::testing::AssertionSuccess();
 }
 
-TEST(Sublayer_Seal, OpensIntactAtThePeerWithExactLengths) {
+TEST_P(Sublayer_Seal, OpensIntactAtThePeerWithExactLengths) {
   for (Mode m : {Mode::kCluster, Mode::kDirect}) {
     auto a = make(config(m), kA);
     auto b = make(config(m), kB);
@@ -132,7 +153,7 @@ TEST(Sublayer_Seal, OpensIntactAtThePeerWithExactLengths) {
   }
 }
 
-TEST(Sublayer_Seal, SsiFormCarriesTheSsiAndOpens) {
+TEST_P(Sublayer_Seal, SsiFormCarriesTheSsiAndOpens) {
   auto a = make(config(Mode::kCluster, true, 0xABCD0001), kA);
   auto b = make(config(), kB);
   auto f = sealed_write(*a, 5);
@@ -142,7 +163,7 @@ TEST(Sublayer_Seal, SsiFormCarriesTheSsiAndOpens) {
   EXPECT_EQ(o.d.tss_sp->ssi(), 0xABCD0001u);
 }
 
-TEST(Sublayer_Open, DropsAReplayAndCountsIt) {
+TEST_P(Sublayer_Open, DropsAReplayAndCountsIt) {
   auto a = make(config(), kA);
   auto b = make(config(), kB);
   auto f = sealed_write(*a, 1);
@@ -154,7 +175,7 @@ TEST(Sublayer_Open, DropsAReplayAndCountsIt) {
   EXPECT_EQ(b->counters().drops[static_cast<size_t>(Drop::kReplay)], 1u);
 }
 
-TEST(Sublayer_Open, AcceptsReorderedWithinTheWindowAndDropsOlder) {
+TEST_P(Sublayer_Open, AcceptsReorderedWithinTheWindowAndDropsOlder) {
   auto a = make(config(), kA);
   auto b = make(config(), kB);
   std::vector<std::vector<uint8_t>> f;
@@ -167,7 +188,7 @@ TEST(Sublayer_Open, AcceptsReorderedWithinTheWindowAndDropsOlder) {
   ASSERT_TRUE(open_at(*b, f[51]).ok);
 }
 
-TEST(Sublayer_Open, AForgedFrameNeitherPassesNorMovesTheWindow) {
+TEST_P(Sublayer_Open, AForgedFrameNeitherPassesNorMovesTheWindow) {
   auto a = make(config(), kA);
   auto b = make(config(), kB);
   auto first = sealed_write(*a, 1);
@@ -182,7 +203,7 @@ TEST(Sublayer_Open, AForgedFrameNeitherPassesNorMovesTheWindow) {
   EXPECT_TRUE(open_at(*b, first).ok);
 }
 
-TEST(Sublayer_Open, EveryAuthenticatedByteIsCoveredAndRewritableOnesAreNot) {
+TEST_P(Sublayer_Open, EveryAuthenticatedByteIsCoveredAndRewritableOnesAreNot) {
   auto a = make(config(), kA);
   auto b = make(config(), kB);
   auto f = sealed_write(*a, 1);
@@ -215,7 +236,7 @@ TEST(Sublayer_Open, EveryAuthenticatedByteIsCoveredAndRewritableOnesAreNot) {
   }
 }
 
-TEST(Sublayer_Open, UnknownDomainAndUninstalledKeyAreDropped) {
+TEST_P(Sublayer_Open, UnknownDomainAndUninstalledKeyAreDropped) {
   auto a = make(config(), kA);
   TssConfig other = config();
   other.domains[0].sdi = 77;
@@ -225,7 +246,7 @@ TEST(Sublayer_Open, UnknownDomainAndUninstalledKeyAreDropped) {
   EXPECT_TRUE(DroppedAs(open_at(*c, f), Drop::kUnknownSdi));
 }
 
-TEST(Sublayer_Rotate, BothAssociationsOpenDuringTheOverlapAndTheRetiredOneIsDropped) {
+TEST_P(Sublayer_Rotate, BothAssociationsOpenDuringTheOverlapAndTheRetiredOneIsDropped) {
   auto a = make(config(), kA);
   auto b = make(config(), kB);
   auto old_frame = sealed_write(*a, 1);
@@ -251,7 +272,7 @@ TEST(Sublayer_Rotate, BothAssociationsOpenDuringTheOverlapAndTheRetiredOneIsDrop
   EXPECT_EQ(r.why, Drop::kNoKey);
 }
 
-TEST(Sublayer_Rotate, RefusesToReuseAKeyThatHasSent) {
+TEST_P(Sublayer_Rotate, RefusesToReuseAKeyThatHasSent) {
   auto a = make(config(), kA);
   ASSERT_TRUE(a->install_key(0x123456, 1, key_n(2)).ok());
   ASSERT_TRUE(a->activate(1).ok());
@@ -263,7 +284,7 @@ TEST(Sublayer_Rotate, RefusesToReuseAKeyThatHasSent) {
   EXPECT_TRUE(a->activate(0).ok());
 }
 
-TEST(Sublayer_Open, StaleEpochIsDropped) {
+TEST_P(Sublayer_Open, StaleEpochIsDropped) {
   TssConfig old = config();
   old.domains[0].epoch = 3;
   auto a = make(old, kA);
@@ -274,7 +295,7 @@ TEST(Sublayer_Open, StaleEpochIsDropped) {
   EXPECT_TRUE(DroppedAs(open_at(*b, f), Drop::kStaleEpoch));
 }
 
-TEST(Sublayer_Open, SendersBeyondMaxSourcesAreRefusedNotGrownInto) {
+TEST_P(Sublayer_Open, SendersBeyondMaxSourcesAreRefusedNotGrownInto) {
   TssConfig c = config();
   c.max_sources = 2;
   auto b = make(c, kB);
@@ -290,7 +311,7 @@ TEST(Sublayer_Open, SendersBeyondMaxSourcesAreRefusedNotGrownInto) {
   EXPECT_EQ(b->sources(), 2u);
 }
 
-TEST(Sublayer_Trimmed, HeadersOfATrimmedFrameDecryptWithoutItsTag) {
+TEST_P(Sublayer_Trimmed, HeadersOfATrimmedFrameDecryptWithoutItsTag) {
   auto a = make(config(), kA);
   auto b = make(config(), kB);
   auto f = sealed_write(*a, 4321);
@@ -314,7 +335,7 @@ TEST(Sublayer_Trimmed, HeadersOfATrimmedFrameDecryptWithoutItsTag) {
   EXPECT_EQ(b->sources(), 0u);  // a trimmed frame keeps no state
 }
 
-TEST(Sublayer_StartPsn, ASynBelowTheExpectedStartIsRefused) {
+TEST_P(Sublayer_StartPsn, ASynBelowTheExpectedStartIsRefused) {
   auto b = make(config(), kB);
   EXPECT_TRUE(b->start_psn_ok(kA, 7, 100));
   b->start_psn_used(kA, 7, 101);
@@ -328,6 +349,16 @@ TEST(Sublayer_StartPsn, ASynBelowTheExpectedStartIsRefused) {
   b->start_psn_used(kA, 7, 0xFFFFFFF0u);
   EXPECT_TRUE(b->start_psn_ok(kA, 7, 5));
 }
+
+const auto kBackends = testing::Values(Backend::kIpsecMb, Backend::kOpenSsl);
+std::string backend_label(const testing::TestParamInfo<Backend>& i) {
+  return i.param == Backend::kIpsecMb ? "IpsecMb" : "OpenSsl";
+}
+INSTANTIATE_TEST_SUITE_P(, Sublayer_Seal, kBackends, backend_label);
+INSTANTIATE_TEST_SUITE_P(, Sublayer_Open, kBackends, backend_label);
+INSTANTIATE_TEST_SUITE_P(, Sublayer_Rotate, kBackends, backend_label);
+INSTANTIATE_TEST_SUITE_P(, Sublayer_Trimmed, kBackends, backend_label);
+INSTANTIATE_TEST_SUITE_P(, Sublayer_StartPsn, kBackends, backend_label);
 
 TEST(TssConfig_Validate, NamesTheFieldAndItsRange) {
   TssConfig c = config();

@@ -163,6 +163,48 @@ TEST(UetTss_Hostile, SealedFramesAtAClearEndpointAreRefused) {
   EXPECT_GT(p.b->counters().rx_sealed_unexpected, 0u);
 }
 
+// spec/uet.md §5.1: sealed frames go with UDP checksum 0 unless TssConfig::udp_checksum; a
+// byte damaged on the way then fails the tag (bad_tag), or the checksum when one is sent, and
+// either way nothing damaged is placed and the write completes from a retransmission.
+TEST(UetTss_Checksum, SealedFramesCarryNoUdpChecksumAndTheTagCatchesDamage) {
+  for (const bool with_checksum : {false, true}) {
+    UetConfig ca = config_for(kIpA), cb = config_for(kIpB);
+    ca.tss.udp_checksum = cb.tss.udp_checksum = with_checksum;
+    Pair p(ca, cb);
+    size_t frames = 0, zero = 0, damaged = 0;
+    p.link.set_filter([&](int from, const wire::Decoded&, std::vector<uint8_t>& bytes) {
+      ++frames;
+      const wire::Udp* u = wire::as<wire::Udp>(bytes.data() + 34);
+      zero += u->checksum() == 0;
+      if (from == 0 && bytes.size() > 1000 && damaged < 3) {  // a payload byte, as sent
+        bytes[bytes.size() - 100] ^= 0x10;
+        ++damaged;
+      }
+      return testing::Verdict{};
+    });
+    const auto src = pattern(64 * 1024, 4);
+    p.write(1, src);
+    p.link.run(kSecond);
+    const auto c = drain(*p.a);
+    ASSERT_EQ(c.size(), 1u);
+    EXPECT_EQ(c[0].status, OpStatus::kSuccess);
+    EXPECT_TRUE(std::equal(src.begin(), src.end(), p.region.begin()));
+    EXPECT_EQ(damaged, 3u);
+    const uint64_t bad_tag = p.b->tss()->counters().drops[static_cast<size_t>(tss::Drop::kBadTag)];
+    const uint64_t bad_sum =
+        p.b->counters().wire[wire::WireError::kBadUdpChecksum];
+    if (with_checksum) {
+      EXPECT_EQ(zero, 0u);
+      EXPECT_EQ(bad_sum, 3u);
+      EXPECT_EQ(bad_tag, 0u);
+    } else {
+      EXPECT_EQ(zero, frames);
+      EXPECT_EQ(bad_tag, 3u);
+      EXPECT_EQ(bad_sum, 0u);
+    }
+  }
+}
+
 TEST(UetTss_Hostile, ATamperedByteInEveryRequestIsCaughtAndNothingIsPlaced) {
   for (const size_t at : {size_t{14 + 12}, size_t{14 + 20 + 1}, size_t{42 + 5}, size_t{42 + 12},
                           size_t{42 + 12 + 60}}) {  // IP src, UDP sport, TSC, PDS, payload

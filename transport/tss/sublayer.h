@@ -56,6 +56,10 @@ struct TssConfig {
   uint32_t replay_window = 1024;  // TSCs remembered per sender, 64..65536, a power of 2
   uint32_t max_sources = 4096;    // senders tracked at once, 1..1048576
   Backend backend = Backend::kAuto;  // the AES-256-GCM library (crypto.h); must be available
+  // Sealed IPv4 frames go with UDP checksum 0 (RFC 768: "not computed"): the tag covers the
+  // ciphertext and the AAD the ports and addresses, so the checksum would cover nothing more
+  // (spec/uet.md §5.2 [choice]). True computes it anyway.
+  bool udp_checksum = false;
   // Refuses bad values with a message naming TssConfig.FIELD and its range.
   absl::Status validate() const;
 };

@@ -674,6 +674,11 @@ class UetEndpoint final : public Endpoint {
   void tss_begin(wire::FrameBuilder& b) {
     if (tss_ != nullptr) b.add_bytes(tss_->header_bytes());
   }
+  // Whether frames carry a UDP checksum: not when sealed unless TssConfig::udp_checksum (the
+  // tag covers the same bytes; spec/uet.md §5.2).
+  bool udp_checksum() const noexcept {
+    return config_.udp_checksum && (tss_ == nullptr || config_.tss.udp_checksum);
+  }
   // `payload`: the frame's last bytes, reserved but not yet copied, which sealing encrypts
   // from registered memory into the frame (TSS only; empty otherwise).
   bool finish(wire::FrameBuilder& b, Frame& f, size_t elided,

@@ -22,7 +22,7 @@ wire::Encap UetEndpoint::encap_for(const Pdc& p, bool control, uint16_t ev) cons
   e.ecn = !control && config_.ect ? 2 : 0;
   e.sport = wire_sport(ev);  // §2.1: the EV rides in the UDP source port
   e.dport = wire::kUetUdpPort;
-  e.udp_checksum = config_.udp_checksum;
+  e.udp_checksum = udp_checksum();
   return e;
 }
 

@@ -272,7 +272,7 @@ wire::Encap UetEndpoint::encap_to(uint32_t ip, const wire::MacAddr& mac, bool co
   e.ecn = !control && config_.ect ? 2 : 0;
   e.sport = wire_sport(sport);
   e.dport = wire::kUetUdpPort;
-  e.udp_checksum = config_.udp_checksum;
+  e.udp_checksum = udp_checksum();
   return e;
 }
 

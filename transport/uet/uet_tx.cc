@@ -207,7 +207,8 @@ using wire::PdsType;
 }
 
 // §5.1: a sealed frame is the TSS header, the ciphertext of everything built after it, and
-// the tag; sealing comes before finish() because the UDP checksum covers the ciphertext.
+// the tag; sealing comes before finish() because a UDP checksum (TssConfig::udp_checksum) would
+// cover the ciphertext.
 bool UetEndpoint::finish(wire::FrameBuilder& b, Frame& f, size_t elided,
                          std::span<const uint8_t> payload) {
   if (tss_ != nullptr) {
