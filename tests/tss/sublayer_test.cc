@@ -373,6 +373,12 @@ TEST(TssConfig_Validate, NamesTheFieldAndItsRange) {
   c = config();
   c.domains[0].sdi = 1 << 24;
   EXPECT_NE(c.validate().message().find("0..16777215"), std::string::npos);
+  c = config();
+  c.domains[0].job_id = 1 << 24;
+  EXPECT_NE(c.validate().message().find("TssConfig.domains.job_id=16777216"), std::string::npos)
+      << c.validate();
+  c.domains[0].job_id = kAnyJob;
+  EXPECT_TRUE(c.validate().ok());
 }
 
 }  // namespace

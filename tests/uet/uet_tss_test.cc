@@ -414,6 +414,44 @@ TEST(UetTss_SourcePort, ARewrittenSourcePortFailsTheTagUnlessBothSealWithThatPor
   }
 }
 
+// §5.7: a domain bound to a job carries only that job's traffic. B (job 7) accepts domain
+// kSdi, bound to job 7, and domain kSdi + 1, bound to job 9 (another tenant's). A's writes
+// name job 7: sealed in B's own job's domain they land; sealed with the other tenant's key
+// they are refused before the SES, though the job they name is B's, and nothing is placed.
+TEST(UetTss_Job, AFrameSealedInAnotherJobsDomainIsRefused) {
+  for (const bool own_domain : {true, false}) {
+    const uint32_t tx_sdi = own_domain ? kSdi : kSdi + 1;
+    UetConfig ca = config_for(kIpA, true, tx_sdi), cb = config_for(kIpB);
+    ca.job_id = cb.job_id = 7;
+    ca.max_retries = 2;
+    tss::DomainConfig other = cb.tss.domains[0];
+    other.sdi = kSdi + 1;
+    other.key[0] = key_n(9);
+    other.job_id = 9;
+    cb.tss.domains[0].job_id = 7;
+    cb.tss.domains.push_back(other);
+    ca.tss.domains[0].key[0] = own_domain ? key_n(1) : key_n(9);
+    Pair p(ca, cb);
+    const auto src = pattern(16 * 1024, 5);
+    p.write(1, src);
+    p.link.run(kSecond);
+    const auto c = drain(*p.a);
+    ASSERT_EQ(c.size(), 1u);
+    if (own_domain) {
+      EXPECT_EQ(c[0].status, OpStatus::kSuccess);
+      EXPECT_TRUE(std::equal(src.begin(), src.end(), p.region.begin()));
+      EXPECT_EQ(p.b->counters().rx_tss_cross_job, 0u);
+    } else {
+      EXPECT_NE(c[0].status, OpStatus::kSuccess);
+      EXPECT_TRUE(p.untouched());
+      EXPECT_GT(p.b->counters().rx_tss_cross_job, 0u);
+      // Every frame opened (the key is good): the binding, not the cipher, refused them.
+      EXPECT_GT(p.b->tss()->counters().opened, 0u);
+      EXPECT_EQ(p.b->tss()->counters().dropped(), 0u);
+    }
+  }
+}
+
 TEST(UetTss_Config, ABadTssConfigIsRefusedNamingTheField) {
   UetConfig c = config_for(kIpA);
   c.tss.replay_window = 3;

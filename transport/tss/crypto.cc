@@ -201,7 +201,8 @@ bool parse_backend(std::string_view name, Backend* out) noexcept {
 
 std::string backend_detail(Backend b) {
   if (b == Backend::kAuto) b = best_backend();
-  if (b == Backend::kOpenSsl) return absl::StrCat("openssl ", OpenSSL_version(OPENSSL_VERSION_STRING));
+  if (b == Backend::kOpenSsl)
+    return absl::StrCat("openssl ", OpenSSL_version(OPENSSL_VERSION_STRING));
 #ifdef UET_HAVE_IPSEC_MB
   if (imb().mgr != nullptr)
     return absl::StrCat("ipsec-mb ", imb_get_version_str(), " (", arch_name(imb().arch), ")");
@@ -262,7 +263,8 @@ bool Gcm::seal(const Iv& iv, std::span<const uint8_t> aad, std::span<uint8_t> da
     IMB_MGR* m = imb().mgr;
     alignas(64) gcm_context_data c;
     IMB_AES256_GCM_INIT(m, &imb_->k, &c, iv.data(), aad.data(), aad.size());
-    if (!data.empty()) IMB_AES256_GCM_ENC_UPDATE(m, &imb_->k, &c, data.data(), data.data(), data.size());
+    if (!data.empty())
+      IMB_AES256_GCM_ENC_UPDATE(m, &imb_->k, &c, data.data(), data.data(), data.size());
     if (!from.empty()) IMB_AES256_GCM_ENC_UPDATE(m, &imb_->k, &c, to, from.data(), from.size());
     IMB_AES256_GCM_ENC_FINALIZE(m, &imb_->k, &c, tag, kTagBytes);
     return true;
@@ -294,7 +296,8 @@ bool Gcm::open(const Iv& iv, std::span<const uint8_t> aad, std::span<uint8_t> da
     IMB_MGR* m = imb().mgr;
     alignas(64) gcm_context_data c;
     IMB_AES256_GCM_INIT(m, &imb_->k, &c, iv.data(), aad.data(), aad.size());
-    if (!data.empty()) IMB_AES256_GCM_DEC_UPDATE(m, &imb_->k, &c, data.data(), data.data(), data.size());
+    if (!data.empty())
+      IMB_AES256_GCM_DEC_UPDATE(m, &imb_->k, &c, data.data(), data.data(), data.size());
     uint8_t computed[kTagBytes];
     IMB_AES256_GCM_DEC_FINALIZE(m, &imb_->k, &c, computed, kTagBytes);
     // Constant time, so a forger learns nothing from how long the refusal took.
@@ -327,7 +330,8 @@ bool Gcm::decrypt_unverified(const Iv& iv, std::span<uint8_t> data) noexcept {
     alignas(64) gcm_context_data c;
     static const uint8_t kNoAad[1] = {0};
     IMB_AES256_GCM_INIT(m, &imb_->k, &c, iv.data(), kNoAad, 0);
-    if (!data.empty()) IMB_AES256_GCM_DEC_UPDATE(m, &imb_->k, &c, data.data(), data.data(), data.size());
+    if (!data.empty())
+      IMB_AES256_GCM_DEC_UPDATE(m, &imb_->k, &c, data.data(), data.data(), data.size());
     return true;
   }
 #endif

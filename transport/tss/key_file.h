@@ -1,4 +1,4 @@
-// The TSS key file (spec/uet.md §5.4: keys are configuration here, §5.7), the one file both
+// The TSS key file (spec/uet.md §5.4: keys are configuration here, §5.8), the one file both
 // the Wireshark plugin (dissector/README.md "TSS keys") and the tools read. One domain key a
 // line:
 //

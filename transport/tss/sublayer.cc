@@ -81,6 +81,9 @@ absl::Status TssConfig::validate() const {
       return bad("domains.mode", static_cast<uint64_t>(d.mode), "1 (direct) or 2 (cluster)");
     }
     if (d.rekey_shift > 47) return bad("domains.rekey_shift", d.rekey_shift, "0..47");
+    if (d.job_id > 0xFFFFFF && d.job_id != kAnyJob) {
+      return bad("domains.job_id", d.job_id, "0..16777215, or kAnyJob");
+    }
     if ((d.rekey_mask & ~kCounterMask) != 0) {
       return bad("domains.rekey_mask", d.rekey_mask, "bits 0..47 only");
     }
@@ -127,6 +130,7 @@ absl::StatusOr<std::unique_ptr<Sublayer>> Sublayer::create(const TssConfig& conf
   t->ssi_ = config.ssi;
   t->header_bytes_ = config.send_ssi ? wire::TssSp::kSize : wire::Tss::kSize;
   for (const DomainConfig& d : config.domains) {
+    t->binds_jobs_ = t->binds_jobs_ || d.job_id != kAnyJob;
     Domain dom;
     dom.config = d;
     dom.fresh = d.installed;
@@ -136,6 +140,15 @@ absl::StatusOr<std::unique_ptr<Sublayer>> Sublayer::create(const TssConfig& conf
   t->tx_an_ = config.tx_an;
   t->domains_[t->tx_domain_].fresh[config.tx_an] = false;
   return t;
+}
+
+uint32_t Sublayer::bound_job(const wire::Decoded& d) const noexcept {
+  if (d.tss_sp == nullptr && d.tss == nullptr) return kAnyJob;
+  const uint32_t sdi = d.tss_sp != nullptr ? d.tss_sp->sdi() : d.tss->sdi();
+  for (const Domain& dom : domains_) {
+    if (dom.config.sdi == sdi) return dom.config.job_id;
+  }
+  return kAnyJob;
 }
 
 Sublayer::Domain* Sublayer::domain(uint32_t sdi) noexcept {

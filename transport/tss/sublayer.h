@@ -31,6 +31,8 @@ inline constexpr uint64_t kCounterMask = (uint64_t{1} << kCounterBits) - 1;
 // sender (and epoch and rekey interval) with label "U1".
 enum class Mode : uint8_t { kDirect = 1, kCluster = 2 };
 
+inline constexpr uint32_t kAnyJob = 0xFFFFFFFF;  // DomainConfig::job_id: not bound
+
 struct DomainConfig {
   uint32_t sdi = 1;  // 24 bits (§5.1)
   Mode mode = Mode::kCluster;
@@ -44,6 +46,10 @@ struct DomainConfig {
   uint8_t rekey_shift = 32;
   uint16_t epoch = 0;          // TSC bits 63..48 this endpoint sends (§5.1)
   uint16_t max_epoch_age = 16;  // received epochs older than epoch - this are dropped
+  // The job whose traffic this domain carries (0..16777215, spec/uet.md §5.7): a request or
+  // response opened in it that names another job is refused, so a tenant's keys reach no
+  // other job's resources. kAnyJob: any job.
+  uint32_t job_id = kAnyJob;
 };
 
 struct TssConfig {
@@ -155,6 +161,11 @@ class Sublayer {
   // going back would repeat IVs under one key and is refused.
   absl::Status resume_counter(uint64_t counter);
 
+  // The job a sealed frame's domain is bound to (DomainConfig::job_id; kAnyJob when unbound
+  // or the domain is unknown), and whether any domain is bound (else no frame needs asking).
+  uint32_t bound_job(const wire::Decoded& d) const noexcept;
+  bool binds_jobs() const noexcept { return binds_jobs_; }
+
   // The AES-256-GCM library every key of this endpoint uses (kAuto resolved).
   Backend backend() const noexcept { return backend_; }
   uint8_t tx_an() const noexcept { return tx_an_; }
@@ -201,6 +212,7 @@ class Sublayer {
 
   uint32_t local_ip4_ = 0;
   Backend backend_ = Backend::kOpenSsl;
+  bool binds_jobs_ = false;
   uint32_t replay_window_ = 1024;
   uint32_t max_sources_ = 4096;
   bool send_ssi_ = false;

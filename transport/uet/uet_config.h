@@ -284,9 +284,10 @@ struct UetCounters {
   // TSS (§5): sealed frames with TSS off; clear frames with TSS on (never delivered); sealed
   // frames the sublayer refused (tss()->counters() says why); trimmed sealed frames that
   // decrypt to something other than a request (dropped: only a request may earn a NACK);
-  // SYNs below the expected start PSN (NACK NEW_START_PSN, §5.6).
+  // SYNs below the expected start PSN (NACK NEW_START_PSN, §5.6); requests and responses
+  // opened in a domain bound to one job (DomainConfig::job_id) that name another.
   uint64_t rx_sealed_unexpected = 0, rx_clear_refused = 0, rx_tss_dropped = 0;
-  uint64_t rx_trimmed_sealed_other = 0, rx_start_psn_refused = 0;
+  uint64_t rx_trimmed_sealed_other = 0, rx_start_psn_refused = 0, rx_tss_cross_job = 0;
   wire::WireCounters wire;
 };
 

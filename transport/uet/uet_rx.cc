@@ -127,6 +127,16 @@ bool UetEndpoint::tss_open(const Frame& f, wire::DecodedStorage& decoded, bool t
     ++counters_.rx_malformed;
     return false;
   }
+  // §5.7: a domain bound to a job carries only that job's requests and responses (every SES
+  // header but the small response names its job in bytes 5..7).
+  if (tss_->binds_jobs() && d.ses != nullptr &&
+      d.ses_desc != &wire::HeaderTraits<wire::SesResponseDataSmall>::desc) {
+    const uint32_t job = tss_->bound_job(d);
+    if (job != tss::kAnyJob && wire::load_be_n<3>(d.ses + 5) != job) {
+      ++counters_.rx_tss_cross_job;
+      return false;
+    }
+  }
   return true;
 }
 
