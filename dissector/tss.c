@@ -10,6 +10,7 @@
  *
  * Key file (dissector/README.md): one key a line,
  *   sdi=<N> an=<0|1> mode=<cluster|direct> key=<64 hex digits> [rekey_mask=<N>] [rekey_shift=<N>]
+ *   [job=<N>]
  * numbers decimal or 0x hex, '#' starts a comment. A line that does not parse is skipped and
  * reported (a warning in the log when the file is read, expert info on every sealed frame).
  *
@@ -114,9 +115,11 @@ static gboolean parse_key_hex(const char *s, guint8 *out) {
   return TRUE;
 }
 
-enum { K_SDI, K_AN, K_MODE, K_KEY, K_REKEY_MASK, K_REKEY_SHIFT, K_COUNT };
-static const char *const key_names[K_COUNT] = {"sdi", "an",         "mode",
-                                               "key", "rekey_mask", "rekey_shift"};
+/* job= binds a domain to a job (spec/uet.md §5.7): the endpoints' business, read and checked
+ * here only so one file serves both. */
+enum { K_SDI, K_AN, K_MODE, K_KEY, K_REKEY_MASK, K_REKEY_SHIFT, K_JOB, K_COUNT };
+static const char *const key_names[K_COUNT] = {"sdi",        "an",          "mode", "key",
+                                               "rekey_mask", "rekey_shift", "job"};
 
 /* One line, comment already cut. Returns NULL when it holds a key (then *id and *k are set)
  * or nothing (*id is G_MAXUINT32); else what is wrong, never quoting a value. */
@@ -172,6 +175,9 @@ static char *parse_line(char *text, guint32 *id, tss_key *k) {
           ok = parse_number(value, 63, &v);
           k->rekey_shift = (guint)v;
           break;
+        case K_JOB:
+          ok = parse_number(value, 0xFFFFFF, &v);
+          break;
       }
       if (!ok) {
         static const char *const want[K_COUNT] = {"a number from 0 to 16777215",
@@ -179,7 +185,8 @@ static char *parse_line(char *text, guint32 *id, tss_key *k) {
                                                   "cluster or direct",
                                                   "64 hex digits",
                                                   "a 64-bit number",
-                                                  "a number from 0 to 63"};
+                                                  "a number from 0 to 63",
+                                                  "a number from 0 to 16777215"};
         err = g_strdup_printf("%s must be %s", key_names[n], want[n]);
       }
     }
@@ -628,7 +635,7 @@ void uetref_tss_register(int proto, module_t *prefs, expert_module_t *expert) {
   prefs_register_filename_preference(
       prefs, "tss_key_file", "TSS key file",
       "Keys to open sealed frames (spec/uet.md §5), one a line: sdi=<N> an=<0|1> "
-      "mode=<cluster|direct> key=<64 hex digits> [rekey_mask=<N>] [rekey_shift=<N>]; "
+      "mode=<cluster|direct> key=<64 hex digits> [rekey_mask=<N>] [rekey_shift=<N>] [job=<N>]; "
       "# starts a comment (dissector/README.md)",
       &pref_key_file, FALSE);
 }

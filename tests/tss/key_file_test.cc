@@ -44,7 +44,7 @@ std::string write_temp(const std::string& name, const std::string& text) {
 // The example of dissector/README.md "TSS keys", verbatim.
 constexpr const char* kReadmeExample =
     "# sdi=<N> an=<0|1> mode=<cluster|direct> key=<64 hex digits> [rekey_mask=<N>] "
-    "[rekey_shift=<N>]\n"
+    "[rekey_shift=<N>] [job=<N>]\n"
     "sdi=48879 an=0 mode=cluster "
     "key=34448a064292601b11a0978f56a2d34cf3fc35ede1a6bc04f8db3e5243a2b0ca\n"
     "sdi=0xbeef an=1 mode=cluster "
@@ -85,6 +85,18 @@ TEST(ParseKeyFile_Good, FieldsInAnyOrderTabsCrLfCommentsAndHexNumbers) {
   EXPECT_EQ((*d)[0].key[0], key_of(kKeyA));
   EXPECT_EQ((*d)[0].rekey_mask, 0xFF00u);
   EXPECT_EQ((*d)[0].rekey_shift, 8);
+  EXPECT_EQ((*d)[0].job_id, kAnyJob);
+}
+
+TEST(ParseKeyFile_Good, AJobBindsTheDomain) {
+  const std::string text = std::string("sdi=3 an=0 mode=cluster job=0x42 key=") + kKeyA +
+                           "\nsdi=3 an=1 mode=cluster key=" + kKeyB + " job=66\n" +
+                           "sdi=4 an=0 mode=direct key=" + kKeyB + "\n";
+  auto d = parse_key_file(text, "jobs");
+  ASSERT_TRUE(d.ok()) << d.status();
+  ASSERT_EQ(d->size(), 2u);
+  EXPECT_EQ((*d)[0].job_id, 66u);
+  EXPECT_EQ((*d)[1].job_id, kAnyJob);
 }
 
 TEST(ReadKeyFile_Tx, DefaultsToTheFirstDomainAndAnZero) {
@@ -141,6 +153,10 @@ TEST(ParseKeyFile_Bad, EachProblemNamesTheFileTheLineAndNeverAKey) {
        "sdi 5 is mode=direct here but mode=cluster on line 1"},
       {"rekey mismatch", good + "sdi=5 an=1 mode=cluster key=" + b + " rekey_shift=8\n", 2,
        "rekey_mask/rekey_shift differ from line 1"},
+      {"job mismatch", "sdi=5 an=0 mode=cluster job=1 key=" + a + "\nsdi=5 an=1 mode=cluster key=" +
+           b + "\n", 2, "sdi 5: job differs from line 1"},
+      {"job out of range", "sdi=5 an=0 mode=cluster job=16777216 key=" + a + "\n", 1,
+       "job must be a number from 0 to 16777215"},
       {"sdi out of range", "sdi=16777216 an=0 mode=cluster key=" + a + "\n", 1,
        "sdi must be a number from 0 to 16777215"},
       {"sdi not a number", "sdi=-1 an=0 mode=cluster key=" + a + "\n", 1,
@@ -212,6 +228,7 @@ TEST(WriteKeyFile_RoundTrip, WhatIsWrittenFromAConfigReadsBackTheSame) {
   domains[2].mode = Mode::kDirect;
   domains[2].key[0] = key_of(kKeyB);
   domains[2].installed = {true, false};
+  domains[2].job_id = 0xFFFFFF;  // bound to a job
   domains[3].sdi = 0xFFFFFF;
   for (size_t i = 0; i < kKeyBytes; ++i) domains[3].key[0][i] = static_cast<uint8_t>(255 - i);
   domains[3].installed = {true, false};
@@ -235,6 +252,7 @@ TEST(WriteKeyFile_RoundTrip, WhatIsWrittenFromAConfigReadsBackTheSame) {
     }
     EXPECT_EQ(r.rekey_mask, w.rekey_mask) << i;
     EXPECT_EQ(r.rekey_shift, w.rekey_shift) << i;
+    EXPECT_EQ(r.job_id, w.job_id) << i;
   }
   std::remove(path.c_str());
 }

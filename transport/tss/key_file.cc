@@ -20,16 +20,17 @@ namespace {
 // The dissector's defaults (dissector/tss.c) are DomainConfig's: one file, one meaning.
 constexpr DomainConfig kDefaults{};
 
-enum Field { kSdi, kAn, kMode, kKey, kRekeyMask, kRekeyShift, kFields };
-constexpr std::array<const char*, kFields> kNames = {"sdi", "an",         "mode",
-                                                     "key", "rekey_mask", "rekey_shift"};
+enum Field { kSdi, kAn, kMode, kKey, kRekeyMask, kRekeyShift, kJob, kFields };
+constexpr std::array<const char*, kFields> kNames = {"sdi",        "an",          "mode", "key",
+                                                     "rekey_mask", "rekey_shift", "job"};
 constexpr std::array<const char*, kFields> kWant = {
     "a number from 0 to 16777215",
     "0 or 1",
     "cluster or direct",
     "64 hex digits",
     "a number with bits 0..47 only (the TSC counter, spec/uet.md §5.1)",
-    "a number from 0 to 47"};
+    "a number from 0 to 47",
+    "a number from 0 to 16777215 (the job the domain is bound to, spec/uet.md §5.7)"};
 
 // One key line, parsed.
 struct Line {
@@ -39,6 +40,7 @@ struct Line {
   Key key{};
   uint64_t rekey_mask = kDefaults.rekey_mask;
   uint8_t rekey_shift = kDefaults.rekey_shift;
+  uint32_t job_id = kAnyJob;
 };
 
 int hex_digit(char c) {
@@ -125,6 +127,10 @@ std::string parse_line(std::string_view text, Line* out, bool* any) {
         ok = parse_number(value, kCounterBits - 1, &v);
         out->rekey_shift = static_cast<uint8_t>(v);
         break;
+      case kJob:
+        ok = parse_number(value, 0xFFFFFF, &v);
+        out->job_id = static_cast<uint32_t>(v);
+        break;
     }
     if (!ok) return absl::StrCat(kNames[f], " must be ", kWant[f]);
   }
@@ -176,6 +182,7 @@ absl::StatusOr<std::vector<DomainConfig>> parse_key_file(std::string_view text,
       dom.mode = l.mode;
       dom.rekey_mask = l.rekey_mask;
       dom.rekey_shift = l.rekey_shift;
+      dom.job_id = l.job_id;
       domains.push_back(dom);
       key_line.push_back({0, 0});
       first_line.push_back(number);
@@ -195,6 +202,11 @@ absl::StatusOr<std::vector<DomainConfig>> parse_key_file(std::string_view text,
       problem = bad_line(name, number,
                          absl::StrFormat("sdi %u: rekey_mask/rekey_shift differ from line %u "
                                          "(one rekey interval per domain, spec/uet.md §5.3)",
+                                         l.sdi, first_line[d]));
+    } else if (dom.job_id != l.job_id) {
+      problem = bad_line(name, number,
+                         absl::StrFormat("sdi %u: job differs from line %u (one job per domain, "
+                                         "spec/uet.md §5.7)",
                                          l.sdi, first_line[d]));
     }
     if (!problem.ok()) {
@@ -273,7 +285,7 @@ absl::StatusOr<TssConfig> read_key_file(const std::string& path, std::optional<u
 std::string key_file_text(std::span<const DomainConfig> domains) {
   std::string out =
       "# TSS keys (spec/uet.md §5): sdi=<N> an=<0|1> mode=<cluster|direct> key=<64 hex digits> "
-      "[rekey_mask=<N>] [rekey_shift=<N>]\n";
+      "[rekey_mask=<N>] [rekey_shift=<N>] [job=<N>]\n";
   for (const DomainConfig& d : domains) {
     for (uint8_t an = 0; an < 2; ++an) {
       if (!d.installed[an]) continue;
@@ -282,6 +294,7 @@ std::string key_file_text(std::span<const DomainConfig> domains) {
       if (d.rekey_mask != kDefaults.rekey_mask || d.rekey_shift != kDefaults.rekey_shift) {
         absl::StrAppendFormat(&out, " rekey_mask=0x%x rekey_shift=%u", d.rekey_mask, d.rekey_shift);
       }
+      if (d.job_id != kAnyJob) absl::StrAppendFormat(&out, " job=%u", d.job_id);
       out += "\n";
     }
   }

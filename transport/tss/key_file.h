@@ -3,10 +3,12 @@
 // line:
 //
 //   sdi=<N> an=<0|1> mode=<cluster|direct> key=<64 hex digits> [rekey_mask=<N>] [rekey_shift=<N>]
+//   [job=<N>]
 //
 // Numbers are decimal or 0x hex; fields in any order, separated by spaces or tabs; `#` starts
 // a comment. The lines of one sdi make one DomainConfig: their keys installed under their
-// ANs, and one mode, rekey_mask and rekey_shift, which those lines must agree on. Where the
+// ANs, and one mode, rekey_mask, rekey_shift and job (the JobID the domain is bound to,
+// DomainConfig::job_id), which those lines must agree on. Where the
 // dissector skips a bad line with a warning, this reader refuses the whole file: a tool must
 // not run with fewer keys than the file meant.
 //
