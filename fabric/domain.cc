@@ -10,6 +10,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "fabric/uetref.h"
+#include "transport/tss/key_file.h"
 #include "transport/uet/uet_endpoint.h"
 
 namespace uet::fabric {
@@ -46,6 +47,9 @@ int open_host(Domain& d, const Params& p, uint32_t wanted_ip4) {
     // GSO groups (each group leaves on one port, i.e. one path).
     c.gso = c.gro = p.udp_offload;
     c.ev_sockets = static_cast<uint16_t>(p.ev_sockets);
+    // §5.2: TSS authenticates the UDP ports, but the socket picks the source port: one socket
+    // sends, and the engine seals its port (UetConfig::udp_source_port).
+    if (!p.tss_key_file.empty()) c.ev_sockets = 1;
     auto u = io::UringIo::create(c);
     if (!u.ok()) {
       if (pick && absl::StrContains(u.status().message(), "in use")) continue;
@@ -144,6 +148,17 @@ int open_engine(Domain& d, const Params& p, uint32_t job) {
   c.hold_probe_after = kSecond;
   c.job_id = job;
   c.seed = d.local_ip4;
+  if (!p.tss_key_file.empty()) {
+    auto t = tss::read_key_file(p.tss_key_file);
+    if (!t.ok()) {
+      FI_WARN(&kProvider, FI_LOG_DOMAIN, "FI_UETREF_TSS_KEY_FILE: %s\n",
+              std::string(t.status().message()).c_str());
+      return -FI_EINVAL;
+    }
+    c.tss = std::move(*t);
+    c.udp_source_port = d.io->ev_ports()[0];
+    c.tx_by_reference = false;  // sealing encrypts from registered memory into the frame
+  }
   auto e = UetEndpoint::create(c);
   if (!e.ok()) {
     FI_WARN(&kProvider, FI_LOG_DOMAIN, "FI_UETREF_*: %s\n", std::string(e.status().message()).c_str());
@@ -226,7 +241,8 @@ void print_stats(const Domain& d) {
                "acks %lu/%lu rendezvous %lu reads %lu timeouts %lu deferred %lu/%lu "
                "unexpected %lu kernel drops %lu; host rx %lu tx %lu no-buffer %lu send errors %lu "
                "(errno %d) rx errors %lu (errno %d) rearms %lu truncated %lu bad %lu; gso %lu/%lu "
-               "gro %lu/%lu split waits %lu; rod staged %lu late %lu unstageable %lu no-buffer %lu\n",
+               "gro %lu/%lu split waits %lu; rod staged %lu late %lu unstageable %lu no-buffer %lu; "
+               "tss sealed %lu opened %lu dropped %lu clear refused %lu cross-job %lu\n",
                inet_ntoa(in_addr{htonl(d.local_ip4)}), k.tx_data, k.tx_retx, k.timeouts,
                k.fast_retx, k.nack_retx, k.tlp_probes, k.rnr_retx, k.tx_acks, k.rx_acks,
                k.tx_rendezvous, k.rx_rdv_reads, k.rdv_timeouts, k.tx_deferred, k.rx_deferred,
@@ -235,7 +251,9 @@ void print_stats(const Domain& d) {
                h.last_send_errno, h.rx_errors, h.last_rx_errno, h.rx_rearms, h.rx_truncated,
                h.rx_bad, h.tx_gso_sends, h.tx_gso_datagrams, h.rx_gro_receives,
                h.rx_gro_datagrams, h.rx_split_waits, k.rod_staged, k.rod_executed_late,
-               k.rod_unstageable, k.rod_no_buffer);
+               k.rod_unstageable, k.rod_no_buffer, u.tss() ? u.tss()->counters().sealed : 0,
+               u.tss() ? u.tss()->counters().opened : 0, u.tss() ? u.tss()->counters().dropped() : 0,
+               k.rx_clear_refused, k.rx_tss_cross_job);
 }
 
 int domain_close(fid* f) {

@@ -41,6 +41,11 @@ void define_params() {
   fi_param_define(&kProvider, "ev_sockets", FI_PARAM_SIZE_T,
                   "Source ports (sockets) the entropy values map onto, 1..1024 (default 4); "
                   "fewer make longer GSO sends, more spread a fabric's ECMP wider");
+  fi_param_define(&kProvider, "tss_key_file", FI_PARAM_STRING,
+                  "TSS key file (the format the Wireshark plugin reads, dissector/README.md): "
+                  "every frame is sealed in its first domain (AES-256-GCM, spec/uet.md §5) and "
+                  "only sealed frames are taken; the same file on every rank (default: none, "
+                  "frames in the clear)");
   fi_param_define(&kProvider, "rendezvous_bytes", FI_PARAM_SIZE_T,
                   "Messages longer than this go by rendezvous (the target reads them), 0: "
                   "never (default 65536)");
@@ -326,6 +331,8 @@ Params read_params() {
   if (fi_param_get_str(&kProvider, "transport", &s) == 0 && s != nullptr) p.transport = s;
   s = nullptr;
   if (fi_param_get_str(&kProvider, "addr", &s) == 0 && s != nullptr) p.addr = s;
+  s = nullptr;
+  if (fi_param_get_str(&kProvider, "tss_key_file", &s) == 0 && s != nullptr) p.tss_key_file = s;
   size_t v = 0;
   if (fi_param_get_size_t(&kProvider, "payload_bytes", &v) == 0) p.payload_bytes = static_cast<uint32_t>(v);
   if (fi_param_get_size_t(&kProvider, "window_bytes", &v) == 0) p.window_bytes = v;

@@ -64,6 +64,7 @@ struct Params {
   bool stats = false;         // print the engine's counters when the domain closes
   bool udp_offload = true;    // GSO, GRO, payloads gathered from registered memory
   uint32_t ev_sockets = 4;    // wire source ports the EVs map onto
+  std::string tss_key_file;   // TSS keys (transport/tss/key_file.h): every frame sealed
 };
 Params read_params();
 

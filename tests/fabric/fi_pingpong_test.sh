@@ -2,7 +2,9 @@
 # libfabric's own fi_pingpong (Debian's libfabric-bin, unmodified) over the uetref provider:
 # fi_info lists it, then a server and a client ping-pong every size of `-S all` (0 B .. 6 MiB)
 # with fi_pingpong's data check (-c), as FI_MSG and as FI_TAGGED, on loopback; FI_TAGGED again
-# without the UDP offloads (GSO, GRO, gathered payloads), over 16 source ports.
+# without the UDP offloads (GSO, GRO, gathered payloads), over 16 source ports; and FI_TAGGED
+# with every frame sealed (FI_UETREF_TSS_KEY_FILE, spec/uet.md §5), the engines' counters
+# showing frames sealed and opened and none dropped. A missing key file is refused by name.
 # Usage: fi_pingpong_test.sh PROVIDER_DIR
 set -euo pipefail
 export FI_PROVIDER_PATH="$1"
@@ -16,9 +18,16 @@ grep -q "type: FI_EP_RDM" "$work/info" || { echo "uetref offers no FI_EP_RDM"; e
 
 # A control port of our own (fi_pingpong's side channel), so parallel runs do not collide.
 port=$((20000 + $$ % 20000))
-for run in "msg 1 4" "tagged 1 4" "tagged 0 16"; do
-  read -r mode offload sockets <<< "$run"
+printf 'sdi=0x5e1 an=0 mode=cluster key=%s\n' "$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')" \
+  > "$work/keys.txt"
+for run in "msg 1 4 -" "tagged 1 4 -" "tagged 0 16 -" "tagged 1 4 $work/keys.txt"; do
+  read -r mode offload sockets keys <<< "$run"
   export FI_UETREF_UDP_OFFLOAD=$offload FI_UETREF_EV_SOCKETS=$sockets
+  if [ "$keys" = - ]; then
+    unset FI_UETREF_TSS_KEY_FILE FI_UETREF_STATS
+  else
+    export FI_UETREF_TSS_KEY_FILE=$keys FI_UETREF_STATS=1
+  fi
   port=$((port + 1))
   timeout 120 fi_pingpong -p uetref -e rdm -m "$mode" -S all -c -B "$port" > "$work/server" 2>&1 &
   server=$!
@@ -37,6 +46,35 @@ for run in "msg 1 4" "tagged 1 4" "tagged 0 16"; do
     [ "$rows" -ge 40 ] || { echo "$mode: $f reported $rows sizes"; cat "$work/$f"; exit 1; }
     grep -qE '^6m\s+10\s+=10' "$work/$f" || { echo "$mode: $f lacks 6 MiB"; exit 1; }
   done
-  echo "$mode, udp_offload $offload, ev_sockets $sockets: $(grep -cE '^[0-9]+[km]?\s+10\s+=10\s' "$work/client") sizes, data checked"
+  if [ "$keys" != - ]; then
+    for f in server client; do
+      line=$(grep -o 'tss sealed [0-9]* opened [0-9]* dropped [0-9]* clear refused [0-9]*' "$work/$f" | tail -1)
+      read -r _ _ sealed _ opened _ dropped _ _ clear <<< "$line"
+      if [ -z "$line" ] || [ "$sealed" -lt 1000 ] || [ "$opened" -lt 1000 ] || [ "$dropped" != 0 ] \
+          || [ "$clear" != 0 ]; then
+        echo "sealed: $f counters: '$line'"; cat "$work/$f"; exit 1
+      fi
+    done
+    echo "sealed: client $(grep -o 'tss sealed [0-9]* opened [0-9]*' "$work/client" | tail -1)"
+  fi
+  echo "$mode, udp_offload $offload, ev_sockets $sockets, keys $keys: $(grep -cE '^[0-9]+[km]?\s+10\s+=10\s' "$work/client") sizes, data checked"
   sed -n '1p;/^4k /p;/^1m /p' "$work/client"
 done
+
+# A key file that cannot be read: the server's domain is refused (fi_pingpong opens it once
+# connected), naming the variable and the file, and the client fails with it.
+export FI_UETREF_TSS_KEY_FILE="$work/no-such-keys.txt"
+port=$((port + 1))
+timeout 60 fi_pingpong -p uetref -e rdm -m tagged -S 64 -B "$port" > "$work/missing_server" 2>&1 &
+server=$!
+for _ in $(seq 1 100); do
+  if timeout 60 fi_pingpong -p uetref -e rdm -m tagged -S 64 -P "$port" 127.0.0.1 \
+      > "$work/missing_client" 2>&1; then
+    echo "a missing key file was not refused"; cat "$work/missing_client"; exit 1
+  fi
+  grep -q "Connection refused" "$work/missing_client" || break
+done
+if wait "$server"; then echo "the server ran without its key file"; exit 1; fi
+grep -q "FI_UETREF_TSS_KEY_FILE: key file $work/no-such-keys.txt: cannot be read" \
+  "$work/missing_server" || { echo "no message naming the missing key file"; cat "$work/missing_server"; exit 1; }
+echo "missing key file refused by name"
