@@ -1076,7 +1076,7 @@ uint32_t UringIo::submit_group(uint32_t head, uint32_t count, uint32_t segment) 
   std::memcpy(CMSG_DATA(c), &seg, sizeof(seg));
   g.msg.msg_controllen = h.msg.msg_controllen + CMSG_SPACE(sizeof(uint16_t));
   // Copied, never zero-copy: a zero-copy skb pins each page as a fragment, at most
-  // MAX_SKB_FRAGS (17) of them, and a group's buffers span more: EMSGSIZE (seen over veth).
+  // MAX_SKB_FRAGS (17) of them, and a group's buffers span more: EMSGSIZE.
   io_uring_prep_sendmsg(sqe, static_cast<int>(1 + h.socket), &g.msg, 0);
   sqe->flags |= IOSQE_FIXED_FILE;
   io_uring_sqe_set_data64(sqe, kGsoTag | gi);
