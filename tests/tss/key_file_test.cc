@@ -162,8 +162,15 @@ TEST(ParseKeyFile_Bad, EachProblemNamesTheFileTheLineAndNeverAKey) {
       {"sdi not a number", "sdi=-1 an=0 mode=cluster key=" + a + "\n", 1,
        "sdi must be a number from 0 to 16777215"},
       {"an out of range", "sdi=5 an=2 mode=cluster key=" + a + "\n", 1, "an must be 0 or 1"},
-      {"unknown mode", "sdi=5 an=0 mode=server key=" + a + "\n", 1,
-       "mode must be cluster or direct"},
+      {"unknown mode", "sdi=5 an=0 mode=peer key=" + a + "\n", 1,
+       "mode must be cluster, direct, server or client"},
+      {"client without its IV mask", "sdi=5 an=0 mode=client key=" + a + "\n", 1,
+       "iv_mask= missing (mode=client)"},
+      {"IV mask outside client mode",
+       "sdi=5 an=0 mode=server key=" + a + " iv_mask=" + std::string(24, '0') + "\n", 1,
+       "iv_mask= is for mode=client only"},
+      {"short IV mask", "sdi=5 an=0 mode=client key=" + a + " iv_mask=00\n", 1,
+       "iv_mask must be 24 hex digits"},
       {"rekey_mask past the counter",
        "sdi=5 an=0 mode=cluster key=" + a + " rekey_mask=0x1000000000000\n", 1,
        "rekey_mask must be a number with bits 0..47 only"},
@@ -229,6 +236,8 @@ TEST(WriteKeyFile_RoundTrip, WhatIsWrittenFromAConfigReadsBackTheSame) {
   domains[2].key[0] = key_of(kKeyB);
   domains[2].installed = {true, false};
   domains[2].job_id = 0xFFFFFF;  // bound to a job
+  domains[1].mode = Mode::kClient;  // a server-mode client: its key and IV mask
+  for (size_t i = 0; i < kIvBytes; ++i) domains[1].iv_mask[1][i] = static_cast<uint8_t>(i * 17);
   domains[3].sdi = 0xFFFFFF;
   for (size_t i = 0; i < kKeyBytes; ++i) domains[3].key[0][i] = static_cast<uint8_t>(255 - i);
   domains[3].installed = {true, false};
@@ -253,6 +262,11 @@ TEST(WriteKeyFile_RoundTrip, WhatIsWrittenFromAConfigReadsBackTheSame) {
     EXPECT_EQ(r.rekey_mask, w.rekey_mask) << i;
     EXPECT_EQ(r.rekey_shift, w.rekey_shift) << i;
     EXPECT_EQ(r.job_id, w.job_id) << i;
+    for (int an = 0; an < 2; ++an) {
+      if (w.installed[an] && w.mode == Mode::kClient) {
+        EXPECT_EQ(r.iv_mask[an], w.iv_mask[an]) << i << " an " << an;
+      }
+    }
   }
   std::remove(path.c_str());
 }

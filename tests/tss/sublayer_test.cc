@@ -64,6 +64,7 @@ class Sublayer_Open : public BackendTest {};
 class Sublayer_Rotate : public BackendTest {};
 class Sublayer_Trimmed : public BackendTest {};
 class Sublayer_StartPsn : public BackendTest {};
+class Sublayer_Server : public BackendTest {};
 
 std::unique_ptr<Sublayer> make(const TssConfig& c, uint32_t ip) {
   auto s = Sublayer::create(c, ip);
@@ -73,11 +74,11 @@ std::unique_ptr<Sublayer> make(const TssConfig& c, uint32_t ip) {
 
 // A RUD WRITE request from A to B with `payload` bytes, sealed by `tx`.
 std::vector<uint8_t> sealed_write(Sublayer& tx, uint32_t psn, size_t payload = 200,
-                                  uint32_t src = kA) {
+                                  uint32_t src = kA, uint32_t dst = kB) {
   std::vector<uint8_t> buf(2048);
   wire::Encap e;
   e.src_ip4 = src;
-  e.dst_ip4 = kB;
+  e.dst_ip4 = dst;
   e.sport = 0xC123;
   FrameBuilder b(buf, e);
   SealLayout l;
@@ -350,6 +351,87 @@ TEST_P(Sublayer_StartPsn, ASynBelowTheExpectedStartIsRefused) {
   EXPECT_TRUE(b->start_psn_ok(kA, 7, 5));
 }
 
+// Server mode (§5.3): the server holds the domain key (key_n(1)); each client is given the key
+// and IV mask derived for its address (client_key) and never the domain key.
+TssConfig client_config(uint32_t ip) {
+  TssConfig c = config(Mode::kClient);
+  DerivedKey k;
+  EXPECT_TRUE(client_key(key_n(1), 0, ip, &k));
+  c.domains[0].key[0] = k.key;
+  c.domains[0].iv_mask[0] = k.iv_mask;
+  return c;
+}
+
+// The reference provider's KDF test vector for server mode (spec/tss-sources.md §4: label U2,
+// context epoch 0x1DC0, rekey 0, client 192.168.42.1, the spec example's master key).
+TEST(ClientKey, MatchesTheReferenceProvidersServerVector) {
+  Key master{};
+  ASSERT_TRUE(parse_key("34448a064292601b11a0978f56a2d34cf3fc35ede1a6bc04f8db3e5243a2b0ca", &master));
+  DerivedKey k;
+  ASSERT_TRUE(client_key(master, 0x1DC0, 0xC0A82A01, &k));
+  auto hex = [](std::span<const uint8_t> b) {
+    std::string out;
+    for (uint8_t v : b) out += "0123456789abcdef"[v >> 4], out += "0123456789abcdef"[v & 15];
+    return out;
+  };
+  const std::string key = hex(k.key);
+  EXPECT_EQ(key.substr(0, 8), "245e67ab") << key;
+  EXPECT_EQ(key.substr(56), "1c5d304b") << key;
+  EXPECT_EQ(hex(k.iv_mask), "02d5ee33684201990e1629e0");
+}
+
+TEST_P(Sublayer_Server, EachClientOpensItsOwnFramesAndNoOtherClients) {
+  auto server = make(config(Mode::kServer), kA);
+  constexpr uint32_t kClient0 = 0x0A000100;
+  std::vector<std::unique_ptr<Sublayer>> clients;
+  for (uint32_t i = 0; i < 3; ++i) clients.push_back(make(client_config(kClient0 + i), kClient0 + i));
+  for (uint32_t i = 0; i < 3; ++i) {
+    auto up = sealed_write(*clients[i], 10 + i, 300, kClient0 + i, kA);
+    const Opened o = open_at(*server, up);
+    EXPECT_TRUE(o.ok) << i << ": " << drop_name(o.why);
+    auto again = up;  // the replay window holds per client
+    EXPECT_TRUE(DroppedAs(open_at(*server, again), Drop::kReplay));
+    auto down = sealed_write(*server, 20 + i, 300, kA, kClient0 + i);
+    auto stolen = down;
+    EXPECT_TRUE(open_at(*clients[i], down).ok) << i;
+    // Another client of the same server and domain cannot read it.
+    EXPECT_TRUE(DroppedAs(open_at(*clients[(i + 1) % 3], stolen), Drop::kBadTag)) << i;
+  }
+  // A client configured with the domain key itself (cluster-style) opens nothing of the server's.
+  auto wrong = make(config(Mode::kClient), kClient0);
+  auto down = sealed_write(*server, 30, 100, kA, kClient0);
+  EXPECT_TRUE(DroppedAs(open_at(*wrong, down), Drop::kBadTag));
+  EXPECT_EQ(server->sources(), 3u);
+}
+
+// One server, 10,000 clients, each sending once and answered once: the receive state stays at
+// its bound (the 10,001st client is refused), the sending keys at server_tx_keys slots, and
+// memory_bytes() within memory_bound().
+TEST_P(Sublayer_Server, TenThousandClientsStayWithinTheBound) {
+  constexpr uint32_t kClients = 10000, kFirst = 0x0B000000;
+  TssConfig sc = config(Mode::kServer);
+  sc.max_sources = kClients;
+  sc.server_tx_keys = 256;
+  auto server = make(sc, kA);
+  size_t opened_up = 0, opened_down = 0;
+  for (uint32_t i = 0; i < kClients; ++i) {
+    auto client = make(client_config(kFirst + i), kFirst + i);
+    auto up = sealed_write(*client, 1, 64, kFirst + i, kA);
+    opened_up += open_at(*server, up).ok;
+    auto down = sealed_write(*server, 1, 64, kA, kFirst + i);
+    opened_down += open_at(*client, down).ok;
+  }
+  EXPECT_EQ(opened_up, kClients);
+  EXPECT_EQ(opened_down, kClients);
+  EXPECT_EQ(server->sources(), kClients);
+  EXPECT_LE(server->memory_bytes(), Sublayer::memory_bound(sc));
+  // A derivation per client received and one per client sent to (256 slots for 10,000).
+  EXPECT_GE(server->counters().rekeys, 2u * kClients);
+  auto late = make(client_config(kFirst + kClients), kFirst + kClients);
+  auto up = sealed_write(*late, 1, 64, kFirst + kClients, kA);
+  EXPECT_TRUE(DroppedAs(open_at(*server, up), Drop::kSourcesFull));
+}
+
 const auto kBackends = testing::Values(Backend::kIpsecMb, Backend::kOpenSsl);
 std::string backend_label(const testing::TestParamInfo<Backend>& i) {
   return i.param == Backend::kIpsecMb ? "IpsecMb" : "OpenSsl";
@@ -359,6 +441,7 @@ INSTANTIATE_TEST_SUITE_P(, Sublayer_Open, kBackends, backend_label);
 INSTANTIATE_TEST_SUITE_P(, Sublayer_Rotate, kBackends, backend_label);
 INSTANTIATE_TEST_SUITE_P(, Sublayer_Trimmed, kBackends, backend_label);
 INSTANTIATE_TEST_SUITE_P(, Sublayer_StartPsn, kBackends, backend_label);
+INSTANTIATE_TEST_SUITE_P(, Sublayer_Server, kBackends, backend_label);
 
 TEST(TssConfig_Validate, NamesTheFieldAndItsRange) {
   TssConfig c = config();
@@ -379,6 +462,14 @@ TEST(TssConfig_Validate, NamesTheFieldAndItsRange) {
       << c.validate();
   c.domains[0].job_id = kAnyJob;
   EXPECT_TRUE(c.validate().ok());
+  c = config(Mode::kServer, /*ssi=*/true, 5);
+  EXPECT_NE(c.validate().message().find("TssConfig.send_ssi with a server or client domain"),
+            std::string::npos);
+  c = config(Mode::kServer);
+  c.server_tx_keys = 3;
+  EXPECT_NE(c.validate().message().find("TssConfig.server_tx_keys=3"), std::string::npos);
+  c.domains[0].mode = static_cast<Mode>(5);
+  EXPECT_FALSE(c.validate().ok());
 }
 
 }  // namespace

@@ -452,6 +452,29 @@ TEST(UetTss_Job, AFrameSealedInAnotherJobsDomainIsRefused) {
   }
 }
 
+// Server mode (spec/uet.md §5.3): B serves with the domain key, A is a client given only its
+// derived key and IV mask; writes, ACKs and CLOSE all sealed with A's key, both ways.
+TEST(UetTss_Server, AClientWritesToAServerWithItsDerivedKey) {
+  UetConfig ca = config_for(kIpA), cb = config_for(kIpB);
+  cb.tss.domains[0].mode = tss::Mode::kServer;
+  tss::DerivedKey k;
+  ASSERT_TRUE(tss::client_key(key_n(1), 0, kIpA, &k));
+  ca.tss.domains[0].mode = tss::Mode::kClient;
+  ca.tss.domains[0].key[0] = k.key;
+  ca.tss.domains[0].iv_mask[0] = k.iv_mask;
+  Pair p(ca, cb);
+  const auto src = pattern(128 * 1024 + 5, 6);
+  p.write(1, src, 64);
+  p.link.run(kSecond);
+  const auto c = drain(*p.a);
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].status, OpStatus::kSuccess);
+  EXPECT_TRUE(std::equal(src.begin(), src.end(), p.region.begin() + 64));
+  EXPECT_EQ(p.b->tss()->counters().opened, p.a->tss()->counters().sealed);
+  EXPECT_EQ(p.a->tss()->counters().opened, p.b->tss()->counters().sealed);
+  EXPECT_EQ(p.a->tss()->counters().dropped() + p.b->tss()->counters().dropped(), 0u);
+}
+
 TEST(UetTss_Config, ABadTssConfigIsRefusedNamingTheField) {
   UetConfig c = config_for(kIpA);
   c.tss.replay_window = 3;

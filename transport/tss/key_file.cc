@@ -20,17 +20,18 @@ namespace {
 // The dissector's defaults (dissector/tss.c) are DomainConfig's: one file, one meaning.
 constexpr DomainConfig kDefaults{};
 
-enum Field { kSdi, kAn, kMode, kKey, kRekeyMask, kRekeyShift, kJob, kFields };
-constexpr std::array<const char*, kFields> kNames = {"sdi",        "an",          "mode", "key",
-                                                     "rekey_mask", "rekey_shift", "job"};
+enum Field { kSdi, kAn, kMode, kKey, kRekeyMask, kRekeyShift, kJob, kIvMask, kFields };
+constexpr std::array<const char*, kFields> kNames = {
+    "sdi", "an", "mode", "key", "rekey_mask", "rekey_shift", "job", "iv_mask"};
 constexpr std::array<const char*, kFields> kWant = {
     "a number from 0 to 16777215",
     "0 or 1",
-    "cluster or direct",
+    "cluster, direct, server or client",
     "64 hex digits",
     "a number with bits 0..47 only (the TSC counter, spec/uet.md §5.1)",
     "a number from 0 to 47",
-    "a number from 0 to 16777215 (the job the domain is bound to, spec/uet.md §5.7)"};
+    "a number from 0 to 16777215 (the job the domain is bound to, spec/uet.md §5.7)",
+    "24 hex digits (a client's IV mask, given with its key: mode=client only)"};
 
 // One key line, parsed.
 struct Line {
@@ -41,6 +42,8 @@ struct Line {
   uint64_t rekey_mask = kDefaults.rekey_mask;
   uint8_t rekey_shift = kDefaults.rekey_shift;
   uint32_t job_id = kAnyJob;
+  Iv iv_mask{};
+  bool has_iv_mask = false;
 };
 
 int hex_digit(char c) {
@@ -114,8 +117,20 @@ std::string parse_line(std::string_view text, Line* out, bool* any) {
         out->an = static_cast<uint8_t>(v);
         break;
       case kMode:
-        ok = value == "cluster" || value == "direct";
-        out->mode = value == "direct" ? Mode::kDirect : Mode::kCluster;
+        ok = value == "cluster" || value == "direct" || value == "server" || value == "client";
+        out->mode = value == "direct"   ? Mode::kDirect
+                    : value == "server" ? Mode::kServer
+                    : value == "client" ? Mode::kClient
+                                        : Mode::kCluster;
+        break;
+      case kIvMask:
+        ok = value.size() == 2 * kIvBytes;
+        for (size_t b = 0; ok && b < kIvBytes; ++b) {
+          const int hi = hex_digit(value[2 * b]), lo = hex_digit(value[2 * b + 1]);
+          ok = hi >= 0 && lo >= 0;
+          out->iv_mask[b] = static_cast<uint8_t>(hi << 4 | lo);
+        }
+        out->has_iv_mask = ok;
         break;
       case kKey:
         ok = parse_key(value, &out->key);
@@ -137,11 +152,22 @@ std::string parse_line(std::string_view text, Line* out, bool* any) {
   if (*any) {
     for (size_t f = kSdi; f <= kKey; ++f)
       if (!seen[f]) return absl::StrCat(kNames[f], "= missing");
+    // §5.3: a client is given its key with the IV mask derived beside it; no other mode has one.
+    if (out->mode == Mode::kClient && !seen[kIvMask]) return "iv_mask= missing (mode=client)";
+    if (out->mode != Mode::kClient && seen[kIvMask]) return "iv_mask= is for mode=client only";
   }
   return "";
 }
 
-const char* mode_name(Mode m) { return m == Mode::kDirect ? "direct" : "cluster"; }
+const char* mode_name(Mode m) {
+  switch (m) {
+    case Mode::kDirect: return "direct";
+    case Mode::kServer: return "server";
+    case Mode::kClient: return "client";
+    case Mode::kCluster: break;
+  }
+  return "cluster";
+}
 
 absl::Status bad_line(std::string_view name, size_t line, std::string_view what) {
   return absl::InvalidArgumentError(
@@ -170,7 +196,7 @@ absl::StatusOr<std::vector<DomainConfig>> parse_key_file(std::string_view text,
     l = Line{};
     bool any = false;
     if (std::string err = parse_line(line, &l, &any); !err.empty()) {
-      OPENSSL_cleanse(l.key.data(), l.key.size());
+      OPENSSL_cleanse(&l, sizeof l);
       return bad_line(name, number, err);
     }
     if (!any) continue;
@@ -210,15 +236,19 @@ absl::StatusOr<std::vector<DomainConfig>> parse_key_file(std::string_view text,
                                          l.sdi, first_line[d]));
     }
     if (!problem.ok()) {
-      OPENSSL_cleanse(l.key.data(), l.key.size());
-      for (DomainConfig& c : domains) OPENSSL_cleanse(c.key.data(), sizeof c.key);
+      OPENSSL_cleanse(&l, sizeof l);
+      for (DomainConfig& c : domains) {
+        OPENSSL_cleanse(c.key.data(), sizeof c.key);
+        OPENSSL_cleanse(c.iv_mask.data(), sizeof c.iv_mask);
+      }
       return problem;
     }
     dom.key[l.an] = l.key;
+    dom.iv_mask[l.an] = l.iv_mask;
     dom.installed[l.an] = true;
     key_line[d][l.an] = number;
   }
-  OPENSSL_cleanse(l.key.data(), l.key.size());
+  OPENSSL_cleanse(&l, sizeof l);
   if (domains.empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat("key file ", std::string(name), ": no key in it"));
@@ -271,7 +301,10 @@ absl::StatusOr<TssConfig> read_key_file(const std::string& path, std::optional<u
       for (uint8_t an = 0; an < 2; ++an)
         if (d.installed[an]) have.push_back(absl::StrFormat("sdi %u an %u", d.sdi, an));
     const std::string want = absl::StrFormat("sdi %u an %u", c.tx_sdi, tx_an);
-    for (DomainConfig& d : c.domains) OPENSSL_cleanse(d.key.data(), sizeof d.key);
+    for (DomainConfig& d : c.domains) {
+      OPENSSL_cleanse(d.key.data(), sizeof d.key);
+      OPENSSL_cleanse(d.iv_mask.data(), sizeof d.iv_mask);
+    }
     return absl::OutOfRangeError(absl::StrCat("key file ", path, " has no key for ", want,
                                               " to send with (it has: ", absl::StrJoin(have, ", "),
                                               ")"));
@@ -284,8 +317,9 @@ absl::StatusOr<TssConfig> read_key_file(const std::string& path, std::optional<u
 
 std::string key_file_text(std::span<const DomainConfig> domains) {
   std::string out =
-      "# TSS keys (spec/uet.md §5): sdi=<N> an=<0|1> mode=<cluster|direct> key=<64 hex digits> "
-      "[rekey_mask=<N>] [rekey_shift=<N>] [job=<N>]\n";
+      "# TSS keys (spec/uet.md §5): sdi=<N> an=<0|1> mode=<cluster|direct|server|client> "
+      "key=<64 hex digits> [iv_mask=<24 hex digits>] [rekey_mask=<N>] [rekey_shift=<N>] "
+      "[job=<N>]\n";
   for (const DomainConfig& d : domains) {
     for (uint8_t an = 0; an < 2; ++an) {
       if (!d.installed[an]) continue;
@@ -293,6 +327,10 @@ std::string key_file_text(std::span<const DomainConfig> domains) {
       for (uint8_t b : d.key[an]) absl::StrAppendFormat(&out, "%02x", b);
       if (d.rekey_mask != kDefaults.rekey_mask || d.rekey_shift != kDefaults.rekey_shift) {
         absl::StrAppendFormat(&out, " rekey_mask=0x%x rekey_shift=%u", d.rekey_mask, d.rekey_shift);
+      }
+      if (d.mode == Mode::kClient) {
+        out += " iv_mask=";
+        for (uint8_t b : d.iv_mask[an]) absl::StrAppendFormat(&out, "%02x", b);
       }
       if (d.job_id != kAnyJob) absl::StrAppendFormat(&out, " job=%u", d.job_id);
       out += "\n";

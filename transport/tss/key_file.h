@@ -2,8 +2,8 @@
 // the Wireshark plugin (dissector/README.md "TSS keys") and the tools read. One domain key a
 // line:
 //
-//   sdi=<N> an=<0|1> mode=<cluster|direct> key=<64 hex digits> [rekey_mask=<N>] [rekey_shift=<N>]
-//   [job=<N>]
+//   sdi=<N> an=<0|1> mode=<cluster|direct|server|client> key=<64 hex digits>
+//   [iv_mask=<24 hex digits>, mode=client only] [rekey_mask=<N>] [rekey_shift=<N>] [job=<N>]
 //
 // Numbers are decimal or 0x hex; fields in any order, separated by spaces or tabs; `#` starts
 // a comment. The lines of one sdi make one DomainConfig: their keys installed under their

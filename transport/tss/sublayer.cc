@@ -1,5 +1,7 @@
 #include "transport/tss/sublayer.h"
 
+#include <openssl/crypto.h>
+
 #include <bit>
 #include <cstring>
 
@@ -77,8 +79,14 @@ absl::Status TssConfig::validate() const {
   for (size_t i = 0; i < domains.size(); ++i) {
     const DomainConfig& d = domains[i];
     if (d.sdi > 0xFFFFFF) return bad("domains.sdi", d.sdi, "0..16777215");
-    if (d.mode != Mode::kDirect && d.mode != Mode::kCluster) {
-      return bad("domains.mode", static_cast<uint64_t>(d.mode), "1 (direct) or 2 (cluster)");
+    if (d.mode < Mode::kDirect || d.mode > Mode::kClient) {
+      return bad("domains.mode", static_cast<uint64_t>(d.mode),
+                 "1 (direct), 2 (cluster), 3 (server) or 4 (client)");
+    }
+    if ((d.mode == Mode::kServer || d.mode == Mode::kClient) && send_ssi) {
+      return absl::InvalidArgumentError(
+          "TssConfig.send_ssi with a server or client domain: server mode names clients by "
+          "their IPv4 address here (spec/uet.md §5.3)");
     }
     if (d.rekey_shift > 47) return bad("domains.rekey_shift", d.rekey_shift, "0..47");
     if (d.job_id > 0xFFFFFF && d.job_id != kAnyJob) {
@@ -110,6 +118,9 @@ absl::Status TssConfig::validate() const {
     return bad("replay_window", replay_window, "64..65536, a power of 2");
   }
   if (max_sources < 1 || max_sources > (1u << 20)) return bad("max_sources", max_sources, "1..1048576");
+  if (server_tx_keys < 1 || server_tx_keys > 65536 || !std::has_single_bit(server_tx_keys)) {
+    return bad("server_tx_keys", server_tx_keys, "1..65536, a power of 2");
+  }
   if (!backend_available(backend)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "TssConfig.backend=", backend_name(backend),
@@ -138,6 +149,8 @@ absl::StatusOr<std::unique_ptr<Sublayer>> Sublayer::create(const TssConfig& conf
     t->domains_.push_back(dom);
   }
   t->tx_an_ = config.tx_an;
+  if (t->domains_[t->tx_domain_].config.mode == Mode::kServer)
+    t->tx_keys_.resize(config.server_tx_keys);
   t->domains_[t->tx_domain_].fresh[config.tx_an] = false;
   return t;
 }
@@ -151,6 +164,35 @@ uint32_t Sublayer::bound_job(const wire::Decoded& d) const noexcept {
   return kAnyJob;
 }
 
+bool client_key(const Key& master, uint16_t epoch, uint32_t client_ip4, DerivedKey* out) noexcept {
+  return kdf(master, UET_TSS_LABEL_SERVER, kdf_context4(epoch, 0, client_ip4), out);
+}
+
+// The key this server seals with towards `client` (its IPv4 address), derived on first use
+// and whenever its slot held another client, epoch or association.
+Sublayer::TxKey* Sublayer::server_tx_key(uint32_t client, uint16_t epoch) noexcept {
+  // Fibonacci hashing: neighbouring addresses land far apart.
+  const uint32_t slot = static_cast<uint32_t>((uint64_t{client} * 0x9E3779B97F4A7C15u) >> 40) &
+                        static_cast<uint32_t>(tx_keys_.size() - 1);
+  TxKey& k = tx_keys_[slot];
+  if (k.valid && k.client == client && k.epoch == epoch && k.an == tx_an_) return &k;
+  k.valid = false;
+  DerivedKey d;
+  if (!client_key(domains_[tx_domain_].config.key[tx_an_], epoch, client, &d) ||
+      !k.gcm.set_key(d.key, true, backend_)) {
+    OPENSSL_cleanse(&d, sizeof d);
+    return nullptr;
+  }
+  k.mask = d.iv_mask;
+  OPENSSL_cleanse(&d, sizeof d);
+  k.valid = true;
+  k.client = client;
+  k.epoch = epoch;
+  k.an = tx_an_;
+  ++counters_.rekeys;
+  return &k;
+}
+
 Sublayer::Domain* Sublayer::domain(uint32_t sdi) noexcept {
   for (Domain& d : domains_) {
     if (d.config.sdi == sdi) return &d;
@@ -162,8 +204,8 @@ Sublayer::Domain* Sublayer::domain(uint32_t sdi) noexcept {
 // mode, else the KDF over this sender's address or SSI (§5.3). Runs once per rekey interval.
 bool Sublayer::key_tx(uint16_t epoch, uint32_t rekey, const uint8_t* addr6) noexcept {
   const DomainConfig& c = domains_[tx_domain_].config;
-  if (c.mode == Mode::kDirect) {
-    tx_mask_ = Iv{};
+  if (c.mode == Mode::kDirect || c.mode == Mode::kClient) {
+    tx_mask_ = c.mode == Mode::kClient ? c.iv_mask[tx_an_] : Iv{};
     if (!tx_gcm_.set_key(c.key[tx_an_], true, backend_)) return false;
   } else {
     DerivedKey k;
@@ -213,11 +255,27 @@ bool Sublayer::seal(uint8_t* frame, size_t len, const SealLayout& l,
     return false;
   }
   const uint64_t counter = tx_counter_;
-  const uint32_t rekey = static_cast<uint32_t>((counter & c.rekey_mask) >> c.rekey_shift);
-  const uint8_t* addr6 = l.ipv6 && !send_ssi_ ? frame + l.l3 + 8 : nullptr;
-  if ((!tx_keyed_ || tx_epoch_ != c.epoch || tx_rekey_ != rekey) && !key_tx(c.epoch, rekey, addr6)) {
-    ++counters_.seal_failed;
-    return false;
+  Gcm* gcm = &tx_gcm_;
+  const Iv* mask = &tx_mask_;
+  if (c.mode == Mode::kServer) {
+    // §5.3: the key of the client the frame goes to (IPv4 only, as the engines).
+    TxKey* k = l.ipv6 ? nullptr : server_tx_key(load_be32(frame + l.l3 + 16), c.epoch);
+    if (k == nullptr) {
+      ++counters_.seal_failed;
+      return false;
+    }
+    gcm = &k->gcm;
+    mask = &k->mask;
+  } else {
+    const uint32_t rekey = c.mode == Mode::kCluster
+                               ? static_cast<uint32_t>((counter & c.rekey_mask) >> c.rekey_shift)
+                               : 0;
+    const uint8_t* addr6 = l.ipv6 && !send_ssi_ ? frame + l.l3 + 8 : nullptr;
+    if ((!tx_keyed_ || tx_epoch_ != c.epoch || tx_rekey_ != rekey) &&
+        !key_tx(c.epoch, rekey, addr6)) {
+      ++counters_.seal_failed;
+      return false;
+    }
   }
   const uint64_t tsc = uint64_t{c.epoch} << kCounterBits | counter;
   uint8_t* h = frame + l.tss;
@@ -250,10 +308,10 @@ bool Sublayer::seal(uint8_t* frame, size_t len, const SealLayout& l,
   n += header_bytes_;
   // §5.2: the IV's first word is the SSI, else the IPv4 source, else (IPv6) the SDI.
   const uint32_t src = send_ssi_ ? ssi_ : l.ipv6 ? c.sdi : local_ip4_;
-  const Iv iv = packet_iv(src, tsc, tx_mask_);
+  const Iv iv = packet_iv(src, tsc, *mask);
   const size_t body = l.tss + header_bytes_;
   const size_t in_place = len - body - payload.size();
-  if (!tx_gcm_.seal(iv, std::span<const uint8_t>(aad_buf, n),
+  if (!gcm->seal(iv, std::span<const uint8_t>(aad_buf, n),
                     std::span<uint8_t>(frame + body, in_place), payload,
                     frame + body + in_place, frame + len)) {
     ++counters_.seal_failed;
@@ -267,18 +325,20 @@ bool Sublayer::seal(uint8_t* frame, size_t len, const SealLayout& l,
 bool Sublayer::key_source(Source& s, const Domain& dom, uint8_t an, uint16_t epoch,
                           uint32_t rekey, uint32_t addr, const uint8_t* addr6) noexcept {
   const DomainConfig& c = dom.config;
-  if (c.mode == Mode::kDirect) {
-    s.mask = Iv{};
+  if (c.mode == Mode::kDirect || c.mode == Mode::kClient) {
+    s.mask = c.mode == Mode::kClient ? c.iv_mask[an] : Iv{};
     if (!s.gcm.set_key(c.key[an], false, backend_)) return false;
   } else {
+    // Cluster: "U1" over the sender; server: "U2" over the client, who is the sender here.
+    const char* label = c.mode == Mode::kServer ? UET_TSS_LABEL_SERVER : UET_TSS_LABEL_CLUSTER;
     DerivedKey k;
     bool ok = false;
     if (addr6 != nullptr) {  // §5.3: an IPv6 sender without SSI, the 26-byte context
       const auto ctx = kdf_context6(epoch, rekey, std::span<const uint8_t, 16>(addr6, 16));
-      ok = kdf(c.key[an], UET_TSS_LABEL_CLUSTER, ctx, &k);
+      ok = kdf(c.key[an], label, ctx, &k);
     } else {
       const auto ctx = kdf_context4(epoch, rekey, addr);
-      ok = kdf(c.key[an], UET_TSS_LABEL_CLUSTER, ctx, &k);
+      ok = kdf(c.key[an], label, ctx, &k);
     }
     if (!ok || !s.gcm.set_key(k.key, false, backend_)) return false;
     s.mask = k.iv_mask;
@@ -337,7 +397,10 @@ Sublayer::Source* Sublayer::locate(const wire::Decoded& d, bool create, Iv* iv,
     }
   }
   *counter = t.tsc & kCounterMask;
-  const uint32_t rekey = static_cast<uint32_t>((*counter & c.rekey_mask) >> c.rekey_shift);
+  // Only cluster mode rekeys (§5.3; server mode's context has rekey 0).
+  const uint32_t rekey = c.mode == Mode::kCluster
+                             ? static_cast<uint32_t>((*counter & c.rekey_mask) >> c.rekey_shift)
+                             : 0;
   const uint8_t* addr6 = !t.sp && d.ipv6 != nullptr ? d.ipv6->raw + 8 : nullptr;
   if ((!s->keyed || s->epoch != epoch || s->rekey != rekey) &&
       !key_source(*s, *dom, t.an, epoch, rekey, addr, addr6)) {
@@ -453,7 +516,7 @@ void Sublayer::initiator_next_start(uint32_t peer, uint32_t next) noexcept {
   if (!added && static_cast<int32_t>(next - it->second) > 0) it->second = next;
 }
 
-absl::Status Sublayer::install_key(uint32_t sdi, uint8_t an, const Key& key) {
+absl::Status Sublayer::install_key(uint32_t sdi, uint8_t an, const Key& key, const Iv& iv_mask) {
   if (an > 1) return absl::InvalidArgumentError(absl::StrCat("install_key: an=", an, " (valid: 0..1)"));
   Domain* d = domain(sdi);
   if (d == nullptr) return absl::NotFoundError(absl::StrCat("install_key: no domain with sdi ", sdi));
@@ -462,6 +525,7 @@ absl::Status Sublayer::install_key(uint32_t sdi, uint8_t an, const Key& key) {
         "install_key: that association is sending; activate the other one first");
   }
   d->config.key[an] = key;
+  d->config.iv_mask[an] = iv_mask;
   d->config.installed[an] = true;
   d->fresh[an] = true;
   // A new key starts every sender's counter again: forget their windows.
@@ -519,7 +583,12 @@ size_t Sublayer::memory_bound(const TssConfig& c) noexcept {
   const size_t sources = c.max_sources;
   // A flat_hash_map holds at most twice its entries' slots (load factor 7/8, power of 2).
   const size_t starts = sources * kStartPsnsPerSource;
-  return sizeof(Sublayer) + c.domains.size() * sizeof(Domain) + kGcmBytes +
+  size_t server = 0;  // per-client sending keys, when the sending domain is a server's
+  for (const DomainConfig& d : c.domains) {
+    if (d.sdi == c.tx_sdi && d.mode == Mode::kServer)
+      server = c.server_tx_keys * (sizeof(TxKey) + kGcmBytes);
+  }
+  return server + sizeof(Sublayer) + c.domains.size() * sizeof(Domain) + kGcmBytes +
          sources * (sizeof(void*) + 2 * 16 + sizeof(Source) + kGcmBytes + c.replay_window / 8) +
          2 * starts * 16 + 2 * sources * 12;
 }
@@ -530,6 +599,8 @@ size_t Sublayer::memory_bytes() const noexcept {
   n += sources_.capacity() * sizeof(void*) + source_index_.capacity() * 16;
   n += sources_.size() * (sizeof(Source) + kGcmBytes + replay_window_ / 8);
   n += start_psn_.capacity() * 16 + next_start_.capacity() * 12;
+  n += tx_keys_.capacity() * sizeof(TxKey);
+  for (const TxKey& k : tx_keys_) n += k.gcm.keyed() ? kGcmBytes : 0;
   return n;
 }
 

@@ -6,7 +6,8 @@
 // material lives in `domains_` (a few per endpoint) and is never logged or printed. Receive
 // state is one Source per (domain, association, sender), at most TssConfig::max_sources, each
 // a key schedule (~1 KiB) and a replay bitmap; a new sender beyond the bound is refused
-// and counted, never grown into. The data path allocates only while that table grows.
+// and counted, never grown into. A server-mode sender also keeps TssConfig::server_tx_keys
+// per-client sending keys. The data path allocates only while those tables fill.
 #pragma once
 
 #include <array>
@@ -28,10 +29,17 @@ inline constexpr int kCounterBits = UET_TSS_COUNTER_BITS;
 inline constexpr uint64_t kCounterMask = (uint64_t{1} << kCounterBits) - 1;
 
 // §5.3: direct uses the domain key as the packet key; cluster derives a packet key per
-// sender (and epoch and rekey interval) with label "U1".
-enum class Mode : uint8_t { kDirect = 1, kCluster = 2 };
+// sender (and epoch and rekey interval) with label "U1". Server mode: the server holds the
+// domain key and derives each client's key and IV mask with label "U2" from the client's IPv4
+// address and the epoch (rekey 0), one key for both directions; the client (kClient) is given
+// that key and mask (client_key()) and never sees the domain key.
+enum class Mode : uint8_t { kDirect = 1, kCluster = 2, kServer = 3, kClient = 4 };
 
 inline constexpr uint32_t kAnyJob = 0xFFFFFFFF;  // DomainConfig::job_id: not bound
+
+// Server mode (§5.3): the key and IV mask a server derives for the client at `client_ip4`
+// under `master` at `epoch`; what a key manager hands that client for its kClient domain.
+bool client_key(const Key& master, uint16_t epoch, uint32_t client_ip4, DerivedKey* out) noexcept;
 
 struct DomainConfig {
   uint32_t sdi = 1;  // 24 bits (§5.1)
@@ -39,6 +47,7 @@ struct DomainConfig {
   // One secure domain key per association number (AN, §5.4); only installed ones are used.
   std::array<Key, 2> key{};
   std::array<bool, 2> installed{};
+  std::array<Iv, 2> iv_mask{};  // kClient: the IV mask derived with each key
   // §5.3: rekey = (counter & rekey_mask) >> rekey_shift enters the KDF, so the packet key
   // changes every 2^shift packets without a word on the wire. The default is the spec's
   // example (a new key every 2^32 packets).
@@ -61,6 +70,9 @@ struct TssConfig {
   uint32_t ssi = 0;
   uint32_t replay_window = 1024;  // TSCs remembered per sender, 64..65536, a power of 2
   uint32_t max_sources = 4096;    // senders tracked at once, 1..1048576
+  // Sending in a kServer domain: per-client keys kept, 1..65536, a power of 2; a client whose
+  // slot another took is derived again (counted in Counters::rekeys).
+  uint32_t server_tx_keys = 256;
   Backend backend = Backend::kAuto;  // the AES-256-GCM library (crypto.h); must be available
   // Sealed IPv4 frames go with UDP checksum 0 (RFC 768: "not computed"): the tag covers the
   // ciphertext and the AAD the ports and addresses, so the checksum would cover nothing more
@@ -153,7 +165,7 @@ class Sublayer {
   // Key rotation (§5.4). Install a fresh key for `an` in domain `sdi` (receivers accept it
   // at once; the receive state of that association is reset), switch sending to it (the
   // TSC counter starts again at 0), retire an association (its frames are dropped).
-  absl::Status install_key(uint32_t sdi, uint8_t an, const Key& key);
+  absl::Status install_key(uint32_t sdi, uint8_t an, const Key& key, const Iv& iv_mask = {});
   absl::Status activate(uint8_t an);
   absl::Status retire(uint32_t sdi, uint8_t an);
 
@@ -230,6 +242,17 @@ class Sublayer {
   absl::flat_hash_map<uint64_t, uint32_t> source_index_;  // (sdi, an, addr) -> sources_
   std::vector<std::unique_ptr<Source>> sources_;
   Source scratch_;  // a trimmed frame's key when its sender has no state (open_trimmed)
+  // Sending in a kServer domain: per-client keys, direct-mapped by client address.
+  struct TxKey {
+    bool valid = false;
+    uint8_t an = 0;
+    uint16_t epoch = 0;
+    uint32_t client = 0;
+    Gcm gcm;
+    Iv mask{};
+  };
+  std::vector<TxKey> tx_keys_;
+  TxKey* server_tx_key(uint32_t client, uint16_t epoch) noexcept;
   absl::flat_hash_map<uint64_t, uint32_t> start_psn_;  // (source, spdcid) -> expected start
   absl::flat_hash_map<uint32_t, uint32_t> next_start_;  // peer -> our next start PSN
   Counters counters_;
