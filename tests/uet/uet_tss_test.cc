@@ -62,6 +62,15 @@ struct Pair {
     ASSERT_TRUE(a->post_write({wr_id, kIpB, rkey, offset, kept.data(), kept.size()}).ok());
   }
   std::vector<std::unique_ptr<std::vector<uint8_t>>> sources;
+  // A's one write completed successfully and `src` is at `offset` in B's region.
+  ::testing::AssertionResult delivered(const std::vector<uint8_t>& src, uint64_t offset) {
+    const auto c = drain(*a);
+    if (c.size() != 1) return ::testing::AssertionFailure() << c.size() << " completions";
+    if (c[0].status != OpStatus::kSuccess) return ::testing::AssertionFailure() << "not a success";
+    if (!std::equal(src.begin(), src.end(), region.begin() + static_cast<ptrdiff_t>(offset)))
+      return ::testing::AssertionFailure() << "bytes differ";
+    return ::testing::AssertionSuccess();
+  }
   bool untouched() const {
     return std::all_of(region.begin(), region.end(), [](uint8_t v) { return v == 0xEE; });
   }
@@ -85,10 +94,7 @@ TEST(UetTss_RoundTrip, WritesArriveIntactAndEveryFrameOnTheWireIsSealed) {
   const auto src = pattern(256 * 1024 + 77, 1);
   p.write(1, src, 1000);
   p.link.run(kSecond);
-  const auto c = drain(*p.a);
-  ASSERT_EQ(c.size(), 1u);
-  EXPECT_EQ(c[0].status, OpStatus::kSuccess);
-  EXPECT_TRUE(std::equal(src.begin(), src.end(), p.region.begin() + 1000));
+  EXPECT_TRUE(p.delivered(src, 1000));
   // Expect: requests, ACKs and the closing CLOSE all sealed; the target opened all it got.
   EXPECT_EQ(clear, 0u);
   EXPECT_GT(p.a->tss()->counters().sealed, 64u);
@@ -185,10 +191,7 @@ TEST(UetTss_Checksum, SealedFramesCarryNoUdpChecksumAndTheTagCatchesDamage) {
     const auto src = pattern(64 * 1024, 4);
     p.write(1, src);
     p.link.run(kSecond);
-    const auto c = drain(*p.a);
-    ASSERT_EQ(c.size(), 1u);
-    EXPECT_EQ(c[0].status, OpStatus::kSuccess);
-    EXPECT_TRUE(std::equal(src.begin(), src.end(), p.region.begin()));
+    EXPECT_TRUE(p.delivered(src, 0));
     EXPECT_EQ(damaged, 3u);
     const uint64_t bad_tag = p.b->tss()->counters().drops[static_cast<size_t>(tss::Drop::kBadTag)];
     const uint64_t bad_sum =
@@ -339,10 +342,7 @@ TEST(UetTss_Trimmed, ATrimmedSealedRequestEarnsASealedNackAndIsResent) {
   const auto src = pattern(64 * 1024, 8);
   p.write(1, src);
   p.link.run(kSecond);
-  const auto c = drain(*p.a);
-  ASSERT_EQ(c.size(), 1u);
-  EXPECT_EQ(c[0].status, OpStatus::kSuccess);
-  EXPECT_TRUE(std::equal(src.begin(), src.end(), p.region.begin()));
+  EXPECT_TRUE(p.delivered(src, 0));
   EXPECT_EQ(p.b->tss()->counters().trimmed_unverified, 1u);
   EXPECT_EQ(p.b->counters().rx_trimmed, 1u);  // NACK TRIMMED sent ...
   EXPECT_GE(p.a->counters().nack_retx, 1u);   // ... and the packet resent at once
@@ -466,10 +466,7 @@ TEST(UetTss_Server, AClientWritesToAServerWithItsDerivedKey) {
   const auto src = pattern(128 * 1024 + 5, 6);
   p.write(1, src, 64);
   p.link.run(kSecond);
-  const auto c = drain(*p.a);
-  ASSERT_EQ(c.size(), 1u);
-  EXPECT_EQ(c[0].status, OpStatus::kSuccess);
-  EXPECT_TRUE(std::equal(src.begin(), src.end(), p.region.begin() + 64));
+  EXPECT_TRUE(p.delivered(src, 64));
   EXPECT_EQ(p.b->tss()->counters().opened, p.a->tss()->counters().sealed);
   EXPECT_EQ(p.a->tss()->counters().opened, p.b->tss()->counters().sealed);
   EXPECT_EQ(p.a->tss()->counters().dropped() + p.b->tss()->counters().dropped(), 0u);
