@@ -157,7 +157,6 @@ int open_engine(Domain& d, const Params& p, uint32_t job) {
     }
     c.tss = std::move(*t);
     c.udp_source_port = d.io->ev_ports()[0];
-    c.tx_by_reference = false;  // sealing encrypts from registered memory into the frame
   }
   auto e = UetEndpoint::create(c);
   if (!e.ok()) {
