@@ -325,6 +325,20 @@ void BM_Tss(benchmark::State& state, bool seal, size_t n, tss::Backend backend) 
   state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(n));
 }
 
+// Server mode (spec/uet.md §5.3): what a server pays for a client whose key it does not hold:
+// the "U2" derivation (CMAC, three blocks) and the key schedule and GHASH table of `backend`.
+void BM_TssClientKey(benchmark::State& state, tss::Backend backend) {
+  tss::Key master;
+  master.fill(0x5A);
+  tss::Gcm gcm;
+  uint32_t client = 0x0B000000;
+  for (auto _ : state) {
+    tss::DerivedKey k;
+    benchmark::DoNotOptimize(tss::client_key(master, 0, ++client, &k));
+    benchmark::DoNotOptimize(gcm.set_key(k.key, true, backend));
+  }
+}
+
 void register_all() {
   using benchmark::RegisterBenchmark;
   constexpr std::pair<Proto, const char*> kProtos[] = {{Proto::kUet, "uet"},
@@ -371,6 +385,11 @@ void register_all() {
             ->Unit(benchmark::kNanosecond);
       }
     }
+  }
+  for (tss::Backend b : {tss::Backend::kIpsecMb, tss::Backend::kOpenSsl}) {
+    RegisterBenchmark(("BM_TssClientKey/" + std::string(tss::backend_name(b))).c_str(),
+                      BM_TssClientKey, b)
+        ->Unit(benchmark::kNanosecond);
   }
 }
 

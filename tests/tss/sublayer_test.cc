@@ -432,6 +432,69 @@ TEST_P(Sublayer_Server, TenThousandClientsStayWithinTheBound) {
   EXPECT_TRUE(DroppedAs(open_at(*server, up), Drop::kSourcesFull));
 }
 
+// The epoch a sealed frame carries (TSC bits 63..48).
+uint16_t epoch_of(const std::vector<uint8_t>& frame) {
+  Decoded d;
+  EXPECT_EQ(wire::decode_frame(frame, &d), WireError::kOk);
+  return d.tss != nullptr ? static_cast<uint16_t>(d.tss->tsc() >> kCounterBits) : 0xFFFF;
+}
+
+// Per-client rotation (§5.3): one client moves to epoch 1 with its new derived key; the
+// server follows it on the first frame it authenticates there, for that client alone. Frames
+// either side sealed in epoch 0 before the switch still open; epoch-0 frames sealed after it
+// (an old key's holder, counter past the switch) are refused.
+TEST_P(Sublayer_Server, AClientRotatesItsOwnEpochAndTheServerFollowsForItAlone) {
+  constexpr uint32_t kC = 0x0A000100, kOther = 0x0A000101;
+  auto server = make(config(Mode::kServer), kA);
+  auto client = make(client_config(kC), kC);
+  auto other = make(client_config(kOther), kOther);
+  auto up0 = sealed_write(*client, 1, 100, kC, kA);
+  auto up0_late = sealed_write(*client, 2, 100, kC, kA);  // held back on the way
+  ASSERT_TRUE(open_at(*server, up0).ok);
+  auto down0_late = sealed_write(*server, 1, 100, kA, kC);  // held back on the way
+  EXPECT_EQ(epoch_of(down0_late), 0);
+
+  DerivedKey k1;
+  ASSERT_TRUE(client_key(key_n(1), 1, kC, &k1));
+  ASSERT_TRUE(client->rotate_client_epoch(1, k1.key, k1.iv_mask).ok());
+  EXPECT_FALSE(client->rotate_client_epoch(1, k1.key, k1.iv_mask).ok());  // not newer
+  EXPECT_FALSE(server->rotate_client_epoch(2, k1.key, k1.iv_mask).ok());  // not a client
+  auto up1 = sealed_write(*client, 3, 100, kC, kA);
+  EXPECT_EQ(epoch_of(up1), 1);
+  ASSERT_TRUE(open_at(*server, up1).ok);
+  EXPECT_EQ(server->counters().peer_epochs, 1u);
+  // The straggler sealed before the switch opens (its counter is below the switch).
+  EXPECT_TRUE(open_at(*server, up0_late).ok);
+  // The server now seals towards this client in epoch 1, and towards the other in epoch 0.
+  auto down1 = sealed_write(*server, 2, 100, kA, kC);
+  EXPECT_EQ(epoch_of(down1), 1);
+  EXPECT_TRUE(open_at(*client, down1).ok);
+  EXPECT_TRUE(open_at(*client, down0_late).ok);  // sealed before the server followed
+  auto to_other = sealed_write(*server, 3, 100, kA, kOther);
+  EXPECT_EQ(epoch_of(to_other), 0);
+  EXPECT_TRUE(open_at(*other, to_other).ok);
+
+  // Whoever kept the client's epoch-0 key cannot use it any more: a frame sealed with it and a
+  // counter past the switch is stale at the server...
+  auto old_client = make(client_config(kC), kC);
+  ASSERT_TRUE(old_client->resume_counter(100).ok());
+  auto forged_up = sealed_write(*old_client, 4, 100, kC, kA);
+  EXPECT_TRUE(DroppedAs(open_at(*server, forged_up), Drop::kStaleEpoch));
+  // ... and the same holds at the client for epoch-0 frames from the server's side.
+  auto old_server = make(config(Mode::kServer), kA);
+  ASSERT_TRUE(old_server->resume_counter(100).ok());
+  auto forged_down = sealed_write(*old_server, 4, 100, kA, kC);
+  EXPECT_EQ(epoch_of(forged_down), 0);
+  EXPECT_TRUE(DroppedAs(open_at(*client, forged_down), Drop::kStaleEpoch));
+  // An epoch the client holds no key for opens nothing.
+  TssConfig ahead = config(Mode::kServer);
+  ahead.domains[0].epoch = 5;
+  auto ahead_server = make(ahead, kA);
+  auto down5 = sealed_write(*ahead_server, 5, 100, kA, kOther);
+  EXPECT_EQ(epoch_of(down5), 5);
+  EXPECT_TRUE(DroppedAs(open_at(*other, down5), Drop::kNoKey));
+}
+
 const auto kBackends = testing::Values(Backend::kIpsecMb, Backend::kOpenSsl);
 std::string backend_label(const testing::TestParamInfo<Backend>& i) {
   return i.param == Backend::kIpsecMb ? "IpsecMb" : "OpenSsl";

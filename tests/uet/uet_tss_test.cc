@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <random>
 #include <vector>
 
@@ -470,6 +471,52 @@ TEST(UetTss_Server, AClientWritesToAServerWithItsDerivedKey) {
   EXPECT_EQ(p.b->tss()->counters().opened, p.a->tss()->counters().sealed);
   EXPECT_EQ(p.a->tss()->counters().opened, p.b->tss()->counters().sealed);
   EXPECT_EQ(p.a->tss()->counters().dropped() + p.b->tss()->counters().dropped(), 0u);
+}
+
+// Per-client rotation (§5.3) mid-flow, under loss and reordering: A moves to epoch 1; B
+// follows on A's first epoch-1 frame, stragglers of epoch 0 still open, every write lands
+// once, and no frame fails its tag on either side.
+TEST(UetTss_Server, AClientRotatesItsEpochMidFlowWithoutAFailedTag) {
+  UetConfig ca = config_for(kIpA), cb = config_for(kIpB);
+  cb.tss.domains[0].mode = tss::Mode::kServer;
+  tss::DerivedKey k0, k1;
+  ASSERT_TRUE(tss::client_key(key_n(1), 0, kIpA, &k0));
+  ASSERT_TRUE(tss::client_key(key_n(1), 1, kIpA, &k1));
+  ca.tss.domains[0].mode = tss::Mode::kClient;
+  ca.tss.domains[0].key[0] = k0.key;
+  ca.tss.domains[0].iv_mask[0] = k0.iv_mask;
+  Pair p(ca, cb);
+  std::mt19937_64 rng(9);
+  std::array<size_t, 2> b_sent_in{};  // B's frames by epoch
+  p.link.set_filter([&](int from, const wire::Decoded& d, std::vector<uint8_t>&) {
+    if (from == 1 && d.tss != nullptr) ++b_sent_in[std::min<uint64_t>(d.tss->tsc() >> 48, 1)];
+    testing::Verdict v;
+    if (rng() % 100 < 2) v.copies = 0;
+    v.delay = static_cast<Time>(rng() % 3000) * kNanosecond;
+    return v;
+  });
+  std::vector<std::vector<uint8_t>> srcs;
+  for (int i = 0; i < 6; ++i) srcs.push_back(pattern(64 * 1024, 20 + i));
+  for (int i = 0; i < 3; ++i) p.write(i, srcs[i], uint64_t(i) * 64 * 1024);
+  p.link.run(p.link.now() + 30 * kMicrosecond);  // mid-flow
+  ASSERT_TRUE(p.a->tss()->rotate_client_epoch(1, k1.key, k1.iv_mask).ok());
+  for (int i = 3; i < 6; ++i) p.write(i, srcs[i], uint64_t(i) * 64 * 1024);
+  p.link.run(kSecond);
+  const auto c = drain(*p.a);
+  ASSERT_EQ(c.size(), 6u);
+  for (const Completion& x : c) EXPECT_EQ(x.status, OpStatus::kSuccess) << x.wr_id;
+  for (int i = 0; i < 6; ++i) {
+    EXPECT_TRUE(std::equal(srcs[i].begin(), srcs[i].end(), p.region.begin() + i * 64 * 1024))
+        << i;
+  }
+  for (const UetEndpoint* ep : {p.a.get(), p.b.get()}) {
+    EXPECT_EQ(ep->tss()->counters().drops[static_cast<size_t>(tss::Drop::kBadTag)], 0u);
+    EXPECT_EQ(ep->tss()->counters().drops[static_cast<size_t>(tss::Drop::kNoKey)], 0u);
+  }
+  EXPECT_EQ(p.b->tss()->counters().peer_epochs, 1u);
+  EXPECT_EQ(p.a->tss()->counters().peer_epochs, 1u);
+  EXPECT_GT(b_sent_in[0], 0u);
+  EXPECT_GT(b_sent_in[1], 0u);  // B followed A into epoch 1
 }
 
 TEST(UetTss_Config, ABadTssConfigIsRefusedNamingTheField) {

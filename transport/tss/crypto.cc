@@ -30,9 +30,11 @@ void put_be32(uint8_t* p, uint32_t v) noexcept {
 class Cmac {
  public:
   explicit Cmac(const Key& key) noexcept {
-    mac_ = EVP_MAC_fetch(nullptr, "CMAC", nullptr);
-    if (mac_ == nullptr) return;
-    ctx_ = EVP_MAC_CTX_new(mac_);
+    // Fetched once per process: a fetch walks OpenSSL's provider store under a lock, and
+    // costs more than the three CMAC blocks of a derivation.
+    static EVP_MAC* const mac = EVP_MAC_fetch(nullptr, "CMAC", nullptr);
+    if (mac == nullptr) return;
+    ctx_ = EVP_MAC_CTX_new(mac);
     if (ctx_ == nullptr) return;
     char cipher[] = "AES-256-CBC";
     const OSSL_PARAM params[] = {
@@ -40,10 +42,7 @@ class Cmac {
         OSSL_PARAM_construct_end()};
     ok_ = EVP_MAC_init(ctx_, key.data(), key.size(), params) == 1;
   }
-  ~Cmac() {
-    EVP_MAC_CTX_free(ctx_);
-    EVP_MAC_free(mac_);
-  }
+  ~Cmac() { EVP_MAC_CTX_free(ctx_); }
   Cmac(const Cmac&) = delete;
   Cmac& operator=(const Cmac&) = delete;
 
@@ -56,7 +55,6 @@ class Cmac {
   }
 
  private:
-  EVP_MAC* mac_ = nullptr;
   EVP_MAC_CTX* ctx_ = nullptr;
   bool ok_ = false;
 };

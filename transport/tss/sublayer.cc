@@ -168,18 +168,20 @@ bool client_key(const Key& master, uint16_t epoch, uint32_t client_ip4, DerivedK
   return kdf(master, UET_TSS_LABEL_SERVER, kdf_context4(epoch, 0, client_ip4), out);
 }
 
-// The key this server seals with towards `client` (its IPv4 address), derived on first use
-// and whenever its slot held another client, epoch or association.
-Sublayer::TxKey* Sublayer::server_tx_key(uint32_t client, uint16_t epoch) noexcept {
-  // Fibonacci hashing: neighbouring addresses land far apart.
-  const uint32_t slot = static_cast<uint32_t>((uint64_t{client} * 0x9E3779B97F4A7C15u) >> 40) &
-                        static_cast<uint32_t>(tx_keys_.size() - 1);
-  TxKey& k = tx_keys_[slot];
-  if (k.valid && k.client == client && k.epoch == epoch && k.an == tx_an_) return &k;
+// The key this server seals with towards `client` (its IPv4 address), in the newest epoch
+// heard from it (else the domain's), derived on first use and whenever its slot held another
+// client or association, or the client moved on (heard_epoch()).
+Sublayer::TxKey* Sublayer::server_tx_key(uint32_t client) noexcept {
+  TxKey& k = tx_keys_[tx_slot(client)];
+  if (k.valid && k.client == client && k.an == tx_an_) return &k;
   k.valid = false;
+  const DomainConfig& c = domains_[tx_domain_].config;
+  uint16_t epoch = c.epoch;
+  if (auto it = source_index_.find(source_key(c.sdi, tx_an_, client)); it != source_index_.end()) {
+    if (sources_[it->second]->heard) epoch = sources_[it->second]->newest;
+  }
   DerivedKey d;
-  if (!client_key(domains_[tx_domain_].config.key[tx_an_], epoch, client, &d) ||
-      !k.gcm.set_key(d.key, true, backend_)) {
+  if (!client_key(c.key[tx_an_], epoch, client, &d) || !k.gcm.set_key(d.key, true, backend_)) {
     OPENSSL_cleanse(&d, sizeof d);
     return nullptr;
   }
@@ -257,15 +259,17 @@ bool Sublayer::seal(uint8_t* frame, size_t len, const SealLayout& l,
   const uint64_t counter = tx_counter_;
   Gcm* gcm = &tx_gcm_;
   const Iv* mask = &tx_mask_;
+  uint16_t epoch = c.epoch;
   if (c.mode == Mode::kServer) {
     // §5.3: the key of the client the frame goes to (IPv4 only, as the engines).
-    TxKey* k = l.ipv6 ? nullptr : server_tx_key(load_be32(frame + l.l3 + 16), c.epoch);
+    TxKey* k = l.ipv6 ? nullptr : server_tx_key(load_be32(frame + l.l3 + 16));
     if (k == nullptr) {
       ++counters_.seal_failed;
       return false;
     }
     gcm = &k->gcm;
     mask = &k->mask;
+    epoch = k->epoch;
   } else {
     const uint32_t rekey = c.mode == Mode::kCluster
                                ? static_cast<uint32_t>((counter & c.rekey_mask) >> c.rekey_shift)
@@ -277,7 +281,7 @@ bool Sublayer::seal(uint8_t* frame, size_t len, const SealLayout& l,
       return false;
     }
   }
-  const uint64_t tsc = uint64_t{c.epoch} << kCounterBits | counter;
+  const uint64_t tsc = uint64_t{epoch} << kCounterBits | counter;
   uint8_t* h = frame + l.tss;
   uint32_t word = uint32_t{static_cast<uint8_t>(wire::PdsType::kEnc)} << 27 |
                   uint32_t{send_ssi_} << 26 | uint32_t{tx_an_} << 24 | c.sdi;
@@ -322,12 +326,20 @@ bool Sublayer::seal(uint8_t* frame, size_t len, const SealLayout& l,
   return true;
 }
 
-bool Sublayer::key_source(Source& s, const Domain& dom, uint8_t an, uint16_t epoch,
+Drop Sublayer::key_source(Source& s, const Domain& dom, uint8_t an, uint16_t epoch,
                           uint32_t rekey, uint32_t addr, const uint8_t* addr6) noexcept {
   const DomainConfig& c = dom.config;
-  if (c.mode == Mode::kDirect || c.mode == Mode::kClient) {
-    s.mask = c.mode == Mode::kClient ? c.iv_mask[an] : Iv{};
-    if (!s.gcm.set_key(c.key[an], false, backend_)) return false;
+  if (c.mode == Mode::kDirect) {
+    s.mask = Iv{};
+    if (!s.gcm.set_key(c.key[an], false, backend_)) return Drop::kCrypto;
+  } else if (c.mode == Mode::kClient) {
+    // A client's key is its epoch's (§5.3): the current one, or the one it rotated from.
+    const bool now = epoch == c.epoch;
+    if (!now && !(dom.previous && dom.previous_an == an && dom.previous_epoch == epoch)) {
+      return Drop::kNoKey;
+    }
+    s.mask = now ? c.iv_mask[an] : dom.previous_mask;
+    if (!s.gcm.set_key(now ? c.key[an] : dom.previous_key, false, backend_)) return Drop::kCrypto;
   } else {
     // Cluster: "U1" over the sender; server: "U2" over the client, who is the sender here.
     const char* label = c.mode == Mode::kServer ? UET_TSS_LABEL_SERVER : UET_TSS_LABEL_CLUSTER;
@@ -340,18 +352,18 @@ bool Sublayer::key_source(Source& s, const Domain& dom, uint8_t an, uint16_t epo
       const auto ctx = kdf_context4(epoch, rekey, addr);
       ok = kdf(c.key[an], label, ctx, &k);
     }
-    if (!ok || !s.gcm.set_key(k.key, false, backend_)) return false;
+    if (!ok || !s.gcm.set_key(k.key, false, backend_)) return Drop::kCrypto;
     s.mask = k.iv_mask;
     ++counters_.rekeys;
   }
   s.keyed = true;
   s.epoch = epoch;
   s.rekey = rekey;
-  return true;
+  return Drop::kCount;
 }
 
 Sublayer::Source* Sublayer::locate(const wire::Decoded& d, bool create, Iv* iv,
-                                   uint64_t* counter, Drop* why) noexcept {
+                                   uint64_t* counter, Gcm** gcm, Drop* why) noexcept {
   const TssFields t = fields_of(d);
   Domain* dom = domain(t.sdi);
   if (dom == nullptr) {
@@ -402,13 +414,27 @@ Sublayer::Source* Sublayer::locate(const wire::Decoded& d, bool create, Iv* iv,
                              ? static_cast<uint32_t>((*counter & c.rekey_mask) >> c.rekey_shift)
                              : 0;
   const uint8_t* addr6 = !t.sp && d.ipv6 != nullptr ? d.ipv6->raw + 8 : nullptr;
-  if ((!s->keyed || s->epoch != epoch || s->rekey != rekey) &&
-      !key_source(*s, *dom, t.an, epoch, rekey, addr, addr6)) {
-    *why = fail(Drop::kCrypto);
-    return nullptr;
+  Source* keyed = s;
+  if (s->heard && epoch != s->newest && static_cast<uint16_t>(s->newest - epoch) < 0x8000) {
+    // An epoch this peer has left (§5.3): only what it sealed before switching opens, with
+    // a key derived for the frame alone, so stragglers do not evict the current one.
+    if (*counter >= s->switch_at) {
+      *why = fail(Drop::kStaleEpoch);
+      return nullptr;
+    }
+    keyed = &scratch_;
+    keyed->keyed = false;
+  }
+  if (!keyed->keyed || keyed->epoch != epoch || keyed->rekey != rekey) {
+    if (const Drop k = key_source(*keyed, *dom, t.an, epoch, rekey, addr, addr6);
+        k != Drop::kCount) {
+      *why = fail(k);
+      return nullptr;
+    }
   }
   const uint32_t iv_src = t.sp ? t.ssi : d.ipv4 != nullptr ? d.ipv4->src() : t.sdi;
-  *iv = packet_iv(iv_src, t.tsc, s->mask);
+  *iv = packet_iv(iv_src, t.tsc, keyed->mask);
+  *gcm = &keyed->gcm;
   return s;
 }
 
@@ -420,7 +446,8 @@ bool Sublayer::open(uint8_t* frame, const wire::Decoded& d, std::span<uint8_t>* 
   }
   Iv iv;
   uint64_t counter = 0;
-  Source* s = locate(d, true, &iv, &counter, why);
+  Gcm* gcm = nullptr;
+  Source* s = locate(d, true, &iv, &counter, &gcm, why);
   if (s == nullptr) return false;
   // The replay window is checked before and moved only after the tag matched, so a forged
   // frame can neither pass nor shift it.
@@ -440,11 +467,12 @@ bool Sublayer::open(uint8_t* frame, const wire::Decoded& d, std::span<uint8_t>* 
   const size_t off = static_cast<size_t>(d.sealed.data() - frame);
   const size_t body = d.sealed.size() - kTagBytes;
   uint8_t* data = frame + off;
-  if (!s->gcm.open(iv, std::span<const uint8_t>(aad_buf, n), std::span<uint8_t>(data, body),
-                   data + body)) {
+  if (!gcm->open(iv, std::span<const uint8_t>(aad_buf, n), std::span<uint8_t>(data, body),
+                 data + body)) {
     *why = fail(Drop::kBadTag);
     return false;
   }
+  heard_epoch(*s, d, counter);
   if (counter >= s->top) {
     // Slide: clear the bits of the counters skipped between top and this one.
     const uint64_t gap = counter + 1 - s->top;
@@ -463,14 +491,35 @@ bool Sublayer::open(uint8_t* frame, const wire::Decoded& d, std::span<uint8_t>* 
   return true;
 }
 
+// Server and client domains (§5.3): each client has its own epoch, which an authenticated
+// frame moves forward; the server then seals towards that client in it.
+void Sublayer::heard_epoch(Source& s, const wire::Decoded& d, uint64_t counter) noexcept {
+  const TssFields t = fields_of(d);
+  const Domain* dom = domain(t.sdi);
+  if (dom->config.mode != Mode::kServer && dom->config.mode != Mode::kClient) return;
+  const uint16_t epoch = static_cast<uint16_t>(t.tsc >> kCounterBits);
+  if (!s.heard || static_cast<uint16_t>(epoch - s.newest) - 1u < 0x7FFFu) {
+    counters_.peer_epochs += s.heard;
+    s.heard = true;
+    s.newest = epoch;
+    s.switch_at = counter;
+    if (dom->config.mode == Mode::kServer && !tx_keys_.empty() && !t.sp && d.ipv4 != nullptr) {
+      TxKey& k = tx_keys_[tx_slot(d.ipv4->src())];
+      if (k.client == d.ipv4->src()) k.valid = false;  // seal in its new epoch from now on
+    }
+  } else if (epoch == s.newest && counter < s.switch_at) {
+    s.switch_at = counter;
+  }
+}
+
 bool Sublayer::open_trimmed(uint8_t* frame, const wire::Decoded& d, std::span<uint8_t>* plain,
                             Drop* why) noexcept {
   Iv iv;
   uint64_t counter = 0;
-  Source* s = locate(d, false, &iv, &counter, why);
-  if (s == nullptr) return false;
+  Gcm* gcm = nullptr;
+  if (locate(d, false, &iv, &counter, &gcm, why) == nullptr) return false;
   uint8_t* data = frame + (d.sealed.data() - frame);
-  if (!s->gcm.decrypt_unverified(iv, std::span<uint8_t>(data, d.sealed.size()))) {
+  if (!gcm->decrypt_unverified(iv, std::span<uint8_t>(data, d.sealed.size()))) {
     *why = fail(Drop::kCrypto);
     return false;
   }
@@ -534,6 +583,7 @@ absl::Status Sublayer::install_key(uint32_t sdi, uint8_t an, const Key& key, con
       Source& s = *sources_[it->second];
       s.keyed = false;
       s.top = 0;
+      s.heard = false;
       std::fill(s.seen.begin(), s.seen.end(), 0);
     }
   }
@@ -566,6 +616,30 @@ absl::Status Sublayer::retire(uint32_t sdi, uint8_t an) {
   d->config.installed[an] = false;
   d->config.key[an] = Key{};
   d->fresh[an] = false;
+  return absl::OkStatus();
+}
+
+absl::Status Sublayer::rotate_client_epoch(uint16_t epoch, const Key& key, const Iv& iv_mask) {
+  Domain& d = domains_[tx_domain_];
+  if (d.config.mode != Mode::kClient) {
+    return absl::FailedPreconditionError(
+        "rotate_client_epoch: the sending domain is not a client's (Mode::kClient)");
+  }
+  if (static_cast<uint16_t>(epoch - d.config.epoch) - 1u >= 0x7FFFu) {
+    return absl::InvalidArgumentError(absl::StrCat("rotate_client_epoch: epoch ", epoch,
+                                                   " is not newer than ", d.config.epoch));
+  }
+  d.previous = true;
+  d.previous_an = tx_an_;
+  d.previous_epoch = d.config.epoch;
+  d.previous_key = d.config.key[tx_an_];
+  d.previous_mask = d.config.iv_mask[tx_an_];
+  d.config.key[tx_an_] = key;
+  d.config.iv_mask[tx_an_] = iv_mask;
+  d.config.epoch = epoch;
+  // The counter goes on: the new key gives new IVs, and the server's replay window and its
+  // test for frames sealed before the switch both rest on one counter across epochs.
+  tx_keyed_ = false;
   return absl::OkStatus();
 }
 

@@ -86,7 +86,7 @@ struct TssConfig {
 #define UET_TSS_DROPS(X)                                                        \
   X(kShort, "shorter than a TSS header and a tag")                             \
   X(kUnknownSdi, "secure domain not configured")                               \
-  X(kNoKey, "association number has no installed key (retired or not yet)")    \
+  X(kNoKey, "no installed key for the association (retired or not yet) or epoch") \
   X(kStaleEpoch, "epoch older than the domain's allowed age")                   \
   X(kTooOld, "TSC below the sender's replay window")                           \
   X(kReplay, "TSC already received from this sender")                           \
@@ -109,6 +109,7 @@ struct Counters {
   uint64_t trimmed_unverified = 0;  // trimmed sealed frames read without a tag (§5.5)
   uint64_t rekeys = 0;              // packet keys derived (KDF runs)
   uint64_t start_psn_unrecorded = 0;  // closing PDCs whose expected start PSN found no room
+  uint64_t peer_epochs = 0;  // server or client domains: a peer authenticated in a newer epoch
   std::array<uint64_t, static_cast<size_t>(Drop::kCount)> drops{};
   uint64_t dropped() const noexcept;
 };
@@ -169,6 +170,13 @@ class Sublayer {
   absl::Status activate(uint8_t an);
   absl::Status retire(uint32_t sdi, uint8_t an);
 
+  // Per-client rotation in server mode (§5.3): this client (its sending domain kClient) moves
+  // to `epoch`, serially newer than its current one, with the key and mask client_key()
+  // derives there. Its counter goes on. The server follows on the first frame it
+  // authenticates in the new epoch, for both directions; frames either side sealed in the
+  // old epoch before its peer switched still open, later ones are dropped (stale_epoch).
+  absl::Status rotate_client_epoch(uint16_t epoch, const Key& key, const Iv& iv_mask);
+
   // A restarted sender continues its counter where the key left off (persisted outside);
   // going back would repeat IVs under one key and is refused.
   absl::Status resume_counter(uint64_t counter);
@@ -195,6 +203,13 @@ class Sublayer {
   struct Domain {
     DomainConfig config;
     std::array<bool, 2> fresh{};  // installed and never sent with: activate() may use it
+    // kClient: the key of the epoch before rotate_client_epoch(), for the server's frames
+    // sealed before it followed.
+    bool previous = false;
+    uint8_t previous_an = 0;
+    uint16_t previous_epoch = 0;
+    Key previous_key{};
+    Iv previous_mask{};
   };
   // Receive state of one sender in one association of one domain.
   struct Source {
@@ -204,6 +219,12 @@ class Sublayer {
     uint32_t rekey = 0;
     Iv mask{};
     uint64_t top = 0;  // highest counter accepted + 1 (0: none yet)
+    // Server and client domains, where each client has its own epoch (§5.3): the newest
+    // epoch authenticated from this peer and the lowest counter seen in it. A frame of an
+    // older epoch opens only below that counter: it was sealed before the peer switched.
+    bool heard = false;
+    uint16_t newest = 0;
+    uint64_t switch_at = 0;
     std::vector<uint64_t> seen;  // replay bitmap, bit (counter % window)
   };
 
@@ -211,11 +232,14 @@ class Sublayer {
   Domain* domain(uint32_t sdi) noexcept;
   // addr6: the sender's IPv6 address when the frame is IPv6 without an SSI (§5.3), else null.
   bool key_tx(uint16_t epoch, uint32_t rekey, const uint8_t* addr6) noexcept;
-  bool key_source(Source& s, const Domain& dom, uint8_t an, uint16_t epoch, uint32_t rekey,
+  // kCount when keyed, else why not.
+  Drop key_source(Source& s, const Domain& dom, uint8_t an, uint16_t epoch, uint32_t rekey,
                   uint32_t addr, const uint8_t* addr6) noexcept;
-  // Finds the sealed frame's domain, source state and IV, checking everything but the tag.
-  Source* locate(const wire::Decoded& d, bool create, Iv* iv, uint64_t* counter,
+  // Finds the sealed frame's domain, source state, key and IV, checking everything but the
+  // tag. *gcm is the source's own key, or scratch_'s for an epoch it has left.
+  Source* locate(const wire::Decoded& d, bool create, Iv* iv, uint64_t* counter, Gcm** gcm,
                  Drop* why) noexcept;
+  void heard_epoch(Source& s, const wire::Decoded& d, uint64_t counter) noexcept;
   size_t aad(const wire::Decoded& d, uint8_t* out) const noexcept;
   Drop fail(Drop d) noexcept {
     ++counters_.drops[static_cast<size_t>(d)];
@@ -252,7 +276,12 @@ class Sublayer {
     Iv mask{};
   };
   std::vector<TxKey> tx_keys_;
-  TxKey* server_tx_key(uint32_t client, uint16_t epoch) noexcept;
+  TxKey* server_tx_key(uint32_t client) noexcept;
+  uint32_t tx_slot(uint32_t client) const noexcept {
+    // Fibonacci hashing: neighbouring addresses land far apart.
+    return static_cast<uint32_t>((uint64_t{client} * 0x9E3779B97F4A7C15u) >> 40) &
+           static_cast<uint32_t>(tx_keys_.size() - 1);
+  }
   absl::flat_hash_map<uint64_t, uint32_t> start_psn_;  // (source, spdcid) -> expected start
   absl::flat_hash_map<uint32_t, uint32_t> next_start_;  // peer -> our next start PSN
   Counters counters_;
