@@ -3,16 +3,20 @@
  * A sealed frame is the TSS header, then the AES-256-GCM ciphertext of the PDS header, SES
  * header and payload, then a 16-byte tag (§5.1). With the key of the frame's (SDI, AN), read
  * from the file the preference uetref.tss_key_file names, this file derives the packet key and
- * IV mask (§5.3, cluster mode; direct mode uses the key as it is), builds the IV and the AAD
+ * IV mask (§5.3: cluster mode over the sender; server mode over the client, who is the source
+ * or the destination, whichever tag matches; direct and client modes use the key as it is),
+ * builds the IV and the AAD
  * (§5.2), decrypts into a new data source "Decrypted TSS" and checks the tag; uet.c dissects
  * the plaintext as it dissects a clear frame. A trimmed sealed frame has lost its tag: its
  * prefix is decrypted without authentication and marked so (§5.5).
  *
  * Key file (dissector/README.md): one key a line,
- *   sdi=<N> an=<0|1> mode=<cluster|direct> key=<64 hex digits> [rekey_mask=<N>] [rekey_shift=<N>]
- *   [job=<N>]
+ *   sdi=<N> an=<0|1> mode=<cluster|direct|server|client> key=<64 hex digits>
+ *   [iv_mask=<24 hex digits>, mode=client only] [rekey_mask=<N>] [rekey_shift=<N>] [job=<N>]
  * numbers decimal or 0x hex, '#' starts a comment. A line that does not parse is skipped and
  * reported (a warning in the log when the file is read, expert info on every sealed frame).
+ * A capture sees many clients of one server: several mode=client lines may share an SDI and
+ * AN, and each is tried until a tag matches; any other mode has one line per SDI and AN.
  *
  * Ownership: the key table is read from the file on the first sealed frame after the
  * preference was applied, then only read. Keys never enter the tree, the log or an expert
@@ -36,15 +40,19 @@
 #define DEFAULT_REKEY_MASK G_GUINT64_CONSTANT(0x0000FFFF00000000)
 #define DEFAULT_REKEY_SHIFT 32
 
-typedef enum { MODE_CLUSTER, MODE_DIRECT } tss_mode;
+typedef enum { MODE_CLUSTER, MODE_DIRECT, MODE_SERVER, MODE_CLIENT } tss_mode;
 
-static const value_string mode_vals[] = {{MODE_CLUSTER, "cluster (packet key from the KDF)"},
-                                         {MODE_DIRECT, "direct (the domain key, no IV mask)"},
-                                         {0, NULL}};
+static const value_string mode_vals[] = {
+    {MODE_CLUSTER, "cluster (packet key from the KDF over the sender)"},
+    {MODE_DIRECT, "direct (the domain key, no IV mask)"},
+    {MODE_SERVER, "server (the client's key from the KDF over the client)"},
+    {MODE_CLIENT, "client (a client's derived key and IV mask)"},
+    {0, NULL}};
 
 /* One line of the key file. */
 typedef struct {
   guint8 key[KEY_BYTES];
+  guint8 iv_mask[IV_BYTES]; /* MODE_CLIENT */
   tss_mode mode;
   guint64 rekey_mask;
   guint rekey_shift;
@@ -52,7 +60,7 @@ typedef struct {
 } tss_key;
 
 static const char *pref_key_file = "";
-static GHashTable *keys;    /* (SDI << 1 | AN) -> tss_key; NULL: read the file again */
+static GHashTable *keys;    /* (SDI << 1 | AN) -> GPtrArray of tss_key; NULL: read again */
 static char *keys_problem;  /* the key file's first problem, NULL when it had none */
 static guint keys_problems; /* how many lines (or reads) failed */
 
@@ -64,6 +72,7 @@ static int hf_counter = -1;
 static int hf_rekey = -1;
 static int hf_mode = -1;
 static int hf_key_line = -1;
+static int hf_client = -1;
 
 static expert_field ei_bad_tag = EI_INIT;
 static expert_field ei_no_key = EI_INIT;
@@ -82,6 +91,8 @@ static void free_key(gpointer p) {
   wipe(p, sizeof(tss_key));
   g_free(p);
 }
+
+static void free_key_list(gpointer p) { g_ptr_array_free((GPtrArray *)p, TRUE); }
 
 /* ------------------------------------------------------------------ key file */
 static void problem(const char *path, guint line, const char *what) {
@@ -104,9 +115,9 @@ static gboolean parse_number(const char *s, guint64 max, guint64 *out) {
   return s[0] != '\0' && g_ascii_string_to_unsigned(s, base, 0, max, out, NULL);
 }
 
-static gboolean parse_key_hex(const char *s, guint8 *out) {
-  if (strlen(s) != 2 * KEY_BYTES) return FALSE;
-  for (guint i = 0; i < KEY_BYTES; i++) {
+static gboolean parse_hex(const char *s, guint8 *out, size_t bytes) {
+  if (strlen(s) != 2 * bytes) return FALSE;
+  for (guint i = 0; i < bytes; i++) {
     const int hi = g_ascii_xdigit_value(s[2 * i]);
     const int lo = g_ascii_xdigit_value(s[2 * i + 1]);
     if (hi < 0 || lo < 0) return FALSE;
@@ -117,9 +128,9 @@ static gboolean parse_key_hex(const char *s, guint8 *out) {
 
 /* job= binds a domain to a job (spec/uet.md §5.7): the endpoints' business, read and checked
  * here only so one file serves both. */
-enum { K_SDI, K_AN, K_MODE, K_KEY, K_REKEY_MASK, K_REKEY_SHIFT, K_JOB, K_COUNT };
+enum { K_SDI, K_AN, K_MODE, K_KEY, K_REKEY_MASK, K_REKEY_SHIFT, K_JOB, K_IV_MASK, K_COUNT };
 static const char *const key_names[K_COUNT] = {"sdi",        "an",          "mode", "key",
-                                               "rekey_mask", "rekey_shift", "job"};
+                                               "rekey_mask", "rekey_shift", "job",  "iv_mask"};
 
 /* One line, comment already cut. Returns NULL when it holds a key (then *id and *k are set)
  * or nothing (*id is G_MAXUINT32); else what is wrong, never quoting a value. */
@@ -162,11 +173,18 @@ static char *parse_line(char *text, guint32 *id, tss_key *k) {
             k->mode = MODE_CLUSTER;
           else if (strcmp(value, "direct") == 0)
             k->mode = MODE_DIRECT;
+          else if (strcmp(value, "server") == 0)
+            k->mode = MODE_SERVER;
+          else if (strcmp(value, "client") == 0)
+            k->mode = MODE_CLIENT;
           else
             ok = FALSE;
           break;
         case K_KEY:
-          ok = parse_key_hex(value, k->key);
+          ok = parse_hex(value, k->key, KEY_BYTES);
+          break;
+        case K_IV_MASK:
+          ok = parse_hex(value, k->iv_mask, IV_BYTES);
           break;
         case K_REKEY_MASK:
           ok = parse_number(value, G_MAXUINT64, &k->rekey_mask);
@@ -182,11 +200,12 @@ static char *parse_line(char *text, guint32 *id, tss_key *k) {
       if (!ok) {
         static const char *const want[K_COUNT] = {"a number from 0 to 16777215",
                                                   "0 or 1",
-                                                  "cluster or direct",
+                                                  "cluster, direct, server or client",
                                                   "64 hex digits",
                                                   "a 64-bit number",
                                                   "a number from 0 to 63",
-                                                  "a number from 0 to 16777215"};
+                                                  "a number from 0 to 16777215",
+                                                  "24 hex digits"};
         err = g_strdup_printf("%s must be %s", key_names[n], want[n]);
       }
     }
@@ -195,6 +214,10 @@ static char *parse_line(char *text, guint32 *id, tss_key *k) {
   for (int n = 0; n < K_COUNT; n++) any |= seen[n];
   for (int n = K_SDI; any && !err && n <= K_KEY; n++)
     if (!seen[n]) err = g_strdup_printf("%s= missing", key_names[n]);
+  if (any && !err && k->mode == MODE_CLIENT && !seen[K_IV_MASK])
+    err = g_strdup("iv_mask= missing (mode=client)");
+  if (any && !err && k->mode != MODE_CLIENT && seen[K_IV_MASK])
+    err = g_strdup("iv_mask= is for mode=client only");
   if (any && !err) *id = (guint32)(sdi << 1 | an);
   for (char **t = tokens; *t; t++) wipe(*t, strlen(*t));
   g_strfreev(tokens);
@@ -212,7 +235,7 @@ static void free_keys(void) {
 static void load_keys(void) {
   const char *path = pref_key_file ? pref_key_file : "";
   free_keys();
-  keys = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, free_key);
+  keys = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, free_key_list);
   if (path[0] == '\0') return;
   gchar *text = NULL;
   gsize len = 0;
@@ -235,12 +258,18 @@ static void load_keys(void) {
     char *err = parse_line(lines[i], &id, &k);
     k.line = i + 1;
     if (!err && id != G_MAXUINT32) {
-      const tss_key *first = (const tss_key *)g_hash_table_lookup(keys, GUINT_TO_POINTER(id));
-      if (first)
+      GPtrArray *list = (GPtrArray *)g_hash_table_lookup(keys, GUINT_TO_POINTER(id));
+      const tss_key *first = list ? (const tss_key *)g_ptr_array_index(list, 0) : NULL;
+      if (first && (first->mode != MODE_CLIENT || k.mode != MODE_CLIENT)) {
         err = g_strdup_printf("sdi %u an %u already has a key (line %u); this one is ignored",
                               id >> 1, id & 1, first->line);
-      else
-        g_hash_table_insert(keys, GUINT_TO_POINTER(id), g_memdup2(&k, sizeof k));
+      } else {
+        if (!list) {
+          list = g_ptr_array_new_with_free_func(free_key);
+          g_hash_table_insert(keys, GUINT_TO_POINTER(id), list);
+        }
+        g_ptr_array_add(list, g_memdup2(&k, sizeof k));
+      }
     }
     if (err) problem(path, i + 1, err);
     g_free(err);
@@ -252,9 +281,9 @@ static void load_keys(void) {
 
 void uetref_tss_prefs_applied(void) { free_keys(); }
 
-static const tss_key *find_key(guint32 sdi, guint32 an) {
+static const GPtrArray *find_keys(guint32 sdi, guint32 an) {
   if (!keys) load_keys();
-  return (const tss_key *)g_hash_table_lookup(keys, GUINT_TO_POINTER(sdi << 1 | an));
+  return (const GPtrArray *)g_hash_table_lookup(keys, GUINT_TO_POINTER(sdi << 1 | an));
 }
 
 /* -------------------------------------------------------------------- crypto */
@@ -268,17 +297,17 @@ static void put_be32(guint8 *p, guint32 v) {
 }
 
 /* §5.3: NIST SP 800-108 counter mode, PRF AES-256-CMAC. Block i (i = 1, 2, 3) is
- * CMAC(master, i || "U1" || 0x00 || context || L), L = 352 in two bytes; the first 44 bytes
- * are the packet key and the IV mask. */
-static gcry_error_t kdf(const guint8 *master, const guint8 *context, size_t context_len,
-                        guint8 *key, guint8 *mask) {
-  static const char label[] = UET_TSS_LABEL_CLUSTER;
-  guint8 msg[1 + sizeof label - 1 + 1 + 26 + 2];
+ * CMAC(master, i || label || 0x00 || context || L), L = 352 in two bytes, the label "U1"
+ * (cluster) or "U2" (server); the first 44 bytes are the packet key and the IV mask. */
+static gcry_error_t kdf(const guint8 *master, const char *label, const guint8 *context,
+                        size_t context_len, guint8 *key, guint8 *mask) {
+  guint8 msg[1 + 2 + 1 + 26 + 2];
   guint8 out[48];
   size_t n = 1;
-  DISSECTOR_ASSERT(context_len <= 26);
-  memcpy(msg + n, label, sizeof label - 1);
-  n += sizeof label - 1;
+  const size_t label_len = strlen(label);
+  DISSECTOR_ASSERT(context_len <= 26 && label_len == 2);
+  memcpy(msg + n, label, label_len);
+  n += label_len;
   msg[n++] = 0x00;
   memcpy(msg + n, context, context_len);
   n += context_len;
@@ -336,8 +365,9 @@ typedef struct {
   guint32 iv_source;
 } frame_inputs;
 
+/* by_dst: the KDF context names the destination (server mode, a frame to the client). */
 static gboolean frame_crypto_inputs(tvbuff_t *tvb, packet_info *pinfo, const uetref_hdr_vals *tss,
-                                    gboolean ip_only, guint64 tsc, guint32 rekey,
+                                    gboolean ip_only, guint64 tsc, guint32 rekey, gboolean by_dst,
                                     frame_inputs *in) {
   const address *src = &pinfo->net_src, *dst = &pinfo->net_dst;
   const gboolean v4 =
@@ -364,15 +394,17 @@ static gboolean frame_crypto_inputs(tvbuff_t *tvb, packet_info *pinfo, const uet
   in->aad_len += hdr_size;
 
   /* The sender: its SSI when sp is set, else its IPv4 address; IPv6 without an SSI keys on
-   * the address (context) and starts the IV with the SDI. */
+   * the address (context) and starts the IV with the SDI. In server mode the context names
+   * the client, who may be the destination. */
   const guint16 epoch = (guint16)(tsc >> UET_TSS_COUNTER_BITS);
   const gboolean sp = uetref_get(tss, UETREF_N_sp) != 0;
+  const address *named = by_dst ? dst : src;
   guint32 addr4 = 0;
   if (sp)
     addr4 = (guint32)uetref_get(tss, UETREF_N_ssi);
   else if (v4)
-    addr4 = pntoh32(src->data);
-  in->iv_source = sp || v4 ? addr4 : (guint32)uetref_get(tss, UETREF_N_sdi);
+    addr4 = pntoh32(named->data);
+  in->iv_source = sp ? addr4 : v4 ? pntoh32(src->data) : (guint32)uetref_get(tss, UETREF_N_sdi);
   if (sp || v4) { /* epoch (2) || rekey (4) || address (4) */
     put_be16(in->context, epoch);
     put_be32(in->context + 2, rekey);
@@ -382,10 +414,16 @@ static gboolean frame_crypto_inputs(tvbuff_t *tvb, packet_info *pinfo, const uet
     memset(in->context, 0, 4);
     put_be16(in->context + 4, epoch);
     put_be32(in->context + 6, rekey);
-    memcpy(in->context + 10, src->data, 16);
+    memcpy(in->context + 10, named->data, 16);
     in->context_len = 26;
   }
   return TRUE;
+}
+
+/* §5.3: the KDF's rekey value; only cluster mode rekeys (server mode's context has 0). */
+static guint32 rekey_of(const tss_key *k, guint64 tsc) {
+  if (k->mode != MODE_CLUSTER) return 0;
+  return (guint32)(((tsc & COUNTER_MASK) & k->rekey_mask) >> k->rekey_shift);
 }
 
 /* ---------------------------------------------------------------- dissection */
@@ -445,32 +483,30 @@ static uetref_tss_result decrypt(tvbuff_t *tvb, packet_info *pinfo, const guint8
   return UETREF_TSS_UNVERIFIED;
 }
 
-/* §5.2, §5.3: the packet key and IV of this frame under key file entry `k`, then decrypt(). */
+/* §5.2, §5.3: the packet key and IV of this frame under key file entry `k` (server mode: the
+ * client's key, the client named by the source, or by_dst by the destination), then
+ * decrypt(). */
 static uetref_tss_result open_with_key(tvbuff_t *tvb, packet_info *pinfo,
                                        const uetref_hdr_vals *tss, const tss_key *k,
-                                       gboolean ip_only, int off, gint reported, gint captured,
-                                       opened *o) {
+                                       gboolean ip_only, gboolean by_dst, int off, gint reported,
+                                       gint captured, opened *o) {
   const guint64 tsc = uetref_get(tss, UETREF_N_tsc);
-  const guint32 rekey = k->mode == MODE_CLUSTER
-                            ? (guint32)(((tsc & COUNTER_MASK) & k->rekey_mask) >> k->rekey_shift)
-                            : 0;
-  add_generated(proto_tree_add_uint(tss->tree, hf_key_line, tvb, tss->offset, 0, k->line));
-  add_generated(proto_tree_add_uint(tss->tree, hf_mode, tvb, tss->offset, 0, k->mode));
-  if (k->mode == MODE_CLUSTER)
-    add_generated(proto_tree_add_uint(tss->tree, hf_rekey, tvb, tss->offset, 0, rekey));
-
   frame_inputs in;
-  if (!frame_crypto_inputs(tvb, pinfo, tss, ip_only, tsc, rekey, &in)) {
+  if (!frame_crypto_inputs(tvb, pinfo, tss, ip_only, tsc, rekey_of(k, tsc), by_dst, &in)) {
     o->error = "no IPv4 or IPv6 addresses for the AAD";
     return UETREF_TSS_FAILED;
   }
   guint8 key[KEY_BYTES], mask[IV_BYTES], iv[IV_BYTES];
   gcry_error_t e = 0;
-  if (k->mode == MODE_CLUSTER) {
-    e = kdf(k->key, in.context, in.context_len, key, mask);
+  if (k->mode == MODE_CLUSTER || k->mode == MODE_SERVER) {
+    e = kdf(k->key, k->mode == MODE_SERVER ? UET_TSS_LABEL_SERVER : UET_TSS_LABEL_CLUSTER,
+            in.context, in.context_len, key, mask);
   } else {
     memcpy(key, k->key, KEY_BYTES);
-    memset(mask, 0, IV_BYTES);
+    if (k->mode == MODE_CLIENT)
+      memcpy(mask, k->iv_mask, IV_BYTES);
+    else
+      memset(mask, 0, IV_BYTES);
   }
   /* §5.2: IV = source (4) || TSC (8), XOR the IV mask. */
   put_be32(iv, in.iv_source);
@@ -487,6 +523,41 @@ static uetref_tss_result open_with_key(tvbuff_t *tvb, packet_info *pinfo,
   wipe(iv, sizeof iv);
   wipe(&in, sizeof in);
   return r;
+}
+
+/* Tries the (SDI, AN)'s key file entries, and in server mode the client as the source and
+ * then as the destination, until a tag matches (§5.3). Without a match, what the first try
+ * found stands (a trimmed frame, having no tag, is read with the first try's key). *used and
+ * *by_dst say which try that was. */
+static uetref_tss_result open_with_keys(tvbuff_t *tvb, packet_info *pinfo,
+                                        const uetref_hdr_vals *tss, const GPtrArray *list,
+                                        gboolean ip_only, int off, gint reported, gint captured,
+                                        opened *o, const tss_key **used, gboolean *by_dst) {
+  const gboolean sp = uetref_get(tss, UETREF_N_sp) != 0;
+  const opened start = *o;
+  uetref_tss_result kept = UETREF_TSS_FAILED;
+  for (guint i = 0; i < list->len; i++) {
+    const tss_key *k = (const tss_key *)g_ptr_array_index(list, i);
+    /* With an SSI, the SSI names the client either way. */
+    const guint tries = k->mode == MODE_SERVER && !sp ? 2 : 1;
+    for (guint t = 0; t < tries; t++) {
+      const gboolean first = i == 0 && t == 0;
+      opened attempt = start;
+      const uetref_tss_result r =
+          open_with_key(tvb, pinfo, tss, k, ip_only, t == 1, off, reported, captured, &attempt);
+      if (!first && r != UETREF_TSS_GOOD) {
+        if (attempt.plain) wipe(attempt.plain, (size_t)MAX(captured, 1));
+        continue;
+      }
+      if (!first && o->plain) wipe(o->plain, (size_t)MAX(captured, 1));
+      *o = attempt;
+      *used = k;
+      *by_dst = t == 1;
+      kept = r;
+      if (r == UETREF_TSS_GOOD) return r;
+    }
+  }
+  return kept;
 }
 
 tvbuff_t *uetref_tss_open(tvbuff_t *tvb, packet_info *pinfo, const uetref_hdr_vals *tss,
@@ -506,7 +577,7 @@ tvbuff_t *uetref_tss_open(tvbuff_t *tvb, packet_info *pinfo, const uetref_hdr_va
                                     (guint32)(tsc >> UET_TSS_COUNTER_BITS)));
   add_generated(proto_tree_add_uint64(tt, hf_counter, tvb, tss->offset, 0, tsc & COUNTER_MASK));
 
-  const tss_key *k = find_key(sdi, an);
+  const GPtrArray *list = find_keys(sdi, an);
   if (keys_problems)
     expert_add_info_format(pinfo, tss->item, &ei_key_file,
                            "TSS key file %s: %u problem(s); first: %s", pref_key_file,
@@ -517,10 +588,25 @@ tvbuff_t *uetref_tss_open(tvbuff_t *tvb, packet_info *pinfo, const uetref_hdr_va
   memset(&o, 0, sizeof o);
   o.has_tag = !trimmed;
   uetref_tss_result r = UETREF_TSS_NO_KEY;
-  if (k)
-    r = open_with_key(tvb, pinfo, tss, k, ip_only, off, reported, captured, &o);
+  const tss_key *k = NULL;
+  gboolean by_dst = FALSE;
+  if (list)
+    r = open_with_keys(tvb, pinfo, tss, list, ip_only, off, reported, captured, &o, &k, &by_dst);
   else if (o.has_tag && reported < TAG_BYTES)
     r = UETREF_TSS_FAILED;
+  if (k) {
+    add_generated(proto_tree_add_uint(tt, hf_key_line, tvb, tss->offset, 0, k->line));
+    add_generated(proto_tree_add_uint(tt, hf_mode, tvb, tss->offset, 0, k->mode));
+    if (k->mode == MODE_CLUSTER)
+      add_generated(proto_tree_add_uint(tt, hf_rekey, tvb, tss->offset, 0, rekey_of(k, tsc)));
+    const address *client = by_dst ? &pinfo->net_dst : &pinfo->net_src;
+    if (k->mode == MODE_SERVER && uetref_get(tss, UETREF_N_sp) == 0 && client->type == AT_IPv4 &&
+        client->len == 4) {
+      ws_in4_addr a; /* network order, as the address holds it */
+      memcpy(&a, client->data, 4);
+      add_generated(proto_tree_add_ipv4(tt, hf_client, tvb, tss->offset, 0, a));
+    }
+  }
 
   /* The sealed bytes as they are on the wire. */
   const gint ct_len = o.has_tag ? MAX(reported - TAG_BYTES, 0) : reported;
@@ -609,6 +695,11 @@ void uetref_tss_register(int proto, module_t *prefs, expert_module_t *expert) {
       {&hf_key_line,
        {"Key file line", "uetref.tss.key_line", FT_UINT32, BASE_DEC, NULL, 0,
         "The line of the TSS key file whose key opened this frame", HFILL}},
+      {&hf_client,
+       {"Client", "uetref.tss.client", FT_IPv4, BASE_NONE, NULL, 0,
+        "Server mode: the client whose derived key opened this frame, its source or its "
+        "destination (spec/uet.md §5.3)",
+        HFILL}},
   };
   static ei_register_info ei[] = {
       {&ei_bad_tag,
@@ -635,7 +726,8 @@ void uetref_tss_register(int proto, module_t *prefs, expert_module_t *expert) {
   prefs_register_filename_preference(
       prefs, "tss_key_file", "TSS key file",
       "Keys to open sealed frames (spec/uet.md §5), one a line: sdi=<N> an=<0|1> "
-      "mode=<cluster|direct> key=<64 hex digits> [rekey_mask=<N>] [rekey_shift=<N>] [job=<N>]; "
-      "# starts a comment (dissector/README.md)",
+      "mode=<cluster|direct|server|client> key=<64 hex digits> [iv_mask=<24 hex digits>, "
+      "client only] [rekey_mask=<N>] [rekey_shift=<N>] [job=<N>]; # starts a comment "
+      "(dissector/README.md)",
       &pref_key_file, FALSE);
 }

@@ -641,11 +641,16 @@ class Frame:
 
 
 class Seal:
-    """uet.md §5: the secure domain key of the frame's association and the domain's mode."""
+    """uet.md §5: the secure domain key of the frame's association and the domain's mode.
+    Server mode (§5.3) names the client (an IPv4 address, the frame's source or destination);
+    sealing keeps the key and IV mask derived for it (what that client is given)."""
 
-    def __init__(self, key, mode="cluster", rekey_mask=0x0000FFFF00000000, rekey_shift=32):
+    def __init__(self, key, mode="cluster", rekey_mask=0x0000FFFF00000000, rekey_shift=32,
+                 client=None):
         self.key, self.mode = bytes.fromhex(key), mode
         self.rekey_mask, self.rekey_shift = rekey_mask, rekey_shift
+        self.client, self.client_key = client, None
+        assert (mode == "server") == (client is not None)
 
 
 def kdf(master, label, context):
@@ -677,6 +682,10 @@ def seal_body(enc, tss_seg, plain, seal):
         source, context = enc.src, struct.pack(">HII", epoch, rekey, enc.src)
     if seal.mode == "direct":
         key, mask = seal.key, bytes(12)
+    elif seal.mode == "server":  # U2 over the client, rekey 0; IPv4 without an SSI here
+        assert not g["sp"] and not enc.ipv6 and seal.client in (enc.src, enc.dst)
+        key, mask = kdf(seal.key, b"U2", struct.pack(">HII", epoch, 0, seal.client))
+        seal.client_key = (key, mask)
     else:
         key, mask = kdf(seal.key, b"U1", context)
     iv = bytes(a ^ b for a, b in zip(struct.pack(">IQ", source, g["tsc"]), mask))
@@ -1315,6 +1324,31 @@ def deferrable_vectors():
                     request_length=0, som=1, eom=1)]))
 
 
+def server_mode_vectors():
+    """uet.md §5.3 server mode: both directions between a client (10.0.1.17) and its server,
+    sealed with the client's key, derived with "U2" in epoch 3 from the KDF example's key."""
+    kdf_key = "34448a064292601b11a0978f56a2d34cf3fc35ede1a6bc04f8db3e5243a2b0ca"
+    back = dict(src=ip4("10.0.2.34"), dst=ip4("10.0.1.17"))
+    p = pattern(32, 29)
+    vec("uet_tss_server_up_rud_req_std",
+        "Sealed in a server-mode domain, client to server: the client's key and IV mask come "
+        "from the KDF (label U2) over the client, the frame's source; the IV starts with it.",
+        build(Encap(ip_id=0x5C0D, sport=0x9E01), [
+            tss(an=0, sdi=49639, tsc=0x0003000000000015),
+            pds_req(RUD_REQ, NH_STD, psn=424242, spdcid=12, dpdcid=34, clear_psn_offset=-2),
+            ses_std(OP_WRITE, message_id=77, buffer_offset=0x1000, initiator=0x00000011,
+                    match_bits=0, request_length=len(p), som=1, eom=1, **JOB)], p,
+              seal=Seal(kdf_key, mode="server", client=ip4("10.0.1.17"))))
+
+    vec("uet_tss_server_down_ack",
+        "Sealed in a server-mode domain, server to client: the same client's key and IV mask "
+        "(the KDF over the destination), the IV starting with the server's address.",
+        build(Encap(ip_id=0x5C0E, sport=0x9E02, **back), [
+            tss(an=0, sdi=49639, tsc=0x0003000000000740),
+            pds_ack(NH_NONE, cack_psn=424242, ack_psn_offset=0, spdcid=34, dpdcid=12)],
+              seal=Seal(kdf_key, mode="server", client=ip4("10.0.1.17"))))
+
+
 def roce_vectors():
     qp, psn = 0x0004D2, 0x1A2B3C
 
@@ -1580,6 +1614,11 @@ def render(v):
     if f.seal is not None:
         out.append("tss_key: " + f.seal.key.hex())
         out.append("tss_mode: " + f.seal.mode)
+        if f.seal.mode == "server":  # the client, and the key and IV mask it is given
+            c = f.seal.client
+            out.append("tss_client: %d.%d.%d.%d" % (c >> 24, c >> 16 & 255, c >> 8 & 255, c & 255))
+            out.append("tss_client_key: " + f.seal.client_key[0].hex())
+            out.append("tss_client_iv_mask: " + f.seal.client_key[1].hex())
     if v.error == "ok":
         plain = bytes(f.plain)
         for off, s in f.segs:
@@ -1610,6 +1649,7 @@ def generate():
     atomic_vectors()
     rendezvous_vectors()
     deferrable_vectors()
+    server_mode_vectors()
     return {v.name + ".vec": render(v) for v in VECTORS}
 
 

@@ -127,7 +127,7 @@ class Tshark:
 # ---------------------------------------------------------------- vectors
 def read_vector(path):
     v = dict(name=os.path.basename(path)[:-4], frame=b'', expect=[], error='ok', payload=None, tss_key=None,
-             tss_mode=None)
+             tss_mode=None, tss_client=None, tss_client_key=None, tss_client_iv_mask=None)
     hexs = ''
     for line in open(path):
         line = line.rstrip('\n')
@@ -147,7 +147,7 @@ def read_vector(path):
                 v['expect'].append((hdr, field, value))
         elif key == 'error':
             v['error'] = val
-        elif key in ('tss_key', 'tss_mode'):  # sealed vectors (spec/uet.md §5)
+        elif key in ('tss_key', 'tss_mode', 'tss_client', 'tss_client_key', 'tss_client_iv_mask'):  # uet.md §5
             v[key] = val
         elif key == 'name':
             v['vname'] = val

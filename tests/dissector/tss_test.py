@@ -13,6 +13,9 @@
   tell); a snapshot that cuts the tag off: unverified;
 * the key file: bad lines are reported (expert info naming the line, a warning on stderr) and
   the good lines still work; an unreadable file is reported; no key ever shows in the output;
+* server mode (§5.3): the server's line opens both directions and names the client
+  (uetref.tss.client); the client's own lines (key and IV mask, no domain key) open both too,
+  tried in order after another client's line; another client's key alone gets a bad tag;
 * one pass and two (-2) show the same.
 """
 import sys
@@ -115,18 +118,36 @@ def main():
         wrong_key = harness.packets(ts.run(base + ['-o', 'uetref.tss_key_file:' + ts.write_file(
             'wrong_key.txt', '\n'.join(wrong) + '\n')]).stdout)
         swapped = [l.replace('mode=cluster', 'mode=X').replace('mode=direct', 'mode=cluster').replace('mode=X', 'mode=direct')
-                   for l in key_lines]
+                   .replace('mode=server', 'mode=cluster') for l in key_lines]
         wrong_mode = harness.packets(ts.run(base + ['-o', 'uetref.tss_key_file:' + ts.write_file(
             'wrong_mode.txt', '\n'.join(swapped) + '\n')]).stdout)
 
         # A key file with problems around the good lines.
         messy = ts.write_file('messy.txt', '\n'.join(
             ['# comment line', '', 'sdi=1 an=2 mode=cluster key=' + '00' * 32, 'nonsense',
-             'sdi=5 an=0 mode=cluster key=abc   # short key', 'sdi=6 an=0 mode=server key=' + '11' * 32,
+             'sdi=5 an=0 mode=cluster key=abc   # short key', 'sdi=6 an=0 mode=client key=' + '11' * 32,
              'sdi=7 an=0 mode=direct key=%s colour=blue' % ('22' * 32)] + key_lines + key_lines[:1]) + '\n')
         messy_run = ts.run(base + ['-o', 'uetref.tss_key_file:' + messy])
         messy_pkts = harness.packets(messy_run.stdout)
         missing = harness.packets(ts.run(base + ['-o', 'uetref.tss_key_file:' + ts.path('no-such-file')]).stdout)
+
+        # Server mode (§5.3): the client's own lines, after another client's; that one alone.
+        server_vs = [v for v in sealed if v['tss_mode'] == 'server']
+        if len(server_vs) < 2:
+            harness.fail('fewer than two server-mode vectors (both directions) in %s/vectors' % a.spec)
+        client_lines, other_lines = [], []
+        for v in server_vs:
+            sdi, an = harness.tss_domain(v)
+            line = 'sdi=%d an=%d mode=client key=%s iv_mask=%s' % (sdi, an, v['tss_client_key'],
+                                                                   v['tss_client_iv_mask'])
+            other = line.replace(v['tss_client_key'], v['tss_client_key'][::-1])
+            if line not in client_lines:
+                client_lines.append(line)
+                other_lines.append(other)
+        as_client = harness.packets(ts.run(base + ['-o', 'uetref.tss_key_file:' + ts.write_file(
+            'client.txt', '\n'.join(other_lines + client_lines) + '\n')]).stdout)
+        other_client = harness.packets(ts.run(base + ['-o', 'uetref.tss_key_file:' + ts.write_file(
+            'other_client.txt', '\n'.join(other_lines) + '\n')]).stdout)
 
     if not (len(no_key) == len(with_key) == len(two_pass) == len(wrong_key) == len(wrong_mode) == len(cases)):
         harness.fail('%d cases, but tshark showed %d/%d/%d/%d/%d frames' % (
@@ -205,6 +226,25 @@ def main():
             check_sealed_only(label + ' [wrong key]', pw, '0', 'uetref.expert.tss_bad_tag')
             check_sealed_only(label + ' [wrong mode]', pm, '0', 'uetref.expert.tss_bad_tag')
 
+    # Server mode: the server's key names the client either way; the client's key opens both.
+    n_server = 0
+    for (label, _frame, kind, v), p1, pc, po in zip(cases, with_key, as_client, other_client):
+        if v['tss_mode'] != 'server' or kind != 'good':
+            continue
+        n_server += 1
+        if p1.get('uetref', {}).get('uetref.tss.client') != [v['tss_client']]:
+            err('%s: uetref.tss.client %s, expected %s' % (label, p1.get('uetref', {}).get('uetref.tss.client'),
+                                                           v['tss_client']))
+        check_opened(label + ' [client key]', pc, v, '1')
+        if pc.get('uetref', {}).get('uetref.tss.key_line') != [str(len(other_lines) + 1)] or \
+                pc.get('uetref', {}).get('uetref.tss.mode') != ['3']:
+            err('%s [client key]: key line %s mode %s, expected line %d mode 3' % (
+                label, pc.get('uetref', {}).get('uetref.tss.key_line'), pc.get('uetref', {}).get('uetref.tss.mode'),
+                len(other_lines) + 1))
+        check_sealed_only(label + " [another client's key]", po, '0', 'uetref.expert.tss_bad_tag')
+    if n_server < 4:
+        err('%d server-mode frames opened good, expected at least 4' % n_server)
+
     # The key file with problems: every problem counted, the first one named, good lines used.
     for label, p in zip([c[0] for c in cases], messy_pkts):
         ours = p.get('uetref', {})
@@ -216,7 +256,8 @@ def main():
     for (label, _frame, kind, v), p in zip(cases, messy_pkts):
         if kind in ('good', 'dscp45') and p.get('uetref', {}).get('uetref.tss.tag_status') != ['1']:
             err('%s [messy key file]: the good lines do not open it' % label)
-    for want in ('line 4: expected name=value pairs', 'line 5: key must be 64 hex digits', 'line 6: mode must be',
+    for want in ('line 4: expected name=value pairs', 'line 5: key must be 64 hex digits',
+                 'line 6: iv_mask= missing (mode=client)',
                  'line 7: unknown name "colour"', 'line 3: an must be 0 or 1', 'already has a key'):
         if want not in messy_run.stderr:
             err('messy key file: no warning with "%s" on stderr' % want)
@@ -227,7 +268,7 @@ def main():
 
     # No key, in any spelling, anywhere in the output.
     flat = verbose.lower().replace(':', '').replace(' ', '')
-    for line in key_lines:
+    for line in key_lines + client_lines:
         key = dict(kv.split('=') for kv in line.split())['key']
         if key in flat or key[:16] in flat:
             err('a key from the key file shows in tshark -V -x output')

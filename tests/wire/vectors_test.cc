@@ -5,6 +5,7 @@
 //   ReEncode: FrameBuilder, fed the decoded values, rebuilds the frame byte for byte
 //             (lengths, IPv4 and UDP checksums, ICRC).
 // One test per vector file, named after it in CTest: Vectors_File.Decode/uet_ack_cc_nscc.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -55,6 +56,10 @@ struct Vector {
   // Sealed vectors (spec/uet.md §5): the key of the frame's association and the domain mode.
   std::optional<tss::Key> tss_key;
   tss::Mode tss_mode = tss::Mode::kCluster;
+  // Server mode (§5.3): the client (source or destination) and the key and IV mask the
+  // generator derived for it.
+  uint32_t tss_client = 0;
+  std::vector<uint8_t> tss_client_key, tss_client_iv_mask;
 };
 
 // The parameter as gtest prints it: the vector's name. gtest_discover_tests puts the printed
@@ -165,9 +170,19 @@ Vector parse_file(const std::filesystem::path& path) {
         v.tss_mode = tss::Mode::kCluster;
       } else if (value == "direct") {
         v.tss_mode = tss::Mode::kDirect;
+      } else if (value == "server") {
+        v.tss_mode = tss::Mode::kServer;
       } else {
-        fail("tss_mode: cluster or direct");
+        fail("tss_mode: cluster, direct or server");
       }
+    } else if (key == "tss_client") {
+      in_addr a{};
+      if (::inet_pton(AF_INET, std::string(value).c_str(), &a) != 1) fail("tss_client: not IPv4");
+      v.tss_client = ntohl(a.s_addr);
+    } else if (key == "tss_client_key" || key == "tss_client_iv_mask") {
+      auto bytes = parse_hex(value);
+      if (!bytes) fail(std::string(key) + ": not hex");
+      (key == "tss_client_key" ? v.tss_client_key : v.tss_client_iv_mask) = bytes.value_or(std::vector<uint8_t>{});
     } else if (key == "expect") {
       const size_t eq = value.find('=');
       if (eq == std::string_view::npos) {
@@ -248,8 +263,10 @@ std::string describe_offset(const Decoded& d, size_t offset) {
 }
 
 // The secure domain a sealed vector was sealed in, as the receiver (or, for re-encoding, the
-// sender) configures it: the frame's SDI, its AN's key, its epoch, its SSI if it has one.
-tss::TssConfig tss_config_of(const Vector& v, const Decoded& d,
+// sender) configures it: the frame's SDI, its AN's key, its epoch, its SSI if it has one. In
+// server mode (§5.3) the client's end holds only the key client_key() derives for it.
+enum class End { kReceiver, kSender };
+tss::TssConfig tss_config_of(const Vector& v, const Decoded& d, End end,
                              tss::Backend backend = tss::Backend::kAuto) {
   const bool sp = d.tss_sp != nullptr;
   const uint32_t sdi = sp ? d.tss_sp->sdi() : d.tss->sdi();
@@ -263,6 +280,15 @@ tss::TssConfig tss_config_of(const Vector& v, const Decoded& d,
   dom.key[an] = *v.tss_key;
   dom.installed[an] = true;
   dom.epoch = static_cast<uint16_t>(tsc >> tss::kCounterBits);
+  if (v.tss_mode == tss::Mode::kServer && d.ipv4 != nullptr) {
+    const uint32_t me = end == End::kSender ? d.ipv4->src() : d.ipv4->dst();
+    tss::DerivedKey k;
+    if (me == v.tss_client && tss::client_key(*v.tss_key, dom.epoch, v.tss_client, &k)) {
+      dom.mode = tss::Mode::kClient;
+      dom.key[an] = k.key;
+      dom.iv_mask[an] = k.iv_mask;
+    }
+  }
   c.domains.push_back(dom);
   c.tx_sdi = sdi;
   c.tx_an = an;
@@ -278,7 +304,8 @@ WireError decode_vector(const Vector& v, std::vector<uint8_t>& frame, Decoded* d
   if (err != WireError::kOk || !v.tss_key) return err;
   EXPECT_TRUE(d->tss != nullptr || d->tss_sp != nullptr) << v.path << ": tss_key but no TSS";
   EXPECT_EQ(d->pds, nullptr) << "a sealed frame decodes no further than its TSS header";
-  auto rx = tss::Sublayer::create(tss_config_of(v, *d), d->ipv4 ? d->ipv4->dst() : 0);
+  auto rx = tss::Sublayer::create(tss_config_of(v, *d, End::kReceiver),
+                                  d->ipv4 ? d->ipv4->dst() : 0);
   EXPECT_TRUE(rx.ok()) << rx.status();
   if (!rx.ok()) return WireError::kTruncatedUet;
   std::span<uint8_t> plain;
@@ -437,7 +464,7 @@ TEST_P(Vectors_ValidFile, ReEncode) {
   }
   ASSERT_TRUE(b.append(d.payload));
   if (v.tss_key) {  // sealed by our sublayer at the vector's TSC: the same bytes, tag included
-    auto tx = tss::Sublayer::create(tss_config_of(v, d), d.ipv4 ? d.ipv4->src() : 0);
+    auto tx = tss::Sublayer::create(tss_config_of(v, d, End::kSender), d.ipv4 ? d.ipv4->src() : 0);
     ASSERT_TRUE(tx.ok()) << tx.status();
     const uint64_t tsc = d.tss_sp != nullptr ? d.tss_sp->tsc() : d.tss->tsc();
     ASSERT_TRUE((*tx)->resume_counter(tsc & tss::kCounterMask).ok());
@@ -494,9 +521,10 @@ TEST(Vectors_Sealed, OpenAndReSealBitExactWithEachBackend) {
       std::vector<uint8_t> frame = v.frame;
       Decoded d;
       ASSERT_EQ(decode_frame(frame, &d), WireError::kOk) << v.path;
-      const tss::TssConfig c = tss_config_of(v, d, backend);
-      auto rx = tss::Sublayer::create(c, d.ipv4 ? d.ipv4->dst() : 0);
-      auto tx = tss::Sublayer::create(c, d.ipv4 ? d.ipv4->src() : 0);
+      auto rx = tss::Sublayer::create(tss_config_of(v, d, End::kReceiver, backend),
+                                      d.ipv4 ? d.ipv4->dst() : 0);
+      auto tx = tss::Sublayer::create(tss_config_of(v, d, End::kSender, backend),
+                                      d.ipv4 ? d.ipv4->src() : 0);
       ASSERT_TRUE(rx.ok() && tx.ok()) << v.path;
       EXPECT_EQ((*rx)->backend(), backend);
       std::span<uint8_t> plain;
@@ -520,6 +548,27 @@ TEST(Vectors_Sealed, OpenAndReSealBitExactWithEachBackend) {
     }
   }
   EXPECT_GE(sealed, 2u) << "sealed vectors in " << UET_VECTORS_DIR;
+}
+
+// Server mode (§5.3): the key and IV mask client_key() derives for each server-mode vector's
+// client are the ones the Python generator derived, and the client is one of the frame's ends.
+TEST(Vectors_Sealed, ServerModeClientKeysAgreeWithTheGenerator) {
+  size_t server = 0;
+  for (const Vector& v : valid_vectors()) {
+    if (!v.tss_key || v.tss_mode != tss::Mode::kServer) continue;
+    ++server;
+    Decoded d;
+    std::vector<uint8_t> frame = v.frame;
+    ASSERT_EQ(decode_frame(frame, &d), WireError::kOk) << v.path;
+    ASSERT_NE(d.ipv4, nullptr) << v.path;
+    EXPECT_TRUE(v.tss_client == d.ipv4->src() || v.tss_client == d.ipv4->dst()) << v.path;
+    tss::DerivedKey k;
+    ASSERT_TRUE(tss::client_key(*v.tss_key, static_cast<uint16_t>(d.tss->tsc() >> tss::kCounterBits),
+                                v.tss_client, &k));
+    EXPECT_EQ(to_hex(k.key), to_hex(v.tss_client_key)) << v.path;
+    EXPECT_EQ(to_hex(k.iv_mask), to_hex(v.tss_client_iv_mask)) << v.path;
+  }
+  EXPECT_GE(server, 2u) << "server-mode vectors (both directions) in " << UET_VECTORS_DIR;
 }
 
 TEST(Vectors_Directory, HoldsAtLeast50Vectors) {
