@@ -13,6 +13,7 @@
  * Key file (dissector/README.md): one key a line,
  *   sdi=<N> an=<0|1> mode=<cluster|direct|server|client> key=<64 hex digits>
  *   [iv_mask=<24 hex digits>, mode=client only] [rekey_mask=<N>] [rekey_shift=<N>] [job=<N>]
+ *   [epoch=<N>]
  * numbers decimal or 0x hex, '#' starts a comment. A line that does not parse is skipped and
  * reported (a warning in the log when the file is read, expert info on every sealed frame).
  * A capture sees many clients of one server: several mode=client lines may share an SDI and
@@ -126,11 +127,12 @@ static gboolean parse_hex(const char *s, guint8 *out, size_t bytes) {
   return TRUE;
 }
 
-/* job= binds a domain to a job (spec/uet.md §5.7): the endpoints' business, read and checked
- * here only so one file serves both. */
-enum { K_SDI, K_AN, K_MODE, K_KEY, K_REKEY_MASK, K_REKEY_SHIFT, K_JOB, K_IV_MASK, K_COUNT };
-static const char *const key_names[K_COUNT] = {"sdi",        "an",          "mode", "key",
-                                               "rekey_mask", "rekey_shift", "job",  "iv_mask"};
+/* job= binds a domain to a job (spec/uet.md §5.7) and epoch= sets the epoch it sends in: the
+ * endpoints' business (a frame carries its epoch), read and checked here only so one file
+ * serves both. */
+enum { K_SDI, K_AN, K_MODE, K_KEY, K_REKEY_MASK, K_REKEY_SHIFT, K_JOB, K_IV_MASK, K_EPOCH, K_COUNT };
+static const char *const key_names[K_COUNT] = {"sdi",         "an",  "mode",    "key",  "rekey_mask",
+                                               "rekey_shift", "job", "iv_mask", "epoch"};
 
 /* One line, comment already cut. Returns NULL when it holds a key (then *id and *k are set)
  * or nothing (*id is G_MAXUINT32); else what is wrong, never quoting a value. */
@@ -186,6 +188,9 @@ static char *parse_line(char *text, guint32 *id, tss_key *k) {
         case K_IV_MASK:
           ok = parse_hex(value, k->iv_mask, IV_BYTES);
           break;
+        case K_EPOCH:
+          ok = parse_number(value, 0xFFFF, &v);
+          break;
         case K_REKEY_MASK:
           ok = parse_number(value, G_MAXUINT64, &k->rekey_mask);
           break;
@@ -205,7 +210,8 @@ static char *parse_line(char *text, guint32 *id, tss_key *k) {
                                                   "a 64-bit number",
                                                   "a number from 0 to 63",
                                                   "a number from 0 to 16777215",
-                                                  "24 hex digits"};
+                                                  "24 hex digits",
+                                                  "a number from 0 to 65535"};
         err = g_strdup_printf("%s must be %s", key_names[n], want[n]);
       }
     }
@@ -727,7 +733,7 @@ void uetref_tss_register(int proto, module_t *prefs, expert_module_t *expert) {
       prefs, "tss_key_file", "TSS key file",
       "Keys to open sealed frames (spec/uet.md §5), one a line: sdi=<N> an=<0|1> "
       "mode=<cluster|direct|server|client> key=<64 hex digits> [iv_mask=<24 hex digits>, "
-      "client only] [rekey_mask=<N>] [rekey_shift=<N>] [job=<N>]; # starts a comment "
+      "client only] [rekey_mask=<N>] [rekey_shift=<N>] [job=<N>] [epoch=<N>]; # starts a comment "
       "(dissector/README.md)",
       &pref_key_file, FALSE);
 }

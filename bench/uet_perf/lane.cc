@@ -7,6 +7,11 @@
 namespace uet::perf {
 namespace {
 
+// What a bad tag most often means (spec/uet.md §5.2, §5.3).
+constexpr char kKeyHint[] =
+    ": do both sides use the same --key_file (server mode: the server's domain key, the "
+    "client's key derived for its own address)?";
+
 // ---------------------------------------------------------------------------------------------
 // The data pattern.
 
@@ -766,7 +771,7 @@ void Lane::serve(Result& r) {
       absl::StrAppend(
           &r.error, r.error.empty() ? "" : "; ", "TSS refused ", tss.c.dropped(),
           " frames from the client", tss_drop_reasons(tss),
-          tss.drops(tss::Drop::kBadTag) > 0 ? ": do both sides use the same --key_file?" : "");
+          tss.drops(tss::Drop::kBadTag) > 0 ? kKeyHint : "");
     }
     (void)oob.send("VERIFY", {{"ok", r.verify == "ok" ? "1" : "0"},
                               {"tss_dropped", std::to_string(tss.c.dropped())},
@@ -831,7 +836,7 @@ void Lane::write(Result& r) {
     if (!r.ok && tok && peer_dropped > 0) {
       absl::StrAppend(&r.error, r.error.empty() ? "" : "; ", "the server's TSS refused ",
                       peer_dropped, " of this side's frames (bad_tag ", peer_bad_tag, ")",
-                      peer_bad_tag > 0 ? ": do both sides use the same --key_file?" : "");
+                      peer_bad_tag > 0 ? kKeyHint : "");
     }
     std::printf("uet-perf: server data check: %s\n", r.verify.c_str());
     release_references(io);  // before src goes

@@ -29,7 +29,8 @@ if(TARGET uet_dpdk)
         "memif_2q_rocev2\;--transport=rocev2\;--lcores-io=2"
         # TSS (spec/uet.md §5): sealed with one key file; different keys must fail in bounds.
         "memif_uet_tss\;--transport=uet\;--tss"
-        "memif_uet_tss_wrong_key\;--transport=uet\;--tss-wrong-key")
+        "memif_uet_tss_wrong_key\;--transport=uet\;--tss-wrong-key"
+        "memif_uet_tss_server\;--transport=uet\;--tss-server")
     foreach(_case IN LISTS _perf_cases)
       list(GET _case 0 _name)
       list(SUBLIST _case 1 -1 _args)

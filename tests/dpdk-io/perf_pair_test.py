@@ -4,7 +4,7 @@ device or io_uring UDP sockets, and the server checks every byte.
 
     perf_pair_test.py UET_PERF --dev=memif|afpacket|tap|uring --transport=uet|rocev2 [--loss=P]
                       [--pcap] [--lcores-io=N] [--op=write|read|send] [--bidir]
-                      [--tss | --tss-wrong-key] [--lossless] [--uring-zc=on|off]
+                      [--tss | --tss-wrong-key | --tss-server] [--lossless] [--uring-zc=on|off]
 
 memif: two processes on one host joined by net_memif (path socket, socket-abstract=no), the
 server started first; the client starts once the server has printed its "ready" line and the
@@ -33,6 +33,11 @@ frames sealed and opened (the server opened at least one frame per data packet) 
 drop. --tss-wrong-key: the client's file has the same domain with another key; the run must
 fail within a bound (--timeout_s=5 on both sides), the client naming the server's bad_tag
 refusals, and the server's JSON counting bad_tag drops and nothing opened.
+--tss-server: server mode (spec/uet.md §5.3): the server's file holds the domain key
+(mode=server, epoch 0), the client's only its own key and IV mask (mode=client) in its own
+epoch 5, which the test derives with the KDF (label U2, over the client's address and epoch)
+in Python's `cryptography`, independently of the C++ code; the server must follow the
+client's epoch both ways. The checks of --tss apply.
 
 --lossless (uring): 1000 writes of 64 KiB (uet-perf's own defaults for io_uring: timers above
 the host's scheduling stalls, data in flight bounded by the peer's receive socket) and no loss
@@ -57,6 +62,7 @@ import os
 import re
 import shutil
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -93,6 +99,43 @@ def kernel_clocksource():
         return ""
 
 
+def tss_key_files(work, args, cli_ip):
+    """The server's and the client's key files (dissector/README.md "TSS keys"); each side
+    sends in its file's first domain."""
+    def write(name, lines):
+        path = os.path.join(work, name)
+        with open(path, "w") as f:
+            f.write("# uet-perf test keys\n" + "".join(line + "\n" for line in lines))
+        return path
+
+    def cluster(key):
+        return [f"sdi=0x5e1 an=0 mode=cluster key={key}",
+                f"sdi=0x5e1 an=1 mode=cluster key={os.urandom(32).hex()}",
+                f"sdi=9 an=0 mode=direct key={os.urandom(32).hex()}"]
+
+    key = os.urandom(32).hex()
+    if args.tss_server:
+        # spec/uet.md §5.3: SP 800-108 counter mode, AES-256-CMAC, label U2, context epoch (the
+        # client's own, 5) || rekey (0) || the client's IPv4 address, L = 352: the key, then
+        # the IV mask.
+        from cryptography.hazmat.primitives import cmac
+        from cryptography.hazmat.primitives.ciphers import algorithms
+        a, b, c, d = (int(x) for x in cli_ip.split("."))
+        context = struct.pack(">HII", 5, 0, a << 24 | b << 16 | c << 8 | d)
+        out = b""
+        for i in (1, 2, 3):
+            m = cmac.CMAC(algorithms.AES(bytes.fromhex(key)))
+            m.update(bytes([i]) + b"U2\x00" + context + struct.pack(">H", 352))
+            out += m.finalize()
+        return (write("server_keys.txt", [f"sdi=0x5e1 an=0 mode=server key={key}"]),
+                write("client_keys.txt", [f"sdi=0x5e1 an=0 mode=client key={out[:32].hex()} "
+                                          f"iv_mask={out[32:44].hex()} epoch=5"]))
+    srv = write("keys.txt", cluster(key))
+    if args.tss_wrong_key:
+        return srv, write("other_keys.txt", cluster(os.urandom(32).hex()))
+    return srv, srv
+
+
 def main():
     global MSG_SIZE, ITERS
     ap = argparse.ArgumentParser()
@@ -106,6 +149,7 @@ def main():
     ap.add_argument("--bidir", action="store_true")
     ap.add_argument("--tss", action="store_true")
     ap.add_argument("--tss-wrong-key", action="store_true")
+    ap.add_argument("--tss-server", action="store_true")
     ap.add_argument("--lossless", action="store_true")
     ap.add_argument("--uring-zc", choices=["on", "off"])
     args = ap.parse_args()
@@ -113,7 +157,7 @@ def main():
         if args.dev != "uring" or args.loss > 0:
             ap.error("--lossless is a loss-free --dev=uring run")
         MSG_SIZE, ITERS = 65536, 1000  # 64 MB, as bench/README.md "io_uring on loopback"
-    tss = args.tss or args.tss_wrong_key
+    tss = args.tss or args.tss_wrong_key or args.tss_server
     if tss and args.transport != "uet":
         ap.error("--tss is UET only")
     lanes = args.lcores_io
@@ -130,22 +174,6 @@ def main():
                   f"--lcores-io={lanes}"]
     if args.loss > 0:
         common += [f"--loss={args.loss}", "--seed=7"]
-    srv_tss, cli_tss = [], []
-    if tss:
-        # The format of dissector/README.md "TSS keys"; the client sends in the first domain.
-        def key_file(name, key):
-            path = os.path.join(work, name)
-            with open(path, "w") as f:
-                f.write("# uet-perf test keys\n"
-                        f"sdi=0x5e1 an=0 mode=cluster key={key}\n"
-                        f"sdi=0x5e1 an=1 mode=cluster key={os.urandom(32).hex()}\n"
-                        f"sdi=9 an=0 mode=direct key={os.urandom(32).hex()}\n")
-            return path
-        key = os.urandom(32).hex()
-        srv_keys = key_file("keys.txt", key)
-        cli_keys = key_file("other_keys.txt", os.urandom(32).hex()) if args.tss_wrong_key else srv_keys
-        srv_tss = ["--tss", f"--key_file={srv_keys}"]
-        cli_tss = ["--tss", f"--key_file={cli_keys}"]
     netns = []
     if args.dev == "memif":
         sock = os.path.join(work, "memif.sock")
@@ -204,6 +232,12 @@ def main():
         control_ip = "192.168.77.1"
         size_flags = ["--mtu=1024"]  # af_packet's default frame size is 2048 bytes
         srv_ip, cli_ip = "10.0.0.1", "10.0.0.2"
+
+    srv_tss, cli_tss = [], []
+    if tss:
+        srv_keys, cli_keys = tss_key_files(work, args, cli_ip)
+        srv_tss = ["--tss", f"--key_file={srv_keys}"]
+        cli_tss = ["--tss", f"--key_file={cli_keys}"]
 
     port = free_port(max(1, args.lcores_io))
     srv_out = os.path.join(work, "server.log")

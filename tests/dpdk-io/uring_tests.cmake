@@ -61,9 +61,10 @@ if(Python3_Interpreter_FOUND AND TARGET uet-perf)
                            SKIP_RETURN_CODE 77)
     endforeach()
   endforeach()
-  # TSS (spec/uet.md §5): every frame sealed with keys from one file; and peers whose files
-  # hold different keys, which must fail (bad tags at the server) within --timeout_s.
-  foreach(_variant tss tss-wrong-key)
+  # TSS (spec/uet.md §5): every frame sealed with keys from one file; peers whose files hold
+  # different keys, which must fail (bad tags at the server) within --timeout_s; server mode,
+  # the client holding only its derived key (§5.3).
+  foreach(_variant tss tss-wrong-key tss-server)
     string(REPLACE "-" "_" _name perf_pair_uring_uet_${_variant})
     add_test(NAME ${_name}
              COMMAND Python3::Interpreter ${CMAKE_CURRENT_SOURCE_DIR}/perf_pair_test.py

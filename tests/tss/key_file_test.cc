@@ -156,6 +156,10 @@ TEST(ParseKeyFile_Bad, EachProblemNamesTheFileTheLineAndNeverAKey) {
        "rekey_mask/rekey_shift differ from line 1"},
       {"job mismatch", "sdi=5 an=0 mode=cluster job=1 key=" + a + "\nsdi=5 an=1 mode=cluster key=" +
            b + "\n", 2, "sdi 5: job differs from line 1"},
+      {"epoch mismatch", "sdi=5 an=0 mode=cluster epoch=2 key=" + a + "\nsdi=5 an=1 mode=cluster key=" +
+           b + "\n", 2, "sdi 5: epoch differs from line 1"},
+      {"epoch out of range", "sdi=5 an=0 mode=cluster epoch=65536 key=" + a + "\n", 1,
+       "epoch must be a number from 0 to 65535"},
       {"job out of range", "sdi=5 an=0 mode=cluster job=16777216 key=" + a + "\n", 1,
        "job must be a number from 0 to 16777215"},
       {"sdi out of range", "sdi=16777216 an=0 mode=cluster key=" + a + "\n", 1,
@@ -237,7 +241,8 @@ TEST(WriteKeyFile_RoundTrip, WhatIsWrittenFromAConfigReadsBackTheSame) {
   domains[2].key[0] = key_of(kKeyB);
   domains[2].installed = {true, false};
   domains[2].job_id = 0xFFFFFF;  // bound to a job
-  domains[1].mode = Mode::kClient;  // a server-mode client: its key and IV mask
+  domains[1].mode = Mode::kClient;  // a server-mode client: its key and IV mask, its epoch
+  domains[1].epoch = 0x1DC0;
   for (size_t i = 0; i < kIvBytes; ++i) domains[1].iv_mask[1][i] = static_cast<uint8_t>(i * 17);
   domains[3].sdi = 0xFFFFFF;
   for (size_t i = 0; i < kKeyBytes; ++i) domains[3].key[0][i] = static_cast<uint8_t>(255 - i);
@@ -263,6 +268,7 @@ TEST(WriteKeyFile_RoundTrip, WhatIsWrittenFromAConfigReadsBackTheSame) {
     EXPECT_EQ(r.rekey_mask, w.rekey_mask) << i;
     EXPECT_EQ(r.rekey_shift, w.rekey_shift) << i;
     EXPECT_EQ(r.job_id, w.job_id) << i;
+    EXPECT_EQ(r.epoch, w.epoch) << i;
     for (int an = 0; an < 2; ++an) {
       if (w.installed[an] && w.mode == Mode::kClient) {
         EXPECT_EQ(r.iv_mask[an], w.iv_mask[an]) << i << " an " << an;
@@ -270,6 +276,44 @@ TEST(WriteKeyFile_RoundTrip, WhatIsWrittenFromAConfigReadsBackTheSame) {
     }
   }
   std::remove(path.c_str());
+}
+
+// Server mode (spec/uet.md §5.3): a client's domains from a server's file hold only what
+// client_key() derives for that client, in the epoch asked for (the server's by default), and
+// read back from their key file unchanged.
+TEST(ClientDomains, AClientIsGivenItsDerivedKeysAndNothingElse) {
+  const std::string text = std::string("sdi=9 an=0 mode=server job=5 epoch=3 key=") + kKeyA +
+                           "\nsdi=9 an=1 mode=server job=5 epoch=3 key=" + kKeyB +
+                           "\nsdi=4 an=0 mode=cluster key=" + kKeyB + "\n";
+  auto server = parse_key_file(text, "server.txt");
+  ASSERT_TRUE(server.ok()) << server.status();
+  constexpr uint32_t kClient = 0x0A000002;
+  for (const std::optional<uint16_t> epoch : {std::optional<uint16_t>(), std::optional<uint16_t>(4)}) {
+    auto c = client_domains(*server, kClient, epoch);
+    ASSERT_TRUE(c.ok()) << c.status();
+    ASSERT_EQ(c->size(), 1u);  // the cluster domain is not the client's business
+    const DomainConfig& d = (*c)[0];
+    EXPECT_EQ(d.sdi, 9u);
+    EXPECT_EQ(d.mode, Mode::kClient);
+    EXPECT_EQ(d.job_id, 5u);
+    EXPECT_EQ(d.epoch, epoch.value_or(3));
+    for (uint8_t an = 0; an < 2; ++an) {
+      DerivedKey k;
+      ASSERT_TRUE(client_key((*server)[0].key[an], d.epoch, kClient, &k));
+      EXPECT_EQ(d.key[an], k.key) << int(an);
+      EXPECT_EQ(d.iv_mask[an], k.iv_mask) << int(an);
+      EXPECT_NE(d.key[an], (*server)[0].key[an]) << "the domain key itself";
+    }
+    // Written and read back as the client's key file.
+    auto back = parse_key_file(key_file_text(*c), "client.txt");
+    ASSERT_TRUE(back.ok()) << back.status();
+    EXPECT_EQ((*back)[0].key, d.key);
+    EXPECT_EQ((*back)[0].iv_mask, d.iv_mask);
+    EXPECT_EQ((*back)[0].epoch, d.epoch);
+  }
+  auto none = client_domains(std::span<const DomainConfig>(*server).subspan(1), kClient, {});
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.status().message().find("no mode=server domain"), std::string::npos);
 }
 
 // The golden vectors' frames (spec/vectors/*.vec), the sealed ones only.

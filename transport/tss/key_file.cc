@@ -20,9 +20,9 @@ namespace {
 // The dissector's defaults (dissector/tss.c) are DomainConfig's: one file, one meaning.
 constexpr DomainConfig kDefaults{};
 
-enum Field { kSdi, kAn, kMode, kKey, kRekeyMask, kRekeyShift, kJob, kIvMask, kFields };
+enum Field { kSdi, kAn, kMode, kKey, kRekeyMask, kRekeyShift, kJob, kIvMask, kEpoch, kFields };
 constexpr std::array<const char*, kFields> kNames = {
-    "sdi", "an", "mode", "key", "rekey_mask", "rekey_shift", "job", "iv_mask"};
+    "sdi", "an", "mode", "key", "rekey_mask", "rekey_shift", "job", "iv_mask", "epoch"};
 constexpr std::array<const char*, kFields> kWant = {
     "a number from 0 to 16777215",
     "0 or 1",
@@ -31,7 +31,8 @@ constexpr std::array<const char*, kFields> kWant = {
     "a number with bits 0..47 only (the TSC counter, spec/uet.md §5.1)",
     "a number from 0 to 47",
     "a number from 0 to 16777215 (the job the domain is bound to, spec/uet.md §5.7)",
-    "24 hex digits (a client's IV mask, given with its key: mode=client only)"};
+    "24 hex digits (a client's IV mask, given with its key: mode=client only)",
+    "a number from 0 to 65535 (the domain's epoch, TSC bits 63..48, spec/uet.md §5.1)"};
 
 // One key line, parsed.
 struct Line {
@@ -44,6 +45,7 @@ struct Line {
   uint32_t job_id = kAnyJob;
   Iv iv_mask{};
   bool has_iv_mask = false;
+  uint16_t epoch = 0;
 };
 
 int hex_digit(char c) {
@@ -146,6 +148,10 @@ std::string parse_line(std::string_view text, Line* out, bool* any) {
         ok = parse_number(value, 0xFFFFFF, &v);
         out->job_id = static_cast<uint32_t>(v);
         break;
+      case kEpoch:
+        ok = parse_number(value, 0xFFFF, &v);
+        out->epoch = static_cast<uint16_t>(v);
+        break;
     }
     if (!ok) return absl::StrCat(kNames[f], " must be ", kWant[f]);
   }
@@ -209,6 +215,7 @@ absl::StatusOr<std::vector<DomainConfig>> parse_key_file(std::string_view text,
       dom.rekey_mask = l.rekey_mask;
       dom.rekey_shift = l.rekey_shift;
       dom.job_id = l.job_id;
+      dom.epoch = l.epoch;
       domains.push_back(dom);
       key_line.push_back({0, 0});
       first_line.push_back(number);
@@ -233,6 +240,11 @@ absl::StatusOr<std::vector<DomainConfig>> parse_key_file(std::string_view text,
       problem = bad_line(name, number,
                          absl::StrFormat("sdi %u: job differs from line %u (one job per domain, "
                                          "spec/uet.md §5.7)",
+                                         l.sdi, first_line[d]));
+    } else if (dom.epoch != l.epoch) {
+      problem = bad_line(name, number,
+                         absl::StrFormat("sdi %u: epoch differs from line %u (one epoch per "
+                                         "domain, spec/uet.md §5.4)",
                                          l.sdi, first_line[d]));
     }
     if (!problem.ok()) {
@@ -319,7 +331,7 @@ std::string key_file_text(std::span<const DomainConfig> domains) {
   std::string out =
       "# TSS keys (spec/uet.md §5): sdi=<N> an=<0|1> mode=<cluster|direct|server|client> "
       "key=<64 hex digits> [iv_mask=<24 hex digits>] [rekey_mask=<N>] [rekey_shift=<N>] "
-      "[job=<N>]\n";
+      "[job=<N>] [epoch=<N>]\n";
   for (const DomainConfig& d : domains) {
     for (uint8_t an = 0; an < 2; ++an) {
       if (!d.installed[an]) continue;
@@ -333,8 +345,42 @@ std::string key_file_text(std::span<const DomainConfig> domains) {
         for (uint8_t b : d.iv_mask[an]) absl::StrAppendFormat(&out, "%02x", b);
       }
       if (d.job_id != kAnyJob) absl::StrAppendFormat(&out, " job=%u", d.job_id);
+      if (d.epoch != 0) absl::StrAppendFormat(&out, " epoch=%u", d.epoch);
       out += "\n";
     }
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<DomainConfig>> client_domains(std::span<const DomainConfig> server,
+                                                         uint32_t client_ip4,
+                                                         std::optional<uint16_t> epoch) {
+  std::vector<DomainConfig> out;
+  for (const DomainConfig& s : server) {
+    if (s.mode != Mode::kServer) continue;
+    DomainConfig c = s;
+    c.mode = Mode::kClient;
+    c.epoch = epoch.value_or(s.epoch);
+    for (uint8_t an = 0; an < 2; ++an) {
+      c.key[an] = Key{};
+      if (!s.installed[an]) continue;
+      DerivedKey k;
+      if (!client_key(s.key[an], c.epoch, client_ip4, &k)) {
+        OPENSSL_cleanse(&k, sizeof k);
+        for (DomainConfig& d : out) OPENSSL_cleanse(d.key.data(), sizeof d.key);
+        OPENSSL_cleanse(c.key.data(), sizeof c.key);
+        return absl::InternalError("client_domains: the key derivation failed");
+      }
+      c.key[an] = k.key;
+      c.iv_mask[an] = k.iv_mask;
+      OPENSSL_cleanse(&k, sizeof k);
+    }
+    out.push_back(c);
+  }
+  if (out.empty()) {
+    return absl::InvalidArgumentError(
+        "client_domains: no mode=server domain to derive a client's keys from (spec/uet.md "
+        "§5.3)");
   }
   return out;
 }

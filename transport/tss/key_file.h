@@ -4,11 +4,13 @@
 //
 //   sdi=<N> an=<0|1> mode=<cluster|direct|server|client> key=<64 hex digits>
 //   [iv_mask=<24 hex digits>, mode=client only] [rekey_mask=<N>] [rekey_shift=<N>] [job=<N>]
+//   [epoch=<N>]
 //
 // Numbers are decimal or 0x hex; fields in any order, separated by spaces or tabs; `#` starts
 // a comment. The lines of one sdi make one DomainConfig: their keys installed under their
-// ANs, and one mode, rekey_mask, rekey_shift and job (the JobID the domain is bound to,
-// DomainConfig::job_id), which those lines must agree on. Where the
+// ANs, and one mode, rekey_mask, rekey_shift, job (the JobID the domain is bound to,
+// DomainConfig::job_id) and epoch (DomainConfig::epoch, 0 by default; a server-mode client's
+// key is its epoch's), which those lines must agree on. Where the
 // dissector skips a bad line with a warning, this reader refuses the whole file: a tool must
 // not run with fewer keys than the file meant.
 //
@@ -53,6 +55,14 @@ absl::StatusOr<TssConfig> read_key_file(const std::string& path,
 // from DomainConfig's defaults), which parse_key_file reads back as the same keys, modes and
 // rekey fields.
 std::string key_file_text(std::span<const DomainConfig> domains);
+
+// Server mode (spec/uet.md §5.3): what the client at `client_ip4` is given for each mode=server
+// domain of `server` (the other domains are left out): a kClient domain with the key and IV
+// mask client_key() derives for each installed association, in `epoch` (nullopt: the server
+// domain's), bound to the same job. InvalidArgument if `server` has no server domain.
+absl::StatusOr<std::vector<DomainConfig>> client_domains(std::span<const DomainConfig> server,
+                                                         uint32_t client_ip4,
+                                                         std::optional<uint16_t> epoch);
 // Writes key_file_text(domains) to `path`, readable and writable by its owner only.
 absl::Status write_key_file(const std::string& path, std::span<const DomainConfig> domains);
 
