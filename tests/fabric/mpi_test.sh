@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Open MPI (Debian's, unmodified) over the uetref provider through its ofi MTL: mpi_fabric
-# (every byte checked) at 2 and 4 ranks; then the same program over libfabric's own tcp;ofi_rxm
-# and udp;ofi_rxd in the same run, so a failure of ours cannot hide behind a broken MPI setup.
+# (every byte checked) at 2 and 4 ranks, and at 2 ranks with every frame sealed (TSS, one key
+# file for the job: each rank's counters must show frames sealed and opened and none dropped);
+# then the same program over libfabric's own tcp;ofi_rxm and udp;ofi_rxd in the same run, so a
+# failure of ours cannot hide behind a broken MPI setup.
 # Usage: mpi_test.sh PROVIDER_DIR MPI_FABRIC_BINARY
 set -euo pipefail
 export FI_PROVIDER_PATH="$1"
@@ -9,7 +11,8 @@ prog="$2"
 export FI_LOG_LEVEL=warn
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 out=$(mktemp)
-trap 'rm -f "$out"' EXIT
+keys=$(mktemp)
+trap 'rm -f "$out" "$keys"' EXIT
 
 run() {  # PROVIDER RANKS [OPTION...]
   local t0=$SECONDS
@@ -18,7 +21,7 @@ run() {  # PROVIDER RANKS [OPTION...]
   echo "== $provider, $ranks ranks $*"
   if ! timeout 300 mpirun -np "$ranks" --oversubscribe --bind-to none --mca pml cm --mca mtl ofi \
       --mca mtl_ofi_provider_include "$provider" --mca btl self,vader --mca mtl_base_verbose 100 \
-      -x FI_PROVIDER_PATH \
+      -x FI_PROVIDER_PATH ${FI_UETREF_TSS_KEY_FILE:+-x FI_UETREF_TSS_KEY_FILE -x FI_UETREF_STATS} \
       -x FI_LOG_LEVEL "$prog" check "$@" > "$out" 2>&1; then
     cat "$out"
     echo "mpi_fabric failed over $provider at $ranks ranks"
@@ -37,6 +40,20 @@ run() {  # PROVIDER RANKS [OPTION...]
 
 run uetref 2
 run uetref 4
+# Sealed (spec/uet.md §5): each rank prints its engines' counters at exit (FI_UETREF_STATS).
+printf 'sdi=0x5e1 an=0 mode=cluster key=%s\n' "$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')" > "$keys"
+export FI_UETREF_TSS_KEY_FILE=$keys FI_UETREF_STATS=1
+run uetref 2
+mapfile -t lines < <(grep -o 'tss sealed [0-9]* opened [0-9]* dropped [0-9]* clear refused [0-9]*' "$out")
+[ "${#lines[@]}" -ge 2 ] || { cat "$out"; echo "sealed: ${#lines[@]} ranks printed TSS counters, want 2"; exit 1; }
+for line in "${lines[@]}"; do
+  read -r _ _ sealed _ opened _ dropped _ _ clear <<< "$line"
+  if [ "$sealed" -lt 1000 ] || [ "$opened" -lt 1000 ] || [ "$dropped" != 0 ] || [ "$clear" != 0 ]; then
+    cat "$out"; echo "sealed: a rank's counters: '$line'"; exit 1
+  fi
+  echo "sealed rank: $line"
+done
+unset FI_UETREF_TSS_KEY_FILE FI_UETREF_STATS
 # libfabric 1.17's peers have limits of their own, so they skip what hangs them: tcp drops its
 # connection after a truncated receive ("dynamically provided rbuf is too small"), and rxd
 # hangs in 64-message windows of 4 KiB and more (fabric/README.md).
