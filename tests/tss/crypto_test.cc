@@ -57,6 +57,34 @@ TEST(Kdf_SpecExample, EveryContextByteChangesTheKey) {
   EXPECT_NE(hex(base.key), hex(other.key));
 }
 
+// A Kdf keyed once gives the spec's example again and again (its CMAC re-initialised under the
+// same key each block), follows a new key, and derives nothing once cleared.
+TEST(Kdf_KeyedOnce, RepeatsTheSpecExampleFollowsANewKeyAndForgetsOnClear) {
+  Kdf kdf;
+  DerivedKey k;
+  EXPECT_FALSE(kdf.derive(UET_TSS_LABEL_CLUSTER, kdf_context4(1, 2, 3), &k));  // no key yet
+  ASSERT_TRUE(kdf.set_key(key_of(kMaster)));
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(kdf.derive(UET_TSS_LABEL_CLUSTER, kdf_context4(0x1DC0, 0x74E5, 0xC0A82A01), &k));
+    EXPECT_EQ(hex(k.key), "151b4ddb30112971ddeff3213000ee74d8f18aac2135601f1e5215e505fed449") << i;
+    EXPECT_EQ(hex(k.iv_mask), "a7c6992c26b0bd5dd5c20e0c") << i;
+  }
+  Key other = key_of(kMaster);
+  other[0] ^= 1;
+  DerivedKey want;
+  ASSERT_TRUE(tss::kdf(other, UET_TSS_LABEL_SERVER, kdf_context4(5, 0, 7), &want));
+  ASSERT_TRUE(kdf.set_key(other));
+  ASSERT_TRUE(kdf.derive(UET_TSS_LABEL_SERVER, kdf_context4(5, 0, 7), &k));
+  EXPECT_EQ(hex(k.key), hex(want.key));
+  EXPECT_EQ(hex(k.iv_mask), hex(want.iv_mask));
+  Kdf moved = std::move(kdf);
+  EXPECT_FALSE(kdf.keyed());  // NOLINT(bugprone-use-after-move): moved-from is empty
+  ASSERT_TRUE(moved.derive(UET_TSS_LABEL_SERVER, kdf_context4(5, 0, 7), &k));
+  EXPECT_EQ(hex(k.key), hex(want.key));
+  moved.clear();
+  EXPECT_FALSE(moved.derive(UET_TSS_LABEL_SERVER, kdf_context4(5, 0, 7), &k));
+}
+
 TEST(Kdf_Context, Ipv6FormPutsFourZeroBytesFirst) {
   std::array<uint8_t, 16> a{};
   a[0] = 0x20;

@@ -26,46 +26,46 @@ void put_be32(uint8_t* p, uint32_t v) noexcept {
   for (int i = 0; i < 4; ++i) p[i] = static_cast<uint8_t>(v >> (24 - 8 * i));
 }
 
-// The CMAC PRF of the KDF, keyed once per derivation.
-class Cmac {
- public:
-  explicit Cmac(const Key& key) noexcept {
-    // Fetched once per process: a fetch walks OpenSSL's provider store under a lock, and
-    // costs more than the three CMAC blocks of a derivation.
-    static EVP_MAC* const mac = EVP_MAC_fetch(nullptr, "CMAC", nullptr);
-    if (mac == nullptr) return;
-    ctx_ = EVP_MAC_CTX_new(mac);
-    if (ctx_ == nullptr) return;
-    char cipher[] = "AES-256-CBC";
-    const OSSL_PARAM params[] = {
-        OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_CIPHER, cipher, 0),
-        OSSL_PARAM_construct_end()};
-    ok_ = EVP_MAC_init(ctx_, key.data(), key.size(), params) == 1;
-  }
-  ~Cmac() { EVP_MAC_CTX_free(ctx_); }
-  Cmac(const Cmac&) = delete;
-  Cmac& operator=(const Cmac&) = delete;
-
-  // CMAC(key, msg) into out[16]; the context is re-initialised with the same key each time.
-  bool block(std::span<const uint8_t> msg, uint8_t* out) noexcept {
-    if (!ok_ || EVP_MAC_init(ctx_, nullptr, 0, nullptr) != 1) return false;
-    size_t n = 0;
-    return EVP_MAC_update(ctx_, msg.data(), msg.size()) == 1 &&
-           EVP_MAC_final(ctx_, out, &n, 16) == 1 && n == 16;
-  }
-
- private:
-  EVP_MAC_CTX* ctx_ = nullptr;
-  bool ok_ = false;
-};
-
 }  // namespace
 
-bool kdf(const Key& master, std::string_view label, std::span<const uint8_t> context,
-         DerivedKey* out) noexcept {
+Kdf::~Kdf() { EVP_MAC_CTX_free(ctx_); }  // frees the CMAC state, wiping its key schedule
+
+Kdf& Kdf::operator=(Kdf&& o) noexcept {
+  if (this != &o) {
+    EVP_MAC_CTX_free(ctx_);
+    ctx_ = o.ctx_;
+    o.ctx_ = nullptr;
+  }
+  return *this;
+}
+
+bool Kdf::set_key(const Key& master) noexcept {
+  // Fetched once per process: a fetch walks OpenSSL's provider store under a lock.
+  static EVP_MAC* const mac = EVP_MAC_fetch(nullptr, "CMAC", nullptr);
+  EVP_MAC_CTX_free(ctx_);
+  ctx_ = mac != nullptr ? EVP_MAC_CTX_new(mac) : nullptr;
+  if (ctx_ == nullptr) return false;
+  char cipher[] = "AES-256-CBC";
+  const OSSL_PARAM params[] = {OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_CIPHER, cipher, 0),
+                               OSSL_PARAM_construct_end()};
+  if (EVP_MAC_init(ctx_, master.data(), master.size(), params) != 1) {
+    EVP_MAC_CTX_free(ctx_);
+    ctx_ = nullptr;
+    return false;
+  }
+  return true;
+}
+
+void Kdf::clear() noexcept {
+  EVP_MAC_CTX_free(ctx_);
+  ctx_ = nullptr;
+}
+
+bool Kdf::derive(std::string_view label, std::span<const uint8_t> context,
+                 DerivedKey* out) noexcept {
   // counter (1) || label || 0x00 || context (at most 26) || L (2)
   std::array<uint8_t, 1 + 8 + 1 + 26 + 2> msg{};
-  if (label.size() > 8 || context.size() > 26) return false;
+  if (ctx_ == nullptr || label.size() > 8 || context.size() > 26) return false;
   size_t n = 1;
   std::memcpy(msg.data() + n, label.data(), label.size());
   n += label.size();
@@ -74,17 +74,30 @@ bool kdf(const Key& master, std::string_view label, std::span<const uint8_t> con
   n += context.size();
   put_be16(msg.data() + n, UET_TSS_KDF_BITS);
   n += 2;
-  Cmac cmac(master);
   constexpr size_t kOut = UET_TSS_KDF_BITS / 8;
   std::array<uint8_t, 48> k{};  // three CMAC blocks, truncated to 44 bytes
-  for (uint8_t i = 0; i < 3; ++i) {
+  bool ok = true;
+  for (uint8_t i = 0; ok && i < 3; ++i) {
     msg[0] = static_cast<uint8_t>(i + 1);
-    if (!cmac.block(std::span<const uint8_t>(msg.data(), n), k.data() + 16 * i)) return false;
+    // A null key re-initialises the CMAC under the key it holds: no new key schedule.
+    size_t got = 0;
+    ok = EVP_MAC_init(ctx_, nullptr, 0, nullptr) == 1 &&
+         EVP_MAC_update(ctx_, msg.data(), n) == 1 &&
+         EVP_MAC_final(ctx_, k.data() + 16 * i, &got, 16) == 1 && got == 16;
   }
   static_assert(kOut == kKeyBytes + kIvBytes);
-  std::memcpy(out->key.data(), k.data(), kKeyBytes);
-  std::memcpy(out->iv_mask.data(), k.data() + kKeyBytes, kIvBytes);
-  return true;
+  if (ok) {
+    std::memcpy(out->key.data(), k.data(), kKeyBytes);
+    std::memcpy(out->iv_mask.data(), k.data() + kKeyBytes, kIvBytes);
+  }
+  OPENSSL_cleanse(k.data(), k.size());
+  return ok;
+}
+
+bool kdf(const Key& master, std::string_view label, std::span<const uint8_t> context,
+         DerivedKey* out) noexcept {
+  Kdf k;
+  return k.set_key(master) && k.derive(label, context, out);
 }
 
 std::array<uint8_t, 10> kdf_context4(uint16_t epoch, uint32_t rekey, uint32_t addr) noexcept {

@@ -17,6 +17,7 @@
 #include "spec/uet.def"
 
 typedef struct evp_cipher_ctx_st EVP_CIPHER_CTX;
+typedef struct evp_mac_ctx_st EVP_MAC_CTX;
 
 namespace uet::tss {
 
@@ -39,6 +40,30 @@ struct DerivedKey {
 // mask (spec/uet.md §5.3). False only if OpenSSL fails (no CMAC in the provider).
 bool kdf(const Key& master, std::string_view label, std::span<const uint8_t> context,
          DerivedKey* out) noexcept;
+
+// Heap bytes one keyed Kdf holds at most (OpenSSL's CMAC context and its AES key schedule).
+inline constexpr size_t kKdfStateBytes = 1024;
+
+// The same KDF under one master key, its CMAC keyed once: a derivation is then three CMAC
+// blocks, where kdf() builds and keys an OpenSSL context each time. One owner.
+class Kdf {
+ public:
+  Kdf() noexcept = default;
+  ~Kdf();
+  Kdf(Kdf&& o) noexcept : ctx_(o.ctx_) { o.ctx_ = nullptr; }
+  Kdf& operator=(Kdf&& o) noexcept;
+  Kdf(const Kdf&) = delete;
+  Kdf& operator=(const Kdf&) = delete;
+
+  bool set_key(const Key& master) noexcept;  // false if OpenSSL fails
+  void clear() noexcept;                      // forgets the key
+  bool keyed() const noexcept { return ctx_ != nullptr; }
+  bool derive(std::string_view label, std::span<const uint8_t> context,
+              DerivedKey* out) noexcept;
+
+ private:
+  EVP_MAC_CTX* ctx_ = nullptr;
+};
 
 // The KDF context (§5.3): epoch (2) || rekey (4) || address (4), IPv4 or SSI form...
 std::array<uint8_t, 10> kdf_context4(uint16_t epoch, uint32_t rekey, uint32_t addr) noexcept;

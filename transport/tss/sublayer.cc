@@ -145,8 +145,9 @@ absl::StatusOr<std::unique_ptr<Sublayer>> Sublayer::create(const TssConfig& conf
     Domain dom;
     dom.config = d;
     dom.fresh = d.installed;
+    if (!dom.key_kdfs()) return absl::InternalError("TSS: OpenSSL's CMAC failed to key");
     if (d.sdi == config.tx_sdi) t->tx_domain_ = t->domains_.size();
-    t->domains_.push_back(dom);
+    t->domains_.push_back(std::move(dom));
   }
   t->tx_an_ = config.tx_an;
   if (t->domains_[t->tx_domain_].config.mode == Mode::kServer)
@@ -181,7 +182,9 @@ Sublayer::TxKey* Sublayer::server_tx_key(uint32_t client) noexcept {
     if (sources_[it->second]->heard) epoch = sources_[it->second]->newest;
   }
   DerivedKey d;
-  if (!client_key(c.key[tx_an_], epoch, client, &d) || !k.gcm.set_key(d.key, true, backend_)) {
+  if (!domains_[tx_domain_].kdf[tx_an_].derive(UET_TSS_LABEL_SERVER,
+                                                kdf_context4(epoch, 0, client), &d) ||
+      !k.gcm.set_key(d.key, true, backend_)) {
     OPENSSL_cleanse(&d, sizeof d);
     return nullptr;
   }
@@ -193,6 +196,20 @@ Sublayer::TxKey* Sublayer::server_tx_key(uint32_t client) noexcept {
   k.an = tx_an_;
   ++counters_.rekeys;
   return &k;
+}
+
+// Cluster and server domains derive keys from each installed domain key: its CMAC is keyed
+// once here, not per derivation.
+bool Sublayer::Domain::key_kdfs() noexcept {
+  for (uint8_t an = 0; an < 2; ++an) {
+    const bool derives = config.mode == Mode::kCluster || config.mode == Mode::kServer;
+    if (!derives || !config.installed[an]) {
+      kdf[an].clear();
+    } else if (!kdf[an].set_key(config.key[an])) {
+      return false;
+    }
+  }
+  return true;
 }
 
 Sublayer::Domain* Sublayer::domain(uint32_t sdi) noexcept {
@@ -214,10 +231,10 @@ bool Sublayer::key_tx(uint16_t epoch, uint32_t rekey, const uint8_t* addr6) noex
     bool ok = false;
     if (addr6 != nullptr) {  // §5.3: IPv6 without SSI
       const auto ctx = kdf_context6(epoch, rekey, std::span<const uint8_t, 16>(addr6, 16));
-      ok = kdf(c.key[tx_an_], UET_TSS_LABEL_CLUSTER, ctx, &k);
+      ok = domains_[tx_domain_].kdf[tx_an_].derive(UET_TSS_LABEL_CLUSTER, ctx, &k);
     } else {
       const auto ctx = kdf_context4(epoch, rekey, send_ssi_ ? ssi_ : local_ip4_);
-      ok = kdf(c.key[tx_an_], UET_TSS_LABEL_CLUSTER, ctx, &k);
+      ok = domains_[tx_domain_].kdf[tx_an_].derive(UET_TSS_LABEL_CLUSTER, ctx, &k);
     }
     if (!ok || !tx_gcm_.set_key(k.key, true, backend_)) return false;
     tx_mask_ = k.iv_mask;
@@ -326,7 +343,7 @@ bool Sublayer::seal(uint8_t* frame, size_t len, const SealLayout& l,
   return true;
 }
 
-Drop Sublayer::key_source(Source& s, const Domain& dom, uint8_t an, uint16_t epoch,
+Drop Sublayer::key_source(Source& s, Domain& dom, uint8_t an, uint16_t epoch,
                           uint32_t rekey, uint32_t addr, const uint8_t* addr6) noexcept {
   const DomainConfig& c = dom.config;
   if (c.mode == Mode::kDirect) {
@@ -347,10 +364,10 @@ Drop Sublayer::key_source(Source& s, const Domain& dom, uint8_t an, uint16_t epo
     bool ok = false;
     if (addr6 != nullptr) {  // §5.3: an IPv6 sender without SSI, the 26-byte context
       const auto ctx = kdf_context6(epoch, rekey, std::span<const uint8_t, 16>(addr6, 16));
-      ok = kdf(c.key[an], label, ctx, &k);
+      ok = dom.kdf[an].derive(label, ctx, &k);
     } else {
       const auto ctx = kdf_context4(epoch, rekey, addr);
-      ok = kdf(c.key[an], label, ctx, &k);
+      ok = dom.kdf[an].derive(label, ctx, &k);
     }
     if (!ok || !s.gcm.set_key(k.key, false, backend_)) return Drop::kCrypto;
     s.mask = k.iv_mask;
@@ -577,6 +594,7 @@ absl::Status Sublayer::install_key(uint32_t sdi, uint8_t an, const Key& key, con
   d->config.iv_mask[an] = iv_mask;
   d->config.installed[an] = true;
   d->fresh[an] = true;
+  if (!d->key_kdfs()) return absl::InternalError("install_key: OpenSSL's CMAC failed to key");
   // A new key starts every sender's counter again: forget their windows.
   for (auto it = source_index_.begin(); it != source_index_.end(); ++it) {
     if ((it->first >> 32) == (uint64_t{sdi} << 1 | an)) {
@@ -615,6 +633,7 @@ absl::Status Sublayer::retire(uint32_t sdi, uint8_t an) {
   }
   d->config.installed[an] = false;
   d->config.key[an] = Key{};
+  d->kdf[an].clear();
   d->fresh[an] = false;
   return absl::OkStatus();
 }
@@ -662,7 +681,8 @@ size_t Sublayer::memory_bound(const TssConfig& c) noexcept {
     if (d.sdi == c.tx_sdi && d.mode == Mode::kServer)
       server = c.server_tx_keys * (sizeof(TxKey) + kGcmBytes);
   }
-  return server + sizeof(Sublayer) + c.domains.size() * sizeof(Domain) + kGcmBytes +
+  return server + sizeof(Sublayer) + c.domains.size() * (sizeof(Domain) + 2 * kKdfStateBytes) +
+         kGcmBytes +
          sources * (sizeof(void*) + 2 * 16 + sizeof(Source) + kGcmBytes + c.replay_window / 8) +
          2 * starts * 16 + 2 * sources * 12;
 }
@@ -670,6 +690,7 @@ size_t Sublayer::memory_bound(const TssConfig& c) noexcept {
 size_t Sublayer::memory_bytes() const noexcept {
   constexpr size_t kGcmBytes = kGcmStateBytes;  // key schedule, GHASH table
   size_t n = sizeof(*this) + domains_.capacity() * sizeof(Domain) + kGcmBytes;
+  for (const Domain& d : domains_) n += (d.kdf[0].keyed() + d.kdf[1].keyed()) * kKdfStateBytes;
   n += sources_.capacity() * sizeof(void*) + source_index_.capacity() * 16;
   n += sources_.size() * (sizeof(Source) + kGcmBytes + replay_window_ / 8);
   n += start_psn_.capacity() * 16 + next_start_.capacity() * 12;

@@ -210,6 +210,8 @@ class Sublayer {
     uint16_t previous_epoch = 0;
     Key previous_key{};
     Iv previous_mask{};
+    std::array<Kdf, 2> kdf;  // cluster and server: each installed key's KDF, keyed once
+    bool key_kdfs() noexcept;
   };
   // Receive state of one sender in one association of one domain.
   struct Source {
@@ -233,7 +235,7 @@ class Sublayer {
   // addr6: the sender's IPv6 address when the frame is IPv6 without an SSI (§5.3), else null.
   bool key_tx(uint16_t epoch, uint32_t rekey, const uint8_t* addr6) noexcept;
   // kCount when keyed, else why not.
-  Drop key_source(Source& s, const Domain& dom, uint8_t an, uint16_t epoch, uint32_t rekey,
+  Drop key_source(Source& s, Domain& dom, uint8_t an, uint16_t epoch, uint32_t rekey,
                   uint32_t addr, const uint8_t* addr6) noexcept;
   // Finds the sealed frame's domain, source state, key and IV, checking everything but the
   // tag. *gcm is the source's own key, or scratch_'s for an epoch it has left.
