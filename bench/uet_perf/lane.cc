@@ -104,7 +104,7 @@ absl::StatusOr<std::unique_ptr<Endpoint>> make_engine(const Options& o, const Io
     // io_uring sends the payload after our UDP header through a socket: the kernel computes
     // the real UDP checksum, so computing one here would be wasted work.
     c.udp_checksum = o.io != "uring" && !tx_checksum_offloaded(io);
-    c.tx_by_reference = by_reference(o, io) && !o.tss;
+    c.tx_by_reference = by_reference(o, io);  // the engine seals from registered memory under TSS
     if (o.base_rtt > 0) c.base_rtt = o.base_rtt;
     c.seed = o.seed * 2 + (o.server ? 1 : 0);
     if (o.tss) c.tss = *o.tss;

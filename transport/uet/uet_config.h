@@ -126,7 +126,8 @@ struct UetConfig {
   // marks Frame::checksums_ok are not checked again.
   bool udp_checksum = true;
   // Zero-copy transmit: payloads are referenced in registered memory (Frame::ref), not copied,
-  // for a host whose device gathers (DPDK external buffers). Not under TSS, which seals a copy.
+  // for a host whose device gathers (DPDK external buffers). Under TSS the payload is instead
+  // encrypted from registered memory into the frame, one pass either way (spec/uet.md §5.2).
   bool tx_by_reference = false;
   // WRITEs into a region of at least this many bytes are placed with streaming stores (a
   // region beyond the cache: a plain copy would first read every line it writes); 0: never.
