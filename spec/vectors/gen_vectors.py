@@ -797,6 +797,8 @@ def pattern(n, seed):
 
 
 # A job and its endpoints, shared by several UET vectors.
+# uet.md §5.3: the master key of the spec's KDF example, a published test key.
+KDF_EXAMPLE_KEY = "34448a064292601b11a0978f56a2d34cf3fc35ede1a6bc04f8db3e5243a2b0ca"
 JOB = dict(ri_generation=7, job_id=5913633, pid_on_fep=695, resource_index=317)
 
 
@@ -1006,7 +1008,7 @@ def uet_vectors():
 
     # ---- TSS: sealed frames, one per PDS type (uet.md §5). The key is the KDF example's
     # master key (uet.md §5.3), a published test key.
-    kdf_key = "34448a064292601b11a0978f56a2d34cf3fc35ede1a6bc04f8db3e5243a2b0ca"
+    kdf_key = KDF_EXAMPLE_KEY
     cluster, direct = Seal(kdf_key), Seal(kdf_key[::-1], mode="direct")
     p = pattern(48, 17)
     vec("uet_tss_rud_req_std",
@@ -1327,7 +1329,7 @@ def deferrable_vectors():
 def server_mode_vectors():
     """uet.md §5.3 server mode: both directions between a client (10.0.1.17) and its server,
     sealed with the client's key, derived with "U2" in epoch 3 from the KDF example's key."""
-    kdf_key = "34448a064292601b11a0978f56a2d34cf3fc35ede1a6bc04f8db3e5243a2b0ca"
+    kdf_key = KDF_EXAMPLE_KEY
     back = dict(src=ip4("10.0.2.34"), dst=ip4("10.0.1.17"))
     p = pattern(32, 29)
     vec("uet_tss_server_up_rud_req_std",
