@@ -397,7 +397,8 @@ int fi_error_of(OpStatus s) {
     case OpStatus::kRemoteAccessError:
     case OpStatus::kAccessDenied: return FI_EACCES;
     case OpStatus::kPdcClosed:
-    case OpStatus::kFlushed: return FI_ECANCELED;
+    case OpStatus::kFlushed:
+    case OpStatus::kCanceled: return FI_ECANCELED;
     // An error completion is final: FI_EAGAIN would say "try the call again".
     case OpStatus::kReceiverNotReady: return FI_ENORX;  // no receive posted, RNR retries spent
     case OpStatus::kNoResources: return FI_EIO;

@@ -445,7 +445,23 @@ fi_ops_cm kCmOps = {
 // ---------------------------------------------------------------------------------------------
 // Endpoint control.
 
-ssize_t ep_cancel(fid_t, void*) { return -FI_ENOENT; }  // a posted op cannot be withdrawn yet
+// fi_cancel: a receive no message has claimed yet is withdrawn (the engine's cancel_recv) and
+// completes with FI_ECANCELED in the error queue. A send, READ or WRITE is on its way once
+// posted, and a receive a message claimed completes as it lands: -FI_ENOENT.
+ssize_t ep_cancel(fid_t f, void* context) {
+  Ep* ep = of<Ep>(f);
+  Domain* d = ep->domain;
+  std::lock_guard lock(d->mu);
+  for (size_t i = 0; i < d->ops.size(); ++i) {
+    const OpCtx& op = d->ops[i];
+    if (!op.in_use || op.context != context || (op.flags & FI_RECV) == 0) continue;
+    if (d->engine->cancel_recv(i).ok()) {
+      d->drain();  // its error completion, now
+      return 0;
+    }
+  }
+  return -FI_ENOENT;
+}
 int ep_getopt(fid_t, int, int, void*, size_t*) { return -FI_ENOPROTOOPT; }
 int ep_setopt(fid_t, int, int, const void*, size_t) { return -FI_ENOPROTOOPT; }
 int ep_no_ctx(fid_ep*, int, fi_tx_attr*, fid_ep**, void*) { return -FI_ENOSYS; }

@@ -28,6 +28,8 @@ const char* to_string(OpStatus s) noexcept {
       return "truncated";
     case OpStatus::kAccessDenied:
       return "access denied";
+    case OpStatus::kCanceled:
+      return "canceled";
   }
   return "unknown";
 }
@@ -76,6 +78,10 @@ absl::Status Endpoint::post_trecv(const TaggedRecv&) {
 
 absl::Status Endpoint::post_atomic(const AtomicRequest&) {
   return absl::UnimplementedError("post_atomic: this transport does not carry atomics");
+}
+
+absl::Status Endpoint::cancel_recv(uint64_t) {
+  return absl::UnimplementedError("cancel_recv: this transport cannot withdraw a receive");
 }
 
 const char* to_string(AtomicOp op) noexcept {

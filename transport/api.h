@@ -38,8 +38,9 @@ enum class OpStatus : uint8_t {
                          // that fit were placed (the sender completes with kSuccess)
   kAccessDenied,         // the target refused the job, process or resource index
                          // (Completion::return_code says which, spec/uet.md §4.1, §4.9)
+  kCanceled,             // a receive withdrawn by cancel_recv() before a message claimed it
 };
-inline constexpr size_t kNumOpStatus = 11;  // OpStatus values, for tables indexed by them
+inline constexpr size_t kNumOpStatus = 12;  // OpStatus values, for tables indexed by them
 
 const char* to_string(OpStatus s) noexcept;
 
@@ -242,6 +243,10 @@ class Endpoint : public Transport {
   virtual absl::Status post_tsend(const TaggedSendRequest& ts);
   virtual absl::Status post_trecv(const TaggedRecv& tr);
   virtual absl::Status post_atomic(const AtomicRequest& ar);
+  // Withdraws the receive posted with `wr_id` (post_recv or post_trecv) if no message has
+  // claimed it yet: it completes with OpStatus::kCanceled and no bytes. NotFound when none
+  // is waiting under that wr_id (a message claimed it, or it completed).
+  virtual absl::Status cancel_recv(uint64_t wr_id);
   // Moves up to out.size() completions into `out`; returns how many.
   virtual size_t poll_completions(std::span<Completion> out) = 0;
   virtual EndpointStats stats() const = 0;

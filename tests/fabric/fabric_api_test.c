@@ -195,6 +195,40 @@ int main(void) {
   printf("WRITE and READ of %d bytes: every byte checked\n", kLen);
   CHECK(fi_close(&mr->fid) == 0, "close mr");
 
+  // fi_cancel: a receive no message claimed is withdrawn: FI_ECANCELED, its context, no bytes,
+  // in the error queue. Canceling it again, or a context never posted, is -FI_ENOENT; a send
+  // is not withdrawn. The message sent afterwards lands in the receive posted after it.
+  {
+    char r1[64], r2[64], text[16] = "after a cancel";
+    int c1 = 0, c2 = 0, cs = 0;
+    memset(r1, 0xEE, sizeof r1);
+    memset(r2, 0xEE, sizeof r2);
+    CHECK(fi_trecv(b.ep, r1, sizeof r1, NULL, FI_ADDR_UNSPEC, 5, 0, &c1) == 0, "fi_trecv 1");
+    CHECK(fi_trecv(b.ep, r2, sizeof r2, NULL, FI_ADDR_UNSPEC, 5, 0, &c2) == 0, "fi_trecv 2");
+    CHECK(fi_cancel(&b.ep->fid, &c1) == 0, "fi_cancel of a waiting receive");
+    CHECK(fi_cancel(&b.ep->fid, &c1) == -FI_ENOENT, "fi_cancel of it again");
+    CHECK(fi_cancel(&b.ep->fid, &failures) == -FI_ENOENT, "fi_cancel of a context never posted");
+    CHECK(one_completion(&b, NULL, &ok, &err, 5.0) == 1 && !ok && err.err == FI_ECANCELED &&
+              err.op_context == &c1 && (err.flags & FI_RECV) && err.len == 0,
+          "canceled receive: ok %d err %d context %s len %lu", ok, err.err,
+          err.op_context == &c1 ? "its own" : "another", (unsigned long)err.len);
+    CHECK(r1[0] == (char)0xEE, "a canceled receive was written");
+    CHECK(fi_tsend(a.ep, text, sizeof text, NULL, to_b, 5, &cs) == 0, "fi_tsend tag 5");
+    CHECK(fi_cancel(&a.ep->fid, &cs) == -FI_ENOENT, "a send withdrawn");
+    struct fi_cq_tagged_entry e;
+    int got = 0;
+    for (const double end = now_s() + 5.0; now_s() < end && got == 0;) {
+      got = fi_cq_read(b.cq, &e, 1) == 1;
+      fi_cq_read(a.cq, &e, 0);
+    }
+    CHECK(got && e.op_context == &c2 && e.len == sizeof text && memcmp(r2, text, sizeof text) == 0,
+          "the message after a cancel: %s", got ? "in the wrong receive or bytes" : "none");
+    for (const double end = now_s() + 5.0; now_s() < end;) {  // the send's own completion
+      if (fi_cq_read(a.cq, &e, 1) == 1) break;
+      fi_cq_read(b.cq, &e, 0);
+    }
+  }
+
   // auth_key is the UET JobID: an endpoint of job 42 refuses job 0's message (BAD_JOB_ID), and
   // a key longer than the JobID's 24 bits is refused by fi_domain.
   struct fi_info* job42 = fi_dupinfo(info);

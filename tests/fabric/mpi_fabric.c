@@ -2,8 +2,9 @@
 // Open MPI's ofi MTL): every byte it moves is checked.
 //
 //   mpi_fabric check   ping-pong 0 B..4 MiB, windowed uni- and bi-directional bandwidth,
-//                      MPI_Allreduce, MPI_Alltoallv, MPI_ANY_SOURCE / MPI_ANY_TAG receives and a
-//                      truncated receive (MPI_ERR_TRUNCATE); exits 1 on the first wrong byte
+//                      MPI_Allreduce, MPI_Alltoallv, MPI_ANY_SOURCE / MPI_ANY_TAG receives, a
+//                      canceled receive (MPI_Cancel) and a truncated receive
+//                      (MPI_ERR_TRUNCATE); exits 1 on the first wrong byte
 //   mpi_fabric check [no-truncate] [no-window]   ... without the truncated receive, or the
 //                      windowed bandwidth (for peers that cannot take them, tests/fabric)
 //   mpi_fabric bench   the OSU micro-benchmarks' method and columns (osu_latency, osu_bw,
@@ -181,6 +182,36 @@ static void any_source_any_tag(void) {
   }
 }
 
+// Rank 0 posts a receive no one sends to and cancels it (MPI_Cancel: the ofi MTL's
+// fi_cancel); MPI_Test_cancelled must say so. Then a receive posted after it with the tag the
+// canceled one waited for gets rank 1's message, whole.
+static void canceled(void) {
+  enum { kLen = 2000 };
+  uint8_t buf[kLen];
+  if (rank == 1) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    fill(buf, kLen, 55);
+    MPI_Send(buf, kLen, MPI_BYTE, 0, 55, MPI_COMM_WORLD);
+    return;
+  }
+  if (rank != 0) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    return;
+  }
+  MPI_Request req;
+  MPI_Status st;
+  int flag = 0;
+  memset(buf, 0, sizeof buf);
+  MPI_Irecv(buf, kLen, MPI_BYTE, 1, 55, MPI_COMM_WORLD, &req);
+  MPI_Cancel(&req);
+  MPI_Wait(&req, &st);
+  MPI_Test_cancelled(&st, &flag);
+  if (!flag) fail("MPI_Cancel of a waiting receive: not cancelled", flag, 1);
+  MPI_Barrier(MPI_COMM_WORLD);  // rank 1 sends only now
+  MPI_Recv(buf, kLen, MPI_BYTE, 1, 55, MPI_COMM_WORLD, &st);
+  check(buf, kLen, 55, "the message after a canceled receive");
+}
+
 // Rank 1 sends 5000 bytes where rank 0 posted 1000: MPI_ERR_TRUNCATE. (What the buffer then
 // holds is not the standard's to say: uetref places the bytes that fit, tcp;ofi_rxm none.)
 static void truncated(void) {
@@ -244,6 +275,8 @@ int main(int argc, char** argv) {
     allreduce();
     alltoallv();
     any_source_any_tag();
+    MPI_Barrier(MPI_COMM_WORLD);
+    canceled();
     MPI_Barrier(MPI_COMM_WORLD);
     if (!no_truncate) truncated();
   }

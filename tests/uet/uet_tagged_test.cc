@@ -233,6 +233,53 @@ TEST(UetTagged_Truncation, LongerThanTheBufferPlacesWhatFitsPostedOrUnexpected) 
   }
 }
 
+// cancel_recv (fi_cancel, MPI_Cancel): a receive no message has claimed is withdrawn and
+// completes kCanceled with no bytes; the messages sent afterwards pass it by, into the
+// receives posted beside it (tagged: the next match; untagged: the next buffer, in order). A
+// receive a message claimed, or an unknown wr_id, is NotFound.
+TEST(UetTagged_Cancel, AWaitingReceiveIsWithdrawnAndTheNextOneTakesItsMessage) {
+  Link link;
+  std::vector<uint8_t> t1(64, 0xEE), t2(64, 0xEE), t2b(64, 0xEE), u1(64, 0xEE), u2(64, 0xEE);
+  ASSERT_TRUE(link.b().post_trecv(trecv(1, t1, 11)).ok());
+  ASSERT_TRUE(link.b().post_trecv(trecv(2, t2, 22)).ok());
+  ASSERT_TRUE(link.b().post_trecv(trecv(3, t2b, 22)).ok());
+  ASSERT_TRUE(link.b().post_recv({4, u1.data(), u1.size()}).ok());
+  ASSERT_TRUE(link.b().post_recv({5, u2.data(), u2.size()}).ok());
+  ASSERT_TRUE(link.b().cancel_recv(2).ok());  // tagged, first of two for tag 22
+  ASSERT_TRUE(link.b().cancel_recv(4).ok());  // untagged, the oldest buffer
+  EXPECT_TRUE(absl::IsNotFound(link.b().cancel_recv(2)));
+  EXPECT_TRUE(absl::IsNotFound(link.b().cancel_recv(99)));
+  auto first = drain(link.b());
+  ASSERT_EQ(first.size(), 2u);
+  for (const Completion& c : first) {
+    EXPECT_EQ(c.status, OpStatus::kCanceled) << c.wr_id;
+    EXPECT_EQ(c.bytes, 0u) << c.wr_id;
+  }
+  EXPECT_EQ(first[0].wr_id, 2u);
+  EXPECT_EQ(first[0].op, Opcode::kTaggedRecv);
+  EXPECT_EQ(first[1].wr_id, 4u);
+  EXPECT_EQ(first[1].op, Opcode::kRecv);
+
+  const std::vector<uint8_t> m22 = pattern(40, 3), m11 = pattern(30, 4), mu = pattern(20, 5);
+  ASSERT_TRUE(link.a().post_tsend(tsend(10, m22, 22)).ok());
+  ASSERT_TRUE(link.a().post_tsend(tsend(11, m11, 11)).ok());
+  ASSERT_TRUE(link.a().post_send({12, kIpB, mu.data(), mu.size()}).ok());
+  link.run(kSecond);
+  auto rc = by_wr_id(drain(link.b()));
+  ASSERT_EQ(rc.size(), 3u);
+  EXPECT_EQ(rc[3].status, OpStatus::kSuccess);  // tag 22 went to the receive left
+  EXPECT_TRUE(std::equal(m22.begin(), m22.end(), t2b.begin()));
+  EXPECT_EQ(rc[1].status, OpStatus::kSuccess);
+  EXPECT_TRUE(std::equal(m11.begin(), m11.end(), t1.begin()));
+  EXPECT_EQ(rc[5].status, OpStatus::kSuccess);  // the untagged one to the buffer after
+  EXPECT_TRUE(std::equal(mu.begin(), mu.end(), u2.begin()));
+  EXPECT_TRUE(std::all_of(t2.begin(), t2.end(), [](uint8_t v) { return v == 0xEE; }));
+  EXPECT_TRUE(std::all_of(u1.begin(), u1.end(), [](uint8_t v) { return v == 0xEE; }));
+  // Claimed and completed: nothing left to withdraw.
+  EXPECT_TRUE(absl::IsNotFound(link.b().cancel_recv(3)));
+  EXPECT_TRUE(absl::IsNotFound(link.b().cancel_recv(5)));
+}
+
 TEST(UetTagged_Bounds, AFullUnexpectedListNacksUntilItDrainsOrTheSenderGivesUp) {
   UetConfig a = config_for(kIpA), b = config_for(kIpB);
   a.rnr_retries = 3;

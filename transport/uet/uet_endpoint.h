@@ -60,6 +60,7 @@ class UetEndpoint final : public Endpoint {
   absl::Status post_tsend(const TaggedSendRequest& ts) override;
   absl::Status post_trecv(const TaggedRecv& tr) override;
   absl::Status post_atomic(const AtomicRequest& ar) override;
+  absl::Status cancel_recv(uint64_t wr_id) override;
   size_t poll_completions(std::span<Completion> out) override;
   EndpointStats stats() const override;
 

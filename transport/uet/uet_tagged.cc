@@ -175,6 +175,30 @@ absl::Status UetEndpoint::post_trecv(const TaggedRecv& tr) {
   return absl::OkStatus();
 }
 
+// A receive no message has claimed: a tagged one still in the posted list, or an untagged
+// buffer past recv_claim_ (the later ones move up a place, keeping their order).
+absl::Status UetEndpoint::cancel_recv(uint64_t wr_id) {
+  for (uint32_t i = trecv_list_.head; i != kNoLink; i = trecvs_[i].next) {
+    if (trecvs_[i].tr.wr_id != wr_id) continue;
+    unlink(trecvs_, trecv_list_.head, trecv_list_.tail, i);
+    trecv_free_.push_back(i);
+    Completion c{wr_id, OpStatus::kCanceled, 0, Opcode::kTaggedRecv, 0, false, 0};
+    completions_.push_back(c);
+    return absl::OkStatus();
+  }
+  for (uint32_t p = recv_claim_; p != recv_tail_; ++p) {
+    if (recvs_[p].rb.wr_id != wr_id) continue;
+    for (uint32_t q = p; q + 1 != recv_tail_; ++q) recvs_[q] = recvs_[q + 1];
+    --recv_tail_;
+    Completion c{wr_id, OpStatus::kCanceled, 0, Opcode::kRecv, 0, false, 0};
+    completions_.push_back(c);
+    return absl::OkStatus();
+  }
+  return absl::NotFoundError(
+      absl::StrCat("cancel_recv: no receive waits under wr_id ", wr_id,
+                   " (a message claimed it, or it completed)"));
+}
+
 // ------------------------------------------------------------------------------- target
 
 // Room for an unexpected message of `length` bytes: the first gap in the arena, between the
