@@ -275,13 +275,77 @@ ssize_t tagged_recvv(fid_ep* f, const iovec* iov, void** desc, size_t count, fi_
                      desc ? desc[0] : nullptr, src, tag, ignore, ctx);
 }
 
+// FI_PEEK (MPI_Iprobe, MPI_Improbe with FI_CLAIM): the engine's probe of its unexpected list,
+// answered at once in the receive CQ: the message's length, tag, data and source, or an
+// FI_ENOMSG error entry. A claim's handle lives in the application's fi_context, as
+// libfabric asks of FI_CLAIM, for the paired receive.
+ssize_t tagged_peek(Ep* ep, const fi_msg_tagged* m, uint64_t flags) {
+  Domain* d = ep->domain;
+  std::lock_guard lock(d->mu);
+  if (!ep->enabled) return -FI_EOPBADSTATE;
+  Cq* cq = ep->rx_cq;
+  if (cq == nullptr) return -FI_ENOCQ;
+  if ((flags & FI_CLAIM) && m->context == nullptr) return -FI_EINVAL;
+  TaggedRecv match;
+  match.tag = m->tag;
+  match.ignore = m->ignore;
+  if ((ep->info->caps & FI_DIRECTED_RECV) && m->addr != FI_ADDR_UNSPEC) {
+    match.source = peer_of(ep, m->addr);
+    if (match.source == 0) return -FI_EINVAL;
+  }
+  d->progress();  // what has arrived by now
+  if (!cq->reserve()) return -FI_EAGAIN;
+  Probed p;
+  const absl::Status s = d->engine->probe_tagged(match, (flags & FI_CLAIM) != 0, &p);
+  if (!s.ok()) {
+    cq->unreserve();
+    if (!absl::IsNotFound(s)) return to_fi_errno(s);
+    fi_cq_err_entry e{};
+    e.op_context = m->context;
+    e.flags = FI_RECV | FI_TAGGED;
+    e.tag = m->tag;
+    e.err = FI_ENOMSG;
+    cq->push_error(e);
+    return 0;
+  }
+  if (flags & FI_CLAIM) static_cast<fi_context*>(m->context)->internal[0] =
+      reinterpret_cast<void*>(static_cast<uintptr_t>(p.claim));
+  CqEntry e{};
+  e.e.op_context = m->context;
+  e.e.flags = FI_RECV | FI_TAGGED | (p.has_data ? FI_REMOTE_CQ_DATA : 0);
+  e.e.len = p.length;
+  e.e.data = p.data;
+  e.e.tag = p.tag;
+  e.src = FI_ADDR_NOTAVAIL;
+  if (ep->av != nullptr && (ep->info->caps & FI_SOURCE) != 0) {
+    auto it = ep->av->by_ip.find(p.peer);
+    if (it != ep->av->by_ip.end()) e.src = it->second;
+  }
+  cq->push(e);
+  return 0;
+}
+
 ssize_t tagged_recvmsg(fid_ep* f, const fi_msg_tagged* m, uint64_t flags) {
-  // FI_PEEK and FI_CLAIM (probing the unexpected list) are not offered yet.
-  if (m->iov_count > 1 || (flags & (FI_PEEK | FI_CLAIM | FI_DISCARD | FI_MULTI_RECV)))
-    return -FI_EOPNOTSUPP;
-  return trecv_common(ep_of(f), m->iov_count ? m->msg_iov->iov_base : nullptr,
-                      m->iov_count ? m->msg_iov->iov_len : 0, m->addr, m->tag, m->ignore,
-                      m->context, flags);
+  // FI_DISCARD (dropping a claimed message unread) is not offered.
+  if (m->iov_count > 1 || (flags & (FI_DISCARD | FI_MULTI_RECV))) return -FI_EOPNOTSUPP;
+  Ep* ep = ep_of(f);
+  if (flags & FI_PEEK) return tagged_peek(ep, m, flags);
+  void* buf = m->iov_count ? m->msg_iov->iov_base : nullptr;
+  const size_t len = m->iov_count ? m->msg_iov->iov_len : 0;
+  if (flags & FI_CLAIM) {  // the message an FI_PEEK | FI_CLAIM set aside under this context
+    if (m->context == nullptr) return -FI_EINVAL;
+    const auto claim = static_cast<uint64_t>(
+        reinterpret_cast<uintptr_t>(static_cast<fi_context*>(m->context)->internal[0]));
+    return post(ep, Dir::kRx, FI_RECV | FI_TAGGED, flags, m->context, buf, len, false,
+                [&](uint64_t wr_id, const uint8_t*) {
+                  TaggedRecv r;
+                  r.wr_id = wr_id;
+                  r.base = static_cast<uint8_t*>(buf);
+                  r.length = len;
+                  return ep->domain->engine->recv_claimed(claim, r);
+                });
+  }
+  return trecv_common(ep, buf, len, m->addr, m->tag, m->ignore, m->context, flags);
 }
 
 fi_ops_tagged kTaggedOps = {

@@ -80,6 +80,14 @@ absl::Status Endpoint::post_atomic(const AtomicRequest&) {
   return absl::UnimplementedError("post_atomic: this transport does not carry atomics");
 }
 
+absl::Status Endpoint::probe_tagged(const TaggedRecv&, bool, Probed*) {
+  return absl::UnimplementedError("probe_tagged: this transport does not carry tagged messages");
+}
+
+absl::Status Endpoint::recv_claimed(uint64_t, const TaggedRecv&) {
+  return absl::UnimplementedError("recv_claimed: this transport does not carry tagged messages");
+}
+
 absl::Status Endpoint::cancel_recv(uint64_t) {
   return absl::UnimplementedError("cancel_recv: this transport cannot withdraw a receive");
 }

@@ -214,6 +214,16 @@ struct TaggedRecv {
   uint32_t source = 0;  // the sender's IPv4 address; 0: any
 };
 
+// What a probe found (Endpoint::probe_tagged): an unexpected tagged message, not received.
+struct Probed {
+  uint64_t tag = 0;
+  uint64_t length = 0;  // the whole message's bytes
+  uint32_t peer = 0;    // the sender's IPv4 address
+  bool has_data = false;
+  uint64_t data = 0;
+  uint64_t claim = 0;  // with `claim`: the handle recv_claimed() takes
+};
+
 // A receive buffer for incoming SENDs. An endpoint's posted buffers form one shared queue,
 // consumed in posting order by SENDs from any peer (an SRQ, in verbs terms).
 struct RecvBuffer {
@@ -247,6 +257,15 @@ class Endpoint : public Transport {
   // claimed it yet: it completes with OpStatus::kCanceled and no bytes. NotFound when none
   // is waiting under that wr_id (a message claimed it, or it completed).
   virtual absl::Status cancel_recv(uint64_t wr_id);
+  // FI_PEEK (MPI_Iprobe): the first unexpected tagged message (in arrival order) that
+  // `match` would take (its tag, ignore bits and source; no buffer), every byte of it
+  // arrived or, rendezvous, announced. Not received: it stays for the receive that matches
+  // it, or, with `claim` (FI_CLAIM, MPI_Improbe), for recv_claimed(out->claim) alone.
+  // NotFound: none.
+  virtual absl::Status probe_tagged(const TaggedRecv& match, bool claim, Probed* out);
+  // FI_CLAIM (MPI_Mrecv): receives the claimed message into `tr` (its buffer and wr_id) as
+  // post_trecv() would. NotFound for a handle that names no claimed message.
+  virtual absl::Status recv_claimed(uint64_t claim, const TaggedRecv& tr);
   // Moves up to out.size() completions into `out`; returns how many.
   virtual size_t poll_completions(std::span<Completion> out) = 0;
   virtual EndpointStats stats() const = 0;

@@ -229,6 +229,58 @@ int main(void) {
     }
   }
 
+  // FI_PEEK (MPI_Iprobe): with nothing sent, an FI_ENOMSG error entry with the context; once a
+  // tagged message arrived, its length and tag, and it stays. FI_PEEK | FI_CLAIM sets it aside:
+  // a plain receive of its tag waits on, the FI_CLAIM receive with the same fi_context gets it.
+  {
+    struct fi_context pctx, cctx;
+    char pbuf[64], other[64], text[24] = "probed, then claimed";
+    int oc = 0;
+    struct fi_msg_tagged tm = {.addr = FI_ADDR_UNSPEC, .tag = 9, .context = &pctx};
+    struct fi_cq_tagged_entry e;
+    CHECK(fi_trecvmsg(b.ep, &tm, FI_PEEK) == 0, "FI_PEEK");
+    CHECK(one_completion(&b, NULL, &ok, &err, 5.0) == 1 && !ok && err.err == FI_ENOMSG &&
+              err.op_context == &pctx,
+          "FI_PEEK with nothing sent: ok %d err %d", ok, err.err);
+    CHECK(fi_tsend(a.ep, text, sizeof text, NULL, to_b, 9, NULL) == 0, "fi_tsend tag 9");
+    int found = 0, sent = 0;
+    for (const double end = now_s() + 5.0; now_s() < end && !found;) {
+      sent += fi_cq_read(a.cq, &e, 1) == 1;  // a sends, and its completion goes
+      CHECK(fi_trecvmsg(b.ep, &tm, FI_PEEK) == 0, "FI_PEEK again");
+      ssize_t n;
+      while ((n = fi_cq_read(b.cq, &e, 1)) == 0) {
+      }
+      if (n == 1) {
+        found = e.op_context == &pctx && e.len == sizeof text && e.tag == 9 ? 1 : -1;
+      } else {
+        CHECK(n == -FI_EAVAIL && fi_cq_readerr(b.cq, &err, 0) == 1 && err.err == FI_ENOMSG,
+              "FI_PEEK: rc %ld err %d", (long)n, err.err);
+      }
+    }
+    for (const double end = now_s() + 5.0; now_s() < end && !sent;) {
+      sent = fi_cq_read(a.cq, &e, 1) == 1;
+    }
+    CHECK(sent, "the tag-9 send did not complete");
+    CHECK(found == 1, "FI_PEEK never reported the message (or wrongly: %d)", found);
+    tm.context = &cctx;
+    CHECK(fi_trecvmsg(b.ep, &tm, FI_PEEK | FI_CLAIM) == 0, "FI_PEEK | FI_CLAIM");
+    CHECK(fi_cq_read(b.cq, &e, 1) == 1 && e.op_context == &cctx && e.len == sizeof text,
+          "FI_PEEK | FI_CLAIM: no entry for the message");
+    CHECK(fi_trecv(b.ep, other, sizeof other, NULL, FI_ADDR_UNSPEC, 9, 0, &oc) == 0,
+          "a plain receive of tag 9");
+    struct iovec iov = {.iov_base = pbuf, .iov_len = sizeof pbuf};
+    tm.msg_iov = &iov;
+    tm.iov_count = 1;
+    CHECK(fi_trecvmsg(b.ep, &tm, FI_CLAIM) == 0, "the FI_CLAIM receive");
+    int got = 0;
+    for (const double end = now_s() + 5.0; now_s() < end && !got;) got = fi_cq_read(b.cq, &e, 1) == 1;
+    CHECK(got && e.op_context == &cctx && e.len == sizeof text && memcmp(pbuf, text, sizeof text) == 0,
+          "the claimed message: %s", got ? "wrong context, length or bytes" : "no completion");
+    CHECK(fi_cancel(&b.ep->fid, &oc) == 0, "the plain receive took the claimed message");
+    CHECK(one_completion(&b, NULL, &ok, &err, 5.0) == 1 && !ok && err.err == FI_ECANCELED,
+          "the plain receive's cancel");
+  }
+
   // auth_key is the UET JobID: an endpoint of job 42 refuses job 0's message (BAD_JOB_ID), and
   // a key longer than the JobID's 24 bits is refused by fi_domain.
   struct fi_info* job42 = fi_dupinfo(info);

@@ -3,10 +3,12 @@
 //
 //   mpi_fabric check   ping-pong 0 B..4 MiB, windowed uni- and bi-directional bandwidth,
 //                      MPI_Allreduce, MPI_Alltoallv, MPI_ANY_SOURCE / MPI_ANY_TAG receives, a
-//                      canceled receive (MPI_Cancel) and a truncated receive
+//                      canceled receive (MPI_Cancel), probes (MPI_Iprobe, MPI_Probe,
+//                      MPI_Improbe and MPI_Mrecv) and a truncated receive
 //                      (MPI_ERR_TRUNCATE); exits 1 on the first wrong byte
-//   mpi_fabric check [no-truncate] [no-window]   ... without the truncated receive, or the
-//                      windowed bandwidth (for peers that cannot take them, tests/fabric)
+//   mpi_fabric check [no-truncate] [no-window] [no-probe]   ... without the truncated receive,
+//                      the windowed bandwidth or the probes (for peers that cannot take them,
+//                      tests/fabric)
 //   mpi_fabric bench   the OSU micro-benchmarks' method and columns (osu_latency, osu_bw,
 //                      osu_bibw: a window of 64 messages, then a 4-byte ack), ranks 0 and 1
 #include <mpi.h>
@@ -212,6 +214,55 @@ static void canceled(void) {
   check(buf, kLen, 55, "the message after a canceled receive");
 }
 
+// Rank 1 sends three messages of sizes rank 0 does not know: MPI_Iprobe finds nothing before
+// they are sent; MPI_Probe then gives the first's size and tag, and MPI_Recv of that size gets
+// it whole; MPI_Improbe claims the next, which a receive for any tag passes by, and MPI_Mrecv
+// takes it. (The ofi MTL probes with FI_PEEK, and claims with FI_CLAIM.)
+static void probes(void) {
+  enum { kMax = 100000 };
+  static const int kSizes[3] = {777, 90000, 5000};  // the second is a rendezvous one
+  uint8_t* buf = malloc(kMax);
+  if (rank == 1) {  // nonblocking: the claimed message is received after the one behind it
+    uint8_t* out[3];
+    MPI_Request reqs[3];
+    MPI_Barrier(MPI_COMM_WORLD);
+    for (int k = 0; k < 3; ++k) {
+      out[k] = malloc(kSizes[k]);
+      fill(out[k], kSizes[k], 60 + k);
+      MPI_Isend(out[k], kSizes[k], MPI_BYTE, 0, 60 + k, MPI_COMM_WORLD, &reqs[k]);
+    }
+    MPI_Waitall(3, reqs, MPI_STATUSES_IGNORE);
+    for (int k = 0; k < 3; ++k) free(out[k]);
+  } else if (rank != 0) {
+    MPI_Barrier(MPI_COMM_WORLD);
+  } else {
+    MPI_Status st;
+    int flag = 1, n = 0;
+    MPI_Iprobe(1, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &st);
+    if (flag) fail("MPI_Iprobe before any send found a message", st.MPI_TAG, 0);
+    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Probe(1, MPI_ANY_TAG, MPI_COMM_WORLD, &st);
+    MPI_Get_count(&st, MPI_BYTE, &n);
+    if (st.MPI_TAG != 60 || n != kSizes[0]) fail("MPI_Probe: tag, size", st.MPI_TAG, n);
+    MPI_Recv(buf, n, MPI_BYTE, 1, st.MPI_TAG, MPI_COMM_WORLD, &st);
+    check(buf, kSizes[0], 60, "the probed message");
+    MPI_Message msg;
+    flag = 0;
+    while (!flag) MPI_Improbe(1, 61, MPI_COMM_WORLD, &flag, &msg, &st);
+    MPI_Get_count(&st, MPI_BYTE, &n);
+    if (n != kSizes[1]) fail("MPI_Improbe: size", n, kSizes[1]);
+    MPI_Recv(buf, kMax, MPI_BYTE, 1, MPI_ANY_TAG, MPI_COMM_WORLD, &st);  // not the claimed one
+    MPI_Get_count(&st, MPI_BYTE, &n);
+    if (st.MPI_TAG != 62 || n != kSizes[2]) fail("a receive took the claimed message", st.MPI_TAG, n);
+    check(buf, kSizes[2], 62, "the message after the claimed one");
+    MPI_Mrecv(buf, kMax, MPI_BYTE, &msg, &st);
+    MPI_Get_count(&st, MPI_BYTE, &n);
+    if (n != kSizes[1] || st.MPI_TAG != 61) fail("MPI_Mrecv: size, tag", n, st.MPI_TAG);
+    check(buf, kSizes[1], 61, "the claimed message");
+  }
+  free(buf);
+}
+
 // Rank 1 sends 5000 bytes where rank 0 posted 1000: MPI_ERR_TRUNCATE. (What the buffer then
 // holds is not the standard's to say: uetref places the bytes that fit, tcp;ofi_rxm none.)
 static void truncated(void) {
@@ -237,10 +288,11 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &nranks);
   const int bench = argc > 1 && strcmp(argv[1], "bench") == 0;
-  int no_truncate = 0, no_window = 0;
+  int no_truncate = 0, no_window = 0, no_probe = 0;
   for (int a = 2; a < argc; ++a) {
     no_truncate |= strcmp(argv[a], "no-truncate") == 0;
     no_window |= strcmp(argv[a], "no-window") == 0;
+    no_probe |= strcmp(argv[a], "no-probe") == 0;
   }
   if (nranks < 2 || nranks > 64) {
     if (rank == 0) fprintf(stderr, "mpi_fabric: 2..64 ranks\n");
@@ -277,6 +329,8 @@ int main(int argc, char** argv) {
     any_source_any_tag();
     MPI_Barrier(MPI_COMM_WORLD);
     canceled();
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (!no_probe) probes();
     MPI_Barrier(MPI_COMM_WORLD);
     if (!no_truncate) truncated();
   }

@@ -214,6 +214,61 @@ TEST(UetRendezvous_Truncation, TheBytesThatFitArePlacedPostedOrUnexpected) {
   }
 }
 
+// probe_tagged (FI_PEEK, MPI_Iprobe) and FI_CLAIM (MPI_Improbe, MPI_Mrecv): an eager and a
+// rendezvous message wait unexpected. A probe finds each by its tag with its whole length,
+// sender and data and leaves it; a claimed one is passed by post_trecv and taken only by
+// recv_claimed, once, whole; a tag nothing carries finds nothing.
+TEST(UetRendezvous_Probe, PeekFindsWholeMessagesAndAClaimReservesOne) {
+  Link link;
+  const std::vector<uint8_t> eager = pattern(3000, 21), big = pattern(70000, 22);
+  TaggedSendRequest te = tsend(1, eager, 7), tb = tsend(2, big, 8);
+  te.has_data = true;
+  te.data = 0xDA7A;
+  ASSERT_TRUE(link.a().post_tsend(te).ok());
+  ASSERT_TRUE(link.a().post_tsend(tb).ok());
+  link.run(link.now() + kMillisecond);  // both wait unexpected at B
+  TaggedRecv any;
+  any.ignore = ~uint64_t{0};
+  Probed p;
+  ASSERT_TRUE(link.b().probe_tagged(any, false, &p).ok());
+  EXPECT_EQ(p.tag, 7u);  // the first to arrive
+  TaggedRecv want8;
+  want8.tag = 8;
+  ASSERT_TRUE(link.b().probe_tagged(want8, false, &p).ok());
+  EXPECT_EQ(p.length, big.size());  // rendezvous: the whole message, not its eager part
+  EXPECT_EQ(p.peer, kIpA);
+  TaggedRecv want9;
+  want9.tag = 9;
+  EXPECT_TRUE(absl::IsNotFound(link.b().probe_tagged(want9, false, &p)));
+  TaggedRecv want7;
+  want7.tag = 7;
+  Probed c;
+  ASSERT_TRUE(link.b().probe_tagged(want7, true, &c).ok());
+  EXPECT_EQ(c.length, eager.size());
+  EXPECT_TRUE(c.has_data);
+  EXPECT_EQ(c.data, 0xDA7Au);
+  // Claimed: neither a probe nor a receive for tag 7 sees it any more.
+  EXPECT_TRUE(absl::IsNotFound(link.b().probe_tagged(want7, false, &p)));
+  std::vector<uint8_t> other(4000, 0xEE), got(4000, 0xEE), big_buf(big.size(), 0xEE);
+  ASSERT_TRUE(link.b().post_trecv(trecv(10, other, 7)).ok());
+  ASSERT_TRUE(link.b().recv_claimed(c.claim, trecv(11, got, 0)).ok());
+  EXPECT_TRUE(absl::IsNotFound(link.b().recv_claimed(c.claim, trecv(12, got, 0))));
+  // The probed, unclaimed rendezvous message is still a receive's to take.
+  ASSERT_TRUE(link.b().post_trecv(trecv(13, big_buf, 8)).ok());
+  link.run(kSecond);
+  auto rc = by_wr_id(drain(link.b()));
+  ASSERT_EQ(rc.size(), 2u);  // 10 still waits for a tag-7 message
+  EXPECT_EQ(rc[11].status, OpStatus::kSuccess);
+  EXPECT_EQ(rc[11].bytes, eager.size());
+  EXPECT_TRUE(rc[11].has_imm);
+  EXPECT_EQ(rc[11].imm, 0xDA7Au);
+  EXPECT_TRUE(std::equal(eager.begin(), eager.end(), got.begin()));
+  EXPECT_EQ(rc[13].status, OpStatus::kSuccess);
+  EXPECT_TRUE(big_buf == big);
+  EXPECT_TRUE(std::all_of(other.begin(), other.end(), [](uint8_t v) { return v == 0xEE; }));
+  EXPECT_EQ(drain(link.a()).size(), 2u);  // both senders completed
+}
+
 // Each end sends the other a rendezvous message on the PDC its READ of the other's shares:
 // each send waits for the other's clear, and each READ completes only behind its PDC's send.
 // With the first two CLEARs lost, both still complete, whole, long before rendezvous_timeout.

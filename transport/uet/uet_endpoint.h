@@ -61,6 +61,8 @@ class UetEndpoint final : public Endpoint {
   absl::Status post_trecv(const TaggedRecv& tr) override;
   absl::Status post_atomic(const AtomicRequest& ar) override;
   absl::Status cancel_recv(uint64_t wr_id) override;
+  absl::Status probe_tagged(const TaggedRecv& match, bool claim, Probed* out) override;
+  absl::Status recv_claimed(uint64_t claim, const TaggedRecv& tr) override;
   size_t poll_completions(std::span<Completion> out) override;
   EndpointStats stats() const override;
 
@@ -179,6 +181,9 @@ class UetEndpoint final : public Endpoint {
     // (`recv`, or an untagged one's recvs_ position recv_at), the restart due by `deadline`.
     bool deferred = false;
     bool untagged = false;  // a DEFERRABLE_SEND, matched by post_recv
+    // Probed with FI_CLAIM: only recv_claimed() with (claim_gen << 32 | index) takes it.
+    bool claimed = false;
+    uint32_t claim_gen = 0;
     bool reserved = false;
     uint16_t pdc = 0, message_id = 0, pid = 0;
     uint32_t recv_at = 0;
@@ -424,6 +429,9 @@ class UetEndpoint final : public Endpoint {
   bool trecv_waits(uint64_t tag, uint32_t peer) const noexcept;
   bool stage_unexpected(RxMsg& m, uint64_t length);
   void free_unexpected(uint32_t u);
+  // Receive `tr` takes unexpected entry `u` (in the arrival list): placed now, bound to it
+  // while it arrives, or its rendezvous READ or deferred restart started.
+  absl::Status take_unexpected(const TaggedRecv& tr, uint32_t u);
   void complete_trecv(const TaggedRecv& tr, const RxMsg& m, const uint8_t* staged);
   void close_tagged(RxMsg& m);
   static bool tag_matches(const TaggedRecv& tr, uint64_t tag, uint32_t peer) noexcept {
@@ -642,6 +650,7 @@ class UetEndpoint final : public Endpoint {
   uint32_t restarts_due_ = 0;
   std::vector<uint32_t> deferred_;
   uint32_t deferred_untagged_ = 0, deferred_reserved_ = 0;
+  uint32_t claim_gen_ = 0;  // FI_CLAIM handles: a claim names one claiming, never a reuse
   static constexpr uint8_t kRelBit = 0x08;  // §4.1 `rel`, byte 1 of every request header
   // Waiting to be polled from completions_head_; polled entries are dropped once they are
   // half the vector (poll_completions), so it holds fewer than twice the waiting ones.

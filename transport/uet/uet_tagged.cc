@@ -143,26 +143,9 @@ absl::Status UetEndpoint::post_trecv(const TaggedRecv& tr) {
   }
   tagged_tables();
   for (uint32_t u = unexp_list_.head; u != kNoLink; u = unexp_[u].next) {
-    Unexp& e = unexp_[u];
-    if (e.bound || e.untagged || !tag_matches(tr, e.tag, e.peer)) continue;
-    if (e.rdv) return rdv_matched(tr, u);  // the rest is READ into this receive
-    if (e.deferred) return defer_matched(tr, u);  // its restart lands in this receive
-    if (e.complete) {
-      RxMsg m;
-      m.length = e.length;
-      m.tag = e.tag;
-      m.peer = e.peer;
-      m.has_data = e.has_data;
-      m.data = e.data;
-      complete_trecv(tr, m, arena_.get() + e.at);
-      unlink(unexp_, unexp_list_.head, unexp_list_.tail, u);
-      free_unexpected(u);
-    } else {  // still arriving: completes when its last byte does
-      e.bound = true;
-      e.recv = tr;
-      unlink(unexp_, unexp_list_.head, unexp_list_.tail, u);
-    }
-    return absl::OkStatus();
+    const Unexp& e = unexp_[u];
+    if (e.bound || e.untagged || e.claimed || !tag_matches(tr, e.tag, e.peer)) continue;
+    return take_unexpected(tr, u);
   }
   if (trecv_free_.empty()) {
     return absl::ResourceExhaustedError(
@@ -173,6 +156,64 @@ absl::Status UetEndpoint::post_trecv(const TaggedRecv& tr) {
   trecvs_[i].tr = tr;
   link_tail(trecvs_, trecv_list_.head, trecv_list_.tail, i);
   return absl::OkStatus();
+}
+
+absl::Status UetEndpoint::take_unexpected(const TaggedRecv& tr, uint32_t u) {
+  Unexp& e = unexp_[u];
+  if (e.rdv) return rdv_matched(tr, u);  // the rest is READ into this receive
+  if (e.deferred) return defer_matched(tr, u);  // its restart lands in this receive
+  if (e.complete) {
+    RxMsg m;
+    m.length = e.length;
+    m.tag = e.tag;
+    m.peer = e.peer;
+    m.has_data = e.has_data;
+    m.data = e.data;
+    complete_trecv(tr, m, arena_.get() + e.at);
+    unlink(unexp_, unexp_list_.head, unexp_list_.tail, u);
+    free_unexpected(u);
+  } else {  // still arriving: completes when its last byte does
+    e.bound = true;
+    e.recv = tr;
+    unlink(unexp_, unexp_list_.head, unexp_list_.tail, u);
+  }
+  return absl::OkStatus();
+}
+
+// The message a receive for `match` would take now, as post_trecv() picks it, so a probe and
+// the receive after it agree (MPI_Probe, then MPI_Recv). It is reported once whole (or, by
+// rendezvous, announced): its length, tag and data are then all known, and nothing can fail
+// under a claim. Still arriving, or deferred (§4.2): not yet.
+absl::Status UetEndpoint::probe_tagged(const TaggedRecv& match, bool claim, Probed* out) {
+  tagged_tables();
+  for (uint32_t u = unexp_list_.head; u != kNoLink; u = unexp_[u].next) {
+    Unexp& e = unexp_[u];
+    if (e.bound || e.untagged || e.claimed || !tag_matches(match, e.tag, e.peer)) continue;
+    if (e.deferred || !e.complete) break;
+    *out = Probed{.tag = e.tag, .length = e.rdv ? e.rdv_length : e.length, .peer = e.peer,
+                  .has_data = e.has_data, .data = e.data};
+    if (claim) {
+      e.claimed = true;
+      e.claim_gen = ++claim_gen_;
+      out->claim = uint64_t{e.claim_gen} << 32 | u;
+    }
+    return absl::OkStatus();
+  }
+  return absl::NotFoundError("probe_tagged: no unexpected message matches");
+}
+
+absl::Status UetEndpoint::recv_claimed(uint64_t claim, const TaggedRecv& tr) {
+  if (tr.length > 0 && tr.base == nullptr) {
+    return absl::InvalidArgumentError("recv_claimed: a buffer with length > 0 needs a base");
+  }
+  const auto u = static_cast<uint32_t>(claim);
+  if (u >= unexp_.size() || !unexp_[u].claimed || unexp_[u].claim_gen != claim >> 32) {
+    return absl::NotFoundError("recv_claimed: no message is claimed under that handle");
+  }
+  unexp_[u].claimed = false;
+  const absl::Status s = take_unexpected(tr, u);
+  if (!s.ok()) unexp_[u].claimed = true;  // refused for room: still the claimer's
+  return s;
 }
 
 // A receive no message has claimed: a tagged one still in the posted list, or an untagged
