@@ -423,6 +423,7 @@ Sublayer::Source* Sublayer::locate(const wire::Decoded& d, bool create, Iv* iv,
       sources_.push_back(std::make_unique<Source>());
       s = sources_.back().get();
       s->seen.assign(replay_window_ / 64, 0);
+      s->per_client = c.mode == Mode::kServer || c.mode == Mode::kClient;
     }
   }
   *counter = t.tsc & kCounterMask;
@@ -489,7 +490,7 @@ bool Sublayer::open(uint8_t* frame, const wire::Decoded& d, std::span<uint8_t>* 
     *why = fail(Drop::kBadTag);
     return false;
   }
-  heard_epoch(*s, d, counter);
+  if (s->per_client) heard_epoch(*s, d, counter);
   if (counter >= s->top) {
     // Slide: clear the bits of the counters skipped between top and this one.
     const uint64_t gap = counter + 1 - s->top;
@@ -513,7 +514,6 @@ bool Sublayer::open(uint8_t* frame, const wire::Decoded& d, std::span<uint8_t>* 
 void Sublayer::heard_epoch(Source& s, const wire::Decoded& d, uint64_t counter) noexcept {
   const TssFields t = fields_of(d);
   const Domain* dom = domain(t.sdi);
-  if (dom->config.mode != Mode::kServer && dom->config.mode != Mode::kClient) return;
   const uint16_t epoch = static_cast<uint16_t>(t.tsc >> kCounterBits);
   if (!s.heard || static_cast<uint16_t>(epoch - s.newest) - 1u < 0x7FFFu) {
     counters_.peer_epochs += s.heard;

@@ -224,6 +224,7 @@ class Sublayer {
     // Server and client domains, where each client has its own epoch (§5.3): the newest
     // epoch authenticated from this peer and the lowest counter seen in it. A frame of an
     // older epoch opens only below that counter: it was sealed before the peer switched.
+    bool per_client = false;  // its domain is a server's or a client's
     bool heard = false;
     uint16_t newest = 0;
     uint64_t switch_at = 0;
