@@ -280,6 +280,36 @@ TEST(UetTagged_Cancel, AWaitingReceiveIsWithdrawnAndTheNextOneTakesItsMessage) {
   EXPECT_TRUE(absl::IsNotFound(link.b().cancel_recv(5)));
 }
 
+// A probe answers for the message a receive would take now (MPI: a probe and the receive
+// after it agree). X (5 packets) and then Y (1) carry one tag; X's last packet is held back:
+// Y is whole but X comes first, so the probe finds nothing yet. Once X is whole, the probe
+// names X, and a receive gets X; then the probe names Y.
+TEST(UetTagged_Probe, AProbeWaitsForTheMessageAReceiveWouldTakeNotALaterOne) {
+  Link link;
+  bool hold = true;
+  link.set_filter([&](int from, const wire::Decoded& d) {
+    const auto* ses = d.ses_as<wire::SesStandardRequest>();
+    return from == 0 && hold && ses != nullptr && ses->eom() && !ses->som() ? 0 : 1;
+  });
+  const std::vector<uint8_t> x = pattern(5 * 4096, 31), y = pattern(100, 32);
+  ASSERT_TRUE(link.a().post_tsend(tsend(1, x, 5)).ok());
+  ASSERT_TRUE(link.a().post_tsend(tsend(2, y, 5)).ok());
+  link.run(link.now() + 200 * kMicrosecond);
+  TaggedRecv match;
+  match.tag = 5;
+  Probed p;
+  EXPECT_TRUE(absl::IsNotFound(link.b().probe_tagged(match, false, &p)));
+  hold = false;
+  link.run(link.now() + 100 * kMillisecond);
+  ASSERT_TRUE(link.b().probe_tagged(match, false, &p).ok());
+  EXPECT_EQ(p.length, x.size());
+  std::vector<uint8_t> buf(x.size(), 0xEE);
+  ASSERT_TRUE(link.b().post_trecv(trecv(7, buf, 5)).ok());
+  EXPECT_TRUE(buf == x);
+  ASSERT_TRUE(link.b().probe_tagged(match, false, &p).ok());
+  EXPECT_EQ(p.length, y.size());
+}
+
 TEST(UetTagged_Bounds, AFullUnexpectedListNacksUntilItDrainsOrTheSenderGivesUp) {
   UetConfig a = config_for(kIpA), b = config_for(kIpB);
   a.rnr_retries = 3;
