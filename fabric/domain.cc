@@ -378,6 +378,12 @@ void Domain::free_op(uint32_t i) noexcept {
   free_ops.push_back(i);
 }
 
+fi_addr_t source_of(const Ep* ep, uint32_t peer) {
+  if (ep->av == nullptr || (ep->info->caps & FI_SOURCE) == 0) return FI_ADDR_NOTAVAIL;
+  auto it = ep->av->by_ip.find(peer);
+  return it != ep->av->by_ip.end() ? it->second : FI_ADDR_NOTAVAIL;
+}
+
 void Domain::progress() {
   // A few passes: one receives and answers, the next sends what the answers released.
   for (int i = 0; i < 4; ++i) {
@@ -433,12 +439,7 @@ void Domain::drain() {
           e.e.data = c.imm;
         }
         e.e.tag = c.tag;
-        e.src = FI_ADDR_NOTAVAIL;
-        // FI_SOURCE only: the look-up is per receive completion.
-        if (rx && ep->av != nullptr && (ep->info->caps & FI_SOURCE) != 0) {
-          auto it = ep->av->by_ip.find(c.peer);
-          if (it != ep->av->by_ip.end()) e.src = it->second;
-        }
+        e.src = rx ? source_of(ep, c.peer) : FI_ADDR_NOTAVAIL;
         op.cq->push(e);
       } else if (err != 0 && cq != nullptr) {
         if (op.cq != nullptr) op.cq->unreserve();

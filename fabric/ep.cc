@@ -316,11 +316,7 @@ ssize_t tagged_peek(Ep* ep, const fi_msg_tagged* m, uint64_t flags) {
   e.e.len = p.length;
   e.e.data = p.data;
   e.e.tag = p.tag;
-  e.src = FI_ADDR_NOTAVAIL;
-  if (ep->av != nullptr && (ep->info->caps & FI_SOURCE) != 0) {
-    auto it = ep->av->by_ip.find(p.peer);
-    if (it != ep->av->by_ip.end()) e.src = it->second;
-  }
+  e.src = source_of(ep, p.peer);
   cq->push(e);
   return 0;
 }

@@ -156,6 +156,10 @@ struct Ep {
   size_t tx_in_flight = 0, rx_in_flight = 0;
 };
 
+// FI_SOURCE: the fi_addr of the sender at `peer` (IPv4, host order) in the endpoint's AV, or
+// FI_ADDR_NOTAVAIL (no FI_SOURCE, no AV, or a sender it does not hold).
+fi_addr_t source_of(const Ep* ep, uint32_t peer);
+
 struct Domain {
   fid_domain fid;
   fid_fabric* fabric = nullptr;
