@@ -241,7 +241,8 @@ void print_stats(const Domain& d) {
                "unexpected %lu kernel drops %lu; host rx %lu tx %lu no-buffer %lu send errors %lu "
                "(errno %d) rx errors %lu (errno %d) rearms %lu truncated %lu bad %lu; gso %lu/%lu "
                "gro %lu/%lu split waits %lu; rod staged %lu late %lu unstageable %lu no-buffer %lu; "
-               "tss sealed %lu opened %lu dropped %lu clear refused %lu cross-job %lu\n",
+               "tss sealed %lu opened %lu dropped %lu clear refused %lu cross-job %lu; atomics "
+               "executed %lu replayed %lu refused %lu\n",
                inet_ntoa(in_addr{htonl(d.local_ip4)}), k.tx_data, k.tx_retx, k.timeouts,
                k.fast_retx, k.nack_retx, k.tlp_probes, k.rnr_retx, k.tx_acks, k.rx_acks,
                k.tx_rendezvous, k.rx_rdv_reads, k.rdv_timeouts, k.tx_deferred, k.rx_deferred,
@@ -252,7 +253,8 @@ void print_stats(const Domain& d) {
                h.rx_gro_datagrams, h.rx_split_waits, k.rod_staged, k.rod_executed_late,
                k.rod_unstageable, k.rod_no_buffer, u.tss() ? u.tss()->counters().sealed : 0,
                u.tss() ? u.tss()->counters().opened : 0, u.tss() ? u.tss()->counters().dropped() : 0,
-               k.rx_clear_refused, k.rx_tss_cross_job);
+               k.rx_clear_refused, k.rx_tss_cross_job, k.rx_atomics, k.rx_atomic_replays,
+               k.rx_atomic_refused);
 }
 
 int domain_close(fid* f) {
@@ -280,9 +282,6 @@ int no_sep(fid_domain*, fi_info*, fid_ep**, void*) { return -FI_ENOSYS; }
 int no_poll(fid_domain*, fi_poll_attr*, fid_poll**) { return -FI_ENOSYS; }
 int no_stx(fid_domain*, fi_tx_attr*, fid_stx**, void*) { return -FI_ENOSYS; }
 int no_srx(fid_domain*, fi_rx_attr*, fid_ep**, void*) { return -FI_ENOSYS; }
-int no_query_atomic(fid_domain*, fi_datatype, fi_op, fi_atomic_attr*, uint64_t) {
-  return -FI_EOPNOTSUPP;
-}
 int no_query_collective(fid_domain*, fi_collective_op, fi_collective_attr*, uint64_t) {
   return -FI_ENOSYS;
 }
@@ -300,7 +299,7 @@ fi_ops_domain kDomainOps = {
     .poll_open = no_poll,
     .stx_ctx = no_stx,
     .srx_ctx = no_srx,
-    .query_atomic = no_query_atomic,
+    .query_atomic = query_atomic,
     .query_collective = no_query_collective,
     .endpoint2 = endpoint2,
 };

@@ -1,5 +1,5 @@
-// The endpoint: binding, enabling, its name, and the data calls (FI_MSG, FI_TAGGED, FI_RMA),
-// each a post to the domain's engine (transport/api.h) with an op slot as its wr_id.
+// The endpoint: binding, enabling, its name, and the data calls (FI_MSG, FI_TAGGED, FI_RMA;
+// FI_ATOMIC in atomic.cc), each a post to the domain's engine (transport/api.h) with an op slot as its wr_id.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
@@ -10,19 +10,9 @@
 
 namespace uet::fabric {
 
-namespace {
-
 // ---------------------------------------------------------------------------------------------
 // Posting.
 
-enum class Dir : uint8_t { kTx, kRx };
-
-// What a data call hands the engine once it holds an op slot: wr_id is the slot, `local` the
-// bytes to send (the application's, or the inject copy).
-using Post = absl::FunctionRef<absl::Status(uint64_t wr_id, const uint8_t* local)>;
-
-// One data call: checks the endpoint, reserves the completion and an op slot, posts, and runs
-// the engine once so the request leaves now.
 ssize_t post(Ep* ep, Dir dir, uint64_t op_flags, uint64_t flags, void* context, void* buf,
              size_t len, bool inject, Post fn) {
   Domain* d = ep->domain;
@@ -73,10 +63,11 @@ ssize_t post(Ep* ep, Dir dir, uint64_t op_flags, uint64_t flags, void* context, 
   return 0;
 }
 
-// The peer's IPv4 address for an fi_addr, 0 for none.
 uint32_t peer_of(const Ep* ep, fi_addr_t a) {
   return ep->av != nullptr ? ep->av->ip(a) : 0;
 }
+
+namespace {
 
 Ep* ep_of(fid_ep* f) { return of<Ep>(f); }
 
@@ -680,7 +671,7 @@ int ep_open(fid_domain* domain, fi_info* info, fid_ep** out, void* context) {
   ep->fid.msg = &kMsgOps;
   ep->fid.rma = &kRmaOps;
   ep->fid.tagged = &kTaggedOps;
-  ep->fid.atomic = nullptr;
+  ep->fid.atomic = &kAtomicOps;
   ep->fid.collective = nullptr;
   ep->domain = d;
   ep->info = fi_dupinfo(info);

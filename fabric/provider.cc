@@ -76,7 +76,8 @@ bool fill(fi_info* info, const fi_info* hints) {
       caps = hints->caps | (kCaps & (FI_SOURCE | FI_DIRECTED_RECV | FI_LOCAL_COMM |
                                      FI_REMOTE_COMM));
       if (caps & (FI_MSG | FI_TAGGED)) caps |= FI_SEND | FI_RECV;
-      if (caps & FI_RMA) caps |= FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
+      if (caps & (FI_RMA | FI_ATOMIC))
+        caps |= FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
       caps &= kCaps;
     }
     if (hints->addr_format != FI_FORMAT_UNSPEC && hints->addr_format != FI_SOCKADDR_IN)
@@ -87,8 +88,8 @@ bool fill(fi_info* info, const fi_info* hints) {
       const bool prov_key = d->mr_mode == FI_MR_UNSPEC || d->mr_mode == FI_MR_BASIC ||
                             (d->mr_mode & FI_MR_PROV_KEY) != 0;
       if (!prov_key) {
-        if (hints->caps & FI_RMA) return false;
-        caps &= ~(FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE);
+        if (hints->caps & (FI_RMA | FI_ATOMIC)) return false;
+        caps &= ~(FI_RMA | FI_ATOMIC | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE);
         mr_mode = 0;
       }
       if (d->threading != FI_THREAD_UNSPEC) threading = d->threading;
@@ -121,15 +122,16 @@ bool fill(fi_info* info, const fi_info* hints) {
   info->ep_attr->tx_ctx_cnt = 1;
   info->ep_attr->rx_ctx_cnt = 1;
 
-  info->tx_attr->caps = caps & (FI_MSG | FI_TAGGED | FI_RMA | FI_SEND | FI_READ | FI_WRITE);
+  info->tx_attr->caps =
+      caps & (FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_SEND | FI_READ | FI_WRITE);
   info->tx_attr->msg_order = msg_order;
   info->tx_attr->comp_order = FI_ORDER_NONE;
   info->tx_attr->inject_size = kInjectSize;
   info->tx_attr->size = kTxSize;
   info->tx_attr->iov_limit = 1;
   info->tx_attr->rma_iov_limit = 1;
-  info->rx_attr->caps = caps & (FI_MSG | FI_TAGGED | FI_RECV | FI_REMOTE_READ | FI_REMOTE_WRITE |
-                                FI_DIRECTED_RECV | FI_SOURCE);
+  info->rx_attr->caps = caps & (FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_RECV |
+                                FI_REMOTE_READ | FI_REMOTE_WRITE | FI_DIRECTED_RECV | FI_SOURCE);
   info->rx_attr->msg_order = msg_order;
   // The default flags of the data calls (FI_COMPLETION under FI_SELECTIVE_COMPLETION) are the
   // application's to choose.

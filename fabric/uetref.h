@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "dpdk-io/host_loop.h"
 #include "dpdk-io/uring_io.h"
@@ -44,8 +45,8 @@ inline constexpr uint32_t kApiVersion = FI_VERSION(1, 17);
 inline constexpr uint16_t kUetPort = 4793;  // spec/uet.md §2.1
 
 // What the provider offers (fi_getinfo narrows it to the hints).
-inline constexpr uint64_t kCaps = FI_MSG | FI_TAGGED | FI_RMA | FI_SEND | FI_RECV | FI_READ |
-                                  FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE |
+inline constexpr uint64_t kCaps = FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_SEND | FI_RECV |
+                                  FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE |
                                   FI_DIRECTED_RECV | FI_SOURCE | FI_LOCAL_COMM | FI_REMOTE_COMM;
 inline constexpr size_t kInjectSize = 256;   // bytes fi_inject copies
 inline constexpr size_t kTxSize = 1024;      // operations in flight per endpoint, each way
@@ -155,6 +156,26 @@ struct Ep {
   DeliveryMode mode = DeliveryMode::kRud;  // ROD where the application asked FI_ORDER_SAS
   size_t tx_in_flight = 0, rx_in_flight = 0;
 };
+
+// What a data call hands the engine once it holds an op slot: wr_id is the slot, `local` the
+// bytes to send (the application's, or the inject copy).
+enum class Dir : uint8_t { kTx, kRx };
+using Post = absl::FunctionRef<absl::Status(uint64_t wr_id, const uint8_t* local)>;
+
+// One data call: checks the endpoint, reserves the completion and an op slot, posts, and runs
+// the engine once so the request leaves now. `len` bytes of `buf` are copied when `inject`.
+ssize_t post(Ep* ep, Dir dir, uint64_t op_flags, uint64_t flags, void* context, void* buf,
+             size_t len, bool inject, Post fn);
+
+// The peer's IPv4 address for an fi_addr, 0 for none.
+uint32_t peer_of(const Ep* ep, fi_addr_t a);
+
+// FI_ATOMIC's calls (atomic.cc) and fi_query_atomic: whether the engine runs `op` on
+// `datatype` for the call family `flags` names (0: fi_atomic; FI_FETCH_ATOMIC;
+// FI_COMPARE_ATOMIC), and in how many elements at most.
+extern fi_ops_atomic kAtomicOps;
+int query_atomic(fid_domain* domain, fi_datatype datatype, fi_op op, fi_atomic_attr* attr,
+                 uint64_t flags);
 
 // FI_SOURCE: the fi_addr of the sender at `peer` (IPv4, host order) in the endpoint's AV, or
 // FI_ADDR_NOTAVAIL (no FI_SOURCE, no AV, or a sender it does not hold).

@@ -154,7 +154,7 @@ struct TaggedSendRequest {
 
 // spec/uet.md §4.5.1: what an atomic does to each element of the target, in the wire's
 // order (libfabric's enum fi_op has the same operations). CSWAP*: the target takes the swap
-// value when `target <cmp> compare` holds (CSWAP_LE: target <= compare, as FI_CSWAP_LE);
+// value when `compare <cmp> target` holds (CSWAP_LE: compare <= target, as FI_CSWAP_LE);
 // MSWAP: target = (target & ~mask) | (swap & mask).
 enum class AtomicOp : uint8_t {
   kMin, kMax, kSum, kDiff, kProd, kLor, kLand, kBor, kBand, kLxor, kBxor, kRead, kWrite,

@@ -2,13 +2,14 @@
 // fi_pingpong): hints it must refuse, misuse it must answer with libfabric's errors, and RMA
 // (which neither fi_pingpong nor the MPI MTL exercise) between two domains of one process:
 // WRITE then READ back, a WRITE outside the region failing with the target's return code,
-// counters, a send to an address no one listens on and one held by a peer that dies both
+// counters, atomics of every family (values checked, what is not offered refused), a send to an address no one listens on and one held by a peer that dies both
 // failing within the retry budget.
 // Exits 0 when every check holds; prints each failure.
 #define _POSIX_C_SOURCE 200809L
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <rdma/fabric.h>
+#include <rdma/fi_atomic.h>
 #include <rdma/fi_cm.h>
 #include <rdma/fi_domain.h>
 #include <rdma/fi_endpoint.h>
@@ -99,6 +100,9 @@ static double now_s(void) {
 
 // Reads one completion from `a`, driving `b` too (each domain moves only when called).
 // Returns 1 with *ok = 0 for an error completion (then *err holds it), 0 on a timeout.
+// The flags of the last successful completion it read are in `last_flags`.
+static uint64_t last_flags;
+
 static int one_completion(struct node* a, struct node* b, int* ok, struct fi_cq_err_entry* err,
                           double timeout_s) {
   const double end = now_s() + timeout_s;
@@ -106,6 +110,7 @@ static int one_completion(struct node* a, struct node* b, int* ok, struct fi_cq_
   while (now_s() < end) {
     ssize_t rc = fi_cq_read(a->cq, &e, 1);
     if (rc == 1) {
+      last_flags = e.flags;
       *ok = 1;
       return 1;
     }
@@ -120,12 +125,129 @@ static int one_completion(struct node* a, struct node* b, int* ok, struct fi_cq_
   return 0;
 }
 
+// Runs one atomic call's completion and reports whether it succeeded with `want_flags`.
+static int atomic_done(struct node* a, struct node* b, uint64_t want_flags, const char* what) {
+  int ok = 0;
+  struct fi_cq_err_entry err;
+  if (one_completion(a, b, &ok, &err, 5.0) != 1 || !ok) {
+    CHECK(0, "%s: no completion, or an error one (%d)", what, ok ? 0 : err.err);
+    return 0;
+  }
+  CHECK(last_flags == want_flags, "%s: completion flags %#lx, want %#lx", what,
+        (unsigned long)last_flags, (unsigned long)want_flags);
+  return 1;
+}
+
+// FI_ATOMIC into b's region (registered with `key`, `len` bytes), each family with its values
+// checked at the target and in the fetched results, libfabric's semantics (FI_CSWAP_LE swaps
+// when compare <= target), and what the provider does not offer refused.
+static void check_atomics(struct node* a, struct node* b, fi_addr_t to_b, uint64_t key,
+                          unsigned char* region, size_t len) {
+  size_t count = 0;
+  CHECK(fi_atomicvalid(a->ep, FI_UINT64, FI_SUM, &count) == 0 && count == 4,
+        "fi_atomicvalid UINT64 SUM: count %zu", count);
+  CHECK(fi_fetch_atomicvalid(a->ep, FI_DOUBLE, FI_ATOMIC_READ, &count) == 0 && count == 4,
+        "fi_fetch_atomicvalid DOUBLE READ: count %zu", count);
+  CHECK(fi_compare_atomicvalid(a->ep, FI_UINT64, FI_CSWAP, &count) == 0 && count == 1,
+        "fi_compare_atomicvalid UINT64 CSWAP: count %zu", count);
+  CHECK(fi_atomicvalid(a->ep, FI_FLOAT, FI_BOR, &count) == -FI_EOPNOTSUPP, "BOR on FLOAT offered");
+  CHECK(fi_atomicvalid(a->ep, FI_UINT64, FI_CSWAP, &count) == -FI_EOPNOTSUPP,
+        "CSWAP offered by fi_atomic");
+  CHECK(fi_atomicvalid(a->ep, FI_UINT64, FI_ATOMIC_READ, &count) == -FI_EOPNOTSUPP,
+        "READ offered by fi_atomic");
+  CHECK(fi_compare_atomicvalid(a->ep, FI_UINT64, FI_SUM, &count) == -FI_EOPNOTSUPP,
+        "SUM offered by fi_compare_atomic");
+  struct fi_atomic_attr attr = {0};
+  CHECK(fi_query_atomic(a->domain, FI_LONG_DOUBLE, FI_SUM, &attr, FI_FETCH_ATOMIC) == 0 &&
+            attr.count == 2 && attr.size == 16,
+        "fi_query_atomic LONG_DOUBLE SUM: count %zu size %zu", attr.count, attr.size);
+
+  uint64_t* t = (uint64_t*)region;  // the target's words (b's memory, read directly)
+  // fi_atomic SUM on four words; the write counter counts it.
+  const uint64_t before = fi_cntr_read(a->wcntr);
+  t[0] = 10, t[1] = 20, t[2] = 30, t[3] = UINT64_MAX;
+  uint64_t add[4] = {1, 2, 3, 2};
+  CHECK(fi_atomic(a->ep, add, 4, NULL, to_b, 0, key, FI_UINT64, FI_SUM, NULL) == 0, "fi_atomic");
+  if (atomic_done(a, b, FI_ATOMIC | FI_WRITE, "fi_atomic SUM")) {
+    CHECK(t[0] == 11 && t[1] == 22 && t[2] == 33 && t[3] == 1, "SUM: %lu %lu %lu %lu",
+          (unsigned long)t[0], (unsigned long)t[1], (unsigned long)t[2], (unsigned long)t[3]);
+    CHECK(fi_cntr_read(a->wcntr) == before + 1, "write counter after fi_atomic");
+  }
+  // fi_fetch_atomic MIN on eight signed 32-bit words: the old values come back.
+  int32_t* w = (int32_t*)(region + 64);
+  const int32_t old[8] = {5, -5, 0, 100, -100, 7, INT32_MIN, INT32_MAX};
+  const int32_t op[8] = {3, -3, -1, 100, -200, 8, 0, INT32_MIN};
+  int32_t fetched[8] = {0};
+  memcpy(w, old, sizeof old);
+  CHECK(fi_fetch_atomic(a->ep, op, 8, NULL, fetched, NULL, to_b, 64, key, FI_INT32, FI_MIN,
+                        NULL) == 0, "fi_fetch_atomic");
+  if (atomic_done(a, b, FI_ATOMIC | FI_READ, "fi_fetch_atomic MIN")) {
+    for (int i = 0; i < 8; ++i) {
+      const int32_t want = op[i] < old[i] ? op[i] : old[i];
+      CHECK(w[i] == want && fetched[i] == old[i], "MIN[%d]: target %d (want %d) fetched %d", i,
+            w[i], want, fetched[i]);
+    }
+  }
+  // fi_compare_atomic: CSWAP that matches, one that does not, CSWAP_LE both ways, MSWAP.
+  struct {
+    enum fi_op op;
+    uint64_t target, compare, swap, want;
+  } cases[] = {
+      {FI_CSWAP, 7, 7, 9, 9},
+      {FI_CSWAP, 7, 8, 9, 7},
+      {FI_CSWAP_LE, 5, 3, 1, 1},  // compare 3 <= target 5: swapped
+      {FI_CSWAP_LE, 5, 7, 1, 5},  // compare 7 > target 5: kept
+      {FI_MSWAP, 0xff00ff00u, 0x0ff00ff0u, 0x12345678u, (0x12345678u & 0x0ff00ff0u) |
+                                                         (0xff00ff00u & ~0x0ff00ff0u)},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+    t[16] = cases[i].target;
+    uint64_t result = 0;
+    CHECK(fi_compare_atomic(a->ep, &cases[i].swap, 1, NULL, &cases[i].compare, NULL, &result,
+                            NULL, to_b, 128, key, FI_UINT64, cases[i].op, NULL) == 0,
+          "fi_compare_atomic %zu", i);
+    if (atomic_done(a, b, FI_ATOMIC | FI_READ, "fi_compare_atomic")) {
+      CHECK(t[16] == cases[i].want && result == cases[i].target,
+            "case %zu (op %d): target %#lx want %#lx, fetched %#lx", i, cases[i].op,
+            (unsigned long)t[16], (unsigned long)cases[i].want, (unsigned long)result);
+    }
+  }
+  // fi_inject_atomic WRITE of a double (no completion), read back by FI_ATOMIC_READ.
+  const double pi = 3.25;
+  double got = 0;
+  CHECK(fi_inject_atomic(a->ep, &pi, 1, to_b, 256, key, FI_DOUBLE, FI_ATOMIC_WRITE) == 0,
+        "fi_inject_atomic");
+  CHECK(fi_fetch_atomic(a->ep, NULL, 1, NULL, &got, NULL, to_b, 256, key, FI_DOUBLE,
+                        FI_ATOMIC_READ, NULL) == 0, "fi_fetch_atomic READ");
+  if (atomic_done(a, b, FI_ATOMIC | FI_READ, "fi_fetch_atomic READ")) {
+    CHECK(got == pi, "the injected WRITE read back as %g", got);
+  }
+  // Refused at the call: more elements than one call moves, a pair not offered.
+  uint64_t five[5] = {0};
+  CHECK(fi_atomic(a->ep, five, 5, NULL, to_b, 0, key, FI_UINT64, FI_SUM, NULL) == -FI_EINVAL,
+        "five 64-bit elements taken");
+  CHECK(fi_atomic(a->ep, five, 1, NULL, to_b, 0, key, FI_DOUBLE, FI_BXOR, NULL) ==
+            -FI_EOPNOTSUPP, "BXOR on a double taken");
+  // Refused by the target: past the region (its return code in prov_errno).
+  CHECK(fi_atomic(a->ep, add, 1, NULL, to_b, len, key, FI_UINT64, FI_SUM, NULL) == 0,
+        "fi_atomic past the region");
+  int ok = 1;
+  struct fi_cq_err_entry err;
+  CHECK(one_completion(a, b, &ok, &err, 5.0) == 1 && !ok && err.err == FI_EACCES &&
+            err.prov_errno != 0 && (err.flags & FI_ATOMIC),
+        "an atomic past the region: ok %d err %d prov_errno %d", ok, err.err, err.prov_errno);
+  printf("atomics: every family checked at the target and in the fetched values\n");
+}
+
 int main(void) {
   // Hints the provider does not serve are refused with -FI_ENODATA.
   struct fi_info* h = hints_for(FI_MSG);
   h->ep_attr->type = FI_EP_MSG;
   CHECK(getinfo_rc(h) == -FI_ENODATA, "FI_EP_MSG not refused");
-  CHECK(getinfo_rc(hints_for(FI_ATOMIC)) == -FI_ENODATA, "FI_ATOMIC not refused");
+  CHECK(getinfo_rc(hints_for(FI_COLLECTIVE)) == -FI_ENODATA, "FI_COLLECTIVE not refused");
+  h = hints_for(FI_ATOMIC);
+  h->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR;  // no FI_MR_PROV_KEY
+  CHECK(getinfo_rc(h) == -FI_ENODATA, "FI_ATOMIC without FI_MR_PROV_KEY not refused");
   h = hints_for(FI_RMA);
   h->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR;  // no FI_MR_PROV_KEY
   CHECK(getinfo_rc(h) == -FI_ENODATA, "FI_RMA without FI_MR_PROV_KEY not refused");
@@ -133,7 +255,7 @@ int main(void) {
   h->domain_attr->data_progress = FI_PROGRESS_AUTO;
   CHECK(getinfo_rc(h) == -FI_ENODATA, "FI_PROGRESS_AUTO not refused");
 
-  h = hints_for(FI_MSG | FI_TAGGED | FI_RMA);
+  h = hints_for(FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC);
   struct fi_info* info = NULL;
   int rc = fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &info);
   CHECK(rc == 0 && info != NULL, "fi_getinfo: %d", rc);
@@ -193,6 +315,7 @@ int main(void) {
   CHECK(one_completion(&a, &b, &ok, &err, 5.0) == 1 && ok, "READ completion");
   CHECK(memcmp(back, src, kLen) == 0, "READ: bytes differ");
   printf("WRITE and READ of %d bytes: every byte checked\n", kLen);
+  check_atomics(&a, &b, to_b, key, region, kLen);
   CHECK(fi_close(&mr->fid) == 0, "close mr");
 
   // fi_cancel: a receive no message claimed is withdrawn: FI_ECANCELED, its context, no bytes,
