@@ -56,10 +56,16 @@ bool in_family(AtomicOp op, Family f) {
 }
 
 // Elements one call moves at most, 0 when the pair is not offered (the engine's post_atomic
-// limits: kMaxAtomicBytes of operands; the CSWAP family one element of at most 16 bytes).
-size_t max_count(fi_datatype datatype, fi_op fop, Family f, AtomicOp* op, AtomicType* type) {
+// limits: UET kMaxAtomicBytes of operands, the CSWAP family one element of at most 16 bytes;
+// RoCEv2 its two atomics, FETCH_ADD and CMP_SWAP, on one 64-bit word).
+size_t max_count(const Domain* d, fi_datatype datatype, fi_op fop, Family f, AtomicOp* op,
+                 AtomicType* type) {
   if (!op_of(fop, op) || !type_of(datatype, type) || !in_family(*op, f)) return 0;
   if (atomic_supported(*op, *type) != AtomicFault::kNone) return 0;
+  if (d->rc != nullptr) {
+    const bool word = *type == AtomicType::kInt64 || *type == AtomicType::kUint64;
+    return word && (*op == AtomicOp::kSum || *op == AtomicOp::kCswap) ? 1 : 0;
+  }
   const size_t size = atomic_size(*type);
   if (atomic_is_cswap(*op)) return size <= 16 ? 1 : 0;
   return kMaxAtomicBytes / size;
@@ -87,7 +93,7 @@ struct Call {
 ssize_t atomic_post(const Call& c) {
   AtomicOp op{};
   AtomicType type{};
-  const size_t most = max_count(c.datatype, c.op, c.family, &op, &type);
+  const size_t most = max_count(c.ep->domain, c.datatype, c.op, c.family, &op, &type);
   if (most == 0) return -FI_EOPNOTSUPP;
   if (c.count < 1 || c.count > most) return -FI_EINVAL;
   const uint32_t peer = peer_of(c.ep, c.dest);
@@ -262,23 +268,23 @@ ssize_t compwritemsg(fid_ep* f, const fi_msg_atomic* m, const fi_ioc* comparev, 
                       .flags = flags});
 }
 
-int valid(fi_datatype datatype, fi_op fop, Family f, size_t* count) {
+int valid(fid_ep* ep, fi_datatype datatype, fi_op fop, Family f, size_t* count) {
   AtomicOp op{};
   AtomicType type{};
-  const size_t most = max_count(datatype, fop, f, &op, &type);
+  const size_t most = max_count(ep_of(ep)->domain, datatype, fop, f, &op, &type);
   if (most == 0) return -FI_EOPNOTSUPP;
   if (count != nullptr) *count = most;
   return 0;
 }
 
-int writevalid(fid_ep*, fi_datatype datatype, fi_op op, size_t* count) {
-  return valid(datatype, op, Family::kBase, count);
+int writevalid(fid_ep* ep, fi_datatype datatype, fi_op op, size_t* count) {
+  return valid(ep, datatype, op, Family::kBase, count);
 }
-int readwritevalid(fid_ep*, fi_datatype datatype, fi_op op, size_t* count) {
-  return valid(datatype, op, Family::kFetch, count);
+int readwritevalid(fid_ep* ep, fi_datatype datatype, fi_op op, size_t* count) {
+  return valid(ep, datatype, op, Family::kFetch, count);
 }
-int compwritevalid(fid_ep*, fi_datatype datatype, fi_op op, size_t* count) {
-  return valid(datatype, op, Family::kCompare, count);
+int compwritevalid(fid_ep* ep, fi_datatype datatype, fi_op op, size_t* count) {
+  return valid(ep, datatype, op, Family::kCompare, count);
 }
 
 }  // namespace
@@ -300,7 +306,7 @@ fi_ops_atomic kAtomicOps = {
     .compwritevalid = compwritevalid,
 };
 
-int query_atomic(fid_domain*, fi_datatype datatype, fi_op fop, fi_atomic_attr* attr,
+int query_atomic(fid_domain* domain, fi_datatype datatype, fi_op fop, fi_atomic_attr* attr,
                  uint64_t flags) {
   if ((flags & FI_FETCH_ATOMIC) && (flags & FI_COMPARE_ATOMIC)) return -FI_EINVAL;
   if (flags & FI_TAGGED) return -FI_EOPNOTSUPP;  // no atomics into tagged receive buffers
@@ -310,7 +316,7 @@ int query_atomic(fid_domain*, fi_datatype datatype, fi_op fop, fi_atomic_attr* a
                                                  : Family::kBase;
   AtomicOp op{};
   AtomicType type{};
-  const size_t most = max_count(datatype, fop, f, &op, &type);
+  const size_t most = max_count(of<Domain>(domain), datatype, fop, f, &op, &type);
   if (most == 0) return -FI_EOPNOTSUPP;
   if (attr != nullptr) {
     attr->count = most;

@@ -9,6 +9,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "fabric/rc_messaging.h"
 #include "fabric/uetref.h"
 #include "transport/tss/key_file.h"
 #include "transport/uet/uet_endpoint.h"
@@ -24,21 +25,23 @@ wire::MacAddr mac_of(uint32_t ip4) {
 }
 
 // A free loopback address for a process that named none: 127.128.0.0/9 keyed by the process
-// id, so that two processes on one host rarely try the same one first.
-uint32_t loopback_candidate(uint32_t attempt) {
+// id, so that two processes on one host rarely try the same one first. RoCEv2 takes them from
+// 127.129.0.0/16: addresses bound there differ in their low 16 bits, which name the QPs
+// (rc_messaging.h).
+uint32_t loopback_candidate(uint32_t attempt, bool rocev2) {
   const uint32_t pid = static_cast<uint32_t>(getpid()) + attempt * 7919;
-  uint32_t host = pid & 0x7fffff;
+  uint32_t host = pid & (rocev2 ? 0xffff : 0x7fffff);
   if ((host & 0xff) == 0 || (host & 0xff) == 0xff) host ^= 0x1;
-  return (127u << 24) | 0x800000 | host;
+  return rocev2 ? (127u << 24 | 129u << 16 | host) : ((127u << 24) | 0x800000 | host);
 }
 
 int open_host(Domain& d, const Params& p, uint32_t wanted_ip4) {
   const bool pick = wanted_ip4 == 0;
   for (uint32_t attempt = 0; attempt < (pick ? 64u : 1u); ++attempt) {
-    const uint32_t ip = pick ? loopback_candidate(attempt) : wanted_ip4;
+    const uint32_t ip = pick ? loopback_candidate(attempt, p.transport == "rocev2") : wanted_ip4;
     io::UringIoConfig c;
     c.local_ip4 = ip;
-    c.udp_port = kUetPort;
+    c.udp_port = port_of(p);
     c.local_mac = mac_of(ip);
     // Inside an application: our completions must not cut its own blocking calls short.
     c.defer_taskrun = true;
@@ -91,8 +94,14 @@ bool params_ok(const Params& p) {
             static_cast<unsigned long>(p.rendezvous_bytes), UINT32_MAX);
     return false;
   }
-  if (p.transport != "uet") {
-    FI_WARN(&kProvider, FI_LOG_DOMAIN, "FI_UETREF_TRANSPORT=%s unknown: uet\n", p.transport.c_str());
+  if (p.transport != "uet" && p.transport != "rocev2") {
+    FI_WARN(&kProvider, FI_LOG_DOMAIN, "FI_UETREF_TRANSPORT=%s unknown: uet or rocev2\n",
+            p.transport.c_str());
+    return false;
+  }
+  if (p.transport == "rocev2" && !p.tss_key_file.empty()) {
+    FI_WARN(&kProvider, FI_LOG_DOMAIN,
+            "FI_UETREF_TSS_KEY_FILE seals UET frames: not with FI_UETREF_TRANSPORT=rocev2\n");
     return false;
   }
   return true;
@@ -114,7 +123,51 @@ int job_of(const fi_info* info, uint32_t* job) {
   return 0;
 }
 
+// FI_UETREF_TRANSPORT=rocev2: the RC engine under the messaging layer of rc_messaging.h, with
+// the timers and window a kernel-socket host needs (as open_engine's UET).
+int open_rocev2(Domain& d, const Params& p) {
+  RoceConfig c;
+  c.local_ip4 = d.local_ip4;
+  c.local_mac = mac_of(d.local_ip4);
+  c.resolve_mac = &mac_of;
+  c.mtu = 4096;
+  while (c.mtu > p.payload_bytes && c.mtu > 256) c.mtu /= 2;  // a power of 2 up to the payload
+  c.max_qps = 65536;  // QP numbers come from the peers' addresses' low 16 bits
+  c.qpn_base = RcMessaging::kQpnBase;
+  c.max_send_wr = 4096;
+  c.max_recvs = 4096;
+  // RC has no window but the PSN space, and a receive socket drops what does not fit: as
+  // much in flight per QP as UET's window (at most half the socket), acknowledged often.
+  const uint64_t window = std::min<uint64_t>(p.window_bytes, d.io->setup().rx_socket_bytes / 2);
+  c.max_outstanding_psns = static_cast<uint32_t>(std::max<uint64_t>(window / c.mtu, 4));
+  c.ack_req_every = std::max<uint32_t>(c.max_outstanding_psns / 4, 1);
+  // The ACK timeout of a kernel host (4.096 us x 2^14 = 67 ms) and a bounded retry budget,
+  // so a dead peer fails an operation (7 would retry for ever).
+  c.ack_timeout_exp = 14;
+  c.retry_cnt = 6;
+  c.seed = d.local_ip4;
+  auto e = RoceEndpoint::create(c);
+  if (!e.ok()) {
+    FI_WARN(&kProvider, FI_LOG_DOMAIN, "FI_UETREF_*: %s\n", std::string(e.status().message()).c_str());
+    return -FI_EINVAL;
+  }
+  RcMessagingConfig m;
+  // Eager up to the rendezvous threshold (64 KiB at most: every receive buffer holds one).
+  m.eager_bytes = static_cast<uint32_t>(
+      std::min<uint64_t>(p.rendezvous_bytes == 0 ? 65536 : p.rendezvous_bytes, 65536));
+  auto rc = std::make_unique<RcMessaging>(std::move(*e), m);
+  if (absl::Status s = rc->init(); !s.ok()) {
+    FI_WARN(&kProvider, FI_LOG_DOMAIN, "%s\n", std::string(s.message()).c_str());
+    return -FI_ENOMEM;
+  }
+  d.rc = rc.get();
+  d.engine = std::move(rc);
+  d.loop = std::make_unique<io::HostLoop>(*d.io, *d.engine);
+  return 0;
+}
+
 int open_engine(Domain& d, const Params& p, uint32_t job) {
+  if (p.transport == "rocev2") return open_rocev2(d, p);
   UetConfig c;
   c.local_ip4 = d.local_ip4;
   c.local_mac = mac_of(d.local_ip4);
@@ -232,6 +285,24 @@ fi_ops_mr kMrOps = {
 
 // FI_UETREF_STATS: what the engine and the host counted, one line at close.
 void print_stats(const Domain& d) {
+  if (d.rc != nullptr) {
+    const RoceCounters& k = d.rc->rc().counters();
+    const RcMessagingCounters& m = d.rc->counters();
+    const io::UringCounters& h = d.io->counters();
+    std::fprintf(stderr,
+                 "uetref %s (rocev2): data %lu retx %lu (go-back-n %lu timeouts %lu rnr naks %lu) "
+                 "read responses %lu acks %lu/%lu naks %lu reads %lu atomics executed %lu; messages eager %lu/%lu "
+                 "rendezvous %lu/%lu fins %lu unexpected %lu truncated %lu malformed %lu; host "
+                 "rx %lu tx %lu send errors %lu rx errors %lu; gso %lu/%lu gro %lu/%lu\n",
+                 inet_ntoa(in_addr{htonl(d.local_ip4)}), k.tx_data, k.tx_retx, k.go_back_n,
+                 k.timeouts, k.rx_rnr_naks, k.tx_read_responses, k.tx_acks, k.rx_acks, k.tx_naks, k.tx_reads,
+                 k.rx_atomics, m.eager_sent, m.eager_received, m.rendezvous_sent,
+                 m.rendezvous_read, m.fins_sent, m.unexpected, m.truncated, m.malformed,
+                 d.io->stats().rx_packets, d.io->stats().tx_packets, h.tx_send_errors,
+                 h.rx_errors, h.tx_gso_sends, h.tx_gso_datagrams, h.rx_gro_receives,
+                 h.rx_gro_datagrams);
+    return;
+  }
   const auto& u = static_cast<const UetEndpoint&>(*d.engine);
   const UetCounters& k = u.counters();
   const io::UringCounters& h = d.io->counters();
@@ -331,8 +402,8 @@ int domain_open(fid_fabric* fabric, fi_info* info, fid_domain** dom, void* conte
   d->free_ops.reserve(d->ops.size());
   for (size_t i = d->ops.size(); i-- > 0;) d->free_ops.push_back(static_cast<uint32_t>(i));
   d->inject_bufs.resize(d->ops.size() * kInjectSize);
-  FI_INFO(&kProvider, FI_LOG_DOMAIN, "domain on %s:%u\n", inet_ntoa(in_addr{htonl(d->local_ip4)}),
-          kUetPort);
+  FI_INFO(&kProvider, FI_LOG_DOMAIN, "domain on %s:%u (%s)\n",
+          inet_ntoa(in_addr{htonl(d->local_ip4)}), d->port(), d->params.transport.c_str());
   *dom = &d.release()->fid;
   return 0;
 }
@@ -375,6 +446,10 @@ int64_t Domain::take_op() noexcept {
 void Domain::free_op(uint32_t i) noexcept {
   ops[i].in_use = false;
   free_ops.push_back(i);
+}
+
+uint16_t port_of(const Params& p) noexcept {
+  return p.transport == "rocev2" ? kRocePort : kUetPort;
 }
 
 fi_addr_t source_of(const Ep* ep, uint32_t peer) {
@@ -487,11 +562,18 @@ int av_insert(fid_av* f, const void* addr, size_t count, fi_addr_t* fi_addr, uin
   const auto* sin = static_cast<const sockaddr_in*>(addr);
   int inserted = 0;
   for (size_t i = 0; i < count; ++i) {
-    if (sin[i].sin_family != AF_INET || ntohs(sin[i].sin_port) != kUetPort) {
+    if (sin[i].sin_family != AF_INET || ntohs(sin[i].sin_port) != av->domain->port()) {
       if (fi_addr != nullptr) fi_addr[i] = FI_ADDR_NOTAVAIL;
       continue;
     }
     const uint32_t ip = ntohl(sin[i].sin_addr.s_addr);
+    if (av->domain->rc != nullptr) {  // RC: the peer's QP, connected now
+      if (absl::Status s = av->domain->rc->connect(ip); !s.ok()) {
+        FI_WARN(&kProvider, FI_LOG_AV, "%s\n", std::string(s.message()).c_str());
+        if (fi_addr != nullptr) fi_addr[i] = FI_ADDR_NOTAVAIL;
+        continue;
+      }
+    }
     const auto a = static_cast<fi_addr_t>(av->peers.size());
     av->peers.push_back(ip);
     av->by_ip.try_emplace(ip, a);
@@ -508,7 +590,7 @@ int av_insertsvc(fid_av* f, const char* node, const char* service, fi_addr_t* fi
   if (node == nullptr || inet_pton(AF_INET, node, &a) != 1) return -FI_EINVAL;
   sockaddr_in sin{};
   sin.sin_family = AF_INET;
-  sin.sin_port = htons(kUetPort);
+  sin.sin_port = htons(of<Av>(f)->domain->port());
   sin.sin_addr = a;
   return av_insert(f, &sin, 1, fi_addr, flags, context);
 }
@@ -530,10 +612,10 @@ int av_remove(fid_av* f, fi_addr_t* fi_addr, size_t count, uint64_t flags) {
   return 0;
 }
 
-void name_of(uint32_t ip, sockaddr_in* sin) {
+void name_of(uint32_t ip, uint16_t port, sockaddr_in* sin) {
   *sin = sockaddr_in{};
   sin->sin_family = AF_INET;
-  sin->sin_port = htons(kUetPort);
+  sin->sin_port = htons(port);
   sin->sin_addr.s_addr = htonl(ip);
 }
 
@@ -543,7 +625,7 @@ int av_lookup(fid_av* f, fi_addr_t fi_addr, void* addr, size_t* addrlen) {
   const uint32_t ip = av->ip(fi_addr);
   if (ip == 0) return -FI_EINVAL;
   sockaddr_in sin;
-  name_of(ip, &sin);
+  name_of(ip, av->domain->port(), &sin);
   std::memcpy(addr, &sin, std::min(*addrlen, sizeof(sin)));
   const bool fits = *addrlen >= sizeof(sin);
   *addrlen = sizeof(sin);
@@ -554,7 +636,8 @@ const char* av_straddr(fid_av*, const void* addr, char* buf, size_t* len) {
   const auto* sin = static_cast<const sockaddr_in*>(addr);
   char ip[INET_ADDRSTRLEN] = {};
   inet_ntop(AF_INET, &sin->sin_addr, ip, sizeof(ip));
-  const std::string s = absl::StrCat("uet://", ip, ":", ntohs(sin->sin_port));
+  const char* scheme = ntohs(sin->sin_port) == kRocePort ? "rocev2://" : "uet://";
+  const std::string s = absl::StrCat(scheme, ip, ":", ntohs(sin->sin_port));
   if (*len > 0) {
     const size_t n = std::min(*len - 1, s.size());
     std::memcpy(buf, s.data(), n);

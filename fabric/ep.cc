@@ -463,7 +463,7 @@ int cm_getname(fid_t f, void* addr, size_t* addrlen) {
   Ep* ep = of<Ep>(f);
   sockaddr_in sin{};
   sin.sin_family = AF_INET;
-  sin.sin_port = htons(kUetPort);
+  sin.sin_port = htons(ep->domain->port());
   sin.sin_addr.s_addr = htonl(ep->domain->local_ip4);
   const bool fits = *addrlen >= sizeof(sin);
   if (addr != nullptr) std::memcpy(addr, &sin, std::min(*addrlen, sizeof(sin)));

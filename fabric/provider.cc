@@ -20,7 +20,8 @@ void cleanup() {}
 
 void define_params() {
   fi_param_define(&kProvider, "transport", FI_PARAM_STRING,
-                  "Engine under the provider: uet (UET RUD/ROD, the default)");
+                  "Engine under the provider: uet (UET RUD/ROD, the default) or rocev2 (RC "
+                  "queue pairs, one per peer; tag matching and rendezvous in the provider)");
   fi_param_define(&kProvider, "addr", FI_PARAM_STRING,
                   "IPv4 address the endpoint binds (UDP port 4793); default: the node given "
                   "with FI_SOURCE, else a free address in 127.128.0.0/9");
@@ -177,7 +178,7 @@ uint32_t parse_ip4(const char* node) {
 void* sockaddr_of(uint32_t ip4, size_t* len) {
   auto* sin = static_cast<sockaddr_in*>(calloc(1, sizeof(sockaddr_in)));
   sin->sin_family = AF_INET;
-  sin->sin_port = htons(kUetPort);
+  sin->sin_port = htons(port_of(read_params()));
   sin->sin_addr.s_addr = htonl(ip4);
   *len = sizeof(sockaddr_in);
   return sin;

@@ -42,7 +42,8 @@ extern fi_provider kProvider;
 inline constexpr const char* kProviderName = "uetref";
 inline constexpr uint32_t kProviderVersion = FI_VERSION(0, 1);
 inline constexpr uint32_t kApiVersion = FI_VERSION(1, 17);
-inline constexpr uint16_t kUetPort = 4793;  // spec/uet.md §2.1
+inline constexpr uint16_t kUetPort = 4793;    // spec/uet.md §2.1
+inline constexpr uint16_t kRocePort = 4791;   // spec/rocev2.md §1
 
 // What the provider offers (fi_getinfo narrows it to the hints).
 inline constexpr uint64_t kCaps = FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_SEND | FI_RECV |
@@ -56,7 +57,7 @@ inline constexpr uint64_t kMaxMsgSize = uint64_t{1} << 30;
 
 // Provider variables (FI_UETREF_*; `fi_info -e` lists them), read once per domain.
 struct Params {
-  std::string transport = "uet";  // uet (rocev2 to come)
+  std::string transport = "uet";  // uet | rocev2
   std::string addr;               // IPv4 to bind; empty: the hint's, else a free 127/8 address
   uint32_t payload_bytes = 4096;
   uint64_t window_bytes = 256 * 1024;
@@ -181,6 +182,8 @@ int query_atomic(fid_domain* domain, fi_datatype datatype, fi_op op, fi_atomic_a
 // FI_ADDR_NOTAVAIL (no FI_SOURCE, no AV, or a sender it does not hold).
 fi_addr_t source_of(const Ep* ep, uint32_t peer);
 
+class RcMessaging;
+
 struct Domain {
   fid_domain fid;
   fid_fabric* fabric = nullptr;
@@ -189,6 +192,7 @@ struct Domain {
   uint32_t local_ip4 = 0;  // host order
   std::unique_ptr<io::UringIo> io;
   std::unique_ptr<Endpoint> engine;
+  RcMessaging* rc = nullptr;  // FI_UETREF_TRANSPORT=rocev2: the engine, as what it is
   std::unique_ptr<io::HostLoop> loop;
   Ep* ep = nullptr;
   int children = 0;  // open AVs, CQs, counters, MRs, endpoints
@@ -204,7 +208,12 @@ struct Domain {
   int64_t take_op() noexcept;
   void free_op(uint32_t i) noexcept;
   uint8_t* inject_buf(uint32_t i) noexcept { return inject_bufs.data() + size_t{i} * kInjectSize; }
+  // The UDP port of the transport's endpoints: UET's or RoCEv2's.
+  uint16_t port() const noexcept { return rc != nullptr ? kRocePort : kUetPort; }
 };
+
+// The port addresses carry under the transport FI_UETREF_TRANSPORT names.
+uint16_t port_of(const Params& p) noexcept;
 
 // Object constructors (fi_ops_* entries).
 int fabric_open(fi_fabric_attr* attr, fid_fabric** fabric, void* context);

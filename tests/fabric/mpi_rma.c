@@ -3,6 +3,10 @@
 // MPI_Accumulate, MPI_Fetch_and_op and MPI_Compare_and_swap as fi_atomic, fi_fetch_atomic and
 // fi_compare_atomic (tests/fabric/mpi_test.sh runs it). Every value is checked; it exits 1 on
 // the first wrong one.
+//
+//   mpi_rma            all of it
+//   mpi_rma no-swap    without MPI_Fetch_and_op(MPI_REPLACE) (an atomic swap, which RoCEv2's
+//                      RC has not: its atomics are FETCH_ADD and CMP_SWAP)
 #include <mpi.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -28,9 +32,11 @@ static void fail(const char* what, long a, long b) {
 static int64_t pattern(int owner, long i) { return (int64_t)owner * 1000003 + i * 7919; }
 
 int main(int argc, char** argv) {
-  (void)argc;
-  (void)argv;
   MPI_Init(&argc, &argv);
+  int swap = 1;
+  for (int i = 1; i < argc; ++i) {
+    if (strcmp(argv[i], "no-swap") == 0) swap = 0;
+  }
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &nranks);
   // MPI_Win_create, not MPI_Win_allocate: osc/rdma maps an allocated window of ranks on one
@@ -81,7 +87,8 @@ int main(int argc, char** argv) {
     MPI_Accumulate(&mine, 1, MPI_INT64_T, 0, kSum, 1, MPI_INT64_T, MPI_SUM, win);
     MPI_Fetch_and_op(&one, &tickets[r], MPI_INT64_T, 0, kTicket, MPI_SUM, win);
     const int64_t value = (int64_t)rank * kRounds + r + 1;
-    MPI_Fetch_and_op(&value, &swapped[r], MPI_INT64_T, 0, kSwap, MPI_REPLACE, win);
+    swapped[r] = 0;
+    if (swap) MPI_Fetch_and_op(&value, &swapped[r], MPI_INT64_T, 0, kSwap, MPI_REPLACE, win);
     MPI_Win_flush(0, win);
   }
   // Compare-and-swap, from every rank but rank 0 (Open MPI 4.1's osc/rdma crashes on one to
@@ -130,22 +137,24 @@ int main(int argc, char** argv) {
   }
   // Atomic swaps lose no value: the values they fetched and the one left in the word are the
   // initial 0 and every value swapped in (1 .. total), each once.
-  MPI_Allgather(swapped, kRounds, MPI_INT64_T, all, kRounds, MPI_INT64_T, MPI_COMM_WORLD);
-  int64_t last = 0;
-  if (rank == 0) {
-    MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, win);
-    last = base[kSwap];
-    MPI_Win_unlock(0, win);
-  }
-  MPI_Bcast(&last, 1, MPI_INT64_T, 0, MPI_COMM_WORLD);
-  memset(hit, 0, (size_t)total + 1);
-  for (long i = 0; i <= total; ++i) {
-    const int64_t v = i < total ? all[i] : last;
-    if (v < 0 || v > total || hit[v]) {
-      fail("MPI_Fetch_and_op REPLACE: value", i, (long)v);
-      break;
+  if (swap) {
+    MPI_Allgather(swapped, kRounds, MPI_INT64_T, all, kRounds, MPI_INT64_T, MPI_COMM_WORLD);
+    int64_t last = 0;
+    if (rank == 0) {
+      MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, win);
+      last = base[kSwap];
+      MPI_Win_unlock(0, win);
     }
-    hit[v] = 1;
+    MPI_Bcast(&last, 1, MPI_INT64_T, 0, MPI_COMM_WORLD);
+    memset(hit, 0, (size_t)total + 1);
+    for (long i = 0; i <= total; ++i) {
+      const int64_t v = i < total ? all[i] : last;
+      if (v < 0 || v > total || hit[v]) {
+        fail("MPI_Fetch_and_op REPLACE: value", i, (long)v);
+        break;
+      }
+      hit[v] = 1;
+    }
   }
   int won = rank != 0 && seen == -1, winners = 0;
   MPI_Allreduce(&won, &winners, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
