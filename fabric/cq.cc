@@ -96,11 +96,16 @@ ssize_t cq_sread(fid_cq* f, void* buf, size_t count, const void* cond, int timeo
 int cq_signal(fid_cq*) { return 0; }
 
 // The SES return code (spec/uet.md §4.9) the target answered with, by name.
-const char* cq_strerror(fid_cq*, int prov_errno, const void*, char* buf, size_t len) {
+const char* cq_strerror(fid_cq* f, int prov_errno, const void*, char* buf, size_t len) {
   thread_local char own[96];
   if (buf == nullptr || len == 0) {
     buf = own;
     len = sizeof(own);
+  }
+  if (prov_errno < 0 && f != nullptr && of<Cq>(f)->domain->rc != nullptr) {
+    // RoCEv2: the work completion's status (a NAK's class, or retries spent).
+    std::snprintf(buf, len, "RoCEv2: %s", to_string(static_cast<OpStatus>(-prov_errno)));
+    return buf;
   }
   if (prov_errno < 0) {  // no SES return code: the peer never answered (domain.cc)
     std::snprintf(buf, len, "no answer from the peer: %s",

@@ -396,6 +396,11 @@ int domain_open(fid_fabric* fabric, fi_info* info, fid_domain** dom, void* conte
   if (err != 0) return err;
   uint32_t job = 0;
   if ((err = job_of(info, &job)) != 0) return err;
+  if (job != 0 && d->params.transport == "rocev2") {
+    FI_WARN(&kProvider, FI_LOG_DOMAIN,
+            "auth_key is the UET JobID (spec/uet.md §4.1): RoCEv2 has none to carry it\n");
+    return -FI_EINVAL;
+  }
   if ((err = open_host(*d, d->params, ip)) != 0) return err;
   if ((err = open_engine(*d, d->params, job)) != 0) return err;
   d->ops.resize(kTxSize + kRxSize);

@@ -13,10 +13,12 @@ RcMessaging::RcMessaging(std::unique_ptr<RoceEndpoint> rc, const RcMessagingConf
     : rc_(std::move(rc)), config_(c), buf_bytes_(kHeader + c.eager_bytes) {
   tx_mem_.resize(buf_bytes_ * c.tx_buffers);
   rx_mem_.resize(buf_bytes_ * c.rx_buffers);
-  tx_owner_.assign(c.tx_buffers, UINT32_MAX);
+  tx_owner_.assign(c.tx_buffers, kFinOwner);
+  tx_peer_.assign(c.tx_buffers, 0);
   for (uint32_t i = c.tx_buffers; i-- > 0;) tx_free_.push_back(i);
   sends_.resize(c.max_sends);
   for (uint32_t i = c.max_sends; i-- > 0;) sends_free_.push_back(i);
+  peers_.assign(65536, 0);
   reads_.resize(c.rx_buffers);  // a rendezvous READ per receive buffer at most
   for (uint32_t i = c.rx_buffers; i-- > 0;) reads_free_.push_back(i);
 }
@@ -35,7 +37,10 @@ absl::Status RcMessaging::connect(uint32_t peer) {
   const uint32_t qpn = qpn_for(peer);
   auto info = rc_->qp_info(qpn);
   if (!info.ok()) return info.status();
-  if (info->state != QpState::kReset && info->peer_ip4 == peer) return absl::OkStatus();
+  if (info->state != QpState::kReset && info->peer_ip4 == peer) {
+    peers_[peer & 0xFFFF] = peer;
+    return absl::OkStatus();
+  }
   if (info->state != QpState::kReset) {
     return absl::FailedPreconditionError(absl::StrCat(
         "peers ", info->peer_ip4 >> 24, ".", info->peer_ip4 >> 16 & 255, ".",
@@ -44,7 +49,32 @@ absl::Status RcMessaging::connect(uint32_t peer) {
         " share the low 16 bits of their addresses, which name their QPs (give addresses "
         "that differ in them: FI_UETREF_ADDR)"));
   }
-  return rc_->connect_qp(peer, qpn, qpn_for(local_ip), 0, 0);
+  if (absl::Status s = rc_->connect_qp(peer, qpn, qpn_for(local_ip), 0, 0); !s.ok()) return s;
+  peers_[peer & 0xFFFF] = peer;
+  return absl::OkStatus();
+}
+
+void RcMessaging::revive(uint32_t peer) {
+  auto info = rc_->qp_info(qpn_for(peer));
+  if (!info.ok() || info->state != QpState::kError || info->peer_ip4 != peer) return;
+  (void)rc_->connect_qp(peer, qpn_for(peer), qpn_for(rc_->config().local_ip4), 0, 0);
+}
+
+void RcMessaging::note_refused(std::span<Frame* const> frames) {
+  for (const Frame* f : frames) {
+    if (f->len < 42 || f->data[14] != 0x45) continue;
+    const uint32_t src = uint32_t{f->data[26]} << 24 | uint32_t{f->data[27]} << 16 |
+                         uint32_t{f->data[28]} << 8 | f->data[29];
+    if (std::find(revive_next_.begin(), revive_next_.end(), src) == revive_next_.end() &&
+        revive_next_.size() < 1024) {
+      revive_next_.push_back(src);
+    }
+  }
+}
+
+void RcMessaging::revive_waiting() {
+  for (const uint32_t peer : revive_next_) revive(peer);
+  revive_next_.clear();
 }
 
 RcMessaging::Header RcMessaging::header_of(uint32_t rx) const noexcept {
@@ -74,6 +104,7 @@ absl::Status RcMessaging::send_message(uint64_t wr_id, Opcode op, uint32_t peer,
     return absl::InvalidArgumentError("send: a message with bytes needs a buffer");
   if (sends_free_.empty() || tx_free_.empty())
     return absl::ResourceExhaustedError("send: every transmit buffer is in flight");
+  revive(peer);
   const bool rendezvous = length > config_.eager_bytes;
   Header h{};
   h.kind = rendezvous ? Kind::kRts : Kind::kEager;
@@ -97,9 +128,10 @@ absl::Status RcMessaging::send_message(uint64_t wr_id, Opcode op, uint32_t peer,
   if (absl::Status s = rc_->post_send(sr); !s.ok()) return s;
   sends_free_.pop_back();
   tx_free_.pop_back();
-  sends_[slot] = Send{.wr_id = wr_id, .op = op, .length = length, .live = true,
-                      .rendezvous = rendezvous};
+  sends_[slot] = Send{.wr_id = wr_id, .op = op, .length = length, .peer = peer, .since = now_,
+                      .live = true, .rendezvous = rendezvous};
   tx_owner_[buf] = slot;
+  rendezvous_live_ += rendezvous;
   ++(rendezvous ? counters_.rendezvous_sent : counters_.eager_sent);
   return absl::OkStatus();
 }
@@ -131,8 +163,61 @@ void RcMessaging::send_fin(uint32_t peer, uint64_t cookie, bool failed) {
     return;
   }
   tx_free_.pop_back();
-  tx_owner_[buf] = UINT32_MAX;
+  tx_owner_[buf] = kFinOwner;
   ++counters_.fins_sent;
+}
+
+void RcMessaging::finish_send(uint32_t slot, OpStatus status) {
+  Send& s = sends_[slot];
+  Completion done;
+  done.wr_id = s.wr_id;
+  done.op = s.op;
+  done.bytes = s.length;
+  done.status = status;
+  done_.push_back(done);
+  rendezvous_live_ -= s.rendezvous;
+  s.live = false;
+  sends_free_.push_back(slot);
+}
+
+void RcMessaging::probe_holders() {
+  if (rendezvous_live_ == 0 || now_ < next_probe_) return;
+  next_probe_ = now_ + config_.hold_probe_after / 4;
+  for (const Send& s : sends_) {
+    if (!s.live || !s.rendezvous || now_ - s.since < config_.hold_probe_after) continue;
+    if (std::find(pinging_.begin(), pinging_.end(), s.peer) != pinging_.end()) continue;
+    if (tx_free_.empty()) return;
+    const uint32_t buf = tx_free_.back();
+    Header h{};
+    h.kind = Kind::kPing;
+    std::memcpy(tx_buf(buf), &h, kHeader);
+    SendRequest sr{.wr_id = work_id(Work::kTx, buf), .peer = s.peer, .local = tx_buf(buf),
+                   .length = kHeader};
+    if (!rc_->post_send(sr).ok()) {  // the QP failed already: so do the sends it holds
+      on_ping_done(s.peer, OpStatus::kRetriesExhausted);
+      continue;
+    }
+    tx_free_.pop_back();
+    tx_owner_[buf] = kPingOwner;
+    tx_peer_[buf] = s.peer;
+    pinging_.push_back(s.peer);
+    ++counters_.pings_sent;
+  }
+}
+
+// The target answered (it lives: its sends wait on) or RC gave up on it (they fail).
+void RcMessaging::on_ping_done(uint32_t peer, OpStatus status) {
+  pinging_.erase(std::remove(pinging_.begin(), pinging_.end(), peer), pinging_.end());
+  if (status != OpStatus::kSuccess) ++counters_.pings_failed;
+  for (uint32_t i = 0; i < sends_.size(); ++i) {
+    Send& s = sends_[i];
+    if (!s.live || !s.rendezvous || s.peer != peer) continue;
+    if (status == OpStatus::kSuccess) {
+      s.since = now_;
+    } else {
+      finish_send(i, status);
+    }
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -282,19 +367,17 @@ void RcMessaging::on_received(uint32_t buf, const Completion& c) {
   const Header h = header_of(buf);
   if (h.kind == Kind::kFin) {
     const uint64_t slot = h.cookie;
-    if (slot < sends_.size() && sends_[slot].live && sends_[slot].rendezvous) {
-      Send& s = sends_[slot];
-      Completion done;
-      done.wr_id = s.wr_id;
-      done.op = s.op;
-      done.bytes = s.length;
-      done.status = (h.flags & kFailed) ? OpStatus::kRemoteAccessError : OpStatus::kSuccess;
-      done_.push_back(done);
-      s.live = false;
-      sends_free_.push_back(static_cast<uint32_t>(slot));
+    if (slot < sends_.size() && sends_[slot].live && sends_[slot].rendezvous &&
+        sends_[slot].peer == c.peer) {
+      finish_send(static_cast<uint32_t>(slot),
+                  (h.flags & kFailed) ? OpStatus::kRemoteAccessError : OpStatus::kSuccess);
     } else {
       ++counters_.malformed;
     }
+    repost(buf);
+    return;
+  }
+  if (h.kind == Kind::kPing) {  // RC acknowledged it: that is the answer
     repost(buf);
     return;
   }
@@ -335,21 +418,20 @@ void RcMessaging::on_completion(const Completion& c) {
   switch (work) {
     case Work::kTx: {
       const uint32_t slot = tx_owner_[index];
-      tx_owner_[index] = UINT32_MAX;
+      tx_owner_[index] = kFinOwner;
       tx_free_.push_back(index);
-      if (slot == UINT32_MAX) break;  // a FIN
-      Send& s = sends_[slot];
+      if (slot == kFinOwner) break;
+      if (slot == kPingOwner) {
+        on_ping_done(tx_peer_[index], c.status);
+        break;
+      }
       // An eager send completes once its SEND is acknowledged; a rendezvous one at FIN,
       // unless its RTS never arrived.
-      if (s.rendezvous && c.status == OpStatus::kSuccess) break;
-      Completion done;
-      done.wr_id = s.wr_id;
-      done.op = s.op;
-      done.bytes = s.length;
-      done.status = c.status;
-      done_.push_back(done);
-      s.live = false;
-      sends_free_.push_back(slot);
+      if (sends_[slot].rendezvous && c.status == OpStatus::kSuccess) {
+        sends_[slot].since = now_;
+        break;
+      }
+      finish_send(slot, c.status);
       break;
     }
     case Work::kRx:
@@ -380,6 +462,7 @@ size_t RcMessaging::poll_completions(std::span<Completion> out) {
   while ((n = rc_->poll_completions(cs)) > 0) {
     for (size_t i = 0; i < n; ++i) on_completion(cs[i]);
   }
+  probe_holders();
   while (!fins_waiting_.empty() && !tx_free_.empty()) {
     const auto [peer, cookie] = fins_waiting_.front();
     fins_waiting_.pop_front();

@@ -12,11 +12,19 @@
 //   its buffer, on an unexpected list. A peer's messages arrive in send order (one QP per
 //   peer), so matching keeps that order, as MPI needs. With every buffer held unexpected the
 //   engine answers RNR and the sender waits (rnr_retry 7: for ever), so the list is bounded.
-// - QPs: one per peer, connected when the peer enters the address vector (connect()). Both
-//   sides derive the QP numbers from the addresses (the low 16 bits of each), so no
-//   connection exchange is needed; two peers whose addresses share those bits are refused.
+// - QPs: one per peer, connected when the peer enters the address vector (connect()) or its
+//   first frame arrives (an RDM target need not know its initiators). Both sides derive the
+//   QP numbers from the addresses (the low 16 bits of each), so no connection exchange is
+//   needed; two peers whose addresses share those bits are refused.
+// - A QP that failed (an access error, retries spent) is in the error state on both sides,
+//   as in IB; RDM has no connection to lose, so the next operation to the peer connects it
+//   again (PSNs from 0 on both sides), and so does the target when a frame of the peer finds
+//   its QP in error: at its next receive, once the NAK that failed the QP has gone out.
 // - Rendezvous sources are registered with the engine once per buffer and stay registered
 //   (the engine has no deregistration yet).
+// - A rendezvous send waits for its FIN as long as the target takes to post the receive, but
+//   not on a dead target: after `hold_probe_after` without a FIN the sender sends the target
+//   a PING, which RC acknowledges or fails (retry_cnt spent), failing every send it holds.
 // Everything runs on the domain's thread, under its lock; poll_completions does the matching.
 #pragma once
 
@@ -38,11 +46,13 @@ struct RcMessagingConfig {
   uint32_t rx_buffers = 128;     // receive buffers posted to the engine, 8..4096
   uint32_t tx_buffers = 256;     // transmit buffers (eager sends, RTS, FIN), 8..4096
   uint32_t max_sends = 4096;     // sends in flight (eager and rendezvous)
+  Time hold_probe_after = kSecond;  // a rendezvous send waits this long before a PING
 };
 
 // What the layer counted (FI_UETREF_STATS).
 struct RcMessagingCounters {
-  uint64_t eager_sent = 0, rendezvous_sent = 0, fins_sent = 0;
+  uint64_t eager_sent = 0, rendezvous_sent = 0, fins_sent = 0, pings_sent = 0;
+  uint64_t pings_failed = 0;  // a target that held our sends did not answer: they failed
   uint64_t eager_received = 0, rendezvous_read = 0, unexpected = 0, truncated = 0;
   uint64_t malformed = 0;  // receives too short for a header, or an unknown kind
 };
@@ -59,8 +69,17 @@ class RcMessaging final : public Endpoint {
   const RcMessagingCounters& counters() const noexcept { return counters_; }
 
   // Transport: the engine's.
-  void rx(std::span<Frame* const> frames, Time now) override { rc_->rx(frames, now); }
-  size_t tx(std::span<Frame* const> out, Time now) override { return rc_->tx(out, now); }
+  void rx(std::span<Frame* const> frames, Time now) override {
+    if (!revive_next_.empty()) revive_waiting();
+    for (Frame* f : frames) accept_peer(*f);
+    const uint64_t refused = rc_->counters().rx_qp_error;
+    rc_->rx(frames, now);
+    if (rc_->counters().rx_qp_error != refused) note_refused(frames);
+  }
+  size_t tx(std::span<Frame* const> out, Time now) override {
+    now_ = now;
+    return rc_->tx(out, now);
+  }
   Time next_deadline() const override { return rc_->next_deadline(); }
   void on_timer(Time now) override { rc_->on_timer(now); }
 
@@ -68,9 +87,18 @@ class RcMessaging final : public Endpoint {
   absl::StatusOr<uint32_t> register_memory(uint8_t* base, uint64_t length) override {
     return rc_->register_memory(base, length);
   }
-  absl::Status post_write(const WriteRequest& wr) override { return rc_->post_write(wr); }
-  absl::Status post_read(const ReadRequest& rr) override { return rc_->post_read(rr); }
-  absl::Status post_atomic(const AtomicRequest& ar) override { return rc_->post_atomic(ar); }
+  absl::Status post_write(const WriteRequest& wr) override {
+    revive(wr.peer);
+    return rc_->post_write(wr);
+  }
+  absl::Status post_read(const ReadRequest& rr) override {
+    revive(rr.peer);
+    return rc_->post_read(rr);
+  }
+  absl::Status post_atomic(const AtomicRequest& ar) override {
+    revive(ar.peer);
+    return rc_->post_atomic(ar);
+  }
   absl::Status post_send(const SendRequest& sr) override;
   absl::Status post_recv(const RecvBuffer& rb) override;
   absl::Status post_tsend(const TaggedSendRequest& ts) override;
@@ -86,7 +114,7 @@ class RcMessaging final : public Endpoint {
   static uint32_t qpn_for(uint32_t ip4) noexcept { return kQpnBase + (ip4 & 0xFFFF); }
 
  private:
-  enum class Kind : uint8_t { kEager = 1, kRts = 2, kFin = 3 };
+  enum class Kind : uint8_t { kEager = 1, kRts = 2, kFin = 3, kPing = 4 };
   // The header every message starts with, in the host's byte order (both ends run this
   // provider).
   struct Header {
@@ -114,6 +142,8 @@ class RcMessaging final : public Endpoint {
     uint64_t wr_id = 0;
     Opcode op = Opcode::kSend;
     uint64_t length = 0;
+    uint32_t peer = 0;
+    Time since = 0;  // rendezvous: when it last heard from the target (RTS or PING acknowledged)
     bool live = false;
     bool rendezvous = false;
   };
@@ -150,6 +180,25 @@ class RcMessaging final : public Endpoint {
   void complete_recv(const Posted& p, uint32_t peer, const Header& h, OpStatus status,
                      uint64_t bytes);
   void send_fin(uint32_t peer, uint64_t cookie, bool failed);
+  // PINGs the targets holding rendezvous sends that have waited hold_probe_after.
+  void probe_holders();
+  // Connects the QP of a RoCEv2 frame's sender if it is not yet: one load per frame.
+  void accept_peer(const Frame& f) {
+    if (f.len < 42 || f.data[12] != 0x08 || f.data[13] != 0x00 || f.data[14] != 0x45 ||
+        f.data[23] != 17 || f.data[36] != (kRoceUdpPort >> 8) || f.data[37] != (kRoceUdpPort & 255)) {
+      return;
+    }
+    const uint32_t src = uint32_t{f.data[26]} << 24 | uint32_t{f.data[27]} << 16 |
+                         uint32_t{f.data[28]} << 8 | f.data[29];
+    if (peers_[src & 0xFFFF] != src) (void)connect(src);
+  }
+  static constexpr uint16_t kRoceUdpPort = 4791;
+  // Connects the QP to `peer` again if it is in the error state.
+  void revive(uint32_t peer);
+  void note_refused(std::span<Frame* const> frames);
+  void revive_waiting();
+  void on_ping_done(uint32_t peer, OpStatus status);
+  void finish_send(uint32_t slot, OpStatus status);
   void repost(uint32_t buf);
   void on_completion(const Completion& c);
   void on_received(uint32_t buf, const Completion& c);
@@ -160,7 +209,10 @@ class RcMessaging final : public Endpoint {
   size_t buf_bytes_;
   std::vector<uint8_t> tx_mem_, rx_mem_;
   std::vector<uint32_t> tx_free_;
-  std::vector<uint32_t> tx_owner_;  // transmit buffer -> its send slot (UINT32_MAX: a FIN)
+  // Transmit buffer -> its send slot, or kFinOwner / kPingOwner (then tx_peer_ names whom).
+  static constexpr uint32_t kFinOwner = UINT32_MAX, kPingOwner = UINT32_MAX - 1;
+  std::vector<uint32_t> tx_owner_;
+  std::vector<uint32_t> tx_peer_;
   std::vector<Send> sends_;
   std::vector<uint32_t> sends_free_;
   std::vector<Read> reads_;
@@ -172,6 +224,12 @@ class RcMessaging final : public Endpoint {
   std::deque<std::pair<uint32_t, uint64_t>> fins_waiting_;  // (peer, cookie | failed << 63)
   absl::flat_hash_map<uintptr_t, std::pair<uint64_t, uint32_t>> sources_;  // base -> (len, key)
   uint64_t next_claim_ = 1;
+  Time now_ = 0;         // as the host loop's last tx() saw it
+  Time next_probe_ = 0;  // probe_holders() looks again then
+  uint32_t rendezvous_live_ = 0;
+  std::vector<uint32_t> pinging_;  // peers with a PING in flight
+  std::vector<uint32_t> peers_;    // low 16 bits of an address -> the peer connected there
+  std::vector<uint32_t> revive_next_;  // peers whose frames found their QP in error
   RcMessagingCounters counters_;
 };
 

@@ -4,6 +4,8 @@
 // WRITE then READ back, a WRITE outside the region failing with the target's return code,
 // counters, atomics of every family (values checked, what is not offered refused), a send to an address no one listens on and one held by a peer that dies both
 // failing within the retry budget.
+// With FI_UETREF_TRANSPORT=rocev2 the same runs over the RC engine, where RoCEv2 differs:
+// its atomics (FETCH_ADD and CMP_SWAP on one 64-bit word) and no JobID (auth_key refused).
 // Exits 0 when every check holds; prints each failure.
 #define _POSIX_C_SOURCE 200809L
 #include <arpa/inet.h>
@@ -22,6 +24,7 @@
 #include <time.h>
 
 static int failures;
+static int rocev2;  // FI_UETREF_TRANSPORT=rocev2
 
 #define CHECK(cond, ...)                             \
   do {                                               \
@@ -138,6 +141,57 @@ static int atomic_done(struct node* a, struct node* b, uint64_t want_flags, cons
   return 1;
 }
 
+// RoCEv2's atomics: FETCH_ADD (fi_atomic and fi_fetch_atomic FI_SUM) and CMP_SWAP
+// (fi_compare_atomic FI_CSWAP) on one 64-bit word; every other pair refused.
+static void check_rc_atomics(struct node* a, struct node* b, fi_addr_t to_b, uint64_t key,
+                             unsigned char* region, size_t len) {
+  size_t count = 0;
+  CHECK(fi_fetch_atomicvalid(a->ep, FI_UINT64, FI_SUM, &count) == 0 && count == 1,
+        "fi_fetch_atomicvalid UINT64 SUM: count %zu", count);
+  CHECK(fi_compare_atomicvalid(a->ep, FI_INT64, FI_CSWAP, &count) == 0 && count == 1,
+        "fi_compare_atomicvalid INT64 CSWAP: count %zu", count);
+  CHECK(fi_atomicvalid(a->ep, FI_UINT32, FI_SUM, &count) == -FI_EOPNOTSUPP, "32-bit SUM offered");
+  CHECK(fi_fetch_atomicvalid(a->ep, FI_UINT64, FI_MIN, &count) == -FI_EOPNOTSUPP, "MIN offered");
+  CHECK(fi_compare_atomicvalid(a->ep, FI_UINT64, FI_MSWAP, &count) == -FI_EOPNOTSUPP,
+        "MSWAP offered");
+  uint64_t* t = (uint64_t*)region;
+  t[0] = 10;
+  uint64_t five = 5, fetched = 0;
+  CHECK(fi_fetch_atomic(a->ep, &five, 1, NULL, &fetched, NULL, to_b, 0, key, FI_UINT64, FI_SUM,
+                        NULL) == 0, "fi_fetch_atomic SUM");
+  if (atomic_done(a, b, FI_ATOMIC | FI_READ, "fi_fetch_atomic SUM")) {
+    CHECK(t[0] == 15 && fetched == 10, "FETCH_ADD: target %lu fetched %lu",
+          (unsigned long)t[0], (unsigned long)fetched);
+  }
+  CHECK(fi_atomic(a->ep, &five, 1, NULL, to_b, 0, key, FI_UINT64, FI_SUM, NULL) == 0,
+        "fi_atomic SUM");
+  if (atomic_done(a, b, FI_ATOMIC | FI_WRITE, "fi_atomic SUM")) {
+    CHECK(t[0] == 20, "SUM without fetching: target %lu", (unsigned long)t[0]);
+  }
+  uint64_t swap = 99, compare = 20, result = 0;
+  CHECK(fi_compare_atomic(a->ep, &swap, 1, NULL, &compare, NULL, &result, NULL, to_b, 0, key,
+                          FI_UINT64, FI_CSWAP, NULL) == 0, "fi_compare_atomic");
+  if (atomic_done(a, b, FI_ATOMIC | FI_READ, "fi_compare_atomic")) {
+    CHECK(t[0] == 99 && result == 20, "CMP_SWAP: target %lu fetched %lu", (unsigned long)t[0],
+          (unsigned long)result);
+  }
+  compare = 20;  // no longer what it holds: kept
+  CHECK(fi_compare_atomic(a->ep, &swap, 1, NULL, &compare, NULL, &result, NULL, to_b, 0, key,
+                          FI_UINT64, FI_CSWAP, NULL) == 0, "fi_compare_atomic again");
+  if (atomic_done(a, b, FI_ATOMIC | FI_READ, "fi_compare_atomic again")) {
+    CHECK(t[0] == 99 && result == 99, "CMP_SWAP that fails: target %lu fetched %lu",
+          (unsigned long)t[0], (unsigned long)result);
+  }
+  CHECK(fi_atomic(a->ep, &five, 1, NULL, to_b, len, key, FI_UINT64, FI_SUM, NULL) == 0,
+        "fi_atomic past the region");
+  int ok = 1;
+  struct fi_cq_err_entry err;
+  CHECK(one_completion(a, b, &ok, &err, 5.0) == 1 && !ok && err.err == FI_EACCES &&
+            (err.flags & FI_ATOMIC),
+        "an atomic past the region: ok %d err %d", ok, err.err);
+  printf("atomics (RoCEv2: FETCH_ADD, CMP_SWAP): checked at the target and in the fetched values\n");
+}
+
 // FI_ATOMIC into b's region (registered with `key`, `len` bytes), each family with its values
 // checked at the target and in the fetched results, libfabric's semantics (FI_CSWAP_LE swaps
 // when compare <= target), and what the provider does not offer refused.
@@ -240,6 +294,9 @@ static void check_atomics(struct node* a, struct node* b, fi_addr_t to_b, uint64
 }
 
 int main(void) {
+  const char* transport = getenv("FI_UETREF_TRANSPORT");
+  rocev2 = transport != NULL && strcmp(transport, "rocev2") == 0;
+  printf("transport: %s\n", rocev2 ? "rocev2" : "uet");
   // Hints the provider does not serve are refused with -FI_ENODATA.
   struct fi_info* h = hints_for(FI_MSG);
   h->ep_attr->type = FI_EP_MSG;
@@ -315,7 +372,11 @@ int main(void) {
   CHECK(one_completion(&a, &b, &ok, &err, 5.0) == 1 && ok, "READ completion");
   CHECK(memcmp(back, src, kLen) == 0, "READ: bytes differ");
   printf("WRITE and READ of %d bytes: every byte checked\n", kLen);
-  check_atomics(&a, &b, to_b, key, region, kLen);
+  if (rocev2) {
+    check_rc_atomics(&a, &b, to_b, key, region, kLen);
+  } else {
+    check_atomics(&a, &b, to_b, key, region, kLen);
+  }
   CHECK(fi_close(&mr->fid) == 0, "close mr");
 
   // fi_cancel: a receive no message claimed is withdrawn: FI_ECANCELED, its context, no bytes,
@@ -405,31 +466,39 @@ int main(void) {
   }
 
   // auth_key is the UET JobID: an endpoint of job 42 refuses job 0's message (BAD_JOB_ID), and
-  // a key longer than the JobID's 24 bits is refused by fi_domain.
+  // a key longer than the JobID's 24 bits is refused by fi_domain (RoCEv2: any key).
   struct fi_info* job42 = fi_dupinfo(info);
   job42->domain_attr->auth_key = malloc(1);
   job42->domain_attr->auth_key[0] = 42;
   job42->domain_attr->auth_key_size = 1;
-  struct node c;
-  open_node(job42, &c);
-  fi_addr_t to_c = FI_ADDR_NOTAVAIL;
-  CHECK(fi_av_insert(a.av, &c.name, 1, &to_c, 0, NULL) == 1, "insert c");
-  CHECK(fi_tsend(a.ep, small, sizeof small, NULL, to_c, 7, NULL) == 0, "fi_tsend to job 42");
-  CHECK(one_completion(&a, &c, &ok, &err, 5.0) == 1, "no completion for a send to job 42");
-  fi_cq_strerror(a.cq, err.prov_errno, NULL, msg, sizeof msg);
-  CHECK(!ok && err.err == FI_EACCES && strstr(msg, "BAD_JOB_ID") != NULL,
-        "job 0 to job 42: ok %d err %d (%s)", ok, err.err, msg);
-  printf("job 0 to job 42: %s (%s)\n", fi_strerror(err.err), msg);
-  close_node(&c);
-  struct fi_info* long_key = fi_dupinfo(info);
-  long_key->domain_attr->auth_key = calloc(4, 1);
-  long_key->domain_attr->auth_key_size = 4;
-  struct fid_fabric* f2 = NULL;
-  struct fid_domain* d2 = NULL;
-  CHECK(fi_fabric(long_key->fabric_attr, &f2, NULL) == 0, "fi_fabric");
-  CHECK(fi_domain(f2, long_key, &d2, NULL) == -FI_EINVAL, "a 4-byte auth_key accepted");
-  fi_close(&f2->fid);
-  fi_freeinfo(long_key);
+  if (rocev2) {  // RoCEv2 has no JobID: a domain asked for one is refused
+    struct fid_fabric* f1 = NULL;
+    struct fid_domain* d1 = NULL;
+    CHECK(fi_fabric(job42->fabric_attr, &f1, NULL) == 0, "fi_fabric");
+    CHECK(fi_domain(f1, job42, &d1, NULL) == -FI_EINVAL, "an auth_key taken by RoCEv2");
+    fi_close(&f1->fid);
+  } else {
+    struct node c;
+    open_node(job42, &c);
+    fi_addr_t to_c = FI_ADDR_NOTAVAIL;
+    CHECK(fi_av_insert(a.av, &c.name, 1, &to_c, 0, NULL) == 1, "insert c");
+    CHECK(fi_tsend(a.ep, small, sizeof small, NULL, to_c, 7, NULL) == 0, "fi_tsend to job 42");
+    CHECK(one_completion(&a, &c, &ok, &err, 5.0) == 1, "no completion for a send to job 42");
+    fi_cq_strerror(a.cq, err.prov_errno, NULL, msg, sizeof msg);
+    CHECK(!ok && err.err == FI_EACCES && strstr(msg, "BAD_JOB_ID") != NULL,
+          "job 0 to job 42: ok %d err %d (%s)", ok, err.err, msg);
+    printf("job 0 to job 42: %s (%s)\n", fi_strerror(err.err), msg);
+    close_node(&c);
+    struct fi_info* long_key = fi_dupinfo(info);
+    long_key->domain_attr->auth_key = calloc(4, 1);
+    long_key->domain_attr->auth_key_size = 4;
+    struct fid_fabric* f2 = NULL;
+    struct fid_domain* d2 = NULL;
+    CHECK(fi_fabric(long_key->fabric_attr, &f2, NULL) == 0, "fi_fabric");
+    CHECK(fi_domain(f2, long_key, &d2, NULL) == -FI_EINVAL, "a 4-byte auth_key accepted");
+    fi_close(&f2->fid);
+    fi_freeinfo(long_key);
+  }
   fi_freeinfo(job42);
 
   // A tagged send to an address no one listens on fails within the retry budget (seconds),
@@ -447,7 +516,8 @@ int main(void) {
   // A peer that dies holding our send: a 1 MiB tagged send goes by rendezvous, the target
   // takes the request (unexpected: no receive posted) and is closed before it reads, as a
   // killed process would be. The send fails within the retry budget (the provider asks the
-  // silent target whether it lives: REQ_ACK), not after the rendezvous timeout (1000 s).
+  // silent target whether it lives: REQ_ACK; over RoCEv2 a PING), not after the rendezvous
+  // timeout (1000 s).
   struct node d;
   open_node(info, &d);
   fi_addr_t to_d = FI_ADDR_NOTAVAIL;
@@ -460,7 +530,8 @@ int main(void) {
   const double t1 = now_s();
   CHECK(one_completion(&a, NULL, &ok, &err, 30.0) == 1, "no completion for a send to a dead peer");
   fi_cq_strerror(a.cq, err.prov_errno, NULL, msg, sizeof msg);
-  CHECK(!ok && err.err == FI_ETIMEDOUT && strstr(msg, "no answer") != NULL,
+  CHECK(!ok && err.err == FI_ETIMEDOUT &&
+            strstr(msg, rocev2 ? "retries exhausted" : "no answer") != NULL,
         "send to a dead peer: ok %d err %d (%s)", ok, err.err, msg);
   printf("a send held by a peer that died: %s (%s) after %.1f s\n", fi_strerror(err.err), msg,
          now_s() - t1);

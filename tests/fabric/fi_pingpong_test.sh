@@ -4,7 +4,9 @@
 # with fi_pingpong's data check (-c), as FI_MSG and as FI_TAGGED, on loopback; FI_TAGGED again
 # without the UDP offloads (GSO, GRO, gathered payloads), over 16 source ports; and FI_TAGGED
 # with every frame sealed (FI_UETREF_TSS_KEY_FILE, spec/uet.md §5), the engines' counters
-# showing frames sealed and opened and none dropped. A missing key file is refused by name.
+# showing frames sealed and opened and none dropped; then FI_MSG and FI_TAGGED over RoCEv2
+# (FI_UETREF_TRANSPORT=rocev2: the RC engine, messages eager and by rendezvous, the counters
+# showing both). A missing key file is refused by name.
 # Usage: fi_pingpong_test.sh PROVIDER_DIR
 set -euo pipefail
 export FI_PROVIDER_PATH="$1"
@@ -20,14 +22,16 @@ grep -q "type: FI_EP_RDM" "$work/info" || { echo "uetref offers no FI_EP_RDM"; e
 port=$((20000 + $$ % 20000))
 printf 'sdi=0x5e1 an=0 mode=cluster key=%s\n' "$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')" \
   > "$work/keys.txt"
-for run in "msg 1 4 -" "tagged 1 4 -" "tagged 0 16 -" "tagged 1 4 $work/keys.txt"; do
-  read -r mode offload sockets keys <<< "$run"
-  export FI_UETREF_UDP_OFFLOAD=$offload FI_UETREF_EV_SOCKETS=$sockets
+for run in "msg 1 4 - uet" "tagged 1 4 - uet" "tagged 0 16 - uet" "tagged 1 4 $work/keys.txt uet" \
+           "msg 1 4 - rocev2" "tagged 1 4 - rocev2"; do
+  read -r mode offload sockets keys transport <<< "$run"
+  export FI_UETREF_UDP_OFFLOAD=$offload FI_UETREF_EV_SOCKETS=$sockets FI_UETREF_TRANSPORT=$transport
   if [ "$keys" = - ]; then
     unset FI_UETREF_TSS_KEY_FILE FI_UETREF_STATS
   else
     export FI_UETREF_TSS_KEY_FILE=$keys FI_UETREF_STATS=1
   fi
+  [ "$transport" = rocev2 ] && export FI_UETREF_STATS=1
   port=$((port + 1))
   timeout 120 fi_pingpong -p uetref -e rdm -m "$mode" -S all -c -B "$port" > "$work/server" 2>&1 &
   server=$!
@@ -57,9 +61,21 @@ for run in "msg 1 4 -" "tagged 1 4 -" "tagged 0 16 -" "tagged 1 4 $work/keys.txt
     done
     echo "sealed: client $(grep -o 'tss sealed [0-9]* opened [0-9]*' "$work/client" | tail -1)"
   fi
-  echo "$mode, udp_offload $offload, ev_sockets $sockets, keys $keys: $(grep -cE '^[0-9]+[km]?\s+10\s+=10\s' "$work/client") sizes, data checked"
+  if [ "$transport" = rocev2 ]; then
+    # Both sides ran the RC engine, and -S all sent messages both eager and by rendezvous.
+    for f in server client; do
+      line=$(grep -o 'messages eager [0-9]*/[0-9]* rendezvous [0-9]*/[0-9]*' "$work/$f" | tail -1)
+      read -r _ _ eager _ rdv <<< "$line"
+      if [ -z "$line" ] || [ "${eager%%/*}" -lt 100 ] || [ "${rdv%%/*}" -lt 100 ]; then
+        echo "rocev2: $f counters: '$line'"; cat "$work/$f"; exit 1
+      fi
+    done
+    echo "rocev2: client $(grep -o 'messages eager [0-9/]* rendezvous [0-9/]*' "$work/client")"
+  fi
+  echo "$mode over $transport, udp_offload $offload, ev_sockets $sockets, keys $keys: $(grep -cE '^[0-9]+[km]?\s+10\s+=10\s' "$work/client") sizes, data checked"
   sed -n '1p;/^4k /p;/^1m /p' "$work/client"
 done
+unset FI_UETREF_TRANSPORT FI_UETREF_STATS
 
 # A key file that cannot be read: the server's domain is refused (fi_pingpong opens it once
 # connected), naming the variable and the file, and the client fails with it.

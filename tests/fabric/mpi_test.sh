@@ -5,7 +5,8 @@
 # then the same program over libfabric's own tcp;ofi_rxm and udp;ofi_rxd in the same run, so a
 # failure of ours cannot hide behind a broken MPI setup. Then MPI one-sided (mpi_rma) through
 # Open MPI's osc/rdma over its ofi BTL at 2 and 4 ranks: puts, gets and atomics as fi_write,
-# fi_read and fi_atomic (the target's counters must show the atomics executed).
+# fi_read and fi_atomic (the target's counters must show the atomics executed). Both
+# programs run over UET and over RoCEv2 (FI_UETREF_TRANSPORT=rocev2).
 # Usage: mpi_test.sh PROVIDER_DIR MPI_FABRIC_BINARY MPI_RMA_BINARY
 set -euo pipefail
 export FI_PROVIDER_PATH="$1"
@@ -21,10 +22,11 @@ run() {  # PROVIDER RANKS [OPTION...]
   local t0=$SECONDS
   local provider=$1 ranks=$2
   shift 2
-  echo "== $provider, $ranks ranks $*"
+  echo "== $provider${FI_UETREF_TRANSPORT:+ over $FI_UETREF_TRANSPORT}, $ranks ranks $*"
   if ! timeout 300 mpirun -np "$ranks" --oversubscribe --bind-to none --mca pml cm --mca mtl ofi \
       --mca mtl_ofi_provider_include "$provider" --mca btl self,vader --mca mtl_base_verbose 100 \
-      -x FI_PROVIDER_PATH ${FI_UETREF_TSS_KEY_FILE:+-x FI_UETREF_TSS_KEY_FILE -x FI_UETREF_STATS} \
+      -x FI_PROVIDER_PATH ${FI_UETREF_TSS_KEY_FILE:+-x FI_UETREF_TSS_KEY_FILE} \
+      ${FI_UETREF_STATS:+-x FI_UETREF_STATS} ${FI_UETREF_TRANSPORT:+-x FI_UETREF_TRANSPORT} \
       -x FI_LOG_LEVEL "$prog" check "$@" > "$out" 2>&1; then
     cat "$out"
     echo "mpi_fabric failed over $provider at $ranks ranks"
@@ -43,6 +45,15 @@ run() {  # PROVIDER RANKS [OPTION...]
 
 run uetref 2
 run uetref 4
+# RoCEv2 under the same provider (FI_UETREF_TRANSPORT=rocev2): the RC engine, with the
+# provider's own tag matching and rendezvous; every rank's counters must show the RC engine.
+export FI_UETREF_TRANSPORT=rocev2 FI_UETREF_STATS=1
+for ranks in 2 4; do
+  run uetref "$ranks"
+  n=$(grep -c 'uetref 127[.0-9]* (rocev2): ' "$out" || true)
+  [ "$n" -ge "$ranks" ] || { cat "$out"; echo "rocev2: $n domains ran the RC engine, want $ranks"; exit 1; }
+done
+unset FI_UETREF_TRANSPORT FI_UETREF_STATS
 # Sealed (spec/uet.md §5): each rank prints its engines' counters at exit (FI_UETREF_STATS).
 printf 'sdi=0x5e1 an=0 mode=cluster key=%s\n' "$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')" > "$keys"
 export FI_UETREF_TSS_KEY_FILE=$keys FI_UETREF_STATS=1
@@ -67,28 +78,34 @@ run "udp;ofi_rxd" 2 no-truncate no-window no-probe
 # One-sided: osc/rdma over the ofi BTL, which opens a domain of its own beside the MTL's. No
 # libfabric peer runs it in 1.17: Open MPI's ofi BTL refuses ofi_rxm (no FI_DELIVERY_COMPLETE)
 # and crashes inside ofi_rxd (fabric/README.md).
-run_rma() {  # RANKS
-  local t0=$SECONDS ranks=$1
-  echo "== uetref one-sided, $ranks ranks"
-  if ! FI_UETREF_STATS=1 timeout 300 mpirun -np "$ranks" --oversubscribe --bind-to none \
-      --mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include uetref \
+run_rma() {  # TRANSPORT RANKS
+  local t0=$SECONDS transport=$1 ranks=$2 option="" per_rank=201
+  # RC's atomics are FETCH_ADD and CMP_SWAP: no swap (MPI_REPLACE) over RoCEv2.
+  [ "$transport" = rocev2 ] && option=no-swap && per_rank=151
+  echo "== uetref one-sided over $transport, $ranks ranks $option"
+  if ! FI_UETREF_STATS=1 FI_UETREF_TRANSPORT=$transport timeout 300 mpirun -np "$ranks" \
+      --oversubscribe --bind-to none --mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include uetref \
       --mca osc rdma --mca osc_rdma_btls ofi --mca btl self,ofi --mca btl_ofi_provider_include uetref \
-      -x FI_PROVIDER_PATH -x FI_LOG_LEVEL -x FI_UETREF_STATS "$rma" > "$out" 2>&1; then
+      -x FI_PROVIDER_PATH -x FI_LOG_LEVEL -x FI_UETREF_STATS -x FI_UETREF_TRANSPORT \
+      "$rma" $option > "$out" 2>&1; then
     cat "$out"
-    echo "mpi_rma failed at $ranks ranks"
+    echo "mpi_rma failed at $ranks ranks over $transport"
     exit 1
   fi
   grep -q "# $ranks ranks: one-sided, every value checked, all correct" "$out" || { cat "$out"; exit 1; }
   # Every rank but 0 makes 201 atomics on rank 0's window (mpi_rma.c: 3 x 50 in the passive
-  # epoch, a claim and at least 50 compare-and-swap increments): they must have run as UET
-  # atomics at the target, not in the BTL's own emulation.
+  # epoch, a claim and at least 50 compare-and-swap increments; 151 without the swaps): they
+  # must have run as the transport's atomics at the target, not in the BTL's own emulation.
   local executed
   executed=$(grep -o 'atomics executed [0-9]*' "$out" | awk '{s += $3} END {print s + 0}')
   echo "atomics executed by the targets: $executed, $((SECONDS - t0)) s"
-  if [ "$executed" -lt $((201 * (ranks - 1))) ]; then
-    cat "$out"; echo "one-sided: $executed atomics executed, want at least $((201 * (ranks - 1)))"; exit 1
+  if [ "$executed" -lt $((per_rank * (ranks - 1))) ]; then
+    cat "$out"; echo "one-sided: $executed atomics executed, want at least $((per_rank * (ranks - 1)))"
+    exit 1
   fi
 }
 
-run_rma 2
-run_rma 4
+run_rma uet 2
+run_rma uet 4
+run_rma rocev2 2
+run_rma rocev2 4
