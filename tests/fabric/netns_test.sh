@@ -4,7 +4,8 @@
 # of `-S all` with the data check, FI_TAGGED. Twice: at MTU 9000, where a 4 KiB datagram fits
 # and the UDP offloads (GSO over the veth, GRO at the socket) carry the bulk; and at MTU 1500,
 # where it does not: the kernel fragments datagrams sent one by one, refuses a GSO send whose
-# segments exceed the MTU, and the host must notice and go on without GSO.
+# segments exceed the MTU, and the host must notice and go on without GSO. Then once more at
+# MTU 9000 over RoCEv2 (FI_UETREF_TRANSPORT=rocev2): the RC engine between the namespaces.
 # Needs CAP_NET_ADMIN to create namespaces: skipped (77) without it.
 # Usage: netns_test.sh PROVIDER_DIR
 set -euo pipefail
@@ -33,10 +34,12 @@ ip -n "$nb" addr add "$net.2/24" dev "$vb"
 ip -n "$na" link set lo up
 ip -n "$nb" link set lo up
 
-for mtu in 9000 1500; do
+for run in "9000 uet" "1500 uet" "9000 rocev2"; do
+  read -r mtu transport <<< "$run"
+  export FI_UETREF_TRANSPORT=$transport
   ip -n "$na" link set "$va" mtu "$mtu" up
   ip -n "$nb" link set "$vb" mtu "$mtu" up
-  port=$((20000 + (tag + mtu) % 20000))
+  port=$((20000 + (tag + mtu + ${#transport}) % 20000))
   FI_UETREF_ADDR="$net.1" timeout 120 ip netns exec "$na" \
     fi_pingpong -p uetref -e rdm -m tagged -S all -c -B "$port" > "$work/server" 2>&1 &
   server=$!
@@ -58,7 +61,10 @@ for mtu in 9000 1500; do
   done
   # The host's counters at close (FI_UETREF_STATS): "gso SENDS/DATAGRAMS".
   gso=$(grep -ho 'gso [0-9]*/[0-9]*' "$work/client" | head -1)
-  echo "MTU $mtu: $(grep -cE '^[0-9]+[km]?\s+10\s+=10\s' "$work/client") sizes, data checked; client $gso"
+  if [ "$transport" = rocev2 ]; then
+    grep -q "(rocev2): " "$work/client" || { echo "rocev2: the client's domain was not RoCEv2"; cat "$work/client"; exit 1; }
+  fi
+  echo "MTU $mtu over $transport: $(grep -cE '^[0-9]+[km]?\s+10\s+=10\s' "$work/client") sizes, data checked; client $gso"
   sed -n '/^1m /p' "$work/client"
   sends=${gso#gso }; sends=${sends%/*}
   if [ "$mtu" = 9000 ]; then
