@@ -456,18 +456,21 @@ void RcMessaging::on_completion(const Completion& c) {
   }
 }
 
-size_t RcMessaging::poll_completions(std::span<Completion> out) {
+void RcMessaging::pump() {
   Completion cs[32];
   size_t n;
   while ((n = rc_->poll_completions(cs)) > 0) {
     for (size_t i = 0; i < n; ++i) on_completion(cs[i]);
   }
-  probe_holders();
   while (!fins_waiting_.empty() && !tx_free_.empty()) {
     const auto [peer, cookie] = fins_waiting_.front();
     fins_waiting_.pop_front();
     send_fin(peer, cookie & ~(uint64_t{1} << 63), (cookie >> 63) != 0);
   }
+}
+
+size_t RcMessaging::poll_completions(std::span<Completion> out) {
+  pump();
   size_t k = 0;
   while (k < out.size() && !done_.empty()) {
     out[k++] = done_.front();

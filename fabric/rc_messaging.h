@@ -25,9 +25,11 @@
 // - A rendezvous send waits for its FIN as long as the target takes to post the receive, but
 //   not on a dead target: after `hold_probe_after` without a FIN the sender sends the target
 //   a PING, which RC acknowledges or fails (retry_cnt spent), failing every send it holds.
-// Everything runs on the domain's thread, under its lock; poll_completions does the matching.
+// Everything runs on the domain's thread, under its lock; the matching happens in rx() and
+// on_timer(), right after the engine's own work, and poll_completions hands out what completed.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -68,20 +70,33 @@ class RcMessaging final : public Endpoint {
   RoceEndpoint& rc() noexcept { return *rc_; }
   const RcMessagingCounters& counters() const noexcept { return counters_; }
 
-  // Transport: the engine's.
+  // Transport: the engine's, and the layer's own work on what the engine completed (matching,
+  // READs, FINs, reposted buffers) right after each receive and timer, so that the layer moves
+  // as the engine does, whoever polls.
   void rx(std::span<Frame* const> frames, Time now) override {
+    now_ = now;
     if (!revive_next_.empty()) revive_waiting();
     for (Frame* f : frames) accept_peer(*f);
     const uint64_t refused = rc_->counters().rx_qp_error;
     rc_->rx(frames, now);
     if (rc_->counters().rx_qp_error != refused) note_refused(frames);
+    pump();
   }
   size_t tx(std::span<Frame* const> out, Time now) override {
     now_ = now;
+    probe_holders();
     return rc_->tx(out, now);
   }
-  Time next_deadline() const override { return rc_->next_deadline(); }
-  void on_timer(Time now) override { rc_->on_timer(now); }
+  Time next_deadline() const override {
+    const Time d = rc_->next_deadline();
+    return rendezvous_live_ > 0 ? std::min(d, next_probe_) : d;
+  }
+  void on_timer(Time now) override {
+    now_ = now;
+    rc_->on_timer(now);
+    pump();
+    probe_holders();
+  }
 
   // Endpoint: one-sided operations go to the engine as they are; messages through the layer.
   absl::StatusOr<uint32_t> register_memory(uint8_t* base, uint64_t length) override {
@@ -201,6 +216,8 @@ class RcMessaging final : public Endpoint {
   void finish_send(uint32_t slot, OpStatus status);
   void repost(uint32_t buf);
   void on_completion(const Completion& c);
+  // Takes the engine's completions: the layer's own work, and the application's into done_.
+  void pump();
   void on_received(uint32_t buf, const Completion& c);
   absl::StatusOr<uint32_t> source_key(const uint8_t* base, uint64_t length);
 
