@@ -9,10 +9,14 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "fabric/rc_messaging.h"
 #include "fabric/uetref.h"
 #include "transport/tss/key_file.h"
 #include "transport/uet/uet_endpoint.h"
+#ifdef UETREF_HAVE_DPDK
+#include "dpdk-io/dpdk_io.h"
+#endif
 
 namespace uet::fabric {
 
@@ -35,7 +39,7 @@ uint32_t loopback_candidate(uint32_t attempt, bool rocev2) {
   return rocev2 ? (127u << 24 | 129u << 16 | host) : ((127u << 24) | 0x800000 | host);
 }
 
-int open_host(Domain& d, const Params& p, uint32_t wanted_ip4) {
+int open_uring(Domain& d, const Params& p, uint32_t wanted_ip4) {
   const bool pick = wanted_ip4 == 0;
   for (uint32_t attempt = 0; attempt < (pick ? 64u : 1u); ++attempt) {
     const uint32_t ip = pick ? loopback_candidate(attempt, p.transport == "rocev2") : wanted_ip4;
@@ -59,12 +63,108 @@ int open_host(Domain& d, const Params& p, uint32_t wanted_ip4) {
       FI_WARN(&kProvider, FI_LOG_DOMAIN, "%s\n", std::string(u.status().message()).c_str());
       return -FI_EADDRNOTAVAIL;
     }
-    d.io = std::move(*u);
+    d.uring = std::move(*u);
+    d.io = d.uring.get();
     d.local_ip4 = ip;
     return 0;
   }
   FI_WARN(&kProvider, FI_LOG_DOMAIN, "no free loopback address after 64 tries; set FI_UETREF_ADDR\n");
   return -FI_EADDRINUSE;
+}
+
+#ifdef UETREF_HAVE_DPDK
+// A memif client connects to its server's socket when the port starts and, in DPDK 22.11, does
+// not try again if the socket is not there yet: when ranks start together (mpirun), the client
+// waits for the server's socket file first (at most 10 s).
+void wait_for_memif_server(const std::vector<std::string>& args) {
+  for (const std::string& a : args) {
+    if (!absl::StrContains(a, "net_memif") || !absl::StrContains(a, "role=client") ||
+        !absl::StrContains(a, "socket-abstract=no")) {
+      continue;
+    }
+    const size_t at = a.find("socket=");
+    if (at == std::string::npos) continue;
+    const std::string path = a.substr(at + 7, a.find(',', at) - (at + 7));
+    for (int i = 0; i < 1000 && access(path.c_str(), F_OK) != 0; ++i) usleep(10'000);
+  }
+}
+#endif
+
+// FI_UETREF_HOST=dpdk: the EAL (once per process, with FI_UETREF_EAL's arguments, and kept to
+// the end of it: DPDK cannot start twice) and one DpdkIo on FI_UETREF_DPDK_PORT. The domain
+// owns the port: a second domain of the process on it is refused.
+int open_dpdk(Domain& d, const Params& p, uint32_t ip) {
+#ifdef UETREF_HAVE_DPDK
+  if (ip == 0) {
+    FI_WARN(&kProvider, FI_LOG_DOMAIN,
+            "FI_UETREF_HOST=dpdk: give the port's IPv4 address (FI_UETREF_ADDR)\n");
+    return -FI_EINVAL;
+  }
+  static io::DpdkEal* eal = nullptr;  // the process's, never torn down
+  static std::string eal_args;
+  if (eal == nullptr) {
+    std::vector<std::string> args{"uetref"};
+    for (absl::string_view a : absl::StrSplit(p.eal, ' ', absl::SkipEmpty())) args.emplace_back(a);
+    wait_for_memif_server(args);
+    auto e = io::DpdkEal::init(args);
+    if (!e.ok()) {
+      FI_WARN(&kProvider, FI_LOG_DOMAIN, "FI_UETREF_EAL=\"%s\": %s\n", p.eal.c_str(),
+              std::string(e.status().message()).c_str());
+      return -FI_EINVAL;
+    }
+    eal = e->release();
+    eal_args = p.eal;
+  } else if (p.eal != eal_args) {
+    FI_WARN(&kProvider, FI_LOG_DOMAIN,
+            "FI_UETREF_EAL changed after the EAL started (\"%s\"): the first arguments stand\n",
+            eal_args.c_str());
+  }
+  if (p.dpdk_port >= eal->port_count()) {
+    FI_WARN(&kProvider, FI_LOG_DOMAIN, "FI_UETREF_DPDK_PORT=%u out of range: 0..%d (ports: %s)\n",
+            p.dpdk_port, static_cast<int>(eal->port_count()) - 1, eal->describe_ports().c_str());
+    return -FI_EINVAL;
+  }
+  io::DpdkIoConfig c;
+  c.port_id = static_cast<uint16_t>(p.dpdk_port);
+  c.local_ip4 = ip;
+  c.local_mac = mac_of(ip);
+  c.promiscuous = true;  // the MAC the engines use is ours, not the port's
+  auto io = io::DpdkIo::create(c);
+  if (!io.ok()) {
+    FI_WARN(&kProvider, FI_LOG_DOMAIN, "FI_UETREF_HOST=dpdk: %s\n",
+            std::string(io.status().message()).c_str());
+    return -FI_EBUSY;
+  }
+  // A link that is not up drops what the engines send, and their retries would run out
+  // before a memif peer connects (its client retries about once a second): the first post
+  // waits for it (not fi_domain: a peer may open its domain only after ours answers it).
+  io::DpdkIo* port = io->get();
+  const uint32_t port_id = p.dpdk_port;
+  d.wait_link = [port, port_id] {
+    if (port->wait_link_up(10 * kSecond)) return;
+    FI_WARN(&kProvider, FI_LOG_DOMAIN, "FI_UETREF_HOST=dpdk: port %u's link is not up after 10 s\n",
+            port_id);
+  };
+  d.dpdk = std::move(*io);
+  d.io = d.dpdk.get();
+  d.local_ip4 = ip;
+  return 0;
+#else
+  (void)d;
+  (void)p;
+  (void)ip;
+  FI_WARN(&kProvider, FI_LOG_DOMAIN, "FI_UETREF_HOST=dpdk: this provider was built without DPDK\n");
+  return -FI_ENOSYS;
+#endif
+}
+
+int open_host(Domain& d, const Params& p, uint32_t ip) {
+  return p.host == "dpdk" ? open_dpdk(d, p, ip) : open_uring(d, p, ip);
+}
+
+// What a peer's receive socket holds in flight at most (half of it); a DPDK host has no socket.
+uint64_t socket_window(const Domain& d) {
+  return d.uring != nullptr ? d.uring->setup().rx_socket_bytes / 2 : UINT64_MAX;
 }
 
 // The variables' ranges, refused by name before the engine sees them.
@@ -97,6 +197,11 @@ bool params_ok(const Params& p) {
   if (p.transport != "uet" && p.transport != "rocev2") {
     FI_WARN(&kProvider, FI_LOG_DOMAIN, "FI_UETREF_TRANSPORT=%s unknown: uet or rocev2\n",
             p.transport.c_str());
+    return false;
+  }
+  if (p.host != "uring" && p.host != "dpdk") {
+    FI_WARN(&kProvider, FI_LOG_DOMAIN, "FI_UETREF_HOST=%s unknown: uring or dpdk\n",
+            p.host.c_str());
     return false;
   }
   if (p.transport == "rocev2" && !p.tss_key_file.empty()) {
@@ -138,7 +243,7 @@ int open_rocev2(Domain& d, const Params& p) {
   c.max_recvs = 4096;
   // RC has no window but the PSN space, and a receive socket drops what does not fit: as
   // much in flight per QP as UET's window (at most half the socket), acknowledged often.
-  const uint64_t window = std::min<uint64_t>(p.window_bytes, d.io->setup().rx_socket_bytes / 2);
+  const uint64_t window = std::min<uint64_t>(p.window_bytes, socket_window(d));
   c.max_outstanding_psns = static_cast<uint32_t>(std::max<uint64_t>(window / c.mtu, 4));
   c.ack_req_every = std::max<uint32_t>(c.max_outstanding_psns / 4, 1);
   // The ACK timeout of a kernel host (4.096 us x 2^14 = 67 ms) and a bounded retry budget,
@@ -174,12 +279,12 @@ int open_engine(Domain& d, const Params& p, uint32_t job) {
   c.resolve_mac = &mac_of;
   c.payload_bytes = p.payload_bytes;
   // The peer's receive socket drops what does not fit: keep no more than it holds in flight.
-  c.window_bytes = std::min<uint64_t>(p.window_bytes, d.io->setup().rx_socket_bytes / 2);
-  // The kernel computes the real UDP checksum (dpdk-io/uring_io.h).
-  c.udp_checksum = false;
+  c.window_bytes = std::min<uint64_t>(p.window_bytes, socket_window(d));
+  // The kernel computes the real UDP checksum (dpdk-io/uring_io.h); over DPDK the engine does.
+  c.udp_checksum = d.uring == nullptr;
   c.rendezvous_bytes = p.rendezvous_bytes;
   // The kernel gathers the payload from the registered buffer (no copy into the frame).
-  c.tx_by_reference = p.udp_offload;
+  c.tx_by_reference = p.udp_offload && d.uring != nullptr;
   // A kernel-socket host inside someone else's process stalls for milliseconds (scheduling,
   // the application's own work between calls): uet-perf's timers for --io=uring, so that a
   // stall is not taken for a loss.
@@ -209,7 +314,7 @@ int open_engine(Domain& d, const Params& p, uint32_t job) {
       return -FI_EINVAL;
     }
     c.tss = std::move(*t);
-    c.udp_source_port = d.io->ev_ports()[0];
+    if (d.uring != nullptr) c.udp_source_port = d.uring->ev_ports()[0];
   }
   auto e = UetEndpoint::create(c);
   if (!e.ok()) {
@@ -284,44 +389,52 @@ fi_ops_mr kMrOps = {
 // The domain object.
 
 // FI_UETREF_STATS: what the engine and the host counted, one line at close.
+// The host's half of the FI_UETREF_STATS line.
+std::string host_stats(const Domain& d) {
+  const io::IoStats io = d.io->stats();
+  if (d.uring == nullptr) {
+    return absl::StrCat("host (dpdk) rx ", io.rx_packets, " tx ", io.tx_packets, " no-buffer ",
+                        io.tx_no_buffer);
+  }
+  const io::UringCounters& h = d.uring->counters();
+  return absl::StrCat(
+      "host rx ", io.rx_packets, " tx ", io.tx_packets, " no-buffer ", io.tx_no_buffer,
+      " send errors ", h.tx_send_errors, " (errno ", h.last_send_errno, ") rx errors ",
+      h.rx_errors, " (errno ", h.last_rx_errno, ") rearms ", h.rx_rearms, " truncated ",
+      h.rx_truncated, " bad ", h.rx_bad, " kernel drops ", h.rx_kernel_dropped, "; gso ",
+      h.tx_gso_sends, "/", h.tx_gso_datagrams, " gro ", h.rx_gro_receives, "/",
+      h.rx_gro_datagrams, " split waits ", h.rx_split_waits);
+}
+
 void print_stats(const Domain& d) {
+  const std::string host = host_stats(d);
   if (d.rc != nullptr) {
     const RoceCounters& k = d.rc->rc().counters();
     const RcMessagingCounters& m = d.rc->counters();
-    const io::UringCounters& h = d.io->counters();
     std::fprintf(stderr,
                  "uetref %s (rocev2): data %lu retx %lu (go-back-n %lu timeouts %lu rnr naks %lu) "
-                 "read responses %lu acks %lu/%lu naks %lu reads %lu atomics executed %lu; messages eager %lu/%lu "
-                 "rendezvous %lu/%lu fins %lu unexpected %lu truncated %lu malformed %lu; host "
-                 "rx %lu tx %lu send errors %lu rx errors %lu; gso %lu/%lu gro %lu/%lu\n",
+                 "read responses %lu acks %lu/%lu naks %lu reads %lu atomics executed %lu; "
+                 "messages eager %lu/%lu rendezvous %lu/%lu fins %lu pings %lu/%lu unexpected "
+                 "%lu truncated %lu malformed %lu; %s\n",
                  inet_ntoa(in_addr{htonl(d.local_ip4)}), k.tx_data, k.tx_retx, k.go_back_n,
-                 k.timeouts, k.rx_rnr_naks, k.tx_read_responses, k.tx_acks, k.rx_acks, k.tx_naks, k.tx_reads,
-                 k.rx_atomics, m.eager_sent, m.eager_received, m.rendezvous_sent,
-                 m.rendezvous_read, m.fins_sent, m.unexpected, m.truncated, m.malformed,
-                 d.io->stats().rx_packets, d.io->stats().tx_packets, h.tx_send_errors,
-                 h.rx_errors, h.tx_gso_sends, h.tx_gso_datagrams, h.rx_gro_receives,
-                 h.rx_gro_datagrams);
+                 k.timeouts, k.rx_rnr_naks, k.tx_read_responses, k.tx_acks, k.rx_acks, k.tx_naks,
+                 k.tx_reads, k.rx_atomics, m.eager_sent, m.eager_received, m.rendezvous_sent,
+                 m.rendezvous_read, m.fins_sent, m.pings_sent, m.pings_failed, m.unexpected,
+                 m.truncated, m.malformed, host.c_str());
     return;
   }
   const auto& u = static_cast<const UetEndpoint&>(*d.engine);
   const UetCounters& k = u.counters();
-  const io::UringCounters& h = d.io->counters();
   std::fprintf(stderr,
                "uetref %s: data %lu retx %lu (timeouts %lu fast %lu nack %lu tlp %lu rnr %lu) "
                "acks %lu/%lu rendezvous %lu reads %lu timeouts %lu deferred %lu/%lu "
-               "unexpected %lu kernel drops %lu; host rx %lu tx %lu no-buffer %lu send errors %lu "
-               "(errno %d) rx errors %lu (errno %d) rearms %lu truncated %lu bad %lu; gso %lu/%lu "
-               "gro %lu/%lu split waits %lu; rod staged %lu late %lu unstageable %lu no-buffer %lu; "
+               "unexpected %lu; %s; rod staged %lu late %lu unstageable %lu no-buffer %lu; "
                "tss sealed %lu opened %lu dropped %lu clear refused %lu cross-job %lu; atomics "
                "executed %lu replayed %lu refused %lu\n",
                inet_ntoa(in_addr{htonl(d.local_ip4)}), k.tx_data, k.tx_retx, k.timeouts,
                k.fast_retx, k.nack_retx, k.tlp_probes, k.rnr_retx, k.tx_acks, k.rx_acks,
                k.tx_rendezvous, k.rx_rdv_reads, k.rdv_timeouts, k.tx_deferred, k.rx_deferred,
-               k.rx_tagged_unexpected, h.rx_kernel_dropped, d.io->stats().rx_packets,
-               d.io->stats().tx_packets, d.io->stats().tx_no_buffer, h.tx_send_errors,
-               h.last_send_errno, h.rx_errors, h.last_rx_errno, h.rx_rearms, h.rx_truncated,
-               h.rx_bad, h.tx_gso_sends, h.tx_gso_datagrams, h.rx_gro_receives,
-               h.rx_gro_datagrams, h.rx_split_waits, k.rod_staged, k.rod_executed_late,
+               k.rx_tagged_unexpected, host.c_str(), k.rod_staged, k.rod_executed_late,
                k.rod_unstageable, k.rod_no_buffer, u.tss() ? u.tss()->counters().sealed : 0,
                u.tss() ? u.tss()->counters().opened : 0, u.tss() ? u.tss()->counters().dropped() : 0,
                k.rx_clear_refused, k.rx_tss_cross_job, k.rx_atomics, k.rx_atomic_replays,
@@ -501,6 +614,11 @@ void Domain::drain() {
     for (size_t k = 0; k < n; ++k) {
       const Completion& c = cs[k];
       const auto i = static_cast<uint32_t>(c.wr_id);
+      if (c.wr_id >= ops.size() || !ops[i].in_use) {  // never: each op completes once
+        FI_WARN(&kProvider, FI_LOG_CQ, "a completion (%s, %s) for no operation in flight: %lu\n",
+                to_string(c.op), to_string(c.status), static_cast<unsigned long>(c.wr_id));
+        continue;
+      }
       OpCtx& op = ops[i];
       const bool rx = (op.flags & FI_RECV) != 0;
       if (ep != nullptr) --(rx ? ep->rx_in_flight : ep->tx_in_flight);
@@ -520,6 +638,10 @@ void Domain::drain() {
         e.e.tag = c.tag;
         e.src = rx ? source_of(ep, c.peer) : FI_ADDR_NOTAVAIL;
         op.cq->push(e);
+      } else if (err != 0 && op.inject) {
+        // fi_inject has no context to report against: the failure is logged and counted.
+        FI_WARN(&kProvider, FI_LOG_CQ, "an injected %s of %lu bytes failed: %s\n",
+                to_string(c.op), static_cast<unsigned long>(c.bytes), to_string(c.status));
       } else if (err != 0 && cq != nullptr) {
         if (op.cq != nullptr) op.cq->unreserve();
         fi_cq_err_entry e{};

@@ -18,6 +18,10 @@ ssize_t post(Ep* ep, Dir dir, uint64_t op_flags, uint64_t flags, void* context, 
   Domain* d = ep->domain;
   std::lock_guard lock(d->mu);
   if (!ep->enabled) return -FI_EOPBADSTATE;
+  if (d->wait_link) {
+    d->wait_link();
+    d->wait_link = nullptr;
+  }
   if (len > kMaxMsgSize || (inject && len > kInjectSize)) return -FI_EMSGSIZE;
   const bool tx = dir == Dir::kTx;
   Cq* cq = tx ? ep->tx_cq : ep->rx_cq;
@@ -42,6 +46,7 @@ ssize_t post(Ep* ep, Dir dir, uint64_t op_flags, uint64_t flags, void* context, 
   op.flags = op_flags;
   op.buf = buf;
   op.cq = report ? cq : nullptr;
+  op.inject = inject;
   op.cntr = tx ? ((op_flags & FI_READ) ? ep->read_cntr
                   : (op_flags & FI_WRITE) ? ep->write_cntr
                                           : ep->send_cntr)
@@ -274,6 +279,10 @@ ssize_t tagged_peek(Ep* ep, const fi_msg_tagged* m, uint64_t flags) {
   Domain* d = ep->domain;
   std::lock_guard lock(d->mu);
   if (!ep->enabled) return -FI_EOPBADSTATE;
+  if (d->wait_link) {
+    d->wait_link();
+    d->wait_link = nullptr;
+  }
   Cq* cq = ep->rx_cq;
   if (cq == nullptr) return -FI_ENOCQ;
   if ((flags & FI_CLAIM) && m->context == nullptr) return -FI_EINVAL;

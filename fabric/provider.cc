@@ -47,6 +47,16 @@ void define_params() {
                   "every frame is sealed in its first domain (AES-256-GCM, spec/uet.md §5) and "
                   "only sealed frames are taken; the same file on every rank (default: none, "
                   "frames in the clear)");
+  fi_param_define(&kProvider, "host", FI_PARAM_STRING,
+                  "Packet host: uring (kernel UDP sockets through io_uring, any user; the "
+                  "default) or dpdk (an ethdev port of DPDK: FI_UETREF_EAL, FI_UETREF_DPDK_PORT, "
+                  "FI_UETREF_ADDR)");
+  fi_param_define(&kProvider, "eal", FI_PARAM_STRING,
+                  "FI_UETREF_HOST=dpdk: the EAL's arguments, separated by spaces, e.g. \"-l 0 "
+                  "--no-huge -m 512 --vdev=net_memif0,role=server,socket=/tmp/m.sock\" (read "
+                  "once per process)");
+  fi_param_define(&kProvider, "dpdk_port", FI_PARAM_SIZE_T,
+                  "FI_UETREF_HOST=dpdk: the ethdev port the domain owns (default 0)");
   fi_param_define(&kProvider, "rendezvous_bytes", FI_PARAM_SIZE_T,
                   "Messages longer than this go by rendezvous (the target reads them), 0: "
                   "never (default 65536)");
@@ -336,6 +346,10 @@ Params read_params() {
   if (fi_param_get_str(&kProvider, "addr", &s) == 0 && s != nullptr) p.addr = s;
   s = nullptr;
   if (fi_param_get_str(&kProvider, "tss_key_file", &s) == 0 && s != nullptr) p.tss_key_file = s;
+  s = nullptr;
+  if (fi_param_get_str(&kProvider, "host", &s) == 0 && s != nullptr) p.host = s;
+  s = nullptr;
+  if (fi_param_get_str(&kProvider, "eal", &s) == 0 && s != nullptr) p.eal = s;
   size_t v = 0;
   if (fi_param_get_size_t(&kProvider, "payload_bytes", &v) == 0) p.payload_bytes = static_cast<uint32_t>(v);
   if (fi_param_get_size_t(&kProvider, "window_bytes", &v) == 0) p.window_bytes = v;
@@ -345,6 +359,8 @@ Params read_params() {
   if (fi_param_get_bool(&kProvider, "udp_offload", &b) == 0) p.udp_offload = b != 0;
   if (fi_param_get_size_t(&kProvider, "ev_sockets", &v) == 0) p.ev_sockets = static_cast<uint32_t>(std::min<size_t>(v, UINT32_MAX));
   if (fi_param_get_size_t(&kProvider, "base_rtt_us", &v) == 0) p.base_rtt_us = static_cast<uint32_t>(v);
+  if (fi_param_get_size_t(&kProvider, "dpdk_port", &v) == 0)
+    p.dpdk_port = static_cast<uint32_t>(std::min<size_t>(v, UINT32_MAX));
   return p;
 }
 

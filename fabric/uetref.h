@@ -23,6 +23,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -67,6 +68,9 @@ struct Params {
   bool udp_offload = true;    // GSO, GRO, payloads gathered from registered memory
   uint32_t ev_sockets = 4;    // wire source ports the EVs map onto
   std::string tss_key_file;   // TSS keys (transport/tss/key_file.h): every frame sealed
+  std::string host = "uring";  // uring | dpdk
+  std::string eal;             // dpdk: the EAL's arguments, separated by spaces
+  uint32_t dpdk_port = 0;      // dpdk: the ethdev port
 };
 Params read_params();
 
@@ -92,6 +96,7 @@ struct OpCtx {
   Cq* cq = nullptr;         // nullptr: completes silently (inject, selective completion)
   Cntr* cntr = nullptr;
   bool in_use = false;
+  bool inject = false;      // fi_inject*: no completion, not even an error one (no context)
 };
 
 struct CqEntry {
@@ -190,7 +195,10 @@ struct Domain {
   std::recursive_mutex mu;
   Params params;
   uint32_t local_ip4 = 0;  // host order
-  std::unique_ptr<io::UringIo> io;
+  std::unique_ptr<io::UringIo> uring;  // FI_UETREF_HOST=uring (the default)
+  std::unique_ptr<io::PacketIo> dpdk;  // FI_UETREF_HOST=dpdk (dpdk-io/dpdk_io.h)
+  io::PacketIo* io = nullptr;          // the one of them in use
+  std::function<void()> wait_link;     // DPDK: the first post waits for the port's link
   std::unique_ptr<Endpoint> engine;
   RcMessaging* rc = nullptr;  // FI_UETREF_TRANSPORT=rocev2: the engine, as what it is
   std::unique_ptr<io::HostLoop> loop;
