@@ -135,16 +135,7 @@ int open_dpdk(Domain& d, const Params& p, uint32_t ip) {
             std::string(io.status().message()).c_str());
     return -FI_EBUSY;
   }
-  // A link that is not up drops what the engines send, and their retries would run out
-  // before a memif peer connects (its client retries about once a second): the first post
-  // waits for it (not fi_domain: a peer may open its domain only after ours answers it).
-  io::DpdkIo* port = io->get();
-  const uint32_t port_id = p.dpdk_port;
-  d.wait_link = [port, port_id] {
-    if (port->wait_link_up(10 * kSecond)) return;
-    FI_WARN(&kProvider, FI_LOG_DOMAIN, "FI_UETREF_HOST=dpdk: port %u's link is not up after 10 s\n",
-            port_id);
-  };
+  d.ethdev = io->get();
   d.dpdk = std::move(*io);
   d.io = d.dpdk.get();
   d.local_ip4 = ip;
@@ -284,7 +275,7 @@ int open_engine(Domain& d, const Params& p, uint32_t job) {
   c.udp_checksum = d.uring == nullptr;
   c.rendezvous_bytes = p.rendezvous_bytes;
   // The kernel gathers the payload from the registered buffer (no copy into the frame).
-  c.tx_by_reference = p.udp_offload && d.uring != nullptr;
+  c.tx_by_reference = p.udp_offload;
   // A kernel-socket host inside someone else's process stalls for milliseconds (scheduling,
   // the application's own work between calls): uet-perf's timers for --io=uring, so that a
   // stall is not taken for a loss.
@@ -393,8 +384,12 @@ fi_ops_mr kMrOps = {
 std::string host_stats(const Domain& d) {
   const io::IoStats io = d.io->stats();
   if (d.uring == nullptr) {
-    return absl::StrCat("host (dpdk) rx ", io.rx_packets, " tx ", io.tx_packets, " no-buffer ",
-                        io.tx_no_buffer);
+    std::string s = absl::StrCat("host (dpdk) rx ", io.rx_packets, " tx ", io.tx_packets,
+                                 " no-buffer ", io.tx_no_buffer);
+#ifdef UETREF_HAVE_DPDK
+    absl::StrAppend(&s, " no-neighbour ", d.ethdev->counters().tx_no_neighbour);
+#endif
+    return s;
   }
   const io::UringCounters& h = d.uring->counters();
   return absl::StrCat(
@@ -576,6 +571,36 @@ fi_addr_t source_of(const Ep* ep, uint32_t peer) {
   return it != ep->av->by_ip.end() ? it->second : FI_ADDR_NOTAVAIL;
 }
 
+// A link that is not up drops what the engines send, and their retries would run out before
+// a memif peer connects (its client tries about once a second): the first post or address
+// waits for it, not fi_domain (a peer may open its domain only after ours answers it).
+void Domain::wait_for_link() {
+#ifdef UETREF_HAVE_DPDK
+  if (ethdev == nullptr || link_up) return;
+  link_up = true;
+  if (!ethdev->wait_link_up(10 * kSecond)) {
+    FI_WARN(&kProvider, FI_LOG_DOMAIN, "FI_UETREF_HOST=dpdk: port %u's link is not up after 10 s\n",
+            params.dpdk_port);
+  }
+#endif
+}
+
+// The backend drops a frame to a neighbour ARP has not resolved yet, and the engine's
+// retransmission timer (50 ms) would stall the first message: ask now, while the peer is
+// being added, and poll for the answer a little (the peer answers while it polls).
+void Domain::resolve(uint32_t peer) {
+#ifdef UETREF_HAVE_DPDK
+  if (ethdev == nullptr || peer == local_ip4) return;
+  wait_for_link();
+  if (ethdev->neighbour(peer) != nullptr) return;
+  ethdev->solicit(peer);
+  const Time end = io::monotonic_now() + 50 * kMillisecond;
+  while (ethdev->neighbour(peer) == nullptr && io::monotonic_now() < end) loop->poll_once();
+#else
+  (void)peer;
+#endif
+}
+
 void Domain::progress() {
   // A few passes: one receives and answers, the next sends what the answers released.
   for (int i = 0; i < 4; ++i) {
@@ -694,6 +719,7 @@ int av_insert(fid_av* f, const void* addr, size_t count, fi_addr_t* fi_addr, uin
       continue;
     }
     const uint32_t ip = ntohl(sin[i].sin_addr.s_addr);
+    av->domain->resolve(ip);
     if (av->domain->rc != nullptr) {  // RC: the peer's QP, connected now
       if (absl::Status s = av->domain->rc->connect(ip); !s.ok()) {
         FI_WARN(&kProvider, FI_LOG_AV, "%s\n", std::string(s.message()).c_str());

@@ -18,10 +18,7 @@ ssize_t post(Ep* ep, Dir dir, uint64_t op_flags, uint64_t flags, void* context, 
   Domain* d = ep->domain;
   std::lock_guard lock(d->mu);
   if (!ep->enabled) return -FI_EOPBADSTATE;
-  if (d->wait_link) {
-    d->wait_link();
-    d->wait_link = nullptr;
-  }
+  d->wait_for_link();
   if (len > kMaxMsgSize || (inject && len > kInjectSize)) return -FI_EMSGSIZE;
   const bool tx = dir == Dir::kTx;
   Cq* cq = tx ? ep->tx_cq : ep->rx_cq;
@@ -279,10 +276,7 @@ ssize_t tagged_peek(Ep* ep, const fi_msg_tagged* m, uint64_t flags) {
   Domain* d = ep->domain;
   std::lock_guard lock(d->mu);
   if (!ep->enabled) return -FI_EOPBADSTATE;
-  if (d->wait_link) {
-    d->wait_link();
-    d->wait_link = nullptr;
-  }
+  d->wait_for_link();
   Cq* cq = ep->rx_cq;
   if (cq == nullptr) return -FI_ENOCQ;
   if ((flags & FI_CLAIM) && m->context == nullptr) return -FI_EINVAL;

@@ -23,7 +23,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -35,6 +34,10 @@
 #include "dpdk-io/host_loop.h"
 #include "dpdk-io/uring_io.h"
 #include "transport/api.h"
+
+namespace uet::io {
+class DpdkIo;
+}
 
 namespace uet::fabric {
 
@@ -198,7 +201,8 @@ struct Domain {
   std::unique_ptr<io::UringIo> uring;  // FI_UETREF_HOST=uring (the default)
   std::unique_ptr<io::PacketIo> dpdk;  // FI_UETREF_HOST=dpdk (dpdk-io/dpdk_io.h)
   io::PacketIo* io = nullptr;          // the one of them in use
-  std::function<void()> wait_link;     // DPDK: the first post waits for the port's link
+  io::DpdkIo* ethdev = nullptr;        // FI_UETREF_HOST=dpdk: `dpdk`, as what it is
+  bool link_up = false;                // DPDK: the port's link was seen up
   std::unique_ptr<Endpoint> engine;
   RcMessaging* rc = nullptr;  // FI_UETREF_TRANSPORT=rocev2: the engine, as what it is
   std::unique_ptr<io::HostLoop> loop;
@@ -212,6 +216,11 @@ struct Domain {
   void progress();
   // Moves the engine's completions into CQs and counters.
   void drain();
+  // DPDK: waits (once, at most 10 s) for the port's link, which drops what is sent before it
+  // is up; then resolves `peer`'s MAC by ARP (at most 50 ms) so its first frames are not lost
+  // to the neighbour table. Nothing on the io_uring host.
+  void wait_for_link();
+  void resolve(uint32_t peer);
   // Takes an op slot; -1 when every one is in flight.
   int64_t take_op() noexcept;
   void free_op(uint32_t i) noexcept;
