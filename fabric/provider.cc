@@ -372,6 +372,7 @@ int to_fi_errno(const absl::Status& s) noexcept {
     case absl::StatusCode::kInvalidArgument:
     case absl::StatusCode::kOutOfRange: return -FI_EINVAL;
     case absl::StatusCode::kFailedPrecondition: return -FI_EOPBADSTATE;
+    case absl::StatusCode::kNotFound: return -FI_ENOENT;  // e.g. an FI_CLAIM of nothing claimed
     default: return -FI_EOTHER;
   }
 }

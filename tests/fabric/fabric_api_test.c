@@ -460,6 +460,7 @@ int main(void) {
     for (const double end = now_s() + 5.0; now_s() < end && !got;) got = fi_cq_read(b.cq, &e, 1) == 1;
     CHECK(got && e.op_context == &cctx && e.len == sizeof text && memcmp(pbuf, text, sizeof text) == 0,
           "the claimed message: %s", got ? "wrong context, length or bytes" : "no completion");
+    CHECK(fi_trecvmsg(b.ep, &tm, FI_CLAIM) == -FI_ENOENT, "an FI_CLAIM of a message received");
     CHECK(fi_cancel(&b.ep->fid, &oc) == 0, "the plain receive took the claimed message");
     CHECK(one_completion(&b, NULL, &ok, &err, 5.0) == 1 && !ok && err.err == FI_ECANCELED,
           "the plain receive's cancel");
