@@ -268,6 +268,21 @@ ssize_t tagged_recvv(fid_ep* f, const iovec* iov, void** desc, size_t count, fi_
                      desc ? desc[0] : nullptr, src, tag, ignore, ctx);
 }
 
+// FI_DISCARD: the claimed message is received into no buffer (its bytes dropped; a rendezvous
+// one is not read). With a context, the receive completes with length 0; without one (the
+// discard of an FI_PEEK), silently.
+ssize_t discard_claimed(Ep* ep, uint64_t claim, void* context) {
+  Domain* d = ep->domain;
+  const ssize_t rc = post(ep, Dir::kRx, FI_RECV | FI_TAGGED, 0, context, nullptr, 0,
+                          context == nullptr, [&](uint64_t wr_id, const uint8_t*) {
+                            d->ops[wr_id].discard = true;
+                            TaggedRecv r;
+                            r.wr_id = wr_id;
+                            return d->engine->recv_claimed(claim, r);
+                          });
+  return rc;
+}
+
 // FI_PEEK (MPI_Iprobe, MPI_Improbe with FI_CLAIM): the engine's probe of its unexpected list,
 // answered at once in the receive CQ: the message's length, tag, data and source, or an
 // FI_ENOMSG error entry. A claim's handle lives in the application's fi_context, as
@@ -290,7 +305,8 @@ ssize_t tagged_peek(Ep* ep, const fi_msg_tagged* m, uint64_t flags) {
   d->progress();  // what has arrived by now
   if (!cq->reserve()) return -FI_EAGAIN;
   Probed p;
-  const absl::Status s = d->engine->probe_tagged(match, (flags & FI_CLAIM) != 0, &p);
+  const absl::Status s =
+      d->engine->probe_tagged(match, (flags & (FI_CLAIM | FI_DISCARD)) != 0, &p);
   if (!s.ok()) {
     cq->unreserve();
     if (!absl::IsNotFound(s)) return to_fi_errno(s);
@@ -304,6 +320,12 @@ ssize_t tagged_peek(Ep* ep, const fi_msg_tagged* m, uint64_t flags) {
   }
   if (flags & FI_CLAIM) static_cast<fi_context*>(m->context)->internal[0] =
       reinterpret_cast<void*>(static_cast<uintptr_t>(p.claim));
+  if (flags & FI_DISCARD) {  // found, reported below, and dropped unread
+    if (const ssize_t rc = discard_claimed(ep, p.claim, nullptr); rc != 0) {
+      cq->unreserve();
+      return rc;
+    }
+  }
   CqEntry e{};
   e.e.op_context = m->context;
   e.e.flags = FI_RECV | FI_TAGGED | (p.has_data ? FI_REMOTE_CQ_DATA : 0);
@@ -316,10 +338,18 @@ ssize_t tagged_peek(Ep* ep, const fi_msg_tagged* m, uint64_t flags) {
 }
 
 ssize_t tagged_recvmsg(fid_ep* f, const fi_msg_tagged* m, uint64_t flags) {
-  // FI_DISCARD (dropping a claimed message unread) is not offered.
-  if (m->iov_count > 1 || (flags & (FI_DISCARD | FI_MULTI_RECV))) return -FI_EOPNOTSUPP;
+  if (m->iov_count > 1 || (flags & FI_MULTI_RECV)) return -FI_EOPNOTSUPP;
+  // fi_tagged(3): FI_DISCARD goes with FI_PEEK (drop what it finds) or FI_CLAIM (drop what
+  // an FI_PEEK | FI_CLAIM set aside).
+  if ((flags & FI_DISCARD) && !(flags & (FI_PEEK | FI_CLAIM))) return -FI_EINVAL;
   Ep* ep = ep_of(f);
   if (flags & FI_PEEK) return tagged_peek(ep, m, flags);
+  if (flags & FI_DISCARD) {
+    if (m->context == nullptr) return -FI_EINVAL;
+    return discard_claimed(ep, static_cast<uint64_t>(reinterpret_cast<uintptr_t>(
+                                   static_cast<fi_context*>(m->context)->internal[0])),
+                           m->context);
+  }
   void* buf = m->iov_count ? m->msg_iov->iov_base : nullptr;
   const size_t len = m->iov_count ? m->msg_iov->iov_len : 0;
   if (flags & FI_CLAIM) {  // the message an FI_PEEK | FI_CLAIM set aside under this context

@@ -100,6 +100,7 @@ struct OpCtx {
   Cntr* cntr = nullptr;
   bool in_use = false;
   bool inject = false;      // fi_inject*: no completion, not even an error one (no context)
+  bool discard = false;     // FI_DISCARD: a message received into nothing, truncation expected
 };
 
 struct CqEntry {

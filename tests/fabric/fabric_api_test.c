@@ -466,6 +466,68 @@ int main(void) {
           "the plain receive's cancel");
   }
 
+  // FI_DISCARD: with FI_PEEK, a message found is reported and dropped unread (a later receive
+  // of its tag does not get it); with FI_CLAIM, a claimed one is dropped and the receive
+  // completes with length 0. Alone it is refused.
+  {
+    struct fi_context pctx, cctx;
+    char text[32] = "dropped unread", pbuf[64];
+    struct fi_cq_tagged_entry e;
+    struct fi_msg_tagged tm = {.addr = FI_ADDR_UNSPEC, .tag = 11, .context = &pctx};
+    CHECK(fi_trecvmsg(b.ep, &tm, FI_DISCARD) == -FI_EINVAL, "FI_DISCARD alone taken");
+    CHECK(fi_tsend(a.ep, text, sizeof text, NULL, to_b, 11, NULL) == 0, "fi_tsend tag 11");
+    int found = 0;
+    for (const double end = now_s() + 5.0; now_s() < end && !found;) {
+      fi_cq_read(a.cq, &e, 0);
+      CHECK(fi_trecvmsg(b.ep, &tm, FI_PEEK | FI_DISCARD) == 0, "FI_PEEK | FI_DISCARD");
+      ssize_t n;
+      while ((n = fi_cq_read(b.cq, &e, 1)) == 0) {
+      }
+      if (n == 1) {
+        found = e.op_context == &pctx && e.len == sizeof text && e.tag == 11 ? 1 : -1;
+      } else {
+        fi_cq_readerr(b.cq, &err, 0);
+      }
+    }
+    CHECK(found == 1, "FI_PEEK | FI_DISCARD never reported the message (or wrongly: %d)", found);
+    int rc1 = 0;
+    CHECK(fi_trecv(b.ep, pbuf, sizeof pbuf, NULL, FI_ADDR_UNSPEC, 11, 0, &rc1) == 0,
+          "a receive of tag 11 after the discard");
+    CHECK(one_completion(&b, &a, &ok, &err, 0.2) == 0, "the discarded message was received");
+    CHECK(fi_cancel(&b.ep->fid, &rc1) == 0, "the receive after the discard was not waiting");
+    CHECK(one_completion(&b, NULL, &ok, &err, 5.0) == 1 && !ok && err.err == FI_ECANCELED,
+          "its cancel");
+    // FI_PEEK | FI_CLAIM, then FI_CLAIM | FI_DISCARD.
+    CHECK(fi_tsend(a.ep, text, sizeof text, NULL, to_b, 12, NULL) == 0, "fi_tsend tag 12");
+    tm.tag = 12;
+    tm.context = &cctx;
+    found = 0;
+    for (const double end = now_s() + 5.0; now_s() < end && !found;) {
+      fi_cq_read(a.cq, &e, 0);
+      CHECK(fi_trecvmsg(b.ep, &tm, FI_PEEK | FI_CLAIM) == 0, "FI_PEEK | FI_CLAIM");
+      ssize_t n;
+      while ((n = fi_cq_read(b.cq, &e, 1)) == 0) {
+      }
+      if (n == 1) {
+        found = e.op_context == &cctx && e.len == sizeof text ? 1 : -1;
+      } else {
+        fi_cq_readerr(b.cq, &err, 0);
+      }
+    }
+    CHECK(found == 1, "FI_PEEK | FI_CLAIM of tag 12: %d", found);
+    CHECK(fi_trecvmsg(b.ep, &tm, FI_CLAIM | FI_DISCARD) == 0, "FI_CLAIM | FI_DISCARD");
+    int got = 0;
+    for (const double end = now_s() + 5.0; now_s() < end && !got;) got = fi_cq_read(b.cq, &e, 1) == 1;
+    CHECK(got && e.op_context == &cctx && e.len == 0, "FI_CLAIM | FI_DISCARD: %s",
+          got ? "wrong context or a length" : "no completion");
+    int sends = 0;  // both sends complete: a discarded message is not a failed one
+    for (const double end = now_s() + 5.0; now_s() < end && sends < 2;) {
+      sends += fi_cq_read(a.cq, &e, 1) == 1;
+      fi_cq_read(b.cq, &e, 0);
+    }
+    CHECK(sends == 2, "%d of the 2 discarded messages' sends completed", sends);
+  }
+
   // auth_key is the UET JobID: an endpoint of job 42 refuses job 0's message (BAD_JOB_ID), and
   // a key longer than the JobID's 24 bits is refused by fi_domain (RoCEv2: any key).
   struct fi_info* job42 = fi_dupinfo(info);
