@@ -8,6 +8,8 @@
 #include <liburing.h>
 #include <netinet/in.h>
 #include <netinet/udp.h>
+#include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -52,6 +54,7 @@ constexpr uint64_t kGsoTag = uint64_t{1} << 60;     // | the GsoSend's index
 constexpr uint32_t kGsoMaxSegments = 64;            // UDP_MAX_SEGMENTS of Linux 4.18..6.x
 constexpr size_t kTxControl = CMSG_SPACE(sizeof(int)) * 2;  // IP_TOS, IP_TTL
 constexpr uint64_t kCancelTag = uint64_t{1} << 61;  // teardown's cancel request
+constexpr uint64_t kWakeTag = uint64_t{1} << 59;    // the poll of the wake eventfd
 constexpr uint16_t kBufGroup = 0;
 constexpr unsigned kRxFixedFile = 0;  // registered files: rx socket, then the pool
 
@@ -213,6 +216,10 @@ absl::StatusOr<std::unique_ptr<UringIo>> UringIo::create(const UringIoConfig& co
 }
 
 absl::Status UringIo::init() {
+  if (config_.wakeable) {
+    wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (wake_fd_ < 0) return errno_status(errno, "eventfd");
+  }
   if (absl::Status s = open_sockets(); !s.ok()) return s;
   if (absl::Status s = carve_pool(); !s.ok()) return s;
   return open_ring();
@@ -478,7 +485,7 @@ UringIo::~UringIo() {
       io_uring_submit(ring);
     }
     const Time give_up = monotonic_now() + 1 * kSecond;
-    while ((tx_in_flight_ > 0 || rx_armed_) && monotonic_now() < give_up) {
+    while ((tx_in_flight_ > 0 || rx_armed_ || wake_armed_) && monotonic_now() < give_up) {
       __kernel_timespec ts{0, 10'000'000};
       io_uring_cqe* cqe = nullptr;
       io_uring_wait_cqe_timeout(ring, &cqe, &ts);
@@ -490,6 +497,7 @@ UringIo::~UringIo() {
     io_uring_unregister_files(ring);
   }
   if (rx_fd_ >= 0) close(rx_fd_);
+  if (wake_fd_ >= 0) close(wake_fd_);
   for (int fd : ev_fds_) close(fd);
   if (ring_ && ring_->ring_ok) io_uring_queue_exit(&ring_->ring);
   if (ring_ && ring_->buf_ring != nullptr) munmap(ring_->buf_ring, ring_->buf_ring_len);
@@ -661,6 +669,10 @@ void UringIo::reap() {
       const uint64_t tag = cqe->user_data;
       if (tag == kRxTag) {
         on_rx_completion(cqe->res, cqe->flags);
+      } else if (tag == kWakeTag) {
+        wake_armed_ = false;
+        uint64_t count;
+        [[maybe_unused]] const ssize_t r = read(wake_fd_, &count, sizeof(count));  // resets it
       } else if (tag < tx_count_) {
         on_tx_completion(static_cast<uint32_t>(tag), cqe->res, cqe->flags);
       } else if ((tag & kGsoTag) != 0 && (tag & ~kGsoTag) < gso_.size()) {
@@ -1089,6 +1101,14 @@ uint32_t UringIo::submit_group(uint32_t head, uint32_t count, uint32_t segment) 
 void UringIo::wait(Time deadline) {
   maybe_arm_rx();
   io_uring* ring = &ring_->ring;
+  if (wake_fd_ >= 0 && !wake_armed_) {
+    if (io_uring_sqe* sqe = next_sqe(); sqe != nullptr) {
+      io_uring_prep_poll_add(sqe, wake_fd_, POLLIN);
+      io_uring_sqe_set_data64(sqe, kWakeTag);
+      io_uring_submit(ring);
+      wake_armed_ = true;
+    }
+  }
   if (rx_ready_count_ > 0 || io_uring_cq_ready(ring) > 0) return;
   const Time now = monotonic_now();
   if (deadline <= now) return;
@@ -1098,6 +1118,13 @@ void UringIo::wait(Time deadline) {
   ts.tv_nsec = ns % 1'000'000'000;
   io_uring_cqe* cqe = nullptr;
   io_uring_wait_cqe_timeout(ring, &cqe, &ts);  // -ETIME at the deadline; the CQE stays queued
+}
+
+void UringIo::wake() noexcept {
+  const uint64_t one = 1;
+  // Fails only when the counter would overflow, i.e. a wake is pending anyway.
+  if (wake_fd_ < 0) return;
+  [[maybe_unused]] const ssize_t r = write(wake_fd_, &one, sizeof(one));
 }
 
 }  // namespace uet::io

@@ -140,6 +140,9 @@ struct UringIoConfig {
   // someone else's process (fabric/); every call must then come from the thread that created
   // the UringIo.
   bool defer_taskrun = false;
+  // wake() from any thread cuts a wait() short (an eventfd the ring polls): for a progress
+  // thread that sleeps in wait() while the application posts work (fabric/, FI_PROGRESS_AUTO).
+  bool wakeable = false;
   // UDP segmentation offload on transmit and coalesced receive (see above), where the kernel
   // offers them (Linux 4.18 / 5.0+); setup() says what was granted.
   bool gso = false;
@@ -201,6 +204,8 @@ class UringIo final : public PacketIo {
   size_t alloc_tx(std::span<Frame*> out) override;
   size_t tx_burst(std::span<Frame* const> filled, std::span<Frame* const> unused) override;
   void wait(Time deadline) override;
+  // Ends the current or the next wait() at once; safe from any thread (config.wakeable only).
+  void wake() noexcept;
   IoStats stats() const override { return stats_; }
 
   const UringCounters& counters() const noexcept { return counters_; }
@@ -248,6 +253,7 @@ class UringIo final : public PacketIo {
   UringIoConfig config_;
   std::unique_ptr<Ring> ring_;
   int rx_fd_ = -1;
+  int wake_fd_ = -1;  // config.wakeable: the eventfd wake() writes
   std::vector<int> ev_fds_;
   std::vector<uint16_t> ev_ports_;
 
@@ -265,6 +271,7 @@ class UringIo final : public PacketIo {
   uint32_t rx_ready_head_ = 0, rx_ready_count_ = 0;
   uint32_t rx_in_kernel_ = 0;  // buffers in the kernel's ring, free to fill
   bool rx_armed_ = false;
+  bool wake_armed_ = false;  // a poll of wake_fd_ is in the ring
   bool rx_failed_ = false;  // the receive ended with an error re-arming cannot cure
   uint32_t rxq_ovfl_seen_ = 0;
 

@@ -38,8 +38,7 @@ size_t entry_size(fi_cq_format f) {
   }
 }
 
-ssize_t cq_readfrom(fid_cq* f, void* buf, size_t count, fi_addr_t* src) {
-  Cq* cq = of<Cq>(f);
+ssize_t read_entries(Cq* cq, void* buf, size_t count, fi_addr_t* src) {
   std::lock_guard lock(cq->domain->mu);
   if (cq->count == 0) cq->domain->progress();
   if (cq->err_count > 0) return -FI_EAVAIL;
@@ -54,6 +53,15 @@ ssize_t cq_readfrom(fid_cq* f, void* buf, size_t count, fi_addr_t* src) {
     --cq->count;
   }
   return static_cast<ssize_t>(n);
+}
+
+ssize_t cq_readfrom(fid_cq* f, void* buf, size_t count, fi_addr_t* src) {
+  Cq* cq = of<Cq>(f);
+  const ssize_t n = read_entries(cq, buf, count, src);
+  // FI_PROGRESS_AUTO: an application polling an empty CQ gives way, so that the progress
+  // thread (woken by a frame) gets the lock and a CPU.
+  if (n == -FI_EAGAIN && cq->domain->auto_progress) std::this_thread::yield();
+  return n;
 }
 
 ssize_t cq_read(fid_cq* f, void* buf, size_t count) { return cq_readfrom(f, buf, count, nullptr); }
@@ -84,8 +92,7 @@ ssize_t cq_sreadfrom(fid_cq* f, void* buf, size_t count, fi_addr_t* src, const v
     const ssize_t n = cq_readfrom(f, buf, count, src);
     if (n != -FI_EAGAIN) return n;
     if (io::monotonic_now() >= deadline) return -FI_EAGAIN;
-    std::lock_guard lock(cq->domain->mu);
-    cq->domain->io->wait(std::min(deadline, cq->domain->engine->next_deadline()));
+    cq->domain->idle(deadline);
   }
 }
 
@@ -194,8 +201,7 @@ int cntr_wait(fid_cntr* f, uint64_t threshold, int timeout) {
     if (cntr_read(f) >= threshold) return 0;
     if (cntr_readerr(f) != errors) return -FI_EAVAIL;
     if (io::monotonic_now() >= deadline) return -FI_ETIMEDOUT;
-    std::lock_guard lock(c->domain->mu);
-    c->domain->io->wait(std::min(deadline, c->domain->engine->next_deadline()));
+    c->domain->idle(deadline);
   }
 }
 

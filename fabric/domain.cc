@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <future>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -21,6 +22,17 @@
 namespace uet::fabric {
 
 namespace {
+
+// A few passes: one receives and answers, the next sends what the answers released.
+size_t poll_passes(io::HostLoop& loop) {
+  size_t moved = 0;
+  for (int i = 0; i < 4; ++i) {
+    const size_t m = loop.poll_once();
+    if (m == 0) break;
+    moved += m;
+  }
+  return moved;
+}
 
 wire::MacAddr mac_of(uint32_t ip4) {
   // The io_uring host writes its own Ethernet headers; the MAC only has to be stable.
@@ -49,6 +61,7 @@ int open_uring(Domain& d, const Params& p, uint32_t wanted_ip4) {
     c.local_mac = mac_of(ip);
     // Inside an application: our completions must not cut its own blocking calls short.
     c.defer_taskrun = true;
+    c.wakeable = d.auto_progress;  // posts wake the progress thread
     // Bulk data in 64 KiB sends and receives, as libfabric's tcp provider moves it
     // (dpdk-io/uring_io.h); the EVs map onto ev_sockets wire ports, so fewer make longer
     // GSO groups (each group leaves on one port, i.e. one path).
@@ -216,6 +229,19 @@ int job_of(const fi_info* info, uint32_t* job) {
     return -FI_EINVAL;
   }
   for (size_t i = 0; i < n; ++i) *job |= uint32_t{info->domain_attr->auth_key[i]} << (8 * i);
+  return 0;
+}
+
+// FI_PROGRESS_AUTO for either kind of progress. The DPDK host polls and never sleeps: a thread
+// of its own would spin on a core the application did not give it.
+int auto_progress_of(const fi_info* info, const Params& p, bool* on) {
+  const fi_domain_attr* a = info != nullptr ? info->domain_attr : nullptr;
+  *on = a != nullptr &&
+        (a->data_progress == FI_PROGRESS_AUTO || a->control_progress == FI_PROGRESS_AUTO);
+  if (*on && p.host == "dpdk") {
+    FI_WARN(&kProvider, FI_LOG_DOMAIN, "FI_PROGRESS_AUTO: not with FI_UETREF_HOST=dpdk\n");
+    return -FI_ENODATA;
+  }
   return 0;
 }
 
@@ -398,7 +424,8 @@ std::string host_stats(const Domain& d) {
       h.rx_errors, " (errno ", h.last_rx_errno, ") rearms ", h.rx_rearms, " truncated ",
       h.rx_truncated, " bad ", h.rx_bad, " kernel drops ", h.rx_kernel_dropped, "; gso ",
       h.tx_gso_sends, "/", h.tx_gso_datagrams, " gro ", h.rx_gro_receives, "/",
-      h.rx_gro_datagrams, " split waits ", h.rx_split_waits);
+      h.rx_gro_datagrams, " split waits ", h.rx_split_waits,
+      d.auto_progress ? "; progress thread" : "");
 }
 
 void print_stats(const Domain& d) {
@@ -436,14 +463,53 @@ void print_stats(const Domain& d) {
                k.rx_atomic_refused);
 }
 
+// FI_PROGRESS_AUTO's thread: opens the host (reporting how through `opened`), waits for the
+// engine, then runs the host loop until the domain closes, and closes the host itself.
+void run_progress(Domain& d, uint32_t ip, std::promise<int>& opened) {
+  const int err = open_host(d, d.params, ip);
+  opened.set_value(err);  // `opened` is gone from here on
+  if (err != 0) return;
+  std::unique_lock lock(d.mu);
+  d.progressed.wait(lock, [&d] { return d.loop != nullptr || d.stopping; });
+  while (!d.stopping) {
+    const size_t moved = poll_passes(*d.loop);
+    if (d.drain() > 0) d.progressed.notify_all();
+    if (moved > 0) {  // more to come: let a waiting application call in between passes
+      lock.unlock();
+      std::this_thread::yield();
+      lock.lock();
+      continue;
+    }
+    // Idle: sleep in the ring until a frame, the engine's next timer, or a post's wake().
+    const Time deadline = std::min(d.engine->next_deadline(), io::monotonic_now() + 10 * kMillisecond);
+    lock.unlock();
+    d.uring->wait(deadline);
+    lock.lock();
+  }
+  if (d.params.stats) print_stats(d);
+  d.loop.reset();
+  d.io = nullptr;
+  d.uring.reset();  // its teardown enters the ring: this thread's
+}
+
+// Starts the progress thread, which opens the host; returns how that went.
+int start_progress(Domain& d, uint32_t ip) {
+  std::promise<int> opened;
+  std::future<int> result = opened.get_future();
+  d.progress_thread = std::thread([&d, ip, &opened] { run_progress(d, ip, opened); });
+  const int err = result.get();
+  if (err != 0) d.progress_thread.join();
+  return err;
+}
+
 int domain_close(fid* f) {
   Domain* d = of<Domain>(f);
   {
     std::lock_guard lock(d->mu);
     if (d->children > 0) return -FI_EBUSY;  // fi_domain(3): close its objects first
   }
-  if (d->params.stats) print_stats(*d);
-  delete d;
+  if (d->params.stats && !d->auto_progress) print_stats(*d);
+  delete d;  // AUTO: ends the thread, which prints the stats
   return 0;
 }
 
@@ -509,8 +575,14 @@ int domain_open(fid_fabric* fabric, fi_info* info, fid_domain** dom, void* conte
             "auth_key is the UET JobID (spec/uet.md §4.1): RoCEv2 has none to carry it\n");
     return -FI_EINVAL;
   }
-  if ((err = open_host(*d, d->params, ip)) != 0) return err;
-  if ((err = open_engine(*d, d->params, job)) != 0) return err;
+  if ((err = auto_progress_of(info, d->params, &d->auto_progress)) != 0) return err;
+  if ((err = d->auto_progress ? start_progress(*d, ip) : open_host(*d, d->params, ip)) != 0)
+    return err;
+  {
+    std::lock_guard lock(d->mu);  // the progress thread waits for the engine
+    if ((err = open_engine(*d, d->params, job)) != 0) return err;
+  }
+  d->progressed.notify_all();
   d->ops.resize(kTxSize + kRxSize);
   d->free_ops.reserve(d->ops.size());
   for (size_t i = d->ops.size(); i-- > 0;) d->free_ops.push_back(static_cast<uint32_t>(i));
@@ -602,11 +674,41 @@ void Domain::resolve(uint32_t peer) {
 }
 
 void Domain::progress() {
-  // A few passes: one receives and answers, the next sends what the answers released.
-  for (int i = 0; i < 4; ++i) {
-    if (loop->poll_once() == 0) break;
-  }
+  if (!auto_progress) poll_passes(*loop);
   drain();
+}
+
+void Domain::posted() {
+  if (auto_progress) {
+    uring->wake();
+  } else {
+    progress();
+  }
+}
+
+void Domain::idle(Time deadline) {
+  std::unique_lock lock(mu);
+  if (!auto_progress) {
+    io->wait(std::min(deadline, engine->next_deadline()));
+    return;
+  }
+  // Bounded: a completion the thread drained just before this wait began is seen by the
+  // caller's next read, at most this late.
+  const Time now = io::monotonic_now();
+  if (deadline <= now) return;
+  progressed.wait_for(lock, std::chrono::nanoseconds(std::min<Time>(deadline - now, 10 * kMillisecond) / kNanosecond));
+}
+
+void Domain::stop_progress() {
+  if (!progress_thread.joinable()) return;
+  {
+    std::lock_guard lock(mu);
+    stopping = true;
+    // Under the lock: the thread closes the host under it too, so `uring` is still there.
+    if (uring != nullptr) uring->wake();
+  }
+  progressed.notify_all();
+  progress_thread.join();
 }
 
 namespace {
@@ -632,10 +734,11 @@ int fi_error_of(OpStatus s) {
 
 }  // namespace
 
-void Domain::drain() {
+size_t Domain::drain() {
   Completion cs[32];
-  size_t n;
+  size_t n, total = 0;
   while ((n = engine->poll_completions(cs)) > 0) {
+    total += n;
     for (size_t k = 0; k < n; ++k) {
       const Completion& c = cs[k];
       const auto i = static_cast<uint32_t>(c.wr_id);
@@ -689,6 +792,7 @@ void Domain::drain() {
       free_op(i);
     }
   }
+  return total;
 }
 
 // ---------------------------------------------------------------------------------------------

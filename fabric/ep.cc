@@ -61,7 +61,7 @@ ssize_t post(Ep* ep, Dir dir, uint64_t op_flags, uint64_t flags, void* context, 
     return to_fi_errno(s);
   }
   ++(tx ? ep->tx_in_flight : ep->rx_in_flight);
-  d->progress();
+  d->posted();
   return 0;
 }
 

@@ -74,6 +74,7 @@ bool fill(fi_info* info, const fi_info* hints) {
   uint64_t mr_mode = FI_MR_PROV_KEY;
   fi_threading threading = FI_THREAD_SAFE;
   fi_av_type av_type = FI_AV_TABLE;
+  fi_progress control_progress = FI_PROGRESS_MANUAL, data_progress = FI_PROGRESS_MANUAL;
   uint64_t msg_order = 0;
   if (hints != nullptr) {
     if (hints->ep_attr != nullptr && hints->ep_attr->type != FI_EP_UNSPEC &&
@@ -105,8 +106,11 @@ bool fill(fi_info* info, const fi_info* hints) {
       }
       if (d->threading != FI_THREAD_UNSPEC) threading = d->threading;
       if (d->av_type != FI_AV_UNSPEC) av_type = d->av_type;
-      if (d->control_progress == FI_PROGRESS_AUTO || d->data_progress == FI_PROGRESS_AUTO)
-        return false;
+      if (d->control_progress == FI_PROGRESS_AUTO || d->data_progress == FI_PROGRESS_AUTO) {
+        if (read_params().host == "dpdk") return false;  // domain.cc: no thread to spin
+        if (d->control_progress != FI_PROGRESS_UNSPEC) control_progress = d->control_progress;
+        if (d->data_progress != FI_PROGRESS_UNSPEC) data_progress = d->data_progress;
+      }
     }
     if (hints->fabric_attr != nullptr && hints->fabric_attr->name != nullptr &&
         std::strcmp(hints->fabric_attr->name, kProviderName) != 0) {
@@ -155,8 +159,8 @@ bool fill(fi_info* info, const fi_info* hints) {
   fi_domain_attr* d = info->domain_attr;
   d->name = strdup("uet");
   d->threading = threading;
-  d->control_progress = FI_PROGRESS_MANUAL;
-  d->data_progress = FI_PROGRESS_MANUAL;
+  d->control_progress = control_progress;
+  d->data_progress = data_progress;
   d->resource_mgmt = FI_RM_ENABLED;
   d->av_type = av_type;
   d->mr_mode = static_cast<int>(mr_mode);

@@ -5,9 +5,9 @@
 //
 // One domain hosts one engine (a UET or RoCEv2 Endpoint of transport/) on one packet host
 // (dpdk-io/: io_uring UDP), driven by one HostLoop; the domain's endpoint is a view of it.
-// Everything the application calls runs under the domain's lock (FI_THREAD_SAFE), and the
-// engine only moves when the application calls in (FI_PROGRESS_MANUAL): reading a CQ or a
-// counter, or posting.
+// Everything the application calls runs under the domain's lock (FI_THREAD_SAFE). Under
+// FI_PROGRESS_MANUAL the engine only moves when the application calls in (reading a CQ or a
+// counter, or posting); under FI_PROGRESS_AUTO a thread of the domain's own runs the host.
 #pragma once
 
 #include <rdma/fabric.h>
@@ -22,10 +22,12 @@
 #include <rdma/providers/fi_prov.h>
 
 #include <cstddef>
+#include <condition_variable>
 #include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -212,11 +214,28 @@ struct Domain {
   std::vector<OpCtx> ops;
   std::vector<uint32_t> free_ops;
   std::vector<uint8_t> inject_bufs;  // kInjectSize per op
+  // FI_PROGRESS_AUTO: the progress thread opened the io_uring host and is the only thread
+  // that enters it (its completions run in the submitter's context: io_uring_setup(2),
+  // SINGLE_ISSUER); the application's calls only touch the engine, and wake the thread.
+  bool auto_progress = false;
+  bool stopping = false;                   // under mu: the progress thread ends
+  std::condition_variable_any progressed;  // the thread moved completions into CQs
+  std::thread progress_thread;
 
-  // Runs the engine: a few passes of the host loop, then its completions into the CQs.
+  ~Domain() { stop_progress(); }
+
+  // MANUAL: runs the engine (a few passes of the host loop, then its completions into the
+  // CQs). AUTO: takes the completions the thread left in the engine.
   void progress();
-  // Moves the engine's completions into CQs and counters.
-  void drain();
+  // After a post: the request leaves now (MANUAL: progress(); AUTO: the thread is woken).
+  void posted();
+  // Waits (the caller holds no lock) for progress, at most until `deadline`: in the host
+  // (MANUAL) or for the thread's next completions (AUTO).
+  void idle(Time deadline);
+  // AUTO: ends the progress thread, which closes the host; nothing under MANUAL.
+  void stop_progress();
+  // Moves the engine's completions into CQs and counters; returns how many.
+  size_t drain();
   // DPDK: waits (once, at most 10 s) for the port's link, which drops what is sent before it
   // is up; then resolves `peer`'s MAC by ARP (at most 50 ms) so its first frames are not lost
   // to the neighbour table. Nothing on the io_uring host.

@@ -13,12 +13,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <cstring>
 #include <functional>
 #include <memory>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "dpdk-io/host_loop.h"
@@ -281,6 +283,31 @@ TEST(UringIo, SetupReportsTheGrantedReceiveBuffer) {
   if (!s.rx_socket_capped) {
     EXPECT_GE(s.rx_socket_bytes, 2u << 20);
   }
+}
+
+// A progress thread sleeps in wait() while the application's threads post work: wake() from
+// another thread ends the wait whether it comes before the wait begins or during it, and the
+// next pass (rx_burst reaps) uses it up, so the wait after that sleeps to its deadline.
+TEST(UringIo, WakeFromAnotherThreadEndsAWait) {
+  UringIoConfig c = io_config(ip_of(93, 1), 4793);
+  c.wakeable = true;
+  c.defer_taskrun = true;  // as the provider hosts it: every ring call from this thread
+  auto io = make_io(c);
+  ASSERT_NE(io, nullptr);
+  constexpr Time kFar = 60 * kSecond;
+  std::array<Frame*, 8> frames{};
+  for (int round = 0; round < 20; ++round) {
+    std::thread waker([&io] { io->wake(); });
+    const Time t0 = monotonic_now();
+    io->wait(t0 + kFar);
+    const Time waited = monotonic_now() - t0;
+    waker.join();
+    EXPECT_LT(waited, kFar / 2) << "round " << round << ": the wake was lost";
+    EXPECT_EQ(io->rx_burst(frames), 0u);  // reaps the wake; nothing was received
+  }
+  const Time t0 = monotonic_now();
+  io->wait(t0 + 20 * kMillisecond);
+  EXPECT_GE(monotonic_now() - t0, 20 * kMillisecond) << "a wake was not used up";
 }
 
 // ---------------------------------------------------------------------- end to end

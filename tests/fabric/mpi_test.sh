@@ -6,7 +6,8 @@
 # failure of ours cannot hide behind a broken MPI setup. Then MPI one-sided (mpi_rma) through
 # Open MPI's osc/rdma over its ofi BTL at 2 and 4 ranks: puts, gets and atomics as fi_write,
 # fi_read and fi_atomic (the target's counters must show the atomics executed). Both
-# programs run over UET and over RoCEv2 (FI_UETREF_TRANSPORT=rocev2).
+# programs run over UET and over RoCEv2 (FI_UETREF_TRANSPORT=rocev2). mpi_fabric also runs
+# with the MTL asking for FI_PROGRESS_AUTO (the provider's progress thread).
 # Usage: mpi_test.sh PROVIDER_DIR MPI_FABRIC_BINARY MPI_RMA_BINARY
 set -euo pipefail
 export FI_PROVIDER_PATH="$1"
@@ -22,9 +23,10 @@ run() {  # PROVIDER RANKS [OPTION...]
   local t0=$SECONDS
   local provider=$1 ranks=$2
   shift 2
-  echo "== $provider${FI_UETREF_TRANSPORT:+ over $FI_UETREF_TRANSPORT}, $ranks ranks $*"
+  echo "== $provider${FI_UETREF_TRANSPORT:+ over $FI_UETREF_TRANSPORT}, $ranks ranks${PROGRESS:+, $PROGRESS progress} $*"
   if ! timeout 300 mpirun -np "$ranks" --oversubscribe --bind-to none --mca pml cm --mca mtl ofi \
       --mca mtl_ofi_provider_include "$provider" --mca btl self,vader --mca mtl_base_verbose 100 \
+      ${PROGRESS:+--mca mtl_ofi_data_progress $PROGRESS --mca mtl_ofi_control_progress $PROGRESS} \
       -x FI_PROVIDER_PATH ${FI_UETREF_TSS_KEY_FILE:+-x FI_UETREF_TSS_KEY_FILE} \
       ${FI_UETREF_STATS:+-x FI_UETREF_STATS} ${FI_UETREF_TRANSPORT:+-x FI_UETREF_TRANSPORT} \
       -x FI_LOG_LEVEL "$prog" check "$@" > "$out" 2>&1; then
@@ -54,6 +56,12 @@ for ranks in 2 4; do
   [ "$n" -ge "$ranks" ] || { cat "$out"; echo "rocev2: $n domains ran the RC engine, want $ranks"; exit 1; }
 done
 unset FI_UETREF_TRANSPORT FI_UETREF_STATS
+# FI_PROGRESS_AUTO, as the ofi MTL asks for it: every rank's domain ran its progress thread.
+export FI_UETREF_STATS=1
+PROGRESS=auto run uetref 2
+n=$(grep -c '; progress thread;' "$out" || true)
+[ "$n" -ge 2 ] || { cat "$out"; echo "auto progress: $n domains ran a progress thread, want 2"; exit 1; }
+unset FI_UETREF_STATS
 # Sealed (spec/uet.md §5): each rank prints its engines' counters at exit (FI_UETREF_STATS).
 printf 'sdi=0x5e1 an=0 mode=cluster key=%s\n' "$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')" > "$keys"
 export FI_UETREF_TSS_KEY_FILE=$keys FI_UETREF_STATS=1
