@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
@@ -82,7 +83,7 @@ class Player final : public sim::Scheduled {
 
   void schedule_initial() {
     for (const sim::FlowSpec& f : flows_)
-      if (f.after.empty() && net_.owns_host(f.src)) net_.schedule(f.start, this, f.id);
+      if (f.after.empty() && net_.owns_host(f.src)) ready(f.id, 0);
   }
 
   void fire(sim::Network& net, Time now, uint32_t cookie) override {
@@ -98,14 +99,15 @@ class Player final : public sim::Scheduled {
     }
     if (cookie & kNotice) {  // a prerequisite of this flow completed on another host
       const uint32_t id = cookie & ~kNotice;
-      if (--waiting_[id] == 0) net_.schedule(now + flows_[id].start, this, id);
+      if (--waiting_[id] == 0) ready(id, now);
       return;
     }
     const uint32_t id = cookie;
     const sim::FlowSpec& f = flows_[id];
     records_[id].start = now;
     if (f.compute) {  // its time was the delay before this event
-      complete(id, now, true);
+      complete(id, now, true);  // the stream stays busy: dependents it readies queue behind
+      if (f.stream != 0) release(f.src, f.stream, now);
       return;
     }
     if (absl::Status s = post(f); !s.ok()) {
@@ -202,7 +204,7 @@ class Player final : public sim::Scheduled {
     for (uint32_t next : dependents_[id]) {
       const sim::FlowSpec& d = flows_[next];
       if (d.src == host) {
-        if (--waiting_[next] == 0) net_.schedule(now + d.start, this, next);
+        if (--waiting_[next] == 0) ready(next, now);
       } else {
         net_.schedule_at_host(d.src, now + notice_(host, d.src), this, next | kNotice);
       }
@@ -236,6 +238,36 @@ class Player final : public sim::Scheduled {
       ++failed_;
     }
   }
+  // Flow `id`'s prerequisites are done: it starts `start` from now, or a compute task on a
+  // stream waits its turn there.
+  void ready(uint32_t id, Time now) {
+    const sim::FlowSpec& f = flows_[id];
+    if (!f.compute || f.stream == 0) {
+      net_.schedule(now + f.start, this, id);
+      return;
+    }
+    Stream& s = streams_[uint64_t{f.src} << 8 | f.stream];
+    s.ready.push_back(id);
+    std::push_heap(s.ready.begin(), s.ready.end(), std::greater<>());
+    if (!s.busy) release(f.src, f.stream, now);
+  }
+  // The stream is free: its ready task with the lowest id starts (ASTRA-sim issues a rank's
+  // dependency-free nodes in id order while the resource is free).
+  void release(uint32_t host, uint8_t stream, Time now) {
+    Stream& s = streams_[uint64_t{host} << 8 | stream];
+    s.busy = !s.ready.empty();
+    if (!s.busy) return;
+    std::pop_heap(s.ready.begin(), s.ready.end(), std::greater<>());
+    const uint32_t next = s.ready.back();
+    s.ready.pop_back();
+    net_.schedule(now + flows_[next].start, this, next);
+  }
+
+  struct Stream {
+    bool busy = false;
+    std::vector<uint32_t> ready;  // a min-heap of flow ids
+  };
+
   sim::Network& net_;
   const std::vector<sim::FlowSpec>& flows_;
   std::vector<std::unique_ptr<Endpoint>>& eps_;
@@ -253,6 +285,7 @@ class Player final : public sim::Scheduled {
   std::vector<sim::FlowRecord> records_;
   std::vector<uint32_t> waiting_;
   std::vector<std::vector<uint32_t>> dependents_;
+  absl::flat_hash_map<uint64_t, Stream> streams_;  // by host << 8 | stream
   size_t completed_ = 0;
   uint64_t failed_ = 0;
   std::vector<bool> flow_failed_;

@@ -1100,6 +1100,51 @@ int run_collective(uint32_t hosts, const std::vector<TransportKind>& transports,
 // --scenario=trace: one training step from a Chakra trace on every transport: the step's time,
 // the time it would take with a network that costs nothing (compute alone), and the exposed
 // communication between the two.
+// A step's collectives by kind and size, one list per run (sim::summarize_collectives).
+std::vector<std::vector<sim::CollectiveSummary>> collective_rows(
+    const sim::TracePlan& plan, const std::vector<RunResult>& runs) {
+  std::vector<std::vector<sim::CollectiveSummary>> out;
+  for (const RunResult& r : runs) {
+    std::vector<Time> finish(r.records.size());
+    for (size_t i = 0; i < r.records.size(); ++i) finish[i] = r.records[i].finish;
+    out.push_back(sim::summarize_collectives(plan, finish));
+  }
+  return out;
+}
+
+// The table under the step's: per kind and size, the count, and per run the time at least one
+// of them was in progress and its share of the step (rows overlap each other).
+void print_collective_rows(const std::vector<std::vector<sim::CollectiveSummary>>& rows,
+                           const std::vector<RunResult>& runs, const std::vector<double>& step_us) {
+  if (rows.empty() || rows[0].empty()) return;
+  std::printf("\n%-32s %7s", "collectives by kind and size", "count");
+  for (const RunResult& r : runs) std::printf(" %9s busy us %6s", to_string(r.transport), "share");
+  std::printf("\n");
+  for (size_t k = 0; k < rows[0].size(); ++k) {
+    const sim::CollectiveSummary& c = rows[0][k];
+    std::printf("%-32s %7lu", absl::StrCat(c.kind, " ", c.bytes, " B").c_str(), c.count);
+    for (size_t i = 0; i < runs.size(); ++i) {
+      const bool same = k < rows[i].size() && rows[i][k].kind == c.kind && rows[i][k].bytes == c.bytes;
+      const double us = same ? static_cast<double>(rows[i][k].busy) / kMicrosecond : 0;
+      std::printf(" %15.1f %6.3f", us, step_us[i] > 0 ? us / step_us[i] : 0);
+    }
+    std::printf("\n");
+  }
+}
+
+std::string collectives_json(const std::vector<sim::CollectiveSummary>& rows) {
+  std::string out = "[";
+  for (const sim::CollectiveSummary& c : rows) {
+    absl::StrAppendFormat(&out, "%s{\"kind\": \"%s\", \"bytes\": %lu, \"count\": %lu, "
+                          "\"busy_us\": %.3f, \"total_us\": %.3f, \"longest_us\": %.3f}",
+                          out.size() > 1 ? ", " : "", c.kind, c.bytes, c.count,
+                          static_cast<double>(c.busy) / kMicrosecond,
+                          static_cast<double>(c.total) / kMicrosecond,
+                          static_cast<double>(c.longest) / kMicrosecond);
+  }
+  return out + "]";
+}
+
 int run_trace(uint32_t hosts, const std::vector<TransportKind>& transports,
               const std::string& fabric_name,
               const std::function<RunConfig(TransportKind)>& config_for) {
@@ -1222,6 +1267,10 @@ int run_trace(uint32_t hosts, const std::vector<TransportKind>& transports,
   row("drops (buffer + wire)", [&](size_t i) { return double(runs[i].ports.drops + runs[i].ports.wire_losses); }, " %14.0f");
   row("PFC pauses", [&](size_t i) { return double(runs[i].ports.pauses); }, " %14.0f");
   row("wall (s)", [&](size_t i) { return runs[i].wall_s; }, " %14.2f");
+  const auto collectives = collective_rows(*plan, runs);
+  std::vector<double> step_us;
+  for (const Step& s : steps) step_us.push_back(s.us);
+  print_collective_rows(collectives, runs, step_us);
   if (const std::string path = absl::GetFlag(FLAGS_json); !path.empty()) {
     std::FILE* json = open_output(path);
     if (json == nullptr) {
@@ -1235,12 +1284,13 @@ int run_trace(uint32_t hosts, const std::vector<TransportKind>& transports,
                    "\"ranks\": %u, \"collectives\": %lu, \"sends\": %lu, \"compute_nodes\": %lu, "
                    "\"network_bytes\": %lu, \"complete\": %s, \"step_us\": %.3f, "
                    "\"compute_only_us\": %.3f, \"exposed_comm_us\": %.3f, \"comm_share\": %.5f, "
-                   "\"run\": %s}",
+                   "\"collectives_by_kind\": %s, \"run\": %s}",
                    i == 0 ? "" : ",\n", prefix.c_str(), to_string(runs[i].transport), ranks,
                    plan->collectives, plan->p2p, plan->compute_nodes, plan->network_bytes,
                    steps[i].complete ? "true" : "false", steps[i].us,
                    static_cast<double>(plan->compute_only) / kMicrosecond, steps[i].exposed_us,
-                   steps[i].share, json_of(runs[i], configs[i]).c_str());
+                   steps[i].share, collectives_json(collectives[i]).c_str(),
+                   json_of(runs[i], configs[i]).c_str());
     }
     std::fprintf(json, "\n]\n");
     std::fclose(json);

@@ -5,6 +5,7 @@
 //
 //   build/bin/uet-trace-gen --kind=dp --ranks=16 --layers=8 --bucket_kb=16384 --out=/tmp/dp
 //   build/bin/uet-trace-gen --kind=hybrid --dp=4 --tp=4 --layers=4 --out=/tmp/hybrid
+//   build/bin/uet-trace-gen --kind=converted --ranks=8 --layers=200 --out=/tmp/pytorch
 #include <cstdio>
 #include <string>
 
@@ -17,8 +18,11 @@
 ABSL_FLAG(std::string, kind, "dp",
           "dp (a data-parallel step: gradient all-reduces overlapping the backward pass), moe "
           "(an expert layer: all-to-all dispatch and combine around expert compute) or hybrid "
-          "(data x tensor parallel: --dp, --tp; communicators per group)");
-ABSL_FLAG(uint32_t, ranks, 8, "dp, moe: ranks (one file each), 2..65535");
+          "(data x tensor parallel: --dp, --tp; communicators per group) or converted (a "
+          "data-parallel step in the shape Chakra's PyTorch converter writes: CPU ops launching "
+          "GPU kernels, each all-reduce as a c10d host call and an NCCL kernel; --layers, "
+          "--bucket_kb, --backward_us as the kernel time)");
+ABSL_FLAG(uint32_t, ranks, 8, "dp, moe, converted: ranks (one file each), 2..65535");
 ABSL_FLAG(uint32_t, dp, 4, "hybrid: data-parallel degree, 1..65535 (dp x tp ranks, at least 2)");
 ABSL_FLAG(uint32_t, tp, 4, "hybrid: tensor-parallel degree, 1..65535");
 ABSL_FLAG(uint32_t, layers, 4, "dp, hybrid: layers, one gradient bucket each, 1..10000");
@@ -48,8 +52,8 @@ int main(int argc, char** argv) {
     return 2;
   };
   if (out.empty()) return refuse("--out=PREFIX is required");
-  if (kind != "dp" && kind != "moe" && kind != "hybrid")
-    return refuse("--kind unknown: dp, moe or hybrid");
+  if (kind != "dp" && kind != "moe" && kind != "hybrid" && kind != "converted")
+    return refuse("--kind unknown: dp, moe, hybrid or converted");
   if (ranks < 2 || ranks > 65535) return refuse("--ranks out of range: 2..65535");
   const uint32_t dp = absl::GetFlag(FLAGS_dp), tp = absl::GetFlag(FLAGS_tp);
   const uint64_t act_kb = absl::GetFlag(FLAGS_activation_kb);
@@ -63,7 +67,9 @@ int main(int argc, char** argv) {
   const uet::sim::Trace t =
       kind == "dp"    ? uet::sim::data_parallel_step(ranks, layers, kb * 1024, fwd, bwd)
       : kind == "moe" ? uet::sim::moe_layer(ranks, kb * 1024, fwd, bwd)
-                      : uet::sim::hybrid_step(dp, tp, layers, act_kb * 1024, kb * 1024, fwd);
+      : kind == "converted"
+          ? uet::sim::converted_step(ranks, layers, kb * 1024, bwd)
+          : uet::sim::hybrid_step(dp, tp, layers, act_kb * 1024, kb * 1024, fwd);
   absl::Status s = uet::sim::write_chakra(out, t);
   if (s.ok() && !t.groups.empty()) s = uet::sim::write_comm_groups(out + ".comm_groups.json", t.groups);
   if (!s.ok()) {

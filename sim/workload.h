@@ -33,6 +33,10 @@ struct FlowSpec {
   // its prerequisites: compute time in a trace, or a join of prerequisites. The A/B runner
   // plays them; the UDP workload runner refuses them.
   bool compute = false;
+  // A compute task's stream on its host: 0, none (it runs as soon as its prerequisites are
+  // done, beside any other); tasks of one host and one stream s > 0 run one at a time, the
+  // ready one with the lowest id first (a rank's CPU or GPU stream in a trace).
+  uint8_t stream = 0;
   // The connection within the host pair: flows of the same (src, dst, channel) share one
   // connection (a RoCEv2 QP; UET opens one PDC per host pair whatever the channel). A
   // collective sets it to the channel (the parallel ring or tree) the flow belongs to, as NCCL

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <queue>
 #include <sstream>
 #include <tuple>
 #include <unordered_map>
@@ -72,6 +73,38 @@ bool string_attr(const pb::Node& n, std::string_view name, std::string* out) {
   return false;
 }
 
+// is_cpu_op: a bool (Chakra's converter), or an integer (older feeders read int32_val).
+bool cpu_op(const pb::Node& n) {
+  for (const pb::AttributeProto& a : n.attr()) {
+    if (a.name() != "is_cpu_op") continue;
+    if (a.value_case() == pb::AttributeProto::kBoolVal) return a.bool_val();
+    int64_t v = 0;
+    return int_attr(n, "is_cpu_op", &v) && v != 0;
+  }
+  return false;  // absent: a GPU op (trace.h)
+}
+
+int own_type(TraceNode::Kind k) {
+  switch (k) {
+    case TraceNode::Kind::kCollective: return pb::COMM_COLL_NODE;
+    case TraceNode::Kind::kSend: return pb::COMM_SEND_NODE;
+    case TraceNode::Kind::kRecv: return pb::COMM_RECV_NODE;
+    case TraceNode::Kind::kCompute: break;
+  }
+  return pb::COMP_NODE;
+}
+
+// Each dependency once, in the order first named.
+void add_deps(std::vector<uint64_t>& to, const google::protobuf::RepeatedField<uint64_t>& from,
+              const std::vector<uint64_t>& also) {
+  for (uint64_t d : from) {
+    if (std::find(to.begin(), to.end(), d) == to.end() &&
+        std::find(also.begin(), also.end(), d) == also.end()) {
+      to.push_back(d);
+    }
+  }
+}
+
 // ASTRA-sim's default communicator: no pg_name, an empty one or "0" is every rank.
 bool is_world(const std::string& group) { return group.empty() || group == "0"; }
 
@@ -79,21 +112,32 @@ absl::StatusOr<TraceNode> from_proto(const pb::Node& n, const std::string& file,
   TraceNode t;
   t.id = n.id();
   t.name = n.name();
-  t.deps.assign(n.data_deps().begin(), n.data_deps().end());
-  t.deps.insert(t.deps.end(), n.ctrl_deps().begin(), n.ctrl_deps().end());
+  add_deps(t.deps, n.data_deps(), {});
+  add_deps(t.ctrl_deps, n.ctrl_deps(), t.deps);
+  t.cpu = cpu_op(n);
+  const int type = static_cast<int>(n.type());
+  if (t.cpu) {  // host work, whatever the node's type (trace.h)
+    t.kind = TraceNode::Kind::kCompute;
+    t.duration_us = n.duration_micros();
+    if (type != pb::COMP_NODE) t.chakra_type = type;
+    return t;
+  }
   int64_t v = 0;
-  switch (static_cast<int>(n.type())) {
+  switch (type) {
     case pb::COMP_NODE:
     case pb::MEM_LOAD_NODE:
     case pb::MEM_STORE_NODE:
     case pb::METADATA_NODE:
       t.kind = TraceNode::Kind::kCompute;
       t.duration_us = n.duration_micros();
+      if (type != pb::COMP_NODE) t.chakra_type = type;
       return t;
     case pb::COMM_COLL_NODE: {
       t.kind = TraceNode::Kind::kCollective;
-      if (!int_attr(n, "comm_type", &v))
-        return bad_node(file, t.id, "collective without comm_type");
+      if (!int_attr(n, "comm_type", &v)) {
+        return bad_node(file, t.id,
+                        "collective without comm_type (a GPU op: is_cpu_op absent or false)");
+      }
       switch (v) {
         case pb::ALL_REDUCE:
           t.collective = Collective::kAllReduce;
@@ -171,9 +215,9 @@ absl::StatusOr<TraceNode> from_proto(const pb::Node& n, const std::string& file,
     }
     default:
       return bad_node(file, t.id,
-                      absl::StrCat("node type ", static_cast<int>(n.type()),
+                      absl::StrCat("node type ", type,
                                    " is not modelled: COMP, MEM_LOAD, MEM_STORE, METADATA, "
-                                   "COMM_COLL, COMM_SEND, COMM_RECV"));
+                                   "COMM_COLL, COMM_SEND, COMM_RECV, or any with is_cpu_op"));
   }
 }
 
@@ -275,13 +319,25 @@ absl::Status write_chakra(const std::string& prefix, const Trace& trace) {
         n.set_id(t.id);
         n.set_name(t.name);
         for (uint64_t d : t.deps) n.add_data_deps(d);
+        for (uint64_t d : t.ctrl_deps) n.add_ctrl_deps(d);
+        n.set_type(static_cast<pb::NodeType>(t.chakra_type >= 0 ? t.chakra_type : own_type(t.kind)));
+        pb::AttributeProto* is_cpu = n.add_attr();
+        is_cpu->set_name("is_cpu_op");
+        is_cpu->set_bool_val(t.cpu);
+        for (const auto& [name, value] : t.extra) {
+          pb::AttributeProto* a = n.add_attr();
+          a->set_name(name);
+          if (const auto* i = std::get_if<int64_t>(&value)) {
+            a->set_int64_val(*i);
+          } else {
+            a->set_string_val(std::get<std::string>(value));
+          }
+        }
         switch (t.kind) {
           case TraceNode::Kind::kCompute:
-            n.set_type(pb::COMP_NODE);
             n.set_duration_micros(t.duration_us);
             break;
           case TraceNode::Kind::kCollective: {
-            n.set_type(pb::COMM_COLL_NODE);
             int64_t type = pb::ALL_REDUCE;
             switch (t.collective) {
               case Collective::kAllGather:
@@ -323,7 +379,6 @@ absl::Status write_chakra(const std::string& prefix, const Trace& trace) {
           case TraceNode::Kind::kSend:
           case TraceNode::Kind::kRecv: {
             const bool send = t.kind == TraceNode::Kind::kSend;
-            n.set_type(send ? pb::COMM_SEND_NODE : pb::COMM_RECV_NODE);
             *n.add_attr() = int_attribute(send ? "comm_dst" : "comm_src", t.peer);
             *n.add_attr() = int_attribute("comm_tag", t.tag);
             if (send) *n.add_attr() = int_attribute("comm_size", static_cast<int64_t>(t.bytes));
@@ -452,6 +507,7 @@ absl::StatusOr<TracePlan> trace_flows(const Trace& trace, const std::vector<uint
       const TraceNode& t = nodes[i];
       if (t.kind == TraceNode::Kind::kCompute) {
         gate[r][i] = done[r][i] = task(r, static_cast<Time>(t.duration_us) * kMicrosecond);
+        flows[gate[r][i]].stream = stream_of(t);
         ++plan.compute_nodes;
       } else {
         gate[r][i] = task(r, 0);
@@ -459,7 +515,9 @@ absl::StatusOr<TracePlan> trace_flows(const Trace& trace, const std::vector<uint
       }
     }
     for (uint32_t i = 0; i < nodes.size(); ++i) {
-      for (uint64_t d : nodes[i].deps) {
+      std::vector<uint64_t> all = nodes[i].deps;
+      all.insert(all.end(), nodes[i].ctrl_deps.begin(), nodes[i].ctrl_deps.end());
+      for (uint64_t d : all) {
         const auto it = index.find(d);
         if (it == index.end()) {
           return bad_node(file(r), nodes[i].id,
@@ -548,6 +606,15 @@ absl::StatusOr<TracePlan> trace_flows(const Trace& trace, const std::vector<uint
                            "; rank ", lead, "'s (node ", c0.id, ") is ",
                            std::string(to_string(c0.collective)), " of ", c0.bytes));
         }
+      }
+      TraceCollective& record = plan.collective_list.emplace_back();
+      record.collective = c0.collective;
+      record.barrier = c0.barrier;
+      record.bytes = c0.bytes;
+      record.group = name;
+      for (size_t m = 0; m < members.size(); ++m) {
+        record.gates.push_back(gate[members[m]][c.nodes[m][k]]);
+        record.dones.push_back(done[members[m]][c.nodes[m][k]]);
       }
       if (members.size() == 1) {  // a communicator of one rank: nothing crosses the network
         const uint32_t i = c.nodes[0][k];
@@ -662,22 +729,45 @@ absl::StatusOr<TracePlan> trace_flows(const Trace& trace, const std::vector<uint
     for (const FlowSpec& f : flows)
       for (uint32_t a : f.after) deps[fill[a]++] = f.id;
   }
-  std::vector<Time> ready(total, 0);
-  std::vector<uint32_t> queue;
-  for (uint32_t i = 0; i < total; ++i)
-    if (waiting[i] == 0) queue.push_back(i);
-  size_t seen = 0;
-  while (!queue.empty()) {
-    const uint32_t f = queue.back();
-    queue.pop_back();
-    ++seen;
-    const Time end = ready[f] + (flows[f].compute ? flows[f].start : 0);
-    plan.compute_only = std::max(plan.compute_only, end);
-    for (uint32_t k = begin[f]; k < begin[f + 1]; ++k) {
-      const uint32_t d = deps[k];
-      ready[d] = std::max(ready[d], end);
-      if (--waiting[d] == 0) queue.push_back(d);
+  // Played as the A/B runner plays the plan (bench/ab_runner.cc): flows take no time, a
+  // compute task its duration, one at a time on its stream, lowest ready id first.
+  using Event = std::pair<Time, uint32_t>;  // (end, flow)
+  std::priority_queue<Event, std::vector<Event>, std::greater<>> events;
+  struct Stream {
+    bool busy = false;
+    std::priority_queue<uint32_t, std::vector<uint32_t>, std::greater<>> ready;
+  };
+  std::map<uint64_t, Stream> streams;
+  auto stream_key = [&](uint32_t f) { return uint64_t{flows[f].src} << 8 | flows[f].stream; };
+  auto run_next = [&](Stream& st, Time now) {
+    st.busy = !st.ready.empty();
+    if (!st.busy) return;
+    const uint32_t f = st.ready.top();
+    st.ready.pop();
+    events.emplace(now + flows[f].start, f);
+  };
+  auto launch = [&](uint32_t f, Time now) {  // f's prerequisites are done
+    if (!flows[f].compute) {
+      events.emplace(now, f);
+    } else if (flows[f].stream == 0) {
+      events.emplace(now + flows[f].start, f);
+    } else {
+      Stream& st = streams[stream_key(f)];
+      st.ready.push(f);
+      if (!st.busy) run_next(st, now);
     }
+  };
+  for (uint32_t i = 0; i < total; ++i)
+    if (waiting[i] == 0) launch(i, 0);
+  size_t seen = 0;
+  while (!events.empty()) {
+    const auto [end, f] = events.top();
+    events.pop();
+    ++seen;
+    plan.compute_only = std::max(plan.compute_only, end);
+    for (uint32_t k = begin[f]; k < begin[f + 1]; ++k)
+      if (--waiting[deps[k]] == 0) launch(deps[k], end);
+    if (flows[f].compute && flows[f].stream != 0) run_next(streams[stream_key(f)], end);
   }
   if (seen != total) {
     for (uint32_t r = 0; r < n; ++r) {
@@ -692,6 +782,50 @@ absl::StatusOr<TracePlan> trace_flows(const Trace& trace, const std::vector<uint
     return absl::InvalidArgumentError("trace: a dependency cycle");
   }
   return plan;
+}
+
+std::vector<CollectiveSummary> summarize_collectives(const TracePlan& plan,
+                                                     const std::vector<Time>& finish) {
+  std::map<std::pair<std::string, uint64_t>, CollectiveSummary> rows;
+  std::map<std::pair<std::string, uint64_t>, std::vector<std::pair<Time, Time>>> spans;
+  for (const TraceCollective& c : plan.collective_list) {
+    Time start = kNever, end = 0;
+    bool done = true;
+    for (uint32_t g : c.gates) start = std::min(start, finish[g]);
+    for (uint32_t d : c.dones) {
+      done = done && finish[d] != kNever;
+      end = std::max(end, finish[d]);
+    }
+    if (!done || start == kNever) continue;
+    const std::string kind = c.barrier ? "barrier" : std::string(to_string(c.collective));
+    CollectiveSummary& row = rows[{kind, c.bytes}];
+    row.kind = kind;
+    row.bytes = c.bytes;
+    ++row.count;
+    row.total += end - start;
+    row.longest = std::max(row.longest, end - start);
+    spans[{kind, c.bytes}].emplace_back(start, end);
+  }
+  std::vector<CollectiveSummary> out;
+  for (auto& [key, row] : rows) {
+    std::vector<std::pair<Time, Time>>& s = spans[key];
+    std::sort(s.begin(), s.end());
+    Time covered_to = 0;
+    for (const auto& [start, end] : s) {  // the union of the spans
+      if (end <= covered_to) continue;
+      row.busy += end - std::max(start, covered_to);
+      covered_to = end;
+    }
+    out.push_back(std::move(row));
+  }
+  return out;
+}
+
+uint8_t stream_of(const TraceNode& t) {
+  if (t.cpu) return kCpuStream;
+  if (t.chakra_type == pb::MEM_LOAD_NODE || t.chakra_type == pb::MEM_STORE_NODE)
+    return kMemoryStream;
+  return kGpuStream;
 }
 
 // ------------------------------------------------------------------ generated steps
@@ -816,6 +950,79 @@ Trace hybrid_step(uint32_t dp, uint32_t tp, uint32_t layers, uint64_t tp_bytes,
       TraceNode& opt = add("optimizer step", std::move(grads));
       opt.duration_us = compute_us_per_layer;
     }
+  }
+  return trace;
+}
+
+Trace converted_step(uint32_t ranks, uint32_t layers, uint64_t bucket_bytes, uint64_t kernel_us) {
+  Trace trace;
+  trace.ranks.resize(ranks);
+  for (uint32_t r = 0; r < ranks; ++r) {
+    std::vector<TraceNode>& nodes = trace.ranks[r];
+    // Ids as the converter numbers them: sparse, starting anywhere.
+    uint64_t next_id = 1000, rf_id = 0;
+    uint64_t host_prev = 0, gpu_prev = 0;  // 0: none yet (no node has id 0)
+    auto node = [&](std::string name, bool cpu, uint64_t us) -> TraceNode& {
+      TraceNode& n = nodes.emplace_back();
+      n.id = next_id;
+      next_id += 2;
+      n.name = std::move(name);
+      n.cpu = cpu;
+      n.duration_us = us;
+      n.extra = {{"rf_id", static_cast<int64_t>(rf_id++)},
+                 {"seq_id", static_cast<int64_t>(rf_id / 3)},
+                 {"tid", cpu ? 1 : 7},
+                 {"fw_parent", 0}};
+      return n;
+    };
+    // A host op: after the previous one on the host thread (the converter's ctrl_deps).
+    auto host_op = [&](std::string name, uint64_t us, std::string schema) -> TraceNode& {
+      TraceNode& n = node(std::move(name), true, us);
+      if (host_prev != 0) n.ctrl_deps = {host_prev};
+      n.extra.emplace_back("op_schema", std::move(schema));
+      host_prev = n.id;
+      return n;
+    };
+    // A GPU kernel launched by `launch`, reading what the previous kernel wrote (data_deps).
+    auto kernel = [&](std::string name, uint64_t us, uint64_t launch) -> TraceNode& {
+      TraceNode& n = node(std::move(name), false, us);
+      n.deps = {launch};
+      if (gpu_prev != 0) n.deps.push_back(gpu_prev);
+      gpu_prev = n.id;
+      return n;
+    };
+    auto scaled = [&](uint32_t l, uint64_t num, uint64_t den) {
+      return kernel_us * (2 + l % 3) * num / (2 * den);  // 1x, 1.5x, 2x by layer
+    };
+    for (uint32_t l = 0; l < layers; ++l) {
+      const uint64_t mm = host_op("aten::linear", 3, "aten::linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor").id;
+      kernel("ampere_sgemm_128x64_tn", scaled(l, 1, 1), mm);
+      const uint64_t act = host_op("aten::relu", 2, "aten::relu(Tensor self) -> Tensor").id;
+      kernel("void at::native::vectorized_elementwise_kernel<4, at::native::(anonymous namespace)::launch_clamp_scalar", scaled(l, 1, 8), act);
+    }
+    std::vector<uint64_t> reduced;
+    for (uint32_t l = layers; l-- > 0;) {
+      const uint64_t bw = host_op("autograd::engine::evaluate_function: AddmmBackward0", 4, "").id;
+      kernel("ampere_sgemm_64x64_nn", scaled(l, 1, 1), bw);
+      kernel("ampere_sgemm_64x64_nt", scaled(l, 1, 1), bw);
+      const uint64_t grad = gpu_prev;
+      // The c10d call on the host, then the NCCL kernel that moves the bucket.
+      TraceNode& call = host_op("c10d::allreduce_", 5, "c10d::allreduce_(Tensor[] tensors, __torch__.torch.classes.c10d.ProcessGroup process_group, __torch__.torch.classes.c10d.ReduceOp reduce_op, Tensor? sparse_indices, int timeout) -> (Tensor[], __torch__.torch.classes.c10d.Work)");
+      call.chakra_type = pb::COMM_COLL_NODE;
+      const uint64_t call_id = call.id;
+      TraceNode& nccl = node("ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)", false, 0);
+      nccl.kind = TraceNode::Kind::kCollective;
+      nccl.collective = Collective::kAllReduce;
+      nccl.bytes = bucket_bytes;
+      nccl.deps = {call_id, grad};
+      nccl.extra.emplace_back("pg_name", std::string("0"));
+      reduced.push_back(nccl.id);
+    }
+    const uint64_t step = host_op("Optimizer.step#SGD.step", 10, "").id;
+    TraceNode& apply = kernel("void at::native::(anonymous namespace)::multi_tensor_apply_kernel", kernel_us, step);
+    apply.deps.insert(apply.deps.end(), reduced.begin(), reduced.end());
+    const uint64_t zero = host_op("aten::zero_", 2, "aten::zero_(Tensor(a!) self) -> Tensor(a!)").id;
+    kernel("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>", kernel_us / 8, zero);
   }
   return trace;
 }

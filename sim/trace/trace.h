@@ -4,8 +4,15 @@
 //
 // A trace is one file per rank, PREFIX.0.et, PREFIX.1.et, ...: a GlobalMetadata message and
 // then Node messages, each preceded by its length as a varint. What a node becomes:
-// - COMP_NODE, MEM_LOAD_NODE, MEM_STORE_NODE, METADATA_NODE: a compute task of
-//   duration_micros on the rank's host (FlowSpec::compute);
+// - any node with is_cpu_op true, whatever its type (PyTorch's host-side ops, the c10d call
+//   of a collective among them): host work of duration_micros on the rank's CPU stream
+//   (zero: it takes no time), never communication;
+// - COMP_NODE, MEM_LOAD_NODE, MEM_STORE_NODE, METADATA_NODE otherwise: a compute task of
+//   duration_micros on the rank's GPU stream (memory nodes: its memory stream). A stream runs
+//   one node at a time, the ready one with the lowest id first, and the streams of a rank
+//   overlap: a node waits for its dependencies, not for another stream (ASTRA-sim's
+//   HardwareResource and its issue loop). is_cpu_op absent is false (ASTRA-sim's FeederV3
+//   default), so traces that never set it communicate from their COMM nodes;
 // - COMM_COLL_NODE (attributes comm_type, comm_size, pg_name): a collective over the ranks of
 //   its communicator (sim/collective.h, the collective's default algorithm). pg_name names the
 //   communicator (ASTRA-sim's convention: absent, "" or "0" is every rank; any other name is
@@ -19,7 +26,14 @@
 // - COMM_SEND_NODE (comm_dst, comm_tag, comm_size) and COMM_RECV_NODE (comm_src, comm_tag):
 //   matched in order per (sender, receiver, tag); one flow that starts when both sides' own
 //   prerequisites are done.
-// Dependencies are data_deps and ctrl_deps, within the rank's file.
+// Dependencies are data_deps and ctrl_deps, within the rank's file (one named twice counts
+// once). Attributes not named here (rf_id, op_schema, fw_parent, seq_id, tid, ...) and fields
+// the reader does not declare (inputs, outputs) are ignored; the metadata's schema version is
+// not checked (Chakra's tools write "0.0.4" and "1.0.x" alike).
+// comm_size is the buffer as ASTRA-sim's collectives take it (its ring cuts data_size by the
+// ring's ranks for all-reduce, all-gather, reduce-scatter and all-to-all alike), which is
+// sim/collective.h's convention: all-gather's gathered output, reduce-scatter's input,
+// all-to-all's send buffer per rank.
 //
 // Bad input is refused with the file, the node id and the reason: a missing file or a
 // truncated message, an unknown node type, a dependency on a node the file lacks or a cycle,
@@ -30,6 +44,8 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
+#include <variant>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -51,8 +67,21 @@ struct TraceNode {
   uint64_t bytes = 0;                              // collective, send
   uint32_t peer = 0;                               // send: the destination rank; recv: the source
   int64_t tag = 0;                                 // send, recv
-  std::vector<uint64_t> deps;                      // data and control dependencies
+  std::vector<uint64_t> deps;                      // data dependencies (data_deps)
+  std::vector<uint64_t> ctrl_deps;                 // control dependencies: waited for alike
+  // Chakra's is_cpu_op: a host op (compute on the CPU stream, whatever chakra_type says).
+  bool cpu = false;
+  // The Chakra NodeType read or to write when not the kind's own (COMP_NODE for compute,
+  // COMM_COLL_NODE, COMM_SEND_NODE, COMM_RECV_NODE): MEM_LOAD_NODE, METADATA_NODE, or
+  // COMM_COLL_NODE for a host op (a c10d call); -1: the kind's own.
+  int chakra_type = -1;
+  // Attributes written beside the ones above and ignored when read, as converters add them.
+  std::vector<std::pair<std::string, std::variant<int64_t, std::string>>> extra;
 };
+
+// A compute node's stream on its rank (FlowSpec::stream).
+inline constexpr uint8_t kCpuStream = 1, kGpuStream = 2, kMemoryStream = 3;
+uint8_t stream_of(const TraceNode& t);
 
 // Communicators by pg_name: the member ranks in rank order of the communicator (the order a
 // ring visits them).
@@ -83,12 +112,38 @@ struct TraceOptions {
   uint32_t slots = 8;
 };
 
+// One collective of the plan: the tasks that start and end each member's part in it.
+struct TraceCollective {
+  Collective collective = Collective::kAllReduce;
+  bool barrier = false;
+  uint64_t bytes = 0;
+  std::string group;            // "" every rank
+  std::vector<uint32_t> gates;  // per member: the task its flows wait for (its node's start)
+  std::vector<uint32_t> dones;  // per member: the task that waits for its flows (its end)
+};
+
 struct TracePlan {
   std::vector<FlowSpec> flows;  // flows and compute tasks
   Time compute_only = 0;        // the step's length if every flow took no time
   uint64_t collectives = 0, p2p = 0, compute_nodes = 0;
   uint64_t network_bytes = 0;  // bytes the flows carry
+  std::vector<TraceCollective> collective_list;  // in plan order
 };
+
+// A played step's collectives by kind and size: how many, and how long each took from the
+// first member's start to the last member's end.
+struct CollectiveSummary {
+  std::string kind;  // to_string(Collective), or "barrier"
+  uint64_t bytes = 0;
+  uint64_t count = 0;
+  Time busy = 0;     // the time at least one of them was in progress (at most the step's)
+  Time total = 0;    // their durations summed (overlapping ones each count)
+  Time longest = 0;
+};
+// `finish[i]`: when flow or task i of the plan finished (kNever: it did not); collectives
+// that did not finish are left out. Ordered by kind, then size.
+std::vector<CollectiveSummary> summarize_collectives(const TracePlan& plan,
+                                                     const std::vector<Time>& finish);
 
 // rank_hosts[r]: the host of rank r; one per rank of the trace.
 absl::StatusOr<TracePlan> trace_flows(const Trace& trace, const std::vector<uint32_t>& rank_hosts,
@@ -111,5 +166,16 @@ Trace data_parallel_step(uint32_t ranks, uint32_t layers, uint64_t bucket_bytes,
 Trace moe_layer(uint32_t ranks, uint64_t bytes, uint64_t attention_us, uint64_t expert_us);
 Trace hybrid_step(uint32_t dp, uint32_t tp, uint32_t layers, uint64_t tp_bytes,
                   uint64_t dp_bytes, uint64_t compute_us_per_layer);
+// - converted_step: a data-parallel training step in the shape Chakra's PyTorch converter
+//   writes: every operator a CPU op (is_cpu_op, a few microseconds, chained on the host
+//   thread) launching its GPU kernels (is_cpu_op false); per layer two forward kernels, then
+//   backward (last layer first) two kernels and the gradient bucket's all-reduce as both
+//   halves, the host's "c10d::allreduce_" (a COMM_COLL_NODE without comm_type) and the
+//   GPU's "ncclKernel_AllReduce_RING_LL_Sum_float" (comm_type, comm_size, pg_name "0"); the
+//   optimizer's kernels after every all-reduce. Every node carries the converter's other
+//   attributes (rf_id, seq_id, tid, fw_parent, op_schema), and deps are split between
+//   data_deps and ctrl_deps as the converter splits them. Kernel times vary by layer
+//   (deterministically): 4 + 9 * layers nodes per rank.
+Trace converted_step(uint32_t ranks, uint32_t layers, uint64_t bucket_bytes, uint64_t kernel_us);
 
 }  // namespace uet::sim

@@ -4,9 +4,11 @@
 Asserts: the shipped traces (sim/data/traces) are what uet-trace-gen writes today, byte for
 byte; each plays to completion on both transports, its step at least as long as its compute
 alone, with the exposed communication and its share in the JSON consistent with the step time;
-a trace with more ranks than hosts, a missing trace, an unmodelled node, communicators without
-their groups file and a groups file that is not one are refused (exit 2) naming the flag or the
-file and node.
+a step in the shape Chakra's PyTorch converter writes (uet-trace-gen --kind=converted) plays on
+both; a rank's GPU kernels run one at a time (two independent 1 ms kernels take 2 ms before
+the all-reduce after them, beside a 1.5 ms host op); a trace with more ranks than hosts, a
+missing trace, an unmodelled node, communicators without their groups file and a groups file
+that is not one are refused (exit 2) naming the flag or the file and node.
 Usage: trace_test.py BUILD_BIN_DIR
 """
 import filecmp
@@ -28,6 +30,44 @@ SHIPPED = {"dp16": ["--kind=dp", "--ranks=16", "--layers=8", "--bucket_kb=16384"
                         "--bucket_kb=16384", "--forward_us=200"]}
 GROUPS = {"hybrid16"}  # traces whose pg_name attributes need PREFIX.comm_groups.json
 FABRIC = ["--leaves=4", "--hosts_per_leaf=4", "--spines=4"]
+
+
+def varint(v):
+    out = bytearray()
+    while True:
+        b = v & 0x7F
+        v >>= 7
+        out.append(b | (0x80 if v else 0))
+        if not v:
+            return bytes(out)
+
+
+def field(number, wire, payload):
+    """One protobuf field: wire 0 (payload an int) or 2 (payload bytes)."""
+    key = varint(number << 3 | wire)
+    return key + (varint(payload) if wire == 0 else varint(len(payload)) + payload)
+
+
+def node(nid, ntype, us, attrs):
+    """A Chakra Node (sim/trace/chakra.proto): attrs are (name, field number, int value)."""
+    body = field(1, 0, nid) + field(3, 0, ntype) + field(7, 0, us)
+    for name, number, value in attrs:
+        body += field(10, 2, field(1, 2, name.encode()) + field(number, 0, value))
+    return body
+
+
+def write_streams_trace(prefix):
+    """Per rank: two GPU kernels of 1 ms with no dependency, a host op of 1.5 ms, then a 4 KiB
+    all-reduce after the three (ctrl_deps, field 4)."""
+    gpu, cpu = [("is_cpu_op", 27, 0)], [("is_cpu_op", 27, 1)]
+    for r in range(16):
+        messages = [field(1, 2, b"1.0.1")]
+        messages += [node(1, 4, 1000, gpu), node(2, 4, 1000, gpu), node(3, 4, 1500, cpu)]
+        ar = node(4, 7, 0, gpu + [("comm_type", 9, 0), ("comm_size", 9, 4096)])
+        messages.append(ar + b"".join(field(4, 0, d) for d in (1, 2, 3)))
+        with open(f"{prefix}.{r}.et", "wb") as f:
+            for m in messages:
+                f.write(varint(len(m)) + m)
 
 
 def main():
@@ -65,6 +105,34 @@ def main():
                     failures.append(f"{key}: exposed {r['exposed_comm_us']} != step - compute")
                 if not 0 < r["comm_share"] < 1:
                     failures.append(f"{key}: communication share {r['comm_share']}")
+                rows = r["collectives_by_kind"]
+                if sum(c["count"] for c in rows) != r["collectives"]:
+                    failures.append(f"{key}: collectives by kind {rows}, {r['collectives']} in all")
+                for c in rows:
+                    if not 0 < c["busy_us"] <= min(c["total_us"], r["step_us"]) + 1e-3:
+                        failures.append(f"{key}: {c}: busy beyond its total or the step")
+        conv = os.path.join(tmp, "conv")
+        subprocess.run([os.path.join(bindir, "uet-trace-gen"), "--kind=converted", "--ranks=16",
+                        "--layers=20", "--bucket_kb=2048", "--backward_us=100", "--out=" + conv],
+                       check=True, capture_output=True)
+        streams = os.path.join(tmp, "streams")
+        write_streams_trace(streams)
+        for name, prefix, floor in (("converted", conv, None), ("streams", streams, 2000.0)):
+            js = os.path.join(tmp, name + ".json")
+            proc = subprocess.run([os.path.join(bindir, "uet-ab"), "--scenario=trace",
+                                   "--trace=" + prefix, *FABRIC, "--json=" + js],
+                                  capture_output=True, text=True, timeout=300)
+            print(proc.stdout)
+            if proc.returncode != 0:
+                failures.append(f"{name}: exit {proc.returncode}: {proc.stderr.strip()}")
+                continue
+            for r in json.load(open(js)):
+                key = f"{name} {r['transport']}"
+                if not r["complete"] or r["step_us"] < r["compute_only_us"]:
+                    failures.append(f"{key}: complete {r['complete']}, step {r['step_us']} us, "
+                                    f"compute alone {r['compute_only_us']} us")
+                if floor is not None and r["compute_only_us"] != floor:
+                    failures.append(f"{key}: compute alone {r['compute_only_us']} us, want {floor}")
         for args, want in ((["--trace=" + os.path.join(TRACES, "dp16"), "--leaves=2", "--hosts_per_leaf=4"],
                             "16 ranks, the fabric has 8 hosts"),
                            (["--trace=" + os.path.join(tmp, "nothing")], "nothing.0.et"),

@@ -10,6 +10,9 @@
 #include <filesystem>
 #include <fstream>
 
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+#include "sim/trace/chakra.pb.h"
 #include "tests/common/mentions.h"
 
 namespace uet::sim {
@@ -301,6 +304,214 @@ TEST(Trace_Flows, RefusesBadTracesNamingRankNodeAndReason) {
   reduce_scatter_mismatch.ranks[1][0].collective = Collective::kReduce;
   reduce_scatter_mismatch.ranks[2][0].collective = Collective::kReduce;
   EXPECT_TRUE(Mentions(refuse(reduce_scatter_mismatch), "rank 2 (2.et): node 1: collective #0 of \"g\""));
+}
+
+TEST(Trace_Flows, CollectivesAreSummarizedByKindAndSize) {
+  // Two ranks: all-reduces of 4 KiB, 4 KiB and 8 KiB, one after another.
+  Trace t;
+  for (int r = 0; r < 2; ++r) {
+    t.ranks.push_back({collective(1, Collective::kAllReduce, 4096, {}),
+                       collective(2, Collective::kAllReduce, 4096, {}),
+                       collective(3, Collective::kAllReduce, 8192, {1, 2})});
+  }
+  auto plan = trace_flows(t, hosts(2));
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_EQ(plan->collective_list.size(), 3u);
+  // Played by hand: the 4 KiB ones over [0, 10] and [5, 30] us (rank 1 joins the second at
+  // 8), the 8 KiB one over [40, 50], finishing rank by rank.
+  std::vector<Time> finish(plan->flows.size(), kNever);
+  auto at = [&](const TraceCollective& c, std::vector<Time> gates, std::vector<Time> dones) {
+    for (size_t m = 0; m < 2; ++m) {
+      finish[c.gates[m]] = gates[m] * kMicrosecond;
+      finish[c.dones[m]] = dones[m] * kMicrosecond;
+    }
+  };
+  at(plan->collective_list[0], {0, 0}, {9, 10});
+  at(plan->collective_list[1], {5, 8}, {30, 20});
+  at(plan->collective_list[2], {40, 40}, {50, 45});
+  auto rows = summarize_collectives(*plan, finish);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].bytes, 4096u);
+  EXPECT_EQ(rows[0].count, 2u);
+  EXPECT_EQ(rows[0].busy, 30 * kMicrosecond);   // [0, 30]: the union
+  EXPECT_EQ(rows[0].total, 35 * kMicrosecond);  // 10 + 25
+  EXPECT_EQ(rows[0].longest, 25 * kMicrosecond);
+  EXPECT_EQ(rows[1].bytes, 8192u);
+  EXPECT_EQ(rows[1].busy, 10 * kMicrosecond);
+  // A collective not finished on a member is left out.
+  finish[plan->collective_list[2].dones[1]] = kNever;
+  rows = summarize_collectives(*plan, finish);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].kind, "allreduce");
+}
+
+// ---------------------------------------------------------------- traces as converters write them
+
+// Writes one raw Chakra file per rank: metadata {version}, then the nodes.
+void write_raw(const std::string& prefix, const std::vector<std::vector<chakra::Node>>& ranks,
+               const std::string& version = "1.0.1") {
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    std::string bytes;
+    auto append = [&bytes](const google::protobuf::Message& m) {
+      const std::string body = m.SerializeAsString();
+      google::protobuf::io::StringOutputStream raw(&bytes);
+      google::protobuf::io::CodedOutputStream out(&raw);
+      out.WriteVarint32(static_cast<uint32_t>(body.size()));
+      out.WriteRaw(body.data(), static_cast<int>(body.size()));
+    };
+    chakra::GlobalMetadata m;
+    m.set_version(version);
+    append(m);
+    for (const chakra::Node& n : ranks[r]) append(n);
+    std::ofstream(prefix + "." + std::to_string(r) + ".et", std::ios::binary) << bytes;
+  }
+}
+
+chakra::Node raw_node(uint64_t id, chakra::NodeType type, uint64_t us, int is_cpu_op) {
+  chakra::Node n;
+  n.set_id(id);
+  n.set_type(type);
+  n.set_duration_micros(us);
+  if (is_cpu_op >= 0) {
+    chakra::AttributeProto* a = n.add_attr();
+    a->set_name("is_cpu_op");
+    a->set_bool_val(is_cpu_op != 0);
+  }
+  return n;
+}
+
+TEST_F(TraceFiles, Chakra_ReadsAConvertedStepAndPlaysItsStreams) {
+  // 4 ranks, 3 layers, as Chakra's PyTorch converter writes a step: host ops launching
+  // kernels, each all-reduce as a c10d host call (COMM_COLL_NODE, is_cpu_op, no comm_type)
+  // and an NCCL kernel (comm_type), extra attributes, deps split into data and control.
+  const Trace t = converted_step(4, 3, 1 << 20, 100);
+  ASSERT_EQ(t.ranks[0].size(), 4u + 9 * 3);
+  ASSERT_TRUE(write_chakra(prefix("conv"), t).ok());
+  auto read = read_chakra(prefix("conv"));
+  ASSERT_TRUE(read.ok()) << read.status();
+  size_t c10d = 0, nccl = 0, cpu = 0;
+  for (const TraceNode& n : read->ranks[0]) {
+    cpu += n.cpu;
+    if (n.name == "c10d::allreduce_") {
+      ++c10d;
+      EXPECT_TRUE(n.cpu && n.kind == TraceNode::Kind::kCompute && n.duration_us == 5);
+    }
+    if (n.kind == TraceNode::Kind::kCollective) {
+      ++nccl;
+      EXPECT_TRUE(!n.cpu && n.collective == Collective::kAllReduce && n.bytes == (1u << 20) &&
+                  n.group.empty() && n.deps.size() == 2);
+    }
+  }
+  EXPECT_EQ(c10d, 3u);
+  EXPECT_EQ(nccl, 3u);
+  EXPECT_EQ(cpu, 2u * 3 + 2 * 3 + 2);  // forward 2, backward 2 (with the c10d call), optimizer 2
+  auto plan = trace_flows(*read, hosts(4));
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->collectives, 3u);
+  EXPECT_EQ(plan->compute_nodes, 4u * (4 + 8 * 3));
+  // Expect: the host runs ahead (a few us per op), so with a free network the step is the
+  // first launch (3 us) and then the GPU stream's kernels back to back: forward 100 + 150 +
+  // 200 and 12 + 18 + 25, backward 2 x (200 + 150 + 100), the optimizer's 100 and 12.
+  EXPECT_EQ(plan->compute_only, (3 + 450 + 55 + 900 + 112) * kMicrosecond);
+}
+
+TEST_F(TraceFiles, Chakra_StepTimeDoesNotDependOnHowDepsAreSpread) {
+  // The converted step, then the same with every ctrl_dep moved into data_deps and each
+  // kernel also depending on the kernel before its predecessor (implied already): the same
+  // plan, the same step.
+  const Trace t = converted_step(4, 5, 1 << 20, 100);
+  Trace spread = t;
+  for (auto& rank : spread.ranks) {
+    std::vector<uint64_t> kernels;
+    for (TraceNode& n : rank) {
+      n.deps.insert(n.deps.end(), n.ctrl_deps.begin(), n.ctrl_deps.end());
+      n.ctrl_deps.clear();
+      if (!n.cpu && n.kind == TraceNode::Kind::kCompute) {
+        if (kernels.size() >= 2) n.deps.push_back(kernels[kernels.size() - 2]);
+        n.ctrl_deps = n.deps;  // named twice: counted once when read
+        kernels.push_back(n.id);
+      }
+    }
+  }
+  ASSERT_TRUE(write_chakra(prefix("a"), t).ok());
+  ASSERT_TRUE(write_chakra(prefix("b"), spread).ok());
+  auto a = read_chakra(prefix("a"));
+  auto b = read_chakra(prefix("b"));
+  ASSERT_TRUE(a.ok() && b.ok());
+  auto pa = trace_flows(*a, hosts(4));
+  auto pb = trace_flows(*b, hosts(4));
+  ASSERT_TRUE(pa.ok() && pb.ok());
+  EXPECT_EQ(pa->compute_only, pb->compute_only);
+  EXPECT_EQ(pa->network_bytes, pb->network_bytes);
+  EXPECT_EQ(pa->flows.size(), pb->flows.size());
+}
+
+TEST_F(TraceFiles, Chakra_StreamsRunOneNodeAtATimeAndOverlapEachOther) {
+  // On each rank: two GPU kernels and a memory load with no dependencies, a host op, and an
+  // all-reduce after all of them. is_cpu_op written as int32 on rank 1 (older producers),
+  // absent on the memory node (a GPU-side op).
+  std::vector<std::vector<chakra::Node>> ranks(2);
+  for (int r = 0; r < 2; ++r) {
+    auto& nodes = ranks[r];
+    nodes.push_back(raw_node(10, chakra::COMP_NODE, 100, 0));
+    nodes.push_back(raw_node(11, chakra::COMP_NODE, 100, 0));
+    nodes.push_back(raw_node(12, chakra::MEM_LOAD_NODE, 150, -1));
+    chakra::Node host = raw_node(13, chakra::COMP_NODE, 120, r == 0 ? 1 : -1);
+    if (r == 1) {
+      chakra::AttributeProto* a = host.add_attr();
+      a->set_name("is_cpu_op");
+      a->set_int32_val(1);
+    }
+    nodes.push_back(host);
+    chakra::Node ar = raw_node(14, chakra::COMM_COLL_NODE, 0, 0);
+    for (uint64_t d : {10, 11, 12, 13}) ar.add_ctrl_deps(d);
+    chakra::AttributeProto* type = ar.add_attr();
+    type->set_name("comm_type");
+    type->set_int64_val(chakra::ALL_REDUCE);
+    chakra::AttributeProto* size = ar.add_attr();
+    size->set_name("comm_size");
+    size->set_uint64_val(8192);
+    chakra::AttributeProto* unknown = ar.add_attr();
+    unknown->set_name("op_schema");
+    unknown->set_string_val("nccl:all_reduce");
+    nodes.push_back(ar);
+  }
+  write_raw(prefix("streams"), ranks, "0.0.4");
+  auto read = read_chakra(prefix("streams"));
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_TRUE(read->ranks[1][3].cpu);
+  EXPECT_EQ(stream_of(read->ranks[0][2]), kMemoryStream);
+  auto plan = trace_flows(*read, hosts(2));
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  // Expect: the two kernels one after the other (200 us) on the GPU stream, beside the host
+  // op (120) and the load (150) on theirs: 200 us, not 100 (all at once) nor 470 (one stream).
+  EXPECT_EQ(plan->compute_only, 200 * kMicrosecond);
+  EXPECT_EQ(plan->collectives, 1u);
+}
+
+TEST_F(TraceFiles, Chakra_HostOpsOfAnyTypeAreHostWorkAndGpuOnesMustCommunicate) {
+  // A host op of a type the simulator does not model (STORAGE_NODE) is host time; the same
+  // node as a GPU op is refused, as is a GPU collective without comm_type.
+  std::vector<std::vector<chakra::Node>> ok(2), storage(2), no_type(2);
+  for (int r = 0; r < 2; ++r) {
+    ok[r].push_back(raw_node(1, chakra::STORAGE_NODE, 40, 1));
+    ok[r].push_back(raw_node(2, chakra::COMM_COLL_NODE, 0, 1));  // a c10d call of no duration
+    storage[r].push_back(raw_node(1, chakra::STORAGE_NODE, 40, 0));
+    no_type[r].push_back(raw_node(1, chakra::COMM_COLL_NODE, 0, 0));
+  }
+  write_raw(prefix("ok"), ok);
+  write_raw(prefix("storage"), storage);
+  write_raw(prefix("notype"), no_type);
+  auto read = read_chakra(prefix("ok"));
+  ASSERT_TRUE(read.ok()) << read.status();
+  auto plan = trace_flows(*read, hosts(2));
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->compute_only, 40 * kMicrosecond);
+  EXPECT_EQ(plan->collectives, 0u);
+  EXPECT_TRUE(Mentions(read_chakra(prefix("storage")).status(),
+                       "storage.0.et: node 1: node type 8 is not modelled"));
+  EXPECT_TRUE(Mentions(read_chakra(prefix("notype")).status(),
+                       "notype.0.et: node 1: collective without comm_type (a GPU op"));
 }
 
 }  // namespace
