@@ -6,6 +6,7 @@
 //   build/bin/uet-trace-gen --kind=dp --ranks=16 --layers=8 --bucket_kb=16384 --out=/tmp/dp
 //   build/bin/uet-trace-gen --kind=hybrid --dp=4 --tp=4 --layers=4 --out=/tmp/hybrid
 //   build/bin/uet-trace-gen --kind=converted --ranks=8 --layers=200 --out=/tmp/pytorch
+//   build/bin/uet-trace-gen --from_et=/data/rank0.et --ranks=32 --out=/tmp/job
 #include <cstdio>
 #include <string>
 
@@ -38,6 +39,9 @@ ABSL_FLAG(uint64_t, forward_us, 2000,
 ABSL_FLAG(uint64_t, backward_us, 1000,
           "dp: backward compute per layer; moe: expert compute, in us, 0..10^9");
 ABSL_FLAG(std::string, out, "", "output prefix: writes PREFIX.0.et ... PREFIX.<ranks-1>.et");
+ABSL_FLAG(std::string, from_et, "",
+          "instead of --kind: one rank's Chakra trace (a real one, converted from PyTorch), "
+          "replicated to --ranks ranks as a data-parallel job whose collectives span every rank");
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
@@ -52,6 +56,24 @@ int main(int argc, char** argv) {
     return 2;
   };
   if (out.empty()) return refuse("--out=PREFIX is required");
+  if (const std::string from = absl::GetFlag(FLAGS_from_et); !from.empty()) {
+    if (ranks < 2 || ranks > 65535) return refuse("--ranks out of range: 2..65535");
+    auto nodes = uet::sim::read_chakra_file(from);
+    if (!nodes.ok()) return refuse(absl::StrCat("--from_et: ", nodes.status().message()).c_str());
+    uint64_t regrouped = 0;
+    auto job = uet::sim::replicate_rank(*nodes, ranks, &regrouped);
+    if (!job.ok()) return refuse(absl::StrCat("--from_et=", from, ": ", job.status().message()).c_str());
+    if (absl::Status s = uet::sim::write_chakra(out, *job); !s.ok()) {
+      std::fprintf(stderr, "uet-trace-gen: %s\n", std::string(s.message()).c_str());
+      return 1;
+    }
+    std::printf("wrote %s.0.et .. %s.%u.et: %zu nodes per rank from %s%s\n", out.c_str(),
+                out.c_str(), ranks - 1, nodes->size(), from.c_str(),
+                regrouped == 0 ? ""
+                               : absl::StrCat("; ", regrouped, " collectives named another "
+                                              "process group and span every rank here").c_str());
+    return 0;
+  }
   if (kind != "dp" && kind != "moe" && kind != "hybrid" && kind != "converted")
     return refuse("--kind unknown: dp, moe, hybrid or converted");
   if (ranks < 2 || ranks > 65535) return refuse("--ranks out of range: 2..65535");

@@ -302,6 +302,36 @@ absl::StatusOr<Trace> read_chakra(const std::string& prefix) {
   return t;
 }
 
+absl::StatusOr<std::vector<TraceNode>> read_chakra_file(const std::string& file) {
+  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return absl::NotFoundError(absl::StrCat(file, ": cannot open"));
+  return read_rank(file, fd, kMaxTraceRanks);  // closes the file
+}
+
+absl::StatusOr<Trace> replicate_rank(const std::vector<TraceNode>& nodes, uint32_t ranks,
+                                     uint64_t* regrouped) {
+  if (ranks < 2 || ranks > kMaxTraceRanks) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("ranks ", ranks, " out of range: 2..", kMaxTraceRanks));
+  }
+  std::vector<TraceNode> job = nodes;
+  *regrouped = 0;
+  for (TraceNode& t : job) {
+    if (t.kind == TraceNode::Kind::kSend || t.kind == TraceNode::Kind::kRecv) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "node ", t.id, ": a point-to-point ", t.kind == TraceNode::Kind::kSend ? "send" : "receive",
+          " has no partner in a replicated data-parallel job"));
+    }
+    if (t.kind == TraceNode::Kind::kCollective && !t.group.empty()) {
+      t.group.clear();
+      ++*regrouped;
+    }
+  }
+  Trace trace;
+  trace.ranks.assign(ranks, job);
+  return trace;
+}
+
 absl::Status write_chakra(const std::string& prefix, const Trace& trace) {
   for (size_t r = 0; r < trace.ranks.size(); ++r) {
     const std::string file = rank_file(prefix, r);

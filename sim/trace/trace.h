@@ -94,6 +94,14 @@ struct Trace {
 
 // Reads PREFIX.0.et, PREFIX.1.et, ... up to the first rank without a file (at least 2).
 absl::StatusOr<Trace> read_chakra(const std::string& prefix);
+// Reads one rank's file alone (PREFIX.r.et, or any file in the format), for tools that build a
+// job from one captured rank; peers of sends and receives are not checked against a job.
+absl::StatusOr<std::vector<TraceNode>> read_chakra_file(const std::string& file);
+// A data-parallel job of `ranks` ranks from one rank's nodes: every rank runs them, and each
+// collective spans the job (its pg_name dropped; `regrouped` counts those that named another
+// process group). Refused: point-to-point nodes, which have no partner in such a job.
+absl::StatusOr<Trace> replicate_rank(const std::vector<TraceNode>& nodes, uint32_t ranks,
+                                     uint64_t* regrouped);
 // Writes one file per rank in the same format (the generator's output and the tests' input).
 // The groups are not part of the .et files: write_comm_groups() writes them.
 absl::Status write_chakra(const std::string& prefix, const Trace& trace);

@@ -5,7 +5,7 @@ Asserts: the shipped traces (sim/data/traces) are what uet-trace-gen writes toda
 byte; each plays to completion on both transports, its step at least as long as its compute
 alone, with the exposed communication and its share in the JSON consistent with the step time;
 a step in the shape Chakra's PyTorch converter writes (uet-trace-gen --kind=converted) plays on
-both; a rank's GPU kernels run one at a time (two independent 1 ms kernels take 2 ms before
+both, and so does a job built from one of its rank files (--from_et); a rank's GPU kernels run one at a time (two independent 1 ms kernels take 2 ms before
 the all-reduce after them, beside a 1.5 ms host op); a trace with more ranks than hosts, a
 missing trace, an unmodelled node, communicators without their groups file and a groups file
 that is not one are refused (exit 2) naming the flag or the file and node.
@@ -117,7 +117,13 @@ def main():
                        check=True, capture_output=True)
         streams = os.path.join(tmp, "streams")
         write_streams_trace(streams)
-        for name, prefix, floor in (("converted", conv, None), ("streams", streams, 2000.0)):
+        # One captured rank's file made a job of 16 (uet-trace-gen --from_et).
+        job = os.path.join(tmp, "job")
+        subprocess.run([os.path.join(bindir, "uet-trace-gen"), "--from_et=" + conv + ".5.et",
+                        "--ranks=16", "--out=" + job], check=True, capture_output=True)
+        compute_alone = {}
+        for name, prefix, floor in (("converted", conv, None), ("streams", streams, 2000.0),
+                                    ("from_et", job, None)):
             js = os.path.join(tmp, name + ".json")
             proc = subprocess.run([os.path.join(bindir, "uet-ab"), "--scenario=trace",
                                    "--trace=" + prefix, *FABRIC, "--json=" + js],
@@ -133,6 +139,10 @@ def main():
                                     f"compute alone {r['compute_only_us']} us")
                 if floor is not None and r["compute_only_us"] != floor:
                     failures.append(f"{key}: compute alone {r['compute_only_us']} us, want {floor}")
+                compute_alone[name] = r["compute_only_us"]
+        if compute_alone.get("from_et") != compute_alone.get("converted"):
+            failures.append(f"from_et: compute alone {compute_alone.get('from_et')} us, the step it "
+                            f"came from {compute_alone.get('converted')} us")
         for args, want in ((["--trace=" + os.path.join(TRACES, "dp16"), "--leaves=2", "--hosts_per_leaf=4"],
                             "16 ranks, the fabric has 8 hosts"),
                            (["--trace=" + os.path.join(tmp, "nothing")], "nothing.0.et"),

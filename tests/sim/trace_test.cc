@@ -415,6 +415,37 @@ TEST_F(TraceFiles, Chakra_ReadsAConvertedStepAndPlaysItsStreams) {
   EXPECT_EQ(plan->compute_only, (3 + 450 + 55 + 900 + 112) * kMicrosecond);
 }
 
+TEST_F(TraceFiles, Chakra_OneRanksFileBecomesADataParallelJob) {
+  // Rank 2's file of a converted step, read alone and replicated to 6 ranks: every rank runs
+  // its nodes, and the job plays as the step it came from (the same compute alone).
+  const Trace t = converted_step(4, 3, 1 << 20, 100);
+  ASSERT_TRUE(write_chakra(prefix("src"), t).ok());
+  auto nodes = read_chakra_file(prefix("src") + ".2.et");
+  ASSERT_TRUE(nodes.ok()) << nodes.status();
+  uint64_t regrouped = 0;
+  auto job = replicate_rank(*nodes, 6, &regrouped);
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_EQ(job->ranks.size(), 6u);
+  EXPECT_EQ(regrouped, 0u);
+  auto plan = trace_flows(*job, hosts(6));
+  auto original = trace_flows(t, hosts(4));
+  ASSERT_TRUE(plan.ok() && original.ok());
+  EXPECT_EQ(plan->compute_only, original->compute_only);
+  EXPECT_EQ(plan->collectives, 3u);
+  // A collective of another process group spans the job; a send has no partner: refused.
+  std::vector<TraceNode> grouped = *nodes;
+  for (TraceNode& n : grouped)
+    if (n.kind == TraceNode::Kind::kCollective) n.group = "7";
+  ASSERT_TRUE(replicate_rank(grouped, 2, &regrouped).ok());
+  EXPECT_EQ(regrouped, 3u);
+  std::vector<TraceNode> with_send = *nodes;
+  with_send.push_back(p2p(9999, true, 1, 100, {}));
+  EXPECT_TRUE(Mentions(replicate_rank(with_send, 2, &regrouped).status(),
+                       "node 9999: a point-to-point send has no partner"));
+  EXPECT_TRUE(Mentions(replicate_rank(*nodes, 1, &regrouped).status(), "ranks 1 out of range"));
+  EXPECT_TRUE(Mentions(read_chakra_file(prefix("none.0.et")).status(), "none.0.et: cannot open"));
+}
+
 TEST_F(TraceFiles, Chakra_StepTimeDoesNotDependOnHowDepsAreSpread) {
   // The converted step, then the same with every ctrl_dep moved into data_deps and each
   // kernel also depending on the kernel before its predecessor (implied already): the same
