@@ -1,0 +1,211 @@
+// uet-ab --scenario=trace.
+#include "bench/uet_ab/uet_ab.h"
+
+namespace uet::ab {
+
+namespace {
+
+// A step's collectives by kind and size, one list per run (sim::summarize_collectives).
+std::vector<std::vector<sim::CollectiveSummary>> collective_rows(
+    const sim::TracePlan& plan, const std::vector<RunResult>& runs) {
+  std::vector<std::vector<sim::CollectiveSummary>> out;
+  for (const RunResult& r : runs) {
+    std::vector<Time> finish(r.records.size());
+    for (size_t i = 0; i < r.records.size(); ++i) finish[i] = r.records[i].finish;
+    out.push_back(sim::summarize_collectives(plan, finish));
+  }
+  return out;
+}
+
+// The table under the step's: per kind and size, the count, and per run the time at least one
+// of them was in progress and its share of the step (rows overlap each other).
+void print_collective_rows(const std::vector<std::vector<sim::CollectiveSummary>>& rows,
+                           const std::vector<RunResult>& runs, const std::vector<double>& step_us) {
+  if (rows.empty() || rows[0].empty()) return;
+  std::printf("\n%-32s %7s", "collectives by kind and size", "count");
+  for (const RunResult& r : runs) std::printf(" %9s busy us %6s", to_string(r.transport), "share");
+  std::printf("\n");
+  for (size_t k = 0; k < rows[0].size(); ++k) {
+    const sim::CollectiveSummary& c = rows[0][k];
+    std::printf("%-32s %7lu", absl::StrCat(c.kind, " ", c.bytes, " B").c_str(), c.count);
+    for (size_t i = 0; i < runs.size(); ++i) {
+      const bool same = k < rows[i].size() && rows[i][k].kind == c.kind && rows[i][k].bytes == c.bytes;
+      const double us = same ? static_cast<double>(rows[i][k].busy) / kMicrosecond : 0;
+      std::printf(" %15.1f %6.3f", us, step_us[i] > 0 ? us / step_us[i] : 0);
+    }
+    std::printf("\n");
+  }
+}
+
+std::string collectives_json(const std::vector<sim::CollectiveSummary>& rows) {
+  std::string out = "[";
+  for (const sim::CollectiveSummary& c : rows) {
+    absl::StrAppendFormat(&out, "%s{\"kind\": \"%s\", \"bytes\": %lu, \"count\": %lu, "
+                          "\"busy_us\": %.3f, \"total_us\": %.3f, \"longest_us\": %.3f}",
+                          out.size() > 1 ? ", " : "", c.kind, c.bytes, c.count,
+                          static_cast<double>(c.busy) / kMicrosecond,
+                          static_cast<double>(c.total) / kMicrosecond,
+                          static_cast<double>(c.longest) / kMicrosecond);
+  }
+  return out + "]";
+}
+
+}  // namespace
+
+int run_trace(uint32_t hosts, const std::vector<TransportKind>& transports,
+              const std::string& fabric_name,
+              const std::function<RunConfig(TransportKind)>& config_for) {
+  auto refuse = [](const std::string& why) {
+    std::fprintf(stderr, "uet-ab: %s\n", why.c_str());
+    return 2;
+  };
+  const std::string prefix = absl::GetFlag(FLAGS_trace);
+  if (prefix.empty()) return refuse("--scenario=trace needs --trace=PREFIX (PREFIX.0.et, ...)");
+  auto trace = sim::read_chakra(prefix);
+  if (!trace.ok()) return refuse(absl::StrCat("--trace: ", trace.status().message()));
+  const auto ranks = static_cast<uint32_t>(trace->ranks.size());
+  if (const std::string groups = absl::GetFlag(FLAGS_comm_groups); !groups.empty()) {
+    auto g = sim::read_comm_groups(groups, ranks);
+    if (!g.ok()) return refuse(absl::StrCat("--comm_groups: ", g.status().message()));
+    trace->groups = std::move(*g);
+  }
+  if (ranks > hosts) {
+    return refuse(absl::StrFormat("--trace: %u ranks, the fabric has %u hosts (one rank per host)",
+                                  ranks, hosts));
+  }
+  const auto placement = sim::parse_rank_placement(absl::GetFlag(FLAGS_placement));
+  if (!placement.ok()) return refuse(absl::StrCat("--placement: ", placement.status().message()));
+  Check check;
+  check.range("channels", absl::GetFlag(FLAGS_channels), 1, sim::kMaxCollectiveChannels);
+  check.range("chunk_kb", absl::GetFlag(FLAGS_chunk_kb), 4, 1048576);
+  check.range("slots", absl::GetFlag(FLAGS_slots), 1, sim::kMaxCollectiveSlots);
+  if (!check.error.empty()) return refuse(check.error);
+  const uint64_t seed = absl::GetFlag(FLAGS_seed);
+  sim::Rng rng(sim::mix64(seed, 0xC0111EC7));
+  const auto rank_hosts = sim::place_ranks(ranks, hosts, *placement, rng);
+  if (!rank_hosts.ok()) return refuse(std::string(rank_hosts.status().message()));
+  sim::TraceOptions options;
+  options.channels = absl::GetFlag(FLAGS_channels);
+  options.chunk_bytes = uint64_t{absl::GetFlag(FLAGS_chunk_kb)} * 1024;
+  options.slots = absl::GetFlag(FLAGS_slots);
+  auto plan = sim::trace_flows(*trace, *rank_hosts, options);
+  if (!plan.ok()) return refuse(absl::StrCat("--trace=", prefix, ": ", plan.status().message()));
+  for (TransportKind t : transports) {
+    RunConfig c = config_for(t);
+    c.flows = std::move(plan->flows);
+    const absl::Status s = validate(c);
+    plan->flows = std::move(c.flows);
+    if (!s.ok()) return refuse(absl::StrFormat("trace %s: %s", to_string(t), s.message()));
+  }
+  if (!write_experiment_files()) return 1;
+  std::printf(
+      "\ntrace: %s, %u ranks (%s) on %u hosts, %s, %g Gb/s; %lu collectives, %lu sends, %lu "
+      "compute nodes, %.3f MB on the network; compute alone %.1f us; seed %lu\n",
+      prefix.c_str(), ranks, absl::GetFlag(FLAGS_placement).c_str(), hosts, fabric_name.c_str(),
+      config_for(transports.front()).fabric.host_gbps, plan->collectives, plan->p2p,
+      plan->compute_nodes, static_cast<double>(plan->network_bytes) / 1e6,
+      static_cast<double>(plan->compute_only) / kMicrosecond, seed);
+  std::vector<RunResult> runs;
+  std::vector<RunConfig> configs;
+  std::signal(SIGINT, on_sigint);
+  for (TransportKind t : transports) {
+    if (g_stop.load(std::memory_order_relaxed)) break;
+    RunConfig c = config_for(t);
+    c.flows = plan->flows;
+    ProgressLine progress(absl::StrCat("trace ", to_string(t)));
+    c.progress = [&progress](const Progress& pr) { progress(pr); };
+    c.stop = &g_stop;
+    auto r = run(c);
+    if (!r.ok()) {
+      std::fprintf(stderr, "uet-ab: trace %s: %s\n", to_string(t),
+                   std::string(r.status().message()).c_str());
+      return 1;
+    }
+    c.flows.clear();
+    configs.push_back(std::move(c));
+    runs.push_back(std::move(*r));
+  }
+  // The step ends with its last task; it is complete when every flow and task has.
+  struct Step {
+    bool complete = false;
+    double us = 0, exposed_us = 0, share = 0;
+  };
+  std::vector<Step> steps;
+  for (const RunResult& r : runs) {
+    Step s;
+    s.complete = true;
+    Time end = 0;
+    for (const sim::FlowRecord& f : r.records) {
+      if (f.finish == kNever) s.complete = false;
+      else end = std::max(end, f.finish);
+    }
+    s.complete = s.complete && r.failed == 0;
+    s.us = static_cast<double>(end) / kMicrosecond;
+    s.exposed_us = s.us - static_cast<double>(plan->compute_only) / kMicrosecond;
+    s.share = s.us > 0 ? s.exposed_us / s.us : 0;
+    steps.push_back(s);
+  }
+  std::printf("%-32s", "");
+  for (const RunResult& r : runs) std::printf(" %14s", to_string(r.transport));
+  if (runs.size() == 2) std::printf(" %12s", "uet/rocev2");
+  std::printf("\n");
+  auto row = [&](const char* name, auto get, const char* fmt) {
+    std::printf("%-32s", name);
+    double v[2] = {0, 0};
+    for (size_t i = 0; i < runs.size(); ++i) {
+      v[i] = get(i);
+      std::printf(fmt, v[i]);
+    }
+    if (runs.size() == 2) {
+      if (v[1] != 0) {
+        std::printf(" %12.3f", v[0] / v[1]);
+      } else {
+        std::printf(" %12s", "-");
+      }
+    }
+    std::printf("\n");
+  };
+  row("step complete", [&](size_t i) { return steps[i].complete ? 1.0 : 0.0; }, " %14.0f");
+  row("step time (us)", [&](size_t i) { return steps[i].us; }, " %14.1f");
+  row("exposed communication (us)", [&](size_t i) { return steps[i].exposed_us; }, " %14.1f");
+  row("communication share", [&](size_t i) { return steps[i].share; }, " %14.3f");
+  row("retransmitted packets", [&](size_t i) { return double(runs[i].endpoints.retransmitted_packets); }, " %14.0f");
+  row("timeouts", [&](size_t i) { return double(runs[i].endpoints.timeouts); }, " %14.0f");
+  row("drops (buffer + wire)", [&](size_t i) { return double(runs[i].ports.drops + runs[i].ports.wire_losses); }, " %14.0f");
+  row("PFC pauses", [&](size_t i) { return double(runs[i].ports.pauses); }, " %14.0f");
+  row("wall (s)", [&](size_t i) { return runs[i].wall_s; }, " %14.2f");
+  const auto collectives = collective_rows(*plan, runs);
+  std::vector<double> step_us;
+  for (const Step& s : steps) step_us.push_back(s.us);
+  print_collective_rows(collectives, runs, step_us);
+  if (const std::string path = absl::GetFlag(FLAGS_json); !path.empty()) {
+    std::FILE* json = open_output(path);
+    if (json == nullptr) {
+      std::fprintf(stderr, "uet-ab: --json=%s: cannot open for writing\n", path.c_str());
+      return 1;
+    }
+    std::fprintf(json, "[\n");
+    for (size_t i = 0; i < runs.size(); ++i) {
+      std::fprintf(json,
+                   "%s  {\"scenario\": \"trace\", \"trace\": \"%s\", \"transport\": \"%s\", "
+                   "\"ranks\": %u, \"collectives\": %lu, \"sends\": %lu, \"compute_nodes\": %lu, "
+                   "\"network_bytes\": %lu, \"complete\": %s, \"step_us\": %.3f, "
+                   "\"compute_only_us\": %.3f, \"exposed_comm_us\": %.3f, \"comm_share\": %.5f, "
+                   "\"collectives_by_kind\": %s, \"run\": %s}",
+                   i == 0 ? "" : ",\n", prefix.c_str(), to_string(runs[i].transport), ranks,
+                   plan->collectives, plan->p2p, plan->compute_nodes, plan->network_bytes,
+                   steps[i].complete ? "true" : "false", steps[i].us,
+                   static_cast<double>(plan->compute_only) / kMicrosecond, steps[i].exposed_us,
+                   steps[i].share, collectives_json(collectives[i]).c_str(),
+                   json_of(runs[i], configs[i]).c_str());
+    }
+    std::fprintf(json, "\n]\n");
+    std::fclose(json);
+  }
+  if (g_stop.load(std::memory_order_relaxed)) return 130;
+  for (const Step& s : steps)
+    if (!s.complete) return 1;
+  return 0;
+}
+
+}  // namespace uet::ab

@@ -1,0 +1,228 @@
+// uet-ab (bench/uet_ab/main.cc): what its files share. flags.cc defines every flag; process.cc
+// the process's plumbing (Ctrl-C, output files under MPI, memory, the progress line);
+// scenarios.cc the fabric and flows the flags ask for; report.cc the text, JSON and experiment
+// files; plots.cc --plot; collective.cc and trace.cc their scenarios; main.cc the rest.
+#pragma once
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/reflection.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "bench/ab_collective.h"
+#include "bench/ab_memory.h"
+#include "bench/ab_runner.h"
+#include "transport/tss/key_file.h"
+#include "cc/dcqcn.h"
+#include "sim/collective.h"
+#include "sim/trace/trace.h"
+#include "sim/htsim_cm.h"
+#include "sim/htsim_topo.h"
+#include "sim/rng.h"
+
+ABSL_DECLARE_FLAG(std::string, scenario);
+ABSL_DECLARE_FLAG(std::string, cm);
+ABSL_DECLARE_FLAG(std::string, topo);
+ABSL_DECLARE_FLAG(std::string, transport);
+ABSL_DECLARE_FLAG(std::string, topology);
+ABSL_DECLARE_FLAG(uint32_t, leaves);
+ABSL_DECLARE_FLAG(uint32_t, spines);
+ABSL_DECLARE_FLAG(uint32_t, hosts_per_leaf);
+ABSL_DECLARE_FLAG(uint32_t, k);
+ABSL_DECLARE_FLAG(double, gbps);
+ABSL_DECLARE_FLAG(uint64_t, bytes);
+ABSL_DECLARE_FLAG(uint32_t, fan_in);
+ABSL_DECLARE_FLAG(double, loss);
+ABSL_DECLARE_FLAG(uint32_t, failed_links);
+ABSL_DECLARE_FLAG(double, degrade);
+ABSL_DECLARE_FLAG(std::string, degrade_queues);
+ABSL_DECLARE_FLAG(uint32_t, fail_at_us);
+ABSL_DECLARE_FLAG(std::string, loss_rates);
+ABSL_DECLARE_FLAG(std::string, loss_per);
+ABSL_DECLARE_FLAG(uint64_t, sweep_bytes);
+ABSL_DECLARE_FLAG(double, load);
+ABSL_DECLARE_FLAG(uint32_t, websearch_us);
+ABSL_DECLARE_FLAG(std::string, coll);
+ABSL_DECLARE_FLAG(std::string, algo);
+ABSL_DECLARE_FLAG(uint32_t, ranks);
+ABSL_DECLARE_FLAG(std::string, placement);
+ABSL_DECLARE_FLAG(std::string, sizes);
+ABSL_DECLARE_FLAG(uint32_t, channels);
+ABSL_DECLARE_FLAG(uint32_t, chunk_kb);
+ABSL_DECLARE_FLAG(uint32_t, slots);
+ABSL_DECLARE_FLAG(uint32_t, iters);
+ABSL_DECLARE_FLAG(uint32_t, root);
+ABSL_DECLARE_FLAG(uint32_t, dp);
+ABSL_DECLARE_FLAG(uint32_t, tp);
+ABSL_DECLARE_FLAG(std::string, coll_group);
+ABSL_DECLARE_FLAG(uint32_t, gpus_per_server);
+ABSL_DECLARE_FLAG(double, intra_gbps);
+ABSL_DECLARE_FLAG(double, intra_us);
+ABSL_DECLARE_FLAG(std::string, trace);
+ABSL_DECLARE_FLAG(std::string, comm_groups);
+ABSL_DECLARE_FLAG(double, coll_loss);
+ABSL_DECLARE_FLAG(uint32_t, coll_failed_links);
+ABSL_DECLARE_FLAG(uint32_t, mtu);
+ABSL_DECLARE_FLAG(uint32_t, evs);
+ABSL_DECLARE_FLAG(std::string, lb);
+ABSL_DECLARE_FLAG(std::string, cc);
+ABSL_DECLARE_FLAG(std::string, uet_mode);
+ABSL_DECLARE_FLAG(std::string, verb);
+ABSL_DECLARE_FLAG(uint64_t, rendezvous_bytes);
+ABSL_DECLARE_FLAG(bool, deferrable);
+ABSL_DECLARE_FLAG(double, recv_delay_us);
+ABSL_DECLARE_FLAG(bool, tss);
+ABSL_DECLARE_FLAG(double, tss_ns_per_frame);
+ABSL_DECLARE_FLAG(double, tss_ns_per_kib);
+ABSL_DECLARE_FLAG(std::string, tss_backend);
+ABSL_DECLARE_FLAG(std::string, tss_key_file);
+ABSL_DECLARE_FLAG(std::string, dcqcn);
+ABSL_DECLARE_FLAG(double, fabric_gbps);
+ABSL_DECLARE_FLAG(uint32_t, hosts_per_tor);
+ABSL_DECLARE_FLAG(uint32_t, latency_ns);
+ABSL_DECLARE_FLAG(bool, ecn);
+ABSL_DECLARE_FLAG(uint32_t, ecn_kmin_kb);
+ABSL_DECLARE_FLAG(uint32_t, ecn_kmax_kb);
+ABSL_DECLARE_FLAG(double, ecn_pmax);
+ABSL_DECLARE_FLAG(bool, trimming);
+ABSL_DECLARE_FLAG(std::string, pfc);
+ABSL_DECLARE_FLAG(uint32_t, pfc_xoff_kb);
+ABSL_DECLARE_FLAG(uint32_t, pfc_xon_kb);
+ABSL_DECLARE_FLAG(uint64_t, buffer_kb);
+ABSL_DECLARE_FLAG(uint64_t, seed);
+ABSL_DECLARE_FLAG(uint32_t, max_ms);
+ABSL_DECLARE_FLAG(std::string, json);
+ABSL_DECLARE_FLAG(std::string, csv);
+ABSL_DECLARE_FLAG(std::string, plot);
+ABSL_DECLARE_FLAG(double, plot_sample_us);
+ABSL_DECLARE_FLAG(std::string, save_config);
+ABSL_DECLARE_FLAG(std::string, config);
+ABSL_DECLARE_FLAG(double, max_memory_gb);
+ABSL_DECLARE_FLAG(std::string, pcap);
+
+namespace uet::ab {
+
+// Ctrl-C: the first stops the current run at its next slice, prints what it has and skips the
+// rest; the handler then restores the default, so a second Ctrl-C kills.
+extern std::atomic<bool> g_stop;
+extern "C" void on_sigint(int);
+
+// Split over MPI ranks, only rank 0 writes results (stdout, --json, --csv, --plot, experiment
+// files); the others run the same code on the same flags, their files going to /dev/null, so
+// that every rank makes the same collective calls in the same order.
+extern bool g_writes;
+std::FILE* open_output(const std::string& path);
+
+// The process's resident memory now (/proc/self/statm), in bytes; 0 when unknown.
+double resident_bytes();
+
+// A progress line on stderr once a run has taken 2 s of wall time: rewritten in place on a
+// terminal, a line every 5 s otherwise.
+class ProgressLine {
+ public:
+  explicit ProgressLine(std::string label) : label_(std::move(label)), tty_(isatty(STDERR_FILENO) != 0) {}
+  ~ProgressLine() {
+    if (shown_ && tty_) std::fprintf(stderr, "\n");
+  }
+  void operator()(const Progress& p) {
+    if (p.wall_s < 2 || (shown_ && p.wall_s - last_ < (tty_ ? 0.5 : 5))) return;
+    last_ = p.wall_s;
+    shown_ = true;
+    std::string eta = "?";
+    if (p.flows_done > 0 && p.flows_done < p.flows) {
+      eta = absl::StrFormat("~%.0f s", p.wall_s * static_cast<double>(p.flows - p.flows_done) /
+                                           static_cast<double>(p.flows_done));
+    }
+    std::fprintf(stderr,
+                 "%s[%s] simulated %.3f ms, %.2f M events/s, flows %zu/%zu, RSS %.2f GiB, wall "
+                 "%.0f s, ETA %s%s",
+                 tty_ ? "\r" : "", label_.c_str(), static_cast<double>(p.sim_time) / kMillisecond,
+                 static_cast<double>(p.events) / 1e6 / p.wall_s, p.flows_done, p.flows,
+                 resident_bytes() / double(1 << 30), p.wall_s, eta.c_str(), tty_ ? "   " : "\n");
+  }
+
+ private:
+  std::string label_;
+  bool tty_;
+  bool shown_ = false;
+  double last_ = 0;
+};
+
+struct Check {
+  std::string error;
+  void range(const char* flag, double v, double lo, double hi) {
+    if (error.empty() && !(v >= lo && v <= hi))
+      error = absl::StrFormat("--%s=%g out of range: %g..%g", flag, v, lo, hi);
+  }
+  void fail(std::string e) {
+    if (error.empty()) error = std::move(e);
+  }
+};
+
+
+absl::StatusOr<Fabric> fabric_from_flags();
+// The scenario's flows on `hosts` hosts; refused with the flag to change.
+absl::StatusOr<std::vector<sim::FlowSpec>> flows_for(const std::string& scenario, uint32_t hosts,
+                                                     uint64_t seed);
+
+// --cc's and --uet_mode's spellings.
+const char* cc_flag(CcMode m);
+const char* mode_flag(DeliveryMode m);
+// One run as a JSON object, its parameters included.
+std::string json_of(const RunResult& r, const RunConfig& c);
+void print_table(const std::string& title, const std::vector<RunResult>& runs);
+// How a run split over ranks went (stdout only: result files must not depend on the split).
+void print_split(const std::vector<RunResult>& runs);
+// The experiment file wherever the flags ask for one (--save_config, beside --json, in
+// --plot); false, with the reason on stderr, when one cannot be written.
+bool write_experiment_files();
+
+// One row per loss rate: goodput of each transport and the ratio.
+struct SweepRow {
+  double loss = 0;       // per fabric link
+  double path_loss = 0;  // end to end over the flow's fabric links, each way
+  std::vector<RunResult> runs;
+};
+void print_sweep(const std::string& title, const std::vector<SweepRow>& rows);
+
+// --plot.
+// DIR/SCENARIO: the prefix of a scenario's plot files.
+std::string plot_base(const std::string& dir, const std::string& scenario);
+// Writes `path` or returns why not.
+absl::Status write_file(const std::string& path, const std::string& text);
+// FCT CDF, throughput and queue over time: one SVG each, every transport of the scenario on it.
+absl::Status plot_scenario(const std::string& dir, const std::string& scenario,
+                           const std::string& title, const std::vector<RunResult>& runs);
+// Goodput against loss, one line per transport.
+absl::Status plot_sweep(const std::string& dir, const std::vector<SweepRow>& rows);
+// Goodput of one flow: its bytes over its FCT, or, if it did not finish, what arrived over the
+// time it had.
+double flow_goodput_gbps(const RunResult& r);
+// Fabric (switch-to-switch) links on the loss-sweep flow's path.
+uint32_t sweep_path_links(const Fabric& f);
+
+// The scenarios with a flow plan of their own; exit codes as main's.
+int run_collective(uint32_t hosts, const std::vector<TransportKind>& transports,
+                   const std::string& fabric_name,
+                   const std::function<RunConfig(TransportKind)>& config_for);
+int run_trace(uint32_t hosts, const std::vector<TransportKind>& transports,
+              const std::string& fabric_name,
+              const std::function<RunConfig(TransportKind)>& config_for);
+int run_main();
+
+}  // namespace uet::ab
