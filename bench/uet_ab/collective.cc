@@ -145,14 +145,9 @@ int run_collective(uint32_t hosts, const std::vector<TransportKind>& transports,
     }
     plan.push_back({size, std::move(*p)});
   }
-  const double limit = absl::GetFlag(FLAGS_max_memory_gb) > 0
-                           ? absl::GetFlag(FLAGS_max_memory_gb) * double(1 << 30)
-                           : static_cast<double>(memory_available());
-  if (limit > 0 && peak.bytes > limit) {
-    return refuse(absl::StrFormat(
-        "this run needs about %.3g GiB (%s), the machine has %.3g GiB: lower --sizes, --ranks or "
-        "the fabric; --max_memory_gb=N overrides the limit",
-        peak.bytes / double(1 << 30), peak.why, limit / double(1 << 30)));
+  if (const std::string no = memory_refusal(peak.bytes, peak.why, "--sizes, --ranks or the fabric");
+      !no.empty()) {
+    return refuse(no);
   }
   if (!write_experiment_files()) return 1;
   std::FILE* json = nullptr;

@@ -318,21 +318,12 @@ int run_main() {
   }
   // Too large for the machine: refused with the estimate, not killed by the OOM killer.
   const double need = peak.bytes + planned_flows * static_cast<double>(sizeof(sim::FlowSpec));
-  const double limit = absl::GetFlag(FLAGS_max_memory_gb) > 0
-                           ? absl::GetFlag(FLAGS_max_memory_gb) * double(1 << 30)
-                           : static_cast<double>(memory_available());
-  if (limit > 0 && need > limit) {
-    const char* size_flags = !absl::GetFlag(FLAGS_topo).empty()      ? "the --topo file's Nodes"
-                             : base.kind == Fabric::Kind::kLeafSpine ? "--leaves / --hosts_per_leaf"
-                                                                     : "--k / --hosts_per_tor";
-    std::fprintf(
-        stderr,
-        "uet-ab: this run needs about %.3g GiB (%s), the machine has %.3g GiB %s: lower "
-        "%s, or --bytes%s\n",
-        need / double(1 << 30), peak.why.c_str(), limit / double(1 << 30),
-        absl::GetFlag(FLAGS_max_memory_gb) > 0 ? "allowed (--max_memory_gb)" : "available",
-        size_flags,
-        absl::GetFlag(FLAGS_max_memory_gb) > 0 ? "" : "; --max_memory_gb=N overrides the limit");
+  const char* size_flags = !absl::GetFlag(FLAGS_topo).empty()      ? "the --topo file's Nodes"
+                           : base.kind == Fabric::Kind::kLeafSpine ? "--leaves / --hosts_per_leaf"
+                                                                   : "--k / --hosts_per_tor";
+  if (const std::string no = memory_refusal(need, peak.why, absl::StrCat(size_flags, ", or --bytes"));
+      !no.empty()) {
+    std::fprintf(stderr, "uet-ab: %s\n", no.c_str());
     return 2;
   }
 

@@ -27,4 +27,16 @@ double resident_bytes() {
   return ok ? static_cast<double>(resident) * static_cast<double>(sysconf(_SC_PAGESIZE)) : 0;
 }
 
+std::string memory_refusal(double need, const std::string& why, const std::string& lower) {
+  const bool given = absl::GetFlag(FLAGS_max_memory_gb) > 0;
+  const double limit = given ? absl::GetFlag(FLAGS_max_memory_gb) * double(1 << 30)
+                             : static_cast<double>(memory_available());
+  if (limit <= 0 || need <= limit) return "";
+  return absl::StrFormat(
+      "this run needs about %.3g GiB (%s), the machine has %.3g GiB %s: lower %s%s",
+      need / double(1 << 30), why, limit / double(1 << 30),
+      given ? "allowed (--max_memory_gb)" : "available", lower,
+      given ? "" : "; --max_memory_gb=N overrides the limit");
+}
+
 }  // namespace uet::ab

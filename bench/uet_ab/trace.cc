@@ -90,12 +90,27 @@ int run_trace(uint32_t hosts, const std::vector<TransportKind>& transports,
   options.slots = absl::GetFlag(FLAGS_slots);
   auto plan = sim::trace_flows(*trace, *rank_hosts, options);
   if (!plan.ok()) return refuse(absl::StrCat("--trace=", prefix, ": ", plan.status().message()));
+  MemoryEstimate peak;
   for (TransportKind t : transports) {
     RunConfig c = config_for(t);
     c.flows = std::move(plan->flows);
     const absl::Status s = validate(c);
+    if (s.ok()) {
+      if (MemoryEstimate e = estimate_memory(c); e.bytes > peak.bytes) peak = std::move(e);
+    }
     plan->flows = std::move(c.flows);
     if (!s.ok()) return refuse(absl::StrFormat("trace %s: %s", to_string(t), s.message()));
+  }
+  // The trace's nodes stay read beside the runs, as does the plan each run copies.
+  uint64_t nodes = 0;
+  for (const auto& rank : trace->ranks) nodes += rank.size();
+  const double need = peak.bytes + static_cast<double>(nodes) * sizeof(sim::TraceNode) +
+                      static_cast<double>(plan->flows.size()) * sizeof(sim::FlowSpec);
+  if (const std::string no = memory_refusal(
+          need, absl::StrCat(peak.why, " + ", nodes, " trace nodes"),
+          "the trace's ranks or layers, or raise --chunk_kb");
+      !no.empty()) {
+    return refuse(no);
   }
   if (!write_experiment_files()) return 1;
   std::printf(

@@ -130,6 +130,10 @@ std::FILE* open_output(const std::string& path);
 
 // The process's resident memory now (/proc/self/statm), in bytes; 0 when unknown.
 double resident_bytes();
+// Every request is estimated before its first run and refused when it would not fit: "" when
+// `need` bytes fit --max_memory_gb (else MemAvailable), otherwise the refusal with the
+// estimate, its terms (`why`), the limit and what to lower (`lower`).
+std::string memory_refusal(double need, const std::string& why, const std::string& lower);
 
 // A progress line on stderr once a run has taken 2 s of wall time: rewritten in place on a
 // terminal, a line every 5 s otherwise.

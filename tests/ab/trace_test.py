@@ -7,8 +7,9 @@ alone, with the exposed communication and its share in the JSON consistent with 
 a step in the shape Chakra's PyTorch converter writes (uet-trace-gen --kind=converted) plays on
 both, and so does a job built from one of its rank files (--from_et); a rank's GPU kernels run one at a time (two independent 1 ms kernels take 2 ms before
 the all-reduce after them, beside a 1.5 ms host op); a trace with more ranks than hosts, a
-missing trace, an unmodelled node, communicators without their groups file and a groups file
-that is not one are refused (exit 2) naming the flag or the file and node.
+missing trace, an unmodelled node, communicators without their groups file, a groups file
+that is not one and a step estimated above --max_memory_gb are refused (exit 2) naming the flag
+or the file and node.
 Usage: trace_test.py BUILD_BIN_DIR
 """
 import filecmp
@@ -151,6 +152,8 @@ def main():
                            (["--trace=" + os.path.join(TRACES, "hybrid16"),
                              "--comm_groups=" + os.path.join(TRACES, "dp16.0.et")],
                             "--comm_groups: "),
+                           (["--trace=" + os.path.join(TRACES, "dp16"), "--max_memory_gb=0.001"],
+                            " trace nodes), the machine has 0.001 GiB allowed (--max_memory_gb)"),
                            ([], "--trace=PREFIX")):
             proc = subprocess.run([os.path.join(bindir, "uet-ab"), "--scenario=trace", *FABRIC, *args],
                                   capture_output=True, text=True, timeout=60)
