@@ -71,6 +71,19 @@ def write_streams_trace(prefix):
                 f.write(varint(len(m)) + m)
 
 
+def play(bindir, tmp, name, prefix, extra, failures):
+    """uet-ab --scenario=trace on the trace at `prefix`: its JSON runs, none if it failed."""
+    js = os.path.join(tmp, name + ".json")
+    proc = subprocess.run([os.path.join(bindir, "uet-ab"), "--scenario=trace", "--trace=" + prefix,
+                           *extra, *FABRIC, "--json=" + js],
+                          capture_output=True, text=True, timeout=300)
+    print(proc.stdout)
+    if proc.returncode != 0:
+        failures.append(f"{name}: exit {proc.returncode}: {proc.stderr.strip()}")
+        return []
+    return json.load(open(js))
+
+
 def main():
     bindir = sys.argv[1]
     failures = []
@@ -87,16 +100,7 @@ def main():
             for f in files:
                 if not filecmp.cmp(os.path.join(tmp, f), os.path.join(TRACES, f), shallow=False):
                     failures.append(f"{f} differs from what uet-trace-gen writes")
-            js = os.path.join(tmp, name + ".json")
-            proc = subprocess.run([os.path.join(bindir, "uet-ab"), "--scenario=trace",
-                                   "--trace=" + os.path.join(TRACES, name), *groups, *FABRIC,
-                                   "--json=" + js],
-                                  capture_output=True, text=True, timeout=300)
-            print(proc.stdout)
-            if proc.returncode != 0:
-                failures.append(f"{name}: exit {proc.returncode}: {proc.stderr.strip()}")
-                continue
-            for r in json.load(open(js)):
+            for r in play(bindir, tmp, name, os.path.join(TRACES, name), groups, failures):
                 key = f"{name} {r['transport']}"
                 if not r["complete"] or r["ranks"] != 16:
                     failures.append(f"{key}: complete {r['complete']}, ranks {r['ranks']}")
@@ -125,15 +129,7 @@ def main():
         compute_alone = {}
         for name, prefix, floor in (("converted", conv, None), ("streams", streams, 2000.0),
                                     ("from_et", job, None)):
-            js = os.path.join(tmp, name + ".json")
-            proc = subprocess.run([os.path.join(bindir, "uet-ab"), "--scenario=trace",
-                                   "--trace=" + prefix, *FABRIC, "--json=" + js],
-                                  capture_output=True, text=True, timeout=300)
-            print(proc.stdout)
-            if proc.returncode != 0:
-                failures.append(f"{name}: exit {proc.returncode}: {proc.stderr.strip()}")
-                continue
-            for r in json.load(open(js)):
+            for r in play(bindir, tmp, name, prefix, [], failures):
                 key = f"{name} {r['transport']}"
                 if not r["complete"] or r["step_us"] < r["compute_only_us"]:
                     failures.append(f"{key}: complete {r['complete']}, step {r['step_us']} us, "
