@@ -1,5 +1,7 @@
 #include "dpdk-io/dpdk_io.h"
 
+#include <unistd.h>
+
 #include <rte_alarm.h>
 #include <rte_eal.h>
 #include <rte_errno.h>
@@ -114,8 +116,29 @@ struct DpdkIo::Port {
 // ---------------------------------------------------------------------------------------------
 // EAL
 
+namespace {
+
+// A memif client connects to its server's socket when the port starts and, in DPDK 22.11, does
+// not try again if the socket is not there yet: when both ends start together (mpirun, a
+// script), the client waits for the server's socket file first (at most 10 s).
+void wait_for_memif_servers(const std::vector<std::string>& args) {
+  for (const std::string& a : args) {
+    if (a.find("net_memif") == std::string::npos || a.find("role=client") == std::string::npos ||
+        a.find("socket-abstract=no") == std::string::npos) {
+      continue;
+    }
+    const size_t at = a.find("socket=");
+    if (at == std::string::npos) continue;
+    const std::string path = a.substr(at + 7, a.find(',', at) - (at + 7));
+    for (int i = 0; i < 1000 && access(path.c_str(), F_OK) != 0; ++i) usleep(10'000);
+  }
+}
+
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<DpdkEal>> DpdkEal::init(const std::vector<std::string>& args) {
   if (args.empty()) return absl::InvalidArgumentError("DpdkEal::init: args[0] must be set");
+  wait_for_memif_servers(args);
   if (g_eal_up.exchange(true)) {
     return absl::FailedPreconditionError("DpdkEal::init: the EAL is already up in this process");
   }

@@ -106,7 +106,8 @@ namespace uet::io {
 class DpdkEal {
  public:
   // `args` are EAL arguments; args[0] is the program name. For example
-  // {"uet-perf", "--no-huge", "-m", "512", "--no-pci", "--vdev=net_memif0,..."}.
+  // {"uet-perf", "--no-huge", "-m", "512", "--no-pci", "--vdev=net_memif0,..."}. A memif
+  // client on a path socket waits (at most 10 s) for its server's socket file first.
   static absl::StatusOr<std::unique_ptr<DpdkEal>> init(const std::vector<std::string>& args);
   ~DpdkEal();
   DpdkEal(const DpdkEal&) = delete;

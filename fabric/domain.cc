@@ -85,24 +85,6 @@ int open_uring(Domain& d, const Params& p, uint32_t wanted_ip4) {
   return -FI_EADDRINUSE;
 }
 
-#ifdef UETREF_HAVE_DPDK
-// A memif client connects to its server's socket when the port starts and, in DPDK 22.11, does
-// not try again if the socket is not there yet: when ranks start together (mpirun), the client
-// waits for the server's socket file first (at most 10 s).
-void wait_for_memif_server(const std::vector<std::string>& args) {
-  for (const std::string& a : args) {
-    if (!absl::StrContains(a, "net_memif") || !absl::StrContains(a, "role=client") ||
-        !absl::StrContains(a, "socket-abstract=no")) {
-      continue;
-    }
-    const size_t at = a.find("socket=");
-    if (at == std::string::npos) continue;
-    const std::string path = a.substr(at + 7, a.find(',', at) - (at + 7));
-    for (int i = 0; i < 1000 && access(path.c_str(), F_OK) != 0; ++i) usleep(10'000);
-  }
-}
-#endif
-
 // FI_UETREF_HOST=dpdk: the EAL (once per process, with FI_UETREF_EAL's arguments, and kept to
 // the end of it: DPDK cannot start twice) and one DpdkIo on FI_UETREF_DPDK_PORT. The domain
 // owns the port: a second domain of the process on it is refused.
@@ -118,7 +100,6 @@ int open_dpdk(Domain& d, const Params& p, uint32_t ip) {
   if (eal == nullptr) {
     std::vector<std::string> args{"uetref"};
     for (absl::string_view a : absl::StrSplit(p.eal, ' ', absl::SkipEmpty())) args.emplace_back(a);
-    wait_for_memif_server(args);
     auto e = io::DpdkEal::init(args);
     if (!e.ok()) {
       FI_WARN(&kProvider, FI_LOG_DOMAIN, "FI_UETREF_EAL=\"%s\": %s\n", p.eal.c_str(),
