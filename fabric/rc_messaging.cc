@@ -387,23 +387,17 @@ void RcMessaging::on_received(uint32_t buf, const Completion& c) {
     repost(buf);
     return;
   }
-  if (h.flags & kTagged) {
-    for (auto it = tagged_.begin(); it != tagged_.end(); ++it) {
+  auto take_first_match = [&](auto& posted) {  // the first receive posted that matches
+    for (auto it = posted.begin(); it != posted.end(); ++it) {
       if (!matches(*it, h, c.peer)) continue;
       const Posted p = *it;
-      tagged_.erase(it);
+      posted.erase(it);
       deliver(p, c.peer, buf);
-      return;
+      return true;
     }
-  } else {
-    for (auto it = untagged_.begin(); it != untagged_.end(); ++it) {
-      if (!matches(*it, h, c.peer)) continue;
-      const Posted p = *it;
-      untagged_.erase(it);
-      deliver(p, c.peer, buf);
-      return;
-    }
-  }
+    return false;
+  };
+  if ((h.flags & kTagged) ? take_first_match(tagged_) : take_first_match(untagged_)) return;
   ++counters_.unexpected;
   unexpected_.push_back(Unexpected{.peer = c.peer, .buf = buf});
 }
