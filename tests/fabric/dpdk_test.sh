@@ -18,6 +18,7 @@ export FI_LOG_LEVEL=warn FI_UETREF_STATS=1 FI_UETREF_HOST=dpdk
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 work=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
+source "$(dirname "$0")/pingpong.sh"
 tag=$$
 sock="$work/memif.sock"
 vdev="socket=$sock,socket-abstract=no,bsize=9216"
@@ -37,27 +38,13 @@ for transport in uet rocev2; do
   export FI_UETREF_TRANSPORT=$transport
   rm -f "$sock"
   port=$((port + 1))
-  FI_UETREF_ADDR=10.0.0.1 FI_UETREF_EAL="$(eal server 0)" timeout 120 \
-    fi_pingpong -p uetref -e rdm -m tagged -S all -c -B "$port" > "$work/server" 2>&1 &
-  server=$!
-  # The client connects once the server listens: retry the connection, not a sleep.
-  ok=0
-  for _ in $(seq 1 100); do
-    if FI_UETREF_ADDR=10.0.0.2 FI_UETREF_EAL="$(eal client 1)" timeout 120 \
-        fi_pingpong -p uetref -e rdm -m tagged -S all -c -P "$port" 127.0.0.1 > "$work/client" 2>&1; then
-      ok=1; break
-    fi
-    grep -q "Connection refused" "$work/client" || break
-  done
-  wait "$server" || { echo "$transport: server failed"; cat "$work/server"; exit 1; }
-  [ "$ok" = 1 ] || { echo "$transport: client failed"; cat "$work/client"; exit 1; }
+  pingpong "$transport" tagged "$port" 127.0.0.1 \
+    -- env FI_UETREF_ADDR=10.0.0.1 FI_UETREF_EAL="$(eal server 0)" \
+    -- env FI_UETREF_ADDR=10.0.0.2 FI_UETREF_EAL="$(eal client 1)"
   for f in server client; do
-    rows=$(grep -cE '^[0-9]+[km]?\s+10\s+=10\s' "$work/$f" || true)
-    [ "$rows" -ge 40 ] || { echo "$transport: $f reported $rows sizes"; cat "$work/$f"; exit 1; }
-    grep -qE '^6m\s+10\s+=10' "$work/$f" || { echo "$transport: $f lacks 6 MiB"; exit 1; }
     check_dpdk "$work/$f" "fi_pingpong over $transport ($f)"
   done
-  echo "fi_pingpong over $transport on memif: $rows sizes, data checked"
+  echo "fi_pingpong over $transport on memif: $pingpong_sizes sizes, data checked"
   sed -n '/^1m /p' "$work/client"
 
   rm -f "$sock"

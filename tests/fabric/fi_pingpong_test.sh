@@ -13,6 +13,7 @@ export FI_PROVIDER_PATH="$1"
 export FI_LOG_LEVEL=warn
 work=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
+source "$(dirname "$0")/pingpong.sh"
 
 fi_info -p uetref > "$work/info"
 grep -q "provider: uetref" "$work/info" || { echo "fi_info does not list uetref"; cat "$work/info"; exit 1; }
@@ -33,23 +34,7 @@ for run in "msg 1 4 - uet" "tagged 1 4 - uet" "tagged 0 16 - uet" "tagged 1 4 $w
   fi
   [ "$transport" = rocev2 ] && export FI_UETREF_STATS=1
   port=$((port + 1))
-  timeout 120 fi_pingpong -p uetref -e rdm -m "$mode" -S all -c -B "$port" > "$work/server" 2>&1 &
-  server=$!
-  # The client connects once the server listens: retry the connection, not a sleep.
-  ok=0
-  for _ in $(seq 1 100); do
-    if timeout 120 fi_pingpong -p uetref -e rdm -m "$mode" -S all -c -P "$port" 127.0.0.1 \
-        > "$work/client" 2>&1; then ok=1; break; fi
-    grep -q "Connection refused" "$work/client" || break
-  done
-  wait "$server" || { echo "$mode: server failed"; cat "$work/server"; exit 1; }
-  [ "$ok" = 1 ] || { echo "$mode: client failed"; cat "$work/client"; exit 1; }
-  # Every size of -S all, 0 B to 6 MiB, completed its 10 round trips on both sides.
-  for f in server client; do
-    rows=$(grep -cE '^[0-9]+[km]?\s+10\s+=10\s' "$work/$f" || true)
-    [ "$rows" -ge 40 ] || { echo "$mode: $f reported $rows sizes"; cat "$work/$f"; exit 1; }
-    grep -qE '^6m\s+10\s+=10' "$work/$f" || { echo "$mode: $f lacks 6 MiB"; exit 1; }
-  done
+  pingpong "$mode" "$mode" "$port" 127.0.0.1
   if [ "$keys" != - ]; then
     for f in server client; do
       line=$(grep -o 'tss sealed [0-9]* opened [0-9]* dropped [0-9]* clear refused [0-9]*' "$work/$f" | tail -1)

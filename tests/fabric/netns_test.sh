@@ -21,6 +21,7 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
+source "$(dirname "$0")/pingpong.sh"
 if ! ip netns add "$na" 2>/dev/null; then
   echo "cannot create network namespaces (needs CAP_NET_ADMIN): skipped"
   exit 77
@@ -40,25 +41,9 @@ for run in "9000 uet" "1500 uet" "9000 rocev2"; do
   ip -n "$na" link set "$va" mtu "$mtu" up
   ip -n "$nb" link set "$vb" mtu "$mtu" up
   port=$((20000 + (tag + mtu + ${#transport}) % 20000))
-  FI_UETREF_ADDR="$net.1" timeout 120 ip netns exec "$na" \
-    fi_pingpong -p uetref -e rdm -m tagged -S all -c -B "$port" > "$work/server" 2>&1 &
-  server=$!
-  # The client connects once the server listens: retry the connection, not a sleep.
-  ok=0
-  for _ in $(seq 1 100); do
-    if FI_UETREF_ADDR="$net.2" timeout 120 ip netns exec "$nb" \
-        fi_pingpong -p uetref -e rdm -m tagged -S all -c -P "$port" "$net.1" > "$work/client" 2>&1; then
-      ok=1; break
-    fi
-    grep -q "Connection refused" "$work/client" || break
-  done
-  wait "$server" || { echo "MTU $mtu: server failed"; cat "$work/server"; exit 1; }
-  [ "$ok" = 1 ] || { echo "MTU $mtu: client failed"; cat "$work/client"; exit 1; }
-  for f in server client; do
-    rows=$(grep -cE '^[0-9]+[km]?\s+10\s+=10\s' "$work/$f" || true)
-    [ "$rows" -ge 40 ] || { echo "MTU $mtu: $f reported $rows sizes"; cat "$work/$f"; exit 1; }
-    grep -qE '^6m\s+10\s+=10' "$work/$f" || { echo "MTU $mtu: $f lacks 6 MiB"; exit 1; }
-  done
+  pingpong "MTU $mtu" tagged "$port" "$net.1" \
+    -- env FI_UETREF_ADDR="$net.1" ip netns exec "$na" \
+    -- env FI_UETREF_ADDR="$net.2" ip netns exec "$nb"
   # The host's counters at close (FI_UETREF_STATS): "gso SENDS/DATAGRAMS".
   gso=$(grep -ho 'gso [0-9]*/[0-9]*' "$work/client" | head -1)
   if [ "$transport" = rocev2 ]; then
