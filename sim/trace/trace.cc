@@ -108,6 +108,82 @@ void add_deps(std::vector<uint64_t>& to, const google::protobuf::RepeatedField<u
 // ASTRA-sim's default communicator: no pg_name, an empty one or "0" is every rank.
 bool is_world(const std::string& group) { return group.empty() || group == "0"; }
 
+// A group's members from a JSON array of ranks: integers in [0, ranks), each once. An empty
+// array is every rank where `empty_is_every_rank` (PyTorch's metadata), else refused.
+absl::StatusOr<std::vector<uint32_t>> members_of(const google::protobuf::Value& value,
+                                                 uint32_t ranks, bool empty_is_every_rank) {
+  if (value.kind_case() != google::protobuf::Value::kListValue) {
+    return absl::InvalidArgumentError("not an array of ranks");
+  }
+  std::vector<uint32_t> members;
+  std::vector<bool> seen(ranks, false);
+  for (const google::protobuf::Value& m : value.list_value().values()) {
+    const double r = m.kind_case() == google::protobuf::Value::kNumberValue ? m.number_value() : -1;
+    if (!(r >= 0 && r < ranks) || r != static_cast<double>(static_cast<uint32_t>(r))) {
+      const std::string shown = m.kind_case() == google::protobuf::Value::kNumberValue
+                                    ? absl::StrCat(m.number_value())
+                                    : std::string("that is not a number");
+      return absl::InvalidArgumentError(
+          absl::StrCat("member ", shown, " is not a rank in [0, ", ranks - 1, "]"));
+    }
+    const auto rank = static_cast<uint32_t>(r);
+    if (seen[rank]) return absl::InvalidArgumentError(absl::StrCat("rank ", rank, " listed twice"));
+    seen[rank] = true;
+    members.push_back(rank);
+  }
+  if (members.empty() && empty_is_every_rank) {
+    for (uint32_t r = 0; r < ranks; ++r) members.push_back(r);
+  }
+  if (members.empty()) return absl::InvalidArgumentError("no members");
+  return members;
+}
+
+// Process groups a rank's metadata defines, by pg_name, with the node that defined each.
+struct DefinedGroup {
+  std::vector<uint32_t> members;
+  uint64_t node = 0;
+};
+using DefinedGroups = std::map<std::string, DefinedGroup>;
+
+// PyTorch's "## process_group:init ##" record, converted to a METADATA_NODE: its inputs' values
+// hold the groups as JSON ([{"pg_name": "1", "ranks": [0, 2], ...}, ...]) inside the
+// converter's Python list (ASTRA-sim strips two characters each side); empty ranks is every
+// rank. Other metadata nodes define nothing.
+absl::Status read_groups(const pb::Node& n, const std::string& file, uint32_t ranks,
+                         DefinedGroups* out) {
+  const std::string& v = n.inputs().values();
+  const size_t begin = v.find("[{"), end = v.rfind("}]");
+  if (begin == std::string::npos || end == std::string::npos || end < begin) {
+    return absl::OkStatus();
+  }
+  google::protobuf::ListValue list;
+  if (const auto st = google::protobuf::util::JsonStringToMessage(v.substr(begin, end + 2 - begin), &list);
+      !st.ok()) {
+    return bad_node(file, n.id(), absl::StrCat("process-group metadata is not JSON (",
+                                               std::string(st.message()), ")"));
+  }
+  for (const google::protobuf::Value& item : list.values()) {
+    if (item.kind_case() != google::protobuf::Value::kStructValue) continue;
+    const auto& fields = item.struct_value().fields();
+    const auto name = fields.find("pg_name");
+    const auto members = fields.find("ranks");
+    if (name == fields.end() || members == fields.end()) {
+      return bad_node(file, n.id(), "a process group without pg_name or ranks");
+    }
+    const std::string pg = name->second.kind_case() == google::protobuf::Value::kNumberValue
+                               ? absl::StrCat(name->second.number_value())
+                               : name->second.string_value();
+    if (is_world(pg)) continue;
+    auto m = members_of(members->second, ranks, /*empty_is_every_rank=*/true);
+    if (!m.ok()) {
+      return bad_node(file, n.id(), absl::StrCat("process group \"", pg, "\": ",
+                                                 std::string(m.status().message())));
+    }
+    (*out)[pg] = DefinedGroup{std::move(*m), n.id()};
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<TraceNode> from_proto(const pb::Node& n, const std::string& file, size_t ranks) {
   TraceNode t;
   t.id = n.id();
@@ -221,7 +297,8 @@ absl::StatusOr<TraceNode> from_proto(const pb::Node& n, const std::string& file,
   }
 }
 
-absl::StatusOr<std::vector<TraceNode>> read_rank(const std::string& file, int fd, size_t ranks) {
+absl::StatusOr<std::vector<TraceNode>> read_rank(const std::string& file, int fd, size_t ranks,
+                                                 DefinedGroups* groups) {
   google::protobuf::io::FileInputStream raw(fd);
   raw.SetCloseOnDelete(true);
   google::protobuf::io::CodedInputStream in(&raw);
@@ -250,6 +327,9 @@ absl::StatusOr<std::vector<TraceNode>> read_rank(const std::string& file, int fd
             absl::StrCat(file, ": message ", message, " (after node ",
                          nodes.empty() ? std::string("none") : absl::StrCat(nodes.back().id),
                          ") is truncated or malformed"));
+      }
+      if (groups != nullptr && n.type() == pb::METADATA_NODE && n.has_inputs()) {
+        if (absl::Status g = read_groups(n, file, static_cast<uint32_t>(ranks), groups); !g.ok()) return g;
       }
       auto t = from_proto(n, file, ranks);
       if (!t.ok()) return t.status();
@@ -291,12 +371,23 @@ absl::StatusOr<Trace> read_chakra(const std::string& prefix) {
       ::close(fds[r]);
       continue;
     }
-    auto nodes = read_rank(rank_file(prefix, r), fds[r], fds.size());  // closes the file
+    DefinedGroups defined;
+    auto nodes = read_rank(rank_file(prefix, r), fds[r], fds.size(), &defined);  // closes the file
     if (!nodes.ok()) {
       first_error = nodes.status();
       continue;
     }
     t.ranks.push_back(std::move(*nodes));
+    // Every rank's file records the job's groups: they must agree.
+    for (auto& [name, g] : defined) {
+      const auto [it, added] = t.groups.try_emplace(name, g.members);
+      if (!added && it->second != g.members && first_error.ok()) {
+        first_error = bad_node(rank_file(prefix, r), g.node,
+                               absl::StrCat("process group \"", name, "\" is [",
+                                            absl::StrJoin(g.members, ", "), "] here, [",
+                                            absl::StrJoin(it->second, ", "), "] in an earlier rank's file"));
+      }
+    }
   }
   if (!first_error.ok()) return first_error;
   return t;
@@ -305,7 +396,7 @@ absl::StatusOr<Trace> read_chakra(const std::string& prefix) {
 absl::StatusOr<std::vector<TraceNode>> read_chakra_file(const std::string& file) {
   const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return absl::NotFoundError(absl::StrCat(file, ": cannot open"));
-  return read_rank(file, fd, kMaxTraceRanks);  // closes the file
+  return read_rank(file, fd, kMaxTraceRanks, nullptr);  // closes the file
 }
 
 absl::StatusOr<Trace> replicate_rank(const std::vector<TraceNode>& nodes, uint32_t ranks,
@@ -451,27 +542,9 @@ absl::StatusOr<CommGroups> read_comm_groups(const std::string& path, uint32_t ra
           absl::StrCat(path, ": group \"", name, "\": ", std::string(why)));
     };
     if (is_world(name)) return bad_group("\"\" and \"0\" name every rank and cannot be defined");
-    if (value.kind_case() != google::protobuf::Value::kListValue) {
-      return bad_group("not an array of ranks");
-    }
-    std::vector<uint32_t> members;
-    std::vector<bool> seen(ranks, false);
-    for (const google::protobuf::Value& m : value.list_value().values()) {
-      const double r = m.kind_case() == google::protobuf::Value::kNumberValue ? m.number_value() : -1;
-      if (!(r >= 0 && r < ranks) || r != static_cast<double>(static_cast<uint32_t>(r))) {
-        const std::string shown = m.kind_case() == google::protobuf::Value::kNumberValue
-                                      ? absl::StrCat(m.number_value())
-                                      : std::string("that is not a number");
-        return bad_group(
-            absl::StrCat("member ", shown, " is not a rank in [0, ", ranks - 1, "]"));
-      }
-      const auto rank = static_cast<uint32_t>(r);
-      if (seen[rank]) return bad_group(absl::StrCat("rank ", rank, " listed twice"));
-      seen[rank] = true;
-      members.push_back(rank);
-    }
-    if (members.empty()) return bad_group("no members");
-    groups.emplace(name, std::move(members));
+    auto members = members_of(value, ranks, /*empty_is_every_rank=*/false);
+    if (!members.ok()) return bad_group(std::string(members.status().message()));
+    groups.emplace(name, std::move(*members));
   }
   return groups;
 }

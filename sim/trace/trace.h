@@ -16,7 +16,8 @@
 // - COMM_COLL_NODE (attributes comm_type, comm_size, pg_name): a collective over the ranks of
 //   its communicator (sim/collective.h, the collective's default algorithm). pg_name names the
 //   communicator (ASTRA-sim's convention: absent, "" or "0" is every rank; any other name is
-//   looked up in the communicator groups, read_comm_groups()), and the k-th node of a
+//   looked up in the communicator groups: those PyTorch's "## process_group:init ##" metadata
+//   node records in the files, every rank's alike, or read_comm_groups()'s), and the k-th node of a
 //   communicator in every member's file is one collective. Each rank joins when its own
 //   prerequisites are done, and its node is done when every flow that rank sends or receives
 //   in it has completed. BARRIER is an all-reduce of one element per rank. REDUCE, GATHER,
@@ -89,7 +90,7 @@ using CommGroups = std::map<std::string, std::vector<uint32_t>>;
 
 struct Trace {
   std::vector<std::vector<TraceNode>> ranks;  // per rank, in file order
-  CommGroups groups;                          // the communicators pg_name refers to
+  CommGroups groups;  // the communicators pg_name refers to (read_chakra: the files' metadata)
 };
 
 // Reads PREFIX.0.et, PREFIX.1.et, ... up to the first rank without a file (at least 2).

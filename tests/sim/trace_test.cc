@@ -520,6 +520,57 @@ TEST_F(TraceFiles, Chakra_StreamsRunOneNodeAtATimeAndOverlapEachOther) {
   EXPECT_EQ(plan->collectives, 1u);
 }
 
+TEST_F(TraceFiles, Chakra_ProcessGroupsComeFromPyTorchsMetadata) {
+  // 4 ranks; each file opens with the converter's "## process_group:init ##" METADATA_NODE
+  // (its inputs' values: the groups' JSON inside a Python list), then one all-reduce in its
+  // tensor-parallel group: "1" = {0, 2}, "2" = {1, 3}. No groups file is needed.
+  const std::string groups =
+      R"(['[{"pg_name": "0", "pg_desc": "default_pg", "backend_config": "cuda:nccl", "ranks": [], )"
+      R"("group_size": 4, "group_count": 3}, {"pg_name": "1", "pg_desc": "tp", "ranks": [0, 2]}, )"
+      R"({"pg_name": "2", "pg_desc": "tp", "ranks": [1, 3]}]'])";
+  auto job = [&](const std::string& rank1_groups) {
+    std::vector<std::vector<chakra::Node>> ranks(4);
+    for (int r = 0; r < 4; ++r) {
+      chakra::Node init = raw_node(1, chakra::METADATA_NODE, 0, 1);
+      init.set_name("## process_group:init ##");
+      init.mutable_inputs()->set_values(r == 1 ? rank1_groups : groups);
+      chakra::Node ar = raw_node(2, chakra::COMM_COLL_NODE, 0, 0);
+      ar.add_ctrl_deps(1);
+      for (const auto& [name, v] : {std::pair<const char*, int64_t>{"comm_type", chakra::ALL_REDUCE},
+                                    {"comm_size", 65536}}) {
+        chakra::AttributeProto* a = ar.add_attr();
+        a->set_name(name);
+        a->set_int64_val(v);
+      }
+      chakra::AttributeProto* pg = ar.add_attr();
+      pg->set_name("pg_name");
+      pg->set_string_val(r % 2 == 0 ? "1" : "2");
+      ranks[r] = {init, ar};
+    }
+    return ranks;
+  };
+  write_raw(prefix("pg"), job(groups));
+  auto read = read_chakra(prefix("pg"));
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_EQ(read->groups.size(), 2u);
+  EXPECT_EQ(read->groups.at("1"), (std::vector<uint32_t>{0, 2}));
+  auto plan = trace_flows(*read, hosts(4));
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->collectives, 2u);
+  // Expect: each all-reduce stays within its pair.
+  for (const FlowSpec& f : plan->flows) {
+    if (!f.compute) EXPECT_EQ(f.src % 2, f.dst % 2) << f.src << " -> " << f.dst;
+  }
+  // A rank whose metadata disagrees is refused, naming its file and node.
+  write_raw(prefix("pgbad"),
+            job(R"(['[{"pg_name": "1", "ranks": [0, 1]}, {"pg_name": "2", "ranks": [2, 3]}]'])"));
+  EXPECT_TRUE(Mentions(read_chakra(prefix("pgbad")).status(),
+                       "pgbad.1.et: node 1: process group \"1\" is [0, 1] here, [0, 2]"));
+  write_raw(prefix("pgrank"), job(R"(['[{"pg_name": "1", "ranks": [0, 9]}]'])"));
+  EXPECT_TRUE(Mentions(read_chakra(prefix("pgrank")).status(),
+                       "pgrank.1.et: node 1: process group \"1\": member 9 is not a rank in [0, 3]"));
+}
+
 TEST_F(TraceFiles, Chakra_HostOpsOfAnyTypeAreHostWorkAndGpuOnesMustCommunicate) {
   // A host op of a type the simulator does not model (STORAGE_NODE) is host time; the same
   // node as a GPU op is refused, as is a GPU collective without comm_type.
