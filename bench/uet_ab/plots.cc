@@ -133,4 +133,32 @@ absl::Status plot_sweep(const std::string& dir, const std::vector<SweepRow>& row
 // The experiment file wherever the flags ask for one (--save_config, beside --json, in
 // --plot); false, with the reason on stderr, when one cannot be written.
 
+absl::Status plot_bars(const std::string& dir, const std::string& name, const std::string& title,
+                       const std::string& ylabel, const std::vector<std::string>& rows,
+                       const std::vector<std::string>& columns,
+                       const std::vector<std::vector<double>>& values) {
+  const std::string base = plot_base(dir, name);
+  std::string dat = "# row";
+  for (const std::string& c : columns) absl::StrAppend(&dat, " ", c);
+  dat += "\n";
+  for (size_t r = 0; r < rows.size(); ++r) {
+    absl::StrAppend(&dat, "\"", rows[r], "\"");
+    for (size_t c = 0; c < columns.size(); ++c) absl::StrAppend(&dat, absl::StrFormat(" %.3f", values[r][c]));
+    dat += "\n";
+  }
+  if (absl::Status s = write_file(base + ".dat", dat); !s.ok()) return s;
+  std::string gp = absl::StrCat(
+      "set terminal svg size 900,500 dynamic background rgb 'white'\nset grid ytics\n",
+      "set output '", base, ".svg'\nset title '", title, "'\nset ylabel '", ylabel, "'\n",
+      "set style data histograms\nset style histogram clustered gap 1\nset style fill solid 0.8\n",
+      "set yrange [0:*]\nset xtics rotate by -20\nset key top right\nplot ");
+  for (size_t c = 0; c < columns.size(); ++c) {
+    absl::StrAppend(&gp, c == 0 ? "" : ", ", "'", base, ".dat' using ", c + 2,
+                    c == 0 ? ":xtic(1)" : "", " title '", columns[c], "'");
+  }
+  gp += "\n";
+  if (absl::Status s = write_file(base + ".gp", gp); !s.ok()) return s;
+  return run_gnuplot(base + ".gp");
+}
+
 }  // namespace uet::ab

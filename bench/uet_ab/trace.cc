@@ -37,6 +37,34 @@ void print_collective_rows(const std::vector<std::vector<sim::CollectiveSummary>
   }
 }
 
+// --plot: DIR/trace_step.svg, per transport the step, its compute alone, the exposed
+// communication and each collective row's busy time.
+absl::Status plot_trace(const std::string& dir, double compute_only_us,
+                        const std::vector<double>& step_us, const std::vector<double>& exposed_us,
+                        const std::vector<std::vector<sim::CollectiveSummary>>& collectives,
+                        const std::vector<RunResult>& runs) {
+  std::vector<std::string> rows = {"step", "compute alone", "exposed communication"};
+  std::vector<std::vector<double>> values(3);
+  std::vector<std::string> columns;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    columns.emplace_back(to_string(runs[i].transport));
+    values[0].push_back(step_us[i]);
+    values[1].push_back(compute_only_us);
+    values[2].push_back(exposed_us[i]);
+  }
+  for (size_t k = 0; !collectives.empty() && k < collectives[0].size(); ++k) {
+    const sim::CollectiveSummary& c = collectives[0][k];
+    rows.push_back(absl::StrCat(c.kind, " ", c.bytes, " B busy"));
+    std::vector<double>& row = values.emplace_back();
+    for (const auto& per_run : collectives) {
+      const bool same = k < per_run.size() && per_run[k].kind == c.kind && per_run[k].bytes == c.bytes;
+      row.push_back(same ? static_cast<double>(per_run[k].busy) / kMicrosecond : 0);
+    }
+  }
+  return plot_bars(dir, "trace_step", "trace: the step and its communication", "us", rows,
+                   columns, values);
+}
+
 std::string collectives_json(const std::vector<sim::CollectiveSummary>& rows) {
   std::string out = "[";
   for (const sim::CollectiveSummary& c : rows) {
@@ -193,6 +221,16 @@ int run_trace(uint32_t hosts, const std::vector<TransportKind>& transports,
   std::vector<double> step_us;
   for (const Step& s : steps) step_us.push_back(s.us);
   print_collective_rows(collectives, runs, step_us);
+  if (const std::string dir = absl::GetFlag(FLAGS_plot); !dir.empty()) {
+    std::vector<double> exposed_us;
+    for (const Step& s : steps) exposed_us.push_back(s.exposed_us);
+    if (absl::Status s = plot_trace(dir, static_cast<double>(plan->compute_only) / kMicrosecond,
+                                    step_us, exposed_us, collectives, runs);
+        !s.ok()) {
+      std::fprintf(stderr, "uet-ab: %s\n", std::string(s.message()).c_str());
+      return 1;
+    }
+  }
   if (const std::string path = absl::GetFlag(FLAGS_json); !path.empty()) {
     std::FILE* json = open_output(path);
     if (json == nullptr) {

@@ -212,6 +212,12 @@ absl::Status write_file(const std::string& path, const std::string& text);
 // FCT CDF, throughput and queue over time: one SVG each, every transport of the scenario on it.
 absl::Status plot_scenario(const std::string& dir, const std::string& scenario,
                            const std::string& title, const std::vector<RunResult>& runs);
+// A clustered bar chart DIR/NAME.svg (and its .dat and .gp): one group per row, one bar per
+// column; values[row][column].
+absl::Status plot_bars(const std::string& dir, const std::string& name, const std::string& title,
+                       const std::string& ylabel, const std::vector<std::string>& rows,
+                       const std::vector<std::string>& columns,
+                       const std::vector<std::vector<double>>& values);
 // Goodput against loss, one line per transport.
 absl::Status plot_sweep(const std::string& dir, const std::vector<SweepRow>& rows);
 // Goodput of one flow: its bytes over its FCT, or, if it did not finish, what arrived over the

@@ -5,7 +5,8 @@ Asserts: the shipped traces (sim/data/traces) are what uet-trace-gen writes toda
 byte; each plays to completion on both transports, its step at least as long as its compute
 alone, with the exposed communication and its share in the JSON consistent with the step time;
 a step in the shape Chakra's PyTorch converter writes (uet-trace-gen --kind=converted) plays on
-both, and so does a job built from one of its rank files (--from_et); a rank's GPU kernels run one at a time (two independent 1 ms kernels take 2 ms before
+both, and so does a job built from one of its rank files (--from_et); --plot draws the step,
+its exposed communication and each collective row's busy time from the JSON's numbers; a rank's GPU kernels run one at a time (two independent 1 ms kernels take 2 ms before
 the all-reduce after them, beside a 1.5 ms host op); a trace with more ranks than hosts, a
 missing trace, an unmodelled node, communicators without their groups file, a groups file
 that is not one and a step estimated above --max_memory_gb are refused (exit 2) naming the flag
@@ -116,6 +117,22 @@ def main():
                 for c in rows:
                     if not 0 < c["busy_us"] <= min(c["total_us"], r["step_us"]) + 1e-3:
                         failures.append(f"{key}: {c}: busy beyond its total or the step")
+        # --plot: the step's chart, its data file the JSON's numbers.
+        plots = os.path.join(tmp, "plots")
+        runs = play(bindir, tmp, "plotted", os.path.join(TRACES, "moe16"), ["--plot=" + plots],
+                    failures)
+        if runs:
+            rows = {}
+            for line in open(os.path.join(plots, "trace_step.dat")):
+                if not line.startswith("#"):
+                    label, rest = line.rsplit('"', 1)
+                    rows[label.strip('"')] = [float(v) for v in rest.split()]
+            want = [r["step_us"] for r in runs]
+            if any(abs(a - b) > 1e-2 for a, b in zip(rows.get("step", []), want)) or \
+                    not os.path.getsize(os.path.join(plots, "trace_step.svg")):
+                failures.append(f"--plot: trace_step rows {rows}, JSON steps {want}")
+            if not any(k.startswith("alltoall ") and k.endswith(" busy") for k in rows):
+                failures.append(f"--plot: no collective row in {list(rows)}")
         conv = os.path.join(tmp, "conv")
         subprocess.run([os.path.join(bindir, "uet-trace-gen"), "--kind=converted", "--ranks=16",
                         "--layers=20", "--bucket_kb=2048", "--backward_us=100", "--out=" + conv],
