@@ -222,6 +222,7 @@ absl::StatusOr<TraceNode> from_proto(const pb::Node& n, const std::string& file,
           t.collective = Collective::kAllGather;
           break;
         case pb::REDUCE_SCATTER:
+        case pb::REDUCE_SCATTER_BLOCK:  // equal blocks: what reduce-scatter moves here anyway
           t.collective = Collective::kReduceScatter;
           break;
         case pb::BROADCAST:
@@ -247,8 +248,8 @@ absl::StatusOr<TraceNode> from_proto(const pb::Node& n, const std::string& file,
                           absl::StrCat("collective comm_type ", v, " (",
                                        pb::CollectiveCommType_Name(static_cast<int>(v)),
                                        ") is not modelled: ALL_REDUCE, REDUCE, ALL_GATHER, "
-                                       "GATHER, SCATTER, REDUCE_SCATTER, BROADCAST, ALL_TO_ALL, "
-                                       "BARRIER"));
+                                       "GATHER, SCATTER, REDUCE_SCATTER(_BLOCK), BROADCAST, "
+                                       "ALL_TO_ALL, BARRIER"));
       }
       // pg_name is a string in Chakra; some producers write the group's number.
       if (!string_attr(n, "pg_name", &t.group) && int_attr(n, "pg_name", &v)) {

@@ -571,6 +571,37 @@ TEST_F(TraceFiles, Chakra_ProcessGroupsComeFromPyTorchsMetadata) {
                        "pgrank.1.et: node 1: process group \"1\": member 9 is not a rank in [0, 3]"));
 }
 
+TEST_F(TraceFiles, Chakra_AstraSimsMicrobenchmarksOfEveryCollectiveType) {
+  // The shape of ASTRA-sim's example micro-benchmarks: one COMM_COLL_NODE per rank file, GPU
+  // side, with comm_type, comm_size and involved_dim (a bool list, not read). Every
+  // CollectiveCommType value, 8 ranks, 1 MiB.
+  for (int type = chakra::ALL_REDUCE; type <= chakra::BARRIER; ++type) {
+    std::vector<std::vector<chakra::Node>> ranks(8);
+    for (auto& r : ranks) {
+      chakra::Node n = raw_node(0, chakra::COMM_COLL_NODE, 0, 0);
+      n.set_name(chakra::CollectiveCommType_Name(type));
+      chakra::AttributeProto* a = n.add_attr();
+      a->set_name("comm_type");
+      a->set_int64_val(type);
+      a = n.add_attr();
+      a->set_name("comm_size");
+      a->set_int64_val(1 << 20);
+      a = n.add_attr();
+      a->set_name("involved_dim");
+      a->mutable_bool_list()->add_values(true);
+      r.push_back(n);
+    }
+    const std::string p = prefix(chakra::CollectiveCommType_Name(type));
+    write_raw(p, ranks);
+    auto read = read_chakra(p);
+    ASSERT_TRUE(read.ok()) << chakra::CollectiveCommType_Name(type) << ": " << read.status();
+    auto plan = trace_flows(*read, hosts(8));
+    ASSERT_TRUE(plan.ok()) << chakra::CollectiveCommType_Name(type) << ": " << plan.status();
+    EXPECT_EQ(plan->collectives, 1u);
+    EXPECT_GT(plan->network_bytes, 0u) << chakra::CollectiveCommType_Name(type);
+  }
+}
+
 TEST_F(TraceFiles, Chakra_HostOpsOfAnyTypeAreHostWorkAndGpuOnesMustCommunicate) {
   // A host op of a type the simulator does not model (STORAGE_NODE) is host time; the same
   // node as a GPU op is refused, as is a GPU collective without comm_type.
