@@ -1,5 +1,5 @@
 // uet-anchors: our simulator and engines against the results the UEC simulator (uet-htsim)
-// publishes for its own validation runs (research/perf-anchors.md §1.5), side by side.
+// publishes for its own validation runs (uet-htsim 40ccb05, validate_outputs/), side by side.
 //
 //   build/bin/uet-anchors               # 1024-host k=16 fat-tree, as uet-htsim's runs
 //   build/bin/uet-anchors --scale=small # the same shapes on 128 hosts (k=8), in seconds
@@ -28,7 +28,7 @@ namespace {
 
 struct Anchor {
   std::string name;
-  std::string htsim_run;  // research/perf-anchors.md §1.5
+  std::string htsim_run;  // its file in uet-htsim's validate_outputs/
   double published_min_us = 0, published_tail_us = 0;  // 0: not published
   RunConfig config;
   double ideal_us = 0;  // incasts: N x bytes at line rate
@@ -101,7 +101,7 @@ std::vector<Anchor> anchors(bool full, uint64_t seed) {
     a->ideal_us = 15 * kTwoMb * 8 / 100e3;
   }
   // The same incasts with RCCC's receiver credits, and 127 -> 1 (ideal 20320 us) both ways
-  // (uet-htsim's RCCC runs: validate_uec_rcv.out, research/perf-anchors.md §1.5).
+  // (uet-htsim's RCCC runs: validate_uec_rcv.out).
   Anchor* r15 = add("incast 15->1 2MB, UET RCCC", "validate_uec_rcv: 15->1 RCCC", 2368.4, 2464.4,
                     TransportKind::kUet, 128, Algorithm::kReps, incast);
   r15->ideal_us = 15 * kTwoMb * 8 / 100e3;

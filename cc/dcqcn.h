@@ -1,7 +1,7 @@
 // DCQCN reaction point for one RC QP: the sender's rate limiter that reacts to CNPs.
 //
-// The algorithm is the one of the DCQCN authors' ns-3 code, as summarised in
-// research/rocev2-wireshark.md §3.1 (Zhu et al., SIGCOMM 2015, for the equations):
+// The algorithm is the one of the DCQCN authors' ns-3 code, with the
+// equations of Zhu et al., SIGCOMM 2015:
 //
 //   on CNP:    RT = RC;  α = (1 − g)·α + g;  RC = max(min_rate, RC·(1 − α/2));
 //              timer and byte stages back to 0; α timer and rate-increase timer restarted.
@@ -13,7 +13,7 @@
 //                hyper            (both stages ≥ F):  RT += hai_rate·(min − F + 1); RC = (RT +
 //                RC)/2
 //
-// Parameter profile [choice, recorded as research §6.4 asks]: g = 1/256, α timer 55 µs, F = 5,
+// Parameter profile [choice]: g = 1/256, α timer 55 µs, F = 5,
 // byte counter 10 MB, min rate 100 Mb/s (the authors' config and htsim); rate-increase timer
 // 55 µs (htsim's update period); ai = line/20, hai = line/10 (htsim); initial α = 1 (htsim;
 // NVIDIA firmware starts at 1023/1024). The target rate is clamped to RC on every CNP (the
@@ -54,7 +54,7 @@ struct DcqcnConfig {
 
   absl::Status validate() const;
 
-  // Named parameter profiles for a NIC of `line_rate_gbps` (research/rocev2-wireshark.md §3):
+  // Named parameter profiles for a NIC of `line_rate_gbps`:
   //   "htsim"     the default above: htsim's dcqcn.cpp (g 1/256, K = T = 55 us, B 10 MB, F 5,
   //               AI line/20, HAI line/10, min 100 Mb/s, initial alpha 1).
   //   "dcqcn-ns3" the DCQCN authors' ns-3 code and sample config (the SIGCOMM'15 paper's own
@@ -63,7 +63,7 @@ struct DcqcnConfig {
   //               min 100 Mb/s, initial alpha 0.5.
   //   "connectx"  NVIDIA ConnectX firmware defaults: g 5/1024 (dce_tcp_g 1019), alpha updated
   //               every 1 us (dce_tcp_rtt), initial alpha 1023/1024, min 1 Mb/s; and, recalled
-  //               but not confirmed by NVIDIA's pages (research §3.2): T 300 us
+  //               but not confirmed by NVIDIA's pages: T 300 us
   //               (rpg_time_reset), B 32767 B (rpg_byte_reset), F 1 (rpg_threshold), AI 5 Mb/s,
   //               HAI 50 Mb/s. Not modelled: rate_reduce_monitor_period (4 us).
   //               With RoceConfig's 50 us CNP interval its small byte counter and F 1 undo

@@ -17,7 +17,7 @@ absl::StatusOr<NsccConfig> NsccConfig::derive(NsccConfig c) {
   if (!(c.gamma > 0 && c.gamma <= 1) || !(c.max_bdp_factor >= 1 && c.max_bdp_factor <= 16)) {
     return absl::InvalidArgumentError("NsccConfig: gamma in (0, 1], max_bdp_factor in [1, 16]");
   }
-  // research/uec.md §3: parameters scale from the reference network (100 Gb/s, 12 us).
+  // htsim uec.cpp: parameters scale from the reference network (100 Gb/s, 12 us).
   constexpr double kRefBdp = 100e9 / 8 * 12e-6;  // 150 KB
   constexpr double kRefRtt = 12e-6 * 1e12;       // ps
   const double rtt_s = static_cast<double>(c.base_rtt) * 1e-12;

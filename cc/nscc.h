@@ -1,4 +1,4 @@
-// NSCC, the UET sender's window congestion control (spec/uet.md §3.8.1; research/uec.md §3,
+// NSCC, the UET sender's window congestion control (spec/uet.md §3.8.1,
 // after SMaRTT and the UEC simulator): a pure engine. Events in (ACKed bytes with their ECN
 // echo and RTT sample, NACKed bytes, timeouts), a window out; time is passed in, nothing is
 // read from a clock.
@@ -19,7 +19,7 @@
 // Fast increase: after a whole window of ACKs with a queueing delay under 1 us, each ACK adds
 // acked * fi_scale at once. A NACK for a trimmed packet takes its bytes off the window.
 //
-// QuickAdapt (research/uec.md §3; htsim uec.cpp quick_adapt): time is cut into measurement
+// QuickAdapt (htsim uec.cpp quick_adapt): time is cut into measurement
 // periods of base RTT + target delay. When a period closes (at the first ACK or NACK after its
 // end), if a NACK came since the last cut, or this is a loss, or the closing ACK's delay is
 // above qa_threshold (4 x target), and the bytes acknowledged in the whole period are below

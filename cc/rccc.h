@@ -1,4 +1,4 @@
-// RCCC, UET's receiver-credit congestion control (research/uec.md §4): a pure engine for each
+// RCCC, UET's receiver-credit congestion control (spec/uet.md §3.8.2): a pure engine for each
 // side. The receiver shares its line rate among the senders that want to send to it, granting
 // credit in quanta, round robin, paced at the line rate; a sender starts with a speculative
 // allowance and then sends only against credit. It targets last-hop incast, where the
@@ -8,7 +8,7 @@
 // its credit_target (Sender::credit_target(): the credit it still wants) in RUD_CC requests;
 // the receiver answers with CREDIT packets or the credit field of ACK_CC (cc_type CREDIT).
 //
-// Defaults after the UEC simulator (htsim uec.cpp, research §4): grants of 4 MTUs, a sender's
+// Defaults after the UEC simulator (htsim uec.cpp): grants of 4 MTUs, a sender's
 // speculative allowance of one max window, credit counted in bytes (htsim's quantum of 256 B
 // is a wire encoding: the 24-bit credit field is in bytes here, up to 16 MiB).
 //

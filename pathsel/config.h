@@ -1,5 +1,5 @@
-// Path selection: which entropy value (EV) each packet of a PDC carries (spec/uet.md §2.4,
-// research/uec.md §5). One config struct for every selector (STYLE.md 7); the selectors
+// Path selection: which entropy value (EV) each packet of a PDC carries (spec/uet.md §2.4).
+// One config struct for every selector (STYLE.md 7); the selectors
 // themselves are pure engines in fixed_ev.h, oblivious.h, reps.h, bitmap.h and mixed.h,
 // dispatched by path_selector.h.
 //

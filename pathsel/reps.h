@@ -1,5 +1,5 @@
-// REPS, Recycled Entropy Packet Spraying (Bonato et al., arXiv:2407.21625; research/uec.md
-// §5), as the UEC simulator implements it: ultraethernet/uet-htsim @40ccb05,
+// REPS, Recycled Entropy Packet Spraying (Bonato et al., arXiv:2407.21625), as the UEC
+// simulator implements it: ultraethernet/uet-htsim @40ccb05,
 // htsim/sim/uec_mp.cpp (UecMpReps) and htsim/sim/buffer_reps.{h,cpp} (CircularBufferREPS).
 //
 // - An ACK that came back without ECN puts its EV into a circular buffer of `reps_buffer`

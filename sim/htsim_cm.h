@@ -1,6 +1,6 @@
 // htsim connection matrices (.cm files): the workload format of htsim and of the official UEC
 // simulator (uet-htsim), read into our flow lists so an experiment written for htsim reruns
-// here unchanged (research/perf-anchors.md, "Connection matrix format").
+// here unchanged (the format of uet-htsim's connection matrices, below).
 //
 //   Nodes 128
 //   Connections 3

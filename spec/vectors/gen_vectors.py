@@ -4,7 +4,7 @@
 Writes one file per vector, spec/vectors/NAME.vec (format: spec/vectors/README.md), each a
 complete Ethernet frame in hex and the value of every field of every header it carries.
 
-This encoder is written from the prose of the research notes and of spec/uet.md /
+This encoder is written from the prose of spec/uet.md /
 spec/rocev2.md, with the .def tables read as documentation only: it does not parse them and
 shares no code with transport/wire/. Headers are packed with `struct` and explicit shifts
 (the "packers" below); the field lists (LAYOUT) exist only to print the expect lines and are
@@ -52,7 +52,7 @@ RC_AMO_UNALIGNED = 0x12
 RC_NO_MATCH = 0x05
 
 # rocev2.md §4 opcodes -> extended headers after the BTH, in wire order, and whether a
-# payload follows (research/rocev2-wireshark.md §1.4).
+# payload follows (spec/rocev2.md §4).
 ROCE_OPCODES = {
     0x00: ([], True), 0x01: ([], True), 0x02: ([], True), 0x03: (["immdt"], True),
     0x04: ([], True), 0x05: (["immdt"], True), 0x06: (["reth"], True), 0x07: ([], True),
@@ -191,7 +191,7 @@ LAYOUT = {
     "cnp": [("rsvd", 0, 16, 0, B)],
 }
 
-# Header sizes (research/uec.md §2.3, research/rocev2-wireshark.md §1.3).
+# Header sizes (spec/uet.md §2, spec/rocev2.md §1).
 SIZES = {
     "eth": 14, "vlan": 4, "ipv4": 20, "ipv6": 40, "udp": 8, "uet_entropy": 4, "tss": 12,
     "tss_sp": 16, "pds_rud_rod": 12, "pds_rud_rod_cc": 16, "pds_rudi": 8, "pds_uud": 4,
@@ -1438,7 +1438,7 @@ def roce_vectors():
 
 
 # ------------------------------------------------------------------- real frames
-# Copied verbatim from tests/wire/real_frames.h (research/rocev2-wireshark.md §1.7).
+# Copied verbatim from tests/wire/real_frames.h.
 REAL_FRAMES = {
     "rocev2_real_cx4_cnp": (
         "CNP captured on a ConnectX-4 Lx (scapy test suite, test/contrib/roce.uts).",

@@ -90,7 +90,7 @@ TEST(Nscc_Quadrants, MultiplicativeDecreaseAtMostOncePerBaseRtt) {
 }
 
 TEST(Nscc_Quadrants, DecreaseScalesWithTheAverageDelay) {
-  // research/uec.md §3: cwnd *= max(1 - gamma (avg_delay - target) / avg_delay, 0.5), taken
+  // htsim uec.cpp (spec/uet.md §3.8.1): cwnd *= max(1 - gamma (avg_delay - target) / avg_delay, 0.5), taken
   // once avg_delay > target. The 29th ACK at 30 us of delay: avg = 30 (1 - 0.9875^29) us.
   Nscc n(reference());
   feed(n, 29, 100 * kMicrosecond, 100 * kNanosecond, kRtt + 30 * kMicrosecond, true);

@@ -222,7 +222,7 @@ TEST(UetPathsel_Sim, SprayingBeatsOneFixedEvOnAPermutation) {
   EXPECT_GT(fixed.max * 10, 16 * bitmap.max);
   EXPECT_GT(fixed.max, 2 * reps.max);
   // REPS keeps to the EVs whose ACKs came back clean: its slowest flow within 1.25x of its
-  // fastest (UEC's sprayed target, research/perf-anchors.md).
+  // fastest (UEC's sprayed target, bench/README.md "uet-anchors").
   EXPECT_LE(reps.max * 4, reps.min * 5);
 }
 

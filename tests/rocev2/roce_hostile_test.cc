@@ -1,6 +1,6 @@
 // Hostile peers against the RoCEv2 RC engine: forged frames built byte by byte (FrameBuilder,
-// the RoCEv2 header accessors), each dropped, or answered as IB RC says (research notes
-// rocev2-wireshark.md §1.5, §2.1: one NAK per PSN gap, duplicates re-ACKed and never
+// the RoCEv2 header accessors), each dropped, or answered as IB RC says (transport/rocev2/NOTES.md
+// §2: one NAK per PSN gap, duplicates re-ACKed and never
 // executed again, NAK codes 1-4 fatal), counted in RoceCounters, and never growing anything:
 // QPs, completions and answers stay bounded whatever arrives.
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// The three real RoCEv2 frames of research/rocev2-wireshark.md §1.7, captured from or built by
+// The three real RoCEv2 frames of tests/wire/real_frames.h, captured from or built by
 // other implementations (ConnectX-4 Lx, Linux rdma_rxe, scapy): our ICRC must match theirs.
 #include "transport/wire/icrc.h"
 

@@ -1,4 +1,4 @@
-// Real RoCEv2 frames from other implementations (research/rocev2-wireshark.md §1.7, §5).
+// Real RoCEv2 frames from other implementations, each with where it comes from.
 // They are the independent check on our BTH/RETH/CNP layout and ICRC.
 #pragma once
 

@@ -35,7 +35,7 @@ inline uint64_t payload_len(const wire::Decoded& d) {
 
 namespace uet {
 
-// Notification point (research §3.1): a CNP for CE-marked data, at most one per interval per
+// Notification point (NOTES.md §2, DCQCN): a CNP for CE-marked data, at most one per interval per
 // QP, whatever the PSN: the mark is about the path, not the packet.
 inline void RoceEndpoint::note_ce(Qp& q, const wire::Decoded& d, Time now) {
   if (d.ecn != roce::kCe) return;
@@ -53,7 +53,7 @@ inline bool RoceEndpoint::has_data(const Qp& q) const noexcept {
          static_cast<uint32_t>(roce::psn_diff(q.next_psn, q.una)) < config_.max_outstanding_psns;
 }
 
-// The local ACK timer (research §2.1: 4.096 µs · 2^t), from `now`.
+// The local ACK timer (NOTES.md §2: 4.096 µs · 2^t), from `now`.
 inline void RoceEndpoint::arm_rto(Qp& q, Time now) {
   if (ack_timeout_ == 0) return;  // t = 0: no timer
   q.rto_deadline = now + ack_timeout_;

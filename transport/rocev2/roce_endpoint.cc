@@ -112,7 +112,7 @@ size_t RoceEndpoint::footprint() const {
   return bytes + cq_.bytes() + recvs_.bytes();
 }
 
-// footprint()'s terms, each at its bound (roce_endpoint.h, "Ownership and threads").
+// footprint()'s terms, each at its bound (NOTES.md §6).
 size_t RoceEndpoint::footprint_bound(const RoceConfig& c, uint32_t regions) noexcept {
   const size_t chunks = (size_t{c.max_qps} + kQpChunk - 1) / kQpChunk;
   // Every QP with its send queue (max_send_wr WRs), responder read queue and atomic replay

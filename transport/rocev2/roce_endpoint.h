@@ -1,148 +1,15 @@
 // The RoCEv2 engine for one endpoint (one RNIC port): reliable-connected (RC) queue pairs
 // carrying RDMA WRITE (with or without immediate), SEND (with or without immediate), RDMA
 // READ and the 64-bit atomics (FETCH_ADD, CMP_SWAP), sans-IO, behind the same Endpoint API as
-// UET (transport/api.h).
-//
-// What it does (spec/rocev2.md for the wire; RC as rdma_rxe and RNICs run it, research notes
-// rocev2-wireshark.md §2; DCQCN §3):
-// - QPs are connected out of band (connect_qp: peer, QP numbers, start PSNs, channel), as an
-//   application does with rdma_cm or a socket exchange before ibv_modify_qp to RTS.
-// - Requester: one send queue per QP (max_send_wr WQEs) holding writes, sends and reads in
-//   posting order. A write becomes RDMA WRITE FIRST (with RETH) / MIDDLE / LAST, or ONLY (with
-//   RETH), at the path MTU, the last one _WITH_IMMEDIATE when post_write_with_imm; a send
-//   becomes SEND FIRST / MIDDLE / LAST or ONLY (0 bytes: one ONLY), the last one
-//   _WITH_IMMEDIATE when SendRequest::has_imm; a read is one RDMA READ REQUEST (RETH) that
-//   consumes one PSN per response packet (IB: the responses carry the request's PSN range).
-//   24-bit PSNs; AckReq on the last packet of a message and every `ack_req_every` packets;
-//   go-back-N on a NAK (PSN sequence error) and on the ACK timeout (4.096 µs · 2^t) with
-//   retry_cnt; a write or send completes when an ACK (or a later read response) covers its
-//   last PSN, a read when its last response is placed.
-//   No window but the PSN space: the requester sends as fast as DCQCN and the link allow.
-//   Retry counter as rxe: a NAK sequence error or a timeout consumes one retry; any ACK, or a
-//   NAK that acknowledges new PSNs, restores it. A NAK sequence error naming the PSN a go-back-N
-//   under way already resends (no ACK and no progress since it started) restarts nothing and
-//   consumes no retry, as rxe's started_retry: it answers packets of an older round
-//   (duplicated NAKs, reordered rounds). A NAK naming a newer PSN acknowledges what came
-//   before it, restores the retry budget like an ACK and starts a new round: a loss inside the
-//   round is recovered at once, not after the ACK timeout (rxe waits for a completion).
-//   [choice] An ACK beyond the go-back-N cursor (the responder re-ACKs duplicates with its
-//   latest PSN) moves the cursor forward, so a resend after lost ACKs stops as soon as the
-//   responder says it has the rest.
-// - RDMA READ (requester): responses are accepted in PSN order only (at una) and placed at
-//   ReadRequest::local + (PSN - first PSN) · MTU. A response or ACK beyond a read whose
-//   responses are missing (rxe check_psn: COMPST_ERROR_RETRY) starts a go-back-N from the first
-//   missing response PSN: the READ is re-issued from that PSN with the RETH advanced (VA +
-//   k · MTU, DMA length − k · MTU), as IB does; duplicate responses (behind una) are dropped.
-//   At most max_rd_atomic reads are outstanding per QP (IB max_rd_atomic): a read waits at the
-//   head of the cursor, and everything behind it, until one completes.
-// - Atomics (requester, spec/rocev2.md §3.3, §3.4): post_atomic maps AtomicOp::kSum on one
-//   64-bit word to FETCH_ADD and kCswap to CMP_SWAP (operands copied into the WQE at post
-//   time, as verbs do; AtomicETH carries them big-endian). An atomic is one request packet on
-//   one PSN, counted with the reads against max_rd_atomic and handled like a READ: only its
-//   ATOMIC ACKNOWLEDGE (AETH + AtomicAckETH) completes it (Opcode::kAtomic, 8 bytes, the
-//   original value stored host-order at AtomicRequest::result); an ACK beyond it means that
-//   response was lost, and go-back-N sends the request again (rxe COMPST_ERROR_RETRY).
-// - RNR (requester): an RNR NAK (AETH type 1, timer code in the value) acknowledges what came
-//   before its PSN; the requester waits the coded time (spec/rocev2.md §3.2 table) and resends
-//   from that PSN, at most rnr_retry times per stall (7 = for ever, as IB); the retry budget is
-//   restored by any progress. Exhausted: the WR completes kReceiverNotReady (IB_WC_RNR_RETRY_
-//   EXC_ERR) and the QP moves to the error state.
-// - Responder: one expected PSN per QP; in order: executed and ACKed (coalesced); ahead: one
-//   NAK per gap, the rest dropped; behind: a duplicate, re-ACKed and never placed again (a
-//   duplicate READ request is executed again, from its own PSN and RETH: reads are
-//   idempotent, and responses queued behind it are dropped, since go-back-N re-requests them).
-//   - SEND: the FIRST or ONLY packet claims the next buffer of the endpoint's shared receive
-//     queue (post_recv, FIFO, max_recvs); later packets land at their offset; the LAST
-//     completes Opcode::kRecv with the peer, bytes and the immediate data. No buffer posted:
-//     RNR NAK with min_rnr_timer, nothing executed, the PSN not advanced (IB C9-?? / rxe
-//     RESPST_ERR_RNR); later packets of that round are dropped silently (nak latch).
-//   - A SEND longer than its buffer (IB "local length error", rxe RESPST_ERR_LENGTH): the
-//     buffer completes kLengthError with the bytes already placed by earlier packets (IB does
-//     not roll them back), the responder NAKs INVALID REQUEST and its QP enters the error
-//     state; the requester completes the send kRemoteInvalidRequest (IB_WC_REM_INV_REQ_ERR).
-//   - WRITE with immediate: placed like a WRITE; the LAST/ONLY_WITH_IMMEDIATE packet consumes
-//     a receive buffer (RNR NAK when none) and completes kRecv with has_imm/imm and 0 bytes
-//     (nothing is placed in the buffer).
-//   - Atomic request (rxe check_rkey, execute, atomic_reply): R_Key and range checked (NAK
-//     REMOTE ACCESS ERROR), the VA 8-byte aligned, in the wire and in memory (NAK INVALID
-//     REQUEST: rxe RESPST_ERR_MISALIGNED_ATOMIC, class C); then executed once on the region's
-//     host-order word, its original value saved in the QP's replay cache (the results of the
-//     last max_rd_atomic atomics, keyed by their 64-bit PSN count) and answered with ATOMIC
-//     ACKNOWLEDGE queued with the READ responses (responder resources), so responses keep PSN
-//     order. A duplicate is never executed again: it is answered from the cache; one older
-//     than the cache is dropped and counted (IB class D, as rxe duplicate_request) -- the
-//     requester keeps at most max_rd_atomic outstanding, so it has completed it already.
-//   - READ request: R_Key and range checked (NAK REMOTE ACCESS ERROR otherwise), then queued
-//     (max_rd_atomic requests per QP; a request that finds the queue full recycles the oldest
-//     entry, as rxe recycles its responder resources: the requester keeps at most that many
-//     reads outstanding, so a full queue holds a replay of a read it already completed)
-//     and answered with READ RESPONSE FIRST/MIDDLE/LAST (AETH on FIRST and LAST) or ONLY, one
-//     PSN per packet. Responses go before any ACK or NAK of later PSNs, so the requester never
-//     sees an ACK overtake a read's data.
-// - Every frame carries the ICRC (spec/rocev2.md §6), UDP checksum 0, UDP destination port
-//   4791 and one fixed UDP source port per QP (single path, spec/rocev2.md §1).
-// - Congestion: the notification point answers CE-marked data (requests and read responses)
-//   with a CNP at most once per cnp_interval per QP; the reaction point is DCQCN (dcqcn.h),
-//   enforced by pacing in tx() (requests and read responses share the QP's pacer).
-//
-// Addressing and look-ups:
-// - Local QPN = qpn_base + index into a table of up to max_qps QPs held in chunks of
-//   kQpChunk: a received BTH's DestQP is an index (chunk, then slot), with no hash look-up
-//   per packet. A QPN in range whose chunk was never allocated is a QP in the reset state.
-// - One QP per (peer, channel): an application opens several connections to one peer, as
-//   NCCL opens one per channel, and each QP has its own UDP source port, so they may take
-//   different paths. post_write/post_read/post_send send on the QP connected for the request's
-//   (peer, channel) (a control-path map from peer << 16 | channel to QP, read once per post,
-//   never per packet). The responder finds a QP by DestQP alone.
-// - WriteRequest/ReadRequest::remote_offset travels as the RETH VA, and a VA is the byte offset
-//   within the region the R_Key names: registrations behave like zero-based memory regions
-//   (ibv_reg_mr with IBV_ACCESS_ZERO_BASED). R_Key = region index + 1. A zero-length RETH
-//   (WRITE with immediate of 0 bytes) is not checked against any region (IB).
-//
-// Completion statuses (IB work-completion status → OpStatus):
-//   IB_WC_SUCCESS → kSuccess; IB_WC_RETRY_EXC_ERR → kRetriesExhausted;
-//   IB_WC_RNR_RETRY_EXC_ERR → kReceiverNotReady;
-//   IB_WC_REM_ACCESS_ERR (NAK remote access error) → kRemoteAccessError;
-//   IB_WC_REM_INV_REQ_ERR (NAK invalid request) → kRemoteInvalidRequest;
-//   IB_WC_LOC_LEN_ERR (responder: SEND longer than the buffer) → kLengthError;
-//   IB_WC_REM_OP_ERR (NAK remote operational error, undefined NAK codes) → kPdcClosed;
-//   IB_WC_WR_FLUSH_ERR (every WR behind the failed one, and every WR posted while the QP is in
-//   the error state; a receive buffer a failing QP was filling) → kFlushed.
-//   An error moves the QP to the error state; connect_qp() again revives it.
-//
-// Not implemented (counted as rx_unsupported when received): SEND with invalidate, UC/UD;
-// post_atomic refuses every atomic but FETCH_ADD and CMP_SWAP on one 64-bit word. A frame too
-// small for a whole packet (MTU + 78 bytes) carries the headers only, with the payload, pad
-// and ICRC by length (Frame::wire_len), as the simulator does at scale: such
-// frames have no ICRC and place no bytes, only lengths.
+// UET (transport/api.h). The wire is spec/rocev2.md; transport/rocev2/NOTES.md says how the
+// engine runs RC (§1: requester, READ, atomics, RNR, responder, congestion; §2: as rdma_rxe
+// does), finds its QPs (§3), maps IB's completion statuses (§4), what it leaves out (§5) and
+// where its memory goes (§6).
 //
 // Ownership and threads: one RoceEndpoint per RNIC port, driven by one thread (its host's).
-// Memory follows live state (DESIGN.md): creation allocates no table; each grows on the
-// control path, to a configured bound, and is kept (never shrunk) for reuse until the
-// endpoint is destroyed:
-// - QPs: connect_qp allocates the chunk of kQpChunk QPs holding local_qpn (and extends the
-//   chunk index to reach it), up to max_qps QPs. A QP that fails or is connected again keeps
-//   its slot and its queues; connect_qp reuses them.
-// - A QP's send queue: post_write/post_write_with_imm/post_read/post_send double it (from 8)
-//   when the WR does not fit, up to max_send_wr WRs.
-// - A QP's responder read queue and atomic replay cache: connect_qp sizes each for
-//   max_rd_atomic entries, once per QP (they fill from the peer's READ and atomic requests, on
-//   rx, which must not allocate).
-// - Completion ring: every posted WR and receive buffer reserves its slot, and the post
-//   doubles the ring when the reserved slots would not fit, up to cq_entries; pushing a
-//   completion never overflows and never allocates. poll_completions frees slots for reuse.
-// - Shared receive queue: post_recv doubles it when the buffer does not fit, up to
-//   max_recvs; consumed buffers' slots are reused.
-// - connect_qp grows the active list and the connection map; register_memory the region
-//   table.
-// Rings (transport/pool.h) hold a power of 2 of entries, the last size the bound rounded up (the
-// bounds themselves are counted exactly); growth moves the live entries to their positions'
-// slots, so order is unchanged.
-// A peer's frames never grow anything: state per QP is a handful of PSNs and flags, and
-// frames that do not fit the state machine are dropped or NAKed and counted (RoceCounters).
-// footprint() is the bytes the tables hold.
-//
-// Data path: rx()/tx()/on_timer() never allocate and make no virtual call per packet.
+// Tables grow on the control path to their configured bounds (NOTES.md §6); a peer's frames
+// never grow anything. Data path: rx()/tx()/on_timer() never allocate and make no virtual
+// call per packet.
 #pragma once
 
 #include <array>

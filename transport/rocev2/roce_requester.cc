@@ -1,4 +1,4 @@
-// RC requester (rxe, research §2.1): request packets, ACK/NAK handling, READ responses.
+// RC requester (rxe, NOTES.md §2): request packets, ACK/NAK handling, READ responses.
 #include <algorithm>
 #include <cstring>
 
@@ -14,7 +14,7 @@ using wire::AethNak;
 using wire::AethType;
 using wire::RoceOpcode;
 
-// The packet at the go-back-N cursor (research §2.1), then the cursor moves on.
+// The packet at the go-back-N cursor (NOTES.md §2), then the cursor moves on.
 bool RoceEndpoint::build_data(Qp& q, Frame& f, Time now) {
   Write& w = q.writes[q.send_write];
   const bool fresh = q.send_write == q.write_started;  // first transmission of this WR
@@ -66,7 +66,7 @@ void RoceEndpoint::atomic_request_packet(const Qp& q, const Write& w, Packet& p)
 }
 
 // A WRITE or SEND packet (§4). One that is not the first of its message is a MIDDLE or LAST
-// without RETH, also when go-back-N resumes mid-message (as rxe does, research §2.1).
+// without RETH, also when go-back-N resumes mid-message (as rxe does, NOTES.md §2).
 void RoceEndpoint::message_packet(const Qp& q, const Write& w, bool last, Packet& p) const {
   const uint32_t k = q.send_packet;
   const uint64_t offset = uint64_t{k} * config_.mtu;
@@ -129,7 +129,7 @@ void RoceEndpoint::advance_cursor(Qp& q, Write& w, uint32_t len, bool fresh, boo
   }
 }
 
-// Requester (research §2.1, rxe check_psn / check_ack): ACKs, NAKs, RNR NAKs.
+// Requester (NOTES.md §2, rxe check_psn / check_ack): ACKs, NAKs, RNR NAKs.
 void RoceEndpoint::rx_ack(Qp& q, const wire::Decoded& d, Time now) {
   if (q.state != QpState::kRts) {
     ++counters_.rx_qp_error;
@@ -231,7 +231,7 @@ void RoceEndpoint::rx_rnr_nak(Qp& q, uint32_t psn, uint8_t timer, Time now) {
   deadline_ = std::min(deadline_, q.rnr_until);
 }
 
-// NAK PSN sequence error (research §2.1): go back to `psn`, unless the round under way
+// NAK PSN sequence error (NOTES.md §2): go back to `psn`, unless the round under way
 // already resends it.
 void RoceEndpoint::rx_nak_seq(Qp& q, uint32_t psn, Time now) {
   ++counters_.rx_nak_seq;

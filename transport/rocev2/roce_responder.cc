@@ -1,4 +1,4 @@
-// RC responder (rxe, research §2.1): request receive, PSN checks, placement, READ responses,
+// RC responder (rxe, NOTES.md §2): request receive, PSN checks, placement, READ responses,
 // atomics and their replay cache.
 #include <algorithm>
 #include <cstdint>
@@ -15,7 +15,7 @@ using roce::psn_diff;
 using wire::AethNak;
 using wire::RoceOpcode;
 
-// Responder (research §2.1, rxe check_psn / check_op_seq / check_resource / execute): SEND, WRITE
+// Responder (NOTES.md §2, rxe check_psn / check_op_seq / check_resource / execute): SEND, WRITE
 // (with or without immediate), READ and atomic requests.
 void RoceEndpoint::rx_request(Qp& q, const wire::Decoded& d, Time now) {
   ++counters_.rx_data;
@@ -57,7 +57,7 @@ void RoceEndpoint::rx_request(Qp& q, const wire::Decoded& d, Time now) {
   accept_request(q, d, r);
 }
 
-// rxe check_psn (research §2.1): only the expected PSN goes on. A duplicate is ACKed again with the
+// rxe check_psn (NOTES.md §2): only the expected PSN goes on. A duplicate is ACKed again with the
 // last in-order PSN and never placed again (a READ is executed again, an atomic answered from
 // the replay cache); a gap gets one NAK (PSN sequence error), then silence.
 bool RoceEndpoint::check_psn(Qp& q, const wire::Decoded& d, uint32_t psn) {
@@ -215,7 +215,7 @@ void RoceEndpoint::place_write(Qp& q, const wire::Decoded& d, uint64_t len) {
   q.remaining -= len;
 }
 
-// The packet is executed (research §2.1): the expected PSN moves on, the gap's NAK is moot, a LAST
+// The packet is executed (NOTES.md §2): the expected PSN moves on, the gap's NAK is moot, a LAST
 // ends its message, and an ACK is due on AckReq (or every ack_every packets).
 void RoceEndpoint::accept_request(Qp& q, const wire::Decoded& d, const Request& r) {
   q.in_message = !r.last;

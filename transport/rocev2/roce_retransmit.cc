@@ -1,4 +1,4 @@
-// RC go-back-N (rxe, research §2.1): the resend cursor, the retry budget, the ACK timer.
+// RC go-back-N (rxe, NOTES.md §2): the resend cursor, the retry budget, the ACK timer.
 #include <algorithm>
 
 #include "transport/rocev2/roce_datapath.h"
@@ -24,7 +24,7 @@ void RoceEndpoint::seek(Qp& q, uint32_t psn) {
   q.send_packet = 0;
 }
 
-// Go-back-N (research §2.1): resend everything from `psn`, if the retry counter allows.
+// Go-back-N (NOTES.md §2): resend everything from `psn`, if the retry counter allows.
 bool RoceEndpoint::go_back(Qp& q, uint32_t psn, Time now) {
   if (config_.retry_cnt != 7) {
     if (q.retry_left == 0) {
@@ -71,7 +71,7 @@ void RoceEndpoint::on_timer(Time now) {
   Time next = kNever;
   for (Qp* const qp : active_) {
     Qp& q = *qp;
-    // ACK timeout (research §2.1): resend from the oldest unacknowledged PSN.
+    // ACK timeout (NOTES.md §2): resend from the oldest unacknowledged PSN.
     if (q.rto_deadline <= now) {
       mark_ready(q);
       q.rto_deadline = kNever;
