@@ -1,7 +1,9 @@
 #include "dpdk-io/mem_io.h"
 
-#include <cassert>
 #include <cstring>
+#include <utility>
+
+#include "dpdk-io/free_stack.h"
 
 namespace uet::io {
 
@@ -9,13 +11,14 @@ class MemoryWire::End final : public PacketIo {
  public:
   End(MemoryWire& wire, int index, uint32_t frames, uint32_t capacity)
       : wire_(wire), index_(index), bytes_(size_t{frames} * capacity), frames_(frames),
-        free_(frames), rx_(frames) {
+        rx_(frames) {
+    std::vector<Frame*> all(frames);
     for (uint32_t i = 0; i < frames; ++i) {
       frames_[i].data = bytes_.data() + size_t{i} * capacity;
       frames_[i].capacity = capacity;
-      free_[i] = &frames_[i];
+      all[i] = &frames_[i];
     }
-    free_count_ = frames;
+    free_.fill(std::move(all));
   }
 
   size_t rx_burst(std::span<Frame*> out) override {
@@ -38,14 +41,14 @@ class MemoryWire::End final : public PacketIo {
 
   size_t alloc_tx(std::span<Frame*> out) override {
     size_t n = 0;
-    while (n < out.size() && free_count_ > 0) {
-      Frame* f = free_[--free_count_];
+    while (n < out.size() && !free_.empty()) {
+      Frame* f = free_.pop();
       f->len = 0;
       f->wire_len = 0;
       f->priority = Priority::kData;
       out[n++] = f;
     }
-    if (n < out.size() && free_count_ == 0) ++stats_.tx_no_buffer;
+    if (n < out.size() && free_.empty()) ++stats_.tx_no_buffer;
     return n;
   }
 
@@ -87,11 +90,8 @@ class MemoryWire::End final : public PacketIo {
   IoStats stats() const override { return stats_; }
 
  private:
-  Frame* take_free() { return free_count_ == 0 ? nullptr : free_[--free_count_]; }
-  void give_back(Frame* f) {
-    assert(free_count_ < free_.size());
-    free_[free_count_++] = f;
-  }
+  Frame* take_free() { return free_.empty() ? nullptr : free_.pop(); }
+  void give_back(Frame* f) { free_.push(f); }
   void enqueue_rx(Frame* f) {
     rx_[(rx_head_ + rx_count_) % rx_.size()] = f;
     ++rx_count_;
@@ -101,8 +101,7 @@ class MemoryWire::End final : public PacketIo {
   int index_;
   std::vector<uint8_t> bytes_;
   std::vector<Frame> frames_;
-  std::vector<Frame*> free_;
-  size_t free_count_ = 0;
+  FreeStack<Frame*> free_;
   std::vector<Frame*> rx_;  // ring; every frame of this end fits, so it never overflows
   size_t rx_head_ = 0, rx_count_ = 0;
   IoStats stats_;

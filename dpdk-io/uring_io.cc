@@ -223,7 +223,7 @@ void UringIo::on_tx_completion(uint32_t index, int32_t res, uint32_t flags) {
     }
   }
   if (!send_zc_done(s.result_seen, s.notif_due, s.notif_seen, res, flags)) return;
-  tx_free_[tx_free_count_++] = index;
+  tx_free_.push(index);
   --tx_in_flight_;
 }
 
@@ -247,9 +247,9 @@ void UringIo::on_gso_completion(uint32_t gi, int32_t res, uint32_t flags) {
   }
   if (!send_zc_done(g.result_seen, g.notif_due, g.notif_seen, res, flags)) return;
   for (uint32_t i = 0, at = g.head; i < g.count; ++i, at = tx_slots_[at].next)
-    tx_free_[tx_free_count_++] = at;
+    tx_free_.push(at);
   tx_in_flight_ -= g.count;
-  gso_free_[gso_free_count_++] = gi;
+  gso_free_.push(gi);
 }
 
 size_t UringIo::rx_burst(std::span<Frame*> out) {
@@ -282,11 +282,11 @@ size_t UringIo::lend_split(std::span<Frame*> out) {
   const uint8_t* buf = rx_buffer(bid);
   size_t n = 0;
   while (n < out.size() && r.next < r.end) {
-    if (split_free_count_ == 0) {
+    if (split_free_.empty()) {
       ++counters_.rx_split_waits;
       break;
     }
-    Frame* f = &rx_frames_[split_free_[--split_free_count_]];
+    Frame* f = &rx_frames_[split_free_.pop()];
     const uint32_t len = std::min(r.segment, r.end - r.next);
     std::memcpy(f->data + kSynthLen, buf + r.next, len);
     synthesize(*f, r.src_ip, r.sport, r.tos, r.ttl, len);
@@ -310,16 +310,16 @@ void UringIo::release_rx(std::span<Frame* const> frames) {
     if (index < rx_count_) {
       recycle_rx(static_cast<uint16_t>(index));
     } else {
-      split_free_[split_free_count_++] = index;
+      split_free_.push(index);
     }
   }
 }
 
 size_t UringIo::alloc_tx(std::span<Frame*> out) {
-  if (tx_free_count_ < out.size()) reap();  // sends completed since the last burst
+  if (tx_free_.size() < out.size()) reap();  // sends completed since the last burst
   size_t n = 0;
-  while (n < out.size() && tx_free_count_ > 0) {
-    Frame* f = &tx_frames_[tx_free_[--tx_free_count_]];
+  while (n < out.size() && !tx_free_.empty()) {
+    Frame* f = &tx_frames_[tx_free_.pop()];
     f->len = 0;
     f->wire_len = 0;
     f->priority = Priority::kData;
@@ -327,7 +327,7 @@ size_t UringIo::alloc_tx(std::span<Frame*> out) {
     f->ref_len = f->ref_at = 0;
     out[n++] = f;
   }
-  if (n < out.size() && tx_free_count_ == 0) ++stats_.tx_no_buffer;
+  if (n < out.size() && tx_free_.empty()) ++stats_.tx_no_buffer;
   return n;
 }
 
@@ -459,7 +459,7 @@ bool UringIo::prepare_send(Frame& f, uint32_t tx_index) {
 }
 
 size_t UringIo::tx_burst(std::span<Frame* const> filled, std::span<Frame* const> unused) {
-  for (Frame* f : unused) tx_free_[tx_free_count_++] = static_cast<uint32_t>(f - tx_frames_.data());
+  for (Frame* f : unused) tx_free_.push(static_cast<uint32_t>(f - tx_frames_.data()));
   size_t queued = 0;
   uint32_t ready[kMaxBurst];
   size_t n = 0;
@@ -468,7 +468,7 @@ size_t UringIo::tx_burst(std::span<Frame* const> filled, std::span<Frame* const>
     if (!prepare_send(*f, index)) {
       ++counters_.tx_unparseable;
       ++stats_.tx_dropped;
-      tx_free_[tx_free_count_++] = index;
+      tx_free_.push(index);
       continue;
     }
     if (!setup_.gso) {
@@ -540,7 +540,7 @@ bool UringIo::submit_one(uint32_t index) {
   if (sqe == nullptr) {
     ++counters_.tx_no_sqe;
     ++stats_.tx_dropped;
-    tx_free_[tx_free_count_++] = index;
+    tx_free_.push(index);
     return false;
   }
   const TxSlot& s = tx_slots_[index];
@@ -560,15 +560,15 @@ bool UringIo::submit_one(uint32_t index) {
 // One sendmsg for `count` datagrams chained from `head`; returns how many were queued (all
 // or none: then they are dropped and counted).
 uint32_t UringIo::submit_group(uint32_t head, uint32_t count, uint32_t segment) {
-  io_uring_sqe* sqe = gso_free_count_ > 0 ? next_sqe() : nullptr;
+  io_uring_sqe* sqe = !gso_free_.empty() ? next_sqe() : nullptr;
   if (sqe == nullptr) {  // no SQE (a group is never short of a GsoSend: see carve_pool)
     for (uint32_t i = 0, at = head; i < count; ++i, at = tx_slots_[at].next)
-      tx_free_[tx_free_count_++] = at;
+      tx_free_.push(at);
     counters_.tx_no_sqe += count;
     stats_.tx_dropped += count;
     return 0;
   }
-  const uint32_t gi = gso_free_[--gso_free_count_];
+  const uint32_t gi = gso_free_.pop();
   GsoSend& g = gso_[gi];
   const TxSlot& h = tx_slots_[head];
   g.dst = h.dst;

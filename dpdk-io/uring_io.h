@@ -97,6 +97,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "dpdk-io/free_stack.h"
 #include "dpdk-io/packet_io.h"
 #include "transport/wire/builder.h"
 
@@ -265,8 +266,7 @@ class UringIo final : public PacketIo {
   std::vector<Frame> rx_frames_;   // the kernel ring's buffers, then the split pool
   std::vector<RxSplit> rx_split_;  // per kernel ring buffer (gro only)
   uint32_t split_count_ = 0;
-  std::vector<uint32_t> split_free_;
-  uint32_t split_free_count_ = 0;
+  FreeStack<uint32_t> split_free_;
   std::vector<uint16_t> rx_ready_;  // ring of received buffer ids not yet handed out
   uint32_t rx_ready_head_ = 0, rx_ready_count_ = 0;
   uint32_t rx_in_kernel_ = 0;  // buffers in the kernel's ring, free to fill
@@ -277,13 +277,11 @@ class UringIo final : public PacketIo {
 
   std::vector<Frame> tx_frames_;
   std::vector<TxSlot> tx_slots_;
-  std::vector<uint32_t> tx_free_;
-  uint32_t tx_free_count_ = 0;
+  FreeStack<uint32_t> tx_free_;
   uint32_t tx_in_flight_ = 0;  // sends submitted, not yet completed (the kernel reads them)
   uint16_t zc_flags_ = 0;      // IORING_SEND_ZC_* of every zero-copy send
   std::vector<GsoSend> gso_;   // tx_count_ / 2: a group holds two buffers or more
-  std::vector<uint32_t> gso_free_;
-  uint32_t gso_free_count_ = 0;
+  FreeStack<uint32_t> gso_free_;
 
   IoStats stats_;
   UringCounters counters_;

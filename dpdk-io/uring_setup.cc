@@ -166,18 +166,18 @@ absl::Status UringIo::carve_pool() {
     rx_frames_[i].capacity = static_cast<uint32_t>(kSynthLen + rx_payload);
   }
   uint8_t* split_base = memory_ + rx_stride * rx_count_;
-  split_free_.resize(split_count_);
+  std::vector<uint32_t> split_free(split_count_);
   for (uint32_t i = 0; i < split_count_; ++i) {
     rx_frames_[rx_count_ + i].data = split_base + tx_stride * i;
     rx_frames_[rx_count_ + i].capacity = config_.frame_capacity;
-    split_free_[i] = rx_count_ + split_count_ - 1 - i;
+    split_free[i] = rx_count_ + split_count_ - 1 - i;
   }
-  split_free_count_ = split_count_;
+  split_free_.fill(std::move(split_free));
 
   uint8_t* tx_base = split_base + tx_stride * split_count_;
   tx_frames_.resize(tx_count_);
   tx_slots_.resize(tx_count_);
-  tx_free_.resize(tx_count_);
+  std::vector<uint32_t> tx_free(tx_count_);
   for (uint32_t i = 0; i < tx_count_; ++i) {
     tx_frames_[i].data = tx_base + tx_stride * i;
     tx_frames_[i].capacity = config_.frame_capacity;
@@ -187,21 +187,21 @@ absl::Status UringIo::carve_pool() {
     s.msg.msg_namelen = sizeof(s.dst);
     s.msg.msg_iov = s.iov;
     s.msg.msg_control = s.control;
-    tx_free_[i] = tx_count_ - 1 - i;
+    tx_free[i] = tx_count_ - 1 - i;
   }
-  tx_free_count_ = tx_count_;
+  tx_free_.fill(std::move(tx_free));
   // Every group holds two buffers or more, so tx_count_ / 2 groups are never all in use.
   gso_.resize(setup_.gso ? tx_count_ / 2 : 0);
-  gso_free_.resize(gso_.size());
+  std::vector<uint32_t> gso_free(gso_.size());
   for (uint32_t i = 0; i < gso_.size(); ++i) {
     GsoSend& g = gso_[i];
     g.msg.msg_name = &g.dst;
     g.msg.msg_namelen = sizeof(g.dst);
     g.msg.msg_iov = g.iov;
     g.msg.msg_control = g.control;
-    gso_free_[i] = static_cast<uint32_t>(gso_.size() - 1 - i);
+    gso_free[i] = static_cast<uint32_t>(gso_.size() - 1 - i);
   }
-  gso_free_count_ = static_cast<uint32_t>(gso_.size());
+  gso_free_.fill(std::move(gso_free));
   return absl::OkStatus();
 }
 
