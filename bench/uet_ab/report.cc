@@ -104,6 +104,19 @@ std::string json_of(const RunResult& r, const RunConfig& c) {
 
 void print_split(const std::vector<RunResult>& runs);
 
+void print_row(int width, const char* name, const std::vector<double>& values, const char* fmt) {
+  std::printf("%-*s", width, name);
+  for (double v : values) std::printf(fmt, v);
+  if (values.size() == 2) {
+    if (values[1] != 0) {
+      std::printf(" %12.3f", values[0] / values[1]);
+    } else {
+      std::printf(" %12s", "-");
+    }
+  }
+  std::printf("\n");
+}
+
 void print_table(const std::string& title, const std::vector<RunResult>& runs) {
   std::printf("\n%s\n", title.c_str());
   std::printf("%-26s", "");
@@ -111,20 +124,9 @@ void print_table(const std::string& title, const std::vector<RunResult>& runs) {
   if (runs.size() == 2) std::printf(" %12s", "uet/rocev2");
   std::printf("\n");
   auto row = [&](const char* name, auto get, const char* fmt) {
-    std::printf("%-26s", name);
-    double v[2] = {0, 0};
-    for (size_t i = 0; i < runs.size(); ++i) {
-      v[i] = static_cast<double>(get(runs[i]));
-      std::printf(fmt, v[i]);
-    }
-    if (runs.size() == 2) {
-      if (v[1] != 0) {
-        std::printf(" %12.3f", v[0] / v[1]);
-      } else {
-        std::printf(" %12s", "-");
-      }
-    }
-    std::printf("\n");
+    std::vector<double> v;
+    for (const RunResult& r : runs) v.push_back(static_cast<double>(get(r)));
+    print_row(26, name, v, fmt);
   };
   row("flows completed", [](const RunResult& r) { return r.flows.completed; }, " %14.0f");
   row("flows failed", [](const RunResult& r) { return r.failed; }, " %14.0f");

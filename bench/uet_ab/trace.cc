@@ -193,20 +193,9 @@ int run_trace(uint32_t hosts, const std::vector<TransportKind>& transports,
   if (runs.size() == 2) std::printf(" %12s", "uet/rocev2");
   std::printf("\n");
   auto row = [&](const char* name, auto get, const char* fmt) {
-    std::printf("%-32s", name);
-    double v[2] = {0, 0};
-    for (size_t i = 0; i < runs.size(); ++i) {
-      v[i] = get(i);
-      std::printf(fmt, v[i]);
-    }
-    if (runs.size() == 2) {
-      if (v[1] != 0) {
-        std::printf(" %12.3f", v[0] / v[1]);
-      } else {
-        std::printf(" %12s", "-");
-      }
-    }
-    std::printf("\n");
+    std::vector<double> v;
+    for (size_t i = 0; i < runs.size(); ++i) v.push_back(get(i));
+    print_row(32, name, v, fmt);
   };
   row("step complete", [&](size_t i) { return steps[i].complete ? 1.0 : 0.0; }, " %14.0f");
   row("step time (us)", [&](size_t i) { return steps[i].us; }, " %14.1f");

@@ -190,6 +190,9 @@ const char* mode_flag(DeliveryMode m);
 // One run as a JSON object, its parameters included.
 std::string json_of(const RunResult& r, const RunConfig& c);
 void print_table(const std::string& title, const std::vector<RunResult>& runs);
+// One row of a side-by-side table: the name in `width` columns, each run's value in `fmt`
+// and, with two runs, their ratio (uet/rocev2; "-" when the second is 0).
+void print_row(int width, const char* name, const std::vector<double>& values, const char* fmt);
 // How a run split over ranks went (stdout only: result files must not depend on the split).
 void print_split(const std::vector<RunResult>& runs);
 // The experiment file wherever the flags ask for one (--save_config, beside --json, in
