@@ -200,6 +200,10 @@ absl::StatusOr<TraceNode> from_proto(const pb::Node& n, const std::string& file,
   }
   int64_t v = 0;
   switch (type) {
+    case pb::INVALID_NODE:  // ASTRA-sim skips it: done as soon as its dependencies are
+      t.kind = TraceNode::Kind::kCompute;
+      t.chakra_type = type;
+      return t;
     case pb::COMP_NODE:
     case pb::MEM_LOAD_NODE:
     case pb::MEM_STORE_NODE:
@@ -293,8 +297,9 @@ absl::StatusOr<TraceNode> from_proto(const pb::Node& n, const std::string& file,
     default:
       return bad_node(file, t.id,
                       absl::StrCat("node type ", type,
-                                   " is not modelled: COMP, MEM_LOAD, MEM_STORE, METADATA, "
-                                   "COMM_COLL, COMM_SEND, COMM_RECV, or any with is_cpu_op"));
+                                   " is not modelled: INVALID, COMP, MEM_LOAD, MEM_STORE, "
+                                   "METADATA, COMM_COLL, COMM_SEND, COMM_RECV, or any with "
+                                   "is_cpu_op"));
   }
 }
 
@@ -927,6 +932,7 @@ std::vector<CollectiveSummary> summarize_collectives(const TracePlan& plan,
 
 uint8_t stream_of(const TraceNode& t) {
   if (t.cpu) return kCpuStream;
+  if (t.chakra_type == pb::INVALID_NODE) return 0;  // no time, no resource (ASTRA-sim)
   if (t.chakra_type == pb::MEM_LOAD_NODE || t.chakra_type == pb::MEM_STORE_NODE)
     return kMemoryStream;
   return kGpuStream;

@@ -7,6 +7,7 @@
 // - any node with is_cpu_op true, whatever its type (PyTorch's host-side ops, the c10d call
 //   of a collective among them): host work of duration_micros on the rank's CPU stream
 //   (zero: it takes no time), never communication;
+// - INVALID_NODE: nothing (ASTRA-sim skips it): done when its dependencies are;
 // - COMP_NODE, MEM_LOAD_NODE, MEM_STORE_NODE, METADATA_NODE otherwise: a compute task of
 //   duration_micros on the rank's GPU stream (memory nodes: its memory stream). A stream runs
 //   one node at a time, the ready one with the lowest id first, and the streams of a rank
@@ -73,8 +74,8 @@ struct TraceNode {
   // Chakra's is_cpu_op: a host op (compute on the CPU stream, whatever chakra_type says).
   bool cpu = false;
   // The Chakra NodeType read or to write when not the kind's own (COMP_NODE for compute,
-  // COMM_COLL_NODE, COMM_SEND_NODE, COMM_RECV_NODE): MEM_LOAD_NODE, METADATA_NODE, or
-  // COMM_COLL_NODE for a host op (a c10d call); -1: the kind's own.
+  // COMM_COLL_NODE, COMM_SEND_NODE, COMM_RECV_NODE): INVALID_NODE, MEM_LOAD_NODE,
+  // METADATA_NODE, or COMM_COLL_NODE for a host op (a c10d call); -1: the kind's own.
   int chakra_type = -1;
   // Attributes written beside the ones above and ignored when read, as converters add them.
   std::vector<std::pair<std::string, std::variant<int64_t, std::string>>> extra;

@@ -446,6 +446,20 @@ TEST_F(TraceFiles, Chakra_OneRanksFileBecomesADataParallelJob) {
   EXPECT_TRUE(Mentions(read_chakra_file(prefix("none.0.et")).status(), "none.0.et: cannot open"));
 }
 
+TEST_F(TraceFiles, Chakra_ThousandsOfNodesPerRankReadAndPlan) {
+  // A converted step of 8 ranks and 500 layers: 4504 nodes per rank, 36,032 in the job.
+  const Trace t = converted_step(8, 500, 1 << 20, 50);
+  ASSERT_TRUE(write_chakra(prefix("big"), t).ok());
+  auto read = read_chakra(prefix("big"));
+  ASSERT_TRUE(read.ok()) << read.status();
+  ASSERT_EQ(read->ranks[7].size(), 4504u);
+  auto plan = trace_flows(*read, hosts(8));
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->collectives, 500u);
+  EXPECT_EQ(plan->compute_nodes, 8u * (4504 - 500));
+  EXPECT_EQ(plan->collective_list.size(), 500u);
+}
+
 TEST_F(TraceFiles, Chakra_StepTimeDoesNotDependOnHowDepsAreSpread) {
   // The converted step, then the same with every ctrl_dep moved into data_deps and each
   // kernel also depending on the kernel before its predecessor (implied already): the same
@@ -609,6 +623,10 @@ TEST_F(TraceFiles, Chakra_HostOpsOfAnyTypeAreHostWorkAndGpuOnesMustCommunicate) 
   for (int r = 0; r < 2; ++r) {
     ok[r].push_back(raw_node(1, chakra::STORAGE_NODE, 40, 1));
     ok[r].push_back(raw_node(2, chakra::COMM_COLL_NODE, 0, 1));  // a c10d call of no duration
+    // An INVALID_NODE takes no time and no stream (ASTRA-sim skips it), whatever it says.
+    chakra::Node invalid = raw_node(3, chakra::INVALID_NODE, 500, 0);
+    invalid.add_data_deps(2);
+    ok[r].push_back(invalid);
     storage[r].push_back(raw_node(1, chakra::STORAGE_NODE, 40, 0));
     no_type[r].push_back(raw_node(1, chakra::COMM_COLL_NODE, 0, 0));
   }
@@ -622,7 +640,7 @@ TEST_F(TraceFiles, Chakra_HostOpsOfAnyTypeAreHostWorkAndGpuOnesMustCommunicate) 
   EXPECT_EQ(plan->compute_only, 40 * kMicrosecond);
   EXPECT_EQ(plan->collectives, 0u);
   EXPECT_TRUE(Mentions(read_chakra(prefix("storage")).status(),
-                       "storage.0.et: node 1: node type 8 is not modelled"));
+                       "storage.0.et: node 1: node type 8 is not modelled: INVALID, COMP"));
   EXPECT_TRUE(Mentions(read_chakra(prefix("notype")).status(),
                        "notype.0.et: node 1: collective without comm_type (a GPU op"));
 }
