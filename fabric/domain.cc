@@ -467,7 +467,7 @@ void run_progress(Domain& d, uint32_t ip, std::promise<int>& opened) {
     d.uring->wait(deadline);
     lock.lock();
   }
-  if (d.params.stats) print_stats(d);
+  if (d.params.stats && d.engine != nullptr) print_stats(d);  // none if open_engine failed
   d.loop.reset();
   d.io = nullptr;
   d.uring.reset();  // its teardown enters the ring: this thread's
