@@ -179,6 +179,27 @@ struct Check {
 };
 
 
+// What the flags ask for, checked before anything is built (options.cc). The flags that are
+// read where they are used stay flags.
+struct Options {
+  std::vector<TransportKind> transports;
+  uint32_t mtu = 4096;
+  std::string topology, uet_mode, verb, loss_per, plot_dir;
+  pathsel::Algorithm lb = pathsel::Algorithm::kOblivious;
+  CcMode cc = CcMode::kNscc;
+  std::vector<double> loss_rates;  // --loss_rates, in order
+  tss::Backend tss_backend = tss::Backend::kAuto;
+  std::vector<tss::DomainConfig> tss_domains;
+};
+// Every flag's range and spelling; the first refusal, naming its flag, as InvalidArgument.
+absl::StatusOr<Options> read_options();
+// --tss_backend and --tss_key_file (read after the fabric is known).
+absl::Status read_tss_options(Options& o);
+// One run's configuration without its flows: the same for the checks before the first run
+// and for the run itself.
+RunConfig run_config(const Options& o, const Fabric& base, const std::string& scenario,
+                     double fabric_loss, TransportKind t);
+
 absl::StatusOr<Fabric> fabric_from_flags();
 // The scenario's flows on `hosts` hosts; refused with the flag to change.
 absl::StatusOr<std::vector<sim::FlowSpec>> flows_for(const std::string& scenario, uint32_t hosts,

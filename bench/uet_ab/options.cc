@@ -1,0 +1,220 @@
+// uet-ab: the flags checked and read into Options before anything is built, and one run's
+// configuration from them (bench/uet_ab/uet_ab.h).
+#include "bench/uet_ab/uet_ab.h"
+
+namespace uet::ab {
+namespace {
+
+// The fabric's and the switches' flags, and --plot's directory (created here).
+void check_fabric_flags(Check& check, Options& o) {
+  check.range("leaves", absl::GetFlag(FLAGS_leaves), 1, 1024);
+  check.range("spines", absl::GetFlag(FLAGS_spines), 1, 256);
+  check.range("hosts_per_leaf", absl::GetFlag(FLAGS_hosts_per_leaf), 1, 256);
+  check.range("gbps", absl::GetFlag(FLAGS_gbps), 1, 1600);
+  check.range("tss_ns_per_frame", absl::GetFlag(FLAGS_tss_ns_per_frame), 0, 1e6);
+  check.range("tss_ns_per_kib", absl::GetFlag(FLAGS_tss_ns_per_kib), 0, 1e6);
+  check.range("bytes", static_cast<double>(absl::GetFlag(FLAGS_bytes)), 1, 1073741824);
+  check.range("loss", absl::GetFlag(FLAGS_loss), 0, 0.5);
+  check.range("degrade", absl::GetFlag(FLAGS_degrade), 0, 1);
+  if (const std::string dq = absl::GetFlag(FLAGS_degrade_queues); dq != "scaled" && dq != "fixed") {
+    check.fail("--degrade_queues=" + dq + " unknown: scaled or fixed");
+  }
+  if (absl::GetFlag(FLAGS_fabric_gbps) != 0) check.range("fabric_gbps", absl::GetFlag(FLAGS_fabric_gbps), 1, 1600);
+  check.range("hosts_per_tor", absl::GetFlag(FLAGS_hosts_per_tor), 0, 256);
+  check.range("latency_ns", absl::GetFlag(FLAGS_latency_ns), 0, 1e6);
+  check.range("ecn_kmin_kb", absl::GetFlag(FLAGS_ecn_kmin_kb), 1, 65536);
+  check.range("ecn_kmax_kb", absl::GetFlag(FLAGS_ecn_kmax_kb), absl::GetFlag(FLAGS_ecn_kmin_kb), 65536);
+  check.range("ecn_pmax", absl::GetFlag(FLAGS_ecn_pmax), 0, 1);
+  check.range("pfc_xoff_kb", absl::GetFlag(FLAGS_pfc_xoff_kb), 1, 65536);
+  check.range("pfc_xon_kb", absl::GetFlag(FLAGS_pfc_xon_kb), 0, absl::GetFlag(FLAGS_pfc_xoff_kb) - 1.0);
+  if (const std::string pfc = absl::GetFlag(FLAGS_pfc); pfc != "auto" && pfc != "on" && pfc != "off") {
+    check.fail("--pfc=" + pfc + " unknown: auto, on or off");
+  }
+  check.range("failed_links", absl::GetFlag(FLAGS_failed_links), 1, 1e6);
+  check.range("plot_sample_us", absl::GetFlag(FLAGS_plot_sample_us), 0.1, 10000);
+  o.plot_dir = absl::GetFlag(FLAGS_plot);
+  if (check.error.empty() && !o.plot_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(o.plot_dir, ec);
+    if (ec) check.error = absl::StrCat("--plot=", o.plot_dir, ": cannot create: ", ec.message());
+  }
+}
+
+// The workloads' flags: loss sweeps, web search, the verbs' options, the run's limits.
+void check_workload_flags(Check& check, Options& o) {
+  check.range("sweep_bytes", static_cast<double>(absl::GetFlag(FLAGS_sweep_bytes)), 1, 1073741824);
+  o.loss_per = absl::GetFlag(FLAGS_loss_per);
+  if (check.error.empty() && o.loss_per != "link" && o.loss_per != "path")
+    check.error = "--loss_per=" + o.loss_per + " unknown: link or path";
+  for (absl::string_view item : absl::StrSplit(absl::GetFlag(FLAGS_loss_rates), ',')) {
+    double v = -1;
+    if (check.error.empty() && (!absl::SimpleAtod(item, &v) || !(v >= 0 && v <= 0.5))) {
+      check.error = absl::StrCat("--loss_rates: '", std::string(item),
+                                 "' is not a probability in 0..0.5");
+    }
+    o.loss_rates.push_back(v);
+  }
+  check.range("load", absl::GetFlag(FLAGS_load), 0.01, 1);
+  check.range("websearch_us", absl::GetFlag(FLAGS_websearch_us), 1, 100000);
+  check.range("evs", absl::GetFlag(FLAGS_evs), 1, 4096);
+  if (const uint64_t rdv = absl::GetFlag(FLAGS_rendezvous_bytes); check.error.empty() && rdv != 0) {
+    if (absl::GetFlag(FLAGS_verb) != "send") {
+      check.error = "--rendezvous_bytes applies to --verb=send only";
+    } else if (rdv < absl::GetFlag(FLAGS_mtu) || rdv > 0xFFFFFFFFu) {
+      check.error = absl::StrFormat("--rendezvous_bytes=%u out of range: 0, or --mtu..4294967295",
+                                    rdv);
+    }
+  }
+  check.range("recv_delay_us", absl::GetFlag(FLAGS_recv_delay_us), 0, 1e6);
+  if (check.error.empty() && absl::GetFlag(FLAGS_verb) != "send") {
+    if (absl::GetFlag(FLAGS_deferrable)) {
+      check.error = "--deferrable applies to --verb=send only";
+    } else if (absl::GetFlag(FLAGS_recv_delay_us) != 0) {
+      check.error = "--recv_delay_us applies to --verb=send only";
+    }
+  }
+  check.range("buffer_kb", static_cast<double>(absl::GetFlag(FLAGS_buffer_kb)), 16, 65536);
+  check.range("max_ms", absl::GetFlag(FLAGS_max_ms), 1, 100000);
+  check.range("max_memory_gb", absl::GetFlag(FLAGS_max_memory_gb), 0, 1e6);
+}
+
+// The packet size, the topology's kind, and what each transport runs with.
+void check_transport_flags(Check& check, Options& o) {
+  o.mtu = absl::GetFlag(FLAGS_mtu);
+  if (check.error.empty() && o.mtu != 256 && o.mtu != 512 && o.mtu != 1024 && o.mtu != 2048 &&
+      o.mtu != 4096)
+    check.error = absl::StrFormat("--mtu=%u invalid: one of 256, 512, 1024, 2048, 4096", o.mtu);
+  o.topology = absl::GetFlag(FLAGS_topology);
+  if (check.error.empty() && o.topology != "leafspine" && o.topology != "fattree")
+    check.error = "--topology=" + o.topology + " unknown: leafspine or fattree";
+  if (const uint32_t k = absl::GetFlag(FLAGS_k); check.error.empty() && o.topology == "fattree" &&
+                                                 absl::GetFlag(FLAGS_topo).empty() &&
+                                                 (k < 2 || k > 256 || k % 2 != 0)) {
+    check.error = absl::StrFormat("--k=%u out of range: even, 2..256 (--topology=fattree)", k);
+  }
+  if (check.error.empty()) {
+    if (auto p = DcqcnConfig::preset(absl::GetFlag(FLAGS_dcqcn), 100); !p.ok()) {
+      check.error = absl::StrCat("--dcqcn: ", std::string(p.status().message()));
+    }
+  }
+  const std::string lb = absl::GetFlag(FLAGS_lb);
+  bool found = false;
+  for (int a = 0; a < pathsel::kNumAlgorithms; ++a) {
+    if (lb == pathsel::to_string(static_cast<pathsel::Algorithm>(a))) {
+      o.lb = static_cast<pathsel::Algorithm>(a);
+      found = true;
+    }
+  }
+  if (check.error.empty() && !found) {
+    check.error = "--lb=" + lb + " unknown: fixed, oblivious, reps, bitmap or mixed";
+  }
+  if (const std::string name = absl::GetFlag(FLAGS_cc); name == "rccc") {
+    o.cc = CcMode::kRccc;
+  } else if (name == "both") {
+    o.cc = CcMode::kNsccRccc;
+  } else if (name != "nscc" && check.error.empty()) {
+    check.error = "--cc=" + name + " unknown: nscc, rccc or both";
+  }
+  o.uet_mode = absl::GetFlag(FLAGS_uet_mode);
+  if (check.error.empty() && o.uet_mode != "rud" && o.uet_mode != "rod" && o.uet_mode != "rudi" &&
+      o.uet_mode != "uud") {
+    check.error = "--uet_mode=" + o.uet_mode + " unknown: rud, rod, rudi or uud";
+  }
+  o.verb = absl::GetFlag(FLAGS_verb);
+  if (check.error.empty() && o.verb != "write" && o.verb != "send" && o.verb != "atomic") {
+    check.error = "--verb=" + o.verb + " unknown: write, send or atomic";
+  }
+  if (check.error.empty() && o.verb != "write" && (o.uet_mode == "rudi" || o.uet_mode == "uud")) {
+    check.error = "--verb=" + o.verb + " runs on --uet_mode=rud or rod (RUDI carries idempotent "
+                  "operations only, UUD no matching or atomics)";
+  }
+  const std::string tr = absl::GetFlag(FLAGS_transport);
+  if (check.error.empty() && tr != "uet" && tr != "rocev2" && tr != "both")
+    check.error = "--transport=" + tr + " unknown: uet, rocev2 or both";
+  if (tr == "uet" || tr == "both") o.transports.push_back(TransportKind::kUet);
+  if (tr == "rocev2" || tr == "both") o.transports.push_back(TransportKind::kRocev2);
+}
+
+}  // namespace
+
+absl::StatusOr<Options> read_options() {
+  Options o;
+  Check check;
+  check_fabric_flags(check, o);
+  check_workload_flags(check, o);
+  check_transport_flags(check, o);
+  if (!check.error.empty()) return absl::InvalidArgumentError(check.error);
+  return o;
+}
+
+absl::Status read_tss_options(Options& o) {
+  auto refuse = [](std::string why) { return absl::InvalidArgumentError(std::move(why)); };
+  if (const std::string b = absl::GetFlag(FLAGS_tss_backend); !tss::parse_backend(b, &o.tss_backend)) {
+    return refuse(absl::StrFormat("--tss_backend=%s: auto, ipsec-mb or openssl", b));
+  } else if (o.tss_backend != tss::Backend::kAuto && !absl::GetFlag(FLAGS_tss)) {
+    return refuse("--tss_backend needs --tss");
+  } else if (!tss::backend_available(o.tss_backend)) {
+    return refuse(absl::StrFormat(
+        "--tss_backend=%s is not available here (built without it, or the CPU lacks AES-NI): "
+        "auto or openssl", b));
+  }
+  if (const std::string kf = absl::GetFlag(FLAGS_tss_key_file); !kf.empty()) {
+    if (!absl::GetFlag(FLAGS_tss)) return refuse("--tss_key_file needs --tss");
+    auto keys = tss::read_key_file(kf);
+    if (!keys.ok()) return refuse(absl::StrCat("--tss_key_file: ", keys.status().message()));
+    o.tss_domains = keys->domains;
+  }
+  return absl::OkStatus();
+}
+
+RunConfig run_config(const Options& o, const Fabric& base, const std::string& scenario,
+                     double fabric_loss, TransportKind t) {
+  const bool lossy = scenario == "loss" || scenario == "loss-sweep";
+  RunConfig c;
+  c.scenario = scenario;
+  c.fabric = base;
+  c.fabric.fabric_loss = fabric_loss;
+  if (scenario == "failure") {
+    c.fabric.failed_links = absl::GetFlag(FLAGS_failed_links);
+    c.fabric.degrade = absl::GetFlag(FLAGS_degrade);
+    c.fabric.degrade_scales_queues = absl::GetFlag(FLAGS_degrade_queues) == "scaled";
+    c.fabric.fail_at = static_cast<Time>(absl::GetFlag(FLAGS_fail_at_us)) * kMicrosecond;
+  }
+  // RoCEv2 as deployed: a lossless (PFC) class with ECN; except under random loss, where
+  // PFC cannot help and go-back-N shows.
+  const std::string pfc = absl::GetFlag(FLAGS_pfc);
+  c.fabric.pfc = pfc == "on" || (pfc == "auto" && t == TransportKind::kRocev2 && !lossy);
+  c.transport = t;
+  c.seed = absl::GetFlag(FLAGS_seed);
+  c.mtu = o.mtu;
+  c.uet_evs = static_cast<uint16_t>(absl::GetFlag(FLAGS_evs));
+  c.dcqcn_preset = absl::GetFlag(FLAGS_dcqcn);
+  c.uet_lb = o.lb;
+  c.uet_cc = o.cc;
+  c.uet_mode = o.uet_mode == "rod"    ? DeliveryMode::kRod
+               : o.uet_mode == "rudi" ? DeliveryMode::kRudi
+               : o.uet_mode == "uud"  ? DeliveryMode::kUud
+                                      : DeliveryMode::kRud;
+  c.verb = o.verb == "send" ? Verb::kSend : o.verb == "atomic" ? Verb::kAtomic : Verb::kWrite;
+  c.uet_rendezvous_bytes = absl::GetFlag(FLAGS_rendezvous_bytes);
+  c.uet_deferrable = absl::GetFlag(FLAGS_deferrable);
+  c.recv_delay = static_cast<Time>(absl::GetFlag(FLAGS_recv_delay_us) * kMicrosecond);
+  c.uet_tss = absl::GetFlag(FLAGS_tss);
+  c.tss_cost.ps_per_frame = static_cast<Time>(absl::GetFlag(FLAGS_tss_ns_per_frame) * kNanosecond);
+  c.tss_cost.ps_per_byte = absl::GetFlag(FLAGS_tss_ns_per_kib) * kNanosecond / 1024.0;
+  c.tss_domains = o.tss_domains;
+  c.tss_backend = o.tss_backend;
+  c.max_time = static_cast<Time>(absl::GetFlag(FLAGS_max_ms)) * kMillisecond;
+  if (!o.plot_dir.empty()) {
+    c.sample_every = static_cast<Time>(absl::GetFlag(FLAGS_plot_sample_us) * kMicrosecond);
+  }
+  if (const std::string dir = absl::GetFlag(FLAGS_pcap); !dir.empty()) {
+    c.pcap_prefix = absl::StrCat(dir, "/", scenario, "_", to_string(t));
+    if (scenario == "loss-sweep") {
+      absl::StrAppend(&c.pcap_prefix, absl::StrFormat("_loss%g", fabric_loss));
+    }
+  }
+  return c;
+}
+
+}  // namespace uet::ab
