@@ -573,7 +573,9 @@ TEST_F(TraceFiles, Chakra_ProcessGroupsComeFromPyTorchsMetadata) {
   EXPECT_EQ(plan->collectives, 2u);
   // Expect: each all-reduce stays within its pair.
   for (const FlowSpec& f : plan->flows) {
-    if (!f.compute) EXPECT_EQ(f.src % 2, f.dst % 2) << f.src << " -> " << f.dst;
+    if (!f.compute) {
+      EXPECT_EQ(f.src % 2, f.dst % 2) << f.src << " -> " << f.dst;
+    }
   }
   // A rank whose metadata disagrees is refused, naming its file and node.
   write_raw(prefix("pgbad"),
