@@ -10,8 +10,8 @@
 set -euo pipefail
 export FI_PROVIDER_PATH="$1"
 prog="$2"
-# (ldd's whole output first: under pipefail, `ldd | grep -q` fails when grep exits early and
-# ldd dies of SIGPIPE, which skipped this test now and then.)
+# ldd's whole output first: under pipefail, `ldd | grep -q` can fail when grep exits at its
+# first match and ldd dies of SIGPIPE.
 if ! grep -q librte_ethdev <<< "$(ldd "$FI_PROVIDER_PATH/libuetref-fi.so")"; then
   echo "the provider was built without DPDK: skipped"
   exit 77

@@ -23,18 +23,11 @@
 #include <string.h>
 #include <time.h>
 
+#include "check.h"
+
 static int failures;
 static int rocev2;  // FI_UETREF_TRANSPORT=rocev2
 
-#define CHECK(cond, ...)                             \
-  do {                                               \
-    if (!(cond)) {                                   \
-      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-      fprintf(stderr, __VA_ARGS__);                  \
-      fprintf(stderr, "\n");                         \
-      ++failures;                                    \
-    }                                                \
-  } while (0)
 
 static struct fi_info* hints_for(uint64_t caps) {
   struct fi_info* h = fi_allocinfo();

@@ -21,18 +21,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "check.h"
+
 enum { kLen = 1 << 20, kInFlight = 8, kBeforeKill = 4, kAfterKill = 4 };
 
 static int failures;
-#define CHECK(cond, ...)                                   \
-  do {                                                     \
-    if (!(cond)) {                                         \
-      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-      fprintf(stderr, __VA_ARGS__);                        \
-      fprintf(stderr, "\n");                               \
-      ++failures;                                          \
-    }                                                      \
-  } while (0)
 
 struct node {
   struct fi_info* info;
