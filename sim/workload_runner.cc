@@ -1,5 +1,6 @@
 #include "sim/workload_runner.h"
 
+#include <string>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -8,12 +9,11 @@
 namespace uet::sim {
 
 namespace {
-constexpr Time kMaxStart = Time{1} << 62;  // so that now + start cannot overflow
-}  // namespace
 
-absl::StatusOr<std::unique_ptr<WorkloadRunner>> WorkloadRunner::create(
-    Network& net, std::vector<FlowSpec> flows, const WorkloadRunnerConfig& config) {
-  const size_t hosts = net.num_hosts();
+constexpr Time kMaxStart = Time{1} << 62;  // so that now + start cannot overflow
+
+absl::Status check_sizes(const std::vector<FlowSpec>& flows, size_t hosts,
+                         const WorkloadRunnerConfig& config) {
   if (hosts < 2) return absl::FailedPreconditionError("workload runner: the network has < 2 hosts");
   if (flows.size() > kMaxWorkloadFlows) {
     return absl::InvalidArgumentError(
@@ -24,102 +24,129 @@ absl::StatusOr<std::unique_ptr<WorkloadRunner>> WorkloadRunner::create(
                                                    config.payload_per_packet,
                                                    " out of range [1, 65000]"));
   }
-  const size_t n = flows.size();
   uint64_t edges = 0;
   for (const FlowSpec& f : flows) edges += f.after.size();
   if (edges > UINT32_MAX) {
     return absl::InvalidArgumentError(
         absl::StrCat("workload runner: ", edges, " `after` edges, at most 2^32 - 1"));
   }
+  return absl::OkStatus();
+}
+
+// Flow i of n, on a network of `hosts` hosts.
+absl::Status check_flow(const FlowSpec& f, size_t i, size_t n, size_t hosts) {
+  const std::string at = absl::StrCat("workload runner: flow ", i, ": ");
+  if (f.id != i) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(at, "id ", f.id, " must equal its index (append_flows renumbers)"));
+  }
+  if (f.compute) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(at, "a compute task: the A/B runner plays those, not raw UDP"));
+  }
+  if (f.src >= hosts || f.dst >= hosts || f.src == f.dst) {
+    return absl::InvalidArgumentError(absl::StrCat(at, "src ", f.src, " and dst ", f.dst,
+                                                   " must be distinct hosts in [0, ", hosts - 1,
+                                                   "]"));
+  }
+  if (f.bytes < 1) return absl::InvalidArgumentError(absl::StrCat(at, "bytes must be >= 1"));
+  if (f.start < 0 || f.start >= kMaxStart) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(at, "start ", f.start, " ps out of range [0, 2^62)"));
+  }
+  for (uint32_t a : f.after) {
+    if (a >= n) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(at, "after names flow ", a, ", ids are in [0, ", n, ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// The dependents of each flow in compressed rows: those of f are
+// dependents[begin[f] .. begin[f + 1]).
+void index_dependents(const std::vector<FlowSpec>& flows, std::vector<uint32_t>& begin,
+                      std::vector<uint32_t>& dependents) {
+  const size_t n = flows.size();
+  begin.assign(n + 1, 0);
+  for (const FlowSpec& f : flows)
+    for (uint32_t a : f.after) ++begin[a + 1];
+  for (size_t i = 0; i < n; ++i) begin[i + 1] += begin[i];
+  dependents.resize(begin[n]);
+  std::vector<uint32_t> fill(begin.begin(), begin.end() - 1);
+  for (const FlowSpec& f : flows)
+    for (uint32_t a : f.after) dependents[fill[a]++] = f.id;
+}
+
+// A topological pass (Kahn) over the `after` edges: every flow must be reachable from the
+// flows that wait on nothing, or it would never start.
+absl::Status check_acyclic(const std::vector<uint32_t>& begin,
+                           const std::vector<uint32_t>& dependents,
+                           std::vector<uint32_t> left) {
+  const auto n = static_cast<uint32_t>(left.size());
+  std::vector<uint32_t> ready;
+  for (uint32_t i = 0; i < n; ++i)
+    if (left[i] == 0) ready.push_back(i);
+  size_t seen = 0;
+  while (!ready.empty()) {
+    const uint32_t f = ready.back();
+    ready.pop_back();
+    ++seen;
+    for (uint32_t k = begin[f]; k < begin[f + 1]; ++k)
+      if (--left[dependents[k]] == 0) ready.push_back(dependents[k]);
+  }
+  if (seen == n) return absl::OkStatus();
+  uint32_t stuck = 0;
+  while (left[stuck] == 0) ++stuck;
+  return absl::InvalidArgumentError(absl::StrCat(
+      "workload runner: flow ", stuck, " waits on a dependency cycle (`after` edges)"));
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<WorkloadRunner>> WorkloadRunner::create(
+    Network& net, std::vector<FlowSpec> flows, const WorkloadRunnerConfig& config) {
+  const size_t hosts = net.num_hosts();
+  if (absl::Status s = check_sizes(flows, hosts, config); !s.ok()) return s;
+  const size_t n = flows.size();
   for (size_t i = 0; i < n; ++i) {
-    const FlowSpec& f = flows[i];
-    const std::string at = absl::StrCat("workload runner: flow ", i, ": ");
-    if (f.id != i) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(at, "id ", f.id, " must equal its index (append_flows renumbers)"));
-    }
-    if (f.compute) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(at, "a compute task: the A/B runner plays those, not raw UDP"));
-    }
-    if (f.src >= hosts || f.dst >= hosts || f.src == f.dst) {
-      return absl::InvalidArgumentError(absl::StrCat(at, "src ", f.src, " and dst ", f.dst,
-                                                     " must be distinct hosts in [0, ", hosts - 1,
-                                                     "]"));
-    }
-    if (f.bytes < 1) return absl::InvalidArgumentError(absl::StrCat(at, "bytes must be >= 1"));
-    if (f.start < 0 || f.start >= kMaxStart) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(at, "start ", f.start, " ps out of range [0, 2^62)"));
-    }
-    for (uint32_t a : f.after) {
-      if (a >= n) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(at, "after names flow ", a, ", ids are in [0, ", n, ")"));
-      }
-    }
+    if (absl::Status s = check_flow(flows[i], i, n, hosts); !s.ok()) return s;
   }
 
   std::unique_ptr<WorkloadRunner> r(new WorkloadRunner(net, std::move(flows), config));
-
-  // Dependents in compressed rows, and a topological pass (Kahn) to reject cycles.
-  std::vector<uint32_t>& begin = r->dep_begin_;
-  begin.assign(n + 1, 0);
-  for (const FlowSpec& f : r->flows_)
-    for (uint32_t a : f.after) ++begin[a + 1];
-  for (size_t i = 0; i < n; ++i) begin[i + 1] += begin[i];
-  r->dependents_.resize(begin[n]);
-  {
-    std::vector<uint32_t> fill(begin.begin(), begin.end() - 1);
-    for (const FlowSpec& f : r->flows_)
-      for (uint32_t a : f.after) r->dependents_[fill[a]++] = f.id;
-  }
+  index_dependents(r->flows_, r->dep_begin_, r->dependents_);
   r->waiting_on_.resize(n);
   for (size_t i = 0; i < n; ++i)
     r->waiting_on_[i] = static_cast<uint32_t>(r->flows_[i].after.size());
-  {
-    std::vector<uint32_t> left = r->waiting_on_;
-    std::vector<uint32_t> ready;
-    for (uint32_t i = 0; i < n; ++i)
-      if (left[i] == 0) ready.push_back(i);
-    size_t seen = 0;
-    while (!ready.empty()) {
-      const uint32_t f = ready.back();
-      ready.pop_back();
-      ++seen;
-      for (uint32_t k = begin[f]; k < begin[f + 1]; ++k)
-        if (--left[r->dependents_[k]] == 0) ready.push_back(r->dependents_[k]);
-    }
-    if (seen != n) {
-      uint32_t stuck = 0;
-      while (left[stuck] == 0) ++stuck;
-      return absl::InvalidArgumentError(absl::StrCat(
-          "workload runner: flow ", stuck, " waits on a dependency cycle (`after` edges)"));
-    }
+  if (absl::Status s = check_acyclic(r->dep_begin_, r->dependents_, r->waiting_on_); !s.ok()) {
+    return s;
   }
-
-  // Records exist for every flow from the start, so the apps never resize the vector.
-  r->records_.resize(n);
-  for (size_t i = 0; i < n; ++i) {
-    FlowRecord& rec = r->records_[i];
-    rec.src = r->flows_[i].src;
-    rec.dst = r->flows_[i].dst;
-    rec.bytes = r->flows_[i].bytes;
-    rec.start = kNever;
-  }
-  WorkloadRunner* self = r.get();
-  r->apps_.reserve(hosts);
-  for (uint32_t h = 0; h < hosts; ++h) {
-    r->apps_.push_back(
-        std::make_unique<UdpApp>(h, &r->records_, config.payload_per_packet, config.ect));
-    r->apps_.back()->set_completion_hook(
-        [self](uint32_t flow_id, Time now) { self->on_complete(flow_id, now); });
-    net.attach(h, r->apps_.back().get());
-  }
+  r->attach_apps();
   const Time now = net.now();
   for (uint32_t i = 0; i < n; ++i)
-    if (r->waiting_on_[i] == 0) net.schedule(now + r->flows_[i].start, self, i);
+    if (r->waiting_on_[i] == 0) net.schedule(now + r->flows_[i].start, r.get(), i);
   return r;
+}
+
+// Records exist for every flow from the start, so the apps never resize the vector.
+void WorkloadRunner::attach_apps() {
+  records_.resize(flows_.size());
+  for (size_t i = 0; i < flows_.size(); ++i) {
+    FlowRecord& rec = records_[i];
+    rec.src = flows_[i].src;
+    rec.dst = flows_[i].dst;
+    rec.bytes = flows_[i].bytes;
+    rec.start = kNever;
+  }
+  const auto hosts = static_cast<uint32_t>(net_.num_hosts());
+  apps_.reserve(hosts);
+  for (uint32_t h = 0; h < hosts; ++h) {
+    apps_.push_back(
+        std::make_unique<UdpApp>(h, &records_, config_.payload_per_packet, config_.ect));
+    apps_.back()->set_completion_hook(
+        [this](uint32_t flow_id, Time now) { on_complete(flow_id, now); });
+    net_.attach(h, apps_.back().get());
+  }
 }
 
 WorkloadRunner::WorkloadRunner(Network& net, std::vector<FlowSpec> flows,

@@ -55,6 +55,8 @@ class WorkloadRunner : public Scheduled {
 
  private:
   WorkloadRunner(Network& net, std::vector<FlowSpec> flows, const WorkloadRunnerConfig& config);
+  // Records for every flow, and an app on every host, attached to the network.
+  void attach_apps();
   void on_complete(uint32_t flow_id, Time now);
 
   Network& net_;
