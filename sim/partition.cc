@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 
@@ -25,18 +26,21 @@ void OneRank::abort(std::string_view why) {
   std::exit(1);
 }
 
-absl::StatusOr<FabricSplit> split_fabric(const Network& net, uint16_t ranks) {
-  const auto nodes = static_cast<uint32_t>(net.num_hosts() + net.num_switches());
-  FabricSplit split;
-  split.rank_of_node.assign(nodes, 0);
-  if (ranks < 1) return absl::InvalidArgumentError("split_fabric: ranks must be >= 1");
-  // The ToR of each host, and the ToRs in switch order.
-  constexpr uint16_t kUnset = UINT16_MAX;
-  std::vector<uint16_t> rank_of(nodes, kUnset);
-  std::vector<uint32_t> tors;  // switch node ids
-  std::vector<bool> is_tor(nodes, false);
+namespace {
+
+constexpr uint16_t kUnset = UINT16_MAX;
+
+// The switch a host's NIC link reaches.
+uint32_t tor_of(const Network& net, uint32_t host) {
+  return net.port(net.port(net.host(host).port).peer).node;
+}
+
+// The ToRs in `ranks` contiguous blocks by switch number, each host with its ToR.
+absl::Status place_tors_and_hosts(const Network& net, uint16_t ranks,
+                                  std::vector<uint16_t>& rank_of, std::vector<uint32_t>& tors) {
+  std::vector<bool> is_tor(rank_of.size(), false);
   for (uint32_t h = 0; h < net.num_hosts(); ++h) {
-    const uint32_t tor = net.port(net.port(net.host(h).port).peer).node;
+    const uint32_t tor = tor_of(net, h);
     if (net.node(tor).kind != NodeKind::kSwitch) {
       return absl::InvalidArgumentError(
           absl::StrCat("split_fabric: host ", h, " is not connected to a switch"));
@@ -51,48 +55,48 @@ absl::StatusOr<FabricSplit> split_fabric(const Network& net, uint16_t ranks) {
     rank_of[tors[i]] = static_cast<uint16_t>(i * ranks / tors.size());
   }
   for (uint32_t h = 0; h < net.num_hosts(); ++h) {
-    rank_of[net.host_node(h)] = rank_of[net.port(net.port(net.host(h).port).peer).node];
+    rank_of[net.host_node(h)] = rank_of[tor_of(net, h)];
   }
-  // Tier by tier away from the ToRs: each switch next to the placed ones goes where most of
-  // its placed neighbours are.
-  std::vector<uint32_t> tier = tors;
-  while (!tier.empty()) {
-    std::vector<uint32_t> next;
-    for (uint32_t n : tier) {
-      for (uint32_t p : net.node(n).ports) {
-        const uint32_t m = net.port(net.port(p).peer).node;
-        if (rank_of[m] == kUnset && std::find(next.begin(), next.end(), m) == next.end()) {
-          next.push_back(m);
-        }
+  return absl::OkStatus();
+}
+
+// The next tier away from the ToRs: each unplaced neighbour of `tier`, in node order, goes to
+// the rank it has most links to, ties to the rank with fewest switches of this tier so far.
+std::vector<uint32_t> place_next_tier(const Network& net, const std::vector<uint32_t>& tier,
+                                      uint16_t ranks, std::vector<uint16_t>& rank_of) {
+  std::vector<uint32_t> next;
+  for (uint32_t n : tier) {
+    for (uint32_t p : net.node(n).ports) {
+      const uint32_t m = net.port(net.port(p).peer).node;
+      if (rank_of[m] == kUnset && std::find(next.begin(), next.end(), m) == next.end()) {
+        next.push_back(m);
       }
     }
-    std::sort(next.begin(), next.end());
-    std::vector<uint32_t> placed(ranks, 0);  // switches of this tier per rank
-    std::vector<uint32_t> links(ranks);
-    for (uint32_t m : next) {
-      std::fill(links.begin(), links.end(), 0);
-      for (uint32_t p : net.node(m).ports) {
-        const uint16_t r = rank_of[net.port(net.port(p).peer).node];
-        if (r != kUnset) ++links[r];
-      }
-      uint16_t best = 0;
-      for (uint16_t r = 1; r < ranks; ++r) {
-        if (links[r] > links[best] || (links[r] == links[best] && placed[r] < placed[best])) {
-          best = r;
-        }
-      }
-      rank_of[m] = best;
-      ++placed[best];
-    }
-    tier = std::move(next);
   }
-  for (uint32_t n = 0; n < nodes; ++n) {
-    if (rank_of[n] == kUnset) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("split_fabric: node ", net.node(n).name, " is not connected to a host"));
+  std::sort(next.begin(), next.end());
+  std::vector<uint32_t> placed(ranks, 0);  // switches of this tier per rank
+  std::vector<uint32_t> links(ranks);
+  for (uint32_t m : next) {
+    std::fill(links.begin(), links.end(), 0);
+    for (uint32_t p : net.node(m).ports) {
+      const uint16_t r = rank_of[net.port(net.port(p).peer).node];
+      if (r != kUnset) ++links[r];
     }
-    split.rank_of_node[n] = rank_of[n];
+    uint16_t best = 0;
+    for (uint16_t r = 1; r < ranks; ++r) {
+      if (links[r] > links[best] || (links[r] == links[best] && placed[r] < placed[best])) {
+        best = r;
+      }
+    }
+    rank_of[m] = best;
+    ++placed[best];
   }
+  return next;
+}
+
+// The links between ranks, each with a delay to give the lookahead.
+absl::Status find_cut_links(const Network& net, FabricSplit& split) {
+  const std::vector<uint16_t>& rank_of = split.rank_of_node;
   for (uint32_t p = 0; p < net.num_ports(); p += 2) {
     const uint32_t q = net.port(p).peer;
     if (rank_of[net.port(p).node] == rank_of[net.port(q).node]) continue;
@@ -106,6 +110,32 @@ absl::StatusOr<FabricSplit> split_fabric(const Network& net, uint16_t ranks) {
     }
     split.lookahead = std::min(split.lookahead, delay);
   }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<FabricSplit> split_fabric(const Network& net, uint16_t ranks) {
+  const auto nodes = static_cast<uint32_t>(net.num_hosts() + net.num_switches());
+  FabricSplit split;
+  split.rank_of_node.assign(nodes, 0);
+  if (ranks < 1) return absl::InvalidArgumentError("split_fabric: ranks must be >= 1");
+  std::vector<uint16_t> rank_of(nodes, kUnset);
+  std::vector<uint32_t> tors;  // switch node ids
+  if (absl::Status s = place_tors_and_hosts(net, ranks, rank_of, tors); !s.ok()) return s;
+  // Tier by tier away from the ToRs: each switch next to the placed ones goes where most of
+  // its placed neighbours are.
+  for (std::vector<uint32_t> tier = std::move(tors); !tier.empty();) {
+    tier = place_next_tier(net, tier, ranks, rank_of);
+  }
+  for (uint32_t n = 0; n < nodes; ++n) {
+    if (rank_of[n] == kUnset) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("split_fabric: node ", net.node(n).name, " is not connected to a host"));
+    }
+    split.rank_of_node[n] = rank_of[n];
+  }
+  if (absl::Status s = find_cut_links(net, split); !s.ok()) return s;
   return split;
 }
 
