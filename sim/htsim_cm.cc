@@ -142,9 +142,10 @@ absl::Status parse_flow(const HtsimLines& in, CmLines& s) {
   uint64_t src = 0, dst = 0;
   if (arrow == absl::string_view::npos || !absl::SimpleAtoi(tok[0].substr(0, arrow), &src) ||
       !absl::SimpleAtoi(tok[0].substr(arrow + 2), &dst)) {
-    return in.error(absl::StrCat("expected a flow 'SRC->DST ...', a header (Nodes, Connections, "
-                                 "Triggers, Failures) or a trigger, got '",
-                                 std::string(tok[0]), "'"));
+    return in.error(
+        absl::StrCat("expected a flow 'SRC->DST ...', a header (Nodes, Connections, "
+                     "Triggers, Failures) or a trigger, got '",
+                     std::string(tok[0]), "'"));
   }
   if (s.cm.flows.size() >= kMaxWorkloadFlows) return in.error("too many flows");
   if (src == dst) return in.error(absl::StrCat("flow from node ", src, " to itself"));
@@ -182,13 +183,13 @@ absl::Status check_counts(const HtsimLines& in, CmLines& s) {
   ConnectionMatrix& cm = s.cm;
   if (!s.nodes) return in.error_at(0, "no 'Nodes N' line");
   if (*s.nodes < 2 || *s.nodes > kMaxWorkloadHosts) {
-    return in.error_at(
-        0, absl::StrCat("Nodes ", *s.nodes, " out of range: 2..", kMaxWorkloadHosts));
+    return in.error_at(0,
+                       absl::StrCat("Nodes ", *s.nodes, " out of range: 2..", kMaxWorkloadHosts));
   }
   cm.nodes = static_cast<uint32_t>(*s.nodes);
   if (s.connections && *s.connections != cm.flows.size()) {
-    return in.error_at(0, absl::StrCat("'Connections ", *s.connections, "' but ",
-                                       cm.flows.size(), " flow lines"));
+    return in.error_at(
+        0, absl::StrCat("'Connections ", *s.connections, "' but ", cm.flows.size(), " flow lines"));
   }
   if (s.triggers_declared && *s.triggers_declared != s.triggers.size()) {
     return in.error_at(0, absl::StrCat("'Triggers ", *s.triggers_declared, "' but ",
@@ -220,9 +221,9 @@ absl::Status resolve_triggers(const HtsimLines& in, CmLines& s) {
     const Trigger& trigger = t->second;
     if (trigger.kind == TriggerKind::kBarrier) {
       if (trigger.count && *trigger.count != n) {
-        return in.error_at(trigger.line, absl::StrCat("barrier trigger ", id, " has count ",
-                                                      *trigger.count, " but ", n,
-                                                      " flows fire it"));
+        return in.error_at(trigger.line,
+                           absl::StrCat("barrier trigger ", id, " has count ", *trigger.count,
+                                        " but ", n, " flows fire it"));
       }
     } else if (n != 1) {
       return in.error_at(trigger.line,

@@ -46,7 +46,8 @@ absl::Status parse_tier_key(const HtsimLines& in, const std::string& key, double
   } else if (key == "radix_down" || key == "radix_up" || key == "bundle") {
     if (!whole(num) || num < 1) return in.error(absl::StrCat(name, " needs a positive integer"));
     (key == "radix_down" ? t.radix_down : key == "radix_up" ? t.radix_up : t.bundle) = whole(num);
-    if (key == "bundle" && num != 1) return in.error("Bundle > 1 (parallel links) is not supported");
+    if (key == "bundle" && num != 1)
+      return in.error("Bundle > 1 (parallel links) is not supported");
   } else if (key == "queue_down" || key == "queue_up") {
     return in.error(
         absl::StrCat(name, " is not supported: set the switch buffer with uet-ab --buffer_kb"));
@@ -102,7 +103,8 @@ absl::StatusOr<std::array<LinkConfig, 3>> tier_links(const HtsimLines& in, const
     const Tier& t = s.tier[i];
     if (t.line == 0) return in.error_at(0, absl::StrCat("no 'Tier ", i, "' block"));
     if (!t.gbps || !t.radix_down || !t.latency_ns) {
-      return in.error_at(t.line, absl::StrCat("Tier ", i, " needs Downlink_speed_Gbps, "
+      return in.error_at(t.line, absl::StrCat("Tier ", i,
+                                              " needs Downlink_speed_Gbps, "
                                               "Radix_Down and Downlink_Latency_ns"));
     }
     link[i].gbps = *t.gbps;
@@ -124,22 +126,20 @@ absl::StatusOr<uint64_t> tor_uplinks(const HtsimLines& in, const TopoLines& s) {
   const double up_exact = static_cast<double>(*tor.radix_down) * *tor.gbps /
                           (*s.tier[1].gbps * tor.oversub.value_or(1));
   if (!(up_exact >= 1 && up_exact <= kMaxHosts)) {  // also NaN; then the casts below are exact
-    return in.error_at(tor.line,
-                       absl::StrCat("Tier 0: Radix_Down x speed / (Tier 1 speed x "
-                                    "Oversubscribed) = ",
-                                    up_exact, " uplinks: 1..", kMaxHosts));
+    return in.error_at(tor.line, absl::StrCat("Tier 0: Radix_Down x speed / (Tier 1 speed x "
+                                              "Oversubscribed) = ",
+                                              up_exact, " uplinks: 1..", kMaxHosts));
   }
   const auto tor_up = static_cast<uint64_t>(std::llround(up_exact));
   if (std::abs(up_exact - static_cast<double>(tor_up)) > 1e-9) {
-    return in.error_at(tor.line,
-                       absl::StrCat("Tier 0: Radix_Down x speed / (Tier 1 speed x "
-                                    "Oversubscribed) = ",
-                                    up_exact, " uplinks: not a whole number"));
+    return in.error_at(tor.line, absl::StrCat("Tier 0: Radix_Down x speed / (Tier 1 speed x "
+                                              "Oversubscribed) = ",
+                                              up_exact, " uplinks: not a whole number"));
   }
   if (tor.radix_up && *tor.radix_up != tor_up) {
-    return in.error_at(tor.line, absl::StrCat("Tier 0: Radix_Up ", *tor.radix_up,
-                                              " but the rates and Oversubscribed give ", tor_up,
-                                              " uplinks"));
+    return in.error_at(tor.line,
+                       absl::StrCat("Tier 0: Radix_Up ", *tor.radix_up,
+                                    " but the rates and Oversubscribed give ", tor_up, " uplinks"));
   }
   return tor_up;
 }
@@ -150,16 +150,15 @@ absl::Status map_leaf_spine(const HtsimLines& in, const TopoLines& s,
                             HtsimTopology& out) {
   const Tier& tor = s.tier[0];
   if (*s.nodes % *tor.radix_down != 0) {
-    return in.error_at(tor.line, absl::StrCat("Nodes ", *s.nodes,
-                                              " is not a multiple of Tier 0 Radix_Down ",
-                                              *tor.radix_down));
+    return in.error_at(tor.line,
+                       absl::StrCat("Nodes ", *s.nodes, " is not a multiple of Tier 0 Radix_Down ",
+                                    *tor.radix_down));
   }
   const uint64_t leaves = *s.nodes / *tor.radix_down;
   if (*s.tier[1].radix_down != leaves) {
     return in.error_at(s.tier[1].line,
-                       absl::StrCat("Tier 1: Radix_Down ", *s.tier[1].radix_down,
-                                    " but there are ", leaves,
-                                    " leaves (each spine reaches every leaf)"));
+                       absl::StrCat("Tier 1: Radix_Down ", *s.tier[1].radix_down, " but there are ",
+                                    leaves, " leaves (each spine reaches every leaf)"));
   }
   out.kind = HtsimTopology::Kind::kLeafSpine;
   out.leaf_spine.leaves = static_cast<uint32_t>(leaves);
@@ -187,11 +186,11 @@ absl::Status map_fat_tree(const HtsimLines& in, const TopoLines& s,
   const uint64_t tors_per_pod = *s.podsize / *tor.radix_down;
   if (k < 2 || k % 2 != 0 || tors_per_pod * *tor.radix_down != *s.podsize ||
       tors_per_pod != k / 2 || tor_up != k / 2) {
-    return in.error_at(0, absl::StrCat("Tiers 3: ", k, " pods of ", tors_per_pod, " ToRs with ",
-                                       tor_up,
-                                       " uplinks each is not a k-ary fat-tree (k pods of k/2 "
-                                       "ToRs, k/2 uplinks per ToR); the only 3-tier shape "
-                                       "built here"));
+    return in.error_at(
+        0, absl::StrCat("Tiers 3: ", k, " pods of ", tors_per_pod, " ToRs with ", tor_up,
+                        " uplinks each is not a k-ary fat-tree (k pods of k/2 "
+                        "ToRs, k/2 uplinks per ToR); the only 3-tier shape "
+                        "built here"));
   }
   if (*s.tier[1].radix_down != k / 2) {
     return in.error_at(s.tier[1].line, absl::StrCat("Tier 1: Radix_Down ", *s.tier[1].radix_down,

@@ -103,10 +103,10 @@ absl::Status find_cut_links(const Network& net, FabricSplit& split) {
     ++split.cut_links;
     const Time delay = net.link_config(p).delay;
     if (delay <= 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "split_fabric: the link ", net.node(net.port(p).node).name, " - ",
-          net.node(net.port(q).node).name,
-          " joins two ranks and has no delay: ranks cannot run ahead of each other"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("split_fabric: the link ", net.node(net.port(p).node).name, " - ",
+                       net.node(net.port(q).node).name,
+                       " joins two ranks and has no delay: ranks cannot run ahead of each other"));
     }
     split.lookahead = std::min(split.lookahead, delay);
   }

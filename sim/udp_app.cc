@@ -39,6 +39,68 @@ void UdpApp::start_due(Time now) {
   }
 }
 
+namespace {
+
+constexpr size_t kHeaders = 14 + 20 + 8 + UdpApp::kAppHeader;  // Ethernet, IPv4, UDP, app
+constexpr size_t kSportAt = 14 + 20;
+constexpr size_t kOffsetAt = 14 + 20 + 8 + 8;
+
+// A headers-only frame like `head` (the last one built for a packet of this size), its source
+// port and offset patched: byte for byte what build_frame would write.
+void patch_head(Frame& f, const uint8_t* head, uint32_t head_len, uint16_t sport, uint64_t offset,
+                size_t full) {
+  f.len = head_len;
+  f.wire_len = static_cast<uint32_t>(full);
+  std::memcpy(f.data, head, head_len);
+  wire::store_be_n<2>(f.data + kSportAt, sport);
+  wire::store_be_n<8>(f.data + kOffsetAt, offset);
+}
+
+// Host `host`'s frame to `dst`: data DSCP, ECT if `ect`, UDP to UdpApp::kPort.
+wire::Encap data_encap(uint32_t host, uint32_t dst, bool ect, uint16_t sport, bool udp_checksum) {
+  wire::Encap e;
+  e.src_mac = Network::host_mac(host);
+  e.dst_mac = Network::host_mac(dst);
+  e.src_ip4 = Network::host_ip4(host);
+  e.dst_ip4 = Network::host_ip4(dst);
+  e.dscp = kDscpData;
+  e.ecn = ect ? 2 : 0;
+  e.sport = sport;
+  e.dport = UdpApp::kPort;
+  e.udp_checksum = udp_checksum;
+  return e;
+}
+
+// Writes a packet of `len` payload bytes at `offset` of flow `id` into `f`: with the payload
+// if all `full` bytes fit, else headers only (the UDP checksum then 0) whose IP and UDP lengths
+// describe the frame on the wire. False if even the headers do not fit.
+bool build_frame(Frame& f, const wire::Encap& e, uint32_t id, uint64_t offset, uint64_t len,
+                 size_t full) {
+  const bool elide = full > f.capacity;
+  wire::FrameBuilder b(std::span<uint8_t>(f.data, f.capacity), e);
+  uint8_t* app = b.add_bytes(UdpApp::kAppHeader);
+  if (app == nullptr) return false;
+  wire::store_be_n<4>(app, id);
+  wire::store_be_n<8>(app + 8, offset);
+  if (!elide) {
+    uint8_t* p = b.add_bytes(len);
+    for (uint64_t i = 0; i < len; ++i) p[i] = static_cast<uint8_t>(id + offset + i);
+  }
+  size_t flen = 0;
+  if (b.finish(&flen) != wire::WireError::kOk) return false;
+  f.len = static_cast<uint32_t>(flen);
+  f.wire_len = elide ? static_cast<uint32_t>(full) : 0;
+  if (elide) {
+    wire::as<wire::Ipv4>(f.data + 14)->set_total_length(static_cast<uint16_t>(full - 14));
+    wire::as<wire::Ipv4>(f.data + 14)->set_checksum(0);
+    wire::as<wire::Ipv4>(f.data + 14)->set_checksum(wire::ipv4_header_checksum(f.data + 14, 20));
+    wire::as<wire::Udp>(f.data + 34)->set_length(static_cast<uint16_t>(full - 34));
+  }
+  return true;
+}
+
+}  // namespace
+
 size_t UdpApp::tx(std::span<Frame* const> out, Time now) {
   now_ = now;
   start_due(now);
@@ -55,58 +117,16 @@ size_t UdpApp::tx(std::span<Frame* const> out, Time now) {
     Frame& f = *out[n];
     const uint64_t len = std::min<uint64_t>(mss_, a.flow.bytes - a.next_offset);
     const uint16_t sport =
-        a.flow.spray ? wire::dynamic_port(a.flow.sport + a.packets * 0x9E37u)
-                     : a.flow.sport;
+        a.flow.spray ? wire::dynamic_port(a.flow.sport + a.packets * 0x9E37u) : a.flow.sport;
     // Store the payload if it fits, else carry it by length (and leave the UDP checksum 0).
-    const size_t full = 14 + 20 + 8 + kAppHeader + len;
+    const size_t full = kHeaders + len;
     const bool elide = full > f.capacity;
-    constexpr size_t kSportAt = 14 + 20;
-    constexpr size_t kOffsetAt = 14 + 20 + 8 + 8;
     if (elide && a.head_payload == len && a.head_len <= f.capacity) {
-      // The previous headers-only frame of this size, its source port and offset patched:
-      // byte for byte what the builder below would write.
-      std::memcpy(f.data, a.head.data(), a.head_len);
-      wire::store_be_n<2>(f.data + kSportAt, sport);
-      wire::store_be_n<8>(f.data + kOffsetAt, a.next_offset);
-      f.len = a.head_len;
-      f.wire_len = static_cast<uint32_t>(full);
-      f.priority = Priority::kData;
-      a.next_offset += len;
-      ++a.packets;
-      (*records_)[a.flow.id].sent += len;
-      ++n;
-      continue;
-    }
-    wire::Encap e;
-    e.src_mac = Network::host_mac(host_);
-    e.dst_mac = Network::host_mac(a.flow.dst);
-    e.src_ip4 = Network::host_ip4(host_);
-    e.dst_ip4 = Network::host_ip4(a.flow.dst);
-    e.dscp = kDscpData;
-    e.ecn = ect_ ? 2 : 0;
-    e.sport = sport;
-    e.dport = kPort;
-    e.udp_checksum = !elide;
-    wire::FrameBuilder b(std::span<uint8_t>(f.data, f.capacity), e);
-    uint8_t* app = b.add_bytes(kAppHeader);
-    if (app == nullptr) return n;
-    wire::store_be_n<4>(app, a.flow.id);
-    wire::store_be_n<8>(app + 8, a.next_offset);
-    if (!elide) {
-      uint8_t* p = b.add_bytes(len);
-      for (uint64_t i = 0; i < len; ++i) p[i] = static_cast<uint8_t>(a.flow.id + a.next_offset + i);
-    }
-    size_t flen = 0;
-    if (b.finish(&flen) != wire::WireError::kOk) return n;
-    f.len = static_cast<uint32_t>(flen);
-    f.wire_len = elide ? static_cast<uint32_t>(full) : 0;
-    if (elide) {  // IP and UDP lengths describe the frame on the wire
-      wire::as<wire::Ipv4>(f.data + 14)->set_total_length(static_cast<uint16_t>(full - 14));
-      wire::as<wire::Ipv4>(f.data + 14)->set_checksum(0);
-      wire::as<wire::Ipv4>(f.data + 14)->set_checksum(
-          wire::ipv4_header_checksum(f.data + 14, 20));
-      wire::as<wire::Udp>(f.data + 34)->set_length(static_cast<uint16_t>(full - 34));
-      if (f.len <= a.head.size()) {
+      patch_head(f, a.head.data(), a.head_len, sport, a.next_offset, full);
+    } else {
+      const wire::Encap e = data_encap(host_, a.flow.dst, ect_, sport, !elide);
+      if (!build_frame(f, e, a.flow.id, a.next_offset, len, full)) return n;
+      if (elide && f.len <= a.head.size()) {  // the next packet of this size patches a copy
         std::memcpy(a.head.data(), f.data, f.len);
         a.head_len = f.len;
         a.head_payload = len;

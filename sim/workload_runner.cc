@@ -45,9 +45,8 @@ absl::Status check_flow(const FlowSpec& f, size_t i, size_t n, size_t hosts) {
         absl::StrCat(at, "a compute task: the A/B runner plays those, not raw UDP"));
   }
   if (f.src >= hosts || f.dst >= hosts || f.src == f.dst) {
-    return absl::InvalidArgumentError(absl::StrCat(at, "src ", f.src, " and dst ", f.dst,
-                                                   " must be distinct hosts in [0, ", hosts - 1,
-                                                   "]"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        at, "src ", f.src, " and dst ", f.dst, " must be distinct hosts in [0, ", hosts - 1, "]"));
   }
   if (f.bytes < 1) return absl::InvalidArgumentError(absl::StrCat(at, "bytes must be >= 1"));
   if (f.start < 0 || f.start >= kMaxStart) {
@@ -81,8 +80,7 @@ void index_dependents(const std::vector<FlowSpec>& flows, std::vector<uint32_t>&
 // A topological pass (Kahn) over the `after` edges: every flow must be reachable from the
 // flows that wait on nothing, or it would never start.
 absl::Status check_acyclic(const std::vector<uint32_t>& begin,
-                           const std::vector<uint32_t>& dependents,
-                           std::vector<uint32_t> left) {
+                           const std::vector<uint32_t>& dependents, std::vector<uint32_t> left) {
   const auto n = static_cast<uint32_t>(left.size());
   std::vector<uint32_t> ready;
   for (uint32_t i = 0; i < n; ++i)
@@ -98,8 +96,8 @@ absl::Status check_acyclic(const std::vector<uint32_t>& begin,
   if (seen == n) return absl::OkStatus();
   uint32_t stuck = 0;
   while (left[stuck] == 0) ++stuck;
-  return absl::InvalidArgumentError(absl::StrCat(
-      "workload runner: flow ", stuck, " waits on a dependency cycle (`after` edges)"));
+  return absl::InvalidArgumentError(absl::StrCat("workload runner: flow ", stuck,
+                                                 " waits on a dependency cycle (`after` edges)"));
 }
 
 }  // namespace
