@@ -11,11 +11,13 @@
 #include <chrono>
 #include <cstdio>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/status/status.h"
 #include "sim/mpi_ranks.h"
 #include "sim/network.h"
 #include "sim/partition.h"
@@ -43,132 +45,175 @@ double cpu_seconds() {
          static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
 }
 
-int run(Ranks& ranks) {
-  const uint32_t k = absl::GetFlag(FLAGS_k);
-  const double gbps = absl::GetFlag(FLAGS_gbps);
-  const uint32_t us = absl::GetFlag(FLAGS_us);
-  const uint32_t capacity = absl::GetFlag(FLAGS_capacity);
-  if (k < 2 || k > 256 || k % 2) return std::fprintf(stderr, "--k=%u: even, 2..256\n", k), 2;
-  if (!(gbps >= 1 && gbps <= 1600)) return std::fprintf(stderr, "--gbps=%g: 1..1600\n", gbps), 2;
-  if (us < 1 || us > 100000) return std::fprintf(stderr, "--us=%u: 1..100000\n", us), 2;
-  if (capacity < 64 || capacity > 9216) {
-    return std::fprintf(stderr, "--capacity=%u: 64..9216\n", capacity), 2;
-  }
+struct Options {
+  uint32_t k = 0;
+  double gbps = 0;
+  uint32_t us = 0;
+  uint32_t capacity = 0;
+  bool spray = false;
+  uint64_t seed = 0;
+};
 
-  const auto t0 = std::chrono::steady_clock::now();
-  NetworkConfig nc;
-  nc.seed = absl::GetFlag(FLAGS_seed);
-  nc.frame_capacity = capacity;
-  Network net(nc);
+// The flags, in range; false after naming the one that is not.
+bool read_options(Options& o) {
+  o.k = absl::GetFlag(FLAGS_k);
+  o.gbps = absl::GetFlag(FLAGS_gbps);
+  o.us = absl::GetFlag(FLAGS_us);
+  o.capacity = absl::GetFlag(FLAGS_capacity);
+  o.spray = absl::GetFlag(FLAGS_spray);
+  o.seed = absl::GetFlag(FLAGS_seed);
+  if (o.k < 2 || o.k > 256 || o.k % 2) return std::fprintf(stderr, "--k=%u: even, 2..256\n", o.k), false;
+  if (!(o.gbps >= 1 && o.gbps <= 1600)) return std::fprintf(stderr, "--gbps=%g: 1..1600\n", o.gbps), false;
+  if (o.us < 1 || o.us > 100000) return std::fprintf(stderr, "--us=%u: 1..100000\n", o.us), false;
+  if (o.capacity < 64 || o.capacity > 9216) {
+    return std::fprintf(stderr, "--capacity=%u: 64..9216\n", o.capacity), false;
+  }
+  return true;
+}
+
+// The fat-tree. Split over ranks: each runs its part of the fabric and the flows its hosts
+// send, `lookahead` ahead of the others.
+absl::Status build_fabric(Network& net, const Options& o, Ranks& ranks, Time* lookahead) {
   FatTreeConfig fc;
-  fc.k = k;
+  fc.k = o.k;
   LinkConfig l;
-  l.gbps = gbps;
+  l.gbps = o.gbps;
   l.delay = 500 * kNanosecond;
   fc.host_link = fc.tor_agg_link = fc.agg_core_link = l;
-  if (absl::Status s = build_fat_tree(net, fc); !s.ok()) {
-    std::fprintf(stderr, "%s\n", std::string(s.message()).c_str());
-    return 1;
-  }
-  const auto hosts = static_cast<uint32_t>(net.num_hosts());
-  // Split over ranks: each runs its part of the fabric and the flows its hosts send.
-  Time lookahead = kNever;
-  if (ranks.size() > 1) {
-    auto split = split_fabric(net, ranks.size());
-    if (!split.ok()) {
-      std::fprintf(stderr, "%s\n", std::string(split.status().message()).c_str());
-      return 1;
-    }
-    lookahead = split->lookahead;
-    if (absl::Status s = net.set_partition(split->rank_of_node, ranks.rank(), ranks.size());
-        !s.ok()) {
-      std::fprintf(stderr, "%s\n", std::string(s.message()).c_str());
-      return 1;
-    }
-  }
+  if (absl::Status s = build_fat_tree(net, fc); !s.ok()) return s;
+  if (ranks.size() <= 1) return absl::OkStatus();
+  auto split = split_fabric(net, ranks.size());
+  if (!split.ok()) return split.status();
+  *lookahead = split->lookahead;
+  return net.set_partition(split->rank_of_node, ranks.rank(), ranks.size());
+}
 
-  // A random derangement: every host sends to one other host and receives from one.
+// A random derangement: every host sends to one other host and receives from one.
+std::vector<uint32_t> derangement(uint32_t hosts, uint64_t seed) {
   std::vector<uint32_t> dst(hosts);
   for (uint32_t i = 0; i < hosts; ++i) dst[i] = i;
-  Rng rng(nc.seed);
+  Rng rng(seed);
   for (;;) {
     for (uint32_t i = hosts - 1; i > 0; --i) std::swap(dst[i], dst[rng.below(i + 1)]);
     bool fixed = false;
     for (uint32_t i = 0; i < hosts; ++i) fixed |= dst[i] == i;
     if (!fixed) break;
   }
-  const auto bytes_per_flow = static_cast<uint64_t>(gbps / 8 * 1e9 * us * 1e-6 * 2);  // never runs dry
-  // Every flow's record (flow h is host h's), so that a sink knows a flow's size when its
-  // source runs on another rank.
-  std::vector<FlowRecord> records(hosts);
-  for (FlowRecord& r : records) r.bytes = bytes_per_flow;
+  return dst;
+}
+
+// A UDP app on every host this rank runs, its one flow to `dst[h]`.
+std::vector<std::unique_ptr<UdpApp>> attach_apps(Network& net, const std::vector<uint32_t>& dst,
+                                                 uint64_t bytes, bool spray,
+                                                 std::vector<FlowRecord>* records) {
+  const auto hosts = static_cast<uint32_t>(dst.size());
   std::vector<std::unique_ptr<UdpApp>> apps(hosts);
   for (uint32_t h = 0; h < hosts; ++h) {
     if (!net.owns_host(h)) continue;
-    apps[h] = std::make_unique<UdpApp>(h, &records);
-    apps[h]->add_flow(UdpFlow{h, dst[h], bytes_per_flow, 0, wire::dynamic_port(h),
-                              absl::GetFlag(FLAGS_spray)});
+    apps[h] = std::make_unique<UdpApp>(h, records);
+    apps[h]->add_flow(UdpFlow{h, dst[h], bytes, 0, wire::dynamic_port(h), spray});
     net.attach(h, apps[h].get());
   }
-  const double cpu1 = cpu_seconds();
-  const auto t1 = std::chrono::steady_clock::now();
-  WindowStats windows;
-  if (ranks.size() > 1) {
-    run_windows(net, ranks, lookahead, static_cast<Time>(us) * kMicrosecond, &windows);
-  } else {
-    net.run_until(static_cast<Time>(us) * kMicrosecond);
-  }
-  const auto t2 = std::chrono::steady_clock::now();
-  const double run_cpu_s = cpu_seconds() - cpu1;
+  return apps;
+}
 
-  const double build_s = std::chrono::duration<double>(t1 - t0).count();
-  const double run_s = std::chrono::duration<double>(t2 - t1).count();
+// What the run did. Summed over ranks (each counts what it ran: its sinks' bytes, its ports'
+// drops); the pool and RSS are the largest rank's.
+struct Totals {
+  std::array<uint64_t, 7> sum;  // events, frames and bytes received, drops, windows, records, bytes
+  std::array<uint64_t, 2> most;  // frame pool peak, peak RSS (KiB)
+};
+
+Totals totals(Network& net, Ranks& ranks, const std::vector<std::unique_ptr<UdpApp>>& apps,
+              const std::vector<FlowRecord>& records, const WindowStats& windows) {
   uint64_t rx_frames = 0, rx_bytes = 0;
-  for (uint32_t h = 0; h < hosts; ++h) rx_frames += apps[h] != nullptr ? apps[h]->rx_frames() : 0;
+  for (const auto& app : apps) rx_frames += app != nullptr ? app->rx_frames() : 0;
   for (const FlowRecord& r : records) rx_bytes += r.received;
   uint64_t drops = 0;
   for (size_t p = 0; p < net.num_ports(); ++p) drops += net.port(static_cast<uint32_t>(p)).stats.drops;
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
-  // Summed over ranks (each counts what it ran: its sinks' bytes, its ports' drops); the
-  // pool and RSS are the largest rank's.
-  std::array<uint64_t, 7> sum{net.events_processed(), rx_frames, rx_bytes, drops,
-                              windows.windows, windows.records_sent, windows.bytes_sent};
-  std::array<uint64_t, 2> most{net.frames().peak(), static_cast<uint64_t>(ru.ru_maxrss)};
-  ranks.sum_all(sum);
-  ranks.max_all(most);
-  const uint64_t events = sum[0];
-  rx_frames = sum[1];
-  rx_bytes = sum[2];
-  drops = sum[3];
-  if (ranks.rank() != 0) return 0;
-  const double sim_s = static_cast<double>(us) * 1e-6;
+  Totals t{{net.events_processed(), rx_frames, rx_bytes, drops, windows.windows,
+            windows.records_sent, windows.bytes_sent},
+           {net.frames().peak(), static_cast<uint64_t>(ru.ru_maxrss)}};
+  ranks.sum_all(t.sum);
+  ranks.max_all(t.most);
+  return t;
+}
 
-  std::printf("fat-tree k=%u: %u hosts, %zu switches, %zu ports, %.0f Gb/s links, %s\n", k, hosts,
-              net.num_switches(), net.num_ports(), gbps,
-              absl::GetFlag(FLAGS_spray) ? "sprayed" : "one path per flow (ECMP)");
-  std::printf("UDP permutation at line rate, %u us simulated, %u bytes stored per frame\n\n", us,
-              capacity);
-  std::printf("%-36s %14.3f\n", "build (s)", build_s);
-  std::printf("%-36s %14.3f\n", "run (s)", run_s);
-  std::printf("%-36s %14.3f\n", "run CPU (s)", run_cpu_s);
+struct Times {
+  double build_s = 0, run_s = 0, run_cpu_s = 0;
+};
+
+void print_report(const Options& o, const Network& net, uint16_t ranks, const Times& times,
+                  const Totals& t) {
+  const auto hosts = static_cast<uint32_t>(net.num_hosts());
+  const uint64_t events = t.sum[0], rx_frames = t.sum[1], rx_bytes = t.sum[2], drops = t.sum[3];
+  const double sim_s = static_cast<double>(o.us) * 1e-6;
+  std::printf("fat-tree k=%u: %u hosts, %zu switches, %zu ports, %.0f Gb/s links, %s\n", o.k, hosts,
+              net.num_switches(), net.num_ports(), o.gbps,
+              o.spray ? "sprayed" : "one path per flow (ECMP)");
+  std::printf("UDP permutation at line rate, %u us simulated, %u bytes stored per frame\n\n", o.us,
+              o.capacity);
+  std::printf("%-36s %14.3f\n", "build (s)", times.build_s);
+  std::printf("%-36s %14.3f\n", "run (s)", times.run_s);
+  std::printf("%-36s %14.3f\n", "run CPU (s)", times.run_cpu_s);
   std::printf("%-36s %14lu\n", "events", events);
-  std::printf("%-36s %14.2f\n", "events per second (M)", double(events) / run_s / 1e6);
-  std::printf("%-36s %14.2f\n", "events per CPU second (M)", double(events) / run_cpu_s / 1e6);
-  std::printf("%-36s %14.5f\n", "simulated s per wall s", sim_s / run_s);
+  std::printf("%-36s %14.2f\n", "events per second (M)", double(events) / times.run_s / 1e6);
+  std::printf("%-36s %14.2f\n", "events per CPU second (M)", double(events) / times.run_cpu_s / 1e6);
+  std::printf("%-36s %14.5f\n", "simulated s per wall s", sim_s / times.run_s);
   std::printf("%-36s %14lu\n", "packets delivered", rx_frames);
   std::printf("%-36s %14.1f\n", "delivered Gb/s per host (mean)",
               double(rx_bytes) * 8 / sim_s / 1e9 / hosts);
   std::printf("%-36s %14lu\n", "drops", drops);
-  std::printf("%-36s %14lu\n", "frame pool peak (frames)", most[0]);
+  std::printf("%-36s %14lu\n", "frame pool peak (frames)", t.most[0]);
   std::printf("%-36s %14.2f\n", "ECMP tables (MiB)", double(net.ecmp_table_bytes()) / (1 << 20));
-  std::printf("%-36s %14.1f\n", "peak RSS (MiB)", double(most[1]) / 1024);
-  if (ranks.size() > 1) {  // the pool and RSS above: the largest rank's
-    std::printf("%-36s %14u\n", "ranks", ranks.size());
-    std::printf("%-36s %14.2f\n", "windows per simulated us", double(sum[4]) / ranks.size() / us);
-    std::printf("%-36s %14.1f\n", "events between ranks per sim. us", double(sum[5]) / us);
-    std::printf("%-36s %14.1f\n", "MB between ranks", double(sum[6]) / 1e6);
+  std::printf("%-36s %14.1f\n", "peak RSS (MiB)", double(t.most[1]) / 1024);
+  if (ranks > 1) {  // the pool and RSS above: the largest rank's
+    std::printf("%-36s %14u\n", "ranks", ranks);
+    std::printf("%-36s %14.2f\n", "windows per simulated us", double(t.sum[4]) / ranks / o.us);
+    std::printf("%-36s %14.1f\n", "events between ranks per sim. us", double(t.sum[5]) / o.us);
+    std::printf("%-36s %14.1f\n", "MB between ranks", double(t.sum[6]) / 1e6);
   }
+}
+
+int run(Ranks& ranks) {
+  Options o;
+  if (!read_options(o)) return 2;
+  const auto t0 = std::chrono::steady_clock::now();
+  NetworkConfig nc;
+  nc.seed = o.seed;
+  nc.frame_capacity = o.capacity;
+  Network net(nc);
+  Time lookahead = kNever;
+  if (absl::Status s = build_fabric(net, o, ranks, &lookahead); !s.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(s.message()).c_str());
+    return 1;
+  }
+  const auto hosts = static_cast<uint32_t>(net.num_hosts());
+  const auto bytes_per_flow = static_cast<uint64_t>(o.gbps / 8 * 1e9 * o.us * 1e-6 * 2);  // never runs dry
+  // Every flow's record (flow h is host h's), so that a sink knows a flow's size when its
+  // source runs on another rank.
+  std::vector<FlowRecord> records(hosts);
+  for (FlowRecord& r : records) r.bytes = bytes_per_flow;
+  const auto apps = attach_apps(net, derangement(hosts, nc.seed), bytes_per_flow, o.spray, &records);
+
+  const double cpu1 = cpu_seconds();
+  const auto t1 = std::chrono::steady_clock::now();
+  WindowStats windows;
+  if (ranks.size() > 1) {
+    run_windows(net, ranks, lookahead, static_cast<Time>(o.us) * kMicrosecond, &windows);
+  } else {
+    net.run_until(static_cast<Time>(o.us) * kMicrosecond);
+  }
+  const auto t2 = std::chrono::steady_clock::now();
+  Times times;
+  times.run_cpu_s = cpu_seconds() - cpu1;
+  times.build_s = std::chrono::duration<double>(t1 - t0).count();
+  times.run_s = std::chrono::duration<double>(t2 - t1).count();
+  const Totals t = totals(net, ranks, apps, records, windows);
+  if (ranks.rank() != 0) return 0;
+  print_report(o, net, ranks.size(), times, t);
   return 0;
 }
 
