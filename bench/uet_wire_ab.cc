@@ -248,28 +248,39 @@ absl::Status write_pcaps(const std::string& dir, const Message& m, size_t mtu, d
   return absl::OkStatus();
 }
 
-int run() {
-  const uint64_t size = absl::GetFlag(FLAGS_size);
-  const uint32_t mtu = absl::GetFlag(FLAGS_mtu);
-  const double gbps = absl::GetFlag(FLAGS_gbps);
-  const uint32_t reps = absl::GetFlag(FLAGS_reps);
-  if (size < 1 || size > (uint64_t{1} << 30)) {
-    std::fprintf(stderr, "--size=%lu out of range: 1..1073741824 bytes\n", size);
-    return 2;
-  }
-  if (mtu != 256 && mtu != 512 && mtu != 1024 && mtu != 2048 && mtu != 4096) {
-    std::fprintf(stderr, "--mtu=%u invalid: one of 256, 512, 1024, 2048, 4096\n", mtu);
-    return 2;
-  }
-  if (!(gbps >= 1 && gbps <= 3200)) {
-    std::fprintf(stderr, "--gbps=%g out of range: 1..3200\n", gbps);
-    return 2;
-  }
-  if (reps < 1 || reps > 1000) {
-    std::fprintf(stderr, "--reps=%u out of range: 1..1000\n", reps);
-    return 2;
-  }
+struct Options {
+  uint64_t size = 0;
+  uint32_t mtu = 0;
+  double gbps = 0;
+  uint32_t reps = 0;
+};
 
+// The flags, in range; false after naming the one that is not.
+bool read_options(Options& o) {
+  o.size = absl::GetFlag(FLAGS_size);
+  o.mtu = absl::GetFlag(FLAGS_mtu);
+  o.gbps = absl::GetFlag(FLAGS_gbps);
+  o.reps = absl::GetFlag(FLAGS_reps);
+  if (o.size < 1 || o.size > (uint64_t{1} << 30)) {
+    std::fprintf(stderr, "--size=%lu out of range: 1..1073741824 bytes\n", o.size);
+    return false;
+  }
+  if (o.mtu != 256 && o.mtu != 512 && o.mtu != 1024 && o.mtu != 2048 && o.mtu != 4096) {
+    std::fprintf(stderr, "--mtu=%u invalid: one of 256, 512, 1024, 2048, 4096\n", o.mtu);
+    return false;
+  }
+  if (!(o.gbps >= 1 && o.gbps <= 3200)) {
+    std::fprintf(stderr, "--gbps=%g out of range: 1..3200\n", o.gbps);
+    return false;
+  }
+  if (o.reps < 1 || o.reps > 1000) {
+    std::fprintf(stderr, "--reps=%u out of range: 1..1000\n", o.reps);
+    return false;
+  }
+  return true;
+}
+
+Message make_message(uint64_t size) {
   Message m;
   m.data.resize(size);
   uint64_t x = 0x9E3779B97F4A7C15ULL;  // deterministic content
@@ -277,20 +288,16 @@ int run() {
     x ^= x << 13, x ^= x >> 7, x ^= x << 17;
     b = static_cast<uint8_t>(x);
   }
+  return m;
+}
 
-  const Side uet = run_side("UET (RUD, SES std)", m, mtu, reps, encode_uet_packet, place_uet);
-  const Side roce = run_side(
-      "RoCEv2 (RC WRITE)", m, mtu, reps, encode_roce_packet,
-      [&](std::span<const uint8_t> f, size_t mt, std::vector<uint8_t>& dst, WireError* err) {
-        return place_roce(f, mt, m.first_psn, dst, err);
-      });
+double wire_bytes(const Side& s) { return double(s.frame_bytes + s.packets * kEthOverhead); }
+double efficiency(const Side& s, uint64_t size) { return double(size) / wire_bytes(s); }
 
-  auto wire_bytes = [](const Side& s) { return double(s.frame_bytes + s.packets * kEthOverhead); };
-  auto efficiency = [&](const Side& s) { return double(size) / wire_bytes(s); };
+void print_table(const Options& o, const Side& uet, const Side& roce) {
   auto ratio = [](double a, double b) { return b == 0 ? 0.0 : a / b; };
-
   std::printf("RDMA WRITE of %lu bytes, %u-byte payload per packet, %.0f Gb/s line rate\n",
-              size, mtu, gbps);
+              o.size, o.mtu, o.gbps);
   std::printf("(IPv4, no VLAN; wire bytes count Ethernet preamble, IFG and FCS: %zu B/frame)\n\n",
               kEthOverhead);
   std::printf("%-34s %18s %18s %10s\n", "", uet.name, roce.name, "UET/RoCEv2");
@@ -301,12 +308,13 @@ int run() {
     std::printf(fmt, b);
     std::printf(" %10.3f\n", ratio(a, b));
   };
+  const double eff_uet = efficiency(uet, o.size), eff_roce = efficiency(roce, o.size);
   row("packets", double(uet.packets), double(roce.packets), "%18.0f");
   row("header bytes, first packet", double(uet.first_header), double(roce.first_header), "%18.0f");
   row("header bytes, other packets", double(uet.middle_header), double(roce.middle_header), "%18.0f");
   row("bytes on the wire", wire_bytes(uet), wire_bytes(roce), "%18.0f");
-  row("wire efficiency (%)", 100 * efficiency(uet), 100 * efficiency(roce), "%18.2f");
-  row("goodput ceiling (Gb/s)", gbps * efficiency(uet), gbps * efficiency(roce), "%18.2f");
+  row("wire efficiency (%)", 100 * eff_uet, 100 * eff_roce, "%18.2f");
+  row("goodput ceiling (Gb/s)", o.gbps * eff_uet, o.gbps * eff_roce, "%18.2f");
   row("encode, ns/packet (median)", uet.encode_ns, roce.encode_ns, "%18.1f");
   row("decode+place, ns/packet (median)", uet.decode_ns, roce.decode_ns, "%18.1f");
   row("codec Mpps, one core (enc+dec)", 1e3 / (uet.encode_ns + uet.decode_ns),
@@ -315,34 +323,53 @@ int run() {
               "delivered in reverse order)\n",
               uet.intact ? "intact" : ("BROKEN: " + uet.error).c_str(),
               roce.intact ? "intact" : ("BROKEN: " + roce.error).c_str());
+}
 
+// False: the file could not be opened (named on stderr).
+bool write_json(const std::string& path, const Options& o, const Side& uet, const Side& roce) {
+  std::FILE* f = std::fopen(path.c_str(), "w");
+  if (f == nullptr) {
+    std::fprintf(stderr, "--json=%s: cannot open for writing\n", path.c_str());
+    return false;
+  }
+  std::fprintf(f, "[\n");
+  for (int i = 0; i < 2; ++i) {
+    const Side& s = i == 0 ? uet : roce;
+    std::fprintf(f,
+                 "  {\"scenario\": \"wire-write\", \"transport\": \"%s\", \"packets\": %zu, "
+                 "\"header_bytes_first\": %zu, \"header_bytes_other\": %zu, "
+                 "\"wire_bytes\": %.0f, \"wire_efficiency\": %.6f, \"goodput_ceiling_gbps\": "
+                 "%.3f, \"encode_ns\": %.2f, \"decode_ns\": %.2f, \"intact\": %s, "
+                 "\"params\": {\"size\": %lu, \"mtu\": %u, \"gbps\": %g, \"reps\": %u}}%s\n",
+                 i == 0 ? "uet" : "rocev2", s.packets, s.first_header, s.middle_header,
+                 wire_bytes(s), efficiency(s, o.size), o.gbps * efficiency(s, o.size), s.encode_ns,
+                 s.decode_ns, s.intact ? "true" : "false", o.size, o.mtu, o.gbps, o.reps,
+                 i == 0 ? "," : "");
+  }
+  std::fprintf(f, "]\n");
+  std::fclose(f);
+  return true;
+}
+
+int run() {
+  Options o;
+  if (!read_options(o)) return 2;
+  const Message m = make_message(o.size);
+  const Side uet = run_side("UET (RUD, SES std)", m, o.mtu, o.reps, encode_uet_packet, place_uet);
+  const Side roce = run_side(
+      "RoCEv2 (RC WRITE)", m, o.mtu, o.reps, encode_roce_packet,
+      [&](std::span<const uint8_t> f, size_t mt, std::vector<uint8_t>& dst, WireError* err) {
+        return place_roce(f, mt, m.first_psn, dst, err);
+      });
+  print_table(o, uet, roce);
   if (const std::string dir = absl::GetFlag(FLAGS_pcap); !dir.empty()) {
-    if (auto st = write_pcaps(dir, m, mtu, gbps); !st.ok()) {
+    if (auto st = write_pcaps(dir, m, o.mtu, o.gbps); !st.ok()) {
       std::fprintf(stderr, "--pcap=%s: %s\n", dir.c_str(), std::string(st.message()).c_str());
       return 1;
     }
   }
   if (const std::string path = absl::GetFlag(FLAGS_json); !path.empty()) {
-    std::FILE* f = std::fopen(path.c_str(), "w");
-    if (f == nullptr) {
-      std::fprintf(stderr, "--json=%s: cannot open for writing\n", path.c_str());
-      return 1;
-    }
-    std::fprintf(f, "[\n");
-    for (int i = 0; i < 2; ++i) {
-      const Side& s = i == 0 ? uet : roce;
-      std::fprintf(f,
-                   "  {\"scenario\": \"wire-write\", \"transport\": \"%s\", \"packets\": %zu, "
-                   "\"header_bytes_first\": %zu, \"header_bytes_other\": %zu, "
-                   "\"wire_bytes\": %.0f, \"wire_efficiency\": %.6f, \"goodput_ceiling_gbps\": "
-                   "%.3f, \"encode_ns\": %.2f, \"decode_ns\": %.2f, \"intact\": %s, "
-                   "\"params\": {\"size\": %lu, \"mtu\": %u, \"gbps\": %g, \"reps\": %u}}%s\n",
-                   i == 0 ? "uet" : "rocev2", s.packets, s.first_header, s.middle_header,
-                   wire_bytes(s), efficiency(s), gbps * efficiency(s), s.encode_ns, s.decode_ns,
-                   s.intact ? "true" : "false", size, mtu, gbps, reps, i == 0 ? "," : "");
-    }
-    std::fprintf(f, "]\n");
-    std::fclose(f);
+    if (!write_json(path, o, uet, roce)) return 1;
   }
   return uet.intact && roce.intact ? 0 : 1;
 }
