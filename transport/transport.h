@@ -12,6 +12,8 @@
 #include <cstring>
 #include <span>
 
+#include "spec/rocev2.def"
+#include "spec/uet.def"
 #include "transport/time.h"
 
 namespace uet {
@@ -24,10 +26,12 @@ enum class Priority : uint8_t {
 inline constexpr int kNumPriorities = 2;
 
 // DSCP code points the engines mark by default and the simulated fabric classifies on
-// [choice, sim/README.md] (a trimmed UET request's is wire::kDscpTrimmed).
-inline constexpr uint8_t kDscpData = 26;     // data: RoCEv2's usual lossless class
-inline constexpr uint8_t kDscpControl = 46;  // UET ACK, NACK and credit: EF
-inline constexpr uint8_t kDscpCnp = 48;      // RoCEv2 CNP, as NVIDIA NICs send it
+// (spec/uet.md §2.5, spec/rocev2.md §1; a trimmed UET request's is wire::kDscpTrimmed).
+inline constexpr uint8_t kDscpData = UET_DSCP_DATA;
+inline constexpr uint8_t kDscpControl = UET_DSCP_CONTROL;
+inline constexpr uint8_t kDscpCnp = ROCEV2_DSCP_CNP;
+// One data class for both transports: the A/B runs them through the same fabric queues.
+static_assert(UET_DSCP_DATA == ROCEV2_DSCP_DATA);
 
 // A frame buffer lent by the host: Ethernet header first, no FCS.
 struct Frame {

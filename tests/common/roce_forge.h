@@ -37,7 +37,7 @@ inline std::vector<uint8_t> forge(const RoceForged& f) {
   wire::Encap e;
   e.src_ip4 = f.src;
   e.dst_ip4 = f.dst;
-  e.dscp = 26;
+  e.dscp = ROCEV2_DSCP_DATA;
   e.sport = 0xC123;
   e.dport = wire::kRoceUdpPort;
   e.udp_checksum = false;
