@@ -178,6 +178,13 @@ struct UetConfig {
 
   // Checks every field; the message names the field and its valid range.
   absl::Status validate() const;
+
+ private:
+  // validate()'s parts, checked in this order.
+  absl::Status validate_tables() const;
+  absl::Status validate_ses() const;
+  absl::Status validate_timing() const;
+  absl::Status validate_modes() const;
 };
 
 // Why frames were dropped or answered specially; always on.

@@ -48,6 +48,14 @@ const char* to_string(CcMode m) noexcept {
 }
 
 absl::Status UetConfig::validate() const {
+  if (absl::Status s = validate_tables(); !s.ok()) return s;
+  if (absl::Status s = validate_ses(); !s.ok()) return s;
+  if (absl::Status s = validate_timing(); !s.ok()) return s;
+  return validate_modes();
+}
+
+// The PDS and SES tables' bounds (each sized from these: memory_bound()).
+absl::Status UetConfig::validate_tables() const {
   if (payload_bytes < 256 || payload_bytes > 9000)
     return out_of_range("payload_bytes", payload_bytes, "256..9000");
   if (max_pdcs < 1 || max_pdcs > 65535) return out_of_range("max_pdcs", max_pdcs, "1..65535");
@@ -67,6 +75,11 @@ absl::Status UetConfig::validate() const {
     return out_of_range("unexpected_bytes", unexpected_bytes, "payload_bytes..1 GiB");
   if (atomic_results < 1 || atomic_results > 65535)
     return out_of_range("atomic_results", atomic_results, "1..65535");
+  return absl::OkStatus();
+}
+
+// Rendezvous, deferrable sends and job-based access (spec/uet.md §4.1, §4.2, §4.5.3).
+absl::Status UetConfig::validate_ses() const {
   if (rendezvous_bytes != 0 && (rendezvous_bytes < payload_bytes || rendezvous_bytes > 0xFFFFFFFFu))
     return out_of_range("rendezvous_bytes", rendezvous_bytes, "0, or payload_bytes..4294967295");
   if (rendezvous_sources < 1 || rendezvous_sources > 65535)
@@ -88,6 +101,11 @@ absl::Status UetConfig::validate() const {
     return out_of_range("job_pid_base", job_pid_base, "0..pid_on_fep");
   if (resource_indexes < 1 || resource_indexes > 4096)
     return out_of_range("resource_indexes", resource_indexes, "1..4096");
+  return absl::OkStatus();
+}
+
+// The window, the RTO and its estimator, ACK pacing, reordering and idle close.
+absl::Status UetConfig::validate_timing() const {
   if (window_bytes < payload_bytes || window_bytes > (uint64_t{1} << 32))
     return out_of_range("window_bytes", window_bytes, "payload_bytes..4 GiB");
   if (rto < kMicrosecond || rto > kSecond) return out_of_range("rto", rto, "1 us..1 s (ps)");
@@ -109,6 +127,12 @@ absl::Status UetConfig::validate() const {
     return out_of_range("ack_delay", ack_delay, "0..1 ms (ps)");
   if (idle_timeout != 0 && (idle_timeout < kMicrosecond || idle_timeout > 10 * kSecond))
     return out_of_range("idle_timeout", static_cast<uint64_t>(idle_timeout), "0, or 1 us..10 s (ps)");
+  return absl::OkStatus();
+}
+
+// ROD, RUDI and UUD (§3.3, §3.5, §3.6), the DSCP marks (§2.5), the congestion control, the
+// path selection and the local address.
+absl::Status UetConfig::validate_modes() const {
   if (rod_window != 0 && (rod_window < 64 || rod_window > mpr || !std::has_single_bit(rod_window)))
     return out_of_range("rod_window", rod_window, "0 (= mpr), or 64..mpr, a power of 2");
   if (rudi_packets < 1 || rudi_packets > 65536)
@@ -118,7 +142,8 @@ absl::Status UetConfig::validate() const {
   if (rod_buffers < 1 || rod_buffers > 65535)
     return out_of_range("rod_buffers", rod_buffers, "1..65535");
   if (uud_queue < 1 || uud_queue > 65536) return out_of_range("uud_queue", uud_queue, "1..65536");
-  if (dscp_data > 63 || dscp_control > 63) return out_of_range("dscp", dscp_data, "0..63");
+  if (dscp_data > 63) return out_of_range("dscp_data", dscp_data, "0..63");
+  if (dscp_control > 63) return out_of_range("dscp_control", dscp_control, "0..63");
   if (cc != CcMode::kNscc && cc != CcMode::kRccc && cc != CcMode::kNsccRccc)
     return out_of_range("cc", static_cast<uint64_t>(cc), "kNscc, kRccc or kNsccRccc");
   if (absl::Status s = derive_rccc(*this).validate(); !s.ok()) {
@@ -199,27 +224,6 @@ int32_t UetEndpoint::alloc_pdc(Role role) {
   p.ini.nscc = cc::Nscc(nscc_config_);
   p.ini.rccc = cc::RcccSender(rccc_config_);
   return n;
-}
-
-// What freeing a PDC does beyond the table (which drops its look-up entries, parks its
-// windows and queues its id for reuse).
-void UetEndpoint::free_pdc(uint16_t id) {
-  Pdc& p = pdcs_[id];
-  if (tss_ != nullptr) {  // §5.6: the peer's next PDC starts past this one's last PSN
-    if (p.role == Role::kInitiator) tss_->initiator_next_start(p.peer_ip4, p.ini.next_psn);
-    if (p.role == Role::kTarget) tss_->start_psn_used(p.peer_ip4, p.peer_pdcid, p.tgt.rcv_base);
-  }
-  if (p.role == Role::kTarget) rccc_rx_.on_close(id);  // RCCC: it wants no more credit
-  if (p.role == Role::kTarget && p.tgt.gtd_live > 0) {
-    for (Pdc::Refusal& g : p.tgt.gtd) {  // fetching atomics' values no one will ask for again
-      if (g.result != 0) free_result(std::exchange(g.result, 0));
-      // A rendezvous source's READ answers no clear reached: the reader has closed (or given
-      // up on) its PDC, so it reads no more; the source counts them as cleared.
-      if (g.rdv != 0) rdv_cleared(std::exchange(g.rdv, 0), g.rdv_len);
-    }
-  }
-  rod_release_buffer(p);
-  pdcs_.free(id);
 }
 
 size_t UetEndpoint::pdcs_in_use() const noexcept { return pdcs_.active().size(); }

@@ -302,11 +302,17 @@ class UetEndpoint final : public Endpoint {
   void refuse(Pdc& p, uint32_t psn, uint8_t code, uint16_t message_id, uint16_t result = 0,
               uint32_t len = 0);
   void clear_to(Pdc& p, uint32_t clear_psn);
+  void clear_for_close(Pdc& p, uint32_t clear_psn);
   void note_idle(Pdc& p, Time now);
   void note_held(Pdc& p, Time now);
   bool probe_held(Pdc& p, Time now);
+  // A PDC's closing and freeing (uet_close.cc).
   void start_close(Pdc& p, Time now);
   void release_target(uint16_t id);
+  void req_close_due(Pdc& p, uint16_t id, Time now);
+  void close_acked(Pdc& p, uint16_t spdcid, uint32_t cack);
+  void rx_close(const wire::PdsCtrl& h, Pdc* p, uint32_t src);
+  void rx_req_close(const wire::PdsCtrl& h, Pdc* p, uint32_t src, Time now);
   bool build_ctrl(Pdc& p, uint16_t pdcid, wire::CtrlType type, uint32_t psn, Frame& f,
                   uint32_t payload = 0);
   // RCCC helpers.
@@ -399,6 +405,12 @@ class UetEndpoint final : public Endpoint {
   Time rdv_timer(Time now);
   Exec rx_rendezvous(Pdc& p, const wire::SesStandardRequest& ses, const uint8_t* ext,
                      std::span<const uint8_t> payload, size_t elided, uint32_t psn);
+  // rx_rendezvous()'s two ways on, once message state `m` holds the request.
+  Exec rdv_untagged(Pdc& p, RxMsg& m, const RdvRead& rd, uint16_t message_id,
+                    std::span<const uint8_t> payload, uint32_t psn);
+  Exec rdv_tagged(Pdc& p, RxMsg& m, const RdvRead& rd, std::span<const uint8_t> payload,
+                  uint32_t psn);
+  void rdv_keep(RxMsg& m, std::span<const uint8_t> payload);
   absl::Status rdv_matched(const TaggedRecv& tr, uint32_t u);
   bool rdv_read(RxMsg& m, const RdvRead& rd);
   void rdv_read_done(const Op& o);

@@ -171,12 +171,7 @@ void UetEndpoint::rx_ack(const wire::Decoded& d, Time now) {
     on_credit(*p, cc->credit());
   }
   if (p->closing) {  // §3.12: only the ACK of the CLOSE matters now
-    if (cack == p->ini.close_psn && h.spdcid() == p->peer_pdcid) {
-      ++counters_.pdcs_closed;
-      free_pdc(p->id);
-    } else {
-      ++counters_.rx_stale_ack;
-    }
+    close_acked(*p, h.spdcid(), cack);
     return;
   }
   const uint32_t trig = cack + static_cast<uint32_t>(static_cast<int32_t>(h.ack_psn_offset()));
@@ -361,20 +356,6 @@ void UetEndpoint::rx_ack(const wire::Decoded& d, Time now) {
   if (newly_rcvd != 0 && cc->rcv_cwnd_pend() != 0) {
     p.ini.nscc.on_receiver_pending(newly_rcvd, cc->rcv_cwnd_pend());
   }
-}
-
-// An initiator PDC with nothing posted and nothing outstanding is idle: it closes after
-// idle_timeout, or at once when the target asked (REQ_CLOSE).
-void UetEndpoint::note_idle(Pdc& p, Time now) {
-  if (p.closing || p.ini.op_head != p.ini.op_tail || psn_before(p.ini.base_psn, p.ini.next_psn))
-    return;
-  if (p.ini.close_requested) {
-    start_close(p, now);
-    return;
-  }
-  if (config_.idle_timeout == 0 || p.idle_deadline != kNever) return;
-  p.idle_deadline = now + config_.idle_timeout;
-  deadline_ = std::min(deadline_, p.idle_deadline);
 }
 
 // hold_probe_after: the target answered; if operations wait on it with nothing in flight,

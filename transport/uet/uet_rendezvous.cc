@@ -211,67 +211,85 @@ UetEndpoint::Exec UetEndpoint::rx_rendezvous(Pdc& p, const wire::SesStandardRequ
   }
   const RdvRead rd{static_cast<uint32_t>(h.read_match_bits()), h.read_pid_on_fep(),
                    h.read_resource_index(), h.read_offset()};
-  if (!tagged) {
-    Recv& r = recvs_[recv_claim_];
-    if (length > r.rb.length) {  // nothing of it is written; both ends complete kLengthError
-      ++counters_.rx_length_error;
-      r.peer = p.peer_ip4;
-      r.done = true;
-      r.status = OpStatus::kLengthError;
-      ++recv_claim_;
-      deliver_recvs();
-      refuse(p, psn, static_cast<uint8_t>(wire::SesReturnCode::kTooLong), ses.message_id());
-      return Exec::kDone;
-    }
-    m.dst = r.rb.base;
-    m.cap = r.rb.length;
-    m.recv = recv_claim_;
+  return tagged ? rdv_tagged(p, m, rd, payload, psn)
+                : rdv_untagged(p, m, rd, ses.message_id(), payload, psn);
+}
+
+// An untagged rendezvous takes the next posted buffer (§4.5.3): refused kTooLong when the
+// whole message would not fit, else the READ of the rest is posted into it.
+UetEndpoint::Exec UetEndpoint::rdv_untagged(Pdc& p, RxMsg& m, const RdvRead& rd,
+                                            uint16_t message_id,
+                                            std::span<const uint8_t> payload, uint32_t psn) {
+  Recv& r = recvs_[recv_claim_];
+  if (m.length > r.rb.length) {  // nothing of it is written; both ends complete kLengthError
+    ++counters_.rx_length_error;
+    r.peer = p.peer_ip4;
+    r.done = true;
+    r.status = OpStatus::kLengthError;
+    ++recv_claim_;
+    deliver_recvs();
+    refuse(p, psn, static_cast<uint8_t>(wire::SesReturnCode::kTooLong), message_id);
+    return Exec::kDone;
+  }
+  m.dst = r.rb.base;
+  m.cap = r.rb.length;
+  m.recv = recv_claim_;
+  if (!rdv_read(m, rd)) {
+    queue_nack(p, wire::NackCode::kNoSesMsgAvail, psn);
+    return Exec::kWait;
+  }
+  r.peer = p.peer_ip4;
+  r.has_imm = m.has_data;
+  r.imm = static_cast<uint32_t>(m.data);
+  ++recv_claim_;
+  rdv_keep(m, payload);
+  return Exec::kRecord;
+}
+
+// A tagged rendezvous matches a posted receive (its READ posted into it), or waits in the
+// unexpected list with its eager bytes and the name of the rest (§4.1).
+UetEndpoint::Exec UetEndpoint::rdv_tagged(Pdc& p, RxMsg& m, const RdvRead& rd,
+                                          std::span<const uint8_t> payload, uint32_t psn) {
+  uint32_t t = trecv_list_.head;
+  while (t != kNoLink && !tag_matches(trecvs_[t].tr, m.tag, m.peer)) t = trecvs_[t].next;
+  if (t != kNoLink) {
+    const TaggedRecv& tr = trecvs_[t].tr;
+    m.wr_id = tr.wr_id;
+    m.dst = tr.base;
+    m.cap = tr.length;
     if (!rdv_read(m, rd)) {
       queue_nack(p, wire::NackCode::kNoSesMsgAvail, psn);
       return Exec::kWait;
     }
-    r.peer = p.peer_ip4;
-    r.has_imm = m.has_data;
-    r.imm = static_cast<uint32_t>(m.data);
-    ++recv_claim_;
-  } else {
-    uint32_t t = trecv_list_.head;
-    while (t != kNoLink && !tag_matches(trecvs_[t].tr, m.tag, m.peer)) t = trecvs_[t].next;
-    if (t != kNoLink) {
-      const TaggedRecv& tr = trecvs_[t].tr;
-      m.wr_id = tr.wr_id;
-      m.dst = tr.base;
-      m.cap = tr.length;
-      if (!rdv_read(m, rd)) {
-        queue_nack(p, wire::NackCode::kNoSesMsgAvail, psn);
-        return Exec::kWait;
-      }
-      unlink_trecv(t);
-      ++counters_.rx_tagged_matched;
-    } else {  // unexpected: its eager bytes wait in the list with the name of the rest
-      if (!stage_unexpected(m, eager)) {
-        ++counters_.rx_unexpected_full;
-        queue_nack(p, wire::NackCode::kNoSesMsgAvail, psn);
-        return Exec::kWait;
-      }
-      Unexp& e = unexp_[static_cast<uint32_t>(m.unexp)];
-      e.complete = true;
-      e.has_data = m.has_data;
-      e.data = m.data;
-      e.rdv = true;
-      e.rdv_length = length;
-      e.read = rd;
-      if (!payload.empty()) std::memcpy(m.dst, payload.data(), payload.size());
-      ++counters_.rx_tagged_unexpected;
-      return Exec::kRecord;  // no message state held: the entry has all it needs
-    }
+    unlink_trecv(t);
+    ++counters_.rx_tagged_matched;
+    rdv_keep(m, payload);
+    return Exec::kRecord;
   }
+  if (!stage_unexpected(m, m.eager)) {
+    ++counters_.rx_unexpected_full;
+    queue_nack(p, wire::NackCode::kNoSesMsgAvail, psn);
+    return Exec::kWait;
+  }
+  Unexp& e = unexp_[static_cast<uint32_t>(m.unexp)];
+  e.complete = true;
+  e.has_data = m.has_data;
+  e.data = m.data;
+  e.rdv = true;
+  e.rdv_length = m.length;
+  e.read = rd;
+  if (!payload.empty()) std::memcpy(m.dst, payload.data(), payload.size());
+  ++counters_.rx_tagged_unexpected;
+  return Exec::kRecord;  // no message state held: the entry has all it needs
+}
+
+// The eager bytes go to the receive now; the message state waits for the READ of the rest.
+void UetEndpoint::rdv_keep(RxMsg& m, std::span<const uint8_t> payload) {
   if (const uint64_t fit = std::min<uint64_t>(payload.size(), m.cap); fit > 0) {
     std::memcpy(m.dst, payload.data(), fit);
   }
   m.in_use = true;
   ++rx_msgs_used_;
-  return Exec::kRecord;
 }
 
 // A tagged receive matched unexpected rendezvous message `u`: its eager bytes are copied and

@@ -91,6 +91,9 @@ void UetEndpoint::refuse(Pdc& p, uint32_t psn, uint8_t code, uint16_t message_id
   }
 }
 
+// clear_to()'s out-of-line copy, for a CLOSE (uet_close.cc).
+void UetEndpoint::clear_for_close(Pdc& p, uint32_t clear_psn) { clear_to(p, clear_psn); }
+
 // §5: under TSS only sealed frames are taken, opened in place and decoded through; a trimmed
 // one (§5.5) is read without its tag and must be a request. Without TSS a sealed frame is
 // refused.
@@ -517,40 +520,11 @@ void UetEndpoint::rx_ctrl(const wire::Decoded& d, Time now) {
   const uint32_t src = d.ipv4->src();
   Pdc* p = pdc(h.dpdcid());
   switch (h.ctl_type()) {
-    case wire::CtrlType::kClose: {
-      ++counters_.rx_close;
-      if (p != nullptr && p->role == Role::kTarget && p->peer_ip4 == src &&
-          p->peer_pdcid == h.spdcid()) {
-        // Everything before the CLOSE's PSN is done at the initiator: its refusals are
-        // cleared. Freed only when every PSN before it arrived; else the CLOSE is early
-        // (reordered) and comes again.
-        clear_to(*p, h.psn() - 1);
-        if (p->tgt.rcv_base != h.psn()) {
-          ++counters_.rx_bad_ctrl;
-          return;
-        }
-        ++counters_.pdcs_closed;
-        release_target(h.dpdcid());
-      }
-      // The ACK of the CLOSE, also for a PDC already freed (the first ACK was lost).
-      queue_stateless_nack(src, h.spdcid(), 0, h.psn(), Stateless::kCloseAck, h.dpdcid());
+    case wire::CtrlType::kClose:
+      rx_close(h, p, src);
       return;
-    }
     case wire::CtrlType::kReqClose:
-      ++counters_.rx_req_close;
-      if (p != nullptr && p->role == Role::kInitiator && p->peer_ip4 == src) {
-        if (p->closing) return;  // our CLOSE is on its way
-        if (p->established && p->peer_pdcid == h.spdcid()) {
-          p->ini.close_requested = true;
-          note_idle(*p, now);
-          return;
-        }
-        if (!p->established) return;  // a new PDC under a reused id: its SYN will tell
-      }
-      // Not a PDC of ours (any more): tell the target to free its PDC. The CLOSE names the
-      // REQ_CLOSE's PSN (the target's next expected), so the target frees only a PDC that
-      // heard nothing since.
-      queue_stateless_nack(src, h.spdcid(), 0, h.psn(), Stateless::kClose, h.dpdcid());
+      rx_req_close(h, p, src, now);
       return;
     case wire::CtrlType::kClear:  // the initiator's clear PSN (§3.3) without a request
       if (p != nullptr && p->role == Role::kTarget && p->peer_ip4 == src &&

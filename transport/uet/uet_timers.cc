@@ -1,5 +1,5 @@
 // Timers (spec/uet.md §3.7, §3.12, RFC 6298, RFC 8985): on_timer() by role, the RTO, the
-// RCCC re-ask, and a PDC's teardown (CLOSE, REQ_CLOSE, freeing).
+// RCCC re-ask (a PDC's teardown, CLOSE and REQ_CLOSE, is uet_close.cc's).
 #include <algorithm>
 
 #include "transport/uet/uet_endpoint.h"
@@ -8,62 +8,6 @@
 namespace uet {
 
 using internal::psn_before;
-
-// §3.12 CLOSE: the PDC stops being the peer's (a new write opens a new PDC), sends CLOSE with
-// the next PSN and is freed when the target's ACK covers that PSN (or after max_retries
-// unanswered CLOSEs: nothing is outstanding, so nothing is lost).
-void UetEndpoint::start_close(Pdc& p, Time now) {
-  const uint16_t id = p.id;
-  pdcs_.erase_initiator(p.peer_ip4, p.rod, id);
-  p.closing = true;
-  p.ini.close_psn = p.ini.next_psn;
-  p.close_tries = 0;
-  p.ctrl_pending = p.established;  // never ACKed: the target has no PDC to close
-  p.idle_deadline = kNever;
-  p.ini.rto_deadline = p.ini.tlp_deadline = kNever;
-  p.ini.close_deadline = now;  // not established: freed at the next timer
-  if (p.established) p.ini.close_deadline = now + p.ini.rto;
-  deadline_ = std::min(deadline_, p.ini.close_deadline);
-}
-
-// The table is full and a SYN wants a PDC: the oldest target PDC whose REQ_CLOSEs all went
-// unanswered (and that has heard nothing since) is freed and allocated again; -1 if none.
-int32_t UetEndpoint::reclaim_unanswered() {
-  while (unanswered_head_ != unanswered_tail_) {
-    const uint16_t id = unanswered_[unanswered_head_++];
-    const Pdc& p = pdcs_[id];
-    if (p.role != Role::kTarget || !p.tgt.unanswered) continue;  // answered since, or freed
-    ++counters_.req_close_abandoned;
-    release_target(id);
-    return alloc_pdc(Role::kTarget);
-  }
-  return -1;
-}
-
-// Frees a target PDC: SEND and tagged messages it was receiving end (kPdcClosed), so their
-// buffers complete in order. (A rendezvous message's READ runs on a PDC of its own, and ends
-// its receive itself.)
-void UetEndpoint::release_target(uint16_t id) {
-  if (rx_msgs_used_ > 0) {
-    for (RxMsg& m : rx_msgs_) {
-      if (!m.in_use || m.pdc != id || m.rdv) continue;
-      if (m.tagged) {
-        m.in_use = false;
-        --rx_msgs_used_;
-        close_tagged(m);
-        continue;
-      }
-      Recv& r = recvs_[m.recv];
-      r.done = true;
-      r.status = OpStatus::kPdcClosed;
-      r.bytes = 0;
-      m.in_use = false;
-      --rx_msgs_used_;
-    }
-    deliver_recvs();
-  }
-  free_pdc(id);
-}
 
 // The PDCs' timers, and when the RCCC receiver may next grant (its grants go out in tx()).
 Time UetEndpoint::next_deadline() const { return std::min(deadline_, rccc_rx_.next_event()); }
@@ -104,51 +48,14 @@ void UetEndpoint::on_timer(Time now) {
   }
 }
 
-// A target PDC's timers: the delayed ACK (§3.7) and, idle for 2 x idle_timeout, REQ_CLOSE
-// every idle_timeout, up to max_retries times (§3.12). [choice] Unanswered one idle_timeout
-// more, the initiator may be gone (or never was: a flood of SYNs) or cut off by a failed
-// link: the PDC stays, but a SYN that finds the table full takes it (reclaim_unanswered).
+// A target PDC's timers: the delayed ACK (§3.7) and, idle, its REQ_CLOSE (§3.12,
+// uet_close.cc).
 [[gnu::always_inline]] inline void UetEndpoint::timer_target(Pdc& p, uint16_t id, Time now,
                                                              Time& next) {
   if (p.tgt.ack_pending && p.tgt.ack_deadline <= now) p.tgt.ack_now = true;
   if (p.tgt.ack_pending && !p.tgt.ack_now) next = std::min(next, p.tgt.ack_deadline);
-  if (p.idle_deadline <= now) {
-    p.idle_deadline = kNever;
-    if (p.close_tries < config_.max_retries) {
-      ++p.close_tries;
-      p.ctrl_pending = true;
-      p.idle_deadline = now + config_.idle_timeout;
-    } else if (!p.tgt.unanswered) {
-      p.tgt.unanswered = true;
-      if (unanswered_tail_ - unanswered_head_ == config_.max_pdcs) ++unanswered_head_;
-      unanswered_.reserve32(unanswered_head_, unanswered_tail_,
-                            uint64_t{unanswered_tail_ - unanswered_head_} + 1, config_.max_pdcs);
-      unanswered_[unanswered_tail_++] = id;
-    }
-  }
+  if (p.idle_deadline <= now) req_close_due(p, id, now);
   next = std::min(next, p.idle_deadline);
-}
-
-// A closing initiator PDC (§3.12): its CLOSE again, with backoff, until answered or
-// max_retries; then freed. True when freed.
-[[gnu::always_inline]] inline bool UetEndpoint::timer_closing(Pdc& p, uint16_t id, Time now,
-                                                              Time& next) {
-  if (p.ini.close_deadline <= now) {
-    if (!p.ctrl_pending && p.close_tries < config_.max_retries && p.established) {
-      ++p.close_tries;
-      p.ctrl_pending = true;  // the CLOSE (or its ACK) was lost: again, with backoff
-      p.ini.close_deadline =
-          now + std::min(p.ini.rto << std::min<int>(p.close_tries, 16), config_.max_rto);
-    } else if (!p.ctrl_pending) {
-      if (p.established) ++counters_.close_abandoned;
-      free_pdc(id);
-      return true;
-    } else {
-      p.ini.close_deadline = now + p.ini.rto;
-    }
-  }
-  next = std::min(next, p.ini.close_deadline);
-  return false;
 }
 
 // hold_probe_after: operations wait on the target with nothing in flight. REQ_ACK (§3.12)
