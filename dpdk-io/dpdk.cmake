@@ -1,9 +1,11 @@
-# The DPDK ethdev backend (dpdk_io.h) and its neighbour/ARP table (dpdk_neigh.h).
+# The DPDK ethdev backend (dpdk_io.h: set-up in dpdk_setup.cc, data path in dpdk_io.cc, their
+# shared port state in the private dpdk_internal.h) and its neighbour/ARP table (dpdk_neigh.h).
 # DPDK's pkg-config flags (-march=corei7, -include rte_config.h, its include dirs) stay PRIVATE
 # to uet_dpdk: no other target sees a DPDK header or flag (DESIGN.md: only dpdk-io/ sees DPDK).
 pkg_check_modules(DPDK IMPORTED_TARGET libdpdk)
 if(DPDK_FOUND)
-  add_library(uet_dpdk STATIC dpdk_io.cc dpdk_neigh.cc)
+  add_library(uet_dpdk STATIC dpdk_setup.cc dpdk_io.cc dpdk_neigh.cc)
+  target_compile_definitions(uet_dpdk PRIVATE UET_PRIVATE_DPDK_IO_DPDK)
   target_include_directories(uet_dpdk PUBLIC ${PROJECT_SOURCE_DIR})
   target_link_libraries(uet_dpdk PUBLIC uet_io uet_wire absl::status absl::statusor
                         PRIVATE PkgConfig::DPDK absl::strings absl::str_format)

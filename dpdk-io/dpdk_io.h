@@ -271,11 +271,9 @@ class DpdkIo final : public PacketIo {
   void solicit(uint32_t ip4);
 
  private:
-  struct Port;  // the port-wide state (dpdk_io.cc), shared by the port's queues
+  struct Port;  // the port-wide state and its set-up (dpdk_internal.h), shared by the queues
 
   DpdkIo(const DpdkIoConfig& config, std::shared_ptr<Port> port, uint16_t queue);
-  static absl::Status start_port(const DpdkIoConfig& config, Port& port);
-  static std::string add_flow_rules(Port& port, uint32_t base_ip4, uint16_t queues);
   void handle_arp(rte_mbuf* m);  // consumes m
   bool redirect(uint32_t ip4, rte_mbuf* m);  // to another FEP's inbox; consumes m if true
   void on_miss(uint32_t ip4);
