@@ -48,6 +48,41 @@ void UringIo::recycle_rx(uint16_t bid) {
   ++rx_in_kernel_;
 }
 
+namespace {
+
+// What a receive's control messages say (kRxControl: IP_TOS, IP_TTL, SO_RXQ_OVFL, UDP_GRO).
+struct RxControl {
+  uint8_t tos = 0, ttl = 64;
+  int segment = 0;         // UDP_GRO: the size of each coalesced datagram
+  bool ovfl_seen = false;  // SO_RXQ_OVFL came: the socket's drops so far, modulo 2^32
+  uint32_t ovfl = 0;
+};
+
+RxControl read_rx_control(io_uring_recvmsg_out* out, msghdr* msg) noexcept {
+  RxControl rc;
+  for (cmsghdr* c = io_uring_recvmsg_cmsg_firsthdr(out, msg); c != nullptr;
+       c = io_uring_recvmsg_cmsg_nexthdr(out, msg, c)) {
+    if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TOS && c->cmsg_len >= CMSG_LEN(1)) {
+      rc.tos = *CMSG_DATA(c);
+    } else if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TTL &&
+               c->cmsg_len >= CMSG_LEN(sizeof(int))) {
+      int v = 0;
+      std::memcpy(&v, CMSG_DATA(c), sizeof(v));
+      rc.ttl = static_cast<uint8_t>(v);
+    } else if (c->cmsg_level == IPPROTO_UDP && c->cmsg_type == UDP_GRO &&
+               c->cmsg_len >= CMSG_LEN(sizeof(int))) {
+      std::memcpy(&rc.segment, CMSG_DATA(c), sizeof(rc.segment));
+    } else if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SO_RXQ_OVFL &&
+               c->cmsg_len >= CMSG_LEN(sizeof(uint32_t))) {
+      std::memcpy(&rc.ovfl, CMSG_DATA(c), sizeof(rc.ovfl));
+      rc.ovfl_seen = true;
+    }
+  }
+  return rc;
+}
+
+}  // namespace
+
 void UringIo::on_rx_completion(int32_t res, uint32_t flags) {
   if (!(flags & IORING_CQE_F_MORE)) {
     rx_armed_ = false;
@@ -76,29 +111,12 @@ void UringIo::on_rx_completion(int32_t res, uint32_t flags) {
     recycle_rx(bid);
     return;
   }
-  uint8_t tos = 0, ttl = 64;
-  int segment = 0;  // UDP_GRO: the size of each coalesced datagram
-  for (cmsghdr* c = io_uring_recvmsg_cmsg_firsthdr(out, msg); c != nullptr;
-       c = io_uring_recvmsg_cmsg_nexthdr(out, msg, c)) {
-    if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TOS && c->cmsg_len >= CMSG_LEN(1)) {
-      tos = *CMSG_DATA(c);
-    } else if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TTL &&
-               c->cmsg_len >= CMSG_LEN(sizeof(int))) {
-      int v = 0;
-      std::memcpy(&v, CMSG_DATA(c), sizeof(v));
-      ttl = static_cast<uint8_t>(v);
-    } else if (c->cmsg_level == IPPROTO_UDP && c->cmsg_type == UDP_GRO &&
-               c->cmsg_len >= CMSG_LEN(sizeof(int))) {
-      std::memcpy(&segment, CMSG_DATA(c), sizeof(segment));
-    } else if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SO_RXQ_OVFL &&
-               c->cmsg_len >= CMSG_LEN(sizeof(uint32_t))) {
-      uint32_t v = 0;
-      std::memcpy(&v, CMSG_DATA(c), sizeof(v));
-      const uint32_t lost = v - rxq_ovfl_seen_;  // cumulative, modulo 2^32
-      rxq_ovfl_seen_ = v;
-      counters_.rx_kernel_dropped += lost;
-      stats_.rx_dropped += lost;
-    }
+  const RxControl rc = read_rx_control(out, msg);
+  if (rc.ovfl_seen) {
+    const uint32_t lost = rc.ovfl - rxq_ovfl_seen_;  // cumulative, modulo 2^32
+    rxq_ovfl_seen_ = rc.ovfl;
+    counters_.rx_kernel_dropped += lost;
+    stats_.rx_dropped += lost;
   }
   if (out->flags & MSG_TRUNC) {
     ++counters_.rx_truncated;
@@ -113,6 +131,7 @@ void UringIo::on_rx_completion(int32_t res, uint32_t flags) {
 
   const uint32_t src_ip = ntohl(src.sin_addr.s_addr);
   const uint16_t sport = ntohs(src.sin_port);
+  const int segment = rc.segment;
   if (segment > 0 && payload_len > static_cast<size_t>(segment)) {
     // Coalesced: split when lent (lend_split), each segment into a frame of the split pool.
     const size_t count = (payload_len + segment - 1) / segment;
@@ -124,14 +143,14 @@ void UringIo::on_rx_completion(int32_t res, uint32_t flags) {
     }
     ++counters_.rx_gro_receives;
     counters_.rx_gro_datagrams += count;
-    rx_split_[bid] = RxSplit{src_ip, sport, tos, ttl, static_cast<uint32_t>(segment),
+    rx_split_[bid] = RxSplit{src_ip, sport, rc.tos, rc.ttl, static_cast<uint32_t>(segment),
                              static_cast<uint32_t>(payload - rx_buffer(bid)),
                              static_cast<uint32_t>(payload - rx_buffer(bid) + payload_len)};
   } else {
     // Everything needed is read: write Ethernet / IPv4 / UDP over the consumed prefix.
     if (setup_.gro) rx_split_[bid].segment = 0;
     assert(payload == rx_frames_[bid].data + kSynthLen);
-    synthesize(rx_frames_[bid], src_ip, sport, tos, ttl, payload_len);
+    synthesize(rx_frames_[bid], src_ip, sport, rc.tos, rc.ttl, payload_len);
   }
   rx_ready_[(rx_ready_head_ + rx_ready_count_) % rx_count_] = bid;
   ++rx_ready_count_;
@@ -331,13 +350,23 @@ size_t UringIo::alloc_tx(std::span<Frame*> out) {
   return n;
 }
 
-// Reads Ethernet [802.1Q] / IPv4 / UDP in place and fills the frame's sendmsg.
-bool UringIo::prepare_send(Frame& f, uint32_t tx_index) {
-  if (f.wire_len > f.len) return false;  // payload carried by length: nothing to send
-  uint8_t* p = f.data;
-  // The headers must come before a referenced payload; the lengths they state cover it.
-  const size_t n = f.ref_len > 0 ? std::min(f.ref_at, f.len) : f.len;
-  const size_t logical = size_t{f.len} + f.ref_len;
+namespace {
+
+// What a frame to send says in its Ethernet [802.1Q] / IPv4 / UDP headers, read in place.
+struct UdpView {
+  uint8_t* ip = nullptr;       // the IPv4 header
+  size_t ihl = 0;              // its length
+  uint8_t* payload = nullptr;  // after the UDP header
+  size_t payload_len = 0;      // by the UDP length
+  uint32_t dst = 0;
+  uint16_t sport = 0, dport = 0;
+  uint8_t tos = 0, ttl = 0;
+};
+
+// Reads the headers in the first n bytes at p, whose lengths cover `logical` bytes (a
+// referenced payload included). False unless an unfragmented IPv4 UDP datagram whose lengths
+// hold.
+bool read_udp(uint8_t* p, size_t n, size_t logical, UdpView& v) noexcept {
   size_t l3 = kEthLen;
   if (n < kEthLen) return false;
   uint16_t type = wire::as<wire::Ethernet>(p)->ethertype();
@@ -347,113 +376,143 @@ bool UringIo::prepare_send(Frame& f, uint32_t tx_index) {
     l3 += wire::Vlan::kSize;
   }
   if (type != NET_ETHERTYPE_IPV4 || n < l3 + kIpLen) return false;
-  uint8_t* ip = p + l3;
-  const wire::Ipv4& h = *wire::as<wire::Ipv4>(ip);
-  const size_t ihl = size_t{h.ihl()} * 4;
+  v.ip = p + l3;
+  const wire::Ipv4& h = *wire::as<wire::Ipv4>(v.ip);
+  v.ihl = size_t{h.ihl()} * 4;
   const uint16_t total = h.total_length();
-  if (h.version() != 4 || ihl < kIpLen || total < ihl + kUdpLen || total > logical - l3 ||
-      l3 + ihl + kUdpLen > n)
+  if (h.version() != 4 || v.ihl < kIpLen || total < v.ihl + kUdpLen || total > logical - l3 ||
+      l3 + v.ihl + kUdpLen > n)
     return false;
   if (h.protocol() != NET_IPPROTO_UDP || h.mf() || h.frag_offset() != 0)
     return false;  // not UDP, fragment
-  uint8_t* udp_at = ip + ihl;
+  uint8_t* udp_at = v.ip + v.ihl;
   const wire::Udp& udp = *wire::as<wire::Udp>(udp_at);
   const uint16_t udp_len = udp.length();
-  if (udp_len < kUdpLen || udp_len > total - ihl) return false;
-  uint8_t* payload = udp_at + kUdpLen;
-  const size_t payload_len = udp_len - kUdpLen;
-  const auto tos = static_cast<uint8_t>(h.dscp() << 2 | h.ecn());
-  const uint8_t ttl = h.ttl();
-  const uint16_t sport = udp.sport(), dport = udp.dport();
-  const uint32_t socket = sport % config_.ev_sockets;
-  // The ICRC below is rewritten in one buffer: a RoCEv2 payload is gathered in first.
-  if (f.ref_len > 0 && dport == wire::kRoceUdpPort && !flatten(f)) return false;
+  if (udp_len < kUdpLen || udp_len > total - v.ihl) return false;
+  v.payload = udp_at + kUdpLen;
+  v.payload_len = udp_len - kUdpLen;
+  v.dst = h.dst();
+  v.tos = static_cast<uint8_t>(h.dscp() << 2 | h.ecn());
+  v.ttl = h.ttl();
+  v.sport = udp.sport();
+  v.dport = udp.dport();
+  return true;
+}
 
-  // RoCEv2: make the ICRC cover the headers the receiver will see (uring_io.h).
-  if (dport == wire::kRoceUdpPort && payload_len >= wire::Bth::kSize + wire::kIcrcSize) {
-    uint8_t want[kIpLen + kUdpLen];
-    write_ip_udp(want, config_.local_ip4, h.dst(), tos, ttl, ev_ports_[socket], dport,
-                 payload_len);
-    mask_ip_udp(want, kIpLen);
-    uint8_t* icrc_at = payload + payload_len - wire::kIcrcSize;
-    const size_t after = payload_len - wire::kIcrcSize;  // bytes after the UDP header
-    if (ihl == kIpLen) {
-      uint8_t delta[kIpLen + kUdpLen];
-      std::memcpy(delta, ip, sizeof(delta));
-      mask_ip_udp(delta, kIpLen);
-      bool differs = false;
-      for (size_t i = 0; i < sizeof(delta); ++i) {
-        delta[i] ^= want[i];
-        differs |= delta[i] != 0;
-      }
-      if (differs) {
-        // CRC-32 is affine: crc(M') = crc(M) ^ lin(M ^ M'), and lin(delta . 0^k) is
-        // lin(delta) shifted over k zero bytes, which crc32_combine computes in O(log k).
-        static constexpr uint8_t kZeros[kIpLen + kUdpLen] = {};
-        const uLong lin = crc32(0, delta, sizeof(delta)) ^ crc32(0, kZeros, sizeof(kZeros));
-        const uLong shifted = crc32_combine(lin, 0, static_cast<z_off_t>(after));
-        wire::store_icrc(icrc_at, wire::load_icrc(icrc_at) ^ static_cast<uint32_t>(shifted));
-        ++counters_.tx_icrc_updates;
-      }
-    } else {
-      // IP options (never sent by our engines): recompute over the wire headers.
-      static constexpr uint8_t kMaskedLrh[8] = {0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF};
-      uint8_t bth[wire::Bth::kSize];
-      std::memcpy(bth, payload, sizeof(bth));
-      bth[4] = 0xFF;
-      uint32_t crc = wire::icrc_crc32(0, kMaskedLrh, sizeof(kMaskedLrh));
-      crc = wire::icrc_crc32(crc, want, sizeof(want));
-      crc = wire::icrc_crc32(crc, bth, sizeof(bth));
-      crc = wire::icrc_crc32(crc, payload + sizeof(bth), after - sizeof(bth));
-      wire::store_icrc(icrc_at, crc);
-      ++counters_.tx_icrc_updates;
-    }
+// The ICRC at icrc_at, over IPv4 (no options) / UDP headers `have` and `after` bytes behind
+// them, changed to cover `want` instead. False if they are the same (nothing to change).
+bool patch_icrc(const uint8_t* have, const uint8_t* want, uint8_t* icrc_at,
+                size_t after) noexcept {
+  uint8_t delta[kIpLen + kUdpLen];
+  std::memcpy(delta, have, sizeof(delta));
+  mask_ip_udp(delta, kIpLen);
+  bool differs = false;
+  for (size_t i = 0; i < sizeof(delta); ++i) {
+    delta[i] ^= want[i];
+    differs |= delta[i] != 0;
   }
+  if (!differs) return false;
+  // CRC-32 is affine: crc(M') = crc(M) ^ lin(M ^ M'), and lin(delta . 0^k) is
+  // lin(delta) shifted over k zero bytes, which crc32_combine computes in O(log k).
+  static constexpr uint8_t kZeros[kIpLen + kUdpLen] = {};
+  const uLong lin = crc32(0, delta, sizeof(delta)) ^ crc32(0, kZeros, sizeof(kZeros));
+  const uLong shifted = crc32_combine(lin, 0, static_cast<z_off_t>(after));
+  wire::store_icrc(icrc_at, wire::load_icrc(icrc_at) ^ static_cast<uint32_t>(shifted));
+  return true;
+}
 
-  TxSlot& s = tx_slots_[tx_index];
-  s.dst.sin_addr.s_addr = htonl(h.dst());
-  s.dst.sin_port = htons(dport);
-  // The payload as up to three pieces: after the UDP header, the referenced bytes, the rest;
-  // cut at the UDP length. The kernel gathers them (no copy here).
+// The ICRC computed again over the masked headers `want` and the BTH and payload after them.
+void recompute_icrc(const uint8_t* want, const uint8_t* payload, uint8_t* icrc_at,
+                    size_t after) noexcept {
+  static constexpr uint8_t kMaskedLrh[8] = {0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF};
+  uint8_t bth[wire::Bth::kSize];
+  std::memcpy(bth, payload, sizeof(bth));
+  bth[4] = 0xFF;
+  uint32_t crc = wire::icrc_crc32(0, kMaskedLrh, sizeof(kMaskedLrh));
+  crc = wire::icrc_crc32(crc, want, kIpLen + kUdpLen);
+  crc = wire::icrc_crc32(crc, bth, sizeof(bth));
+  crc = wire::icrc_crc32(crc, payload + sizeof(bth), after - sizeof(bth));
+  wire::store_icrc(icrc_at, crc);
+}
+
+// RoCEv2: makes the ICRC cover the headers the receiver will see (uring_io.h): sent from
+// src_ip and the EV socket's port src_port. Returns whether it changed.
+bool rewrite_icrc(const UdpView& v, uint32_t src_ip, uint16_t src_port) noexcept {
+  uint8_t want[kIpLen + kUdpLen];
+  write_ip_udp(want, src_ip, v.dst, v.tos, v.ttl, src_port, v.dport, v.payload_len);
+  mask_ip_udp(want, kIpLen);
+  uint8_t* icrc_at = v.payload + v.payload_len - wire::kIcrcSize;
+  const size_t after = v.payload_len - wire::kIcrcSize;  // bytes after the UDP header
+  if (v.ihl == kIpLen) return patch_icrc(v.ip, want, icrc_at, after);
+  // IP options (never sent by our engines): recompute over the wire headers.
+  recompute_icrc(want, v.payload, icrc_at, after);
+  return true;
+}
+
+// The UDP payload as up to three pieces: after the UDP header, the referenced bytes, the
+// rest; cut at the UDP length. The kernel gathers them (no copy here). False if they fall
+// short of it (cannot happen: the lengths were checked against the logical length).
+bool gather_payload(const Frame& f, const UdpView& v, iovec* iov, uint8_t& iovcnt) noexcept {
   const iovec pieces[3] = {
-      {payload, static_cast<size_t>((f.ref_len > 0 ? f.data + f.ref_at : f.data + f.len) - payload)},
+      {v.payload,
+       static_cast<size_t>((f.ref_len > 0 ? f.data + f.ref_at : f.data + f.len) - v.payload)},
       {const_cast<uint8_t*>(f.ref), f.ref_len},
       {f.data + f.ref_at, f.ref_len > 0 ? f.len - f.ref_at : 0},
   };
-  size_t left = payload_len;
-  s.iovcnt = 0;
+  size_t left = v.payload_len;
+  iovcnt = 0;
   for (const iovec& piece : pieces) {
     const size_t take = std::min(piece.iov_len, left);
     if (take == 0) continue;
-    s.iov[s.iovcnt++] = iovec{piece.iov_base, take};
+    iov[iovcnt++] = iovec{piece.iov_base, take};
     left -= take;
   }
-  if (left > 0) return false;  // cannot happen: the lengths were checked against `logical`
+  return left == 0;
+}
+
+// One control message at `at` carrying `value`; returns the bytes it takes.
+template <typename T>
+size_t put_cmsg(uint8_t* at, int level, int type, T value) noexcept {
+  cmsghdr* c = reinterpret_cast<cmsghdr*>(at);
+  c->cmsg_level = level;
+  c->cmsg_type = type;
+  c->cmsg_len = CMSG_LEN(sizeof(T));
+  std::memcpy(CMSG_DATA(c), &value, sizeof(T));
+  return CMSG_SPACE(sizeof(T));
+}
+
+}  // namespace
+
+// Reads Ethernet [802.1Q] / IPv4 / UDP in place and fills the frame's sendmsg.
+bool UringIo::prepare_send(Frame& f, uint32_t tx_index) {
+  if (f.wire_len > f.len) return false;  // payload carried by length: nothing to send
+  // The headers must come before a referenced payload; the lengths they state cover it.
+  const size_t n = f.ref_len > 0 ? std::min(f.ref_at, f.len) : f.len;
+  const size_t logical = size_t{f.len} + f.ref_len;
+  UdpView v;
+  if (!read_udp(f.data, n, logical, v)) return false;
+  const uint32_t socket = v.sport % config_.ev_sockets;
+  // The ICRC below is rewritten in one buffer: a RoCEv2 payload is gathered in first.
+  if (f.ref_len > 0 && v.dport == wire::kRoceUdpPort && !flatten(f)) return false;
+  if (v.dport == wire::kRoceUdpPort && v.payload_len >= wire::Bth::kSize + wire::kIcrcSize &&
+      rewrite_icrc(v, config_.local_ip4, ev_ports_[socket])) {
+    ++counters_.tx_icrc_updates;
+  }
+
+  TxSlot& s = tx_slots_[tx_index];
+  s.dst.sin_addr.s_addr = htonl(v.dst);
+  s.dst.sin_port = htons(v.dport);
+  if (!gather_payload(f, v, s.iov, s.iovcnt)) return false;
   s.msg.msg_iovlen = s.iovcnt;
-  s.len = static_cast<uint32_t>(payload_len);
+  s.len = static_cast<uint32_t>(v.payload_len);
   s.frame_bytes = static_cast<uint32_t>(logical);
   s.socket = static_cast<uint16_t>(socket);
-  s.tos = tos;
-  s.ttl = ttl;
+  s.tos = v.tos;
+  s.ttl = v.ttl;
   // IP_TOS carries DSCP and ECN (the kernel keeps the ECN bits of a UDP socket's TOS);
   // IP_TTL the hop limit, when the frame has a valid one.
-  size_t control = 0;
-  cmsghdr* c = reinterpret_cast<cmsghdr*>(s.control);
-  c->cmsg_level = IPPROTO_IP;
-  c->cmsg_type = IP_TOS;
-  c->cmsg_len = CMSG_LEN(sizeof(int));
-  const int tos_v = tos;
-  std::memcpy(CMSG_DATA(c), &tos_v, sizeof(tos_v));
-  control += CMSG_SPACE(sizeof(int));
-  if (ttl != 0) {
-    c = reinterpret_cast<cmsghdr*>(s.control + control);
-    c->cmsg_level = IPPROTO_IP;
-    c->cmsg_type = IP_TTL;
-    c->cmsg_len = CMSG_LEN(sizeof(int));
-    const int ttl_v = ttl;
-    std::memcpy(CMSG_DATA(c), &ttl_v, sizeof(ttl_v));
-    control += CMSG_SPACE(sizeof(int));
-  }
+  size_t control = put_cmsg(s.control, IPPROTO_IP, IP_TOS, int{v.tos});
+  if (v.ttl != 0) control += put_cmsg(s.control + control, IPPROTO_IP, IP_TTL, int{v.ttl});
   s.msg.msg_controllen = control;
   return true;
 }
@@ -583,13 +642,9 @@ uint32_t UringIo::submit_group(uint32_t head, uint32_t count, uint32_t segment) 
   g.msg.msg_iovlen = iovs;
   // The head's IP_TOS / IP_TTL, then UDP_SEGMENT: the size the kernel cuts at.
   std::memcpy(g.control, h.control, h.msg.msg_controllen);
-  cmsghdr* c = reinterpret_cast<cmsghdr*>(g.control + h.msg.msg_controllen);
-  c->cmsg_level = IPPROTO_UDP;
-  c->cmsg_type = UDP_SEGMENT;
-  c->cmsg_len = CMSG_LEN(sizeof(uint16_t));
-  const auto seg = static_cast<uint16_t>(segment);
-  std::memcpy(CMSG_DATA(c), &seg, sizeof(seg));
-  g.msg.msg_controllen = h.msg.msg_controllen + CMSG_SPACE(sizeof(uint16_t));
+  g.msg.msg_controllen =
+      h.msg.msg_controllen + put_cmsg(g.control + h.msg.msg_controllen, IPPROTO_UDP, UDP_SEGMENT,
+                                      static_cast<uint16_t>(segment));
   // Copied, never zero-copy: a zero-copy skb pins each page as a fragment, at most
   // MAX_SKB_FRAGS (17) of them, and a group's buffers span more: EMSGSIZE.
   io_uring_prep_sendmsg(sqe, static_cast<int>(1 + h.socket), &g.msg, 0);
