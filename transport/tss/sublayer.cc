@@ -45,6 +45,35 @@ TssFields fields_of(const wire::Decoded& d) noexcept {
   return {h.sdi(), static_cast<uint8_t>(h.an()), false, 0, h.tsc(), wire::Tss::kSize, h.raw};
 }
 
+// §5.2: AAD = IP source and destination addresses || the 4 bytes after the IP header (the
+// entropy header; over UDP, its two ports [choice]) || the TSS header.
+size_t write_aad(uint8_t* out, const uint8_t* ip, bool ipv6, const uint8_t* l4,
+                 const uint8_t* tss, size_t tss_size) noexcept {
+  size_t n = 0;
+  if (ipv6) {
+    std::memcpy(out, ip + 8, 32);
+    n = 32;
+  } else {
+    std::memcpy(out, ip + 12, 8);
+    n = 8;
+  }
+  std::memcpy(out + n, l4, 4);
+  n += 4;
+  std::memcpy(out + n, tss, tss_size);
+  return n + tss_size;
+}
+
+// §5.3: a packet key over the sender's IPv4 address or SSI (the 10-byte context) or, for an
+// IPv6 sender without SSI, over its address (the 26-byte context).
+bool derive_packet_key(Kdf& kdf, const char* label, uint16_t epoch, uint32_t rekey,
+                       uint32_t addr, const uint8_t* addr6, DerivedKey* k) noexcept {
+  if (addr6 != nullptr) {
+    return kdf.derive(label, kdf_context6(epoch, rekey, std::span<const uint8_t, 16>(addr6, 16)),
+                      k);
+  }
+  return kdf.derive(label, kdf_context4(epoch, rekey, addr), k);
+}
+
 }  // namespace
 
 const char* drop_name(Drop d) noexcept {
@@ -120,15 +149,10 @@ bool Sublayer::key_tx(uint16_t epoch, uint32_t rekey, const uint8_t* addr6) noex
     if (!tx_gcm_.set_key(c.key[tx_an_], true, backend_)) return false;
   } else {
     DerivedKey k;
-    bool ok = false;
-    if (addr6 != nullptr) {  // §5.3: IPv6 without SSI
-      const auto ctx = kdf_context6(epoch, rekey, std::span<const uint8_t, 16>(addr6, 16));
-      ok = domains_[tx_domain_].kdf[tx_an_].derive(UET_TSS_LABEL_CLUSTER, ctx, &k);
-    } else {
-      const auto ctx = kdf_context4(epoch, rekey, send_ssi_ ? ssi_ : local_ip4_);
-      ok = domains_[tx_domain_].kdf[tx_an_].derive(UET_TSS_LABEL_CLUSTER, ctx, &k);
-    }
-    if (!ok || !tx_gcm_.set_key(k.key, true, backend_)) return false;
+    if (!derive_packet_key(domains_[tx_domain_].kdf[tx_an_], UET_TSS_LABEL_CLUSTER, epoch, rekey,
+                           send_ssi_ ? ssi_ : local_ip4_, addr6, &k) ||
+        !tx_gcm_.set_key(k.key, true, backend_))
+      return false;
     tx_mask_ = k.iv_mask;
     ++counters_.rekeys;
   }
@@ -138,23 +162,12 @@ bool Sublayer::key_tx(uint16_t epoch, uint32_t rekey, const uint8_t* addr6) noex
   return true;
 }
 
-// §5.2: AAD = IP source and destination addresses || the 4 bytes after the IP header (the
-// entropy header; over UDP, its two ports [choice]) || the TSS header.
+// The AAD (§5.2) of a received frame, from its decoded headers.
 size_t Sublayer::aad(const wire::Decoded& d, uint8_t* out) const noexcept {
-  size_t n = 0;
-  if (d.ipv4 != nullptr) {
-    std::memcpy(out, d.ipv4->raw + 12, 8);
-    n = 8;
-  } else {
-    std::memcpy(out, d.ipv6->raw + 8, 32);
-    n = 32;
-  }
   const uint8_t* l4 = d.udp != nullptr ? d.udp->raw : d.entropy->raw;
-  std::memcpy(out + n, l4, 4);
-  n += 4;
   const TssFields t = fields_of(d);
-  std::memcpy(out + n, t.raw, t.size);
-  return n + t.size;
+  return d.ipv4 != nullptr ? write_aad(out, d.ipv4->raw, false, l4, t.raw, t.size)
+                           : write_aad(out, d.ipv6->raw, true, l4, t.raw, t.size);
 }
 
 bool Sublayer::seal(uint8_t* frame, size_t len, const SealLayout& l,
@@ -207,18 +220,7 @@ bool Sublayer::seal(uint8_t* frame, size_t len, const SealLayout& l,
   put32(h + at + 4, static_cast<uint32_t>(tsc));
   // AAD: the addresses and the 4 bytes after the IP header, then the TSS header (§5.2).
   uint8_t aad_buf[32 + 4 + 16];
-  size_t n = 0;
-  if (l.ipv6) {
-    std::memcpy(aad_buf, frame + l.l3 + 8, 32);
-    n = 32;
-  } else {
-    std::memcpy(aad_buf, frame + l.l3 + 12, 8);
-    n = 8;
-  }
-  std::memcpy(aad_buf + n, frame + l.l4, 4);
-  n += 4;
-  std::memcpy(aad_buf + n, h, header_bytes_);
-  n += header_bytes_;
+  const size_t n = write_aad(aad_buf, frame + l.l3, l.ipv6, frame + l.l4, h, header_bytes_);
   // §5.2: the IV's first word is the SSI, else the IPv4 source, else (IPv6) the SDI.
   const uint32_t src = send_ssi_ ? ssi_ : l.ipv6 ? c.sdi : local_ip4_;
   const Iv iv = packet_iv(src, tsc, *mask);
@@ -253,15 +255,9 @@ Drop Sublayer::key_source(Source& s, Domain& dom, uint8_t an, uint16_t epoch,
     // Cluster: "U1" over the sender; server: "U2" over the client, who is the sender here.
     const char* label = c.mode == Mode::kServer ? UET_TSS_LABEL_SERVER : UET_TSS_LABEL_CLUSTER;
     DerivedKey k;
-    bool ok = false;
-    if (addr6 != nullptr) {  // §5.3: an IPv6 sender without SSI, the 26-byte context
-      const auto ctx = kdf_context6(epoch, rekey, std::span<const uint8_t, 16>(addr6, 16));
-      ok = dom.kdf[an].derive(label, ctx, &k);
-    } else {
-      const auto ctx = kdf_context4(epoch, rekey, addr);
-      ok = dom.kdf[an].derive(label, ctx, &k);
-    }
-    if (!ok || !s.gcm.set_key(k.key, false, backend_)) return Drop::kCrypto;
+    if (!derive_packet_key(dom.kdf[an], label, epoch, rekey, addr, addr6, &k) ||
+        !s.gcm.set_key(k.key, false, backend_))
+      return Drop::kCrypto;
     s.mask = k.iv_mask;
     ++counters_.rekeys;
   }
