@@ -26,6 +26,20 @@ void put_be32(uint8_t* p, uint32_t v) noexcept {
   for (int i = 0; i < 4; ++i) p[i] = static_cast<uint8_t>(v >> (24 - 8 * i));
 }
 
+// OpenSSL's GCM, keyed by Gcm::set_key: the packet's IV, the AAD, then `data` in place,
+// sealing or opening; the caller finishes (the bytes from elsewhere, the tag).
+bool evp_begin(EVP_CIPHER_CTX* ctx, bool encrypt, const Iv& iv, std::span<const uint8_t> aad,
+               std::span<uint8_t> data) noexcept {
+  int n = 0;
+  if (ctx == nullptr) return false;
+  if (EVP_CipherInit_ex2(ctx, nullptr, nullptr, iv.data(), encrypt ? 1 : 0, nullptr) != 1)
+    return false;
+  if (EVP_CipherUpdate(ctx, nullptr, &n, aad.data(), static_cast<int>(aad.size())) != 1)
+    return false;
+  return data.empty() ||
+         EVP_CipherUpdate(ctx, data.data(), &n, data.data(), static_cast<int>(data.size())) == 1;
+}
+
 }  // namespace
 
 Kdf::~Kdf() { EVP_MAC_CTX_free(ctx_); }  // frees the CMAC state, wiping its key schedule
@@ -282,14 +296,7 @@ bool Gcm::seal(const Iv& iv, std::span<const uint8_t> aad, std::span<uint8_t> da
   }
 #endif
   int n = 0;
-  if (ctx_ == nullptr) return false;
-  if (EVP_EncryptInit_ex2(ctx_, nullptr, nullptr, iv.data(), nullptr) != 1) return false;
-  if (EVP_EncryptUpdate(ctx_, nullptr, &n, aad.data(), static_cast<int>(aad.size())) != 1)
-    return false;
-  if (!data.empty() && EVP_EncryptUpdate(ctx_, data.data(), &n, data.data(),
-                                         static_cast<int>(data.size())) != 1) {
-    return false;
-  }
+  if (!evp_begin(ctx_, true, iv, aad, data)) return false;
   if (!from.empty() &&
       EVP_EncryptUpdate(ctx_, to, &n, from.data(), static_cast<int>(from.size())) != 1) {
     return false;
@@ -315,21 +322,14 @@ bool Gcm::open(const Iv& iv, std::span<const uint8_t> aad, std::span<uint8_t> da
     return CRYPTO_memcmp(computed, tag, kTagBytes) == 0;
   }
 #endif
-  int n = 0;
-  if (ctx_ == nullptr) return false;
-  if (EVP_DecryptInit_ex2(ctx_, nullptr, nullptr, iv.data(), nullptr) != 1) return false;
-  if (EVP_DecryptUpdate(ctx_, nullptr, &n, aad.data(), static_cast<int>(aad.size())) != 1)
-    return false;
-  if (!data.empty() && EVP_DecryptUpdate(ctx_, data.data(), &n, data.data(),
-                                         static_cast<int>(data.size())) != 1) {
-    return false;
-  }
+  if (!evp_begin(ctx_, false, iv, aad, data)) return false;
   // OpenSSL takes the expected tag as non-const but only reads it.
   if (EVP_CIPHER_CTX_ctrl(ctx_, EVP_CTRL_AEAD_SET_TAG, static_cast<int>(kTagBytes),
                           const_cast<uint8_t*>(tag)) != 1) {
     return false;
   }
   uint8_t none[16];
+  int n = 0;
   return EVP_DecryptFinal_ex(ctx_, none, &n) == 1;
 }
 
