@@ -74,6 +74,15 @@ bool parse_number(std::string_view s, uint64_t max, uint64_t* out) {
   return true;
 }
 
+// parse_number into a field `max` fits (0 when the number is bad).
+template <typename T>
+bool parse_field(std::string_view s, uint64_t max, T* out) {
+  uint64_t v = 0;
+  const bool ok = parse_number(s, max, &v);
+  *out = static_cast<T>(v);
+  return ok;
+}
+
 // A name worth echoing: short lowercase words only, so a stray key is never printed.
 std::string shown_name(std::string_view name) {
   if (name.empty() || name.size() > 32) return "(not shown)";
@@ -107,16 +116,13 @@ std::string parse_line(std::string_view text, Line* out, bool* any) {
     if (seen[f]) return absl::StrCat(kNames[f], " given twice");
     seen[f] = true;
     *any = true;
-    uint64_t v = 0;
     bool ok = true;
     switch (f) {
       case kSdi:
-        ok = parse_number(value, 0xFFFFFF, &v);
-        out->sdi = static_cast<uint32_t>(v);
+        ok = parse_field(value, 0xFFFFFF, &out->sdi);
         break;
       case kAn:
-        ok = parse_number(value, 1, &v);
-        out->an = static_cast<uint8_t>(v);
+        ok = parse_field(value, 1, &out->an);
         break;
       case kMode:
         ok = value == "cluster" || value == "direct" || value == "server" || value == "client";
@@ -141,16 +147,13 @@ std::string parse_line(std::string_view text, Line* out, bool* any) {
         ok = parse_number(value, kCounterMask, &out->rekey_mask);
         break;
       case kRekeyShift:
-        ok = parse_number(value, kCounterBits - 1, &v);
-        out->rekey_shift = static_cast<uint8_t>(v);
+        ok = parse_field(value, kCounterBits - 1, &out->rekey_shift);
         break;
       case kJob:
-        ok = parse_number(value, 0xFFFFFF, &v);
-        out->job_id = static_cast<uint32_t>(v);
+        ok = parse_field(value, 0xFFFFFF, &out->job_id);
         break;
       case kEpoch:
-        ok = parse_number(value, 0xFFFF, &v);
-        out->epoch = static_cast<uint16_t>(v);
+        ok = parse_field(value, 0xFFFF, &out->epoch);
         break;
     }
     if (!ok) return absl::StrCat(kNames[f], " must be ", kWant[f]);
@@ -180,14 +183,83 @@ absl::Status bad_line(std::string_view name, size_t line, std::string_view what)
       absl::StrCat("key file ", std::string(name), " line ", line, ": ", std::string(what)));
 }
 
+// Wipes the keys and IV masks of domains an error leaves unused.
+void cleanse_keys(std::span<DomainConfig> domains) {
+  for (DomainConfig& c : domains) {
+    OPENSSL_cleanse(c.key.data(), sizeof c.key);
+    OPENSSL_cleanse(c.iv_mask.data(), sizeof c.iv_mask);
+  }
+}
+
+// The domains a key file gives, as its lines come: per domain and AN, the line its key came
+// from; per domain, the line that set its mode.
+struct KeyFileDomains {
+  std::vector<DomainConfig> domains;
+  std::vector<std::array<size_t, 2>> key_line;
+  std::vector<size_t> first_line;
+
+  // The index of l's domain, added from l (line `number`) if it is the first of its sdi.
+  size_t find_or_add(const Line& l, size_t number) {
+    size_t d = 0;
+    while (d < domains.size() && domains[d].sdi != l.sdi) ++d;
+    if (d < domains.size()) return d;
+    DomainConfig dom;
+    dom.sdi = l.sdi;
+    dom.mode = l.mode;
+    dom.rekey_mask = l.rekey_mask;
+    dom.rekey_shift = l.rekey_shift;
+    dom.job_id = l.job_id;
+    dom.epoch = l.epoch;
+    domains.push_back(dom);
+    key_line.push_back({0, 0});
+    first_line.push_back(number);
+    return d;
+  }
+
+  // "" if l's key may join domain d, else why not.
+  std::string conflict(size_t d, const Line& l) const {
+    const DomainConfig& dom = domains[d];
+    if (dom.installed[l.an]) {
+      return absl::StrFormat("sdi %u an %u already has a key (line %u)", l.sdi, l.an,
+                             key_line[d][l.an]);
+    }
+    if (dom.mode != l.mode) {
+      // §5.3: the mode is the domain's, so both ANs of one sdi derive keys alike.
+      return absl::StrFormat("sdi %u is mode=%s here but mode=%s on line %u", l.sdi,
+                             mode_name(l.mode), mode_name(dom.mode), first_line[d]);
+    }
+    if (dom.rekey_mask != l.rekey_mask || dom.rekey_shift != l.rekey_shift) {
+      return absl::StrFormat("sdi %u: rekey_mask/rekey_shift differ from line %u "
+                             "(one rekey interval per domain, spec/uet.md §5.3)",
+                             l.sdi, first_line[d]);
+    }
+    if (dom.job_id != l.job_id) {
+      return absl::StrFormat("sdi %u: job differs from line %u (one job per domain, "
+                             "spec/uet.md §5.7)",
+                             l.sdi, first_line[d]);
+    }
+    if (dom.epoch != l.epoch) {
+      return absl::StrFormat("sdi %u: epoch differs from line %u (one epoch per "
+                             "domain, spec/uet.md §5.4)",
+                             l.sdi, first_line[d]);
+    }
+    return "";
+  }
+
+  void install(size_t d, const Line& l, size_t number) {
+    DomainConfig& dom = domains[d];
+    dom.key[l.an] = l.key;
+    dom.iv_mask[l.an] = l.iv_mask;
+    dom.installed[l.an] = true;
+    key_line[d][l.an] = number;
+  }
+};
+
 }  // namespace
 
 absl::StatusOr<std::vector<DomainConfig>> parse_key_file(std::string_view text,
                                                          std::string_view name) {
-  std::vector<DomainConfig> domains;
-  // Per domain and AN, the line its key came from; per domain, the line that set its mode.
-  std::vector<std::array<size_t, 2>> key_line;
-  std::vector<size_t> first_line;
+  KeyFileDomains file;
   size_t number = 0;
   size_t pos = 0;
   Line l;
@@ -206,66 +278,20 @@ absl::StatusOr<std::vector<DomainConfig>> parse_key_file(std::string_view text,
       return bad_line(name, number, err);
     }
     if (!any) continue;
-    size_t d = 0;
-    while (d < domains.size() && domains[d].sdi != l.sdi) ++d;
-    if (d == domains.size()) {
-      DomainConfig dom;
-      dom.sdi = l.sdi;
-      dom.mode = l.mode;
-      dom.rekey_mask = l.rekey_mask;
-      dom.rekey_shift = l.rekey_shift;
-      dom.job_id = l.job_id;
-      dom.epoch = l.epoch;
-      domains.push_back(dom);
-      key_line.push_back({0, 0});
-      first_line.push_back(number);
-    }
-    DomainConfig& dom = domains[d];
-    absl::Status problem;
-    if (dom.installed[l.an]) {
-      problem = bad_line(name, number,
-                         absl::StrFormat("sdi %u an %u already has a key (line %u)", l.sdi, l.an,
-                                         key_line[d][l.an]));
-    } else if (dom.mode != l.mode) {
-      // §5.3: the mode is the domain's, so both ANs of one sdi derive keys alike.
-      problem = bad_line(name, number,
-                         absl::StrFormat("sdi %u is mode=%s here but mode=%s on line %u", l.sdi,
-                                         mode_name(l.mode), mode_name(dom.mode), first_line[d]));
-    } else if (dom.rekey_mask != l.rekey_mask || dom.rekey_shift != l.rekey_shift) {
-      problem = bad_line(name, number,
-                         absl::StrFormat("sdi %u: rekey_mask/rekey_shift differ from line %u "
-                                         "(one rekey interval per domain, spec/uet.md §5.3)",
-                                         l.sdi, first_line[d]));
-    } else if (dom.job_id != l.job_id) {
-      problem = bad_line(name, number,
-                         absl::StrFormat("sdi %u: job differs from line %u (one job per domain, "
-                                         "spec/uet.md §5.7)",
-                                         l.sdi, first_line[d]));
-    } else if (dom.epoch != l.epoch) {
-      problem = bad_line(name, number,
-                         absl::StrFormat("sdi %u: epoch differs from line %u (one epoch per "
-                                         "domain, spec/uet.md §5.4)",
-                                         l.sdi, first_line[d]));
-    }
-    if (!problem.ok()) {
+    const size_t d = file.find_or_add(l, number);
+    if (std::string why = file.conflict(d, l); !why.empty()) {
       OPENSSL_cleanse(&l, sizeof l);
-      for (DomainConfig& c : domains) {
-        OPENSSL_cleanse(c.key.data(), sizeof c.key);
-        OPENSSL_cleanse(c.iv_mask.data(), sizeof c.iv_mask);
-      }
-      return problem;
+      cleanse_keys(file.domains);
+      return bad_line(name, number, why);
     }
-    dom.key[l.an] = l.key;
-    dom.iv_mask[l.an] = l.iv_mask;
-    dom.installed[l.an] = true;
-    key_line[d][l.an] = number;
+    file.install(d, l, number);
   }
   OPENSSL_cleanse(&l, sizeof l);
-  if (domains.empty()) {
+  if (file.domains.empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat("key file ", std::string(name), ": no key in it"));
   }
-  return domains;
+  return std::move(file.domains);
 }
 
 absl::StatusOr<TssConfig> read_key_file(const std::string& path, std::optional<uint32_t> tx_sdi,
@@ -313,10 +339,7 @@ absl::StatusOr<TssConfig> read_key_file(const std::string& path, std::optional<u
       for (uint8_t an = 0; an < 2; ++an)
         if (d.installed[an]) have.push_back(absl::StrFormat("sdi %u an %u", d.sdi, an));
     const std::string want = absl::StrFormat("sdi %u an %u", c.tx_sdi, tx_an);
-    for (DomainConfig& d : c.domains) {
-      OPENSSL_cleanse(d.key.data(), sizeof d.key);
-      OPENSSL_cleanse(d.iv_mask.data(), sizeof d.iv_mask);
-    }
+    cleanse_keys(c.domains);
     return absl::OutOfRangeError(absl::StrCat("key file ", path, " has no key for ", want,
                                               " to send with (it has: ", absl::StrJoin(have, ", "),
                                               ")"));
