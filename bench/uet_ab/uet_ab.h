@@ -27,6 +27,7 @@
 #include "bench/ab_collective.h"
 #include "bench/ab_memory.h"
 #include "bench/ab_runner.h"
+#include "bench/flag_check.h"
 #include "transport/tss/key_file.h"
 #include "cc/dcqcn.h"
 #include "sim/collective.h"
@@ -167,17 +168,8 @@ class ProgressLine {
   double last_ = 0;
 };
 
-struct Check {
-  std::string error;
-  void range(const char* flag, double v, double lo, double hi) {
-    if (error.empty() && !(v >= lo && v <= hi))
-      error = absl::StrFormat("--%s=%g out of range: %g..%g", flag, v, lo, hi);
-  }
-  void fail(std::string e) {
-    if (error.empty()) error = std::move(e);
-  }
-};
-
+// The flags' checks: numbers in refusals as printf's %g.
+using Check = bench::FlagCheck;
 
 // What the flags ask for, checked before anything is built (options.cc). The flags that are
 // read where they are used stay flags.

@@ -2,6 +2,8 @@
 // read here, once).
 #include "bench/uet_perf/perf.h"
 
+#include "bench/flag_check.h"
+
 ABSL_FLAG(bool, server, false, "run as the server (the write target)");
 ABSL_FLAG(std::string, client, "",
           "run as the client of the server at this control (TCP) address, e.g. 127.0.0.1 "
@@ -125,21 +127,6 @@ std::set<std::string>& given_flags() {
 }
 void on_signal(int) { g_stop.store(true, std::memory_order_relaxed); }
 
-namespace {
-
-struct Check {
-  std::string error;
-  void range(const char* flag, double v, double lo, double hi) {
-    if (error.empty() && !(v >= lo && v <= hi))
-      error = absl::StrFormat("--%s=%.15g out of range: %.15g..%.15g", flag, v, lo, hi);
-  }
-  void fail(std::string e) {
-    if (error.empty()) error = std::move(e);
-  }
-};
-
-}  // namespace
-
 std::optional<uint32_t> parse_ip(const std::string& s) {
   in_addr a{};
   if (inet_pton(AF_INET, s.c_str(), &a) != 1) return std::nullopt;
@@ -164,9 +151,13 @@ std::string mac_str(const wire::MacAddr& m) {
   return absl::StrFormat("%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4], m[5]);
 }
 
-absl::StatusOr<Options> options_from_flags() {
-  Options o;
-  Check c;
+namespace {
+
+// Refusals keep every digit of a number (--tss_sdi=16777216, not 1.67772e+07).
+constexpr int kDigits = 15;
+
+// Which side this is, its control connection and its transport.
+void read_role(Options& o, bench::FlagCheck& c) {
   o.server = absl::GetFlag(FLAGS_server);
   o.server_host = absl::GetFlag(FLAGS_client);
   if (o.server == !o.server_host.empty())
@@ -176,11 +167,15 @@ absl::StatusOr<Options> options_from_flags() {
   const std::string tr = absl::GetFlag(FLAGS_transport);
   if (tr != "uet" && tr != "rocev2") c.fail("--transport=" + tr + " unknown: uet or rocev2");
   o.uet = tr == "uet";
+}
+
+// --tss and its key file (spec/uet.md §5), read here so that a bad file is refused up front.
+void read_tss(Options& o, bench::FlagCheck& c) {
   const bool tss_on = absl::GetFlag(FLAGS_tss);
   const std::string key_file = absl::GetFlag(FLAGS_key_file);
   const int64_t tss_sdi = absl::GetFlag(FLAGS_tss_sdi);
   const uint32_t tss_an = absl::GetFlag(FLAGS_tss_an);
-  if (tss_on && tr == "rocev2") {
+  if (tss_on && !o.uet) {
     c.fail("--tss is UET only (spec/uet.md §5), not with --transport=rocev2");
   } else if (tss_on && key_file.empty()) {
     c.fail("--tss needs --key_file=PATH (the TSS key file, dissector/README.md \"TSS keys\")");
@@ -200,21 +195,24 @@ absl::StatusOr<Options> options_from_flags() {
                         " is not available here (built without it, or the CPU lacks AES-NI): "
                         "auto or openssl"));
   }
-  if (tss_on && c.error.empty()) {
-    auto t = tss::read_key_file(
-        key_file,
-        tss_sdi < 0 ? std::nullopt : std::optional<uint32_t>(static_cast<uint32_t>(tss_sdi)),
-        static_cast<uint8_t>(tss_an));
-    if (t.ok()) {
-      o.tss = std::move(*t);
-      o.tss->backend = backend;
-    } else if (t.status().code() == absl::StatusCode::kOutOfRange) {
-      c.fail(absl::StrCat(tss_sdi < 0 ? "" : absl::StrCat("--tss_sdi=", tss_sdi, " "),
-                          "--tss_an=", tss_an, ": ", t.status().message()));
-    } else {
-      c.fail(absl::StrCat("--key_file: ", t.status().message()));
-    }
+  if (!tss_on || !c.error.empty()) return;
+  auto t = tss::read_key_file(
+      key_file,
+      tss_sdi < 0 ? std::nullopt : std::optional<uint32_t>(static_cast<uint32_t>(tss_sdi)),
+      static_cast<uint8_t>(tss_an));
+  if (t.ok()) {
+    o.tss = std::move(*t);
+    o.tss->backend = backend;
+  } else if (t.status().code() == absl::StatusCode::kOutOfRange) {
+    c.fail(absl::StrCat(tss_sdi < 0 ? "" : absl::StrCat("--tss_sdi=", tss_sdi, " "),
+                        "--tss_an=", tss_an, ": ", t.status().message()));
+  } else {
+    c.fail(absl::StrCat("--key_file: ", t.status().message()));
   }
+}
+
+// The backend, the operation, its size and count, and the packet size.
+void read_operation(Options& o, bench::FlagCheck& c) {
   o.io = absl::GetFlag(FLAGS_io);
   if (o.io != "dpdk" && o.io != "uring") c.fail("--io=" + o.io + " unknown: dpdk or uring");
   o.op = absl::GetFlag(FLAGS_op);
@@ -239,6 +237,10 @@ absl::StatusOr<Options> options_from_flags() {
   } else if (o.mtu != 256 && o.mtu != 512 && o.mtu != 1024 && o.mtu != 2048 && o.mtu != 4096) {
     c.fail(absl::StrFormat("--mtu=%u invalid for rocev2: one of 256, 512, 1024, 2048, 4096", o.mtu));
   }
+}
+
+// The data plane's addresses: this side's IP and MAC, and the static neighbours.
+void read_addresses(Options& o, bench::FlagCheck& c) {
   std::string ip = absl::GetFlag(FLAGS_ip);
   const uint32_t lanes_flag = absl::GetFlag(FLAGS_lcores_io);
   // Lanes take consecutive addresses: the server 10.0.0.1.., the client right after them.
@@ -266,6 +268,10 @@ absl::StatusOr<Options> options_from_flags() {
       o.neigh.emplace_back(*nip, *nmac);
     }
   }
+}
+
+// The device and its lanes, the backends' options, the clock and the outputs.
+void read_device(Options& o, bench::FlagCheck& c) {
   c.range("port", absl::GetFlag(FLAGS_port), 0, 1023);
   o.port = static_cast<uint16_t>(std::min<uint32_t>(absl::GetFlag(FLAGS_port), 1023));
   if (o.pingpong && (o.server || o.io != "dpdk" || o.neigh.size() != 1)) {
@@ -298,6 +304,11 @@ absl::StatusOr<Options> options_from_flags() {
   o.xstats = absl::GetFlag(FLAGS_xstats);
   o.json_path = absl::GetFlag(FLAGS_json);
   o.pcap_path = absl::GetFlag(FLAGS_pcap);
+}
+
+// The engine: injected loss, the seed, UET's window and congestion control, both transports'
+// timers and retry budgets, and the tool's own progress line and time limits.
+void read_engine(Options& o, bench::FlagCheck& c) {
   o.loss = absl::GetFlag(FLAGS_loss);
   c.range("loss", o.loss, 0, 0.5);
   o.seed = absl::GetFlag(FLAGS_seed);
@@ -343,6 +354,20 @@ absl::StatusOr<Options> options_from_flags() {
   o.tx_hold = static_cast<Time>(absl::GetFlag(FLAGS_tx_hold_us)) * kMicrosecond;
   c.range("timeout_s", absl::GetFlag(FLAGS_timeout_s), 1, 3600);
   o.timeout = static_cast<Time>(absl::GetFlag(FLAGS_timeout_s)) * kSecond;
+}
+
+}  // namespace
+
+// Every flag in the order it is checked; the first refusal wins.
+absl::StatusOr<Options> options_from_flags() {
+  Options o;
+  bench::FlagCheck c(kDigits);
+  read_role(o, c);
+  read_tss(o, c);
+  read_operation(o, c);
+  read_addresses(o, c);
+  read_device(o, c);
+  read_engine(o, c);
   if (!c.error.empty()) return absl::InvalidArgumentError(c.error);
   return o;
 }
