@@ -11,7 +11,7 @@ namespace uet::perf {
 // check (server). `o` is the lane's copy of the options (ip, oob_port and seed offset by the
 // lane); `listen_fd` the server's bound control socket.
 int run_lane(const Options& o, Io& io, int listen_fd, LaneOut& out);
-// --pingpong: raw frames bounced by a reflector (lane.cc).
+// --pingpong: raw frames bounced by a reflector (pingpong.cc).
 int run_pingpong(const Options& o, Io& io);
 
 }  // namespace uet::perf
