@@ -59,55 +59,53 @@
 namespace uet::perf {
 namespace {
 
-int run(const Options& o, const std::vector<std::string>& eal_args) {
-  // Closed after the ports (declared before them): each client leaves once its control
-  // connection closes.
-  std::vector<Oob> controls;
-  // The TSC where it can be read as a clock (packet_io.h): the loops read it on every pass.
-  if (o.clock != "monotonic") {
-    const bool tsc = io::use_tsc_clock();
-    if (!tsc && o.clock == "tsc") {
-      std::fprintf(stderr, "uet-perf: --clock=tsc: the kernel does not keep its time with the "
-                           "TSC (its clocksource is another), use auto or monotonic\n");
-      return 2;
-    }
+// The TSC where it can be read as a clock (packet_io.h): the loops read it on every pass.
+// false, said on stderr, when --clock=tsc asks for it and it cannot be had.
+bool choose_clock(const Options& o) {
+  if (o.clock == "monotonic") return true;
+  const bool tsc = io::use_tsc_clock();
+  if (!tsc && o.clock == "tsc") {
+    std::fprintf(stderr, "uet-perf: --clock=tsc: the kernel does not keep its time with the "
+                         "TSC (its clocksource is another), use auto or monotonic\n");
+    return false;
   }
-  auto set_or = make_io(o, eal_args);
-  if (!set_or.ok()) {
-    std::fprintf(stderr, "uet-perf: %s\n", std::string(set_or.status().message()).c_str());
-    return set_or.status().code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
-  }
-  IoSet& set = *set_or;
-  if (o.pingpong) return run_pingpong(o, set.lanes[0]);
+  return true;
+}
+
+void close_listeners(std::vector<int>& listen_fds) {
+  for (int& fd : listen_fds)
+    if (fd >= 0) ::close(std::exchange(fd, -1));
+}
+
+// The server binds every lane's control port before it says it is ready; false (said on
+// stderr, the ports bound so far closed) when one cannot be bound.
+bool listen_on_lanes(const Options& o, std::vector<int>& listen_fds) {
   const uint32_t n = o.lanes;
-
-  // The server binds every lane's control port before it says it is ready.
-  std::vector<int> listen_fds(n, -1);
-  auto close_listeners = [&] {
-    for (int& fd : listen_fds)
-      if (fd >= 0) ::close(std::exchange(fd, -1));
-  };
-  if (o.server) {
-    for (uint32_t i = 0; i < n; ++i) {
-      auto lfd = Oob::listen_on(static_cast<uint16_t>(o.oob_port + i));
-      if (!lfd.ok()) {
-        std::fprintf(stderr, "uet-perf: %s\n", std::string(lfd.status().message()).c_str());
-        close_listeners();
-        return 1;
-      }
-      listen_fds[i] = *lfd;
+  for (uint32_t i = 0; i < n; ++i) {
+    auto lfd = Oob::listen_on(static_cast<uint16_t>(o.oob_port + i));
+    if (!lfd.ok()) {
+      std::fprintf(stderr, "uet-perf: %s\n", std::string(lfd.status().message()).c_str());
+      close_listeners(listen_fds);
+      return false;
     }
-    if (n == 1) {
-      std::printf("uet-perf server: ready, waiting for a client on TCP port %u\n", o.oob_port);
-    } else {
-      std::printf("uet-perf server: ready, %u lanes, waiting for clients on TCP ports %u..%u\n", n,
-                  o.oob_port, o.oob_port + n - 1);
-    }
-    std::fflush(stdout);
+    listen_fds[i] = *lfd;
   }
+  if (n == 1) {
+    std::printf("uet-perf server: ready, waiting for a client on TCP port %u\n", o.oob_port);
+  } else {
+    std::printf("uet-perf server: ready, %u lanes, waiting for clients on TCP ports %u..%u\n", n,
+                o.oob_port, o.oob_port + n - 1);
+  }
+  std::fflush(stdout);
+  return true;
+}
 
+// Runs every lane, each with its own copy of the options (one on this thread, more on the
+// EAL's lcores), and joins them; the worst exit code.
+int run_lanes(const Options& o, IoSet& set, const std::vector<int>& listen_fds,
+              std::vector<LaneOut>& outs) {
+  const uint32_t n = o.lanes;
   std::vector<Options> lane_opts(n, o);
-  std::vector<LaneOut> outs(n);
   std::vector<std::function<int()>> fns;
   for (uint32_t i = 0; i < n; ++i) {
     lane_opts[i].lane = i;
@@ -119,47 +117,47 @@ int run(const Options& o, const std::vector<std::string>& eal_args) {
       return outs[i].rc;
     });
   }
+  if (n == 1) return fns[0]();
   int rc = 0;
-  if (n == 1) {
-    rc = fns[0]();
-  } else {
 #ifdef UET_PERF_HAVE_DPDK
-    auto rcs = set.eal->run_on_lcores(fns);
-    if (!rcs.ok()) {
-      std::fprintf(stderr, "uet-perf: %s\n", std::string(rcs.status().message()).c_str());
-      rc = 1;
-    }
-#endif
-    for (const LaneOut& l : outs) rc = std::max(rc, l.rc);
+  auto rcs = set.eal->run_on_lcores(fns);
+  if (!rcs.ok()) {
+    std::fprintf(stderr, "uet-perf: %s\n", std::string(rcs.status().message()).c_str());
+    rc = 1;
   }
-  close_listeners();
-  for (LaneOut& l : outs) controls.push_back(std::move(l.control));
+#endif
+  for (const LaneOut& l : outs) rc = std::max(rc, l.rc);
+  return rc;
+}
 
-  // Every lane has stopped and drained its backlog: whatever is still out of the pool leaked.
+// The pool's mbufs, and those still out of it (-1, -1: not DPDK).
+struct Mbufs {
   int64_t pool = -1, in_use = -1;
+};
+
+// Every lane has stopped and drained its backlog: whatever is still out of the pool leaked.
+Mbufs count_mbufs(const IoSet& set) {
+  Mbufs m;
 #ifdef UET_PERF_HAVE_DPDK
   if (!set.lanes.empty() && set.lanes[0].dpdk != nullptr) {
-    pool = set.lanes[0].dpdk->pool_size();
+    m.pool = set.lanes[0].dpdk->pool_size();
     // Less what the device keeps posted for receiving, as it did from its start.
     const int64_t posted = set.lanes[0].dpdk->pool_posted_at_start();
-    in_use = std::max<int64_t>(0, int64_t{set.lanes[0].dpdk->pool_in_use()} - posted);
+    m.in_use = std::max<int64_t>(0, int64_t{set.lanes[0].dpdk->pool_in_use()} - posted);
     std::printf(" mbufs: %ld of the pool's %ld still in use after the run%s (beyond the %ld "
                 "the device keeps posted)\n",
-                in_use, pool, in_use == 0 ? "" : " (leaked)", posted);
+                m.in_use, m.pool, m.in_use == 0 ? "" : " (leaked)", posted);
   }
+#else
+  (void)set;
 #endif
-  for (uint32_t i = 0; i < n; ++i) {
-    outs[i].mbufs_pool = pool;
-    outs[i].mbufs_in_use_end = in_use;
-    outs[i].json = json_of(outs[i].shown, outs[i]);
-  }
-  if (n == 1) {
-    if (!write_json(o.json_path, outs[0].json)) rc = std::max(rc, 1);
-    return rc;
-  }
-  // The lanes' sums (each lane's rate over its own interval).
+  return m;
+}
+
+// The lanes' sums (each lane's rate over its own interval; the longest lane's seconds); ok and
+// verified only when every lane is. per_lane: the lanes' JSON objects, comma-separated.
+LaneOut sum_lanes(const std::vector<LaneOut>& outs, const Mbufs& mbufs, std::string& per_lane) {
   LaneOut sum;
-  std::string per_lane;
   bool all_ok = true, all_verified = true;
   double max_seconds = 0;
   for (const LaneOut& l : outs) {
@@ -192,10 +190,16 @@ int run(const Options& o, const std::vector<std::string>& eal_args) {
     absl::StrAppend(&per_lane, per_lane.empty() ? "" : ", ", l.json);
   }
   sum.r.seconds = max_seconds;
-  sum.mbufs_pool = pool;
-  sum.mbufs_in_use_end = in_use;
+  sum.mbufs_pool = mbufs.pool;
+  sum.mbufs_in_use_end = mbufs.in_use;
   sum.r.ok = all_ok;
   sum.r.verify = all_verified ? "ok" : "mismatch";
+  return sum;
+}
+
+// The lanes' table: the sum, and each lane's line under it.
+void print_sum(const Options& o, const std::vector<LaneOut>& outs, const LaneOut& sum) {
+  const uint32_t n = o.lanes;
   const std::string rule(87, '-');
   std::printf("%s\n Sum of %u lanes (one engine, queue, FEP and lcore each), %s\n", rule.c_str(), n,
               o.server ? "server" : "client");
@@ -203,7 +207,7 @@ int run(const Options& o, const std::vector<std::string>& eal_args) {
     std::printf(" %-10s %-12s %-20s %-14s %-14s %-10s\n", "#bytes", "#iterations",
                 "BW sum[Gb/sec]", "MsgRate[Mpps]", "PktRate[Mpps]", "seconds");
     std::printf(" %-10lu %-12lu %-20.3f %-14.6f %-14.6f %-10.3f\n", sum.size, sum.r.completed,
-                sum.gbps, sum.mpps, sum.pkt_mpps, max_seconds);
+                sum.gbps, sum.mpps, sum.pkt_mpps, sum.r.seconds);
     for (uint32_t i = 0; i < n; ++i)
       std::printf("   lane %-3u %-12lu %-20.3f %-14.6f %-14.6f %-10.3f\n", i, outs[i].r.completed,
                   outs[i].gbps, outs[i].mpps, outs[i].pkt_mpps, outs[i].r.seconds);
@@ -216,12 +220,47 @@ int run(const Options& o, const std::vector<std::string>& eal_args) {
               sum.frames.rx_packets, sum.retransmitted,
               o.server ? "data check (every lane)" : "server data check (every lane)",
               sum.r.verify.c_str(), rule.c_str());
+}
+
+int run(const Options& o, const std::vector<std::string>& eal_args) {
+  // Closed after the ports (declared before them): each client leaves once its control
+  // connection closes.
+  std::vector<Oob> controls;
+  if (!choose_clock(o)) return 2;
+  auto set_or = make_io(o, eal_args);
+  if (!set_or.ok()) {
+    std::fprintf(stderr, "uet-perf: %s\n", std::string(set_or.status().message()).c_str());
+    return set_or.status().code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
+  }
+  IoSet& set = *set_or;
+  if (o.pingpong) return run_pingpong(o, set.lanes[0]);
+
+  std::vector<int> listen_fds(o.lanes, -1);
+  if (o.server && !listen_on_lanes(o, listen_fds)) return 1;
+  std::vector<LaneOut> outs(o.lanes);
+  int rc = run_lanes(o, set, listen_fds, outs);
+  close_listeners(listen_fds);
+  for (LaneOut& l : outs) controls.push_back(std::move(l.control));
+
+  const Mbufs mbufs = count_mbufs(set);
+  for (LaneOut& l : outs) {
+    l.mbufs_pool = mbufs.pool;
+    l.mbufs_in_use_end = mbufs.in_use;
+    l.json = json_of(l.shown, l);
+  }
+  if (o.lanes == 1) {
+    if (!write_json(o.json_path, outs[0].json)) rc = std::max(rc, 1);
+    return rc;
+  }
+  std::string per_lane;
+  const LaneOut sum = sum_lanes(outs, mbufs, per_lane);
+  print_sum(o, outs, sum);
   // The parameters as run (every lane adopted the client's); lane 0 has this process's address.
   std::string json = json_of(outs[0].shown, sum);
   json.pop_back();  // the closing brace
-  absl::StrAppend(&json, ", \"lcores_io\": ", n, ", \"lanes\": [", per_lane, "]}");
+  absl::StrAppend(&json, ", \"lcores_io\": ", o.lanes, ", \"lanes\": [", per_lane, "]}");
   if (!write_json(o.json_path, json)) rc = std::max(rc, 1);
-  if (!all_ok || !all_verified) rc = std::max(rc, 1);
+  if (!sum.r.ok || sum.r.verify != "ok") rc = std::max(rc, 1);
   return rc;
 }
 

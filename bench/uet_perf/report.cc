@@ -139,6 +139,143 @@ bool write_json(const std::string& path, const std::string& text) {
   return true;
 }
 
+namespace {
+
+// The client's line of perftest's table: latency percentiles (--lat) or rates.
+void append_client_table(std::string& t, const Options& o, const Result& r, uint64_t size,
+                         double gbps, double mpps, double pkt_mpps) {
+  if (o.lat) {
+    absl::StrAppendFormat(&t, " %-10s %-12s %-10s %-10s %-10s %-10s %-10s %-10s\n", "#bytes",
+                          "#iterations", "t_min[us]", "t_p50[us]", "t_p99[us]", "t_p99.9[us]",
+                          "t_max[us]", "t_avg[us]");
+    double sum = 0;
+    for (double v : r.lat_us) sum += v;
+    absl::StrAppendFormat(&t, " %-10lu %-12lu %-10.2f %-10.2f %-10.2f %-10.2f %-10.2f %-10.2f\n",
+                          size, r.completed, percentile(r.lat_us, 0), percentile(r.lat_us, 0.5),
+                          percentile(r.lat_us, 0.99), percentile(r.lat_us, 0.999),
+                          r.lat_us.empty() ? 0.0 : r.lat_us.back(),
+                          r.lat_us.empty() ? 0.0 : sum / static_cast<double>(r.lat_us.size()));
+  } else {
+    absl::StrAppendFormat(&t, " %-10s %-12s %-20s %-14s %-14s %-10s\n", "#bytes", "#iterations",
+                          "BW average[Gb/sec]", "MsgRate[Mpps]", "PktRate[Mpps]", "seconds");
+    absl::StrAppendFormat(&t, " %-10lu %-12lu %-20.3f %-14.6f %-14.6f %-10.3f\n", size,
+                          r.completed, gbps, mpps, pkt_mpps, r.seconds);
+  }
+}
+
+// The engine's timers and recovery: UET's RTO, resends and PDC counters, or RoCEv2's
+// go-back-N restarts.
+void append_engine(std::string& t, const Options& o, const Endpoint& ep, LaneOut& out) {
+  if (!o.uet) {
+    out.go_back_n = static_cast<const RoceEndpoint&>(ep).counters().go_back_n;
+    absl::StrAppendFormat(&t, " ack timeout 4.096 us * 2^%u; go-back-N restarts %lu\n",
+                          o.ack_timeout_exp, out.go_back_n);
+    return;
+  }
+  const UetCounters& k = static_cast<const UetEndpoint&>(ep).counters();
+  out.rtt_max = k.rtt_max;
+  out.rto_below_rtt_max = k.rto_below_rtt_max;
+  out.tlp_probes = k.tlp_probes;
+  out.fast_retx = k.fast_retx;
+  absl::StrAppendFormat(&t, " rto: %.0f us (min %.0f, max %.0f), largest rtt %.1f us, RTO "
+                            "raised to %u %% of it %lu times; resent by probe %lu, by reorder "
+                            "%lu, by NACK %lu; cc %s\n",
+                        static_cast<double>(o.rto) / kMicrosecond,
+                        static_cast<double>(o.min_rto) / kMicrosecond,
+                        static_cast<double>(o.max_rto) / kMicrosecond,
+                        static_cast<double>(k.rtt_max) / kMicrosecond, o.rto_rtt_max_pct,
+                        k.rto_below_rtt_max, k.tlp_probes, k.fast_retx, k.nack_retx,
+                        to_string(o.cc));
+  absl::StrAppendFormat(&t, " pdc: rx unknown-pdc %lu out-of-window %lu duplicates %lu "
+                            "stale-ack %lu bad-ctrl %lu; close tx %lu rx %lu, req-close tx %lu "
+                            "rx %lu, closed %lu, abandoned %lu/%lu, reopened %lu\n",
+                        k.rx_unknown_pdc, k.rx_out_of_window, k.rx_duplicates, k.rx_stale_ack,
+                        k.rx_bad_ctrl, k.tx_close, k.rx_close, k.tx_req_close, k.rx_req_close,
+                        k.pdcs_closed, k.close_abandoned, k.req_close_abandoned, k.pdc_reopened);
+}
+
+// io_uring: the receive sockets (RXCAP), zero-copy sends and GSO/GRO.
+void append_uring(std::string& t, const Io& io, LaneOut& out) {
+#ifdef UET_PERF_HAVE_URING
+  if (io.uring == nullptr) return;
+  out.socket_drops = io.uring->counters().rx_kernel_dropped;
+  out.rx_socket_bytes = io.rx_socket_bytes;
+  out.rx_socket_capped = io.rx_socket_capped;
+  absl::StrAppendFormat(&t,
+                        " receive socket %lu bytes%s, dropped %lu; peer's %lu bytes: at most "
+                        "%lu payload bytes in flight\n",
+                        out.rx_socket_bytes, out.rx_socket_capped ? " (capped by rmem_max)" : "",
+                        out.socket_drops, out.peer_rx_socket_bytes, out.inflight_bound);
+  const io::UringCounters& u = io.uring->counters();
+  absl::StrAppendFormat(&t,
+                        " io_uring send: zero-copy %s; sends zero-copy %lu, notifications %lu, "
+                        "copied by the kernel %lu%s; send errors %lu\n",
+                        io.uring->setup().zero_copy_send ? "on" : "off", u.tx_zc_sends,
+                        u.tx_zc_notifs, u.tx_zc_copied,
+                        io.uring->setup().zero_copy_send && !io.uring->setup().zc_usage_known
+                            ? " (not reported by this kernel)"
+                            : "",
+                        u.tx_send_errors);
+  absl::StrAppendFormat(&t,
+                        " io_uring offload: GSO %s, %lu sends of %lu datagrams; GRO %s, %lu "
+                        "receives of %lu datagrams\n",
+                        io.uring->setup().gso ? "on" : "off", u.tx_gso_sends, u.tx_gso_datagrams,
+                        io.uring->setup().gro ? "on" : "off", u.rx_gro_receives,
+                        u.rx_gro_datagrams);
+#else
+  (void)t;
+  (void)io;
+  (void)out;
+#endif
+}
+
+// DPDK: the port's counters (ARP, TX backpressure, offloads, steering between the lanes'
+// queues) and, with --xstats, the device's own.
+void append_dpdk(std::string& t, const Options& o, const Io& io, LaneOut& out) {
+#ifdef UET_PERF_HAVE_DPDK
+  if (io.dpdk == nullptr) return;
+  const io::DpdkCounters& c = io.dpdk->counters();
+  absl::StrAppendFormat(&t,
+                        " dpdk: arp rx %lu answered %lu sent %lu learned %lu; tx no-neighbour %lu "
+                        "ring-full %lu too-big %lu; rx not-ip %lu bad-csum %lu multi-seg %lu\n"
+                        " dpdk: payloads sent by reference %lu, copied %lu (no small mbuf %lu)\n"
+                        " dpdk: UDP checksums filled by the device %lu (refused %lu), verified "
+                        "by it %lu\n",
+                        c.arp_rx, c.arp_requests_answered, c.arp_requests_sent, c.arp_learned,
+                        c.tx_no_neighbour, c.tx_ring_full, c.tx_too_big, c.rx_not_ip,
+                        c.rx_bad_checksum, c.rx_multi_segment, c.tx_referenced, c.tx_flattened,
+                        c.tx_no_ext_mbuf, c.tx_checksum_offloaded, c.tx_prepare_refused,
+                        c.rx_checksum_verified);
+  absl::StrAppendFormat(&t,
+                        " dpdk tx backpressure: bursts held %lu; device took nothing for "
+                        "--tx_hold_us %lu times (%lu frames dropped); left at the end %lu\n",
+                        c.tx_ring_full_waits, c.tx_stalls, c.tx_stalled, c.tx_drained);
+  out.tx_ring_full = c.tx_ring_full;
+  out.tx_ring_full_waits = c.tx_ring_full_waits;
+  out.tx_stalled = c.tx_stalled;
+  out.tx_stalls = c.tx_stalls;
+  out.tx_drained = c.tx_drained;
+  out.tx_checksum_offloaded = c.tx_checksum_offloaded;
+  out.rx_checksum_verified = c.rx_checksum_verified;
+  if (o.lanes > 1) {
+    absl::StrAppendFormat(&t, " dpdk queue %u: redirected to other FEPs %lu (inbox full %lu), "
+                              "from other queues %lu\n",
+                          io.dpdk->queue(), c.rx_redirected, c.rx_redirect_full, c.rx_from_inbox);
+  }
+  if (o.xstats && o.lane == 0) {
+    for (const auto& [name, v] : io.dpdk->xstats())
+      if (v != 0) absl::StrAppendFormat(&t, " xstat %-40s %lu\n", name, v);
+  }
+#else
+  (void)t;
+  (void)o;
+  (void)io;
+  (void)out;
+#endif
+}
+
+}  // namespace
+
 // Prints the lane's table in one write (lanes run concurrently) and fills `out`.
 void report(const Options& o, const Io& io, TapIo& tap, const Endpoint& ep, Result& r,
             uint64_t size, LaneOut& out) {
@@ -158,84 +295,14 @@ void report(const Options& o, const Io& io, TapIo& tap, const Endpoint& ep, Resu
                         o.lanes > 1 ? absl::StrFormat(", lane %u (lcore %u of %u), %s", o.lane,
                                                       o.lane, o.lanes, ip_str(o.ip))
                                     : std::string());
-  if (!o.server) {
-    if (o.lat) {
-      absl::StrAppendFormat(&t, " %-10s %-12s %-10s %-10s %-10s %-10s %-10s %-10s\n", "#bytes",
-                            "#iterations", "t_min[us]", "t_p50[us]", "t_p99[us]", "t_p99.9[us]",
-                            "t_max[us]", "t_avg[us]");
-      double sum = 0;
-      for (double v : r.lat_us) sum += v;
-      absl::StrAppendFormat(&t, " %-10lu %-12lu %-10.2f %-10.2f %-10.2f %-10.2f %-10.2f %-10.2f\n",
-                            size, r.completed, percentile(r.lat_us, 0), percentile(r.lat_us, 0.5),
-                            percentile(r.lat_us, 0.99), percentile(r.lat_us, 0.999),
-                            r.lat_us.empty() ? 0.0 : r.lat_us.back(),
-                            r.lat_us.empty() ? 0.0 : sum / static_cast<double>(r.lat_us.size()));
-    } else {
-      absl::StrAppendFormat(&t, " %-10s %-12s %-20s %-14s %-14s %-10s\n", "#bytes", "#iterations",
-                            "BW average[Gb/sec]", "MsgRate[Mpps]", "PktRate[Mpps]", "seconds");
-      absl::StrAppendFormat(&t, " %-10lu %-12lu %-20.3f %-14.6f %-14.6f %-10.3f\n", size,
-                            r.completed, gbps, mpps, pkt_mpps, r.seconds);
-    }
-  }
+  if (!o.server) append_client_table(t, o, r, size, gbps, mpps, pkt_mpps);
   absl::StrAppendFormat(&t,
                         " frames tx %lu rx %lu, dropped tx %lu rx %lu, injected loss %lu; "
                         "retransmitted %lu, timeouts %lu, engine rx drops %lu\n",
                         s.tx_packets, s.rx_packets, s.tx_dropped, s.rx_dropped, tap.lost(),
                         es.retransmitted_packets, es.timeouts, es.rx_dropped);
-  if (o.uet) {
-    const UetCounters& k = static_cast<const UetEndpoint&>(ep).counters();
-    out.rtt_max = k.rtt_max;
-    out.rto_below_rtt_max = k.rto_below_rtt_max;
-    out.tlp_probes = k.tlp_probes;
-    out.fast_retx = k.fast_retx;
-    absl::StrAppendFormat(&t, " rto: %.0f us (min %.0f, max %.0f), largest rtt %.1f us, RTO "
-                              "raised to %u %% of it %lu times; resent by probe %lu, by reorder "
-                              "%lu, by NACK %lu; cc %s\n",
-                          static_cast<double>(o.rto) / kMicrosecond,
-                          static_cast<double>(o.min_rto) / kMicrosecond,
-                          static_cast<double>(o.max_rto) / kMicrosecond,
-                          static_cast<double>(k.rtt_max) / kMicrosecond, o.rto_rtt_max_pct,
-                          k.rto_below_rtt_max, k.tlp_probes, k.fast_retx, k.nack_retx,
-                          to_string(o.cc));
-    absl::StrAppendFormat(&t, " pdc: rx unknown-pdc %lu out-of-window %lu duplicates %lu "
-                              "stale-ack %lu bad-ctrl %lu; close tx %lu rx %lu, req-close tx %lu "
-                              "rx %lu, closed %lu, abandoned %lu/%lu, reopened %lu\n",
-                          k.rx_unknown_pdc, k.rx_out_of_window, k.rx_duplicates, k.rx_stale_ack,
-                          k.rx_bad_ctrl, k.tx_close, k.rx_close, k.tx_req_close, k.rx_req_close,
-                          k.pdcs_closed, k.close_abandoned, k.req_close_abandoned, k.pdc_reopened);
-  } else {
-    out.go_back_n = static_cast<const RoceEndpoint&>(ep).counters().go_back_n;
-    absl::StrAppendFormat(&t, " ack timeout 4.096 us * 2^%u; go-back-N restarts %lu\n",
-                          o.ack_timeout_exp, out.go_back_n);
-  }
-#ifdef UET_PERF_HAVE_URING
-  if (io.uring != nullptr) {
-    out.socket_drops = io.uring->counters().rx_kernel_dropped;
-    out.rx_socket_bytes = io.rx_socket_bytes;
-    out.rx_socket_capped = io.rx_socket_capped;
-    absl::StrAppendFormat(&t,
-                          " receive socket %lu bytes%s, dropped %lu; peer's %lu bytes: at most "
-                          "%lu payload bytes in flight\n",
-                          out.rx_socket_bytes, out.rx_socket_capped ? " (capped by rmem_max)" : "",
-                          out.socket_drops, out.peer_rx_socket_bytes, out.inflight_bound);
-    const io::UringCounters& u = io.uring->counters();
-    absl::StrAppendFormat(&t,
-                          " io_uring send: zero-copy %s; sends zero-copy %lu, notifications %lu, "
-                          "copied by the kernel %lu%s; send errors %lu\n",
-                          io.uring->setup().zero_copy_send ? "on" : "off", u.tx_zc_sends,
-                          u.tx_zc_notifs, u.tx_zc_copied,
-                          io.uring->setup().zero_copy_send && !io.uring->setup().zc_usage_known
-                              ? " (not reported by this kernel)"
-                              : "",
-                          u.tx_send_errors);
-    absl::StrAppendFormat(&t,
-                          " io_uring offload: GSO %s, %lu sends of %lu datagrams; GRO %s, %lu "
-                          "receives of %lu datagrams\n",
-                          io.uring->setup().gso ? "on" : "off", u.tx_gso_sends, u.tx_gso_datagrams,
-                          io.uring->setup().gro ? "on" : "off", u.rx_gro_receives,
-                          u.rx_gro_datagrams);
-  }
-#endif
+  append_engine(t, o, ep, out);
+  append_uring(t, io, out);
   const TssOut tss = tss_of(o, ep);
   if (tss.on) {
     absl::StrAppendFormat(&t,
@@ -251,42 +318,7 @@ void report(const Options& o, const Io& io, TapIo& tap, const Endpoint& ep, Resu
   }
   if (!r.error.empty()) absl::StrAppendFormat(&t, " error: %s\n", r.error);
   t += rule + "\n";
-#ifdef UET_PERF_HAVE_DPDK
-  if (io.dpdk != nullptr) {
-    const io::DpdkCounters& c = io.dpdk->counters();
-    absl::StrAppendFormat(&t,
-                          " dpdk: arp rx %lu answered %lu sent %lu learned %lu; tx no-neighbour %lu "
-                          "ring-full %lu too-big %lu; rx not-ip %lu bad-csum %lu multi-seg %lu\n"
-                          " dpdk: payloads sent by reference %lu, copied %lu (no small mbuf %lu)\n"
-                          " dpdk: UDP checksums filled by the device %lu (refused %lu), verified "
-                          "by it %lu\n",
-                          c.arp_rx, c.arp_requests_answered, c.arp_requests_sent, c.arp_learned,
-                          c.tx_no_neighbour, c.tx_ring_full, c.tx_too_big, c.rx_not_ip,
-                          c.rx_bad_checksum, c.rx_multi_segment, c.tx_referenced, c.tx_flattened,
-                          c.tx_no_ext_mbuf, c.tx_checksum_offloaded, c.tx_prepare_refused,
-                          c.rx_checksum_verified);
-    absl::StrAppendFormat(&t,
-                          " dpdk tx backpressure: bursts held %lu; device took nothing for "
-                          "--tx_hold_us %lu times (%lu frames dropped); left at the end %lu\n",
-                          c.tx_ring_full_waits, c.tx_stalls, c.tx_stalled, c.tx_drained);
-    out.tx_ring_full = c.tx_ring_full;
-    out.tx_ring_full_waits = c.tx_ring_full_waits;
-    out.tx_stalled = c.tx_stalled;
-    out.tx_stalls = c.tx_stalls;
-    out.tx_drained = c.tx_drained;
-    out.tx_checksum_offloaded = c.tx_checksum_offloaded;
-    out.rx_checksum_verified = c.rx_checksum_verified;
-    if (o.lanes > 1) {
-      absl::StrAppendFormat(&t, " dpdk queue %u: redirected to other FEPs %lu (inbox full %lu), "
-                                "from other queues %lu\n",
-                            io.dpdk->queue(), c.rx_redirected, c.rx_redirect_full, c.rx_from_inbox);
-    }
-    if (o.xstats && o.lane == 0) {
-      for (const auto& [name, v] : io.dpdk->xstats())
-        if (v != 0) absl::StrAppendFormat(&t, " xstat %-40s %lu\n", name, v);
-    }
-  }
-#endif
+  append_dpdk(t, o, io, out);
   std::fputs(t.c_str(), stdout);
   std::fflush(stdout);
   out.r = r;
