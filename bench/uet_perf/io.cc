@@ -25,9 +25,9 @@ wire::MacAddr resolve_mac(uint32_t ip4) {
 
 namespace {
 
-#ifdef UET_PERF_HAVE_DPDK
 // DPDK: the EAL, the port, and one RX/TX queue pair per lane.
 absl::StatusOr<IoSet> make_dpdk(const Options& o, const std::vector<std::string>& eal_args) {
+#ifdef UET_PERF_HAVE_DPDK
   IoSet set;
   auto eal = io::DpdkEal::init(eal_args);
   if (!eal.ok()) return eal.status();
@@ -78,12 +78,16 @@ absl::StatusOr<IoSet> make_dpdk(const Options& o, const std::vector<std::string>
     set.backends.push_back(std::move(d));
   }
   return set;
-}
+#else
+  (void)o;
+  (void)eal_args;
+  return absl::UnimplementedError("--io=dpdk: not built (libdpdk was not found at configure time)");
 #endif
+}
 
-#ifdef UET_PERF_HAVE_URING
 // io_uring: UDP sockets on the local address, one lane.
 absl::StatusOr<IoSet> make_uring(const Options& o, const std::vector<std::string>& eal_args) {
+#ifdef UET_PERF_HAVE_URING
   IoSet set;
   if (eal_args.size() > 1) std::fprintf(stderr, "uet-perf: --io=uring ignores the arguments after --\n");
   io::UringIoConfig c;
@@ -131,28 +135,18 @@ absl::StatusOr<IoSet> make_uring(const Options& o, const std::vector<std::string
   set.lanes.push_back(out);
   set.backends.push_back(std::move(*u));
   return set;
-}
+#else
+  (void)o;
+  (void)eal_args;
+  return absl::UnimplementedError("--io=uring: not built (dpdk-io/uring_io.h / uet_uring missing)");
 #endif
+}
 
 }  // namespace
 
 absl::StatusOr<IoSet> make_io(const Options& o, const std::vector<std::string>& eal_args) {
-  if (o.io == "dpdk") {
-#ifdef UET_PERF_HAVE_DPDK
-    return make_dpdk(o, eal_args);
-#else
-    (void)eal_args;
-    return absl::UnimplementedError("--io=dpdk: not built (libdpdk was not found at configure time)");
-#endif
-  }
-  if (o.io == "uring") {
-#ifdef UET_PERF_HAVE_URING
-    return make_uring(o, eal_args);
-#else
-    (void)eal_args;
-    return absl::UnimplementedError("--io=uring: not built (dpdk-io/uring_io.h / uet_uring missing)");
-#endif
-  }
+  if (o.io == "dpdk") return make_dpdk(o, eal_args);
+  if (o.io == "uring") return make_uring(o, eal_args);
   return absl::InvalidArgumentError("--io=" + o.io + " unknown: dpdk or uring");
 }
 
