@@ -6,7 +6,7 @@ pkg_check_modules(DPDK IMPORTED_TARGET libdpdk)
 if(DPDK_FOUND)
   add_library(uet_dpdk STATIC dpdk_setup.cc dpdk_io.cc dpdk_neigh.cc)
   target_compile_definitions(uet_dpdk PRIVATE UET_PRIVATE_DPDK_IO_DPDK)
-  target_include_directories(uet_dpdk PUBLIC ${PROJECT_SOURCE_DIR})
+  uet_headers(uet_dpdk PUBLIC dpdk-io/dpdk_*.h)
   target_link_libraries(uet_dpdk PUBLIC uet_io uet_wire absl::status absl::statusor
                         PRIVATE PkgConfig::DPDK absl::strings absl::str_format)
 else()
