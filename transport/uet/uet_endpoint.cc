@@ -189,6 +189,7 @@ UetEndpoint::UetEndpoint(const UetConfig& config)
       rng_(config.seed ^ config.local_ip4) {
   if (config_.resolve_mac == nullptr) config_.resolve_mac = sim_mac;
   if (config_.rod_window == 0) config_.rod_window = config_.mpr;
+  rod_.configure(config_.rod_window, config_.payload_bytes, config_.rod_buffers);
   update_access_word();
 }
 
@@ -237,15 +238,10 @@ size_t held(const V& v) noexcept {
 
 size_t UetEndpoint::memory_bytes() const noexcept {
   size_t n = pdcs_.memory_bytes() + credit_ring_.bytes() + unanswered_.bytes() + recvs_.bytes() +
-             held(rx_msgs_) + held(completions_) + held(rod_pool_) + held(rod_pool_free_) +
-             held(rudi_ops_) + held(rudi_pkts_) + held(rudi_free_) + held(rudi_rsp_) +
-             held(uud_q_) + held(regions_) + rccc_rx_.memory_bytes() + held(trecvs_) +
+             held(rx_msgs_) + held(completions_) + rod_.memory_bytes() +
+             rudi_.memory_bytes() + uud_.memory_bytes() + held(regions_) + rccc_rx_.memory_bytes() + held(trecvs_) +
              held(trecv_free_) + held(unexp_) + held(unexp_free_) + held(unexp_by_at_) +
              held(resources_) + held(amo_results_) + held(amo_free_) + held(rdv_) + held(rdv_free_) + held(defer_) + held(defer_free_) + held(deferred_) + (arena_ != nullptr ? config_.unexpected_bytes : 0);
-  for (const RodBuffer& b : rod_pool_) {
-    if (b.bytes != nullptr)
-      n += held(b.bits) + held(b.slots) + size_t{config_.rod_window} * config_.payload_bytes;
-  }
   if (tss_ != nullptr) n += tss_->memory_bytes();
   return n;
 }
@@ -253,7 +249,7 @@ size_t UetEndpoint::memory_bytes() const noexcept {
 // memory_bytes()'s terms, each at its bound (NOTES.md, "Ownership and threads").
 size_t UetEndpoint::memory_bound(const UetConfig& c, uint32_t regions) noexcept {
   const size_t pdcs = c.max_pdcs, mpr = c.mpr, words = mpr / 64 * sizeof(uint64_t);
-  const size_t rod_window = c.rod_window != 0 ? c.rod_window : c.mpr;
+  const uint32_t rod_window = c.rod_window != 0 ? c.rod_window : c.mpr;
   // One set of windows serves either role in turn and keeps what each role sized (alloc_pdc
   // moves a parked set in as it is): the initiator's PSN slots and operations ring, the
   // target's response ring and refusals, the three mpr-bit maps.
@@ -265,18 +261,14 @@ size_t UetEndpoint::memory_bound(const UetConfig& c, uint32_t regions) noexcept 
   // polled, so it holds fewer than twice those.
   const size_t outstanding =
       pdcs * c.max_ops + c.max_recvs + c.max_trecvs + c.max_ops + c.uud_queue;
-  // A ROD reorder buffer (rod_take_buffer): the staged bitmap, entries and payload bytes.
-  const size_t rod_buffer = rod_window / 64 * sizeof(uint64_t) + rod_window * sizeof(Staged) +
-                            rod_window * c.payload_bytes;
   return pds::PdcTable::bytes_bound(c.max_pdcs) + pdcs * window +  // the table, windows
          2 * GrowRing<uint16_t>::bytes_bound(c.max_pdcs) +         // RCCC credits, unanswered
          cc::RcccReceiver::memory_bound(derive_rccc(c)) +          // RCCC: a sender per PDC id
          GrowRing<Recv>::bytes_bound(c.max_recvs) + c.max_recv_messages * sizeof(RxMsg) +
          appended_capacity(2 * outstanding) * sizeof(Completion) +
-         appended_capacity(c.rod_buffers) * (sizeof(RodBuffer) + sizeof(uint16_t)) +
-         c.rod_buffers * rod_buffer +
+         pds::RodBuffers::memory_bound(rod_window, c.payload_bytes, c.rod_buffers) +
          size_t{c.max_ops} * sizeof(PeerOp) +  // RUDI (§3.5): operations, packets, free
-         size_t{c.rudi_packets} * (sizeof(RudiPkt) + sizeof(uint16_t)) +  // ids, responses
+         size_t{c.rudi_packets} * (sizeof(pds::RudiPkt) + sizeof(uint16_t)) +  // ids, responses
          size_t{c.rudi_responses} * sizeof(RudiRsp) + size_t{c.uud_queue} * sizeof(PeerOp) +
          appended_capacity(std::min(regions, kMaxRegions)) * sizeof(Region) +
          // Tagged messages: receives, unexpected entries (four tables), their bytes.

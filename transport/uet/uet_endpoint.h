@@ -40,6 +40,9 @@
 #define UET_ENDPOINT_H_MEMBERS
 #include "transport/uet/uet_pdc.h"
 #include "transport/uet/uet_pdc_table.h"
+#include "transport/uet/uet_rod.h"
+#include "transport/uet/uet_rudi.h"
+#include "transport/uet/uet_uud.h"
 #undef UET_ENDPOINT_H_MEMBERS
 #include "transport/wire/builder.h"
 #include "transport/wire/decode.h"
@@ -205,54 +208,10 @@ class UetEndpoint final : public Endpoint {
     uint32_t head = kNoLink, tail = kNoLink;
   };
 
-  // A ROD reorder buffer, lent to a ROD target PDC while it holds out-of-order requests:
-  // rod_window entries (PSN % rod_window), each with the request's SES header and payload.
-  // A staged WRITE is recorded as received at once, a READ or SEND when it runs. An atomic's
-  // extension header (§4.5) is staged in front of its operands.
-  struct Staged {
-    std::array<uint8_t, wire::SesStandardRequest::kSize> ses{};
-    uint8_t ext = 0;        // extension header bytes at the start of the slot's bytes
-    uint32_t len = 0;       // payload bytes present in RodBuffer::bytes (after the extension)
-    uint32_t elided = 0;    // payload bytes carried by length only (simulator)
-    bool recorded = false;  // already recorded as received (a WRITE, or no SES header)
-    bool has_ses = false;
-  };
-  struct RodBuffer {
-    std::vector<uint64_t> bits;  // rod_window bits: PSN staged
-    std::vector<Staged> slots;
-    std::unique_ptr<uint8_t[]> bytes;  // rod_window x payload_bytes, not zeroed
-  };
-
-  // RUDI (§3.5) and UUD (§3.6) carry an operation without a PDC: each names its peer. RUDI
-  // keeps them in a ring of max_ops with its packets in flight; UUD queues its datagrams.
-  struct PeerOp : Op {
-    uint32_t peer = 0;
-    wire::MacAddr mac{};
-  };
-  struct RudiPkt {
-    bool in_use = false;
-    bool resend = false;   // to send again (RTO)
-    uint16_t gen = 0;      // ID = gen << 16 | slot
-    uint16_t retries = 0;
-    uint32_t op = 0;       // position in rudi_ops_ (monotonic)
-    uint32_t packet = 0;
-    uint32_t len = 0;
-    Time sent = 0;
-  };
-  // RUDI target: one response per request, built by tx().
-  struct RudiRsp {
-    uint32_t peer = 0;
-    wire::MacAddr mac{};
-    uint32_t id = 0;
-    uint8_t code = 0;      // SesReturnCode
-    bool data = false;     // READ data: `len` bytes of region `key` at `offset`
-    bool m = false;        // echoes the request's CE mark
-    uint16_t message_id = 0;
-    uint32_t key = 0;
-    uint32_t len = 0;
-    uint64_t offset = 0;
-  };
-
+  // The other delivery modes' state (uet_rod.h, uet_rudi.h, uet_uud.h).
+  using Staged = pds::Staged;
+  using PeerOp = pds::PeerOp;
+  using RudiRsp = pds::RudiRsp;
 
   // Packets that have no PDC to come from: NACKs (INV_DPDCID, NO_PDC_AVAIL), the ACK of a
   // CLOSE (the target PDC is freed), a CLOSE answering a REQ_CLOSE for a PDC we no longer
@@ -543,32 +502,31 @@ class UetEndpoint final : public Endpoint {
   void send_tlp(Pdc& p);
   void rack_detect(Pdc& p, Time now);
 
-  // Other delivery modes (uet_modes.cc).
+  // Other delivery modes: which verbs each carries and their frames' encapsulation
+  // (uet_modes.cc), ROD's target side (uet_rod.cc), RUDI (uet_rudi.cc), UUD (uet_uud.cc).
   static absl::Status check_mode(DeliveryMode m, Opcode op, const char* verb);
-  bool rod_take_buffer(Pdc& p);
-  void rod_release_buffer(Pdc& p) noexcept;
+  wire::Encap encap_to(uint32_t ip, const wire::MacAddr& mac, bool control, uint16_t sport) const;
+  size_t tx_modes(std::span<Frame* const> out, Time now);
+  // Whether tx_modes() has anything to send: RUDI responses, resends or new packets, UUD
+  // datagrams (tested inline by tx(): most endpoints use neither mode).
+  bool modes_pending() const noexcept { return rudi_.pending() || !uud_.empty(); }
   bool rod_stage(Pdc& p, const wire::Decoded& d, const wire::SesStandardRequest* ses,
                  uint32_t psn);
   bool rod_staged(const Pdc& p, uint32_t psn) const noexcept;
   void rod_drain(Pdc& p, uint16_t id);
+  void rod_release_buffer(Pdc& p) noexcept;
   absl::Status post_rudi(const PeerOp& op, const char* verb);
-  absl::Status post_uud(const PeerOp& op, const char* verb);
-  void rx_rudi_req(const wire::Decoded& d);
-  void rx_rudi_resp(const wire::Decoded& d);
-  void rx_uud(const wire::Decoded& d);
-  size_t tx_modes(std::span<Frame* const> out, Time now);
-  // Whether tx_modes() has anything to send: RUDI responses, resends or new packets, UUD
-  // datagrams (tested inline by tx(): most endpoints use neither mode).
-  bool modes_pending() const noexcept {
-    return rudi_rsp_head_ != rudi_rsp_tail_ || rudi_resend_ > 0 || rudi_op_send_ != rudi_op_tail_ ||
-           uud_head_ != uud_tail_;
-  }
+  size_t tx_rudi(std::span<Frame* const> out, Time now);
   bool build_rudi_req(uint32_t slot, bool retx, Frame& f, Time now);
   bool build_rudi_resp(const RudiRsp& r, Frame& f);
-  bool build_uud(const PeerOp& u, Frame& f);
+  void rx_rudi_req(const wire::Decoded& d);
+  void rx_rudi_resp(const wire::Decoded& d);
   void retire_rudi();
   Time rudi_timer(Time now);
-  wire::Encap encap_to(uint32_t ip, const wire::MacAddr& mac, bool control, uint16_t sport) const;
+  absl::Status post_uud(const PeerOp& op, const char* verb);
+  size_t tx_uud(std::span<Frame* const> out);
+  bool build_uud(const PeerOp& u, Frame& f);
+  void rx_uud(const wire::Decoded& d);
 
   int32_t alloc_pdc(Role role);
   void free_pdc(uint16_t id);
@@ -668,25 +626,11 @@ class UetEndpoint final : public Endpoint {
   // half the vector (poll_completions), so it holds fewer than twice the waiting ones.
   std::vector<Completion> completions_;
   size_t completions_head_ = 0;
-  // ROD reorder buffers (up to rod_buffers, each made when first needed and kept) and the
-  // ones returned, lent again last-returned first.
-  std::vector<RodBuffer> rod_pool_;
-  std::vector<uint16_t> rod_pool_free_;
-  // RUDI initiator: operations [head, tail) posted, [send, tail) with packets to send; packets
-  // in flight; free packet slots (a ring).
-  std::vector<PeerOp> rudi_ops_;
-  uint32_t rudi_op_head_ = 0, rudi_op_send_ = 0, rudi_op_tail_ = 0, rudi_send_packet_ = 0;
-  std::vector<RudiPkt> rudi_pkts_;
-  std::vector<uint16_t> rudi_free_;
-  uint32_t rudi_free_head_ = 0, rudi_free_tail_ = 0;
-  uint32_t rudi_resend_ = 0;     // packets marked resend
-  uint16_t rudi_message_id_ = 1;
-  // RUDI target responses, UUD datagrams to send: rings.
-  std::vector<RudiRsp> rudi_rsp_;
-  uint32_t rudi_rsp_head_ = 0, rudi_rsp_tail_ = 0;
-  std::vector<PeerOp> uud_q_;
-  uint32_t uud_head_ = 0, uud_tail_ = 0;
-  uint16_t uud_message_id_ = 1;
+  // ROD's reorder buffers, RUDI's initiator and target state, UUD's datagram queue: each
+  // made when its mode is first used.
+  pds::RodBuffers rod_;
+  pds::Rudi rudi_;
+  pds::UudQueue uud_;
   uint64_t rng_;
   UetCounters counters_;
   Time now_ = 0;

@@ -47,6 +47,12 @@ inline void clear_bit(std::vector<uint64_t>& bits, uint32_t i) noexcept {
   bits[i / 64] &= ~(uint64_t{1} << (i % 64));
 }
 
+// The EV (UDP source port) of a packet without a PDC (RUDI, UUD): spread over the dynamic
+// range by its ID and, for a resend, its try, so a resend may take another path (§2.4).
+inline uint16_t spray_port(uint32_t id, uint32_t attempt) noexcept {
+  return wire::dynamic_port(id * 0x9E37u + attempt * 0x2F1u);
+}
+
 // What the initiator completes an operation with when the target answered `rc` (§4.9).
 inline OpStatus status_for(wire::SesReturnCode rc) noexcept {
   switch (rc) {

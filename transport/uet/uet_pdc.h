@@ -67,6 +67,11 @@ struct Op {
   uint32_t defer = 0;
   OpStatus status = OpStatus::kSuccess;
 };
+// An operation carried without a PDC (RUDI §3.5, UUD §3.6): it names its peer.
+struct PeerOp : Op {
+  uint32_t peer = 0;
+  wire::MacAddr mac{};
+};
 // One PSN in flight at the initiator.
 struct Slot {
   uint32_t op = 0;      // the operation's posting count (its key in ops)
@@ -211,7 +216,7 @@ struct Pdc {
     // build_nack's input (set from the ring, or for stateless NACKs).
     uint8_t nack_code = 0;
     uint32_t nack_psn = 0;
-    // ROD target (uet_modes.cc): the next PSN to execute; the reorder buffer (an index into
+    // ROD target (uet_rod.cc): the next PSN to execute; the reorder buffer (an index into
     // the endpoint's ROD pool, -1: none) holding `rod_held` requests staged past it.
     uint32_t rod_next = 0;
     int32_t rod_buf = -1;

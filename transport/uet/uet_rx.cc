@@ -181,13 +181,13 @@ void UetEndpoint::rx(std::span<Frame* const> frames, Time now) {
     case PdsType::kRodCcReq:
       rx_request(d, now);
       break;
-    case PdsType::kRudiReq:  // §3.5, uet_modes.cc
+    case PdsType::kRudiReq:  // §3.5, uet_rudi.cc
       rx_rudi_req(d);
       break;
     case PdsType::kRudiResp:
       rx_rudi_resp(d);
       break;
-    case PdsType::kUudReq:  // §3.6, uet_modes.cc
+    case PdsType::kUudReq:  // §3.6, uet_uud.cc
       rx_uud(d);
       break;
     case PdsType::kAckCc:
@@ -237,7 +237,7 @@ void UetEndpoint::rx(std::span<Frame* const> frames, Time now) {
   const uint32_t delta = psn - p->tgt.rcv_base;
   p->tgt.rcvd_bytes += static_cast<uint32_t>(d.payload.size() + d.elided);
   if (delta != 0 && p->tgt.ooo_count != 0xFFFF) ++p->tgt.ooo_count;
-  // ROD (uet_modes.cc): a request past the next one to execute waits in the reorder buffer.
+  // ROD (uet_rod.cc): a request past the next one to execute waits in the reorder buffer.
   if (p->rod && psn != p->tgt.rod_next) {
     if (rod_stage(*p, d, ses, psn) && ses != nullptr && ses->opcode() == wire::SesOpcode::kWrite) {
       p->tgt.ack_now = true;  // out of order: SACK it at once

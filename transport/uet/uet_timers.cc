@@ -41,7 +41,7 @@ void UetEndpoint::on_timer(Time now) {
     }
     if (freed) --i;  // free_pdc swapped another PDC into this position
   }
-  deadline_ = std::min(next, rudi_timer(now));  // RUDI packets' RTOs (uet_modes.cc)
+  deadline_ = std::min(next, rudi_timer(now));  // RUDI packets' RTOs (uet_rudi.cc)
   if (rdv_live_ > 0) deadline_ = std::min(deadline_, rdv_timer(now));  // rendezvous sources
   if ((deferred_reserved_ | restarts_due_) != 0) {  // deferrable sends' reservations, restarts
     deadline_ = std::min(deadline_, defer_timer(now));
