@@ -463,10 +463,20 @@ class UetEndpoint final : public Endpoint {
                          const char* verb);
   absl::Status post_in_mode(DeliveryMode mode, uint32_t peer, const Op& op, const char* verb);
   void fail_pdc(Pdc& p, OpStatus why);
-  bool build_ack(Pdc& p, uint16_t pdcid, Frame& f);
+  // An ACK to send (§3.7, §3.8; uet_frames.cc): send_ack() decides it from the target PDC's
+  // state (plan_ack), has build_ack() encode it, which changes nothing, and accounts for it
+  // once built (ack_sent).
+  struct AckPlan {
+    const Pdc::Response* r = nullptr;  // the response it carries (one per ACK), if any
+    bool ce = false;                   // it echoes the CE mark of `trigger`
+    uint32_t trigger = 0;              // the PSN it names
+  };
+  bool send_ack(Pdc& p, uint16_t pdcid, Frame& f);
+  AckPlan plan_ack(Pdc& p);
+  bool build_ack(const Pdc& p, uint16_t pdcid, const AckPlan& a, Frame& f);
+  void ack_sent(Pdc& p, const AckPlan& a);
   const Pdc::Response* take_response(Pdc& p);
-  void ack_cc_state(Pdc& p, const Pdc::Response* r, bool ce,
-                    wire::HeaderWords<wire::PdsAckCc>& ack);
+  void ack_cc_state(const Pdc& p, const AckPlan& a, wire::HeaderWords<wire::PdsAckCc>& ack);
   uint64_t sack_bitmap(const Pdc& p, uint32_t sack_base) const noexcept;
   bool ack_response_header(const Pdc::Response& r, wire::SesResponse* rsp,
                            wire::SesResponseData* rd, wire::FrameBuilder& b, size_t capacity,

@@ -39,72 +39,12 @@ uint8_t UetEndpoint::advertised_mpr(const Pdc& p) const noexcept {
   return static_cast<uint8_t>(std::min<uint32_t>(255, p.rod ? config_.rod_window : config_.mpr));
 }
 
-// §3.8: ACK_CC with the cumulative ACK, a 64-bit SACK bitmap and NSCC state. When a response
-// is queued, the ACK carries it and names its PSN as the trigger: an SES response (§4.6) for a
-// refused request, or a response with data (§4.7) answering a READ, with the data as payload.
-bool UetEndpoint::build_ack(Pdc& p, uint16_t pdcid, Frame& f) {
-  const Pdc::Response* r = take_response(p);
-  const bool with_data = r != nullptr && r->data;
-  wire::FrameBuilder b(std::span<uint8_t>(f.data, f.capacity),
-                       with_data ? p.data_encap : p.ctrl_encap, wire_sport(p.ev_base));
-  tss_begin(b);
-  // The ACK is built in registers and stored once (wire::HeaderWords, as build_data).
-  using Ack = wire::PdsAckCc;
-  uint8_t* const ack_at = b.reserve(Ack::kSize);
-  wire::SesResponse* rsp = r != nullptr && !with_data ? b.add<wire::SesResponse>() : nullptr;
-  wire::SesResponseData* rd = with_data ? b.add<wire::SesResponseData>() : nullptr;
-  if (ack_at == nullptr || (r != nullptr && rsp == nullptr && rd == nullptr)) return false;
-  wire::HeaderWords<Ack> ack;
-  const uint32_t cack = p.tgt.rcv_base - 1;
-  // §3.7: the ACK names the packet that triggered it and `m` echoes that packet's CE mark.
-  // A CE-marked arrival stays the trigger even if more packets came before this ACK could be
-  // sent, so the initiator knows exactly which packet, and so which EV, was marked; another
-  // ACK follows at once for the newer arrivals. A response's ACK names the answered PSN and
-  // leaves the CE echo to the next plain ACK.
-  const bool ce = r == nullptr && p.tgt.ce_seen;
-  const uint32_t trigger = r != nullptr ? r->psn : ce ? p.tgt.ce_psn : p.tgt.last_psn;
-  ack.set<Ack::type_field>(PdsType::kAckCc);
-  ack.set<Ack::next_hdr_field>(with_data      ? NextHeader::kRspData
-                               : r != nullptr ? NextHeader::kRsp
-                                              : NextHeader::kNone);
-  ack.set<Ack::m_field>(ce);
-  // §3.7: `retx` echoes the trigger's RETX flag (a response's trigger is answered without
-  // it). The initiator takes no RTT sample from such an ACK (Karn: it may answer either send;
-  // bench/NOTES.md, "Choices in the sources").
-  ack.set<Ack::retx_field>(r == nullptr && (ce ? p.tgt.ce_retx : p.tgt.last_retx));
-  ack.set<Ack::ack_psn_offset_field>(static_cast<int16_t>(
-      std::clamp<int64_t>(static_cast<int32_t>(trigger - cack), INT16_MIN, INT16_MAX)));
-  ack.set<Ack::cack_psn_field>(cack);
-  ack.set<Ack::spdcid_field>(pdcid);
-  ack.set<Ack::dpdcid_field>(p.peer_pdcid);
-  ack_cc_state(p, r, ce, ack);
-  ack.set<Ack::ooo_count_field>(p.tgt.ooo_count);
-  ack.set<Ack::mpr_field>(advertised_mpr(p));
-  // The 64 PSNs the bitmap reports end at the PSN that triggered this ACK (as htsim does), so
-  // every arrival is reported by at least its own ACK even when the window spans more than
-  // 64 packets past a hole; they start right after CACK when that is close enough.
-  uint32_t sack_base = p.tgt.rcv_base;
-  if (static_cast<int32_t>(trigger - p.tgt.rcv_base) > 63) sack_base = trigger - 63;
-  ack.set<Ack::sack_psn_offset_field>(static_cast<uint16_t>(sack_base - cack));
-  ack.set<Ack::sack_bitmap_field>(sack_bitmap(p, sack_base));
-  ack.store(ack_at);
-  size_t elided = 0;
-  if (r != nullptr && !ack_response_header(*r, rsp, rd, b, f.capacity, &elided)) return false;
-  if (!finish(b, f, elided)) return false;
-  f.priority = with_data ? Priority::kData : Priority::kControl;
-  if (r != nullptr) {
-    ++p.tgt.rsp_head;
-    if (with_data) ++counters_.tx_read_data;
-  } else {
-    p.tgt.ce_seen = false;
-  }
-  p.tgt.ack_now = p.tgt.rsp_pending() ||
-                  p.tgt.ce_seen ||                    // one response per ACK: more follow at once
-                  (ce && trigger != p.tgt.last_psn);  // newer arrivals than the CE trigger
-  p.tgt.ack_pending = false;
-  p.tgt.unacked_rx = 0;
-  p.tgt.ack_deadline = kNever;
-  ++counters_.tx_acks;
+// A target PDC's ACK (§3.7): planned from its receive state, encoded, then accounted for.
+// Out of line, as one call from tx(); its steps inline here.
+bool UetEndpoint::send_ack(Pdc& p, uint16_t pdcid, Frame& f) {
+  const AckPlan a = plan_ack(p);
+  if (!build_ack(p, pdcid, a, f)) return false;
+  ack_sent(p, a);
   return true;
 }
 
@@ -134,17 +74,106 @@ bool UetEndpoint::build_ack(Pdc& p, uint16_t pdcid, Frame& f) {
   return r;
 }
 
+
+// What the next ACK says (§3.7, §3.8): its response, if one is queued (taken now), the PSN it
+// names and its CE echo. A CE-marked arrival stays the trigger even
+// if more packets came before this ACK could be sent, so the initiator knows exactly which
+// packet, and so which EV, was marked; another ACK follows at once for the newer arrivals. A
+// response's ACK names the answered PSN and leaves the CE echo to the next plain ACK.
+[[gnu::always_inline]] inline UetEndpoint::AckPlan UetEndpoint::plan_ack(Pdc& p) {
+  AckPlan a;
+  a.r = take_response(p);
+  a.ce = a.r == nullptr && p.tgt.ce_seen;
+  a.trigger = a.r != nullptr ? a.r->psn : a.ce ? p.tgt.ce_psn : p.tgt.last_psn;
+  return a;
+}
+
+// The ACK left: its response is answered, its CE echo and credit given; what is not yet
+// said makes the next ACK due at once.
+[[gnu::always_inline]] inline void UetEndpoint::ack_sent(Pdc& p, const AckPlan& a) {
+  if (a.r != nullptr) {
+    ++p.tgt.rsp_head;
+    if (a.r->data) ++counters_.tx_read_data;
+  } else {
+    p.tgt.ce_seen = false;
+  }
+  if (p.tgt.credit_pending > 0) {  // it rode this ACK (ack_cc_state)
+    p.tgt.credit_pending -= std::min<uint64_t>(p.tgt.credit_pending, 0xFFFFFF);
+    ++counters_.tx_credit_acks;
+  }
+  p.tgt.ack_now = p.tgt.rsp_pending() ||
+                  p.tgt.ce_seen ||                        // one response per ACK: more follow
+                  (a.ce && a.trigger != p.tgt.last_psn);  // newer arrivals than the CE trigger
+  p.tgt.ack_pending = false;
+  p.tgt.unacked_rx = 0;
+  p.tgt.ack_deadline = kNever;
+  ++counters_.tx_acks;
+}
+
+// §3.8: ACK_CC with the cumulative ACK, a 64-bit SACK bitmap and NSCC state or RCCC credit,
+// as planned (plan_ack). With a response, the ACK carries it: an SES response (§4.6) for a
+// refused request, or a response with data (§4.7) answering a READ, with the data as payload.
+[[gnu::always_inline]] inline bool UetEndpoint::build_ack(const Pdc& p, uint16_t pdcid,
+                                                          const AckPlan& a, Frame& f) {
+  const Pdc::Response* const r = a.r;
+  const bool with_data = r != nullptr && r->data;
+  wire::FrameBuilder b(std::span<uint8_t>(f.data, f.capacity),
+                       with_data ? p.data_encap : p.ctrl_encap, wire_sport(p.ev_base));
+  tss_begin(b);
+  // The ACK is built in registers and stored once (wire::HeaderWords, as build_data).
+  using Ack = wire::PdsAckCc;
+  uint8_t* const ack_at = b.reserve(Ack::kSize);
+  wire::SesResponse* rsp = r != nullptr && !with_data ? b.add<wire::SesResponse>() : nullptr;
+  wire::SesResponseData* rd = with_data ? b.add<wire::SesResponseData>() : nullptr;
+  if (ack_at == nullptr || (r != nullptr && rsp == nullptr && rd == nullptr)) return false;
+  wire::HeaderWords<Ack> ack;
+  const uint32_t cack = p.tgt.rcv_base - 1;
+  const bool ce = a.ce;
+  const uint32_t trigger = a.trigger;
+  ack.set<Ack::type_field>(PdsType::kAckCc);
+  ack.set<Ack::next_hdr_field>(with_data      ? NextHeader::kRspData
+                               : r != nullptr ? NextHeader::kRsp
+                                              : NextHeader::kNone);
+  ack.set<Ack::m_field>(ce);
+  // §3.7: `retx` echoes the trigger's RETX flag (a response's trigger is answered without
+  // it). The initiator takes no RTT sample from such an ACK (Karn: it may answer either send;
+  // bench/NOTES.md, "Choices in the sources").
+  ack.set<Ack::retx_field>(r == nullptr && (ce ? p.tgt.ce_retx : p.tgt.last_retx));
+  ack.set<Ack::ack_psn_offset_field>(static_cast<int16_t>(
+      std::clamp<int64_t>(static_cast<int32_t>(trigger - cack), INT16_MIN, INT16_MAX)));
+  ack.set<Ack::cack_psn_field>(cack);
+  ack.set<Ack::spdcid_field>(pdcid);
+  ack.set<Ack::dpdcid_field>(p.peer_pdcid);
+  ack_cc_state(p, a, ack);
+  ack.set<Ack::ooo_count_field>(p.tgt.ooo_count);
+  ack.set<Ack::mpr_field>(advertised_mpr(p));
+  // The 64 PSNs the bitmap reports end at the PSN that triggered this ACK (as htsim does), so
+  // every arrival is reported by at least its own ACK even when the window spans more than
+  // 64 packets past a hole; they start right after CACK when that is close enough.
+  uint32_t sack_base = p.tgt.rcv_base;
+  if (static_cast<int32_t>(trigger - p.tgt.rcv_base) > 63) sack_base = trigger - 63;
+  ack.set<Ack::sack_psn_offset_field>(static_cast<uint16_t>(sack_base - cack));
+  ack.set<Ack::sack_bitmap_field>(sack_bitmap(p, sack_base));
+  ack.store(ack_at);
+  size_t elided = 0;
+  if (r != nullptr && !ack_response_header(*r, rsp, rd, b, f.capacity, &elided)) return false;
+  if (!finish(b, f, elided)) return false;
+  f.priority = with_data ? Priority::kData : Priority::kControl;
+  return true;
+}
+
 // §3.8.1 / §3.8.2: an ACK_CC's CC state: RCCC credit granted to this sender, or NSCC's.
 [[gnu::always_inline]] inline void UetEndpoint::ack_cc_state(
-    Pdc& p, const Pdc::Response* r, bool ce, wire::HeaderWords<wire::PdsAckCc>& ack) {
+    const Pdc& p, const AckPlan& a, wire::HeaderWords<wire::PdsAckCc>& ack) {
   using Ack = wire::PdsAckCc;
+  const Pdc::Response* const r = a.r;
+  const bool ce = a.ce;
   if (p.tgt.credit_pending > 0) {
-    // §3.8.2: RCCC credit granted to this sender rides the ACK (cc_type CREDIT).
-    const auto c = static_cast<uint32_t>(std::min<uint64_t>(p.tgt.credit_pending, 0xFFFFFF));
+    // §3.8.2: RCCC credit granted to this sender rides the ACK (cc_type CREDIT), at most
+    // what the 24-bit field holds.
     ack.set<Ack::cc_type_field>(wire::CcType::kCredit);
-    ack.set<Ack::credit_field>(c);
-    p.tgt.credit_pending -= c;
-    ++counters_.tx_credit_acks;
+    ack.set<Ack::credit_field>(
+        static_cast<uint32_t>(std::min<uint64_t>(p.tgt.credit_pending, 0xFFFFFF)));
   } else {
     // §3.8.1: how long the trigger waited here for this ACK (ns, saturating), the bytes
     // received so far (modulo 2^24); rc and rcv_cwnd_pend stay 0 (no receiver bottleneck).

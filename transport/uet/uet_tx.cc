@@ -292,7 +292,7 @@ UetEndpoint::Turn UetEndpoint::tx_close(Pdc& p, uint16_t id, Frame& f) {
     return Turn::kSent;
   }
   if (p.tgt.ack_now || (p.tgt.ack_pending && now >= p.tgt.ack_deadline)) {
-    return build_ack(p, id, f) ? Turn::kSent : Turn::kIdle;
+    return send_ack(p, id, f) ? Turn::kSent : Turn::kIdle;
   }
   return Turn::kIdle;
 }
