@@ -200,6 +200,49 @@ struct AtomicRequest {
   SesAddress to{};       // UET: the process and resource at the peer (RoCEv2: ignored)
 };
 
+// One operation as the application posted it (a write, read, send, tagged send or atomic):
+// what both engines' requesters keep of every request, made from it by posted_verb() below.
+// UET's pds::Op and RoCEv2's send WQE (RoceEndpoint::Write) extend it with their own state.
+// The buffers stay the application's: the engine reads `src` and fills `dst` in place until
+// the operation completes. The narrow fields come last, so an extending struct's own narrow
+// fields fill the tail.
+struct PostedVerb {
+  uint64_t wr_id = 0;
+  uint64_t remote_offset = 0;    // write, read, atomic: within the peer's region `rkey`
+  const uint8_t* src = nullptr;  // write, send, tagged send: the payload; atomic: the operands
+  uint8_t* dst = nullptr;        // read: where the data lands; atomic: the fetched values
+                                 // (nullptr: not fetching)
+  uint64_t length = 0;           // bytes (atomic: count x atomic_size(type))
+  uint64_t imm = 0;  // send, RoCEv2 write with immediate: 32 bits; tagged send: 64 of data
+  uint32_t rkey = 0;
+  Opcode op = Opcode::kWrite;
+  bool has_imm = false;
+};
+
+// The operation each request posts; the engines add what they alone carry (UET: the SES
+// address `to`, a tagged send's tag, an atomic's op, type and compare values).
+inline PostedVerb posted_verb(const WriteRequest& wr) noexcept {
+  return {.wr_id = wr.wr_id, .remote_offset = wr.remote_offset, .src = wr.local,
+          .length = wr.length, .rkey = wr.rkey, .op = Opcode::kWrite};
+}
+inline PostedVerb posted_verb(const ReadRequest& rr) noexcept {
+  return {.wr_id = rr.wr_id, .remote_offset = rr.remote_offset, .dst = rr.local,
+          .length = rr.length, .rkey = rr.rkey, .op = Opcode::kRead};
+}
+inline PostedVerb posted_verb(const SendRequest& sr) noexcept {
+  return {.wr_id = sr.wr_id, .src = sr.local, .length = sr.length, .imm = sr.imm,
+          .op = Opcode::kSend, .has_imm = sr.has_imm};
+}
+inline PostedVerb posted_verb(const TaggedSendRequest& ts) noexcept {
+  return {.wr_id = ts.wr_id, .src = ts.local, .length = ts.length, .imm = ts.data,
+          .op = Opcode::kTaggedSend, .has_imm = ts.has_data};
+}
+inline PostedVerb posted_verb(const AtomicRequest& ar) noexcept {
+  return {.wr_id = ar.wr_id, .remote_offset = ar.remote_offset, .src = ar.operand,
+          .dst = ar.result, .length = ar.count * atomic_size(ar.type), .rkey = ar.rkey,
+          .op = Opcode::kAtomic};
+}
+
 // A tagged receive buffer. A message matches it when their tags agree on every bit not set in
 // `ignore` and it comes from `source` (0: any source); messages match receives in posting
 // order, as FI_TAGGED says: a message takes the first posted receive it matches, and a

@@ -314,18 +314,6 @@ absl::Status RoceEndpoint::post_wqe(uint32_t peer, uint16_t channel, const Write
   return absl::OkStatus();
 }
 
-// The work request a WRITE (with or without immediate) queues.
-RoceEndpoint::Write RoceEndpoint::write_wqe(const WriteRequest& wr) {
-  Write w;
-  w.op = Opcode::kWrite;
-  w.wr_id = wr.wr_id;
-  w.rkey = wr.rkey;
-  w.remote_offset = wr.remote_offset;
-  w.src = wr.local;
-  w.length = wr.length;
-  return w;
-}
-
 // What every verb checks (its delivery mode, the length, a buffer behind it) before its work
 // request is queued; SEND and WRITE with immediate may carry nothing.
 absl::Status RoceEndpoint::post_verb(DeliveryMode mode, uint32_t peer, uint16_t channel,
@@ -342,25 +330,20 @@ absl::Status RoceEndpoint::post_verb(DeliveryMode mode, uint32_t peer, uint16_t 
 }
 
 absl::Status RoceEndpoint::post_write(const WriteRequest& wr) {
-  return post_verb(wr.mode, wr.peer, wr.channel, write_wqe(wr), wr.local, false, "post_write");
+  return post_verb(wr.mode, wr.peer, wr.channel, Write{posted_verb(wr)}, wr.local, false,
+                   "post_write");
 }
 
 absl::Status RoceEndpoint::post_write_with_imm(const WriteRequest& wr, uint32_t imm) {
-  Write w = write_wqe(wr);
+  Write w{posted_verb(wr)};
   w.has_imm = true;
   w.imm = imm;
   return post_verb(wr.mode, wr.peer, wr.channel, w, wr.local, true, "post_write_with_imm");
 }
 
 absl::Status RoceEndpoint::post_read(const ReadRequest& rr) {
-  Write w;
-  w.op = Opcode::kRead;
-  w.wr_id = rr.wr_id;
-  w.rkey = rr.rkey;
-  w.remote_offset = rr.remote_offset;
-  w.dst = rr.local;
-  w.length = rr.length;
-  return post_verb(rr.mode, rr.peer, rr.channel, w, rr.local, false, "post_read");
+  return post_verb(rr.mode, rr.peer, rr.channel, Write{posted_verb(rr)}, rr.local, false,
+                   "post_read");
 }
 
 absl::Status RoceEndpoint::post_send(const SendRequest& sr) {
@@ -368,14 +351,8 @@ absl::Status RoceEndpoint::post_send(const SendRequest& sr) {
     return absl::UnimplementedError(
         "post_send: RoCEv2 has no deferrable sends (UET DEFERRABLE_SEND): set deferrable=false");
   }
-  Write w;
-  w.op = Opcode::kSend;
-  w.has_imm = sr.has_imm;
-  w.imm = sr.imm;
-  w.wr_id = sr.wr_id;
-  w.src = sr.local;
-  w.length = sr.length;
-  return post_verb(sr.mode, sr.peer, sr.channel, w, sr.local, true, "post_send");
+  return post_verb(sr.mode, sr.peer, sr.channel, Write{posted_verb(sr)}, sr.local, true,
+                   "post_send");
 }
 
 // spec/rocev2.md §3.3: RC carries FETCH_ADD and CMP_SWAP on one aligned 64-bit word; every
@@ -408,13 +385,7 @@ absl::Status RoceEndpoint::post_atomic(const AtomicRequest& ar) {
     return absl::InvalidArgumentError(
         "post_atomic: compare must point to 8 bytes (kCswap's compare value)");
   }
-  Write w;
-  w.op = Opcode::kAtomic;
-  w.wr_id = ar.wr_id;
-  w.rkey = ar.rkey;
-  w.remote_offset = ar.remote_offset;
-  w.dst = ar.result;
-  w.length = 8;
+  Write w{posted_verb(ar)};  // length: the one 64-bit word checked above
   w.cmp_swap = cswap;
   std::memcpy(&w.swap_add, ar.operand, 8);  // verbs copy the operands into the WQE
   if (cswap) std::memcpy(&w.compare, ar.compare, 8);

@@ -228,17 +228,9 @@ class RoceEndpoint final : public Endpoint {
   explicit RoceEndpoint(const RoceConfig& config);
 
   // One posted WR, as the requester tracks it (a send WQE): a write, a send, a read or an
-  // atomic.
-  struct Write {
-    Opcode op = Opcode::kWrite;
-    bool has_imm = false;
-    uint32_t imm = 0;
-    uint64_t wr_id = 0;
-    uint32_t rkey = 0;
-    uint64_t remote_offset = 0;
-    const uint8_t* src = nullptr;  // write, send
-    uint8_t* dst = nullptr;        // read; atomic: the original value (nullptr: discarded)
-    uint64_t length = 0;
+  // atomic; the verb as posted (transport/api.h: imm holds 32 bits), then RC's own state.
+  // An atomic's dst takes the original value (nullptr: discarded); its src is not read.
+  struct Write : PostedVerb {
     bool cmp_swap = false;   // atomic: CMP_SWAP, else FETCH_ADD
     uint64_t swap_add = 0;   // atomic: the swap value or addend (host order)
     uint64_t compare = 0;    // atomic: CMP_SWAP's compare value
@@ -450,7 +442,6 @@ class RoceEndpoint final : public Endpoint {
   absl::Status post_wqe(uint32_t peer, uint16_t channel, const Write& w, const char* what);
   absl::Status post_verb(DeliveryMode mode, uint32_t peer, uint16_t channel, const Write& w,
                          const void* buffer, bool empty_ok, const char* verb);
-  static Write write_wqe(const WriteRequest& wr);
 
   // The QP at index `idx` (QPN - qpn_base); nullptr when out of range or never allocated
   // (a reset QP).

@@ -90,7 +90,7 @@ void RoceEndpoint::message_packet(const Qp& q, const Write& w, bool last, Packet
                          : RoceOpcode::kRcSendMiddle);
   }
   p.imm = imm;
-  p.imm_data = w.imm;
+  p.imm_data = static_cast<uint32_t>(w.imm);  // §3.5 ImmDt: 32 bits, as RC posts it
   p.payload = p.len > 0 ? w.src + offset : nullptr;
   // AckReq on the last packet of a message and at least every ack_req_every packets.
   p.ack_req = last || q.since_ack_req + 1 >= config_.ack_req_every;

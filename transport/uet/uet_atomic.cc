@@ -74,12 +74,12 @@ absl::Status UetEndpoint::post_atomic(const AtomicRequest& ar) {
     return absl::InvalidArgumentError(
         absl::StrCat(kVerb, ": result must be non-null for READ (it fetches)"));
   }
-  return post_in_mode(ar.mode, ar.peer,
-                      Op{.op = Opcode::kAtomic, .wr_id = ar.wr_id, .rkey = ar.rkey,
-                         .remote_offset = ar.remote_offset, .src = ar.operand, .dst = ar.result,
-                         .length = ar.count * size, .to = ar.to, .compare = ar.compare,
-                         .amo_op = ar.op, .amo_type = ar.type},
-                      kVerb);
+  Op op{posted_verb(ar)};
+  op.to = ar.to;
+  op.compare = ar.compare;
+  op.amo_op = ar.op;
+  op.amo_type = ar.type;
+  return post_in_mode(ar.mode, ar.peer, op, kVerb);
 }
 
 // §4.5: the extension header and the operands after the standard request of atomic `o`.

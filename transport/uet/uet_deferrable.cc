@@ -242,7 +242,10 @@ void UetEndpoint::free_deferred(uint32_t u) {
 // max_pdcs).
 bool UetEndpoint::post_rtr(uint32_t u) {
   Unexp& e = unexp_[u];
-  Op op{.op = Opcode::kRecv, .tag = e.token, .to = SesAddress{.pid_on_fep = e.pid}};
+  Op op;
+  op.op = Opcode::kRecv;
+  op.tag = e.token;
+  op.to = SesAddress{.pid_on_fep = e.pid};
   op.defer = u + 1;
   if (!post_op(e.peer, /*rod=*/false, op, "deferrable RTR").ok()) return false;
   ++counters_.tx_rtr;

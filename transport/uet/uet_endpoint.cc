@@ -385,25 +385,21 @@ absl::Status UetEndpoint::post_verb(DeliveryMode mode, uint32_t peer, const Op& 
 }
 
 absl::Status UetEndpoint::post_write(const WriteRequest& wr) {
-  return post_verb(wr.mode, wr.peer,
-                   Op{.op = Opcode::kWrite, .wr_id = wr.wr_id, .rkey = wr.rkey,
-                      .remote_offset = wr.remote_offset, .src = wr.local, .length = wr.length,
-                      .to = wr.to},
-                   wr.local, "post_write");
+  Op op{posted_verb(wr)};
+  op.to = wr.to;
+  return post_verb(wr.mode, wr.peer, op, wr.local, "post_write");
 }
 
 absl::Status UetEndpoint::post_read(const ReadRequest& rr) {
-  return post_verb(rr.mode, rr.peer,
-                   Op{.op = Opcode::kRead, .wr_id = rr.wr_id, .rkey = rr.rkey,
-                      .remote_offset = rr.remote_offset, .dst = rr.local, .length = rr.length,
-                      .to = rr.to},
-                   rr.local, "post_read");
+  Op op{posted_verb(rr)};
+  op.to = rr.to;
+  return post_verb(rr.mode, rr.peer, op, rr.local, "post_read");
 }
 
 // The immediate travels in ses_std.header_data with `hd` (spec/uet.md §4.2).
 absl::Status UetEndpoint::post_send(const SendRequest& sr) {
-  const Op op{.op = Opcode::kSend, .wr_id = sr.wr_id, .src = sr.local, .length = sr.length,
-              .has_imm = sr.has_imm, .imm = sr.imm, .to = sr.to};
+  Op op{posted_verb(sr)};
+  op.to = sr.to;
   if (sr.deferrable) return defer_post(sr.mode, sr.peer, op, sr.local, "post_send");
   return post_verb(sr.mode, sr.peer, op, sr.local, "post_send");
 }

@@ -29,24 +29,16 @@
 // pds: these are the PDS sublayer's state (§3), as ses/ and cms/ would be the other rooms.
 namespace uet::pds {
 
-// One posted operation (write, read or send), as the initiator tracks it.
-struct Op {
-  Opcode op = Opcode::kWrite;
-  uint64_t wr_id = 0;
-  uint32_t rkey = 0;
-  uint64_t remote_offset = 0;
-  const uint8_t* src = nullptr;  // write, send
-  uint8_t* dst = nullptr;        // read
-  uint64_t length = 0;
-  bool has_imm = false;
-  uint64_t imm = 0;  // send: 32 bits of immediate data; tagged send: 64 of header data
-  uint64_t tag = 0;  // tagged send: match bits
-  SesAddress to{};   // §4.1: the process and resource at the target
+// One posted operation (write, read, send, tagged send, atomic), as the initiator tracks it:
+// the verb as posted (transport/api.h), then what UET adds to it and its progress.
+struct Op : PostedVerb {
   // atomic (§4.5.1): src the operands, dst the fetched values (null: not fetching), length
   // their bytes; compare the CSWAP compare values or MSWAP masks.
-  const uint8_t* compare = nullptr;
   AtomicOp amo_op = AtomicOp::kSum;
   AtomicType amo_type = AtomicType::kUint64;
+  const uint8_t* compare = nullptr;
+  uint64_t tag = 0;  // tagged send: match bits (imm: its 64 bits of header data)
+  SesAddress to{};   // §4.1: the process and resource at the target
   // `to` from our job, packed when posted as it lies in the SES header's first two words
   // (internal::address_words; PDC operations only).
   std::array<uint64_t, 2> address{};

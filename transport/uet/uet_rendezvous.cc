@@ -334,11 +334,12 @@ absl::Status UetEndpoint::rdv_matched(const TaggedRecv& tr, uint32_t u) {
 // Posts the READ of message m's rest (past its eager bytes) from the source `rd` names, on a
 // PDC to its sender; its completion completes the receive. False: no room (max_ops, PDCs).
 bool UetEndpoint::rdv_read(RxMsg& m, const RdvRead& rd) {
-  Op op{.op = Opcode::kRead,
-        .rkey = rd.key,
-        .remote_offset = rd.offset,
-        .length = m.length - m.eager,
-        .to = SesAddress{.pid_on_fep = rd.pid_on_fep, .resource_index = rd.resource_index}};
+  Op op;
+  op.op = Opcode::kRead;
+  op.rkey = rd.key;
+  op.remote_offset = rd.offset;
+  op.length = m.length - m.eager;
+  op.to = SesAddress{.pid_on_fep = rd.pid_on_fep, .resource_index = rd.resource_index};
   op.rdv = static_cast<uint32_t>(&m - rx_msgs_.data()) + 1;
   return post_op(m.peer, /*rod=*/false, op, "rendezvous READ").ok();
 }

@@ -98,9 +98,9 @@ absl::Status UetEndpoint::post_tsend(const TaggedSendRequest& ts) {
         "post_tsend: tagged messages travel on a PDC (a resent RUDI request would be delivered "
         "twice; UUD has no retry when the target's unexpected list is full): use kRud or kRod");
   }
-  const Op op{.op = Opcode::kTaggedSend, .wr_id = ts.wr_id, .src = ts.local,
-              .length = ts.length, .has_imm = ts.has_data, .imm = ts.data, .tag = ts.tag,
-              .to = ts.to};
+  Op op{posted_verb(ts)};
+  op.tag = ts.tag;
+  op.to = ts.to;
   if (ts.deferrable) return defer_post(ts.mode, ts.peer, op, ts.local, "post_tsend");
   return post_verb(ts.mode, ts.peer, op, ts.local, "post_tsend");
 }
