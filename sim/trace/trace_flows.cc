@@ -364,7 +364,7 @@ Dependents dependents_of(const std::vector<FlowSpec>& flows) {
   return out;
 }
 
-// Played as the A/B runner plays the plan (bench/ab_runner.cc): flows take no time, a
+// Played as the A/B runner plays the plan (bench/ab_player.cc): flows take no time, a
 // compute task its duration, one at a time on its stream, lowest ready id first. Returns how
 // many flows and tasks finished; `waiting` keeps each one's unfinished prerequisites and
 // `length` the last end.

@@ -143,7 +143,7 @@ Outcome run_permutation(const Scenario& sc, Algorithm a, uint32_t evs) {
     c.pathsel.algorithm = a;
     c.pathsel.ev_count = evs;
     // NSCC's base RTT: 4 hops each way at 500 ns, a 4 KiB frame serialised per hop, and slack
-    // (as bench/ab_runner.cc derives it).
+    // (as bench/ab_engines.cc derives it).
     c.base_rtt = 8 * 500 * kNanosecond + 4 * 340 * kNanosecond + kMicrosecond;
     c.seed = sc.seed * 1000003 + h;
     eps.push_back(std::move(*UetEndpoint::create(c)));

@@ -1,7 +1,8 @@
-// The UET engine's delivery modes besides RUD (transport/uet/uet_modes.cc): ROD (in-order
-// execution at the target, selective repair), RUDI (no PDC, packet IDs, one response per
-// request) and UUD (no PDC, no ACK). On the fake link (tests/common/fake_link.h: simulated
-// time, every emitted frame must decode); on the simulator in uet_fabric_test.cc.
+// The UET engine's delivery modes besides RUD (transport/uet/uet_rod.cc, uet_rudi.cc,
+// uet_uud.cc): ROD (in-order execution at the target, selective repair), RUDI (no PDC, packet
+// IDs, one response per request) and UUD (no PDC, no ACK). On the fake link
+// (tests/common/fake_link.h: simulated time, every emitted frame must decode); on the simulator
+// in uet_fabric_test.cc.
 #include <gtest/gtest.h>
 
 #include <algorithm>

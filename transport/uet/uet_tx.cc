@@ -431,7 +431,7 @@ size_t UetEndpoint::tx(std::span<Frame* const> out, Time now) {
   // RCCC grants due now (paced by the receiver engine).
   if (rccc_rx_.next_event() <= now) take_grants(now);
   if (credit_head_ != credit_tail_) n = tx_grants(out, n, now);
-  // RUDI and UUD (no PDC, uet_modes.cc).
+  // RUDI and UUD (no PDC: uet_rudi.cc, uet_uud.cc).
   if (modes_pending()) n += tx_modes(out.subspan(n), now);
   // Round robin over the active PDCs, one frame per PDC per turn, until the burst is full or
   // a whole turn finds nothing to send. PDCs whose ready bit is clear are passed over as if
