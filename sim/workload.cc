@@ -318,4 +318,18 @@ void append_flows(std::vector<FlowSpec>& flows, std::vector<FlowSpec> more) {
   }
 }
 
+FlowDependents flow_dependents(const std::vector<FlowSpec>& flows) {
+  const size_t n = flows.size();
+  FlowDependents out;
+  out.begin.assign(n + 1, 0);
+  for (const FlowSpec& f : flows)
+    for (uint32_t a : f.after) ++out.begin[a + 1];
+  for (size_t i = 0; i < n; ++i) out.begin[i + 1] += out.begin[i];
+  out.ids.resize(out.begin[n]);
+  std::vector<uint32_t> fill(out.begin.begin(), out.begin.end() - 1);
+  for (const FlowSpec& f : flows)
+    for (uint32_t a : f.after) out.ids[fill[a]++] = f.id;
+  return out;
+}
+
 }  // namespace uet::sim

@@ -116,4 +116,13 @@ absl::StatusOr<std::vector<FlowSpec>> poisson(uint32_t hosts, double load, doubl
 // so that workloads can be combined (a Poisson background plus an incast).
 void append_flows(std::vector<FlowSpec>& flows, std::vector<FlowSpec> more);
 
+// The `after` edges reversed: per flow, the flows that wait for it, in compressed rows (those
+// of flow f are ids[begin[f] .. begin[f + 1]), in flow order), as the players release them.
+struct FlowDependents {
+  std::vector<uint32_t> begin;  // flows.size() + 1 offsets into ids
+  std::vector<uint32_t> ids;
+};
+// Every `after` id must name a flow of `flows` (ids are indices).
+FlowDependents flow_dependents(const std::vector<FlowSpec>& flows);
+
 }  // namespace uet::sim

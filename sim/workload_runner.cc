@@ -62,25 +62,9 @@ absl::Status check_flow(const FlowSpec& f, size_t i, size_t n, size_t hosts) {
   return absl::OkStatus();
 }
 
-// The dependents of each flow in compressed rows: those of f are
-// dependents[begin[f] .. begin[f + 1]).
-void index_dependents(const std::vector<FlowSpec>& flows, std::vector<uint32_t>& begin,
-                      std::vector<uint32_t>& dependents) {
-  const size_t n = flows.size();
-  begin.assign(n + 1, 0);
-  for (const FlowSpec& f : flows)
-    for (uint32_t a : f.after) ++begin[a + 1];
-  for (size_t i = 0; i < n; ++i) begin[i + 1] += begin[i];
-  dependents.resize(begin[n]);
-  std::vector<uint32_t> fill(begin.begin(), begin.end() - 1);
-  for (const FlowSpec& f : flows)
-    for (uint32_t a : f.after) dependents[fill[a]++] = f.id;
-}
-
 // A topological pass (Kahn) over the `after` edges: every flow must be reachable from the
 // flows that wait on nothing, or it would never start.
-absl::Status check_acyclic(const std::vector<uint32_t>& begin,
-                           const std::vector<uint32_t>& dependents, std::vector<uint32_t> left) {
+absl::Status check_acyclic(const FlowDependents& dependents, std::vector<uint32_t> left) {
   const auto n = static_cast<uint32_t>(left.size());
   std::vector<uint32_t> ready;
   for (uint32_t i = 0; i < n; ++i)
@@ -90,8 +74,8 @@ absl::Status check_acyclic(const std::vector<uint32_t>& begin,
     const uint32_t f = ready.back();
     ready.pop_back();
     ++seen;
-    for (uint32_t k = begin[f]; k < begin[f + 1]; ++k)
-      if (--left[dependents[k]] == 0) ready.push_back(dependents[k]);
+    for (uint32_t k = dependents.begin[f]; k < dependents.begin[f + 1]; ++k)
+      if (--left[dependents.ids[k]] == 0) ready.push_back(dependents.ids[k]);
   }
   if (seen == n) return absl::OkStatus();
   uint32_t stuck = 0;
@@ -112,11 +96,11 @@ absl::StatusOr<std::unique_ptr<WorkloadRunner>> WorkloadRunner::create(
   }
 
   std::unique_ptr<WorkloadRunner> r(new WorkloadRunner(net, std::move(flows), config));
-  index_dependents(r->flows_, r->dep_begin_, r->dependents_);
+  r->dependents_ = flow_dependents(r->flows_);
   r->waiting_on_.resize(n);
   for (size_t i = 0; i < n; ++i)
     r->waiting_on_[i] = static_cast<uint32_t>(r->flows_[i].after.size());
-  if (absl::Status s = check_acyclic(r->dep_begin_, r->dependents_, r->waiting_on_); !s.ok()) {
+  if (absl::Status s = check_acyclic(r->dependents_, r->waiting_on_); !s.ok()) {
     return s;
   }
   r->attach_apps();
@@ -163,8 +147,8 @@ void WorkloadRunner::fire(Network& net, Time now, uint32_t flow_id) {
 // be the source of a dependent flow).
 void WorkloadRunner::on_complete(uint32_t flow_id, Time now) {
   ++completed_;
-  for (uint32_t k = dep_begin_[flow_id]; k < dep_begin_[flow_id + 1]; ++k) {
-    const uint32_t d = dependents_[k];
+  for (uint32_t k = dependents_.begin[flow_id]; k < dependents_.begin[flow_id + 1]; ++k) {
+    const uint32_t d = dependents_.ids[k];
     if (--waiting_on_[d] == 0) net_.schedule(now + flows_[d].start, this, d);
   }
 }

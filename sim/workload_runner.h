@@ -64,9 +64,7 @@ class WorkloadRunner : public Scheduled {
   std::vector<FlowSpec> flows_;
   std::vector<FlowRecord> records_;
   std::vector<std::unique_ptr<UdpApp>> apps_;
-  // Dependents of flow f: dependents_[dep_begin_[f] .. dep_begin_[f + 1]).
-  std::vector<uint32_t> dep_begin_;
-  std::vector<uint32_t> dependents_;
+  FlowDependents dependents_;  // the flows each flow's completion may release
   std::vector<uint32_t> waiting_on_;  // prerequisites not yet complete, per flow
   size_t started_ = 0;
   size_t completed_ = 0;

@@ -345,32 +345,13 @@ absl::Status add_point_to_point(Planner& p) {
   return absl::OkStatus();
 }
 
-// Per flow, the flows that wait for it: those of flow f are deps[begin[f], begin[f + 1]).
-struct Dependents {
-  std::vector<uint32_t> begin, deps;
-};
-
-Dependents dependents_of(const std::vector<FlowSpec>& flows) {
-  const size_t total = flows.size();
-  Dependents out;
-  out.begin.assign(total + 1, 0);
-  for (const FlowSpec& f : flows)
-    for (uint32_t a : f.after) ++out.begin[a + 1];
-  for (size_t i = 0; i < total; ++i) out.begin[i + 1] += out.begin[i];
-  out.deps.resize(out.begin[total]);
-  std::vector<uint32_t> fill(out.begin.begin(), out.begin.end() - 1);
-  for (const FlowSpec& f : flows)
-    for (uint32_t a : f.after) out.deps[fill[a]++] = f.id;
-  return out;
-}
-
 // Played as the A/B runner plays the plan (bench/ab_player.cc): flows take no time, a
 // compute task its duration, one at a time on its stream, lowest ready id first. Returns how
 // many flows and tasks finished; `waiting` keeps each one's unfinished prerequisites and
 // `length` the last end.
 size_t play_without_network(const std::vector<FlowSpec>& flows, std::vector<uint32_t>& waiting,
                             Time* length) {
-  const Dependents next = dependents_of(flows);
+  const FlowDependents next = flow_dependents(flows);
   using Event = std::pair<Time, uint32_t>;  // (end, flow)
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events;
   struct Stream {
@@ -406,7 +387,7 @@ size_t play_without_network(const std::vector<FlowSpec>& flows, std::vector<uint
     ++seen;
     *length = std::max(*length, end);
     for (uint32_t k = next.begin[f]; k < next.begin[f + 1]; ++k)
-      if (--waiting[next.deps[k]] == 0) launch(next.deps[k], end);
+      if (--waiting[next.ids[k]] == 0) launch(next.ids[k], end);
     if (flows[f].compute && flows[f].stream != 0) run_next(streams[stream_key(f)], end);
   }
   return seen;
