@@ -23,6 +23,7 @@ namespace {
 
 namespace pb = ::uet::chakra;
 using trace_internal::bad_node;
+using trace_internal::collective_of;
 using trace_internal::DefinedGroups;
 using trace_internal::is_world;
 using trace_internal::kMaxTraceRanks;
@@ -84,43 +85,6 @@ void add_deps(std::vector<uint64_t>& to, const google::protobuf::RepeatedField<u
         std::find(also.begin(), also.end(), d) == also.end()) {
       to.push_back(d);
     }
-  }
-}
-
-// Chakra's comm_type as the collective it names (BARRIER: an all-reduce flagged `barrier`);
-// false for a type not modelled.
-bool collective_of(int64_t comm_type, TraceNode* t) {
-  switch (comm_type) {
-    case pb::ALL_REDUCE:
-      t->collective = Collective::kAllReduce;
-      return true;
-    case pb::ALL_GATHER:
-      t->collective = Collective::kAllGather;
-      return true;
-    case pb::REDUCE_SCATTER:
-    case pb::REDUCE_SCATTER_BLOCK:  // equal blocks: what reduce-scatter moves here anyway
-      t->collective = Collective::kReduceScatter;
-      return true;
-    case pb::BROADCAST:
-      t->collective = Collective::kBroadcast;
-      return true;
-    case pb::ALL_TO_ALL:
-      t->collective = Collective::kAllToAll;
-      return true;
-    case pb::BARRIER:
-      t->collective = Collective::kAllReduce, t->barrier = true;
-      return true;
-    case pb::REDUCE:
-      t->collective = Collective::kReduce;
-      return true;
-    case pb::GATHER:
-      t->collective = Collective::kGather;
-      return true;
-    case pb::SCATTER:
-      t->collective = Collective::kScatter;
-      return true;
-    default:
-      return false;
   }
 }
 

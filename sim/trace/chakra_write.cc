@@ -18,6 +18,7 @@ namespace uet::sim {
 namespace {
 
 namespace pb = ::uet::chakra;
+using trace_internal::comm_type;
 
 int own_type(TraceNode::Kind k) {
   switch (k) {
@@ -38,28 +39,6 @@ pb::AttributeProto int_attribute(const char* name, int64_t v) {
   a.set_name(name);
   a.set_int64_val(v);
   return a;
-}
-
-// The collective's Chakra comm_type.
-int64_t comm_type(const TraceNode& t) {
-  switch (t.collective) {
-    case Collective::kAllGather:
-      return pb::ALL_GATHER;
-    case Collective::kReduceScatter:
-      return pb::REDUCE_SCATTER;
-    case Collective::kBroadcast:
-      return pb::BROADCAST;
-    case Collective::kAllToAll:
-      return pb::ALL_TO_ALL;
-    case Collective::kReduce:
-      return pb::REDUCE;
-    case Collective::kGather:
-      return pb::GATHER;
-    case Collective::kScatter:
-      return pb::SCATTER;
-    default:
-      return t.barrier ? pb::BARRIER : pb::ALL_REDUCE;
-  }
 }
 
 // The attributes of the node's kind, after is_cpu_op and the extra ones.

@@ -41,6 +41,12 @@ struct DefinedGroup {
 };
 using DefinedGroups = std::map<std::string, DefinedGroup>;
 
+// Chakra's comm_type (CollectiveCommType) and the collective it is played as, both ways
+// (comm_type.cc): sets `t`'s collective, and barrier for BARRIER, false for a type not
+// modelled; and the comm_type a collective node is written with.
+bool collective_of(int64_t comm_type, TraceNode* t);
+int64_t comm_type(const TraceNode& t);
+
 // The groups a METADATA_NODE of `file` defines (PyTorch's "## process_group:init ##"), added
 // to `out`; other metadata nodes define nothing.
 absl::Status read_groups(const chakra::Node& n, const std::string& file, uint32_t ranks,
