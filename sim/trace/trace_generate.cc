@@ -9,67 +9,60 @@
 
 namespace uet::sim {
 
+namespace {
+
+// A compute node of `us` microseconds, after `deps`.
+TraceNode compute_node(uint64_t id, std::string name, uint64_t us, std::vector<uint64_t> deps) {
+  TraceNode n;
+  n.id = id;
+  n.name = std::move(name);
+  n.duration_us = us;
+  n.deps = std::move(deps);
+  return n;
+}
+
+// A collective of `bytes` over every rank (group "") after `deps`.
+TraceNode collective_node(uint64_t id, std::string name, Collective c, uint64_t bytes,
+                          std::vector<uint64_t> deps) {
+  TraceNode n;
+  n.id = id;
+  n.name = std::move(name);
+  n.kind = TraceNode::Kind::kCollective;
+  n.collective = c;
+  n.bytes = bytes;
+  n.deps = std::move(deps);
+  return n;
+}
+
+}  // namespace
+
 Trace data_parallel_step(uint32_t ranks, uint32_t layers, uint64_t bucket_bytes,
                          uint64_t forward_us, uint64_t backward_us_per_layer) {
-  std::vector<TraceNode> nodes;
-  TraceNode fwd;
-  fwd.id = 0;
-  fwd.name = "forward";
-  fwd.duration_us = forward_us;
-  nodes.push_back(fwd);
+  std::vector<TraceNode> nodes = {compute_node(0, "forward", forward_us, {})};
   uint64_t prev = 0, next_id = 1;
   std::vector<uint64_t> reduces;
   for (uint32_t l = layers; l-- > 0;) {
-    TraceNode bwd;
-    bwd.id = next_id++;
-    bwd.name = absl::StrCat("backward layer ", l);
-    bwd.duration_us = backward_us_per_layer;
-    bwd.deps = {prev};
-    nodes.push_back(bwd);
-    prev = bwd.id;
-    TraceNode ar;
-    ar.id = next_id++;
-    ar.name = absl::StrCat("all-reduce gradients of layer ", l);
-    ar.kind = TraceNode::Kind::kCollective;
-    ar.collective = Collective::kAllReduce;
-    ar.bytes = bucket_bytes;
-    ar.deps = {bwd.id};
-    nodes.push_back(ar);
-    reduces.push_back(ar.id);
+    const uint64_t bwd = next_id++, ar = next_id++;
+    nodes.push_back(compute_node(bwd, absl::StrCat("backward layer ", l), backward_us_per_layer,
+                                 {prev}));
+    nodes.push_back(collective_node(ar, absl::StrCat("all-reduce gradients of layer ", l),
+                                    Collective::kAllReduce, bucket_bytes, {bwd}));
+    prev = bwd;
+    reduces.push_back(ar);
   }
-  TraceNode opt;
-  opt.id = next_id++;
-  opt.name = "optimizer step";
-  opt.duration_us = forward_us / 4;
-  opt.deps = reduces;
-  opt.deps.push_back(prev);
-  nodes.push_back(opt);
+  reduces.push_back(prev);
+  nodes.push_back(compute_node(next_id, "optimizer step", forward_us / 4, std::move(reduces)));
   Trace trace;
   trace.ranks.assign(ranks, nodes);
   return trace;
 }
 
 Trace moe_layer(uint32_t ranks, uint64_t bytes, uint64_t attention_us, uint64_t expert_us) {
-  std::vector<TraceNode> nodes(4);
-  nodes[0].id = 0;
-  nodes[0].name = "attention";
-  nodes[0].duration_us = attention_us;
-  nodes[1].id = 1;
-  nodes[1].name = "dispatch tokens to experts";
-  nodes[1].kind = TraceNode::Kind::kCollective;
-  nodes[1].collective = Collective::kAllToAll;
-  nodes[1].bytes = bytes;
-  nodes[1].deps = {0};
-  nodes[2].id = 2;
-  nodes[2].name = "experts";
-  nodes[2].duration_us = expert_us;
-  nodes[2].deps = {1};
-  nodes[3].id = 3;
-  nodes[3].name = "combine expert outputs";
-  nodes[3].kind = TraceNode::Kind::kCollective;
-  nodes[3].collective = Collective::kAllToAll;
-  nodes[3].bytes = bytes;
-  nodes[3].deps = {2};
+  const std::vector<TraceNode> nodes = {
+      compute_node(0, "attention", attention_us, {}),
+      collective_node(1, "dispatch tokens to experts", Collective::kAllToAll, bytes, {0}),
+      compute_node(2, "experts", expert_us, {1}),
+      collective_node(3, "combine expert outputs", Collective::kAllToAll, bytes, {2})};
   Trace trace;
   trace.ranks.assign(ranks, nodes);
   return trace;
@@ -91,43 +84,36 @@ Trace hybrid_step(uint32_t dp, uint32_t tp, uint32_t layers, uint64_t tp_bytes,
     for (uint32_t t = 0; t < tp; ++t) {
       std::vector<TraceNode>& nodes = trace.ranks[size_t{d} * tp + t];
       uint64_t next_id = 0;
-      auto add = [&](std::string name, std::vector<uint64_t> deps) -> TraceNode& {
-        TraceNode& n = nodes.emplace_back();
-        n.id = next_id++;
-        n.name = std::move(name);
-        n.deps = std::move(deps);
-        return n;
+      auto compute = [&](std::string name, uint64_t us, std::vector<uint64_t> deps) {
+        return nodes.emplace_back(compute_node(next_id++, std::move(name), us, std::move(deps))).id;
       };
       auto all_reduce = [&](std::string name, uint64_t after, std::string group, uint64_t bytes) {
-        TraceNode& n = add(std::move(name), {after});
-        n.kind = TraceNode::Kind::kCollective;
-        n.collective = Collective::kAllReduce;
+        TraceNode& n = nodes.emplace_back(collective_node(next_id++, std::move(name),
+                                                          Collective::kAllReduce, bytes, {after}));
         n.group = std::move(group);
-        n.bytes = bytes;
         return n.id;
       };
       const std::string tp_group = absl::StrCat("tp", d), dp_group = absl::StrCat("dp", t);
       std::vector<uint64_t> prev;
       for (uint32_t l = 0; l < layers; ++l) {
-        TraceNode& f = add(absl::StrCat("forward layer ", l), prev);
-        f.duration_us = compute_us_per_layer;
-        prev = {all_reduce(absl::StrCat("tensor-parallel all-reduce, forward layer ", l), f.id,
+        const uint64_t f = compute(absl::StrCat("forward layer ", l), compute_us_per_layer, prev);
+        prev = {all_reduce(absl::StrCat("tensor-parallel all-reduce, forward layer ", l), f,
                            tp_group, tp_bytes)};
       }
       std::vector<uint64_t> grads;
       for (uint32_t l = layers; l-- > 0;) {
-        TraceNode& b = add(absl::StrCat("backward layer ", l), prev);
-        b.duration_us = 2 * compute_us_per_layer;  // input and weight gradients
+        // Input and weight gradients: twice the forward's compute.
+        const uint64_t b =
+            compute(absl::StrCat("backward layer ", l), 2 * compute_us_per_layer, prev);
         const uint64_t act = all_reduce(absl::StrCat("tensor-parallel all-reduce, backward layer ", l),
-                                        b.id, tp_group, tp_bytes);
+                                        b, tp_group, tp_bytes);
         prev = {act};
         grads.push_back(all_reduce(absl::StrCat("data-parallel all-reduce of layer ", l,
                                                 "'s gradients"),
                                    act, dp_group, dp_bytes));
       }
       grads.insert(grads.end(), prev.begin(), prev.end());
-      TraceNode& opt = add("optimizer step", std::move(grads));
-      opt.duration_us = compute_us_per_layer;
+      compute("optimizer step", compute_us_per_layer, std::move(grads));
     }
   }
   return trace;
