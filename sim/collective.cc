@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <initializer_list>
 #include <numeric>
 #include <utility>
 
@@ -23,6 +24,19 @@ using collective_internal::split;
 
 absl::Status bad(std::string_view what) {
   return absl::InvalidArgumentError(absl::StrCat("collective: ", std::string(what)));
+}
+
+// `name` as the one of `values` that `name_of` names; an unknown name is refused naming the
+// `kind` and every known name, in the order given.
+template <typename E, typename NameOf>
+absl::StatusOr<E> parse_named(std::string_view kind, std::string_view name,
+                              std::initializer_list<E> values, NameOf name_of) {
+  for (E v : values) {
+    if (name == name_of(v)) return v;
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "unknown ", std::string(kind), " \"", std::string(name), "\": ",
+      absl::StrJoin(values, ", ", [&](std::string* out, E v) { out->append(name_of(v)); })));
 }
 
 // ----- sizes and counts, checked before any flow is built.
@@ -111,24 +125,20 @@ std::string_view to_string(CollectiveAlgo a) noexcept {
 }
 
 absl::StatusOr<Collective> parse_collective(std::string_view name) {
-  for (Collective c : {Collective::kAllReduce, Collective::kReduceScatter, Collective::kAllGather,
-                       Collective::kBroadcast, Collective::kAllToAll, Collective::kReduce,
-                       Collective::kGather, Collective::kScatter}) {
-    if (name == to_string(c)) return c;
-  }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "unknown collective \"", std::string(name),
-      "\": allreduce, reducescatter, allgather, broadcast, alltoall, reduce, gather, scatter"));
+  return parse_named(
+      "collective", name,
+      {Collective::kAllReduce, Collective::kReduceScatter, Collective::kAllGather,
+       Collective::kBroadcast, Collective::kAllToAll, Collective::kReduce, Collective::kGather,
+       Collective::kScatter},
+      [](Collective c) { return to_string(c); });
 }
 
 absl::StatusOr<CollectiveAlgo> parse_collective_algo(std::string_view name) {
-  for (CollectiveAlgo a :
-       {CollectiveAlgo::kRing, CollectiveAlgo::kTree, CollectiveAlgo::kHalvingDoubling,
-        CollectiveAlgo::kPairwise, CollectiveAlgo::kBatched}) {
-    if (name == to_string(a)) return a;
-  }
-  return absl::InvalidArgumentError(absl::StrCat("unknown algorithm \"", std::string(name),
-                                                 "\": ring, tree, hd, pairwise, batched"));
+  return parse_named("algorithm", name,
+                     {CollectiveAlgo::kRing, CollectiveAlgo::kTree,
+                      CollectiveAlgo::kHalvingDoubling, CollectiveAlgo::kPairwise,
+                      CollectiveAlgo::kBatched},
+                     [](CollectiveAlgo a) { return to_string(a); });
 }
 
 bool collective_has_root(Collective c) noexcept {
@@ -397,11 +407,10 @@ absl::StatusOr<CollectivePlan> hierarchical_flows(const CollectiveSpec& spec,
 }
 
 absl::StatusOr<ParallelGroup> parse_parallel_group(std::string_view name) {
-  if (name == "world") return ParallelGroup::kWorld;
-  if (name == "dp") return ParallelGroup::kData;
-  if (name == "tp") return ParallelGroup::kTensor;
-  return absl::InvalidArgumentError(
-      absl::StrCat("unknown group \"", std::string(name), "\": world, dp, tp"));
+  static constexpr std::string_view kNames[] = {"world", "dp", "tp"};  // by value
+  return parse_named("group", name,
+                     {ParallelGroup::kWorld, ParallelGroup::kData, ParallelGroup::kTensor},
+                     [](ParallelGroup g) { return kNames[static_cast<size_t>(g)]; });
 }
 
 absl::StatusOr<std::vector<std::vector<uint32_t>>> communicators(
@@ -437,11 +446,10 @@ absl::StatusOr<std::vector<std::vector<uint32_t>>> communicators(
 }
 
 absl::StatusOr<RankPlacement> parse_rank_placement(std::string_view name) {
-  if (name == "contiguous") return RankPlacement::kContiguous;
-  if (name == "strided") return RankPlacement::kStrided;
-  if (name == "random") return RankPlacement::kRandom;
-  return absl::InvalidArgumentError(
-      absl::StrCat("unknown placement \"", std::string(name), "\": contiguous, strided, random"));
+  static constexpr std::string_view kNames[] = {"contiguous", "strided", "random"};  // by value
+  return parse_named("placement", name,
+                     {RankPlacement::kContiguous, RankPlacement::kStrided, RankPlacement::kRandom},
+                     [](RankPlacement p) { return kNames[static_cast<size_t>(p)]; });
 }
 
 absl::StatusOr<std::vector<uint32_t>> place_ranks(uint32_t ranks, uint32_t hosts,
