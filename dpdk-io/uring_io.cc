@@ -413,10 +413,20 @@ bool patch_icrc(const uint8_t* have, const uint8_t* want, uint8_t* icrc_at,
   }
   if (!differs) return false;
   // CRC-32 is affine: crc(M') = crc(M) ^ lin(M ^ M'), and lin(delta . 0^k) is
-  // lin(delta) shifted over k zero bytes, which crc32_combine computes in O(log k).
+  // lin(delta) shifted over k zero bytes: zlib's crc32_combine_op with the operator for k,
+  // remembered for the last k (a run's data packets share one length; a pure function's memo).
   static constexpr uint8_t kZeros[kIpLen + kUdpLen] = {};
   const uLong lin = crc32(0, delta, sizeof(delta)) ^ crc32(0, kZeros, sizeof(kZeros));
-  const uLong shifted = crc32_combine(lin, 0, static_cast<z_off_t>(after));
+  struct Shift {
+    size_t len = SIZE_MAX;
+    uLong op = 0;
+  };
+  static thread_local Shift shift;
+  if (shift.len != after) {
+    shift.op = crc32_combine_gen(static_cast<z_off_t>(after));
+    shift.len = after;
+  }
+  const uLong shifted = crc32_combine_op(lin, 0, shift.op);
   wire::store_icrc(icrc_at, wire::load_icrc(icrc_at) ^ static_cast<uint32_t>(shifted));
   return true;
 }
