@@ -224,12 +224,6 @@ static frame_result *analyse_first_pass(packet_info *pinfo, const uetref_pkt *pk
   return r;
 }
 
-static proto_item *gen_uint(proto_tree *t, int hf, tvbuff_t *tvb, guint32 v) {
-  proto_item *it = proto_tree_add_uint(t, hf, tvb, 0, 0, v);
-  proto_item_set_generated(it);
-  return it;
-}
-
 void uetref_pdc_analyse(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, const uetref_pkt *pkt,
                         uetref_pdc_ref *out) {
   const guint32 key = pinfo->curr_layer_num;
@@ -249,25 +243,19 @@ void uetref_pdc_analyse(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, con
   proto_tree *t = proto_tree_add_subtree_format(tree, tvb, 0, 0, ett_pdc, &pi, "PDC %u (%s)",
                                                 r->number, val_to_str_const(r->dir, dir_vals, "?"));
   proto_item_set_generated(pi);
-  gen_uint(t, hf_pdc, tvb, r->number);
-  gen_uint(t, hf_pdc_init, tvb, r->init_pdcid);
-  if (r->tgt_known) gen_uint(t, hf_pdc_tgt, tvb, r->tgt_pdcid);
-  gen_uint(t, hf_pdc_dir, tvb, r->dir);
-  proto_item *fi = proto_tree_add_uint(t, hf_pdc_first, tvb, 0, 0, r->first_frame);
-  proto_item_set_generated(fi);
+  uetref_add_generated_uint(t, hf_pdc, tvb, r->number);
+  uetref_add_generated_uint(t, hf_pdc_init, tvb, r->init_pdcid);
+  if (r->tgt_known) uetref_add_generated_uint(t, hf_pdc_tgt, tvb, r->tgt_pdcid);
+  uetref_add_generated_uint(t, hf_pdc_dir, tvb, r->dir);
+  uetref_add_generated_uint(t, hf_pdc_first, tvb, r->first_frame);
   if (r->new_pdc)
     expert_add_info_format(pinfo, pi, &ei_new_pdc, "First packet of PDC %u", r->number);
 
   if (pkt->is_request) {
-    if (pkt->retx || r->dup) {
-      proto_item *ri = proto_tree_add_boolean(t, hf_retx, tvb, 0, 0, TRUE);
-      proto_item_set_generated(ri);
-    }
+    if (pkt->retx || r->dup) uetref_add_generated_boolean(t, hf_retx, tvb, TRUE);
     if (r->dup) {
-      proto_item *di = proto_tree_add_boolean(t, hf_dup, tvb, 0, 0, TRUE);
-      proto_item_set_generated(di);
-      proto_item *oi = proto_tree_add_uint(t, hf_orig, tvb, 0, 0, r->orig_frame);
-      proto_item_set_generated(oi);
+      uetref_add_generated_boolean(t, hf_dup, tvb, TRUE);
+      uetref_add_generated_uint(t, hf_orig, tvb, r->orig_frame);
     }
     if (pkt->retx && r->dup)
       expert_add_info_format(pinfo, pi, &ei_retx,
@@ -281,21 +269,18 @@ void uetref_pdc_analyse(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, con
                              "Duplicate PSN %u without RETX (first sent in frame %u)", pkt->psn,
                              r->orig_frame);
     if (r->oow) {
-      proto_item *wi = proto_tree_add_boolean(t, hf_oow, tvb, 0, 0, TRUE);
-      proto_item_set_generated(wi);
+      proto_item *wi = uetref_add_generated_boolean(t, hf_oow, tvb, TRUE);
       expert_add_info_format(
           pinfo, wi, &ei_oow,
           "PSN %u beyond the advertised window: CACK %u + MPR %u (spec/uet.md §3.8)", pkt->psn,
           r->win_cack, r->win_mpr);
     }
   }
-  if (r->ref_frame) {
-    proto_item *ai = proto_tree_add_uint(t, pkt->is_nack ? hf_nacked_frame : hf_acked_frame, tvb, 0,
-                                         0, r->ref_frame);
-    proto_item_set_generated(ai);
-  }
-  gen_uint(t, hf_ev_distinct, tvb, r->ev_distinct);
-  gen_uint(t, hf_ev_packets, tvb, r->ev_packets);
+  if (r->ref_frame)
+    uetref_add_generated_uint(t, pkt->is_nack ? hf_nacked_frame : hf_acked_frame, tvb,
+                              r->ref_frame);
+  uetref_add_generated_uint(t, hf_ev_distinct, tvb, r->ev_distinct);
+  uetref_add_generated_uint(t, hf_ev_packets, tvb, r->ev_packets);
 }
 
 static void pdc_init(void) { n_pdcs = 0; }

@@ -94,19 +94,13 @@ static const struct {
 } credit_table[] = {ROCEV2_AETH_CREDITS(CREDIT_ROW_)},
   rnr_table[] = {ROCEV2_RNR_TIMER_US(RNR_ROW_)};
 
-static void gen_uint(proto_tree *t, int hf, tvbuff_t *tvb, guint32 v) {
-  proto_item *it = proto_tree_add_uint(t, hf, tvb, 0, 0, v);
-  proto_item_set_generated(it);
-}
-
 /* §3.2: what the syndrome says. */
 static void aeth_details(tvbuff_t *tvb, packet_info *pinfo, const uetref_hdr_vals *aeth) {
   const guint64 type = uetref_get(aeth, UETREF_N_syndrome_type);
   const guint32 value = (guint32)uetref_get(aeth, UETREF_N_syndrome_value);
   proto_item *it = uetref_item(aeth, UETREF_N_syndrome_value);
   if (type == UETREF_AETH_kNak) {
-    proto_item *ni = proto_tree_add_uint(aeth->tree, hf_aeth_nak, tvb, 0, 0, value);
-    proto_item_set_generated(ni);
+    uetref_add_generated_uint(aeth->tree, hf_aeth_nak, tvb, value);
     expert_add_info_format(pinfo, it, &ei_nak, "NAK %s (%u), MSN %" PRIu64,
                            val_to_str_const(value, uetref_vs_aeth_nak, "unknown"), value,
                            uetref_get(aeth, UETREF_N_msn));
@@ -114,12 +108,13 @@ static void aeth_details(tvbuff_t *tvb, packet_info *pinfo, const uetref_hdr_val
                     val_to_str_const(value, uetref_vs_aeth_nak, "unknown"));
   } else if (type == UETREF_AETH_kRnrNak) {
     for (guint i = 0; i < G_N_ELEMENTS(rnr_table); i++)
-      if (rnr_table[i].code == value) gen_uint(aeth->tree, hf_aeth_rnr_us, tvb, rnr_table[i].value);
+      if (rnr_table[i].code == value)
+        uetref_add_generated_uint(aeth->tree, hf_aeth_rnr_us, tvb, rnr_table[i].value);
     expert_add_info_format(pinfo, it, &ei_rnr, "RNR NAK: receiver not ready, timer code %u", value);
   } else if (type == UETREF_AETH_kAck) {
     for (guint i = 0; i < G_N_ELEMENTS(credit_table); i++)
       if (credit_table[i].code == value)
-        gen_uint(aeth->tree, hf_aeth_credits, tvb, credit_table[i].value);
+        uetref_add_generated_uint(aeth->tree, hf_aeth_credits, tvb, credit_table[i].value);
   }
 }
 
@@ -215,9 +210,8 @@ static void dissect_ours(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree) {
         const gboolean becn = uetref_get(&bth, UETREF_N_becn) != 0;
         proto_item_append_text(hv.item, ": congestion notification for QP 0x%06x%s", qp,
                                becn ? ", BECN" : "");
-        gen_uint(hv.tree, hf_cnp_qp, tvb, qp);
-        proto_item *bi = proto_tree_add_boolean(hv.tree, hf_cnp_becn, tvb, 0, 0, becn);
-        proto_item_set_generated(bi);
+        uetref_add_generated_uint(hv.tree, hf_cnp_qp, tvb, qp);
+        uetref_add_generated_boolean(hv.tree, hf_cnp_becn, tvb, becn);
         expert_add_info_format(pinfo, hv.item, &ei_cnp,
                                "CNP: congestion notification for QP 0x%06x", qp);
         col_append_fstr(pinfo->cinfo, COL_INFO, " CNP QP=0x%06x%s", qp, becn ? " BECN" : "");
@@ -238,7 +232,7 @@ static void dissect_ours(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree) {
           pinfo, uetref_item(&bth, UETREF_N_pad_cnt), &ei_bad_pad,
           "Pad count %d but only %d bytes before the ICRC (spec/rocev2.md §7 rule 7)", pad, rest);
     else
-      gen_uint(rt, hf_payload_len, tvb, (guint32)(rest - pad));
+      uetref_add_generated_uint(rt, hf_payload_len, tvb, (guint32)(rest - pad));
   }
   add_icrc(tvb, pinfo, rt, icrc_off);
 }

@@ -113,11 +113,6 @@ static const char *val_name(guint64 v, const value_string *vs) {
   return s ? s : "unknown";
 }
 
-static void add_generated_uint(proto_tree *t, int hf, tvbuff_t *tvb, guint32 v) {
-  proto_item *it = proto_tree_add_uint(t, hf, tvb, 0, 0, v);
-  proto_item_set_generated(it);
-}
-
 static void add_data(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, int offset) {
   if (tvb_reported_length_remaining(tvb, offset) > 0)
     call_data_dissector(tvb_new_subset_remaining(tvb, offset), pinfo, tree);
@@ -134,10 +129,10 @@ static void add_sack(tvbuff_t *tvb, packet_info *pinfo, const uetref_hdr_vals *p
   proto_tree *st = bi ? proto_item_add_subtree(bi, ett_sack) : pds->tree;
   guint32 acked = 0, missing = 0, listed = 0, top = 0, first_gap = 0;
 
-  add_generated_uint(st, hf_sack_base, tvb, base);
+  uetref_add_generated_uint(st, hf_sack_base, tvb, base);
   for (guint i = 0; i < 64; i++) {
     if (!((bm >> i) & 1)) continue;
-    add_generated_uint(st, hf_sack_psn, tvb, base + i);
+    uetref_add_generated_uint(st, hf_sack_psn, tvb, base + i);
     acked++;
     top = i;
   }
@@ -146,7 +141,7 @@ static void add_sack(tvbuff_t *tvb, packet_info *pinfo, const uetref_hdr_vals *p
     /* PSNs between CACK and the bitmap's base: not covered, so missing. */
     if ((gint32)(base - cack) > 1) {
       for (guint32 p = cack + 1; p != base; p++) {
-        if (listed < 64) add_generated_uint(st, hf_sack_gap, tvb, p);
+        if (listed < 64) uetref_add_generated_uint(st, hf_sack_gap, tvb, p);
         if (!missing) first_gap = p;
         listed++;
         missing++;
@@ -156,20 +151,20 @@ static void add_sack(tvbuff_t *tvb, packet_info *pinfo, const uetref_hdr_vals *p
       const guint32 p = base + i;
       if ((bm >> i) & 1) continue;
       if ((gint32)(p - cack) <= 0) continue; /* at or below the cumulative ACK */
-      if (listed < 128) add_generated_uint(st, hf_sack_gap, tvb, p);
+      if (listed < 128) uetref_add_generated_uint(st, hf_sack_gap, tvb, p);
       if (!missing) first_gap = p;
       listed++;
       missing++;
     }
-    add_generated_uint(st, hf_sack_acked, tvb, acked);
-    add_generated_uint(st, hf_sack_missing, tvb, missing);
+    uetref_add_generated_uint(st, hf_sack_acked, tvb, acked);
+    uetref_add_generated_uint(st, hf_sack_missing, tvb, missing);
     if (missing)
       expert_add_info_format(pinfo, bi, &ei_sack_gap,
                              "SACK: %u PSN(s) missing between CACK %u and %u (first %u)", missing,
                              cack, highest, first_gap);
   } else {
-    add_generated_uint(st, hf_sack_acked, tvb, 0);
-    add_generated_uint(st, hf_sack_missing, tvb, 0);
+    uetref_add_generated_uint(st, hf_sack_acked, tvb, 0);
+    uetref_add_generated_uint(st, hf_sack_missing, tvb, 0);
   }
 }
 
@@ -194,13 +189,13 @@ static void pds_details(tvbuff_t *tvb, packet_info *pinfo, guint64 type, const u
     pkt->from_initiator = TRUE;
     pkt->psn = psn;
     pkt->syn = uetref_get(pds, UETREF_N_syn) != 0;
-    add_generated_uint(pt, hf_clear_psn, tvb,
-                       psn + (guint32)uetref_get_signed(pds, UETREF_N_clear_psn_offset));
+    uetref_add_generated_uint(pt, hf_clear_psn, tvb,
+                              psn + (guint32)uetref_get_signed(pds, UETREF_N_clear_psn_offset));
     col_append_fstr(pinfo->cinfo, COL_INFO, " PSN=%u SPDCID=%u", psn, pkt->spdcid);
     if (pkt->syn) { /* bytes 10-11 are PDC info: start PSN = PSN - psn_offset */
       pkt->dpdcid_known = FALSE;
       pkt->start_psn = psn - (guint32)uetref_get(pds, UETREF_N_psn_offset);
-      add_generated_uint(pt, hf_start_psn, tvb, pkt->start_psn);
+      uetref_add_generated_uint(pt, hf_start_psn, tvb, pkt->start_psn);
       col_append_fstr(pinfo->cinfo, COL_INFO, " SYN start=%u", pkt->start_psn);
     } else {
       col_append_fstr(pinfo->cinfo, COL_INFO, " DPDCID=%u", pkt->dpdcid);
@@ -212,7 +207,7 @@ static void pds_details(tvbuff_t *tvb, packet_info *pinfo, guint64 type, const u
     pkt->is_ack = TRUE;
     pkt->cack_psn = cack;
     pkt->ack_psn = cack + (guint32)uetref_get_signed(pds, UETREF_N_ack_psn_offset);
-    add_generated_uint(pt, hf_ack_psn, tvb, pkt->ack_psn);
+    uetref_add_generated_uint(pt, hf_ack_psn, tvb, pkt->ack_psn);
     col_append_fstr(pinfo->cinfo, COL_INFO, " CACK=%u ACK=%u", cack, pkt->ack_psn);
     if (uetref_has(pds->hdr, UETREF_N_sack_bitmap)) {
       pkt->has_window = TRUE;
@@ -276,8 +271,7 @@ static void check_payload_length(tvbuff_t *tvb, packet_info *pinfo, proto_tree *
   if ((guint64)have == want) return; /* §6 rules 10, 11: an opened frame's tag is not here */
   proto_item *it = uetref_item(ses, UETREF_N_payload_length);
   if ((guint64)have < want && (cx->trimmed_dscp || have == 0)) {
-    proto_item *ti = proto_tree_add_boolean(ut, hf_trimmed, tvb, 0, 0, TRUE);
-    proto_item_set_generated(ti);
+    uetref_add_generated_boolean(ut, hf_trimmed, tvb, TRUE);
     expert_add_info_format(pinfo, it, &ei_trimmed,
                            "Trimmed: %d of %" PRIu64 " payload bytes (spec/uet.md §3.14%s)", have,
                            want, cx->trimmed_dscp ? ", trimmed DSCP" : ", no trimmed DSCP seen");
@@ -287,6 +281,15 @@ static void check_payload_length(tvbuff_t *tvb, packet_info *pinfo, proto_tree *
   expert_add_info_format(pinfo, it, &ei_ses_length,
                          "payload_length %" PRIu64 " but %d payload bytes follow (%s)%s", want,
                          have, rule, (guint64)have < want ? ": trimmed (§3.14) or malformed" : "");
+}
+
+/* §3.14: a request on a PDC under the trimmed DSCP whose headers announce no payload length to
+ * check it against: trimmed, as far as we can tell. */
+static void flag_trimmed_request(tvbuff_t *tvb, packet_info *pinfo, proto_tree *ut,
+                                 proto_item *hdr_item) {
+  uetref_add_generated_boolean(ut, hf_trimmed, tvb, TRUE);
+  expert_add_info_format(pinfo, hdr_item, &ei_trimmed,
+                         "Trimmed request: trimmed DSCP %u (spec/uet.md §3.14)", pref_trim_dscp);
 }
 
 /* A request header (§4.1-4.4) and its extension (§4.5). Returns the offset after them, or -1
@@ -326,10 +329,7 @@ static int dissect_ses_request(tvbuff_t *tvb, packet_info *pinfo, proto_tree *ut
   if (sh == UETREF_H_ses_std && !uetref_get(&ses, UETREF_N_som))
     check_payload_length(tvb, pinfo, ut, cx, offset, &ses, "spec/uet.md §6 rule 10");
   else if (cx->trimmed_dscp && is_pdc_request_type(cx->pds_type)) {
-    proto_item *ti = proto_tree_add_boolean(ut, hf_trimmed, tvb, 0, 0, TRUE);
-    proto_item_set_generated(ti);
-    expert_add_info_format(pinfo, ses.item, &ei_trimmed,
-                           "Trimmed request: trimmed DSCP %u (spec/uet.md §3.14)", pref_trim_dscp);
+    flag_trimmed_request(tvb, pinfo, ut, ses.item);
     col_append_str(pinfo->cinfo, COL_INFO, " [TRIMMED]");
   }
   return offset;
@@ -412,16 +412,12 @@ static int dissect_pds(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, prot
                                   : dissect_ses_response(tvb, pinfo, ut, offset, sh, cx);
       if (offset < 0) return -1;
     } else if (cx->trimmed_dscp && is_pdc_request_type(type)) {
-      proto_item *tti = proto_tree_add_boolean(ut, hf_trimmed, tvb, 0, 0, TRUE);
-      proto_item_set_generated(tti);
-      expert_add_info_format(pinfo, pds.item, &ei_trimmed,
-                             "Trimmed request: trimmed DSCP %u (spec/uet.md §3.14)",
-                             pref_trim_dscp);
+      flag_trimmed_request(tvb, pinfo, ut, pds.item);
     }
   }
 
   gint left = tvb_reported_length_remaining(tvb, offset);
-  add_generated_uint(ut, hf_payload_len, tvb, left > 0 ? (guint32)left : 0);
+  uetref_add_generated_uint(ut, hf_payload_len, tvb, left > 0 ? (guint32)left : 0);
   add_data(tvb, pinfo, tree, offset);
   return offset;
 }
@@ -484,7 +480,7 @@ static int dissect_uet_common(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tre
   } else {
     pkt.ev = (guint16)pinfo->srcport;
   }
-  add_generated_uint(ut, hf_ev, tvb, pkt.ev);
+  uetref_add_generated_uint(ut, hf_ev, tvb, pkt.ev);
 
   /* §5: a TSS header first when the leading type is ENC; the PDS header is in its plaintext. */
   guint64 type = 0;

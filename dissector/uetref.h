@@ -167,6 +167,22 @@ gint64 uetref_get_signed(const uetref_hdr_vals *hv, uetref_name name);
 /* The tree item of a named row (NULL when not shown), to hang expert info on. */
 proto_item *uetref_item(const uetref_hdr_vals *hv, uetref_name name);
 
+/* ----------------------------------------------------------- generated items */
+/* A value the dissector worked out rather than read: shown in brackets, covering no bytes. */
+static inline proto_item *uetref_add_generated_uint(proto_tree *tree, int hf, tvbuff_t *tvb,
+                                                    guint32 value) {
+  proto_item *it = proto_tree_add_uint(tree, hf, tvb, 0, 0, value);
+  proto_item_set_generated(it);
+  return it;
+}
+
+static inline proto_item *uetref_add_generated_boolean(proto_tree *tree, int hf, tvbuff_t *tvb,
+                                                       gboolean value) {
+  proto_item *it = proto_tree_add_boolean(tree, hf, tvb, 0, 0, value);
+  proto_item_set_generated(it);
+  return it;
+}
+
 /* ------------------------------------------------------------- ip_header.c */
 /* The IP header right before this layer, found in the frame's top-level tvb. */
 typedef struct {
