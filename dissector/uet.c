@@ -53,45 +53,39 @@ static dissector_handle_t uet_ip_handle;
 static guint pref_trim_dscp = UET_DSCP_TRIMMED; /* spec/uet.md §3.14 [choice] */
 
 /* ------------------------------------------------------ which header follows */
-/* §3.2: the header each PDS type selects (UETREF_H_COUNT: none). */
-static uetref_hdr pds_header(guint64 type) {
-  switch (type) {
-#define PDS_CASE_(k, id, Name) \
-  case UETREF_PDS_##k:         \
-    return UETREF_H_##id;
-    UET_PDS_TYPE_HEADERS(PDS_CASE_)
-#undef PDS_CASE_
-    default:
-      return UETREF_H_COUNT;
-  }
+/* A value of a selector field and what it selects, one row of a spec/uet.def table. */
+typedef struct {
+  guint64 value;
+  int choice;
+} choice_row;
+
+/* The choice of `value` in `rows`, or `none` when no row has it. */
+static int choose(const choice_row *rows, guint n, guint64 value, int none) {
+  for (guint i = 0; i < n; i++)
+    if (rows[i].value == value) return rows[i].choice;
+  return none;
 }
 
+/* §3.2: the header each PDS type selects. */
+#define PDS_ROW_(k, id, Name) {UETREF_PDS_##k, UETREF_H_##id},
+static const choice_row pds_headers[] = {UET_PDS_TYPE_HEADERS(PDS_ROW_)};
+#undef PDS_ROW_
+
 /* §3.13: the SES header each next-header value selects. */
-static uetref_hdr ses_header(guint64 next_hdr) {
-  switch (next_hdr) {
-#define NH_CASE_(k, id, Name) \
-  case UETREF_NH_##k:         \
-    return UETREF_H_##id;
-    UET_NEXT_HDR_HEADERS(NH_CASE_)
-#undef NH_CASE_
-    default:
-      return UETREF_H_COUNT;
-  }
-}
+#define NH_ROW_(k, id, Name) {UETREF_NH_##k, UETREF_H_##id},
+static const choice_row ses_headers[] = {UET_NEXT_HDR_HEADERS(NH_ROW_)};
+#undef NH_ROW_
 
 typedef enum { EXT_NONE, EXT_ATOMIC, EXT_RENDEZVOUS } ses_ext;
 
 /* §4.5: the extension header a request opcode carries. */
-static ses_ext ses_extension(guint64 opcode) {
-  switch (opcode) {
-#define EXT_CASE_(k, ext) \
-  case UETREF_SES_##k:    \
-    return EXT_##ext;
-    UET_SES_OPCODE_EXTENSIONS(EXT_CASE_)
-#undef EXT_CASE_
-    default:
-      return EXT_NONE;
-  }
+#define EXT_ROW_(k, ext) {UETREF_SES_##k, EXT_##ext},
+static const choice_row ses_extensions[] = {UET_SES_OPCODE_EXTENSIONS(EXT_ROW_)};
+#undef EXT_ROW_
+
+/* UETREF_H_COUNT: the value selects no header. */
+static uetref_hdr header_of(const choice_row *rows, guint n, guint64 value) {
+  return (uetref_hdr)choose(rows, n, value, UETREF_H_COUNT);
 }
 
 /* §3.2: requests, which carry request SES headers (§6 rule 4). */
@@ -312,7 +306,7 @@ static int dissect_ses_request(tvbuff_t *tvb, packet_info *pinfo, proto_tree *ut
                            "SES version %" PRIu64 ", expected %d (spec/uet.md §6 rule 8)", ver,
                            UET_SES_VERSION);
 
-  ses_ext ext = ses_extension(op);
+  ses_ext ext = (ses_ext)choose(ses_extensions, G_N_ELEMENTS(ses_extensions), op, EXT_NONE);
   if (ext == EXT_RENDEZVOUS && sh != UETREF_H_ses_std) ext = EXT_NONE; /* §4.5: as WS */
   if (ext == EXT_ATOMIC) {
     guint64 aop = 0;
@@ -369,7 +363,7 @@ static int dissect_ses_response(tvbuff_t *tvb, packet_info *pinfo, proto_tree *u
 static int dissect_pds(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, proto_tree *ut,
                        int offset, guint64 type, ses_ctx *cx, uetref_pkt *pkt) {
   /* §3.2: the type selects the header (ENC names none: after a TSS header it is refused). */
-  const uetref_hdr ph = pds_header(type);
+  const uetref_hdr ph = header_of(pds_headers, G_N_ELEMENTS(pds_headers), type);
   if (ph == UETREF_H_COUNT) {
     uetref_hdr_vals pro;
     uetref_add_header(tvb, pinfo, ut, offset, UETREF_H_pds_prologue, &pro);
@@ -396,7 +390,7 @@ static int dissect_pds(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, prot
   /* §3.13, §6 rule 4: the SES header; a CTRL packet has none. */
   if (uetref_has(ph, UETREF_N_next_hdr)) {
     const guint64 nh = uetref_get(&pds, UETREF_N_next_hdr);
-    const uetref_hdr sh = ses_header(nh);
+    const uetref_hdr sh = header_of(ses_headers, G_N_ELEMENTS(ses_headers), nh);
     if (nh != UETREF_NH_kNone && sh == UETREF_H_COUNT) {
       expert_add_info_format(pinfo, uetref_item(&pds, UETREF_N_next_hdr), &ei_bad_next_hdr,
                              "Next header %" PRIu64 " names no SES header (spec/uet.md §6 rule 4)",
