@@ -286,25 +286,39 @@ static void flag_trimmed_request(tvbuff_t *tvb, packet_info *pinfo, proto_tree *
                          "Trimmed request: trimmed DSCP %u (spec/uet.md §3.14)", pref_trim_dscp);
 }
 
+/* §4: the SES header `sh` at `offset`, its opcode (named from `opcodes`) in the info column.
+ * Returns the offset after it, or -1 when it did not fit. */
+static int add_ses_header(tvbuff_t *tvb, packet_info *pinfo, proto_tree *ut, int offset,
+                          uetref_hdr sh, const value_string *opcodes, uetref_hdr_vals *ses) {
+  if (!uetref_add_header(tvb, pinfo, ut, offset, sh, ses)) return -1;
+  col_append_fstr(pinfo->cinfo, COL_INFO, " %s",
+                  val_name(uetref_get(ses, UETREF_N_opcode), opcodes));
+  return offset + (int)uetref_headers[sh].size;
+}
+
+/* §6 rule 8, after the opcode's own checks (the expert infos keep that order). */
+static void check_ses_version(packet_info *pinfo, const uetref_hdr_vals *ses) {
+  const guint64 ver = uetref_get(ses, UETREF_N_ver);
+  if (ver != UET_SES_VERSION)
+    expert_add_info_format(pinfo, uetref_item(ses, UETREF_N_ver), &ei_bad_ses_version,
+                           "SES version %" PRIu64 ", expected %d (spec/uet.md §6 rule 8)", ver,
+                           UET_SES_VERSION);
+}
+
 /* A request header (§4.1-4.4) and its extension (§4.5). Returns the offset after them, or -1
  * when a header did not fit. */
 static int dissect_ses_request(tvbuff_t *tvb, packet_info *pinfo, proto_tree *ut, int offset,
                                uetref_hdr sh, const ses_ctx *cx) {
   uetref_hdr_vals ses;
-  if (!uetref_add_header(tvb, pinfo, ut, offset, sh, &ses)) return -1;
-  offset += (int)uetref_headers[sh].size;
+  offset = add_ses_header(tvb, pinfo, ut, offset, sh, uetref_vs_ses_opcode, &ses);
+  if (offset < 0) return -1;
   const guint64 op = uetref_get(&ses, UETREF_N_opcode);
-  const guint64 ver = uetref_get(&ses, UETREF_N_ver);
-  col_append_fstr(pinfo->cinfo, COL_INFO, " %s", val_name(op, uetref_vs_ses_opcode));
   if (uetref_get(&ses, UETREF_N_som)) col_append_str(pinfo->cinfo, COL_INFO, " SOM");
   if (uetref_get(&ses, UETREF_N_eom)) col_append_str(pinfo->cinfo, COL_INFO, " EOM");
   if (!try_val_to_str((guint32)op, uetref_vs_ses_opcode))
     expert_add_info_format(pinfo, uetref_item(&ses, UETREF_N_opcode), &ei_unknown_ses_opcode,
                            "Unknown SES opcode 0x%02" PRIx64 " (spec/uet.md §6 rule 7)", op);
-  if (ver != UET_SES_VERSION)
-    expert_add_info_format(pinfo, uetref_item(&ses, UETREF_N_ver), &ei_bad_ses_version,
-                           "SES version %" PRIu64 ", expected %d (spec/uet.md §6 rule 8)", ver,
-                           UET_SES_VERSION);
+  check_ses_version(pinfo, &ses);
 
   ses_ext ext = (ses_ext)choose(ses_extensions, G_N_ELEMENTS(ses_extensions), op, EXT_NONE);
   if (ext == EXT_RENDEZVOUS && sh != UETREF_H_ses_std) ext = EXT_NONE; /* §4.5: as WS */
@@ -333,12 +347,10 @@ static int dissect_ses_request(tvbuff_t *tvb, packet_info *pinfo, proto_tree *ut
 static int dissect_ses_response(tvbuff_t *tvb, packet_info *pinfo, proto_tree *ut, int offset,
                                 uetref_hdr sh, const ses_ctx *cx) {
   uetref_hdr_vals ses;
-  if (!uetref_add_header(tvb, pinfo, ut, offset, sh, &ses)) return -1;
-  offset += (int)uetref_headers[sh].size;
+  offset = add_ses_header(tvb, pinfo, ut, offset, sh, uetref_vs_ses_rsp_opcode, &ses);
+  if (offset < 0) return -1;
   const guint64 op = uetref_get(&ses, UETREF_N_opcode);
-  const guint64 ver = uetref_get(&ses, UETREF_N_ver);
   const gboolean with_data = sh != UETREF_H_ses_rsp;
-  col_append_fstr(pinfo->cinfo, COL_INFO, " %s", val_name(op, uetref_vs_ses_rsp_opcode));
   /* §6 rule 9 */
   const gboolean ok = with_data ? op == UETREF_RSP_kResponseWithData
                                 : (op == UETREF_RSP_kDefaultResponse ||
@@ -348,10 +360,7 @@ static int dissect_ses_response(tvbuff_t *tvb, packet_info *pinfo, proto_tree *u
                            "Response opcode %" PRIu64
                            " (%s) does not belong in %s (spec/uet.md §6 rule 9)",
                            op, val_name(op, uetref_vs_ses_rsp_opcode), uetref_headers[sh].title);
-  if (ver != UET_SES_VERSION)
-    expert_add_info_format(pinfo, uetref_item(&ses, UETREF_N_ver), &ei_bad_ses_version,
-                           "SES version %" PRIu64 ", expected %d (spec/uet.md §6 rule 8)", ver,
-                           UET_SES_VERSION);
+  check_ses_version(pinfo, &ses);
   if (with_data) check_payload_length(tvb, pinfo, ut, cx, offset, &ses, "spec/uet.md §6 rule 11");
   return offset;
 }
