@@ -800,6 +800,11 @@ def pattern(n, seed):
 # uet.md §5.3: the master key of the spec's KDF example, a published test key.
 KDF_EXAMPLE_KEY = "34448a064292601b11a0978f56a2d34cf3fc35ede1a6bc04f8db3e5243a2b0ca"
 JOB = dict(ri_generation=7, job_id=5913633, pid_on_fep=695, resource_index=317)
+# uet.md §4.1: the default job, PID and resource index (all zero), as the engine sends them.
+DEFAULT_JOB = dict(ri_generation=0, job_id=0, pid_on_fep=0, resource_index=0)
+# Initiator to target (Encap's own addresses) and back.
+FWD = dict(src=ip4("10.0.1.17"), dst=ip4("10.0.2.34"))
+BACK = dict(src=ip4("10.0.2.34"), dst=ip4("10.0.1.17"))
 
 
 def uet_vectors():
@@ -869,7 +874,7 @@ def uet_vectors():
     vec("uet_rudi_resp_rsp_data_small",
         "RUDI_RESP (ECN echo M) carrying a small SES response with data: the answer to "
         "uet_rudi_req_small_read.",
-        build(Encap(ip_id=0x2F47, sport=0xBEAD, src=ip4("10.0.2.34"), dst=ip4("10.0.1.17")), [
+        build(Encap(ip_id=0x2F47, sport=0xBEAD, **BACK), [
             pds_rudi(RUDI_RESP, NH_RSP_DATA_SMALL, pkt_id=3235778100, m=1),
             ses_rsp_data_small(RC_OK, payload_length=len(p))], p))
 
@@ -883,25 +888,24 @@ def uet_vectors():
                     header_data=0x0000000000000ABC, **JOB)], p))
 
     # ---- ACK / NACK / CTRL
-    back = dict(src=ip4("10.0.2.34"), dst=ip4("10.0.1.17"))
     vec("uet_ack_rsp",
         "ACK carrying a SES response (RESPONSE, OK) for the message of "
         "uet_rud_req_std_write_first.",
-        build(Encap(ip_id=0x3A01, sport=0xA1B2, **back), [
+        build(Encap(ip_id=0x3A01, sport=0xA1B2, **BACK), [
             pds_ack(NH_RSP, cack_psn=305419900, ack_psn_offset=2, spdcid=7943, dpdcid=2620),
             ses_rsp(RSP_RESPONSE, RC_OK, message_id=40213, ri_generation=7, job_id=5913633,
                     modified_length=1048576)]))
 
     vec("uet_ack_clear_req",
         "Bare ACK echoing ECN (M) and a retransmission, asking for a clear (REQ=1).",
-        build(Encap(ip_id=0x3A02, sport=0xA1B3, **back), [
+        build(Encap(ip_id=0x3A02, sport=0xA1B3, **BACK), [
             pds_ack(NH_NONE, cack_psn=180150000, ack_psn_offset=-2, spdcid=12289, dpdcid=4099,
                     m=1, retx=1, req=1)]))
 
     vec("uet_ack_cc_nscc",
         "ACK_CC with SACK bitmap and NSCC state (service time, RC, cwnd penalty, bytes, OOO). "
         "cc_flags is non-zero, as a peer may send it (uet.md §7.2: we send 0, ignore on receive).",
-        build(Encap(ip_id=0x3A03, sport=0xA1B4, **back), [
+        build(Encap(ip_id=0x3A03, sport=0xA1B4, **BACK), [
             pds_ack_cc_nscc(NH_NONE, cack_psn=2147483000, ack_psn_offset=17, spdcid=2001,
                             dpdcid=1000, cc_flags=0x2, mpr=128, sack_psn_offset=8,
                             sack_bitmap=0xF0F00000FF00AB01, service_time=1234, rc=1,
@@ -909,7 +913,7 @@ def uet_vectors():
 
     vec("uet_ack_cc_credit",
         "ACK_CC with credit (RCCC) state, answering a probe (P).",
-        build(Encap(ip_id=0x3A04, sport=0xA1B5, **back), [
+        build(Encap(ip_id=0x3A04, sport=0xA1B5, **BACK), [
             pds_ack_cc_credit(NH_NONE, cack_psn=3735928000, ack_psn_offset=300, spdcid=60001,
                               dpdcid=33000, cc_flags=0, mpr=64, sack_psn_offset=16,
                               sack_bitmap=0x00000000000F0F3D, credit=800000, ooo_count=3,
@@ -917,7 +921,7 @@ def uet_vectors():
 
     vec("uet_ack_ccx",
         "ACK_CCX with a 16-byte extended CC state.",
-        build(Encap(ip_id=0x3A05, sport=0xA1B6, **back), [
+        build(Encap(ip_id=0x3A05, sport=0xA1B6, **BACK), [
             pds_ack_ccx(NH_NONE, cack_psn=99999999, ack_psn_offset=-1, spdcid=321, dpdcid=654,
                         cc_type=1, cc_flags=0, mpr=255, sack_psn_offset=24,
                         sack_bitmap=0x8000000000000001,
@@ -925,19 +929,19 @@ def uet_vectors():
 
     vec("uet_nack_trimmed",
         "NACK TRIMMED for the packet after uet_rud_req_std_write_first.",
-        build(Encap(ip_id=0x3A06, sport=0xA1B7, **back), [
+        build(Encap(ip_id=0x3A06, sport=0xA1B7, **BACK), [
             pds_nack(0x01, nack_psn=305419897, spdcid=7943, dpdcid=2620,
                      nack_payload=305419899, m=1)]))
 
     vec("uet_nack_rudi_no_pkt_buffer",
         "NACK with NT set: the PSN slot holds a RUDI packet ID (NO_PKT_BUFFER).",
-        build(Encap(ip_id=0x3A07, sport=0xA1B8, **back), [
+        build(Encap(ip_id=0x3A07, sport=0xA1B8, **BACK), [
             pds_nack(0x07, nack_psn=3235778100, spdcid=0, dpdcid=0, nack_payload=0, nt=1)]))
 
     vec("uet_nack_ccx",
         "NACK_CCX (RCVR_INFER_LOSS) with a 16-byte extended CC state, from a peer that fills "
         "in a vendor code (we send 0, uet.md §3.10).",
-        build(Encap(ip_id=0x3A08, sport=0xA1B9, **back), [
+        build(Encap(ip_id=0x3A08, sport=0xA1B9, **BACK), [
             pds_nack(0x1A, nack_psn=2147483640, spdcid=2001, dpdcid=1000,
                      nack_payload=2147483645, vendor_code=0x5C, retx=1,
                      ccx_state=bytes.fromhex("f0e1d2c3b4a5968778695a4b3c2d1e0f"))]))
@@ -950,7 +954,7 @@ def uet_vectors():
 
     vec("uet_ctrl_credit",
         "CTRL CREDIT: the payload is the credit granted.",
-        build(Encap(ip_id=0x3A0A, sport=0xC0C2, **back), [
+        build(Encap(ip_id=0x3A0A, sport=0xC0C2, **BACK), [
             pds_ctrl(CTL_CREDIT, probe_opaque=0, psn=0x00A0B0C0, spdcid=60001, dpdcid=33000,
                      ctrl_payload=196608)]))
 
@@ -1001,7 +1005,7 @@ def uet_vectors():
     p = pattern(40, 13)
     vec("uet_ack_rsp_data_read",
         "ACK carrying read response data: SES response with data (RESPONSE_W_DATA).",
-        build(Encap(ip_id=0x4B04, sport=0x9A9E, **back), [
+        build(Encap(ip_id=0x4B04, sport=0x9A9E, **BACK), [
             pds_ack(NH_RSP_DATA, cack_psn=2654435801, ack_psn_offset=0, spdcid=1717, dpdcid=561),
             ses_rsp_data(RC_OK, message_id=3, job_id=41394, read_req_message_id=40214,
                          payload_length=len(p), modified_length=4096, message_offset=8192)], p))
@@ -1023,7 +1027,7 @@ def uet_vectors():
     vec("uet_tss_sp_ack",
         "Sealed with an SSI (cluster mode, SP=1, AN=0; the SSI keys and starts the IV): a bare "
         "ACK.",
-        build(Encap(ip_id=0x5C02, sport=0x8E90, **back), [
+        build(Encap(ip_id=0x5C02, sport=0x8E90, **BACK), [
             tss(an=0, sdi=1193046, tsc=0x00000000DEADC0DE, ssi=0x0A000111),
             pds_ack(NH_NONE, cack_psn=1234567891, ack_psn_offset=0, spdcid=88, dpdcid=77)],
               seal=cluster))
@@ -1053,7 +1057,7 @@ def uet_vectors():
     p = pattern(20, 7)
     vec("uet_tss_rudi_resp_rsp_data_small",
         "Sealed RUDI_RESP with a small SES response with data.",
-        build(Encap(ip_id=0x5C05, sport=0xBEAD, **back), [
+        build(Encap(ip_id=0x5C05, sport=0xBEAD, **BACK), [
             tss(an=0, sdi=48879, tsc=0x0000000000000002),
             pds_rudi(RUDI_RESP, NH_RSP_DATA_SMALL, pkt_id=3235778100),
             ses_rsp_data_small(RC_OK, payload_length=len(p))], p, seal=cluster))
@@ -1071,7 +1075,7 @@ def uet_vectors():
 
     vec("uet_tss_ack_cc_nscc",
         "Sealed ACK_CC with a SACK bitmap and NSCC state.",
-        build(Encap(ip_id=0x5C07, sport=0xA1B4, **back), [
+        build(Encap(ip_id=0x5C07, sport=0xA1B4, **BACK), [
             tss(an=0, sdi=48879, tsc=0x0000000000000004),
             pds_ack_cc_nscc(NH_NONE, cack_psn=2147483000, ack_psn_offset=17, spdcid=2001,
                             dpdcid=1000, cc_flags=0, mpr=16, sack_psn_offset=8,
@@ -1080,7 +1084,7 @@ def uet_vectors():
 
     vec("uet_tss_nack_trimmed",
         "Sealed NACK TRIMMED: the answer to a trimmed sealed request is sealed too.",
-        build(Encap(ip_id=0x5C08, sport=0xA1B5, **back), [
+        build(Encap(ip_id=0x5C08, sport=0xA1B5, **BACK), [
             tss(an=0, sdi=48879, tsc=0x0000000000000005),
             pds_nack(0x01, nack_psn=1234567890, spdcid=88, dpdcid=77, nack_payload=1234567890)],
               seal=cluster))
@@ -1112,7 +1116,7 @@ def uet_vectors():
 
     vec("uet_tss_ack_ccx",
         "Sealed ACK_CCX: 16 bytes of extended CC state.",
-        build(Encap(ip_id=0x5C0B, sport=0xA1B7, **back), [
+        build(Encap(ip_id=0x5C0B, sport=0xA1B7, **BACK), [
             tss(an=1, sdi=48879, tsc=0x0000000000000009),
             pds_ack_ccx(NH_NONE, cack_psn=99999999, ack_psn_offset=-1, spdcid=321, dpdcid=654,
                         cc_type=1, cc_flags=0, mpr=255, sack_psn_offset=24,
@@ -1122,7 +1126,7 @@ def uet_vectors():
 
     vec("uet_tss_nack_ccx",
         "Sealed NACK_CCX, direct mode.",
-        build(Encap(ip_id=0x5C0C, sport=0xA1B8, **back), [
+        build(Encap(ip_id=0x5C0C, sport=0xA1B8, **BACK), [
             tss(an=0, sdi=7, tsc=0x000000000000000A),
             pds_nack(0x1A, nack_psn=2147483640, spdcid=2001, dpdcid=1000,
                      nack_payload=2147483645, vendor_code=0x5C, retx=1,
@@ -1131,7 +1135,7 @@ def uet_vectors():
 
     vec("uet_tss_ctrl_credit",
         "Sealed CTRL CREDIT (RCCC grant).",
-        build(Encap(ip_id=0x5C09, sport=0xA1B6, **back), [
+        build(Encap(ip_id=0x5C09, sport=0xA1B6, **BACK), [
             tss(an=0, sdi=48879, tsc=0x0000000000000006),
             pds_ctrl(CTL_CREDIT, probe_opaque=0, psn=0x00A0B0C0, spdcid=60001, dpdcid=33000,
                      ctrl_payload=65536)], seal=cluster))
@@ -1171,14 +1175,12 @@ def uet_vectors():
 def access_vectors():
     """uet.md §4.1 job-based access and tagged sends: the target address in every request,
     and the refusals it can earn (generated after the others, whose IP IDs run in order)."""
-    fwd = dict(src=ip4("10.0.1.17"), dst=ip4("10.0.2.34"))
-    back = dict(src=ip4("10.0.2.34"), dst=ip4("10.0.1.17"))
     p = pattern(64, 9)
     vec("uet_rud_req_std_tsend_first_rel",
         "RUD_REQ carrying the first packet of a standard SES TAGGED_SEND: the tag in match bits, "
         "64 bits of header data (HD=1), PID on FEP relative to the job (REL=1), resource index "
         "1 of generation 3.",
-        build(Encap(ip_id=0x2F4A, sport=0xC3C4, **fwd), [
+        build(Encap(ip_id=0x2F4A, sport=0xC3C4, **FWD), [
             pds_req(RUD_REQ, NH_STD, psn=900001, spdcid=17, dpdcid=33, clear_psn_offset=-2),
             ses_std(OP_TAGGED_SEND, message_id=12, ri_generation=3, job_id=0x00BEEF,
                     pid_on_fep=2, resource_index=1, buffer_offset=0, initiator=0,
@@ -1188,11 +1190,10 @@ def access_vectors():
     vec("uet_rud_req_syn_std_tsend_only",
         "SYN RUD_REQ carrying a whole single-packet TAGGED_SEND (SOM=EOM=1) in the default "
         "job, PID and resource index (all zero): tag 0x42, no header data.",
-        build(Encap(ip_id=0x2F4B, sport=0xC3C5, **fwd), [
+        build(Encap(ip_id=0x2F4B, sport=0xC3C5, **FWD), [
             pds_req(RUD_REQ, NH_STD, psn=77, spdcid=5, syn=1, psn_offset=0),
-            ses_std(OP_TAGGED_SEND, message_id=1, ri_generation=0, job_id=0, pid_on_fep=0,
-                    resource_index=0, buffer_offset=0, initiator=0, match_bits=0x42,
-                    request_length=len(p), som=1, eom=1)], p))
+            ses_std(OP_TAGGED_SEND, message_id=1, buffer_offset=0, initiator=0, match_bits=0x42,
+                    request_length=len(p), som=1, eom=1, **DEFAULT_JOB)], p))
     for name, rc, what in (("uet_ack_rsp_bad_job_id", RC_BAD_JOB_ID, "another job"),
                            ("uet_ack_rsp_bad_pid", RC_BAD_PID, "a PID not on the FEP"),
                            ("uet_ack_rsp_bad_generation", RC_BAD_GENERATION,
@@ -1200,7 +1201,7 @@ def access_vectors():
         vec(name,
             f"ACK carrying a SES response refusing a request for {what} (uet.md §4.1, §4.9): "
             "nothing was placed; the response names the target's job.",
-            build(Encap(ip_id=0x3A0A + rc, sport=0xA1C0, **back), [
+            build(Encap(ip_id=0x3A0A + rc, sport=0xA1C0, **BACK), [
                 pds_ack(NH_RSP, cack_psn=900000, ack_psn_offset=1, spdcid=33, dpdcid=17),
                 ses_rsp(RSP_RESPONSE, rc, message_id=12, ri_generation=0, job_id=0x00BEEF,
                         modified_length=0)]))
@@ -1210,24 +1211,21 @@ def atomic_vectors():
     """uet.md §4.5 atomics as the engine lays them out (transport/uet/uet_atomic.cc): operands
     in host order (little-endian), a narrow CAS operand in the first bytes of its 16-byte
     field; the fetched values answer in a response with data (generated last: IP IDs run on)."""
-    fwd = dict(src=ip4("10.0.1.17"), dst=ip4("10.0.2.34"))
-    back = dict(src=ip4("10.0.2.34"), dst=ip4("10.0.1.17"))
     swap, mask = struct.pack("<Q", 0x1122334455667788), struct.pack("<Q", 0xFFFFFFFF00000000)
     vec("uet_rud_req_syn_std_fetch_mswap",
         "SYN RUD_REQ with a standard SES FETCHING_ATOMIC MSWAP on one UINT64 (atomic "
         "extension, 4 bytes) in the default job, PID and resource index, memory key 1: the "
         "payload carries the swap value, then the mask, each little-endian as in memory.",
-        build(Encap(ip_id=0x2F60, sport=0xC3D0, **fwd), [
+        build(Encap(ip_id=0x2F60, sport=0xC3D0, **FWD), [
             pds_req(RUD_REQ, NH_STD, psn=4100, spdcid=17, syn=1, psn_offset=0, ar=1),
-            ses_std(OP_FETCHING_ATOMIC, message_id=300, ri_generation=0, job_id=0,
-                    pid_on_fep=0, resource_index=0, buffer_offset=0x40, initiator=0,
-                    match_bits=1, request_length=8, som=1, eom=1),
+            ses_std(OP_FETCHING_ATOMIC, message_id=300, buffer_offset=0x40, initiator=0,
+                    match_bits=1, request_length=8, som=1, eom=1, **DEFAULT_JOB),
             ses_atomic(0x13, 0x07, 0x00)], swap + mask))
     vec("uet_rud_req_std_fetch_cswap_le",
         "Standard SES FETCHING_ATOMIC CSWAP_LE on one INT32 (compare-and-swap extension, 36 "
         "bytes): compare -5 and swap 1000 fill the first four bytes of their fields, "
         "little-endian, the rest zero; no payload.",
-        build(Encap(ip_id=0x2F61, sport=0xC3D1, **fwd), [
+        build(Encap(ip_id=0x2F61, sport=0xC3D1, **FWD), [
             pds_req(RUD_REQ, NH_STD, psn=4101, spdcid=17, dpdcid=33, clear_psn_offset=-2, ar=1),
             ses_std(OP_FETCHING_ATOMIC, message_id=301, ri_generation=0, job_id=0x00BEEF,
                     pid_on_fep=2, resource_index=0, buffer_offset=0x48, initiator=0,
@@ -1238,14 +1236,14 @@ def atomic_vectors():
     vec("uet_ack_rsp_data_fetched",
         "ACK answering a fetching atomic: a response with data carrying the value the target "
         "held before (8 bytes), naming the request's message ID.",
-        build(Encap(ip_id=0x2F62, sport=0xA1C1, **back), [
+        build(Encap(ip_id=0x2F62, sport=0xA1C1, **BACK), [
             pds_ack(NH_RSP_DATA, cack_psn=4099, ack_psn_offset=1, spdcid=33, dpdcid=17),
             ses_rsp_data(RC_OK, message_id=300, job_id=0x00BEEF, read_req_message_id=300,
                          payload_length=8, modified_length=8, message_offset=0)], old))
     vec("uet_ack_rsp_amo_unaligned",
         "ACK carrying a SES response refusing an atomic whose address is not aligned to its "
         "element (AMO_UNALIGNED, uet.md §4.9): nothing was changed.",
-        build(Encap(ip_id=0x2F63, sport=0xA1C2, **back), [
+        build(Encap(ip_id=0x2F63, sport=0xA1C2, **BACK), [
             pds_ack(NH_RSP, cack_psn=4101, ack_psn_offset=1, spdcid=33, dpdcid=17),
             ses_rsp(RSP_RESPONSE, RC_AMO_UNALIGNED, message_id=302, ri_generation=0,
                     job_id=0x00BEEF, modified_length=0)]))
@@ -1256,8 +1254,6 @@ def rendezvous_vectors():
     payload_bytes 256: one request carrying payload_bytes - 24 eager bytes, read_offset =
     eager_length, the initiator's own key (bit 31, generation 1, source 0); the target's READ
     of the rest names that key."""
-    fwd = dict(src=ip4("10.0.1.17"), dst=ip4("10.0.2.34"))
-    back = dict(src=ip4("10.0.2.34"), dst=ip4("10.0.1.17"))
     eager = pattern(232, 17)
     vec("uet_rud_req_std_rendezvous_tsend_engine",
         "SYN RUD_REQ with a standard SES RENDEZVOUS_TSEND of a 10000-byte message as the "
@@ -1265,18 +1261,17 @@ def rendezvous_vectors():
         "tag in match_bits, header data, 232 eager bytes after the rendezvous extension, "
         "which names the initiator's PID 5, resource index 0, read_offset 232 and the "
         "source's key 0x80010000.",
-        build(Encap(ip_id=0x2F70, sport=0xC3E0, **fwd), [
+        build(Encap(ip_id=0x2F70, sport=0xC3E0, **FWD), [
             pds_req(RUD_REQ, NH_STD, psn=5200, spdcid=18, syn=1, psn_offset=0, ar=1),
-            ses_std(OP_RENDEZVOUS_TSEND, message_id=40, ri_generation=0, job_id=0,
-                    pid_on_fep=0, resource_index=0, buffer_offset=0, initiator=0,
+            ses_std(OP_RENDEZVOUS_TSEND, message_id=40, buffer_offset=0, initiator=0,
                     match_bits=0x00000000000000A7, request_length=10000, som=1, eom=1,
-                    hd=1, header_data=0x00000000FEEDF00D),
+                    hd=1, header_data=0x00000000FEEDF00D, **DEFAULT_JOB),
             ses_rendezvous(eager_length=232, read_pid_on_fep=5, read_resource_index=0,
                            read_offset=232, read_match_bits=0x80010000)], eager))
     vec("uet_rud_req_std_read_rendezvous_source",
         "The target's READ of the rest of that message's first chunk: a standard SES READ of "
         "256 bytes at buffer_offset 232 under the source's key, sent to the initiator's PID 5.",
-        build(Encap(ip_id=0x2F71, sport=0xC3E1, **back), [
+        build(Encap(ip_id=0x2F71, sport=0xC3E1, **BACK), [
             pds_req(RUD_REQ, NH_STD, psn=9000, spdcid=35, syn=1, psn_offset=0, ar=1),
             ses_std(OP_READ, message_id=1, ri_generation=0, job_id=0, pid_on_fep=5,
                     resource_index=0, buffer_offset=232, initiator=0, match_bits=0x80010000,
@@ -1288,29 +1283,26 @@ def deferrable_vectors():
     uet_deferrable.cc): the restart token (generation 1, slot 0) in buffer_offset and the
     initiator's PID in `initiator`; the target defers with NO_MATCH and later asks for the
     restart with the token in match_bits, on its own PDC, addressed to that PID."""
-    fwd = dict(src=ip4("10.0.1.17"), dst=ip4("10.0.2.34"))
-    back = dict(src=ip4("10.0.2.34"), dst=ip4("10.0.1.17"))
     vec("uet_rud_req_std_deferrable_tsend_engine",
         "SYN RUD_REQ with a standard SES DEFERRABLE_TSEND of a 200-byte message as the engine "
         "sends it, in the default job, PID and resource index: restart token 0x10000 in "
         "buffer_offset, the initiator's PID 5 in `initiator`, tag in match_bits, header data.",
-        build(Encap(ip_id=0x2F80, sport=0xC3F0, **fwd), [
+        build(Encap(ip_id=0x2F80, sport=0xC3F0, **FWD), [
             pds_req(RUD_REQ, NH_STD, psn=6100, spdcid=19, syn=1, psn_offset=0, ar=1),
-            ses_std(OP_DEFERRABLE_TSEND, message_id=50, ri_generation=0, job_id=0,
-                    pid_on_fep=0, resource_index=0, buffer_offset=0x10000, initiator=5,
+            ses_std(OP_DEFERRABLE_TSEND, message_id=50, buffer_offset=0x10000, initiator=5,
                     match_bits=0x00000000000001B3, request_length=200, som=1, eom=1,
-                    hd=1, header_data=0x00000000C0FFEE00)], pattern(200, 19)))
+                    hd=1, header_data=0x00000000C0FFEE00, **DEFAULT_JOB)], pattern(200, 19)))
     vec("uet_ack_rsp_no_match",
         "ACK carrying a SES response NO_MATCH (uet.md §4.9): the target had no receive for a "
         "deferrable send and deferred it; nothing was placed or staged.",
-        build(Encap(ip_id=0x2F81, sport=0xA1D0, **back), [
+        build(Encap(ip_id=0x2F81, sport=0xA1D0, **BACK), [
             pds_ack(NH_RSP, cack_psn=6099, ack_psn_offset=1, spdcid=36, dpdcid=19),
             ses_rsp(RSP_RESPONSE, RC_NO_MATCH, message_id=50, ri_generation=0, job_id=0,
                     modified_length=0)]))
     vec("uet_rud_req_std_deferrable_rtr",
         "The target's DEFERRABLE_RTR once a receive is posted for that message: restart token "
         "0x10000 in match_bits, addressed to the initiator's PID 5, no payload.",
-        build(Encap(ip_id=0x2F82, sport=0xC3F1, **back), [
+        build(Encap(ip_id=0x2F82, sport=0xC3F1, **BACK), [
             pds_req(RUD_REQ, NH_STD, psn=9100, spdcid=37, syn=1, psn_offset=0, ar=1),
             ses_std(OP_DEFERRABLE_RTR, message_id=1, ri_generation=0, job_id=0, pid_on_fep=5,
                     resource_index=0, buffer_offset=0, initiator=0, match_bits=0x10000,
@@ -1318,19 +1310,17 @@ def deferrable_vectors():
     vec("uet_rud_req_std_msg_error",
         "A standard SES MSG_ERROR (uet.md §4.1, our reading): the initiator declares its "
         "message 51 on this PDC in error; no payload.",
-        build(Encap(ip_id=0x2F83, sport=0xC3F2, **fwd), [
+        build(Encap(ip_id=0x2F83, sport=0xC3F2, **FWD), [
             pds_req(RUD_REQ, NH_STD, psn=6102, spdcid=19, dpdcid=36, clear_psn_offset=-1,
                     ar=1),
-            ses_std(OP_MSG_ERROR, message_id=51, ri_generation=0, job_id=0, pid_on_fep=0,
-                    resource_index=0, buffer_offset=0, initiator=0, match_bits=0,
-                    request_length=0, som=1, eom=1)]))
+            ses_std(OP_MSG_ERROR, message_id=51, buffer_offset=0, initiator=0, match_bits=0,
+                    request_length=0, som=1, eom=1, **DEFAULT_JOB)]))
 
 
 def server_mode_vectors():
     """uet.md §5.3 server mode: both directions between a client (10.0.1.17) and its server,
     sealed with the client's key, derived with "U2" in epoch 3 from the KDF example's key."""
     kdf_key = KDF_EXAMPLE_KEY
-    back = dict(src=ip4("10.0.2.34"), dst=ip4("10.0.1.17"))
     p = pattern(32, 29)
     vec("uet_tss_server_up_rud_req_std",
         "Sealed in a server-mode domain, client to server: the client's key and IV mask come "
@@ -1345,7 +1335,7 @@ def server_mode_vectors():
     vec("uet_tss_server_down_ack",
         "Sealed in a server-mode domain, server to client: the same client's key and IV mask "
         "(the KDF over the destination), the IV starting with the server's address.",
-        build(Encap(ip_id=0x5C0E, sport=0x9E02, **back), [
+        build(Encap(ip_id=0x5C0E, sport=0x9E02, **BACK), [
             tss(an=0, sdi=49639, tsc=0x0003000000000740),
             pds_ack(NH_NONE, cack_psn=424242, ack_psn_offset=0, spdcid=34, dpdcid=12)],
               seal=Seal(kdf_key, mode="server", client=ip4("10.0.1.17"))))
