@@ -286,16 +286,6 @@ static void flag_trimmed_request(tvbuff_t *tvb, packet_info *pinfo, proto_tree *
                          "Trimmed request: trimmed DSCP %u (spec/uet.md §3.14)", pref_trim_dscp);
 }
 
-/* §4: the SES header `sh` at `offset`, its opcode (named from `opcodes`) in the info column.
- * Returns the offset after it, or -1 when it did not fit. */
-static int add_ses_header(tvbuff_t *tvb, packet_info *pinfo, proto_tree *ut, int offset,
-                          uetref_hdr sh, const value_string *opcodes, uetref_hdr_vals *ses) {
-  if (!uetref_add_header(tvb, pinfo, ut, offset, sh, ses)) return -1;
-  col_append_fstr(pinfo->cinfo, COL_INFO, " %s",
-                  val_name(uetref_get(ses, UETREF_N_opcode), opcodes));
-  return offset + (int)uetref_headers[sh].size;
-}
-
 /* §6 rule 8, after the opcode's own checks (the expert infos keep that order). */
 static void check_ses_version(packet_info *pinfo, const uetref_hdr_vals *ses) {
   const guint64 ver = uetref_get(ses, UETREF_N_ver);
@@ -305,20 +295,18 @@ static void check_ses_version(packet_info *pinfo, const uetref_hdr_vals *ses) {
                            UET_SES_VERSION);
 }
 
-/* A request header (§4.1-4.4) and its extension (§4.5). Returns the offset after them, or -1
- * when a header did not fit. */
+/* A request header (§4.1-4.4) `ses`, and its extension (§4.5) at `offset`, right after it.
+ * Returns the offset after them, or -1 when the extension did not fit. */
 static int dissect_ses_request(tvbuff_t *tvb, packet_info *pinfo, proto_tree *ut, int offset,
-                               uetref_hdr sh, const ses_ctx *cx) {
-  uetref_hdr_vals ses;
-  offset = add_ses_header(tvb, pinfo, ut, offset, sh, uetref_vs_ses_opcode, &ses);
-  if (offset < 0) return -1;
-  const guint64 op = uetref_get(&ses, UETREF_N_opcode);
-  if (uetref_get(&ses, UETREF_N_som)) col_append_str(pinfo->cinfo, COL_INFO, " SOM");
-  if (uetref_get(&ses, UETREF_N_eom)) col_append_str(pinfo->cinfo, COL_INFO, " EOM");
+                               const uetref_hdr_vals *ses, const ses_ctx *cx) {
+  const uetref_hdr sh = ses->hdr;
+  const guint64 op = uetref_get(ses, UETREF_N_opcode);
+  if (uetref_get(ses, UETREF_N_som)) col_append_str(pinfo->cinfo, COL_INFO, " SOM");
+  if (uetref_get(ses, UETREF_N_eom)) col_append_str(pinfo->cinfo, COL_INFO, " EOM");
   if (!try_val_to_str((guint32)op, uetref_vs_ses_opcode))
-    expert_add_info_format(pinfo, uetref_item(&ses, UETREF_N_opcode), &ei_unknown_ses_opcode,
+    expert_add_info_format(pinfo, uetref_item(ses, UETREF_N_opcode), &ei_unknown_ses_opcode,
                            "Unknown SES opcode 0x%02" PRIx64 " (spec/uet.md §6 rule 7)", op);
-  check_ses_version(pinfo, &ses);
+  check_ses_version(pinfo, ses);
 
   ses_ext ext = (ses_ext)choose(ses_extensions, G_N_ELEMENTS(ses_extensions), op, EXT_NONE);
   if (ext == EXT_RENDEZVOUS && sh != UETREF_H_ses_std) ext = EXT_NONE; /* §4.5: as WS */
@@ -334,34 +322,47 @@ static int dissect_ses_request(tvbuff_t *tvb, packet_info *pinfo, proto_tree *ut
     if (!uetref_add_header(tvb, pinfo, ut, offset, UETREF_H_ses_rendezvous, NULL)) return -1;
     offset += (int)uetref_headers[UETREF_H_ses_rendezvous].size;
   }
-  if (sh == UETREF_H_ses_std && !uetref_get(&ses, UETREF_N_som))
-    check_payload_length(tvb, pinfo, ut, cx, offset, &ses, "spec/uet.md §6 rule 10");
+  if (sh == UETREF_H_ses_std && !uetref_get(ses, UETREF_N_som))
+    check_payload_length(tvb, pinfo, ut, cx, offset, ses, "spec/uet.md §6 rule 10");
   else if (cx->trimmed_dscp && is_pdc_request_type(cx->pds_type)) {
-    flag_trimmed_request(tvb, pinfo, ut, ses.item);
+    flag_trimmed_request(tvb, pinfo, ut, ses->item);
     col_append_str(pinfo->cinfo, COL_INFO, " [TRIMMED]");
   }
   return offset;
 }
 
-/* A response header (§4.6-4.8). */
-static int dissect_ses_response(tvbuff_t *tvb, packet_info *pinfo, proto_tree *ut, int offset,
-                                uetref_hdr sh, const ses_ctx *cx) {
-  uetref_hdr_vals ses;
-  offset = add_ses_header(tvb, pinfo, ut, offset, sh, uetref_vs_ses_rsp_opcode, &ses);
-  if (offset < 0) return -1;
-  const guint64 op = uetref_get(&ses, UETREF_N_opcode);
+/* A response header (§4.6-4.8) `ses`; its payload starts at `offset`. */
+static void dissect_ses_response(tvbuff_t *tvb, packet_info *pinfo, proto_tree *ut, int offset,
+                                 const uetref_hdr_vals *ses, const ses_ctx *cx) {
+  const uetref_hdr sh = ses->hdr;
+  const guint64 op = uetref_get(ses, UETREF_N_opcode);
   const gboolean with_data = sh != UETREF_H_ses_rsp;
   /* §6 rule 9 */
   const gboolean ok = with_data ? op == UETREF_RSP_kResponseWithData
                                 : (op == UETREF_RSP_kDefaultResponse ||
                                    op == UETREF_RSP_kResponse || op == UETREF_RSP_kNoResponse);
   if (!ok)
-    expert_add_info_format(pinfo, uetref_item(&ses, UETREF_N_opcode), &ei_bad_rsp_opcode,
+    expert_add_info_format(pinfo, uetref_item(ses, UETREF_N_opcode), &ei_bad_rsp_opcode,
                            "Response opcode %" PRIu64
                            " (%s) does not belong in %s (spec/uet.md §6 rule 9)",
                            op, val_name(op, uetref_vs_ses_rsp_opcode), uetref_headers[sh].title);
-  check_ses_version(pinfo, &ses);
-  if (with_data) check_payload_length(tvb, pinfo, ut, cx, offset, &ses, "spec/uet.md §6 rule 11");
+  check_ses_version(pinfo, ses);
+  if (with_data) check_payload_length(tvb, pinfo, ut, cx, offset, ses, "spec/uet.md §6 rule 11");
+}
+
+/* §4: the SES header `sh` at `offset`, its opcode in the info column, then what a request
+ * (§4.1-4.5) or a response (§4.6-4.8) header is checked for. Returns the offset after the last
+ * header, or -1 when a header did not fit. */
+static int dissect_ses(tvbuff_t *tvb, packet_info *pinfo, proto_tree *ut, int offset, uetref_hdr sh,
+                       gboolean request, const ses_ctx *cx) {
+  uetref_hdr_vals ses;
+  if (!uetref_add_header(tvb, pinfo, ut, offset, sh, &ses)) return -1;
+  offset += (int)uetref_headers[sh].size;
+  col_append_fstr(pinfo->cinfo, COL_INFO, " %s",
+                  val_name(uetref_get(&ses, UETREF_N_opcode),
+                           request ? uetref_vs_ses_opcode : uetref_vs_ses_rsp_opcode));
+  if (request) return dissect_ses_request(tvb, pinfo, ut, offset, &ses, cx);
+  dissect_ses_response(tvb, pinfo, ut, offset, &ses, cx);
   return offset;
 }
 
@@ -411,8 +412,7 @@ static int dissect_pds(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, prot
             "A %s carries a %s: requests carry request headers, responses response headers "
             "(spec/uet.md §6 rule 4)",
             val_name(type, uetref_vs_pds_type), uetref_headers[sh].title);
-      offset = is_request_ses(nh) ? dissect_ses_request(tvb, pinfo, ut, offset, sh, cx)
-                                  : dissect_ses_response(tvb, pinfo, ut, offset, sh, cx);
+      offset = dissect_ses(tvb, pinfo, ut, offset, sh, is_request_ses(nh), cx);
       if (offset < 0) return -1;
     } else if (cx->trimmed_dscp && is_pdc_request_type(type)) {
       flag_trimmed_request(tvb, pinfo, ut, pds.item);
