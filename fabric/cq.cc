@@ -38,6 +38,12 @@ size_t entry_size(fi_cq_format f) {
   }
 }
 
+// The end of a blocking call's wait (fi_cq_sread, fi_cntr_wait); a negative timeout never ends.
+Time deadline_after(int timeout) {
+  return timeout < 0 ? std::numeric_limits<Time>::max()
+                     : io::monotonic_now() + Time{timeout} * 1'000'000'000;
+}
+
 ssize_t read_entries(Cq* cq, void* buf, size_t count, fi_addr_t* src) {
   std::lock_guard lock(cq->domain->mu);
   if (cq->count == 0) cq->domain->progress();
@@ -86,8 +92,7 @@ ssize_t cq_sreadfrom(fid_cq* f, void* buf, size_t count, fi_addr_t* src, const v
                      int timeout) {
   (void)cond;
   Cq* cq = of<Cq>(f);
-  const Time deadline =
-      timeout < 0 ? std::numeric_limits<Time>::max() : io::monotonic_now() + Time{timeout} * 1'000'000'000;
+  const Time deadline = deadline_after(timeout);
   for (;;) {
     const ssize_t n = cq_readfrom(f, buf, count, src);
     if (n != -FI_EAGAIN) return n;
@@ -126,15 +131,7 @@ const char* cq_strerror(fid_cq* f, int prov_errno, const void*, char* buf, size_
   return buf;
 }
 
-fi_ops kCqFiOps = {
-    .size = sizeof(fi_ops),
-    .close = close_child<Cq>,
-    .bind = no_bind,
-    .control = no_control,
-    .ops_open = no_ops_open,
-    .tostr = nullptr,
-    .ops_set = nullptr,
-};
+fi_ops kCqFiOps = fid_ops(close_child<Cq>);
 
 fi_ops_cq kCqOps = {
     .size = sizeof(fi_ops_cq),
@@ -150,52 +147,30 @@ fi_ops_cq kCqOps = {
 // ---------------------------------------------------------------------------------------------
 // Counters.
 
-uint64_t cntr_read(fid_cntr* f) {
+// fi_cntr_read and fi_cntr_readerr: one of the two counts, once the engine has moved.
+template <uint64_t Cntr::*kCount>
+uint64_t cntr_get(fid_cntr* f) {
   Cntr* c = of<Cntr>(f);
   std::lock_guard lock(c->domain->mu);
   c->domain->progress();
-  return c->value;
+  return c->*kCount;
 }
 
-uint64_t cntr_readerr(fid_cntr* f) {
+// fi_cntr_add, _set, _adderr and _seterr: one of the two counts, added to or set.
+template <uint64_t Cntr::*kCount, bool kAdd>
+int cntr_update(fid_cntr* f, uint64_t v) {
   Cntr* c = of<Cntr>(f);
   std::lock_guard lock(c->domain->mu);
-  c->domain->progress();
-  return c->errors;
-}
-
-int cntr_add(fid_cntr* f, uint64_t v) {
-  Cntr* c = of<Cntr>(f);
-  std::lock_guard lock(c->domain->mu);
-  c->value += v;
+  c->*kCount = kAdd ? c->*kCount + v : v;
   return 0;
 }
 
-int cntr_set(fid_cntr* f, uint64_t v) {
-  Cntr* c = of<Cntr>(f);
-  std::lock_guard lock(c->domain->mu);
-  c->value = v;
-  return 0;
-}
-
-int cntr_adderr(fid_cntr* f, uint64_t v) {
-  Cntr* c = of<Cntr>(f);
-  std::lock_guard lock(c->domain->mu);
-  c->errors += v;
-  return 0;
-}
-
-int cntr_seterr(fid_cntr* f, uint64_t v) {
-  Cntr* c = of<Cntr>(f);
-  std::lock_guard lock(c->domain->mu);
-  c->errors = v;
-  return 0;
-}
+constexpr auto cntr_read = cntr_get<&Cntr::value>;
+constexpr auto cntr_readerr = cntr_get<&Cntr::errors>;
 
 int cntr_wait(fid_cntr* f, uint64_t threshold, int timeout) {
   Cntr* c = of<Cntr>(f);
-  const Time deadline = timeout < 0 ? std::numeric_limits<Time>::max()
-                                    : io::monotonic_now() + Time{timeout} * 1'000'000'000;
+  const Time deadline = deadline_after(timeout);
   const uint64_t errors = cntr_readerr(f);
   for (;;) {
     if (cntr_read(f) >= threshold) return 0;
@@ -205,25 +180,17 @@ int cntr_wait(fid_cntr* f, uint64_t threshold, int timeout) {
   }
 }
 
-fi_ops kCntrFiOps = {
-    .size = sizeof(fi_ops),
-    .close = close_child<Cntr>,
-    .bind = no_bind,
-    .control = no_control,
-    .ops_open = no_ops_open,
-    .tostr = nullptr,
-    .ops_set = nullptr,
-};
+fi_ops kCntrFiOps = fid_ops(close_child<Cntr>);
 
 fi_ops_cntr kCntrOps = {
     .size = sizeof(fi_ops_cntr),
     .read = cntr_read,
     .readerr = cntr_readerr,
-    .add = cntr_add,
-    .set = cntr_set,
+    .add = cntr_update<&Cntr::value, true>,
+    .set = cntr_update<&Cntr::value, false>,
     .wait = cntr_wait,
-    .adderr = cntr_adderr,
-    .seterr = cntr_seterr,
+    .adderr = cntr_update<&Cntr::errors, true>,
+    .seterr = cntr_update<&Cntr::errors, false>,
 };
 
 }  // namespace
@@ -233,20 +200,14 @@ int cq_open(fid_domain* domain, fi_cq_attr* attr, fid_cq** out, void* context) {
   const fi_cq_format format =
       attr == nullptr || attr->format == FI_CQ_FORMAT_UNSPEC ? FI_CQ_FORMAT_CONTEXT : attr->format;
   if (entry_size(format) == 0) return -FI_ENOSYS;
-  if (attr != nullptr && attr->wait_obj != FI_WAIT_NONE && attr->wait_obj != FI_WAIT_UNSPEC)
-    return -FI_ENOSYS;  // no file descriptor or set to wait on: fi_cq_sread waits in the host
+  if (attr != nullptr && !no_wait_object(attr->wait_obj)) return -FI_ENOSYS;
   std::lock_guard lock(d->mu);
-  auto* cq = new Cq{};
-  cq->fid.fid.fclass = FI_CLASS_CQ;
-  cq->fid.fid.context = context;
-  cq->fid.fid.ops = &kCqFiOps;
+  auto* cq = open_child<Cq>(d, FI_CLASS_CQ, context, &kCqFiOps);
   cq->fid.ops = &kCqOps;
-  cq->domain = d;
   cq->format = format;
   cq->entry_size = entry_size(format);
   cq->ring.resize(attr != nullptr && attr->size > 0 ? attr->size : kCqSize);
   cq->errs.resize(d->ops.size());
-  ++d->children;
   *out = &cq->fid;
   return 0;
 }
@@ -254,16 +215,10 @@ int cq_open(fid_domain* domain, fi_cq_attr* attr, fid_cq** out, void* context) {
 int cntr_open(fid_domain* domain, fi_cntr_attr* attr, fid_cntr** out, void* context) {
   Domain* d = of<Domain>(domain);
   if (attr != nullptr && attr->events != FI_CNTR_EVENTS_COMP) return -FI_ENOSYS;
-  if (attr != nullptr && attr->wait_obj != FI_WAIT_NONE && attr->wait_obj != FI_WAIT_UNSPEC)
-    return -FI_ENOSYS;
+  if (attr != nullptr && !no_wait_object(attr->wait_obj)) return -FI_ENOSYS;
   std::lock_guard lock(d->mu);
-  auto* c = new Cntr{};
-  c->fid.fid.fclass = FI_CLASS_CNTR;
-  c->fid.fid.context = context;
-  c->fid.fid.ops = &kCntrFiOps;
+  auto* c = open_child<Cntr>(d, FI_CLASS_CNTR, context, &kCntrFiOps);
   c->fid.ops = &kCntrOps;
-  c->domain = d;
-  ++d->children;
   *out = &c->fid;
   return 0;
 }

@@ -354,15 +354,7 @@ int mr_close(fid* f) {
   return 0;
 }
 
-fi_ops kMrFiOps = {
-    .size = sizeof(fi_ops),
-    .close = mr_close,
-    .bind = no_bind,
-    .control = no_control,
-    .ops_open = no_ops_open,
-    .tostr = nullptr,
-    .ops_set = nullptr,
-};
+fi_ops kMrFiOps = fid_ops(mr_close);
 
 int mr_regv(fid* f, const iovec* iov, size_t count, uint64_t access, uint64_t offset,
             uint64_t key, uint64_t flags, fid_mr** mr, void* context) {
@@ -494,15 +486,7 @@ int domain_close(fid* f) {
   return 0;
 }
 
-fi_ops kDomainFiOps = {
-    .size = sizeof(fi_ops),
-    .close = domain_close,
-    .bind = no_bind,
-    .control = no_control,
-    .ops_open = no_ops_open,
-    .tostr = nullptr,
-    .ops_set = nullptr,
-};
+fi_ops kDomainFiOps = fid_ops(domain_close);
 
 int no_sep(fid_domain*, fi_info*, fid_ep**, void*) { return -FI_ENOSYS; }
 int no_poll(fid_domain*, fi_poll_attr*, fid_poll**) { return -FI_ENOSYS; }
@@ -581,21 +565,15 @@ int mr_reg(fid* f, const void* buf, size_t len, uint64_t access, uint64_t offset
   if (f->fclass != FI_CLASS_DOMAIN || flags != 0 || offset != 0) return -FI_EINVAL;
   Domain* d = of<Domain>(f);
   std::lock_guard lock(d->mu);
-  auto* mr = new Mr{};
-  mr->fid.fid.fclass = FI_CLASS_MR;
-  mr->fid.fid.context = context;
-  mr->fid.fid.ops = &kMrFiOps;
-  mr->fid.mem_desc = mr;
-  mr->domain = d;
+  uint64_t key = 0;
   if (len > 0) {
-    auto key = d->engine->register_memory(static_cast<uint8_t*>(const_cast<void*>(buf)), len);
-    if (!key.ok()) {
-      delete mr;
-      return to_fi_errno(key.status());
-    }
-    mr->fid.key = *key;
+    auto k = d->engine->register_memory(static_cast<uint8_t*>(const_cast<void*>(buf)), len);
+    if (!k.ok()) return to_fi_errno(k.status());
+    key = *k;
   }
-  ++d->children;
+  auto* mr = open_child<Mr>(d, FI_CLASS_MR, context, &kMrFiOps);
+  mr->fid.mem_desc = mr;
+  mr->fid.key = key;
   *out = &mr->fid;
   return 0;
 }
@@ -781,15 +759,7 @@ size_t Domain::drain() {
 
 namespace {
 
-fi_ops kAvFiOps = {
-    .size = sizeof(fi_ops),
-    .close = close_child<Av>,
-    .bind = no_bind,
-    .control = no_control,
-    .ops_open = no_ops_open,
-    .tostr = nullptr,
-    .ops_set = nullptr,
-};
+fi_ops kAvFiOps = fid_ops(close_child<Av>);
 
 int av_insert(fid_av* f, const void* addr, size_t count, fi_addr_t* fi_addr, uint64_t flags,
               void* context) {
@@ -906,15 +876,10 @@ int av_open(fid_domain* domain, fi_av_attr* attr, fid_av** out, void* context) {
   if (attr != nullptr && (attr->flags != 0 || attr->name != nullptr || attr->rx_ctx_bits != 0))
     return -FI_ENOSYS;  // no shared or named AVs, no scalable endpoints
   std::lock_guard lock(d->mu);
-  auto* av = new Av{};
-  av->fid.fid.fclass = FI_CLASS_AV;
-  av->fid.fid.context = context;
-  av->fid.fid.ops = &kAvFiOps;
+  auto* av = open_child<Av>(d, FI_CLASS_AV, context, &kAvFiOps);
   av->fid.ops = &kAvOps;
-  av->domain = d;
   if (attr != nullptr && attr->type != FI_AV_UNSPEC) av->type = attr->type;
   if (attr != nullptr && attr->count > 0) av->peers.reserve(attr->count);
-  ++d->children;
   *out = &av->fid;
   return 0;
 }

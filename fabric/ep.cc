@@ -73,6 +73,25 @@ namespace {
 
 Ep* ep_of(fid_ep* f) { return of<Ep>(f); }
 
+// The vectored calls (fi_sendv, ...): iov_limit is 1 (fi_getinfo), so each is its plain call
+// on the one iovec, or on none.
+template <auto Plain, typename... Rest>
+ssize_t one_iov(fid_ep* f, const iovec* iov, void** desc, size_t count, Rest... rest) {
+  if (count > 1) return -FI_EINVAL;
+  return Plain(f, count ? iov->iov_base : nullptr, count ? iov->iov_len : 0,
+               desc ? desc[0] : nullptr, rest...);
+}
+
+// The one buffer of a message call (fi_sendmsg, ...), whose iov_count is 0 or 1.
+template <typename Msg>
+void* msg_buf(const Msg* m) {
+  return m->iov_count ? m->msg_iov->iov_base : nullptr;
+}
+template <typename Msg>
+size_t msg_len(const Msg* m) {
+  return m->iov_count ? m->msg_iov->iov_len : 0;
+}
+
 uint64_t tx_flags(const Ep* ep) { return ep->info->tx_attr->op_flags; }
 uint64_t rx_flags(const Ep* ep) { return ep->info->rx_attr->op_flags; }
 
@@ -118,18 +137,11 @@ ssize_t msg_injectdata(fid_ep* f, const void* buf, size_t len, uint64_t data, fi
   return send_common(ep_of(f), buf, len, dest, nullptr, 0, true, data, true);
 }
 
-ssize_t msg_sendv(fid_ep* f, const iovec* iov, void** desc, size_t count, fi_addr_t dest,
-                  void* ctx) {
-  if (count > 1) return -FI_EINVAL;
-  return msg_send(f, count ? iov->iov_base : nullptr, count ? iov->iov_len : 0,
-                  desc ? desc[0] : nullptr, dest, ctx);
-}
-
 ssize_t msg_sendmsg(fid_ep* f, const fi_msg* m, uint64_t flags) {
   if (m->iov_count > 1) return -FI_EINVAL;
   Ep* ep = ep_of(f);
-  const void* buf = m->iov_count ? m->msg_iov->iov_base : nullptr;
-  const size_t len = m->iov_count ? m->msg_iov->iov_len : 0;
+  const void* buf = msg_buf(m);
+  const size_t len = msg_len(m);
   return send_common(ep, buf, len, m->addr, m->context, flags,
                      (flags & FI_REMOTE_CQ_DATA) != 0, m->data, (flags & FI_INJECT) != 0);
 }
@@ -152,26 +164,18 @@ ssize_t msg_recv(fid_ep* f, void* buf, size_t len, void*, fi_addr_t src, void* c
   return recv_common(ep, buf, len, src, ctx, rx_flags(ep));
 }
 
-ssize_t msg_recvv(fid_ep* f, const iovec* iov, void** desc, size_t count, fi_addr_t src,
-                  void* ctx) {
-  if (count > 1) return -FI_EINVAL;
-  return msg_recv(f, count ? iov->iov_base : nullptr, count ? iov->iov_len : 0,
-                  desc ? desc[0] : nullptr, src, ctx);
-}
-
 ssize_t msg_recvmsg(fid_ep* f, const fi_msg* m, uint64_t flags) {
   if (m->iov_count > 1 || (flags & FI_MULTI_RECV)) return -FI_EINVAL;
-  return recv_common(ep_of(f), m->iov_count ? m->msg_iov->iov_base : nullptr,
-                     m->iov_count ? m->msg_iov->iov_len : 0, m->addr, m->context, flags);
+  return recv_common(ep_of(f), msg_buf(m), msg_len(m), m->addr, m->context, flags);
 }
 
 fi_ops_msg kMsgOps = {
     .size = sizeof(fi_ops_msg),
     .recv = msg_recv,
-    .recvv = msg_recvv,
+    .recvv = one_iov<msg_recv>,
     .recvmsg = msg_recvmsg,
     .send = msg_send,
-    .sendv = msg_sendv,
+    .sendv = one_iov<msg_send>,
     .sendmsg = msg_sendmsg,
     .inject = msg_inject,
     .senddata = msg_senddata,
@@ -221,17 +225,9 @@ ssize_t tagged_injectdata(fid_ep* f, const void* buf, size_t len, uint64_t data,
   return tsend_common(ep_of(f), buf, len, dest, tag, nullptr, 0, true, data, true);
 }
 
-ssize_t tagged_sendv(fid_ep* f, const iovec* iov, void** desc, size_t count, fi_addr_t dest,
-                     uint64_t tag, void* ctx) {
-  if (count > 1) return -FI_EINVAL;
-  return tagged_send(f, count ? iov->iov_base : nullptr, count ? iov->iov_len : 0,
-                     desc ? desc[0] : nullptr, dest, tag, ctx);
-}
-
 ssize_t tagged_sendmsg(fid_ep* f, const fi_msg_tagged* m, uint64_t flags) {
   if (m->iov_count > 1) return -FI_EINVAL;
-  return tsend_common(ep_of(f), m->iov_count ? m->msg_iov->iov_base : nullptr,
-                      m->iov_count ? m->msg_iov->iov_len : 0, m->addr, m->tag, m->context, flags,
+  return tsend_common(ep_of(f), msg_buf(m), msg_len(m), m->addr, m->tag, m->context, flags,
                       (flags & FI_REMOTE_CQ_DATA) != 0, m->data, (flags & FI_INJECT) != 0);
 }
 
@@ -261,11 +257,11 @@ ssize_t tagged_recv(fid_ep* f, void* buf, size_t len, void*, fi_addr_t src, uint
   return trecv_common(ep, buf, len, src, tag, ignore, ctx, rx_flags(ep));
 }
 
-ssize_t tagged_recvv(fid_ep* f, const iovec* iov, void** desc, size_t count, fi_addr_t src,
-                     uint64_t tag, uint64_t ignore, void* ctx) {
-  if (count > 1) return -FI_EINVAL;
-  return tagged_recv(f, count ? iov->iov_base : nullptr, count ? iov->iov_len : 0,
-                     desc ? desc[0] : nullptr, src, tag, ignore, ctx);
+// FI_CLAIM: the handle of the message an FI_PEEK | FI_CLAIM set aside, kept in the
+// application's fi_context (tagged_peek).
+uint64_t claim_of(void* context) {
+  return static_cast<uint64_t>(
+      reinterpret_cast<uintptr_t>(static_cast<fi_context*>(context)->internal[0]));
 }
 
 // FI_DISCARD: the claimed message is received into no buffer (its bytes dropped; a rendezvous
@@ -346,16 +342,13 @@ ssize_t tagged_recvmsg(fid_ep* f, const fi_msg_tagged* m, uint64_t flags) {
   if (flags & FI_PEEK) return tagged_peek(ep, m, flags);
   if (flags & FI_DISCARD) {
     if (m->context == nullptr) return -FI_EINVAL;
-    return discard_claimed(ep, static_cast<uint64_t>(reinterpret_cast<uintptr_t>(
-                                   static_cast<fi_context*>(m->context)->internal[0])),
-                           m->context);
+    return discard_claimed(ep, claim_of(m->context), m->context);
   }
-  void* buf = m->iov_count ? m->msg_iov->iov_base : nullptr;
-  const size_t len = m->iov_count ? m->msg_iov->iov_len : 0;
+  void* buf = msg_buf(m);
+  const size_t len = msg_len(m);
   if (flags & FI_CLAIM) {  // the message an FI_PEEK | FI_CLAIM set aside under this context
     if (m->context == nullptr) return -FI_EINVAL;
-    const auto claim = static_cast<uint64_t>(
-        reinterpret_cast<uintptr_t>(static_cast<fi_context*>(m->context)->internal[0]));
+    const uint64_t claim = claim_of(m->context);
     return post(ep, Dir::kRx, FI_RECV | FI_TAGGED, flags, m->context, buf, len, false,
                 [&](uint64_t wr_id, const uint8_t*) {
                   TaggedRecv r;
@@ -371,10 +364,10 @@ ssize_t tagged_recvmsg(fid_ep* f, const fi_msg_tagged* m, uint64_t flags) {
 fi_ops_tagged kTaggedOps = {
     .size = sizeof(fi_ops_tagged),
     .recv = tagged_recv,
-    .recvv = tagged_recvv,
+    .recvv = one_iov<tagged_recv>,
     .recvmsg = tagged_recvmsg,
     .send = tagged_send,
-    .sendv = tagged_sendv,
+    .sendv = one_iov<tagged_send>,
     .sendmsg = tagged_sendmsg,
     .inject = tagged_inject,
     .senddata = tagged_senddata,
@@ -410,18 +403,10 @@ ssize_t rma_write(fid_ep* f, const void* buf, size_t len, void*, fi_addr_t dest,
   return write_common(ep, buf, len, dest, addr, key, ctx, tx_flags(ep), false);
 }
 
-ssize_t rma_writev(fid_ep* f, const iovec* iov, void** desc, size_t count, fi_addr_t dest,
-                   uint64_t addr, uint64_t key, void* ctx) {
-  if (count > 1) return -FI_EINVAL;
-  return rma_write(f, count ? iov->iov_base : nullptr, count ? iov->iov_len : 0,
-                   desc ? desc[0] : nullptr, dest, addr, key, ctx);
-}
-
 ssize_t rma_writemsg(fid_ep* f, const fi_msg_rma* m, uint64_t flags) {
   if (m->iov_count > 1 || m->rma_iov_count != 1) return -FI_EINVAL;
-  return write_common(ep_of(f), m->iov_count ? m->msg_iov->iov_base : nullptr,
-                      m->iov_count ? m->msg_iov->iov_len : 0, m->addr, m->rma_iov->addr,
-                      m->rma_iov->key, m->context, flags, (flags & FI_INJECT) != 0);
+  return write_common(ep_of(f), msg_buf(m), msg_len(m), m->addr, m->rma_iov->addr, m->rma_iov->key,
+                      m->context, flags, (flags & FI_INJECT) != 0);
 }
 
 ssize_t rma_inject(fid_ep* f, const void* buf, size_t len, fi_addr_t dest, uint64_t addr,
@@ -462,27 +447,19 @@ ssize_t rma_read(fid_ep* f, void* buf, size_t len, void*, fi_addr_t src, uint64_
   return read_common(ep, buf, len, src, addr, key, ctx, tx_flags(ep));
 }
 
-ssize_t rma_readv(fid_ep* f, const iovec* iov, void** desc, size_t count, fi_addr_t src,
-                  uint64_t addr, uint64_t key, void* ctx) {
-  if (count > 1) return -FI_EINVAL;
-  return rma_read(f, count ? iov->iov_base : nullptr, count ? iov->iov_len : 0,
-                  desc ? desc[0] : nullptr, src, addr, key, ctx);
-}
-
 ssize_t rma_readmsg(fid_ep* f, const fi_msg_rma* m, uint64_t flags) {
   if (m->iov_count > 1 || m->rma_iov_count != 1) return -FI_EINVAL;
-  return read_common(ep_of(f), m->iov_count ? m->msg_iov->iov_base : nullptr,
-                     m->iov_count ? m->msg_iov->iov_len : 0, m->addr, m->rma_iov->addr,
-                     m->rma_iov->key, m->context, flags);
+  return read_common(ep_of(f), msg_buf(m), msg_len(m), m->addr, m->rma_iov->addr, m->rma_iov->key,
+                     m->context, flags);
 }
 
 fi_ops_rma kRmaOps = {
     .size = sizeof(fi_ops_rma),
     .read = rma_read,
-    .readv = rma_readv,
+    .readv = one_iov<rma_read>,
     .readmsg = rma_readmsg,
     .write = rma_write,
-    .writev = rma_writev,
+    .writev = one_iov<rma_write>,
     .writemsg = rma_writemsg,
     .inject = rma_inject,
     .writedata = rma_writedata,
@@ -677,15 +654,7 @@ int ep_close(fid* f) {
   return 0;
 }
 
-fi_ops kEpFiOps = {
-    .size = sizeof(fi_ops),
-    .close = ep_close,
-    .bind = ep_bind,
-    .control = ep_control,
-    .ops_open = no_ops_open,
-    .tostr = nullptr,
-    .ops_set = nullptr,
-};
+fi_ops kEpFiOps = fid_ops(ep_close, ep_bind, ep_control);
 
 }  // namespace
 
@@ -695,10 +664,7 @@ int ep_open(fid_domain* domain, fi_info* info, fid_ep** out, void* context) {
     return -FI_EINVAL;
   std::lock_guard lock(d->mu);
   if (d->ep != nullptr) return -FI_ENOSPC;  // domain_attr->ep_cnt is 1
-  auto* ep = new Ep{};
-  ep->fid.fid.fclass = FI_CLASS_EP;
-  ep->fid.fid.context = context;
-  ep->fid.fid.ops = &kEpFiOps;
+  auto* ep = open_child<Ep>(d, FI_CLASS_EP, context, &kEpFiOps);
   ep->fid.ops = &kEpOps;
   ep->fid.cm = &kCmOps;
   ep->fid.msg = &kMsgOps;
@@ -706,14 +672,12 @@ int ep_open(fid_domain* domain, fi_info* info, fid_ep** out, void* context) {
   ep->fid.tagged = &kTaggedOps;
   ep->fid.atomic = &kAtomicOps;
   ep->fid.collective = nullptr;
-  ep->domain = d;
   ep->info = fi_dupinfo(info);
   const uint64_t order = (info->tx_attr ? info->tx_attr->msg_order : 0) |
                          (info->rx_attr ? info->rx_attr->msg_order : 0);
   // FI_ORDER_SAS: messages processed in the order they were sent, UET's ROD (spec/uet.md §3.3).
   ep->mode = (order & FI_ORDER_SAS) ? DeliveryMode::kRod : DeliveryMode::kRud;
   d->ep = ep;
-  ++d->children;
   *out = &ep->fid;
   return 0;
 }

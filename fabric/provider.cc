@@ -18,48 +18,56 @@ void cleanup() {}
 // ---------------------------------------------------------------------------------------------
 // Variables.
 
+// The variables, in the order `fi_info -e` lists them.
+struct ParamDef {
+  const char* name;
+  fi_param_type type;
+  const char* help;
+};
+constexpr ParamDef kParamDefs[] = {
+    {"transport", FI_PARAM_STRING,
+     "Engine under the provider: uet (UET RUD/ROD, the default) or rocev2 (RC "
+     "queue pairs, one per peer; tag matching and rendezvous in the provider)"},
+    {"addr", FI_PARAM_STRING,
+     "IPv4 address the endpoint binds (UDP port 4793); default: the node given "
+     "with FI_SOURCE, else a free address in 127.128.0.0/9"},
+    {"payload_bytes", FI_PARAM_SIZE_T, "Payload bytes per packet, 256..8192 (default 4096)"},
+    {"window_bytes", FI_PARAM_SIZE_T, "Bytes in flight per peer at most (default 262144)"},
+    {"base_rtt_us", FI_PARAM_SIZE_T,
+     "The unloaded round trip NSCC measures queueing against, in microseconds, "
+     "1..100000 (default 50: loopback through the kernel)"},
+    {"stats", FI_PARAM_BOOL,
+     "Print the engine's counters (retransmissions, rendezvous, deferrals, kernel "
+     "drops) to stderr when a domain closes (default no)"},
+    {"udp_offload", FI_PARAM_BOOL,
+     "UDP segmentation offload (GSO) on send, coalesced receive (GRO) and payloads "
+     "the kernel gathers from registered memory, where the kernel offers them "
+     "(default yes)"},
+    {"ev_sockets", FI_PARAM_SIZE_T,
+     "Source ports (sockets) the entropy values map onto, 1..1024 (default 4); "
+     "fewer make longer GSO sends, more spread a fabric's ECMP wider"},
+    {"tss_key_file", FI_PARAM_STRING,
+     "TSS key file (the format the Wireshark plugin reads, dissector/README.md): "
+     "every frame is sealed in its first domain (AES-256-GCM, spec/uet.md §5) and "
+     "only sealed frames are taken; the same file on every rank (default: none, "
+     "frames in the clear)"},
+    {"host", FI_PARAM_STRING,
+     "Packet host: uring (kernel UDP sockets through io_uring, any user; the "
+     "default) or dpdk (an ethdev port of DPDK: FI_UETREF_EAL, FI_UETREF_DPDK_PORT, "
+     "FI_UETREF_ADDR)"},
+    {"eal", FI_PARAM_STRING,
+     "FI_UETREF_HOST=dpdk: the EAL's arguments, separated by spaces, e.g. \"-l 0 "
+     "--no-huge -m 512 --vdev=net_memif0,role=server,socket=/tmp/m.sock\" (read "
+     "once per process)"},
+    {"dpdk_port", FI_PARAM_SIZE_T,
+     "FI_UETREF_HOST=dpdk: the ethdev port the domain owns (default 0)"},
+    {"rendezvous_bytes", FI_PARAM_SIZE_T,
+     "Messages longer than this go by rendezvous (the target reads them), 0: "
+     "never (default 65536)"},
+};
+
 void define_params() {
-  fi_param_define(&kProvider, "transport", FI_PARAM_STRING,
-                  "Engine under the provider: uet (UET RUD/ROD, the default) or rocev2 (RC "
-                  "queue pairs, one per peer; tag matching and rendezvous in the provider)");
-  fi_param_define(&kProvider, "addr", FI_PARAM_STRING,
-                  "IPv4 address the endpoint binds (UDP port 4793); default: the node given "
-                  "with FI_SOURCE, else a free address in 127.128.0.0/9");
-  fi_param_define(&kProvider, "payload_bytes", FI_PARAM_SIZE_T,
-                  "Payload bytes per packet, 256..8192 (default 4096)");
-  fi_param_define(&kProvider, "window_bytes", FI_PARAM_SIZE_T,
-                  "Bytes in flight per peer at most (default 262144)");
-  fi_param_define(&kProvider, "base_rtt_us", FI_PARAM_SIZE_T,
-                  "The unloaded round trip NSCC measures queueing against, in microseconds, "
-                  "1..100000 (default 50: loopback through the kernel)");
-  fi_param_define(&kProvider, "stats", FI_PARAM_BOOL,
-                  "Print the engine's counters (retransmissions, rendezvous, deferrals, kernel "
-                  "drops) to stderr when a domain closes (default no)");
-  fi_param_define(&kProvider, "udp_offload", FI_PARAM_BOOL,
-                  "UDP segmentation offload (GSO) on send, coalesced receive (GRO) and payloads "
-                  "the kernel gathers from registered memory, where the kernel offers them "
-                  "(default yes)");
-  fi_param_define(&kProvider, "ev_sockets", FI_PARAM_SIZE_T,
-                  "Source ports (sockets) the entropy values map onto, 1..1024 (default 4); "
-                  "fewer make longer GSO sends, more spread a fabric's ECMP wider");
-  fi_param_define(&kProvider, "tss_key_file", FI_PARAM_STRING,
-                  "TSS key file (the format the Wireshark plugin reads, dissector/README.md): "
-                  "every frame is sealed in its first domain (AES-256-GCM, spec/uet.md §5) and "
-                  "only sealed frames are taken; the same file on every rank (default: none, "
-                  "frames in the clear)");
-  fi_param_define(&kProvider, "host", FI_PARAM_STRING,
-                  "Packet host: uring (kernel UDP sockets through io_uring, any user; the "
-                  "default) or dpdk (an ethdev port of DPDK: FI_UETREF_EAL, FI_UETREF_DPDK_PORT, "
-                  "FI_UETREF_ADDR)");
-  fi_param_define(&kProvider, "eal", FI_PARAM_STRING,
-                  "FI_UETREF_HOST=dpdk: the EAL's arguments, separated by spaces, e.g. \"-l 0 "
-                  "--no-huge -m 512 --vdev=net_memif0,role=server,socket=/tmp/m.sock\" (read "
-                  "once per process)");
-  fi_param_define(&kProvider, "dpdk_port", FI_PARAM_SIZE_T,
-                  "FI_UETREF_HOST=dpdk: the ethdev port the domain owns (default 0)");
-  fi_param_define(&kProvider, "rendezvous_bytes", FI_PARAM_SIZE_T,
-                  "Messages longer than this go by rendezvous (the target reads them), 0: "
-                  "never (default 65536)");
+  for (const ParamDef& d : kParamDefs) fi_param_define(&kProvider, d.name, d.type, "%s", d.help);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -244,20 +252,14 @@ int getinfo(uint32_t version, const char* node, const char* service, uint64_t fl
 
 namespace {
 
-int fabric_close(fid* f) {
-  delete reinterpret_cast<fid_fabric*>(f);
+// fi_close of the fabric or an event queue: libfabric's own struct, nothing held beside it.
+template <typename T>
+int delete_fid(fid* f) {
+  delete reinterpret_cast<T*>(f);
   return 0;
 }
 
-fi_ops kFabricFiOps = {
-    .size = sizeof(fi_ops),
-    .close = fabric_close,
-    .bind = no_bind,
-    .control = no_control,
-    .ops_open = no_ops_open,
-    .tostr = nullptr,
-    .ops_set = nullptr,
-};
+fi_ops kFabricFiOps = fid_ops(delete_fid<fid_fabric>);
 
 int no_pep(fid_fabric*, fi_info*, fid_pep**, void*) { return -FI_ENOSYS; }
 
@@ -280,24 +282,10 @@ fi_ops_eq kEqOps = {
     .strerror = eq_strerror,
 };
 
-int eq_close(fid* f) {
-  delete reinterpret_cast<fid_eq*>(f);
-  return 0;
-}
-
-fi_ops kEqFiOps = {
-    .size = sizeof(fi_ops),
-    .close = eq_close,
-    .bind = no_bind,
-    .control = no_control,
-    .ops_open = no_ops_open,
-    .tostr = nullptr,
-    .ops_set = nullptr,
-};
+fi_ops kEqFiOps = fid_ops(delete_fid<fid_eq>);
 
 int eq_open(fid_fabric*, fi_eq_attr* attr, fid_eq** eq, void* context) {
-  if (attr != nullptr && attr->wait_obj != FI_WAIT_NONE && attr->wait_obj != FI_WAIT_UNSPEC)
-    return -FI_ENOSYS;
+  if (attr != nullptr && !no_wait_object(attr->wait_obj)) return -FI_ENOSYS;
   auto* q = new fid_eq{};
   q->fid.fclass = FI_CLASS_EQ;
   q->fid.context = context;
@@ -344,16 +332,13 @@ int no_ops_open(fid*, const char*, uint64_t, void**, void*) { return -FI_ENOSYS;
 
 Params read_params() {
   Params p;
-  char* s = nullptr;
-  if (fi_param_get_str(&kProvider, "transport", &s) == 0 && s != nullptr) p.transport = s;
-  s = nullptr;
-  if (fi_param_get_str(&kProvider, "addr", &s) == 0 && s != nullptr) p.addr = s;
-  s = nullptr;
-  if (fi_param_get_str(&kProvider, "tss_key_file", &s) == 0 && s != nullptr) p.tss_key_file = s;
-  s = nullptr;
-  if (fi_param_get_str(&kProvider, "host", &s) == 0 && s != nullptr) p.host = s;
-  s = nullptr;
-  if (fi_param_get_str(&kProvider, "eal", &s) == 0 && s != nullptr) p.eal = s;
+  for (auto [name, field] :
+       {std::pair{"transport", &Params::transport}, std::pair{"addr", &Params::addr},
+        std::pair{"tss_key_file", &Params::tss_key_file}, std::pair{"host", &Params::host},
+        std::pair{"eal", &Params::eal}}) {
+    char* s = nullptr;
+    if (fi_param_get_str(&kProvider, name, &s) == 0 && s != nullptr) p.*field = s;
+  }
   size_t v = 0;
   if (fi_param_get_size_t(&kProvider, "payload_bytes", &v) == 0) p.payload_bytes = static_cast<uint32_t>(v);
   if (fi_param_get_size_t(&kProvider, "window_bytes", &v) == 0) p.window_bytes = v;

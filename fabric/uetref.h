@@ -264,6 +264,25 @@ int mr_reg(fid* fid, const void* buf, size_t len, uint64_t access, uint64_t offs
 int getinfo(uint32_t version, const char* node, const char* service, uint64_t flags,
             const fi_info* hints, fi_info** info);
 
+// CQs, counters and the EQ offer no file descriptor or set to wait on (FI_WAIT_NONE, or
+// FI_WAIT_UNSPEC for it): fi_cq_sread and fi_cntr_wait wait in the host.
+inline bool no_wait_object(fi_wait_obj w) noexcept {
+  return w == FI_WAIT_NONE || w == FI_WAIT_UNSPEC;
+}
+
+// A new object of the domain (AV, CQ, counter, MR, endpoint), counted among its children:
+// its fid's class, context and fi_ops set; the caller holds d->mu and sets the rest.
+template <typename T>
+T* open_child(Domain* d, size_t fclass, void* context, fi_ops* ops) {
+  auto* o = new T{};
+  o->fid.fid.fclass = fclass;
+  o->fid.fid.context = context;
+  o->fid.fid.ops = ops;
+  o->domain = d;
+  ++d->children;
+  return o;
+}
+
 // fi_close of a domain's AV, CQ or counter: refused while an endpoint is bound to it.
 template <typename T>
 int close_child(fid* f) {
@@ -280,5 +299,19 @@ int close_child(fid* f) {
 int no_bind(fid*, fid*, uint64_t);
 int no_control(fid*, int, void*);
 int no_ops_open(fid*, const char*, uint64_t, void**, void*);
+
+// An object's fi_ops: its fi_close, and its fi_bind and fi_control where it has them.
+constexpr fi_ops fid_ops(int (*close)(fid*), int (*bind)(fid*, fid*, uint64_t) = no_bind,
+                         int (*control)(fid*, int, void*) = no_control) {
+  return {
+      .size = sizeof(fi_ops),
+      .close = close,
+      .bind = bind,
+      .control = control,
+      .ops_open = no_ops_open,
+      .tostr = nullptr,
+      .ops_set = nullptr,
+  };
+}
 
 }  // namespace uet::fabric
