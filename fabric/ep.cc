@@ -139,10 +139,7 @@ ssize_t msg_injectdata(fid_ep* f, const void* buf, size_t len, uint64_t data, fi
 
 ssize_t msg_sendmsg(fid_ep* f, const fi_msg* m, uint64_t flags) {
   if (m->iov_count > 1) return -FI_EINVAL;
-  Ep* ep = ep_of(f);
-  const void* buf = msg_buf(m);
-  const size_t len = msg_len(m);
-  return send_common(ep, buf, len, m->addr, m->context, flags,
+  return send_common(ep_of(f), msg_buf(m), msg_len(m), m->addr, m->context, flags,
                      (flags & FI_REMOTE_CQ_DATA) != 0, m->data, (flags & FI_INJECT) != 0);
 }
 
