@@ -55,7 +55,7 @@ Player::Player(sim::Network& net, const std::vector<sim::FlowSpec>& flows,
     : net_(net), flows_(flows), eps_(eps), src_(src), dst_(dst), dst_bytes_(dst_bytes),
       rkey_(rkey), mode_(mode), verb_(verb), recv_delay_(recv_delay), tagged_(tagged),
       deferrable_(deferrable), notice_(std::move(notice)),
-      records_(flows.size()), waiting_(flows.size(), 0), dependents_(flows.size()) {
+      records_(flows.size()), waiting_(flows.size(), 0), dependents_(sim::flow_dependents(flows)) {
   if (verb == Verb::kAtomic) fetched_.assign(flows.size(), 0);
   for (const sim::FlowSpec& f : flows) {
     records_[f.id].src = f.src;
@@ -63,7 +63,6 @@ Player::Player(sim::Network& net, const std::vector<sim::FlowSpec>& flows,
     records_[f.id].bytes = verb == Verb::kAtomic && !f.compute ? 8 : f.bytes;
     records_[f.id].start = kNever;
     waiting_[f.id] = static_cast<uint32_t>(f.after.size());
-    for (uint32_t pre : f.after) dependents_[pre].push_back(f.id);
   }
   net.register_callback(this);  // the same number on every rank: notices name it
 }
@@ -172,7 +171,8 @@ void Player::complete(uint32_t id, Time now, bool ok) {
   // on another host hears of it a path's unloaded propagation later, as a message from
   // here would (which also keeps every rank of a split fabric a cut link's delay ahead).
   const uint32_t host = flows_[id].src;
-  for (uint32_t next : dependents_[id]) {
+  for (uint32_t i = dependents_.begin[id]; i < dependents_.begin[id + 1]; ++i) {
+    const uint32_t next = dependents_.ids[i];
     const sim::FlowSpec& d = flows_[next];
     if (d.src == host) {
       if (--waiting_[next] == 0) ready(next, now);

@@ -103,7 +103,7 @@ class Player final : public sim::Scheduled {
   std::function<Time(uint32_t, uint32_t)> notice_;
   std::vector<sim::FlowRecord> records_;
   std::vector<uint32_t> waiting_;
-  std::vector<std::vector<uint32_t>> dependents_;
+  sim::FlowDependents dependents_;
   absl::flat_hash_map<uint64_t, Stream> streams_;  // by host << 8 | stream
   size_t completed_ = 0;
   uint64_t failed_ = 0;
