@@ -38,10 +38,11 @@ size_t entry_size(fi_cq_format f) {
   }
 }
 
-// The end of a blocking call's wait (fi_cq_sread, fi_cntr_wait); a negative timeout never ends.
+// The end of a blocking call's wait (fi_cq_sread, fi_cntr_wait): `timeout` in milliseconds
+// (fi_cq(3), fi_cntr(3)); a negative timeout never ends.
 Time deadline_after(int timeout) {
   return timeout < 0 ? std::numeric_limits<Time>::max()
-                     : io::monotonic_now() + Time{timeout} * 1'000'000'000;
+                     : io::monotonic_now() + Time{timeout} * kMillisecond;
 }
 
 ssize_t read_entries(Cq* cq, void* buf, size_t count, fi_addr_t* src) {
