@@ -117,12 +117,16 @@ void print_row(int width, const char* name, const std::vector<double>& values, c
   std::printf("\n");
 }
 
-void print_table(const std::string& title, const std::vector<RunResult>& runs) {
-  std::printf("\n%s\n", title.c_str());
-  std::printf("%-26s", "");
+void print_heading(int width, const std::vector<RunResult>& runs) {
+  std::printf("%-*s", width, "");
   for (const RunResult& r : runs) std::printf(" %14s", to_string(r.transport));
   if (runs.size() == 2) std::printf(" %12s", "uet/rocev2");
   std::printf("\n");
+}
+
+void print_table(const std::string& title, const std::vector<RunResult>& runs) {
+  std::printf("\n%s\n", title.c_str());
+  print_heading(26, runs);
   auto row = [&](const char* name, auto get, const char* fmt) {
     std::vector<double> v;
     for (const RunResult& r : runs) v.push_back(static_cast<double>(get(r)));

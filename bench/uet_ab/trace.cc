@@ -172,10 +172,7 @@ std::vector<Step> steps_of(const std::vector<RunResult>& runs, Time compute_only
 }
 
 void print_steps(const std::vector<RunResult>& runs, const std::vector<Step>& steps) {
-  std::printf("%-32s", "");
-  for (const RunResult& r : runs) std::printf(" %14s", to_string(r.transport));
-  if (runs.size() == 2) std::printf(" %12s", "uet/rocev2");
-  std::printf("\n");
+  print_heading(32, runs);
   auto row = [&](const char* name, auto get, const char* fmt) {
     std::vector<double> v;
     for (size_t i = 0; i < runs.size(); ++i) v.push_back(get(i));

@@ -206,6 +206,9 @@ void print_table(const std::string& title, const std::vector<RunResult>& runs);
 // One row of a side-by-side table: the name in `width` columns, each run's value in `fmt`
 // and, with two runs, their ratio (uet/rocev2; "-" when the second is 0).
 void print_row(int width, const char* name, const std::vector<double>& values, const char* fmt);
+// The heading over such rows: `width` blank columns, each run's transport and, with two runs,
+// "uet/rocev2".
+void print_heading(int width, const std::vector<RunResult>& runs);
 // How a run split over ranks went (stdout only: result files must not depend on the split).
 void print_split(const std::vector<RunResult>& runs);
 // The experiment file wherever the flags ask for one (--save_config, beside --json, in
