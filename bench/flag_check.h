@@ -2,7 +2,11 @@
 // flag and the valid range (DESIGN.md, "Errors, bad input, limits").
 #pragma once
 
+#include <initializer_list>
 #include <string>
+
+#include "absl/strings/string_view.h"
+#include "transport/tss/crypto.h"
 
 namespace uet::bench {
 
@@ -14,6 +18,8 @@ struct FlagCheck {
 
   // Refuses "--FLAG=V out of range: LO..HI" unless lo <= v <= hi (a NaN is out of range).
   void range(const char* flag, double v, double lo, double hi);
+  // Refuses "--FLAG=V unknown: A, B or C" unless v is one of `names` (A, B, C).
+  void one_of(const char* flag, absl::string_view v, std::initializer_list<absl::string_view> names);
   // Refuses with `e` (the caller's words) unless something was refused before.
   void fail(std::string e);
 
@@ -22,5 +28,9 @@ struct FlagCheck {
  private:
   int digits_;
 };
+
+// --tss_backend=NAME (spec/uet.md §5: the AES-256-GCM library) into *backend; the refusal, or ""
+// when NAME is known, available here, and anything but auto only with --tss (`tss_on`).
+std::string tss_backend_refusal(const std::string& name, bool tss_on, tss::Backend* backend);
 
 }  // namespace uet::bench

@@ -16,9 +16,7 @@ void check_fabric_flags(Check& check, Options& o) {
   check.range("bytes", static_cast<double>(absl::GetFlag(FLAGS_bytes)), 1, 1073741824);
   check.range("loss", absl::GetFlag(FLAGS_loss), 0, 0.5);
   check.range("degrade", absl::GetFlag(FLAGS_degrade), 0, 1);
-  if (const std::string dq = absl::GetFlag(FLAGS_degrade_queues); dq != "scaled" && dq != "fixed") {
-    check.fail("--degrade_queues=" + dq + " unknown: scaled or fixed");
-  }
+  check.one_of("degrade_queues", absl::GetFlag(FLAGS_degrade_queues), {"scaled", "fixed"});
   if (absl::GetFlag(FLAGS_fabric_gbps) != 0) check.range("fabric_gbps", absl::GetFlag(FLAGS_fabric_gbps), 1, 1600);
   check.range("hosts_per_tor", absl::GetFlag(FLAGS_hosts_per_tor), 0, 256);
   check.range("latency_ns", absl::GetFlag(FLAGS_latency_ns), 0, 1e6);
@@ -27,9 +25,7 @@ void check_fabric_flags(Check& check, Options& o) {
   check.range("ecn_pmax", absl::GetFlag(FLAGS_ecn_pmax), 0, 1);
   check.range("pfc_xoff_kb", absl::GetFlag(FLAGS_pfc_xoff_kb), 1, 65536);
   check.range("pfc_xon_kb", absl::GetFlag(FLAGS_pfc_xon_kb), 0, absl::GetFlag(FLAGS_pfc_xoff_kb) - 1.0);
-  if (const std::string pfc = absl::GetFlag(FLAGS_pfc); pfc != "auto" && pfc != "on" && pfc != "off") {
-    check.fail("--pfc=" + pfc + " unknown: auto, on or off");
-  }
+  check.one_of("pfc", absl::GetFlag(FLAGS_pfc), {"auto", "on", "off"});
   check.range("failed_links", absl::GetFlag(FLAGS_failed_links), 1, 1e6);
   check.range("plot_sample_us", absl::GetFlag(FLAGS_plot_sample_us), 0.1, 10000);
   o.plot_dir = absl::GetFlag(FLAGS_plot);
@@ -44,8 +40,7 @@ void check_fabric_flags(Check& check, Options& o) {
 void check_workload_flags(Check& check, Options& o) {
   check.range("sweep_bytes", static_cast<double>(absl::GetFlag(FLAGS_sweep_bytes)), 1, 1073741824);
   o.loss_per = absl::GetFlag(FLAGS_loss_per);
-  if (check.error.empty() && o.loss_per != "link" && o.loss_per != "path")
-    check.error = "--loss_per=" + o.loss_per + " unknown: link or path";
+  check.one_of("loss_per", o.loss_per, {"link", "path"});
   for (absl::string_view item : absl::StrSplit(absl::GetFlag(FLAGS_loss_rates), ',')) {
     double v = -1;
     if (check.error.empty() && (!absl::SimpleAtod(item, &v) || !(v >= 0 && v <= 0.5))) {
@@ -85,8 +80,7 @@ void check_transport_flags(Check& check, Options& o) {
       o.mtu != 4096)
     check.error = absl::StrFormat("--mtu=%u invalid: one of 256, 512, 1024, 2048, 4096", o.mtu);
   o.topology = absl::GetFlag(FLAGS_topology);
-  if (check.error.empty() && o.topology != "leafspine" && o.topology != "fattree")
-    check.error = "--topology=" + o.topology + " unknown: leafspine or fattree";
+  check.one_of("topology", o.topology, {"leafspine", "fattree"});
   if (const uint32_t k = absl::GetFlag(FLAGS_k); check.error.empty() && o.topology == "fattree" &&
                                                  absl::GetFlag(FLAGS_topo).empty() &&
                                                  (k < 2 || k > 256 || k % 2 != 0)) {
@@ -108,29 +102,20 @@ void check_transport_flags(Check& check, Options& o) {
   if (check.error.empty() && !found) {
     check.error = "--lb=" + lb + " unknown: fixed, oblivious, reps, bitmap or mixed";
   }
-  if (const std::string name = absl::GetFlag(FLAGS_cc); name == "rccc") {
-    o.cc = CcMode::kRccc;
-  } else if (name == "both") {
-    o.cc = CcMode::kNsccRccc;
-  } else if (name != "nscc" && check.error.empty()) {
-    check.error = "--cc=" + name + " unknown: nscc, rccc or both";
-  }
+  const std::string cc = absl::GetFlag(FLAGS_cc);
+  check.one_of("cc", cc, {"nscc", "rccc", "both"});
+  if (cc == "rccc") o.cc = CcMode::kRccc;
+  if (cc == "both") o.cc = CcMode::kNsccRccc;
   o.uet_mode = absl::GetFlag(FLAGS_uet_mode);
-  if (check.error.empty() && o.uet_mode != "rud" && o.uet_mode != "rod" && o.uet_mode != "rudi" &&
-      o.uet_mode != "uud") {
-    check.error = "--uet_mode=" + o.uet_mode + " unknown: rud, rod, rudi or uud";
-  }
+  check.one_of("uet_mode", o.uet_mode, {"rud", "rod", "rudi", "uud"});
   o.verb = absl::GetFlag(FLAGS_verb);
-  if (check.error.empty() && o.verb != "write" && o.verb != "send" && o.verb != "atomic") {
-    check.error = "--verb=" + o.verb + " unknown: write, send or atomic";
-  }
+  check.one_of("verb", o.verb, {"write", "send", "atomic"});
   if (check.error.empty() && o.verb != "write" && (o.uet_mode == "rudi" || o.uet_mode == "uud")) {
     check.error = "--verb=" + o.verb + " runs on --uet_mode=rud or rod (RUDI carries idempotent "
                   "operations only, UUD no matching or atomics)";
   }
   const std::string tr = absl::GetFlag(FLAGS_transport);
-  if (check.error.empty() && tr != "uet" && tr != "rocev2" && tr != "both")
-    check.error = "--transport=" + tr + " unknown: uet, rocev2 or both";
+  check.one_of("transport", tr, {"uet", "rocev2", "both"});
   if (tr == "uet" || tr == "both") o.transports.push_back(TransportKind::kUet);
   if (tr == "rocev2" || tr == "both") o.transports.push_back(TransportKind::kRocev2);
 }
@@ -149,14 +134,10 @@ absl::StatusOr<Options> read_options() {
 
 absl::Status read_tss_options(Options& o) {
   auto refuse = [](std::string why) { return absl::InvalidArgumentError(std::move(why)); };
-  if (const std::string b = absl::GetFlag(FLAGS_tss_backend); !tss::parse_backend(b, &o.tss_backend)) {
-    return refuse(absl::StrFormat("--tss_backend=%s: auto, ipsec-mb or openssl", b));
-  } else if (o.tss_backend != tss::Backend::kAuto && !absl::GetFlag(FLAGS_tss)) {
-    return refuse("--tss_backend needs --tss");
-  } else if (!tss::backend_available(o.tss_backend)) {
-    return refuse(absl::StrFormat(
-        "--tss_backend=%s is not available here (built without it, or the CPU lacks AES-NI): "
-        "auto or openssl", b));
+  if (std::string why = bench::tss_backend_refusal(absl::GetFlag(FLAGS_tss_backend),
+                                                   absl::GetFlag(FLAGS_tss), &o.tss_backend);
+      !why.empty()) {
+    return refuse(std::move(why));
   }
   if (const std::string kf = absl::GetFlag(FLAGS_tss_key_file); !kf.empty()) {
     if (!absl::GetFlag(FLAGS_tss)) return refuse("--tss_key_file needs --tss");

@@ -165,7 +165,7 @@ void read_role(Options& o, bench::FlagCheck& c) {
   c.range("oob_port", absl::GetFlag(FLAGS_oob_port), 1, 65535);
   o.oob_port = static_cast<uint16_t>(absl::GetFlag(FLAGS_oob_port));
   const std::string tr = absl::GetFlag(FLAGS_transport);
-  if (tr != "uet" && tr != "rocev2") c.fail("--transport=" + tr + " unknown: uet or rocev2");
+  c.one_of("transport", tr, {"uet", "rocev2"});
   o.uet = tr == "uet";
 }
 
@@ -185,15 +185,9 @@ void read_tss(Options& o, bench::FlagCheck& c) {
   c.range("tss_sdi", static_cast<double>(tss_sdi), -1, 0xFFFFFF);
   c.range("tss_an", tss_an, 0, 1);
   tss::Backend backend = tss::Backend::kAuto;
-  const std::string backend_flag = absl::GetFlag(FLAGS_tss_backend);
-  if (!tss::parse_backend(backend_flag, &backend)) {
-    c.fail(absl::StrCat("--tss_backend=", backend_flag, ": auto, ipsec-mb or openssl"));
-  } else if (!tss_on && backend != tss::Backend::kAuto) {
-    c.fail("--tss_backend needs --tss");
-  } else if (!tss::backend_available(backend)) {
-    c.fail(absl::StrCat("--tss_backend=", backend_flag,
-                        " is not available here (built without it, or the CPU lacks AES-NI): "
-                        "auto or openssl"));
+  if (std::string why = bench::tss_backend_refusal(absl::GetFlag(FLAGS_tss_backend), tss_on, &backend);
+      !why.empty()) {
+    c.fail(std::move(why));
   }
   if (!tss_on || !c.error.empty()) return;
   auto t = tss::read_key_file(
@@ -214,11 +208,9 @@ void read_tss(Options& o, bench::FlagCheck& c) {
 // The backend, the operation, its size and count, and the packet size.
 void read_operation(Options& o, bench::FlagCheck& c) {
   o.io = absl::GetFlag(FLAGS_io);
-  if (o.io != "dpdk" && o.io != "uring") c.fail("--io=" + o.io + " unknown: dpdk or uring");
+  c.one_of("io", o.io, {"dpdk", "uring"});
   o.op = absl::GetFlag(FLAGS_op);
-  if (o.op != "write" && o.op != "read" && o.op != "send") {
-    c.fail("--op=" + o.op + " unknown: write, read or send");
-  }
+  c.one_of("op", o.op, {"write", "read", "send"});
   o.size = absl::GetFlag(FLAGS_s);
   c.range("s", static_cast<double>(o.size), 1, 67108864);
   o.iters = absl::GetFlag(FLAGS_n);
@@ -296,11 +288,9 @@ void read_device(Options& o, bench::FlagCheck& c) {
   o.csum_offload = absl::GetFlag(FLAGS_csum_offload);
   o.uring_zc = absl::GetFlag(FLAGS_uring_zc);
   o.uring_offload = absl::GetFlag(FLAGS_uring_offload);
-  if (o.uring_zc != "auto" && o.uring_zc != "on" && o.uring_zc != "off")
-    c.fail("--uring_zc=" + o.uring_zc + " unknown: auto, on or off");
+  c.one_of("uring_zc", o.uring_zc, {"auto", "on", "off"});
   o.clock = absl::GetFlag(FLAGS_clock);
-  if (o.clock != "auto" && o.clock != "tsc" && o.clock != "monotonic")
-    c.fail("--clock=" + o.clock + " unknown: auto, tsc or monotonic");
+  c.one_of("clock", o.clock, {"auto", "tsc", "monotonic"});
   o.xstats = absl::GetFlag(FLAGS_xstats);
   o.json_path = absl::GetFlag(FLAGS_json);
   o.pcap_path = absl::GetFlag(FLAGS_pcap);
