@@ -18,6 +18,7 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/status/status.h"
+#include "bench/tool_main.h"
 #include "sim/mpi_ranks.h"
 #include "sim/network.h"
 #include "sim/partition.h"
@@ -223,10 +224,7 @@ int run(Ranks& ranks) {
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage("sim_bench: simulator speed on a fat-tree UDP permutation");
   auto ranks = uet::sim::start_ranks(&argc, &argv);
-  if (!ranks.ok()) {
-    std::fprintf(stderr, "sim_bench: %s\n", std::string(ranks.status().message()).c_str());
-    return 2;
-  }
+  if (!ranks.ok()) return uet::bench::tool_error("sim_bench", ranks.status(), 2);
   absl::ParseCommandLine(argc, argv);
   return uet::sim::run(**ranks);
 }

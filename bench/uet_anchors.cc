@@ -17,6 +17,7 @@
 #include "absl/flags/usage.h"
 #include "absl/strings/str_format.h"
 #include "bench/ab_runner.h"
+#include "bench/tool_main.h"
 #include "sim/rng.h"
 
 ABSL_FLAG(std::string, scale, "full", "full (1024 hosts, k=16 fat-tree) or small (128, k=8)");
@@ -199,10 +200,7 @@ int main(int argc, char** argv) {
       "Usage: uet-anchors [--scale=full|small] [--seed=N] [--json=FILE]");
   // Under mpirun or srun every run is split over the ranks; rank 0 prints and writes.
   auto ranks = uet::ab::start_tool_ranks(&argc, &argv);
-  if (!ranks.ok()) {
-    std::fprintf(stderr, "uet-anchors: %s\n", std::string(ranks.status().message()).c_str());
-    return 2;
-  }
+  if (!ranks.ok()) return uet::bench::tool_error("uet-anchors", ranks.status(), 2);
   absl::ParseCommandLine(argc, argv);
   if ((*ranks)->rank() != 0) absl::SetFlag(&FLAGS_json, "/dev/null");  // rank 0 writes
   const int rc = uet::ab::run_main();

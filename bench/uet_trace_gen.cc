@@ -14,6 +14,7 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
+#include "bench/tool_main.h"
 #include "sim/trace/trace.h"
 
 ABSL_FLAG(std::string, kind, "dp",
@@ -51,21 +52,17 @@ int main(int argc, char** argv) {
   const uint32_t ranks = absl::GetFlag(FLAGS_ranks), layers = absl::GetFlag(FLAGS_layers);
   const uint64_t kb = absl::GetFlag(FLAGS_bucket_kb);
   const uint64_t fwd = absl::GetFlag(FLAGS_forward_us), bwd = absl::GetFlag(FLAGS_backward_us);
-  auto refuse = [](const char* why) {
-    std::fprintf(stderr, "uet-trace-gen: %s\n", why);
-    return 2;
-  };
+  auto refuse = [](absl::string_view why) { return uet::bench::tool_error("uet-trace-gen", why, 2); };
   if (out.empty()) return refuse("--out=PREFIX is required");
   if (const std::string from = absl::GetFlag(FLAGS_from_et); !from.empty()) {
     if (ranks < 2 || ranks > 65535) return refuse("--ranks out of range: 2..65535");
     auto nodes = uet::sim::read_chakra_file(from);
-    if (!nodes.ok()) return refuse(absl::StrCat("--from_et: ", nodes.status().message()).c_str());
+    if (!nodes.ok()) return refuse(absl::StrCat("--from_et: ", nodes.status().message()));
     uint64_t regrouped = 0;
     auto job = uet::sim::replicate_rank(*nodes, ranks, &regrouped);
-    if (!job.ok()) return refuse(absl::StrCat("--from_et=", from, ": ", job.status().message()).c_str());
+    if (!job.ok()) return refuse(absl::StrCat("--from_et=", from, ": ", job.status().message()));
     if (absl::Status s = uet::sim::write_chakra(out, *job); !s.ok()) {
-      std::fprintf(stderr, "uet-trace-gen: %s\n", std::string(s.message()).c_str());
-      return 1;
+      return uet::bench::tool_error("uet-trace-gen", s, 1);
     }
     std::printf("wrote %s.0.et .. %s.%u.et: %zu nodes per rank from %s%s\n", out.c_str(),
                 out.c_str(), ranks - 1, nodes->size(), from.c_str(),
@@ -94,10 +91,7 @@ int main(int argc, char** argv) {
           : uet::sim::hybrid_step(dp, tp, layers, act_kb * 1024, kb * 1024, fwd);
   absl::Status s = uet::sim::write_chakra(out, t);
   if (s.ok() && !t.groups.empty()) s = uet::sim::write_comm_groups(out + ".comm_groups.json", t.groups);
-  if (!s.ok()) {
-    std::fprintf(stderr, "uet-trace-gen: %s\n", std::string(s.message()).c_str());
-    return 1;
-  }
+  if (!s.ok()) return uet::bench::tool_error("uet-trace-gen", s, 1);
   std::printf("wrote %s.0.et .. %s.%zu.et%s\n", out.c_str(), out.c_str(), t.ranks.size() - 1,
               t.groups.empty() ? "" : absl::StrCat(" and ", out, ".comm_groups.json").c_str());
   return 0;

@@ -22,6 +22,7 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
+#include "bench/tool_main.h"
 #include "transport/tss/key_file.h"
 
 ABSL_FLAG(bool, new, false, "write a key file with fresh random keys (--mode, --sdi, --ans)");
@@ -38,10 +39,7 @@ ABSL_FLAG(std::string, out, "", "the key file to write (created or replaced, mod
 
 namespace {
 
-int refuse(const std::string& why) {
-  std::fprintf(stderr, "uet-tss-keys: %s\n", why.c_str());
-  return 2;
-}
+int refuse(const std::string& why) { return uet::bench::tool_error("uet-tss-keys", why, 2); }
 
 void wipe(std::vector<uet::tss::DomainConfig>& domains) {
   for (uet::tss::DomainConfig& d : domains) {

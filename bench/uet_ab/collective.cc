@@ -348,10 +348,7 @@ int run_collective(uint32_t hosts, const std::vector<TransportKind>& transports,
   absl::Status s = parse_request(hosts, config_for(transports.front()).fabric, req);
   if (s.ok()) s = place_ranks(hosts, req);
   if (s.ok()) s = plan_sizes(transports, config_for, req);
-  if (!s.ok()) {
-    std::fprintf(stderr, "uet-ab: %s\n", std::string(s.message()).c_str());
-    return 2;
-  }
+  if (!s.ok()) return bench::tool_error("uet-ab", s, 2);
   if (!write_experiment_files()) return 1;
   std::FILE* json = nullptr;
   std::FILE* csv = nullptr;

@@ -212,8 +212,7 @@ void run_sweep(const Options& o, const Fabric& base, uint32_t hosts,
               rows);
   if (o.plot_dir.empty()) return;
   if (absl::Status s = plot_sweep(o.plot_dir, rows); !s.ok()) {
-    std::fprintf(stderr, "uet-ab: %s\n", std::string(s.message()).c_str());
-    out.rc = 1;
+    out.rc = bench::tool_error("uet-ab", s, 1);
   } else {
     std::printf("plot: %s_goodput.svg\n", plot_base(o.plot_dir, planned.scenario).c_str());
   }
@@ -270,8 +269,7 @@ void run_scenarios(const Options& o, const Fabric& base, uint32_t hosts,
     if (o.plot_dir.empty()) continue;
     if (absl::Status s = plot_scenario(o.plot_dir, planned.scenario, planned.scenario, runs);
         !s.ok()) {
-      std::fprintf(stderr, "uet-ab: %s\n", std::string(s.message()).c_str());
-      out.rc = 1;
+      out.rc = bench::tool_error("uet-ab", s, 1);
     } else {
       const std::string b = plot_base(o.plot_dir, planned.scenario);
       std::printf("plots: %s_fct_cdf.svg %s_throughput.svg %s_queue.svg\n", b.c_str(), b.c_str(),
@@ -283,10 +281,7 @@ void run_scenarios(const Options& o, const Fabric& base, uint32_t hosts,
 }  // namespace
 
 int run_main() {
-  auto refuse = [](const absl::Status& s) {
-    std::fprintf(stderr, "uet-ab: %s\n", std::string(s.message()).c_str());
-    return 2;
-  };
+  auto refuse = [](const absl::Status& s) { return bench::tool_error("uet-ab", s, 2); };
   auto options = read_options();
   if (!options.ok()) return refuse(options.status());
   Options& o = *options;
@@ -347,10 +342,7 @@ int main(int argc, char** argv) {
   // Under mpirun or srun the fabric is split over the ranks (sim/partition.h): every rank runs
   // this same program; rank 0 prints and writes the results.
   auto ranks = uet::ab::start_tool_ranks(&argc, &argv);
-  if (!ranks.ok()) {
-    std::fprintf(stderr, "uet-ab: %s\n", std::string(ranks.status().message()).c_str());
-    return 2;
-  }
+  if (!ranks.ok()) return uet::bench::tool_error("uet-ab", ranks.status(), 2);
   absl::ParseCommandLine(argc, argv2.data());
   if ((*ranks)->size() > 1) {
     uet::ab::g_writes = (*ranks)->rank() == 0;

@@ -226,10 +226,7 @@ int run_trace(uint32_t hosts, const std::vector<TransportKind>& transports,
               const std::string& fabric_name,
               const std::function<RunConfig(TransportKind)>& config_for) {
   auto req = plan_trace(hosts, transports, config_for);
-  if (!req.ok()) {
-    std::fprintf(stderr, "uet-ab: %s\n", std::string(req.status().message()).c_str());
-    return 2;
-  }
+  if (!req.ok()) return bench::tool_error("uet-ab", req.status(), 2);
   const sim::TracePlan& plan = req->plan;
   if (!write_experiment_files()) return 1;
   std::printf(
@@ -272,8 +269,7 @@ int run_trace(uint32_t hosts, const std::vector<TransportKind>& transports,
     if (absl::Status s = plot_trace(dir, static_cast<double>(plan.compute_only) / kMicrosecond,
                                     step_us, exposed_us, collectives, runs);
         !s.ok()) {
-      std::fprintf(stderr, "uet-ab: %s\n", std::string(s.message()).c_str());
-      return 1;
+      return bench::tool_error("uet-ab", s, 1);
     }
   }
   if (const std::string path = absl::GetFlag(FLAGS_json);

@@ -28,6 +28,7 @@
 #include "bench/ab_memory.h"
 #include "bench/ab_runner.h"
 #include "bench/flag_check.h"
+#include "bench/tool_main.h"
 #include "transport/tss/key_file.h"
 #include "cc/dcqcn.h"
 #include "sim/collective.h"

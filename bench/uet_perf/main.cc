@@ -54,6 +54,7 @@
 // time with it, else CLOCK_MONOTONIC; the JSON's "clock" says which). Bandwidth mode: from
 // the first post to the last completion, with up to --tx_depth writes outstanding. Latency mode (--lat): one write in flight; each sample
 // is post → completion (the write's packets out, the last ACK back: a round trip).
+#include "bench/tool_main.h"
 #include "bench/uet_perf/lane.h"
 
 namespace uet::perf {
@@ -84,7 +85,7 @@ bool listen_on_lanes(const Options& o, std::vector<int>& listen_fds) {
   for (uint32_t i = 0; i < n; ++i) {
     auto lfd = Oob::listen_on(static_cast<uint16_t>(o.oob_port + i));
     if (!lfd.ok()) {
-      std::fprintf(stderr, "uet-perf: %s\n", std::string(lfd.status().message()).c_str());
+      bench::tool_error("uet-perf", lfd.status(), 1);
       close_listeners(listen_fds);
       return false;
     }
@@ -121,10 +122,7 @@ int run_lanes(const Options& o, IoSet& set, const std::vector<int>& listen_fds,
   int rc = 0;
 #ifdef UET_PERF_HAVE_DPDK
   auto rcs = set.eal->run_on_lcores(fns);
-  if (!rcs.ok()) {
-    std::fprintf(stderr, "uet-perf: %s\n", std::string(rcs.status().message()).c_str());
-    rc = 1;
-  }
+  if (!rcs.ok()) rc = bench::tool_error("uet-perf", rcs.status(), 1);
 #endif
   for (const LaneOut& l : outs) rc = std::max(rc, l.rc);
   return rc;
@@ -229,8 +227,8 @@ int run(const Options& o, const std::vector<std::string>& eal_args) {
   if (!choose_clock(o)) return 2;
   auto set_or = make_io(o, eal_args);
   if (!set_or.ok()) {
-    std::fprintf(stderr, "uet-perf: %s\n", std::string(set_or.status().message()).c_str());
-    return set_or.status().code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
+    return bench::tool_error("uet-perf", set_or.status(),
+                             set_or.status().code() == absl::StatusCode::kInvalidArgument ? 2 : 1);
   }
   IoSet& set = *set_or;
   if (o.pingpong) return run_pingpong(o, set.lanes[0]);
@@ -306,10 +304,7 @@ int main(int argc, char** argv) {
   for (char* a : rest) eal_args.emplace_back(a);  // rest[0] is the program name
 
   auto o = uet::perf::options_from_flags();
-  if (!o.ok()) {
-    std::fprintf(stderr, "uet-perf: %s\n", std::string(o.status().message()).c_str());
-    return 2;
-  }
+  if (!o.ok()) return uet::bench::tool_error("uet-perf", o.status(), 2);
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // the test driver waits for the "ready" line
   std::signal(SIGINT, uet::perf::on_signal);
   std::signal(SIGTERM, uet::perf::on_signal);
