@@ -10,8 +10,9 @@ namespace uet::bench {
 
 void FlagCheck::range(const char* flag, double v, double lo, double hi) {
   if (error.empty() && !(v >= lo && v <= hi)) {
-    error = absl::StrFormat("--%s=%.*g out of range: %.*g..%.*g", flag, digits_, v, digits_, lo,
-                            digits_, hi);
+    error = absl::StrFormat("--%s%s out of range: %.*g..%.*g", flag,
+                            quote_ == Quote::kValue ? absl::StrFormat("=%.*g", digits_, v) : "",
+                            digits_, lo, digits_, hi);
   }
 }
 
@@ -25,7 +26,8 @@ void FlagCheck::one_of(const char* flag, absl::string_view v,
     absl::StrAppend(&listed, i == 0 ? "" : i + 1 == names.size() ? " or " : ", ", name);
     ++i;
   }
-  error = absl::StrCat("--", flag, "=", v, " unknown: ", listed);
+  error = absl::StrCat("--", flag, quote_ == Quote::kValue ? absl::StrCat("=", v) : "", " unknown: ",
+                       listed);
 }
 
 void FlagCheck::fail(std::string e) {

@@ -1,5 +1,5 @@
-// The benchmark tools' flag checks (uet-ab, uet-perf): the first refusal is kept and names its
-// flag and the valid range (DESIGN.md, "Errors, bad input, limits").
+// The benchmark tools' flag checks (uet-ab, uet-perf, uet-trace-gen): the first refusal is kept
+// and names its flag and the valid range (DESIGN.md, "Errors, bad input, limits").
 #pragma once
 
 #include <initializer_list>
@@ -13,8 +13,10 @@ namespace uet::bench {
 // Collects the first refusal; later checks leave it as it is. `error` is empty while every
 // flag checked so far is fine.
 struct FlagCheck {
+  // What a refusal names: the flag with its value (--FLAG=V) or the flag alone (--FLAG).
+  enum class Quote { kValue, kFlag };
   // `digits`: significant digits of the numbers in a range refusal (6: printf's %g).
-  explicit FlagCheck(int digits = 6) : digits_(digits) {}
+  explicit FlagCheck(int digits = 6, Quote quote = Quote::kValue) : digits_(digits), quote_(quote) {}
 
   // Refuses "--FLAG=V out of range: LO..HI" unless lo <= v <= hi (a NaN is out of range).
   void range(const char* flag, double v, double lo, double hi);
@@ -27,6 +29,7 @@ struct FlagCheck {
 
  private:
   int digits_;
+  Quote quote_;
 };
 
 // --tss_backend=NAME (spec/uet.md §5: the AES-256-GCM library) into *backend; the refusal, or ""

@@ -14,6 +14,7 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
+#include "bench/flag_check.h"
 #include "bench/tool_main.h"
 #include "sim/trace/trace.h"
 
@@ -53,9 +54,13 @@ int main(int argc, char** argv) {
   const uint64_t kb = absl::GetFlag(FLAGS_bucket_kb);
   const uint64_t fwd = absl::GetFlag(FLAGS_forward_us), bwd = absl::GetFlag(FLAGS_backward_us);
   auto refuse = [](absl::string_view why) { return uet::bench::tool_error("uet-trace-gen", why, 2); };
+  // Refusals name the flag, not its value; every digit of a bound (1048576, not 1.04858e+06).
+  using uet::bench::FlagCheck;
+  FlagCheck c(15, FlagCheck::Quote::kFlag);
   if (out.empty()) return refuse("--out=PREFIX is required");
   if (const std::string from = absl::GetFlag(FLAGS_from_et); !from.empty()) {
-    if (ranks < 2 || ranks > 65535) return refuse("--ranks out of range: 2..65535");
+    c.range("ranks", ranks, 2, 65535);
+    if (!c.error.empty()) return refuse(c.error);
     auto nodes = uet::sim::read_chakra_file(from);
     if (!nodes.ok()) return refuse(absl::StrCat("--from_et: ", nodes.status().message()));
     uint64_t regrouped = 0;
@@ -71,18 +76,18 @@ int main(int argc, char** argv) {
                                               "process group and span every rank here").c_str());
     return 0;
   }
-  if (kind != "dp" && kind != "moe" && kind != "hybrid" && kind != "converted")
-    return refuse("--kind unknown: dp, moe, hybrid or converted");
-  if (ranks < 2 || ranks > 65535) return refuse("--ranks out of range: 2..65535");
+  c.one_of("kind", kind, {"dp", "moe", "hybrid", "converted"});
+  c.range("ranks", ranks, 2, 65535);
   const uint32_t dp = absl::GetFlag(FLAGS_dp), tp = absl::GetFlag(FLAGS_tp);
   const uint64_t act_kb = absl::GetFlag(FLAGS_activation_kb);
   if (kind == "hybrid" && (dp < 1 || tp < 1 || uint64_t{dp} * tp < 2 || uint64_t{dp} * tp > 65535))
-    return refuse("--dp x --tp out of range: 2..65535 ranks, each at least 1");
-  if (act_kb < 1 || act_kb > 1048576) return refuse("--activation_kb out of range: 1..1048576");
-  if (layers < 1 || layers > 10000) return refuse("--layers out of range: 1..10000");
-  if (kb < 1 || kb > 1048576) return refuse("--bucket_kb out of range: 1..1048576");
+    c.fail("--dp x --tp out of range: 2..65535 ranks, each at least 1");
+  c.range("activation_kb", static_cast<double>(act_kb), 1, 1048576);
+  c.range("layers", layers, 1, 10000);
+  c.range("bucket_kb", static_cast<double>(kb), 1, 1048576);
   if (fwd > 1000000000 || bwd > 1000000000)
-    return refuse("--forward_us / --backward_us out of range: 0..10^9");
+    c.fail("--forward_us / --backward_us out of range: 0..10^9");
+  if (!c.error.empty()) return refuse(c.error);
   const uet::sim::Trace t =
       kind == "dp"    ? uet::sim::data_parallel_step(ranks, layers, kb * 1024, fwd, bwd)
       : kind == "moe" ? uet::sim::moe_layer(ranks, kb * 1024, fwd, bwd)
