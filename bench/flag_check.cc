@@ -8,7 +8,7 @@
 
 namespace uet::bench {
 
-void FlagCheck::range(const char* flag, double v, double lo, double hi) {
+void FlagCheck::range(absl::string_view flag, double v, double lo, double hi) {
   if (error.empty() && !(v >= lo && v <= hi)) {
     error = absl::StrFormat("--%s%s out of range: %.*g..%.*g", flag,
                             quote_ == Quote::kValue ? absl::StrFormat("=%.*g", digits_, v) : "",

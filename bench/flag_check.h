@@ -5,6 +5,7 @@
 #include <initializer_list>
 #include <string>
 
+#include "absl/flags/flag.h"
 #include "absl/strings/string_view.h"
 #include "transport/tss/crypto.h"
 
@@ -19,7 +20,14 @@ struct FlagCheck {
   explicit FlagCheck(int digits = 6, Quote quote = Quote::kValue) : digits_(digits), quote_(quote) {}
 
   // Refuses "--FLAG=V out of range: LO..HI" unless lo <= v <= hi (a NaN is out of range).
-  void range(const char* flag, double v, double lo, double hi);
+  void range(absl::string_view flag, double v, double lo, double hi);
+  // The same for a flag's own value, named as it is defined; returns the value.
+  template <typename T>
+  T range(const absl::Flag<T>& flag, double lo, double hi) {
+    const T v = absl::GetFlag(flag);
+    range(absl::GetFlagReflectionHandle(flag).Name(), static_cast<double>(v), lo, hi);
+    return v;
+  }
   // Refuses "--FLAG=V unknown: A, B or C" unless v is one of `names` (A, B, C).
   void one_of(const char* flag, absl::string_view v, std::initializer_list<absl::string_view> names);
   // Refuses with `e` (the caller's words) unless something was refused before.

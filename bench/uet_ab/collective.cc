@@ -74,11 +74,11 @@ absl::Status parse_request(uint32_t hosts, const Fabric& fabric, CollectiveReque
   if (!sizes.ok()) return refuse(std::string(sizes.status().message()));
   req.sizes = *sizes;
   Check check;
-  check.range("channels", absl::GetFlag(FLAGS_channels), 1, sim::kMaxCollectiveChannels);
-  check.range("chunk_kb", absl::GetFlag(FLAGS_chunk_kb), 4, 1048576);
-  check.range("iters", absl::GetFlag(FLAGS_iters), 1, 1000);
-  check.range("slots", absl::GetFlag(FLAGS_slots), 1, sim::kMaxCollectiveSlots);
-  check.range("coll_loss", absl::GetFlag(FLAGS_coll_loss), 0, 0.5);
+  check.range(FLAGS_channels, 1, sim::kMaxCollectiveChannels);
+  check.range(FLAGS_chunk_kb, 4, 1048576);
+  check.range(FLAGS_iters, 1, 1000);
+  check.range(FLAGS_slots, 1, sim::kMaxCollectiveSlots);
+  check.range(FLAGS_coll_loss, 0, 0.5);
   if (!check.error.empty()) return refuse(check.error);
   req.loss = absl::GetFlag(FLAGS_coll_loss);
   req.failed_links = absl::GetFlag(FLAGS_coll_failed_links);
@@ -110,7 +110,7 @@ absl::Status place_ranks(uint32_t hosts, CollectiveRequest& req) {
   Check c;
   c.range("gpus_per_server", req.server.gpus, 1, 64);
   c.range("intra_gbps", req.server.gbps, 1, 1e6);
-  c.range("intra_us", absl::GetFlag(FLAGS_intra_us), 0, 1e6);
+  c.range(FLAGS_intra_us, 0, 1e6);
   if (c.error.empty() && req.server.gpus > 1 && req.coll != sim::Collective::kAllReduce) {
     c.fail("--gpus_per_server > 1: the hierarchical form models --coll=allreduce only");
   }

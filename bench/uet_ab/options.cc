@@ -7,27 +7,27 @@ namespace {
 
 // The fabric's and the switches' flags, and --plot's directory (created here).
 void check_fabric_flags(Check& check, Options& o) {
-  check.range("leaves", absl::GetFlag(FLAGS_leaves), 1, 1024);
-  check.range("spines", absl::GetFlag(FLAGS_spines), 1, 256);
-  check.range("hosts_per_leaf", absl::GetFlag(FLAGS_hosts_per_leaf), 1, 256);
-  check.range("gbps", absl::GetFlag(FLAGS_gbps), 1, 1600);
-  check.range("tss_ns_per_frame", absl::GetFlag(FLAGS_tss_ns_per_frame), 0, 1e6);
-  check.range("tss_ns_per_kib", absl::GetFlag(FLAGS_tss_ns_per_kib), 0, 1e6);
-  check.range("bytes", static_cast<double>(absl::GetFlag(FLAGS_bytes)), 1, 1073741824);
-  check.range("loss", absl::GetFlag(FLAGS_loss), 0, 0.5);
-  check.range("degrade", absl::GetFlag(FLAGS_degrade), 0, 1);
+  check.range(FLAGS_leaves, 1, 1024);
+  check.range(FLAGS_spines, 1, 256);
+  check.range(FLAGS_hosts_per_leaf, 1, 256);
+  check.range(FLAGS_gbps, 1, 1600);
+  check.range(FLAGS_tss_ns_per_frame, 0, 1e6);
+  check.range(FLAGS_tss_ns_per_kib, 0, 1e6);
+  check.range(FLAGS_bytes, 1, 1073741824);
+  check.range(FLAGS_loss, 0, 0.5);
+  check.range(FLAGS_degrade, 0, 1);
   check.one_of("degrade_queues", absl::GetFlag(FLAGS_degrade_queues), {"scaled", "fixed"});
-  if (absl::GetFlag(FLAGS_fabric_gbps) != 0) check.range("fabric_gbps", absl::GetFlag(FLAGS_fabric_gbps), 1, 1600);
-  check.range("hosts_per_tor", absl::GetFlag(FLAGS_hosts_per_tor), 0, 256);
-  check.range("latency_ns", absl::GetFlag(FLAGS_latency_ns), 0, 1e6);
-  check.range("ecn_kmin_kb", absl::GetFlag(FLAGS_ecn_kmin_kb), 1, 65536);
-  check.range("ecn_kmax_kb", absl::GetFlag(FLAGS_ecn_kmax_kb), absl::GetFlag(FLAGS_ecn_kmin_kb), 65536);
-  check.range("ecn_pmax", absl::GetFlag(FLAGS_ecn_pmax), 0, 1);
-  check.range("pfc_xoff_kb", absl::GetFlag(FLAGS_pfc_xoff_kb), 1, 65536);
-  check.range("pfc_xon_kb", absl::GetFlag(FLAGS_pfc_xon_kb), 0, absl::GetFlag(FLAGS_pfc_xoff_kb) - 1.0);
+  if (absl::GetFlag(FLAGS_fabric_gbps) != 0) check.range(FLAGS_fabric_gbps, 1, 1600);
+  check.range(FLAGS_hosts_per_tor, 0, 256);
+  check.range(FLAGS_latency_ns, 0, 1e6);
+  check.range(FLAGS_ecn_kmin_kb, 1, 65536);
+  check.range(FLAGS_ecn_kmax_kb, absl::GetFlag(FLAGS_ecn_kmin_kb), 65536);
+  check.range(FLAGS_ecn_pmax, 0, 1);
+  check.range(FLAGS_pfc_xoff_kb, 1, 65536);
+  check.range(FLAGS_pfc_xon_kb, 0, absl::GetFlag(FLAGS_pfc_xoff_kb) - 1.0);
   check.one_of("pfc", absl::GetFlag(FLAGS_pfc), {"auto", "on", "off"});
-  check.range("failed_links", absl::GetFlag(FLAGS_failed_links), 1, 1e6);
-  check.range("plot_sample_us", absl::GetFlag(FLAGS_plot_sample_us), 0.1, 10000);
+  check.range(FLAGS_failed_links, 1, 1e6);
+  check.range(FLAGS_plot_sample_us, 0.1, 10000);
   o.plot_dir = absl::GetFlag(FLAGS_plot);
   if (check.error.empty() && !o.plot_dir.empty()) {
     std::error_code ec;
@@ -38,7 +38,7 @@ void check_fabric_flags(Check& check, Options& o) {
 
 // The workloads' flags: loss sweeps, web search, the verbs' options, the run's limits.
 void check_workload_flags(Check& check, Options& o) {
-  check.range("sweep_bytes", static_cast<double>(absl::GetFlag(FLAGS_sweep_bytes)), 1, 1073741824);
+  check.range(FLAGS_sweep_bytes, 1, 1073741824);
   o.loss_per = absl::GetFlag(FLAGS_loss_per);
   check.one_of("loss_per", o.loss_per, {"link", "path"});
   for (absl::string_view item : absl::StrSplit(absl::GetFlag(FLAGS_loss_rates), ',')) {
@@ -49,9 +49,9 @@ void check_workload_flags(Check& check, Options& o) {
     }
     o.loss_rates.push_back(v);
   }
-  check.range("load", absl::GetFlag(FLAGS_load), 0.01, 1);
-  check.range("websearch_us", absl::GetFlag(FLAGS_websearch_us), 1, 100000);
-  check.range("evs", absl::GetFlag(FLAGS_evs), 1, 4096);
+  check.range(FLAGS_load, 0.01, 1);
+  check.range(FLAGS_websearch_us, 1, 100000);
+  check.range(FLAGS_evs, 1, 4096);
   if (const uint64_t rdv = absl::GetFlag(FLAGS_rendezvous_bytes); check.error.empty() && rdv != 0) {
     if (absl::GetFlag(FLAGS_verb) != "send") {
       check.error = "--rendezvous_bytes applies to --verb=send only";
@@ -60,7 +60,7 @@ void check_workload_flags(Check& check, Options& o) {
                                     rdv);
     }
   }
-  check.range("recv_delay_us", absl::GetFlag(FLAGS_recv_delay_us), 0, 1e6);
+  check.range(FLAGS_recv_delay_us, 0, 1e6);
   if (check.error.empty() && absl::GetFlag(FLAGS_verb) != "send") {
     if (absl::GetFlag(FLAGS_deferrable)) {
       check.error = "--deferrable applies to --verb=send only";
@@ -68,9 +68,9 @@ void check_workload_flags(Check& check, Options& o) {
       check.error = "--recv_delay_us applies to --verb=send only";
     }
   }
-  check.range("buffer_kb", static_cast<double>(absl::GetFlag(FLAGS_buffer_kb)), 16, 65536);
-  check.range("max_ms", absl::GetFlag(FLAGS_max_ms), 1, 100000);
-  check.range("max_memory_gb", absl::GetFlag(FLAGS_max_memory_gb), 0, 1e6);
+  check.range(FLAGS_buffer_kb, 16, 65536);
+  check.range(FLAGS_max_ms, 1, 100000);
+  check.range(FLAGS_max_memory_gb, 0, 1e6);
 }
 
 // The packet size, the topology's kind, and what each transport runs with.

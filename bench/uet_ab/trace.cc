@@ -109,9 +109,9 @@ absl::StatusOr<TraceRequest> plan_trace(uint32_t hosts, const std::vector<Transp
   const auto placement = sim::parse_rank_placement(absl::GetFlag(FLAGS_placement));
   if (!placement.ok()) return refuse(absl::StrCat("--placement: ", placement.status().message()));
   Check check;
-  check.range("channels", absl::GetFlag(FLAGS_channels), 1, sim::kMaxCollectiveChannels);
-  check.range("chunk_kb", absl::GetFlag(FLAGS_chunk_kb), 4, 1048576);
-  check.range("slots", absl::GetFlag(FLAGS_slots), 1, sim::kMaxCollectiveSlots);
+  check.range(FLAGS_channels, 1, sim::kMaxCollectiveChannels);
+  check.range(FLAGS_chunk_kb, 4, 1048576);
+  check.range(FLAGS_slots, 1, sim::kMaxCollectiveSlots);
   if (!check.error.empty()) return refuse(check.error);
   sim::Rng rng(sim::mix64(absl::GetFlag(FLAGS_seed), 0xC0111EC7));
   const auto rank_hosts = sim::place_ranks(req.ranks, hosts, *placement, rng);

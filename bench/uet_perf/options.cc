@@ -162,8 +162,7 @@ void read_role(Options& o, bench::FlagCheck& c) {
   o.server_host = absl::GetFlag(FLAGS_client);
   if (o.server == !o.server_host.empty())
     c.fail("exactly one of --server and --client=HOST is required");
-  c.range("oob_port", absl::GetFlag(FLAGS_oob_port), 1, 65535);
-  o.oob_port = static_cast<uint16_t>(absl::GetFlag(FLAGS_oob_port));
+  o.oob_port = static_cast<uint16_t>(c.range(FLAGS_oob_port, 1, 65535));
   const std::string tr = absl::GetFlag(FLAGS_transport);
   c.one_of("transport", tr, {"uet", "rocev2"});
   o.uet = tr == "uet";
@@ -211,18 +210,15 @@ void read_operation(Options& o, bench::FlagCheck& c) {
   c.one_of("io", o.io, {"dpdk", "uring"});
   o.op = absl::GetFlag(FLAGS_op);
   c.one_of("op", o.op, {"write", "read", "send"});
-  o.size = absl::GetFlag(FLAGS_s);
-  c.range("s", static_cast<double>(o.size), 1, 67108864);
-  o.iters = absl::GetFlag(FLAGS_n);
-  c.range("n", static_cast<double>(o.iters), 1, 100000000);
-  o.duration_s = absl::GetFlag(FLAGS_D);
-  c.range("D", o.duration_s, 0, 3600);
+  o.size = c.range(FLAGS_s, 1, 67108864);
+  o.iters = c.range(FLAGS_n, 1, 100000000);
+  o.duration_s = c.range(FLAGS_D, 0, 3600);
   o.lat = absl::GetFlag(FLAGS_lat);
   o.pingpong = absl::GetFlag(FLAGS_pingpong);
   o.bidir = absl::GetFlag(FLAGS_bidir);
   if (o.bidir && o.op != "write") c.fail("--bidir supports --op=write only");
-  o.depth = o.lat ? 1 : absl::GetFlag(FLAGS_tx_depth);
-  c.range("tx_depth", absl::GetFlag(FLAGS_tx_depth), 1, 256);
+  const uint32_t depth = c.range(FLAGS_tx_depth, 1, 256);
+  o.depth = o.lat ? 1 : depth;
   o.mtu = absl::GetFlag(FLAGS_mtu);
   if (o.uet) {
     c.range("mtu", o.mtu, 256, 9000);
@@ -264,14 +260,12 @@ void read_addresses(Options& o, bench::FlagCheck& c) {
 
 // The device and its lanes, the backends' options, the clock and the outputs.
 void read_device(Options& o, bench::FlagCheck& c) {
-  c.range("port", absl::GetFlag(FLAGS_port), 0, 1023);
-  o.port = static_cast<uint16_t>(std::min<uint32_t>(absl::GetFlag(FLAGS_port), 1023));
+  o.port = static_cast<uint16_t>(std::min<uint32_t>(c.range(FLAGS_port, 0, 1023), 1023));
   if (o.pingpong && (o.server || o.io != "dpdk" || o.neigh.size() != 1)) {
     c.fail("--pingpong needs --client, --io=dpdk and exactly one --neigh=IP=MAC (the "
            "reflector's)");
   }
-  o.lanes = absl::GetFlag(FLAGS_lcores_io);
-  c.range("lcores_io", o.lanes, 1, 16);
+  o.lanes = c.range(FLAGS_lcores_io, 1, 16);
   if (o.lanes > 1 && o.io != "dpdk")
     c.fail(absl::StrFormat("--lcores_io=%u needs --io=dpdk (--io=%s runs one engine): 1..1 here",
                            o.lanes, o.io));
@@ -280,10 +274,8 @@ void read_device(Options& o, bench::FlagCheck& c) {
                            o.lanes, 65536 - o.lanes));
   if (o.lanes > 1 && uint64_t{o.ip} + o.lanes - 1 > 0xFFFFFFFFull)
     c.fail("--ip + --lcores_io - 1 overflows IPv4");
-  o.mbufs = absl::GetFlag(FLAGS_mbufs);
-  c.range("mbufs", o.mbufs, 512, 1048575);
-  o.dev_mtu = absl::GetFlag(FLAGS_dev_mtu);
-  c.range("dev_mtu", o.dev_mtu, 1500, 9600);
+  o.mbufs = c.range(FLAGS_mbufs, 512, 1048575);
+  o.dev_mtu = c.range(FLAGS_dev_mtu, 1500, 9600);
   o.zero_copy = absl::GetFlag(FLAGS_zero_copy);
   o.csum_offload = absl::GetFlag(FLAGS_csum_offload);
   o.uring_zc = absl::GetFlag(FLAGS_uring_zc);
@@ -299,11 +291,9 @@ void read_device(Options& o, bench::FlagCheck& c) {
 // The engine: injected loss, the seed, UET's window and congestion control, both transports'
 // timers and retry budgets, and the tool's own progress line and time limits.
 void read_engine(Options& o, bench::FlagCheck& c) {
-  o.loss = absl::GetFlag(FLAGS_loss);
-  c.range("loss", o.loss, 0, 0.5);
+  o.loss = c.range(FLAGS_loss, 0, 0.5);
   o.seed = absl::GetFlag(FLAGS_seed);
-  c.range("window_kb", absl::GetFlag(FLAGS_window_kb), 16, 65536);
-  o.window_bytes = uint64_t{absl::GetFlag(FLAGS_window_kb)} * 1024;
+  o.window_bytes = uint64_t{c.range(FLAGS_window_kb, 16, 65536)} * 1024;
   const std::string cc = absl::GetFlag(FLAGS_cc);
   if (cc == "nscc") {
     o.cc = CcMode::kNscc;
@@ -328,22 +318,17 @@ void read_engine(Options& o, bench::FlagCheck& c) {
   c.range("min_rto_us", min_rto_us, 1, rto_us);
   c.range("max_rto_us", max_rto_us, rto_us, 60000000);
   c.range("rto_rtt_max_pct", o.rto_rtt_max_pct, 0, 1000);
-  c.range("base_rtt_us", absl::GetFlag(FLAGS_base_rtt_us), 0, 100000);
+  const uint32_t base_rtt_us = c.range(FLAGS_base_rtt_us, 0, 100000);
   o.rto = static_cast<Time>(rto_us) * kMicrosecond;
   o.min_rto = static_cast<Time>(min_rto_us) * kMicrosecond;
   o.max_rto = static_cast<Time>(max_rto_us) * kMicrosecond;
-  o.base_rtt = static_cast<Time>(absl::GetFlag(FLAGS_base_rtt_us)) * kMicrosecond;
+  o.base_rtt = static_cast<Time>(base_rtt_us) * kMicrosecond;
   c.range("ack_timeout_exp", o.ack_timeout_exp, 1, 31);
-  o.max_retries = absl::GetFlag(FLAGS_max_retries);
-  c.range("max_retries", o.max_retries, 1, 64);
-  o.retry_cnt = absl::GetFlag(FLAGS_retry_cnt);
-  c.range("retry_cnt", o.retry_cnt, 0, 7);
-  c.range("progress_ms", absl::GetFlag(FLAGS_progress_ms), 0, 60000);
-  o.progress = static_cast<Time>(absl::GetFlag(FLAGS_progress_ms)) * kMillisecond;
-  c.range("tx_hold_us", absl::GetFlag(FLAGS_tx_hold_us), 1, 60000000);
-  o.tx_hold = static_cast<Time>(absl::GetFlag(FLAGS_tx_hold_us)) * kMicrosecond;
-  c.range("timeout_s", absl::GetFlag(FLAGS_timeout_s), 1, 3600);
-  o.timeout = static_cast<Time>(absl::GetFlag(FLAGS_timeout_s)) * kSecond;
+  o.max_retries = c.range(FLAGS_max_retries, 1, 64);
+  o.retry_cnt = c.range(FLAGS_retry_cnt, 0, 7);
+  o.progress = static_cast<Time>(c.range(FLAGS_progress_ms, 0, 60000)) * kMillisecond;
+  o.tx_hold = static_cast<Time>(c.range(FLAGS_tx_hold_us, 1, 60000000)) * kMicrosecond;
+  o.timeout = static_cast<Time>(c.range(FLAGS_timeout_s, 1, 3600)) * kSecond;
 }
 
 }  // namespace
