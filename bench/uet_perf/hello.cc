@@ -278,12 +278,8 @@ std::string Lane::hello_refusal(Fields& f, bool& ok) const {
 void Lane::adopt_client(Fields& f, Options& eo, std::string& why) const {
   if (f.count("cc")) {
     const std::string& asked = f["cc"];
-    if (asked == "nscc") {
-      eo.cc = CcMode::kNscc;
-    } else if (asked == "rccc") {
-      eo.cc = CcMode::kRccc;
-    } else if (asked == "nscc+rccc") {
-      eo.cc = CcMode::kNsccRccc;
+    if (auto m = cc_mode_of(asked)) {
+      eo.cc = *m;
     } else if (why.empty()) {
       why = "unknown cc " + asked;
     }

@@ -144,6 +144,13 @@ std::optional<wire::MacAddr> parse_mac(const std::string& s) {
   return m;
 }
 
+std::optional<CcMode> cc_mode_of(absl::string_view name) {
+  for (CcMode m : {CcMode::kNscc, CcMode::kRccc, CcMode::kNsccRccc}) {
+    if (name == to_string(m)) return m;
+  }
+  return std::nullopt;
+}
+
 std::string ip_str(uint32_t ip) {
   return absl::StrFormat("%u.%u.%u.%u", ip >> 24, (ip >> 16) & 255, (ip >> 8) & 255, ip & 255);
 }
@@ -295,12 +302,8 @@ void read_engine(Options& o, bench::FlagCheck& c) {
   o.seed = absl::GetFlag(FLAGS_seed);
   o.window_bytes = uint64_t{c.range(FLAGS_window_kb, 16, 65536)} * 1024;
   const std::string cc = absl::GetFlag(FLAGS_cc);
-  if (cc == "nscc") {
-    o.cc = CcMode::kNscc;
-  } else if (cc == "rccc") {
-    o.cc = CcMode::kRccc;
-  } else if (cc == "nscc+rccc" || cc == "both") {
-    o.cc = CcMode::kNsccRccc;
+  if (auto m = cc_mode_of(cc == "both" ? "nscc+rccc" : cc)) {
+    o.cc = *m;
   } else {
     c.fail("--cc=" + cc + " unknown: nscc, rccc or nscc+rccc (both)");
   }

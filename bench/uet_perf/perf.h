@@ -111,6 +111,8 @@ struct Options {
 };
 
 absl::StatusOr<Options> options_from_flags();
+// The congestion control a name spells (to_string(CcMode): --cc, and the client's in HELLO).
+std::optional<CcMode> cc_mode_of(absl::string_view name);
 std::string ip_str(uint32_t ip);
 std::string mac_str(const wire::MacAddr& m);
 
