@@ -2,6 +2,7 @@
 // and names its flag and the valid range (DESIGN.md, "Errors, bad input, limits").
 #pragma once
 
+#include <cstdint>
 #include <initializer_list>
 #include <string>
 
@@ -39,6 +40,12 @@ struct FlagCheck {
   int digits_;
   Quote quote_;
 };
+
+// RoCEv2's payload sizes per packet, InfiniBand's path MTUs, as a refusal lists them.
+inline constexpr char kRoceMtus[] = "256, 512, 1024, 2048, 4096";
+constexpr bool is_roce_mtu(uint32_t mtu) {
+  return mtu == 256 || mtu == 512 || mtu == 1024 || mtu == 2048 || mtu == 4096;
+}
 
 // --tss_backend=NAME (spec/uet.md §5: the AES-256-GCM library) into *backend; the refusal, or ""
 // when NAME is known, available here, and anything but auto only with --tss (`tss_on`).

@@ -76,9 +76,8 @@ void check_workload_flags(Check& check, Options& o) {
 // The packet size, the topology's kind, and what each transport runs with.
 void check_transport_flags(Check& check, Options& o) {
   o.mtu = absl::GetFlag(FLAGS_mtu);
-  if (check.error.empty() && o.mtu != 256 && o.mtu != 512 && o.mtu != 1024 && o.mtu != 2048 &&
-      o.mtu != 4096)
-    check.error = absl::StrFormat("--mtu=%u invalid: one of 256, 512, 1024, 2048, 4096", o.mtu);
+  if (!bench::is_roce_mtu(o.mtu))
+    check.fail(absl::StrFormat("--mtu=%u invalid: one of %s", o.mtu, bench::kRoceMtus));
   o.topology = absl::GetFlag(FLAGS_topology);
   check.one_of("topology", o.topology, {"leafspine", "fattree"});
   if (const uint32_t k = absl::GetFlag(FLAGS_k); check.error.empty() && o.topology == "fattree" &&

@@ -229,8 +229,8 @@ void read_operation(Options& o, bench::FlagCheck& c) {
   o.mtu = absl::GetFlag(FLAGS_mtu);
   if (o.uet) {
     c.range("mtu", o.mtu, 256, 9000);
-  } else if (o.mtu != 256 && o.mtu != 512 && o.mtu != 1024 && o.mtu != 2048 && o.mtu != 4096) {
-    c.fail(absl::StrFormat("--mtu=%u invalid for rocev2: one of 256, 512, 1024, 2048, 4096", o.mtu));
+  } else if (!bench::is_roce_mtu(o.mtu)) {
+    c.fail(absl::StrFormat("--mtu=%u invalid for rocev2: one of %s", o.mtu, bench::kRoceMtus));
   }
 }
 
