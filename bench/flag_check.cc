@@ -26,8 +26,8 @@ void FlagCheck::one_of(const char* flag, absl::string_view v,
     absl::StrAppend(&listed, i == 0 ? "" : i + 1 == names.size() ? " or " : ", ", name);
     ++i;
   }
-  error = absl::StrCat("--", flag, quote_ == Quote::kValue ? absl::StrCat("=", v) : "", " unknown: ",
-                       listed);
+  error = absl::StrCat("--", flag, quote_ == Quote::kValue ? absl::StrCat("=", v) : "",
+                       " unknown: ", listed);
 }
 
 void FlagCheck::fail(std::string e) {

@@ -18,7 +18,8 @@ struct FlagCheck {
   // What a refusal names: the flag with its value (--FLAG=V) or the flag alone (--FLAG).
   enum class Quote { kValue, kFlag };
   // `digits`: significant digits of the numbers in a range refusal (6: printf's %g).
-  explicit FlagCheck(int digits = 6, Quote quote = Quote::kValue) : digits_(digits), quote_(quote) {}
+  explicit FlagCheck(int digits = 6, Quote quote = Quote::kValue)
+      : digits_(digits), quote_(quote) {}
 
   // Refuses "--FLAG=V out of range: LO..HI" unless lo <= v <= hi (a NaN is out of range).
   void range(absl::string_view flag, double v, double lo, double hi);
@@ -30,7 +31,8 @@ struct FlagCheck {
     return v;
   }
   // Refuses "--FLAG=V unknown: A, B or C" unless v is one of `names` (A, B, C).
-  void one_of(const char* flag, absl::string_view v, std::initializer_list<absl::string_view> names);
+  void one_of(const char* flag, absl::string_view v,
+              std::initializer_list<absl::string_view> names);
   // Refuses with `e` (the caller's words) unless something was refused before.
   void fail(std::string e);
 

@@ -53,7 +53,9 @@ int main(int argc, char** argv) {
   const uint32_t ranks = absl::GetFlag(FLAGS_ranks), layers = absl::GetFlag(FLAGS_layers);
   const uint64_t kb = absl::GetFlag(FLAGS_bucket_kb);
   const uint64_t fwd = absl::GetFlag(FLAGS_forward_us), bwd = absl::GetFlag(FLAGS_backward_us);
-  auto refuse = [](absl::string_view why) { return uet::bench::tool_error("uet-trace-gen", why, 2); };
+  auto refuse = [](absl::string_view why) {
+    return uet::bench::tool_error("uet-trace-gen", why, 2);
+  };
   // Refusals name the flag, not its value; every digit of a bound (1048576, not 1.04858e+06).
   using uet::bench::FlagCheck;
   FlagCheck c(15, FlagCheck::Quote::kFlag);

@@ -191,7 +191,8 @@ void read_tss(Options& o, bench::FlagCheck& c) {
   c.range("tss_sdi", static_cast<double>(tss_sdi), -1, 0xFFFFFF);
   c.range("tss_an", tss_an, 0, 1);
   tss::Backend backend = tss::Backend::kAuto;
-  if (std::string why = bench::tss_backend_refusal(absl::GetFlag(FLAGS_tss_backend), tss_on, &backend);
+  if (std::string why =
+          bench::tss_backend_refusal(absl::GetFlag(FLAGS_tss_backend), tss_on, &backend);
       !why.empty()) {
     c.fail(std::move(why));
   }
