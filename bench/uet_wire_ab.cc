@@ -19,6 +19,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "bench/flag_check.h"
 #include "transport/transport.h"
 #include "transport/wire/builder.h"
 #include "transport/wire/decode.h"
@@ -265,8 +266,8 @@ bool read_options(Options& o) {
     std::fprintf(stderr, "--size=%lu out of range: 1..1073741824 bytes\n", o.size);
     return false;
   }
-  if (o.mtu != 256 && o.mtu != 512 && o.mtu != 1024 && o.mtu != 2048 && o.mtu != 4096) {
-    std::fprintf(stderr, "--mtu=%u invalid: one of 256, 512, 1024, 2048, 4096\n", o.mtu);
+  if (!bench::is_roce_mtu(o.mtu)) {
+    std::fprintf(stderr, "--mtu=%u invalid: one of %s\n", o.mtu, bench::kRoceMtus);
     return false;
   }
   if (!(o.gbps >= 1 && o.gbps <= 3200)) {
