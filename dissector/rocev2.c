@@ -14,6 +14,7 @@
 #include <epan/expert.h>
 #include <epan/ipproto.h>
 #include <epan/prefs.h>
+#include <epan/proto_data.h>
 #include <epan/show_exception.h>
 #include <wsutil/crc32.h>
 
@@ -237,11 +238,42 @@ static void dissect_ours(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree) {
   add_icrc(tvb, pinfo, rt, icrc_off);
 }
 
+/* Wireshark 4.0's RPC-over-RDMA heuristic, which InfiniBand runs on RC payloads, revisits an RC
+ * SEND Last (with or without Invalidate) by asking its reassembly for the message; when the
+ * message was not completed in that frame the answer is NULL, which it then measures
+ * (tvbuff.c:748 assertion): every second pass (tshark -2, a click in Wireshark) over such a frame
+ * is a dissector bug, with or without this plugin. So a revisit of such a frame runs InfiniBand
+ * with that heuristic off, unless the first pass saw a reassembled message appear there. */
+static heur_dtbl_entry_t *rpcrdma_heur;
+
+static gboolean is_rc_send_last(tvbuff_t *tvb) {
+  if (tvb_captured_length(tvb) < 1) return FALSE;
+  const guint8 op = tvb_get_guint8(tvb, 0);
+  return op == UETREF_ROCE_kRcSendLast || op == UETREF_ROCE_kRcSendLastInv;
+}
+
+static void call_infiniband(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data) {
+  const gboolean guard = rpcrdma_heur && is_rc_send_last(tvb);
+  const guint32 key = (guint32)pinfo->curr_layer_num;
+  const guint sources = guard ? g_slist_length(pinfo->data_src) : 0;
+  const gboolean switch_off = guard && pinfo->fd->visited &&
+                              !p_get_proto_data(wmem_file_scope(), pinfo, proto_uetref_rocev2, key);
+  const gboolean was_on = switch_off ? rpcrdma_heur->enabled : FALSE;
+  if (switch_off) rpcrdma_heur->enabled = FALSE;
+  TRY { call_dissector_with_data(ib_handle, tvb, pinfo, tree, data); }
+  CATCH_NONFATAL_ERRORS { show_exception(tvb, pinfo, tree, EXCEPT_CODE, GET_MESSAGE); }
+  FINALLY {
+    if (switch_off) rpcrdma_heur->enabled = was_on; /* the user's setting, whatever it was */
+  }
+  ENDTRY;
+  /* A payload dissector that completed a reassembly here added its message as a data source. */
+  if (guard && !pinfo->fd->visited && g_slist_length(pinfo->data_src) > sources)
+    p_add_proto_data(wmem_file_scope(), pinfo, proto_uetref_rocev2, key, GUINT_TO_POINTER(1));
+}
+
 static int dissect_rocev2(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data) {
   if (ib_handle) {
-    TRY { call_dissector_with_data(ib_handle, tvb, pinfo, tree, data); }
-    CATCH_NONFATAL_ERRORS { show_exception(tvb, pinfo, tree, EXCEPT_CODE, GET_MESSAGE); }
-    ENDTRY;
+    call_infiniband(tvb, pinfo, tree, data);
   } else {
     col_set_str(pinfo->cinfo, COL_PROTOCOL, "RoCEv2");
     col_clear(pinfo->cinfo, COL_INFO);
@@ -322,5 +354,6 @@ void uetref_rocev2_handoff(void) {
   dissector_table_t udp = find_dissector_table("udp.port");
   dissector_handle_t cur = udp ? dissector_get_uint_handle(udp, ROCEV2_UDP_DPORT) : NULL;
   if (cur && cur != roce_handle) ib_handle = cur;
+  rpcrdma_heur = find_heur_dissector_by_unique_short_name("rpcrdma_infiniband");
   dissector_add_uint_with_preference("udp.port", ROCEV2_UDP_DPORT, roce_handle);
 }
