@@ -1,5 +1,7 @@
 #include "transport/wire/decode.h"
 
+#include <type_traits>
+
 #include "transport/wire/checksum.h"
 #include "transport/wire/icrc.h"
 
@@ -109,43 +111,57 @@ SesExt ses_extension(SesOpcode op) noexcept {
   return WireError::kOk;
 }
 
+// Sealed frames reach the SES only through decode_opened(), with the tag already cut off,
+// so a header's payload_length must name exactly the bytes that follow it.
+constexpr bool kExactLength = true;
+
+// A request header H (spec/uet.md §4.2) and the extension its opcode brings.
+template <typename H>
+[[gnu::always_inline]] inline WireError take_ses_request(Cursor& c, Decoded* out) noexcept {
+  constexpr bool standard = std::is_same_v<H, SesStandardRequest>;
+  const H* h;
+  WIRE_TRY(c.take(&h, WireError::kTruncatedUet));
+  out->ses_desc = &HeaderTraits<H>::desc;
+  WIRE_TRY(check_ses_request(*h));
+  WIRE_TRY(take_ses_extension(c, h->opcode(), out, standard));
+  if constexpr (standard) {
+    if (!h->som()) {  // §4.2: bytes 32-39 hold payload length and message offset
+      if (h->cont_rsvd() != 0) return WireError::kReservedBitsSet;
+      if (kExactLength && h->payload_length() != c.left() + out->elided) {
+        return WireError::kBadSesLength;
+      }
+    }
+  }
+  return WireError::kOk;
+}
+
+// A response with data, either size (spec/uet.md §4.3): its payload_length covers the rest.
+template <typename H>
+[[gnu::always_inline]] inline WireError take_ses_response_data(Cursor& c, Decoded* out) noexcept {
+  const H* h;
+  WIRE_TRY(c.take(&h, WireError::kTruncatedUet));
+  out->ses_desc = &HeaderTraits<H>::desc;
+  if (h->opcode() != SesRspOpcode::kResponseWithData) return WireError::kUnknownSesOpcode;
+  if (h->ver() != kSesVersion) return WireError::kBadSesVersion;
+  if (kExactLength && h->payload_length() != c.left() + out->elided) {
+    return WireError::kBadSesLength;
+  }
+  return WireError::kOk;
+}
+
 // The SES header named by the PDS next-header field (spec/uet.md §4).
 [[gnu::always_inline]] inline WireError take_ses(Cursor& c, Decoded* out) noexcept {
-  // Sealed frames reach here only through decode_opened(), with the tag already cut off.
-  constexpr bool exact_length = true;
   out->ses = c.pos();
   switch (out->next_hdr) {
     case NextHeader::kNone:
       out->ses = nullptr;
       return WireError::kOk;
-    case NextHeader::kReqStd: {
-      const SesStandardRequest* h;
-      WIRE_TRY(c.take(&h, WireError::kTruncatedUet));
-      out->ses_desc = &kSesStandardRequestDesc;
-      WIRE_TRY(check_ses_request(*h));
-      WIRE_TRY(take_ses_extension(c, h->opcode(), out, /*standard=*/true));
-      if (!h->som()) {  // §4.2: bytes 32-39 hold payload length and message offset
-        if (h->cont_rsvd() != 0) return WireError::kReservedBitsSet;
-        if (exact_length && h->payload_length() != c.left() + out->elided) {
-          return WireError::kBadSesLength;
-        }
-      }
-      return WireError::kOk;
-    }
-    case NextHeader::kReqMedium: {
-      const SesMediumRequest* h;
-      WIRE_TRY(c.take(&h, WireError::kTruncatedUet));
-      out->ses_desc = &kSesMediumRequestDesc;
-      WIRE_TRY(check_ses_request(*h));
-      return take_ses_extension(c, h->opcode(), out, /*standard=*/false);
-    }
-    case NextHeader::kReqSmall: {
-      const SesSmallRequest* h;
-      WIRE_TRY(c.take(&h, WireError::kTruncatedUet));
-      out->ses_desc = &kSesSmallRequestDesc;
-      WIRE_TRY(check_ses_request(*h));
-      return take_ses_extension(c, h->opcode(), out, /*standard=*/false);
-    }
+    case NextHeader::kReqStd:
+      return take_ses_request<SesStandardRequest>(c, out);
+    case NextHeader::kReqMedium:
+      return take_ses_request<SesMediumRequest>(c, out);
+    case NextHeader::kReqSmall:
+      return take_ses_request<SesSmallRequest>(c, out);
     case NextHeader::kRsp: {
       const SesResponse* h;
       WIRE_TRY(c.take(&h, WireError::kTruncatedUet));
@@ -157,28 +173,10 @@ SesExt ses_extension(SesOpcode op) noexcept {
       if (h->ver() != kSesVersion) return WireError::kBadSesVersion;
       return WireError::kOk;
     }
-    case NextHeader::kRspData: {
-      const SesResponseData* h;
-      WIRE_TRY(c.take(&h, WireError::kTruncatedUet));
-      out->ses_desc = &kSesResponseDataDesc;
-      if (h->opcode() != SesRspOpcode::kResponseWithData) return WireError::kUnknownSesOpcode;
-      if (h->ver() != kSesVersion) return WireError::kBadSesVersion;
-      if (exact_length && h->payload_length() != c.left() + out->elided) {
-        return WireError::kBadSesLength;
-      }
-      return WireError::kOk;
-    }
-    case NextHeader::kRspDataSmall: {
-      const SesResponseDataSmall* h;
-      WIRE_TRY(c.take(&h, WireError::kTruncatedUet));
-      out->ses_desc = &kSesResponseDataSmallDesc;
-      if (h->opcode() != SesRspOpcode::kResponseWithData) return WireError::kUnknownSesOpcode;
-      if (h->ver() != kSesVersion) return WireError::kBadSesVersion;
-      if (exact_length && h->payload_length() != c.left() + out->elided) {
-        return WireError::kBadSesLength;
-      }
-      return WireError::kOk;
-    }
+    case NextHeader::kRspData:
+      return take_ses_response_data<SesResponseData>(c, out);
+    case NextHeader::kRspDataSmall:
+      return take_ses_response_data<SesResponseDataSmall>(c, out);
   }
   return WireError::kBadNextHeader;
 }
