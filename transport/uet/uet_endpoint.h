@@ -324,6 +324,7 @@ class UetEndpoint final : public Endpoint {
   bool queue_response(Pdc& p, const Pdc::Response& r, bool repeat);
   Exec rx_send(Pdc& p, uint16_t id, std::span<const uint8_t> payload, size_t elided,
                const wire::SesStandardRequest& ses, uint32_t psn);
+  bool msg_packet_end(RxMsg& m, const wire::SesStandardRequest& ses, uint64_t len) noexcept;
   void rx_msg_error(uint16_t id, const wire::SesStandardRequest& ses);
   // Tagged messages (uet_tagged.cc).
   Exec rx_tagged(Pdc& p, uint16_t id, std::span<const uint8_t> payload, size_t elided,

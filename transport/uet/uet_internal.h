@@ -7,6 +7,7 @@
 #error "transport/uet/uet_internal.h is private to transport/uet (use transport/uet/uet_endpoint.h)"
 #endif
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <vector>
@@ -141,6 +142,16 @@ void unlink(std::vector<T>& table, uint32_t& head, uint32_t& tail, uint32_t i) {
   (next != 0xFFFFFFFFu ? table[next].prev : tail) = prev;
 }
 
+// §4.2: where a SEND's or TAGGED_SEND's packet lands in its message: `len` bytes at `at`.
+struct MsgPacket {
+  uint64_t at;   // message_offset (the first packet: 0)
+  uint64_t len;  // the first packet: its payload, carried or elided; the others: payload_length
+};
+inline MsgPacket msg_packet(const wire::SesStandardRequest& ses, size_t carried) noexcept {
+  if (ses.som()) return {0, carried};
+  return {ses.message_offset(), ses.payload_length()};
+}
+
 }  // namespace uet::internal
 
 namespace uet {
@@ -164,6 +175,19 @@ namespace uet {
   const Time pto = std::min(wait, p.ini.rto * 3 / 4);
   p.ini.tlp_deadline = now + pto;
   deadline_ = std::min(deadline_, p.ini.tlp_deadline);
+}
+
+// §4.1, §4.2: the end of a SEND's or TAGGED_SEND's packet at the target. One flagged `ie`
+// puts its message in error (nothing of it is delivered); the `len` bytes it stood for are
+// no longer awaited. True when none are left.
+[[gnu::always_inline]] inline bool UetEndpoint::msg_packet_end(
+    RxMsg& m, const wire::SesStandardRequest& ses, uint64_t len) noexcept {
+  if (ses.ie()) {
+    ++counters_.rx_initiator_err;
+    if (m.status == OpStatus::kSuccess) m.status = OpStatus::kRemoteInvalidRequest;
+  }
+  m.remaining -= std::min(len, m.remaining);
+  return m.remaining == 0;
 }
 
 // §2.4: EV index i (pathsel/) travels as a UDP source port in the dynamic range 49152..65535,

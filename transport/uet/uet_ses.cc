@@ -77,8 +77,7 @@ void UetEndpoint::deliver_recvs() {
 UetEndpoint::Exec UetEndpoint::rx_send(Pdc& p, uint16_t id, std::span<const uint8_t> payload,
                                        size_t elided, const wire::SesStandardRequest& ses,
                                        uint32_t psn) {
-  const uint64_t at = ses.som() ? 0 : ses.message_offset();
-  uint64_t len = ses.som() ? payload.size() + elided : ses.payload_length();
+  auto [at, len] = internal::msg_packet(ses, payload.size() + elided);
   RxMsg* m = find_msg(id, ses.message_id());
   if (m == nullptr) {
     if (ses.ie()) {  // §4.1: given up by its sender: nothing to place, no buffer to claim
@@ -127,12 +126,7 @@ UetEndpoint::Exec UetEndpoint::rx_send(Pdc& p, uint16_t id, std::span<const uint
     r.has_imm = true;
     r.imm = static_cast<uint32_t>(ses.header_data());
   }
-  if (ses.ie()) {
-    ++counters_.rx_initiator_err;
-    if (m->status == OpStatus::kSuccess) m->status = OpStatus::kRemoteInvalidRequest;
-  }
-  m->remaining -= std::min(len, m->remaining);
-  if (m->remaining == 0) {
+  if (msg_packet_end(*m, ses, len)) {
     r.done = true;
     r.status = m->status;
     r.bytes = m->status == OpStatus::kSuccess ? m->length : 0;

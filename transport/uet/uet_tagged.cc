@@ -360,8 +360,7 @@ UetEndpoint::RxMsg* UetEndpoint::start_tagged(Pdc& p, uint16_t id,
 UetEndpoint::Exec UetEndpoint::rx_tagged(Pdc& p, uint16_t id, std::span<const uint8_t> payload,
                                          size_t elided, const wire::SesStandardRequest& ses,
                                          uint32_t psn) {
-  const uint64_t at = ses.som() ? 0 : ses.message_offset();
-  uint64_t len = ses.som() ? payload.size() + elided : ses.payload_length();
+  auto [at, len] = internal::msg_packet(ses, payload.size() + elided);
   RxMsg* m = find_msg(id, ses.message_id());
   if (m == nullptr) {
     if (ses.ie()) {  // §4.1: given up by its sender: nothing to place, nothing to match
@@ -383,12 +382,7 @@ UetEndpoint::Exec UetEndpoint::rx_tagged(Pdc& p, uint16_t id, std::span<const ui
     m->has_data = true;
     m->data = ses.header_data();
   }
-  if (ses.ie()) {
-    ++counters_.rx_initiator_err;
-    if (m->status == OpStatus::kSuccess) m->status = OpStatus::kRemoteInvalidRequest;
-  }
-  m->remaining -= std::min(len, m->remaining);
-  if (m->remaining != 0) return Exec::kRecord;
+  if (!msg_packet_end(*m, ses, len)) return Exec::kRecord;
   m->in_use = false;
   --rx_msgs_used_;
   if (m->unexp < 0) {
