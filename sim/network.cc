@@ -149,7 +149,93 @@ constexpr size_t kPrefetchLast = 2;
 [[gnu::always_inline]] inline void prefetch_lines(const void* p, int lines) noexcept {
   for (int i = 0; i < lines; ++i) prefetch(static_cast<const char*>(p) + 64 * i);
 }
+// The queue a tx-done's start_tx will serve: control first (only data is ever paused).
+[[gnu::always_inline]] inline const Ring<QueuedFrame>& served(const Port& p) noexcept {
+  return p.queue[1].empty() ? p.queue[0] : p.queue[1];
+}
 }  // namespace
+
+// The stages, each for the event it runs ahead of. Nothing in them reads past the stage's own
+// event; a prefetch of any address is harmless. An arrival's frame has its metadata (see
+// frame_meta_), so the stages read it unchecked.
+[[gnu::always_inline]] inline void Network::prefetch_far(const EventQueue::Node& e) const noexcept {
+  if (e.kind() == kArrive) {
+    prefetch(&ports_[e.a]);
+    prefetch(frame_meta_.data() + e.b);
+  } else if (e.kind() == kTxDone) {
+    prefetch_lines(&ports_[e.a], 3);
+  }
+}
+
+[[gnu::always_inline]] inline void Network::prefetch_mid(const EventQueue::Node& e) const noexcept {
+  if (e.kind() == kArrive) {
+    const Port& p = ports_[e.a];
+    const FrameMeta& m = frame_meta_[e.b];
+    if (p.at_host || !m.parsed) {
+      // The Frame and its bytes, from their addresses alone: no load to wait for here.
+      prefetch(pool_.frame_hint(e.b));
+      prefetch(pool_.data_hint(e.b));
+      if (p.at_host) {
+        prefetch_lines(reinterpret_cast<const char*>(&p) + 64, 2);  // host_pull's enqueue
+        prefetch(&hosts_[p.owner]);
+      }
+    } else if (m.dst_host < ecmp_hosts_) {
+      prefetch(ecmp_route_.data() + ecmp_dst_[m.dst_host].route_base + p.owner);
+    }
+  } else if (e.kind() == kTxDone) {
+    const Port& p = ports_[e.a];
+    if (const auto& q = served(p); !q.empty()) prefetch(&q.front());
+    if (p.at_host) {
+      prefetch(&hosts_[p.owner]);
+      // The frame the NIC will pull next (the pool's free list is a stack, so it is the
+      // one alloc() returns unless frames come and go before then): the transport writes
+      // its bytes, the NIC its metadata.
+      const FrameId f = pool_.next_hint();
+      if (f != kNoFrame) {
+        __builtin_prefetch(pool_.data_hint(f), 1, 3);
+        __builtin_prefetch(pool_.frame_hint(f), 1, 3);
+        __builtin_prefetch(frame_meta_.data() + f, 1, 3);
+      }
+    }
+  }
+}
+
+[[gnu::always_inline]] inline void Network::prefetch_near(
+    const EventQueue::Node& e) const noexcept {
+  if (e.kind() == kArrive) {
+    const Port& p = ports_[e.a];
+    const FrameMeta& m = frame_meta_[e.b];
+    if (p.at_host) {
+      // The host's transport (rx, tx and next_deadline are called on it): its Host entry
+      // is cached since kPrefetchMid.
+      if (const Transport* t = hosts_[p.owner].transport) prefetch_lines(t, 2);
+    } else if (m.parsed) {
+      const uint32_t out = ecmp_port_memo(p.owner, m.dst_host, m.flow_hash, e.b);
+      if (out != kNone) prefetch_lines(&ports_[out], 3);
+    }
+  } else if (e.kind() == kTxDone) {
+    const Port& p = ports_[e.a];
+    if (p.at_host) {
+      if (const Transport* t = hosts_[p.owner].transport) prefetch_lines(t, 2);
+    }
+    // The switch ingress the next frame was buffered under (PFC accounting in start_tx);
+    // the queue's head is cached since kPrefetchMid.
+    const auto& q = served(p);
+    if (!q.empty() && q.front().ingress != kNone) prefetch(&ports_[q.front().ingress]);
+  }
+}
+
+[[gnu::always_inline]] inline void Network::prefetch_last(
+    const EventQueue::Node& e) const noexcept {
+  if (e.kind() != kArrive) return;
+  // prefetch_near memoised this hop's egress under the frame's id: read it back without
+  // checking the key (a hint: an entry another frame overwrote since, or none for a host
+  // arrival, only prefetches some other port's slot).
+  const uint32_t out = ecmp_memo_[e.b % kEcmpMemo].out;
+  if (out == kNone || ports_[e.a].at_host) return;
+  const bool control = frame_meta_[e.b].control;
+  if (const QueuedFrame* slot = ports_[out].queue[control ? 1 : 0].back_slot()) prefetch(slot);
+}
 
 // The per-event path (prefetch, dispatch, arrival, tx-done, forwarding, and enqueue and
 // kick_port, which have two or three callers) is inlined into run_until: the calls and their
@@ -157,95 +243,16 @@ constexpr size_t kPrefetchLast = 2;
 [[gnu::always_inline]] inline void Network::prefetch_ahead() const noexcept {
   size_t n = 0;
   const EventQueue::Node* w = events_q_.window(n);
-  // The queue a tx-done's start_tx will serve: control first (only data is ever paused).
-  const auto served = [](const Port& p) __attribute__((always_inline)) -> const Ring<QueuedFrame>& {
-    return p.queue[1].empty() ? p.queue[0] : p.queue[1];
-  };
-  // Nothing below reads past the stage's own event; a prefetch of any address is harmless. An
-  // arrival's frame has its metadata (see frame_meta_), so the stages read it unchecked.
-  const auto far = [&](const EventQueue::Node& e) __attribute__((always_inline)) {
-    if (e.kind() == kArrive) {
-      prefetch(&ports_[e.a]);
-      prefetch(frame_meta_.data() + e.b);
-    } else if (e.kind() == kTxDone) {
-      prefetch_lines(&ports_[e.a], 3);
-    }
-  };
-  const auto mid = [&](const EventQueue::Node& e) __attribute__((always_inline)) {
-    if (e.kind() == kArrive) {
-      const Port& p = ports_[e.a];
-      const FrameMeta& m = frame_meta_[e.b];
-      if (p.at_host || !m.parsed) {
-        // The Frame and its bytes, from their addresses alone: no load to wait for here.
-        prefetch(pool_.frame_hint(e.b));
-        prefetch(pool_.data_hint(e.b));
-        if (p.at_host) {
-          prefetch_lines(reinterpret_cast<const char*>(&p) + 64, 2);  // host_pull's enqueue
-          prefetch(&hosts_[p.owner]);
-        }
-      } else if (m.dst_host < ecmp_hosts_) {
-        prefetch(ecmp_route_.data() + ecmp_dst_[m.dst_host].route_base + p.owner);
-      }
-    } else if (e.kind() == kTxDone) {
-      const Port& p = ports_[e.a];
-      if (const auto& q = served(p); !q.empty()) prefetch(&q.front());
-      if (p.at_host) {
-        prefetch(&hosts_[p.owner]);
-        // The frame the NIC will pull next (the pool's free list is a stack, so it is the
-        // one alloc() returns unless frames come and go before then): the transport writes
-        // its bytes, the NIC its metadata.
-        const FrameId f = pool_.next_hint();
-        if (f != kNoFrame) {
-          __builtin_prefetch(pool_.data_hint(f), 1, 3);
-          __builtin_prefetch(pool_.frame_hint(f), 1, 3);
-          __builtin_prefetch(frame_meta_.data() + f, 1, 3);
-        }
-      }
-    }
-  };
-  const auto near = [&](const EventQueue::Node& e) __attribute__((always_inline)) {
-    if (e.kind() == kArrive) {
-      const Port& p = ports_[e.a];
-      const FrameMeta& m = frame_meta_[e.b];
-      if (p.at_host) {
-        // The host's transport (rx, tx and next_deadline are called on it): its Host entry
-        // is cached since kPrefetchMid.
-        if (const Transport* t = hosts_[p.owner].transport) prefetch_lines(t, 2);
-      } else if (m.parsed) {
-        const uint32_t out = ecmp_port_memo(p.owner, m.dst_host, m.flow_hash, e.b);
-        if (out != kNone) prefetch_lines(&ports_[out], 3);
-      }
-    } else if (e.kind() == kTxDone) {
-      const Port& p = ports_[e.a];
-      if (p.at_host) {
-        if (const Transport* t = hosts_[p.owner].transport) prefetch_lines(t, 2);
-      }
-      // The switch ingress the next frame was buffered under (PFC accounting in start_tx);
-      // the queue's head is cached since kPrefetchMid.
-      const auto& q = served(p);
-      if (!q.empty() && q.front().ingress != kNone) prefetch(&ports_[q.front().ingress]);
-    }
-  };
-  const auto last = [&](const EventQueue::Node& e) __attribute__((always_inline)) {
-    if (e.kind() != kArrive) return;
-    // `near` memoised this hop's egress under the frame's id: read it back without checking
-    // the key (a hint: an entry another frame overwrote since, or none for a host arrival,
-    // only prefetches some other port's slot).
-    const uint32_t out = ecmp_memo_[e.b % kEcmpMemo].out;
-    if (out == kNone || ports_[e.a].at_host) return;
-    const bool control = frame_meta_[e.b].control;
-    if (const QueuedFrame* slot = ports_[out].queue[control ? 1 : 0].back_slot()) prefetch(slot);
-  };
   if (n > kPrefetchFar) [[likely]] {  // the bucket holds every stage's event: no more checks
-    far(w[kPrefetchFar]);
-    mid(w[kPrefetchMid]);
-    near(w[kPrefetchNear]);
-    last(w[kPrefetchLast]);
+    prefetch_far(w[kPrefetchFar]);
+    prefetch_mid(w[kPrefetchMid]);
+    prefetch_near(w[kPrefetchNear]);
+    prefetch_last(w[kPrefetchLast]);
     return;
   }
-  if (n > kPrefetchMid) mid(w[kPrefetchMid]);
-  if (n > kPrefetchNear) near(w[kPrefetchNear]);
-  if (n > kPrefetchLast) last(w[kPrefetchLast]);
+  if (n > kPrefetchMid) prefetch_mid(w[kPrefetchMid]);
+  if (n > kPrefetchNear) prefetch_near(w[kPrefetchNear]);
+  if (n > kPrefetchLast) prefetch_last(w[kPrefetchLast]);
 }
 
 void Network::run_until(Time until) {
@@ -273,75 +280,20 @@ void Network::run_until(Time until) {
     case kTxDone:
     case kArrive:
       break;  // above
-    case kHostTimer: {
-      Host& h = hosts_[e.a];
-      if (e.b != h.timer_gen) break;  // superseded
-      h.deadline = kNever;
-      if (h.transport != nullptr) h.transport->on_timer(now_);
-      host_pull(e.a);
-      host_arm_timer(e.a);
+    case kHostTimer:
+      on_host_timer(e.a, e.b);
       break;
-    }
-    case kPfc: {
-      Port& p = ports_[e.a];
-      const int prio = static_cast<int>(e.b & 0xFF);
-      const bool pause = (e.b >> 8) != 0;
-      if (pause && !p.paused[prio]) {
-        p.paused[prio] = true;
-        if (prio == 0) {
-          if (paused_since_.empty()) paused_since_.resize(ports_.size());
-          paused_since_[e.a] = now_;
-        }
-      } else if (!pause && p.paused[prio]) {
-        p.paused[prio] = false;
-        if (prio == 0) p.stats.paused_time += now_ - paused_since_[e.a];
-        kick_port(e.a);
-        if (p.at_host) {
-          host_pull(p.owner);
-          host_arm_timer(p.owner);
-        }
-      }
+    case kPfc:
+      on_pfc(e.a, e.b);
       break;
-    }
-    case kLinkState: {
+    case kLinkState:
       count_once_per_fabric();
-      const bool up = e.b != 0;
-      for (uint32_t p : {e.a, ports_[e.a].peer}) {
-        ports_[p].up = up;
-        update_plain(ports_[p]);
-      }
-      // Switches learn of the change after the detection delay.
-      events_q_.push(now_ + config_.switches.failure_detection, kEcmpRefresh, 0, 0,
-                     event_key(e.a, 0));
-      if (up) {
-        for (uint32_t p : {e.a, ports_[e.a].peer}) {
-          if (owns_port(p)) kick_port(p);
-        }
-      }
+      on_link_state(e.a, e.b != 0);
       break;
-    }
-    case kLinkRate: {
+    case kLinkRate:
       count_once_per_fabric();
-      const double fraction = static_cast<double>(e.b & ~kScaleQueuesBit) / 1e6;
-      const bool scale = (e.b & kScaleQueuesBit) != 0;
-      for (uint32_t p : {e.a, ports_[e.a].peer}) {
-        set_rate(ports_[p], static_cast<int64_t>(links_[p / 2].gbps * 1e9 * fraction));
-        ports_[p].scaled = scale && fraction < 1;
-        if (ports_[p].scaled) {
-          // What enqueue admits and marks by at this port until the rate changes again.
-          const SwitchConfig& sc = config_.switches;  // every switch's (Switch::config)
-          if (scaled_.size() < ports_.size()) scaled_.resize(ports_.size());
-          ScaledLimits& l = scaled_[p];
-          l.buffer_bytes = scaled_bytes(sc.buffer_bytes, fraction);
-          l.control_buffer_bytes = scaled_bytes(sc.control_buffer_bytes, fraction);
-          l.ecn = sc.ecn;
-          l.ecn.kmin_bytes = scaled_bytes(sc.ecn.kmin_bytes, fraction);
-          l.ecn.kmax_bytes =
-              std::max(scaled_bytes(sc.ecn.kmax_bytes, fraction), l.ecn.kmin_bytes + 1);
-        }
-      }
+      on_link_rate(e.a, e.b);
       break;
-    }
     case kEcmpRefresh:
       count_once_per_fabric();
       (void)compute_ecmp();
@@ -349,6 +301,75 @@ void Network::run_until(Time until) {
     case kCall:
       callbacks_[e.a]->fire(*this, now_, e.b);
       break;
+  }
+}
+
+// dispatch's rarer kinds, inlined into it as the per-event path is into run_until.
+[[gnu::always_inline]] inline void Network::on_host_timer(uint32_t host, uint32_t gen) {
+  Host& h = hosts_[host];
+  if (gen != h.timer_gen) return;  // superseded
+  h.deadline = kNever;
+  if (h.transport != nullptr) h.transport->on_timer(now_);
+  host_pull(host);
+  host_arm_timer(host);
+}
+
+// A PFC frame reaches the upstream egress `port`: `b` is its priority | pause << 8.
+[[gnu::always_inline]] inline void Network::on_pfc(uint32_t port, uint32_t b) {
+  Port& p = ports_[port];
+  const int prio = static_cast<int>(b & 0xFF);
+  const bool pause = (b >> 8) != 0;
+  if (pause && !p.paused[prio]) {
+    p.paused[prio] = true;
+    if (prio == 0) {
+      if (paused_since_.empty()) paused_since_.resize(ports_.size());
+      paused_since_[port] = now_;
+    }
+  } else if (!pause && p.paused[prio]) {
+    p.paused[prio] = false;
+    if (prio == 0) p.stats.paused_time += now_ - paused_since_[port];
+    kick_port(port);
+    if (p.at_host) {
+      host_pull(p.owner);
+      host_arm_timer(p.owner);
+    }
+  }
+}
+
+[[gnu::always_inline]] inline void Network::on_link_state(uint32_t port, bool up) {
+  for (uint32_t p : {port, ports_[port].peer}) {
+    ports_[p].up = up;
+    update_plain(ports_[p]);
+  }
+  // Switches learn of the change after the detection delay.
+  events_q_.push(now_ + config_.switches.failure_detection, kEcmpRefresh, 0, 0,
+                 event_key(port, 0));
+  if (up) {
+    for (uint32_t p : {port, ports_[port].peer}) {
+      if (owns_port(p)) kick_port(p);
+    }
+  }
+}
+
+// `b`: the link's fraction of its rate in millionths, and kScaleQueuesBit.
+[[gnu::always_inline]] inline void Network::on_link_rate(uint32_t port, uint32_t b) {
+  const double fraction = static_cast<double>(b & ~kScaleQueuesBit) / 1e6;
+  const bool scale = (b & kScaleQueuesBit) != 0;
+  for (uint32_t p : {port, ports_[port].peer}) {
+    set_rate(ports_[p], static_cast<int64_t>(links_[p / 2].gbps * 1e9 * fraction));
+    ports_[p].scaled = scale && fraction < 1;
+    if (ports_[p].scaled) {
+      // What enqueue admits and marks by at this port until the rate changes again.
+      const SwitchConfig& sc = config_.switches;  // every switch's (Switch::config)
+      if (scaled_.size() < ports_.size()) scaled_.resize(ports_.size());
+      ScaledLimits& l = scaled_[p];
+      l.buffer_bytes = scaled_bytes(sc.buffer_bytes, fraction);
+      l.control_buffer_bytes = scaled_bytes(sc.control_buffer_bytes, fraction);
+      l.ecn = sc.ecn;
+      l.ecn.kmin_bytes = scaled_bytes(sc.ecn.kmin_bytes, fraction);
+      l.ecn.kmax_bytes =
+          std::max(scaled_bytes(sc.ecn.kmax_bytes, fraction), l.ecn.kmin_bytes + 1);
+    }
   }
 }
 

@@ -313,6 +313,11 @@ class Network {
   enum Kind : uint8_t { kTxDone, kArrive, kHostTimer, kPfc, kLinkState, kLinkRate, kEcmpRefresh, kCall };
 
   void dispatch(const EventQueue::Due& e);
+  // Its event kinds but kArrive and kTxDone (on_arrive, on_tx_done).
+  void on_host_timer(uint32_t host, uint32_t gen);
+  void on_pfc(uint32_t port, uint32_t b);
+  void on_link_state(uint32_t port, bool up);
+  void on_link_rate(uint32_t port, uint32_t b);
   // Link changes and ECMP refreshes run on every rank of a split fabric (each keeps the whole
   // fabric's link states and routes): events_processed() counts them on rank 0 only, so the
   // ranks' counts add up to one process's.
@@ -320,6 +325,11 @@ class Network {
     if (rank_ != 0) --events_;
   }
   void prefetch_ahead() const noexcept;  // for the next few events of the current bucket
+  // Its stages, by how far ahead of the current event they run (network.cc, "Prefetching").
+  void prefetch_far(const EventQueue::Node& e) const noexcept;
+  void prefetch_mid(const EventQueue::Node& e) const noexcept;
+  void prefetch_near(const EventQueue::Node& e) const noexcept;
+  void prefetch_last(const EventQueue::Node& e) const noexcept;
   void start_tx(uint32_t port);
   void start_tx_inline(uint32_t port);  // start_tx's body, inlined into the tx-done path
   void start_tx_rare(uint32_t port, FrameId f, uint32_t bytes, Time done);  // not Port::plain
