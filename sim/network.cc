@@ -1,12 +1,11 @@
-// The per-event path: the event loop, ports (queues, transmission, the link's impairments),
-// switch forwarding and the host seam (a NIC pulling from its transport). Building the fabric
-// and its ECMP tables is in network_build.cc, a fabric split over processes in network_ranks.cc.
+// The per-event path: the event loop, ports (queues, transmission, PFC), switch forwarding
+// and the host seam (a NIC pulling from its transport). A frame's fate on a link that is not
+// plain is in network_impair.cc, building the fabric and its ECMP tables in network_build.cc,
+// the exchange between the ranks of a fabric split over processes in network_ranks.cc.
 #include "sim/network.h"
 
 #include <algorithm>
-#include <cstring>
 
-#include "absl/strings/str_cat.h"
 #include "sim/frame_parse.h"
 #include "transport/wire/checksum.h"
 #include "transport/wire/decode.h"
@@ -16,22 +15,6 @@ namespace uet::sim {
 Network::Network(const NetworkConfig& config) : config_(config), pool_(config.frame_capacity) {
   events_q_.reserve(1 << 16);
   host_cost_ = config.host_cost.ps_per_frame > 0 || config.host_cost.ps_per_byte > 0;
-}
-
-void Network::attach(uint32_t host, Transport* transport) {
-  hosts_[host].transport = transport;
-  kick(host);
-}
-
-absl::Status Network::tap(uint32_t port, const std::string& pcap_path) {
-  if (port >= ports_.size()) return absl::InvalidArgumentError(absl::StrCat("tap: no port ", port));
-  auto w = wire::PcapWriter::open(pcap_path);
-  if (!w.ok()) return w.status();
-  if (taps_.size() <= port) taps_.resize(ports_.size());
-  taps_[port] = std::make_unique<wire::PcapWriter>(std::move(*w));
-  ports_[port].tapped = true;
-  update_plain(ports_[port]);
-  return absl::OkStatus();
 }
 
 namespace {
@@ -108,15 +91,6 @@ uint32_t Network::ecmp_port_remember(EcmpMemo& m, uint32_t s, uint32_t dst_host,
   const uint32_t out = ecmp_port(s, dst_host, flow_hash);
   m = EcmpMemo{flow_hash, s, dst_host, out};
   return out;
-}
-
-void Network::set_rate(Port& p, int64_t rate_bps) noexcept {
-  constexpr uint64_t kPsBits = 8 * 1'000'000'000'000ULL;  // picoseconds per second * bits per byte
-  p.rate_bps = rate_bps;
-  const auto rate = static_cast<uint64_t>(rate_bps);
-  p.ps_per_byte = rate > 0 && kPsBits % rate == 0 && kPsBits / rate <= UINT32_MAX
-                      ? static_cast<uint32_t>(kPsBits / rate)
-                      : 0;
 }
 
 Time Network::serialization(const Port& p, uint32_t bytes) const noexcept {
@@ -439,114 +413,9 @@ void Network::flush_stats() {
   }
 }
 
-// The frame's fate on a tapped, down or impaired link (start_tx's uncommon case).
-void Network::start_tx_rare(uint32_t port, FrameId f, uint32_t bytes, Time done) {
-  Port& p = ports_[port];
-  const LinkConfig& link = links_[port / 2];
-  Frame& fr = pool_[f];
-  if (p.tapped) {
-    (void)taps_[port]->write(std::span<const uint8_t>(fr.data, fr.len),
-                             static_cast<uint64_t>(now_ / kNanosecond), bytes);
-  }
-  if (!p.up) {
-    ++p.stats.drops;
-    drop(f);
-  } else if (!p.impaired) {  // no draws: the same as every chance() below failing
-    arrive_at_peer(port, done + p.delay, f, arrival_key(port, p));
-  } else if (p.rng.chance(link.loss)) {
-    ++p.stats.wire_losses;
-    drop(f);
-  } else {
-    // One bit after the Ethernet header, as a switch's memory (not the wire, whose FCS
-    // would catch it) might damage it: IP/UDP checksums, the ICRC or the receiver must.
-    // A frame is damaged at most once on its way (one memory error per frame: two flips
-    // can cancel in the Internet checksum, which is not what this models).
-    if (p.rng.chance(link.corrupt) && !frame_meta_[f].damaged) {
-      constexpr uint32_t kL2 = 14;
-      const uint64_t bit = kL2 * 8 + p.rng.below(uint64_t{fr.len - kL2} * 8);
-      const bool sealed = sealed_untrimmed(fr);  // before the flip, which may hit the type
-      fr.data[bit / 8] ^= static_cast<uint8_t>(1u << (bit % 8));
-      ++p.stats.corruptions;
-      frame_meta_[f].parsed = false;  // the next switch reads the damaged headers
-      frame_meta_[f].damaged = true;
-      if (damage_detectable(fr, bit / 8, sealed)) {
-        frame_meta_[f].corrupted = true;
-      } else {
-        ++p.stats.corrupted_unchecked;
-      }
-    }
-    Time arrive = done + p.delay;
-    if (p.rng.chance(link.reorder) && link.reorder_delay > 0) {
-      arrive += 1 + static_cast<Time>(p.rng.below(static_cast<uint64_t>(link.reorder_delay)));
-      ++p.stats.reorders;
-    }
-    // The draw decides a copy before the original leaves (it may go to another process).
-    const bool copy = p.rng.chance(link.duplicate);
-    if (copy) duplicate(port, f, done + p.delay);
-    arrive_at_peer(port, arrive, f, arrival_key(port, p));
-  }
-}
-
 // Out of line for enqueue's and the control events' kick_port; a tx-done (most calls) runs
 // the body inlined into run_until, without the call and its register saves.
 void Network::start_tx(uint32_t port) { start_tx_inline(port); }
-
-// Whether an end-to-end check covers byte `at` of a frame: the IPv4 header checksum covers
-// the IP header, the UDP checksum the rest, unless the sender or a trimming switch left it 0;
-// then only RoCEv2 frames (UDP port 4791) are covered, by their ICRC. (Exact for IPv4; in
-// IPv6, which has no header checksum, damage to the traffic class, flow label or hop limit
-// escapes every check but is counted as detectable here.) A sealed UET frame (TSS, spec/uet.md
-// §5.2) has its tag instead: it covers the rest, and its AAD the ports. Called only when a
-// frame is damaged; `sealed`: it was a sealed UET frame with its tag before the damage.
-bool Network::damage_detectable(const Frame& f, size_t at, bool sealed) noexcept {
-  FrameInfo info;
-  if (!parse_frame(f, &info) || at < info.l4 || info.protocol != NET_IPPROTO_UDP) return true;
-  if (f.len < info.l4 + wire::Udp::kSize) return true;
-  if (wire::load_be(f.data + info.l4 + 6, 2) != 0 || info.dport == wire::kRoceUdpPort) return true;
-  if (sealed) return true;
-  // No checksum: the receiver still sees a damaged destination port, length or checksum.
-  return at >= info.l4 + 2 && at < info.l4 + wire::Udp::kSize;
-}
-
-// A UET frame over UDP led by a TSS header, not trimmed (a trim cuts the tag, §5.5).
-bool Network::sealed_untrimmed(const Frame& f) noexcept {
-  FrameInfo info;
-  if (!parse_frame(f, &info) || info.protocol != NET_IPPROTO_UDP) return false;
-  if (info.dport != wire::kUetUdpPort || info.dscp == kDscpTrimmed) return false;
-  const size_t at = info.l4 + wire::Udp::kSize;
-  return f.len >= at + wire::PdsPrologue::kSize &&
-         wire::as<wire::PdsPrologue>(f.data + at)->type() == wire::PdsType::kEnc;
-}
-
-// A byte-identical copy of frame `f` arrives at the peer of `port` up to reorder_delay after
-// `at` (the copy may overtake the original or come after it). The copy is a pool frame: no
-// allocation once the pool has grown to the run's peak.
-void Network::duplicate(uint32_t port, FrameId f, Time at) {
-  Port& p = ports_[port];
-  const FrameMeta m = frame_meta_[f];
-  const FrameId c = pool_.alloc();  // may grow the pool: take references afterwards
-  const Frame& from = pool_[f];
-  Frame& to = pool_[c];
-  std::memcpy(to.data, from.data, from.len);
-  to.len = from.len;
-  to.wire_len = from.wire_len;
-  to.priority = from.priority;
-  meta(c) = m;
-  ++p.stats.duplicates;
-  if (const Time hold = links_[port / 2].reorder_delay; hold > 0) {
-    at += static_cast<Time>(p.rng.below(static_cast<uint64_t>(hold) + 1));
-  }
-  arrive_at_peer(port, at, c, arrival_key(port, p) + 1);
-}
-
-void Network::arrive_at_peer(uint32_t port, Time at, FrameId f, uint64_t key) {
-  const Port& p = ports_[port];
-  if (p.remote) [[unlikely]] {
-    send_remote(p.peer, at, key, kArrive, 0, f);
-    return;
-  }
-  events_q_.push(at, kArrive, p.peer, f, key);
-}
 
 [[gnu::always_inline]] inline void Network::kick_port(uint32_t port) {
   Port& p = ports_[port];

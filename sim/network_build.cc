@@ -1,14 +1,14 @@
 // Building a fabric (control path): its nodes and links, their checks, and the ECMP tables
 // that switches forward by, computed at finalize() and again when a link's state changes.
-#include "sim/network.h"
-
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "sim/network.h"
 
 namespace uet::sim {
 
@@ -46,6 +46,15 @@ absl::Status check_link(const LinkConfig& link) {
         "in [0, 1]");
   }
   return absl::OkStatus();
+}
+
+void Network::set_rate(Port& p, int64_t rate_bps) noexcept {
+  constexpr uint64_t kPsBits = 8 * 1'000'000'000'000ULL;  // picoseconds per second * bits per byte
+  p.rate_bps = rate_bps;
+  const auto rate = static_cast<uint64_t>(rate_bps);
+  p.ps_per_byte = rate > 0 && kPsBits % rate == 0 && kPsBits / rate <= UINT32_MAX
+                      ? static_cast<uint32_t>(kPsBits / rate)
+                      : 0;
 }
 
 absl::Status Network::connect(uint32_t a, uint32_t b, const LinkConfig& link) {
@@ -102,6 +111,22 @@ absl::Status Network::finalize() {
   return compute_ecmp();
 }
 
+void Network::attach(uint32_t host, Transport* transport) {
+  hosts_[host].transport = transport;
+  kick(host);
+}
+
+absl::Status Network::tap(uint32_t port, const std::string& pcap_path) {
+  if (port >= ports_.size()) return absl::InvalidArgumentError(absl::StrCat("tap: no port ", port));
+  auto w = wire::PcapWriter::open(pcap_path);
+  if (!w.ok()) return w.status();
+  if (taps_.size() <= port) taps_.resize(ports_.size());
+  taps_[port] = std::make_unique<wire::PcapWriter>(std::move(*w));
+  ports_[port].tapped = true;
+  update_plain(ports_[port]);
+  return absl::OkStatus();
+}
+
 namespace {
 // Per switch, its up links to other switches in port order (a group keeps that order).
 struct SwitchLinks {
@@ -109,7 +134,8 @@ struct SwitchLinks {
     uint32_t port;
     uint32_t peer;  // switch index
   };
-  std::vector<uint32_t> first;  // by switch, and one past the last: s's are [first[s], first[s + 1])
+  // By switch, and one past the last: switch s's hops are [first[s], first[s + 1]).
+  std::vector<uint32_t> first;
   std::vector<Hop> hops;
 };
 
