@@ -1,14 +1,13 @@
 // A fabric split over processes (sim/partition.h): which ports' peers another rank runs, the
 // records a port's events for them travel as, and their checks on arrival. Frames reach
 // send_remote only at a cut port; the per-event path is in network.cc.
-#include "sim/network.h"
-
 #include <cstring>
 #include <span>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "sim/network.h"
 
 namespace uet::sim {
 
