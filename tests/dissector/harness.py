@@ -111,6 +111,19 @@ class Tshark:
         os.chmod(path, 0o644)
         return path
 
+    def simulated_pcaps(self, ab):
+        """A small simulated run's pcaps (uet-ab --pcap: 3 scenarios x 2 transports x tx/rx)
+        in a folder tshark can read; returns their paths, sorted."""
+        out = self.path('sim')
+        os.makedirs(out)
+        subprocess.run([ab, '--leaves=2', '--hosts_per_leaf=4', '--spines=2', '--fan_in=4',
+                        '--bytes=65536', '--pcap=' + out], check=True, stdout=subprocess.DEVNULL)
+        os.chmod(out, 0o755)
+        paths = [os.path.join(out, n) for n in sorted(os.listdir(out))]
+        for path in paths:
+            os.chmod(path, 0o644)
+        return paths
+
     def write_pcap(self, name, frames):
         """frames: bytes, or (captured bytes, original length) pairs. Linktype Ethernet."""
         path = self.path(name)

@@ -30,18 +30,12 @@ def main():
     errors = []
     with harness.Tshark(a.plugin, a.tshark, a.keep) as ts:
         ts.check_plugin_loaded()
-        out = ts.path('sim')
-        os.makedirs(out)
-        subprocess.run([a.ab, '--leaves=2', '--hosts_per_leaf=4', '--spines=2', '--fan_in=4',
-                        '--bytes=65536', '--pcap=' + out], check=True, stdout=subprocess.DEVNULL)
-        os.chmod(out, 0o755)
-        names = sorted(os.listdir(out))
-        if len(names) != 12:
-            errors.append('expected 12 pcaps (3 scenarios x 2 transports x tx/rx), got %d' % len(names))
+        paths = ts.simulated_pcaps(a.ab)
+        if len(paths) != 12:
+            errors.append('expected 12 pcaps (3 scenarios x 2 transports x tx/rx), got %d' % len(paths))
         total = 0
-        for name in names:
-            path = os.path.join(out, name)
-            os.chmod(path, 0o644)
+        for path in paths:
+            name = os.path.basename(path)
             pkts = harness.packets(ts.run(['-n', '-r', path, '-T', 'json']).stdout)
             total += len(pkts)
             if not pkts:
@@ -59,7 +53,7 @@ def main():
                     for sev, msg in zip(o.get('_ws.expert.severity', []), o.get('_ws.expert.message', [])):
                         if int(sev) >= ERROR:
                             errors.append('%s frame %d: error expert info: %s' % (name, i, msg))
-        print('%d pcaps, %d frames' % (len(names), total))
+        print('%d pcaps, %d frames' % (len(paths), total))
 
         # Sealed (uet-ab --tss with a key file): the same file opens the UET pcaps. Every UET
         # frame shows its PDS header decrypted, and none a bad tag. (Payloads travel by length,

@@ -70,17 +70,12 @@ def main():
         for n, batch in enumerate(fuzz_test.batches([v['frame'] for v in vectors], 4)):
             check('fuzz%d.pcap' % n, batch)
 
-        sim = ts.path('sim')
-        os.makedirs(sim)
-        subprocess.run([a.ab, '--leaves=2', '--hosts_per_leaf=4', '--spines=2', '--fan_in=4',
-                        '--bytes=65536', '--pcap=' + sim], check=True, stdout=subprocess.DEVNULL)
-        os.chmod(sim, 0o755)
-        names = sorted(os.listdir(sim))
+        paths = ts.simulated_pcaps(a.ab)
+        names = [os.path.basename(p) for p in paths]
         if not any('rocev2' in n for n in names) or not any('uet' in n for n in names):
             errors.append('the simulated run wrote no UET or no RoCEv2 pcap: %s' % names)
-        for name in names:
-            os.chmod(os.path.join(sim, name), 0o644)
-            read(os.path.join(sim, name))
+        for path in paths:
+            read(path)
 
         # A SEND Last (and one with Invalidate) alone: no message to complete on either pass.
         inv = bytearray(vec['rocev2_rc_send_last'])
