@@ -14,7 +14,6 @@ the message (First, Middle, Last in order) keeps the reassembled message in both
 """
 import os
 import re
-import subprocess
 import sys
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
