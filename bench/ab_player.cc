@@ -37,8 +37,7 @@ void HostAdapter::on_timer(Time now) {
 
 void HostAdapter::drain(Time now) {
   // Storage the endpoint assigns whole completions into (C++20: a byte array implicitly
-  // creates them): value-initialising 16 Completions cost more than the rest of a call,
-  // and most calls find none.
+  // creates them), so that a call, which most often finds none, initialises nothing.
   alignas(Completion) std::byte storage[16 * sizeof(Completion)];
   const std::span<Completion> c(std::launder(reinterpret_cast<Completion*>(storage)), 16);
   for (;;) {
