@@ -1,7 +1,8 @@
 // The per-event path: the event loop, ports (queues, transmission, PFC), switch forwarding
 // and the host seam (a NIC pulling from its transport). A frame's fate on a link that is not
 // plain is in network_impair.cc, building the fabric and its ECMP tables in network_build.cc,
-// the exchange between the ranks of a fabric split over processes in network_ranks.cc.
+// the exchange between the ranks of a fabric split over processes in network_ranks.cc, the
+// PFC watchdog in network_pfc.cc.
 #include "sim/network.h"
 
 #include <algorithm>
@@ -275,6 +276,9 @@ void Network::run_until(Time until) {
     case kCall:
       callbacks_[e.a]->fire(*this, now_, e.b);
       break;
+    case kPfcWatch:
+      on_pfc_watch(e.a, e.b);
+      break;
   }
 }
 
@@ -298,6 +302,7 @@ void Network::run_until(Time until) {
     if (prio == 0) {
       if (paused_since_.empty()) paused_since_.resize(ports_.size());
       paused_since_[port] = now_;
+      if (config_.switches.pfc.watchdog.enabled) pfc_watch_paused(port);
     }
   } else if (!pause && p.paused[prio]) {
     p.paused[prio] = false;
@@ -508,6 +513,7 @@ bool Network::parse_meta(const Frame& fr, FrameMeta& m) noexcept {
       control_limit = l.control_buffer_bytes;
     }
     if (lossless) {
+      if (pfc_stormed_ != 0 && pfc_storm_drop(port, f)) [[unlikely]] return false;
       // Lossless admission is per ingress, as a switch's PFC priority groups do: up to XOFF,
       // then the headroom that absorbs what is in flight while the pause travels upstream.
       if (ports_[ingress].ingress_bytes[0] + m.bytes >

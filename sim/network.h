@@ -24,6 +24,7 @@
 #include "sim/event_queue.h"
 #include "sim/fast_mod.h"
 #include "sim/frame_pool.h"
+#include "sim/pfc_watchdog.h"
 #include "sim/ring.h"
 #include "sim/rng.h"
 #include "transport/transport.h"
@@ -77,6 +78,7 @@ struct PfcConfig {
   uint64_t xoff_bytes = 64 * 1024;       // pause the upstream when an ingress holds more
   uint64_t xon_bytes = 48 * 1024;        // resume below this
   uint64_t headroom_bytes = 128 * 1024;  // accepted past XOFF while the pause travels
+  PfcWatchdogConfig watchdog;  // sim/pfc_watchdog.h
 };
 
 struct SwitchConfig {
@@ -248,7 +250,9 @@ class Network {
   // Runs events until the list is empty or simulated time would pass `until`.
   void run_until(Time until);
   Time now() const noexcept { return now_; }
+  // The fabric's events; the PFC watchdog's checks (a switch's management plane) apart.
   uint64_t events_processed() const noexcept { return events_; }
+  uint64_t pfc_watchdog_checks() const noexcept { return pfc_watch_events_; }
   size_t events_pending() const noexcept { return events_q_.size(); }
   // Pokes a host's NIC: the transport may have something to send (after an application
   // posted work from outside the event loop).
@@ -306,11 +310,15 @@ class Network {
   size_t ecmp_table_bytes() const noexcept;
   // Folds the queue integrals up to now (call before reading PortStats averages).
   void flush_stats();
+  // PFC watchdog (sim/pfc_watchdog.h): the deadlocks it found, in the order found, and a
+  // switch egress port's counters (this process's ports).
+  const std::vector<PfcDeadlock>& pfc_deadlocks() const noexcept { return pfc_deadlocks_; }
+  PfcWatchdogStats pfc_watchdog(uint32_t port) const noexcept;
   // A port another rank ran: its counters there, gathered for a summary of the whole fabric.
   void set_port_stats(uint32_t port, const PortStats& stats) noexcept { ports_[port].stats = stats; }
 
  private:
-  enum Kind : uint8_t { kTxDone, kArrive, kHostTimer, kPfc, kLinkState, kLinkRate, kEcmpRefresh, kCall };
+  enum Kind : uint8_t { kTxDone, kArrive, kHostTimer, kPfc, kLinkState, kLinkRate, kEcmpRefresh, kCall, kPfcWatch };
 
   void dispatch(const EventQueue::Due& e);
   // Its event kinds but kArrive and kTxDone (on_arrive, on_tx_done).
@@ -347,6 +355,16 @@ class Network {
   void host_pull(uint32_t host);
   void host_arm_timer(uint32_t host);
   void send_pfc(uint32_t ingress_port, int prio, bool pause);
+  // The PFC watchdog (network_pfc.cc): a pause to watch, a check due, an arrival at a
+  // stormed queue (true: dropped).
+  void pfc_watch_paused(uint32_t port);
+  void on_pfc_watch(uint32_t port, uint32_t b);
+  bool pfc_storm_drop(uint32_t port, FrameId f);
+  void pfc_storm(uint32_t port);
+  void pfc_restore(uint32_t port);
+  void pfc_schedule_check(uint32_t port, Time at, uint32_t b);
+  void pfc_waits_on(uint32_t egress, std::vector<uint32_t>& out) const;
+  std::vector<uint32_t> pfc_wait_cycle(uint32_t from) const;
   void account_queue(Port& p);
   void drop(FrameId f) { pool_.release(f); }
   absl::Status compute_ecmp();
@@ -420,6 +438,10 @@ class Network {
   std::vector<LinkConfig> links_;  // by link: ports 2i and 2i+1 are its two ends
   std::vector<Time>
       paused_since_;  // by port, while its data class is paused (sized at the first pause)
+  std::vector<PfcWatchState> pfc_watch_;  // by port, with the watchdog on (sized likewise)
+  std::vector<PfcDeadlock> pfc_deadlocks_;
+  uint32_t pfc_stormed_ = 0;  // ports whose queue the watchdog drops now
+  uint64_t pfc_watch_events_ = 0;
   // A scaled (degraded) port's buffer limits and ECN thresholds, by port: the switch's
   // config scaled to the link's fraction of its rate, computed once when the rate changes
   // (kLinkRate), not per frame. Sized on the first scaled degradation; read only where

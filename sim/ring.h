@@ -18,6 +18,7 @@ class Ring {
   bool empty() const noexcept { return head_ == tail_; }
   size_t size() const noexcept { return static_cast<uint32_t>(tail_ - head_); }
   const T& front() const noexcept { return buf_[head_ & mask_]; }
+  const T& at(size_t i) const noexcept { return buf_[(head_ + i) & mask_]; }  // i < size()
   // Where the next push() writes (only for prefetching; the ring may be unallocated or full).
   const T* back_slot() const noexcept { return buf_ ? &buf_[tail_ & mask_] : nullptr; }
 
