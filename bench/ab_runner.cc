@@ -98,6 +98,7 @@ sim::NetworkConfig network_config(const RunConfig& rc) {
   nc.switches.pfc.enabled = rc.fabric.pfc;
   nc.switches.pfc.xoff_bytes = rc.fabric.pfc_xoff_bytes;
   nc.switches.pfc.xon_bytes = rc.fabric.pfc_xon_bytes;
+  nc.switches.pfc.watchdog = rc.fabric.pfc_watchdog;
   if (rc.uet_tss && rc.transport == TransportKind::kUet) nc.host_cost = rc.tss_cost;
   return nc;
 }
@@ -142,6 +143,7 @@ class Run {
   void report_progress(size_t completed, uint64_t events) const;
   absl::StatusOr<sim::FlowStats> flow_stats() const;
   void sum_counters(RunResult& r);
+  void sum_pfc_watchdog(RunResult& r);
   bool is_top(uint32_t port) const;
   bool top_link(uint32_t port) const;
 
@@ -169,6 +171,7 @@ class Run {
   uint64_t delivered_before_ = 0;
   sim::WindowStats windows_;
   bool stopped_ = false;
+  bool deadlocked_ = false;  // stopped at a PFC deadlock the watchdog reported
 };
 
 absl::Status Run::build() {
@@ -362,11 +365,17 @@ void Run::drive() {
   Time sampled_at = 0;
   for (;;) {
     const bool stop = rc_.stop != nullptr && rc_.stop->load(std::memory_order_relaxed);
-    std::array<uint64_t, 3> g{player_->completed(), stop ? 1u : 0u, net_.events_processed()};
+    std::array<uint64_t, 4> g{player_->completed(), stop ? 1u : 0u, net_.events_processed(),
+                              net_.pfc_deadlocks().size()};
     ranks_.sum_all(g);
     const size_t completed = g[0];
     report_progress(completed, g[2]);
     if (completed == rc_.flows.size() || net_.now() >= rc_.max_time) break;
+    // A deadlock the watchdog only reports never clears: nothing more to learn from the run.
+    if (g[3] != 0 && rc_.fabric.pfc_watchdog.action == sim::PfcWatchdogAction::kReport) {
+      deadlocked_ = true;
+      break;
+    }
     if (g[1] != 0) {
       stopped_ = true;
       break;
@@ -450,6 +459,7 @@ absl::StatusOr<RunResult> Run::collect() {
     if (net_.port(p).stats.tx_bytes > 0) ++r.top_ports_used;
   }
   sum_counters(r);
+  sum_pfc_watchdog(r);
   r.series = std::move(series_);
   r.interrupted = stopped_;
   if (split_) {
@@ -517,6 +527,22 @@ void Run::sum_counters(RunResult& r) {
   r.events = sums[11];
 }
 
+void Run::sum_pfc_watchdog(RunResult& r) {
+  std::array<uint64_t, 3> sums{0, 0, net_.pfc_deadlocks().size()};
+  for (uint32_t p = 0; p < net_.num_ports(); ++p) {
+    const sim::PfcWatchdogStats s = net_.pfc_watchdog(p);  // zero at another rank's port
+    sums[0] += s.firings;
+    sums[1] += s.drops;
+  }
+  ranks_.sum_all(sums);
+  r.pfc.firings = sums[0];
+  r.pfc.drops = sums[1];
+  r.pfc.deadlocks = sums[2];
+  const auto& found = net_.pfc_deadlocks();
+  r.pfc.first_deadlock = ranks_.min_all(found.empty() ? kNever : found.front().at);
+  r.pfc.deadlocked = deadlocked_;
+}
+
 }  // namespace
 
 uint32_t host_count(const Fabric& f) noexcept {
@@ -554,6 +580,9 @@ absl::Status validate(const RunConfig& rc) {
   if (f.buffer_bytes < 1024 || f.buffer_bytes > (uint64_t{1} << 36)) {
     return absl::InvalidArgumentError(
         absl::StrCat("buffer_bytes ", f.buffer_bytes, ": 1 KiB .. 64 GiB per switch port"));
+  }
+  if (f.pfc && f.pfc_watchdog.enabled) {
+    if (absl::Status s = sim::check_pfc_watchdog(f.pfc_watchdog); !s.ok()) return s;
   }
   if (rc.mtu < 256 || rc.mtu > 9000) {
     return absl::InvalidArgumentError(absl::StrCat("mtu ", rc.mtu, ": 256 .. 9000 bytes"));

@@ -57,6 +57,11 @@ struct Fabric {
   // ingress pauses its upstream before the egress marks, and DCQCN hears little.
   uint64_t pfc_xoff_bytes = sim::PfcConfig{}.xoff_bytes;
   uint64_t pfc_xon_bytes = sim::PfcConfig{}.xon_bytes;
+  // The switches' PFC watchdog (sim/pfc_watchdog.h), with PFC on. Reporting rather than SONiC's
+  // drop, after 10 ms rather than its 200 ms (runs are shorter: the shortest a Broadcom ASIC's
+  // watchdog takes, PicOS granularity 10 ms x 1): a run that deadlocks stops and says so.
+  sim::PfcWatchdogConfig pfc_watchdog{true, 10 * kMillisecond, 10 * kMillisecond,
+                                      sim::PfcWatchdogAction::kReport};
   uint32_t frame_capacity = 4096 + 256;  // smaller: payloads by length (large fabrics)
   // Failures: `failed_links` switch-to-switch links, picked by the run's seed, go down (both
   // directions) at `fail_at`, or run at `degrade` of their rate from then when degrade > 0.
@@ -175,6 +180,14 @@ struct RunResult {
   size_t hosts = 0;
   std::vector<Sample> series;
   bool interrupted = false;  // stopped through RunConfig::stop before every flow completed
+  // The PFC watchdog, summed over ranks: pauses that outlasted its detection time, frames its
+  // drop action discarded, deadlocks it found and the first one's time (kNever: none). With
+  // its action report the run stops at the first deadlock (`deadlocked`).
+  struct {
+    uint64_t firings = 0, drops = 0, deadlocks = 0;
+    Time first_deadlock = kNever;
+    bool deadlocked = false;
+  } pfc;
   // Split over ranks: how (never in the results files, which must not depend on it).
   struct {
     uint16_t ranks = 1;

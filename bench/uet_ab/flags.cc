@@ -167,6 +167,13 @@ ABSL_FLAG(uint32_t, pfc_xoff_kb, 64,
           "PFC: an ingress pauses its upstream above this many KiB of the lossless class, "
           "1..65536 (128 KiB of headroom beyond it); below --ecn_kmin_kb PFC acts before ECN");
 ABSL_FLAG(uint32_t, pfc_xon_kb, 48, "PFC: and resumes it below this, KiB, 0..--pfc_xoff_kb - 1");
+ABSL_FLAG(std::string, pfc_watchdog, "report",
+          "PFC watchdog on every switch egress (sim/pfc_watchdog.h): report (a pause that "
+          "outlasts --pfc_watchdog_us is counted and a deadlock, a cycle of paused queues, "
+          "stops the run), drop (SONiC's default: the queue is emptied and drops arrivals until "
+          "no pause holds it for --pfc_watchdog_us), off");
+ABSL_FLAG(uint32_t, pfc_watchdog_us, 10000,
+          "PFC watchdog: detection and restoration time in us, 1..60000000");
 ABSL_FLAG(uint64_t, buffer_kb, 1024, "switch buffer per port in KiB, 16..65536");
 ABSL_FLAG(uint64_t, seed, 1, "seed of the fabric and the workload");
 ABSL_FLAG(uint32_t, max_ms, 200, "simulated time limit per run in milliseconds, 1..100000");

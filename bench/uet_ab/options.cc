@@ -26,6 +26,8 @@ void check_fabric_flags(Check& check, Options& o) {
   check.range(FLAGS_pfc_xoff_kb, 1, 65536);
   check.range(FLAGS_pfc_xon_kb, 0, absl::GetFlag(FLAGS_pfc_xoff_kb) - 1.0);
   check.one_of("pfc", absl::GetFlag(FLAGS_pfc), {"auto", "on", "off"});
+  check.one_of("pfc_watchdog", absl::GetFlag(FLAGS_pfc_watchdog), {"report", "drop", "off"});
+  check.range(FLAGS_pfc_watchdog_us, 1, 60e6);
   check.range(FLAGS_failed_links, 1, 1e6);
   check.range(FLAGS_plot_sample_us, 0.1, 10000);
   o.plot_dir = absl::GetFlag(FLAGS_plot);

@@ -103,6 +103,7 @@ std::string json_of(const RunResult& r, const RunConfig& c) {
 }
 
 void print_split(const std::vector<RunResult>& runs);
+void print_pfc_watchdog(const std::vector<RunResult>& runs);
 
 void print_row(int width, const char* name, const std::vector<double>& values, const char* fmt) {
   std::printf("%-*s", width, name);
@@ -153,6 +154,22 @@ void print_table(const std::string& title, const std::vector<RunResult>& runs) {
   row("events (M)", [](const RunResult& r) { return static_cast<double>(r.events) / 1e6; }, " %14.2f");
   row("wall (s)", [](const RunResult& r) { return r.wall_s; }, " %14.2f");
   print_split(runs);
+  print_pfc_watchdog(runs);
+}
+
+// What the PFC watchdog saw, for the runs where it fired (stdout only: the result files are
+// those of a fabric without it unless its drop action discarded frames).
+void print_pfc_watchdog(const std::vector<RunResult>& runs) {
+  for (const RunResult& r : runs) {
+    if (r.pfc.firings == 0) continue;
+    std::printf("%s PFC watchdog: %lu pauses outlasted its detection time, %lu frames dropped, "
+                "%lu deadlocks (cycles of paused queues)",
+                to_string(r.transport), r.pfc.firings, r.pfc.drops, r.pfc.deadlocks);
+    if (r.pfc.first_deadlock != kNever) {
+      std::printf(", the first at %.1f us", static_cast<double>(r.pfc.first_deadlock) / kMicrosecond);
+    }
+    std::printf("%s\n", r.pfc.deadlocked ? ": the run stopped there" : "");
+  }
 }
 
 // How a run split over ranks went (stdout only: result files must not depend on the split).

@@ -21,6 +21,12 @@ absl::StatusOr<Fabric> fabric_from_flags() {
   f.ecn_pmax = absl::GetFlag(FLAGS_ecn_pmax);
   f.pfc_xoff_bytes = uint64_t{absl::GetFlag(FLAGS_pfc_xoff_kb)} * 1024;
   f.pfc_xon_bytes = uint64_t{absl::GetFlag(FLAGS_pfc_xon_kb)} * 1024;
+  const std::string watchdog = absl::GetFlag(FLAGS_pfc_watchdog);
+  f.pfc_watchdog.enabled = watchdog != "off";
+  f.pfc_watchdog.action =
+      watchdog == "drop" ? sim::PfcWatchdogAction::kDrop : sim::PfcWatchdogAction::kReport;
+  f.pfc_watchdog.detection_time = f.pfc_watchdog.restoration_time =
+      static_cast<Time>(absl::GetFlag(FLAGS_pfc_watchdog_us)) * kMicrosecond;
   f.trimming = absl::GetFlag(FLAGS_trimming);
   f.buffer_bytes = absl::GetFlag(FLAGS_buffer_kb) * 1024;
   f.frame_capacity = 256;  // headers are real bytes; payloads travel by length

@@ -105,6 +105,8 @@ ABSL_DECLARE_FLAG(bool, trimming);
 ABSL_DECLARE_FLAG(std::string, pfc);
 ABSL_DECLARE_FLAG(uint32_t, pfc_xoff_kb);
 ABSL_DECLARE_FLAG(uint32_t, pfc_xon_kb);
+ABSL_DECLARE_FLAG(std::string, pfc_watchdog);
+ABSL_DECLARE_FLAG(uint32_t, pfc_watchdog_us);
 ABSL_DECLARE_FLAG(uint64_t, buffer_kb);
 ABSL_DECLARE_FLAG(uint64_t, seed);
 ABSL_DECLARE_FLAG(uint32_t, max_ms);
