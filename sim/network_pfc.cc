@@ -23,8 +23,8 @@ absl::Status check_pfc_watchdog(const PfcWatchdogConfig& w) {
   for (const auto& [name, t] : {std::pair{"detection_time", w.detection_time},
                                 std::pair{"restoration_time", w.restoration_time}}) {
     if (t < kNanosecond || t > kMaxWatchdogTime) {
-      return absl::InvalidArgumentError(absl::StrCat("PFC watchdog ", name, " ", t,
-                                                     " ps: must be in [1 ns, 60 s]"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("PFC watchdog ", name, " ", t, " ps: must be in [1 ns, 60 s]"));
     }
   }
   return absl::OkStatus();

@@ -34,8 +34,7 @@ struct RingRun {
   static constexpr uint64_t kBytes = 4096 * 2000;
 
   // Split over `ranks` processes (sim/partition.h), this one running rank `rank`.
-  explicit RingRun(PfcWatchdogConfig wd, uint16_t rank = 0, uint16_t ranks = 1)
-      : net(config(wd)) {
+  explicit RingRun(PfcWatchdogConfig wd, uint16_t rank = 0, uint16_t ranks = 1) : net(config(wd)) {
     for (uint32_t h = 0; h < kSwitches * kHostsPer; ++h) net.add_host("h");
     std::vector<uint32_t> sw;
     for (uint32_t s = 0; s < kSwitches; ++s) sw.push_back(net.add_switch("s"));
@@ -62,8 +61,8 @@ struct RingRun {
     for (uint32_t h = 0; h < hosts; ++h) apps.push_back(std::make_unique<UdpApp>(h, &rec));
     for (uint32_t h = 0; h < hosts; ++h) {
       if (!net.owns_host(h)) continue;
-      apps[h]->add_flow(UdpFlow{h, (h + 2 * kHostsPer) % hosts, kBytes, 0,
-                                static_cast<uint16_t>(0xC000 + h)});
+      apps[h]->add_flow(
+          UdpFlow{h, (h + 2 * kHostsPer) % hosts, kBytes, 0, static_cast<uint16_t>(0xC000 + h)});
       net.attach(h, apps[h].get());
     }
   }
