@@ -1,6 +1,7 @@
 // What the two htsim file readers (htsim_cm.cc, htsim_topo.cc) share: reading a file whole, and
 // walking its lines as tokens, with errors that name the file and the line ("perm.cm:7: ...").
-// Private to those readers; the formats themselves are described in htsim_cm.h and htsim_topo.h.
+// Private to those readers and the graph reader (topology_graph.cc); the formats themselves are
+// described in htsim_cm.h, htsim_topo.h and topology_graph.h.
 #pragma once
 
 #include <cstddef>

@@ -1,31 +1,13 @@
 #include "sim/topology.h"
 
-#include <initializer_list>
-#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "sim/topology_internal.h"
 
 namespace uet::sim {
 
-#define SIM_TRY(expr)                          \
-  do {                                         \
-    if (absl::Status s_ = (expr); !s_.ok()) return s_; \
-  } while (0)
-
-namespace {
-
-// Each tier's links, named in the message: "fabric links: link rate inf Gb/s out of ...".
-absl::Status check_links(std::initializer_list<std::pair<const char*, const LinkConfig*>> tiers) {
-  for (const auto& [name, link] : tiers) {
-    if (absl::Status s = check_link(*link); !s.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat(name, " links: ", s.message()));
-    }
-  }
-  return absl::OkStatus();
-}
-
-}  // namespace
+using topology_internal::check_links;
 
 absl::Status check_leaf_spine(const LeafSpineConfig& c) {
   if (c.leaves < 1 || c.leaves > 1024 || c.spines < 1 || c.spines > 256 || c.hosts_per_leaf < 1 ||
