@@ -52,7 +52,7 @@ absl::Status place_tors_and_hosts(const Network& net, uint16_t ranks,
   }
   if (tors.empty()) return absl::InvalidArgumentError("split_fabric: no host to place");
   for (size_t i = 0; i < tors.size(); ++i) {
-    rank_of[tors[i]] = static_cast<uint16_t>(i * ranks / tors.size());
+    if (rank_of[tors[i]] == kUnset) rank_of[tors[i]] = static_cast<uint16_t>(i * ranks / tors.size());
   }
   for (uint32_t h = 0; h < net.num_hosts(); ++h) {
     rank_of[net.host_node(h)] = rank_of[tor_of(net, h)];
@@ -113,15 +113,37 @@ absl::Status find_cut_links(const Network& net, FabricSplit& split) {
   return absl::OkStatus();
 }
 
+// Whole groups to ranks (split_fabric's `group_of_switch`), when there are enough of them.
+absl::Status place_groups(const Network& net, uint16_t ranks, std::span<const uint32_t> group,
+                          std::vector<uint16_t>& rank_of) {
+  if (group.empty()) return absl::OkStatus();
+  if (group.size() != net.num_switches()) {
+    return absl::InvalidArgumentError(absl::StrCat("split_fabric: ", group.size(),
+                                                   " switch groups for ", net.num_switches(),
+                                                   " switches"));
+  }
+  uint64_t groups = 0;
+  for (uint32_t g : group) {
+    if (g != kNone) groups = std::max<uint64_t>(groups, uint64_t{g} + 1);
+  }
+  if (groups < ranks) return absl::OkStatus();
+  for (uint32_t s = 0; s < group.size(); ++s) {
+    if (group[s] != kNone) rank_of[net.switch_node(s)] = static_cast<uint16_t>(group[s] * ranks / groups);
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
-absl::StatusOr<FabricSplit> split_fabric(const Network& net, uint16_t ranks) {
+absl::StatusOr<FabricSplit> split_fabric(const Network& net, uint16_t ranks,
+                                         std::span<const uint32_t> group_of_switch) {
   const auto nodes = static_cast<uint32_t>(net.num_hosts() + net.num_switches());
   FabricSplit split;
   split.rank_of_node.assign(nodes, 0);
   if (ranks < 1) return absl::InvalidArgumentError("split_fabric: ranks must be >= 1");
   std::vector<uint16_t> rank_of(nodes, kUnset);
   std::vector<uint32_t> tors;  // switch node ids
+  if (absl::Status s = place_groups(net, ranks, group_of_switch, rank_of); !s.ok()) return s;
   if (absl::Status s = place_tors_and_hosts(net, ranks, rank_of, tors); !s.ok()) return s;
   // Tier by tier away from the ToRs: each switch next to the placed ones goes where most of
   // its placed neighbours are.

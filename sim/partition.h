@@ -68,12 +68,18 @@ class OneRank final : public Ranks {
 // most links to, ties to the rank with fewest switches of that tier so far (spines and cores
 // spread evenly). With more ranks than ToRs some ranks run nothing (they only keep step).
 // Refused: a cut link without delay (no lookahead).
+// With `group_of_switch` (a builder's TopologyLayout::group: a dragonfly group, a torus slab, a
+// rail fabric's block of servers) and at least as many groups as ranks, whole groups go to
+// ranks instead, group x to rank x * ranks / groups, every switch of the group with it (a
+// Dragonfly+ group's spines too); switches without a group (kNone) are placed tier by tier as
+// above. Fewer groups than ranks: the groups are ignored.
 struct FabricSplit {
   std::vector<uint16_t> rank_of_node;  // by Network node
   Time lookahead = kNever;             // the smallest delay of a cut link (kNever: none cut)
   uint64_t cut_links = 0;
 };
-absl::StatusOr<FabricSplit> split_fabric(const Network& net, uint16_t ranks);
+absl::StatusOr<FabricSplit> split_fabric(const Network& net, uint16_t ranks,
+                                         std::span<const uint32_t> group_of_switch = {});
 
 // What run_windows() did, summed over its calls on this rank.
 struct WindowStats {

@@ -86,6 +86,64 @@ TEST(Partition_Split, RefusesACutLinkWithoutDelayAndLeavesExtraRanksIdle) {
   EXPECT_EQ(nodes[1] + nodes[3] + nodes[5] + nodes[7], 0);
 }
 
+// Expect: with the builder's groups, a dragonfly goes to ranks group by group (9 groups on 4
+// ranks: 3, 2, 2, 2), so only global links are cut; a Dragonfly+ group's spines go with its
+// leaves; a torus goes by slabs of its last dimension; fewer groups than ranks: ToR blocks.
+TEST(Partition_Split, WholeDragonflyGroupsAndTorusSlabsPerRank) {
+  DragonflyConfig df;
+  df.p = 1;
+  df.a = 4;
+  df.h = 2;
+  Network net(NetworkConfig{});
+  TopologyLayout layout;
+  ASSERT_TRUE(build_dragonfly(net, df, &layout).ok());
+  auto split = split_fabric(net, 4, layout.group);
+  ASSERT_TRUE(split.ok()) << split.status();
+  for (uint32_t s = 0; s < net.num_switches(); ++s) {
+    EXPECT_EQ(split->rank_of_node[net.switch_node(s)], s / 4 * 4 / 9) << s;
+  }
+  for (uint32_t h = 0; h < net.num_hosts(); ++h) {
+    EXPECT_EQ(split->rank_of_node[net.host_node(h)], h / 4 * 4 / 9) << h;
+  }
+  uint64_t cut_global = 0;
+  for (uint32_t p = 0; p < net.num_ports(); p += 2) {
+    const Port& a = net.port(p);
+    const Port& b = net.port(p + 1);
+    if (split->rank_of_node[a.node] == split->rank_of_node[b.node]) continue;
+    EXPECT_FALSE(a.at_host || b.at_host);
+    EXPECT_NE(a.owner / 4, b.owner / 4);  // a global link
+    ++cut_global;
+  }
+  EXPECT_EQ(split->cut_links, cut_global);
+
+  DragonflyPlusConfig dp;
+  dp.leaves = 2;
+  dp.spines = 2;
+  dp.h = 1;  // 3 groups of 4 switches
+  Network plus(NetworkConfig{});
+  ASSERT_TRUE(build_dragonfly_plus(plus, dp, &layout).ok());
+  auto by_group = split_fabric(plus, 3, layout.group);
+  ASSERT_TRUE(by_group.ok()) << by_group.status();
+  for (uint32_t s = 0; s < plus.num_switches(); ++s) {
+    EXPECT_EQ(by_group->rank_of_node[plus.switch_node(s)], s / 4) << s;
+  }
+
+  TorusConfig t;
+  t.dims = {4, 4, 4};
+  Network torus(NetworkConfig{});
+  ASSERT_TRUE(build_torus(torus, t, &layout).ok());
+  auto slabs = split_fabric(torus, 2, layout.group);
+  ASSERT_TRUE(slabs.ok()) << slabs.status();
+  for (uint32_t s = 0; s < 64; ++s) {
+    EXPECT_EQ(slabs->rank_of_node[torus.switch_node(s)], s / 16 < 2 ? 0 : 1) << s;
+  }
+  EXPECT_EQ(slabs->cut_links, 2u * 16);  // z = 1 to 2 and the wraparound z = 3 to 0
+  auto many = split_fabric(torus, 8, layout.group);  // 4 slabs, 8 ranks: 8 blocks of switches
+  ASSERT_TRUE(many.ok()) << many.status();
+  EXPECT_EQ(many->rank_of_node[torus.switch_node(63)], 7);
+  EXPECT_FALSE(split_fabric(torus, 2, std::vector<uint32_t>(3, 0)).ok());
+}
+
 // A frame arriving through a cut link, as its sender's rank records it.
 class Sink : public Transport {
  public:
