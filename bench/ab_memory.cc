@@ -40,8 +40,7 @@ MemoryEstimate estimate_memory(const RunConfig& c) {
   const double n_pairs = static_cast<double>(pairs(c.flows, uet));
   const double flows = static_cast<double>(c.flows.size());
   const double ports = static_cast<double>(port_count(c.fabric));
-  const double tors =
-      c.fabric.kind == Fabric::Kind::kLeafSpine ? c.fabric.leaves : c.fabric.k * (c.fabric.k / 2.0);
+  const double tors = tor_count(c.fabric);
   const double routes = (tors + 1) * switch_count(c.fabric);
   uint64_t max_bytes = 0;
   for (const sim::FlowSpec& f : c.flows) max_bytes = std::max(max_bytes, f.bytes);

@@ -12,6 +12,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "bench/ab_engines.h"
+#include "bench/ab_fabric.h"
 #include "bench/ab_player.h"
 #include "bench/ab_ranks.h"
 #include "sim/partition.h"
@@ -30,60 +31,6 @@ const char* to_string(Verb v) noexcept {
 }
 
 namespace {
-
-Time fabric_delay(const Fabric& f) noexcept { return f.fabric_delay >= 0 ? f.fabric_delay : f.link_delay; }
-Time core_delay(const Fabric& f) noexcept { return f.core_delay >= 0 ? f.core_delay : fabric_delay(f); }
-
-struct Tiers {
-  sim::LinkConfig host, fabric, core;
-};
-Tiers tiers(const Fabric& f) {
-  Tiers t;
-  t.host.gbps = f.host_gbps;
-  t.host.delay = f.link_delay;
-  t.fabric.gbps = f.fabric_gbps;
-  t.fabric.delay = fabric_delay(f);
-  t.fabric.loss = f.fabric_loss;
-  t.core = t.fabric;
-  if (f.core_gbps > 0) t.core.gbps = f.core_gbps;
-  t.core.delay = core_delay(f);
-  return t;
-}
-
-sim::LeafSpineConfig leaf_spine_config(const Fabric& f) {
-  sim::LeafSpineConfig c;
-  c.leaves = f.leaves;
-  c.spines = f.spines;
-  c.hosts_per_leaf = f.hosts_per_leaf;
-  c.host_link = tiers(f).host;
-  c.fabric_link = tiers(f).fabric;
-  return c;
-}
-
-sim::FatTreeConfig fat_tree_config(const Fabric& f) {
-  sim::FatTreeConfig c;
-  c.k = f.k;
-  c.hosts_per_tor = f.hosts_per_tor;
-  c.host_link = tiers(f).host;
-  c.tor_agg_link = tiers(f).fabric;
-  c.agg_core_link = tiers(f).core;
-  return c;
-}
-
-absl::Status build_fabric(sim::Network& net, const Fabric& f) {
-  if (f.kind == Fabric::Kind::kLeafSpine) return sim::build_leaf_spine(net, leaf_spine_config(f));
-  return sim::build_fat_tree(net, fat_tree_config(f));
-}
-
-// Links between two hosts: the ideal path for the slowdown.
-uint32_t hops(const Fabric& f, uint32_t a, uint32_t b) {
-  if (f.kind == Fabric::Kind::kLeafSpine) return a / f.hosts_per_leaf == b / f.hosts_per_leaf ? 2 : 4;
-  const uint32_t per_tor = f.hosts_per_tor > 0 ? f.hosts_per_tor : f.k / 2;
-  const uint32_t per_pod = per_tor * (f.k / 2);
-  if (a / per_tor == b / per_tor) return 2;
-  if (a / per_pod == b / per_pod) return 4;
-  return 6;
-}
 
 sim::NetworkConfig network_config(const RunConfig& rc) {
   sim::NetworkConfig nc;
@@ -144,8 +91,9 @@ class Run {
   absl::StatusOr<sim::FlowStats> flow_stats() const;
   void sum_counters(RunResult& r);
   void sum_pfc_watchdog(RunResult& r);
-  bool is_top(uint32_t port) const;
-  bool top_link(uint32_t port) const;
+  bool top_link(uint32_t port) const {
+    return failure_candidate(rc_.fabric, net_, layout_, first_top_, port);
+  }
 
   const RunConfig& rc_;
   sim::Ranks& ranks_;
@@ -154,7 +102,9 @@ class Run {
   sim::Network net_;
   uint32_t hosts_ = 0;
   Time lookahead_ = kNever;
-  uint32_t first_top_ = 0;  // the first top-tier switch
+  uint32_t first_top_ = 0;  // leaf-spine and fat-tree: the first top-tier switch
+  sim::TopologyLayout layout_;  // the other families': their switches' groups
+  std::optional<IdealPaths> paths_;
   uint64_t max_bytes_ = 8;  // at least an atomic's operand
   std::unique_ptr<uint8_t, Free> src_, dst_;
   std::vector<QpPair> qp_pairs_;
@@ -175,14 +125,19 @@ class Run {
 };
 
 absl::Status Run::build() {
-  if (absl::Status s = build_fabric(net_, rc_.fabric); !s.ok()) return s;
+  if (absl::Status s = build_fabric(net_, rc_.fabric, &layout_); !s.ok()) return s;
   hosts_ = static_cast<uint32_t>(net_.num_hosts());
+  auto paths = IdealPaths::compute(rc_.fabric, net_, rc_.flows);
+  if (!paths.ok()) return paths.status();
+  paths_.emplace(std::move(*paths));
   if (absl::Status s = partition(); !s.ok()) return s;
   // The top tier's switches (spines; a fat-tree's cores) are built last (sim/topology.cc), so
   // they are the last `top` switch numbers. A top-tier link joins one of them to a switch.
   const uint32_t top = rc_.fabric.kind == Fabric::Kind::kLeafSpine ? rc_.fabric.spines
                                                                    : (rc_.fabric.k / 2) * (rc_.fabric.k / 2);
-  first_top_ = static_cast<uint32_t>(net_.num_switches()) - top;
+  if (rc_.fabric.kind == Fabric::Kind::kLeafSpine || rc_.fabric.kind == Fabric::Kind::kFatTree) {
+    first_top_ = static_cast<uint32_t>(net_.num_switches()) - top;
+  }
   if (absl::Status s = fail_links(); !s.ok()) return s;
   if (absl::Status s = allocate_buffers(); !s.ok()) return s;
   plan_connections();
@@ -196,22 +151,10 @@ absl::Status Run::partition() {
         "sender starts (use write or atomic over ranks)");
   }
   if (!split_) return absl::OkStatus();
-  auto fs = sim::split_fabric(net_, ranks_.size());
+  auto fs = sim::split_fabric(net_, ranks_.size(), layout_.group);
   if (!fs.ok()) return fs.status();
   lookahead_ = fs->lookahead;
   return net_.set_partition(std::move(fs->rank_of_node), ranks_.rank(), ranks_.size());
-}
-
-bool Run::is_top(uint32_t port) const {
-  const sim::Node& n = net_.node(net_.port(port).node);
-  return n.kind == sim::NodeKind::kSwitch && n.index >= first_top_;
-}
-
-bool Run::top_link(uint32_t p) const {
-  const uint32_t peer = net_.port(p).peer;
-  return (is_top(p) || is_top(peer)) &&
-         net_.node(net_.port(p).node).kind == sim::NodeKind::kSwitch &&
-         net_.node(net_.port(peer).node).kind == sim::NodeKind::kSwitch;
 }
 
 absl::Status Run::fail_links() {
@@ -225,7 +168,8 @@ absl::Status Run::fail_links() {
   if (rc_.fabric.failed_links > links.size()) {
     return absl::InvalidArgumentError(absl::StrCat("failed_links ", rc_.fabric.failed_links,
                                                    ": the fabric has ", links.size(),
-                                                   " top-tier (spine or core) links"));
+                                                   " top-tier (", top_tier_name(rc_.fabric),
+                                                   ") links"));
   }
   sim::Rng pick(rc_.seed ^ 0xFA11ED);
   for (size_t i = 0; i < rc_.fabric.failed_links; ++i) {
@@ -311,9 +255,8 @@ absl::Status Run::connect() {
   const bool uet = rc_.transport == TransportKind::kUet;
   player_.emplace(net_, rc_.flows, eps_, src_.get(), dst_.get(), max_bytes_, rkey_,
                   uet ? rc_.uet_mode : DeliveryMode::kRud, rc_.verb, rc_.recv_delay, uet,
-                  uet && rc_.uet_deferrable, [&rc = rc_](uint32_t a, uint32_t b) {
-                    return path_delay(rc.fabric, hops(rc.fabric, a, b));
-                  });
+                  uet && rc_.uet_deferrable,
+                  [&paths = *paths_](uint32_t a, uint32_t b) { return paths.propagation(a, b); });
   for (uint32_t h = 0; h < hosts_; ++h) {
     if (eps_[h] == nullptr) continue;
     adapters_.push_back(std::make_unique<HostAdapter>(&*player_, eps_[h].get()));
@@ -482,8 +425,8 @@ absl::StatusOr<sim::FlowStats> Run::flow_stats() const {
   return sim::flow_stats(std::as_const(*player_).records(), rc_.flows, [&](const sim::FlowSpec& f) {
     sim::PathModel m;
     m.gbps = rc_.fabric.host_gbps;
-    m.hops = hops(rc_.fabric, f.src, f.dst);
-    m.propagation = path_delay(rc_.fabric, m.hops);
+    m.hops = paths_->links(f.src, f.dst);
+    m.propagation = paths_->propagation(f.src, f.dst);
     m.payload_per_packet = rc_.mtu;
     m.frame_overhead = overhead;
     return sim::ideal_fct(f.bytes, m);
@@ -545,36 +488,9 @@ void Run::sum_pfc_watchdog(RunResult& r) {
 
 }  // namespace
 
-uint32_t host_count(const Fabric& f) noexcept {
-  if (f.kind == Fabric::Kind::kLeafSpine) return f.leaves * f.hosts_per_leaf;
-  const uint32_t per_tor = f.hosts_per_tor > 0 ? f.hosts_per_tor : f.k / 2;
-  return f.k * (f.k / 2) * per_tor;
-}
-
-uint32_t top_tier_links(const Fabric& f) noexcept {
-  if (f.kind == Fabric::Kind::kLeafSpine) return f.leaves * f.spines;
-  return f.k * (f.k / 2) * (f.k / 2);  // every core switch has one link to each pod
-}
-
-uint64_t port_count(const Fabric& f) noexcept {
-  // Two ports per link: host links, then leaf-spine or ToR-aggregation and aggregation-core.
-  if (f.kind == Fabric::Kind::kLeafSpine) return 2 * (uint64_t{host_count(f)} + top_tier_links(f));
-  return 2 * (uint64_t{host_count(f)} + 2 * uint64_t{top_tier_links(f)});
-}
-
-uint32_t switch_count(const Fabric& f) noexcept {
-  if (f.kind == Fabric::Kind::kLeafSpine) return f.leaves + f.spines;
-  return f.k * f.k + (f.k / 2) * (f.k / 2);  // k pods of k/2 ToRs and k/2 aggregation, cores
-}
-
 absl::Status validate(const RunConfig& rc) {
   const Fabric& f = rc.fabric;
-  if (absl::Status s = f.kind == Fabric::Kind::kLeafSpine
-                           ? sim::check_leaf_spine(leaf_spine_config(f))
-                           : sim::check_fat_tree(fat_tree_config(f));
-      !s.ok()) {
-    return s;
-  }
+  if (absl::Status s = check_fabric(f); !s.ok()) return s;
   const uint32_t hosts = host_count(f);
   // The engines' timers are derived from these (uet_config): in range before any arithmetic.
   if (f.buffer_bytes < 1024 || f.buffer_bytes > (uint64_t{1} << 36)) {
@@ -590,7 +506,7 @@ absl::Status validate(const RunConfig& rc) {
   if (f.failed_links > top_tier_links(f)) {
     return absl::InvalidArgumentError(absl::StrCat("failed_links ", f.failed_links,
                                                    ": the fabric has ", top_tier_links(f),
-                                                   " top-tier (spine or core) links"));
+                                                   " top-tier (", top_tier_name(f), ") links"));
   }
   for (const sim::FlowSpec& fl : rc.flows) {
     if (fl.src >= hosts || fl.dst >= hosts) {
@@ -603,6 +519,16 @@ absl::Status validate(const RunConfig& rc) {
     }
     if (!fl.compute && fl.src == fl.dst) {
       return absl::InvalidArgumentError(absl::StrCat("flow ", fl.id, " sends to its own host"));
+    }
+  }
+  if (f.kind == Fabric::Kind::kRail && !f.rail.planes_joined) {
+    const uint32_t rails = f.rail.gpus_per_server;
+    for (const sim::FlowSpec& fl : rc.flows) {
+      if (fl.compute || fl.src % rails == fl.dst % rails) continue;
+      return absl::InvalidArgumentError(absl::StrCat(
+          "flow ", fl.id, ": host ", fl.src, " (rail ", fl.src % rails, ") to host ", fl.dst,
+          " (rail ", fl.dst % rails, "): planes kept apart (--rail_planes=apart) route within a "
+          "rail only; use --rail_planes=joined"));
     }
   }
   if (rc.transport == TransportKind::kUet && rc.uet_mode == DeliveryMode::kUud) {
@@ -630,13 +556,6 @@ uint32_t frame_overhead(TransportKind t) noexcept {
 double payload_bound_gbytes(const RunConfig& c) noexcept {
   const double mtu = c.mtu;
   return c.fabric.host_gbps / 8 * mtu / (mtu + frame_overhead(c.transport));
-}
-
-Time path_delay(const Fabric& f, uint32_t hops) noexcept {
-  Time d = 2 * f.link_delay;  // the two host links
-  if (hops >= 4) d += 2 * fabric_delay(f);
-  if (hops >= 6) d += 2 * core_delay(f);
-  return d;
 }
 
 absl::StatusOr<RunResult> run(const RunConfig& rc) {

@@ -20,6 +20,7 @@
 #include "sim/network.h"
 #include "sim/partition.h"
 #include "sim/topology.h"
+#include "sim/topology_graph.h"
 #include "sim/workload.h"
 #include "transport/api.h"
 #include "transport/tss/sublayer.h"
@@ -31,13 +32,24 @@ enum class TransportKind : uint8_t { kUet, kRocev2 };
 const char* to_string(TransportKind t) noexcept;
 
 struct Fabric {
-  enum class Kind : uint8_t { kLeafSpine, kFatTree } kind = Kind::kLeafSpine;
+  enum class Kind : uint8_t {
+    kLeafSpine, kFatTree, kDragonfly, kDragonflyPlus, kTorus, kHypercube, kRail, kGraph
+  } kind = Kind::kLeafSpine;
   // Leaf-spine.
   uint32_t leaves = 8;
   uint32_t spines = 4;
   uint32_t hosts_per_leaf = 16;
   // Fat-tree.
   uint32_t k = 8;
+  // The AI/HPC families and a graph file (sim/topology.h, sim/topology_graph.h); their host
+  // links are host_gbps and link_delay, their fabric links fabric_gbps and fabric_delay, a
+  // dragonfly's (and Dragonfly+'s) global links core_gbps and core_delay.
+  sim::DragonflyConfig dragonfly;          // sizes only (p, a, h, g)
+  sim::DragonflyPlusConfig dragonfly_plus;  // sizes only
+  sim::TorusConfig torus;                   // sizes and wraparound
+  sim::HypercubeConfig hypercube;           // sizes only
+  sim::RailConfig rail;                     // sizes and planes
+  std::shared_ptr<const sim::GraphTopology> graph;  // kGraph: its links carry their own rates
   double host_gbps = 100;
   uint32_t hosts_per_tor = 0;  // fat-tree: 0 = k/2 (non-blocking)
   double fabric_gbps = 100;    // leaf-spine and ToR-aggregation links
@@ -82,14 +94,29 @@ struct Progress {
   double wall_s = 0;
 };
 
+// The builder's own check of the fabric's shape (sizes in range, at most kMaxHosts hosts),
+// naming the family's field and range.
+absl::Status check_fabric(const Fabric& f);
+
+// --topology's spelling of a kind.
+const char* to_string(Fabric::Kind k) noexcept;
+
 // Hosts, links per path and the one-way propagation of a path, for the fabric above.
 uint32_t host_count(const Fabric& f) noexcept;
 Time path_delay(const Fabric& f, uint32_t hops) noexcept;
-// Switches, ports (two per link), and the top-tier links (leaf-spine, or aggregation-core in
-// a fat-tree) that `failed_links` picks from, without building the fabric.
+// Switches, ports (two per link), switches with hosts, and the top-tier links that
+// `failed_links` picks from (leaf-spine; a fat-tree's aggregation-core; a dragonfly's and
+// Dragonfly+'s global links; a rail fabric's leaf-spine links; every switch-to-switch link of a
+// torus, hypercube or graph), without building the fabric.
 uint32_t switch_count(const Fabric& f) noexcept;
 uint64_t port_count(const Fabric& f) noexcept;
+uint32_t tor_count(const Fabric& f) noexcept;
 uint32_t top_tier_links(const Fabric& f) noexcept;
+// What those links are, as a refusal names them: "spine or core", "global", ...
+const char* top_tier_name(const Fabric& f) noexcept;
+// Links on a shortest path between hosts a and b (2 under one switch), built and searched
+// for the families without a closed form; 0 when they have no path.
+uint32_t host_path_links(const Fabric& f, uint32_t a, uint32_t b);
 
 // What each flow is (uet-ab --verb). kWrite: an RDMA WRITE of its bytes. kSend: a message
 // of its bytes matched at the destination, which posts its receive as the flow starts (UET: a

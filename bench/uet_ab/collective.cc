@@ -105,6 +105,12 @@ absl::Status place_ranks(uint32_t hosts, CollectiveRequest& req) {
   req.comms = std::move(*comms);
   req.members = static_cast<uint32_t>(req.comms.front().size());
   req.server.gpus = absl::GetFlag(FLAGS_gpus_per_server);
+  // On a rail fabric --gpus_per_server sizes the rails; collectives other than all-reduce
+  // (which runs hierarchically, per rail) run flat over the GPUs' NICs.
+  if (absl::GetFlag(FLAGS_topology) == "rail" && absl::GetFlag(FLAGS_topo).empty() &&
+      req.coll != sim::Collective::kAllReduce) {
+    req.server.gpus = 1;
+  }
   req.server.gbps = absl::GetFlag(FLAGS_intra_gbps);
   req.server.latency = static_cast<Time>(absl::GetFlag(FLAGS_intra_us) * kMicrosecond);
   Check c;

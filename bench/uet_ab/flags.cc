@@ -14,7 +14,43 @@ ABSL_FLAG(std::string, topo, "",
           "build the fabric from an htsim topology file (.topo: Nodes, Tiers, per-tier rates, "
           "radices, latencies, oversubscription) instead of --topology and its size flags");
 ABSL_FLAG(std::string, transport, "both", "uet, rocev2 or both");
-ABSL_FLAG(std::string, topology, "leafspine", "leafspine or fattree");
+ABSL_FLAG(std::string, topology, "leafspine",
+          "leafspine, fattree, dragonfly (--df_*), dragonflyplus (--dfp_*, --df_h, --df_g), torus "
+          "(--torus, --torus_wrap, --hosts_per_switch), hypercube (--hypercube_dim, "
+          "--hosts_per_switch), rail (--rail_*, --gpus_per_server) or graph (--graph=FILE)");
+ABSL_FLAG(uint32_t, df_p, 4, "dragonfly: hosts per router p, 1..256 (balanced: a = 2p = 2h)");
+ABSL_FLAG(uint32_t, df_a, 8, "dragonfly: routers per group a (all-to-all), 1..256");
+ABSL_FLAG(uint32_t, df_h, 4,
+          "dragonfly: global links per router h; dragonflyplus: global links per spine; 1..256");
+ABSL_FLAG(uint32_t, df_g, 0,
+          "dragonfly and dragonflyplus: groups, 2..(global ports per group)+1 with g-1 dividing "
+          "the global ports per group (a*h, or spines*h); 0: one global link per pair of groups "
+          "(a*h+1, or spines*h+1)");
+ABSL_FLAG(uint32_t, dfp_leaves, 4, "dragonflyplus: leaves per group, 1..256");
+ABSL_FLAG(uint32_t, dfp_spines, 4, "dragonflyplus: spines per group, 1..256");
+ABSL_FLAG(uint32_t, dfp_hosts_per_leaf, 4, "dragonflyplus: hosts per leaf, 1..256");
+ABSL_FLAG(std::string, torus, "4x4x4",
+          "torus: switches along each dimension, K, KxK or KxKxK, each 2..256 (a dimension of 2 "
+          "has one link between its two switches)");
+ABSL_FLAG(bool, torus_wrap, true, "torus: wraparound links; false: a mesh");
+ABSL_FLAG(uint32_t, hosts_per_switch, 1, "torus and hypercube: hosts per switch, 1..256");
+ABSL_FLAG(uint32_t, hypercube_dim, 4, "hypercube: dimension n (2^n switches), 1..16");
+ABSL_FLAG(uint32_t, rail_servers, 16,
+          "rail: servers, 1..65536, each of --gpus_per_server GPUs with a NIC per GPU (a rail)");
+ABSL_FLAG(uint32_t, rail_servers_per_leaf, 8,
+          "rail: servers per leaf (each rail's leaf serves that GPU of this many servers), 1..256");
+ABSL_FLAG(uint32_t, rail_spines, 8, "rail: spines per plane, 1..256");
+ABSL_FLAG(std::string, rail_planes, "joined",
+          "rail: joined (one plane: spines reach every rail's leaves) or apart (a plane per rail; "
+          "scenarios run on each rail's hosts separately, flows that leave their rail are "
+          "refused)");
+ABSL_FLAG(std::string, graph, "",
+          "graph: the fabric from a graph file (host NAME, switch NAME, link A B GBPS DELAY_NS; "
+          "sim/topology_graph.h); its links keep their own rates and delays");
+ABSL_FLAG(double, global_gbps, 0,
+          "dragonfly and dragonflyplus: global link rate in Gb/s, 1..1600; 0: --fabric_gbps");
+ABSL_FLAG(int32_t, global_latency_ns, -1,
+          "dragonfly and dragonflyplus: global link delay in ns, 0..1000000; -1: --latency_ns");
 ABSL_FLAG(uint32_t, leaves, 16, "leaf-spine: leaves, 1..1024");
 ABSL_FLAG(uint32_t, spines, 8, "leaf-spine: spines, 1..256");
 ABSL_FLAG(uint32_t, hosts_per_leaf, 8, "leaf-spine: hosts per leaf, 1..256");
@@ -76,7 +112,8 @@ ABSL_FLAG(std::string, coll_group, "world",
           "collective scenario: the communicators that run the collective at once: world (every "
           "rank), tp (dp groups of tp adjacent ranks) or dp (tp groups of dp strided ranks)");
 ABSL_FLAG(uint32_t, gpus_per_server, 1,
-          "collective scenario: hosts per multi-GPU server, 1 (flat) or 2..64: each host is one "
+          "rail topology: GPUs (rails) per server, 1..64; collective scenario: hosts per "
+          "multi-GPU server, 1 (flat) or 2..64: each host is one "
           "GPU with its own NIC (a rail); all-reduce runs hierarchically (intra-server "
           "reduce-scatter, all-reduce per rail over the fabric, intra-server all-gather)");
 ABSL_FLAG(double, intra_gbps, 3600,

@@ -21,9 +21,18 @@ struct Planned {
 absl::StatusOr<Fabric> fabric_of_flags() {
   const auto fabric = fabric_from_flags();
   if (!fabric.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat("--topo: ", fabric.status().message()));
+    return absl::InvalidArgumentError(absl::StrCat(absl::GetFlag(FLAGS_topo).empty() ? "" : "--topo: ",
+                                                   fabric.status().message()));
   }
   const uint32_t hosts = host_count(*fabric);
+  if (fabric->kind != Fabric::Kind::kLeafSpine && fabric->kind != Fabric::Kind::kFatTree) {
+    // The builder's check, naming the family's field and range (the flags are in range).
+    if (absl::Status s = check_fabric(*fabric); !s.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--topology=", to_string(fabric->kind), ": ", s.message()));
+    }
+    return fabric;
+  }
   if (absl::GetFlag(FLAGS_topo).empty() && hosts > sim::kMaxHosts) {
     if (fabric->kind == Fabric::Kind::kLeafSpine) {
       return absl::InvalidArgumentError(absl::StrFormat(
@@ -35,6 +44,21 @@ absl::StatusOr<Fabric> fabric_of_flags() {
         hosts / (fabric->k * (fabric->k / 2)), hosts, sim::kMaxHosts));
   }
   return fabric;
+}
+
+// The flags that size a fabric of this kind, for a refusal to name.
+const char* size_flags_of(Fabric::Kind k) {
+  switch (k) {
+    case Fabric::Kind::kLeafSpine: return "--leaves / --hosts_per_leaf";
+    case Fabric::Kind::kFatTree: return "--k / --hosts_per_tor";
+    case Fabric::Kind::kDragonfly: return "--df_p / --df_a / --df_h / --df_g";
+    case Fabric::Kind::kDragonflyPlus: return "--dfp_leaves / --dfp_hosts_per_leaf / --df_h / --df_g";
+    case Fabric::Kind::kTorus: return "--torus / --hosts_per_switch";
+    case Fabric::Kind::kHypercube: return "--hypercube_dim / --hosts_per_switch";
+    case Fabric::Kind::kRail: return "--rail_servers / --gpus_per_server";
+    case Fabric::Kind::kGraph: return "the --graph file";
+  }
+  return "the fabric's size";
 }
 
 // The scenarios to run: --scenario, the standard three, or the connection matrix's own.
@@ -80,8 +104,9 @@ absl::StatusOr<std::vector<Planned>> plan_scenarios(const Options& o, const Fabr
   const bool fails = std::find(scenarios.begin(), scenarios.end(), "failure") != scenarios.end();
   if (fails && absl::GetFlag(FLAGS_failed_links) > top_tier_links(base)) {
     return absl::InvalidArgumentError(absl::StrFormat(
-        "--failed_links=%u out of range: 1..%u (the fabric has %u top-tier (spine or core) links)",
-        absl::GetFlag(FLAGS_failed_links), top_tier_links(base), top_tier_links(base)));
+        "--failed_links=%u out of range: 1..%u (the fabric has %u top-tier (%s) links)",
+        absl::GetFlag(FLAGS_failed_links), top_tier_links(base), top_tier_links(base),
+        top_tier_name(base)));
   }
   for (const std::string& scenario : scenarios) {
     auto flows = flows_for(scenario, hosts, absl::GetFlag(FLAGS_seed));
@@ -109,9 +134,8 @@ absl::StatusOr<std::vector<Planned>> plan_scenarios(const Options& o, const Fabr
   }
   // Too large for the machine: refused with the estimate, not killed by the OOM killer.
   const double need = peak.bytes + planned_flows * static_cast<double>(sizeof(sim::FlowSpec));
-  const char* size_flags = !absl::GetFlag(FLAGS_topo).empty()      ? "the --topo file's Nodes"
-                           : base.kind == Fabric::Kind::kLeafSpine ? "--leaves / --hosts_per_leaf"
-                                                                   : "--k / --hosts_per_tor";
+  const char* size_flags = !absl::GetFlag(FLAGS_topo).empty() ? "the --topo file's Nodes"
+                                                                : size_flags_of(base.kind);
   if (std::string no = memory_refusal(need, peak.why, absl::StrCat(size_flags, ", or --bytes"));
       !no.empty()) {
     return absl::InvalidArgumentError(std::move(no));
@@ -248,6 +272,17 @@ std::string scenario_title(const Options& o, const Fabric& base, uint32_t hosts,
           "\n  INTERRUPTED (Ctrl-C): %s stopped at %.3f ms simulated; partial results",
           to_string(r.transport), static_cast<double>(r.sim_time) / kMillisecond));
     }
+    // Shortest paths on a torus, dragonfly or any graph with cycles can close a cycle of
+    // buffers that wait on each other under PFC (no virtual channels here): a deadlock. A Clos
+    // routed up and down has no such cycle.
+    const bool clos = base.kind == Fabric::Kind::kLeafSpine || base.kind == Fabric::Kind::kFatTree;
+    if (!clos && !r.interrupted && r.flows.completed < r.flows.total && r.ports.paused_time > 0) {
+      absl::StrAppend(&title, absl::StrFormat(
+          "\n  NOTE: %s: %d of %d flows incomplete at %.3f ms with PFC-paused ports: a PFC deadlock "
+          "(a cycle of paused buffers along shortest paths) is likely; --pfc=off runs lossy",
+          to_string(r.transport), r.flows.total - r.flows.completed, r.flows.total,
+          static_cast<double>(r.sim_time) / kMillisecond));
+    }
   }
   return title;
 }
@@ -290,7 +325,7 @@ int run_main() {
   const Fabric& base = *fabric;
   const std::string fabric_name =
       absl::GetFlag(FLAGS_topo).empty()
-          ? o.topology
+          ? fabric_title(base)
           : absl::StrCat(base.kind == Fabric::Kind::kLeafSpine ? "leafspine" : "fattree", " from ",
                          absl::GetFlag(FLAGS_topo));
   const uint32_t hosts = host_count(base);
@@ -327,7 +362,8 @@ int main(int argc, char** argv) {
       "uet-ab: UET vs RoCEv2 on the same simulated fabric and workload.\n"
       "Usage: uet-ab [--scenario=standard|permutation|incast|alltoall|allreduce|collective|trace|"
       "websearch|loss|loss-sweep|failure|cm] [--cm=FILE.cm] "
-      "[--transport=uet|rocev2|both] [--topology=leafspine|fattree] [--json=FILE] [--csv=FILE] "
+      "[--transport=uet|rocev2|both] [--topology=leafspine|fattree|dragonfly|dragonflyplus|torus|"
+      "hypercube|rail|graph] [--json=FILE] [--csv=FILE] "
       "[--pcap=DIR] ...");
   // --config=FILE is Abseil's --flagfile: the file's flags apply where it stands, so flags
   // after it override the experiment's values.

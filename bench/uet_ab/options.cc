@@ -3,6 +3,18 @@
 #include "bench/uet_ab/uet_ab.h"
 
 namespace uet::ab {
+
+std::vector<uint32_t> torus_dims(const std::string& text) {
+  std::vector<uint32_t> dims;
+  for (absl::string_view part : absl::StrSplit(text, 'x')) {
+    uint32_t k = 0;
+    if (!absl::SimpleAtoi(part, &k) || k < 2 || k > 256) return {};
+    dims.push_back(k);
+  }
+  if (dims.size() > 3) return {};
+  return dims;
+}
+
 namespace {
 
 // The fabric's and the switches' flags, and --plot's directory (created here).
@@ -75,13 +87,62 @@ void check_workload_flags(Check& check, Options& o) {
   check.range(FLAGS_max_memory_gb, 0, 1e6);
 }
 
+// Groups g of a dragonfly (or Dragonfly+) with `ports` global ports per group: 0, or
+// 2..ports+1 with g - 1 dividing them.
+void check_groups(Check& check, uint64_t ports, const char* ports_flags) {
+  const uint32_t g = absl::GetFlag(FLAGS_df_g);
+  if (g == 0) return;
+  check.range(FLAGS_df_g, 2, static_cast<double>(ports + 1));
+  if (check.error.empty() && ports % (g - 1) != 0) {
+    check.fail(absl::StrFormat("--df_g=%u invalid: g - 1 must divide %s = %u (as many global "
+                               "links between every two groups); 0: %u",
+                               g, ports_flags, ports, ports + 1));
+  }
+}
+
+// The families' size flags: every range, and what only the chosen family needs.
+void check_topology_flags(Check& check, const Options& o) {
+  for (const auto* f : {&FLAGS_df_p, &FLAGS_df_a, &FLAGS_df_h, &FLAGS_dfp_leaves, &FLAGS_dfp_spines,
+                        &FLAGS_dfp_hosts_per_leaf, &FLAGS_hosts_per_switch,
+                        &FLAGS_rail_servers_per_leaf, &FLAGS_rail_spines}) {
+    check.range(*f, 1, 256);
+  }
+  check.range(FLAGS_hypercube_dim, 1, 16);
+  check.range(FLAGS_rail_servers, 1, 65536);
+  check.one_of("rail_planes", absl::GetFlag(FLAGS_rail_planes), {"joined", "apart"});
+  if (absl::GetFlag(FLAGS_global_gbps) != 0) check.range(FLAGS_global_gbps, 1, 1600);
+  check.range(FLAGS_global_latency_ns, -1, 1e6);
+  if (!absl::GetFlag(FLAGS_topo).empty()) return;  // the file's fabric
+  if (o.topology == "dragonfly") {
+    check_groups(check, uint64_t{absl::GetFlag(FLAGS_df_a)} * absl::GetFlag(FLAGS_df_h),
+                 "--df_a x --df_h");
+  } else if (o.topology == "dragonflyplus") {
+    check_groups(check, uint64_t{absl::GetFlag(FLAGS_dfp_spines)} * absl::GetFlag(FLAGS_df_h),
+                 "--dfp_spines x --df_h");
+  } else if (o.topology == "torus" && check.error.empty() &&
+             torus_dims(absl::GetFlag(FLAGS_torus)).empty()) {
+    check.fail(absl::StrCat("--torus=", absl::GetFlag(FLAGS_torus),
+                            " invalid: K, KxK or KxKxK, each 2..256"));
+  } else if (o.topology == "rail") {
+    check.range(FLAGS_gpus_per_server, 1, 64);
+  } else if (o.topology == "graph" && check.error.empty() && absl::GetFlag(FLAGS_graph).empty()) {
+    check.fail("--topology=graph needs --graph=FILE");
+  }
+  if (check.error.empty() && o.topology != "graph" && !absl::GetFlag(FLAGS_graph).empty()) {
+    check.fail("--graph needs --topology=graph");
+  }
+}
+
 // The packet size, the topology's kind, and what each transport runs with.
 void check_transport_flags(Check& check, Options& o) {
   o.mtu = absl::GetFlag(FLAGS_mtu);
   if (!bench::is_roce_mtu(o.mtu))
     check.fail(absl::StrFormat("--mtu=%u invalid: one of %s", o.mtu, bench::kRoceMtus));
   o.topology = absl::GetFlag(FLAGS_topology);
-  check.one_of("topology", o.topology, {"leafspine", "fattree"});
+  check.one_of("topology", o.topology,
+               {"leafspine", "fattree", "dragonfly", "dragonflyplus", "torus", "hypercube", "rail",
+                "graph"});
+  check_topology_flags(check, o);
   if (const uint32_t k = absl::GetFlag(FLAGS_k); check.error.empty() && o.topology == "fattree" &&
                                                  absl::GetFlag(FLAGS_topo).empty() &&
                                                  (k < 2 || k > 256 || k % 2 != 0)) {

@@ -99,10 +99,15 @@ double flow_goodput_gbps(const RunResult& r) {
 
 // Fabric (switch-to-switch) links on the loss-sweep flow's path, host 0 to the last host:
 // leaf-spine 2 (up, down) when there is more than one leaf; fat-tree 4 (ToR-agg-core-agg-ToR)
-// across pods, 2 within one.
+// across pods, 2 within one; the other families from a shortest path of the built fabric (to
+// the last host of rail 0 when rail planes are kept apart).
 uint32_t sweep_path_links(const Fabric& f) {
   if (f.kind == Fabric::Kind::kLeafSpine) return f.leaves > 1 ? 2 : 0;
-  return f.k > 2 ? 4 : 2;
+  if (f.kind == Fabric::Kind::kFatTree) return f.k > 2 ? 4 : 2;
+  const uint32_t hosts = host_count(f);
+  const uint32_t last = rails_apart(f) ? hosts - f.rail.gpus_per_server : hosts - 1;
+  const uint32_t links = host_path_links(f, 0, last);
+  return links >= 2 ? links - 2 : 0;
 }
 
 // Goodput against loss, one line per transport.

@@ -62,6 +62,13 @@ std::string tss_json(const RunConfig& c) {
                          c.tss_cost.ps_per_byte * 1024.0 / kNanosecond);
 }
 
+// The AI/HPC families' shape ("shape": "dragonfly p=4 a=8 h=4 g=33", ...); nothing for
+// leaf-spine and fat-tree, whose sizes the other parameters give.
+std::string shape_json(const RunConfig& c) {
+  if (c.fabric.kind == Fabric::Kind::kLeafSpine || c.fabric.kind == Fabric::Kind::kFatTree) return "";
+  return absl::StrFormat("\"shape\": \"%s\", ", fabric_title(c.fabric));
+}
+
 }  // namespace
 
 std::string json_of(const RunResult& r, const RunConfig& c) {
@@ -98,8 +105,8 @@ std::string json_of(const RunResult& r, const RunConfig& c) {
       c.fabric.link_delay / kNanosecond, c.fabric.buffer_bytes / 1024, c.fabric.ecn_kmin_bytes / 1024,
       c.fabric.ecn_kmax_bytes / 1024, c.fabric.ecn_pmax, c.fabric.pfc_xoff_bytes / 1024,
       c.fabric.pfc_xon_bytes / 1024,
-      c.fabric.kind == Fabric::Kind::kLeafSpine ? "leafspine" : "fattree",
-      datagram_params(c) + tss_json(c), c.seed, datagram_json(r, c));
+      to_string(c.fabric.kind), shape_json(c) + datagram_params(c) + tss_json(c), c.seed,
+      datagram_json(r, c));
 }
 
 void print_split(const std::vector<RunResult>& runs);

@@ -3,10 +3,82 @@
 
 namespace uet::ab {
 
+namespace {
+
+Fabric::Kind kind_of(const std::string& topology) {
+  for (auto k : {Fabric::Kind::kFatTree, Fabric::Kind::kDragonfly, Fabric::Kind::kDragonflyPlus,
+                 Fabric::Kind::kTorus, Fabric::Kind::kHypercube, Fabric::Kind::kRail,
+                 Fabric::Kind::kGraph}) {
+    if (topology == to_string(k)) return k;
+  }
+  return Fabric::Kind::kLeafSpine;
+}
+
+// The AI/HPC families' sizes (their links come from the tiers: ab_fabric.cc), and the graph.
+absl::Status family_from_flags(Fabric& f) {
+  f.dragonfly.p = absl::GetFlag(FLAGS_df_p);
+  f.dragonfly.a = absl::GetFlag(FLAGS_df_a);
+  f.dragonfly.h = f.dragonfly_plus.h = absl::GetFlag(FLAGS_df_h);
+  f.dragonfly.g = f.dragonfly_plus.g = absl::GetFlag(FLAGS_df_g);
+  f.dragonfly_plus.leaves = absl::GetFlag(FLAGS_dfp_leaves);
+  f.dragonfly_plus.spines = absl::GetFlag(FLAGS_dfp_spines);
+  f.dragonfly_plus.hosts_per_leaf = absl::GetFlag(FLAGS_dfp_hosts_per_leaf);
+  f.torus.dims = torus_dims(absl::GetFlag(FLAGS_torus));
+  f.torus.wraparound = absl::GetFlag(FLAGS_torus_wrap);
+  f.torus.hosts_per_switch = f.hypercube.hosts_per_switch = absl::GetFlag(FLAGS_hosts_per_switch);
+  f.hypercube.dim = absl::GetFlag(FLAGS_hypercube_dim);
+  f.rail.servers = absl::GetFlag(FLAGS_rail_servers);
+  f.rail.gpus_per_server = absl::GetFlag(FLAGS_gpus_per_server);
+  f.rail.servers_per_leaf = absl::GetFlag(FLAGS_rail_servers_per_leaf);
+  f.rail.spines = absl::GetFlag(FLAGS_rail_spines);
+  f.rail.planes_joined = absl::GetFlag(FLAGS_rail_planes) != "apart";
+  if (absl::GetFlag(FLAGS_global_gbps) > 0) f.core_gbps = absl::GetFlag(FLAGS_global_gbps);
+  if (absl::GetFlag(FLAGS_global_latency_ns) >= 0) {
+    f.core_delay = static_cast<Time>(absl::GetFlag(FLAGS_global_latency_ns)) * kNanosecond;
+  }
+  if (f.kind == Fabric::Kind::kGraph) {
+    auto g = sim::load_graph_topology(absl::GetFlag(FLAGS_graph));
+    if (!g.ok()) return absl::InvalidArgumentError(absl::StrCat("--graph: ", g.status().message()));
+    f.graph = std::make_shared<const sim::GraphTopology>(std::move(*g));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+bool rails_apart(const Fabric& f) {
+  return f.kind == Fabric::Kind::kRail && !f.rail.planes_joined && f.rail.gpus_per_server > 1;
+}
+
+std::string fabric_title(const Fabric& f) {
+  switch (f.kind) {
+    case Fabric::Kind::kDragonfly:
+      return absl::StrFormat("dragonfly p=%u a=%u h=%u g=%u", f.dragonfly.p, f.dragonfly.a,
+                             f.dragonfly.h, f.dragonfly.groups());
+    case Fabric::Kind::kDragonflyPlus:
+      return absl::StrFormat("dragonflyplus %u leaves x %u hosts, %u spines, h=%u g=%u per group",
+                             f.dragonfly_plus.leaves, f.dragonfly_plus.hosts_per_leaf,
+                             f.dragonfly_plus.spines, f.dragonfly_plus.h, f.dragonfly_plus.groups());
+    case Fabric::Kind::kTorus:
+      return absl::StrFormat("%s %s, %u hosts per switch", f.torus.wraparound ? "torus" : "mesh",
+                             absl::StrJoin(f.torus.dims, "x"), f.torus.hosts_per_switch);
+    case Fabric::Kind::kHypercube:
+      return absl::StrFormat("hypercube n=%u, %u hosts per switch", f.hypercube.dim,
+                             f.hypercube.hosts_per_switch);
+    case Fabric::Kind::kRail:
+      return absl::StrFormat("rail %u servers x %u GPUs, %u servers per leaf, %u spines%s",
+                             f.rail.servers, f.rail.gpus_per_server, f.rail.servers_per_leaf,
+                             f.rail.spines, f.rail.planes_joined ? "" : " per plane, planes apart");
+    case Fabric::Kind::kGraph:
+      return absl::StrCat("graph ", absl::GetFlag(FLAGS_graph));
+    default:
+      return to_string(f.kind);
+  }
+}
+
 absl::StatusOr<Fabric> fabric_from_flags() {
   Fabric f;
-  f.kind = absl::GetFlag(FLAGS_topology) == "fattree" ? Fabric::Kind::kFatTree
-                                                      : Fabric::Kind::kLeafSpine;
+  f.kind = kind_of(absl::GetFlag(FLAGS_topology));
   f.leaves = absl::GetFlag(FLAGS_leaves);
   f.spines = absl::GetFlag(FLAGS_spines);
   f.hosts_per_leaf = absl::GetFlag(FLAGS_hosts_per_leaf);
@@ -30,6 +102,7 @@ absl::StatusOr<Fabric> fabric_from_flags() {
   f.trimming = absl::GetFlag(FLAGS_trimming);
   f.buffer_bytes = absl::GetFlag(FLAGS_buffer_kb) * 1024;
   f.frame_capacity = 256;  // headers are real bytes; payloads travel by length
+  if (absl::Status st = family_from_flags(f); !st.ok()) return st;
   if (const std::string path = absl::GetFlag(FLAGS_topo); !path.empty()) {
     auto t = sim::load_htsim_topology(path);
     if (!t.ok()) return t.status();
@@ -100,10 +173,47 @@ absl::StatusOr<std::vector<sim::FlowSpec>> scenario_flows(const std::string& sce
       "loss-sweep, failure, cm"));
 }
 
+absl::StatusOr<std::vector<sim::FlowSpec>> flows_on(const std::string& scenario, uint32_t hosts,
+                                                    uint64_t seed);
+
+// Rail planes kept apart: the scenario drawn on each rail's hosts (GPU r of server s is host
+// s*G + r), rail r's from the seed mixed with r (rail 0's: the seed), ids and prerequisites
+// numbered rail after rail. loss-sweep's one flow stays one, on rail 0.
+absl::StatusOr<std::vector<sim::FlowSpec>> per_rail(const std::string& scenario, uint32_t hosts,
+                                                    uint32_t rails, uint64_t seed) {
+  std::vector<sim::FlowSpec> all;
+  for (uint32_t r = 0; r < (scenario == "loss-sweep" ? 1 : rails); ++r) {
+    auto flows = flows_on(scenario, hosts / rails, r == 0 ? seed : sim::mix64(r, seed));
+    if (!flows.ok()) return flows.status();
+    const auto base = static_cast<uint32_t>(all.size());
+    for (sim::FlowSpec& f : *flows) {
+      f.id += base;
+      f.src = f.src * rails + r;
+      f.dst = f.dst * rails + r;
+      for (uint32_t& a : f.after) a += base;
+      all.push_back(std::move(f));
+    }
+  }
+  return all;
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<sim::FlowSpec>> flows_for(const std::string& scenario, uint32_t hosts,
                                                      uint64_t seed) {
+  const uint32_t rails = absl::GetFlag(FLAGS_gpus_per_server);
+  if (absl::GetFlag(FLAGS_topo).empty() && absl::GetFlag(FLAGS_topology) == "rail" &&
+      absl::GetFlag(FLAGS_rail_planes) == "apart" && rails > 1 && scenario != "cm") {
+    return per_rail(scenario, hosts, rails, seed);
+  }
+  return flows_on(scenario, hosts, seed);
+}
+
+namespace {
+
+// The scenario's flows on `hosts` hosts, checked.
+absl::StatusOr<std::vector<sim::FlowSpec>> flows_on(const std::string& scenario, uint32_t hosts,
+                                                    uint64_t seed) {
   const auto refuse = [](std::string why) { return absl::InvalidArgumentError(std::move(why)); };
   const uint64_t bytes = absl::GetFlag(FLAGS_bytes);
   if (scenario == "incast" &&
@@ -136,5 +246,5 @@ absl::StatusOr<std::vector<sim::FlowSpec>> flows_for(const std::string& scenario
   return flows;
 }
 
-
+}  // namespace
 }  // namespace uet::ab

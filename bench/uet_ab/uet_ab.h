@@ -23,6 +23,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "bench/ab_collective.h"
 #include "bench/ab_memory.h"
@@ -42,6 +43,24 @@ ABSL_DECLARE_FLAG(std::string, cm);
 ABSL_DECLARE_FLAG(std::string, topo);
 ABSL_DECLARE_FLAG(std::string, transport);
 ABSL_DECLARE_FLAG(std::string, topology);
+ABSL_DECLARE_FLAG(uint32_t, df_p);
+ABSL_DECLARE_FLAG(uint32_t, df_a);
+ABSL_DECLARE_FLAG(uint32_t, df_h);
+ABSL_DECLARE_FLAG(uint32_t, df_g);
+ABSL_DECLARE_FLAG(uint32_t, dfp_leaves);
+ABSL_DECLARE_FLAG(uint32_t, dfp_spines);
+ABSL_DECLARE_FLAG(uint32_t, dfp_hosts_per_leaf);
+ABSL_DECLARE_FLAG(std::string, torus);
+ABSL_DECLARE_FLAG(bool, torus_wrap);
+ABSL_DECLARE_FLAG(uint32_t, hosts_per_switch);
+ABSL_DECLARE_FLAG(uint32_t, hypercube_dim);
+ABSL_DECLARE_FLAG(uint32_t, rail_servers);
+ABSL_DECLARE_FLAG(uint32_t, rail_servers_per_leaf);
+ABSL_DECLARE_FLAG(uint32_t, rail_spines);
+ABSL_DECLARE_FLAG(std::string, rail_planes);
+ABSL_DECLARE_FLAG(std::string, graph);
+ABSL_DECLARE_FLAG(double, global_gbps);
+ABSL_DECLARE_FLAG(int32_t, global_latency_ns);
 ABSL_DECLARE_FLAG(uint32_t, leaves);
 ABSL_DECLARE_FLAG(uint32_t, spines);
 ABSL_DECLARE_FLAG(uint32_t, hosts_per_leaf);
@@ -196,6 +215,12 @@ RunConfig run_config(const Options& o, const Fabric& base, const std::string& sc
                      double fabric_loss, TransportKind t);
 
 absl::StatusOr<Fabric> fabric_from_flags();
+// --torus's "8x8x8" into sizes; empty when it is not 1 to 3 sizes of 2..256 joined by 'x'.
+std::vector<uint32_t> torus_dims(const std::string& text);
+// The fabric's name in titles: --topology and its sizes ("dragonfly p=4 a=8 h=4 g=33").
+std::string fabric_title(const Fabric& f);
+// Planes kept apart (--topology=rail --rail_planes=apart): scenarios run on each rail's hosts.
+bool rails_apart(const Fabric& f);
 // The scenario's flows on `hosts` hosts; refused with the flag to change.
 absl::StatusOr<std::vector<sim::FlowSpec>> flows_for(const std::string& scenario, uint32_t hosts,
                                                      uint64_t seed);
