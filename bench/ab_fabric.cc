@@ -10,8 +10,12 @@ namespace {
 
 using Kind = Fabric::Kind;
 
-Time fabric_delay(const Fabric& f) noexcept { return f.fabric_delay >= 0 ? f.fabric_delay : f.link_delay; }
-Time core_delay(const Fabric& f) noexcept { return f.core_delay >= 0 ? f.core_delay : fabric_delay(f); }
+Time fabric_delay(const Fabric& f) noexcept {
+  return f.fabric_delay >= 0 ? f.fabric_delay : f.link_delay;
+}
+Time core_delay(const Fabric& f) noexcept {
+  return f.core_delay >= 0 ? f.core_delay : fabric_delay(f);
+}
 
 struct Tiers {
   sim::LinkConfig host, fabric, core;
@@ -74,13 +78,20 @@ sim::GraphTopology lossy_graph(const Fabric& f) {
 
 sim::TopologySize size_of(const Fabric& f) noexcept {
   switch (f.kind) {
-    case Kind::kDragonfly: return sim::dragonfly_size(f.dragonfly);
-    case Kind::kDragonflyPlus: return sim::dragonfly_plus_size(f.dragonfly_plus);
-    case Kind::kTorus: return sim::torus_size(f.torus);
-    case Kind::kHypercube: return sim::hypercube_size(f.hypercube);
-    case Kind::kRail: return sim::rail_size(f.rail);
-    case Kind::kGraph: return f.graph ? sim::graph_size(*f.graph) : sim::TopologySize{};
-    default: return {};
+    case Kind::kDragonfly:
+      return sim::dragonfly_size(f.dragonfly);
+    case Kind::kDragonflyPlus:
+      return sim::dragonfly_plus_size(f.dragonfly_plus);
+    case Kind::kTorus:
+      return sim::torus_size(f.torus);
+    case Kind::kHypercube:
+      return sim::hypercube_size(f.hypercube);
+    case Kind::kRail:
+      return sim::rail_size(f.rail);
+    case Kind::kGraph:
+      return f.graph ? sim::graph_size(*f.graph) : sim::TopologySize{};
+    default:
+      return {};
   }
 }
 
@@ -102,27 +113,42 @@ uint32_t closed_form_links(const Fabric& f, uint32_t a, uint32_t b) {
 
 const char* to_string(Fabric::Kind k) noexcept {
   switch (k) {
-    case Kind::kLeafSpine: return "leafspine";
-    case Kind::kFatTree: return "fattree";
-    case Kind::kDragonfly: return "dragonfly";
-    case Kind::kDragonflyPlus: return "dragonflyplus";
-    case Kind::kTorus: return "torus";
-    case Kind::kHypercube: return "hypercube";
-    case Kind::kRail: return "rail";
-    case Kind::kGraph: return "graph";
+    case Kind::kLeafSpine:
+      return "leafspine";
+    case Kind::kFatTree:
+      return "fattree";
+    case Kind::kDragonfly:
+      return "dragonfly";
+    case Kind::kDragonflyPlus:
+      return "dragonflyplus";
+    case Kind::kTorus:
+      return "torus";
+    case Kind::kHypercube:
+      return "hypercube";
+    case Kind::kRail:
+      return "rail";
+    case Kind::kGraph:
+      return "graph";
   }
   return "?";
 }
 
 absl::Status check_fabric(const Fabric& f) {
   switch (f.kind) {
-    case Kind::kLeafSpine: return sim::check_leaf_spine(leaf_spine_config(f));
-    case Kind::kFatTree: return sim::check_fat_tree(fat_tree_config(f));
-    case Kind::kDragonfly: return sim::check_dragonfly(with_links(f.dragonfly, f));
-    case Kind::kDragonflyPlus: return sim::check_dragonfly_plus(with_links(f.dragonfly_plus, f));
-    case Kind::kTorus: return sim::check_torus(with_links(f.torus, f));
-    case Kind::kHypercube: return sim::check_hypercube(with_links(f.hypercube, f));
-    case Kind::kRail: return sim::check_rail(with_links(f.rail, f));
+    case Kind::kLeafSpine:
+      return sim::check_leaf_spine(leaf_spine_config(f));
+    case Kind::kFatTree:
+      return sim::check_fat_tree(fat_tree_config(f));
+    case Kind::kDragonfly:
+      return sim::check_dragonfly(with_links(f.dragonfly, f));
+    case Kind::kDragonflyPlus:
+      return sim::check_dragonfly_plus(with_links(f.dragonfly_plus, f));
+    case Kind::kTorus:
+      return sim::check_torus(with_links(f.torus, f));
+    case Kind::kHypercube:
+      return sim::check_hypercube(with_links(f.hypercube, f));
+    case Kind::kRail:
+      return sim::check_rail(with_links(f.rail, f));
     case Kind::kGraph:
       if (!f.graph) return absl::InvalidArgumentError("graph: no graph file read");
       return absl::OkStatus();
@@ -132,17 +158,24 @@ absl::Status check_fabric(const Fabric& f) {
 
 absl::Status build_fabric(sim::Network& net, const Fabric& f, sim::TopologyLayout* layout) {
   switch (f.kind) {
-    case Kind::kLeafSpine: return sim::build_leaf_spine(net, leaf_spine_config(f));
-    case Kind::kFatTree: return sim::build_fat_tree(net, fat_tree_config(f));
-    case Kind::kDragonfly: return sim::build_dragonfly(net, with_links(f.dragonfly, f), layout);
+    case Kind::kLeafSpine:
+      return sim::build_leaf_spine(net, leaf_spine_config(f));
+    case Kind::kFatTree:
+      return sim::build_fat_tree(net, fat_tree_config(f));
+    case Kind::kDragonfly:
+      return sim::build_dragonfly(net, with_links(f.dragonfly, f), layout);
     case Kind::kDragonflyPlus:
       return sim::build_dragonfly_plus(net, with_links(f.dragonfly_plus, f), layout);
-    case Kind::kTorus: return sim::build_torus(net, with_links(f.torus, f), layout);
-    case Kind::kHypercube: return sim::build_hypercube(net, with_links(f.hypercube, f), layout);
-    case Kind::kRail: return sim::build_rail(net, with_links(f.rail, f), layout);
+    case Kind::kTorus:
+      return sim::build_torus(net, with_links(f.torus, f), layout);
+    case Kind::kHypercube:
+      return sim::build_hypercube(net, with_links(f.hypercube, f), layout);
+    case Kind::kRail:
+      return sim::build_rail(net, with_links(f.rail, f), layout);
     case Kind::kGraph:
       if (!f.graph) return absl::InvalidArgumentError("graph: no graph file read");
-      return f.fabric_loss > 0 ? sim::build_graph(net, lossy_graph(f)) : sim::build_graph(net, *f.graph);
+      return f.fabric_loss > 0 ? sim::build_graph(net, lossy_graph(f))
+                               : sim::build_graph(net, *f.graph);
   }
   return absl::InvalidArgumentError("unknown fabric kind");
 }
@@ -175,8 +208,10 @@ uint32_t host_count(const Fabric& f) noexcept {
 
 uint32_t top_tier_links(const Fabric& f) noexcept {
   switch (f.kind) {
-    case Kind::kLeafSpine: return f.leaves * f.spines;
-    case Kind::kFatTree: return f.k * (f.k / 2) * (f.k / 2);  // every core has one link per pod
+    case Kind::kLeafSpine:
+      return f.leaves * f.spines;
+    case Kind::kFatTree:
+      return f.k * (f.k / 2) * (f.k / 2);  // every core has one link per pod
     case Kind::kDragonfly: {
       const sim::DragonflyConfig& c = f.dragonfly;
       return static_cast<uint32_t>(uint64_t{c.groups()} * c.a * c.h / 2);
@@ -185,41 +220,53 @@ uint32_t top_tier_links(const Fabric& f) noexcept {
       const sim::DragonflyPlusConfig& c = f.dragonfly_plus;
       return static_cast<uint32_t>(uint64_t{c.groups()} * c.spines * c.h / 2);
     }
-    default: return static_cast<uint32_t>(std::min<uint64_t>(size_of(f).fabric_links, UINT32_MAX));
+    default:
+      return static_cast<uint32_t>(std::min<uint64_t>(size_of(f).fabric_links, UINT32_MAX));
   }
 }
 
 const char* top_tier_name(const Fabric& f) noexcept {
   switch (f.kind) {
     case Kind::kLeafSpine:
-    case Kind::kFatTree: return "spine or core";
+    case Kind::kFatTree:
+      return "spine or core";
     case Kind::kDragonfly:
-    case Kind::kDragonflyPlus: return "global";
-    case Kind::kRail: return "leaf-spine";
-    default: return "switch-to-switch";
+    case Kind::kDragonflyPlus:
+      return "global";
+    case Kind::kRail:
+      return "leaf-spine";
+    default:
+      return "switch-to-switch";
   }
 }
 
 uint64_t port_count(const Fabric& f) noexcept {
   // Two ports per link: host links, then leaf-spine or ToR-aggregation and aggregation-core.
   if (f.kind == Kind::kLeafSpine) return 2 * (uint64_t{host_count(f)} + top_tier_links(f));
-  if (f.kind == Kind::kFatTree) return 2 * (uint64_t{host_count(f)} + 2 * uint64_t{top_tier_links(f)});
+  if (f.kind == Kind::kFatTree)
+    return 2 * (uint64_t{host_count(f)} + 2 * uint64_t{top_tier_links(f)});
   return 2 * size_of(f).links;
 }
 
 uint32_t switch_count(const Fabric& f) noexcept {
   if (f.kind == Kind::kLeafSpine) return f.leaves + f.spines;
-  if (f.kind == Kind::kFatTree) return f.k * f.k + (f.k / 2) * (f.k / 2);  // k pods of k/2 ToRs and k/2 aggregation, cores
+  if (f.kind == Kind::kFatTree)
+    return f.k * f.k + (f.k / 2) * (f.k / 2);  // k pods of k/2 ToRs and k/2 aggregation, cores
   return static_cast<uint32_t>(std::min<uint64_t>(size_of(f).switches, UINT32_MAX));
 }
 
 uint32_t tor_count(const Fabric& f) noexcept {
   switch (f.kind) {
-    case Kind::kLeafSpine: return f.leaves;
-    case Kind::kFatTree: return f.k * (f.k / 2);
-    case Kind::kDragonflyPlus: return f.dragonfly_plus.groups() * f.dragonfly_plus.leaves;
-    case Kind::kRail: return f.rail.blocks() * f.rail.gpus_per_server;
-    default: return switch_count(f);  // every switch may have hosts (a graph: at most)
+    case Kind::kLeafSpine:
+      return f.leaves;
+    case Kind::kFatTree:
+      return f.k * (f.k / 2);
+    case Kind::kDragonflyPlus:
+      return f.dragonfly_plus.groups() * f.dragonfly_plus.leaves;
+    case Kind::kRail:
+      return f.rail.blocks() * f.rail.gpus_per_server;
+    default:
+      return switch_count(f);  // every switch may have hosts (a graph: at most)
   }
 }
 
@@ -302,14 +349,15 @@ absl::StatusOr<IdealPaths> IdealPaths::compute(const Fabric& f, const sim::Netwo
   std::vector<uint32_t> links(net.num_switches()), queue;
   std::vector<Time> delay(net.num_switches());
   for (size_t i = 0; i < need.size(); ++i) {
-    if (i == 0 || need[i].first != need[i - 1].first) search(net, need[i].first, links, delay, queue);
+    if (i == 0 || need[i].first != need[i - 1].first)
+      search(net, need[i].first, links, delay, queue);
     p.between_.emplace(key(need[i].first, need[i].second),
                        Path{links[need[i].second], delay[need[i].second]});
   }
   for (const sim::FlowSpec& fl : flows) {
     if (!fl.compute && p.between_.at(key(p.tor_[fl.src], p.tor_[fl.dst])).links == sim::kNone) {
-      return absl::InvalidArgumentError(absl::StrCat("flow ", fl.id, ": no path from host ",
-                                                     fl.src, " to host ", fl.dst, " on the ",
+      return absl::InvalidArgumentError(absl::StrCat("flow ", fl.id, ": no path from host ", fl.src,
+                                                     " to host ", fl.dst, " on the ",
                                                      to_string(f.kind), " fabric"));
     }
   }
@@ -318,7 +366,8 @@ absl::StatusOr<IdealPaths> IdealPaths::compute(const Fabric& f, const sim::Netwo
 
 IdealPaths::Path IdealPaths::path(uint32_t a, uint32_t b) const {
   auto it = between_.find(key(tor_[a], tor_[b]));
-  if (it == between_.end() || it->second.links == sim::kNone) return Path{2, host_delay_[a] + host_delay_[b]};
+  if (it == between_.end() || it->second.links == sim::kNone)
+    return Path{2, host_delay_[a] + host_delay_[b]};
   return Path{it->second.links + 2, it->second.delay + host_delay_[a] + host_delay_[b]};
 }
 

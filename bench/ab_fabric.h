@@ -46,9 +46,9 @@ class IdealPaths {
   Path path(uint32_t a, uint32_t b) const;
 
   const Fabric* fabric_ = nullptr;
-  bool searched_ = false;  // not a closed form
-  std::vector<uint32_t> tor_;      // by host, searched kinds
-  std::vector<Time> host_delay_;   // by host: its link's delay
+  bool searched_ = false;                        // not a closed form
+  std::vector<uint32_t> tor_;                    // by host, searched kinds
+  std::vector<Time> host_delay_;                 // by host: its link's delay
   absl::flat_hash_map<uint64_t, Path> between_;  // (source switch << 32 | destination switch)
 };
 

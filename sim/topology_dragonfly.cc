@@ -29,8 +29,8 @@ absl::Status check_groups(const char* what, uint32_t g, uint64_t ports, const ch
 // its switch first + k / h (`first(i)` the group's first global switch): the consecutive
 // arrangement of sim/topology.h, pair by pair (i < j), n-th link by n-th link.
 template <typename First>
-absl::Status connect_global(Network& net, uint32_t groups, uint32_t ports, uint32_t h,
-                            First first, const LinkConfig& link) {
+absl::Status connect_global(Network& net, uint32_t groups, uint32_t ports, uint32_t h, First first,
+                            const LinkConfig& link) {
   const uint32_t per_pair = ports / (groups - 1);
   for (uint32_t i = 0; i < groups; ++i) {
     for (uint32_t j = i + 1; j < groups; ++j) {
@@ -98,7 +98,8 @@ absl::Status build_dragonfly(Network& net, const DragonflyConfig& c, TopologyLay
   for (uint32_t i = 0; i < routers; ++i) {
     sw.push_back(net.add_switch(absl::StrCat("g", i / c.a, "r", i % c.a)));
   }
-  for (uint32_t i = 0; i < hosts.size(); ++i) SIM_TRY(net.connect(hosts[i], sw[i / c.p], c.host_link));
+  for (uint32_t i = 0; i < hosts.size(); ++i)
+    SIM_TRY(net.connect(hosts[i], sw[i / c.p], c.host_link));
   for (uint32_t grp = 0; grp < g; ++grp) {
     for (uint32_t r = 0; r < c.a; ++r) {
       for (uint32_t q = r + 1; q < c.a; ++q) {
@@ -125,8 +126,10 @@ absl::Status build_dragonfly_plus(Network& net, const DragonflyPlusConfig& c,
     hosts.push_back(net.add_host(absl::StrCat("h", i)));
   }
   for (uint32_t grp = 0; grp < g; ++grp) {
-    for (uint32_t l = 0; l < c.leaves; ++l) sw.push_back(net.add_switch(absl::StrCat("g", grp, "leaf", l)));
-    for (uint32_t s = 0; s < c.spines; ++s) sw.push_back(net.add_switch(absl::StrCat("g", grp, "spine", s)));
+    for (uint32_t l = 0; l < c.leaves; ++l)
+      sw.push_back(net.add_switch(absl::StrCat("g", grp, "leaf", l)));
+    for (uint32_t s = 0; s < c.spines; ++s)
+      sw.push_back(net.add_switch(absl::StrCat("g", grp, "spine", s)));
   }
   for (uint32_t i = 0; i < hosts.size(); ++i) {
     const uint32_t leaf = i / c.hosts_per_leaf;  // numbered across groups
@@ -135,7 +138,8 @@ absl::Status build_dragonfly_plus(Network& net, const DragonflyPlusConfig& c,
   for (uint32_t grp = 0; grp < g; ++grp) {
     for (uint32_t l = 0; l < c.leaves; ++l) {
       for (uint32_t s = 0; s < c.spines; ++s) {
-        SIM_TRY(net.connect(sw[grp * per_group + l], sw[grp * per_group + c.leaves + s], c.local_link));
+        SIM_TRY(
+            net.connect(sw[grp * per_group + l], sw[grp * per_group + c.leaves + s], c.local_link));
       }
     }
   }

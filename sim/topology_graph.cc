@@ -14,8 +14,9 @@ namespace {
 
 bool valid_name(absl::string_view name) {
   for (char ch : name) {
-    const bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
-                    ch == '_' || ch == '.' || ch == ':' || ch == '-' || ch == '/';
+    const bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+                    (ch >= '0' && ch <= '9') || ch == '_' || ch == '.' || ch == ':' || ch == '-' ||
+                    ch == '/';
     if (!ok) return false;
   }
   return true;
@@ -39,7 +40,8 @@ absl::Status parse_declaration(const HtsimLines& in, GraphLines& s) {
   const bool host = tok[0] == "host";
   auto& list = host ? s.g.hosts : s.g.switches;
   const GraphTopology::End end{host, static_cast<uint32_t>(list.size())};
-  if (!s.names.emplace(name, end).second) return in.error(absl::StrCat("'", name, "' declared twice"));
+  if (!s.names.emplace(name, end).second)
+    return in.error(absl::StrCat("'", name, "' declared twice"));
   if (host && s.g.hosts.size() >= kMaxHosts) {
     return in.error(absl::StrCat("more than ", kMaxHosts, " hosts"));
   }
@@ -142,7 +144,9 @@ absl::Status build_graph(Network& net, const GraphTopology& g) {
   std::vector<uint32_t> hosts, switches;
   for (const std::string& name : g.hosts) hosts.push_back(net.add_host(name));
   for (const std::string& name : g.switches) switches.push_back(net.add_switch(name));
-  auto node = [&](const GraphTopology::End& e) { return e.host ? hosts[e.index] : switches[e.index]; };
+  auto node = [&](const GraphTopology::End& e) {
+    return e.host ? hosts[e.index] : switches[e.index];
+  };
   for (const GraphTopology::Link& l : g.links) SIM_TRY(net.connect(node(l.a), node(l.b), l.config));
   return net.finalize();
 }

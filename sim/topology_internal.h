@@ -38,8 +38,7 @@ inline absl::Status check_range(const char* what, const char* field, uint64_t v,
 // "WHAT: N hosts, at most kMaxHosts" unless hosts fit.
 inline absl::Status check_hosts(const char* what, uint64_t hosts) {
   if (hosts <= kMaxHosts) return absl::OkStatus();
-  return absl::InvalidArgumentError(
-      absl::StrCat(what, ": ", hosts, " hosts, at most ", kMaxHosts));
+  return absl::InvalidArgumentError(absl::StrCat(what, ": ", hosts, " hosts, at most ", kMaxHosts));
 }
 
 }  // namespace uet::sim::topology_internal

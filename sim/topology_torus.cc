@@ -42,9 +42,11 @@ template <typename Name>
 absl::Status add_nodes(Network& net, uint64_t switches, uint32_t per_switch, const LinkConfig& host,
                        Name name, std::vector<uint32_t>& sw) {
   std::vector<uint32_t> hosts;
-  for (uint64_t i = 0; i < switches * per_switch; ++i) hosts.push_back(net.add_host(absl::StrCat("h", i)));
+  for (uint64_t i = 0; i < switches * per_switch; ++i)
+    hosts.push_back(net.add_host(absl::StrCat("h", i)));
   for (uint64_t s = 0; s < switches; ++s) sw.push_back(net.add_switch(name(s)));
-  for (uint64_t i = 0; i < hosts.size(); ++i) SIM_TRY(net.connect(hosts[i], sw[i / per_switch], host));
+  for (uint64_t i = 0; i < hosts.size(); ++i)
+    SIM_TRY(net.connect(hosts[i], sw[i / per_switch], host));
   return absl::OkStatus();
 }
 
@@ -99,11 +101,14 @@ absl::Status build_torus(Network& net, const TorusConfig& c, TopologyLayout* lay
     return static_cast<uint32_t>(s % c.dims[d]);
   };
   std::vector<uint32_t> sw;
-  SIM_TRY(add_nodes(net, n, c.hosts_per_switch, c.host_link, [&](uint64_t s) {
-    std::vector<uint32_t> x;
-    for (size_t d = 0; d < dims; ++d) x.push_back(coord(s, d));
-    return absl::StrCat("sw", absl::StrJoin(x, "_"));
-  }, sw));
+  SIM_TRY(add_nodes(
+      net, n, c.hosts_per_switch, c.host_link,
+      [&](uint64_t s) {
+        std::vector<uint32_t> x;
+        for (size_t d = 0; d < dims; ++d) x.push_back(coord(s, d));
+        return absl::StrCat("sw", absl::StrJoin(x, "_"));
+      },
+      sw));
   if (layout != nullptr) *layout = TopologyLayout{};
   for (uint64_t s = 0; s < n; ++s) {
     uint64_t stride = 1;
@@ -132,8 +137,9 @@ absl::Status build_hypercube(Network& net, const HypercubeConfig& c, TopologyLay
   SIM_TRY(check_hypercube(c));
   const uint32_t n = 1u << c.dim;
   std::vector<uint32_t> sw;
-  SIM_TRY(add_nodes(net, n, c.hosts_per_switch, c.host_link,
-                    [](uint64_t s) { return absl::StrCat("sw", s); }, sw));
+  SIM_TRY(add_nodes(
+      net, n, c.hosts_per_switch, c.host_link, [](uint64_t s) { return absl::StrCat("sw", s); },
+      sw));
   if (layout != nullptr) *layout = TopologyLayout{};
   for (uint32_t s = 0; s < n; ++s) {
     for (uint32_t d = 0; d < c.dim; ++d) {

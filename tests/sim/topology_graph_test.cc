@@ -43,7 +43,7 @@ TEST(TopologyGraph_Parse, BuildsHostsSwitchesAndLinksInFileOrder) {
   EXPECT_EQ(net.num_hosts(), 4u);
   EXPECT_EQ(net.node(net.host_node(3)).name, "d");
   EXPECT_EQ(net.node(net.switch_node(2)).name, "s2");
-  EXPECT_EQ(net.link_config(6).gbps, 25);      // the 4th link, d - s0
+  EXPECT_EQ(net.link_config(6).gbps, 25);        // the 4th link, d - s0
   EXPECT_EQ(net.link_config(6).delay, 1000500);  // ps
   EXPECT_EQ(net.port(net.host(3).port).peer, 7u);
   for (uint32_t a = 0; a < 4; ++a) {

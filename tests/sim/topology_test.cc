@@ -56,7 +56,8 @@ void expect_routes(const Network& net, const std::function<int(uint32_t, uint32_
     for (uint32_t b = 0; b < net.num_hosts() && failures < 5; ++b) {
       if (a == b) continue;
       const int want = expected(a, b);
-      for (uint64_t hash : {uint64_t{1}, uint64_t{0x9E37}, uint64_t{0xDEADBEEF12345}, uint64_t{77}}) {
+      for (uint64_t hash :
+           {uint64_t{1}, uint64_t{0x9E37}, uint64_t{0xDEADBEEF12345}, uint64_t{77}}) {
         std::string why;
         const int got = walk(net, a, b, hash * (a * 131 + b + 1), &why);
         if (got != want) {
@@ -134,7 +135,8 @@ std::vector<std::vector<int>> dragonfly_hops(const DragonflyConfig& c) {
     for (uint32_t j = 0; j < c.groups(); ++j) {
       if (i == j) continue;
       for (uint32_t n = 0; n < c.a * c.h / (c.groups() - 1); ++n) {
-        const uint32_t r = i * c.a + global_router(c, i, j, n), q = j * c.a + global_router(c, j, i, n);
+        const uint32_t r = i * c.a + global_router(c, i, j, n),
+                       q = j * c.a + global_router(c, j, i, n);
         adj[r][q] = adj[q][r] = true;
       }
     }
@@ -158,8 +160,8 @@ std::vector<std::vector<int>> dragonfly_hops(const DragonflyConfig& c) {
 
 // Expect: Kim et al.'s balanced dragonfly (a = 2p = 2h, g = a*h + 1) and one with fewer groups
 // (two global links per pair) route every pair in at most 3 hops, exactly the documented
-// wiring's minimum; the layout names each router's group; with 6 failed links every pair still has a
-// minimal route over what is left.
+// wiring's minimum; the layout names each router's group; with 6 failed links every pair still has
+// a minimal route over what is left.
 TEST(Topology_Dragonfly, EveryPairMinimalWithinThreeHops) {
   for (uint32_t g : {0u, 5u}) {
     DragonflyConfig c;
@@ -234,7 +236,8 @@ TEST(Topology_Torus, HopsAreTheSumOverDimensionsOfTheRingDistance) {
     expect_routes(net, [&](uint32_t a, uint32_t b) {
       int hops = 0;
       for (size_t d = 0; d < c.dims.size(); ++d) {
-        hops += ring_hops(coord(tor(net, a), d) - coord(tor(net, b), d), static_cast<int>(c.dims[d]), k.wrap);
+        hops += ring_hops(coord(tor(net, a), d) - coord(tor(net, b), d),
+                          static_cast<int>(c.dims[d]), k.wrap);
       }
       return hops;
     });
@@ -271,7 +274,8 @@ TEST(Topology_Hypercube, HopsAreTheHammingDistance) {
   TopologyLayout layout;
   ASSERT_TRUE(build_hypercube(net, c, &layout).ok());
   expect_size(net, hypercube_size(c));
-  expect_routes(net, [&](uint32_t a, uint32_t b) { return std::popcount(tor(net, a) ^ tor(net, b)); });
+  expect_routes(net,
+                [&](uint32_t a, uint32_t b) { return std::popcount(tor(net, a) ^ tor(net, b)); });
   for (uint32_t p = 0; p < net.num_ports(); ++p) {
     const Port& me = net.port(p);
     if (me.at_host || net.port(me.peer).at_host) continue;
