@@ -102,7 +102,7 @@ class Run {
   sim::Network net_;
   uint32_t hosts_ = 0;
   Time lookahead_ = kNever;
-  uint32_t first_top_ = 0;  // leaf-spine and fat-tree: the first top-tier switch
+  uint32_t first_top_ = 0;      // leaf-spine and fat-tree: the first top-tier switch
   sim::TopologyLayout layout_;  // the other families': their switches' groups
   std::optional<IdealPaths> paths_;
   uint64_t max_bytes_ = 8;  // at least an atomic's operand
@@ -167,9 +167,8 @@ absl::Status Run::fail_links() {
   }
   if (rc_.fabric.failed_links > links.size()) {
     return absl::InvalidArgumentError(absl::StrCat("failed_links ", rc_.fabric.failed_links,
-                                                   ": the fabric has ", links.size(),
-                                                   " top-tier (", top_tier_name(rc_.fabric),
-                                                   ") links"));
+                                                   ": the fabric has ", links.size(), " top-tier (",
+                                                   top_tier_name(rc_.fabric), ") links"));
   }
   sim::Rng pick(rc_.seed ^ 0xFA11ED);
   for (size_t i = 0; i < rc_.fabric.failed_links; ++i) {
@@ -525,10 +524,11 @@ absl::Status validate(const RunConfig& rc) {
     const uint32_t rails = f.rail.gpus_per_server;
     for (const sim::FlowSpec& fl : rc.flows) {
       if (fl.compute || fl.src % rails == fl.dst % rails) continue;
-      return absl::InvalidArgumentError(absl::StrCat(
-          "flow ", fl.id, ": host ", fl.src, " (rail ", fl.src % rails, ") to host ", fl.dst,
-          " (rail ", fl.dst % rails, "): planes kept apart (--rail_planes=apart) route within a "
-          "rail only; use --rail_planes=joined"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("flow ", fl.id, ": host ", fl.src, " (rail ", fl.src % rails, ") to host ",
+                       fl.dst, " (rail ", fl.dst % rails,
+                       "): planes kept apart (--rail_planes=apart) route within a "
+                       "rail only; use --rail_planes=joined"));
     }
   }
   if (rc.transport == TransportKind::kUet && rc.uet_mode == DeliveryMode::kUud) {

@@ -33,7 +33,14 @@ const char* to_string(TransportKind t) noexcept;
 
 struct Fabric {
   enum class Kind : uint8_t {
-    kLeafSpine, kFatTree, kDragonfly, kDragonflyPlus, kTorus, kHypercube, kRail, kGraph
+    kLeafSpine,
+    kFatTree,
+    kDragonfly,
+    kDragonflyPlus,
+    kTorus,
+    kHypercube,
+    kRail,
+    kGraph
   } kind = Kind::kLeafSpine;
   // Leaf-spine.
   uint32_t leaves = 8;
@@ -44,11 +51,11 @@ struct Fabric {
   // The AI/HPC families and a graph file (sim/topology.h, sim/topology_graph.h); their host
   // links are host_gbps and link_delay, their fabric links fabric_gbps and fabric_delay, a
   // dragonfly's (and Dragonfly+'s) global links core_gbps and core_delay.
-  sim::DragonflyConfig dragonfly;          // sizes only (p, a, h, g)
-  sim::DragonflyPlusConfig dragonfly_plus;  // sizes only
-  sim::TorusConfig torus;                   // sizes and wraparound
-  sim::HypercubeConfig hypercube;           // sizes only
-  sim::RailConfig rail;                     // sizes and planes
+  sim::DragonflyConfig dragonfly;                   // sizes only (p, a, h, g)
+  sim::DragonflyPlusConfig dragonfly_plus;          // sizes only
+  sim::TorusConfig torus;                           // sizes and wraparound
+  sim::HypercubeConfig hypercube;                   // sizes only
+  sim::RailConfig rail;                             // sizes and planes
   std::shared_ptr<const sim::GraphTopology> graph;  // kGraph: its links carry their own rates
   double host_gbps = 100;
   uint32_t hosts_per_tor = 0;  // fat-tree: 0 = k/2 (non-blocking)

@@ -52,7 +52,8 @@ absl::Status place_tors_and_hosts(const Network& net, uint16_t ranks,
   }
   if (tors.empty()) return absl::InvalidArgumentError("split_fabric: no host to place");
   for (size_t i = 0; i < tors.size(); ++i) {
-    if (rank_of[tors[i]] == kUnset) rank_of[tors[i]] = static_cast<uint16_t>(i * ranks / tors.size());
+    if (rank_of[tors[i]] == kUnset)
+      rank_of[tors[i]] = static_cast<uint16_t>(i * ranks / tors.size());
   }
   for (uint32_t h = 0; h < net.num_hosts(); ++h) {
     rank_of[net.host_node(h)] = rank_of[tor_of(net, h)];
@@ -118,9 +119,8 @@ absl::Status place_groups(const Network& net, uint16_t ranks, std::span<const ui
                           std::vector<uint16_t>& rank_of) {
   if (group.empty()) return absl::OkStatus();
   if (group.size() != net.num_switches()) {
-    return absl::InvalidArgumentError(absl::StrCat("split_fabric: ", group.size(),
-                                                   " switch groups for ", net.num_switches(),
-                                                   " switches"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "split_fabric: ", group.size(), " switch groups for ", net.num_switches(), " switches"));
   }
   uint64_t groups = 0;
   for (uint32_t g : group) {
@@ -128,7 +128,8 @@ absl::Status place_groups(const Network& net, uint16_t ranks, std::span<const ui
   }
   if (groups < ranks) return absl::OkStatus();
   for (uint32_t s = 0; s < group.size(); ++s) {
-    if (group[s] != kNone) rank_of[net.switch_node(s)] = static_cast<uint16_t>(group[s] * ranks / groups);
+    if (group[s] != kNone)
+      rank_of[net.switch_node(s)] = static_cast<uint16_t>(group[s] * ranks / groups);
   }
   return absl::OkStatus();
 }

@@ -105,7 +105,7 @@ struct DragonflyPlusConfig {
   uint32_t h = 4;               // global links per spine, 1..256
   uint32_t g = 0;               // groups, 2..spines*h+1; 0: spines*h + 1
   LinkConfig host_link;
-  LinkConfig local_link;   // leaf-spine within a group
+  LinkConfig local_link;  // leaf-spine within a group
   LinkConfig global_link;
   uint32_t groups() const noexcept { return g == 0 ? spines * h + 1 : g; }
 };

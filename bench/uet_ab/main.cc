@@ -21,8 +21,8 @@ struct Planned {
 absl::StatusOr<Fabric> fabric_of_flags() {
   const auto fabric = fabric_from_flags();
   if (!fabric.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat(absl::GetFlag(FLAGS_topo).empty() ? "" : "--topo: ",
-                                                   fabric.status().message()));
+    return absl::InvalidArgumentError(absl::StrCat(
+        absl::GetFlag(FLAGS_topo).empty() ? "" : "--topo: ", fabric.status().message()));
   }
   const uint32_t hosts = host_count(*fabric);
   if (fabric->kind != Fabric::Kind::kLeafSpine && fabric->kind != Fabric::Kind::kFatTree) {
@@ -49,14 +49,22 @@ absl::StatusOr<Fabric> fabric_of_flags() {
 // The flags that size a fabric of this kind, for a refusal to name.
 const char* size_flags_of(Fabric::Kind k) {
   switch (k) {
-    case Fabric::Kind::kLeafSpine: return "--leaves / --hosts_per_leaf";
-    case Fabric::Kind::kFatTree: return "--k / --hosts_per_tor";
-    case Fabric::Kind::kDragonfly: return "--df_p / --df_a / --df_h / --df_g";
-    case Fabric::Kind::kDragonflyPlus: return "--dfp_leaves / --dfp_hosts_per_leaf / --df_h / --df_g";
-    case Fabric::Kind::kTorus: return "--torus / --hosts_per_switch";
-    case Fabric::Kind::kHypercube: return "--hypercube_dim / --hosts_per_switch";
-    case Fabric::Kind::kRail: return "--rail_servers / --gpus_per_server";
-    case Fabric::Kind::kGraph: return "the --graph file";
+    case Fabric::Kind::kLeafSpine:
+      return "--leaves / --hosts_per_leaf";
+    case Fabric::Kind::kFatTree:
+      return "--k / --hosts_per_tor";
+    case Fabric::Kind::kDragonfly:
+      return "--df_p / --df_a / --df_h / --df_g";
+    case Fabric::Kind::kDragonflyPlus:
+      return "--dfp_leaves / --dfp_hosts_per_leaf / --df_h / --df_g";
+    case Fabric::Kind::kTorus:
+      return "--torus / --hosts_per_switch";
+    case Fabric::Kind::kHypercube:
+      return "--hypercube_dim / --hosts_per_switch";
+    case Fabric::Kind::kRail:
+      return "--rail_servers / --gpus_per_server";
+    case Fabric::Kind::kGraph:
+      return "the --graph file";
   }
   return "the fabric's size";
 }
@@ -134,8 +142,8 @@ absl::StatusOr<std::vector<Planned>> plan_scenarios(const Options& o, const Fabr
   }
   // Too large for the machine: refused with the estimate, not killed by the OOM killer.
   const double need = peak.bytes + planned_flows * static_cast<double>(sizeof(sim::FlowSpec));
-  const char* size_flags = !absl::GetFlag(FLAGS_topo).empty() ? "the --topo file's Nodes"
-                                                                : size_flags_of(base.kind);
+  const char* size_flags =
+      !absl::GetFlag(FLAGS_topo).empty() ? "the --topo file's Nodes" : size_flags_of(base.kind);
   if (std::string no = memory_refusal(need, peak.why, absl::StrCat(size_flags, ", or --bytes"));
       !no.empty()) {
     return absl::InvalidArgumentError(std::move(no));
@@ -277,11 +285,14 @@ std::string scenario_title(const Options& o, const Fabric& base, uint32_t hosts,
     // routed up and down has no such cycle.
     const bool clos = base.kind == Fabric::Kind::kLeafSpine || base.kind == Fabric::Kind::kFatTree;
     if (!clos && !r.interrupted && r.flows.completed < r.flows.total && r.ports.paused_time > 0) {
-      absl::StrAppend(&title, absl::StrFormat(
-          "\n  NOTE: %s: %d of %d flows incomplete at %.3f ms with PFC-paused ports: a PFC deadlock "
-          "(a cycle of paused buffers along shortest paths) is likely; --pfc=off runs lossy",
-          to_string(r.transport), r.flows.total - r.flows.completed, r.flows.total,
-          static_cast<double>(r.sim_time) / kMillisecond));
+      absl::StrAppend(
+          &title,
+          absl::StrFormat(
+              "\n  NOTE: %s: %d of %d flows incomplete at %.3f ms with PFC-paused ports: a PFC "
+              "deadlock "
+              "(a cycle of paused buffers along shortest paths) is likely; --pfc=off runs lossy",
+              to_string(r.transport), r.flows.total - r.flows.completed, r.flows.total,
+              static_cast<double>(r.sim_time) / kMillisecond));
     }
   }
   return title;

@@ -94,9 +94,10 @@ void check_groups(Check& check, uint64_t ports, const char* ports_flags) {
   if (g == 0) return;
   check.range(FLAGS_df_g, 2, static_cast<double>(ports + 1));
   if (check.error.empty() && ports % (g - 1) != 0) {
-    check.fail(absl::StrFormat("--df_g=%u invalid: g - 1 must divide %s = %u (as many global "
-                               "links between every two groups); 0: %u",
-                               g, ports_flags, ports, ports + 1));
+    check.fail(
+        absl::StrFormat("--df_g=%u invalid: g - 1 must divide %s = %u (as many global "
+                        "links between every two groups); 0: %u",
+                        g, ports_flags, ports, ports + 1));
   }
 }
 

@@ -96,7 +96,6 @@ double flow_goodput_gbps(const RunResult& r) {
   return static_cast<double>(f.received) * 8e3 / static_cast<double>(end - f.start);
 }
 
-
 // Fabric (switch-to-switch) links on the loss-sweep flow's path, host 0 to the last host:
 // leaf-spine 2 (up, down) when there is more than one leaf; fat-tree 4 (ToR-agg-core-agg-ToR)
 // across pods, 2 within one; the other families from a shortest path of the built fabric (to

@@ -65,7 +65,8 @@ std::string tss_json(const RunConfig& c) {
 // The AI/HPC families' shape ("shape": "dragonfly p=4 a=8 h=4 g=33", ...); nothing for
 // leaf-spine and fat-tree, whose sizes the other parameters give.
 std::string shape_json(const RunConfig& c) {
-  if (c.fabric.kind == Fabric::Kind::kLeafSpine || c.fabric.kind == Fabric::Kind::kFatTree) return "";
+  if (c.fabric.kind == Fabric::Kind::kLeafSpine || c.fabric.kind == Fabric::Kind::kFatTree)
+    return "";
   return absl::StrFormat("\"shape\": \"%s\", ", fabric_title(c.fabric));
 }
 
@@ -81,7 +82,8 @@ std::string json_of(const RunResult& r, const RunConfig& c) {
       "\"pfc_pause_us\": %.3f, \"max_queue_bytes\": %d, \"events\": %d, \"sim_us\": %.3f, "
       "\"wall_s\": %.3f, \"params\": {\"hosts\": %d, \"bytes\": %d, \"mtu\": %d, \"gbps\": %g, "
       "\"fabric_loss\": %g, \"pfc\": %s, \"trimming\": %s, \"ecn\": %s, \"evs\": %d, "
-      "\"dcqcn\": \"%s\", \"cc\": \"%s\", \"lb\": \"%s\", \"failed_links\": %d, \"degrade\": %g, \"degrade_queues\": \"%s\", "
+      "\"dcqcn\": \"%s\", \"cc\": \"%s\", \"lb\": \"%s\", \"failed_links\": %d, \"degrade\": %g, "
+      "\"degrade_queues\": \"%s\", "
       "\"fabric_gbps\": %g, \"latency_ns\": %d, \"buffer_kb\": %d, \"ecn_kmin_kb\": %d, "
       "\"ecn_kmax_kb\": %d, \"ecn_pmax\": %g, \"pfc_xoff_kb\": %d, \"pfc_xon_kb\": %d, "
       "\"topology\": \"%s\", %s"
@@ -93,20 +95,17 @@ std::string json_of(const RunResult& r, const RunConfig& c) {
       static_cast<double>(r.ports.paused_time) / kMicrosecond, r.ports.max_queue_bytes, r.events,
       static_cast<double>(r.sim_time) / kMicrosecond, r.wall_s, r.hosts,
       c.scenario == "loss-sweep" ? absl::GetFlag(FLAGS_sweep_bytes) : absl::GetFlag(FLAGS_bytes),
-      c.mtu, c.fabric.host_gbps, c.fabric.fabric_loss,
-      c.fabric.pfc ? "true" : "false",
+      c.mtu, c.fabric.host_gbps, c.fabric.fabric_loss, c.fabric.pfc ? "true" : "false",
       c.fabric.trimming && c.transport == TransportKind::kUet ? "true" : "false",
       c.fabric.ecn ? "true" : "false", c.transport == TransportKind::kUet ? c.uet_evs : 1,
       c.transport == TransportKind::kRocev2 ? c.dcqcn_preset : "-",
       c.transport == TransportKind::kUet ? cc_flag(c.uet_cc) : "-",
       c.transport == TransportKind::kUet ? pathsel::to_string(c.uet_lb) : "fixed",
       c.fabric.failed_links, c.fabric.degrade, c.fabric.degrade_scales_queues ? "scaled" : "fixed",
-      c.fabric.fabric_gbps,
-      c.fabric.link_delay / kNanosecond, c.fabric.buffer_bytes / 1024, c.fabric.ecn_kmin_bytes / 1024,
-      c.fabric.ecn_kmax_bytes / 1024, c.fabric.ecn_pmax, c.fabric.pfc_xoff_bytes / 1024,
-      c.fabric.pfc_xon_bytes / 1024,
-      to_string(c.fabric.kind), shape_json(c) + datagram_params(c) + tss_json(c), c.seed,
-      datagram_json(r, c));
+      c.fabric.fabric_gbps, c.fabric.link_delay / kNanosecond, c.fabric.buffer_bytes / 1024,
+      c.fabric.ecn_kmin_bytes / 1024, c.fabric.ecn_kmax_bytes / 1024, c.fabric.ecn_pmax,
+      c.fabric.pfc_xoff_bytes / 1024, c.fabric.pfc_xon_bytes / 1024, to_string(c.fabric.kind),
+      shape_json(c) + datagram_params(c) + tss_json(c), c.seed, datagram_json(r, c));
 }
 
 void print_split(const std::vector<RunResult>& runs);

@@ -58,7 +58,8 @@ std::string fabric_title(const Fabric& f) {
     case Fabric::Kind::kDragonflyPlus:
       return absl::StrFormat("dragonflyplus %u leaves x %u hosts, %u spines, h=%u g=%u per group",
                              f.dragonfly_plus.leaves, f.dragonfly_plus.hosts_per_leaf,
-                             f.dragonfly_plus.spines, f.dragonfly_plus.h, f.dragonfly_plus.groups());
+                             f.dragonfly_plus.spines, f.dragonfly_plus.h,
+                             f.dragonfly_plus.groups());
     case Fabric::Kind::kTorus:
       return absl::StrFormat("%s %s, %u hosts per switch", f.torus.wraparound ? "torus" : "mesh",
                              absl::StrJoin(f.torus.dims, "x"), f.torus.hosts_per_switch);

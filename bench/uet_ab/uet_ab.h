@@ -30,13 +30,13 @@
 #include "bench/ab_runner.h"
 #include "bench/flag_check.h"
 #include "bench/tool_main.h"
-#include "transport/tss/key_file.h"
 #include "cc/dcqcn.h"
 #include "sim/collective.h"
-#include "sim/trace/trace.h"
 #include "sim/htsim_cm.h"
 #include "sim/htsim_topo.h"
 #include "sim/rng.h"
+#include "sim/trace/trace.h"
+#include "transport/tss/key_file.h"
 
 ABSL_DECLARE_FLAG(std::string, scenario);
 ABSL_DECLARE_FLAG(std::string, cm);

@@ -137,7 +137,7 @@ TEST(Partition_Split, WholeDragonflyGroupsAndTorusSlabsPerRank) {
   for (uint32_t s = 0; s < 64; ++s) {
     EXPECT_EQ(slabs->rank_of_node[torus.switch_node(s)], s / 16 < 2 ? 0 : 1) << s;
   }
-  EXPECT_EQ(slabs->cut_links, 2u * 16);  // z = 1 to 2 and the wraparound z = 3 to 0
+  EXPECT_EQ(slabs->cut_links, 2u * 16);              // z = 1 to 2 and the wraparound z = 3 to 0
   auto many = split_fabric(torus, 8, layout.group);  // 4 slabs, 8 ranks: 8 blocks of switches
   ASSERT_TRUE(many.ok()) << many.status();
   EXPECT_EQ(many->rank_of_node[torus.switch_node(63)], 7);
