@@ -46,29 +46,6 @@ absl::StatusOr<Fabric> fabric_of_flags() {
   return fabric;
 }
 
-// The flags that size a fabric of this kind, for a refusal to name.
-const char* size_flags_of(Fabric::Kind k) {
-  switch (k) {
-    case Fabric::Kind::kLeafSpine:
-      return "--leaves / --hosts_per_leaf";
-    case Fabric::Kind::kFatTree:
-      return "--k / --hosts_per_tor";
-    case Fabric::Kind::kDragonfly:
-      return "--df_p / --df_a / --df_h / --df_g";
-    case Fabric::Kind::kDragonflyPlus:
-      return "--dfp_leaves / --dfp_hosts_per_leaf / --df_h / --df_g";
-    case Fabric::Kind::kTorus:
-      return "--torus / --hosts_per_switch";
-    case Fabric::Kind::kHypercube:
-      return "--hypercube_dim / --hosts_per_switch";
-    case Fabric::Kind::kRail:
-      return "--rail_servers / --gpus_per_server";
-    case Fabric::Kind::kGraph:
-      return "the --graph file";
-  }
-  return "the fabric's size";
-}
-
 // The scenarios to run: --scenario, the standard three, or the connection matrix's own.
 absl::StatusOr<std::vector<std::string>> scenarios_of_flags() {
   const std::string scenario = absl::GetFlag(FLAGS_scenario);

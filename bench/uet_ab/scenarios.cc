@@ -46,6 +46,38 @@ absl::Status family_from_flags(Fabric& f) {
 
 }  // namespace
 
+const char* size_flags_of(Fabric::Kind k) {
+  switch (k) {
+    case Fabric::Kind::kLeafSpine:
+      return "--leaves / --hosts_per_leaf";
+    case Fabric::Kind::kFatTree:
+      return "--k / --hosts_per_tor";
+    case Fabric::Kind::kDragonfly:
+      return "--df_p / --df_a / --df_h / --df_g";
+    case Fabric::Kind::kDragonflyPlus:
+      return "--dfp_leaves / --dfp_hosts_per_leaf / --df_h / --df_g";
+    case Fabric::Kind::kTorus:
+      return "--torus / --hosts_per_switch";
+    case Fabric::Kind::kHypercube:
+      return "--hypercube_dim / --hosts_per_switch";
+    case Fabric::Kind::kRail:
+      return "--rail_servers / --gpus_per_server";
+    case Fabric::Kind::kGraph:
+      return "the --graph file";
+  }
+  return "the fabric's size";
+}
+
+namespace {
+
+// What sizes the fabric the flags ask for, in a refusal: the --topo file, or the kind's flags.
+std::string size_flags() {
+  if (!absl::GetFlag(FLAGS_topo).empty()) return "the --topo file's Nodes";
+  return size_flags_of(kind_of(absl::GetFlag(FLAGS_topology)));
+}
+
+}  // namespace
+
 bool rails_apart(const Fabric& f) {
   return f.kind == Fabric::Kind::kRail && !f.rail.planes_joined && f.rail.gpus_per_server > 1;
 }
@@ -148,9 +180,9 @@ absl::StatusOr<std::vector<sim::FlowSpec>> scenario_flows(const std::string& sce
     auto cm = sim::load_connection_matrix(path);
     if (!cm.ok()) return cm.status();
     if (cm->nodes > hosts) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "--cm=%s: Nodes %u, but the fabric has %u hosts (size it with --leaves/--hosts_per_leaf "
-          "or --k)", path, cm->nodes, hosts));
+      return absl::InvalidArgumentError(
+          absl::StrFormat("--cm=%s: Nodes %u, but the fabric has %u hosts (size it with %s)", path,
+                          cm->nodes, hosts, size_flags()));
     }
     return std::move(cm->flows);
   }
@@ -229,9 +261,8 @@ absl::StatusOr<std::vector<sim::FlowSpec>> flows_on(const std::string& scenario,
   }
   if (scenario == "alltoall" && uint64_t{hosts} * (hosts - 1) > sim::kMaxWorkloadFlows) {
     return refuse(absl::StrFormat(
-        "--scenario=alltoall: %u hosts make %lu flows, at most %lu (4096 hosts): lower "
-        "--leaves / --hosts_per_leaf or --k",
-        hosts, uint64_t{hosts} * (hosts - 1), sim::kMaxWorkloadFlows));
+        "--scenario=alltoall: %u hosts make %lu flows, at most %lu (4096 hosts): lower %s", hosts,
+        uint64_t{hosts} * (hosts - 1), sim::kMaxWorkloadFlows, size_flags()));
   }
   if (scenario != "cm" && hosts < 2) {
     return refuse(absl::StrFormat("--scenario=%s needs at least 2 hosts, the fabric has %u",

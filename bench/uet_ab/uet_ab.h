@@ -219,6 +219,8 @@ absl::StatusOr<Fabric> fabric_from_flags();
 std::vector<uint32_t> torus_dims(const std::string& text);
 // The fabric's name in titles: --topology and its sizes ("dragonfly p=4 a=8 h=4 g=33").
 std::string fabric_title(const Fabric& f);
+// The flags that size a fabric of this kind, for a refusal to name ("--k / --hosts_per_tor").
+const char* size_flags_of(Fabric::Kind k);
 // Planes kept apart (--topology=rail --rail_planes=apart): scenarios run on each rail's hosts.
 bool rails_apart(const Fabric& f);
 // The scenario's flows on `hosts` hosts; refused with the flag to change.
