@@ -29,7 +29,9 @@ bool failure_candidate(const Fabric& f, const sim::Network& net, const sim::Topo
 // and fat-tree by their closed forms (links by tier); every other kind by a breadth-first
 // search of the built fabric from each source switch the flows (and the notices between
 // dependent flows' hosts) name, once per run, keeping for the pairs they need the fewest
-// links and, among such paths, the least propagation.
+// links and, among such paths, the least propagation. A notice between hosts with no path
+// (rail planes kept apart: two GPUs of one server) takes their two host links' delays, as if
+// it crossed the server.
 class IdealPaths {
  public:
   // On `net` as built (before any link fails). Refuses a pair with no path, naming the flow.

@@ -133,9 +133,10 @@ absl::Status Run::build() {
   if (absl::Status s = partition(); !s.ok()) return s;
   // The top tier's switches (spines; a fat-tree's cores) are built last (sim/topology.cc), so
   // they are the last `top` switch numbers. A top-tier link joins one of them to a switch.
-  const uint32_t top = rc_.fabric.kind == Fabric::Kind::kLeafSpine ? rc_.fabric.spines
-                                                                   : (rc_.fabric.k / 2) * (rc_.fabric.k / 2);
   if (rc_.fabric.kind == Fabric::Kind::kLeafSpine || rc_.fabric.kind == Fabric::Kind::kFatTree) {
+    const uint32_t top = rc_.fabric.kind == Fabric::Kind::kLeafSpine
+                             ? rc_.fabric.spines
+                             : (rc_.fabric.k / 2) * (rc_.fabric.k / 2);
     first_top_ = static_cast<uint32_t>(net_.num_switches()) - top;
   }
   if (absl::Status s = fail_links(); !s.ok()) return s;
