@@ -288,6 +288,16 @@ class Endpoint : public Transport {
  public:
   // Makes [base, base + length) writable by peers; returns its key.
   virtual absl::StatusOr<uint32_t> register_memory(uint8_t* base, uint64_t length) = 0;
+  // Withdraws the region `key` names: from now on a peer's operation naming the key is
+  // refused as one naming no region (UET BAD_MKEY, RoCEv2 NAK remote access error; the
+  // initiator completes it kRemoteAccessError), including the packets still to come of a
+  // message that started before, and the READ answers not yet sent from it. The next
+  // registration of its slot gets another key (transport/region_table.h says when one comes
+  // back). NotFound for a key that names no registered region; FailedPrecondition, nothing
+  // changed, while an operation this endpoint posted and has not completed still has a
+  // buffer in the region (a payload, a READ's destination, an atomic's operands or result):
+  // poll its completion first.
+  virtual absl::Status deregister_memory(uint32_t key) = 0;
   virtual absl::Status post_write(const WriteRequest& wr) = 0;
   // Transports that do not carry an operation refuse it with Unimplemented, naming it.
   virtual absl::Status post_read(const ReadRequest& rr);

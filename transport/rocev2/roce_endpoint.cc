@@ -108,7 +108,7 @@ size_t RoceEndpoint::footprint() const {
   }
   bytes += active_.capacity() * sizeof(active_[0]) + ready_.bytes();
   bytes += hash_bytes(qp_by_conn_);
-  bytes += regions_.capacity() * sizeof(Region);
+  bytes += regions_.memory_bytes();
   return bytes + cq_.bytes() + recvs_.bytes();
 }
 
@@ -124,7 +124,7 @@ size_t RoceEndpoint::footprint_bound(const RoceConfig& c, uint32_t regions) noex
          size_t{c.max_qps} * qp +
          appended_capacity(c.max_qps) * sizeof(Qp*) +          // active list: one per connected QP
          hash_bytes_bound<decltype(qp_by_conn_)>(c.max_qps) +  // one per connected QP
-         appended_capacity(regions) * sizeof(Region) +
+         Regions::bytes_bound(regions) +
          GrowRing<Completion>::bytes_bound(c.cq_entries) +
          GrowRing<RecvBuffer>::bytes_bound(c.max_recvs);
 }
@@ -230,15 +230,63 @@ absl::StatusOr<QpInfo> RoceEndpoint::qp_info(uint32_t local_qpn) const {
 }
 
 absl::StatusOr<uint32_t> RoceEndpoint::register_memory(uint8_t* base, uint64_t length) {
-  if (base == nullptr || length == 0) {
-    return absl::InvalidArgumentError("register_memory: base must be non-null and length > 0");
+  return regions_.add(base, length,
+                      config_.stream_placement_from > 0 && length >= config_.stream_placement_from,
+                      "register_memory");
+}
+
+// The WRs posted here and not completed with a buffer in [base, base + length): a payload, a
+// READ's destination, an atomic's original-value destination.
+uint32_t RoceEndpoint::ops_using(const uint8_t* base, uint64_t length) const noexcept {
+  uint32_t n = 0;
+  for (const Qp* q : active_) {
+    for (uint64_t i = q->write_head; i != q->write_tail; ++i) {
+      const Write& w = q->writes[i];
+      n += overlaps(w.src, w.length, base, length) || overlaps(w.dst, w.length, base, length);
+    }
   }
-  if (regions_.size() >= 0xFFFF'FFFEu)
-    return absl::ResourceExhaustedError("register_memory: out of keys");
-  regions_.push_back(Region{base, length,
-                            config_.stream_placement_from > 0 &&
-                                length >= config_.stream_placement_from});
-  return static_cast<uint32_t>(regions_.size());  // R_Key = index + 1; 0 is never valid
+  return n;
+}
+
+// The responder side of every QP that would still touch region `slot`: one placing a WRITE
+// message into it (its next packets would land there) or with READ responses from it queued
+// fails with NAK remote access error (IB class C, as for a bad R_Key: the QP goes to the
+// error state; rx_bad_rkey counts it).
+void RoceEndpoint::stop_responding(uint32_t slot) {
+  for (Qp* const qp : active_) {
+    Qp& q = *qp;
+    if (q.state != QpState::kRts) continue;
+    uint32_t psn = q.epsn;
+    bool uses = q.in_message && q.kind == MsgKind::kWrite && q.region == slot;
+    for (uint64_t i = q.rd_head; !uses && i != q.rd_tail; ++i) {
+      const ReadResp& r = q.reads[i];
+      if (!r.atomic && r.length > 0 && r.region == slot) {
+        uses = true;
+        psn = roce::psn_add(r.first_psn, r.sent);  // the requester has those before (§3.2)
+      }
+    }
+    if (!uses) continue;
+    ++counters_.rx_bad_rkey;
+    responder_fatal(q, static_cast<uint8_t>(wire::AethNak::kRemoteAccessError), psn);
+    mark_ready(q);
+  }
+}
+
+// Deregistration (transport/api.h): refused while this endpoint's own WRs use the memory;
+// then the QPs still touching it fail, and its R_Key is refused from now on.
+absl::Status RoceEndpoint::deregister_memory(uint32_t key) {
+  const Region* r = regions_.find(key);
+  if (r == nullptr) {
+    return absl::NotFoundError(
+        absl::StrCat("deregister_memory: key ", key, " names no registered region"));
+  }
+  if (const uint32_t n = ops_using(r->base, r->length); n > 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("deregister_memory: key ", key, ": ", n,
+                     " work request(s) posted here still use the region; poll their completions"));
+  }
+  stop_responding(Regions::slot_of(key));
+  return regions_.remove(key, "deregister_memory");
 }
 
 // One more completion-ring slot for a post the caller accepted (cq_reserved_ < cq_entries):

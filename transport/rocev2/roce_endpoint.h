@@ -25,6 +25,7 @@
 #include "transport/api.h"
 #include "transport/pool.h"
 #include "transport/ready_bits.h"
+#include "transport/region_table.h"
 #include "transport/wire/builder.h"
 #include "transport/wire/decode.h"
 
@@ -190,6 +191,9 @@ class RoceEndpoint final : public Endpoint {
 
   // Endpoint.
   absl::StatusOr<uint32_t> register_memory(uint8_t* base, uint64_t length) override;
+  // A QP still placing a WRITE into the region or answering a READ from it fails at once
+  // with NAK remote access error, as a NIC's would whose memory translation went away.
+  absl::Status deregister_memory(uint32_t key) override;
   absl::Status post_write(const WriteRequest& wr) override;
   // RDMA WRITE with immediate (WRITE LAST/ONLY_WITH_IMMEDIATE): placed like a write, then
   // consumes one receive buffer at the peer (kRecv, has_imm, 0 bytes). `wr.length` may be 0.
@@ -472,12 +476,12 @@ class RoceEndpoint final : public Endpoint {
     return uint64_t{peer} << 16 | channel;
   }
   absl::flat_hash_map<uint64_t, uint32_t> qp_by_conn_;
-  struct Region {
-    uint8_t* base;
-    uint64_t length;
-    bool stream;  // placed with streaming stores (stream_placement_from)
-  };
-  std::vector<Region> regions_;  // R_Key = index + 1
+  // Registered memory: R_Key = its slot + 1, and the slot's generation (the key byte IB keeps
+  // in an R_Key) in bits 24..31 (transport/region_table.h).
+  using Regions = RegionTable<24>;
+  Regions regions_;
+  uint32_t ops_using(const uint8_t* base, uint64_t length) const noexcept;
+  void stop_responding(uint32_t slot);
   bool streamed_ = false;        // streaming stores since the last fence (rx() ends with one)
   // Shared receive queue (post_recv), ring [recv_head_, recv_tail_), up to max_recvs.
   GrowRing<RecvBuffer> recvs_;

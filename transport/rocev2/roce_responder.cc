@@ -130,16 +130,16 @@ bool RoceEndpoint::reth_access_ok(const wire::Reth& reth, uint32_t& region) {
   const uint64_t va = reth.va();
   const uint64_t dma = reth.dma_length();
   if (dma == 0) return true;
-  if (key == 0 || key > regions_.size()) {
+  const Region* r = regions_.find(key);  // a deregistered region's key is refused
+  if (r == nullptr) {
     ++counters_.rx_bad_rkey;
     return false;
   }
-  const Region& r = regions_[key - 1];
-  if (va > r.length || dma > r.length - va) {
+  if (va > r->length || dma > r->length - va) {
     ++counters_.rx_bad_range;
     return false;
   }
-  region = key - 1;
+  region = Regions::slot_of(key);
   return true;
 }
 
@@ -372,15 +372,16 @@ bool RoceEndpoint::atomic_access_ok(Qp& q, const wire::AtomicEth& a, uint32_t ps
   const uint32_t key = a.rkey();
   const uint64_t va = a.va();
   auto nak = AethNak::kRemoteAccessError;
-  if (key == 0 || key > regions_.size()) {
+  const Region* r = regions_.find(key);
+  if (r == nullptr) {
     ++counters_.rx_bad_rkey;
-  } else if (const Region& r = regions_[key - 1]; va > r.length || 8 > r.length - va) {
+  } else if (va > r->length || 8 > r->length - va) {
     ++counters_.rx_bad_range;
-  } else if (va % 8 != 0 || reinterpret_cast<uintptr_t>(r.base + va) % 8 != 0) {
+  } else if (va % 8 != 0 || reinterpret_cast<uintptr_t>(r->base + va) % 8 != 0) {
     ++counters_.rx_atomic_misaligned;
     nak = AethNak::kInvalidRequest;
   } else {
-    region = key - 1;
+    region = Regions::slot_of(key);
     return true;
   }
   ++counters_.rx_atomic_refused;

@@ -130,7 +130,7 @@ wire::SesReturnCode UetEndpoint::atomic_refusal(const wire::SesStandardRequest& 
   if (const wire::SesReturnCode why = check_region(key, at, len); why != wire::SesReturnCode::kNull)
     return why;
   // Aligned to the element (at most 8 bytes), as the host's own atomics need.
-  const auto addr = reinterpret_cast<uintptr_t>(regions_[key - 1].base + at);
+  const auto addr = reinterpret_cast<uintptr_t>(region_base(key) + at);
   if (addr % std::min<uint64_t>(size, 8) != 0) return wire::SesReturnCode::kAmoUnaligned;
   return wire::SesReturnCode::kNull;
 }
@@ -180,7 +180,7 @@ UetEndpoint::Exec UetEndpoint::rx_atomic(Pdc& p, const wire::SesStandardRequest&
   uint8_t* fetched = fetching ? amo_results_.data() + size_t{result - 1u} * kMaxAtomicBytes
                               : nullptr;
   const uint64_t key = ses.match_bits();
-  atomic_apply(op, static_cast<AtomicType>(ext[1]), regions_[key - 1].base + ses.buffer_offset(),
+  atomic_apply(op, static_cast<AtomicType>(ext[1]), region_base(key) + ses.buffer_offset(),
                operand, compare, fetched, static_cast<uint32_t>(len / atomic_size(
                                                                     static_cast<AtomicType>(ext[1]))));
   ++counters_.rx_atomics;

@@ -239,7 +239,7 @@ size_t held(const V& v) noexcept {
 size_t UetEndpoint::memory_bytes() const noexcept {
   size_t n = pdcs_.memory_bytes() + credit_ring_.bytes() + unanswered_.bytes() + recvs_.bytes() +
              held(rx_msgs_) + held(completions_) + rod_.memory_bytes() +
-             rudi_.memory_bytes() + uud_.memory_bytes() + held(regions_) + rccc_rx_.memory_bytes() + held(trecvs_) +
+             rudi_.memory_bytes() + uud_.memory_bytes() + regions_.memory_bytes() + rccc_rx_.memory_bytes() + held(trecvs_) +
              held(trecv_free_) + held(unexp_) + held(unexp_free_) + held(unexp_by_at_) +
              held(resources_) + held(amo_results_) + held(amo_free_) + held(rdv_) + held(rdv_free_) + held(defer_) + held(defer_free_) + held(deferred_) + (arena_ != nullptr ? config_.unexpected_bytes : 0);
   if (tss_ != nullptr) n += tss_->memory_bytes();
@@ -270,7 +270,7 @@ size_t UetEndpoint::memory_bound(const UetConfig& c, uint32_t regions) noexcept 
          size_t{c.max_ops} * sizeof(PeerOp) +  // RUDI (§3.5): operations, packets, free
          size_t{c.rudi_packets} * (sizeof(pds::RudiPkt) + sizeof(uint16_t)) +  // ids, responses
          size_t{c.rudi_responses} * sizeof(RudiRsp) + size_t{c.uud_queue} * sizeof(PeerOp) +
-         appended_capacity(std::min(regions, kMaxRegions)) * sizeof(Region) +
+         Regions::bytes_bound(regions) +
          // Tagged messages: receives, unexpected entries (four tables), their bytes.
          size_t{c.max_trecvs} * (sizeof(TRecv) + sizeof(uint32_t)) +
          size_t{c.max_unexpected} * (sizeof(Unexp) + 3 * sizeof(uint32_t)) + c.unexpected_bytes +
@@ -282,15 +282,76 @@ size_t UetEndpoint::memory_bound(const UetConfig& c, uint32_t regions) noexcept 
 }
 
 absl::StatusOr<uint32_t> UetEndpoint::register_memory(uint8_t* base, uint64_t length) {
-  if (base == nullptr || length == 0) {
-    return absl::InvalidArgumentError("register_memory: base must be non-null and length > 0");
+  return regions_.add(base, length,
+                      config_.stream_placement_from > 0 && length >= config_.stream_placement_from,
+                      "register_memory");
+}
+
+namespace {
+// Whether operation `o` has a buffer in [lo, lo + n): its payload or operands, its READ
+// destination or fetched values, its compare values.
+bool op_uses(const pds::Op& o, const uint8_t* lo, uint64_t n) noexcept {
+  return overlaps(o.src, o.length, lo, n) || overlaps(o.dst, o.length, lo, n) ||
+         overlaps(o.compare, o.length, lo, n);
+}
+}  // namespace
+
+// The operations posted here and not completed with a buffer in [base, base + length): on a
+// PDC (RUD, ROD; a rendezvous send until its source is read), on RUDI, queued for UUD, or a
+// deferrable send waiting for its RTR.
+uint32_t UetEndpoint::ops_using(const uint8_t* base, uint64_t length) const noexcept {
+  const uint8_t* lo = base;
+  uint32_t n = 0;
+  for (const uint16_t id : pdcs_.active()) {
+    const Pdc& p = pdcs_[id];
+    if (p.role != Role::kInitiator) continue;
+    for (uint32_t i = p.ini.op_head; i != p.ini.op_tail; ++i) n += op_uses(p.ini.ops[i], lo, length);
   }
-  if (regions_.size() >= kMaxRegions)
-    return absl::ResourceExhaustedError("register_memory: 65535 regions");
-  regions_.push_back(Region{base, length,
-                            config_.stream_placement_from > 0 &&
-                                length >= config_.stream_placement_from});
-  return static_cast<uint32_t>(regions_.size());  // key = index + 1; 0 is never valid
+  for (uint32_t i = rudi_.op_head; i != rudi_.op_tail; ++i) {
+    n += op_uses(rudi_.ops[i % config_.max_ops], lo, length);
+  }
+  n += uud_.count_if([&](const PeerOp& o) { return op_uses(o, lo, length); });
+  for (const DeferSlot& d : defer_) n += d.live && d.deferred && op_uses(d.op, lo, length);
+  return n;
+}
+
+// READ answers already queued read their data when their ACK (or RUDI response) is built:
+// those of region `key` go out as refusals instead, as if the READ had come now.
+void UetEndpoint::refuse_queued_reads(uint32_t key) noexcept {
+  const auto refuse_read = [&](auto& r) {
+    if (!r.data || r.key != key) return;
+    r.data = false;
+    r.code = static_cast<uint8_t>(wire::SesReturnCode::kBadMkey);
+    ++counters_.rx_bad_key;
+  };
+  for (const uint16_t id : pdcs_.active()) {
+    Pdc& p = pdcs_[id];
+    if (p.role != Role::kTarget) continue;
+    for (uint32_t i = p.tgt.rsp_head; i != p.tgt.rsp_tail; ++i) {
+      if (p.tgt.rsp[i].result == 0) refuse_read(p.tgt.rsp[i]);  // (not an atomic's values)
+    }
+  }
+  for (uint32_t i = rudi_.rsp_head; i != rudi_.rsp_tail; ++i) {
+    refuse_read(rudi_.rsp[i % rudi_.rsp.size()]);
+  }
+}
+
+// Deregistration (transport/api.h): refused while this endpoint's own operations use the
+// memory; then queued READ answers from it are refused, and its key (regions_.remove) with
+// every packet that names it, so nothing reads or writes the region after this returns.
+absl::Status UetEndpoint::deregister_memory(uint32_t key) {
+  const Region* r = regions_.find(key);
+  if (r == nullptr) {
+    return absl::NotFoundError(
+        absl::StrCat("deregister_memory: key ", key, " names no registered region"));
+  }
+  if (const uint32_t n = ops_using(r->base, r->length); n > 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("deregister_memory: key ", key, ": ", n,
+                     " operation(s) posted here still use the region; poll their completions"));
+  }
+  refuse_queued_reads(key);
+  return regions_.remove(key, "deregister_memory");
 }
 
 absl::StatusOr<uint16_t> UetEndpoint::initiator_pdc(uint32_t peer, bool rod, const char* verb) {

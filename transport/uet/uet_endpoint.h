@@ -34,6 +34,7 @@
 #include "pathsel/path_selector.h"
 #include "transport/api.h"
 #include "transport/pool.h"
+#include "transport/region_table.h"
 #include "transport/tss/sublayer.h"
 #include "transport/uet/uet_config.h"
 // The engine's private state types, admitted here for UetEndpoint's own members.
@@ -56,6 +57,7 @@ class UetEndpoint final : public Endpoint {
   // Endpoint. The requests' `channel` is ignored: one PDC per peer (and mode) carries every
   // channel, spraying its packets over EVs itself (spec/uet.md §2.4; transport/api.h).
   absl::StatusOr<uint32_t> register_memory(uint8_t* base, uint64_t length) override;
+  absl::Status deregister_memory(uint32_t key) override;
   absl::Status post_write(const WriteRequest& wr) override;
   absl::Status post_read(const ReadRequest& rr) override;
   absl::Status post_send(const SendRequest& sr) override;
@@ -97,7 +99,7 @@ class UetEndpoint final : public Endpoint {
   // (at most kMaxRegions): every table at its bound. Completions are the application's to
   // poll: counted as if no more wait than operations can be outstanding at once.
   static size_t memory_bound(const UetConfig& config, uint32_t regions) noexcept;
-  static constexpr uint32_t kMaxRegions = 65535;  // register_memory's keys 1..65535
+  static constexpr uint32_t kMaxRegions = 65535;  // register_memory's slots (key & 0xFFFF)
 
  private:
   explicit UetEndpoint(const UetConfig& config);
@@ -433,28 +435,38 @@ class UetEndpoint final : public Endpoint {
     return {ses.match_bits(), ses.buffer_offset() + (ses.som() ? 0 : ses.message_offset()),
             ses.som() ? payload : ses.payload_length()};
   }
-  // Whether `key` names a registered region, and (for such a key) whether [at, at + len) lies
-  // in it. (Inline here, as check_region: every WRITE packet checks its placement.)
-  bool key_ok(uint64_t key) const noexcept { return key != 0 && key <= regions_.size(); }
-  bool in_region(uint64_t key, uint64_t at, uint64_t len) const noexcept {
-    const uint64_t size = regions_[key - 1].length;
-    return at <= size && len <= size - at;
+  // Whether `key` names a registered region of the current generation (a deregistered one's
+  // key is refused: transport/region_table.h), and (for such a key) whether [at, at + len)
+  // lies in it. (Inline here, as check_region: every WRITE packet checks its placement.)
+  bool key_ok(uint64_t key) const noexcept { return regions_.find(key) != nullptr; }
+  static bool in_region(const Region& r, uint64_t at, uint64_t len) noexcept {
+    return at <= r.length && len <= r.length - at;
   }
   bool region_ok(uint64_t key, uint64_t at, uint64_t len) const noexcept {
-    return key_ok(key) && in_region(key, at, len);
+    const Region* r = regions_.find(key);
+    return r != nullptr && in_region(*r, at, len);
+  }
+  // A checked key's memory.
+  uint8_t* region_base(uint64_t key) const noexcept {
+    return regions_[Regions::slot_of(key)].base;
   }
   // The same for an SES request: kNull, or the code refusing it (kBadMkey, kBadAddr), counted.
   wire::SesReturnCode check_region(uint64_t key, uint64_t at, uint64_t len) noexcept {
-    if (!key_ok(key)) {
+    const Region* r = regions_.find(key);
+    if (r == nullptr) {
       ++counters_.rx_bad_key;
       return wire::SesReturnCode::kBadMkey;
     }
-    if (!in_region(key, at, len)) {
+    if (!in_region(*r, at, len)) {
       ++counters_.rx_bad_range;
       return wire::SesReturnCode::kBadAddr;
     }
     return wire::SesReturnCode::kNull;
   }
+  // deregister_memory()'s steps (uet_endpoint.cc): what still uses [base, base + length) at
+  // this endpoint as an initiator; the READ answers queued for `key` refused BAD_MKEY.
+  uint32_t ops_using(const uint8_t* base, uint64_t length) const noexcept;
+  void refuse_queued_reads(uint32_t key) noexcept;
   RxMsg* find_msg(uint16_t pdc, uint16_t message_id) noexcept;
   RxMsg* take_msg(Pdc& p, uint32_t psn);
   void deliver_recvs();
@@ -576,12 +588,11 @@ class UetEndpoint final : public Endpoint {
   Time deadline_ = kNever;        // earliest timer of any PDC (may be early, never late)
   std::array<StatelessNack, 64> stateless_{};
   uint32_t stateless_head_ = 0, stateless_tail_ = 0;
-  struct Region {
-    uint8_t* base;
-    uint64_t length;
-    bool stream;  // placed with streaming stores (stream_placement_from)
-  };
-  std::vector<Region> regions_;  // key = index + 1
+  // Registered memory: a key = its slot + 1, and the slot's generation in bits 16..23
+  // (transport/region_table.h; rendezvous keys, rdv_key, have bit 31 set).
+  using Regions = RegionTable<16>;
+  static_assert(Regions::kMaxRegions == kMaxRegions);
+  Regions regions_;
   bool streamed_ = false;        // streaming stores since the last fence (rx() ends with one)
   // SEND receive side: posted buffers [recv_head_, recv_tail_), of which [recv_head_,
   // recv_claim_) are claimed by messages (completed in this order); message states.

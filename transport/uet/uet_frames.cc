@@ -215,7 +215,7 @@ bool UetEndpoint::send_ack(Pdc& p, uint16_t pdcid, Frame& f) {
     // A fetching atomic's held values (§4.5.1), or the chunk a READ asked for.
     const uint8_t* src = r.result != 0          ? result_bytes(r.result)
                          : is_rdv_key(r.key) ? rdv_bytes(r.key, r.offset)
-                                             : regions_[r.key - 1].base + r.offset;
+                                             : region_base(r.key) + r.offset;
     return put_read_data(*rd, r.message_id, src, r.len, b, capacity, elided);
   }
   return true;

@@ -108,7 +108,7 @@ bool UetEndpoint::rod_stage(Pdc& p, const wire::Decoded& d, const wire::SesStand
     return false;
   }
   const bool write = ses != nullptr && ses->opcode() == wire::SesOpcode::kWrite;
-  if (write) {  // refused now if it would be refused when it runs (nothing changes that)
+  if (write) {  // refused now if it would be refused when it runs (checked again then)
     const auto [key, at, len] = write_placement(*ses, d.payload.size());
     if (const wire::SesReturnCode why = check_region(key, at, len);
         why != wire::SesReturnCode::kNull) {

@@ -296,7 +296,7 @@ void UetEndpoint::rx_rudi_req(const wire::Decoded& d) {
           why != wire::SesReturnCode::kNull) {
         r.code = static_cast<uint8_t>(why);
       } else if (!d.payload.empty()) {
-        std::memcpy(regions_[key - 1].base + at, d.payload.data(), d.payload.size());
+        std::memcpy(region_base(key) + at, d.payload.data(), d.payload.size());
       }
       break;
     }
@@ -333,7 +333,7 @@ bool UetEndpoint::build_rudi_resp(const RudiRsp& r, Frame& f) {
   if (r.data) {
     wire::SesResponseData* rd = b.add<wire::SesResponseData>();
     if (rd == nullptr) return false;
-    if (!put_read_data(*rd, r.message_id, regions_[r.key - 1].base + r.offset, r.len, b,
+    if (!put_read_data(*rd, r.message_id, region_base(r.key) + r.offset, r.len, b,
                        f.capacity, &elided)) {
       return false;
     }

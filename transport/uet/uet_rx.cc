@@ -464,7 +464,7 @@ UetEndpoint::Exec UetEndpoint::execute(Pdc& p, uint16_t id, const wire::SesStand
         return Exec::kDone;  // a hole until cleared (Pdc::Target::gtd)
       }
       if (!payload.empty()) {
-        const Region& r = regions_[key - 1];
+        const Region& r = regions_[Regions::slot_of(key)];
         if (r.stream) {
           wire::stream_copy(r.base + at, payload.data(), payload.size());
           streamed_ = true;

@@ -139,7 +139,7 @@ void UetEndpoint::rx_uud(const wire::Decoded& d) {
         return;
       }
       if (!d.payload.empty()) {
-        std::memcpy(regions_[key - 1].base + at, d.payload.data(), d.payload.size());
+        std::memcpy(region_base(key) + at, d.payload.data(), d.payload.size());
       }
       ++counters_.rx_uud;
       return;

@@ -27,6 +27,13 @@ class UudQueue {
   PeerOp& push(const PeerOp& op, uint32_t capacity);
   const PeerOp& front() const noexcept { return q_[head_ % q_.size()]; }
   void pop() noexcept { ++head_; }
+  // How many queued datagrams satisfy `pred` (deregister_memory's check).
+  template <typename Pred>
+  uint32_t count_if(Pred pred) const {
+    uint32_t n = 0;
+    for (uint32_t i = head_; i != tail_; ++i) n += pred(q_[i % q_.size()]) ? 1 : 0;
+    return n;
+  }
   size_t memory_bytes() const noexcept { return q_.capacity() * sizeof(PeerOp); }
 
  private:
