@@ -345,10 +345,21 @@ uint32_t wanted_address(const fi_info* info, const Params& p, int* err) {
 // ---------------------------------------------------------------------------------------------
 // Memory registration.
 
+// The region's key is withdrawn from the engine first: a peer's later WRITE or READ with it
+// is refused (the peer's operation completes in error), and nothing lands in memory the
+// application may free next. While an operation of ours still uses the memory the MR stays
+// open (-FI_EBUSY, as fi_close(3) allows).
 int mr_close(fid* f) {
   Mr* mr = of<Mr>(f);
   Domain* d = mr->domain;
   std::lock_guard lock(d->mu);
+  if (mr->fid.key != 0) {
+    if (absl::Status s = d->engine->deregister_memory(static_cast<uint32_t>(mr->fid.key));
+        !s.ok()) {
+      FI_INFO(&kProvider, FI_LOG_MR, "fi_close(mr): %s\n", std::string(s.message()).c_str());
+      return absl::IsFailedPrecondition(s) ? -FI_EBUSY : to_fi_errno(s);
+    }
+  }
   --d->children;
   delete mr;
   return 0;

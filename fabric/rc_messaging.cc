@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 
@@ -86,15 +87,8 @@ RcMessaging::Header RcMessaging::header_of(uint32_t rx) const noexcept {
 // ---------------------------------------------------------------------------------------------
 // Sending.
 
-absl::StatusOr<uint32_t> RcMessaging::source_key(const uint8_t* base, uint64_t length) {
-  const auto at = reinterpret_cast<uintptr_t>(base);
-  if (auto it = sources_.find(at); it != sources_.end() && it->second.first >= length) {
-    return it->second.second;
-  }
-  auto key = rc_->register_memory(const_cast<uint8_t*>(base), length);
-  if (!key.ok()) return key.status();
-  sources_[at] = {length, *key};
-  return *key;
+void RcMessaging::release_source(uint32_t key) {
+  if (key != 0 && !rc_->deregister_memory(key).ok()) unreleased_.push_back(key);
 }
 
 absl::Status RcMessaging::send_message(uint64_t wr_id, Opcode op, uint32_t peer,
@@ -112,8 +106,8 @@ absl::Status RcMessaging::send_message(uint64_t wr_id, Opcode op, uint32_t peer,
   h.tag = tag;
   h.data = data;
   h.length = length;
-  if (rendezvous) {
-    auto key = source_key(local, length);
+  if (rendezvous) {  // exposed for this send alone (release_source)
+    auto key = rc_->register_memory(const_cast<uint8_t*>(local), length);
     if (!key.ok()) return key.status();
     h.rkey = *key;
   }
@@ -125,11 +119,14 @@ absl::Status RcMessaging::send_message(uint64_t wr_id, Opcode op, uint32_t peer,
   if (!rendezvous && length > 0) std::memcpy(b + kHeader, local, length);
   SendRequest sr{.wr_id = work_id(Work::kTx, buf), .peer = peer, .local = b,
                  .length = kHeader + (rendezvous ? 0 : length)};
-  if (absl::Status s = rc_->post_send(sr); !s.ok()) return s;
+  if (absl::Status s = rc_->post_send(sr); !s.ok()) {
+    release_source(h.rkey);
+    return s;
+  }
   sends_free_.pop_back();
   tx_free_.pop_back();
   sends_[slot] = Send{.wr_id = wr_id, .op = op, .length = length, .peer = peer, .since = now_,
-                      .live = true, .rendezvous = rendezvous};
+                      .live = true, .rendezvous = rendezvous, .source = h.rkey};
   tx_owner_[buf] = slot;
   rendezvous_live_ += rendezvous;
   ++(rendezvous ? counters_.rendezvous_sent : counters_.eager_sent);
@@ -177,6 +174,7 @@ void RcMessaging::finish_send(uint32_t slot, OpStatus status) {
   done_.push_back(done);
   rendezvous_live_ -= s.rendezvous;
   s.live = false;
+  release_source(std::exchange(s.source, 0));
   sends_free_.push_back(slot);
 }
 
@@ -455,6 +453,9 @@ void RcMessaging::pump() {
   size_t n;
   while ((n = rc_->poll_completions(cs)) > 0) {
     for (size_t i = 0; i < n; ++i) on_completion(cs[i]);
+    if (!unreleased_.empty()) {  // a WR that used a source's memory may have completed
+      for (const uint32_t key : std::exchange(unreleased_, {})) release_source(key);
+    }
   }
   while (!fins_waiting_.empty() && !tx_free_.empty()) {
     const auto [peer, cookie] = fins_waiting_.front();

@@ -102,6 +102,7 @@ class RcMessaging final : public Endpoint {
   absl::StatusOr<uint32_t> register_memory(uint8_t* base, uint64_t length) override {
     return rc_->register_memory(base, length);
   }
+  absl::Status deregister_memory(uint32_t key) override { return rc_->deregister_memory(key); }
   absl::Status post_write(const WriteRequest& wr) override {
     revive(wr.peer);
     return rc_->post_write(wr);
@@ -161,6 +162,7 @@ class RcMessaging final : public Endpoint {
     Time since = 0;  // rendezvous: when it last heard from the target (RTS or PING acknowledged)
     bool live = false;
     bool rendezvous = false;
+    uint32_t source = 0;  // rendezvous: the R_Key its RTS names, withdrawn when it finishes
   };
   struct Posted {
     uint64_t wr_id;
@@ -219,7 +221,9 @@ class RcMessaging final : public Endpoint {
   // Takes the engine's completions: the layer's own work, and the application's into done_.
   void pump();
   void on_received(uint32_t buf, const Completion& c);
-  absl::StatusOr<uint32_t> source_key(const uint8_t* base, uint64_t length);
+  // A rendezvous source's key is withdrawn when its send finishes (a late READ is refused);
+  // one the engine keeps because a WR of ours still uses the memory waits in unreleased_.
+  void release_source(uint32_t key);
 
   std::unique_ptr<RoceEndpoint> rc_;
   RcMessagingConfig config_;
@@ -239,7 +243,7 @@ class RcMessaging final : public Endpoint {
   std::deque<Unexpected> unexpected_;       // in arrival order
   std::deque<Completion> done_;             // completions for the application
   std::deque<std::pair<uint32_t, uint64_t>> fins_waiting_;  // (peer, cookie | failed << 63)
-  absl::flat_hash_map<uintptr_t, std::pair<uint64_t, uint32_t>> sources_;  // base -> (len, key)
+  std::vector<uint32_t> unreleased_;  // rendezvous sources' keys to withdraw again
   uint64_t next_claim_ = 1;
   Time now_ = 0;         // as the host loop's last tx() saw it
   Time next_probe_ = 0;  // probe_holders() looks again then

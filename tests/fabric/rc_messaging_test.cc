@@ -283,6 +283,36 @@ TEST(RcMessaging, UnderSeededLossEveryMessageArrivesWholeAndInSendOrder) {
   EXPECT_GT(p.a->rc().counters().tx_retx + p.b->rc().counters().tx_retx, 0u);
 }
 
+// A rendezvous source is exposed (registered) for its send alone: once the send has
+// completed at FIN its key is withdrawn, and a READ naming it is refused.
+TEST(RcMessaging, ARendezvousSourceKeyIsWithdrawnWhenItsSendCompletes) {
+  Pair p;
+  const auto big = bytes(200'000, 6);
+  std::vector<uint8_t> r(200'000);
+  for (uint64_t i = 0; i < 3; ++i) {
+    ASSERT_TRUE(p.b->post_trecv({.wr_id = i, .base = r.data(), .length = r.size(), .tag = 5}).ok());
+    ASSERT_TRUE(p.a->post_tsend(tsend(10 + i, big, 5)).ok());
+  }
+  p.run();
+  p.collect();
+  ASSERT_EQ(p.done_a.size(), 3u);
+  for (const Completion& c : p.done_a) EXPECT_EQ(c.status, OpStatus::kSuccess);
+  EXPECT_EQ(p.b->counters().rendezvous_read, 3u);
+  // Expect: the three sources' keys (A's first registrations: 1, 2, 3) are gone.
+  for (uint32_t key = 1; key <= 3; ++key) {
+    EXPECT_TRUE(absl::IsNotFound(p.a->deregister_memory(key))) << key;
+  }
+  std::vector<uint8_t> got(100, 0);
+  ASSERT_TRUE(p.b->post_read({.wr_id = 20, .peer = kIpA, .rkey = 1, .local = got.data(),
+                              .length = got.size()}).ok());
+  p.run();
+  p.collect();
+  ASSERT_EQ(p.done_b.size(), 4u);
+  EXPECT_EQ(p.done_b[3].wr_id, 20u);
+  EXPECT_EQ(p.done_b[3].status, OpStatus::kRemoteAccessError);
+  EXPECT_TRUE(std::all_of(got.begin(), got.end(), [](uint8_t x) { return x == 0; }));
+}
+
 TEST(RcMessaging, AfterAnAccessErrorBothQpsAreConnectedAgain) {
   Pair p;
   std::vector<uint8_t> region(4096);
