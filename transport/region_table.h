@@ -64,12 +64,12 @@ class RegionTable {
   // The region `key` names now; null for a key never given, or deregistered since.
   const Region* find(uint64_t key) const noexcept {
     const uint32_t i = slot_of(key);
-    return i < slots_.size() && slots_[i].key == key ? &slots_[i] : nullptr;
+    return i < made_ && slots_[i].key == key ? &slots_[i] : nullptr;
   }
   // A live region's slot (slot_of of a key find() accepted).
   const Region& operator[](uint32_t slot) const noexcept { return slots_[slot]; }
   // Slots made so far (live or free); the live regions.
-  uint32_t slots() const noexcept { return static_cast<uint32_t>(slots_.size()); }
+  uint32_t slots() const noexcept { return made_; }
   uint32_t live() const noexcept {
     return slots() - static_cast<uint32_t>(free_.size() - free_head_);
   }
@@ -82,14 +82,14 @@ class RegionTable {
     }
     uint32_t slot;
     if (free_.size() - free_head_ > kReuseAfter ||
-        (free_.size() > free_head_ && slots_.size() >= kMaxRegions)) {
+        (free_.size() > free_head_ && made_ >= kMaxRegions)) {
       slot = free_[free_head_++];
       if (free_head_ * 2 >= free_.size()) {  // drop the taken half: O(1) amortised
         free_.erase(free_.begin(), free_.begin() + free_head_);
         free_head_ = 0;
       }
-    } else if (slots_.size() < kMaxRegions) {
-      slot = static_cast<uint32_t>(slots_.size());
+    } else if (made_ < kMaxRegions) {
+      slot = made_++;
       slots_.emplace_back();
     } else {
       return absl::ResourceExhaustedError(
@@ -128,6 +128,7 @@ class RegionTable {
 
  private:
   std::vector<Region> slots_;
+  uint32_t made_ = 0;  // slots_.size(), kept so that find() compares without a division
   std::vector<uint32_t> free_;  // freed slots, oldest first from free_head_
   size_t free_head_ = 0;
 };

@@ -446,6 +446,11 @@ class UetEndpoint final : public Endpoint {
     const Region* r = regions_.find(key);
     return r != nullptr && in_region(*r, at, len);
   }
+  // The region a WRITE packet's bytes land in, or null: refused (check_region says why).
+  const Region* writable(uint64_t key, uint64_t at, uint64_t len) const noexcept {
+    const Region* r = regions_.find(key);
+    return r != nullptr && in_region(*r, at, len) ? r : nullptr;
+  }
   // A checked key's memory.
   uint8_t* region_base(uint64_t key) const noexcept {
     return regions_[Regions::slot_of(key)].base;

@@ -458,18 +458,17 @@ UetEndpoint::Exec UetEndpoint::execute(Pdc& p, uint16_t id, const wire::SesStand
     case wire::SesOpcode::kWrite: {
       // §4.2 placement: payload at buffer_offset + message_offset in region match_bits.
       const auto [key, at, len] = write_placement(ses, payload.size());
-      if (const wire::SesReturnCode why = check_region(key, at, len);
-          why != wire::SesReturnCode::kNull) {
-        refuse(p, psn, static_cast<uint8_t>(why), ses.message_id());
+      const Region* r = writable(key, at, len);
+      if (r == nullptr) [[unlikely]] {
+        refuse(p, psn, static_cast<uint8_t>(check_region(key, at, len)), ses.message_id());
         return Exec::kDone;  // a hole until cleared (Pdc::Target::gtd)
       }
       if (!payload.empty()) {
-        const Region& r = regions_[Regions::slot_of(key)];
-        if (r.stream) {
-          wire::stream_copy(r.base + at, payload.data(), payload.size());
+        if (r->stream) {
+          wire::stream_copy(r->base + at, payload.data(), payload.size());
           streamed_ = true;
         } else {
-          std::memcpy(r.base + at, payload.data(), payload.size());
+          std::memcpy(r->base + at, payload.data(), payload.size());
         }
       }
       break;
