@@ -300,18 +300,19 @@ bool op_uses(const pds::Op& o, const uint8_t* lo, uint64_t n) noexcept {
 // PDC (RUD, ROD; a rendezvous send until its source is read), on RUDI, queued for UUD, or a
 // deferrable send waiting for its RTR.
 uint32_t UetEndpoint::ops_using(const uint8_t* base, uint64_t length) const noexcept {
-  const uint8_t* lo = base;
   uint32_t n = 0;
   for (const uint16_t id : pdcs_.active()) {
     const Pdc& p = pdcs_[id];
     if (p.role != Role::kInitiator) continue;
-    for (uint32_t i = p.ini.op_head; i != p.ini.op_tail; ++i) n += op_uses(p.ini.ops[i], lo, length);
+    for (uint32_t i = p.ini.op_head; i != p.ini.op_tail; ++i) {
+      n += op_uses(p.ini.ops[i], base, length);
+    }
   }
   for (uint32_t i = rudi_.op_head; i != rudi_.op_tail; ++i) {
-    n += op_uses(rudi_.ops[i % config_.max_ops], lo, length);
+    n += op_uses(rudi_.ops[i % config_.max_ops], base, length);
   }
-  n += uud_.count_if([&](const PeerOp& o) { return op_uses(o, lo, length); });
-  for (const DeferSlot& d : defer_) n += d.live && d.deferred && op_uses(d.op, lo, length);
+  n += uud_.count_if([&](const PeerOp& o) { return op_uses(o, base, length); });
+  for (const DeferSlot& d : defer_) n += d.live && d.deferred && op_uses(d.op, base, length);
   return n;
 }
 
