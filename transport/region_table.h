@@ -128,7 +128,7 @@ class RegionTable {
 
  private:
   std::vector<Region> slots_;
-  uint32_t made_ = 0;  // slots_.size(), kept so that find() compares without a division
+  uint32_t made_ = 0;           // slots_.size(), kept so that find() compares without a division
   std::vector<uint32_t> free_;  // freed slots, oldest first from free_head_
   size_t free_head_ = 0;
 };

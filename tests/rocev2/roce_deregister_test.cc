@@ -105,8 +105,8 @@ TEST(RoceDeregister_Write, RestOfAMessageUnderWayIsRefused) {
   ASSERT_EQ(c.size(), 1u);
   EXPECT_EQ(c[0].status, OpStatus::kRemoteAccessError);
   EXPECT_EQ(p.b->counters().rx_bad_rkey, 1u);
-  const size_t placed = static_cast<size_t>(
-      std::find(dst.begin(), dst.end(), uint8_t{0}) - dst.begin());
+  const size_t placed =
+      static_cast<size_t>(std::find(dst.begin(), dst.end(), uint8_t{0}) - dst.begin());
   EXPECT_GE(placed, 4096u);
   EXPECT_LE(placed, 13 * 4096u);
   EXPECT_TRUE(std::equal(src.begin(), src.begin() + static_cast<ptrdiff_t>(placed), dst.begin()));
@@ -128,8 +128,8 @@ TEST(RoceDeregister_Read, ResponsesStillToComeStop) {
     }
     return Verdict{};
   });
-  ReadRequest rr{.wr_id = 9, .peer = kIpB, .rkey = key, .local = local.data(),
-                 .length = local.size()};
+  ReadRequest rr{
+      .wr_id = 9, .peer = kIpB, .rkey = key, .local = local.data(), .length = local.size()};
   ASSERT_TRUE(p.a->post_read(rr).ok());
   p.link->run(2 * kSecond);
   const auto c = drain(*p.a);

@@ -240,7 +240,7 @@ TEST(UetDeregister_Generations, WrapAfter256StaysRefusingThePreviousKey) {
   std::vector<uint32_t> first(keys.begin(), keys.begin() + 256);
   std::sort(first.begin(), first.end());
   EXPECT_EQ(std::unique(first.begin(), first.end()), first.end());  // 256 distinct keys
-  EXPECT_EQ(keys[255], filler[0]);  // generation 0 again
+  EXPECT_EQ(keys[255], filler[0]);                                  // generation 0 again
   EXPECT_EQ(keys[256], keys[0]);
   // Keys stay clear of rendezvous keys (bit 31) and within 24 bits.
   for (const uint32_t k : keys) EXPECT_LT(k, 1u << 24);
