@@ -36,7 +36,6 @@
 #include <span>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "transport/api.h"
 #include "transport/rocev2/roce_endpoint.h"
