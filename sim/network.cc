@@ -1,8 +1,8 @@
 // The per-event path: the event loop, ports (queues, transmission, PFC), switch forwarding
 // and the host seam (a NIC pulling from its transport). A frame's fate on a link that is not
-// plain is in network_impair.cc, building the fabric and its ECMP tables in network_build.cc,
-// the exchange between the ranks of a fabric split over processes in network_ranks.cc, the
-// PFC watchdog in network_pfc.cc.
+// plain is in network_impair.cc, building the fabric in network_build.cc, its routes in
+// sim/routing/, the exchange between the ranks of a fabric split over processes in
+// network_ranks.cc, the PFC watchdog in network_pfc.cc.
 #include "sim/network.h"
 
 #include <algorithm>
@@ -74,23 +74,24 @@ void Network::kick(uint32_t host) {
   host_arm_timer(host);
 }
 
-uint32_t Network::ecmp_port(uint32_t s, uint32_t dst_host, uint64_t flow_hash) const noexcept {
-  if (dst_host >= ecmp_hosts_ || s >= ecmp_switches_) return kNone;
-  const EcmpDst& d = ecmp_dst_[dst_host];
-  if (s == d.tor) return d.tor_port;  // the last hop: a one-port group, no hash to draw
-  const EcmpSwitch& sw = ecmp_switch_[s];
-  const EcmpGroup& g = ecmp_group_[sw.first_group + ecmp_route_[d.route_base + s]];
-  if (g.size == 0) return kNone;
-  uint64_t x = flow_hash ^ sw.seed_mul;  // mix64(flow_hash, seed), the multiply done once
-  const uint64_t h = splitmix64(x);
-  // The high half fits 32 bits: its remainder by the group size, by multiplications.
-  return ecmp_ports_[g.first_port + g.size_mod().mod(static_cast<uint32_t>(h >> 32))];
+uint32_t Network::route_port(uint32_t sw, uint32_t dst_host, uint64_t flow_hash,
+                             uint8_t& state) const noexcept {
+  if (routing_.minimal()) return routing_.port(sw, dst_host, flow_hash);
+  if (state == 0) {
+    state = routing_.decide(sw, dst_host, flow_hash, [this](uint32_t p) {
+      return ports_[p].queued_bytes[0] + ports_[p].queued_bytes[1];
+    });
+  }
+  return routing_.port_stateful(sw, dst_host, flow_hash, state);
 }
 
-uint32_t Network::ecmp_port_remember(EcmpMemo& m, uint32_t s, uint32_t dst_host,
-                                     uint64_t flow_hash) const noexcept {
-  const uint32_t out = ecmp_port(s, dst_host, flow_hash);
-  m = EcmpMemo{flow_hash, s, dst_host, out};
+uint32_t Network::route_miss(Routing::Memo& memo, uint32_t sw, FrameMeta& m) noexcept {
+  if (routing_.minimal()) [[likely]] {
+    return routing_.port_remember(memo, sw, m.dst_host, m.flow_hash);
+  }
+  uint8_t state = m.route_state;
+  const uint32_t out = route_port(sw, m.dst_host, m.flow_hash, state);
+  m.route_state = state & 7;
   return out;
 }
 
@@ -107,7 +108,7 @@ Time Network::serialization(const Port& p, uint32_t bytes) const noexcept {
 // Prefetching: the current bucket is a sorted array, so the loop knows the next events and
 // asks for what they will touch before it gets there, in stages, each naming lines the
 // earlier stage brought in: kPrefetchFar events ahead the port and the frame's metadata;
-// kPrefetchMid ahead a queue's head, the frame's ECMP route or its bytes; kPrefetchNear ahead
+// kPrefetchMid ahead a queue's head, the frame's route entry or its bytes; kPrefetchNear ahead
 // the egress port a switch will pick (computed from the now-cached route and memoised for the
 // later stage and switch_forward; the ECMP groups, a few KiB, stay cached) or the
 // host's transport; kPrefetchLast ahead the slot in the egress queue the frame will be
@@ -154,8 +155,8 @@ constexpr size_t kPrefetchLast = 2;
         prefetch_lines(reinterpret_cast<const char*>(&p) + 64, 2);  // host_pull's enqueue
         prefetch(&hosts_[p.owner]);
       }
-    } else if (m.dst_host < ecmp_hosts_) {
-      prefetch(ecmp_route_.data() + ecmp_dst_[m.dst_host].route_base + p.owner);
+    } else if (routing_.knows_host(m.dst_host)) {
+      prefetch(routing_.route_entry(m.dst_host, p.owner));
     }
   } else if (e.kind() == kTxDone) {
     const Port& p = ports_[e.a];
@@ -185,7 +186,7 @@ constexpr size_t kPrefetchLast = 2;
       // is cached since kPrefetchMid.
       if (const Transport* t = hosts_[p.owner].transport) prefetch_lines(t, 2);
     } else if (m.parsed) {
-      const uint32_t out = ecmp_port_memo(p.owner, m.dst_host, m.flow_hash, e.b);
+      const uint32_t out = routing_.port_memo(p.owner, m.dst_host, m.flow_hash, e.b);
       if (out != kNone) prefetch_lines(&ports_[out], 3);
     }
   } else if (e.kind() == kTxDone) {
@@ -206,7 +207,7 @@ constexpr size_t kPrefetchLast = 2;
   // prefetch_near memoised this hop's egress under the frame's id: read it back without
   // checking the key (a hint: an entry another frame overwrote since, or none for a host
   // arrival, only prefetches some other port's slot).
-  const uint32_t out = ecmp_memo_[e.b % kEcmpMemo].out;
+  const uint32_t out = routing_.memo_out(e.b);
   if (out == kNone || ports_[e.a].at_host) return;
   const bool control = frame_meta_[e.b].control;
   if (const QueuedFrame* slot = ports_[out].queue[control ? 1 : 0].back_slot()) prefetch(slot);
@@ -269,9 +270,9 @@ void Network::run_until(Time until) {
       count_once_per_fabric();
       on_link_rate(e.a, e.b);
       break;
-    case kEcmpRefresh:
+    case kRouteRefresh:
       count_once_per_fabric();
-      (void)compute_ecmp();
+      (void)compute_routes();
       break;
     case kCall:
       callbacks_[e.a]->fire(*this, now_, e.b);
@@ -321,7 +322,7 @@ void Network::run_until(Time until) {
     update_plain(ports_[p]);
   }
   // Switches learn of the change after the detection delay.
-  events_q_.push(now_ + config_.switches.failure_detection, kEcmpRefresh, 0, 0,
+  events_q_.push(now_ + config_.switches.failure_detection, kRouteRefresh, 0, 0,
                  event_key(port, 0));
   if (up) {
     for (uint32_t p : {port, ports_[port].peer}) {
@@ -486,7 +487,9 @@ bool Network::parse_meta(const Frame& fr, FrameMeta& m) noexcept {
     drop(f);
     return;
   }
-  const uint32_t out = ecmp_port_memo(sw, m.dst_host, m.flow_hash, f);
+  // Minimal routing's choice, memoised; or by the frame's routing state.
+  const uint32_t out = routing_.port_memo(sw, m.dst_host, m.flow_hash, f,
+                                          [&](Routing::Memo& e) { return route_miss(e, sw, m); });
   if (out == kNone) {
     ++ports_[in_port].stats.drops;
     drop(f);
@@ -628,6 +631,7 @@ void Network::host_pull(uint32_t host) {
     // cannot be forwarded).
     m.parsed = false;
     m.damaged = m.corrupted = false;
+    m.route_state = 0;
     m.bytes = fr->bytes_on_wire();
     (void)parse_meta(*fr, m);
     enqueue(h.port, f, fr->priority, kNone);

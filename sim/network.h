@@ -27,13 +27,13 @@
 #include "sim/pfc_watchdog.h"
 #include "sim/ring.h"
 #include "sim/rng.h"
+#include "sim/routing/routing.h"
 #include "transport/transport.h"
 #include "transport/wire/pcap.h"
 #include "transport/wire/uet_headers.h"
 
 namespace uet::sim {
 
-inline constexpr uint32_t kNone = UINT32_MAX;
 // A frame's destination is kept in 24 bits (FrameMeta); hosts are also 10.0.0.1 + index.
 inline constexpr uint32_t kMaxHosts = (1u << 24) - 2;
 inline constexpr uint32_t kMaxPorts = 1u << 24;  // a port number fills 24 bits of an event key
@@ -87,7 +87,7 @@ struct SwitchConfig {
   EcnConfig ecn;
   bool trimming = true;           // cut UET requests to their headers instead of dropping
   PfcConfig pfc;
-  Time failure_detection = 10 * kMicrosecond;  // a dead link leaves ECMP groups after this
+  Time failure_detection = 10 * kMicrosecond;  // a dead link leaves routes after this
   uint64_t ecmp_seed = 0x5EED;    // mixed with the switch index
 };
 
@@ -227,8 +227,19 @@ class Network {
   uint32_t add_switch(std::string name);
   // Joins two nodes (host or switch indices given as node ids) with a full-duplex link.
   absl::Status connect(uint32_t node_a, uint32_t node_b, const LinkConfig& link);
-  // Computes ECMP groups. Call after the last connect().
+  // Computes the routes. Call after the last connect().
   absl::Status finalize();
+  // Routing (sim/routing/routing.h), before the run: each may come before or after
+  // finalize() (the routes are recomputed then), in any order; every rank of a split fabric
+  // must make the same calls. The mode (default: minimal, shortest-path ECMP).
+  absl::Status set_routing(const RoutingConfig& config);
+  // By switch, its group: Valiant's and UGAL's intermediates are groups (a dragonfly's
+  // groups); groups numbered from 0, each with a switch. Default: every switch its own.
+  absl::Status set_switch_groups(std::vector<uint32_t> group_of_switch);
+  // By port (num_ports() entries), the class it moves along (a torus dimension), for
+  // RoutingConfig::dimension_order; only switch-to-switch ports' classes are read.
+  absl::Status set_port_classes(std::vector<uint8_t> class_of_port);
+  const RoutingConfig& routing_config() const noexcept { return routing_config_; }
   void attach(uint32_t host, Transport* transport);
   absl::Status tap(uint32_t port, const std::string& pcap_path);
 
@@ -304,10 +315,18 @@ class Network {
     return {0x02, 0x00, static_cast<uint8_t>(h >> 24), static_cast<uint8_t>(h >> 16),
             static_cast<uint8_t>(h >> 8), static_cast<uint8_t>(h)};
   }
-  // The port a switch would forward a frame to host `dst` with this flow hash through.
-  uint32_t ecmp_port(uint32_t sw, uint32_t dst_host, uint64_t flow_hash) const noexcept;
-  // Bytes the ECMP tables hold (routes, groups, ports, per switch and per destination host).
-  size_t ecmp_table_bytes() const noexcept;
+  // The port a switch would forward a frame to host `dst` with this flow hash through on a
+  // shortest path (the minimal mode's choice).
+  uint32_t ecmp_port(uint32_t sw, uint32_t dst_host, uint64_t flow_hash) const noexcept {
+    return routing_.port(sw, dst_host, flow_hash);
+  }
+  // The port a switch forwards such a frame through in the configured mode, as forwarding
+  // does: `state` is the frame's RouteState (0 before its first switch), updated as the
+  // frame's would be; UGAL reads the switch's queues as they are now.
+  uint32_t route_port(uint32_t sw, uint32_t dst_host, uint64_t flow_hash,
+                      uint8_t& state) const noexcept;
+  // Bytes the routing tables hold (routes, groups, ports, per switch and per destination host).
+  size_t ecmp_table_bytes() const noexcept { return routing_.table_bytes(); }
   // Folds the queue integrals up to now (call before reading PortStats averages).
   void flush_stats();
   // PFC watchdog (sim/pfc_watchdog.h): the deadlocks it found, in the order found, and a
@@ -318,7 +337,9 @@ class Network {
   void set_port_stats(uint32_t port, const PortStats& stats) noexcept { ports_[port].stats = stats; }
 
  private:
-  enum Kind : uint8_t { kTxDone, kArrive, kHostTimer, kPfc, kLinkState, kLinkRate, kEcmpRefresh, kCall, kPfcWatch };
+  enum Kind : uint8_t {
+    kTxDone, kArrive, kHostTimer, kPfc, kLinkState, kLinkRate, kRouteRefresh, kCall, kPfcWatch
+  };
 
   void dispatch(const EventQueue::Due& e);
   // Its event kinds but kArrive and kTxDone (on_arrive, on_tx_done).
@@ -326,7 +347,7 @@ class Network {
   void on_pfc(uint32_t port, uint32_t b);
   void on_link_state(uint32_t port, bool up);
   void on_link_rate(uint32_t port, uint32_t b);
-  // Link changes and ECMP refreshes run on every rank of a split fabric (each keeps the whole
+  // Link changes and route refreshes run on every rank of a split fabric (each keeps the whole
   // fabric's link states and routes): events_processed() counts them on rank 0 only, so the
   // ranks' counts add up to one process's.
   void count_once_per_fabric() noexcept {
@@ -367,7 +388,10 @@ class Network {
   std::vector<uint32_t> pfc_wait_cycle(uint32_t from) const;
   void account_queue(Port& p);
   void drop(FrameId f) { pool_.release(f); }
-  absl::Status compute_ecmp();
+  absl::Status compute_routes();
+  // Forwarding's choice where the memo has none: minimal (and memoised), or by the frame's
+  // routing state.
+  uint32_t route_miss(Routing::Memo& memo, uint32_t sw, FrameMeta& m) noexcept;
   Time serialization(const Port& p, uint32_t bytes) const noexcept;
   static void set_rate(Port& p, int64_t rate_bps) noexcept;
   static void update_plain(Port& p) noexcept {
@@ -421,6 +445,7 @@ class Network {
     bool parsed : 1 = false;
     bool damaged : 1 = false;    // a bit was flipped on its way (at most one per frame)
     bool corrupted : 1 = false;  // ... where a check covers it, and no switch rewrote it since
+    uint8_t route_state : 3 = 0;  // RouteState: the non-minimal modes' decision, as it goes
   };
   static constexpr uint32_t kNoHost24 = (1u << 24) - 1;
   static_assert(sizeof(FrameMeta) == 16);
@@ -455,55 +480,12 @@ class Network {
   std::vector<std::unique_ptr<wire::PcapWriter>> taps_;  // by port, for ports with `tapped`
   std::vector<Host> hosts_;
   std::vector<Switch> switches_;
-  // ECMP in flat arrays, rebuilt by compute_ecmp(). Routes are kept per destination ToR, not
-  // per destination host: a host has one NIC port to one switch (its ToR), so at any other
-  // switch its routes are its ToR's, and at its ToR the group is that one port. Per switch its
-  // seed and first group; per destination host its ToR, the ToR's port to it and its ToR's
-  // column of routes; per (column, switch) the switch's group; per group a run of egress ports.
-  struct EcmpSwitch {
-    uint64_t seed_mul;  // the switch's seed * the golden ratio, as mix64 multiplies it
-    uint32_t first_group;
-  };
-  // 16 bytes (a FastMod member would pad it to 24, which the compiler then copies through
-  // the stack): the group's size with its FastMod multiplier, and its first port.
-  struct EcmpGroup {
-    uint64_t mod_m;  // FastMod::of(size).m
-    uint32_t size;   // 0: no route
-    uint32_t first_port;
-    FastMod size_mod() const noexcept { return FastMod{mod_m, size}; }
-  };
-  static_assert(sizeof(EcmpGroup) == 16);
-  struct EcmpDst {
-    uint32_t tor;         // the switch the host's NIC link reaches; kNone: not a switch
-    uint32_t tor_port;    // that switch's port to the host; kNone: down (no route anywhere)
-    uint32_t route_base;  // column * switches: its ToR's routes, or the no-route column
-  };
-  std::vector<EcmpSwitch> ecmp_switch_;
-  uint32_t ecmp_switches_ = 0;  // ecmp_switch_.size()
-  std::vector<EcmpDst> ecmp_dst_;     // by destination host
-  std::vector<uint16_t> ecmp_route_;  // [route_base + switch] -> the switch's group
-  std::vector<EcmpGroup> ecmp_group_;
-  std::vector<uint32_t> ecmp_ports_;
-  size_t ecmp_hosts_ = 0;  // ecmp_dst_.size(): hosts when the routes were computed
-  // The last few ECMP choices, by frame id: prefetch_ahead computes a switch hop's egress a
-  // few events early, and its later stage and switch_forward reuse it. An entry holds every
-  // input of ecmp_port() (compute_ecmp() clears them all), so a hit is exactly what
-  // ecmp_port() would return.
-  struct EcmpMemo {
-    uint64_t flow_hash = 0;
-    uint32_t sw = kNone;
-    uint32_t dst_host = kNone;
-    uint32_t out = kNone;
-  };
-  static constexpr size_t kEcmpMemo = 64;
-  mutable std::array<EcmpMemo, kEcmpMemo> ecmp_memo_{};
-  uint32_t ecmp_port_memo(uint32_t sw, uint32_t dst_host, uint64_t flow_hash, FrameId f) const noexcept {
-    EcmpMemo& m = ecmp_memo_[f % kEcmpMemo];
-    if (m.sw == sw && m.dst_host == dst_host && m.flow_hash == flow_hash) [[likely]] return m.out;
-    return ecmp_port_remember(m, sw, dst_host, flow_hash);
-  }
-  uint32_t ecmp_port_remember(EcmpMemo& m, uint32_t sw, uint32_t dst_host,
-                              uint64_t flow_hash) const noexcept;
+  // Which port a switch forwards a frame through, rebuilt by compute_routes(), and what it is
+  // built from besides the ports.
+  Routing routing_;
+  RoutingConfig routing_config_;
+  std::vector<uint32_t> switch_groups_;  // empty: every switch its own group
+  std::vector<uint8_t> port_classes_;    // empty: none
   // Set by set_partition(): by node, the rank that runs it (empty: this process runs all).
   std::vector<uint16_t> rank_of_node_;
   uint16_t rank_ = 0;
