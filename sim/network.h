@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "sim/event_queue.h"
@@ -240,6 +241,8 @@ class Network {
   // RoutingConfig::dimension_order; only switch-to-switch ports' classes are read.
   absl::Status set_port_classes(std::vector<uint8_t> class_of_port);
   const RoutingConfig& routing_config() const noexcept { return routing_config_; }
+  // The routes as computed (its intermediate groups, its choices with given queues).
+  const Routing& routing() const noexcept { return routing_; }
   void attach(uint32_t host, Transport* transport);
   absl::Status tap(uint32_t port, const std::string& pcap_path);
 
@@ -389,6 +392,9 @@ class Network {
   void account_queue(Port& p);
   void drop(FrameId f) { pool_.release(f); }
   absl::Status compute_routes();
+  // After a routing setting changed: the routes recomputed if finalized; where that fails,
+  // `undo` puts the setting back and the routes are as they were.
+  absl::Status reroute(absl::FunctionRef<void()> undo);
   // Forwarding's choice where the memo has none: minimal (and memoised), or by the frame's
   // routing state.
   uint32_t route_miss(Routing::Memo& memo, uint32_t sw, FrameMeta& m) noexcept;

@@ -128,8 +128,19 @@ absl::Status Network::tap(uint32_t port, const std::string& pcap_path) {
 
 absl::Status Network::set_routing(const RoutingConfig& config) {
   if (absl::Status s = check_routing(config); !s.ok()) return s;
-  routing_config_ = config;
-  return finalized_ ? compute_routes() : absl::OkStatus();
+  RoutingConfig old = config;
+  std::swap(routing_config_, old);
+  return reroute([&] { routing_config_ = old; });
+}
+
+absl::Status Network::reroute(absl::FunctionRef<void()> undo) {
+  if (!finalized_) return absl::OkStatus();
+  absl::Status s = compute_routes();
+  if (!s.ok()) {
+    undo();
+    (void)compute_routes();  // what it was: computed before
+  }
+  return s;
 }
 
 absl::Status Network::set_switch_groups(std::vector<uint32_t> group_of_switch) {
@@ -154,8 +165,8 @@ absl::Status Network::set_switch_groups(std::vector<uint32_t> group_of_switch) {
     return absl::InvalidArgumentError(absl::StrCat("set_switch_groups: group ", gap - used.begin(),
                                                    " has no switch (groups are numbered from 0)"));
   }
-  switch_groups_ = std::move(group_of_switch);
-  return finalized_ ? compute_routes() : absl::OkStatus();
+  std::swap(switch_groups_, group_of_switch);
+  return reroute([&] { switch_groups_ = std::move(group_of_switch); });
 }
 
 absl::Status Network::set_port_classes(std::vector<uint8_t> class_of_port) {
@@ -163,8 +174,8 @@ absl::Status Network::set_port_classes(std::vector<uint8_t> class_of_port) {
     return absl::InvalidArgumentError(absl::StrCat("set_port_classes: ", class_of_port.size(),
                                                    " classes for ", ports_.size(), " ports"));
   }
-  port_classes_ = std::move(class_of_port);
-  return finalized_ ? compute_routes() : absl::OkStatus();
+  std::swap(port_classes_, class_of_port);
+  return reroute([&] { port_classes_ = std::move(class_of_port); });
 }
 
 // The graph routing reads: per switch its up links to other switches in port order, per
