@@ -226,6 +226,10 @@ absl::Status check_spec(const CollectiveSpec& spec, uint32_t n) {
   if (spec.slots < 1 || spec.slots > kMaxCollectiveSlots) {
     return bad(absl::StrCat("slots ", spec.slots, " out of range [1, ", kMaxCollectiveSlots, "]"));
   }
+  if (spec.chunk_steps < 1 || spec.chunk_steps > kMaxCollectiveChunkSteps) {
+    return bad(absl::StrCat("chunk_steps ", spec.chunk_steps, " out of range [1, ",
+                            kMaxCollectiveChunkSteps, "]"));
+  }
   if (collective_has_root(spec.collective) && spec.root >= n) {
     return bad(absl::StrCat("root ", spec.root, " out of range [0, ", n - 1, "]"));
   }
@@ -283,7 +287,8 @@ void build_channel(Dag& dag, const CollectiveSpec& spec, uint32_t n, uint64_t sh
         // The chain that ends at the root: each rank adds its own and passes the piece on.
         ci::chain_channel(dag, n, (spec.root + 1) % n, share, spec.chunk_bytes, spec.slots);
       } else {
-        ci::ring_channel(dag, spec.collective, n, share, spec.chunk_bytes, spec.slots);
+        ci::ring_channel(dag, spec.collective, n, share, spec.chunk_bytes, spec.slots,
+                         spec.chunk_steps);
       }
       break;
     case CollectiveAlgo::kTree:

@@ -9,7 +9,8 @@
 //
 // NCCL's structure where it shapes the traffic: `channels` independent copies of the algorithm
 // each carry a share of the buffer, and ring, chain and tree algorithms pipeline their data in
-// `chunk_bytes` pieces, up to `slots` of them in flight on a rank pair. Every flow names its
+// `chunk_bytes` pieces, up to `slots` of them in flight on a rank pair; a ring step moves
+// `chunk_steps` pieces per rank, each forwarded on its own as it arrives. Every flow names its
 // channel (FlowSpec::channel), and as NCCL opens one connection per channel, the A/B runner
 // opens one RoCEv2 QP per rank pair and channel: each QP has its own UDP source port, so the
 // channels of a pair hash onto different ECMP paths. UET keeps one PDC per pair for all
@@ -80,6 +81,7 @@ uint64_t collective_aligned_bytes(Collective c, uint32_t ranks, uint64_t bytes) 
 // Bounds of a spec.
 inline constexpr uint32_t kMaxCollectiveChannels = 64;
 inline constexpr uint32_t kMaxCollectiveSlots = 64;
+inline constexpr uint32_t kMaxCollectiveChunkSteps = 64;
 inline constexpr uint64_t kMinCollectiveChunk = 4096;
 inline constexpr uint64_t kMaxCollectiveChunk = uint64_t{1} << 30;
 inline constexpr uint64_t kMaxCollectiveBytes = uint64_t{1} << 40;
@@ -94,6 +96,11 @@ struct CollectiveSpec {
   // Chunks in flight per rank pair and channel (NCCL_STEPS): a send waits for the one `slots`
   // earlier on the same pair to complete. 1..kMaxCollectiveSlots.
   uint32_t slots = 8;
+  // Ring (all-reduce, reduce-scatter, all-gather): chunks each ring step moves per rank,
+  // each its own send, forwarded as soon as it has arrived. NCCL's ALLREDUCE_CHUNKSTEPS,
+  // ALLGATHER_CHUNKSTEPS and REDUCESCATTER_CHUNKSTEPS: NCCL_STEPS / 2 = 4
+  // (src/include/collectives.h). 1..kMaxCollectiveChunkSteps.
+  uint32_t chunk_steps = 4;
   uint32_t root = 0;  // broadcast, reduce, gather, scatter: the root rank
 };
 

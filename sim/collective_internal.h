@@ -70,7 +70,7 @@ inline uint64_t ring_loops(uint64_t channel_bytes, uint32_t n, uint64_t chunk) {
 
 // One channel of the ring (all-reduce, reduce-scatter, all-gather).
 void ring_channel(Dag& dag, Collective c, uint32_t n, uint64_t channel_bytes, uint64_t chunk,
-                  uint32_t slots);
+                  uint32_t slots, uint32_t chunk_steps);
 // Broadcast and reduce: a chain along the ring from rank `first`.
 void chain_channel(Dag& dag, uint32_t n, uint32_t first, uint64_t channel_bytes, uint64_t chunk,
                    uint32_t slots);

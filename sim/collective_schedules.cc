@@ -45,26 +45,36 @@ uint32_t ring_part(Collective c, uint32_t n, uint32_t k, uint32_t i) {
 
 }  // namespace
 
-// One channel of the ring: `loops` pieces of the channel's share, each cut into n parts; a
-// step's send waits for the part it reduces or forwards (its predecessor's previous step) and
-// for a free slot in its stream to the next rank.
+// One channel of the ring: `loops` pieces of the channel's share, each cut into n parts, run
+// `chunk_steps` loops at a time: a ring step moves one part of each loop of the group, each its
+// own send, as NCCL's step moves a chunk of CHUNKSTEPS buffer steps (src/include/collectives.h)
+// that the next rank forwards step by step as they arrive. A send waits for the part it reduces
+// or forwards (its predecessor's send of the same loop at the previous step) and for a free slot
+// in its stream to the next rank; while one part's completion is on its way back, the group's
+// other parts keep the link busy.
 void ring_channel(Dag& dag, Collective c, uint32_t n, uint64_t channel_bytes, uint64_t chunk,
-                  uint32_t slots) {
+                  uint32_t slots, uint32_t chunk_steps) {
   const uint32_t steps = ring_steps(c, n);
   const uint64_t loops = ring_loops(channel_bytes, n, chunk);
-  std::vector<uint32_t> prev_step(n, kNone), step(n, kNone);
+  // prev[j * n + i]: rank i's send of the group's loop j at the previous step.
+  std::vector<uint32_t> prev(size_t{chunk_steps} * n, kNone), cur(prev.size(), kNone);
   Window window(n, slots);
-  for (uint64_t l = 0; l < loops; ++l) {
-    const uint64_t piece = split(channel_bytes, loops, l);
+  uint64_t m = 0;  // sends so far on every rank's stream (all streams advance together)
+  for (uint64_t first = 0; first < loops; first += chunk_steps) {
+    const auto group = static_cast<uint32_t>(std::min<uint64_t>(chunk_steps, loops - first));
     for (uint32_t k = 0; k < steps; ++k) {
-      const uint64_t m = l * steps + k;
-      for (uint32_t i = 0; i < n; ++i) {
-        const uint64_t bytes = split(piece, n, ring_part(c, n, k, i));
-        const uint32_t from_pred = k > 0 ? prev_step[(i + n - 1) % n] : kNone;
-        step[i] = dag.add(i, (i + 1) % n, bytes, {from_pred, window.free_slot(i, m)});
-        window.sent(i, m, step[i]);
+      for (uint32_t j = 0; j < group; ++j, ++m) {
+        const uint64_t piece = split(channel_bytes, loops, first + j);
+        const uint32_t* pred = &prev[size_t{j} * n];
+        for (uint32_t i = 0; i < n; ++i) {
+          const uint64_t bytes = split(piece, n, ring_part(c, n, k, i));
+          const uint32_t from_pred = k > 0 ? pred[(i + n - 1) % n] : kNone;
+          const uint32_t id = dag.add(i, (i + 1) % n, bytes, {from_pred, window.free_slot(i, m)});
+          cur[size_t{j} * n + i] = id;
+          window.sent(i, m, id);
+        }
       }
-      std::swap(prev_step, step);
+      std::swap(prev, cur);
     }
   }
 }

@@ -3,6 +3,10 @@
 // first run; rows print as they finish.
 #include "bench/uet_ab/uet_ab.h"
 
+ABSL_FLAG(uint32_t, chunk_steps, 4,
+          "collective scenario: ring chunks each step moves per rank, each its own send (NCCL's "
+          "CHUNKSTEPS, NCCL_STEPS/2), 1..64");
+
 namespace uet::ab {
 namespace {
 
@@ -78,6 +82,7 @@ absl::Status parse_request(uint32_t hosts, const Fabric& fabric, CollectiveReque
   check.range(FLAGS_chunk_kb, 4, 1048576);
   check.range(FLAGS_iters, 1, 1000);
   check.range(FLAGS_slots, 1, sim::kMaxCollectiveSlots);
+  check.range(FLAGS_chunk_steps, 1, sim::kMaxCollectiveChunkSteps);
   check.range(FLAGS_coll_loss, 0, 0.5);
   if (!check.error.empty()) return refuse(check.error);
   req.loss = absl::GetFlag(FLAGS_coll_loss);
@@ -147,6 +152,7 @@ absl::Status plan_sizes(const std::vector<TransportKind>& transports, const Conf
     spec.channels = absl::GetFlag(FLAGS_channels);
     spec.chunk_bytes = uint64_t{absl::GetFlag(FLAGS_chunk_kb)} * 1024;
     spec.slots = absl::GetFlag(FLAGS_slots);
+    spec.chunk_steps = absl::GetFlag(FLAGS_chunk_steps);
     spec.root = absl::GetFlag(FLAGS_root);
     absl::StatusOr<sim::CollectivePlan> p;
     for (const std::vector<uint32_t>& comm : req.comms) {
@@ -195,7 +201,7 @@ void print_banner(const CollectiveRequest& req, uint32_t hosts, const std::strin
   const RunConfig shown = config_of(req, transports.front(), config_for);
   std::printf(
       "\ncollective: %s %s, %s, %u ranks (%s) on %u hosts, %s, %g Gb/s, %u channel(s), %u KiB "
-      "chunks, %u slots, %u iteration(s), seed %lu\n",
+      "chunks, %u per ring step, %u slots, %u iteration(s), seed %lu\n",
       to_string(req.coll).data(), to_string(req.algo).data(),
       req.comms.size() == 1
           ? "one communicator"
@@ -205,7 +211,8 @@ void print_banner(const CollectiveRequest& req, uint32_t hosts, const std::strin
                 .c_str(),
       req.ranks, absl::GetFlag(FLAGS_placement).c_str(), hosts, fabric_name.c_str(),
       shown.fabric.host_gbps, absl::GetFlag(FLAGS_channels), absl::GetFlag(FLAGS_chunk_kb),
-      absl::GetFlag(FLAGS_slots), absl::GetFlag(FLAGS_iters), req.seed);
+      absl::GetFlag(FLAGS_chunk_steps), absl::GetFlag(FLAGS_slots), absl::GetFlag(FLAGS_iters),
+      req.seed);
   if (req.server.gpus > 1) {
     std::printf("#  hierarchical: servers of %u GPUs, one NIC each (rails); intra-server phases at "
                 "%g Gb/s + %g us\n", req.server.gpus, req.server.gbps, absl::GetFlag(FLAGS_intra_us));
@@ -272,7 +279,7 @@ std::string json_row(const CollectiveRequest& req, TransportKind t, const Planne
       "\"transport\": \"%s\", \"ranks\": %u, \"communicators\": %zu, \"members\": %u, "
       "\"placement\": \"%s\", \"bytes\": %lu, "
       "\"asked_bytes\": %lu, \"count\": %lu, \"channels\": %u, \"chunk_kb\": %u, "
-      "\"slots\": %u, \"gpus_per_server\": %u, "
+      "\"chunk_steps\": %u, \"slots\": %u, \"gpus_per_server\": %u, "
       "\"iterations\": %u, \"time_us\": %.3f, \"p99_us\": %.3f, \"iteration_us\": [%s], "
       "\"algbw_gbytes\": %.4f, \"busbw_gbytes\": %.4f, \"busbw_factor\": %.6f, "
       "\"flows\": %lu, \"failed\": %lu, \"retransmits\": %lu, \"timeouts\": %lu, "
@@ -283,7 +290,7 @@ std::string json_row(const CollectiveRequest& req, TransportKind t, const Planne
       to_string(req.coll).data(), to_string(req.algo).data(), to_string(t), req.ranks,
       req.comms.size(), req.members, absl::GetFlag(FLAGS_placement).c_str(), p.plan.bytes, p.asked,
       p.plan.bytes / sim::kCollectiveElementBytes, p.plan.channels, absl::GetFlag(FLAGS_chunk_kb),
-      absl::GetFlag(FLAGS_slots), req.server.gpus, static_cast<uint32_t>(runs.size()), f.time_us,
+      absl::GetFlag(FLAGS_chunk_steps), absl::GetFlag(FLAGS_slots), req.server.gpus, static_cast<uint32_t>(runs.size()), f.time_us,
       f.p99_us, iterations.c_str(), f.algbw_gbytes, f.busbw_gbytes,
       sim::bus_bandwidth_factor(req.coll, req.members), f.flows, f.failed, f.retransmitted,
       f.timeouts, f.drops, f.trims, f.pfc_pauses, f.events, f.wall_s, payload_bound_gbytes(last),

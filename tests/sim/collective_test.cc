@@ -357,8 +357,9 @@ TEST(Collective_Structure, PrerequisitesAreEarlierFlowsSoNoCycleCanForm) {
 
 TEST(Collective_Structure, RingStepWaitsForTheDataItForwardsAndAFreeSlot) {
   CollectiveSpec s = spec(Collective::kAllReduce, CollectiveAlgo::kRing, 4, 4 * 4 * 4096);
-  s.chunk_bytes = 4096;  // four pieces, 6 steps each
+  s.chunk_bytes = 4096;  // four pieces, 6 steps each, one piece per step
   s.slots = 2;
+  s.chunk_steps = 1;
   auto plan = collective_flows(s);
   ASSERT_TRUE(plan.ok());
   // Flow (piece * 6 + step) * 4 + rank. Expect: step 1 of rank 2 waits only on rank 1's step 0
