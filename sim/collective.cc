@@ -68,7 +68,7 @@ uint64_t flow_count(const CollectiveSpec& s, uint32_t n, uint64_t bytes, uint32_
   for (uint32_t c = 0; c < channels; ++c) {
     const uint64_t share = split(bytes, channels, c);
     if (is_ring(s)) {
-      flows += ring_loops(share, n, s.chunk_bytes) * ring_steps(s.collective, n) * n;
+      flows += ring_loops(share, n, s.chunk_bytes, s.chunk_steps) * ring_steps(s.collective, n) * n;
     } else if (s.algo == CollectiveAlgo::kRing) {  // broadcast and reduce chains
       flows += ceil_div(share, s.chunk_bytes) * (n - 1);
     } else if (s.algo == CollectiveAlgo::kTree) {

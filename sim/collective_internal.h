@@ -64,8 +64,16 @@ inline uint32_t ring_steps(Collective c, uint32_t n) {
   return c == Collective::kAllReduce ? 2 * (n - 1) : n - 1;
 }
 
-inline uint64_t ring_loops(uint64_t channel_bytes, uint32_t n, uint64_t chunk) {
-  return ceil_div(channel_bytes, uint64_t{n} * chunk);
+// The pieces a ring channel's share is cut into, each n parts of at most `chunk`. A share
+// smaller than one piece per chunk step still moves in several: NCCL cuts a ring step's chunk
+// into CHUNKSTEPS / SLICESTEPS slices (SLICESTEPS = NCCL_STEPS / 4 = 2 steps), none below 1/32
+// of a full slice (src/include/collectives.h, src/device/prims_simple.h).
+inline uint64_t ring_loops(uint64_t channel_bytes, uint32_t n, uint64_t chunk,
+                           uint32_t chunk_steps) {
+  const uint64_t loops = ceil_div(channel_bytes, uint64_t{n} * chunk);
+  const uint64_t slices = std::max<uint32_t>(1, chunk_steps / 2);
+  const uint64_t min_slice = 2 * chunk / 32;
+  return std::max(loops, std::min(slices, channel_bytes / (uint64_t{n} * min_slice)));
 }
 
 // One channel of the ring (all-reduce, reduce-scatter, all-gather).

@@ -55,7 +55,7 @@ uint32_t ring_part(Collective c, uint32_t n, uint32_t k, uint32_t i) {
 void ring_channel(Dag& dag, Collective c, uint32_t n, uint64_t channel_bytes, uint64_t chunk,
                   uint32_t slots, uint32_t chunk_steps) {
   const uint32_t steps = ring_steps(c, n);
-  const uint64_t loops = ring_loops(channel_bytes, n, chunk);
+  const uint64_t loops = ring_loops(channel_bytes, n, chunk, chunk_steps);
   // prev[j * n + i]: rank i's send of the group's loop j at the previous step.
   std::vector<uint32_t> prev(size_t{chunk_steps} * n, kNone), cur(prev.size(), kNone);
   Window window(n, slots);

@@ -78,6 +78,24 @@ TEST(CollectiveRing, AShortLastGroupStillCarriesEveryByte) {
             2 * uint64_t{n - 1} * total);
 }
 
+TEST(CollectiveRing, AShareOfOnePieceStillMovesInTwoSlices) {
+  // 8 ranks, 64 KiB chunks: a 512 KiB share is one piece of 8 parts. NCCL cuts each part in
+  // two slices (CHUNKSTEPS / SLICESTEPS), none below 1/32 of a 128 KiB slice (4 KiB).
+  const uint32_t n = 8, steps = 14;
+  auto cut = [&](uint64_t bytes, uint32_t chunk_steps) {
+    auto plan = collective_flows(ring(n, bytes, 64 << 10, chunk_steps));
+    EXPECT_TRUE(plan.ok()) << plan.status();
+    return plan.ok() ? plan->flows.size() / (size_t{steps} * n) : 0;
+  };
+  // Expect: two pieces a step at 512 KiB; one with one chunk step (no slicing) and one where
+  // half a part would be below 4 KiB; a share of many chunks is cut by the chunk.
+  EXPECT_EQ(cut(n * (64 << 10), 4), 2u);
+  EXPECT_EQ(cut(n * (64 << 10), 1), 1u);
+  EXPECT_EQ(cut(n * (4 << 10) + 4 * n, 4), 1u);
+  EXPECT_EQ(cut(n * 5 * (64 << 10), 4), 5u);
+  EXPECT_EQ(cut(n * 5 * (64 << 10), 1), 5u);
+}
+
 TEST(CollectiveRing, RefusesChunkStepsOutOfRange) {
   for (uint32_t bad : {0u, kMaxCollectiveChunkSteps + 1}) {
     EXPECT_TRUE(Mentions(collective_flows(ring(4, 4 * 4096, 4096, bad)).status(),
