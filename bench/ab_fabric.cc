@@ -156,7 +156,9 @@ absl::Status check_fabric(const Fabric& f) {
   return absl::InvalidArgumentError("unknown fabric kind");
 }
 
-absl::Status build_fabric(sim::Network& net, const Fabric& f, sim::TopologyLayout* layout) {
+namespace {
+
+absl::Status build_family(sim::Network& net, const Fabric& f, sim::TopologyLayout* layout) {
   switch (f.kind) {
     case Kind::kLeafSpine:
       return sim::build_leaf_spine(net, leaf_spine_config(f));
@@ -178,6 +180,35 @@ absl::Status build_fabric(sim::Network& net, const Fabric& f, sim::TopologyLayou
                                : sim::build_graph(net, *f.graph);
   }
   return absl::InvalidArgumentError("unknown fabric kind");
+}
+
+// The routing mode on the built fabric. A dragonfly's and Dragonfly+'s intermediates are
+// groups (Kim et al., ISCA 2008, §4.2: Valiant through a random group); everywhere else one
+// switch each, Valiant's original scheme on any graph (a Clos's random switch may be a leaf:
+// the detour is real, if longer than a spine's). Dimension order needs the ports' dimensions.
+absl::Status apply_routing(sim::Network& net, const Fabric& f, const sim::TopologyLayout& layout) {
+  const sim::RoutingConfig& r = f.routing;
+  if (r.mode == sim::RoutingMode::kMinimal && !r.dimension_order) return absl::OkStatus();
+  if (r.mode != sim::RoutingMode::kMinimal &&
+      (f.kind == Kind::kDragonfly || f.kind == Kind::kDragonflyPlus)) {
+    if (absl::Status s = net.set_switch_groups(layout.group); !s.ok()) return s;
+  }
+  if (r.dimension_order) {
+    if (f.kind != Kind::kTorus && f.kind != Kind::kHypercube) {
+      return absl::InvalidArgumentError("--dimension_order: torus or hypercube only");
+    }
+    if (absl::Status s = net.set_port_classes(layout.port_dim); !s.ok()) return s;
+  }
+  return net.set_routing(r);
+}
+
+}  // namespace
+
+absl::Status build_fabric(sim::Network& net, const Fabric& f, sim::TopologyLayout* layout) {
+  sim::TopologyLayout own;
+  if (layout == nullptr) layout = &own;
+  if (absl::Status s = build_family(net, f, layout); !s.ok()) return s;
+  return apply_routing(net, f, *layout);
 }
 
 bool failure_candidate(const Fabric& f, const sim::Network& net, const sim::TopologyLayout& layout,

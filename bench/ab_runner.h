@@ -91,6 +91,10 @@ struct Fabric {
   // as much time as a healthy one), as uet-htsim models a reduced-speed link; false keeps
   // the full-rate byte limits (a 10 % link then queues ten times as long).
   bool degrade_scales_queues = true;
+  // Routing (sim/routing/routing.h), applied once the fabric is built (build_fabric): Valiant's
+  // and UGAL's intermediates are a dragonfly's (or Dragonfly+'s) groups, on every other fabric
+  // one switch each; dimension order on a torus or hypercube only.
+  sim::RoutingConfig routing;
 };
 
 // Where a run is, for a progress line.

@@ -47,6 +47,17 @@ ABSL_FLAG(std::string, rail_planes, "joined",
 ABSL_FLAG(std::string, graph, "",
           "graph: the fabric from a graph file (host NAME, switch NAME, link A B GBPS DELAY_NS; "
           "sim/topology_graph.h); its links keep their own rates and delays");
+ABSL_FLAG(std::string, routing, "minimal",
+          "minimal (shortest-path ECMP), valiant (through a random intermediate: a dragonfly's or "
+          "dragonflyplus's group, on other fabrics a switch, then minimally) or ugal (UGAL-L: at "
+          "the first switch, valiant when the minimal port's queue x hops exceeds the valiant "
+          "port's by --ugal_bias_bytes)");
+ABSL_FLAG(bool, dimension_order, false,
+          "torus and hypercube: route the first differing dimension first (each leg of valiant "
+          "too)");
+ABSL_FLAG(uint64_t, ugal_bias_bytes, 4096,
+          "--routing=ugal: bytes x hops the minimal path may exceed the valiant path by before a "
+          "packet detours, 0..1073741824");
 ABSL_FLAG(double, global_gbps, 0,
           "dragonfly and dragonflyplus: global link rate in Gb/s, 1..1600; 0: --fabric_gbps");
 ABSL_FLAG(int32_t, global_latency_ns, -1,

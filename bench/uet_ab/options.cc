@@ -113,6 +113,16 @@ void check_topology_flags(Check& check, const Options& o) {
   check.one_of("rail_planes", absl::GetFlag(FLAGS_rail_planes), {"joined", "apart"});
   if (absl::GetFlag(FLAGS_global_gbps) != 0) check.range(FLAGS_global_gbps, 1, 1600);
   check.range(FLAGS_global_latency_ns, -1, 1e6);
+  check.one_of("routing", absl::GetFlag(FLAGS_routing), {"minimal", "valiant", "ugal"});
+  if (const uint64_t bias = absl::GetFlag(FLAGS_ugal_bias_bytes); bias > (uint64_t{1} << 30)) {
+    check.fail(absl::StrFormat("--ugal_bias_bytes=%d out of range: 0..1073741824", bias));
+  }
+  if (check.error.empty() && absl::GetFlag(FLAGS_dimension_order) &&
+      (!absl::GetFlag(FLAGS_topo).empty() ||
+       (o.topology != "torus" && o.topology != "hypercube"))) {
+    check.fail(absl::StrCat("--dimension_order applies to --topology=torus or hypercube only (not ",
+                            absl::GetFlag(FLAGS_topo).empty() ? o.topology : "--topo", ")"));
+  }
   if (!absl::GetFlag(FLAGS_topo).empty()) return;  // the file's fabric
   if (o.topology == "dragonfly") {
     check_groups(check, uint64_t{absl::GetFlag(FLAGS_df_a)} * absl::GetFlag(FLAGS_df_h),

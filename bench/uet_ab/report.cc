@@ -70,6 +70,21 @@ std::string shape_json(const RunConfig& c) {
   return absl::StrFormat("\"shape\": \"%s\", ", fabric_title(c.fabric));
 }
 
+// The routing mode when not minimal ECMP (runs with minimal routing read as before).
+std::string routing_json(const Fabric& f) {
+  const sim::RoutingConfig& r = f.routing;
+  if (r.mode == sim::RoutingMode::kMinimal && !r.dimension_order) return "";
+  const char* mode = r.mode == sim::RoutingMode::kValiant ? "valiant"
+                     : r.mode == sim::RoutingMode::kUgal  ? "ugal"
+                                                          : "minimal";
+  std::string out = absl::StrFormat("\"routing\": \"%s\", ", mode);
+  if (r.dimension_order) absl::StrAppend(&out, "\"dimension_order\": true, ");
+  if (r.mode == sim::RoutingMode::kUgal) {
+    absl::StrAppend(&out, absl::StrFormat("\"ugal_bias_bytes\": %d, ", r.ugal_bias_bytes));
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string json_of(const RunResult& r, const RunConfig& c) {
@@ -105,7 +120,7 @@ std::string json_of(const RunResult& r, const RunConfig& c) {
       c.fabric.fabric_gbps, c.fabric.link_delay / kNanosecond, c.fabric.buffer_bytes / 1024,
       c.fabric.ecn_kmin_bytes / 1024, c.fabric.ecn_kmax_bytes / 1024, c.fabric.ecn_pmax,
       c.fabric.pfc_xoff_bytes / 1024, c.fabric.pfc_xon_bytes / 1024, to_string(c.fabric.kind),
-      shape_json(c) + datagram_params(c) + tss_json(c), c.seed, datagram_json(r, c));
+      shape_json(c) + routing_json(c.fabric) + datagram_params(c) + tss_json(c), c.seed, datagram_json(r, c));
 }
 
 void print_split(const std::vector<RunResult>& runs);

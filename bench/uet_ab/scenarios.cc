@@ -36,6 +36,12 @@ absl::Status family_from_flags(Fabric& f) {
   if (absl::GetFlag(FLAGS_global_latency_ns) >= 0) {
     f.core_delay = static_cast<Time>(absl::GetFlag(FLAGS_global_latency_ns)) * kNanosecond;
   }
+  const std::string routing = absl::GetFlag(FLAGS_routing);
+  f.routing.mode = routing == "valiant" ? sim::RoutingMode::kValiant
+                   : routing == "ugal"  ? sim::RoutingMode::kUgal
+                                        : sim::RoutingMode::kMinimal;
+  f.routing.dimension_order = absl::GetFlag(FLAGS_dimension_order);
+  f.routing.ugal_bias_bytes = absl::GetFlag(FLAGS_ugal_bias_bytes);
   if (f.kind == Fabric::Kind::kGraph) {
     auto g = sim::load_graph_topology(absl::GetFlag(FLAGS_graph));
     if (!g.ok()) return absl::InvalidArgumentError(absl::StrCat("--graph: ", g.status().message()));
