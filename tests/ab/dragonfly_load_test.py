@@ -1,0 +1,78 @@
+#!/usr/bin/env python3
+"""uet-load on the 72-host balanced dragonfly (p=h=2, a=4, g=9): saturation throughput under
+constant-rate UDP load against the analytic bounds.
+
+Asserts: worst-case traffic with minimal routing saturates within 10 % of the bound computed
+from the documented wiring (dragonfly_bounds.py: 0.143, the shortest-hop routes sharing the
+group's one direct global link with two-global-hop paths; Kim et al.'s one-global-hop MIN
+would give 1/(a*p) = 0.125); the same for Valiant under uniform-random traffic; Valiant under
+worst-case traffic saturates at more than twice minimal; under uniform-random traffic minimal
+saturates above Valiant, and UGAL-L above Valiant too; below saturation (offered 0.1) every
+mode delivers what it is offered. Bad flags are refused naming the flag.
+Usage: dragonfly_load_test.py BUILD_BIN_DIR
+"""
+import json
+import os
+import sys
+import tempfile
+
+import ab_common
+import dragonfly_bounds
+
+SHAPE = ["--df_p=2", "--df_a=4", "--df_h=2", "--warmup_us=50", "--measure_us=50"]
+LOADS = "0.02,0.04,0.06,0.08,0.1,0.12,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9,1.0"
+
+REFUSED = [
+    (["--traffic=tornado"], "--traffic=tornado unknown: ur or wc"),
+    (["--routing=par"], "--routing=par unknown: minimal, valiant or ugal"),
+    (["--loads=0.5,0.2"], "--loads=0.5,0.2 invalid: ascending fractions, each 0.001..1"),
+    (["--buffer_kb=2"], "--buffer_kb=2 out of range: 4..65536"),
+    (["--df_g=4"], "--df_p/--df_a/--df_h/--df_g: dragonfly: groups g 4"),
+]
+
+
+def sweep(tmp, traffic, routing, failures):
+    out = os.path.join(tmp, f"{traffic}_{routing}.json")
+    proc = ab_common.run([*SHAPE, f"--traffic={traffic}", f"--routing={routing}",
+                          "--loads=" + LOADS, "--refine=5", "--json=" + out], name="uet-load",
+                         timeout=120, echo=True)
+    if proc.returncode != 0:
+        failures.append(f"{traffic} {routing}: rc {proc.returncode}")
+        return None
+    result = json.load(open(out))
+    low = [pt for pt in result["points"] if pt["offered"] == 0.1]
+    if not low or abs(low[0]["accepted"] - 0.1) > 0.002:
+        failures.append(f"{traffic} {routing}: at offered 0.1 accepted {low}")
+    return result["saturation"]
+
+
+def main():
+    failures = []
+    sat = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for traffic in ("wc", "ur"):
+            for routing in ("minimal", "valiant", "ugal"):
+                sat[(traffic, routing)] = sweep(tmp, traffic, routing, failures)
+    if failures:
+        return ab_common.verdict(failures)
+    print("saturation:", {f"{t} {r}": s for (t, r), s in sat.items()})
+    # Expect: the measured saturation within 10 % of the analytic bound of the same routes.
+    for traffic, routing in (("wc", "minimal"), ("ur", "valiant")):
+        want = dragonfly_bounds.bound(2, 4, 2, traffic, routing)
+        got = sat[(traffic, routing)]
+        print(f"{traffic} {routing}: measured {got:.4f}, bound {want:.4f}")
+        if abs(got - want) > 0.1 * want:
+            failures.append(f"{traffic} {routing}: saturation {got} not within 10 % of {want}")
+    if not sat[("wc", "valiant")] > 2 * sat[("wc", "minimal")]:
+        failures.append(f"wc: valiant {sat[('wc', 'valiant')]} not > 2 x minimal")
+    if not sat[("ur", "minimal")] > sat[("ur", "valiant")] < sat[("ur", "ugal")]:
+        failures.append(f"ur: minimal and ugal not above valiant: {sat}")
+    for args, want in REFUSED:
+        proc = ab_common.run(args, name="uet-load")
+        if proc.returncode != 2 or want not in proc.stderr:
+            failures.append(f"{args}: rc {proc.returncode}, stderr {proc.stderr[-300:]!r}")
+    return ab_common.verdict(failures)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
