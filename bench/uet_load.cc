@@ -17,7 +17,8 @@
 // drops more than --max_loss (default 0.1 %) of its packets: the onset of loss, where the
 // busiest link reaches its rate (what the analytic bounds count; in booksim's lossless
 // network the point where that link's sources' queues, and the mean latency, grow without
-// bound), refined by bisection (--refine steps)
+// bound), and at which no source ends more than --max_backlog_us behind its schedule (with
+// --pfc, a paused NIC), refined by bisection (--refine steps)
 // between the last load that passed and the first that failed.
 #include <algorithm>
 #include <cstdio>
@@ -68,6 +69,9 @@ ABSL_FLAG(double, gbps, 100, "every link's rate in Gb/s, 1..1600");
 ABSL_FLAG(uint32_t, latency_ns, 100, "host and local (in-group) link delay in ns, 0..1000000");
 ABSL_FLAG(uint32_t, global_latency_ns, 1000, "global link delay in ns, 0..1000000");
 ABSL_FLAG(uint32_t, buffer_kb, 64, "switch buffer per output port in KiB, 4..65536");
+ABSL_FLAG(double, max_backlog_us, 5,
+          "... or when any source has fallen this far behind its schedule at the end (its NIC "
+          "paused: the source queue grows, booksim's saturation), 0.1..100000");
 ABSL_FLAG(bool, pfc, false,
           "lossless: PFC pauses an ingress's upstream (a host's NIC too) past half --buffer_kb, as "
           "booksim's credits hold flits back; no virtual channels, so cyclic routes may deadlock");
@@ -90,6 +94,7 @@ struct Options {
   uint32_t refine = 0;
   double tolerance = 0;
   double max_loss = 0;
+  Time max_backlog = 0;
   Time warmup = 0, window = 0;
   double gbps = 0;
   uint64_t buffer_bytes = 0;
@@ -130,6 +135,8 @@ class LoadHost : public Transport {
     return n;
   }
   uint64_t sent() const noexcept { return sent_; }
+  // How far behind its schedule the source is at `now` (0: on time).
+  Time backlog(Time now) const noexcept { return std::max<Time>(0, now - static_cast<Time>(next_)); }
   // A packet already due waits for the NIC's next pull (it pulls whenever it may send), not
   // for a timer; a paused NIC keeps the source behind, its queue growing as booksim's.
   Time next_deadline() const override {
@@ -205,6 +212,7 @@ struct Point {
   uint64_t drops = 0;
   uint64_t sent = 0;  // packets, warm-up and window
   double worst_loss = 0;  // the largest fraction of its packets a switch port dropped
+  Time worst_backlog = 0;  // the furthest behind its schedule a source ended
 };
 
 // One run at `load`: a fresh fabric, warm-up, then the window.
@@ -248,19 +256,23 @@ absl::StatusOr<Point> run_load(const Options& o, double load) {
                                                 static_cast<double>(st.drops + st.tx_frames));
     }
   }
-  for (const auto& h : hosts) p.sent += h->sent();
+  for (const auto& h : hosts) {
+    p.sent += h->sent();
+    p.worst_backlog = std::max(p.worst_backlog, h->backlog(w.to));
+  }
   return p;
 }
 
 bool saturated(const Options& o, const Point& p) {
   return p.accepted < (1 - o.tolerance) * p.offered ||
-         p.worst_loss > o.max_loss;
+         p.worst_loss > o.max_loss || p.worst_backlog > o.max_backlog;
 }
 
 void print_point(const Point& p) {
-  std::printf("%8.4f %9.4f %10.3f %12llu %12llu %10.4f\n", p.offered, p.accepted, p.latency_us,
-              static_cast<unsigned long long>(p.drops), static_cast<unsigned long long>(p.sent),
-              p.worst_loss);
+  std::printf("%8.4f %9.4f %10.3f %12llu %12llu %10.4f %10.3f\n", p.offered, p.accepted,
+              p.latency_us, static_cast<unsigned long long>(p.drops),
+              static_cast<unsigned long long>(p.sent), p.worst_loss,
+              static_cast<double>(p.worst_backlog) / kMicrosecond);
   std::fflush(stdout);
 }
 
@@ -298,6 +310,8 @@ absl::StatusOr<Options> read_options() {
   o.refine = check.range(FLAGS_refine, 0, 20);
   o.tolerance = check.range(FLAGS_tolerance, 0.001, 0.5);
   o.max_loss = check.range(FLAGS_max_loss, 0, 0.5);
+  o.max_backlog =
+      static_cast<Time>(check.range(FLAGS_max_backlog_us, 0.1, 100000) * kMicrosecond);
   o.warmup = check.range(FLAGS_warmup_us, 1, 100000) * kMicrosecond;
   o.window = check.range(FLAGS_measure_us, 1, 100000) * kMicrosecond;
   o.gbps = check.range(FLAGS_gbps, 1, 1600);
@@ -359,7 +373,7 @@ int main_(int argc, char** argv) {
               static_cast<unsigned long long>(o->buffer_bytes / 1024), o->payload,
               static_cast<double>(o->warmup) / kMicrosecond,
               static_cast<double>(o->window) / kMicrosecond, 1 - o->tolerance, o->max_loss);
-  std::printf("# offered  accepted  latency_us        drops         sent worst_port_loss\n");
+  std::printf("# offered  accepted  latency_us        drops         sent worst_port_loss backlog_us\n");
   double sat = 0;
   auto points = sweep(*o, &sat);
   if (!points.ok()) return tool_error("uet-load", points.status(), 1);
@@ -376,9 +390,10 @@ int main_(int argc, char** argv) {
     const Point& p = (*points)[i];
     absl::StrAppend(&out, i ? ", " : "",
                     absl::StrFormat("{\"offered\": %.4f, \"accepted\": %.4f, \"latency_us\": "
-                                    "%.3f, \"drops\": %d, \"sent\": %d, \"worst_port_loss\": %.5f}",
+                                    "%.3f, \"drops\": %d, \"sent\": %d, \"worst_port_loss\": %.5f, \"backlog_us\": %.3f}",
                                     p.offered, p.accepted, p.latency_us, p.drops, p.sent,
-                                    p.worst_loss));
+                                    p.worst_loss,
+                                    static_cast<double>(p.worst_backlog) / kMicrosecond));
   }
   absl::StrAppend(&out, "]}\n");
   FILE* f = std::fopen(o->json.c_str(), "w");
