@@ -261,6 +261,8 @@ int av_open(fid_domain* domain, fi_av_attr* attr, fid_av** av, void* context);
 int ep_open(fid_domain* domain, fi_info* info, fid_ep** ep, void* context);
 int mr_reg(fid* fid, const void* buf, size_t len, uint64_t access, uint64_t offset,
            uint64_t requested_key, uint64_t flags, fid_mr** mr, void* context);
+// The domain's memory registration calls (fid_domain::mr), mr.cc.
+extern fi_ops_mr kMrOps;
 int getinfo(uint32_t version, const char* node, const char* service, uint64_t flags,
             const fi_info* hints, fi_info** info);
 
