@@ -252,6 +252,18 @@ struct Domain {
 // The port addresses carry under the transport FI_UETREF_TRANSPORT names.
 uint16_t port_of(const Params& p) noexcept;
 
+// The domain's packet host and its progress (host.cc), as domain.cc opens the domain on it.
+// Opens the host FI_UETREF_HOST names on `ip` (host order; 0: a free loopback address).
+int open_host(Domain& d, const Params& p, uint32_t ip);
+// FI_PROGRESS_AUTO: starts the progress thread, which opens the host; returns how that went.
+int start_progress(Domain& d, uint32_t ip);
+// The MAC the engines use for an address: stable, as the hosts write their own headers.
+wire::MacAddr mac_of(uint32_t ip4);
+// What a peer's receive socket holds in flight at most (half of it); a DPDK host has no socket.
+uint64_t socket_window(const Domain& d);
+// FI_UETREF_STATS: what the engine and the host counted, one line at close (domain.cc).
+void print_stats(const Domain& d);
+
 // Object constructors (fi_ops_* entries).
 int fabric_open(fi_fabric_attr* attr, fid_fabric** fabric, void* context);
 int domain_open(fid_fabric* fabric, fi_info* info, fid_domain** dom, void* context);
