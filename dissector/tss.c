@@ -326,6 +326,61 @@ static uetref_tss_result open_with_keys(tvbuff_t *tvb, packet_info *pinfo,
   return kept;
 }
 
+/* With a key: which line of the key file opened the frame, its mode, the rekey value (cluster
+ * mode) and the client (server mode, IPv4 without an SSI). */
+static void add_key_fields(tvbuff_t *tvb, packet_info *pinfo, const uetref_hdr_vals *tss,
+                           const tss_key *k, guint64 tsc, gboolean by_dst) {
+  proto_tree *tt = tss->tree;
+  add_generated(proto_tree_add_uint(tt, hf_key_line, tvb, tss->offset, 0, k->line));
+  add_generated(proto_tree_add_uint(tt, hf_mode, tvb, tss->offset, 0, k->mode));
+  if (k->mode == MODE_CLUSTER)
+    add_generated(proto_tree_add_uint(tt, hf_rekey, tvb, tss->offset, 0, rekey_of(k, tsc)));
+  const address *client = by_dst ? &pinfo->net_dst : &pinfo->net_src;
+  if (k->mode == MODE_SERVER && uetref_get(tss, UETREF_N_sp) == 0 && client->type == AT_IPv4 &&
+      client->len == 4) {
+    ws_in4_addr a; /* network order, as the address holds it */
+    memcpy(&a, client->data, 4);
+    add_generated(proto_tree_add_ipv4(tt, hf_client, tvb, tss->offset, 0, a));
+  }
+}
+
+/* The expert info on the tag status that says why a frame was not opened, or not verified. */
+static void add_verdict_note(packet_info *pinfo, proto_item *status, uetref_tss_result r,
+                             guint32 sdi, guint32 an, const tss_key *k, const opened *o,
+                             gint reported) {
+  switch (r) {
+    case UETREF_TSS_NO_KEY:
+      expert_add_info_format(pinfo, status, &ei_no_key,
+                             "No key for SDI %u AN %u in the TSS key file (preference "
+                             "uetref.tss_key_file): not decrypted (spec/uet.md §5)",
+                             sdi, an);
+      break;
+    case UETREF_TSS_BAD_TAG:
+      expert_add_info_format(pinfo, status, &ei_bad_tag,
+                             "TSS tag does not match (SDI %u AN %u, key file line %u): the frame "
+                             "was altered or sealed with another key (spec/uet.md §5.2)",
+                             sdi, an, k ? k->line : 0);
+      break;
+    case UETREF_TSS_UNVERIFIED:
+      expert_add_info_format(pinfo, status, &ei_unverified,
+                             "Decrypted but unverified (%s): nothing of it is authenticated "
+                             "(spec/uet.md §5.5)",
+                             o->unverified);
+      break;
+    case UETREF_TSS_FAILED:
+      if (o->error)
+        expert_add_info_format(pinfo, status, &ei_crypto, "Not decrypted: %s", o->error);
+      else
+        expert_add_info_format(pinfo, status, &ei_short,
+                               "Sealed part of %d bytes, shorter than the %d-byte tag "
+                               "(spec/uet.md §5.1)",
+                               reported, TAG_BYTES);
+      break;
+    case UETREF_TSS_GOOD:
+      break;
+  }
+}
+
 tvbuff_t *uetref_tss_open(tvbuff_t *tvb, packet_info *pinfo, const uetref_hdr_vals *tss,
                           gboolean ip_only, gboolean trimmed, uetref_tss_result *result) {
   proto_tree *tt = tss->tree;
@@ -362,19 +417,7 @@ tvbuff_t *uetref_tss_open(tvbuff_t *tvb, packet_info *pinfo, const uetref_hdr_va
     r = open_with_keys(tvb, pinfo, tss, list, ip_only, off, reported, captured, &o, &k, &by_dst);
   else if (o.has_tag && reported < TAG_BYTES)
     r = UETREF_TSS_FAILED;
-  if (k) {
-    add_generated(proto_tree_add_uint(tt, hf_key_line, tvb, tss->offset, 0, k->line));
-    add_generated(proto_tree_add_uint(tt, hf_mode, tvb, tss->offset, 0, k->mode));
-    if (k->mode == MODE_CLUSTER)
-      add_generated(proto_tree_add_uint(tt, hf_rekey, tvb, tss->offset, 0, rekey_of(k, tsc)));
-    const address *client = by_dst ? &pinfo->net_dst : &pinfo->net_src;
-    if (k->mode == MODE_SERVER && uetref_get(tss, UETREF_N_sp) == 0 && client->type == AT_IPv4 &&
-        client->len == 4) {
-      ws_in4_addr a; /* network order, as the address holds it */
-      memcpy(&a, client->data, 4);
-      add_generated(proto_tree_add_ipv4(tt, hf_client, tvb, tss->offset, 0, a));
-    }
-  }
+  if (k) add_key_fields(tvb, pinfo, tss, k, tsc, by_dst);
 
   /* The sealed bytes as they are on the wire. */
   const gint ct_len = o.has_tag ? MAX(reported - TAG_BYTES, 0) : reported;
@@ -392,37 +435,7 @@ tvbuff_t *uetref_tss_open(tvbuff_t *tvb, packet_info *pinfo, const uetref_hdr_va
   proto_item *status = proto_tree_add_uint(tt, hf_tag_status, tvb, status_at, 0, st);
   add_generated(status);
 
-  switch (r) {
-    case UETREF_TSS_NO_KEY:
-      expert_add_info_format(pinfo, status, &ei_no_key,
-                             "No key for SDI %u AN %u in the TSS key file (preference "
-                             "uetref.tss_key_file): not decrypted (spec/uet.md §5)",
-                             sdi, an);
-      break;
-    case UETREF_TSS_BAD_TAG:
-      expert_add_info_format(pinfo, status, &ei_bad_tag,
-                             "TSS tag does not match (SDI %u AN %u, key file line %u): the frame "
-                             "was altered or sealed with another key (spec/uet.md §5.2)",
-                             sdi, an, k ? k->line : 0);
-      break;
-    case UETREF_TSS_UNVERIFIED:
-      expert_add_info_format(pinfo, status, &ei_unverified,
-                             "Decrypted but unverified (%s): nothing of it is authenticated "
-                             "(spec/uet.md §5.5)",
-                             o.unverified);
-      break;
-    case UETREF_TSS_FAILED:
-      if (o.error)
-        expert_add_info_format(pinfo, status, &ei_crypto, "Not decrypted: %s", o.error);
-      else
-        expert_add_info_format(pinfo, status, &ei_short,
-                               "Sealed part of %d bytes, shorter than the %d-byte tag "
-                               "(spec/uet.md §5.1)",
-                               reported, TAG_BYTES);
-      break;
-    case UETREF_TSS_GOOD:
-      break;
-  }
+  add_verdict_note(pinfo, status, r, sdi, an, k, &o, reported);
   *result = r;
   if (r != UETREF_TSS_GOOD && r != UETREF_TSS_UNVERIFIED) {
     if (o.plain) wipe(o.plain, (size_t)MAX(captured, 1));

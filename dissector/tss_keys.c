@@ -73,11 +73,57 @@ enum { K_SDI, K_AN, K_MODE, K_KEY, K_REKEY_MASK, K_REKEY_SHIFT, K_JOB, K_IV_MASK
 static const char *const key_names[K_COUNT] = {"sdi",         "an",  "mode",    "key",  "rekey_mask",
                                                "rekey_shift", "job", "iv_mask", "epoch"};
 
+/* The value of name `n` into *k, or the SDI or AN; FALSE when it is out of range. */
+static gboolean parse_value(int n, const char *value, tss_key *k, guint64 *sdi, guint64 *an) {
+  guint64 v = 0;
+  gboolean ok = TRUE;
+  switch (n) {
+    case K_SDI:
+      ok = parse_number(value, 0xFFFFFF, sdi);
+      break;
+    case K_AN:
+      ok = parse_number(value, 1, an);
+      break;
+    case K_MODE:
+      if (strcmp(value, "cluster") == 0)
+        k->mode = MODE_CLUSTER;
+      else if (strcmp(value, "direct") == 0)
+        k->mode = MODE_DIRECT;
+      else if (strcmp(value, "server") == 0)
+        k->mode = MODE_SERVER;
+      else if (strcmp(value, "client") == 0)
+        k->mode = MODE_CLIENT;
+      else
+        ok = FALSE;
+      break;
+    case K_KEY:
+      ok = parse_hex(value, k->key, UET_TSS_KEY_BYTES);
+      break;
+    case K_IV_MASK:
+      ok = parse_hex(value, k->iv_mask, UET_TSS_IV_BYTES);
+      break;
+    case K_EPOCH:
+      ok = parse_number(value, 0xFFFF, &v);
+      break;
+    case K_REKEY_MASK:
+      ok = parse_number(value, G_MAXUINT64, &k->rekey_mask);
+      break;
+    case K_REKEY_SHIFT:
+      ok = parse_number(value, 63, &v);
+      k->rekey_shift = (guint)v;
+      break;
+    case K_JOB:
+      ok = parse_number(value, 0xFFFFFF, &v);
+      break;
+  }
+  return ok;
+}
+
 /* One line, comment already cut. Returns NULL when it holds a key (then *id and *k are set)
  * or nothing (*id is G_MAXUINT32); else what is wrong, never quoting a value. */
 static char *parse_line(char *text, guint32 *id, tss_key *k) {
   gboolean seen[K_COUNT] = {FALSE};
-  guint64 sdi = 0, an = 0, v = 0;
+  guint64 sdi = 0, an = 0;
   char *err = NULL;
   char **tokens = g_strsplit_set(text, " \t\r", -1);
   k->mode = MODE_CLUSTER;
@@ -101,46 +147,7 @@ static char *parse_line(char *text, guint32 *id, tss_key *k) {
       err = g_strdup_printf("%s given twice", key_names[n]);
     } else {
       seen[n] = TRUE;
-      gboolean ok = TRUE;
-      switch (n) {
-        case K_SDI:
-          ok = parse_number(value, 0xFFFFFF, &sdi);
-          break;
-        case K_AN:
-          ok = parse_number(value, 1, &an);
-          break;
-        case K_MODE:
-          if (strcmp(value, "cluster") == 0)
-            k->mode = MODE_CLUSTER;
-          else if (strcmp(value, "direct") == 0)
-            k->mode = MODE_DIRECT;
-          else if (strcmp(value, "server") == 0)
-            k->mode = MODE_SERVER;
-          else if (strcmp(value, "client") == 0)
-            k->mode = MODE_CLIENT;
-          else
-            ok = FALSE;
-          break;
-        case K_KEY:
-          ok = parse_hex(value, k->key, UET_TSS_KEY_BYTES);
-          break;
-        case K_IV_MASK:
-          ok = parse_hex(value, k->iv_mask, UET_TSS_IV_BYTES);
-          break;
-        case K_EPOCH:
-          ok = parse_number(value, 0xFFFF, &v);
-          break;
-        case K_REKEY_MASK:
-          ok = parse_number(value, G_MAXUINT64, &k->rekey_mask);
-          break;
-        case K_REKEY_SHIFT:
-          ok = parse_number(value, 63, &v);
-          k->rekey_shift = (guint)v;
-          break;
-        case K_JOB:
-          ok = parse_number(value, 0xFFFFFF, &v);
-          break;
-      }
+      const gboolean ok = parse_value(n, value, k, &sdi, &an);
       if (!ok) {
         static const char *const want[K_COUNT] = {"a number from 0 to 16777215",
                                                   "0 or 1",
