@@ -75,66 +75,76 @@ void define_params() {
 
 bool subset(uint64_t want, uint64_t have) { return (want & ~have) == 0; }
 
-// Fills `info` with what the provider offers, narrowed to `hints`; false when a hint asks for
-// something it does not offer.
-bool fill(fi_info* info, const fi_info* hints) {
+// What an fi_info offers: the provider's defaults, narrowed by the hints.
+struct Offer {
   uint64_t caps = kCaps;
   uint64_t mr_mode = FI_MR_PROV_KEY;
   fi_threading threading = FI_THREAD_SAFE;
   fi_av_type av_type = FI_AV_TABLE;
   fi_progress control_progress = FI_PROGRESS_MANUAL, data_progress = FI_PROGRESS_MANUAL;
   uint64_t msg_order = 0;
-  if (hints != nullptr) {
-    if (hints->ep_attr != nullptr && hints->ep_attr->type != FI_EP_UNSPEC &&
-        hints->ep_attr->type != FI_EP_RDM) {
-      return false;
-    }
-    if (hints->caps != 0) {
-      if (!subset(hints->caps & ~(FI_SOURCE_ERR | FI_LOCAL_COMM | FI_REMOTE_COMM), kCaps))
-        return false;
-      // Secondary capabilities are offered whether asked or not; primary ones as asked.
-      caps = hints->caps | (kCaps & (FI_SOURCE | FI_DIRECTED_RECV | FI_LOCAL_COMM |
-                                     FI_REMOTE_COMM));
-      if (caps & (FI_MSG | FI_TAGGED)) caps |= FI_SEND | FI_RECV;
-      if (caps & (FI_RMA | FI_ATOMIC))
-        caps |= FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
-      caps &= kCaps;
-    }
-    if (hints->addr_format != FI_FORMAT_UNSPEC && hints->addr_format != FI_SOCKADDR_IN)
-      return false;
-    if (const fi_domain_attr* d = hints->domain_attr; d != nullptr) {
-      if (d->name != nullptr && std::strcmp(d->name, "uet") != 0) return false;
-      // The engine chooses the keys (its region table) and offsets are relative to a region.
-      const bool prov_key = d->mr_mode == FI_MR_UNSPEC || d->mr_mode == FI_MR_BASIC ||
-                            (d->mr_mode & FI_MR_PROV_KEY) != 0;
-      if (!prov_key) {
-        if (hints->caps & (FI_RMA | FI_ATOMIC)) return false;
-        caps &= ~(FI_RMA | FI_ATOMIC | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE);
-        mr_mode = 0;
-      }
-      if (d->threading != FI_THREAD_UNSPEC) threading = d->threading;
-      if (d->av_type != FI_AV_UNSPEC) av_type = d->av_type;
-      if (d->control_progress == FI_PROGRESS_AUTO || d->data_progress == FI_PROGRESS_AUTO) {
-        if (read_params().host == "dpdk") return false;  // domain.cc: no thread to spin
-        if (d->control_progress != FI_PROGRESS_UNSPEC) control_progress = d->control_progress;
-        if (d->data_progress != FI_PROGRESS_UNSPEC) data_progress = d->data_progress;
-      }
-    }
-    if (hints->fabric_attr != nullptr && hints->fabric_attr->name != nullptr &&
-        std::strcmp(hints->fabric_attr->name, kProviderName) != 0) {
-      return false;
-    }
-    // FI_ORDER_SAS (sends processed in order) is UET's ROD (spec/uet.md §3.3).
-    const uint64_t kOrders = FI_ORDER_SAS | FI_ORDER_RAR | FI_ORDER_RAW | FI_ORDER_WAR |
-                             FI_ORDER_WAW | FI_ORDER_SAR | FI_ORDER_SAW | FI_ORDER_RAS |
-                             FI_ORDER_WAS;
-    if (hints->tx_attr != nullptr) msg_order |= hints->tx_attr->msg_order;
-    if (hints->rx_attr != nullptr) msg_order |= hints->rx_attr->msg_order;
-    if (!subset(msg_order, kOrders)) return false;
-    if (hints->tx_attr != nullptr && hints->tx_attr->inject_size > kInjectSize) return false;
-  }
+};
 
-  info->caps = caps;
+// Narrows `o` to what `hints` ask; false when a hint asks for something the provider does not
+// offer.
+bool narrow(const fi_info* hints, Offer& o) {
+  if (hints == nullptr) return true;
+  if (hints->ep_attr != nullptr && hints->ep_attr->type != FI_EP_UNSPEC &&
+      hints->ep_attr->type != FI_EP_RDM) {
+    return false;
+  }
+  if (hints->caps != 0) {
+    if (!subset(hints->caps & ~(FI_SOURCE_ERR | FI_LOCAL_COMM | FI_REMOTE_COMM), kCaps))
+      return false;
+    // Secondary capabilities are offered whether asked or not; primary ones as asked.
+    o.caps = hints->caps | (kCaps & (FI_SOURCE | FI_DIRECTED_RECV | FI_LOCAL_COMM |
+                                     FI_REMOTE_COMM));
+    if (o.caps & (FI_MSG | FI_TAGGED)) o.caps |= FI_SEND | FI_RECV;
+    if (o.caps & (FI_RMA | FI_ATOMIC))
+      o.caps |= FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
+    o.caps &= kCaps;
+  }
+  if (hints->addr_format != FI_FORMAT_UNSPEC && hints->addr_format != FI_SOCKADDR_IN)
+    return false;
+  if (const fi_domain_attr* d = hints->domain_attr; d != nullptr) {
+    if (d->name != nullptr && std::strcmp(d->name, "uet") != 0) return false;
+    // The engine chooses the keys (its region table) and offsets are relative to a region.
+    const bool prov_key = d->mr_mode == FI_MR_UNSPEC || d->mr_mode == FI_MR_BASIC ||
+                          (d->mr_mode & FI_MR_PROV_KEY) != 0;
+    if (!prov_key) {
+      if (hints->caps & (FI_RMA | FI_ATOMIC)) return false;
+      o.caps &= ~(FI_RMA | FI_ATOMIC | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE);
+      o.mr_mode = 0;
+    }
+    if (d->threading != FI_THREAD_UNSPEC) o.threading = d->threading;
+    if (d->av_type != FI_AV_UNSPEC) o.av_type = d->av_type;
+    if (d->control_progress == FI_PROGRESS_AUTO || d->data_progress == FI_PROGRESS_AUTO) {
+      if (read_params().host == "dpdk") return false;  // domain.cc: no thread to spin
+      if (d->control_progress != FI_PROGRESS_UNSPEC) o.control_progress = d->control_progress;
+      if (d->data_progress != FI_PROGRESS_UNSPEC) o.data_progress = d->data_progress;
+    }
+  }
+  if (hints->fabric_attr != nullptr && hints->fabric_attr->name != nullptr &&
+      std::strcmp(hints->fabric_attr->name, kProviderName) != 0) {
+    return false;
+  }
+  // FI_ORDER_SAS (sends processed in order) is UET's ROD (spec/uet.md §3.3).
+  const uint64_t kOrders = FI_ORDER_SAS | FI_ORDER_RAR | FI_ORDER_RAW | FI_ORDER_WAR |
+                           FI_ORDER_WAW | FI_ORDER_SAR | FI_ORDER_SAW | FI_ORDER_RAS |
+                           FI_ORDER_WAS;
+  if (hints->tx_attr != nullptr) o.msg_order |= hints->tx_attr->msg_order;
+  if (hints->rx_attr != nullptr) o.msg_order |= hints->rx_attr->msg_order;
+  if (!subset(o.msg_order, kOrders)) return false;
+  if (hints->tx_attr != nullptr && hints->tx_attr->inject_size > kInjectSize) return false;
+  return true;
+}
+
+// Fills `info` with what the provider offers, narrowed to `hints`; false when a hint asks for
+// something it does not offer.
+bool fill(fi_info* info, const fi_info* hints) {
+  Offer o;
+  if (!narrow(hints, o)) return false;
+  info->caps = o.caps;
   info->mode = 0;
   info->addr_format = FI_SOCKADDR_IN;
   info->ep_attr->type = FI_EP_RDM;
@@ -146,16 +156,16 @@ bool fill(fi_info* info, const fi_info* hints) {
   info->ep_attr->rx_ctx_cnt = 1;
 
   info->tx_attr->caps =
-      caps & (FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_SEND | FI_READ | FI_WRITE);
-  info->tx_attr->msg_order = msg_order;
+      o.caps & (FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_SEND | FI_READ | FI_WRITE);
+  info->tx_attr->msg_order = o.msg_order;
   info->tx_attr->comp_order = FI_ORDER_NONE;
   info->tx_attr->inject_size = kInjectSize;
   info->tx_attr->size = kTxSize;
   info->tx_attr->iov_limit = 1;
   info->tx_attr->rma_iov_limit = 1;
-  info->rx_attr->caps = caps & (FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_RECV |
-                                FI_REMOTE_READ | FI_REMOTE_WRITE | FI_DIRECTED_RECV | FI_SOURCE);
-  info->rx_attr->msg_order = msg_order;
+  info->rx_attr->caps = o.caps & (FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_RECV |
+                                  FI_REMOTE_READ | FI_REMOTE_WRITE | FI_DIRECTED_RECV | FI_SOURCE);
+  info->rx_attr->msg_order = o.msg_order;
   // The default flags of the data calls (FI_COMPLETION under FI_SELECTIVE_COMPLETION) are the
   // application's to choose.
   if (hints != nullptr && hints->tx_attr != nullptr) info->tx_attr->op_flags = hints->tx_attr->op_flags;
@@ -166,12 +176,12 @@ bool fill(fi_info* info, const fi_info* hints) {
 
   fi_domain_attr* d = info->domain_attr;
   d->name = strdup("uet");
-  d->threading = threading;
-  d->control_progress = control_progress;
-  d->data_progress = data_progress;
+  d->threading = o.threading;
+  d->control_progress = o.control_progress;
+  d->data_progress = o.data_progress;
   d->resource_mgmt = FI_RM_ENABLED;
-  d->av_type = av_type;
-  d->mr_mode = static_cast<int>(mr_mode);
+  d->av_type = o.av_type;
+  d->mr_mode = static_cast<int>(o.mr_mode);
   d->mr_key_size = 4;
   d->cq_data_size = 4;  // a SEND's immediate: 32 bits (tagged sends carry 64)
   d->cq_cnt = 64;
