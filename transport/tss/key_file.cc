@@ -17,7 +17,7 @@ namespace uet::tss {
 
 namespace {
 
-// The dissector's defaults (dissector/tss.c) are DomainConfig's: one file, one meaning.
+// The dissector's defaults (dissector/tss_keys.c) are DomainConfig's: one file, one meaning.
 constexpr DomainConfig kDefaults{};
 
 enum Field { kSdi, kAn, kMode, kKey, kRekeyMask, kRekeyShift, kJob, kIvMask, kEpoch, kFields };
