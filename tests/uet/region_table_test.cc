@@ -115,7 +115,7 @@ TEST(RegionTable_Add, FullTableReusesFreedSlotsAtOnceElseRefuses) {
 }
 
 TEST(RegionTable_Overlaps, SharedBytesOnly) {
-  uint8_t m[32];
+  uint8_t m[32] = {};
   EXPECT_TRUE(overlaps(m + 4, 4, m, 8));
   EXPECT_FALSE(overlaps(m + 8, 4, m, 8));
   EXPECT_FALSE(overlaps(m, 0, m, 8));
