@@ -24,66 +24,11 @@
 
 static int failures;
 
-struct node {
-  struct fid_fabric* fabric;
-  struct fid_domain* domain;
-  struct fid_av* av;
-  struct fid_cq* cq;
-  struct fid_ep* ep;
-  struct sockaddr_in name;
-};
+#include "node.h"
 
-static void open_node(struct fi_info* info, struct node* n) {
-  memset(n, 0, sizeof *n);
-  CHECK(fi_fabric(info->fabric_attr, &n->fabric, NULL) == 0, "fi_fabric");
-  CHECK(fi_domain(n->fabric, info, &n->domain, NULL) == 0, "fi_domain");
-  struct fi_av_attr av = {.type = FI_AV_TABLE};
-  CHECK(fi_av_open(n->domain, &av, &n->av, NULL) == 0, "fi_av_open");
-  struct fi_cq_attr cq = {.format = FI_CQ_FORMAT_DATA, .size = 64};
-  CHECK(fi_cq_open(n->domain, &cq, &n->cq, NULL) == 0, "fi_cq_open");
-  CHECK(fi_endpoint(n->domain, info, &n->ep, NULL) == 0, "fi_endpoint");
-  CHECK(fi_ep_bind(n->ep, &n->av->fid, 0) == 0, "bind av");
-  CHECK(fi_ep_bind(n->ep, &n->cq->fid, FI_TRANSMIT | FI_RECV) == 0, "bind cq");
-  CHECK(fi_enable(n->ep) == 0, "fi_enable");
-  size_t len = sizeof n->name;
-  CHECK(fi_getname(&n->ep->fid, &n->name, &len) == 0, "fi_getname");
-}
-
-static void close_node(struct node* n) {
-  CHECK(fi_close(&n->ep->fid) == 0, "close ep");
-  CHECK(fi_close(&n->cq->fid) == 0, "close cq");
-  CHECK(fi_close(&n->av->fid) == 0, "close av");
-  CHECK(fi_close(&n->domain->fid) == 0, "close domain");
-  CHECK(fi_close(&n->fabric->fid) == 0, "close fabric");
-}
-
-static double now_s(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-// One completion of `a` (driving `b`, whose domain moves only when called): 1 and *ok = 1 for
-// a successful one, 1 and *ok = 0 with *err for an error one, 0 after `timeout_s`.
 static int one_completion(struct node* a, struct node* b, int* ok, struct fi_cq_err_entry* err,
                           double timeout_s) {
-  const double end = now_s() + timeout_s;
-  struct fi_cq_data_entry e;
-  while (now_s() < end) {
-    const ssize_t rc = fi_cq_read(a->cq, &e, 1);
-    if (rc == 1) {
-      *ok = 1;
-      return 1;
-    }
-    if (rc == -FI_EAVAIL) {
-      memset(err, 0, sizeof *err);
-      CHECK(fi_cq_readerr(a->cq, err, 0) == 1, "fi_cq_readerr");
-      *ok = 0;
-      return 1;
-    }
-    fi_cq_read(b->cq, &e, 0);
-  }
-  return 0;
+  return next_completion(a, b, ok, err, NULL, timeout_s);
 }
 
 static int all(const unsigned char* p, size_t n, unsigned char v) {
