@@ -38,6 +38,20 @@ absl::Status Routing::build(const RoutingGraph& g, const RoutingConfig& config) 
 // A column per ToR (switch with a host), numbered as the hosts first reach them, then one of
 // no routes, for hosts whose link is down or reaches no switch.
 absl::Status Routing::build_minimal(const RoutingGraph& g) {
+  structured_ = false;
+  tors_ = EcmpTable();
+  dst_.clear();
+  hosts_ = static_cast<uint32_t>(g.hosts.size());
+  if (config_.structured && minimal() && !config_.dimension_order) {
+    absl::StatusOr<bool> built = clos_.build(g);
+    if (!built.ok()) return built.status();
+    if (*built) {
+      dst_.shrink_to_fit();
+      structured_ = true;
+      return absl::OkStatus();
+    }
+  }
+  clos_ = ClosRouting();
   std::vector<uint32_t> column_of(g.switches, kNone);
   EcmpTable::Columns columns;
   for (const RoutingGraph::HostLink& h : g.hosts) {
@@ -52,7 +66,6 @@ absl::Status Routing::build_minimal(const RoutingGraph& g) {
   const EcmpTable::Options options{.distances = config_.mode == RoutingMode::kUgal,
                                    .dimension_order = config_.dimension_order};
   if (absl::Status s = tors_.build(g, columns, options); !s.ok()) return s;
-  dst_.clear();
   dst_.reserve(g.hosts.size());
   for (const RoutingGraph::HostLink& h : g.hosts) {
     Dst d{h.tor, kNone, tors_.base(no_route)};
@@ -62,7 +75,6 @@ absl::Status Routing::build_minimal(const RoutingGraph& g) {
     }
     dst_.push_back(d);
   }
-  hosts_ = static_cast<uint32_t>(dst_.size());
   return absl::OkStatus();
 }
 
@@ -176,7 +188,7 @@ uint32_t Routing::port_remember(Memo& m, uint32_t s, uint32_t dst_host,
 }
 
 size_t Routing::table_bytes() const noexcept {
-  return tors_.bytes() + dst_.size() * sizeof(Dst) + groups_.bytes() +
+  return clos_.bytes() + tors_.bytes() + dst_.size() * sizeof(Dst) + groups_.bytes() +
          (group_of_.size() + peer_.size()) * sizeof(uint32_t);
 }
 

@@ -18,11 +18,11 @@
 // recomputed from the flow hash at each switch, never stored.
 //
 // Families: a routing family answers port(switch, destination host, flow hash) for minimal
-// paths; the tables answer it for any graph. A family computed by address arithmetic (a
-// fat-tree's or leaf-spine's up/down routes from host and switch numbers) fits beside them as
-// another member with the same inline port(), chosen in build() from what the graph declares;
-// the non-minimal modes need only a family's port() towards a destination and the group
-// table towards intermediates.
+// paths; the tables answer it for any graph. Fat-trees and leaf-spines, recognised in build()
+// from the graph itself, answer it by address arithmetic instead (clos.h: the same ports, no
+// table per switch and destination ToR), in the minimal mode without dimension order; the
+// choice is a flag read once per frame. The non-minimal modes keep the tables (they need hop
+// counts and the group table towards intermediates beside them).
 //
 // Ownership: a Network owns its Routing by value and rebuilds it (build()) at finalize() and
 // when switches learn of a link change; per frame it is only read, but for the memo of recent
@@ -37,6 +37,7 @@
 #include "absl/status/status.h"
 #include "sim/fast_mod.h"
 #include "sim/rng.h"
+#include "sim/routing/clos.h"
 #include "sim/routing/ecmp_table.h"
 #include "sim/routing/graph.h"
 
@@ -56,6 +57,9 @@ struct RoutingConfig {
   // UGAL-L detours only when the minimal port's queue bytes x hops exceed the Valiant port's
   // by more than this: a frame's worth of slack, so that an idle fabric routes minimally.
   uint64_t ugal_bias_bytes = 4096;
+  // Minimal routes on a fat-tree or leaf-spine by address arithmetic (clos.h), the same
+  // routes as the tables'; false: by tables (to check one against the other).
+  bool structured = true;
 };
 
 // The mode is one of RoutingMode's, the bias at most 1 GiB.
@@ -82,19 +86,24 @@ class Routing {
 
   const RoutingConfig& config() const noexcept { return config_; }
   bool minimal() const noexcept { return config_.mode == RoutingMode::kMinimal; }
+  // The minimal routes are computed from the fabric's structure (clos()), not tables.
+  bool structured() const noexcept { return structured_; }
+  const ClosRouting& clos() const noexcept { return clos_; }
 
   // ----- minimal
   // The port switch `s` forwards a frame to `dst_host` with this flow hash through, on a
   // shortest path; kNone: no route.
   uint32_t port(uint32_t s, uint32_t dst_host, uint64_t flow_hash) const noexcept {
+    if (structured_) return clos_.port(s, dst_host, flow_hash);
     if (dst_host >= hosts_ || s >= tors_.switches()) return kNone;
     const Dst& d = dst_[dst_host];
     if (s == d.tor) return d.tor_port;  // the last hop: a one-port group, no hash to draw
     return tors_.port(d.route_base, s, flow_hash);
   }
   bool knows_host(uint32_t dst_host) const noexcept { return dst_host < hosts_; }
-  // The route port() reads at switch `s` for a known host, for a prefetch.
-  const uint16_t* route_entry(uint32_t dst_host, uint32_t s) const noexcept {
+  // What port() reads first at switch `s` for a known host, for a prefetch.
+  const void* route_entry(uint32_t dst_host, uint32_t s) const noexcept {
+    if (structured_) return clos_.entry(s);
     return tors_.route_entry(dst_[dst_host].route_base, s);
   }
 
@@ -177,9 +186,11 @@ class Routing {
                          uint32_t& hops) const noexcept;
 
   RoutingConfig config_;
+  bool structured_ = false;  // minimal routes from clos_; else from tors_ and dst_
+  ClosRouting clos_;
   EcmpTable tors_;        // a column per ToR, then the no-route column
   std::vector<Dst> dst_;  // by destination host
-  uint32_t hosts_ = 0;    // dst_.size()
+  uint32_t hosts_ = 0;    // the graph's hosts
   // Non-minimal modes only.
   EcmpTable groups_;                // a column per group
   std::vector<uint32_t> group_of_;  // by switch
