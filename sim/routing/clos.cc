@@ -144,7 +144,7 @@ void ClosRouting::set_shape(const ClosShape& c) {
 // Where each switch's up ports and its first down port are.
 void ClosRouting::number_switches(const RoutingGraph& g) {
   const uint32_t hosts = shape_.hosts, tors = shape_.tors, h = shape_.half;
-  sw_.assign(shape_.switches, Switch{0, kNone, kNone});
+  sw_.assign(shape_.switches, Switch{0, kNone, kNone, kNone});
   for (uint32_t s = 0; s < shape_.switches; ++s) {
     Switch& w = sw_[s];
     w.seed_mul = g.seeds[s] * 0x9E3779B97F4A7C15ULL;
@@ -163,6 +163,7 @@ void ClosRouting::number_switches(const RoutingGraph& g) {
       const uint32_t p = (s - tors) / h, a = (s - tors) % h;
       w.down = 2 * (pod_first(p) + a) + 1;
       w.up = 2 * (pod_first(p) + h * h + a * h);
+      w.first_tor = p * h;
     } else {
       w.down = 2 * (hosts + h * h + (s - core0_)) + 1;
     }
@@ -265,6 +266,7 @@ absl::Status ClosRouting::build_exceptions(const RoutingGraph& g,
 
 uint32_t ClosRouting::port_exceptional(uint32_t s, uint32_t dst_host,
                                        uint64_t flow_hash) const noexcept {
+  if (dst_host >= shape_.hosts || s >= shape_.switches) return kNone;
   // A host whose ToR's port to it is down has no route anywhere (the tables' no-route column).
   if ((host_down_[dst_host / 64] >> (dst_host % 64)) & 1) return kNone;
   const uint32_t t = tor_div_.div(dst_host);

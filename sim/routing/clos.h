@@ -70,13 +70,19 @@ class ClosRouting {
   // The port switch `s` forwards a frame to `dst_host` through, on a shortest path; kNone: no
   // route. The same as the tables' EcmpTable::port for this graph.
   uint32_t port(uint32_t s, uint32_t dst_host, uint64_t flow_hash) const noexcept {
-    if (dst_host >= shape_.hosts || s >= shape_.switches) return kNone;
     if (exceptional_) [[unlikely]]
       return port_exceptional(s, dst_host, flow_hash);
+    return port_intact(s, dst_host, flow_hash);
+  }
+  // port() where no link is down (!exceptional()).
+  uint32_t port_intact(uint32_t s, uint32_t dst_host, uint64_t flow_hash) const noexcept {
+    if (dst_host >= shape_.hosts || s >= shape_.switches) return kNone;
     const uint32_t t = tor_div_.div(dst_host);
     if (s == t) return host_port(dst_host);
     return intact_port(s, t, flow_hash);
   }
+  // Some link is down: port() takes the exceptions into account.
+  bool exceptional() const noexcept { return exceptional_; }
   // What port() reads at switch `s` (its record), for a prefetch.
   const void* entry(uint32_t s) const noexcept { return sw_.data() + s; }
   // Destination ToRs routed by a table column (their distances changed by failures), and
@@ -86,11 +92,12 @@ class ClosRouting {
   size_t bytes() const noexcept;
 
  private:
-  // 16 bytes, one per switch: the seed and where its up and down ports start.
+  // One per switch: the seed and where its up and down ports start.
   struct Switch {
     uint64_t seed_mul;  // the switch's seed * the golden ratio, as EcmpTable keeps it
     uint32_t up;        // its first up port (ToR, leaf, aggregation); kNone: none
     uint32_t down;      // its down port to the first ToR of its pod, or to pod or leaf 0
+    uint32_t first_tor;  // an aggregation switch's pod's first ToR
   };
   // A switch with a link down: its up ports still up, and its down ports that are down.
   struct Row {
@@ -130,19 +137,24 @@ class ClosRouting {
     const uint64_t h = splitmix64(x);
     return w.up + 2 * up_mod_.mod(static_cast<uint32_t>(h >> 32));
   }
-  // The intact group's single port at `s` towards ToR `t` (s != t), or kNone for its up ports.
-  uint32_t down_port(uint32_t s, uint32_t t) const noexcept {
-    const Switch& w = sw_[s];
-    if (s < shape_.tors) return kNone;
-    if (!shape_.fat_tree()) return w.down + t * spine_stride_;
-    const uint32_t pod = pod_div_.div(t);
-    if (s >= core0_) return w.down + pod * core_stride_;
-    if (pod_div_.div(s - shape_.tors) != pod) return kNone;
-    return w.down + (t - pod * shape_.half) * agg_stride_;
-  }
+  // The intact fabric's port at `s` towards ToR `t` (s != t): its down port on the way, or
+  // one of its up ports.
   uint32_t intact_port(uint32_t s, uint32_t t, uint64_t flow_hash) const noexcept {
-    const uint32_t p = down_port(s, t);
-    return p != kNone ? p : up_port(sw_[s], flow_hash);
+    const Switch& w = sw_[s];
+    if (s < shape_.tors) return up_port(w, flow_hash);
+    if (!shape_.fat_tree()) return w.down + t * spine_stride_;
+    if (s >= core0_) return w.down + pod_div_.div(t) * core_stride_;
+    const uint32_t i = t - w.first_tor;  // the ToR's place in the switch's pod, if there
+    if (i >= shape_.half) return up_port(w, flow_hash);
+    return w.down + i * agg_stride_;
+  }
+  // The intact group's single port at `s` towards ToR `t` (s != t); kNone: its up ports.
+  uint32_t down_port(uint32_t s, uint32_t t) const noexcept {
+    if (tier(s) == 0 || (tier(s) == 1 && shape_.fat_tree() &&
+                         pod_div_.div(s - shape_.tors) != pod_div_.div(t))) {
+      return kNone;
+    }
+    return intact_port(s, t, 0);
   }
 
   ClosShape shape_;

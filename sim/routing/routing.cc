@@ -180,9 +180,21 @@ uint32_t Routing::port_stateful(uint32_t s, uint32_t dst_host, uint64_t flow_has
   return port(s, dst_host, flow_hash);
 }
 
+// Structured routes with links down; out of line, so that its call does not cost
+// port_remember a stack frame.
+[[gnu::noinline]] uint32_t Routing::remember_exceptional(Memo& m, uint32_t s, uint32_t dst_host,
+                                                         uint64_t flow_hash) const noexcept {
+  const uint32_t out = clos_.port(s, dst_host, flow_hash);
+  m = Memo{flow_hash, minimal() ? s : kNone, dst_host, out};
+  return out;
+}
+
 uint32_t Routing::port_remember(Memo& m, uint32_t s, uint32_t dst_host,
                                 uint64_t flow_hash) const noexcept {
-  const uint32_t out = port(s, dst_host, flow_hash);
+  if (structured_ && clos_.exceptional()) [[unlikely]]
+    return remember_exceptional(m, s, dst_host, flow_hash);
+  const uint32_t out = structured_ ? clos_.port_intact(s, dst_host, flow_hash)
+                                   : table_port(s, dst_host, flow_hash);
   m = Memo{flow_hash, minimal() ? s : kNone, dst_host, out};
   return out;
 }

@@ -95,6 +95,10 @@ class Routing {
   // shortest path; kNone: no route.
   uint32_t port(uint32_t s, uint32_t dst_host, uint64_t flow_hash) const noexcept {
     if (structured_) return clos_.port(s, dst_host, flow_hash);
+    return table_port(s, dst_host, flow_hash);
+  }
+  // port() from the tables (!structured()).
+  uint32_t table_port(uint32_t s, uint32_t dst_host, uint64_t flow_hash) const noexcept {
     if (dst_host >= hosts_ || s >= tors_.switches()) return kNone;
     const Dst& d = dst_[dst_host];
     if (s == d.tor) return d.tor_port;  // the last hop: a one-port group, no hash to draw
@@ -179,6 +183,8 @@ class Routing {
   };
   absl::Status build_minimal(const RoutingGraph& g);
   absl::Status build_groups(const RoutingGraph& g);
+  uint32_t remember_exceptional(Memo& m, uint32_t s, uint32_t dst_host,
+                                uint64_t flow_hash) const noexcept;
   uint8_t valiant_state(uint32_t s, uint32_t dst_host, uint64_t flow_hash) const noexcept;
   UgalChoice ugal_choice(uint32_t s, uint32_t dst_host, uint64_t flow_hash) const noexcept;
   // The switch a frame with this flow hash enters group `via` at, from `s`, and the hops to it.
