@@ -3,7 +3,10 @@
 // rail-optimised planes: topology_*.cc); any graph from a file (topology_graph.h). Hosts are
 // added first, so host i is node i and has address 10.0.0.1 + i; each builder says how it
 // numbers its switches. Every builder ends with Network::finalize(), whose shortest-path ECMP
-// tables give minimal routing on any of these graphs.
+// gives minimal routing on any of these graphs: from tables, but for the leaf-spine and the
+// fat-tree, whose numbering (hosts, ToRs, aggregation switches, cores or spines; links in the
+// order given with their configurations) lets routing compute the same routes
+// (sim/routing/clos.h).
 #pragma once
 
 #include <cstdint>
@@ -14,6 +17,8 @@
 
 namespace uet::sim {
 
+// Numbering: hosts, then leaves (switch l), then spines (switch leaves + j); host x on leaf
+// x / hosts_per_leaf; links: host links, then leaf by leaf its link to each spine.
 struct LeafSpineConfig {
   uint32_t leaves = 4;
   uint32_t spines = 2;
@@ -24,6 +29,10 @@ struct LeafSpineConfig {
 
 // k pods of k/2 ToRs and k/2 aggregation switches, (k/2)^2 cores. With hosts_per_tor = k/2 the
 // fabric is non-blocking (k^3/4 hosts); more hosts per ToR oversubscribe the ToR uplinks.
+// Numbering: switches are the ToRs (ToR i of pod p: switch p*k/2 + i), the aggregation
+// switches (a of pod p: k^2/2 + p*k/2 + a), the cores (j of group a: k^2 + a*k/2 + j); host x
+// on ToR x / hosts_per_tor; links: host links, then pod by pod its ToR-aggregation links (ToR by ToR) and its
+// aggregation-core links (aggregation switch a to each core of group a).
 struct FatTreeConfig {
   uint32_t k = 4;
   uint32_t hosts_per_tor = 0;  // 0: k/2
