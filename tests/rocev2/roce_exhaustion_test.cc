@@ -107,8 +107,8 @@ struct Target {
 // ---------------------------------------------------------------------- the bound itself
 
 // Every table of a small config at its bound (every QP connected, every send queue, the
-// receive queue and the completion ring full): footprint() comes close to footprint_bound()
-// and never passes it.
+// receive queue and the completion ring full, max_rd_atomic atomics executed on every QP,
+// their answers queued): footprint() comes close to footprint_bound() and never passes it.
 TEST(RoceExhaustion_Bound, FullTablesComeCloseToTheBoundAndStayUnder) {
   RoceConfig c = config_for(kIpB);
   c.max_qps = 20;  // a chunk and a part of one
@@ -127,6 +127,21 @@ TEST(RoceExhaustion_Bound, FullTablesComeCloseToTheBoundAndStayUnder) {
       ASSERT_TRUE(t.ep->post_write({w, kPeer0 + q, 1, 0, buf.data(), 64}).ok());
   }
   for (uint32_t r = 0; r < c.max_recvs; ++r) ASSERT_TRUE(t.ep->post_recv({r, buf.data(), 64}).ok());
+  for (uint32_t q = 0; q < c.max_qps; ++q) {
+    for (uint32_t a = 0; a < c.max_rd_atomic; ++a) {
+      Forged f;
+      f.op = RoceOpcode::kRcFetchAdd;
+      f.src = kPeer0 + q;
+      f.dest_qp = c.qpn_base + q;
+      f.psn = 5000 + q + a;  // in order from the QP's first expected PSN
+      f.rkey = t.rkey;
+      f.va = 8 * a;
+      f.swap_add = 1;
+      deliver(*t.ep, forge(f));
+    }
+  }
+  EXPECT_EQ(t.ep->counters().rx_atomics, uint64_t{c.max_qps} * c.max_rd_atomic);
+  EXPECT_EQ(t.ep->qp_info(c.qpn_base)->responses_queued, c.max_rd_atomic);
   EXPECT_EQ(t.ep->qps_allocated(), c.max_qps);
   const size_t bytes = t.ep->footprint();
   std::printf("full small config: %zu of %zu bytes (%.0f %%)\n", bytes, bound,

@@ -106,7 +106,7 @@ size_t RoceEndpoint::footprint() const {
       bytes += qp_chunks_[c][i].writes.bytes() + qp_chunks_[c][i].reads.bytes() +
                qp_chunks_[c][i].atomics.bytes();
   }
-  bytes += active_.capacity() * sizeof(active_[0]) + ready_.bytes();
+  bytes += active_.capacity() * sizeof(active_[0]) + ready_.bytes() + drained_.bytes();
   bytes += hash_bytes(qp_by_conn_);
   bytes += regions_.memory_bytes();
   return bytes + cq_.bytes() + recvs_.bytes();
@@ -117,16 +117,18 @@ size_t RoceEndpoint::footprint_bound(const RoceConfig& c, uint32_t regions) noex
   const size_t chunks = (size_t{c.max_qps} + kQpChunk - 1) / kQpChunk;
   // Every QP with its send queue (max_send_wr WRs), responder read queue and atomic replay
   // cache (max_rd_atomic each).
-  const size_t qp = sizeof(Qp) + GrowRing<Write>::bytes_bound(c.max_send_wr) +
-                    GrowRing<ReadResp>::bytes_bound(c.max_rd_atomic) +
-                    GrowRing<AtomicResult>::bytes_bound(c.max_rd_atomic);
+  const size_t qp = sizeof(Qp) + RoceRing<Write>::bytes_bound(c.max_send_wr) +
+                    RoceRing<ReadResp>::bytes_bound(c.max_rd_atomic) +
+                    RoceRing<AtomicResult>::bytes_bound(c.max_rd_atomic);
+  // The ready and drained bits: a word per 64 connected QPs each, appended.
+  const size_t bits = 2 * appended_capacity((size_t{c.max_qps} + 63) / 64) * sizeof(uint64_t);
   return resized_capacity(chunks) * sizeof(std::unique_ptr<Qp[]>) +  // chunk index (resize)
          size_t{c.max_qps} * qp +
          appended_capacity(c.max_qps) * sizeof(Qp*) +          // active list: one per connected QP
          hash_bytes_bound<decltype(qp_by_conn_)>(c.max_qps) +  // one per connected QP
          Regions::bytes_bound(regions) +
-         GrowRing<Completion>::bytes_bound(c.cq_entries) +
-         GrowRing<RecvBuffer>::bytes_bound(c.max_recvs);
+         RoceRing<Completion>::bytes_bound(c.cq_entries) +
+         RoceRing<RecvBuffer>::bytes_bound(c.max_recvs) + bits;
 }
 
 // spec/rocev2.md §1: 0xC000 plus a 14-bit hash of the QPN (ours: a multiplicative hash of
@@ -168,12 +170,11 @@ absl::Status RoceEndpoint::connect_qp(uint32_t peer_ip4, uint32_t local_qpn, uin
   Qp& q = allocate_qp(idx);
   const bool was_active = q.state != QpState::kReset;
   if (was_active) qp_by_conn_.erase(conn_key(q.peer_ip4, q.channel));
-  // Reconnecting keeps the queues' storage; the send queue grows as WRs are posted.
-  GrowRing<Write> writes = std::move(q.writes);
-  GrowRing<ReadResp> reads = std::move(q.reads);
-  reads.reserve(0, 0, config_.max_rd_atomic, config_.max_rd_atomic);
-  GrowRing<AtomicResult> atomics = std::move(q.atomics);
-  atomics.reserve(0, 0, config_.max_rd_atomic, config_.max_rd_atomic);
+  // Reconnecting keeps the queues' storage; the send queue grows as WRs are posted, the
+  // responder's queues as READs and atomics arrive.
+  RoceRing<Write> writes = std::move(q.writes);
+  RoceRing<ReadResp> reads = std::move(q.reads);
+  RoceRing<AtomicResult> atomics = std::move(q.atomics);
   const uint32_t active_index = q.active_index;
   q = Qp{};
   q.writes = std::move(writes);
@@ -197,6 +198,7 @@ absl::Status RoceEndpoint::connect_qp(uint32_t peer_ip4, uint32_t local_qpn, uin
     q.active_index = static_cast<uint32_t>(active_.size());
     active_.push_back(&q);
     ready_.grow_to(active_.size());
+    drained_.grow_to(active_.size());
   }
   mark_ready(q);
   qp_by_conn_[conn_key(peer_ip4, channel)] = idx;
@@ -462,7 +464,21 @@ size_t RoceEndpoint::poll_completions(std::span<Completion> out) {
   size_t n = 0;
   while (n < out.size() && cq_head_ != cq_tail_) out[n++] = cq_[cq_head_++];
   cq_reserved_ -= n;
+  give_back();
   return n;
+}
+
+// Storage follows the flight (NOTES.md §6): the send queues that drained since the last poll
+// and the completion ring shrink to what they must still hold (kQueueKeep slots at least).
+// Here, on the application's call, so the data path never frees.
+void RoceEndpoint::give_back() {
+  const auto size = static_cast<uint32_t>(active_.size());
+  for (uint32_t i = drained_.next(0, size); i < size; i = drained_.next(i + 1, size)) {
+    drained_.clear(i);
+    Qp& q = *active_[i];
+    q.writes.shrink(q.write_head, q.write_tail, q.write_tail - q.write_head, kQueueKeep);
+  }
+  cq_.shrink(cq_head_, cq_tail_, cq_reserved_, kQueueKeep);
 }
 
 EndpointStats RoceEndpoint::stats() const {

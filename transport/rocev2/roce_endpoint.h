@@ -26,6 +26,7 @@
 #include "transport/pool.h"
 #include "transport/ready_bits.h"
 #include "transport/region_table.h"
+#include "transport/rocev2/roce_ring.h"
 #include "transport/wire/builder.h"
 #include "transport/wire/decode.h"
 
@@ -268,6 +269,7 @@ class RoceEndpoint final : public Endpoint {
 
   enum class MsgKind : uint8_t { kNone, kWrite, kSend };
 
+  // Fields ordered so that none leaves a hole (the struct is per QP; NOTES.md §6).
   struct Qp {
     QpState state = QpState::kReset;
     uint32_t local_qpn = 0;
@@ -281,7 +283,7 @@ class RoceEndpoint final : public Endpoint {
     // Requester. Writes in ring slots [write_head, write_tail): completed below write_head;
     // [write_head, write_started) have PSNs; the go-back-N cursor is (send_write, send_packet)
     // at PSN next_psn. Invariant: una <= next_psn <= max_psn (24-bit order).
-    GrowRing<Write> writes;  // grown by post_wqe, up to max_send_wr
+    RoceRing<Write> writes;  // grown by post_wqe up to max_send_wr, shrunk once drained
     uint64_t write_head = 0, write_started = 0, write_tail = 0;
     uint64_t send_write = 0;
     uint32_t send_packet = 0;
@@ -292,23 +294,23 @@ class RoceEndpoint final : public Endpoint {
     uint8_t rnr_left = 0;
     bool rnr_wait = false;       // an RNR NAK's timer runs: nothing is sent before rnr_until
     uint32_t rnr_psn = 0;
-    Time rnr_until = 0;
     uint32_t reads_in_flight = 0;  // reads and atomics sent, not completed (<= max_rd_atomic)
+    Time rnr_until = 0;
     Time rto_deadline = kNever;
     Time next_send = 0;  // pacer: no data before this while DCQCN limits the rate
     Dcqcn cc;
 
     // Responder.
     uint32_t epsn = 0;
-    uint64_t rq_psns = 0;  // PSNs epsn has passed since connect_qp (its 64-bit count)
     uint32_t msn = 0;
+    uint64_t rq_psns = 0;  // PSNs epsn has passed since connect_qp (its 64-bit count)
     bool nak_latch = false;   // a sequence-error NAK was sent for the current gap
     bool in_message = false;  // between a FIRST and its LAST
     MsgKind kind = MsgKind::kNone;  // of the message under way
     bool recv_claimed = false;      // a SEND under way holds `recv`
+    uint32_t region = 0;      // of the message being placed
     RecvBuffer recv;                // the receive buffer it fills
     uint64_t recv_placed = 0;       // bytes placed in it
-    uint32_t region = 0;      // of the message being placed
     uint64_t va = 0;          // where its next byte goes
     uint64_t remaining = 0;   // bytes of it still to come
     uint32_t unacked = 0;
@@ -318,18 +320,19 @@ class RoceEndpoint final : public Endpoint {
     uint8_t nak_code = 0;  // wire::AethNak
     uint32_t nak_psn = 0;
 
-    // Responder resources: READ requests being answered, ring [rd_head, rd_tail).
-    GrowRing<ReadResp> reads;  // max_rd_atomic, sized by the first connect_qp
-    uint64_t rd_head = 0, rd_tail = 0;
-    // Replay cache: results of the last max_rd_atomic atomics executed, ring [ar_head, ar_tail),
-    // oldest first; sized by the first connect_qp.
-    GrowRing<AtomicResult> atomics;
-    uint64_t ar_head = 0, ar_tail = 0;
-
     // Notification point.
     bool cnp_pending = false;
     bool cnp_sent = false;
     Time last_cnp = 0;
+
+    // Responder resources: READ requests being answered, ring [rd_head, rd_tail), grown by
+    // the requests that arrive, up to max_rd_atomic.
+    RoceRing<ReadResp> reads;
+    uint64_t rd_head = 0, rd_tail = 0;
+    // Replay cache: results of the last max_rd_atomic atomics executed, ring [ar_head, ar_tail),
+    // oldest first; grown by the atomics executed, up to max_rd_atomic.
+    RoceRing<AtomicResult> atomics;
+    uint64_t ar_head = 0, ar_tail = 0;
   };
 
   // Data path. Entry points, dispatch, transmit order and pacing (roce_datapath.cc).
@@ -469,6 +472,15 @@ class RoceEndpoint final : public Endpoint {
   // could give it work.
   ReadyBits ready_;
   void mark_ready(const Qp& q) noexcept { ready_.set(q.active_index); }
+  // Per position in active_: the QP's send queue drained while holding more than kQueueKeep
+  // slots; poll_completions gives the storage back (the data path never frees).
+  ReadyBits drained_;
+  static constexpr uint32_t kQueueKeep = 2;  // slots a drained send queue or the CQ keeps
+  inline void note_drained(const Qp& q) noexcept {
+    if (q.write_head == q.write_tail && q.writes.capacity() > kQueueKeep)
+      drained_.set(q.active_index);
+  }
+  void give_back();
   bool tx_may_act(const Qp& q) const noexcept;
   Time deadline_ = kNever;        // earliest timer of any QP (may be early, never late)
   // (peer << 16 | channel) -> QP index; control path only.
@@ -484,10 +496,10 @@ class RoceEndpoint final : public Endpoint {
   void stop_responding(uint32_t slot);
   bool streamed_ = false;        // streaming stores since the last fence (rx() ends with one)
   // Shared receive queue (post_recv), ring [recv_head_, recv_tail_), up to max_recvs.
-  GrowRing<RecvBuffer> recvs_;
+  RoceRing<RecvBuffer> recvs_;
   uint64_t recv_head_ = 0, recv_tail_ = 0;
   // Completion ring, up to cq_entries; every post reserves a slot, so pushing never overflows.
-  GrowRing<Completion> cq_;
+  RoceRing<Completion> cq_;
   uint64_t cq_head_ = 0, cq_tail_ = 0;
   uint64_t cq_reserved_ = 0;  // posted writes whose completion is not yet polled
   RoceCounters counters_;

@@ -431,6 +431,7 @@ void RoceEndpoint::complete_through(Qp& q, uint32_t psn) {
     complete(w, OpStatus::kSuccess);
     ++q.write_head;
   }
+  note_drained(q);
 }
 
 }  // namespace uet

@@ -312,6 +312,9 @@ void RoceEndpoint::queue_read_response(Qp& q, const ReadResp& r) {
     ++counters_.rx_read_overflow;
     ++q.rd_head;
   }
+  // Grows with the requests that arrive, up to max_rd_atomic (NOTES.md §6): a doubling at
+  // most log2(max_rd_atomic) + 1 times per QP, then never again.
+  q.reads.reserve(q.rd_head, q.rd_tail, q.rd_tail - q.rd_head + 1, config_.max_rd_atomic);
   q.reads[q.rd_tail++] = r;
   if (!r.atomic) ++counters_.rx_read_requests;
 }
@@ -344,6 +347,7 @@ void RoceEndpoint::rx_atomic_request(Qp& q, const wire::Decoded& d, uint32_t psn
   const uint64_t orig = execute_atomic(d, regions_[region].base + a.va());
   ++counters_.rx_atomics;
   if (q.ar_tail - q.ar_head >= config_.max_rd_atomic) ++q.ar_head;  // the oldest result goes
+  q.atomics.reserve(q.ar_head, q.ar_tail, q.ar_tail - q.ar_head + 1, config_.max_rd_atomic);
   q.atomics[q.ar_tail++] = AtomicResult{q.rq_psns, orig};
   ReadResp r;
   r.first_psn = psn;

@@ -58,6 +58,7 @@ void RoceEndpoint::fail_qp(Qp& q, OpStatus first) {
   q.write_head = q.write_started = q.write_tail;
   q.send_write = q.write_tail;
   q.send_packet = 0;
+  note_drained(q);
   q.state = QpState::kError;
   q.rto_deadline = kNever;
   q.ack_pending = false;
