@@ -226,6 +226,8 @@ absl::StatusOr<QpInfo> RoceEndpoint::qp_info(uint32_t local_qpn) const {
   i.writes_outstanding = static_cast<uint32_t>(q.write_tail - q.write_head);
   i.reads_outstanding = q.reads_in_flight;
   i.responses_queued = static_cast<uint32_t>(q.rd_tail - q.rd_head);
+  i.send_queue_slots = q.writes.capacity();
+  i.response_slots = q.reads.capacity();
   i.rate_gbps = q.state == QpState::kReset ? 0 : q.cc.rate_bps() / 1e9;
   i.alpha = q.cc.alpha();
   return i;

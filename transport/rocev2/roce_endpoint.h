@@ -172,6 +172,8 @@ struct QpInfo {
   uint32_t writes_outstanding = 0;  // WRs of any kind posted and not completed
   uint32_t reads_outstanding = 0;   // requester: READs sent and not completed
   uint32_t responses_queued = 0;    // responder: READ / atomic requests not yet answered
+  uint32_t send_queue_slots = 0;    // requester: send-queue storage, grows with the flight
+  uint32_t response_slots = 0;      // responder: read-queue storage, grows with what arrives
   double rate_gbps = 0;  // DCQCN current rate
   double alpha = 0;
 };
