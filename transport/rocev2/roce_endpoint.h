@@ -7,9 +7,11 @@
 // where its memory goes (§6).
 //
 // Ownership and threads: one RoceEndpoint per RNIC port, driven by one thread (its host's).
-// Tables grow on the control path to their configured bounds (NOTES.md §6); a peer's frames
-// never grow anything. Data path: rx()/tx()/on_timer() never allocate and make no virtual
-// call per packet.
+// Tables grow with use to their configured bounds (NOTES.md §6): on the control path, except
+// a QP's responder read queue and atomic cache, which the requests that arrive grow to
+// max_rd_atomic each; drained send queues and the completion ring shrink in poll_completions.
+// Data path: rx()/tx()/on_timer() allocate nothing in the steady state, free nothing and make
+// no virtual call per packet.
 #pragma once
 
 #include <array>
