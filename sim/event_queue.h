@@ -22,8 +22,9 @@
 // (events scheduled at one delay after times that only grow), so up to kMaxRuns runs are
 // merged instead. An event scheduled into the current bucket after it was loaded (rare: less
 // than 4 ns ahead) is inserted at its place, or at the next position if its place was popped
-// already; one scheduled before it (only after run_until stopped short of the current
-// bucket) goes to `late_`, a small heap merged at pop. Every event in the ring or far heap
+// already (into `late_` when that would move more than kMaxShift events); one scheduled
+// before it (only after run_until stopped short of the current bucket) goes to `late_`, a
+// small heap merged at pop. Every event in the ring or far heap
 // belongs to a later bucket than every event in `cur_` and `late_`, so pops come out in
 // exactly the order of one global heap on (time, key, kind): no per-event heap work, and the
 // chunks are read sequentially instead of one pointer chase per event.
@@ -38,6 +39,7 @@
 #include <algorithm>
 #include <array>
 #include <bit>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -130,6 +132,7 @@ class EventQueue {
   static constexpr int kOffsetShift = kKindBits + kKeyBits;  // the offset's 12 bits on top
   static_assert(kOffsetShift + kBucketShift == 64);
   static constexpr size_t kMaxRuns = 4;  // a bucket of more sorted runs is radix-sorted
+  static constexpr ptrdiff_t kMaxShift = 256;  // events a push into the current bucket moves
 
   // An event inside the ring or the current bucket (16 bytes): its bucket is implicit.
   struct Node {
@@ -306,7 +309,13 @@ class EventQueue {
       const auto at =
           std::upper_bound(cur_.begin() + pos_, cur_.end(), n,
                            [](const Node& x, const Node& y) { return x.word < y.word; });
-      cur_.insert(at, n);
+      // A long tail (a crowded bucket: every host of a large fabric starting at once) goes to
+      // late_ instead, which pops in the same order: shifting it each time would be quadratic.
+      if (cur_.end() - at <= kMaxShift) {
+        cur_.insert(at, n);
+      } else {
+        late_.push(Event{t, (key << 8) | kind, a, b});
+      }
     } else if (bucket < current_) {
       late_.push(Event{t, (key << 8) | kind, a, b});
     } else if (bucket - current_ < kBuckets) {
@@ -531,7 +540,9 @@ class EventQueue {
   static_assert(sizeof(Chunk) == 256);
   NodeArray cur_;  // the current bucket, sorted; cur_[pos_] is its next event
   size_t pos_ = 0;
-  EventHeap late_;  // scheduled before the current bucket after it was loaded (run_until stopped)
+  // Scheduled before the current bucket after it was loaded (run_until stopped), or into it
+  // ahead of more than kMaxShift of its events.
+  EventHeap late_;
   std::unique_ptr<Node[]> tmp_;  // sort scratch (scratch())
   size_t tmp_size_ = 0;
   // The ring: per slot a list of chunks in scheduling order, from one pool with a free list,
