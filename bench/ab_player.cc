@@ -54,14 +54,20 @@ Player::Player(sim::Network& net, const std::vector<sim::FlowSpec>& flows,
     : net_(net), flows_(flows), eps_(eps), src_(src), dst_(dst), dst_bytes_(dst_bytes),
       rkey_(rkey), mode_(mode), verb_(verb), recv_delay_(recv_delay), tagged_(tagged),
       deferrable_(deferrable), notice_(std::move(notice)),
-      records_(flows.size()), waiting_(flows.size(), 0), dependents_(sim::flow_dependents(flows)) {
+      records_(flows.size()) {
   if (verb == Verb::kAtomic) fetched_.assign(flows.size(), 0);
+  const bool edges = std::any_of(flows.begin(), flows.end(),
+                                 [](const sim::FlowSpec& f) { return !f.after.empty(); });
+  if (edges) {
+    waiting_.assign(flows.size(), 0);
+    dependents_ = sim::flow_dependents(flows);
+  }
   for (const sim::FlowSpec& f : flows) {
     records_[f.id].src = f.src;
     records_[f.id].dst = f.dst;
     records_[f.id].bytes = verb == Verb::kAtomic && !f.compute ? 8 : f.bytes;
     records_[f.id].start = kNever;
-    waiting_[f.id] = static_cast<uint32_t>(f.after.size());
+    if (edges) waiting_[f.id] = static_cast<uint32_t>(f.after.size());
   }
   net.register_callback(this);  // the same number on every rank: notices name it
 }
@@ -169,6 +175,7 @@ void Player::complete(uint32_t id, Time now, bool ok) {
   // A waiting flow on this host starts `start` after its last prerequisite completes; one
   // on another host hears of it a path's unloaded propagation later, as a message from
   // here would (which also keeps every rank of a split fabric a cut link's delay ahead).
+  if (dependents_.begin.empty()) return;  // no flow waits for another
   const uint32_t host = flows_[id].src;
   for (uint32_t i = dependents_.begin[id]; i < dependents_.begin[id + 1]; ++i) {
     const uint32_t next = dependents_.ids[i];

@@ -12,6 +12,7 @@
 #include <functional>
 #include <memory>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -68,6 +69,8 @@ class Player final : public sim::Scheduled {
   size_t completed() const noexcept { return completed_; }
   const std::vector<sim::FlowRecord>& records() const noexcept { return records_; }
   std::vector<sim::FlowRecord>& records() noexcept { return records_; }
+  // The records moved out, once the run is over (the player is done with them).
+  std::vector<sim::FlowRecord> take_records() noexcept { return std::move(records_); }
   uint64_t failed() const noexcept { return failed_; }  // flows, each counted once
 
  private:
@@ -101,6 +104,8 @@ class Player final : public sim::Scheduled {
   bool deferrable_;
   std::vector<uint64_t> fetched_;  // kAtomic: each flow's fetched value
   std::function<Time(uint32_t, uint32_t)> notice_;
+  // Per flow id, flat and sized once: its record; with any `after` edge in the run, its
+  // prerequisites not yet complete and the flows waiting for it (both empty without edges).
   std::vector<sim::FlowRecord> records_;
   std::vector<uint32_t> waiting_;
   sim::FlowDependents dependents_;

@@ -6,10 +6,10 @@
 #include <cstdlib>
 #include <memory>
 #include <optional>
+#include <tuple>
 #include <utility>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "bench/ab_engines.h"
 #include "bench/ab_fabric.h"
@@ -200,27 +200,54 @@ absl::Status Run::allocate_buffers() {
   return absl::OkStatus();
 }
 
+// Distinct pairs found by sorting flat keys, not by a hash map: a few bytes per flow, once.
 void Run::plan_connections() {
   qps_.assign(hosts_, 0);
   pdcs_.assign(hosts_, 0);
   if (rc_.transport == TransportKind::kUet) {
-    absl::flat_hash_map<uint64_t, bool> pairs;
+    std::vector<uint64_t> pairs;
+    pairs.reserve(rc_.flows.size());
     for (const sim::FlowSpec& f : rc_.flows) {
-      if (f.compute || !pairs.emplace(uint64_t{f.src} << 32 | f.dst, true).second) continue;
-      ++pdcs_[f.src];
-      ++pdcs_[f.dst];
+      if (!f.compute) pairs.push_back(uint64_t{f.src} << 32 | f.dst);
     }
+    std::sort(pairs.begin(), pairs.end());
+    pairs.erase(std::unique(pairs.begin(), pairs.end()), pairs.end());
+    for (uint64_t p : pairs) {
+      ++pdcs_[p >> 32];
+      ++pdcs_[static_cast<uint32_t>(p)];
+    }
+    return;
   }
-  if (rc_.transport == TransportKind::kRocev2) {
-    absl::flat_hash_map<std::pair<uint64_t, uint16_t>, bool> connected;
-    for (const sim::FlowSpec& f : rc_.flows) {
-      if (f.compute) continue;
-      const uint32_t a = std::min(f.src, f.dst), b = std::max(f.src, f.dst);
-      if (!connected.emplace(std::pair(uint64_t{a} << 32 | b, f.channel), true).second) continue;
-      qp_pairs_.push_back({a, b, f.channel});
-      ++qps_[a];
-      ++qps_[b];
-    }
+  // RoCEv2: each (pair, channel) once, in the order the flows first name it (the PSN draws
+  // follow that order): sorted by key and flow, the first of each key kept, then by flow.
+  struct Named {
+    uint64_t pair;
+    uint16_t channel;
+    uint32_t flow;
+  };
+  std::vector<Named> named;
+  named.reserve(rc_.flows.size());
+  for (uint32_t i = 0; i < rc_.flows.size(); ++i) {
+    const sim::FlowSpec& f = rc_.flows[i];
+    if (f.compute) continue;
+    const uint32_t a = std::min(f.src, f.dst), b = std::max(f.src, f.dst);
+    named.push_back({uint64_t{a} << 32 | b, f.channel, i});
+  }
+  const auto key = [](const Named& x) { return std::pair(x.pair, x.channel); };
+  std::sort(named.begin(), named.end(), [&](const Named& x, const Named& y) {
+    return std::tuple(x.pair, x.channel, x.flow) < std::tuple(y.pair, y.channel, y.flow);
+  });
+  named.erase(std::unique(named.begin(), named.end(),
+                          [&](const Named& x, const Named& y) { return key(x) == key(y); }),
+              named.end());
+  std::sort(named.begin(), named.end(),
+            [](const Named& x, const Named& y) { return x.flow < y.flow; });
+  qp_pairs_.reserve(named.size());
+  for (const Named& n : named) {
+    const auto a = static_cast<uint32_t>(n.pair >> 32), b = static_cast<uint32_t>(n.pair);
+    qp_pairs_.push_back({a, b, n.channel});
+    ++qps_[a];
+    ++qps_[b];
   }
 }
 
@@ -392,7 +419,7 @@ absl::StatusOr<RunResult> Run::collect() {
   auto flows = flow_stats();
   if (!flows.ok()) return flows.status();
   r.flows = *flows;
-  r.records = std::as_const(*player_).records();
+  r.records = player_->take_records();  // moved, not copied: the player is done
   r.ports = sim::port_summary(net_, net_.now());
   for (uint32_t h = 0; h < hosts_; ++h)
     r.connections += rc_.transport == TransportKind::kUet ? pdcs_[h] : qps_[h];

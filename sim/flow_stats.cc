@@ -45,6 +45,8 @@ Time ideal_fct(uint64_t bytes, const PathModel& path) {
   return at_source + hops_after + path.propagation;
 }
 
+// One flat array of doubles, sized once: the FCTs sorted, then reused for the slowdowns. Both
+// are sorted, so percentiles are exact and the mean sums in the same order on every run.
 absl::StatusOr<FlowStats> flow_stats(std::span<const FlowRecord> records,
                                      std::span<const FlowSpec> flows, const IdealFct& ideal) {
   if (records.size() != flows.size()) {
@@ -53,43 +55,50 @@ absl::StatusOr<FlowStats> flow_stats(std::span<const FlowRecord> records,
   }
   if (!ideal) return absl::InvalidArgumentError("flow_stats: no ideal FCT function");
   FlowStats s;
-  s.total = 0;
-  for (const FlowSpec& f : flows) s.total += f.compute ? 0 : 1;  // compute tasks are not flows
-  std::vector<double> fct, slow;
-  fct.reserve(flows.size());
-  slow.reserve(flows.size());
   s.first_start = kNever;
+  const auto done = [&](size_t i) {
+    return !flows[i].compute && records[i].finish != kNever && records[i].start != kNever;
+  };
   for (size_t i = 0; i < flows.size(); ++i) {
     const FlowRecord& r = records[i];
-    if (flows[i].compute) continue;
+    if (flows[i].compute) continue;  // compute tasks are not flows
+    ++s.total;
     if (r.start != kNever) s.first_start = std::min(s.first_start, r.start);
-    if (r.finish == kNever || r.start == kNever) continue;
+    if (!done(i)) continue;
+    ++s.completed;
+    s.last_finish = std::max(s.last_finish, r.finish);
+    s.completed_bytes += r.bytes;
+  }
+  if (s.first_start == kNever) s.first_start = 0;
+  std::vector<double> v;
+  v.reserve(s.completed);
+  for (size_t i = 0; i < flows.size(); ++i) {
+    if (!done(i)) continue;
     const Time best = ideal(flows[i]);
     if (best <= 0) {
       return absl::InvalidArgumentError(
           absl::StrCat("flow_stats: ideal FCT of flow ", i, " is ", best, " ps, must be > 0"));
     }
-    const Time t = r.finish - r.start;
-    fct.push_back(to_us(t));
-    slow.push_back(static_cast<double>(t) / static_cast<double>(best));
-    s.last_finish = std::max(s.last_finish, r.finish);
-    s.completed_bytes += r.bytes;
+    v.push_back(static_cast<double>(records[i].finish - records[i].start) /
+                static_cast<double>(best));
   }
-  if (s.first_start == kNever) s.first_start = 0;
-  s.completed = fct.size();
-  if (fct.empty()) return s;
-  std::sort(fct.begin(), fct.end());
-  std::sort(slow.begin(), slow.end());
-  s.fct_min_us = fct.front();
-  s.fct_p50_us = percentile(fct, 0.5);
-  s.fct_p99_us = percentile(fct, 0.99);
-  s.fct_max_us = fct.back();
+  if (v.empty()) return s;
+  std::sort(v.begin(), v.end());
   double sum = 0;
-  for (double x : slow) sum += x;
-  s.slowdown_mean = sum / static_cast<double>(slow.size());
-  s.slowdown_p50 = percentile(slow, 0.5);
-  s.slowdown_p99 = percentile(slow, 0.99);
-  s.slowdown_max = slow.back();
+  for (double x : v) sum += x;
+  s.slowdown_mean = sum / static_cast<double>(v.size());
+  s.slowdown_p50 = percentile(v, 0.5);
+  s.slowdown_p99 = percentile(v, 0.99);
+  s.slowdown_max = v.back();
+  v.clear();
+  for (size_t i = 0; i < flows.size(); ++i) {
+    if (done(i)) v.push_back(to_us(records[i].finish - records[i].start));
+  }
+  std::sort(v.begin(), v.end());
+  s.fct_min_us = v.front();
+  s.fct_p50_us = percentile(v, 0.5);
+  s.fct_p99_us = percentile(v, 0.99);
+  s.fct_max_us = v.back();
   const Time makespan = s.last_finish - s.first_start;
   if (makespan > 0) {
     s.goodput_gbps = static_cast<double>(s.completed_bytes) * 8 /

@@ -179,14 +179,20 @@ struct Outputs {
 
 // One case (a scenario at one fabric loss rate) under every transport, its JSON objects and
 // CSV rows written as each run ends.
+// The flows are lent to each run, not copied (a million flows: tens of MB each).
 std::vector<RunResult> run_case(const Options& o, const Fabric& base, const std::string& scenario,
-                                const std::vector<sim::FlowSpec>& flows, double fabric_loss,
+                                std::vector<sim::FlowSpec>& flows, double fabric_loss,
                                 Outputs& out) {
   std::vector<RunResult> runs;
   for (TransportKind t : o.transports) {
-    RunConfig c = run_config(o, base, scenario, fabric_loss, t);
-    c.flows = flows;
     if (g_stop.load(std::memory_order_relaxed)) break;
+    RunConfig c = run_config(o, base, scenario, fabric_loss, t);
+    c.flows = std::move(flows);
+    struct Return {  // the flows go back to the plan however the run ends
+      std::vector<sim::FlowSpec>& to;
+      RunConfig& from;
+      ~Return() { to = std::move(from.flows); }
+    } give_back{flows, c};
     ProgressLine progress(absl::StrCat(scenario, " ", to_string(t)));
     c.progress = [&progress](const Progress& p) { progress(p); };
     c.stop = &g_stop;
@@ -198,6 +204,10 @@ std::vector<RunResult> run_case(const Options& o, const Fabric& base, const std:
       continue;
     }
     out.write(scenario, t, *r, c);
+    // Only the plots and loss-sweep's table read a run's records once it is written.
+    if (o.plot_dir.empty() && scenario != "loss-sweep") {
+      std::vector<sim::FlowRecord>().swap(r->records);
+    }
     runs.push_back(std::move(*r));
   }
   return runs;
@@ -205,7 +215,7 @@ std::vector<RunResult> run_case(const Options& o, const Fabric& base, const std:
 
 // loss-sweep: one case per rate, then the goodput table (and --plot's chart).
 void run_sweep(const Options& o, const Fabric& base, uint32_t hosts,
-               const std::string& fabric_name, const Planned& planned, Outputs& out) {
+               const std::string& fabric_name, Planned& planned, Outputs& out) {
   const uint32_t links = sweep_path_links(base);
   std::vector<SweepRow> rows;
   for (double link : planned.fabric_losses) {
@@ -277,9 +287,9 @@ std::string scenario_title(const Options& o, const Fabric& base, uint32_t hosts,
 
 // The flow scenarios, one after another: run, table, plots.
 void run_scenarios(const Options& o, const Fabric& base, uint32_t hosts,
-                   const std::string& fabric_name, const std::vector<Planned>& plan, Outputs& out) {
+                   const std::string& fabric_name, std::vector<Planned>& plan, Outputs& out) {
   std::signal(SIGINT, on_sigint);
-  for (const Planned& planned : plan) {
+  for (Planned& planned : plan) {
     if (g_stop.load(std::memory_order_relaxed)) break;
     if (planned.scenario == "loss-sweep") {
       run_sweep(o, base, hosts, fabric_name, planned, out);
@@ -326,7 +336,7 @@ int run_main() {
     return scenario == "trace" ? run_trace(hosts, o.transports, fabric_name, config_for)
                                : run_collective(hosts, o.transports, fabric_name, config_for);
   }
-  const auto plan = plan_scenarios(o, base, hosts, *scenarios);
+  auto plan = plan_scenarios(o, base, hosts, *scenarios);
   if (!plan.ok()) return refuse(plan.status());
   if (!write_experiment_files()) return 1;
   Outputs out;
