@@ -86,8 +86,10 @@ class Run {
   absl::Status create_endpoints();
   absl::Status connect_qps();
   bool run_slice(Time until);
+  bool run_watched(Time until);
+  uint64_t delivered_bytes() const;
   Sample sample(Time from, Time until);
-  void report_progress(size_t completed, uint64_t events) const;
+  void report_progress(size_t completed, uint64_t events, uint64_t delivered) const;
   absl::StatusOr<sim::FlowStats> flow_stats() const;
   void sum_counters(RunResult& r);
   void sum_pfc_watchdog(RunResult& r);
@@ -121,6 +123,9 @@ class Run {
   uint64_t delivered_before_ = 0;
   sim::WindowStats windows_;
   bool stopped_ = false;
+  double setup_s_ = 0;        // wall time before the first slice
+  uint64_t total_bytes_ = 0;  // the flows' payload
+  Time step_ = kMicrosecond;  // run_watched's sub-slice, grown or shrunk to its wall time
   bool deadlocked_ = false;  // stopped at a PFC deadlock the watchdog reported
 };
 
@@ -333,13 +338,17 @@ absl::Status Run::connect_qps() {
 void Run::drive() {
   const Time slice = rc_.sample_every > 0 ? rc_.sample_every : 100 * kMicrosecond;
   Time sampled_at = 0;
+  setup_s_ = std::chrono::duration<double>(Clock::now() - t0_).count();
+  if (rc_.progress) {
+    for (const sim::FlowSpec& f : rc_.flows) total_bytes_ += f.compute ? 0 : f.bytes;
+  }
   for (;;) {
     const bool stop = rc_.stop != nullptr && rc_.stop->load(std::memory_order_relaxed);
-    std::array<uint64_t, 4> g{player_->completed(), stop ? 1u : 0u, net_.events_processed(),
-                              net_.pfc_deadlocks().size()};
+    std::array<uint64_t, 5> g{player_->completed(), stop ? 1u : 0u, net_.events_processed(),
+                              net_.pfc_deadlocks().size(), rc_.progress ? delivered_bytes() : 0};
     ranks_.sum_all(g);
     const size_t completed = g[0];
-    report_progress(completed, g[2]);
+    report_progress(completed, g[2], g[4]);
     if (completed == rc_.flows.size() || net_.now() >= rc_.max_time) break;
     // A deadlock the watchdog only reports never clears: nothing more to learn from the run.
     if (g[3] != 0 && rc_.fabric.pfc_watchdog.action == sim::PfcWatchdogAction::kReport) {
@@ -364,7 +373,7 @@ void Run::drive() {
   }
 }
 
-void Run::report_progress(size_t completed, uint64_t events) const {
+void Run::report_progress(size_t completed, uint64_t events, uint64_t delivered) const {
   if (!rc_.progress || net_.now() <= 0 || ranks_.rank() != 0) return;
   Progress p;
   p.sim_time = net_.now();
@@ -372,14 +381,49 @@ void Run::report_progress(size_t completed, uint64_t events) const {
   p.flows_done = completed;
   p.flows = rc_.flows.size();
   p.wall_s = std::chrono::duration<double>(Clock::now() - t0_).count();
+  p.setup_s = setup_s_;
+  p.delivered_bytes = delivered;
+  p.total_bytes = total_bytes_;
   rc_.progress(p);
+}
+
+// Bytes the links into this rank's hosts have carried.
+uint64_t Run::delivered_bytes() const {
+  uint64_t sum = 0;
+  for (uint32_t h = 0; h < hosts_; ++h) {
+    if (net_.owns_host(h)) sum += net_.port(net_.port(net_.host(h).port).peer).stats.tx_bytes;
+  }
+  return sum;
 }
 
 // False: stopped (over ranks, a stop on any rank ends the slice early on all: mpirun gives a
 // rank one second between SIGTERM and SIGKILL).
 bool Run::run_slice(Time until) {
   if (split_) return sim::run_windows(net_, ranks_, lookahead_, until, &windows_, rc_.stop);
+  if (rc_.progress) return run_watched(until);
   net_.run_until(until);
+  return true;
+}
+
+// One process with a progress line: the slice in sub-slices of about a quarter second of wall
+// each (a large fabric's 100 us slice takes minutes), reporting once a second and heeding a
+// stop after each. Where run_until stops changes nothing: events pop in (time, key) order.
+bool Run::run_watched(Time until) {
+  constexpr double kShortest = 0.1, kLongest = 0.4;  // seconds of wall per sub-slice
+  auto last_report = Clock::now();
+  while (net_.now() < until) {
+    const auto w0 = Clock::now();
+    net_.run_until(std::min(until, net_.now() + step_));
+    const auto w1 = Clock::now();
+    const double took = std::chrono::duration<double>(w1 - w0).count();
+    if (took < kShortest && step_ < 100 * kMicrosecond) step_ *= 2;
+    if (took > kLongest && step_ > kNanosecond) step_ /= 2;
+    if (rc_.stop != nullptr && rc_.stop->load(std::memory_order_relaxed)) return false;
+    if (std::chrono::duration<double>(w1 - last_report).count() >= 1) {
+      last_report = w1;
+      report_progress(player_->completed(), net_.events_processed(), delivered_bytes());
+    }
+  }
   return true;
 }
 

@@ -102,7 +102,11 @@ struct Progress {
   Time sim_time = 0;
   uint64_t events = 0;
   size_t flows_done = 0, flows = 0;
-  double wall_s = 0;
+  double wall_s = 0;   // since run() was called
+  double setup_s = 0;  // of wall_s, building the fabric, endpoints and flows
+  // Bytes the fabric has delivered to hosts (frames whole: headers and ACKs too), and the
+  // flows' payload bytes: a share of the work for runs whose flows all end together.
+  uint64_t delivered_bytes = 0, total_bytes = 0;
 };
 
 // The builder's own check of the fabric's shape (sizes in range, at most kMaxHosts hosts),
@@ -172,7 +176,8 @@ struct RunConfig {
   std::string pcap_prefix;
   // When > 0: sample the fabric this often (RunResult::series), for throughput and queue plots.
   Time sample_every = 0;
-  // Called between slices of simulated time (at least every 100 us of it).
+  // Called between slices of simulated time (at least every 100 us of it) and, in one process,
+  // within them, about every quarter second of wall time.
   std::function<void(const Progress&)> progress;
   // When set and true, the run stops at the next slice and returns what it has (interrupted).
   // Split over ranks, a stop asked on any rank stops them all.

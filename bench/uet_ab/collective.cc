@@ -310,7 +310,9 @@ bool run_iterations(const CollectiveRequest& req, TransportKind t, const Planned
     c.seed = req.seed + it;
     c.flows = p.plan.flows;
     ProgressLine progress(absl::StrFormat("collective %u B %s", p.plan.bytes, to_string(t)));
-    c.progress = [&progress](const Progress& pr) { progress(pr); };
+    if (progress.on()) {
+      c.progress = [&progress](const Progress& pr) { progress(pr); };
+    }
     c.stop = &g_stop;
     auto r = run(c);
     if (!r.ok()) {

@@ -241,5 +241,8 @@ ABSL_FLAG(std::string, config, "",
 ABSL_FLAG(double, max_memory_gb, 0,
           "refuse a request whose estimated peak memory exceeds this many GiB, 0..1000000; 0: "
           "the machine's MemAvailable");
+ABSL_FLAG(bool, progress, false,
+          "print the progress line on stderr even when stderr is not a terminal (on a terminal "
+          "it is always shown once a run takes 2 s)");
 ABSL_FLAG(std::string, pcap, "",
           "directory for pcaps of host 0's traffic, one pair per run (SCENARIO_TRANSPORT_h0_tx.pcap, _rx)");

@@ -194,7 +194,9 @@ std::vector<RunResult> run_case(const Options& o, const Fabric& base, const std:
       ~Return() { to = std::move(from.flows); }
     } give_back{flows, c};
     ProgressLine progress(absl::StrCat(scenario, " ", to_string(t)));
-    c.progress = [&progress](const Progress& p) { progress(p); };
+    if (progress.on()) {
+      c.progress = [&progress](const Progress& p) { progress(p); };
+    }
     c.stop = &g_stop;
     auto r = run(c);
     if (!r.ok()) {

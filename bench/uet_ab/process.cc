@@ -39,4 +39,40 @@ std::string memory_refusal(double need, const std::string& why, const std::strin
       given ? "" : "; --max_memory_gb=N overrides the limit");
 }
 
+ProgressLine::ProgressLine(std::string label)
+    : label_(std::move(label)), tty_(isatty(STDERR_FILENO) != 0),
+      on_(tty_ || absl::GetFlag(FLAGS_progress)) {}
+
+ProgressLine::~ProgressLine() {
+  if (shown_ && tty_) std::fprintf(stderr, "\n");
+}
+
+void ProgressLine::operator()(const Progress& p) {
+  if (!on_ || p.wall_s < 2 || (shown_ && p.wall_s - last_wall_ < (tty_ ? 2 : 5))) return;
+  // Events/s since the last line; the first line's since the set-up ended.
+  const double since = shown_ ? last_wall_ : p.setup_s;
+  const uint64_t events = p.events - (shown_ ? last_events_ : 0);
+  const double rate = p.wall_s > since ? static_cast<double>(events) / (p.wall_s - since) : 0;
+  last_wall_ = p.wall_s;
+  last_events_ = p.events;
+  shown_ = true;
+  double share = p.flows > 0 ? static_cast<double>(p.flows_done) / static_cast<double>(p.flows) : 0;
+  const double bytes_share =
+      p.total_bytes > 0
+          ? std::min(1.0, static_cast<double>(p.delivered_bytes) / static_cast<double>(p.total_bytes))
+          : 0;
+  share = std::max(share, bytes_share);
+  std::string eta = "?";
+  if (share > 0 && p.wall_s > p.setup_s) {
+    eta = absl::StrFormat("~%.0f s", (p.wall_s - p.setup_s) * (1 - share) / share);
+  }
+  std::fprintf(stderr,
+               "%s[%s] simulated %.3f ms, %.2f M events/s, flows %zu/%zu, bytes %.0f%%, RSS %.2f "
+               "GiB, set-up %.0f s, wall %.0f s, ETA %s%s",
+               tty_ ? "\r" : "", label_.c_str(), static_cast<double>(p.sim_time) / kMillisecond,
+               rate / 1e6, p.flows_done, p.flows, 100 * bytes_share,
+               resident_bytes() / double(1 << 30), p.setup_s, p.wall_s, eta.c_str(),
+               tty_ ? "   " : "\n");
+}
+
 }  // namespace uet::ab

@@ -210,10 +210,10 @@ void print_split(const std::vector<RunResult>& runs) {
 namespace {
 
 // ----- experiment files: every uet-ab parameter as "--name=value", in name order. Output
-// locations are left out: they say where results go, not what was run.
+// locations and the progress line are left out: they say where results go, not what was run.
 std::string experiment_file() {
-  static constexpr const char* kNotParameters[] = {"json", "csv", "plot", "pcap", "save_config",
-                                                   "config"};
+  static constexpr const char* kNotParameters[] = {"json", "csv",    "plot",    "pcap",
+                                                   "save_config", "config", "progress"};
   std::vector<std::pair<std::string, std::string>> flags;
   for (const auto& [name, flag] : absl::GetAllFlags()) {
     if (absl::string_view(flag->Filename()).find("uet_ab/flags.cc") == absl::string_view::npos) continue;

@@ -244,7 +244,9 @@ int run_trace(uint32_t hosts, const std::vector<TransportKind>& transports,
     RunConfig c = config_for(t);
     c.flows = plan.flows;
     ProgressLine progress(absl::StrCat("trace ", to_string(t)));
-    c.progress = [&progress](const Progress& pr) { progress(pr); };
+    if (progress.on()) {
+      c.progress = [&progress](const Progress& pr) { progress(pr); };
+    }
     c.stop = &g_stop;
     auto r = run(c);
     if (!r.ok()) {

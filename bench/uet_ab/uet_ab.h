@@ -140,6 +140,7 @@ ABSL_DECLARE_FLAG(std::string, save_config);
 ABSL_DECLARE_FLAG(std::string, config);
 ABSL_DECLARE_FLAG(double, max_memory_gb);
 ABSL_DECLARE_FLAG(std::string, pcap);
+ABSL_DECLARE_FLAG(bool, progress);
 
 namespace uet::ab {
 
@@ -161,36 +162,26 @@ double resident_bytes();
 // estimate, its terms (`why`), the limit and what to lower (`lower`).
 std::string memory_refusal(double need, const std::string& why, const std::string& lower);
 
-// A progress line on stderr once a run has taken 2 s of wall time: rewritten in place on a
-// terminal, a line every 5 s otherwise.
+// A progress line on stderr once a run has taken 2 s of wall time, on a terminal or with
+// --progress (never in the results): rewritten in place every 2 s on a terminal, a line every
+// 5 s otherwise. Events/s over the last interval, simulated time, RSS (/proc/self/statm), flows
+// done, the share of the flows' bytes hosts have received, the set-up's wall time and an ETA
+// from the larger of the two shares.
 class ProgressLine {
  public:
-  explicit ProgressLine(std::string label) : label_(std::move(label)), tty_(isatty(STDERR_FILENO) != 0) {}
-  ~ProgressLine() {
-    if (shown_ && tty_) std::fprintf(stderr, "\n");
-  }
-  void operator()(const Progress& p) {
-    if (p.wall_s < 2 || (shown_ && p.wall_s - last_ < (tty_ ? 0.5 : 5))) return;
-    last_ = p.wall_s;
-    shown_ = true;
-    std::string eta = "?";
-    if (p.flows_done > 0 && p.flows_done < p.flows) {
-      eta = absl::StrFormat("~%.0f s", p.wall_s * static_cast<double>(p.flows - p.flows_done) /
-                                           static_cast<double>(p.flows_done));
-    }
-    std::fprintf(stderr,
-                 "%s[%s] simulated %.3f ms, %.2f M events/s, flows %zu/%zu, RSS %.2f GiB, wall "
-                 "%.0f s, ETA %s%s",
-                 tty_ ? "\r" : "", label_.c_str(), static_cast<double>(p.sim_time) / kMillisecond,
-                 static_cast<double>(p.events) / 1e6 / p.wall_s, p.flows_done, p.flows,
-                 resident_bytes() / double(1 << 30), p.wall_s, eta.c_str(), tty_ ? "   " : "\n");
-  }
+  explicit ProgressLine(std::string label);
+  ~ProgressLine();
+  void operator()(const Progress& p);
+  // Shown at all (a terminal, or --progress): only then does a run report to it.
+  bool on() const noexcept { return on_; }
 
  private:
   std::string label_;
   bool tty_;
+  bool on_;
   bool shown_ = false;
-  double last_ = 0;
+  double last_wall_ = 0;
+  uint64_t last_events_ = 0;
 };
 
 // The flags' checks: numbers in refusals as printf's %g.

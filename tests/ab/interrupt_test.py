@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""uet-ab on a run too long to wait for: a progress line appears on stderr, Ctrl-C (SIGINT)
+"""uet-ab on a run too long to wait for: with --progress a progress line (events/s, simulated
+time, RSS, flows, ETA) appears on stderr, not a terminal here, and Ctrl-C (SIGINT)
 stops the run at its next slice, the partial table is printed and marked, the JSON written so
 far is valid, and the exit code is 130.
 Usage: interrupt_test.py BUILD_BIN_DIR
@@ -20,11 +21,14 @@ def main():
         out = os.path.join(tmp, "partial.json")
         # 128 hosts all-to-all of 1 MB each: minutes of wall time, far more than the test waits.
         proc = subprocess.Popen([ab_common.tool(), "--scenario=alltoall",
-                                 "--transport=uet", "--json=" + out],
+                                 "--transport=uet", "--progress", "--json=" + out],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         first = proc.stderr.readline()  # blocks until the first progress line (after 2 s)
         if not first.startswith("[alltoall uet] simulated"):
             failures.append(f"first stderr line is not a progress line: {first!r}")
+        for field in ("M events/s", "flows ", "/16256", "RSS ", "GiB", "ETA "):
+            if field not in first:
+                failures.append(f"the progress line lacks {field!r}: {first!r}")
         proc.send_signal(signal.SIGINT)
         try:
             stdout, stderr = proc.communicate(timeout=120)

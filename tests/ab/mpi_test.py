@@ -123,7 +123,7 @@ def main():
         # same window and rank 0 writes the partial results.
         out = os.path.join(tmp, "partial.json")
         proc = subprocess.Popen(mpirun(ranks) + [uet_ab, "--scenario=alltoall", "--transport=uet",
-                                                 "--json=" + out],
+                                                 "--progress", "--json=" + out],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
         first = proc.stderr.readline()  # blocks until rank 0's first progress line (after 2 s)
         if not first.startswith("[alltoall uet] simulated"):
