@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
 namespace uet::ab {
@@ -13,6 +14,7 @@ namespace {
 
 std::string human(double bytes) {
   if (bytes >= double(1 << 30)) return absl::StrFormat("%.1f GiB", bytes / double(1 << 30));
+  if (bytes < 1024) return absl::StrFormat("%.0f B", bytes);
   if (bytes >= double(1 << 20)) return absl::StrFormat("%.2f MiB", bytes / double(1 << 20));
   return absl::StrFormat("%.1f KiB", bytes / 1024);
 }
@@ -33,15 +35,18 @@ uint64_t pairs(const std::vector<sim::FlowSpec>& flows, bool ordered) {
 
 }  // namespace
 
+uint64_t route_entries(const Fabric& f) noexcept {
+  return (uint64_t{tor_count(f)} + 1) * switch_count(f);
+}
+
 MemoryEstimate estimate_memory(const RunConfig& c) {
   using M = MeasuredMemory;
   const bool uet = c.transport == TransportKind::kUet;
-  const double hosts = host_count(c.fabric);
-  const double n_pairs = static_cast<double>(pairs(c.flows, uet));
-  const double flows = static_cast<double>(c.flows.size());
-  const double ports = static_cast<double>(port_count(c.fabric));
-  const double tors = tor_count(c.fabric);
-  const double routes = (tors + 1) * switch_count(c.fabric);
+  const auto hosts = static_cast<double>(host_count(c.fabric));
+  const auto n_pairs = static_cast<double>(pairs(c.flows, uet));
+  const auto flows = static_cast<double>(c.flows.size());
+  const auto ports = static_cast<double>(port_count(c.fabric));
+  const auto routes = static_cast<double>(route_entries(c.fabric));
   uint64_t max_bytes = 0;
   for (const sim::FlowSpec& f : c.flows) max_bytes = std::max(max_bytes, f.bytes);
   const double per_host = uet ? M::kUetPerHost : M::kRocePerHost;
@@ -49,19 +54,26 @@ MemoryEstimate estimate_memory(const RunConfig& c) {
   // Each host's first pair is in its per-host cost (the permutation it was measured with).
   const double extra_pairs = std::max(0.0, n_pairs - hosts);
   MemoryEstimate e;
-  e.bytes = M::kBase + hosts * per_host + extra_pairs * per_pair + flows * M::kPerFlow +
-            ports * M::kPerPort + routes * M::kPerRoute + static_cast<double>(max_bytes);
-  e.why = absl::StrFormat("%.0f hosts x %s %s", hosts, human(per_host), to_string(c.transport));
+  e.hosts = hosts * per_host;
+  e.pairs = extra_pairs * per_pair;
+  e.flows = flows * M::kPerFlow;
+  e.ports = ports * M::kPerPort;
+  e.routes = routes * M::kPerRoute;
+  e.buffer = static_cast<double>(max_bytes);
+  e.bytes = M::kBase + e.hosts + e.pairs + e.flows + e.ports + e.routes + e.buffer;
+  e.why = absl::StrFormat("%.0f hosts x %s %s (%s)", hosts, human(per_host),
+                          to_string(c.transport), human(e.hosts));
   if (extra_pairs > 0) {
-    absl::StrAppend(&e.why,
-                    absl::StrFormat(" + %.0f more host pairs x %s", extra_pairs, human(per_pair)));
+    absl::StrAppend(&e.why, absl::StrFormat(" + %.0f more host pairs x %s (%s)", extra_pairs,
+                                            human(per_pair), human(e.pairs)));
   }
-  absl::StrAppend(&e.why, absl::StrFormat(" + %.0f flows, %.0f ports and ECMP %s", flows, ports,
-                                          human(flows * M::kPerFlow + ports * M::kPerPort +
-                                                routes * M::kPerRoute)));
+  absl::StrAppend(&e.why, absl::StrFormat(" + %.0f flows (%s) + %.0f ports (%s)", flows,
+                                          human(e.flows), ports, human(e.ports)));
+  if (routes > 0) {
+    absl::StrAppend(&e.why, absl::StrFormat(" + %.0f route entries (%s)", routes, human(e.routes)));
+  }
   if (max_bytes > 0) {
-    absl::StrAppend(
-        &e.why, absl::StrFormat(" + the %s target buffer", human(static_cast<double>(max_bytes))));
+    absl::StrAppend(&e.why, absl::StrFormat(" + the %s target buffer", human(e.buffer)));
   }
   return e;
 }

@@ -24,22 +24,33 @@ struct MeasuredMemory {
   static constexpr double kUetPerPair = 14.2 * 1024;   // ordered pair: a PDC at each end
   static constexpr double kRocePerHost = 22.6 * 1024;  // with its first pair
   static constexpr double kRocePerPair = 3.6 * 1024;   // unordered pair and channel: a QP each side
-  // Not measured, sized from the structures: per flow (the planned list, the run's copy, its
-  // records and the player's state), per port (sim::Port and its queues' first slots), per
-  // ECMP route entry (one per switch and ToR).
-  static constexpr double kPerFlow = 512;
+  // Per flow: the planned list (sim::FlowSpec, and its `after` ids), the player's record and
+  // dependents; measured as an all-reduce ring at k=16 (2,095,104 flows, two `after` ids
+  // each) against the permutation there (1024 flows).
+  static constexpr double kPerFlow = 176;
+  // Not measured, sized from the structures: per port (sim::Port and its queues' first slots),
+  // per ECMP route entry (route_entries(): a 16-bit group number).
   static constexpr double kPerPort = 512;
   static constexpr double kPerRoute = 2;
 };
 
 struct MemoryEstimate {
-  double bytes = 0;
-  std::string why;  // the terms: "35152 hosts x 33.5 KiB uet + ..."
+  double bytes = 0;  // the sum of the terms below
+  // The terms: hosts with their first pair, further communicating pairs, flows, ports, route
+  // table entries, the target buffer of the largest flow.
+  double hosts = 0, pairs = 0, flows = 0, ports = 0, routes = 0, buffer = 0;
+  std::string why;  // the terms: "35152 hosts x 33.5 KiB uet (1.12 GiB) + ..."
 };
 
 // One run's peak: its fabric, its flows' communicating pairs, its transport, the target
-// buffer of its largest flow.
+// buffer of its largest flow. Every count is carried in 64 bits or a double: exact at 10^6
+// hosts and 10^9 route entries.
 MemoryEstimate estimate_memory(const RunConfig& config);
+
+// Entries of the fabric's route tables (sim/routing/ecmp_table.h): one per switch and
+// destination column (each ToR, and the column of hosts' own switches). Every family builds
+// them today; a family whose routes are computed from addresses (no table) counts 0 here.
+uint64_t route_entries(const Fabric& f) noexcept;
 
 // MemAvailable from /proc/meminfo in bytes; 0 when it cannot be read.
 uint64_t memory_available();

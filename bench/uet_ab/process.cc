@@ -58,9 +58,9 @@ void ProgressLine::operator()(const Progress& p) {
   shown_ = true;
   double share = p.flows > 0 ? static_cast<double>(p.flows_done) / static_cast<double>(p.flows) : 0;
   const double bytes_share =
-      p.total_bytes > 0
-          ? std::min(1.0, static_cast<double>(p.delivered_bytes) / static_cast<double>(p.total_bytes))
-          : 0;
+      p.total_bytes > 0 ? std::min(1.0, static_cast<double>(p.delivered_bytes) /
+                                            static_cast<double>(p.total_bytes))
+                        : 0;
   share = std::max(share, bytes_share);
   std::string eta = "?";
   if (share > 0 && p.wall_s > p.setup_s) {

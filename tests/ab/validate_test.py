@@ -9,7 +9,8 @@ would have run first); a connection matrix with more Nodes than the fabric has h
 failed links than the top tier has; a ring all-reduce with fewer bytes than hosts; an unknown
 --verb, or one the delivery mode cannot carry. A run whose
 estimated peak memory exceeds --max_memory_gb is refused the same way, with the estimate and
-the flags that shrink it; the estimate grows with the hosts; under a large enough limit the
+the flags that shrink it; the estimate grows with the hosts, and at a million hosts (k=160)
+counts every term (hosts, flows, ports, route entries) exactly; under a large enough limit the
 same run goes ahead.
 Usage: validate_test.py BUILD_BIN_DIR
 """
@@ -84,6 +85,17 @@ def main():
             (small_gib, small_hosts), (large_gib, large_hosts) = estimates["small"], estimates["large"]
             if (small_hosts, large_hosts) != (8, 128) or not 0 < small_gib < large_gib < 1:
                 failures.append(f"memory estimates {estimates}")
+        # A million hosts (fat-tree k=160): every term of the estimate counted without overflow
+        # or truncation, the sum in the tens of GiB, the flags to change named.
+        proc = ab_common.run(["--scenario=permutation", "--topology=fattree", "--k=160",
+                              "--bytes=65536", "--transport=uet", "--max_memory_gb=1"],
+                             timeout=60)
+        m = re.search(r"this run needs about ([0-9.e+]+) GiB \(1024000 hosts x .* \+ 1024000 "
+                      r"flows .* \+ 6144000 ports .* \+ 409632000 route entries", proc.stderr)
+        if proc.returncode != 2 or m is None or not 10 < float(m.group(1)) < 100:
+            failures.append(f"memory at 10^6 hosts: rc {proc.returncode}, {proc.stderr!r}")
+        elif "lower --k / --hosts_per_tor" not in proc.stderr:
+            failures.append(f"memory at 10^6 hosts: no flags to change in {proc.stderr!r}")
         ran = ab_common.run(small + ["--transport=uet", "--max_memory_gb=64"], timeout=60)
         if ran.returncode != 0 or "flows completed" not in ran.stdout:
             failures.append(f"--max_memory_gb=64: rc {ran.returncode}, {ran.stderr!r}")
