@@ -13,8 +13,12 @@
 
 namespace uet::sim {
 
-Network::Network(const NetworkConfig& config) : config_(config), pool_(config.frame_capacity) {
-  events_q_.reserve(1 << 16);
+const Network::FrameMeta Network::kFreshMeta{};
+
+Network::Network(const NetworkConfig& config)
+    : config_(config), pool_(config.frame_capacity, sizeof(FrameMeta), &kFreshMeta) {
+  // The current bucket's arrays; the far heap grows with what is scheduled far ahead.
+  events_q_.reserve(0);
   host_cost_ = config.host_cost.ps_per_frame > 0 || config.host_cost.ps_per_byte > 0;
 }
 
@@ -133,11 +137,11 @@ constexpr size_t kPrefetchLast = 2;
 
 // The stages, each for the event it runs ahead of. Nothing in them reads past the stage's own
 // event; a prefetch of any address is harmless. An arrival's frame has its metadata (see
-// frame_meta_), so the stages read it unchecked.
+// Network::FrameMeta), so the stages read it unchecked.
 [[gnu::always_inline]] inline void Network::prefetch_far(const EventQueue::Node& e) const noexcept {
   if (e.kind() == kArrive) {
     prefetch(&ports_[e.a]);
-    prefetch(frame_meta_.data() + e.b);
+    prefetch(pool_.meta_hint(e.b));
   } else if (e.kind() == kTxDone) {
     prefetch_lines(&ports_[e.a], 3);
   }
@@ -146,7 +150,7 @@ constexpr size_t kPrefetchLast = 2;
 [[gnu::always_inline]] inline void Network::prefetch_mid(const EventQueue::Node& e) const noexcept {
   if (e.kind() == kArrive) {
     const Port& p = ports_[e.a];
-    const FrameMeta& m = frame_meta_[e.b];
+    const FrameMeta& m = meta(e.b);
     if (p.at_host || !m.parsed) {
       // The Frame and its bytes, from their addresses alone: no load to wait for here.
       prefetch(pool_.frame_hint(e.b));
@@ -170,7 +174,7 @@ constexpr size_t kPrefetchLast = 2;
       if (f != kNoFrame) {
         __builtin_prefetch(pool_.data_hint(f), 1, 3);
         __builtin_prefetch(pool_.frame_hint(f), 1, 3);
-        __builtin_prefetch(frame_meta_.data() + f, 1, 3);
+        __builtin_prefetch(pool_.meta_hint(f), 1, 3);
       }
     }
   }
@@ -180,7 +184,7 @@ constexpr size_t kPrefetchLast = 2;
     const EventQueue::Node& e) const noexcept {
   if (e.kind() == kArrive) {
     const Port& p = ports_[e.a];
-    const FrameMeta& m = frame_meta_[e.b];
+    const FrameMeta& m = meta(e.b);
     if (p.at_host) {
       // The host's transport (rx, tx and next_deadline are called on it): its Host entry
       // is cached since kPrefetchMid.
@@ -209,7 +213,7 @@ constexpr size_t kPrefetchLast = 2;
   // arrival, only prefetches some other port's slot).
   const uint32_t out = routing_.memo_out(e.b);
   if (out == kNone || ports_[e.a].at_host) return;
-  const bool control = frame_meta_[e.b].control;
+  const bool control = meta(e.b).control;
   if (const QueuedFrame* slot = ports_[out].queue[control ? 1 : 0].back_slot()) prefetch(slot);
 }
 
@@ -453,9 +457,9 @@ void Network::start_tx(uint32_t port) { start_tx_inline(port); }
     return;
   }
   if (p.at_host) {
-    if (frame_meta_[f].damaged) {
+    if (meta(f).damaged) {
       ++ports_[port].stats.damaged_arrivals;
-      if (frame_meta_[f].corrupted) ++ports_[port].stats.corrupted_arrivals;
+      if (meta(f).corrupted) ++ports_[port].stats.corrupted_arrivals;
     }
     host_deliver(p.owner, f);
   } else {
@@ -480,7 +484,7 @@ bool Network::parse_meta(const Frame& fr, FrameMeta& m) noexcept {
 
 [[gnu::always_inline]] inline void Network::switch_forward(uint32_t in_port, FrameId f) {
   const uint32_t sw = ports_[in_port].owner;
-  FrameMeta& m = frame_meta_[f];  // a frame in flight has its metadata
+  FrameMeta& m = meta(f);  // a frame in flight has its metadata
   // Parsed by the sending host, unless it could not be or a bit flipped on the way since.
   if (!m.parsed && !parse_meta(pool_[f], m)) {
     ++ports_[in_port].stats.drops;
@@ -502,7 +506,7 @@ bool Network::parse_meta(const Frame& fr, FrameMeta& m) noexcept {
 // is ever dropped: the host only pulls what fits).
 [[gnu::always_inline]] inline bool Network::enqueue(uint32_t port, FrameId f, Priority prio, uint32_t ingress) {
   Port& p = ports_[port];
-  FrameMeta& m = frame_meta_[f];  // host_pull gave a new frame its metadata
+  FrameMeta& m = meta(f);  // host_pull gave a new frame its metadata
   uint32_t buffered_under = kNone;
   int pr = static_cast<int>(prio);
   if (!p.at_host) {

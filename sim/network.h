@@ -14,8 +14,10 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <new>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -435,11 +437,10 @@ class Network {
            static_cast<Time>(config_.host_cost.ps_per_byte * static_cast<double>(bytes));
   }
   FramePool pool_;
-  // Per frame, beside the pool: what switches read from its headers, parsed once when the
-  // frame enters the fabric and again only when its bytes change (corruption, trimming).
-  // Every frame that enters the fabric (host_pull, duplicate) gets its entry through meta(),
-  // which grows the array to the pool, so the per-hop code and the prefetch stages index it
-  // for any frame in flight or queued without a bounds check.
+  // Per frame, in the pool beside it (FramePool's metadata): what switches read from its
+  // headers, parsed once when the frame enters the fabric and again only when its bytes change
+  // (corruption, trimming). Every frame that enters the fabric (host_pull, duplicate) sets its
+  // entry; the per-hop code and the prefetch stages read it for any frame in flight or queued.
   // 16 bytes, four to a cache line.
   struct FrameMeta {
     uint64_t flow_hash = 0;
@@ -455,11 +456,14 @@ class Network {
   };
   static constexpr uint32_t kNoHost24 = (1u << 24) - 1;
   static_assert(sizeof(FrameMeta) == 16);
-  FrameMeta& meta(FrameId f) {
-    if (f >= frame_meta_.size()) frame_meta_.resize(pool_.peak());
-    return frame_meta_[f];
+  static_assert(std::is_trivially_copyable_v<FrameMeta>);
+  static const FrameMeta kFreshMeta;  // a new slab's frames' metadata
+  FrameMeta& meta(FrameId f) noexcept {
+    return *std::launder(reinterpret_cast<FrameMeta*>(pool_.meta(f)));
   }
-  std::vector<FrameMeta> frame_meta_;
+  const FrameMeta& meta(FrameId f) const noexcept {
+    return *std::launder(reinterpret_cast<const FrameMeta*>(pool_.meta(f)));
+  }
   EventQueue events_q_;
   Time now_ = 0;
   uint64_t events_ = 0;

@@ -33,16 +33,16 @@ void Network::start_tx_rare(uint32_t port, FrameId f, uint32_t bytes, Time done)
     // would catch it) might damage it: IP/UDP checksums, the ICRC or the receiver must.
     // A frame is damaged at most once on its way (one memory error per frame: two flips
     // can cancel in the Internet checksum, which is not what this models).
-    if (p.rng.chance(link.corrupt) && !frame_meta_[f].damaged) {
+    if (p.rng.chance(link.corrupt) && !meta(f).damaged) {
       constexpr uint32_t kL2 = 14;
       const uint64_t bit = kL2 * 8 + p.rng.below(uint64_t{fr.len - kL2} * 8);
       const bool sealed = sealed_untrimmed(fr);  // before the flip, which may hit the type
       fr.data[bit / 8] ^= static_cast<uint8_t>(1u << (bit % 8));
       ++p.stats.corruptions;
-      frame_meta_[f].parsed = false;  // the next switch reads the damaged headers
-      frame_meta_[f].damaged = true;
+      meta(f).parsed = false;  // the next switch reads the damaged headers
+      meta(f).damaged = true;
       if (damage_detectable(fr, bit / 8, sealed)) {
-        frame_meta_[f].corrupted = true;
+        meta(f).corrupted = true;
       } else {
         ++p.stats.corrupted_unchecked;
       }
@@ -91,7 +91,7 @@ bool Network::sealed_untrimmed(const Frame& f) noexcept {
 // allocation once the pool has grown to the run's peak.
 void Network::duplicate(uint32_t port, FrameId f, Time at) {
   Port& p = ports_[port];
-  const FrameMeta m = frame_meta_[f];
+  const FrameMeta m = meta(f);
   const FrameId c = pool_.alloc();  // may grow the pool: take references afterwards
   const Frame& from = pool_[f];
   Frame& to = pool_[c];

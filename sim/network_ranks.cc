@@ -48,7 +48,7 @@ void Network::send_remote(uint32_t port, Time at, uint64_t key, uint8_t kind, ui
     h.wire_len = fr->wire_len;
     h.priority = static_cast<uint8_t>(fr->priority);
     static_assert(sizeof(FrameMeta) == sizeof(h.meta));
-    std::memcpy(h.meta, &frame_meta_[f], sizeof(h.meta));
+    std::memcpy(h.meta, &meta(f), sizeof(h.meta));
   }
   std::vector<uint8_t>& out = outboxes_[rank_of_node_[ports_[port].node]];
   const size_t at_byte = out.size();
