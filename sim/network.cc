@@ -16,7 +16,7 @@ namespace uet::sim {
 const Network::FrameMeta Network::kFreshMeta{};
 
 Network::Network(const NetworkConfig& config)
-    : config_(config), pool_(config.frame_capacity, sizeof(FrameMeta), &kFreshMeta) {
+    : config_(config), pool_(config.frame_capacity, &kFreshMeta) {
   // The current bucket's arrays; the far heap grows with what is scheduled far ahead.
   events_q_.reserve(0);
   host_cost_ = config.host_cost.ps_per_frame > 0 || config.host_cost.ps_per_byte > 0;

@@ -455,7 +455,7 @@ class Network {
     uint8_t route_state : 3 = 0;  // RouteState: the non-minimal modes' decision, as it goes
   };
   static constexpr uint32_t kNoHost24 = (1u << 24) - 1;
-  static_assert(sizeof(FrameMeta) == 16);
+  static_assert(sizeof(FrameMeta) == FramePool::kMetaBytes);
   static_assert(std::is_trivially_copyable_v<FrameMeta>);
   static const FrameMeta kFreshMeta;  // a new slab's frames' metadata
   FrameMeta& meta(FrameId f) noexcept {
