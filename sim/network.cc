@@ -6,6 +6,7 @@
 #include "sim/network.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "sim/frame_parse.h"
 #include "transport/wire/checksum.h"
@@ -42,6 +43,15 @@ void Network::set_link_rate(uint32_t port, double fraction, Time at, bool scale_
   events_q_.push(at, kLinkRate, port,
                  static_cast<uint32_t>(f * 1e6) | (scale_queues ? kScaleQueuesBit : 0),
                  event_key(port, control_events_++));
+}
+
+uint32_t Network::link_class_of(const LinkConfig& link) {
+  std::array<uint64_t, 7> key;
+  std::memcpy(key.data(), &link, sizeof(link));
+  const auto [it, added] =
+      link_class_index_.emplace(key, static_cast<uint32_t>(link_classes_.size()));
+  if (added) link_classes_.push_back(link);
+  return it->second;
 }
 
 uint32_t Network::register_callback(Scheduled* target) {
@@ -340,7 +350,7 @@ void Network::run_until(Time until) {
   const double fraction = static_cast<double>(b & ~kScaleQueuesBit) / 1e6;
   const bool scale = (b & kScaleQueuesBit) != 0;
   for (uint32_t p : {port, ports_[port].peer}) {
-    set_rate(ports_[p], static_cast<int64_t>(links_[p / 2].gbps * 1e9 * fraction));
+    set_rate(ports_[p], static_cast<int64_t>(link_config(p).gbps * 1e9 * fraction));
     ports_[p].scaled = scale && fraction < 1;
     if (ports_[p].scaled) {
       // What enqueue admits and marks by at this port until the rate changes again.
@@ -389,7 +399,7 @@ void Network::flush_stats() {
   for (int prio = kNumPriorities - 1; prio >= 0; --prio) {
     if (p.queue[prio].empty() || p.paused[prio]) continue;
     account_queue(p);
-    const QueuedFrame q = p.queue[prio].pop();
+    const QueuedFrame q = p.queue[prio].pop(ring_pool_);
     const FrameId f = q.frame;
     const uint32_t bytes = q.bytes;
     p.queued_bytes[prio] -= bytes;
@@ -571,7 +581,7 @@ bool Network::parse_meta(const Frame& fr, FrameMeta& m) noexcept {
     }
   }
   account_queue(p);
-  p.queue[pr].push(QueuedFrame{f, m.bytes, buffered_under});
+  p.queue[pr].push(QueuedFrame{f, m.bytes, buffered_under}, ring_pool_);
   p.queued_bytes[pr] += m.bytes;
   p.stats.max_queue_bytes = std::max(p.stats.max_queue_bytes, p.queued_bytes[0] + p.queued_bytes[1]);
   kick_port(port);

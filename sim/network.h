@@ -311,7 +311,9 @@ class Network {
   const Node& node(uint32_t n) const noexcept { return nodes_[n]; }
   const Port& port(uint32_t p) const noexcept { return ports_[p]; }
   // The configuration of the link through port `p` (as connected; the rate may be degraded).
-  const LinkConfig& link_config(uint32_t p) const noexcept { return links_[p / 2]; }
+  const LinkConfig& link_config(uint32_t p) const noexcept {
+    return link_classes_[link_class_[p / 2]];
+  }
   uint32_t host_node(uint32_t h) const noexcept { return hosts_[h].node; }
   uint32_t switch_node(uint32_t s) const noexcept { return switches_[s].node; }
   static uint32_t host_ip4(uint32_t h) noexcept { return 0x0A000001u + h; }  // 10.0.0.1 + h
@@ -470,7 +472,14 @@ class Network {
   uint64_t control_events_ = 0;  // link changes scheduled from outside the loop: their keys
   std::vector<Node> nodes_;
   std::vector<Port> ports_;
-  std::vector<LinkConfig> links_;  // by link: ports 2i and 2i+1 are its two ends
+  RingPool<QueuedFrame> ring_pool_;  // the ports' queues' buffers
+  // The links' configurations, each distinct one once (a fabric has a few: one per tier),
+  // and by link its entry (ports 2i and 2i+1 are link i's two ends).
+  std::vector<LinkConfig> link_classes_;
+  std::vector<uint32_t> link_class_;
+  static_assert(sizeof(LinkConfig) == 7 * sizeof(uint64_t));
+  absl::flat_hash_map<std::array<uint64_t, 7>, uint32_t> link_class_index_;  // by its bytes
+  uint32_t link_class_of(const LinkConfig& link);  // its entry, added if new
   std::vector<Time>
       paused_since_;  // by port, while its data class is paused (sized at the first pause)
   std::vector<PfcWatchState> pfc_watch_;  // by port, with the watchdog on (sized likewise)

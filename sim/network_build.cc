@@ -89,7 +89,7 @@ absl::Status Network::connect(uint32_t a, uint32_t b, const LinkConfig& link) {
     ports_.push_back(std::move(p));
     nodes_[i == 0 ? a : b].ports.push_back(i == 0 ? pa : pb);
   }
-  links_.push_back(link);
+  link_class_.push_back(link_class_of(link));
   for (uint32_t n : {a, b}) {
     if (nodes_[n].kind == NodeKind::kHost) hosts_[nodes_[n].index].port = nodes_[n].ports[0];
   }

@@ -14,7 +14,7 @@ namespace uet::sim {
 // The frame's fate on a tapped, down or impaired link (start_tx's uncommon case).
 void Network::start_tx_rare(uint32_t port, FrameId f, uint32_t bytes, Time done) {
   Port& p = ports_[port];
-  const LinkConfig& link = links_[port / 2];
+  const LinkConfig& link = link_config(port);
   Frame& fr = pool_[f];
   if (p.tapped) {
     (void)taps_[port]->write(std::span<const uint8_t>(fr.data, fr.len),
@@ -101,7 +101,7 @@ void Network::duplicate(uint32_t port, FrameId f, Time at) {
   to.priority = from.priority;
   meta(c) = m;
   ++p.stats.duplicates;
-  if (const Time hold = links_[port / 2].reorder_delay; hold > 0) {
+  if (const Time hold = link_config(port).reorder_delay; hold > 0) {
     at += static_cast<Time>(p.rng.below(static_cast<uint64_t>(hold) + 1));
   }
   arrive_at_peer(port, at, c, arrival_key(port, p) + 1);

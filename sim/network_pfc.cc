@@ -89,7 +89,7 @@ void Network::pfc_storm(uint32_t port) {
   account_queue(p);
   const PfcConfig& pfc = config_.switches.pfc;
   while (!p.queue[0].empty()) {
-    const QueuedFrame q = p.queue[0].pop();
+    const QueuedFrame q = p.queue[0].pop(ring_pool_);
     p.queued_bytes[0] -= q.bytes;
     Port& ip = ports_[q.ingress];
     ip.ingress_bytes[0] -= q.bytes;
