@@ -3,9 +3,7 @@
 #include "sim/routing/clos.h"
 
 #include <algorithm>
-#include <array>
 #include <cmath>
-#include <utility>
 #include <vector>
 
 namespace uet::sim {
