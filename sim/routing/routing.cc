@@ -35,8 +35,9 @@ absl::Status Routing::build(const RoutingGraph& g, const RoutingConfig& config) 
   return build_groups(g);
 }
 
-// A column per ToR (switch with a host), numbered as the hosts first reach them, then one of
-// no routes, for hosts whose link is down or reaches no switch.
+// Computed where the graph is a fat-tree or leaf-spine (clos.h) and the mode allows; else
+// tables: a column per ToR (switch with a host), numbered as the hosts first reach them, then
+// one of no routes, for hosts whose link is down or reaches no switch.
 absl::Status Routing::build_minimal(const RoutingGraph& g) {
   structured_ = false;
   tors_ = EcmpTable();
