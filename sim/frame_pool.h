@@ -67,7 +67,12 @@ class FramePool {
   }
 
   uint32_t capacity() const noexcept { return capacity_; }
-  size_t in_use() const noexcept { return peak_ - free_count_; }
+  // Frames allocated and not released (walks the free list: for reports, not per frame).
+  size_t in_use() const noexcept {
+    size_t free = 0;
+    for (FrameId id = free_head_; id != kNoFrame; id = (*this)[id].len) ++free;
+    return peak_ - free;
+  }
   size_t peak() const noexcept { return peak_; }
 
   FrameId alloc() {
@@ -75,7 +80,6 @@ class FramePool {
     const FrameId id = free_head_;
     Frame& f = (*this)[id];
     free_head_ = f.len;
-    --free_count_;
     f.len = 0;
     f.wire_len = 0;
     f.priority = Priority::kData;
@@ -84,7 +88,6 @@ class FramePool {
   void release(FrameId id) noexcept {
     (*this)[id].len = free_head_;
     free_head_ = id;
-    ++free_count_;
   }
 
   Frame& operator[](FrameId id) noexcept { return frames()[id]; }
@@ -130,7 +133,6 @@ class FramePool {
       f->len = free_head_;
       free_head_ = first + i;
     }
-    free_count_ += kSlabFrames;
   }
 
   uint32_t capacity_;
@@ -140,7 +142,6 @@ class FramePool {
   std::vector<std::unique_ptr<uint8_t[]>> slabs_;  // the bytes of kSlabFrames frames each
   uint32_t peak_ = 0;
   FrameId free_head_ = kNoFrame;
-  size_t free_count_ = 0;
 };
 
 }  // namespace uet::sim

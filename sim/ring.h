@@ -1,8 +1,9 @@
 // A FIFO ring of trivially copyable items whose storage comes from a RingPool shared by many
 // rings (a fabric's port queues): a ring takes the smallest buffer when it first holds an item,
-// a bigger one as it fills (doubling), and gives a bigger one back when it drains, keeping only
-// the smallest. So the memory of many queues follows how many are deep at once, not how deep
-// each ever was; once the pool holds the run's peak, push and pop touch no allocator. A Ring
+// a bigger one as it fills (doubling), and gives a big one (kShrinkLog or more) back when it
+// drains; a small one it keeps, so that shallow bursts cost no pool traffic. So the memory of
+// many queues follows how many are deep at once, not how deep each ever was; once the pool
+// holds the run's peak, push and pop touch no allocator. A Ring
 // is 24 bytes, so a port's two class queues share a cache line with its other per-frame state.
 // The pool owns every buffer and outlives its rings; single-threaded.
 #pragma once
@@ -23,7 +24,8 @@ class RingPool {
   static_assert(sizeof(T) >= sizeof(void*) && alignof(T) <= __STDCPP_DEFAULT_NEW_ALIGNMENT__);
 
  public:
-  static constexpr uint32_t kMinLog = 2;  // a ring's smallest buffer: 4 items
+  static constexpr uint32_t kMinLog = 2;     // a ring's smallest buffer: 4 items
+  static constexpr uint32_t kShrinkLog = 6;  // a drained ring gives back 64 items or more
   RingPool() = default;
   RingPool(const RingPool&) = delete;
   RingPool& operator=(const RingPool&) = delete;
@@ -72,12 +74,13 @@ class Ring {
   }
   T pop(RingPool<T>& pool) noexcept {
     const T v = buf_[head_++ & mask_];
-    if (head_ == tail_ && mask_ > kMinMask) [[unlikely]] shrink(pool);
+    if (head_ == tail_ && mask_ >= kShrinkMask) [[unlikely]] shrink(pool);
     return v;
   }
 
  private:
   static constexpr uint32_t kMinMask = (1u << RingPool<T>::kMinLog) - 1;
+  static constexpr uint32_t kShrinkMask = (1u << RingPool<T>::kShrinkLog) - 1;
   static uint32_t log_of(uint32_t mask) noexcept {
     return static_cast<uint32_t>(std::bit_width(mask));
   }
@@ -98,8 +101,7 @@ class Ring {
     buf_ = next;
     mask_ = (mask_ << 1) | 1;
   }
-  // Empty with more than the smallest buffer: the big one goes back; the next push takes
-  // the smallest.
+  // Empty with a big buffer: it goes back; the next push takes the smallest.
   [[gnu::noinline]] void shrink(RingPool<T>& pool) noexcept {
     pool.give(buf_, log_of(mask_));
     buf_ = nullptr;
