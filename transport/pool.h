@@ -50,13 +50,31 @@ class ChunkedTable {
 // whose storage doubles, where work is posted, up to the bound its owner enforces. The owner
 // keeps the live range [head, tail) and never lets tail - head pass the bound; the ring holds
 // no positions of its own. Capacities are powers of 2 (the last one the bound rounded up), so
-// the data path indexes by mask, not by division. Storage is kept until the ring is
-// destroyed: reuse keeps its capacity.
-template <typename T>
+// the data path indexes by mask, not by division. Storage is kept until the owner releases
+// it (release()): reuse keeps its capacity. kFirst: the entries of the first allocation (fewer
+// when the bound is smaller), small where one entry is large or a short flight is usual.
+template <typename T, uint32_t kFirst = 8>
 class GrowRing {
  public:
-  // The first allocation holds this many entries (fewer when the bound is smaller).
-  static constexpr uint32_t kMinCapacity = 8;
+  static_assert(std::has_single_bit(kFirst));
+  static constexpr uint32_t kMinCapacity = kFirst;
+
+  GrowRing() = default;
+  // A moved-from ring is empty (capacity 0), so it neither reports nor indexes storage it no
+  // longer has.
+  GrowRing(GrowRing&& o) noexcept
+      : slots_(std::move(o.slots_)), mask_(o.mask_), capacity_(o.capacity_) {
+    o.release();
+  }
+  GrowRing& operator=(GrowRing&& o) noexcept {
+    if (this != &o) {
+      slots_ = std::move(o.slots_);
+      mask_ = o.mask_;
+      capacity_ = o.capacity_;
+      o.release();
+    }
+    return *this;
+  }
 
   // The entry at `pos`; pos must be live (head <= pos < tail), so the ring is not empty.
   T& operator[](uint64_t pos) noexcept { return slots_[pos & mask_]; }
@@ -81,6 +99,14 @@ class GrowRing {
   // The same for an owner whose counters are 32-bit (and may wrap).
   void reserve32(uint32_t head, uint32_t tail, uint64_t need, uint32_t bound) {
     reserve(head, uint64_t{head} + (tail - head), need, bound);
+  }
+
+  // Gives the storage back (nothing may be live): the next reserve() starts again from
+  // kMinCapacity.
+  void release() noexcept {
+    slots_.reset();
+    mask_ = 0;
+    capacity_ = 0;
   }
 
   uint32_t capacity() const noexcept { return capacity_; }

@@ -377,5 +377,54 @@ TEST(UetMemory_Completions, PartialPollsDoNotGrowTheQueue) {
   EXPECT_LE(link.a().memory_bytes(), UetEndpoint::memory_bound(a, 0));
 }
 
+// The send window grows with the flight, from 16 slots by doubling, never past mpr, and goes
+// back when its PDC closes: a one-packet write takes 16 slots, a long write fills it to mpr
+// (window_bytes allows twice as many packets), and the idle PDC's close returns every slot.
+TEST(UetMemory_Window, SendWindowGrowsWithTheFlightToMprAndGoesBackAtClose) {
+  UetConfig a = config_for(kIpA);
+  a.mpr = 128;
+  a.payload_bytes = 1024;  // window_bytes: 256 packets
+  UetConfig b = config_for(kIpB);
+  b.mpr = 128;
+  b.payload_bytes = 1024;
+  FakeLink link(a, b);
+  Transfer t = make_transfer(link, 1 << 20);
+  size_t most = 0, most_bytes = 0;
+  link.set_filter([&](int, const wire::Decoded&, std::vector<uint8_t>&) {
+    most = std::max(most, link.a().window_slots());
+    most_bytes = std::max(most_bytes, link.a().memory_bytes());
+    return 1;
+  });
+  ASSERT_TRUE(link.a().post_write({1, kIpB, t.rkey, 0, t.src.data(), 256}).ok());
+  link.run(link.now() + 100 * kMicrosecond);
+  EXPECT_EQ(most, 16u);
+  const size_t one_packet = most_bytes;
+  ASSERT_TRUE(link.a().post_write({2, kIpB, t.rkey, 0, t.src.data(), t.src.size()}).ok());
+  link.run(link.now() + 100 * kMicrosecond);
+  ASSERT_EQ(drain(link.a()).size(), 2u);
+  EXPECT_TRUE(std::equal(t.src.begin(), t.src.end(), t.dst.begin()));
+  // Expect: the window at mpr (a power of 2) and no further, its 32-byte slots counted.
+  EXPECT_EQ(most, 128u);
+  EXPECT_GE(most_bytes - one_packet, (128u - 16u) * 32u);
+  EXPECT_LE(most_bytes, UetEndpoint::memory_bound(a, 0));
+  // Expect: once idle, the PDC closes and its send window goes back.
+  link.run(link.now() + 10 * a.idle_timeout);
+  EXPECT_EQ(link.a().pdcs_in_use(), 0u);
+  EXPECT_EQ(link.a().window_slots(), 0u);
+  const size_t closed = link.a().memory_bytes();
+  // A second long write opens a new PDC (the freed one's other parts parked for it): its
+  // window grows again and goes back again, and only it.
+  most = most_bytes = 0;
+  ASSERT_TRUE(link.a().post_write({3, kIpB, t.rkey, 0, t.src.data(), t.src.size()}).ok());
+  link.run(link.now() + 100 * kMicrosecond);
+  ASSERT_EQ(drain(link.a()).size(), 1u);
+  EXPECT_EQ(most, 128u);
+  EXPECT_GE(most_bytes, closed + 128u * 32u);
+  const size_t open = link.a().memory_bytes();
+  link.run(link.now() + 10 * a.idle_timeout);
+  EXPECT_EQ(link.a().window_slots(), 0u);
+  EXPECT_EQ(link.a().memory_bytes(), open - 128u * 32u);
+}
+
 }  // namespace
 }  // namespace uet

@@ -210,10 +210,8 @@ int32_t UetEndpoint::alloc_pdc(Role role) {
   if (pdcs_.size() != made) rccc_rx_.reserve(pdcs_.size());
   Pdc& p = pdcs_[static_cast<uint16_t>(n)];
   p.tgt.rcv_bits.assign(config_.mpr / 64, 0);
-  if (role == Role::kInitiator) {
-    p.ini.slots.assign(config_.mpr, Slot{});
-    // The operations ring grows in post_op() (every entry is written there before use).
-  }
+  // An initiator's send window grows with its flight (grow_window()), its operations ring in
+  // post_op() (every entry is written there before use).
   if (role == Role::kTarget) {
     // The response ring grows in queue_response() (every entry is written there before
     // use), refusals' codes come with the first refusal (refuse()); their bitmaps are here.
@@ -229,6 +227,20 @@ int32_t UetEndpoint::alloc_pdc(Role role) {
 
 size_t UetEndpoint::pdcs_in_use() const noexcept { return pdcs_.active().size(); }
 
+size_t UetEndpoint::window_slots() const noexcept {
+  size_t n = 0;
+  for (const uint16_t id : pdcs_.active()) n += pdcs_[id].ini.slots.capacity();
+  return n;
+}
+
+// A new PSN found the send window full: it doubles (from 16 slots), never past mpr (tx
+// keeps next_psn - base_psn below it). A few times per PDC as its flight grows, not per
+// packet.
+void UetEndpoint::grow_window(Pdc& p) {
+  p.ini.slots.reserve32(p.ini.base_psn, p.ini.next_psn, p.ini.next_psn - p.ini.base_psn + 1,
+                        config_.mpr);
+}
+
 namespace {
 template <typename V>
 size_t held(const V& v) noexcept {
@@ -238,6 +250,7 @@ size_t held(const V& v) noexcept {
 
 size_t UetEndpoint::memory_bytes() const noexcept {
   size_t n = pdcs_.memory_bytes() + credit_ring_.bytes() + unanswered_.bytes() + recvs_.bytes() +
+             stateless_.bytes() +
              held(rx_msgs_) + held(completions_) + rod_.memory_bytes() +
              rudi_.memory_bytes() + uud_.memory_bytes() + regions_.memory_bytes() + rccc_rx_.memory_bytes() + held(trecvs_) +
              held(trecv_free_) + held(unexp_) + held(unexp_free_) + held(unexp_by_at_) +
@@ -251,9 +264,12 @@ size_t UetEndpoint::memory_bound(const UetConfig& c, uint32_t regions) noexcept 
   const size_t pdcs = c.max_pdcs, mpr = c.mpr, words = mpr / 64 * sizeof(uint64_t);
   const uint32_t rod_window = c.rod_window != 0 ? c.rod_window : c.mpr;
   // One set of windows serves either role in turn and keeps what each role sized (alloc_pdc
-  // moves a parked set in as it is): the initiator's PSN slots and operations ring, the
-  // target's response ring and refusals, the three mpr-bit maps.
-  const size_t window = mpr * sizeof(Slot) + GrowRing<Op>::bytes_bound(c.max_ops) +
+  // moves a parked set in as it is): the initiator's operations ring, the target's response
+  // ring and refusals, the three mpr-bit maps. Besides, by role, an initiator's send window or
+  // a target's NACK ring, each given back when its PDC is freed.
+  const size_t by_role = std::max(GrowRing<Slot, 16>::bytes_bound(c.mpr),
+                                  GrowRing<Pdc::Nack, 4>::bytes_bound(Pdc::Target::kNacks));
+  const size_t window = by_role + GrowRing<Op, 2>::bytes_bound(c.max_ops) +
                         GrowRing<Pdc::Response>::bytes_bound(c.mpr) + mpr * sizeof(Pdc::Refusal) +
                         3 * words;
   // Every operation posted (max_ops per RUD/ROD PDC, and on RUDI), receive buffer and UUD
@@ -263,6 +279,7 @@ size_t UetEndpoint::memory_bound(const UetConfig& c, uint32_t regions) noexcept 
       pdcs * c.max_ops + c.max_recvs + c.max_trecvs + c.max_ops + c.uud_queue;
   return pds::PdcTable::bytes_bound(c.max_pdcs) + pdcs * window +  // the table, windows
          2 * GrowRing<uint16_t>::bytes_bound(c.max_pdcs) +         // RCCC credits, unanswered
+         GrowRing<StatelessNack, 4>::bytes_bound(kStateless) +
          cc::RcccReceiver::memory_bound(derive_rccc(c)) +          // RCCC: a sender per PDC id
          GrowRing<Recv>::bytes_bound(c.max_recvs) + c.max_recv_messages * sizeof(RxMsg) +
          appended_capacity(2 * outstanding) * sizeof(Completion) +

@@ -89,6 +89,9 @@ class UetEndpoint final : public Endpoint {
   tss::Sublayer* tss() noexcept { return tss_.get(); }
   const tss::Sublayer* tss() const noexcept { return tss_.get(); }
   size_t pdcs_in_use() const noexcept;
+  // PSN slots the send windows of the PDCs in use hold now: each grows with its PDC's flight
+  // (at most mpr) and goes back when the PDC is freed.
+  size_t window_slots() const noexcept;
   // PDCs made so far (in use or free for reuse): the PDC table's size, at most max_pdcs.
   size_t pdcs_allocated() const noexcept { return pdcs_.size(); }
   // Bytes the endpoint's tables hold beyond the object itself (the PDC table and each PDC's
@@ -557,6 +560,7 @@ class UetEndpoint final : public Endpoint {
   void rx_uud(const wire::Decoded& d);
 
   int32_t alloc_pdc(Role role);
+  [[gnu::noinline]] void grow_window(Pdc& p);
   void free_pdc(uint16_t id);
   uint64_t next_random() noexcept;
   // null: never allocated. A frame's look-up: the PDC it reaches may have work for tx().
@@ -591,7 +595,9 @@ class UetEndpoint final : public Endpoint {
   // could give it work (transport/ready_bits.h). An all-to-all keeps a PDC to every peer open.
   bool tx_may_act(const Pdc& p) const noexcept;
   Time deadline_ = kNever;        // earliest timer of any PDC (may be early, never late)
-  std::array<StatelessNack, 64> stateless_{};
+  // Taken at the first such packet, at most kStateless.
+  static constexpr uint32_t kStateless = 64;
+  GrowRing<StatelessNack, 4> stateless_;
   uint32_t stateless_head_ = 0, stateless_tail_ = 0;
   // Registered memory: a key = its slot + 1, and the slot's generation in bits 16..23
   // (transport/region_table.h; rendezvous keys, rdv_key, have bit 31 set).

@@ -303,8 +303,10 @@ bool UetEndpoint::build_stateless_nack(const StatelessNack& sn, Frame& f) {
 void UetEndpoint::queue_stateless_nack(uint32_t ip, uint16_t peer_pdcid, uint8_t code, uint32_t psn,
                                        Stateless kind, uint16_t local_pdcid,
                                        const uint32_t* payload) {
-  if (stateless_tail_ - stateless_head_ >= stateless_.size()) return;  // bounded: drop
-  stateless_[stateless_tail_++ % stateless_.size()] =
+  const uint32_t queued = stateless_tail_ - stateless_head_;
+  if (queued >= kStateless) return;  // bounded: drop
+  stateless_.reserve32(stateless_head_, stateless_tail_, queued + 1, kStateless);
+  stateless_[stateless_tail_++] =
       StatelessNack{ip, peer_pdcid, code, psn, kind, local_pdcid, payload ? *payload : psn};
 }
 

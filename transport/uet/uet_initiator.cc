@@ -17,7 +17,7 @@ using internal::status_for;
 // covered_psn): an ACK runs it for every PSN it covers, and the out-of-line calls cost about
 // as much as their bodies (bench/NOTES.md, "Fourth round (h/engine4)").
 [[gnu::always_inline]] inline void UetEndpoint::ack_psn(Pdc& p, uint32_t psn, bool ce, Time now) {
-  Slot& s = p.ini.slots[(psn & mpr_mask_)];
+  Slot& s = p.ini.slots[psn];
   if (s.acked) return;
   p.ini.sel.on_ack(s.ev, ce, now);
   if (s.in_flight) p.ini.bytes_in_flight -= s.len;
@@ -70,10 +70,10 @@ void UetEndpoint::rack_detect(Pdc& p, Time now) {
   p.ini.rack_deadline = kNever;
   if (p.ini.rack_sent == 0 || !psn_before(p.ini.base_psn, p.ini.next_psn)) return;
   const Time window = reorder_window(p);
-  const bool tail_acked = p.ini.slots[(p.ini.next_psn - 1) & mpr_mask_].acked;
+  const bool tail_acked = p.ini.slots[p.ini.next_psn - 1].acked;
   const uint32_t end = p.ini.rack_highest + 1 - (tail_acked ? 0 : config_.reorder_threshold);
   for (uint32_t psn = p.ini.base_psn; psn_before(psn, end); ++psn) {
-    const Slot& s = p.ini.slots[(psn & mpr_mask_)];
+    const Slot& s = p.ini.slots[psn];
     if (!s.in_flight || s.acked || s.sent > p.ini.rack_sent) continue;
     const Time lost_at = s.sent + p.ini.rack_rtt + window;
     if (lost_at <= now) {
@@ -93,7 +93,7 @@ void UetEndpoint::send_tlp(Pdc& p) {
   p.ini.tlp_done = true;
   for (uint32_t psn = p.ini.next_psn; psn_before(p.ini.base_psn, psn);) {
     --psn;
-    const Slot& s = p.ini.slots[(psn & mpr_mask_)];
+    const Slot& s = p.ini.slots[psn];
     if (s.acked || !s.in_flight || s.rnr_wait) continue;
     mark_lost(p, psn);
     ++counters_.tlp_probes;
@@ -106,7 +106,7 @@ void UetEndpoint::send_tlp(Pdc& p) {
 // one got its data (`data_sent`), ask again; otherwise the RTO will.
 [[gnu::always_inline]] inline void UetEndpoint::covered_psn(Pdc& p, uint32_t psn, bool ce,
                                                             Time data_sent, Time now) {
-  Slot& s = p.ini.slots[(psn & mpr_mask_)];
+  Slot& s = p.ini.slots[psn];
   if (s.acked) return;
   const Op& o = p.ini.ops[s.op];
   if (o.op == Opcode::kRead && !o.failed) {
@@ -120,7 +120,7 @@ void UetEndpoint::send_tlp(Pdc& p) {
 }
 
 void UetEndpoint::mark_lost(Pdc& p, uint32_t psn) {
-  Slot& s = p.ini.slots[(psn & mpr_mask_)];
+  Slot& s = p.ini.slots[psn];
   if (s.acked || s.resend || !s.in_flight) return;
   p.ini.bytes_in_flight -= s.len;
   s.in_flight = false;
@@ -132,8 +132,8 @@ void UetEndpoint::mark_lost(Pdc& p, uint32_t psn) {
 [[gnu::always_inline]] inline void UetEndpoint::retire_ops(Pdc& p) {
   // Slide the window past acknowledged PSNs.
   while (psn_before(p.ini.base_psn, p.ini.next_psn) &&
-         p.ini.slots[(p.ini.base_psn & mpr_mask_)].acked) {
-    p.ini.slots[(p.ini.base_psn & mpr_mask_)] = Slot{};
+         p.ini.slots[p.ini.base_psn].acked) {
+    p.ini.slots[p.ini.base_psn] = Slot{};
     ++p.ini.base_psn;
   }
   // Complete operations whose every packet was sent (behind op_send) and acknowledged, in
@@ -182,7 +182,7 @@ void UetEndpoint::rx_ack(const wire::Decoded& d, Time now) {
   // An RTT sample from the PSN that triggered the ACK, if it was sent once (Karn).
   Time rtt = 0;
   if (trig_in_window) {
-    const Slot& s = p->ini.slots[(trig & mpr_mask_)];
+    const Slot& s = p->ini.slots[trig];
     if (s.in_flight && !s.retransmitted && !h.retx()) rtt = now - s.sent;
   }
   const Time data_sent = ack_response(*p, d, trig, trig_in_window, now);
@@ -237,7 +237,7 @@ void UetEndpoint::rx_ack(const wire::Decoded& d, Time now) {
   if (const wire::SesResponseData* rd = d.ses_as<wire::SesResponseData>(); rd != nullptr) {
     bool placed = false;
     if (trig_in_window) {
-      const Slot& s = p.ini.slots[(trig & mpr_mask_)];
+      const Slot& s = p.ini.slots[trig];
       Op& o = p.ini.ops[s.op];
       if (o.op == Opcode::kRead && !s.acked && !o.failed &&
           rd->return_code() == wire::SesReturnCode::kOk &&
@@ -269,7 +269,7 @@ void UetEndpoint::rx_ack(const wire::Decoded& d, Time now) {
   } else if (const wire::SesResponse* rsp = d.ses_as<wire::SesResponse>(); rsp != nullptr) {
     const auto rc = rsp->return_code();
     if (trig_in_window && rc != wire::SesReturnCode::kOk && rc != wire::SesReturnCode::kNull) {
-      const Slot& s = p.ini.slots[(trig & mpr_mask_)];
+      const Slot& s = p.ini.slots[trig];
       Op& o = p.ini.ops[s.op];
       const auto mid = static_cast<uint16_t>(o.message_id + (o.op == Opcode::kRead ? s.packet : 0));
       if (!s.acked && mid == rsp->message_id()) {
@@ -300,7 +300,7 @@ void UetEndpoint::rx_ack(const wire::Decoded& d, Time now) {
   // before it are lost (a time guard against the reordering that spraying causes).
   Time newest_sent = 0;
   for (uint32_t psn = p.ini.base_psn; psn_before(psn, cack + 1); ++psn) {
-    const Slot& s = p.ini.slots[(psn & mpr_mask_)];
+    const Slot& s = p.ini.slots[psn];
     if (!s.retransmitted) newest_sent = std::max(newest_sent, s.sent);
     covered_psn(p, psn, marked && psn == trig, data_sent, now);
   }
@@ -314,7 +314,7 @@ void UetEndpoint::rx_ack(const wire::Decoded& d, Time now) {
       const uint32_t psn = sack_base + static_cast<uint32_t>(std::countr_zero(bits));
       if (!psn_before(psn, p.ini.next_psn)) unsent = true;
       if (psn_before(psn, p.ini.base_psn) || !psn_before(psn, p.ini.next_psn)) continue;
-      const Slot& s = p.ini.slots[(psn & mpr_mask_)];
+      const Slot& s = p.ini.slots[psn];
       if (!s.retransmitted) newest_sent = std::max(newest_sent, s.sent);
       covered_psn(p, psn, marked && psn == trig, data_sent, now);
       if (psn_before(highest, psn)) highest = psn;
@@ -417,7 +417,7 @@ void UetEndpoint::rx_nack(const wire::Decoded& d, Time now) {
       // The packet was cut or lost on its path: tell the path selector (uet-htsim reports
       // PATH_NACK here). A last-hop trim or a window overrun says nothing about the path.
       if (in_window) {
-        const Slot& s = p->ini.slots[(psn & mpr_mask_)];
+        const Slot& s = p->ini.slots[psn];
         if (s.in_flight && !s.acked) p->ini.sel.on_nack(s.ev, now);
       }
       [[fallthrough]];
@@ -469,7 +469,7 @@ void UetEndpoint::rx_nack(const wire::Decoded& d, Time now) {
 // again, up to rnr_retries times; a SEND nothing of which was accepted is then given up (it
 // goes once more, with `ie`).
 void UetEndpoint::rnr_nack(Pdc& p, uint32_t psn, wire::NackCode code) {
-  Slot& s = p.ini.slots[(psn & mpr_mask_)];
+  Slot& s = p.ini.slots[psn];
   Op& o = p.ini.ops[s.op];
   if (s.acked || !s.in_flight || s.rnr_wait) return;
   if (o.abandoned) {

@@ -66,10 +66,10 @@ struct PeerOp : Op {
 };
 // One PSN in flight at the initiator.
 struct Slot {
+  Time sent = 0;        // first, so the slot packs into 32 bytes
   uint32_t op = 0;      // the operation's posting count (its key in ops)
   uint32_t packet = 0;  // packet number within the operation
   uint32_t len = 0;     // data bytes this PSN moves (read: the data it asks for)
-  Time sent = 0;
   uint16_t retries = 0;
   uint16_t ev = 0;  // EV index of the last transmission, for the path selector
   uint8_t rnr = 0;  // RNR NACKs this PSN received
@@ -79,6 +79,7 @@ struct Slot {
   bool rnr_wait = false;       // NACKed RNR: resent when the RTO fires, not counted as a loss
   bool retransmitted = false;  // sent more than once: no RTT sample from it (Karn)
 };
+static_assert(sizeof(Slot) == 32);
 enum class Role : uint8_t { kFree, kInitiator, kTarget };
 struct Pdc {
   // SES responses, one per ACK: refusals (§4.6) and read data (§4.7). A PSN with a
@@ -146,8 +147,10 @@ struct Pdc {
     // highest PSN acknowledged, and the reorder timer.
     Time rack_sent = 0, rack_rtt = 0, rack_deadline = kNever;
     uint32_t rack_highest = 0;
-    std::vector<Slot> slots;  // mpr entries, PSN % mpr
-    GrowRing<Op> ops;         // by posting count (grows in post_op() to max_ops)
+    // By PSN, [base_psn, next_psn) live: grows with the flight (tx_initiator(), a doubling
+    // when a new PSN finds it full) up to mpr, given back when the PDC is freed.
+    GrowRing<Slot, 16> slots;
+    GrowRing<Op, 2> ops;      // by posting count (grows in post_op() to max_ops)
     uint16_t next_message_id = 1;
     Time srtt = 0, rttvar = 0;     // RFC 6298; srtt 0: no sample yet
     Time rtt_max = 0;              // the largest sample (UetConfig::rto_rtt_max_pct)
@@ -202,9 +205,10 @@ struct Pdc {
     std::vector<uint64_t> rsp_bits;  // mpr bits: PSN rcv_base + i has a response queued
     uint32_t rsp_head = 0, rsp_tail = 0;
     bool rsp_pending() const noexcept { return rsp_head != rsp_tail; }
-    // NACKs to send: a small ring (when full, the NACKed packet is only dropped; its RTO
-    // recovers it).
-    std::array<Nack, 16> nacks{};
+    // NACKs to send: a small ring, taken at the PDC's first NACK, of at most kNacks (when
+    // full, the NACKed packet is only dropped; its RTO recovers it).
+    static constexpr uint32_t kNacks = 16;
+    GrowRing<Nack, 4> nacks;
     // build_nack's input (set from the ring, or for stateless NACKs).
     uint8_t nack_code = 0;
     uint32_t nack_psn = 0;

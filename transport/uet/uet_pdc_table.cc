@@ -13,8 +13,11 @@ size_t held(const V& v) noexcept {
 }
 }  // namespace
 
+// The send window and the NACK ring go back to the heap (they grow with a flight, again for
+// the next PDC); what is kept is small or grows only with what the application posts.
 void PdcTable::park_windows(Pdc& from, Windows& to) noexcept {
-  to.slots = std::move(from.ini.slots);
+  from.ini.slots.release();
+  from.tgt.nacks.release();
   to.ops = std::move(from.ini.ops);
   to.rcv_bits = std::move(from.tgt.rcv_bits);
   to.rsp = std::move(from.tgt.rsp);
@@ -24,7 +27,6 @@ void PdcTable::park_windows(Pdc& from, Windows& to) noexcept {
 }
 
 void PdcTable::take_windows(Windows& from, Pdc& to) noexcept {
-  to.ini.slots = std::move(from.slots);
   to.ini.ops = std::move(from.ops);
   to.tgt.rcv_bits = std::move(from.rcv_bits);
   to.tgt.rsp = std::move(from.rsp);
@@ -89,10 +91,13 @@ size_t PdcTable::memory_bytes() const noexcept {
   size_t n = pdcs_.bytes() + free_.bytes() + held(active_) + ready_.bytes() +
              hash_bytes(initiator_by_peer_) + hash_bytes(target_by_peer_pdc_);
   auto windows = [](const auto& i, const auto& t) {
-    return held(i.slots) + i.ops.bytes() + held(t.rcv_bits) + t.rsp.bytes() + held(t.rsp_bits) +
-           held(t.gtd) + held(t.gtd_bits);
+    return i.ops.bytes() + held(t.rcv_bits) + t.rsp.bytes() + held(t.rsp_bits) + held(t.gtd) +
+           held(t.gtd_bits);
   };
-  for (uint32_t id = 0; id < pdcs_.size(); ++id) n += windows(pdcs_[id].ini, pdcs_[id].tgt);
+  for (uint32_t id = 0; id < pdcs_.size(); ++id) {
+    const Pdc& p = pdcs_[id];
+    n += windows(p.ini, p.tgt) + p.ini.slots.bytes() + p.tgt.nacks.bytes();
+  }
   n += held(spare_windows_);
   for (const Windows& w : spare_windows_) n += windows(w, w);
   return n;

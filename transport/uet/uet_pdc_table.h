@@ -93,10 +93,10 @@ class PdcTable {
     return uint64_t{peer_ip} << 16 | peer_pdcid;
   }
   // A PDC's windows while no PDC holds them: free() parks them, alloc() takes the last
-  // parked, so window memory follows the PDCs live at once, not the ids ever used.
+  // parked, so window memory follows the PDCs live at once, not the ids ever used. The send
+  // window and the NACK ring are not parked: free() gives them back.
   struct Windows {
-    std::vector<Slot> slots;
-    GrowRing<Op> ops;
+    GrowRing<Op, 2> ops;
     std::vector<uint64_t> rcv_bits;
     GrowRing<Pdc::Response> rsp;
     std::vector<uint64_t> rsp_bits;

@@ -19,12 +19,13 @@ using wire::PdsType;
 void UetEndpoint::queue_nack(Pdc& p, wire::NackCode code, uint32_t psn) {
   const auto c = static_cast<uint8_t>(code);
   for (uint32_t i = p.tgt.nack_head; i != p.tgt.nack_tail; ++i) {
-    const Pdc::Nack& n = p.tgt.nacks[i % p.tgt.nacks.size()];
+    const Pdc::Nack& n = p.tgt.nacks[i];
     if (n.code == c && n.psn == psn) return;  // already queued
   }
-  if (p.tgt.nack_tail - p.tgt.nack_head >= p.tgt.nacks.size())
-    return;  // bounded: the RTO recovers it
-  p.tgt.nacks[p.tgt.nack_tail++ % p.tgt.nacks.size()] = Pdc::Nack{c, psn};
+  const uint32_t queued = p.tgt.nack_tail - p.tgt.nack_head;
+  if (queued >= Pdc::Target::kNacks) return;  // bounded: the RTO recovers it
+  p.tgt.nacks.reserve32(p.tgt.nack_head, p.tgt.nack_tail, queued + 1, Pdc::Target::kNacks);
+  p.tgt.nacks[p.tgt.nack_tail++] = Pdc::Nack{c, psn};
 }
 
 // Queues a response for `r.psn` (one ACK each). A first answer marks the PSN pending so a

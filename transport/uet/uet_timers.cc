@@ -132,7 +132,7 @@ void UetEndpoint::credit_timeout(Pdc& p) {
 bool UetEndpoint::rto_fired(Pdc& p, Time now) {
   uint32_t timed_out = 0;
   for (uint32_t psn = p.ini.base_psn; psn_before(psn, p.ini.next_psn); ++psn) {
-    Slot& s = p.ini.slots[(psn & mpr_mask_)];
+    Slot& s = p.ini.slots[psn];
     if (!s.in_flight || s.sent + p.ini.rto > now) continue;
     if (s.rnr_wait) {
       mark_lost(p, psn);

@@ -14,7 +14,7 @@ using wire::PdsType;
 // §3.3 RUD request + §4.2 standard SES request (WRITE, READ or SEND) for packet `psn`.
 [[gnu::always_inline]] inline bool UetEndpoint::build_data(Pdc& p, uint16_t pdcid, uint32_t psn,
                                                            bool retx, Frame& f, Time now) {
-  Slot& s = p.ini.slots[(psn & mpr_mask_)];
+  Slot& s = p.ini.slots[psn];
   const Op& o = p.ini.ops[s.op];
   const uint64_t offset = uint64_t{s.packet} * config_.payload_bytes;
   const uint32_t len = s.len;
@@ -284,7 +284,7 @@ UetEndpoint::Turn UetEndpoint::tx_close(Pdc& p, uint16_t id, Frame& f) {
 [[gnu::always_inline]] inline UetEndpoint::Turn UetEndpoint::tx_target(Pdc& p, uint16_t id,
                                                                        Frame& f, Time now) {
   if (p.tgt.nack_head != p.tgt.nack_tail) {
-    const Pdc::Nack& k = p.tgt.nacks[p.tgt.nack_head % p.tgt.nacks.size()];
+    const Pdc::Nack& k = p.tgt.nacks[p.tgt.nack_head];
     p.tgt.nack_code = k.code;
     p.tgt.nack_psn = k.psn;
     if (!build_nack(p, id, f)) return Turn::kIdle;
@@ -325,8 +325,7 @@ UetEndpoint::Turn UetEndpoint::tx_close(Pdc& p, uint16_t id, Frame& f) {
     }
   }
   // The PSN to send, if any: a resend (exactly the missing PSNs, RETX set), or the next new
-  // one. build_data is called at one place (always inline there: it runs for every data
-  // packet).
+  // one. build_data is called at one place (always inline: it runs for every data packet).
   const bool retx = p.ini.resend_pending > 0;
   uint32_t psn = 0;
   const Op* op = nullptr;  // a new PSN's operation
@@ -356,7 +355,8 @@ UetEndpoint::Turn UetEndpoint::tx_close(Pdc& p, uint16_t id, Frame& f) {
     }
     op = &o;
     psn = p.ini.next_psn;
-    Slot& s = p.ini.slots[(psn & mpr_mask_)];
+    if (psn - p.ini.base_psn >= p.ini.slots.capacity()) [[unlikely]] grow_window(p);
+    Slot& s = p.ini.slots[psn];
     s = Slot{};
     s.op = p.ini.op_send;
     s.packet = p.ini.send_packet;
@@ -384,7 +384,7 @@ UetEndpoint::Turn UetEndpoint::tx_close(Pdc& p, uint16_t id, Frame& f) {
 [[gnu::always_inline]] inline bool UetEndpoint::take_resend(Pdc& p, bool credit, Time now,
                                                             uint32_t* psn) {
   for (uint32_t q = p.ini.base_psn; psn_before(q, p.ini.next_psn); ++q) {
-    Slot& s = p.ini.slots[(q & mpr_mask_)];
+    Slot& s = p.ini.slots[q];
     if (!s.resend) continue;
     if (!credit && p.ini.ops[s.op].carries) {
       credit_blocked(p, now);
@@ -426,7 +426,7 @@ size_t UetEndpoint::tx(std::span<Frame* const> out, Time now) {
   size_t n = 0;
   // NACKs without a PDC first.
   while (n < out.size() && stateless_head_ != stateless_tail_) {
-    if (build_stateless_nack(stateless_[stateless_head_++ % stateless_.size()], *out[n])) ++n;
+    if (build_stateless_nack(stateless_[stateless_head_++], *out[n])) ++n;
   }
   // RCCC grants due now (paced by the receiver engine).
   if (rccc_rx_.next_event() <= now) take_grants(now);
