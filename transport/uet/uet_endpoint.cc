@@ -209,12 +209,12 @@ int32_t UetEndpoint::alloc_pdc(Role role) {
   if (n < 0) return -1;
   if (pdcs_.size() != made) rccc_rx_.reserve(pdcs_.size());
   Pdc& p = pdcs_[static_cast<uint16_t>(n)];
-  p.tgt.rcv_bits.assign(config_.mpr / 64, 0);
   // An initiator's send window grows with its flight (grow_window()), its operations ring in
   // post_op() (every entry is written there before use).
   if (role == Role::kTarget) {
     // The response ring grows in queue_response() (every entry is written there before
     // use), refusals' codes come with the first refusal (refuse()); their bitmaps are here.
+    p.tgt.rcv_bits.assign(config_.mpr / 64, 0);
     p.tgt.rsp_bits.assign(config_.mpr / 64, 0);
     std::fill(p.tgt.gtd.begin(), p.tgt.gtd.end(), Pdc::Refusal{});
     p.tgt.gtd_bits.assign(config_.mpr / 64, 0);
