@@ -124,7 +124,7 @@ class Run {
   sim::WindowStats windows_;
   bool stopped_ = false;
   double setup_s_ = 0;        // wall time before the first slice
-  uint64_t total_bytes_ = 0;  // the flows' payload
+  uint64_t total_bytes_ = 0;  // the flows' data frames on the wire
   Time step_ = kMicrosecond;  // run_watched's sub-slice, grown or shrunk to its wall time
   bool deadlocked_ = false;  // stopped at a PFC deadlock the watchdog reported
 };
@@ -339,8 +339,11 @@ void Run::drive() {
   const Time slice = rc_.sample_every > 0 ? rc_.sample_every : 100 * kMicrosecond;
   Time sampled_at = 0;
   setup_s_ = std::chrono::duration<double>(Clock::now() - t0_).count();
-  if (rc_.progress) {
-    for (const sim::FlowSpec& f : rc_.flows) total_bytes_ += f.compute ? 0 : f.bytes;
+  if (rc_.progress) {  // the flows' data frames whole, as the links count them
+    const uint64_t overhead = frame_overhead(rc_.transport);
+    for (const sim::FlowSpec& f : rc_.flows) {
+      if (!f.compute) total_bytes_ += f.bytes + (f.bytes + rc_.mtu - 1) / rc_.mtu * overhead;
+    }
   }
   for (;;) {
     const bool stop = rc_.stop != nullptr && rc_.stop->load(std::memory_order_relaxed);

@@ -104,8 +104,8 @@ struct Progress {
   size_t flows_done = 0, flows = 0;
   double wall_s = 0;   // since run() was called
   double setup_s = 0;  // of wall_s, building the fabric, endpoints and flows
-  // Bytes the fabric has delivered to hosts (frames whole: headers and ACKs too), and the
-  // flows' payload bytes: a share of the work for runs whose flows all end together.
+  // Bytes the fabric has delivered to hosts (frames whole, ACKs too), and the flows' data
+  // frames whole: a share of the work for runs whose flows all end together.
   uint64_t delivered_bytes = 0, total_bytes = 0;
 };
 

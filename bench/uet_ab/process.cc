@@ -63,7 +63,7 @@ void ProgressLine::operator()(const Progress& p) {
                         : 0;
   share = std::max(share, bytes_share);
   std::string eta = "?";
-  if (share > 0 && p.wall_s > p.setup_s) {
+  if (share >= 0.01 && p.wall_s > p.setup_s) {  // below 1 %, the start's burst dominates
     eta = absl::StrFormat("~%.0f s", (p.wall_s - p.setup_s) * (1 - share) / share);
   }
   std::fprintf(stderr,
