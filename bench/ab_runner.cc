@@ -118,7 +118,7 @@ class Run {
   std::vector<std::unique_ptr<Endpoint>> eps_;
   uint32_t rkey_ = 0;
   std::optional<Player> player_;
-  std::vector<std::unique_ptr<HostAdapter>> adapters_;
+  std::vector<HostAdapter> adapters_;  // reserved once: the network holds their addresses
   std::vector<Sample> series_;
   uint64_t delivered_before_ = 0;
   sim::WindowStats windows_;
@@ -289,10 +289,11 @@ absl::Status Run::connect() {
                   uet ? rc_.uet_mode : DeliveryMode::kRud, rc_.verb, rc_.recv_delay, uet,
                   uet && rc_.uet_deferrable,
                   [&paths = *paths_](uint32_t a, uint32_t b) { return paths.propagation(a, b); });
+  adapters_.reserve(hosts_);
   for (uint32_t h = 0; h < hosts_; ++h) {
     if (eps_[h] == nullptr) continue;
-    adapters_.push_back(std::make_unique<HostAdapter>(&*player_, eps_[h].get()));
-    net_.attach(h, adapters_.back().get());
+    adapters_.emplace_back(&*player_, eps_[h].get());
+    net_.attach(h, &adapters_.back());
   }
   if (!rc_.pcap_prefix.empty() && net_.owns_host(0)) {
     const uint32_t nic = net_.host(0).port;
