@@ -156,5 +156,33 @@ TEST(EventQueue_Order, BucketsOfFewSortedRunsMatchOneGlobalHeap) {
   }
 }
 
+// One crowded bucket (thousands of events within 4 ns, as every host of a large fabric starting
+// at once makes), then pushes into it while it is popped: most land deep inside it, beyond
+// what the queue shifts in place, some at times already passed (peeked behind, as run_until
+// stops). Expect: the exact order of a single (time, key, kind) heap, ties included.
+TEST(EventQueue_Order, PushesDeepIntoACrowdedBucketMatchOneGlobalHeap) {
+  constexpr Time kBucket = Time{1} << EventQueue::kBucketShift;
+  for (uint64_t seed = 1; seed <= 6; ++seed) {
+    AgainstHeap h(seed);
+    Rng& rng = h.rng;
+    auto& ref = h.ref;
+    for (int i = 0; i < 5000; ++i) h.push(static_cast<Time>(rng.below(kBucket)));
+    Time now = 0;
+    while (!ref.empty()) {
+      now = h.pop_matches();
+      ASSERT_FALSE(HasFailure());
+      const uint64_t r = rng.below(4);
+      if (r == 0) h.push(now + static_cast<Time>(rng.below(kBucket - now % kBucket)));
+      if (r == 1) h.push(now);  // a tie at the current time, its key maybe below popped ones
+      if (r == 2 && h.seq < 20000) {
+        h.push(now + static_cast<Time>(rng.below(3 * kBucket)));
+        ASSERT_EQ(h.q.next_time(), ref.top().time);
+      }
+      ASSERT_EQ(h.q.size(), ref.size());
+    }
+    h.drain_matches();
+  }
+}
+
 }  // namespace
 }  // namespace uet::sim
