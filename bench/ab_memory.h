@@ -48,8 +48,8 @@ struct MemoryEstimate {
 MemoryEstimate estimate_memory(const RunConfig& config);
 
 // Entries of the fabric's route tables (sim/routing/ecmp_table.h): one per switch and
-// destination column (each ToR, and the column of hosts' own switches). Every family builds
-// them today; a family whose routes are computed from addresses (no table) counts 0 here.
+// destination column (each ToR, and the column of hosts' own switches); 0 for a fat-tree or
+// leaf-spine routed minimally, whose routes are computed from addresses.
 uint64_t route_entries(const Fabric& f) noexcept;
 
 // MemAvailable from /proc/meminfo in bytes; 0 when it cannot be read.
