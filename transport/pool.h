@@ -1,7 +1,8 @@
 // Storage that grows with what an engine uses, up to the bounds its config names, so an
 // endpoint costs its live state and not its maxima (../shared/DESIGN.md "Memory follows live
-// state"). Growth happens when a connection opens or work is posted (amortised, never once
-// per packet in steady state); nothing shrinks, so a table that has grown is reused as is.
+// state"). Growth happens when a connection opens, work is posted or a flight grows
+// (amortised, never once per packet in steady state); nothing shrinks unless its owner gives
+// a ring back (GrowRing::release), so a table that has grown is reused as is.
 #pragma once
 
 #include <algorithm>

@@ -7,8 +7,9 @@
 //
 // Ownership and threads: one Endpoint per FEP, driven by one thread (its host's). Memory
 // follows live state, never past the config's bounds (transport/pool.h): the PDC table grows
-// a chunk at a time up to max_pdcs (all a peer's SYNs can take; then NACK NO_PDC_AVAIL); a
-// PDC's windows (mpr) come with it and are parked for the next PDC when it is freed; a PDC's
+// a chunk at a time up to max_pdcs (all a peer's SYNs can take; then NACK NO_PDC_AVAIL); an
+// initiator's send window grows with its flight up to mpr and goes back when its PDC is freed,
+// the other windows (mpr) come with the PDC and are parked for the next one; a PDC's
 // operations and responses, the receive buffers and the completions are rings or vectors
 // that grow with the work posted, up to their bounds; RUDI's and UUD's tables and ROD's
 // reorder buffers are allocated when a mode is first used. memory_bytes() counts all of it,
