@@ -3,8 +3,11 @@
 #include "sim/routing/ecmp_table.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
+#include <queue>
 #include <span>
+#include <utility>
 #include <vector>
 
 namespace uet::sim {
@@ -71,17 +74,55 @@ void keep_lowest_class(std::span<const uint8_t> port_class, std::vector<uint32_t
   std::erase_if(group, [&](uint32_t p) { return port_class[p] != lowest; });
 }
 
-// The routes towards one column, by switch, from every switch's distance `dist` to it: a
-// switch's group is its links to switches one hop closer. `group` is scratch.
-absl::Status route_column(const RoutingGraph& g, const std::vector<uint32_t>& dist,
-                          bool dimension_order, SwitchGroups& groups, std::vector<uint32_t>& group,
-                          uint16_t* route) {
-  for (uint32_t s = 0; s < dist.size(); ++s) {
-    const uint32_t d = dist[s];
-    if (d == 0 || d == kNone) continue;  // a target itself, or no route
+// Path costs for group-minimal routes: a link between two groups weighs more than any path
+// inside groups can (at most switches - 1 links), so a cost reads (global links, local links).
+struct GroupCost {
+  std::span<const uint32_t> group_of;  // empty: every switch its own group
+  uint64_t global = 1;                 // the weight of a link between groups
+
+  uint64_t weight(uint32_t s, uint32_t peer) const noexcept {
+    if (group_of.empty() || group_of[s] != group_of[peer]) return global;
+    return 1;
+  }
+};
+constexpr uint64_t kUnreached = UINT64_MAX;
+
+// Every switch's least cost to the nearest of `targets` (kUnreached: unreachable), Dijkstra
+// from all of them at once over the links reversed (links come in pairs, so the same links).
+void costs_from(std::span<const uint32_t> targets, const RoutingGraph& g, const GroupCost& w,
+                std::vector<uint64_t>& cost) {
+  using Item = std::pair<uint64_t, uint32_t>;
+  std::priority_queue<Item, std::vector<Item>, std::greater<>> open;
+  std::fill(cost.begin(), cost.end(), kUnreached);
+  for (uint32_t t : targets) {
+    if (cost[t] != 0) open.emplace(cost[t] = 0, t);
+  }
+  while (!open.empty()) {
+    const auto [c, n] = open.top();
+    open.pop();
+    if (c != cost[n]) continue;
+    for (uint32_t i = g.first[n]; i < g.first[n + 1]; ++i) {
+      const uint32_t peer = g.links[i].peer;
+      const uint64_t via = c + w.weight(n, peer);
+      if (via < cost[peer]) open.emplace(cost[peer] = via, peer);
+    }
+  }
+}
+
+// The routes towards one column, by switch, from every switch's cost `cost` to it: a switch's
+// group is its links to switches one link's weight closer. `group` is scratch.
+absl::Status route_column(const RoutingGraph& g, const std::vector<uint64_t>& cost,
+                          const GroupCost& w, bool dimension_order, SwitchGroups& groups,
+                          std::vector<uint32_t>& group, uint16_t* route) {
+  for (uint32_t s = 0; s < cost.size(); ++s) {
+    const uint64_t d = cost[s];
+    if (d == 0 || d == kUnreached) continue;  // a target itself, or no route
     group.clear();
     for (uint32_t i = g.first[s]; i < g.first[s + 1]; ++i) {
-      if (dist[g.links[i].peer] + 1 == d) group.push_back(g.links[i].port);
+      const uint32_t peer = g.links[i].peer;
+      if (cost[peer] != kUnreached && cost[peer] + w.weight(s, peer) == d) {
+        group.push_back(g.links[i].port);
+      }
     }
     if (dimension_order) keep_lowest_class(g.port_class, group);
     if (!groups.number(s, group, route[s])) {
@@ -109,21 +150,33 @@ absl::Status EcmpTable::build(const RoutingGraph& g, const Columns& columns,
   SwitchGroups groups(n_sw);
   route_.assign(routes, 0);
   dist_.assign(options.distances ? routes : 0, kNoDistance);
+  // Plain tables weigh every link 1 (a breadth-first search gives the costs).
+  GroupCost w;
+  if (options.group_minimal) w = GroupCost{g.group_of_switch, uint64_t{n_sw} + 1};
   std::vector<uint32_t> dist(n_sw);
+  std::vector<uint64_t> cost(n_sw);
   std::vector<uint32_t> frontier;
   std::vector<uint32_t> group;
   for (uint32_t c = 0; c < columns.count(); ++c) {
     const std::span<const uint32_t> targets(columns.switches.data() + columns.first[c],
                                             columns.first[c + 1] - columns.first[c]);
-    distances_from(targets, g, dist, frontier);
+    if (options.group_minimal) {
+      costs_from(targets, g, w, cost);
+    } else {
+      distances_from(targets, g, dist, frontier);
+      for (uint32_t s = 0; s < n_sw; ++s) cost[s] = dist[s] == kNone ? kUnreached : dist[s];
+    }
     uint16_t* route = route_.data() + size_t{c} * n_sw;
-    if (absl::Status s = route_column(g, dist, options.dimension_order, groups, group, route);
+    if (absl::Status s = route_column(g, cost, w, options.dimension_order, groups, group, route);
         !s.ok()) {
       return s;
     }
     if (!options.distances) continue;
     for (uint32_t s = 0; s < n_sw; ++s) {
-      dist_[size_t{c} * n_sw + s] = static_cast<uint16_t>(std::min<uint32_t>(dist[s], kNoDistance));
+      // Hops: (global links, local links) read back from the cost.
+      const uint64_t hops =
+          cost[s] == kUnreached ? kNoDistance : cost[s] / w.global + cost[s] % w.global;
+      dist_[size_t{c} * n_sw + s] = static_cast<uint16_t>(std::min<uint64_t>(hops, kNoDistance));
     }
   }
   switch_.clear();

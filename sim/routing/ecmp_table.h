@@ -4,7 +4,9 @@
 // A column is a set of target switches (one ToR, or the switches of one Valiant group). A
 // switch's route in a column is its group of up links to switches one hop closer to the
 // nearest target, from one breadth-first search per column started at all its targets at once
-// over the switch-to-switch links. A switch's identical groups are stored once and named by a
+// over the switch-to-switch links. Group-minimal tables order paths by (links between groups,
+// links inside groups) instead, a Dijkstra search per column, and a route's links are those
+// one step closer in that order. A switch's identical groups are stored once and named by a
 // 16-bit number (0: the empty group, no route); a switch picks a group's port by hashing the
 // frame's flow hash with its own seed.
 //
@@ -35,6 +37,9 @@ class EcmpTable {
   struct Options {
     bool distances = false;        // keep every switch's hop count to each column (UGAL)
     bool dimension_order = false;  // a group keeps only its ports of the lowest class
+    // Group-minimal (dragonfly MIN, Kim et al. ISCA 2008 §4.1): fewest links between switch
+    // groups (g.group_of_switch) first, then fewest links inside one; distances stay hops.
+    bool group_minimal = false;
   };
   static constexpr uint16_t kNoDistance = UINT16_MAX;
 

@@ -43,7 +43,13 @@ absl::Status Routing::build_minimal(const RoutingGraph& g) {
   tors_ = EcmpTable();
   dst_.clear();
   hosts_ = static_cast<uint32_t>(g.hosts.size());
-  if (config_.structured && minimal() && !config_.dimension_order) {
+  if (!g.group_of_switch.empty() && g.group_of_switch.size() != g.switches) {
+    return absl::InvalidArgumentError(absl::StrCat("switch groups: ", g.group_of_switch.size(),
+                                                   " entries for ", g.switches, " switches"));
+  }
+  // Group-minimal paths are a Clos's shortest ones only without groups.
+  const bool by_groups = config_.group_minimal && !g.group_of_switch.empty();
+  if (config_.structured && minimal() && !config_.dimension_order && !by_groups) {
     absl::StatusOr<bool> built = clos_.build(g);
     if (!built.ok()) return built.status();
     if (*built) {
@@ -65,7 +71,8 @@ absl::Status Routing::build_minimal(const RoutingGraph& g) {
   const uint32_t no_route = columns.count();
   columns.first.push_back(static_cast<uint32_t>(columns.switches.size()));
   const EcmpTable::Options options{.distances = config_.mode == RoutingMode::kUgal,
-                                   .dimension_order = config_.dimension_order};
+                                   .dimension_order = config_.dimension_order,
+                                   .group_minimal = by_groups};
   if (absl::Status s = tors_.build(g, columns, options); !s.ok()) return s;
   dst_.reserve(g.hosts.size());
   for (const RoutingGraph::HostLink& h : g.hosts) {
@@ -107,7 +114,10 @@ absl::Status Routing::build_groups(const RoutingGraph& g) {
   columns.switches.resize(n_sw);
   std::vector<uint32_t> next(columns.first.begin(), columns.first.end() - 1);
   for (uint32_t s = 0; s < n_sw; ++s) columns.switches[next[group_of_[s]]++] = s;
-  const EcmpTable::Options options{.distances = false, .dimension_order = config_.dimension_order};
+  const EcmpTable::Options options{.distances = false,
+                                   .dimension_order = config_.dimension_order,
+                                   .group_minimal =
+                                       config_.group_minimal && !g.group_of_switch.empty()};
   if (absl::Status s = groups_.build(g, columns, options); !s.ok()) return s;
   groups_mod_ = FastMod::of(std::max<uint32_t>(n_groups, 1));
   via_mul_ = mix64(g.seed, 0x1A7E2ED1A7E5EEDULL) * 0x9E3779B97F4A7C15ULL;

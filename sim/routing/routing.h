@@ -1,6 +1,7 @@
 // Routing: the one question a switch asks, "which output port for this frame at this switch".
 //
-// Minimal routing is shortest-path ECMP from tables (ecmp_table.h), kept per destination ToR:
+// Minimal routing is shortest-path ECMP from tables (ecmp_table.h), kept per destination ToR
+// (or group-minimal, RoutingConfig::group_minimal: fewest links between switch groups first):
 // a host has one NIC port to one switch (its ToR), so at any other switch its routes are its
 // ToR's, and at its ToR the route is that one port. Beside it, two non-minimal modes send a
 // frame through an intermediate group first (a dragonfly group, or one switch by default):
@@ -57,6 +58,11 @@ struct RoutingConfig {
   // UGAL-L detours only when the minimal port's queue bytes x hops exceed the Valiant port's
   // by more than this: a frame's worth of slack, so that an idle fabric routes minimally.
   uint64_t ugal_bias_bytes = 4096;
+  // Group-minimal paths where the fabric has switch groups (Network::set_switch_groups): the
+  // fewest links between groups, then the fewest inside them, so a dragonfly's minimal path
+  // is local-global-local (Kim et al. ISCA 2008, §4.1 MIN) rather than any shortest path,
+  // and Valiant's and UGAL-L's legs are such paths too. Without groups: shortest paths.
+  bool group_minimal = false;
   // Minimal routes on a fat-tree or leaf-spine by address arithmetic (clos.h), the same
   // routes as the tables'; false: by tables (to check one against the other).
   bool structured = true;

@@ -1,0 +1,248 @@
+// Group-minimal routing (RoutingConfig::group_minimal) on dragonflies built by
+// topology_dragonfly.cc: every inter-group route crosses the fewest global links there are
+// (exactly one on an intact dragonfly, Kim et al. ISCA 2008 §4.1 MIN) and then the fewest
+// local ones, Valiant's at most two, all loop-free, with links failed too; and the same checks
+// find two-global-link routes when group-minimal is off (plain shortest paths).
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <queue>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include "sim/network.h"
+#include "sim/routing/routing.h"
+#include "sim/topology.h"
+
+namespace uet::sim {
+namespace {
+
+struct Fly {
+  std::unique_ptr<Network> net = std::make_unique<Network>(NetworkConfig{});
+  TopologyLayout layout;
+};
+
+Fly dragonfly(uint32_t p, uint32_t a, uint32_t h) {
+  Fly f;
+  DragonflyConfig c;
+  c.p = p;
+  c.a = a;
+  c.h = h;
+  EXPECT_TRUE(build_dragonfly(*f.net, c, &f.layout).ok());
+  EXPECT_TRUE(f.net->set_switch_groups(f.layout.group).ok());
+  return f;
+}
+
+Fly dragonfly_plus() {
+  Fly f;
+  DragonflyPlusConfig c;
+  c.leaves = 2;
+  c.spines = 2;
+  c.hosts_per_leaf = 1;
+  c.h = 2;
+  EXPECT_TRUE(build_dragonfly_plus(*f.net, c, &f.layout).ok());
+  EXPECT_TRUE(f.net->set_switch_groups(f.layout.group).ok());
+  return f;
+}
+
+uint32_t tor_of(const Network& net, uint32_t host) {
+  return net.port(net.port(net.host(host).port).peer).owner;
+}
+
+// The least (global links, local links) from every switch to every switch over links that
+// are up, in the test's own way: Dijkstra on pairs compared in that order.
+using Cost = std::pair<uint32_t, uint32_t>;
+std::vector<std::vector<Cost>> lexicographic(const Fly& f) {
+  const Network& net = *f.net;
+  const auto n = static_cast<uint32_t>(net.num_switches());
+  constexpr Cost kFar{UINT32_MAX, UINT32_MAX};
+  std::vector<std::vector<Cost>> cost(n, std::vector<Cost>(n, kFar));
+  for (uint32_t from = 0; from < n; ++from) {
+    using Item = std::pair<Cost, uint32_t>;
+    std::priority_queue<Item, std::vector<Item>, std::greater<>> open;
+    open.push({cost[from][from] = Cost{0, 0}, from});
+    while (!open.empty()) {
+      const auto [c, s] = open.top();
+      open.pop();
+      if (c != cost[from][s]) continue;
+      for (uint32_t p : net.node(net.switch_node(s)).ports) {
+        const Port& peer = net.port(net.port(p).peer);
+        if (!net.port(p).up || peer.at_host) continue;
+        const bool global = f.layout.group[s] != f.layout.group[peer.owner];
+        const Cost next{c.first + global, c.second + !global};
+        if (next < cost[from][peer.owner]) open.push({cost[from][peer.owner] = next, peer.owner});
+      }
+    }
+  }
+  return cost;
+}
+
+// A frame's way from `src` to `dst` with this flow hash, asked switch by switch.
+struct Walk {
+  bool reached = false;
+  bool loop = false;
+  uint32_t global = 0, local = 0;  // links crossed between groups and inside one
+};
+
+Walk walk(const Fly& f, uint32_t src, uint32_t dst, uint64_t hash) {
+  const Network& net = *f.net;
+  Walk w;
+  uint32_t sw = tor_of(net, src);
+  uint8_t state = 0;
+  std::set<std::pair<uint32_t, uint8_t>> seen;
+  while (seen.insert({sw, state}).second) {
+    const uint32_t out = net.route_port(sw, dst, hash, state);
+    if (out == kNone) return w;
+    const Port& peer = net.port(net.port(out).peer);
+    if (peer.at_host) {
+      w.reached = peer.owner == dst;
+      return w;
+    }
+    (f.layout.group[sw] != f.layout.group[peer.owner] ? w.global : w.local)++;
+    sw = peer.owner;
+  }
+  w.loop = true;
+  return w;
+}
+
+uint64_t hash_of(int i) { return mix64(static_cast<uint64_t>(i), 0xD7A6); }
+constexpr int kHashes = 16;
+
+struct Tally {
+  int walks = 0;
+  int unreached = 0;     // or looped
+  int not_minimal = 0;   // minimal mode: not the least (global, local)
+  int over_global = 0;   // more global links than allowed
+};
+
+// Every host pair, kHashes hashes, in the network's routing mode: reached and loop-free,
+// (global, local) against the least there is, and global links against `max_global` (0: the
+// fewest there are).
+Tally tally(const Fly& f, uint32_t max_global) {
+  const auto cost = lexicographic(f);
+  const Network& net = *f.net;
+  Tally t;
+  for (uint32_t s = 0; s < net.num_hosts(); ++s) {
+    for (uint32_t d = 0; d < net.num_hosts(); ++d) {
+      const Cost least = cost[tor_of(net, s)][tor_of(net, d)];
+      if (s == d || least.first == UINT32_MAX) continue;
+      for (int i = 0; i < kHashes; ++i) {
+        const Walk w = walk(f, s, d, hash_of(i));
+        ++t.walks;
+        t.unreached += !w.reached || w.loop;
+        t.not_minimal += Cost{w.global, w.local} != least;
+        t.over_global += w.global > (max_global == 0 ? least.first : max_global);
+      }
+    }
+  }
+  return t;
+}
+
+RoutingConfig config(RoutingMode mode, bool group_minimal) {
+  RoutingConfig rc;
+  rc.mode = mode;
+  rc.group_minimal = group_minimal;
+  return rc;
+}
+
+// The global link between groups 0 and 1 (the port at group 0's end).
+uint32_t global_port_0_1(const Fly& f) {
+  const Network& net = *f.net;
+  for (uint32_t s = 0; s < net.num_switches(); ++s) {
+    if (f.layout.group[s] != 0) continue;
+    for (uint32_t p : net.node(net.switch_node(s)).ports) {
+      const Port& peer = net.port(net.port(p).peer);
+      if (!peer.at_host && f.layout.group[peer.owner] == 1) return p;
+    }
+  }
+  return kNone;
+}
+
+TEST(Routing_GroupMinimal, EveryRouteOneGlobalLinkThenFewestLocal) {
+  for (Fly* f : {new Fly(dragonfly(1, 4, 2)), new Fly(dragonfly(2, 2, 2)),
+                 new Fly(dragonfly_plus())}) {
+    std::unique_ptr<Fly> own(f);
+    ASSERT_TRUE(f->net->set_routing(config(RoutingMode::kMinimal, true)).ok());
+    const Tally t = tally(*f, 0);
+    EXPECT_GT(t.walks, 1000);
+    EXPECT_EQ(t.unreached, 0);
+    EXPECT_EQ(t.not_minimal, 0);
+    EXPECT_EQ(t.over_global, 0);
+  }
+}
+
+TEST(Routing_GroupMinimal, ShortestPathsOffTakeTwoGlobalLinks) {
+  // Expect: plain shortest paths (group-minimal off) are not the dragonfly's MIN: some cross
+  // two global links where one would do, so the checks above are able to fail.
+  Fly f = dragonfly(1, 4, 2);
+  ASSERT_TRUE(f.net->set_routing(config(RoutingMode::kMinimal, false)).ok());
+  const Tally t = tally(f, 0);
+  EXPECT_EQ(t.unreached, 0);
+  EXPECT_GT(t.not_minimal, 0);
+  EXPECT_GT(t.over_global, 0);
+}
+
+TEST(Routing_GroupMinimal, FailedGlobalLinkFallsBackToFewestGlobalLinks) {
+  Fly f = dragonfly(1, 4, 2);
+  ASSERT_TRUE(f.net->set_routing(config(RoutingMode::kMinimal, true)).ok());
+  const uint32_t p = global_port_0_1(f);
+  ASSERT_NE(p, kNone);
+  f.net->set_link_up(p, false, f.net->now());
+  f.net->run_until(f.net->now() + SwitchConfig{}.failure_detection + 1);
+  // Expect: groups 0 and 1 now two global links apart, as the reference says; every route
+  // still the least (global, local) over what is up.
+  const auto cost = lexicographic(f);
+  EXPECT_EQ(cost[0][f.net->num_switches() / f.layout.groups].first, 2u);
+  const Tally t = tally(f, 0);
+  EXPECT_EQ(t.unreached, 0);
+  EXPECT_EQ(t.not_minimal, 0);
+}
+
+TEST(Routing_GroupMinimal, ValiantAtMostTwoGlobalLinks) {
+  for (bool on : {true, false}) {
+    Fly f = dragonfly(1, 4, 2);
+    ASSERT_TRUE(f.net->set_routing(config(RoutingMode::kValiant, on)).ok());
+    const Tally t = tally(f, 2);
+    EXPECT_EQ(t.unreached, 0);
+    EXPECT_GT(t.not_minimal, 0);  // detours
+    // Expect: both legs group-minimal, so at most one global link each (Kim et al. §4.1 VAL);
+    // off, a leg may take two.
+    if (on) {
+      EXPECT_EQ(t.over_global, 0);
+    } else {
+      EXPECT_GT(t.over_global, 0);
+    }
+  }
+}
+
+TEST(Routing_GroupMinimal, ValiantAndUgalWithAFailedGlobalLink) {
+  for (RoutingMode mode : {RoutingMode::kValiant, RoutingMode::kUgal}) {
+    Fly f = dragonfly(1, 4, 2);
+    ASSERT_TRUE(f.net->set_routing(config(mode, true)).ok());
+    f.net->set_link_up(global_port_0_1(f), false, f.net->now());
+    f.net->run_until(f.net->now() + SwitchConfig{}.failure_detection + 1);
+    // Valiant: each leg at most two global links (one where it avoids the failed link).
+    const Tally t = tally(f, mode == RoutingMode::kValiant ? 4 : 0);
+    EXPECT_EQ(t.unreached, 0);
+    // Expect: UGAL-L on idle queues routes minimally.
+    if (mode == RoutingMode::kUgal) {
+      EXPECT_EQ(t.not_minimal, 0);
+    }
+    EXPECT_EQ(t.over_global, 0);
+  }
+}
+
+TEST(Routing_GroupMinimal, WithoutGroupsShortestPaths) {
+  // Expect: with no switch groups the flag changes nothing: a fat-tree's routes stay its
+  // computed ones (structured).
+  Network net{NetworkConfig{}};
+  FatTreeConfig c;
+  c.k = 4;
+  ASSERT_TRUE(build_fat_tree(net, c).ok());
+  ASSERT_TRUE(net.set_routing(config(RoutingMode::kMinimal, true)).ok());
+  EXPECT_TRUE(net.routing().structured());
+}
+
+}  // namespace
+}  // namespace uet::sim
