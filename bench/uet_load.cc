@@ -54,6 +54,10 @@ ABSL_FLAG(std::string, traffic, "ur",
           "ur (each packet to a uniformly random other host) or wc (worst case: each packet to a "
           "random host of the next group, group i to i+1 mod g)");
 ABSL_FLAG(std::string, routing, "minimal", "minimal, valiant or ugal (UGAL-L)");
+ABSL_FLAG(bool, group_minimal, true,
+          "paths with the fewest global links, then the fewest local ones (the dragonfly "
+          "literature's MIN, local-global-local; Valiant's and UGAL's legs too); false: shortest "
+          "paths in switch hops, which may cross two global links");
 ABSL_FLAG(uint64_t, ugal_bias_bytes, 4096,
           "ugal: bytes x hops the minimal path may exceed the valiant path by, 0..1073741824");
 ABSL_FLAG(std::string, loads, "0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9,1.0",
@@ -229,7 +233,7 @@ absl::StatusOr<Point> run_load(const Options& o, double load) {
   sim::Network net(nc);
   sim::TopologyLayout layout;
   if (absl::Status s = sim::build_dragonfly(net, o.df, &layout); !s.ok()) return s;
-  if (o.routing.mode != sim::RoutingMode::kMinimal) {
+  if (o.routing.mode != sim::RoutingMode::kMinimal || o.routing.group_minimal) {
     if (absl::Status s = net.set_switch_groups(layout.group); !s.ok()) return s;
   }
   if (absl::Status s = net.set_routing(o.routing); !s.ok()) return s;
@@ -292,6 +296,7 @@ absl::StatusOr<Options> read_options() {
   o.routing.mode = routing == "valiant" ? sim::RoutingMode::kValiant
                    : routing == "ugal"  ? sim::RoutingMode::kUgal
                                         : sim::RoutingMode::kMinimal;
+  o.routing.group_minimal = absl::GetFlag(FLAGS_group_minimal);
   o.routing.ugal_bias_bytes = absl::GetFlag(FLAGS_ugal_bias_bytes);
   if (o.routing.ugal_bias_bytes > (uint64_t{1} << 30)) {
     check.fail(absl::StrFormat("--ugal_bias_bytes=%d out of range: 0..1073741824",
@@ -360,16 +365,17 @@ absl::StatusOr<std::vector<Point>> sweep(const Options& o, double* saturation) {
 }
 
 int main_(int argc, char** argv) {
-  absl::SetProgramUsageMessage("uet-load [--traffic=ur|wc] [--routing=minimal|valiant|ugal] "
+  absl::SetProgramUsageMessage("uet-load [--traffic=ur|wc] [--routing=minimal|valiant|ugal] [--nogroup_minimal] "
                                "[--loads=...] [--df_p --df_a --df_h --df_g]");
   absl::ParseCommandLine(argc, argv);
   auto o = read_options();
   if (!o.ok()) return tool_error("uet-load", o.status(), 2);
-  std::printf("# dragonfly p=%u a=%u h=%u g=%u (%u hosts), %s, %s, buffer %llu KiB/port, %u B "
+  std::printf("# dragonfly p=%u a=%u h=%u g=%u (%u hosts), %s, %s%s, buffer %llu KiB/port, %u B "
               "packets, warm-up %g us, window %g us, saturated below %g x offered or a port losing "
               "above %g\n",
               o->df.p, o->df.a, o->df.h, o->df.groups(), o->df.p * o->df.a * o->df.groups(),
               absl::GetFlag(FLAGS_traffic).c_str(), absl::GetFlag(FLAGS_routing).c_str(),
+              o->routing.group_minimal ? " (group-minimal)" : " (shortest paths)",
               static_cast<unsigned long long>(o->buffer_bytes / 1024), o->payload,
               static_cast<double>(o->warmup) / kMicrosecond,
               static_cast<double>(o->window) / kMicrosecond, 1 - o->tolerance, o->max_loss);
@@ -382,9 +388,10 @@ int main_(int argc, char** argv) {
   std::printf("saturation %.4f (peak accepted %.4f)\n", sat, peak);
   if (o->json.empty()) return 0;
   std::string out = absl::StrFormat(
-      "{\"traffic\": \"%s\", \"routing\": \"%s\", \"p\": %u, \"a\": %u, \"h\": %u, \"g\": %u, "
+      "{\"traffic\": \"%s\", \"routing\": \"%s\", \"group_minimal\": %s, \"p\": %u, \"a\": %u, \"h\": %u, \"g\": %u, "
       "\"saturation\": %.4f, \"peak_accepted\": %.4f, \"points\": [",
-      absl::GetFlag(FLAGS_traffic), absl::GetFlag(FLAGS_routing), o->df.p, o->df.a, o->df.h,
+      absl::GetFlag(FLAGS_traffic), absl::GetFlag(FLAGS_routing),
+      o->routing.group_minimal ? "true" : "false", o->df.p, o->df.a, o->df.h,
       o->df.groups(), sat, peak);
   for (size_t i = 0; i < points->size(); ++i) {
     const Point& p = (*points)[i];

@@ -3,17 +3,20 @@
 
 Built from the wiring sim/topology.h documents (router r of group i is switch i*a + r, hosts p
 per router, routers of a group all-to-all, global links in the consecutive arrangement), not
-from the simulator. Minimal routing is the simulator's: shortest paths in switch hops, each
-switch splitting a destination's traffic equally over its next hops on shortest paths (packets
-with random source ports hash evenly). Where a path through two global links is as short as
-local-global-local, it is one of them, so this is not Kim et al.'s MIN (one global hop).
+from the simulator. Minimal routing is the simulator's, each switch splitting a destination's
+traffic equally over its next hops (packets with random source ports hash evenly), in one of
+two families. Group-minimal (the default, RoutingConfig::group_minimal): fewest global links,
+then fewest local ones, Kim et al.'s MIN (local-global-local). Shortest paths
+(group_minimal=False): fewest switch hops; where a path through two global links is as short
+as local-global-local it is one of them, so not Kim et al.'s MIN.
 Valiant: an intermediate group uniform over all g groups, reached minimally (nearest switch
 of the group), then minimally to the destination; a source in the intermediate group goes
 minimally. Each (traffic, routing) pair gives the per-unit-load traffic on every link; the
 bound is 1 / max(busiest link, 1 for the host links).
-Usage: dragonfly_bounds.py P A H   (prints the four bounds)
+Usage: dragonfly_bounds.py P A H   (prints the four bounds of each family)
 """
 import collections
+import heapq
 import sys
 
 
@@ -32,40 +35,48 @@ def dragonfly(p, a, h):
     return g, n, adj
 
 
-def distances(adj, targets):
+def distances(adj, targets, weight):
+    """Least cost from every router to the nearest target (None: unreachable), `weight(u, v)`
+    per link (links come in pairs, so outgoing costs equal incoming)."""
     dist = [None] * len(adj)
-    queue = collections.deque(targets)
+    heap = [(0, t) for t in targets]
     for t in targets:
         dist[t] = 0
-    while queue:
-        u = queue.popleft()
+    while heap:
+        c, u = heapq.heappop(heap)
+        if c != dist[u]:
+            continue
         for v in adj[u]:
-            if dist[v] is None:
-                dist[v] = dist[u] + 1
-                queue.append(v)
+            if dist[v] is None or c + weight(u, v) < dist[v]:
+                dist[v] = c + weight(u, v)
+                heapq.heappush(heap, (dist[v], v))
     return dist
 
 
-def spread(adj, dist, inflow, load):
-    """Moves `inflow` (router -> amount) towards distance 0, split equally over next hops,
-    adding to `load` per link; returns what arrives, by router."""
+def spread(adj, dist, weight, inflow, load):
+    """Moves `inflow` (router -> amount) towards cost 0, split equally over next hops (links
+    one weight closer), adding to `load` per link; returns what arrives, by router."""
     todo = collections.Counter(inflow)
-    for d in range(max([dist[s] for s in todo] + [0]), 0, -1):
-        for s in [s for s in todo if dist[s] == d]:
-            f = todo.pop(s)
-            nexts = [v for v in adj[s] if dist[v] == d - 1]
-            for v in nexts:
-                load[(s, v)] += f / len(nexts)
-                todo[v] += f / len(nexts)
+    while any(dist[s] > 0 for s in todo):
+        s = max((s for s in todo if dist[s] > 0), key=lambda s: dist[s])
+        f = todo.pop(s)
+        nexts = [v for v in adj[s] if dist[v] is not None and dist[v] + weight(s, v) == dist[s]]
+        for v in nexts:
+            load[(s, v)] += f / len(nexts)
+            todo[v] += f / len(nexts)
     return todo
 
 
-def bound(p, a, h, traffic, routing):
+def bound(p, a, h, traffic, routing, group_minimal=True):
     """The offered load (fraction of line rate) at which the busiest link reaches its rate."""
     g, n, adj = dragonfly(p, a, h)
     hosts = n * p
+
+    def weight(u, v):  # group-minimal: a global link outweighs any local path (< n links)
+        return n + 1 if group_minimal and u // a != v // a else 1
+
     load = collections.Counter()
-    to_group = [distances(adj, range(G * a, G * a + a)) for G in range(g)]
+    to_group = [distances(adj, range(G * a, G * a + a), weight) for G in range(g)]
     for t in range(n):
         demand = collections.Counter()  # by source router, towards router t, per unit load
         if traffic == "wc":  # every host of group t//a - 1 to a random host of t's group
@@ -83,13 +94,16 @@ def bound(p, a, h, traffic, routing):
                 phase1 = collections.Counter()
                 for s, f in demand.items():
                     (minimal if s // a == G else phase1)[s] += f / g
-                minimal.update(spread(adj, to_group[G], phase1, load))
-        spread(adj, distances(adj, [t]), minimal, load)
+                minimal.update(spread(adj, to_group[G], weight, phase1, load))
+        spread(adj, distances(adj, [t], weight), weight, minimal, load)
     return 1 / max(max(load.values()), 1.0)
 
 
 if __name__ == "__main__":
     p, a, h = (int(x) for x in sys.argv[1:4])
-    for traffic in ("ur", "wc"):
-        for routing in ("minimal", "valiant"):
-            print(f"{traffic} {routing}: {bound(p, a, h, traffic, routing):.4f}")
+    for family in (True, False):
+        for traffic in ("ur", "wc"):
+            for routing in ("minimal", "valiant"):
+                b = bound(p, a, h, traffic, routing, family)
+                name = "group-minimal" if family else "shortest paths"
+                print(f"{name} {traffic} {routing}: {b:.4f}")
