@@ -186,11 +186,15 @@ absl::Status build_family(sim::Network& net, const Fabric& f, sim::TopologyLayou
 // groups (Kim et al., ISCA 2008, §4.2: Valiant through a random group); everywhere else one
 // switch each, Valiant's original scheme on any graph (a Clos's random switch may be a leaf:
 // the detour is real, if longer than a spine's). Dimension order needs the ports' dimensions.
+// Group-minimal paths (RoutingConfig::group_minimal) need the groups: only dragonflies have them.
 absl::Status apply_routing(sim::Network& net, const Fabric& f, const sim::TopologyLayout& layout) {
   const sim::RoutingConfig& r = f.routing;
-  if (r.mode == sim::RoutingMode::kMinimal && !r.dimension_order) return absl::OkStatus();
-  if (r.mode != sim::RoutingMode::kMinimal &&
-      (f.kind == Kind::kDragonfly || f.kind == Kind::kDragonflyPlus)) {
+  const bool grouped = f.kind == Kind::kDragonfly || f.kind == Kind::kDragonflyPlus;
+  const bool by_groups = grouped && r.group_minimal;
+  if (r.mode == sim::RoutingMode::kMinimal && !r.dimension_order && !by_groups) {
+    return absl::OkStatus();
+  }
+  if ((r.mode != sim::RoutingMode::kMinimal || by_groups) && grouped) {
     if (absl::Status s = net.set_switch_groups(layout.group); !s.ok()) return s;
   }
   if (r.dimension_order) {

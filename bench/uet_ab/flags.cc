@@ -52,6 +52,10 @@ ABSL_FLAG(std::string, routing, "minimal",
           "dragonflyplus's group, on other fabrics a switch, then minimally) or ugal (UGAL-L: at "
           "the first switch, valiant when the minimal port's queue x hops exceeds the valiant "
           "port's by --ugal_bias_bytes)");
+ABSL_FLAG(bool, group_minimal, true,
+          "dragonfly and dragonflyplus: paths with the fewest global links, then the fewest local "
+          "ones (the dragonfly's MIN; valiant's and ugal's legs too); false: shortest paths in "
+          "switch hops, some through two global links");
 ABSL_FLAG(bool, dimension_order, false,
           "torus and hypercube: route the first differing dimension first (each leg of valiant "
           "too)");

@@ -41,6 +41,7 @@ absl::Status family_from_flags(Fabric& f) {
                    : routing == "ugal"  ? sim::RoutingMode::kUgal
                                         : sim::RoutingMode::kMinimal;
   f.routing.dimension_order = absl::GetFlag(FLAGS_dimension_order);
+  f.routing.group_minimal = absl::GetFlag(FLAGS_group_minimal);
   f.routing.ugal_bias_bytes = absl::GetFlag(FLAGS_ugal_bias_bytes);
   if (f.kind == Fabric::Kind::kGraph) {
     auto g = sim::load_graph_topology(absl::GetFlag(FLAGS_graph));
