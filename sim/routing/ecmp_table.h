@@ -37,7 +37,7 @@ class EcmpTable {
   struct Options {
     bool distances = false;        // keep every switch's hop count to each column (UGAL)
     bool dimension_order = false;  // a group keeps only its ports of the lowest class
-    // Group-minimal (dragonfly MIN, Kim et al. ISCA 2008 §4.1): fewest links between switch
+    // Group-minimal (dragonfly MIN, Kim et al. ISCA 2008 §4): fewest links between switch
     // groups (g.group_of_switch) first, then fewest links inside one; distances stay hops.
     bool group_minimal = false;
   };

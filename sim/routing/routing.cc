@@ -114,10 +114,10 @@ absl::Status Routing::build_groups(const RoutingGraph& g) {
   columns.switches.resize(n_sw);
   std::vector<uint32_t> next(columns.first.begin(), columns.first.end() - 1);
   for (uint32_t s = 0; s < n_sw; ++s) columns.switches[next[group_of_[s]]++] = s;
-  const EcmpTable::Options options{.distances = false,
-                                   .dimension_order = config_.dimension_order,
-                                   .group_minimal =
-                                       config_.group_minimal && !g.group_of_switch.empty()};
+  const EcmpTable::Options options{
+      .distances = false,
+      .dimension_order = config_.dimension_order,
+      .group_minimal = config_.group_minimal && !g.group_of_switch.empty()};
   if (absl::Status s = groups_.build(g, columns, options); !s.ok()) return s;
   groups_mod_ = FastMod::of(std::max<uint32_t>(n_groups, 1));
   via_mul_ = mix64(g.seed, 0x1A7E2ED1A7E5EEDULL) * 0x9E3779B97F4A7C15ULL;

@@ -21,9 +21,10 @@
 // Families: a routing family answers port(switch, destination host, flow hash) for minimal
 // paths; the tables answer it for any graph. Fat-trees and leaf-spines, recognised in build()
 // from the graph itself, answer it by address arithmetic instead (clos.h: the same ports, no
-// table per switch and destination ToR), in the minimal mode without dimension order; the
-// choice is a flag read once per frame. The non-minimal modes keep the tables (they need hop
-// counts and the group table towards intermediates beside them).
+// table per switch and destination ToR), in the minimal mode without dimension order or
+// group-minimal switch groups; the choice is a flag read once per frame. The non-minimal
+// modes keep the tables (they need hop counts and the group table towards intermediates
+// beside them).
 //
 // Ownership: a Network owns its Routing by value and rebuilds it (build()) at finalize() and
 // when switches learn of a link change; per frame it is only read, but for the memo of recent
@@ -60,7 +61,7 @@ struct RoutingConfig {
   uint64_t ugal_bias_bytes = 4096;
   // Group-minimal paths where the fabric has switch groups (Network::set_switch_groups): the
   // fewest links between groups, then the fewest inside them, so a dragonfly's minimal path
-  // is local-global-local (Kim et al. ISCA 2008, §4.1 MIN) rather than any shortest path,
+  // is local-global-local (Kim et al. ISCA 2008, §4 MIN) rather than any shortest path,
   // and Valiant's and UGAL-L's legs are such paths too. Without groups: shortest paths.
   bool group_minimal = false;
   // Minimal routes on a fat-tree or leaf-spine by address arithmetic (clos.h), the same

@@ -1,6 +1,6 @@
 // Group-minimal routing (RoutingConfig::group_minimal) on dragonflies built by
 // topology_dragonfly.cc: every inter-group route crosses the fewest global links there are
-// (exactly one on an intact dragonfly, Kim et al. ISCA 2008 §4.1 MIN) and then the fewest
+// (exactly one on an intact dragonfly, Kim et al. ISCA 2008 §4 MIN) and then the fewest
 // local ones, Valiant's at most two, all loop-free, with links failed too; and the same checks
 // find two-global-link routes when group-minimal is off (plain shortest paths).
 #include <gtest/gtest.h>
@@ -111,9 +111,9 @@ constexpr int kHashes = 16;
 
 struct Tally {
   int walks = 0;
-  int unreached = 0;     // or looped
-  int not_minimal = 0;   // minimal mode: not the least (global, local)
-  int over_global = 0;   // more global links than allowed
+  int unreached = 0;    // or looped
+  int not_minimal = 0;  // minimal mode: not the least (global, local)
+  int over_global = 0;  // more global links than allowed
 };
 
 // Every host pair, kHashes hashes, in the network's routing mode: reached and loop-free,
@@ -160,8 +160,8 @@ uint32_t global_port_0_1(const Fly& f) {
 }
 
 TEST(Routing_GroupMinimal, EveryRouteOneGlobalLinkThenFewestLocal) {
-  for (Fly* f : {new Fly(dragonfly(1, 4, 2)), new Fly(dragonfly(2, 2, 2)),
-                 new Fly(dragonfly_plus())}) {
+  for (Fly* f :
+       {new Fly(dragonfly(1, 4, 2)), new Fly(dragonfly(2, 2, 2)), new Fly(dragonfly_plus())}) {
     std::unique_ptr<Fly> own(f);
     ASSERT_TRUE(f->net->set_routing(config(RoutingMode::kMinimal, true)).ok());
     const Tally t = tally(*f, 0);
@@ -206,7 +206,7 @@ TEST(Routing_GroupMinimal, ValiantAtMostTwoGlobalLinks) {
     const Tally t = tally(f, 2);
     EXPECT_EQ(t.unreached, 0);
     EXPECT_GT(t.not_minimal, 0);  // detours
-    // Expect: both legs group-minimal, so at most one global link each (Kim et al. §4.1 VAL);
+    // Expect: both legs group-minimal, so at most one global link each (Kim et al. §4 VAL);
     // off, a leg may take two.
     if (on) {
       EXPECT_EQ(t.over_global, 0);
