@@ -15,15 +15,16 @@
 
 namespace uet::ab {
 
-// Bytes. Measured with /usr/bin/time -v on uet-ab --topology=fattree: a permutation at k=8
-// (128 hosts) and k=16 (1024 hosts) gives the cost per host with its one peer; an all-to-all
-// at k=8 (127 peers per host) the cost per further communicating pair (with its flow).
+// Bytes. Measured with /usr/bin/time -v on uet-ab --topology=fattree: a permutation of
+// 256 KiB flows at k=52 (35,152 hosts) gives the cost per host with its one peer (and its
+// share of the fabric); an all-to-all of 64 KiB flows at k=8 (127 peers per host) against the
+// permutation there, the cost per further communicating pair (with its flow).
 struct MeasuredMemory {
   static constexpr double kBase = 5.9 * (1 << 20);     // the process, fabric-independent
-  static constexpr double kUetPerHost = 33.5 * 1024;   // with its first pair
-  static constexpr double kUetPerPair = 14.2 * 1024;   // ordered pair: a PDC at each end
-  static constexpr double kRocePerHost = 22.6 * 1024;  // with its first pair
-  static constexpr double kRocePerPair = 3.6 * 1024;   // unordered pair and channel: a QP each side
+  static constexpr double kUetPerHost = 20.7 * 1024;   // with its first pair
+  static constexpr double kUetPerPair = 4.3 * 1024;    // ordered pair: a PDC at each end
+  static constexpr double kRocePerHost = 17.0 * 1024;  // with its first pair
+  static constexpr double kRocePerPair = 0.9 * 1024;   // unordered pair and channel: a QP each side
   // Per flow: the planned list (sim::FlowSpec, and its `after` ids), the player's record and
   // dependents; measured as an all-reduce ring at k=16 (2,095,104 flows, two `after` ids
   // each) against the permutation there (1024 flows).
