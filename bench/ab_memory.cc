@@ -56,7 +56,9 @@ MemoryEstimate estimate_memory(const RunConfig& c) {
   const auto routes = static_cast<double>(route_entries(c.fabric));
   uint64_t max_bytes = 0;
   for (const sim::FlowSpec& f : c.flows) max_bytes = std::max(max_bytes, f.bytes);
-  const double per_host = uet ? M::kUetPerHost : M::kRocePerHost;
+  const double flight = std::min(static_cast<double>(max_bytes), M::kFlightCap);
+  const double per_host = uet ? M::kUetPerHost + M::kUetPerFlightByte * flight
+                              : M::kRocePerHost + M::kRocePerFlightByte * flight;
   const double per_pair = uet ? M::kUetPerPair : M::kRocePerPair;
   // Each host's first pair is in its per-host cost (the permutation it was measured with).
   const double extra_pairs = std::max(0.0, n_pairs - hosts);
