@@ -48,7 +48,8 @@ void merge_ranks(sim::Ranks& ranks, sim::Network& net, std::vector<sim::FlowReco
   for (uint32_t p = 0; p < net.num_ports(); ++p) {
     if (!net.owns_port(p)) continue;
     put(&p, sizeof(p));
-    put(&net.port(p).stats, sizeof(sim::PortStats));
+    const sim::PortStats stats = net.port_stats(p);
+    put(&stats, sizeof(stats));
   }
   const std::vector<std::vector<uint8_t>> all = ranks.all_gather(mine);
   for (size_t r = 0; r < all.size(); ++r) {

@@ -253,7 +253,7 @@ absl::StatusOr<Point> run_load(const Options& o, double load) {
                (static_cast<double>(net.num_hosts()) * bytes_per_ps * static_cast<double>(o.window));
   p.latency_us = w.packets ? w.latency_ps / static_cast<double>(w.packets) / kMicrosecond : 0;
   for (uint32_t port = 0; port < net.num_ports(); ++port) {
-    const sim::PortStats& st = net.port(port).stats;
+    const sim::PortStats& st = net.port_stats(port);
     p.drops += st.drops;
     if (st.drops > 0) {
       p.worst_loss = std::max(p.worst_loss, static_cast<double>(st.drops) /

@@ -120,7 +120,7 @@ PortSummary port_summary(Network& net, Time window) {
   PortSummary s;
   double busiest = -1;
   for (size_t i = 0; i < net.num_ports(); ++i) {
-    const PortStats& p = net.port(static_cast<uint32_t>(i)).stats;
+    const PortStats& p = net.port_stats(static_cast<uint32_t>(i));
     s.drops += p.drops;
     s.lossless_drops += p.lossless_drops;
     s.wire_losses += p.wire_losses;

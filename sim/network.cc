@@ -321,7 +321,7 @@ void Network::run_until(Time until) {
     }
   } else if (!pause && p.paused[prio]) {
     p.paused[prio] = false;
-    if (prio == 0) p.stats.paused_time += now_ - paused_since_[port];
+    if (prio == 0) rare_stats(port).paused_time += now_ - paused_since_[port];
     kick_port(port);
     if (p.at_host) {
       host_pull(p.owner);
@@ -383,7 +383,7 @@ void Network::flush_stats() {
     Port& p = ports_[i];
     account_queue(p);
     if (p.paused[0]) {
-      p.stats.paused_time += now_ - paused_since_[i];
+      rare_stats(i).paused_time += now_ - paused_since_[i];
       paused_since_[i] = now_;
     }
   }
@@ -468,8 +468,8 @@ void Network::start_tx(uint32_t port) { start_tx_inline(port); }
   }
   if (p.at_host) {
     if (meta(f).damaged) {
-      ++ports_[port].stats.damaged_arrivals;
-      if (meta(f).corrupted) ++ports_[port].stats.corrupted_arrivals;
+      ++rare_stats(port).damaged_arrivals;
+      if (meta(f).corrupted) ++rare_stats(port).corrupted_arrivals;
     }
     host_deliver(p.owner, f);
   } else {
@@ -535,7 +535,7 @@ bool Network::parse_meta(const Frame& fr, FrameMeta& m) noexcept {
       // then the headroom that absorbs what is in flight while the pause travels upstream.
       if (ports_[ingress].ingress_bytes[0] + m.bytes >
           sc.pfc.xoff_bytes + sc.pfc.headroom_bytes) {
-        ++p.stats.lossless_drops;
+        ++rare_stats(port).lossless_drops;
         drop(f);
         return false;
       }
@@ -544,7 +544,7 @@ bool Network::parse_meta(const Frame& fr, FrameMeta& m) noexcept {
         m.bytes = pool_[f].bytes_on_wire();
         ++p.stats.trims;
         if (m.corrupted) {  // the rewritten checksums now cover the damage
-          ++p.stats.corrupted_rewrites;
+          ++rare_stats(port).corrupted_rewrites;
           m.corrupted = false;
         }
         m.control = true;  // kDscpTrimmed
@@ -566,7 +566,7 @@ bool Network::parse_meta(const Frame& fr, FrameMeta& m) noexcept {
       if (prob > 0 && p.rng.chance(prob) && mark_ce(pool_[f])) {
         ++p.stats.ecn_marks;
         if (m.corrupted) {  // the IPv4 checksum is recomputed over the damaged header
-          ++p.stats.corrupted_rewrites;
+          ++rare_stats(port).corrupted_rewrites;
           m.corrupted = false;
         }
       }
@@ -598,11 +598,11 @@ double ecn_mark_probability(const EcnConfig& ecn, uint64_t queue_bytes) noexcept
 void Network::send_pfc(uint32_t ingress_port, int prio, bool pause) {
   Port& ip = ports_[ingress_port];
   ip.pause_sent[prio] = pause;
-  if (pause) ++ip.stats.pauses_sent;
+  uint64_t& sent = rare_stats(ingress_port).pauses_sent;
+  if (pause) ++sent;
   // The pause frame travels the link back to the upstream egress.
   const uint32_t b = static_cast<uint32_t>(prio) | (pause ? 0x100u : 0u);
-  const uint64_t key = event_key(ingress_port, ip.stats.pauses_sent << 2 | (pause ? 0u : 2u) |
-                                                   static_cast<uint32_t>(prio));
+  const uint64_t key = event_key(ingress_port, sent << 2 | (pause ? 0u : 2u) | static_cast<uint32_t>(prio));
   if (ip.remote) [[unlikely]] {
     send_remote(ip.peer, now_ + ip.delay, key, kPfc, b, kNoFrame);
     return;

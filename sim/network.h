@@ -94,8 +94,8 @@ struct SwitchConfig {
   uint64_t ecmp_seed = 0x5EED;    // mixed with the switch index
 };
 
+// Every counter of a port, as Network::port_stats reports it.
 struct PortStats {
-  // Touched by every frame (first, beside the port's hot state).
   uint64_t tx_frames = 0;
   uint64_t tx_bytes = 0;
   uint64_t max_queue_bytes = 0;
@@ -124,6 +124,35 @@ struct PortStats {
   uint64_t corrupted_unchecked = 0;
 };
 
+// The counters every frame may touch, kept in the port (meanings as in PortStats).
+struct PortCounters {
+  uint64_t tx_frames = 0;
+  uint64_t tx_bytes = 0;
+  uint64_t max_queue_bytes = 0;
+  double queue_byte_ps = 0;
+  uint64_t drops = 0;
+  uint64_t trims = 0;
+  uint64_t ecn_marks = 0;
+};
+
+// The counters only impaired links, PFC and damaged frames touch: kept beside the ports
+// (Network::rare_stats), made for a port when it first counts one, so a clean lossy fabric
+// holds none.
+struct PortRareStats {
+  uint64_t lossless_drops = 0;
+  uint64_t wire_losses = 0;
+  uint64_t corruptions = 0;
+  uint64_t duplicates = 0;
+  uint64_t reorders = 0;
+  uint64_t pauses_sent = 0;
+  Time paused_time = 0;
+  uint64_t corrupted_arrivals = 0;
+  uint64_t damaged_arrivals = 0;
+  uint64_t corrupted_rewrites = 0;
+  uint64_t corrupted_unchecked = 0;
+  bool operator==(const PortRareStats&) const = default;
+};
+
 enum class NodeKind : uint8_t { kHost, kSwitch };
 
 struct Node {
@@ -145,8 +174,8 @@ struct QueuedFrame {
 // port a frame arrives through needs (owner, link state, and at a switch the PFC ingress
 // counter that enqueue and start_tx both update), so that port costs one line; lines 0-2 are
 // what the egress needs (wire state, queues, the counters it bumps); the rarer state after
-// them. The link's configuration is the Network's, per link (Network::link_config): five
-// lines a port.
+// them. The link's configuration is the Network's, per link (Network::link_config), and the
+// rare counters are Network::rare_stats's: four lines a port.
 struct alignas(64) Port {
   uint32_t peer = kNone;   // the port at the other end of the link
   uint32_t owner = kNone;  // the host or switch index of `node` (cached: no Node lookup per frame)
@@ -174,11 +203,12 @@ struct alignas(64) Port {
   std::array<Ring<QueuedFrame>, kNumPriorities> queue;
   std::array<uint64_t, kNumPriorities> queued_bytes{};
   Time last_queue_change = 0;
-  PortStats stats;
+  PortCounters stats;
   Rng rng;
   uint32_t node = kNone;  // the node this port belongs to (control path only)
+  uint32_t rare = kNone;  // its entry in Network::rare_ (kNone: every rare counter is 0)
 };
-static_assert(sizeof(Port) == 5 * 64);
+static_assert(sizeof(Port) == 4 * 64);
 
 struct Host {
   uint32_t node;
@@ -341,7 +371,9 @@ class Network {
   const std::vector<PfcDeadlock>& pfc_deadlocks() const noexcept { return pfc_deadlocks_; }
   PfcWatchdogStats pfc_watchdog(uint32_t port) const noexcept;
   // A port another rank ran: its counters there, gathered for a summary of the whole fabric.
-  void set_port_stats(uint32_t port, const PortStats& stats) noexcept { ports_[port].stats = stats; }
+  void set_port_stats(uint32_t port, const PortStats& stats);
+  // Every counter of a port (the hot ones it holds and its rare ones).
+  PortStats port_stats(uint32_t port) const noexcept;
 
  private:
   enum Kind : uint8_t {
@@ -428,6 +460,15 @@ class Network {
   }
   // A frame's arrival at the peer of `port`: by the port's transmissions, two keys per frame
   // (+ 1 for a duplicate of it).
+  // A port's rare counters, made on its first rare event (the vector grows, amortized).
+  PortRareStats& rare_stats(uint32_t port) {
+    uint32_t& r = ports_[port].rare;
+    if (r == kNone) [[unlikely]] {
+      r = static_cast<uint32_t>(rare_.size());
+      rare_.emplace_back();
+    }
+    return rare_[r];
+  }
   static uint64_t arrival_key(uint32_t port, const Port& p) noexcept {
     return event_key(port, p.stats.tx_frames << 1);
   }
@@ -472,6 +513,7 @@ class Network {
   uint64_t control_events_ = 0;  // link changes scheduled from outside the loop: their keys
   std::vector<Node> nodes_;
   std::vector<Port> ports_;
+  std::vector<PortRareStats> rare_;  // by Port::rare
   RingPool<QueuedFrame> ring_pool_;  // the ports' queues' buffers
   // The links' configurations, each distinct one once (a fabric has a few: one per tier),
   // and by link its entry (ports 2i and 2i+1 are link i's two ends).

@@ -26,7 +26,7 @@ void Network::start_tx_rare(uint32_t port, FrameId f, uint32_t bytes, Time done)
   } else if (!p.impaired) {  // no draws: the same as every chance() below failing
     arrive_at_peer(port, done + p.delay, f, arrival_key(port, p));
   } else if (p.rng.chance(link.loss)) {
-    ++p.stats.wire_losses;
+    ++rare_stats(port).wire_losses;
     drop(f);
   } else {
     // One bit after the Ethernet header, as a switch's memory (not the wire, whose FCS
@@ -38,19 +38,19 @@ void Network::start_tx_rare(uint32_t port, FrameId f, uint32_t bytes, Time done)
       const uint64_t bit = kL2 * 8 + p.rng.below(uint64_t{fr.len - kL2} * 8);
       const bool sealed = sealed_untrimmed(fr);  // before the flip, which may hit the type
       fr.data[bit / 8] ^= static_cast<uint8_t>(1u << (bit % 8));
-      ++p.stats.corruptions;
+      ++rare_stats(port).corruptions;
       meta(f).parsed = false;  // the next switch reads the damaged headers
       meta(f).damaged = true;
       if (damage_detectable(fr, bit / 8, sealed)) {
         meta(f).corrupted = true;
       } else {
-        ++p.stats.corrupted_unchecked;
+        ++rare_stats(port).corrupted_unchecked;
       }
     }
     Time arrive = done + p.delay;
     if (p.rng.chance(link.reorder) && link.reorder_delay > 0) {
       arrive += 1 + static_cast<Time>(p.rng.below(static_cast<uint64_t>(link.reorder_delay)));
-      ++p.stats.reorders;
+      ++rare_stats(port).reorders;
     }
     // The draw decides a copy before the original leaves (it may go to another process).
     const bool copy = p.rng.chance(link.duplicate);
@@ -100,7 +100,7 @@ void Network::duplicate(uint32_t port, FrameId f, Time at) {
   to.wire_len = from.wire_len;
   to.priority = from.priority;
   meta(c) = m;
-  ++p.stats.duplicates;
+  ++rare_stats(port).duplicates;
   if (const Time hold = link_config(port).reorder_delay; hold > 0) {
     at += static_cast<Time>(p.rng.below(static_cast<uint64_t>(hold) + 1));
   }
@@ -114,6 +114,45 @@ void Network::arrive_at_peer(uint32_t port, Time at, FrameId f, uint64_t key) {
     return;
   }
   events_q_.push(at, kArrive, p.peer, f, key);
+}
+
+PortStats Network::port_stats(uint32_t port) const noexcept {
+  const Port& p = ports_[port];
+  PortStats s;
+  s.tx_frames = p.stats.tx_frames;
+  s.tx_bytes = p.stats.tx_bytes;
+  s.max_queue_bytes = p.stats.max_queue_bytes;
+  s.queue_byte_ps = p.stats.queue_byte_ps;
+  s.drops = p.stats.drops;
+  s.trims = p.stats.trims;
+  s.ecn_marks = p.stats.ecn_marks;
+  if (p.rare == kNone) return s;
+  const PortRareStats& r = rare_[p.rare];
+  s.lossless_drops = r.lossless_drops;
+  s.wire_losses = r.wire_losses;
+  s.corruptions = r.corruptions;
+  s.duplicates = r.duplicates;
+  s.reorders = r.reorders;
+  s.pauses_sent = r.pauses_sent;
+  s.paused_time = r.paused_time;
+  s.corrupted_arrivals = r.corrupted_arrivals;
+  s.damaged_arrivals = r.damaged_arrivals;
+  s.corrupted_rewrites = r.corrupted_rewrites;
+  s.corrupted_unchecked = r.corrupted_unchecked;
+  return s;
+}
+
+void Network::set_port_stats(uint32_t port, const PortStats& s) {
+  PortCounters& c = ports_[port].stats;
+  c = PortCounters{s.tx_frames, s.tx_bytes, s.max_queue_bytes, s.queue_byte_ps,
+                   s.drops,     s.trims,    s.ecn_marks};
+  const PortRareStats r{s.lossless_drops,     s.wire_losses,      s.corruptions,
+                        s.duplicates,         s.reorders,         s.pauses_sent,
+                        s.paused_time,        s.corrupted_arrivals, s.damaged_arrivals,
+                        s.corrupted_rewrites, s.corrupted_unchecked};
+  if (ports_[port].rare != kNone || r != PortRareStats{}) {
+    rare_stats(port) = r;
+  }
 }
 
 }  // namespace uet::sim

@@ -172,7 +172,7 @@ SimResult run_sim(const std::function<std::unique_ptr<Endpoint>(uint32_t h)>& ma
     r.timeouts += s.timeouts;
   }
   for (size_t p = 0; p < net.num_ports(); ++p)
-    r.lost += net.port(static_cast<uint32_t>(p)).stats.wire_losses;
+    r.lost += net.port_stats(static_cast<uint32_t>(p)).wire_losses;
   return r;
 }
 

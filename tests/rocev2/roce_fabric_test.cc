@@ -107,7 +107,7 @@ SimRun permutation(bool pfc, double fabric_loss, size_t bytes, uint32_t frame_ca
     EXPECT_EQ(k.rx_malformed, 0u) << "host " << h;
   }
   for (size_t i = 0; i < net.num_ports(); ++i) {
-    const sim::PortStats& s = net.port(static_cast<uint32_t>(i)).stats;
+    const sim::PortStats& s = net.port_stats(static_cast<uint32_t>(i));
     r.wire_losses += s.wire_losses;
     r.lossless_drops += s.lossless_drops;
     r.drops += s.drops;
@@ -181,7 +181,7 @@ struct TwoIntoOne {
   sim::PortStats fabric() const {
     sim::PortStats t;
     for (size_t i = 0; i < net.num_ports(); ++i) {
-      const sim::PortStats& s = net.port(static_cast<uint32_t>(i)).stats;
+      const sim::PortStats& s = net.port_stats(static_cast<uint32_t>(i));
       t.max_queue_bytes = std::max(t.max_queue_bytes, s.max_queue_bytes);
       t.drops += s.drops;
       t.pauses_sent += s.pauses_sent;

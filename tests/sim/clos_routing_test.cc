@@ -287,8 +287,8 @@ TEST(ClosRouting_Run, FailedLinksSameCountersEitherWay) {
     }
     uint64_t frames = 0;
     for (uint32_t p = 0; p < nets[0]->num_ports(); ++p) {
-      const PortStats& x = nets[0]->port(p).stats;
-      const PortStats& y = nets[1]->port(p).stats;
+      const PortStats& x = nets[0]->port_stats(p);
+      const PortStats& y = nets[1]->port_stats(p);
       EXPECT_EQ(x.tx_frames, y.tx_frames) << p;
       EXPECT_EQ(x.tx_bytes, y.tx_bytes) << p;
       EXPECT_EQ(x.drops, y.drops) << p;

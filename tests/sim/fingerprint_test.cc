@@ -114,7 +114,7 @@ uint64_t run_fingerprint(bool pfc, uint32_t capacity, bool impaired = true) {
 
   PortStats sum;
   for (uint32_t p = 0; p < net.num_ports(); ++p) {
-    const PortStats& s = net.port(p).stats;
+    const PortStats& s = net.port_stats(p);
     sum.drops += s.drops;
     sum.ecn_marks += s.ecn_marks;
     sum.pauses_sent += s.pauses_sent;
@@ -133,7 +133,7 @@ uint64_t run_fingerprint(bool pfc, uint32_t capacity, bool impaired = true) {
   hash.add(static_cast<uint64_t>(net.now()));
   hash.add(net.frames().peak());
   for (uint32_t p = 0; p < net.num_ports(); ++p) {
-    const PortStats& s = net.port(p).stats;
+    const PortStats& s = net.port_stats(p);
     for (uint64_t v : {s.tx_frames, s.tx_bytes, s.drops, s.lossless_drops, s.wire_losses,
                        s.corruptions, s.duplicates, s.reorders, s.trims, s.ecn_marks,
                        s.pauses_sent, static_cast<uint64_t>(s.paused_time), s.max_queue_bytes,

@@ -172,7 +172,7 @@ TwoToOne two_to_one(const NetworkConfig& nc, const std::function<void(Network&)>
   net.attach(2, &sink);
   if (setup) setup(net);
   net.run_until(kSecond);
-  return TwoToOne{sink.received, sink.ce, sink.bad, net.port(net.port(net.host(2).port).peer).stats};
+  return TwoToOne{sink.received, sink.ce, sink.bad, net.port_stats(net.port(net.host(2).port).peer)};
 }
 
 // ------------------------------------------------------------------ ECMP
@@ -452,18 +452,18 @@ IncastResult incast_8_to_1(bool pfc) {
   IncastResult r;
   for (size_t p = 0; p < net.num_ports(); ++p) {
     r.drops += net.port(static_cast<uint32_t>(p)).stats.drops;
-    r.lossless_drops += net.port(static_cast<uint32_t>(p)).stats.lossless_drops;
+    r.lossless_drops += net.port_stats(static_cast<uint32_t>(p)).lossless_drops;
   }
   for (uint32_t h = 0; h < 8; ++h) {
     r.delivered += rec[h].received;
-    r.host_paused += net.port(net.host(h).port).stats.paused_time;
+    r.host_paused += net.port_stats(net.host(h).port).paused_time;
   }
   for (uint32_t p : net.node(leaf1).ports)
-    if (net.port(net.port(p).peer).node == spine) r.leaf1_pauses = net.port(p).stats.pauses_sent;
+    if (net.port(net.port(p).peer).node == spine) r.leaf1_pauses = net.port_stats(p).pauses_sent;
   for (uint32_t p : net.node(spine).ports)
-    if (net.port(net.port(p).peer).node == leaf0) r.spine_pauses = net.port(p).stats.pauses_sent;
+    if (net.port(net.port(p).peer).node == leaf0) r.spine_pauses = net.port_stats(p).pauses_sent;
   for (uint32_t p : net.node(leaf0).ports)
-    if (net.port(net.port(p).peer).node != spine) r.leaf0_pauses += net.port(p).stats.pauses_sent;
+    if (net.port(net.port(p).peer).node != spine) r.leaf0_pauses += net.port_stats(p).pauses_sent;
   return r;
 }
 
@@ -568,13 +568,13 @@ TEST(Network_Link, LossAndCorruptionAreSeededAndCaught) {
   net.attach(0, &a0);
   net.attach(1, &a1);
   net.run_until(kSecond);
-  const PortStats& st = net.port(net.host(0).port).stats;
+  const PortStats& st = net.port_stats(net.host(0).port);
   // Expect: about 2 % lost and 5 % of the rest corrupted; every corrupted frame fails its
   // IP or UDP checksum at the sink and is not counted as data.
   EXPECT_NEAR(double(st.wire_losses) / 20000, 0.02, 0.005);
   EXPECT_NEAR(double(st.corruptions) / 20000, 0.05 * 0.98, 0.01);
   EXPECT_EQ(a1.rx_bad(), st.corruptions);
-  EXPECT_EQ(net.port(net.host(1).port).stats.corrupted_arrivals, st.corruptions);
+  EXPECT_EQ(net.port_stats(net.host(1).port).corrupted_arrivals, st.corruptions);
   EXPECT_EQ(rec[0].received, (20000 - st.wire_losses - st.corruptions) * 1024);
 }
 
@@ -630,8 +630,8 @@ ImpairedRun run_impaired(const LinkConfig& l, uint64_t seed, uint32_t packets) {
   net.attach(0, &a0);
   net.attach(1, &sink);
   net.run_until(kSecond);
-  return ImpairedRun{net.port(net.host(0).port).stats,
-                     net.port(net.host(1).port).stats,
+  return ImpairedRun{net.port_stats(net.host(0).port),
+                     net.port_stats(net.host(1).port),
                      sink.copies,
                      sink.bad,
                      sink.differing_copies,

@@ -162,7 +162,7 @@ TEST(PfcWatchdog_Ring, DropBreaksTheDeadlockAndCountsWhatItDrops) {
   for (const FlowRecord& f : r.rec) EXPECT_EQ(f.sent, RingRun::kBytes);
   EXPECT_EQ(r.received() + total_drops(r.net) * 4096, RingRun::kBytes * r.rec.size());
   for (uint32_t p = 0; p < r.net.num_ports(); ++p) {
-    EXPECT_EQ(r.net.port(p).stats.drops + r.net.port(p).stats.lossless_drops, 0u) << p;
+    EXPECT_EQ(r.net.port(p).stats.drops + r.net.port_stats(p).lossless_drops, 0u) << p;
     EXPECT_FALSE(r.net.pfc_watchdog(p).stormed) << p;
   }
   for (uint32_t p : r.clockwise) {

@@ -441,7 +441,7 @@ RunResult run_flows(Fabric& f, uint64_t bytes, uint32_t shift, bool spray,
     r.received += fr.received;
   }
   for (uint32_t p = 0; p < net.num_ports(); ++p) {
-    r.drops += net.port(p).stats.drops + net.port(p).stats.lossless_drops;
+    r.drops += net.port(p).stats.drops + net.port_stats(p).lossless_drops;
     if (!f.port_class.empty() && f.port_class[p] == 1 && net.port(p).stats.tx_frames > 0) {
       r.global_tx[p] = net.port(p).stats.tx_frames;
     }

@@ -761,8 +761,7 @@ void Soak::collect() {
     }
   }
   for (size_t i = 0; i < net_->num_ports(); ++i) {
-    const sim::Port& port = net_->port(static_cast<uint32_t>(i));
-    const sim::PortStats& s = port.stats;
+    const sim::PortStats s = net_->port_stats(static_cast<uint32_t>(i));
     r_.frames += s.tx_frames;
     r_.wire_losses += s.wire_losses;
     r_.corruptions += s.corruptions;

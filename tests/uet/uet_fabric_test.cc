@@ -110,7 +110,7 @@ TEST(UetEndpoint_Sim, PermutationWithLossAndSprayingDeliversEveryByteOnce) {
     retx += eps[h]->counters().tx_retx;
   }
   uint64_t lost = 0;
-  for (size_t p = 0; p < net.num_ports(); ++p) lost += net.port(static_cast<uint32_t>(p)).stats.wire_losses;
+  for (size_t p = 0; p < net.num_ports(); ++p) lost += net.port_stats(static_cast<uint32_t>(p)).wire_losses;
   EXPECT_GT(lost, 0u);
   EXPECT_GE(retx, 1u);
 }
@@ -240,7 +240,7 @@ SimRun run_permutation(DeliveryMode mode, double loss) {
     r.staged += eps[h]->counters().rod_staged;
   }
   for (size_t p = 0; p < net.num_ports(); ++p) {
-    r.lost += net.port(static_cast<uint32_t>(p)).stats.wire_losses;
+    r.lost += net.port_stats(static_cast<uint32_t>(p)).wire_losses;
   }
   return r;
 }
