@@ -24,6 +24,7 @@
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "sim/event_queue.h"
 #include "sim/fast_mod.h"
 #include "sim/frame_pool.h"
@@ -155,11 +156,13 @@ struct PortRareStats {
 
 enum class NodeKind : uint8_t { kHost, kSwitch };
 
+// A node as Network::node reports it: views into the network's flat arrays, valid while the
+// network lives (`ports` is filled by finalize()).
 struct Node {
   NodeKind kind;
-  uint32_t index;              // host or switch number
-  std::vector<uint32_t> ports;
-  std::string name;
+  uint32_t index;                   // host or switch number
+  std::span<const uint32_t> ports;  // in the order connected
+  absl::string_view name;
 };
 
 // A frame waiting in a port's queue, with what start_tx needs, so that sending it does not
@@ -338,7 +341,11 @@ class Network {
   size_t num_ports() const noexcept { return ports_.size(); }
   const Host& host(uint32_t h) const noexcept { return hosts_[h]; }
   const Switch& sw(uint32_t s) const noexcept { return switches_[s]; }
-  const Node& node(uint32_t n) const noexcept { return nodes_[n]; }
+  Node node(uint32_t n) const noexcept {
+    const uint32_t from = n == 0 ? 0 : name_end_[n - 1];
+    const absl::string_view name(names_.data() + from, name_end_[n] - from);
+    return Node{nodes_[n].kind, nodes_[n].index, node_ports(n), name};
+  }
   const Port& port(uint32_t p) const noexcept { return ports_[p]; }
   // The configuration of the link through port `p` (as connected; the rate may be degraded).
   const LinkConfig& link_config(uint32_t p) const noexcept {
@@ -460,6 +467,12 @@ class Network {
   }
   // A frame's arrival at the peer of `port`: by the port's transmissions, two keys per frame
   // (+ 1 for a duplicate of it).
+  std::span<const uint32_t> node_ports(uint32_t n) const noexcept {
+    if (n + 1 >= port_first_.size()) return {};  // before finalize()
+    return {node_ports_.data() + port_first_[n], node_ports_.data() + port_first_[n + 1]};
+  }
+  void index_node_ports();
+  uint32_t add_node(NodeKind kind, uint32_t index, absl::string_view name);
   // A port's rare counters, made on its first rare event (the vector grows, amortized).
   PortRareStats& rare_stats(uint32_t port) {
     uint32_t& r = ports_[port].rare;
@@ -511,7 +524,17 @@ class Network {
   Time now_ = 0;
   uint64_t events_ = 0;
   uint64_t control_events_ = 0;  // link changes scheduled from outside the loop: their keys
-  std::vector<Node> nodes_;
+  struct NodeEntry {
+    NodeKind kind;
+    uint32_t index;
+  };
+  std::vector<NodeEntry> nodes_;
+  std::string names_;                // every node's name, back to back
+  std::vector<uint32_t> name_end_;   // by node: where its name ends in names_
+  // Each node's ports, node by node (built by finalize() from Port::node): node n's are
+  // node_ports_[port_first_[n], port_first_[n + 1]).
+  std::vector<uint32_t> port_first_;
+  std::vector<uint32_t> node_ports_;
   std::vector<Port> ports_;
   std::vector<PortRareStats> rare_;  // by Port::rare
   RingPool<QueuedFrame> ring_pool_;  // the ports' queues' buffers

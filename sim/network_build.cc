@@ -11,18 +11,34 @@
 
 namespace uet::sim {
 
-uint32_t Network::add_host(std::string name) {
+uint32_t Network::add_node(NodeKind kind, uint32_t index, absl::string_view name) {
   const auto n = static_cast<uint32_t>(nodes_.size());
+  nodes_.push_back(NodeEntry{kind, index});
+  names_.append(name.data(), name.size());
+  name_end_.push_back(static_cast<uint32_t>(names_.size()));
+  return n;
+}
+
+// Counting sort of the ports by node: each node's stay in the order connected.
+void Network::index_node_ports() {
+  port_first_.assign(nodes_.size() + 1, 0);
+  for (const Port& p : ports_) ++port_first_[p.node + 1];
+  for (size_t n = 0; n < nodes_.size(); ++n) port_first_[n + 1] += port_first_[n];
+  node_ports_.resize(ports_.size());
+  std::vector<uint32_t> at(port_first_.begin(), port_first_.end() - 1);
+  for (uint32_t p = 0; p < ports_.size(); ++p) node_ports_[at[ports_[p].node]++] = p;
+}
+
+uint32_t Network::add_host(std::string name) {
   const auto h = static_cast<uint32_t>(hosts_.size());
-  nodes_.push_back(Node{NodeKind::kHost, h, {}, std::move(name)});
+  const uint32_t n = add_node(NodeKind::kHost, h, name);
   hosts_.push_back(Host{n, kNone, host_ip4(h)});
   return n;
 }
 
 uint32_t Network::add_switch(std::string name) {
-  const auto n = static_cast<uint32_t>(nodes_.size());
   const auto s = static_cast<uint32_t>(switches_.size());
-  nodes_.push_back(Node{NodeKind::kSwitch, s, {}, std::move(name)});
+  const uint32_t n = add_node(NodeKind::kSwitch, s, name);
   Switch sw;
   sw.node = n;
   sw.config = config_.switches;
@@ -68,9 +84,9 @@ absl::Status Network::connect(uint32_t a, uint32_t b, const LinkConfig& link) {
     return absl::InvalidArgumentError(absl::StrCat("connect: ", s.message()));
   }
   for (uint32_t n : {a, b}) {
-    if (nodes_[n].kind == NodeKind::kHost && !nodes_[n].ports.empty()) {
+    if (nodes_[n].kind == NodeKind::kHost && hosts_[nodes_[n].index].port != kNone) {
       return absl::InvalidArgumentError(
-          absl::StrCat("connect: host ", nodes_[n].name, " already has its one NIC port"));
+          absl::StrCat("connect: host ", node(n).name, " already has its one NIC port"));
     }
   }
   const auto pa = static_cast<uint32_t>(ports_.size());
@@ -86,21 +102,19 @@ absl::Status Network::connect(uint32_t a, uint32_t b, const LinkConfig& link) {
     p.impaired = link.loss > 0 || link.corrupt > 0 || link.reorder > 0 || link.duplicate > 0;
     p.owner = nodes_[p.node].index;
     update_plain(p);
+    if (p.at_host) hosts_[p.owner].port = i == 0 ? pa : pb;
     ports_.push_back(std::move(p));
-    nodes_[i == 0 ? a : b].ports.push_back(i == 0 ? pa : pb);
   }
   link_class_.push_back(link_class_of(link));
-  for (uint32_t n : {a, b}) {
-    if (nodes_[n].kind == NodeKind::kHost) hosts_[nodes_[n].index].port = nodes_[n].ports[0];
-  }
   return absl::OkStatus();
 }
 
 absl::Status Network::finalize() {
+  index_node_ports();
   for (const Host& h : hosts_) {
     if (h.port == kNone) {
       return absl::FailedPreconditionError(
-          absl::StrCat("finalize: host ", nodes_[h.node].name, " is not connected"));
+          absl::StrCat("finalize: host ", node(h.node).name, " is not connected"));
     }
   }
   if (hosts_.size() > kMaxHosts) {
@@ -187,7 +201,7 @@ absl::Status Network::compute_routes() {
   for (uint32_t s = 0; s < g.switches; ++s) {
     g.first[s] = static_cast<uint32_t>(g.links.size());
     g.seeds.push_back(switches_[s].seed);
-    for (uint32_t p : nodes_[switches_[s].node].ports) {
+    for (uint32_t p : node_ports(switches_[s].node)) {
       const Port& peer = ports_[ports_[p].peer];
       if (ports_[p].up && !peer.at_host) g.links.push_back(RoutingGraph::Link{p, peer.owner});
     }

@@ -129,7 +129,7 @@ void Network::pfc_waits_on(uint32_t egress, std::vector<uint32_t>& out) const {
   const uint32_t in = ports_[egress].peer;
   const Port& ip = ports_[in];
   if (ip.at_host || !owns_port(in)) return;
-  for (uint32_t e : nodes_[ip.node].ports) {
+  for (uint32_t e : node_ports(ip.node)) {
     const Port& ep = ports_[e];
     if (!ep.paused[0] || pfc_watch_[e].stormed) continue;
     const Ring<QueuedFrame>& q = ep.queue[0];

@@ -74,7 +74,7 @@ class Ring {
   }
   T pop(RingPool<T>& pool) noexcept {
     const T v = buf_[head_++ & mask_];
-    if (head_ == tail_ && mask_ >= kShrinkMask) [[unlikely]] shrink(pool);
+    if (mask_ >= kShrinkMask && head_ == tail_) [[unlikely]] shrink(pool);  // a shallow ring: one test
     return v;
   }
 
