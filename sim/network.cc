@@ -602,7 +602,8 @@ void Network::send_pfc(uint32_t ingress_port, int prio, bool pause) {
   if (pause) ++sent;
   // The pause frame travels the link back to the upstream egress.
   const uint32_t b = static_cast<uint32_t>(prio) | (pause ? 0x100u : 0u);
-  const uint64_t key = event_key(ingress_port, sent << 2 | (pause ? 0u : 2u) | static_cast<uint32_t>(prio));
+  const uint64_t key =
+      event_key(ingress_port, sent << 2 | (pause ? 0u : 2u) | static_cast<uint32_t>(prio));
   if (ip.remote) [[unlikely]] {
     send_remote(ip.peer, now_ + ip.delay, key, kPfc, b, kNoFrame);
     return;

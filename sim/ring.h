@@ -74,7 +74,8 @@ class Ring {
   }
   T pop(RingPool<T>& pool) noexcept {
     const T v = buf_[head_++ & mask_];
-    if (mask_ >= kShrinkMask && head_ == tail_) [[unlikely]] shrink(pool);  // a shallow ring: one test
+    // A shallow ring (the common case) fails the first test.
+    if (mask_ >= kShrinkMask && head_ == tail_) [[unlikely]] shrink(pool);
     return v;
   }
 

@@ -172,7 +172,8 @@ TwoToOne two_to_one(const NetworkConfig& nc, const std::function<void(Network&)>
   net.attach(2, &sink);
   if (setup) setup(net);
   net.run_until(kSecond);
-  return TwoToOne{sink.received, sink.ce, sink.bad, net.port_stats(net.port(net.host(2).port).peer)};
+  return TwoToOne{sink.received, sink.ce, sink.bad,
+                  net.port_stats(net.port(net.host(2).port).peer)};
 }
 
 // ------------------------------------------------------------------ ECMP

@@ -110,7 +110,9 @@ TEST(UetEndpoint_Sim, PermutationWithLossAndSprayingDeliversEveryByteOnce) {
     retx += eps[h]->counters().tx_retx;
   }
   uint64_t lost = 0;
-  for (size_t p = 0; p < net.num_ports(); ++p) lost += net.port_stats(static_cast<uint32_t>(p)).wire_losses;
+  for (size_t p = 0; p < net.num_ports(); ++p) {
+    lost += net.port_stats(static_cast<uint32_t>(p)).wire_losses;
+  }
   EXPECT_GT(lost, 0u);
   EXPECT_GE(retx, 1u);
 }
