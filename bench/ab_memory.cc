@@ -39,10 +39,7 @@ uint64_t route_entries(const Fabric& f) noexcept {
   // Minimal routes on a fat-tree or leaf-spine come from address arithmetic (sim/routing/
   // clos.h): a failed link adds a column, nothing a run's size depends on.
   const bool clos = f.kind == Fabric::Kind::kFatTree || f.kind == Fabric::Kind::kLeafSpine;
-  if (clos && f.routing.mode == sim::RoutingMode::kMinimal && !f.routing.dimension_order &&
-      f.routing.structured) {
-    return 0;
-  }
+  if (clos && f.routing.computes_clos(/*has_switch_groups=*/false)) return 0;
   return (uint64_t{tor_count(f)} + 1) * switch_count(f);
 }
 

@@ -49,7 +49,7 @@ absl::Status Routing::build_minimal(const RoutingGraph& g) {
   }
   // Group-minimal paths are a Clos's shortest ones only without groups.
   const bool by_groups = config_.group_minimal && !g.group_of_switch.empty();
-  if (config_.structured && minimal() && !config_.dimension_order && !by_groups) {
+  if (config_.computes_clos(!g.group_of_switch.empty())) {
     absl::StatusOr<bool> built = clos_.build(g);
     if (!built.ok()) return built.status();
     if (*built) {

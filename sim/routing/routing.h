@@ -67,6 +67,13 @@ struct RoutingConfig {
   // Minimal routes on a fat-tree or leaf-spine by address arithmetic (clos.h), the same
   // routes as the tables'; false: by tables (to check one against the other).
   bool structured = true;
+
+  // Whether minimal routes come from the structure (clos.h) on a graph that is a fat-tree or
+  // leaf-spine: what a memory estimate made before the build can count on.
+  bool computes_clos(bool has_switch_groups) const noexcept {
+    return structured && mode == RoutingMode::kMinimal && !dimension_order &&
+           !(group_minimal && has_switch_groups);
+  }
 };
 
 // The mode is one of RoutingMode's, the bias at most 1 GiB.
