@@ -7,13 +7,13 @@
 
 #include <memory>
 #include <queue>
-#include <set>
 #include <utility>
 #include <vector>
 
 #include "sim/network.h"
 #include "sim/routing/routing.h"
 #include "sim/topology.h"
+#include "route_walk.h"
 
 namespace uet::sim {
 namespace {
@@ -46,9 +46,7 @@ Fly dragonfly_plus() {
   return f;
 }
 
-uint32_t tor_of(const Network& net, uint32_t host) {
-  return net.port(net.port(net.host(host).port).peer).owner;
-}
+using test::tor_of;
 
 // The least (global links, local links) from every switch to every switch over links that
 // are up, in the test's own way: Dijkstra on pairs compared in that order.
@@ -78,32 +76,16 @@ std::vector<std::vector<Cost>> lexicographic(const Fly& f) {
   return cost;
 }
 
-// A frame's way from `src` to `dst` with this flow hash, asked switch by switch.
-struct Walk {
-  bool reached = false;
-  bool loop = false;
-  uint32_t global = 0, local = 0;  // links crossed between groups and inside one
+// A walk's links between groups and inside one.
+struct Links {
+  uint32_t global = 0, local = 0;
 };
 
-Walk walk(const Fly& f, uint32_t src, uint32_t dst, uint64_t hash) {
-  const Network& net = *f.net;
-  Walk w;
-  uint32_t sw = tor_of(net, src);
-  uint8_t state = 0;
-  std::set<std::pair<uint32_t, uint8_t>> seen;
-  while (seen.insert({sw, state}).second) {
-    const uint32_t out = net.route_port(sw, dst, hash, state);
-    if (out == kNone) return w;
-    const Port& peer = net.port(net.port(out).peer);
-    if (peer.at_host) {
-      w.reached = peer.owner == dst;
-      return w;
-    }
-    (f.layout.group[sw] != f.layout.group[peer.owner] ? w.global : w.local)++;
-    sw = peer.owner;
-  }
-  w.loop = true;
-  return w;
+Links links(const Fly& f, const test::Walk& w) {
+  Links l;
+  for (size_t i = 1; i < w.switches.size(); ++i)
+    (f.layout.group[w.switches[i - 1]] != f.layout.group[w.switches[i]] ? l.global : l.local)++;
+  return l;
 }
 
 uint64_t hash_of(int i) { return mix64(static_cast<uint64_t>(i), 0xD7A6); }
@@ -128,11 +110,12 @@ Tally tally(const Fly& f, uint32_t max_global) {
       const Cost least = cost[tor_of(net, s)][tor_of(net, d)];
       if (s == d || least.first == UINT32_MAX) continue;
       for (int i = 0; i < kHashes; ++i) {
-        const Walk w = walk(f, s, d, hash_of(i));
+        const test::Walk w = test::walk(net, s, d, hash_of(i));
+        const Links l = links(f, w);
         ++t.walks;
         t.unreached += !w.reached || w.loop;
-        t.not_minimal += Cost{w.global, w.local} != least;
-        t.over_global += w.global > (max_global == 0 ? least.first : max_global);
+        t.not_minimal += Cost{l.global, l.local} != least;
+        t.over_global += l.global > (max_global == 0 ? least.first : max_global);
       }
     }
   }

@@ -17,6 +17,7 @@
 #include "sim/network.h"
 #include "sim/topology.h"
 #include "sim/udp_app.h"
+#include "route_walk.h"
 
 namespace uet::sim {
 namespace {
@@ -104,10 +105,9 @@ Fabric fat_tree(uint32_t k) {
 
 // ------------------------------------------------------------------ references
 
-uint32_t tor_of(const Network& net, uint32_t host) {
-  const Port& peer = net.port(net.port(net.host(host).port).peer);
-  return peer.at_host ? kNone : peer.owner;
-}
+using test::tor_of;
+using test::walk;
+using test::Walk;
 
 // Switch-to-switch hop counts over links that are up, from every switch (the plain way).
 std::vector<std::vector<uint32_t>> switch_distances(const Network& net) {
@@ -126,39 +126,6 @@ std::vector<std::vector<uint32_t>> switch_distances(const Network& net) {
     }
   }
   return dist;
-}
-
-// A frame's way from `src` to `dst` with this flow hash, asked switch by switch as
-// forwarding asks it.
-struct Walk {
-  bool reached = false;
-  bool loop = false;               // a (switch, routing state) came twice
-  std::vector<uint32_t> switches;  // in order, from the source's ToR
-  std::vector<uint32_t> ports;     // the switch-to-switch ports taken
-};
-
-Walk walk(const Network& net, uint32_t src, uint32_t dst, uint64_t hash) {
-  Walk w;
-  uint32_t sw = tor_of(net, src);
-  uint8_t state = 0;
-  std::set<std::pair<uint32_t, uint8_t>> seen;
-  while (sw != kNone) {
-    if (!seen.insert({sw, state}).second) {
-      w.loop = true;
-      return w;
-    }
-    w.switches.push_back(sw);
-    const uint32_t out = net.route_port(sw, dst, hash, state);
-    if (out == kNone) return w;
-    const Port& peer = net.port(net.port(out).peer);
-    if (peer.at_host) {
-      w.reached = peer.owner == dst;
-      return w;
-    }
-    w.ports.push_back(out);
-    sw = peer.owner;
-  }
-  return w;
 }
 
 constexpr int kHashes = 24;
