@@ -424,5 +424,40 @@ TEST(UetRecovery_Config, OutOfRangeTimersAreRefusedNamingTheField) {
   }
 }
 
+// §3.7: the last packet of a write asks for an ACK (AR). When it overtakes the packets before
+// it (sprayed over a shorter path), the target ACKs it at once as out of order, and again as
+// soon as the packets it overtook have arrived, not an ack_delay later. Here the first packet
+// is held 3 us and the target's ack_delay is 40 us.
+TEST(UetRecovery_Ack, RequestThatOvertookIsAnsweredWhenTheHoleFills) {
+  UetConfig a = config_for(kIpA);
+  a.tlp = false;  // only the target's ACKs can complete the write
+  UetConfig b = config_for(kIpB);
+  b.ack_delay = 40 * kMicrosecond;
+  b.ack_every = 64;
+  testing::UetPair t(a, b, 1 << 20);
+  Time held_until = 0, last_ack = 0;
+  t.link.set_filter([&](int from, const wire::Decoded& d, std::vector<uint8_t>&) {
+    testing::Verdict v;
+    if (from == 1) last_ack = t.link.now();
+    const auto* ses = d.ses_as<wire::SesStandardRequest>();
+    if (from == 0 && d.pds_type == wire::PdsType::kRudReq && ses != nullptr && ses->som() &&
+        held_until == 0) {
+      v.delay = 3 * kMicrosecond;
+      held_until = t.link.now() + v.delay;
+    }
+    return v;
+  });
+  ASSERT_TRUE(t.ea->post_write({1, kIpB, t.rkey, 0, t.src.data(), 3 * 4096}).ok());
+  t.link.run(kSecond);
+  const std::vector<Completion> c = t.completions();
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].status, OpStatus::kSuccess);
+  EXPECT_EQ(t.ea->counters().tx_retx, 0u);
+  // Expect: the last ACK within a few us of the held packet's arrival (link and
+  // serialisation), not ack_delay (40 us) after it.
+  ASSERT_GT(held_until, 0);
+  EXPECT_LT(last_ack - held_until, 10 * kMicrosecond);
+}
+
 }  // namespace
 }  // namespace uet

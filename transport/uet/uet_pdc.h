@@ -185,10 +185,12 @@ struct Pdc {
     bool ce_seen = false;
     bool last_retx = false;  // the newest arrival, or ...
     bool ce_retx = false;    // ... the CE trigger, was a retransmission: the ACK echoes it
+    bool ar_held = false;    // an AR request arrived past a hole: ACK once the hole fills
     uint32_t rcv_base = 0;   // lowest PSN not yet received
     uint32_t unacked_rx = 0;
     uint32_t last_psn = 0;                  // the newest arrival
     uint32_t ce_psn = 0;                    // the first CE-marked arrival since the last ACK
+    uint32_t ar_psn = 0;                    // that AR request's PSN
     Time last_arrival = 0, ce_arrival = 0;  // when they arrived (§3.8.1 service_time)
     uint32_t rcvd_bytes = 0;  // §3.8.1: payload bytes of new requests (sent modulo 2^24)
     uint16_t ooo_count = 0;   // §3.8: new requests that arrived past a hole (saturating)

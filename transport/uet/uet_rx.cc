@@ -259,9 +259,16 @@ void UetEndpoint::rx(std::span<Frame* const> frames, Time now) {
   mark_received(*p, psn);
   if (p->rod) rod_drain(*p, id);  // staged requests behind it run now, in PSN order
   // §3.7 ACK coalescing: at once on AR, ECN-CE, out of order or a pending response; else
-  // every ack_every packets or after ack_delay.
+  // every ack_every packets or after ack_delay. An AR that overtook packets is answered
+  // again when they have all arrived (as uet-htsim's sink does), not an ack_delay later.
   ++p->tgt.unacked_rx;
-  if (h.ar() || d.ecn == 3 || !in_order || p->tgt.rsp_pending() ||
+  if (h.ar() && !in_order) {
+    p->tgt.ar_held = true;
+    p->tgt.ar_psn = psn;
+  }
+  const bool ar_filled = p->tgt.ar_held && psn_before(p->tgt.ar_psn, p->tgt.rcv_base);
+  if (ar_filled) p->tgt.ar_held = false;
+  if (h.ar() || ar_filled || d.ecn == 3 || !in_order || p->tgt.rsp_pending() ||
       p->tgt.unacked_rx >= config_.ack_every) {
     p->tgt.ack_now = true;
   } else if (!p->tgt.ack_pending) {
