@@ -46,17 +46,17 @@ RUNS = {
 
 # name -> SHA-256 of the run's outputs (recorded with --print).
 PINNED = {
-    "standard": "18ee8970028b1fb14ca9c96f82afe31579662c6b9133ecb25d70d5962d537f58",
-    "fattree_perm": "4e675c10ed1f0ece40121e82cdf3f0e8c3f9938455916a057cf697b94610c63d",
-    "failure_down": "983572155949b3f0ffb1a45d121e35e4482d757e4e613624276f7092280ec54e",
-    "failure_degraded": "d1c348614ab9b6223b93373f6c9d0a6678f0afb949389319027e599e9e32d769",
+    "standard": "eb768c64ee70c093e07b9eed58213a9ad19581dc63b4e82a406f1b0a98c654da",
+    "fattree_perm": "50b6bc18aeb1dcb56f9cbd6dfe3bb29a8ba1e71b7e20041e8cad8fe5acd534e7",
+    "failure_down": "62f6333e7261bf9e079fc52ca97e2f2cc81da10af44308b9ef772e89a9bd1ee2",
+    "failure_degraded": "f4dc5acad15bc32d65736dc7561fd01a79b308d7db1212af2f3db291fd833cf9",
     "rod_rccc_mixed": "c2e784b76de3600cee11af58003f8cbf7345c2b031a6eae2dcb4885d7daf50a2",
-    "alltoall": "02fd95aebebd336f63b4c1a6f8dda5d5b3be8e9f09124492116ade3b7cfd5b60",
+    "alltoall": "68050eb9212c633c01c1fa393d56aa8df3fd08d4cddc1ca55a72fdf9bae1531b",
     "allreduce": "9842be9b601e10df58ba630af5dd7ed384e57450425dcea0698cf328f08c7586",
-    "websearch": "7846b1d36d0efe62d37a86aaa2da46c0aa2468eee899837fef3b611256ce4d58",
+    "websearch": "632538594f91c6bd5f7656863e24d8620124780e70ff601c9ae28efe3ebee219",
     "loss_sweep": "f100992a4481689e734e672322e392202a43a7443f34364b89f75befdf94f9d1",
-    "fattree_k16": "09fbeb2fb5af650a1a0ede89f4b3229917a276e9a8d4f59dd7e5aae5f957de85",
-    "cm": "4cd27d88dbdf8fafb94ad37790b966a80a4161b6fa0dd0ac97e8f5307742646e",
+    "fattree_k16": "1cef5550c73ecc54716ce0a96497630e14c52875a091e6a0a6e7c4a771a7bda0",
+    "cm": "40df36b410d79630bd33a72f76cf6d409d93c081679ed5e563141783f34a8ed1",
 }
 
 
