@@ -1,0 +1,112 @@
+#!/usr/bin/env python3
+"""uet-ab stops a RoCEv2 run at a PFC deadlock on a torus and says so, end to end.
+
+Scenario: a ring of 8 switches (--torus=8, one host each), every host sending 1 MiB to the host
+three hops on, so shortest paths all turn the same way round and each link carries three flows:
+under PFC the paused buffers wait on each other round the ring (a cyclic buffer dependency, Hu
+et al., HotNets 2016), which shortest-path routing without virtual channels does not break.
+Asserts: with --pfc_watchdog=report at 1 ms the watchdog finds the cycle after its detection
+time, the run stops there (before --max_ms) with exit status 0 (a deadlock is a result, not a
+tool error: the JSON is written), stdout names the deadlock, when it was found and that the run
+stopped, and the title's NOTE counts the flows left; UET on the same fabric and flows runs
+without PFC and completes every flow. With the watchdog off the same run never finishes: no
+flow completes by --max_ms and nothing names a deadlock (so it was the watchdog that stopped
+the first run). On a mesh (no wraparound: no cycle) the same flows complete under PFC.
+Usage: pfc_deadlock_test.py BUILD_BIN_DIR
+"""
+import json
+import os
+import re
+import sys
+import tempfile
+
+import ab_common
+
+HOSTS = 8
+MAX_MS = 5
+WATCHDOG_US = 1000
+RING = ["--topology=torus", "--torus=8", "--pfc_watchdog_us=%d" % WATCHDOG_US,
+        "--max_ms=%d" % MAX_MS]
+FOUND = re.compile(r"rocev2 PFC watchdog: \d+ pauses outlasted its detection time, 0 frames "
+                   r"dropped, (\d+) deadlocks \(cycles of paused queues\), the first at "
+                   r"([0-9.]+) us(: the run stopped there)?")
+NOTE = "NOTE: rocev2: 8 of 8 flows incomplete"
+
+
+def ring_cm(tmp):
+    """Host i sends 1 MiB to host i+3 round the ring: every shortest path turns the same way."""
+    path = os.path.join(tmp, "ring.cm")
+    with open(path, "w") as f:
+        f.write(f"Nodes {HOSTS}\nConnections {HOSTS}\n")
+        for i in range(HOSTS):
+            f.write(f"{i}->{(i + 3) % HOSTS} id {i + 1} start 0 size 1048576\n")
+    return path
+
+
+def run(tmp, name, args):
+    """One uet-ab run: its exit status, stdout and runs by transport (None without a JSON)."""
+    out = os.path.join(tmp, name + ".json")
+    proc = ab_common.run([*args, "--json=" + out], echo=True, timeout=120)
+    runs = None
+    if os.path.exists(out):
+        with open(out) as f:
+            runs = ab_common.by_transport(json.load(f))
+    return proc, runs
+
+
+def main():
+    failures = []
+    with tempfile.TemporaryDirectory() as tmp:
+        cm = ring_cm(tmp)
+
+        proc, runs = run(tmp, "report", ["--cm=" + cm, "--transport=both", *RING])
+        # Expect: exit status 0, both runs written; RoCEv2 stopped by the watchdog's deadlock.
+        if proc.returncode != 0 or runs is None or set(runs) != {"uet", "rocev2"}:
+            failures.append(f"report: rc {proc.returncode}, runs {runs and list(runs)}: "
+                            f"{proc.stderr[-300:]}")
+        else:
+            found = FOUND.search(proc.stdout)
+            roce, uet = runs["rocev2"], runs["uet"]
+            if not found or int(found.group(1)) < 1 or not found.group(3):
+                failures.append(f"report: no deadlock line that stopped the run: {proc.stdout!r}")
+            elif not WATCHDOG_US <= float(found.group(2)) < MAX_MS * 1000:
+                failures.append(f"report: deadlock found at {found.group(2)} us, not after the "
+                                f"{WATCHDOG_US} us detection time")
+            if NOTE not in proc.stdout:
+                failures.append(f"report: no NOTE of the incomplete flows: {proc.stdout!r}")
+            if not (roce["completed"] < roce["flows"] and roce["pfc_pauses"] > 0
+                    and roce["sim_us"] < MAX_MS * 1000):
+                failures.append(f"report: rocev2 {roce['completed']} of {roce['flows']} flows, "
+                                f"{roce['pfc_pauses']} pauses, stopped at {roce['sim_us']} us")
+            if uet["completed"] != HOSTS or uet["pfc_pauses"] != 0:
+                failures.append(f"report: uet {uet['completed']} of {HOSTS} flows, "
+                                f"{uet['pfc_pauses']} pauses")
+
+        proc, runs = run(tmp, "off", ["--cm=" + cm, "--transport=rocev2", "--pfc_watchdog=off",
+                                      *RING])
+        # Expect: without the watchdog the deadlock holds to --max_ms, and no line names it.
+        if proc.returncode != 0 or runs is None:
+            failures.append(f"off: rc {proc.returncode}: {proc.stderr[-300:]}")
+        else:
+            roce = runs["rocev2"]
+            if roce["completed"] != 0 or roce["sim_us"] != MAX_MS * 1000:
+                failures.append(f"off: rocev2 {roce['completed']} flows done, ran to "
+                                f"{roce['sim_us']} us")
+            if "PFC watchdog" in proc.stdout:
+                failures.append("off: a watchdog line with the watchdog off")
+
+        proc, runs = run(tmp, "mesh", ["--cm=" + cm, "--transport=rocev2", "--torus_wrap=false",
+                                       *RING])
+        # Expect: the same flows on a line of switches (no cycle) complete under PFC.
+        if proc.returncode != 0 or runs is None:
+            failures.append(f"mesh: rc {proc.returncode}: {proc.stderr[-300:]}")
+        else:
+            roce = runs["rocev2"]
+            if roce["completed"] != HOSTS or roce["pfc_pauses"] == 0 or "deadlock" in proc.stdout:
+                failures.append(f"mesh: rocev2 {roce['completed']} of {HOSTS} flows, "
+                                f"{roce['pfc_pauses']} pauses: {proc.stdout!r}")
+    return ab_common.verdict(failures)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
