@@ -92,7 +92,7 @@ def resent(run):
     return f"{run['retransmits']} ({run['drops'] + run['trims']})"
 
 print(f"\n#### {fabric}: `{flags}`\n")
-print("| workload | links down | UET | RoCEv2 | UET/RoCEv2 | UET resent (lost) | "
+print("| workload | links down | UET | RoCEv2 | UET/RoCEv2 | UET resent (frames lost) | "
       "RoCEv2 PFC pauses |")
 print("|---|---|---|---|---|---|---|")
 for down in ("0", failed):
