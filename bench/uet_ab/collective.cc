@@ -249,7 +249,9 @@ std::vector<std::string> row_notes(TransportKind t, const std::vector<RunResult>
         "with an error)%s\n",
         to_string(t), bytes, seed + it, r.flows.total - r.flows.completed, r.flows.total,
         static_cast<double>(r.sim_time) / kMillisecond, r.failed,
-        r.interrupted ? ", interrupted" : "; --max_ms raises the limit"));
+        r.interrupted      ? ", interrupted"
+        : r.pfc.deadlocked ? "; stopped at a PFC deadlock the watchdog found"
+                           : "; --max_ms raises the limit"));
   }
   if (t == TransportKind::kUet && last.uet_mode == DeliveryMode::kUud) {
     uint64_t sent = 0, delivered = 0;
