@@ -11,7 +11,9 @@ tool error: the JSON is written), stdout names the deadlock, when it was found a
 stopped, and the title's NOTE counts the flows left; UET on the same fabric and flows runs
 without PFC and completes every flow. With the watchdog off the same run never finishes: no
 flow completes by --max_ms and nothing names a deadlock (so it was the watchdog that stopped
-the first run). On a mesh (no wraparound: no cycle) the same flows complete under PFC.
+the first run). On a mesh (no wraparound: no cycle) the same flows complete under PFC. A
+collective on the ring (every all-to-all send at once, 2 hosts a switch) stops the same way, and
+its row's note says the watchdog stopped it rather than sending the user to --max_ms.
 Usage: pfc_deadlock_test.py BUILD_BIN_DIR
 """
 import json
@@ -105,6 +107,16 @@ def main():
             if roce["completed"] != HOSTS or roce["pfc_pauses"] == 0 or "deadlock" in proc.stdout:
                 failures.append(f"mesh: rocev2 {roce['completed']} of {HOSTS} flows, "
                                 f"{roce['pfc_pauses']} pauses: {proc.stdout!r}")
+
+        proc = ab_common.run(["--scenario=collective", "--coll=alltoall", "--algo=batched",
+                              "--sizes=1M", "--hosts_per_switch=2", "--transport=both", *RING],
+                             echo=True, timeout=120)
+        # Expect: UET's row complete, RoCEv2's without a time and its note naming the deadlock.
+        notes = [l for l in proc.stdout.splitlines() if l.startswith("#    rocev2")]
+        if (proc.returncode != 0 or len(notes) != 1
+                or not notes[0].endswith("stopped at a PFC deadlock the watchdog found")
+                or "#    uet" in proc.stdout):
+            failures.append(f"collective: rc {proc.returncode}, notes {notes}")
     return ab_common.verdict(failures)
 
 
