@@ -4,10 +4,11 @@
 //   build/bin/uet-anchors               # 1024-host k=16 fat-tree, as uet-htsim's runs
 //   build/bin/uet-anchors --scale=small # the same shapes on 128 hosts (k=8), in seconds
 //
-// Each anchor names the htsim run it mirrors. The fabric is ours, not htsim's: 100 Gb/s, 1 us
-// links, 1 MiB of buffer per port, RED ECN, trimming for UET, PFC for RoCEv2. So absolute
-// FCTs differ by the fabrics' latencies; the shape (tail/min, sprayed vs one path, REPS vs
-// oblivious, incast against its ideal) is what should match, and the table prints both.
+// Each anchor names the htsim run it mirrors, on a fabric like its: 100 Gb/s, 1 us links, our
+// queues (1 MiB per port, RED from 100 to 400 KiB at most 20 %) or with --queues=htsim its
+// (one BDP per port, ECN marking rising from 20 % to 80 % of it); trimming for UET, PFC for
+// RoCEv2. Frames are ours (the spec's headers), so absolute FCTs differ by the bytes on the
+// wire too (bench/README.md, "Where we differ from uet-htsim").
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -23,6 +24,9 @@
 ABSL_FLAG(std::string, scale, "full", "full (1024 hosts, k=16 fat-tree) or small (128, k=8)");
 ABSL_FLAG(uint64_t, seed, 1, "seed of the fabric and the workloads");
 ABSL_FLAG(std::string, json, "", "write one JSON object per anchor to this file");
+ABSL_FLAG(std::string, queues, "ours",
+          "switch queues: htsim (one BDP per port, ECN from 20 % to 80 % of it) or ours "
+          "(uet-ab's defaults: 1 MiB, RED from 100 to 400 KiB at most 20 %)");
 
 namespace uet::ab {
 namespace {
@@ -35,16 +39,26 @@ struct Anchor {
   double ideal_us = 0;  // incasts: N x bytes at line rate
 };
 
-Fabric fat_tree(uint32_t k) {
+Fabric fat_tree(uint32_t k, bool htsim_queues) {
   Fabric f;
   f.kind = Fabric::Kind::kFatTree;
   f.k = k;
   f.link_delay = kMicrosecond;
   f.frame_capacity = 256;
+  if (htsim_queues) {
+    // uet-htsim's main_uec.cpp for 100 Gb/s and a 6 us diameter: queues of one BDP (43 of its
+    // 4150-byte packets) and ECN from 20 % to 80 % of the BDP in packets, marking with a
+    // probability rising linearly to 1 (its log: "QueueSize 178450", "ECN ... low 37350 high
+    // 145250").
+    f.buffer_bytes = 178'450;
+    f.ecn_kmin_bytes = 37'350;
+    f.ecn_kmax_bytes = 145'250;
+    f.ecn_pmax = 1.0;
+  }
   return f;
 }
 
-std::vector<Anchor> anchors(bool full, uint64_t seed) {
+std::vector<Anchor> anchors(bool full, uint64_t seed, bool htsim_queues) {
   const uint32_t k = full ? 16 : 8;
   const uint32_t hosts = k * k * k / 4;
   constexpr uint64_t kTwoMb = 2'000'000;
@@ -59,7 +73,7 @@ std::vector<Anchor> anchors(bool full, uint64_t seed) {
     a.published_min_us = pmin;
     a.published_tail_us = ptail;
     a.config.scenario = a.name;
-    a.config.fabric = fat_tree(k);
+    a.config.fabric = fat_tree(k, htsim_queues);
     a.config.fabric.pfc = t == TransportKind::kRocev2;
     a.config.flows = std::move(flows);
     a.config.transport = t;
@@ -131,6 +145,11 @@ int run_main() {
     std::fprintf(stderr, "uet-anchors: --scale=%s unknown: full or small\n", scale.c_str());
     return 2;
   }
+  const std::string queues = absl::GetFlag(FLAGS_queues);
+  if (queues != "htsim" && queues != "ours") {
+    std::fprintf(stderr, "uet-anchors: --queues=%s unknown: htsim or ours\n", queues.c_str());
+    return 2;
+  }
   std::FILE* json = nullptr;
   if (const std::string path = absl::GetFlag(FLAGS_json); !path.empty()) {
     json = std::fopen(path.c_str(), "w");
@@ -141,15 +160,15 @@ int run_main() {
     std::fprintf(json, "[\n");
   }
   const bool full = scale == "full";
-  std::printf("uet-anchors: %s scale (%s), seed %lu; published = uet-htsim 40ccb05 "
-              "validate_outputs (1024 hosts)\n\n",
+  std::printf("uet-anchors: %s scale (%s), %s queues, seed %lu; published = uet-htsim "
+              "40ccb05 validate_outputs (1024 hosts)\n\n",
               scale.c_str(), full ? "1024 hosts, k=16 fat-tree" : "128 hosts, k=8 fat-tree",
-              absl::GetFlag(FLAGS_seed));
+              queues.c_str(), absl::GetFlag(FLAGS_seed));
   std::printf("%-40s %21s %21s %9s %9s %8s\n", "anchor", "published min/tail", "ours min/tail",
               "pub t/m", "ours t/m", "wall s");
   int rc = 0;
   bool first = true;
-  for (const Anchor& a : anchors(full, absl::GetFlag(FLAGS_seed))) {
+  for (const Anchor& a : anchors(full, absl::GetFlag(FLAGS_seed), queues == "htsim")) {
     auto r = run(a.config);
     if (!r.ok()) {
       std::fprintf(stderr, "uet-anchors: %s: %s\n", a.name.c_str(),
