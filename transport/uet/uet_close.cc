@@ -30,7 +30,7 @@ void UetEndpoint::note_idle(Pdc& p, Time now) {
 // unanswered CLOSEs: nothing is outstanding, so nothing is lost).
 void UetEndpoint::start_close(Pdc& p, Time now) {
   const uint16_t id = p.id;
-  pdcs_.erase_initiator(p.peer_ip4, p.rod, id);
+  pdcs_.erase_initiator(p.peer_ip4, p.rod, p.peer_pid, id);
   p.closing = true;
   p.ini.close_psn = p.ini.next_psn;
   p.close_tries = 0;

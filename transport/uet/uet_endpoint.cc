@@ -372,12 +372,13 @@ absl::Status UetEndpoint::deregister_memory(uint32_t key) {
   return regions_.remove(key, "deregister_memory");
 }
 
-absl::StatusOr<uint16_t> UetEndpoint::initiator_pdc(uint32_t peer, bool rod, const char* verb) {
+absl::StatusOr<uint16_t> UetEndpoint::initiator_pdc(uint32_t peer, bool rod, uint16_t pid,
+                                                     const char* verb) {
   if (peer == 0 || peer == config_.local_ip4) {
     return absl::InvalidArgumentError(
         absl::StrCat(verb, ": peer must be another endpoint's address"));
   }
-  if (const int32_t known = pdcs_.find_initiator(peer, rod); known >= 0) {
+  if (const int32_t known = pdcs_.find_initiator(peer, rod, pid); known >= 0) {
     return static_cast<uint16_t>(known);
   }
   const int32_t n = alloc_pdc(Role::kInitiator);
@@ -386,6 +387,7 @@ absl::StatusOr<uint16_t> UetEndpoint::initiator_pdc(uint32_t peer, bool rod, con
   Pdc& p = pdcs_[id];
   set_peer(p, peer);
   p.rod = rod;  // one delivery mode per PDC (§3.3)
+  p.peer_pid = pid;
   // spec/uet.md §3.3: a random start PSN; SYN until the first ACK. Under TSS (§5.6) the
   // PDC after another to the same peer starts past it.
   p.start_psn = static_cast<uint32_t>(next_random());
@@ -405,13 +407,13 @@ absl::StatusOr<uint16_t> UetEndpoint::initiator_pdc(uint32_t peer, bool rod, con
     ps.ev_count = 1;
   }
   p.ini.sel = pathsel::PathSelector(ps, next_random());
-  pdcs_.insert_initiator(peer, rod, id);
+  pdcs_.insert_initiator(peer, rod, pid, id);
   return id;
 }
 
 // Queues `op` on the PDC to `peer`; message IDs and packet counts are assigned here.
 absl::Status UetEndpoint::post_op(uint32_t peer, bool rod, const Op& op, const char* verb) {
-  auto id = initiator_pdc(peer, rod, verb);
+  auto id = initiator_pdc(peer, rod, op.to.pid_on_fep, verb);
   if (!id.ok()) return id.status();
   Pdc& p = pdcs_[*id];
   mark_ready(p);

@@ -479,7 +479,8 @@ class UetEndpoint final : public Endpoint {
   RxMsg* find_msg(uint16_t pdc, uint16_t message_id) noexcept;
   RxMsg* take_msg(Pdc& p, uint32_t psn);
   void deliver_recvs();
-  absl::StatusOr<uint16_t> initiator_pdc(uint32_t peer, bool rod, const char* verb);
+  absl::StatusOr<uint16_t> initiator_pdc(uint32_t peer, bool rod, uint16_t pid,
+                                         const char* verb);
   absl::Status post_op(uint32_t peer, bool rod, const Op& op, const char* verb);
   absl::Status post_verb(DeliveryMode mode, uint32_t peer, const Op& op, const void* buffer,
                          const char* verb);

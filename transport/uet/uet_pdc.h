@@ -232,6 +232,7 @@ struct Pdc {
   uint8_t close_tries = 0;    // CLOSEs / REQ_CLOSEs sent
   uint16_t peer_pdcid = 0;    // learned from the first ACK (initiator) or the SYN (target)
   uint16_t ev_base = 0;       // EV index i travels as UDP source port f(ev_base, i)
+  uint16_t peer_pid = 0;      // initiator: the PIDonFEP its requests are for (§4.1)
   uint32_t start_psn = 0;     // §3.3: the PDC's first PSN (the SYN's PDC info)
   uint32_t active_index = 0;  // position in the active list of PDCs
   uint32_t peer_ip4 = 0;

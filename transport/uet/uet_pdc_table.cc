@@ -69,7 +69,7 @@ int32_t PdcTable::alloc(Role role) {
 
 void PdcTable::free(uint16_t id) {
   Pdc& p = pdcs_[id];
-  if (p.role == Role::kInitiator) erase_initiator(p.peer_ip4, p.rod, id);
+  if (p.role == Role::kInitiator) erase_initiator(p.peer_ip4, p.rod, p.peer_pid, id);
   if (p.role == Role::kTarget) {
     if (auto it = target_by_peer_pdc_.find(target_key(p.peer_ip4, p.peer_pdcid));
         it != target_by_peer_pdc_.end() && it->second == id) {

@@ -55,17 +55,19 @@ class PdcTable {
   ReadyBits& ready() noexcept { return ready_; }
   void mark_ready(const Pdc& p) noexcept { ready_.set(p.active_index); }
 
-  // §3.3: an initiator PDC per (peer, ROD or RUD); -1: none.
-  int32_t find_initiator(uint32_t peer, bool rod) const noexcept {
-    const auto it = initiator_by_peer_.find(initiator_key(peer, rod));
+  // §3.3: an initiator PDC per (peer, ROD or RUD, the PIDonFEP addressed there: processes
+  // behind one address with PDS state of their own, as the libfabric provider's endpoints);
+  // -1: none.
+  int32_t find_initiator(uint32_t peer, bool rod, uint16_t pid) const noexcept {
+    const auto it = initiator_by_peer_.find(initiator_key(peer, rod, pid));
     return it != initiator_by_peer_.end() ? it->second : -1;
   }
-  void insert_initiator(uint32_t peer, bool rod, uint16_t id) {
-    initiator_by_peer_.emplace(initiator_key(peer, rod), id);
+  void insert_initiator(uint32_t peer, bool rod, uint16_t pid, uint16_t id) {
+    initiator_by_peer_.emplace(initiator_key(peer, rod, pid), id);
   }
   // Only if the peer's entry is still `id`: a closing PDC is no longer the peer's.
-  void erase_initiator(uint32_t peer, bool rod, uint16_t id) noexcept {
-    if (auto it = initiator_by_peer_.find(initiator_key(peer, rod));
+  void erase_initiator(uint32_t peer, bool rod, uint16_t pid, uint16_t id) noexcept {
+    if (auto it = initiator_by_peer_.find(initiator_key(peer, rod, pid));
         it != initiator_by_peer_.end() && it->second == id) {
       initiator_by_peer_.erase(it);
     }
@@ -86,8 +88,8 @@ class PdcTable {
   static size_t bytes_bound(uint32_t max_pdcs) noexcept;
 
  private:
-  static uint64_t initiator_key(uint32_t peer, bool rod) noexcept {
-    return uint64_t{rod} << 32 | peer;
+  static uint64_t initiator_key(uint32_t peer, bool rod, uint16_t pid) noexcept {
+    return uint64_t{pid} << 33 | uint64_t{rod} << 32 | peer;
   }
   static uint64_t target_key(uint32_t peer_ip, uint16_t peer_pdcid) noexcept {
     return uint64_t{peer_ip} << 16 | peer_pdcid;
