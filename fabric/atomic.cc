@@ -117,7 +117,8 @@ ssize_t atomic_post(const Call& c) {
                 r.compare = static_cast<const uint8_t*>(c.compare);
                 r.result = static_cast<uint8_t*>(c.result);
                 r.mode = c.ep->mode;
-                return c.ep->domain->engine->post_atomic(r);
+                r.to = kDomainMemory;
+                return c.ep->engine->post_atomic(r);
               });
 }
 

@@ -24,7 +24,8 @@ int av_insert(fid_av* f, const void* addr, size_t count, fi_addr_t* fi_addr, uin
   const auto* sin = static_cast<const sockaddr_in*>(addr);
   int inserted = 0;
   for (size_t i = 0; i < count; ++i) {
-    if (sin[i].sin_family != AF_INET || ntohs(sin[i].sin_port) != av->domain->port()) {
+    if (sin[i].sin_family != AF_INET || ntohs(sin[i].sin_port) != av->domain->port() ||
+        ses_in(sin[i]).pid_on_fep >= EngineMux::kMaxEngines) {
       if (fi_addr != nullptr) fi_addr[i] = FI_ADDR_NOTAVAIL;
       continue;
     }
@@ -39,6 +40,7 @@ int av_insert(fid_av* f, const void* addr, size_t count, fi_addr_t* fi_addr, uin
     }
     const auto a = static_cast<fi_addr_t>(av->peers.size());
     av->peers.push_back(ip);
+    av->ses.push_back(ses_in(sin[i]));
     av->by_ip.try_emplace(ip, a);
     if (fi_addr != nullptr) fi_addr[i] = a;
     ++inserted;
@@ -75,12 +77,6 @@ int av_remove(fid_av* f, fi_addr_t* fi_addr, size_t count, uint64_t flags) {
   return 0;
 }
 
-void name_of(uint32_t ip, uint16_t port, sockaddr_in* sin) {
-  *sin = sockaddr_in{};
-  sin->sin_family = AF_INET;
-  sin->sin_port = htons(port);
-  sin->sin_addr.s_addr = htonl(ip);
-}
 
 int av_lookup(fid_av* f, fi_addr_t fi_addr, void* addr, size_t* addrlen) {
   Av* av = of<Av>(f);
@@ -88,7 +84,7 @@ int av_lookup(fid_av* f, fi_addr_t fi_addr, void* addr, size_t* addrlen) {
   const uint32_t ip = av->ip(fi_addr);
   if (ip == 0) return -FI_EINVAL;
   sockaddr_in sin;
-  name_of(ip, av->domain->port(), &sin);
+  name_of(ip, av->domain->port(), av->to(fi_addr), &sin);
   std::memcpy(addr, &sin, std::min(*addrlen, sizeof(sin)));
   const bool fits = *addrlen >= sizeof(sin);
   *addrlen = sizeof(sin);
@@ -138,8 +134,24 @@ int av_open(fid_domain* domain, fi_av_attr* attr, fid_av** out, void* context) {
   return 0;
 }
 
+void name_of(uint32_t ip, uint16_t port, SesAddress to, sockaddr_in* sin) {
+  *sin = sockaddr_in{};
+  sin->sin_family = AF_INET;
+  sin->sin_port = htons(port);
+  sin->sin_addr.s_addr = htonl(ip);
+  sin->sin_zero[0] = static_cast<char>(to.pid_on_fep >> 8);
+  sin->sin_zero[1] = static_cast<char>(to.pid_on_fep);
+  sin->sin_zero[2] = static_cast<char>(to.ri_generation);
+}
+
+SesAddress ses_in(const sockaddr_in& sin) {
+  const auto* z = reinterpret_cast<const unsigned char*>(sin.sin_zero);
+  return {.pid_on_fep = static_cast<uint16_t>(z[0] << 8 | z[1]), .ri_generation = z[2]};
+}
+
 fi_addr_t source_of(const Ep* ep, uint32_t peer) {
-  if (ep->av == nullptr || (ep->info->caps & FI_SOURCE) == 0) return FI_ADDR_NOTAVAIL;
+  if (ep == nullptr || ep->av == nullptr || (ep->info->caps & FI_SOURCE) == 0)
+    return FI_ADDR_NOTAVAIL;
   auto it = ep->av->by_ip.find(peer);
   return it != ep->av->by_ip.end() ? it->second : FI_ADDR_NOTAVAIL;
 }

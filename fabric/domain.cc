@@ -2,6 +2,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 
@@ -131,12 +132,15 @@ int open_rocev2(Domain& d, const Params& p) {
   }
   d.rc = rc.get();
   d.engine = std::move(rc);
-  d.loop = std::make_unique<io::HostLoop>(*d.io, *d.engine);
+  d.mux.set(0, d.engine.get());
+  d.loop = std::make_unique<io::HostLoop>(*d.io, d.mux);
   return 0;
 }
 
-int open_engine(Domain& d, const Params& p, uint32_t job) {
-  if (p.transport == "rocev2") return open_rocev2(d, p);
+}  // namespace
+
+int make_uet_engine(const Domain& d, uint32_t pid, std::unique_ptr<Endpoint>* out) {
+  const Params& p = d.params;
   UetConfig c;
   c.local_ip4 = d.local_ip4;
   c.local_mac = mac_of(d.local_ip4);
@@ -168,8 +172,12 @@ int open_engine(Domain& d, const Params& p, uint32_t job) {
   // ... but not on a dead peer: a target that holds our operations is asked whether it lives
   // (REQ_ACK) once idle this long, so a killed process fails them within the retry budget.
   c.hold_probe_after = kSecond;
-  c.job_id = job;
-  c.seed = d.local_ip4;
+  c.job_id = d.job;
+  c.pid_on_fep = pid;  // §4.1: the endpoint's process on the domain's FEP
+  // Engine 0 serves its endpoint's messages at resource index 0 and the domain's memory at 1.
+  c.resource_indexes = pid == 0 ? 2 : 1;
+  c.max_pdcs = EngineMux::kPdcsPerEngine;  // the mux's PID sits above its PDC ids
+  c.seed = d.local_ip4 + pid;
   if (!p.tss_key_file.empty()) {
     auto t = tss::read_key_file(p.tss_key_file);
     if (!t.ok()) {
@@ -185,8 +193,17 @@ int open_engine(Domain& d, const Params& p, uint32_t job) {
     FI_WARN(&kProvider, FI_LOG_DOMAIN, "FI_UETREF_*: %s\n", std::string(e.status().message()).c_str());
     return -FI_EINVAL;
   }
-  d.engine = std::move(*e);
-  d.loop = std::make_unique<io::HostLoop>(*d.io, *d.engine);
+  *out = std::move(*e);
+  return 0;
+}
+
+namespace {
+
+int open_engine(Domain& d, const Params& p) {
+  if (p.transport == "rocev2") return open_rocev2(d, p);
+  if (int err = make_uet_engine(d, 0, &d.engine); err != 0) return err;
+  d.mux.set(0, d.engine.get());
+  d.loop = std::make_unique<io::HostLoop>(*d.io, d.mux);
   return 0;
 }
 
@@ -230,7 +247,8 @@ std::string host_stats(const Domain& d) {
       h.rx_truncated, " bad ", h.rx_bad, " kernel drops ", h.rx_kernel_dropped, "; gso ",
       h.tx_gso_sends, "/", h.tx_gso_datagrams, " gro ", h.rx_gro_receives, "/",
       h.rx_gro_datagrams, " split waits ", h.rx_split_waits,
-      d.auto_progress ? "; progress thread" : "");
+      d.auto_progress ? "; progress thread" : "", "; endpoints ", d.eps.size(),
+      " no-endpoint ", d.mux.counters().rx_no_endpoint);
 }
 
 }  // namespace
@@ -330,9 +348,8 @@ int domain_open(fid_fabric* fabric, fi_info* info, fid_domain** dom, void* conte
   int err = 0;
   const uint32_t ip = wanted_address(info, d->params, &err);
   if (err != 0) return err;
-  uint32_t job = 0;
-  if ((err = job_of(info, &job)) != 0) return err;
-  if (job != 0 && d->params.transport == "rocev2") {
+  if ((err = job_of(info, &d->job)) != 0) return err;
+  if (d->job != 0 && d->params.transport == "rocev2") {
     FI_WARN(&kProvider, FI_LOG_DOMAIN,
             "auth_key is the UET JobID (spec/uet.md §4.1): RoCEv2 has none to carry it\n");
     return -FI_EINVAL;
@@ -342,7 +359,7 @@ int domain_open(fid_fabric* fabric, fi_info* info, fid_domain** dom, void* conte
     return err;
   {
     std::lock_guard lock(d->mu);  // the progress thread waits for the engine
-    if ((err = open_engine(*d, d->params, job)) != 0) return err;
+    if ((err = open_engine(*d, d->params)) != 0) return err;
   }
   d->progressed.notify_all();
   d->ops.resize(kTxSize + kRxSize);
@@ -367,6 +384,37 @@ int64_t Domain::take_op() noexcept {
 void Domain::free_op(uint32_t i) noexcept {
   ops[i].in_use = false;
   free_ops.push_back(i);
+}
+
+int endpoint_engine(Domain& d, uint32_t* pid, std::unique_ptr<Endpoint>* own) {
+  *pid = 0;
+  if (std::none_of(d.eps.begin(), d.eps.end(), [](const Ep* e) { return e->pid == 0; })) {
+    if (!d.pid0_disabled) return 0;
+    auto g = static_cast<UetEndpoint&>(*d.engine).enable_resource(0);
+    if (!g.ok()) return to_fi_errno(g.status());
+    d.pid0_disabled = false;
+    d.pid0_generation = *g;
+    return 0;
+  }
+  const char* why = d.rc != nullptr               ? "over RoCEv2"
+                    : !d.params.tss_key_file.empty() ? "under TSS (its seal covers the PDC ids)"
+                    : d.uring == nullptr          ? "on DPDK (the device checks the UDP checksum)"
+                    : d.next_pid >= EngineMux::kMaxEngines ? "past the last PIDonFEP"
+                                                           : nullptr;
+  if (why != nullptr) {
+    FI_WARN(&kProvider, FI_LOG_EP_CTRL, "a second endpoint of a domain: not %s\n", why);
+    return -FI_ENOSPC;
+  }
+  *pid = d.next_pid++;
+  return make_uet_engine(d, *pid, own);
+}
+
+void endpoint_closed(Domain& d, const Ep& ep) {
+  if (ep.own != nullptr) {
+    d.mux.set(ep.pid, nullptr);
+  } else if (d.rc == nullptr) {
+    d.pid0_disabled = static_cast<UetEndpoint&>(*d.engine).disable_resource(0).ok();
+  }
 }
 
 uint16_t port_of(const Params& p) noexcept {
@@ -397,9 +445,17 @@ int fi_error_of(OpStatus s) {
 }  // namespace
 
 size_t Domain::drain() {
+  size_t total = drain(*engine);
+  for (Ep* e : eps) {
+    if (e->own != nullptr) total += drain(*e->own);
+  }
+  return total;
+}
+
+size_t Domain::drain(Endpoint& from) {
   Completion cs[32];
   size_t n, total = 0;
-  while ((n = engine->poll_completions(cs)) > 0) {
+  while ((n = from.poll_completions(cs)) > 0) {
     total += n;
     for (size_t k = 0; k < n; ++k) {
       const Completion& c = cs[k];
@@ -410,12 +466,13 @@ size_t Domain::drain() {
         continue;
       }
       OpCtx& op = ops[i];
+      Ep* ep = op.ep;
       const bool rx = (op.flags & FI_RECV) != 0;
       if (ep != nullptr) --(rx ? ep->rx_in_flight : ep->tx_in_flight);
       // FI_DISCARD received the message into no buffer: its truncation is the point.
       const int err = op.discard && c.status == OpStatus::kTruncated ? 0 : fi_error_of(c.status);
       if (op.cntr != nullptr) ++(err == 0 ? op.cntr->value : op.cntr->errors);
-      Cq* cq = op.cq != nullptr ? op.cq : (rx ? ep->rx_cq : ep->tx_cq);
+      Cq* cq = op.cq != nullptr || ep == nullptr ? op.cq : (rx ? ep->rx_cq : ep->tx_cq);
       if (err == 0 && op.cq != nullptr) {
         CqEntry e{};
         e.e.op_context = op.context;

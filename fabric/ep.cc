@@ -43,6 +43,7 @@ ssize_t post(Ep* ep, Dir dir, uint64_t op_flags, uint64_t flags, void* context, 
   op.flags = op_flags;
   op.buf = buf;
   op.cq = report ? cq : nullptr;
+  op.ep = ep;
   op.inject = inject;
   op.cntr = tx ? ((op_flags & FI_READ) ? ep->read_cntr
                   : (op_flags & FI_WRITE) ? ep->write_cntr
@@ -67,6 +68,10 @@ ssize_t post(Ep* ep, Dir dir, uint64_t op_flags, uint64_t flags, void* context, 
 
 uint32_t peer_of(const Ep* ep, fi_addr_t a) {
   return ep->av != nullptr ? ep->av->ip(a) : 0;
+}
+
+SesAddress ses_of(const Ep* ep, fi_addr_t a) {
+  return ep->av != nullptr ? ep->av->to(a) : SesAddress{};
 }
 
 namespace {
@@ -114,7 +119,8 @@ ssize_t send_common(Ep* ep, const void* buf, size_t len, fi_addr_t dest, void* c
                 r.has_imm = has_data;
                 r.imm = static_cast<uint32_t>(data);
                 r.deferrable = true;
-                return ep->domain->engine->post_send(r);
+                r.to = ses_of(ep, dest);  // §4.1: the peer endpoint's process
+                return ep->engine->post_send(r);
               });
 }
 
@@ -152,7 +158,7 @@ ssize_t recv_common(Ep* ep, void* buf, size_t len, fi_addr_t src, void* ctx, uin
                 r.wr_id = wr_id;
                 r.base = static_cast<uint8_t*>(buf);
                 r.length = len;
-                return ep->domain->engine->post_recv(r);
+                return ep->engine->post_recv(r);
               });
 }
 
@@ -197,7 +203,8 @@ ssize_t tsend_common(Ep* ep, const void* buf, size_t len, fi_addr_t dest, uint64
                 r.mode = ep->mode;
                 r.has_data = has_data;
                 r.data = data;
-                return ep->domain->engine->post_tsend(r);
+                r.to = ses_of(ep, dest);
+                return ep->engine->post_tsend(r);
               });
 }
 
@@ -244,7 +251,7 @@ ssize_t trecv_common(Ep* ep, void* buf, size_t len, fi_addr_t src, uint64_t tag,
                 r.tag = tag;
                 r.ignore = ignore;
                 r.source = source;
-                return ep->domain->engine->post_trecv(r);
+                return ep->engine->post_trecv(r);
               });
 }
 
@@ -271,7 +278,7 @@ ssize_t discard_claimed(Ep* ep, uint64_t claim, void* context) {
                             d->ops[wr_id].discard = true;
                             TaggedRecv r;
                             r.wr_id = wr_id;
-                            return d->engine->recv_claimed(claim, r);
+                            return ep->engine->recv_claimed(claim, r);
                           });
   return rc;
 }
@@ -299,7 +306,7 @@ ssize_t tagged_peek(Ep* ep, const fi_msg_tagged* m, uint64_t flags) {
   if (!cq->reserve()) return -FI_EAGAIN;
   Probed p;
   const absl::Status s =
-      d->engine->probe_tagged(match, (flags & (FI_CLAIM | FI_DISCARD)) != 0, &p);
+      ep->engine->probe_tagged(match, (flags & (FI_CLAIM | FI_DISCARD)) != 0, &p);
   if (!s.ok()) {
     cq->unreserve();
     if (!absl::IsNotFound(s)) return to_fi_errno(s);
@@ -352,7 +359,7 @@ ssize_t tagged_recvmsg(fid_ep* f, const fi_msg_tagged* m, uint64_t flags) {
                   r.wr_id = wr_id;
                   r.base = static_cast<uint8_t*>(buf);
                   r.length = len;
-                  return ep->domain->engine->recv_claimed(claim, r);
+                  return ep->engine->recv_claimed(claim, r);
                 });
   }
   return trecv_common(ep, buf, len, m->addr, m->tag, m->ignore, m->context, flags);
@@ -390,7 +397,8 @@ ssize_t write_common(Ep* ep, const void* buf, size_t len, fi_addr_t dest, uint64
                 r.local = local;
                 r.length = len;
                 r.mode = ep->mode;
-                return ep->domain->engine->post_write(r);
+                r.to = kDomainMemory;
+                return ep->engine->post_write(r);
               });
 }
 
@@ -434,7 +442,8 @@ ssize_t read_common(Ep* ep, void* buf, size_t len, fi_addr_t src, uint64_t addr,
                 r.local = static_cast<uint8_t*>(buf);
                 r.length = len;
                 r.mode = ep->mode;
-                return ep->domain->engine->post_read(r);
+                r.to = kDomainMemory;
+                return ep->engine->post_read(r);
               });
 }
 
@@ -468,10 +477,9 @@ fi_ops_rma kRmaOps = {
 
 int cm_getname(fid_t f, void* addr, size_t* addrlen) {
   Ep* ep = of<Ep>(f);
-  sockaddr_in sin{};
-  sin.sin_family = AF_INET;
-  sin.sin_port = htons(ep->domain->port());
-  sin.sin_addr.s_addr = htonl(ep->domain->local_ip4);
+  sockaddr_in sin;
+  name_of(ep->domain->local_ip4, ep->domain->port(),
+          {.pid_on_fep = ep->pid, .ri_generation = ep->generation}, &sin);
   const bool fits = *addrlen >= sizeof(sin);
   if (addr != nullptr) std::memcpy(addr, &sin, std::min(*addrlen, sizeof(sin)));
   *addrlen = sizeof(sin);
@@ -512,8 +520,9 @@ ssize_t ep_cancel(fid_t f, void* context) {
   std::lock_guard lock(d->mu);
   for (size_t i = 0; i < d->ops.size(); ++i) {
     const OpCtx& op = d->ops[i];
-    if (!op.in_use || op.context != context || (op.flags & FI_RECV) == 0) continue;
-    if (d->engine->cancel_recv(i).ok()) {
+    if (!op.in_use || op.ep != ep || op.context != context || (op.flags & FI_RECV) == 0)
+      continue;
+    if (ep->engine->cancel_recv(i).ok()) {
       d->drain();  // its error completion, now
       return 0;
     }
@@ -631,12 +640,13 @@ int ep_close(fid* f) {
   Ep* ep = of<Ep>(f);
   Domain* d = ep->domain;
   std::lock_guard lock(d->mu);
-  // Operations still in the engine complete silently from now on.
-  for (OpCtx& op : d->ops) {
-    if (!op.in_use) continue;
-    op.cq = nullptr;
-    op.cntr = nullptr;
+  // Its operations in the domain's engine complete silently from now on; in its own, end.
+  for (uint32_t i = 0; i < d->ops.size(); ++i) {
+    if (!d->ops[i].in_use || d->ops[i].ep != ep) continue;
+    d->ops[i] = OpCtx{.in_use = true};  // no CQ, counter or endpoint to report to
+    if (ep->own != nullptr) d->free_op(i);
   }
+  endpoint_closed(*d, *ep);
   for (Cq* cq : {ep->tx_cq, ep->rx_cq}) {
     if (cq != nullptr) --cq->bound;
   }
@@ -644,7 +654,7 @@ int ep_close(fid* f) {
     if (c != nullptr) --c->bound;
   }
   if (ep->av != nullptr) --ep->av->bound;
-  d->ep = nullptr;
+  std::erase(d->eps, ep);
   --d->children;
   fi_freeinfo(ep->info);
   delete ep;
@@ -660,8 +670,15 @@ int ep_open(fid_domain* domain, fi_info* info, fid_ep** out, void* context) {
   if (info == nullptr || info->ep_attr == nullptr || info->ep_attr->type != FI_EP_RDM)
     return -FI_EINVAL;
   std::lock_guard lock(d->mu);
-  if (d->ep != nullptr) return -FI_ENOSPC;  // domain_attr->ep_cnt is 1
+  uint32_t pid = 0;
+  std::unique_ptr<Endpoint> own;
+  if (int err = endpoint_engine(*d, &pid, &own); err != 0) return err;
   auto* ep = open_child<Ep>(d, FI_CLASS_EP, context, &kEpFiOps);
+  ep->pid = static_cast<uint16_t>(pid);
+  ep->generation = pid == 0 ? d->pid0_generation : 0;
+  ep->own = std::move(own);
+  ep->engine = ep->own != nullptr ? ep->own.get() : d->engine.get();
+  if (ep->own != nullptr) d->mux.set(pid, ep->own.get());
   ep->fid.ops = &kEpOps;
   ep->fid.cm = &kCmOps;
   ep->fid.msg = &kMsgOps;
@@ -674,7 +691,7 @@ int ep_open(fid_domain* domain, fi_info* info, fid_ep** out, void* context) {
                          (info->rx_attr ? info->rx_attr->msg_order : 0);
   // FI_ORDER_SAS: messages processed in the order they were sent, UET's ROD (spec/uet.md §3.3).
   ep->mode = (order & FI_ORDER_SAS) ? DeliveryMode::kRod : DeliveryMode::kRud;
-  d->ep = ep;
+  d->eps.push_back(ep);
   *out = &ep->fid;
   return 0;
 }

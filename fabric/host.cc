@@ -148,7 +148,7 @@ void run_progress(Domain& d, uint32_t ip, std::promise<int>& opened) {
       continue;
     }
     // Idle: sleep in the ring until a frame, the engine's next timer, or a post's wake().
-    const Time deadline = std::min(d.engine->next_deadline(), io::monotonic_now() + 10 * kMillisecond);
+    const Time deadline = std::min(d.mux.next_deadline(), io::monotonic_now() + 10 * kMillisecond);
     lock.unlock();
     d.uring->wait(deadline);
     lock.lock();
@@ -232,7 +232,7 @@ void Domain::posted() {
 void Domain::idle(Time deadline) {
   std::unique_lock lock(mu);
   if (!auto_progress) {
-    io->wait(std::min(deadline, engine->next_deadline()));
+    io->wait(std::min(deadline, mux.next_deadline()));
     return;
   }
   // Bounded: a completion the thread drained just before this wait began is seen by the

@@ -185,7 +185,8 @@ bool fill(fi_info* info, const fi_info* hints) {
   d->mr_key_size = 4;
   d->cq_data_size = 4;  // a SEND's immediate: 32 bits (tagged sends carry 64)
   d->cq_cnt = 64;
-  d->ep_cnt = 1;        // one engine per domain, and the endpoint is its view
+  // UET: an endpoint per PIDonFEP behind the domain's address (engine_mux.h); RoCEv2: one.
+  d->ep_cnt = read_params().transport == "rocev2" ? 1 : EngineMux::kMaxEngines;
   d->tx_ctx_cnt = 1;
   d->rx_ctx_cnt = 1;
   d->max_ep_tx_ctx = 1;

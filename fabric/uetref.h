@@ -3,13 +3,17 @@
 // object is a C struct libfabric knows (fid_domain, fid_ep, ...) as its first member, so a fid
 // pointer and the object pointer are one (the cast in `of`).
 //
-// One domain hosts one engine (a UET or RoCEv2 Endpoint of transport/) on one packet host
-// (dpdk-io/: io_uring UDP), driven by one HostLoop; the domain's endpoint is a view of it.
+// One domain is one address: one packet host (dpdk-io/: io_uring UDP) driven by one HostLoop,
+// and engines (UET or RoCEv2 Endpoints of transport/) behind it, one per libfabric endpoint
+// (each a PIDonFEP, spec/uet.md §4.1), joined by an EngineMux (engine_mux.h). Engine 0, PID 0,
+// is the domain's own: it holds the MRs (RMA and atomics of every endpoint address PID 0) and
+// serves the first endpoint; every further endpoint gets an engine and a PID of its own.
 // Everything the application calls runs under the domain's lock (FI_THREAD_SAFE). Under
 // FI_PROGRESS_MANUAL the engine only moves when the application calls in (reading a CQ or a
 // counter, or posting); under FI_PROGRESS_AUTO a thread of the domain's own runs the host.
 #pragma once
 
+#include <netinet/in.h>
 #include <rdma/fabric.h>
 #include <rdma/fi_atomic.h>
 #include <rdma/fi_cm.h>
@@ -35,6 +39,7 @@
 #include "absl/status/status.h"
 #include "dpdk-io/host_loop.h"
 #include "dpdk-io/uring_io.h"
+#include "fabric/engine_mux.h"
 #include "transport/api.h"
 
 namespace uet::io {
@@ -100,6 +105,7 @@ struct OpCtx {
   void* buf = nullptr;
   Cq* cq = nullptr;         // nullptr: completes silently (inject, selective completion)
   Cntr* cntr = nullptr;
+  Ep* ep = nullptr;         // the endpoint that posted it; nullptr once it closed
   bool in_use = false;
   bool inject = false;      // fi_inject*: no completion, not even an error one (no context)
   bool discard = false;     // FI_DISCARD: a message received into nothing, truncation expected
@@ -144,17 +150,25 @@ struct Av {
   Domain* domain = nullptr;
   fi_av_type type = FI_AV_TABLE;
   std::vector<uint32_t> peers;                      // fi_addr -> IPv4 (host order); 0: removed
+  std::vector<SesAddress> ses;                      // fi_addr -> the peer endpoint's PID, RI
   absl::flat_hash_map<uint32_t, fi_addr_t> by_ip;   // FI_SOURCE: IPv4 -> fi_addr
   int bound = 0;
 
   uint32_t ip(fi_addr_t a) const noexcept {
     return a < peers.size() ? peers[a] : 0;
   }
+  SesAddress to(fi_addr_t a) const noexcept {
+    return a < ses.size() ? ses[a] : SesAddress{};
+  }
 };
 
 struct Ep {
   fid_ep fid;
   Domain* domain = nullptr;
+  Endpoint* engine = nullptr;          // the domain's (PID 0) or `own`
+  std::unique_ptr<Endpoint> own;       // PID > 0: its engine
+  uint16_t pid = 0;                    // its PIDonFEP and its resource index's generation:
+  uint8_t generation = 0;              // what its name carries
   fi_info* info = nullptr;  // a copy: caps, op flags, order
   Av* av = nullptr;
   Cq* tx_cq = nullptr;
@@ -179,8 +193,20 @@ using Post = absl::FunctionRef<absl::Status(uint64_t wr_id, const uint8_t* local
 ssize_t post(Ep* ep, Dir dir, uint64_t op_flags, uint64_t flags, void* context, void* buf,
              size_t len, bool inject, Post fn);
 
-// The peer's IPv4 address for an fi_addr, 0 for none.
+// The peer's IPv4 address for an fi_addr, 0 for none; and where its messages go there
+// (spec/uet.md §4.1: the peer endpoint's PIDonFEP, resource index 0 at the generation its
+// name carries).
 uint32_t peer_of(const Ep* ep, fi_addr_t a);
+SesAddress ses_of(const Ep* ep, fi_addr_t a);
+// RMA and atomics address the peer domain's memory: its MRs are engine 0's, served at
+// resource index 1, which no endpoint's closing disables.
+inline constexpr SesAddress kDomainMemory{.pid_on_fep = 0, .resource_index = 1};
+
+// An endpoint's name (fi_getname) and an AV entry: FI_SOCKADDR_IN, the PIDonFEP in the first
+// two bytes of sin_zero (big-endian) and the generation in the third (0s in an address that
+// carries none: PID 0, generation 0).
+void name_of(uint32_t ip, uint16_t port, SesAddress to, sockaddr_in* sin);
+SesAddress ses_in(const sockaddr_in& sin);
 
 // FI_ATOMIC's calls (atomic.cc) and fi_query_atomic: whether the engine runs `op` on
 // `datatype` for the call family `flags` names (0: fi_atomic; FI_FETCH_ATOMIC;
@@ -208,8 +234,15 @@ struct Domain {
   bool link_up = false;                // DPDK: the port's link was seen up
   std::unique_ptr<Endpoint> engine;
   RcMessaging* rc = nullptr;  // FI_UETREF_TRANSPORT=rocev2: the engine, as what it is
+  uint32_t job = 0;  // auth_key: the engines' JobID
+  EngineMux mux;     // the engines, as the host loop drives them
   std::unique_ptr<io::HostLoop> loop;
-  Ep* ep = nullptr;
+  std::vector<Ep*> eps;
+  uint32_t next_pid = 1;
+  // UET: PID 0's resource index 0 refuses messages (DISABLED, §4.1) while no endpoint holds
+  // PID 0; the next to take it starts its next generation, which its name carries.
+  bool pid0_disabled = false;
+  uint8_t pid0_generation = 0;  // PIDs are not reused: a peer's PDCs to a closed one die with it
   int children = 0;  // open AVs, CQs, counters, MRs, endpoints
   std::vector<OpCtx> ops;
   std::vector<uint32_t> free_ops;
@@ -234,8 +267,9 @@ struct Domain {
   void idle(Time deadline);
   // AUTO: ends the progress thread, which closes the host; nothing under MANUAL.
   void stop_progress();
-  // Moves the engine's completions into CQs and counters; returns how many.
+  // Moves the engines' completions into CQs and counters; returns how many.
   size_t drain();
+  size_t drain(Endpoint& from);
   // DPDK: waits (once, at most 10 s) for the port's link, which drops what is sent before it
   // is up; then resolves `peer`'s MAC by ARP (at most 50 ms) so its first frames are not lost
   // to the neighbour table. Nothing on the io_uring host.
@@ -251,6 +285,16 @@ struct Domain {
 
 // The port addresses carry under the transport FI_UETREF_TRANSPORT names.
 uint16_t port_of(const Params& p) noexcept;
+
+// A UET engine for PID `pid` of the domain (domain.cc); -FI_EINVAL with the reason logged.
+int make_uet_engine(const Domain& d, uint32_t pid, std::unique_ptr<Endpoint>* out);
+
+// The PIDonFEP and engine of a new endpoint: PID 0 and the domain's engine while no endpoint
+// holds them, else the next PID with an engine of its own (`own`; PIDs past 0 are not reused:
+// a peer's PDCs to a closed endpoint die with it rather than reach its successor).
+int endpoint_engine(Domain& d, uint32_t* pid, std::unique_ptr<Endpoint>* own);
+// An endpoint closes: its engine leaves the mux, or PID 0's messages are refused from now on.
+void endpoint_closed(Domain& d, const Ep& ep);
 
 // The domain's packet host and its progress (host.cc), as domain.cc opens the domain on it.
 // Opens the host FI_UETREF_HOST names on `ip` (host order; 0: a free loopback address).
