@@ -103,6 +103,25 @@ class RegionTable {
     return r.key;
   }
 
+  // deregister_memory's precondition (transport/api.h), both engines': `key` names a live
+  // region (else NotFound) that none of the endpoint's own posted `what` uses
+  // (`using_count(base, length)` counts them; else FailedPrecondition). Nothing changes.
+  template <typename Count>
+  absl::Status check_deregister(uint64_t key, Count using_count, const char* what) const {
+    const Region* r = find(key);
+    if (r == nullptr) {
+      return absl::NotFoundError(
+          absl::StrCat("deregister_memory: key ", key, " names no registered region"));
+    }
+    if (const uint32_t n = using_count(r->base, r->length); n > 0) {
+      return absl::FailedPreconditionError(absl::StrCat("deregister_memory: key ", key, ": ", n,
+                                                        " ", what,
+                                                        " posted here still use the region; "
+                                                        "poll their completions"));
+    }
+    return absl::OkStatus();
+  }
+
   // Deregisters the region `key` names: its key is refused from now on. The caller has made
   // sure nothing in flight still uses its memory.
   absl::Status remove(uint64_t key, const char* verb) {

@@ -279,16 +279,10 @@ void RoceEndpoint::stop_responding(uint32_t slot) {
 // Deregistration (transport/api.h): refused while this endpoint's own WRs use the memory;
 // then the QPs still touching it fail, and its R_Key is refused from now on.
 absl::Status RoceEndpoint::deregister_memory(uint32_t key) {
-  const Region* r = regions_.find(key);
-  if (r == nullptr) {
-    return absl::NotFoundError(
-        absl::StrCat("deregister_memory: key ", key, " names no registered region"));
-  }
-  if (const uint32_t n = ops_using(r->base, r->length); n > 0) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("deregister_memory: key ", key, ": ", n,
-                     " work request(s) posted here still use the region; poll their completions"));
-  }
+  const auto count = [this](const uint8_t* base, uint64_t length) {
+    return ops_using(base, length);
+  };
+  if (absl::Status s = regions_.check_deregister(key, count, "work request(s)"); !s.ok()) return s;
   stop_responding(Regions::slot_of(key));
   return regions_.remove(key, "deregister_memory");
 }

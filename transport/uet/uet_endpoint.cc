@@ -358,16 +358,10 @@ void UetEndpoint::refuse_queued_reads(uint32_t key) noexcept {
 // memory; then queued READ answers from it are refused, and its key (regions_.remove) with
 // every packet that names it, so nothing reads or writes the region after this returns.
 absl::Status UetEndpoint::deregister_memory(uint32_t key) {
-  const Region* r = regions_.find(key);
-  if (r == nullptr) {
-    return absl::NotFoundError(
-        absl::StrCat("deregister_memory: key ", key, " names no registered region"));
-  }
-  if (const uint32_t n = ops_using(r->base, r->length); n > 0) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("deregister_memory: key ", key, ": ", n,
-                     " operation(s) posted here still use the region; poll their completions"));
-  }
+  const auto count = [this](const uint8_t* base, uint64_t length) {
+    return ops_using(base, length);
+  };
+  if (absl::Status s = regions_.check_deregister(key, count, "operation(s)"); !s.ok()) return s;
   refuse_queued_reads(key);
   return regions_.remove(key, "deregister_memory");
 }
