@@ -8,7 +8,8 @@ namespace {
 
 // UET over IPv4/UDP as the provider's hosts frame it: the PDS header at byte 42.
 constexpr size_t kPds = 14 + 20 + 8;
-constexpr size_t kSpdcid = kPds + 8, kDpdcid = kPds + 10;  // spec/uet.md §3.3, §3.7, §3.10, §3.12
+// SPDCID and DPDCID: bytes 8 and 10 of requests, ACKs, NACKs and CTRL (spec/uet.md §3.3-§3.12).
+constexpr size_t kSpdcid = kPds + 8, kDpdcid = kPds + 10;
 constexpr uint16_t kSyn = 0x0004;                          // §3.3 PDS request flag
 
 // PDS types (§3.2): the requests, and the types with SPDCID and DPDCID at bytes 8 and 10.
@@ -42,7 +43,6 @@ uint32_t pid_of_request(const Frame& f, size_t ses) noexcept {
 void EngineMux::set(uint32_t pid, Transport* engine) noexcept {
   if (pid >= kMaxEngines) return;
   routed_ = routed_ || pid > 0;
-  if ((engines_[pid] == nullptr) != (engine == nullptr)) count_ += engine != nullptr ? 1 : -1;
   engines_[pid] = engine;
   top_ = kMaxEngines;
   while (top_ > 0 && engines_[top_ - 1] == nullptr) --top_;

@@ -36,13 +36,13 @@ class EngineMux final : public Transport {
   static constexpr uint32_t kMaxEngines = 64;      // PIDs 0..63: the PDC id's top 6 bits
   static constexpr uint32_t kPdcsPerEngine = 1024;  // UET: an engine's max_pdcs
   static constexpr uint32_t kPdcBits = 10;
+  static_assert(kPdcsPerEngine == 1u << kPdcBits && kMaxEngines << kPdcBits <= 65536,
+                "the PID and the engine's PDC id share the 16-bit PDC id (spec/uet.md §3.3)");
 
   EngineMux() = default;
 
   // Engine `pid` (0..kMaxEngines-1) serves frames for that PID from now on; nullptr: none.
   void set(uint32_t pid, Transport* engine) noexcept;
-  Transport* engine(uint32_t pid) const noexcept { return engines_[pid]; }
-  uint32_t engines() const noexcept { return count_; }
   const EngineMuxCounters& counters() const noexcept { return counters_; }
 
   void rx(std::span<Frame* const> frames, Time now) override;
@@ -56,7 +56,6 @@ class EngineMux final : public Transport {
   uint32_t route(Frame& f) noexcept;
 
   std::array<Transport*, kMaxEngines> engines_{};
-  uint32_t count_ = 0;
   uint32_t top_ = 0;   // engines_[top_..] are all null
   uint32_t next_ = 0;  // tx() starts at this engine: each gets the burst's front in turn
   bool routed_ = false;  // an engine past PID 0 was set: frames are read and routed from now on

@@ -262,6 +262,31 @@ static long close_and_count_drops(struct dom* d) {
   return at != NULL ? strtol(at + strlen("no-endpoint "), NULL, 10) : -1;
 }
 
+// b0 (PID 0) closes: a send to it is refused, B's memory still answers; the endpoint opened
+// in its place (*b0) has a new name, and the old one is refused.
+static void pid0_closed(struct fi_info* info, struct dom* A, struct dom* B, struct ep* a0,
+                        struct ep* old_b0, fi_addr_t to_old, struct fid_mr* mr,
+                        unsigned char* back, size_t len, struct ep* b0) {
+  unsigned char msg[64] = {0};
+  int e;
+  close_ep(old_b0);
+  CHECK(fi_tsend(a0->ep, msg, sizeof msg, NULL, to_old, 1, NULL) == 0, "tsend to closed b0");
+  e = expect_error(a0, 10.0);
+  CHECK(e == FI_EACCES, "a send to a closed PID 0: %d (%s)", e, e > 0 ? fi_strerror(e) : "");
+  memset(back, 0, len);
+  CHECK(fi_read(a0->ep, back, len, NULL, to_old, 0, fi_mr_key(mr), NULL) == 0, "fi_read 2");
+  expect_ok(a0, 1, NULL, "READ with no endpoint at B");
+  CHECK(holds(back, len, 1, 1), "READ with no endpoint at B: bytes differ");
+  CHECK(open_ep(info, B, b0) == 0, "b0 again");
+  CHECK(memcmp(&b0->name, &old_b0->name, sizeof b0->name) != 0, "b0 again has the old name");
+  CHECK(fi_tsend(a0->ep, msg, sizeof msg, NULL, to_old, 1, NULL) == 0, "tsend, old name");
+  e = expect_error(a0, 10.0);
+  CHECK(e == FI_EACCES, "a send to the old name: %d (%s)", e, e > 0 ? fi_strerror(e) : "");
+  fi_addr_t to_b0;
+  CHECK(fi_av_insert(A->av, &b0->name, 1, &to_b0, 0, NULL) == 1, "insert b0 again");
+  one_tagged(a0, to_b0, b0, 5000);
+}
+
 static void uet(struct fi_info* info) {
   struct dom A, B;
   struct ep a[2], b[2];
@@ -291,8 +316,8 @@ static void uet(struct fi_info* info) {
   unsigned char* back = calloc(kLen, 1);
   for (size_t k = 0; k < kLen; ++k) src[k] = pattern(1, 1, k);
   struct fid_mr* mr = NULL;
-  CHECK(fi_mr_reg(B.domain, region, kLen, FI_REMOTE_WRITE | FI_REMOTE_READ, 0, 0, 0, &mr, NULL) == 0,
-        "fi_mr_reg");
+  CHECK(fi_mr_reg(B.domain, region, kLen, FI_REMOTE_WRITE | FI_REMOTE_READ, 0, 0, 0, &mr,
+                  NULL) == 0, "fi_mr_reg");
   CHECK(fi_write(a[1].ep, src, kLen, NULL, to_b[1], 0, fi_mr_key(mr), NULL) == 0, "fi_write");
   expect_ok(&a[1], 1, NULL, "WRITE by a1 to b1");
   CHECK(empty(a[0].cq), "a1's WRITE completed at a0");
@@ -319,26 +344,8 @@ static void uet(struct fi_info* info) {
   e = expect_error(&a[0], 10.0);
   CHECK(e == FI_ETIMEDOUT, "a send to PID 9: %d (%s)", e, e > 0 ? fi_strerror(e) : "");
 
-  // b0 closes: a send to it is refused, B's memory still answers; an endpoint opened in its
-  // place has a new name, and the old one is refused.
-  close_ep(&b[0]);
-  CHECK(fi_tsend(a[0].ep, msg, sizeof msg, NULL, to_b[0], 1, NULL) == 0, "tsend to closed b0");
-  e = expect_error(&a[0], 10.0);
-  CHECK(e == FI_EACCES, "a send to a closed PID 0: %d (%s)", e, e > 0 ? fi_strerror(e) : "");
-  memset(back, 0, kLen);
-  CHECK(fi_read(a[0].ep, back, kLen, NULL, to_b[0], 0, fi_mr_key(mr), NULL) == 0, "fi_read 2");
-  expect_ok(&a[0], 1, NULL, "READ with no endpoint at B");
-  CHECK(holds(back, kLen, 1, 1), "READ with no endpoint at B: bytes differ");
   struct ep b0;
-  CHECK(open_ep(info, &B, &b0) == 0, "b0 again");
-  CHECK(memcmp(&b0.name, &b[0].name, sizeof b0.name) != 0, "b0 again has the old name");
-  CHECK(fi_tsend(a[0].ep, msg, sizeof msg, NULL, to_b[0], 1, NULL) == 0, "tsend, old name");
-  e = expect_error(&a[0], 10.0);
-  CHECK(e == FI_EACCES, "a send to the old name: %d (%s)", e, e > 0 ? fi_strerror(e) : "");
-  fi_addr_t to_b0;
-  CHECK(fi_av_insert(A.av, &b0.name, 1, &to_b0, 0, NULL) == 1, "insert b0 again");
-  one_tagged(&a[0], to_b0, &b0, 5000);
-
+  pid0_closed(info, &A, &B, &a[0], &b[0], to_b[0], mr, back, kLen, &b0);
   CHECK(fi_close(&mr->fid) == 0, "close mr");
   close_ep(&b0);
   for (int i = 0; i < 2; ++i) close_ep(&a[i]);
