@@ -382,6 +382,55 @@ TEST(UetRecovery_Rack, ReorderTimerResendsAHoleWhenNoLaterAckCanShowIt) {
   EXPECT_EQ(t.ea->counters().tx_retx, 1u);
 }
 
+// A 48-packet write at 100 Gb/s after an RTT estimate: requests 2 and 4 are lost and so is
+// the first resend (of 2), so 4's resend arrives past a hole and is ACKed at once, showing a
+// loss repaired by its resend; request `delayed` (0: none) arrives 3 us late; request 30 is
+// lost. Returns how long request 30's resend went after it; `retx` counts the resends.
+Time second_hole_repair(int delayed, uint64_t* retx) {
+  UetConfig a = config_for(kIpA);
+  a.tlp = false;
+  Pair t(a);
+  t.link.set_rate_gbps(100);
+  t.write(1, 4 * 4096);
+  int requests = 0, resends = 0;
+  Time lost_at = -1, resent_at = -1;
+  t.link.set_filter([&](int from, const wire::Decoded& d, std::vector<uint8_t>&) {
+    testing::Verdict v;
+    if (from != 0 || d.pds_type != wire::PdsType::kRudReq) return v;
+    if (wire::as<wire::PdsRudRod>(d.pds)->retx()) {
+      if (++resends == 1) v.copies = 0;
+      if (resends == 4) resent_at = t.link.now();
+      return v;
+    }
+    ++requests;
+    if (requests == 2 || requests == 4 || requests == 30) v.copies = 0;
+    if (requests == 30) lost_at = t.link.now();
+    if (requests == delayed) v.delay = 3 * kMicrosecond;
+    return v;
+  });
+  t.write(2, 48 * 4096);
+  const std::vector<Completion> c = t.completions();
+  EXPECT_EQ(c.size(), 2u);
+  EXPECT_EQ(t.ea->counters().timeouts, 0u);
+  *retx = t.ea->counters().tx_retx;
+  return lost_at >= 0 && resent_at >= 0 ? resent_at - lost_at : -1;
+}
+
+// RFC 8985 §6.2 step 4: a PDC that has repaired a loss RACK inferred and seen no reordering
+// resends a later hole without the reordering window; one that has seen a packet arrive out
+// of order keeps the window.
+TEST(UetRecovery_Rack, NoReorderingWindowInRecoveryUntilReorderingIsSeen) {
+  uint64_t retx_plain = 0, retx_reordered = 0;
+  const Time plain = second_hole_repair(0, &retx_plain);
+  const Time reordered = second_hole_repair(10, &retx_reordered);
+  ASSERT_GT(plain, 0);
+  ASSERT_GT(reordered, 0);
+  // Expect: each loss costs one resend, and the last hole goes over a microsecond sooner.
+  EXPECT_EQ(retx_plain, 4u);
+  EXPECT_EQ(retx_reordered, 4u);
+  EXPECT_LT(plain + kMicrosecond, reordered) << plain << " vs " << reordered;
+}
+
 // §3.7: an ACK echoes the RETX flag of the packet that triggered it, and only that.
 TEST(UetRecovery_Ack, EchoesTheTriggersRetxFlag) {
   Pair t;

@@ -69,7 +69,8 @@ Time UetEndpoint::rto_estimate(const Pdc& p) noexcept {
 void UetEndpoint::rack_detect(Pdc& p, Time now) {
   p.ini.rack_deadline = kNever;
   if (p.ini.rack_sent == 0 || !psn_before(p.ini.base_psn, p.ini.next_psn)) return;
-  const Time window = reorder_window(p);
+  // RFC 8985 §6.2 step 4: in recovery, with no reordering seen, no reordering window.
+  const Time window = p.ini.loss_repaired && !p.ini.reordering_seen ? 0 : reorder_window(p);
   const bool tail_acked = p.ini.slots[p.ini.next_psn - 1].acked;
   const uint32_t end = p.ini.rack_highest + 1 - (tail_acked ? 0 : config_.reorder_threshold);
   for (uint32_t psn = p.ini.base_psn; psn_before(psn, end); ++psn) {
@@ -79,6 +80,7 @@ void UetEndpoint::rack_detect(Pdc& p, Time now) {
     if (lost_at <= now) {
       p.ini.sel.on_nack(s.ev, now);  // an inferred loss counts against its path like a NACK
       mark_lost(p, psn);
+      p.ini.slots[psn].inferred = true;
       ++counters_.fast_retx;
     } else {
       p.ini.rack_deadline = std::min(p.ini.rack_deadline, lost_at);
@@ -184,6 +186,10 @@ void UetEndpoint::rx_ack(const wire::Decoded& d, Time now) {
   if (trig_in_window) {
     const Slot& s = p->ini.slots[trig];
     if (s.in_flight && !s.retransmitted && !h.retx()) rtt = now - s.sent;
+    // RFC 8985 §6.2: the original of a resent PSN arrived, so it was late, not lost (as a
+    // DSACK would say); or the resend of an inferred loss arrived first: that loss was real.
+    if (s.retransmitted && !h.retx()) p->ini.reordering_seen = true;
+    if (s.inferred && !s.acked && h.retx()) p->ini.loss_repaired = true;
   }
   const Time data_sent = ack_response(*p, d, trig, trig_in_window, now);
   // Only PSNs we sent can be acknowledged: base-1 <= cack < next.
@@ -289,6 +295,15 @@ void UetEndpoint::rx_ack(const wire::Decoded& d, Time now) {
   return data_sent;
 }
 
+// RFC 8985 §6.2 step 2: a PSN sent once and newly acknowledged below the highest PSN
+// acknowledged before arrived out of order.
+[[gnu::always_inline]] inline void note_reordering(pds::Pdc& p, const pds::Slot& s,
+                                                   uint32_t psn) {
+  if (!s.acked && !s.retransmitted && psn_before(psn, p.ini.rack_highest)) {
+    p.ini.reordering_seen = true;
+  }
+}
+
 // The PSNs an ACK covers (CACK and SACK) are acknowledged, and RACK learns the newest delivered
 // packet. `marked`: §3.7 `m` echoes CE on the trigger alone. The target ACKs at once on a CE
 // mark and keeps the marked packet as the trigger, so every other PSN this ACK covers arrived
@@ -302,6 +317,7 @@ void UetEndpoint::rx_ack(const wire::Decoded& d, Time now) {
   for (uint32_t psn = p.ini.base_psn; psn_before(psn, cack + 1); ++psn) {
     const Slot& s = p.ini.slots[psn];
     if (!s.retransmitted) newest_sent = std::max(newest_sent, s.sent);
+    note_reordering(p, s, psn);
     covered_psn(p, psn, marked && psn == trig, data_sent, now);
   }
   uint32_t highest = cack;
@@ -316,6 +332,7 @@ void UetEndpoint::rx_ack(const wire::Decoded& d, Time now) {
       if (psn_before(psn, p.ini.base_psn) || !psn_before(psn, p.ini.next_psn)) continue;
       const Slot& s = p.ini.slots[psn];
       if (!s.retransmitted) newest_sent = std::max(newest_sent, s.sent);
+      note_reordering(p, s, psn);
       covered_psn(p, psn, marked && psn == trig, data_sent, now);
       if (psn_before(highest, psn)) highest = psn;
     }

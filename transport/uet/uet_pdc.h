@@ -78,6 +78,7 @@ struct Slot {
   bool resend = false;
   bool rnr_wait = false;       // NACKed RNR: resent when the RTO fires, not counted as a loss
   bool retransmitted = false;  // sent more than once: no RTT sample from it (Karn)
+  bool inferred = false;       // resent because RACK inferred its loss
 };
 static_assert(sizeof(Slot) == 32);
 enum class Role : uint8_t { kFree, kInitiator, kTarget };
@@ -129,6 +130,10 @@ struct Pdc {
     uint8_t req_acks = 0;             // ... sent since the target last answered
     bool tlp_done = false;            // a probe went since the last progress
     bool results_held = false;        // a fetching atomic was answered: the target holds it
+    // RACK (RFC 8985 §6.2): a PSN was delivered out of order; a PSN RACK inferred lost was
+    // delivered first by its resend (a loss repaired: the PDC is in recovery).
+    bool reordering_seen = false;
+    bool loss_repaired = false;
     uint32_t next_psn = 0;            // next new PSN
     uint32_t base_psn = 0;            // oldest unacknowledged PSN
     // §3.8: the target's window as its ACK_CCs last said: the highest CACK and the latest
