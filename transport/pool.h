@@ -2,7 +2,8 @@
 // endpoint costs its live state and not its maxima (../shared/DESIGN.md "Memory follows live
 // state"). Growth happens when a connection opens, work is posted or a flight grows
 // (amortised, never once per packet in steady state); nothing shrinks unless its owner gives
-// a ring back (GrowRing::release), so a table that has grown is reused as is.
+// a ring back (GrowRing::release) or shrinks it on its control path (GrowRing::shrink), so a
+// table that has grown is otherwise reused as is.
 #pragma once
 
 #include <algorithm>
@@ -89,17 +90,22 @@ class GrowRing {
     if (need <= capacity_) return;
     uint64_t cap = std::max<uint64_t>(capacity_, kMinCapacity);
     while (cap < need) cap *= 2;
-    cap = std::min<uint64_t>(cap, std::bit_ceil(uint64_t{bound}));
-    auto slots = std::make_unique<T[]>(cap);
-    for (uint64_t p = head; p != tail; ++p) slots[p & (cap - 1)] = std::move(slots_[p & mask_]);
-    slots_ = std::move(slots);
-    capacity_ = static_cast<uint32_t>(cap);
-    mask_ = cap - 1;
+    move_to(head, tail, std::min<uint64_t>(cap, std::bit_ceil(uint64_t{bound})));
   }
 
   // The same for an owner whose counters are 32-bit (and may wrap).
   void reserve32(uint32_t head, uint32_t tail, uint64_t need, uint32_t bound) {
     reserve(head, uint64_t{head} + (tail - head), need, bound);
+  }
+
+  // Gives storage back once the `need` entries the owner must keep room for (live or
+  // reserved, need >= tail - head) fit a quarter of it: to twice their power of 2, never
+  // below `keep` slots (a flight that stays small never reallocates). Shrinking only at a
+  // quarter keeps a flight that moves around one size from reallocating at every call.
+  void shrink(uint64_t head, uint64_t tail, uint64_t need, uint32_t keep) {
+    if (capacity_ <= keep || need * 4 > capacity_) return;
+    const uint64_t cap = std::max<uint64_t>(std::bit_ceil(need * 2), keep);
+    if (cap < capacity_) move_to(head, tail, cap);
   }
 
   // Gives the storage back (nothing may be live): the next reserve() starts again from
@@ -118,8 +124,17 @@ class GrowRing {
   }
 
  private:
+  // Moves the live entries to their positions' slots in new storage of `cap` slots.
+  void move_to(uint64_t head, uint64_t tail, uint64_t cap) {
+    auto slots = std::make_unique<T[]>(cap);
+    for (uint64_t p = head; p != tail; ++p) slots[p & (cap - 1)] = std::move(slots_[p & mask_]);
+    slots_ = std::move(slots);
+    capacity_ = static_cast<uint32_t>(cap);
+    mask_ = capacity_ - 1;
+  }
+
   std::unique_ptr<T[]> slots_;
-  uint64_t mask_ = 0;
+  uint32_t mask_ = 0;
   uint32_t capacity_ = 0;
 };
 

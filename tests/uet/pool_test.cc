@@ -1,9 +1,11 @@
-// GrowRing: storage that doubles on reserve() up to a bound, entries kept at their positions.
+// GrowRing: storage that doubles on reserve() up to a bound and shrinks at a quarter, entries
+// kept at their positions.
 #include "transport/pool.h"
 
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <vector>
 
 namespace uet {
 namespace {
@@ -69,6 +71,54 @@ TEST(GrowRing_Reserve, FittingReserveKeepsTheStorage) {
   r.reserve(0, 5, 8, 64);
   EXPECT_EQ(&r[4], before);
   EXPECT_EQ(r[4], 7u);
+}
+
+// Pushing 1..20 entries doubles the storage from one slot; the bound (not a power of 2)
+// caps it at the bound rounded up; order survives every move.
+TEST(GrowRing_Reserve, FromOneSlotDoublesUpToTheBound) {
+  GrowRing<uint64_t, 1> r;
+  EXPECT_EQ(r.capacity(), 0u);
+  uint64_t head = 5, tail = 5;  // positions need not start at 0
+  std::vector<uint32_t> seen;
+  for (uint64_t v = 0; v < 20; ++v) {
+    r.reserve(head, tail, tail - head + 1, 20);
+    r[tail++] = v;
+    seen.push_back(r.capacity());
+  }
+  // Expect: 1, 2, 4, 4, 8 x4, 16 x8, 32 x4 (20 rounded up); every entry in order.
+  EXPECT_EQ(seen.front(), 1u);
+  EXPECT_EQ(seen[1], 2u);
+  EXPECT_EQ(seen[3], 4u);
+  EXPECT_EQ(seen[15], 16u);
+  EXPECT_EQ(seen.back(), 32u);
+  EXPECT_EQ(r.bytes(), (GrowRing<uint64_t, 1>::bytes_bound(20)));
+  for (uint64_t p = head; p != tail; ++p) EXPECT_EQ(r[p], p - head);
+}
+
+// Shrinking waits until what must be kept fits a quarter of the storage, keeps twice that
+// (at least `keep` slots) and the live entries in order.
+TEST(GrowRing_Shrink, GivesBackAtAQuarterAndKeepsOrder) {
+  GrowRing<uint64_t, 1> r;
+  uint64_t head = 0, tail = 0;
+  for (uint64_t v = 0; v < 64; ++v) {
+    r.reserve(head, tail, tail - head + 1, 1024);
+    r[tail++] = v;
+  }
+  ASSERT_EQ(r.capacity(), 64u);
+  head = 40;  // 24 live: more than a quarter
+  r.shrink(head, tail, tail - head, 2);
+  EXPECT_EQ(r.capacity(), 64u);
+  head = 61;  // 3 live
+  r.shrink(head, tail, tail - head, 2);
+  EXPECT_EQ(r.capacity(), 8u);
+  for (uint64_t p = head; p != tail; ++p) EXPECT_EQ(r[p], p);
+  r.shrink(head, tail, 16, 2);  // the owner must keep room for 16 (reserved completions)
+  EXPECT_EQ(r.capacity(), 8u);
+  head = tail;
+  r.shrink(head, tail, 0, 2);
+  EXPECT_EQ(r.capacity(), 2u) << "never below keep";
+  r.shrink(head, tail, 0, 2);
+  EXPECT_EQ(r.capacity(), 2u);
 }
 
 }  // namespace

@@ -117,9 +117,9 @@ size_t RoceEndpoint::footprint_bound(const RoceConfig& c, uint32_t regions) noex
   const size_t chunks = (size_t{c.max_qps} + kQpChunk - 1) / kQpChunk;
   // Every QP with its send queue (max_send_wr WRs), responder read queue and atomic replay
   // cache (max_rd_atomic each).
-  const size_t qp = sizeof(Qp) + RoceRing<Write>::bytes_bound(c.max_send_wr) +
-                    RoceRing<ReadResp>::bytes_bound(c.max_rd_atomic) +
-                    RoceRing<AtomicResult>::bytes_bound(c.max_rd_atomic);
+  const size_t qp = sizeof(Qp) + GrowRing<Write, 1>::bytes_bound(c.max_send_wr) +
+                    GrowRing<ReadResp, 1>::bytes_bound(c.max_rd_atomic) +
+                    GrowRing<AtomicResult, 1>::bytes_bound(c.max_rd_atomic);
   // The ready and drained bits: a word per 64 connected QPs each, appended.
   const size_t bits = 2 * appended_capacity((size_t{c.max_qps} + 63) / 64) * sizeof(uint64_t);
   return resized_capacity(chunks) * sizeof(std::unique_ptr<Qp[]>) +  // chunk index (resize)
@@ -127,8 +127,8 @@ size_t RoceEndpoint::footprint_bound(const RoceConfig& c, uint32_t regions) noex
          appended_capacity(c.max_qps) * sizeof(Qp*) +          // active list: one per connected QP
          hash_bytes_bound<decltype(qp_by_conn_)>(c.max_qps) +  // one per connected QP
          Regions::bytes_bound(regions) +
-         RoceRing<Completion>::bytes_bound(c.cq_entries) +
-         RoceRing<RecvBuffer>::bytes_bound(c.max_recvs) + bits;
+         GrowRing<Completion, 1>::bytes_bound(c.cq_entries) +
+         GrowRing<RecvBuffer, 1>::bytes_bound(c.max_recvs) + bits;
 }
 
 // spec/rocev2.md §1: 0xC000 plus a 14-bit hash of the QPN (ours: a multiplicative hash of
@@ -172,9 +172,9 @@ absl::Status RoceEndpoint::connect_qp(uint32_t peer_ip4, uint32_t local_qpn, uin
   if (was_active) qp_by_conn_.erase(conn_key(q.peer_ip4, q.channel));
   // Reconnecting keeps the queues' storage; the send queue grows as WRs are posted, the
   // responder's queues as READs and atomics arrive.
-  RoceRing<Write> writes = std::move(q.writes);
-  RoceRing<ReadResp> reads = std::move(q.reads);
-  RoceRing<AtomicResult> atomics = std::move(q.atomics);
+  GrowRing<Write, 1> writes = std::move(q.writes);
+  GrowRing<ReadResp, 1> reads = std::move(q.reads);
+  GrowRing<AtomicResult, 1> atomics = std::move(q.atomics);
   const uint32_t active_index = q.active_index;
   q = Qp{};
   q.writes = std::move(writes);

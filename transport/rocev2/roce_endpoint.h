@@ -28,7 +28,6 @@
 #include "transport/pool.h"
 #include "transport/ready_bits.h"
 #include "transport/region_table.h"
-#include "transport/rocev2/roce_ring.h"
 #include "transport/wire/builder.h"
 #include "transport/wire/decode.h"
 
@@ -287,7 +286,7 @@ class RoceEndpoint final : public Endpoint {
     // Requester. Writes in ring slots [write_head, write_tail): completed below write_head;
     // [write_head, write_started) have PSNs; the go-back-N cursor is (send_write, send_packet)
     // at PSN next_psn. Invariant: una <= next_psn <= max_psn (24-bit order).
-    RoceRing<Write> writes;  // grown by post_wqe up to max_send_wr, shrunk once drained
+    GrowRing<Write, 1> writes;  // grown by post_wqe up to max_send_wr, shrunk once drained
     uint64_t write_head = 0, write_started = 0, write_tail = 0;
     uint64_t send_write = 0;
     uint32_t send_packet = 0;
@@ -331,11 +330,11 @@ class RoceEndpoint final : public Endpoint {
 
     // Responder resources: READ requests being answered, ring [rd_head, rd_tail), grown by
     // the requests that arrive, up to max_rd_atomic.
-    RoceRing<ReadResp> reads;
+    GrowRing<ReadResp, 1> reads;
     uint64_t rd_head = 0, rd_tail = 0;
     // Replay cache: results of the last max_rd_atomic atomics executed, ring [ar_head, ar_tail),
     // oldest first; grown by the atomics executed, up to max_rd_atomic.
-    RoceRing<AtomicResult> atomics;
+    GrowRing<AtomicResult, 1> atomics;
     uint64_t ar_head = 0, ar_tail = 0;
   };
 
@@ -500,10 +499,10 @@ class RoceEndpoint final : public Endpoint {
   void stop_responding(uint32_t slot);
   bool streamed_ = false;        // streaming stores since the last fence (rx() ends with one)
   // Shared receive queue (post_recv), ring [recv_head_, recv_tail_), up to max_recvs.
-  RoceRing<RecvBuffer> recvs_;
+  GrowRing<RecvBuffer, 1> recvs_;
   uint64_t recv_head_ = 0, recv_tail_ = 0;
   // Completion ring, up to cq_entries; every post reserves a slot, so pushing never overflows.
-  RoceRing<Completion> cq_;
+  GrowRing<Completion, 1> cq_;
   uint64_t cq_head_ = 0, cq_tail_ = 0;
   uint64_t cq_reserved_ = 0;  // posted writes whose completion is not yet polled
   RoceCounters counters_;
