@@ -62,7 +62,13 @@ struct NsccConfig {
 
 class Nscc {
  public:
-  explicit Nscc(const NsccConfig& c) : c_(c), cwnd_(c.maxwnd) {}
+  // `c` is read, not copied: it must outlive the engine (an endpoint's one config serves all
+  // its PDCs), so a temporary is refused.
+  explicit Nscc(const NsccConfig& c) noexcept : c_(&c), cwnd_(c.maxwnd) {}
+  explicit Nscc(const NsccConfig&&) = delete;
+  // An engine with no window (the default configuration, not derived), for a PDC that does
+  // not send.
+  Nscc() noexcept : Nscc(kIdle) {}
 
   // cwnd_ stays in [minwnd, maxwnd], far below 2^63: converted through int64_t, one
   // instruction, where a double -> uint64_t conversion branches on the top bit (the sender asks
@@ -76,22 +82,22 @@ class Nscc {
   // without the time the receiver held the packet (spec/uet.md §3.8.1 service_time).
   void on_ack(uint64_t acked, bool ecn, Time rtt, Time now) noexcept {
     const double a = static_cast<double>(acked);
-    const double delay = rtt > 0 ? static_cast<double>(rtt - c_.base_rtt) : avg_delay_;
+    const double delay = rtt > 0 ? static_cast<double>(rtt - c_->base_rtt) : avg_delay_;
     if (rtt > 0) update_avg_delay(delay, ecn);
     achieved_ += a;
     ignored_ += a;
     if (quick_adapt(false, ecn, delay, now)) return;
 
     if (!ecn) {
-      if (delay >= c_.target_delay_ps) {
-        inc_ += c_.fi * a;
+      if (delay >= c_->target_delay_ps) {
+        inc_ += c_->fi * a;
         low_delay_bytes_ = 0;
       } else {
-        inc_ += c_.alpha * a * (c_.target_delay_ps - delay);
-        if (delay < static_cast<double>(c_.fast_increase_delay)) {
+        inc_ += c_->alpha * a * (c_->target_delay_ps - delay);
+        if (delay < static_cast<double>(c_->fast_increase_delay)) {
           low_delay_bytes_ += a;
           if (low_delay_bytes_ >= cwnd_) {
-            cwnd_ = std::min(cwnd_ + a * c_.fi_scale, c_.maxwnd);
+            cwnd_ = std::min(cwnd_ + a * c_->fi_scale, c_->maxwnd);
             ++fast_increases_;
           }
         } else {
@@ -100,17 +106,17 @@ class Nscc {
       }
     } else {
       low_delay_bytes_ = 0;
-      if (delay >= c_.target_delay_ps && avg_delay_ > c_.target_delay_ps &&
-          now - last_decrease_ >= c_.base_rtt) {
-        const double f = 1 - c_.gamma * (avg_delay_ - c_.target_delay_ps) / avg_delay_;
-        cwnd_ = std::max(cwnd_ * std::max(f, 0.5), c_.minwnd);
+      if (delay >= c_->target_delay_ps && avg_delay_ > c_->target_delay_ps &&
+          now - last_decrease_ >= c_->base_rtt) {
+        const double f = 1 - c_->gamma * (avg_delay_ - c_->target_delay_ps) / avg_delay_;
+        cwnd_ = std::max(cwnd_ * std::max(f, 0.5), c_->minwnd);
         last_decrease_ = now;
         ++decreases_;
       }
     }
     acked_since_adjust_ += a;
-    if (now - last_adjust_ >= c_.base_rtt || acked_since_adjust_ >= 8.0 * c_.mtu) {
-      cwnd_ = std::clamp(cwnd_ + inc_ / cwnd_ + c_.eta, c_.minwnd, c_.maxwnd);
+    if (now - last_adjust_ >= c_->base_rtt || acked_since_adjust_ >= 8.0 * c_->mtu) {
+      cwnd_ = std::clamp(cwnd_ + inc_ / cwnd_ + c_->eta, c_->minwnd, c_->maxwnd);
       inc_ = 0;
       acked_since_adjust_ = 0;
       last_adjust_ = now;
@@ -121,23 +127,23 @@ class Nscc {
   void on_nack(uint64_t bytes, Time now) noexcept {
     const double b = static_cast<double>(bytes);
     ignored_ += b;
-    update_avg_delay(static_cast<double>(c_.base_rtt), true);
+    update_avg_delay(static_cast<double>(c_->base_rtt), true);
     qa_triggered_ = true;
-    if (!quick_adapt(true, true, 0, now)) cwnd_ = std::max(cwnd_ - b, c_.minwnd);
+    if (!quick_adapt(true, true, 0, now)) cwnd_ = std::max(cwnd_ - b, c_->minwnd);
   }
 
   // The receiver's rcv_cwnd_pend (0..127) on an ACK reporting `received` newly received bytes.
   void on_receiver_pending(uint64_t received, uint8_t pend) noexcept {
     const double cut = static_cast<double>(received) * static_cast<double>(pend & 0x7F) / 128.0;
-    cwnd_ = std::max(cwnd_ - cut, c_.minwnd);
+    cwnd_ = std::max(cwnd_ - cut, c_->minwnd);
   }
 
-  void on_timeout(Time) noexcept { cwnd_ = c_.minwnd; }
+  void on_timeout(Time) noexcept { cwnd_ = c_->minwnd; }
 
  private:
   void update_avg_delay(double delay, bool ecn) noexcept {
-    const double sample = !ecn && delay > c_.target_delay_ps
-                              ? 0.25 * static_cast<double>(c_.base_rtt)
+    const double sample = !ecn && delay > c_->target_delay_ps
+                              ? 0.25 * static_cast<double>(c_->base_rtt)
                               : delay;
     avg_delay_ += 0.0125 * (sample - avg_delay_);
   }
@@ -152,17 +158,17 @@ class Nscc {
     if (ignored_ < to_ignore_ && skip) {
       done = true;
     } else if (qa_end_ == kNever || now > qa_end_) {
-      if (qa_end_ != kNever && (qa_triggered_ || loss || delay > c_.qa_threshold_ps) &&
-          achieved_ < c_.maxwnd / static_cast<double>(1u << c_.qa_gate)) {
+      if (qa_end_ != kNever && (qa_triggered_ || loss || delay > c_->qa_threshold_ps) &&
+          achieved_ < c_->maxwnd / static_cast<double>(1u << c_->qa_gate)) {
         to_ignore_ = cwnd_;  // at most this much was in flight at the cut
         ignored_ = 0;
-        cwnd_ = std::max(achieved_, c_.minwnd);
+        cwnd_ = std::max(achieved_, c_->minwnd);
         qa_triggered_ = false;
         ++quick_adapts_;
         done = true;
       }
       achieved_ = 0;
-      qa_end_ = now + c_.base_rtt + static_cast<Time>(c_.target_delay_ps);
+      qa_end_ = now + c_->base_rtt + static_cast<Time>(c_->target_delay_ps);
     }
     if (done) {
       inc_ = 0;
@@ -171,7 +177,9 @@ class Nscc {
     return done;
   }
 
-  NsccConfig c_;
+  static constexpr NsccConfig kIdle{};
+
+  const NsccConfig* c_;
   double cwnd_;
   double inc_ = 0;
   double avg_delay_ = 0;

@@ -98,7 +98,8 @@ class RcccReceiver {
 // The sender side: one per PDC.
 class RcccSender {
  public:
-  explicit RcccSender(const RcccConfig& c) : c_(c), credit_(static_cast<int64_t>(c.speculative)) {}
+  explicit RcccSender(const RcccConfig& c)
+      : max_credit_target_(c.max_credit_target), credit_(static_cast<int64_t>(c.speculative)) {}
 
   // May `bytes` go now? Any positive credit lets one packet go (as htsim): credit may dip
   // below zero by less than one packet.
@@ -114,12 +115,12 @@ class RcccSender {
   // waits a credit timeout per grant), capped.
   uint64_t credit_target(uint64_t backlog) const noexcept {
     const int64_t need = static_cast<int64_t>(backlog) - credit_;
-    return need <= 0 ? 0 : std::min<uint64_t>(static_cast<uint64_t>(need), c_.max_credit_target);
+    return need <= 0 ? 0 : std::min<uint64_t>(static_cast<uint64_t>(need), max_credit_target_);
   }
   int64_t credit() const noexcept { return credit_; }
 
  private:
-  RcccConfig c_;
+  uint64_t max_credit_target_;  // the one field of RcccConfig it reads (one copy per PDC)
   int64_t credit_;
 };
 

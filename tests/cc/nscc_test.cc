@@ -16,6 +16,8 @@ NsccConfig reference() {
   NsccConfig c;  // 100 Gb/s, 12 us, 4096 B, trimming: UEC's reference network
   return *NsccConfig::derive(c);
 }
+// An engine reads its config where it lies (Nscc takes no temporary).
+const NsccConfig kReference = reference();
 
 TEST(Nscc_Derive, ReferenceNetworkValues) {
   const NsccConfig c = reference();
@@ -58,7 +60,7 @@ TEST(Nscc_Derive, RefusesEachBadField) {
 }
 
 TEST(Nscc_Window, StartsAtMaxAndTimeoutDropsToOneMtu) {
-  Nscc n(reference());
+  Nscc n(kReference);
   EXPECT_EQ(n.window(), 225'000u);
   n.on_timeout(0);
   EXPECT_EQ(n.window(), 4096u);
@@ -72,7 +74,7 @@ Time feed(Nscc& n, int acks, Time start, Time gap, Time rtt, bool ecn) {
 }
 
 TEST(Nscc_Quadrants, MultiplicativeDecreaseAtMostOncePerBaseRtt) {
-  Nscc n(reference());
+  Nscc n(kReference);
   const Time rtt = kRtt + 30 * kMicrosecond;  // 30 us of queueing: above the 9 us target
   // The average delay (EWMA 1/80) passes the target on the 29th sample: 30 (1 - 0.9875^29)
   // = 9.17 us; the decrease waits for it.
@@ -92,7 +94,7 @@ TEST(Nscc_Quadrants, MultiplicativeDecreaseAtMostOncePerBaseRtt) {
 TEST(Nscc_Quadrants, DecreaseScalesWithTheAverageDelay) {
   // htsim uec.cpp (spec/uet.md §3.8.1): cwnd *= max(1 - gamma (avg_delay - target) / avg_delay, 0.5), taken
   // once avg_delay > target. The 29th ACK at 30 us of delay: avg = 30 (1 - 0.9875^29) us.
-  Nscc n(reference());
+  Nscc n(kReference);
   feed(n, 29, 100 * kMicrosecond, 100 * kNanosecond, kRtt + 30 * kMicrosecond, true);
   ASSERT_EQ(n.decreases(), 1u);
   const double avg = 30e6 * (1 - std::pow(0.9875, 29));
@@ -100,7 +102,7 @@ TEST(Nscc_Quadrants, DecreaseScalesWithTheAverageDelay) {
 }
 
 TEST(Nscc_Quadrants, DecreaseIsAtMostHalf) {
-  Nscc n(reference());
+  Nscc n(kReference);
   // One sample of 10 ms: avg 125 us, 1 - 0.8 (125 - 9) / 125 = 0.26, held at 0.5.
   n.on_ack(4096, true, kRtt + 10 * kMillisecond, kMicrosecond);
   EXPECT_EQ(n.decreases(), 1u);
@@ -112,7 +114,7 @@ TEST(Nscc_Quadrants, UnmarkedDelayDoesNotCountTowardsADecrease) {
   // (spraying, another flow's queue): uet-htsim's update_delay moves the average towards
   // base_rtt / 4 for it. After many such ACKs a marked one with a long delay cuts nothing;
   // after the same ACKs marked, it does.
-  Nscc unmarked(reference()), marked(reference());
+  Nscc unmarked(kReference), marked(kReference);
   const Time t = feed(unmarked, 400, kMicrosecond, 100 * kNanosecond, kRtt + 20 * kMicrosecond, false);
   feed(marked, 400, kMicrosecond, 100 * kNanosecond, kRtt + 20 * kMicrosecond, true);
   unmarked.on_ack(4096, true, kRtt + 30 * kMicrosecond, t + kRtt);
@@ -122,7 +124,7 @@ TEST(Nscc_Quadrants, UnmarkedDelayDoesNotCountTowardsADecrease) {
 
 TEST(Nscc_Quadrants, EcnWithLowDelayChangesNothingButEta) {
   // ECN on a short queue: NSCC leaves the window to the path selector (NOOP quadrant).
-  Nscc noop(reference()), fair(reference());
+  Nscc noop(kReference), fair(kReference);
   noop.on_timeout(0);
   fair.on_timeout(0);
   feed(noop, 64, kMicrosecond, 200 * kNanosecond, kRtt + kMicrosecond, true);
@@ -134,7 +136,7 @@ TEST(Nscc_Quadrants, EcnWithLowDelayChangesNothingButEta) {
 }
 
 TEST(Nscc_Quadrants, ProportionalIncreaseGrowsFasterOnAShorterQueue) {
-  Nscc near(reference()), empty(reference());
+  Nscc near(kReference), empty(kReference);
   near.on_timeout(0);
   empty.on_timeout(0);
   feed(near, 40, kMicrosecond, 300 * kNanosecond, kRtt + 8 * kMicrosecond, false);
@@ -143,7 +145,7 @@ TEST(Nscc_Quadrants, ProportionalIncreaseGrowsFasterOnAShorterQueue) {
 }
 
 TEST(Nscc_Window, NeverAboveMaxNorBelowOneMtu) {
-  Nscc n(reference());
+  Nscc n(kReference);
   feed(n, 5000, 0, 100 * kNanosecond, kRtt, false);
   EXPECT_LE(n.window(), 225'000u);
   for (int i = 0; i < 100; ++i) n.on_nack(100'000, i * kMicrosecond);
@@ -166,7 +168,7 @@ TEST(Nscc_FastIncrease, AfterAWholeWindowWithoutQueueing) {
 }
 
 TEST(Nscc_Nack, TakesTheBytesOff) {
-  Nscc n(reference());
+  Nscc n(kReference);
   n.on_nack(4096, kMicrosecond);
   EXPECT_EQ(n.window(), 225'000u - 4096);
 }
@@ -228,7 +230,7 @@ TEST(Nscc_QuickAdapt, AnExtremeDelayOnThePeriodsLastAckTriggersItToo) {
 }
 
 TEST(Nscc_ReceiverPending, TakesItsShareOfTheAckedBytes) {
-  Nscc n(reference());
+  Nscc n(kReference);
   n.on_receiver_pending(8192, 64);  // half of 8 KB
   EXPECT_EQ(n.window(), 225'000u - 4096);
   n.on_receiver_pending(8192, 0);

@@ -54,6 +54,9 @@ namespace uet {
 class UetEndpoint final : public Endpoint {
  public:
   static absl::StatusOr<std::unique_ptr<UetEndpoint>> create(const UetConfig& config);
+  // Its PDCs' NSCC engines point at nscc_config_: the endpoint stays where create() put it.
+  UetEndpoint(const UetEndpoint&) = delete;
+  UetEndpoint& operator=(const UetEndpoint&) = delete;
 
   // Endpoint. The requests' `channel` is ignored: one PDC per peer (and mode) carries every
   // channel, spraying its packets over EVs itself (spec/uet.md §2.4; transport/api.h).
@@ -574,7 +577,7 @@ class UetEndpoint final : public Endpoint {
 
   UetConfig config_;
   uint32_t mpr_mask_ = 0;  // config_.mpr - 1 (a power of 2): PSN -> position in a PDC's rings
-  cc::NsccConfig nscc_config_;
+  cc::NsccConfig nscc_config_;  // derived once; every PDC's Nscc reads it (never changes)
   uint64_t window(const Pdc& p) const noexcept {
     return config_.cc != CcMode::kRccc
                ? std::min<uint64_t>(config_.window_bytes, p.ini.nscc.window())
