@@ -165,11 +165,16 @@ absl::StatusOr<Fabric> fabric_from_flags() {
       f.core_delay = t->fat_tree.agg_core_link.delay;
     }
   }
-  // From 4096 hosts a frame keeps only its headers as bytes (the largest stack the engines
-  // write is 126 bytes, UET with TSS; an engine refuses a frame too small, never cuts one):
-  // a third less memory per frame in flight. Smaller fabrics also carry payloads of up to
-  // ~150 bytes as bytes, which their pcaps show.
-  if (host_count(f) >= 4096) f.frame_capacity = 160;
+  // A frame keeps only its headers as bytes: half the memory per frame in flight. Without
+  // TSS the largest stack uet-ab's verbs make is 126 bytes (a UET rendezvous send with RCCC;
+  // a fetching add 114); TSS adds 24 (an engine refuses a frame too small, never cuts one),
+  // so with TSS, and with pcaps (which show what bytes a frame holds), fabrics from 4096
+  // hosts keep 160 and smaller ones 256.
+  if (absl::GetFlag(FLAGS_pcap).empty() && !absl::GetFlag(FLAGS_tss)) {
+    f.frame_capacity = 128;
+  } else if (host_count(f) >= 4096) {
+    f.frame_capacity = 160;
+  }
   return f;
 }
 
