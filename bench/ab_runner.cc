@@ -36,6 +36,11 @@ sim::NetworkConfig network_config(const RunConfig& rc) {
   sim::NetworkConfig nc;
   nc.seed = rc.seed;
   nc.frame_capacity = rc.fabric.frame_capacity;
+  // A fabric that keeps headers only (128 bytes: UET's longest stack) gives RoCEv2 frames of
+  // its own longest, a multiple of 32 bytes.
+  if (rc.transport == TransportKind::kRocev2 && nc.frame_capacity == 128) {
+    nc.frame_capacity = (RoceEndpoint::kMaxHeaderBytes + 31) / 32 * 32;
+  }
   nc.switches.buffer_bytes = rc.fabric.buffer_bytes;
   nc.switches.ecn.enabled = rc.fabric.ecn;
   nc.switches.ecn.kmin_bytes = rc.fabric.ecn_kmin_bytes;

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -132,6 +133,38 @@ TEST(RoceMemory_Responses, GrowWithTheReadsThatArriveUpToMaxRdAtomic) {
   EXPECT_EQ(p.b->counters().rx_read_overflow, 16u);
   EXPECT_GT(p.b->footprint(), before);
   EXPECT_LE(p.b->footprint(), RoceEndpoint::footprint_bound(cb, 1));
+}
+
+// ------------------------------------------------------------------ frames, headers only
+
+// Expect: an atomic request (AtomicETH and its ICRC), the longest stack the engine writes, is
+// exactly RoceEndpoint::kMaxHeaderBytes, so a host that carries payloads by length may size
+// its frames by it: a frame one byte shorter is refused (tx_no_room) with nothing sent, and
+// the same request then goes whole in a frame of that size.
+TEST(RoceEndpoint_Frames, AnAtomicRequestFillsKMaxHeaderBytes) {
+  testing::RocePair p(config_for(kIpA), config_for(kIpB), {kQpA, kQpB, kPsnA, kPsnB});
+  std::vector<uint64_t> words(4, 0);
+  const uint32_t rkey = *p.b->register_memory(reinterpret_cast<uint8_t*>(words.data()), 32);
+  const uint64_t add = 5;
+  uint64_t result = 0;
+  AtomicRequest ar;
+  ar.wr_id = 1;
+  ar.peer = kIpB;
+  ar.rkey = rkey;
+  ar.op = AtomicOp::kSum;
+  ar.type = AtomicType::kUint64;
+  ar.count = 1;
+  ar.operand = reinterpret_cast<const uint8_t*>(&add);
+  ar.result = reinterpret_cast<uint8_t*>(&result);
+  ASSERT_TRUE(p.a->post_atomic(ar).ok());
+  std::vector<uint8_t> buf(RoceEndpoint::kMaxHeaderBytes);
+  wire::Decoded d;
+  EXPECT_EQ(testing::take_decoded(*p.a, std::span<uint8_t>(buf.data(), buf.size() - 1), 0, &d),
+            0u);
+  EXPECT_EQ(p.a->counters().tx_no_room, 1u);
+  ASSERT_EQ(testing::take_decoded(*p.a, buf, 0, &d), RoceEndpoint::kMaxHeaderBytes);
+  EXPECT_EQ(d.bth->opcode(), RoceOpcode::kRcFetchAdd);
+  EXPECT_EQ(d.bth->psn(), kPsnA);
 }
 
 }  // namespace

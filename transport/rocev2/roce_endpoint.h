@@ -14,6 +14,7 @@
 // no virtual call per packet.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <memory>
@@ -182,6 +183,15 @@ struct QpInfo {
 class RoceEndpoint final : public Endpoint {
  public:
   static absl::StatusOr<std::unique_ptr<RoceEndpoint>> create(const RoceConfig& config);
+
+  // The most bytes a frame must hold when a host carries payloads by length (build_packet):
+  // the longest header stack, an atomic request (AtomicETH) with its ICRC, or a WRITE with
+  // RETH and ImmDt, on Ethernet, IPv4 and UDP.
+  static constexpr uint32_t kMaxHeaderBytes =
+      wire::Ethernet::kSize + wire::Ipv4::kSize + wire::Udp::kSize + wire::Bth::kSize +
+      std::max({wire::AtomicEth::kSize, wire::Reth::kSize + wire::ImmDt::kSize,
+                wire::Aeth::kSize + wire::AtomicAckEth::kSize}) +
+      wire::kIcrcSize;
 
   // Control path: connects local QP `local_qpn` to `remote_qpn` at `peer_ip4` and moves it to
   // RTS. `sq_psn` is the first PSN this side sends; `rq_psn` the first it expects (the peer's
