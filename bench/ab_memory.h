@@ -16,20 +16,20 @@
 namespace uet::ab {
 
 // Bytes. Measured with /usr/bin/time -v on uet-ab --topology=fattree: permutations of 64 KiB
-// flows at k=160 (1,024,000 hosts) and of 256 KiB flows at k=52 (35,152 hosts) give the cost
-// per host with its one peer, less its six ports: a part that is there anyway and a part that
+// and of 256 KiB flows at k=52 (35,152 hosts) give the cost per host with its one peer, less
+// its six ports, its flow and its share of kBase: a part that is there anyway and a part that
 // grows with the flow's size (its window and frames in flight), up to kFlightCap; an
 // all-to-all of 64 KiB flows at k=8 (127 peers per host) against the permutation there, the
 // cost per further communicating pair (with its flow).
 struct MeasuredMemory {
   static constexpr double kBase = 5.9 * (1 << 20);      // the process, fabric-independent
-  static constexpr double kUetPerHost = 8.6 * 1024;     // with its first pair, idle
-  static constexpr double kUetPerFlightByte = 0.0354;   // ... and per byte of its flow
-  static constexpr double kRocePerHost = 3.7 * 1024;    // with its first pair, idle
-  static constexpr double kRocePerFlightByte = 0.040;   // ... and per byte of its flow
+  static constexpr double kUetPerHost = 7.5 * 1024;     // with its first pair, idle
+  static constexpr double kUetPerFlightByte = 0.0307;   // ... and per byte of its flow
+  static constexpr double kRocePerHost = 3.0 * 1024;    // with its first pair, idle
+  static constexpr double kRocePerFlightByte = 0.0297;  // ... and per byte of its flow
   static constexpr double kFlightCap = 512 * 1024;      // a window of 128 packets of 4 KiB
-  static constexpr double kUetPerPair = 4.3 * 1024;     // ordered pair: a PDC at each end
-  static constexpr double kRocePerPair = 0.9 * 1024;    // unordered pair and channel: a QP each side
+  static constexpr double kUetPerPair = 3.7 * 1024;     // ordered pair: a PDC at each end
+  static constexpr double kRocePerPair = 1.3 * 1024;    // unordered pair and channel: a QP each side
   // Per flow: the planned list (sim::FlowSpec, and its `after` ids), the player's record and
   // dependents; measured as an all-reduce ring at k=16 (2,095,104 flows, two `after` ids
   // each) against the permutation there (1024 flows).
