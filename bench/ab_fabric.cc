@@ -217,16 +217,17 @@ absl::Status build_fabric(sim::Network& net, const Fabric& f, sim::TopologyLayou
 
 bool failure_candidate(const Fabric& f, const sim::Network& net, const sim::TopologyLayout& layout,
                        uint32_t first_top, uint32_t p) {
-  const sim::Port& a = net.port(p);
-  const sim::Port& b = net.port(a.peer);
-  if (a.at_host || b.at_host) return false;
+  // From the nodes, not the ports: split over ranks, another rank's ports are not stored.
+  const sim::Node a = net.node(net.port_node(p));
+  const sim::Node b = net.node(net.port_node(sim::Network::peer_of(p)));
+  if (a.kind == sim::NodeKind::kHost || b.kind == sim::NodeKind::kHost) return false;
   switch (f.kind) {
     case Kind::kLeafSpine:
     case Kind::kFatTree:
-      return a.owner >= first_top || b.owner >= first_top;
+      return a.index >= first_top || b.index >= first_top;
     case Kind::kDragonfly:
     case Kind::kDragonflyPlus:
-      return layout.group[a.owner] != layout.group[b.owner];
+      return layout.group[a.index] != layout.group[b.index];
     default:
       return true;
   }

@@ -1,5 +1,7 @@
 #include "bench/ab_ranks.h"
 
+#include <array>
+#include <bit>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -31,7 +33,6 @@ absl::StatusOr<std::unique_ptr<sim::Ranks>> start_tool_ranks(int* argc, char*** 
 }
 
 void merge_ranks(sim::Ranks& ranks, sim::Network& net, std::vector<sim::FlowRecord>& records) {
-  net.flush_stats();
   std::vector<uint8_t> mine;
   auto put = [&mine](const void* p, size_t n) {
     const auto* b = static_cast<const uint8_t*>(p);
@@ -39,17 +40,12 @@ void merge_ranks(sim::Ranks& ranks, sim::Network& net, std::vector<sim::FlowReco
   };
   uint64_t count = 0;
   for (const sim::FlowRecord& r : records) count += net.owns_host(r.src) ? 1 : 0;
+  mine.reserve(sizeof(count) + count * (sizeof(uint32_t) + sizeof(sim::FlowRecord)));
   put(&count, sizeof(count));
   for (uint32_t i = 0; i < records.size(); ++i) {
     if (!net.owns_host(records[i].src)) continue;
     put(&i, sizeof(i));
     put(&records[i], sizeof(sim::FlowRecord));
-  }
-  for (uint32_t p = 0; p < net.num_ports(); ++p) {
-    if (!net.owns_port(p)) continue;
-    put(&p, sizeof(p));
-    const sim::PortStats stats = net.port_stats(p);
-    put(&stats, sizeof(stats));
   }
   const std::vector<std::vector<uint8_t>> all = ranks.all_gather(mine);
   for (size_t r = 0; r < all.size(); ++r) {
@@ -69,15 +65,42 @@ void merge_ranks(sim::Ranks& ranks, sim::Network& net, std::vector<sim::FlowReco
       if (i >= records.size()) ranks.abort("merge: a record of a flow beyond the workload");
       get(&records[i], sizeof(sim::FlowRecord));
     }
-    while (at < in.size()) {
-      uint32_t p = 0;
-      sim::PortStats stats;
-      get(&p, sizeof(p));
-      get(&stats, sizeof(stats));
-      if (p >= net.num_ports()) ranks.abort("merge: counters of a port beyond the fabric");
-      net.set_port_stats(p, stats);
-    }
+    if (at != in.size()) ranks.abort("merge: a rank sent more than its records");
   }
+}
+
+sim::PortSummary port_summary_ranks(sim::Ranks& ranks, sim::Network& net, Time window) {
+  sim::PortSummary s = sim::port_summary(net, window);  // another rank's ports count 0 here
+  std::array<uint64_t, 8> sums{s.drops,  s.lossless_drops, s.wire_losses, s.corruptions,
+                               s.trims,  s.ecn_marks,      s.pauses,
+                               static_cast<uint64_t>(s.paused_time)};
+  // Non-negative doubles order as their bit patterns do, so the largest average travels as
+  // its bits; then the lowest port holding it.
+  const double busiest =
+      s.busiest_port == sim::kNone ? -1 : net.port_stats(s.busiest_port).queue_byte_ps;
+  std::array<uint64_t, 2> most{s.max_queue_bytes,
+                               busiest < 0 ? 0 : std::bit_cast<uint64_t>(busiest)};
+  ranks.sum_all(sums);
+  ranks.max_all(most);
+  const int64_t port =
+      ranks.min_all(busiest >= 0 && std::bit_cast<uint64_t>(busiest) == most[1]
+                        ? static_cast<int64_t>(s.busiest_port)
+                        : INT64_MAX);
+  s.drops = sums[0];
+  s.lossless_drops = sums[1];
+  s.wire_losses = sums[2];
+  s.corruptions = sums[3];
+  s.trims = sums[4];
+  s.ecn_marks = sums[5];
+  s.pauses = sums[6];
+  s.paused_time = static_cast<Time>(sums[7]);
+  s.max_queue_bytes = most[0];
+  s.busiest_port = port == INT64_MAX ? sim::kNone : static_cast<uint32_t>(port);
+  const Time over = window > 0 ? window : net.now();
+  s.busiest_avg_queue_bytes = s.busiest_port != sim::kNone && over > 0
+                                  ? std::bit_cast<double>(most[1]) / static_cast<double>(over)
+                                  : 0;
+  return s;
 }
 
 }  // namespace uet::ab

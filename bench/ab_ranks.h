@@ -4,6 +4,7 @@
 
 #include <vector>
 
+#include "sim/flow_stats.h"
 #include "sim/network.h"
 #include "sim/partition.h"
 #include "sim/udp_app.h"
@@ -13,9 +14,15 @@ namespace uet::ab {
 // The ranks set_default_ranks() named (ab_runner.h); null: none.
 sim::Ranks* default_ranks() noexcept;
 
-// Every rank gets what the others ran: the records of the flows their hosts started, and
-// their ports' counters; so every rank returns the same result, and a caller that decides
-// from it (a sweep, the next collective) decides the same on every rank.
+// Every rank gets what the others ran: the records of the flows their hosts started; so every
+// rank returns the same result, and a caller that decides from it (a sweep, the next
+// collective) decides the same on every rank.
 void merge_ranks(sim::Ranks& ranks, sim::Network& net, std::vector<sim::FlowRecord>& records);
+
+// sim::port_summary of the whole fabric, on every rank: each rank sums its own ports and the
+// sums, maxima and the busiest port (the largest average, the lowest port number among equal
+// ones, as one process finds it) are reduced over the ranks. No rank holds another's ports'
+// counters: a fabric's ports cost each rank only its share.
+sim::PortSummary port_summary_ranks(sim::Ranks& ranks, sim::Network& net, Time window);
 
 }  // namespace uet::ab

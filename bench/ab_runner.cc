@@ -174,7 +174,7 @@ absl::Status Run::fail_links() {
   // its lower-numbered port, in a seeded random order.
   std::vector<uint32_t> links;
   for (uint32_t p = 0; p < net_.num_ports(); ++p) {
-    if (p < net_.port(p).peer && top_link(p)) links.push_back(p);
+    if (p < sim::Network::peer_of(p) && top_link(p)) links.push_back(p);
   }
   if (rc_.fabric.failed_links > links.size()) {
     return absl::InvalidArgumentError(absl::StrCat("failed_links ", rc_.fabric.failed_links,
@@ -184,7 +184,7 @@ absl::Status Run::fail_links() {
   sim::Rng pick(rc_.seed ^ 0xFA11ED);
   for (size_t i = 0; i < rc_.fabric.failed_links; ++i) {
     std::swap(links[i], links[i + pick.next() % (links.size() - i)]);
-    for (const uint32_t p : {links[i], net_.port(links[i]).peer}) {
+    for (const uint32_t p : {links[i], sim::Network::peer_of(links[i])}) {
       if (rc_.fabric.degrade > 0) {
         net_.set_link_rate(p, rc_.fabric.degrade, rc_.fabric.fail_at, rc_.fabric.degrade_scales_queues);
       } else {
@@ -446,8 +446,9 @@ Sample Run::sample(Time from, Time until) {
     if (net_.owns_host(h)) sums[0] += net_.port(net_.port(net_.host(h).port).peer).stats.tx_bytes;
   }
   for (uint32_t p = 0; p < net_.num_ports(); ++p) {
+    if (!net_.owns_port(p)) continue;
     const sim::Port& port = net_.port(p);
-    if (net_.node(port.node).kind != sim::NodeKind::kSwitch || !net_.owns_port(p)) continue;
+    if (port.at_host) continue;
     uint64_t q = 0;
     for (uint64_t b : port.queued_bytes) q += b;
     most[0] = std::max(most[0], q);
@@ -473,14 +474,18 @@ absl::StatusOr<RunResult> Run::collect() {
   if (!flows.ok()) return flows.status();
   r.flows = *flows;
   r.records = player_->take_records();  // moved, not copied: the player is done
-  r.ports = sim::port_summary(net_, net_.now());
+  r.ports = split_ ? port_summary_ranks(ranks_, net_, net_.now())
+                  : sim::port_summary(net_, net_.now());
   for (uint32_t h = 0; h < hosts_; ++h)
     r.connections += rc_.transport == TransportKind::kUet ? pdcs_[h] : qps_[h];
+  std::array<uint64_t, 1> used{0};  // this rank's ports: another's count there
   for (uint32_t p = 0; p < net_.num_ports(); ++p) {
     if (!top_link(p)) continue;
     ++r.top_ports;
-    if (net_.port(p).stats.tx_bytes > 0) ++r.top_ports_used;
+    if (net_.owns_port(p) && net_.port(p).stats.tx_bytes > 0) ++used[0];
   }
+  ranks_.sum_all(used);
+  r.top_ports_used = static_cast<uint32_t>(used[0]);
   sum_counters(r);
   sum_pfc_watchdog(r);
   r.series = std::move(series_);

@@ -331,7 +331,9 @@ void Network::run_until(Time until) {
 }
 
 [[gnu::always_inline]] inline void Network::on_link_state(uint32_t port, bool up) {
-  for (uint32_t p : {port, ports_[port].peer}) {
+  link_up_[port / 2] = up;
+  for (uint32_t p : {port, peer_of(port)}) {
+    if (!owns_port(p)) continue;  // another rank's: not stored here
     ports_[p].up = up;
     update_plain(ports_[p]);
   }
@@ -339,7 +341,7 @@ void Network::run_until(Time until) {
   events_q_.push(now_ + config_.switches.failure_detection, kRouteRefresh, 0, 0,
                  event_key(port, 0));
   if (up) {
-    for (uint32_t p : {port, ports_[port].peer}) {
+    for (uint32_t p : {port, peer_of(port)}) {
       if (owns_port(p)) kick_port(p);
     }
   }
@@ -349,7 +351,8 @@ void Network::run_until(Time until) {
 [[gnu::always_inline]] inline void Network::on_link_rate(uint32_t port, uint32_t b) {
   const double fraction = static_cast<double>(b & ~kScaleQueuesBit) / 1e6;
   const bool scale = (b & kScaleQueuesBit) != 0;
-  for (uint32_t p : {port, ports_[port].peer}) {
+  for (uint32_t p : {port, peer_of(port)}) {
+    if (!owns_port(p)) continue;  // another rank's: not stored here
     set_rate(ports_[p], static_cast<int64_t>(link_config(p).gbps * 1e9 * fraction));
     ports_[p].scaled = scale && fraction < 1;
     if (ports_[p].scaled) {
@@ -380,6 +383,7 @@ void Network::account_queue(Port& p) {
 
 void Network::flush_stats() {
   for (uint32_t i = 0; i < ports_.size(); ++i) {
+    if (!owns_port(i)) continue;
     Port& p = ports_[i];
     account_queue(p);
     if (p.paused[0]) {

@@ -28,6 +28,7 @@
 #include "sim/event_queue.h"
 #include "sim/fast_mod.h"
 #include "sim/frame_pool.h"
+#include "sim/network_pages.h"
 #include "sim/pfc_watchdog.h"
 #include "sim/ring.h"
 #include "sim/rng.h"
@@ -320,7 +321,7 @@ class Network {
     return rank_of_node_.empty() ? 0 : rank_of_node_[n];
   }
   bool owns_host(uint32_t h) const noexcept { return rank_of_node(hosts_[h].node) == rank_; }
-  bool owns_port(uint32_t p) const noexcept { return rank_of_node(ports_[p].node) == rank_; }
+  bool owns_port(uint32_t p) const noexcept { return rank_of_node(port_node_[p]) == rank_; }
   // By rank, the records for it since they were last cleared; deliver_remote() schedules
   // them there.
   std::vector<std::vector<uint8_t>>& outboxes() noexcept { return outboxes_; }
@@ -346,7 +347,13 @@ class Network {
     const absl::string_view name(names_.data() + from, name_end_[n] - from);
     return Node{nodes_[n].kind, nodes_[n].index, node_ports(n), name};
   }
+  // A port this process runs. Split over ranks, another rank's port is not stored here (its
+  // entry reads as zero bytes): port_node(), peer_of() and link_up() answer for every port.
   const Port& port(uint32_t p) const noexcept { return ports_[p]; }
+  uint32_t port_node(uint32_t p) const noexcept { return port_node_[p]; }
+  // Ports 2i and 2i + 1 are link i's two ends (connect()).
+  static uint32_t peer_of(uint32_t p) noexcept { return p ^ 1; }
+  bool link_up(uint32_t p) const noexcept { return link_up_[p / 2]; }
   // The configuration of the link through port `p` (as connected; the rate may be degraded).
   const LinkConfig& link_config(uint32_t p) const noexcept {
     return link_classes_[link_class_[p / 2]];
@@ -377,8 +384,6 @@ class Network {
   // switch egress port's counters (this process's ports).
   const std::vector<PfcDeadlock>& pfc_deadlocks() const noexcept { return pfc_deadlocks_; }
   PfcWatchdogStats pfc_watchdog(uint32_t port) const noexcept;
-  // A port another rank ran: its counters there, gathered for a summary of the whole fabric.
-  void set_port_stats(uint32_t port, const PortStats& stats);
   // Every counter of a port (the hot ones it holds and its rare ones).
   PortStats port_stats(uint32_t port) const noexcept;
 
@@ -535,7 +540,11 @@ class Network {
   // node_ports_[port_first_[n], port_first_[n + 1]).
   std::vector<uint32_t> port_first_;
   std::vector<uint32_t> node_ports_;
-  std::vector<Port> ports_;
+  // By port. A rank of a split fabric stores only its own ports (set_partition): the others'
+  // entries stay the kernel's untouched zero pages (sim/network_pages.h).
+  std::vector<Port, PageAllocator<Port>> ports_;
+  std::vector<uint32_t> port_node_;  // by port, its node (every port, on every rank)
+  std::vector<bool> link_up_;        // by link, up (every link, on every rank: routes need it)
   std::vector<PortRareStats> rare_;  // by Port::rare
   RingPool<QueuedFrame> ring_pool_;  // the ports' queues' buffers
   // The links' configurations, each distinct one once (a fabric has a few: one per tier),
@@ -545,9 +554,10 @@ class Network {
   static_assert(sizeof(LinkConfig) == 7 * sizeof(uint64_t));
   absl::flat_hash_map<std::array<uint64_t, 7>, uint32_t> link_class_index_;  // by its bytes
   uint32_t link_class_of(const LinkConfig& link);  // its entry, added if new
-  std::vector<Time>
-      paused_since_;  // by port, while its data class is paused (sized at the first pause)
-  std::vector<PfcWatchState> pfc_watch_;  // by port, with the watchdog on (sized likewise)
+  // By port, while its data class is paused (sized at the first pause), and with the watchdog
+  // on (sized likewise); zero until written, so only the pages of ports that paused cost.
+  std::vector<Time, PageAllocator<Time>> paused_since_;
+  std::vector<PfcWatchState, PageAllocator<PfcWatchState>> pfc_watch_;
   std::vector<PfcDeadlock> pfc_deadlocks_;
   uint32_t pfc_stormed_ = 0;  // ports whose queue the watchdog drops now
   uint64_t pfc_watch_events_ = 0;

@@ -22,11 +22,11 @@ uint32_t Network::add_node(NodeKind kind, uint32_t index, absl::string_view name
 // Counting sort of the ports by node: each node's stay in the order connected.
 void Network::index_node_ports() {
   port_first_.assign(nodes_.size() + 1, 0);
-  for (const Port& p : ports_) ++port_first_[p.node + 1];
+  for (const uint32_t n : port_node_) ++port_first_[n + 1];
   for (size_t n = 0; n < nodes_.size(); ++n) port_first_[n + 1] += port_first_[n];
   node_ports_.resize(ports_.size());
   std::vector<uint32_t> at(port_first_.begin(), port_first_.end() - 1);
-  for (uint32_t p = 0; p < ports_.size(); ++p) node_ports_[at[ports_[p].node]++] = p;
+  for (uint32_t p = 0; p < ports_.size(); ++p) node_ports_[at[port_node_[p]]++] = p;
 }
 
 uint32_t Network::add_host(std::string name) {
@@ -103,8 +103,10 @@ absl::Status Network::connect(uint32_t a, uint32_t b, const LinkConfig& link) {
     p.owner = nodes_[p.node].index;
     update_plain(p);
     if (p.at_host) hosts_[p.owner].port = i == 0 ? pa : pb;
+    port_node_.push_back(p.node);
     ports_.push_back(std::move(p));
   }
+  link_up_.push_back(true);
   link_class_.push_back(link_class_of(link));
   return absl::OkStatus();
 }
@@ -131,6 +133,10 @@ void Network::attach(uint32_t host, Transport* transport) {
 
 absl::Status Network::tap(uint32_t port, const std::string& pcap_path) {
   if (port >= ports_.size()) return absl::InvalidArgumentError(absl::StrCat("tap: no port ", port));
+  if (!owns_port(port)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("tap: port ", port, " runs on rank ", rank_of_node(port_node_[port])));
+  }
   auto w = wire::PcapWriter::open(pcap_path);
   if (!w.ok()) return w.status();
   if (taps_.size() <= port) taps_.resize(ports_.size());
@@ -202,18 +208,21 @@ absl::Status Network::compute_routes() {
     g.first[s] = static_cast<uint32_t>(g.links.size());
     g.seeds.push_back(switches_[s].seed);
     for (uint32_t p : node_ports(switches_[s].node)) {
-      const Port& peer = ports_[ports_[p].peer];
-      if (ports_[p].up && !peer.at_host) g.links.push_back(RoutingGraph::Link{p, peer.owner});
+      const NodeEntry& peer = nodes_[port_node_[peer_of(p)]];
+      if (link_up(p) && peer.kind == NodeKind::kSwitch) {
+        g.links.push_back(RoutingGraph::Link{p, peer.index});
+      }
     }
   }
   g.first[g.switches] = static_cast<uint32_t>(g.links.size());
   g.hosts.reserve(hosts_.size());
   for (const Host& h : hosts_) {
-    const uint32_t q = ports_[h.port].peer;
+    const uint32_t q = peer_of(h.port);
+    const NodeEntry& tor = nodes_[port_node_[q]];
     RoutingGraph::HostLink l{kNone, kNone};
-    if (!ports_[q].at_host) {
-      l.tor = ports_[q].owner;
-      if (ports_[q].up) l.tor_port = q;
+    if (tor.kind == NodeKind::kSwitch) {
+      l.tor = tor.index;
+      if (link_up(q)) l.tor_port = q;
     }
     g.hosts.push_back(l);
   }

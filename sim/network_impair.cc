@@ -117,8 +117,9 @@ void Network::arrive_at_peer(uint32_t port, Time at, FrameId f, uint64_t key) {
 }
 
 PortStats Network::port_stats(uint32_t port) const noexcept {
-  const Port& p = ports_[port];
   PortStats s;
+  if (!owns_port(port)) return s;  // another rank's counters are there
+  const Port& p = ports_[port];
   s.tx_frames = p.stats.tx_frames;
   s.tx_bytes = p.stats.tx_bytes;
   s.max_queue_bytes = p.stats.max_queue_bytes;
@@ -140,19 +141,6 @@ PortStats Network::port_stats(uint32_t port) const noexcept {
   s.corrupted_rewrites = r.corrupted_rewrites;
   s.corrupted_unchecked = r.corrupted_unchecked;
   return s;
-}
-
-void Network::set_port_stats(uint32_t port, const PortStats& s) {
-  PortCounters& c = ports_[port].stats;
-  c = PortCounters{s.tx_frames, s.tx_bytes, s.max_queue_bytes, s.queue_byte_ps,
-                   s.drops,     s.trims,    s.ecn_marks};
-  const PortRareStats r{s.lossless_drops,     s.wire_losses,      s.corruptions,
-                        s.duplicates,         s.reorders,         s.pauses_sent,
-                        s.paused_time,        s.corrupted_arrivals, s.damaged_arrivals,
-                        s.corrupted_rewrites, s.corrupted_unchecked};
-  if (ports_[port].rare != kNone || r != PortRareStats{}) {
-    rare_stats(port) = r;
-  }
 }
 
 }  // namespace uet::sim

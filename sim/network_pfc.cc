@@ -126,9 +126,10 @@ bool Network::pfc_storm_drop(uint32_t port, FrameId f) {
 // ports (another's state is not kept here).
 void Network::pfc_waits_on(uint32_t egress, std::vector<uint32_t>& out) const {
   out.clear();
-  const uint32_t in = ports_[egress].peer;
+  const uint32_t in = peer_of(egress);
+  if (!owns_port(in)) return;
   const Port& ip = ports_[in];
-  if (ip.at_host || !owns_port(in)) return;
+  if (ip.at_host) return;
   for (uint32_t e : node_ports(ip.node)) {
     const Port& ep = ports_[e];
     if (!ep.paused[0] || pfc_watch_[e].stormed) continue;

@@ -2,6 +2,7 @@
 // records a port's events for them travel as, and their checks on arrival. Frames reach
 // send_remote only at a cut port; the per-event path is in network.cc.
 #include <cstring>
+#include <memory>
 #include <span>
 #include <utility>
 #include <vector>
@@ -50,7 +51,7 @@ void Network::send_remote(uint32_t port, Time at, uint64_t key, uint8_t kind, ui
     static_assert(sizeof(FrameMeta) == sizeof(h.meta));
     std::memcpy(h.meta, &meta(f), sizeof(h.meta));
   }
-  std::vector<uint8_t>& out = outboxes_[rank_of_node_[ports_[port].node]];
+  std::vector<uint8_t>& out = outboxes_[rank_of_node_[port_node_[port]]];
   const size_t at_byte = out.size();
   out.resize(at_byte + sizeof(h) + padded8(h.len));
   std::memcpy(out.data() + at_byte, &h, sizeof(h));
@@ -63,6 +64,10 @@ void Network::send_remote(uint32_t port, Time at, uint64_t key, uint8_t kind, ui
 absl::Status Network::set_partition(std::vector<uint16_t> rank_of_node, uint16_t rank,
                                     uint16_t ranks) {
   if (!finalized_) return absl::FailedPreconditionError("set_partition: finalize() first");
+  if (!rank_of_node_.empty()) {
+    return absl::FailedPreconditionError(
+        "set_partition: already split (another rank's ports are no longer stored here)");
+  }
   if (rank_of_node.size() != nodes_.size() || ranks == 0 || rank >= ranks) {
     return absl::InvalidArgumentError(absl::StrCat(
         "set_partition: ", rank_of_node.size(), " ranks for ", nodes_.size(), " nodes, rank ",
@@ -78,10 +83,16 @@ absl::Status Network::set_partition(std::vector<uint16_t> rank_of_node, uint16_t
   rank_ = rank;
   ranks_ = ranks;
   outboxes_.assign(ranks, {});
-  for (Port& p : ports_) {
-    p.remote = rank_of_node_[p.node] != rank_of_node_[ports_[p.peer].node];
-    update_plain(p);
+  // Only this rank's ports keep their storage; the others' pages are never touched again.
+  decltype(ports_) own;
+  own.resize(ports_.size());  // the kernel's zero pages, not resident until written
+  for (uint32_t p = 0; p < ports_.size(); ++p) {
+    if (!owns_port(p)) continue;
+    Port& mine = *std::construct_at(&own[p], ports_[p]);
+    mine.remote = rank_of_node_[port_node_[p]] != rank_of_node_[port_node_[peer_of(p)]];
+    update_plain(mine);
   }
+  ports_.swap(own);
   return absl::OkStatus();
 }
 

@@ -265,5 +265,48 @@ TEST(Partition_Remote, RefusesRecordsItCannotPlace) {
   EXPECT_EQ(b.net.events_pending(), pending + 1);
 }
 
+// Expect: a rank keeps every port's node, peer and link state but the counters of its own
+// ports only (another rank's read as zero, and cannot be tapped), refuses a second split, and
+// after a link of another rank's fails, routes as one process does: the link states of the
+// whole fabric are kept on every rank.
+TEST(Partition_Ports, ARankStoresItsOwnPortsAndKnowsEveryLink) {
+  TwoRanks a(0);
+  Network whole(NetworkConfig{});  // the same fabric in one process
+  for (const char* n : {"h0", "h1"}) whole.add_host(n);
+  for (const char* n : {"s0", "s1"}) whole.add_switch(n);
+  LinkConfig l;
+  ASSERT_TRUE(whole.connect(0, 2, l).ok());
+  ASSERT_TRUE(whole.connect(1, 3, l).ok());
+  ASSERT_TRUE(whole.connect(2, 3, l).ok());
+  ASSERT_TRUE(whole.finalize().ok());
+  const uint32_t h1_port = a.net.host(1).port;  // rank 1's host link
+  ASSERT_FALSE(a.net.owns_port(h1_port));
+  ASSERT_TRUE(a.net.owns_port(a.net.host(0).port));
+  for (uint32_t p = 0; p < a.net.num_ports(); ++p) {
+    EXPECT_EQ(a.net.port_node(p), whole.port(p).node) << p;
+    EXPECT_EQ(Network::peer_of(p), whole.port(p).peer) << p;
+    EXPECT_TRUE(a.net.link_up(p)) << p;
+  }
+  EXPECT_EQ(a.net.port(a.net.host(0).port).owner, 0u);
+  EXPECT_EQ(a.net.port_stats(h1_port).tx_frames, 0u);
+  EXPECT_EQ(a.net.tap(h1_port, "/dev/null").code(), absl::StatusCode::kInvalidArgument);
+  std::vector<uint16_t> all_here(4, 0);
+  EXPECT_EQ(a.net.set_partition(all_here, 0, 1).code(), absl::StatusCode::kFailedPrecondition);
+  // s1's route to host 1 before and after host 1's link fails (detected 10 us later).
+  const uint32_t before = whole.ecmp_port(1, 1, 0);
+  for (Network* n : {&a.net, &whole}) {
+    n->set_link_up(h1_port, false, kMicrosecond);
+    n->run_until(20 * kMicrosecond);
+  }
+  EXPECT_FALSE(a.net.link_up(h1_port));
+  EXPECT_FALSE(a.net.link_up(Network::peer_of(h1_port)));
+  EXPECT_NE(whole.ecmp_port(1, 1, 0), before);
+  for (uint32_t sw = 0; sw < 2; ++sw) {
+    for (uint32_t h = 0; h < 2; ++h) {
+      EXPECT_EQ(a.net.ecmp_port(sw, h, 0), whole.ecmp_port(sw, h, 0)) << sw << " " << h;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace uet::sim
