@@ -32,7 +32,7 @@ constexpr uint16_t kUnset = UINT16_MAX;
 
 // The switch a host's NIC link reaches.
 uint32_t tor_of(const Network& net, uint32_t host) {
-  return net.port(net.port(net.host(host).port).peer).node;
+  return net.port_node(Network::peer_of(net.host(host).port));
 }
 
 // The ToRs in `ranks` contiguous blocks by switch number, each host with its ToR.
@@ -66,10 +66,12 @@ absl::Status place_tors_and_hosts(const Network& net, uint16_t ranks,
 std::vector<uint32_t> place_next_tier(const Network& net, const std::vector<uint32_t>& tier,
                                       uint16_t ranks, std::vector<uint16_t>& rank_of) {
   std::vector<uint32_t> next;
+  std::vector<bool> found(rank_of.size(), false);  // a mark per node, not a search of `next`
   for (uint32_t n : tier) {
     for (uint32_t p : net.node(n).ports) {
-      const uint32_t m = net.port(net.port(p).peer).node;
-      if (rank_of[m] == kUnset && std::find(next.begin(), next.end(), m) == next.end()) {
+      const uint32_t m = net.port_node(Network::peer_of(p));
+      if (rank_of[m] == kUnset && !found[m]) {
+        found[m] = true;
         next.push_back(m);
       }
     }
@@ -80,7 +82,7 @@ std::vector<uint32_t> place_next_tier(const Network& net, const std::vector<uint
   for (uint32_t m : next) {
     std::fill(links.begin(), links.end(), 0);
     for (uint32_t p : net.node(m).ports) {
-      const uint16_t r = rank_of[net.port(net.port(p).peer).node];
+      const uint16_t r = rank_of[net.port_node(Network::peer_of(p))];
       if (r != kUnset) ++links[r];
     }
     uint16_t best = 0;
@@ -99,14 +101,14 @@ std::vector<uint32_t> place_next_tier(const Network& net, const std::vector<uint
 absl::Status find_cut_links(const Network& net, FabricSplit& split) {
   const std::vector<uint16_t>& rank_of = split.rank_of_node;
   for (uint32_t p = 0; p < net.num_ports(); p += 2) {
-    const uint32_t q = net.port(p).peer;
-    if (rank_of[net.port(p).node] == rank_of[net.port(q).node]) continue;
+    const uint32_t q = Network::peer_of(p);
+    if (rank_of[net.port_node(p)] == rank_of[net.port_node(q)]) continue;
     ++split.cut_links;
     const Time delay = net.link_config(p).delay;
     if (delay <= 0) {
       return absl::InvalidArgumentError(
-          absl::StrCat("split_fabric: the link ", net.node(net.port(p).node).name, " - ",
-                       net.node(net.port(q).node).name,
+          absl::StrCat("split_fabric: the link ", net.node(net.port_node(p)).name, " - ",
+                       net.node(net.port_node(q)).name,
                        " joins two ranks and has no delay: ranks cannot run ahead of each other"));
     }
     split.lookahead = std::min(split.lookahead, delay);
