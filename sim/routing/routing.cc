@@ -3,6 +3,7 @@
 #include "sim/routing/routing.h"
 
 #include <algorithm>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -16,6 +17,11 @@ absl::Status check_routing(const RoutingConfig& config) {
         absl::StrCat("routing mode ", static_cast<int>(config.mode),
                      " is none of minimal (0), valiant (1), ugal (2)"));
   }
+  if (config.deadlock_free != DeadlockFree::kOff && config.deadlock_free != DeadlockFree::kTagger) {
+    return absl::InvalidArgumentError(absl::StrCat("deadlock_free ",
+                                                   static_cast<int>(config.deadlock_free),
+                                                   " is none of off (0), tagger (1)"));
+  }
   if (config.ugal_bias_bytes > (uint64_t{1} << 30)) {
     return absl::InvalidArgumentError(
         absl::StrCat("ugal_bias_bytes ", config.ugal_bias_bytes, " out of range [0, 1073741824]"));
@@ -28,6 +34,9 @@ absl::Status Routing::build(const RoutingGraph& g, const RoutingConfig& config) 
   config_ = config;
   memo_.fill(Memo{});
   if (absl::Status s = build_minimal(g); !s.ok()) return s;
+  absl::StatusOr<LosslessClasses> lossless = LosslessClasses::build(g, config_, kLosslessPriorities);
+  if (!lossless.ok()) return lossless.status();
+  lossless_ = *std::move(lossless);
   groups_ = EcmpTable();
   group_of_.clear();
   peer_.clear();
@@ -211,7 +220,7 @@ uint32_t Routing::port_remember(Memo& m, uint32_t s, uint32_t dst_host,
 }
 
 size_t Routing::table_bytes() const noexcept {
-  return clos_.bytes() + tors_.bytes() + dst_.size() * sizeof(Dst) + groups_.bytes() +
+  return clos_.bytes() + tors_.bytes() + lossless_.bytes() + dst_.size() * sizeof(Dst) + groups_.bytes() +
          (group_of_.size() + peer_.size()) * sizeof(uint32_t);
 }
 

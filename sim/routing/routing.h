@@ -42,6 +42,7 @@
 #include "sim/routing/clos.h"
 #include "sim/routing/ecmp_table.h"
 #include "sim/routing/graph.h"
+#include "sim/routing/lossless_classes.h"
 
 namespace uet::sim {
 
@@ -49,6 +50,11 @@ enum class RoutingMode : uint8_t {
   kMinimal,  // shortest paths, ECMP over all of them (on a torus: over every dimension order)
   kValiant,  // via an intermediate group drawn from the flow hash, then minimally
   kUgal,     // UGAL-L: at the first switch, minimal or Valiant by local queue bytes x hops
+};
+
+enum class DeadlockFree : uint8_t {
+  kOff,     // one lossless class: PFC deadlocks where routes close a cycle
+  kTagger,  // lossless classes as virtual channels (lossless_classes.h): Tagger, the dateline
 };
 
 struct RoutingConfig {
@@ -67,6 +73,9 @@ struct RoutingConfig {
   // Minimal routes on a fat-tree or leaf-spine by address arithmetic (clos.h), the same
   // routes as the tables'; false: by tables (to check one against the other).
   bool structured = true;
+  // Lossless classes as virtual channels where routes would close a PFC cycle
+  // (lossless_classes.h); build() fails when the switches have too few priorities.
+  DeadlockFree deadlock_free = DeadlockFree::kOff;
 
   // Whether minimal routes come from the structure (clos.h) on a graph that is a fat-tree or
   // leaf-spine: what a memory estimate made before the build can count on.
@@ -103,6 +112,9 @@ class Routing {
   // The minimal routes are computed from the fabric's structure (clos()), not tables.
   bool structured() const noexcept { return structured_; }
   const ClosRouting& clos() const noexcept { return clos_; }
+
+  // The lossless class a frame takes at each hop (config().deadlock_free; off: one class).
+  const LosslessClasses& lossless() const noexcept { return lossless_; }
 
   // ----- minimal
   // The port switch `s` forwards a frame to `dst_host` with this flow hash through, on a
@@ -218,6 +230,7 @@ class Routing {
   uint64_t via_mul_ = 0;            // the intermediate's hash seed * the golden ratio
   std::vector<uint32_t> peer_;      // UGAL: by port, the switch it reaches (kNone: none)
   mutable std::array<Memo, kMemo> memo_{};
+  LosslessClasses lossless_;
 };
 
 }  // namespace uet::sim
