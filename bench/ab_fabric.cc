@@ -191,16 +191,20 @@ absl::Status apply_routing(sim::Network& net, const Fabric& f, const sim::Topolo
   const sim::RoutingConfig& r = f.routing;
   const bool grouped = f.kind == Kind::kDragonfly || f.kind == Kind::kDragonflyPlus;
   const bool by_groups = grouped && r.group_minimal;
-  if (r.mode == sim::RoutingMode::kMinimal && !r.dimension_order && !by_groups) {
+  // Lossless classes read the groups (Tagger) or the torus dimensions (the dateline).
+  const bool classes = r.deadlock_free != sim::DeadlockFree::kOff;
+  if (r.mode == sim::RoutingMode::kMinimal && !r.dimension_order && !by_groups && !classes) {
     return absl::OkStatus();
   }
-  if ((r.mode != sim::RoutingMode::kMinimal || by_groups) && grouped) {
+  if ((r.mode != sim::RoutingMode::kMinimal || by_groups || classes) && grouped) {
     if (absl::Status s = net.set_switch_groups(layout.group); !s.ok()) return s;
   }
   if (r.dimension_order) {
     if (f.kind != Kind::kTorus && f.kind != Kind::kHypercube) {
       return absl::InvalidArgumentError("--dimension_order: torus or hypercube only");
     }
+    if (absl::Status s = net.set_port_classes(layout.port_dim); !s.ok()) return s;
+  } else if (classes && f.kind == Kind::kTorus) {
     if (absl::Status s = net.set_port_classes(layout.port_dim); !s.ok()) return s;
   }
   return net.set_routing(r);

@@ -43,6 +43,9 @@ absl::Status family_from_flags(Fabric& f) {
   f.routing.dimension_order = absl::GetFlag(FLAGS_dimension_order);
   f.routing.group_minimal = absl::GetFlag(FLAGS_group_minimal);
   f.routing.ugal_bias_bytes = absl::GetFlag(FLAGS_ugal_bias_bytes);
+  f.routing.deadlock_free = absl::GetFlag(FLAGS_deadlock_free) == "tagger"
+                                ? sim::DeadlockFree::kTagger
+                                : sim::DeadlockFree::kOff;
   if (f.kind == Fabric::Kind::kGraph) {
     auto g = sim::load_graph_topology(absl::GetFlag(FLAGS_graph));
     if (!g.ok()) return absl::InvalidArgumentError(absl::StrCat("--graph: ", g.status().message()));

@@ -61,6 +61,7 @@ ABSL_DECLARE_FLAG(std::string, rail_planes);
 ABSL_DECLARE_FLAG(std::string, graph);
 ABSL_DECLARE_FLAG(std::string, routing);
 ABSL_DECLARE_FLAG(bool, dimension_order);
+ABSL_DECLARE_FLAG(std::string, deadlock_free);
 ABSL_DECLARE_FLAG(bool, group_minimal);
 ABSL_DECLARE_FLAG(uint64_t, ugal_bias_bytes);
 ABSL_DECLARE_FLAG(double, global_gbps);

@@ -11,7 +11,10 @@ tool error: the JSON is written), stdout names the deadlock, when it was found a
 stopped, and the title's NOTE counts the flows left; UET on the same fabric and flows runs
 without PFC and completes every flow. With the watchdog off the same run never finishes: no
 flow completes by --max_ms and nothing names a deadlock (so it was the watchdog that stopped
-the first run). On a mesh (no wraparound: no cycle) the same flows complete under PFC. A
+the first run). On a mesh (no wraparound: no cycle) the same flows complete under PFC.
+--deadlock_free=tagger (lossless classes as virtual channels: the dateline on the ring with
+--dimension_order, Tagger on a small dragonfly) is refused with a clear error while the switches
+have one lossless priority and the routes need two. A
 collective on the ring (every all-to-all send at once, 2 hosts a switch) stops the same way, and
 its row's note says the watchdog stopped it rather than sending the user to --max_ms.
 Usage: pfc_deadlock_test.py BUILD_BIN_DIR
@@ -107,6 +110,18 @@ def main():
             if roce["completed"] != HOSTS or roce["pfc_pauses"] == 0 or "deadlock" in proc.stdout:
                 failures.append(f"mesh: rocev2 {roce['completed']} of {HOSTS} flows, "
                                 f"{roce['pfc_pauses']} pauses: {proc.stdout!r}")
+
+        for name, extra in (("tagger torus", ["--cm=" + cm, "--dimension_order", *RING]),
+                            ("tagger dragonfly", ["--scenario=permutation", "--topology=dragonfly",
+                                                  "--df_p=2", "--df_a=2", "--df_h=1",
+                                                  "--max_ms=%d" % MAX_MS])):
+            proc, _ = run(tmp, name.replace(" ", "_"),
+                          ["--transport=rocev2", "--deadlock_free=tagger", *extra])
+            # Expect: the routes need 2 lossless classes and the switches have one (the control
+            # class takes the other priority): refused with the count, never a run that hangs.
+            if (proc.returncode == 0 or "deadlock_free" not in proc.stderr
+                    or "needs 2 lossless classes, the switches have 1" not in proc.stderr):
+                failures.append(f"{name}: rc {proc.returncode}: {proc.stderr[-300:]}")
 
         proc = ab_common.run(["--scenario=collective", "--coll=alltoall", "--algo=batched",
                               "--sizes=1M", "--hosts_per_switch=2", "--transport=both", *RING],
