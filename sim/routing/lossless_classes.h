@@ -10,7 +10,7 @@
 //   Prevention in Data Center Networks", CoNEXT 2017): the class goes up by one after every
 //   global link, so inside a class a frame only moves local -> global; 2 classes for
 //   group-minimal routes (local-global-local), 3 for Valiant and UGAL-L (two global links),
-//   as Cray Cascade's 2 and 3-4 virtual channels (Kim et al., ISCA 2008, §4.3).
+//   the virtual channels Kim et al. (ISCA 2008) give the dragonfly's MIN and VAL routes.
 // - Torus with dimension-order routing: the dateline (Dally & Seitz, "Deadlock-free message
 //   routing in multiprocessor interconnection networks", IEEE TC 1987): in each dimension a
 //   frame starts in class 0 and moves to class 1 once it has crossed that ring's wraparound
