@@ -68,12 +68,13 @@ static void open_dom(struct fi_info* info, struct dom* d) {
   }
 }
 
-// Opens an endpoint of `d` with a CQ of its own; returns fi_endpoint's result.
-static int open_ep(struct fi_info* info, struct dom* d, struct ep* e) {
+// Opens an endpoint of `d` with a CQ of its own, of `cq_size` entries; returns fi_endpoint's
+// result.
+static int open_ep_sized(struct fi_info* info, struct dom* d, struct ep* e, size_t cq_size) {
   memset(e, 0, sizeof *e);
   const int rc = fi_endpoint(d->domain, info, &e->ep, NULL);
   if (rc != 0) return rc;
-  struct fi_cq_attr cq = {.format = FI_CQ_FORMAT_TAGGED, .size = 64};
+  struct fi_cq_attr cq = {.format = FI_CQ_FORMAT_TAGGED, .size = cq_size};
   CHECK(fi_cq_open(d->domain, &cq, &e->cq, NULL) == 0, "fi_cq_open");
   CHECK(fi_ep_bind(e->ep, &d->av->fid, 0) == 0, "bind av");
   CHECK(fi_ep_bind(e->ep, &e->cq->fid, FI_TRANSMIT | FI_RECV) == 0, "bind cq");
@@ -81,6 +82,10 @@ static int open_ep(struct fi_info* info, struct dom* d, struct ep* e) {
   size_t len = sizeof e->name;
   CHECK(fi_getname(&e->ep->fid, &e->name, &len) == 0, "fi_getname");
   return 0;
+}
+
+static int open_ep(struct fi_info* info, struct dom* d, struct ep* e) {
+  return open_ep_sized(info, d, e, 64);
 }
 
 static void close_ep(struct ep* e) {
@@ -287,6 +292,37 @@ static void pid0_closed(struct fi_info* info, struct dom* A, struct dom* B, stru
   one_tagged(a0, to_b0, b0, 5000);
 }
 
+// Endpoints past the first, each with as many receives posted as it takes (its engine's
+// tagged receives), close one after another, the receives still waiting: their operation
+// slots must return to the domain, or a later round could not post as many (the rounds post
+// twice the domain's slots in all).
+static void closed_endpoints_return_their_slots(struct fi_info* info) {
+  struct dom D;
+  struct ep first, e;
+  open_dom(info, &D);
+  CHECK(open_ep(info, &D, &first) == 0, "the domain's first endpoint");
+  const size_t slots = info->tx_attr->size + info->rx_attr->size;
+  static unsigned char sink[8];
+  size_t per_round = 0, total = 0;
+  for (int round = 0; total <= 2 * slots && round < 60; ++round) {
+    CHECK(open_ep_sized(info, &D, &e, info->rx_attr->size) == 0, "endpoint of round %d", round);
+    size_t posted = 0;
+    while (posted < info->rx_attr->size &&
+           fi_trecv(e.ep, sink, sizeof sink, NULL, FI_ADDR_UNSPEC, 0x5eed, 0, NULL) == 0) {
+      ++posted;
+    }
+    if (round == 0) per_round = posted;
+    CHECK(posted > 0 && posted == per_round, "round %d posted %zu receives, round 0 %zu", round,
+          posted, per_round);
+    total += posted;
+    close_ep(&e);
+    if (posted == 0) break;
+  }
+  CHECK(total > 2 * slots, "%zu receives posted in all, against %zu slots", total, slots);
+  close_ep(&first);
+  close_dom(&D);
+}
+
 static void uet(struct fi_info* info) {
   struct dom A, B;
   struct ep a[2], b[2];
@@ -387,6 +423,7 @@ int main(void) {
   } else {
     CHECK(info->domain_attr->ep_cnt > 1, "UET ep_cnt %zu", info->domain_attr->ep_cnt);
     uet(info);
+    closed_endpoints_return_their_slots(info);
   }
   fi_freeinfo(info);
   fi_freeinfo(h);
