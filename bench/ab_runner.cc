@@ -124,6 +124,8 @@ class Run {
   uint32_t rkey_ = 0;
   std::optional<Player> player_;
   std::vector<HostAdapter> adapters_;  // reserved once: the network holds their addresses
+  std::optional<PathLog> path_log_;    // RunConfig::path_report: the recorders' log
+  std::vector<PathRecorder> recorders_;  // reserved once, as adapters_
   std::vector<Sample> series_;
   uint64_t delivered_before_ = 0;
   sim::WindowStats windows_;
@@ -295,10 +297,16 @@ absl::Status Run::connect() {
                   uet && rc_.uet_deferrable,
                   [&paths = *paths_](uint32_t a, uint32_t b) { return paths.propagation(a, b); });
   adapters_.reserve(hosts_);
+  if (rc_.path_report) {
+    path_log_.emplace(rc_.flows.size() * (uet ? rc_.uet_evs : 1));
+    recorders_.reserve(hosts_);
+  }
   for (uint32_t h = 0; h < hosts_; ++h) {
     if (eps_[h] == nullptr) continue;
     adapters_.emplace_back(&*player_, eps_[h].get());
-    net_.attach(h, &adapters_.back());
+    Transport* t = &adapters_.back();
+    if (path_log_) t = &recorders_.emplace_back(t, h, &*path_log_);
+    net_.attach(h, t);
   }
   if (!rc_.pcap_prefix.empty() && net_.owns_host(0)) {
     const uint32_t nic = net_.host(0).port;
@@ -489,6 +497,7 @@ absl::StatusOr<RunResult> Run::collect() {
   sum_counters(r);
   sum_pfc_watchdog(r);
   r.series = std::move(series_);
+  if (path_log_) r.paths = path_report(net_, *path_log_, ranks_);
   r.interrupted = stopped_;
   if (split_) {
     std::array<uint64_t, 3> w{windows_.windows, windows_.records_sent, windows_.bytes_sent};

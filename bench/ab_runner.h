@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "bench/ab_paths.h"
 #include "pathsel/config.h"
 #include "sim/flow_stats.h"
 #include "sim/network.h"
@@ -176,6 +177,9 @@ struct RunConfig {
   std::string pcap_prefix;
   // When > 0: sample the fabric this often (RunResult::series), for throughput and queue plots.
   Time sample_every = 0;
+  // When set: RunResult::paths counts the flows that crossed each link, tier by tier
+  // (bench/ab_paths.h), from the data frames each host sent.
+  bool path_report = false;
   // Called between slices of simulated time (at least every 100 us of it) and, in one process,
   // within them, about every quarter second of wall time.
   std::function<void(const Progress&)> progress;
@@ -222,6 +226,7 @@ struct RunResult {
   double wall_s = 0;
   size_t hosts = 0;
   std::vector<Sample> series;
+  PathReport paths;  // RunConfig::path_report; empty otherwise
   bool interrupted = false;  // stopped through RunConfig::stop before every flow completed
   // The PFC watchdog, summed over ranks: pauses that outlasted its detection time, frames its
   // drop action discarded, deadlocks it found and the first one's time (kNever: none). With

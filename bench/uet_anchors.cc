@@ -3,12 +3,14 @@
 //
 //   build/bin/uet-anchors               # 1024-host k=16 fat-tree, as uet-htsim's runs
 //   build/bin/uet-anchors --scale=small # the same shapes on 128 hosts (k=8), in seconds
+//   build/bin/uet-anchors --anchor="1 path" --path_report   # one row, with its flows per link
 //
 // Each anchor names the htsim run it mirrors, on a fabric like its: 100 Gb/s, 1 us links, our
 // queues (1 MiB per port, RED from 100 to 400 KiB at most 20 %) or with --queues=htsim its
 // (one BDP per port, ECN marking rising from 20 % to 80 % of it); trimming for UET, PFC for
 // RoCEv2. Frames are ours (the spec's headers), so absolute FCTs differ by the bytes on the
 // wire too (bench/README.md, "Where we differ from uet-htsim").
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -16,7 +18,9 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "bench/ab_runner.h"
 #include "bench/tool_main.h"
 #include "sim/rng.h"
@@ -24,6 +28,10 @@
 ABSL_FLAG(std::string, scale, "full", "full (1024 hosts, k=16 fat-tree) or small (128, k=8)");
 ABSL_FLAG(uint64_t, seed, 1, "seed of the fabric and the workloads");
 ABSL_FLAG(std::string, json, "", "write one JSON object per anchor to this file");
+ABSL_FLAG(bool, path_report, false,
+          "under each anchor, how many flows crossed each link, tier by tier (flows per link: "
+          "links), and the busiest link's flows x their bytes at line rate");
+ABSL_FLAG(std::string, anchor, "", "run only the anchors whose name contains this");
 ABSL_FLAG(std::string, queues, "ours",
           "switch queues: htsim (one BDP per port, ECN from 20 % to 80 % of it) or ours "
           "(uet-ab's defaults: 1 MiB, RED from 100 to 400 KiB at most 20 %)");
@@ -139,7 +147,79 @@ std::vector<Anchor> anchors(bool full, uint64_t seed, bool htsim_queues) {
   return out;
 }
 
-int run_main() {
+// The anchor's row: published and measured FCTs side by side (and the incasts' ideal).
+void print_row(const Anchor& a, const RunResult& r) {
+  const double min = r.flows.fct_min_us, tail = r.flows.fct_max_us;
+  const std::string pub = a.published_tail_us > 0
+                              ? absl::StrFormat("%8.1f / %8.1f", a.published_min_us, a.published_tail_us)
+                              : std::string("-");
+  const std::string pub_ratio =
+      a.published_tail_us > 0 ? absl::StrFormat("%.2f", a.published_tail_us / a.published_min_us)
+                              : std::string("-");
+  std::printf("%-40s %21s %8.1f / %8.1f %9s %9.2f %8.2f%s\n", a.name.c_str(), pub.c_str(), min,
+              tail, pub_ratio.c_str(), tail / min, r.wall_s,
+              r.flows.completed == r.flows.total ? "" : "  (not all flows completed)");
+  if (a.ideal_us > 0) {
+    std::printf("%-40s %21s %21s %9s %9.3f\n", "  tail / ideal (N x 2MB at line rate)",
+                a.published_tail_us > 0 ? absl::StrFormat("%.3f", a.published_tail_us / a.ideal_us).c_str() : "-",
+                "", "", tail / a.ideal_us);
+  }
+}
+
+// A flow's time on a link at line rate: its bytes in full frames with their headers.
+double flow_wire_us(const Anchor& a, uint64_t bytes) {
+  const uint64_t frames = (bytes + a.config.mtu - 1) / a.config.mtu;
+  const uint64_t wire = bytes + frames * frame_overhead(a.config.transport);
+  return static_cast<double>(wire) * 8 / (a.config.fabric.host_gbps * 1e3);
+}
+
+// --path_report: each tier's histogram of flows per link, and what the busiest link alone
+// predicts for the tail (its flows one after another at line rate: every flow is 2 MB).
+void print_paths(const Anchor& a, const PathReport& p) {
+  std::printf("  paths: %lu flows, %lu paths, %lu flow-links%s; flows per link (flows:links)\n",
+              p.flows, p.paths, p.flow_links, p.unreached ? " (some path unreached!)" : "");
+  uint32_t busiest = 0;
+  for (const TierLoad& t : p.tiers) {
+    std::string hist;
+    for (size_t n = 0; n < t.histogram.size(); ++n) {
+      if (t.histogram[n] != 0) absl::StrAppendFormat(&hist, " %zu:%u", n, t.histogram[n]);
+    }
+    std::printf("    %-12s %5u links, max %3u:%s\n", t.name.c_str(), t.links, t.max_flows,
+                hist.c_str());
+    busiest = std::max(busiest, t.max_flows);
+  }
+  const uint64_t bytes = a.config.flows.empty() ? 0 : a.config.flows[0].bytes;
+  std::printf("    busiest link: %u flows x %.2f us (2 MB on the wire at %.0f Gb/s) = %.1f us\n",
+              busiest, flow_wire_us(a, bytes), a.config.fabric.host_gbps,
+              busiest * flow_wire_us(a, bytes));
+}
+
+void write_json(std::FILE* json, bool first, const Anchor& a, const RunResult& r) {
+  std::string tiers;
+  for (const TierLoad& t : r.paths.tiers) {
+    absl::StrAppendFormat(&tiers, "%s{\"tier\": \"%s\", \"links\": %u, \"max_flows\": %u, "
+                          "\"histogram\": [%s]}", tiers.empty() ? "" : ", ", t.name, t.links,
+                          t.max_flows, absl::StrJoin(t.histogram, ", "));
+  }
+  std::fprintf(json,
+               "%s  {\"anchor\": \"%s\", \"htsim_run\": \"%s\", \"published_min_us\": %.1f, "
+               "\"published_tail_us\": %.1f, \"min_us\": %.3f, \"tail_us\": %.3f, "
+               "\"ideal_us\": %.1f, \"flows\": %zu, \"completed\": %zu, \"retransmits\": %lu, "
+               "\"hosts\": %zu, \"seed\": %lu, \"wall_s\": %.3f%s}",
+               first ? "" : ",\n", a.name.c_str(), a.htsim_run.c_str(), a.published_min_us,
+               a.published_tail_us, r.flows.fct_min_us, r.flows.fct_max_us, a.ideal_us,
+               r.flows.total, r.flows.completed, r.endpoints.retransmitted_packets, r.hosts,
+               a.config.seed, r.wall_s,
+               r.paths.tiers.empty()
+                   ? ""
+                   : absl::StrFormat(", \"path_flows\": %lu, \"path_flow_links\": %lu, "
+                                     "\"tiers\": [%s]",
+                                     r.paths.flows, r.paths.flow_links, tiers)
+                         .c_str());
+}
+
+// The flags' checks; 0 when they pass, else the exit code.
+int check_flags() {
   const std::string scale = absl::GetFlag(FLAGS_scale);
   if (scale != "full" && scale != "small") {
     std::fprintf(stderr, "uet-anchors: --scale=%s unknown: full or small\n", scale.c_str());
@@ -150,6 +230,12 @@ int run_main() {
     std::fprintf(stderr, "uet-anchors: --queues=%s unknown: htsim or ours\n", queues.c_str());
     return 2;
   }
+  return 0;
+}
+
+int run_main() {
+  if (const int rc = check_flags(); rc != 0) return rc;
+  const std::string scale = absl::GetFlag(FLAGS_scale), queues = absl::GetFlag(FLAGS_queues);
   std::FILE* json = nullptr;
   if (const std::string path = absl::GetFlag(FLAGS_json); !path.empty()) {
     json = std::fopen(path.c_str(), "w");
@@ -168,7 +254,10 @@ int run_main() {
               "pub t/m", "ours t/m", "wall s");
   int rc = 0;
   bool first = true;
-  for (const Anchor& a : anchors(full, absl::GetFlag(FLAGS_seed), queues == "htsim")) {
+  const std::string only = absl::GetFlag(FLAGS_anchor);
+  for (Anchor& a : anchors(full, absl::GetFlag(FLAGS_seed), queues == "htsim")) {
+    if (!absl::StrContains(a.name, only)) continue;
+    a.config.path_report = absl::GetFlag(FLAGS_path_report);
     auto r = run(a.config);
     if (!r.ok()) {
       std::fprintf(stderr, "uet-anchors: %s: %s\n", a.name.c_str(),
@@ -176,32 +265,10 @@ int run_main() {
       rc = 1;
       continue;
     }
-    const double min = r->flows.fct_min_us, tail = r->flows.fct_max_us;
-    const std::string pub = a.published_tail_us > 0
-                                ? absl::StrFormat("%8.1f / %8.1f", a.published_min_us, a.published_tail_us)
-                                : std::string("-");
-    const std::string pub_ratio =
-        a.published_tail_us > 0 ? absl::StrFormat("%.2f", a.published_tail_us / a.published_min_us)
-                                : std::string("-");
-    std::printf("%-40s %21s %8.1f / %8.1f %9s %9.2f %8.2f%s\n", a.name.c_str(), pub.c_str(), min,
-                tail, pub_ratio.c_str(), tail / min, r->wall_s,
-                r->flows.completed == r->flows.total ? "" : "  (not all flows completed)");
-    if (a.ideal_us > 0) {
-      std::printf("%-40s %21s %21s %9s %9.3f\n", "  tail / ideal (N x 2MB at line rate)",
-                  a.published_tail_us > 0 ? absl::StrFormat("%.3f", a.published_tail_us / a.ideal_us).c_str() : "-",
-                  "", "", tail / a.ideal_us);
-    }
-    if (json != nullptr) {
-      std::fprintf(json,
-                   "%s  {\"anchor\": \"%s\", \"htsim_run\": \"%s\", \"published_min_us\": %.1f, "
-                   "\"published_tail_us\": %.1f, \"min_us\": %.3f, \"tail_us\": %.3f, "
-                   "\"ideal_us\": %.1f, \"flows\": %zu, \"completed\": %zu, \"retransmits\": %lu, "
-                   "\"hosts\": %zu, \"seed\": %lu, \"wall_s\": %.3f}",
-                   first ? "" : ",\n", a.name.c_str(), a.htsim_run.c_str(), a.published_min_us,
-                   a.published_tail_us, min, tail, a.ideal_us, r->flows.total, r->flows.completed,
-                   r->endpoints.retransmitted_packets, r->hosts, a.config.seed, r->wall_s);
-      first = false;
-    }
+    print_row(a, *r);
+    if (a.config.path_report) print_paths(a, r->paths);
+    if (json != nullptr) write_json(json, first, a, *r);
+    first = false;
   }
   if (json != nullptr) {
     std::fprintf(json, "\n]\n");
@@ -216,7 +283,8 @@ int run_main() {
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "uet-anchors: our runs next to uet-htsim's published validation results.\n"
-      "Usage: uet-anchors [--scale=full|small] [--seed=N] [--json=FILE]");
+      "Usage: uet-anchors [--scale=full|small] [--seed=N] [--json=FILE] [--anchor=SUBSTRING]\n"
+      "                   [--path_report]");
   // Under mpirun or srun every run is split over the ranks; rank 0 prints and writes.
   auto ranks = uet::ab::start_tool_ranks(&argc, &argv);
   if (!ranks.ok()) return uet::bench::tool_error("uet-anchors", ranks.status(), 2);
