@@ -23,6 +23,7 @@
 #include "absl/strings/str_join.h"
 #include "bench/ab_runner.h"
 #include "bench/tool_main.h"
+#include "sim/htsim_cm.h"
 #include "sim/rng.h"
 
 ABSL_FLAG(std::string, scale, "full", "full (1024 hosts, k=16 fat-tree) or small (128, k=8)");
@@ -32,6 +33,10 @@ ABSL_FLAG(bool, path_report, false,
           "under each anchor, how many flows crossed each link, tier by tier (flows per link: "
           "links), and the busiest link's flows x their bytes at line rate");
 ABSL_FLAG(std::string, anchor, "", "run only the anchors whose name contains this");
+ABSL_FLAG(std::string, cm, "",
+          "the permutation rows' flows from this htsim connection matrix (uet-htsim's own "
+          "perm_1024n_1024c_0u_2000000b.cm at full scale) instead of a permutation drawn from "
+          "--seed");
 ABSL_FLAG(std::string, queues, "ours",
           "switch queues: htsim (one BDP per port, ECN from 20 % to 80 % of it) or ours "
           "(uet-ab's defaults: 1 MiB, RED from 100 to 400 KiB at most 20 %)");
@@ -66,12 +71,28 @@ Fabric fat_tree(uint32_t k, bool htsim_queues) {
   return f;
 }
 
-std::vector<Anchor> anchors(bool full, uint64_t seed, bool htsim_queues) {
+constexpr uint64_t kTwoMb = 2'000'000;
+
+// The permutation rows' flows: --cm's, or a permutation of 2 MB flows drawn from the seed.
+absl::StatusOr<std::vector<sim::FlowSpec>> permutation_flows(uint32_t hosts, uint64_t seed) {
+  const std::string path = absl::GetFlag(FLAGS_cm);
+  if (path.empty()) {
+    sim::Rng rng(seed);
+    return sim::permutation(hosts, kTwoMb, rng);
+  }
+  auto cm = sim::load_connection_matrix(path);
+  if (!cm.ok()) return cm.status();
+  if (cm->nodes != hosts) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "--cm=%s: Nodes %u, but this scale's fat-tree has %u hosts", path, cm->nodes, hosts));
+  }
+  return std::move(cm->flows);
+}
+
+std::vector<Anchor> anchors(bool full, uint64_t seed, bool htsim_queues,
+                            const std::vector<sim::FlowSpec>& perm) {
   const uint32_t k = full ? 16 : 8;
   const uint32_t hosts = k * k * k / 4;
-  constexpr uint64_t kTwoMb = 2'000'000;
-  sim::Rng rng(seed);
-  const auto perm = *sim::permutation(hosts, kTwoMb, rng);
   std::vector<Anchor> out;
   auto add = [&](std::string name, std::string run, double pmin, double ptail, TransportKind t,
                  uint16_t evs, pathsel::Algorithm lb, std::vector<sim::FlowSpec> flows) {
@@ -184,8 +205,8 @@ void print_paths(const Anchor& a, const PathReport& p) {
     for (size_t n = 0; n < t.histogram.size(); ++n) {
       if (t.histogram[n] != 0) absl::StrAppendFormat(&hist, " %zu:%u", n, t.histogram[n]);
     }
-    std::printf("    %-12s %5u links, max %3u:%s\n", t.name.c_str(), t.links, t.max_flows,
-                hist.c_str());
+    std::printf("    %-12s %5u links, max %3u flows, busiest %6.2f MB:%s\n", t.name.c_str(),
+                t.links, t.max_flows, static_cast<double>(t.max_bytes) / 1e6, hist.c_str());
     busiest = std::max(busiest, t.max_flows);
   }
   const uint64_t bytes = a.config.flows.empty() ? 0 : a.config.flows[0].bytes;
@@ -255,7 +276,13 @@ int run_main() {
   int rc = 0;
   bool first = true;
   const std::string only = absl::GetFlag(FLAGS_anchor);
-  for (Anchor& a : anchors(full, absl::GetFlag(FLAGS_seed), queues == "htsim")) {
+  const uint64_t seed = absl::GetFlag(FLAGS_seed);
+  const auto perm = permutation_flows(full ? 1024 : 128, seed);
+  if (!perm.ok()) {
+    std::fprintf(stderr, "uet-anchors: %s\n", std::string(perm.status().message()).c_str());
+    return 2;
+  }
+  for (Anchor& a : anchors(full, seed, queues == "htsim", *perm)) {
     if (!absl::StrContains(a.name, only)) continue;
     a.config.path_report = absl::GetFlag(FLAGS_path_report);
     auto r = run(a.config);
@@ -284,7 +311,7 @@ int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "uet-anchors: our runs next to uet-htsim's published validation results.\n"
       "Usage: uet-anchors [--scale=full|small] [--seed=N] [--json=FILE] [--anchor=SUBSTRING]\n"
-      "                   [--path_report]");
+      "                   [--path_report] [--cm=FILE]");
   // Under mpirun or srun every run is split over the ranks; rank 0 prints and writes.
   auto ranks = uet::ab::start_tool_ranks(&argc, &argv);
   if (!ranks.ok()) return uet::bench::tool_error("uet-anchors", ranks.status(), 2);

@@ -1,0 +1,142 @@
+#!/usr/bin/env python3
+"""Flows per link, tier by tier, in uet-htsim's single-path permutation, beside ours
+(bench/README.md, "Where we differ from uet-htsim": the 1-path row).
+
+  htsim_paths.py log PATHS.log --cm FILE [--k 16]
+      Reads the path log of an htsim_uec built with one logging line added to
+      FatTreeSwitch::receivePacket (datacenter/fat_tree_switch.cpp; bench/README.md gives
+      the line): "PATH <flow id> <dst> <path id> <egress queue>", one line per data packet
+      flow, path id and egress queue first seen. Prints the histogram of flows per link for
+      each tier, as uet-anchors --path_report prints ours.
+  htsim_paths.py random --cm FILE [--k 16] [--trials 1000] [--seed 1]
+      The same histogram's busiest link under ideal ECMP: every switch picks each flow's up
+      link uniformly and independently (what a perfect hash gives), over many draws: the
+      spread that hash luck alone gives the busiest link on this connection matrix.
+
+htsim's queue names (fat_tree_topology.cpp): LSt->USa (ToR to agg), USa->CSc (agg to core),
+CSc->USa (core to agg), USa->LS_t (agg to ToR), LSt->DSTh (ToR to host). A k-ary fat-tree has
+k^3/4 links in each of these tiers, and a host h hangs off ToR h / (k/2), in pod ToR / (k/2).
+"""
+import argparse
+import collections
+import random
+import re
+import sys
+
+TIERS = [("host->ToR", None), ("ToR->agg", re.compile(r"^LS\d+->US\d+")),
+         ("agg->core", re.compile(r"^US\d+->CS\d+")), ("core->agg", re.compile(r"^CS\d+->US\d+")),
+         ("agg->ToR", re.compile(r"^US\d+->LS_\d+")), ("ToR->host", re.compile(r"^LS\d+->DST\d+"))]
+
+
+def read_cm(path):
+    """The connection matrix's flows as (src, dst) in file order."""
+    flows = []
+    with open(path) as f:
+        for line in f:
+            m = re.match(r"\s*(\d+)->(\d+)", line)
+            if m:
+                flows.append((int(m.group(1)), int(m.group(2))))
+    return flows
+
+
+def histogram(loads, links):
+    """{flows on a link: links}, the links no flow crossed included."""
+    h = collections.Counter(loads.values())
+    h[0] += links - len(loads)
+    return {n: c for n, c in sorted(h.items()) if c}
+
+
+def print_tiers(per_tier, links, flow_us):
+    busiest = 0
+    for name, _ in TIERS:
+        loads = per_tier.get(name, {})
+        h = histogram(loads, links)
+        top = max(h)
+        busiest = max(busiest, top)
+        print(f"    {name:<12} {links:5d} links, max {top:3d}: "
+              + " ".join(f"{n}:{c}" for n, c in h.items()))
+    print(f"    busiest link: {busiest} flows x {flow_us:.2f} us = {busiest * flow_us:.1f} us")
+    return busiest
+
+
+def from_log(args):
+    """Flows per link from htsim's path log: a flow counts once on each queue it used."""
+    flows = read_cm(args.cm)
+    queues_of = collections.defaultdict(set)
+    with open(args.log) as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) == 5 and parts[0] == "PATH":
+                queues_of[int(parts[1])].add(parts[4])
+    per_tier = collections.defaultdict(collections.Counter)
+    for q_set in queues_of.values():
+        for q in q_set:
+            for name, pattern in TIERS[1:]:
+                if pattern.match(q):
+                    per_tier[name][q] += 1
+    for src, _ in flows:
+        per_tier["host->ToR"][src] += 1
+    flow_links = sum(sum(c.values()) for c in per_tier.values())
+    print(f"  paths: {len(queues_of)} flows in the log ({len(flows)} in the cm), "
+          f"{flow_links} flow-links; flows per link (flows:links)")
+    print_tiers(per_tier, args.k ** 3 // 4, args.flow_us)
+    return 0
+
+
+def draw(flows, k, rng):
+    """One ideal-ECMP draw: flows per link of each switch tier, keyed by link."""
+    half = k // 2
+    per_tier = collections.defaultdict(collections.Counter)
+    for src, dst in flows:
+        ts, td = src // half, dst // half
+        if ts == td:
+            continue
+        a = rng.randrange(half)  # the ToR's up link: the pod's agg a
+        ps, pd = ts // half, td // half
+        per_tier["ToR->agg"][(ts, a)] += 1
+        per_tier["agg->ToR"][(pd, a, td)] += 1
+        if ps != pd:
+            c = rng.randrange(half)  # the agg's up link: core a * half + c
+            per_tier["agg->core"][(ps, a, c)] += 1
+            per_tier["core->agg"][(a, c, pd)] += 1
+    return per_tier
+
+
+def from_random(args):
+    flows = read_cm(args.cm)
+    rng = random.Random(args.seed)
+    busiest = collections.Counter()
+    for _ in range(args.trials):
+        per_tier = draw(flows, args.k, rng)
+        busiest[max(max(c.values()) for c in per_tier.values())] += 1
+    print(f"  ideal ECMP, {args.trials} draws over {len(flows)} flows: busiest link's flows "
+          "(flows: draws), and its flows x the flow's time at line rate")
+    for n, draws in sorted(busiest.items()):
+        print(f"    {n:3d}: {draws:5d}  ({100.0 * draws / args.trials:5.1f} %)  "
+              f"{n * args.flow_us:7.1f} us")
+    return 0
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("mode", choices=["log", "random"])
+    p.add_argument("log", nargs="?", help="htsim's path log (mode log)")
+    p.add_argument("--cm", required=True, help="the connection matrix the run used")
+    p.add_argument("--k", type=int, default=16, help="the fat-tree's k (1024 hosts: 16)")
+    p.add_argument("--trials", type=int, default=1000)
+    p.add_argument("--seed", type=int, default=1)
+    # htsim's 2 MB: 490 packets of 4150 bytes at 100 Gb/s (bench/README.md, "Bytes on the wire").
+    p.add_argument("--flow_us", type=float, default=162.68,
+                   help="one flow's time on a link at line rate, us")
+    args = p.parse_args()
+    if args.k < 2 or args.k % 2:
+        p.error(f"--k={args.k}: an even k of at least 2")
+    if args.mode == "log":
+        if not args.log:
+            p.error("log: the path log's file")
+        return from_log(args)
+    return from_random(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
