@@ -7,7 +7,8 @@
       FatTreeSwitch::receivePacket (datacenter/fat_tree_switch.cpp; bench/README.md gives
       the line): "PATH <flow id> <dst> <path id> <egress queue>", one line per data packet
       flow, path id and egress queue first seen. Prints the histogram of flows per link for
-      each tier, as uet-anchors --path_report prints ours.
+      each tier, as uet-anchors --path_report prints ours. With "BYTES <queue> <bytes>
+      <packets>" lines too (the data bytes offered to each queue), the busiest link's bytes.
   htsim_paths.py random --cm FILE [--k 16] [--trials 1000] [--seed 1]
       The same histogram's busiest link under ideal ECMP: every switch picks each flow's up
       link uniformly and independently (what a perfect hash gives), over many draws: the
@@ -46,40 +47,54 @@ def histogram(loads, links):
     return {n: c for n, c in sorted(h.items()) if c}
 
 
-def print_tiers(per_tier, links, flow_us):
+def tier_of(queue):
+    for name, pattern in TIERS[1:]:
+        if pattern.match(queue):
+            return name
+    return None
+
+
+def print_tiers(per_tier, links, flow_us, tier_bytes=None):
+    """Each tier's histogram; with the queues' bytes (tier_bytes), its busiest queue's too."""
     busiest = 0
     for name, _ in TIERS:
-        loads = per_tier.get(name, {})
-        h = histogram(loads, links)
+        h = histogram(per_tier.get(name, {}), links)
         top = max(h)
         busiest = max(busiest, top)
-        print(f"    {name:<12} {links:5d} links, max {top:3d}: "
+        mb = (f", busiest {max(tier_bytes[name].values()) / 1e6:6.2f} MB"
+              if tier_bytes and tier_bytes.get(name) else "")
+        print(f"    {name:<12} {links:5d} links, max {top:3d} flows{mb}: "
               + " ".join(f"{n}:{c}" for n, c in h.items()))
-    print(f"    busiest link: {busiest} flows x {flow_us:.2f} us = {busiest * flow_us:.1f} us")
-    return busiest
+    if not tier_bytes:
+        print(f"    busiest link: {busiest} flows x {flow_us:.2f} us = {busiest * flow_us:.1f} us")
+        return
+    top = max(max(b.values()) for t, b in tier_bytes.items() if b and t != "ToR->host")
+    print(f"    busiest switch link: {top / 1e6:.2f} MB at 100 Gb/s = {top * 8 / 1e5:.1f} us")
 
 
 def from_log(args):
     """Flows per link from htsim's path log: a flow counts once on each queue it used."""
     flows = read_cm(args.cm)
     queues_of = collections.defaultdict(set)
+    tier_bytes = collections.defaultdict(dict)  # "BYTES <queue> <bytes> <packets>" lines
     with open(args.log) as f:
         for line in f:
             parts = line.split()
             if len(parts) == 5 and parts[0] == "PATH":
                 queues_of[int(parts[1])].add(parts[4])
+            elif len(parts) == 4 and parts[0] == "BYTES" and tier_of(parts[1]):
+                tier_bytes[tier_of(parts[1])][parts[1]] = int(parts[2])
     per_tier = collections.defaultdict(collections.Counter)
     for q_set in queues_of.values():
         for q in q_set:
-            for name, pattern in TIERS[1:]:
-                if pattern.match(q):
-                    per_tier[name][q] += 1
+            if tier_of(q):
+                per_tier[tier_of(q)][q] += 1
     for src, _ in flows:
         per_tier["host->ToR"][src] += 1
     flow_links = sum(sum(c.values()) for c in per_tier.values())
     print(f"  paths: {len(queues_of)} flows in the log ({len(flows)} in the cm), "
           f"{flow_links} flow-links; flows per link (flows:links)")
-    print_tiers(per_tier, args.k ** 3 // 4, args.flow_us)
+    print_tiers(per_tier, args.k ** 3 // 4, args.flow_us, tier_bytes)
     return 0
 
 

@@ -195,11 +195,14 @@ double flow_wire_us(const Anchor& a, uint64_t bytes) {
 }
 
 // --path_report: each tier's histogram of flows per link, and what the busiest link alone
-// predicts for the tail (its flows one after another at line rate: every flow is 2 MB).
+// predicts for the tail. One path per flow: its flows one after another at line rate (every
+// flow is 2 MB). Sprayed: its bytes at line rate (the data frames each host sent, walked
+// along their paths: retransmissions in, trimming not).
 void print_paths(const Anchor& a, const PathReport& p) {
   std::printf("  paths: %lu flows, %lu paths, %lu flow-links%s; flows per link (flows:links)\n",
               p.flows, p.paths, p.flow_links, p.unreached ? " (some path unreached!)" : "");
   uint32_t busiest = 0;
+  uint64_t busiest_bytes = 0;
   for (const TierLoad& t : p.tiers) {
     std::string hist;
     for (size_t n = 0; n < t.histogram.size(); ++n) {
@@ -208,11 +211,18 @@ void print_paths(const Anchor& a, const PathReport& p) {
     std::printf("    %-12s %5u links, max %3u flows, busiest %6.2f MB:%s\n", t.name.c_str(),
                 t.links, t.max_flows, static_cast<double>(t.max_bytes) / 1e6, hist.c_str());
     busiest = std::max(busiest, t.max_flows);
+    if (t.from_level != 0 && t.to_level != 0) busiest_bytes = std::max(busiest_bytes, t.max_bytes);
   }
-  const uint64_t bytes = a.config.flows.empty() ? 0 : a.config.flows[0].bytes;
-  std::printf("    busiest link: %u flows x %.2f us (2 MB on the wire at %.0f Gb/s) = %.1f us\n",
-              busiest, flow_wire_us(a, bytes), a.config.fabric.host_gbps,
-              busiest * flow_wire_us(a, bytes));
+  const double gbps = a.config.fabric.host_gbps;
+  if (p.paths == p.flows) {
+    const uint64_t bytes = a.config.flows.empty() ? 0 : a.config.flows[0].bytes;
+    std::printf("    busiest link: %u flows x %.2f us (2 MB on the wire at %.0f Gb/s) = %.1f us\n",
+                busiest, flow_wire_us(a, bytes), gbps, busiest * flow_wire_us(a, bytes));
+  } else {
+    std::printf("    busiest switch link: %.2f MB at %.0f Gb/s = %.1f us\n",
+                static_cast<double>(busiest_bytes) / 1e6, gbps,
+                static_cast<double>(busiest_bytes) * 8 / (gbps * 1e3));
+  }
 }
 
 void write_json(std::FILE* json, bool first, const Anchor& a, const RunResult& r) {
