@@ -298,7 +298,8 @@ absl::Status Run::connect() {
                   [&paths = *paths_](uint32_t a, uint32_t b) { return paths.propagation(a, b); });
   adapters_.reserve(hosts_);
   if (rc_.path_report) {
-    path_log_.emplace(rc_.flows.size() * (uet ? rc_.uet_evs : 1));
+    // A path per flow and EV at most; reserved up to a million (it grows past that).
+    path_log_.emplace(std::min<size_t>(rc_.flows.size() * (uet ? rc_.uet_evs : 1), size_t{1} << 20));
     recorders_.reserve(hosts_);
   }
   for (uint32_t h = 0; h < hosts_; ++h) {
