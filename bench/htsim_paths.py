@@ -9,10 +9,12 @@
       flow, path id and egress queue first seen. Prints the histogram of flows per link for
       each tier, as uet-anchors --path_report prints ours. With "BYTES <queue> <bytes>
       <packets>" lines too (the data bytes offered to each queue), the busiest link's bytes.
-  htsim_paths.py random --cm FILE [--k 16] [--trials 1000] [--seed 1]
+  htsim_paths.py random --cm FILE [--k 16] [--trials 1000] [--seed 1] [--evs N]
       The same histogram's busiest link under ideal ECMP: every switch picks each flow's up
       link uniformly and independently (what a perfect hash gives), over many draws: the
-      spread that hash luck alone gives the busiest link on this connection matrix.
+      spread that hash luck alone gives the busiest link on this connection matrix. With
+      --evs N, each flow's packets (--packets) go round N EVs, each hashed on its own: the
+      busiest link's bytes in flows' worth (no retransmissions).
 
 htsim's queue names (fat_tree_topology.cpp): LSt->USa (ToR to agg), USa->CSc (agg to core),
 CSc->USa (core to agg), USa->LS_t (agg to ToR), LSt->DSTh (ToR to host). A k-ary fat-tree has
@@ -117,9 +119,39 @@ def draw(flows, k, rng):
     return per_tier
 
 
+def draw_sprayed(flows, k, evs, packets, rng):
+    """One ideal-ECMP draw of a sprayed permutation: each flow's packets go round its `evs`
+    EVs (as oblivious spraying does), each EV hashed to its own up links; the busiest switch
+    link's packets."""
+    half = k // 2
+    load = collections.Counter()
+    for src, dst in flows:
+        ts, td = src // half, dst // half
+        if ts == td:
+            continue
+        ps, pd = ts // half, td // half
+        for e in range(evs):
+            n = packets // evs + (e < packets % evs)
+            a = rng.randrange(half)
+            load[("up", ts, a)] += n
+            load[("down", pd, a, td)] += n
+            if ps != pd:
+                c = rng.randrange(half)
+                load[("core-up", ps, a, c)] += n
+                load[("core-down", a, c, pd)] += n
+    return max(load.values())
+
+
 def from_random(args):
     flows = read_cm(args.cm)
     rng = random.Random(args.seed)
+    if args.evs > 1:
+        busiest = sorted(draw_sprayed(flows, args.k, args.evs, args.packets, rng)
+                         for _ in range(args.trials))
+        q = [busiest[int(f * (len(busiest) - 1))] / args.packets for f in (0, 0.5, 1)]
+        print(f"  ideal ECMP, {args.trials} draws, {args.evs} EVs a flow: the busiest switch link "
+              f"carries min {q[0]:.3f} / median {q[1]:.3f} / max {q[2]:.3f} flows' bytes")
+        return 0
     busiest = collections.Counter()
     for _ in range(args.trials):
         per_tier = draw(flows, args.k, rng)
@@ -140,6 +172,9 @@ def main():
     p.add_argument("--k", type=int, default=16, help="the fat-tree's k (1024 hosts: 16)")
     p.add_argument("--trials", type=int, default=1000)
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--evs", type=int, default=1,
+                   help="random: EVs a flow sprays over (1: one path per flow)")
+    p.add_argument("--packets", type=int, default=490, help="random, sprayed: packets a flow")
     # htsim's 2 MB: 490 packets of 4150 bytes at 100 Gb/s (bench/README.md, "Bytes on the wire").
     p.add_argument("--flow_us", type=float, default=162.68,
                    help="one flow's time on a link at line rate, us")

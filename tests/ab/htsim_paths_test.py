@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """bench/htsim_paths.py on a made-up htsim path log of a k=4 fat-tree (16 hosts): each tier's
 histogram counts a flow once per queue (whatever its path ids), covers all 16 links of the
-tier, and sums to the flows' links; the busiest switch-to-switch queue's bytes come from the BYTES lines (a host's link aside); ideal
-ECMP draws never put fewer flows on the busiest link than the cm forces on one host link.
+tier, and sums to the flows' links; the busiest switch-to-switch queue's bytes come from the
+BYTES lines (a host's link aside); ideal ECMP draws put between one and two flows on the
+busiest link, whole or sprayed.
 Usage: htsim_paths_test.py
 """
 import os
@@ -86,6 +87,12 @@ def main():
         busiest = [int(m) for m in re.findall(r"^\s+(\d+):", p.stdout, re.M)]
         if p.returncode != 0 or not busiest or min(busiest) < 1 or max(busiest) > 2:
             failures.append(f"random: {p.stdout} {p.stderr}")
+        # Sprayed: flows 1 and 2 put 20 packets on ToR 0's two up links: 1 to 2 flows' worth.
+        p = run(["random", "--cm", cm, "--k", "4", "--trials", "20", "--evs", "2",
+                 "--packets", "10"])
+        m = re.search(r"min ([\d.]+) / median ([\d.]+) / max ([\d.]+) flows", p.stdout)
+        if p.returncode != 0 or not m or float(m.group(1)) < 1.0 or float(m.group(3)) > 2.0:
+            failures.append(f"random --evs: {p.stdout} {p.stderr}")
     for f in failures:
         print("FAIL:", f)
     return 1 if failures else 0
