@@ -229,8 +229,9 @@ void write_json(std::FILE* json, bool first, const Anchor& a, const RunResult& r
   std::string tiers;
   for (const TierLoad& t : r.paths.tiers) {
     absl::StrAppendFormat(&tiers, "%s{\"tier\": \"%s\", \"links\": %u, \"max_flows\": %u, "
-                          "\"histogram\": [%s]}", tiers.empty() ? "" : ", ", t.name, t.links,
-                          t.max_flows, absl::StrJoin(t.histogram, ", "));
+                          "\"max_bytes\": %lu, \"histogram\": [%s]}", tiers.empty() ? "" : ", ",
+                          t.name, t.links, t.max_flows, t.max_bytes,
+                          absl::StrJoin(t.histogram, ", "));
   }
   std::fprintf(json,
                "%s  {\"anchor\": \"%s\", \"htsim_run\": \"%s\", \"published_min_us\": %.1f, "
@@ -267,6 +268,13 @@ int check_flags() {
 int run_main() {
   if (const int rc = check_flags(); rc != 0) return rc;
   const std::string scale = absl::GetFlag(FLAGS_scale), queues = absl::GetFlag(FLAGS_queues);
+  const bool full = scale == "full";
+  const uint64_t seed = absl::GetFlag(FLAGS_seed);
+  const auto perm = permutation_flows(full ? 1024 : 128, seed);
+  if (!perm.ok()) {
+    std::fprintf(stderr, "uet-anchors: %s\n", std::string(perm.status().message()).c_str());
+    return 2;
+  }
   std::FILE* json = nullptr;
   if (const std::string path = absl::GetFlag(FLAGS_json); !path.empty()) {
     json = std::fopen(path.c_str(), "w");
@@ -276,22 +284,15 @@ int run_main() {
     }
     std::fprintf(json, "[\n");
   }
-  const bool full = scale == "full";
   std::printf("uet-anchors: %s scale (%s), %s queues, seed %lu; published = uet-htsim "
               "40ccb05 validate_outputs (1024 hosts)\n\n",
               scale.c_str(), full ? "1024 hosts, k=16 fat-tree" : "128 hosts, k=8 fat-tree",
-              queues.c_str(), absl::GetFlag(FLAGS_seed));
+              queues.c_str(), seed);
   std::printf("%-40s %21s %21s %9s %9s %8s\n", "anchor", "published min/tail", "ours min/tail",
               "pub t/m", "ours t/m", "wall s");
   int rc = 0;
   bool first = true;
   const std::string only = absl::GetFlag(FLAGS_anchor);
-  const uint64_t seed = absl::GetFlag(FLAGS_seed);
-  const auto perm = permutation_flows(full ? 1024 : 128, seed);
-  if (!perm.ok()) {
-    std::fprintf(stderr, "uet-anchors: %s\n", std::string(perm.status().message()).c_str());
-    return 2;
-  }
   for (Anchor& a : anchors(full, seed, queues == "htsim", *perm)) {
     if (!absl::StrContains(a.name, only)) continue;
     a.config.path_report = absl::GetFlag(FLAGS_path_report);
