@@ -11,13 +11,25 @@
 namespace uet::ab {
 namespace {
 
+// The host or switch a port belongs to. From the fabric's structure, which every rank of a
+// split run holds (Network::port() reads zero for another rank's ports).
+struct PortEnd {
+  bool at_host;
+  uint32_t owner;  // host or switch index
+};
+
+PortEnd end_of(const sim::Network& net, uint32_t port) {
+  const sim::Node n = net.node(net.port_node(port));
+  return {n.kind == sim::NodeKind::kHost, n.index};
+}
+
 // By switch, its level: 1 with a host port, else one more than its nearest such switch
 // (breadth first); 0 for a switch no host reaches.
 std::vector<uint32_t> switch_levels(const sim::Network& net) {
   std::vector<uint32_t> level(net.num_switches(), 0);
   std::deque<uint32_t> todo;
   for (uint32_t h = 0; h < net.num_hosts(); ++h) {
-    const sim::Port& peer = net.port(net.port(net.host(h).port).peer);
+    const PortEnd peer = end_of(net, sim::Network::peer_of(net.host(h).port));
     if (!peer.at_host && level[peer.owner] == 0) {
       level[peer.owner] = 1;
       todo.push_back(peer.owner);
@@ -27,7 +39,7 @@ std::vector<uint32_t> switch_levels(const sim::Network& net) {
     const uint32_t s = todo.front();
     todo.pop_front();
     for (const uint32_t p : net.node(net.switch_node(s)).ports) {
-      const sim::Port& peer = net.port(net.port(p).peer);
+      const PortEnd peer = end_of(net, sim::Network::peer_of(p));
       if (peer.at_host || level[peer.owner] != 0) continue;
       level[peer.owner] = level[s] + 1;
       todo.push_back(peer.owner);
@@ -51,15 +63,15 @@ std::string level_name(uint32_t level, uint32_t top) {
 bool walk(const sim::Network& net, uint32_t src, uint32_t dst, uint64_t hash,
           std::vector<uint32_t>& ports) {
   ports.assign(1, net.host(src).port);
-  const sim::Port* at = &net.port(net.port(ports[0]).peer);
+  PortEnd at = end_of(net, sim::Network::peer_of(ports[0]));
   uint8_t state = 0;
-  for (size_t hops = 0; !at->at_host && hops <= net.num_switches(); ++hops) {
-    const uint32_t out = net.route_port(at->owner, dst, hash, state);
+  for (size_t hops = 0; !at.at_host && hops <= net.num_switches(); ++hops) {
+    const uint32_t out = net.route_port(at.owner, dst, hash, state);
     if (out == sim::kNone) return false;
     ports.push_back(out);
-    at = &net.port(net.port(out).peer);
+    at = end_of(net, sim::Network::peer_of(out));
   }
-  return at->at_host && at->owner == dst;
+  return at.at_host && at.owner == dst;
 }
 
 struct PortCounts {
@@ -100,10 +112,13 @@ uint32_t tier_order(uint32_t from, uint32_t to, uint32_t top) {
 std::vector<TierLoad> tiers(const sim::Network& net, const PortCounts& c) {
   const std::vector<uint32_t> level = switch_levels(net);
   const uint32_t top = level.empty() ? 0 : *std::max_element(level.begin(), level.end());
-  auto level_of = [&](const sim::Port& p) { return p.at_host ? 0 : level[p.owner]; };
+  auto level_of = [&](uint32_t port) {
+    const PortEnd e = end_of(net, port);
+    return e.at_host ? 0 : level[e.owner];
+  };
   std::map<uint32_t, TierLoad> by_order;
   for (uint32_t p = 0; p < net.num_ports(); ++p) {
-    const uint32_t from = level_of(net.port(p)), to = level_of(net.port(net.port(p).peer));
+    const uint32_t from = level_of(p), to = level_of(sim::Network::peer_of(p));
     TierLoad& t = by_order[tier_order(from, to, top)];
     if (t.links == 0) {
       t.name = level_name(from, top) + "->" + level_name(to, top);

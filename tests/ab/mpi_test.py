@@ -80,12 +80,13 @@ def main():
             if len(got) == 2 and got[1] != got[ranks]:
                 failures.append(f"{name}: {ranks} ranks differ from one process")
 
-        # uet-anchors (the htsim anchors' runs) the same way: its JSON less wall times.
+        # uet-anchors (the htsim anchors' runs) the same way: its JSON less wall times, with
+        # each run's flows per link (each rank walks its own hosts' paths).
         anchors = os.path.join(bindir, "uet-anchors")
         runs = {}
         for n, prefix in ((1, []), (ranks, mpirun(ranks))):
             out = os.path.join(tmp, f"anchors{n}.json")
-            proc = subprocess.run(prefix + [anchors, "--scale=small", "--json=" + out],
+            proc = subprocess.run(prefix + [anchors, "--scale=small", "--path_report", "--json=" + out],
                                   capture_output=True, text=True, timeout=600, env=ENV)
             if proc.returncode != 0:
                 failures.append(f"uet-anchors on {n} ranks: rc {proc.returncode}: "
