@@ -1,5 +1,6 @@
 #include "sim/mpi_ranks.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -60,50 +61,50 @@ class MpiRanks final : public Ranks {
   uint16_t size() const noexcept override { return size_; }
   uint16_t rank() const noexcept override { return rank_; }
 
-  absl::Status exchange(std::vector<std::vector<uint8_t>>& out,
-                        std::vector<std::span<const uint8_t>>& in) override {
+  // One message each way per pair of ranks, the bound in its last 8 bytes: no count
+  // exchange, no packing copy (each outbox is sent as it is, each message received into a
+  // buffer of its own that only grows).
+  absl::StatusOr<int64_t> exchange(std::vector<std::vector<uint8_t>>& out,
+                                   std::vector<std::span<const uint8_t>>& in,
+                                   int64_t bound) override {
     const int n = size_;
-    send_counts_.assign(n, 0);
+    requests_.clear();
     for (int r = 0; r < n; ++r) {
       if (r == rank_) continue;
+      out[r].insert(out[r].end(), reinterpret_cast<const uint8_t*>(&bound),
+                    reinterpret_cast<const uint8_t*>(&bound) + sizeof(bound));
       if (out[r].size() > INT32_MAX) {
         return absl::ResourceExhaustedError(absl::StrCat(
             out[r].size(), " bytes for rank ", r, " in one window: at most 2 GiB"));
       }
-      send_counts_[r] = static_cast<int>(out[r].size());
+      requests_.emplace_back();
+      MPI_Isend(out[r].data(), static_cast<int>(out[r].size()), MPI_BYTE, r, kExchangeTag,
+                MPI_COMM_WORLD, &requests_.back());
     }
-    recv_counts_.assign(n, 0);
-    MPI_Alltoall(send_counts_.data(), 1, MPI_INT, recv_counts_.data(), 1, MPI_INT,
-                 MPI_COMM_WORLD);
-    send_displs_.assign(n, 0);
-    recv_displs_.assign(n, 0);
-    size_t send_total = 0, recv_total = 0;
+    recv_.resize(n);
+    in.assign(n, {});
+    int64_t earliest = bound;
     for (int r = 0; r < n; ++r) {
-      send_displs_[r] = static_cast<int>(send_total);
-      recv_displs_[r] = static_cast<int>(recv_total);
-      send_total += static_cast<size_t>(send_counts_[r]);
-      recv_total += static_cast<size_t>(recv_counts_[r]);
-    }
-    if (send_total > INT32_MAX || recv_total > INT32_MAX) {
-      return absl::ResourceExhaustedError("more than 2 GiB between ranks in one window");
-    }
-    send_buf_.resize(send_total);
-    for (int r = 0; r < n; ++r) {
-      if (send_counts_[r] > 0) {
-        std::memcpy(send_buf_.data() + send_displs_[r], out[r].data(), out[r].size());
+      if (r == rank_) continue;
+      MPI_Message message;
+      MPI_Status status;
+      MPI_Mprobe(r, kExchangeTag, MPI_COMM_WORLD, &message, &status);
+      int count = 0;
+      MPI_Get_count(&status, MPI_BYTE, &count);
+      if (count < static_cast<int>(sizeof(int64_t))) {
+        return absl::DataLossError(absl::StrCat(count, " bytes from rank ", r, ": no bound"));
       }
-      out[r].clear();
+      if (recv_[r].size() < static_cast<size_t>(count)) recv_[r].resize(count);
+      MPI_Mrecv(recv_[r].data(), count, MPI_BYTE, &message, MPI_STATUS_IGNORE);
+      const size_t records = static_cast<size_t>(count) - sizeof(int64_t);
+      int64_t theirs;
+      std::memcpy(&theirs, recv_[r].data() + records, sizeof(theirs));
+      earliest = std::min(earliest, theirs);
+      in[r] = std::span<const uint8_t>(recv_[r].data(), records);
     }
-    recv_buf_.resize(recv_total);
-    MPI_Alltoallv(send_buf_.data(), send_counts_.data(), send_displs_.data(), MPI_BYTE,
-                  recv_buf_.data(), recv_counts_.data(), recv_displs_.data(), MPI_BYTE,
-                  MPI_COMM_WORLD);
-    in.resize(n);
-    for (int r = 0; r < n; ++r) {
-      in[r] = std::span<const uint8_t>(recv_buf_.data() + recv_displs_[r],
-                                       static_cast<size_t>(recv_counts_[r]));
-    }
-    return absl::OkStatus();
+    MPI_Waitall(static_cast<int>(requests_.size()), requests_.data(), MPI_STATUSES_IGNORE);
+    for (auto& o : out) o.clear();
+    return earliest;
   }
 
   int64_t min_all(int64_t v) override {
@@ -150,8 +151,9 @@ class MpiRanks final : public Ranks {
   }
   uint16_t rank_ = 0;
   uint16_t size_ = 1;
-  std::vector<int> send_counts_, recv_counts_, send_displs_, recv_displs_;
-  std::vector<uint8_t> send_buf_, recv_buf_;
+  static constexpr int kExchangeTag = 7;
+  std::vector<MPI_Request> requests_;
+  std::vector<std::vector<uint8_t>> recv_;  // by rank: the last message's bytes
 };
 #endif
 

@@ -1,6 +1,7 @@
 // A fabric split over processes (sim/partition.h): which ports' peers another rank runs, the
 // records a port's events for them travel as, and their checks on arrival. Frames reach
 // send_remote only at a cut port; the per-event path is in network.cc.
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <span>
@@ -13,51 +14,86 @@
 namespace uet::sim {
 
 namespace {
-// An event for another rank's port, as its outbox carries it: this header, then for an
-// arrival the frame's `len` bytes, padded to 8. Both ranks run the same build (the caller
-// checks), so the layout is the same at both ends.
-struct RemoteHeader {
-  Time time;
-  uint64_t key;
-  uint32_t port;      // kCall: the NIC port of the host it is for
-  uint32_t b;         // kPfc: priority | pause << 8; kCall: the cookie
-  uint32_t len;       // arrival: Frame::len, the bytes that follow
-  uint32_t wire_len;  // arrival: Frame::wire_len; kCall: the callback's number
-  uint8_t kind;
-  uint8_t priority;   // arrival: Frame::priority
-  uint8_t pad[6];
-  uint8_t meta[16];   // arrival: the frame's FrameMeta, as parsed at its first hop
-};
-static_assert(sizeof(RemoteHeader) == 56);
-constexpr size_t padded8(size_t n) { return (n + 7) & ~size_t{7}; }
+// An event for another rank's port, as its outbox carries it: only what that rank needs, no
+// padding. Every record starts with its time and a word (the port it is for, 24 bits; its
+// kind; an arrival's priority); then by kind:
+//   arrival:  the key's low 24 bits, wire_len, len, the FrameMeta (16 bytes), `len` bytes;
+//   PFC:      the key's low 24 bits, b (priority | pause << 8);
+//   call:     the whole key, the cookie, the callback's number.
+// An arrival's or a PFC frame's key names the port that sent it (Network::event_key), the
+// other end of the link: the receiver knows that port, so only the counter travels. Both
+// ranks run the same build (the caller checks), so fields are in this machine's byte order.
+constexpr size_t kCommonBytes = 8 + 4;
+constexpr size_t kArriveBytes = kCommonBytes + 4 + 4 + 4 + 16;
+constexpr size_t kPfcBytes = kCommonBytes + 4 + 4;
+constexpr size_t kCallBytes = kCommonBytes + 8 + 4 + 4;
+constexpr uint32_t kPortBits = 24;
+static_assert(kMaxPorts == 1u << kPortBits);
+constexpr uint64_t kCounterMask = (uint64_t{1} << 24) - 1;
+
+template <typename T>
+uint8_t* put(uint8_t* at, T v) noexcept {
+  std::memcpy(at, &v, sizeof(v));
+  return at + sizeof(v);
+}
+template <typename T>
+const uint8_t* get(const uint8_t* at, T& v) noexcept {
+  std::memcpy(&v, at, sizeof(v));
+  return at + sizeof(v);
+}
 }  // namespace
 
 void Network::send_remote(uint32_t port, Time at, uint64_t key, uint8_t kind, uint32_t b,
                           FrameId f, uint32_t callback) {
-  RemoteHeader h{};
-  h.time = at;
-  h.key = key;
-  h.port = port;
-  h.b = b;
-  h.kind = kind;
-  if (kind == kCall) h.wire_len = callback;
+  sent_.push_back({at, key, port, b, kind == kCall ? callback : f, kind});
+  earliest_sent_ = std::min(earliest_sent_, at);
   ++remote_records_;
-  const Frame* fr = nullptr;
-  if (f != kNoFrame) {
-    fr = &pool_[f];
-    h.len = fr->len;
-    h.wire_len = fr->wire_len;
-    h.priority = static_cast<uint8_t>(fr->priority);
-    static_assert(sizeof(FrameMeta) == sizeof(h.meta));
-    std::memcpy(h.meta, &meta(f), sizeof(h.meta));
+}
+
+std::vector<std::vector<uint8_t>>& Network::outboxes() {
+  // A few events ahead, what writing one reads: its port's node, its frame, metadata, bytes.
+  constexpr size_t kAhead = 8;
+  for (size_t i = 0; i < sent_.size(); ++i) {
+    if (i + kAhead < sent_.size()) {
+      const RemoteEvent& e = sent_[i + kAhead];
+      __builtin_prefetch(&port_node_[e.port]);
+      if (e.kind == kArrive) {
+        __builtin_prefetch(pool_.frame_hint(e.frame));
+        __builtin_prefetch(pool_.meta_hint(e.frame));
+        const uint8_t* data = pool_.data_hint(e.frame);
+        __builtin_prefetch(data);
+        __builtin_prefetch(data + 64);
+      }
+    }
+    write_out(sent_[i], outboxes_[rank_of_node_[port_node_[sent_[i].port]]]);
   }
-  std::vector<uint8_t>& out = outboxes_[rank_of_node_[port_node_[port]]];
-  const size_t at_byte = out.size();
-  out.resize(at_byte + sizeof(h) + padded8(h.len));
-  std::memcpy(out.data() + at_byte, &h, sizeof(h));
+  sent_.clear();
+  earliest_sent_ = kNever;
+  return outboxes_;
+}
+
+void Network::write_out(const RemoteEvent& e, std::vector<uint8_t>& out) {
+  uint8_t rec[kArriveBytes];
+  uint8_t* at = put(rec, e.time);
+  const Frame* fr = e.kind == kArrive ? &pool_[e.frame] : nullptr;
+  const uint32_t priority = fr != nullptr ? static_cast<uint32_t>(fr->priority) : 0;
+  at = put(at, e.port | uint32_t{e.kind} << kPortBits | priority << (kPortBits + 4));
+  if (e.kind == kCall) {
+    at = put(put(put(at, e.key), e.b), e.frame);
+  } else {
+    at = put(at, static_cast<uint32_t>(e.key & kCounterMask));
+    if (fr == nullptr) {
+      at = put(at, e.b);
+    } else {
+      at = put(put(at, fr->wire_len), fr->len);
+      std::memcpy(at, &meta(e.frame), sizeof(FrameMeta));
+      at += sizeof(FrameMeta);
+    }
+  }
+  out.insert(out.end(), rec, at);
   if (fr != nullptr) {
-    std::memcpy(out.data() + at_byte + sizeof(h), fr->data, fr->len);
-    drop(f);
+    out.insert(out.end(), fr->data, fr->data + fr->len);
+    drop(e.frame);
   }
 }
 
@@ -99,53 +135,81 @@ absl::Status Network::set_partition(std::vector<uint16_t> rank_of_node, uint16_t
 absl::Status Network::deliver_remote(std::span<const uint8_t> records) {
   size_t at = 0;
   while (at < records.size()) {
-    RemoteHeader h;
-    if (records.size() - at < sizeof(h)) {
-      return absl::DataLossError(absl::StrCat("deliver_remote: a record cut at byte ", at));
-    }
-    std::memcpy(&h, records.data() + at, sizeof(h));
-    at += sizeof(h);
-    if (h.port >= ports_.size() || !owns_port(h.port) ||
-        (h.kind != kCall && !ports_[h.port].remote)) {
-      return absl::DataLossError(
-          absl::StrCat("deliver_remote: port ", h.port, " is not a cut port of rank ", rank_));
-    }
-    if (h.time < now_ || h.key > EventQueue::kMaxKey) {
-      return absl::DataLossError(absl::StrCat("deliver_remote: an event at ", h.time,
-                                              " ps, before this rank's time ", now_,
-                                              " ps (or a bad key): the ranks lost step"));
-    }
-    if (h.kind == kPfc) {
-      if ((h.b & 0xFF) >= kNumPriorities || (h.b >> 8) > 1) {
-        return absl::DataLossError(absl::StrCat("deliver_remote: a PFC frame for priority ",
-                                                h.b & 0xFF, " (pause ", h.b >> 8, ")"));
-      }
-      events_q_.push(h.time, kPfc, h.port, h.b, h.key);
-      continue;
-    }
-    if (h.kind == kCall) {
-      if (h.wire_len >= callbacks_.size() || h.key != call_key(h.wire_len, h.b)) {
-        return absl::DataLossError(absl::StrCat("deliver_remote: a call to callback ",
-                                                h.wire_len, " of ", callbacks_.size()));
-      }
-      events_q_.push(h.time, kCall, h.wire_len, h.b, h.key);
-      continue;
-    }
-    if (h.kind != kArrive || h.len > pool_.capacity() || padded8(h.len) > records.size() - at ||
-        h.priority >= kNumPriorities) {
-      return absl::DataLossError(absl::StrCat("deliver_remote: a bad record (kind ", h.kind,
-                                              ", ", h.len, " bytes) for port ", h.port));
-    }
-    const FrameId f = pool_.alloc();
-    Frame& fr = pool_[f];
-    std::memcpy(fr.data, records.data() + at, h.len);
-    fr.len = h.len;
-    fr.wire_len = h.wire_len;
-    fr.priority = static_cast<Priority>(h.priority);
-    std::memcpy(&meta(f), h.meta, sizeof(h.meta));
-    at += padded8(h.len);
-    events_q_.push(h.time, kArrive, h.port, f, h.key);
+    if (absl::Status s = deliver_one(records, at); !s.ok()) return s;
   }
+  return absl::OkStatus();
+}
+
+// The record at `at` scheduled, and `at` moved past it; or why not.
+absl::Status Network::deliver_one(std::span<const uint8_t> records, size_t& at) {
+  const size_t left = records.size() - at;
+  auto cut = [&] {
+    return absl::DataLossError(absl::StrCat("deliver_remote: a record cut at byte ", at));
+  };
+  if (left < kCommonBytes) return cut();
+  Time time;
+  uint32_t word;
+  const uint8_t* p = get(get(records.data() + at, time), word);
+  const uint32_t port = word & (kMaxPorts - 1);
+  const uint8_t kind = (word >> kPortBits) & 15;
+  const uint32_t priority = word >> (kPortBits + 4);
+  const size_t need = kind == kArrive ? kArriveBytes : kind == kPfc ? kPfcBytes : kCallBytes;
+  if (left < need) return cut();
+  if (port >= ports_.size() || !owns_port(port) || (kind != kCall && !ports_[port].remote)) {
+    return absl::DataLossError(
+        absl::StrCat("deliver_remote: port ", port, " is not a cut port of rank ", rank_));
+  }
+  if (time < now_) {
+    return absl::DataLossError(absl::StrCat("deliver_remote: an event at ", time,
+                                            " ps, before this rank's time ", now_,
+                                            " ps: the ranks lost step"));
+  }
+  if (kind == kCall) {
+    uint64_t key;
+    uint32_t cookie, callback;
+    get(get(get(p, key), cookie), callback);
+    if (callback >= callbacks_.size() || key != call_key(callback, cookie)) {
+      return absl::DataLossError(
+          absl::StrCat("deliver_remote: a call to callback ", callback, " of ", callbacks_.size()));
+    }
+    events_q_.push(time, kCall, callback, cookie, key);
+    at += need;
+    return absl::OkStatus();
+  }
+  uint32_t counter;
+  p = get(p, counter);
+  // The port that sent it: the other end of the link.
+  const uint64_t key = uint64_t{peer_of(port)} << 24 | counter;
+  if (counter > kCounterMask || (kind != kArrive && kind != kPfc)) {
+    return absl::DataLossError(absl::StrCat("deliver_remote: a bad record (kind ", kind,
+                                            ", counter ", counter, ") for port ", port));
+  }
+  if (kind == kPfc) {
+    uint32_t b;
+    get(p, b);
+    if ((b & 0xFF) >= kNumPriorities || (b >> 8) > 1) {
+      return absl::DataLossError(absl::StrCat("deliver_remote: a PFC frame for priority ", b & 0xFF,
+                                              " (pause ", b >> 8, ")"));
+    }
+    events_q_.push(time, kPfc, port, b, key);
+    at += need;
+    return absl::OkStatus();
+  }
+  uint32_t wire_len, len;
+  p = get(get(p, wire_len), len);
+  if (len > pool_.capacity() || len > left - need || priority >= kNumPriorities) {
+    return absl::DataLossError(absl::StrCat("deliver_remote: a bad frame (", len,
+                                            " bytes, priority ", priority, ") for port ", port));
+  }
+  const FrameId f = pool_.alloc();
+  Frame& fr = pool_[f];
+  std::memcpy(&meta(f), p, sizeof(FrameMeta));
+  std::memcpy(fr.data, p + sizeof(FrameMeta), len);
+  fr.len = len;
+  fr.wire_len = wire_len;
+  fr.priority = static_cast<Priority>(priority);
+  events_q_.push(time, kArrive, port, f, key);
+  at += need + len;
   return absl::OkStatus();
 }
 

@@ -1,6 +1,7 @@
 #include "sim/partition.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -10,11 +11,12 @@
 
 namespace uet::sim {
 
-absl::Status OneRank::exchange(std::vector<std::vector<uint8_t>>& out,
-                               std::vector<std::span<const uint8_t>>& in) {
+absl::StatusOr<int64_t> OneRank::exchange(std::vector<std::vector<uint8_t>>& out,
+                                          std::vector<std::span<const uint8_t>>& in,
+                                          int64_t bound) {
   for (auto& o : out) o.clear();
   in.assign(1, {});
-  return absl::OkStatus();
+  return bound;
 }
 
 std::vector<std::vector<uint8_t>> OneRank::all_gather(std::span<const uint8_t> mine) {
@@ -166,38 +168,53 @@ absl::StatusOr<FabricSplit> split_fabric(const Network& net, uint16_t ranks,
 
 bool run_windows(Network& net, Ranks& ranks, Time lookahead, Time until, WindowStats* stats,
                  const std::atomic<bool>* stop) {
+  using Clock = std::chrono::steady_clock;
+  WindowStats local;
+  WindowStats& st = stats != nullptr ? *stats : local;
+  auto since = [](Clock::time_point t) {
+    return std::chrono::duration<double>(Clock::now() - t).count();
+  };
+  // A stop anywhere (-1 wins the minimum on every rank) ends the run after the same window.
+  auto stopping = [stop] { return stop != nullptr && stop->load(std::memory_order_relaxed); };
   std::vector<std::span<const uint8_t>> in;
   const uint64_t sent_before = net.remote_records();
-  for (;;) {
-    // The window starts at the earliest event anywhere: an idle stretch costs one reduction,
-    // which also carries a stop (-1 wins the minimum on every rank).
-    const bool stopping = stop != nullptr && stop->load(std::memory_order_relaxed);
-    const Time next = ranks.min_all(stopping ? -1 : net.next_event_time());
-    if (next < 0) {
-      if (stats != nullptr) stats->records_sent += net.remote_records() - sent_before;
-      return false;
-    }
-    if (next > until) break;
+  // A window starts at the earliest event anywhere, so an idle stretch costs nothing. The
+  // first one's start takes a reduction; each exchange carries the next one's.
+  auto t = Clock::now();
+  Time next = ranks.min_all(stopping() ? -1 : net.next_event_time());
+  st.sync_s += since(t);
+  while (next >= 0 && next <= until) {
     // Whatever a rank sends from inside the window is due a cut link's delay after it was
     // sent, so after the window's end.
     const Time end = lookahead >= until - next ? until : next + lookahead - 1;
+    t = Clock::now();
     net.run_until(end);
-    for (const auto& o : net.outboxes()) {
-      if (stats != nullptr) stats->bytes_sent += o.size();
+    // After the exchange, this rank's earliest event is its own or one it was sent; so the
+    // earliest anywhere is the smallest over the ranks of their own and what they sent.
+    const Time bound = stopping() ? -1 : std::min(net.next_event_time(), net.earliest_sent());
+    std::vector<std::vector<uint8_t>>& out = net.outboxes();  // the window's sends written out
+    st.events_s += since(t);
+    for (const auto& o : out) st.bytes_sent += o.size();
+    t = Clock::now();
+    absl::StatusOr<int64_t> earliest = ranks.exchange(out, in, bound);
+    if (!earliest.ok()) {
+      ranks.abort(absl::StrCat("rank ", ranks.rank(), ": exchange: ", earliest.status().message()));
     }
-    if (absl::Status s = ranks.exchange(net.outboxes(), in); !s.ok()) {
-      ranks.abort(absl::StrCat("rank ", ranks.rank(), ": exchange: ", s.message()));
-    }
+    st.sync_s += since(t);
+    t = Clock::now();
     for (const auto& records : in) {
       if (absl::Status s = net.deliver_remote(records); !s.ok()) {
         ranks.abort(absl::StrCat("rank ", ranks.rank(), ": ", s.message()));
       }
     }
-    if (stats != nullptr) ++stats->windows;
+    st.deliver_s += since(t);
+    ++st.windows;
+    next = *earliest;
     if (end == until) break;
   }
+  st.records_sent += net.remote_records() - sent_before;
+  if (next < 0) return false;
   net.run_until(until);  // the clock to `until` (no event is due by then any more)
-  if (stats != nullptr) stats->records_sent += net.remote_records() - sent_before;
   return true;
 }
 

@@ -33,9 +33,11 @@ class Ranks {
   virtual uint16_t size() const noexcept = 0;
   virtual uint16_t rank() const noexcept = 0;
   // Sends out[r] to rank r for every r != rank(), clears them, and points in[r] at what rank
-  // r sent to this one (in[rank()] empty), valid until the next exchange.
-  virtual absl::Status exchange(std::vector<std::vector<uint8_t>>& out,
-                                std::vector<std::span<const uint8_t>>& in) = 0;
+  // r sent to this one (in[rank()] empty), valid until the next exchange. Returns the
+  // smallest of every rank's `bound`, carried in the same messages: one round, no collective.
+  virtual absl::StatusOr<int64_t> exchange(std::vector<std::vector<uint8_t>>& out,
+                                           std::vector<std::span<const uint8_t>>& in,
+                                           int64_t bound) = 0;
   // The smallest of every rank's `v`.
   virtual int64_t min_all(int64_t v) = 0;
   // In place: each element summed (max_all: the largest) over the ranks.
@@ -53,8 +55,9 @@ class OneRank final : public Ranks {
  public:
   uint16_t size() const noexcept override { return 1; }
   uint16_t rank() const noexcept override { return 0; }
-  absl::Status exchange(std::vector<std::vector<uint8_t>>& out,
-                        std::vector<std::span<const uint8_t>>& in) override;
+  absl::StatusOr<int64_t> exchange(std::vector<std::vector<uint8_t>>& out,
+                                   std::vector<std::span<const uint8_t>>& in,
+                                   int64_t bound) override;
   int64_t min_all(int64_t v) override { return v; }
   void sum_all(std::span<uint64_t>) override {}
   void max_all(std::span<uint64_t>) override {}
@@ -83,9 +86,12 @@ absl::StatusOr<FabricSplit> split_fabric(const Network& net, uint16_t ranks,
 
 // What run_windows() did, summed over its calls on this rank.
 struct WindowStats {
-  uint64_t windows = 0;        // windows run (each one exchange and one reduction)
+  uint64_t windows = 0;        // windows run (each ends with one exchange)
   uint64_t records_sent = 0;   // events sent to other ranks (frames, PFC frames, calls)
   uint64_t bytes_sent = 0;
+  // Wall time on this rank: running its events, in the reductions and exchanges (waiting
+  // for the slowest rank included), and scheduling what arrived.
+  double events_s = 0, sync_s = 0, deliver_s = 0;
 };
 
 // Runs `net` (split by set_partition) up to `until` in windows, as Network::run_until runs it

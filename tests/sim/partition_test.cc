@@ -177,8 +177,9 @@ struct TwoRanks {
 };
 
 // Expect: rank 0's frame from host 0 to host 1 leaves through its outbox for rank 1 (nothing
-// for itself), and rank 1, handed those records, delivers the same bytes to host 1 at the time
-// one process would: three hops of serialization and delay.
+// for itself) as a record of its bytes and 40 more, and rank 1, handed those records,
+// delivers the same bytes to host 1 at the time one process would: three hops of
+// serialization and delay.
 TEST(Partition_Remote, AFrameCrossesTheCutAsItsRecordsAndArrivesOnTime) {
   TwoRanks a(0), b(1);
   Sink sink;
@@ -210,9 +211,13 @@ TEST(Partition_Remote, AFrameCrossesTheCutAsItsRecordsAndArrivesOnTime) {
   a.net.attach(0, &source);
   a.net.kick(0);
   a.net.run_until(10 * kMicrosecond);
-  EXPECT_TRUE(a.net.outboxes()[0].empty());
-  ASSERT_FALSE(a.net.outboxes()[1].empty());
   EXPECT_EQ(a.net.remote_records(), 1u);
+  EXPECT_EQ(a.net.earliest_sent(), 2 * (9920 + 500 * kNanosecond));  // its arrival at s1
+  EXPECT_TRUE(a.net.outboxes()[0].empty());
+  // Its record: 40 bytes (time, port and kind, counter, lengths, metadata) and the frame's
+  // 100 bytes, unpadded.
+  EXPECT_EQ(a.net.outboxes()[1].size(), 40u + 100u);
+  EXPECT_EQ(a.net.earliest_sent(), kNever);  // written out
   ASSERT_TRUE(b.net.deliver_remote(a.net.outboxes()[1]).ok());
   b.net.run_until(20 * kMicrosecond);
   ASSERT_EQ(sink.got.size(), 1u);
@@ -228,20 +233,21 @@ TEST(Partition_Remote, RefusesRecordsItCannotPlace) {
   TwoRanks b(1);
   b.net.run_until(kMicrosecond);
   // A well-formed PFC record for rank 1's end of the cut link (the s1 port facing s0), as
-  // Network lays it out: time, key, port, b, len, wire_len, kind, priority, pad, meta.
+  // Network lays it out: time, port | kind << 24, the key's counter, b (priority | pause << 8);
+  // an arrival: time, port | kind << 24 | priority << 28, counter, wire_len, len, meta, bytes.
   uint32_t cut = 0;
   for (uint32_t p = 0; p < b.net.num_ports(); ++p) {
     if (b.net.port(p).remote && b.net.owns_port(p)) cut = p;
   }
+  constexpr uint8_t kArrive = 1, kPfc = 3;
   auto record = [&](Time t, uint32_t port, uint8_t kind, uint32_t len) {
-    std::vector<uint8_t> r(56, 0);
+    std::vector<uint8_t> r(kind == kArrive ? 40 : 20, 0);
+    const uint32_t word = port | uint32_t{kind} << 24;
     std::memcpy(r.data(), &t, 8);
-    std::memcpy(r.data() + 16, &port, 4);
-    std::memcpy(r.data() + 24, &len, 4);
-    r[32] = kind;
+    std::memcpy(r.data() + 8, &word, 4);
+    if (kind == kArrive) std::memcpy(r.data() + 20, &len, 4);
     return r;
   };
-  constexpr uint8_t kArrive = 1, kPfc = 3;
   const auto pending = b.net.events_pending();
   auto expect_refused = [&](std::vector<uint8_t> r, const char* why) {
     const absl::Status s = b.net.deliver_remote(r);
@@ -249,17 +255,24 @@ TEST(Partition_Remote, RefusesRecordsItCannotPlace) {
     EXPECT_EQ(b.net.events_pending(), pending) << why;
   };
   auto cut_short = record(2 * kMicrosecond, cut, kPfc, 0);
-  cut_short.resize(30);
+  cut_short.resize(16);
   expect_refused(cut_short, "cut short");
   expect_refused(record(2 * kMicrosecond, b.net.host(0).port, kPfc, 0), "another rank's port");
   expect_refused(record(kMicrosecond / 2, cut, kPfc, 0), "before this rank's clock");
   auto bad_pfc = record(2 * kMicrosecond, cut, kPfc, 0);
   const uint32_t priority = 7;  // beyond the two classes PFC pauses
-  std::memcpy(bad_pfc.data() + 20, &priority, 4);
+  std::memcpy(bad_pfc.data() + 16, &priority, 4);
   expect_refused(bad_pfc, "PFC for a priority that does not exist");
+  auto bad_counter = record(2 * kMicrosecond, cut, kPfc, 0);
+  const uint32_t counter = 1u << 24;  // a key's counter has 24 bits
+  std::memcpy(bad_counter.data() + 12, &counter, 4);
+  expect_refused(bad_counter, "a counter beyond 24 bits");
   auto too_long = record(2 * kMicrosecond, cut, kArrive, 100000);
   too_long.resize(too_long.size() + 100000);
   expect_refused(too_long, "longer than a frame");
+  auto frame_cut = record(2 * kMicrosecond, cut, kArrive, 100);
+  frame_cut.resize(frame_cut.size() + 99);
+  expect_refused(frame_cut, "a frame's bytes cut short");
   // Expect: the same PFC record, well formed, is scheduled.
   EXPECT_TRUE(b.net.deliver_remote(record(2 * kMicrosecond, cut, kPfc, 0)).ok());
   EXPECT_EQ(b.net.events_pending(), pending + 1);
