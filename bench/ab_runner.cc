@@ -508,6 +508,13 @@ absl::StatusOr<RunResult> Run::collect() {
     r.split.records = w[1];
     r.split.bytes = w[2];
     r.split.lookahead = lookahead_;
+    // Where a rank's wall time went, the largest over the ranks, in microseconds.
+    std::array<uint64_t, 4> most{};
+    const std::array<double, 4> mine{setup_s_, windows_.events_s, windows_.sync_s,
+                                     windows_.deliver_s};
+    for (size_t i = 0; i < most.size(); ++i) most[i] = static_cast<uint64_t>(mine[i] * 1e6);
+    ranks_.max_all(most);
+    for (size_t i = 0; i < most.size(); ++i) r.split.most_s[i] = static_cast<double>(most[i]) / 1e6;
   }
   r.sim_time = net_.now();
   r.wall_s = std::chrono::duration<double>(Clock::now() - t0_).count();

@@ -7,6 +7,7 @@
 // return of the last ACK. Flows with prerequisites start when those complete.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -239,10 +240,13 @@ struct RunResult {
   // Split over ranks: how (never in the results files, which must not depend on it).
   struct {
     uint16_t ranks = 1;
-    uint64_t windows = 0;  // windows each rank ran (each an exchange and a reduction)
+    uint64_t windows = 0;  // windows each rank ran (each ends with one exchange)
     uint64_t records = 0;  // events sent between ranks (frames, PFC frames, notices)
     uint64_t bytes = 0;
     Time lookahead = 0;    // the smallest delay of a link between two ranks
+    // Wall seconds, the largest over the ranks: set-up, running events, exchanging (waiting
+    // for the slowest rank included), scheduling what arrived.
+    std::array<double, 4> most_s{};
   } split;
 };
 

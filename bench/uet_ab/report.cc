@@ -204,6 +204,11 @@ void print_split(const std::vector<RunResult>& runs) {
                 static_cast<double>(r.split.lookahead) / kNanosecond, r.split.windows,
                 static_cast<double>(r.split.windows) / us, r.split.records,
                 static_cast<double>(r.split.records) / us, static_cast<double>(r.split.bytes) / 1e6);
+    std::printf(
+        "%s ranks' wall time (the largest over the ranks): set-up %.2f s, events %.2f s, "
+        "exchanges %.2f s, deliveries %.2f s\n",
+        to_string(r.transport), r.split.most_s[0], r.split.most_s[1], r.split.most_s[2],
+        r.split.most_s[3]);
   }
 }
 
