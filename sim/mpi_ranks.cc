@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <string>
 #include <vector>
 
@@ -88,7 +89,7 @@ class MpiRanks final : public Ranks {
       if (r == rank_) continue;
       MPI_Message message;
       MPI_Status status;
-      MPI_Mprobe(r, kExchangeTag, MPI_COMM_WORLD, &message, &status);
+      probe(r, &message, &status);
       int count = 0;
       MPI_Get_count(&status, MPI_BYTE, &count);
       if (count < static_cast<int>(sizeof(int64_t))) {
@@ -102,14 +103,16 @@ class MpiRanks final : public Ranks {
       earliest = std::min(earliest, theirs);
       in[r] = std::span<const uint8_t>(recv_[r].data(), records);
     }
-    MPI_Waitall(static_cast<int>(requests_.size()), requests_.data(), MPI_STATUSES_IGNORE);
+    for (MPI_Request& request : requests_) wait(&request);
     for (auto& o : out) o.clear();
     return earliest;
   }
 
   int64_t min_all(int64_t v) override {
     int64_t m = v;
-    MPI_Allreduce(&v, &m, 1, MPI_INT64_T, MPI_MIN, MPI_COMM_WORLD);
+    MPI_Request request;
+    MPI_Iallreduce(&v, &m, 1, MPI_INT64_T, MPI_MIN, MPI_COMM_WORLD, &request);
+    wait(&request);
     return m;
   }
   void sum_all(std::span<uint64_t> v) override { reduce(v, MPI_SUM); }
@@ -144,10 +147,37 @@ class MpiRanks final : public Ranks {
   }
 
  private:
+  // A rank that waits for another polls a while, then sleeps between polls: spinning would
+  // keep the CPU share the slower rank needs when the ranks share their cores with other work
+  // (Linux gives a session's processes one share together: sched(7), "autogroup"). A window
+  // is milliseconds of work, so a sleep's tens of microseconds cost little when the cores
+  // are free.
+  static void idle(int polls) {
+    constexpr int kSpinPolls = 2000;
+    if (polls < kSpinPolls) return;
+    const timespec pause{0, 20'000};
+    nanosleep(&pause, nullptr);
+  }
+  void wait(MPI_Request* request) {
+    for (int polls = 0, done = 0;; ++polls) {
+      MPI_Test(request, &done, MPI_STATUS_IGNORE);
+      if (done != 0) return;
+      idle(polls);
+    }
+  }
+  void probe(int from, MPI_Message* message, MPI_Status* status) {
+    for (int polls = 0, found = 0;; ++polls) {
+      MPI_Improbe(from, kExchangeTag, MPI_COMM_WORLD, &found, message, status);
+      if (found != 0) return;
+      idle(polls);
+    }
+  }
   void reduce(std::span<uint64_t> v, MPI_Op op) {
     if (v.empty()) return;
-    MPI_Allreduce(MPI_IN_PLACE, v.data(), static_cast<int>(v.size()), MPI_UINT64_T, op,
-                  MPI_COMM_WORLD);
+    MPI_Request request;
+    MPI_Iallreduce(MPI_IN_PLACE, v.data(), static_cast<int>(v.size()), MPI_UINT64_T, op,
+                   MPI_COMM_WORLD, &request);
+    wait(&request);
   }
   uint16_t rank_ = 0;
   uint16_t size_ = 1;
