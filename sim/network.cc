@@ -92,9 +92,7 @@ uint32_t Network::route_port(uint32_t sw, uint32_t dst_host, uint64_t flow_hash,
                              uint8_t& state) const noexcept {
   if (routing_.minimal()) return routing_.port(sw, dst_host, flow_hash);
   if (state == 0) {
-    state = routing_.decide(sw, dst_host, flow_hash, [this](uint32_t p) {
-      return ports_[p].queued_bytes[0] + ports_[p].queued_bytes[1];
-    });
+    state = routing_.decide(sw, dst_host, flow_hash, [this](uint32_t p) { return queue_total(p); });
   }
   return routing_.port_stateful(sw, dst_host, flow_hash, state);
 }
@@ -223,7 +221,7 @@ constexpr size_t kPrefetchLast = 2;
   // arrival, only prefetches some other port's slot).
   const uint32_t out = routing_.memo_out(e.b);
   if (out == kNone || ports_[e.a].at_host) return;
-  const bool control = meta(e.b).control;
+  const bool control = (meta(e.b).prio & 1) != 0;  // a hint: class 2's (3) too
   if (const QueuedFrame* slot = ports_[out].queue[control ? 1 : 0].back_slot()) prefetch(slot);
 }
 
@@ -312,12 +310,13 @@ void Network::run_until(Time until) {
   Port& p = ports_[port];
   const int prio = static_cast<int>(b & 0xFF);
   const bool pause = (b >> 8) != 0;
+  if (prio >= kPortPriorities) [[unlikely]] return on_pfc_class(port, prio, pause);
   if (pause && !p.paused[prio]) {
     p.paused[prio] = true;
     if (prio == 0) {
       if (paused_since_.empty()) paused_since_.resize(ports_.size());
       paused_since_[port] = now_;
-      if (config_.switches.pfc.watchdog.enabled) pfc_watch_paused(port);
+      if (config_.switches.pfc.watchdog.enabled) pfc_watch_paused(port, 0);
     }
   } else if (!pause && p.paused[prio]) {
     p.paused[prio] = false;
@@ -370,25 +369,20 @@ void Network::run_until(Time until) {
   }
 }
 
-void Network::account_queue(Port& p) {
-  // Through int64_t: the same double (q is far below 2^63), one instruction where the
-  // unsigned conversion takes a test and a branch.
-  const auto q = static_cast<int64_t>(p.queued_bytes[0] + p.queued_bytes[1]);
-  // An empty queue adds exactly 0 to the (non-negative) integral: skip the arithmetic.
-  if (q != 0) {
-    p.stats.queue_byte_ps += static_cast<double>(q) * static_cast<double>(now_ - p.last_queue_change);
-  }
-  p.last_queue_change = now_;
-}
-
 void Network::flush_stats() {
   for (uint32_t i = 0; i < ports_.size(); ++i) {
     if (!owns_port(i)) continue;
     Port& p = ports_[i];
     account_queue(p);
+    if (!classes_.empty()) account_classes(i);
     if (p.paused[0]) {
       rare_stats(i).paused_time += now_ - paused_since_[i];
       paused_since_[i] = now_;
+    }
+    for (int c = 0; c < kExtraClasses; ++c) {
+      if (!paused_at(i, c + kPortPriorities)) continue;
+      rare_stats(i).paused_time += now_ - classes_[i][c].paused_since;
+      classes_[i][c].paused_since = now_;
     }
   }
 }
@@ -400,41 +394,54 @@ void Network::flush_stats() {
 [[gnu::always_inline]] inline void Network::start_tx_inline(uint32_t port) {
   Port& p = ports_[port];
   if (p.done_scheduled || now_ < p.busy_until) return;
-  for (int prio = kNumPriorities - 1; prio >= 0; --prio) {
-    if (p.queue[prio].empty() || p.paused[prio]) continue;
-    account_queue(p);
-    const QueuedFrame q = p.queue[prio].pop(ring_pool_);
-    const FrameId f = q.frame;
-    const uint32_t bytes = q.bytes;
-    p.queued_bytes[prio] -= bytes;
-    // PFC: the frame leaves this switch's buffer; the ingress it came through may resume.
-    const uint32_t in = q.ingress;
-    if (in != kNone) {
-      Port& ip = ports_[in];
-      ip.ingress_bytes[prio] -= bytes;
+  int prio = 1;
+  if (p.queue[1].empty() || p.paused[1]) {
+    // The further lossless classes, where they hold frames, before class 0 (lossless_classes.h).
+    if (p.classes != 0) [[unlikely]] return start_tx_class(port);
+    if (p.queue[0].empty() || p.paused[0]) return;
+    prio = 0;
+  }
+  account_queue(p);
+  const QueuedFrame q = p.queue[prio].pop(ring_pool_);
+  p.queued_bytes[prio] -= q.bytes;
+  // PFC: the frame leaves this switch's buffer; the ingress it came through may resume.
+  if (q.ingress != kNone) {
+    if (tagging_) [[unlikely]] {
+      release_ingress(q.ingress, q.bytes);
+    } else {
+      Port& ip = ports_[q.ingress];
+      ip.ingress_bytes[prio] -= q.bytes;
       const SwitchConfig& sc = config_.switches;  // every switch's (Switch::config)
-      if (sc.pfc.enabled && prio == 0 && ip.pause_sent[0] && ip.ingress_bytes[0] <= sc.pfc.xon_bytes) {
-        send_pfc(in, 0, false);
+      if (sc.pfc.enabled && prio == 0 && (ip.pause_sent & 1) != 0 &&
+          ip.ingress_bytes[0] <= sc.pfc.xon_bytes) {
+        send_pfc(q.ingress, 0, false);
       }
     }
-    Time done = now_ + serialization(p, bytes + 24);  // + preamble, IFG, FCS
-    if (p.at_host && host_cost_) [[unlikely]] done += host_cost(bytes);
-    p.busy_until = done;
-    ++p.stats.tx_frames;
-    p.stats.tx_bytes += bytes;
-    if (p.plain) [[likely]] {  // up, unimpaired, untapped: start_tx_rare's no-draw case
-      events_q_.push(done + p.delay, kArrive, p.peer, f, arrival_key(port, p));
-    } else {
-      start_tx_rare(port, f, bytes, done);
-    }
-    bool more = false;
-    for (int pr = 0; pr < kNumPriorities; ++pr) more |= !p.queue[pr].empty() && !p.paused[pr];
-    if (more || p.at_host) {
-      events_q_.push(done, kTxDone, port, 0, event_key(port, 0));
-      p.done_scheduled = true;
-    }
-    return;
   }
+  const Time done = send_frame(port, q.frame, q.bytes);
+  bool more = false;
+  for (int pr = 0; pr < kPortPriorities; ++pr) more |= !p.queue[pr].empty() && !p.paused[pr];
+  if (more || p.at_host || p.classes != 0) {
+    events_q_.push(done, kTxDone, port, 0, event_key(port, 0));
+    p.done_scheduled = true;
+  }
+}
+
+// The frame's fate on the wire, from start_tx: it occupies the port for its serialization
+// (+ preamble, IFG, FCS), until the time returned, and arrives after the propagation delay.
+[[gnu::always_inline]] inline Time Network::send_frame(uint32_t port, FrameId f, uint32_t bytes) {
+  Port& p = ports_[port];
+  Time done = now_ + serialization(p, bytes + 24);
+  if (p.at_host && host_cost_) [[unlikely]] done += host_cost(bytes);
+  p.busy_until = done;
+  ++p.stats.tx_frames;
+  p.stats.tx_bytes += bytes;
+  if (p.plain) [[likely]] {  // up, unimpaired, untapped: start_tx_rare's no-draw case
+    events_q_.push(done + p.delay, kArrive, p.peer, f, arrival_key(port, p));
+  } else {
+    start_tx_rare(port, f, bytes, done);
+  }
+  return done;
 }
 
 // Out of line for enqueue's and the control events' kick_port; a tx-done (most calls) runs
@@ -491,7 +498,12 @@ bool Network::parse_meta(const Frame& fr, FrameMeta& m) noexcept {
   const uint32_t dst = host_of_ip4(info.dst_ip4);
   m.dst_host = (dst < kNoHost24 ? dst : kNoHost24) & kNoHost24;
   m.flow_hash = info.flow_hash;
-  m.control = classify_dscp(info.dscp) == Priority::kControl;
+  // A lossless class a switch moved it to is kept (a re-parse follows a flipped bit).
+  if (classify_dscp(info.dscp) == Priority::kControl) {
+    m.prio = 1;
+  } else if (m.prio == 1) {
+    m.prio = 0;
+  }
   m.parsed = true;
   return true;
 }
@@ -513,7 +525,8 @@ bool Network::parse_meta(const Frame& fr, FrameMeta& m) noexcept {
     drop(f);
     return;
   }
-  enqueue(out, f, m.control ? Priority::kControl : Priority::kData, in_port);
+  if (tagging_) [[unlikely]] return forward_tagged(in_port, out, f);
+  enqueue(out, f, static_cast<Priority>(m.prio), in_port);
 }
 
 // Admission, ECN marking and trimming at a switch output port (or a host NIC, where nothing
@@ -534,7 +547,7 @@ bool Network::parse_meta(const Frame& fr, FrameMeta& m) noexcept {
       control_limit = l.control_buffer_bytes;
     }
     if (lossless) {
-      if (pfc_stormed_ != 0 && pfc_storm_drop(port, f)) [[unlikely]] return false;
+      if (pfc_stormed_ != 0 && pfc_storm_drop(port, 0, f)) [[unlikely]] return false;
       // Lossless admission is per ingress, as a switch's PFC priority groups do: up to XOFF,
       // then the headroom that absorbs what is in flight while the pause travels upstream.
       if (ports_[ingress].ingress_bytes[0] + m.bytes >
@@ -551,7 +564,7 @@ bool Network::parse_meta(const Frame& fr, FrameMeta& m) noexcept {
           ++rare_stats(port).corrupted_rewrites;
           m.corrupted = false;
         }
-        m.control = true;  // kDscpTrimmed
+        m.prio = 1;  // kDscpTrimmed: the control class
         pr = static_cast<int>(Priority::kControl);
         if (p.queued_bytes[pr] + m.bytes > control_limit) {
           ++p.stats.drops;
@@ -564,23 +577,13 @@ bool Network::parse_meta(const Frame& fr, FrameMeta& m) noexcept {
         return false;
       }
     }
-    if (pr == 0 && sc.ecn.enabled) {
-      const EcnConfig& ecn = p.scaled ? scaled_[port].ecn : sc.ecn;
-      const double prob = ecn_mark_probability(ecn, p.queued_bytes[0]);
-      if (prob > 0 && p.rng.chance(prob) && mark_ce(pool_[f])) {
-        ++p.stats.ecn_marks;
-        if (m.corrupted) {  // the IPv4 checksum is recomputed over the damaged header
-          ++rare_stats(port).corrupted_rewrites;
-          m.corrupted = false;
-        }
-      }
-    }
+    if (pr == 0 && sc.ecn.enabled) mark_ecn(port, f, p.queued_bytes[0]);
     // PFC: count the frame against its ingress in the class and size it was queued with
     // (trimming may have changed both); start_tx gives it back.
     buffered_under = ingress;
     Port& ip = ports_[ingress];
     ip.ingress_bytes[pr] += m.bytes;
-    if (lossless && !ip.pause_sent[0] && ip.ingress_bytes[0] > sc.pfc.xoff_bytes) {
+    if (lossless && (ip.pause_sent & 1) == 0 && ip.ingress_bytes[0] > sc.pfc.xoff_bytes) {
       send_pfc(ingress, 0, true);
     }
   }
@@ -592,6 +595,22 @@ bool Network::parse_meta(const Frame& fr, FrameMeta& m) noexcept {
   return true;
 }
 
+// RED on the queue the frame joins (`queue_bytes` before it), marking CE in its IP header.
+[[gnu::always_inline]] inline void Network::mark_ecn(uint32_t port, FrameId f,
+                                                     uint64_t queue_bytes) {
+  Port& p = ports_[port];
+  const EcnConfig& ecn = p.scaled ? scaled_[port].ecn : config_.switches.ecn;
+  const double prob = ecn_mark_probability(ecn, queue_bytes);
+  if (prob > 0 && p.rng.chance(prob) && mark_ce(pool_[f])) {
+    ++p.stats.ecn_marks;
+    FrameMeta& m = meta(f);
+    if (m.corrupted) {  // the IPv4 checksum is recomputed over the damaged header
+      ++rare_stats(port).corrupted_rewrites;
+      m.corrupted = false;
+    }
+  }
+}
+
 double ecn_mark_probability(const EcnConfig& ecn, uint64_t queue_bytes) noexcept {
   if (queue_bytes >= ecn.kmax_bytes) return 1;
   if (queue_bytes <= ecn.kmin_bytes) return 0;
@@ -599,9 +618,129 @@ double ecn_mark_probability(const EcnConfig& ecn, uint64_t queue_bytes) noexcept
          static_cast<double>(ecn.kmax_bytes - ecn.kmin_bytes);
 }
 
+// ----- The further lossless classes (sim/routing/lossless_classes.h), where frames change
+// class: Tagger's and the dateline's rule applied as a switch does, a frame buffered at its
+// ingress under the priority it arrived in (its PFC priority on that link) and queued at its
+// egress in the class the rule gives (Hu et al., CoNEXT 2017, §5: "a switch ... re-tags").
+
+// The frame was queued upstream in priority m.prio and arrived through `in_port`; the rule
+// reads the upstream egress (the link's far end) and `out`. The control class stays.
+void Network::forward_tagged(uint32_t in_port, uint32_t out, FrameId f) {
+  const int in_prio = meta(f).prio;
+  int prio = in_prio;
+  if (in_prio != 1) {
+    const auto cls = static_cast<uint8_t>(lossless_class(in_prio));
+    prio = lossless_priority(routing_.lossless().next(cls, peer_of(in_port), out));
+  }
+  enqueue_tagged(out, f, prio, in_port, in_prio);
+}
+
+// enqueue's switch side, by priority: a lossless class admitted by its ingress counter (XOFF
+// + headroom) and marked by its own queue, control by its buffer limit. No trimming: with PFC
+// on nothing lossless is trimmed.
+bool Network::enqueue_tagged(uint32_t port, FrameId f, int prio, uint32_t ingress, int in_prio) {
+  Port& p = ports_[port];
+  FrameMeta& m = meta(f);
+  const SwitchConfig& sc = config_.switches;  // every switch's (Switch::config)
+  if (prio == 1) {
+    const uint64_t limit = p.scaled ? scaled_[port].control_buffer_bytes : sc.control_buffer_bytes;
+    if (p.queued_bytes[1] + m.bytes > limit) {
+      ++p.stats.drops;
+      drop(f);
+      return false;
+    }
+  } else {
+    if (pfc_stormed_ != 0 && pfc_storm_drop(port, prio, f)) [[unlikely]] return false;
+    if (ingress_bytes_of(ingress, in_prio) + m.bytes > sc.pfc.xoff_bytes + sc.pfc.headroom_bytes) {
+      ++rare_stats(port).lossless_drops;
+      drop(f);
+      return false;
+    }
+    const uint64_t q = prio == 0 ? p.queued_bytes[0] : classes_[port][prio - 2].queued_bytes;
+    if (sc.ecn.enabled) mark_ecn(port, f, q);
+  }
+  uint64_t& in_bytes = ingress_bytes_of(ingress, in_prio);
+  in_bytes += m.bytes;
+  if (in_prio != 1 && ((ports_[ingress].pause_sent >> in_prio) & 1) == 0 &&
+      in_bytes > sc.pfc.xoff_bytes) {
+    send_pfc(ingress, in_prio, true);
+  }
+  if (prio < kPortPriorities) {
+    account_queue(p);
+  } else {
+    account_classes(port);
+  }
+  m.prio = static_cast<uint8_t>(prio) & 3;
+  const QueuedFrame q{f, m.bytes, ingress | static_cast<uint32_t>(in_prio) << 24};
+  if (prio < kPortPriorities) {
+    p.queue[prio].push(q, ring_pool_);
+    p.queued_bytes[prio] += m.bytes;
+  } else {
+    PortClass& c = classes_[port][prio - 2];
+    c.queue.push(q, ring_pool_);
+    c.queued_bytes += m.bytes;
+    p.classes |= static_cast<uint8_t>(1u << (prio - 2));
+  }
+  p.stats.max_queue_bytes = std::max(p.stats.max_queue_bytes, queue_total(port));
+  kick_port(port);
+  return true;
+}
+
+// start_tx where a further class holds frames: control first (start_tx_inline), then the
+// highest lossless class not paused, class 0 last: a frame that crossed more global links
+// (or a dateline) is nearer its destination, and the classes above never wait on those below.
+void Network::start_tx_class(uint32_t port) {
+  Port& p = ports_[port];
+  int prio = -1;
+  for (int c = kNumPriorities - 1; c >= kPortPriorities && prio < 0; --c) {
+    if (((p.classes >> (c - 2)) & 1) != 0 && !paused_at(port, c)) prio = c;
+  }
+  if (prio < 0) {
+    if (p.queue[0].empty() || p.paused[0]) return;
+    prio = 0;
+  }
+  QueuedFrame q;
+  if (prio == 0) {
+    account_queue(p);
+    q = p.queue[0].pop(ring_pool_);
+    p.queued_bytes[0] -= q.bytes;
+  } else {
+    account_classes(port);
+    PortClass& c = classes_[port][prio - 2];
+    q = c.queue.pop(ring_pool_);
+    c.queued_bytes -= q.bytes;
+    if (c.queue.empty()) p.classes &= static_cast<uint8_t>(~(1u << (prio - 2)));
+  }
+  if (q.ingress != kNone) release_ingress(q.ingress, q.bytes);
+  const Time done = send_frame(port, q.frame, q.bytes);
+  const bool ready = (p.classes & ~(p.classes >> 4) & 3) != 0;  // held, not paused
+  if ((!p.queue[0].empty() && !p.paused[0]) || (!p.queue[1].empty() && !p.paused[1]) || ready) {
+    events_q_.push(done, kTxDone, port, 0, event_key(port, 0));
+    p.done_scheduled = true;
+  }
+}
+
+// A PFC frame for a further class reaches the upstream egress `port` (on_pfc's other half).
+void Network::on_pfc_class(uint32_t port, int prio, bool pause) {
+  if (classes_.empty() || pause == paused_at(port, prio)) return;
+  Port& p = ports_[port];
+  PortClass& c = classes_[port][prio - 2];
+  const auto bit = static_cast<uint8_t>(1u << (prio + 2));  // 4 + class's bit
+  if (pause) {
+    p.classes |= bit;
+    c.paused_since = now_;
+    if (config_.switches.pfc.watchdog.enabled) pfc_watch_paused(port, prio);
+    return;
+  }
+  p.classes &= static_cast<uint8_t>(~bit);
+  rare_stats(port).paused_time += now_ - c.paused_since;
+  kick_port(port);
+}
+
 void Network::send_pfc(uint32_t ingress_port, int prio, bool pause) {
   Port& ip = ports_[ingress_port];
-  ip.pause_sent[prio] = pause;
+  const auto bit = static_cast<uint8_t>(1u << prio);
+  ip.pause_sent = static_cast<uint8_t>(pause ? ip.pause_sent | bit : ip.pause_sent & ~bit);
   uint64_t& sent = rare_stats(ingress_port).pauses_sent;
   if (pause) ++sent;
   // The pause frame travels the link back to the upstream egress.
@@ -633,7 +772,7 @@ void Network::host_pull(uint32_t host) {
   for (;;) {
     bool sendable = false;
     size_t queued = 0;
-    for (int pr = 0; pr < kNumPriorities; ++pr) {
+    for (int pr = 0; pr < kPortPriorities; ++pr) {
       queued += p.queue[pr].size();
       if (!p.queue[pr].empty() && !p.paused[pr]) sendable = true;
     }
@@ -651,6 +790,7 @@ void Network::host_pull(uint32_t host) {
     m.parsed = false;
     m.damaged = m.corrupted = false;
     m.route_state = 0;
+    m.prio = 0;
     m.bytes = fr->bytes_on_wire();
     (void)parse_meta(*fr, m);
     enqueue(h.port, f, fr->priority, kNone);

@@ -40,6 +40,10 @@
 namespace uet::sim {
 
 // A frame's destination is kept in 24 bits (FrameMeta); hosts are also 10.0.0.1 + index.
+// The priorities a Port keeps inline: data (lossless class 0 under PFC) and control. The
+// further lossless classes (kNumPriorities: Tagger's, the dateline's) live beside the ports,
+// made only for a fabric whose routes need them (Network::classes_).
+inline constexpr int kPortPriorities = 2;
 inline constexpr uint32_t kMaxHosts = (1u << 24) - 2;
 inline constexpr uint32_t kMaxPorts = 1u << 24;  // a port number fills 24 bits of an event key
 
@@ -75,7 +79,8 @@ struct EcnConfig {
 // linearly to pmax just below kmax, 1 from kmax.
 double ecn_mark_probability(const EcnConfig& ecn, uint64_t queue_bytes) noexcept;
 
-// PFC on the data class, per ingress port. The lossless class is admitted by its ingress
+// PFC on the data class (and on the further lossless classes routing's deadlock_free rule
+// moves frames into: sim/routing/lossless_classes.h), per ingress port and priority. The lossless class is admitted by its ingress
 // counter (XOFF + headroom), not by the output buffer limit; headroom must cover a round trip
 // of the upstream link plus a frame, or frames are lost (counted as lossless_drops).
 struct PfcConfig {
@@ -112,7 +117,7 @@ struct PortStats {
   uint64_t trims = 0;
   uint64_t ecn_marks = 0;
   uint64_t pauses_sent = 0;      // PFC XOFF sent upstream from this ingress
-  Time paused_time = 0;          // time this egress spent paused (data class)
+  Time paused_time = 0;          // time this egress spent paused, summed over lossless classes
   // Corruption accounting. At a host's port: frames that reached the host still damaged (a
   // bit flipped upstream where a check covers it, and no switch rewrote them since), which
   // its transport must reject; and every damaged frame that reached it (its transport may
@@ -171,8 +176,12 @@ struct Node {
 struct QueuedFrame {
   FrameId frame;
   uint32_t bytes;    // Frame::bytes_on_wire() as queued
-  uint32_t ingress;  // kNone at a host NIC
+  // kNone at a host NIC. Where frames change class (Network::tagging_): the ingress port in
+  // the low 24 bits (kMaxPorts) and above them the priority the frame arrived in, the
+  // ingress counter it is buffered under (Tagger: buffered by the old tag, queued by the new).
+  uint32_t ingress;
 };
+inline constexpr uint32_t kIngressPortMask = (1u << 24) - 1;
 
 // Hot fields first (what every frame touches at a hop), by cache line: line 0 is what the
 // port a frame arrives through needs (owner, link state, and at a switch the PFC ingress
@@ -190,8 +199,11 @@ struct alignas(64) Port {
   bool tapped = false;     // Network::taps_ holds a pcap writer for the frames it transmits
   bool scaled = false;     // buffers and ECN thresholds scaled (degraded): see Network::scaled_
   bool plain = true;       // up, not impaired, not tapped, not remote (cached): start_tx's common case
-  std::array<bool, kNumPriorities> paused{};
-  std::array<bool, kNumPriorities> pause_sent{};  // at a switch ingress: PFC XOFF sent upstream
+  std::array<bool, kPortPriorities> paused{};
+  uint8_t pause_sent = 0;  // at a switch ingress, by priority (bit p): PFC XOFF sent upstream
+  // The further lossless classes' state kept here (Network::classes_ holds their queues): bit
+  // c - 1 while class c holds frames, bit 4 + c - 1 while it is paused. 0 on a Clos.
+  uint8_t classes = 0;
   bool remote = false;     // the peer's node runs in another process (Network::set_partition)
   // Picoseconds per byte when rate_bps divides 8e12 (every whole Gb/s rate that divides 8000,
   // e.g. 25, 100, 400, 800), so serialization is one multiplication; 0 otherwise.
@@ -203,9 +215,9 @@ struct alignas(64) Port {
   int64_t rate_bps = 0;   // current rate (degradable)
   Time delay = 0;         // link.delay (cached)
   // At a switch: bytes in this switch's buffers that entered through this port (PFC).
-  std::array<uint64_t, kNumPriorities> ingress_bytes{};
-  std::array<Ring<QueuedFrame>, kNumPriorities> queue;
-  std::array<uint64_t, kNumPriorities> queued_bytes{};
+  std::array<uint64_t, kPortPriorities> ingress_bytes{};
+  std::array<Ring<QueuedFrame>, kPortPriorities> queue;
+  std::array<uint64_t, kPortPriorities> queued_bytes{};
   Time last_queue_change = 0;
   PortCounters stats;
   Rng rng;
@@ -213,6 +225,19 @@ struct alignas(64) Port {
   uint32_t rare = kNone;  // its entry in Network::rare_ (kNone: every rare counter is 0)
 };
 static_assert(sizeof(Port) == 4 * 64);
+
+// A lossless class beyond the first at one port (its priority's queue, the bytes buffered
+// under it as an ingress, since when it is paused), beside the ports (Network::classes_):
+// zero bytes until used, so a fabric that needs one class holds none.
+struct PortClass {
+  Ring<QueuedFrame> queue;
+  uint64_t queued_bytes = 0;
+  uint64_t ingress_bytes = 0;
+  Time paused_since = 0;
+  Time last_change = 0;  // in the port's first entry: when the classes' bytes last changed
+};
+inline constexpr int kExtraClasses = kNumPriorities - kPortPriorities;
+using PortClasses = std::array<PortClass, kExtraClasses>;
 
 struct Host {
   uint32_t node;
@@ -390,6 +415,13 @@ class Network {
   PfcWatchdogStats pfc_watchdog(uint32_t port) const noexcept;
   // Every counter of a port (the hot ones it holds and its rare ones).
   PortStats port_stats(uint32_t port) const noexcept;
+  // Whether PFC pauses a port's queue of `priority` (< kNumPriorities) now; and the bytes it
+  // holds (this process's ports).
+  bool queue_paused(uint32_t port, int priority) const noexcept { return paused_at(port, priority); }
+  uint64_t queue_bytes(uint32_t port, int priority) const noexcept {
+    if (priority < kPortPriorities) return ports_[port].queued_bytes[priority];
+    return classes_.empty() ? 0 : classes_[port][priority - kPortPriorities].queued_bytes;
+  }
 
  private:
   enum Kind : uint8_t {
@@ -425,6 +457,36 @@ class Network {
   void on_arrive(uint32_t port, FrameId f);
   void switch_forward(uint32_t in_port, FrameId f);
   bool enqueue(uint32_t port, FrameId f, Priority prio, uint32_t ingress);
+  // The lossless classes (network_classes.cc): forwarding and admission where frames change
+  // class (tagging_), the further classes' transmission, pause and accounting.
+  void forward_tagged(uint32_t in_port, uint32_t out, FrameId f);
+  bool enqueue_tagged(uint32_t port, FrameId f, int prio, uint32_t ingress, int in_prio);
+  void mark_ecn(uint32_t port, FrameId f, uint64_t queue_bytes);
+  void start_tx_class(uint32_t port);
+  Time send_frame(uint32_t port, FrameId f, uint32_t bytes);
+  void release_ingress(uint32_t packed, uint32_t bytes);
+  void on_pfc_class(uint32_t port, int prio, bool pause);
+  uint64_t classes_bytes(uint32_t port) const noexcept;
+  void account_classes(uint32_t port) noexcept;  // account_queue's for the further classes
+  uint64_t queue_total(uint32_t port) const noexcept {
+    const Port& p = ports_[port];
+    const uint64_t q = p.queued_bytes[0] + p.queued_bytes[1];
+    return p.classes == 0 ? q : q + classes_bytes(port);
+  }
+  bool paused_at(uint32_t port, int prio) const noexcept {
+    const Port& p = ports_[port];
+    return prio < kPortPriorities ? p.paused[prio] : ((p.classes >> (2 + prio)) & 1) != 0;
+  }
+  Ring<QueuedFrame>& queue_of(uint32_t port, int prio) noexcept {
+    return prio < kPortPriorities ? ports_[port].queue[prio] : classes_[port][prio - 2].queue;
+  }
+  const Ring<QueuedFrame>& queue_of(uint32_t port, int prio) const noexcept {
+    return prio < kPortPriorities ? ports_[port].queue[prio] : classes_[port][prio - 2].queue;
+  }
+  uint64_t& ingress_bytes_of(uint32_t port, int prio) noexcept {
+    return prio < kPortPriorities ? ports_[port].ingress_bytes[prio]
+                                  : classes_[port][prio - 2].ingress_bytes;
+  }
   struct FrameMeta;
   static bool parse_meta(const Frame& fr, FrameMeta& m) noexcept;
   void host_deliver(uint32_t host, FrameId f);
@@ -433,15 +495,35 @@ class Network {
   void send_pfc(uint32_t ingress_port, int prio, bool pause);
   // The PFC watchdog (network_pfc.cc): a pause to watch, a check due, an arrival at a
   // stormed queue (true: dropped).
-  void pfc_watch_paused(uint32_t port);
+  // A queue is (port, priority), as one number in the wait-for graph: port * 4 + priority.
+  void pfc_watch_paused(uint32_t port, int prio);
   void on_pfc_watch(uint32_t port, uint32_t b);
-  bool pfc_storm_drop(uint32_t port, FrameId f);
-  void pfc_storm(uint32_t port);
-  void pfc_restore(uint32_t port);
-  void pfc_schedule_check(uint32_t port, Time at, uint32_t b);
-  void pfc_waits_on(uint32_t egress, std::vector<uint32_t>& out) const;
+  bool pfc_storm_drop(uint32_t port, int prio, FrameId f);
+  void pfc_storm(uint32_t port, int prio);
+  void pfc_restore(uint32_t port, int prio);
+  void pfc_schedule_check(uint32_t port, int prio, Time at, uint32_t b);
+  PfcWatchState& pfc_watch(uint32_t port, int prio) noexcept {
+    return pfc_watch_[size_t{port} * kNumPriorities + static_cast<uint32_t>(prio)];
+  }
+  const PfcWatchState& pfc_watch(uint32_t port, int prio) const noexcept {
+    return pfc_watch_[size_t{port} * kNumPriorities + static_cast<uint32_t>(prio)];
+  }
+  void pfc_waits_on(uint32_t queue, std::vector<uint32_t>& out) const;
   std::vector<uint32_t> pfc_wait_cycle(uint32_t from) const;
-  void account_queue(Port& p);
+  // Folds the port's queued bytes (data and control) since their last change into its
+  // integral; the further classes' bytes are folded apart (account_classes).
+  [[gnu::always_inline]] void account_queue(Port& p) noexcept {
+    const uint64_t bytes = p.queued_bytes[0] + p.queued_bytes[1];
+    // Through int64_t: the same double (q is far below 2^63), one instruction where the
+    // unsigned conversion takes a test and a branch.
+    const auto q = static_cast<int64_t>(bytes);
+    // An empty queue adds exactly 0 to the (non-negative) integral: skip the arithmetic.
+    if (q != 0) {
+      p.stats.queue_byte_ps +=
+          static_cast<double>(q) * static_cast<double>(now_ - p.last_queue_change);
+    }
+    p.last_queue_change = now_;
+  }
   void drop(FrameId f) { pool_.release(f); }
   absl::Status compute_routes();
   // After a routing setting changed: the routes recomputed if finalized; where that fails,
@@ -513,7 +595,10 @@ class Network {
     // The destination host, or kNoHost24 for any address that is not one (at most kMaxHosts
     // hosts, so kNoHost24 is never a host and ECMP finds no route for it, as for any other).
     uint32_t dst_host : 24 = kNoHost24;
-    bool control : 1 = false;    // classify_dscp() of its DSCP is the control class
+    // The priority it was last queued in: 1 (control) where classify_dscp() of its DSCP is
+    // the control class; else its lossless class's (lossless_priority), 0 until a switch
+    // moves it up (Tagger, the dateline).
+    uint8_t prio : 2 = 0;
     bool parsed : 1 = false;
     bool damaged : 1 = false;    // a bit was flipped on its way (at most one per frame)
     bool corrupted : 1 = false;  // ... where a check covers it, and no switch rewrote it since
@@ -559,10 +644,15 @@ class Network {
   absl::flat_hash_map<std::array<uint64_t, 7>, uint32_t> link_class_index_;  // by its bytes
   uint32_t link_class_of(const LinkConfig& link);  // its entry, added if new
   // By port, while its data class is paused (sized at the first pause), and with the watchdog
-  // on (sized likewise); zero until written, so only the pages of ports that paused cost.
+  // on, by port and priority (sized likewise); zero until written, so only the pages of ports
+  // that paused cost.
   std::vector<Time, PageAllocator<Time>> paused_since_;
   std::vector<PfcWatchState, PageAllocator<PfcWatchState>> pfc_watch_;
   std::vector<PfcDeadlock> pfc_deadlocks_;
+  // Frames change lossless class at some hops (PFC on and routing's lossless classes more than
+  // one): set by compute_routes, which then sizes classes_ (by port; zero pages until used).
+  bool tagging_ = false;
+  std::vector<PortClasses, PageAllocator<PortClasses>> classes_;
   uint32_t pfc_stormed_ = 0;  // ports whose queue the watchdog drops now
   uint64_t pfc_watch_events_ = 0;
   // A scaled (degraded) port's buffer limits and ECN thresholds, by port: the switch's

@@ -229,7 +229,12 @@ absl::Status Network::compute_routes() {
   g.port_class = port_classes_;
   g.group_of_switch = switch_groups_;
   g.seed = config_.switches.ecmp_seed ^ config_.seed;
-  return routing_.build(g, routing_config_);
+  if (absl::Status s = routing_.build(g, routing_config_); !s.ok()) return s;
+  // The further lossless classes' queues, where PFC is on and the routes need them: zero pages
+  // until a frame uses them (sim/network_pages.h). Never shrunk: frames may be queued.
+  tagging_ = config_.switches.pfc.enabled && routing_.lossless().classes() > 1;
+  if (tagging_ && classes_.size() < ports_.size()) classes_.resize(ports_.size());
+  return absl::OkStatus();
 }
 
 }  // namespace uet::sim

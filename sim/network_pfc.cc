@@ -1,7 +1,8 @@
 // The PFC watchdog (sim/pfc_watchdog.h): a check per pause of a switch egress's lossless
-// class, at pause + detection_time; when the pause has held that long, the cycle search in
-// the wait-for graph and the action (drop or report); restoration. Control path: nothing here
-// runs per frame but pfc_storm_drop, and only while a queue is stormed.
+// queue (each lossless class watched apart), at pause + detection_time; when the pause has
+// held that long, the cycle search in the wait-for graph and the action (drop or report);
+// restoration. Control path: nothing here runs per frame but pfc_storm_drop, and only while a
+// queue is stormed; and release_ingress, where frames change lossless class.
 #include <algorithm>
 #include <utility>
 #include <vector>
@@ -13,9 +14,11 @@
 namespace uet::sim {
 
 namespace {
-// In a kPfcWatch event's `b`: a restoration check; otherwise the pause episode it checks.
+// In a kPfcWatch event's `b`: a restoration check; the queue's priority; otherwise the pause
+// episode it checks.
 constexpr uint32_t kRestoreBit = 1u << 31;
-constexpr uint32_t kEpisodeMask = kRestoreBit - 1;
+constexpr int kPrioShift = 29;
+constexpr uint32_t kEpisodeMask = (1u << kPrioShift) - 1;
 constexpr Time kMaxWatchdogTime = 60 * kSecond;
 }  // namespace
 
@@ -31,27 +34,67 @@ absl::Status check_pfc_watchdog(const PfcWatchdogConfig& w) {
 }
 
 PfcWatchdogStats Network::pfc_watchdog(uint32_t port) const noexcept {
-  if (port >= pfc_watch_.size()) return {};
-  const PfcWatchState& w = pfc_watch_[port];
-  return PfcWatchdogStats{w.firings, w.drops, w.stormed};
+  PfcWatchdogStats s;
+  if (size_t{port} * kNumPriorities >= pfc_watch_.size()) return s;
+  for (int prio = 0; prio < kNumPriorities; ++prio) {
+    const PfcWatchState& w = pfc_watch(port, prio);
+    s.firings += w.firings;
+    s.drops += w.drops;
+    s.stormed |= w.stormed;
+  }
+  return s;
 }
 
-// Every check of a port has its own key (the port, its count of checks), so checks run in
-// the same order on every process of a split fabric; they never leave the port's process.
-void Network::pfc_schedule_check(uint32_t port, Time at, uint32_t b) {
-  PfcWatchState& w = pfc_watch_[port];
-  events_q_.push(at, kPfcWatch, port, b, event_key(port, w.checks++));
+// The further classes' queued bytes at a port (Port::classes says which hold frames).
+uint64_t Network::classes_bytes(uint32_t port) const noexcept {
+  uint64_t bytes = 0;
+  for (const PortClass& c : classes_[port]) bytes += c.queued_bytes;
+  return bytes;
 }
 
-// A switch egress's data class was just paused: check it once the pause has held for
+void Network::account_classes(uint32_t port) noexcept {
+  Port& p = ports_[port];
+  Time& last = classes_[port][0].last_change;
+  if (const uint64_t q = classes_bytes(port); q != 0) {
+    p.stats.queue_byte_ps += static_cast<double>(q) * static_cast<double>(now_ - last);
+  }
+  last = now_;
+}
+
+// A frame leaves a switch's buffer where frames change class: its ingress counter (the
+// priority it arrived in, packed in QueuedFrame::ingress) gives its bytes back, and the
+// ingress resumes its upstream at XON.
+void Network::release_ingress(uint32_t packed, uint32_t bytes) {
+  const uint32_t in = packed & kIngressPortMask;
+  const auto prio = static_cast<int>(packed >> 24);
+  uint64_t& b = ingress_bytes_of(in, prio);
+  b -= bytes;
+  const PfcConfig& pfc = config_.switches.pfc;
+  if (pfc.enabled && prio != 1 && ((ports_[in].pause_sent >> prio) & 1) != 0 &&
+      b <= pfc.xon_bytes) {
+    send_pfc(in, prio, false);
+  }
+}
+
+// Every check of a queue has its own key (the port; its class and count of checks), so checks
+// run in the same order on every process of a split fabric; they never leave the port's
+// process. Class 0's keys are the port's count alone.
+void Network::pfc_schedule_check(uint32_t port, int prio, Time at, uint32_t b) {
+  PfcWatchState& w = pfc_watch(port, prio);
+  const uint64_t counter = uint64_t{w.checks++} + (uint64_t(lossless_class(prio)) << 21);
+  events_q_.push(at, kPfcWatch, port, b | static_cast<uint32_t>(prio) << kPrioShift,
+                 event_key(port, counter));
+}
+
+// A switch egress's lossless queue was just paused: check it once the pause has held for
 // detection_time. A stormed queue is left to its restoration check.
-void Network::pfc_watch_paused(uint32_t port) {
+void Network::pfc_watch_paused(uint32_t port, int prio) {
   if (ports_[port].at_host) return;
-  if (pfc_watch_.empty()) pfc_watch_.resize(ports_.size());
-  PfcWatchState& w = pfc_watch_[port];
+  if (pfc_watch_.empty()) pfc_watch_.resize(ports_.size() * kNumPriorities);
+  PfcWatchState& w = pfc_watch(port, prio);
   ++w.pauses;
   if (w.stormed) return;
-  pfc_schedule_check(port, now_ + config_.switches.pfc.watchdog.detection_time,
+  pfc_schedule_check(port, prio, now_ + config_.switches.pfc.watchdog.detection_time,
                      w.pauses & kEpisodeMask);
 }
 
@@ -59,85 +102,118 @@ void Network::on_pfc_watch(uint32_t port, uint32_t b) {
   // Counted apart from the fabric's events (events_processed).
   --events_;
   ++pfc_watch_events_;
-  if ((b & kRestoreBit) != 0) return pfc_restore(port);
-  PfcWatchState& w = pfc_watch_[port];
+  const auto prio = static_cast<int>((b >> kPrioShift) & 3);
+  if ((b & kRestoreBit) != 0) return pfc_restore(port, prio);
+  PfcWatchState& w = pfc_watch(port, prio);
   // The episode it was scheduled for, still paused: no XON came since (an XON and a new
   // pause would have begun another episode).
-  if ((w.pauses & kEpisodeMask) != b || !ports_[port].paused[0] || w.stormed) return;
+  if ((w.pauses & kEpisodeMask) != (b & kEpisodeMask) || !paused_at(port, prio) || w.stormed) {
+    return;
+  }
   ++w.firings;
-  std::vector<uint32_t> cycle = pfc_wait_cycle(port);
+  std::vector<uint32_t> cycle = pfc_wait_cycle(port * kNumPriorities + static_cast<uint32_t>(prio));
   // Every queue of a deadlock fires: one record per deadlock, unless a queue of it resumed
   // and paused again since it was recorded.
-  const bool known = std::all_of(cycle.begin(), cycle.end(), [&](uint32_t p) {
-    return pfc_watch_[p].reported == pfc_watch_[p].pauses;
-  });
+  auto state = [&](uint32_t q) -> PfcWatchState& { return pfc_watch_[q]; };
+  const bool known = std::all_of(cycle.begin(), cycle.end(),
+                                 [&](uint32_t q) { return state(q).reported == state(q).pauses; });
   if (!cycle.empty() && !known) {
-    for (uint32_t p : cycle) pfc_watch_[p].reported = pfc_watch_[p].pauses;
-    pfc_deadlocks_.push_back(PfcDeadlock{now_, port, std::move(cycle)});
+    PfcDeadlock d{now_, port, static_cast<uint8_t>(prio), {}, {}};
+    for (uint32_t q : cycle) {
+      state(q).reported = state(q).pauses;
+      d.cycle.push_back(q / kNumPriorities);
+      d.priorities.push_back(static_cast<uint8_t>(q % kNumPriorities));
+    }
+    pfc_deadlocks_.push_back(std::move(d));
   }
-  if (config_.switches.pfc.watchdog.action == PfcWatchdogAction::kDrop) pfc_storm(port);
+  if (config_.switches.pfc.watchdog.action == PfcWatchdogAction::kDrop) pfc_storm(port, prio);
 }
 
 // Drop: every frame of the queue is discarded and its bytes leave its ingress's count, as
 // start_tx gives them back (the ingress may resume its upstream); arrivals are discarded
 // until restoration (pfc_storm_drop).
-void Network::pfc_storm(uint32_t port) {
-  PfcWatchState& w = pfc_watch_[port];
+void Network::pfc_storm(uint32_t port, int prio) {
+  PfcWatchState& w = pfc_watch(port, prio);
   w.stormed = true;
   ++pfc_stormed_;
   Port& p = ports_[port];
-  account_queue(p);
+  if (prio < kPortPriorities) {
+    account_queue(p);
+  } else {
+    account_classes(port);
+  }
   const PfcConfig& pfc = config_.switches.pfc;
-  while (!p.queue[0].empty()) {
-    const QueuedFrame q = p.queue[0].pop(ring_pool_);
-    p.queued_bytes[0] -= q.bytes;
-    Port& ip = ports_[q.ingress];
-    ip.ingress_bytes[0] -= q.bytes;
-    if (ip.pause_sent[0] && ip.ingress_bytes[0] <= pfc.xon_bytes) send_pfc(q.ingress, 0, false);
+  Ring<QueuedFrame>& queue = queue_of(port, prio);
+  while (!queue.empty()) {
+    const QueuedFrame q = queue.pop(ring_pool_);
+    if (prio == 0) {
+      p.queued_bytes[0] -= q.bytes;
+    } else {
+      classes_[port][prio - 2].queued_bytes -= q.bytes;
+    }
+    if (tagging_) {
+      release_ingress(q.ingress, q.bytes);
+    } else {
+      Port& ip = ports_[q.ingress];
+      ip.ingress_bytes[0] -= q.bytes;
+      if ((ip.pause_sent & 1) != 0 && ip.ingress_bytes[0] <= pfc.xon_bytes) {
+        send_pfc(q.ingress, 0, false);
+      }
+    }
     drop(q.frame);
     ++w.drops;
   }
-  pfc_schedule_check(port, now_ + pfc.watchdog.restoration_time, kRestoreBit);
+  if (prio >= kPortPriorities) p.classes &= static_cast<uint8_t>(~(1u << (prio - 2)));
+  pfc_schedule_check(port, prio, now_ + pfc.watchdog.restoration_time, kRestoreBit);
 }
 
 // SONiC restores a queue once no pause frame came for the restoration time; here a pause is
 // a state, so the queue is restored once its peer no longer asserts XOFF, checked every
 // restoration_time.
-void Network::pfc_restore(uint32_t port) {
-  PfcWatchState& w = pfc_watch_[port];
+void Network::pfc_restore(uint32_t port, int prio) {
+  PfcWatchState& w = pfc_watch(port, prio);
   if (!w.stormed) return;
-  if (ports_[port].paused[0]) {
-    pfc_schedule_check(port, now_ + config_.switches.pfc.watchdog.restoration_time, kRestoreBit);
+  if (paused_at(port, prio)) {
+    pfc_schedule_check(port, prio, now_ + config_.switches.pfc.watchdog.restoration_time,
+                       kRestoreBit);
     return;
   }
   w.stormed = false;
   --pfc_stormed_;
 }
 
-bool Network::pfc_storm_drop(uint32_t port, FrameId f) {
-  if (port >= pfc_watch_.size() || !pfc_watch_[port].stormed) return false;
-  ++pfc_watch_[port].drops;
+bool Network::pfc_storm_drop(uint32_t port, int prio, FrameId f) {
+  if (size_t{port} * kNumPriorities >= pfc_watch_.size() || !pfc_watch(port, prio).stormed) {
+    return false;
+  }
+  ++pfc_watch(port, prio).drops;
   drop(f);
   return true;
 }
 
-// The egress ports `egress` waits on: the paused (not stormed) egress queues of its peer
-// switch holding frames buffered under the ingress that paused it. Only this process's
-// ports (another's state is not kept here).
-void Network::pfc_waits_on(uint32_t egress, std::vector<uint32_t>& out) const {
+// The queues `queue` (port * kNumPriorities + priority) waits on: the paused (not stormed)
+// lossless queues of its peer switch holding frames buffered under the ingress that paused
+// it, in that priority. Only this process's ports (another's state is not kept here).
+void Network::pfc_waits_on(uint32_t queue, std::vector<uint32_t>& out) const {
   out.clear();
+  const uint32_t egress = queue / kNumPriorities;
+  const auto prio = static_cast<uint32_t>(queue % kNumPriorities);
   const uint32_t in = peer_of(egress);
   if (!owns_port(in)) return;
   const Port& ip = ports_[in];
   if (ip.at_host) return;
+  // Where frames change class, the ingress's priority is packed beside it (QueuedFrame).
+  const uint32_t want = tagging_ ? in | prio << 24 : in;
+  const int last = classes_.empty() ? 0 : kNumPriorities - 1;
   for (uint32_t e : node_ports(ip.node)) {
-    const Port& ep = ports_[e];
-    if (!ep.paused[0] || pfc_watch_[e].stormed) continue;
-    const Ring<QueuedFrame>& q = ep.queue[0];
-    for (size_t i = 0; i < q.size(); ++i) {
-      if (q.at(i).ingress == in) {
-        out.push_back(e);
-        break;
+    for (int c = 0; c <= last; c += c == 0 ? 2 : 1) {  // the lossless priorities: 0, 2, 3
+      if (!paused_at(e, c) || pfc_watch(e, c).stormed) continue;
+      const Ring<QueuedFrame>& q = queue_of(e, c);
+      for (size_t i = 0; i < q.size(); ++i) {
+        if (q.at(i).ingress == want) {
+          out.push_back(e * kNumPriorities + static_cast<uint32_t>(c));
+          break;
+        }
       }
     }
   }

@@ -1,7 +1,8 @@
 // The PFC watchdog of a switch, as lossless fabrics deploy it (SONiC pfcwd; Juniper, Arista,
 // Cisco and NVIDIA switches have the same three parts): detection, mitigation, restoration.
 //
-// Detection: an egress queue of the lossless class that stays paused (XOFF from its peer,
+// Detection: an egress queue of a lossless class (each class its own queue, watched apart)
+// that stays paused (XOFF from its peer,
 // no XON since) for detection_time is declared stormed. SONiC detects even an empty queue so
 // (sonic-mgmt docs/pfcwd: "even when the queue is empty, as soon as the duration for a queue
 // in paused state exceeds T0"); so does this model. A real switch polls (SONiC every 200 ms);
@@ -54,27 +55,29 @@ struct PfcWatchdogConfig {
 absl::Status check_pfc_watchdog(const PfcWatchdogConfig& watchdog);
 
 // One PFC deadlock the watchdog found: when, the queue whose detection found it, and the
-// cycle's egress ports in wait-for order (each waits on the next; the last on the first),
-// starting at the smallest port number. A fabric split over processes walks only the ports
+// cycle's egress queues in wait-for order (each waits on the next; the last on the first),
+// starting at the smallest (port, priority). A fabric split over processes walks only the ports
 // its own process runs: a cycle through another process's switches is found by none of them
 // (its firings count as storms), while what the watchdog does to the queues is the same.
 struct PfcDeadlock {
   Time at = 0;
   uint32_t port = 0;
-  std::vector<uint32_t> cycle;
+  uint8_t priority = 0;
+  std::vector<uint32_t> cycle;        // the queues' ports
+  std::vector<uint8_t> priorities;    // and their priorities, entry by entry
 };
 
-// An egress port's watchdog counters.
+// An egress port's watchdog counters, summed over its lossless classes.
 struct PfcWatchdogStats {
   uint64_t firings = 0;  // pauses that lasted detection_time (storms, deadlocks or not)
   uint64_t drops = 0;    // lossless frames the drop action discarded
   bool stormed = false;  // dropping now (action drop, before restoration)
 };
 
-// By port, beside Port (whose layout is full): the watchdog's state, sized at the first
-// pause of a run with the watchdog on.
+// By port and priority, beside Port (whose layout is full): the watchdog's state, sized at
+// the first pause of a run with the watchdog on.
 struct PfcWatchState {
-  uint32_t pauses = 0;    // pause episodes of the data class; the current one's number
+  uint32_t pauses = 0;    // pause episodes of the queue; the current one's number
   uint32_t reported = 0;  // the episode in which it was last part of a reported cycle
   uint32_t checks = 0;    // watchdog events scheduled for it: their keys' counter
   bool stormed = false;

@@ -23,7 +23,9 @@ enum class Priority : uint8_t {
   kData = 0,     // requests and data
   kControl = 1,  // ACKs, NACKs, credits, CNPs and trimmed headers: served first
 };
-inline constexpr int kNumPriorities = 2;
+// Priorities 2 and 3 are further lossless classes a switch moves a frame into on its way
+// (Tagger, the dateline: sim/routing/lossless_classes.h); hosts send in 0 and 1 only.
+inline constexpr int kNumPriorities = 4;
 
 // DSCP code points the engines mark by default and the simulated fabric classifies on
 // (spec/uet.md §2.5, spec/rocev2.md §1; a trimmed UET request's is wire::kDscpTrimmed).

@@ -33,8 +33,11 @@ namespace uet::sim {
 struct RoutingConfig;
 
 // The lossless priorities of the simulated switches: every priority but the control class's
-// (transport.h's kNumPriorities, checked in the .cc).
-inline constexpr int kLosslessPriorities = 1;
+// (transport.h's kNumPriorities, checked in the .cc). Class 0 is priority 0 (the data class),
+// class c > 0 priority c + 1 (lossless_priority).
+inline constexpr int kLosslessPriorities = 3;
+constexpr int lossless_priority(int cls) noexcept { return cls == 0 ? 0 : cls + 1; }
+constexpr int lossless_class(int priority) noexcept { return priority < 2 ? 0 : priority - 1; }
 
 class LosslessClasses {
  public:

@@ -139,7 +139,7 @@ RoutingConfig config(RoutingMode mode, bool group_minimal, bool dimension_order 
   return rc;
 }
 
-constexpr int kAvailable = 8;  // the rule's tables, not today's switches' kNumPriorities
+constexpr int kAvailable = 8;  // the rule's tables, not the switches' kNumPriorities
 
 struct Case {
   RoutingMode mode;
@@ -234,11 +234,19 @@ TEST(LosslessClasses_Check, TooFewClassesOrWrongRoutesAreErrors) {
   const RoutingConfig rc = config(RoutingMode::kMinimal, true);
   const Fabric f = dragonfly(1, 4, 2, rc);
   const Graph g = graph_of(f);
-  // Today's switches: kNumPriorities less the control class.
-  const absl::StatusOr<LosslessClasses> few = LosslessClasses::tagger(g.g, rc, kNumPriorities - 1);
+  // One lossless priority: group-minimal routes need two.
+  const absl::StatusOr<LosslessClasses> few = LosslessClasses::tagger(g.g, rc, 1);
   EXPECT_EQ(few.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(few.status().message().find("needs 2 lossless classes"), absl::string_view::npos)
       << few.status();
+  // The switches' (kNumPriorities less the control class): valiant's legs of up to two global
+  // links need five.
+  const RoutingConfig valiant = config(RoutingMode::kValiant, false);
+  const absl::StatusOr<LosslessClasses> five =
+      LosslessClasses::tagger(g.g, valiant, kNumPriorities - 1);
+  EXPECT_NE(five.status().message().find("needs 5 lossless classes, the switches have 3"),
+            absl::string_view::npos)
+      << five.status();
   RoutingGraph no_groups = g.g;
   no_groups.group_of_switch = {};
   EXPECT_FALSE(LosslessClasses::tagger(no_groups, rc, kAvailable).ok());
@@ -249,15 +257,21 @@ TEST(LosslessClasses_Check, TooFewClassesOrWrongRoutesAreErrors) {
   EXPECT_EQ(any_order.status().code(), absl::StatusCode::kInvalidArgument);
 }
 
-// Through the network: today's switches have one lossless priority, so asking for Tagger on
-// a dragonfly is a clear error, and on a Clos it needs no class more.
+// Through the network: the switches have three lossless priorities, so Tagger on a
+// group-minimal dragonfly takes two, routes needing more are a clear error (the routes stay
+// as they were), and on a Clos it needs no class more.
 TEST(LosslessClasses_Check, SetRoutingChecksThePriorities) {
   RoutingConfig rc = config(RoutingMode::kMinimal, true);
   Fabric f = dragonfly(1, 4, 2, rc);
   rc.deadlock_free = DeadlockFree::kTagger;
-  const absl::Status s = f.net->set_routing(rc);
+  ASSERT_TRUE(f.net->set_routing(rc).ok());
+  EXPECT_EQ(f.net->routing().lossless().classes(), 2u);
+  RoutingConfig too_many = config(RoutingMode::kValiant, false);
+  too_many.deadlock_free = DeadlockFree::kTagger;
+  const absl::Status s = f.net->set_routing(too_many);
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("deadlock_free"), absl::string_view::npos) << s;
+  EXPECT_EQ(f.net->routing().lossless().classes(), 2u);
   Network clos{NetworkConfig{}};
   FatTreeConfig ft;
   ASSERT_TRUE(build_fat_tree(clos, ft).ok());
