@@ -64,6 +64,12 @@ MemoryEstimate estimate_memory(const RunConfig& c) {
   e.pairs = extra_pairs * per_pair;
   e.flows = flows * M::kPerFlow;
   e.ports = ports * M::kPerPort;
+  // Lossless classes beyond the first (PFC with deadlock_free: sim::Network's PortClasses by
+  // port, zero pages until used; counted whole, as a run whose every port carries them).
+  const bool classes = c.fabric.pfc && c.fabric.routing.deadlock_free != sim::DeadlockFree::kOff &&
+                       c.fabric.kind != Fabric::Kind::kFatTree &&
+                       c.fabric.kind != Fabric::Kind::kLeafSpine;
+  if (classes) e.ports += ports * static_cast<double>(sizeof(sim::PortClasses));
   e.routes = routes * M::kPerRoute;
   e.buffer = static_cast<double>(max_bytes);
   e.bytes = M::kBase + e.hosts + e.pairs + e.flows + e.ports + e.routes + e.buffer;

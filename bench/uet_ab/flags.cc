@@ -59,11 +59,14 @@ ABSL_FLAG(bool, group_minimal, true,
 ABSL_FLAG(bool, dimension_order, false,
           "torus and hypercube: route the first differing dimension first (each leg of valiant "
           "too)");
-ABSL_FLAG(std::string, deadlock_free, "off",
-          "off or tagger: lossless classes as virtual channels where PFC routes close a cycle "
-          "(Tagger after each dragonfly global link, the dateline on a torus with "
-          "--dimension_order); refused while the switches have fewer lossless priorities than "
-          "the routes need");
+ABSL_FLAG(std::string, deadlock_free, "auto",
+          "off, tagger or auto: lossless classes as virtual channels where PFC routes close a "
+          "cycle (Tagger after each dragonfly global link: 2 classes for group-minimal routes, "
+          "3 for valiant and ugal; the dateline on a torus with --dimension_order: 2), each "
+          "class its own PFC priority at the switches, which have 3; tagger refuses routes "
+          "needing more. auto: tagger on a dragonfly or Dragonfly+ whose routes fit and on a "
+          "torus with --dimension_order, as a lossless deployment would; off elsewhere (a Clos "
+          "needs one class)");
 ABSL_FLAG(uint64_t, ugal_bias_bytes, 4096,
           "--routing=ugal: bytes x hops the minimal path may exceed the valiant path by before a "
           "packet detours, 0..1073741824");

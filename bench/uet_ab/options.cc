@@ -114,7 +114,7 @@ void check_topology_flags(Check& check, const Options& o) {
   if (absl::GetFlag(FLAGS_global_gbps) != 0) check.range(FLAGS_global_gbps, 1, 1600);
   check.range(FLAGS_global_latency_ns, -1, 1e6);
   check.one_of("routing", absl::GetFlag(FLAGS_routing), {"minimal", "valiant", "ugal"});
-  check.one_of("deadlock_free", absl::GetFlag(FLAGS_deadlock_free), {"off", "tagger"});
+  check.one_of("deadlock_free", absl::GetFlag(FLAGS_deadlock_free), {"off", "tagger", "auto"});
   if (const uint64_t bias = absl::GetFlag(FLAGS_ugal_bias_bytes); bias > (uint64_t{1} << 30)) {
     check.fail(absl::StrFormat("--ugal_bias_bytes=%d out of range: 0..1073741824", bias));
   }

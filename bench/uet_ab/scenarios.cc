@@ -5,6 +5,20 @@ namespace uet::ab {
 
 namespace {
 
+// --deadlock_free=auto: where a lossless deployment needs and has the classes (Hu et al.,
+// CoNEXT 2017: Tagger on the fabrics whose routes close cycles): a dragonfly's routes within
+// the switches' lossless priorities (sim::LosslessClasses::tagger's count), a torus's
+// dimension-order routes (the dateline). Clos routes need one class: off, unchanged.
+bool tagger_fits(const Fabric& f) {
+  if (f.kind == Fabric::Kind::kDragonfly || f.kind == Fabric::Kind::kDragonflyPlus) {
+    const int per_leg = f.routing.group_minimal ? 1 : 2;
+    const int legs = f.routing.mode == sim::RoutingMode::kMinimal ? 1 : 2;
+    return 1 + per_leg * legs <= sim::kLosslessPriorities;
+  }
+  return f.kind == Fabric::Kind::kTorus && f.routing.dimension_order &&
+         f.routing.mode == sim::RoutingMode::kMinimal;
+}
+
 Fabric::Kind kind_of(const std::string& topology) {
   for (auto k : {Fabric::Kind::kFatTree, Fabric::Kind::kDragonfly, Fabric::Kind::kDragonflyPlus,
                  Fabric::Kind::kTorus, Fabric::Kind::kHypercube, Fabric::Kind::kRail,
@@ -43,9 +57,11 @@ absl::Status family_from_flags(Fabric& f) {
   f.routing.dimension_order = absl::GetFlag(FLAGS_dimension_order);
   f.routing.group_minimal = absl::GetFlag(FLAGS_group_minimal);
   f.routing.ugal_bias_bytes = absl::GetFlag(FLAGS_ugal_bias_bytes);
-  f.routing.deadlock_free = absl::GetFlag(FLAGS_deadlock_free) == "tagger"
-                                ? sim::DeadlockFree::kTagger
-                                : sim::DeadlockFree::kOff;
+  const std::string deadlock_free = absl::GetFlag(FLAGS_deadlock_free);
+  f.routing.deadlock_free =
+      deadlock_free == "tagger" || (deadlock_free == "auto" && tagger_fits(f))
+          ? sim::DeadlockFree::kTagger
+          : sim::DeadlockFree::kOff;
   if (f.kind == Fabric::Kind::kGraph) {
     auto g = sim::load_graph_topology(absl::GetFlag(FLAGS_graph));
     if (!g.ok()) return absl::InvalidArgumentError(absl::StrCat("--graph: ", g.status().message()));

@@ -12,9 +12,10 @@ stopped, and the title's NOTE counts the flows left; UET on the same fabric and 
 without PFC and completes every flow. With the watchdog off the same run never finishes: no
 flow completes by --max_ms and nothing names a deadlock (so it was the watchdog that stopped
 the first run). On a mesh (no wraparound: no cycle) the same flows complete under PFC.
---deadlock_free=tagger (lossless classes as virtual channels: the dateline on the ring with
---dimension_order, Tagger on a small dragonfly) is refused with a clear error while the switches
-have one lossless priority and the routes need two. A
+On the ring with --dimension_order the same flows deadlock with --deadlock_free=off, and complete
+with the dateline's two lossless classes (--deadlock_free=tagger, and auto, the default: each
+class its own PFC priority at the switches); routes needing more classes than the switches' three
+lossless priorities (valiant on a dragonfly with --nogroup_minimal: 5) are refused. A
 collective on the ring (every all-to-all send at once, 2 hosts a switch) stops the same way, and
 its row's note says the watchdog stopped it rather than sending the user to --max_ms.
 Usage: pfc_deadlock_test.py BUILD_BIN_DIR
@@ -111,17 +112,35 @@ def main():
                 failures.append(f"mesh: rocev2 {roce['completed']} of {HOSTS} flows, "
                                 f"{roce['pfc_pauses']} pauses: {proc.stdout!r}")
 
-        for name, extra in (("tagger torus", ["--cm=" + cm, "--dimension_order", *RING]),
-                            ("tagger dragonfly", ["--scenario=permutation", "--topology=dragonfly",
-                                                  "--df_p=2", "--df_a=2", "--df_h=1",
-                                                  "--max_ms=%d" % MAX_MS])):
-            proc, _ = run(tmp, name.replace(" ", "_"),
-                          ["--transport=rocev2", "--deadlock_free=tagger", *extra])
-            # Expect: the routes need 2 lossless classes and the switches have one (the control
-            # class takes the other priority): refused with the count, never a run that hangs.
-            if (proc.returncode == 0 or "deadlock_free" not in proc.stderr
-                    or "needs 2 lossless classes, the switches have 1" not in proc.stderr):
-                failures.append(f"{name}: rc {proc.returncode}: {proc.stderr[-300:]}")
+        dor = ["--cm=" + cm, "--transport=rocev2", "--dimension_order", *RING]
+        proc, runs = run(tmp, "dor_off", [*dor, "--deadlock_free=off"])
+        # Expect: dimension order alone leaves the ring's cycle: the watchdog stops the run.
+        found = FOUND.search(proc.stdout)
+        if proc.returncode != 0 or runs is None or not found or not found.group(3):
+            failures.append(f"dor off: rc {proc.returncode}, no deadlock that stopped the run: "
+                            f"{proc.stdout[-300:]!r}")
+        for name in ("tagger", "auto"):
+            proc, runs = run(tmp, "dor_" + name, [*dor, "--deadlock_free=" + name])
+            # Expect: the dateline's two classes: every flow completes, PFC paused links on the
+            # way, and nothing names a deadlock.
+            if proc.returncode != 0 or runs is None:
+                failures.append(f"dor {name}: rc {proc.returncode}: {proc.stderr[-300:]}")
+                continue
+            roce = runs["rocev2"]
+            if (roce["completed"] != HOSTS or roce["pfc_pauses"] == 0
+                    or "deadlock" in proc.stdout):
+                failures.append(f"dor {name}: rocev2 {roce['completed']} of {HOSTS} flows, "
+                                f"{roce['pfc_pauses']} pauses: {proc.stdout[-300:]!r}")
+
+        proc, _ = run(tmp, "too_many", ["--scenario=permutation", "--topology=dragonfly",
+                                        "--df_p=2", "--df_a=2", "--df_h=1", "--routing=valiant",
+                                        "--nogroup_minimal", "--transport=rocev2",
+                                        "--deadlock_free=tagger", "--max_ms=%d" % MAX_MS])
+        # Expect: valiant's two legs of up to two global links need 5 classes; the switches have
+        # 3 lossless priorities (the control class takes the fourth): refused with the count.
+        if (proc.returncode == 0 or "deadlock_free" not in proc.stderr
+                or "needs 5 lossless classes, the switches have 3" not in proc.stderr):
+            failures.append(f"too many classes: rc {proc.returncode}: {proc.stderr[-300:]}")
 
         proc = ab_common.run(["--scenario=collective", "--coll=alltoall", "--algo=batched",
                               "--sizes=1M", "--hosts_per_switch=2", "--transport=both", *RING],
