@@ -80,9 +80,10 @@ struct EcnConfig {
 double ecn_mark_probability(const EcnConfig& ecn, uint64_t queue_bytes) noexcept;
 
 // PFC on the data class (and on the further lossless classes routing's deadlock_free rule
-// moves frames into: sim/routing/lossless_classes.h), per ingress port and priority. The lossless class is admitted by its ingress
-// counter (XOFF + headroom), not by the output buffer limit; headroom must cover a round trip
-// of the upstream link plus a frame, or frames are lost (counted as lossless_drops).
+// moves frames into: sim/routing/lossless_classes.h), per ingress port and priority. A lossless
+// class is admitted by its ingress counter (XOFF + headroom), not by the output buffer limit;
+// headroom must cover a round trip of the upstream link plus a frame, or frames are lost
+// (counted as lossless_drops).
 struct PfcConfig {
   bool enabled = false;  // makes the data class lossless
   uint64_t xoff_bytes = 64 * 1024;       // pause the upstream when an ingress holds more
@@ -417,7 +418,9 @@ class Network {
   PortStats port_stats(uint32_t port) const noexcept;
   // Whether PFC pauses a port's queue of `priority` (< kNumPriorities) now; and the bytes it
   // holds (this process's ports).
-  bool queue_paused(uint32_t port, int priority) const noexcept { return paused_at(port, priority); }
+  bool queue_paused(uint32_t port, int priority) const noexcept {
+    return paused_at(port, priority);
+  }
   uint64_t queue_bytes(uint32_t port, int priority) const noexcept {
     if (priority < kPortPriorities) return ports_[port].queued_bytes[priority];
     return classes_.empty() ? 0 : classes_[port][priority - kPortPriorities].queued_bytes;
