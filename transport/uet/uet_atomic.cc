@@ -142,12 +142,12 @@ UetEndpoint::Exec UetEndpoint::rx_atomic(Pdc& p, const wire::SesStandardRequest&
                                          const uint8_t* ext, std::span<const uint8_t> payload,
                                          size_t elided, uint32_t psn) {
   if (ses.ie()) {  // §4.1: given up by its initiator (no result was free): never executed
-    ++counters_.rx_initiator_err;
+    ++rare().rx_initiator_err;
     return Exec::kRecord;
   }
   if (const wire::SesReturnCode why = atomic_refusal(ses, ext, payload, elided);
       why != wire::SesReturnCode::kNull) {
-    ++counters_.rx_atomic_refused;
+    ++rare().rx_atomic_refused;
     refuse(p, psn, static_cast<uint8_t>(why), ses.message_id());
     return Exec::kDone;
   }
@@ -162,7 +162,7 @@ UetEndpoint::Exec UetEndpoint::rx_atomic(Pdc& p, const wire::SesStandardRequest&
       }
     }
     if (amo_free_.empty()) {
-      ++counters_.rx_atomic_full;
+      ++rare().rx_atomic_full;
       queue_nack(p, wire::NackCode::kNoSesMsgAvail, psn);
       return Exec::kWait;
     }
@@ -183,7 +183,7 @@ UetEndpoint::Exec UetEndpoint::rx_atomic(Pdc& p, const wire::SesStandardRequest&
   atomic_apply(op, static_cast<AtomicType>(ext[1]), region_base(key) + ses.buffer_offset(),
                operand, compare, fetched, static_cast<uint32_t>(len / atomic_size(
                                                                     static_cast<AtomicType>(ext[1]))));
-  ++counters_.rx_atomics;
+  ++rare().rx_atomics;
   if (!fetching) return Exec::kRecord;
   // Held like a refusal: a hole in the receive state until the initiator clears it, the
   // answer (with the values) repeated to every duplicate.

@@ -52,7 +52,7 @@ bool UetEndpoint::timer_closing(Pdc& p, uint16_t id, Time now, Time& next) {
       p.ini.close_deadline =
           now + std::min(p.ini.rto << std::min<int>(p.close_tries, 16), config_.max_rto);
     } else if (!p.ctrl_pending) {
-      if (p.established) ++counters_.close_abandoned;
+      if (p.established) ++rare().close_abandoned;
       free_pdc(id);
       return true;
     } else {
@@ -70,7 +70,7 @@ int32_t UetEndpoint::reclaim_unanswered() {
     const uint16_t id = unanswered_[unanswered_head_++];
     const Pdc& p = pdcs_[id];
     if (p.role != Role::kTarget || !p.tgt.unanswered) continue;  // answered since, or freed
-    ++counters_.req_close_abandoned;
+    ++rare().req_close_abandoned;
     release_target(id);
     return alloc_pdc(Role::kTarget);
   }
@@ -146,10 +146,10 @@ void UetEndpoint::req_close_due(Pdc& p, uint16_t id, Time now) {
 // ACK for it is stale.
 void UetEndpoint::close_acked(Pdc& p, uint16_t spdcid, uint32_t cack) {
   if (cack == p.ini.close_psn && spdcid == p.peer_pdcid) {
-    ++counters_.pdcs_closed;
+    ++rare().pdcs_closed;
     free_pdc(p.id);
   } else {
-    ++counters_.rx_stale_ack;
+    ++rare().rx_stale_ack;
   }
 }
 
@@ -158,15 +158,15 @@ void UetEndpoint::close_acked(Pdc& p, uint16_t spdcid, uint32_t cack) {
 // CLOSE is early, reordered, and comes again). Every CLOSE is ACKed, also for a PDC already
 // freed (the first ACK was lost).
 void UetEndpoint::rx_close(const wire::PdsCtrl& h, Pdc* p, uint32_t src) {
-  ++counters_.rx_close;
+  ++rare().rx_close;
   if (p != nullptr && p->role == Role::kTarget && p->peer_ip4 == src &&
       p->peer_pdcid == h.spdcid()) {
     clear_for_close(*p, h.psn() - 1);
     if (p->tgt.rcv_base != h.psn()) {
-      ++counters_.rx_bad_ctrl;
+      ++rare().rx_bad_ctrl;
       return;
     }
-    ++counters_.pdcs_closed;
+    ++rare().pdcs_closed;
     release_target(h.dpdcid());
   }
   queue_stateless_nack(src, h.spdcid(), 0, h.psn(), Stateless::kCloseAck, h.dpdcid());
@@ -176,7 +176,7 @@ void UetEndpoint::rx_close(const wire::PdsCtrl& h, Pdc* p, uint32_t src) {
 // naming the REQ_CLOSE's PSN (the target's next expected), so the target frees only a PDC
 // that heard nothing since.
 void UetEndpoint::rx_req_close(const wire::PdsCtrl& h, Pdc* p, uint32_t src, Time now) {
-  ++counters_.rx_req_close;
+  ++rare().rx_req_close;
   if (p != nullptr && p->role == Role::kInitiator && p->peer_ip4 == src) {
     if (p->closing) return;  // our CLOSE is on its way
     if (p->established && p->peer_pdcid == h.spdcid()) {

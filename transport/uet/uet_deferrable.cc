@@ -66,7 +66,7 @@ void UetEndpoint::defer_retired(const Op& o) {
   const uint32_t i = o.defer - 1;
   DeferSlot& s = defer_[i];
   if (o.failed && o.rc == static_cast<uint8_t>(wire::SesReturnCode::kNoMatch)) {
-    ++counters_.tx_deferred;
+    ++rare().tx_deferred;
     s.deferred = true;
     if (s.rtr_seen && !defer_restart(i)) {  // on_timer tries again
       ++restarts_due_;
@@ -86,7 +86,7 @@ bool UetEndpoint::defer_restart(uint32_t i) {
   if (!post_op(s.peer, s.rod, op, "deferrable send restart").ok()) return false;
   s.rtr_seen = false;
   s.deferred = false;
-  ++counters_.tx_restarts;
+  ++rare().tx_restarts;
   return true;
 }
 
@@ -100,7 +100,7 @@ UetEndpoint::Exec UetEndpoint::rx_rtr(Pdc& p, const wire::SesStandardRequest& se
   const uint32_t i = token & 0xFFFF;
   if (i >= defer_.size() || !defer_[i].live || token != defer_token(i) ||
       defer_[i].peer != p.peer_ip4 || defer_[i].rtr_seen) {
-    ++counters_.rx_rtr_stale;
+    ++rare().rx_rtr_stale;
     return Exec::kRecord;
   }
   DeferSlot& s = defer_[i];
@@ -183,7 +183,7 @@ bool UetEndpoint::defer_message(Pdc& p, uint16_t id, const wire::SesStandardRequ
   link_tail(unexp_, unexp_list_.head, unexp_list_.tail, u);
   deferred_.push_back(u);
   if (e.untagged) ++deferred_untagged_;
-  ++counters_.rx_deferred;
+  ++rare().rx_deferred;
   // A receive posted before this one (untagged) went to a message that came first; one
   // posted now finds it in reserve_untagged or post_trecv.
   return true;
@@ -205,7 +205,7 @@ bool UetEndpoint::bind_restart(Pdc& p, uint16_t id, const wire::SesStandardReque
     Recv& r = recvs_[e.recv_at];
     r.peer = p.peer_ip4;
     if (m->length > r.rb.length) {  // nothing of it is written (rx_send refuses TOO_LONG)
-      ++counters_.rx_length_error;
+      ++rare().rx_length_error;
       m->status = OpStatus::kLengthError;
     }
   } else {
@@ -218,7 +218,7 @@ bool UetEndpoint::bind_restart(Pdc& p, uint16_t id, const wire::SesStandardReque
     m->unexp = -1;
   }
   ++rx_msgs_used_;
-  ++counters_.rx_restarts;
+  ++rare().rx_restarts;
   free_deferred(u);
   return true;
 }
@@ -248,7 +248,7 @@ bool UetEndpoint::post_rtr(uint32_t u) {
   op.to = SesAddress{.pid_on_fep = e.pid};
   op.defer = u + 1;
   if (!post_op(e.peer, /*rod=*/false, op, "deferrable RTR").ok()) return false;
-  ++counters_.tx_rtr;
+  ++rare().tx_rtr;
   unlink(unexp_, unexp_list_.head, unexp_list_.tail, u);
   e.reserved = true;
   e.deadline = now_ + config_.deferral_timeout;
@@ -303,7 +303,7 @@ Time UetEndpoint::defer_timer(Time now) {
       ++k;
       continue;
     }
-    ++counters_.defer_timeouts;
+    ++rare().defer_timeouts;
     if (e.untagged) {
       Recv& r = recvs_[e.recv_at];
       r.done = true;

@@ -340,7 +340,7 @@ void UetEndpoint::refuse_queued_reads(uint32_t key) noexcept {
     if (!r.data || r.key != key) return;
     r.data = false;
     r.code = static_cast<uint8_t>(wire::SesReturnCode::kBadMkey);
-    ++counters_.rx_bad_key;
+    ++rare().rx_bad_key;
   };
   for (const uint16_t id : pdcs_.active()) {
     Pdc& p = pdcs_[id];
@@ -530,17 +530,36 @@ size_t UetEndpoint::poll_completions(std::span<Completion> out) {
   return n;
 }
 
+UetCounters& UetEndpoint::make_rare() {
+  rare_counters_ = std::make_unique<UetCounters>();
+  return *rare_counters_;
+}
+
+UetCounters UetEndpoint::counters() const noexcept {
+  UetCounters c = rare();
+#define UET_HOT_COPY(type, name) c.name = counters_.name;
+  UET_HOT_COUNTERS(UET_HOT_COPY)
+#undef UET_HOT_COPY
+  return c;
+}
+
 EndpointStats UetEndpoint::stats() const {
+  const HotCounters& h = counters_;
   EndpointStats s;
-  s.data_packets = counters_.tx_data + counters_.tx_rudi + counters_.tx_uud;
-  s.retransmitted_packets = counters_.tx_retx + counters_.tx_rudi_retx;
-  s.control_packets = counters_.tx_acks + counters_.tx_nacks + counters_.tx_credit +
-                      counters_.tx_credit_req + counters_.tx_rudi_resp + counters_.tx_req_ack;
-  s.timeouts = counters_.timeouts + counters_.rudi_timeouts;
-  s.rx_dropped = counters_.rx_malformed + counters_.rx_unknown_pdc + counters_.rx_no_pdc_avail +
-                 counters_.rx_out_of_window + counters_.rx_stale_read_data + counters_.rx_bad_send +
-                 counters_.rx_rudi_stale + counters_.rudi_rsp_full + counters_.rx_uud_dropped +
-                 counters_.rx_mode_mismatch;
+  s.data_packets = h.tx_data;
+  s.retransmitted_packets = h.tx_retx;
+  s.control_packets = h.tx_acks + h.tx_nacks + h.tx_credit + h.tx_credit_req + h.tx_req_ack;
+  s.timeouts = h.timeouts;
+  s.rx_dropped = h.rx_out_of_window;
+  if (const UetCounters* r = rare_counters_.get()) {
+    s.data_packets += r->tx_rudi + r->tx_uud;
+    s.retransmitted_packets += r->tx_rudi_retx;
+    s.control_packets += r->tx_rudi_resp;
+    s.timeouts += r->rudi_timeouts;
+    s.rx_dropped += r->rx_malformed + r->rx_unknown_pdc + r->rx_no_pdc_avail +
+                    r->rx_stale_read_data + r->rx_bad_send + r->rx_rudi_stale + r->rudi_rsp_full +
+                    r->rx_uud_dropped + r->rx_mode_mismatch;
+  }
   return s;
 }
 

@@ -51,6 +51,19 @@
 
 namespace uet {
 
+// UetCounters that every data packet or credit grant can move (UetEndpoint::HotCounters).
+#define UET_HOT_COUNTERS(X) \
+  X(uint64_t, tx_data) X(uint64_t, tx_retx) X(uint64_t, tx_acks) X(uint64_t, tx_nacks) \
+  X(uint64_t, rx_data) X(uint64_t, rx_acks) X(uint64_t, rx_nacks) X(uint64_t, rx_duplicates) \
+  X(uint64_t, rx_trimmed) X(uint64_t, rx_out_of_window) X(uint64_t, timeouts) \
+  X(uint64_t, fast_retx) X(uint64_t, nack_retx) X(uint64_t, tlp_probes) \
+  X(uint64_t, tx_pdc_visits) X(Time, rtt_max) X(uint64_t, rto_below_rtt_max) \
+  X(uint64_t, tx_read_data) X(uint64_t, rx_read_data) X(uint64_t, tx_credit) \
+  X(uint64_t, tx_credit_acks) X(uint64_t, credit_granted) X(uint64_t, rx_credit) \
+  X(uint64_t, rx_credit_acks) X(uint64_t, credit_received) X(uint64_t, credit_stalls) \
+  X(uint64_t, tx_credit_req) X(uint64_t, tx_req_ack) X(uint64_t, rx_req_ack) \
+  X(uint64_t, rx_credit_req) X(uint64_t, credit_probes)
+
 class UetEndpoint final : public Endpoint {
  public:
   static absl::StatusOr<std::unique_ptr<UetEndpoint>> create(const UetConfig& config);
@@ -81,7 +94,8 @@ class UetEndpoint final : public Endpoint {
   Time next_deadline() const override;
   void on_timer(Time now) override;
 
-  const UetCounters& counters() const noexcept { return counters_; }
+  // A copy: the counters a fault-free run moves per packet, and the rest (UetCounters).
+  UetCounters counters() const noexcept;
   // Job-based access (spec/uet.md §4.1): resource index `ri` refuses requests (DISABLED)
   // until enabled again; enabling starts its next generation (returned), so an initiator
   // still naming the old one is refused BAD_GENERATION. Refused for an index not configured
@@ -466,11 +480,11 @@ class UetEndpoint final : public Endpoint {
   wire::SesReturnCode check_region(uint64_t key, uint64_t at, uint64_t len) noexcept {
     const Region* r = regions_.find(key);
     if (r == nullptr) {
-      ++counters_.rx_bad_key;
+      ++rare().rx_bad_key;
       return wire::SesReturnCode::kBadMkey;
     }
     if (!in_region(*r, at, len)) {
-      ++counters_.rx_bad_range;
+      ++rare().rx_bad_range;
       return wire::SesReturnCode::kBadAddr;
     }
     return wire::SesReturnCode::kNull;
@@ -670,7 +684,26 @@ class UetEndpoint final : public Endpoint {
   pds::Rudi rudi_;
   pds::UudQueue uud_;
   uint64_t rng_;
-  UetCounters counters_;
+  // The counters a fault-free run moves per packet (UET_HOT_COUNTERS) live in the endpoint;
+  // the rest (errors, other modes and verbs) in a UetCounters made at the first such event,
+  // so a host that never sees one does not carry its 1.1 KiB.
+  struct HotCounters {
+#define UET_HOT_FIELD(type, name) type name = 0;
+    UET_HOT_COUNTERS(UET_HOT_FIELD)
+#undef UET_HOT_FIELD
+  };
+  HotCounters counters_;
+  std::unique_ptr<UetCounters> rare_counters_;
+  UetCounters& rare() {
+    if (rare_counters_ == nullptr) [[unlikely]] return make_rare();
+    return *rare_counters_;
+  }
+  // Out of line, so that rare() stays small enough not to change what the compiler inlines.
+  [[gnu::cold, gnu::noinline]] UetCounters& make_rare();
+  const UetCounters& rare() const noexcept {
+    static constexpr UetCounters kNone{};
+    return rare_counters_ != nullptr ? *rare_counters_ : kNone;
+  }
   Time now_ = 0;
   // TSS (§5): reserve the header after the encapsulation; seal and finish the frame.
   std::unique_ptr<tss::Sublayer> tss_;

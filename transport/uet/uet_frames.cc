@@ -272,7 +272,7 @@ bool UetEndpoint::build_stateless_nack(const StatelessNack& sn, Frame& f) {
       tmp.tgt.rcv_base = sn.payload;
       return build_nack(tmp, 0, f);
     case Stateless::kClose:  // §3.12: answers a REQ_CLOSE for a PDC we no longer have
-      ++counters_.tx_close;
+      ++rare().tx_close;
       return build_ctrl(tmp, sn.local_pdcid, wire::CtrlType::kClose, sn.psn, f);
     case Stateless::kCloseAck: {
       // The ACK of a CLOSE: CACK = the CLOSE's PSN (everything up to it is done), from the

@@ -114,7 +114,7 @@ void UetEndpoint::send_tlp(Pdc& p) {
   if (o.op == Opcode::kRead && !o.failed) {
     if (data_sent > 0 && s.in_flight && s.sent + reorder_window(p) <= data_sent) {
       mark_lost(p, psn);
-      ++counters_.read_data_lost;
+      ++rare().read_data_lost;
     }
     return;
   }
@@ -163,7 +163,7 @@ void UetEndpoint::rx_ack(const wire::Decoded& d, Time now) {
   const wire::PdsAck& h = *wire::as<wire::PdsAck>(d.pds);
   Pdc* p = pdc(h.dpdcid());
   if (p == nullptr || p->role != Role::kInitiator || p->peer_ip4 != d.ipv4->src()) {
-    ++counters_.rx_unknown_pdc;
+    ++rare().rx_unknown_pdc;
     return;
   }
   const uint32_t cack = h.cack_psn();
@@ -194,7 +194,7 @@ void UetEndpoint::rx_ack(const wire::Decoded& d, Time now) {
   const Time data_sent = ack_response(*p, d, trig, trig_in_window, now);
   // Only PSNs we sent can be acknowledged: base-1 <= cack < next.
   if (psn_before(cack, p->ini.base_psn - 1) || !psn_before(cack, p->ini.next_psn)) {
-    ++counters_.rx_stale_ack;
+    ++rare().rx_stale_ack;
     retire_ops(*p);
     return;
   }
@@ -271,7 +271,7 @@ void UetEndpoint::rx_ack(const wire::Decoded& d, Time now) {
         placed = true;
       }
     }
-    if (!placed) ++counters_.rx_stale_read_data;
+    if (!placed) ++rare().rx_stale_read_data;
   } else if (const wire::SesResponse* rsp = d.ses_as<wire::SesResponse>(); rsp != nullptr) {
     const auto rc = rsp->return_code();
     if (trig_in_window && rc != wire::SesReturnCode::kOk && rc != wire::SesReturnCode::kNull) {
@@ -336,7 +336,7 @@ void UetEndpoint::rx_ack(const wire::Decoded& d, Time now) {
       covered_psn(p, psn, marked && psn == trig, data_sent, now);
       if (psn_before(highest, psn)) highest = psn;
     }
-    counters_.rx_sack_unsent += unsent;
+    if (unsent) [[unlikely]] ++rare().rx_sack_unsent;
   }
   // RACK (RFC 8985 §6.2): remember the newest delivered packet's send time and round trip.
   if (newest_sent > 0 && newest_sent >= p.ini.rack_sent) {
@@ -415,13 +415,13 @@ void UetEndpoint::rx_nack(const wire::Decoded& d, Time now) {
   const wire::PdsNack& h = *d.pds_as<wire::PdsNack>();
   ++counters_.rx_nacks;
   if (h.nt()) {  // §3.10 `nt`: names a RUDI packet ID; our RUDI targets answer with RUDI_RESP
-    ++counters_.rx_rudi_stale;
+    ++rare().rx_rudi_stale;
     return;
   }
   Pdc* p = pdc(h.dpdcid());
   if (p == nullptr || p->role != Role::kInitiator || p->peer_ip4 != d.ipv4->src()) {
     // A stateless NACK names our PDC in DPDCID too (we set it from our SPDCID).
-    ++counters_.rx_unknown_pdc;
+    ++rare().rx_unknown_pdc;
     return;
   }
   if (p->closing) return;  // nothing outstanding; only the CLOSE's ACK matters

@@ -183,7 +183,7 @@ namespace uet {
 [[gnu::always_inline]] inline bool UetEndpoint::msg_packet_end(
     RxMsg& m, const wire::SesStandardRequest& ses, uint64_t len) noexcept {
   if (ses.ie()) {
-    ++counters_.rx_initiator_err;
+    ++rare().rx_initiator_err;
     if (m.status == OpStatus::kSuccess) m.status = OpStatus::kRemoteInvalidRequest;
   }
   m.remaining -= std::min(len, m.remaining);

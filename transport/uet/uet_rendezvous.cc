@@ -24,7 +24,7 @@ void UetEndpoint::rdv_expose(Pdc& p, Op& o) {
     }
   }
   if (rdv_free_.empty()) {  // every source exposed: this one goes eagerly
-    ++counters_.tx_rendezvous_eager;
+    ++rare().tx_rendezvous_eager;
     return;
   }
   const uint32_t i = rdv_free_.back();
@@ -40,7 +40,7 @@ void UetEndpoint::rdv_expose(Pdc& p, Op& o) {
   s.deadline = now_ + config_.rendezvous_timeout;
   deadline_ = std::min(deadline_, s.deadline);
   ++rdv_live_;
-  ++counters_.tx_rendezvous;
+  ++rare().tx_rendezvous;
   o.rdv = i + 1;
 }
 
@@ -77,16 +77,16 @@ wire::SesReturnCode UetEndpoint::rdv_read_check(uint32_t peer, uint64_t key, uin
   const uint32_t i = key & 0xFFFF;
   if (key > 0xFFFFFFFFu || i >= rdv_.size() || !rdv_[i].live ||
       key != rdv_key(i, rdv_[i].gen) || pdcs_[rdv_[i].pdc].peer_ip4 != peer) {
-    ++counters_.rx_rdv_bad_read;
+    ++rare().rx_rdv_bad_read;
     return wire::SesReturnCode::kBadMkey;
   }
   RdvSource& s = rdv_[i];
   if (at > s.length || len > s.length - at) {
-    ++counters_.rx_rdv_bad_read;
+    ++rare().rx_rdv_bad_read;
     return wire::SesReturnCode::kBadAddr;
   }
   s.deadline = now_ + config_.rendezvous_timeout;  // the reader is at work
-  ++counters_.rx_rdv_reads;
+  ++rare().rx_rdv_reads;
   return wire::SesReturnCode::kNull;
 }
 
@@ -97,7 +97,7 @@ void UetEndpoint::rdv_hold(Pdc& p, Pdc::Response& r) {
   const uint32_t i = r.key & 0xFFFF;
   const bool live = rdv_[i].live && r.key == rdv_key(i, rdv_[i].gen);
   if (!live) {
-    ++counters_.rx_rdv_bad_read;
+    ++rare().rx_rdv_bad_read;
     r.data = false;
     r.code = static_cast<uint8_t>(wire::SesReturnCode::kBadMkey);
   }
@@ -146,7 +146,7 @@ Time UetEndpoint::rdv_timer(Time now) {
       next = std::min(next, s.deadline);
       continue;
     }
-    ++counters_.rdv_timeouts;
+    ++rare().rdv_timeouts;
     Pdc& p = pdcs_[s.pdc];
     Op& o = p.ini.ops[s.op];
     if (!o.failed) {
@@ -172,7 +172,7 @@ UetEndpoint::Exec UetEndpoint::rx_rendezvous(Pdc& p, const wire::SesStandardRequ
                                              std::span<const uint8_t> payload, size_t elided,
                                              uint32_t psn) {
   if (ses.ie()) {  // §4.1: given up by its sender (no buffer): nothing to match or read
-    ++counters_.rx_initiator_err;
+    ++rare().rx_initiator_err;
     return Exec::kRecord;
   }
   const wire::SesRendezvous& h = *wire::as<wire::SesRendezvous>(ext);
@@ -182,17 +182,17 @@ UetEndpoint::Exec UetEndpoint::rx_rendezvous(Pdc& p, const wire::SesStandardRequ
   // named by a key our READs can carry (32 bits).
   if (!ses.som() || !ses.eom() || eager >= length || payload.size() + elided != eager ||
       h.read_match_bits() > 0xFFFFFFFFu) {
-    ++counters_.rx_rdv_refused;
+    ++rare().rx_rdv_refused;
     refuse(p, psn, static_cast<uint8_t>(wire::SesReturnCode::kUnsupportedSize),
            ses.message_id());
     return Exec::kDone;
   }
-  ++counters_.rx_rendezvous;
+  ++rare().rx_rendezvous;
   const bool tagged = ses.opcode() == wire::SesOpcode::kRendezvousTsend;
   if (tagged) tagged_tables();
   if (rx_msgs_.empty()) rx_msgs_.assign(config_.max_recv_messages, RxMsg{});
   if (!tagged && recv_claim_ == recv_tail_) {  // no buffer posted: "still processing" (§3.10)
-    ++counters_.rx_rnr;
+    ++rare().rx_rnr;
     queue_nack(p, wire::NackCode::kRcvdSesProcg, psn);
     return Exec::kWait;
   }
@@ -222,7 +222,7 @@ UetEndpoint::Exec UetEndpoint::rdv_untagged(Pdc& p, RxMsg& m, const RdvRead& rd,
                                             std::span<const uint8_t> payload, uint32_t psn) {
   Recv& r = recvs_[recv_claim_];
   if (m.length > r.rb.length) {  // nothing of it is written; both ends complete kLengthError
-    ++counters_.rx_length_error;
+    ++rare().rx_length_error;
     r.peer = p.peer_ip4;
     r.done = true;
     r.status = OpStatus::kLengthError;
@@ -262,12 +262,12 @@ UetEndpoint::Exec UetEndpoint::rdv_tagged(Pdc& p, RxMsg& m, const RdvRead& rd,
       return Exec::kWait;
     }
     unlink_trecv(t);
-    ++counters_.rx_tagged_matched;
+    ++rare().rx_tagged_matched;
     rdv_keep(m, payload);
     return Exec::kRecord;
   }
   if (!stage_unexpected(m, m.eager)) {
-    ++counters_.rx_unexpected_full;
+    ++rare().rx_unexpected_full;
     queue_nack(p, wire::NackCode::kNoSesMsgAvail, psn);
     return Exec::kWait;
   }
@@ -279,7 +279,7 @@ UetEndpoint::Exec UetEndpoint::rdv_tagged(Pdc& p, RxMsg& m, const RdvRead& rd,
   e.rdv_length = m.length;
   e.read = rd;
   if (!payload.empty()) std::memcpy(m.dst, payload.data(), payload.size());
-  ++counters_.rx_tagged_unexpected;
+  ++rare().rx_tagged_unexpected;
   return Exec::kRecord;  // no message state held: the entry has all it needs
 }
 

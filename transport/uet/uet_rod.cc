@@ -104,7 +104,7 @@ bool UetEndpoint::rod_stage(Pdc& p, const wire::Decoded& d, const wire::SesStand
                           : d.ses_rendezvous != nullptr ? wire::SesRendezvous::kSize
                                                         : 0;
   if (d.payload.size() + ext_len > config_.payload_bytes) {  // not ours to hold; it comes again
-    ++counters_.rod_unstageable;
+    ++rare().rod_unstageable;
     return false;
   }
   const bool write = ses != nullptr && ses->opcode() == wire::SesOpcode::kWrite;
@@ -117,7 +117,7 @@ bool UetEndpoint::rod_stage(Pdc& p, const wire::Decoded& d, const wire::SesStand
     }
   }
   if (!rod_.lend(p.tgt.rod_buf)) {  // every buffer lent: dropped, its retransmission comes again
-    ++counters_.rod_no_buffer;
+    ++rare().rod_no_buffer;
     return false;
   }
   Staged& st = rod_.entry(p.tgt.rod_buf, psn);
@@ -132,7 +132,7 @@ bool UetEndpoint::rod_stage(Pdc& p, const wire::Decoded& d, const wire::SesStand
   if (st.len > 0) std::memcpy(at + st.ext, d.payload.data(), st.len);
   rod_.set_staged(p.tgt.rod_buf, psn, true);
   ++p.tgt.rod_held;
-  ++counters_.rod_staged;
+  ++rare().rod_staged;
   if (st.recorded) mark_received(p, psn);
   return true;
 }
@@ -151,7 +151,7 @@ void UetEndpoint::rod_drain(Pdc& p, uint16_t id) {
     if (!rod_staged(p, psn)) return;
     rod_.set_staged(p.tgt.rod_buf, psn, false);
     const Staged st = rod_.entry(p.tgt.rod_buf, psn);
-    ++counters_.rod_executed_late;
+    ++rare().rod_executed_late;
     Exec e = Exec::kRecord;
     if (st.has_ses) {
       const uint8_t* const at = rod_.bytes(p.tgt.rod_buf, psn);

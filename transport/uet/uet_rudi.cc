@@ -146,7 +146,7 @@ bool UetEndpoint::build_rudi_req(uint32_t slot, bool retx, Frame& f, Time now) {
   if (!finish(b, f, elided)) return false;
   f.priority = Priority::kData;
   k.sent = now;
-  ++(retx ? counters_.tx_rudi_retx : counters_.tx_rudi);
+  ++(retx ? rare().tx_rudi_retx : rare().tx_rudi);
   deadline_ = std::min(
       deadline_, now + std::min(config_.rto << std::min<int>(k.retries, 20), config_.max_rto));
   return true;
@@ -158,13 +158,13 @@ void UetEndpoint::rx_rudi_resp(const wire::Decoded& d) {
   const wire::PdsRudi& h = *d.pds_as<wire::PdsRudi>();
   pds::RudiPkt* const kp = rudi_.find(h.pkt_id());
   if (kp == nullptr) {
-    ++counters_.rx_rudi_stale;
+    ++rare().rx_rudi_stale;
     return;
   }
   pds::RudiPkt& k = *kp;
   PeerOp& o = rudi_.op_of(k, config_.max_ops);
   if (d.ipv4->src() != o.peer) {
-    ++counters_.rx_rudi_stale;
+    ++rare().rx_rudi_stale;
     return;
   }
   wire::SesReturnCode rc = wire::SesReturnCode::kOk;
@@ -172,7 +172,7 @@ void UetEndpoint::rx_rudi_resp(const wire::Decoded& d) {
     if (o.op != Opcode::kRead || rd->return_code() != wire::SesReturnCode::kOk ||
         rd->read_req_message_id() != static_cast<uint16_t>(o.message_id + k.packet) ||
         rd->payload_length() != k.len || rd->message_offset() != 0) {
-      ++counters_.rx_rudi_stale;
+      ++rare().rx_rudi_stale;
       return;
     }
     const size_t have = std::min<size_t>(d.payload.size(), k.len);
@@ -184,11 +184,11 @@ void UetEndpoint::rx_rudi_resp(const wire::Decoded& d) {
     if (rc == wire::SesReturnCode::kNull) rc = wire::SesReturnCode::kOk;
     // A READ is answered with its data; an OK without it answers nothing.
     if (o.op == Opcode::kRead && rc == wire::SesReturnCode::kOk) {
-      ++counters_.rx_rudi_stale;
+      ++rare().rx_rudi_stale;
       return;
     }
   } else {
-    ++counters_.rx_rudi_stale;
+    ++rare().rx_rudi_stale;
     return;
   }
   if (rc != wire::SesReturnCode::kOk && !o.failed) {
@@ -196,7 +196,7 @@ void UetEndpoint::rx_rudi_resp(const wire::Decoded& d) {
     o.status = status_for(rc);
     o.rc = static_cast<uint8_t>(rc);
   }
-  ++counters_.rx_rudi_resp;
+  ++rare().rx_rudi_resp;
   if (k.resend) --rudi_.resend;
   k.resend = false;
   rudi_.free_slot(h.pkt_id() & 0xFFFF);
@@ -238,14 +238,14 @@ Time UetEndpoint::rudi_timer(Time now) {
       }
       --o.unacked;
       rudi_.free_slot(slot);
-      ++counters_.rudi_gave_up;
+      ++rare().rudi_gave_up;
       gave_up = true;
       continue;
     }
     ++k.retries;
     k.resend = true;
     ++rudi_.resend;
-    ++counters_.rudi_timeouts;
+    ++rare().rudi_timeouts;
   }
   if (gave_up) retire_rudi();
   return next;
@@ -263,15 +263,15 @@ void UetEndpoint::rx_rudi_req(const wire::Decoded& d) {
     return;
   }
   if (ses == nullptr) {  // nothing to execute, nothing to answer
-    ++counters_.rx_unsupported;
+    ++rare().rx_unsupported;
     return;
   }
   if (rudi_.rsp.empty()) rudi_.rsp.assign(config_.rudi_responses, RudiRsp{});  // first request
   if (rudi_.rsp_tail - rudi_.rsp_head >= rudi_.rsp.size()) {  // bounded: dropped, comes again
-    ++counters_.rudi_rsp_full;
+    ++rare().rudi_rsp_full;
     return;
   }
-  ++counters_.rx_rudi_req;
+  ++rare().rx_rudi_req;
   RudiRsp r;
   r.peer = d.ipv4->src();
   if (d.eth != nullptr) {
@@ -310,7 +310,7 @@ void UetEndpoint::rx_rudi_req(const wire::Decoded& d) {
       break;
     }
     default:  // SEND is not idempotent; the rest is not served here (§4.9 UNSUPPORTED_OP)
-      ++counters_.rx_unsupported;
+      ++rare().rx_unsupported;
       r.code = static_cast<uint8_t>(wire::SesReturnCode::kUnsupportedOp);
       break;
   }
@@ -347,7 +347,7 @@ bool UetEndpoint::build_rudi_resp(const RudiRsp& r, Frame& f) {
   }
   if (!finish(b, f, elided)) return false;
   f.priority = r.data ? Priority::kData : Priority::kControl;
-  ++counters_.tx_rudi_resp;
+  ++rare().tx_rudi_resp;
   return true;
 }
 

@@ -33,7 +33,7 @@ void UetEndpoint::queue_nack(Pdc& p, wire::NackCode code, uint32_t psn) {
 // already) does not. False when the ring is full: the request is dropped and comes again.
 bool UetEndpoint::queue_response(Pdc& p, const Pdc::Response& r, bool repeat) {
   if (p.tgt.rsp_tail - p.tgt.rsp_head >= config_.mpr) {
-    ++counters_.rsp_ring_full;
+    ++rare().rsp_ring_full;
     return false;
   }
   p.tgt.rsp.reserve32(p.tgt.rsp_head, p.tgt.rsp_tail, uint64_t{p.tgt.rsp_tail - p.tgt.rsp_head} + 1,
@@ -84,7 +84,7 @@ void UetEndpoint::refuse(Pdc& p, uint32_t psn, uint8_t code, uint16_t message_id
     if (!test_bit(p.tgt.gtd_bits, idx)) continue;
     p.tgt.gtd_bits[idx / 64] &= ~(uint64_t{1} << (idx % 64));
     --p.tgt.gtd_live;
-    ++counters_.refusals_cleared;
+    ++rare().refusals_cleared;
     Pdc::Refusal& g = p.tgt.gtd[idx];
     if (g.result != 0) free_result(std::exchange(g.result, 0));
     if (g.rdv != 0) rdv_cleared(std::exchange(g.rdv, 0), g.rdv_len);  // the reader has them
@@ -103,32 +103,32 @@ bool UetEndpoint::tss_open(const Frame& f, wire::DecodedStorage& decoded, bool t
   const bool sealed = !d.sealed.empty();
   if (tss_ == nullptr) {
     if (!sealed) return true;
-    ++counters_.rx_sealed_unexpected;
+    ++rare().rx_sealed_unexpected;
     return false;
   }
   if (!sealed) {
-    ++counters_.rx_clear_refused;
+    ++rare().rx_clear_refused;
     return false;
   }
   std::span<uint8_t> plain;
   tss::Drop why = tss::Drop::kCount;
   if (!(trimmed ? tss_->open_trimmed(f.data, d, &plain, &why)
                 : tss_->open(f.data, d, &plain, &why))) {
-    ++counters_.rx_tss_dropped;
+    ++rare().rx_tss_dropped;
     return false;
   }
   const wire::WireError err = wire::decode_opened(plain, &d);
   if (trimmed) {
     // A cut request fails only its SES length (or loses its extension): its PDS is readable.
     if (d.pds == nullptr || !wire::is_pdc_request(d.pds_type)) {
-      ++counters_.rx_trimmed_sealed_other;
+      ++rare().rx_trimmed_sealed_other;
       return false;
     }
     return true;
   }
   if (err != wire::WireError::kOk) {
-    counters_.wire.add(err);
-    ++counters_.rx_malformed;
+    rare().wire.add(err);
+    ++rare().rx_malformed;
     return false;
   }
   // §5.7: a domain bound to a job carries only that job's requests and responses (every SES
@@ -137,7 +137,7 @@ bool UetEndpoint::tss_open(const Frame& f, wire::DecodedStorage& decoded, bool t
       d.ses_desc != &wire::HeaderTraits<wire::SesResponseDataSmall>::desc) {
     const uint32_t job = tss_->bound_job(d);
     if (job != tss::kAnyJob && wire::load_be_n<3>(d.ses + 5) != job) {
-      ++counters_.rx_tss_cross_job;
+      ++rare().rx_tss_cross_job;
       return false;
     }
   }
@@ -165,14 +165,14 @@ void UetEndpoint::rx(std::span<Frame* const> frames, Time now) {
   const bool trimmed = d.ipv4 != nullptr && d.ipv4->dscp() == kDscpTrimmed;
   // A trimmed later packet fails the SES length check only (spec/uet.md §3.14).
   if (err != wire::WireError::kOk && !(err == wire::WireError::kBadSesLength && trimmed)) {
-    counters_.wire.add(err);
-    ++counters_.rx_malformed;
+    rare().wire.add(err);
+    ++rare().rx_malformed;
     return;
   }
   if ((tss_ != nullptr || !d.sealed.empty()) && !tss_open(f, decoded, trimmed)) return;
   // (After a tolerated length error the decoder has every header but did not set protocol.)
   if (d.pds == nullptr || d.ipv4 == nullptr || d.ipv4->dst() != config_.local_ip4) {
-    ++counters_.rx_malformed;
+    ++rare().rx_malformed;
     return;
   }
   switch (d.pds_type) {
@@ -202,7 +202,7 @@ void UetEndpoint::rx(std::span<Frame* const> frames, Time now) {
       rx_ctrl(d, now);
       break;
     default:
-      ++counters_.rx_malformed;  // a mode this engine does not speak yet
+      ++rare().rx_malformed;  // a mode this engine does not speak yet
       break;
   }
 }
@@ -223,10 +223,10 @@ void UetEndpoint::rx(std::span<Frame* const> frames, Time now) {
   const uint16_t id = p->id;
   if (p->rod != rod) {  // §3.10 PDC_MODE_MISMATCH (PDC-fatal)
     if (trimmed) {
-      ++counters_.rx_trimmed_unverified;
+      ++rare().rx_trimmed_unverified;
       return;
     }
-    ++counters_.rx_mode_mismatch;
+    ++rare().rx_mode_mismatch;
     queue_nack(*p, wire::NackCode::kPdcModeMismatch, psn);
     return;
   }
@@ -297,19 +297,19 @@ void UetEndpoint::rx(std::span<Frame* const> frames, Time now) {
       return p;
     }
     if (trimmed) {
-      ++counters_.rx_trimmed_unverified;
+      ++rare().rx_trimmed_unverified;
       return nullptr;
     }
-    ++counters_.pdc_reopened;
+    ++rare().pdc_reopened;
     release_target(id);
   }
   // §5.6 secure establishment: a new PDC starts at or above the expected PSN.
   if (tss_ != nullptr && !tss_->start_psn_ok(src, h.spdcid(), start)) {
     if (trimmed) {
-      ++counters_.rx_trimmed_unverified;
+      ++rare().rx_trimmed_unverified;
       return nullptr;
     }
-    ++counters_.rx_start_psn_refused;
+    ++rare().rx_start_psn_refused;
     const uint32_t expected = tss_->expected_start_psn(src, h.spdcid(), start);
     queue_stateless_nack(src, h.spdcid(), static_cast<uint8_t>(wire::NackCode::kNewStartPsn), psn,
                          Stateless::kNack, 0, &expected);
@@ -319,10 +319,10 @@ void UetEndpoint::rx(std::span<Frame* const> frames, Time now) {
   if (n < 0 && !trimmed) n = reclaim_unanswered();
   if (n < 0) {  // §3.10 NO_PDC_AVAIL: the table is full
     if (trimmed) {
-      ++counters_.rx_trimmed_unverified;
+      ++rare().rx_trimmed_unverified;
       return nullptr;
     }
-    ++counters_.rx_no_pdc_avail;
+    ++rare().rx_no_pdc_avail;
     queue_stateless_nack(src, h.spdcid(), static_cast<uint8_t>(wire::NackCode::kNoPdcAvail), psn);
     return nullptr;
   }
@@ -351,10 +351,10 @@ void UetEndpoint::rx(std::span<Frame* const> frames, Time now) {
     return p;
   }
   if (trimmed) {
-    ++counters_.rx_trimmed_unverified;
+    ++rare().rx_trimmed_unverified;
     return nullptr;
   }
-  ++counters_.rx_unknown_pdc;
+  ++rare().rx_unknown_pdc;
   queue_stateless_nack(src, h.spdcid(), static_cast<uint8_t>(wire::NackCode::kInvDpdcid), h.psn());
   return nullptr;
 }
@@ -417,11 +417,11 @@ void UetEndpoint::rx(std::span<Frame* const> frames, Time now) {
         r.data = true;
         r.result = g.result;
         r.len = g.len;
-        ++counters_.rx_atomic_replays;
+        ++rare().rx_atomic_replays;
       } else if (g.rdv != 0 && ses != nullptr) {  // a rendezvous source's READ: read again
         r = read_response(*ses, psn, p.peer_ip4);
       }
-      if (queue_response(p, r, /*repeat=*/true)) ++counters_.tx_refusal_repeats;
+      if (queue_response(p, r, /*repeat=*/true)) ++rare().tx_refusal_repeats;
     }
     p.tgt.ack_now = true;
     return false;
@@ -512,7 +512,7 @@ UetEndpoint::Exec UetEndpoint::execute(Pdc& p, uint16_t id, const wire::SesStand
     case wire::SesOpcode::kNoop:
       break;
     default: {  // §4.9 UNSUPPORTED_OP
-      ++counters_.rx_unsupported;
+      ++rare().rx_unsupported;
       refuse(p, psn, static_cast<uint8_t>(wire::SesReturnCode::kUnsupportedOp), ses.message_id());
       return Exec::kDone;
     }
@@ -536,12 +536,12 @@ void UetEndpoint::rx_ctrl(const wire::Decoded& d, Time now) {
     case wire::CtrlType::kClear:  // the initiator's clear PSN (§3.3) without a request
       if (p != nullptr && p->role == Role::kTarget && p->peer_ip4 == src &&
           p->peer_pdcid == h.spdcid()) {
-        ++counters_.rx_clear;
+        ++rare().rx_clear;
         clear_to(*p, h.ctrl_payload());
         p->tgt.ack_now = true;  // the ACK shows the CACK that moved
         return;
       }
-      ++counters_.rx_bad_ctrl;
+      ++rare().rx_bad_ctrl;
       return;
     case wire::CtrlType::kReqAck:  // the initiator asks whether we live: ACK what arrived
       if (p != nullptr && p->role == Role::kTarget && p->peer_ip4 == src &&
@@ -551,7 +551,7 @@ void UetEndpoint::rx_ctrl(const wire::Decoded& d, Time now) {
         mark_ready(*p);
         return;
       }
-      ++counters_.rx_bad_ctrl;
+      ++rare().rx_bad_ctrl;
       return;
     case wire::CtrlType::kCredit:  // RCCC: credit granted by the target, in bytes
       if (p != nullptr && p->role == Role::kInitiator && p->peer_ip4 == src && !p->closing &&
@@ -560,7 +560,7 @@ void UetEndpoint::rx_ctrl(const wire::Decoded& d, Time now) {
         on_credit(*p, h.ctrl_payload());
         return;
       }
-      ++counters_.rx_bad_ctrl;
+      ++rare().rx_bad_ctrl;
       return;
     case wire::CtrlType::kCreditReq:  // RCCC: the sender asks again (a grant may be lost)
       if (p != nullptr && p->role == Role::kTarget && p->peer_ip4 == src &&
@@ -569,10 +569,10 @@ void UetEndpoint::rx_ctrl(const wire::Decoded& d, Time now) {
         rccc_rx_.on_request(h.dpdcid(), h.ctrl_payload(), now);
         return;
       }
-      ++counters_.rx_bad_ctrl;
+      ++rare().rx_bad_ctrl;
       return;
     default:
-      ++counters_.rx_bad_ctrl;  // control types this engine does not act on
+      ++rare().rx_bad_ctrl;  // control types this engine does not act on
       return;
   }
 }

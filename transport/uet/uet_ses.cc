@@ -25,7 +25,7 @@ UetEndpoint::Pdc::Response UetEndpoint::read_response(const wire::SesStandardReq
       why != wire::SesReturnCode::kNull) {
     r.code = static_cast<uint8_t>(why);
   } else if (len > config_.payload_bytes) {  // one response packet per READ request
-    ++counters_.rx_unsupported;
+    ++rare().rx_unsupported;
     r.code = static_cast<uint8_t>(wire::SesReturnCode::kUnsupportedSize);
   } else {
     r.code = static_cast<uint8_t>(wire::SesReturnCode::kOk);
@@ -50,7 +50,7 @@ UetEndpoint::RxMsg* UetEndpoint::find_msg(uint16_t pdc_id, uint16_t message_id) 
 // NO_SES_MSG_AVAIL: its initiator retries) when all max_recv_messages are in use.
 UetEndpoint::RxMsg* UetEndpoint::take_msg(Pdc& p, uint32_t psn) {
   if (rx_msgs_used_ == rx_msgs_.size()) {
-    ++counters_.rx_no_msg_state;
+    ++rare().rx_no_msg_state;
     queue_nack(p, wire::NackCode::kNoSesMsgAvail, psn);
     return nullptr;
   }
@@ -81,11 +81,11 @@ UetEndpoint::Exec UetEndpoint::rx_send(Pdc& p, uint16_t id, std::span<const uint
   RxMsg* m = find_msg(id, ses.message_id());
   if (m == nullptr) {
     if (ses.ie()) {  // §4.1: given up by its sender: nothing to place, no buffer to claim
-      ++counters_.rx_initiator_err;
+      ++rare().rx_initiator_err;
       return Exec::kRecord;
     }
     if (recv_claim_ == recv_tail_) {  // no buffer posted: "still processing; retry" (§3.10)
-      ++counters_.rx_rnr;
+      ++rare().rx_rnr;
       queue_nack(p, wire::NackCode::kRcvdSesProcg, psn);
       return Exec::kWait;
     }
@@ -103,7 +103,7 @@ UetEndpoint::Exec UetEndpoint::rx_send(Pdc& p, uint16_t id, std::span<const uint
     ++recv_claim_;
     ++rx_msgs_used_;
     if (m->length > r.rb.length) {  // nothing of it is written
-      ++counters_.rx_length_error;
+      ++rare().rx_length_error;
       m->status = OpStatus::kLengthError;
     }
   }
@@ -115,7 +115,7 @@ UetEndpoint::Exec UetEndpoint::rx_send(Pdc& p, uint16_t id, std::span<const uint
     refuse(p, psn, static_cast<uint8_t>(wire::SesReturnCode::kTooLong), ses.message_id());
     result = Exec::kDone;
   } else if (at > m->length || len > m->length - at) {
-    ++counters_.rx_bad_send;  // outside its own message: counted, never placed
+    ++rare().rx_bad_send;  // outside its own message: counted, never placed
     m->status = OpStatus::kRemoteInvalidRequest;
     len = std::min(len, m->remaining);
   } else {
@@ -144,10 +144,10 @@ UetEndpoint::Exec UetEndpoint::rx_send(Pdc& p, uint16_t id, std::span<const uint
 void UetEndpoint::rx_msg_error(uint16_t id, const wire::SesStandardRequest& ses) {
   RxMsg* m = find_msg(id, ses.message_id());
   if (m == nullptr) {
-    ++counters_.rx_msg_error_unknown;
+    ++rare().rx_msg_error_unknown;
     return;
   }
-  ++counters_.rx_msg_error;
+  ++rare().rx_msg_error;
   if (m->status == OpStatus::kSuccess) m->status = OpStatus::kRemoteInvalidRequest;
 }
 

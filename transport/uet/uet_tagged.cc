@@ -35,25 +35,25 @@ wire::SesReturnCode UetEndpoint::access_refusal(const uint8_t* ses) noexcept {
   uint32_t pid = static_cast<uint32_t>(w >> 16 & 0xFFF);
   const auto ri = static_cast<uint32_t>(w & 0xFFF);
   if (job != config_.job_id) {
-    ++counters_.rx_bad_job;
+    ++rare().rx_bad_job;
     return wire::SesReturnCode::kBadJobId;
   }
   if ((ses[1] & kRelBit) != 0) pid += config_.job_pid_base;  // §4.1 `rel`: from the job's base
   if (pid != config_.pid_on_fep) {
-    ++counters_.rx_bad_pid;
+    ++rare().rx_bad_pid;
     return wire::SesReturnCode::kBadPid;
   }
   if (ri >= config_.resource_indexes) {
-    ++counters_.rx_bad_index;
+    ++rare().rx_bad_index;
     return wire::SesReturnCode::kBadIndex;
   }
   const Resource r = resource(static_cast<uint16_t>(ri));
   if (!r.enabled) {
-    ++counters_.rx_disabled;
+    ++rare().rx_disabled;
     return wire::SesReturnCode::kDisabled;
   }
   if (generation != r.generation) {
-    ++counters_.rx_bad_generation;
+    ++rare().rx_bad_generation;
     return wire::SesReturnCode::kBadGeneration;
   }
   return wire::SesReturnCode::kNull;
@@ -285,7 +285,7 @@ void UetEndpoint::complete_trecv(const TaggedRecv& tr, const RxMsg& m, const uin
   if (staged != nullptr && fit > 0) std::memcpy(tr.base, staged, fit);
   OpStatus status = m.status;
   if (status == OpStatus::kSuccess && m.length > tr.length) {
-    ++counters_.rx_truncated;
+    ++rare().rx_truncated;
     status = OpStatus::kTruncated;
   }
   const bool placed = status == OpStatus::kSuccess || status == OpStatus::kTruncated;
@@ -341,13 +341,13 @@ UetEndpoint::RxMsg* UetEndpoint::start_tagged(Pdc& p, uint16_t id,
     unlink(trecvs_, trecv_list_.head, trecv_list_.tail, r);
     trecv_free_.push_back(r);
     m->unexp = -1;
-    ++counters_.rx_tagged_matched;
+    ++rare().rx_tagged_matched;
   } else if (!stage_unexpected(*m, m->length)) {
-    ++counters_.rx_unexpected_full;
+    ++rare().rx_unexpected_full;
     queue_nack(p, wire::NackCode::kNoSesMsgAvail, psn);
     return nullptr;
   } else {
-    ++counters_.rx_tagged_unexpected;
+    ++rare().rx_tagged_unexpected;
   }
   m->in_use = true;
   ++rx_msgs_used_;
@@ -364,14 +364,14 @@ UetEndpoint::Exec UetEndpoint::rx_tagged(Pdc& p, uint16_t id, std::span<const ui
   RxMsg* m = find_msg(id, ses.message_id());
   if (m == nullptr) {
     if (ses.ie()) {  // §4.1: given up by its sender: nothing to place, nothing to match
-      ++counters_.rx_initiator_err;
+      ++rare().rx_initiator_err;
       return Exec::kRecord;
     }
     m = start_tagged(p, id, ses, psn);
     if (m == nullptr) return Exec::kWait;
   }
   if (at > m->length || len > m->length - at) {
-    ++counters_.rx_bad_send;  // outside its own message: counted, never placed
+    ++rare().rx_bad_send;  // outside its own message: counted, never placed
     m->status = OpStatus::kRemoteInvalidRequest;
     len = std::min(len, m->remaining);
   } else if (at < m->cap) {

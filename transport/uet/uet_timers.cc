@@ -66,7 +66,7 @@ bool UetEndpoint::probe_held(Pdc& p, Time now) {
       psn_before(p.ini.base_psn, p.ini.next_psn))
     return false;  // data in flight: the RTO watches the target
   if (p.ini.req_acks >= config_.max_retries) {
-    ++counters_.hold_probe_failures;
+    ++rare().hold_probe_failures;
     fail_pdc(p, OpStatus::kRetriesExhausted);
     return true;
   }
@@ -136,7 +136,7 @@ bool UetEndpoint::rto_fired(Pdc& p, Time now) {
     if (!s.in_flight || s.sent + p.ini.rto > now) continue;
     if (s.rnr_wait) {
       mark_lost(p, psn);
-      ++counters_.rnr_retx;
+      ++rare().rnr_retx;
       continue;
     }
     // Giving up means the peer stopped answering: a timeout counts towards max_retries only

@@ -276,7 +276,7 @@ UetEndpoint::Turn UetEndpoint::tx_close(Pdc& p, uint16_t id, Frame& f) {
     return Turn::kIdle;
   }
   p.ctrl_pending = false;
-  ++(init ? counters_.tx_close : counters_.tx_req_close);
+  ++(init ? rare().tx_close : rare().tx_req_close);
   return Turn::kSent;
 }
 
@@ -415,7 +415,7 @@ UetEndpoint::Turn UetEndpoint::tx_clear(Pdc& p, uint16_t id, Frame& f, Time now)
     p.ini.clear_psn = clear;
     p.ini.clear_at = now + p.ini.rto;
     deadline_ = std::min(deadline_, p.ini.clear_at);
-    ++counters_.tx_clear;
+    ++rare().tx_clear;
     return Turn::kSent;
   }
   return Turn::kWaiting;

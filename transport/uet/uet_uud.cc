@@ -46,7 +46,7 @@ size_t UetEndpoint::tx_uud(std::span<Frame* const> out) {
     const bool sent = build_uud(u, *out[n]);
     if (sent) {
       ++n;
-      ++counters_.tx_uud;
+      ++rare().tx_uud;
     }
     completions_.push_back(Completion{u.wr_id, sent ? OpStatus::kSuccess : OpStatus::kFlushed,
                                       sent ? u.length : 0, u.op});
@@ -100,23 +100,23 @@ bool UetEndpoint::build_uud(const PeerOp& u, Frame& f) {
 void UetEndpoint::rx_uud(const wire::Decoded& d) {
   const wire::SesStandardRequest* ses = d.ses_as<wire::SesStandardRequest>();
   if (d.ipv4->dscp() == kDscpTrimmed || ses == nullptr || !ses->som() || !ses->eom()) {
-    ++counters_.rx_uud_dropped;
+    ++rare().rx_uud_dropped;
     return;
   }
   const uint64_t len = d.payload.size() + d.elided;
   if (ses->request_length() != len) {  // more than one packet, or damaged
-    ++counters_.rx_uud_dropped;
+    ++rare().rx_uud_dropped;
     return;
   }
   if (check_access(ses->raw) != wire::SesReturnCode::kNull) {  // §4.1, counted by its code
-    ++counters_.rx_uud_dropped;
+    ++rare().rx_uud_dropped;
     return;
   }
   switch (ses->opcode()) {
     case wire::SesOpcode::kSend: {
       if (recv_claim_ == recv_tail_ ||
           len > recvs_[recv_claim_].rb.length) {  // no buffer, too long
-        ++counters_.rx_uud_dropped;
+        ++rare().rx_uud_dropped;
         return;
       }
       Recv& r = recvs_[recv_claim_++];
@@ -127,7 +127,7 @@ void UetEndpoint::rx_uud(const wire::Decoded& d) {
       r.bytes = len;
       r.has_imm = ses->hd();
       r.imm = static_cast<uint32_t>(ses->header_data());
-      ++counters_.rx_uud;
+      ++rare().rx_uud;
       deliver_recvs();
       return;
     }
@@ -135,17 +135,17 @@ void UetEndpoint::rx_uud(const wire::Decoded& d) {
       const uint64_t key = ses->match_bits();
       const uint64_t at = ses->buffer_offset();
       if (!region_ok(key, at, len)) {
-        ++counters_.rx_uud_dropped;
+        ++rare().rx_uud_dropped;
         return;
       }
       if (!d.payload.empty()) {
         std::memcpy(region_base(key) + at, d.payload.data(), d.payload.size());
       }
-      ++counters_.rx_uud;
+      ++rare().rx_uud;
       return;
     }
     default:
-      ++counters_.rx_uud_dropped;
+      ++rare().rx_uud_dropped;
       return;
   }
 }
