@@ -34,20 +34,20 @@ void RoceEndpoint::rx_one(const Frame& f, Time now) {
       wire::decode_frame(std::span<const uint8_t>(f.data, f.len), decoded.slot(), opts);
   const wire::Decoded& d = decoded.get();
   if (err != wire::WireError::kOk) {  // §7: the decoder verifies the ICRC (rule 8)
-    counters_.wire.add(err);
-    ++counters_.rx_malformed;
-    if (err == wire::WireError::kBadIcrc) ++counters_.rx_bad_icrc;
+    rare().wire.add(err);
+    ++rare().rx_malformed;
+    if (err == wire::WireError::kBadIcrc) ++rare().rx_bad_icrc;
     return;
   }
   if (d.protocol != wire::Protocol::kRoce || d.ipv4 == nullptr ||
       d.ipv4->dst() != config_.local_ip4) {
-    ++counters_.rx_not_ours;
+    ++rare().rx_not_ours;
     return;
   }
   // DestQP is an index: no look-up. Out of range, never allocated or reset: the same drop.
   Qp* const qp = qp_at(d.bth->dest_qp() - config_.qpn_base);
   if (qp == nullptr || qp->state == QpState::kReset || qp->peer_ip4 != d.ipv4->src()) {
-    ++counters_.rx_unknown_qp;
+    ++rare().rx_unknown_qp;
     return;
   }
   Qp& q = *qp;
@@ -86,7 +86,7 @@ void RoceEndpoint::rx_one(const Frame& f, Time now) {
       rx_cnp(q, now);
       break;
     default:
-      ++counters_.rx_unsupported;
+      ++rare().rx_unsupported;
       break;
   }
 }
@@ -134,7 +134,7 @@ bool RoceEndpoint::tx_one(Qp& q, Frame& f, Time now) {
     q.ack_pending = false;
     q.unacked = 0;
     ++counters_.tx_naks;
-    if (rnr) ++counters_.tx_rnr_naks;
+    if (rnr) ++rare().tx_rnr_naks;
     return true;
   }
   if (q.ack_pending) {
@@ -157,7 +157,7 @@ bool RoceEndpoint::tx_one(Qp& q, Frame& f, Time now) {
       return false;
     }
     q.rnr_wait = false;
-    ++counters_.rnr_retries;
+    ++rare().rnr_retries;
   }
   if (!has_data(q)) return false;
   if (q.send_write == q.write_started && q.reads_in_flight >= config_.max_rd_atomic &&

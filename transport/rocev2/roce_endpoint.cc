@@ -270,7 +270,7 @@ void RoceEndpoint::stop_responding(uint32_t slot) {
       }
     }
     if (!uses) continue;
-    ++counters_.rx_bad_rkey;
+    ++rare().rx_bad_rkey;
     responder_fatal(q, static_cast<uint8_t>(wire::AethNak::kRemoteAccessError), psn);
     mark_ready(q);
   }
@@ -477,18 +477,33 @@ void RoceEndpoint::give_back() {
   cq_.shrink(cq_head_, cq_tail_, cq_reserved_, kQueueKeep);
 }
 
+RoceCounters& RoceEndpoint::make_rare() {
+  rare_counters_ = std::make_unique<RoceCounters>();
+  return *rare_counters_;
+}
+
+RoceCounters RoceEndpoint::counters() const noexcept {
+  RoceCounters c = rare();
+#define ROCE_HOT_COPY(name) c.name = counters_.name;
+  ROCE_HOT_COUNTERS(ROCE_HOT_COPY)
+#undef ROCE_HOT_COPY
+  return c;
+}
+
 EndpointStats RoceEndpoint::stats() const {
+  const HotCounters& h = counters_;
   EndpointStats s;
-  s.data_packets = counters_.tx_data;
-  s.retransmitted_packets = counters_.tx_retx;
-  s.control_packets = counters_.tx_acks + counters_.tx_naks + counters_.tx_cnps;
-  s.timeouts = counters_.timeouts;
+  s.data_packets = h.tx_data;
+  s.retransmitted_packets = h.tx_retx;
+  s.control_packets = h.tx_acks + h.tx_naks + h.tx_cnps;
+  s.timeouts = h.timeouts;
   // Out-of-order packets are dropped by RC (go-back-N resends them); duplicates are answered.
-  s.rx_dropped = counters_.rx_malformed + counters_.rx_not_ours + counters_.rx_unknown_qp +
-                 counters_.rx_qp_error + counters_.rx_unsupported + counters_.rx_out_of_order +
-                 counters_.rx_stale_acks + counters_.rx_read_dup + counters_.rx_read_unexpected +
-                 counters_.rx_atomic_ack_dup + counters_.rx_atomic_ack_unexpected +
-                 counters_.rx_atomic_replay_miss;
+  s.rx_dropped = h.rx_out_of_order + h.rx_stale_acks;
+  if (const RoceCounters* r = rare_counters_.get()) {
+    s.rx_dropped += r->rx_malformed + r->rx_not_ours + r->rx_unknown_qp + r->rx_qp_error +
+                    r->rx_unsupported + r->rx_read_dup + r->rx_read_unexpected +
+                    r->rx_atomic_ack_dup + r->rx_atomic_ack_unexpected + r->rx_atomic_replay_miss;
+  }
   return s;
 }
 

@@ -157,6 +157,14 @@ struct RoceCounters {
   wire::WireCounters wire;
 };
 
+// RoceCounters that every data packet, ACK, CNP or message can move (RoceEndpoint::HotCounters).
+#define ROCE_HOT_COUNTERS(X) \
+  X(tx_data) X(tx_retx) X(bytes_resent) X(go_back_n) X(timeouts) X(tx_qp_visits) X(rx_acks) \
+  X(rx_nak_seq) X(rx_nak_seq_ignored) X(rx_stale_acks) X(rx_cnps) X(pacing_waits) X(rx_data) \
+  X(rx_placed) X(rx_duplicates) X(rx_out_of_order) X(rx_ce) X(tx_acks) X(tx_naks) X(tx_cnps) \
+  X(tx_reads) X(rx_read_responses) X(rx_read_requests) X(tx_read_responses) X(read_waits) \
+  X(read_reissues) X(tx_atomics) X(atomic_resends) X(rx_sends) X(rx_write_imm)
+
 enum class QpState : uint8_t { kReset, kRts, kError };
 
 // A QP as tools and tests see it.
@@ -228,7 +236,8 @@ class RoceEndpoint final : public Endpoint {
   Time next_deadline() const override;
   void on_timer(Time now) override;
 
-  const RoceCounters& counters() const noexcept { return counters_; }
+  // A copy: the counters a fault-free run moves per packet, and the rest (RoceCounters).
+  RoceCounters counters() const noexcept;
   const RoceConfig& config() const noexcept { return config_; }
   // Bytes held by the engine's tables (QP chunks and their index, send and read queues, the
   // completion ring, the receive queue, the active list, the connection map, the region
@@ -515,7 +524,26 @@ class RoceEndpoint final : public Endpoint {
   GrowRing<Completion, 1> cq_;
   uint64_t cq_head_ = 0, cq_tail_ = 0;
   uint64_t cq_reserved_ = 0;  // posted writes whose completion is not yet polled
-  RoceCounters counters_;
+  // The counters a fault-free run moves per packet (ROCE_HOT_COUNTERS) live in the endpoint;
+  // the rest (errors, atomics, SENDs) in a RoceCounters made at the first such event, so a
+  // host that never sees one does not carry its 0.6 KiB.
+  struct HotCounters {
+#define ROCE_HOT_FIELD(name) uint64_t name = 0;
+    ROCE_HOT_COUNTERS(ROCE_HOT_FIELD)
+#undef ROCE_HOT_FIELD
+  };
+  HotCounters counters_;
+  std::unique_ptr<RoceCounters> rare_counters_;
+  RoceCounters& rare() {
+    if (rare_counters_ == nullptr) [[unlikely]] return make_rare();
+    return *rare_counters_;
+  }
+  // Out of line, so that rare() stays small enough not to change what the compiler inlines.
+  [[gnu::cold, gnu::noinline]] RoceCounters& make_rare();
+  const RoceCounters& rare() const noexcept {
+    static constexpr RoceCounters kNone{};
+    return rare_counters_ != nullptr ? *rare_counters_ : kNone;
+  }
   // The encapsulation of the last frame built to a peer, for ECN-capable frames and for the
   // others (roce_frames.cc): the next frame mostly goes to the same peer.
   struct EncapCache {

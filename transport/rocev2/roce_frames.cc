@@ -89,7 +89,7 @@ bool RoceEndpoint::build_packet(Qp& q, Frame& f, const Packet& p) {
       (p.atomic_eth ? wire::AtomicEth::kSize : 0) + (p.aeth ? wire::Aeth::kSize : 0) +
       (p.atomic_ack ? wire::AtomicAckEth::kSize : 0) + (p.imm ? wire::ImmDt::kSize : 0);
   if (headers > f.capacity) {
-    ++counters_.tx_no_room;
+    ++rare().tx_no_room;
     return false;
   }
   // By reference the buffer holds all but the payload (the pad and ICRC follow it).
@@ -119,7 +119,7 @@ bool RoceEndpoint::build_packet(Qp& q, Frame& f, const Packet& p) {
   }
   if (bth == nullptr || (p.imm && imm == nullptr) || (p.atomic_eth && ateth == nullptr) ||
       (p.atomic_ack && atack == nullptr) || !placed) {
-    ++counters_.tx_no_room;
+    ++rare().tx_no_room;
     return false;
   }
   bth->set_opcode(p.op);
@@ -147,7 +147,7 @@ bool RoceEndpoint::build_packet(Qp& q, Frame& f, const Packet& p) {
   }
   if (imm != nullptr) imm->set_imm(p.imm_data);  // §3.5
   if (!finish_frame(b, f, elide ? p.len + pad + static_cast<uint32_t>(wire::kIcrcSize) : 0)) {
-    ++counters_.tx_no_room;
+    ++rare().tx_no_room;
     return false;
   }
   f.priority = Priority::kData;
@@ -162,7 +162,7 @@ bool RoceEndpoint::build_ack(Qp& q, Frame& f, AethType type, uint8_t value, uint
   wire::Bth* bth = b.add<wire::Bth>();
   wire::Aeth* aeth = b.add<wire::Aeth>();
   if (aeth == nullptr) {
-    ++counters_.tx_no_room;
+    ++rare().tx_no_room;
     return false;
   }
   bth->set_opcode(RoceOpcode::kRcAck);
@@ -173,7 +173,7 @@ bool RoceEndpoint::build_ack(Qp& q, Frame& f, AethType type, uint8_t value, uint
   aeth->set_syndrome_value(value);
   aeth->set_msn(q.msn);
   if (!finish_frame(b, f)) {
-    ++counters_.tx_no_room;
+    ++rare().tx_no_room;
     return false;
   }
   f.priority = Priority::kData;
@@ -188,7 +188,7 @@ bool RoceEndpoint::build_cnp(Qp& q, Frame& f) {
   wire::Bth* bth = b.add<wire::Bth>();
   wire::Cnp* cnp = b.add<wire::Cnp>();
   if (cnp == nullptr) {
-    ++counters_.tx_no_room;
+    ++rare().tx_no_room;
     return false;
   }
   bth->set_opcode(RoceOpcode::kCnp);
@@ -196,7 +196,7 @@ bool RoceEndpoint::build_cnp(Qp& q, Frame& f) {
   bth->set_becn(true);
   bth->set_dest_qp(q.remote_qpn);
   if (!finish_frame(b, f)) {
-    ++counters_.tx_no_room;
+    ++rare().tx_no_room;
     return false;
   }
   f.priority = Priority::kControl;

@@ -132,7 +132,7 @@ void RoceEndpoint::advance_cursor(Qp& q, Write& w, uint32_t len, bool fresh, boo
 // Requester (NOTES.md §2, rxe check_psn / check_ack): ACKs, NAKs, RNR NAKs.
 void RoceEndpoint::rx_ack(Qp& q, const wire::Decoded& d, Time now) {
   if (q.state != QpState::kRts) {
-    ++counters_.rx_qp_error;
+    ++rare().rx_qp_error;
     return;
   }
   const uint32_t psn = d.bth->psn();
@@ -178,7 +178,7 @@ void RoceEndpoint::rx_positive_ack(Qp& q, uint32_t psn, Time now) {
   const int r = ack_through(q, psn);
   if (r & kAckProgress) q.rnr_left = config_.rnr_retry;
   if (r & kAckReadGap) {  // the ACK passed a read whose responses are missing
-    ++counters_.rx_read_gap;
+    ++rare().rx_read_gap;
     q.retry_started = was_started && !(r & kAckProgress);
     read_gap(q, now);
     return;
@@ -200,7 +200,7 @@ bool RoceEndpoint::nak_progress(Qp& q, uint32_t psn, bool fatal, Time now) {
   const int r = ack_through(q, psn_prev(psn));
   if (r & kAckProgress) restore_retries(q);
   if ((r & kAckReadGap) && !fatal) {  // responses of an earlier read are missing: resend
-    ++counters_.rx_read_gap;
+    ++rare().rx_read_gap;
     read_gap(q, now);
     return false;
   }
@@ -210,9 +210,9 @@ bool RoceEndpoint::nak_progress(Qp& q, uint32_t psn, bool fatal, Time now) {
 // §3.2 RNR NAK: the responder had no receive buffer for the request at `psn`. Wait the coded
 // time, then resend from `psn`; rnr_retry times per stall (7: for ever), then kReceiverNotReady.
 void RoceEndpoint::rx_rnr_nak(Qp& q, uint32_t psn, uint8_t timer, Time now) {
-  ++counters_.rx_rnr_naks;
+  ++rare().rx_rnr_naks;
   if (q.rnr_wait && q.rnr_psn == psn) {  // a copy for the stall already waited on
-    ++counters_.rx_rnr_ignored;
+    ++rare().rx_rnr_ignored;
     return;
   }
   if (config_.rnr_retry != 7) {
@@ -246,7 +246,7 @@ void RoceEndpoint::rx_nak_seq(Qp& q, uint32_t psn, Time now) {
 
 // §3.2 fatal NAK: the WR holding the PSN fails; those behind it are flushed.
 void RoceEndpoint::rx_nak_fatal(Qp& q, uint8_t code) {
-  ++counters_.rx_nak_fatal;
+  ++rare().rx_nak_fatal;
   const auto nak = static_cast<AethNak>(code);
   fail_qp(q, nak == AethNak::kRemoteAccessError ? OpStatus::kRemoteAccessError
              : nak == AethNak::kInvalidRequest  ? OpStatus::kRemoteInvalidRequest
@@ -257,28 +257,28 @@ void RoceEndpoint::rx_nak_fatal(Qp& q, uint8_t code) {
 // offset; a gap (a lost response) starts a go-back-N that re-issues the READ from una.
 void RoceEndpoint::rx_read_response(Qp& q, const wire::Decoded& d, Time now) {
   if (q.state != QpState::kRts) {
-    ++counters_.rx_qp_error;
+    ++rare().rx_qp_error;
     return;
   }
   note_ce(q, d, now);
   const uint32_t psn = d.bth->psn();
   if (psn_diff(psn, q.una) < 0) {  // already placed: a duplicate (old round, network copy)
-    ++counters_.rx_read_dup;
+    ++rare().rx_read_dup;
     return;
   }
   if (psn_diff(psn, q.max_psn) >= 0) {
-    ++counters_.rx_read_unexpected;
+    ++rare().rx_read_unexpected;
     return;
   }
   Write* const w = read_holding(q, psn);
   if (w == nullptr) {
-    ++counters_.rx_read_unexpected;  // a response for a PSN that is no read's
+    ++rare().rx_read_unexpected;  // a response for a PSN that is no read's
     return;
   }
   const auto k = static_cast<uint32_t>(psn_diff(psn, w->first_psn));
   if (psn != q.una && !read_response_at_una(q, psn, k, now)) return;
   if (!read_response_fits(*w, d, k)) {  // dropped; timer recovers
-    ++counters_.rx_read_unexpected;
+    ++rare().rx_read_unexpected;
     return;
   }
   place_read_response(q, *w, d, psn, k, now);
@@ -289,12 +289,12 @@ void RoceEndpoint::rx_read_response(Qp& q, const wire::Decoded& d, Time now) {
 // it; the original value lands at the atomic's result, once (copies behind una are dropped).
 void RoceEndpoint::rx_atomic_ack(Qp& q, const wire::Decoded& d, Time now) {
   if (q.state != QpState::kRts) {
-    ++counters_.rx_qp_error;
+    ++rare().rx_qp_error;
     return;
   }
   const uint32_t psn = d.bth->psn();
   if (psn_diff(psn, q.una) < 0) {  // already completed: a replay or a network copy
-    ++counters_.rx_atomic_ack_dup;
+    ++rare().rx_atomic_ack_dup;
     return;
   }
   // §3.2: an atomic's response is an ACK; NAKs travel as plain ACKNOWLEDGE packets.
@@ -302,7 +302,7 @@ void RoceEndpoint::rx_atomic_ack(Qp& q, const wire::Decoded& d, Time now) {
                        ? read_holding(q, psn, Opcode::kAtomic)
                        : nullptr;
   if (w == nullptr) {
-    ++counters_.rx_atomic_ack_unexpected;
+    ++rare().rx_atomic_ack_unexpected;
     return;
   }
   if (psn != q.una && !read_response_at_una(q, psn, 0, now)) return;
@@ -310,7 +310,7 @@ void RoceEndpoint::rx_atomic_ack(Qp& q, const wire::Decoded& d, Time now) {
     const uint64_t orig = d.atomic_ack_eth->orig_data();  // host order in memory
     std::memcpy(w->dst, &orig, sizeof(orig));
   }
-  ++counters_.rx_atomic_acks;
+  ++rare().rx_atomic_acks;
   response_taken(q, psn, /*completes=*/true, now);
 }
 
@@ -333,7 +333,7 @@ bool RoceEndpoint::read_response_at_una(Qp& q, uint32_t psn, uint32_t k, Time no
   if (k == 0) r = ack_through(q, psn_prev(psn));
   if (r & kAckProgress) restore_retries(q);
   if (psn != q.una) {
-    ++counters_.rx_read_gap;
+    ++rare().rx_read_gap;
     read_gap(q, now);
     return false;
   }

@@ -20,7 +20,7 @@ using wire::RoceOpcode;
 void RoceEndpoint::rx_request(Qp& q, const wire::Decoded& d, Time now) {
   ++counters_.rx_data;
   if (q.state != QpState::kRts) {
-    ++counters_.rx_qp_error;
+    ++rare().rx_qp_error;
     return;
   }
   note_ce(q, d, now);
@@ -28,7 +28,7 @@ void RoceEndpoint::rx_request(Qp& q, const wire::Decoded& d, Time now) {
   if (!check_psn(q, d, psn)) return;
   if (d.bth->opcode() == RoceOpcode::kRcReadRequest) {
     if (q.in_message) {  // §4: a READ request stands alone, never inside a message
-      ++counters_.rx_invalid_request;
+      ++rare().rx_invalid_request;
       responder_fatal(q, static_cast<uint8_t>(AethNak::kInvalidRequest), psn);
       return;
     }
@@ -37,7 +37,7 @@ void RoceEndpoint::rx_request(Qp& q, const wire::Decoded& d, Time now) {
   }
   if (d.atomic_eth != nullptr) {
     if (q.in_message) {  // §4: an atomic stands alone, never inside a message
-      ++counters_.rx_invalid_request;
+      ++rare().rx_invalid_request;
       responder_fatal(q, static_cast<uint8_t>(AethNak::kInvalidRequest), psn);
       return;
     }
@@ -104,7 +104,7 @@ RoceEndpoint::Request::Request(const wire::Decoded& d) {
 // rxe check_op_seq: FIRST/ONLY start a message, MIDDLE/LAST continue one of the same kind.
 bool RoceEndpoint::check_op_seq(Qp& q, const Request& r, uint32_t psn) {
   if (r.first == q.in_message || (!r.first && q.kind != r.kind)) {
-    ++counters_.rx_invalid_request;
+    ++rare().rx_invalid_request;
     responder_fatal(q, static_cast<uint8_t>(AethNak::kInvalidRequest), psn);
     return false;
   }
@@ -132,11 +132,11 @@ bool RoceEndpoint::reth_access_ok(const wire::Reth& reth, uint32_t& region) {
   if (dma == 0) return true;
   const Region* r = regions_.find(key);  // a deregistered region's key is refused
   if (r == nullptr) {
-    ++counters_.rx_bad_rkey;
+    ++rare().rx_bad_rkey;
     return false;
   }
   if (va > r->length || dma > r->length - va) {
-    ++counters_.rx_bad_range;
+    ++rare().rx_bad_range;
     return false;
   }
   region = Regions::slot_of(key);
@@ -154,7 +154,7 @@ bool RoceEndpoint::check_length(Qp& q, const Request& r, uint32_t psn) {
                        : r.len == config_.mtu && r.len < q.remaining;
   }
   if (!length_ok) {
-    ++counters_.rx_invalid_request;
+    ++rare().rx_invalid_request;
     responder_fatal(q, static_cast<uint8_t>(AethNak::kInvalidRequest), psn);
     return false;
   }
@@ -167,7 +167,7 @@ bool RoceEndpoint::check_length(Qp& q, const Request& r, uint32_t psn) {
 bool RoceEndpoint::check_recv(Qp& q, const Request& r, uint32_t psn) {
   const bool needs_recv = (r.send && r.first) || (!r.send && r.imm);
   if (needs_recv && recv_head_ == recv_tail_) {
-    ++counters_.rx_rnr;
+    ++rare().rx_rnr;
     q.nak_latch = true;
     q.nak_pending = true;
     q.nak_rnr = true;
@@ -187,7 +187,7 @@ bool RoceEndpoint::place_send(Qp& q, const wire::Decoded& d, const Request& r, u
   if (r.len > q.recv.length - q.recv_placed) {
     // IB local length error: the buffer completes in error with what earlier packets placed,
     // the requester gets NAK invalid request (IB_WC_REM_INV_REQ_ERR), the QP fails.
-    ++counters_.rx_length_error;
+    ++rare().rx_length_error;
     q.recv_claimed = false;
     complete_recv(q.recv.wr_id, q.peer_ip4, OpStatus::kLengthError, q.recv_placed, false, 0);
     responder_fatal(q, static_cast<uint8_t>(AethNak::kInvalidRequest), psn);
@@ -309,7 +309,7 @@ void RoceEndpoint::queue_read_response(Qp& q, const ReadResp& r) {
     // the requester has already completed -- its first copy got through while a timeout
     // re-issued it. Failing the QP here (NAK invalid request) would fail a healthy READ stream
     // whenever a timeout races a read's first copy.
-    ++counters_.rx_read_overflow;
+    ++rare().rx_read_overflow;
     ++q.rd_head;
   }
   // Grows with the requests that arrive, up to max_rd_atomic (NOTES.md §6): a doubling at
@@ -328,10 +328,10 @@ void RoceEndpoint::rx_atomic_request(Qp& q, const wire::Decoded& d, uint32_t psn
   if (duplicate) {
     const AtomicResult* saved = saved_atomic(q, psn);
     if (saved == nullptr) {
-      ++counters_.rx_atomic_replay_miss;
+      ++rare().rx_atomic_replay_miss;
       return;
     }
-    ++counters_.rx_atomic_replays;
+    ++rare().rx_atomic_replays;
     drop_responses_from(q, psn);  // go-back-N asks again for everything from psn
     ReadResp r;
     r.first_psn = psn;
@@ -345,7 +345,7 @@ void RoceEndpoint::rx_atomic_request(Qp& q, const wire::Decoded& d, uint32_t psn
   uint32_t region = 0;
   if (!atomic_access_ok(q, a, psn, region)) return;
   const uint64_t orig = execute_atomic(d, regions_[region].base + a.va());
-  ++counters_.rx_atomics;
+  ++rare().rx_atomics;
   if (q.ar_tail - q.ar_head >= config_.max_rd_atomic) ++q.ar_head;  // the oldest result goes
   q.atomics.reserve(q.ar_head, q.ar_tail, q.ar_tail - q.ar_head + 1, config_.max_rd_atomic);
   q.atomics[q.ar_tail++] = AtomicResult{q.rq_psns, orig};
@@ -378,17 +378,17 @@ bool RoceEndpoint::atomic_access_ok(Qp& q, const wire::AtomicEth& a, uint32_t ps
   auto nak = AethNak::kRemoteAccessError;
   const Region* r = regions_.find(key);
   if (r == nullptr) {
-    ++counters_.rx_bad_rkey;
+    ++rare().rx_bad_rkey;
   } else if (va > r->length || 8 > r->length - va) {
-    ++counters_.rx_bad_range;
+    ++rare().rx_bad_range;
   } else if (va % 8 != 0 || reinterpret_cast<uintptr_t>(r->base + va) % 8 != 0) {
-    ++counters_.rx_atomic_misaligned;
+    ++rare().rx_atomic_misaligned;
     nak = AethNak::kInvalidRequest;
   } else {
     region = Regions::slot_of(key);
     return true;
   }
-  ++counters_.rx_atomic_refused;
+  ++rare().rx_atomic_refused;
   responder_fatal(q, static_cast<uint8_t>(nak), psn);
   return false;
 }
@@ -452,7 +452,7 @@ bool RoceEndpoint::build_read_response(Qp& q, Frame& f, Time now) {
     Packet p;
     atomic_response_packet(r, p);
     if (!build_packet(q, f, p)) return false;
-    ++counters_.tx_atomic_acks;
+    ++rare().tx_atomic_acks;
     ++q.rd_head;
     pace(q, f, now);
     return true;
