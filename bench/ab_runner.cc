@@ -32,14 +32,36 @@ const char* to_string(Verb v) noexcept {
 
 namespace {
 
+// The longest frame of a run whose flows are WRITEs (in any delivery mode) on Ethernet, IPv4
+// and UDP: UET's request (RUD_CC, SES standard header: 102 bytes; an ACK_CCX with a response
+// with data is as long, spec/uet.md §3.9, §4.7), RoCEv2's WRITE with RETH and ImmDt and
+// its ICRC (78).
+constexpr uint32_t write_header_bytes(TransportKind t) noexcept {
+  constexpr size_t kEncap = wire::Ethernet::kSize + wire::Ipv4::kSize + wire::Udp::kSize;
+  if (t == TransportKind::kRocev2) {
+    return static_cast<uint32_t>(kEncap + wire::Bth::kSize + wire::Reth::kSize +
+                                 wire::ImmDt::kSize + wire::kIcrcSize);
+  }
+  return static_cast<uint32_t>(
+      kEncap + std::max(wire::PdsRudRodCc::kSize + wire::SesStandardRequest::kSize,
+                        wire::PdsAckCcx::kSize + wire::SesResponseData::kSize));
+}
+static_assert(write_header_bytes(TransportKind::kUet) == 102);
+static_assert(write_header_bytes(TransportKind::kRocev2) == 78);
+
 sim::NetworkConfig network_config(const RunConfig& rc) {
   sim::NetworkConfig nc;
   nc.seed = rc.seed;
   nc.frame_capacity = rc.fabric.frame_capacity;
-  // A fabric that keeps headers only (128 bytes: UET's longest stack) gives RoCEv2 frames of
-  // its own longest, a multiple of 32 bytes.
-  if (rc.transport == TransportKind::kRocev2 && nc.frame_capacity == 128) {
-    nc.frame_capacity = (RoceEndpoint::kMaxHeaderBytes + 31) / 32 * 32;
+  // A fabric that keeps headers only (128 bytes: UET's longest stack) gives each run frames of
+  // its own transport's and verb's longest stack (engines refuse a frame too small, never cut
+  // one): RoCEv2 a multiple of 32 bytes, and a WRITE run a multiple of 8.
+  if (nc.frame_capacity == 128) {
+    if (rc.verb == Verb::kWrite) {
+      nc.frame_capacity = (write_header_bytes(rc.transport) + 7) / 8 * 8;
+    } else if (rc.transport == TransportKind::kRocev2) {
+      nc.frame_capacity = (RoceEndpoint::kMaxHeaderBytes + 31) / 32 * 32;
+    }
   }
   nc.switches.buffer_bytes = rc.fabric.buffer_bytes;
   nc.switches.ecn.enabled = rc.fabric.ecn;
