@@ -51,6 +51,11 @@ bool params_ok(const Params& p) {
             p.transport.c_str());
     return false;
   }
+  if (p.rendezvous != "write" && p.rendezvous != "read") {
+    FI_WARN(&kProvider, FI_LOG_DOMAIN, "FI_UETREF_RENDEZVOUS=%s unknown: write or read\n",
+            p.rendezvous.c_str());
+    return false;
+  }
   if (p.host != "uring" && p.host != "dpdk") {
     FI_WARN(&kProvider, FI_LOG_DOMAIN, "FI_UETREF_HOST=%s unknown: uring or dpdk\n",
             p.host.c_str());
@@ -151,6 +156,7 @@ int make_uet_engine(const Domain& d, uint32_t pid, std::unique_ptr<Endpoint>* ou
   // The kernel computes the real UDP checksum (dpdk-io/uring_io.h); over DPDK the engine does.
   c.udp_checksum = d.uring == nullptr;
   c.rendezvous_bytes = p.rendezvous_bytes;
+  c.rendezvous_push = p.rendezvous == "write";
   // The kernel gathers the payload from the registered buffer (no copy into the frame).
   c.tx_by_reference = p.udp_offload;
   // A kernel-socket host inside someone else's process stalls for milliseconds (scheduling,
@@ -274,13 +280,15 @@ void print_stats(const Domain& d) {
   const UetCounters& k = u.counters();
   std::fprintf(stderr,
                "uetref %s: data %lu retx %lu (timeouts %lu fast %lu nack %lu tlp %lu rnr %lu) "
-               "acks %lu/%lu rendezvous %lu reads %lu timeouts %lu deferred %lu/%lu "
+               "acks %lu/%lu rendezvous %lu reads %lu cts %lu pushes %lu/%lu timeouts %lu "
+               "deferred %lu/%lu "
                "unexpected %lu; %s; rod staged %lu late %lu unstageable %lu no-buffer %lu; "
                "tss sealed %lu opened %lu dropped %lu clear refused %lu cross-job %lu; atomics "
                "executed %lu replayed %lu refused %lu\n",
                inet_ntoa(in_addr{htonl(d.local_ip4)}), k.tx_data, k.tx_retx, k.timeouts,
                k.fast_retx, k.nack_retx, k.tlp_probes, k.rnr_retx, k.tx_acks, k.rx_acks,
-               k.tx_rendezvous, k.rx_rdv_reads, k.rdv_timeouts, k.tx_deferred, k.rx_deferred,
+               k.tx_rendezvous, k.rx_rdv_reads, k.tx_rdv_cts, k.tx_rdv_pushes, k.rx_rdv_pushed,
+               k.rdv_timeouts + k.rdv_push_timeouts, k.tx_deferred, k.rx_deferred,
                k.rx_tagged_unexpected, host.c_str(), k.rod_staged, k.rod_executed_late,
                k.rod_unstageable, k.rod_no_buffer, u.tss() ? u.tss()->counters().sealed : 0,
                u.tss() ? u.tss()->counters().opened : 0, u.tss() ? u.tss()->counters().dropped() : 0,

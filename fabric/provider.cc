@@ -62,8 +62,11 @@ constexpr ParamDef kParamDefs[] = {
     {"dpdk_port", FI_PARAM_SIZE_T,
      "FI_UETREF_HOST=dpdk: the ethdev port the domain owns (default 0)"},
     {"rendezvous_bytes", FI_PARAM_SIZE_T,
-     "Messages longer than this go by rendezvous (the target reads them), 0: "
-     "never (default 65536)"},
+     "Messages longer than this go by rendezvous, 0: never (default 65536)"},
+    {"rendezvous", FI_PARAM_STRING,
+     "UET rendezvous, the receiver's choice once it has matched the request: write "
+     "(it answers with a CTS naming the receive and the sender WRITEs the rest into "
+     "it; the default) or read (it READs the rest from the sender, UET 1.0's way)"},
 };
 
 void define_params() {
@@ -346,7 +349,7 @@ Params read_params() {
   for (auto [name, field] :
        {std::pair{"transport", &Params::transport}, std::pair{"addr", &Params::addr},
         std::pair{"tss_key_file", &Params::tss_key_file}, std::pair{"host", &Params::host},
-        std::pair{"eal", &Params::eal}}) {
+        std::pair{"eal", &Params::eal}, std::pair{"rendezvous", &Params::rendezvous}}) {
     char* s = nullptr;
     if (fi_param_get_str(&kProvider, name, &s) == 0 && s != nullptr) p.*field = s;
   }

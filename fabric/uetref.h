@@ -73,6 +73,7 @@ struct Params {
   uint32_t payload_bytes = 4096;
   uint64_t window_bytes = 256 * 1024;
   uint64_t rendezvous_bytes = 64 * 1024;
+  std::string rendezvous = "write";  // UET: write (the sender pushes on the CTS) | read
   uint32_t base_rtt_us = 50;  // NSCC's unloaded round trip: loopback through the kernel
   bool stats = false;         // print the engine's counters when the domain closes
   bool udp_offload = true;    // GSO, GRO, payloads gathered from registered memory

@@ -74,6 +74,11 @@ struct UetConfig {
   uint64_t rendezvous_bytes = 0;
   uint32_t rendezvous_sources = 64;
   Time rendezvous_timeout = kSecond;
+  // The target's choice for the rest of a rendezvous message (NOTES.md, "Rendezvous"): false,
+  // READ it from the source (§4.5.3); true, answer the request with a DEFERRABLE_RTR naming
+  // the matched receive (the CTS) and let the initiator WRITE the rest into it. An initiator
+  // serves either, so the two ends need not agree.
+  bool rendezvous_push = false;
   // Deferrable sends (spec/uet.md §4.2; NOTES.md, "Deferrable sends"): at most
   // deferrable_sends posted and not yet complete (1..65535; the next is refused at post). A
   // target keeps a deferred message in its unexpected list (max_unexpected, no bytes); a
@@ -237,6 +242,11 @@ struct UetCounters {
   // (a malformed extension header).
   uint64_t tx_rendezvous = 0, tx_rendezvous_eager = 0, rx_rdv_reads = 0, rx_rdv_bad_read = 0;
   uint64_t rdv_timeouts = 0, rx_rendezvous = 0, rx_rdv_refused = 0;
+  // Pushed rendezvous: CTSs sent and receives completed by the WRITE (target), WRITEs of a
+  // source pushed on a CTS (initiator), pushed WRITE packets refused (unknown or withdrawn
+  // receive, out of range) and receives whose push never came (target).
+  uint64_t tx_rdv_cts = 0, rx_rdv_pushed = 0, tx_rdv_pushes = 0, rx_rdv_bad_push = 0;
+  uint64_t rdv_push_timeouts = 0;
   // Deferrable sends: deferred by their target and restarted on its DEFERRABLE_RTR
   // (initiator); RTRs received naming no deferred send; messages deferred, RTRs sent, restarts
   // received, and receives whose restart never came (target).

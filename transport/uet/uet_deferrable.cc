@@ -97,6 +97,7 @@ bool UetEndpoint::defer_restart(uint32_t i) {
 UetEndpoint::Exec UetEndpoint::rx_rtr(Pdc& p, const wire::SesStandardRequest& ses,
                                       uint32_t psn) {
   const uint64_t token = ses.match_bits();
+  if (is_rdv_key(token)) return rdv_push(p, ses, psn);  // a rendezvous CTS
   const uint32_t i = token & 0xFFFF;
   if (i >= defer_.size() || !defer_[i].live || token != defer_token(i) ||
       defer_[i].peer != p.peer_ip4 || defer_[i].rtr_seen) {

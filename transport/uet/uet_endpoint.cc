@@ -433,7 +433,7 @@ absl::Status UetEndpoint::post_op(uint32_t peer, bool rod, const Op& op, const c
     }
   }
   // A rendezvous send is also waiting for its source's READs (rdv_release).
-  o.unacked = o.packets + (o.rdv != 0 && o.op != Opcode::kRead ? 1 : 0);
+  o.unacked = o.packets + (is_rdv_send(o) ? 1 : 0);
   // RCCC's backlog: the payload bytes that need credit (not READs' or atomics', above tx).
   o.carries = op.op != Opcode::kRead && op.op != Opcode::kAtomic && op.op != Opcode::kRecv;
   if (o.carries) p.ini.unsent_bytes += carried;

@@ -159,9 +159,12 @@ class UetEndpoint final : public Endpoint {
     uint64_t cap = 0;
     uint64_t wr_id = 0, tag = 0, data = 0;
     uint32_t peer = 0;
-    // Rendezvous (uet_rendezvous.cc): the eager bytes are placed; a READ brings the rest.
+    // Rendezvous (uet_rendezvous.cc): the eager bytes are placed; a READ brings the rest, or
+    // (pushed) the initiator WRITEs it under key `sink`, due by `deadline` (`remaining` left).
     bool rdv = false;
     uint64_t eager = 0;
+    uint32_t sink = 0;
+    Time deadline = kNever;
   };
   // Rendezvous (§4.5.3): what a rendezvous request names for the target to READ from.
   struct RdvRead {
@@ -180,6 +183,7 @@ class UetEndpoint final : public Endpoint {
     uint64_t length = 0;
     uint64_t cleared = 0;  // bytes whose READ answers the reader has cleared
     Time deadline = kNever;
+    bool pushing = false;  // a CTS came: its WRITE of the rest is posted
   };
   // Tagged receives and unexpected messages (uet_tagged.cc): each in a table of its bound,
   // linked in posting (arrival) order so a match leaves from anywhere.
@@ -396,6 +400,18 @@ class UetEndpoint final : public Endpoint {
   void rdv_keep(RxMsg& m, std::span<const uint8_t> payload);
   absl::Status rdv_matched(const TaggedRecv& tr, uint32_t u);
   bool rdv_read(RxMsg& m, const RdvRead& rd);
+  bool rdv_fetch(RxMsg& m, const RdvRead& rd) {
+    return config_.rendezvous_push ? rdv_cts(m, rd) : rdv_read(m, rd);
+  }
+  bool rdv_cts(RxMsg& m, const RdvRead& rd);
+  Exec rdv_push(Pdc& p, const wire::SesStandardRequest& ses, uint32_t psn);
+  void rdv_pushed(Pdc& pw, const Op& w);
+  Exec rdv_sink(Pdc& p, const wire::SesStandardRequest& ses, uint64_t key, uint64_t at,
+                uint64_t len, std::span<const uint8_t> payload, uint32_t psn);
+  Time sink_timer(Time now);
+  static bool is_rdv_send(const Op& o) noexcept {
+    return o.rdv != 0 && (o.op == Opcode::kSend || o.op == Opcode::kTaggedSend);
+  }
   void rdv_read_done(const Op& o);
   void rdv_place(const Op& o, uint64_t at, std::span<const uint8_t> data);
   void complete_rdv(RxMsg& m, OpStatus status);
@@ -404,7 +420,8 @@ class UetEndpoint final : public Endpoint {
   absl::Status defer_post(DeliveryMode mode, uint32_t peer, Op op, const void* buffer,
                           const char* verb);
   uint64_t defer_token(uint32_t slot) const noexcept {
-    return uint64_t{defer_[slot].gen} << 16 | slot;
+    // (15 bits of generation: bit 31 set names a rendezvous source, rdv_key)
+    return uint64_t{defer_[slot].gen & 0x7FFFu} << 16 | slot;
   }
   void defer_free(uint32_t slot) noexcept;
   void defer_retired(const Op& o);
@@ -663,6 +680,9 @@ class UetEndpoint final : public Endpoint {
   std::vector<RdvSource> rdv_;
   std::vector<uint32_t> rdv_free_;
   uint32_t rdv_live_ = 0;
+  // Receives waiting for a pushed rendezvous WRITE, and the generation in their sink keys.
+  uint32_t sinks_live_ = 0;
+  uint16_t sink_gen_ = 0;
   // Deferrable sends (deferrable_sends, taken at the first), the free ones, restarts an RTR
   // asked for that found no room to post (retried by on_timer). Target: its deferred
   // messages (entries of unexp_), the untagged ones no receive has reserved yet, and the

@@ -27,7 +27,10 @@ using internal::status_for;
   s.resend = false;
   s.rnr_wait = false;
   ++p.ini.acked_total;
-  --p.ini.ops[s.op].unacked;
+  Op& o = p.ini.ops[s.op];
+  // A pushed rendezvous WRITE completes its send at once: the send, posted before it on
+  // this PDC, would otherwise hold it behind itself in posting order.
+  if (--o.unacked == 0 && o.push != 0) [[unlikely]] rdv_pushed(p, o);
 }
 
 // RFC 6298 §2: SRTT/RTTVAR from one sample of a packet sent once.
@@ -143,8 +146,10 @@ void UetEndpoint::mark_lost(Pdc& p, uint32_t psn) {
   while (p.ini.op_head != p.ini.op_send) {
     const Op& o = p.ini.ops[p.ini.op_head];
     if (o.unacked != 0) break;
-    if ((o.rdv | o.defer) != 0) [[unlikely]] {
-      if (o.rdv != 0) {
+    if ((o.rdv | o.defer | o.push) != 0) [[unlikely]] {
+      if (o.push != 0) {
+        // a pushed rendezvous WRITE: its send completed when its last PSN was acknowledged
+      } else if (o.rdv != 0) {
         rdv_read_done(o);  // a rendezvous READ completes its receive, not an operation posted
       } else {
         defer_retired(o);  // a deferrable send may wait for its RTR instead
@@ -285,7 +290,7 @@ void UetEndpoint::rx_ack(const wire::Decoded& d, Time now) {
           o.rc = static_cast<uint8_t>(rc);
         }
         // A refused rendezvous send: the target will not read its source.
-        if (o.rdv != 0 && o.op != Opcode::kRead) rdv_release(o);
+        if (is_rdv_send(o)) rdv_release(o);
         // The refusal is the acknowledgement of its PSN: the target leaves it out of CACK and
         // SACK until our clear PSN passes it (Pdc::Target::gtd).
         ack_psn(p, trig, false, now);
@@ -497,7 +502,7 @@ void UetEndpoint::rnr_nack(Pdc& p, uint32_t psn, wire::NackCode code) {
     o.failed = true;
     o.status = code == wire::NackCode::kNoSesMsgAvail ? OpStatus::kNoResources
                                                       : OpStatus::kReceiverNotReady;
-    if (o.rdv != 0 && o.op != Opcode::kRead) rdv_release(o);  // never to be read
+    if (is_rdv_send(o)) rdv_release(o);  // never to be read
     mark_lost(p, psn);
   } else {
     if (s.rnr < 255) ++s.rnr;
@@ -508,12 +513,17 @@ void UetEndpoint::rnr_nack(Pdc& p, uint32_t psn, wire::NackCode code) {
 void UetEndpoint::fail_pdc(Pdc& p, OpStatus why) {
   for (uint32_t i = p.ini.op_head; i != p.ini.op_tail; ++i) {
     Op& o = p.ini.ops[i];
-    if (o.rdv != 0 && o.op == Opcode::kRead) {  // a rendezvous READ fails its receive
+    if ((o.rdv != 0 && !is_rdv_send(o)) || o.push != 0) {
+      // A rendezvous READ or CTS fails its receive, a pushed WRITE its send.
       if (!o.failed) {
         o.failed = true;
         o.status = why;
       }
-      rdv_read_done(o);
+      if (o.push != 0) {
+        rdv_pushed(p, o);
+      } else {
+        rdv_read_done(o);
+      }
       continue;
     }
     if (o.rdv != 0) rdv_release(o);

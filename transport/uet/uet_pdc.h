@@ -54,6 +54,9 @@ struct Op : PostedVerb {
   // Rendezvous (§4.5.3): a send's source (its number + 1), whose READs must all be done
   // before it completes; or a READ's receive (RxMsg number + 1), which it completes. 0: none.
   uint32_t rdv = 0;
+  // A rendezvous send's rest, WRITTEN on the target's CTS (NOTES.md, "Rendezvous"): the
+  // source's number + 1 (its key in `tag`); it completes the send instead of itself. 0: none.
+  uint32_t push = 0;
   // Deferrable send (§4.2): its restart slot + 1, the token in remote_offset and our PID in
   // rkey; or (op kRecv) a target's DEFERRABLE_RTR, the token in tag. 0: neither.
   uint32_t defer = 0;

@@ -234,7 +234,7 @@ UetEndpoint::Exec UetEndpoint::rdv_untagged(Pdc& p, RxMsg& m, const RdvRead& rd,
   m.dst = r.rb.base;
   m.cap = r.rb.length;
   m.recv = recv_claim_;
-  if (!rdv_read(m, rd)) {
+  if (!rdv_fetch(m, rd)) {
     queue_nack(p, wire::NackCode::kNoSesMsgAvail, psn);
     return Exec::kWait;
   }
@@ -257,7 +257,7 @@ UetEndpoint::Exec UetEndpoint::rdv_tagged(Pdc& p, RxMsg& m, const RdvRead& rd,
     m.wr_id = tr.wr_id;
     m.dst = tr.base;
     m.cap = tr.length;
-    if (!rdv_read(m, rd)) {
+    if (!rdv_fetch(m, rd)) {
       queue_nack(p, wire::NackCode::kNoSesMsgAvail, psn);
       return Exec::kWait;
     }
@@ -316,10 +316,10 @@ absl::Status UetEndpoint::rdv_matched(const TaggedRecv& tr, uint32_t u) {
   m.wr_id = tr.wr_id;
   m.dst = tr.base;
   m.cap = tr.length;
-  if (!rdv_read(m, e.read)) {
+  if (!rdv_fetch(m, e.read)) {
     return absl::ResourceExhaustedError(
-        "post_trecv: no room to post the READ of the rendezvous message it matches (max_ops, "
-        "max_pdcs)");
+        "post_trecv: no room to post the READ or CTS of the rendezvous message it matches "
+        "(max_ops, max_pdcs)");
   }
   if (const uint64_t fit = std::min(e.length, tr.length); fit > 0) {
     std::memcpy(tr.base, arena_.get() + e.at, fit);
@@ -353,15 +353,24 @@ void UetEndpoint::rdv_place(const Op& o, uint64_t at, std::span<const uint8_t> d
   }
 }
 
-// A rendezvous READ completed (or failed): so does its receive.
+// A rendezvous READ completed (or failed): so does its receive. A CTS only when it failed
+// (the initiator is gone) and its receive still waits for the push.
 void UetEndpoint::rdv_read_done(const Op& o) {
   RxMsg& m = rx_msgs_[o.rdv - 1];
+  if (o.op == Opcode::kRecv) {
+    if (o.failed && m.in_use && m.rdv && m.sink == o.remote_offset) complete_rdv(m, o.status);
+    return;
+  }
   complete_rdv(m, o.failed ? o.status : OpStatus::kSuccess);
 }
 
 void UetEndpoint::complete_rdv(RxMsg& m, OpStatus status) {
   m.in_use = false;
   m.rdv = false;
+  if (m.sink != 0) {
+    m.sink = 0;
+    --sinks_live_;
+  }
   --rx_msgs_used_;
   if (m.tagged) {
     TaggedRecv tr;
@@ -377,6 +386,133 @@ void UetEndpoint::complete_rdv(RxMsg& m, OpStatus status) {
   r.status = status;
   r.bytes = status == OpStatus::kSuccess ? m.length : 0;
   deliver_recvs();
+}
+
+// ------------------------------------------------------------------ pushed rendezvous
+
+// The target's other way to the rest (UetConfig::rendezvous_push): a DEFERRABLE_RTR to the
+// initiator (§4.2; the CTS), the source's key as its token and in buffer_offset a key of our
+// own naming message m (bit 31 set, a generation, m's number: never a region's key), under
+// which the initiator WRITEs the rest. False: no room (max_ops, max_pdcs).
+bool UetEndpoint::rdv_cts(RxMsg& m, const RdvRead& rd) {
+  const auto index = static_cast<uint32_t>(&m - rx_msgs_.data());
+  const uint32_t sink = rdv_key(index, ++sink_gen_);
+  Op op;
+  op.op = Opcode::kRecv;
+  op.tag = rd.key;
+  op.remote_offset = sink;
+  op.to = SesAddress{.pid_on_fep = rd.pid_on_fep, .resource_index = rd.resource_index};
+  op.rdv = index + 1;
+  if (!post_op(m.peer, /*rod=*/false, op, "rendezvous CTS").ok()) return false;
+  m.sink = sink;
+  m.remaining = m.length - m.eager;
+  m.deadline = now_ + config_.rendezvous_timeout;
+  deadline_ = std::min(deadline_, m.deadline);
+  ++sinks_live_;
+  ++counters_.tx_rdv_cts;
+  return true;
+}
+
+// A CTS at the initiator: the rest of the source its token names is WRITTEN under the key
+// it carries, to the send's target address, on a RUD PDC (its order matters to no one: the
+// message is matched already). A token naming no live source (timed out, failed) is refused
+// BAD_MKEY, as a READ of it would be, and the target's receive completes with that error.
+// kWait: NACKed, no room to post the WRITE (the CTS comes again).
+UetEndpoint::Exec UetEndpoint::rdv_push(Pdc& p, const wire::SesStandardRequest& ses,
+                                        uint32_t psn) {
+  const uint64_t key = ses.match_bits();
+  const uint32_t i = key & 0xFFFF;
+  if (key > 0xFFFFFFFFu || i >= rdv_.size() || !rdv_[i].live || key != rdv_key(i, rdv_[i].gen) ||
+      pdcs_[rdv_[i].pdc].peer_ip4 != p.peer_ip4 || rdv_[i].pushing ||
+      ses.buffer_offset() > 0xFFFFFFFFu) {
+    ++counters_.rx_rdv_bad_read;
+    refuse(p, psn, static_cast<uint8_t>(wire::SesReturnCode::kBadMkey), ses.message_id());
+    return Exec::kDone;
+  }
+  RdvSource& s = rdv_[i];
+  Op w;
+  w.op = Opcode::kWrite;
+  w.src = s.base + rdv_eager();
+  w.length = s.length - rdv_eager();
+  w.rkey = static_cast<uint32_t>(ses.buffer_offset());
+  w.to = pdcs_[s.pdc].ini.ops[s.op].to;
+  w.push = i + 1;
+  w.tag = key;
+  if (!post_op(p.peer_ip4, /*rod=*/false, w, "rendezvous WRITE").ok()) {
+    queue_nack(p, wire::NackCode::kNoSesMsgAvail, psn);
+    return Exec::kWait;
+  }
+  s.pushing = true;
+  s.deadline = kNever;  // the WRITE's own retries bound it now
+  ++counters_.tx_rdv_pushes;
+  return Exec::kRecord;
+}
+
+// Pushed WRITE `w` (on PDC pw) is acknowledged to its last PSN, or failed: its send completes
+// as it did. pw's own retirement is its caller's.
+void UetEndpoint::rdv_pushed(Pdc& pw, const Op& w) {
+  const uint32_t i = w.push - 1;
+  RdvSource& s = rdv_[i];
+  if (!s.live || w.tag != rdv_key(i, s.gen)) return;  // its send failed before
+  Pdc& p = pdcs_[s.pdc];
+  Op& o = p.ini.ops[s.op];
+  if (w.failed && !o.failed) {
+    o.failed = true;
+    o.status = w.status;
+    o.rc = w.rc;
+  }
+  s.pushing = false;
+  rdv_release(o);
+  if (&p != &pw) retire(p);
+  note_idle(p, now_);
+  mark_ready(p);
+}
+
+// A WRITE packet under a sink key at the target: its bytes go to the message's receive past
+// the eager ones (what fits), and the receive completes with its last byte. Each PSN runs
+// once (PDS), so counting bytes is exact. Refused BAD_MKEY (no such sink: completed, timed
+// out) or BAD_ADDR (outside the message).
+UetEndpoint::Exec UetEndpoint::rdv_sink(Pdc& p, const wire::SesStandardRequest& ses,
+                                        uint64_t key, uint64_t at, uint64_t len,
+                                        std::span<const uint8_t> payload, uint32_t psn) {
+  const uint32_t i = key & 0xFFFF;
+  wire::SesReturnCode why = wire::SesReturnCode::kBadMkey;
+  if (i < rx_msgs_.size() && rx_msgs_[i].in_use && rx_msgs_[i].rdv && rx_msgs_[i].sink == key &&
+      rx_msgs_[i].peer == p.peer_ip4) {
+    RxMsg& m = rx_msgs_[i];
+    if (at <= m.length - m.eager && len <= m.remaining && len <= m.length - m.eager - at) {
+      if (const uint64_t to = m.eager + at; to < m.cap && !payload.empty()) {
+        std::memcpy(m.dst + to, payload.data(), std::min<uint64_t>(payload.size(), m.cap - to));
+      }
+      m.remaining -= len;
+      m.deadline = now_ + config_.rendezvous_timeout;
+      if (m.remaining == 0) {
+        ++counters_.rx_rdv_pushed;
+        complete_rdv(m, OpStatus::kSuccess);
+      }
+      return Exec::kRecord;
+    }
+    why = wire::SesReturnCode::kBadAddr;
+  }
+  ++counters_.rx_rdv_bad_push;
+  refuse(p, psn, static_cast<uint8_t>(why), ses.message_id());
+  return Exec::kDone;
+}
+
+// Receives whose push has not moved for rendezvous_timeout complete kRetriesExhausted (the
+// initiator died after the CTS). Returns the next deadline.
+Time UetEndpoint::sink_timer(Time now) {
+  Time next = kNever;
+  for (RxMsg& m : rx_msgs_) {
+    if (!m.in_use || m.sink == 0) continue;
+    if (m.deadline > now) {
+      next = std::min(next, m.deadline);
+      continue;
+    }
+    ++counters_.rdv_push_timeouts;
+    complete_rdv(m, OpStatus::kRetriesExhausted);
+  }
+  return next;
 }
 
 }  // namespace uet

@@ -468,6 +468,7 @@ UetEndpoint::Exec UetEndpoint::execute(Pdc& p, uint16_t id, const wire::SesStand
       const auto [key, at, len] = write_placement(ses, payload.size());
       const Region* r = writable(key, at, len);
       if (r == nullptr) [[unlikely]] {
+        if (is_rdv_key(key)) return rdv_sink(p, ses, key, at, len, payload, psn);
         refuse(p, psn, static_cast<uint8_t>(check_region(key, at, len)), ses.message_id());
         return Exec::kDone;  // a hole until cleared (Pdc::Target::gtd)
       }

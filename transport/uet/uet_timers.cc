@@ -43,6 +43,7 @@ void UetEndpoint::on_timer(Time now) {
   }
   deadline_ = std::min(next, rudi_timer(now));  // RUDI packets' RTOs (uet_rudi.cc)
   if (rdv_live_ > 0) deadline_ = std::min(deadline_, rdv_timer(now));  // rendezvous sources
+  if (sinks_live_ > 0) deadline_ = std::min(deadline_, sink_timer(now));  // ... and sinks
   if ((deferred_reserved_ | restarts_due_) != 0) {  // deferrable sends' reservations, restarts
     deadline_ = std::min(deadline_, defer_timer(now));
   }

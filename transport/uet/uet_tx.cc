@@ -131,6 +131,9 @@ using wire::PdsType;
       ses.set<Ses::opcode_field>(wire::SesOpcode::kDeferrableRtr);
       ses.set<Ses::message_id_field>(o.message_id);
       ses.set<Ses::match_bits_field>(o.tag);
+      // A rendezvous CTS (token: a source's key) names in buffer_offset the key to WRITE
+      // the rest under (NOTES.md, "Rendezvous"); a deferral's RTR carries 0 there.
+      ses.set<Ses::buffer_offset_field>(o.remote_offset);
       break;
     case Opcode::kWrite:
     case Opcode::kTaggedRecv:  // (never posted at an initiator)

@@ -1,0 +1,366 @@
+// Pushed rendezvous (UetConfig::rendezvous_push; transport/uet/uet_rendezvous.cc, NOTES.md
+// "Rendezvous") on the fake link: the target answers the rendezvous request with a CTS (a
+// DEFERRABLE_RTR naming the source's key, its sink key in buffer_offset) and the initiator
+// WRITEs the rest. Receives posted before and after the request, tagged and untagged; the
+// frames on the wire (no READ); neither end completing early; loss, duplication and
+// reordering both ways on RUD and ROD; truncation and a buffer too short; an initiator in
+// READ mode serving a pushing target; a CTS for a withdrawn source, a sender gone after the
+// CTS, and WRITEs under a sink key that names no receive.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <optional>
+#include <vector>
+
+#include "tests/common/payload.h"
+#include "tests/common/uet_pair.h"
+#include "transport/uet/uet_endpoint.h"
+
+namespace uet {
+namespace {
+
+using testing::by_wr_id;
+using testing::drain;
+using testing::pattern;
+
+constexpr uint32_t kIpA = 0x0A000001, kIpB = 0x0A000002;
+constexpr uint64_t kThreshold = 16 * 1024;
+constexpr uint32_t kEager = 4096 - 24;
+
+UetConfig config_for(uint32_t ip, bool push = true) {
+  UetConfig c = testing::uet_config(ip, /*seed=*/47);
+  c.rendezvous_bytes = kThreshold;
+  c.rendezvous_push = push;
+  return c;
+}
+
+struct Link : testing::UetLink {
+  explicit Link(const UetConfig& a = config_for(kIpA), const UetConfig& b = config_for(kIpB))
+      : UetLink(a, b, /*jitter_seed=*/5) {}
+};
+
+TaggedSendRequest tsend(uint64_t wr_id, const std::vector<uint8_t>& msg, uint64_t tag,
+                        DeliveryMode mode = DeliveryMode::kRud) {
+  return testing::tagged_send(wr_id, kIpB, msg, tag, mode);
+}
+TaggedRecv trecv(uint64_t wr_id, std::vector<uint8_t>& buf, uint64_t tag) {
+  return testing::tagged_recv(wr_id, buf, tag);
+}
+
+// Request frames by SES opcode, each way.
+struct Opcodes {
+  std::vector<wire::SesOpcode> a_to_b, b_to_a;
+  std::vector<wire::SesStandardRequest> ctss;
+  int count(const std::vector<wire::SesOpcode>& v, wire::SesOpcode op) const {
+    return static_cast<int>(std::count(v.begin(), v.end(), op));
+  }
+};
+void watch(Link& link, Opcodes& ops) {
+  link.set_filter([&ops](int from, const wire::Decoded& d) {
+    if (const auto* ses = d.ses_as<wire::SesStandardRequest>(); ses != nullptr) {
+      (from == 0 ? ops.a_to_b : ops.b_to_a).push_back(ses->opcode());
+      if (from == 1 && ses->opcode() == wire::SesOpcode::kDeferrableRtr) ops.ctss.push_back(*ses);
+    }
+    return 1;
+  });
+}
+
+// ----------------------------------------------------------------------- the wire
+
+TEST(UetRendezvousPush_Wire, TheTargetSendsACtsAndTheRestComesAsWritesNotReads) {
+  for (bool posted_first : {true, false}) {
+    SCOPED_TRACE(posted_first ? "posted first" : "unexpected first");
+    Link link;
+    Opcodes ops;
+    watch(link, ops);
+    const std::vector<uint8_t> msg = pattern(200000, 3);
+    std::vector<uint8_t> buf(msg.size() + 100, 0xEE);
+    if (posted_first) { ASSERT_TRUE(link.b().post_trecv(trecv(1, buf, 9)).ok()); }
+    ASSERT_TRUE(link.a().post_tsend(tsend(2, msg, 9)).ok());
+    link.run(link.now() + 200 * kMicrosecond);
+    if (!posted_first) {
+      EXPECT_TRUE(ops.ctss.empty());  // nothing matched it: no CTS yet
+      EXPECT_TRUE(drain(link.a()).empty());
+      ASSERT_TRUE(link.b().post_trecv(trecv(1, buf, 9)).ok());
+    }
+    link.run(kSecond);
+    const auto rc = drain(link.b());
+    ASSERT_EQ(rc.size(), 1u);
+    EXPECT_EQ(rc[0].status, OpStatus::kSuccess);
+    EXPECT_EQ(rc[0].bytes, msg.size());
+    EXPECT_TRUE(std::equal(msg.begin(), msg.end(), buf.begin()));
+    EXPECT_TRUE(std::all_of(buf.begin() + static_cast<ptrdiff_t>(msg.size()), buf.end(),
+                            [](uint8_t x) { return x == 0xEE; }));
+    const auto sc = drain(link.a());
+    ASSERT_EQ(sc.size(), 1u);
+    EXPECT_EQ(sc[0].status, OpStatus::kSuccess);
+    EXPECT_EQ(sc[0].wr_id, 2u);
+    // Expect: one request with the eager bytes, one CTS naming its source and a sink key
+    // (bit 31), the rest in 4 KiB WRITEs; no READ either way.
+    EXPECT_EQ(ops.count(ops.a_to_b, wire::SesOpcode::kRendezvousTsend), 1);
+    ASSERT_EQ(ops.ctss.size(), 1u);
+    EXPECT_EQ(ops.ctss[0].match_bits() >> 31, 1u);
+    EXPECT_EQ(ops.ctss[0].buffer_offset() >> 31, 1u);
+    EXPECT_EQ(ops.count(ops.a_to_b, wire::SesOpcode::kWrite),
+              static_cast<int>((msg.size() - kEager + 4095) / 4096));
+    EXPECT_EQ(ops.count(ops.a_to_b, wire::SesOpcode::kRead), 0);
+    EXPECT_EQ(ops.count(ops.b_to_a, wire::SesOpcode::kRead), 0);
+    EXPECT_EQ(link.a().counters().rx_rdv_reads, 0u);
+    EXPECT_EQ(link.a().counters().tx_rdv_pushes, 1u);
+    EXPECT_EQ(link.b().counters().tx_rdv_cts, 1u);
+    EXPECT_EQ(link.b().counters().rx_rdv_pushed, 1u);
+    EXPECT_EQ(link.b().counters().rx_tagged_unexpected, posted_first ? 0u : 1u);
+  }
+}
+
+// Each side's completion comes only once every byte is in the receive buffer.
+TEST(UetRendezvousPush_Completion, NeitherEndCompletesBeforeEveryByteIsPlaced) {
+  for (bool posted_first : {true, false}) {
+    SCOPED_TRACE(posted_first ? "posted first" : "unexpected first");
+    Link link;
+    const std::vector<uint8_t> msg = pattern(300000, 7);
+    std::vector<uint8_t> buf(msg.size(), 0);
+    if (posted_first) { ASSERT_TRUE(link.b().post_trecv(trecv(5, buf, 77)).ok()); }
+    ASSERT_TRUE(link.a().post_tsend(tsend(9, msg, 77)).ok());
+    if (!posted_first) {
+      link.run(link.now() + 200 * kMicrosecond);
+      EXPECT_TRUE(drain(link.a()).empty());  // waits for a receive to ask for the rest
+      ASSERT_TRUE(link.b().post_trecv(trecv(5, buf, 77)).ok());
+    }
+    bool sent = false, received = false;
+    Time t = link.now();
+    for (int step = 0; step < 20000 && !(sent && received); ++step) {
+      t += kMicrosecond;
+      link.run(t);
+      for (const Completion& c : drain(link.a())) {
+        EXPECT_EQ(c.status, OpStatus::kSuccess);
+        EXPECT_TRUE(std::equal(msg.begin(), msg.end(), buf.begin())) << "sender completed early";
+        sent = true;
+      }
+      for (const Completion& c : drain(link.b())) {
+        EXPECT_EQ(c.status, OpStatus::kSuccess);
+        EXPECT_EQ(c.bytes, msg.size());
+        EXPECT_TRUE(std::equal(msg.begin(), msg.end(), buf.begin())) << "receiver completed early";
+        received = true;
+      }
+    }
+    EXPECT_TRUE(sent);
+    EXPECT_TRUE(received);
+  }
+}
+
+// ------------------------------------------------------------------------------ faults
+
+TEST(UetRendezvousPush_Faults, LossDuplicationAndReorderingBothWaysDeliverEachMessageOnce) {
+  for (DeliveryMode mode : {DeliveryMode::kRud, DeliveryMode::kRod}) {
+    SCOPED_TRACE(mode == DeliveryMode::kRud ? "RUD" : "ROD");
+    Link link;
+    testing::RandomFaults faults(/*seed=*/29, /*loss_every=*/14, /*dup_every=*/7);
+    link.set_jitter(8 * kMicrosecond);
+    link.set_filter([&](int, const wire::Decoded&) { return faults(); });  // both ways
+    constexpr int kMsgs = 16;
+    std::vector<std::vector<uint8_t>> msgs, bufs;
+    for (int i = 0; i < kMsgs; ++i) {
+      msgs.push_back(pattern(kThreshold - 5000 + 9000 * static_cast<uint64_t>(i),
+                             static_cast<uint32_t>(40 + i)));
+      bufs.emplace_back(msgs[i].size(), 0xEE);
+    }
+    for (int i = 0; i < kMsgs / 2; ++i) {
+      ASSERT_TRUE(link.b().post_trecv(trecv(i, bufs[i], i)).ok());
+    }
+    for (int i = 0; i < kMsgs; ++i) {
+      ASSERT_TRUE(link.a().post_tsend(tsend(i, msgs[i], i, mode)).ok());
+    }
+    link.run(link.now() + kMillisecond);
+    for (int i = kMsgs / 2; i < kMsgs; ++i) {
+      ASSERT_TRUE(link.b().post_trecv(trecv(i, bufs[i], i)).ok());
+    }
+    link.run(kSecond);
+    const auto rc = by_wr_id(drain(link.b()));
+    ASSERT_EQ(rc.size(), static_cast<size_t>(kMsgs));
+    for (int i = 0; i < kMsgs; ++i) {
+      EXPECT_EQ(rc.at(i).status, OpStatus::kSuccess) << i;
+      EXPECT_EQ(rc.at(i).bytes, msgs[i].size());
+      EXPECT_TRUE(msgs[i] == bufs[i]) << "message " << i;
+    }
+    const auto sc = by_wr_id(drain(link.a()));
+    ASSERT_EQ(sc.size(), static_cast<size_t>(kMsgs));
+    for (const auto& [id, c] : sc) EXPECT_EQ(c.status, OpStatus::kSuccess) << id;
+    EXPECT_GT(faults.lost, 0);
+    EXPECT_GT(faults.duplicated, 0);
+    EXPECT_GT(link.a().counters().tx_rdv_pushes, 0u);
+    EXPECT_EQ(link.a().counters().tx_rdv_pushes, link.b().counters().rx_rdv_pushed);
+    EXPECT_EQ(link.a().counters().rx_rdv_reads, 0u);
+    EXPECT_EQ(link.b().counters().rx_rdv_bad_push, 0u);
+  }
+}
+
+// ------------------------------------------------------------------- short buffers
+
+TEST(UetRendezvousPush_Truncation, TheBytesThatFitArePlacedPostedOrUnexpected) {
+  for (bool posted_first : {true, false}) {
+    SCOPED_TRACE(posted_first ? "posted first" : "unexpected first");
+    Link link;
+    const std::vector<uint8_t> msg = pattern(90000, 8);
+    std::vector<uint8_t> buf(30000, 0xEE);
+    if (posted_first) { ASSERT_TRUE(link.b().post_trecv(trecv(3, buf, 11)).ok()); }
+    ASSERT_TRUE(link.a().post_tsend(tsend(1, msg, 11)).ok());
+    link.run(link.now() + 100 * kMicrosecond);
+    if (!posted_first) { ASSERT_TRUE(link.b().post_trecv(trecv(3, buf, 11)).ok()); }
+    link.run(kSecond);
+    const auto rc = drain(link.b());
+    ASSERT_EQ(rc.size(), 1u);
+    EXPECT_EQ(rc[0].status, OpStatus::kTruncated);
+    EXPECT_EQ(rc[0].bytes, buf.size());
+    EXPECT_TRUE(std::equal(buf.begin(), buf.end(), msg.begin()));
+    const auto sc = drain(link.a());  // the sender's message was delivered (FI_ETRUNC)
+    ASSERT_EQ(sc.size(), 1u);
+    EXPECT_EQ(sc[0].status, OpStatus::kSuccess);
+  }
+}
+
+TEST(UetRendezvousPush_Send, UntaggedSendsArePushedIntoPostedBuffersAndTooShortOnesFail) {
+  Link link;
+  const std::vector<uint8_t> big = pattern(100000, 3), bigger = pattern(120000, 4);
+  std::vector<uint8_t> buf1(100000, 0), buf2(50000, 0xEE);
+  ASSERT_TRUE(link.b().post_recv({1, buf1.data(), buf1.size()}).ok());
+  ASSERT_TRUE(link.b().post_recv({2, buf2.data(), buf2.size()}).ok());
+  SendRequest s1{.wr_id = 11, .peer = kIpB, .local = big.data(), .length = big.size(),
+                 .has_imm = true, .imm = 0xABCD};
+  SendRequest s2{.wr_id = 12, .peer = kIpB, .local = bigger.data(), .length = bigger.size()};
+  ASSERT_TRUE(link.a().post_send(s1).ok());
+  ASSERT_TRUE(link.a().post_send(s2).ok());
+  link.run(kSecond);
+  const auto rc = by_wr_id(drain(link.b()));
+  ASSERT_EQ(rc.size(), 2u);
+  EXPECT_EQ(rc.at(1).status, OpStatus::kSuccess);
+  EXPECT_EQ(rc.at(1).bytes, big.size());
+  EXPECT_EQ(rc.at(1).imm, 0xABCDu);
+  EXPECT_TRUE(big == buf1);
+  EXPECT_EQ(rc.at(2).status, OpStatus::kLengthError);
+  EXPECT_TRUE(std::all_of(buf2.begin(), buf2.end(), [](uint8_t x) { return x == 0xEE; }));
+  const auto sc = by_wr_id(drain(link.a()));
+  ASSERT_EQ(sc.size(), 2u);
+  EXPECT_EQ(sc.at(11).status, OpStatus::kSuccess);
+  EXPECT_EQ(sc.at(12).status, OpStatus::kLengthError);
+  EXPECT_EQ(link.a().counters().tx_rdv_pushes, 1u);
+}
+
+// --------------------------------------------------------------- the two ends' modes
+
+// The mode is the target's alone: an initiator configured for READs pushes when asked, and
+// a pushing initiator is READ by a target that reads.
+TEST(UetRendezvousPush_Modes, EitherInitiatorServesEitherTarget) {
+  for (bool target_pushes : {true, false}) {
+    SCOPED_TRACE(target_pushes ? "target pushes" : "target reads");
+    Link link(config_for(kIpA, !target_pushes), config_for(kIpB, target_pushes));
+    const std::vector<uint8_t> msg = pattern(70000, 5);
+    std::vector<uint8_t> buf(msg.size(), 0);
+    ASSERT_TRUE(link.b().post_trecv(trecv(1, buf, 3)).ok());
+    ASSERT_TRUE(link.a().post_tsend(tsend(2, msg, 3)).ok());
+    link.run(kSecond);
+    const auto rc = drain(link.b());
+    ASSERT_EQ(rc.size(), 1u);
+    EXPECT_EQ(rc[0].status, OpStatus::kSuccess);
+    EXPECT_TRUE(msg == buf);
+    ASSERT_EQ(drain(link.a()).size(), 1u);
+    EXPECT_EQ(link.a().counters().tx_rdv_pushes, target_pushes ? 1u : 0u);
+    EXPECT_EQ(link.a().counters().rx_rdv_reads > 0, !target_pushes);
+  }
+}
+
+// -------------------------------------------------------------------- failures
+
+// A source withdrawn before its receive came: the CTS is refused, and the receive completes
+// with the error at once, as a READ of the withdrawn key would.
+TEST(UetRendezvousPush_Timeout, ACtsForAWithdrawnSourceFailsItsReceive) {
+  UetConfig a = config_for(kIpA);
+  a.rendezvous_timeout = 500 * kMicrosecond;
+  Link link(a);
+  const std::vector<uint8_t> msg = pattern(60000, 2);
+  std::vector<uint8_t> buf(60000, 0xEE);
+  ASSERT_TRUE(link.a().post_tsend(tsend(1, msg, 4)).ok());
+  link.run(link.now() + 2 * kMillisecond);
+  auto sc = drain(link.a());
+  ASSERT_EQ(sc.size(), 1u);
+  EXPECT_EQ(sc[0].status, OpStatus::kRetriesExhausted);
+  const Time posted = link.now();
+  ASSERT_TRUE(link.b().post_trecv(trecv(2, buf, 4)).ok());
+  link.run(posted + 10 * kMillisecond);
+  const auto rc = drain(link.b());
+  ASSERT_EQ(rc.size(), 1u);
+  EXPECT_EQ(rc[0].status, OpStatus::kRemoteAccessError);
+  EXPECT_EQ(link.a().counters().tx_rdv_pushes, 0u);
+  EXPECT_GE(link.a().counters().rx_rdv_bad_read, 1u);
+  EXPECT_EQ(link.b().counters().rx_rdv_pushed, 0u);
+}
+
+// The sender goes silent once the CTS has reached it: the receive does not wait for ever but
+// completes kRetriesExhausted after rendezvous_timeout.
+TEST(UetRendezvousPush_Timeout, AReceiveWhosePushNeverComesFails) {
+  UetConfig b = config_for(kIpB);
+  b.rendezvous_timeout = 2 * kMillisecond;
+  Link link(config_for(kIpA), b);
+  bool cts_seen = false;
+  link.set_filter([&](int from, const wire::Decoded& d) {
+    const auto* ses = d.ses_as<wire::SesStandardRequest>();
+    if (from == 1 && ses != nullptr && ses->opcode() == wire::SesOpcode::kDeferrableRtr) {
+      cts_seen = true;
+      return 1;
+    }
+    // After the CTS, A's WRITEs are lost (its ACKs still go: the CTS completes at B).
+    return from == 0 && cts_seen && ses != nullptr ? 0 : 1;
+  });
+  const std::vector<uint8_t> msg = pattern(60000, 2);
+  std::vector<uint8_t> buf(60000, 0xEE);
+  ASSERT_TRUE(link.b().post_trecv(trecv(2, buf, 4)).ok());
+  ASSERT_TRUE(link.a().post_tsend(tsend(1, msg, 4)).ok());
+  link.run(link.now() + 50 * kMillisecond);
+  ASSERT_TRUE(cts_seen);
+  const auto rc = drain(link.b());
+  ASSERT_EQ(rc.size(), 1u);
+  EXPECT_EQ(rc[0].status, OpStatus::kRetriesExhausted);
+  EXPECT_EQ(link.b().counters().rdv_push_timeouts, 1u);
+}
+
+// WRITEs under sink keys: one naming no receive ever, one naming a receive already complete;
+// both refused without a byte placed, and the message itself delivered whole.
+TEST(UetRendezvousPush_Hostile, WritesUnderSinkKeysThatNameNoReceiveAreRefused) {
+  Link link;
+  Opcodes ops;
+  watch(link, ops);
+  std::vector<uint8_t> junk = pattern(4000, 99);
+  WriteRequest stray{.wr_id = 50, .peer = kIpB, .rkey = 0x80000003u, .remote_offset = 0,
+                     .local = junk.data(), .length = junk.size()};
+  ASSERT_TRUE(link.a().post_write(stray).ok());
+  link.run(link.now() + kMillisecond);
+  auto sc = drain(link.a());
+  ASSERT_EQ(sc.size(), 1u);
+  EXPECT_EQ(sc[0].status, OpStatus::kRemoteAccessError);
+  EXPECT_EQ(link.b().counters().rx_rdv_bad_push, 1u);
+  // A message waits unexpected; its receive's CTS names the sink, which no one may use
+  // once the receive is complete.
+  const std::vector<uint8_t> msg = pattern(40000, 6);
+  std::vector<uint8_t> buf(40000, 0);
+  ASSERT_TRUE(link.a().post_tsend(tsend(1, msg, 8)).ok());
+  link.run(link.now() + 100 * kMicrosecond);
+  ASSERT_TRUE(link.b().post_trecv(trecv(2, buf, 8)).ok());
+  link.run(kSecond);
+  ASSERT_EQ(ops.ctss.size(), 1u);
+  const auto sink = static_cast<uint32_t>(ops.ctss[0].buffer_offset());
+  EXPECT_TRUE(msg == buf);
+  ASSERT_EQ(drain(link.b()).size(), 1u);
+  ASSERT_EQ(drain(link.a()).size(), 1u);
+  WriteRequest after{.wr_id = 51, .peer = kIpB, .rkey = sink, .remote_offset = 0,
+                     .local = junk.data(), .length = junk.size()};
+  ASSERT_TRUE(link.a().post_write(after).ok());
+  link.run(kSecond);
+  sc = drain(link.a());
+  ASSERT_EQ(sc.size(), 1u);
+  EXPECT_EQ(sc[0].status, OpStatus::kRemoteAccessError);
+  EXPECT_TRUE(msg == buf);  // nothing of the stray WRITEs landed
+  EXPECT_EQ(link.b().counters().rx_rdv_bad_push, 2u);
+}
+
+}  // namespace
+}  // namespace uet
