@@ -508,6 +508,66 @@ int main(void) {
     CHECK(sends == 2, "%d of the 2 discarded messages' sends completed", sends);
   }
 
+  // A 1 MiB tagged message goes by rendezvous (under UET as FI_UETREF_RENDEZVOUS says: the
+  // sender WRITEs on the receiver's CTS, or the receiver READs): its receive posted before the
+  // send, then posted only once FI_PEEK reports the request arrived (unexpected). Every byte
+  // checked; both ends complete.
+  {
+    const size_t len = 1 << 20;
+    uint8_t* out = malloc(len);
+    uint8_t* in = malloc(len);
+    for (size_t i = 0; i < len; ++i) out[i] = (uint8_t)(i * 131 + (i >> 12));
+    for (int unexpected = 0; unexpected <= 1; ++unexpected) {
+      const char* order = unexpected ? "receive after the request" : "receive first";
+      struct fi_context rctx, pctx;
+      struct fi_cq_tagged_entry e;
+      const uint64_t tag = 40 + (uint64_t)unexpected;
+      memset(in, 0xEE, len);
+      if (!unexpected) {
+        CHECK(fi_trecv(b.ep, in, len, NULL, FI_ADDR_UNSPEC, tag, 0, &rctx) == 0, "fi_trecv");
+      }
+      CHECK(fi_tsend(a.ep, out, len, NULL, to_b, tag, NULL) == 0, "fi_tsend 1 MiB");
+      if (unexpected) {
+        struct fi_msg_tagged tm = {.addr = FI_ADDR_UNSPEC, .tag = tag, .context = &pctx};
+        int found = 0;
+        for (const double end = now_s() + 5.0; now_s() < end && !found;) {
+          fi_cq_read(a.cq, &e, 0);  // a moves
+          CHECK(fi_trecvmsg(b.ep, &tm, FI_PEEK) == 0, "FI_PEEK of the 1 MiB message");
+          ssize_t n;
+          while ((n = fi_cq_read(b.cq, &e, 1)) == 0) {
+          }
+          if (n == 1) {
+            found = e.op_context == &pctx && e.len == len && e.tag == tag ? 1 : -1;
+          } else {
+            CHECK(n == -FI_EAVAIL && fi_cq_readerr(b.cq, &err, 0) == 1 && err.err == FI_ENOMSG,
+                  "FI_PEEK of the 1 MiB message: rc %ld err %d", (long)n, err.err);
+          }
+        }
+        CHECK(found == 1, "FI_PEEK never reported the 1 MiB request (or wrongly: %d)", found);
+        CHECK(fi_trecv(b.ep, in, len, NULL, FI_ADDR_UNSPEC, tag, 0, &rctx) == 0, "fi_trecv");
+      }
+      int sent = 0, got = 0;
+      for (const double end = now_s() + 10.0; now_s() < end && !(sent && got);) {
+        ssize_t n = fi_cq_read(a.cq, &e, 1);
+        CHECK(n == 1 || n == -FI_EAGAIN, "1 MiB send, %s: fi_cq_read %ld", order, (long)n);
+        sent += n == 1;
+        n = fi_cq_read(b.cq, &e, 1);
+        CHECK(n == 1 || n == -FI_EAGAIN, "1 MiB receive, %s: fi_cq_read %ld", order, (long)n);
+        if (n == 1) {
+          CHECK(e.op_context == &rctx && e.len == len && e.tag == tag,
+                "1 MiB receive, %s: context %p len %zu tag %lu", order, e.op_context, e.len,
+                (unsigned long)e.tag);
+          got = 1;
+        }
+      }
+      CHECK(sent == 1 && got == 1, "1 MiB, %s: sent %d received %d", order, sent, got);
+      CHECK(memcmp(in, out, len) == 0, "1 MiB, %s: the bytes differ", order);
+      printf("1 MiB by rendezvous, %s: every byte\n", order);
+    }
+    free(out);
+    free(in);
+  }
+
   // auth_key is the UET JobID: an endpoint of job 42 refuses job 0's message (BAD_JOB_ID), and
   // a key longer than the JobID's 24 bits is refused by fi_domain (RoCEv2: any key).
   struct fi_info* job42 = fi_dupinfo(info);

@@ -23,12 +23,13 @@ run() {  # PROVIDER RANKS [OPTION...]
   local t0=$SECONDS
   local provider=$1 ranks=$2
   shift 2
-  echo "== $provider${FI_UETREF_TRANSPORT:+ over $FI_UETREF_TRANSPORT}, $ranks ranks${PROGRESS:+, $PROGRESS progress} $*"
+  echo "== $provider${FI_UETREF_TRANSPORT:+ over $FI_UETREF_TRANSPORT}${FI_UETREF_RENDEZVOUS:+, $FI_UETREF_RENDEZVOUS rendezvous}, $ranks ranks${PROGRESS:+, $PROGRESS progress} $*"
   if ! timeout 300 mpirun -np "$ranks" --oversubscribe --bind-to none --mca pml cm --mca mtl ofi \
       --mca mtl_ofi_provider_include "$provider" --mca btl self,vader --mca mtl_base_verbose 100 \
       ${PROGRESS:+--mca mtl_ofi_data_progress $PROGRESS --mca mtl_ofi_control_progress $PROGRESS} \
       -x FI_PROVIDER_PATH ${FI_UETREF_TSS_KEY_FILE:+-x FI_UETREF_TSS_KEY_FILE} \
       ${FI_UETREF_STATS:+-x FI_UETREF_STATS} ${FI_UETREF_TRANSPORT:+-x FI_UETREF_TRANSPORT} \
+      ${FI_UETREF_RENDEZVOUS:+-x FI_UETREF_RENDEZVOUS} \
       -x FI_LOG_LEVEL "$prog" check "$@" > "$out" 2>&1; then
     cat "$out"
     echo "mpi_fabric failed over $provider at $ranks ranks"
@@ -45,8 +46,31 @@ run() {  # PROVIDER RANKS [OPTION...]
   grep -E "^(8|65536|1048576) " "$out" | head -3
 }
 
-run uetref 2
-run uetref 4
+# UET's rendezvous both ways (FI_UETREF_RENDEZVOUS): the rest of each large message WRITTEN
+# by its sender on the receiver's CTS (the default), or READ by the receiver. The ranks'
+# counters must show that way taken and not the other.
+rendezvous_took() {  # MODE RANKS
+  local sums
+  sums=$(grep -o 'rendezvous [0-9]* reads [0-9]* cts [0-9]* pushes [0-9]*/[0-9]*' "$out" |
+    awk '{r += $4; c += $6; split($8, p, "/"); w += p[1]; d += p[2]} END {print r, c, w, d, NR}')
+  read -r reads cts pushes pushed domains <<< "$sums"
+  echo "rendezvous $1: reads $reads cts $cts pushes $pushes/$pushed over $domains domains"
+  [ "$domains" -ge "$2" ] || { cat "$out"; echo "$domains ranks printed counters, want $2"; exit 1; }
+  if [ "$1" = write ]; then
+    [ "$reads" = 0 ] && [ "$cts" -gt 0 ] && [ "$pushes" = "$cts" ] && [ "$pushed" = "$cts" ]
+  else
+    [ "$reads" -gt 0 ] && [ "$cts" = 0 ] && [ "$pushes" = 0 ]
+  fi || { cat "$out"; echo "rendezvous $1: not the way taken"; exit 1; }
+}
+export FI_UETREF_STATS=1
+for mode in write read; do
+  export FI_UETREF_RENDEZVOUS=$mode
+  for ranks in 2 4; do
+    run uetref "$ranks"
+    rendezvous_took "$mode" "$ranks"
+  done
+done
+unset FI_UETREF_STATS FI_UETREF_RENDEZVOUS
 # RoCEv2 under the same provider (FI_UETREF_TRANSPORT=rocev2): the RC engine, with the
 # provider's own tag matching and rendezvous; every rank's counters must show the RC engine.
 export FI_UETREF_TRANSPORT=rocev2 FI_UETREF_STATS=1
