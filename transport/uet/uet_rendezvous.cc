@@ -409,7 +409,7 @@ bool UetEndpoint::rdv_cts(RxMsg& m, const RdvRead& rd) {
   m.deadline = now_ + config_.rendezvous_timeout;
   deadline_ = std::min(deadline_, m.deadline);
   ++sinks_live_;
-  ++counters_.tx_rdv_cts;
+  ++rare().tx_rdv_cts;
   return true;
 }
 
@@ -425,7 +425,7 @@ UetEndpoint::Exec UetEndpoint::rdv_push(Pdc& p, const wire::SesStandardRequest& 
   if (key > 0xFFFFFFFFu || i >= rdv_.size() || !rdv_[i].live || key != rdv_key(i, rdv_[i].gen) ||
       pdcs_[rdv_[i].pdc].peer_ip4 != p.peer_ip4 || rdv_[i].pushing ||
       ses.buffer_offset() > 0xFFFFFFFFu) {
-    ++counters_.rx_rdv_bad_read;
+    ++rare().rx_rdv_bad_read;
     refuse(p, psn, static_cast<uint8_t>(wire::SesReturnCode::kBadMkey), ses.message_id());
     return Exec::kDone;
   }
@@ -444,7 +444,7 @@ UetEndpoint::Exec UetEndpoint::rdv_push(Pdc& p, const wire::SesStandardRequest& 
   }
   s.pushing = true;
   s.deadline = kNever;  // the WRITE's own retries bound it now
-  ++counters_.tx_rdv_pushes;
+  ++rare().tx_rdv_pushes;
   return Exec::kRecord;
 }
 
@@ -487,14 +487,14 @@ UetEndpoint::Exec UetEndpoint::rdv_sink(Pdc& p, const wire::SesStandardRequest& 
       m.remaining -= len;
       m.deadline = now_ + config_.rendezvous_timeout;
       if (m.remaining == 0) {
-        ++counters_.rx_rdv_pushed;
+        ++rare().rx_rdv_pushed;
         complete_rdv(m, OpStatus::kSuccess);
       }
       return Exec::kRecord;
     }
     why = wire::SesReturnCode::kBadAddr;
   }
-  ++counters_.rx_rdv_bad_push;
+  ++rare().rx_rdv_bad_push;
   refuse(p, psn, static_cast<uint8_t>(why), ses.message_id());
   return Exec::kDone;
 }
@@ -509,7 +509,7 @@ Time UetEndpoint::sink_timer(Time now) {
       next = std::min(next, m.deadline);
       continue;
     }
-    ++counters_.rdv_push_timeouts;
+    ++rare().rdv_push_timeouts;
     complete_rdv(m, OpStatus::kRetriesExhausted);
   }
   return next;
