@@ -559,7 +559,7 @@ absl::StatusOr<sim::FlowStats> Run::flow_stats() const {
 
 // Summed over hosts (and ranks): endpoint counters, then UET's datagram counters.
 void Run::sum_counters(RunResult& r) {
-  std::array<uint64_t, 12> sums{};
+  std::array<uint64_t, 13> sums{};
   for (const auto& ep : eps_) {
     if (ep == nullptr) continue;
     const EndpointStats s = ep->stats();
@@ -568,6 +568,7 @@ void Run::sum_counters(RunResult& r) {
     sums[2] += s.control_packets;
     sums[3] += s.timeouts;
     sums[4] += s.rx_dropped;
+    sums[12] += s.spurious_retransmits;
     if (rc_.transport == TransportKind::kUet) {
       const UetCounters& u = static_cast<const UetEndpoint&>(*ep).counters();
       sums[5] += u.tx_rudi;
@@ -585,6 +586,7 @@ void Run::sum_counters(RunResult& r) {
   r.endpoints.control_packets = sums[2];
   r.endpoints.timeouts = sums[3];
   r.endpoints.rx_dropped = sums[4];
+  r.endpoints.spurious_retransmits = sums[12];
   r.datagrams.rudi_sent = sums[5];
   r.datagrams.rudi_resent = sums[6];
   r.datagrams.rudi_executed = sums[7];

@@ -279,6 +279,7 @@ struct RecvBuffer {
 struct EndpointStats {
   uint64_t data_packets = 0;           // first transmissions of data
   uint64_t retransmitted_packets = 0;  // every resend, whatever triggered it
+  uint64_t spurious_retransmits = 0;   // ... of them, those the peer showed it got twice (UET)
   uint64_t control_packets = 0;        // ACKs, NACKs, CNPs, credits sent
   uint64_t timeouts = 0;
   uint64_t rx_dropped = 0;             // received frames dropped (malformed, unknown, ...)

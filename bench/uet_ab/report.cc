@@ -164,6 +164,7 @@ void print_table(const std::string& title, const std::vector<RunResult>& runs) {
   row("slowdown p99", [](const RunResult& r) { return r.flows.slowdown_p99; }, " %14.2f");
   row("goodput (Gb/s)", [](const RunResult& r) { return r.flows.goodput_gbps; }, " %14.1f");
   row("retransmitted packets", [](const RunResult& r) { return r.endpoints.retransmitted_packets; }, " %14.0f");
+  row("... spurious (seen twice)", [](const RunResult& r) { return r.endpoints.spurious_retransmits; }, " %14.0f");
   row("timeouts", [](const RunResult& r) { return r.endpoints.timeouts; }, " %14.0f");
   row("drops (buffer + wire)", [](const RunResult& r) { return r.ports.drops + r.ports.wire_losses; }, " %14.0f");
   row("trims", [](const RunResult& r) { return r.ports.trims; }, " %14.0f");

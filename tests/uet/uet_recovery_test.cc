@@ -431,6 +431,56 @@ TEST(UetRecovery_Rack, NoReorderingWindowInRecoveryUntilReorderingIsSeen) {
   EXPECT_LT(plain + kMicrosecond, reordered) << plain << " vs " << reordered;
 }
 
+// Two 48-packet writes at 100 Gb/s after an RTT estimate, on one PDC: the 10th request of
+// each arrives `delay` late, past the reordering window, with no loss. `first` and `second`
+// count each write's resends; `spurious` the ACKs that showed one was spurious.
+struct LateRequests {
+  uint64_t first = 0, second = 0, spurious = 0;
+};
+LateRequests late_twice(Time delay, uint32_t adapt) {
+  UetConfig a = config_for(kIpA);
+  a.tlp = false;
+  a.reorder_adapt_recoveries = adapt;
+  a.reorder_window = kMicrosecond;  // below srtt: room to widen
+  a.reorder_threshold = 2;          // the time rule decides, not the count
+  Pair t(a);
+  t.link.set_rate_gbps(100);
+  t.write(1, 4 * 4096);
+  int requests = 0;
+  t.link.set_filter([&](int from, const wire::Decoded& d, std::vector<uint8_t>&) {
+    testing::Verdict v;
+    if (from == 0 && d.pds_type == wire::PdsType::kRudReq &&
+        !wire::as<wire::PdsRudRod>(d.pds)->retx() && ++requests % 48 == 10) {
+      v.delay = delay;
+    }
+    return v;
+  });
+  LateRequests r;
+  t.write(2, 48 * 4096);
+  r.first = t.ea->counters().tx_retx;
+  t.write(3, 48 * 4096);
+  r.second = t.ea->counters().tx_retx - r.first;
+  r.spurious = t.ea->counters().spurious_retx;
+  EXPECT_EQ(t.completions().size(), 3u);
+  EXPECT_EQ(t.ea->counters().timeouts, 0u);
+  return r;
+}
+
+// RFC 8985 §6.2 step 4: the target gets the late request twice and says so (§3.7 `retx` on
+// a PSN already acknowledged); the PDC widens its window and does not resend the next
+// request that is as late. Without the adaptation it resends both.
+TEST(UetRecovery_Rack, SpuriousResendWidensTheWindow) {
+  const Time delay = 1250 * kNanosecond;
+  const LateRequests adapted = late_twice(delay, 16);
+  EXPECT_EQ(adapted.first, 1u);
+  EXPECT_EQ(adapted.spurious, 1u);
+  EXPECT_EQ(adapted.second, 0u);  // Expect: the second late request waited
+  const LateRequests fixed = late_twice(delay, 0);
+  EXPECT_EQ(fixed.first, 1u);
+  EXPECT_EQ(fixed.spurious, 2u);
+  EXPECT_EQ(fixed.second, 1u);
+}
+
 // §3.7: an ACK echoes the RETX flag of the packet that triggered it, and only that.
 TEST(UetRecovery_Ack, EchoesTheTriggersRetxFlag) {
   Pair t;
@@ -463,6 +513,7 @@ TEST(UetRecovery_Config, OutOfRangeTimersAreRefusedNamingTheField) {
       {"rto_srtt_pct", [](UetConfig& c) { c.rto_srtt_pct = 1001; }},
       {"rto_rtt_max_pct", [](UetConfig& c) { c.rto_rtt_max_pct = 1001; }},
       {"min_rto", [](UetConfig& c) { c.min_rto = c.rto + 1; }},
+      {"reorder_adapt_recoveries", [](UetConfig& c) { c.reorder_adapt_recoveries = 256; }},
   };
   for (const auto& k : cases) {
     UetConfig c = config_for(kIpA);

@@ -121,6 +121,11 @@ struct UetConfig {
   // window, smaller values resend spuriously (bench/NOTES.md, "Choices in the sources").
   // 0: reorder_window fixed. 0..1000.
   uint32_t reorder_srtt_pct = 100;
+  // RFC 8985 §6.2 step 4: a resend that proves spurious (the target got the PSN twice)
+  // widens the PDC's window by min_rtt / 4, at most once a round trip, up to srtt; after
+  // this many of RACK's recoveries without one it is back to the start. 0: the window does
+  // not adapt. 0..255.
+  uint32_t reorder_adapt_recoveries = 16;
   uint32_t ack_every = 4;                 // ACK after this many in-order packets
   Time ack_delay = 2 * kMicrosecond;      // ... or after this long
   uint8_t dscp_data = kDscpData;
@@ -204,6 +209,9 @@ struct UetCounters {
   uint64_t rx_stale_ack = 0;      // ACK for PSNs never sent
   uint64_t rx_sack_unsent = 0;    // ACK whose SACK bitmap claims PSNs never sent (ignored)
   uint64_t timeouts = 0, fast_retx = 0, nack_retx = 0;
+  // Initiator: resends shown spurious by an ACK whose trigger (spec §3.7, with its `retx`
+  // echo) was a PSN's second copy at the target, and the reorder-window steps taken.
+  uint64_t spurious_retx = 0, reorder_widened = 0;
   uint64_t tlp_probes = 0;        // tail-loss probes sent
   uint64_t tx_pdc_visits = 0;     // PDCs tx() looked at (it passes over those with nothing to do)
   Time rtt_max = 0;               // the largest valid RTT sample of any PDC (ps)

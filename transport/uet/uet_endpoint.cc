@@ -123,6 +123,8 @@ absl::Status UetConfig::validate_timing() const {
     return out_of_range("reorder_window", reorder_window, "0..1 s (ps)");
   if (reorder_srtt_pct > 1000)
     return out_of_range("reorder_srtt_pct", reorder_srtt_pct, "0..1000");
+  if (reorder_adapt_recoveries > 255)
+    return out_of_range("reorder_adapt_recoveries", reorder_adapt_recoveries, "0..255");
   if (ack_delay < 0 || ack_delay > kMillisecond)
     return out_of_range("ack_delay", ack_delay, "0..1 ms (ps)");
   if (idle_timeout != 0 && (idle_timeout < kMicrosecond || idle_timeout > 10 * kSecond))
@@ -556,6 +558,7 @@ EndpointStats UetEndpoint::stats() const {
     s.retransmitted_packets += r->tx_rudi_retx;
     s.control_packets += r->tx_rudi_resp;
     s.timeouts += r->rudi_timeouts;
+    s.spurious_retransmits = r->spurious_retx;
     s.rx_dropped += r->rx_malformed + r->rx_unknown_pdc + r->rx_no_pdc_avail +
                     r->rx_stale_read_data + r->rx_bad_send + r->rx_rudi_stale + r->rudi_rsp_full +
                     r->rx_uud_dropped + r->rx_mode_mismatch;

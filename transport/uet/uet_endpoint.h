@@ -561,10 +561,21 @@ class UetEndpoint final : public Endpoint {
   }
   void on_rtt_sample(Pdc& p, Time rtt) noexcept;
   Time rto_estimate(const Pdc& p) noexcept;
+  // RFC 8985 §6.2 step 4: the configured window, plus reo_wnd_mult steps of min_rtt / 4 once
+  // resends proved spurious, up to srtt and short of the RTO (s.sent + rto, rto_fired): ours
+  // is as short as 2 srtt, and a loss handed to it costs a backoff and NSCC's window.
   Time reorder_window(const Pdc& p) const noexcept {
     if (p.ini.srtt == 0 || config_.reorder_srtt_pct == 0) return config_.reorder_window;
-    return std::min(config_.reorder_window, p.ini.srtt * config_.reorder_srtt_pct / 100);
+    const Time base = std::min(config_.reorder_window, p.ini.srtt * config_.reorder_srtt_pct / 100);
+    if (p.ini.reo_wnd_mult == 0) [[likely]] {
+      return base;
+    }
+    const Time wide = base + p.ini.reo_wnd_mult * (p.ini.rtt_min / 4);
+    return std::max(base, std::min({wide, p.ini.srtt, p.ini.rto - p.ini.rack_rtt}));
   }
+  void note_retx_ack(Pdc& p, const Slot& s, bool retx);
+  void note_spurious(Pdc& p, bool duplicate);
+  void rack_rounds(Pdc& p);
   void arm_tlp(Pdc& p, Time now) noexcept;
   void send_tlp(Pdc& p);
   void rack_detect(Pdc& p, Time now);

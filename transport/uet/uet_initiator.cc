@@ -44,6 +44,7 @@ void UetEndpoint::on_rtt_sample(Pdc& p, Time rtt) noexcept {
     p.ini.srtt = (7 * p.ini.srtt + rtt) / 8;
   }
   p.ini.rtt_max = std::max(p.ini.rtt_max, rtt);
+  p.ini.rtt_min = std::min(p.ini.rtt_min, rtt);
   counters_.rtt_max = std::max(counters_.rtt_max, rtt);
 }
 
@@ -85,11 +86,63 @@ void UetEndpoint::rack_detect(Pdc& p, Time now) {
       mark_lost(p, psn);
       p.ini.slots[psn].inferred = true;
       ++counters_.fast_retx;
+      if (!p.ini.in_recovery) {  // RFC 8985 §6.2 step 4 counts recoveries, not resends
+        p.ini.in_recovery = true;
+        p.ini.recovery_psn = p.ini.next_psn;
+      }
     } else {
       p.ini.rack_deadline = std::min(p.ini.rack_deadline, lost_at);
     }
   }
   deadline_ = std::min(deadline_, p.ini.rack_deadline);
+}
+
+// RFC 8985 §6.2 step 4 (DSACK-based adaptation): a resend proved spurious. `duplicate`: the
+// target got the PSN twice (spec §3.7: an ACK echoing `retx` for a PSN already acknowledged,
+// UET's DSACK); else the original's ACK came first. The window grows by min_rtt / 4 at most
+// once a round trip: the round ends when the PSNs in flight now are acknowledged.
+void UetEndpoint::note_spurious(Pdc& p, bool duplicate) {
+  if (duplicate) ++rare().spurious_retx;
+  if (p.ini.spurious_round && !psn_before(p.ini.base_psn, p.ini.spurious_psn)) {
+    p.ini.spurious_round = false;
+  }
+  if (config_.reorder_adapt_recoveries == 0 || p.ini.spurious_round) return;
+  p.ini.spurious_round = true;
+  p.ini.spurious_psn = p.ini.next_psn;
+  if (p.ini.reo_wnd_mult != UINT8_MAX) ++p.ini.reo_wnd_mult;
+  p.ini.reo_wnd_persist = static_cast<uint8_t>(config_.reorder_adapt_recoveries);
+  ++rare().reorder_widened;
+}
+
+// An ACK whose trigger `s` was resent, or echoes `retx` (§3.7).
+void UetEndpoint::note_retx_ack(Pdc& p, const Slot& s, bool retx) {
+  // RFC 8985 §6.2: the original of a resent PSN arrived, so it was late, not lost (as a
+  // DSACK would say); or the resend of an inferred loss arrived first: that loss was real.
+  if (s.retransmitted && !retx) p.ini.reordering_seen = true;
+  if (s.inferred && !s.acked && retx) p.ini.loss_repaired = true;
+  // RFC 8985 §6.2 step 4: the original of a resent PSN arrived, or a resend arrived after
+  // the PSN was acknowledged: a spurious resend. Only a resend that came second widens the
+  // window; one that overtook its original (a slow path) gained time.
+  if (s.retransmitted && !retx) {
+    if (s.acked) {
+      ++rare().spurious_retx;
+    } else {
+      note_spurious(p, false);
+    }
+  } else if (s.acked && retx) {
+    note_spurious(p, true);
+  }
+}
+
+// RFC 8985 §6.2 step 4: a recovery ends once the PSNs in flight when RACK began it are
+// acknowledged; reo_wnd_persist recoveries without a spurious resend drop the widening.
+void UetEndpoint::rack_rounds(Pdc& p) {
+  const uint32_t base = p.ini.base_psn;
+  if (p.ini.spurious_round && !psn_before(base, p.ini.spurious_psn)) p.ini.spurious_round = false;
+  if (p.ini.in_recovery && !psn_before(base, p.ini.recovery_psn)) {
+    p.ini.in_recovery = false;
+    if (p.ini.reo_wnd_persist != 0 && --p.ini.reo_wnd_persist == 0) p.ini.reo_wnd_mult = 0;
+  }
 }
 
 // Resends the highest unacknowledged PSN in flight, once: its ACK carries the SACK state that
@@ -191,10 +244,12 @@ void UetEndpoint::rx_ack(const wire::Decoded& d, Time now) {
   if (trig_in_window) {
     const Slot& s = p->ini.slots[trig];
     if (s.in_flight && !s.retransmitted && !h.retx()) rtt = now - s.sent;
-    // RFC 8985 §6.2: the original of a resent PSN arrived, so it was late, not lost (as a
-    // DSACK would say); or the resend of an inferred loss arrived first: that loss was real.
-    if (s.retransmitted && !h.retx()) p->ini.reordering_seen = true;
-    if (s.inferred && !s.acked && h.retx()) p->ini.loss_repaired = true;
+    if (s.retransmitted | h.retx()) [[unlikely]] {
+      note_retx_ack(*p, s, h.retx());
+    }
+  } else if (h.retx() && psn_before(trig, p->ini.base_psn) &&
+             p->ini.base_psn - trig <= config_.mpr) [[unlikely]] {
+    note_spurious(*p, true);  // the duplicate of a PSN acknowledged and retired
   }
   const Time data_sent = ack_response(*p, d, trig, trig_in_window, now);
   // Only PSNs we sent can be acknowledged: base-1 <= cack < next.
@@ -216,6 +271,9 @@ void UetEndpoint::rx_ack(const wire::Decoded& d, Time now) {
   ack_covered(*p, cack, trig, h.m(), cc, data_sent, now);
   nscc_on_ack(*p, cc, h.m(), rtt, in_flight_before, now);
   retire_ops(*p);
+  if (p->ini.in_recovery | p->ini.spurious_round) [[unlikely]] {
+    rack_rounds(*p);
+  }
   // Progress restarts the timer for what is still unacknowledged; a new probe may go after
   // progress. A timeout's backoff is kept until a valid RTT sample (Karn; RFC 6298 §5.7):
   // when every ACK is for a retransmitted PSN, the estimate is as old as the last sample, and

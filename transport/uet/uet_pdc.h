@@ -143,6 +143,10 @@ struct Pdc {
     // MPR (0: no ACK_CC yet, the configured window alone bounds new PSNs).
     uint32_t peer_cack = 0;
     uint16_t peer_mpr = 0;
+    // RACK's window adaptation (RFC 8985 §6.2 step 4, note_spurious): min_rtt / 4 steps
+    // added to the window, and recoveries left before they are dropped.
+    uint8_t reo_wnd_mult = 0;
+    uint8_t reo_wnd_persist = 0;
     uint32_t op_head = 0, op_tail = 0;  // posted, not yet completed: [head, tail)
     uint32_t op_send = 0;               // next operation with packets still to send
     uint32_t send_packet = 0;           // next packet of ops[op_send]
@@ -155,13 +159,20 @@ struct Pdc {
     // highest PSN acknowledged, and the reorder timer.
     Time rack_sent = 0, rack_rtt = 0, rack_deadline = kNever;
     uint32_t rack_highest = 0;
+    uint32_t recovery_psn = 0;  // in_recovery: RACK's recovery ends when base_psn passes it
     // By PSN, [base_psn, next_psn) live: grows with the flight (tx_initiator(), a doubling
     // when a new PSN finds it full) up to mpr, given back when the PDC is freed.
     GrowRing<Slot, 16> slots;
     GrowRing<Op, 2> ops;      // by posting count (grows in post_op() to max_ops)
     uint16_t next_message_id = 1;
+    // RFC 8985 §6.2 step 4: the window widened this round (until base_psn passes
+    // spurious_psn); RACK inferred a loss and its recovery has not ended.
+    bool spurious_round = false;
+    bool in_recovery = false;
+    uint32_t spurious_psn = 0;
     Time srtt = 0, rttvar = 0;     // RFC 6298; srtt 0: no sample yet
     Time rtt_max = 0;              // the largest sample (UetConfig::rto_rtt_max_pct)
+    Time rtt_min = kNever;         // the smallest sample (RACK's min_RTT, RFC 8985 §6.2)
     uint64_t acked_total = 0;      // PSNs acknowledged so far (progress)
     uint32_t peer_rcvd_bytes = 0;  // §3.8.1: the target's rcvd_bytes in its newest ACK_CC
     Time clear_at = 0;             // §3.12: a CLEAR of clear_psn may go again from then (tx)
