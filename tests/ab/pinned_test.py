@@ -49,7 +49,7 @@ PINNED = {
     "standard": "eb768c64ee70c093e07b9eed58213a9ad19581dc63b4e82a406f1b0a98c654da",
     "fattree_perm": "50b6bc18aeb1dcb56f9cbd6dfe3bb29a8ba1e71b7e20041e8cad8fe5acd534e7",
     "failure_down": "62f6333e7261bf9e079fc52ca97e2f2cc81da10af44308b9ef772e89a9bd1ee2",
-    "failure_degraded": "f4dc5acad15bc32d65736dc7561fd01a79b308d7db1212af2f3db291fd833cf9",
+    "failure_degraded": "cbc31cf157891f852ee1a4d1f9656ac854265eedcacb428d95cd6b1d3ef83e97",
     "rod_rccc_mixed": "c2e784b76de3600cee11af58003f8cbf7345c2b031a6eae2dcb4885d7daf50a2",
     "alltoall": "68050eb9212c633c01c1fa393d56aa8df3fd08d4cddc1ca55a72fdf9bae1531b",
     "allreduce": "9842be9b601e10df58ba630af5dd7ed384e57450425dcea0698cf328f08c7586",
