@@ -567,12 +567,12 @@ class UetEndpoint final : public Endpoint {
   Time reorder_window(const Pdc& p) const noexcept {
     if (p.ini.srtt == 0 || config_.reorder_srtt_pct == 0) return config_.reorder_window;
     const Time base = std::min(config_.reorder_window, p.ini.srtt * config_.reorder_srtt_pct / 100);
-    if (p.ini.reo_wnd_mult == 0) [[likely]] {
-      return base;
+    if (p.ini.reo_wnd_mult != 0) [[unlikely]] {
+      return widened_window(p, base);
     }
-    const Time wide = base + p.ini.reo_wnd_mult * (p.ini.rtt_min / 4);
-    return std::max(base, std::min({wide, p.ini.srtt, p.ini.rto - p.ini.rack_rtt}));
+    return base;
   }
+  [[gnu::noinline]] static Time widened_window(const Pdc& p, Time base) noexcept;
   void note_retx_ack(Pdc& p, const Slot& s, bool retx);
   void note_spurious(Pdc& p, bool duplicate);
   void rack_rounds(Pdc& p);

@@ -114,6 +114,12 @@ void UetEndpoint::note_spurious(Pdc& p, bool duplicate) {
   ++rare().reorder_widened;
 }
 
+// reorder_window's steps, out of line: most PDCs never take one.
+Time UetEndpoint::widened_window(const Pdc& p, Time base) noexcept {
+  const Time wide = base + p.ini.reo_wnd_mult * (p.ini.rtt_min / 4);
+  return std::max(base, std::min({wide, p.ini.srtt, p.ini.rto - p.ini.rack_rtt}));
+}
+
 // An ACK whose trigger `s` was resent, or echoes `retx` (§3.7).
 void UetEndpoint::note_retx_ack(Pdc& p, const Slot& s, bool retx) {
   // RFC 8985 §6.2: the original of a resent PSN arrived, so it was late, not lost (as a
