@@ -197,27 +197,7 @@ TEST(UetRendezvousPush_Faults, LossDuplicationAndReorderingBothWaysDeliverEachMe
 
 // ------------------------------------------------------------------- short buffers
 
-TEST(UetRendezvousPush_Truncation, TheBytesThatFitArePlacedPostedOrUnexpected) {
-  for (bool posted_first : {true, false}) {
-    SCOPED_TRACE(posted_first ? "posted first" : "unexpected first");
-    Link link;
-    const std::vector<uint8_t> msg = pattern(90000, 8);
-    std::vector<uint8_t> buf(30000, 0xEE);
-    if (posted_first) { ASSERT_TRUE(link.b().post_trecv(trecv(3, buf, 11)).ok()); }
-    ASSERT_TRUE(link.a().post_tsend(tsend(1, msg, 11)).ok());
-    link.run(link.now() + 100 * kMicrosecond);
-    if (!posted_first) { ASSERT_TRUE(link.b().post_trecv(trecv(3, buf, 11)).ok()); }
-    link.run(kSecond);
-    const auto rc = drain(link.b());
-    ASSERT_EQ(rc.size(), 1u);
-    EXPECT_EQ(rc[0].status, OpStatus::kTruncated);
-    EXPECT_EQ(rc[0].bytes, buf.size());
-    EXPECT_TRUE(std::equal(buf.begin(), buf.end(), msg.begin()));
-    const auto sc = drain(link.a());  // the sender's message was delivered (FI_ETRUNC)
-    ASSERT_EQ(sc.size(), 1u);
-    EXPECT_EQ(sc[0].status, OpStatus::kSuccess);
-  }
-}
+// Truncation, posted first or unexpected, in both modes: uet_rendezvous_test.cc.
 
 TEST(UetRendezvousPush_Send, UntaggedSendsArePushedIntoPostedBuffersAndTooShortOnesFail) {
   Link link;

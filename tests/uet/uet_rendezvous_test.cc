@@ -10,6 +10,7 @@
 #include <map>
 #include <optional>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "tests/common/payload.h"
@@ -25,9 +26,11 @@ using testing::pattern;
 constexpr uint32_t kIpA = 0x0A000001, kIpB = 0x0A000002;
 constexpr uint64_t kThreshold = 16 * 1024;
 
-UetConfig config_for(uint32_t ip) {
+// `push`: the target has the rest WRITten into its receive (a CTS) instead of READing it.
+UetConfig config_for(uint32_t ip, bool push = false) {
   UetConfig c = testing::uet_config(ip, /*seed=*/43);
   c.rendezvous_bytes = kThreshold;
+  c.rendezvous_push = push;
   return c;
 }
 
@@ -192,10 +195,13 @@ TEST(UetRendezvous_Send, UntaggedSendsReadIntoPostedBuffersAndTooShortOnesFailBo
   EXPECT_EQ(link.a().counters().rx_rdv_reads, (100000 - (4096 - 24) + 4095) / 4096);
 }
 
+// Either way the rest moves: READ by the target, or pushed by the initiator after a CTS.
 TEST(UetRendezvous_Truncation, TheBytesThatFitArePlacedPostedOrUnexpected) {
-  for (bool posted_first : {true, false}) {
+  for (auto [posted_first, push] : {std::pair{true, false}, std::pair{false, false},
+                                    std::pair{true, true}, std::pair{false, true}}) {
     SCOPED_TRACE(posted_first ? "posted first" : "unexpected first");
-    Link link;
+    SCOPED_TRACE(push ? "pushed" : "read");
+    Link link(config_for(kIpA, push), config_for(kIpB, push));
     const std::vector<uint8_t> msg = pattern(90000, 8);
     std::vector<uint8_t> buf(30000, 0xEE);
     if (posted_first) { ASSERT_TRUE(link.b().post_trecv(trecv(3, buf, 11)).ok()); }
