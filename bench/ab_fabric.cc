@@ -188,7 +188,7 @@ absl::Status build_family(sim::Network& net, const Fabric& f, sim::TopologyLayou
 // the detour is real, if longer than a spine's). Dimension order needs the ports' dimensions.
 // Group-minimal paths (RoutingConfig::group_minimal) need the groups: only dragonflies have them.
 absl::Status apply_routing(sim::Network& net, const Fabric& f, const sim::TopologyLayout& layout) {
-  const sim::RoutingConfig& r = f.routing;
+  const sim::RoutingConfig r = routing_of(f);
   const bool grouped = f.kind == Kind::kDragonfly || f.kind == Kind::kDragonflyPlus;
   const bool by_groups = grouped && r.group_minimal;
   // Lossless classes read the groups (Tagger) or the torus dimensions (the dateline).
@@ -211,6 +211,17 @@ absl::Status apply_routing(sim::Network& net, const Fabric& f, const sim::Topolo
 }
 
 }  // namespace
+
+sim::RoutingConfig routing_of(const Fabric& f) noexcept {
+  sim::RoutingConfig r = f.routing;
+  const bool torus = f.kind == Kind::kTorus;
+  if (f.pfc && f.lossless_dimension_order && (torus || f.kind == Kind::kHypercube) &&
+      r.mode == sim::RoutingMode::kMinimal && !r.dimension_order) {
+    r.dimension_order = true;
+    if (torus) r.deadlock_free = sim::DeadlockFree::kTagger;
+  }
+  return r;
+}
 
 absl::Status build_fabric(sim::Network& net, const Fabric& f, sim::TopologyLayout* layout) {
   sim::TopologyLayout own;

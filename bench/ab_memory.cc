@@ -66,7 +66,7 @@ MemoryEstimate estimate_memory(const RunConfig& c) {
   e.ports = ports * M::kPerPort;
   // Lossless classes beyond the first (PFC with deadlock_free: sim::Network's PortClasses by
   // port, zero pages until used; counted whole, as a run whose every port carries them).
-  const bool classes = c.fabric.pfc && c.fabric.routing.deadlock_free != sim::DeadlockFree::kOff &&
+  const bool classes = c.fabric.pfc && routing_of(c.fabric).deadlock_free != sim::DeadlockFree::kOff &&
                        c.fabric.kind != Fabric::Kind::kFatTree &&
                        c.fabric.kind != Fabric::Kind::kLeafSpine;
   if (classes) e.ports += ports * static_cast<double>(sizeof(sim::PortClasses));

@@ -97,6 +97,9 @@ struct Fabric {
   // and UGAL's intermediates are a dragonfly's (or Dragonfly+'s) groups, on every other fabric
   // one switch each; dimension order on a torus or hypercube only.
   sim::RoutingConfig routing;
+  // --deadlock_free=auto: a run with PFC on a torus or hypercube routed minimally takes
+  // dimension-order routes, with the dateline's classes on a torus (routing_of).
+  bool lossless_dimension_order = false;
 };
 
 // Where a run is, for a progress line.
@@ -114,6 +117,12 @@ struct Progress {
 // The builder's own check of the fabric's shape (sizes in range, at most kMaxHosts hosts),
 // naming the family's field and range.
 absl::Status check_fabric(const Fabric& f);
+
+// The routes a run of `f` takes: f.routing, except that a lossless (PFC) run with
+// lossless_dimension_order on a torus or hypercube routed minimally goes in dimension order
+// (deadlock-free on a hypercube and a mesh; on a torus with the dateline's two classes), as
+// lossless tori route (Dally and Seitz, IEEE TC 1987); a lossy run keeps every shortest path.
+sim::RoutingConfig routing_of(const Fabric& f) noexcept;
 
 // --topology's spelling of a kind.
 const char* to_string(Fabric::Kind k) noexcept;

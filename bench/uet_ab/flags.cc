@@ -66,7 +66,9 @@ ABSL_FLAG(std::string, deadlock_free, "auto",
           "class its own PFC priority at the switches, which have 3; tagger refuses routes "
           "needing more. auto: tagger on a dragonfly or Dragonfly+ whose routes fit and on a "
           "torus with --dimension_order, as a lossless deployment would; off elsewhere (a Clos "
-          "needs one class)");
+          "needs one class); and on a torus or hypercube routed minimally without "
+          "--dimension_order, PFC runs take dimension-order routes (the dateline's classes on a "
+          "torus) while lossy runs keep every shortest path");
 ABSL_FLAG(uint64_t, ugal_bias_bytes, 4096,
           "--routing=ugal: bytes x hops the minimal path may exceed the valiant path by before a "
           "packet detours, 0..1073741824");

@@ -72,7 +72,7 @@ std::string shape_json(const RunConfig& c) {
 
 // The routing mode when not minimal ECMP (runs with minimal routing read as before).
 std::string routing_json(const Fabric& f) {
-  const sim::RoutingConfig& r = f.routing;
+  const sim::RoutingConfig r = routing_of(f);
   if (r.mode == sim::RoutingMode::kMinimal && !r.dimension_order) return "";
   const char* mode = r.mode == sim::RoutingMode::kValiant ? "valiant"
                      : r.mode == sim::RoutingMode::kUgal  ? "ugal"

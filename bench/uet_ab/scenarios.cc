@@ -8,7 +8,9 @@ namespace {
 // --deadlock_free=auto: where a lossless deployment needs and has the classes (Hu et al.,
 // CoNEXT 2017: Tagger on the fabrics whose routes close cycles): a dragonfly's routes within
 // the switches' lossless priorities (sim::LosslessClasses::tagger's count), a torus's
-// dimension-order routes (the dateline). Clos routes need one class: off, unchanged.
+// dimension-order routes (the dateline); on a torus or hypercube routed by every shortest
+// path, PFC runs go in dimension order (Fabric::lossless_dimension_order). Clos routes need one
+// class: off, unchanged.
 bool tagger_fits(const Fabric& f) {
   if (f.kind == Fabric::Kind::kDragonfly || f.kind == Fabric::Kind::kDragonflyPlus) {
     const int per_leg = f.routing.group_minimal ? 1 : 2;
@@ -62,6 +64,7 @@ absl::Status family_from_flags(Fabric& f) {
       deadlock_free == "tagger" || (deadlock_free == "auto" && tagger_fits(f))
           ? sim::DeadlockFree::kTagger
           : sim::DeadlockFree::kOff;
+  f.lossless_dimension_order = deadlock_free == "auto";
   if (f.kind == Fabric::Kind::kGraph) {
     auto g = sim::load_graph_topology(absl::GetFlag(FLAGS_graph));
     if (!g.ok()) return absl::InvalidArgumentError(absl::StrCat("--graph: ", g.status().message()));

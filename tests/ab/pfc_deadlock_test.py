@@ -12,7 +12,9 @@ stopped, and the title's NOTE counts the flows left; UET on the same fabric and 
 without PFC and completes every flow. With the watchdog off the same run never finishes: no
 flow completes by --max_ms and nothing names a deadlock (so it was the watchdog that stopped
 the first run). On a mesh (no wraparound: no cycle) the same flows complete under PFC.
-On the ring with --dimension_order the same flows deadlock with --deadlock_free=off, and complete
+Those runs pass --deadlock_free=off: by default (auto) the PFC run on a torus routed minimally
+takes dimension-order routes with the dateline, says so under the title, and completes, while
+UET keeps every shortest path. On the ring with --dimension_order the same flows deadlock with --deadlock_free=off, and complete
 with the dateline's two lossless classes (--deadlock_free=tagger, and auto, the default: each
 class its own PFC priority at the switches); routes needing more classes than the switches' three
 lossless priorities (valiant on a dragonfly with --nogroup_minimal: 5) are refused. A
@@ -33,6 +35,10 @@ MAX_MS = 5
 WATCHDOG_US = 1000
 RING = ["--topology=torus", "--torus=8", "--pfc_watchdog_us=%d" % WATCHDOG_US,
         "--max_ms=%d" % MAX_MS]
+# Every shortest path, as a lossy run takes them: auto would route the PFC run in dimension order.
+SHORTEST = [*RING, "--deadlock_free=off"]
+AUTO_LINE = ("rocev2 (PFC): dimension-order routes with the dateline's 2 lossless classes, as "
+             "lossless tori route (--deadlock_free=off: every shortest path)")
 FOUND = re.compile(r"rocev2 PFC watchdog: \d+ pauses outlasted its detection time, 0 frames "
                    r"dropped, (\d+) deadlocks \(cycles of paused queues\), the first at "
                    r"([0-9.]+) us(: the run stopped there)?")
@@ -65,7 +71,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         cm = ring_cm(tmp)
 
-        proc, runs = run(tmp, "report", ["--cm=" + cm, "--transport=both", *RING])
+        proc, runs = run(tmp, "report", ["--cm=" + cm, "--transport=both", *SHORTEST])
         # Expect: exit status 0, both runs written; RoCEv2 stopped by the watchdog's deadlock.
         if proc.returncode != 0 or runs is None or set(runs) != {"uet", "rocev2"}:
             failures.append(f"report: rc {proc.returncode}, runs {runs and list(runs)}: "
@@ -89,7 +95,7 @@ def main():
                                 f"{uet['pfc_pauses']} pauses")
 
         proc, runs = run(tmp, "off", ["--cm=" + cm, "--transport=rocev2", "--pfc_watchdog=off",
-                                      *RING])
+                                      *SHORTEST])
         # Expect: without the watchdog the deadlock holds to --max_ms, and no line names it.
         if proc.returncode != 0 or runs is None:
             failures.append(f"off: rc {proc.returncode}: {proc.stderr[-300:]}")
@@ -102,7 +108,7 @@ def main():
                 failures.append("off: a watchdog line with the watchdog off")
 
         proc, runs = run(tmp, "mesh", ["--cm=" + cm, "--transport=rocev2", "--torus_wrap=false",
-                                       *RING])
+                                       *SHORTEST])
         # Expect: the same flows on a line of switches (no cycle) complete under PFC.
         if proc.returncode != 0 or runs is None:
             failures.append(f"mesh: rc {proc.returncode}: {proc.stderr[-300:]}")
@@ -132,6 +138,22 @@ def main():
                 failures.append(f"dor {name}: rocev2 {roce['completed']} of {HOSTS} flows, "
                                 f"{roce['pfc_pauses']} pauses: {proc.stdout[-300:]!r}")
 
+        proc, runs = run(tmp, "default", ["--cm=" + cm, "--transport=both", *RING])
+        # Expect: auto, the default, routes the PFC run in dimension order with the dateline and
+        # says so: RoCEv2 completes every flow; UET, lossy, keeps every shortest path (no line
+        # for it) and completes too.
+        if proc.returncode != 0 or runs is None or set(runs) != {"uet", "rocev2"}:
+            failures.append(f"default: rc {proc.returncode}: {proc.stderr[-300:]}")
+        else:
+            roce, uet = runs["rocev2"], runs["uet"]
+            if (roce["completed"] != HOSTS or uet["completed"] != HOSTS
+                    or "NOTE:" in proc.stdout or "PFC watchdog" in proc.stdout
+                    or AUTO_LINE not in proc.stdout
+                    or "uet (PFC)" in proc.stdout or not roce["params"].get("dimension_order")
+                    or uet["params"].get("dimension_order")):
+                failures.append(f"default: rocev2 {roce['completed']}, uet {uet['completed']} of "
+                                f"{HOSTS} flows: {proc.stdout[-400:]!r}")
+
         proc, _ = run(tmp, "too_many", ["--scenario=permutation", "--topology=dragonfly",
                                         "--df_p=2", "--df_a=2", "--df_h=1", "--routing=valiant",
                                         "--nogroup_minimal", "--transport=rocev2",
@@ -143,7 +165,8 @@ def main():
             failures.append(f"too many classes: rc {proc.returncode}: {proc.stderr[-300:]}")
 
         proc = ab_common.run(["--scenario=collective", "--coll=alltoall", "--algo=batched",
-                              "--sizes=1M", "--hosts_per_switch=2", "--transport=both", *RING],
+                              "--sizes=1M", "--hosts_per_switch=2", "--transport=both",
+                              *SHORTEST],
                              echo=True, timeout=120)
         # Expect: UET's row complete, RoCEv2's without a time and its note naming the deadlock.
         notes = [l for l in proc.stdout.splitlines() if l.startswith("#    rocev2")]
