@@ -357,15 +357,16 @@ void search(const sim::Network& net, uint32_t from, std::vector<uint32_t>& links
   for (size_t i = 0; i < queue.size(); ++i) {
     const uint32_t s = queue[i];
     for (uint32_t p : net.node(net.switch_node(s)).ports) {
-      const sim::Port& peer = net.port(net.port(p).peer);
-      if (peer.at_host) continue;
+      // From the nodes, not the ports: a rank of a split fabric has not stored them yet.
+      const sim::Node peer = net.node(net.port_node(sim::Network::peer_of(p)));
+      if (peer.kind == sim::NodeKind::kHost) continue;
       const Time d = delay[s] + net.link_config(p).delay;
-      if (links[peer.owner] == sim::kNone) {
-        links[peer.owner] = links[s] + 1;
-        delay[peer.owner] = d;
-        queue.push_back(peer.owner);
-      } else if (links[peer.owner] == links[s] + 1) {
-        delay[peer.owner] = std::min(delay[peer.owner], d);
+      if (links[peer.index] == sim::kNone) {
+        links[peer.index] = links[s] + 1;
+        delay[peer.index] = d;
+        queue.push_back(peer.index);
+      } else if (links[peer.index] == links[s] + 1) {
+        delay[peer.index] = std::min(delay[peer.index], d);
       }
     }
   }
@@ -383,7 +384,7 @@ absl::StatusOr<IdealPaths> IdealPaths::compute(const Fabric& f, const sim::Netwo
   p.searched_ = true;
   for (uint32_t h = 0; h < net.num_hosts(); ++h) {
     const uint32_t nic = net.host(h).port;
-    p.tor_.push_back(net.port(net.port(nic).peer).owner);
+    p.tor_.push_back(net.node(net.port_node(sim::Network::peer_of(nic))).index);
     p.host_delay_.push_back(net.link_config(nic).delay);
   }
   // The switch pairs needed, by source: each flow's, and each notice's (a prerequisite's host

@@ -49,7 +49,7 @@ constexpr uint32_t write_header_bytes(TransportKind t) noexcept {
 static_assert(write_header_bytes(TransportKind::kUet) == 102);
 static_assert(write_header_bytes(TransportKind::kRocev2) == 78);
 
-sim::NetworkConfig network_config(const RunConfig& rc) {
+sim::NetworkConfig network_config(const RunConfig& rc, bool split) {
   sim::NetworkConfig nc;
   nc.seed = rc.seed;
   nc.frame_capacity = rc.fabric.frame_capacity;
@@ -74,6 +74,7 @@ sim::NetworkConfig network_config(const RunConfig& rc) {
   nc.switches.pfc.xon_bytes = rc.fabric.pfc_xon_bytes;
   nc.switches.pfc.watchdog = rc.fabric.pfc_watchdog;
   if (rc.uet_tss && rc.transport == TransportKind::kUet) nc.host_cost = rc.tss_cost;
+  nc.ports_at_partition = split;  // Run::partition stores this rank's ports, no others
   return nc;
 }
 
@@ -83,7 +84,7 @@ class Run {
  public:
   using Clock = std::chrono::steady_clock;
   Run(const RunConfig& rc, sim::Ranks& ranks, Clock::time_point t0)
-      : rc_(rc), ranks_(ranks), split_(ranks.size() > 1), t0_(t0), net_(network_config(rc)) {}
+      : rc_(rc), ranks_(ranks), split_(ranks.size() > 1), t0_(t0), net_(network_config(rc, split_)) {}
 
   // The fabric, its split over ranks, its failed links, the payload buffers and the endpoint
   // of every host this rank runs.
@@ -126,7 +127,9 @@ class Run {
 
   const RunConfig& rc_;
   sim::Ranks& ranks_;
-  const bool split_;  // over ranks: every rank builds the whole fabric and runs its part of it
+  // Over ranks: every rank builds the whole fabric's graph and routes, stores its own ports
+  // and endpoints only, and runs its part.
+  const bool split_;
   const Clock::time_point t0_;
   sim::Network net_;
   uint32_t hosts_ = 0;

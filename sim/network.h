@@ -277,6 +277,10 @@ struct NetworkConfig {
   uint32_t frame_capacity = 4096 + 256;  // bytes stored per frame; smaller: payload by length
   SwitchConfig switches;
   HostCost host_cost;
+  // finalize() stores no port: set_partition() stores this rank's ports only, so a rank of a
+  // split fabric never holds the whole fabric's (its pages are never touched). A process that
+  // sets this must call set_partition() before anything reads a port.
+  bool ports_at_partition = false;
 };
 
 class Network {
@@ -290,7 +294,8 @@ class Network {
   uint32_t add_switch(std::string name);
   // Joins two nodes (host or switch indices given as node ids) with a full-duplex link.
   absl::Status connect(uint32_t node_a, uint32_t node_b, const LinkConfig& link);
-  // Computes the routes. Call after the last connect().
+  // Computes the routes and stores the ports (NetworkConfig::ports_at_partition: not yet).
+  // Call after the last connect().
   absl::Status finalize();
   // Routing (sim/routing/routing.h), before the run: each may come before or after
   // finalize() (the routes are recomputed then), in any order; every rank of a split fabric
@@ -337,9 +342,10 @@ class Network {
   // ----- a fabric split over processes (sim/partition.h)
   // This process runs the nodes whose rank_of_node is `rank`: it runs their events only, and
   // what its ports send to another rank's node (frames with their metadata, PFC frames) is
-  // appended to outbox(that rank) instead of scheduled. Every process builds the whole fabric
-  // and schedules the same link changes; transports are attached to its own hosts only.
-  // Call after finalize() and before the run.
+  // appended to outbox(that rank) instead of scheduled. Every process builds the whole fabric's
+  // graph (nodes, links, routes) and schedules the same link changes, but stores only its own
+  // ports (made here with NetworkConfig::ports_at_partition, else copied from finalize()'s);
+  // transports are attached to its own hosts only. Call after finalize() and before the run.
   absl::Status set_partition(std::vector<uint16_t> rank_of_node, uint16_t rank, uint16_t ranks);
   uint16_t rank() const noexcept { return rank_; }
   uint16_t ranks() const noexcept { return ranks_; }
@@ -369,7 +375,7 @@ class Network {
   // ----- topology and addressing
   size_t num_hosts() const noexcept { return hosts_.size(); }
   size_t num_switches() const noexcept { return switches_.size(); }
-  size_t num_ports() const noexcept { return ports_.size(); }
+  size_t num_ports() const noexcept { return port_node_.size(); }
   const Host& host(uint32_t h) const noexcept { return hosts_[h]; }
   const Switch& sw(uint32_t s) const noexcept { return switches_[s]; }
   Node node(uint32_t n) const noexcept {
@@ -537,6 +543,10 @@ class Network {
   uint32_t route_miss(Routing::Memo& memo, uint32_t sw, FrameMeta& m) noexcept;
   Time serialization(const Port& p, uint32_t bytes) const noexcept;
   static void set_rate(Port& p, int64_t rate_bps) noexcept;
+  // Port `port` as its link and nodes make it (the rank's split, if any, included), and every
+  // port this process runs made so, the others' entries left as zero pages.
+  Port make_port(uint32_t port) const;
+  void store_ports();
   static void update_plain(Port& p) noexcept {
     p.plain = p.up && !p.impaired && !p.tapped && !p.remote;
   }

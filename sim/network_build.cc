@@ -24,9 +24,9 @@ void Network::index_node_ports() {
   port_first_.assign(nodes_.size() + 1, 0);
   for (const uint32_t n : port_node_) ++port_first_[n + 1];
   for (size_t n = 0; n < nodes_.size(); ++n) port_first_[n + 1] += port_first_[n];
-  node_ports_.resize(ports_.size());
+  node_ports_.resize(port_node_.size());
   std::vector<uint32_t> at(port_first_.begin(), port_first_.end() - 1);
-  for (uint32_t p = 0; p < ports_.size(); ++p) node_ports_[at[port_node_[p]]++] = p;
+  for (uint32_t p = 0; p < port_node_.size(); ++p) node_ports_[at[port_node_[p]]++] = p;
 }
 
 uint32_t Network::add_host(std::string name) {
@@ -77,7 +77,7 @@ absl::Status Network::connect(uint32_t a, uint32_t b, const LinkConfig& link) {
   if (a >= nodes_.size() || b >= nodes_.size() || a == b) {
     return absl::InvalidArgumentError(absl::StrCat("connect: bad node ids ", a, ", ", b));
   }
-  if (ports_.size() + 2 > kMaxPorts) {
+  if (port_node_.size() + 2 > kMaxPorts) {
     return absl::InvalidArgumentError(absl::StrCat("connect: at most ", kMaxPorts, " ports"));
   }
   if (absl::Status s = check_link(link); !s.ok()) {
@@ -89,22 +89,12 @@ absl::Status Network::connect(uint32_t a, uint32_t b, const LinkConfig& link) {
           absl::StrCat("connect: host ", node(n).name, " already has its one NIC port"));
     }
   }
-  const auto pa = static_cast<uint32_t>(ports_.size());
-  const uint32_t pb = pa + 1;
+  // Only the link's facts here; its two ports are stored at finalize() (Network::store_ports).
+  const auto pa = static_cast<uint32_t>(port_node_.size());
   for (uint32_t i = 0; i < 2; ++i) {
-    Port p;
-    p.node = i == 0 ? a : b;
-    p.peer = i == 0 ? pb : pa;
-    set_rate(p, static_cast<int64_t>(link.gbps * 1e9));
-    p.rng = Rng(mix64(pa + i, config_.seed));
-    p.at_host = nodes_[p.node].kind == NodeKind::kHost;
-    p.delay = link.delay;
-    p.impaired = link.loss > 0 || link.corrupt > 0 || link.reorder > 0 || link.duplicate > 0;
-    p.owner = nodes_[p.node].index;
-    update_plain(p);
-    if (p.at_host) hosts_[p.owner].port = i == 0 ? pa : pb;
-    port_node_.push_back(p.node);
-    ports_.push_back(std::move(p));
+    const uint32_t n = i == 0 ? a : b;
+    if (nodes_[n].kind == NodeKind::kHost) hosts_[nodes_[n].index].port = pa + i;
+    port_node_.push_back(n);
   }
   link_up_.push_back(true);
   link_class_.push_back(link_class_of(link));
@@ -123,7 +113,33 @@ absl::Status Network::finalize() {
     return absl::InvalidArgumentError(absl::StrCat("finalize: at most ", kMaxHosts, " hosts"));
   }
   finalized_ = true;
-  return compute_routes();
+  if (absl::Status s = compute_routes(); !s.ok()) return s;
+  if (!config_.ports_at_partition) store_ports();
+  return absl::OkStatus();
+}
+
+// A port as connect() made it: everything follows from its node and its link.
+Port Network::make_port(uint32_t port) const {
+  Port p;
+  const LinkConfig& link = link_config(port);
+  p.node = port_node_[port];
+  p.peer = peer_of(port);
+  set_rate(p, static_cast<int64_t>(link.gbps * 1e9));
+  p.rng = Rng(mix64(port, config_.seed));
+  p.at_host = nodes_[p.node].kind == NodeKind::kHost;
+  p.delay = link.delay;
+  p.impaired = link.loss > 0 || link.corrupt > 0 || link.reorder > 0 || link.duplicate > 0;
+  p.owner = nodes_[p.node].index;
+  p.remote = rank_of_node(p.node) != rank_of_node(port_node_[p.peer]);
+  update_plain(p);
+  return p;
+}
+
+void Network::store_ports() {
+  ports_.resize(port_node_.size());  // the kernel's zero pages, not resident until written
+  for (uint32_t p = 0; p < port_node_.size(); ++p) {
+    if (owns_port(p)) std::construct_at(&ports_[p], make_port(p));
+  }
 }
 
 void Network::attach(uint32_t host, Transport* transport) {
@@ -132,7 +148,10 @@ void Network::attach(uint32_t host, Transport* transport) {
 }
 
 absl::Status Network::tap(uint32_t port, const std::string& pcap_path) {
-  if (port >= ports_.size()) return absl::InvalidArgumentError(absl::StrCat("tap: no port ", port));
+  if (port >= ports_.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("tap: no port ", port, " stored (", num_ports(),
+                                                   " ports; tap after finalize())"));
+  }
   if (!owns_port(port)) {
     return absl::InvalidArgumentError(
         absl::StrCat("tap: port ", port, " runs on rank ", rank_of_node(port_node_[port])));
@@ -190,9 +209,9 @@ absl::Status Network::set_switch_groups(std::vector<uint32_t> group_of_switch) {
 }
 
 absl::Status Network::set_port_classes(std::vector<uint8_t> class_of_port) {
-  if (class_of_port.size() != ports_.size()) {
+  if (class_of_port.size() != num_ports()) {
     return absl::InvalidArgumentError(absl::StrCat("set_port_classes: ", class_of_port.size(),
-                                                   " classes for ", ports_.size(), " ports"));
+                                                   " classes for ", num_ports(), " ports"));
   }
   std::swap(port_classes_, class_of_port);
   return reroute([&] { port_classes_ = std::move(class_of_port); });
@@ -233,7 +252,7 @@ absl::Status Network::compute_routes() {
   // The further lossless classes' queues, where PFC is on and the routes need them: zero pages
   // until a frame uses them (sim/network_pages.h). Never shrunk: frames may be queued.
   tagging_ = config_.switches.pfc.enabled && routing_.lossless().classes() > 1;
-  if (tagging_ && classes_.size() < ports_.size()) classes_.resize(ports_.size());
+  if (tagging_ && classes_.size() < num_ports()) classes_.resize(num_ports());
   return absl::OkStatus();
 }
 

@@ -119,6 +119,10 @@ absl::Status Network::set_partition(std::vector<uint16_t> rank_of_node, uint16_t
   rank_ = rank;
   ranks_ = ranks;
   outboxes_.assign(ranks, {});
+  if (ports_.empty()) {  // NetworkConfig::ports_at_partition: made here, this rank's only
+    store_ports();
+    return absl::OkStatus();
+  }
   // Only this rank's ports keep their storage; the others' pages are never touched again.
   decltype(ports_) own;
   own.resize(ports_.size());  // the kernel's zero pages, not resident until written

@@ -321,5 +321,52 @@ TEST(Partition_Ports, ARankStoresItsOwnPortsAndKnowsEveryLink) {
   }
 }
 
+// A fat-tree (k = 4) split over 2 ranks, once with every port stored at finalize() and copied
+// at the split, once with the ports made only at the split (NetworkConfig::ports_at_partition).
+// Expect: on each rank the two hold the same ports, field by field (another rank's: zero
+// bytes in both), and the same number of ports.
+TEST(Partition_Ports, PortsMadeAtTheSplitAreThoseOfTheWholeFabric) {
+  for (uint16_t rank = 0; rank < 2; ++rank) {
+    NetworkConfig late_config;
+    late_config.seed = 7;
+    late_config.ports_at_partition = true;
+    NetworkConfig copied_config = late_config;
+    copied_config.ports_at_partition = false;
+    Network late(late_config), copied(copied_config);
+    FatTreeConfig ft;
+    ft.host_link.loss = 0.001;  // impaired host links
+    for (Network* n : {&late, &copied}) {
+      ASSERT_TRUE(build_fat_tree(*n, ft).ok());
+      auto split = split_fabric(*n, 2);
+      ASSERT_TRUE(split.ok()) << split.status();
+      ASSERT_TRUE(n->set_partition(split->rank_of_node, rank, 2).ok());
+    }
+    ASSERT_EQ(late.num_ports(), copied.num_ports());
+    uint32_t cut = 0;
+    for (uint32_t p = 0; p < late.num_ports(); ++p) {
+      const Port& a = late.port(p);
+      const Port& b = copied.port(p);
+      EXPECT_EQ(a.peer, b.peer) << p;
+      EXPECT_EQ(a.node, b.node) << p;
+      EXPECT_EQ(a.owner, b.owner) << p;
+      EXPECT_EQ(a.at_host, b.at_host) << p;
+      EXPECT_EQ(a.up, b.up) << p;
+      EXPECT_EQ(a.impaired, b.impaired) << p;
+      EXPECT_EQ(a.remote, b.remote) << p;
+      EXPECT_EQ(a.plain, b.plain) << p;
+      EXPECT_EQ(a.rate_bps, b.rate_bps) << p;
+      EXPECT_EQ(a.ps_per_byte, b.ps_per_byte) << p;
+      EXPECT_EQ(a.delay, b.delay) << p;
+      Rng ra = a.rng, rb = b.rng;
+      EXPECT_EQ(ra.next(), rb.next()) << p;
+      cut += a.remote ? 1 : 0;
+      if (!late.owns_port(p)) {
+        EXPECT_EQ(a.rate_bps, 0) << p;
+      }
+    }
+    EXPECT_GT(cut, 0u);
+  }
+}
+
 }  // namespace
 }  // namespace uet::sim
