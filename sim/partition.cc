@@ -64,7 +64,10 @@ absl::Status place_tors_and_hosts(const Network& net, uint16_t ranks,
 }
 
 // The next tier away from the ToRs: each unplaced neighbour of `tier`, in node order, goes to
-// the rank it has most links to, ties to the rank with fewest switches of this tier so far.
+// the rank it has most links to; ties to the rank whose even block of this tier holds it (so
+// switch numbers run in blocks per rank: builders connect consecutive switches together, and
+// a link's two ports share a page of Network's port array, which a cut link makes both ranks
+// hold), else to the rank with fewest switches of this tier so far.
 std::vector<uint32_t> place_next_tier(const Network& net, const std::vector<uint32_t>& tier,
                                       uint16_t ranks, std::vector<uint16_t>& rank_of) {
   std::vector<uint32_t> next;
@@ -81,7 +84,9 @@ std::vector<uint32_t> place_next_tier(const Network& net, const std::vector<uint
   std::sort(next.begin(), next.end());
   std::vector<uint32_t> placed(ranks, 0);  // switches of this tier per rank
   std::vector<uint32_t> links(ranks);
-  for (uint32_t m : next) {
+  for (size_t i = 0; i < next.size(); ++i) {
+    const uint32_t m = next[i];
+    const auto block = static_cast<uint16_t>(i * ranks / next.size());
     std::fill(links.begin(), links.end(), 0);
     for (uint32_t p : net.node(m).ports) {
       const uint16_t r = rank_of[net.port_node(Network::peer_of(p))];
@@ -89,7 +94,9 @@ std::vector<uint32_t> place_next_tier(const Network& net, const std::vector<uint
     }
     uint16_t best = 0;
     for (uint16_t r = 1; r < ranks; ++r) {
-      if (links[r] > links[best] || (links[r] == links[best] && placed[r] < placed[best])) {
+      const bool tie = links[r] == links[best];
+      if (links[r] > links[best] || (tie && r == block) ||
+          (tie && best != block && placed[r] < placed[best])) {
         best = r;
       }
     }

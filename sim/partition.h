@@ -68,8 +68,9 @@ class OneRank final : public Ranks {
 // Who runs what: hosts with their ToR (the switch their NIC link reaches); the ToRs in `ranks`
 // contiguous blocks by switch number (topology builders number a pod's or a leaf group's
 // ToRs together); every other switch, tier by tier away from the ToRs, on the rank it has
-// most links to, ties to the rank with fewest switches of that tier so far (spines and cores
-// spread evenly). With more ranks than ToRs some ranks run nothing (they only keep step).
+// most links to, ties to the rank whose even block of the tier (by switch number) holds it,
+// else to the rank with fewest switches of that tier so far (spines and cores spread evenly,
+// in blocks). With more ranks than ToRs some ranks run nothing (they only keep step).
 // Refused: a cut link without delay (no lookahead).
 // With `group_of_switch` (a builder's TopologyLayout::group: a dragonfly group, a torus slab, a
 // rail fabric's block of servers) and at least as many groups as ranks, whole groups go to

@@ -40,7 +40,7 @@ TEST(Partition_Split, LeafSpineHostsWithTheirLeafSpinesSpreadEvenly) {
 }
 
 // Expect: a fat-tree splits by pods (aggregation switches stay with their pod's ToRs), the
-// cores spread evenly, and the lookahead is the cut tier's delay (aggregation-core), not the
+// cores spread evenly in blocks, and the lookahead is the cut tier's delay (aggregation-core), not the
 // shorter ToR-aggregation one.
 TEST(Partition_Split, FatTreeSplitsByPodsAndTakesTheCutTiersDelay) {
   Network net(NetworkConfig{});
@@ -62,6 +62,12 @@ TEST(Partition_Split, FatTreeSplitsByPodsAndTakesTheCutTiersDelay) {
         EXPECT_EQ(split->rank_of_node[m], h < 8 ? 0 : 1);
       }
     }
+  }
+  // The cores (the last 4 switches) tie, two links to either rank: in blocks by number, so
+  // an aggregation switch's links to them (consecutive ports) are cut together or not at all.
+  ASSERT_EQ(net.num_switches(), 20u);
+  for (uint32_t s = 16; s < 20; ++s) {
+    EXPECT_EQ(split->rank_of_node[net.switch_node(s)], s < 18 ? 0 : 1) << s;
   }
   EXPECT_EQ(split->lookahead, 900 * kNanosecond);
 }
