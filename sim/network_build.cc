@@ -113,9 +113,8 @@ absl::Status Network::finalize() {
     return absl::InvalidArgumentError(absl::StrCat("finalize: at most ", kMaxHosts, " hosts"));
   }
   finalized_ = true;
-  if (absl::Status s = compute_routes(); !s.ok()) return s;
-  if (!config_.ports_at_partition) store_ports();
-  return absl::OkStatus();
+  if (!config_.ports_at_partition && ports_.empty()) store_ports();
+  return compute_routes();
 }
 
 // A port as connect() made it: everything follows from its node and its link.
