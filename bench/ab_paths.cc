@@ -76,6 +76,7 @@ bool walk(const sim::Network& net, uint32_t src, uint32_t dst, uint64_t hash,
 
 struct PortCounts {
   std::vector<uint64_t> flows, bytes;  // by port
+  std::vector<uint64_t> trims, marks;  // by port: the switches' own counts
 };
 
 // Walks every logged path; a flow (source, destination) counts once on each port any of its
@@ -131,6 +132,9 @@ std::vector<TierLoad> tiers(const sim::Network& net, const PortCounts& c) {
     ++t.histogram[n];
     t.max_flows = std::max(t.max_flows, n);
     t.max_bytes = std::max(t.max_bytes, c.bytes[p]);
+    t.trims += c.trims[p];
+    t.max_trims = std::max(t.max_trims, c.trims[p]);
+    t.ecn_marks += c.marks[p];
   }
   std::vector<TierLoad> out;
   for (auto& [order, t] : by_order) out.push_back(std::move(t));
@@ -154,8 +158,18 @@ PathReport path_report(const sim::Network& net, const PathLog& log, sim::Ranks& 
   c.flows.assign(net.num_ports(), 0);
   c.bytes.assign(net.num_ports(), 0);
   count_ports(net, log, c, r);
+  c.trims.assign(net.num_ports(), 0);
+  c.marks.assign(net.num_ports(), 0);
+  for (uint32_t p = 0; p < net.num_ports(); ++p) {
+    if (!net.owns_port(p)) continue;  // another rank's: counted there
+    const sim::PortStats s = net.port_stats(p);
+    c.trims[p] = s.trims;
+    c.marks[p] = s.ecn_marks;
+  }
   ranks.sum_all(c.flows);
   ranks.sum_all(c.bytes);
+  ranks.sum_all(c.trims);
+  ranks.sum_all(c.marks);
   std::array<uint64_t, 3> totals{r.flows, r.paths, r.unreached ? 1u : 0u};
   ranks.sum_all(totals);
   r.flows = totals[0];

@@ -39,6 +39,8 @@ struct TierLoad {
   std::vector<uint32_t> histogram;  // [n]: how many of the tier's links n flows crossed
   uint32_t max_flows = 0;
   uint64_t max_bytes = 0;           // data frame bytes through the tier's busiest port
+  uint64_t trims = 0, max_trims = 0;  // frames the tier's ports trimmed: all, the most at one
+  uint64_t ecn_marks = 0;
 };
 
 struct PathReport {

@@ -562,7 +562,7 @@ absl::StatusOr<sim::FlowStats> Run::flow_stats() const {
 
 // Summed over hosts (and ranks): endpoint counters, then UET's datagram counters.
 void Run::sum_counters(RunResult& r) {
-  std::array<uint64_t, 13> sums{};
+  std::array<uint64_t, 18> sums{};
   for (const auto& ep : eps_) {
     if (ep == nullptr) continue;
     const EndpointStats s = ep->stats();
@@ -579,6 +579,11 @@ void Run::sum_counters(RunResult& r) {
       sums[7] += u.rx_rudi_req;
       sums[8] += u.tx_uud;
       sums[9] += u.rx_uud;
+      sums[13] += u.nack_retx;
+      sums[14] += u.fast_retx;
+      sums[15] += u.tlp_probes;
+      sums[16] += u.timeouts;
+      sums[17] += u.rx_trimmed;
     }
   }
   sums[10] = player_->failed();
@@ -595,6 +600,7 @@ void Run::sum_counters(RunResult& r) {
   r.datagrams.rudi_executed = sums[7];
   r.datagrams.uud_sent = sums[8];
   r.datagrams.uud_delivered = sums[9];
+  r.uet_resends = {sums[13], sums[14], sums[15], sums[16], sums[17]};
   r.failed = sums[10];
   r.events = sums[11];
 }

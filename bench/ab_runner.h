@@ -172,6 +172,8 @@ struct RunConfig {
   // UET, --verb=send: tagged sends are deferrable (spec/uet.md §4.2): one that finds no
   // receive is deferred without its bytes and restarted when the receive comes.
   bool uet_deferrable = false;
+  // UET: RACK infers losses from the SACKs (UetConfig::rack); false: NACKs, probe and RTO only.
+  bool uet_rack = true;
   // --verb=send: the destination posts each flow's receive this long after the send starts
   // (0: as it starts), as a late application would.
   Time recv_delay = 0;
@@ -223,6 +225,12 @@ struct RunResult {
     uint64_t rudi_sent = 0, rudi_resent = 0, rudi_executed = 0;
     uint64_t uud_sent = 0, uud_delivered = 0;
   } datagrams;
+  // UET's resends by what asked for them, summed over hosts: a NACK (a trimmed packet's,
+  // ...), RACK's inference from the SACKs, a tail-loss probe, the RTO (one a PSN); and the
+  // trimmed requests the targets NACKed. Zero under RoCEv2.
+  struct {
+    uint64_t nack = 0, rack = 0, tlp = 0, rto = 0, trimmed_rx = 0;
+  } uet_resends;
   uint64_t failed = 0;      // writes that completed with an error
   // Connections the hosts set up, summed over hosts: RoCEv2 QPs (one at each end per host
   // pair and FlowSpec::channel), UET PDCs (one at each end per host pair and direction that

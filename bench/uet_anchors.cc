@@ -32,6 +32,13 @@ ABSL_FLAG(std::string, json, "", "write one JSON object per anchor to this file"
 ABSL_FLAG(bool, path_report, false,
           "under each anchor, how many flows crossed each link, tier by tier (flows per link: "
           "links), and the busiest link's flows x their bytes at line rate");
+ABSL_FLAG(bool, rack, true,
+          "UET: infer losses from the SACKs (RACK, RFC 8985: the engine's default); false: "
+          "resend on NACKs, the tail-loss probe and the RTO only, as uet-htsim's published "
+          "runs (no -sleek; with --queues=htsim, its configuration)");
+ABSL_FLAG(bool, resend_report, false,
+          "under each anchor, what the switches trimmed, dropped and marked, and the packets "
+          "resent by what asked for each (NACK, RACK, tail-loss probe, RTO)");
 ABSL_FLAG(std::string, anchor, "", "run only the anchors whose name contains this");
 ABSL_FLAG(std::string, cm, "",
           "the permutation rows' flows from this htsim connection matrix (uet-htsim's own "
@@ -109,6 +116,7 @@ std::vector<Anchor> anchors(bool full, uint64_t seed, bool htsim_queues,
     a.config.seed = seed;
     a.config.uet_evs = evs;
     a.config.uet_lb = lb;
+    a.config.uet_rack = absl::GetFlag(FLAGS_rack);
     out.push_back(std::move(a));
     return &out.back();
   };
@@ -208,8 +216,10 @@ void print_paths(const Anchor& a, const PathReport& p) {
     for (size_t n = 0; n < t.histogram.size(); ++n) {
       if (t.histogram[n] != 0) absl::StrAppendFormat(&hist, " %zu:%u", n, t.histogram[n]);
     }
-    std::printf("    %-12s %5u links, max %3u flows, busiest %6.2f MB:%s\n", t.name.c_str(),
-                t.links, t.max_flows, static_cast<double>(t.max_bytes) / 1e6, hist.c_str());
+    std::printf("    %-12s %5u links, max %3u flows, busiest %6.2f MB, %lu trims (%lu at most "
+                "at a port), %lu ECN marks:%s\n",
+                t.name.c_str(), t.links, t.max_flows, static_cast<double>(t.max_bytes) / 1e6,
+                t.trims, t.max_trims, t.ecn_marks, hist.c_str());
     busiest = std::max(busiest, t.max_flows);
     if (t.from_level != 0 && t.to_level != 0) busiest_bytes = std::max(busiest_bytes, t.max_bytes);
   }
@@ -225,6 +235,17 @@ void print_paths(const Anchor& a, const PathReport& p) {
   }
 }
 
+// --resend_report: the switches' trims, drops and ECN marks, and UET's resends by cause.
+void print_resends(const RunResult& r) {
+  const auto& u = r.uet_resends;
+  std::printf("  switches: %lu trims, %lu drops, %lu ECN marks; targets NACKed %lu trimmed\n",
+              r.ports.trims, r.ports.drops, r.ports.ecn_marks, u.trimmed_rx);
+  std::printf("  resent %lu: NACK %lu, RACK %lu, tail-loss probe %lu, RTO %lu; %lu spurious "
+              "(the target got them twice)\n",
+              r.endpoints.retransmitted_packets, u.nack, u.rack, u.tlp, u.rto,
+              r.endpoints.spurious_retransmits);
+}
+
 void write_json(std::FILE* json, bool first, const Anchor& a, const RunResult& r) {
   std::string tiers;
   for (const TierLoad& t : r.paths.tiers) {
@@ -237,10 +258,15 @@ void write_json(std::FILE* json, bool first, const Anchor& a, const RunResult& r
                "%s  {\"anchor\": \"%s\", \"htsim_run\": \"%s\", \"published_min_us\": %.1f, "
                "\"published_tail_us\": %.1f, \"min_us\": %.3f, \"tail_us\": %.3f, "
                "\"ideal_us\": %.1f, \"flows\": %zu, \"completed\": %zu, \"retransmits\": %lu, "
+               "\"resends\": {\"nack\": %lu, \"rack\": %lu, \"tlp\": %lu, \"rto\": %lu, "
+               "\"spurious\": %lu}, \"trims\": %lu, \"rack\": %s, "
                "\"hosts\": %zu, \"seed\": %lu, \"wall_s\": %.3f%s}",
                first ? "" : ",\n", a.name.c_str(), a.htsim_run.c_str(), a.published_min_us,
                a.published_tail_us, r.flows.fct_min_us, r.flows.fct_max_us, a.ideal_us,
-               r.flows.total, r.flows.completed, r.endpoints.retransmitted_packets, r.hosts,
+               r.flows.total, r.flows.completed, r.endpoints.retransmitted_packets,
+               r.uet_resends.nack, r.uet_resends.rack, r.uet_resends.tlp, r.uet_resends.rto,
+               r.endpoints.spurious_retransmits, r.ports.trims,
+               a.config.uet_rack ? "true" : "false", r.hosts,
                a.config.seed, r.wall_s,
                r.paths.tiers.empty()
                    ? ""
@@ -284,10 +310,10 @@ int run_main() {
     }
     std::fprintf(json, "[\n");
   }
-  std::printf("uet-anchors: %s scale (%s), %s queues, seed %lu; published = uet-htsim "
+  std::printf("uet-anchors: %s scale (%s), %s queues, %s, seed %lu; published = uet-htsim "
               "40ccb05 validate_outputs (1024 hosts)\n\n",
               scale.c_str(), full ? "1024 hosts, k=16 fat-tree" : "128 hosts, k=8 fat-tree",
-              queues.c_str(), seed);
+              queues.c_str(), absl::GetFlag(FLAGS_rack) ? "RACK" : "no RACK", seed);
   std::printf("%-40s %21s %21s %9s %9s %8s\n", "anchor", "published min/tail", "ours min/tail",
               "pub t/m", "ours t/m", "wall s");
   int rc = 0;
@@ -305,6 +331,7 @@ int run_main() {
     }
     print_row(a, *r);
     if (a.config.path_report) print_paths(a, r->paths);
+    if (absl::GetFlag(FLAGS_resend_report)) print_resends(*r);
     if (json != nullptr) write_json(json, first, a, *r);
     first = false;
   }
@@ -322,7 +349,8 @@ int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "uet-anchors: our runs next to uet-htsim's published validation results.\n"
       "Usage: uet-anchors [--scale=full|small] [--seed=N] [--json=FILE] [--anchor=SUBSTRING]\n"
-      "                   [--path_report] [--cm=FILE]");
+      "                   [--path_report] [--resend_report] [--cm=FILE] [--queues=htsim|ours]\n"
+      "                   [--rack=false]");
   // Under mpirun or srun every run is split over the ranks; rank 0 prints and writes.
   auto ranks = uet::ab::start_tool_ranks(&argc, &argv);
   if (!ranks.ok()) return uet::bench::tool_error("uet-anchors", ranks.status(), 2);

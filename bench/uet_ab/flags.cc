@@ -187,6 +187,9 @@ ABSL_FLAG(bool, deferrable, false,
           "receive is deferred without its bytes, and restarted on the destination's "
           "DEFERRABLE_RTR once the receive is posted); RoCEv2 runs as without it (RC answers a "
           "missing receive with RNR NAKs)");
+ABSL_FLAG(bool, rack, true,
+          "UET: infer losses from the SACKs (RACK, RFC 8985); false: resend only on NACKs, the "
+          "tail-loss probe and the RTO, as uet-htsim's sender without -sleek");
 ABSL_FLAG(double, recv_delay_us, 0,
           "--verb=send: the destination posts each flow's receive this long after the send "
           "starts, as a late application would; 0 (the default): as it starts, or 0..1000000");

@@ -437,9 +437,10 @@ TEST(UetRecovery_Rack, NoReorderingWindowInRecoveryUntilReorderingIsSeen) {
 struct LateRequests {
   uint64_t first = 0, second = 0, spurious = 0;
 };
-LateRequests late_twice(Time delay, uint32_t adapt) {
+LateRequests late_twice(Time delay, uint32_t adapt, bool rack = true) {
   UetConfig a = config_for(kIpA);
   a.tlp = false;
+  a.rack = rack;
   a.reorder_adapt_recoveries = adapt;
   a.reorder_window = kMicrosecond;  // below srtt: room to widen
   a.reorder_threshold = 2;          // the time rule decides, not the count
@@ -479,6 +480,38 @@ TEST(UetRecovery_Rack, SpuriousResendWidensTheWindow) {
   EXPECT_EQ(fixed.first, 1u);
   EXPECT_EQ(fixed.spurious, 2u);
   EXPECT_EQ(fixed.second, 1u);
+}
+
+// UetConfig::rack off (uet-htsim's sender without -sleek): a request late past the window
+// is not resent; a lost one that is not the last is repaired by the tail-loss probe.
+TEST(UetRecovery_Rack, DisabledResendsNoLateRequestAndTheProbeRepairsALoss) {
+  const LateRequests late = late_twice(1250 * kNanosecond, 16, /*rack=*/false);
+  EXPECT_EQ(late.first, 0u);
+  EXPECT_EQ(late.second, 0u);
+  EXPECT_EQ(late.spurious, 0u);
+
+  UetConfig a = config_for(kIpA);
+  a.rack = false;
+  Pair t(a);
+  t.write(1, 4 * 4096);  // an RTT estimate
+  int requests = 0;
+  t.link.set_filter([&](int from, const wire::Decoded& d, std::vector<uint8_t>&) {
+    testing::Verdict v;
+    if (from == 0 && d.pds_type == wire::PdsType::kRudReq &&
+        !wire::as<wire::PdsRudRod>(d.pds)->retx() && ++requests == 2) {
+      v.copies = 0;
+    }
+    return v;
+  });
+  t.write(2, 12 * 4096);
+  const std::vector<Completion> c = t.completions();
+  ASSERT_EQ(c.size(), 2u);
+  EXPECT_EQ(c[1].status, OpStatus::kSuccess);
+  // Expect: no inference from the SACKs; the probe resends the one hole, no timeout.
+  EXPECT_EQ(t.ea->counters().fast_retx, 0u);
+  EXPECT_EQ(t.ea->counters().tlp_probes, 1u);
+  EXPECT_EQ(t.ea->counters().timeouts, 0u);
+  EXPECT_EQ(t.ea->counters().tx_retx, 1u);
 }
 
 // §3.7: an ACK echoes the RETX flag of the packet that triggered it, and only that.

@@ -114,6 +114,12 @@ struct UetConfig {
   // counting a timeout or cutting the window; again only after progress.
   bool tlp = true;
   uint32_t max_retries = 8;               // consecutive timeouts of one PSN before giving up
+  // RACK (RFC 8985): infer a loss from the SACKs (a hole with later PSNs acknowledged, out
+  // longer than the window below). false: only NACKs (trimmed packets), the tail-loss probe
+  // and the RTO resend, as uet-htsim's sender without -sleek (its published runs): on a
+  // trimming fabric congestion losses come back as NACKs, and under spraying a SACK hole is
+  // mostly a packet on a slower path (bench/README.md, "Where we differ from uet-htsim").
+  bool rack = true;
   uint32_t reorder_threshold = 8;         // acknowledged PSNs past a hole before it is resent ...
   Time reorder_window = 20 * kMicrosecond;  // ... once out the newest delivered packet's RTT + this
   // With an RTT estimate, that window is min(reorder_window, srtt * reorder_srtt_pct / 100)

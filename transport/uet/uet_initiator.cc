@@ -72,7 +72,9 @@ Time UetEndpoint::rto_estimate(const Pdc& p) noexcept {
 // after it was sent, not at the probe timeout after the last ACK.
 void UetEndpoint::rack_detect(Pdc& p, Time now) {
   p.ini.rack_deadline = kNever;
-  if (p.ini.rack_sent == 0 || !psn_before(p.ini.base_psn, p.ini.next_psn)) return;
+  if (!config_.rack || p.ini.rack_sent == 0 || !psn_before(p.ini.base_psn, p.ini.next_psn)) {
+    return;
+  }
   // RFC 8985 §6.2 step 4: in recovery, with no reordering seen, no reordering window.
   const Time window = p.ini.loss_repaired && !p.ini.reordering_seen ? 0 : reorder_window(p);
   const bool tail_acked = p.ini.slots[p.ini.next_psn - 1].acked;
