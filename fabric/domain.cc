@@ -98,6 +98,28 @@ int auto_progress_of(const fi_info* info, const Params& p, bool* on) {
   return 0;
 }
 
+// The bytes a frame of the domain's host holds: the io_uring host's buffers, or the DPDK
+// port's largest frame (its MTU plus Ethernet and one 802.1Q tag).
+uint32_t host_frame_bytes(const Domain& d) {
+#ifdef UETREF_HAVE_DPDK
+  if (d.ethdev != nullptr) return d.ethdev->max_frame();
+#endif
+  return d.uring != nullptr ? d.uring->config().frame_capacity : 0;
+}
+
+// A packet's headers (`headers`) and FI_UETREF_PAYLOAD_BYTES of payload must fit the host's
+// frames, or every operation would fail kFrameTooSmall: refused here, with the range.
+bool payload_fits(const Domain& d, const Params& p, uint32_t headers) {
+  const uint32_t frame = host_frame_bytes(d);
+  if (frame == 0 || uint64_t{p.payload_bytes} + headers <= frame) return true;
+  const uint32_t hi = frame > headers ? frame - headers : 0;
+  FI_WARN(&kProvider, FI_LOG_DOMAIN,
+          "FI_UETREF_PAYLOAD_BYTES=%u out of range for FI_UETREF_HOST=%s: 256..%u (frames of %u "
+          "bytes, %u of them headers)\n",
+          p.payload_bytes, p.host.c_str(), hi, frame, headers);
+  return false;
+}
+
 // FI_UETREF_TRANSPORT=rocev2: the RC engine under the messaging layer of rc_messaging.h, with
 // the timers and window a kernel-socket host needs (as open_engine's UET).
 int open_rocev2(Domain& d, const Params& p) {
@@ -107,6 +129,7 @@ int open_rocev2(Domain& d, const Params& p) {
   c.resolve_mac = &mac_of;
   c.mtu = 4096;
   while (c.mtu > p.payload_bytes && c.mtu > 256) c.mtu /= 2;  // a power of 2 up to the payload
+  if (!payload_fits(d, p, RoceEndpoint::kMaxHeaderBytes)) return -FI_EINVAL;
   c.max_qps = 65536;  // QP numbers come from the peers' addresses' low 16 bits
   c.qpn_base = RcMessaging::kQpnBase;
   c.max_send_wr = 4096;
@@ -194,6 +217,7 @@ int make_uet_engine(const Domain& d, uint32_t pid, std::unique_ptr<Endpoint>* ou
     c.tss = std::move(*t);
     if (d.uring != nullptr) c.udp_source_port = d.uring->ev_ports()[0];
   }
+  if (!payload_fits(d, p, c.frame_overhead())) return -FI_EINVAL;
   auto e = UetEndpoint::create(c);
   if (!e.ok()) {
     FI_WARN(&kProvider, FI_LOG_DOMAIN, "FI_UETREF_*: %s\n", std::string(e.status().message()).c_str());
@@ -446,6 +470,7 @@ int fi_error_of(OpStatus s) {
     case OpStatus::kReceiverNotReady: return FI_ENORX;  // no receive posted, RNR retries spent
     case OpStatus::kNoResources: return FI_EIO;
     case OpStatus::kRemoteInvalidRequest: return FI_EINVAL;
+    case OpStatus::kFrameTooSmall: return FI_EMSGSIZE;  // the host's frames, not the peer
   }
   return FI_EIO;
 }

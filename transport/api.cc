@@ -30,6 +30,8 @@ const char* to_string(OpStatus s) noexcept {
       return "access denied";
     case OpStatus::kCanceled:
       return "canceled";
+    case OpStatus::kFrameTooSmall:
+      return "frame too small for the headers";
   }
   return "unknown";
 }

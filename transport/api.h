@@ -39,8 +39,10 @@ enum class OpStatus : uint8_t {
   kAccessDenied,         // the target refused the job, process or resource index
                          // (Completion::return_code says which, spec/uet.md §4.1, §4.9)
   kCanceled,             // a receive withdrawn by cancel_recv() before a message claimed it
+  kFrameTooSmall,        // never sent: the host's frames cannot hold the operation's headers
+                         // (counted as tx_no_room; a host checks its frame size up front)
 };
-inline constexpr size_t kNumOpStatus = 12;  // OpStatus values, for tables indexed by them
+inline constexpr size_t kNumOpStatus = 13;  // OpStatus values, for tables indexed by them
 
 const char* to_string(OpStatus s) noexcept;
 

@@ -137,26 +137,34 @@ TEST(RoceMemory_Responses, GrowWithTheReadsThatArriveUpToMaxRdAtomic) {
 
 // ------------------------------------------------------------------ frames, headers only
 
+// A fetching add of 5 from A into the first of B's four registered words (the longest request
+// stack, AtomicETH), its operand and result here.
+struct FetchAdd {
+  absl::Status post(testing::RocePair& p, uint64_t wr_id) {
+    AtomicRequest ar;
+    ar.wr_id = wr_id;
+    ar.peer = kIpB;
+    ar.rkey = *p.b->register_memory(reinterpret_cast<uint8_t*>(words.data()), 32);
+    ar.op = AtomicOp::kSum;
+    ar.type = AtomicType::kUint64;
+    ar.count = 1;
+    ar.operand = reinterpret_cast<const uint8_t*>(&add);
+    ar.result = reinterpret_cast<uint8_t*>(&result);
+    return p.a->post_atomic(ar);
+  }
+  std::vector<uint64_t> words = std::vector<uint64_t>(4, 0);
+  uint64_t add = 5;
+  uint64_t result = 0;
+};
+
 // Expect: an atomic request (AtomicETH and its ICRC), the longest stack the engine writes, is
 // exactly RoceEndpoint::kMaxHeaderBytes, so a host that carries payloads by length may size
 // its frames by it: a frame one byte shorter is refused (tx_no_room) with nothing sent, and
 // the same request then goes whole in a frame of that size.
 TEST(RoceEndpoint_Frames, AnAtomicRequestFillsKMaxHeaderBytes) {
   testing::RocePair p(config_for(kIpA), config_for(kIpB), {kQpA, kQpB, kPsnA, kPsnB});
-  std::vector<uint64_t> words(4, 0);
-  const uint32_t rkey = *p.b->register_memory(reinterpret_cast<uint8_t*>(words.data()), 32);
-  const uint64_t add = 5;
-  uint64_t result = 0;
-  AtomicRequest ar;
-  ar.wr_id = 1;
-  ar.peer = kIpB;
-  ar.rkey = rkey;
-  ar.op = AtomicOp::kSum;
-  ar.type = AtomicType::kUint64;
-  ar.count = 1;
-  ar.operand = reinterpret_cast<const uint8_t*>(&add);
-  ar.result = reinterpret_cast<uint8_t*>(&result);
-  ASSERT_TRUE(p.a->post_atomic(ar).ok());
+  FetchAdd fa;
+  ASSERT_TRUE(fa.post(p, 1).ok());
   std::vector<uint8_t> buf(RoceEndpoint::kMaxHeaderBytes);
   wire::Decoded d;
   EXPECT_EQ(testing::take_decoded(*p.a, std::span<uint8_t>(buf.data(), buf.size() - 1), 0, &d),
@@ -165,6 +173,29 @@ TEST(RoceEndpoint_Frames, AnAtomicRequestFillsKMaxHeaderBytes) {
   ASSERT_EQ(testing::take_decoded(*p.a, buf, 0, &d), RoceEndpoint::kMaxHeaderBytes);
   EXPECT_EQ(d.bth->opcode(), RoceOpcode::kRcFetchAdd);
   EXPECT_EQ(d.bth->psn(), kPsnA);
+}
+
+// Expect: a host that lends only frames one byte short of the request's headers gets nothing
+// sent (each refusal counted) but no silent stall: the ACK timer stays armed, and when it
+// fires the atomic completes kFrameTooSmall and the QP enters the error state.
+TEST(RoceEndpoint_Frames, FramesTooSmallForTheHeadersFailTheQpAtTheAckTimeout) {
+  testing::RocePair p(config_for(kIpA), config_for(kIpB), {kQpA, kQpB, kPsnA, kPsnB});
+  FetchAdd fa;
+  ASSERT_TRUE(fa.post(p, 7).ok());
+  std::vector<uint8_t> buf(RoceEndpoint::kMaxHeaderBytes - 1);
+  wire::Decoded d;
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(testing::take_decoded(*p.a, buf, 0, &d), 0u);
+  EXPECT_EQ(p.a->counters().tx_no_room, 3u);
+  std::vector<Completion> done(4);
+  EXPECT_EQ(p.a->poll_completions(done), 0u);
+  const Time at = p.a->next_deadline();
+  ASSERT_NE(at, kNever) << "a refused frame must leave a timer, or the atomic waits for ever";
+  p.a->on_timer(at);
+  ASSERT_EQ(p.a->poll_completions(done), 1u);
+  EXPECT_EQ(done[0].wr_id, 7u);
+  EXPECT_EQ(done[0].status, OpStatus::kFrameTooSmall);
+  EXPECT_EQ(p.a->qp_info(kQpA)->state, QpState::kError);
+  EXPECT_EQ(p.a->counters().timeouts, 0u);  // failed, not retried
 }
 
 }  // namespace

@@ -153,7 +153,8 @@ struct RoceCounters {
   uint64_t rx_unknown_qp = 0;   // DestQP not a connected QP, or not from its peer
   uint64_t rx_qp_error = 0;     // for a QP in the error state
   uint64_t rx_unsupported = 0;  // opcodes this engine does not implement
-  uint64_t tx_no_room = 0;      // the host's frame was too small for the headers
+  uint64_t tx_no_room = 0;      // the host's frame was too small for the headers (a request
+                                // refused so until the ACK timer fails its QP kFrameTooSmall)
   wire::WireCounters wire;
 };
 
@@ -294,6 +295,9 @@ class RoceEndpoint final : public Endpoint {
   // Fields ordered so that none leaves a hole (the struct is per QP; NOTES.md §6).
   struct Qp {
     QpState state = QpState::kReset;
+    // The host's frame was too small for the packet at the cursor; still so when the ACK
+    // timer fires, the QP fails kFrameTooSmall (frame_refused()).
+    bool frame_refused = false;
     uint32_t local_qpn = 0;
     uint32_t remote_qpn = 0;
     uint32_t peer_ip4 = 0;
@@ -423,6 +427,7 @@ class RoceEndpoint final : public Endpoint {
   // Requester (roce_requester.cc). The steps of build_data, rx_ack and rx_read_response are
   // inline so that the per-packet path adds no call.
   bool build_data(Qp& q, Frame& f, Time now);
+  [[gnu::cold, gnu::noinline]] bool frame_refused(Qp& q, Time now);
   // They fill the caller's Packet: a returned one would be copied on the per-packet path.
   inline void read_request_packet(const Qp& q, const Write& w, Packet& p) const;
   inline void atomic_request_packet(const Qp& q, const Write& w, Packet& p) const;

@@ -29,13 +29,27 @@ bool RoceEndpoint::build_data(Qp& q, Frame& f, Time now) {
   } else {
     message_packet(q, w, last, p);
   }
-  if (!build_packet(q, f, p)) return false;
+  if (!build_packet(q, f, p)) [[unlikely]] return frame_refused(q, now);
+  if (q.frame_refused) [[unlikely]] q.frame_refused = false;
   ++q.since_ack_req;
   if (p.ack_req) q.since_ack_req = 0;
   advance_cursor(q, w, p.len, fresh, last);
   if (q.rto_deadline == kNever) arm_rto(q, now);
   pace(q, f, now);
   return true;
+}
+
+// The host lent a frame too small for the request's headers (build_packet counted it). A
+// host lends frames of one size, so a refusal that lasts until the ACK timer fires is final:
+// on_timer fails the QP kFrameTooSmall instead of stalling it. With no ACK timer (t = 0) the
+// next on_timer does.
+bool RoceEndpoint::frame_refused(Qp& q, Time now) {
+  q.frame_refused = true;
+  if (q.rto_deadline == kNever) {
+    q.rto_deadline = now + ack_timeout_;
+    deadline_ = std::min(deadline_, q.rto_deadline);
+  }
+  return false;
 }
 
 // A READ REQUEST (§3.1 RETH). Resumed at response k it is a new READ REQUEST at PSN first + k

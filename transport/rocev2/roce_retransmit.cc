@@ -76,7 +76,10 @@ void RoceEndpoint::on_timer(Time now) {
     if (q.rto_deadline <= now) {
       mark_ready(q);
       q.rto_deadline = kNever;
-      if (q.state == QpState::kRts && q.una != q.max_psn) {
+      if (q.frame_refused && q.state == QpState::kRts) [[unlikely]] {
+        q.frame_refused = false;
+        fail_qp(q, OpStatus::kFrameTooSmall);
+      } else if (q.state == QpState::kRts && q.una != q.max_psn) {
         ++counters_.timeouts;
         go_back(q, q.una, now);
       }

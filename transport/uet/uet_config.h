@@ -3,6 +3,7 @@
 // reads back.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 
 #include "absl/status/status.h"
@@ -11,6 +12,8 @@
 #include "transport/api.h"
 #include "transport/tss/sublayer.h"
 #include "transport/wire/builder.h"
+#include "transport/wire/net_headers.h"
+#include "transport/wire/uet_headers.h"
 #include "transport/wire/wire_error.h"
 
 namespace uet {
@@ -195,6 +198,26 @@ struct UetConfig {
   // Checks every field; the message names the field and its valid range.
   absl::Status validate() const;
 
+  // TSS's header and tag on every frame when sealing (spec/uet.md §5.1), else 0.
+  uint32_t tss_bytes() const noexcept {
+    if (!tss.enabled) return 0;
+    return static_cast<uint32_t>((tss.send_ssi ? wire::TssSp::kSize : wire::Tss::kSize) +
+                                 tss::kTagBytes);
+  }
+  // The bytes besides its payload of the longest frame carrying payload_bytes: Ethernet,
+  // IPv4 and UDP; a WRITE or SEND request (RUD_CC §3.4, standard SES header §4.2; a
+  // rendezvous send's extension takes the place of as many payload bytes, §4.5.3) or a READ's
+  // response with data (ACK_CCX §3.9, SES response with data §4.7), whichever is longer; TSS.
+  // A host whose frames hold payload_bytes + this never has a data packet refused
+  // (tx_no_room) nor its payload left out.
+  uint32_t frame_overhead() const noexcept {
+    constexpr size_t kEncap = wire::Ethernet::kSize + wire::Ipv4::kSize + wire::Udp::kSize;
+    constexpr size_t kLongest =
+        std::max(wire::PdsRudRodCc::kSize + wire::SesStandardRequest::kSize,
+                 wire::PdsAckCcx::kSize + wire::SesResponseData::kSize);
+    return static_cast<uint32_t>(kEncap + kLongest) + tss_bytes();
+  }
+
  private:
   // validate()'s parts, checked in this order.
   absl::Status validate_tables() const;
@@ -281,6 +304,9 @@ struct UetCounters {
   uint64_t close_abandoned = 0;   // initiator: CLOSE never acknowledged, freed anyway
   uint64_t req_close_abandoned = 0;  // target: REQ_CLOSEs never answered, PDC given to a SYN
   uint64_t rx_bad_ctrl = 0;       // control packet for no PDC of ours, or out of place
+  // Initiator: data packets refused for a host frame too small for their headers (until the
+  // RTO fails the PDC kFrameTooSmall).
+  uint64_t tx_no_room = 0;
   // RCCC (§3.4, §3.8.2, §3.12 CREDIT / CREDIT_REQ).
   uint64_t tx_credit = 0;         // target: CREDIT packets sent
   uint64_t tx_credit_acks = 0;    // target: ACK_CCs that carried credit (cc_type CREDIT)

@@ -548,6 +548,7 @@ class UetEndpoint final : public Endpoint {
                             Stateless kind = Stateless::kNack, uint16_t local_pdcid = 0,
                             const uint32_t* payload = nullptr);
   bool build_data(Pdc& p, uint16_t pdcid, uint32_t psn, bool retx, Frame& f, Time now);
+  [[gnu::cold, gnu::noinline]] bool frame_too_small(Pdc& p, Time now);
   void data_pds(Pdc& p, uint16_t pdcid, uint32_t psn, bool retx, bool last, uint32_t payload,
                 Time now, wire::HeaderWords<wire::PdsRudRodCc>& pds);
   static void data_ses(const Op& o, const Slot& s, uint64_t offset, uint32_t len, bool last,

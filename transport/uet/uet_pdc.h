@@ -137,6 +137,9 @@ struct Pdc {
     // delivered first by its resend (a loss repaired: the PDC is in recovery).
     bool reordering_seen = false;
     bool loss_repaired = false;
+    // The host's frame was too small for the packet to send; still so when the RTO fires,
+    // the PDC fails kFrameTooSmall (UetEndpoint::frame_too_small).
+    bool frame_refused = false;
     uint32_t next_psn = 0;            // next new PSN
     uint32_t base_psn = 0;            // oldest unacknowledged PSN
     // §3.8: the target's window as its ACK_CCs last said: the highest CACK and the latest

@@ -103,6 +103,10 @@ bool UetEndpoint::probe_held(Pdc& p, Time now) {
     next = std::min({next, p.ini.rto_deadline, p.ini.tlp_deadline});
     return false;
   }
+  if (p.ini.frame_refused) [[unlikely]] {  // frames too small for an RTO (frame_too_small)
+    fail_pdc(p, OpStatus::kFrameTooSmall);
+    return true;
+  }
   if (!rto_fired(p, now)) {
     fail_pdc(p, OpStatus::kRetriesExhausted);
     return true;

@@ -37,7 +37,7 @@ using wire::PdsType;
   // reserved run a word at a time: filled in memory by their accessors' narrow stores and then
   // copied, they would stall on store forwarding (bench/NOTES.md, "Third round (h/engine3)").
   // RUD_CC begins with the RUD request's fields (spec/uet.def): one word set for both.
-  if (f.capacity < headers) return false;  // before any state changes
+  if (f.capacity < headers) [[unlikely]] return frame_too_small(p, now);  // no state changed
   using Pds = wire::PdsRudRodCc;
   using Ses = wire::SesStandardRequest;
   wire::HeaderWords<Pds> pds;
@@ -67,8 +67,8 @@ using wire::PdsType;
     } else if (config_.tx_by_reference ? !b.reference(payload) : !b.append_summed(payload)) {
       return false;
     }
-  } else if (!carries && o.op == Opcode::kAtomic && !put_atomic(o, b)) {
-    return false;
+  } else if (!carries && o.op == Opcode::kAtomic && !put_atomic(o, b)) [[unlikely]] {
+    return frame_too_small(p, now);  // no room for the operands (nothing changed yet)
   }
   if (!finish(b, f, elided, tss_ != nullptr ? payload : std::span<const uint8_t>{})) return false;
   f.priority = Priority::kData;
@@ -79,6 +79,19 @@ using wire::PdsType;
   p.ini.bytes_in_flight += len;
   ++(retx ? counters_.tx_retx : counters_.tx_data);
   return true;
+}
+
+// The host lent a frame too small for a data packet's headers. A host lends frames of one
+// size, so a refusal that lasts until the RTO fires is final: timer_initiator fails the PDC
+// kFrameTooSmall instead of leaving it idle for ever.
+bool UetEndpoint::frame_too_small(Pdc& p, Time now) {
+  ++rare().tx_no_room;
+  p.ini.frame_refused = true;
+  if (p.ini.rto_deadline == kNever) {
+    p.ini.rto_deadline = now + p.ini.rto;
+    deadline_ = std::min(deadline_, p.ini.rto_deadline);
+  }
+  return false;
 }
 
 // §3.3 / §3.4: a data packet's RUD or ROD request header (RUD_CC, ROD_CC with RCCC), and the
@@ -368,6 +381,7 @@ UetEndpoint::Turn UetEndpoint::tx_close(Pdc& p, uint16_t id, Frame& f) {
     if (o.rdv != 0 && o.carries) [[unlikely]] s.len = rdv_eager();
   }
   if (!build_data(p, id, psn, retx, f, now)) return Turn::kIdle;
+  if (p.ini.frame_refused) [[unlikely]] p.ini.frame_refused = false;
   if (!retx) {
     ++p.ini.next_psn;
     if (++p.ini.send_packet == op->packets) {
