@@ -49,6 +49,27 @@ constexpr uint32_t write_header_bytes(TransportKind t) noexcept {
 static_assert(write_header_bytes(TransportKind::kUet) == 102);
 static_assert(write_header_bytes(TransportKind::kRocev2) == 78);
 
+// The longest header stack a run's engines write (its payloads past the frame go by length):
+// RoCEv2's WRITE (above) or its longest (an atomic request); UET's request for the run's verb
+// (RUD_CC with RCCC; a rendezvous send's extension §4.5.3; the atomic extension and one
+// uint64 operand §4.5.1, ab_player's kSum) or a READ's response with data (§3.9, §4.7),
+// whichever is longer, and TSS's header and tag when sealing (§5.1).
+uint32_t run_header_bytes(const RunConfig& rc) {
+  if (rc.transport == TransportKind::kRocev2) {
+    return rc.verb == Verb::kWrite ? write_header_bytes(rc.transport)
+                                   : RoceEndpoint::kMaxHeaderBytes;
+  }
+  const UetConfig c = uet_config(rc, 0);
+  size_t ext = 0;
+  if (rc.verb == Verb::kSend && c.rendezvous_bytes > 0) ext = wire::SesRendezvous::kSize;
+  if (rc.verb == Verb::kAtomic) ext = wire::SesAtomic::kSize + sizeof(uint64_t);
+  const size_t pds = c.cc == CcMode::kNscc ? wire::PdsRudRod::kSize : wire::PdsRudRodCc::kSize;
+  const size_t request = pds + wire::SesStandardRequest::kSize + ext;
+  constexpr size_t kResponse = wire::PdsAckCcx::kSize + wire::SesResponseData::kSize;
+  constexpr size_t kEncap = wire::Ethernet::kSize + wire::Ipv4::kSize + wire::Udp::kSize;
+  return static_cast<uint32_t>(kEncap + std::max(request, kResponse)) + c.tss_bytes();
+}
+
 sim::NetworkConfig network_config(const RunConfig& rc, bool split) {
   sim::NetworkConfig nc;
   nc.seed = rc.seed;
@@ -637,6 +658,13 @@ absl::Status validate(const RunConfig& rc) {
   }
   if (rc.mtu < 256 || rc.mtu > 9000) {
     return absl::InvalidArgumentError(absl::StrCat("mtu ", rc.mtu, ": 256 .. 9000 bytes"));
+  }
+  // A frame too small for the run's headers would fail every operation (kFrameTooSmall).
+  if (const uint32_t cap = network_config(rc, /*split=*/false).frame_capacity, least = run_header_bytes(rc);
+      cap < least) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "frame_capacity ", rc.fabric.frame_capacity, " (", cap, " for this run) too small: at least ",
+        least, " bytes, the run's longest header stack"));
   }
   if (f.failed_links > top_tier_links(f)) {
     return absl::InvalidArgumentError(absl::StrCat("failed_links ", f.failed_links,

@@ -189,7 +189,8 @@ absl::StatusOr<Fabric> fabric_from_flags() {
   }
   // A frame keeps only its headers as bytes: half the memory per frame in flight. Without
   // TSS the largest stack uet-ab's verbs make is 126 bytes (a UET rendezvous send with RCCC;
-  // a fetching add 114); TSS adds 24 (an engine refuses a frame too small, never cuts one),
+  // a fetching add 114); TSS adds 28 or 32 (ab::validate refuses a frame below the run's
+  // longest stack: an engine refuses such a frame, never cuts one),
   // so with TSS, and with pcaps (which show what bytes a frame holds), fabrics from 4096
   // hosts keep 160 and smaller ones 256.
   if (absl::GetFlag(FLAGS_pcap).empty() && !absl::GetFlag(FLAGS_tss)) {

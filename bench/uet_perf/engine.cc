@@ -41,10 +41,10 @@ void release_references(const Io& io) {
 
 absl::StatusOr<std::unique_ptr<Endpoint>> make_engine(const Options& o, const Io& io,
                                                       uint32_t mtu, uint64_t peer_rx_payload) {
-  if (mtu + 160 > io.max_frame) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "--mtu=%u too large for the device: frames hold %u bytes, so at most %u", mtu,
-        io.max_frame, io.max_frame > 160 ? io.max_frame - 160 : 0));
+  Options sized = o;
+  sized.mtu = mtu;
+  if (std::string why = mtu_refusal(sized, io.max_frame, "the device"); !why.empty()) {
+    return absl::InvalidArgumentError(why);
   }
   if (o.uet) {
     UetConfig c;

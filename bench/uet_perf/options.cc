@@ -266,6 +266,31 @@ void read_addresses(Options& o, bench::FlagCheck& c) {
   }
 }
 
+}  // namespace
+
+uint32_t frame_headers(const Options& o) {
+  if (!o.uet) return RoceEndpoint::kMaxHeaderBytes;
+  UetConfig c;
+  if (o.tss) c.tss = *o.tss;
+  return c.frame_overhead();
+}
+
+std::string mtu_refusal(const Options& o, uint32_t frame, const std::string& whose) {
+  const uint32_t headers = frame_headers(o);
+  if (uint64_t{o.mtu} + headers <= frame) return "";
+  constexpr uint32_t kLeast = 256;  // UetConfig::payload_bytes, RoCEv2's smallest path MTU
+  if (frame < headers + kLeast) {
+    return absl::StrFormat("%s too small: frames of %u bytes, %u of them headers, leave less "
+                           "than --mtu's least (%u)",
+                           whose, frame, headers, kLeast);
+  }
+  return absl::StrFormat("--mtu=%u out of range for %s: %u..%u (frames of %u bytes, %u of them "
+                         "headers)",
+                         o.mtu, whose, kLeast, frame - headers, frame, headers);
+}
+
+namespace {
+
 // The device and its lanes, the backends' options, the clock and the outputs.
 void read_device(Options& o, bench::FlagCheck& c) {
   o.port = static_cast<uint16_t>(std::min<uint32_t>(c.range(FLAGS_port, 0, 1023), 1023));
@@ -284,6 +309,10 @@ void read_device(Options& o, bench::FlagCheck& c) {
     c.fail("--ip + --lcores_io - 1 overflows IPv4");
   o.mbufs = c.range(FLAGS_mbufs, 512, 1048575);
   o.dev_mtu = c.range(FLAGS_dev_mtu, 1500, 9600);
+  // A DPDK frame is the device MTU plus Ethernet and one 802.1Q tag (dpdk-io/dpdk_io.h): it
+  // must hold a packet's headers and --mtu bytes (the device may lower it: make_engine).
+  if (o.io == "dpdk" && c.error.empty())
+    c.fail(mtu_refusal(o, o.dev_mtu + 18, absl::StrFormat("--dev_mtu=%u", o.dev_mtu)));
   o.zero_copy = absl::GetFlag(FLAGS_zero_copy);
   o.csum_offload = absl::GetFlag(FLAGS_csum_offload);
   o.uring_zc = absl::GetFlag(FLAGS_uring_zc);

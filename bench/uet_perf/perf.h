@@ -111,6 +111,11 @@ struct Options {
 };
 
 absl::StatusOr<Options> options_from_flags();
+// What a frame holds besides --mtu bytes of payload at most (UetConfig::frame_overhead(), with
+// --tss; RoceEndpoint::kMaxHeaderBytes), and the refusal of an --mtu whose packets do not fit
+// frames of `frame` bytes (`whose`: what sets that size), or "".
+uint32_t frame_headers(const Options& o);
+std::string mtu_refusal(const Options& o, uint32_t frame, const std::string& whose);
 // The congestion control a name spells (to_string(CcMode): --cc, and the client's in HELLO).
 std::optional<CcMode> cc_mode_of(absl::string_view name);
 std::string ip_str(uint32_t ip);

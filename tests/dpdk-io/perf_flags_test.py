@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""uet-perf refuses bad TSS flags (and a bad --uring_zc or --clock) before it touches a device: exit code 2
-and a message that names the flag (and, for a bad key file, the file and line), never a key.
+"""uet-perf refuses bad TSS flags (and a bad --uring_zc or --clock, or an --mtu whose packets do not
+fit --dev_mtu's frames) before it touches a device: exit code 2 and a message that names the flag
+and the valid range (and, for a bad key file, the file and line), never a key.
 
     perf_flags_test.py UET_PERF
 """
@@ -42,6 +43,16 @@ def main():
         (["--tss_backend=openssl"], "--tss_backend needs --tss"),
         (["--io=uring", "--uring_zc=yes"], "--uring_zc=yes unknown: auto, on or off"),
         (["--clock=rdtsc"], "--clock=rdtsc unknown: auto, tsc or monotonic"),
+        # A DPDK frame is --dev_mtu + 18 bytes: 1518 hold UET's 102 bytes of headers (Ethernet,
+        # IPv4, UDP, RUD_CC 16 + SES 44, or ACK_CCX 40 + response with data 20) and 1416 more;
+        # sealed, TSS's header (12) and tag (16) too; RoCEv2's longest stack is 86 bytes.
+        (["--io=dpdk", "--mtu=9000", "--dev_mtu=1500"],
+         "--mtu=9000 out of range for --dev_mtu=1500: 256..1416 (frames of 1518 bytes, 102 of "
+         "them headers)"),
+        (["--io=dpdk", "--mtu=1400", "--dev_mtu=1500", "--tss", f"--key_file={good}"],
+         "--mtu=1400 out of range for --dev_mtu=1500: 256..1388"),
+        (["--io=dpdk", "--mtu=4096", "--dev_mtu=1500", "--transport=rocev2"],
+         "--mtu=4096 out of range for --dev_mtu=1500: 256..1432"),
     ]
     failed = 0
     for flags, want in cases:
