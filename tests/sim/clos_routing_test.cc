@@ -16,16 +16,12 @@
 #include "sim/routing/routing.h"
 #include "sim/topology.h"
 #include "sim/udp_app.h"
+#include "test_fabrics.h"
 
 namespace uet::sim {
 namespace {
 
-LinkConfig link() {
-  LinkConfig l;
-  l.gbps = 100;
-  l.delay = 100 * kNanosecond;
-  return l;
-}
+LinkConfig link() { return test::link100(100 * kNanosecond); }
 
 // A fabric to build twice: a fat-tree (k > 0) or a leaf-spine.
 struct Shape {

@@ -39,6 +39,21 @@ struct AgainstHeap {
     EXPECT_EQ(e.b, x.b);
     return e.time;
   }
+  // Pops a random number of events (up to all), each checked (with `peek`, the queue's next
+  // time first); after one in `one_in` pushes a new one up to `within` after it, into the
+  // current bucket. Returns the last time popped (`now` if none); stops at a failure.
+  Time pop_some(Time now, bool peek, uint64_t one_in, Time within) {
+    const uint64_t pops = rng.below(ref.size() + 1);
+    for (uint64_t i = 0; i < pops && !::testing::Test::HasFailure(); ++i) {
+      if (peek) {
+        EXPECT_EQ(q.next_time(), ref.top().time);
+      }
+      now = pop_matches();
+      if (rng.below(one_in) == 0) push(now + static_cast<Time>(rng.below(within)));
+    }
+    EXPECT_EQ(q.size(), ref.size());
+    return now;
+  }
   // Pops everything left, in the heap's order.
   void drain_matches() {
     while (!ref.empty() && !::testing::Test::HasFailure()) pop_matches();
@@ -95,8 +110,6 @@ TEST(EventQueue_Order, DenseBucketsWithFarAndRingEventsMatchOneGlobalHeap) {
   for (uint64_t seed = 1; seed <= 10; ++seed) {
     AgainstHeap h(seed);
     Rng& rng = h.rng;
-    EventQueue& q = h.q;
-    auto& ref = h.ref;
     Time now = 0;
     for (int round = 0; round < 300; ++round) {
       // A burst: a few distinct times (ties) and a spread over a few buckets, near and far.
@@ -108,14 +121,8 @@ TEST(EventQueue_Order, DenseBucketsWithFarAndRingEventsMatchOneGlobalHeap) {
                                           : static_cast<Time>(rng.below(40'000));
         h.push(base + dt);
       }
-      const uint64_t pops = rng.below(ref.size() + 1);
-      for (uint64_t i = 0; i < pops; ++i) {
-        ASSERT_EQ(q.next_time(), ref.top().time);
-        now = h.pop_matches();
-        ASSERT_FALSE(HasFailure());
-        if (rng.below(8) == 0) h.push(now + static_cast<Time>(rng.below(5000)));  // into the current bucket
-      }
-      ASSERT_EQ(q.size(), ref.size());
+      now = h.pop_some(now, /*peek=*/true, 8, 5000);
+      ASSERT_FALSE(HasFailure());
     }
     h.drain_matches();
   }
@@ -130,8 +137,6 @@ TEST(EventQueue_Order, BucketsOfFewSortedRunsMatchOneGlobalHeap) {
   for (uint64_t seed = 1; seed <= 10; ++seed) {
     AgainstHeap h(seed);
     Rng& rng = h.rng;
-    EventQueue& q = h.q;
-    auto& ref = h.ref;
     Time now = 0;
     for (int round = 0; round < 400; ++round) {
       const Time base = (now / kBucket + 1 + static_cast<Time>(rng.below(8))) * kBucket;
@@ -144,13 +149,8 @@ TEST(EventQueue_Order, BucketsOfFewSortedRunsMatchOneGlobalHeap) {
           if (rng.below(3) != 0) t += static_cast<Time>(rng.below(kBucket / 16));  // else a tie
         }
       }
-      const uint64_t pops = rng.below(ref.size() + 1);
-      for (uint64_t i = 0; i < pops; ++i) {
-        now = h.pop_matches();
-        ASSERT_FALSE(HasFailure());
-        if (rng.below(16) == 0) h.push(now + static_cast<Time>(rng.below(kBucket)));  // into the current bucket
-      }
-      ASSERT_EQ(q.size(), ref.size());
+      now = h.pop_some(now, /*peek=*/false, 16, kBucket);
+      ASSERT_FALSE(HasFailure());
     }
     h.drain_matches();
   }

@@ -14,38 +14,14 @@
 #include "sim/routing/routing.h"
 #include "sim/topology.h"
 #include "route_walk.h"
+#include "test_fabrics.h"
 
 namespace uet::sim {
 namespace {
 
-struct Fly {
-  std::unique_ptr<Network> net = std::make_unique<Network>(NetworkConfig{});
-  TopologyLayout layout;
-};
-
-Fly dragonfly(uint32_t p, uint32_t a, uint32_t h) {
-  Fly f;
-  DragonflyConfig c;
-  c.p = p;
-  c.a = a;
-  c.h = h;
-  EXPECT_TRUE(build_dragonfly(*f.net, c, &f.layout).ok());
-  EXPECT_TRUE(f.net->set_switch_groups(f.layout.group).ok());
-  return f;
-}
-
-Fly dragonfly_plus() {
-  Fly f;
-  DragonflyPlusConfig c;
-  c.leaves = 2;
-  c.spines = 2;
-  c.hosts_per_leaf = 1;
-  c.h = 2;
-  EXPECT_TRUE(build_dragonfly_plus(*f.net, c, &f.layout).ok());
-  EXPECT_TRUE(f.net->set_switch_groups(f.layout.group).ok());
-  return f;
-}
-
+using Fly = test::Built;
+using test::dragonfly;
+using test::dragonfly_plus;
 using test::tor_of;
 
 // The least (global links, local links) from every switch to every switch over links that
@@ -143,10 +119,10 @@ uint32_t global_port_0_1(const Fly& f) {
 }
 
 TEST(Routing_GroupMinimal, EveryRouteOneGlobalLinkThenFewestLocal) {
-  for (Fly* f :
-       {new Fly(dragonfly(1, 4, 2)), new Fly(dragonfly(2, 2, 2)), new Fly(dragonfly_plus())}) {
+  const RoutingConfig rc = config(RoutingMode::kMinimal, true);
+  for (Fly* f : {new Fly(dragonfly(1, 4, 2, &rc)), new Fly(dragonfly(2, 2, 2, &rc)),
+                 new Fly(dragonfly_plus(&rc))}) {
     std::unique_ptr<Fly> own(f);
-    ASSERT_TRUE(f->net->set_routing(config(RoutingMode::kMinimal, true)).ok());
     const Tally t = tally(*f, 0);
     EXPECT_GT(t.walks, 1000);
     EXPECT_EQ(t.unreached, 0);
@@ -158,9 +134,8 @@ TEST(Routing_GroupMinimal, EveryRouteOneGlobalLinkThenFewestLocal) {
 TEST(Routing_GroupMinimal, ShortestPathsOffTakeTwoGlobalLinks) {
   // Expect: plain shortest paths (group-minimal off) are not the dragonfly's MIN: some cross
   // two global links where one would do, so the checks above are able to fail.
-  Fly f = dragonfly(1, 4, 2);
-  ASSERT_TRUE(f.net->set_routing(config(RoutingMode::kMinimal, false)).ok());
-  const Tally t = tally(f, 0);
+  const RoutingConfig rc = config(RoutingMode::kMinimal, false);
+  const Tally t = tally(dragonfly(1, 4, 2, &rc), 0);
   EXPECT_EQ(t.unreached, 0);
   EXPECT_GT(t.not_minimal, 0);
   EXPECT_GT(t.over_global, 0);

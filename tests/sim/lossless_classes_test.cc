@@ -15,31 +15,19 @@
 #include "sim/routing/lossless_classes.h"
 #include "sim/topology.h"
 #include "route_walk.h"
+#include "test_fabrics.h"
 
 namespace uet::sim {
 namespace {
 
-struct Fabric {
-  std::unique_ptr<Network> net = std::make_unique<Network>(NetworkConfig{});
-  TopologyLayout layout;
-};
+using Fabric = test::Built;
 
-Fabric dragonfly(uint32_t p, uint32_t a, uint32_t h, const RoutingConfig& rc) {
-  Fabric f;
-  DragonflyConfig c;
-  c.p = p;
-  c.a = a;
-  c.h = h;
-  EXPECT_TRUE(build_dragonfly(*f.net, c, &f.layout).ok());
-  EXPECT_TRUE(f.net->set_switch_groups(f.layout.group).ok());
-  EXPECT_TRUE(f.net->set_routing(rc).ok());
-  return f;
-}
-
-Fabric torus(std::vector<uint32_t> dims, const RoutingConfig& rc) {
+// A torus (a mesh without `wraparound`) of `dims`, its ports' dimensions as their classes.
+Fabric torus(std::vector<uint32_t> dims, const RoutingConfig& rc, bool wraparound = true) {
   Fabric f;
   TorusConfig c;
   c.dims = std::move(dims);
+  c.wraparound = wraparound;
   EXPECT_TRUE(build_torus(*f.net, c, &f.layout).ok());
   EXPECT_TRUE(f.net->set_port_classes(f.layout.port_dim).ok());
   EXPECT_TRUE(f.net->set_routing(rc).ok());
@@ -154,7 +142,7 @@ TEST(LosslessClasses_Tagger, DragonflyAcyclicWithClassesCyclicWithout) {
     SCOPED_TRACE(testing::Message() << "mode " << static_cast<int>(c.mode) << " group_minimal "
                                     << c.group_minimal);
     const RoutingConfig rc = config(c.mode, c.group_minimal);
-    const Fabric f = dragonfly(1, 4, 2, rc);  // 9 groups of 4 switches
+    const Fabric f = test::dragonfly(1, 4, 2, &rc);  // 9 groups of 4 switches
     const Graph g = graph_of(f);
     absl::StatusOr<LosslessClasses> rule = LosslessClasses::tagger(g.g, rc, kAvailable);
     ASSERT_TRUE(rule.ok()) << rule.status();
@@ -172,15 +160,7 @@ TEST(LosslessClasses_Tagger, DragonflyPlusAcyclicWithClassesCyclicWithout) {
   for (const RoutingMode mode : {RoutingMode::kMinimal, RoutingMode::kValiant}) {
     SCOPED_TRACE(testing::Message() << "mode " << static_cast<int>(mode));
     const RoutingConfig rc = config(mode, true);
-    Fabric f;
-    DragonflyPlusConfig c;
-    c.leaves = 2;
-    c.spines = 2;
-    c.hosts_per_leaf = 1;
-    c.h = 2;
-    ASSERT_TRUE(build_dragonfly_plus(*f.net, c, &f.layout).ok());
-    ASSERT_TRUE(f.net->set_switch_groups(f.layout.group).ok());
-    ASSERT_TRUE(f.net->set_routing(rc).ok());
+    const Fabric f = test::dragonfly_plus(&rc);
     const Graph g = graph_of(f);
     absl::StatusOr<LosslessClasses> rule = LosslessClasses::tagger(g.g, rc, kAvailable);
     ASSERT_TRUE(rule.ok()) << rule.status();
@@ -214,13 +194,7 @@ TEST(LosslessClasses_Dateline, TorusDimensionOrderAcyclicWithClassesCyclicWithou
 
 TEST(LosslessClasses_Dateline, MeshNeedsOneClass) {
   const RoutingConfig rc = config(RoutingMode::kMinimal, false, true);
-  Fabric f;
-  TorusConfig c;
-  c.dims = {4, 3};
-  c.wraparound = false;
-  ASSERT_TRUE(build_torus(*f.net, c, &f.layout).ok());
-  ASSERT_TRUE(f.net->set_port_classes(f.layout.port_dim).ok());
-  ASSERT_TRUE(f.net->set_routing(rc).ok());
+  const Fabric f = torus({4, 3}, rc, /*wraparound=*/false);
   const Graph g = graph_of(f);
   absl::StatusOr<LosslessClasses> rule =
       LosslessClasses::dateline(g.g, rc, kAvailable);
@@ -232,7 +206,7 @@ TEST(LosslessClasses_Dateline, MeshNeedsOneClass) {
 
 TEST(LosslessClasses_Check, TooFewClassesOrWrongRoutesAreErrors) {
   const RoutingConfig rc = config(RoutingMode::kMinimal, true);
-  const Fabric f = dragonfly(1, 4, 2, rc);
+  const Fabric f = test::dragonfly(1, 4, 2, &rc);
   const Graph g = graph_of(f);
   // One lossless priority: group-minimal routes need two.
   const absl::StatusOr<LosslessClasses> few = LosslessClasses::tagger(g.g, rc, 1);
@@ -262,7 +236,7 @@ TEST(LosslessClasses_Check, TooFewClassesOrWrongRoutesAreErrors) {
 // as they were), and on a Clos it needs no class more.
 TEST(LosslessClasses_Check, SetRoutingChecksThePriorities) {
   RoutingConfig rc = config(RoutingMode::kMinimal, true);
-  Fabric f = dragonfly(1, 4, 2, rc);
+  Fabric f = test::dragonfly(1, 4, 2, &rc);
   rc.deadlock_free = DeadlockFree::kTagger;
   ASSERT_TRUE(f.net->set_routing(rc).ok());
   EXPECT_EQ(f.net->routing().lossless().classes(), 2u);

@@ -10,16 +10,10 @@
 
 #include "sim/network.h"
 #include "sim/udp_app.h"
+#include "test_fabrics.h"
 
 namespace uet::sim {
 namespace {
-
-LinkConfig link100() {
-  LinkConfig l;
-  l.gbps = 100;
-  l.delay = 500 * kNanosecond;
-  return l;
-}
 
 // A ring of `switches` switches, numbered round it (the link from the last to switch 0 is the
 // wraparound, the dateline's), `hosts_per` hosts each, PFC on, minimal dimension-order routes
@@ -28,32 +22,15 @@ LinkConfig link100() {
 struct Ring {
   Ring(uint32_t switches, uint32_t hosts_per, bool tagger, PfcWatchdogConfig wd = {},
        uint32_t slow = kNone)
-      : net(config(wd)), hosts(switches * hosts_per) {
-    for (uint32_t h = 0; h < hosts; ++h) net.add_host("h");
-    for (uint32_t s = 0; s < switches; ++s) sw.push_back(net.add_switch("s"));
-    for (uint32_t h = 0; h < hosts; ++h) {
-      LinkConfig l = link100();
-      if (h == slow) l.gbps = 25;
-      EXPECT_TRUE(net.connect(net.host_node(h), sw[h / hosts_per], l).ok());
-    }
-    for (uint32_t s = 0; s < switches; ++s) {
-      EXPECT_TRUE(net.connect(sw[s], sw[(s + 1) % switches], link100()).ok());
-    }
-    EXPECT_TRUE(net.finalize().ok());
+      : net(test::pfc_config(wd)),
+        hosts(switches * hosts_per),
+        sw(test::build_ring(net, switches, hosts_per, slow)) {
     EXPECT_TRUE(net.set_port_classes(std::vector<uint8_t>(net.num_ports(), 0)).ok());
     RoutingConfig rc;
     rc.dimension_order = true;
     rc.deadlock_free = tagger ? DeadlockFree::kTagger : DeadlockFree::kOff;
     EXPECT_TRUE(net.set_routing(rc).ok());
     for (uint32_t h = 0; h < hosts; ++h) apps.push_back(std::make_unique<UdpApp>(h, &rec));
-  }
-  static NetworkConfig config(PfcWatchdogConfig wd) {
-    NetworkConfig nc;
-    nc.switches.pfc.enabled = true;
-    nc.switches.pfc.watchdog = wd;
-    nc.switches.ecn.enabled = false;
-    nc.switches.trimming = false;
-    return nc;
   }
   void flow(uint32_t src, uint32_t dst, uint64_t bytes) {
     apps[src]->add_flow(UdpFlow{src, dst, bytes, 0, static_cast<uint16_t>(0xC000 + src)});
@@ -62,17 +39,8 @@ struct Ring {
     for (uint32_t h = 0; h < hosts; ++h) net.attach(h, apps[h].get());
   }
   // Switch a's port to switch b.
-  uint32_t port_to(uint32_t a, uint32_t b) const {
-    for (uint32_t p : net.node(sw[a]).ports) {
-      if (net.port_node(Network::peer_of(p)) == sw[b]) return p;
-    }
-    return kNone;
-  }
-  uint64_t received() const {
-    uint64_t r = 0;
-    for (const FlowRecord& f : rec) r += f.received;
-    return r;
-  }
+  uint32_t port_to(uint32_t a, uint32_t b) const { return test::port_between(net, sw[a], sw[b]); }
+  uint64_t received() const { return test::received(rec); }
 
   Network net;
   uint32_t hosts;
@@ -81,14 +49,7 @@ struct Ring {
   std::vector<std::unique_ptr<UdpApp>> apps;
 };
 
-PfcWatchdogConfig report() {
-  PfcWatchdogConfig wd;
-  wd.enabled = true;
-  wd.detection_time = 100 * kMicrosecond;
-  wd.restoration_time = 100 * kMicrosecond;
-  wd.action = PfcWatchdogAction::kReport;
-  return wd;
-}
+PfcWatchdogConfig report() { return test::watchdog(PfcWatchdogAction::kReport); }
 
 // Five switches, two hosts each, every host sending to the host two switches on clockwise
 // at line rate: each clockwise link carries two flows, and every flow waits at the middle
@@ -160,11 +121,6 @@ TEST(LosslessSwitch_Ring, PauseOnOneClassDoesNotStopTheOther) {
     }
     tx = now_tx;
   }
-  for (uint32_t p = 0; p < r.net.num_ports(); ++p) {
-    const PortStats st = r.net.port_stats(p);
-    if (st.pauses_sent || st.paused_time || st.max_queue_bytes > 100000) printf("port %u node %u pauses %lu paused %ld maxq %lu tx %lu\n", p, r.net.port_node(p), st.pauses_sent, (long)st.paused_time, st.max_queue_bytes, st.tx_frames);
-  }
-  printf("p01 %u rec %lu %lu %lu\n", p01, r.rec[0].received, r.rec[1].received, r.rec[2].received);
   EXPECT_GT(paused_steps, 10u);
   // 500 ns at 100 Gb/s is about 1.5 frames of 4 KiB: most steps send one.
   EXPECT_GT(sent_while_paused, paused_steps / 2);

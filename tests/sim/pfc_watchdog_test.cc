@@ -13,16 +13,13 @@
 #include "sim/partition.h"
 #include "sim/topology.h"
 #include "sim/udp_app.h"
+#include "test_fabrics.h"
 
 namespace uet::sim {
 namespace {
 
-LinkConfig link100() {
-  LinkConfig l;
-  l.gbps = 100;
-  l.delay = 500 * kNanosecond;
-  return l;
-}
+using test::link100;
+using test::watchdog;
 
 // A ring of kSwitches switches with kHostsPer hosts each, PFC on. Host j of switch i sends
 // kBytes at line rate to host j of switch i + 2, two hops clockwise (the shortest way round
@@ -34,17 +31,9 @@ struct RingRun {
   static constexpr uint64_t kBytes = 4096 * 2000;
 
   // Split over `ranks` processes (sim/partition.h), this one running rank `rank`.
-  explicit RingRun(PfcWatchdogConfig wd, uint16_t rank = 0, uint16_t ranks = 1) : net(config(wd)) {
-    for (uint32_t h = 0; h < kSwitches * kHostsPer; ++h) net.add_host("h");
-    std::vector<uint32_t> sw;
-    for (uint32_t s = 0; s < kSwitches; ++s) sw.push_back(net.add_switch("s"));
-    for (uint32_t h = 0; h < kSwitches * kHostsPer; ++h) {
-      EXPECT_TRUE(net.connect(net.host_node(h), sw[h / kHostsPer], link100()).ok());
-    }
-    for (uint32_t s = 0; s < kSwitches; ++s) {
-      EXPECT_TRUE(net.connect(sw[s], sw[(s + 1) % kSwitches], link100()).ok());
-    }
-    EXPECT_TRUE(net.finalize().ok());
+  explicit RingRun(PfcWatchdogConfig wd, uint16_t rank = 0, uint16_t ranks = 1)
+      : net(test::pfc_config(wd)) {
+    const std::vector<uint32_t> sw = test::build_ring(net, kSwitches, kHostsPer);
     if (ranks > 1) {
       auto split = split_fabric(net, ranks);
       EXPECT_TRUE(split.ok());
@@ -52,9 +41,7 @@ struct RingRun {
       EXPECT_TRUE(net.set_partition(split->rank_of_node, rank, ranks).ok());
     }
     for (uint32_t s = 0; s < kSwitches; ++s) {
-      for (uint32_t p : net.node(sw[s]).ports) {
-        if (net.port(net.port(p).peer).node == sw[(s + 1) % kSwitches]) clockwise.push_back(p);
-      }
+      clockwise.push_back(test::port_between(net, sw[s], sw[(s + 1) % kSwitches]));
     }
     const uint32_t hosts = kSwitches * kHostsPer;
     rec.resize(hosts);  // by flow: every flow's, at its sink's process too
@@ -66,19 +53,7 @@ struct RingRun {
       net.attach(h, apps[h].get());
     }
   }
-  static NetworkConfig config(PfcWatchdogConfig wd) {
-    NetworkConfig nc;
-    nc.switches.pfc.enabled = true;
-    nc.switches.pfc.watchdog = wd;
-    nc.switches.ecn.enabled = false;
-    nc.switches.trimming = false;
-    return nc;
-  }
-  uint64_t received() const {
-    uint64_t r = 0;
-    for (const FlowRecord& f : rec) r += f.received;
-    return r;
-  }
+  uint64_t received() const { return test::received(rec); }
 
   Network net;
   Time lookahead = kNever;
@@ -86,15 +61,6 @@ struct RingRun {
   std::vector<FlowRecord> rec;
   std::vector<std::unique_ptr<UdpApp>> apps;
 };
-
-PfcWatchdogConfig watchdog(PfcWatchdogAction action) {
-  PfcWatchdogConfig wd;
-  wd.enabled = true;
-  wd.detection_time = 100 * kMicrosecond;
-  wd.restoration_time = 100 * kMicrosecond;
-  wd.action = action;
-  return wd;
-}
 
 uint64_t total_drops(const Network& net) {
   uint64_t d = 0;
@@ -226,7 +192,7 @@ TEST(PfcWatchdog_Ring, SplitOverTwoRanksActsAsOneProcess) {
 // An incast on a k = 4 fat-tree: 15 hosts send to host 0 at line rate, PFC on; the
 // watchdog (report) checks every pause that lasts 5 us.
 struct IncastRun {
-  explicit IncastRun(PfcWatchdogConfig wd) : net(RingRun::config(wd)) {
+  explicit IncastRun(PfcWatchdogConfig wd) : net(test::pfc_config(wd)) {
     FatTreeConfig fc;
     fc.k = 4;
     fc.host_link = fc.tor_agg_link = fc.agg_core_link = link100();
