@@ -660,8 +660,8 @@ absl::Status validate(const RunConfig& rc) {
     return absl::InvalidArgumentError(absl::StrCat("mtu ", rc.mtu, ": 256 .. 9000 bytes"));
   }
   // A frame too small for the run's headers would fail every operation (kFrameTooSmall).
-  if (const uint32_t cap = network_config(rc, /*split=*/false).frame_capacity, least = run_header_bytes(rc);
-      cap < least) {
+  const uint32_t cap = network_config(rc, /*split=*/false).frame_capacity;
+  if (const uint32_t least = run_header_bytes(rc); cap < least) {
     return absl::InvalidArgumentError(absl::StrCat(
         "frame_capacity ", rc.fabric.frame_capacity, " (", cap, " for this run) too small: at least ",
         least, " bytes, the run's longest header stack"));
