@@ -244,24 +244,34 @@ constexpr size_t kPrefetchLast = 2;
 }
 
 void Network::run_until(Time until) {
+  if (tagging_) {
+    run_events<true>(until);
+  } else {
+    run_events<false>(until);
+  }
+  if (now_ < until && until != kNever) now_ = until;
+}
+
+template <bool kClasses>
+void Network::run_events(Time until) {
   EventQueue::Due e;
   while (events_q_.pop_until(until, e)) {
     prefetch_ahead();
     now_ = e.time;
     ++events_;
-    dispatch(e);
+    dispatch<kClasses>(e, until);
   }
-  if (now_ < until && until != kNever) now_ = until;
 }
 
-[[gnu::always_inline]] inline void Network::dispatch(const EventQueue::Due& e) {
+template <bool kClasses>
+[[gnu::always_inline]] inline void Network::dispatch(const EventQueue::Due& e, Time until) {
   // Arrivals and tx-dones are nearly every event: two compares before the jump table.
   if (e.kind == kArrive) [[likely]] {
-    on_arrive(e.a, e.b);
+    on_arrive<kClasses>(e.a, e.b);
     return;
   }
   if (e.kind == kTxDone) [[likely]] {
-    on_tx_done(e.a);
+    on_tx_done<kClasses>(e.a);
     return;
   }
   switch (e.kind) {
@@ -272,11 +282,11 @@ void Network::run_until(Time until) {
       on_host_timer(e.a, e.b);
       break;
     case kPfc:
-      on_pfc(e.a, e.b);
+      on_pfc<kClasses>(e.a, e.b);
       break;
     case kLinkState:
       count_once_per_fabric();
-      on_link_state(e.a, e.b != 0);
+      on_link_state<kClasses>(e.a, e.b != 0);
       break;
     case kLinkRate:
       count_once_per_fabric();
@@ -285,6 +295,9 @@ void Network::run_until(Time until) {
     case kRouteRefresh:
       count_once_per_fabric();
       (void)compute_routes();
+      // The routes changed tagging_: the rest of the run goes on in the other loop (this one
+      // then finds nothing due and returns too).
+      if (tagging_ != kClasses) [[unlikely]] run_events<!kClasses>(until);
       break;
     case kCall:
       callbacks_[e.a]->fire(*this, now_, e.b);
@@ -306,6 +319,7 @@ void Network::run_until(Time until) {
 }
 
 // A PFC frame reaches the upstream egress `port`: `b` is its priority | pause << 8.
+template <bool kClasses>
 [[gnu::always_inline]] inline void Network::on_pfc(uint32_t port, uint32_t b) {
   Port& p = ports_[port];
   const int prio = static_cast<int>(b & 0xFF);
@@ -321,7 +335,7 @@ void Network::run_until(Time until) {
   } else if (!pause && p.paused[prio]) {
     p.paused[prio] = false;
     if (prio == 0) rare_stats(port).paused_time += now_ - paused_since_[port];
-    kick_port(port);
+    kick_port<kClasses>(port);
     if (p.at_host) {
       host_pull(p.owner);
       host_arm_timer(p.owner);
@@ -329,6 +343,7 @@ void Network::run_until(Time until) {
   }
 }
 
+template <bool kClasses>
 [[gnu::always_inline]] inline void Network::on_link_state(uint32_t port, bool up) {
   link_up_[port / 2] = up;
   for (uint32_t p : {port, peer_of(port)}) {
@@ -341,7 +356,7 @@ void Network::run_until(Time until) {
                  event_key(port, 0));
   if (up) {
     for (uint32_t p : {port, peer_of(port)}) {
-      if (owns_port(p)) kick_port(p);
+      if (owns_port(p)) kick_port<kClasses>(p);
     }
   }
 }
@@ -391,13 +406,16 @@ void Network::flush_stats() {
 // link (down, lost, corrupted, held back, duplicated) is decided as it starts; it arrives after
 // serialization and propagation (plus the hold-back). Each impairment draws from the link's
 // generator only when its probability is non-zero, so adding one leaves other runs unchanged.
+template <bool kClasses>
 [[gnu::always_inline]] inline void Network::start_tx_inline(uint32_t port) {
   Port& p = ports_[port];
   if (p.done_scheduled || now_ < p.busy_until) return;
   int prio = 1;
   if (p.queue[1].empty() || p.paused[1]) {
     // The further lossless classes, where they hold frames, before class 0 (lossless_classes.h).
-    if (p.classes != 0) [[unlikely]] return start_tx_class(port);
+    if constexpr (kClasses) {
+      if (p.classes != 0) return start_tx_class(port);
+    }
     if (p.queue[0].empty() || p.paused[0]) return;
     prio = 0;
   }
@@ -406,7 +424,7 @@ void Network::flush_stats() {
   p.queued_bytes[prio] -= q.bytes;
   // PFC: the frame leaves this switch's buffer; the ingress it came through may resume.
   if (q.ingress != kNone) {
-    if (tagging_) [[unlikely]] {
+    if constexpr (kClasses) {
       release_ingress(q.ingress, q.bytes);
     } else {
       Port& ip = ports_[q.ingress];
@@ -418,10 +436,10 @@ void Network::flush_stats() {
       }
     }
   }
-  const Time done = send_frame(port, q.frame, q.bytes);
+  const Time done = send_frame(p, port, q.frame, q.bytes);
   bool more = false;
   for (int pr = 0; pr < kPortPriorities; ++pr) more |= !p.queue[pr].empty() && !p.paused[pr];
-  if (more || p.at_host || p.classes != 0) {
+  if (more || p.at_host || (kClasses && p.classes != 0)) {
     events_q_.push(done, kTxDone, port, 0, event_key(port, 0));
     p.done_scheduled = true;
   }
@@ -429,8 +447,8 @@ void Network::flush_stats() {
 
 // The frame's fate on the wire, from start_tx: it occupies the port for its serialization
 // (+ preamble, IFG, FCS), until the time returned, and arrives after the propagation delay.
-[[gnu::always_inline]] inline Time Network::send_frame(uint32_t port, FrameId f, uint32_t bytes) {
-  Port& p = ports_[port];
+[[gnu::always_inline]] inline Time Network::send_frame(Port& p, uint32_t port, FrameId f,
+                                                       uint32_t bytes) {
   Time done = now_ + serialization(p, bytes + 24);
   if (p.at_host && host_cost_) [[unlikely]] done += host_cost(bytes);
   p.busy_until = done;
@@ -446,29 +464,37 @@ void Network::flush_stats() {
 
 // Out of line for enqueue's and the control events' kick_port; a tx-done (most calls) runs
 // the body inlined into run_until, without the call and its register saves.
-void Network::start_tx(uint32_t port) { start_tx_inline(port); }
+template <bool kClasses>
+void Network::start_tx(uint32_t port) {
+  start_tx_inline<kClasses>(port);
+}
+template void Network::start_tx<false>(uint32_t port);
+template void Network::start_tx<true>(uint32_t port);
 
+template <bool kClasses>
 [[gnu::always_inline]] inline void Network::kick_port(uint32_t port) {
   Port& p = ports_[port];
   if (p.done_scheduled) return;
   if (now_ >= p.busy_until) {
-    start_tx(port);
+    start_tx<kClasses>(port);
   } else {
     events_q_.push(p.busy_until, kTxDone, port, 0, event_key(port, 0));
     p.done_scheduled = true;
   }
 }
 
+template <bool kClasses>
 [[gnu::always_inline]] inline void Network::on_tx_done(uint32_t port) {
   Port& p = ports_[port];
   p.done_scheduled = false;
-  start_tx_inline(port);
+  start_tx_inline<kClasses>(port);
   if (p.at_host) {
     host_pull(p.owner);
     host_arm_timer(p.owner);  // tx() may have moved the deadline (pacing, RTO)
   }
 }
 
+template <bool kClasses>
 [[gnu::always_inline]] inline void Network::on_arrive(uint32_t port, FrameId f) {
   const Port& p = ports_[port];
   if (!p.up) {  // the link died while the frame was in flight
@@ -484,7 +510,7 @@ void Network::start_tx(uint32_t port) { start_tx_inline(port); }
     }
     host_deliver(p.owner, f);
   } else {
-    switch_forward(port, f);
+    switch_forward<kClasses>(port, f);
   }
 }
 
@@ -498,21 +524,26 @@ bool Network::parse_meta(const Frame& fr, FrameMeta& m) noexcept {
   const uint32_t dst = host_of_ip4(info.dst_ip4);
   m.dst_host = (dst < kNoHost24 ? dst : kNoHost24) & kNoHost24;
   m.flow_hash = info.flow_hash;
-  // A lossless class a switch moved it to is kept (a re-parse follows a flipped bit).
-  if (classify_dscp(info.dscp) == Priority::kControl) {
-    m.prio = 1;
-  } else if (m.prio == 1) {
-    m.prio = 0;
-  }
+  m.prio = classify_dscp(info.dscp) == Priority::kControl ? 1 : 0;
   m.parsed = true;
   return true;
 }
 
+// parse_meta at a switch (a bit flipped on the way, or the sender could not read it): a
+// lossless class a switch moved the frame to is kept. Rare: kept out of the per-event path.
+[[gnu::noinline, gnu::cold]] bool Network::reparse_meta(const Frame& fr, FrameMeta& m) noexcept {
+  const uint8_t moved = m.prio == 1 ? 0 : m.prio;
+  if (!parse_meta(fr, m)) return false;
+  if (m.prio == 0) m.prio = moved & 3;
+  return true;
+}
+
+template <bool kClasses>
 [[gnu::always_inline]] inline void Network::switch_forward(uint32_t in_port, FrameId f) {
   const uint32_t sw = ports_[in_port].owner;
   FrameMeta& m = meta(f);  // a frame in flight has its metadata
   // Parsed by the sending host, unless it could not be or a bit flipped on the way since.
-  if (!m.parsed && !parse_meta(pool_[f], m)) {
+  if (!m.parsed && !reparse_meta(pool_[f], m)) {
     ++ports_[in_port].stats.drops;
     drop(f);
     return;
@@ -525,8 +556,11 @@ bool Network::parse_meta(const Frame& fr, FrameMeta& m) noexcept {
     drop(f);
     return;
   }
-  if (tagging_) [[unlikely]] return forward_tagged(in_port, out, f);
-  enqueue(out, f, static_cast<Priority>(m.prio), in_port);
+  if constexpr (kClasses) {
+    forward_tagged(in_port, out, f);
+  } else {
+    enqueue(out, f, static_cast<Priority>(m.prio), in_port);
+  }
 }
 
 // Admission, ECN marking and trimming at a switch output port (or a host NIC, where nothing
@@ -577,7 +611,7 @@ bool Network::parse_meta(const Frame& fr, FrameMeta& m) noexcept {
         return false;
       }
     }
-    if (pr == 0 && sc.ecn.enabled) mark_ecn(port, f, p.queued_bytes[0]);
+    if (pr == 0 && sc.ecn.enabled) mark_ecn(p, port, f, m, p.queued_bytes[0]);
     // PFC: count the frame against its ingress in the class and size it was queued with
     // (trimming may have changed both); start_tx gives it back.
     buffered_under = ingress;
@@ -591,19 +625,17 @@ bool Network::parse_meta(const Frame& fr, FrameMeta& m) noexcept {
   p.queue[pr].push(QueuedFrame{f, m.bytes, buffered_under}, ring_pool_);
   p.queued_bytes[pr] += m.bytes;
   p.stats.max_queue_bytes = std::max(p.stats.max_queue_bytes, p.queued_bytes[0] + p.queued_bytes[1]);
-  kick_port(port);
+  kick_port<false>(port);  // a host NIC's or a switch's that keeps classes: none beyond 0
   return true;
 }
 
 // RED on the queue the frame joins (`queue_bytes` before it), marking CE in its IP header.
-[[gnu::always_inline]] inline void Network::mark_ecn(uint32_t port, FrameId f,
-                                                     uint64_t queue_bytes) {
-  Port& p = ports_[port];
+[[gnu::always_inline]] inline void Network::mark_ecn(Port& p, uint32_t port, FrameId f,
+                                                     FrameMeta& m, uint64_t queue_bytes) {
   const EcnConfig& ecn = p.scaled ? scaled_[port].ecn : config_.switches.ecn;
   const double prob = ecn_mark_probability(ecn, queue_bytes);
   if (prob > 0 && p.rng.chance(prob) && mark_ce(pool_[f])) {
     ++p.stats.ecn_marks;
-    FrameMeta& m = meta(f);
     if (m.corrupted) {  // the IPv4 checksum is recomputed over the damaged header
       ++rare_stats(port).corrupted_rewrites;
       m.corrupted = false;
@@ -657,7 +689,7 @@ bool Network::enqueue_tagged(uint32_t port, FrameId f, int prio, uint32_t ingres
       return false;
     }
     const uint64_t q = prio == 0 ? p.queued_bytes[0] : classes_[port][prio - 2].queued_bytes;
-    if (sc.ecn.enabled) mark_ecn(port, f, q);
+    if (sc.ecn.enabled) mark_ecn(p, port, f, m, q);
   }
   uint64_t& in_bytes = ingress_bytes_of(ingress, in_prio);
   in_bytes += m.bytes;
@@ -682,7 +714,7 @@ bool Network::enqueue_tagged(uint32_t port, FrameId f, int prio, uint32_t ingres
     p.classes |= static_cast<uint8_t>(1u << (prio - 2));
   }
   p.stats.max_queue_bytes = std::max(p.stats.max_queue_bytes, queue_total(port));
-  kick_port(port);
+  kick_port<true>(port);
   return true;
 }
 
@@ -712,7 +744,7 @@ void Network::start_tx_class(uint32_t port) {
     if (c.queue.empty()) p.classes &= static_cast<uint8_t>(~(1u << (prio - 2)));
   }
   if (q.ingress != kNone) release_ingress(q.ingress, q.bytes);
-  const Time done = send_frame(port, q.frame, q.bytes);
+  const Time done = send_frame(p, port, q.frame, q.bytes);
   const bool ready = (p.classes & ~(p.classes >> 4) & 3) != 0;  // held, not paused
   if ((!p.queue[0].empty() && !p.paused[0]) || (!p.queue[1].empty() && !p.paused[1]) || ready) {
     events_q_.push(done, kTxDone, port, 0, event_key(port, 0));
@@ -734,7 +766,7 @@ void Network::on_pfc_class(uint32_t port, int prio, bool pause) {
   }
   p.classes &= static_cast<uint8_t>(~bit);
   rare_stats(port).paused_time += now_ - c.paused_since;
-  kick_port(port);
+  kick_port<true>(port);
 }
 
 void Network::send_pfc(uint32_t ingress_port, int prio, bool pause) {

@@ -437,10 +437,17 @@ class Network {
     kTxDone, kArrive, kHostTimer, kPfc, kLinkState, kLinkRate, kRouteRefresh, kCall, kPfcWatch
   };
 
-  void dispatch(const EventQueue::Due& e);
+  // The per-event path, compiled twice: kClasses where frames change lossless class
+  // (tagging_), so a fabric with one class does no per-frame class work.
+  template <bool kClasses>
+  void run_events(Time until);
+  template <bool kClasses>
+  void dispatch(const EventQueue::Due& e, Time until);  // `until`: run_events's
   // Its event kinds but kArrive and kTxDone (on_arrive, on_tx_done).
   void on_host_timer(uint32_t host, uint32_t gen);
+  template <bool kClasses>
   void on_pfc(uint32_t port, uint32_t b);
+  template <bool kClasses>
   void on_link_state(uint32_t port, bool up);
   void on_link_rate(uint32_t port, uint32_t b);
   // Link changes and route refreshes run on every rank of a split fabric (each keeps the whole
@@ -455,24 +462,32 @@ class Network {
   void prefetch_mid(const EventQueue::Node& e) const noexcept;
   void prefetch_near(const EventQueue::Node& e) const noexcept;
   void prefetch_last(const EventQueue::Node& e) const noexcept;
+  template <bool kClasses>
   void start_tx(uint32_t port);
+  template <bool kClasses>
   void start_tx_inline(uint32_t port);  // start_tx's body, inlined into the tx-done path
   void start_tx_rare(uint32_t port, FrameId f, uint32_t bytes, Time done);  // not Port::plain
+  template <bool kClasses>
   void kick_port(uint32_t port);  // start now if idle, else make sure kTxDone will come
   void duplicate(uint32_t port, FrameId f, Time at);
   static bool damage_detectable(const Frame& f, size_t at, bool sealed) noexcept;
   static bool sealed_untrimmed(const Frame& f) noexcept;
+  template <bool kClasses>
   void on_tx_done(uint32_t port);
+  template <bool kClasses>
   void on_arrive(uint32_t port, FrameId f);
+  template <bool kClasses>
   void switch_forward(uint32_t in_port, FrameId f);
+  // Where frames keep their class (every host NIC; a switch unless tagging_).
   bool enqueue(uint32_t port, FrameId f, Priority prio, uint32_t ingress);
+  struct FrameMeta;
   // The lossless classes (network_classes.cc): forwarding and admission where frames change
   // class (tagging_), the further classes' transmission, pause and accounting.
   void forward_tagged(uint32_t in_port, uint32_t out, FrameId f);
   bool enqueue_tagged(uint32_t port, FrameId f, int prio, uint32_t ingress, int in_prio);
-  void mark_ecn(uint32_t port, FrameId f, uint64_t queue_bytes);
+  void mark_ecn(Port& p, uint32_t port, FrameId f, FrameMeta& m, uint64_t queue_bytes);
   void start_tx_class(uint32_t port);
-  Time send_frame(uint32_t port, FrameId f, uint32_t bytes);
+  Time send_frame(Port& p, uint32_t port, FrameId f, uint32_t bytes);  // p: ports_[port]
   void release_ingress(uint32_t packed, uint32_t bytes);
   void on_pfc_class(uint32_t port, int prio, bool pause);
   uint64_t classes_bytes(uint32_t port) const noexcept;
@@ -496,8 +511,8 @@ class Network {
     return prio < kPortPriorities ? ports_[port].ingress_bytes[prio]
                                   : classes_[port][prio - 2].ingress_bytes;
   }
-  struct FrameMeta;
   static bool parse_meta(const Frame& fr, FrameMeta& m) noexcept;
+  static bool reparse_meta(const Frame& fr, FrameMeta& m) noexcept;
   void host_deliver(uint32_t host, FrameId f);
   void host_pull(uint32_t host);
   void host_arm_timer(uint32_t host);

@@ -249,8 +249,10 @@ absl::Status Network::compute_routes() {
   g.seed = config_.switches.ecmp_seed ^ config_.seed;
   if (absl::Status s = routing_.build(g, routing_config_); !s.ok()) return s;
   // The further lossless classes' queues, where PFC is on and the routes need them: zero pages
-  // until a frame uses them (sim/network_pages.h). Never shrunk: frames may be queued.
-  tagging_ = config_.switches.pfc.enabled && routing_.lossless().classes() > 1;
+  // until a frame uses them (sim/network_pages.h). Never shrunk, and once the run has begun
+  // never turned off: frames may be queued in them, which only the classes' loop serves.
+  tagging_ = (config_.switches.pfc.enabled && routing_.lossless().classes() > 1) ||
+             (tagging_ && now_ != 0);
   if (tagging_ && classes_.size() < num_ports()) classes_.resize(num_ports());
   return absl::OkStatus();
 }
