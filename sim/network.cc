@@ -2,13 +2,16 @@
 // and the host seam (a NIC pulling from its transport). A frame's fate on a link that is not
 // plain is in network_impair.cc, building the fabric in network_build.cc, its routes in
 // sim/routing/, the exchange between the ranks of a fabric split over processes in
-// network_ranks.cc, the PFC watchdog in network_pfc.cc.
+// network_ranks.cc, the PFC watchdog in network_pfc.cc, the further lossless classes (where
+// switches change a frame's class) in network_classes.cc, the per-hop pieces both paths
+// inline in network_inline.h.
 #include "sim/network.h"
 
 #include <algorithm>
 #include <cstring>
 
 #include "sim/frame_parse.h"
+#include "sim/network_inline.h"
 #include "transport/wire/checksum.h"
 #include "transport/wire/decode.h"
 
@@ -105,16 +108,6 @@ uint32_t Network::route_miss(Routing::Memo& memo, uint32_t sw, FrameMeta& m) noe
   const uint32_t out = route_port(sw, m.dst_host, m.flow_hash, state);
   m.route_state = state & 7;
   return out;
-}
-
-Time Network::serialization(const Port& p, uint32_t bytes) const noexcept {
-  // bytes * 8e12 / rate exactly when rate divides 8e12 (no rounding to do).
-  if (p.ps_per_byte != 0) [[likely]] return static_cast<Time>(uint64_t{bytes} * p.ps_per_byte);
-  // Exact to the picosecond, rounded up: bits * 1e12 / rate.
-  __extension__ using U128 = unsigned __int128;
-  const U128 num = static_cast<U128>(bytes) * 8 * 1'000'000'000'000ULL;
-  return static_cast<Time>((num + static_cast<uint64_t>(p.rate_bps) - 1) /
-                           static_cast<uint64_t>(p.rate_bps));
 }
 
 // Prefetching: the current bucket is a sorted array, so the loop knows the next events and
@@ -445,23 +438,6 @@ template <bool kClasses>
   }
 }
 
-// The frame's fate on the wire, from start_tx: it occupies the port for its serialization
-// (+ preamble, IFG, FCS), until the time returned, and arrives after the propagation delay.
-[[gnu::always_inline]] inline Time Network::send_frame(Port& p, uint32_t port, FrameId f,
-                                                       uint32_t bytes) {
-  Time done = now_ + serialization(p, bytes + 24);
-  if (p.at_host && host_cost_) [[unlikely]] done += host_cost(bytes);
-  p.busy_until = done;
-  ++p.stats.tx_frames;
-  p.stats.tx_bytes += bytes;
-  if (p.plain) [[likely]] {  // up, unimpaired, untapped: start_tx_rare's no-draw case
-    events_q_.push(done + p.delay, kArrive, p.peer, f, arrival_key(port, p));
-  } else {
-    start_tx_rare(port, f, bytes, done);
-  }
-  return done;
-}
-
 // Out of line for enqueue's and the control events' kick_port; a tx-done (most calls) runs
 // the body inlined into run_until, without the call and its register saves.
 template <bool kClasses>
@@ -470,18 +446,6 @@ void Network::start_tx(uint32_t port) {
 }
 template void Network::start_tx<false>(uint32_t port);
 template void Network::start_tx<true>(uint32_t port);
-
-template <bool kClasses>
-[[gnu::always_inline]] inline void Network::kick_port(uint32_t port) {
-  Port& p = ports_[port];
-  if (p.done_scheduled) return;
-  if (now_ >= p.busy_until) {
-    start_tx<kClasses>(port);
-  } else {
-    events_q_.push(p.busy_until, kTxDone, port, 0, event_key(port, 0));
-    p.done_scheduled = true;
-  }
-}
 
 template <bool kClasses>
 [[gnu::always_inline]] inline void Network::on_tx_done(uint32_t port) {
@@ -629,144 +593,8 @@ template <bool kClasses>
   return true;
 }
 
-// RED on the queue the frame joins (`queue_bytes` before it), marking CE in its IP header.
-[[gnu::always_inline]] inline void Network::mark_ecn(Port& p, uint32_t port, FrameId f,
-                                                     FrameMeta& m, uint64_t queue_bytes) {
-  const EcnConfig& ecn = p.scaled ? scaled_[port].ecn : config_.switches.ecn;
-  const double prob = ecn_mark_probability(ecn, queue_bytes);
-  if (prob > 0 && p.rng.chance(prob) && mark_ce(pool_[f])) {
-    ++p.stats.ecn_marks;
-    if (m.corrupted) {  // the IPv4 checksum is recomputed over the damaged header
-      ++rare_stats(port).corrupted_rewrites;
-      m.corrupted = false;
-    }
-  }
-}
-
 double ecn_mark_probability(const EcnConfig& ecn, uint64_t queue_bytes) noexcept {
-  if (queue_bytes >= ecn.kmax_bytes) return 1;
-  if (queue_bytes <= ecn.kmin_bytes) return 0;
-  return ecn.pmax * static_cast<double>(queue_bytes - ecn.kmin_bytes) /
-         static_cast<double>(ecn.kmax_bytes - ecn.kmin_bytes);
-}
-
-// ----- The further lossless classes (sim/routing/lossless_classes.h), where frames change
-// class: Tagger's and the dateline's rule applied as a switch does, a frame buffered at its
-// ingress under the priority it arrived in (its PFC priority on that link) and queued at its
-// egress in the class the rule gives (Hu et al., CoNEXT 2017, §5: "a switch ... re-tags").
-
-// The frame was queued upstream in priority m.prio and arrived through `in_port`; the rule
-// reads the upstream egress (the link's far end) and `out`. The control class stays.
-void Network::forward_tagged(uint32_t in_port, uint32_t out, FrameId f) {
-  const int in_prio = meta(f).prio;
-  int prio = in_prio;
-  if (in_prio != 1) {
-    const auto cls = static_cast<uint8_t>(lossless_class(in_prio));
-    prio = lossless_priority(routing_.lossless().next(cls, peer_of(in_port), out));
-  }
-  enqueue_tagged(out, f, prio, in_port, in_prio);
-}
-
-// enqueue's switch side, by priority: a lossless class admitted by its ingress counter (XOFF
-// + headroom) and marked by its own queue, control by its buffer limit. No trimming: with PFC
-// on nothing lossless is trimmed.
-bool Network::enqueue_tagged(uint32_t port, FrameId f, int prio, uint32_t ingress, int in_prio) {
-  Port& p = ports_[port];
-  FrameMeta& m = meta(f);
-  const SwitchConfig& sc = config_.switches;  // every switch's (Switch::config)
-  if (prio == 1) {
-    const uint64_t limit = p.scaled ? scaled_[port].control_buffer_bytes : sc.control_buffer_bytes;
-    if (p.queued_bytes[1] + m.bytes > limit) {
-      ++p.stats.drops;
-      drop(f);
-      return false;
-    }
-  } else {
-    if (pfc_stormed_ != 0 && pfc_storm_drop(port, prio, f)) [[unlikely]] return false;
-    if (ingress_bytes_of(ingress, in_prio) + m.bytes > sc.pfc.xoff_bytes + sc.pfc.headroom_bytes) {
-      ++rare_stats(port).lossless_drops;
-      drop(f);
-      return false;
-    }
-    const uint64_t q = prio == 0 ? p.queued_bytes[0] : classes_[port][prio - 2].queued_bytes;
-    if (sc.ecn.enabled) mark_ecn(p, port, f, m, q);
-  }
-  uint64_t& in_bytes = ingress_bytes_of(ingress, in_prio);
-  in_bytes += m.bytes;
-  if (in_prio != 1 && ((ports_[ingress].pause_sent >> in_prio) & 1) == 0 &&
-      in_bytes > sc.pfc.xoff_bytes) {
-    send_pfc(ingress, in_prio, true);
-  }
-  if (prio < kPortPriorities) {
-    account_queue(p);
-  } else {
-    account_classes(port);
-  }
-  m.prio = static_cast<uint8_t>(prio) & 3;
-  const QueuedFrame q{f, m.bytes, ingress | static_cast<uint32_t>(in_prio) << 24};
-  if (prio < kPortPriorities) {
-    p.queue[prio].push(q, ring_pool_);
-    p.queued_bytes[prio] += m.bytes;
-  } else {
-    PortClass& c = classes_[port][prio - 2];
-    c.queue.push(q, ring_pool_);
-    c.queued_bytes += m.bytes;
-    p.classes |= static_cast<uint8_t>(1u << (prio - 2));
-  }
-  p.stats.max_queue_bytes = std::max(p.stats.max_queue_bytes, queue_total(port));
-  kick_port<true>(port);
-  return true;
-}
-
-// start_tx where a further class holds frames: control first (start_tx_inline), then the
-// highest lossless class not paused, class 0 last: a frame that crossed more global links
-// (or a dateline) is nearer its destination, and the classes above never wait on those below.
-void Network::start_tx_class(uint32_t port) {
-  Port& p = ports_[port];
-  int prio = -1;
-  for (int c = kNumPriorities - 1; c >= kPortPriorities && prio < 0; --c) {
-    if (((p.classes >> (c - 2)) & 1) != 0 && !paused_at(port, c)) prio = c;
-  }
-  if (prio < 0) {
-    if (p.queue[0].empty() || p.paused[0]) return;
-    prio = 0;
-  }
-  QueuedFrame q;
-  if (prio == 0) {
-    account_queue(p);
-    q = p.queue[0].pop(ring_pool_);
-    p.queued_bytes[0] -= q.bytes;
-  } else {
-    account_classes(port);
-    PortClass& c = classes_[port][prio - 2];
-    q = c.queue.pop(ring_pool_);
-    c.queued_bytes -= q.bytes;
-    if (c.queue.empty()) p.classes &= static_cast<uint8_t>(~(1u << (prio - 2)));
-  }
-  if (q.ingress != kNone) release_ingress(q.ingress, q.bytes);
-  const Time done = send_frame(p, port, q.frame, q.bytes);
-  const bool ready = (p.classes & ~(p.classes >> 4) & 3) != 0;  // held, not paused
-  if ((!p.queue[0].empty() && !p.paused[0]) || (!p.queue[1].empty() && !p.paused[1]) || ready) {
-    events_q_.push(done, kTxDone, port, 0, event_key(port, 0));
-    p.done_scheduled = true;
-  }
-}
-
-// A PFC frame for a further class reaches the upstream egress `port` (on_pfc's other half).
-void Network::on_pfc_class(uint32_t port, int prio, bool pause) {
-  if (classes_.empty() || pause == paused_at(port, prio)) return;
-  Port& p = ports_[port];
-  PortClass& c = classes_[port][prio - 2];
-  const auto bit = static_cast<uint8_t>(1u << (prio + 2));  // 4 + class's bit
-  if (pause) {
-    p.classes |= bit;
-    c.paused_since = now_;
-    if (config_.switches.pfc.watchdog.enabled) pfc_watch_paused(port, prio);
-    return;
-  }
-  p.classes &= static_cast<uint8_t>(~bit);
-  rare_stats(port).paused_time += now_ - c.paused_since;
-  kick_port<true>(port);
+  return red_probability(ecn, queue_bytes);
 }
 
 void Network::send_pfc(uint32_t ingress_port, int prio, bool pause) {

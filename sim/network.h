@@ -481,13 +481,14 @@ class Network {
   // Where frames keep their class (every host NIC; a switch unless tagging_).
   bool enqueue(uint32_t port, FrameId f, Priority prio, uint32_t ingress);
   struct FrameMeta;
+  // The per-hop pieces both enqueue paths inline (network_inline.h); `p` is ports_[port].
+  void mark_ecn(Port& p, uint32_t port, FrameId f, FrameMeta& m, uint64_t queue_bytes);
+  Time send_frame(Port& p, uint32_t port, FrameId f, uint32_t bytes);
   // The lossless classes (network_classes.cc): forwarding and admission where frames change
   // class (tagging_), the further classes' transmission, pause and accounting.
   void forward_tagged(uint32_t in_port, uint32_t out, FrameId f);
   bool enqueue_tagged(uint32_t port, FrameId f, int prio, uint32_t ingress, int in_prio);
-  void mark_ecn(Port& p, uint32_t port, FrameId f, FrameMeta& m, uint64_t queue_bytes);
   void start_tx_class(uint32_t port);
-  Time send_frame(Port& p, uint32_t port, FrameId f, uint32_t bytes);  // p: ports_[port]
   void release_ingress(uint32_t packed, uint32_t bytes);
   void on_pfc_class(uint32_t port, int prio, bool pause);
   uint64_t classes_bytes(uint32_t port) const noexcept;

@@ -2,7 +2,7 @@
 // queue (each lossless class watched apart), at pause + detection_time; when the pause has
 // held that long, the cycle search in the wait-for graph and the action (drop or report);
 // restoration. Control path: nothing here runs per frame but pfc_storm_drop, and only while a
-// queue is stormed; and release_ingress, where frames change lossless class.
+// queue is stormed.
 #include <algorithm>
 #include <utility>
 #include <vector>
@@ -43,37 +43,6 @@ PfcWatchdogStats Network::pfc_watchdog(uint32_t port) const noexcept {
     s.stormed |= w.stormed;
   }
   return s;
-}
-
-// The further classes' queued bytes at a port (Port::classes says which hold frames).
-uint64_t Network::classes_bytes(uint32_t port) const noexcept {
-  uint64_t bytes = 0;
-  for (const PortClass& c : classes_[port]) bytes += c.queued_bytes;
-  return bytes;
-}
-
-void Network::account_classes(uint32_t port) noexcept {
-  Port& p = ports_[port];
-  Time& last = classes_[port][0].last_change;
-  if (const uint64_t q = classes_bytes(port); q != 0) {
-    p.stats.queue_byte_ps += static_cast<double>(q) * static_cast<double>(now_ - last);
-  }
-  last = now_;
-}
-
-// A frame leaves a switch's buffer where frames change class: its ingress counter (the
-// priority it arrived in, packed in QueuedFrame::ingress) gives its bytes back, and the
-// ingress resumes its upstream at XON.
-void Network::release_ingress(uint32_t packed, uint32_t bytes) {
-  const uint32_t in = packed & kIngressPortMask;
-  const auto prio = static_cast<int>(packed >> 24);
-  uint64_t& b = ingress_bytes_of(in, prio);
-  b -= bytes;
-  const PfcConfig& pfc = config_.switches.pfc;
-  if (pfc.enabled && prio != 1 && ((ports_[in].pause_sent >> prio) & 1) != 0 &&
-      b <= pfc.xon_bytes) {
-    send_pfc(in, prio, false);
-  }
 }
 
 // Every check of a queue has its own key (the port; its class and count of checks), so checks
