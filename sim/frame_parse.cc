@@ -35,6 +35,13 @@ bool mark_ce(Frame& f) noexcept {
   return true;
 }
 
+bool set_dscp(Frame& f, uint8_t dscp) noexcept {
+  FrameInfo info;
+  if (!parse_frame(f, &info) || info.dscp == dscp) return false;
+  set_dscp_ecn(f, info, dscp, info.ecn);
+  return true;
+}
+
 bool trim_uet(Frame& f, uint8_t dscp) noexcept {
   FrameInfo info;
   if (!parse_frame(f, &info) || info.protocol != NET_IPPROTO_UDP ||

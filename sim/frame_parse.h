@@ -84,6 +84,10 @@ inline Priority classify_dscp(uint8_t dscp) noexcept {
 // frame is Not-ECT (nothing to mark) or not IP.
 bool mark_ce(Frame& f) noexcept;
 
+// Sets the DSCP (ECN kept), fixing the IPv4 header checksum. False when the frame is not IP
+// or already carries `dscp`.
+bool set_dscp(Frame& f, uint8_t dscp) noexcept;
+
 // Cuts a UET RUD/ROD request to its headers (spec/uet.md §3.14): rewrites IP and UDP lengths,
 // sets `dscp`, zeroes the UDP checksum, fixes the IPv4 checksum and moves the frame to the
 // control class. False if the frame is not a trimmable UET request.

@@ -6,11 +6,24 @@
 // path reaches here only where tagging_ is set (run_events<true>); a fabric whose frames keep
 // class 0 runs none of it.
 #include <algorithm>
+#include <array>
 
+#include "sim/frame_parse.h"
 #include "sim/network.h"
 #include "sim/network_inline.h"
 
 namespace uet::sim {
+
+namespace {
+// The DSCP of each lossless class (0, 1, 2), which a switch that moves a frame into another
+// class writes, as Tagger's switches rewrite the tag the next hop classifies by (Hu et al.,
+// CoNEXT 2017, §5: the tag is carried in the DSCP field). [choice] Class 0 keeps the data
+// class's code point (kDscpData, 26); classes 1 and 2 take the two after it, which no engine
+// sends and classify_dscp() reads as data.
+constexpr std::array<uint8_t, kLosslessPriorities> kClassDscp = {kDscpData, kDscpData + 1,
+                                                                 kDscpData + 2};
+static_assert(kDscpData + 2 < kDscpTrimmed);
+}  // namespace
 
 // The frame was queued upstream in priority m.prio and arrived through `in_port`; the rule
 // reads the upstream egress (the link's far end) and `out`. The control class stays.
@@ -19,7 +32,17 @@ void Network::forward_tagged(uint32_t in_port, uint32_t out, FrameId f) {
   int prio = in_prio;
   if (in_prio != 1) {
     const auto cls = static_cast<uint8_t>(lossless_class(in_prio));
-    prio = lossless_priority(routing_.lossless().next(cls, peer_of(in_port), out));
+    const uint8_t next = routing_.lossless().next(cls, peer_of(in_port), out);
+    prio = lossless_priority(next);
+    // Its DSCP says so from this hop on (a pcap of the next link shows it); the IPv4
+    // checksum is recomputed, over any damage too.
+    if (next != cls && set_dscp(pool_[f], kClassDscp[next])) {
+      FrameMeta& m = meta(f);
+      if (m.corrupted) {
+        ++rare_stats(out).corrupted_rewrites;
+        m.corrupted = false;
+      }
+    }
   }
   enqueue_tagged(out, f, prio, in_port, in_prio);
 }

@@ -5,12 +5,16 @@
 // flowing.
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <iterator>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "sim/network.h"
 #include "sim/udp_app.h"
 #include "test_fabrics.h"
+#include "transport/wire/checksum.h"
 
 namespace uet::sim {
 namespace {
@@ -127,6 +131,61 @@ TEST(LosslessSwitch_Ring, PauseOnOneClassDoesNotStopTheOther) {
   EXPECT_FALSE(class0_paused);
   r.net.run_until(kSecond);
   EXPECT_EQ(r.received(), 2 * kBytes);
+}
+
+// The IPv4 frames of a pcap (Ethernet, no VLAN): their headers' bytes, each from the IP header.
+std::vector<std::string> pcap_ipv4_headers(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  const std::string b((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<std::string> out;
+  auto u32 = [&](size_t at) {  // the writer's (little-endian) byte order
+    return uint32_t{uint8_t(b[at])} | uint32_t{uint8_t(b[at + 1])} << 8 |
+           uint32_t{uint8_t(b[at + 2])} << 16 | uint32_t{uint8_t(b[at + 3])} << 24;
+  };
+  for (size_t at = 24; at + 16 <= b.size();) {
+    const uint32_t len = u32(at + 8);
+    if (len >= 34 && uint8_t(b[at + 16 + 12]) == 0x08 && uint8_t(b[at + 16 + 13]) == 0x00) {
+      out.push_back(b.substr(at + 16 + 14, 20));
+    }
+    at += 16 + len;
+  }
+  return out;
+}
+
+// PauseOnOneClassDoesNotStopTheOther's two flows, switch 0's link to switch 1 tapped: flow A
+// (host 14, 10.0.0.15) crossed the wraparound and leaves switch 0 in class 1, flow B (host 0,
+// 10.0.0.1) in class 0.
+// Expect: on that link every frame of A carries class 1's DSCP (27), every frame of B the data
+// class's (26), ECN as sent, and each IPv4 header checksum is right.
+TEST(LosslessSwitch_Ring, ASwitchThatRaisesTheClassRewritesTheDscp) {
+  const std::string path = ::testing::TempDir() + "/lossless_dscp.pcap";
+  {
+    Ring r(8, 2, true);
+    r.flow(14, 2, 4096 * 20);
+    r.flow(0, 4, 4096 * 20);
+    const uint32_t p01 = r.port_to(0, 1);
+    ASSERT_NE(p01, kNone);
+    ASSERT_TRUE(r.net.tap(p01, path).ok());
+    r.start();
+    r.net.run_until(kSecond);
+    EXPECT_EQ(r.received(), 2 * 4096 * 20u);
+  }
+  uint32_t a = 0, b = 0;
+  for (const std::string& h : pcap_ipv4_headers(path)) {
+    const auto* ip = reinterpret_cast<const uint8_t*>(h.data());
+    const uint8_t dscp = ip[1] >> 2;
+    EXPECT_EQ(ip[1] & 3, 2) << "ECN";  // ECT(0), as the UDP app sends it (no marking here)
+    EXPECT_TRUE(wire::ipv4_header_checksum_ok(ip, 20));
+    if (ip[15] == 15) {
+      ++a;
+      EXPECT_EQ(dscp, kDscpData + 1);
+    } else if (ip[15] == 1) {
+      ++b;
+      EXPECT_EQ(dscp, kDscpData);
+    }
+  }
+  EXPECT_GT(a, 10u);
+  EXPECT_GT(b, 10u);
 }
 
 }  // namespace
