@@ -2,8 +2,12 @@
 // sender has tagged messages in flight (rendezvous-sized, so the target reads them). The
 // survivor must get a completion for every operation it posted, the failed ones in the error
 // queue with a transport error, within its retry budget, and sends posted after the kill must
-// fail the same way: no hang, no operation lost. Over UET, or the RC engine with
-// FI_UETREF_TRANSPORT=rocev2. Exits 0 when every check holds; prints each failure.
+// fail the same way: no hang, no operation lost. With the argument `sender`, the other way
+// round: the sender of one 8 MiB rendezvous message is SIGKILLed once part of the rest has
+// landed in the receive (under UET's pushed rendezvous: after the receiver's CTS was
+// acknowledged), and the receive must complete in error, FI_ETIMEDOUT with no SES return code
+// (UET only). Over UET, or the RC engine with FI_UETREF_TRANSPORT=rocev2. Exits 0 when every
+// check holds; prints each failure.
 #define _POSIX_C_SOURCE 200809L
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -89,9 +93,104 @@ static void receiver(int to_sender) {
   }
 }
 
-int main(void) {
+enum { kBig = 8 << 20, kStride = 4096 };
+
+// The sender of the `sender` test: one message to the address the pipe brings, then progress
+// until it is killed.
+static void big_sender(int from_receiver) {
+  struct sockaddr_in peer;
+  struct node n;
+  if (read(from_receiver, &peer, sizeof peer) != (ssize_t)sizeof peer) _exit(2);
+  if (open_node(&n) != 0) _exit(3);
+  fi_addr_t to = FI_ADDR_NOTAVAIL;
+  if (fi_av_insert(n.av, &peer, 1, &to, 0, NULL) != 1) _exit(4);
+  static char src[kBig];
+  memset(src, 0x5a, sizeof src);
+  static struct fi_context ctx;
+  if (fi_tsend(n.ep, src, kBig, NULL, to, 9, &ctx) != 0) _exit(5);
+  for (;;) {
+    struct fi_cq_tagged_entry e;
+    fi_cq_read(n.cq, &e, 1);
+  }
+}
+
+// Strides of `buf` (one byte each) the message has reached: 0 before the rest arrives, all
+// of them once it is whole.
+static int strides_landed(const char* buf) {
+  int n = 0;
+  for (size_t i = kStride; i < kBig; i += kStride) n += buf[i] != 0;
+  return n;
+}
+
+// The `sender` test: the receiver survives a sender killed mid-message.
+static int sender_killed(void) {
+  int pipefd[2];
+  if (pipe(pipefd) != 0) return 1;
+  const pid_t child = fork();
+  if (child < 0) return 1;
+  if (child == 0) {
+    close(pipefd[1]);
+    big_sender(pipefd[0]);
+  }
+  close(pipefd[0]);
+  struct node n;
+  int rc = open_node(&n);
+  CHECK(rc == 0, "open: %d", rc);
+  if (rc != 0) return kill(child, SIGKILL), 1;
+  static char buf[kBig];
+  static struct fi_context ctx;
+  CHECK(fi_trecv(n.ep, buf, kBig, NULL, FI_ADDR_UNSPEC, 9, 0, &ctx) == 0, "fi_trecv");
+  CHECK(write(pipefd[1], &n.name, sizeof n.name) == (ssize_t)sizeof n.name, "write");
+  const int strides = kBig / kStride - 1;
+  int landed = 0, ok = 0, errors = 0;
+  double killed_at = 0, failed_at = 0;
+  const double give_up = now_s() + 60;
+  while (ok + errors == 0 && now_s() < give_up) {
+    struct fi_cq_tagged_entry e;
+    ssize_t r = fi_cq_read(n.cq, &e, 1);
+    if (r == 1) ++ok;
+    if (r == -FI_EAVAIL) {
+      struct fi_cq_err_entry err = {0};
+      CHECK(fi_cq_readerr(n.cq, &err, 0) == 1, "fi_cq_readerr");
+      ++errors;
+      failed_at = now_s();
+      char text[128];
+      const char* why = fi_cq_strerror(n.cq, err.prov_errno, NULL, text, sizeof text);
+      printf("the receive failed: %s (%s)\n", fi_strerror(err.err), why);
+      CHECK(err.op_context == &ctx, "the error names another operation");
+      CHECK(err.err == FI_ETIMEDOUT, "error %s, want FI_ETIMEDOUT", fi_strerror(err.err));
+      // No SES return code: the provider reports the engine's status, negated (cq.cc).
+      CHECK(err.prov_errno < 0 && strstr(why, "no answer from the peer") != NULL,
+            "prov_errno %d (%s): want no SES return code", err.prov_errno, why);
+    }
+    // Mid-message: part of the rest is in the receive buffer, not all of it.
+    if (killed_at == 0 && (landed = strides_landed(buf)) > 0 && landed < strides) {
+      kill(child, SIGKILL);
+      waitpid(child, NULL, 0);
+      killed_at = now_s();
+    }
+  }
+  if (killed_at == 0) kill(child, SIGKILL), waitpid(child, NULL, 0);
+  CHECK(killed_at > 0, "the message was never caught part-way (%d of %d strides)", landed, strides);
+  CHECK(ok == 0, "the receive completed successfully though its sender died");
+  CHECK(errors == 1, "no error completion within 60 s: the receive hangs");
+  if (errors == 1 && killed_at > 0) {
+    printf("sender killed with %d of %d strides landed; the receive failed %.2f s later\n",
+           landed, strides, failed_at - killed_at);
+  }
+  fi_close(&n.ep->fid);
+  fi_close(&n.cq->fid);
+  fi_close(&n.av->fid);
+  fi_close(&n.domain->fid);
+  fi_close(&n.fabric->fid);
+  fi_freeinfo(n.info);
+  return failures == 0 ? 0 : 1;
+}
+
+int main(int argc, char** argv) {
   const char* transport = getenv("FI_UETREF_TRANSPORT");
   printf("transport: %s\n", transport != NULL ? transport : "uet");
+  if (argc > 1 && strcmp(argv[1], "sender") == 0) return sender_killed();
   int pipefd[2];
   if (pipe(pipefd) != 0) return 1;
   const pid_t child = fork();

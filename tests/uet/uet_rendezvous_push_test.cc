@@ -4,8 +4,9 @@
 // WRITEs the rest. Receives posted before and after the request, tagged and untagged; the
 // frames on the wire (no READ); neither end completing early; loss, duplication and
 // reordering both ways on RUD and ROD; truncation and a buffer too short; an initiator in
-// READ mode serving a pushing target; a CTS for a withdrawn source, a sender gone after the
-// CTS, and WRITEs under a sink key that names no receive.
+// READ mode serving a pushing target; a CTS for a withdrawn source, a sender gone silent or
+// dead after the CTS (and one alive but slow), and WRITEs under a sink key that names no
+// receive.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -301,6 +302,79 @@ TEST(UetRendezvousPush_Timeout, AReceiveWhosePushNeverComesFails) {
   ASSERT_EQ(rc.size(), 1u);
   EXPECT_EQ(rc[0].status, OpStatus::kRetriesExhausted);
   EXPECT_EQ(link.b().counters().rdv_push_timeouts, 1u);
+}
+
+// hold_probe_after: the CTS holds its PDC while the push is under way, so the receive learns
+// that the sender died (silent from just after the CTS was acknowledged and a few WRITE
+// packets landed) within the retry budget, with rendezvous_timeout far away.
+TEST(UetRendezvousPush_Liveness, AReceiveFailsWithinTheRetryBudgetWhenItsSenderDiesMidPush) {
+  UetConfig b = config_for(kIpB);
+  b.hold_probe_after = kMillisecond;
+  b.rendezvous_timeout = 1000 * kSecond;
+  Link link(config_for(kIpA), b);
+  int writes = 0;
+  bool dead = false;
+  link.set_filter([&](int from, const wire::Decoded& d) {
+    const auto* ses = d.ses_as<wire::SesStandardRequest>();
+    if (from == 1) return 1;
+    // A dies once 3 of its WRITE packets are through and B has the CTS's ACK: from then on
+    // nothing of A's arrives, not even the answers to B's REQ_ACKs.
+    if (ses != nullptr && ses->opcode() == wire::SesOpcode::kWrite && ++writes > 3) dead = true;
+    if (ses == nullptr && link.b().counters().rx_acks > 0) dead = true;
+    return dead ? 0 : 1;
+  });
+  const std::vector<uint8_t> msg = pattern(200000, 2);
+  std::vector<uint8_t> buf(msg.size(), 0);
+  ASSERT_TRUE(link.b().post_trecv(trecv(2, buf, 4)).ok());
+  ASSERT_TRUE(link.a().post_tsend(tsend(1, msg, 4)).ok());
+  std::vector<Completion> rc;
+  for (Time t = link.now(); rc.empty() && t < 10 * kSecond;) {
+    t += kMillisecond;
+    link.run(t);
+    rc = drain(link.b());
+  }
+  ASSERT_TRUE(dead);
+  // Expect: mid-push (some pushed bytes placed, not all), then the receive fails
+  // kRetriesExhausted after the unanswered REQ_ACKs, long before rendezvous_timeout.
+  EXPECT_NE(buf[kEager], 0);
+  EXPECT_NE(buf, msg);
+  ASSERT_EQ(rc.size(), 1u);
+  EXPECT_EQ(rc[0].wr_id, 2u);
+  EXPECT_EQ(rc[0].status, OpStatus::kRetriesExhausted);
+  EXPECT_EQ(rc[0].return_code, 0);  // no SES return code: the sender never answered
+  EXPECT_LT(link.now(), 2 * kSecond);
+  EXPECT_EQ(link.b().counters().hold_probe_failures, 1u);
+  EXPECT_EQ(link.b().counters().tx_req_ack, b.max_retries);
+  EXPECT_EQ(link.b().counters().rdv_push_timeouts, 0u);
+}
+
+// While the sender lives, the CTS's REQ_ACKs are answered and the receive waits for the push,
+// however slow (here its first packets are lost and resent on RTOs, hold_probe_after apart).
+TEST(UetRendezvousPush_Liveness, AReceiveWaitsForALiveSendersPush) {
+  UetConfig a = config_for(kIpA), b = config_for(kIpB);
+  a.hold_probe_after = b.hold_probe_after = 100 * kMicrosecond;
+  Link link(a, b);
+  std::optional<Time> first_write;
+  link.set_filter([&](int from, const wire::Decoded& d) {
+    const auto* ses = d.ses_as<wire::SesStandardRequest>();
+    if (from == 0 && ses != nullptr && ses->opcode() == wire::SesOpcode::kWrite) {
+      if (!first_write) first_write = link.now();
+      return link.now() < *first_write + kMillisecond ? 0 : 1;  // lost for 1 ms (RTOs)
+    }
+    return 1;
+  });
+  const std::vector<uint8_t> msg = pattern(60000, 5);
+  std::vector<uint8_t> buf(msg.size(), 0);
+  ASSERT_TRUE(link.b().post_trecv(trecv(2, buf, 4)).ok());
+  ASSERT_TRUE(link.a().post_tsend(tsend(1, msg, 4)).ok());
+  link.run(10 * kSecond);
+  const auto rc = drain(link.b());
+  ASSERT_EQ(rc.size(), 1u);
+  EXPECT_EQ(rc[0].status, OpStatus::kSuccess);
+  EXPECT_TRUE(buf == msg);
+  ASSERT_EQ(drain(link.a()).size(), 1u);
+  EXPECT_GT(link.b().counters().tx_req_ack, 0u);
+  EXPECT_EQ(link.b().counters().hold_probe_failures, 0u);
 }
 
 // WRITEs under sink keys: one naming no receive ever, one naming a receive already complete;

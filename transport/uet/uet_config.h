@@ -169,10 +169,10 @@ struct UetConfig {
   Time idle_timeout = kMillisecond;
   // Liveness of a peer that holds our operations (spec/uet.md §3.12 REQ_ACK): an initiator PDC
   // whose operations wait on the target with nothing in flight (a rendezvous source not yet
-  // read, a deferred send not yet asked for) sends REQ_ACK after this long, then on its RTO with
-  // backoff; max_retries unanswered fail the PDC's operations kRetriesExhausted, so a dead
-  // peer is found within the retry budget rather than rendezvous_timeout or deferral_timeout.
-  // Any ACK restarts it. 0 (the default): never; else 1 us..1000 s.
+  // read, a deferred send not yet asked for, a CTS whose push has not all come) sends REQ_ACK
+  // after this long, then on its RTO with backoff; max_retries unanswered fail the PDC's
+  // operations kRetriesExhausted, so a dead peer is found within the retry budget rather than
+  // rendezvous_timeout or deferral_timeout. Any ACK restarts it. 0 (the default): never; else 1 us..1000 s.
   Time hold_probe_after = 0;
   // ROD (NOTES.md, "The other delivery modes"; spec/uet.md §3.3): out-of-order requests a ROD
   // target PDC holds for in-order delivery, and the initiator's PSN window on a ROD PDC, in

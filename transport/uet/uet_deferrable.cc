@@ -96,6 +96,10 @@ bool UetEndpoint::defer_restart(uint32_t i) {
 // times out). kWait: NACKed, no room to post the restart (the RTR comes again).
 UetEndpoint::Exec UetEndpoint::rx_rtr(Pdc& p, const wire::SesStandardRequest& ses,
                                       uint32_t psn) {
+  if (ses.ie()) {  // §4.1: given up by its target (RNR): nothing to restart or push
+    ++rare().rx_initiator_err;
+    return Exec::kRecord;
+  }
   const uint64_t token = ses.match_bits();
   if (is_rdv_key(token)) return rdv_push(p, ses, psn);  // a rendezvous CTS
   const uint32_t i = token & 0xFFFF;

@@ -434,8 +434,10 @@ absl::Status UetEndpoint::post_op(uint32_t peer, bool rod, const Op& op, const c
       carried = rdv_eager();
     }
   }
-  // A rendezvous send is also waiting for its source's READs (rdv_release).
-  o.unacked = o.packets + (is_rdv_send(o) ? 1 : 0);
+  // A rendezvous send is also waiting for its source's READs or push (rdv_release), a CTS
+  // for the push it asked for (cts_release).
+  o.unacked = o.packets + (is_rdv_send(o) || is_cts(o) ? 1 : 0);
+  if (is_cts(o)) [[unlikely]] cts_posted(p, o);
   // RCCC's backlog: the payload bytes that need credit (not READs' or atomics', above tx).
   o.carries = op.op != Opcode::kRead && op.op != Opcode::kAtomic && op.op != Opcode::kRecv;
   if (o.carries) p.ini.unsent_bytes += carried;

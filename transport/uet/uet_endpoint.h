@@ -165,6 +165,11 @@ class UetEndpoint final : public Endpoint {
     uint64_t eager = 0;
     uint32_t sink = 0;
     Time deadline = kNever;
+    // Its CTS (operation cts_op on initiator PDC cts_pdc) stays unretired while `cts_held`:
+    // the PDC then probes the initiator (hold_probe_after) until the push is done.
+    bool cts_held = false;
+    uint16_t cts_pdc = 0;
+    uint32_t cts_op = 0;
   };
   // Rendezvous (§4.5.3): what a rendezvous request names for the target to READ from.
   struct RdvRead {
@@ -404,6 +409,11 @@ class UetEndpoint final : public Endpoint {
     return config_.rendezvous_push ? rdv_cts(m, rd) : rdv_read(m, rd);
   }
   bool rdv_cts(RxMsg& m, const RdvRead& rd);
+  static bool is_cts(const Op& o) noexcept { return o.rdv != 0 && o.op == Opcode::kRecv; }
+  void cts_posted(const Pdc& p, const Op& o) noexcept;
+  bool cts_holds(const Op& o) const noexcept;
+  void cts_drop(Op& o) noexcept;
+  void cts_release(RxMsg& m);
   Exec rdv_push(Pdc& p, const wire::SesStandardRequest& ses, uint32_t psn);
   void rdv_pushed(Pdc& pw, const Op& w);
   Exec rdv_sink(Pdc& p, const wire::SesStandardRequest& ses, uint64_t key, uint64_t at,

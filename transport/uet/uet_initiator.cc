@@ -355,8 +355,10 @@ void UetEndpoint::rx_ack(const wire::Decoded& d, Time now) {
           o.status = status_for(rc);
           o.rc = static_cast<uint8_t>(rc);
         }
-        // A refused rendezvous send: the target will not read its source.
+        // A refused rendezvous send: the target will not read its source; a refused CTS:
+        // no push will come.
         if (is_rdv_send(o)) rdv_release(o);
+        if (is_cts(o)) cts_drop(o);
         // The refusal is the acknowledgement of its PSN: the target leaves it out of CACK and
         // SACK until our clear PSN passes it (Pdc::Target::gtd).
         ack_psn(p, trig, false, now);
@@ -562,13 +564,14 @@ void UetEndpoint::rnr_nack(Pdc& p, uint32_t psn, wire::NackCode code) {
   if (s.acked || !s.in_flight || s.rnr_wait) return;
   if (o.abandoned) {
     mark_lost(p, psn);  // goes again, with `ie`
-  } else if (s.rnr >= config_.rnr_retries && o.unacked == o.packets) {
+  } else if (s.rnr >= config_.rnr_retries && o.unacked == o.packets + (cts_holds(o) ? 1 : 0)) {
     // Nothing of the message was accepted, so the target holds no state for it.
     o.abandoned = true;
     o.failed = true;
     o.status = code == wire::NackCode::kNoSesMsgAvail ? OpStatus::kNoResources
                                                       : OpStatus::kReceiverNotReady;
     if (is_rdv_send(o)) rdv_release(o);  // never to be read
+    if (is_cts(o)) cts_drop(o);          // never to be pushed
     mark_lost(p, psn);
   } else {
     if (s.rnr < 255) ++s.rnr;

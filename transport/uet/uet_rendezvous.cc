@@ -354,17 +354,21 @@ void UetEndpoint::rdv_place(const Op& o, uint64_t at, std::span<const uint8_t> d
 }
 
 // A rendezvous READ completed (or failed): so does its receive. A CTS only when it failed
-// (the initiator is gone) and its receive still waits for the push.
+// (refused, or its PDC failed: the initiator is gone) and its receive still waits for the push.
 void UetEndpoint::rdv_read_done(const Op& o) {
   RxMsg& m = rx_msgs_[o.rdv - 1];
   if (o.op == Opcode::kRecv) {
-    if (o.failed && m.in_use && m.rdv && m.sink == o.remote_offset) complete_rdv(m, o.status);
+    if (o.failed && m.in_use && m.rdv && m.sink == o.remote_offset) {
+      m.cts_held = false;  // the CTS is retiring or its PDC is being freed
+      complete_rdv(m, o.status);
+    }
     return;
   }
   complete_rdv(m, o.failed ? o.status : OpStatus::kSuccess);
 }
 
 void UetEndpoint::complete_rdv(RxMsg& m, OpStatus status) {
+  cts_release(m);
   m.in_use = false;
   m.rdv = false;
   if (m.sink != 0) {
@@ -411,6 +415,42 @@ bool UetEndpoint::rdv_cts(RxMsg& m, const RdvRead& rd) {
   ++sinks_live_;
   ++rare().tx_rdv_cts;
   return true;
+}
+
+// CTS `o` was posted on `p`: it holds its PDC (one more than its PSNs unacknowledged) until
+// the push is done, so that PDC asks the initiator whether it lives while the receive waits
+// (hold_probe_after, spec/uet.md §3.12 REQ_ACK) and its failure fails the receive: a sender
+// that dies after the CTS is found within the retry budget, not rendezvous_timeout.
+void UetEndpoint::cts_posted(const Pdc& p, const Op& o) noexcept {
+  RxMsg& m = rx_msgs_[o.rdv - 1];
+  m.cts_held = true;
+  m.cts_pdc = p.id;
+  m.cts_op = p.ini.op_tail;
+}
+
+// Whether CTS `o` still holds its PDC for the push (it may outlive its receive).
+bool UetEndpoint::cts_holds(const Op& o) const noexcept {
+  if (!is_cts(o)) return false;
+  const RxMsg& m = rx_msgs_[o.rdv - 1];
+  return m.cts_held && m.in_use && m.sink == o.remote_offset;
+}
+
+// CTS `o` failed (refused, or given up after RNR): no push will come; it retires with its PSN.
+void UetEndpoint::cts_drop(Op& o) noexcept {
+  if (!cts_holds(o)) return;
+  rx_msgs_[o.rdv - 1].cts_held = false;
+  --o.unacked;
+}
+
+// Message m's receive is complete (pushed, or timed out): its CTS no longer holds its PDC.
+void UetEndpoint::cts_release(RxMsg& m) {
+  if (!m.cts_held) return;
+  m.cts_held = false;
+  Pdc& p = pdcs_[m.cts_pdc];
+  --p.ini.ops[m.cts_op].unacked;
+  retire(p);
+  note_idle(p, now_);
+  mark_ready(p);
 }
 
 // A CTS at the initiator: the rest of the source its token names is WRITTEN under the key
