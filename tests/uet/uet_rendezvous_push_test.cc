@@ -1,12 +1,10 @@
 // Pushed rendezvous (UetConfig::rendezvous_push; transport/uet/uet_rendezvous.cc, NOTES.md
 // "Rendezvous") on the fake link: the target answers the rendezvous request with a CTS (a
 // DEFERRABLE_RTR naming the source's key, its sink key in buffer_offset) and the initiator
-// WRITEs the rest. Receives posted before and after the request, tagged and untagged; the
-// frames on the wire (no READ); neither end completing early; loss, duplication and
-// reordering both ways on RUD and ROD; truncation and a buffer too short; an initiator in
-// READ mode serving a pushing target; a CTS for a withdrawn source, a sender gone silent or
-// dead after the CTS (and one alive but slow), and WRITEs under a sink key that names no
-// receive.
+// WRITEs the rest. The frames on the wire (no READ); an initiator in READ mode serving a
+// pushing target; a CTS for a withdrawn source, a sender gone silent or dead after the CTS
+// (and one alive but slow), and WRITEs under a sink key that names no receive. What both ways
+// share (completion, faults, untagged sends, truncation) runs in uet_rendezvous_test.cc.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -20,7 +18,6 @@
 namespace uet {
 namespace {
 
-using testing::by_wr_id;
 using testing::drain;
 using testing::pattern;
 
@@ -114,118 +111,8 @@ TEST(UetRendezvousPush_Wire, TheTargetSendsACtsAndTheRestComesAsWritesNotReads) 
   }
 }
 
-// Each side's completion comes only once every byte is in the receive buffer.
-TEST(UetRendezvousPush_Completion, NeitherEndCompletesBeforeEveryByteIsPlaced) {
-  for (bool posted_first : {true, false}) {
-    SCOPED_TRACE(posted_first ? "posted first" : "unexpected first");
-    Link link;
-    const std::vector<uint8_t> msg = pattern(300000, 7);
-    std::vector<uint8_t> buf(msg.size(), 0);
-    if (posted_first) { ASSERT_TRUE(link.b().post_trecv(trecv(5, buf, 77)).ok()); }
-    ASSERT_TRUE(link.a().post_tsend(tsend(9, msg, 77)).ok());
-    if (!posted_first) {
-      link.run(link.now() + 200 * kMicrosecond);
-      EXPECT_TRUE(drain(link.a()).empty());  // waits for a receive to ask for the rest
-      ASSERT_TRUE(link.b().post_trecv(trecv(5, buf, 77)).ok());
-    }
-    bool sent = false, received = false;
-    Time t = link.now();
-    for (int step = 0; step < 20000 && !(sent && received); ++step) {
-      t += kMicrosecond;
-      link.run(t);
-      for (const Completion& c : drain(link.a())) {
-        EXPECT_EQ(c.status, OpStatus::kSuccess);
-        EXPECT_TRUE(std::equal(msg.begin(), msg.end(), buf.begin())) << "sender completed early";
-        sent = true;
-      }
-      for (const Completion& c : drain(link.b())) {
-        EXPECT_EQ(c.status, OpStatus::kSuccess);
-        EXPECT_EQ(c.bytes, msg.size());
-        EXPECT_TRUE(std::equal(msg.begin(), msg.end(), buf.begin())) << "receiver completed early";
-        received = true;
-      }
-    }
-    EXPECT_TRUE(sent);
-    EXPECT_TRUE(received);
-  }
-}
-
-// ------------------------------------------------------------------------------ faults
-
-TEST(UetRendezvousPush_Faults, LossDuplicationAndReorderingBothWaysDeliverEachMessageOnce) {
-  for (DeliveryMode mode : {DeliveryMode::kRud, DeliveryMode::kRod}) {
-    SCOPED_TRACE(mode == DeliveryMode::kRud ? "RUD" : "ROD");
-    Link link;
-    testing::RandomFaults faults(/*seed=*/29, /*loss_every=*/14, /*dup_every=*/7);
-    link.set_jitter(8 * kMicrosecond);
-    link.set_filter([&](int, const wire::Decoded&) { return faults(); });  // both ways
-    constexpr int kMsgs = 16;
-    std::vector<std::vector<uint8_t>> msgs, bufs;
-    for (int i = 0; i < kMsgs; ++i) {
-      msgs.push_back(pattern(kThreshold - 5000 + 9000 * static_cast<uint64_t>(i),
-                             static_cast<uint32_t>(40 + i)));
-      bufs.emplace_back(msgs[i].size(), 0xEE);
-    }
-    for (int i = 0; i < kMsgs / 2; ++i) {
-      ASSERT_TRUE(link.b().post_trecv(trecv(i, bufs[i], i)).ok());
-    }
-    for (int i = 0; i < kMsgs; ++i) {
-      ASSERT_TRUE(link.a().post_tsend(tsend(i, msgs[i], i, mode)).ok());
-    }
-    link.run(link.now() + kMillisecond);
-    for (int i = kMsgs / 2; i < kMsgs; ++i) {
-      ASSERT_TRUE(link.b().post_trecv(trecv(i, bufs[i], i)).ok());
-    }
-    link.run(kSecond);
-    const auto rc = by_wr_id(drain(link.b()));
-    ASSERT_EQ(rc.size(), static_cast<size_t>(kMsgs));
-    for (int i = 0; i < kMsgs; ++i) {
-      EXPECT_EQ(rc.at(i).status, OpStatus::kSuccess) << i;
-      EXPECT_EQ(rc.at(i).bytes, msgs[i].size());
-      EXPECT_TRUE(msgs[i] == bufs[i]) << "message " << i;
-    }
-    const auto sc = by_wr_id(drain(link.a()));
-    ASSERT_EQ(sc.size(), static_cast<size_t>(kMsgs));
-    for (const auto& [id, c] : sc) EXPECT_EQ(c.status, OpStatus::kSuccess) << id;
-    EXPECT_GT(faults.lost, 0);
-    EXPECT_GT(faults.duplicated, 0);
-    EXPECT_GT(link.a().counters().tx_rdv_pushes, 0u);
-    EXPECT_EQ(link.a().counters().tx_rdv_pushes, link.b().counters().rx_rdv_pushed);
-    EXPECT_EQ(link.a().counters().rx_rdv_reads, 0u);
-    EXPECT_EQ(link.b().counters().rx_rdv_bad_push, 0u);
-  }
-}
-
-// ------------------------------------------------------------------- short buffers
-
-// Truncation, posted first or unexpected, in both modes: uet_rendezvous_test.cc.
-
-TEST(UetRendezvousPush_Send, UntaggedSendsArePushedIntoPostedBuffersAndTooShortOnesFail) {
-  Link link;
-  const std::vector<uint8_t> big = pattern(100000, 3), bigger = pattern(120000, 4);
-  std::vector<uint8_t> buf1(100000, 0), buf2(50000, 0xEE);
-  ASSERT_TRUE(link.b().post_recv({1, buf1.data(), buf1.size()}).ok());
-  ASSERT_TRUE(link.b().post_recv({2, buf2.data(), buf2.size()}).ok());
-  SendRequest s1{.wr_id = 11, .peer = kIpB, .local = big.data(), .length = big.size(),
-                 .has_imm = true, .imm = 0xABCD};
-  SendRequest s2{.wr_id = 12, .peer = kIpB, .local = bigger.data(), .length = bigger.size()};
-  ASSERT_TRUE(link.a().post_send(s1).ok());
-  ASSERT_TRUE(link.a().post_send(s2).ok());
-  link.run(kSecond);
-  const auto rc = by_wr_id(drain(link.b()));
-  ASSERT_EQ(rc.size(), 2u);
-  EXPECT_EQ(rc.at(1).status, OpStatus::kSuccess);
-  EXPECT_EQ(rc.at(1).bytes, big.size());
-  EXPECT_EQ(rc.at(1).imm, 0xABCDu);
-  EXPECT_TRUE(big == buf1);
-  EXPECT_EQ(rc.at(2).status, OpStatus::kLengthError);
-  EXPECT_TRUE(std::all_of(buf2.begin(), buf2.end(), [](uint8_t x) { return x == 0xEE; }));
-  const auto sc = by_wr_id(drain(link.a()));
-  ASSERT_EQ(sc.size(), 2u);
-  EXPECT_EQ(sc.at(11).status, OpStatus::kSuccess);
-  EXPECT_EQ(sc.at(12).status, OpStatus::kLengthError);
-  EXPECT_EQ(link.a().counters().tx_rdv_pushes, 1u);
-}
+// Completion, faults, untagged sends and truncation, the same in both ways:
+// uet_rendezvous_test.cc (UetRendezvous_*/Ways.*/Pushed).
 
 // --------------------------------------------------------------- the two ends' modes
 

@@ -1,7 +1,8 @@
 // Rendezvous (spec/uet.md §4.5.3; transport/uet/uet_rendezvous.cc) on the fake link: sends
 // across the size threshold, tagged and untagged, posted first or unexpected; the bytes exact
 // and both ends complete only when every byte is placed; loss, duplication and reordering in
-// both directions; truncation and a buffer too short; sources exhausted (the rest go eagerly);
+// both directions; truncation and a buffer too short (these four both ways the rest can move:
+// READ by the target, or pushed after its CTS); sources exhausted (the rest go eagerly);
 // a target that never reads (the send times out, the key is withdrawn); READs of a source that
 // are not the reader's to make; a refused rendezvous request; ROD's matching order.
 #include <gtest/gtest.h>
@@ -10,7 +11,7 @@
 #include <map>
 #include <optional>
 #include <random>
-#include <utility>
+#include <string>
 #include <vector>
 
 #include "tests/common/payload.h"
@@ -82,11 +83,42 @@ TEST(UetRendezvous_Threshold, LongerThanTheThresholdGoesByReadShorterEagerly) {
   EXPECT_GE(link.a().counters().refusals_cleared, reads);
 }
 
+// ------------------------------------------- either way the rest moves (READ or pushed)
+
+// The suites below run twice: the target READs the rest, or (pushed) answers with a CTS and
+// the initiator WRITEs it. `push()` says which; `way()` asserts the way it moved.
+class BothWays : public ::testing::TestWithParam<bool> {
+ protected:
+  bool push() const { return GetParam(); }
+  UetConfig a() const { return config_for(kIpA, push()); }
+  UetConfig b() const { return config_for(kIpB, push()); }
+  // `messages` went by rendezvous the test's way: pushed (one CTS and one WRITE each, no READ)
+  // or READ (no CTS).
+  void way(Link& link, uint64_t messages) const {
+    EXPECT_EQ(link.b().counters().tx_rdv_cts, push() ? messages : 0u);
+    EXPECT_EQ(link.a().counters().tx_rdv_pushes, push() ? messages : 0u);
+    EXPECT_EQ(link.b().counters().rx_rdv_pushed, push() ? messages : 0u);
+    EXPECT_EQ(link.a().counters().rx_rdv_reads > 0, !push());
+    EXPECT_EQ(link.b().counters().rx_rdv_bad_push, 0u);
+  }
+};
+std::string way_name(const ::testing::TestParamInfo<bool>& info) {
+  return info.param ? "Pushed" : "Read";
+}
+class UetRendezvous_Completion : public BothWays {};
+class UetRendezvous_Faults : public BothWays {};
+class UetRendezvous_Send : public BothWays {};
+class UetRendezvous_Truncation : public BothWays {};
+INSTANTIATE_TEST_SUITE_P(Ways, UetRendezvous_Completion, ::testing::Bool(), way_name);
+INSTANTIATE_TEST_SUITE_P(Ways, UetRendezvous_Faults, ::testing::Bool(), way_name);
+INSTANTIATE_TEST_SUITE_P(Ways, UetRendezvous_Send, ::testing::Bool(), way_name);
+INSTANTIATE_TEST_SUITE_P(Ways, UetRendezvous_Truncation, ::testing::Bool(), way_name);
+
 // Each side's completion comes only once every byte is in the receive buffer.
-TEST(UetRendezvous_Completion, NeitherEndCompletesBeforeEveryByteIsPlaced) {
+TEST_P(UetRendezvous_Completion, NeitherEndCompletesBeforeEveryByteIsPlaced) {
   for (bool posted_first : {true, false}) {
     SCOPED_TRACE(posted_first ? "posted first" : "unexpected first");
-    Link link;
+    Link link(a(), b());
     const std::vector<uint8_t> msg = pattern(300000, 7);
     std::vector<uint8_t> buf(msg.size(), 0);
     if (posted_first) { ASSERT_TRUE(link.b().post_trecv(trecv(5, buf, 77)).ok()); }
@@ -94,7 +126,7 @@ TEST(UetRendezvous_Completion, NeitherEndCompletesBeforeEveryByteIsPlaced) {
     bool sent = false, received = false;
     if (!posted_first) {
       link.run(link.now() + 200 * kMicrosecond);
-      EXPECT_TRUE(drain(link.a()).empty());  // waits for the receive to READ it
+      EXPECT_TRUE(drain(link.a()).empty());  // waits for a receive to ask for the rest
       ASSERT_TRUE(link.b().post_trecv(trecv(5, buf, 77)).ok());
     }
     // (run() stops at the last event before `until`: the test keeps its own clock.)
@@ -117,15 +149,14 @@ TEST(UetRendezvous_Completion, NeitherEndCompletesBeforeEveryByteIsPlaced) {
     EXPECT_TRUE(sent);
     EXPECT_TRUE(received);
     EXPECT_EQ(link.b().counters().rx_tagged_unexpected, posted_first ? 0u : 1u);
+    way(link, 1);
   }
 }
 
-// ------------------------------------------------------------------------------ faults
-
-TEST(UetRendezvous_Faults, LossDuplicationAndReorderingBothWaysDeliverEachMessageOnce) {
+TEST_P(UetRendezvous_Faults, LossDuplicationAndReorderingBothWaysDeliverEachMessageOnce) {
   for (DeliveryMode mode : {DeliveryMode::kRud, DeliveryMode::kRod}) {
     SCOPED_TRACE(mode == DeliveryMode::kRud ? "RUD" : "ROD");
-    Link link;
+    Link link(a(), b());
     testing::RandomFaults faults(/*seed=*/23, /*loss_every=*/14, /*dup_every=*/7);
     link.set_jitter(8 * kMicrosecond);
     link.set_filter([&](int, const wire::Decoded&) { return faults(); });  // both ways
@@ -136,8 +167,7 @@ TEST(UetRendezvous_Faults, LossDuplicationAndReorderingBothWaysDeliverEachMessag
                              static_cast<uint32_t>(30 + i)));
       bufs.emplace_back(msgs[i].size(), 0xEE);
     }
-    // Half the receives before the messages, half after; tagged and untagged alternate.
-    std::vector<RecvBuffer> untagged;
+    // Half the receives before the messages, half after.
     for (int i = 0; i < kMsgs / 2; ++i) {
       ASSERT_TRUE(link.b().post_trecv(trecv(i, bufs[i], i)).ok());
     }
@@ -163,11 +193,12 @@ TEST(UetRendezvous_Faults, LossDuplicationAndReorderingBothWaysDeliverEachMessag
     EXPECT_GT(faults.duplicated, 0);
     EXPECT_GT(link.a().counters().tx_rendezvous, 0u);
     EXPECT_EQ(link.a().counters().rdv_timeouts, 0u);
+    way(link, link.a().counters().tx_rendezvous);
   }
 }
 
-TEST(UetRendezvous_Send, UntaggedSendsReadIntoPostedBuffersAndTooShortOnesFailBothEnds) {
-  Link link;
+TEST_P(UetRendezvous_Send, UntaggedSendsGoIntoPostedBuffersAndTooShortOnesFailBothEnds) {
+  Link link(a(), b());
   const std::vector<uint8_t> big = pattern(100000, 3), bigger = pattern(120000, 4);
   std::vector<uint8_t> buf1(100000, 0), buf2(50000, 0xEE);
   ASSERT_TRUE(link.b().post_recv({1, buf1.data(), buf1.size()}).ok());
@@ -192,16 +223,15 @@ TEST(UetRendezvous_Send, UntaggedSendsReadIntoPostedBuffersAndTooShortOnesFailBo
   EXPECT_EQ(sc.at(11).status, OpStatus::kSuccess);
   EXPECT_EQ(sc.at(12).status, OpStatus::kLengthError);
   EXPECT_EQ(link.a().counters().tx_rendezvous, 2u);
-  EXPECT_EQ(link.a().counters().rx_rdv_reads, (100000 - (4096 - 24) + 4095) / 4096);
+  // Only the first moved its rest (the second was refused whole): 4 KiB READs, or one push.
+  EXPECT_EQ(link.a().counters().rx_rdv_reads, push() ? 0u : (100000 - (4096 - 24) + 4095) / 4096);
+  way(link, 1);
 }
 
-// Either way the rest moves: READ by the target, or pushed by the initiator after a CTS.
-TEST(UetRendezvous_Truncation, TheBytesThatFitArePlacedPostedOrUnexpected) {
-  for (auto [posted_first, push] : {std::pair{true, false}, std::pair{false, false},
-                                    std::pair{true, true}, std::pair{false, true}}) {
+TEST_P(UetRendezvous_Truncation, TheBytesThatFitArePlacedPostedOrUnexpected) {
+  for (bool posted_first : {true, false}) {
     SCOPED_TRACE(posted_first ? "posted first" : "unexpected first");
-    SCOPED_TRACE(push ? "pushed" : "read");
-    Link link(config_for(kIpA, push), config_for(kIpB, push));
+    Link link(a(), b());
     const std::vector<uint8_t> msg = pattern(90000, 8);
     std::vector<uint8_t> buf(30000, 0xEE);
     if (posted_first) { ASSERT_TRUE(link.b().post_trecv(trecv(3, buf, 11)).ok()); }
@@ -217,6 +247,7 @@ TEST(UetRendezvous_Truncation, TheBytesThatFitArePlacedPostedOrUnexpected) {
     const auto sc = drain(link.a());  // the sender's message was delivered (FI_ETRUNC)
     ASSERT_EQ(sc.size(), 1u);
     EXPECT_EQ(sc[0].status, OpStatus::kSuccess);
+    way(link, 1);
   }
 }
 
