@@ -114,6 +114,40 @@ TEST(UetRendezvousPush_Wire, TheTargetSendsACtsAndTheRestComesAsWritesNotReads) 
 // Completion, faults, untagged sends and truncation, the same in both ways:
 // uet_rendezvous_test.cc (UetRendezvous_*/Ways.*/Pushed).
 
+// Completion order (NOTES.md, "Rendezvous"): on the CTS the rendezvous send hands its
+// completion over to its WRITE, so an eager send posted after it on the same RUD PDC completes
+// once acknowledged, not behind the push; the rendezvous send completes when its WRITE does.
+TEST(UetRendezvousPush_Order, AnEagerSendPostedAfterAPushedOneDoesNotWaitForThePush) {
+  Link link;
+  const std::vector<uint8_t> big = pattern(600000, 4), small = pattern(1000, 5);
+  std::vector<uint8_t> bbuf(big.size(), 0), sbuf(small.size(), 0);
+  ASSERT_TRUE(link.b().post_trecv(trecv(1, bbuf, 1)).ok());
+  ASSERT_TRUE(link.b().post_trecv(trecv(2, sbuf, 2)).ok());
+  ASSERT_TRUE(link.a().post_tsend(tsend(11, big, 1)).ok());
+  ASSERT_TRUE(link.a().post_tsend(tsend(12, small, 2)).ok());
+  std::vector<uint64_t> order;
+  Time t = link.now();
+  for (int step = 0; step < 100000 && order.size() < 2; ++step) {
+    t += kMicrosecond;
+    link.run(t);
+    for (const Completion& c : drain(link.a())) {
+      EXPECT_EQ(c.status, OpStatus::kSuccess);
+      // Expect: the pushed send completes only with every byte placed.
+      if (c.wr_id == 11) {
+        EXPECT_EQ(c.bytes, big.size());
+        EXPECT_TRUE(bbuf == big) << "the pushed send completed early";
+      }
+      order.push_back(c.wr_id);
+    }
+  }
+  link.run(kSecond);
+  EXPECT_EQ(drain(link.b()).size(), 2u);
+  EXPECT_TRUE(sbuf == small);
+  // Expect: the eager send first, though posted second on the same PDC.
+  EXPECT_EQ(order, (std::vector<uint64_t>{12, 11}));
+  EXPECT_EQ(link.a().counters().tx_rdv_pushes, 1u);
+}
+
 // --------------------------------------------------------------- the two ends' modes
 
 // The mode is the target's alone: an initiator configured for READs pushes when asked, and

@@ -189,6 +189,9 @@ class UetEndpoint final : public Endpoint {
     uint64_t cleared = 0;  // bytes whose READ answers the reader has cleared
     Time deadline = kNever;
     bool pushing = false;  // a CTS came: its WRITE of the rest is posted
+    // The send's completion, which its pushed WRITE makes once the send handed it over.
+    uint64_t send_wr_id = 0;
+    Opcode send_op = Opcode::kSend;
   };
   // Tagged receives and unexpected messages (uet_tagged.cc): each in a table of its bound,
   // linked in posting (arrival) order so a match leaves from anywhere.
@@ -387,6 +390,7 @@ class UetEndpoint final : public Endpoint {
   static bool is_rdv_key(uint64_t key) noexcept { return key >> 31 == 1; }
   void rdv_expose(Pdc& p, Op& o);
   void rdv_release(Op& o) noexcept;
+  void rdv_free(uint32_t i) noexcept;
   bool put_rendezvous(const Op& o, wire::FrameBuilder& b);
   wire::SesReturnCode rdv_read_check(uint32_t peer, uint64_t key, uint64_t at, uint64_t len);
   const uint8_t* rdv_bytes(uint32_t key, uint64_t offset) const noexcept {
@@ -415,7 +419,8 @@ class UetEndpoint final : public Endpoint {
   void cts_drop(Op& o) noexcept;
   void cts_release(RxMsg& m);
   Exec rdv_push(Pdc& p, const wire::SesStandardRequest& ses, uint32_t psn);
-  void rdv_pushed(Pdc& pw, const Op& w);
+  void rdv_hand_over(uint32_t i);
+  void rdv_pushed(const Op& w);
   Exec rdv_sink(Pdc& p, const wire::SesStandardRequest& ses, uint64_t key, uint64_t at,
                 uint64_t len, std::span<const uint8_t> payload, uint32_t psn);
   Time sink_timer(Time now);

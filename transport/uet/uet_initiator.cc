@@ -27,10 +27,7 @@ using internal::status_for;
   s.resend = false;
   s.rnr_wait = false;
   ++p.ini.acked_total;
-  Op& o = p.ini.ops[s.op];
-  // A pushed rendezvous WRITE completes its send at once: the send, posted before it on
-  // this PDC, would otherwise hold it behind itself in posting order.
-  if (--o.unacked == 0 && o.push != 0) [[unlikely]] rdv_pushed(p, o);
+  --p.ini.ops[s.op].unacked;
 }
 
 // RFC 6298 §2: SRTT/RTTVAR from one sample of a packet sent once.
@@ -209,7 +206,8 @@ void UetEndpoint::mark_lost(Pdc& p, uint32_t psn) {
     if (o.unacked != 0) break;
     if ((o.rdv | o.defer | o.push) != 0) [[unlikely]] {
       if (o.push != 0) {
-        // a pushed rendezvous WRITE: its send completed when its last PSN was acknowledged
+        // a pushed rendezvous WRITE completes its send; the send handed over completes nothing
+        if (o.op == Opcode::kWrite) rdv_pushed(o);
       } else if (o.rdv != 0) {
         rdv_read_done(o);  // a rendezvous READ completes its receive, not an operation posted
       } else {
@@ -583,13 +581,15 @@ void UetEndpoint::fail_pdc(Pdc& p, OpStatus why) {
   for (uint32_t i = p.ini.op_head; i != p.ini.op_tail; ++i) {
     Op& o = p.ini.ops[i];
     if ((o.rdv != 0 && !is_rdv_send(o)) || o.push != 0) {
-      // A rendezvous READ or CTS fails its receive, a pushed WRITE its send.
+      // A rendezvous READ or CTS fails its receive, a pushed WRITE its send (which, handed
+      // over, completes nothing itself).
+      if (o.push != 0 && o.op != Opcode::kWrite) continue;
       if (!o.failed) {
         o.failed = true;
         o.status = why;
       }
       if (o.push != 0) {
-        rdv_pushed(p, o);
+        rdv_pushed(o);
       } else {
         rdv_read_done(o);
       }

@@ -55,7 +55,8 @@ struct Op : PostedVerb {
   // before it completes; or a READ's receive (RxMsg number + 1), which it completes. 0: none.
   uint32_t rdv = 0;
   // A rendezvous send's rest, WRITTEN on the target's CTS (NOTES.md, "Rendezvous"): the
-  // source's number + 1 (its key in `tag`); it completes the send instead of itself. 0: none.
+  // source's number + 1 (its key in `tag`); it completes the send instead of itself. On the
+  // send, the same once it handed its completion to that WRITE (it completes nothing). 0: none.
   uint32_t push = 0;
   // Deferrable send (§4.2): its restart slot + 1, the token in remote_offset and our PID in
   // rkey; or (op kRecv) a target's DEFERRABLE_RTR, the token in tag. 0: neither.

@@ -38,6 +38,8 @@ void UetEndpoint::rdv_expose(Pdc& p, Op& o) {
   s.length = o.length;
   s.cleared = 0;
   s.deadline = now_ + config_.rendezvous_timeout;
+  s.send_wr_id = o.wr_id;
+  s.send_op = o.op;
   deadline_ = std::min(deadline_, s.deadline);
   ++rdv_live_;
   ++rare().tx_rendezvous;
@@ -47,13 +49,17 @@ void UetEndpoint::rdv_expose(Pdc& p, Op& o) {
 // Send `o`'s source is withdrawn (its READs done, or the send failed): a READ naming its key
 // now is refused, and the send no longer waits for it.
 void UetEndpoint::rdv_release(Op& o) noexcept {
-  const uint32_t i = o.rdv - 1;
+  rdv_free(o.rdv - 1);
+  o.rdv = 0;
+  --o.unacked;
+}
+
+void UetEndpoint::rdv_free(uint32_t i) noexcept {
   rdv_[i].live = false;
+  rdv_[i].pushing = false;
   rdv_[i].base = nullptr;
   rdv_free_.push_back(i);
   --rdv_live_;
-  o.rdv = 0;
-  --o.unacked;
 }
 
 // §4.5.3: the extension after a rendezvous request's standard header. The key exposes the
@@ -75,7 +81,8 @@ bool UetEndpoint::put_rendezvous(const Op& o, wire::FrameBuilder& b) {
 wire::SesReturnCode UetEndpoint::rdv_read_check(uint32_t peer, uint64_t key, uint64_t at,
                                                 uint64_t len) {
   const uint32_t i = key & 0xFFFF;
-  if (key > 0xFFFFFFFFu || i >= rdv_.size() || !rdv_[i].live ||
+  // (A pushed source is read by no one: its send has handed over and retired.)
+  if (key > 0xFFFFFFFFu || i >= rdv_.size() || !rdv_[i].live || rdv_[i].pushing ||
       key != rdv_key(i, rdv_[i].gen) || pdcs_[rdv_[i].pdc].peer_ip4 != peer) {
     ++rare().rx_rdv_bad_read;
     return wire::SesReturnCode::kBadMkey;
@@ -124,7 +131,7 @@ void UetEndpoint::rdv_cleared(uint32_t key, uint16_t len) {
   const uint32_t i = key & 0xFFFF;
   if (i >= rdv_.size()) return;
   RdvSource& s = rdv_[i];
-  if (!s.live || key != rdv_key(i, s.gen)) return;  // withdrawn meanwhile (timed out)
+  if (!s.live || s.pushing || key != rdv_key(i, s.gen)) return;  // withdrawn (timed out)
   s.cleared += len;
   s.deadline = now_ + config_.rendezvous_timeout;
   if (s.cleared < s.length - rdv_eager()) return;
@@ -485,27 +492,36 @@ UetEndpoint::Exec UetEndpoint::rdv_push(Pdc& p, const wire::SesStandardRequest& 
   s.pushing = true;
   s.deadline = kNever;  // the WRITE's own retries bound it now
   ++rare().tx_rdv_pushes;
+  rdv_hand_over(i);
   return Exec::kRecord;
 }
 
-// Pushed WRITE `w` (on PDC pw) is acknowledged to its last PSN, or failed: its send completes
-// as it did. pw's own retirement is its caller's.
-void UetEndpoint::rdv_pushed(Pdc& pw, const Op& w) {
-  const uint32_t i = w.push - 1;
-  RdvSource& s = rdv_[i];
-  if (!s.live || w.tag != rdv_key(i, s.gen)) return;  // its send failed before
-  Pdc& p = pdcs_[s.pdc];
-  Op& o = p.ini.ops[s.op];
-  if (w.failed && !o.failed) {
-    o.failed = true;
-    o.status = w.status;
-    o.rc = w.rc;
-  }
-  s.pushing = false;
-  rdv_release(o);
-  if (&p != &pw) retire(p);
+// Source i's WRITE is posted: its send hands its completion over to it and retires once its
+// request is acknowledged, completing nothing, so each completes in its own PDC's order (a
+// RUD send and its WRITE share a PDC, where the send would otherwise wait for the WRITE
+// behind it).
+void UetEndpoint::rdv_hand_over(uint32_t i) {
+  Pdc& p = pdcs_[rdv_[i].pdc];
+  Op& o = p.ini.ops[rdv_[i].op];
+  o.push = i + 1;
+  o.rdv = 0;
+  --o.unacked;
+  retire(p);
   note_idle(p, now_);
   mark_ready(p);
+}
+
+// Pushed WRITE `w` retired (acknowledged to its last PSN) or failed: it completes its send,
+// as the send would have, and withdraws the source.
+void UetEndpoint::rdv_pushed(const Op& w) {
+  const uint32_t i = w.push - 1;
+  const RdvSource& s = rdv_[i];
+  if (!s.live || w.tag != rdv_key(i, s.gen)) return;
+  Completion c{s.send_wr_id, w.failed ? w.status : OpStatus::kSuccess, w.failed ? 0 : s.length,
+               s.send_op};
+  c.return_code = w.rc;
+  completions_.push_back(c);
+  rdv_free(i);
 }
 
 // A WRITE packet under a sink key at the target: its bytes go to the message's receive past
