@@ -191,7 +191,6 @@ UetEndpoint::UetEndpoint(const UetConfig& config)
       rng_(config.seed ^ config.local_ip4) {
   if (config_.resolve_mac == nullptr) config_.resolve_mac = sim_mac;
   if (config_.rod_window == 0) config_.rod_window = config_.mpr;
-  rod_.configure(config_.rod_window, config_.payload_bytes, config_.rod_buffers);
   update_access_word();
 }
 
@@ -252,11 +251,12 @@ size_t held(const V& v) noexcept {
 
 size_t UetEndpoint::memory_bytes() const noexcept {
   size_t n = pdcs_.memory_bytes() + credit_ring_.bytes() + unanswered_.bytes() + recvs_.bytes() +
-             stateless_.bytes() +
-             held(rx_msgs_) + held(completions_) + rod_.memory_bytes() +
-             rudi_.memory_bytes() + uud_.memory_bytes() + regions_.memory_bytes() + rccc_rx_.memory_bytes() + held(trecvs_) +
-             held(trecv_free_) + held(unexp_) + held(unexp_free_) + held(unexp_by_at_) +
-             held(resources_) + held(amo_results_) + held(amo_free_) + held(rdv_) + held(rdv_free_) + held(defer_) + held(defer_free_) + held(deferred_) + (arena_ != nullptr ? config_.unexpected_bytes : 0);
+             stateless_.bytes() + held(rx_msgs_) + held(completions_) + modes_bytes() +
+             regions_.memory_bytes() + rccc_rx_.memory_bytes() + held(trecvs_) + held(trecv_free_) +
+             held(unexp_) + held(unexp_free_) + held(unexp_by_at_) + held(resources_) +
+             held(amo_results_) + held(amo_free_) + held(rdv_) + held(rdv_free_) + held(defer_) +
+             held(defer_free_) + held(deferred_) +
+             (arena_ != nullptr ? config_.unexpected_bytes : 0);
   if (tss_ != nullptr) n += tss_->memory_bytes();
   return n;
 }
@@ -282,9 +282,9 @@ size_t UetEndpoint::memory_bound(const UetConfig& c, uint32_t regions) noexcept 
   return pds::PdcTable::bytes_bound(c.max_pdcs) + pdcs * window +  // the table, windows
          2 * GrowRing<uint16_t>::bytes_bound(c.max_pdcs) +         // RCCC credits, unanswered
          GrowRing<StatelessNack, 4>::bytes_bound(kStateless) +
-         cc::RcccReceiver::memory_bound(derive_rccc(c)) +          // RCCC: a sender per PDC id
+         cc::RcccReceiver::memory_bound(derive_rccc(c)) +  // RCCC: a sender per PDC id
          GrowRing<Recv>::bytes_bound(c.max_recvs) + c.max_recv_messages * sizeof(RxMsg) +
-         appended_capacity(2 * outstanding) * sizeof(Completion) +
+         appended_capacity(2 * outstanding) * sizeof(Completion) + sizeof(Modes) +
          pds::RodBuffers::memory_bound(rod_window, c.payload_bytes, c.rod_buffers) +
          size_t{c.max_ops} * sizeof(PeerOp) +  // RUDI (§3.5): operations, packets, free
          size_t{c.rudi_packets} * (sizeof(pds::RudiPkt) + sizeof(uint16_t)) +  // ids, responses
@@ -327,10 +327,13 @@ uint32_t UetEndpoint::ops_using(const uint8_t* base, uint64_t length) const noex
       n += op_uses(p.ini.ops[i], base, length);
     }
   }
-  for (uint32_t i = rudi_.op_head; i != rudi_.op_tail; ++i) {
-    n += op_uses(rudi_.ops[i % config_.max_ops], base, length);
+  if (modes_ != nullptr) {
+    const pds::Rudi& r = modes_->rudi;
+    for (uint32_t i = r.op_head; i != r.op_tail; ++i) {
+      n += op_uses(r.ops[i % config_.max_ops], base, length);
+    }
+    n += modes_->uud.count_if([&](const PeerOp& o) { return op_uses(o, base, length); });
   }
-  n += uud_.count_if([&](const PeerOp& o) { return op_uses(o, base, length); });
   for (const DeferSlot& d : defer_) n += d.live && d.deferred && op_uses(d.op, base, length);
   return n;
 }
@@ -351,9 +354,9 @@ void UetEndpoint::refuse_queued_reads(uint32_t key) noexcept {
       if (p.tgt.rsp[i].result == 0) refuse_read(p.tgt.rsp[i]);  // (not an atomic's values)
     }
   }
-  for (uint32_t i = rudi_.rsp_head; i != rudi_.rsp_tail; ++i) {
-    refuse_read(rudi_.rsp[i % rudi_.rsp.size()]);
-  }
+  if (modes_ == nullptr) return;
+  pds::Rudi& r = modes_->rudi;
+  for (uint32_t i = r.rsp_head; i != r.rsp_tail; ++i) refuse_read(r.rsp[i % r.rsp.size()]);
 }
 
 // Deregistration (transport/api.h): refused while this endpoint's own operations use the
@@ -532,6 +535,18 @@ size_t UetEndpoint::poll_completions(std::span<Completion> out) {
     completions_head_ = 0;
   }
   return n;
+}
+
+UetEndpoint::Modes& UetEndpoint::make_modes() {
+  modes_ = std::make_unique<Modes>();
+  modes_->rod.configure(config_.rod_window, config_.payload_bytes, config_.rod_buffers);
+  return *modes_;
+}
+
+size_t UetEndpoint::modes_bytes() const noexcept {
+  if (modes_ == nullptr) return 0;
+  return sizeof(Modes) + modes_->rod.memory_bytes() + modes_->rudi.memory_bytes() +
+         modes_->uud.memory_bytes();
 }
 
 UetCounters& UetEndpoint::make_rare() {

@@ -603,7 +603,9 @@ class UetEndpoint final : public Endpoint {
   size_t tx_modes(std::span<Frame* const> out, Time now);
   // Whether tx_modes() has anything to send: RUDI responses, resends or new packets, UUD
   // datagrams (tested inline by tx(): most endpoints use neither mode).
-  bool modes_pending() const noexcept { return rudi_.pending() || !uud_.empty(); }
+  bool modes_pending() const noexcept {
+    return modes_ != nullptr && (modes_->rudi.pending() || !modes_->uud.empty());
+  }
   bool rod_stage(Pdc& p, const wire::Decoded& d, const wire::SesStandardRequest* ses,
                  uint32_t psn);
   bool rod_staged(const Pdc& p, uint32_t psn) const noexcept;
@@ -725,11 +727,23 @@ class UetEndpoint final : public Endpoint {
   // half the vector (poll_completions), so it holds fewer than twice the waiting ones.
   std::vector<Completion> completions_;
   size_t completions_head_ = 0;
-  // ROD's reorder buffers, RUDI's initiator and target state, UUD's datagram queue: each
-  // made when its mode is first used.
-  pds::RodBuffers rod_;
-  pds::Rudi rudi_;
-  pds::UudQueue uud_;
+  // ROD's reorder buffers, RUDI's initiator and target state, UUD's datagram queue: made
+  // together when one of those modes is first used (modes(): a post, a ROD request staged, a
+  // RUDI request received), so an endpoint that runs RUD alone carries none of them; each
+  // makes its tables at its own first use, as before.
+  struct Modes {
+    pds::RodBuffers rod;
+    pds::Rudi rudi;
+    pds::UudQueue uud;
+  };
+  std::unique_ptr<Modes> modes_;
+  Modes& modes() {
+    if (modes_ == nullptr) [[unlikely]]
+      return make_modes();
+    return *modes_;
+  }
+  [[gnu::cold, gnu::noinline]] Modes& make_modes();
+  size_t modes_bytes() const noexcept;  // the Modes and their tables, 0 until made
   uint64_t rng_;
   // The counters a fault-free run moves per packet (UET_HOT_COUNTERS) live in the endpoint;
   // the rest (errors, other modes and verbs) in a UetCounters made at the first such event,

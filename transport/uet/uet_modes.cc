@@ -80,7 +80,7 @@ wire::Encap UetEndpoint::encap_to(uint32_t ip, const wire::MacAddr& mac, bool co
 // RUDI's frames, then UUD's.
 size_t UetEndpoint::tx_modes(std::span<Frame* const> out, Time now) {
   size_t n = tx_rudi(out, now);
-  if (!uud_.empty()) n += tx_uud(out.subspan(n));
+  if (!modes_->uud.empty()) n += tx_uud(out.subspan(n));  // tx_modes runs once modes_ is made
   return n;
 }
 

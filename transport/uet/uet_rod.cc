@@ -69,13 +69,13 @@ size_t pds::RodBuffers::memory_bound(uint32_t window, uint32_t payload_bytes,
 
 // Returns `p`'s reorder buffer (it holds nothing more, or the PDC is freed).
 void UetEndpoint::rod_release_buffer(Pdc& p) noexcept {
-  rod_.give_back(p.tgt.rod_buf);
+  if (p.tgt.rod_buf >= 0) modes_->rod.give_back(p.tgt.rod_buf);  // lent by modes().rod
   p.tgt.rod_held = 0;
 }
 
 bool UetEndpoint::rod_staged(const Pdc& p, uint32_t psn) const noexcept {
   return p.tgt.rod_buf >= 0 && psn - p.tgt.rod_next < config_.rod_window &&
-         rod_.staged(p.tgt.rod_buf, psn);
+         modes_->rod.staged(p.tgt.rod_buf, psn);
 }
 
 // ROD target, [choice] in spec/uet.md §3.3: request `psn` arrived before the PSNs ahead of it
@@ -116,21 +116,22 @@ bool UetEndpoint::rod_stage(Pdc& p, const wire::Decoded& d, const wire::SesStand
       return false;  // rod_drain passes it (Pdc::Target::gtd)
     }
   }
-  if (!rod_.lend(p.tgt.rod_buf)) {  // every buffer lent: dropped, its retransmission comes again
+  if (!modes().rod.lend(
+          p.tgt.rod_buf)) {  // every buffer lent: dropped, its retransmission comes again
     ++rare().rod_no_buffer;
     return false;
   }
-  Staged& st = rod_.entry(p.tgt.rod_buf, psn);
+  Staged& st = modes().rod.entry(p.tgt.rod_buf, psn);
   st.has_ses = ses != nullptr;
   if (ses != nullptr) std::memcpy(st.ses.data(), ses->raw, st.ses.size());
   st.ext = ext_len;
   st.len = static_cast<uint32_t>(d.payload.size());
   st.elided = static_cast<uint32_t>(d.elided);
   st.recorded = write || ses == nullptr;
-  uint8_t* const at = rod_.bytes(p.tgt.rod_buf, psn);
+  uint8_t* const at = modes().rod.bytes(p.tgt.rod_buf, psn);
   if (st.ext > 0) std::memcpy(at, ext, st.ext);
   if (st.len > 0) std::memcpy(at + st.ext, d.payload.data(), st.len);
-  rod_.set_staged(p.tgt.rod_buf, psn, true);
+  modes().rod.set_staged(p.tgt.rod_buf, psn, true);
   ++p.tgt.rod_held;
   ++rare().rod_staged;
   if (st.recorded) mark_received(p, psn);
@@ -149,12 +150,12 @@ void UetEndpoint::rod_drain(Pdc& p, uint16_t id) {
       continue;
     }
     if (!rod_staged(p, psn)) return;
-    rod_.set_staged(p.tgt.rod_buf, psn, false);
-    const Staged st = rod_.entry(p.tgt.rod_buf, psn);
+    modes().rod.set_staged(p.tgt.rod_buf, psn, false);
+    const Staged st = modes().rod.entry(p.tgt.rod_buf, psn);
     ++rare().rod_executed_late;
     Exec e = Exec::kRecord;
     if (st.has_ses) {
-      const uint8_t* const at = rod_.bytes(p.tgt.rod_buf, psn);
+      const uint8_t* const at = modes().rod.bytes(p.tgt.rod_buf, psn);
       e = execute(p, id, *wire::as<wire::SesStandardRequest>(st.ses.data()), at,
                   std::span<const uint8_t>(at + st.ext, st.len), st.elided, psn);
     }

@@ -62,13 +62,13 @@ uint32_t pds::Rudi::start_packet(uint32_t payload_bytes, uint32_t max_ops, Time 
 // ------------------------------------------------------------------------------ initiator
 
 absl::Status UetEndpoint::post_rudi(const PeerOp& op, const char* verb) {
-  if (rudi_.op_tail - rudi_.op_head >= config_.max_ops) {
+  if (modes().rudi.op_tail - modes().rudi.op_head >= config_.max_ops) {
     return absl::ResourceExhaustedError(
         absl::StrCat(verb, ": too many DeliveryMode::kRudi operations posted (max_ops)"));
   }
   const auto packets =
       static_cast<uint32_t>((op.length + config_.payload_bytes - 1) / config_.payload_bytes);
-  PeerOp& o = rudi_.post(op, packets, config_.max_ops, config_.rudi_packets);
+  PeerOp& o = modes().rudi.post(op, packets, config_.max_ops, config_.rudi_packets);
   o.mac = config_.resolve_mac(op.peer);
   return absl::OkStatus();
 }
@@ -76,19 +76,22 @@ absl::Status UetEndpoint::post_rudi(const PeerOp& op, const char* verb) {
 // RUDI responses, then resends, then new packets (within rudi_packets in flight).
 size_t UetEndpoint::tx_rudi(std::span<Frame* const> out, Time now) {
   size_t n = 0;
-  while (n < out.size() && rudi_.rsp_head != rudi_.rsp_tail) {
-    if (build_rudi_resp(rudi_.rsp[rudi_.rsp_head % rudi_.rsp.size()], *out[n])) ++n;
-    ++rudi_.rsp_head;
+  while (n < out.size() && modes().rudi.rsp_head != modes().rudi.rsp_tail) {
+    if (build_rudi_resp(modes().rudi.rsp[modes().rudi.rsp_head % modes().rudi.rsp.size()], *out[n]))
+      ++n;
+    ++modes().rudi.rsp_head;
   }
-  for (uint32_t slot = 0; rudi_.resend > 0 && n < out.size() && slot < rudi_.pkts.size(); ++slot) {
-    pds::RudiPkt& k = rudi_.pkts[slot];
+  for (uint32_t slot = 0;
+       modes().rudi.resend > 0 && n < out.size() && slot < modes().rudi.pkts.size(); ++slot) {
+    pds::RudiPkt& k = modes().rudi.pkts[slot];
     if (!k.in_use || !k.resend) continue;
     k.resend = false;
-    --rudi_.resend;
+    --modes().rudi.resend;
     if (build_rudi_req(slot, /*retx=*/true, *out[n], now)) ++n;
   }
-  while (n < out.size() && rudi_.op_send != rudi_.op_tail && rudi_.free_head != rudi_.free_tail) {
-    const uint32_t slot = rudi_.start_packet(config_.payload_bytes, config_.max_ops, now);
+  while (n < out.size() && modes().rudi.op_send != modes().rudi.op_tail &&
+         modes().rudi.free_head != modes().rudi.free_tail) {
+    const uint32_t slot = modes().rudi.start_packet(config_.payload_bytes, config_.max_ops, now);
     deadline_ = std::min(deadline_, now + config_.rto);
     if (build_rudi_req(slot, /*retx=*/false, *out[n], now)) ++n;
   }
@@ -98,8 +101,8 @@ size_t UetEndpoint::tx_rudi(std::span<Frame* const> out, Time now) {
 // §3.5 RUDI request + §4.2 standard SES request for packet slot `slot`: one packet of a WRITE
 // (placed by offset, like RUD) or one single-packet READ of a chunk.
 bool UetEndpoint::build_rudi_req(uint32_t slot, bool retx, Frame& f, Time now) {
-  pds::RudiPkt& k = rudi_.pkts[slot];
-  const PeerOp& o = rudi_.op_of(k, config_.max_ops);
+  pds::RudiPkt& k = modes().rudi.pkts[slot];
+  const PeerOp& o = modes().rudi.op_of(k, config_.max_ops);
   const uint32_t id = uint32_t{k.gen} << 16 | slot;
   const uint64_t offset = uint64_t{k.packet} * config_.payload_bytes;
   const bool write = o.op == Opcode::kWrite;
@@ -156,13 +159,13 @@ bool UetEndpoint::build_rudi_req(uint32_t slot, bool retx, Frame& f, Time now) {
 // data, placed once). IDs of no packet in flight (late duplicates, garbage) are counted.
 void UetEndpoint::rx_rudi_resp(const wire::Decoded& d) {
   const wire::PdsRudi& h = *d.pds_as<wire::PdsRudi>();
-  pds::RudiPkt* const kp = rudi_.find(h.pkt_id());
+  pds::RudiPkt* const kp = modes_ != nullptr ? modes_->rudi.find(h.pkt_id()) : nullptr;
   if (kp == nullptr) {
     ++rare().rx_rudi_stale;
     return;
   }
   pds::RudiPkt& k = *kp;
-  PeerOp& o = rudi_.op_of(k, config_.max_ops);
+  PeerOp& o = modes().rudi.op_of(k, config_.max_ops);
   if (d.ipv4->src() != o.peer) {
     ++rare().rx_rudi_stale;
     return;
@@ -197,20 +200,20 @@ void UetEndpoint::rx_rudi_resp(const wire::Decoded& d) {
     o.rc = static_cast<uint8_t>(rc);
   }
   ++rare().rx_rudi_resp;
-  if (k.resend) --rudi_.resend;
+  if (k.resend) --modes().rudi.resend;
   k.resend = false;
-  rudi_.free_slot(h.pkt_id() & 0xFFFF);
+  modes().rudi.free_slot(h.pkt_id() & 0xFFFF);
   --o.unacked;
   retire_rudi();
 }
 
 // Operations complete in posting order once every packet was answered (or given up).
 void UetEndpoint::retire_rudi() {
-  while (rudi_.op_head != rudi_.op_send) {
-    const PeerOp& o = rudi_.ops[rudi_.op_head % config_.max_ops];
+  while (modes().rudi.op_head != modes().rudi.op_send) {
+    const PeerOp& o = modes().rudi.ops[modes().rudi.op_head % config_.max_ops];
     if (o.unacked != 0) break;
     completions_.push_back(internal::op_completion(o));
-    ++rudi_.op_head;
+    ++modes().rudi.op_head;
   }
 }
 
@@ -218,11 +221,11 @@ void UetEndpoint::retire_rudi() {
 // rto << tries is sent again under its ID; after max_retries its operation fails. Returns
 // the next RUDI deadline.
 Time UetEndpoint::rudi_timer(Time now) {
-  if (rudi_.none_in_flight()) return kNever;  // none in flight
+  if (modes_ == nullptr || modes_->rudi.none_in_flight()) return kNever;  // none in flight
   Time next = kNever;
   bool gave_up = false;
-  for (uint32_t slot = 0; slot < rudi_.pkts.size(); ++slot) {
-    pds::RudiPkt& k = rudi_.pkts[slot];
+  for (uint32_t slot = 0; slot < modes().rudi.pkts.size(); ++slot) {
+    pds::RudiPkt& k = modes().rudi.pkts[slot];
     if (!k.in_use || k.resend) continue;
     const Time due =
         k.sent + std::min(config_.rto << std::min<int>(k.retries, 20), config_.max_rto);
@@ -231,20 +234,20 @@ Time UetEndpoint::rudi_timer(Time now) {
       continue;
     }
     if (k.retries >= config_.max_retries) {
-      PeerOp& o = rudi_.op_of(k, config_.max_ops);
+      PeerOp& o = modes().rudi.op_of(k, config_.max_ops);
       if (!o.failed) {
         o.failed = true;
         o.status = OpStatus::kRetriesExhausted;
       }
       --o.unacked;
-      rudi_.free_slot(slot);
+      modes().rudi.free_slot(slot);
       ++rare().rudi_gave_up;
       gave_up = true;
       continue;
     }
     ++k.retries;
     k.resend = true;
-    ++rudi_.resend;
+    ++modes().rudi.resend;
     ++rare().rudi_timeouts;
   }
   if (gave_up) retire_rudi();
@@ -266,8 +269,10 @@ void UetEndpoint::rx_rudi_req(const wire::Decoded& d) {
     ++rare().rx_unsupported;
     return;
   }
-  if (rudi_.rsp.empty()) rudi_.rsp.assign(config_.rudi_responses, RudiRsp{});  // first request
-  if (rudi_.rsp_tail - rudi_.rsp_head >= rudi_.rsp.size()) {  // bounded: dropped, comes again
+  if (modes().rudi.rsp.empty())
+    modes().rudi.rsp.assign(config_.rudi_responses, RudiRsp{});  // first request
+  if (modes().rudi.rsp_tail - modes().rudi.rsp_head >=
+      modes().rudi.rsp.size()) {  // bounded: dropped, comes again
     ++rare().rudi_rsp_full;
     return;
   }
@@ -286,7 +291,7 @@ void UetEndpoint::rx_rudi_req(const wire::Decoded& d) {
   // §4.1: the job, process and resource index first; nothing runs for another's.
   if (const wire::SesReturnCode why = check_access(ses->raw); why != wire::SesReturnCode::kNull) {
     r.code = static_cast<uint8_t>(why);
-    rudi_.rsp[rudi_.rsp_tail++ % rudi_.rsp.size()] = r;
+    modes().rudi.rsp[modes().rudi.rsp_tail++ % modes().rudi.rsp.size()] = r;
     return;
   }
   switch (ses->opcode()) {
@@ -314,7 +319,7 @@ void UetEndpoint::rx_rudi_req(const wire::Decoded& d) {
       r.code = static_cast<uint8_t>(wire::SesReturnCode::kUnsupportedOp);
       break;
   }
-  rudi_.rsp[rudi_.rsp_tail++ % rudi_.rsp.size()] = r;
+  modes().rudi.rsp[modes().rudi.rsp_tail++ % modes().rudi.rsp.size()] = r;
 }
 
 // §3.5 RUDI_RESP: the request's ID, its CE echo, and an SES response (§4.6) or, for a READ,

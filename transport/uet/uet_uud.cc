@@ -29,11 +29,11 @@ absl::Status UetEndpoint::post_uud(const PeerOp& op, const char* verb) {
         absl::StrCat(verb, ": DeliveryMode::kUud carries single-packet messages only: length ",
                      op.length, " > payload_bytes ", config_.payload_bytes));
   }
-  if (uud_.full(config_.uud_queue)) {
+  if (modes().uud.full(config_.uud_queue)) {
     return absl::ResourceExhaustedError(
         absl::StrCat(verb, ": too many DeliveryMode::kUud datagrams queued (uud_queue)"));
   }
-  PeerOp& u = uud_.push(op, config_.uud_queue);
+  PeerOp& u = modes().uud.push(op, config_.uud_queue);
   u.mac = config_.resolve_mac(op.peer);
   return absl::OkStatus();
 }
@@ -41,8 +41,8 @@ absl::Status UetEndpoint::post_uud(const PeerOp& op, const char* verb) {
 // UUD datagrams, each complete as it leaves (§3.6: no ACK), or once it could not be built.
 size_t UetEndpoint::tx_uud(std::span<Frame* const> out) {
   size_t n = 0;
-  while (n < out.size() && !uud_.empty()) {
-    const PeerOp& u = uud_.front();
+  while (n < out.size() && !modes().uud.empty()) {
+    const PeerOp& u = modes().uud.front();
     const bool sent = build_uud(u, *out[n]);
     if (sent) {
       ++n;
@@ -50,7 +50,7 @@ size_t UetEndpoint::tx_uud(std::span<Frame* const> out) {
     }
     completions_.push_back(Completion{u.wr_id, sent ? OpStatus::kSuccess : OpStatus::kFlushed,
                                       sent ? u.length : 0, u.op});
-    uud_.pop();
+    modes().uud.pop();
   }
   return n;
 }
