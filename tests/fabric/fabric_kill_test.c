@@ -73,6 +73,16 @@ static int open_node(struct node* n) {
   return 0;
 }
 
+// Closes what open_node opened, the endpoint first.
+static void close_node(struct node* n) {
+  fi_close(&n->ep->fid);
+  fi_close(&n->cq->fid);
+  fi_close(&n->av->fid);
+  fi_close(&n->domain->fid);
+  fi_close(&n->fabric->fid);
+  fi_freeinfo(n->info);
+}
+
 // The receiver: posts receives, tells the sender its address, then only drives progress
 // (and reposts) until it is killed.
 static void receiver(int to_sender) {
@@ -122,17 +132,27 @@ static int strides_landed(const char* buf) {
   return n;
 }
 
+// Forks a child that runs `child_main` (which never returns) on one end of a pipe: its read
+// end when `child_reads`, else its write end; the other end in *mine. -1 if either call fails.
+static pid_t fork_piped(void (*child_main)(int), int child_reads, int* mine) {
+  int fd[2];
+  if (pipe(fd) != 0) return -1;
+  const pid_t child = fork();
+  if (child < 0) return -1;
+  if (child == 0) {
+    close(fd[child_reads ? 1 : 0]);
+    child_main(fd[child_reads ? 0 : 1]);
+  }
+  close(fd[child_reads ? 0 : 1]);
+  *mine = fd[child_reads ? 1 : 0];
+  return child;
+}
+
 // The `sender` test: the receiver survives a sender killed mid-message.
 static int sender_killed(void) {
-  int pipefd[2];
-  if (pipe(pipefd) != 0) return 1;
-  const pid_t child = fork();
+  int to_sender = -1;
+  const pid_t child = fork_piped(big_sender, /*child_reads=*/1, &to_sender);
   if (child < 0) return 1;
-  if (child == 0) {
-    close(pipefd[1]);
-    big_sender(pipefd[0]);
-  }
-  close(pipefd[0]);
   struct node n;
   int rc = open_node(&n);
   CHECK(rc == 0, "open: %d", rc);
@@ -140,7 +160,7 @@ static int sender_killed(void) {
   static char buf[kBig];
   static struct fi_context ctx;
   CHECK(fi_trecv(n.ep, buf, kBig, NULL, FI_ADDR_UNSPEC, 9, 0, &ctx) == 0, "fi_trecv");
-  CHECK(write(pipefd[1], &n.name, sizeof n.name) == (ssize_t)sizeof n.name, "write");
+  CHECK(write(to_sender, &n.name, sizeof n.name) == (ssize_t)sizeof n.name, "write");
   const int strides = kBig / kStride - 1;
   int landed = 0, ok = 0, errors = 0;
   double killed_at = 0, failed_at = 0;
@@ -178,12 +198,7 @@ static int sender_killed(void) {
     printf("sender killed with %d of %d strides landed; the receive failed %.2f s later\n",
            landed, strides, failed_at - killed_at);
   }
-  fi_close(&n.ep->fid);
-  fi_close(&n.cq->fid);
-  fi_close(&n.av->fid);
-  fi_close(&n.domain->fid);
-  fi_close(&n.fabric->fid);
-  fi_freeinfo(n.info);
+  close_node(&n);
   return failures == 0 ? 0 : 1;
 }
 
@@ -191,17 +206,11 @@ int main(int argc, char** argv) {
   const char* transport = getenv("FI_UETREF_TRANSPORT");
   printf("transport: %s\n", transport != NULL ? transport : "uet");
   if (argc > 1 && strcmp(argv[1], "sender") == 0) return sender_killed();
-  int pipefd[2];
-  if (pipe(pipefd) != 0) return 1;
-  const pid_t child = fork();
+  int from_receiver = -1;
+  const pid_t child = fork_piped(receiver, /*child_reads=*/0, &from_receiver);
   if (child < 0) return 1;
-  if (child == 0) {
-    close(pipefd[0]);
-    receiver(pipefd[1]);
-  }
-  close(pipefd[1]);
   struct sockaddr_in peer;
-  if (read(pipefd[0], &peer, sizeof peer) != (ssize_t)sizeof peer) {
+  if (read(from_receiver, &peer, sizeof peer) != (ssize_t)sizeof peer) {
     fprintf(stderr, "FAIL: the receiver never started\n");
     kill(child, SIGKILL);
     return 1;
@@ -260,12 +269,7 @@ int main(int argc, char** argv) {
     printf("killed after %d messages: %d more landed, %d failed, the last %.2f s after the kill\n",
            kBeforeKill, ok - kBeforeKill, errors, last - killed_at);
   }
-  fi_close(&n.ep->fid);
-  fi_close(&n.cq->fid);
-  fi_close(&n.av->fid);
-  fi_close(&n.domain->fid);
-  fi_close(&n.fabric->fid);
-  fi_freeinfo(n.info);
+  close_node(&n);
   if (failures == 0) printf("a killed peer: every operation completed, the failed ones in error\n");
   return failures == 0 ? 0 : 1;
 }

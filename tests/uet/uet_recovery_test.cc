@@ -354,6 +354,23 @@ TEST(UetRecovery_Rto, DuplicateAcksDoNotPostponeTheTimeout) {
   EXPECT_LT(resent_at - start, 20 * kMicrosecond);
 }
 
+// After a 4-packet write (an RTT estimate), a 12-packet write whose second request is lost
+// once; both writes' completions.
+std::vector<Completion> second_of_twelve_lost(Pair& t) {
+  t.write(1, 4 * 4096);
+  t.link.set_filter([requests = 0](int from, const wire::Decoded& d,
+                                   std::vector<uint8_t>&) mutable {
+    testing::Verdict v;
+    if (from == 0 && d.pds_type == wire::PdsType::kRudReq &&
+        !wire::as<wire::PdsRudRod>(d.pds)->retx() && ++requests == 2) {
+      v.copies = 0;
+    }
+    return v;
+  });
+  t.write(2, 12 * 4096);
+  return t.completions();
+}
+
 // RFC 8985 §6.3, the reorder timer: the second of 12 packets is lost; the others' ACKs show
 // the hole, but all were sent within the reordering window of it and nothing newer follows.
 // The hole goes again once it has been out the newest delivered packet's round trip plus the
@@ -363,18 +380,7 @@ TEST(UetRecovery_Rack, ReorderTimerResendsAHoleWhenNoLaterAckCanShowIt) {
   UetConfig a = config_for(kIpA);
   a.tlp = false;
   Pair t(a);
-  t.write(1, 4 * 4096);  // an RTT estimate
-  int requests = 0;
-  t.link.set_filter([&](int from, const wire::Decoded& d, std::vector<uint8_t>&) {
-    testing::Verdict v;
-    if (from == 0 && d.pds_type == wire::PdsType::kRudReq &&
-        !wire::as<wire::PdsRudRod>(d.pds)->retx() && ++requests == 2) {
-      v.copies = 0;
-    }
-    return v;
-  });
-  t.write(2, 12 * 4096);
-  const std::vector<Completion> c = t.completions();
+  const std::vector<Completion> c = second_of_twelve_lost(t);
   ASSERT_EQ(c.size(), 2u);
   EXPECT_EQ(c[1].status, OpStatus::kSuccess);
   EXPECT_EQ(t.ea->counters().timeouts, 0u);
@@ -493,18 +499,7 @@ TEST(UetRecovery_Rack, DisabledResendsNoLateRequestAndTheProbeRepairsALoss) {
   UetConfig a = config_for(kIpA);
   a.rack = false;
   Pair t(a);
-  t.write(1, 4 * 4096);  // an RTT estimate
-  int requests = 0;
-  t.link.set_filter([&](int from, const wire::Decoded& d, std::vector<uint8_t>&) {
-    testing::Verdict v;
-    if (from == 0 && d.pds_type == wire::PdsType::kRudReq &&
-        !wire::as<wire::PdsRudRod>(d.pds)->retx() && ++requests == 2) {
-      v.copies = 0;
-    }
-    return v;
-  });
-  t.write(2, 12 * 4096);
-  const std::vector<Completion> c = t.completions();
+  const std::vector<Completion> c = second_of_twelve_lost(t);
   ASSERT_EQ(c.size(), 2u);
   EXPECT_EQ(c[1].status, OpStatus::kSuccess);
   // Expect: no inference from the SACKs; the probe resends the one hole, no timeout.
