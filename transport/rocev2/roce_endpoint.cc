@@ -477,11 +477,6 @@ void RoceEndpoint::give_back() {
   cq_.shrink(cq_head_, cq_tail_, cq_reserved_, kQueueKeep);
 }
 
-RoceCounters& RoceEndpoint::make_rare() {
-  rare_counters_ = std::make_unique<RoceCounters>();
-  return *rare_counters_;
-}
-
 RoceCounters RoceEndpoint::counters() const noexcept {
   RoceCounters c = rare();
 #define ROCE_HOT_COPY(name) c.name = counters_.name;
@@ -499,7 +494,7 @@ EndpointStats RoceEndpoint::stats() const {
   s.timeouts = h.timeouts;
   // Out-of-order packets are dropped by RC (go-back-N resends them); duplicates are answered.
   s.rx_dropped = h.rx_out_of_order + h.rx_stale_acks;
-  if (const RoceCounters* r = rare_counters_.get()) {
+  if (const RoceCounters* r = rare_counters_.get_if()) {
     s.rx_dropped += r->rx_malformed + r->rx_not_ours + r->rx_unknown_qp + r->rx_qp_error +
                     r->rx_unsupported + r->rx_read_dup + r->rx_read_unexpected +
                     r->rx_atomic_ack_dup + r->rx_atomic_ack_unexpected + r->rx_atomic_replay_miss;

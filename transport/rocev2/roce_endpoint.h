@@ -27,6 +27,7 @@
 #include "cc/dcqcn.h"
 #include "transport/api.h"
 #include "transport/pool.h"
+#include "transport/rare.h"
 #include "transport/ready_bits.h"
 #include "transport/region_table.h"
 #include "transport/wire/builder.h"
@@ -538,17 +539,9 @@ class RoceEndpoint final : public Endpoint {
 #undef ROCE_HOT_FIELD
   };
   HotCounters counters_;
-  std::unique_ptr<RoceCounters> rare_counters_;
-  RoceCounters& rare() {
-    if (rare_counters_ == nullptr) [[unlikely]] return make_rare();
-    return *rare_counters_;
-  }
-  // Out of line, so that rare() stays small enough not to change what the compiler inlines.
-  [[gnu::cold, gnu::noinline]] RoceCounters& make_rare();
-  const RoceCounters& rare() const noexcept {
-    static constexpr RoceCounters kNone{};
-    return rare_counters_ != nullptr ? *rare_counters_ : kNone;
-  }
+  Rare<RoceCounters> rare_counters_;
+  RoceCounters& rare() { return rare_counters_.get(); }
+  const RoceCounters& rare() const noexcept { return rare_counters_.get(); }
   // The encapsulation of the last frame built to a peer, for ECN-capable frames and for the
   // others (roce_frames.cc): the next frame mostly goes to the same peer.
   struct EncapCache {

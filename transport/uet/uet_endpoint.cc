@@ -549,11 +549,6 @@ size_t UetEndpoint::modes_bytes() const noexcept {
          modes_->uud.memory_bytes();
 }
 
-UetCounters& UetEndpoint::make_rare() {
-  rare_counters_ = std::make_unique<UetCounters>();
-  return *rare_counters_;
-}
-
 UetCounters UetEndpoint::counters() const noexcept {
   UetCounters c = rare();
 #define UET_HOT_COPY(type, name) c.name = counters_.name;
@@ -570,7 +565,7 @@ EndpointStats UetEndpoint::stats() const {
   s.control_packets = h.tx_acks + h.tx_nacks + h.tx_credit + h.tx_credit_req + h.tx_req_ack;
   s.timeouts = h.timeouts;
   s.rx_dropped = h.rx_out_of_window;
-  if (const UetCounters* r = rare_counters_.get()) {
+  if (const UetCounters* r = rare_counters_.get_if()) {
     s.data_packets += r->tx_rudi + r->tx_uud;
     s.retransmitted_packets += r->tx_rudi_retx;
     s.control_packets += r->tx_rudi_resp;

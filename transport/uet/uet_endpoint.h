@@ -35,6 +35,7 @@
 #include "pathsel/path_selector.h"
 #include "transport/api.h"
 #include "transport/pool.h"
+#include "transport/rare.h"
 #include "transport/region_table.h"
 #include "transport/tss/sublayer.h"
 #include "transport/uet/uet_config.h"
@@ -754,17 +755,9 @@ class UetEndpoint final : public Endpoint {
 #undef UET_HOT_FIELD
   };
   HotCounters counters_;
-  std::unique_ptr<UetCounters> rare_counters_;
-  UetCounters& rare() {
-    if (rare_counters_ == nullptr) [[unlikely]] return make_rare();
-    return *rare_counters_;
-  }
-  // Out of line, so that rare() stays small enough not to change what the compiler inlines.
-  [[gnu::cold, gnu::noinline]] UetCounters& make_rare();
-  const UetCounters& rare() const noexcept {
-    static constexpr UetCounters kNone{};
-    return rare_counters_ != nullptr ? *rare_counters_ : kNone;
-  }
+  Rare<UetCounters> rare_counters_;
+  UetCounters& rare() { return rare_counters_.get(); }
+  const UetCounters& rare() const noexcept { return rare_counters_.get(); }
   Time now_ = 0;
   // TSS (§5): reserve the header after the encapsulation; seal and finish the frame.
   std::unique_ptr<tss::Sublayer> tss_;
