@@ -13,6 +13,7 @@
 
 #include "tests/common/payload.h"
 #include "tests/common/uet_pair.h"
+#include "tests/common/uet_tagged_pair.h"
 #include "transport/uet/uet_endpoint.h"
 
 namespace uet {
@@ -21,29 +22,17 @@ namespace {
 using testing::drain;
 using testing::pattern;
 
-constexpr uint32_t kIpA = 0x0A000001, kIpB = 0x0A000002;
+using testing::kIpA;
+using testing::kIpB;
+using testing::trecv;
+using testing::tsend;
+
 constexpr uint64_t kThreshold = 16 * 1024;
 constexpr uint32_t kEager = 4096 - 24;
-
-UetConfig config_for(uint32_t ip, bool push = true) {
-  UetConfig c = testing::uet_config(ip, /*seed=*/47);
-  c.rendezvous_bytes = kThreshold;
-  c.rendezvous_push = push;
-  return c;
-}
-
-struct Link : testing::UetLink {
-  explicit Link(const UetConfig& a = config_for(kIpA), const UetConfig& b = config_for(kIpB))
-      : UetLink(a, b, /*jitter_seed=*/5) {}
-};
-
-TaggedSendRequest tsend(uint64_t wr_id, const std::vector<uint8_t>& msg, uint64_t tag,
-                        DeliveryMode mode = DeliveryMode::kRud) {
-  return testing::tagged_send(wr_id, kIpB, msg, tag, mode);
-}
-TaggedRecv trecv(uint64_t wr_id, std::vector<uint8_t>& buf, uint64_t tag) {
-  return testing::tagged_recv(wr_id, buf, tag);
-}
+constexpr testing::TaggedSetup kSetup{
+    .seed = 47, .jitter_seed = 5, .rendezvous_bytes = kThreshold, .push = true};
+constexpr testing::TaggedConfig<kSetup> config_for;
+using Link = testing::TaggedLink<kSetup>;
 
 // Request frames by SES opcode, each way.
 struct Opcodes {

@@ -16,6 +16,7 @@
 
 #include "tests/common/payload.h"
 #include "tests/common/uet_pair.h"
+#include "tests/common/uet_tagged_pair.h"
 #include "transport/uet/uet_endpoint.h"
 
 namespace uet {
@@ -24,30 +25,17 @@ namespace {
 using testing::drain;
 using testing::pattern;
 
-constexpr uint32_t kIpA = 0x0A000001, kIpB = 0x0A000002;
-constexpr uint64_t kThreshold = 16 * 1024;
-
-// `push`: the target has the rest WRITten into its receive (a CTS) instead of READing it.
-UetConfig config_for(uint32_t ip, bool push = false) {
-  UetConfig c = testing::uet_config(ip, /*seed=*/43);
-  c.rendezvous_bytes = kThreshold;
-  c.rendezvous_push = push;
-  return c;
-}
-
-struct Link : testing::UetLink {
-  explicit Link(const UetConfig& a = config_for(kIpA), const UetConfig& b = config_for(kIpB))
-      : UetLink(a, b, /*jitter_seed=*/9) {}
-};
-
-TaggedSendRequest tsend(uint64_t wr_id, const std::vector<uint8_t>& msg, uint64_t tag,
-                        DeliveryMode mode = DeliveryMode::kRud) {
-  return testing::tagged_send(wr_id, kIpB, msg, tag, mode);
-}
-TaggedRecv trecv(uint64_t wr_id, std::vector<uint8_t>& buf, uint64_t tag) {
-  return testing::tagged_recv(wr_id, buf, tag);
-}
 using testing::by_wr_id;
+using testing::kIpA;
+using testing::kIpB;
+using testing::trecv;
+using testing::tsend;
+
+constexpr uint64_t kThreshold = 16 * 1024;
+constexpr testing::TaggedSetup kSetup{
+    .seed = 43, .jitter_seed = 9, .rendezvous_bytes = kThreshold, .push = false};
+constexpr testing::TaggedConfig<kSetup> config_for;
+using Link = testing::TaggedLink<kSetup>;
 
 // ----------------------------------------------------------------------- the threshold
 

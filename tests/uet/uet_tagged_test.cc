@@ -14,6 +14,7 @@
 #include "tests/common/fake_link.h"
 #include "tests/common/payload.h"
 #include "tests/common/uet_pair.h"
+#include "tests/common/uet_tagged_pair.h"
 #include "transport/uet/uet_endpoint.h"
 #include "transport/uet/uet_internal.h"
 
@@ -23,24 +24,16 @@ namespace {
 using testing::drain;
 using testing::pattern;
 
-constexpr uint32_t kIpA = 0x0A000001, kIpB = 0x0A000002, kIpC = 0x0A000003;
-
-UetConfig config_for(uint32_t ip) { return testing::uet_config(ip, /*seed=*/41); }
-
-struct Link : testing::UetLink {
-  explicit Link(const UetConfig& a = config_for(kIpA), const UetConfig& b = config_for(kIpB))
-      : UetLink(a, b, /*jitter_seed=*/5) {}
-};
-
-TaggedSendRequest tsend(uint64_t wr_id, const std::vector<uint8_t>& msg, uint64_t tag,
-                        DeliveryMode mode = DeliveryMode::kRud) {
-  return testing::tagged_send(wr_id, kIpB, msg, tag, mode);
-}
-TaggedRecv trecv(uint64_t wr_id, std::vector<uint8_t>& buf, uint64_t tag, uint64_t ignore = 0,
-                 uint32_t source = 0) {
-  return testing::tagged_recv(wr_id, buf, tag, ignore, source);
-}
 using testing::by_wr_id;
+using testing::kIpA;
+using testing::kIpB;
+using testing::trecv;
+using testing::tsend;
+
+constexpr uint32_t kIpC = 0x0A000003;
+constexpr testing::TaggedSetup kSetup{.seed = 41, .jitter_seed = 5};
+constexpr testing::TaggedConfig<kSetup> config_for;
+using Link = testing::TaggedLink<kSetup>;
 
 // ------------------------------------------------------------------------------ matching
 
