@@ -75,7 +75,7 @@ inline bool parse_frame(const Frame& f, FrameInfo* info) noexcept {
 }
 
 // The fabric's traffic class of a DSCP value (sim/network.h code points).
-inline Priority classify_dscp(uint8_t dscp) noexcept {
+constexpr Priority classify_dscp(uint8_t dscp) noexcept {
   return dscp == kDscpControl || dscp == kDscpCnp || dscp == kDscpTrimmed ? Priority::kControl
                                                                           : Priority::kData;
 }

@@ -17,12 +17,16 @@ namespace uet::sim {
 namespace {
 // The DSCP of each lossless class (0, 1, 2), which a switch that moves a frame into another
 // class writes, as Tagger's switches rewrite the tag the next hop classifies by (Hu et al.,
-// CoNEXT 2017, §5: the tag is carried in the DSCP field). [choice] Class 0 keeps the data
-// class's code point (kDscpData, 26); classes 1 and 2 take the two after it, which no engine
-// sends and classify_dscp() reads as data.
-constexpr std::array<uint8_t, kLosslessPriorities> kClassDscp = {kDscpData, kDscpData + 1,
-                                                                 kDscpData + 2};
-static_assert(kDscpData + 2 < kDscpTrimmed);
+// CoNEXT 2017, §5: the tag is carried in the DSCP field); spec/rocev2.md §1. A frame moved
+// back into class 0 gets the data class's code point, kDscpData: the one its sender marked,
+// since every sender in the simulator marks its data so (the engines' default dscp_data,
+// which no tool changes, and UdpApp's). Classes 1 and 2 are code points no engine sends and
+// classify_dscp() reads as data.
+constexpr std::array<uint8_t, kLosslessPriorities> kClassDscp = {
+    kDscpData, ROCEV2_DSCP_LOSSLESS_1, ROCEV2_DSCP_LOSSLESS_2};
+static_assert(classify_dscp(ROCEV2_DSCP_LOSSLESS_1) == Priority::kData &&
+              classify_dscp(ROCEV2_DSCP_LOSSLESS_2) == Priority::kData &&
+              ROCEV2_DSCP_LOSSLESS_1 != kDscpData && ROCEV2_DSCP_LOSSLESS_2 != kDscpData);
 }  // namespace
 
 // The frame was queued upstream in priority m.prio and arrived through `in_port`; the rule

@@ -5,8 +5,10 @@
 // flowing.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -152,40 +154,60 @@ std::vector<std::string> pcap_ipv4_headers(const std::string& path) {
   return out;
 }
 
-// PauseOnOneClassDoesNotStopTheOther's two flows, switch 0's link to switch 1 tapped: flow A
-// (host 14, 10.0.0.15) crossed the wraparound and leaves switch 0 in class 1, flow B (host 0,
-// 10.0.0.1) in class 0.
-// Expect: on that link every frame of A carries class 1's DSCP (27), every frame of B the data
-// class's (26), ECN as sent, and each IPv4 header checksum is right.
-TEST(LosslessSwitch_Ring, ASwitchThatRaisesTheClassRewritesTheDscp) {
-  const std::string path = ::testing::TempDir() + "/lossless_dscp.pcap";
+// PauseOnOneClassDoesNotStopTheOther's two flows, the hosts' links off the ring's dimension
+// (as the torus builder numbers them, so a frame leaves for a host in class 0), switch 0's
+// link to switch 1 tapped and switch 1's to host 2: flow A (host 14, 10.0.0.15) crossed the
+// wraparound and leaves switch 0 in class 1, flow B (host 0, 10.0.0.1) in class 0; switch 1
+// moves A back to class 0 on its way to host 2.
+// Expect: on the ring link every frame of A carries class 1's DSCP (27), every frame of B the
+// data class's (26); on host 2's link every frame of A carries again the DSCP its sender
+// marked (UdpApp's, 26); ECN as sent, and each IPv4 header checksum is right.
+TEST(LosslessSwitch_Ring, ASwitchThatChangesTheClassRewritesTheDscp) {
+  const std::string ring_path = ::testing::TempDir() + "/lossless_dscp.pcap";
+  const std::string host_path = ::testing::TempDir() + "/lossless_dscp_host.pcap";
   {
     Ring r(8, 2, true);
+    std::vector<uint8_t> dims(r.net.num_ports(), 0);
+    for (uint32_t h = 0; h < r.hosts; ++h) {
+      for (uint32_t p : r.net.node(r.net.host_node(h)).ports) {
+        dims[p] = dims[Network::peer_of(p)] = LosslessClasses::kNoDim;
+      }
+    }
+    ASSERT_TRUE(r.net.set_port_classes(dims).ok());
     r.flow(14, 2, 4096 * 20);
     r.flow(0, 4, 4096 * 20);
     const uint32_t p01 = r.port_to(0, 1);
+    const uint32_t p1h2 = test::port_between(r.net, r.sw[1], r.net.host_node(2));
     ASSERT_NE(p01, kNone);
-    ASSERT_TRUE(r.net.tap(p01, path).ok());
+    ASSERT_NE(p1h2, kNone);
+    ASSERT_TRUE(r.net.tap(p01, ring_path).ok());
+    ASSERT_TRUE(r.net.tap(p1h2, host_path).ok());
     r.start();
     r.net.run_until(kSecond);
     EXPECT_EQ(r.received(), 2 * 4096 * 20u);
   }
-  uint32_t a = 0, b = 0;
-  for (const std::string& h : pcap_ipv4_headers(path)) {
-    const auto* ip = reinterpret_cast<const uint8_t*>(h.data());
-    const uint8_t dscp = ip[1] >> 2;
-    EXPECT_EQ(ip[1] & 3, 2) << "ECN";  // ECT(0), as the UDP app sends it (no marking here)
-    EXPECT_TRUE(wire::ipv4_header_checksum_ok(ip, 20));
-    if (ip[15] == 15) {
-      ++a;
-      EXPECT_EQ(dscp, kDscpData + 1);
-    } else if (ip[15] == 1) {
-      ++b;
-      EXPECT_EQ(dscp, kDscpData);
+  // Frames by source host (the last byte of the source address), and their DSCPs.
+  auto dscps = [](const std::string& path) {
+    std::map<uint8_t, std::vector<uint8_t>> by_source;
+    for (const std::string& h : pcap_ipv4_headers(path)) {
+      const auto* ip = reinterpret_cast<const uint8_t*>(h.data());
+      EXPECT_EQ(ip[1] & 3, 2) << "ECN";  // ECT(0), as the UDP app sends it (no marking here)
+      EXPECT_TRUE(wire::ipv4_header_checksum_ok(ip, 20));
+      by_source[ip[15]].push_back(ip[1] >> 2);
     }
-  }
-  EXPECT_GT(a, 10u);
-  EXPECT_GT(b, 10u);
+    return by_source;
+  };
+  auto all_are = [](const std::vector<uint8_t>& v, uint8_t dscp) {
+    return std::all_of(v.begin(), v.end(), [&](uint8_t d) { return d == dscp; });
+  };
+  auto ring = dscps(ring_path);
+  EXPECT_GT(ring[15].size(), 10u);
+  EXPECT_GT(ring[1].size(), 10u);
+  EXPECT_TRUE(all_are(ring[15], ROCEV2_DSCP_LOSSLESS_1));
+  EXPECT_TRUE(all_are(ring[1], kDscpData));
+  auto host = dscps(host_path);
+  EXPECT_GT(host[15].size(), 10u);
+  EXPECT_TRUE(all_are(host[15], kDscpData));  // UdpApp marks its frames kDscpData
 }
 
 }  // namespace
