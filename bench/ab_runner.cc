@@ -524,6 +524,7 @@ absl::StatusOr<RunResult> Run::collect() {
   RunResult r;
   r.scenario = rc_.scenario;
   r.transport = rc_.transport;
+  r.routing = net_.routing().config();
   r.hosts = hosts_;
   auto flows = flow_stats();
   if (!flows.ok()) return flows.status();

@@ -232,6 +232,8 @@ struct RunResult {
     uint64_t nack = 0, rack = 0, tlp = 0, rto = 0, trimmed_rx = 0;
   } uet_resends;
   uint64_t failed = 0;      // writes that completed with an error
+  // The routes the run took: its fabric's routing (routing_of), as the network applied it.
+  sim::RoutingConfig routing;
   // Connections the hosts set up, summed over hosts: RoCEv2 QPs (one at each end per host
   // pair and FlowSpec::channel), UET PDCs (one at each end per host pair and direction that
   // writes, whatever the channels).

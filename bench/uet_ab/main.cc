@@ -264,8 +264,7 @@ std::string scenario_title(const Options& o, const Fabric& base, uint32_t hosts,
     title += absl::StrFormat(", %.2f%% loss on fabric links", 100 * absl::GetFlag(FLAGS_loss));
   }
   for (const RunResult& r : runs) {
-    const Fabric run_fabric = run_config(o, base, scenario, 0, r.transport).fabric;
-    if (routing_of(run_fabric).dimension_order && !base.routing.dimension_order) {
+    if (r.routing.dimension_order && !base.routing.dimension_order) {
       absl::StrAppend(&title, absl::StrFormat("\n  %s (PFC): dimension-order routes%s, as lossless "
                                               "tori route (--deadlock_free=off: every shortest path)",
                                               to_string(r.transport),

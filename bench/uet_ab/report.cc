@@ -73,9 +73,9 @@ std::string shape_json(const RunConfig& c) {
   return absl::StrFormat("\"shape\": \"%s\", ", fabric_title(c.fabric));
 }
 
-// The routing mode when not minimal ECMP (runs with minimal routing read as before).
-std::string routing_json(const Fabric& f) {
-  const sim::RoutingConfig r = routing_of(f);
+// The routing mode when not minimal ECMP (runs with minimal routing read as before): the
+// routes the run took (RunResult::routing).
+std::string routing_json(const sim::RoutingConfig& r) {
   if (r.mode == sim::RoutingMode::kMinimal && !r.dimension_order) return "";
   const char* mode = r.mode == sim::RoutingMode::kValiant ? "valiant"
                      : r.mode == sim::RoutingMode::kUgal  ? "ugal"
@@ -123,7 +123,7 @@ std::string json_of(const RunResult& r, const RunConfig& c) {
       c.fabric.fabric_gbps, c.fabric.link_delay / kNanosecond, c.fabric.buffer_bytes / 1024,
       c.fabric.ecn_kmin_bytes / 1024, c.fabric.ecn_kmax_bytes / 1024, c.fabric.ecn_pmax,
       c.fabric.pfc_xoff_bytes / 1024, c.fabric.pfc_xon_bytes / 1024, to_string(c.fabric.kind),
-      shape_json(c) + routing_json(c.fabric) + datagram_params(c) + tss_json(c), c.seed, datagram_json(r, c));
+      shape_json(c) + routing_json(r.routing) + datagram_params(c) + tss_json(c), c.seed, datagram_json(r, c));
 }
 
 void print_split(const std::vector<RunResult>& runs);
