@@ -36,6 +36,7 @@ UetConfig uet_config(const RunConfig& rc, uint32_t h, uint32_t pdcs) {
   if (rc.verb == Verb::kSend) c.max_trecvs = 65536;  // a receive per incoming flow at most
   c.rendezvous_bytes = rc.uet_rendezvous_bytes;
   c.rack = rc.uet_rack;
+  c.ack_out_of_order = rc.uet_ack_ooo;
   if (rc.uet_tss) {
     // One cluster-mode domain; its key comes from the run's seed (a simulation needs no
     // secret, and the key is never written out).

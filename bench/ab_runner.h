@@ -174,6 +174,9 @@ struct RunConfig {
   bool uet_deferrable = false;
   // UET: RACK infers losses from the SACKs (UetConfig::rack); false: NACKs, probe and RTO only.
   bool uet_rack = true;
+  // UET: the target ACKs an out-of-order request at once (UetConfig::ack_out_of_order);
+  // false: it coalesces, as uet-htsim's sink.
+  bool uet_ack_ooo = true;
   // --verb=send: the destination posts each flow's receive this long after the send starts
   // (0: as it starts), as a late application would.
   Time recv_delay = 0;

@@ -36,6 +36,10 @@ ABSL_FLAG(bool, rack, true,
           "UET: infer losses from the SACKs (RACK, RFC 8985: the engine's default); false: "
           "resend on NACKs, the tail-loss probe and the RTO only, as uet-htsim's published "
           "runs (no -sleek; with --queues=htsim, its configuration)");
+ABSL_FLAG(bool, ack_ooo, true,
+          "UET: the target ACKs a request that arrived out of order at once (the engine's "
+          "default); false: it coalesces like any other, as uet-htsim's sink (with "
+          "--queues=htsim --rack=false, its configuration)");
 ABSL_FLAG(bool, resend_report, false,
           "under each anchor, what the switches trimmed, dropped and marked, and the packets "
           "resent by what asked for each (NACK, RACK, tail-loss probe, RTO)");
@@ -117,6 +121,7 @@ std::vector<Anchor> anchors(bool full, uint64_t seed, bool htsim_queues,
     a.config.uet_evs = evs;
     a.config.uet_lb = lb;
     a.config.uet_rack = absl::GetFlag(FLAGS_rack);
+    a.config.uet_ack_ooo = absl::GetFlag(FLAGS_ack_ooo);
     out.push_back(std::move(a));
     return &out.back();
   };
@@ -259,14 +264,15 @@ void write_json(std::FILE* json, bool first, const Anchor& a, const RunResult& r
                "\"published_tail_us\": %.1f, \"min_us\": %.3f, \"tail_us\": %.3f, "
                "\"ideal_us\": %.1f, \"flows\": %zu, \"completed\": %zu, \"retransmits\": %lu, "
                "\"resends\": {\"nack\": %lu, \"rack\": %lu, \"tlp\": %lu, \"rto\": %lu, "
-               "\"spurious\": %lu}, \"trims\": %lu, \"rack\": %s, "
+               "\"spurious\": %lu}, \"trims\": %lu, \"rack\": %s, \"ack_ooo\": %s, "
                "\"hosts\": %zu, \"seed\": %lu, \"wall_s\": %.3f%s}",
                first ? "" : ",\n", a.name.c_str(), a.htsim_run.c_str(), a.published_min_us,
                a.published_tail_us, r.flows.fct_min_us, r.flows.fct_max_us, a.ideal_us,
                r.flows.total, r.flows.completed, r.endpoints.retransmitted_packets,
                r.uet_resends.nack, r.uet_resends.rack, r.uet_resends.tlp, r.uet_resends.rto,
                r.endpoints.spurious_retransmits, r.ports.trims,
-               a.config.uet_rack ? "true" : "false", r.hosts,
+               a.config.uet_rack ? "true" : "false", a.config.uet_ack_ooo ? "true" : "false",
+               r.hosts,
                a.config.seed, r.wall_s,
                r.paths.tiers.empty()
                    ? ""
@@ -310,10 +316,12 @@ int run_main() {
     }
     std::fprintf(json, "[\n");
   }
-  std::printf("uet-anchors: %s scale (%s), %s queues, %s, seed %lu; published = uet-htsim "
+  std::printf("uet-anchors: %s scale (%s), %s queues, %s%s, seed %lu; published = uet-htsim "
               "40ccb05 validate_outputs (1024 hosts)\n\n",
               scale.c_str(), full ? "1024 hosts, k=16 fat-tree" : "128 hosts, k=8 fat-tree",
-              queues.c_str(), absl::GetFlag(FLAGS_rack) ? "RACK" : "no RACK", seed);
+              queues.c_str(), absl::GetFlag(FLAGS_rack) ? "RACK" : "no RACK",
+              absl::GetFlag(FLAGS_ack_ooo) ? "" : ", out-of-order ACKs coalesced",
+              seed);
   std::printf("%-40s %21s %21s %9s %9s %8s\n", "anchor", "published min/tail", "ours min/tail",
               "pub t/m", "ours t/m", "wall s");
   int rc = 0;
@@ -350,7 +358,7 @@ int main(int argc, char** argv) {
       "uet-anchors: our runs next to uet-htsim's published validation results.\n"
       "Usage: uet-anchors [--scale=full|small] [--seed=N] [--json=FILE] [--anchor=SUBSTRING]\n"
       "                   [--path_report] [--resend_report] [--cm=FILE] [--queues=htsim|ours]\n"
-      "                   [--rack=false]");
+      "                   [--rack=false] [--ack_ooo=false]");
   // Under mpirun or srun every run is split over the ranks; rank 0 prints and writes.
   auto ranks = uet::ab::start_tool_ranks(&argc, &argv);
   if (!ranks.ok()) return uet::bench::tool_error("uet-anchors", ranks.status(), 2);

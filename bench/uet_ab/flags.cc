@@ -190,6 +190,9 @@ ABSL_FLAG(bool, deferrable, false,
 ABSL_FLAG(bool, rack, true,
           "UET: infer losses from the SACKs (RACK, RFC 8985); false: resend only on NACKs, the "
           "tail-loss probe and the RTO, as uet-htsim's sender without -sleek");
+ABSL_FLAG(bool, ack_ooo, true,
+          "UET: the target ACKs a request that arrived out of order at once; false: it "
+          "coalesces like any other (ack every 4 packets or 2 us), as uet-htsim's sink");
 ABSL_FLAG(double, recv_delay_us, 0,
           "--verb=send: the destination posts each flow's receive this long after the send "
           "starts, as a late application would; 0 (the default): as it starts, or 0..1000000");

@@ -254,6 +254,7 @@ RunConfig run_config(const Options& o, const Fabric& base, const std::string& sc
   c.uet_rendezvous_bytes = absl::GetFlag(FLAGS_rendezvous_bytes);
   c.uet_deferrable = absl::GetFlag(FLAGS_deferrable);
   c.uet_rack = absl::GetFlag(FLAGS_rack);
+  c.uet_ack_ooo = absl::GetFlag(FLAGS_ack_ooo);
   c.recv_delay = static_cast<Time>(absl::GetFlag(FLAGS_recv_delay_us) * kMicrosecond);
   c.uet_tss = absl::GetFlag(FLAGS_tss);
   c.tss_cost.ps_per_frame = static_cast<Time>(absl::GetFlag(FLAGS_tss_ns_per_frame) * kNanosecond);

@@ -38,6 +38,9 @@ std::string datagram_params(const RunConfig& c) {
   if (!c.uet_rack && c.transport == TransportKind::kUet) {
     absl::StrAppend(&verb, "\"rack\": false, ");
   }
+  if (!c.uet_ack_ooo && c.transport == TransportKind::kUet) {
+    absl::StrAppend(&verb, "\"ack_ooo\": false, ");
+  }
   if (c.recv_delay != 0) {
     absl::StrAppend(&verb, absl::StrFormat("\"recv_delay_us\": %g, ",
                                            static_cast<double>(c.recv_delay) / kMicrosecond));

@@ -212,6 +212,37 @@ TEST(UetAckCc_State, TargetFillsServiceTimeReceivedBytesAndOutOfOrderCount) {
   EXPECT_EQ(t.completions().size(), 2u);
 }
 
+// ack_out_of_order = false (uet-htsim's sink): requests past a hole wait for ack_every or
+// ack_delay like any other, so the five of a write whose first arrives last share one ACK.
+TEST(UetAckCc_State, OutOfOrderRequestsCoalesceWhenNotAckedAtOnce) {
+  UetConfig b = config_for(kIpB);
+  b.ack_delay = 5 * kMicrosecond;
+  b.ack_every = 8;
+  b.ack_out_of_order = false;
+  Pair t(config_for(kIpA), b);
+  std::vector<wire::PdsAckCc> acks;
+  int requests = 0;
+  t.link.set_filter([&](int from, const wire::Decoded& d, std::vector<uint8_t>& bytes) {
+    testing::Verdict v;
+    if (const wire::PdsAckCc* h = ack_cc(d); from == 1 && h != nullptr) acks.push_back(*h);
+    if (from == 0 && d.pds_type == wire::PdsType::kRudReq) {
+      bytes[kPds + 1] &= ~0x08;  // no AR: the target ACKs after ack_delay (or ack_every)
+      drop_udp_checksum(bytes);
+      if (requests++ == 0) v.delay = kMicrosecond;  // the first arrives last
+    }
+    return v;
+  });
+  ASSERT_TRUE(t.ea->post_write({1, kIpB, t.rkey, 0, t.src.data(), 4 * 4096 + 100}).ok());
+  t.link.run(kSecond);
+  // Expect: one ACK, ack_delay after the first four (not one each as they arrived), for all five.
+  ASSERT_EQ(acks.size(), 1u);
+  EXPECT_EQ(acks[0].ooo_count(), 4u);
+  EXPECT_EQ(acks[0].rcvd_bytes(), 4u * 4096 + 100);
+  // ns: its trigger, the late first request, waited for the deadline the second one set.
+  EXPECT_EQ(acks[0].service_time(), 4000u);
+  EXPECT_EQ(t.completions().size(), 1u);
+}
+
 // A target that holds every packet 20 us before its ACK and says so (service_time), over a
 // 4 us fabric whose packets are all CE-marked. NSCC must judge the 4 us: marks without queueing
 // delay leave the window alone (cc/nscc.h), so the write runs at a full window per round trip.

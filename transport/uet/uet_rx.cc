@@ -258,9 +258,10 @@ void UetEndpoint::rx(std::span<Frame* const> frames, Time now) {
   const bool in_order = delta == 0;
   mark_received(*p, psn);
   if (p->rod) rod_drain(*p, id);  // staged requests behind it run now, in PSN order
-  // §3.7 ACK coalescing: at once on AR, ECN-CE, out of order or a pending response; else
-  // every ack_every packets or after ack_delay. An AR that overtook packets is answered
-  // again when they have all arrived (as uet-htsim's sink does), not an ack_delay later.
+  // §3.7 ACK coalescing: at once on AR, ECN-CE, out of order (ack_out_of_order) or a pending
+  // response; else every ack_every packets or after ack_delay. An AR that overtook packets is
+  // answered again when they have all arrived (as uet-htsim's sink does), not an ack_delay
+  // later.
   ++p->tgt.unacked_rx;
   if (h.ar() && !in_order) {
     p->tgt.ar_held = true;
@@ -268,8 +269,8 @@ void UetEndpoint::rx(std::span<Frame* const> frames, Time now) {
   }
   const bool ar_filled = p->tgt.ar_held && psn_before(p->tgt.ar_psn, p->tgt.rcv_base);
   if (ar_filled) p->tgt.ar_held = false;
-  if (h.ar() || ar_filled || d.ecn == 3 || !in_order || p->tgt.rsp_pending() ||
-      p->tgt.unacked_rx >= config_.ack_every) {
+  if (h.ar() || ar_filled || d.ecn == 3 || (!in_order && config_.ack_out_of_order) ||
+      p->tgt.rsp_pending() || p->tgt.unacked_rx >= config_.ack_every) {
     p->tgt.ack_now = true;
   } else if (!p->tgt.ack_pending) {
     p->tgt.ack_pending = true;
