@@ -507,7 +507,7 @@ template <bool kClasses>
   const uint32_t sw = ports_[in_port].owner;
   FrameMeta& m = meta(f);  // a frame in flight has its metadata
   // Parsed by the sending host, unless it could not be or a bit flipped on the way since.
-  if (!m.parsed && !reparse_meta(pool_[f], m)) {
+  if (!m.parsed && !reparse_meta(pool_.view(f), m)) {
     ++ports_[in_port].stats.drops;
     drop(f);
     return;
@@ -555,8 +555,9 @@ template <bool kClasses>
         return false;
       }
     } else if (p.queued_bytes[pr] + m.bytes > limit) {
-      if (pr == 0 && sc.trimming && trim_uet(pool_[f], kDscpTrimmed)) {
-        m.bytes = pool_[f].bytes_on_wire();
+      if (pr == 0 && sc.trimming &&
+          in_place(pool_, f, [](Frame& fr) { return trim_uet(fr, kDscpTrimmed); })) {
+        m.bytes = pool_.bytes_on_wire(f);
         ++p.stats.trims;
         if (m.corrupted) {  // the rewritten checksums now cover the damage
           ++rare_stats(port).corrupted_rewrites;
@@ -616,8 +617,11 @@ void Network::send_pfc(uint32_t ingress_port, int prio, bool pause) {
 
 void Network::host_deliver(uint32_t host, FrameId f) {
   Host& h = hosts_[host];
-  Frame* fr = &pool_[f];
-  if (h.transport != nullptr) h.transport->rx(std::span<Frame* const>(&fr, 1), now_);
+  if (h.transport != nullptr) {
+    Frame frame = pool_.view(f);
+    Frame* fr = &frame;
+    h.transport->rx(std::span<Frame* const>(&fr, 1), now_);
+  }
   pool_.release(f);
   host_pull(host);
   host_arm_timer(host);
@@ -638,11 +642,13 @@ void Network::host_pull(uint32_t host) {
     }
     if (sendable || queued >= kNicQueueFrames) return;
     const FrameId f = pool_.alloc();
-    Frame* fr = &pool_[f];
+    Frame frame = pool_.view(f);
+    Frame* fr = &frame;
     if (h.transport->tx(std::span<Frame* const>(&fr, 1), now_) == 0) {
       pool_.release(f);
       return;
     }
+    pool_.store(f, frame);
     FrameMeta& m = meta(f);
     // A new frame: its headers are read now, while its bytes are in cache (they do not change
     // before the first switch, which reads them again only if a bit flips on the way or they

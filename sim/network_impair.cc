@@ -15,9 +15,8 @@ namespace uet::sim {
 void Network::start_tx_rare(uint32_t port, FrameId f, uint32_t bytes, Time done) {
   Port& p = ports_[port];
   const LinkConfig& link = link_config(port);
-  Frame& fr = pool_[f];
   if (p.tapped) {
-    (void)taps_[port]->write(std::span<const uint8_t>(fr.data, fr.len),
+    (void)taps_[port]->write(std::span<const uint8_t>(pool_.data(f), pool_.len(f)),
                              static_cast<uint64_t>(now_ / kNanosecond), bytes);
   }
   if (!p.up) {
@@ -34,6 +33,7 @@ void Network::start_tx_rare(uint32_t port, FrameId f, uint32_t bytes, Time done)
     // A frame is damaged at most once on its way (one memory error per frame: two flips
     // can cancel in the Internet checksum, which is not what this models).
     if (p.rng.chance(link.corrupt) && !meta(f).damaged) {
+      const Frame fr = pool_.view(f);  // its bytes are flipped in place
       constexpr uint32_t kL2 = 14;
       const uint64_t bit = kL2 * 8 + p.rng.below(uint64_t{fr.len - kL2} * 8);
       const bool sealed = sealed_untrimmed(fr);  // before the flip, which may hit the type
@@ -93,12 +93,9 @@ void Network::duplicate(uint32_t port, FrameId f, Time at) {
   Port& p = ports_[port];
   const FrameMeta m = meta(f);
   const FrameId c = pool_.alloc();  // may grow the pool: take references afterwards
-  const Frame& from = pool_[f];
-  Frame& to = pool_[c];
-  std::memcpy(to.data, from.data, from.len);
-  to.len = from.len;
-  to.wire_len = from.wire_len;
-  to.priority = from.priority;
+  const Frame from = pool_.view(f);
+  std::memcpy(pool_.data(c), from.data, from.len);
+  pool_.store(c, from);
   meta(c) = m;
   ++rare_stats(port).duplicates;
   if (const Time hold = link_config(port).reorder_delay; hold > 0) {

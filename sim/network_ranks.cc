@@ -75,7 +75,8 @@ std::vector<std::vector<uint8_t>>& Network::outboxes() {
 void Network::write_out(const RemoteEvent& e, std::vector<uint8_t>& out) {
   uint8_t rec[kArriveBytes];
   uint8_t* at = put(rec, e.time);
-  const Frame* fr = e.kind == kArrive ? &pool_[e.frame] : nullptr;
+  const Frame frame = e.kind == kArrive ? pool_.view(e.frame) : Frame{};
+  const Frame* fr = e.kind == kArrive ? &frame : nullptr;
   const uint32_t priority = fr != nullptr ? static_cast<uint32_t>(fr->priority) : 0;
   at = put(at, e.port | uint32_t{e.kind} << kPortBits | priority << (kPortBits + 4));
   if (e.kind == kCall) {
@@ -206,12 +207,13 @@ absl::Status Network::deliver_one(std::span<const uint8_t> records, size_t& at) 
                                             " bytes, priority ", priority, ") for port ", port));
   }
   const FrameId f = pool_.alloc();
-  Frame& fr = pool_[f];
+  Frame fr = pool_.view(f);
   std::memcpy(&meta(f), p, sizeof(FrameMeta));
   std::memcpy(fr.data, p + sizeof(FrameMeta), len);
   fr.len = len;
   fr.wire_len = wire_len;
   fr.priority = static_cast<Priority>(priority);
+  pool_.store(f, fr);
   events_q_.push(time, kArrive, port, f, key);
   at += need + len;
   return absl::OkStatus();
