@@ -105,6 +105,15 @@ class FramePool {
     f.priority = s.priority;
     return f;
   }
+  // view() into a Frame the caller keeps (its capacity already the pool's, `ref` empty): the
+  // fields a frame's own are written, nothing else, as hosts do once per frame.
+  void view_into(FrameId id, Frame& f) const noexcept {
+    const Slot& s = slot(id);
+    f.data = data_at(id);
+    f.len = s.len;
+    f.wire_len = s.wire_len;
+    f.priority = s.priority;
+  }
   void store(FrameId id, const Frame& f) noexcept {
     Slot& s = slot(id);
     s.len = f.len;

@@ -23,6 +23,7 @@ Network::Network(const NetworkConfig& config)
     : config_(config), pool_(config.frame_capacity, &kFreshMeta) {
   // The current bucket's arrays; the far heap grows with what is scheduled far ahead.
   events_q_.reserve(0);
+  host_frame_.capacity = pool_.capacity();
   host_cost_ = config.host_cost.ps_per_frame > 0 || config.host_cost.ps_per_byte > 0;
 }
 
@@ -618,8 +619,8 @@ void Network::send_pfc(uint32_t ingress_port, int prio, bool pause) {
 void Network::host_deliver(uint32_t host, FrameId f) {
   Host& h = hosts_[host];
   if (h.transport != nullptr) {
-    Frame frame = pool_.view(f);
-    Frame* fr = &frame;
+    pool_.view_into(f, host_frame_);
+    Frame* fr = &host_frame_;
     h.transport->rx(std::span<Frame* const>(&fr, 1), now_);
   }
   pool_.release(f);
@@ -642,13 +643,13 @@ void Network::host_pull(uint32_t host) {
     }
     if (sendable || queued >= kNicQueueFrames) return;
     const FrameId f = pool_.alloc();
-    Frame frame = pool_.view(f);
-    Frame* fr = &frame;
+    pool_.view_into(f, host_frame_);
+    Frame* fr = &host_frame_;
     if (h.transport->tx(std::span<Frame* const>(&fr, 1), now_) == 0) {
       pool_.release(f);
       return;
     }
-    pool_.store(f, frame);
+    pool_.store(f, host_frame_);
     FrameMeta& m = meta(f);
     // A new frame: its headers are read now, while its bytes are in cache (they do not change
     // before the first switch, which reads them again only if a bit flips on the way or they

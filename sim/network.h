@@ -608,6 +608,9 @@ class Network {
 
   NetworkConfig config_;
   bool host_cost_ = false;  // config_.host_cost is not zero
+  // The Frame a host's transport is handed (rx, tx): one frame at a time, filled from the
+  // pool's slot (FramePool::view_into) and kept with store().
+  Frame host_frame_;
   Time host_cost(uint32_t bytes) const noexcept {
     return config_.host_cost.ps_per_frame +
            static_cast<Time>(config_.host_cost.ps_per_byte * static_cast<double>(bytes));
