@@ -1,18 +1,19 @@
-// Frames for the simulator: fixed-capacity buffers in slabs, handed out by index.
+// Frames for the simulator: fixed-capacity buffers handed out by index.
 //
 // A frame carries real bytes: the full frame when `capacity` fits the MTU (integrity tests,
 // pcap taps), or just the headers with the payload carried by length (Frame::wire_len) when
-// a large fabric is simulated with a small capacity. Ids are indices. What varies per frame
-// (its Slot: lengths and priority, 12 bytes where a Frame is 40: its address and capacity
-// follow from its id) and the owner's metadata for each (kMetaBytes, e.g. what switches read
-// from the headers) are arrays indexed by id, grown by remapping pages (PageArea), so the
-// per-hop code reaches them as it would a vector's, and the pool's memory follows the peak of
-// frames in flight with no copy and no transient second copy; the frames' bytes are in slabs
-// of kSlabFrames that never move. An engine is handed a Frame built from the slot (view())
-// and what it wrote goes back with store(). The
-// free list is a stack threaded through the free frames' `len`, so
-// allocation is O(1), needs no side array and never touches the heap once the pool has grown
-// to the run's peak. Owned by the Network; single-threaded.
+// a large fabric is simulated with a small capacity. Ids are indices. Each frame is its
+// bytes and, just before them, an 8-byte slot with its lengths (what a Frame holds besides
+// the address and capacity that follow from the id), so one address reaches both; the
+// owner's metadata for each (kMetaBytes, e.g. what switches read from the headers) is a
+// second array by id. Both grow by remapping pages (PageArea), so the per-hop code reaches
+// them as it would a vector's, and the pool's memory follows the peak of frames in flight
+// with no copy and no transient second copy. An engine is handed a Frame pointing at the
+// bytes with the lengths copied (alloc_into, view_into) and what it wrote goes back with
+// store(): valid until the next alloc(), which may move the frames. The free list is a stack
+// threaded through the free frames' `len`, so allocation is O(1), needs no side array and
+// never touches the heap once the pool has grown to the run's peak. Owned by the Network;
+// single-threaded.
 #pragma once
 
 #include <sys/mman.h>
@@ -20,10 +21,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
-#include <memory>
 #include <new>
 #include <type_traits>
-#include <vector>
 
 #include "transport/transport.h"
 
@@ -66,7 +65,8 @@ class FramePool {
  public:
   static constexpr uint32_t kMetaBytes = 16;  // the owner's metadata per frame
   // `meta_init`: the kMetaBytes every new frame's metadata holds (null: zeros).
-  explicit FramePool(uint32_t capacity, const void* meta_init = nullptr) : capacity_(capacity) {
+  explicit FramePool(uint32_t capacity, const void* meta_init = nullptr)
+      : capacity_(capacity), stride_(kSlotBytes + (size_t{capacity} + 7) / 8 * 8) {
     if (meta_init != nullptr) std::memcpy(meta_init_, meta_init, kMetaBytes);
   }
 
@@ -79,12 +79,20 @@ class FramePool {
   }
   size_t peak() const noexcept { return peak_; }
 
+  // An empty frame (len and wire_len 0).
   FrameId alloc() {
-    if (free_head_ == kNoFrame) grow();
-    const FrameId id = free_head_;
-    Slot& s = slot(id);
-    free_head_ = s.len;
-    s = Slot{};
+    const FrameId id = pop();
+    slot(id) = Slot{};
+    return id;
+  }
+  // alloc() for a host's transport to fill: `f` (whose capacity is the pool's, `ref` empty)
+  // points at the frame's bytes, empty; its lengths become the frame's with store(). The
+  // frame's own slot is not written until then.
+  FrameId alloc_into(Frame& f) {
+    const FrameId id = pop();
+    f.data = at(id) + kSlotBytes;
+    f.len = 0;
+    f.wire_len = 0;
     return id;
   }
   void release(FrameId id) noexcept {
@@ -93,37 +101,33 @@ class FramePool {
   }
 
   // Frame `id` as engines and codecs take it: its bytes in place (writes to them land in the
-  // pool), its lengths and priority copied from its slot (store() keeps changes to those). The
-  // simulator's engines never transmit by reference (tx_by_reference), so `ref` stays empty.
+  // pool), its lengths copied from its slot (store() keeps changes to those). The priority is
+  // not kept (kData, as the hosts deliver a frame: the fabric keeps the class it queues a frame
+  // in with the owner's metadata), and the simulator's engines never transmit by reference
+  // (tx_by_reference), so `ref` stays empty.
   Frame view(FrameId id) const noexcept {
-    const Slot& s = slot(id);
     Frame f;
-    f.data = data_at(id);
-    f.len = s.len;
-    f.wire_len = s.wire_len;
     f.capacity = capacity_;
-    f.priority = s.priority;
+    view_into(id, f);
     return f;
   }
-  // view() into a Frame the caller keeps (its capacity already the pool's, `ref` empty): the
-  // fields a frame's own are written, nothing else, as hosts do once per frame.
+  // view() into a Frame the caller keeps (its capacity the pool's, `ref` empty): the fields
+  // that are a frame's own are written, nothing else, as hosts do once per frame.
   void view_into(FrameId id, Frame& f) const noexcept {
     const Slot& s = slot(id);
-    f.data = data_at(id);
+    f.data = at(id) + kSlotBytes;
     f.len = s.len;
     f.wire_len = s.wire_len;
-    f.priority = s.priority;
   }
-  void store(FrameId id, const Frame& f) noexcept {
-    Slot& s = slot(id);
-    s.len = f.len;
-    s.wire_len = f.wire_len;
-    s.priority = f.priority;
+  void store(FrameId id, const Frame& f) noexcept { keep(slot(id), f); }
+  // store() into the frame `f` points at (from alloc_into, view_into or view, no alloc()
+  // since): its slot is just before its bytes, so no address is computed from an id.
+  void store(const Frame& f) noexcept {
+    keep(*std::launder(reinterpret_cast<Slot*>(f.data - kSlotBytes)), f);
   }
-  uint8_t* data(FrameId id) const noexcept { return data_at(id); }
+  uint8_t* data(FrameId id) const noexcept { return at(id) + kSlotBytes; }
   uint32_t len(FrameId id) const noexcept { return slot(id).len; }
   uint32_t wire_len(FrameId id) const noexcept { return slot(id).wire_len; }
-  Priority priority(FrameId id) const noexcept { return slot(id).priority; }
   // Frame::bytes_on_wire() of frame `id`.
   uint32_t bytes_on_wire(FrameId id) const noexcept {
     const Slot& s = slot(id);
@@ -132,45 +136,50 @@ class FramePool {
   // Frame `id`'s metadata (kMetaBytes; the owner casts them to its type).
   uint8_t* meta(FrameId id) noexcept { return meta_.data() + size_t{id} * kMetaBytes; }
   const uint8_t* meta(FrameId id) const noexcept { return meta_.data() + size_t{id} * kMetaBytes; }
-  // Where frame `id`'s slot, metadata and bytes live, computed without reading the slot
-  // (for prefetching). Null for an id the pool has not grown to.
-  const void* frame_hint(FrameId id) const noexcept { return id < peak_ ? slots() + id : nullptr; }
+  // Where frame `id`'s slot (its first bytes after it) and metadata live, computed without
+  // reading them (for prefetching). Null for an id the pool has not grown to.
+  const uint8_t* frame_hint(FrameId id) const noexcept { return id < peak_ ? at(id) : nullptr; }
   const uint8_t* meta_hint(FrameId id) const noexcept { return id < peak_ ? meta(id) : nullptr; }
-  const uint8_t* data_hint(FrameId id) const noexcept {
-    return id < peak_ ? data_at(id) : nullptr;
-  }
   // The frame alloc() would return now (kNoFrame if the pool must grow first).
   FrameId next_hint() const noexcept { return free_head_; }
 
  private:
-  static constexpr uint32_t kSlabFrames = 1024;
-  // What a Frame holds that is not its address or capacity.
+  static constexpr uint32_t kGrowFrames = 1024;
+  // What a Frame holds that is not its address or capacity (its priority is not kept).
   struct Slot {
     uint32_t len = 0;  // a free frame's: the next free frame's id
     uint32_t wire_len = 0;
-    Priority priority = Priority::kData;
   };
-  static_assert(sizeof(Slot) == 12 && std::is_trivially_copyable_v<Slot>);
+  static constexpr size_t kSlotBytes = sizeof(Slot);
+  static_assert(kSlotBytes == 8 && std::is_trivially_copyable_v<Slot>);
 
-  Slot* slots() const noexcept { return std::launder(reinterpret_cast<Slot*>(slots_.data())); }
-  Slot& slot(FrameId id) noexcept { return slots()[id]; }
-  const Slot& slot(FrameId id) const noexcept { return slots()[id]; }
-  uint8_t* data_at(FrameId id) const noexcept {
-    return slabs_[id / kSlabFrames].get() + size_t{id % kSlabFrames} * capacity_;
+  uint8_t* at(FrameId id) const noexcept { return frames_.data() + size_t{id} * stride_; }
+  Slot& slot(FrameId id) noexcept { return *std::launder(reinterpret_cast<Slot*>(at(id))); }
+  const Slot& slot(FrameId id) const noexcept {
+    return *std::launder(reinterpret_cast<const Slot*>(at(id)));
+  }
+  static void keep(Slot& s, const Frame& f) noexcept {
+    s.len = f.len;
+    s.wire_len = f.wire_len;
+  }
+  FrameId pop() {
+    if (free_head_ == kNoFrame) grow();
+    const FrameId id = free_head_;
+    free_head_ = slot(id).len;
+    return id;
   }
 
-  // Slots, metadata and bytes for kSlabFrames more frames; the new frames go on the free
-  // list lowest id first (the list is empty when it grows). The bytes never move (a Frame
-  // handed out points to them); the slots and metadata may (as a vector's would).
-  void grow() {
+  // Slots, bytes and metadata for kGrowFrames more frames; the new frames go on the free list
+  // lowest id first (the list is empty when it grows). They may move (as a vector's would);
+  // no Frame handed out is held across an alloc(). Out of line: alloc() stays small.
+  [[gnu::noinline]] void grow() {
     const uint32_t first = peak_;
-    const size_t n = size_t{first} + kSlabFrames;
-    slots_.reserve(n * sizeof(Slot));
+    const size_t n = size_t{first} + kGrowFrames;
+    frames_.reserve(n * stride_);
     meta_.reserve(n * kMetaBytes);
-    slabs_.push_back(std::unique_ptr<uint8_t[]>(new uint8_t[size_t{kSlabFrames} * capacity_]()));
     peak_ = static_cast<uint32_t>(n);
-    for (uint32_t i = kSlabFrames; i-- > 0;) {
-      Slot* s = new (slots_.data() + size_t{first + i} * sizeof(Slot)) Slot;
+    for (uint32_t i = kGrowFrames; i-- > 0;) {
+      Slot* s = new (at(first + i)) Slot;
       std::memcpy(meta(first + i), meta_init_, kMetaBytes);
       s->len = free_head_;
       free_head_ = first + i;
@@ -178,10 +187,10 @@ class FramePool {
   }
 
   uint32_t capacity_;
+  size_t stride_;  // a slot and the bytes after it, 8-byte aligned
   uint8_t meta_init_[kMetaBytes] = {};
-  PageArea slots_;   // Slot by id
+  PageArea frames_;  // by id: a Slot, then `capacity_` bytes
   PageArea meta_;    // kMetaBytes by id
-  std::vector<std::unique_ptr<uint8_t[]>> slabs_;  // the bytes of kSlabFrames frames each
   uint32_t peak_ = 0;
   FrameId free_head_ = kNoFrame;
 };

@@ -23,7 +23,7 @@ Network::Network(const NetworkConfig& config)
     : config_(config), pool_(config.frame_capacity, &kFreshMeta) {
   // The current bucket's arrays; the far heap grows with what is scheduled far ahead.
   events_q_.reserve(0);
-  host_frame_.capacity = pool_.capacity();
+  frame_.capacity = pool_.capacity();
   host_cost_ = config.host_cost.ps_per_frame > 0 || config.host_cost.ps_per_byte > 0;
 }
 
@@ -154,9 +154,8 @@ constexpr size_t kPrefetchLast = 2;
     const Port& p = ports_[e.a];
     const FrameMeta& m = meta(e.b);
     if (p.at_host || !m.parsed) {
-      // The Frame and its bytes, from their addresses alone: no load to wait for here.
+      // The frame's slot and first bytes, from their address alone: no load to wait for here.
       prefetch(pool_.frame_hint(e.b));
-      prefetch(pool_.data_hint(e.b));
       if (p.at_host) {
         prefetch_lines(reinterpret_cast<const char*>(&p) + 64, 2);  // host_pull's enqueue
         prefetch(&hosts_[p.owner]);
@@ -174,7 +173,6 @@ constexpr size_t kPrefetchLast = 2;
       // its bytes, the NIC its metadata.
       const FrameId f = pool_.next_hint();
       if (f != kNoFrame) {
-        __builtin_prefetch(pool_.data_hint(f), 1, 3);
         __builtin_prefetch(pool_.frame_hint(f), 1, 3);
         __builtin_prefetch(pool_.meta_hint(f), 1, 3);
       }
@@ -503,6 +501,13 @@ bool Network::parse_meta(const Frame& fr, FrameMeta& m) noexcept {
   return true;
 }
 
+bool Network::trim(FrameId f) noexcept {
+  Frame fr = pool_.view(f);
+  if (!trim_uet(fr, kDscpTrimmed)) return false;
+  pool_.store(fr);
+  return true;
+}
+
 template <bool kClasses>
 [[gnu::always_inline]] inline void Network::switch_forward(uint32_t in_port, FrameId f) {
   const uint32_t sw = ports_[in_port].owner;
@@ -556,8 +561,7 @@ template <bool kClasses>
         return false;
       }
     } else if (p.queued_bytes[pr] + m.bytes > limit) {
-      if (pr == 0 && sc.trimming &&
-          in_place(pool_, f, [](Frame& fr) { return trim_uet(fr, kDscpTrimmed); })) {
+      if (pr == 0 && sc.trimming && trim(f)) {
         m.bytes = pool_.bytes_on_wire(f);
         ++p.stats.trims;
         if (m.corrupted) {  // the rewritten checksums now cover the damage
@@ -619,9 +623,8 @@ void Network::send_pfc(uint32_t ingress_port, int prio, bool pause) {
 void Network::host_deliver(uint32_t host, FrameId f) {
   Host& h = hosts_[host];
   if (h.transport != nullptr) {
-    pool_.view_into(f, host_frame_);
-    Frame* fr = &host_frame_;
-    h.transport->rx(std::span<Frame* const>(&fr, 1), now_);
+    pool_.view_into(f, frame_);
+    h.transport->rx(frame_span_, now_);
   }
   pool_.release(f);
   host_pull(host);
@@ -642,14 +645,14 @@ void Network::host_pull(uint32_t host) {
       if (!p.queue[pr].empty() && !p.paused[pr]) sendable = true;
     }
     if (sendable || queued >= kNicQueueFrames) return;
-    const FrameId f = pool_.alloc();
-    pool_.view_into(f, host_frame_);
-    Frame* fr = &host_frame_;
-    if (h.transport->tx(std::span<Frame* const>(&fr, 1), now_) == 0) {
+    const FrameId f = pool_.alloc_into(frame_);
+    Frame* const fr = &frame_;
+    if (h.transport->tx(frame_span_, now_) == 0) {
+      fr->priority = Priority::kData;  // it may have been written to
       pool_.release(f);
       return;
     }
-    pool_.store(f, host_frame_);
+    pool_.store(*fr);
     FrameMeta& m = meta(f);
     // A new frame: its headers are read now, while its bytes are in cache (they do not change
     // before the first switch, which reads them again only if a bit flips on the way or they
@@ -660,7 +663,9 @@ void Network::host_pull(uint32_t host) {
     m.prio = 0;
     m.bytes = fr->bytes_on_wire();
     (void)parse_meta(*fr, m);
-    enqueue(h.port, f, fr->priority, kNone);
+    const Priority prio = fr->priority;
+    fr->priority = Priority::kData;  // what the next tx starts from and an rx reports
+    enqueue(h.port, f, prio, kNone);
   }
 }
 

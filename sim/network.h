@@ -513,6 +513,13 @@ class Network {
                                   : classes_[port][prio - 2].ingress_bytes;
   }
   static bool parse_meta(const Frame& fr, FrameMeta& m) noexcept;
+  // Frame f for a rewrite of its headers that keeps its lengths (ECN, DSCP): frame_, as no
+  // host call is under way.
+  Frame& frame_bytes(FrameId f) noexcept {
+    pool_.view_into(f, frame_);
+    return frame_;
+  }
+  bool trim(FrameId f) noexcept;  // trim_uet() on frame f, its new lengths kept
   static bool reparse_meta(const Frame& fr, FrameMeta& m) noexcept;
   void host_deliver(uint32_t host, FrameId f);
   void host_pull(uint32_t host);
@@ -608,9 +615,12 @@ class Network {
 
   NetworkConfig config_;
   bool host_cost_ = false;  // config_.host_cost is not zero
-  // The Frame a host's transport is handed (rx, tx): one frame at a time, filled from the
-  // pool's slot (FramePool::view_into) and kept with store().
-  Frame host_frame_;
+  // The Frame handed out for one frame at a time: to a host's transport (rx, tx), pointed at
+  // a pool frame with its lengths (FramePool::alloc_into, view_into; what tx wrote is kept
+  // with store()), or to a rewrite of a frame's headers that keeps its lengths (frame_bytes).
+  // Its priority is kData between calls, as real hosts deliver frames.
+  Frame frame_;
+  Frame* const frame_span_[1] = {&frame_};  // what rx() and tx() take
   Time host_cost(uint32_t bytes) const noexcept {
     return config_.host_cost.ps_per_frame +
            static_cast<Time>(config_.host_cost.ps_per_byte * static_cast<double>(bytes));

@@ -40,7 +40,7 @@ void Network::forward_tagged(uint32_t in_port, uint32_t out, FrameId f) {
     prio = lossless_priority(next);
     // Its DSCP says so from this hop on (a pcap of the next link shows it); the IPv4
     // checksum is recomputed, over any damage too.
-    if (next != cls && in_place(pool_, f, [&](Frame& fr) { return set_dscp(fr, kClassDscp[next]); })) {
+    if (next != cls && set_dscp(frame_bytes(f), kClassDscp[next])) {
       FrameMeta& m = meta(f);
       if (m.corrupted) {
         ++rare_stats(out).corrupted_rewrites;

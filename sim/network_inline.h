@@ -20,16 +20,6 @@ namespace uet::sim {
          static_cast<double>(ecn.kmax_bytes - ecn.kmin_bytes);
 }
 
-// Runs `edit` on frame f (a rewrite of its headers: ECN, trimming, DSCP) and keeps what it
-// changed.
-template <typename Edit>
-bool in_place(FramePool& pool, FrameId f, Edit edit) noexcept {
-  Frame fr = pool.view(f);
-  if (!edit(fr)) return false;
-  pool.store(f, fr);
-  return true;
-}
-
 inline Time Network::serialization(const Port& p, uint32_t bytes) const noexcept {
   // bytes * 8e12 / rate exactly when rate divides 8e12 (no rounding to do).
   if (p.ps_per_byte != 0) [[likely]] return static_cast<Time>(uint64_t{bytes} * p.ps_per_byte);
@@ -75,7 +65,7 @@ template <bool kClasses>
                                                      FrameMeta& m, uint64_t queue_bytes) {
   const EcnConfig& ecn = p.scaled ? scaled_[port].ecn : config_.switches.ecn;
   const double prob = red_probability(ecn, queue_bytes);
-  if (prob > 0 && p.rng.chance(prob) && in_place(pool_, f, mark_ce)) {
+  if (prob > 0 && p.rng.chance(prob) && mark_ce(frame_bytes(f))) {
     ++p.stats.ecn_marks;
     if (m.corrupted) {  // the IPv4 checksum is recomputed over the damaged header
       ++rare_stats(port).corrupted_rewrites;

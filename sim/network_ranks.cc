@@ -16,7 +16,7 @@ namespace uet::sim {
 namespace {
 // An event for another rank's port, as its outbox carries it: only what that rank needs, no
 // padding. Every record starts with its time and a word (the port it is for, 24 bits; its
-// kind; an arrival's priority); then by kind:
+// kind); then by kind (a frame's class travels in its FrameMeta):
 //   arrival:  the key's low 24 bits, wire_len, len, the FrameMeta (16 bytes), `len` bytes;
 //   PFC:      the key's low 24 bits, b (priority | pause << 8);
 //   call:     the whole key, the cookie, the callback's number.
@@ -58,11 +58,10 @@ std::vector<std::vector<uint8_t>>& Network::outboxes() {
       const RemoteEvent& e = sent_[i + kAhead];
       __builtin_prefetch(&port_node_[e.port]);
       if (e.kind == kArrive) {
-        __builtin_prefetch(pool_.frame_hint(e.frame));
+        const uint8_t* frame = pool_.frame_hint(e.frame);  // its slot, then its bytes
+        __builtin_prefetch(frame);
+        __builtin_prefetch(frame + 64);
         __builtin_prefetch(pool_.meta_hint(e.frame));
-        const uint8_t* data = pool_.data_hint(e.frame);
-        __builtin_prefetch(data);
-        __builtin_prefetch(data + 64);
       }
     }
     write_out(sent_[i], outboxes_[rank_of_node_[port_node_[sent_[i].port]]]);
@@ -77,8 +76,7 @@ void Network::write_out(const RemoteEvent& e, std::vector<uint8_t>& out) {
   uint8_t* at = put(rec, e.time);
   const Frame frame = e.kind == kArrive ? pool_.view(e.frame) : Frame{};
   const Frame* fr = e.kind == kArrive ? &frame : nullptr;
-  const uint32_t priority = fr != nullptr ? static_cast<uint32_t>(fr->priority) : 0;
-  at = put(at, e.port | uint32_t{e.kind} << kPortBits | priority << (kPortBits + 4));
+  at = put(at, e.port | uint32_t{e.kind} << kPortBits);
   if (e.kind == kCall) {
     at = put(put(put(at, e.key), e.b), e.frame);
   } else {
@@ -156,8 +154,7 @@ absl::Status Network::deliver_one(std::span<const uint8_t> records, size_t& at) 
   uint32_t word;
   const uint8_t* p = get(get(records.data() + at, time), word);
   const uint32_t port = word & (kMaxPorts - 1);
-  const uint8_t kind = (word >> kPortBits) & 15;
-  const uint32_t priority = word >> (kPortBits + 4);
+  const uint32_t kind = word >> kPortBits;
   const size_t need = kind == kArrive ? kArriveBytes : kind == kPfc ? kPfcBytes : kCallBytes;
   if (left < need) return cut();
   if (port >= ports_.size() || !owns_port(port) || (kind != kCall && !ports_[port].remote)) {
@@ -202,9 +199,9 @@ absl::Status Network::deliver_one(std::span<const uint8_t> records, size_t& at) 
   }
   uint32_t wire_len, len;
   p = get(get(p, wire_len), len);
-  if (len > pool_.capacity() || len > left - need || priority >= kNumPriorities) {
-    return absl::DataLossError(absl::StrCat("deliver_remote: a bad frame (", len,
-                                            " bytes, priority ", priority, ") for port ", port));
+  if (len > pool_.capacity() || len > left - need) {
+    return absl::DataLossError(
+        absl::StrCat("deliver_remote: a bad frame (", len, " bytes) for port ", port));
   }
   const FrameId f = pool_.alloc();
   Frame fr = pool_.view(f);
@@ -212,7 +209,6 @@ absl::Status Network::deliver_one(std::span<const uint8_t> records, size_t& at) 
   std::memcpy(fr.data, p + sizeof(FrameMeta), len);
   fr.len = len;
   fr.wire_len = wire_len;
-  fr.priority = static_cast<Priority>(priority);
   pool_.store(f, fr);
   events_q_.push(time, kArrive, port, f, key);
   at += need + len;

@@ -240,7 +240,7 @@ TEST(Partition_Remote, RefusesRecordsItCannotPlace) {
   b.net.run_until(kMicrosecond);
   // A well-formed PFC record for rank 1's end of the cut link (the s1 port facing s0), as
   // Network lays it out: time, port | kind << 24, the key's counter, b (priority | pause << 8);
-  // an arrival: time, port | kind << 24 | priority << 28, counter, wire_len, len, meta, bytes.
+  // an arrival: time, port | kind << 24, counter, wire_len, len, meta, bytes.
   uint32_t cut = 0;
   for (uint32_t p = 0; p < b.net.num_ports(); ++p) {
     if (b.net.port(p).remote && b.net.owns_port(p)) cut = p;
