@@ -767,5 +767,85 @@ TEST(Network_Link, DegradedLinkScalesItsBuffersAndEcnThresholdsOnRequest) {
   EXPECT_GT(fixed.ecn_marks, 0u);
 }
 
+// What a host's transport is handed: in tx an empty frame of the pool's capacity; in rx the
+// bytes and lengths the sender wrote (its payload carried by length), kData as real hosts
+// deliver, whatever priority the sender gave it.
+class LentFrames : public Transport {
+ public:
+  LentFrames(uint32_t host, uint32_t dst, uint32_t frames)
+      : host_(host), dst_(dst), left_(frames) {}
+  void rx(std::span<Frame* const> frames, Time) override {
+    for (const Frame* f : frames) {
+      const uint8_t marker = f->len > 60 ? f->data[60] : uint8_t{0};
+      got.push_back({f->len, f->wire_len, f->priority, f->capacity, marker});
+    }
+  }
+  size_t tx(std::span<Frame* const> out, Time) override {
+    if (left_ == 0) return 0;
+    Frame& f = *out[0];
+    if (f.len != 0 || f.wire_len != 0 || f.priority != Priority::kData || f.ref_len != 0) {
+      ++not_empty;
+    }
+    capacity = f.capacity;
+    wire::Encap e;
+    e.src_ip4 = Network::host_ip4(host_);
+    e.dst_ip4 = Network::host_ip4(dst_);
+    e.sport = static_cast<uint16_t>(0xC000 + left_);
+    wire::FrameBuilder b(std::span<uint8_t>(f.data, f.capacity), e);
+    b.add_bytes(40);
+    size_t n = 0;
+    if (b.finish(&n) != wire::WireError::kOk) return 0;
+    f.data[60] = static_cast<uint8_t>(left_);
+    f.len = static_cast<uint32_t>(n);
+    f.wire_len = f.len + 1000 * left_;
+    f.priority = left_ % 2 == 0 ? Priority::kControl : Priority::kData;
+    --left_;
+    return 1;
+  }
+  Time next_deadline() const override { return kNever; }
+  void on_timer(Time) override {}
+
+  struct Got {
+    uint32_t len, wire_len;
+    Priority priority;
+    uint32_t capacity;
+    uint8_t marker;
+  };
+  std::vector<Got> got;
+  uint64_t not_empty = 0;
+  uint32_t capacity = 0;
+
+ private:
+  uint32_t host_, dst_, left_;
+};
+
+// Expect: every tx handed an empty frame of the pool's 128 bytes; the receiver gets the five
+// frames in order with the sender's len, wire_len (len + 1000 x 5..1) and marker byte, each
+// with priority kData, though the sender marked every other one kControl.
+TEST(Network_Host, RxGetsTheSentLengthsAndBytesInKData) {
+  NetworkConfig nc;
+  nc.frame_capacity = 128;
+  Network net(nc);
+  const uint32_t h0 = net.add_host("h0"), h1 = net.add_host("h1");
+  ASSERT_TRUE(net.connect(h0, h1, link(100)).ok());
+  ASSERT_TRUE(net.finalize().ok());
+  LentFrames a(0, 1, 5), b(1, 0, 0);
+  net.attach(0, &a);
+  net.attach(1, &b);
+  net.run_until(kSecond);
+  EXPECT_EQ(a.not_empty, 0u);
+  EXPECT_EQ(a.capacity, 128u);
+  ASSERT_EQ(b.got.size(), 5u);
+  for (uint32_t i = 0; i < 5; ++i) {
+    const auto& g = b.got[i];
+    const uint32_t left = 5 - i;
+    EXPECT_GT(g.len, 60u) << i;
+    EXPECT_EQ(g.wire_len, g.len + 1000 * left) << i;
+    EXPECT_EQ(g.marker, left) << i;
+    EXPECT_EQ(g.priority, Priority::kData) << i;
+    EXPECT_EQ(g.capacity, 128u) << i;
+  }
+}
+
 }  // namespace
 }  // namespace uet::sim
