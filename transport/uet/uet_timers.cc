@@ -25,19 +25,20 @@ void UetEndpoint::on_timer(Time now) {
   for (size_t i = 0; i < active.size(); ++i) {
     const uint16_t id = active[i];
     Pdc& p = pdcs_[id];
-    if (std::min({p.tgt.ack_pending ? p.tgt.ack_deadline : kNever, p.idle_deadline,
-                  p.ini.close_deadline, p.ini.credit_deadline, p.ini.tlp_deadline,
-                  p.ini.rack_deadline, p.ini.rto_deadline,
-                  p.ini.results_held ? p.ini.clear_at : kNever}) <= now) {
-      mark_ready(p);  // a timer of its fires: it may have a frame for tx()
-    }
+    // Each role's deadlines alone: a PDC holds the state of its own role only (uet_pdc.h).
     bool freed = false;
     if (p.role == Role::kTarget) {
+      if (std::min(p.tgt.ack_pending ? p.tgt.ack_deadline : kNever, p.idle_deadline) <= now) {
+        mark_ready(p);  // a timer of its fires: it may have a frame for tx()
+      }
       timer_target(p, id, now, next);
-    } else if (p.closing) {
-      freed = timer_closing(p, id, now, next);
     } else {
-      freed = timer_initiator(p, now, next);
+      if (std::min({p.idle_deadline, p.ini.close_deadline, p.ini.credit_deadline,
+                    p.ini.tlp_deadline, p.ini.rack_deadline, p.ini.rto_deadline,
+                    p.ini.results_held ? p.ini.clear_at : kNever}) <= now) {
+        mark_ready(p);
+      }
+      freed = p.closing ? timer_closing(p, id, now, next) : timer_initiator(p, now, next);
     }
     if (freed) --i;  // free_pdc swapped another PDC into this position
   }
