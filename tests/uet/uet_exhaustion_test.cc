@@ -302,10 +302,12 @@ TEST(UetExhaustion_Bound, FullTablesComeCloseToTheBoundAndStayUnder) {
   // bound counts at twice the operations that may be outstanding, and hash-map slack). The
   // send windows went back with their PDCs before the target PDCs came: they filled above
   // (window_slots), so the rest of the bound is what the other tables must come close to.
+  // (Three quarters: each PDC holds one role's state, while the bound keeps room for parked
+  // windows of both roles, as a table may hold both when its PDCs change role.)
   const size_t windows = c.max_pdcs * size_t{c.mpr} * 32;  // 32-byte PSN slots
   std::printf("full small config: %zu of %zu bytes (%.0f %%), send windows %zu\n", peak, bound,
               100.0 * static_cast<double>(peak) / static_cast<double>(bound), windows);
-  EXPECT_GE(peak, (bound - windows) * 4 / 5);
+  EXPECT_GE(peak, (bound - windows) * 3 / 4);
 }
 
 // A target PDC whose initiator fell silent mid-message is taken by a new peer's SYN (the

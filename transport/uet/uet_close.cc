@@ -119,7 +119,7 @@ void UetEndpoint::free_pdc(uint16_t id) {
       if (g.rdv != 0) rdv_cleared(std::exchange(g.rdv, 0), g.rdv_len);
     }
   }
-  rod_release_buffer(p);
+  if (p.role == Role::kTarget) rod_release_buffer(p);
   pdcs_.free(id);
 }
 

@@ -219,6 +219,7 @@ int32_t UetEndpoint::alloc_pdc(Role role) {
     p.tgt.rsp_bits.assign(config_.mpr / 64, 0);
     std::fill(p.tgt.gtd.begin(), p.tgt.gtd.end(), Pdc::Refusal{});
     p.tgt.gtd_bits.assign(config_.mpr / 64, 0);
+    return n;
   }
   p.ini.rto = config_.rto;
   p.ini.nscc = cc::Nscc(nscc_config_);
@@ -230,7 +231,9 @@ size_t UetEndpoint::pdcs_in_use() const noexcept { return pdcs_.active().size();
 
 size_t UetEndpoint::window_slots() const noexcept {
   size_t n = 0;
-  for (const uint16_t id : pdcs_.active()) n += pdcs_[id].ini.slots.capacity();
+  for (const uint16_t id : pdcs_.active()) {
+    if (pdcs_[id].role == Role::kInitiator) n += pdcs_[id].ini.slots.capacity();
+  }
   return n;
 }
 

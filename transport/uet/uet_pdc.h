@@ -17,6 +17,7 @@
 
 #include <array>
 #include <cstdint>
+#include <new>
 #include <vector>
 
 #include "cc/nscc.h"
@@ -86,7 +87,28 @@ struct Slot {
 };
 static_assert(sizeof(Slot) == 32);
 enum class Role : uint8_t { kFree, kInitiator, kTarget };
-struct Pdc {
+// What a PDC holds in either role: what tx(), rx_ack() and rx_request() look at first.
+struct PdcHead {
+  Role role = Role::kFree;
+  // Which member of Pdc's role union is constructed: the role the PDC has, or had when it
+  // was freed (that state stays until the id is allocated again, for a late look).
+  Role state = Role::kFree;
+  uint16_t id = 0;           // its index in the PDC table (its PDC id on the wire)
+  bool rod = false;          // ROD (requests ROD_REQ, executed in PSN order) or RUD
+  bool established = false;  // initiator: an ACK arrived, SYN no longer sent
+  bool closing = false;
+  bool ctrl_pending = false;  // a CLOSE (initiator) / REQ_CLOSE (target) to send
+  uint8_t close_tries = 0;    // CLOSEs / REQ_CLOSEs sent
+  uint16_t peer_pdcid = 0;    // learned from the first ACK (initiator) or the SYN (target)
+  uint16_t ev_base = 0;       // EV index i travels as UDP source port f(ev_base, i)
+  uint16_t peer_pid = 0;      // initiator: the PIDonFEP its requests are for (§4.1)
+  uint32_t start_psn = 0;     // §3.3: the PDC's first PSN (the SYN's PDC info)
+  uint32_t active_index = 0;  // position in the active list of PDCs
+  uint32_t peer_ip4 = 0;
+  // §3.12: idle since idle_deadline - idle_timeout (initiator) or 2 x idle_timeout (target).
+  Time idle_deadline = kNever;
+};
+struct Pdc : PdcHead {
   // SES responses, one per ACK: refusals (§4.6) and read data (§4.7). A PSN with a
   // response is recorded as received only when the ACK carrying it is built (its bit in
   // rsp_bits until then), so no ACK acknowledges it without its answer. Bounded (mpr
@@ -244,29 +266,41 @@ struct Pdc {
     uint32_t rod_held = 0;
   };
 
-  // Both roles: what tx(), rx_ack() and rx_request() look at first, then the role's state,
-  // then the per-connection encapsulation.
-  Role role = Role::kFree;
-  uint16_t id = 0;           // its index in the PDC table (its PDC id on the wire)
-  bool rod = false;          // ROD (requests ROD_REQ, executed in PSN order) or RUD
-  bool established = false;  // initiator: an ACK arrived, SYN no longer sent
-  bool closing = false;
-  bool ctrl_pending = false;  // a CLOSE (initiator) / REQ_CLOSE (target) to send
-  uint8_t close_tries = 0;    // CLOSEs / REQ_CLOSEs sent
-  uint16_t peer_pdcid = 0;    // learned from the first ACK (initiator) or the SYN (target)
-  uint16_t ev_base = 0;       // EV index i travels as UDP source port f(ev_base, i)
-  uint16_t peer_pid = 0;      // initiator: the PIDonFEP its requests are for (§4.1)
-  uint32_t start_psn = 0;     // §3.3: the PDC's first PSN (the SYN's PDC info)
-  uint32_t active_index = 0;  // position in the active list of PDCs
-  uint32_t peer_ip4 = 0;
-  // §3.12: idle since idle_deadline - idle_timeout (initiator) or 2 x idle_timeout (target).
-  Time idle_deadline = kNever;
-  Initiator ini;
-  Target tgt;
+  // The role's state alone (`state` says which is constructed: PdcTable::alloc starts it): a
+  // target carries no send window, operations, CC or path selector, an initiator no receive
+  // window. Then the per-connection encapsulation.
+  union {
+    Initiator ini;
+    Target tgt;
+  };
   wire::MacAddr peer_mac{};
   // Ethernet/IPv4/UDP to the peer, written once by set_peer(): data (dscp_data, ECT) and
   // control (dscp_control) frames; a frame copies one and writes its EV and lengths.
   wire::EncapTemplate data_encap, ctrl_encap;
+
+  Pdc() noexcept {}
+  ~Pdc() { end_state(); }
+  Pdc(const Pdc&) = delete;
+  Pdc& operator=(const Pdc&) = delete;
+  // A fresh PDC of `r`: the head and encapsulation as new, the previous role's state
+  // destroyed and r's constructed.
+  void start(Role r) {
+    end_state();
+    static_cast<PdcHead&>(*this) = PdcHead{};
+    peer_mac = {};
+    data_encap = {};
+    ctrl_encap = {};
+    if (r == Role::kInitiator) new (&ini) Initiator();
+    if (r == Role::kTarget) new (&tgt) Target();
+    role = state = r;
+  }
+
+ private:
+  void end_state() noexcept {
+    if (state == Role::kInitiator) ini.~Initiator();
+    if (state == Role::kTarget) tgt.~Target();
+    state = Role::kFree;
+  }
 };
 
 }  // namespace uet::pds

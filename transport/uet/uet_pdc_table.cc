@@ -15,24 +15,33 @@ size_t held(const V& v) noexcept {
 
 // The send window and the NACK ring go back to the heap (they grow with a flight, again for
 // the next PDC); what is kept is small or grows only with what the application posts.
-void PdcTable::park_windows(Pdc& from, Windows& to) noexcept {
-  from.ini.slots.release();
+void PdcTable::park_windows(Pdc& from) {
+  if (from.role == Role::kInitiator) {
+    from.ini.slots.release();
+    spare_ops_.push_back(std::move(from.ini.ops));
+    return;
+  }
   from.tgt.nacks.release();
-  to.ops = std::move(from.ini.ops);
-  to.rcv_bits = std::move(from.tgt.rcv_bits);
-  to.rsp = std::move(from.tgt.rsp);
-  to.rsp_bits = std::move(from.tgt.rsp_bits);
-  to.gtd = std::move(from.tgt.gtd);
-  to.gtd_bits = std::move(from.tgt.gtd_bits);
+  spare_target_.push_back({std::move(from.tgt.rcv_bits), std::move(from.tgt.rsp),
+                           std::move(from.tgt.rsp_bits), std::move(from.tgt.gtd),
+                           std::move(from.tgt.gtd_bits)});
 }
 
-void PdcTable::take_windows(Windows& from, Pdc& to) noexcept {
-  to.ini.ops = std::move(from.ops);
-  to.tgt.rcv_bits = std::move(from.rcv_bits);
-  to.tgt.rsp = std::move(from.rsp);
-  to.tgt.rsp_bits = std::move(from.rsp_bits);
-  to.tgt.gtd = std::move(from.gtd);
-  to.tgt.gtd_bits = std::move(from.gtd_bits);
+void PdcTable::take_windows(Pdc& to) noexcept {
+  if (to.role == Role::kInitiator) {
+    if (spare_ops_.empty()) return;
+    to.ini.ops = std::move(spare_ops_.back());
+    spare_ops_.pop_back();
+    return;
+  }
+  if (spare_target_.empty()) return;
+  TargetWindows& w = spare_target_.back();
+  to.tgt.rcv_bits = std::move(w.rcv_bits);
+  to.tgt.rsp = std::move(w.rsp);
+  to.tgt.rsp_bits = std::move(w.rsp_bits);
+  to.tgt.gtd = std::move(w.gtd);
+  to.tgt.gtd_bits = std::move(w.gtd_bits);
+  spare_target_.pop_back();
 }
 
 // The table grows here, a chunk at a time, up to max_pdcs: the only memory a peer's frame (a
@@ -51,14 +60,8 @@ int32_t PdcTable::alloc(Role role) {
     return -1;
   }
   Pdc& p = pdcs_[id];
-  Windows w;
-  if (!spare_windows_.empty()) {
-    w = std::move(spare_windows_.back());
-    spare_windows_.pop_back();
-  }
-  p = Pdc{};
-  take_windows(w, p);
-  p.role = role;
+  p.start(role);
+  take_windows(p);
   p.id = id;
   p.active_index = static_cast<uint32_t>(active_.size());
   active_.push_back(id);
@@ -81,32 +84,32 @@ void PdcTable::free(uint16_t id) {
   active_[p.active_index] = last;
   pdcs_[last].active_index = p.active_index;
   active_.pop_back();
+  park_windows(p);
   p.role = Role::kFree;
-  spare_windows_.emplace_back();
-  park_windows(p, spare_windows_.back());
   free_[free_tail_++] = id;
 }
 
 size_t PdcTable::memory_bytes() const noexcept {
   size_t n = pdcs_.bytes() + free_.bytes() + held(active_) + ready_.bytes() +
              hash_bytes(initiator_by_peer_) + hash_bytes(target_by_peer_pdc_);
-  auto windows = [](const auto& i, const auto& t) {
-    return i.ops.bytes() + held(t.rcv_bits) + t.rsp.bytes() + held(t.rsp_bits) + held(t.gtd) +
-           held(t.gtd_bits);
+  auto target = [](const auto& t) {
+    return held(t.rcv_bits) + t.rsp.bytes() + held(t.rsp_bits) + held(t.gtd) + held(t.gtd_bits);
   };
   for (uint32_t id = 0; id < pdcs_.size(); ++id) {
     const Pdc& p = pdcs_[id];
-    n += windows(p.ini, p.tgt) + p.ini.slots.bytes() + p.tgt.nacks.bytes();
+    if (p.state == Role::kInitiator) n += p.ini.ops.bytes() + p.ini.slots.bytes();
+    if (p.state == Role::kTarget) n += target(p.tgt) + p.tgt.nacks.bytes();
   }
-  n += held(spare_windows_);
-  for (const Windows& w : spare_windows_) n += windows(w, w);
+  n += held(spare_ops_) + held(spare_target_);
+  for (const GrowRing<Op, 2>& r : spare_ops_) n += r.bytes();
+  for (const TargetWindows& w : spare_target_) n += target(w);
   return n;
 }
 
 size_t PdcTable::bytes_bound(uint32_t max_pdcs) noexcept {
   const size_t pdcs = max_pdcs;
   return ChunkedTable<Pdc>::bytes_bound(max_pdcs) +
-         appended_capacity(pdcs) * sizeof(Windows) +                // a parked set per free PDC
+         appended_capacity(pdcs) * (sizeof(GrowRing<Op, 2>) + sizeof(TargetWindows)) +  // parked
          GrowRing<uint16_t>::bytes_bound(max_pdcs) +                // free ids
          appended_capacity(pdcs) * sizeof(uint16_t) +               // active_
          appended_capacity((pdcs + 63) / 64) * sizeof(uint64_t) +   // ready_

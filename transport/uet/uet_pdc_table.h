@@ -94,19 +94,18 @@ class PdcTable {
   static uint64_t target_key(uint32_t peer_ip, uint16_t peer_pdcid) noexcept {
     return uint64_t{peer_ip} << 16 | peer_pdcid;
   }
-  // A PDC's windows while no PDC holds them: free() parks them, alloc() takes the last
-  // parked, so window memory follows the PDCs live at once, not the ids ever used. The send
-  // window and the NACK ring are not parked: free() gives them back.
-  struct Windows {
-    GrowRing<Op, 2> ops;
+  // A PDC's windows while no PDC holds them, by role: free() parks them, alloc() takes the
+  // last parked of its role, so window memory follows the PDCs live at once, not the ids ever
+  // used. The send window and the NACK ring are not parked: free() gives them back.
+  struct TargetWindows {
     std::vector<uint64_t> rcv_bits;
     GrowRing<Pdc::Response> rsp;
     std::vector<uint64_t> rsp_bits;
     std::vector<Pdc::Refusal> gtd;
     std::vector<uint64_t> gtd_bits;
   };
-  static void park_windows(Pdc& from, Windows& to) noexcept;
-  static void take_windows(Windows& from, Pdc& to) noexcept;
+  void park_windows(Pdc& from);
+  void take_windows(Pdc& to) noexcept;
 
   uint32_t max_pdcs_;
   ChunkedTable<Pdc> pdcs_;  // grows to max_pdcs
@@ -115,7 +114,8 @@ class PdcTable {
   uint32_t fresh_ = 0;
   GrowRing<uint16_t> free_;
   uint32_t free_head_ = 0, free_tail_ = 0;
-  std::vector<Windows> spare_windows_;
+  std::vector<GrowRing<Op, 2>> spare_ops_;  // initiators' operation rings
+  std::vector<TargetWindows> spare_target_;
   std::vector<uint16_t> active_;
   ReadyBits ready_;
   absl::flat_hash_map<uint64_t, uint16_t> initiator_by_peer_;

@@ -269,7 +269,7 @@ size_t UetEndpoint::tx_grants(std::span<Frame* const> out, size_t n, Time now) {
   while (n < out.size() && credit_head_ != credit_tail_) {
     const uint16_t id = credit_ring_[credit_head_++];
     Pdc& p = pdcs_[id];
-    if (!p.tgt.credit_queued || p.role != Role::kTarget) continue;  // freed since
+    if (p.role != Role::kTarget || !p.tgt.credit_queued) continue;  // freed since
     p.tgt.credit_queued = false;
     if (p.tgt.credit_pending == 0) continue;
     if (p.tgt.ack_now || (p.tgt.ack_pending && now >= p.tgt.ack_deadline))
