@@ -23,12 +23,12 @@ namespace uet::ab {
 // cost per further communicating pair (with its flow).
 struct MeasuredMemory {
   static constexpr double kBase = 5.9 * (1 << 20);      // the process, fabric-independent
-  static constexpr double kUetPerHost = 6.0 * 1024;     // with its first pair, idle
+  static constexpr double kUetPerHost = 5.5 * 1024;     // with its first pair, idle
   static constexpr double kUetPerFlightByte = 0.0250;   // ... and per byte of its flow
   static constexpr double kRocePerHost = 2.0 * 1024;    // with its first pair, idle
   static constexpr double kRocePerFlightByte = 0.0245;  // ... and per byte of its flow
   static constexpr double kFlightCap = 512 * 1024;      // a window of 128 packets of 4 KiB
-  static constexpr double kUetPerPair = 3.7 * 1024;     // ordered pair: a PDC at each end
+  static constexpr double kUetPerPair = 3.2 * 1024;     // ordered pair: a PDC at each end
   static constexpr double kRocePerPair = 1.3 * 1024;    // unordered pair and channel: a QP each side
   // Per flow: the planned list (sim::FlowSpec, and its `after` ids), the player's record and
   // dependents; measured as an all-reduce ring at k=16 (2,095,104 flows, two `after` ids
