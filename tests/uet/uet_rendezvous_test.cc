@@ -422,6 +422,37 @@ TEST(UetRendezvous_Bounds, WithEverySourceExposedTheNextSendsGoEagerly) {
   EXPECT_TRUE(msgs[2] == bufs[0]);
 }
 
+// A rendezvous request the target NACKs NO_SES_MSG_AVAIL (its unexpected list full) is
+// retried as a SEND with no buffer is (§3.10), rnr_retries times, then given up: the send
+// completes kNoResources and its source is withdrawn; the target keeps nothing of it.
+TEST(UetRendezvous_Bounds, ARequestRefusedForLackOfResourcesGivesUpAfterTheRetries) {
+  UetConfig a = config_for(kIpA), b = config_for(kIpB);
+  a.rnr_retries = 3;
+  b.max_unexpected = 1;
+  Link link(a, b);
+  const std::vector<uint8_t> m1 = pattern(100, 1), m2 = pattern(60000, 2);
+  ASSERT_TRUE(link.a().post_tsend(tsend(1, m1, 1)).ok());  // fills the list
+  link.run(link.now() + 50 * kMicrosecond);
+  ASSERT_TRUE(link.a().post_tsend(tsend(2, m2, 2)).ok());
+  link.run(link.now() + kSecond);
+  const auto sc = by_wr_id(drain(link.a()));
+  ASSERT_EQ(sc.size(), 2u);
+  EXPECT_EQ(sc.at(1).status, OpStatus::kSuccess);
+  EXPECT_EQ(sc.at(2).status, OpStatus::kNoResources);
+  EXPECT_EQ(sc.at(2).bytes, 0u);
+  // Expect: the first try and 3 retries, and no more after the give-up.
+  EXPECT_EQ(link.b().counters().rx_unexpected_full, 4u);
+  EXPECT_EQ(link.a().counters().tx_rendezvous, 1u);
+  // The source is free again: the next send goes by rendezvous and lands whole.
+  std::vector<uint8_t> buf(60000, 0);
+  ASSERT_TRUE(link.b().post_trecv(trecv(9, buf, 3)).ok());
+  ASSERT_TRUE(link.a().post_tsend(tsend(3, m2, 3)).ok());
+  link.run(link.now() + kSecond);
+  EXPECT_EQ(link.a().counters().tx_rendezvous, 2u);
+  EXPECT_TRUE(buf == m2);
+  EXPECT_EQ(by_wr_id(drain(link.a())).at(3).status, OpStatus::kSuccess);
+}
+
 TEST(UetRendezvous_Timeout, ASourceNoOneReadsIsWithdrawnAndItsSendFails) {
   UetConfig a = config_for(kIpA);
   a.rendezvous_timeout = 500 * kMicrosecond;

@@ -562,8 +562,10 @@ void UetEndpoint::rnr_nack(Pdc& p, uint32_t psn, wire::NackCode code) {
   if (s.acked || !s.in_flight || s.rnr_wait) return;
   if (o.abandoned) {
     mark_lost(p, psn);  // goes again, with `ie`
-  } else if (s.rnr >= config_.rnr_retries && o.unacked == o.packets + (cts_holds(o) ? 1 : 0)) {
-    // Nothing of the message was accepted, so the target holds no state for it.
+  } else if (s.rnr >= config_.rnr_retries &&
+             o.unacked == o.packets + (is_rdv_send(o) || cts_holds(o) ? 1 : 0)) {
+    // Nothing of the message was accepted, so the target holds no state for it (a rendezvous
+    // send's source and a CTS's hold count as one more unacknowledged each).
     o.abandoned = true;
     o.failed = true;
     o.status = code == wire::NackCode::kNoSesMsgAvail ? OpStatus::kNoResources
