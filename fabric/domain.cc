@@ -46,6 +46,11 @@ bool params_ok(const Params& p) {
             static_cast<unsigned long>(p.rendezvous_bytes), UINT32_MAX);
     return false;
   }
+  if (p.timeout_ms != 0 && (p.timeout_ms < 50 || p.timeout_ms > 60000)) {
+    FI_WARN(&kProvider, FI_LOG_DOMAIN, "FI_UETREF_TIMEOUT_MS=%u out of range: 50..60000\n",
+            p.timeout_ms);
+    return false;
+  }
   if (p.transport != "uet" && p.transport != "rocev2") {
     FI_WARN(&kProvider, FI_LOG_DOMAIN, "FI_UETREF_TRANSPORT=%s unknown: uet or rocev2\n",
             p.transport.c_str());
@@ -120,6 +125,21 @@ bool payload_fits(const Domain& d, const Params& p, uint32_t headers) {
   return false;
 }
 
+// FI_UETREF_TIMEOUT_MS under UET: the RTO's ceiling. 200 ms by default, uet-perf's for
+// --io=uring: a kernel-socket host inside someone else's process stalls for milliseconds.
+Time uet_max_rto(const Params& p) {
+  return (p.timeout_ms != 0 ? p.timeout_ms : 200) * kMillisecond;
+}
+
+// FI_UETREF_TIMEOUT_MS under RoCEv2: the ACK timeout 4.096 us x 2^n (IB's encoding), the
+// smallest at least as long; 14 (67 ms) by default.
+uint8_t rocev2_ack_timeout_exp(const Params& p) {
+  if (p.timeout_ms == 0) return 14;
+  uint8_t n = 0;
+  while ((Time{4096} * kNanosecond << n) < Time{p.timeout_ms} * kMillisecond) ++n;
+  return n;
+}
+
 // FI_UETREF_TRANSPORT=rocev2: the RC engine under the messaging layer of rc_messaging.h, with
 // the timers and window a kernel-socket host needs (as open_engine's UET).
 int open_rocev2(Domain& d, const Params& p) {
@@ -139,9 +159,9 @@ int open_rocev2(Domain& d, const Params& p) {
   const uint64_t window = std::min<uint64_t>(p.window_bytes, socket_window(d));
   c.max_outstanding_psns = static_cast<uint32_t>(std::max<uint64_t>(window / c.mtu, 4));
   c.ack_req_every = std::max<uint32_t>(c.max_outstanding_psns / 4, 1);
-  // The ACK timeout of a kernel host (4.096 us x 2^14 = 67 ms) and a bounded retry budget,
-  // so a dead peer fails an operation (7 would retry for ever).
-  c.ack_timeout_exp = 14;
+  // The ACK timeout of a kernel host and a bounded retry budget, so a dead peer fails an
+  // operation (7 would retry for ever).
+  c.ack_timeout_exp = rocev2_ack_timeout_exp(p);
   c.retry_cnt = 6;
   c.seed = d.local_ip4;
   auto e = RoceEndpoint::create(c);
@@ -187,7 +207,7 @@ int make_uet_engine(const Domain& d, uint32_t pid, std::unique_ptr<Endpoint>* ou
   // stall is not taken for a loss.
   c.rto = 50 * kMillisecond;
   c.min_rto = 50 * kMillisecond;
-  c.max_rto = 200 * kMillisecond;
+  c.max_rto = uet_max_rto(p);
   c.rto_rtt_max_pct = 150;
   c.base_rtt = static_cast<Time>(p.base_rtt_us) * kMicrosecond;
   // PDCs to the peers of a job stay open between its phases (spec/uet.md §3.12 lets either
@@ -292,12 +312,13 @@ void print_stats(const Domain& d) {
                  "uetref %s (rocev2): data %lu retx %lu (go-back-n %lu timeouts %lu rnr naks %lu) "
                  "read responses %lu acks %lu/%lu naks %lu reads %lu atomics executed %lu; "
                  "messages eager %lu/%lu rendezvous %lu/%lu fins %lu pings %lu/%lu unexpected "
-                 "%lu truncated %lu malformed %lu; %s\n",
+                 "%lu truncated %lu malformed %lu; %s; ack timeout %lu ms\n",
                  inet_ntoa(in_addr{htonl(d.local_ip4)}), k.tx_data, k.tx_retx, k.go_back_n,
                  k.timeouts, k.rx_rnr_naks, k.tx_read_responses, k.tx_acks, k.rx_acks, k.tx_naks,
                  k.tx_reads, k.rx_atomics, m.eager_sent, m.eager_received, m.rendezvous_sent,
                  m.rendezvous_read, m.fins_sent, m.pings_sent, m.pings_failed, m.unexpected,
-                 m.truncated, m.malformed, host.c_str());
+                 m.truncated, m.malformed, host.c_str(),
+                 static_cast<unsigned long>(d.rc->rc().config().ack_timeout() / kMillisecond));
     return;
   }
   const auto& u = static_cast<const UetEndpoint&>(*d.engine);
@@ -308,7 +329,7 @@ void print_stats(const Domain& d) {
                "deferred %lu/%lu "
                "unexpected %lu; %s; rod staged %lu late %lu unstageable %lu no-buffer %lu; "
                "tss sealed %lu opened %lu dropped %lu clear refused %lu cross-job %lu; atomics "
-               "executed %lu replayed %lu refused %lu\n",
+               "executed %lu replayed %lu refused %lu; max rto %lu ms\n",
                inet_ntoa(in_addr{htonl(d.local_ip4)}), k.tx_data, k.tx_retx, k.timeouts,
                k.fast_retx, k.nack_retx, k.tlp_probes, k.rnr_retx, k.tx_acks, k.rx_acks,
                k.tx_rendezvous, k.rx_rdv_reads, k.tx_rdv_cts, k.tx_rdv_pushes, k.rx_rdv_pushed,
@@ -317,7 +338,8 @@ void print_stats(const Domain& d) {
                k.rod_unstageable, k.rod_no_buffer, u.tss() ? u.tss()->counters().sealed : 0,
                u.tss() ? u.tss()->counters().opened : 0, u.tss() ? u.tss()->counters().dropped() : 0,
                k.rx_clear_refused, k.rx_tss_cross_job, k.rx_atomics, k.rx_atomic_replays,
-               k.rx_atomic_refused);
+               k.rx_atomic_refused,
+               static_cast<unsigned long>(uet_max_rto(d.params) / kMillisecond));
 }
 
 namespace {

@@ -67,6 +67,12 @@ constexpr ParamDef kParamDefs[] = {
      "UET rendezvous, the receiver's choice once it has matched the request: write "
      "(it answers with a CTS naming the receive and the sender WRITEs the rest into "
      "it; the default) or read (it READs the rest from the sender, UET 1.0's way)"},
+    {"timeout_ms", FI_PARAM_SIZE_T,
+     "The longest wait for an answer before a packet goes again, 50..60000 ms, which "
+     "sets the retry budget: UET's RTO ceiling (the RTO starts at 50 ms and doubles up "
+     "to it; 9 timeouts of a packet with the peer silent fail its operations; default "
+     "200), RoCEv2's ACK timeout (rounded up to 4.096 us x 2^n; 7 without progress fail "
+     "the QP; default 67). Raise it where processes are descheduled for seconds"},
 };
 
 void define_params() {
@@ -362,6 +368,8 @@ Params read_params() {
   if (fi_param_get_bool(&kProvider, "udp_offload", &b) == 0) p.udp_offload = b != 0;
   if (fi_param_get_size_t(&kProvider, "ev_sockets", &v) == 0) p.ev_sockets = static_cast<uint32_t>(std::min<size_t>(v, UINT32_MAX));
   if (fi_param_get_size_t(&kProvider, "base_rtt_us", &v) == 0) p.base_rtt_us = static_cast<uint32_t>(v);
+  if (fi_param_get_size_t(&kProvider, "timeout_ms", &v) == 0)
+    p.timeout_ms = static_cast<uint32_t>(std::min<size_t>(v, UINT32_MAX));
   if (fi_param_get_size_t(&kProvider, "dpdk_port", &v) == 0)
     p.dpdk_port = static_cast<uint32_t>(std::min<size_t>(v, UINT32_MAX));
   return p;

@@ -82,6 +82,9 @@ struct Params {
   std::string host = "uring";  // uring | dpdk
   std::string eal;             // dpdk: the EAL's arguments, separated by spaces
   uint32_t dpdk_port = 0;      // dpdk: the ethdev port
+  // The longest wait for an answer before a packet goes again (UET: the RTO's ceiling;
+  // RoCEv2: the ACK timeout); 0: the transport's own (uet_max_rto, rocev2_ack_timeout_exp).
+  uint32_t timeout_ms = 0;
 };
 Params read_params();
 

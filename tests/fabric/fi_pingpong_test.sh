@@ -6,11 +6,17 @@
 # with every frame sealed (FI_UETREF_TSS_KEY_FILE, spec/uet.md §5), the engines' counters
 # showing frames sealed and opened and none dropped; then FI_MSG and FI_TAGGED over RoCEv2
 # (FI_UETREF_TRANSPORT=rocev2: the RC engine, messages eager and by rendezvous, the counters
-# showing both). A missing key file is refused by name.
+# showing both). A missing key file and an FI_UETREF_TIMEOUT_MS out of range are refused by
+# name.
 # Usage: fi_pingpong_test.sh PROVIDER_DIR
 set -euo pipefail
 export FI_PROVIDER_PATH="$1"
 export FI_LOG_LEVEL=warn
+# A machine shared by parallel builds deschedules either process for longer than the default
+# retry budget (RoCEv2's ~0.5 s ended a run "flushed" after its timeouts): each run gets a
+# budget of seconds through the provider's variable (UET: RTO up to 1 s, ~5.5 s in all;
+# RoCEv2: 1.07 s ACK timeouts, ~7.5 s), which the counters below confirm.
+export FI_UETREF_TIMEOUT_MS=1000
 work=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
 source "$(dirname "$0")/pingpong.sh"
@@ -45,6 +51,7 @@ for run in "msg 1 4 - uet" "tagged 1 4 - uet" "tagged 0 16 - uet" "tagged 1 4 $w
       fi
     done
     echo "sealed: client $(grep -o 'tss sealed [0-9]* opened [0-9]*' "$work/client" | tail -1)"
+    grep -q "; max rto 1000 ms$" "$work/client" || { echo "uet: not FI_UETREF_TIMEOUT_MS's RTO"; exit 1; }
   fi
   if [ "$transport" = rocev2 ]; then
     # Both sides ran the RC engine, and -S all sent messages both eager and by rendezvous.
@@ -56,26 +63,33 @@ for run in "msg 1 4 - uet" "tagged 1 4 - uet" "tagged 0 16 - uet" "tagged 1 4 $w
       fi
     done
     echo "rocev2: client $(grep -o 'messages eager [0-9/]* rendezvous [0-9/]*' "$work/client")"
+    # 4.096 us x 2^18: the first ACK timeout of at least FI_UETREF_TIMEOUT_MS.
+    grep -q "; ack timeout 1073 ms$" "$work/client" || { echo "rocev2: not FI_UETREF_TIMEOUT_MS's timeout"; exit 1; }
   fi
   echo "$mode over $transport, udp_offload $offload, ev_sockets $sockets, keys $keys: $(grep -cE '^[0-9]+[km]?\s+10\s+=10\s' "$work/client") sizes, data checked"
   sed -n '1p;/^4k /p;/^1m /p' "$work/client"
 done
 unset FI_UETREF_TRANSPORT FI_UETREF_STATS
 
-# A key file that cannot be read: the server's domain is refused (fi_pingpong opens it once
-# connected), naming the variable and the file, and the client fails with it.
-export FI_UETREF_TSS_KEY_FILE="$work/no-such-keys.txt"
-port=$((port + 1))
-timeout 60 fi_pingpong -p uetref -e rdm -m tagged -S 64 -B "$port" > "$work/missing_server" 2>&1 &
-server=$!
-for _ in $(seq 1 100); do
-  if timeout 60 fi_pingpong -p uetref -e rdm -m tagged -S 64 -P "$port" 127.0.0.1 \
-      > "$work/missing_client" 2>&1; then
-    echo "a missing key file was not refused"; cat "$work/missing_client"; exit 1
-  fi
-  grep -q "Connection refused" "$work/missing_client" || break
-done
-if wait "$server"; then echo "the server ran without its key file"; exit 1; fi
-grep -q "FI_UETREF_TSS_KEY_FILE: key file $work/no-such-keys.txt: cannot be read" \
-  "$work/missing_server" || { echo "no message naming the missing key file"; cat "$work/missing_server"; exit 1; }
-echo "missing key file refused by name"
+# A variable the domain refuses: the server's domain fails (fi_pingpong opens it once
+# connected) with a message naming the variable, and the client fails with it.
+refused() {  # refused VAR=VALUE MESSAGE
+  local server
+  port=$((port + 1))
+  timeout 60 env "$1" fi_pingpong -p uetref -e rdm -m tagged -S 64 -B "$port" \
+    > "$work/refused_server" 2>&1 &
+  server=$!
+  for _ in $(seq 1 100); do
+    if timeout 60 env "$1" fi_pingpong -p uetref -e rdm -m tagged -S 64 -P "$port" 127.0.0.1 \
+        > "$work/refused_client" 2>&1; then
+      echo "$1 was not refused"; cat "$work/refused_client"; exit 1
+    fi
+    grep -q "Connection refused" "$work/refused_client" || break
+  done
+  if wait "$server"; then echo "the server ran with $1"; exit 1; fi
+  grep -qF "$2" "$work/refused_server" || { echo "no message '$2'"; cat "$work/refused_server"; exit 1; }
+  echo "$1 refused: $2"
+}
+refused FI_UETREF_TSS_KEY_FILE="$work/no-such-keys.txt" \
+  "FI_UETREF_TSS_KEY_FILE: key file $work/no-such-keys.txt: cannot be read"
+refused FI_UETREF_TIMEOUT_MS=49 "FI_UETREF_TIMEOUT_MS=49 out of range: 50..60000"
