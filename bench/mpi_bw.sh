@@ -7,7 +7,9 @@
 #   mpi_bw.sh BUILD perf [FLAG ...]           uet-perf's 1 MiB WRITEs (-s 1048576 -n 500) on
 #                                             the same kind of pair, FLAGs to the client
 #   mpi_bw.sh BUILD loopback PROVIDER [VAR=VALUE ...]   over PROVIDER (uetref, "tcp;ofi_rxm")
-#                                             on loopback (uetref: io_uring)
+#                                             on loopback (uetref: io_uring), and the 8-byte
+#                                             ping-pong latency; with SIZES="8 1048576" in the
+#                                             environment, those rows alone (seconds, not minutes)
 # Prints one line: "<what> 1 MiB: <MB/s> MB/s" (MB = 10^6 B), the figure the tables quote.
 set -euo pipefail
 build=$1 what=$2
@@ -42,11 +44,12 @@ if [ "$what" = loopback ]; then
   xs=(-x FI_PROVIDER_PATH="$build/lib")
   for kv in "$@"; do xs+=(-x "$kv"); done
   mpirun -np 2 --bind-to none --mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include "$provider" \
-    --mca btl self,vader "${xs[@]}" "$build/bin/mpi_fabric" bench > "$work/mpi" 2>&1 ||
+    --mca btl self,vader "${xs[@]}" "$build/bin/mpi_fabric" bench ${SIZES:-} > "$work/mpi" 2>&1 ||
     { cat "$work/mpi"; exit 1; }
   mbs=$(bandwidth)
-  [ -n "$mbs" ] || { cat "$work/mpi"; exit 1; }
-  echo "MPI over $provider ${*:-defaults} 1 MiB: $mbs MB/s"
+  lat=$(awk '/ping-pong/ {p = 1} /bandwidth/ {p = 0} p && $1 == 8 {print $2}' "$work/mpi")
+  [ -n "$mbs$lat" ] || { cat "$work/mpi"; exit 1; }
+  echo "MPI over $provider ${*:-defaults} 1 MiB: ${mbs:--} MB/s, 8 B latency: ${lat:--} us"
   exit 0
 fi
 

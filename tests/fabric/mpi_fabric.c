@@ -11,6 +11,7 @@
 //                      tests/fabric)
 //   mpi_fabric bench   the OSU micro-benchmarks' method and columns (osu_latency, osu_bw,
 //                      osu_bibw: a window of 64 messages, then a 4-byte ack), ranks 0 and 1
+//   mpi_fabric bench SIZE...   the same rows for these message sizes alone (bench/mpi_bw.sh)
 #include <mpi.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -21,6 +22,15 @@ enum { kMaxSize = 4 << 20, kWindow = 64 };
 
 static int rank, nranks;
 static int failures;
+static long only[16];  // bench SIZE...: the sizes to measure (none: every size)
+static int n_only;
+
+static int measured(long len) {
+  for (int i = 0; i < n_only; ++i) {
+    if (only[i] == len) return 1;
+  }
+  return n_only == 0;
+}
 
 static void fail(const char* what, long a, long b) {
   fprintf(stderr, "rank %d: %s (%ld, %ld)\n", rank, what, a, b);
@@ -293,6 +303,7 @@ int main(int argc, char** argv) {
     no_truncate |= strcmp(argv[a], "no-truncate") == 0;
     no_window |= strcmp(argv[a], "no-window") == 0;
     no_probe |= strcmp(argv[a], "no-probe") == 0;
+    if (bench && n_only < 16 && argv[a][0] >= '0' && argv[a][0] <= '9') only[n_only++] = atol(argv[a]);
   }
   if (nranks < 2 || nranks > 64) {
     if (rank == 0) fprintf(stderr, "mpi_fabric: 2..64 ranks\n");
@@ -307,6 +318,7 @@ int main(int argc, char** argv) {
   if (rank < 2) {
     if (rank == 0) printf("# ping-pong\n# Size       Latency (us)\n");
     for (long len = 0; len <= kMaxSize; len = len ? len * 2 : 1) {
+      if (!measured(len)) continue;
       const int iters = bench ? (len <= 8192 ? 1000 : 100) : (len <= 65536 ? 20 : 4);
       const double us = pingpong(sbuf, rbuf, len, iters, !bench);
       if (rank == 0) printf("%-10ld %18.2f\n", len, us);
@@ -314,6 +326,7 @@ int main(int argc, char** argv) {
     for (int bidir = 0; bidir < 2 && !no_window; ++bidir) {
       if (rank == 0) printf("# %s bandwidth, window %d\n# Size      Bandwidth (MB/s)\n", bidir ? "bi-directional" : "uni-directional", kWindow);
       for (long len = 1; len <= window_max; len *= bench ? 2 : 16) {
+        if (!measured(len)) continue;
         const int iters = bench ? (len <= 65536 ? 40 : 10) : 3;
         const double mbs = bandwidth(wsbuf, wrbuf, len, iters, bidir, !bench);
         if (rank == 0) printf("%-10ld %18.2f\n", len, mbs);
