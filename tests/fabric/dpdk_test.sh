@@ -17,6 +17,8 @@ if ! grep -q librte_ethdev <<< "$(ldd "$FI_PROVIDER_PATH/libuetref-fi.so")"; the
   exit 77
 fi
 export FI_LOG_LEVEL=warn FI_UETREF_STATS=1 FI_UETREF_HOST=dpdk
+# A retry budget of seconds for a loaded machine, as fi_pingpong_test.sh gives its runs.
+export FI_UETREF_TIMEOUT_MS=1000
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 work=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
@@ -50,7 +52,8 @@ for transport in uet rocev2; do
   sed -n '/^1m /p' "$work/client"
 
   rm -f "$sock"
-  common=(-x FI_PROVIDER_PATH -x FI_LOG_LEVEL -x FI_UETREF_STATS -x FI_UETREF_HOST -x FI_UETREF_TRANSPORT)
+  common=(-x FI_PROVIDER_PATH -x FI_LOG_LEVEL -x FI_UETREF_STATS -x FI_UETREF_HOST -x FI_UETREF_TRANSPORT
+          -x FI_UETREF_TIMEOUT_MS)
   if ! timeout 300 mpirun --bind-to none --mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include uetref \
       --mca btl self,vader \
       -np 1 "${common[@]}" -x FI_UETREF_ADDR=10.0.0.1 -x "FI_UETREF_EAL=$(eal server 0)" "$prog" check : \

@@ -11,6 +11,8 @@
 set -euo pipefail
 export FI_PROVIDER_PATH="$1"
 export FI_LOG_LEVEL=warn FI_UETREF_STATS=1
+# A retry budget of seconds for a loaded machine, as fi_pingpong_test.sh gives its runs.
+export FI_UETREF_TIMEOUT_MS=1000
 tag=$$
 na=uetfa$tag nb=uetfb$tag va=ufa$tag vb=ufb$tag
 work=$(mktemp -d)
