@@ -19,7 +19,9 @@
 // network the point where that link's sources' queues, and the mean latency, grow without
 // bound), and at which no source ends more than --max_backlog_us behind its schedule (with
 // --pfc, a paused NIC), refined by bisection (--refine steps)
-// between the last load that passed and the first that failed.
+// between the last load that passed and the first that failed. --max_latency_us adds
+// booksim2's own criterion: the mean latency, source queueing included, below a threshold
+// (its latency_thres, 500 cycles by default).
 #include <algorithm>
 #include <cstdio>
 #include <memory>
@@ -76,6 +78,9 @@ ABSL_FLAG(uint32_t, buffer_kb, 64, "switch buffer per output port in KiB, 4..655
 ABSL_FLAG(double, max_backlog_us, 5,
           "... or when any source has fallen this far behind its schedule at the end (its NIC "
           "paused: the source queue grows, booksim's saturation), 0.1..100000");
+ABSL_FLAG(double, max_latency_us, 0,
+          "... or when the window's mean latency (from the scheduled send, so source queueing "
+          "counts) exceeds this: booksim2's latency_thres criterion; 0 off, 0..100000");
 ABSL_FLAG(bool, pfc, false,
           "lossless: PFC pauses an ingress's upstream (a host's NIC too) past half --buffer_kb, as "
           "booksim's credits hold flits back; no virtual channels, so cyclic routes may deadlock");
@@ -99,6 +104,7 @@ struct Options {
   double tolerance = 0;
   double max_loss = 0;
   Time max_backlog = 0;
+  double max_latency_us = 0;  // 0: off
   Time warmup = 0, window = 0;
   double gbps = 0;
   uint64_t buffer_bytes = 0;
@@ -269,7 +275,8 @@ absl::StatusOr<Point> run_load(const Options& o, double load) {
 
 bool saturated(const Options& o, const Point& p) {
   return p.accepted < (1 - o.tolerance) * p.offered ||
-         p.worst_loss > o.max_loss || p.worst_backlog > o.max_backlog;
+         p.worst_loss > o.max_loss || p.worst_backlog > o.max_backlog ||
+         (o.max_latency_us > 0 && p.latency_us > o.max_latency_us);
 }
 
 void print_point(const Point& p) {
@@ -317,6 +324,7 @@ absl::StatusOr<Options> read_options() {
   o.max_loss = check.range(FLAGS_max_loss, 0, 0.5);
   o.max_backlog =
       static_cast<Time>(check.range(FLAGS_max_backlog_us, 0.1, 100000) * kMicrosecond);
+  o.max_latency_us = check.range(FLAGS_max_latency_us, 0, 100000);
   o.warmup = check.range(FLAGS_warmup_us, 1, 100000) * kMicrosecond;
   o.window = check.range(FLAGS_measure_us, 1, 100000) * kMicrosecond;
   o.gbps = check.range(FLAGS_gbps, 1, 1600);

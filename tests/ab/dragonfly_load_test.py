@@ -10,7 +10,8 @@ than twice minimal; under uniform-random traffic minimal saturates above Valiant
 above Valiant too; below saturation (offered 0.1) every mode delivers what it is offered. With
 --nogroup_minimal (shortest paths in switch hops, some through two global links) worst-case
 minimal saturates within 10 % of that family's bound (0.143), not of 0.125. Bad flags are
-refused naming the flag.
+refused naming the flag. --max_latency_us (booksim2's latency criterion) below Valiant's
+zero-load latency (about 2.7 us here) leaves no load saturation-free.
 Usage: dragonfly_load_test.py BUILD_BIN_DIR
 """
 import json
@@ -29,6 +30,7 @@ REFUSED = [
     (["--routing=par"], "--routing=par unknown: minimal, valiant or ugal"),
     (["--loads=0.5,0.2"], "--loads=0.5,0.2 invalid: ascending fractions, each 0.001..1"),
     (["--buffer_kb=2"], "--buffer_kb=2 out of range: 4..65536"),
+    (["--max_latency_us=-1"], "--max_latency_us=-1 out of range: 0..100000"),
     (["--df_g=4"], "--df_p/--df_a/--df_h/--df_g: dragonfly: groups g 4"),
 ]
 
@@ -48,6 +50,18 @@ def sweep(tmp, traffic, routing, failures, extra=()):
     return result["saturation"]
 
 
+def latency_sweep(tmp, failures):
+    """Uniform Valiant, lossless, saturated once the mean latency passes 1 us: every load."""
+    out = os.path.join(tmp, "latency.json")
+    proc = ab_common.run([*SHAPE, "--traffic=ur", "--routing=valiant", "--pfc",
+                          "--max_latency_us=1", "--loads=0.1,0.5", "--refine=2", "--json=" + out],
+                         name="uet-load", timeout=120, echo=True)
+    if proc.returncode != 0:
+        failures.append(f"--max_latency_us=1: rc {proc.returncode}")
+        return None
+    return json.load(open(out))["saturation"]
+
+
 def main():
     failures = []
     sat = {}
@@ -56,6 +70,7 @@ def main():
             for routing in ("minimal", "valiant", "ugal"):
                 sat[(traffic, routing)] = sweep(tmp, traffic, routing, failures)
         shortest = sweep(tmp, "wc", "minimal", failures, ["--nogroup_minimal"])
+        latency_bound = latency_sweep(tmp, failures)
     if failures:
         return ab_common.verdict(failures)
     print("saturation:", {f"{t} {r}": s for (t, r), s in sat.items()})
@@ -69,6 +84,8 @@ def main():
         print(f"{name}: measured {got:.4f}, bound {want:.4f}")
         if abs(got - want) > 0.1 * want:
             failures.append(f"{name}: saturation {got} not within 10 % of {want}")
+    if latency_bound != 0:
+        failures.append(f"--max_latency_us=1: saturation {latency_bound}, want 0")
     if not sat[("wc", "valiant")] > 2 * sat[("wc", "minimal")]:
         failures.append(f"wc: valiant {sat[('wc', 'valiant')]} not > 2 x minimal")
     if not sat[("ur", "minimal")] > sat[("ur", "valiant")] < sat[("ur", "ugal")]:
