@@ -60,6 +60,10 @@ ABSL_FLAG(bool, group_minimal, true,
           "paths with the fewest global links, then the fewest local ones (the dragonfly "
           "literature's MIN, local-global-local; Valiant's and UGAL's legs too); false: shortest "
           "paths in switch hops, which may cross two global links");
+ABSL_FLAG(bool, valiant_via_switch, false,
+          "valiant, ugal: the detour passes a random switch of its intermediate group, as "
+          "booksim2's dragonflynew (a random intermediate node); false: minimal on from where "
+          "it enters the group");
 ABSL_FLAG(uint64_t, ugal_bias_bytes, 4096,
           "ugal: bytes x hops the minimal path may exceed the valiant path by, 0..1073741824");
 ABSL_FLAG(std::string, loads, "0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9,1.0",
@@ -304,6 +308,7 @@ absl::StatusOr<Options> read_options() {
                    : routing == "ugal"  ? sim::RoutingMode::kUgal
                                         : sim::RoutingMode::kMinimal;
   o.routing.group_minimal = absl::GetFlag(FLAGS_group_minimal);
+  o.routing.valiant_via_switch = absl::GetFlag(FLAGS_valiant_via_switch);
   o.routing.ugal_bias_bytes = absl::GetFlag(FLAGS_ugal_bias_bytes);
   if (o.routing.ugal_bias_bytes > (uint64_t{1} << 30)) {
     check.fail(absl::StrFormat("--ugal_bias_bytes=%d out of range: 0..1073741824",

@@ -22,6 +22,13 @@ absl::Status check_routing(const RoutingConfig& config) {
                                                    static_cast<int>(config.deadlock_free),
                                                    " is none of off (0), tagger (1)"));
   }
+  // Two local hops in the intermediate group, one class: the tagger's classes would not
+  // break cycles among them.
+  if (config.valiant_via_switch && config.deadlock_free != DeadlockFree::kOff) {
+    return absl::InvalidArgumentError(
+        "valiant_via_switch: no lossless-class rule for a detour through a switch (deadlock_free "
+        "must be off)");
+  }
   if (config.ugal_bias_bytes > (uint64_t{1} << 30)) {
     return absl::InvalidArgumentError(
         absl::StrCat("ugal_bias_bytes ", config.ugal_bias_bytes, " out of range [0, 1073741824]"));
@@ -40,6 +47,8 @@ absl::Status Routing::build(const RoutingGraph& g, const RoutingConfig& config) 
   groups_ = EcmpTable();
   group_of_.clear();
   peer_.clear();
+  group_first_.clear();
+  group_switches_.clear();
   if (minimal()) return absl::OkStatus();
   return build_groups(g);
 }
@@ -83,6 +92,13 @@ absl::Status Routing::build_minimal(const RoutingGraph& g) {
                                    .dimension_order = config_.dimension_order,
                                    .group_minimal = by_groups};
   if (absl::Status s = tors_.build(g, columns, options); !s.ok()) return s;
+  tor_base_.clear();
+  if (config_.valiant_via_switch && !minimal()) {
+    tor_base_.assign(g.switches, kNone);
+    for (uint32_t s = 0; s < g.switches; ++s) {
+      if (column_of[s] != kNone) tor_base_[s] = tors_.base(column_of[s]);
+    }
+  }
   dst_.reserve(g.hosts.size());
   for (const RoutingGraph::HostLink& h : g.hosts) {
     Dst d{h.tor, kNone, tors_.base(no_route)};
@@ -128,6 +144,10 @@ absl::Status Routing::build_groups(const RoutingGraph& g) {
       .dimension_order = config_.dimension_order,
       .group_minimal = config_.group_minimal && !g.group_of_switch.empty()};
   if (absl::Status s = groups_.build(g, columns, options); !s.ok()) return s;
+  if (config_.valiant_via_switch) {
+    group_first_ = columns.first;
+    group_switches_ = columns.switches;
+  }
   groups_mod_ = FastMod::of(std::max<uint32_t>(n_groups, 1));
   via_mul_ = mix64(g.seed, 0x1A7E2ED1A7E5EEDULL) * 0x9E3779B97F4A7C15ULL;
   if (config_.mode == RoutingMode::kUgal) {
@@ -139,11 +159,18 @@ absl::Status Routing::build_groups(const RoutingGraph& g) {
   return absl::OkStatus();
 }
 
+// valiant_via_switch: traffic within a group stays minimal (booksim2 detours only frames
+// bound for another group).
+bool Routing::local_only(uint32_t s, uint32_t dst_host) const noexcept {
+  const uint32_t t = dst_[dst_host].tor;
+  return config_.valiant_via_switch && t < group_of_.size() && group_of_[t] == group_of_[s];
+}
+
 // Valiant: every frame detours, but where its first switch is its destination's ToR (no path
 // to spread) or already in its intermediate group (the detour is the minimal path).
 uint8_t Routing::valiant_state(uint32_t s, uint32_t dst_host, uint64_t flow_hash) const noexcept {
   if (dst_host >= hosts_ || s == dst_[dst_host].tor || s >= group_of_.size() ||
-      group_of_[s] == via_group(flow_hash)) {
+      group_of_[s] == via_group(flow_hash) || local_only(s, dst_host)) {
     return RouteState::kDecided;
   }
   return RouteState::kDecided | RouteState::kDetour;
@@ -161,21 +188,44 @@ uint32_t Routing::walk_to_group(uint32_t s, uint32_t via, uint64_t flow_hash,
   return s;
 }
 
+uint32_t Routing::via_switch(uint64_t flow_hash) const noexcept {
+  if (group_switches_.empty()) return kNone;
+  const uint32_t via = via_group(flow_hash);
+  uint64_t x = flow_hash ^ via_mul_;
+  // The low half of the draw whose high half chose the group.
+  const auto pick = static_cast<uint32_t>(splitmix64(x));
+  return group_switches_[group_first_[via] + pick % (group_first_[via + 1] - group_first_[via])];
+}
+
+uint32_t Routing::toward_via_switch(uint32_t s, uint64_t flow_hash) const noexcept {
+  const uint32_t w = via_switch(flow_hash);
+  if (w == kNone || w == s || w >= tor_base_.size() || tor_base_[w] == kNone) return kNone;
+  return tors_.port(tor_base_[w], s, flow_hash);
+}
+
 // The two candidates at the first switch and their paths' hops to the destination host: the
-// minimal one, and the Valiant one through the switch the frame would enter its group at.
+// minimal one, and the Valiant one through the switch the frame would enter its group at (or
+// on through via_switch()).
 Routing::UgalChoice Routing::ugal_choice(uint32_t s, uint32_t dst_host,
                                          uint64_t flow_hash) const noexcept {
   UgalChoice c;
   if (dst_host >= hosts_ || s >= group_of_.size()) return c;
   const Dst& d = dst_[dst_host];
   const uint32_t via = via_group(flow_hash);
-  if (s == d.tor || d.tor_port == kNone || group_of_[s] == via) return c;
+  if (s == d.tor || d.tor_port == kNone || group_of_[s] == via || local_only(s, dst_host)) return c;
   c.min_port = tors_.port(d.route_base, s, flow_hash);
   const uint32_t via_port = groups_.port(groups_.base(via), s, flow_hash);
   if (c.min_port == kNone || via_port == kNone) return c;
   uint32_t hops = 0;
-  const uint32_t v = walk_to_group(s, via, flow_hash, hops);
+  uint32_t v = walk_to_group(s, via, flow_hash, hops);
   if (v == kNone) return c;
+  if (const uint32_t w = via_switch(flow_hash);
+      w != kNone && w != v && w < tor_base_.size() && tor_base_[w] != kNone) {
+    const uint32_t in_group = tors_.distance(tor_base_[w], v);
+    if (in_group == EcmpTable::kNoDistance) return c;
+    hops += in_group;
+    v = w;
+  }
   const uint32_t rest = tors_.distance(d.route_base, v);
   if (rest == EcmpTable::kNoDistance) return c;
   // Links to the host: the switch hops, and its own link.
@@ -193,8 +243,11 @@ uint32_t Routing::port_stateful(uint32_t s, uint32_t dst_host, uint64_t flow_has
     if (group_of_[s] != via) {
       const uint32_t p = groups_.port(groups_.base(via), s, flow_hash);
       if (p != kNone) return p;
+    } else if (const uint32_t p = toward_via_switch(s, flow_hash); p != kNone) {
+      return p;
     }
-    // In the group, or cut off from it since the first switch chose it: minimal from here.
+    // At the intermediate (group, or switch), or cut off from it since the first switch
+    // chose it: minimal from here.
     state |= RouteState::kReached;
   }
   return port(s, dst_host, flow_hash);
@@ -221,7 +274,8 @@ uint32_t Routing::port_remember(Memo& m, uint32_t s, uint32_t dst_host,
 
 size_t Routing::table_bytes() const noexcept {
   return clos_.bytes() + tors_.bytes() + lossless_.bytes() + dst_.size() * sizeof(Dst) + groups_.bytes() +
-         (group_of_.size() + peer_.size()) * sizeof(uint32_t);
+         (group_of_.size() + peer_.size() + group_first_.size() + group_switches_.size() +
+          tor_base_.size()) * sizeof(uint32_t);
 }
 
 }  // namespace uet::sim

@@ -70,6 +70,12 @@ struct RoutingConfig {
   // is local-global-local (Kim et al. ISCA 2008, §4 MIN) rather than any shortest path,
   // and Valiant's and UGAL-L's legs are such paths too. Without groups: shortest paths.
   bool group_minimal = false;
+  // Valiant's and UGAL-L's detours as booksim2's dragonflynew takes them (its intermediate is
+  // a random node, not a group): inside the intermediate group minimally to a switch of it
+  // drawn from the flow hash, and only from there to the destination; and frames bound for
+  // their own group do not detour. Off: minimal from the switch the frame enters the group
+  // at, every frame detouring (Kim et al. ISCA 2008, §4 VAL).
+  bool valiant_via_switch = false;
   // Minimal routes on a fat-tree or leaf-spine by address arithmetic (clos.h), the same
   // routes as the tables'; false: by tables (to check one against the other).
   bool structured = true;
@@ -159,6 +165,9 @@ class Routing {
     uint64_t x = flow_hash ^ via_mul_;
     return groups_mod_.mod(static_cast<uint32_t>(splitmix64(x) >> 32));
   }
+  // With valiant_via_switch, the switch of the intermediate group a frame with this flow hash
+  // passes through; kNone otherwise.
+  uint32_t via_switch(uint64_t flow_hash) const noexcept;
   uint32_t group_of(uint32_t s) const noexcept { return group_of_[s]; }
   uint32_t groups() const noexcept { return groups_mod_.d; }
 
@@ -212,10 +221,13 @@ class Routing {
   uint32_t remember_exceptional(Memo& m, uint32_t s, uint32_t dst_host,
                                 uint64_t flow_hash) const noexcept;
   uint8_t valiant_state(uint32_t s, uint32_t dst_host, uint64_t flow_hash) const noexcept;
+  bool local_only(uint32_t s, uint32_t dst_host) const noexcept;
   UgalChoice ugal_choice(uint32_t s, uint32_t dst_host, uint64_t flow_hash) const noexcept;
   // The switch a frame with this flow hash enters group `via` at, from `s`, and the hops to it.
   uint32_t walk_to_group(uint32_t s, uint32_t via, uint64_t flow_hash,
                          uint32_t& hops) const noexcept;
+  // From `s` in the intermediate group, the port towards via_switch(); kNone: none, or there.
+  uint32_t toward_via_switch(uint32_t s, uint64_t flow_hash) const noexcept;
 
   RoutingConfig config_;
   bool structured_ = false;  // minimal routes from clos_; else from tors_ and dst_
@@ -229,6 +241,9 @@ class Routing {
   FastMod groups_mod_;              // the number of groups
   uint64_t via_mul_ = 0;            // the intermediate's hash seed * the golden ratio
   std::vector<uint32_t> peer_;      // UGAL: by port, the switch it reaches (kNone: none)
+  // valiant_via_switch only: switches by group (group_first_ indexes group_switches_), and
+  // by switch its column's base in tors_ (kNone: no host, so no column).
+  std::vector<uint32_t> group_first_, group_switches_, tor_base_;
   mutable std::array<Memo, kMemo> memo_{};
   LosslessClasses lossless_;
 };

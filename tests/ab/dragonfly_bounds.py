@@ -11,9 +11,12 @@ then fewest local ones, Kim et al.'s MIN (local-global-local). Shortest paths
 as local-global-local it is one of them, so not Kim et al.'s MIN.
 Valiant: an intermediate group uniform over all g groups, reached minimally (nearest switch
 of the group), then minimally to the destination; a source in the intermediate group goes
-minimally. Each (traffic, routing) pair gives the per-unit-load traffic on every link; the
-bound is 1 / max(busiest link, 1 for the host links).
-Usage: dragonfly_bounds.py P A H   (prints the four bounds of each family)
+minimally. With via_switch (RoutingConfig::valiant_via_switch, booksim2's dragonflynew) a
+detour goes on from where it enters the group to a switch of it drawn uniformly, then
+minimally, and traffic within a group does not detour. Each (traffic, routing) pair gives the
+per-unit-load traffic on every link; the bound is 1 / max(busiest link, 1 for the host links).
+Usage: dragonfly_bounds.py P A H   (prints the four bounds of each family, then Valiant's via
+a switch)
 """
 import collections
 import heapq
@@ -67,9 +70,10 @@ def spread(adj, dist, weight, inflow, load):
     return todo
 
 
-def bound(p, a, h, traffic, routing, group_minimal=True):
+def bound(p, a, h, traffic, routing, group_minimal=True, via_switch=False):
     """The offered load (fraction of line rate) at which the busiest link reaches its rate."""
     g, n, adj = dragonfly(p, a, h)
+    entered = collections.Counter()  # via_switch: detours' arrivals by router, all destinations
     hosts = n * p
 
     def weight(u, v):  # group-minimal: a global link outweighs any local path (< n links)
@@ -93,9 +97,19 @@ def bound(p, a, h, traffic, routing, group_minimal=True):
             for G in range(g):
                 phase1 = collections.Counter()
                 for s, f in demand.items():
-                    (minimal if s // a == G else phase1)[s] += f / g
-                minimal.update(spread(adj, to_group[G], weight, phase1, load))
+                    local = via_switch and s // a == t // a
+                    (minimal if s // a == G or local else phase1)[s] += f / g
+                arrived = spread(adj, to_group[G], weight, phase1, load)
+                if not via_switch:
+                    minimal.update(arrived)
+                    continue
+                entered.update(arrived)
+                for w in range(G * a, G * a + a):  # then from the drawn switch, minimally
+                    minimal[w] += sum(arrived.values()) / a
         spread(adj, distances(adj, [t], weight), weight, minimal, load)
+    for r, f in entered.items():  # the legs inside the intermediate group, every destination's
+        for w in range(r // a * a, r // a * a + a):
+            spread(adj, distances(adj, [w], weight), weight, {r: f / a}, load)
     return 1 / max(max(load.values()), 1.0)
 
 
@@ -107,3 +121,6 @@ if __name__ == "__main__":
                 b = bound(p, a, h, traffic, routing, family)
                 name = "group-minimal" if family else "shortest paths"
                 print(f"{name} {traffic} {routing}: {b:.4f}")
+    for traffic in ("ur", "wc"):
+        b = bound(p, a, h, traffic, "valiant", True, True)
+        print(f"group-minimal {traffic} valiant via a switch: {b:.4f}")

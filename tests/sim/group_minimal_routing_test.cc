@@ -5,6 +5,7 @@
 // find two-global-link routes when group-minimal is off (plain shortest paths).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
 #include <queue>
 #include <utility>
@@ -172,6 +173,68 @@ TEST(Routing_GroupMinimal, ValiantAtMostTwoGlobalLinks) {
       EXPECT_GT(t.over_global, 0);
     }
   }
+}
+
+TEST(Routing_GroupMinimal, ValiantViaSwitchPassesTheDrawnSwitch) {
+  for (bool via_switch : {true, false}) {
+    Fly f = dragonfly(1, 4, 2);
+    RoutingConfig rc = config(RoutingMode::kValiant, true);
+    rc.valiant_via_switch = via_switch;
+    ASSERT_TRUE(f.net->set_routing(rc).ok());
+    const Network& net = *f.net;
+    const Routing& routing = net.routing();
+    int detours = 0, missed = 0, two_local = 0, unreached = 0, in_group_global = 0;
+    for (uint32_t s = 0; s < net.num_hosts(); ++s) {
+      for (uint32_t d = 0; d < net.num_hosts(); ++d) {
+        for (int i = 0; s != d && i < kHashes; ++i) {
+          const uint64_t h = hash_of(i);
+          const test::Walk w = test::walk(net, s, d, h);
+          unreached += !w.reached || w.loop;
+          const uint32_t via = routing.via_group(h);
+          const uint32_t from = f.layout.group[tor_of(net, s)];
+          if (from == f.layout.group[tor_of(net, d)]) {
+            in_group_global += links(f, w).global > 0;
+            if (via_switch) continue;
+          }
+          if (tor_of(net, s) == tor_of(net, d) || from == via) continue;
+          ++detours;
+          const uint32_t at = via_switch ? routing.via_switch(h) : kNone;
+          missed += via_switch && std::find(w.switches.begin(), w.switches.end(), at) ==
+                                      w.switches.end();
+          int local_in_via = 0;
+          for (size_t k = 1; k < w.switches.size(); ++k) {
+            local_in_via += f.layout.group[w.switches[k - 1]] == via &&
+                            f.layout.group[w.switches[k]] == via;
+          }
+          two_local += local_in_via >= 2;
+        }
+      }
+    }
+    EXPECT_EQ(unreached, 0);
+    EXPECT_GT(detours, 0);
+    // Expect: on, every detour passes its drawn switch (booksim2's random intermediate node),
+    // some through two local links of the intermediate group, and traffic within a group
+    // stays in it; off, minimal from the entry switch, at most one local link there, and
+    // traffic within a group detours too.
+    EXPECT_EQ(missed, 0);
+    if (via_switch) {
+      EXPECT_GT(two_local, 0);
+      EXPECT_EQ(in_group_global, 0);
+    } else {
+      EXPECT_EQ(two_local, 0);
+      EXPECT_GT(in_group_global, 0);
+      EXPECT_EQ(routing.via_switch(hash_of(0)), kNone);
+    }
+  }
+}
+
+TEST(Routing_GroupMinimal, ValiantViaSwitchRefusesLosslessClasses) {
+  Fly f = dragonfly(1, 4, 2);
+  RoutingConfig rc = config(RoutingMode::kValiant, true);
+  rc.valiant_via_switch = true;
+  rc.deadlock_free = DeadlockFree::kTagger;
+  EXPECT_FALSE(f.net->set_routing(rc).ok());
+  EXPECT_FALSE(check_routing(rc).ok());
 }
 
 TEST(Routing_GroupMinimal, ValiantAndUgalWithAFailedGlobalLink) {
