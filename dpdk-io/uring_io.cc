@@ -551,17 +551,8 @@ size_t UringIo::tx_burst(std::span<Frame* const> filled, std::span<Frame* const>
     }
   }
   if (n > 0) queued += send_grouped(std::span<const uint32_t>(ready, n));
-  if (queued > 0) {
-    tx_queued_ = true;
-    if (!config_.deferred_submit) submit();
-  }
+  if (queued > 0) io_uring_submit(&ring_->ring);
   return queued;
-}
-
-void UringIo::submit() {
-  if (!tx_queued_) return;
-  tx_queued_ = false;
-  io_uring_submit(&ring_->ring);
 }
 
 // Groups the prepared buffers for UDP_SEGMENT (uring_io.h): same socket, destination, TOS and
@@ -676,7 +667,6 @@ uint32_t UringIo::submit_group(uint32_t head, uint32_t count, uint32_t segment) 
 }
 
 void UringIo::wait(Time deadline) {
-  submit();  // nothing queued waits with us
   maybe_arm_rx();
   io_uring* ring = &ring_->ring;
   if (wake_fd_ >= 0 && !wake_armed_) {

@@ -148,11 +148,6 @@ struct UringIoConfig {
   // offers them (Linux 4.18 / 5.0+); setup() says what was granted.
   bool gso = false;
   bool gro = false;
-  // tx_burst() queues its sends without entering the kernel; they leave with the next
-  // submit() or wait() (or when the submission queue fills): a host whose passes answer and
-  // send in turn hands them to the kernel in one system call (fabric/: an ACK with the reply
-  // the application posts next).
-  bool deferred_submit = false;
 
   // Checks every field; the message names the field and its valid range.
   absl::Status validate() const;
@@ -212,9 +207,6 @@ class UringIo final : public PacketIo {
   void wait(Time deadline) override;
   // Ends the current or the next wait() at once; safe from any thread (config.wakeable only).
   void wake() noexcept;
-  // deferred_submit: hands the queued sends to the kernel (one system call, none if nothing
-  // is queued).
-  void submit();
   IoStats stats() const override { return stats_; }
 
   const UringCounters& counters() const noexcept { return counters_; }
@@ -287,7 +279,6 @@ class UringIo final : public PacketIo {
   std::vector<TxSlot> tx_slots_;
   FreeStack<uint32_t> tx_free_;
   uint32_t tx_in_flight_ = 0;  // sends submitted, not yet completed (the kernel reads them)
-  bool tx_queued_ = false;     // deferred_submit: sends queued, not yet handed to the kernel
   uint16_t zc_flags_ = 0;      // IORING_SEND_ZC_* of every zero-copy send
   std::vector<GsoSend> gso_;   // tx_count_ / 2: a group holds two buffers or more
   FreeStack<uint32_t> gso_free_;

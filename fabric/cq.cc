@@ -47,7 +47,7 @@ Time deadline_after(int timeout) {
 
 ssize_t read_entries(Cq* cq, void* buf, size_t count, fi_addr_t* src) {
   std::lock_guard lock(cq->domain->mu);
-  if (cq->count == 0) cq->domain->progress(/*reading=*/true);
+  if (cq->count == 0) cq->domain->progress();
   if (cq->err_count > 0) return -FI_EAVAIL;
   if (cq->count == 0) return -FI_EAGAIN;
   size_t n = 0;
@@ -153,7 +153,7 @@ template <uint64_t Cntr::*kCount>
 uint64_t cntr_get(fid_cntr* f) {
   Cntr* c = of<Cntr>(f);
   std::lock_guard lock(c->domain->mu);
-  c->domain->progress(/*reading=*/true);
+  c->domain->progress();
   return c->*kCount;
 }
 

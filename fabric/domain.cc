@@ -209,10 +209,6 @@ int make_uet_engine(const Domain& d, uint32_t pid, std::unique_ptr<Endpoint>* ou
   c.min_rto = 50 * kMillisecond;
   c.max_rto = uet_max_rto(p);
   c.rto_rtt_max_pct = 150;
-  // §3.7: over io_uring a message's last packet is acknowledged in the pass that received it
-  // (ack_every still coalesces a burst), so the ACK leaves with the application's answer to
-  // it in one system call (Domain::progress) instead of alone a pass later.
-  if (d.uring != nullptr) c.ack_delay = 0;
   c.base_rtt = static_cast<Time>(p.base_rtt_us) * kMicrosecond;
   // PDCs to the peers of a job stay open between its phases (spec/uet.md §3.12 lets either
   // side close an idle one; reopening is cheap, but not free on a host that stalls).

@@ -49,9 +49,6 @@ int open_uring(Domain& d, const Params& p, uint32_t wanted_ip4) {
     // Inside an application: our completions must not cut its own blocking calls short.
     c.defer_taskrun = true;
     c.wakeable = d.auto_progress;  // posts wake the progress thread
-    // MANUAL: the provider's calls hand their frames to the kernel at their end, together
-    // (Domain::progress).
-    c.deferred_submit = !d.auto_progress;
     // Bulk data in 64 KiB sends and receives, as libfabric's tcp provider moves it
     // (dpdk-io/uring_io.h); the EVs map onto ev_sockets wire ports, so fewer make longer
     // GSO groups (each group leaves on one port, i.e. one path).
@@ -219,28 +216,9 @@ void Domain::resolve(uint32_t peer) {
 #endif
 }
 
-void Domain::progress(bool reading) {
-  if (auto_progress) {
-    drain();
-    return;
-  }
-  const size_t moved = poll_passes(*loop);
-  const size_t completions = drain();
-  if (uring == nullptr) return;
-  // An ACK of the message just handed over waits for the reply the application posts next:
-  // one system call sends both, and the peer takes both in one receive (bench/README.md,
-  // "MPI over the libfabric provider"). It waits through reads that find nothing, at most
-  // kSendHold; a read that moves frames or completes more, a post, or a wait sends it.
-  const Time now = loop->last_now();
-  if (reading && !sends_held && completions > 0) {
-    sends_held = true;
-    held_since = now;
-    return;
-  }
-  if (reading && sends_held && moved == 0 && completions == 0 && now - held_since < kSendHold)
-    return;
-  sends_held = false;
-  uring->submit();
+void Domain::progress() {
+  if (!auto_progress) poll_passes(*loop);
+  drain();
 }
 
 void Domain::posted() {
@@ -254,7 +232,6 @@ void Domain::posted() {
 void Domain::idle(Time deadline) {
   std::unique_lock lock(mu);
   if (!auto_progress) {
-    sends_held = false;  // wait() hands them to the kernel first
     io->wait(std::min(deadline, mux.next_deadline()));
     return;
   }

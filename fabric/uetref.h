@@ -255,10 +255,6 @@ struct Domain {
   // that enters it (its completions run in the submitter's context: io_uring_setup(2),
   // SINGLE_ISSUER); the application's calls only touch the engine, and wake the thread.
   bool auto_progress = false;
-  // MANUAL, io_uring: frames queued by a read that completed something wait (progress()).
-  static constexpr Time kSendHold = 20 * kMicrosecond;
-  bool sends_held = false;
-  Time held_since = 0;
   bool stopping = false;                   // under mu: the progress thread ends
   std::condition_variable_any progressed;  // the thread moved completions into CQs
   std::thread progress_thread;
@@ -266,11 +262,8 @@ struct Domain {
   ~Domain() { stop_progress(); }
 
   // MANUAL: runs the engine (a few passes of the host loop, then its completions into the
-  // CQs); the frames it queued leave at the end, or with a later call (kSendHold at most) when
-  // `reading` (a CQ or counter read) handed the application completions it is likely to
-  // answer at once.
-  // AUTO: takes the completions the thread left in the engine.
-  void progress(bool reading = false);
+  // CQs). AUTO: takes the completions the thread left in the engine.
+  void progress();
   // After a post: the request leaves now (MANUAL: progress(); AUTO: the thread is woken).
   void posted();
   // Waits (the caller holds no lock) for progress, at most until `deadline`: in the host

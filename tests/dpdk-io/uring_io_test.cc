@@ -910,34 +910,6 @@ TEST(UringIo, GsoGroupsAreCutIntoTheDatagramsSent) {
   close(rc);
 }
 
-// deferred_submit: a burst's sends stay queued in the ring (nothing reaches the receiver, not
-// even after the sender polls) until submit() hands them to the kernel, all in one call.
-TEST(UringIo, DeferredSendsLeaveAtSubmit) {
-  const uint32_t ip_a = ip_of(120, 1), ip_b = ip_of(120, 2);
-  UringIoConfig ca = io_config(ip_a, 4793);
-  ca.deferred_submit = true;
-  auto ia = make_io(ca);
-  ASSERT_TRUE(ia);
-  const int rb = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  sockaddr_in b{};
-  b.sin_family = AF_INET;
-  b.sin_addr.s_addr = htonl(ip_b);
-  b.sin_port = htons(4793);
-  ASSERT_EQ(bind(rb, reinterpret_cast<sockaddr*>(&b), sizeof(b)), 0);
-  Frame* f[3];
-  ASSERT_EQ(ia->alloc_tx(f), 3u);
-  for (uint32_t i = 0; i < 3; ++i) fill_datagram(*f[i], ip_a, ip_b, i, 500);
-  ASSERT_EQ(ia->tx_burst(f, {}), 3u);
-  Frame* none[1];
-  EXPECT_EQ(ia->rx_burst(none), 0u);  // a poll reaps, it does not send
-  uint8_t byte;
-  EXPECT_EQ(recv(rb, &byte, 1, MSG_DONTWAIT), -1);
-  ia->submit();
-  // Expect: the three datagrams, in order, once submitted.
-  for (uint32_t i = 0; i < 3; ++i) EXPECT_TRUE(is_datagram(recv_datagram(rb), i, 500)) << i;
-  close(rb);
-}
-
 // A plain socket sends coalesced datagrams (UDP_SEGMENT 1000: 20 full and a 300-byte tail, then
 // 20 more); the receiver lends one frame per datagram, each behind headers of its own. The
 // split pool (32 frames) runs out while the caller holds them: it waits, and loses nothing.
