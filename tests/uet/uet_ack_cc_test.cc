@@ -169,6 +169,23 @@ TEST(UetAckCc_Mpr, RefusedPsnsBehindCackAreClearedWithoutOverrunningTheWindow) {
   EXPECT_EQ(t.eb->counters().rx_clear, t.ea->counters().tx_clear);
 }
 
+// Collects the target's ACK_CC headers and strips AR from the initiator's requests (so the
+// target ACKs after ack_delay or ack_every); once `reorder` is set, the first request sent
+// after it arrives last.
+void collect_acks_without_ar(Pair& t, std::vector<wire::PdsAckCc>& acks, const bool& reorder) {
+  t.link.set_filter([&acks, &reorder, requests = 0](int from, const wire::Decoded& d,
+                                                    std::vector<uint8_t>& bytes) mutable {
+    testing::Verdict v;
+    if (const wire::PdsAckCc* h = ack_cc(d); from == 1 && h != nullptr) acks.push_back(*h);
+    if (from == 0 && d.pds_type == wire::PdsType::kRudReq) {
+      bytes[kPds + 1] &= ~0x08;  // no AR
+      drop_udp_checksum(bytes);
+      if (reorder && requests++ == 0) v.delay = kMicrosecond;
+    }
+    return v;
+  });
+}
+
 // The NSCC state of ACK_CC, as the target fills it on a fake-link exchange: service_time is
 // how long the trigger waited for its ACK (here the coalescing delay, in ns), rcvd_bytes the
 // payload received so far, ooo_count the requests that arrived past a hole.
@@ -178,17 +195,7 @@ TEST(UetAckCc_State, TargetFillsServiceTimeReceivedBytesAndOutOfOrderCount) {
   Pair t(config_for(kIpA), b);
   std::vector<wire::PdsAckCc> acks;
   bool reorder = false;
-  int requests = 0;
-  t.link.set_filter([&](int from, const wire::Decoded& d, std::vector<uint8_t>& bytes) {
-    testing::Verdict v;
-    if (const wire::PdsAckCc* h = ack_cc(d); from == 1 && h != nullptr) acks.push_back(*h);
-    if (from == 0 && d.pds_type == wire::PdsType::kRudReq) {
-      bytes[kPds + 1] &= ~0x08;  // no AR: the target ACKs after ack_delay (or ack_every)
-      drop_udp_checksum(bytes);
-      if (reorder && requests++ == 0) v.delay = kMicrosecond;  // the first arrives last
-    }
-    return v;
-  });
+  collect_acks_without_ar(t, acks, reorder);
   // Three packets arrive together and wait ack_delay for one ACK.
   ASSERT_TRUE(t.ea->post_write({1, kIpB, t.rkey, 0, t.src.data(), 3 * 4096}).ok());
   t.link.run(kSecond);
@@ -221,17 +228,8 @@ TEST(UetAckCc_State, OutOfOrderRequestsCoalesceWhenNotAckedAtOnce) {
   b.ack_out_of_order = false;
   Pair t(config_for(kIpA), b);
   std::vector<wire::PdsAckCc> acks;
-  int requests = 0;
-  t.link.set_filter([&](int from, const wire::Decoded& d, std::vector<uint8_t>& bytes) {
-    testing::Verdict v;
-    if (const wire::PdsAckCc* h = ack_cc(d); from == 1 && h != nullptr) acks.push_back(*h);
-    if (from == 0 && d.pds_type == wire::PdsType::kRudReq) {
-      bytes[kPds + 1] &= ~0x08;  // no AR: the target ACKs after ack_delay (or ack_every)
-      drop_udp_checksum(bytes);
-      if (requests++ == 0) v.delay = kMicrosecond;  // the first arrives last
-    }
-    return v;
-  });
+  const bool reorder = true;
+  collect_acks_without_ar(t, acks, reorder);
   ASSERT_TRUE(t.ea->post_write({1, kIpB, t.rkey, 0, t.src.data(), 4 * 4096 + 100}).ok());
   t.link.run(kSecond);
   // Expect: one ACK, ack_delay after the first four (not one each as they arrived), for all five.
