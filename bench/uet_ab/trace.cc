@@ -94,11 +94,13 @@ absl::StatusOr<TraceRequest> plan_trace(uint32_t hosts, const std::vector<Transp
   TraceRequest req;
   req.prefix = absl::GetFlag(FLAGS_trace);
   if (req.prefix.empty()) return refuse("--scenario=trace needs --trace=PREFIX (PREFIX.0.et, ...)");
-  auto trace = sim::read_chakra(req.prefix);
+  const auto reader = sim::chakra_reader();
+  if (!reader.ok()) return refuse(absl::StrCat("--trace: ", reader.status().message()));
+  auto trace = (*reader)->read_chakra(req.prefix);
   if (!trace.ok()) return refuse(absl::StrCat("--trace: ", trace.status().message()));
   req.ranks = static_cast<uint32_t>(trace->ranks.size());
   if (const std::string groups = absl::GetFlag(FLAGS_comm_groups); !groups.empty()) {
-    auto g = sim::read_comm_groups(groups, req.ranks);
+    auto g = (*reader)->read_comm_groups(groups, req.ranks);
     if (!g.ok()) return refuse(absl::StrCat("--comm_groups: ", g.status().message()));
     trace->groups = std::move(*g);
   }

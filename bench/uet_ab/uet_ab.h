@@ -35,6 +35,7 @@
 #include "sim/htsim_cm.h"
 #include "sim/htsim_topo.h"
 #include "sim/rng.h"
+#include "sim/trace/chakra_module.h"
 #include "sim/trace/trace.h"
 #include "transport/tss/key_file.h"
 

@@ -16,6 +16,7 @@ Usage: trace_test.py BUILD_BIN_DIR
 import filecmp
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -182,6 +183,23 @@ def main():
                                "--trace=" + odd], capture_output=True, text=True, timeout=60)
         if proc.returncode != 2 or "odd.1.et: node 5: node type 10" not in proc.stderr:
             failures.append(f"odd node: exit {proc.returncode}, stderr {proc.stderr.strip()!r}")
+        # The reader is a module beside the tools (lib/libuet_chakra.so): a copy of uet-ab
+        # without it refuses the trace, naming the module, and still runs other scenarios.
+        alone = os.path.join(tmp, "alone", "bin")
+        os.makedirs(alone)
+        shutil.copy(os.path.join(bindir, "uet-ab"), alone)
+        env = dict(os.environ, LD_LIBRARY_PATH="")
+        proc = subprocess.run([os.path.join(alone, "uet-ab"), "--scenario=trace", *FABRIC,
+                               "--trace=" + os.path.join(TRACES, "dp16")],
+                              capture_output=True, text=True, timeout=60, env=env)
+        if proc.returncode != 2 or "needs the module libuet_chakra.so" not in proc.stderr:
+            failures.append(f"no module: exit {proc.returncode}, stderr {proc.stderr.strip()!r}")
+        proc = subprocess.run([os.path.join(alone, "uet-ab"), "--scenario=permutation",
+                               "--topology=fattree", "--k=2", "--bytes=4096"],
+                              capture_output=True, text=True, timeout=60, env=env)
+        if proc.returncode != 0:
+            failures.append(f"no module, no trace: exit {proc.returncode}, "
+                            f"stderr {proc.stderr.strip()!r}")
     return ab_common.verdict(failures)
 
 
