@@ -2,6 +2,7 @@
 // by mpirun or srun, one process otherwise.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 
 #include "absl/status/statusor.h"
@@ -17,3 +18,9 @@ namespace uet::sim {
 absl::StatusOr<std::unique_ptr<Ranks>> start_ranks(int* argc, char*** argv);
 
 }  // namespace uet::sim
+
+// libuet_mpi_ranks.so's entry point, which start_ranks() opens under a launcher: MPI
+// initialised and every rank's `fingerprint` (the program's build and arguments) compared, or
+// the refusal.
+extern "C" void uet_start_mpi_ranks(int* argc, char*** argv, uint64_t fingerprint,
+                                    absl::StatusOr<std::unique_ptr<uet::sim::Ranks>>* out);

@@ -10,6 +10,7 @@ Usage: mpi_test.py BUILD_BIN_DIR RANKS
 """
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -162,6 +163,24 @@ def main():
                 failures.append("a rank killed mid-run: mpirun exited 0")
         except subprocess.TimeoutExpired:
             failures.append("a rank killed mid-run: the others hung (no exit in 120 s)")
+
+        # MPI is a module beside the tools (lib/libuet_mpi_ranks.so), opened under a launcher
+        # only: a copy of uet-ab without it runs alone, and refuses to run as a rank.
+        alone = os.path.join(tmp, "alone", "bin")
+        os.makedirs(alone)
+        shutil.copy(uet_ab, alone)
+        small = [os.path.join(alone, "uet-ab"), "--scenario=permutation", "--topology=fattree",
+                 "--k=2", "--bytes=4096"]
+        env = dict(ENV, LD_LIBRARY_PATH="")
+        proc = subprocess.run(small, capture_output=True, text=True, timeout=60, env=env)
+        if proc.returncode != 0:
+            failures.append(f"no MPI module, one process: rc {proc.returncode}, "
+                            f"stderr {proc.stderr[-500:]}")
+        proc = subprocess.run(small, capture_output=True, text=True, timeout=60,
+                              env=dict(env, OMPI_COMM_WORLD_SIZE=str(ranks)))
+        if proc.returncode == 0 or "needs the module libuet_mpi_ranks.so" not in proc.stderr:
+            failures.append(f"no MPI module as a rank: rc {proc.returncode}, "
+                            f"stderr {proc.stderr[-500:]}")
     for f in failures:
         print("FAIL:", f, file=sys.stderr)
     return 1 if failures else 0
