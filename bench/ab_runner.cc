@@ -85,11 +85,13 @@ sim::NetworkConfig network_config(const RunConfig& rc, bool split) {
     }
   }
   nc.switches.buffer_bytes = rc.fabric.buffer_bytes;
+  nc.switches.control_buffer_bytes = rc.fabric.control_buffer_bytes;
   nc.switches.ecn.enabled = rc.fabric.ecn;
   nc.switches.ecn.kmin_bytes = rc.fabric.ecn_kmin_bytes;
   nc.switches.ecn.kmax_bytes = rc.fabric.ecn_kmax_bytes;
   nc.switches.ecn.pmax = rc.fabric.ecn_pmax;
   nc.switches.trimming = rc.fabric.trimming && rc.transport == TransportKind::kUet;
+  nc.switches.trim_last_half = rc.fabric.trim_last_half;
   nc.switches.pfc.enabled = rc.fabric.pfc;
   nc.switches.pfc.xoff_bytes = rc.fabric.pfc_xoff_bytes;
   nc.switches.pfc.xon_bytes = rc.fabric.pfc_xon_bytes;
@@ -653,6 +655,10 @@ absl::Status validate(const RunConfig& rc) {
   if (f.buffer_bytes < 1024 || f.buffer_bytes > (uint64_t{1} << 36)) {
     return absl::InvalidArgumentError(
         absl::StrCat("buffer_bytes ", f.buffer_bytes, ": 1 KiB .. 64 GiB per switch port"));
+  }
+  if (f.control_buffer_bytes < 1024 || f.control_buffer_bytes > (uint64_t{1} << 36)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "control_buffer_bytes ", f.control_buffer_bytes, ": 1 KiB .. 64 GiB per switch port"));
   }
   if (f.pfc && f.pfc_watchdog.enabled) {
     if (absl::Status s = sim::check_pfc_watchdog(f.pfc_watchdog); !s.ok()) return s;

@@ -68,11 +68,15 @@ struct Fabric {
   Time core_delay = -1;        // < 0: fabric delay
   double fabric_loss = 0;  // random loss on switch-to-switch links
   uint64_t buffer_bytes = 1024 * 1024;
+  // The control class per switch port (trimmed headers, ACKs, NACKs): a header that finds it
+  // full is dropped, and its NACK with it.
+  uint64_t control_buffer_bytes = sim::SwitchConfig{}.control_buffer_bytes;
   bool ecn = true;
   uint64_t ecn_kmin_bytes = 100 * 1024;  // RED on the data-class queue: from kmin ...
   uint64_t ecn_kmax_bytes = 400 * 1024;  // ... rising to pmax below kmax, 1 from kmax
   double ecn_pmax = 0.2;
   bool trimming = true;   // UET runs only: RoCEv2 frames are never trimmed
+  bool trim_last_half = false;  // sim::SwitchConfig::trim_last_half
   bool pfc = false;       // set per transport by the caller (RoCEv2 is deployed lossless)
   // PFC thresholds per ingress (sim::PfcConfig's defaults): with XOFF below ecn_kmin an
   // ingress pauses its upstream before the egress marks, and DCQCN hears little.

@@ -501,6 +501,37 @@ bool Network::parse_meta(const Frame& fr, FrameMeta& m) noexcept {
   return true;
 }
 
+// SwitchConfig::trim_last_half: with probability 1/2, trim the data class's last frame into
+// the control class (or drop it when that is full) so that an arrival of `bytes` fits.
+// False: the arrival is to be trimmed instead.
+[[gnu::noinline]] bool Network::trim_last(Port& p, uint32_t port, uint64_t bytes, uint64_t limit,
+                                          uint64_t control_limit) {
+  if (p.queue[0].empty() || !p.rng.chance(0.5)) return false;
+  const QueuedFrame last = p.queue[0].at(p.queue[0].size() - 1);
+  if (p.queued_bytes[0] - last.bytes + bytes > limit || !trim(last.frame)) return false;
+  account_queue(p);
+  p.queue[0].pop_back();
+  p.queued_bytes[0] -= last.bytes;
+  FrameMeta& lm = meta(last.frame);
+  lm.bytes = pool_.bytes_on_wire(last.frame);
+  lm.prio = 1;  // kDscpTrimmed: the control class
+  ++p.stats.trims;
+  if (lm.corrupted) {  // the rewritten checksums now cover the damage
+    ++rare_stats(port).corrupted_rewrites;
+    lm.corrupted = false;
+  }
+  if (last.ingress != kNone) ports_[last.ingress].ingress_bytes[0] -= last.bytes;
+  if (p.queued_bytes[1] + lm.bytes > control_limit) {
+    ++p.stats.drops;
+    drop(last.frame);
+    return true;
+  }
+  if (last.ingress != kNone) ports_[last.ingress].ingress_bytes[1] += lm.bytes;
+  p.queue[1].push(QueuedFrame{last.frame, lm.bytes, last.ingress}, ring_pool_);
+  p.queued_bytes[1] += lm.bytes;
+  return true;
+}
+
 bool Network::trim(FrameId f) noexcept {
   Frame fr = pool_.view(f);
   if (!trim_uet(fr, kDscpTrimmed)) return false;
@@ -561,7 +592,9 @@ template <bool kClasses>
         return false;
       }
     } else if (p.queued_bytes[pr] + m.bytes > limit) {
-      if (pr == 0 && sc.trimming && trim(f)) {
+      if (pr == 0 && sc.trim_last_half && sc.trimming && trim_last(p, port, m.bytes, limit, control_limit)) {
+        // The last queued request was trimmed in its place: the arrival joins the data class.
+      } else if (pr == 0 && sc.trimming && trim(f)) {
         m.bytes = pool_.bytes_on_wire(f);
         ++p.stats.trims;
         if (m.corrupted) {  // the rewritten checksums now cover the damage

@@ -97,6 +97,11 @@ struct SwitchConfig {
   uint64_t control_buffer_bytes = 256 * 1024;  // per output port, control class
   EcnConfig ecn;
   bool trimming = true;           // cut UET requests to their headers instead of dropping
+  // With trimming, a request that finds the data class full is trimmed; or, with this, the
+  // last request queued is, with probability 1/2, and the arrival takes its place: frames
+  // arriving in step with the port's departures no longer win every freed slot (NDP,
+  // SIGCOMM 2017 §3.1; uet-htsim's CompositeQueue).
+  bool trim_last_half = false;
   PfcConfig pfc;
   Time failure_detection = 10 * kMicrosecond;  // a dead link leaves routes after this
   uint64_t ecmp_seed = 0x5EED;    // mixed with the switch index
@@ -520,6 +525,7 @@ class Network {
     return frame_;
   }
   bool trim(FrameId f) noexcept;  // trim_uet() on frame f, its new lengths kept
+  bool trim_last(Port& p, uint32_t port, uint64_t bytes, uint64_t limit, uint64_t control_limit);
   static bool reparse_meta(const Frame& fr, FrameMeta& m) noexcept;
   void host_deliver(uint32_t host, FrameId f);
   void host_pull(uint32_t host);

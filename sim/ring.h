@@ -72,6 +72,8 @@ class Ring {
     if (buf_ == nullptr || size() == size_t{mask_} + 1) [[unlikely]] grow(pool);
     buf_[tail_++ & mask_] = v;
   }
+  // The last item pushed (the ring keeps its buffer: the caller pushes again).
+  T pop_back() noexcept { return buf_[--tail_ & mask_]; }
   T pop(RingPool<T>& pool) noexcept {
     const T v = buf_[head_++ & mask_];
     // A shallow ring (the common case) fails the first test.

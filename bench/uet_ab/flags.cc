@@ -228,6 +228,9 @@ ABSL_FLAG(uint32_t, ecn_kmax_kb, 400,
           "--ecn_kmin_kb..65536");
 ABSL_FLAG(double, ecn_pmax, 0.2, "ECN: the marking probability just below kmax, 0..1");
 ABSL_FLAG(bool, trimming, true, "switches trim UET requests instead of dropping (UET runs)");
+ABSL_FLAG(bool, trim_last_half, false,
+          "with trimming, a request that finds the queue full is trimmed or, with probability "
+          "1/2, the last one queued is and it takes its place (NDP; uet-htsim's switches)");
 ABSL_FLAG(std::string, pfc, "auto",
           "PFC on the data class: auto (RoCEv2 runs lossless except in loss scenarios, UET "
           "never), on (both transports), off (neither)");
@@ -243,6 +246,10 @@ ABSL_FLAG(std::string, pfc_watchdog, "report",
 ABSL_FLAG(uint32_t, pfc_watchdog_us, 10000,
           "PFC watchdog: detection and restoration time in us, 1..60000000");
 ABSL_FLAG(uint64_t, buffer_kb, 1024, "switch buffer per port in KiB, 16..65536");
+ABSL_FLAG(uint64_t, control_buffer_kb, 256,
+          "switch buffer per port for the control class (trimmed headers, ACKs, NACKs: a header "
+          "that finds it full is dropped with its NACK) in KiB, 1..65536; uet-htsim's header "
+          "queue holds twice the data queue");
 ABSL_FLAG(uint64_t, seed, 1, "seed of the fabric and the workload");
 ABSL_FLAG(uint32_t, max_ms, 200, "simulated time limit per run in milliseconds, 1..100000");
 ABSL_FLAG(std::string, json, "", "write one JSON object per run to this file");

@@ -83,6 +83,7 @@ void check_workload_flags(Check& check, Options& o) {
     }
   }
   check.range(FLAGS_buffer_kb, 16, 65536);
+  check.range(FLAGS_control_buffer_kb, 1, 65536);
   check.range(FLAGS_max_ms, 1, 100000);
   check.range(FLAGS_max_memory_gb, 0, 1e6);
 }

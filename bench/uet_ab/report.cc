@@ -41,6 +41,14 @@ std::string datagram_params(const RunConfig& c) {
   if (!c.uet_ack_ooo && c.transport == TransportKind::kUet) {
     absl::StrAppend(&verb, "\"ack_ooo\": false, ");
   }
+  // The control class when not the switches' default (runs with it read as before).
+  if (c.fabric.control_buffer_bytes != sim::SwitchConfig{}.control_buffer_bytes) {
+    absl::StrAppend(&verb, absl::StrFormat("\"control_buffer_kb\": %d, ",
+                                           c.fabric.control_buffer_bytes / 1024));
+  }
+  if (c.fabric.trim_last_half && c.transport == TransportKind::kUet) {
+    absl::StrAppend(&verb, "\"trim_last_half\": true, ");
+  }
   if (c.recv_delay != 0) {
     absl::StrAppend(&verb, absl::StrFormat("\"recv_delay_us\": %g, ",
                                            static_cast<double>(c.recv_delay) / kMicrosecond));

@@ -162,7 +162,9 @@ absl::StatusOr<Fabric> fabric_from_flags() {
   f.pfc_watchdog.detection_time = f.pfc_watchdog.restoration_time =
       static_cast<Time>(absl::GetFlag(FLAGS_pfc_watchdog_us)) * kMicrosecond;
   f.trimming = absl::GetFlag(FLAGS_trimming);
+  f.trim_last_half = absl::GetFlag(FLAGS_trim_last_half);
   f.buffer_bytes = absl::GetFlag(FLAGS_buffer_kb) * 1024;
+  f.control_buffer_bytes = absl::GetFlag(FLAGS_control_buffer_kb) * 1024;
   f.frame_capacity = 256;  // headers are real bytes; payloads travel by length
   if (absl::Status st = family_from_flags(f); !st.ok()) return st;
   if (const std::string path = absl::GetFlag(FLAGS_topo); !path.empty()) {

@@ -112,6 +112,7 @@ class UetSource : public Transport {
       ++received;
       if (d.ipv4->dscp() == kDscpTrimmed) {
         ++trimmed;
+        ++trimmed_from[d.ipv4->src()];
         trimmed_len = f->len;
         trimmed_payload = d.payload.size();
       }
@@ -147,6 +148,7 @@ class UetSource : public Transport {
   void on_timer(Time) override {}
 
   uint64_t received = 0, trimmed = 0, bad = 0, ce = 0;
+  std::map<uint32_t, uint64_t> trimmed_from;  // by source IPv4 address
   uint32_t trimmed_len = 0;
   size_t trimmed_payload = 0;
 
@@ -392,6 +394,72 @@ TEST(Network_Trimming, OverflowCutsUetRequestsToTheirHeaders) {
   EXPECT_EQ(sink.trimmed_len, 98u);
   EXPECT_EQ(sink.trimmed_payload, 0u);
   EXPECT_EQ(sink.bad, 0u);
+}
+
+// A 4:1 incast of UET requests into 32 KiB, with the switches' control class of
+// `control_bytes`; the sink's counts and the port towards it.
+struct TrimRun {
+  uint64_t received = 0, trimmed = 0;
+  std::map<uint32_t, uint64_t> trimmed_from;
+  PortStats down;
+};
+TrimRun four_to_one(uint64_t control_bytes, bool trim_last_half) {
+  NetworkConfig nc;
+  nc.switches.buffer_bytes = 32 * 1024;
+  nc.switches.control_buffer_bytes = control_bytes;
+  nc.switches.trim_last_half = trim_last_half;
+  nc.switches.ecn.enabled = false;
+  Network net(nc);
+  LeafSpineConfig c = leaf_spine(1, 1, 5);
+  c.host_link = link(100);
+  EXPECT_TRUE(build_leaf_spine(net, c).ok());
+  std::vector<std::unique_ptr<UetSource>> src;
+  for (uint32_t h = 0; h < 4; ++h) {
+    src.push_back(std::make_unique<UetSource>(h, 4, 100, 4000));
+    net.attach(h, src.back().get());
+  }
+  UetSource sink(4, 0, 0, 0);
+  net.attach(4, &sink);
+  net.run_until(kSecond);
+  return TrimRun{sink.received, sink.trimmed, sink.trimmed_from,
+                 net.port_stats(net.port(net.host(4).port).peer)};
+}
+
+TEST(Network_Trimming, AFullControlClassDropsTheTrimmedHeaders) {
+  // Expect: trimmed headers queue in the control class; with room for one (98 bytes) the
+  // others arriving together are dropped, and the sink misses exactly those.
+  const TrimRun roomy = four_to_one(256 * 1024, false), tight = four_to_one(100, false);
+  EXPECT_GT(roomy.down.trims, 50u);
+  EXPECT_EQ(roomy.down.drops, 0u);
+  EXPECT_EQ(roomy.received, 400u);
+  EXPECT_GT(tight.down.trims, 50u);
+  EXPECT_GT(tight.down.drops, 10u);
+  EXPECT_EQ(tight.received + tight.down.drops, 400u);
+  EXPECT_EQ(tight.trimmed + tight.down.drops, tight.down.trims);
+}
+
+TEST(Network_Trimming, TrimmingTheLastQueuedHalfTheTimeSpreadsTrimsOverSenders) {
+  // Expect: four senders in step at line rate: trimming only arrivals cuts the frames of the
+  // senders whose arrivals come after the port's departures; trimming the last queued frame
+  // half the time (SwitchConfig::trim_last_half) spreads the trims over all four, still
+  // delivering every request whole or as its header.
+  const TrimRun arriving = four_to_one(256 * 1024, false), either = four_to_one(256 * 1024, true);
+  ASSERT_GT(arriving.down.trims, 50u);
+  ASSERT_GT(either.down.trims, 50u);
+  EXPECT_EQ(either.received, 400u);
+  EXPECT_EQ(either.trimmed, either.down.trims);
+  EXPECT_EQ(either.down.drops, 0u);
+  auto least_share = [](const TrimRun& r) {
+    uint64_t least = r.trimmed_from.size() < 4 ? 0 : ~uint64_t{0};
+    for (const auto& [ip, n] : r.trimmed_from) least = std::min(least, n);
+    return static_cast<double>(least) / static_cast<double>(r.trimmed);
+  };
+  for (const TrimRun* r : {&arriving, &either}) {
+    for (const auto& [ip, n] : r->trimmed_from) std::printf(" %lu", n);
+    std::printf(" trims by sender (%s)\n", r == &arriving ? "arriving only" : "last half the time");
+  }
+  EXPECT_LT(least_share(arriving), 0.05);
+  EXPECT_GT(least_share(either), 0.12);
 }
 
 TEST(Network_Trimming, PlainUdpIsDroppedNotTrimmed) {
