@@ -6,9 +6,10 @@
 //   build/bin/uet-anchors --anchor="1 path" --path_report   # one row, with its flows per link
 //
 // Each anchor names the htsim run it mirrors, on a fabric like its: 100 Gb/s, 1 us links, our
-// queues (1 MiB per port, RED from 100 to 400 KiB at most 20 %) or with --queues=htsim its
-// (one BDP per port, ECN marking rising from 20 % to 80 % of it); trimming for UET, PFC for
-// RoCEv2. Frames are ours (the spec's headers), so absolute FCTs differ by the bytes on the
+// queues (1 MiB per port, RED from 100 to 400 KiB at most 20 %, headers in 256 KiB) or with
+// --queues=htsim its (one BDP per port, ECN marking rising from 20 % to 80 % of it, headers in
+// two BDPs, the arrival or half the time the last packet queued trimmed); trimming for UET,
+// PFC for RoCEv2. The incasts run on its connection matrices' fabrics (16 and 128 hosts). Frames are ours (the spec's headers), so absolute FCTs differ by the bytes on the
 // wire too (bench/README.md, "Where we differ from uet-htsim").
 #include <algorithm>
 #include <cstdio>
@@ -49,8 +50,12 @@ ABSL_FLAG(std::string, cm, "",
           "perm_1024n_1024c_0u_2000000b.cm at full scale) instead of a permutation drawn from "
           "--seed");
 ABSL_FLAG(std::string, queues, "ours",
-          "switch queues: htsim (one BDP per port, ECN from 20 % to 80 % of it) or ours "
-          "(uet-ab's defaults: 1 MiB, RED from 100 to 400 KiB at most 20 %)");
+          "switch queues: htsim (one BDP per port, ECN from 20 % to 80 % of it, headers in "
+          "twice the BDP) or ours (uet-ab's defaults: 1 MiB, RED from 100 to 400 KiB at most "
+          "20 %, headers in 256 KiB)");
+ABSL_FLAG(uint64_t, control_buffer_kb, 0,
+          "the switches' control class per port (trimmed headers, ACKs, NACKs) in KiB, "
+          "1..65536; 0: --queues' own (ours 256 KiB, htsim's twice its data queue)");
 
 namespace uet::ab {
 namespace {
@@ -78,6 +83,13 @@ Fabric fat_tree(uint32_t k, bool htsim_queues) {
     f.ecn_kmin_bytes = 37'350;
     f.ecn_kmax_bytes = 145'250;
     f.ecn_pmax = 1.0;
+    // Its CompositeQueue drops a header only past twice the data queue, and trims the
+    // arrival or, half the time, the last packet queued (compositequeue.cpp).
+    f.control_buffer_bytes = 2 * f.buffer_bytes;
+    f.trim_last_half = true;
+  }
+  if (const uint64_t kb = absl::GetFlag(FLAGS_control_buffer_kb); kb != 0) {
+    f.control_buffer_bytes = kb * 1024;
   }
   return f;
 }
@@ -148,14 +160,23 @@ std::vector<Anchor> anchors(bool full, uint64_t seed, bool htsim_queues,
     a->config.fabric.failed_links = degraded;
     a->config.fabric.degrade = 0.1;
   }
+  // The incasts run on uet-htsim's fabrics at both scales: its connection matrices name 16
+  // hosts (incast.cm: 0..14 -> 15, a k=4 fat-tree) and 128 (incast_128.cm: the others -> 33,
+  // k=8), so the senders' paths are its: 1 of 15 (3 of 127) under the receiver's ToR, 2 (12)
+  // in its pod, the rest across the core.
+  auto on_htsim_fabric = [&](Anchor* a, uint32_t incast_k) {
+    a->config.fabric = fat_tree(incast_k, htsim_queues);
+    a->config.fabric.pfc = a->config.transport == TransportKind::kRocev2;
+  };
   // 15 -> 1 incast of 2 MB: the ideal is 15 x 2 MB at 100 Gb/s = 2400 us.
-  const auto incast = *sim::incast(hosts, 15, 0, kTwoMb);
+  const auto incast = *sim::incast(16, 15, 15, kTwoMb);
   for (const TransportKind t : {TransportKind::kUet, TransportKind::kRocev2}) {
     Anchor* a = add(absl::StrFormat("incast 15->1 2MB, %s", to_string(t)),
                     t == TransportKind::kUet ? "validate_uec_sender: 15->1 NSCC" : "(none)",
                     t == TransportKind::kUet ? 1273.6 : 0, t == TransportKind::kUet ? 2478.5 : 0,
                     t, 128, Algorithm::kReps, incast);
     a->ideal_us = 15 * kTwoMb * 8 / 100e3;
+    on_htsim_fabric(a, 4);
   }
   // The same incasts with RCCC's receiver credits, and 127 -> 1 (ideal 20320 us) both ways
   // (uet-htsim's RCCC runs: validate_uec_rcv.out).
@@ -163,7 +184,8 @@ std::vector<Anchor> anchors(bool full, uint64_t seed, bool htsim_queues,
                     TransportKind::kUet, 128, Algorithm::kReps, incast);
   r15->ideal_us = 15 * kTwoMb * 8 / 100e3;
   r15->config.uet_cc = CcMode::kRccc;
-  const auto incast127 = *sim::incast(hosts, 127, 0, kTwoMb);
+  on_htsim_fabric(r15, 4);
+  const auto incast127 = *sim::incast(128, 127, 33, kTwoMb);
   for (const auto& [cc, name, run, pmin, ptail] :
        {std::tuple{CcMode::kNscc, "NSCC", "validate_uec_sender: 127->1 NSCC", 10788.0, 21029.0},
         std::tuple{CcMode::kRccc, "RCCC", "validate_uec_rcv: 127->1 RCCC", 20355.0, 20891.0}}) {
@@ -171,6 +193,7 @@ std::vector<Anchor> anchors(bool full, uint64_t seed, bool htsim_queues,
                     TransportKind::kUet, 128, Algorithm::kReps, incast127);
     a->ideal_us = 127 * kTwoMb * 8 / 100e3;
     a->config.uet_cc = cc;
+    on_htsim_fabric(a, 8);
   }
   sim::FlowSpec one;
   one.src = 0;
@@ -264,13 +287,15 @@ void write_json(std::FILE* json, bool first, const Anchor& a, const RunResult& r
                "\"published_tail_us\": %.1f, \"min_us\": %.3f, \"tail_us\": %.3f, "
                "\"ideal_us\": %.1f, \"flows\": %zu, \"completed\": %zu, \"retransmits\": %lu, "
                "\"resends\": {\"nack\": %lu, \"rack\": %lu, \"tlp\": %lu, \"rto\": %lu, "
-               "\"spurious\": %lu}, \"trims\": %lu, \"rack\": %s, \"ack_ooo\": %s, "
+               "\"spurious\": %lu}, \"trims\": %lu, \"drops\": %lu, \"control_buffer_bytes\": %lu, "
+               "\"rack\": %s, \"ack_ooo\": %s, "
                "\"hosts\": %zu, \"seed\": %lu, \"wall_s\": %.3f%s}",
                first ? "" : ",\n", a.name.c_str(), a.htsim_run.c_str(), a.published_min_us,
                a.published_tail_us, r.flows.fct_min_us, r.flows.fct_max_us, a.ideal_us,
                r.flows.total, r.flows.completed, r.endpoints.retransmitted_packets,
                r.uet_resends.nack, r.uet_resends.rack, r.uet_resends.tlp, r.uet_resends.rto,
-               r.endpoints.spurious_retransmits, r.ports.trims,
+               r.endpoints.spurious_retransmits, r.ports.trims, r.ports.drops,
+               a.config.fabric.control_buffer_bytes,
                a.config.uet_rack ? "true" : "false", a.config.uet_ack_ooo ? "true" : "false",
                r.hosts,
                a.config.seed, r.wall_s,
@@ -292,6 +317,10 @@ int check_flags() {
   const std::string queues = absl::GetFlag(FLAGS_queues);
   if (queues != "htsim" && queues != "ours") {
     std::fprintf(stderr, "uet-anchors: --queues=%s unknown: htsim or ours\n", queues.c_str());
+    return 2;
+  }
+  if (const uint64_t kb = absl::GetFlag(FLAGS_control_buffer_kb); kb > 65536) {
+    std::fprintf(stderr, "uet-anchors: --control_buffer_kb=%lu out of range: 0, or 1..65536\n", kb);
     return 2;
   }
   return 0;
@@ -316,10 +345,11 @@ int run_main() {
     }
     std::fprintf(json, "[\n");
   }
-  std::printf("uet-anchors: %s scale (%s), %s queues, %s%s, seed %lu; published = uet-htsim "
-              "40ccb05 validate_outputs (1024 hosts)\n\n",
+  std::printf("uet-anchors: %s scale (%s), %s queues (headers in %lu bytes), %s%s, seed %lu; "
+              "published = uet-htsim 40ccb05 validate_outputs (1024 hosts)\n\n",
               scale.c_str(), full ? "1024 hosts, k=16 fat-tree" : "128 hosts, k=8 fat-tree",
-              queues.c_str(), absl::GetFlag(FLAGS_rack) ? "RACK" : "no RACK",
+              queues.c_str(), fat_tree(8, queues == "htsim").control_buffer_bytes,
+              absl::GetFlag(FLAGS_rack) ? "RACK" : "no RACK",
               absl::GetFlag(FLAGS_ack_ooo) ? "" : ", out-of-order ACKs coalesced",
               seed);
   std::printf("%-40s %21s %21s %9s %9s %8s\n", "anchor", "published min/tail", "ours min/tail",
@@ -358,7 +388,7 @@ int main(int argc, char** argv) {
       "uet-anchors: our runs next to uet-htsim's published validation results.\n"
       "Usage: uet-anchors [--scale=full|small] [--seed=N] [--json=FILE] [--anchor=SUBSTRING]\n"
       "                   [--path_report] [--resend_report] [--cm=FILE] [--queues=htsim|ours]\n"
-      "                   [--rack=false] [--ack_ooo=false]");
+      "                   [--rack=false] [--ack_ooo=false] [--control_buffer_kb=N]");
   // Under mpirun or srun every run is split over the ranks; rank 0 prints and writes.
   auto ranks = uet::ab::start_tool_ranks(&argc, &argv);
   if (!ranks.ok()) return uet::bench::tool_error("uet-anchors", ranks.status(), 2);

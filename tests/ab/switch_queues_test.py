@@ -5,7 +5,8 @@ Asserts: a UET incast into small data queues trims, and with the default control
 KiB) drops nothing; with --control_buffer_kb=1 (ten headers) it drops trimmed headers, every
 flow still completes (the RTO resends what a lost NACK did not), and the params name the
 size; --trim_last_half is named in the params and still completes every flow;
---control_buffer_kb out of 1..65536 is refused (exit 2) naming the flag and its range.
+--control_buffer_kb out of 1..65536 is refused (exit 2) naming the flag and its range, and
+uet-anchors' (0: its queues' own) above 65536.
 Usage: switch_queues_test.py BUILD_BIN_DIR
 """
 import os
@@ -53,6 +54,9 @@ def main():
         want = f"--control_buffer_kb={bad} out of range: 1..65536"
         if p.returncode != 2 or want not in p.stderr:
             failures.append(f"--control_buffer_kb={bad}: exit {p.returncode}, stderr {p.stderr!r}")
+    p = ab_common.run(["--control_buffer_kb=70000"], name="uet-anchors", timeout=60)
+    if p.returncode != 2 or "--control_buffer_kb=70000 out of range" not in p.stderr:
+        failures.append(f"uet-anchors --control_buffer_kb=70000: exit {p.returncode}, stderr {p.stderr!r}")
     return ab_common.verdict(failures)
 
 
