@@ -1,6 +1,7 @@
 #include "bench/ab_runner.h"
 
 #include <algorithm>
+#include <span>
 #include <array>
 #include <chrono>
 #include <cstdlib>
@@ -231,10 +232,28 @@ absl::Status Run::fail_links() {
                                                    ": the fabric has ", links.size(), " top-tier (",
                                                    top_tier_name(rc_.fabric), ") links"));
   }
+  if (rc_.fabric.fail_downward_in_order) {
+    if (split_) {
+      return absl::InvalidArgumentError("failures placed in order run in one process");
+    }
+    // Each link by its top end's port, ordered by the switch below, then the one above.
+    for (uint32_t& p : links) {
+      if (net_.port(p).owner < first_top_) p = sim::Network::peer_of(p);
+    }
+    auto below_above = [&](uint32_t p) {
+      return std::pair{net_.port(sim::Network::peer_of(p)).owner, net_.port(p).owner};
+    };
+    std::sort(links.begin(), links.end(),
+              [&](uint32_t a, uint32_t b) { return below_above(a) < below_above(b); });
+  }
   sim::Rng pick(rc_.seed ^ 0xFA11ED);
   for (size_t i = 0; i < rc_.fabric.failed_links; ++i) {
-    std::swap(links[i], links[i + pick.next() % (links.size() - i)]);
-    for (const uint32_t p : {links[i], sim::Network::peer_of(links[i])}) {
+    if (!rc_.fabric.fail_downward_in_order) {
+      std::swap(links[i], links[i + pick.next() % (links.size() - i)]);
+    }
+    const uint32_t ends = rc_.fabric.fail_downward_in_order ? 1 : 2;
+    const uint32_t both[2] = {links[i], sim::Network::peer_of(links[i])};
+    for (const uint32_t p : std::span(both, ends)) {
       if (rc_.fabric.degrade > 0) {
         net_.set_link_rate(p, rc_.fabric.degrade, rc_.fabric.fail_at, rc_.fabric.degrade_scales_queues);
       } else {

@@ -97,6 +97,11 @@ struct Fabric {
   // as much time as a healthy one), as uet-htsim models a reduced-speed link; false keeps
   // the full-rate byte limits (a 10 % link then queues ten times as long).
   bool degrade_scales_queues = true;
+  // Fat-tree and leaf-spine: the failed links are the top tier's links into the first
+  // switches below it, in order (the first one's, then the next one's), and only their
+  // downward direction fails, as uet-htsim's -failed places them (core -> agg 0's queues);
+  // false: a seeded random pick, both directions.
+  bool fail_downward_in_order = false;
   // Routing (sim/routing/routing.h), applied once the fabric is built (build_fabric): Valiant's
   // and UGAL's intermediates are a dragonfly's (or Dragonfly+'s) groups, on every other fabric
   // one switch each; dimension order on a torus or hypercube only.

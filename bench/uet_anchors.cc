@@ -53,6 +53,10 @@ ABSL_FLAG(std::string, queues, "ours",
           "switch queues: htsim (one BDP per port, ECN from 20 % to 80 % of it, headers in "
           "twice the BDP) or ours (uet-ab's defaults: 1 MiB, RED from 100 to 400 KiB at most "
           "20 %, headers in 256 KiB)");
+ABSL_FLAG(std::string, failures, "ours",
+          "the degraded rows' links: htsim (8 core -> agg links into the first aggregation "
+          "switch at 25 % of their rate, one direction: what uet-htsim's -failed 8 builds) or "
+          "ours (8 core links drawn from the seed at 10 %, both directions)");
 ABSL_FLAG(uint64_t, control_buffer_kb, 0,
           "the switches' control class per port (trimmed headers, ACKs, NACKs) in KiB, "
           "1..65536; 0: --queues' own (ours 256 KiB, htsim's twice its data queue)");
@@ -154,11 +158,20 @@ std::vector<Anchor> anchors(bool full, uint64_t seed, bool htsim_queues,
         std::tuple{Algorithm::kOblivious, "oblivious", 167.6, 280.8}}) {
     // 8 of the 64 core links of k=16; the same eighth (2 of 16) at k=8.
     const uint32_t degraded = full ? 8 : 2;
-    Anchor* a = add(absl::StrFormat("%u core links at 10%%, UET %s", degraded, name),
+    const bool htsim_failures = absl::GetFlag(FLAGS_failures) == "htsim";
+    Anchor* a = add(absl::StrFormat(htsim_failures ? "%u core->agg links at 25%%, UET %s"
+                                                   : "%u core links at 10%%, UET %s",
+                                    degraded, name),
                     absl::StrFormat("validate_load_balancing_failed_snd: %s", name), pmin, ptail,
                     TransportKind::kUet, 128, lb, perm);
     a->config.fabric.failed_links = degraded;
     a->config.fabric.degrade = 0.1;
+    if (htsim_failures) {
+      // fat_tree_topology.cpp: -failed N slows the core -> agg queues of agg 0, then agg 1,
+      // ..., to _failed_link_ratio (0.25) of their rate and buffer.
+      a->config.fabric.degrade = 0.25;
+      a->config.fabric.fail_downward_in_order = true;
+    }
   }
   // The incasts run on uet-htsim's fabrics at both scales: its connection matrices name 16
   // hosts (incast.cm: 0..14 -> 15, a k=4 fat-tree) and 128 (incast_128.cm: the others -> 33,
@@ -319,6 +332,11 @@ int check_flags() {
     std::fprintf(stderr, "uet-anchors: --queues=%s unknown: htsim or ours\n", queues.c_str());
     return 2;
   }
+  const std::string failures = absl::GetFlag(FLAGS_failures);
+  if (failures != "htsim" && failures != "ours") {
+    std::fprintf(stderr, "uet-anchors: --failures=%s unknown: htsim or ours\n", failures.c_str());
+    return 2;
+  }
   if (const uint64_t kb = absl::GetFlag(FLAGS_control_buffer_kb); kb > 65536) {
     std::fprintf(stderr, "uet-anchors: --control_buffer_kb=%lu out of range: 0, or 1..65536\n", kb);
     return 2;
@@ -388,7 +406,8 @@ int main(int argc, char** argv) {
       "uet-anchors: our runs next to uet-htsim's published validation results.\n"
       "Usage: uet-anchors [--scale=full|small] [--seed=N] [--json=FILE] [--anchor=SUBSTRING]\n"
       "                   [--path_report] [--resend_report] [--cm=FILE] [--queues=htsim|ours]\n"
-      "                   [--rack=false] [--ack_ooo=false] [--control_buffer_kb=N]");
+      "                   [--rack=false] [--ack_ooo=false] [--control_buffer_kb=N]\n"
+      "                   [--failures=htsim|ours]");
   // Under mpirun or srun every run is split over the ranks; rank 0 prints and writes.
   auto ranks = uet::ab::start_tool_ranks(&argc, &argv);
   if (!ranks.ok()) return uet::bench::tool_error("uet-anchors", ranks.status(), 2);

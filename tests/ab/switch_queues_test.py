@@ -6,7 +6,9 @@ KiB) drops nothing; with --control_buffer_kb=1 (ten headers) it drops trimmed he
 flow still completes (the RTO resends what a lost NACK did not), and the params name the
 size; --trim_last_half is named in the params and still completes every flow;
 --control_buffer_kb out of 1..65536 is refused (exit 2) naming the flag and its range, and
-uet-anchors' (0: its queues' own) above 65536.
+uet-anchors' (0: its queues' own) above 65536, and an unknown uet-anchors --failures; uet-anchors --failures=htsim
+(uet-htsim's placement: core -> agg links into the first aggregation switches at 25 %) runs its
+degraded REPS row to completion with a tail other than our placement's.
 Usage: switch_queues_test.py BUILD_BIN_DIR
 """
 import os
@@ -57,6 +59,22 @@ def main():
     p = ab_common.run(["--control_buffer_kb=70000"], name="uet-anchors", timeout=60)
     if p.returncode != 2 or "--control_buffer_kb=70000 out of range" not in p.stderr:
         failures.append(f"uet-anchors --control_buffer_kb=70000: exit {p.returncode}, stderr {p.stderr!r}")
+    with tempfile.TemporaryDirectory() as tmp:
+        rows = {}
+        for f in ("ours", "htsim"):
+            r = ab_common.run_json(["--scale=small", "--anchor=UET REPS", "--failures=" + f],
+                                   os.path.join(tmp, f + ".json"), name="uet-anchors", timeout=300)
+            rows[f] = {x["anchor"]: x for x in r or []}
+        ours = rows["ours"].get("2 core links at 10%, UET REPS")
+        htsim = rows["htsim"].get("2 core->agg links at 25%, UET REPS")
+        if ours is None or htsim is None:
+            failures.append(f"uet-anchors --failures rows: {sorted(rows['ours'])} / {sorted(rows['htsim'])}")
+        elif htsim["completed"] != htsim["flows"] or htsim["tail_us"] == ours["tail_us"]:
+            failures.append(f"--failures=htsim: {htsim['completed']}/{htsim['flows']} completed, "
+                            f"tail {htsim['tail_us']} (ours {ours['tail_us']})")
+    p = ab_common.run(["--failures=random"], name="uet-anchors", timeout=60)
+    if p.returncode != 2 or "--failures=random unknown: htsim or ours" not in p.stderr:
+        failures.append(f"uet-anchors --failures=random: exit {p.returncode}, stderr {p.stderr!r}")
     return ab_common.verdict(failures)
 
 
