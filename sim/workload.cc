@@ -218,6 +218,48 @@ absl::StatusOr<std::vector<FlowSpec>> incast(uint32_t hosts, uint32_t fan_in, ui
   return flows;
 }
 
+absl::StatusOr<std::vector<FlowSpec>> permutation_incasts(uint32_t hosts, uint32_t incasts,
+                                                          uint32_t fan_in, uint64_t bytes,
+                                                          Rng& rng) {
+  constexpr std::string_view kWhere = "permutation_incasts";
+  if (auto s = check_hosts(kWhere, hosts); !s.ok()) return s;
+  if (incasts < 1 || incasts > hosts) {
+    return bad(kWhere, absl::StrCat("incasts ", incasts, " out of range [1, ", hosts, "]"));
+  }
+  if (fan_in < 1 || fan_in > hosts - 1) {
+    return bad(kWhere, absl::StrCat("fan_in ", fan_in, " out of range [1, ", hosts - 1, "]"));
+  }
+  if (const uint64_t n = hosts + uint64_t{incasts} * fan_in; n > kMaxWorkloadFlows) {
+    return bad(kWhere, absl::StrCat("hosts ", hosts, " + incasts ", incasts, " x fan_in ", fan_in,
+                                    " gives ", n, " flows, more than ", kMaxWorkloadFlows));
+  }
+  auto flows = permutation(hosts, bytes, rng);
+  if (!flows.ok()) return flows.status();
+  flows->reserve(hosts + size_t{incasts} * fan_in);
+  // Receivers: the first `incasts` places of a partial Fisher-Yates shuffle. Senders: drawn
+  // uniformly and redrawn when they are the receiver or already send to it (marked with the
+  // incast's number), expected O(fan_in) draws while fan_in is well below hosts.
+  std::vector<uint32_t> order(hosts);
+  std::iota(order.begin(), order.end(), 0u);
+  std::vector<uint32_t> mark(hosts, 0);
+  for (uint32_t j = 0; j < incasts; ++j) {
+    const auto pick = j + static_cast<uint32_t>(rng.below(uint64_t{hosts} - j));
+    std::swap(order[j], order[pick]);
+    const uint32_t dst = order[j];
+    mark[dst] = j + 1;
+    for (uint32_t i = 0; i < fan_in; ++i) {
+      uint32_t src;
+      do {
+        src = static_cast<uint32_t>(rng.below(hosts));
+      } while (mark[src] == j + 1);
+      mark[src] = j + 1;
+      const auto id = static_cast<uint32_t>(flows->size());
+      flows->push_back(FlowSpec{id, src, dst, bytes, 0, {}});
+    }
+  }
+  return flows;
+}
+
 absl::StatusOr<std::vector<FlowSpec>> all_to_all(uint32_t hosts, uint64_t bytes) {
   if (auto s = check_hosts("all_to_all", hosts); !s.ok()) return s;
   if (auto s = check_bytes("all_to_all", "bytes", bytes); !s.ok()) return s;

@@ -91,6 +91,18 @@ absl::StatusOr<std::vector<FlowSpec>> permutation(uint32_t hosts, uint64_t bytes
 absl::StatusOr<std::vector<FlowSpec>> incast(uint32_t hosts, uint32_t fan_in, uint32_t dst,
                                              uint64_t bytes);
 
+// A permutation of `bytes` (drawn as permutation() draws it) plus `incasts` incasts of
+// `fan_in` senders of `bytes` each, all at t = 0, as uet-htsim's "permutation + incasts"
+// matrices: the receivers are distinct hosts drawn uniformly after the permutation, each
+// incast's senders distinct hosts drawn uniformly from the others (a host may send in the
+// permutation and in several incasts). Flow ids: the permutation's 0..hosts-1 (flow i sent by
+// host i), then incast j's fan_in flows, j = 0, 1, ...
+// hosts: 2..kMaxWorkloadHosts; incasts: 1..hosts; fan_in: 1..hosts-1; bytes >= 1; at most
+// kMaxWorkloadFlows flows in all.
+absl::StatusOr<std::vector<FlowSpec>> permutation_incasts(uint32_t hosts, uint32_t incasts,
+                                                          uint32_t fan_in, uint64_t bytes,
+                                                          Rng& rng);
+
 // Every ordered pair (src, dst), src != dst, sends `bytes` at t = 0: hosts * (hosts - 1)
 // flows, ordered by src, then by dst - src (mod hosts).
 absl::StatusOr<std::vector<FlowSpec>> all_to_all(uint32_t hosts, uint64_t bytes);

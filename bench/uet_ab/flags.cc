@@ -3,7 +3,9 @@
 #include "bench/uet_ab/uet_ab.h"
 
 ABSL_FLAG(std::string, scenario, "standard",
-          "standard (permutation + incast + loss), permutation, incast, alltoall, allreduce, "
+          "standard (permutation + incast + loss), permutation, incast, mix (a permutation plus "
+          "--incasts incasts of --fan_in senders, as uet-htsim's permutation + incasts), alltoall, "
+          "allreduce, "
           "collective (nccl-tests style: --coll, --algo, --sizes), trace (a Chakra trace: --trace), "
           "websearch, loss, loss-sweep, failure (a permutation on a fabric with failed or "
           "degraded links), cm (with --cm=FILE)");
@@ -82,7 +84,10 @@ ABSL_FLAG(uint32_t, hosts_per_leaf, 8, "leaf-spine: hosts per leaf, 1..256");
 ABSL_FLAG(uint32_t, k, 8, "fat-tree: arity, even 2..256 (k^3/4 hosts)");
 ABSL_FLAG(double, gbps, 100, "link rate in Gb/s, 1..1600");
 ABSL_FLAG(uint64_t, bytes, 1 << 20, "bytes per flow (permutation, incast, alltoall, allreduce total), 1..1073741824");
-ABSL_FLAG(uint32_t, fan_in, 32, "incast: senders, 1..hosts-1");
+ABSL_FLAG(uint32_t, fan_in, 32, "incast and mix: senders per incast, 1..hosts-1");
+ABSL_FLAG(uint32_t, incasts, 8,
+          "mix: incasts beside the permutation, each to a distinct receiver, 1..hosts (with "
+          "hosts + incasts x fan_in flows at most 16777216)");
 ABSL_FLAG(double, loss, 0.01, "loss scenario: loss probability on fabric links, 0..0.5");
 ABSL_FLAG(uint32_t, failed_links, 8,
           "failure scenario: top-tier links (leaf-spine, or aggregation-core in a fat-tree; picked "

@@ -248,6 +248,10 @@ std::string scenario_title(const Options& o, const Fabric& base, uint32_t hosts,
                                       scenario, hosts, fabric_name, base.host_gbps,
                                       absl::GetFlag(FLAGS_bytes), absl::GetFlag(FLAGS_seed));
   if (scenario == "incast") title += absl::StrFormat(", fan-in %u", absl::GetFlag(FLAGS_fan_in));
+  if (scenario == "mix") {
+    title += absl::StrFormat(", %u incasts of fan-in %u", absl::GetFlag(FLAGS_incasts),
+                             absl::GetFlag(FLAGS_fan_in));
+  }
   if (o.cc != CcMode::kNscc) title += absl::StrFormat(", UET cc %s", cc_flag(o.cc));
   if (scenario == "failure") {
     const double d = absl::GetFlag(FLAGS_degrade);
@@ -368,7 +372,7 @@ int run_main() {
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "uet-ab: UET vs RoCEv2 on the same simulated fabric and workload.\n"
-      "Usage: uet-ab [--scenario=standard|permutation|incast|alltoall|allreduce|collective|trace|"
+      "Usage: uet-ab [--scenario=standard|permutation|incast|mix|alltoall|allreduce|collective|trace|"
       "websearch|loss|loss-sweep|failure|cm] [--cm=FILE.cm] "
       "[--transport=uet|rocev2|both] [--topology=leafspine|fattree|dragonfly|dragonflyplus|torus|"
       "hypercube|rail|graph] [--json=FILE] [--csv=FILE] "

@@ -214,6 +214,10 @@ absl::StatusOr<std::vector<sim::FlowSpec>> scenario_flows(const std::string& sce
     return sim::permutation(hosts, bytes, rng);
   }
   if (scenario == "incast") return sim::incast(hosts, absl::GetFlag(FLAGS_fan_in), 0, bytes);
+  if (scenario == "mix") {
+    return sim::permutation_incasts(hosts, absl::GetFlag(FLAGS_incasts),
+                                    absl::GetFlag(FLAGS_fan_in), bytes, rng);
+  }
   if (scenario == "alltoall") return sim::all_to_all(hosts, bytes);
   if (scenario == "allreduce") return sim::ring_allreduce(hosts, bytes);
   if (scenario == "cm") {
@@ -244,7 +248,7 @@ absl::StatusOr<std::vector<sim::FlowSpec>> scenario_flows(const std::string& sce
   }
   return absl::InvalidArgumentError(absl::StrCat(
       "--scenario=", scenario,
-      " unknown: standard, permutation, incast, alltoall, allreduce, collective, trace, websearch, loss, "
+      " unknown: standard, permutation, incast, mix, alltoall, allreduce, collective, trace, websearch, loss, "
       "loss-sweep, failure, cm"));
 }
 
@@ -291,7 +295,20 @@ absl::StatusOr<std::vector<sim::FlowSpec>> flows_on(const std::string& scenario,
                                                     uint64_t seed) {
   const auto refuse = [](std::string why) { return absl::InvalidArgumentError(std::move(why)); };
   const uint64_t bytes = absl::GetFlag(FLAGS_bytes);
-  if (scenario == "incast" &&
+  if (scenario == "mix" && (absl::GetFlag(FLAGS_incasts) < 1 || absl::GetFlag(FLAGS_incasts) > hosts)) {
+    return refuse(absl::StrFormat("--incasts=%u out of range: 1..%u (the fabric's hosts)",
+                                  absl::GetFlag(FLAGS_incasts), hosts));
+  }
+  if (scenario == "mix" && hosts + uint64_t{absl::GetFlag(FLAGS_incasts)} *
+                                       absl::GetFlag(FLAGS_fan_in) > sim::kMaxWorkloadFlows) {
+    return refuse(absl::StrFormat(
+        "--scenario=mix: %u hosts + --incasts=%u x --fan_in=%u make %lu flows, at most %lu: "
+        "lower --incasts or --fan_in",
+        hosts, absl::GetFlag(FLAGS_incasts), absl::GetFlag(FLAGS_fan_in),
+        hosts + uint64_t{absl::GetFlag(FLAGS_incasts)} * absl::GetFlag(FLAGS_fan_in),
+        sim::kMaxWorkloadFlows));
+  }
+  if ((scenario == "incast" || scenario == "mix") &&
       (absl::GetFlag(FLAGS_fan_in) < 1 || absl::GetFlag(FLAGS_fan_in) >= hosts)) {
     return refuse(absl::StrFormat("--fan_in=%u out of range: 1..%u (the fabric's hosts - 1)",
                                   absl::GetFlag(FLAGS_fan_in), hosts - 1));

@@ -74,6 +74,7 @@ ABSL_DECLARE_FLAG(uint32_t, k);
 ABSL_DECLARE_FLAG(double, gbps);
 ABSL_DECLARE_FLAG(uint64_t, bytes);
 ABSL_DECLARE_FLAG(uint32_t, fan_in);
+ABSL_DECLARE_FLAG(uint32_t, incasts);
 ABSL_DECLARE_FLAG(double, loss);
 ABSL_DECLARE_FLAG(uint32_t, failed_links);
 ABSL_DECLARE_FLAG(double, degrade);

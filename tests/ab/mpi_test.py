@@ -55,8 +55,9 @@ def main():
             else:
                 print(f"{name}: {ranks} ranks = 1 process")
 
-        # Scenarios beyond the pinned set, against one process here: a tree all-reduce, and a
-        # training step from a Chakra trace (compute tasks, collectives), JSON less wall times.
+        # Scenarios beyond the pinned set, against one process here: a tree all-reduce, a
+        # training step from a Chakra trace (compute tasks, collectives) and a permutation with
+        # incasts, JSON less wall times.
         def strip(x):
             if isinstance(x, dict):
                 return {k: strip(v) for k, v in x.items() if "wall" not in k}
@@ -67,7 +68,8 @@ def main():
         small = ["--leaves=4", "--hosts_per_leaf=4", "--spines=2"]
         for name, flags in {
                 "tree": ["--scenario=collective", "--coll=allreduce", "--algo=tree", "--sizes=1M"],
-                "trace": ["--scenario=trace", "--trace=" + os.path.join(traces, "dp16")]}.items():
+                "trace": ["--scenario=trace", "--trace=" + os.path.join(traces, "dp16")],
+                "mix": ["--scenario=mix", "--incasts=3", "--fan_in=4", "--bytes=65536"]}.items():
             got = {}
             for n, prefix in ((1, []), (ranks, mpirun(ranks))):
                 out = os.path.join(tmp, f"{name}{n}.json")

@@ -7,7 +7,8 @@ message naming the flag and its valid range, no table printed, no JSON written. 
 fat-tree arity; the standard comparison on a fabric too small for its incast (permutation
 would have run first); a connection matrix with more Nodes than the fabric has hosts; more
 failed links than the top tier has; a ring all-reduce with fewer bytes than hosts; an unknown
---verb, or one the delivery mode cannot carry. A run whose
+--verb, or one the delivery mode cannot carry; a mix with
+--incasts or --fan_in out of range, or too many flows in all. A run whose
 estimated peak memory exceeds --max_memory_gb is refused the same way, with the estimate and
 the flags that shrink it; the estimate grows with the hosts, and at a million hosts (k=160)
 counts every term (hosts, flows, ports, route entries) exactly; under a large enough limit the
@@ -32,6 +33,15 @@ REFUSED = {
     "cm_too_large": (["--cm=" + os.path.join(HERE, "chain.cm"), "--leaves=2",
                       "--hosts_per_leaf=4"],
                      "Nodes 16, but the fabric has 8 hosts"),
+    "mix_incasts": (["--scenario=mix", "--leaves=2", "--hosts_per_leaf=4", "--incasts=9",
+                     "--fan_in=2"],
+                    "--incasts=9 out of range: 1..8"),
+    "mix_fan_in": (["--scenario=mix", "--leaves=2", "--hosts_per_leaf=4", "--incasts=2",
+                    "--fan_in=8"],
+                   "--fan_in=8 out of range: 1..7"),
+    "mix_flows": (["--scenario=mix", "--topology=fattree", "--k=32", "--incasts=8192",
+                   "--fan_in=8191"],
+                  "make 67108864 flows, at most 16777216: lower --incasts or --fan_in"),
     "failed_links": (["--scenario=failure", "--leaves=4", "--spines=2", "--hosts_per_leaf=2",
                       "--failed_links=9"],
                      "--failed_links=9 out of range: 1..8"),

@@ -207,6 +207,76 @@ TEST(Incast_Generate, FanInDistinctSendersToOneDestination) {
                        "dst 16 out of range [0, 15]"));
 }
 
+TEST(PermutationIncasts_Generate, PermutationThenIncastsToDistinctReceivers) {
+  Rng rng(11), again(11), perm_only(11);
+  const auto flows = permutation_incasts(32, 6, 5, 4096, rng);
+  ASSERT_TRUE(flows.ok()) << flows.status();
+  ASSERT_EQ(flows->size(), 32u + 6u * 5u);
+  // The permutation comes first, drawn as permutation() draws it from the same seed.
+  const auto perm = permutation(32, 4096, perm_only);
+  ASSERT_TRUE(perm.ok());
+  EXPECT_EQ(destinations(*perm),
+            destinations(std::vector<FlowSpec>(flows->begin(), flows->begin() + 32)));
+  std::set<uint32_t> receivers;
+  for (uint32_t j = 0; j < 6; ++j) {
+    std::set<uint32_t> senders;
+    const uint32_t dst = (*flows)[32 + j * 5].dst;
+    receivers.insert(dst);
+    for (uint32_t i = 0; i < 5; ++i) {
+      const FlowSpec& f = (*flows)[32 + j * 5 + i];
+      EXPECT_EQ(f.id, 32 + j * 5 + i);
+      EXPECT_EQ(f.dst, dst);
+      EXPECT_NE(f.src, dst);
+      EXPECT_EQ(f.bytes, 4096u);
+      EXPECT_EQ(f.start, 0);
+      senders.insert(f.src);
+    }
+    EXPECT_EQ(senders.size(), 5u) << "incast " << j << "'s senders are not distinct";
+  }
+  EXPECT_EQ(receivers.size(), 6u) << "two incasts share a receiver";
+  const auto same = permutation_incasts(32, 6, 5, 4096, again);
+  ASSERT_TRUE(same.ok());
+  EXPECT_EQ(destinations(*same), destinations(*flows));
+  std::vector<uint32_t> src_a, src_b;
+  for (const FlowSpec& f : *flows) src_a.push_back(f.src);
+  for (const FlowSpec& f : *same) src_b.push_back(f.src);
+  EXPECT_EQ(src_a, src_b);
+  // Every host a receiver, every other host a sender: the bounds themselves are drawable.
+  Rng full(3);
+  const auto all = permutation_incasts(8, 8, 7, 1, full);
+  ASSERT_TRUE(all.ok()) << all.status();
+  ASSERT_EQ(all->size(), 8u + 8u * 7u);
+  std::set<uint32_t> every_receiver;
+  for (uint32_t j = 0; j < 8; ++j) {
+    std::set<uint32_t> senders;
+    for (uint32_t i = 0; i < 7; ++i) senders.insert((*all)[8 + j * 7 + i].src);
+    const uint32_t dst = (*all)[8 + j * 7].dst;
+    EXPECT_EQ(senders.size(), 7u);
+    EXPECT_EQ(senders.count(dst), 0u);
+    every_receiver.insert(dst);
+  }
+  EXPECT_EQ(every_receiver.size(), 8u);
+}
+
+TEST(PermutationIncasts_Generate, RejectsBadArgumentsNamingTheRange) {
+  Rng rng(1);
+  EXPECT_TRUE(Mentions(std::string(permutation_incasts(16, 0, 4, 1, rng).status().message()),
+                       "incasts 0 out of range [1, 16]"));
+  EXPECT_TRUE(Mentions(std::string(permutation_incasts(16, 17, 4, 1, rng).status().message()),
+                       "incasts 17 out of range [1, 16]"));
+  EXPECT_TRUE(Mentions(std::string(permutation_incasts(16, 2, 16, 1, rng).status().message()),
+                       "fan_in 16 out of range [1, 15]"));
+  EXPECT_TRUE(Mentions(std::string(permutation_incasts(16, 2, 0, 1, rng).status().message()),
+                       "fan_in 0 out of range [1, 15]"));
+  EXPECT_TRUE(Mentions(std::string(permutation_incasts(1, 1, 1, 1, rng).status().message()),
+                       "hosts 1 out of range"));
+  EXPECT_TRUE(Mentions(
+      std::string(permutation_incasts(1'000'000, 1'000'000, 16, 1, rng).status().message()),
+      "more than 16777216"));
+  EXPECT_TRUE(Mentions(std::string(permutation_incasts(16, 2, 4, 0, rng).status().message()),
+                       "bytes 0 out of range"));
+}
+
 TEST(AllToAll_Generate, EveryOrderedPairOnce) {
   const auto flows = all_to_all(9, 100);
   ASSERT_TRUE(flows.ok());
