@@ -66,6 +66,10 @@ ABSL_FLAG(bool, valiant_via_switch, false,
           "it enters the group");
 ABSL_FLAG(uint64_t, ugal_bias_bytes, 4096,
           "ugal: bytes x hops the minimal path may exceed the valiant path by, 0..1073741824");
+ABSL_FLAG(std::string, ugal_signal, "queue",
+          "ugal: what it weighs at a candidate port: queue (the bytes queued there) or "
+          "downstream (those and the bytes the next switch holds from that link, what "
+          "booksim2's credits count)");
 ABSL_FLAG(std::string, loads, "0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9,1.0",
           "offered loads, fractions of line rate, ascending, each 0.001..1");
 ABSL_FLAG(uint32_t, refine, 4, "bisection steps between the last passing and first failing load, 0..20");
@@ -314,6 +318,10 @@ absl::StatusOr<Options> read_options() {
     check.fail(absl::StrFormat("--ugal_bias_bytes=%d out of range: 0..1073741824",
                                o.routing.ugal_bias_bytes));
   }
+  const std::string signal = absl::GetFlag(FLAGS_ugal_signal);
+  check.one_of("ugal_signal", signal, {"queue", "downstream"});
+  o.routing.ugal_signal =
+      signal == "downstream" ? sim::UgalSignal::kDownstream : sim::UgalSignal::kQueue;
   for (absl::string_view t : absl::StrSplit(absl::GetFlag(FLAGS_loads), ',')) {
     double v = 0;
     if (!absl::SimpleAtod(t, &v) || !(v >= 0.001 && v <= 1) ||
@@ -383,12 +391,13 @@ int main_(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
   auto o = read_options();
   if (!o.ok()) return tool_error("uet-load", o.status(), 2);
-  std::printf("# dragonfly p=%u a=%u h=%u g=%u (%u hosts), %s, %s%s, buffer %llu KiB/port, %u B "
+  std::printf("# dragonfly p=%u a=%u h=%u g=%u (%u hosts), %s, %s%s%s, buffer %llu KiB/port, %u B "
               "packets, warm-up %g us, window %g us, saturated below %g x offered or a port losing "
               "above %g\n",
               o->df.p, o->df.a, o->df.h, o->df.groups(), o->df.p * o->df.a * o->df.groups(),
               absl::GetFlag(FLAGS_traffic).c_str(), absl::GetFlag(FLAGS_routing).c_str(),
               o->routing.group_minimal ? " (group-minimal)" : " (shortest paths)",
+              o->routing.ugal_signal == sim::UgalSignal::kDownstream ? " (ugal: downstream)" : "",
               static_cast<unsigned long long>(o->buffer_bytes / 1024), o->payload,
               static_cast<double>(o->warmup) / kMicrosecond,
               static_cast<double>(o->window) / kMicrosecond, 1 - o->tolerance, o->max_loss);

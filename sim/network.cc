@@ -96,9 +96,23 @@ uint32_t Network::route_port(uint32_t sw, uint32_t dst_host, uint64_t flow_hash,
                              uint8_t& state) const noexcept {
   if (routing_.minimal()) return routing_.port(sw, dst_host, flow_hash);
   if (state == 0) {
-    state = routing_.decide(sw, dst_host, flow_hash, [this](uint32_t p) { return queue_total(p); });
+    state = routing_.decide(sw, dst_host, flow_hash, [this](uint32_t p) { return ugal_load(p); });
   }
   return routing_.port_stateful(sw, dst_host, flow_hash, state);
+}
+
+uint64_t Network::ugal_load(uint32_t port) const noexcept {
+  const uint64_t q = queue_total(port);
+  if (routing_.config().ugal_signal != UgalSignal::kDownstream) return q;
+  const Port& p = ports_[port];
+  if (p.peer == kNone || p.remote || ports_[p.peer].at_host) return q;
+  // What the next switch buffers from this link, in every class it may be buffered under.
+  const Port& in = ports_[p.peer];
+  uint64_t held = in.ingress_bytes[0] + in.ingress_bytes[1];
+  if (p.peer < classes_.size()) {
+    for (const PortClass& c : classes_[p.peer]) held += c.ingress_bytes;
+  }
+  return q + held;
 }
 
 uint32_t Network::route_miss(Routing::Memo& memo, uint32_t sw, FrameMeta& m) noexcept {

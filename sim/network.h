@@ -417,6 +417,9 @@ class Network {
   // frame's would be; UGAL reads the switch's queues as they are now.
   uint32_t route_port(uint32_t sw, uint32_t dst_host, uint64_t flow_hash,
                       uint8_t& state) const noexcept;
+  // What UGAL-L weighs at a switch port now (RoutingConfig::ugal_signal): its queued bytes,
+  // and with kDownstream the bytes the switch at the link's other end holds from it.
+  uint64_t ugal_load(uint32_t port) const noexcept;
   // Bytes the routing tables hold (routes, groups, ports, per switch and per destination host).
   size_t ecmp_table_bytes() const noexcept { return routing_.table_bytes(); }
   // Folds the queue integrals up to now (call before reading PortStats averages).

@@ -22,6 +22,11 @@ absl::Status check_routing(const RoutingConfig& config) {
                                                    static_cast<int>(config.deadlock_free),
                                                    " is none of off (0), tagger (1)"));
   }
+  if (config.ugal_signal != UgalSignal::kQueue && config.ugal_signal != UgalSignal::kDownstream) {
+    return absl::InvalidArgumentError(absl::StrCat("ugal_signal ",
+                                                   static_cast<int>(config.ugal_signal),
+                                                   " is none of queue (0), downstream (1)"));
+  }
   // Two local hops in the intermediate group, one class: the tagger's classes would not
   // break cycles among them.
   if (config.valiant_via_switch && config.deadlock_free != DeadlockFree::kOff) {

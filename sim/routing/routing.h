@@ -52,6 +52,14 @@ enum class RoutingMode : uint8_t {
   kUgal,     // UGAL-L: at the first switch, minimal or Valiant by local queue bytes x hops
 };
 
+// What UGAL-L weighs at a candidate port.
+enum class UgalSignal : uint8_t {
+  kQueue,       // the bytes queued at the port
+  // ... and the bytes the next switch holds that came in through the link (its ingress
+  // count, what PFC meters): the downstream buffer, which booksim2's credits count
+  kDownstream,
+};
+
 enum class DeadlockFree : uint8_t {
   kOff,     // one lossless class: PFC deadlocks where routes close a cycle
   kTagger,  // lossless classes as virtual channels (lossless_classes.h): Tagger, the dateline
@@ -65,6 +73,7 @@ struct RoutingConfig {
   // UGAL-L detours only when the minimal port's queue bytes x hops exceed the Valiant port's
   // by more than this: a frame's worth of slack, so that an idle fabric routes minimally.
   uint64_t ugal_bias_bytes = 4096;
+  UgalSignal ugal_signal = UgalSignal::kQueue;
   // Group-minimal paths where the fabric has switch groups (Network::set_switch_groups): the
   // fewest links between groups, then the fewest inside them, so a dragonfly's minimal path
   // is local-global-local (Kim et al. ISCA 2008, §4 MIN) rather than any shortest path,
@@ -91,7 +100,8 @@ struct RoutingConfig {
   }
 };
 
-// The mode is one of RoutingMode's, the bias at most 1 GiB.
+// The mode is one of RoutingMode's, the UGAL-L signal one of UgalSignal's, the bias at most
+// 1 GiB.
 absl::Status check_routing(const RoutingConfig& config);
 
 // A frame's routing state, 0 before its first switch (Network::FrameMeta::route_state).
@@ -145,7 +155,8 @@ class Routing {
 
   // ----- every mode
   // The first switch's choice for a frame (its state before: 0): `queue_bytes(port)` is
-  // what that port of the switch holds (UGAL-L reads the two candidates').
+  // the load at that port of the switch by config().ugal_signal (UGAL-L reads the two
+  // candidates').
   template <class QueueBytes>
   uint8_t decide(uint32_t s, uint32_t dst_host, uint64_t flow_hash,
                  const QueueBytes& queue_bytes) const noexcept {

@@ -240,6 +240,9 @@ TEST(Routing_Config, BadGroupsClassesAndModesAreRefusedByName) {
   rc.ugal_bias_bytes = uint64_t{1} << 40;
   EXPECT_NE(net.set_routing(rc).message().find("ugal_bias_bytes"), std::string::npos);
   rc.ugal_bias_bytes = 0;
+  rc.ugal_signal = static_cast<UgalSignal>(5);
+  EXPECT_NE(net.set_routing(rc).message().find("ugal_signal"), std::string::npos);
+  rc.ugal_signal = UgalSignal::kDownstream;
   rc.mode = static_cast<RoutingMode>(7);
   EXPECT_FALSE(net.set_routing(rc).ok());
 }
@@ -481,6 +484,51 @@ TEST(Routing_Run, UgalDetoursUnderLoadAndStaysMinimalWhenIdle) {
   EXPECT_GT(busy.global_tx.size(), 2u);
   EXPECT_EQ(calm.received, 300'000u);
   EXPECT_EQ(calm.global_tx.size(), 1u);
+}
+
+// Lossy, hosts 0 (switch 0) and 2 (switch 1) of group 0 both send to group 3, whose global
+// link is switch 1's: it is offered twice its rate, while switch 0's local queue towards
+// switch 1 stays near empty (one host's rate on a link of that rate). Reading its own queue,
+// switch 0 sends every frame of host 0 minimally over that local link; reading what switch 1
+// holds from it too, it detours some of them out through its own global links.
+TEST(Routing_Run, UgalDownstreamSignalSeesTheNextSwitchsBuffer) {
+  struct Counts {
+    uint64_t from_host0 = 0;     // frames host 0's NIC sent
+    uint64_t to_switch1 = 0;     // frames switch 0 sent over its link to switch 1
+    uint64_t hot_queue = 0;      // the most any port of switch 1 queued
+  };
+  const auto run = [](UgalSignal signal) {
+    Fabric f = dragonfly(2, 2, 2);
+    Network& net = *f.net;
+    RoutingConfig rc;
+    rc.mode = RoutingMode::kUgal;
+    rc.ugal_signal = signal;
+    EXPECT_TRUE(net.set_routing(rc).ok());
+    const RunResult r = run_flows(f, 2'000'000, 12, /*spray=*/true, {0, 2});
+    EXPECT_GT(r.received, 0u);
+    Counts c;
+    for (uint32_t p = 0; p < net.num_ports(); ++p) {
+      const Port& q = net.port(p);
+      if (q.at_host) {
+        if (q.owner == 0) c.from_host0 = q.stats.tx_frames;
+        continue;
+      }
+      const Port& peer = net.port(q.peer);
+      if (q.owner == 0 && !peer.at_host && peer.owner == 1) c.to_switch1 = q.stats.tx_frames;
+      if (q.owner == 1) c.hot_queue = std::max(c.hot_queue, q.stats.max_queue_bytes);
+    }
+    return c;
+  };
+  const Counts local = run(UgalSignal::kQueue);
+  const Counts down = run(UgalSignal::kDownstream);
+  // Expect: switch 1's global queue fills both times; every frame of host 0 on the local
+  // link with the queue signal, a tenth or more of them elsewhere with the downstream one.
+  EXPECT_GT(local.hot_queue, 32'000u);
+  EXPECT_GT(down.hot_queue, 4'096u);
+  EXPECT_GT(local.from_host0, 400u);
+  EXPECT_EQ(local.to_switch1, local.from_host0);
+  EXPECT_GT(down.from_host0, 400u);
+  EXPECT_LT(down.to_switch1 * 10, down.from_host0 * 9) << down.to_switch1 << " of " << down.from_host0;
 }
 
 }  // namespace
