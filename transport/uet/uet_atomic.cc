@@ -154,20 +154,20 @@ UetEndpoint::Exec UetEndpoint::rx_atomic(Pdc& p, const wire::SesStandardRequest&
   const bool fetching = ses.opcode() == wire::SesOpcode::kFetchingAtomic;
   uint16_t result = 0;
   if (fetching) {
-    if (amo_results_.empty()) {  // the endpoint's first fetching atomic: its result table
-      amo_results_.assign(size_t{config_.atomic_results} * kMaxAtomicBytes, 0);
-      amo_free_.resize(config_.atomic_results);
+    if (tab().amo_results.empty()) {  // the endpoint's first fetching atomic: its result table
+      tab().amo_results.assign(size_t{config_.atomic_results} * kMaxAtomicBytes, 0);
+      tab().amo_free.resize(config_.atomic_results);
       for (uint32_t i = 0; i < config_.atomic_results; ++i) {
-        amo_free_[i] = static_cast<uint16_t>(config_.atomic_results - i);
+        tab().amo_free[i] = static_cast<uint16_t>(config_.atomic_results - i);
       }
     }
-    if (amo_free_.empty()) {
+    if (tab().amo_free.empty()) {
       ++rare().rx_atomic_full;
       queue_nack(p, wire::NackCode::kNoSesMsgAvail, psn);
       return Exec::kWait;
     }
-    result = amo_free_.back();
-    amo_free_.pop_back();
+    result = tab().amo_free.back();
+    tab().amo_free.pop_back();
   }
   const auto op = static_cast<AtomicOp>(ext[0]);
   const uint64_t len = ses.request_length();
@@ -177,7 +177,7 @@ UetEndpoint::Exec UetEndpoint::rx_atomic(Pdc& p, const wire::SesStandardRequest&
     compare = ext + kCasCompare;
     operand = ext + kCasSwap;
   }
-  uint8_t* fetched = fetching ? amo_results_.data() + size_t{result - 1u} * kMaxAtomicBytes
+  uint8_t* fetched = fetching ? tab().amo_results.data() + size_t{result - 1u} * kMaxAtomicBytes
                               : nullptr;
   const uint64_t key = ses.match_bits();
   atomic_apply(op, static_cast<AtomicType>(ext[1]), region_base(key) + ses.buffer_offset(),
@@ -192,6 +192,6 @@ UetEndpoint::Exec UetEndpoint::rx_atomic(Pdc& p, const wire::SesStandardRequest&
   return Exec::kDone;
 }
 
-void UetEndpoint::free_result(uint16_t result) noexcept { amo_free_.push_back(result); }
+void UetEndpoint::free_result(uint16_t result) noexcept { tab().amo_free.push_back(result); }
 
 }  // namespace uet

@@ -25,25 +25,25 @@ absl::Status UetEndpoint::defer_post(DeliveryMode mode, uint32_t peer, Op op, co
     return absl::UnimplementedError(
         absl::StrCat(verb, ": a deferrable send travels on a PDC: use kRud or kRod"));
   }
-  if (defer_.empty()) {
-    defer_.assign(config_.deferrable_sends, DeferSlot{});
-    defer_free_.resize(config_.deferrable_sends);
+  if (tab().defer.empty()) {
+    tab().defer.assign(config_.deferrable_sends, DeferSlot{});
+    tab().defer_free.resize(config_.deferrable_sends);
     for (uint32_t i = 0; i < config_.deferrable_sends; ++i) {
-      defer_free_[i] = config_.deferrable_sends - 1 - i;
+      tab().defer_free[i] = config_.deferrable_sends - 1 - i;
     }
   }
-  if (defer_free_.empty()) {
+  if (tab().defer_free.empty()) {
     return absl::ResourceExhaustedError(
         absl::StrCat(verb, ": too many deferrable sends not yet complete (deferrable_sends)"));
   }
-  const uint32_t i = defer_free_.back();
-  DeferSlot& s = defer_[i];
+  const uint32_t i = tab().defer_free.back();
+  DeferSlot& s = tab().defer[i];
   ++s.gen;
   op.defer = i + 1;
   op.remote_offset = defer_token(i);
   op.rkey = config_.pid_on_fep;  // §4.2 `initiator`: where the target sends the RTR
   if (absl::Status st = post_verb(mode, peer, op, buffer, verb); !st.ok()) return st;
-  defer_free_.pop_back();
+  tab().defer_free.pop_back();
   s.live = true;
   s.deferred = false;
   s.rtr_seen = false;
@@ -54,8 +54,8 @@ absl::Status UetEndpoint::defer_post(DeliveryMode mode, uint32_t peer, Op op, co
 }
 
 void UetEndpoint::defer_free(uint32_t slot) noexcept {
-  defer_[slot].live = false;
-  defer_free_.push_back(slot);
+  tab().defer[slot].live = false;
+  tab().defer_free.push_back(slot);
 }
 
 // A deferrable send's attempt retired (or a target's RTR, which completes nothing): refused
@@ -64,7 +64,7 @@ void UetEndpoint::defer_free(uint32_t slot) noexcept {
 void UetEndpoint::defer_retired(const Op& o) {
   if (o.op == Opcode::kRecv) return;  // an RTR: the restart, or the deferral timer, follows
   const uint32_t i = o.defer - 1;
-  DeferSlot& s = defer_[i];
+  DeferSlot& s = tab().defer[i];
   if (o.failed && o.rc == static_cast<uint8_t>(wire::SesReturnCode::kNoMatch)) {
     ++rare().tx_deferred;
     s.deferred = true;
@@ -81,7 +81,7 @@ void UetEndpoint::defer_retired(const Op& o) {
 // The deferred send of slot `i` goes again, the same token in it. False: no room to post it
 // (max_ops, max_pdcs).
 bool UetEndpoint::defer_restart(uint32_t i) {
-  DeferSlot& s = defer_[i];
+  DeferSlot& s = tab().defer[i];
   Op op = s.op;  // (a copy: posting may move the ring the caller's operation is in)
   if (!post_op(s.peer, s.rod, op, "deferrable send restart").ok()) return false;
   s.rtr_seen = false;
@@ -103,12 +103,12 @@ UetEndpoint::Exec UetEndpoint::rx_rtr(Pdc& p, const wire::SesStandardRequest& se
   const uint64_t token = ses.match_bits();
   if (is_rdv_key(token)) return rdv_push(p, ses, psn);  // a rendezvous CTS
   const uint32_t i = token & 0xFFFF;
-  if (i >= defer_.size() || !defer_[i].live || token != defer_token(i) ||
-      defer_[i].peer != p.peer_ip4 || defer_[i].rtr_seen) {
+  if (i >= tab().defer.size() || !tab().defer[i].live || token != defer_token(i) ||
+      tab().defer[i].peer != p.peer_ip4 || tab().defer[i].rtr_seen) {
     ++rare().rx_rtr_stale;
     return Exec::kRecord;
   }
-  DeferSlot& s = defer_[i];
+  DeferSlot& s = tab().defer[i];
   if (!s.deferred) {  // the deferral is still on its way back: restart when it retires
     s.rtr_seen = true;
     return Exec::kRecord;
@@ -124,16 +124,16 @@ UetEndpoint::Exec UetEndpoint::rx_rtr(Pdc& p, const wire::SesStandardRequest& se
 
 // The deferred message `token` of `peer`, or kNoLink.
 uint32_t UetEndpoint::find_deferred(uint32_t peer, uint64_t token) const noexcept {
-  for (const uint32_t u : deferred_) {
-    if (unexp_[u].token == token && unexp_[u].peer == peer) return u;
+  for (const uint32_t u : tab().deferred) {
+    if (tab().unexp[u].token == token && tab().unexp[u].peer == peer) return u;
   }
   return kNoLink;
 }
 
 // Whether a posted tagged receive matches `tag` from `peer`.
 bool UetEndpoint::trecv_waits(uint64_t tag, uint32_t peer) const noexcept {
-  for (uint32_t r = trecv_list_.head; r != kNoLink; r = trecvs_[r].next) {
-    if (tag_matches(trecvs_[r].tr, tag, peer)) return true;
+  for (uint32_t r = tab().trecv_list.head; r != kNoLink; r = tab().trecvs[r].next) {
+    if (tag_matches(tab().trecvs[r].tr, tag, peer)) return true;
   }
   return false;
 }
@@ -151,7 +151,7 @@ UetEndpoint::Exec UetEndpoint::rx_deferrable(Pdc& p, uint16_t id,
   if (!ses.ie() && find_msg(id, ses.message_id()) == nullptr) {
     const uint32_t u = find_deferred(p.peer_ip4, ses.buffer_offset());
     if (u != kNoLink) {
-      const Unexp& e = unexp_[u];
+      const Unexp& e = tab().unexp[u];
       if (!e.reserved || (e.pdc == id && e.message_id == ses.message_id())) {
         // The deferred attempt's other packets, or a restart no RTR asked for: still none.
         refuse(p, psn, static_cast<uint8_t>(wire::SesReturnCode::kNoMatch), ses.message_id());
@@ -172,10 +172,10 @@ UetEndpoint::Exec UetEndpoint::rx_deferrable(Pdc& p, uint16_t id,
 // Records message `ses` as deferred, in arrival order among the unexpected messages. False:
 // no entry free.
 bool UetEndpoint::defer_message(Pdc& p, uint16_t id, const wire::SesStandardRequest& ses) {
-  if (unexp_free_.empty()) return false;
-  const uint32_t u = unexp_free_.back();
-  unexp_free_.pop_back();
-  Unexp& e = unexp_[u];
+  if (tab().unexp_free.empty()) return false;
+  const uint32_t u = tab().unexp_free.back();
+  tab().unexp_free.pop_back();
+  Unexp& e = tab().unexp[u];
   e = Unexp{};
   e.peer = p.peer_ip4;
   e.tag = ses.match_bits();
@@ -185,8 +185,8 @@ bool UetEndpoint::defer_message(Pdc& p, uint16_t id, const wire::SesStandardRequ
   e.message_id = ses.message_id();
   e.pid = static_cast<uint16_t>(ses.initiator() & 0xFFF);
   e.token = ses.buffer_offset();
-  link_tail(unexp_, unexp_list_.head, unexp_list_.tail, u);
-  deferred_.push_back(u);
+  link_tail(tab().unexp, tab().unexp_list.head, tab().unexp_list.tail, u);
+  tab().deferred.push_back(u);
   if (e.untagged) ++deferred_untagged_;
   ++rare().rx_deferred;
   // A receive posted before this one (untagged) went to a message that came first; one
@@ -200,7 +200,7 @@ bool UetEndpoint::bind_restart(Pdc& p, uint16_t id, const wire::SesStandardReque
                                uint32_t psn, uint32_t u) {
   RxMsg* m = take_msg(p, psn);
   if (m == nullptr) return false;
-  const Unexp& e = unexp_[u];
+  const Unexp& e = tab().unexp[u];
   m->in_use = true;
   m->pdc = id;
   m->message_id = ses.message_id();
@@ -230,23 +230,23 @@ bool UetEndpoint::bind_restart(Pdc& p, uint16_t id, const wire::SesStandardReque
 
 // Deferred entry `u` (out of the arrival list if reserved) goes back.
 void UetEndpoint::free_deferred(uint32_t u) {
-  Unexp& e = unexp_[u];
+  Unexp& e = tab().unexp[u];
   if (!e.reserved) {
-    unlink(unexp_, unexp_list_.head, unexp_list_.tail, u);
+    unlink(tab().unexp, tab().unexp_list.head, tab().unexp_list.tail, u);
     if (e.untagged) --deferred_untagged_;
   } else {
     --deferred_reserved_;
   }
-  deferred_.erase(std::find(deferred_.begin(), deferred_.end(), u));
+  tab().deferred.erase(std::find(tab().deferred.begin(), tab().deferred.end(), u));
   e = Unexp{};
-  unexp_free_.push_back(u);
+  tab().unexp_free.push_back(u);
 }
 
 // §4.2: a DEFERRABLE_RTR to deferred message u's sender, its token in match_bits, on our own
 // PDC to it; the restart is then due within deferral_timeout. False: no room (max_ops,
 // max_pdcs).
 bool UetEndpoint::post_rtr(uint32_t u) {
-  Unexp& e = unexp_[u];
+  Unexp& e = tab().unexp[u];
   Op op;
   op.op = Opcode::kRecv;
   op.tag = e.token;
@@ -254,7 +254,7 @@ bool UetEndpoint::post_rtr(uint32_t u) {
   op.defer = u + 1;
   if (!post_op(e.peer, /*rod=*/false, op, "deferrable RTR").ok()) return false;
   ++rare().tx_rtr;
-  unlink(unexp_, unexp_list_.head, unexp_list_.tail, u);
+  unlink(tab().unexp, tab().unexp_list.head, tab().unexp_list.tail, u);
   e.reserved = true;
   e.deadline = now_ + config_.deferral_timeout;
   deadline_ = std::min(deadline_, e.deadline);
@@ -266,12 +266,12 @@ bool UetEndpoint::post_rtr(uint32_t u) {
 // deferred first, each with its RTR. One whose RTR finds no room stays posted for the next
 // SEND.
 void UetEndpoint::reserve_untagged() {
-  for (uint32_t u = unexp_list_.head; u != kNoLink && recv_claim_ != recv_tail_;) {
-    const uint32_t next = unexp_[u].next;
-    if (unexp_[u].untagged) {
+  for (uint32_t u = tab().unexp_list.head; u != kNoLink && recv_claim_ != recv_tail_;) {
+    const uint32_t next = tab().unexp[u].next;
+    if (tab().unexp[u].untagged) {
       if (!post_rtr(u)) return;
       --deferred_untagged_;
-      unexp_[u].recv_at = recv_claim_++;
+      tab().unexp[u].recv_at = recv_claim_++;
       if (deferred_untagged_ == 0) return;
     }
     u = next;
@@ -286,7 +286,7 @@ absl::Status UetEndpoint::defer_matched(const TaggedRecv& tr, uint32_t u) {
         "post_trecv: no room to post the RTR of the deferred message it matches (max_ops, "
         "max_pdcs)");
   }
-  unexp_[u].recv = tr;
+  tab().unexp[u].recv = tr;
   return absl::OkStatus();
 }
 
@@ -294,15 +294,15 @@ absl::Status UetEndpoint::defer_matched(const TaggedRecv& tr, uint32_t u) {
 // kRetriesExhausted (the sender is gone, or failed); restarts an RTR asked for that found no
 // room go now. Returns the next deadline.
 Time UetEndpoint::defer_timer(Time now) {
-  for (uint32_t i = 0; restarts_due_ > 0 && i < defer_.size(); ++i) {
-    if (defer_[i].live && defer_[i].deferred && defer_[i].rtr_seen && defer_restart(i)) {
+  for (uint32_t i = 0; restarts_due_ > 0 && i < tab().defer.size(); ++i) {
+    if (tab().defer[i].live && tab().defer[i].deferred && tab().defer[i].rtr_seen && defer_restart(i)) {
       --restarts_due_;
     }
   }
   Time next = restarts_due_ > 0 ? now + config_.rto : kNever;
-  for (size_t k = 0; k < deferred_.size() && deferred_reserved_ > 0;) {
-    const uint32_t u = deferred_[k];
-    Unexp& e = unexp_[u];
+  for (size_t k = 0; k < tab().deferred.size() && deferred_reserved_ > 0;) {
+    const uint32_t u = tab().deferred[k];
+    Unexp& e = tab().unexp[u];
     if (!e.reserved || e.deadline > now) {
       if (e.reserved) next = std::min(next, e.deadline);
       ++k;
@@ -322,7 +322,7 @@ Time UetEndpoint::defer_timer(Time now) {
       m.peer = e.peer;
       complete_trecv(e.recv, m, nullptr);
     }
-    free_deferred(u);  // deferred_[k] is now the next one
+    free_deferred(u);  // tab().deferred[k] is now the next one
   }
   return next;
 }

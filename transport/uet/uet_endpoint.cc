@@ -255,10 +255,10 @@ size_t held(const V& v) noexcept {
 size_t UetEndpoint::memory_bytes() const noexcept {
   size_t n = pdcs_.memory_bytes() + credit_ring_.bytes() + unanswered_.bytes() + recvs_.bytes() +
              stateless_.bytes() + held(rx_msgs_) + held(completions_) + modes_bytes() +
-             regions_.memory_bytes() + rccc_rx_.memory_bytes() + held(trecvs_) + held(trecv_free_) +
-             held(unexp_) + held(unexp_free_) + held(unexp_by_at_) + held(resources_) +
-             held(amo_results_) + held(amo_free_) + held(rdv_) + held(rdv_free_) + held(defer_) +
-             held(defer_free_) + held(deferred_) +
+             regions_.memory_bytes() + rccc_rx_.memory_bytes() + held(tab().trecvs) + held(tab().trecv_free) +
+             held(tab().unexp) + held(tab().unexp_free) + held(tab().unexp_by_at) + held(resources_) +
+             held(tab().amo_results) + held(tab().amo_free) + held(tab().rdv) + held(tab().rdv_free) + held(tab().defer) +
+             held(tab().defer_free) + held(tab().deferred) +
              (arena_ != nullptr ? config_.unexpected_bytes : 0);
   if (tss_ != nullptr) n += tss_->memory_bytes();
   return n;
@@ -337,7 +337,7 @@ uint32_t UetEndpoint::ops_using(const uint8_t* base, uint64_t length) const noex
     }
     n += modes_->uud.count_if([&](const PeerOp& o) { return op_uses(o, base, length); });
   }
-  for (const DeferSlot& d : defer_) n += d.live && d.deferred && op_uses(d.op, base, length);
+  for (const DeferSlot& d : tab().defer) n += d.live && d.deferred && op_uses(d.op, base, length);
   return n;
 }
 

@@ -377,7 +377,7 @@ class UetEndpoint final : public Endpoint {
                                      std::span<const uint8_t> payload, size_t elided);
   void free_result(uint16_t result) noexcept;
   const uint8_t* result_bytes(uint16_t result) const noexcept {
-    return amo_results_.data() + size_t{result - 1u} * kMaxAtomicBytes;
+    return tab().amo_results.data() + size_t{result - 1u} * kMaxAtomicBytes;
   }
   bool put_atomic(const Op& o, wire::FrameBuilder& b);
   // Rendezvous (uet_rendezvous.cc): the initiator's sources and the READs they answer, the
@@ -395,7 +395,7 @@ class UetEndpoint final : public Endpoint {
   bool put_rendezvous(const Op& o, wire::FrameBuilder& b);
   wire::SesReturnCode rdv_read_check(uint32_t peer, uint64_t key, uint64_t at, uint64_t len);
   const uint8_t* rdv_bytes(uint32_t key, uint64_t offset) const noexcept {
-    return rdv_[key & 0xFFFF].base + offset;
+    return tab().rdv[key & 0xFFFF].base + offset;
   }
   void rdv_hold(Pdc& p, Pdc::Response& r);
   void rdv_cleared(uint32_t key, uint16_t len);
@@ -437,7 +437,7 @@ class UetEndpoint final : public Endpoint {
                           const char* verb);
   uint64_t defer_token(uint32_t slot) const noexcept {
     // (15 bits of generation: bit 31 set names a rendezvous source, rdv_key)
-    return uint64_t{defer_[slot].gen & 0x7FFFu} << 16 | slot;
+    return uint64_t{tab().defer[slot].gen & 0x7FFFu} << 16 | slot;
   }
   void defer_free(uint32_t slot) noexcept;
   void defer_retired(const Op& o);
@@ -677,19 +677,40 @@ class UetEndpoint final : public Endpoint {
   uint32_t recv_head_ = 0, recv_claim_ = 0, recv_tail_ = 0;
   std::vector<RxMsg> rx_msgs_;  // max_recv_messages, from the first post_recv()
   uint32_t rx_msgs_used_ = 0;
-  // Tagged messages (uet_tagged.cc): posted receives (max_trecvs) and unexpected messages
-  // (max_unexpected), each a table with a free list and a list in posting (arrival) order;
-  // the unexpected messages' bytes in an arena (unexpected_bytes), their entries by offset.
-  // All taken when the endpoint first sees a tagged receive or message.
-  std::vector<TRecv> trecvs_;
-  std::vector<uint32_t> trecv_free_;
-  LinkedList trecv_list_;
-  std::vector<Unexp> unexp_;
-  std::vector<uint32_t> unexp_free_;
-  LinkedList unexp_list_;
-  std::vector<uint32_t> unexp_by_at_;
-  std::unique_ptr<uint8_t[]> arena_;
-  uint64_t arena_used_ = 0;
+  // The tagged, atomic-result, rendezvous and deferrable tables (SesTables), made at the
+  // first use of any, so a host that runs WRITEs and SENDs alone carries none of them; const
+  // members read them as empty.
+  struct SesTables {
+    // Tagged messages (uet_tagged.cc): posted receives (max_trecvs) and unexpected messages
+    // (max_unexpected), each a table with a free list and a list in posting (arrival) order;
+    // the unexpected messages' bytes in the arena (unexpected_bytes), their entries by
+    // offset. All taken when the endpoint first sees a tagged receive or message.
+    std::vector<TRecv> trecvs;
+    std::vector<uint32_t> trecv_free;
+    LinkedList trecv_list;
+    std::vector<Unexp> unexp;
+    std::vector<uint32_t> unexp_free;
+    LinkedList unexp_list;
+    std::vector<uint32_t> unexp_by_at;
+    uint64_t arena_used = 0;
+    // Atomics: the fetched values held (atomic_results x kMaxAtomicBytes) and the free ones
+    // (result numbers, 1-based), taken at the first fetching atomic.
+    std::vector<uint8_t> amo_results;
+    std::vector<uint16_t> amo_free;
+    // Rendezvous sources (rendezvous_sources, taken at the first rendezvous send), the free
+    // ones.
+    std::vector<RdvSource> rdv;
+    std::vector<uint32_t> rdv_free;
+    // Deferrable sends (deferrable_sends, taken at the first), the free ones. Target: its
+    // deferred messages (entries of unexp).
+    std::vector<DeferSlot> defer;
+    std::vector<uint32_t> defer_free;
+    std::vector<uint32_t> deferred;
+  };
+  Rare<SesTables> tables_;
+  SesTables& tab() { return tables_.get(); }
+  const SesTables& tab() const noexcept { return tables_.get(); }
+  std::unique_ptr<uint8_t[]> arena_;  // the unexpected messages' bytes (tagged, above)
   // §4.1: the states of the resource indexes served (resource_indexes); SES bytes 4..11 of a
   // request in absolute addressing for this job and PID at resource index 0's generation
   // (check_access).
@@ -697,30 +718,19 @@ class UetEndpoint final : public Endpoint {
     uint8_t generation = 0;
     bool enabled = true;
   };
-  std::vector<Resource> resources_;
-  // Atomics: the fetched values held (atomic_results x kMaxAtomicBytes) and the free ones
-  // (result numbers, 1-based), taken at the first fetching atomic.
-  std::vector<uint8_t> amo_results_;
-  std::vector<uint16_t> amo_free_;  // empty until the first change: all as Resource{}
+  std::vector<Resource> resources_;  // empty until the first change: all as Resource{}
   Resource resource(uint16_t ri) const noexcept {
     return resources_.empty() ? Resource{} : resources_[ri];
   }
   uint64_t access_word_ = 0;
-  // Rendezvous sources (rendezvous_sources, taken at the first rendezvous send), the free ones.
-  std::vector<RdvSource> rdv_;
-  std::vector<uint32_t> rdv_free_;
-  uint32_t rdv_live_ = 0;
+  uint32_t rdv_live_ = 0;  // rendezvous sources live (tab().rdv)
   // Receives waiting for a pushed rendezvous WRITE, and the generation in their sink keys.
   uint32_t sinks_live_ = 0;
   uint16_t sink_gen_ = 0;
-  // Deferrable sends (deferrable_sends, taken at the first), the free ones, restarts an RTR
-  // asked for that found no room to post (retried by on_timer). Target: its deferred
-  // messages (entries of unexp_), the untagged ones no receive has reserved yet, and the
-  // reserved ones (the deferral timer's).
-  std::vector<DeferSlot> defer_;
-  std::vector<uint32_t> defer_free_;
+  // Deferrable sends: restarts an RTR asked for that found no room to post (retried by
+  // on_timer). Target: its deferred messages (tab().deferred) the untagged ones no receive
+  // has reserved yet, and the reserved ones (the deferral timer's).
   uint32_t restarts_due_ = 0;
-  std::vector<uint32_t> deferred_;
   uint32_t deferred_untagged_ = 0, deferred_reserved_ = 0;
   uint32_t claim_gen_ = 0;  // FI_CLAIM handles: a claim names one claiming, never a reuse
   static constexpr uint8_t kRelBit = 0x08;  // §4.1 `rel`, byte 1 of every request header

@@ -16,20 +16,20 @@ namespace uet {
 // Send `o` (about to be posted on `p`) goes by rendezvous if a source is free: its bytes past
 // the eager ones are exposed, and it completes when they have all been read and cleared.
 void UetEndpoint::rdv_expose(Pdc& p, Op& o) {
-  if (rdv_.empty()) {  // the endpoint's first rendezvous send: its source table
-    rdv_.assign(config_.rendezvous_sources, RdvSource{});
-    rdv_free_.resize(config_.rendezvous_sources);
+  if (tab().rdv.empty()) {  // the endpoint's first rendezvous send: its source table
+    tab().rdv.assign(config_.rendezvous_sources, RdvSource{});
+    tab().rdv_free.resize(config_.rendezvous_sources);
     for (uint32_t i = 0; i < config_.rendezvous_sources; ++i) {
-      rdv_free_[i] = config_.rendezvous_sources - 1 - i;
+      tab().rdv_free[i] = config_.rendezvous_sources - 1 - i;
     }
   }
-  if (rdv_free_.empty()) {  // every source exposed: this one goes eagerly
+  if (tab().rdv_free.empty()) {  // every source exposed: this one goes eagerly
     ++rare().tx_rendezvous_eager;
     return;
   }
-  const uint32_t i = rdv_free_.back();
-  rdv_free_.pop_back();
-  RdvSource& s = rdv_[i];
+  const uint32_t i = tab().rdv_free.back();
+  tab().rdv_free.pop_back();
+  RdvSource& s = tab().rdv[i];
   s.live = true;
   ++s.gen;
   s.pdc = p.id;
@@ -55,10 +55,10 @@ void UetEndpoint::rdv_release(Op& o) noexcept {
 }
 
 void UetEndpoint::rdv_free(uint32_t i) noexcept {
-  rdv_[i].live = false;
-  rdv_[i].pushing = false;
-  rdv_[i].base = nullptr;
-  rdv_free_.push_back(i);
+  tab().rdv[i].live = false;
+  tab().rdv[i].pushing = false;
+  tab().rdv[i].base = nullptr;
+  tab().rdv_free.push_back(i);
   --rdv_live_;
 }
 
@@ -72,7 +72,7 @@ bool UetEndpoint::put_rendezvous(const Op& o, wire::FrameBuilder& b) {
   h->set_read_pid_on_fep(static_cast<uint16_t>(config_.pid_on_fep));
   h->set_read_resource_index(0);
   h->set_read_offset(rdv_eager());
-  h->set_read_match_bits(rdv_key(i, rdv_[i].gen));
+  h->set_read_match_bits(rdv_key(i, tab().rdv[i].gen));
   return true;
 }
 
@@ -82,12 +82,12 @@ wire::SesReturnCode UetEndpoint::rdv_read_check(uint32_t peer, uint64_t key, uin
                                                 uint64_t len) {
   const uint32_t i = key & 0xFFFF;
   // (A pushed source is read by no one: its send has handed over and retired.)
-  if (key > 0xFFFFFFFFu || i >= rdv_.size() || !rdv_[i].live || rdv_[i].pushing ||
-      key != rdv_key(i, rdv_[i].gen) || pdcs_[rdv_[i].pdc].peer_ip4 != peer) {
+  if (key > 0xFFFFFFFFu || i >= tab().rdv.size() || !tab().rdv[i].live || tab().rdv[i].pushing ||
+      key != rdv_key(i, tab().rdv[i].gen) || pdcs_[tab().rdv[i].pdc].peer_ip4 != peer) {
     ++rare().rx_rdv_bad_read;
     return wire::SesReturnCode::kBadMkey;
   }
-  RdvSource& s = rdv_[i];
+  RdvSource& s = tab().rdv[i];
   if (at > s.length || len > s.length - at) {
     ++rare().rx_rdv_bad_read;
     return wire::SesReturnCode::kBadAddr;
@@ -102,7 +102,7 @@ wire::SesReturnCode UetEndpoint::rdv_read_check(uint32_t peer, uint64_t key, uin
 // reader has these bytes. A source withdrawn since the READ was queued answers BAD_MKEY.
 void UetEndpoint::rdv_hold(Pdc& p, Pdc::Response& r) {
   const uint32_t i = r.key & 0xFFFF;
-  const bool live = rdv_[i].live && r.key == rdv_key(i, rdv_[i].gen);
+  const bool live = tab().rdv[i].live && r.key == rdv_key(i, tab().rdv[i].gen);
   if (!live) {
     ++rare().rx_rdv_bad_read;
     r.data = false;
@@ -129,8 +129,8 @@ void UetEndpoint::rdv_hold(Pdc& p, Pdc::Response& r) {
 // the eager ones is cleared, the send is complete.
 void UetEndpoint::rdv_cleared(uint32_t key, uint16_t len) {
   const uint32_t i = key & 0xFFFF;
-  if (i >= rdv_.size()) return;
-  RdvSource& s = rdv_[i];
+  if (i >= tab().rdv.size()) return;
+  RdvSource& s = tab().rdv[i];
   if (!s.live || s.pushing || key != rdv_key(i, s.gen)) return;  // withdrawn (timed out)
   s.cleared += len;
   s.deadline = now_ + config_.rendezvous_timeout;
@@ -146,8 +146,8 @@ void UetEndpoint::rdv_cleared(uint32_t key, uint16_t len) {
 // target never read it, or stopped) and its key is withdrawn. Returns the next deadline.
 Time UetEndpoint::rdv_timer(Time now) {
   Time next = kNever;
-  for (uint32_t i = 0; i < rdv_.size() && rdv_live_ > 0; ++i) {
-    RdvSource& s = rdv_[i];
+  for (uint32_t i = 0; i < tab().rdv.size() && rdv_live_ > 0; ++i) {
+    RdvSource& s = tab().rdv[i];
     if (!s.live) continue;
     if (s.deadline > now) {
       next = std::min(next, s.deadline);
@@ -257,10 +257,10 @@ UetEndpoint::Exec UetEndpoint::rdv_untagged(Pdc& p, RxMsg& m, const RdvRead& rd,
 // unexpected list with its eager bytes and the name of the rest (§4.1).
 UetEndpoint::Exec UetEndpoint::rdv_tagged(Pdc& p, RxMsg& m, const RdvRead& rd,
                                           std::span<const uint8_t> payload, uint32_t psn) {
-  uint32_t t = trecv_list_.head;
-  while (t != kNoLink && !tag_matches(trecvs_[t].tr, m.tag, m.peer)) t = trecvs_[t].next;
+  uint32_t t = tab().trecv_list.head;
+  while (t != kNoLink && !tag_matches(tab().trecvs[t].tr, m.tag, m.peer)) t = tab().trecvs[t].next;
   if (t != kNoLink) {
-    const TaggedRecv& tr = trecvs_[t].tr;
+    const TaggedRecv& tr = tab().trecvs[t].tr;
     m.wr_id = tr.wr_id;
     m.dst = tr.base;
     m.cap = tr.length;
@@ -278,7 +278,7 @@ UetEndpoint::Exec UetEndpoint::rdv_tagged(Pdc& p, RxMsg& m, const RdvRead& rd,
     queue_nack(p, wire::NackCode::kNoSesMsgAvail, psn);
     return Exec::kWait;
   }
-  Unexp& e = unexp_[static_cast<uint32_t>(m.unexp)];
+  Unexp& e = tab().unexp[static_cast<uint32_t>(m.unexp)];
   e.complete = true;
   e.has_data = m.has_data;
   e.data = m.data;
@@ -303,7 +303,7 @@ void UetEndpoint::rdv_keep(RxMsg& m, std::span<const uint8_t> payload) {
 // the rest READ into the receive. Refused (nothing taken) without a message state or room to
 // post the READ.
 absl::Status UetEndpoint::rdv_matched(const TaggedRecv& tr, uint32_t u) {
-  Unexp& e = unexp_[u];
+  Unexp& e = tab().unexp[u];
   if (rx_msgs_used_ == rx_msgs_.size()) {
     return absl::ResourceExhaustedError(
         "post_trecv: the rendezvous message it matches needs a message state "
@@ -469,14 +469,14 @@ UetEndpoint::Exec UetEndpoint::rdv_push(Pdc& p, const wire::SesStandardRequest& 
                                         uint32_t psn) {
   const uint64_t key = ses.match_bits();
   const uint32_t i = key & 0xFFFF;
-  if (key > 0xFFFFFFFFu || i >= rdv_.size() || !rdv_[i].live || key != rdv_key(i, rdv_[i].gen) ||
-      pdcs_[rdv_[i].pdc].peer_ip4 != p.peer_ip4 || rdv_[i].pushing ||
+  if (key > 0xFFFFFFFFu || i >= tab().rdv.size() || !tab().rdv[i].live || key != rdv_key(i, tab().rdv[i].gen) ||
+      pdcs_[tab().rdv[i].pdc].peer_ip4 != p.peer_ip4 || tab().rdv[i].pushing ||
       ses.buffer_offset() > 0xFFFFFFFFu) {
     ++rare().rx_rdv_bad_read;
     refuse(p, psn, static_cast<uint8_t>(wire::SesReturnCode::kBadMkey), ses.message_id());
     return Exec::kDone;
   }
-  RdvSource& s = rdv_[i];
+  RdvSource& s = tab().rdv[i];
   Op w;
   w.op = Opcode::kWrite;
   w.src = s.base + rdv_eager();
@@ -501,8 +501,8 @@ UetEndpoint::Exec UetEndpoint::rdv_push(Pdc& p, const wire::SesStandardRequest& 
 // RUD send and its WRITE share a PDC, where the send would otherwise wait for the WRITE
 // behind it).
 void UetEndpoint::rdv_hand_over(uint32_t i) {
-  Pdc& p = pdcs_[rdv_[i].pdc];
-  Op& o = p.ini.ops[rdv_[i].op];
+  Pdc& p = pdcs_[tab().rdv[i].pdc];
+  Op& o = p.ini.ops[tab().rdv[i].op];
   o.push = i + 1;
   o.rdv = 0;
   --o.unacked;
@@ -515,7 +515,7 @@ void UetEndpoint::rdv_hand_over(uint32_t i) {
 // as the send would have, and withdraws the source.
 void UetEndpoint::rdv_pushed(const Op& w) {
   const uint32_t i = w.push - 1;
-  const RdvSource& s = rdv_[i];
+  const RdvSource& s = tab().rdv[i];
   if (!s.live || w.tag != rdv_key(i, s.gen)) return;
   Completion c{s.send_wr_id, w.failed ? w.status : OpStatus::kSuccess, w.failed ? 0 : s.length,
                s.send_op};

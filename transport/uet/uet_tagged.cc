@@ -107,18 +107,18 @@ absl::Status UetEndpoint::post_tsend(const TaggedSendRequest& ts) {
 
 // The tables tagged messages use, at their bounds, the first time the endpoint sees one.
 void UetEndpoint::tagged_tables() {
-  if (!trecvs_.empty()) return;
+  if (!tab().trecvs.empty()) return;
   if (rx_msgs_.empty()) rx_msgs_.assign(config_.max_recv_messages, RxMsg{});
-  trecvs_.assign(config_.max_trecvs, TRecv{});
-  trecv_free_.resize(config_.max_trecvs);
-  for (uint32_t i = 0; i < config_.max_trecvs; ++i) trecv_free_[i] = config_.max_trecvs - 1 - i;
-  unexp_.assign(config_.max_unexpected, Unexp{});
-  unexp_free_.resize(config_.max_unexpected);
+  tab().trecvs.assign(config_.max_trecvs, TRecv{});
+  tab().trecv_free.resize(config_.max_trecvs);
+  for (uint32_t i = 0; i < config_.max_trecvs; ++i) tab().trecv_free[i] = config_.max_trecvs - 1 - i;
+  tab().unexp.assign(config_.max_unexpected, Unexp{});
+  tab().unexp_free.resize(config_.max_unexpected);
   for (uint32_t i = 0; i < config_.max_unexpected; ++i) {
-    unexp_free_[i] = config_.max_unexpected - 1 - i;
+    tab().unexp_free[i] = config_.max_unexpected - 1 - i;
   }
-  unexp_by_at_.reserve(config_.max_unexpected);
-  deferred_.reserve(config_.max_unexpected);  // deferrable sends' entries (of unexp_)
+  tab().unexp_by_at.reserve(config_.max_unexpected);
+  tab().deferred.reserve(config_.max_unexpected);  // deferrable sends' entries (of tab().unexp)
   arena_ = std::make_unique<uint8_t[]>(config_.unexpected_bytes);
 }
 
@@ -127,12 +127,12 @@ using internal::unlink;
 
 // Posted receive `t` leaves the list (matched), its slot free.
 void UetEndpoint::unlink_trecv(uint32_t t) {
-  unlink(trecvs_, trecv_list_.head, trecv_list_.tail, t);
-  trecv_free_.push_back(t);
+  unlink(tab().trecvs, tab().trecv_list.head, tab().trecv_list.tail, t);
+  tab().trecv_free.push_back(t);
 }
 
 void UetEndpoint::unlink_unexpected(uint32_t u) {
-  unlink(unexp_, unexp_list_.head, unexp_list_.tail, u);
+  unlink(tab().unexp, tab().unexp_list.head, tab().unexp_list.tail, u);
 }
 
 // A receive takes the first unexpected message it matches (arrival order), else waits in
@@ -142,24 +142,24 @@ absl::Status UetEndpoint::post_trecv(const TaggedRecv& tr) {
     return absl::InvalidArgumentError("post_trecv: a buffer with length > 0 needs a base");
   }
   tagged_tables();
-  for (uint32_t u = unexp_list_.head; u != kNoLink; u = unexp_[u].next) {
-    const Unexp& e = unexp_[u];
+  for (uint32_t u = tab().unexp_list.head; u != kNoLink; u = tab().unexp[u].next) {
+    const Unexp& e = tab().unexp[u];
     if (e.bound || e.untagged || e.claimed || !tag_matches(tr, e.tag, e.peer)) continue;
     return take_unexpected(tr, u);
   }
-  if (trecv_free_.empty()) {
+  if (tab().trecv_free.empty()) {
     return absl::ResourceExhaustedError(
         "post_trecv: too many tagged receives posted (max_trecvs)");
   }
-  const uint32_t i = trecv_free_.back();
-  trecv_free_.pop_back();
-  trecvs_[i].tr = tr;
-  link_tail(trecvs_, trecv_list_.head, trecv_list_.tail, i);
+  const uint32_t i = tab().trecv_free.back();
+  tab().trecv_free.pop_back();
+  tab().trecvs[i].tr = tr;
+  link_tail(tab().trecvs, tab().trecv_list.head, tab().trecv_list.tail, i);
   return absl::OkStatus();
 }
 
 absl::Status UetEndpoint::take_unexpected(const TaggedRecv& tr, uint32_t u) {
-  Unexp& e = unexp_[u];
+  Unexp& e = tab().unexp[u];
   if (e.rdv) return rdv_matched(tr, u);  // the rest is READ into this receive
   if (e.deferred) return defer_matched(tr, u);  // its restart lands in this receive
   if (e.complete) {
@@ -170,12 +170,12 @@ absl::Status UetEndpoint::take_unexpected(const TaggedRecv& tr, uint32_t u) {
     m.has_data = e.has_data;
     m.data = e.data;
     complete_trecv(tr, m, arena_.get() + e.at);
-    unlink(unexp_, unexp_list_.head, unexp_list_.tail, u);
+    unlink(tab().unexp, tab().unexp_list.head, tab().unexp_list.tail, u);
     free_unexpected(u);
   } else {  // still arriving: completes when its last byte does
     e.bound = true;
     e.recv = tr;
-    unlink(unexp_, unexp_list_.head, unexp_list_.tail, u);
+    unlink(tab().unexp, tab().unexp_list.head, tab().unexp_list.tail, u);
   }
   return absl::OkStatus();
 }
@@ -186,8 +186,8 @@ absl::Status UetEndpoint::take_unexpected(const TaggedRecv& tr, uint32_t u) {
 // under a claim. Still arriving, or deferred (§4.2): not yet.
 absl::Status UetEndpoint::probe_tagged(const TaggedRecv& match, bool claim, Probed* out) {
   tagged_tables();
-  for (uint32_t u = unexp_list_.head; u != kNoLink; u = unexp_[u].next) {
-    Unexp& e = unexp_[u];
+  for (uint32_t u = tab().unexp_list.head; u != kNoLink; u = tab().unexp[u].next) {
+    Unexp& e = tab().unexp[u];
     if (e.bound || e.untagged || e.claimed || !tag_matches(match, e.tag, e.peer)) continue;
     if (e.deferred || !e.complete) break;
     *out = Probed{.tag = e.tag, .length = e.rdv ? e.rdv_length : e.length, .peer = e.peer,
@@ -207,22 +207,22 @@ absl::Status UetEndpoint::recv_claimed(uint64_t claim, const TaggedRecv& tr) {
     return absl::InvalidArgumentError("recv_claimed: a buffer with length > 0 needs a base");
   }
   const auto u = static_cast<uint32_t>(claim);
-  if (u >= unexp_.size() || !unexp_[u].claimed || unexp_[u].claim_gen != claim >> 32) {
+  if (u >= tab().unexp.size() || !tab().unexp[u].claimed || tab().unexp[u].claim_gen != claim >> 32) {
     return absl::NotFoundError("recv_claimed: no message is claimed under that handle");
   }
-  unexp_[u].claimed = false;
+  tab().unexp[u].claimed = false;
   const absl::Status s = take_unexpected(tr, u);
-  if (!s.ok()) unexp_[u].claimed = true;  // refused for room: still the claimer's
+  if (!s.ok()) tab().unexp[u].claimed = true;  // refused for room: still the claimer's
   return s;
 }
 
 // A receive no message has claimed: a tagged one still in the posted list, or an untagged
 // buffer past recv_claim_ (the later ones move up a place, keeping their order).
 absl::Status UetEndpoint::cancel_recv(uint64_t wr_id) {
-  for (uint32_t i = trecv_list_.head; i != kNoLink; i = trecvs_[i].next) {
-    if (trecvs_[i].tr.wr_id != wr_id) continue;
-    unlink(trecvs_, trecv_list_.head, trecv_list_.tail, i);
-    trecv_free_.push_back(i);
+  for (uint32_t i = tab().trecv_list.head; i != kNoLink; i = tab().trecvs[i].next) {
+    if (tab().trecvs[i].tr.wr_id != wr_id) continue;
+    unlink(tab().trecvs, tab().trecv_list.head, tab().trecv_list.tail, i);
+    tab().trecv_free.push_back(i);
     Completion c{wr_id, OpStatus::kCanceled, 0, Opcode::kTaggedRecv, 0, false, 0};
     completions_.push_back(c);
     return absl::OkStatus();
@@ -245,26 +245,26 @@ absl::Status UetEndpoint::cancel_recv(uint64_t wr_id) {
 // Room for an unexpected message of `length` bytes: the first gap in the arena, between the
 // entries held in offset order. False: the list is full (count or bytes).
 bool UetEndpoint::stage_unexpected(RxMsg& m, uint64_t length) {
-  if (unexp_free_.empty() || length > config_.unexpected_bytes - arena_used_) return false;
+  if (tab().unexp_free.empty() || length > config_.unexpected_bytes - tab().arena_used) return false;
   uint64_t at = 0;
   size_t pos = 0;
-  for (; pos < unexp_by_at_.size(); ++pos) {
-    const Unexp& e = unexp_[unexp_by_at_[pos]];
+  for (; pos < tab().unexp_by_at.size(); ++pos) {
+    const Unexp& e = tab().unexp[tab().unexp_by_at[pos]];
     if (e.at - at >= length) break;
     at = e.at + e.length;
   }
   if (config_.unexpected_bytes - at < length) return false;  // free bytes, but no gap that long
-  const uint32_t u = unexp_free_.back();
-  unexp_free_.pop_back();
-  Unexp& e = unexp_[u];
+  const uint32_t u = tab().unexp_free.back();
+  tab().unexp_free.pop_back();
+  Unexp& e = tab().unexp[u];
   e = Unexp{};
   e.peer = m.peer;
   e.tag = m.tag;
   e.length = length;
   e.at = at;
-  unexp_by_at_.insert(unexp_by_at_.begin() + static_cast<ptrdiff_t>(pos), u);
-  arena_used_ += length;
-  link_tail(unexp_, unexp_list_.head, unexp_list_.tail, u);
+  tab().unexp_by_at.insert(tab().unexp_by_at.begin() + static_cast<ptrdiff_t>(pos), u);
+  tab().arena_used += length;
+  link_tail(tab().unexp, tab().unexp_list.head, tab().unexp_list.tail, u);
   m.unexp = static_cast<int32_t>(u);
   m.dst = arena_.get() + at;
   m.cap = length;
@@ -273,9 +273,9 @@ bool UetEndpoint::stage_unexpected(RxMsg& m, uint64_t length) {
 
 // Entry `u` (already out of the arrival list) and its bytes go back.
 void UetEndpoint::free_unexpected(uint32_t u) {
-  unexp_by_at_.erase(std::find(unexp_by_at_.begin(), unexp_by_at_.end(), u));
-  arena_used_ -= unexp_[u].length;
-  unexp_free_.push_back(u);
+  tab().unexp_by_at.erase(std::find(tab().unexp_by_at.begin(), tab().unexp_by_at.end(), u));
+  tab().arena_used -= tab().unexp[u].length;
+  tab().unexp_free.push_back(u);
 }
 
 // A receive completes with message `m`: the bytes that fit (from the arena when `staged`),
@@ -308,10 +308,10 @@ void UetEndpoint::close_tagged(RxMsg& m) {
     return;
   }
   const auto u = static_cast<uint32_t>(m.unexp);
-  if (unexp_[u].bound) {
-    complete_trecv(unexp_[u].recv, m, nullptr);
+  if (tab().unexp[u].bound) {
+    complete_trecv(tab().unexp[u].recv, m, nullptr);
   } else {
-    unlink(unexp_, unexp_list_.head, unexp_list_.tail, u);
+    unlink(tab().unexp, tab().unexp_list.head, tab().unexp_list.tail, u);
   }
   free_unexpected(u);
 }
@@ -330,16 +330,16 @@ UetEndpoint::RxMsg* UetEndpoint::start_tagged(Pdc& p, uint16_t id,
   m->tagged = true;
   m->tag = ses.match_bits();
   m->peer = p.peer_ip4;
-  uint32_t r = trecv_list_.head;
-  while (r != kNoLink && !tag_matches(trecvs_[r].tr, m->tag, m->peer)) r = trecvs_[r].next;
+  uint32_t r = tab().trecv_list.head;
+  while (r != kNoLink && !tag_matches(tab().trecvs[r].tr, m->tag, m->peer)) r = tab().trecvs[r].next;
   if (r != kNoLink) {
-    const TaggedRecv& tr = trecvs_[r].tr;
+    const TaggedRecv& tr = tab().trecvs[r].tr;
     m->wr_id = tr.wr_id;
     m->dst = tr.base;
     m->cap = tr.length;
     // The receive itself is kept (its slot stays taken) until the message completes.
-    unlink(trecvs_, trecv_list_.head, trecv_list_.tail, r);
-    trecv_free_.push_back(r);
+    unlink(tab().trecvs, tab().trecv_list.head, tab().trecv_list.tail, r);
+    tab().trecv_free.push_back(r);
     m->unexp = -1;
     ++rare().rx_tagged_matched;
   } else if (!stage_unexpected(*m, m->length)) {
@@ -394,14 +394,14 @@ UetEndpoint::Exec UetEndpoint::rx_tagged(Pdc& p, uint16_t id, std::span<const ui
     return Exec::kRecord;
   }
   const auto u = static_cast<uint32_t>(m->unexp);
-  Unexp& e = unexp_[u];
+  Unexp& e = tab().unexp[u];
   e.has_data = m->has_data;
   e.data = m->data;
   if (m->status != OpStatus::kSuccess) {  // nothing of it is delivered
     if (e.bound) {
       complete_trecv(e.recv, *m, nullptr);
     } else {
-      unlink(unexp_, unexp_list_.head, unexp_list_.tail, u);
+      unlink(tab().unexp, tab().unexp_list.head, tab().unexp_list.tail, u);
     }
     free_unexpected(u);
   } else if (e.bound) {
