@@ -331,13 +331,24 @@ void Run::plan_connections() {
 }
 
 absl::Status Run::create_endpoints() {
+  // UET hosts differ in address and seed, and in their PDC table when a workload needs more
+  // than the default: one shared config per table size.
+  std::vector<std::pair<uint32_t, std::shared_ptr<const UetShared>>> shared;
   for (uint32_t h = 0; h < hosts_; ++h) {
     if (!net_.owns_host(h)) {  // another rank's
       eps_.push_back(nullptr);
       continue;
     }
     if (rc_.transport == TransportKind::kUet) {
-      auto ep = UetEndpoint::create(uet_config(rc_, h, pdcs_[h]));
+      const UetConfig c = uet_config(rc_, h, pdcs_[h]);
+      auto s = std::find_if(shared.begin(), shared.end(),
+                            [&](const auto& x) { return x.first == c.max_pdcs; });
+      if (s == shared.end()) {
+        auto made = UetShared::create(c);
+        if (!made.ok()) return made.status();
+        s = shared.insert(shared.end(), {c.max_pdcs, std::move(*made)});
+      }
+      auto ep = UetEndpoint::create(s->second, UetHost{c.local_ip4, c.local_mac, c.seed});
       if (!ep.ok()) return ep.status();
       eps_.push_back(std::move(*ep));
     } else {

@@ -232,6 +232,14 @@ struct UetConfig {
 };
 
 // Why frames were dropped or answered specially; always on.
+// What differs between the endpoints of one host kind, which share the rest of their
+// UetConfig (UetShared): each takes these beside it, in place of the shared config's own.
+struct UetHost {
+  uint32_t local_ip4 = 0;
+  wire::MacAddr local_mac{};
+  uint64_t seed = 1;  // start PSNs and the path selectors' seeds
+};
+
 struct UetCounters {
   uint64_t tx_data = 0, tx_retx = 0, tx_acks = 0, tx_nacks = 0;
   uint64_t rx_data = 0, rx_acks = 0, rx_nacks = 0;

@@ -161,7 +161,7 @@ absl::Status UetConfig::validate_modes() const {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::unique_ptr<UetEndpoint>> UetEndpoint::create(const UetConfig& config) {
+absl::StatusOr<std::shared_ptr<const UetShared>> UetShared::create(const UetConfig& config) {
   if (absl::Status s = config.validate(); !s.ok()) return s;
   cc::NsccConfig nc;
   nc.link_gbps = config.link_gbps;
@@ -169,10 +169,28 @@ absl::StatusOr<std::unique_ptr<UetEndpoint>> UetEndpoint::create(const UetConfig
   nc.mtu = config.payload_bytes;
   auto derived = cc::NsccConfig::derive(nc);
   if (!derived.ok()) return derived.status();
-  auto ep = std::unique_ptr<UetEndpoint>(new UetEndpoint(config));
-  ep->nscc_config_ = *derived;
-  if (config.tss.enabled) {
-    auto t = tss::Sublayer::create(config.tss, config.local_ip4);
+  auto s = std::shared_ptr<UetShared>(new UetShared(config));
+  if (s->config_.resolve_mac == nullptr) s->config_.resolve_mac = sim_mac;
+  if (s->config_.rod_window == 0) s->config_.rod_window = s->config_.mpr;
+  s->nscc_ = *derived;
+  s->rccc_ = derive_rccc(config);
+  return s;
+}
+
+absl::StatusOr<std::unique_ptr<UetEndpoint>> UetEndpoint::create(const UetConfig& config) {
+  auto shared = UetShared::create(config);
+  if (!shared.ok()) return shared.status();
+  return create(std::move(*shared), UetHost{config.local_ip4, config.local_mac, config.seed});
+}
+
+absl::StatusOr<std::unique_ptr<UetEndpoint>> UetEndpoint::create(
+    std::shared_ptr<const UetShared> shared, const UetHost& host) {
+  if (shared == nullptr) return absl::InvalidArgumentError("UetShared must be given");
+  if (host.local_ip4 == 0) return absl::InvalidArgumentError("UetHost.local_ip4 must be set");
+  const tss::TssConfig& tss = shared->config_.tss;
+  auto ep = std::unique_ptr<UetEndpoint>(new UetEndpoint(std::move(shared), host));
+  if (tss.enabled) {
+    auto t = tss::Sublayer::create(tss, host.local_ip4);
     if (!t.ok()) {
       return absl::InvalidArgumentError(absl::StrCat("UetConfig.tss: ", t.status().message()));
     }
@@ -182,15 +200,15 @@ absl::StatusOr<std::unique_ptr<UetEndpoint>> UetEndpoint::create(const UetConfig
   return ep;
 }
 
-UetEndpoint::UetEndpoint(const UetConfig& config)
-    : config_(config),
-      mpr_mask_(config.mpr - 1),
-      rccc_config_(derive_rccc(config)),
-      rccc_rx_(rccc_config_),
-      pdcs_(config.max_pdcs),
-      rng_(config.seed ^ config.local_ip4) {
-  if (config_.resolve_mac == nullptr) config_.resolve_mac = sim_mac;
-  if (config_.rod_window == 0) config_.rod_window = config_.mpr;
+UetEndpoint::UetEndpoint(std::shared_ptr<const UetShared> shared, const UetHost& host)
+    : shared_(std::move(shared)),
+      config_(shared_->config_),
+      local_ip4_(host.local_ip4),
+      local_mac_(host.local_mac),
+      mpr_mask_(config_.mpr - 1),
+      rccc_rx_(shared_->rccc_),
+      pdcs_(config_.max_pdcs),
+      rng_(host.seed ^ host.local_ip4) {
   update_access_word();
 }
 
@@ -222,8 +240,8 @@ int32_t UetEndpoint::alloc_pdc(Role role) {
     return n;
   }
   p.ini.rto = config_.rto;
-  p.ini.nscc = cc::Nscc(nscc_config_);
-  p.ini.rccc = cc::RcccSender(rccc_config_);
+  p.ini.nscc = cc::Nscc(shared_->nscc_);
+  p.ini.rccc = cc::RcccSender(shared_->rccc_);
   return n;
 }
 
@@ -376,7 +394,7 @@ absl::Status UetEndpoint::deregister_memory(uint32_t key) {
 
 absl::StatusOr<uint16_t> UetEndpoint::initiator_pdc(uint32_t peer, bool rod, uint16_t pid,
                                                      const char* verb) {
-  if (peer == 0 || peer == config_.local_ip4) {
+  if (peer == 0 || peer == local_ip4_) {
     return absl::InvalidArgumentError(
         absl::StrCat(verb, ": peer must be another endpoint's address"));
   }
@@ -496,7 +514,7 @@ absl::Status UetEndpoint::post_in_mode(DeliveryMode mode, uint32_t peer, const O
   if (mode != DeliveryMode::kRudi && mode != DeliveryMode::kUud) {
     return post_op(peer, mode == DeliveryMode::kRod, op, verb);
   }
-  if (peer == 0 || peer == config_.local_ip4) {
+  if (peer == 0 || peer == local_ip4_) {
     return absl::InvalidArgumentError(
         absl::StrCat(verb, ": peer must be another endpoint's address"));
   }

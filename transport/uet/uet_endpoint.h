@@ -65,10 +65,29 @@ namespace uet {
   X(uint64_t, tx_credit_req) X(uint64_t, tx_req_ack) X(uint64_t, rx_req_ack) \
   X(uint64_t, rx_credit_req) X(uint64_t, credit_probes)
 
+// A UetConfig validated, and its congestion controls' configs derived, once for the endpoints
+// of one host kind to share (read in place, never changed); each endpoint takes its own
+// address and seed (UetHost) beside it.
+class UetShared {
+ public:
+  static absl::StatusOr<std::shared_ptr<const UetShared>> create(const UetConfig& config);
+  const UetConfig& config() const noexcept { return config_; }
+
+ private:
+  friend class UetEndpoint;
+  explicit UetShared(const UetConfig& config) : config_(config) {}
+  UetConfig config_;
+  cc::NsccConfig nscc_;  // every PDC's Nscc reads it
+  cc::RcccConfig rccc_;
+};
+
 class UetEndpoint final : public Endpoint {
  public:
+  // An endpoint of its own config (a UetShared of its own; config's address and seed).
   static absl::StatusOr<std::unique_ptr<UetEndpoint>> create(const UetConfig& config);
-  // Its PDCs' NSCC engines point at nscc_config_: the endpoint stays where create() put it.
+  // One of many endpoints of one config: `host`'s address and seed in place of the config's.
+  static absl::StatusOr<std::unique_ptr<UetEndpoint>> create(
+      std::shared_ptr<const UetShared> shared, const UetHost& host);
   UetEndpoint(const UetEndpoint&) = delete;
   UetEndpoint& operator=(const UetEndpoint&) = delete;
 
@@ -124,7 +143,7 @@ class UetEndpoint final : public Endpoint {
   static constexpr uint32_t kMaxRegions = 65535;  // register_memory's slots (key & 0xFFFF)
 
  private:
-  explicit UetEndpoint(const UetConfig& config);
+  UetEndpoint(std::shared_ptr<const UetShared> shared, const UetHost& host);
 
   // The PDS state types (uet_pdc.h), by the names the engine's files use.
   using Op = pds::Op;
@@ -636,15 +655,16 @@ class UetEndpoint final : public Endpoint {
     return p;
   }
 
-  UetConfig config_;
+  std::shared_ptr<const UetShared> shared_;
+  const UetConfig& config_;  // shared_'s: its local_ip4, local_mac and seed are not this host's
+  uint32_t local_ip4_;
+  wire::MacAddr local_mac_;
   uint32_t mpr_mask_ = 0;  // config_.mpr - 1 (a power of 2): PSN -> position in a PDC's rings
-  cc::NsccConfig nscc_config_;  // derived once; every PDC's Nscc reads it (never changes)
   uint64_t window(const Pdc& p) const noexcept {
     return config_.cc != CcMode::kRccc
                ? std::min<uint64_t>(config_.window_bytes, p.ini.nscc.window())
                : config_.window_bytes;
   }
-  cc::RcccConfig rccc_config_;
   cc::RcccReceiver rccc_rx_;  // target side: the senders of this endpoint, by target PDC id
   // Target PDCs with credit to send (grows in take_grants() to max_pdcs).
   GrowRing<uint16_t> credit_ring_;

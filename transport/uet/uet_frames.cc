@@ -14,9 +14,9 @@ using wire::PdsType;
 
 wire::Encap UetEndpoint::encap_for(const Pdc& p, bool control, uint16_t ev) const {
   wire::Encap e;
-  e.src_mac = config_.local_mac;
+  e.src_mac = local_mac_;
   e.dst_mac = p.peer_mac;
-  e.src_ip4 = config_.local_ip4;
+  e.src_ip4 = local_ip4_;
   e.dst_ip4 = p.peer_ip4;
   e.dscp = control ? config_.dscp_control : config_.dscp_data;
   e.ecn = !control && config_.ect ? 2 : 0;

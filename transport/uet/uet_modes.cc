@@ -65,9 +65,9 @@ absl::Status UetEndpoint::check_mode(DeliveryMode m, Opcode op, const char* verb
 wire::Encap UetEndpoint::encap_to(uint32_t ip, const wire::MacAddr& mac, bool control,
                                   uint16_t sport) const {
   wire::Encap e;
-  e.src_mac = config_.local_mac;
+  e.src_mac = local_mac_;
   e.dst_mac = mac;
-  e.src_ip4 = config_.local_ip4;
+  e.src_ip4 = local_ip4_;
   e.dst_ip4 = ip;
   e.dscp = control ? config_.dscp_control : config_.dscp_data;
   e.ecn = !control && config_.ect ? 2 : 0;

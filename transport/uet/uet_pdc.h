@@ -204,7 +204,7 @@ struct Pdc : PdcHead {
     Time clear_at = 0;             // §3.12: a CLEAR of clear_psn may go again from then (tx)
     uint32_t clear_psn = 0;        // ... the clear PSN the last CLEAR carried
     Time last_ack_at = kNever;     // the last valid ACK (is the peer alive?)
-    cc::Nscc nscc;  // reads the endpoint's NsccConfig (UetEndpoint::nscc_config_)
+    cc::Nscc nscc;  // reads the endpoint's NsccConfig (UetShared::nscc_)
     // RCCC sender (UetConfig::cc rccc or nscc+rccc).
     cc::RcccSender rccc{cc::RcccConfig{}};
     uint64_t unsent_bytes = 0;      // WRITE/SEND payload posted, not yet sent once

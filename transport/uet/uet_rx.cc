@@ -171,7 +171,7 @@ void UetEndpoint::rx(std::span<Frame* const> frames, Time now) {
   }
   if ((tss_ != nullptr || !d.sealed.empty()) && !tss_open(f, decoded, trimmed)) return;
   // (After a tolerated length error the decoder has every header but did not set protocol.)
-  if (d.pds == nullptr || d.ipv4 == nullptr || d.ipv4->dst() != config_.local_ip4) {
+  if (d.pds == nullptr || d.ipv4 == nullptr || d.ipv4->dst() != local_ip4_) {
     ++rare().rx_malformed;
     return;
   }
