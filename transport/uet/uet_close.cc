@@ -20,8 +20,8 @@ void UetEndpoint::note_idle(Pdc& p, Time now) {
     start_close(p, now);
     return;
   }
-  if (config_.idle_timeout == 0 || p.idle_deadline != kNever) return;
-  p.idle_deadline = now + config_.idle_timeout;
+  if (hot_.idle_timeout == 0 || p.idle_deadline != kNever) return;
+  p.idle_deadline = now + hot_.idle_timeout;
   deadline_ = std::min(deadline_, p.idle_deadline);
 }
 
@@ -46,11 +46,11 @@ void UetEndpoint::start_close(Pdc& p, Time now) {
 // max_retries; then freed. True when freed.
 bool UetEndpoint::timer_closing(Pdc& p, uint16_t id, Time now, Time& next) {
   if (p.ini.close_deadline <= now) {
-    if (!p.ctrl_pending && p.close_tries < config_.max_retries && p.established) {
+    if (!p.ctrl_pending && p.close_tries < hot_.max_retries && p.established) {
       ++p.close_tries;
       p.ctrl_pending = true;  // the CLOSE (or its ACK) was lost: again, with backoff
       p.ini.close_deadline =
-          now + std::min(p.ini.rto << std::min<int>(p.close_tries, 16), config_.max_rto);
+          now + std::min(p.ini.rto << std::min<int>(p.close_tries, 16), hot_.max_rto);
     } else if (!p.ctrl_pending) {
       if (p.established) ++rare().close_abandoned;
       free_pdc(id);
@@ -129,15 +129,15 @@ void UetEndpoint::free_pdc(uint16_t id) {
 // that finds the table full takes it (reclaim_unanswered).
 void UetEndpoint::req_close_due(Pdc& p, uint16_t id, Time now) {
   p.idle_deadline = kNever;
-  if (p.close_tries < config_.max_retries) {
+  if (p.close_tries < hot_.max_retries) {
     ++p.close_tries;
     p.ctrl_pending = true;
-    p.idle_deadline = now + config_.idle_timeout;
+    p.idle_deadline = now + hot_.idle_timeout;
   } else if (!p.tgt.unanswered) {
     p.tgt.unanswered = true;
-    if (unanswered_tail_ - unanswered_head_ == config_.max_pdcs) ++unanswered_head_;
+    if (unanswered_tail_ - unanswered_head_ == hot_.max_pdcs) ++unanswered_head_;
     unanswered_.reserve32(unanswered_head_, unanswered_tail_,
-                          uint64_t{unanswered_tail_ - unanswered_head_} + 1, config_.max_pdcs);
+                          uint64_t{unanswered_tail_ - unanswered_head_} + 1, hot_.max_pdcs);
     unanswered_[unanswered_tail_++] = id;
   }
 }

@@ -70,7 +70,7 @@ void UetEndpoint::defer_retired(const Op& o) {
     s.deferred = true;
     if (s.rtr_seen && !defer_restart(i)) {  // on_timer tries again
       ++restarts_due_;
-      deadline_ = std::min(deadline_, now_ + config_.rto);
+      deadline_ = std::min(deadline_, now_ + hot_.rto);
     }
     return;
   }
@@ -299,7 +299,7 @@ Time UetEndpoint::defer_timer(Time now) {
       --restarts_due_;
     }
   }
-  Time next = restarts_due_ > 0 ? now + config_.rto : kNever;
+  Time next = restarts_due_ > 0 ? now + hot_.rto : kNever;
   for (size_t k = 0; k < tab().deferred.size() && deferred_reserved_ > 0;) {
     const uint32_t u = tab().deferred[k];
     Unexp& e = tab().unexp[u];

@@ -206,8 +206,9 @@ UetEndpoint::UetEndpoint(std::shared_ptr<const UetShared> shared, const UetHost&
       local_ip4_(host.local_ip4),
       local_mac_(host.local_mac),
       mpr_mask_(config_.mpr - 1),
+      hot_(config_),
       rccc_rx_(shared_->rccc_),
-      pdcs_(config_.max_pdcs),
+      pdcs_(hot_.max_pdcs),
       rng_(host.seed ^ host.local_ip4) {
   update_access_word();
 }
@@ -233,13 +234,13 @@ int32_t UetEndpoint::alloc_pdc(Role role) {
   if (role == Role::kTarget) {
     // The response ring grows in queue_response() (every entry is written there before
     // use), refusals' codes come with the first refusal (refuse()); their bitmaps are here.
-    p.tgt.rcv_bits.assign(config_.mpr / 64, 0);
-    p.tgt.rsp_bits.assign(config_.mpr / 64, 0);
+    p.tgt.rcv_bits.assign(hot_.mpr / 64, 0);
+    p.tgt.rsp_bits.assign(hot_.mpr / 64, 0);
     std::fill(p.tgt.gtd.begin(), p.tgt.gtd.end(), Pdc::Refusal{});
-    p.tgt.gtd_bits.assign(config_.mpr / 64, 0);
+    p.tgt.gtd_bits.assign(hot_.mpr / 64, 0);
     return n;
   }
-  p.ini.rto = config_.rto;
+  p.ini.rto = hot_.rto;
   p.ini.nscc = cc::Nscc(shared_->nscc_);
   p.ini.rccc = cc::RcccSender(shared_->rccc_);
   return n;
@@ -260,7 +261,7 @@ size_t UetEndpoint::window_slots() const noexcept {
 // packet.
 void UetEndpoint::grow_window(Pdc& p) {
   p.ini.slots.reserve32(p.ini.base_psn, p.ini.next_psn, p.ini.next_psn - p.ini.base_psn + 1,
-                        config_.mpr);
+                        hot_.mpr);
 }
 
 namespace {
@@ -448,7 +449,7 @@ absl::Status UetEndpoint::post_op(uint32_t peer, bool rod, const Op& op, const c
   o = op;
   o.address = internal::address_words(config_.job_id, op.to);  // once, for all its packets
   o.packets = std::max<uint32_t>(
-      1, static_cast<uint32_t>((op.length + config_.payload_bytes - 1) / config_.payload_bytes));
+      1, static_cast<uint32_t>((op.length + hot_.payload_bytes - 1) / hot_.payload_bytes));
   uint64_t carried = op.length;
   if (config_.rendezvous_bytes != 0 && op.length > config_.rendezvous_bytes && op.defer == 0 &&
       (op.op == Opcode::kSend || op.op == Opcode::kTaggedSend)) {
@@ -560,7 +561,7 @@ size_t UetEndpoint::poll_completions(std::span<Completion> out) {
 
 UetEndpoint::Modes& UetEndpoint::make_modes() {
   modes_ = std::make_unique<Modes>();
-  modes_->rod.configure(config_.rod_window, config_.payload_bytes, config_.rod_buffers);
+  modes_->rod.configure(hot_.rod_window, hot_.payload_bytes, config_.rod_buffers);
   return *modes_;
 }
 

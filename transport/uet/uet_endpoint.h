@@ -330,9 +330,9 @@ class UetEndpoint final : public Endpoint {
   bool build_ctrl(Pdc& p, uint16_t pdcid, wire::CtrlType type, uint32_t psn, Frame& f,
                   uint32_t payload = 0);
   // RCCC helpers.
-  bool rccc_sender() const noexcept { return config_.cc != CcMode::kNscc; }
+  bool rccc_sender() const noexcept { return hot_.cc != CcMode::kNscc; }
   uint64_t credit_backlog(const Pdc& p) const noexcept {
-    return p.ini.unsent_bytes + uint64_t{p.ini.resend_pending} * config_.payload_bytes;
+    return p.ini.unsent_bytes + uint64_t{p.ini.resend_pending} * hot_.payload_bytes;
   }
   void on_credit(Pdc& p, uint64_t bytes);
   void take_grants(Time now);
@@ -402,7 +402,7 @@ class UetEndpoint final : public Endpoint {
   // Rendezvous (uet_rendezvous.cc): the initiator's sources and the READs they answer, the
   // target's requests and the READs it posts.
   uint32_t rdv_eager() const noexcept {
-    return config_.payload_bytes - static_cast<uint32_t>(wire::SesRendezvous::kSize);
+    return hot_.payload_bytes - static_cast<uint32_t>(wire::SesRendezvous::kSize);
   }
   static uint32_t rdv_key(uint32_t source, uint16_t gen) noexcept {
     return 0x80000000u | uint32_t{gen & 0x7FFFu} << 16 | source;
@@ -593,7 +593,7 @@ class UetEndpoint final : public Endpoint {
   static uint16_t ev_port(const Pdc& p, uint16_t ev) noexcept;
   // The source port a frame goes out with: `port`, unless UetConfig::udp_source_port fixes it.
   uint16_t wire_sport(uint16_t port) const noexcept {
-    return config_.udp_source_port != 0 ? config_.udp_source_port : port;
+    return hot_.udp_source_port != 0 ? hot_.udp_source_port : port;
   }
   void on_rtt_sample(Pdc& p, Time rtt) noexcept;
   Time rto_estimate(const Pdc& p) noexcept;
@@ -601,8 +601,8 @@ class UetEndpoint final : public Endpoint {
   // resends proved spurious, up to srtt and short of the RTO (s.sent + rto, rto_fired): ours
   // is as short as 2 srtt, and a loss handed to it costs a backoff and NSCC's window.
   Time reorder_window(const Pdc& p) const noexcept {
-    if (p.ini.srtt == 0 || config_.reorder_srtt_pct == 0) return config_.reorder_window;
-    const Time base = std::min(config_.reorder_window, p.ini.srtt * config_.reorder_srtt_pct / 100);
+    if (p.ini.srtt == 0 || hot_.reorder_srtt_pct == 0) return hot_.reorder_window;
+    const Time base = std::min(hot_.reorder_window, p.ini.srtt * hot_.reorder_srtt_pct / 100);
     if (p.ini.reo_wnd_mult != 0) [[unlikely]] {
       return widened_window(p, base);
     }
@@ -659,11 +659,37 @@ class UetEndpoint final : public Endpoint {
   const UetConfig& config_;  // shared_'s: its local_ip4, local_mac and seed are not this host's
   uint32_t local_ip4_;
   wire::MacAddr local_mac_;
-  uint32_t mpr_mask_ = 0;  // config_.mpr - 1 (a power of 2): PSN -> position in a PDC's rings
+  uint32_t mpr_mask_ = 0;  // hot_.mpr - 1 (a power of 2): PSN -> position in a PDC's rings
+  // The fields of config_ the per-packet paths read, copied in: at a fixed offset from `this`
+  // they cost no load of the shared config's address.
+  struct HotConfig {
+    uint64_t window_bytes;
+    Time ack_delay, idle_timeout, base_rtt, reorder_window, rto, min_rto, max_rto;
+    Time hold_probe_after;
+    uint32_t payload_bytes, mpr, rod_window, max_pdcs, ack_every, reorder_threshold;
+    uint32_t reorder_srtt_pct, rto_srtt_pct, rto_rtt_max_pct, reorder_adapt_recoveries;
+    uint32_t max_retries;
+    uint16_t udp_source_port;
+    CcMode cc;
+    bool tx_by_reference, ack_out_of_order, tlp, rack, udp_checksum;
+    explicit HotConfig(const UetConfig& c) noexcept
+        : window_bytes(c.window_bytes), ack_delay(c.ack_delay), idle_timeout(c.idle_timeout),
+          base_rtt(c.base_rtt), reorder_window(c.reorder_window), rto(c.rto),
+          min_rto(c.min_rto), max_rto(c.max_rto), hold_probe_after(c.hold_probe_after),
+          payload_bytes(c.payload_bytes), mpr(c.mpr), rod_window(c.rod_window),
+          max_pdcs(c.max_pdcs), ack_every(c.ack_every), reorder_threshold(c.reorder_threshold),
+          reorder_srtt_pct(c.reorder_srtt_pct), rto_srtt_pct(c.rto_srtt_pct),
+          rto_rtt_max_pct(c.rto_rtt_max_pct),
+          reorder_adapt_recoveries(c.reorder_adapt_recoveries), max_retries(c.max_retries),
+          udp_source_port(c.udp_source_port), cc(c.cc), tx_by_reference(c.tx_by_reference),
+          ack_out_of_order(c.ack_out_of_order), tlp(c.tlp), rack(c.rack),
+          udp_checksum(c.udp_checksum) {}
+  };
+  const HotConfig hot_;
   uint64_t window(const Pdc& p) const noexcept {
-    return config_.cc != CcMode::kRccc
-               ? std::min<uint64_t>(config_.window_bytes, p.ini.nscc.window())
-               : config_.window_bytes;
+    return hot_.cc != CcMode::kRccc
+               ? std::min<uint64_t>(hot_.window_bytes, p.ini.nscc.window())
+               : hot_.window_bytes;
   }
   cc::RcccReceiver rccc_rx_;  // target side: the senders of this endpoint, by target PDC id
   // Target PDCs with credit to send (grows in take_grants() to max_pdcs).
@@ -798,7 +824,7 @@ class UetEndpoint final : public Endpoint {
   // Whether frames carry a UDP checksum: not when sealed unless TssConfig::udp_checksum (the
   // tag covers the same bytes; spec/uet.md §5.2).
   bool udp_checksum() const noexcept {
-    return config_.udp_checksum && (tss_ == nullptr || config_.tss.udp_checksum);
+    return hot_.udp_checksum && (tss_ == nullptr || config_.tss.udp_checksum);
   }
   // `payload`: the frame's last bytes, reserved but not yet copied, which sealing encrypts
   // from registered memory into the frame (TSS only; empty otherwise).

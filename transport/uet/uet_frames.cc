@@ -36,7 +36,7 @@ void UetEndpoint::set_peer(Pdc& p, uint32_t ip4) {
 // §3.8: the PSNs past CACK this target PDC can take, in PSNs, at most 255 [choice]: the
 // receive window (mpr), or for ROD the reorder buffer (rod_window).
 uint8_t UetEndpoint::advertised_mpr(const Pdc& p) const noexcept {
-  return static_cast<uint8_t>(std::min<uint32_t>(255, p.rod ? config_.rod_window : config_.mpr));
+  return static_cast<uint8_t>(std::min<uint32_t>(255, p.rod ? hot_.rod_window : hot_.mpr));
 }
 
 // A target PDC's ACK (§3.7): planned from its receive state, encoded, then accounted for.
@@ -191,12 +191,12 @@ bool UetEndpoint::send_ack(Pdc& p, uint16_t pdcid, Frame& f) {
 [[gnu::always_inline]] inline uint64_t UetEndpoint::sack_bitmap(const Pdc& p,
                                                                 uint32_t sack_base) const noexcept {
   uint64_t bitmap = 0;
-  if (const uint32_t ahead = sack_base - p.tgt.rcv_base; ahead < config_.mpr) {
+  if (const uint32_t ahead = sack_base - p.tgt.rcv_base; ahead < hot_.mpr) {
     const uint32_t at = (sack_base & mpr_mask_);
     const uint32_t word = at / 64, shift = at % 64;
     bitmap = p.tgt.rcv_bits[word] >> shift;
     if (shift != 0) bitmap |= p.tgt.rcv_bits[(word + 1) % p.tgt.rcv_bits.size()] << (64 - shift);
-    if (config_.mpr - ahead < 64) bitmap &= (uint64_t{1} << (config_.mpr - ahead)) - 1;
+    if (hot_.mpr - ahead < 64) bitmap &= (uint64_t{1} << (hot_.mpr - ahead)) - 1;
   }
   return bitmap;
 }
@@ -289,7 +289,7 @@ bool UetEndpoint::build_stateless_nack(const StatelessNack& sn, Frame& f) {
       ack->set_spdcid(sn.local_pdcid);
       ack->set_dpdcid(sn.peer_pdcid);
       ack->set_cc_type(wire::CcType::kNscc);
-      ack->set_mpr(static_cast<uint8_t>(std::min<uint32_t>(255, config_.mpr)));  // §3.8
+      ack->set_mpr(static_cast<uint8_t>(std::min<uint32_t>(255, hot_.mpr)));  // §3.8
       ack->set_sack_psn_offset(1);
       if (!finish(b, f, 0)) return false;
       f.priority = Priority::kControl;

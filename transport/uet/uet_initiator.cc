@@ -47,12 +47,12 @@ void UetEndpoint::on_rtt_sample(Pdc& p, Time rtt) noexcept {
 
 // RFC 6298 §2.3, floored at rto_srtt_pct of srtt and at rto_rtt_max_pct of the largest sample.
 Time UetEndpoint::rto_estimate(const Pdc& p) noexcept {
-  if (p.ini.srtt == 0) return config_.rto;
-  const Time est = std::max(p.ini.srtt + 4 * p.ini.rttvar, p.ini.srtt * config_.rto_srtt_pct / 100);
-  const Time rto = std::clamp(est, config_.min_rto, config_.max_rto);
-  if (config_.rto_rtt_max_pct == 0) return rto;
-  const Time floored = std::clamp(std::max(est, p.ini.rtt_max * config_.rto_rtt_max_pct / 100),
-                                  config_.min_rto, config_.max_rto);
+  if (p.ini.srtt == 0) return hot_.rto;
+  const Time est = std::max(p.ini.srtt + 4 * p.ini.rttvar, p.ini.srtt * hot_.rto_srtt_pct / 100);
+  const Time rto = std::clamp(est, hot_.min_rto, hot_.max_rto);
+  if (hot_.rto_rtt_max_pct == 0) return rto;
+  const Time floored = std::clamp(std::max(est, p.ini.rtt_max * hot_.rto_rtt_max_pct / 100),
+                                  hot_.min_rto, hot_.max_rto);
   if (floored > rto) ++counters_.rto_below_rtt_max;
   return floored;
 }
@@ -69,13 +69,13 @@ Time UetEndpoint::rto_estimate(const Pdc& p) noexcept {
 // after it was sent, not at the probe timeout after the last ACK.
 void UetEndpoint::rack_detect(Pdc& p, Time now) {
   p.ini.rack_deadline = kNever;
-  if (!config_.rack || p.ini.rack_sent == 0 || !psn_before(p.ini.base_psn, p.ini.next_psn)) {
+  if (!hot_.rack || p.ini.rack_sent == 0 || !psn_before(p.ini.base_psn, p.ini.next_psn)) {
     return;
   }
   // RFC 8985 §6.2 step 4: in recovery, with no reordering seen, no reordering window.
   const Time window = p.ini.loss_repaired && !p.ini.reordering_seen ? 0 : reorder_window(p);
   const bool tail_acked = p.ini.slots[p.ini.next_psn - 1].acked;
-  const uint32_t end = p.ini.rack_highest + 1 - (tail_acked ? 0 : config_.reorder_threshold);
+  const uint32_t end = p.ini.rack_highest + 1 - (tail_acked ? 0 : hot_.reorder_threshold);
   for (uint32_t psn = p.ini.base_psn; psn_before(psn, end); ++psn) {
     const Slot& s = p.ini.slots[psn];
     if (!s.in_flight || s.acked || s.sent > p.ini.rack_sent) continue;
@@ -105,11 +105,11 @@ void UetEndpoint::note_spurious(Pdc& p, bool duplicate) {
   if (p.ini.spurious_round && !psn_before(p.ini.base_psn, p.ini.spurious_psn)) {
     p.ini.spurious_round = false;
   }
-  if (config_.reorder_adapt_recoveries == 0 || p.ini.spurious_round) return;
+  if (hot_.reorder_adapt_recoveries == 0 || p.ini.spurious_round) return;
   p.ini.spurious_round = true;
   p.ini.spurious_psn = p.ini.next_psn;
   if (p.ini.reo_wnd_mult != UINT8_MAX) ++p.ini.reo_wnd_mult;
-  p.ini.reo_wnd_persist = static_cast<uint8_t>(config_.reorder_adapt_recoveries);
+  p.ini.reo_wnd_persist = static_cast<uint8_t>(hot_.reorder_adapt_recoveries);
   ++rare().reorder_widened;
 }
 
@@ -254,7 +254,7 @@ void UetEndpoint::rx_ack(const wire::Decoded& d, Time now) {
       note_retx_ack(*p, s, h.retx());
     }
   } else if (h.retx() && psn_before(trig, p->ini.base_psn) &&
-             p->ini.base_psn - trig <= config_.mpr) [[unlikely]] {
+             p->ini.base_psn - trig <= hot_.mpr) [[unlikely]] {
     note_spurious(*p, true);  // the duplicate of a PSN acknowledged and retired
   }
   const Time data_sent = ack_response(*p, d, trig, trig_in_window, now);
@@ -320,10 +320,10 @@ void UetEndpoint::rx_ack(const wire::Decoded& d, Time now) {
           rd->payload_length() == s.len && rd->message_offset() == 0) {
         const size_t have = std::min<size_t>(d.payload.size(), s.len);
         if (o.rdv != 0) [[unlikely]] {  // a rendezvous READ: into its receive, what fits
-          rdv_place(o, uint64_t{s.packet} * config_.payload_bytes, d.payload.first(have));
+          rdv_place(o, uint64_t{s.packet} * hot_.payload_bytes, d.payload.first(have));
           p.ini.results_held = true;  // the source holds this answer until we clear it
         } else if (have > 0) {
-          std::memcpy(o.dst + uint64_t{s.packet} * config_.payload_bytes, d.payload.data(), have);
+          std::memcpy(o.dst + uint64_t{s.packet} * hot_.payload_bytes, d.payload.data(), have);
         }
         data_sent = s.sent;
         ack_psn(p, trig, false, now);
@@ -430,7 +430,7 @@ void UetEndpoint::rx_ack(const wire::Decoded& d, Time now) {
   if (cc != nullptr && cc->cc_type() == wire::CcType::kNscc) {
     if (rtt > 0) {
       const Time held = Time{cc->service_time()} * kNanosecond;
-      nscc_rtt = std::max(rtt - held, std::min(rtt, config_.base_rtt));
+      nscc_rtt = std::max(rtt - held, std::min(rtt, hot_.base_rtt));
     }
     if (const uint32_t delta = (cc->rcvd_bytes() - p.ini.peer_rcvd_bytes) & 0xFFFFFF;
         delta < 0x800000) {
@@ -449,10 +449,10 @@ void UetEndpoint::rx_ack(const wire::Decoded& d, Time now) {
 // hold_probe_after: the target answered; if operations wait on it with nothing in flight,
 // ask again whether it lives after hold_probe_after.
 void UetEndpoint::note_held(Pdc& p, Time now) {
-  if (config_.hold_probe_after == 0 || p.closing) return;
+  if (hot_.hold_probe_after == 0 || p.closing) return;
   if (p.ini.op_head == p.ini.op_tail || psn_before(p.ini.base_psn, p.ini.next_psn)) return;
   p.ini.req_acks = 0;
-  p.idle_deadline = now + config_.hold_probe_after;
+  p.idle_deadline = now + hot_.hold_probe_after;
   deadline_ = std::min(deadline_, p.idle_deadline);
 }
 
@@ -519,7 +519,7 @@ void UetEndpoint::rx_nack(const wire::Decoded& d, Time now) {
       if (in_window) {
         mark_lost(*p, psn);
         ++counters_.nack_retx;
-        p->ini.nscc.on_nack(config_.payload_bytes, now);
+        p->ini.nscc.on_nack(hot_.payload_bytes, now);
       }
       break;
     case wire::NackCode::kRcvdSesProcg:

@@ -163,15 +163,15 @@ namespace uet {
 // 2 srtt + ack_delay after the last send or ACK.
 [[gnu::always_inline]] inline void UetEndpoint::arm_tlp(Pdc& p, Time now) noexcept {
   p.ini.tlp_deadline = kNever;
-  if (!config_.tlp || p.ini.srtt == 0 || p.ini.tlp_done || p.ini.op_send != p.ini.op_tail ||
+  if (!hot_.tlp || p.ini.srtt == 0 || p.ini.tlp_done || p.ini.op_send != p.ini.op_tail ||
       !internal::psn_before(p.ini.base_psn, p.ini.next_psn)) {
     return;
   }
   // RFC 8985 §7.2: PTO = 2 srtt (+ the peer's ACK delay), but before the RTO: with a small
   // RTO (min_rto) the probe goes at 3/4 of it, so it still saves the timeout's window cut.
   // rto_rtt_max_pct: a stall as long as an earlier one is not a lost tail either.
-  const Time wait = std::max(2 * p.ini.srtt + config_.ack_delay,
-                             p.ini.rtt_max * config_.rto_rtt_max_pct / 100);
+  const Time wait = std::max(2 * p.ini.srtt + hot_.ack_delay,
+                             p.ini.rtt_max * hot_.rto_rtt_max_pct / 100);
   const Time pto = std::min(wait, p.ini.rto * 3 / 4);
   p.ini.tlp_deadline = now + pto;
   deadline_ = std::min(deadline_, p.ini.tlp_deadline);

@@ -114,7 +114,7 @@ void UetEndpoint::rdv_hold(Pdc& p, Pdc::Response& r) {
     internal::set_bit(p.tgt.gtd_bits, idx);
     ++p.tgt.gtd_live;
   }
-  if (p.tgt.gtd.empty()) p.tgt.gtd.assign(config_.mpr, Pdc::Refusal{});
+  if (p.tgt.gtd.empty()) p.tgt.gtd.assign(hot_.mpr, Pdc::Refusal{});
   Pdc::Refusal g;
   g.code = r.code;
   g.message_id = r.message_id;

@@ -74,7 +74,7 @@ void UetEndpoint::rod_release_buffer(Pdc& p) noexcept {
 }
 
 bool UetEndpoint::rod_staged(const Pdc& p, uint32_t psn) const noexcept {
-  return p.tgt.rod_buf >= 0 && psn - p.tgt.rod_next < config_.rod_window &&
+  return p.tgt.rod_buf >= 0 && psn - p.tgt.rod_next < hot_.rod_window &&
          modes_->rod.staged(p.tgt.rod_buf, psn);
 }
 
@@ -85,7 +85,7 @@ bool UetEndpoint::rod_staged(const Pdc& p, uint32_t psn) const noexcept {
 // refused or NACKed then). True when it was staged.
 bool UetEndpoint::rod_stage(Pdc& p, const wire::Decoded& d, const wire::SesStandardRequest* ses,
                             uint32_t psn) {
-  if (psn - p.tgt.rod_next >= config_.rod_window) {  // beyond the buffer: §3.10 PSN_OOR_WINDOW
+  if (psn - p.tgt.rod_next >= hot_.rod_window) {  // beyond the buffer: §3.10 PSN_OOR_WINDOW
     ++counters_.rx_out_of_window;
     queue_nack(p, wire::NackCode::kPsnOorWindow, psn);
     return false;
@@ -103,7 +103,7 @@ bool UetEndpoint::rod_stage(Pdc& p, const wire::Decoded& d, const wire::SesStand
                           : d.ses_atomic != nullptr     ? wire::SesAtomic::kSize
                           : d.ses_rendezvous != nullptr ? wire::SesRendezvous::kSize
                                                         : 0;
-  if (d.payload.size() + ext_len > config_.payload_bytes) {  // not ours to hold; it comes again
+  if (d.payload.size() + ext_len > hot_.payload_bytes) {  // not ours to hold; it comes again
     ++rare().rod_unstageable;
     return false;
   }
@@ -144,7 +144,7 @@ bool UetEndpoint::rod_stage(Pdc& p, const wire::Decoded& d, const wire::SesStand
 void UetEndpoint::rod_drain(Pdc& p, uint16_t id) {
   for (;;) {
     const uint32_t psn = p.tgt.rod_next;
-    if (!psn_before(psn, p.tgt.rcv_base) && psn - p.tgt.rcv_base < config_.mpr &&
+    if (!psn_before(psn, p.tgt.rcv_base) && psn - p.tgt.rcv_base < hot_.mpr &&
         test_bit(p.tgt.gtd_bits, (psn & mpr_mask_))) {
       ++p.tgt.rod_next;
       continue;

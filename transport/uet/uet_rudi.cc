@@ -67,7 +67,7 @@ absl::Status UetEndpoint::post_rudi(const PeerOp& op, const char* verb) {
         absl::StrCat(verb, ": too many DeliveryMode::kRudi operations posted (max_ops)"));
   }
   const auto packets =
-      static_cast<uint32_t>((op.length + config_.payload_bytes - 1) / config_.payload_bytes);
+      static_cast<uint32_t>((op.length + hot_.payload_bytes - 1) / hot_.payload_bytes);
   PeerOp& o = modes().rudi.post(op, packets, config_.max_ops, config_.rudi_packets);
   o.mac = config_.resolve_mac(op.peer);
   return absl::OkStatus();
@@ -91,8 +91,8 @@ size_t UetEndpoint::tx_rudi(std::span<Frame* const> out, Time now) {
   }
   while (n < out.size() && modes().rudi.op_send != modes().rudi.op_tail &&
          modes().rudi.free_head != modes().rudi.free_tail) {
-    const uint32_t slot = modes().rudi.start_packet(config_.payload_bytes, config_.max_ops, now);
-    deadline_ = std::min(deadline_, now + config_.rto);
+    const uint32_t slot = modes().rudi.start_packet(hot_.payload_bytes, config_.max_ops, now);
+    deadline_ = std::min(deadline_, now + hot_.rto);
     if (build_rudi_req(slot, /*retx=*/false, *out[n], now)) ++n;
   }
   return n;
@@ -104,7 +104,7 @@ bool UetEndpoint::build_rudi_req(uint32_t slot, bool retx, Frame& f, Time now) {
   pds::RudiPkt& k = modes().rudi.pkts[slot];
   const PeerOp& o = modes().rudi.op_of(k, config_.max_ops);
   const uint32_t id = uint32_t{k.gen} << 16 | slot;
-  const uint64_t offset = uint64_t{k.packet} * config_.payload_bytes;
+  const uint64_t offset = uint64_t{k.packet} * hot_.payload_bytes;
   const bool write = o.op == Opcode::kWrite;
   const size_t headers = wire::Ethernet::kSize + wire::Ipv4::kSize + wire::Udp::kSize +
                          wire::PdsRudi::kSize + wire::SesStandardRequest::kSize + tss_overhead_;
@@ -151,7 +151,7 @@ bool UetEndpoint::build_rudi_req(uint32_t slot, bool retx, Frame& f, Time now) {
   k.sent = now;
   ++(retx ? rare().tx_rudi_retx : rare().tx_rudi);
   deadline_ = std::min(
-      deadline_, now + std::min(config_.rto << std::min<int>(k.retries, 20), config_.max_rto));
+      deadline_, now + std::min(hot_.rto << std::min<int>(k.retries, 20), hot_.max_rto));
   return true;
 }
 
@@ -180,7 +180,7 @@ void UetEndpoint::rx_rudi_resp(const wire::Decoded& d) {
     }
     const size_t have = std::min<size_t>(d.payload.size(), k.len);
     if (have > 0) {
-      std::memcpy(o.dst + uint64_t{k.packet} * config_.payload_bytes, d.payload.data(), have);
+      std::memcpy(o.dst + uint64_t{k.packet} * hot_.payload_bytes, d.payload.data(), have);
     }
   } else if (const wire::SesResponse* rsp = d.ses_as<wire::SesResponse>(); rsp != nullptr) {
     rc = rsp->return_code();
@@ -228,12 +228,12 @@ Time UetEndpoint::rudi_timer(Time now) {
     pds::RudiPkt& k = modes().rudi.pkts[slot];
     if (!k.in_use || k.resend) continue;
     const Time due =
-        k.sent + std::min(config_.rto << std::min<int>(k.retries, 20), config_.max_rto);
+        k.sent + std::min(hot_.rto << std::min<int>(k.retries, 20), hot_.max_rto);
     if (due > now) {
       next = std::min(next, due);
       continue;
     }
-    if (k.retries >= config_.max_retries) {
+    if (k.retries >= hot_.max_retries) {
       PeerOp& o = modes().rudi.op_of(k, config_.max_ops);
       if (!o.failed) {
         o.failed = true;

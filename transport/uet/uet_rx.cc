@@ -32,12 +32,12 @@ void UetEndpoint::queue_nack(Pdc& p, wire::NackCode code, uint32_t psn) {
 // duplicate is not answered twice before it is recorded; a repeat (the PSN is recorded
 // already) does not. False when the ring is full: the request is dropped and comes again.
 bool UetEndpoint::queue_response(Pdc& p, const Pdc::Response& r, bool repeat) {
-  if (p.tgt.rsp_tail - p.tgt.rsp_head >= config_.mpr) {
+  if (p.tgt.rsp_tail - p.tgt.rsp_head >= hot_.mpr) {
     ++rare().rsp_ring_full;
     return false;
   }
   p.tgt.rsp.reserve32(p.tgt.rsp_head, p.tgt.rsp_tail, uint64_t{p.tgt.rsp_tail - p.tgt.rsp_head} + 1,
-                      config_.mpr);
+                      hot_.mpr);
   Pdc::Response& e = p.tgt.rsp[p.tgt.rsp_tail++];
   e = r;
   e.repeat = repeat;
@@ -60,7 +60,7 @@ void UetEndpoint::refuse(Pdc& p, uint32_t psn, uint8_t code, uint16_t message_id
     p.tgt.gtd_bits[idx / 64] |= uint64_t{1} << (idx % 64);
     ++p.tgt.gtd_live;
   }
-  if (p.tgt.gtd.empty()) p.tgt.gtd.assign(config_.mpr, Pdc::Refusal{});  // the PDC's first refusal
+  if (p.tgt.gtd.empty()) p.tgt.gtd.assign(hot_.mpr, Pdc::Refusal{});  // the PDC's first refusal
   p.tgt.gtd[idx] = Pdc::Refusal{code, static_cast<uint8_t>(len), message_id, result};
   Pdc::Response r;
   r.code = code;
@@ -77,7 +77,7 @@ void UetEndpoint::refuse(Pdc& p, uint32_t psn, uint8_t code, uint16_t message_id
 [[gnu::always_inline]] inline void UetEndpoint::clear_to(Pdc& p, uint32_t clear_psn) {
   if (p.tgt.gtd_live == 0 || !psn_before(p.tgt.rcv_base, clear_psn + 1)) return;
   const uint32_t base = p.tgt.rcv_base;
-  const uint32_t n = std::min<uint32_t>(clear_psn + 1 - base, config_.mpr);
+  const uint32_t n = std::min<uint32_t>(clear_psn + 1 - base, hot_.mpr);
   for (uint32_t i = 0; i < n && p.tgt.gtd_live > 0; ++i) {
     const uint32_t psn = base + i;
     const uint32_t idx = (psn & mpr_mask_);
@@ -269,12 +269,12 @@ void UetEndpoint::rx(std::span<Frame* const> frames, Time now) {
   }
   const bool ar_filled = p->tgt.ar_held && psn_before(p->tgt.ar_psn, p->tgt.rcv_base);
   if (ar_filled) p->tgt.ar_held = false;
-  if (h.ar() || ar_filled || d.ecn == 3 || (!in_order && config_.ack_out_of_order) ||
-      p->tgt.rsp_pending() || p->tgt.unacked_rx >= config_.ack_every) {
+  if (h.ar() || ar_filled || d.ecn == 3 || (!in_order && hot_.ack_out_of_order) ||
+      p->tgt.rsp_pending() || p->tgt.unacked_rx >= hot_.ack_every) {
     p->tgt.ack_now = true;
   } else if (!p->tgt.ack_pending) {
     p->tgt.ack_pending = true;
-    p->tgt.ack_deadline = now + config_.ack_delay;
+    p->tgt.ack_deadline = now + hot_.ack_delay;
     deadline_ = std::min(deadline_, p->tgt.ack_deadline);
   }
 }
@@ -374,8 +374,8 @@ void UetEndpoint::rx(std::span<Frame* const> frames, Time now) {
   }
   p.close_tries = 0;  // the initiator is alive: REQ_CLOSE may start over when idle again
   p.tgt.unanswered = false;
-  if (config_.idle_timeout != 0) {
-    p.idle_deadline = now + 2 * config_.idle_timeout;
+  if (hot_.idle_timeout != 0) {
+    p.idle_deadline = now + 2 * hot_.idle_timeout;
     deadline_ = std::min(deadline_, p.idle_deadline);
   }
   // §3.3: refusals up to the clear PSN are no longer needed (not from a trimmed header).
@@ -401,7 +401,7 @@ void UetEndpoint::rx(std::span<Frame* const> frames, Time now) {
   const uint32_t delta = psn - p.tgt.rcv_base;
   const uint32_t idx = (psn & mpr_mask_);
   const bool old = psn_before(psn, p.tgt.rcv_base);
-  if (!old && delta >= config_.mpr) {  // §3.10 PSN_OOR_WINDOW
+  if (!old && delta >= hot_.mpr) {  // §3.10 PSN_OOR_WINDOW
     ++counters_.rx_out_of_window;
     queue_nack(p, wire::NackCode::kPsnOorWindow, psn);
     return false;

@@ -24,7 +24,7 @@ UetEndpoint::Pdc::Response UetEndpoint::read_response(const wire::SesStandardReq
                                           : check_region(key, at, len);
       why != wire::SesReturnCode::kNull) {
     r.code = static_cast<uint8_t>(why);
-  } else if (len > config_.payload_bytes) {  // one response packet per READ request
+  } else if (len > hot_.payload_bytes) {  // one response packet per READ request
     ++rare().rx_unsupported;
     r.code = static_cast<uint8_t>(wire::SesReturnCode::kUnsupportedSize);
   } else {

@@ -64,17 +64,17 @@ void UetEndpoint::on_timer(Time now) {
 // with backoff; max_retries unanswered: the target is gone, its operations fail. True when
 // the PDC failed (freed).
 bool UetEndpoint::probe_held(Pdc& p, Time now) {
-  if (config_.hold_probe_after == 0 || !p.established || p.ini.op_head == p.ini.op_tail ||
+  if (hot_.hold_probe_after == 0 || !p.established || p.ini.op_head == p.ini.op_tail ||
       psn_before(p.ini.base_psn, p.ini.next_psn))
     return false;  // data in flight: the RTO watches the target
-  if (p.ini.req_acks >= config_.max_retries) {
+  if (p.ini.req_acks >= hot_.max_retries) {
     ++rare().hold_probe_failures;
     fail_pdc(p, OpStatus::kRetriesExhausted);
     return true;
   }
   ++p.ini.req_acks;
   p.ini.req_ack_pending = true;
-  p.idle_deadline = now + std::min(p.ini.rto << std::min<int>(p.ini.req_acks, 16), config_.max_rto);
+  p.idle_deadline = now + std::min(p.ini.rto << std::min<int>(p.ini.req_acks, 16), hot_.max_rto);
   return false;
 }
 
@@ -150,7 +150,7 @@ bool UetEndpoint::rto_fired(Pdc& p, Time now) {
     // sat in a slow queue or was lost on one path (the path selector hears of it): on
     // degraded links a PSN can time out many times while its PDC makes progress.
     const bool peer_silent = p.ini.last_ack_at == kNever || p.ini.last_ack_at <= s.sent;
-    if (peer_silent && ++s.retries > config_.max_retries) return false;
+    if (peer_silent && ++s.retries > hot_.max_retries) return false;
     p.ini.sel.on_timeout(s.ev, now);
     mark_lost(p, psn);
     ++counters_.timeouts;
@@ -158,7 +158,7 @@ bool UetEndpoint::rto_fired(Pdc& p, Time now) {
   }
   if (timed_out > 0) {
     p.ini.nscc.on_timeout(now);
-    p.ini.rto = std::min(p.ini.rto * 2, config_.max_rto);
+    p.ini.rto = std::min(p.ini.rto * 2, hot_.max_rto);
   }
   p.ini.rto_deadline = psn_before(p.ini.base_psn, p.ini.next_psn) ? now + p.ini.rto : kNever;
   p.ini.tlp_deadline = kNever;  // after a timeout, the RTO alone until the next progress

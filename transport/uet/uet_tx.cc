@@ -16,7 +16,7 @@ using wire::PdsType;
                                                            bool retx, Frame& f, Time now) {
   Slot& s = p.ini.slots[psn];
   const Op& o = p.ini.ops[s.op];
-  const uint64_t offset = uint64_t{s.packet} * config_.payload_bytes;
+  const uint64_t offset = uint64_t{s.packet} * hot_.payload_bytes;
   const uint32_t len = s.len;
   // A READ request has no payload; an atomic's operands follow its extension (put_atomic).
   const bool carries = o.carries;
@@ -64,7 +64,7 @@ using wire::PdsType;
     payload = {o.src + offset, len};
     if (tss_ != nullptr) {  // §5.2: sealed straight from registered memory (finish())
       if (b.reserve(len) == nullptr) return false;
-    } else if (config_.tx_by_reference ? !b.reference(payload) : !b.append_summed(payload)) {
+    } else if (hot_.tx_by_reference ? !b.reference(payload) : !b.append_summed(payload)) {
       return false;
     }
   } else if (!carries && o.op == Opcode::kAtomic && !put_atomic(o, b)) [[unlikely]] {
@@ -106,7 +106,7 @@ bool UetEndpoint::frame_too_small(Pdc& p, Time now) {
     // RCCC: a packet with payload spends credit, a retransmission too (as htsim); the
     // request tells the receiver what the backlog still needs beyond the credit held.
     // Speculation ends a base RTT after the first send if no grant ended it before.
-    if (p.ini.speculate_until == kNever) p.ini.speculate_until = now + config_.base_rtt;
+    if (p.ini.speculate_until == kNever) p.ini.speculate_until = now + hot_.base_rtt;
     if (payload > 0) p.ini.rccc.on_sent(payload);
     p.ini.last_target = static_cast<uint32_t>(p.ini.rccc.credit_target(credit_backlog(p)));
     pds.set<Pds::type_field>(p.rod ? PdsType::kRodCcReq : PdsType::kRudCcReq);  // §3.4
@@ -254,10 +254,10 @@ void UetEndpoint::take_grants(Time now) {
     }
     counters_.credit_granted += g->bytes;
     p->tgt.credit_pending += g->bytes;
-    if (!p->tgt.credit_queued && credit_tail_ - credit_head_ < config_.max_pdcs) {
+    if (!p->tgt.credit_queued && credit_tail_ - credit_head_ < hot_.max_pdcs) {
       p->tgt.credit_queued = true;  // when the ring is full, the PDC's next ACK carries it
       credit_ring_.reserve32(credit_head_, credit_tail_, uint64_t{credit_tail_ - credit_head_} + 1,
-                             config_.max_pdcs);
+                             hot_.max_pdcs);
       credit_ring_[credit_tail_++] = static_cast<uint16_t>(g->sender);
     }
   }
@@ -359,8 +359,8 @@ UetEndpoint::Turn UetEndpoint::tx_close(Pdc& p, uint16_t id, Frame& f) {
           p.ini.results_held && lagging && !psn_before(p.ini.base_psn, p.ini.next_psn);
       return held && tx_clear(p, id, f, now) == Turn::kSent ? Turn::kSent : Turn::kIdle;
     }
-    if (p.ini.next_psn - p.ini.base_psn >= (p.rod ? config_.rod_window : config_.mpr) ||
-        p.ini.bytes_in_flight + config_.payload_bytes > window(p)) {
+    if (p.ini.next_psn - p.ini.base_psn >= (p.rod ? hot_.rod_window : hot_.mpr) ||
+        p.ini.bytes_in_flight + hot_.payload_bytes > window(p)) {
       return Turn::kIdle;
     }
     if (!mpr_room(p)) return tx_clear(p, id, f, now);
@@ -377,7 +377,7 @@ UetEndpoint::Turn UetEndpoint::tx_close(Pdc& p, uint16_t id, Frame& f) {
     s.op = p.ini.op_send;
     s.packet = p.ini.send_packet;
     s.len = static_cast<uint32_t>(std::min<uint64_t>(
-        config_.payload_bytes, o.length - uint64_t{p.ini.send_packet} * config_.payload_bytes));
+        hot_.payload_bytes, o.length - uint64_t{p.ini.send_packet} * hot_.payload_bytes));
     if (o.rdv != 0 && o.carries) [[unlikely]] s.len = rdv_eager();
   }
   if (!build_data(p, id, psn, retx, f, now)) return Turn::kIdle;
@@ -494,8 +494,8 @@ bool UetEndpoint::tx_may_act(const Pdc& p) const noexcept {
     return true;
   }
   return p.ini.op_send != p.ini.op_tail &&
-         p.ini.next_psn - p.ini.base_psn < (p.rod ? config_.rod_window : config_.mpr) &&
-         p.ini.bytes_in_flight + config_.payload_bytes <= window(p);
+         p.ini.next_psn - p.ini.base_psn < (p.rod ? hot_.rod_window : hot_.mpr) &&
+         p.ini.bytes_in_flight + hot_.payload_bytes <= window(p);
 }
 
 }  // namespace uet

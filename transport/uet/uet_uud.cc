@@ -24,10 +24,10 @@ pds::PeerOp& pds::UudQueue::push(const PeerOp& op, uint32_t capacity) {
 }
 
 absl::Status UetEndpoint::post_uud(const PeerOp& op, const char* verb) {
-  if (op.length > config_.payload_bytes) {
+  if (op.length > hot_.payload_bytes) {
     return absl::InvalidArgumentError(
         absl::StrCat(verb, ": DeliveryMode::kUud carries single-packet messages only: length ",
-                     op.length, " > payload_bytes ", config_.payload_bytes));
+                     op.length, " > payload_bytes ", hot_.payload_bytes));
   }
   if (modes().uud.full(config_.uud_queue)) {
     return absl::ResourceExhaustedError(
