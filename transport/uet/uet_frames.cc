@@ -30,7 +30,9 @@ void UetEndpoint::set_peer(Pdc& p, uint32_t ip4) {
   p.peer_ip4 = ip4;
   p.peer_mac = config_.resolve_mac(ip4);
   p.data_encap = wire::EncapTemplate(encap_for(p, /*control=*/false, 0));
-  p.ctrl_encap = wire::EncapTemplate(encap_for(p, /*control=*/true, 0));
+  const wire::EncapTemplate ctrl(encap_for(p, /*control=*/true, 0));
+  p.ctrl_tos = ctrl.ipv4_tos();
+  p.ctrl_ip_sum = ctrl.ipv4_sum();
 }
 
 // §3.8: the PSNs past CACK this target PDC can take, in PSNs, at most 255 [choice]: the
@@ -117,8 +119,9 @@ bool UetEndpoint::send_ack(Pdc& p, uint16_t pdcid, Frame& f) {
                                                           const AckPlan& a, Frame& f) {
   const Pdc::Response* const r = a.r;
   const bool with_data = r != nullptr && r->data;
-  wire::FrameBuilder b(std::span<uint8_t>(f.data, f.capacity),
-                       with_data ? p.data_encap : p.ctrl_encap, wire_sport(p.ev_base));
+  wire::FrameBuilder b(std::span<uint8_t>(f.data, f.capacity), p.data_encap,
+                       wire_sport(p.ev_base));
+  if (!with_data) b.set_ipv4_tos(p.ctrl_tos, p.ctrl_ip_sum);
   tss_begin(b);
   // The ACK is built in registers and stored once (wire::HeaderWords, as build_data).
   using Ack = wire::PdsAckCc;

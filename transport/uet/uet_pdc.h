@@ -274,9 +274,12 @@ struct Pdc : PdcHead {
     Target tgt;
   };
   wire::MacAddr peer_mac{};
-  // Ethernet/IPv4/UDP to the peer, written once by set_peer(): data (dscp_data, ECT) and
-  // control (dscp_control) frames; a frame copies one and writes its EV and lengths.
-  wire::EncapTemplate data_encap, ctrl_encap;
+  // Ethernet/IPv4/UDP to the peer, written once by set_peer(): data frames' (dscp_data,
+  // ECT); a frame copies it and writes its EV and lengths. Control frames (dscp_control)
+  // differ in the TOS byte and so in the IPv4 header's sum alone: those two are kept.
+  wire::EncapTemplate data_encap;
+  uint8_t ctrl_tos = 0;
+  uint32_t ctrl_ip_sum = 0;
 
   Pdc() noexcept {}
   ~Pdc() { end_state(); }
@@ -289,7 +292,8 @@ struct Pdc : PdcHead {
     static_cast<PdcHead&>(*this) = PdcHead{};
     peer_mac = {};
     data_encap = {};
-    ctrl_encap = {};
+    ctrl_tos = 0;
+    ctrl_ip_sum = 0;
     if (r == Role::kInitiator) new (&ini) Initiator();
     if (r == Role::kTarget) new (&tgt) Target();
     role = state = r;

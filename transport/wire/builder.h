@@ -85,6 +85,10 @@ class EncapTemplate {
   explicit EncapTemplate(const Encap& encap) noexcept;
 
   size_t size() const noexcept { return layout_.len; }
+  // IPv4: the TOS byte (DSCP and ECN) and the header's sum as kept (EncapLayout::ip_sum), for
+  // FrameBuilder::set_ipv4_tos() to build another template's frames from this one.
+  uint8_t ipv4_tos() const noexcept { return bytes_[layout_.l3 + 1]; }
+  uint32_t ipv4_sum() const noexcept { return layout_.ip_sum; }
 
  private:
   friend class FrameBuilder;
@@ -183,6 +187,14 @@ class FrameBuilder {
   size_t l3_offset() const noexcept { return t_.l3; }
   size_t l4_offset() const noexcept { return t_.l4; }
   bool is_ipv6() const noexcept { return t_.ipv6; }
+  // An IPv4 frame's TOS byte in place of its template's, with the header sum a template of
+  // that byte keeps (EncapTemplate::ipv4_tos and ipv4_sum of it): byte for byte that
+  // template's frame. Before anything is added.
+  void set_ipv4_tos(uint8_t tos, uint32_t ip_sum) noexcept {
+    if (overflow_) return;
+    buf_[t_.l3 + 1] = tos;
+    t_.ip_sum = ip_sum;
+  }
   bool is_ip_only() const noexcept { return t_.ip_only; }
 
   // Sets IP/UDP lengths, the IPv4 header checksum, the ICRC and the UDP checksum.
