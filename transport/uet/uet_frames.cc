@@ -265,6 +265,7 @@ bool UetEndpoint::build_nack(Pdc& p, uint16_t pdcid, Frame& f) {
 
 bool UetEndpoint::build_stateless_nack(const StatelessNack& sn, Frame& f) {
   Pdc tmp;
+  tmp.start(Role::kTarget);  // build_nack reads a target's NACK fields
   tmp.peer_ip4 = sn.peer_ip4;
   tmp.peer_mac = config_.resolve_mac(sn.peer_ip4);
   tmp.peer_pdcid = sn.peer_pdcid;
