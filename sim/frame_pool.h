@@ -19,6 +19,7 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <cassert>
 #include <cstdint>
 #include <cstring>
 #include <new>
@@ -93,6 +94,7 @@ class FramePool {
     f.data = at(id) + kSlotBytes;
     f.len = 0;
     f.wire_len = 0;
+    lend(f);
     return id;
   }
   void release(FrameId id) noexcept {
@@ -118,11 +120,13 @@ class FramePool {
     f.data = at(id) + kSlotBytes;
     f.len = s.len;
     f.wire_len = s.wire_len;
+    lend(f);
   }
   void store(FrameId id, const Frame& f) noexcept { keep(slot(id), f); }
   // store() into the frame `f` points at (from alloc_into, view_into or view, no alloc()
   // since): its slot is just before its bytes, so no address is computed from an id.
   void store(const Frame& f) noexcept {
+    check_lent(f);
     keep(*std::launder(reinterpret_cast<Slot*>(f.data - kSlotBytes)), f);
   }
   uint8_t* data(FrameId id) const noexcept { return at(id) + kSlotBytes; }
@@ -142,6 +146,15 @@ class FramePool {
   const uint8_t* meta_hint(FrameId id) const noexcept { return id < peak_ ? meta(id) : nullptr; }
   // The frame alloc() would return now (kNoFrame if the pool must grow first).
   FrameId next_hint() const noexcept { return free_head_; }
+  // Debug builds: asserts that `f`, if it is the Frame lent last (alloc_into, view_into),
+  // was lent after the latest alloc, which may have moved its bytes or given its frame to
+  // another. store() checks it; a host may too. Nothing under NDEBUG.
+  void check_lent([[maybe_unused]] const Frame& f) const noexcept {
+#ifndef NDEBUG
+    assert((f.data != lent_data_ || lent_gen_ == alloc_gen_) &&
+           "FramePool: a lent Frame used after the next alloc");
+#endif
+  }
 
  private:
   static constexpr uint32_t kGrowFrames = 1024;
@@ -163,6 +176,9 @@ class FramePool {
     s.wire_len = f.wire_len;
   }
   FrameId pop() {
+#ifndef NDEBUG
+    ++alloc_gen_;
+#endif
     if (free_head_ == kNoFrame) grow();
     const FrameId id = free_head_;
     free_head_ = slot(id).len;
@@ -193,6 +209,18 @@ class FramePool {
   PageArea meta_;    // kMetaBytes by id
   uint32_t peak_ = 0;
   FrameId free_head_ = kNoFrame;
+  // Debug builds: allocations so far, and the latest lend (check_lent).
+  void lend([[maybe_unused]] const Frame& f) const noexcept {
+#ifndef NDEBUG
+    lent_data_ = f.data;
+    lent_gen_ = alloc_gen_;
+#endif
+  }
+#ifndef NDEBUG
+  uint64_t alloc_gen_ = 0;
+  mutable uint64_t lent_gen_ = 0;
+  mutable const uint8_t* lent_data_ = nullptr;
+#endif
 };
 
 }  // namespace uet::sim

@@ -108,5 +108,28 @@ TEST(FramePool_View, AllocReturnsAnEmptyFrameAfterReuseAndGrowth) {
   EXPECT_EQ(pool.peak(), 3072u);  // three growths: the reused frames came from the free list
 }
 
+
+// A host's lent Frame (alloc_into) kept past the next alloc points at bytes the pool may have
+// moved or given to another frame: debug builds assert when it comes back (store, check_lent);
+// one stored before that alloc passes. Expect: the stale store dies, in debug builds only.
+TEST(FramePool_LentDeathTest, StaleLentFrameFiresInDebugBuilds) {
+#ifdef NDEBUG
+  GTEST_SKIP() << "the lend generation is checked in debug builds only";
+#else
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  FramePool pool(128);
+  Frame f;
+  f.capacity = pool.capacity();
+  (void)pool.alloc_into(f);
+  f.len = 10;
+  pool.store(f);  // lent and stored with no alloc between: fine
+  (void)pool.alloc();
+  EXPECT_DEATH(pool.check_lent(f), "used after the next alloc");
+  EXPECT_DEATH(pool.store(f), "used after the next alloc");
+  pool.view_into(0, f);  // lent again: current
+  pool.check_lent(f);
+#endif
+}
+
 }  // namespace
 }  // namespace uet::sim
