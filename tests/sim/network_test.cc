@@ -367,40 +367,13 @@ TEST(Network_Ecn, IncastMarksCeInTheRealIpHeader) {
 
 // ------------------------------------------------------------------ trimming
 
-TEST(Network_Trimming, OverflowCutsUetRequestsToTheirHeaders) {
-  NetworkConfig nc;
-  nc.switches.buffer_bytes = 32 * 1024;
-  nc.switches.ecn.enabled = false;
-  Network net(nc);
-  LeafSpineConfig c = leaf_spine(1, 1, 5);
-  c.host_link = link(100);
-  ASSERT_TRUE(build_leaf_spine(net, c).ok());
-  std::vector<std::unique_ptr<UetSource>> src;
-  for (uint32_t h = 0; h < 4; ++h) {
-    src.push_back(std::make_unique<UetSource>(h, 4, 100, 4000));
-    net.attach(h, src.back().get());
-  }
-  UetSource sink(4, 0, 0, 0);
-  net.attach(4, &sink);
-  net.run_until(kSecond);
-  const Port& down = net.port(net.port(net.host(4).port).peer);
-  // Expect: a 4:1 incast into 32 KiB trims instead of dropping; every request arrives, whole or
-  // as its 98 header bytes (Eth 14 + IPv4 20 + UDP 8 + PDS 12 + SES 44) marked with the
-  // trimmed DSCP, and still decodes (lengths and checksum rewritten).
-  EXPECT_GT(down.stats.trims, 50u);
-  EXPECT_EQ(down.stats.drops, 0u);
-  EXPECT_EQ(sink.received, 400u);
-  EXPECT_EQ(sink.trimmed, down.stats.trims);
-  EXPECT_EQ(sink.trimmed_len, 98u);
-  EXPECT_EQ(sink.trimmed_payload, 0u);
-  EXPECT_EQ(sink.bad, 0u);
-}
-
 // A 4:1 incast of UET requests into 32 KiB, with the switches' control class of
 // `control_bytes`; the sink's counts and the port towards it.
 struct TrimRun {
-  uint64_t received = 0, trimmed = 0;
+  uint64_t received = 0, trimmed = 0, bad = 0;
   std::map<uint32_t, uint64_t> trimmed_from;
+  uint32_t trimmed_len = 0;
+  size_t trimmed_payload = 0;
   PortStats down;
 };
 TrimRun four_to_one(uint64_t control_bytes, bool trim_last_half) {
@@ -421,8 +394,23 @@ TrimRun four_to_one(uint64_t control_bytes, bool trim_last_half) {
   UetSource sink(4, 0, 0, 0);
   net.attach(4, &sink);
   net.run_until(kSecond);
-  return TrimRun{sink.received, sink.trimmed, sink.trimmed_from,
+  return TrimRun{sink.received,       sink.trimmed,         sink.bad,
+                 sink.trimmed_from,   sink.trimmed_len,     sink.trimmed_payload,
                  net.port_stats(net.port(net.host(4).port).peer)};
+}
+
+TEST(Network_Trimming, OverflowCutsUetRequestsToTheirHeaders) {
+  const TrimRun r = four_to_one(SwitchConfig{}.control_buffer_bytes, false);
+  // Expect: a 4:1 incast into 32 KiB trims instead of dropping; every request arrives, whole or
+  // as its 98 header bytes (Eth 14 + IPv4 20 + UDP 8 + PDS 12 + SES 44) marked with the
+  // trimmed DSCP, and still decodes (lengths and checksum rewritten).
+  EXPECT_GT(r.down.trims, 50u);
+  EXPECT_EQ(r.down.drops, 0u);
+  EXPECT_EQ(r.received, 400u);
+  EXPECT_EQ(r.trimmed, r.down.trims);
+  EXPECT_EQ(r.trimmed_len, 98u);
+  EXPECT_EQ(r.trimmed_payload, 0u);
+  EXPECT_EQ(r.bad, 0u);
 }
 
 TEST(Network_Trimming, AFullControlClassDropsTheTrimmedHeaders) {
