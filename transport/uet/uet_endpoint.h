@@ -141,6 +141,9 @@ class UetEndpoint final : public Endpoint {
   // poll: counted as if no more wait than operations can be outstanding at once.
   static size_t memory_bound(const UetConfig& config, uint32_t regions) noexcept;
   static constexpr uint32_t kMaxRegions = 65535;  // register_memory's slots (key & 0xFFFF)
+  // The config fields the per-packet paths read, as copied in (HotConfig, below): for the
+  // test that each equals its source in the shared config.
+  const auto& hot_config() const noexcept { return hot_; }
 
  private:
   UetEndpoint(std::shared_ptr<const UetShared> shared, const UetHost& host);
