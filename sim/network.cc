@@ -1,14 +1,14 @@
 // The per-event path: the event loop, ports (queues, transmission, PFC), switch forwarding
 // and the host seam (a NIC pulling from its transport). A frame's fate on a link that is not
-// plain is in network_impair.cc, building the fabric in network_build.cc, its routes in
-// sim/routing/, the exchange between the ranks of a fabric split over processes in
-// network_ranks.cc, the PFC watchdog in network_pfc.cc, the further lossless classes (where
-// switches change a frame's class) in network_classes.cc, the per-hop pieces both paths
-// inline in network_inline.h.
+// plain, and the link failures and degradations a run schedules, are in network_impair.cc,
+// building the fabric in network_build.cc, its routes in sim/routing/, the exchange between
+// the ranks of a fabric split over processes in network_ranks.cc, the PFC watchdog in
+// network_pfc.cc, the further lossless classes (where switches change a frame's class) in
+// network_classes.cc, the counters as read in network_stats.cc, the per-hop pieces both
+// paths inline in network_inline.h.
 #include "sim/network.h"
 
 #include <algorithm>
-#include <cstring>
 
 #include "sim/frame_parse.h"
 #include "sim/network_inline.h"
@@ -25,37 +25,6 @@ Network::Network(const NetworkConfig& config)
   events_q_.reserve(0);
   frame_.capacity = pool_.capacity();
   host_cost_ = config.host_cost.ps_per_frame > 0 || config.host_cost.ps_per_byte > 0;
-}
-
-namespace {
-constexpr uint32_t kScaleQueuesBit = 1u << 31;  // in a kLinkRate event's `b`
-// A byte limit or threshold scaled to a degraded link's fraction of its rate (at least 1).
-uint64_t scaled_bytes(uint64_t bytes, double scale) noexcept {
-  return std::max<uint64_t>(1, static_cast<uint64_t>(static_cast<double>(bytes) * scale));
-}
-}  // namespace
-
-void Network::set_link_up(uint32_t port, bool up, Time at) {
-  at = std::max(at, now_);
-  events_q_.push(at, kLinkState, port, up ? 1 : 0, event_key(port, control_events_++));
-}
-
-void Network::set_link_rate(uint32_t port, double fraction, Time at, bool scale_queues) {
-  at = std::max(at, now_);
-  const double f = std::clamp(fraction, 0.0001, 1.0);
-  // `b`: the fraction in millionths (at most 1e6 < 2^20), bit 31 the queue scaling.
-  events_q_.push(at, kLinkRate, port,
-                 static_cast<uint32_t>(f * 1e6) | (scale_queues ? kScaleQueuesBit : 0),
-                 event_key(port, control_events_++));
-}
-
-uint32_t Network::link_class_of(const LinkConfig& link) {
-  std::array<uint64_t, 7> key;
-  std::memcpy(key.data(), &link, sizeof(link));
-  const auto [it, added] =
-      link_class_index_.emplace(key, static_cast<uint32_t>(link_classes_.size()));
-  if (added) link_classes_.push_back(link);
-  return it->second;
 }
 
 uint32_t Network::register_callback(Scheduled* target) {
@@ -77,14 +46,6 @@ void Network::schedule(Time at, Scheduled* target, uint32_t cookie) {
   // the same time (before the table's index: a process that never scheduled through an
   // earlier target numbers its targets differently).
   events_q_.push(at, kCall, index, cookie, call_key(index, cookie));
-}
-
-void Network::schedule_at_host(uint32_t host, Time at, Scheduled* target, uint32_t cookie) {
-  if (owns_host(host)) return schedule(at, target, cookie);
-  // The record names the host (its rank checks it runs it) and the callback by number.
-  const uint32_t index = register_callback(target);
-  send_remote(hosts_[host].port, std::max(at, now_), call_key(index, cookie), kCall, cookie,
-              kNoFrame, index);
 }
 
 void Network::kick(uint32_t host) {
@@ -363,47 +324,6 @@ template <bool kClasses>
   if (up) {
     for (uint32_t p : {port, peer_of(port)}) {
       if (owns_port(p)) kick_port<kClasses>(p);
-    }
-  }
-}
-
-// `b`: the link's fraction of its rate in millionths, and kScaleQueuesBit.
-[[gnu::always_inline]] inline void Network::on_link_rate(uint32_t port, uint32_t b) {
-  const double fraction = static_cast<double>(b & ~kScaleQueuesBit) / 1e6;
-  const bool scale = (b & kScaleQueuesBit) != 0;
-  for (uint32_t p : {port, peer_of(port)}) {
-    if (!owns_port(p)) continue;  // another rank's: not stored here
-    set_rate(ports_[p], static_cast<int64_t>(link_config(p).gbps * 1e9 * fraction));
-    ports_[p].scaled = scale && fraction < 1;
-    if (ports_[p].scaled) {
-      // What enqueue admits and marks by at this port until the rate changes again.
-      const SwitchConfig& sc = config_.switches;  // every switch's (Switch::config)
-      if (scaled_.size() < ports_.size()) scaled_.resize(ports_.size());
-      ScaledLimits& l = scaled_[p];
-      l.buffer_bytes = scaled_bytes(sc.buffer_bytes, fraction);
-      l.control_buffer_bytes = scaled_bytes(sc.control_buffer_bytes, fraction);
-      l.ecn = sc.ecn;
-      l.ecn.kmin_bytes = scaled_bytes(sc.ecn.kmin_bytes, fraction);
-      l.ecn.kmax_bytes =
-          std::max(scaled_bytes(sc.ecn.kmax_bytes, fraction), l.ecn.kmin_bytes + 1);
-    }
-  }
-}
-
-void Network::flush_stats() {
-  for (uint32_t i = 0; i < ports_.size(); ++i) {
-    if (!owns_port(i)) continue;
-    Port& p = ports_[i];
-    account_queue(p);
-    if (!classes_.empty()) account_classes(i);
-    if (p.paused[0]) {
-      rare_stats(i).paused_time += now_ - paused_since_[i];
-      paused_since_[i] = now_;
-    }
-    for (int c = 0; c < kExtraClasses; ++c) {
-      if (!paused_at(i, c + kPortPriorities)) continue;
-      rare_stats(i).paused_time += now_ - classes_[i][c].paused_since;
-      classes_[i][c].paused_since = now_;
     }
   }
 }

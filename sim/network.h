@@ -457,7 +457,7 @@ class Network {
   void on_pfc(uint32_t port, uint32_t b);
   template <bool kClasses>
   void on_link_state(uint32_t port, bool up);
-  void on_link_rate(uint32_t port, uint32_t b);
+  void on_link_rate(uint32_t port, uint32_t b);  // out of line, in network_impair.cc: rare
   // Link changes and route refreshes run on every rank of a split fabric (each keeps the whole
   // fabric's link states and routes): events_processed() counts them on rank 0 only, so the
   // ranks' counts add up to one process's.

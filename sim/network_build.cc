@@ -1,6 +1,8 @@
 // Building a fabric (control path): its nodes and links, their checks, and the graph its
 // routes are computed from (sim/routing/), at finalize() and again when a link's state changes.
 #include <algorithm>
+#include <array>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <utility>
@@ -70,6 +72,15 @@ void Network::set_rate(Port& p, int64_t rate_bps) noexcept {
   p.ps_per_byte = rate > 0 && kPsBits % rate == 0 && kPsBits / rate <= UINT32_MAX
                       ? static_cast<uint32_t>(kPsBits / rate)
                       : 0;
+}
+
+uint32_t Network::link_class_of(const LinkConfig& link) {
+  std::array<uint64_t, 7> key;
+  std::memcpy(key.data(), &link, sizeof(link));
+  const auto [it, added] =
+      link_class_index_.emplace(key, static_cast<uint32_t>(link_classes_.size()));
+  if (added) link_classes_.push_back(link);
+  return it->second;
 }
 
 absl::Status Network::connect(uint32_t a, uint32_t b, const LinkConfig& link) {

@@ -1,7 +1,9 @@
 // A frame's fate on a link that is not plain (Port::plain): a tap records it, a down link
 // drops it, an impaired one may lose, damage, hold back or duplicate it, and a cut port hands
 // it to the rank that runs its peer. start_tx calls start_tx_rare for such a link only; the
-// common case is in network.cc.
+// common case is in network.cc. And the failures and degradations a run schedules (a link
+// down or up, its rate cut), with a degraded port's scaled limits.
+#include <algorithm>
 #include <cstring>
 #include <span>
 
@@ -10,6 +12,52 @@
 #include "transport/wire/decode.h"
 
 namespace uet::sim {
+
+namespace {
+constexpr uint32_t kScaleQueuesBit = 1u << 31;  // in a kLinkRate event's `b`
+// A byte limit or threshold scaled to a degraded link's fraction of its rate (at least 1).
+uint64_t scaled_bytes(uint64_t bytes, double scale) noexcept {
+  return std::max<uint64_t>(1, static_cast<uint64_t>(static_cast<double>(bytes) * scale));
+}
+}  // namespace
+
+void Network::set_link_up(uint32_t port, bool up, Time at) {
+  at = std::max(at, now_);
+  events_q_.push(at, kLinkState, port, up ? 1 : 0, event_key(port, control_events_++));
+}
+
+void Network::set_link_rate(uint32_t port, double fraction, Time at, bool scale_queues) {
+  at = std::max(at, now_);
+  const double f = std::clamp(fraction, 0.0001, 1.0);
+  // `b`: the fraction in millionths (at most 1e6 < 2^20), bit 31 the queue scaling.
+  events_q_.push(at, kLinkRate, port,
+                 static_cast<uint32_t>(f * 1e6) | (scale_queues ? kScaleQueuesBit : 0),
+                 event_key(port, control_events_++));
+}
+
+// A kLinkRate event (dispatch): `b` is the link's fraction of its rate in millionths, and
+// kScaleQueuesBit.
+void Network::on_link_rate(uint32_t port, uint32_t b) {
+  const double fraction = static_cast<double>(b & ~kScaleQueuesBit) / 1e6;
+  const bool scale = (b & kScaleQueuesBit) != 0;
+  for (uint32_t p : {port, peer_of(port)}) {
+    if (!owns_port(p)) continue;  // another rank's: not stored here
+    set_rate(ports_[p], static_cast<int64_t>(link_config(p).gbps * 1e9 * fraction));
+    ports_[p].scaled = scale && fraction < 1;
+    if (ports_[p].scaled) {
+      // What enqueue admits and marks by at this port until the rate changes again.
+      const SwitchConfig& sc = config_.switches;  // every switch's (Switch::config)
+      if (scaled_.size() < ports_.size()) scaled_.resize(ports_.size());
+      ScaledLimits& l = scaled_[p];
+      l.buffer_bytes = scaled_bytes(sc.buffer_bytes, fraction);
+      l.control_buffer_bytes = scaled_bytes(sc.control_buffer_bytes, fraction);
+      l.ecn = sc.ecn;
+      l.ecn.kmin_bytes = scaled_bytes(sc.ecn.kmin_bytes, fraction);
+      l.ecn.kmax_bytes =
+          std::max(scaled_bytes(sc.ecn.kmax_bytes, fraction), l.ecn.kmin_bytes + 1);
+    }
+  }
+}
 
 // The frame's fate on a tapped, down or impaired link (start_tx's uncommon case).
 void Network::start_tx_rare(uint32_t port, FrameId f, uint32_t bytes, Time done) {
@@ -111,33 +159,6 @@ void Network::arrive_at_peer(uint32_t port, Time at, FrameId f, uint64_t key) {
     return;
   }
   events_q_.push(at, kArrive, p.peer, f, key);
-}
-
-PortStats Network::port_stats(uint32_t port) const noexcept {
-  PortStats s;
-  if (!owns_port(port)) return s;  // another rank's counters are there
-  const Port& p = ports_[port];
-  s.tx_frames = p.stats.tx_frames;
-  s.tx_bytes = p.stats.tx_bytes;
-  s.max_queue_bytes = p.stats.max_queue_bytes;
-  s.queue_byte_ps = p.stats.queue_byte_ps;
-  s.drops = p.stats.drops;
-  s.trims = p.stats.trims;
-  s.ecn_marks = p.stats.ecn_marks;
-  if (p.rare == kNone) return s;
-  const PortRareStats& r = rare_[p.rare];
-  s.lossless_drops = r.lossless_drops;
-  s.wire_losses = r.wire_losses;
-  s.corruptions = r.corruptions;
-  s.duplicates = r.duplicates;
-  s.reorders = r.reorders;
-  s.pauses_sent = r.pauses_sent;
-  s.paused_time = r.paused_time;
-  s.corrupted_arrivals = r.corrupted_arrivals;
-  s.damaged_arrivals = r.damaged_arrivals;
-  s.corrupted_rewrites = r.corrupted_rewrites;
-  s.corrupted_unchecked = r.corrupted_unchecked;
-  return s;
 }
 
 }  // namespace uet::sim

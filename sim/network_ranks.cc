@@ -43,6 +43,14 @@ const uint8_t* get(const uint8_t* at, T& v) noexcept {
 }
 }  // namespace
 
+void Network::schedule_at_host(uint32_t host, Time at, Scheduled* target, uint32_t cookie) {
+  if (owns_host(host)) return schedule(at, target, cookie);
+  // The record names the host (its rank checks it runs it) and the callback by number.
+  const uint32_t index = register_callback(target);
+  send_remote(hosts_[host].port, std::max(at, now_), call_key(index, cookie), kCall, cookie,
+              kNoFrame, index);
+}
+
 void Network::send_remote(uint32_t port, Time at, uint64_t key, uint8_t kind, uint32_t b,
                           FrameId f, uint32_t callback) {
   sent_.push_back({at, key, port, b, kind == kCall ? callback : f, kind});
