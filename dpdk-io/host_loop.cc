@@ -54,4 +54,24 @@ bool HostLoop::run_until(absl::FunctionRef<bool()> done, Time timeout, Time max_
   return true;
 }
 
+bool HostLoop::linger(Time quiet, Time cap, absl::FunctionRef<bool()> outstanding,
+                      Time max_idle_wait) {
+  if (stats_.rx_frames == 0 && stats_.tx_frames == 0) return true;  // nothing to answer for
+  const Time start = clock_();
+  Time last_rx = start;
+  for (;;) {
+    const uint64_t rx = stats_.rx_frames, tx = stats_.tx_frames;
+    const bool moved = poll_once() > 0;
+    const Time now = now_;
+    if (stats_.rx_frames != rx) last_rx = now;
+    const bool waiting = outstanding();
+    if (!waiting && stats_.tx_frames == tx && now - last_rx >= quiet) return true;
+    if (now - start >= cap) return false;
+    if (!moved) {
+      const Time until = waiting ? start + cap : std::min(last_rx + quiet, start + cap);
+      io_.wait(std::min({engine_.next_deadline(), now + max_idle_wait, until}));
+    }
+  }
+}
+
 }  // namespace uet::io

@@ -36,6 +36,15 @@ class HostLoop {
   bool run_until(absl::FunctionRef<bool()> done, Time timeout,
                  Time max_idle_wait = 100 * kMicrosecond);
 
+  // After the application has closed, as TCP's TIME_WAIT and SO_LINGER keep a closed
+  // connection answering: polls on, so that a peer whose last ACK from us was lost (on the
+  // wire, or in a device ring torn down when this process leaves) has it again when it
+  // retransmits. Ends once `outstanding()` (asked after every pass) is false, the last pass
+  // sent nothing and no frame has arrived for `quiet`; at `cap` in any case. At once if the
+  // loop never moved a frame. Returns false when the cap ended it.
+  bool linger(Time quiet, Time cap, absl::FunctionRef<bool()> outstanding,
+              Time max_idle_wait = 100 * kMicrosecond);
+
   const HostLoopStats& stats() const noexcept { return stats_; }
   // The clock as the last pass read it (before its tx()): a caller polling in a loop can take
   // its own checks from it instead of reading the clock again.

@@ -31,6 +31,7 @@ bool params_ok(const Params& p) {
       {"FI_UETREF_BASE_RTT_US", p.base_rtt_us, 1, 100000},
       {"FI_UETREF_RENDEZVOUS_BYTES", p.rendezvous_bytes, 0, UINT32_MAX},
       {"FI_UETREF_EV_SOCKETS", p.ev_sockets, 1, 1024},
+      {"FI_UETREF_LINGER_MS", p.linger_ms, 0, 60000},
   };
   for (const Range& r : ranges) {
     if (r.value < r.lo || r.value > r.hi) {
@@ -350,8 +351,12 @@ int domain_close(fid* f) {
     std::lock_guard lock(d->mu);
     if (d->children > 0) return -FI_EBUSY;  // fi_domain(3): close its objects first
   }
-  if (d->params.stats && !d->auto_progress) print_stats(*d);
-  delete d;  // AUTO: ends the thread, which prints the stats
+  if (!d->auto_progress) {
+    std::lock_guard lock(d->mu);
+    d->linger();
+    if (d->params.stats) print_stats(*d);
+  }
+  delete d;  // AUTO: ends the thread, which lingers and prints the stats
   return 0;
 }
 
@@ -468,6 +473,24 @@ void endpoint_closed(Domain& d, const Ep& ep) {
     d.mux.set(ep.pid, nullptr);
   } else if (d.rc == nullptr) {
     d.pid0_disabled = static_cast<UetEndpoint&>(*d.engine).disable_resource(0).ok();
+  }
+}
+
+// Quiet for the longest a peer waits before it sends again (UET: the RTO's ceiling, backoff
+// included; RoCEv2: twice its fixed ACK timeout), so a resend of what our lost ACK answered
+// arrives while we still listen.
+void Domain::linger() {
+  if (loop == nullptr || params.linger_ms == 0) return;
+  const Time quiet = rc != nullptr ? 2 * rc->rc().config().ack_timeout() : uet_max_rto(params);
+  const Time cap = Time{params.linger_ms} * kMillisecond;
+  const bool ended_quiet = loop->linger(std::min(quiet, cap), cap, [this] {
+    drain();
+    return std::any_of(ops.begin(), ops.end(),
+                       [](const OpCtx& o) { return o.in_use && (o.flags & FI_RECV) == 0; });
+  });
+  if (!ended_quiet) {
+    FI_INFO(&kProvider, FI_LOG_DOMAIN, "closed after lingering %u ms (FI_UETREF_LINGER_MS)\n",
+            params.linger_ms);
   }
 }
 

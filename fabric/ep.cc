@@ -643,7 +643,8 @@ int ep_close(fid* f) {
   // Its operations in the domain's engine complete silently from now on; in its own, end.
   for (uint32_t i = 0; i < d->ops.size(); ++i) {
     if (!d->ops[i].in_use || d->ops[i].ep != ep) continue;
-    d->ops[i] = OpCtx{.in_use = true};  // no CQ, counter or endpoint to report to
+    // No CQ, counter or endpoint to report to; its direction kept for the domain's linger.
+    d->ops[i] = OpCtx{.flags = d->ops[i].flags & FI_RECV, .in_use = true};
     if (ep->own != nullptr) d->free_op(i);
   }
   endpoint_closed(*d, *ep);

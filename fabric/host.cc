@@ -153,7 +153,10 @@ void run_progress(Domain& d, uint32_t ip, std::promise<int>& opened) {
     d.uring->wait(deadline);
     lock.lock();
   }
-  if (d.params.stats && d.engine != nullptr) print_stats(d);  // none if open_engine failed
+  if (d.engine != nullptr) {  // none if open_engine failed
+    d.linger();
+    if (d.params.stats) print_stats(d);
+  }
   d.loop.reset();
   d.io = nullptr;
   d.uring.reset();  // its teardown enters the ring: this thread's

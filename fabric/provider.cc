@@ -73,6 +73,12 @@ constexpr ParamDef kParamDefs[] = {
      "to it; 9 timeouts of a packet with the peer silent fail its operations; default "
      "200), RoCEv2's ACK timeout (rounded up to 4.096 us x 2^n; 7 without progress fail "
      "the QP; default 67). Raise it where processes are descheduled for seconds"},
+    {"linger_ms", FI_PARAM_SIZE_T,
+     "How long a closing domain answers its peers at most, 0..60000 ms (default 300; 0: "
+     "not at all): it runs on until none of its operations waits on a peer and no frame "
+     "has come for as long as a peer waits before it resends (UET: the RTO's ceiling; "
+     "RoCEv2: twice the ACK timeout), so that a peer that lost our last ACK has it again "
+     "when it retransmits"},
 };
 
 void define_params() {
@@ -370,6 +376,8 @@ Params read_params() {
   if (fi_param_get_size_t(&kProvider, "base_rtt_us", &v) == 0) p.base_rtt_us = static_cast<uint32_t>(v);
   if (fi_param_get_size_t(&kProvider, "timeout_ms", &v) == 0)
     p.timeout_ms = static_cast<uint32_t>(std::min<size_t>(v, UINT32_MAX));
+  if (fi_param_get_size_t(&kProvider, "linger_ms", &v) == 0)
+    p.linger_ms = static_cast<uint32_t>(std::min<size_t>(v, UINT32_MAX));
   if (fi_param_get_size_t(&kProvider, "dpdk_port", &v) == 0)
     p.dpdk_port = static_cast<uint32_t>(std::min<size_t>(v, UINT32_MAX));
   return p;

@@ -85,6 +85,8 @@ struct Params {
   // The longest wait for an answer before a packet goes again (UET: the RTO's ceiling;
   // RoCEv2: the ACK timeout); 0: the transport's own (uet_max_rto, rocev2_ack_timeout_exp).
   uint32_t timeout_ms = 0;
+  // The longest a closing domain keeps answering its peers (Domain::linger); 0: not at all.
+  uint32_t linger_ms = 300;
 };
 Params read_params();
 
@@ -271,6 +273,11 @@ struct Domain {
   void idle(Time deadline);
   // AUTO: ends the progress thread, which closes the host; nothing under MANUAL.
   void stop_progress();
+  // At close, as TCP's TIME_WAIT: runs the host on until none of our operations waits on a
+  // peer and no frame has come for as long as a peer waits before it resends, at most
+  // FI_UETREF_LINGER_MS, so that a peer whose last ACK from us was lost (a memif ring torn
+  // down with the process) has it again when it retransmits (io::HostLoop::linger).
+  void linger();
   // Moves the engines' completions into CQs and counters; returns how many.
   size_t drain();
   size_t drain(Endpoint& from);
