@@ -5,7 +5,10 @@
 // any other host; worst case: a random host of the next group, as booksim's bad_dragon); after
 // a warm-up, the bytes the hosts receive in a measurement window give the accepted throughput.
 // The fabric is lossy (no PFC) with a finite buffer per output port, so past saturation the
-// excess is dropped and the accepted throughput stays at what the fabric carries.
+// excess is dropped and the accepted throughput stays at what the fabric carries. With --pfc it
+// is lossless, its switches moving a frame to a further lossless class after each global link
+// (--deadlock_free, Tagger: the virtual channels of Kim et al.), and their PFC watchdog reports
+// a cycle of paused queues (a deadlock) that forms anyway.
 //
 //   build/bin/uet-load --traffic=wc --routing=valiant --loads=0.1,0.2,0.3,0.4,0.5,0.6
 //   build/bin/uet-load --df_p=2 --df_a=4 --df_h=2 --traffic=ur --routing=minimal --json=out.json
@@ -91,7 +94,16 @@ ABSL_FLAG(double, max_latency_us, 0,
           "counts) exceeds this: booksim2's latency_thres criterion; 0 off, 0..100000");
 ABSL_FLAG(bool, pfc, false,
           "lossless: PFC pauses an ingress's upstream (a host's NIC too) past half --buffer_kb, as "
-          "booksim's credits hold flits back; no virtual channels, so cyclic routes may deadlock");
+          "booksim's credits hold flits back");
+ABSL_FLAG(std::string, deadlock_free, "auto",
+          "--pfc: off, tagger or auto. tagger: lossless classes as virtual channels, one more "
+          "after each global link (2 for minimal, 3 for valiant and ugal; Kim et al.'s VCs), "
+          "each its own PFC priority; auto: tagger where the routes fit the switches' 3 lossless "
+          "classes (group-minimal, not --valiant_via_switch), else off (one class: cyclic routes "
+          "may deadlock)");
+ABSL_FLAG(double, pfc_watchdog_us, 20,
+          "--pfc: a switch queue paused this long fires the PFC watchdog (report only), which "
+          "looks for a cycle of paused queues: a deadlock saturates the load; 0 off, 0..100000");
 ABSL_FLAG(uint32_t, packet_bytes, 1024, "UDP payload per packet, 64..4096");
 ABSL_FLAG(uint64_t, seed, 1, "simulation seed (destinations, source ports, start phases)");
 ABSL_FLAG(std::string, json, "", "write the sweep as JSON to this file");
@@ -117,6 +129,7 @@ struct Options {
   double gbps = 0;
   uint64_t buffer_bytes = 0;
   bool pfc = false;
+  Time pfc_watchdog = 0;  // detection time; 0: off
   uint32_t payload = 0;
   uint64_t seed = 0;
   std::string json;
@@ -231,7 +244,25 @@ struct Point {
   uint64_t sent = 0;  // packets, warm-up and window
   double worst_loss = 0;  // the largest fraction of its packets a switch port dropped
   Time worst_backlog = 0;  // the furthest behind its schedule a source ended
+  uint64_t deadlocks = 0;  // cycles of paused queues the PFC watchdog found
+  uint64_t firings = 0;    // queues paused past the watchdog's detection time
 };
+
+// The first deadlock of a run, as a comment line: when, and its queues in wait-for order, each
+// as switch:port kind/class (kind L local, G global: the link's far end in another group).
+void print_deadlock(const sim::Network& net, std::span<const uint32_t> group_of,
+                    const sim::PfcDeadlock& d, double load) {
+  std::string cycle;
+  for (size_t i = 0; i < d.cycle.size(); ++i) {
+    const uint32_t s = net.port(d.cycle[i]).owner;
+    const uint32_t t = net.port(sim::Network::peer_of(d.cycle[i])).owner;
+    const bool global = s < group_of.size() && t < group_of.size() && group_of[s] != group_of[t];
+    absl::StrAppendFormat(&cycle, " %u>%u %s%d", s, t, global ? "G" : "L",
+                          sim::lossless_class(d.priorities[i]));
+  }
+  std::printf("# offered %.4f: PFC deadlock at %.3f us, a cycle of %zu paused queues:%s\n", load,
+              static_cast<double>(d.at) / kMicrosecond, d.cycle.size(), cycle.c_str());
+}
 
 // One run at `load`: a fresh fabric, warm-up, then the window.
 absl::StatusOr<Point> run_load(const Options& o, double load) {
@@ -244,6 +275,9 @@ absl::StatusOr<Point> run_load(const Options& o, double load) {
   nc.switches.pfc.enabled = o.pfc;
   nc.switches.pfc.xoff_bytes = o.buffer_bytes / 2;
   nc.switches.pfc.xon_bytes = o.buffer_bytes * 3 / 8;
+  // Report only: a deadlock stays one, so the window shows what it does to the throughput.
+  nc.switches.pfc.watchdog = {o.pfc && o.pfc_watchdog > 0, std::max<Time>(o.pfc_watchdog, 1),
+                              std::max<Time>(o.pfc_watchdog, 1), sim::PfcWatchdogAction::kReport};
   sim::Network net(nc);
   sim::TopologyLayout layout;
   if (absl::Status s = sim::build_dragonfly(net, o.df, &layout); !s.ok()) return s;
@@ -263,8 +297,8 @@ absl::StatusOr<Point> run_load(const Options& o, double load) {
   net.flush_stats();
   Point p;
   p.offered = load;
-  p.accepted = static_cast<double>(w.bytes) /
-               (static_cast<double>(net.num_hosts()) * bytes_per_ps * static_cast<double>(o.window));
+  p.accepted = static_cast<double>(w.bytes) / (static_cast<double>(net.num_hosts()) * bytes_per_ps *
+                                               static_cast<double>(o.window));
   p.latency_us = w.packets ? w.latency_ps / static_cast<double>(w.packets) / kMicrosecond : 0;
   for (uint32_t port = 0; port < net.num_ports(); ++port) {
     const sim::PortStats& st = net.port_stats(port);
@@ -278,20 +312,27 @@ absl::StatusOr<Point> run_load(const Options& o, double load) {
     p.sent += h->sent();
     p.worst_backlog = std::max(p.worst_backlog, h->backlog(w.to));
   }
+  p.deadlocks = net.pfc_deadlocks().size();
+  for (uint32_t port = 0; port < net.num_ports(); ++port)
+    p.firings += net.pfc_watchdog(port).firings;
+  if (!net.pfc_deadlocks().empty())
+    print_deadlock(net, layout.group, net.pfc_deadlocks().front(), load);
   return p;
 }
 
 bool saturated(const Options& o, const Point& p) {
-  return p.accepted < (1 - o.tolerance) * p.offered ||
+  return p.deadlocks > 0 || p.accepted < (1 - o.tolerance) * p.offered ||
          p.worst_loss > o.max_loss || p.worst_backlog > o.max_backlog ||
          (o.max_latency_us > 0 && p.latency_us > o.max_latency_us);
 }
 
 void print_point(const Point& p) {
-  std::printf("%8.4f %9.4f %10.3f %12llu %12llu %10.4f %10.3f\n", p.offered, p.accepted,
+  std::printf("%8.4f %9.4f %10.3f %12llu %12llu %10.4f %10.3f %9llu %9llu\n", p.offered, p.accepted,
               p.latency_us, static_cast<unsigned long long>(p.drops),
               static_cast<unsigned long long>(p.sent), p.worst_loss,
-              static_cast<double>(p.worst_backlog) / kMicrosecond);
+              static_cast<double>(p.worst_backlog) / kMicrosecond,
+              static_cast<unsigned long long>(p.firings),
+              static_cast<unsigned long long>(p.deadlocks));
   std::fflush(stdout);
 }
 
@@ -346,6 +387,16 @@ absl::StatusOr<Options> read_options() {
   o.buffer_bytes = uint64_t{check.range(FLAGS_buffer_kb, 4, 65536)} * 1024;
   o.payload = check.range(FLAGS_packet_bytes, 64, 4096);
   o.pfc = absl::GetFlag(FLAGS_pfc);
+  const std::string deadlock_free = absl::GetFlag(FLAGS_deadlock_free);
+  check.one_of("deadlock_free", deadlock_free, {"off", "tagger", "auto"});
+  // Tagger's classes: one per global link a route crosses, plus one; a detour through a
+  // switch adds a local hop after a local hop, which needs a class more than the switches have.
+  const bool fits = o.routing.group_minimal && !o.routing.valiant_via_switch;
+  o.routing.deadlock_free =
+      o.pfc && (deadlock_free == "tagger" || (deadlock_free == "auto" && fits))
+          ? sim::DeadlockFree::kTagger
+          : sim::DeadlockFree::kOff;
+  o.pfc_watchdog = static_cast<Time>(check.range(FLAGS_pfc_watchdog_us, 0, 100000) * kMicrosecond);
   o.seed = absl::GetFlag(FLAGS_seed);
   o.json = absl::GetFlag(FLAGS_json);
   if (!check.error.empty()) return absl::InvalidArgumentError(check.error);
@@ -391,17 +442,31 @@ int main_(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
   auto o = read_options();
   if (!o.ok()) return tool_error("uet-load", o.status(), 2);
-  std::printf("# dragonfly p=%u a=%u h=%u g=%u (%u hosts), %s, %s%s%s, buffer %llu KiB/port, %u B "
-              "packets, warm-up %g us, window %g us, saturated below %g x offered or a port losing "
-              "above %g\n",
-              o->df.p, o->df.a, o->df.h, o->df.groups(), o->df.p * o->df.a * o->df.groups(),
-              absl::GetFlag(FLAGS_traffic).c_str(), absl::GetFlag(FLAGS_routing).c_str(),
-              o->routing.group_minimal ? " (group-minimal)" : " (shortest paths)",
-              o->routing.ugal_signal == sim::UgalSignal::kDownstream ? " (ugal: downstream)" : "",
-              static_cast<unsigned long long>(o->buffer_bytes / 1024), o->payload,
-              static_cast<double>(o->warmup) / kMicrosecond,
-              static_cast<double>(o->window) / kMicrosecond, 1 - o->tolerance, o->max_loss);
-  std::printf("# offered  accepted  latency_us        drops         sent worst_port_loss backlog_us\n");
+  std::printf(
+      "# dragonfly p=%u a=%u h=%u g=%u (%u hosts), %s, %s%s%s, buffer %llu KiB/port, %u B "
+      "packets, warm-up %g us, window %g us, saturated below %g x offered or a port losing "
+      "above %g\n",
+      o->df.p, o->df.a, o->df.h, o->df.groups(), o->df.p * o->df.a * o->df.groups(),
+      absl::GetFlag(FLAGS_traffic).c_str(), absl::GetFlag(FLAGS_routing).c_str(),
+      o->routing.group_minimal ? " (group-minimal)" : " (shortest paths)",
+      o->routing.ugal_signal == sim::UgalSignal::kDownstream ? " (ugal: downstream)" : "",
+      static_cast<unsigned long long>(o->buffer_bytes / 1024), o->payload,
+      static_cast<double>(o->warmup) / kMicrosecond, static_cast<double>(o->window) / kMicrosecond,
+      1 - o->tolerance, o->max_loss);
+  if (o->pfc) {
+    const std::string watchdog =
+        o->pfc_watchdog > 0 ? absl::StrFormat("reports past %g us",
+                                              static_cast<double>(o->pfc_watchdog) / kMicrosecond)
+                            : std::string("off");
+    std::printf("# lossless: %s, PFC watchdog %s\n",
+                o->routing.deadlock_free == sim::DeadlockFree::kTagger
+                    ? "a class more after each global link (tagger)"
+                    : "one class (deadlock_free off)",
+                watchdog.c_str());
+  }
+  std::printf(
+      "# offered  accepted  latency_us        drops         sent worst_port_loss backlog_us"
+      "   firings deadlocks\n");
   double sat = 0;
   auto points = sweep(*o, &sat);
   if (!points.ok()) return tool_error("uet-load", points.status(), 1);
@@ -410,19 +475,24 @@ int main_(int argc, char** argv) {
   std::printf("saturation %.4f (peak accepted %.4f)\n", sat, peak);
   if (o->json.empty()) return 0;
   std::string out = absl::StrFormat(
-      "{\"traffic\": \"%s\", \"routing\": \"%s\", \"group_minimal\": %s, \"p\": %u, \"a\": %u, \"h\": %u, \"g\": %u, "
+      "{\"traffic\": \"%s\", \"routing\": \"%s\", \"group_minimal\": %s, \"deadlock_free\": "
+      "\"%s\", \"p\": %u, \"a\": %u, \"h\": %u, \"g\": %u, "
       "\"saturation\": %.4f, \"peak_accepted\": %.4f, \"points\": [",
       absl::GetFlag(FLAGS_traffic), absl::GetFlag(FLAGS_routing),
-      o->routing.group_minimal ? "true" : "false", o->df.p, o->df.a, o->df.h,
-      o->df.groups(), sat, peak);
+      o->routing.group_minimal ? "true" : "false",
+      o->routing.deadlock_free == sim::DeadlockFree::kTagger ? "tagger" : "off", o->df.p, o->df.a,
+      o->df.h, o->df.groups(), sat, peak);
   for (size_t i = 0; i < points->size(); ++i) {
     const Point& p = (*points)[i];
-    absl::StrAppend(&out, i ? ", " : "",
-                    absl::StrFormat("{\"offered\": %.4f, \"accepted\": %.4f, \"latency_us\": "
-                                    "%.3f, \"drops\": %d, \"sent\": %d, \"worst_port_loss\": %.5f, \"backlog_us\": %.3f}",
-                                    p.offered, p.accepted, p.latency_us, p.drops, p.sent,
-                                    p.worst_loss,
-                                    static_cast<double>(p.worst_backlog) / kMicrosecond));
+    absl::StrAppend(
+        &out, i ? ", " : "",
+        absl::StrFormat("{\"offered\": %.4f, \"accepted\": %.4f, \"latency_us\": %.3f, "
+                        "\"drops\": %d, \"sent\": %d, \"worst_port_loss\": %.5f, "
+                        "\"backlog_us\": %.3f, \"watchdog_firings\": %d, "
+                        "\"deadlocks\": %d}",
+                        p.offered, p.accepted, p.latency_us, p.drops, p.sent, p.worst_loss,
+                        static_cast<double>(p.worst_backlog) / kMicrosecond, p.firings,
+                        p.deadlocks));
   }
   absl::StrAppend(&out, "]}\n");
   FILE* f = std::fopen(o->json.c_str(), "w");

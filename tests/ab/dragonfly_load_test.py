@@ -11,6 +11,9 @@ above Valiant too; below saturation (offered 0.1) every mode delivers what it is
 --nogroup_minimal (shortest paths in switch hops, some through two global links) worst-case
 minimal saturates within 10 % of that family's bound (0.143), not of 0.125; with
 --valiant_via_switch (booksim2's Valiant) worst-case Valiant within 10 % of its bound (0.545).
+Past saturation, worst-case UGAL-L with PFC and one lossless class (--deadlock_free=off)
+deadlocks and the PFC watchdog reports the cycle (the load counts as saturated); with the
+default lossless classes (a class more after each global link) the same load has none.
 Bad flags are refused naming the flag. --max_latency_us (booksim2's latency criterion) below Valiant's
 zero-load latency (about 2.7 us here) leaves no load saturation-free.
 Usage: dragonfly_load_test.py BUILD_BIN_DIR
@@ -24,6 +27,7 @@ import ab_common
 import dragonfly_bounds
 
 SHAPE = ["--df_p=2", "--df_a=4", "--df_h=2", "--warmup_us=50", "--measure_us=50"]
+DEADLOCK_LOAD = "0.6"
 LOADS = "0.02,0.04,0.06,0.08,0.1,0.12,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9,1.0"
 
 REFUSED = [
@@ -32,6 +36,8 @@ REFUSED = [
     (["--loads=0.5,0.2"], "--loads=0.5,0.2 invalid: ascending fractions, each 0.001..1"),
     (["--buffer_kb=2"], "--buffer_kb=2 out of range: 4..65536"),
     (["--max_latency_us=-1"], "--max_latency_us=-1 out of range: 0..100000"),
+    (["--deadlock_free=dateline"], "--deadlock_free=dateline unknown: off, tagger or auto"),
+    (["--pfc_watchdog_us=-1"], "--pfc_watchdog_us=-1 out of range: 0..100000"),
     (["--df_g=4"], "--df_p/--df_a/--df_h/--df_g: dragonfly: groups g 4"),
 ]
 
@@ -63,6 +69,21 @@ def latency_sweep(tmp, failures):
     return json.load(open(out))["saturation"]
 
 
+def deadlocks(tmp, classes, failures):
+    """Worst-case UGAL-L, lossless, at offered DEADLOCK_LOAD: the watchdog's cycles."""
+    out = os.path.join(tmp, f"deadlock_{classes}.json")
+    proc = ab_common.run([*SHAPE, "--traffic=wc", "--routing=ugal", "--pfc",
+                          f"--deadlock_free={classes}", f"--loads={DEADLOCK_LOAD}", "--refine=0",
+                          "--json=" + out], name="uet-load", timeout=120, echo=True)
+    if proc.returncode != 0:
+        failures.append(f"--deadlock_free={classes}: rc {proc.returncode}")
+        return None
+    result = json.load(open(out))
+    if classes == "off" and "PFC deadlock at" not in proc.stdout:
+        failures.append("--deadlock_free=off: no deadlock line printed")
+    return result["points"][0]["deadlocks"], result["saturation"]
+
+
 def main():
     failures = []
     sat = {}
@@ -73,6 +94,8 @@ def main():
         shortest = sweep(tmp, "wc", "minimal", failures, ["--nogroup_minimal"])
         via_switch = sweep(tmp, "wc", "valiant", failures, ["--valiant_via_switch"])
         latency_bound = latency_sweep(tmp, failures)
+        one_class = deadlocks(tmp, "off", failures)
+        tagged = deadlocks(tmp, "auto", failures)
     if failures:
         return ab_common.verdict(failures)
     print("saturation:", {f"{t} {r}": s for (t, r), s in sat.items()})
@@ -88,6 +111,13 @@ def main():
         print(f"{name}: measured {got:.4f}, bound {want:.4f}")
         if abs(got - want) > 0.1 * want:
             failures.append(f"{name}: saturation {got} not within 10 % of {want}")
+    # Expect: one class deadlocks past saturation (found, and the load saturated); the
+    # default classes do not.
+    print("deadlocks, saturation: one class", one_class, "tagger", tagged)
+    if one_class[0] == 0 or one_class[1] != 0:
+        failures.append(f"wc ugal --deadlock_free=off at {DEADLOCK_LOAD}: {one_class}")
+    if tagged[0] != 0:
+        failures.append(f"wc ugal --deadlock_free=auto at {DEADLOCK_LOAD}: {tagged}")
     if latency_bound != 0:
         failures.append(f"--max_latency_us=1: saturation {latency_bound}, want 0")
     if not sat[("wc", "valiant")] > 2 * sat[("wc", "minimal")]:

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "sim/network.h"
+#include "sim/topology.h"
 #include "sim/udp_app.h"
 #include "test_fabrics.h"
 #include "transport/wire/checksum.h"
@@ -208,6 +209,93 @@ TEST(LosslessSwitch_Ring, ASwitchThatChangesTheClassRewritesTheDscp) {
   auto host = dscps(host_path);
   EXPECT_GT(host[15].size(), 10u);
   EXPECT_TRUE(all_are(host[15], kDscpData));  // UdpApp marks its frames kDscpData
+}
+
+// uet-load's 72-host dragonfly: 9 groups of 4 switches, two hosts and two global links a
+// switch, PFC on, the watchdog reporting, group-minimal routes in `mode`; every host sends
+// `bytes` at line rate to the host of its place in the next group (worst case: group i to i + 1),
+// with a source port per packet, so Valiant and UGAL-L spread its packets over intermediate
+// groups. With one lossless class a detour's global link into its intermediate group waits on
+// a local link there that other frames take to their first global link, and so on round the
+// groups.
+struct WorstCaseFly {
+  static constexpr uint32_t kP = 2;
+  static constexpr uint32_t kA = 4;
+  // uet-load's switches: 64 KiB a port, XOFF at half of it.
+  static NetworkConfig config() {
+    NetworkConfig nc = test::pfc_config(report());
+    nc.switches.buffer_bytes = 64 * 1024;
+    nc.switches.pfc.xoff_bytes = 32 * 1024;
+    nc.switches.pfc.xon_bytes = 24 * 1024;
+    return nc;
+  }
+  WorstCaseFly(RoutingMode mode, bool tagger, uint64_t bytes) : net(config()) {
+    DragonflyConfig c;
+    c.p = kP;
+    c.a = kA;
+    c.h = 2;
+    c.host_link = c.local_link = test::link100(100 * kNanosecond);
+    c.global_link = test::link100(1000 * kNanosecond);
+    TopologyLayout layout;
+    EXPECT_TRUE(build_dragonfly(net, c, &layout).ok());
+    EXPECT_TRUE(net.set_switch_groups(layout.group).ok());
+    RoutingConfig rc;
+    rc.mode = mode;
+    rc.group_minimal = true;
+    rc.deadlock_free = tagger ? DeadlockFree::kTagger : DeadlockFree::kOff;
+    EXPECT_TRUE(net.set_routing(rc).ok());
+    const uint32_t hosts = static_cast<uint32_t>(net.num_hosts());
+    for (uint32_t h = 0; h < hosts; ++h) apps.push_back(std::make_unique<UdpApp>(h, &rec, 1024));
+    for (uint32_t h = 0; h < hosts; ++h) {
+      apps[h]->add_flow(UdpFlow{h, (h + kP * kA) % hosts, bytes, 0,
+                                static_cast<uint16_t>(0xC000 + h),
+                                /*spray=*/true});
+      net.attach(h, apps[h].get());
+    }
+  }
+  uint64_t received() const { return test::received(rec); }
+
+  Network net;
+  std::vector<FlowRecord> rec;
+  std::vector<std::unique_ptr<UdpApp>> apps;
+};
+
+// Expect, for Valiant and UGAL-L: with one lossless class the watchdog reports a cycle of
+// paused queues and most bytes never arrive; with Tagger's three (a class more after each
+// global link, as Kim et al.'s virtual channels) every byte arrives, none lost, though PFC
+// paused links, with frames queued in the last class (past a detour's second global link),
+// no cycle reported and nothing left to run.
+TEST(LosslessSwitch_Dragonfly, DetoursDeadlockWithOneClassNotWithTagger) {
+  constexpr uint64_t kBytes = 1024 * 1000;
+  for (const RoutingMode mode : {RoutingMode::kValiant, RoutingMode::kUgal}) {
+    SCOPED_TRACE(testing::Message() << "mode " << static_cast<int>(mode));
+    WorstCaseFly off(mode, false, kBytes);
+    off.net.run_until(10 * kMillisecond);
+    ASSERT_FALSE(off.net.pfc_deadlocks().empty());
+    EXPECT_GE(off.net.pfc_deadlocks().front().cycle.size(), 2u);
+    EXPECT_LT(off.received(), kBytes * off.rec.size() / 2);
+
+    WorstCaseFly on(mode, true, kBytes);
+    ASSERT_EQ(on.net.routing().lossless().classes(), 3u);
+    bool last_class_used = false;
+    for (Time t = 0; t < 10 * kMillisecond && on.net.events_pending() > 0; t += 5 * kMicrosecond) {
+      on.net.run_until(t);
+      for (uint32_t p = 0; p < on.net.num_ports(); ++p) {
+        last_class_used |= on.net.queue_bytes(p, lossless_priority(2)) > 0;
+      }
+    }
+    EXPECT_TRUE(on.net.pfc_deadlocks().empty());
+    EXPECT_EQ(on.received(), kBytes * on.rec.size());
+    uint64_t pauses = 0;
+    for (uint32_t p = 0; p < on.net.num_ports(); ++p) {
+      const PortStats st = on.net.port_stats(p);
+      EXPECT_EQ(st.drops + st.lossless_drops, 0u) << p;
+      pauses += st.pauses_sent;
+    }
+    EXPECT_GT(pauses, 0u);
+    EXPECT_TRUE(last_class_used);
+    EXPECT_EQ(on.net.events_pending(), 0u);
+  }
 }
 
 }  // namespace
