@@ -39,6 +39,8 @@ std::string tss_backend_refusal(const std::string& name, bool tss_on, tss::Backe
     return absl::StrCat("--tss_backend=", name, ": auto, ipsec-mb or openssl");
   }
   if (!tss_on && *backend != tss::Backend::kAuto) return "--tss_backend needs --tss";
+  if (!tss_on) return "";  // without TSS the crypto module is never opened
+  if (absl::Status s = tss::crypto_status(); !s.ok()) return absl::StrCat("--tss: ", s.message());
   if (!tss::backend_available(*backend)) {
     return absl::StrCat("--tss_backend=", name,
                         " is not available here (built without it, or the CPU lacks AES-NI): "

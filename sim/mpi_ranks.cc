@@ -4,7 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "sim/module.h"
+#include "transport/module.h"
 
 namespace uet::sim {
 namespace {

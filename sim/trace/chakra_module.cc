@@ -1,6 +1,6 @@
 #include "sim/trace/chakra_module.h"
 
-#include "sim/module.h"
+#include "transport/module.h"
 
 namespace uet::sim {
 

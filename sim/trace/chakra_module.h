@@ -1,6 +1,6 @@
 // The Chakra reader (read_chakra, read_comm_groups in trace.h) for programs that read traces
 // only when asked: it and libprotobuf live in the module libuet_chakra.so, opened on first use
-// (sim/module.h), so a run without a trace never maps them. Programs that always read or
+// (transport/module.h), so a run without a trace never maps them. Programs that always read or
 // write traces link uet_chakra and call trace.h's functions directly.
 #pragma once
 

@@ -11,11 +11,14 @@ under TSS), both transports:
 - the pcap of a sealed run holds sealed frames: type ENC in the first UET byte, the PDS hidden;
 - the AES-GCM library (--tss_backend) changes nothing but the recorded parameter;
 - cost flags out of range, a bad --tss_backend, and a key file without --tss or with a bad line, are refused naming
-  the flag (and the file's line) and never quoting a key.
+  the flag (and the file's line) and never quoting a key;
+- the crypto libraries are mapped only under --tss, and a uet-ab without its lib/ refuses --tss
+  naming the module (exit 2) but runs without it.
 Usage: tss_test.py BUILD_BIN_DIR
 """
 import json
 import os
+import shutil
 import struct
 import subprocess
 import sys
@@ -45,6 +48,35 @@ def pcap_frames(path):
         frames.append(data[off + 16:off + 16 + incl])
         off += 16 + incl
     return frames
+
+
+def check_module(bindir, tmp, failures):
+    """The crypto libraries are a module (lib/libuet_tss_crypto.so) opened only under --tss: a
+    run without it never maps them, and a copy of uet-ab without its lib/ refuses --tss naming
+    the module but runs without TSS."""
+    small = ["--scenario=permutation", "--topology=fattree", "--k=2", "--bytes=4096"]
+    uet_ab = os.path.join(bindir, "uet-ab")
+    for args, mapped in (([], False), (["--tss"], True)):
+        # The loader names every object it maps (LD_DEBUG=files), dlopen'd ones included.
+        proc = subprocess.run([uet_ab, *small, *args], capture_output=True, text=True,
+                              timeout=60, env=dict(os.environ, LD_DEBUG="files"))
+        seen = {lib: f"file={lib}" in proc.stderr or f"/{lib}" in proc.stderr
+                for lib in ("libuet_tss_crypto.so", "libcrypto.so")}
+        if proc.returncode != 0 or any(v != mapped for v in seen.values()):
+            failures.append(f"{args}: rc {proc.returncode}, mapped {seen}, want {mapped}")
+    alone = os.path.join(tmp, "alone", "bin")
+    os.makedirs(alone)
+    shutil.copy(uet_ab, alone)
+    env = dict(os.environ, LD_LIBRARY_PATH="")
+    proc = subprocess.run([os.path.join(alone, "uet-ab"), *small, "--tss"], capture_output=True,
+                          text=True, timeout=60, env=env)
+    if proc.returncode != 2 or "--tss: TSS (AES-256-GCM and the KDF's CMAC) needs the module " \
+            "libuet_tss_crypto.so, which did not load" not in proc.stderr:
+        failures.append(f"no module, --tss: rc {proc.returncode}, stderr {proc.stderr.strip()!r}")
+    proc = subprocess.run([os.path.join(alone, "uet-ab"), *small], capture_output=True,
+                          text=True, timeout=60, env=env)
+    if proc.returncode != 0:
+        failures.append(f"no module, no TSS: rc {proc.returncode}: {proc.stderr.strip()!r}")
 
 
 def main():
@@ -127,6 +159,7 @@ def main():
             if proc.returncode != 2 or f"--{flag}=" not in proc.stderr or \
                     "out of range: 0..1e+06" not in proc.stderr:
                 failures.append(f"--{flag}={value}: rc {proc.returncode}: {proc.stderr!r}")
+        check_module(bindir, tmp, failures)
     for f in failures:
         print("FAIL:", f)
     if failures:

@@ -1,18 +1,9 @@
 #include "transport/tss/crypto.h"
 
-#include <openssl/core_names.h>
-#include <openssl/crypto.h>
-#include <openssl/evp.h>
-#include <openssl/params.h>
-
 #include <cstring>
-#include <new>
 
 #include "absl/strings/str_cat.h"
-
-#ifdef UET_HAVE_IPSEC_MB
-#include <intel-ipsec-mb.h>
-#endif
+#include "transport/module.h"
 
 namespace uet::tss {
 
@@ -26,28 +17,50 @@ void put_be32(uint8_t* p, uint32_t v) noexcept {
   for (int i = 0; i < 4; ++i) p[i] = static_cast<uint8_t>(v >> (24 - 8 * i));
 }
 
-// OpenSSL's GCM, keyed by Gcm::set_key: the packet's IV, the AAD, then `data` in place,
-// sealing or opening; the caller finishes (the bytes from elsewhere, the tag). Inlined into
-// both: once per packet, a call costs more than the lines it saves.
-[[gnu::always_inline]] inline bool evp_begin(EVP_CIPHER_CTX* ctx, bool encrypt, const Iv& iv, std::span<const uint8_t> aad,
-               std::span<uint8_t> data) noexcept {
-  int n = 0;
-  if (ctx == nullptr) return false;
-  if (EVP_CipherInit_ex2(ctx, nullptr, nullptr, iv.data(), encrypt ? 1 : 0, nullptr) != 1)
-    return false;
-  const auto update = encrypt ? EVP_EncryptUpdate : EVP_DecryptUpdate;
-  if (update(ctx, nullptr, &n, aad.data(), static_cast<int>(aad.size())) != 1) return false;
-  return data.empty() ||
-         update(ctx, data.data(), &n, data.data(), static_cast<int>(data.size())) == 1;
+// The module, opened on first use; its error is kept for every later caller.
+struct Loaded {
+  const CryptoModule* m = nullptr;
+  absl::Status status;
+};
+
+const Loaded& loaded() {
+  static const Loaded l = [] {
+    Loaded r;
+    auto entry = module_symbol("libuet_tss_crypto.so", "uet_tss_crypto_module",
+                               "TSS (AES-256-GCM and the KDF's CMAC)");
+    if (!entry.ok()) {
+      r.status = entry.status();
+      return r;
+    }
+    const CryptoModule* m = reinterpret_cast<decltype(&uet_tss_crypto_module)>(*entry)();
+    if (m == nullptr || m->abi != kCryptoModuleAbi) {
+      r.status = absl::FailedPreconditionError(absl::StrCat(
+          "TSS: the module libuet_tss_crypto.so is from another build (its ABI ",
+          m == nullptr ? 0 : m->abi, ", this program's ", kCryptoModuleAbi, ")"));
+      return r;
+    }
+    r.m = m;
+    return r;
+  }();
+  return l;
+}
+
+// `b`'s functions (never kAuto), or null when it is unavailable.
+const GcmOps* ops_of(Backend b) noexcept {
+  const CryptoModule* m = loaded().m;
+  if (m == nullptr) return nullptr;
+  return b == Backend::kIpsecMb ? m->ipsec_mb : m->openssl;
 }
 
 }  // namespace
 
-Kdf::~Kdf() { EVP_MAC_CTX_free(ctx_); }  // frees the CMAC state, wiping its key schedule
+absl::Status crypto_status() { return loaded().status; }
+
+Kdf::~Kdf() { clear(); }
 
 Kdf& Kdf::operator=(Kdf&& o) noexcept {
   if (this != &o) {
-    EVP_MAC_CTX_free(ctx_);
+    clear();
     ctx_ = o.ctx_;
     o.ctx_ = nullptr;
   }
@@ -55,24 +68,14 @@ Kdf& Kdf::operator=(Kdf&& o) noexcept {
 }
 
 bool Kdf::set_key(const Key& master) noexcept {
-  // Fetched once per process: a fetch walks OpenSSL's provider store under a lock.
-  static EVP_MAC* const mac = EVP_MAC_fetch(nullptr, "CMAC", nullptr);
-  EVP_MAC_CTX_free(ctx_);
-  ctx_ = mac != nullptr ? EVP_MAC_CTX_new(mac) : nullptr;
-  if (ctx_ == nullptr) return false;
-  char cipher[] = "AES-256-CBC";
-  const OSSL_PARAM params[] = {OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_CIPHER, cipher, 0),
-                               OSSL_PARAM_construct_end()};
-  if (EVP_MAC_init(ctx_, master.data(), master.size(), params) != 1) {
-    EVP_MAC_CTX_free(ctx_);
-    ctx_ = nullptr;
-    return false;
-  }
-  return true;
+  clear();
+  const CryptoModule* m = loaded().m;
+  ctx_ = m != nullptr ? m->cmac_new(master.data()) : nullptr;
+  return ctx_ != nullptr;
 }
 
 void Kdf::clear() noexcept {
-  EVP_MAC_CTX_free(ctx_);
+  if (ctx_ != nullptr) loaded().m->cmac_free(ctx_);  // wipes its key schedule
   ctx_ = nullptr;
 }
 
@@ -91,21 +94,18 @@ bool Kdf::derive(std::string_view label, std::span<const uint8_t> context,
   n += 2;
   constexpr size_t kOut = UET_TSS_KDF_BITS / 8;
   std::array<uint8_t, 48> k{};  // three CMAC blocks, truncated to 44 bytes
+  const CryptoModule* m = loaded().m;
   bool ok = true;
   for (uint8_t i = 0; ok && i < 3; ++i) {
     msg[0] = static_cast<uint8_t>(i + 1);
-    // A null key re-initialises the CMAC under the key it holds: no new key schedule.
-    size_t got = 0;
-    ok = EVP_MAC_init(ctx_, nullptr, 0, nullptr) == 1 &&
-         EVP_MAC_update(ctx_, msg.data(), n) == 1 &&
-         EVP_MAC_final(ctx_, k.data() + 16 * i, &got, 16) == 1 && got == 16;
+    ok = m->cmac(ctx_, std::span<const uint8_t>(msg.data(), n), k.data() + 16 * i);
   }
   static_assert(kOut == kKeyBytes + kIvBytes);
   if (ok) {
     std::memcpy(out->key.data(), k.data(), kKeyBytes);
     std::memcpy(out->iv_mask.data(), k.data() + kKeyBytes, kIvBytes);
   }
-  OPENSSL_cleanse(k.data(), k.size());
+  explicit_bzero(k.data(), k.size());
   return ok;
 }
 
@@ -141,83 +141,8 @@ Iv packet_iv(uint32_t source, uint64_t tsc, const Iv& mask) noexcept {
   return iv;
 }
 
-#ifdef UET_HAVE_IPSEC_MB
-namespace {
-
-struct Imb {
-  IMB_MGR* mgr = nullptr;
-  IMB_ARCH arch = IMB_ARCH_NONE;
-};
-
-// One manager for the process: the direct GCM calls only read its function table, which
-// init_mb_mgr_auto() fills once with the best code for this CPU.
-const Imb& imb() noexcept {
-  static const Imb m = [] {
-    Imb r;
-    r.mgr = alloc_mb_mgr(0);
-    if (r.mgr == nullptr) return r;
-    init_mb_mgr_auto(r.mgr, &r.arch);
-    // Without AES-NI ipsec-mb emulates AES in software: OpenSSL is then the better fallback.
-    if (imb_get_errno(r.mgr) != 0 || r.arch == IMB_ARCH_NONE || r.arch == IMB_ARCH_NOAESNI) {
-      free_mb_mgr(r.mgr);
-      r.mgr = nullptr;
-    }
-    return r;
-  }();
-  return m;
-}
-
-// ipsec-mb's GCM under the key `key` points to (Gcm::ImbKey): the packet's IV, the AAD, then
-// `data` in place, sealing or opening; the caller finishes, as after evp_begin (inlined for the
-// same reason). The key is read through its owner's pointer at each call, as the callers would,
-// rather than held across them.
-template <typename KeyData>
-[[gnu::always_inline]] inline void imb_begin(IMB_MGR* m, KeyData* const& key, gcm_context_data* c,
-                                             bool encrypt, const Iv& iv,
-                                             std::span<const uint8_t> aad,
-                                             std::span<uint8_t> data) noexcept {
-  IMB_AES256_GCM_INIT(m, &key->k, c, iv.data(), aad.data(), aad.size());
-  if (data.empty()) return;
-  if (encrypt) {
-    IMB_AES256_GCM_ENC_UPDATE(m, &key->k, c, data.data(), data.data(), data.size());
-  } else {
-    IMB_AES256_GCM_DEC_UPDATE(m, &key->k, c, data.data(), data.data(), data.size());
-  }
-}
-
-const char* arch_name(IMB_ARCH a) noexcept {
-  switch (a) {
-    case IMB_ARCH_SSE: return "sse";
-    case IMB_ARCH_AVX: return "avx";
-    case IMB_ARCH_AVX2: return "avx2";
-    case IMB_ARCH_AVX512: return "avx512";
-    default: return "none";
-  }
-}
-
-}  // namespace
-
-// ipsec-mb declares gcm_key_data 64-byte aligned only when LINUX is defined; say it here.
-struct alignas(64) Gcm::ImbKey {
-  gcm_key_data k;
-};
-#else
-struct Gcm::ImbKey {};
-#endif
-
 bool backend_available(Backend b) noexcept {
-  switch (b) {
-    case Backend::kAuto:
-    case Backend::kOpenSsl:
-      return true;
-    case Backend::kIpsecMb:
-#ifdef UET_HAVE_IPSEC_MB
-      return imb().mgr != nullptr;
-#else
-      return false;
-#endif
-  }
-  return false;
+  return ops_of(b == Backend::kAuto ? Backend::kOpenSsl : b) != nullptr;
 }
 
 Backend best_backend() noexcept {
@@ -245,125 +170,38 @@ bool parse_backend(std::string_view name, Backend* out) noexcept {
 
 std::string backend_detail(Backend b) {
   if (b == Backend::kAuto) b = best_backend();
-  if (b == Backend::kOpenSsl)
-    return absl::StrCat("openssl ", OpenSSL_version(OPENSSL_VERSION_STRING));
-#ifdef UET_HAVE_IPSEC_MB
-  if (imb().mgr != nullptr)
-    return absl::StrCat("ipsec-mb ", imb_get_version_str(), " (", arch_name(imb().arch), ")");
-#endif
-  return "ipsec-mb (unavailable)";
+  if (const GcmOps* ops = ops_of(b); ops != nullptr) return ops->detail;
+  return absl::StrCat(backend_name(b), " (unavailable)");
 }
 
 Gcm::~Gcm() { release(); }
 
 void Gcm::release() noexcept {
-  EVP_CIPHER_CTX_free(ctx_);
-  ctx_ = nullptr;
-  if (imb_ != nullptr) OPENSSL_cleanse(imb_, sizeof(*imb_));  // key material
-  delete imb_;
-  imb_ = nullptr;
+  if (state_ != nullptr) ops_->release(state_);
+  state_ = nullptr;
 }
 
 Gcm& Gcm::operator=(Gcm&& o) noexcept {
   if (this != &o) {
     release();
-    ctx_ = o.ctx_;
-    imb_ = o.imb_;
+    state_ = o.state_;
+    ops_ = o.ops_;
     encrypt_ = o.encrypt_;
     backend_ = o.backend_;
-    o.ctx_ = nullptr;
-    o.imb_ = nullptr;
+    o.state_ = nullptr;
   }
   return *this;
 }
 
 bool Gcm::set_key(const Key& key, bool encrypt, Backend backend) noexcept {
   if (backend == Backend::kAuto) backend = best_backend();
-  if (!backend_available(backend)) return false;
-  if (backend != backend_) release();
+  const GcmOps* ops = ops_of(backend);
+  if (ops == nullptr) return false;
+  if (ops != ops_) release();
+  ops_ = ops;
   backend_ = backend;
   encrypt_ = encrypt;
-#ifdef UET_HAVE_IPSEC_MB
-  if (backend == Backend::kIpsecMb) {
-    if (imb_ == nullptr) imb_ = new (std::nothrow) ImbKey;
-    if (imb_ == nullptr) return false;
-    // Key schedule and GHASH powers, once per key (§5.2): packets only set their IV.
-    IMB_AES256_GCM_PRE(imb().mgr, key.data(), &imb_->k);
-    return true;
-  }
-#endif
-  if (ctx_ == nullptr) ctx_ = EVP_CIPHER_CTX_new();
-  if (ctx_ == nullptr) return false;
-  // The IV length is GCM's default, 96 bits (§5.2).
-  return EVP_CipherInit_ex2(ctx_, EVP_aes_256_gcm(), key.data(), nullptr, encrypt ? 1 : 0,
-                            nullptr) == 1;
-}
-
-bool Gcm::seal(const Iv& iv, std::span<const uint8_t> aad, std::span<uint8_t> data,
-               std::span<const uint8_t> from, uint8_t* to, uint8_t* tag) noexcept {
-  if (!encrypt_) return false;
-#ifdef UET_HAVE_IPSEC_MB
-  if (imb_ != nullptr) {
-    IMB_MGR* m = imb().mgr;
-    alignas(64) gcm_context_data c;
-    imb_begin(m, imb_, &c, true, iv, aad, data);
-    if (!from.empty()) IMB_AES256_GCM_ENC_UPDATE(m, &imb_->k, &c, to, from.data(), from.size());
-    IMB_AES256_GCM_ENC_FINALIZE(m, &imb_->k, &c, tag, kTagBytes);
-    return true;
-  }
-#endif
-  int n = 0;
-  if (!evp_begin(ctx_, true, iv, aad, data)) return false;
-  if (!from.empty() &&
-      EVP_EncryptUpdate(ctx_, to, &n, from.data(), static_cast<int>(from.size())) != 1) {
-    return false;
-  }
-  uint8_t none[16];
-  if (EVP_EncryptFinal_ex(ctx_, none, &n) != 1) return false;
-  return EVP_CIPHER_CTX_ctrl(ctx_, EVP_CTRL_AEAD_GET_TAG, static_cast<int>(kTagBytes), tag) == 1;
-}
-
-bool Gcm::open(const Iv& iv, std::span<const uint8_t> aad, std::span<uint8_t> data,
-               const uint8_t* tag) noexcept {
-  if (encrypt_) return false;
-#ifdef UET_HAVE_IPSEC_MB
-  if (imb_ != nullptr) {
-    IMB_MGR* m = imb().mgr;
-    alignas(64) gcm_context_data c;
-    imb_begin(m, imb_, &c, false, iv, aad, data);
-    uint8_t computed[kTagBytes];
-    IMB_AES256_GCM_DEC_FINALIZE(m, &imb_->k, &c, computed, kTagBytes);
-    // Constant time, so a forger learns nothing from how long the refusal took.
-    return CRYPTO_memcmp(computed, tag, kTagBytes) == 0;
-  }
-#endif
-  if (!evp_begin(ctx_, false, iv, aad, data)) return false;
-  // OpenSSL takes the expected tag as non-const but only reads it.
-  if (EVP_CIPHER_CTX_ctrl(ctx_, EVP_CTRL_AEAD_SET_TAG, static_cast<int>(kTagBytes),
-                          const_cast<uint8_t*>(tag)) != 1) {
-    return false;
-  }
-  uint8_t none[16];
-  int n = 0;
-  return EVP_DecryptFinal_ex(ctx_, none, &n) == 1;
-}
-
-bool Gcm::decrypt_unverified(const Iv& iv, std::span<uint8_t> data) noexcept {
-  if (encrypt_) return false;
-#ifdef UET_HAVE_IPSEC_MB
-  if (imb_ != nullptr) {
-    IMB_MGR* m = imb().mgr;
-    alignas(64) gcm_context_data c;
-    static const uint8_t kNoAad[1] = {0};
-    imb_begin(m, imb_, &c, false, iv, std::span<const uint8_t>(kNoAad, 0), data);
-    return true;
-  }
-#endif
-  int n = 0;
-  if (ctx_ == nullptr) return false;
-  if (EVP_DecryptInit_ex2(ctx_, nullptr, nullptr, iv.data(), nullptr) != 1) return false;
-  return data.empty() || EVP_DecryptUpdate(ctx_, data.data(), &n, data.data(),
-                                           static_cast<int>(data.size())) == 1;
+  return ops->set_key(&state_, key.data(), encrypt);
 }
 
 bool parse_key(std::string_view hex, Key* out) noexcept {

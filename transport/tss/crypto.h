@@ -1,6 +1,8 @@
 // TSS cryptography (spec/uet.md §5.2, §5.3): AES-256-GCM per packet from Intel's ipsec-mb
 // (VAES/AVX-512 where the CPU has them) or OpenSSL 3, and the CMAC-AES counter-mode KDF from
-// OpenSSL; nothing here implements a cipher.
+// OpenSSL; nothing here implements a cipher. Both libraries live in the module
+// libuet_tss_crypto.so (crypto_module.h), opened when TSS first asks for a backend or a key:
+// a program that never keys TSS does not map them.
 //
 // Ownership: a Gcm owns one key schedule (ipsec-mb's expanded key and GHASH table, or an
 // OpenSSL context) prepared once per key; every packet only sets its IV, so the data path
@@ -14,10 +16,9 @@
 #include <string>
 #include <string_view>
 
+#include "absl/status/status.h"
 #include "spec/uet.def"
-
-typedef struct evp_cipher_ctx_st EVP_CIPHER_CTX;
-typedef struct evp_mac_ctx_st EVP_MAC_CTX;
+#include "transport/tss/crypto_module.h"
 
 namespace uet::tss {
 
@@ -37,7 +38,8 @@ struct DerivedKey {
 
 // NIST SP 800-108 counter mode, PRF AES-256-CMAC, an 8-bit counter from 1 before the fixed
 // data Label || 0x00 || Context || L (L = 352 as 2 bytes, big-endian): 44 bytes, key then IV
-// mask (spec/uet.md §5.3). False only if OpenSSL fails (no CMAC in the provider).
+// mask (spec/uet.md §5.3). False only if OpenSSL fails (no CMAC in the provider) or the
+// module does not load (crypto_status()).
 bool kdf(const Key& master, std::string_view label, std::span<const uint8_t> context,
          DerivedKey* out) noexcept;
 
@@ -55,14 +57,14 @@ class Kdf {
   Kdf(const Kdf&) = delete;
   Kdf& operator=(const Kdf&) = delete;
 
-  bool set_key(const Key& master) noexcept;  // false if OpenSSL fails
+  bool set_key(const Key& master) noexcept;  // false if OpenSSL or the module fails
   void clear() noexcept;                      // forgets the key
   bool keyed() const noexcept { return ctx_ != nullptr; }
   bool derive(std::string_view label, std::span<const uint8_t> context,
               DerivedKey* out) noexcept;
 
  private:
-  EVP_MAC_CTX* ctx_ = nullptr;
+  void* ctx_ = nullptr;  // the module's CMAC state
 };
 
 // The KDF context (§5.3): epoch (2) || rekey (4) || address (4), IPv4 or SSI form...
@@ -78,6 +80,9 @@ Iv packet_iv(uint32_t source, uint64_t tsc, const Iv& mask) noexcept;
 // Which library seals and opens: both give the same bytes (the differential tests hold them
 // to it); kAuto is ipsec-mb where it was built in and the CPU has AES-NI, else OpenSSL.
 enum class Backend : uint8_t { kAuto, kIpsecMb, kOpenSsl };
+// Whether libuet_tss_crypto.so loaded (opening it on the first call): the error names the
+// module, the paths tried and the loader's reason. Every backend is unavailable without it.
+absl::Status crypto_status();
 // kAuto resolved on this machine (never kAuto).
 Backend best_backend() noexcept;
 bool backend_available(Backend b) noexcept;
@@ -96,9 +101,8 @@ class Gcm {
   Gcm() noexcept = default;
   ~Gcm();
   Gcm(Gcm&& o) noexcept
-      : ctx_(o.ctx_), imb_(o.imb_), encrypt_(o.encrypt_), backend_(o.backend_) {
-    o.ctx_ = nullptr;
-    o.imb_ = nullptr;
+      : state_(o.state_), ops_(o.ops_), encrypt_(o.encrypt_), backend_(o.backend_) {
+    o.state_ = nullptr;
   }
   Gcm& operator=(Gcm&& o) noexcept;
   Gcm(const Gcm&) = delete;
@@ -107,7 +111,7 @@ class Gcm {
   // Keys the context for sealing (encrypt) or opening with `backend` (kAuto: the best here);
   // false if that backend is unavailable or fails. Re-keying reuses the storage.
   bool set_key(const Key& key, bool encrypt, Backend backend = Backend::kAuto) noexcept;
-  bool keyed() const noexcept { return ctx_ != nullptr || imb_ != nullptr; }
+  bool keyed() const noexcept { return state_ != nullptr; }
   Backend backend() const noexcept { return backend_; }
 
   // Encrypts data in place and writes the tag; `aad` is authenticated only.
@@ -117,22 +121,28 @@ class Gcm {
   }
   // As seal(), with `from` (when not empty) encrypted into `to` after `data`: a payload read
   // from registered memory straight into the frame, in the same pass that encrypts it.
+  // Inline: the engine calls the module's function straight, one indirect call as a PLT's.
   bool seal(const Iv& iv, std::span<const uint8_t> aad, std::span<uint8_t> data,
-            std::span<const uint8_t> from, uint8_t* to, uint8_t* tag) noexcept;
+            std::span<const uint8_t> from, uint8_t* to, uint8_t* tag) noexcept {
+    return encrypt_ && state_ != nullptr && ops_->seal(state_, iv.data(), aad, data, from, to, tag);
+  }
   // Decrypts data in place; true only if the tag matches (data is then the plaintext; on
   // false its bytes are undefined and must not be used).
   bool open(const Iv& iv, std::span<const uint8_t> aad, std::span<uint8_t> data,
-            const uint8_t* tag) noexcept;
+            const uint8_t* tag) noexcept {
+    return !encrypt_ && state_ != nullptr && ops_->open(state_, iv.data(), aad, data, tag);
+  }
   // Decrypts a prefix in place without authenticating it: a trimmed packet lost its tag
   // (§5.5), so its headers can be read but never trusted.
-  bool decrypt_unverified(const Iv& iv, std::span<uint8_t> data) noexcept;
+  bool decrypt_unverified(const Iv& iv, std::span<uint8_t> data) noexcept {
+    return !encrypt_ && state_ != nullptr && ops_->decrypt_unverified(state_, iv.data(), data);
+  }
 
  private:
-  struct ImbKey;  // ipsec-mb's expanded key and GHASH table, 64-byte aligned
   void release() noexcept;
 
-  EVP_CIPHER_CTX* ctx_ = nullptr;  // OpenSSL: set when backend_ is kOpenSsl
-  ImbKey* imb_ = nullptr;          // ipsec-mb: set when backend_ is kIpsecMb
+  void* state_ = nullptr;         // the backend's keyed context (ops_'s)
+  const GcmOps* ops_ = nullptr;   // set with state_
   bool encrypt_ = true;
   Backend backend_ = Backend::kOpenSsl;
 };

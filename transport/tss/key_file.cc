@@ -1,7 +1,6 @@
 #include "transport/tss/key_file.h"
 
 #include <fcntl.h>
-#include <openssl/crypto.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -186,8 +185,8 @@ absl::Status bad_line(std::string_view name, size_t line, std::string_view what)
 // Wipes the keys and IV masks of domains an error leaves unused.
 void cleanse_keys(std::span<DomainConfig> domains) {
   for (DomainConfig& c : domains) {
-    OPENSSL_cleanse(c.key.data(), sizeof c.key);
-    OPENSSL_cleanse(c.iv_mask.data(), sizeof c.iv_mask);
+    explicit_bzero(c.key.data(), sizeof c.key);
+    explicit_bzero(c.iv_mask.data(), sizeof c.iv_mask);
   }
 }
 
@@ -274,19 +273,19 @@ absl::StatusOr<std::vector<DomainConfig>> parse_key_file(std::string_view text,
     l = Line{};
     bool any = false;
     if (std::string err = parse_line(line, &l, &any); !err.empty()) {
-      OPENSSL_cleanse(&l, sizeof l);
+      explicit_bzero(&l, sizeof l);
       return bad_line(name, number, err);
     }
     if (!any) continue;
     const size_t d = file.find_or_add(l, number);
     if (std::string why = file.conflict(d, l); !why.empty()) {
-      OPENSSL_cleanse(&l, sizeof l);
+      explicit_bzero(&l, sizeof l);
       cleanse_keys(file.domains);
       return bad_line(name, number, why);
     }
     file.install(d, l, number);
   }
-  OPENSSL_cleanse(&l, sizeof l);
+  explicit_bzero(&l, sizeof l);
   if (file.domains.empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat("key file ", std::string(name), ": no key in it"));
@@ -322,7 +321,7 @@ absl::StatusOr<TssConfig> read_key_file(const std::string& path, std::optional<u
   } else {
     domains = parse_key_file(std::string_view(text.data(), got), path);
   }
-  OPENSSL_cleanse(text.data(), text.size());
+  explicit_bzero(text.data(), text.size());
   if (!domains.ok()) return domains.status();
 
   TssConfig c;
@@ -389,14 +388,14 @@ absl::StatusOr<std::vector<DomainConfig>> client_domains(std::span<const DomainC
       if (!s.installed[an]) continue;
       DerivedKey k;
       if (!client_key(s.key[an], c.epoch, client_ip4, &k)) {
-        OPENSSL_cleanse(&k, sizeof k);
-        for (DomainConfig& d : out) OPENSSL_cleanse(d.key.data(), sizeof d.key);
-        OPENSSL_cleanse(c.key.data(), sizeof c.key);
+        explicit_bzero(&k, sizeof k);
+        for (DomainConfig& d : out) explicit_bzero(d.key.data(), sizeof d.key);
+        explicit_bzero(c.key.data(), sizeof c.key);
         return absl::InternalError("client_domains: the key derivation failed");
       }
       c.key[an] = k.key;
       c.iv_mask[an] = k.iv_mask;
-      OPENSSL_cleanse(&k, sizeof k);
+      explicit_bzero(&k, sizeof k);
     }
     out.push_back(c);
   }
@@ -433,7 +432,7 @@ absl::Status write_key_file(const std::string& path, std::span<const DomainConfi
           absl::StrCat("key file ", path, ": close failed (", std::strerror(errno), ")"));
     }
   }
-  OPENSSL_cleanse(text.data(), text.size());
+  explicit_bzero(text.data(), text.size());
   return s;
 }
 

@@ -4,7 +4,6 @@
 // establishment (§5.6). Domains and their keys are set up and rotated in sublayer_keys.cc.
 #include "transport/tss/sublayer.h"
 
-#include <openssl/crypto.h>
 
 #include <algorithm>
 #include <cstring>
@@ -121,11 +120,11 @@ Sublayer::TxKey* Sublayer::server_tx_key(uint32_t client) noexcept {
   if (!domains_[tx_domain_].kdf[tx_an_].derive(UET_TSS_LABEL_SERVER,
                                                 kdf_context4(epoch, 0, client), &d) ||
       !k.gcm.set_key(d.key, true, backend_)) {
-    OPENSSL_cleanse(&d, sizeof d);
+    explicit_bzero(&d, sizeof d);
     return nullptr;
   }
   k.mask = d.iv_mask;
-  OPENSSL_cleanse(&d, sizeof d);
+  explicit_bzero(&d, sizeof d);
   k.valid = true;
   k.client = client;
   k.epoch = epoch;

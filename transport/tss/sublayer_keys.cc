@@ -71,6 +71,8 @@ absl::Status TssConfig::validate() const {
   if (server_tx_keys < 1 || server_tx_keys > 65536 || !std::has_single_bit(server_tx_keys)) {
     return bad("server_tx_keys", server_tx_keys, "1..65536, a power of 2");
   }
+  // The libraries are a module (crypto.h): missing, TSS cannot run, whatever the backend.
+  if (absl::Status s = crypto_status(); !s.ok()) return s;
   if (!backend_available(backend)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "TssConfig.backend=", backend_name(backend),
