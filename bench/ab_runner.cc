@@ -139,9 +139,10 @@ class Run {
   absl::Status connect_qps();
   bool run_slice(Time until);
   bool run_watched(Time until);
-  uint64_t delivered_bytes() const;
+  // What the fabric has carried (Progress).
+  std::array<uint64_t, 4> carried() const;
   Sample sample(Time from, Time until);
-  void report_progress(size_t completed, uint64_t events, uint64_t delivered) const;
+  void report_progress(size_t completed, uint64_t events, std::array<uint64_t, 4> carried) const;
   absl::StatusOr<sim::FlowStats> flow_stats() const;
   void sum_counters(RunResult& r);
   void sum_pfc_watchdog(RunResult& r);
@@ -181,6 +182,7 @@ class Run {
   bool stopped_ = false;
   double setup_s_ = 0;        // wall time before the first slice
   uint64_t total_bytes_ = 0;  // the flows' data frames on the wire
+  uint64_t total_link_frames_ = 0;  // the flows' data frames times the links of their paths
   Time step_ = kMicrosecond;  // run_watched's sub-slice, grown or shrunk to its wall time
   bool deadlocked_ = false;  // stopped at a PFC deadlock the watchdog reported
 };
@@ -435,16 +437,20 @@ void Run::drive() {
   if (rc_.progress) {  // the flows' data frames whole, as the links count them
     const uint64_t overhead = frame_overhead(rc_.transport);
     for (const sim::FlowSpec& f : rc_.flows) {
-      if (!f.compute) total_bytes_ += f.bytes + (f.bytes + rc_.mtu - 1) / rc_.mtu * overhead;
+      if (f.compute) continue;
+      const uint64_t frames = std::max<uint64_t>(1, (f.bytes + rc_.mtu - 1) / rc_.mtu);
+      total_bytes_ += f.bytes + frames * overhead;
+      total_link_frames_ += frames * paths_->links(f.src, f.dst);
     }
   }
   for (;;) {
     const bool stop = rc_.stop != nullptr && rc_.stop->load(std::memory_order_relaxed);
-    std::array<uint64_t, 5> g{player_->completed(), stop ? 1u : 0u, net_.events_processed(),
-                              net_.pfc_deadlocks().size(), rc_.progress ? delivered_bytes() : 0};
+    const std::array<uint64_t, 4> c = rc_.progress ? carried() : std::array<uint64_t, 4>{};
+    std::array<uint64_t, 8> g{player_->completed(), stop ? 1u : 0u, net_.events_processed(),
+                              net_.pfc_deadlocks().size(), c[0], c[1], c[2], c[3]};
     ranks_.sum_all(g);
     const size_t completed = g[0];
-    report_progress(completed, g[2], g[4]);
+    report_progress(completed, g[2], {g[4], g[5], g[6], g[7]});
     if (completed == rc_.flows.size() || net_.now() >= rc_.max_time) break;
     // A deadlock the watchdog only reports never clears: nothing more to learn from the run.
     if (g[3] != 0 && rc_.fabric.pfc_watchdog.action == sim::PfcWatchdogAction::kReport) {
@@ -469,7 +475,8 @@ void Run::drive() {
   }
 }
 
-void Run::report_progress(size_t completed, uint64_t events, uint64_t delivered) const {
+void Run::report_progress(size_t completed, uint64_t events,
+                          std::array<uint64_t, 4> carried) const {
   if (!rc_.progress || net_.now() <= 0 || ranks_.rank() != 0) return;
   Progress p;
   p.sim_time = net_.now();
@@ -478,16 +485,29 @@ void Run::report_progress(size_t completed, uint64_t events, uint64_t delivered)
   p.flows = rc_.flows.size();
   p.wall_s = std::chrono::duration<double>(Clock::now() - t0_).count();
   p.setup_s = setup_s_;
-  p.delivered_bytes = delivered;
+  p.delivered_bytes = carried[0];
   p.total_bytes = total_bytes_;
+  p.sent_bytes = carried[1];
+  p.sent_frames = carried[2];
+  p.link_frames = carried[3];
+  p.total_link_frames = total_link_frames_;
+  p.data_frame_bytes = rc_.mtu + frame_overhead(rc_.transport);
   rc_.progress(p);
 }
 
-// Bytes the links into this rank's hosts have carried.
-uint64_t Run::delivered_bytes() const {
-  uint64_t sum = 0;
+// Over this rank's hosts and ports: bytes delivered to hosts, bytes and frames hosts sent,
+// frames every port sent.
+std::array<uint64_t, 4> Run::carried() const {
+  std::array<uint64_t, 4> sum{};
   for (uint32_t h = 0; h < hosts_; ++h) {
-    if (net_.owns_host(h)) sum += net_.port(net_.port(net_.host(h).port).peer).stats.tx_bytes;
+    if (!net_.owns_host(h)) continue;
+    const sim::Port& out = net_.port(net_.host(h).port);
+    sum[0] += net_.port(out.peer).stats.tx_bytes;
+    sum[1] += out.stats.tx_bytes;
+    sum[2] += out.stats.tx_frames;
+  }
+  for (uint32_t p = 0; p < net_.num_ports(); ++p) {
+    if (net_.owns_port(p)) sum[3] += net_.port(p).stats.tx_frames;
   }
   return sum;
 }
@@ -517,7 +537,7 @@ bool Run::run_watched(Time until) {
     if (rc_.stop != nullptr && rc_.stop->load(std::memory_order_relaxed)) return false;
     if (std::chrono::duration<double>(w1 - last_report).count() >= 1) {
       last_report = w1;
-      report_progress(player_->completed(), net_.events_processed(), delivered_bytes());
+      report_progress(player_->completed(), net_.events_processed(), carried());
     }
   }
   return true;

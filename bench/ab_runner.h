@@ -121,6 +121,12 @@ struct Progress {
   // Bytes the fabric has delivered to hosts (frames whole, ACKs too), and the flows' data
   // frames whole: a share of the work for runs whose flows all end together.
   uint64_t delivered_bytes = 0, total_bytes = 0;
+  // What the simulator's work follows (events are per frame and hop): the frames every link
+  // has carried, against the flows' data frames times the links of their paths; and the bytes
+  // and frames hosts have sent, whose ratio to a full data frame tells how many more frames
+  // (ACKs, resends) each data frame brings.
+  uint64_t link_frames = 0, total_link_frames = 0;
+  uint64_t sent_bytes = 0, sent_frames = 0, data_frame_bytes = 0;
 };
 
 // The builder's own check of the fabric's shape (sizes in range, at most kMaxHosts hosts),

@@ -48,7 +48,10 @@ ProgressLine::~ProgressLine() {
 }
 
 void ProgressLine::operator()(const Progress& p) {
-  if (!on_ || p.wall_s < 2 || (shown_ && p.wall_s - last_wall_ < (tty_ ? 2 : 5))) return;
+  if (!on_) return;
+  // Every report feeds the estimate (about one a second), whether a line is printed or not.
+  if (p.wall_s > p.setup_s) eta_.add(p.wall_s - p.setup_s, work_done(p));
+  if (p.wall_s < 2 || (shown_ && p.wall_s - last_wall_ < (tty_ ? 2 : 5))) return;
   // Events/s since the last line; the first line's since the set-up ended.
   const double since = shown_ ? last_wall_ : p.setup_s;
   const uint64_t events = p.events - (shown_ ? last_events_ : 0);
@@ -56,16 +59,12 @@ void ProgressLine::operator()(const Progress& p) {
   last_wall_ = p.wall_s;
   last_events_ = p.events;
   shown_ = true;
-  double share = p.flows > 0 ? static_cast<double>(p.flows_done) / static_cast<double>(p.flows) : 0;
   const double bytes_share =
       p.total_bytes > 0 ? std::min(1.0, static_cast<double>(p.delivered_bytes) /
                                             static_cast<double>(p.total_bytes))
                         : 0;
-  share = std::max(share, bytes_share);
-  std::string eta = "?";
-  if (share >= 0.01 && p.wall_s > p.setup_s) {  // below 1 %, the start's burst dominates
-    eta = absl::StrFormat("~%.0f s", (p.wall_s - p.setup_s) * (1 - share) / share);
-  }
+  const double left = eta_.seconds_left();
+  const std::string eta = left < 0 ? "?" : absl::StrFormat("~%.0f s", left);
   std::fprintf(stderr,
                "%s[%s] simulated %.3f ms, %.2f M events/s, flows %zu/%zu, bytes %.0f%%, RSS %.2f "
                "GiB, set-up %.0f s, wall %.0f s, ETA %s%s",

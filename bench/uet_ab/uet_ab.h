@@ -26,6 +26,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "bench/ab_collective.h"
+#include "bench/ab_eta.h"
 #include "bench/ab_memory.h"
 #include "bench/ab_runner.h"
 #include "bench/flag_check.h"
@@ -174,7 +175,8 @@ std::string memory_refusal(double need, const std::string& why, const std::strin
 // --progress (never in the results): rewritten in place every 2 s on a terminal, a line every
 // 5 s otherwise. Events/s over the last interval, simulated time, RSS (/proc/self/statm), flows
 // done, the share of the flows' bytes hosts have received, the set-up's wall time and an ETA
-// from the larger of the two shares.
+// (work_done(): the bytes the links have carried, against the workload's on its paths; at the
+// rate of the recent past, bench/ab_eta.h).
 class ProgressLine {
  public:
   explicit ProgressLine(std::string label);
@@ -190,7 +192,9 @@ class ProgressLine {
   bool shown_ = false;
   double last_wall_ = 0;
   uint64_t last_events_ = 0;
+  EtaEstimate eta_;
 };
+
 
 // The flags' checks: numbers in refusals as printf's %g.
 using Check = bench::FlagCheck;
