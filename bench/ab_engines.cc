@@ -32,6 +32,12 @@ UetConfig uet_config(const RunConfig& rc, uint32_t h, uint32_t pdcs) {
   // at the first sample; min_rto stays short for loss recovery.
   const double drain_ps = static_cast<double>(rc.fabric.buffer_bytes) * 8e3 / rc.fabric.host_gbps;
   c.rto = std::max(c.rto, c.base_rtt + static_cast<Time>(drain_ps));
+  // A floor above the first samples' estimate keeps an incast's queued packets from timing
+  // out spuriously (bench/NOTES.md, "The incast mix's timeouts and tail").
+  if (rc.uet_min_rto != 0) {
+    c.min_rto = rc.uet_min_rto;
+    c.rto = std::max(c.rto, c.min_rto);
+  }
   c.seed = rc.seed * 1000003 + h;
   if (rc.verb == Verb::kSend) c.max_trecvs = 65536;  // a receive per incoming flow at most
   c.rendezvous_bytes = rc.uet_rendezvous_bytes;

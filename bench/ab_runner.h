@@ -192,6 +192,9 @@ struct RunConfig {
   // UET: the target ACKs an out-of-order request at once (UetConfig::ack_out_of_order);
   // false: it coalesces, as uet-htsim's sink.
   bool uet_ack_ooo = true;
+  // UET: the RTO estimate's floor (UetConfig::min_rto), the first RTO at least this; 0: the
+  // engine's.
+  Time uet_min_rto = 0;
   // --verb=send: the destination posts each flow's receive this long after the send starts
   // (0: as it starts), as a late application would.
   Time recv_delay = 0;

@@ -198,6 +198,10 @@ ABSL_FLAG(bool, rack, true,
 ABSL_FLAG(bool, ack_ooo, true,
           "UET: the target ACKs a request that arrived out of order at once; false: it "
           "coalesces like any other (ack every 4 packets or 2 us), as uet-htsim's sink");
+ABSL_FLAG(double, min_rto_us, 0,
+          "UET: the RTO estimate's floor in us (UetConfig::min_rto), and the first RTO at least "
+          "this; 0 (the default): the engine's 10 us, the first RTO the base RTT plus one "
+          "buffer's drain; else 1..10000");
 ABSL_FLAG(double, recv_delay_us, 0,
           "--verb=send: the destination posts each flow's receive this long after the send "
           "starts, as a late application would; 0 (the default): as it starts, or 0..1000000");

@@ -75,6 +75,10 @@ void check_workload_flags(Check& check, Options& o) {
     }
   }
   check.range(FLAGS_recv_delay_us, 0, 1e6);
+  if (const double m = absl::GetFlag(FLAGS_min_rto_us);
+      check.error.empty() && m != 0 && !(m >= 1 && m <= 1e4)) {
+    check.error = absl::StrFormat("--min_rto_us=%g out of range: 0, or 1..10000", m);
+  }
   if (check.error.empty() && absl::GetFlag(FLAGS_verb) != "send") {
     if (absl::GetFlag(FLAGS_deferrable)) {
       check.error = "--deferrable applies to --verb=send only";
@@ -257,6 +261,7 @@ RunConfig run_config(const Options& o, const Fabric& base, const std::string& sc
   c.uet_rack = absl::GetFlag(FLAGS_rack);
   c.uet_ack_ooo = absl::GetFlag(FLAGS_ack_ooo);
   c.recv_delay = static_cast<Time>(absl::GetFlag(FLAGS_recv_delay_us) * kMicrosecond);
+  c.uet_min_rto = static_cast<Time>(absl::GetFlag(FLAGS_min_rto_us) * kMicrosecond);
   c.uet_tss = absl::GetFlag(FLAGS_tss);
   c.tss_cost.ps_per_frame = static_cast<Time>(absl::GetFlag(FLAGS_tss_ns_per_frame) * kNanosecond);
   c.tss_cost.ps_per_byte = absl::GetFlag(FLAGS_tss_ns_per_kib) * kNanosecond / 1024.0;

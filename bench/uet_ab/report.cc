@@ -49,6 +49,10 @@ std::string datagram_params(const RunConfig& c) {
   if (c.fabric.trim_last_half && c.transport == TransportKind::kUet) {
     absl::StrAppend(&verb, "\"trim_last_half\": true, ");
   }
+  if (c.uet_min_rto != 0 && c.transport == TransportKind::kUet) {
+    absl::StrAppend(&verb, absl::StrFormat("\"min_rto_us\": %g, ",
+                                           static_cast<double>(c.uet_min_rto) / kMicrosecond));
+  }
   if (c.recv_delay != 0) {
     absl::StrAppend(&verb, absl::StrFormat("\"recv_delay_us\": %g, ",
                                            static_cast<double>(c.recv_delay) / kMicrosecond));

@@ -116,6 +116,7 @@ ABSL_DECLARE_FLAG(uint64_t, rendezvous_bytes);
 ABSL_DECLARE_FLAG(bool, deferrable);
 ABSL_DECLARE_FLAG(bool, rack);
 ABSL_DECLARE_FLAG(bool, ack_ooo);
+ABSL_DECLARE_FLAG(double, min_rto_us);
 ABSL_DECLARE_FLAG(double, recv_delay_us);
 ABSL_DECLARE_FLAG(bool, tss);
 ABSL_DECLARE_FLAG(double, tss_ns_per_frame);

@@ -56,6 +56,8 @@ REFUSED = {
                         "--deferrable applies to --verb=send only"),
     "recv_delay": (["--scenario=permutation", "--verb=send", "--recv_delay_us=-1"],
                    "--recv_delay_us=-1 out of range: 0..1e+06"),
+    "min_rto": (["--scenario=permutation", "--min_rto_us=20000"],
+                "--min_rto_us=20000 out of range: 0, or 1..10000"),
 }
 
 
