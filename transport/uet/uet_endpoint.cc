@@ -208,7 +208,7 @@ UetEndpoint::UetEndpoint(std::shared_ptr<const UetShared> shared, const UetHost&
       mpr_mask_(config_.mpr - 1),
       hot_(config_),
       rccc_rx_(shared_->rccc_),
-      pdcs_(hot_.max_pdcs),
+      pdcs_(hot_.max_pdcs, hot_.mpr),
       rng_(host.seed ^ host.local_ip4) {
   update_access_word();
 }
@@ -290,8 +290,9 @@ size_t UetEndpoint::memory_bound(const UetConfig& c, uint32_t regions) noexcept 
   // One set of windows serves either role in turn and keeps what each role sized (alloc_pdc
   // moves a parked set in as it is): the initiator's operations ring, the target's response
   // ring and refusals, the three mpr-bit maps. Besides, by role, an initiator's send window or
-  // a target's NACK ring, each given back when its PDC is freed.
-  const size_t by_role = std::max(GrowRing<Slot, 16>::bytes_bound(c.mpr),
+  // a target's NACK ring, each given back when its PDC is freed (an initiator's with its RNR
+  // counts, a byte per PSN).
+  const size_t by_role = std::max(GrowRing<Slot, 16>::bytes_bound(c.mpr) + mpr,
                                   GrowRing<Pdc::Nack, 4>::bytes_bound(Pdc::Target::kNacks));
   const size_t window = by_role + GrowRing<Op, 2>::bytes_bound(c.max_ops) +
                         GrowRing<Pdc::Response>::bytes_bound(c.mpr) + mpr * sizeof(Pdc::Refusal) +
@@ -448,6 +449,7 @@ absl::Status UetEndpoint::post_op(uint32_t peer, bool rod, const Op& op, const c
   Op& o = p.ini.ops[p.ini.op_tail];
   o = op;
   o.address = internal::address_words(config_.job_id, op.to);  // once, for all its packets
+  o.first_psn = p.ini.next_psn;  // if none posted before it is unsent; else tx sets it
   o.packets = std::max<uint32_t>(
       1, static_cast<uint32_t>((op.length + hot_.payload_bytes - 1) / hot_.payload_bytes));
   uint64_t carried = op.length;

@@ -315,6 +315,8 @@ class UetEndpoint final : public Endpoint {
                    uint64_t in_flight_before, Time now);
   void rx_nack(const wire::Decoded& d, Time now);
   void rnr_nack(Pdc& p, uint32_t psn, wire::NackCode code);
+  uint8_t rnr_count(const Pdc& p, uint32_t psn) const noexcept;
+  void count_rnr(Pdc& p, uint32_t psn);
   void rx_ctrl(const wire::Decoded& d, Time now);
   void refuse(Pdc& p, uint32_t psn, uint8_t code, uint16_t message_id, uint16_t result = 0,
               uint32_t len = 0);
@@ -585,11 +587,12 @@ class UetEndpoint final : public Endpoint {
   void queue_stateless_nack(uint32_t ip, uint16_t peer_pdcid, uint8_t code, uint32_t psn,
                             Stateless kind = Stateless::kNack, uint16_t local_pdcid = 0,
                             const uint32_t* payload = nullptr);
-  bool build_data(Pdc& p, uint16_t pdcid, uint32_t psn, bool retx, Frame& f, Time now);
+  bool build_data(Pdc& p, uint16_t pdcid, uint32_t psn, const Op& o, uint32_t packet, bool retx,
+                  Frame& f, Time now);
   [[gnu::cold, gnu::noinline]] bool frame_too_small(Pdc& p, Time now);
   void data_pds(Pdc& p, uint16_t pdcid, uint32_t psn, bool retx, bool last, uint32_t payload,
                 Time now, wire::HeaderWords<wire::PdsRudRodCc>& pds);
-  static void data_ses(const Op& o, const Slot& s, uint64_t offset, uint32_t len, bool last,
+  static void data_ses(const Op& o, uint32_t packet, uint64_t offset, uint32_t len, bool last,
                        wire::HeaderWords<wire::SesStandardRequest>& ses);
   wire::Encap encap_for(const Pdc& p, bool control, uint16_t ev) const;
   void set_peer(Pdc& p, uint32_t ip4);  // peer_ip4, peer_mac and the encap templates

@@ -18,14 +18,12 @@ using internal::status_for;
 // as much as their bodies (bench/NOTES.md, "Fourth round (h/engine4)").
 [[gnu::always_inline]] inline void UetEndpoint::ack_psn(Pdc& p, uint32_t psn, bool ce, Time now) {
   Slot& s = p.ini.slots[psn];
-  if (s.acked) return;
+  const Slot::State was = s.state;  // (the path selector does not touch the slot)
+  if ((was & Slot::kAcked) != 0) return;
   p.ini.sel.on_ack(s.ev, ce, now);
-  if (s.in_flight) p.ini.bytes_in_flight -= s.len;
-  if (s.resend) --p.ini.resend_pending;
-  s.acked = true;
-  s.in_flight = false;
-  s.resend = false;
-  s.rnr_wait = false;
+  if ((was & Slot::kInFlight) != 0) p.ini.bytes_in_flight -= s.len;
+  if ((was & Slot::kResend) != 0) --p.ini.resend_pending;
+  s.state = Slot::kAcked;
   ++p.ini.acked_total;
   --p.ini.ops[s.op].unacked;
 }
@@ -74,16 +72,16 @@ void UetEndpoint::rack_detect(Pdc& p, Time now) {
   }
   // RFC 8985 §6.2 step 4: in recovery, with no reordering seen, no reordering window.
   const Time window = p.ini.loss_repaired && !p.ini.reordering_seen ? 0 : reorder_window(p);
-  const bool tail_acked = p.ini.slots[p.ini.next_psn - 1].acked;
+  const bool tail_acked = p.ini.slots[p.ini.next_psn - 1].acked();
   const uint32_t end = p.ini.rack_highest + 1 - (tail_acked ? 0 : hot_.reorder_threshold);
   for (uint32_t psn = p.ini.base_psn; psn_before(psn, end); ++psn) {
     const Slot& s = p.ini.slots[psn];
-    if (!s.in_flight || s.acked || s.sent > p.ini.rack_sent) continue;
+    if (!s.in_flight() || s.acked() || s.sent > p.ini.rack_sent) continue;
     const Time lost_at = s.sent + p.ini.rack_rtt + window;
     if (lost_at <= now) {
       p.ini.sel.on_nack(s.ev, now);  // an inferred loss counts against its path like a NACK
       mark_lost(p, psn);
-      p.ini.slots[psn].inferred = true;
+      p.ini.slots[psn].set(Slot::kInferred);
       ++counters_.fast_retx;
       if (!p.ini.in_recovery) {  // RFC 8985 §6.2 step 4 counts recoveries, not resends
         p.ini.in_recovery = true;
@@ -123,18 +121,18 @@ Time UetEndpoint::widened_window(const Pdc& p, Time base) noexcept {
 void UetEndpoint::note_retx_ack(Pdc& p, const Slot& s, bool retx) {
   // RFC 8985 §6.2: the original of a resent PSN arrived, so it was late, not lost (as a
   // DSACK would say); or the resend of an inferred loss arrived first: that loss was real.
-  if (s.retransmitted && !retx) p.ini.reordering_seen = true;
-  if (s.inferred && !s.acked && retx) p.ini.loss_repaired = true;
+  if (s.retransmitted() && !retx) p.ini.reordering_seen = true;
+  if (s.inferred() && !s.acked() && retx) p.ini.loss_repaired = true;
   // RFC 8985 §6.2 step 4: the original of a resent PSN arrived, or a resend arrived after
   // the PSN was acknowledged: a spurious resend. Only a resend that came second widens the
   // window; one that overtook its original (a slow path) gained time.
-  if (s.retransmitted && !retx) {
-    if (s.acked) {
+  if (s.retransmitted() && !retx) {
+    if (s.acked()) {
       ++rare().spurious_retx;
     } else {
       note_spurious(p, false);
     }
-  } else if (s.acked && retx) {
+  } else if (s.acked() && retx) {
     note_spurious(p, true);
   }
 }
@@ -157,7 +155,7 @@ void UetEndpoint::send_tlp(Pdc& p) {
   for (uint32_t psn = p.ini.next_psn; psn_before(p.ini.base_psn, psn);) {
     --psn;
     const Slot& s = p.ini.slots[psn];
-    if (s.acked || !s.in_flight || s.rnr_wait) continue;
+    if (!s.outstanding()) continue;
     mark_lost(p, psn);
     ++counters_.tlp_probes;
     return;
@@ -170,10 +168,10 @@ void UetEndpoint::send_tlp(Pdc& p) {
 [[gnu::always_inline]] inline void UetEndpoint::covered_psn(Pdc& p, uint32_t psn, bool ce,
                                                             Time data_sent, Time now) {
   Slot& s = p.ini.slots[psn];
-  if (s.acked) return;
+  if (s.acked()) return;
   const Op& o = p.ini.ops[s.op];
   if (o.op == Opcode::kRead && !o.failed) {
-    if (data_sent > 0 && s.in_flight && s.sent + reorder_window(p) <= data_sent) {
+    if (data_sent > 0 && s.in_flight() && s.sent + reorder_window(p) <= data_sent) {
       mark_lost(p, psn);
       ++rare().read_data_lost;
     }
@@ -184,20 +182,18 @@ void UetEndpoint::send_tlp(Pdc& p) {
 
 void UetEndpoint::mark_lost(Pdc& p, uint32_t psn) {
   Slot& s = p.ini.slots[psn];
-  if (s.acked || s.resend || !s.in_flight) return;
+  if ((s.state & (Slot::kAcked | Slot::kResend | Slot::kInFlight)) != Slot::kInFlight) return;
   p.ini.bytes_in_flight -= s.len;
-  s.in_flight = false;
-  s.rnr_wait = false;
-  s.resend = true;
+  s.clear(static_cast<Slot::State>(Slot::kInFlight | Slot::kRnrWait));
+  s.set(Slot::kResend);
   ++p.ini.resend_pending;
 }
 
 [[gnu::always_inline]] inline void UetEndpoint::retire_ops(Pdc& p) {
   // Slide the window past acknowledged PSNs.
   while (psn_before(p.ini.base_psn, p.ini.next_psn) &&
-         p.ini.slots[p.ini.base_psn].acked) {
-    p.ini.slots[p.ini.base_psn] = Slot{};
-    ++p.ini.base_psn;
+         p.ini.slots[p.ini.base_psn].acked()) {
+    ++p.ini.base_psn;  // (its slot is written afresh when the PSN is next new: tx_initiator)
   }
   // Complete operations whose every packet was sent (behind op_send) and acknowledged, in
   // posting order.
@@ -249,8 +245,8 @@ void UetEndpoint::rx_ack(const wire::Decoded& d, Time now) {
   Time rtt = 0;
   if (trig_in_window) {
     const Slot& s = p->ini.slots[trig];
-    if (s.in_flight && !s.retransmitted && !h.retx()) rtt = now - s.sent;
-    if (s.retransmitted | h.retx()) [[unlikely]] {
+    if (s.in_flight() && !s.retransmitted() && !h.retx()) rtt = now - s.sent;
+    if (s.retransmitted() | h.retx()) [[unlikely]] {
       note_retx_ack(*p, s, h.retx());
     }
   } else if (h.retx() && psn_before(trig, p->ini.base_psn) &&
@@ -314,22 +310,23 @@ void UetEndpoint::rx_ack(const wire::Decoded& d, Time now) {
     if (trig_in_window) {
       const Slot& s = p.ini.slots[trig];
       Op& o = p.ini.ops[s.op];
-      if (o.op == Opcode::kRead && !s.acked && !o.failed &&
+      const uint32_t packet = trig - o.first_psn;
+      if (o.op == Opcode::kRead && !s.acked() && !o.failed &&
           rd->return_code() == wire::SesReturnCode::kOk &&
-          rd->read_req_message_id() == static_cast<uint16_t>(o.message_id + s.packet) &&
+          rd->read_req_message_id() == static_cast<uint16_t>(o.message_id + packet) &&
           rd->payload_length() == s.len && rd->message_offset() == 0) {
         const size_t have = std::min<size_t>(d.payload.size(), s.len);
         if (o.rdv != 0) [[unlikely]] {  // a rendezvous READ: into its receive, what fits
-          rdv_place(o, uint64_t{s.packet} * hot_.payload_bytes, d.payload.first(have));
+          rdv_place(o, uint64_t{packet} * hot_.payload_bytes, d.payload.first(have));
           p.ini.results_held = true;  // the source holds this answer until we clear it
         } else if (have > 0) {
-          std::memcpy(o.dst + uint64_t{s.packet} * hot_.payload_bytes, d.payload.data(), have);
+          std::memcpy(o.dst + uint64_t{packet} * hot_.payload_bytes, d.payload.data(), have);
         }
         data_sent = s.sent;
         ack_psn(p, trig, false, now);
         ++counters_.rx_read_data;
         placed = true;
-      } else if (o.op == Opcode::kAtomic && o.dst != nullptr && !s.acked && !o.failed &&
+      } else if (o.op == Opcode::kAtomic && o.dst != nullptr && !s.acked() && !o.failed &&
                  rd->return_code() == wire::SesReturnCode::kOk &&
                  rd->read_req_message_id() == o.message_id && rd->payload_length() == o.length &&
                  d.payload.size() == o.length) {
@@ -346,8 +343,9 @@ void UetEndpoint::rx_ack(const wire::Decoded& d, Time now) {
     if (trig_in_window && rc != wire::SesReturnCode::kOk && rc != wire::SesReturnCode::kNull) {
       const Slot& s = p.ini.slots[trig];
       Op& o = p.ini.ops[s.op];
-      const auto mid = static_cast<uint16_t>(o.message_id + (o.op == Opcode::kRead ? s.packet : 0));
-      if (!s.acked && mid == rsp->message_id()) {
+      const auto mid =
+          static_cast<uint16_t>(o.message_id + (o.op == Opcode::kRead ? trig - o.first_psn : 0));
+      if (!s.acked() && mid == rsp->message_id()) {
         if (!o.failed) {
           o.failed = true;
           o.status = status_for(rc);
@@ -370,7 +368,7 @@ void UetEndpoint::rx_ack(const wire::Decoded& d, Time now) {
 // acknowledged before arrived out of order.
 [[gnu::always_inline]] inline void note_reordering(pds::Pdc& p, const pds::Slot& s,
                                                    uint32_t psn) {
-  if (!s.acked && !s.retransmitted && psn_before(psn, p.ini.rack_highest)) {
+  if (!s.acked() && !s.retransmitted() && psn_before(psn, p.ini.rack_highest)) {
     p.ini.reordering_seen = true;
   }
 }
@@ -387,7 +385,7 @@ void UetEndpoint::rx_ack(const wire::Decoded& d, Time now) {
   Time newest_sent = 0;
   for (uint32_t psn = p.ini.base_psn; psn_before(psn, cack + 1); ++psn) {
     const Slot& s = p.ini.slots[psn];
-    if (!s.retransmitted) newest_sent = std::max(newest_sent, s.sent);
+    if (!s.retransmitted()) newest_sent = std::max(newest_sent, s.sent);
     note_reordering(p, s, psn);
     covered_psn(p, psn, marked && psn == trig, data_sent, now);
   }
@@ -402,7 +400,7 @@ void UetEndpoint::rx_ack(const wire::Decoded& d, Time now) {
       if (!psn_before(psn, p.ini.next_psn)) unsent = true;
       if (psn_before(psn, p.ini.base_psn) || !psn_before(psn, p.ini.next_psn)) continue;
       const Slot& s = p.ini.slots[psn];
-      if (!s.retransmitted) newest_sent = std::max(newest_sent, s.sent);
+      if (!s.retransmitted()) newest_sent = std::max(newest_sent, s.sent);
       note_reordering(p, s, psn);
       covered_psn(p, psn, marked && psn == trig, data_sent, now);
       if (psn_before(highest, psn)) highest = psn;
@@ -506,7 +504,7 @@ void UetEndpoint::rx_nack(const wire::Decoded& d, Time now) {
       // PATH_NACK here). A last-hop trim or a window overrun says nothing about the path.
       if (in_window) {
         const Slot& s = p->ini.slots[psn];
-        if (s.in_flight && !s.acked) p->ini.sel.on_nack(s.ev, now);
+        if (s.in_flight() && !s.acked()) p->ini.sel.on_nack(s.ev, now);
       }
       [[fallthrough]];
     case wire::NackCode::kTrimmedLastHop:
@@ -559,10 +557,10 @@ void UetEndpoint::rx_nack(const wire::Decoded& d, Time now) {
 void UetEndpoint::rnr_nack(Pdc& p, uint32_t psn, wire::NackCode code) {
   Slot& s = p.ini.slots[psn];
   Op& o = p.ini.ops[s.op];
-  if (s.acked || !s.in_flight || s.rnr_wait) return;
+  if (!s.outstanding()) return;
   if (o.abandoned) {
     mark_lost(p, psn);  // goes again, with `ie`
-  } else if (s.rnr >= config_.rnr_retries &&
+  } else if (rnr_count(p, psn) >= config_.rnr_retries &&
              o.unacked == o.packets + (is_rdv_send(o) || cts_holds(o) ? 1 : 0)) {
     // Nothing of the message was accepted, so the target holds no state for it (a rendezvous
     // send's source and a CTS's hold count as one more unacknowledged each).
@@ -574,9 +572,24 @@ void UetEndpoint::rnr_nack(Pdc& p, uint32_t psn, wire::NackCode code) {
     if (is_cts(o)) cts_drop(o);          // never to be pushed
     mark_lost(p, psn);
   } else {
-    if (s.rnr < 255) ++s.rnr;
-    s.rnr_wait = true;
+    count_rnr(p, psn);
+    s.set(Slot::kRnrWait);
   }
+}
+
+// The RNR NACKs `psn` received: counted beside the send window (Pdc::Initiator::rnr), as
+// most PDCs never see one.
+uint8_t UetEndpoint::rnr_count(const Pdc& p, uint32_t psn) const noexcept {
+  return p.ini.slots[psn].rnr_counted() ? p.ini.rnr[psn & mpr_mask_] : 0;
+}
+
+void UetEndpoint::count_rnr(Pdc& p, uint32_t psn) {
+  if (p.ini.rnr == nullptr) p.ini.rnr = std::make_unique<uint8_t[]>(hot_.mpr);
+  Slot& s = p.ini.slots[psn];
+  uint8_t& n = p.ini.rnr[psn & mpr_mask_];
+  if (!s.rnr_counted()) n = 0;  // a PSN before it in this position left its count
+  s.set(Slot::kRnrCounted);
+  if (n < 255) ++n;
 }
 
 void UetEndpoint::fail_pdc(Pdc& p, OpStatus why) {

@@ -17,6 +17,7 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <new>
 #include <vector>
 
@@ -44,6 +45,7 @@ struct Op : PostedVerb {
   // (internal::address_words; PDC operations only).
   std::array<uint64_t, 2> address{};
   uint8_t rc = 0;    // the SES return code that failed it (§4.9), 0 if none
+  OpStatus status = OpStatus::kSuccess;
   uint16_t message_id = 0;  // read: chunk k is message message_id + k
   uint32_t packets = 0;
   uint32_t unacked = 0;
@@ -62,30 +64,58 @@ struct Op : PostedVerb {
   // Deferrable send (§4.2): its restart slot + 1, the token in remote_offset and our PID in
   // rkey; or (op kRecv) a target's DEFERRABLE_RTR, the token in tag. 0: neither.
   uint32_t defer = 0;
-  OpStatus status = OpStatus::kSuccess;
+  uint32_t first_psn = 0;  // its packet 0's PSN, once sent (PDC operations only)
 };
 // An operation carried without a PDC (RUDI §3.5, UUD §3.6): it names its peer.
 struct PeerOp : Op {
   uint32_t peer = 0;
   wire::MacAddr mac{};
 };
-// One PSN in flight at the initiator.
+// One PSN in flight at the initiator, in 16 bytes: a flight's window is most of an initiator's
+// memory. Its packet within the operation is psn - Op::first_psn (an operation's PSNs are
+// consecutive); the RNR NACKs it received, rare, are counted beside the window
+// (Pdc::Initiator::rnr).
 struct Slot {
-  Time sent = 0;        // first, so the slot packs into 32 bytes
-  uint32_t op = 0;      // the operation's posting count (its key in ops)
-  uint32_t packet = 0;  // packet number within the operation
-  uint32_t len = 0;     // data bytes this PSN moves (read: the data it asks for)
-  uint16_t retries = 0;
-  uint16_t ev = 0;  // EV index of the last transmission, for the path selector
-  uint8_t rnr = 0;  // RNR NACKs this PSN received
-  bool in_flight = false;
-  bool acked = false;
-  bool resend = false;
-  bool rnr_wait = false;       // NACKed RNR: resent when the RTO fires, not counted as a loss
-  bool retransmitted = false;  // sent more than once: no RTT sample from it (Karn)
-  bool inferred = false;       // resent because RACK inferred its loss
+  // State bits, and in `tries` the retry count (bits 0..6) and kRetransmitted. Enums of their
+  // own, not character types: a uint8_t may alias any store, and would be read again after each.
+  enum State : uint8_t {
+    kInFlight = 1,
+    kAcked = 2,
+    kResend = 4,
+    kRnrWait = 8,      // NACKed RNR: resent when the RTO fires, not counted as a loss
+    kInferred = 16,    // resent because RACK inferred its loss
+    kRnrCounted = 32,  // Initiator::rnr holds its RNR NACKs (else none)
+  };
+  enum Tries : uint8_t {
+    kRetries = 0x7F,         // timeouts with the peer silent, at most max_retries + 1 (<= 65)
+    kRetransmitted = 0x80,   // sent more than once: no RTT sample from it (Karn)
+  };
+  Time sent = 0;
+  uint16_t op = 0;   // the operation's posting count mod 2^16: its key in ops (<= 65536 entries)
+  uint16_t len = 0;  // data bytes this PSN moves (read: the data it asks for), <= payload_bytes
+  uint16_t ev = 0;   // EV index (< 16384) of the last transmission, for the path selector
+  State state{};     // an ACK leaves kAcked alone: the other bits are read only before it
+  Tries tries{};
+
+  bool in_flight() const noexcept { return (state & kInFlight) != 0; }
+  bool acked() const noexcept { return (state & kAcked) != 0; }
+  bool resend() const noexcept { return (state & kResend) != 0; }
+  bool rnr_wait() const noexcept { return (state & kRnrWait) != 0; }
+  bool inferred() const noexcept { return (state & kInferred) != 0; }
+  bool rnr_counted() const noexcept { return (state & kRnrCounted) != 0; }
+  bool retransmitted() const noexcept { return (tries & kRetransmitted) != 0; }
+  // In flight, neither acknowledged nor waiting after an RNR NACK.
+  bool outstanding() const noexcept {
+    return (state & (kInFlight | kAcked | kRnrWait)) == kInFlight;
+  }
+  void set(State bits) noexcept { state = static_cast<State>(state | bits); }
+  void clear(State bits) noexcept { state = static_cast<State>(state & ~bits); }
+  uint32_t retries() const noexcept { return tries & kRetries; }
+  void add_retry() noexcept {  // max_retries <= 64: the count never reaches kRetransmitted
+    tries = static_cast<Tries>(tries + 1);
+  }
 };
-static_assert(sizeof(Slot) == 32);
+static_assert(sizeof(Slot) == 16);
 enum class Role : uint8_t { kFree, kInitiator, kTarget };
 // What a PDC holds in either role: what tx(), rx_ack() and rx_request() look at first.
 struct PdcHead {
@@ -190,6 +220,9 @@ struct Pdc : PdcHead {
     // when a new PSN finds it full) up to mpr, given back when the PDC is freed.
     GrowRing<Slot, 16> slots;
     GrowRing<Op, 2> ops;      // by posting count (grows in post_op() to max_ops)
+    // RNR NACKs by PSN % mpr, of the PSNs whose slot says rnr_counted: taken at the PDC's
+    // first RNR NACK (rnr_nack), given back with the send window.
+    std::unique_ptr<uint8_t[]> rnr;
     uint16_t next_message_id = 1;
     // RFC 8985 §6.2 step 4: the window widened this round (until base_psn passes
     // spurious_psn); RACK inferred a loss and its recovery has not ended.

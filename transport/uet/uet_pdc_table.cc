@@ -18,6 +18,7 @@ size_t held(const V& v) noexcept {
 void PdcTable::park_windows(Pdc& from) {
   if (from.role == Role::kInitiator) {
     from.ini.slots.release();
+    from.ini.rnr.reset();
     spare_ops_.push_back(std::move(from.ini.ops));
     return;
   }
@@ -97,7 +98,9 @@ size_t PdcTable::memory_bytes() const noexcept {
   };
   for (uint32_t id = 0; id < pdcs_.size(); ++id) {
     const Pdc& p = pdcs_[id];
-    if (p.state == Role::kInitiator) n += p.ini.ops.bytes() + p.ini.slots.bytes();
+    if (p.state == Role::kInitiator) {
+      n += p.ini.ops.bytes() + p.ini.slots.bytes() + (p.ini.rnr != nullptr ? rnr_bytes_ : 0);
+    }
     if (p.state == Role::kTarget) n += target(p.tgt) + p.tgt.nacks.bytes();
   }
   n += held(spare_ops_) + held(spare_target_);

@@ -31,7 +31,8 @@ namespace uet::pds {
 
 class PdcTable {
  public:
-  explicit PdcTable(uint32_t max_pdcs) : max_pdcs_(max_pdcs) {}
+  // `mpr`: an initiator's RNR counts (Pdc::Initiator::rnr) hold one byte per PSN of it.
+  PdcTable(uint32_t max_pdcs, uint32_t mpr) : max_pdcs_(max_pdcs), rnr_bytes_(mpr) {}
 
   // A fresh PDC of `role` (state reset, parked windows moved in, active and ready); its id, or
   // -1 when all max_pdcs are in use. Ids are fresh (0, 1, ...) until max_pdcs have been made,
@@ -108,6 +109,7 @@ class PdcTable {
   void take_windows(Pdc& to) noexcept;
 
   uint32_t max_pdcs_;
+  uint32_t rnr_bytes_;
   ChunkedTable<Pdc> pdcs_;  // grows to max_pdcs
   // A freed id goes to the back of the ring: reused last, so a peer's stale packets for a
   // closed PDC rarely meet a new PDC under the same id.

@@ -139,8 +139,8 @@ bool UetEndpoint::rto_fired(Pdc& p, Time now) {
   uint32_t timed_out = 0;
   for (uint32_t psn = p.ini.base_psn; psn_before(psn, p.ini.next_psn); ++psn) {
     Slot& s = p.ini.slots[psn];
-    if (!s.in_flight || s.sent + p.ini.rto > now) continue;
-    if (s.rnr_wait) {
+    if (!s.in_flight() || s.sent + p.ini.rto > now) continue;
+    if (s.rnr_wait()) {
       mark_lost(p, psn);
       ++rare().rnr_retx;
       continue;
@@ -150,7 +150,10 @@ bool UetEndpoint::rto_fired(Pdc& p, Time now) {
     // sat in a slow queue or was lost on one path (the path selector hears of it): on
     // degraded links a PSN can time out many times while its PDC makes progress.
     const bool peer_silent = p.ini.last_ack_at == kNever || p.ini.last_ack_at <= s.sent;
-    if (peer_silent && ++s.retries > hot_.max_retries) return false;
+    if (peer_silent) {
+      s.add_retry();
+      if (s.retries() > hot_.max_retries) return false;
+    }
     p.ini.sel.on_timeout(s.ev, now);
     mark_lost(p, psn);
     ++counters_.timeouts;

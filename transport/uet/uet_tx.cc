@@ -11,12 +11,13 @@ using internal::psn_before;
 using wire::NextHeader;
 using wire::PdsType;
 
-// §3.3 RUD request + §4.2 standard SES request (WRITE, READ or SEND) for packet `psn`.
+// §3.3 RUD request + §4.2 standard SES request (WRITE, READ or SEND) for packet `psn`: packet
+// `packet` of operation `o`.
 [[gnu::always_inline]] inline bool UetEndpoint::build_data(Pdc& p, uint16_t pdcid, uint32_t psn,
-                                                           bool retx, Frame& f, Time now) {
+                                                           const Op& o, uint32_t packet, bool retx,
+                                                           Frame& f, Time now) {
   Slot& s = p.ini.slots[psn];
-  const Op& o = p.ini.ops[s.op];
-  const uint64_t offset = uint64_t{s.packet} * hot_.payload_bytes;
+  const uint64_t offset = uint64_t{packet} * hot_.payload_bytes;
   const uint32_t len = s.len;
   // A READ request has no payload; an atomic's operands follow its extension (put_atomic).
   const bool carries = o.carries;
@@ -43,9 +44,9 @@ using wire::PdsType;
   wire::HeaderWords<Pds> pds;
   wire::HeaderWords<Ses> ses;
   // The last packet of an operation asks for an ACK at once (AR), so completions are prompt.
-  const bool last = s.packet + 1 == o.packets;
+  const bool last = packet + 1 == o.packets;
   data_pds(p, pdcid, psn, retx, last, carries ? len : 0, now, pds);
-  data_ses(o, s, offset, len, last, ses);
+  data_ses(o, packet, offset, len, last, ses);
   // PDS and SES in one reserved run.
   if (cc_req) {
     uint8_t* h = b.reserve(Pds::kSize + Ses::kSize);
@@ -73,9 +74,11 @@ using wire::PdsType;
   if (!finish(b, f, elided, tss_ != nullptr ? payload : std::span<const uint8_t>{})) return false;
   f.priority = Priority::kData;
   s.sent = now;
-  if (retx) s.retransmitted = true;
+  if (retx) {  // (a new PSN's slot was made in flight: tx_initiator)
+    s.tries = static_cast<Slot::Tries>(s.tries | Slot::kRetransmitted);
+    s.set(Slot::kInFlight);
+  }
   s.ev = ev;
-  s.in_flight = true;
   p.ini.bytes_in_flight += len;
   ++(retx ? counters_.tx_retx : counters_.tx_data);
   return true;
@@ -133,10 +136,10 @@ bool UetEndpoint::frame_too_small(Pdc& p, Time now) {
   pds.set<Pds::ar_field>(last);
 }
 
-// §4.2: a data packet's standard SES request: WRITE or SEND message `o`'s packet `s.packet`,
+// §4.2: a data packet's standard SES request: WRITE or SEND message `o`'s packet `packet`,
 // or one READ chunk.
 [[gnu::always_inline]] inline void UetEndpoint::data_ses(
-    const Op& o, const Slot& s, uint64_t offset, uint32_t len, bool last,
+    const Op& o, uint32_t packet, uint64_t offset, uint32_t len, bool last,
     wire::HeaderWords<wire::SesStandardRequest>& ses) {
   using Ses = wire::SesStandardRequest;
   switch (o.op) {
@@ -161,7 +164,7 @@ bool UetEndpoint::frame_too_small(Pdc& p, Time now) {
       // the PDS"): the target returns exactly `len` bytes from buffer_offset, in one response
       // with data.
       ses.set<Ses::opcode_field>(wire::SesOpcode::kRead);
-      ses.set<Ses::message_id_field>(static_cast<uint16_t>(o.message_id + s.packet));
+      ses.set<Ses::message_id_field>(static_cast<uint16_t>(o.message_id + packet));
       ses.set<Ses::buffer_offset_field>(o.remote_offset + offset);
       ses.set<Ses::match_bits_field>(o.rkey);
       ses.set<Ses::request_length_field>(len);
@@ -194,16 +197,16 @@ bool UetEndpoint::frame_too_small(Pdc& p, Time now) {
       ses.set<Ses::message_id_field>(o.message_id);
       ses.set<Ses::request_length_field>(static_cast<uint32_t>(o.length));
       ses.set<Ses::ie_field>(o.abandoned);  // §4.1: the initiator gave this message up (RNR)
-      if (s.packet == 0 && o.has_imm) {     // §4.2: header_data on the SOM packet, `hd` set
+      if (packet == 0 && o.has_imm) {     // §4.2: header_data on the SOM packet, `hd` set
         ses.set<Ses::hd_field>(true);
         ses.set<Ses::header_data_field>(o.imm);
       }
       break;
   }
   if (o.op != Opcode::kRead) {
-    ses.set<Ses::som_field>(s.packet == 0);
+    ses.set<Ses::som_field>(packet == 0);
     ses.set<Ses::eom_field>(last);
-    if (s.packet != 0) {
+    if (packet != 0) {
       ses.set<Ses::payload_length_field>(static_cast<uint16_t>(len));
       ses.set<Ses::message_offset_field>(static_cast<uint32_t>(offset));
     }
@@ -344,9 +347,12 @@ UetEndpoint::Turn UetEndpoint::tx_close(Pdc& p, uint16_t id, Frame& f) {
   // one. build_data is called at one place (always inline: it runs for every data packet).
   const bool retx = p.ini.resend_pending > 0;
   uint32_t psn = 0;
-  const Op* op = nullptr;  // a new PSN's operation
+  const Op* op = nullptr;  // its operation, and its packet there
+  uint32_t packet = 0;
   if (retx) {
     if (!take_resend(p, credit, now, &psn)) return Turn::kIdle;
+    op = &p.ini.ops[p.ini.slots[psn].op];
+    packet = psn - op->first_psn;  // an operation's PSNs are consecutive
   } else {
     if (p.ini.op_send == p.ini.op_tail) {
       // §3.3: all sent and acknowledged, but the target still holds answers for us (fetched
@@ -370,23 +376,26 @@ UetEndpoint::Turn UetEndpoint::tx_close(Pdc& p, uint16_t id, Frame& f) {
       return Turn::kWaiting;
     }
     op = &o;
+    packet = p.ini.send_packet;
     psn = p.ini.next_psn;
     if (psn - p.ini.base_psn >= p.ini.slots.capacity()) [[unlikely]] grow_window(p);
+    // In flight once build_data() sends it; until then next_psn leaves it out of the window.
     Slot& s = p.ini.slots[psn];
     s = Slot{};
-    s.op = p.ini.op_send;
-    s.packet = p.ini.send_packet;
-    s.len = static_cast<uint32_t>(std::min<uint64_t>(
+    s.state = Slot::kInFlight;
+    s.op = static_cast<uint16_t>(p.ini.op_send);
+    s.len = static_cast<uint16_t>(std::min<uint64_t>(
         hot_.payload_bytes, o.length - uint64_t{p.ini.send_packet} * hot_.payload_bytes));
-    if (o.rdv != 0 && o.carries) [[unlikely]] s.len = rdv_eager();
+    if (o.rdv != 0 && o.carries) [[unlikely]] s.len = static_cast<uint16_t>(rdv_eager());
   }
-  if (!build_data(p, id, psn, retx, f, now)) return Turn::kIdle;
+  if (!build_data(p, id, psn, *op, packet, retx, f, now)) return Turn::kIdle;
   if (p.ini.frame_refused) [[unlikely]] p.ini.frame_refused = false;
   if (!retx) {
     ++p.ini.next_psn;
     if (++p.ini.send_packet == op->packets) {
       p.ini.send_packet = 0;
-      ++p.ini.op_send;
+      // The next operation's first PSN (post_op set it if it was posted with none unsent).
+      if (++p.ini.op_send != p.ini.op_tail) p.ini.ops[p.ini.op_send].first_psn = p.ini.next_psn;
     }
   }
   if (p.ini.rto_deadline == kNever) {
@@ -402,7 +411,7 @@ UetEndpoint::Turn UetEndpoint::tx_close(Pdc& p, uint16_t id, Frame& f) {
                                                             uint32_t* psn) {
   for (uint32_t q = p.ini.base_psn; psn_before(q, p.ini.next_psn); ++q) {
     Slot& s = p.ini.slots[q];
-    if (!s.resend) continue;
+    if (!s.resend()) continue;
     if (!credit && p.ini.ops[s.op].carries) {
       credit_blocked(p, now);
       return false;
@@ -412,7 +421,7 @@ UetEndpoint::Turn UetEndpoint::tx_close(Pdc& p, uint16_t id, Frame& f) {
     // or under a large incast the trimmed headers' NACKs and their resends keep the last hop
     // full of trimmed frames and nothing completes.
     if (p.ini.bytes_in_flight > 0 && p.ini.bytes_in_flight + s.len > window(p)) return false;
-    s.resend = false;
+    s.clear(Slot::kResend);
     --p.ini.resend_pending;
     *psn = q;
     return true;
