@@ -263,6 +263,55 @@ TEST(UetSes_Send, NoBufferEverEndsInReceiverNotReadyAndThePdcStaysUsable) {
   EXPECT_EQ(link.a().pdcs_in_use(), 1u);
 }
 
+// The initiator counts a PSN's RNR NACKs beside its send window, by PSN % mpr. Expect: a SEND
+// whose PSN lands where an earlier PSN was NACKed (64 PSNs later, mpr 64) gets its own
+// rnr_retries NACKs before giving up, not what the earlier one left.
+TEST(UetSes_Send, RnrCountStartsAfreshWhereAnEarlierPsnWasCounted) {
+  UetConfig a = config_for(kIpA);
+  a.mpr = 64;
+  a.rnr_retries = 3;
+  a.idle_timeout = 0;  // one PDC carries every PSN below
+  UetConfig b = config_for(kIpB);
+  b.mpr = 64;
+  b.idle_timeout = 0;
+  Link link(a, b);
+  std::vector<uint8_t> msg = pattern(100, 4), buf(100, 0);
+  // Its first PSN: a one-packet SEND NACKed twice, then received.
+  ASSERT_TRUE(link.a().post_send({1, kIpB, msg.data(), msg.size()}).ok());
+  Time t = 0;
+  while (link.b().counters().rx_rnr < 2 && t < kSecond) link.run(t += kMicrosecond);
+  ASSERT_EQ(link.b().counters().rx_rnr, 2u);
+  ASSERT_TRUE(link.b().post_recv({5, buf.data(), buf.size()}).ok());
+  link.run(t += kSecond);
+  auto sc = drain(link.a());
+  ASSERT_EQ(sc.size(), 1u);
+  EXPECT_EQ(sc[0].status, OpStatus::kSuccess);
+  // The next 63 PSNs: a WRITE of 63 packets.
+  std::vector<uint8_t> data = pattern(63 * size_t{a.payload_bytes}, 5), mem(data.size(), 0);
+  const uint32_t rkey = *link.b().register_memory(mem.data(), mem.size());
+  WriteRequest wr;
+  wr.wr_id = 2;
+  wr.peer = kIpB;
+  wr.rkey = rkey;
+  wr.local = data.data();
+  wr.length = data.size();
+  ASSERT_TRUE(link.a().post_write(wr).ok());
+  link.run(t += kSecond);
+  sc = drain(link.a());
+  ASSERT_EQ(sc.size(), 1u);
+  EXPECT_EQ(sc[0].status, OpStatus::kSuccess);
+  EXPECT_EQ(mem, data);
+  // PSN 64: the first one's position. No buffer: NACKed rnr_retries times, then a last time
+  // that gives it up.
+  const uint64_t before = link.b().counters().rx_rnr;
+  ASSERT_TRUE(link.a().post_send({3, kIpB, msg.data(), msg.size()}).ok());
+  link.run(t += kSecond);
+  sc = drain(link.a());
+  ASSERT_EQ(sc.size(), 1u);
+  EXPECT_EQ(sc[0].status, OpStatus::kReceiverNotReady);
+  EXPECT_EQ(link.b().counters().rx_rnr - before, a.rnr_retries + 1u);
+}
+
 TEST(UetSes_Send, LongerThanTheBufferIsALengthErrorAtBothEnds) {
   Link link;
   std::vector<uint8_t> msg = pattern(9000, 6), ok = pattern(700, 8);
