@@ -100,6 +100,32 @@ TEST(UetRecovery_Rack, HoleBeforeAnAcknowledgedLastPacketGoesAfterOneRtt) {
   EXPECT_LT(resent_at - dropped_at, 8 * kMicrosecond);
 }
 
+// RFC 8985 §6.2 steps 2 and 4: in recovery with no reordering seen, the resend whose ACK
+// echoes RETX (§3.7) was delivered after the lost last packet was sent, so that packet is
+// resent at once, not at the RTO. Packet 10 of a write and its last packet are lost; RACK
+// resends 10 (count); its ACK shows the last packet lost. The probe is off.
+TEST(UetRecovery_Rack, ResendDeliveredAfterALostLastPacketShowsItLost) {
+  UetConfig a = config_for(kIpA);
+  a.tlp = false;
+  Pair t(a);
+  t.write(1, 20 * 4096);
+  int firsts = 0;
+  t.link.set_filter([&](int from, const wire::Decoded& d, std::vector<uint8_t>&) {
+    testing::Verdict v;
+    if (from != 0 || d.pds_type != wire::PdsType::kRudReq) return v;
+    if (wire::as<wire::PdsRudRod>(d.pds)->retx()) return v;
+    if (firsts++ == 10 || is_eom_request(d)) v.copies = 0;
+    return v;
+  });
+  t.write(2, 20 * 4096);
+  const std::vector<Completion> c = t.completions();
+  ASSERT_EQ(c.size(), 2u);
+  EXPECT_EQ(c[1].status, OpStatus::kSuccess);
+  // Expect: both repaired by RACK (two inferred losses), no timeout.
+  EXPECT_EQ(t.ea->counters().fast_retx, 2u);
+  EXPECT_EQ(t.ea->counters().timeouts, 0u);
+}
+
 TEST(UetRecovery_Tlp, DisabledFallsBackToTheRto) {
   UetConfig a = config_for(kIpA);
   a.tlp = false;

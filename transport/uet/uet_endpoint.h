@@ -310,7 +310,7 @@ class UetEndpoint final : public Endpoint {
   void rx_ack(const wire::Decoded& d, Time now);
   Time ack_response(Pdc& p, const wire::Decoded& d, uint32_t trig, bool trig_in_window, Time now);
   void ack_covered(Pdc& p, uint32_t cack, uint32_t trig, bool marked, const wire::PdsAckCc* cc,
-                   Time data_sent, Time now);
+                   Time data_sent, Time retx_sent, Time now);
   void nscc_on_ack(Pdc& p, const wire::PdsAckCc* cc, bool marked, Time rtt,
                    uint64_t in_flight_before, Time now);
   void rx_nack(const wire::Decoded& d, Time now);

@@ -70,10 +70,14 @@ void UetEndpoint::rack_detect(Pdc& p, Time now) {
   if (!hot_.rack || p.ini.rack_sent == 0 || !psn_before(p.ini.base_psn, p.ini.next_psn)) {
     return;
   }
-  // RFC 8985 §6.2 step 4: in recovery, with no reordering seen, no reordering window.
-  const Time window = p.ini.loss_repaired && !p.ini.reordering_seen ? 0 : reorder_window(p);
+  // RFC 8985 §6.2 step 4: in recovery, with no reordering seen, no reordering window; and
+  // with nothing new to send, no count either: every PSN sent before the newest delivered one.
+  const bool no_window = p.ini.loss_repaired && !p.ini.reordering_seen;
+  const Time window = no_window ? 0 : reorder_window(p);
   const bool tail_acked = p.ini.slots[p.ini.next_psn - 1].acked();
-  const uint32_t end = p.ini.rack_highest + 1 - (tail_acked ? 0 : hot_.reorder_threshold);
+  const uint32_t end = tail_acked || (no_window && p.ini.op_send == p.ini.op_tail)
+                           ? p.ini.next_psn
+                           : p.ini.rack_highest + 1 - hot_.reorder_threshold;
   for (uint32_t psn = p.ini.base_psn; psn_before(psn, end); ++psn) {
     const Slot& s = p.ini.slots[psn];
     if (!s.in_flight() || s.acked() || s.sent > p.ini.rack_sent) continue;
@@ -191,8 +195,7 @@ void UetEndpoint::mark_lost(Pdc& p, uint32_t psn) {
 
 [[gnu::always_inline]] inline void UetEndpoint::retire_ops(Pdc& p) {
   // Slide the window past acknowledged PSNs.
-  while (psn_before(p.ini.base_psn, p.ini.next_psn) &&
-         p.ini.slots[p.ini.base_psn].acked()) {
+  while (psn_before(p.ini.base_psn, p.ini.next_psn) && p.ini.slots[p.ini.base_psn].acked()) {
     ++p.ini.base_psn;  // (its slot is written afresh when the PSN is next new: tx_initiator)
   }
   // Complete operations whose every packet was sent (behind op_send) and acknowledged, in
@@ -243,10 +246,17 @@ void UetEndpoint::rx_ack(const wire::Decoded& d, Time now) {
   const uint64_t acked_before = p->ini.acked_total;
   // An RTT sample from the PSN that triggered the ACK, if it was sent once (Karn).
   Time rtt = 0;
+  // RACK's newest delivered send time from a resend (RFC 8985 §6.2 step 2): the RETX echo
+  // (§3.7) says the trigger's resend arrived; resent more than once, the echo does not say
+  // which, and an ACK sooner than min RTT after the last one was for an earlier copy.
+  Time retx_sent = 0;
   if (trig_in_window) {
     const Slot& s = p->ini.slots[trig];
     if (s.in_flight() && !s.retransmitted() && !h.retx()) rtt = now - s.sent;
     if (s.retransmitted() | h.retx()) [[unlikely]] {
+      if (s.retransmitted() && h.retx() && (!s.resent_again() || now - s.sent >= p->ini.rtt_min)) {
+        retx_sent = s.sent;
+      }
       note_retx_ack(*p, s, h.retx());
     }
   } else if (h.retx() && psn_before(trig, p->ini.base_psn) &&
@@ -270,7 +280,7 @@ void UetEndpoint::rx_ack(const wire::Decoded& d, Time now) {
     p->established = true;
     p->peer_pdcid = h.spdcid();
   }
-  ack_covered(*p, cack, trig, h.m(), cc, data_sent, now);
+  ack_covered(*p, cack, trig, h.m(), cc, data_sent, retx_sent, now);
   nscc_on_ack(*p, cc, h.m(), rtt, in_flight_before, now);
   retire_ops(*p);
   if (p->ini.in_recovery | p->ini.spurious_round) [[unlikely]] {
@@ -366,8 +376,7 @@ void UetEndpoint::rx_ack(const wire::Decoded& d, Time now) {
 
 // RFC 8985 §6.2 step 2: a PSN sent once and newly acknowledged below the highest PSN
 // acknowledged before arrived out of order.
-[[gnu::always_inline]] inline void note_reordering(pds::Pdc& p, const pds::Slot& s,
-                                                   uint32_t psn) {
+[[gnu::always_inline]] inline void note_reordering(pds::Pdc& p, const pds::Slot& s, uint32_t psn) {
   if (!s.acked() && !s.retransmitted() && psn_before(psn, p.ini.rack_highest)) {
     p.ini.reordering_seen = true;
   }
@@ -379,10 +388,13 @@ void UetEndpoint::rx_ack(const wire::Decoded& d, Time now) {
 // unmarked: the path selector hears about each newly acknowledged packet's EV.
 [[gnu::always_inline]] inline void UetEndpoint::ack_covered(Pdc& p, uint32_t cack, uint32_t trig,
                                                             bool marked, const wire::PdsAckCc* cc,
-                                                            Time data_sent, Time now) {
+                                                            Time data_sent, Time retx_sent,
+                                                            Time now) {
   // The send time of the newest packet (sent once: Karn) this ACK covers: holes sent well
-  // before it are lost (a time guard against the reordering that spraying causes).
-  Time newest_sent = 0;
+  // before it are lost (a time guard against the reordering that spraying causes). In
+  // recovery with no reordering seen, a resend the RETX echo names counts too: in a tail it
+  // is the only later packet that can show an earlier one lost.
+  Time newest_sent = p.ini.loss_repaired && !p.ini.reordering_seen ? retx_sent : 0;
   for (uint32_t psn = p.ini.base_psn; psn_before(psn, cack + 1); ++psn) {
     const Slot& s = p.ini.slots[psn];
     if (!s.retransmitted()) newest_sent = std::max(newest_sent, s.sent);

@@ -44,7 +44,7 @@ struct Op : PostedVerb {
   // `to` from our job, packed when posted as it lies in the SES header's first two words
   // (internal::address_words; PDC operations only).
   std::array<uint64_t, 2> address{};
-  uint8_t rc = 0;    // the SES return code that failed it (§4.9), 0 if none
+  uint8_t rc = 0;  // the SES return code that failed it (§4.9), 0 if none
   OpStatus status = OpStatus::kSuccess;
   uint16_t message_id = 0;  // read: chunk k is message message_id + k
   uint32_t packets = 0;
@@ -82,13 +82,14 @@ struct Slot {
     kInFlight = 1,
     kAcked = 2,
     kResend = 4,
-    kRnrWait = 8,      // NACKed RNR: resent when the RTO fires, not counted as a loss
-    kInferred = 16,    // resent because RACK inferred its loss
-    kRnrCounted = 32,  // Initiator::rnr holds its RNR NACKs (else none)
+    kRnrWait = 8,       // NACKed RNR: resent when the RTO fires, not counted as a loss
+    kInferred = 16,     // resent because RACK inferred its loss
+    kRnrCounted = 32,   // Initiator::rnr holds its RNR NACKs (else none)
+    kResentAgain = 64,  // sent three times or more: a RETX echo names no one copy
   };
   enum Tries : uint8_t {
-    kRetries = 0x7F,         // timeouts with the peer silent, at most max_retries + 1 (<= 65)
-    kRetransmitted = 0x80,   // sent more than once: no RTT sample from it (Karn)
+    kRetries = 0x7F,        // timeouts with the peer silent, at most max_retries + 1 (<= 65)
+    kRetransmitted = 0x80,  // sent more than once: no RTT sample from it (Karn)
   };
   Time sent = 0;
   uint16_t op = 0;   // the operation's posting count mod 2^16: its key in ops (<= 65536 entries)
@@ -104,6 +105,7 @@ struct Slot {
   bool inferred() const noexcept { return (state & kInferred) != 0; }
   bool rnr_counted() const noexcept { return (state & kRnrCounted) != 0; }
   bool retransmitted() const noexcept { return (tries & kRetransmitted) != 0; }
+  bool resent_again() const noexcept { return (state & kResentAgain) != 0; }
   // In flight, neither acknowledged nor waiting after an RNR NACK.
   bool outstanding() const noexcept {
     return (state & (kInFlight | kAcked | kRnrWait)) == kInFlight;
@@ -193,8 +195,8 @@ struct Pdc : PdcHead {
     // The host's frame was too small for the packet to send; still so when the RTO fires,
     // the PDC fails kFrameTooSmall (UetEndpoint::frame_too_small).
     bool frame_refused = false;
-    uint32_t next_psn = 0;            // next new PSN
-    uint32_t base_psn = 0;            // oldest unacknowledged PSN
+    uint32_t next_psn = 0;  // next new PSN
+    uint32_t base_psn = 0;  // oldest unacknowledged PSN
     // §3.8: the target's window as its ACK_CCs last said: the highest CACK and the latest
     // MPR (0: no ACK_CC yet, the configured window alone bounds new PSNs).
     uint32_t peer_cack = 0;
@@ -219,7 +221,7 @@ struct Pdc : PdcHead {
     // By PSN, [base_psn, next_psn) live: grows with the flight (tx_initiator(), a doubling
     // when a new PSN finds it full) up to mpr, given back when the PDC is freed.
     GrowRing<Slot, 16> slots;
-    GrowRing<Op, 2> ops;      // by posting count (grows in post_op() to max_ops)
+    GrowRing<Op, 2> ops;  // by posting count (grows in post_op() to max_ops)
     // RNR NACKs by PSN % mpr, of the PSNs whose slot says rnr_counted: taken at the PDC's
     // first RNR NACK (rnr_nack), given back with the send window.
     std::unique_ptr<uint8_t[]> rnr;
@@ -237,7 +239,7 @@ struct Pdc : PdcHead {
     Time clear_at = 0;             // §3.12: a CLEAR of clear_psn may go again from then (tx)
     uint32_t clear_psn = 0;        // ... the clear PSN the last CLEAR carried
     Time last_ack_at = kNever;     // the last valid ACK (is the peer alive?)
-    cc::Nscc nscc;  // reads the endpoint's NsccConfig (UetShared::nscc_)
+    cc::Nscc nscc;                 // reads the endpoint's NsccConfig (UetShared::nscc_)
     // RCCC sender (UetConfig::cc rccc or nscc+rccc).
     cc::RcccSender rccc{cc::RcccConfig{}};
     uint64_t unsent_bytes = 0;      // WRITE/SEND payload posted, not yet sent once

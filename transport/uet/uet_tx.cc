@@ -38,7 +38,8 @@ using wire::PdsType;
   // reserved run a word at a time: filled in memory by their accessors' narrow stores and then
   // copied, they would stall on store forwarding (bench/NOTES.md, "Third round (h/engine3)").
   // RUD_CC begins with the RUD request's fields (spec/uet.def): one word set for both.
-  if (f.capacity < headers) [[unlikely]] return frame_too_small(p, now);  // no state changed
+  if (f.capacity < headers) [[unlikely]]
+    return frame_too_small(p, now);  // no state changed
   using Pds = wire::PdsRudRodCc;
   using Ses = wire::SesStandardRequest;
   wire::HeaderWords<Pds> pds;
@@ -59,7 +60,8 @@ using wire::PdsType;
     pds.store<wire::PdsRudRod::kSize>(h);
     ses.store(h + wire::PdsRudRod::kSize);
   }
-  if (rdv && !put_rendezvous(o, b)) [[unlikely]] return false;
+  if (rdv && !put_rendezvous(o, b)) [[unlikely]]
+    return false;
   std::span<const uint8_t> payload;
   if (carries && elided == 0 && len > 0) {
     payload = {o.src + offset, len};
@@ -75,6 +77,7 @@ using wire::PdsType;
   f.priority = Priority::kData;
   s.sent = now;
   if (retx) {  // (a new PSN's slot was made in flight: tx_initiator)
+    if (s.retransmitted()) s.set(Slot::kResentAgain);
     s.tries = static_cast<Slot::Tries>(s.tries | Slot::kRetransmitted);
     s.set(Slot::kInFlight);
   }
@@ -197,7 +200,7 @@ bool UetEndpoint::frame_too_small(Pdc& p, Time now) {
       ses.set<Ses::message_id_field>(o.message_id);
       ses.set<Ses::request_length_field>(static_cast<uint32_t>(o.length));
       ses.set<Ses::ie_field>(o.abandoned);  // §4.1: the initiator gave this message up (RNR)
-      if (packet == 0 && o.has_imm) {     // §4.2: header_data on the SOM packet, `hd` set
+      if (packet == 0 && o.has_imm) {       // §4.2: header_data on the SOM packet, `hd` set
         ses.set<Ses::hd_field>(true);
         ses.set<Ses::header_data_field>(o.imm);
       }
@@ -378,7 +381,8 @@ UetEndpoint::Turn UetEndpoint::tx_close(Pdc& p, uint16_t id, Frame& f) {
     op = &o;
     packet = p.ini.send_packet;
     psn = p.ini.next_psn;
-    if (psn - p.ini.base_psn >= p.ini.slots.capacity()) [[unlikely]] grow_window(p);
+    if (psn - p.ini.base_psn >= p.ini.slots.capacity()) [[unlikely]]
+      grow_window(p);
     // In flight once build_data() sends it; until then next_psn leaves it out of the window.
     Slot& s = p.ini.slots[psn];
     s = Slot{};
@@ -386,10 +390,12 @@ UetEndpoint::Turn UetEndpoint::tx_close(Pdc& p, uint16_t id, Frame& f) {
     s.op = static_cast<uint16_t>(p.ini.op_send);
     s.len = static_cast<uint16_t>(std::min<uint64_t>(
         hot_.payload_bytes, o.length - uint64_t{p.ini.send_packet} * hot_.payload_bytes));
-    if (o.rdv != 0 && o.carries) [[unlikely]] s.len = static_cast<uint16_t>(rdv_eager());
+    if (o.rdv != 0 && o.carries) [[unlikely]]
+      s.len = static_cast<uint16_t>(rdv_eager());
   }
   if (!build_data(p, id, psn, *op, packet, retx, f, now)) return Turn::kIdle;
-  if (p.ini.frame_refused) [[unlikely]] p.ini.frame_refused = false;
+  if (p.ini.frame_refused) [[unlikely]]
+    p.ini.frame_refused = false;
   if (!retx) {
     ++p.ini.next_psn;
     if (++p.ini.send_packet == op->packets) {
