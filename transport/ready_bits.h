@@ -6,7 +6,9 @@
 // connection would.
 //
 // Owned by one engine, touched on its thread only. Grows a word at a time with the active
-// list (grow_to), so it is bounded by the engine's connection bound.
+// list (grow_to), so it is bounded by the engine's connection bound. The first 64 positions
+// live in the owner itself: most hosts of a large simulation hold a connection or two, and
+// tx() then reads its bits without a cache miss on a heap block of their own.
 #pragma once
 
 #include <bit>
@@ -20,11 +22,11 @@ class ReadyBits {
  public:
   // Room for positions [0, n): called as the active list grows to n.
   void grow_to(size_t n) {
-    while (words_.size() * 64 < n) words_.push_back(0);
+    while ((more_.size() + 1) * 64 < n) more_.push_back(0);
   }
-  void set(uint32_t i) noexcept { words_[i >> 6] |= bit(i); }
-  void clear(uint32_t i) noexcept { words_[i >> 6] &= ~bit(i); }
-  bool test(uint32_t i) const noexcept { return (words_[i >> 6] & bit(i)) != 0; }
+  void set(uint32_t i) noexcept { word(i >> 6) |= bit(i); }
+  void clear(uint32_t i) noexcept { word(i >> 6) &= ~bit(i); }
+  bool test(uint32_t i) const noexcept { return (word(i >> 6) & bit(i)) != 0; }
 
   // The active list's swap-remove: position `last` moves to `to`, and `last` is cleared.
   void move(uint32_t last, uint32_t to) noexcept {
@@ -38,10 +40,10 @@ class ReadyBits {
   uint32_t next(uint32_t from, uint32_t size) const noexcept {
     if (from >= size) return size;
     uint32_t w = from >> 6;
-    uint64_t bits = words_[w] & (~uint64_t{0} << (from & 63));
+    uint64_t bits = word(w) & (~uint64_t{0} << (from & 63));
     while (bits == 0) {
       if (++w * 64 >= size) return size;
-      bits = words_[w];
+      bits = more_[w - 1];
     }
     const uint32_t at = w * 64 + static_cast<uint32_t>(std::countr_zero(bits));
     return at < size ? at : size;
@@ -64,11 +66,14 @@ class ReadyBits {
     return true;
   }
 
-  size_t bytes() const noexcept { return words_.capacity() * sizeof(uint64_t); }
+  size_t bytes() const noexcept { return more_.capacity() * sizeof(uint64_t); }
 
  private:
   static constexpr uint64_t bit(uint32_t i) noexcept { return uint64_t{1} << (i & 63); }
-  std::vector<uint64_t> words_;
+  uint64_t& word(uint32_t w) noexcept { return w == 0 ? first_ : more_[w - 1]; }
+  const uint64_t& word(uint32_t w) const noexcept { return w == 0 ? first_ : more_[w - 1]; }
+  uint64_t first_ = 0;          // positions 0..63
+  std::vector<uint64_t> more_;  // positions from 64, a word each
 };
 
 }  // namespace uet
