@@ -23,8 +23,8 @@ namespace uet::ab {
 // cost per further communicating pair (with its flow).
 struct MeasuredMemory {
   static constexpr double kBase = 5.9 * (1 << 20);      // the process, fabric-independent
-  static constexpr double kUetPerHost = 4.6 * 1024;     // with its first pair, idle
-  static constexpr double kUetPerFlightByte = 0.0250;   // ... and per byte of its flow
+  static constexpr double kUetPerHost = 4.5 * 1024;     // with its first pair, idle
+  static constexpr double kUetPerFlightByte = 0.0210;   // ... and per byte of its flow
   static constexpr double kRocePerHost = 2.0 * 1024;    // with its first pair, idle
   static constexpr double kRocePerFlightByte = 0.0245;  // ... and per byte of its flow
   static constexpr double kFlightCap = 512 * 1024;      // a window of 128 packets of 4 KiB
